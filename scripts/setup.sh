@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Creates .venv (once) and installs SuperQode LS with its test tools into it.
+# Idempotent: a second run only re-installs when pyproject.toml changed.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+py="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+stamp=.venv/.superqode-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  touch "$stamp"
+fi

@@ -1,0 +1,3 @@
+"""SuperQode LS: quality-engineering sessions in disposable sandboxes."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,68 @@
+"""``superqe``: parses, calls the engine, prints. Exit codes: 0 ok; 1 findings
+at/above --fail-on; 2 usage or configuration error; 3 session failed."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..config import ConfigError
+
+# Each module defines register(subparsers); handlers return the exit code.
+COMMAND_MODULES = (
+    "run",
+    "exec_",
+    "sessions",
+    "guard",
+    "suggestions",
+    "worktree",
+)
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """One-line user error: printed as ``superqe: <message>``, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one clear line, exit 2
+        self.exit(EXIT_USAGE, f"superqe: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="superqe", description="Quality-engineering sessions in sandboxes.")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"superqe {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"{__name__}.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, ConfigError) as e:
+        print(f"superqe: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("superqe: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""Configuration: ``$SUPERQODE_HOME/config.yaml`` (user) <- ``superqode.yaml``
+(project) <- CLI flags / editor settings, each layer validated on its own so an
+error can name the file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PROJECT_FILE = "superqode.yaml"
+USER_FILE = "config.yaml"
+
+
+class ConfigError(Exception):
+    """A one-line, user-facing configuration error (exit code 2)."""
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class WorkspaceConfig(Section):
+    isolation: Literal["auto", "worktree", "snapshot"] = "auto"
+    copy_uncommitted: bool = True
+    keep_gitignored: list[str] = Field(default_factory=list)
+    keep_gitignored_mode: Literal["copy", "symlink"] = "copy"
+    exclude_patterns: list[str] = Field(default_factory=list)
+    max_size_mb: float = Field(default=1024, gt=0)
+    cleanup_after_hours: float = Field(default=24, gt=0)
+    warm_sandboxes: bool = False
+    detached_worktree_idle_days: float = Field(default=30, gt=0)
+    branch_worktree_idle_days: float = Field(default=90, gt=0)
+
+
+class GitGuardConfig(Section):
+    enabled: bool = True
+    allow: list[str] = Field(default_factory=list)
+    block: list[str] = Field(default_factory=list)
+
+
+class BudgetConfig(Section):
+    quick: float = Field(default=60, gt=0)
+    deep: float = Field(default=1800, gt=0)
+
+
+class QEConfig(Section):
+    quick_roles: list[str] = Field(
+        default_factory=lambda: ["security_tester", "lint_tester", "unit_tester"]
+    )
+    deep_roles: list[str] = Field(
+        default_factory=lambda: [
+            "security_tester",
+            "lint_tester",
+            "type_tester",
+            "unit_tester",
+            "mutation_tester",
+            "test_generator",
+        ]
+    )
+    confidence_threshold: float = Field(default=0.7, ge=0, le=1)
+    fail_on: Literal["critical", "high", "medium", "low", "info", "never"] = "high"
+    git_guard: GitGuardConfig = Field(default_factory=GitGuardConfig)
+    budgets: BudgetConfig = Field(default_factory=BudgetConfig)
+    baseline: str | None = None
+    # Quick mode runs the unit tests only when the last run took less than this.
+    quick_unit_test_max_s: float = Field(default=20, gt=0)
+
+
+class ExecutionConfig(Section):
+    max_parallel_roles: int = Field(default=3, ge=1, le=64)
+    role_timeout_s: float | None = Field(default=None, gt=0)
+
+
+class ProviderConfig(Section):
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout: float = Field(default=60, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    input_cost_per_1k: float = Field(default=0, ge=0)
+    output_cost_per_1k: float = Field(default=0, ge=0)
+
+
+Permission = Literal["allow", "ask", "deny"]
+
+
+class AgentConfig(Section):
+    provider: str | None = None
+    fallback_provider: str | None = None
+    max_turns: int = Field(default=30, ge=1)
+    max_tokens: int = Field(default=200_000, ge=1)
+    max_seconds: float = Field(default=600, gt=0)
+    permissions: dict[str, Permission] = Field(
+        default_factory=lambda: {
+            "read_file": "allow",
+            "list_files": "allow",
+            "search": "allow",
+            "write_file": "allow",
+            "edit_file": "allow",
+            "run_shell": "ask",
+            "report_finding": "allow",
+            "propose_fix": "allow",
+        }
+    )
+    shell_timeout_s: float = Field(default=120, gt=0)
+    shell_output_cap: int = Field(default=20_000, gt=0)
+
+
+class RoleOptions(Section):
+    unit_test_command: list[str] | None = None
+    mutation_max_mutants: int = Field(default=200, ge=1)
+    mutation_timeout_factor: float = Field(default=3.0, gt=0)
+    test_generator_max_functions: int = Field(default=40, ge=1)
+
+
+class Config(Section):
+    mode: Literal["quick", "deep"] = "quick"
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    qe: QEConfig = Field(default_factory=QEConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    providers: list[ProviderConfig] = Field(default_factory=list)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    roles: RoleOptions = Field(default_factory=RoleOptions)
+    trusted_folders: list[str] = Field(default_factory=list)
+
+    def provider(self, name: str | None) -> ProviderConfig | None:
+        for p in self.providers:
+            if p.name == name:
+                return p
+        return None
+
+
+def superqode_home() -> Path:
+    env = os.environ.get("SUPERQODE_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".superqode"
+
+
+def _format_error(source: str, err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        allowed = _allowed_keys(first["loc"][:-1])
+        return f"{source}: {loc}: unknown key (allowed: {', '.join(allowed)})"
+    got = first.get("input")
+    got_text = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
+    msg = first["msg"]
+    ctx = first.get("ctx") or {}
+    if "expected" in ctx:
+        msg = f"must be {ctx['expected']}"
+    return f"{source}: {loc}: {msg}{got_text}"
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    model: Any = Config
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return []
+        ann = field.annotation
+        args = getattr(ann, "__args__", None)
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+        elif args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+            model = args[0]
+        else:
+            return []
+    return sorted(model.model_fields)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: invalid YAML{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping of settings")
+    return data
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def validate_layer(data: dict[str, Any], source: str) -> None:
+    try:
+        Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format_error(source, e)) from None
+
+
+def load_config(
+    project: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    overrides_source: str = "command line",
+) -> Config:
+    """Merged, validated configuration for ``project``; raises ConfigError."""
+    layers: list[tuple[dict[str, Any], str]] = []
+    user_file = superqode_home() / USER_FILE
+    if user_file.is_file():
+        layers.append((_read_yaml(user_file), str(user_file)))
+    if project is not None:
+        proj_file = Path(project) / PROJECT_FILE
+        if proj_file.is_file():
+            layers.append((_read_yaml(proj_file), str(proj_file)))
+    if overrides:
+        layers.append((overrides, overrides_source))
+    merged: dict[str, Any] = {}
+    for data, source in layers:
+        validate_layer(data, source)
+        merged = _deep_merge(merged, data)
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as e:  # pragma: no cover - layers validated above
+        raise ConfigError(_format_error("configuration", e)) from None

@@ -1,0 +1,56 @@
+"""The event stream: the same objects feed ``--jsonl``, the terminal display
+and the language server's progress.
+
+Event types: session_start, role_start, tool_call, finding, role_complete,
+session_complete, workspace.snapshot, workspace.reverted, git.blocked, progress,
+log.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from .models import Event
+
+EventSink = Callable[[Event], None]
+log = logging.getLogger(__name__)
+
+
+class EventBus:
+    """Fan-out of events to sinks; a failing sink is logged, never fatal."""
+
+    def __init__(self, session_id: str | None = None):
+        self.session_id = session_id
+        self._sinks: list[EventSink] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        with self._lock:
+            self._sinks.append(sink)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if sink in self._sinks:
+                    self._sinks.remove(sink)
+
+        return unsubscribe
+
+    def emit(self, type: str, **data: Any) -> Event:
+        event = Event(type=type, session_id=self.session_id, data=data)
+        self.publish(event)
+        return event
+
+    def publish(self, event: Event) -> None:
+        with self._lock:
+            sinks = list(self._sinks)
+        for sink in sinks:
+            try:
+                sink(event)
+            except Exception:  # a broken display must not break a session
+                log.exception("event sink failed for %s", event.type)
+
+
+def null_sink(_event: Event) -> None:
+    return None

@@ -1,0 +1,234 @@
+"""Data models shared by the engine, the CLI and the language server.
+
+Positions: lines are 1-based; columns are 1-based and counted in Unicode code
+points (Python string indices + 1); end positions are exclusive. The language
+server converts to the client's position encoding.
+Paths inside models are repository-relative POSIX paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Severity(str, Enum):
+    critical = "critical"
+    high = "high"
+    medium = "medium"
+    low = "low"
+    info = "info"
+
+    @property
+    def rank(self) -> int:
+        return _SEVERITY_RANK[self]
+
+    def at_least(self, other: "Severity") -> bool:
+        return self.rank >= other.rank
+
+
+_SEVERITY_RANK = {
+    Severity.info: 0,
+    Severity.low: 1,
+    Severity.medium: 2,
+    Severity.high: 3,
+    Severity.critical: 4,
+}
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Range(Model):
+    start_line: int = Field(ge=1)
+    start_col: int = Field(default=1, ge=1)
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def normalized(self) -> "Range":
+        end_line = self.end_line if self.end_line is not None else self.start_line
+        end_col = self.end_col
+        if end_col is None:
+            end_col = self.start_col if end_line != self.start_line else self.start_col
+        return Range(
+            start_line=self.start_line,
+            start_col=self.start_col,
+            end_line=end_line,
+            end_col=end_col,
+        )
+
+
+class Evidence(Model):
+    message: str
+    file: str | None = None
+    line: int | None = None
+    snippet: str | None = None
+
+
+class Finding(Model):
+    id: str = ""
+    role: str
+    tool: str
+    rule_id: str
+    title: str
+    message: str
+    severity: Severity
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    category: str = "quality"
+    file: str | None = None
+    range: Range | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    fix_patch_id: str | None = None
+    verified: bool = False
+    tags: list[str] = Field(default_factory=list)
+    help_uri: str | None = None
+    # Text of the flagged line(s) when found; anchors the id and lets the
+    # editor tell whether the finding still points at the same code.
+    snippet: str | None = None
+
+    def with_stable_id(self) -> "Finding":
+        """Fill ``id`` from what identifies the problem, not from where it is.
+
+        The line number is left out on purpose: a problem keeps its id when code
+        above it moves. The flagged text anchors it instead.
+        """
+        if self.id:
+            return self
+        basis = "\x1f".join(
+            [
+                self.tool,
+                self.rule_id,
+                self.file or "",
+                " ".join((self.snippet or "").split()),
+                self.title if not self.snippet else "",
+            ]
+        )
+        digest = hashlib.sha256(basis.encode("utf-8", "surrogateescape")).hexdigest()
+        return self.model_copy(update={"id": f"{self.rule_id.lower()}-{digest[:12]}"})
+
+
+class Patch(Model):
+    id: str
+    description: str
+    diff: str
+    files: list[str] = Field(default_factory=list)
+    finding_ids: list[str] = Field(default_factory=list)
+    role: str | None = None
+    tool: str | None = None
+    verified: bool = False
+    verification: str | None = None
+
+
+ChangeKind = Literal["created", "modified", "deleted", "renamed", "type_changed"]
+
+
+class Change(Model):
+    path: str
+    kind: ChangeKind
+    old_path: str | None = None
+    old_hash: str | None = None
+    new_hash: str | None = None
+    old_mode: str | None = None
+    new_mode: str | None = None
+    additions: int = 0
+    deletions: int = 0
+    binary: bool = False
+
+
+class ChangeSet(Model):
+    changes: list[Change] = Field(default_factory=list)
+    diff: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+
+RoleStatus = Literal["ok", "failed", "skipped", "timeout", "cancelled", "error"]
+
+
+class RoleRun(Model):
+    role: str
+    status: RoleStatus
+    reason: str | None = None
+    tool: str | None = None
+    started_at: datetime | None = None
+    duration_s: float = 0.0
+    findings: int = 0
+    patches: int = 0
+
+
+class Verification(Model):
+    verified: bool
+    differences: list[str] = Field(default_factory=list)
+
+    @property
+    def line(self) -> str:
+        if self.verified:
+            return "Verified: the project is exactly as before the session."
+        shown = "; ".join(self.differences[:10])
+        more = f" (+{len(self.differences) - 10} more)" if len(self.differences) > 10 else ""
+        return f"NOT verified: {len(self.differences)} difference(s): {shown}{more}"
+
+
+Verdict = Literal["pass", "conditional", "fail"]
+
+
+class Usage(Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    requests: int = 0
+
+
+class QualityReport(Model):
+    schema_version: str = "1.0"
+    session_id: str
+    project: str
+    mode: str
+    isolation: str
+    base_commit: str | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+    duration_s: float = 0.0
+    roles: list[RoleRun] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    patches: list[Patch] = Field(default_factory=list)
+    summary: dict[str, int] = Field(default_factory=dict)
+    suppressed: int = 0
+    baseline_filtered: int = 0
+    verdict: Verdict = "pass"
+    stale: bool = False
+    cancelled: bool = False
+    timed_out: bool = False
+    verification: Verification | None = None
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    usage: Usage | None = None
+
+
+class Event(Model):
+    """One line of the JSONL stream and of the server's progress feed."""
+
+    type: str
+    session_id: str | None = None
+    ts: datetime = Field(default_factory=utcnow)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(exclude_none=True)
+
+
+def summarize(findings: list[Finding]) -> dict[str, int]:
+    counts = {s.value: 0 for s in Severity}
+    for f in findings:
+        counts[f.severity.value] += 1
+    return counts

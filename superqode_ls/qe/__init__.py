@@ -1,0 +1,1 @@
+"""The QE pipeline: request -> resolve -> sandbox -> roles -> verify -> filter -> report."""

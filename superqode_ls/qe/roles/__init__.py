@@ -1,0 +1,37 @@
+"""Role registry: name -> "module:Class", imported on first use so that
+``superqe roles`` and the server start without loading every analyzer."""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Role, RoleContext, RoleOutput
+
+REGISTRY: dict[str, str] = {
+    "security_tester": "superqode_ls.qe.roles.security:SecurityTester",
+    "lint_tester": "superqode_ls.qe.roles.lint:LintTester",
+    "type_tester": "superqode_ls.qe.roles.types:TypeTester",
+    "unit_tester": "superqode_ls.qe.roles.unit:UnitTester",
+    "mutation_tester": "superqode_ls.qe.roles.mutation:MutationTester",
+    "test_generator": "superqode_ls.qe.roles.testgen:TestGenerator",
+}
+
+
+class UnknownRole(KeyError):
+    def __str__(self) -> str:
+        return f"unknown role {self.args[0]!r} (known: {', '.join(sorted(REGISTRY))})"
+
+
+def role_class(name: str) -> type[Role]:
+    target = REGISTRY.get(name)
+    if target is None:
+        raise UnknownRole(name)
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_role(name: str) -> Role:
+    return role_class(name)()
+
+
+__all__ = ["REGISTRY", "Role", "RoleContext", "RoleOutput", "UnknownRole", "get_role", "role_class"]

@@ -1,0 +1,99 @@
+"""What a QE role is.
+
+A role runs inside the sandbox (``ctx.sandbox``), never in the user's project,
+and returns findings (paths relative to the sandbox root, which mirrors the
+project) and patches (unified diffs that apply to the project as it was at
+session start). A role whose tool cannot run returns status ``skipped`` with
+the reason; it never invents findings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Sequence
+
+from ...config import Config
+from ...models import Finding, Patch, RoleStatus
+from ...workspace.artifacts import Artifacts
+from ...workspace.proc import ProcResult, run_command
+
+Emit = Callable[..., Any]
+
+
+def tool_path(name: str) -> str | None:
+    """A tool installed in SuperQode's own environment first, then PATH."""
+    local = Path(sys.executable).parent / name
+    if local.exists():
+        return str(local)
+    return shutil.which(name)
+
+
+@dataclass
+class RoleContext:
+    session_id: str
+    project: Path  # the user's project: read nothing from it that the sandbox has
+    sandbox: Path
+    config: Config
+    mode: str
+    env: dict[str, str]  # environment for processes in the sandbox (git guard active)
+    artifacts: Artifacts
+    files: list[str] | None = None  # restrict to these relative paths; None = whole tree
+    deadline: float | None = None  # loop.time() by which the role must be done
+    emit: Emit = lambda *a, **k: None  # emit(type, **data)
+    trusted: bool = False
+
+    def remaining(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - asyncio.get_running_loop().time())
+
+    async def run(
+        self,
+        cmd: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        input: bytes | None = None,
+    ) -> ProcResult:
+        budget = self.remaining()
+        if timeout is None or (budget is not None and budget < timeout):
+            timeout = budget
+        self.emit("tool_call", tool=Path(cmd[0]).name, argv=list(cmd)[:20])
+        return await run_command(
+            cmd, cwd or self.sandbox, env=env or self.env, timeout=timeout, input=input
+        )
+
+
+@dataclass
+class RoleOutput:
+    status: RoleStatus = "ok"
+    reason: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    patches: list[Patch] = field(default_factory=list)
+    tool: str | None = None
+
+
+class Role:
+    name: ClassVar[str]
+    tool: ClassVar[str]
+    description: ClassVar[str]
+    modes: ClassVar[frozenset[str]] = frozenset({"quick", "deep"})
+    # Roles that execute repository code only run in trusted folders.
+    executes_code: ClassVar[bool] = False
+
+    def unavailable(self) -> str | None:
+        """Why this role cannot run here, or None."""
+        return None
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        raise NotImplementedError
+
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        """Re-run this role's check on ``files`` (verifier). Default: full run."""
+        out = await self.run(ctx)
+        return [f for f in out.findings if f.file in set(files)]

@@ -1,0 +1,4 @@
+"""The isolation engine: sandboxes, fingerprints, change tracking, artifacts.
+
+Nothing here imports the language-server layer.
+"""

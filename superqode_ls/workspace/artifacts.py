@@ -1,0 +1,187 @@
+"""What a session leaves behind: ``<project>/.superqode/qe-artifacts/``.
+
+Every file name carries the session id, so two sessions (same day, same
+second even) never overwrite each other. ``manifest.json`` indexes them.
+``.superqode/`` is the one folder SuperQode writes in the user's project; its
+``.gitignore`` of ``*`` keeps it out of their commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .paths import artifacts_root
+
+SUBDIRS = ("qr", "patches", "generated-tests", "logs", "evidence")
+_manifest_lock = threading.Lock()
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^\w.-]+", "-", name).strip("-") or "item"
+
+
+def atomic_write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def ensure_superqode_dir(project: Path) -> Path:
+    root = Path(project) / ".superqode"
+    root.mkdir(exist_ok=True)
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        atomic_write(ignore, "*\n")
+    return root
+
+
+class Artifacts:
+    """Writer for one session's artifacts."""
+
+    def __init__(self, project: Path, session_id: str):
+        self.project = Path(project)
+        self.session_id = session_id
+        self.root = artifacts_root(self.project)
+
+    def prepare(self) -> "Artifacts":
+        ensure_superqode_dir(self.project)
+        for sub in SUBDIRS:
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        return self
+
+    def _record(self, kind: str, path: Path, **extra: Any) -> Path:
+        entry = {
+            "session_id": self.session_id,
+            "kind": kind,
+            "path": str(path.relative_to(self.root)),
+            "created": datetime.now(timezone.utc).isoformat(),
+            **extra,
+        }
+        update_manifest(self.root, entry)
+        return path
+
+    def patch_path(self, name: str) -> Path:
+        return self.root / "patches" / f"{self.session_id}-{_safe(name)}.patch"
+
+    def write_patch(self, name: str, diff: str, **extra: Any) -> Path:
+        path = atomic_write(self.patch_path(name), diff)
+        return self._record("patch", path, **extra)
+
+    def write_log(self, name: str, text: str) -> Path:
+        path = atomic_write(self.root / "logs" / f"{self.session_id}-{_safe(name)}.log", text)
+        return self._record("log", path)
+
+    def write_evidence(self, name: str, data: bytes | str) -> Path:
+        path = atomic_write(self.root / "evidence" / f"{self.session_id}-{_safe(name)}", data)
+        return self._record("evidence", path)
+
+    def generated_tests_dir(self) -> Path:
+        d = self.root / "generated-tests" / self.session_id
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def write_generated_test(self, rel_name: str, text: str) -> Path:
+        path = atomic_write(self.generated_tests_dir() / _safe(rel_name), text)
+        return self._record("generated-test", path)
+
+    def report_path(self, ext: str, when: datetime | None = None) -> Path:
+        when = when or datetime.now(timezone.utc)
+        return self.root / "qr" / f"qr-{when:%Y%m%d}-{self.session_id}.{ext}"
+
+    def write_report(self, ext: str, text: str, when: datetime | None = None) -> Path:
+        path = atomic_write(self.report_path(ext, when), text)
+        return self._record("report", path, format=ext)
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    path = root / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("artifacts"), list):
+            return data
+    except (OSError, ValueError):
+        pass
+    return {"version": 1, "artifacts": []}
+
+
+def update_manifest(root: Path, entry: dict[str, Any]) -> None:
+    # One lock per process plus a lock file across processes: two sessions
+    # finishing together must both be listed.
+    root.mkdir(parents=True, exist_ok=True)
+    lock = root / ".manifest.lock"
+    with _manifest_lock, _file_lock(lock):
+        data = read_manifest(root)
+        data["artifacts"].append(entry)
+        atomic_write(root / "manifest.json", json.dumps(data, indent=2) + "\n")
+
+
+class _file_lock:
+    def __init__(self, path: Path):
+        self.path = path
+        self.fh: Any = None
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        self.fh = open(self.path, "a+")
+        fcntl.flock(self.fh, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
+def clean_artifacts(project: Path, older_than_s: float, now: float | None = None) -> list[str]:
+    """Remove artifacts older than ``older_than_s``; returns removed relative paths."""
+    root = artifacts_root(project)
+    if not root.is_dir():
+        return []
+    now = now or time.time()
+    removed: list[str] = []
+    with _manifest_lock, _file_lock(root / ".manifest.lock"):
+        data = read_manifest(root)
+        keep = []
+        for entry in data["artifacts"]:
+            p = root / entry.get("path", "")
+            try:
+                age = now - p.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age > older_than_s:
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+                removed.append(entry["path"])
+            else:
+                keep.append(entry)
+        data["artifacts"] = keep
+        atomic_write(root / "manifest.json", json.dumps(data, indent=2) + "\n")
+        gen = root / "generated-tests"
+        if gen.is_dir():
+            for d in gen.iterdir():
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+    return removed

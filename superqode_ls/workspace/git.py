@@ -1,0 +1,130 @@
+"""Running git on the user's repository and on sandboxes.
+
+Every internal call: never runs hooks, never auto-gcs, never takes optional
+locks (a plain ``git status`` would otherwise refresh and rewrite the user's
+index and race their own git commands), never prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+from typing import Mapping, Sequence
+
+SAFE_CONFIG: tuple[str, ...] = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.quotepath=false",
+    "-c", "advice.detachedHead=false",
+    "-c", "commit.gpgsign=false",
+    "-c", "user.name=SuperQode",
+    "-c", "user.email=superqode@localhost",
+)
+
+# Variables that would redirect git away from the repository we name.
+_REDIRECTS = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_PREFIX",
+)
+
+
+class GitError(Exception):
+    def __init__(self, args: Sequence[str], code: int, stderr: str):
+        self.args_ = list(args)
+        self.code = code
+        self.stderr = stderr.strip()
+        first = self.stderr.splitlines()[-1] if self.stderr else f"exit {code}"
+        super().__init__(f"git {' '.join(args[:2])} failed: {first}")
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS and not k.startswith("GIT_CONFIG_KEY_") and not k.startswith("GIT_CONFIG_VALUE_")}
+    env.update(
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_AUTO_GC="0",
+        LC_ALL="C",
+        LANG="C",
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git(
+    args: Sequence[str],
+    cwd: Path | str,
+    *,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    cmd = ["git", *SAFE_CONFIG, *args]
+    proc = subprocess.run(
+        cmd, cwd=str(cwd), env=git_env(env), input=input,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+    )
+    if check and proc.returncode != 0:
+        raise GitError(list(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    return proc
+
+
+def git_out(args: Sequence[str], cwd: Path | str, **kw) -> str:
+    return git(args, cwd, **kw).stdout.decode("utf-8", "surrogateescape").strip()
+
+
+async def agit(
+    args: Sequence[str],
+    cwd: Path | str,
+    *,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    check: bool = True,
+) -> tuple[int, bytes, bytes]:
+    proc = await asyncio.create_subprocess_exec(
+        "git", *SAFE_CONFIG, *args, cwd=str(cwd), env=git_env(env),
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await proc.communicate(input)
+    if check and proc.returncode != 0:
+        raise GitError(list(args), proc.returncode or 0, err.decode("utf-8", "replace"))
+    return proc.returncode or 0, out, err
+
+
+def repo_root(path: Path) -> Path | None:
+    """Top of the git work tree containing ``path``, or None outside git."""
+    p = Path(path)
+    if not p.exists():
+        return None
+    proc = git(["rev-parse", "--show-toplevel"], p if p.is_dir() else p.parent, check=False)
+    if proc.returncode != 0:
+        return None
+    return Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
+
+
+def git_dir(repo: Path) -> Path:
+    return Path(git_out(["rev-parse", "--absolute-git-dir"], repo))
+
+
+def common_dir(repo: Path) -> Path:
+    p = Path(git_out(["rev-parse", "--git-common-dir"], repo))
+    return p if p.is_absolute() else (Path(repo) / p).resolve()
+
+
+def head_commit(repo: Path) -> str | None:
+    proc = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], repo, check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    proc = git(["rev-parse", "--verify", "-q", "--end-of-options", f"{ref}^{{commit}}"], repo, check=False)
+    if proc.returncode != 0:
+        raise GitError(["rev-parse", ref], proc.returncode, f"unknown revision {ref!r}")
+    return proc.stdout.decode().strip()

@@ -1,0 +1,124 @@
+"""Where things live. The directory names are the state: a scan of
+``working/*/qe/*`` lists every session and its repository after a crash.
+
+Layout under ``$SUPERQODE_HOME``::
+
+    working/<repo-name>-<hash8>/
+        repo.json                  owner marker + absolute path of the repository
+        store.git/                 private object store (git snapshots)
+        qe/<session-id>/           the sandbox of a session
+        qe/<session-id>.json       session record (owner marker, pid, mode, state)
+        qe/<session-id>.heartbeat  touched while the owner is alive
+        parked/<slot>/             warm sandboxes waiting for reuse
+        branches/<name>/           long-lived branch worktrees
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..config import superqode_home
+
+SESSION_ID_RE = re.compile(r"^qe-(\d{8})-(\d{6})-([0-9a-f]{6})$")
+ARTIFACTS_DIR = Path(".superqode") / "qe-artifacts"
+
+
+def home() -> Path:
+    return superqode_home()
+
+
+def working_root() -> Path:
+    return home() / "working"
+
+
+def _safe_name(name: str, limit: int = 48) -> str:
+    name = unicodedata.normalize("NFC", name)
+    cleaned = re.sub(r"[^\w.-]+", "-", name, flags=re.UNICODE).strip("-.")
+    return (cleaned or "repo")[:limit]
+
+
+def repo_key(repo: Path) -> str:
+    """``<repo-name>-<8 hex of the absolute path>``: stable per checkout."""
+    resolved = str(Path(repo).resolve())
+    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{_safe_name(Path(resolved).name)}-{digest}"
+
+
+def repo_dir(repo: Path) -> Path:
+    return working_root() / repo_key(repo)
+
+
+def new_session_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    return f"qe-{now:%Y%m%d}-{now:%H%M%S}-{secrets.token_hex(3)}"
+
+
+def parse_session_id(name: str) -> datetime | None:
+    m = SESSION_ID_RE.match(name)
+    if not m:
+        return None
+    try:
+        return datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").replace(
+            tzinfo=timezone.utc
+        )
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class SessionPaths:
+    repo: Path
+    session_id: str
+
+    @property
+    def base(self) -> Path:
+        return repo_dir(self.repo)
+
+    @property
+    def sandbox(self) -> Path:
+        return self.base / "qe" / self.session_id
+
+    @property
+    def record(self) -> Path:
+        return self.base / "qe" / f"{self.session_id}.json"
+
+    @property
+    def heartbeat(self) -> Path:
+        return self.base / "qe" / f"{self.session_id}.heartbeat"
+
+    @property
+    def private(self) -> Path:
+        """Session-private scratch (git shim, hooks, temp indexes); never in the sandbox."""
+        return self.base / "qe" / f".{self.session_id}.d"
+
+
+def store_dir(repo: Path) -> Path:
+    return repo_dir(repo) / "store.git"
+
+
+def parked_dir(repo: Path) -> Path:
+    return repo_dir(repo) / "parked"
+
+
+def artifacts_root(project: Path) -> Path:
+    return Path(project) / ARTIFACTS_DIR
+
+
+def ensure_dir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def is_within(path: Path, root: Path) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,84 @@
+"""Session records: ``working/<repo>/qe/<session-id>.json`` beside the sandbox.
+
+The record is the ownership marker (the reaper deletes only what has one) and
+tells recovery who owned a session: pid plus the process start time, so a
+reused pid is not mistaken for the owner, plus the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import psutil
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models import utcnow
+from .artifacts import atomic_write
+
+OWNER = "superqode-ls"
+SessionState = Literal["creating", "running", "reverting", "done", "failed", "kept"]
+
+
+class SessionRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    owner: str = OWNER
+    id: str
+    repo: str
+    repo_key: str
+    kind: Literal["qe", "exec", "branch"] = "qe"
+    mode: str = "quick"
+    isolation: str = "worktree"
+    state: SessionState = "creating"
+    pid: int = Field(default_factory=os.getpid)
+    pid_start: float = Field(default_factory=lambda: _start_time(os.getpid()) or 0.0)
+    host: str = Field(default_factory=socket.gethostname)
+    created: datetime = Field(default_factory=utcnow)
+    updated: datetime = Field(default_factory=utcnow)
+    base_commit: str | None = None
+    sandbox: str
+    baseline_snapshot: str | None = None
+    fingerprint_file: str | None = None
+    changes: int | None = None
+
+
+def _start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def owner_alive(rec: SessionRecord) -> bool:
+    """True when the process that owns ``rec`` is still running on this host."""
+    if rec.host != socket.gethostname():
+        return True  # cannot tell for another host: assume alive, never reap
+    started = _start_time(rec.pid)
+    if started is None:
+        return False
+    try:
+        if psutil.Process(rec.pid).status() == psutil.STATUS_ZOMBIE:
+            return False
+    except psutil.Error:
+        return False
+    return abs(started - rec.pid_start) < 1.0
+
+
+def write_record(path: Path, rec: SessionRecord) -> None:
+    rec.updated = utcnow()
+    atomic_write(path, rec.model_dump_json(indent=2))
+
+
+def read_record(path: Path) -> SessionRecord | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("owner") != OWNER:
+            return None
+        return SessionRecord.model_validate(data)
+    except (OSError, ValueError):
+        return None
