@@ -45,6 +45,9 @@ class RoleContext:
     deadline: float | None = None  # loop.time() by which the role must be done
     emit: Emit = lambda *a, **k: None  # emit(type, **data)
     trusted: bool = False
+    # The IsolatedSession (changes(), checkpoint(), restore()) for roles that
+    # turn their own edits into patches; None when a role runs on a bare folder.
+    session: Any = None
 
     def remaining(self) -> float | None:
         if self.deadline is None:
@@ -85,6 +88,9 @@ class Role:
     modes: ClassVar[frozenset[str]] = frozenset({"quick", "deep"})
     # Roles that execute repository code only run in trusted folders.
     executes_code: ClassVar[bool] = False
+    # Roles that edit the sandbox run alone, after the read-only roles, and the
+    # pipeline restores the sandbox after them.
+    modifies_sandbox: ClassVar[bool] = False
 
     def unavailable(self) -> str | None:
         """Why this role cannot run here, or None."""
