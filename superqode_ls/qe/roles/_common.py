@@ -1,0 +1,172 @@
+"""Small helpers shared by the static roles: which files to look at, reading
+flagged lines, stable ids, tool output parsing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable
+
+from ...models import Finding
+
+# Directories no role analyses: VCS data, virtualenvs, caches, SuperQode's own.
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".superqode",
+        ".venv",
+        "venv",
+        "env",
+        ".env",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        "build",
+        "dist",
+        "site-packages",
+        ".eggs",
+    }
+)
+
+
+def walk_files(root: Path, suffixes: tuple[str, ...] | None = None) -> list[str]:
+    """Relative POSIX paths of files under ``root``, skipping SKIP_DIRS."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")
+        )
+        base = Path(dirpath)
+        for name in sorted(filenames):
+            if suffixes and not name.endswith(suffixes):
+                continue
+            p = base / name
+            if p.is_symlink() or not p.is_file():
+                continue
+            out.append(p.relative_to(root).as_posix())
+    return out
+
+
+def selected_files(
+    root: Path, files: list[str] | None, suffixes: tuple[str, ...] | None = None
+) -> list[str]:
+    """``files`` (existing ones, matching ``suffixes``) or every file under root."""
+    if files is None:
+        return walk_files(root, suffixes)
+    out = []
+    for rel in files:
+        p = root / rel
+        if suffixes and not rel.endswith(suffixes):
+            continue
+        if p.is_file() and not p.is_symlink():
+            out.append(Path(rel).as_posix())
+    return sorted(set(out))
+
+
+def rel_to(root: Path, path: str) -> str:
+    """A tool's path (absolute or relative to root) as a root-relative POSIX path."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return p.as_posix()
+    return Path(os.path.normpath(path)).as_posix()
+
+
+class SourceCache:
+    """Reads each file once (text as on disk, newlines kept)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._texts: dict[str, str | None] = {}
+
+    def text(self, rel: str) -> str | None:
+        if rel not in self._texts:
+            try:
+                with open(self.root / rel, encoding="utf-8", newline="") as fh:
+                    self._texts[rel] = fh.read()
+            except (OSError, UnicodeDecodeError):
+                self._texts[rel] = None
+        return self._texts[rel]
+
+    def line(self, rel: str, line: int) -> str | None:
+        text = self.text(rel)
+        if text is None or line < 1:
+            return None
+        lines = text.split("\n")
+        if line > len(lines):
+            return None
+        return lines[line - 1].rstrip("\r")
+
+
+def byte_col_to_char(line_text: str | None, byte_col: int) -> int:
+    """0-based UTF-8 byte offset (Python's ast) -> 0-based code point offset."""
+    if not line_text:
+        return byte_col
+    return len(line_text.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+
+
+def is_test_path(rel: str) -> bool:
+    parts = rel.split("/")
+    name = parts[-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(p in ("tests", "test", "testing") for p in parts[:-1])
+    )
+
+
+def assign_ids(findings: Iterable[Finding]) -> list[Finding]:
+    """Stable ids; identical problems in one file (same rule, same text) get
+    ``-2``, ``-3``... in line order so every id stays unique."""
+    out = [f.with_stable_id() for f in findings]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, f in enumerate(out):
+        groups[f.id].append(i)
+    for ids in groups.values():
+        if len(ids) < 2:
+            continue
+        ids.sort(key=lambda i: (out[i].range.start_line if out[i].range else 0, i))
+        for n, i in enumerate(ids[1:], start=2):
+            out[i] = out[i].model_copy(update={"id": f"{out[i].id}-{n}"})
+    return out
+
+
+def fingerprint(rule_id: str, *parts: str) -> str:
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return f"{rule_id.lower()}-{digest[:12]}"
+
+
+def load_json(text: str) -> Any:
+    """JSON from a tool's stdout, tolerating banner lines before it."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for opener in ("{", "["):
+        i = text.find("\n" + opener)
+        if i >= 0:
+            try:
+                return json.loads(text[i + 1 :])
+            except ValueError:
+                continue
+    raise ValueError("tool output is not JSON")
+
+
+def tail(text: str, lines: int = 5) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])[:500]

@@ -1,0 +1,126 @@
+"""Turning a tool's text edits into patches that ``git apply`` accepts.
+
+Roles never edit the shared sandbox: they compute the fixed text in memory and
+keep the difference as a unified diff (``a/<rel>`` -> ``b/<rel>``) against the
+file as it is in the sandbox, which mirrors the project at session start.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass
+
+from ...models import Finding, Patch
+
+NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace [start, end) with ``content``; lines and columns 1-based, columns
+    in code points (the convention of ruff's JSON and of our models)."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+    return starts
+
+
+def _offset(starts: list[int], text: str, line: int, col: int) -> int:
+    if line > len(starts):  # one past the last line: end of file
+        return len(text)
+    return min(starts[line - 1] + col - 1, len(text))
+
+
+def apply_edits(text: str, edits: list[TextEdit]) -> str:
+    """``text`` with non-overlapping ``edits`` applied; raises ValueError if
+    two edits overlap (the caller then offers no patch rather than a wrong one)."""
+    starts = _line_starts(text)
+    spans = sorted(
+        (
+            _offset(starts, text, e.start_line, e.start_col),
+            _offset(starts, text, e.end_line, e.end_col),
+            e.content,
+        )
+        for e in edits
+    )
+    out: list[str] = []
+    pos = 0
+    for start, end, content in spans:
+        if start < pos or end < start:
+            raise ValueError("overlapping edits")
+        out.append(text[pos:start])
+        out.append(content)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _split(text: str) -> list[str]:
+    # Only "\n" ends a line for git; keep "\r" inside the line so CRLF files
+    # produce diffs that apply byte for byte.
+    lines = text.split("\n")
+    tail = lines.pop()
+    out = [line + "\n" for line in lines]
+    if tail:
+        out.append(tail)
+    return out
+
+
+def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
+    """A git-style unified diff of one file, or "" when nothing changed."""
+    if old == new:
+        return ""
+    body: list[str] = []
+    lines = difflib.unified_diff(
+        _split(old), _split(new), fromfile=f"a/{rel}", tofile=f"b/{rel}", n=context
+    )
+    for i, line in enumerate(lines):
+        if i < 2:  # the ---/+++ header lines
+            body.append(line.rstrip("\n") + "\n")
+        elif line.endswith("\n"):
+            body.append(line)
+        else:  # last line of a file without a final newline
+            body.append(line + "\n" + NO_NEWLINE)
+    return f"diff --git a/{rel} b/{rel}\n" + "".join(body)
+
+
+def patch_id(finding_id: str, diff: str) -> str:
+    return f"fix-{finding_id}-{hashlib.sha256(diff.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+def make_patch(
+    finding: Finding, rel: str, old: str, new: str, description: str
+) -> Patch | None:
+    """A patch fixing ``finding`` (whose id must be set), or None if no change."""
+    diff = unified_diff(rel, old, new)
+    if not diff:
+        return None
+    return Patch(
+        id=patch_id(finding.id, diff),
+        description=description,
+        diff=diff,
+        files=[rel],
+        finding_ids=[finding.id],
+        role=finding.role,
+        tool=finding.tool,
+    )
+
+
+def attach(findings: list[Finding], patches: list[Patch]) -> list[Finding]:
+    """Findings with ``fix_patch_id`` pointing at their patch."""
+    by_finding = {fid: p.id for p in patches for fid in p.finding_ids}
+    return [
+        f.model_copy(update={"fix_patch_id": by_finding[f.id]}) if f.id in by_finding else f
+        for f in findings
+    ]

@@ -1,0 +1,167 @@
+"""lint_tester: ruff, with each fix ruff offers turned into its own patch.
+
+The role is read-only: it runs ``ruff check --output-format json`` (whose
+diagnostics carry the fix edits), applies the edits to an in-memory copy of
+the file and keeps the difference as a patch. The project's own ruff
+configuration (pyproject.toml / ruff.toml) decides which rules run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ...models import Finding, Patch, Range, Severity
+from ._common import SourceCache, assign_ids, load_json, rel_to, selected_files, tail
+from ._patches import TextEdit, apply_edits, attach, make_patch
+from .base import Role, RoleContext, RoleOutput, tool_path
+
+PY_SUFFIXES = (".py", ".pyi")
+
+# Rules that mean the code is broken or will fail at run time.
+_HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error)$")
+# Likely bugs rather than style.
+_MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF0(06|12|13))$")
+# Pure style/formatting: worth knowing, never a reason to fail.
+_INFO = re.compile(r"^(E[1-5]\d\d|W\d+|I\d+|D\d+|N\d+|Q\d+|COM\d+|UP\d+|RUF022|ISC\d+)$")
+
+
+def ruff_severity(code: str) -> Severity:
+    if _HIGH.match(code):
+        return Severity.high
+    if _MEDIUM.match(code):
+        return Severity.medium
+    if _INFO.match(code):
+        return Severity.info
+    return Severity.low
+
+
+class LintTester(Role):
+    name = "lint_tester"
+    tool = "ruff"
+    description = "ruff lint; every fix ruff offers becomes a patch (the sandbox is not edited)"
+
+    def unavailable(self) -> str | None:
+        if tool_path("ruff") is None:
+            return "ruff is not installed in SuperQode's environment"
+        return None
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        return await self._check(ctx, ctx.files)
+
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        out = await self._check(ctx, files)
+        return out.findings
+
+    async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
+        ruff = tool_path("ruff")
+        if ruff is None:
+            return RoleOutput(status="skipped", reason=self.unavailable(), tool="ruff")
+        if files is None:
+            if not selected_files(ctx.sandbox, None, PY_SUFFIXES):
+                return RoleOutput(status="skipped", reason="no Python files to lint", tool="ruff")
+            targets = ["."]
+        else:
+            targets = selected_files(ctx.sandbox, files, PY_SUFFIXES)
+            if not targets:
+                return RoleOutput(
+                    status="skipped", reason="none of the selected files is Python", tool="ruff"
+                )
+        cmd = [
+            ruff,
+            "check",
+            "--no-cache",  # a cache dir would be a write into the shared sandbox
+            "--output-format",
+            "json",
+            "--exit-zero",
+            "--force-exclude",  # honour the project's excludes for explicit files too
+            "--",
+            *targets,
+        ]
+        res = await ctx.run(cmd)
+        if res.timed_out:
+            return RoleOutput(status="timeout", reason="ruff ran out of time", tool="ruff")
+        try:
+            data = load_json(res.stdout)
+        except ValueError:
+            data = None
+        if res.returncode != 0 or not isinstance(data, list):
+            reason = tail(res.stderr) or f"ruff exited with {res.returncode}"
+            return RoleOutput(status="failed", reason=f"ruff failed: {reason}", tool="ruff")
+        return self._parse(ctx.sandbox, data)
+
+    def _parse(self, root: Path, data: list[dict[str, Any]]) -> RoleOutput:
+        src = SourceCache(root)
+        findings: list[Finding] = []
+        fixes: list[tuple[int, dict[str, Any]]] = []
+        for diag in data:
+            rel = rel_to(root, diag.get("filename", ""))
+            code = diag.get("code") or diag.get("name") or "syntax-error"
+            loc = diag.get("location") or {}
+            end = diag.get("end_location") or loc
+            line = int(loc.get("row") or 1)
+            name = diag.get("name") or code
+            fix = diag.get("fix") or None
+            applicability = (fix or {}).get("applicability")
+            tags = ["ruff"]
+            if applicability:
+                tags.append(f"fix:{applicability}")
+            findings.append(
+                Finding(
+                    role=self.name,
+                    tool="ruff",
+                    rule_id=code,
+                    title=diag.get("message") or name,
+                    message=f"{code} ({name}): {diag.get('message') or name}",
+                    severity=ruff_severity(code),
+                    confidence=0.9,
+                    category="syntax" if code == "syntax-error" else "lint",
+                    file=rel,
+                    range=Range(
+                        start_line=max(1, line),
+                        start_col=max(1, int(loc.get("column") or 1)),
+                        end_line=max(1, int(end.get("row") or line)),
+                        end_col=max(1, int(end.get("column") or 1)),
+                    ),
+                    tags=tags,
+                    help_uri=diag.get("url"),
+                    snippet=src.line(rel, line),
+                )
+            )
+            if (
+                fix
+                and applicability in ("safe", "unsafe")
+                and fix.get("edits")
+                and diag.get("cell") is None
+            ):
+                fixes.append((len(findings) - 1, fix))
+        findings = assign_ids(findings)
+        patches: list[Patch] = []
+        for index, fix in fixes:
+            finding = findings[index]
+            assert finding.file is not None
+            old = src.text(finding.file)
+            if old is None:
+                continue
+            try:
+                new = apply_edits(old, [_edit(e) for e in fix["edits"]])
+            except (ValueError, KeyError, TypeError):
+                continue
+            description = fix.get("message") or f"Fix {finding.rule_id}"
+            if fix.get("applicability") == "unsafe":
+                description += " (ruff marks this fix unsafe: review it)"
+            patch = make_patch(finding, finding.file, old, new, description)
+            if patch is not None:
+                patches.append(patch)
+        return RoleOutput(findings=attach(findings, patches), patches=patches, tool="ruff")
+
+
+def _edit(e: dict[str, Any]) -> TextEdit:
+    return TextEdit(
+        start_line=int(e["location"]["row"]),
+        start_col=int(e["location"]["column"]),
+        end_line=int(e["end_location"]["row"]),
+        end_col=int(e["end_location"]["column"]),
+        content=e.get("content") or "",
+    )
