@@ -83,6 +83,8 @@ class ProviderConfig(Section):
     api_key_env: str | None = None
     timeout: float = Field(default=60, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
+    # First retry waits this long, doubling each time (capped at 30 s).
+    retry_backoff_s: float = Field(default=1.0, ge=0)
     input_cost_per_1k: float = Field(default=0, ge=0)
     output_cost_per_1k: float = Field(default=0, ge=0)
 

@@ -1,0 +1,169 @@
+"""The agent loop: ask the model, run its tool calls one by one, feed the
+results back, until it answers without a tool call or a budget (turns, tokens,
+seconds) runs out or the run is cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..models import Finding, Patch, Usage
+from .provider import ProviderChain, ProviderError, UsageMeter
+from .redact import Redactor
+from .tools import ToolBox, openai_tools
+
+StopReason = Literal[
+    "completed", "max_turns", "max_tokens", "timeout", "cancelled", "provider_error"
+]
+
+
+@dataclass
+class Budget:
+    max_turns: int = 30
+    max_tokens: int = 200_000
+    max_seconds: float = 600
+
+
+@dataclass
+class AgentResult:
+    stop_reason: StopReason
+    turns: int
+    findings: list[Finding]
+    patches: list[Patch]
+    usage: Usage
+    usage_by_provider: dict[str, Usage]
+    summary: str = ""
+    error: str | None = None
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Agent:
+    def __init__(
+        self,
+        chain: ProviderChain,
+        tools: ToolBox,
+        system_prompt: str,
+        budget: Budget,
+        *,
+        redactor: Redactor,
+        emit: Callable[..., Any] = lambda *a, **k: None,
+        cancel: asyncio.Event | None = None,
+    ):
+        self.chain = chain
+        self.tools = tools
+        self.system_prompt = system_prompt
+        self.budget = budget
+        self.redactor = redactor
+        self.emit = emit
+        self.cancel_event = cancel or asyncio.Event()
+        self.meter = UsageMeter()
+        self._deadline = 0.0
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    def remaining(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    async def run(self, task: str) -> AgentResult:
+        self._deadline = time.monotonic() + self.budget.max_seconds
+        self.tools.remaining = self.remaining
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": task},
+        ]
+        specs = openai_tools()
+        turns = 0
+        summary = ""
+        error: str | None = None
+        stop: StopReason = "max_turns"
+        while turns < self.budget.max_turns:
+            if self.cancel_event.is_set():
+                stop = "cancelled"
+                break
+            if self.remaining() <= 0:
+                stop = "timeout"
+                break
+            turns += 1
+            outcome = await self._ask(messages, specs)
+            if isinstance(outcome, str):
+                stop = outcome  # type: ignore[assignment]
+                if outcome == "provider_error":
+                    error = self._last_error
+                break
+            reply, provider = outcome
+            self.meter.add(reply, provider.cfg)
+            messages.append(reply.assistant_message())
+            self.emit(
+                "agent.turn",
+                role=self.tools.role,
+                turn=turns,
+                provider=provider.name,
+                model=reply.model,
+                tool_calls=[tc.name for tc in reply.tool_calls],
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+            )
+            if not reply.tool_calls:
+                summary = self.redactor.text(reply.content or "")
+                stop = "completed"
+                break
+            cancelled = False
+            for tc in reply.tool_calls:
+                if self.cancel_event.is_set():
+                    cancelled = True
+                    content = "cancelled: the run was stopped before this call"
+                else:
+                    res = await self.tools.call(tc.name, tc.arguments, turn=turns, call_id=tc.id)
+                    content = res.text
+                # Every tool_call id must get an answer or the next request is invalid.
+                messages.append({"role": "tool", "tool_call_id": tc.id, "content": content})
+            if cancelled:
+                stop = "cancelled"
+                break
+            if self.meter.total_tokens >= self.budget.max_tokens:
+                stop = "max_tokens"
+                break
+        return AgentResult(
+            stop_reason=stop,
+            turns=turns,
+            findings=list(self.tools.findings),
+            patches=list(self.tools.patches),
+            usage=self.meter.usage.model_copy(),
+            usage_by_provider={k: v.model_copy() for k, v in self.meter.by_provider.items()},
+            summary=summary,
+            error=error,
+            transcript=self.redactor(json.loads(json.dumps(messages, default=str))),
+        )
+
+    _last_error: str | None = None
+
+    async def _ask(self, messages: list[dict[str, Any]], specs: list[dict[str, Any]]) -> Any:
+        """The reply, or the stop reason when no reply is coming."""
+        chat = asyncio.ensure_future(self.chain.chat(messages, specs))
+        stopper = asyncio.ensure_future(self.cancel_event.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {chat, stopper}, timeout=self.remaining(), return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            chat.cancel()
+            stopper.cancel()
+            raise
+        stopper.cancel()
+        if chat not in done:
+            chat.cancel()
+            try:
+                await chat
+            except (asyncio.CancelledError, ProviderError):
+                pass
+            return "cancelled" if self.cancel_event.is_set() else "timeout"
+        try:
+            return chat.result()
+        except ProviderError as e:
+            self._last_error = self.redactor.text(str(e))
+            return "provider_error"

@@ -1,0 +1,80 @@
+"""Per-tool permissions: ``allow``, ``ask`` or ``deny`` (``agent.permissions``).
+
+``ask`` goes to whoever is watching: the language server plugs in an ``Asker``
+that sends ``window/showMessageRequest``, the CLI one that prompts on the
+terminal. Without one (CI, ``--jsonl``, scripts) the answer is no.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from typing import Literal, Protocol, runtime_checkable
+
+Decision = Literal["allow", "ask", "deny"]
+
+
+@runtime_checkable
+class Asker(Protocol):
+    async def ask(self, tool: str, summary: str) -> bool:
+        """True when the user allows ``tool`` to do what ``summary`` says."""
+        ...
+
+
+class DenyAsker:
+    """Non-interactive runs: nobody to ask, so nothing that needs asking runs."""
+
+    async def ask(self, tool: str, summary: str) -> bool:
+        return False
+
+
+class AllowAsker:
+    """For tests and explicit ``--yes`` style front ends."""
+
+    async def ask(self, tool: str, summary: str) -> bool:
+        return True
+
+
+_current: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(
+    "superqode_agent_asker", default=None
+)
+
+
+@contextlib.contextmanager
+def use_asker(asker: Asker) -> Iterator[Asker]:
+    """Make ``asker`` answer ``ask`` permissions for agents started in this
+    context (asyncio tasks created inside inherit it)."""
+    token = _current.set(asker)
+    try:
+        yield asker
+    finally:
+        _current.reset(token)
+
+
+def current_asker() -> Asker:
+    return _current.get() or DenyAsker()
+
+
+class Permissions:
+    def __init__(self, policy: dict[str, str], asker: Asker | None = None):
+        self.policy = dict(policy)
+        self.asker = asker or current_asker()
+
+    def decision(self, tool: str) -> Decision:
+        # A tool the configuration does not mention is asked about, not run.
+        value = self.policy.get(tool, "ask")
+        return value if value in ("allow", "ask", "deny") else "ask"  # type: ignore[return-value]
+
+    async def check(self, tool: str, summary: str) -> tuple[bool, str]:
+        """(allowed, why) for one call."""
+        d = self.decision(tool)
+        if d == "allow":
+            return True, "allowed by policy"
+        if d == "deny":
+            return False, f"{tool} is denied by agent.permissions"
+        try:
+            ok = bool(await self.asker.ask(tool, summary))
+        except Exception as e:  # noqa: BLE001 - a broken prompt is a no, never a crash
+            return False, f"could not ask the user ({type(e).__name__}); denied"
+        return (True, "allowed by the user") if ok else (False, "denied by the user")

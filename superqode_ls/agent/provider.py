@@ -1,0 +1,312 @@
+"""OpenAI-compatible chat completions over httpx, with tool calling.
+
+One ``Provider`` per configured endpoint (Ollama, vLLM, LM Studio, a hosted
+API). Transient failures (429, 5xx, timeouts, refused connections) are retried
+with exponential backoff; a ``ProviderChain`` falls back to a second provider
+when the first gives up. API keys are read from the environment at request
+time and every error message is redacted before it leaves this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..config import ProviderConfig
+from ..models import Usage
+from .redact import Redactor
+
+MAX_BACKOFF_S = 30.0
+_BODY_SNIPPET = 200
+
+
+class ProviderError(Exception):
+    """A provider call that failed; the message is one redacted line."""
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model sent it; parsed by the loop
+
+
+@dataclass
+class ChatReply:
+    content: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    provider: str
+    model: str
+    usage_estimated: bool = False
+    raw_message: dict[str, Any] = field(default_factory=dict)
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The message to append to the conversation (OpenAI shape)."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": tc.name, "arguments": tc.arguments},
+                }
+                for tc in self.tool_calls
+            ]
+        return msg
+
+
+def completions_url(base_url: str) -> str:
+    """``base_url`` as the OpenAI SDK takes it (``.../v1``); a bare host gets ``/v1``."""
+    base = base_url.rstrip("/")
+    if urlsplit(base).path in ("", "/"):
+        base += "/v1"
+    return base + "/chat/completions"
+
+
+class Provider:
+    def __init__(
+        self,
+        cfg: ProviderConfig,
+        *,
+        redactor: Redactor | None = None,
+        client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_retry: Callable[[str], None] | None = None,
+    ):
+        self.cfg = cfg
+        self.redactor = redactor or Redactor()
+        self._client = client
+        self._sleep = sleep
+        self._on_retry = on_retry
+        self.url = completions_url(cfg.base_url)
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    def _api_key(self) -> str | None:
+        env = self.cfg.api_key_env
+        if not env:
+            return None
+        key = os.environ.get(env)
+        if not key:
+            raise ProviderError(f"provider {self.cfg.name}: environment variable {env} is not set")
+        self.redactor.add(key)
+        return key
+
+    def missing_key(self) -> str | None:
+        """Why this provider cannot be used now (its key is not set), or None."""
+        env = self.cfg.api_key_env
+        if env and not os.environ.get(env):
+            return f"provider {self.cfg.name}: environment variable {env} is not set"
+        return None
+
+    async def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ChatReply:
+        key = self._api_key()
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        body: dict[str, Any] = {"model": self.cfg.model, "messages": messages, "temperature": 0}
+        if tools:
+            body["tools"] = tools
+        attempt = 0
+        while True:
+            try:
+                return await self._once(headers, body, messages)
+            except ProviderError as e:
+                if not e.retryable or attempt >= self.cfg.max_retries:
+                    raise
+                delay = min(MAX_BACKOFF_S, self.cfg.retry_backoff_s * (2**attempt))
+                attempt += 1
+                if self._on_retry:
+                    self._on_retry(f"{e} (retry {attempt}/{self.cfg.max_retries} in {delay:.2f}s)")
+                await self._sleep(delay)
+
+    async def _once(
+        self, headers: dict[str, str], body: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> ChatReply:
+        name = self.cfg.name
+        client = self._client
+        own = client is None
+        if own:
+            client = httpx.AsyncClient(timeout=httpx.Timeout(self.cfg.timeout))
+        try:
+            resp = await client.post(
+                self.url, json=body, headers=headers, timeout=httpx.Timeout(self.cfg.timeout)
+            )
+        except httpx.TimeoutException:
+            raise ProviderError(
+                f"provider {name}: no answer within {self.cfg.timeout:g}s", retryable=True
+            ) from None
+        except httpx.TransportError as e:
+            raise ProviderError(
+                self.redactor.text(f"provider {name}: cannot reach {self.url}: {e}"),
+                retryable=True,
+            ) from None
+        finally:
+            if own:
+                await client.aclose()
+        if resp.status_code == 429 or resp.status_code >= 500:
+            raise ProviderError(self._status_line(resp), retryable=True, status=resp.status_code)
+        if resp.status_code >= 400:
+            raise ProviderError(self._status_line(resp), status=resp.status_code)
+        try:
+            data = resp.json()
+        except ValueError:
+            raise ProviderError(f"provider {name}: answer is not JSON") from None
+        return self._parse(data, messages)
+
+    def _status_line(self, resp: httpx.Response) -> str:
+        snippet = " ".join(resp.text.split())[:_BODY_SNIPPET]
+        line = f"provider {self.cfg.name}: HTTP {resp.status_code}"
+        if snippet:
+            line += f": {snippet}"
+        return self.redactor.text(line)
+
+    def _parse(self, data: Any, messages: list[dict[str, Any]]) -> ChatReply:
+        name = self.cfg.name
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError(f"provider {name}: answer has no choices[0].message") from None
+        if not isinstance(message, dict):
+            raise ProviderError(f"provider {name}: choices[0].message is not an object")
+        calls: list[ToolCall] = []
+        for i, raw in enumerate(message.get("tool_calls") or []):
+            fn = raw.get("function") if isinstance(raw, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
+            args = fn.get("arguments", "")
+            if not isinstance(args, str):
+                # Some servers send an object instead of a JSON string.
+                args = json.dumps(args)
+            calls.append(
+                ToolCall(
+                    id=str((raw.get("id") if isinstance(raw, dict) else None) or f"call_{i}"),
+                    name=str(fn.get("name") or ""),
+                    arguments=args,
+                )
+            )
+        content = message.get("content")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
+        estimated = usage is None
+        if usage is None:
+            # Servers without usage reporting: a rough chars/4 estimate keeps
+            # the token budget meaningful.
+            sent = sum(len(json.dumps(m)) for m in messages)
+            usage = {
+                "prompt_tokens": sent // 4,
+                "completion_tokens": len(json.dumps(message)) // 4,
+            }
+        return ChatReply(
+            content=content if isinstance(content, str) else None,
+            tool_calls=calls,
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            provider=name,
+            model=str(data.get("model") or self.cfg.model),
+            usage_estimated=estimated,
+            raw_message=message,
+        )
+
+
+class UsageMeter:
+    """Tokens and cost across providers, priced per provider."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.by_provider: dict[str, Usage] = {}
+
+    def add(self, reply: ChatReply, cfg: ProviderConfig) -> None:
+        cost = (
+            reply.prompt_tokens * cfg.input_cost_per_1k
+            + reply.completion_tokens * cfg.output_cost_per_1k
+        ) / 1000
+        for u in (self.usage, self.by_provider.setdefault(cfg.name, Usage())):
+            u.prompt_tokens += reply.prompt_tokens
+            u.completion_tokens += reply.completion_tokens
+            u.cost_usd = round(u.cost_usd + cost, 6)
+            u.requests += 1
+
+    @property
+    def total_tokens(self) -> int:
+        return self.usage.prompt_tokens + self.usage.completion_tokens
+
+
+class ProviderChain:
+    """The configured provider, then the fallback when it gives up."""
+
+    def __init__(self, providers: list[Provider], on_fallback: Callable[[str], None] | None = None):
+        if not providers:
+            raise ValueError("at least one provider")
+        self.providers = providers
+        self._on_fallback = on_fallback
+        self._active = 0
+
+    @property
+    def active(self) -> Provider:
+        return self.providers[self._active]
+
+    async def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[ChatReply, Provider]:
+        errors: list[str] = []
+        # Once a provider failed for good, later turns go straight to the next.
+        for i in range(self._active, len(self.providers)):
+            p = self.providers[i]
+            try:
+                reply = await p.chat(messages, tools)
+                self._active = i
+                return reply, p
+            except ProviderError as e:
+                errors.append(str(e))
+                if i + 1 < len(self.providers) and self._on_fallback:
+                    self._on_fallback(f"{e}; falling back to {self.providers[i + 1].name}")
+        raise ProviderError("; ".join(errors))
+
+
+def build_chain(
+    providers: list[ProviderConfig],
+    primary: str | None,
+    fallback: str | None,
+    *,
+    redactor: Redactor,
+    client: httpx.AsyncClient | None = None,
+    on_retry: Callable[[str], None] | None = None,
+    on_fallback: Callable[[str], None] | None = None,
+) -> ProviderChain:
+    """Chain for ``agent.provider`` (default: the first listed) and ``agent.fallback_provider``."""
+    by_name = {p.name: p for p in providers}
+    if not providers:
+        raise ProviderError("no provider configured")
+    names = [primary or providers[0].name]
+    if fallback and fallback != names[0]:
+        names.append(fallback)
+    chain = []
+    for n in names:
+        cfg = by_name.get(n)
+        if cfg is None:
+            raise ProviderError(
+                f"agent provider {n!r} is not in providers (known: {', '.join(by_name)})"
+            )
+        redactor.add_env(cfg.api_key_env)
+        chain.append(Provider(cfg, redactor=redactor, client=client, on_retry=on_retry))
+    return ProviderChain(chain, on_fallback=on_fallback)

@@ -1,0 +1,508 @@
+"""The agent's tools, all confined to the sandbox root.
+
+Each call is validated (JSON object, schema), checked for safety (paths stay
+inside the sandbox, shell commands pass the git guard and the shell tripwire),
+then against ``agent.permissions``, and only then executed. Every call, run or
+refused, becomes one redacted ``tool_call`` event. Results and errors go back
+to the model as text; nothing here raises into the loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from ..config import AgentConfig
+from ..models import Evidence, Finding, Patch, Range, Severity
+from ..workspace.proc import run_command
+from .changes import ChangeTracker, is_noise
+from .confine import Refused, relative, resolve_inside, shell_refusal
+from .permissions import Permissions
+from .redact import Redactor
+
+MAX_READ_CHARS = 40_000
+MAX_WRITE_BYTES = 1_000_000
+MAX_LIST = 500
+MAX_MATCHES = 200
+MAX_SEARCH_FILE = 1_000_000
+AGENT_TOOL = "superqode-agent"
+REPRODUCER_PREFIX = "reproducer: "
+_EVENT_STR_CAP = 300
+
+_S = {"type": "string"}
+_I = {"type": "integer", "minimum": 1}
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "read_file": {
+        "description": "Read a text file of the project (lines are numbered in the answer).",
+        "properties": {"path": _S, "start_line": _I, "end_line": _I},
+        "required": ["path"],
+    },
+    "list_files": {
+        "description": "List files under a directory of the project (recursive).",
+        "properties": {"path": _S},
+        "required": [],
+    },
+    "search": {
+        "description": "Search the project's text files with a Python regular expression.",
+        "properties": {"pattern": _S, "path": _S, "glob": _S},
+        "required": ["pattern"],
+    },
+    "write_file": {
+        "description": "Create or overwrite a file in the sandbox copy of the project.",
+        "properties": {"path": _S, "content": _S},
+        "required": ["path", "content"],
+    },
+    "edit_file": {
+        "description": "Replace one exact, unique occurrence of old_text with new_text.",
+        "properties": {"path": _S, "old_text": _S, "new_text": _S},
+        "required": ["path", "old_text", "new_text"],
+    },
+    "run_shell": {
+        "description": "Run a shell command in the sandbox root (git push and edits outside "
+        "the sandbox are refused). Returns exit code, stdout and stderr.",
+        "properties": {"command": _S, "timeout": {"type": "number", "exclusiveMinimum": 0}},
+        "required": ["command"],
+    },
+    "report_finding": {
+        "description": "Report one confirmed problem with evidence. Returns its finding_id.",
+        "properties": {
+            "file": _S,
+            "start_line": _I,
+            "end_line": _I,
+            "severity": {"enum": [s.value for s in Severity]},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "title": _S,
+            "message": _S,
+            "evidence": {"oneOf": [_S, {"type": "array", "items": _S}]},
+            "rule_id": _S,
+            "category": _S,
+            "reproducer": {
+                "type": "string",
+                "description": "A shell command that fails while the problem exists.",
+            },
+        },
+        "required": ["file", "start_line", "severity", "confidence", "title", "evidence"],
+    },
+    "propose_fix": {
+        "description": "Turn your edits so far into a patch for the user (optionally only "
+        "some files), linked to findings you reported.",
+        "properties": {
+            "description": _S,
+            "finding_ids": {"type": "array", "items": _S},
+            "files": {"type": "array", "items": _S},
+        },
+        "required": ["description"],
+    },
+}
+TOOL_NAMES = tuple(SCHEMAS)
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": spec["description"],
+                "parameters": {
+                    "type": "object",
+                    "properties": spec["properties"],
+                    "required": spec["required"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+        for name, spec in SCHEMAS.items()
+    ]
+
+
+@dataclass
+class ToolResult:
+    text: str
+    outcome: str = "ok"  # ok | error | refused | denied
+
+    @property
+    def allowed(self) -> bool:
+        return self.outcome in ("ok", "error")
+
+
+GuardCheck = Callable[[str], str | None]
+
+
+def workspace_guard_refusal(command: str) -> str | None:
+    """The workspace git guard's verdict on a command line (None = allowed)."""
+    try:
+        from ..workspace.guard import check_command_line  # type: ignore[attr-defined]
+    except ImportError:
+        return _fallback_git_refusal(command)
+    for v in check_command_line(command) or []:
+        blocked = getattr(v, "blocked", None)
+        allowed = getattr(v, "allowed", None)
+        if blocked is True or allowed is False:
+            reason = getattr(v, "reason", None) or getattr(v, "message", None) or str(v)
+            return f"git guard: {reason}"
+    return None
+
+
+_READ_ONLY_GIT = {"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}
+
+
+def _fallback_git_refusal(command: str) -> str | None:
+    # Until the workspace guard is importable, only read-only git runs.
+    for m in re.finditer(r"(?:^|[\s;&|(])git\s+(?:-\S+\s+)*([\w-]+)", command):
+        if m.group(1) not in _READ_ONLY_GIT:
+            return f"git guard: git {m.group(1)} is not allowed in the sandbox"
+    return None
+
+
+@dataclass
+class ToolBox:
+    root: Path
+    role: str
+    config: AgentConfig
+    env: dict[str, str]
+    permissions: Permissions
+    redactor: Redactor
+    tracker: ChangeTracker
+    emit: Callable[..., Any] = lambda *a, **k: None
+    guard: GuardCheck = workspace_guard_refusal
+    category: str = "quality"
+    remaining: Callable[[], float | None] = lambda: None
+    findings: list[Finding] = field(default_factory=list)
+    patches: list[Patch] = field(default_factory=list)
+    calls: int = 0
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).resolve()
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[str]]] = {
+            "read_file": self._read_file,
+            "list_files": self._list_files,
+            "search": self._search,
+            "write_file": self._write_file,
+            "edit_file": self._edit_file,
+            "run_shell": self._run_shell,
+            "report_finding": self._report_finding,
+            "propose_fix": self._propose_fix,
+        }
+
+    # -- dispatch -----------------------------------------------------------
+
+    async def call(
+        self, name: str, raw_args: str, *, turn: int = 0, call_id: str = ""
+    ) -> ToolResult:
+        self.calls += 1
+        start = time.monotonic()
+        args: Any = None
+        reason = ""
+        try:
+            args = self._parse(name, raw_args)
+            summary = self._summary(name, args)
+            self._precheck(name, args)
+            allowed, reason = await self.permissions.check(name, summary)
+            if not allowed:
+                result = ToolResult(f"denied: {reason}", "denied")
+            else:
+                result = ToolResult(await self._handlers[name](args))
+        except Refused as e:
+            reason = str(e)
+            result = ToolResult(f"refused: {e}", "refused")
+        except _ToolError as e:
+            result = ToolResult(f"error: {e}", "error")
+        except Exception as e:  # noqa: BLE001 - a tool bug must not end the session
+            result = ToolResult(f"error: {type(e).__name__}: {e}", "error")
+        result.text = self.redactor.text(result.text)
+        self.emit(
+            "tool_call",
+            role=self.role,
+            tool=name,
+            call_id=call_id,
+            turn=turn,
+            args=self._event_args(args if args is not None else raw_args),
+            allowed=result.allowed,
+            outcome=result.outcome,
+            reason=self.redactor.text(reason) if result.outcome in ("refused", "denied") else None,
+            result=_cap(result.text, _EVENT_STR_CAP),
+            duration_s=round(time.monotonic() - start, 4),
+        )
+        return result
+
+    def _parse(self, name: str, raw: str) -> dict[str, Any]:
+        if name not in self._handlers:
+            raise _ToolError(f"unknown tool {name!r} (available: {', '.join(TOOL_NAMES)})")
+        try:
+            args = json.loads(raw) if raw and raw.strip() else {}
+        except ValueError as e:
+            raise _ToolError(f"arguments for {name} are not valid JSON ({e.msg})") from None
+        if not isinstance(args, dict):
+            raise _ToolError(f"arguments for {name} must be a JSON object")
+        spec = SCHEMAS[name]
+        schema = {
+            "type": "object",
+            "properties": spec["properties"],
+            "required": spec["required"],
+            "additionalProperties": False,
+        }
+        try:
+            jsonschema.validate(args, schema)
+        except jsonschema.ValidationError as e:
+            where = "/".join(str(p) for p in e.absolute_path)
+            raise _ToolError(
+                f"invalid arguments for {name}: {where + ': ' if where else ''}{e.message}"
+            ) from None
+        return args
+
+    def _precheck(self, name: str, args: dict[str, Any]) -> None:
+        """Safety before permission: nobody is asked about ``rm -rf /``."""
+        if name in ("read_file", "list_files", "search"):
+            resolve_inside(self.root, args.get("path") or ".")
+        elif name in ("write_file", "edit_file"):
+            resolve_inside(self.root, args["path"], for_write=True)
+        elif name == "report_finding":
+            resolve_inside(self.root, args["file"])
+        elif name == "propose_fix":
+            for f in args.get("files") or []:
+                resolve_inside(self.root, f)
+        elif name == "run_shell":
+            cmd = args["command"]
+            why = self.guard(cmd) or shell_refusal(cmd, self.root)
+            if why:
+                raise Refused(why)
+
+    def _summary(self, name: str, args: dict[str, Any]) -> str:
+        if name == "run_shell":
+            return self.redactor.text(f"run in the sandbox: {args.get('command', '')}")
+        if name in ("write_file", "edit_file"):
+            return f"{name} {args.get('path')} (sandbox copy)"
+        if name == "propose_fix":
+            return f"propose a patch: {args.get('description', '')}"
+        return f"{name} {args.get('path') or args.get('file') or args.get('pattern') or ''}".strip()
+
+    def _event_args(self, args: Any) -> Any:
+        def shorten(v: Any) -> Any:
+            if isinstance(v, str):
+                return _cap(v, _EVENT_STR_CAP)
+            if isinstance(v, dict):
+                return {k: shorten(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [shorten(x) for x in v[:20]]
+            return v
+
+        return shorten(self.redactor(args))
+
+    # -- read-only tools ----------------------------------------------------
+
+    async def _read_file(self, a: dict[str, Any]) -> str:
+        path = resolve_inside(self.root, a["path"])
+        if not path.is_file():
+            raise _ToolError(f"{a['path']}: no such file")
+        text = _text(path)
+        lines = text.splitlines()
+        start = a.get("start_line", 1)
+        end = min(a.get("end_line", len(lines)), len(lines))
+        if lines and start > len(lines):
+            raise _ToolError(f"{a['path']}: has {len(lines)} lines")
+        out = "\n".join(f"{i:>5}  {lines[i - 1]}" for i in range(start, end + 1))
+        if len(out) > MAX_READ_CHARS:
+            out = out[:MAX_READ_CHARS] + "\n[... truncated; read a line range]"
+        return out or "(empty file)"
+
+    async def _list_files(self, a: dict[str, Any]) -> str:
+        base = resolve_inside(self.root, a.get("path") or ".")
+        if not base.is_dir():
+            raise _ToolError(f"{a.get('path')}: not a directory")
+        out = []
+        for p in sorted(base.rglob("*")):
+            rel = p.relative_to(self.root).as_posix()
+            if is_noise(rel) or not p.is_file():
+                continue
+            out.append(rel)
+            if len(out) >= MAX_LIST:
+                out.append(f"[... more than {MAX_LIST} files; list a subdirectory]")
+                break
+        return "\n".join(out) or "(no files)"
+
+    async def _search(self, a: dict[str, Any]) -> str:
+        try:
+            rx = re.compile(a["pattern"])
+        except re.error as e:
+            raise _ToolError(f"invalid regular expression: {e}") from None
+        base = resolve_inside(self.root, a.get("path") or ".")
+        files = [base] if base.is_file() else sorted(base.rglob(a.get("glob") or "*"))
+        hits: list[str] = []
+        for p in files:
+            rel = p.relative_to(self.root).as_posix()
+            if is_noise(rel) or not p.is_file() or p.is_symlink():
+                continue
+            if p.stat().st_size > MAX_SEARCH_FILE:
+                continue
+            try:
+                text = _text(p)
+            except _ToolError:
+                continue
+            for n, line in enumerate(text.splitlines(), 1):
+                if rx.search(line):
+                    hits.append(f"{rel}:{n}: {line[:300]}")
+                    if len(hits) >= MAX_MATCHES:
+                        hits.append(f"[... more than {MAX_MATCHES} matches; narrow the search]")
+                        return "\n".join(hits)
+        return "\n".join(hits) or "(no matches)"
+
+    # -- editing tools ------------------------------------------------------
+
+    async def _write_file(self, a: dict[str, Any]) -> str:
+        path = resolve_inside(self.root, a["path"], for_write=True)
+        data = a["content"].encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            raise _ToolError(f"content is larger than {MAX_WRITE_BYTES} bytes")
+        if path.is_dir():
+            raise _ToolError(f"{a['path']}: is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        path.write_bytes(data)
+        return f"{'overwrote' if existed else 'created'} {relative(self.root, path)} ({len(data)} bytes)"
+
+    async def _edit_file(self, a: dict[str, Any]) -> str:
+        path = resolve_inside(self.root, a["path"], for_write=True)
+        if not path.is_file():
+            raise _ToolError(f"{a['path']}: no such file")
+        text = _text(path)
+        old = a["old_text"]
+        if not old:
+            raise _ToolError("old_text is empty")
+        count = text.count(old)
+        if count == 0:
+            raise _ToolError(
+                f"old_text not found in {a['path']}; read the file and copy the exact text"
+            )
+        if count > 1:
+            raise _ToolError(
+                f"old_text occurs {count} times in {a['path']}; include more surrounding lines so it is unique"
+            )
+        path.write_text(text.replace(old, a["new_text"], 1), encoding="utf-8")
+        return f"edited {relative(self.root, path)}"
+
+    async def _run_shell(self, a: dict[str, Any]) -> str:
+        timeout = min(
+            float(a.get("timeout") or self.config.shell_timeout_s), self.config.shell_timeout_s
+        )
+        left = self.remaining()
+        if left is not None:
+            timeout = min(timeout, max(left, 0.1))
+        res = await run_command(
+            ["/bin/sh", "-c", a["command"]],
+            self.root,
+            env=self.env,
+            timeout=timeout,
+            output_cap=self.config.shell_output_cap,
+        )
+        cap = self.config.shell_output_cap
+        parts = [
+            f"exit code: {res.returncode}"
+            + (f" (timed out after {timeout:g}s)" if res.timed_out else "")
+        ]
+        if res.stdout:
+            parts.append("stdout:\n" + _tail(res.stdout, cap // 2))
+        if res.stderr:
+            parts.append("stderr:\n" + _tail(res.stderr, cap // 2))
+        if res.truncated:
+            parts.append(f"[output capped at {cap} bytes]")
+        return "\n".join(parts)
+
+    # -- results ------------------------------------------------------------
+
+    async def _report_finding(self, a: dict[str, Any]) -> str:
+        path = resolve_inside(self.root, a["file"])
+        if not path.is_file():
+            raise _ToolError(f"{a['file']}: no such file; findings must point at real code")
+        lines = _text(path).splitlines()
+        start = a["start_line"]
+        end = a.get("end_line", start)
+        if start > len(lines) or end < start or end > len(lines):
+            raise _ToolError(
+                f"{a['file']} has {len(lines)} lines; lines {start}-{end} do not exist"
+            )
+        rel = relative(self.root, path)
+        snippet = "\n".join(lines[start - 1 : end])
+        ev = a["evidence"]
+        evidence = [
+            Evidence(message=m, file=rel, line=start) for m in ([ev] if isinstance(ev, str) else ev)
+        ]
+        if a.get("reproducer"):
+            evidence.append(Evidence(message=REPRODUCER_PREFIX + a["reproducer"]))
+        finding = Finding(
+            role=self.role,
+            tool=AGENT_TOOL,
+            rule_id=a.get("rule_id") or f"{self.role}.finding",
+            title=a["title"],
+            message=a.get("message") or a["title"],
+            severity=Severity(a["severity"]),
+            confidence=a["confidence"],
+            category=a.get("category") or self.category,
+            file=rel,
+            range=Range(start_line=start, end_line=end),
+            evidence=evidence,
+            snippet=snippet,
+            tags=["agent"],
+        ).with_stable_id()
+        finding = Finding.model_validate(self.redactor(finding.model_dump(mode="json")))
+        if any(f.id == finding.id for f in self.findings):
+            return json.dumps({"finding_id": finding.id, "note": "already reported"})
+        self.findings.append(finding)
+        return json.dumps({"finding_id": finding.id})
+
+    async def _propose_fix(self, a: dict[str, Any]) -> str:
+        known = {f.id for f in self.findings}
+        ids = list(a.get("finding_ids") or [])
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise _ToolError(f"unknown finding ids {unknown}; use the ids report_finding returned")
+        diff, files = await self.tracker.diff(a.get("files"))
+        if not diff:
+            raise _ToolError(
+                "no edits to propose (the sandbox matches the project for those files)"
+            )
+        diff = self.redactor.text(diff)
+        pid = f"{self.role}-{hashlib.sha256(diff.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+        patch = Patch(
+            id=pid,
+            description=a["description"],
+            diff=diff,
+            files=files,
+            finding_ids=ids,
+            role=self.role,
+            tool=AGENT_TOOL,
+        )
+        self.patches = [p for p in self.patches if p.id != pid] + [patch]
+        for i, f in enumerate(self.findings):
+            if f.id in ids:
+                self.findings[i] = f.model_copy(update={"fix_patch_id": pid})
+        return json.dumps({"patch_id": pid, "files": files})
+
+
+class _ToolError(Exception):
+    pass
+
+
+def _text(path: Path) -> str:
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise _ToolError(f"{path.name}: binary file")
+    return data.decode("utf-8", "replace")
+
+
+def _cap(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n] + f"...[+{len(s) - n} chars]"
+
+
+def _tail(s: str, n: int) -> str:
+    # The end of test output carries the verdict; keep it.
+    return s if len(s) <= n else f"[... {len(s) - n} chars cut]\n" + s[-n:]
