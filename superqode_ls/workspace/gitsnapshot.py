@@ -1,0 +1,180 @@
+"""Content snapshots in a private object store.
+
+``store.git`` is a bare repository of SuperQode's own, per user repository,
+whose ``objects/info/alternates`` points at the user's objects: blobs git
+already has are never copied, and nothing is ever written into the user's
+``.git`` (no objects, no refs, no index). A snapshot is a commit in the store;
+its parent is the snapshot it was taken after.
+
+Hashing uses a seed index (a copy of an index whose stat data matches the
+tree) so only files that changed since are read: the user's own index for the
+user's tree, the sandbox's index for the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .git import GitError, git, git_out
+
+# Caches that tools create while they run; never part of a change.
+CACHE_PATTERNS = (
+    "__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/",
+    ".hypothesis/", ".coverage", ".coverage.*", "*.egg-info/", ".tox/", ".nox/",
+    ".superqode/",
+)
+_init_lock = threading.Lock()
+
+
+@dataclass
+class Snapshot:
+    id: str  # commit id in the store
+    tree: str
+    parent_id: str | None
+
+
+class SnapshotStore:
+    def __init__(self, path: Path, alternates: list[Path] | None = None,
+                 extra_objects: list[Path] | None = None):
+        self.path = Path(path)
+        self.objects = self.path / "objects"
+        self._alternates = [Path(a) for a in (alternates or [])]
+        # Object dirs of one session (what processes in its sandbox wrote):
+        # consulted, never recorded in the store's alternates file.
+        self.extra_objects = [Path(p) for p in (extra_objects or [])]
+        self._ensure()
+
+    def _ensure(self) -> None:
+        with _init_lock:
+            if not (self.path / "HEAD").exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(prefix=".store-", dir=self.path.parent))
+                git(["init", "-q", "--bare", str(tmp)], tmp.parent)
+                try:
+                    os.rename(tmp, self.path)
+                except OSError:  # another process won the race
+                    shutil.rmtree(tmp, ignore_errors=True)
+            alt = self.objects / "info" / "alternates"
+            wanted = [str(a) for a in self._alternates]
+            have = alt.read_text().split() if alt.exists() else []
+            if any(w not in have for w in wanted):
+                alt.parent.mkdir(parents=True, exist_ok=True)
+                alt.write_text("\n".join(dict.fromkeys(have + wanted)) + "\n")
+            excludes = self.path / "info" / "superqode-excludes"
+            if not excludes.exists():
+                excludes.parent.mkdir(parents=True, exist_ok=True)
+                excludes.write_text("\n".join(CACHE_PATTERNS) + "\n")
+
+    @property
+    def excludes_file(self) -> Path:
+        return self.path / "info" / "superqode-excludes"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {"GIT_OBJECT_DIRECTORY": str(self.objects)}
+        if self.extra_objects:
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(map(str, self.extra_objects))
+        env.update(extra)
+        return env
+
+    def run(self, args: list[str], **kw):
+        env = self.env(**kw.pop("env", {}))
+        return git(["--git-dir", str(self.path), *args], self.path, env=env, **kw)
+
+    def _store_git(self, args: list[str], **kw) -> str:
+        return self.run(args, **kw).stdout.decode("utf-8", "surrogateescape").strip()
+
+    # -- taking snapshots -------------------------------------------------
+    def hash_tree(
+        self,
+        work_tree: Path,
+        index_file: Path,
+        *,
+        git_dir: Path | None = None,
+        extra_objects: list[Path] | None = None,
+    ) -> str:
+        """Tree id of ``work_tree`` (tracked + untracked, not ignored), updating
+        ``index_file`` in place. ``git_dir`` decides config and ignore rules;
+        by default the store's own (for folders that are not git repos)."""
+        env = self.env(GIT_INDEX_FILE=str(index_file))
+        objs = [*self.extra_objects, *(extra_objects or [])]
+        if objs:
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(map(str, objs))
+        cfg = ["-c", f"core.excludesFile={self.excludes_file}", "-c", "core.autocrlf=false"]
+        if git_dir is None:
+            env["GIT_DIR"] = str(self.path)
+            env["GIT_WORK_TREE"] = str(work_tree)
+        elif git_dir != Path("."):
+            env["GIT_DIR"] = str(git_dir)
+            env["GIT_WORK_TREE"] = str(work_tree)
+        git([*cfg, "add", "-A", "--ignore-errors", "--", "."], work_tree, env=env)
+        return git_out(["write-tree"], work_tree, env=env)
+
+    def tree_of_index(self, index_file: Path, cwd: Path, git_dir: Path) -> str:
+        env = self.env(GIT_INDEX_FILE=str(index_file), GIT_DIR=str(git_dir))
+        return git_out(["write-tree"], cwd, env=env)
+
+    def commit(self, tree: str, parent: str | None = None, message: str = "snapshot") -> Snapshot:
+        args = ["commit-tree", tree, "-m", message]
+        if parent:
+            args += ["-p", parent]
+        env = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+        cid = self._store_git(args, env=env)
+        self._store_git(["update-ref", f"refs/snapshots/{cid}", cid])
+        return Snapshot(id=cid, tree=tree, parent_id=parent)
+
+    def take(self, work_tree: Path, index_file: Path, *, parent: str | None = None,
+             git_dir: Path | None = None, message: str = "snapshot") -> Snapshot:
+        tree = self.hash_tree(work_tree, index_file, git_dir=git_dir)
+        return self.commit(tree, parent, message)
+
+    # -- reading them ----------------------------------------------------
+    def parent_id(self, snapshot_id: str) -> str | None:
+        out = self._store_git(["rev-list", "--parents", "-n", "1", snapshot_id])
+        parts = out.split()
+        return parts[1] if len(parts) > 1 else None
+
+    def tree(self, snapshot_id: str) -> str:
+        return self._store_git(["rev-parse", f"{snapshot_id}^{{tree}}"])
+
+    def file_hashes(self, snapshot_id: str) -> dict[str, str]:
+        """path -> blob id (symlinks: the blob of the target text)."""
+        out = self.run(["ls-tree", "-r", "-z", "--full-tree", snapshot_id]).stdout
+        result: dict[str, str] = {}
+        for rec in out.split(b"\0"):
+            if not rec:
+                continue
+            meta, _, name = rec.partition(b"\t")
+            result[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+        return result
+
+    def get_changes(self, snapshot_id: str, against: str | None = None):
+        """Changes from ``against`` (default: the parent) to ``snapshot_id``."""
+        from .changes import changes_between
+
+        base = against or self.parent_id(snapshot_id)
+        if base is None:
+            base = self._store_git(["hash-object", "-t", "tree", "/dev/null"])
+        return changes_between(self, base, snapshot_id)
+
+    def restore(self, snapshot_id: str, work_tree: Path, index_file: Path,
+                *, git_dir: Path | None = None, keep: list[str] | None = None) -> None:
+        """Make ``work_tree`` hold exactly the snapshot: changed files are
+        rewritten, extra files removed (except ignored caches listed in ``keep``)."""
+        tree = self.tree(snapshot_id)
+        env = self.env(GIT_INDEX_FILE=str(index_file))
+        if git_dir is None:
+            env.update(GIT_DIR=str(self.path), GIT_WORK_TREE=str(work_tree))
+        self.hash_tree(work_tree, index_file, git_dir=git_dir)  # index = what is there now
+        git(["read-tree", "--reset", "-u", tree], work_tree, env=env)
+        clean = ["clean", "-ffdxq"]
+        for k in keep or []:
+            clean += ["-e", k]
+        try:
+            git(clean, work_tree, env=env)
+        except GitError:
+            pass

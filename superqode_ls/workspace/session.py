@@ -1,0 +1,507 @@
+"""IsolatedSession: fingerprint -> sandbox -> (work) -> changes -> revert -> verify.
+
+The fingerprint taken before anything else is stored with the session, so a
+revert after a crash (``superqe revert``/``clean``) can still verify.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..events import EventBus
+from ..models import ChangeSet, Verification
+from . import worktree as wt
+from .artifacts import atomic_write, ensure_superqode_dir
+from .changes import changes_between
+from .errors import WorkspaceError
+from .fingerprint import Fingerprint, compare, take_fingerprint
+from .git import GitError, head_commit, repo_root, resolve_commit
+from .gitsnapshot import SnapshotStore
+from .paths import SessionPaths, ensure_dir, new_session_id, parked_dir, repo_dir, repo_key, store_dir
+from .records import SessionRecord, read_record, write_record
+from .snapshot import copy_tree, list_files
+
+HEARTBEAT_S = 30.0
+
+
+def _write_repo_marker(project: Path) -> None:
+    marker = repo_dir(project) / "repo.json"
+    if not marker.exists():
+        atomic_write(marker, json.dumps({"owner": "superqode-ls", "repo": str(project)}))
+
+
+def resolve_project(path: Path | str) -> tuple[Path, bool]:
+    """(project root, is git): a path inside a git repo means the whole repo."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise WorkspaceError(f"{p}: no such directory")
+    if not p.is_dir():
+        raise WorkspaceError(f"{p}: not a directory")
+    p = p.resolve()
+    root = repo_root(p)
+    if root is not None:
+        return root.resolve(), True
+    return p, False
+
+
+class IsolatedSession:
+    """A sandbox of ``project`` holding exactly the user's current state."""
+
+    def __init__(self, project: Path, config: Config, *, session_id: str, mode: str,
+                 isolation: str, base_commit: str | None, bus: EventBus, kind: str):
+        self.project = project
+        self.config = config
+        self.id = session_id
+        self.mode = mode
+        self.isolation = isolation
+        self.base_commit = base_commit
+        self.bus = bus
+        self.kind = kind
+        self.paths = SessionPaths(project, session_id)
+        self.sandbox = self.paths.sandbox
+        self.private = self.paths.private
+        self.store: SnapshotStore | None = None
+        self.baseline: str | None = None  # snapshot id of the state carried in
+        self.verification: Verification | None = None
+        self.reused = False
+        self.record: SessionRecord | None = None
+        self._fp_before: Fingerprint | None = None
+        self._guard: Any = None
+        self._heartbeat: asyncio.Task | None = None
+        self._closed = False
+        self.lock: Any = None
+
+    # -- creation ----------------------------------------------------------
+    @classmethod
+    async def create(cls, project: Path | str, *, config: Config | None = None, mode: str = "quick",
+                     isolation: str | None = None, base_ref: str | None = None,
+                     overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
+                     session_id: str | None = None, kind: str = "qe") -> "IsolatedSession":
+        return await asyncio.to_thread(
+            cls.create_sync, project, config=config, mode=mode, isolation=isolation,
+            base_ref=base_ref, overlays=overlays, bus=bus, session_id=session_id, kind=kind)
+
+    @classmethod
+    def create_sync(cls, project: Path | str, *, config: Config | None = None, mode: str = "quick",
+                    isolation: str | None = None, base_ref: str | None = None,
+                    overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
+                    session_id: str | None = None, kind: str = "qe") -> "IsolatedSession":
+        from ..config import load_config
+
+        root, is_git = resolve_project(Path(project))
+        config = config or load_config(root)
+        choice = isolation or config.workspace.isolation
+        base_commit = head_commit(root) if is_git else None
+        if choice in ("auto", None):
+            choice = "worktree" if is_git and base_commit else "snapshot"
+        if choice == "worktree" and not is_git:
+            raise WorkspaceError(f"{root}: not a git repository; use --snapshot")
+        if choice == "worktree" and base_commit is None:
+            raise WorkspaceError(f"{root}: the repository has no commit yet; use --snapshot")
+        if base_ref:
+            if not is_git:
+                raise WorkspaceError("--base-ref needs a git repository")
+            try:
+                base_commit = resolve_commit(root, base_ref)
+            except GitError:
+                raise WorkspaceError(f"--base-ref: unknown revision {base_ref!r}") from None
+            if choice != "worktree":
+                raise WorkspaceError("--base-ref works with worktree isolation only")
+        overlays = dict(overlays or {})
+        for rel in overlays:
+            wt._safe_rel(rel)
+
+        sid = session_id or new_session_id()
+        bus = bus or EventBus(sid)
+        self = cls(root, config, session_id=sid, mode=mode, isolation=choice,
+                   base_commit=base_commit, bus=bus, kind=kind)
+        self._acquire_lock()
+        try:
+            self._create(base_ref is not None, overlays)
+        except BaseException:
+            self._cleanup_failed()
+            raise
+        return self
+
+    def _acquire_lock(self) -> None:
+        try:
+            from .coordinator import Coordinator
+        except ImportError:
+            return
+        self.lock = Coordinator(self.project).acquire(self.id, self.mode)
+
+    def _release_lock(self) -> None:
+        if self.lock is None:
+            return
+        from .coordinator import Coordinator
+
+        Coordinator(self.project).release(self.lock)
+        self.lock = None
+
+    def _create(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
+        t0 = time.monotonic()
+        ensure_dir(self.private)
+        _write_repo_marker(self.project)
+        self.record = SessionRecord(
+            id=self.id, repo=str(self.project), repo_key=repo_key(self.project), kind=self.kind,  # type: ignore[arg-type]
+            mode=self.mode, isolation=self.isolation, sandbox=str(self.sandbox),
+            base_commit=self.base_commit, fingerprint_file=str(self.private / "fingerprint.json"),
+        )
+        write_record(self.paths.record, self.record)
+        self.paths.heartbeat.touch()
+        self._fp_before = take_fingerprint(self.project)
+        atomic_write(self.private / "fingerprint.json", self._fp_before.to_json())
+        ensure_superqode_dir(self.project)
+        if self.isolation == "worktree":
+            self._create_worktree(pinned_base, overlays)
+        else:
+            self._create_snapshot(overlays)
+        self._install_guard()
+        self.record.state = "running"
+        self.record.baseline_snapshot = self.baseline
+        write_record(self.paths.record, self.record)
+        self.bus.emit("workspace.snapshot", isolation=self.isolation, sandbox=str(self.sandbox),
+                      base_commit=self.base_commit, reused=self.reused,
+                      seconds=round(time.monotonic() - t0, 3))
+
+    def _create_worktree(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
+        _, cd = wt.user_git_dirs(self.project)
+        self.store = SnapshotStore(store_dir(self.project), alternates=[cd / "objects"],
+                                   extra_objects=[self.private / "git" / "common" / "objects"])
+        (self.private / "git" / "common" / "objects").mkdir(parents=True, exist_ok=True)
+        carry = self.config.workspace.copy_uncommitted and not pinned_base
+        if carry:
+            state = wt.capture_user_state(self.project, self.store, self.private, True)
+        else:
+            tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
+            state = wt.UserState(staged_tree=tree, full_tree=tree)
+        sealed = wt.SealedGit(self.private / "git")
+        if self.config.workspace.warm_sandboxes and self._claim_parked(sealed):
+            self.reused = True
+            if not self._reset_reused(sealed, state):
+                self.reused = False
+                wt.remove_worktree(self.project, self.sandbox)
+                shutil.rmtree(sealed.root, ignore_errors=True)
+        if not self.reused:
+            wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
+                            f"superqode session {self.id}")
+            wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
+            wt.checkout_staged(self.sandbox, state.staged_tree)
+            wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree)
+        if self.config.workspace.keep_gitignored:
+            wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,
+                             self.config.workspace.keep_gitignored_mode)
+        shutil.copyfile(sealed.index, self._track_index)
+        if overlays:
+            wt.write_overlays(self.sandbox, overlays)
+            tree = self._hash_sandbox()
+        else:
+            tree = state.full_tree
+        self.baseline = self.store.commit(tree, None, f"baseline {self.id}").id
+
+    def _create_snapshot(self, overlays: dict[str, bytes]) -> None:
+        is_git = (self.project / ".git").exists()
+        files = list_files(self.project, self.config.workspace.exclude_patterns, use_git=is_git)
+        copy_tree(self.project, self.sandbox, files, self.config.workspace.max_size_mb)
+        if overlays:
+            wt.write_overlays(self.sandbox, overlays)
+        self.store = SnapshotStore(store_dir(self.project))
+        self.baseline = self.store.commit(self._hash_sandbox(), None, f"baseline {self.id}").id
+
+    def _install_guard(self) -> None:
+        try:
+            from .guard_env import install_guard
+        except ImportError:
+            return
+        self._guard = install_guard(self.private / "guard", self.config.qe.git_guard)
+        if self.isolation == "worktree":
+            cfg = self.private / "git" / "common" / "config"
+            for key, value in getattr(self._guard, "config_entries", []):
+                wt.git(["config", "--file", str(cfg), "--replace-all", key, value], self.private)
+
+    # -- warm sandboxes ------------------------------------------------------
+    def _claim_parked(self, sealed: wt.SealedGit) -> bool:
+        root = parked_dir(self.project)
+        if not root.is_dir():
+            return False
+        for slot in sorted(root.iterdir()):
+            if not slot.is_dir() or slot.name.startswith("."):
+                continue
+            claimed = root / f".claim-{self.id}"
+            try:
+                os.rename(slot, claimed)  # atomic: one session wins a slot
+            except OSError:
+                continue
+            try:
+                os.rename(claimed / "tree", self.sandbox)
+                ensure_dir(self.private)
+                if sealed.root.exists():
+                    shutil.rmtree(sealed.root)
+                os.rename(claimed / "git", sealed.root)
+                shutil.rmtree(claimed, ignore_errors=True)
+                reg = (sealed.root / "registration").read_text().strip()
+                (Path(reg) / "gitdir").write_text(str(self.sandbox / ".git") + "\n")
+                (sealed.wt / "gitdir").write_text(str(self.sandbox / ".git") + "\n")
+                (self.sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
+                return True
+            except (OSError, FileNotFoundError):
+                shutil.rmtree(claimed, ignore_errors=True)
+                if self.sandbox.exists():
+                    wt.remove_worktree(self.project, self.sandbox)
+                continue
+        return False
+
+    def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState) -> bool:
+        """Bring a parked sandbox to the new state, changed files only, and prove it."""
+        assert self.store is not None
+        keep = self.config.workspace.keep_gitignored
+        wt.refresh_sealed(sealed, self.project)
+        (sealed.wt / "HEAD").write_text((self.base_commit or "") + "\n")
+        wt.git(["read-tree", "--reset", "-u", state.staged_tree], self.sandbox)
+        clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]
+        wt.git(clean, self.sandbox)
+        wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree)
+        shutil.copyfile(sealed.index, self._track_index)
+        if self._hash_sandbox() != state.full_tree:
+            return False
+        stray = wt.git(["clean", "-ndx"] + [a for k in keep for a in ("-e", k)], self.sandbox).stdout
+        return not stray.strip()
+
+    def _park(self) -> bool:
+        root = ensure_dir(parked_dir(self.project))
+        if any(p.is_dir() and not p.name.startswith(".") for p in root.iterdir()):
+            return False  # one warm sandbox per repository is enough
+        reg = wt.registration_for(self.project, self.sandbox)
+        if reg is None:
+            return False
+        sealed = wt.SealedGit(self.private / "git")
+        tmp = root / f".park-{self.id}"
+        tmp.mkdir()
+        try:
+            (sealed.root / "registration").write_text(str(reg) + "\n")
+            os.rename(self.sandbox, tmp / "tree")
+            os.rename(sealed.root, tmp / "git")
+            new_git = tmp / "tree" / ".git"
+            (reg / "gitdir").write_text(str(root / self.id / "tree" / ".git") + "\n")
+            ((tmp / "git") / "wt" / "gitdir").write_text(str(new_git) + "\n")
+            (tmp / "tree" / ".git").write_text(f"gitdir: {root / self.id / 'git' / 'wt'}\n")
+            os.rename(tmp, root / self.id)
+            return True
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
+
+    # -- working in it ------------------------------------------------------
+    @property
+    def _track_index(self) -> Path:
+        return self.private / "track-index"
+
+    def _sandbox_git_dir(self) -> Path | None:
+        return Path(".") if self.isolation == "worktree" else None
+
+    def _hash_sandbox(self) -> str:
+        assert self.store is not None
+        return self.store.hash_tree(self.sandbox, self._track_index, git_dir=self._sandbox_git_dir())
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(base if base is not None else os.environ)
+        for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR"):
+            env.pop(k, None)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["SUPERQODE_SESSION_ID"] = self.id
+        env["SUPERQODE_SANDBOX"] = str(self.sandbox)
+        if self._guard is not None:
+            env = self._guard.env(env)
+        return env
+
+    def checkpoint_sync(self) -> str:
+        assert self.store is not None
+        return self.store.commit(self._hash_sandbox(), self.baseline, f"checkpoint {self.id}").id
+
+    def changes_sync(self, since: str | None = None) -> ChangeSet:
+        assert self.store is not None and self.baseline is not None
+        now = self.checkpoint_sync()
+        return changes_between(self.store, since or self.baseline, now)
+
+    def restore_sync(self, snapshot_id: str) -> None:
+        assert self.store is not None
+        env_git_dir = self._sandbox_git_dir()
+        self._hash_sandbox()
+        tree = self.store.tree(snapshot_id)
+        env = self.store.env(GIT_INDEX_FILE=str(self._track_index))
+        if env_git_dir is None:
+            env.update(GIT_DIR=str(self.store.path), GIT_WORK_TREE=str(self.sandbox))
+        wt.git(["read-tree", "--reset", "-u", tree], self.sandbox, env=env)
+        clean = ["clean", "-ffdq"]  # untracked, not ignored: caches survive a restore
+        wt.git(clean, self.sandbox, env=env)
+
+    async def changes(self, since: str | None = None) -> ChangeSet:
+        return await asyncio.to_thread(self.changes_sync, since)
+
+    async def checkpoint(self) -> str:
+        return await asyncio.to_thread(self.checkpoint_sync)
+
+    async def restore(self, snapshot_id: str) -> None:
+        await asyncio.to_thread(self.restore_sync, snapshot_id)
+
+    def guard_events(self) -> list[dict]:
+        events = getattr(self._guard, "events", None)
+        if events is None:
+            return []
+        blocked = events.poll()
+        for rec in blocked:
+            self.bus.emit("git.blocked", **rec)
+        return blocked
+
+    # -- ending -------------------------------------------------------------
+    def close_sync(self, *, keep: bool = False) -> Verification:
+        if self._closed:
+            assert self.verification is not None
+            return self.verification
+        self._closed = True
+        self.guard_events()
+        rec = self.record
+        if keep:
+            if rec:
+                rec.state = "kept"
+                write_record(self.paths.record, rec)
+            self._release_lock()
+            self.verification = self._verify()
+            return self.verification
+        if rec:
+            rec.state = "reverting"
+            write_record(self.paths.record, rec)
+        parked = False
+        if (self.isolation == "worktree" and self.config.workspace.warm_sandboxes
+                and self.sandbox.exists()):
+            parked = self._park()
+        if not parked:
+            self._remove_sandbox()
+        self.verification = self._verify()
+        self.bus.emit("workspace.reverted", verified=self.verification.verified,
+                      differences=self.verification.differences[:50], parked=parked)
+        shutil.rmtree(self.private, ignore_errors=True)
+        self.paths.record.unlink(missing_ok=True)
+        self.paths.heartbeat.unlink(missing_ok=True)
+        self._release_lock()
+        return self.verification
+
+    async def close(self, *, keep: bool = False) -> Verification:
+        self._stop_heartbeat()
+        return await asyncio.shield(asyncio.to_thread(self.close_sync, keep=keep))
+
+    def _remove_sandbox(self) -> None:
+        if self.isolation == "worktree":
+            wt.remove_worktree(self.project, self.sandbox)
+        elif self.sandbox.exists():
+            wt._rmtree(self.sandbox)
+
+    def _verify(self) -> Verification:
+        if self._fp_before is None:
+            return Verification(verified=False, differences=["no fingerprint was taken"])
+        diffs = compare(self._fp_before, take_fingerprint(self.project))
+        return Verification(verified=not diffs, differences=diffs)
+
+    def _cleanup_failed(self) -> None:
+        try:
+            self._remove_sandbox()
+        finally:
+            shutil.rmtree(self.private, ignore_errors=True)
+            self.paths.record.unlink(missing_ok=True)
+            self.paths.heartbeat.unlink(missing_ok=True)
+            self._release_lock()
+
+    # -- heartbeat and context manager ---------------------------------------
+    def start_heartbeat(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+
+        async def beat() -> None:
+            while True:
+                try:
+                    os.utime(self.paths.heartbeat)
+                except FileNotFoundError:
+                    return
+                await asyncio.sleep(HEARTBEAT_S)
+
+        self._heartbeat = loop.create_task(beat())
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
+
+    async def __aenter__(self) -> "IsolatedSession":
+        self.start_heartbeat()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> "IsolatedSession":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_sync()
+
+
+# -- for recovery of sessions whose process is gone ----------------------------
+def discard_sandbox(record: SessionRecord) -> None:
+    """Remove what a (possibly half-made) session left: sandbox, worktree
+    registration, private dir, record. Safe to call twice."""
+    project = Path(record.repo)
+    paths = SessionPaths(project, record.id)
+    sandbox = Path(record.sandbox)
+    if record.isolation == "worktree":
+        wt.remove_worktree(project, sandbox)
+    elif sandbox.exists():
+        wt._rmtree(sandbox)
+    shutil.rmtree(paths.private, ignore_errors=True)
+    paths.record.unlink(missing_ok=True)
+    paths.heartbeat.unlink(missing_ok=True)
+
+
+def extract_patch(record: SessionRecord) -> str:
+    """The sandbox's changes against what was carried in, as a git diff."""
+    project = Path(record.repo)
+    paths = SessionPaths(project, record.id)
+    if not record.baseline_snapshot or not Path(record.sandbox).is_dir():
+        return ""
+    alternates = []
+    if record.isolation == "worktree":
+        try:
+            _, cd = wt.user_git_dirs(project)
+            alternates = [cd / "objects"]
+        except (GitError, IndexError):
+            pass
+    extra = [paths.private / "git" / "common" / "objects"] if record.isolation == "worktree" else None
+    store = SnapshotStore(store_dir(project), alternates=alternates, extra_objects=extra)
+    index = paths.private / "track-index"
+    git_dir = Path(".") if record.isolation == "worktree" else None
+    tree = store.hash_tree(Path(record.sandbox), index, git_dir=git_dir)
+    now = store.commit(tree, record.baseline_snapshot, f"extract {record.id}").id
+    return changes_between(store, record.baseline_snapshot, now).diff
+
+
+def verify_record(record: SessionRecord) -> Verification:
+    """Compare the user's tree with the fingerprint stored at session start."""
+    try:
+        before = Fingerprint.from_json(Path(record.fingerprint_file or "").read_text())
+    except (OSError, ValueError, KeyError):
+        return Verification(verified=False, differences=["no fingerprint was stored for this session"])
+    diffs = compare(before, take_fingerprint(Path(record.repo)))
+    return Verification(verified=not diffs, differences=diffs)
+
+
+def load_record(project: Path, session_id: str) -> SessionRecord | None:
+    return read_record(SessionPaths(project, session_id).record)

@@ -1,0 +1,299 @@
+"""Git worktree sandboxes, sealed.
+
+``git worktree add --detach --no-checkout`` registers the sandbox with the
+user's repository (the one trace allowed in their ``.git``). The sandbox's
+``.git`` file is then pointed at a session-private git dir whose common dir
+has its own config, refs, hooks and object store (with the user's objects as
+alternates). Whatever runs in the sandbox — even a ``git commit`` that
+bypasses the guard — writes only there. The registration is used again only
+to remove the worktree.
+
+Content: the user's index becomes the sandbox's index (staged state), the
+working tree is checked out from it, then unstaged and untracked files are
+laid over it from a snapshot of the user's tree. Nothing is read through
+``git stash`` and nothing of the user's is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import WorkspaceError
+from .git import GitError, git, git_env, git_out
+from .gitsnapshot import SnapshotStore
+
+
+@dataclass
+class UserState:
+    staged_tree: str
+    full_tree: str
+
+
+@dataclass
+class SealedGit:
+    root: Path  # <private>/git
+
+    @property
+    def common(self) -> Path:
+        return self.root / "common"
+
+    @property
+    def wt(self) -> Path:
+        return self.root / "wt"
+
+    @property
+    def index(self) -> Path:
+        return self.wt / "index"
+
+    @property
+    def hooks(self) -> Path:
+        return self.common / "hooks"
+
+
+def user_git_dirs(repo: Path) -> tuple[Path, Path]:
+    out = git_out(["rev-parse", "--absolute-git-dir", "--git-common-dir"], repo).splitlines()
+    gd = Path(out[0])
+    cd = Path(out[1]) if Path(out[1]).is_absolute() else (repo / out[1]).resolve()
+    return gd, cd
+
+
+def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_dirty: bool) -> UserState:
+    """Trees of the user's staged state and of their whole working state,
+    written to the private store; the user's index is only read (copied)."""
+    gd, _ = user_git_dirs(repo)
+    scratch.mkdir(parents=True, exist_ok=True)
+    idx = scratch / "user-index"
+    src = gd / "index"
+    if src.exists():
+        shutil.copyfile(src, idx)
+    else:
+        idx.unlink(missing_ok=True)
+    try:
+        staged = store.tree_of_index(idx, repo, gd)
+    except GitError:
+        staged = None  # unmerged entries: the staged state has no tree of its own
+    if not carry_dirty:
+        return UserState(staged_tree=staged or "", full_tree=staged or "")
+    full = store.hash_tree(repo, idx, git_dir=gd)
+    return UserState(staged_tree=staged or full, full_tree=full)
+
+
+def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, base: str) -> None:
+    """Point ``sandbox/.git`` at a private git dir (see module doc)."""
+    _, cd = user_git_dirs(repo)
+    common = sealed.common
+    (common / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (common / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    (common / "refs" / "tags").mkdir(parents=True, exist_ok=True)
+    (common / "info").mkdir(parents=True, exist_ok=True)
+    sealed.hooks.mkdir(parents=True, exist_ok=True)
+    (common / "objects" / "info" / "alternates").write_text(
+        f"{store.objects}\n{cd / 'objects'}\n"
+    )
+    refresh_sealed(sealed, repo)
+    sealed.wt.mkdir(parents=True, exist_ok=True)
+    (sealed.wt / "commondir").write_text(str(common) + "\n")
+    (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
+    (sealed.wt / "HEAD").write_text(base + "\n")
+    (sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
+
+
+def refresh_sealed(sealed: SealedGit, repo: Path) -> None:
+    """Copy the user's config, ignore rules and refs into the private common dir."""
+    _, cd = user_git_dirs(repo)
+    common = sealed.common
+    cfg = common / "config"
+    try:
+        shutil.copyfile(cd / "config", cfg)
+    except FileNotFoundError:
+        cfg.write_text("[core]\n\trepositoryformatversion = 0\n")
+    for key in ("core.worktree", "core.hooksPath"):
+        git(["config", "--file", str(cfg), "--unset-all", key], common, check=False)
+    git(["config", "--file", str(cfg), "core.bare", "false"], common)
+    git(["config", "--file", str(cfg), "core.hooksPath", str(sealed.hooks)], common)
+    for name in ("exclude", "attributes"):
+        src = cd / "info" / name
+        if src.exists():
+            shutil.copyfile(src, common / "info" / name)
+    refs = git_out(["for-each-ref", "--format=%(objectname) %(refname)"], repo)
+    (common / "packed-refs").write_text(refs + ("\n" if refs else ""))
+    head = cd / "HEAD"
+    (common / "HEAD").write_text(head.read_text() if head.exists() else "ref: refs/heads/main\n")
+
+
+def _safe_rel(rel: str) -> str:
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts or not parts:
+        raise WorkspaceError(f"refusing path outside the project: {rel}")
+    return rel
+
+
+def lay_over(sandbox: Path, store: SnapshotStore, from_tree: str, to_tree: str) -> int:
+    """Make ``sandbox`` go from ``from_tree`` to ``to_tree`` without touching
+    its index: the unstaged and untracked part of the user's state."""
+    if from_tree == to_tree:
+        return 0
+    raw = store.run(["diff-tree", "-r", "-z", "--no-renames", from_tree, to_tree]).stdout
+    fields = raw.split(b"\0")
+    writes: list[tuple[str, str, str]] = []
+    deletes: list[str] = []
+    i = 0
+    while i < len(fields):
+        meta = fields[i]
+        if not meta.startswith(b":"):
+            i += 1
+            continue
+        _, new_mode, _, new_sha, status = meta[1:].decode().split(" ")
+        rel = _safe_rel(fields[i + 1].decode("utf-8", "surrogateescape"))
+        i += 2
+        if status == "D":
+            deletes.append(rel)
+        elif new_mode != "160000":  # submodules are not carried
+            writes.append((rel, new_mode, new_sha))
+    for rel in deletes:
+        p = sandbox / rel
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+    if writes:
+        _write_blobs(sandbox, store, writes)
+    return len(writes) + len(deletes)
+
+
+def _write_blobs(sandbox: Path, store: SnapshotStore, writes: list[tuple[str, str, str]]) -> None:
+    proc = subprocess.Popen(
+        ["git", "--git-dir", str(store.path), "cat-file", "--batch"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=store.path,
+        env=git_env(store.env()),
+    )
+    assert proc.stdin and proc.stdout
+    try:
+        for rel, mode, sha in writes:
+            proc.stdin.write(sha.encode() + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().split()
+            size = int(header[2])
+            data = proc.stdout.read(size)
+            proc.stdout.read(1)
+            dest = sandbox / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.is_symlink() or dest.exists():
+                if dest.is_dir() and not dest.is_symlink():
+                    shutil.rmtree(dest)
+                else:
+                    dest.unlink()
+            if mode == "120000":
+                os.symlink(os.fsdecode(data), dest)
+            else:
+                dest.write_bytes(data)
+                os.chmod(dest, 0o755 if mode == "100755" else 0o644)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+
+
+def write_overlays(sandbox: Path, overlays: dict[str, bytes]) -> None:
+    for rel, content in overlays.items():
+        dest = sandbox / _safe_rel(rel)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        mode = None
+        if dest.exists() and not dest.is_symlink():
+            mode = stat.S_IMODE(dest.stat().st_mode)
+        elif dest.is_symlink():
+            dest.unlink()
+        dest.write_bytes(content)
+        if mode is not None:
+            os.chmod(dest, mode)
+
+
+def carry_ignored(repo: Path, sandbox: Path, names: list[str], mode: str) -> list[str]:
+    """Bring listed ignored caches (``.venv``, ``node_modules``...) along."""
+    carried = []
+    for name in names:
+        for src in sorted(repo.glob(name)):
+            rel = src.relative_to(repo)
+            if rel.parts and rel.parts[0] in (".git", ".superqode"):
+                continue
+            dest = sandbox / rel
+            if dest.exists() or dest.is_symlink():
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if mode == "symlink":
+                os.symlink(src, dest)
+            elif src.is_dir():
+                shutil.copytree(src, dest, symlinks=True)
+            else:
+                shutil.copy2(src, dest, follow_symlinks=False)
+            carried.append(str(rel))
+    return carried
+
+
+def add_worktree(repo: Path, sandbox: Path, base: str, reason: str) -> None:
+    sandbox.parent.mkdir(parents=True, exist_ok=True)
+    git(["worktree", "add", "--detach", "--no-checkout", "--lock", "--reason", reason,
+         str(sandbox), base], repo)
+
+
+def checkout_staged(sandbox: Path, staged_tree: str) -> None:
+    git(["read-tree", "--reset", "-u", staged_tree], sandbox)
+
+
+def registration_for(repo: Path, sandbox: Path) -> Path | None:
+    """The ``.git/worktrees/<id>`` entry whose gitdir is ``sandbox/.git``."""
+    try:
+        _, cd = user_git_dirs(repo)
+    except (GitError, IndexError):
+        return None
+    root = cd / "worktrees"
+    if not root.is_dir():
+        return None
+    want = os.path.realpath(sandbox / ".git")
+    for entry in root.iterdir():
+        try:
+            target = (entry / "gitdir").read_text().strip()
+        except OSError:
+            continue
+        if os.path.realpath(target) == want or target == str(sandbox / ".git"):
+            return entry
+    return None
+
+
+def remove_worktree(repo: Path, sandbox: Path) -> None:
+    """Remove the sandbox and its registration; tolerant of half-made ones."""
+    reg = registration_for(repo, sandbox) if repo.exists() else None
+    if reg is not None and sandbox.exists():
+        # Point the worktree back at its registration so git can remove it.
+        (sandbox / ".git").write_text(f"gitdir: {reg}\n")
+        git(["worktree", "unlock", str(sandbox)], repo, check=False)
+        proc = git(["worktree", "remove", "--force", "--force", str(sandbox)], repo, check=False)
+        if proc.returncode == 0:
+            return
+    if sandbox.exists() or sandbox.is_symlink():
+        _rmtree(sandbox)
+    if reg is not None and reg.exists():
+        # Only our own registration, never a global prune of the user's.
+        shutil.rmtree(reg, ignore_errors=True)
+        parent = reg.parent
+        try:
+            parent.rmdir()
+        except OSError:
+            pass
+
+
+def _rmtree(path: Path) -> None:
+    def onerror(func, p, exc_info):  # read-only dirs left by tools
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+        except OSError:
+            pass
+
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    else:
+        shutil.rmtree(path, onerror=onerror)
