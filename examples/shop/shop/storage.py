@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 DB_PASSWORD = "hunter2-prod-db"
-AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_ACCESS_KEY_ID = "AKIAQ7XKZ3M5VR2N4WHT"
 
 
 def load_settings(path: Path) -> dict:

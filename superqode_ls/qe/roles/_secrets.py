@@ -1,0 +1,196 @@
+"""Secrets in source and config files: provider-specific token shapes (high
+confidence) and high-entropy values assigned to secret-looking names (lower
+confidence). Values never leave this module unmasked: findings carry the
+flagged line with the secret replaced."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...models import Severity
+
+MAX_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class SecretRule:
+    id: str
+    title: str
+    pattern: re.Pattern[str]
+    severity: Severity
+    confidence: float
+    group: int = 0  # the regex group holding the secret itself
+
+
+RULES: tuple[SecretRule, ...] = (
+    SecretRule(
+        "secret-private-key",
+        "Private key in source",
+        re.compile(r"-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|PGP|ENCRYPTED) )?PRIVATE KEY(?: BLOCK)?-----"),
+        Severity.critical,
+        0.95,
+    ),
+    SecretRule(
+        "secret-aws-access-key-id",
+        "AWS access key id",
+        re.compile(r"(?<![A-Z0-9])((?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])"),
+        Severity.high,
+        0.85,
+        1,
+    ),
+    SecretRule(
+        "secret-aws-secret-key",
+        "AWS secret access key",
+        re.compile(
+            r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"]([A-Za-z0-9/+=]{40})['\"]"
+        ),
+        Severity.critical,
+        0.85,
+        1,
+    ),
+    SecretRule(
+        "secret-github-token",
+        "GitHub token",
+        re.compile(r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b"),
+        Severity.critical,
+        0.95,
+        1,
+    ),
+    SecretRule(
+        "secret-slack-token",
+        "Slack token",
+        re.compile(r"\b(xox[abposr]-[0-9A-Za-z-]{10,})\b"),
+        Severity.high,
+        0.9,
+        1,
+    ),
+    SecretRule(
+        "secret-slack-webhook",
+        "Slack incoming webhook URL",
+        re.compile(r"(https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"),
+        Severity.medium,
+        0.9,
+        1,
+    ),
+    SecretRule(
+        "secret-google-api-key",
+        "Google API key",
+        re.compile(r"\b(AIza[0-9A-Za-z_-]{35})\b"),
+        Severity.high,
+        0.8,
+        1,
+    ),
+    SecretRule(
+        "secret-stripe-key",
+        "Stripe secret key",
+        re.compile(r"\b((?:sk|rk)_live_[0-9A-Za-z]{20,})\b"),
+        Severity.critical,
+        0.95,
+        1,
+    ),
+)
+
+GENERIC = SecretRule(
+    "secret-generic",
+    "Hardcoded secret",
+    re.compile(
+        r"(?i)\b[\w.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
+        r"|auth[_-]?key|private[_-]?key|client[_-]?secret)[\w.-]*['\"]?\s*(?::=|=|:|=>)\s*"
+        r"[rbuf]{0,2}(['\"])([^'\"\s]{8,})\1"
+    ),
+    Severity.high,
+    0.7,
+    2,
+)
+
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:<.*>|\$\{.*\}|\$[A-Z_]+|%\(.*\)s|\{\{.*\}\}|\{.*\}|x{4,}|\*{3,}|\.{3,}"
+    r"|change[_-]?me.*|your[_-].*|dummy.*|fake.*|test.*|example.*|sample.*|placeholder.*"
+    r"|none|null|true|false|redacted.*)$"
+)
+# Lines that opt out, in the spellings other scanners use too.
+_ALLOW = re.compile(r"(?i)(#\s*nosec|pragma:\s*allowlist[ -]secret|superqode:\s*ignore|gitleaks:allow)")
+
+
+def entropy(value: str) -> float:
+    counts = Counter(value)
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def mask(value: str) -> str:
+    return value[:4] + "*" * max(4, len(value) - 4) if len(value) > 8 else "*" * len(value)
+
+
+@dataclass
+class SecretHit:
+    rule: SecretRule
+    line: int
+    start_col: int  # 1-based, code points
+    end_col: int
+    masked_line: str
+    confidence: float
+    note: str
+
+
+def _is_text(raw: bytes) -> bool:
+    return b"\x00" not in raw[:8192]
+
+
+def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
+    hits: list[SecretHit] = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        if len(line) > 2000 or _ALLOW.search(line):
+            continue
+        found_specific = False
+        for rule in RULES:
+            for m in rule.pattern.finditer(line):
+                value = m.group(rule.group)
+                confidence = rule.confidence
+                note = ""
+                if "EXAMPLE" in value.upper():
+                    confidence, note = 0.3, " (looks like a documentation example)"
+                hits.append(_hit(rule, lineno, line, m.start(rule.group), m.end(rule.group), confidence, note))
+                found_specific = True
+        if found_specific:
+            continue
+        for m in GENERIC.pattern.finditer(line):
+            value = m.group(GENERIC.group)
+            if _PLACEHOLDER.match(value) or value.isdigit():
+                continue
+            e = entropy(value)
+            if e < 3.0:
+                continue
+            confidence = 0.8 if e >= 4.0 else 0.7 if e >= 3.5 else 0.5
+            if in_test:
+                confidence -= 0.2
+            hits.append(
+                _hit(GENERIC, lineno, line, m.start(2), m.end(2), round(confidence, 2),
+                     f" (entropy {e:.1f} bits/char)")
+            )
+    return hits
+
+
+def _hit(
+    rule: SecretRule, lineno: int, line: str, start: int, end: int, confidence: float, note: str
+) -> SecretHit:
+    value = line[start:end]
+    masked = line[:start] + mask(value) + line[end:] if rule.group else line
+    return SecretHit(rule, lineno, start + 1, end + 1, masked, confidence, note)
+
+
+def scan_file(path: Path, in_test: bool = False) -> list[SecretHit]:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return []
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    if not _is_text(raw):
+        return []
+    return scan_text(raw.decode("utf-8", "replace"), in_test=in_test)

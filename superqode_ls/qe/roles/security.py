@@ -1,0 +1,403 @@
+"""security_tester: bandit, a secrets scan, and a few dangerous patterns
+bandit does not look for. Mechanical, behaviour-preserving fixes become
+patches: ``yaml.load``/``yaml.unsafe_load`` -> ``yaml.safe_load`` and weak
+hashes (md5/sha1) marked ``usedforsecurity=False`` (which keeps their output,
+so cache keys and ETags stay the same; a hash that protects anything should
+move to sha256 instead, which the finding says).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from ...models import Finding, Patch, Range, Severity
+from . import _secrets
+from ._common import (
+    SKIP_DIRS,
+    SourceCache,
+    assign_ids,
+    byte_col_to_char,
+    is_test_path,
+    load_json,
+    rel_to,
+    selected_files,
+    tail,
+)
+from ._patches import attach, make_patch
+from .base import Role, RoleContext, RoleOutput, tool_path
+
+_SEVERITY = {"HIGH": Severity.high, "MEDIUM": Severity.medium, "LOW": Severity.low}
+_CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.7, "LOW": 0.4, "UNDEFINED": 0.5}
+# "Consider possible security implications of importing X": context, not a problem.
+_IMPORT_NOTES = {f"B4{n:02d}" for n in range(1, 16)}
+_WEAK_HASHES = {"md5", "sha1", "md4", "md2", "sha"}
+_SECRET_SUFFIXES = (
+    ".py", ".pyi", ".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".env", ".txt",
+    ".sh", ".js", ".ts", ".properties", ".conf", ".xml", ".pem", ".key", ".md", ".rst",
+)  # fmt: skip
+
+
+class SecurityTester(Role):
+    name = "security_tester"
+    tool = "bandit"
+    description = "bandit + secrets scan + extra dangerous patterns; safe fixes as patches"
+
+    def unavailable(self) -> str | None:
+        return None  # the secrets scan runs even without bandit
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        return await self._check(ctx, ctx.files)
+
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        out = await self._check(ctx, files)
+        return out.findings
+
+    async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
+        root = ctx.sandbox
+        py_files = selected_files(root, files, (".py",))
+        text_files = [
+            f
+            for f in selected_files(root, files)
+            if f.endswith(_SECRET_SUFFIXES) or "." not in Path(f).name or Path(f).name.startswith(".env")
+        ]
+        if not py_files and not text_files:
+            return RoleOutput(status="skipped", reason="no files to scan", tool="bandit")
+        src = SourceCache(root)
+        findings: list[Finding] = []
+        reason: str | None = None
+        bandit = tool_path("bandit")
+        if bandit is None:
+            reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
+        elif py_files:
+            bandit_out = await self._bandit(ctx, bandit, None if files is None else py_files)
+            if isinstance(bandit_out, str):
+                if bandit_out == "timeout":
+                    return RoleOutput(status="timeout", reason="bandit ran out of time", tool="bandit")
+                return RoleOutput(status="failed", reason=bandit_out, tool="bandit")
+            findings.extend(self._bandit_findings(root, src, bandit_out))
+        # Pure-Python scans: off the event loop, other roles run meanwhile.
+        extra = await asyncio.to_thread(self._scan, root, src, py_files, text_files, findings)
+        findings.extend(extra)
+        findings = assign_ids(findings)
+        patches = self._fixes(src, findings)
+        return RoleOutput(
+            findings=attach(findings, patches), patches=patches, tool="bandit", reason=reason
+        )
+
+    async def _bandit(
+        self, ctx: RoleContext, bandit: str, py_files: list[str] | None
+    ) -> list[dict[str, Any]] | str:
+        cmd = [bandit, "-f", "json", "-q"]
+        if (ctx.sandbox / "pyproject.toml").is_file():
+            try:
+                text = (ctx.sandbox / "pyproject.toml").read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            if "[tool.bandit" in text:
+                cmd += ["-c", "pyproject.toml"]
+        if py_files is None:
+            excludes = ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"
+            cmd += ["-x", excludes, "-r", "."]
+        else:
+            cmd += ["--", *py_files]
+        res = await ctx.run(cmd)
+        if res.timed_out:
+            return "timeout"
+        try:
+            data = load_json(res.stdout)
+        except ValueError:
+            data = None
+        if res.returncode not in (0, 1) or not isinstance(data, dict):
+            return f"bandit failed: {tail(res.stderr) or f'exit code {res.returncode}'}"
+        return list(data.get("results") or [])
+
+    def _bandit_findings(
+        self, root: Path, src: SourceCache, results: list[dict[str, Any]]
+    ) -> list[Finding]:
+        out = []
+        for r in results:
+            rel = rel_to(root, r.get("filename", ""))
+            test_id = r.get("test_id") or "B000"
+            if test_id == "B101" and is_test_path(rel):
+                continue  # assert is how tests check things
+            line = int(r.get("line_number") or 1)
+            line_range = r.get("line_range") or [line]
+            end_line = max(int(line_range[-1]), line)
+            text = src.line(rel, line)
+            start_col = byte_col_to_char(text, int(r.get("col_offset") or 0)) + 1
+            end_col = None
+            if r.get("end_col_offset") is not None:
+                end_col = byte_col_to_char(src.line(rel, end_line), int(r["end_col_offset"])) + 1
+            severity = _SEVERITY.get(r.get("issue_severity", ""), Severity.medium)
+            if test_id in _IMPORT_NOTES:
+                severity = Severity.info
+            cwe = (r.get("issue_cwe") or {}).get("id")
+            tags = ["bandit", r.get("test_name") or test_id]
+            if cwe:
+                tags.append(f"CWE-{cwe}")
+            out.append(
+                Finding(
+                    role=self.name,
+                    tool="bandit",
+                    rule_id=test_id,
+                    title=r.get("issue_text", test_id).split(". ")[0].rstrip("."),
+                    message=f"{test_id} ({r.get('test_name')}): {r.get('issue_text', '')}",
+                    severity=severity,
+                    confidence=_CONFIDENCE.get(r.get("issue_confidence", ""), 0.5),
+                    category="security",
+                    file=rel,
+                    range=Range(start_line=line, start_col=max(1, start_col), end_line=end_line, end_col=end_col),
+                    tags=tags,
+                    help_uri=r.get("more_info"),
+                    snippet=text,
+                )
+            )
+        return out
+
+    def _scan(
+        self,
+        root: Path,
+        src: SourceCache,
+        py_files: list[str],
+        text_files: list[str],
+        already: list[Finding],
+    ) -> list[Finding]:
+        out: list[Finding] = []
+        # bandit already reports hardcoded passwords; don't say it twice.
+        password_lines = {
+            (f.file, f.range.start_line)
+            for f in already
+            if f.rule_id in ("B105", "B106", "B107") and f.range
+        }
+        for rel in text_files:
+            for hit in _secrets.scan_file(root / rel, in_test=is_test_path(rel)):
+                if hit.rule.id == "secret-generic" and (rel, hit.line) in password_lines:
+                    continue
+                out.append(
+                    Finding(
+                        role=self.name,
+                        tool="superqode-secrets",
+                        rule_id=hit.rule.id,
+                        title=hit.rule.title,
+                        message=(
+                            f"{hit.rule.title} in {rel} line {hit.line}{hit.note}. Remove it, "
+                            "rotate it, and load it from the environment or a secret store."
+                        ),
+                        severity=hit.rule.severity,
+                        confidence=hit.confidence,
+                        category="secrets",
+                        file=rel,
+                        range=Range(start_line=hit.line, start_col=hit.start_col, end_line=hit.line, end_col=hit.end_col),
+                        tags=["secrets", "CWE-798"],
+                        snippet=hit.masked_line,  # never the secret itself
+                    )
+                )
+        for rel in py_files:
+            text = src.text(rel)
+            if text is None:
+                continue
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            for node, rule, title, message, severity in _patterns(tree):
+                line_text = src.line(rel, node.lineno)
+                if line_text and _secrets._ALLOW.search(line_text):
+                    continue
+                start = byte_col_to_char(line_text, node.col_offset) + 1
+                end_line = getattr(node, "end_lineno", None) or node.lineno
+                end_byte = getattr(node, "end_col_offset", None)
+                end = (
+                    byte_col_to_char(src.line(rel, end_line), end_byte) + 1
+                    if end_byte is not None
+                    else None
+                )
+                out.append(
+                    Finding(
+                        role=self.name,
+                        tool="superqode-patterns",
+                        rule_id=rule,
+                        title=title,
+                        message=message,
+                        severity=severity,
+                        confidence=0.8,
+                        category="security",
+                        file=rel,
+                        range=Range(start_line=node.lineno, start_col=start, end_line=end_line, end_col=end),
+                        tags=["patterns"],
+                        snippet=line_text,
+                    )
+                )
+        return out
+
+    def _fixes(self, src: SourceCache, findings: list[Finding]) -> list[Patch]:
+        patches: list[Patch] = []
+        trees: dict[str, ast.Module | None] = {}
+        for f in findings:
+            if f.rule_id not in ("B506", "B324", "yaml-unsafe-load") or not f.file or not f.range:
+                continue
+            text = src.text(f.file)
+            if text is None:
+                continue
+            if f.file not in trees:
+                try:
+                    trees[f.file] = ast.parse(text)
+                except (SyntaxError, ValueError):
+                    trees[f.file] = None
+            tree = trees[f.file]
+            if tree is None:
+                continue
+            fixed = _fix_call(text, tree, f)
+            if fixed is None:
+                continue
+            new_text, description = fixed
+            patch = make_patch(f, f.file, text, new_text, description)
+            if patch is not None:
+                patches.append(patch)
+        return patches
+
+
+def _call_name(node: ast.Call) -> tuple[str | None, str | None]:
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id, func.attr
+    if isinstance(func, ast.Name):
+        return None, func.id
+    return None, None
+
+
+def _patterns(tree: ast.AST):
+    """(node, rule id, title, message, severity) for what bandit misses."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            mod, name = _call_name(node)
+            if mod == "yaml" and name == "unsafe_load":
+                yield (
+                    node,
+                    "yaml-unsafe-load",
+                    "yaml.unsafe_load builds arbitrary Python objects",
+                    "yaml.unsafe_load can run code from the document; use yaml.safe_load.",
+                    Severity.high,
+                )
+            if mod == "jwt" and name == "decode" and _jwt_unverified(node):
+                yield (
+                    node,
+                    "jwt-no-verify",
+                    "JWT decoded without verifying its signature",
+                    "jwt.decode with signature verification turned off accepts forged tokens; "
+                    "verify the signature and pass the expected algorithms.",
+                    Severity.high,
+                )
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == "check_hostname"
+                    and isinstance(node.value, ast.Constant)
+                    and node.value.value is False
+                ):
+                    yield (
+                        node,
+                        "tls-no-hostname-check",
+                        "TLS hostname checking turned off",
+                        "check_hostname = False lets any certificate for any host through "
+                        "(man in the middle); keep it on.",
+                        Severity.high,
+                    )
+
+
+def _jwt_unverified(node: ast.Call) -> bool:
+    for kw in node.keywords:
+        if kw.arg == "verify" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+            return True
+        if kw.arg == "options" and isinstance(kw.value, ast.Dict):
+            for k, v in zip(kw.value.keys, kw.value.values):
+                if (
+                    isinstance(k, ast.Constant)
+                    and k.value == "verify_signature"
+                    and isinstance(v, ast.Constant)
+                    and v.value is False
+                ):
+                    return True
+    return False
+
+
+def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] | None:
+    """The file text with the flagged call rewritten, and a description."""
+    assert finding.range is not None
+    lines = text.split("\n")
+    line_no = finding.range.start_line
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.lineno != line_no:
+            continue
+        if node.end_lineno != node.lineno:
+            continue  # only one-line calls: rewriting them keeps the layout
+        line = lines[line_no - 1]
+        start = byte_col_to_char(line, node.col_offset)
+        if start + 1 != finding.range.start_col:
+            continue
+        end = byte_col_to_char(line, node.end_col_offset or 0)
+        mod, name = _call_name(node)
+        segment = line[start:end]
+        replacement: str | None = None
+        description = ""
+        if finding.rule_id in ("B506", "yaml-unsafe-load") and mod and name in ("load", "unsafe_load"):
+            stream = _yaml_stream(line, node)
+            if stream is not None:
+                replacement = f"{mod}.safe_load({stream})"
+                description = f"Use {mod}.safe_load, which only builds plain data"
+        elif finding.rule_id == "B324":
+            replacement = _weak_hash_fix(line, node, mod, name)
+            description = (
+                "Mark the hash as not used for security (usedforsecurity=False); "
+                "if it protects anything, switch to hashlib.sha256 instead"
+            )
+        if replacement is None or replacement == segment:
+            continue  # e.g. the outer call of ``hashlib.md5(x).hexdigest()``
+        new_line = line[:start] + replacement + line[end:]
+        new_text = "\n".join(lines[: line_no - 1] + [new_line] + lines[line_no:])
+        try:
+            ast.parse(new_text)
+        except SyntaxError:
+            continue
+        return new_text, description
+    return None
+
+
+def _seg(line: str, node: ast.AST) -> str:
+    start = byte_col_to_char(line, node.col_offset)  # type: ignore[attr-defined]
+    end = byte_col_to_char(line, node.end_col_offset)  # type: ignore[attr-defined]
+    return line[start:end]
+
+
+def _yaml_stream(line: str, node: ast.Call) -> str | None:
+    """The stream argument of yaml.load(stream[, Loader=...]) or None."""
+    if len(node.args) > 2 or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    stream = node.args[0] if node.args else None
+    for kw in node.keywords:
+        if kw.arg == "stream" and stream is None:
+            stream = kw.value
+        elif kw.arg != "Loader":
+            return None
+    if stream is None:
+        return None
+    return _seg(line, stream)
+
+
+def _weak_hash_fix(line: str, node: ast.Call, mod: str | None, name: str | None) -> str | None:
+    if any(kw.arg == "usedforsecurity" or kw.arg is None for kw in node.keywords):
+        return None
+    if any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    is_new = name == "new" and node.args and isinstance(node.args[0], ast.Constant)
+    if not (name in _WEAK_HASHES or is_new):
+        return None
+    func = _seg(line, node.func)
+    parts = [_seg(line, a) for a in node.args]
+    parts += [f"{kw.arg}={_seg(line, kw.value)}" for kw in node.keywords]
+    parts.append("usedforsecurity=False")
+    return f"{func}({', '.join(parts)})"

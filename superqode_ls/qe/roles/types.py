@@ -1,0 +1,223 @@
+"""type_tester: mypy on the project's package(s).
+
+Third-party imports are not installed in SuperQode's environment, so missing
+imports are ignored rather than reported; the project's own mypy settings
+(mypy.ini, setup.cfg, pyproject.toml) still apply. mypy's cache goes to a
+private temporary directory, never into the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ...models import Evidence, Finding, Range, Severity
+from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail
+from .base import Role, RoleContext, RoleOutput, tool_path
+
+PY_SUFFIXES = (".py", ".pyi")
+
+_TEXT_LINE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)?(?:(?P<eline>\d+):(?P<ecol>\d+):)?"
+    r" (?P<sev>error|note|warning): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
+)
+
+_LOW = {"import-untyped", "import-not-found", "import", "no-untyped-def", "no-untyped-call"}
+_INFO = {"annotation-unchecked", "unused-ignore", "unused-coroutine"}
+_HIGH = {"syntax"}
+
+
+def mypy_severity(code: str | None) -> Severity:
+    if code in _HIGH:
+        return Severity.high
+    if code in _LOW:
+        return Severity.low
+    if code in _INFO:
+        return Severity.info
+    return Severity.medium
+
+
+def find_targets(root: Path) -> list[str]:
+    """Top-level packages (at the root or under ``src/``); else top-level modules."""
+    targets: list[str] = []
+    for base in (root, root / "src"):
+        if not base.is_dir():
+            continue
+        for d in sorted(base.iterdir()):
+            if (
+                d.is_dir()
+                and not d.is_symlink()
+                and d.name not in SKIP_DIRS
+                and d.name not in ("tests", "test", "docs", "examples")
+                and not d.name.startswith(".")
+                and (d / "__init__.py").is_file()
+            ):
+                targets.append(d.relative_to(root).as_posix())
+    if targets:
+        return targets
+    return [
+        p.name
+        for p in sorted(root.glob("*.py"))
+        if p.is_file() and p.name not in ("setup.py", "conftest.py") and not p.name.startswith("test_")
+    ]
+
+
+class TypeTester(Role):
+    name = "type_tester"
+    tool = "mypy"
+    description = "mypy on the package(s) found; missing third-party imports are ignored"
+    modes = frozenset({"deep"})
+
+    def unavailable(self) -> str | None:
+        if tool_path("mypy") is None:
+            return "mypy is not installed in SuperQode's environment"
+        return None
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        if ctx.files is None:
+            targets = find_targets(ctx.sandbox)
+            if not targets:
+                return RoleOutput(
+                    status="skipped", reason="no Python package or module found", tool="mypy"
+                )
+            return await self._check(ctx, targets, None)
+        files = selected_files(ctx.sandbox, ctx.files, PY_SUFFIXES)
+        if not files:
+            return RoleOutput(
+                status="skipped", reason="none of the selected files is Python", tool="mypy"
+            )
+        return await self._check(ctx, files, set(files))
+
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        files = selected_files(ctx.sandbox, files, PY_SUFFIXES)
+        if not files:
+            return []
+        out = await self._check(ctx, files, set(files))
+        return out.findings
+
+    async def _check(
+        self, ctx: RoleContext, targets: list[str], only: set[str] | None
+    ) -> RoleOutput:
+        mypy = tool_path("mypy")
+        if mypy is None:
+            return RoleOutput(status="skipped", reason=self.unavailable(), tool="mypy")
+        with tempfile.TemporaryDirectory(prefix="superqode-mypy-") as cache:
+            common = [
+                "--cache-dir",
+                cache,
+                "--ignore-missing-imports",
+                "--follow-imports=silent",
+                "--show-column-numbers",
+                "--show-error-end",
+                "--show-error-codes",
+                "--no-error-summary",
+                "--hide-error-context",
+                "--no-color-output",
+                "--no-pretty",
+            ]
+            res = await ctx.run([mypy, "-O", "json", *common, "--", *targets])
+            json_mode = True
+            if res.returncode == 2 and "unrecognized arguments" in res.stderr:
+                # mypy older than 1.11 has no JSON output.
+                json_mode = False
+                res = await ctx.run([mypy, *common, "--", *targets])
+        if res.timed_out:
+            return RoleOutput(status="timeout", reason="mypy ran out of time", tool="mypy")
+        records = _parse_json(res.stdout) if json_mode else _parse_text(res.stdout)
+        if res.returncode not in (0, 1) and not records:
+            reason = tail(res.stderr or res.stdout) or f"mypy exited with {res.returncode}"
+            return RoleOutput(status="failed", reason=f"mypy failed: {reason}", tool="mypy")
+        findings = self._findings(ctx.sandbox, records, only)
+        return RoleOutput(findings=findings, tool="mypy")
+
+    def _findings(
+        self, root: Path, records: list[dict[str, Any]], only: set[str] | None
+    ) -> list[Finding]:
+        src = SourceCache(root)
+        findings: list[Finding] = []
+        for r in records:
+            rel = rel_to(root, str(r.get("file") or ""))
+            if only is not None and rel not in only:
+                continue
+            line = max(1, int(r.get("line") or 1))
+            if r.get("severity") == "note":
+                # A note explains the error just before it.
+                if findings and findings[-1].file == rel:
+                    findings[-1].evidence.append(
+                        Evidence(message=str(r.get("message")), file=rel, line=line)
+                    )
+                continue
+            code = r.get("code") or ("syntax" if "syntax" in str(r.get("message")).lower() else "misc")
+            message = str(r.get("message") or "")
+            hint = r.get("hint")
+            raw_col = r.get("column")
+            col = raw_col + 1 if isinstance(raw_col, int) and raw_col >= 0 else 1
+            end_line = r.get("end_line")
+            end_col = r.get("end_column")
+            findings.append(
+                Finding(
+                    role=self.name,
+                    tool="mypy",
+                    rule_id=code,
+                    title=message if len(message) <= 120 else message[:117] + "...",
+                    message=f"{message}\n{hint}" if hint else message,
+                    severity=mypy_severity(code),
+                    confidence=0.5 if code in _LOW else 0.8,
+                    category="types",
+                    file=rel,
+                    range=Range(
+                        start_line=line,
+                        start_col=max(1, col),
+                        end_line=end_line if isinstance(end_line, int) and end_line >= line else None,
+                        end_col=int(end_col) + 1
+                        if isinstance(end_col, int) and end_col >= 0
+                        else None,
+                    ),
+                    tags=["mypy"],
+                    help_uri=f"https://mypy.readthedocs.io/en/stable/error_code_list.html#code-{code}",
+                    snippet=src.line(rel, line),
+                )
+            )
+        return assign_ids(findings)
+
+
+def _parse_json(stdout: str) -> list[dict[str, Any]]:
+    out = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and "file" in rec:
+            out.append(rec)
+    return out
+
+
+def _parse_text(stdout: str) -> list[dict[str, Any]]:
+    """Text output in the same shape as the JSON records (0-based columns)."""
+    out: list[dict[str, Any]] = []
+    for line in stdout.splitlines():
+        m = _TEXT_LINE.match(line.rstrip())
+        if not m:
+            continue
+        col = int(m["col"]) - 1 if m["col"] else -1
+        out.append(
+            {
+                "file": m["file"],
+                "line": int(m["line"]),
+                "column": col,
+                "end_line": int(m["eline"]) if m["eline"] else None,
+                "end_column": int(m["ecol"]) - 1 if m["ecol"] else None,
+                "message": m["msg"],
+                "hint": None,
+                "code": m["code"],
+                "severity": m["sev"],
+            }
+        )
+    return out
