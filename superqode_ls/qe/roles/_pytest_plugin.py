@@ -1,0 +1,78 @@
+"""pytest plugin the unit_tester loads into the project's test run.
+
+It is copied to a private directory and loaded with ``-p``; it must only need
+pytest itself (it runs under the project's interpreter). Each failure is
+appended to ``$SUPERQODE_PYTEST_REPORT`` as one JSON line as soon as it
+happens, so a run killed at its deadline still leaves what it found.
+"""
+
+import json
+import os
+
+import pytest
+
+_OUT = os.environ.get("SUPERQODE_PYTEST_REPORT")
+
+
+def _write(record):
+    if not _OUT:
+        return
+    with open(_OUT, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+
+
+def _entries(excinfo):
+    out = []
+    try:
+        for entry in excinfo.traceback:
+            out.append({"path": str(entry.path), "lineno": entry.lineno + 1, "name": entry.name})
+    except Exception:  # a broken traceback must not break the test run
+        pass
+    return out
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    excinfo = call.excinfo
+    path, lineno, _ = item.location
+    record = {
+        "kind": "test",
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "test_path": str(item.path) if hasattr(item, "path") else path,
+        "test_line": (lineno + 1) if isinstance(lineno, int) else None,
+        "exc_type": excinfo.typename if excinfo else None,
+        "message": (excinfo.exconly() if excinfo else str(report.longrepr))[:4000],
+        "entries": _entries(excinfo) if excinfo else [],
+        "longrepr": str(report.longrepr)[-6000:],
+    }
+    _write(record)
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _write(
+            {
+                "kind": "collect",
+                "nodeid": report.nodeid,
+                "when": "collect",
+                "message": str(report.longrepr)[-6000:],
+                "entries": [],
+            }
+        )
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _write(
+        {
+            "kind": "summary",
+            "exitstatus": int(exitstatus),
+            "collected": session.testscollected,
+            "failed": session.testsfailed,
+        }
+    )

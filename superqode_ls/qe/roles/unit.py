@@ -1,0 +1,250 @@
+"""unit_tester: the project's own pytest suite, run in the sandbox.
+
+Each failing test becomes a finding at the failing line of the test file, with
+evidence at the deepest frame in the project's non-test code (where the bug
+most likely is) and the assertion message. A small recorder plugin, copied to
+a private temporary directory (never into the sandbox), collects failures as
+they happen. Bytecode and pytest's cache are not written into the sandbox.
+
+Interpreter: ``roles.unit_test_command`` from the configuration (a pytest
+invocation such as ``[".venv/bin/python", "-m", "pytest"]``) when set, else
+SuperQode's own ``python -m pytest``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ...models import Evidence, Finding, Range, Severity
+from ._common import SKIP_DIRS, SourceCache, fingerprint, is_test_path, selected_files, tail
+from .base import Role, RoleContext, RoleOutput
+
+PLUGIN_MODULE = "superqode_pytest_recorder"
+_PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
+_FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.M)
+
+_RULES = {
+    "call": ("test-failure", "Test fails"),
+    "setup": ("test-error", "Test setup fails"),
+    "teardown": ("test-error", "Test teardown fails"),
+    "collect": ("collection-error", "Tests cannot be collected"),
+}
+
+
+def find_test_files(root: Path, files: list[str] | None = None) -> list[str]:
+    return [
+        rel
+        for rel in selected_files(root, files, (".py",))
+        if Path(rel).name.startswith("test_") or Path(rel).name.endswith("_test.py")
+    ]
+
+
+class UnitTester(Role):
+    name = "unit_tester"
+    tool = "pytest"
+    description = "runs the project's pytest suite in the sandbox; each failing test is a finding"
+    executes_code = True
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        all_tests = find_test_files(ctx.sandbox)
+        if not all_tests:
+            return RoleOutput(status="skipped", reason="no tests found (test_*.py / *_test.py)", tool="pytest")
+        # Restricted to some files: run the test files among them; a source
+        # file alone can be covered by any test, so then the whole suite runs.
+        targets: list[str] = []
+        if ctx.files is not None:
+            targets = find_test_files(ctx.sandbox, ctx.files)
+        return await self._pytest(ctx, targets)
+
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        out = await self._pytest(ctx, find_test_files(ctx.sandbox, files))
+        return out.findings
+
+    def _command(self, ctx: RoleContext) -> list[str]:
+        configured = ctx.config.roles.unit_test_command
+        return list(configured) if configured else [sys.executable, "-m", "pytest"]
+
+    async def _pytest(self, ctx: RoleContext, targets: list[str]) -> RoleOutput:
+        private = Path(tempfile.mkdtemp(prefix="superqode-pytest-"))
+        try:
+            shutil.copyfile(_PLUGIN_SOURCE, private / f"{PLUGIN_MODULE}.py")
+            records_path = private / "records.jsonl"
+            env = dict(ctx.env)
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
+            # The sandbox's code first, so an editable install of the user's
+            # project cannot shadow it.
+            paths = [str(private)]
+            if (ctx.sandbox / "src").is_dir():
+                paths.append(str(ctx.sandbox / "src"))
+            paths.append(str(ctx.sandbox))
+            if env.get("PYTHONPATH"):
+                paths.append(env["PYTHONPATH"])
+            env["PYTHONPATH"] = os.pathsep.join(paths)
+            cmd = [
+                *self._command(ctx),
+                "-p",
+                PLUGIN_MODULE,
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--color=no",
+                "--tb=short",
+                "-rN",
+                *(["--", *targets] if targets else []),
+            ]
+            res = await ctx.run(cmd, env=env)
+            records = _read_records(records_path)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+        output = res.stdout + ("\n" + res.stderr if res.stderr else "")
+        try:
+            ctx.artifacts.write_log("unit_tester-pytest", output)
+        except OSError:
+            pass  # the log is a convenience; the findings carry what matters
+        summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
+        findings = self._findings(ctx.sandbox, [r for r in records if r.get("kind") != "summary"])
+        if res.timed_out:
+            return RoleOutput(
+                status="timeout",
+                reason=f"the test suite did not finish in time ({len(findings)} failure(s) recorded so far)",
+                findings=findings,
+                tool="pytest",
+            )
+        exit_code = summary["exitstatus"] if summary else res.returncode
+        if exit_code == 5:
+            return RoleOutput(status="skipped", reason="pytest collected no tests", tool="pytest")
+        if exit_code in (0, 1) or findings:
+            return RoleOutput(findings=findings, tool="pytest")
+        if summary is None and res.returncode != 0 and "No module named pytest" in output:
+            return RoleOutput(
+                status="skipped", reason="pytest is not installed for the configured interpreter", tool="pytest"
+            )
+        return RoleOutput(
+            status="failed",
+            reason=f"pytest exited with {exit_code}: {tail(output, 3)}",
+            tool="pytest",
+        )
+
+    def _findings(self, root: Path, records: list[dict[str, Any]]) -> list[Finding]:
+        src = SourceCache(root)
+        out: list[Finding] = []
+        seen: set[str] = set()
+        for r in records:
+            when = r.get("when") or "call"
+            rule_id, label = _RULES.get(when, _RULES["call"])
+            nodeid = str(r.get("nodeid") or "")
+            frames = [
+                (rel, int(e["lineno"]), e.get("name") or "")
+                for e in r.get("entries") or []
+                if (rel := _project_rel(root, str(e.get("path") or ""))) is not None
+            ]
+            test_file = nodeid.split("::", 1)[0] or None
+            if r.get("kind") == "collect":
+                file, line = _collect_location(root, r.get("message") or "", test_file)
+                frames = []
+            else:
+                test_frames = [f for f in frames if is_test_path(f[0]) or f[0] == test_file]
+                if test_frames:
+                    file, line = test_frames[-1][0], test_frames[-1][1]
+                else:
+                    file, line = test_file, int(r.get("test_line") or 1)
+            message = _short_message(str(r.get("message") or ""))
+            evidence = [Evidence(message=message, file=file, line=line, snippet=src.line(file, line) if file else None)]
+            user_frames = [f for f in frames if not is_test_path(f[0]) and f[0] != test_file]
+            if user_frames:
+                ufile, uline, uname = user_frames[-1]
+                exc = r.get("exc_type") or "the error"
+                evidence.append(
+                    Evidence(
+                        message=f"{exc} raised in project code: {uname}() at {ufile}:{uline}",
+                        file=ufile,
+                        line=uline,
+                        snippet=src.line(ufile, uline),
+                    )
+                )
+            key = fingerprint(rule_id, "pytest", file or "", nodeid)
+            if key in seen:  # e.g. a test failing in call and again in teardown
+                key = fingerprint(rule_id, "pytest", file or "", nodeid, when)
+            seen.add(key)
+            title = f"{label}: {nodeid}" if nodeid else label
+            where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
+            out.append(
+                Finding(
+                    id=key,
+                    role=self.name,
+                    tool="pytest",
+                    rule_id=rule_id,
+                    title=title,
+                    message=f"{message}{where}",
+                    severity=Severity.high,
+                    confidence=0.95,
+                    category="tests",
+                    file=file,
+                    range=_line_range(src.line(file, line), line) if file else None,
+                    evidence=evidence,
+                    tags=["pytest", when],
+                    snippet=src.line(file, line) if file else None,
+                )
+            )
+        return out
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    out = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a kill at the deadline
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _project_rel(root: Path, path: str) -> str | None:
+    """Sandbox-relative path of a traceback frame in project code, else None."""
+    if not path:
+        return None
+    try:
+        rel = Path(path).resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return None
+    if any(part in SKIP_DIRS for part in rel.parts[:-1]):
+        return None
+    return rel.as_posix()
+
+
+def _collect_location(root: Path, text: str, default: str | None) -> tuple[str | None, int]:
+    for m in reversed(list(_FILE_LINE.finditer(text))):
+        path = m.group("path") or m.group("p2")
+        line = int(m.group("line") or m.group("l2"))
+        rel = _project_rel(root, path if Path(path).is_absolute() else str(root / path))
+        if rel is not None:
+            return rel, line
+    return default, 1
+
+
+def _short_message(text: str) -> str:
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(lines[:8])[:1500] or "test failed"
+
+
+def _line_range(text: str | None, line: int) -> Range:
+    """The code on the line, without its indentation."""
+    line = max(1, line)
+    if not text or not text.strip():
+        return Range(start_line=line)
+    start = len(text) - len(text.lstrip()) + 1
+    return Range(start_line=line, start_col=start, end_line=line, end_col=len(text.rstrip()) + 1)
