@@ -1,0 +1,153 @@
+"""Private copies of a sandbox's Python tree for roles that break code.
+
+The sandbox is shared with roles running at the same time, so the mutation
+tester and the test generator never write in it: they copy it into scratch
+directories outside the sandbox tree (one per worker) and work there.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from ...workspace.paths import SessionPaths, ensure_dir
+
+# Never copied: VCS data, SuperQode's own folder, environments, caches (a stale
+# __pycache__ could even hide a mutant of the same size written in the same second).
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    ".superqode",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "env",
+    ".env",
+    "node_modules",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "build",
+    "dist",
+    "site-packages",
+}
+TEST_CONFIG_FILES = ("pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
+
+
+def _skip_dir(name: str) -> bool:
+    return name in SKIP_DIRS or name.endswith(".egg-info")
+
+
+def python_files(root: Path) -> list[str]:
+    """Project-relative POSIX paths of every ``.py`` file worth looking at."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d))
+        rel_dir = Path(dirpath).relative_to(root)
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                out.append((rel_dir / name).as_posix())
+    return out
+
+
+def is_test_file(rel: str) -> bool:
+    parts = rel.split("/")
+    name = parts[-1]
+    return (
+        name == "conftest.py"
+        or fnmatch.fnmatch(name, "test_*.py")
+        or fnmatch.fnmatch(name, "*_test.py")
+        or any(p in ("tests", "test", "testing") for p in parts[:-1])
+    )
+
+
+def is_source_file(rel: str) -> bool:
+    """Code under test: not a test, not packaging or docs glue."""
+    if is_test_file(rel):
+        return False
+    parts = rel.split("/")
+    if parts[-1] in ("setup.py", "noxfile.py", "manage.py", "conftest.py"):
+        return False
+    return not any(
+        p in ("docs", "doc", "examples", "scripts", "bench", "benchmarks") for p in parts[:-1]
+    )
+
+
+def tests_fingerprint(root: Path, files: Iterable[str]) -> str:
+    """Hash of every test file and test configuration: a change to any of them
+    can change which mutants the tests notice."""
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        if is_test_file(rel):
+            h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+            h.update((root / rel).read_bytes() + b"\0")
+    for name in TEST_CONFIG_FILES:
+        p = root / name
+        if p.is_file():
+            h.update(name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def scratch_root(project: Path, session_id: str, purpose: str) -> Path:
+    """A fresh private directory for this session's scratch copies: the
+    session's private folder (beside the sandbox, never inside it)."""
+    base = ensure_dir(SessionPaths(project, session_id).private / "scratch")
+    return Path(tempfile.mkdtemp(prefix=f"{purpose}-", dir=base))
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    """Copy ``src`` to ``dst`` leaving out SKIP_DIRS; symlinks stay links."""
+
+    def ignore(dirpath: str, names: list[str]) -> list[str]:
+        return [n for n in names if _skip_dir(n) and os.path.isdir(os.path.join(dirpath, n))]
+
+    shutil.copytree(src, dst, symlinks=True, ignore=ignore)
+    return dst
+
+
+def python_env(
+    base: dict[str, str], copy: Path, extra_paths: Iterable[Path] = ()
+) -> dict[str, str]:
+    """Environment for Python processes in a scratch copy: the copy (and its
+    ``src/``) first on sys.path so an editable install of the user's project
+    cannot shadow the copy; no bytecode written."""
+    env = dict(base)
+    paths = [str(p) for p in extra_paths] + [str(copy)]
+    if (copy / "src").is_dir():
+        paths.append(str(copy / "src"))
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+def pytest_command(configured: list[str] | None) -> list[str]:
+    if configured:
+        return list(configured)
+    return [sys.executable, "-m", "pytest"]
+
+
+def module_name(rel: str) -> str | None:
+    """Import name of a project file (``src/`` layout aware), or None."""
+    parts = rel[:-3].split("/") if rel.endswith(".py") else None
+    if not parts:
+        return None
+    if parts[0] == "src" and len(parts) > 1:
+        parts = parts[1:]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or not all(p.isidentifier() for p in parts):
+        return None
+    return ".".join(parts)

@@ -1,0 +1,513 @@
+"""mutation_tester: break the code on purpose and see whether the tests notice.
+
+1. Which tests cover which line: one run of the project's tests under
+   ``coverage`` in a scratch copy, with one coverage context per test.
+2. Mutants (``_mutators``) only on covered lines of the code under test
+   (``ctx.files`` when a quick/save run passes the changed files).
+3. Each mutant runs in a worker's own scratch copy with only the tests that
+   cover its line, under a time limit derived from those tests' durations;
+   workers run in parallel, one per core.
+4. A mutant the tests survive is a finding at its line; results are cached by
+   (file content, test files content, mutator version) so a re-run of an
+   unchanged file costs no test run at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import os
+import shutil
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...config import superqode_home
+from ...models import Evidence, Finding, Severity
+from ...workspace.artifacts import atomic_write
+from . import _scratch
+from ._mutators import (
+    KINDS,
+    MUTATOR_VERSION,
+    Mutant,
+    apply_edit,
+    content_hash,
+    find_mutants,
+    mutated_line,
+    select,
+)
+from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
+from .base import Role, RoleContext, RoleOutput
+
+TOOL = "superqode-mutation"
+# Statuses: killed (a test failed), timeout (counted as killed: the mutant
+# hung the tests), survived, error (tests could not run at all).
+KILLED = ("killed", "timeout")
+# Per-mutant test runs never get less than this (interpreter + pytest start).
+MIN_MUTANT_TIMEOUT_S = 10.0
+MAX_NODE_IDS = 200
+
+
+def cache_dir() -> Path:
+    return superqode_home() / "cache" / "mutation"
+
+
+def cache_key(rel: str, file_hash: str, tests_hash: str) -> str:
+    return content_hash(
+        f"{MUTATOR_VERSION}\0{rel}\0{file_hash}\0{tests_hash}".encode("utf-8", "surrogateescape")
+    )
+
+
+@dataclass
+class FileResult:
+    rel: str
+    text: str
+    key: str
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    complete: bool = False
+    from_cache: bool = False
+    skip_reason: str | None = None
+
+
+@dataclass
+class MutationReport:
+    """What a run did, for the log, the role's reason line and bench/."""
+
+    files: int = 0
+    files_cached: int = 0
+    mutants_run: int = 0
+    mutants_cached: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    skipped: dict[str, int] = field(default_factory=dict)
+    skipped_files: dict[str, str] = field(default_factory=dict)
+    coverage_s: float = 0.0
+    mutants_s: float = 0.0
+    total_s: float = 0.0
+    workers: int = 1
+    baseline_failing: list[str] = field(default_factory=list)
+
+    @property
+    def mutants_per_s(self) -> float:
+        return self.mutants_run / self.mutants_s if self.mutants_s > 0 else 0.0
+
+    def skip(self, why: str, n: int = 1) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + n
+
+    def summary(self) -> str:
+        done = sum(self.statuses.values())
+        parts = [f"{done} mutant(s) in {self.files} file(s)"]
+        if done:
+            parts.append(", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items())))
+        if self.mutants_cached:
+            parts.append(f"{self.mutants_cached} from cache")
+        skipped = [f"{n} {why}" for why, n in sorted(self.skipped.items())]
+        if self.skipped_files:
+            skipped.append(
+                f"{len(self.skipped_files)} file(s) without covering tests or unparsable"
+            )
+        if skipped:
+            parts.append("skipped: " + "; ".join(skipped))
+        return "; ".join(parts)
+
+
+@dataclass
+class LineMap:
+    tests_by_line: dict[str, dict[int, list[str]]]  # rel -> line -> passing node ids
+    durations: dict[str, float]
+    startup_s: float
+
+
+class MutationTester(Role):
+    name = "mutation_tester"
+    tool = TOOL
+    description = "Mutates covered code in scratch copies and reports mutants the tests miss"
+    modes = frozenset({"deep"})
+    executes_code = True
+
+    def __init__(self, workers: int | None = None, use_cache: bool = True):
+        self.workers = workers
+        self.use_cache = use_cache
+        self.report = MutationReport()
+
+    def unavailable(self) -> str | None:
+        try:
+            import coverage  # noqa: F401
+        except ImportError:
+            return "the coverage package is not installed"
+        return None
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        self.report = report = MutationReport()
+        started = time.monotonic()
+        if not ctx.trusted:
+            return RoleOutput(
+                status="skipped", reason="runs repository code: folder not trusted", tool=TOOL
+            )
+        why = self.unavailable()
+        if why:
+            return RoleOutput(status="skipped", reason=why, tool=TOOL)
+        files = _scratch.python_files(ctx.sandbox)
+        test_files = [f for f in files if _scratch.is_test_file(f)]
+        if not any(f.rsplit("/", 1)[-1] != "conftest.py" for f in test_files):
+            return RoleOutput(
+                status="skipped", reason="no Python tests to judge mutants with", tool=TOOL
+            )
+        targets = [f for f in files if _scratch.is_source_file(f)]
+        if ctx.files is not None:
+            wanted = set(ctx.files)
+            targets = [f for f in targets if f in wanted]
+        if not targets:
+            return RoleOutput(
+                status="skipped", reason="no Python source files to mutate", tool=TOOL
+            )
+
+        tests_hash = _scratch.tests_fingerprint(ctx.sandbox, files)
+        results: list[FileResult] = []
+        for rel in targets:
+            raw = (ctx.sandbox / rel).read_bytes()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                report.skipped_files[rel] = "not UTF-8"
+                continue
+            fr = FileResult(rel, text, cache_key(rel, content_hash(raw), tests_hash))
+            if self.use_cache:
+                self._load_cache(fr)
+            results.append(fr)
+        report.files = len(results)
+        for r in results:
+            if r.from_cache:
+                report.files_cached += 1
+                report.mutants_cached += len(r.results)
+                if r.skip_reason:
+                    report.skipped_files[r.rel] = r.skip_reason
+
+        scratch: Path | None = None
+        try:
+            pending = [r for r in results if not r.complete]
+            if pending:
+                scratch = _scratch.scratch_root(ctx.project, ctx.session_id, "mutation")
+                status = await self._mutate(ctx, scratch, pending, report)
+                if status is not None:
+                    return status
+        finally:
+            if self.use_cache:
+                for r in results:
+                    if not r.from_cache or not r.complete:
+                        self._save_cache(r)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+            report.total_s = time.monotonic() - started
+
+        for r in results:
+            for res in r.results.values():
+                report.statuses[res["status"]] += 1
+        findings = self._findings(ctx, results)
+        self._write_log(ctx, results, report)
+        return RoleOutput(status="ok", reason=report.summary(), findings=findings, tool=TOOL)
+
+    # -- the work -----------------------------------------------------------
+
+    async def _mutate(
+        self, ctx: RoleContext, scratch: Path, pending: list[FileResult], report: MutationReport
+    ) -> RoleOutput | None:
+        base = _scratch.copy_tree(ctx.sandbox, scratch / "w0")
+        started = time.monotonic()
+        linemap = await self._line_map(ctx, scratch, base)
+        report.coverage_s = time.monotonic() - started
+        if isinstance(linemap, str):
+            return RoleOutput(status="failed", reason=linemap, tool=TOOL)
+
+        mutants: list[tuple[FileResult, Mutant, list[str]]] = []
+        for fr in pending:
+            fr.complete = False  # set again only once every mutant of it has a result
+            lines = linemap.tests_by_line.get(fr.rel, {})
+            if not lines:
+                report.skipped_files[fr.rel] = fr.skip_reason = "no passing test covers it"
+                fr.complete = True
+                continue
+            try:
+                found = find_mutants(fr.text, fr.rel, set(lines))
+            except (SyntaxError, ValueError):
+                report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
+                fr.complete = True
+                continue
+            todo = [m for m in found if m.key not in fr.results]
+            report.mutants_cached += len(found) - len(todo)
+            mutants.extend((fr, m, lines[m.line]) for m in todo)
+            if not todo:
+                fr.complete = True
+
+        limit = ctx.config.roles.mutation_max_mutants
+        chosen_ids = {id(m) for m in select([m for _, m, _ in mutants], limit)}
+        queue = [item for item in mutants if id(item[1]) in chosen_ids]
+        left_out = {id(item[0]) for item in mutants if id(item[1]) not in chosen_ids}
+        if len(mutants) > len(queue):
+            report.skip("over the mutant limit", len(mutants) - len(queue))
+        if not queue:
+            return None
+        planned: dict[int, tuple[FileResult, list[str]]] = {}
+        for fr, m, _ in queue:
+            planned.setdefault(id(fr), (fr, []))[1].append(m.key)
+
+        n_workers = max(1, min(self.workers or os.cpu_count() or 1, len(queue)))
+        report.workers = n_workers
+        copies = [base] + [
+            await asyncio.to_thread(_scratch.copy_tree, base, scratch / f"w{i}")
+            for i in range(1, n_workers)
+        ]
+        cmd = _scratch.pytest_command(ctx.config.roles.unit_test_command)
+        factor = ctx.config.roles.mutation_timeout_factor
+        queue.reverse()  # pop() from the end keeps file order
+        started = time.monotonic()
+
+        async def worker(copy: Path) -> None:
+            env = _scratch.python_env(ctx.env, copy)
+            while queue:
+                fr, m, tests = queue.pop()
+                expected = linemap.startup_s + sum(linemap.durations.get(t, 0.0) for t in tests)
+                timeout = max(MIN_MUTANT_TIMEOUT_S, factor * expected)
+                remaining = ctx.remaining()
+                if remaining is not None and remaining < timeout:
+                    fr.complete = False
+                    report.skip("out of time budget")
+                    continue
+                fr.results[m.key] = await self._run_mutant(
+                    ctx, copy, env, cmd, fr, m, tests, timeout
+                )
+                report.mutants_run += 1
+                ctx.emit("progress", role=self.name, message=f"mutant {report.mutants_run}")
+
+        async with asyncio.TaskGroup() as tg:
+            for copy in copies:
+                tg.create_task(worker(copy))
+        report.mutants_s = time.monotonic() - started
+        for key, (fr, keys) in planned.items():
+            fr.complete = key not in left_out and all(k in fr.results for k in keys)
+        return None
+
+    async def _line_map(self, ctx: RoleContext, scratch: Path, base: Path) -> LineMap | str:
+        plugin_dir = scratch / "plugins"
+        plugin = write_plugin(plugin_dir, "superqode_linemap", LINEMAP_PLUGIN)
+        data_file = scratch / "coverage.data"
+        out_file = scratch / "linemap.json"
+        rc = scratch / "coveragerc"
+        rc.write_text(
+            f"[run]\ndata_file = {data_file}\nsource = {base}\nbranch = false\n",
+            encoding="utf-8",
+        )
+        env = _scratch.python_env(ctx.env, base, [plugin_dir])
+        env["SUPERQODE_LINEMAP_OUT"] = str(out_file)
+        cmd = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest"]
+        cmd += ["-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
+        res = await ctx.run(cmd, cwd=base, env=env)
+        if res.timed_out:
+            return "the project's tests did not finish within the time budget"
+        try:
+            info = json.loads(out_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            tail = (res.stdout + res.stderr).strip().splitlines()[-3:]
+            return "could not run the project's tests under coverage: " + " | ".join(tail)
+        tests = info["tests"]
+        passing = {t for t, v in tests.items() if v["passed"]}
+        self.report.baseline_failing = sorted(t for t, v in tests.items() if not v["passed"])
+        if not passing:
+            return "no test passes on the unchanged code, so no mutant can be judged"
+
+        import coverage
+
+        data = coverage.CoverageData(basename=str(data_file))
+        data.read()
+        by_line: dict[str, dict[int, list[str]]] = {}
+        for measured in data.measured_files():
+            try:
+                rel = Path(measured).resolve().relative_to(base.resolve()).as_posix()
+            except ValueError:
+                continue
+            lines: dict[int, list[str]] = {}
+            for line, contexts in data.contexts_by_lineno(measured).items():
+                good = sorted(c for c in contexts if c in passing)
+                if good:
+                    lines[line] = good
+            if lines:
+                by_line[rel] = lines
+        durations = {t: v["duration"] for t, v in tests.items()}
+        startup = max(0.5, res.duration_s - sum(durations.values()))
+        return LineMap(by_line, durations, startup)
+
+    async def _run_mutant(
+        self,
+        ctx: RoleContext,
+        copy: Path,
+        env: dict[str, str],
+        cmd: list[str],
+        fr: FileResult,
+        m: Mutant,
+        tests: list[str],
+        timeout: float,
+    ) -> dict[str, Any]:
+        target = copy / fr.rel
+        selectors = (
+            tests if len(tests) <= MAX_NODE_IDS else sorted({t.split("::")[0] for t in tests})
+        )
+        argv = [*cmd, "-x", "-q", "--no-header", "-p", "no:cacheprovider", *selectors]
+        target.write_text(apply_edit(fr.text, m.edit), encoding="utf-8")
+        try:
+            res = await ctx.run(argv, cwd=copy, env=env, timeout=timeout)
+        finally:
+            target.write_text(fr.text, encoding="utf-8")
+        if res.timed_out:
+            status = "timeout"
+        elif res.returncode == 0:
+            status = "survived"
+        elif res.returncode in (1, 2):  # tests failed / collection broke on the mutant
+            status = "killed"
+        else:  # 3 internal error, 4 usage error, 5 no tests collected
+            status = "error"
+        return {
+            "status": status,
+            "tests": tests[:5],
+            "ntests": len(tests),
+            "duration": round(res.duration_s, 3),
+        }
+
+    # -- results ------------------------------------------------------------
+
+    def _findings(self, ctx: RoleContext, results: list[FileResult]) -> list[Finding]:
+        findings: list[Finding] = []
+        for fr in results:
+            survived = {k for k, v in fr.results.items() if v["status"] == "survived"}
+            if not survived:
+                continue
+            by_line: dict[int, list[Mutant]] = {}
+            for m in find_mutants(fr.text, fr.rel):
+                if m.key in survived:
+                    by_line.setdefault(m.line, []).append(m)
+            src_lines = fr.text.splitlines()
+            for line, ms in sorted(by_line.items()):
+                findings.append(self._finding(ctx, fr, line, ms, src_lines[line - 1]))
+        return findings
+
+    def _finding(
+        self, ctx: RoleContext, fr: FileResult, line: int, ms: list[Mutant], original: str
+    ) -> Finding:
+        ms = sorted(ms, key=lambda m: (-KINDS[m.kind][1], m.col))
+        first = ms[0]
+        severity, confidence = KINDS[first.kind]
+        info = fr.results[first.key]
+        more = f" (and {len(ms) - 1} more mutant(s) on this line)" if len(ms) > 1 else ""
+        covering = ", ".join(info.get("tests", [])[:3])
+        extra = info.get("ntests", 0) - 3
+        if extra > 0:
+            covering += f" and {extra} more"
+        evidence = [
+            Evidence(
+                message=f"mutant: {m.description}; {fr.results[m.key]['ntests']} covering test(s) still pass",
+                file=fr.rel,
+                line=m.line,
+                snippet=mutated_line(fr.text, m),
+            )
+            for m in ms
+        ]
+        diff = "".join(
+            "".join(
+                difflib.unified_diff(
+                    fr.text.splitlines(keepends=True),
+                    apply_edit(fr.text, m.edit).splitlines(keepends=True),
+                    fromfile=f"a/{fr.rel}",
+                    tofile=f"b/{fr.rel}",
+                    n=2,
+                )
+            )
+            for m in ms
+        )
+        try:
+            ctx.artifacts.write_evidence(f"mutant-{fr.rel}-L{line}.diff", diff)
+        except OSError:
+            pass
+        return Finding(
+            role=self.name,
+            tool=TOOL,
+            rule_id="mutation-survived",
+            title=f"Tests do not notice when {first.description}",
+            message=(
+                f"Tests do not notice when {first.description} at line {line}{more}: "
+                f"every test covering this line still passes ({covering}). "
+                "Add an assertion that tells the two versions apart."
+            ),
+            severity=Severity(severity),
+            confidence=confidence,
+            category="test-quality",
+            file=fr.rel,
+            range={"start_line": line, "start_col": first.col + 1},
+            evidence=evidence,
+            tags=["mutation", *sorted({m.kind for m in ms})],
+            snippet=original.strip(),
+        ).with_stable_id()
+
+    def _write_log(
+        self, ctx: RoleContext, results: list[FileResult], report: MutationReport
+    ) -> None:
+        lines = [
+            f"mutation_tester: {report.summary()}",
+            (
+                f"workers: {report.workers}; coverage run {report.coverage_s:.1f}s; "
+                f"{report.mutants_run} mutant run(s) in {report.mutants_s:.1f}s "
+                f"({report.mutants_per_s:.2f}/s); total {report.total_s:.1f}s"
+            ),
+        ]
+        if report.baseline_failing:
+            lines.append(
+                f"tests failing on the unchanged code (not used to judge mutants): "
+                f"{len(report.baseline_failing)}"
+            )
+            lines += [f"  {t}" for t in report.baseline_failing[:50]]
+        for rel, why in sorted(report.skipped_files.items()):
+            lines.append(f"skipped file {rel}: {why}")
+        for why, n in sorted(report.skipped.items()):
+            lines.append(f"skipped {n} mutant(s): {why}")
+        for fr in results:
+            counts = Counter(v["status"] for v in fr.results.values())
+            state = "cached" if fr.from_cache else ("complete" if fr.complete else "partial")
+            lines.append(f"{fr.rel}: {dict(sorted(counts.items()))} ({state})")
+            for key, v in sorted(fr.results.items()):
+                lines.append(f"  {key}: {v['status']}")
+        try:
+            ctx.artifacts.write_log("mutation", "\n".join(lines) + "\n")
+        except OSError:
+            pass
+
+    # -- cache --------------------------------------------------------------
+
+    def _load_cache(self, fr: FileResult) -> None:
+        path = cache_dir() / f"{fr.key}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if data.get("version") != MUTATOR_VERSION or not isinstance(data.get("results"), dict):
+            return
+        fr.results = data["results"]
+        fr.complete = bool(data.get("complete"))
+        fr.from_cache = fr.complete
+        fr.skip_reason = data.get("skipped")
+
+    def _save_cache(self, fr: FileResult) -> None:
+        # An "error" result says nothing about the tests; run it again next time.
+        results = {k: v for k, v in fr.results.items() if v["status"] != "error"}
+        complete = fr.complete and len(results) == len(fr.results)
+        data = {
+            "version": MUTATOR_VERSION,
+            "file": fr.rel,
+            "complete": complete,
+            "skipped": fr.skip_reason,
+            "results": results,
+        }
+        try:
+            atomic_write(cache_dir() / f"{fr.key}.json", json.dumps(data, indent=1))
+        except OSError:
+            pass
