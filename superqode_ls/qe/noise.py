@@ -1,0 +1,219 @@
+"""Noise filter: what reaches the report out of everything the roles found.
+
+Four steps, in this order, each counted so the report can say what it hid:
+
+1. inline suppressions on the flagged line(s): ``# noqa`` / ``# noqa: CODE,...``,
+   ``# nosec`` / ``# nosec CODE ...`` (security findings), ``# superqode: ignore`` /
+   ``# superqode: ignore[CODE,...]``;
+2. the confidence threshold (``qe.confidence_threshold``, default 0.7);
+3. de-duplication: one problem reported by two tools (bandit ``B105`` and ruff
+   ``S105`` on the same line) or twice by one tool is kept once, the strongest
+   report winning and the others named in its tags;
+4. the baseline (``qe/baseline.py``): findings already accepted are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..models import Finding
+
+LineReader = Callable[[str, int], "str | None"]
+
+_NOQA = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[^#]*))?", re.IGNORECASE)
+_NOSEC = re.compile(r"#\s*nosec\b:?(?P<codes>[^#]*)", re.IGNORECASE)
+_IGNORE = re.compile(r"#\s*superqode:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+# ruff's flake8-bandit rules reuse bandit's numbers: S105 is B105.
+_RUFF_BANDIT = re.compile(r"^S(\d{3})$")
+
+
+def canonical_rule(rule_id: str) -> str:
+    """One name for a rule that several tools implement."""
+    rule = rule_id.strip().upper()
+    m = _RUFF_BANDIT.match(rule)
+    if m:
+        return f"B{m.group(1)}"
+    return rule
+
+
+_CODE = re.compile(r"^[A-Za-z]+\d+$")
+
+
+def _codes(text: str | None, *, code_like: bool = True) -> set[str]:
+    """Rule codes named in a comment; free text after them (a reason) is ignored."""
+    if not text:
+        return set()
+    out = set()
+    for c in re.split(r"[\s,]+", text):
+        if c and (not code_like or _CODE.match(c)):
+            out.add(canonical_rule(c))
+    return out
+
+
+def suppressed_by(line: str, finding: Finding) -> str | None:
+    """Which inline comment on ``line`` suppresses ``finding``, or None."""
+    rule = canonical_rule(finding.rule_id)
+    names = {rule, finding.rule_id.upper()}
+    m = _IGNORE.search(line)
+    if m:
+        codes = _codes(m.group("codes"), code_like=False)
+        if not codes or names & codes:
+            return "superqode: ignore"
+    m = _NOQA.search(line)
+    if m:
+        codes = _codes(m.group("codes"))
+        if not codes or names & codes:
+            return "noqa"
+    m = _NOSEC.search(line)
+    if m and finding.category == "security":
+        codes = _codes(m.group("codes"))
+        if not codes or names & codes:
+            return "nosec"
+    return None
+
+
+def _lines_of(f: Finding) -> range:
+    if f.range is None:
+        return range(0)
+    end = f.range.end_line or f.range.start_line
+    # An end column of 1 means "up to the start of that line": not flagged.
+    if end > f.range.start_line and f.range.end_col == 1:
+        end -= 1
+    return range(f.range.start_line, min(end, f.range.start_line + 50) + 1)
+
+
+def _is_suppressed(f: Finding, read_line: LineReader) -> bool:
+    if not f.file:
+        return False
+    for n in _lines_of(f):
+        text = read_line(f.file, n)
+        if text is not None and "#" in text and suppressed_by(text, f):
+            return True
+    return False
+
+
+def _strength(f: Finding) -> tuple:
+    return (f.fix_patch_id is not None, f.severity.rank, f.confidence, f.role, f.tool)
+
+
+def deduplicate(findings: Iterable[Finding]) -> tuple[list[Finding], int]:
+    """Merge reports of the same problem (same file, line and canonical rule).
+
+    The kept finding carries the others' tool:rule in its tags (``also:...``)
+    and, when it has no fix of its own, the fix of a merged one.
+    """
+    groups: dict[tuple, list[Finding]] = {}
+    order: list[tuple] = []
+    for f in findings:
+        line = f.range.start_line if f.range else None
+        key = (f.file, line, canonical_rule(f.rule_id)) if line is not None else ("id", f.id)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(f)
+    out: list[Finding] = []
+    dropped = 0
+    for key in order:
+        group = groups[key]
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        best = max(group, key=_strength)
+        tags = list(best.tags)
+        evidence = list(best.evidence)
+        fix = best.fix_patch_id
+        for other in group:
+            if other is best:
+                continue
+            dropped += 1
+            also = f"also:{other.tool}:{other.rule_id}"
+            if also not in tags and (other.tool, other.rule_id) != (best.tool, best.rule_id):
+                tags.append(also)
+            fix = fix or other.fix_patch_id
+            for ev in other.evidence:
+                if ev not in evidence:
+                    evidence.append(ev)
+        out.append(best.model_copy(update={"tags": tags, "evidence": evidence, "fix_patch_id": fix}))
+    return out, dropped
+
+
+@dataclass
+class NoiseResult:
+    findings: list[Finding]
+    suppressed: int = 0
+    below_threshold: int = 0
+    duplicates: int = 0
+    baseline_filtered: int = 0
+    # Everything that survived suppressions, threshold and de-duplication:
+    # what ``--update-baseline`` records.
+    before_baseline: list[Finding] = field(default_factory=list)
+
+
+def filter_findings(
+    findings: Iterable[Finding],
+    *,
+    read_line: LineReader,
+    threshold: float = 0.7,
+    baseline: Counter[str] | None = None,
+) -> NoiseResult:
+    kept: list[Finding] = []
+    suppressed = below = 0
+    for f in findings:
+        if _is_suppressed(f, read_line):
+            suppressed += 1
+        elif f.confidence < threshold:
+            below += 1
+        else:
+            kept.append(f)
+    deduped, dups = deduplicate(kept)
+    result = NoiseResult(
+        findings=deduped,
+        suppressed=suppressed,
+        below_threshold=below,
+        duplicates=dups,
+        before_baseline=list(deduped),
+    )
+    if baseline:
+        remaining = Counter(baseline)
+        new: list[Finding] = []
+        for f in deduped:
+            if remaining[f.id] > 0:
+                remaining[f.id] -= 1
+                result.baseline_filtered += 1
+            else:
+                new.append(f)
+        result.findings = new
+    return result
+
+
+class FileLines:
+    """``read_line`` over files under a root, each read once (UTF-8, lenient)."""
+
+    def __init__(self, root, overlays: dict[str, bytes] | None = None):
+        from pathlib import Path
+
+        self.root = Path(root)
+        self.overlays = overlays or {}
+        self._cache: dict[str, list[str] | None] = {}
+
+    def lines(self, rel: str) -> list[str] | None:
+        if rel not in self._cache:
+            raw: bytes | None
+            if rel in self.overlays:
+                raw = self.overlays[rel]
+            else:
+                try:
+                    raw = (self.root / rel).read_bytes()
+                except OSError:
+                    raw = None
+            self._cache[rel] = None if raw is None else raw.decode("utf-8", "replace").splitlines()
+        return self._cache[rel]
+
+    def __call__(self, rel: str, line: int) -> str | None:
+        lines = self.lines(rel)
+        if lines is None or line < 1 or line > len(lines):
+            return None
+        return lines[line - 1]

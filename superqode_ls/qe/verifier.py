@@ -1,0 +1,231 @@
+"""Verifier: a suggested fix counts as verified only when, applied in the
+sandbox, it removes the findings it claims to fix and the role's check (plus
+the tests, in deep mode) reports nothing new.
+
+Each patch is tried alone on the sandbox as the session found it: the files it
+touches are saved first and put back afterwards (a checkpoint of the whole
+sandbox when tests run, since tests may write anywhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from ..models import Finding, Patch
+from ..workspace.git import agit
+from .roles.base import Role, RoleContext
+
+# Roles number identical problems in one file "<id>", "<id>-2", ...: once one
+# is fixed the others renumber, so fixes are judged on the un-numbered id.
+_NUMBERED = re.compile(r"^(?P<base>.*-[0-9a-f]{12})(?:-\d+)?$")
+
+
+def base_id(finding_id: str) -> str:
+    m = _NUMBERED.match(finding_id)
+    return m.group("base") if m else finding_id
+
+
+def patch_files(diff: str) -> list[str]:
+    """Project-relative paths a unified diff touches (sources and targets)."""
+    try:
+        ps = PatchSet(diff)
+    except UnidiffParseError:
+        return []
+    out: list[str] = []
+    for pf in ps:
+        for name in (pf.source_file, pf.target_file):
+            if not name or name == "/dev/null":
+                continue
+            for prefix in ("a/", "b/"):
+                if name.startswith(prefix):
+                    name = name[len(prefix):]
+                    break
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def _strip_level(diff: str) -> int:
+    try:
+        ps = PatchSet(diff)
+    except UnidiffParseError:
+        return 1
+    for pf in ps:
+        for name in (pf.source_file, pf.target_file):
+            if name and name != "/dev/null":
+                return 1 if name.startswith(("a/", "b/")) else 0
+    return 1
+
+
+async def git_apply(root: Path, diff: str, *, check_only: bool = False) -> tuple[bool, str]:
+    """``git apply`` (``--check`` first) in ``root``; works outside git too.
+
+    The ceiling stops git from discovering a repository above a plain folder
+    and applying paths relative to that one instead.
+    """
+    root = Path(root)
+    env = {"GIT_CEILING_DIRECTORIES": str(root.parent)}
+    args = ["apply", f"-p{_strip_level(diff)}", "--whitespace=nowarn"]
+    data = diff.encode("utf-8", "surrogateescape")
+    # Inside a repository git reads patch paths from its top; a project that
+    # is a sub-folder needs them prefixed.
+    code, out, _ = await agit(["rev-parse", "--show-prefix"], root, env=env, check=False)
+    prefix = out.decode("utf-8", "surrogateescape").strip() if code == 0 else ""
+    if prefix:
+        args.append(f"--directory={prefix.rstrip('/')}")
+    code, _, err = await agit([*args, "--check", "-"], root, env=env, input=data, check=False)
+    if code != 0:
+        return False, _first_error(err)
+    if check_only:
+        return True, ""
+    code, _, err = await agit([*args, "-"], root, env=env, input=data, check=False)
+    return code == 0, _first_error(err)
+
+
+def _first_error(err: bytes) -> str:
+    lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("error:"):
+            return ln[len("error:"):].strip()
+    return lines[0] if lines else ""
+
+
+class _FileBackup:
+    """Save exactly the files a patch touches; put them back byte for byte."""
+
+    def __init__(self, root: Path, files: list[str]):
+        self.root = root
+        self.saved: dict[str, bytes | None] = {}
+        for rel in files:
+            p = root / rel
+            try:
+                self.saved[rel] = p.read_bytes() if p.is_file() else None
+            except OSError:
+                self.saved[rel] = None
+
+    def restore(self) -> None:
+        for rel, data in self.saved.items():
+            p = self.root / rel
+            if data is None:
+                if p.is_file() or p.is_symlink():
+                    p.unlink()
+            else:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)
+
+
+@dataclass
+class VerifyResult:
+    patch_id: str
+    verified: bool
+    message: str
+    removed: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verifier:
+    """Verifies patches one at a time against their own role's check.
+
+    ``findings_by_role``: what each role found in the main run (the "before").
+    ``tests``: in deep mode, a role (the unit tests) re-run after each patch;
+    its failures before the patch are in ``findings_by_role`` under its name.
+    """
+
+    sandbox: Path
+    roles: dict[str, Role]
+    contexts: dict[str, RoleContext]
+    findings_by_role: dict[str, list[Finding]]
+    tests: str | None = None
+    session: object | None = None  # IsolatedSession: checkpoint()/restore()
+    deadline: float | None = None
+    results: list[VerifyResult] = field(default_factory=list)
+
+    def _time_left(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return self.deadline - asyncio.get_running_loop().time()
+
+    async def verify(self, patch: Patch) -> VerifyResult:
+        result = await self._verify(patch)
+        self.results.append(result)
+        return result
+
+    async def _verify(self, patch: Patch) -> VerifyResult:
+        left = self._time_left()
+        if left is not None and left <= 0:
+            return VerifyResult(patch.id, False, "not verified: no time left in the session budget")
+        role = self.roles.get(patch.role or "")
+        ctx = self.contexts.get(patch.role or "")
+        if role is None or ctx is None:
+            return VerifyResult(patch.id, False, f"not verified: role {patch.role!r} did not run")
+        files = patch.files or patch_files(patch.diff)
+        if not files:
+            return VerifyResult(patch.id, False, "not verified: the patch names no files")
+        run_tests = self.tests is not None and self.tests in self.roles and self.tests in self.contexts
+        checkpoint = None
+        if run_tests and self.session is not None and hasattr(self.session, "checkpoint"):
+            checkpoint = await self.session.checkpoint()
+        backup = _FileBackup(self.sandbox, files)
+        try:
+            ok, err = await git_apply(self.sandbox, patch.diff)
+            if not ok:
+                return VerifyResult(patch.id, False, f"not verified: the patch does not apply ({err})")
+            return await self._check(patch, role, ctx, files, run_tests)
+        finally:
+            if checkpoint is not None:
+                await self.session.restore(checkpoint)  # type: ignore[attr-defined]
+            backup.restore()
+
+    async def _check(
+        self, patch: Patch, role: Role, ctx: RoleContext, files: list[str], run_tests: bool
+    ) -> VerifyResult:
+        wanted = set(files)
+        before = Counter(
+            base_id(f.id) for f in self.findings_by_role.get(role.name, []) if f.file in wanted
+        )
+        after_list = [f.with_stable_id() for f in await role.recheck(ctx, files)]
+        after = Counter(base_id(f.id) for f in after_list if f.file in wanted)
+        targets = [i for i in patch.finding_ids if before[base_id(i)] > 0]
+        if not targets:
+            return VerifyResult(patch.id, False, "not verified: the findings it fixes were not reproduced")
+        fixed = Counter(base_id(i) for i in targets)
+        still = [i for i in targets if after[base_id(i)] > before[base_id(i)] - fixed[base_id(i)]]
+        new = sorted((after - before).keys())
+        if still:
+            return VerifyResult(patch.id, False, f"not verified: {role.name} still reports {', '.join(still)}")
+        if new:
+            return VerifyResult(
+                patch.id, False, f"not verified: {role.name} reports new findings ({', '.join(new[:5])})",
+                removed=targets, new=new,
+            )
+        checked = f"{role.name} re-run on {', '.join(files)}"
+        if run_tests:
+            assert self.tests is not None
+            test_role = self.roles[self.tests]
+            test_ctx = self.contexts[self.tests]
+            out = await test_role.run(test_ctx)
+            if out.status not in ("ok", "failed"):
+                return VerifyResult(
+                    patch.id, False, f"not verified: tests could not run ({out.reason or out.status})",
+                    removed=targets,
+                )
+            t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
+            t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
+            broke = sorted((t_after - t_before).keys())
+            if broke:
+                return VerifyResult(
+                    patch.id, False, f"not verified: tests fail after the fix ({', '.join(broke[:5])})",
+                    removed=targets, new=broke,
+                )
+            checked += "; tests re-run, no new failures"
+        return VerifyResult(
+            patch.id, True, f"verified: fixes {', '.join(targets)} ({checked}, nothing new)", removed=targets
+        )
