@@ -122,6 +122,17 @@ class Coordinator:
         self.state_file = self.dir / "state.json"
         self._mutex_file = self.dir / ".mutex"
 
+    @classmethod
+    def at(cls, base: Path, repo: Path | None = None) -> "Coordinator":
+        """The coordinator of ``working/<repo-key>/`` itself, for cleaning up
+        after a repository that was moved or deleted."""
+        self = cls.__new__(cls)
+        self.repo = Path(repo) if repo is not None else Path(base)
+        self.dir = Path(base) / "locks"
+        self.state_file = self.dir / "state.json"
+        self._mutex_file = self.dir / ".mutex"
+        return self
+
     # -- state under the mutex -------------------------------------------
     @contextmanager
     def _locked(self) -> Iterator[_State]:

@@ -1,0 +1,301 @@
+"""Session management: ``superqe status | revert | recover | clean | artifacts``.
+
+``status [--all] [--json]``         sessions of this project (or of every project)
+``revert [--force] [ID]``            remove a session's sandbox (or every finished or
+                                     interrupted one of this project) and verify the tree
+``recover ID [--resume] [--keep]``   save an interrupted session's changes as a patch
+                                     and remove it; --resume keeps it for you instead
+``clean [--force] [--older-than D]`` remove sandboxes of every project, our git worktree
+                                     registrations and stale locks
+``artifacts [PATH] --clean --older-than D``  prune old artifacts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from ..workspace import recovery
+from ..workspace.errors import WorkspaceError
+from ..workspace.recovery import SessionInfo
+from . import EXIT_FAILED, UsageError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``30m``, ``12h``, ``7d`` (also ``s``, ``w``) -> seconds."""
+    m = _DURATION.match(text or "")
+    if not m:
+        raise ValueError(f"invalid duration {text!r}: use a number and a unit, e.g. 30m, 12h, 7d")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _duration_arg(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("status", help="list sessions and their state",
+                       description="List sessions of this project (--all: every project).")
+    p.add_argument("--all", action="store_true", help="sessions of every project")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("revert", help="remove a session's sandbox and verify the project",
+                       description="Remove the sandbox of SESSION (default: every finished or "
+                                   "interrupted session of this project) and verify the project.")
+    p.add_argument("session", nargs="?", help="session id (default: all of this project)")
+    p.add_argument("--force", action="store_true",
+                   help="also sessions whose owner process is still running")
+    p.set_defaults(func=cmd_revert)
+
+    p = sub.add_parser("recover", help="save an interrupted session's changes, or resume it",
+                       description="Save SESSION's changes as a patch artifact and remove it; "
+                                   "with --resume keep its sandbox to continue working there.")
+    p.add_argument("session", help="session id (see superqe status)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--resume", action="store_true",
+                   help="adopt the sandbox instead of removing it (state: kept)")
+    g.add_argument("--keep", action="store_true", help="save the patch but keep the sandbox")
+    p.set_defaults(func=cmd_recover)
+
+    p = sub.add_parser("clean", help="remove leftover sandboxes of every project",
+                       description="Remove sandboxes whose owner is gone, SuperQode's git "
+                                   "worktree registrations and stale locks, in every project.")
+    p.add_argument("--force", action="store_true",
+                   help="also sessions whose owner is running or that are still starting")
+    p.add_argument("--older-than", type=_duration_arg, metavar="DURATION",
+                   help="only sessions idle for longer than this (30m, 12h, 7d)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_clean)
+
+    p = sub.add_parser("artifacts", help="list or prune session artifacts",
+                       description="List artifacts under .superqode/qe-artifacts, or remove "
+                                   "old ones with --clean.")
+    p.add_argument("path", nargs="?", default=".", help="project (default: .)")
+    p.add_argument("--clean", action="store_true", help="remove artifacts older than --older-than")
+    p.add_argument("--older-than", type=_duration_arg, default=None, metavar="DURATION",
+                   help="age limit for --clean (default 7d)")
+    p.set_defaults(func=cmd_artifacts)
+
+
+# -- helpers ----------------------------------------------------------------
+
+def _project(path: str | Path = ".") -> Path:
+    from ..workspace.session import resolve_project
+
+    try:
+        return resolve_project(Path(path))[0]
+    except WorkspaceError as e:
+        raise UsageError(str(e)) from None
+
+
+def _find(session_id: str) -> SessionInfo:
+    try:
+        return recovery.find_session(session_id)
+    except WorkspaceError as e:
+        raise UsageError(str(e)) from None
+
+
+def _age(info: SessionInfo, now: float) -> str:
+    return recovery.utc_age(info.age_s(now))
+
+
+def _repo_label(info: SessionInfo) -> str:
+    if info.repo is None:
+        return info.repo_key
+    home = os.path.expanduser("~")
+    text = str(info.repo)
+    return "~" + text[len(home):] if home != "/" and text.startswith(home + os.sep) else text
+
+
+# -- status -----------------------------------------------------------------
+
+def cmd_status(args: argparse.Namespace) -> int:
+    now = time.time()
+    sessions = recovery.scan() if args.all else recovery.scan(_project("."))
+    if args.json:
+        print(json.dumps([s.to_json(now) for s in sessions], indent=2))
+        return 0
+    if not sessions:
+        where = "" if args.all else " for this project (superqe status --all: every project)"
+        print(f"no sessions{where}")
+        return 0
+    rows = [("ID", "REPO", "MODE", "STATE", "AGE", "CHANGES")]
+    for s in sessions:
+        rows.append((s.id, _repo_label(s), s.mode, s.state, _age(s, now),
+                     "-" if s.changes is None else str(s.changes)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    interrupted = [s for s in sessions if s.state == "interrupted"]
+    if interrupted:
+        print(f"\n{len(interrupted)} interrupted: superqe recover ID saves its changes; "
+              "superqe revert ID removes it", file=sys.stderr)
+    return 0
+
+
+# -- revert -----------------------------------------------------------------
+
+def _print_report(report: recovery.CleanReport, verb: str) -> None:
+    for info in report.removed:
+        print(f"{verb} {info.id} ({_repo_label(info)})")
+    for info, why in report.skipped:
+        print(f"kept {info.id}: {why}", file=sys.stderr)
+    for what, err in report.errors:
+        print(f"superqe: {what}: {err}", file=sys.stderr)
+    for sid, _ok, line in report.verifications:
+        print(f"{sid}: {line}")
+
+
+def cmd_revert(args: argparse.Namespace) -> int:
+    if args.session:
+        sessions = [_find(args.session)]
+    else:
+        sessions = recovery.scan(_project("."))
+        if not sessions:
+            print("no sessions to revert for this project")
+            return 0
+    if args.session and not args.force:
+        why = recovery.removable(sessions[0], force=False)
+        if why and sessions[0].alive:
+            raise UsageError(f"{args.session}: {why}; use --force to revert it anyway")
+    report = recovery.clean_sessions(sessions, force=args.force, verify_after=True)
+    _print_report(report, "reverted")
+    if report.pruned:
+        print(f"removed {len(report.pruned)} git worktree registration(s)")
+    if report.errors or any(ok is False for _, ok, _ in report.verifications):
+        return EXIT_FAILED
+    if args.session and not report.removed:
+        return EXIT_FAILED
+    return 0
+
+
+# -- recover ----------------------------------------------------------------
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    info = _find(args.session)
+    if info.alive:
+        raise UsageError(f"{info.id} is still running (pid {info.record.pid if info.record else '?'});"
+                         " nothing to recover")
+    if info.record is None:
+        raise UsageError(f"{info.id} was interrupted before it was set up; "
+                         f"superqe revert {info.id} removes what is left")
+    if args.resume:
+        try:
+            recovery.mark_kept(info)
+        except WorkspaceError as e:
+            raise UsageError(str(e)) from None
+        info.heartbeat.touch()  # resuming counts as activity for the reaper
+        print(f"resumed {info.id}: the sandbox is yours at {info.sandbox}")
+        print(f"superqe recover {info.id} saves its changes; superqe revert {info.id} removes it")
+        return 0
+    if info.repo is None or not info.repo.is_dir():
+        raise UsageError(f"{info.id}: its project {info.repo} is gone; superqe clean removes it")
+    try:
+        from ..workspace.session import extract_patch
+
+        diff = extract_patch(info.record)
+    except Exception as e:
+        print(f"superqe: {info.id}: cannot extract changes: {_one_line(e)}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    if diff.strip():
+        from ..workspace.artifacts import Artifacts
+
+        path = Artifacts(info.repo, info.id).prepare().write_patch("recovered", diff)
+        print(f"patch: {path}")
+        print(f"apply it with: git apply {path}")
+    else:
+        print(f"{info.id}: no changes to recover")
+    if args.keep:
+        if info.state in recovery.ACTIVE_STATES or info.state == "interrupted":
+            recovery.mark_kept(info)
+        print(f"kept: {info.sandbox}")
+        return 0
+    report = recovery.clean_sessions([info], force=True, verify_after=True)
+    _print_report(report, "removed")
+    if report.errors or any(ok is False for _, ok, _ in report.verifications):
+        return EXIT_FAILED
+    return 0
+
+
+# -- clean ------------------------------------------------------------------
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from ..workspace.reaper import _remove_repo_dir, repo_gone, ReapReport
+
+    sessions = recovery.scan()
+    report = recovery.clean_sessions(sessions, force=args.force, older_than_s=args.older_than)
+    # Repositories that were deleted: their folder goes once it is empty.
+    gone = ReapReport()
+    for base in recovery.repo_bases():
+        marker = recovery.read_repo_marker(base)
+        repo = Path(marker["repo"]) if marker and marker.get("repo") else None
+        if marker is not None and repo_gone(repo):
+            _remove_repo_dir(base, gone)
+        else:
+            report.pruned += recovery.tidy_repo(base, repo, report)
+    if args.json:
+        print(json.dumps({
+            "removed": [s.id for s in report.removed],
+            "skipped": [{"id": s.id, "reason": why} for s, why in report.skipped],
+            "errors": [{"what": w, "error": e} for w, e in report.errors],
+            "worktree_registrations_removed": report.pruned,
+            "stale_locks_cleared": report.locks_cleared,
+            "repo_dirs_removed": gone.repo_dirs,
+        }, indent=2))
+    else:
+        _print_report(report, "removed")
+        print(f"removed {len(report.removed)} session(s), {len(report.pruned)} git worktree "
+              f"registration(s), {report.locks_cleared} stale lock(s)"
+              + (f", {len(gone.repo_dirs)} folder(s) of deleted projects" if gone.repo_dirs else ""))
+        running = [s for s, why in report.skipped if s.alive]
+        if running and not args.force:
+            print(f"{len(running)} running session(s) left alone (--force removes them too)",
+                  file=sys.stderr)
+    return EXIT_FAILED if report.errors else 0
+
+
+# -- artifacts --------------------------------------------------------------
+
+def cmd_artifacts(args: argparse.Namespace) -> int:
+    from ..workspace.artifacts import clean_artifacts, read_manifest
+    from ..workspace.paths import artifacts_root
+
+    project = Path(args.path).expanduser()
+    if not project.is_dir():
+        raise UsageError(f"{args.path}: no such directory")
+    project = _project(project)
+    if args.older_than is not None and not args.clean:
+        raise UsageError("--older-than goes with --clean")
+    if args.clean:
+        limit = args.older_than if args.older_than is not None else parse_duration("7d")
+        removed = clean_artifacts(project, limit)
+        for rel in removed:
+            print(f"removed {rel}")
+        print(f"removed {len(removed)} artifact(s) older than {recovery.utc_age(limit)}")
+        return 0
+    entries = read_manifest(artifacts_root(project))["artifacts"]
+    if not entries:
+        print("no artifacts")
+        return 0
+    for e in entries:
+        print(f"{e.get('created', '?')[:19]}  {e.get('session_id', '?')}  {e.get('kind', '?'):<14}"
+              f"  {e.get('path', '?')}")
+    return 0

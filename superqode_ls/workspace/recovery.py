@@ -1,0 +1,503 @@
+"""Finding every session after a crash, and cleaning up after it.
+
+A scan of ``$SUPERQODE_HOME/working/*/qe/*`` lists every session from the
+directory names alone: the sandbox ``qe/<id>/``, its record ``qe/<id>.json``,
+its heartbeat and its private scratch ``qe/.<id>.d/`` each name the session,
+so a session killed half-way through creation (scratch made, no sandbox yet;
+or sandbox made, record not yet written) is still found. The record, when
+there is one, adds the repository, the mode and the owning process; a session
+whose owner is gone while it was creating, running or reverting is
+*interrupted*.
+
+Removing a session goes through ``session.discard_sandbox`` (sandbox, git's
+worktree registration — unlocked first —, scratch, record); the record goes
+last, so a discard that is itself interrupted is found and finished next time.
+Worktree registrations SuperQode left in a user's ``.git/worktrees`` are
+removed one by one; ``git worktree prune`` runs only when every entry it would
+prune is ours, because a blanket prune would also drop the user's own stale
+registrations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from .coordinator import Coordinator
+from .errors import WorkspaceError
+from .git import GitError, git, git_out
+from .paths import SESSION_ID_RE, parse_session_id, working_root
+from .records import OWNER, SessionRecord, owner_alive, read_record
+
+log = logging.getLogger(__name__)
+
+ACTIVE_STATES = ("creating", "running", "reverting")
+# Without a record we cannot tell whether a live process is still creating
+# the session; leave such leftovers alone this long unless forced.
+INCOMPLETE_GRACE_S = 600.0
+
+
+@dataclass
+class SessionInfo:
+    id: str
+    base: Path  # working/<repo-key>
+    record: SessionRecord | None
+    repo: Path | None
+    alive: bool
+    state: str  # record state; "interrupted" when its owner died; "incomplete" without record
+
+    @property
+    def repo_key(self) -> str:
+        return self.base.name
+
+    @property
+    def qe(self) -> Path:
+        return self.base / "qe"
+
+    @property
+    def sandbox(self) -> Path:
+        return self.qe / self.id
+
+    @property
+    def record_path(self) -> Path:
+        return self.qe / f"{self.id}.json"
+
+    @property
+    def heartbeat(self) -> Path:
+        return self.qe / f"{self.id}.heartbeat"
+
+    @property
+    def private(self) -> Path:
+        return self.qe / f".{self.id}.d"
+
+    @property
+    def created(self) -> datetime | None:
+        return parse_session_id(self.id)
+
+    @property
+    def mode(self) -> str:
+        return self.record.mode if self.record else "?"
+
+    @property
+    def kind(self) -> str:
+        return self.record.kind if self.record else "?"
+
+    @property
+    def changes(self) -> int | None:
+        return self.record.changes if self.record else None
+
+    def age_s(self, now: float | None = None) -> float:
+        created = self.created
+        if created is None:
+            return 0.0
+        return max(0.0, (now or time.time()) - created.timestamp())
+
+    def last_activity(self) -> float:
+        """When the session last did something: its heartbeat, the sandbox's
+        git index and reflog, the record — never the top directory's mtime,
+        which says nothing about work going on inside."""
+        candidates = [self.heartbeat, self.record_path]
+        gitdir = _sandbox_gitdir(self.sandbox)
+        if gitdir is not None:
+            candidates += [gitdir / "index", gitdir / "logs" / "HEAD"]
+        times = []
+        for p in candidates:
+            try:
+                times.append(p.stat().st_mtime)
+            except OSError:
+                continue
+        created = self.created
+        if created is not None:
+            times.append(created.timestamp())
+        return max(times) if times else 0.0
+
+    def exists(self) -> bool:
+        return any(p.exists() or p.is_symlink() for p in
+                   (self.sandbox, self.record_path, self.private, self.heartbeat))
+
+    def to_json(self, now: float | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "repo": str(self.repo) if self.repo else None,
+            "repo_key": self.repo_key,
+            "mode": self.mode,
+            "kind": self.kind,
+            "state": self.state,
+            "owner_alive": self.alive,
+            "pid": self.record.pid if self.record else None,
+            "age_s": round(self.age_s(now), 1),
+            "changes": self.changes,
+            "sandbox": str(self.sandbox),
+            "sandbox_exists": self.sandbox.exists(),
+        }
+
+
+def _sandbox_gitdir(sandbox: Path) -> Path | None:
+    dot = sandbox / ".git"
+    try:
+        if dot.is_file():
+            text = dot.read_text(encoding="utf-8").strip()
+            if text.startswith("gitdir:"):
+                return Path(text.split(":", 1)[1].strip())
+        elif dot.is_dir():
+            return dot
+    except OSError:
+        pass
+    return None
+
+
+def read_repo_marker(base: Path) -> dict[str, Any] | None:
+    """``working/<key>/repo.json`` when it carries our owner marker."""
+    try:
+        data = json.loads((base / "repo.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("owner") != OWNER:
+        return None
+    return data
+
+
+def _marker_repo(marker: dict[str, Any] | None) -> Path | None:
+    if not marker:
+        return None
+    value = marker.get("repo") or marker.get("path")
+    return Path(value) if isinstance(value, str) and value else None
+
+
+def _session_ids(qe: Path) -> set[str]:
+    ids: set[str] = set()
+    try:
+        names = os.listdir(qe)
+    except OSError:
+        return ids
+    for name in names:
+        candidate = name
+        if candidate.startswith(".") and candidate.endswith(".d"):
+            candidate = candidate[1:-2]
+        for suffix in (".json", ".heartbeat"):
+            if candidate.endswith(suffix):
+                candidate = candidate[: -len(suffix)]
+        if SESSION_ID_RE.match(candidate):
+            ids.add(candidate)
+    return ids
+
+
+def repo_bases(root: Path | None = None) -> list[Path]:
+    root = root or working_root()
+    try:
+        return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def scan(repo: Path | None = None) -> list[SessionInfo]:
+    """Every session on disk (of ``repo`` only, when given), oldest first."""
+    from .paths import repo_dir
+
+    bases = [repo_dir(repo)] if repo is not None else repo_bases()
+    out: list[SessionInfo] = []
+    for base in bases:
+        marker_repo = _marker_repo(read_repo_marker(base))
+        for sid in sorted(_session_ids(base / "qe")):
+            rec = read_record(base / "qe" / f"{sid}.json")
+            if rec is not None and rec.id != sid:
+                rec = None  # a record that names another session is not this one's
+            alive = owner_alive(rec) if rec is not None else False
+            if rec is None:
+                state = "incomplete"
+            elif rec.state in ACTIVE_STATES and not alive:
+                state = "interrupted"
+            else:
+                state = rec.state
+            repo_path = Path(rec.repo) if rec is not None and rec.repo else marker_repo
+            out.append(SessionInfo(sid, base, rec, repo_path, alive, state))
+    out.sort(key=lambda s: (s.id, s.repo_key))
+    return out
+
+
+def find_session(session_id: str) -> SessionInfo:
+    if not SESSION_ID_RE.match(session_id):
+        raise WorkspaceError(f"not a session id: {session_id!r} (expected qe-YYYYMMDD-HHMMSS-xxxxxx)")
+    for info in scan():
+        if info.id == session_id:
+            return info
+    raise WorkspaceError(f"no session {session_id} (see superqe status --all)")
+
+
+def interrupted_sessions(repo: Path | None = None) -> list[SessionInfo]:
+    return [s for s in scan(repo) if s.state == "interrupted"]
+
+
+# -- removing ------------------------------------------------------------
+
+def _rmtree(path: Path) -> None:
+    if not (path.exists() or path.is_symlink()):
+        return
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+        return
+
+    def onerror(func, p, _exc):  # read-only directories left by tools
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            if not os.path.islink(p):
+                os.chmod(p, 0o700)
+            func(p)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=onerror)
+
+
+def _session_module():
+    try:
+        from . import session  # the lead's engine; optional while it lands
+    except ImportError:
+        return None
+    return session
+
+
+def _discard_fallback(info: SessionInfo) -> None:
+    if info.repo is not None and info.repo.exists():
+        try:
+            from .worktree import remove_worktree
+
+            remove_worktree(info.repo, info.sandbox)
+        except (GitError, OSError, ImportError):
+            log.debug("remove_worktree failed for %s", info.id, exc_info=True)
+    _rmtree(info.sandbox)
+    _rmtree(info.private)
+    info.heartbeat.unlink(missing_ok=True)
+    info.record_path.unlink(missing_ok=True)
+
+
+def discard(info: SessionInfo) -> None:
+    """Remove everything of one session; idempotent, tolerant of half-made
+    sessions and of repositories that no longer exist."""
+    session = _session_module()
+    fn = getattr(session, "discard_sandbox", None) if session else None
+    if fn is not None and info.record is not None:
+        try:
+            fn(info.record)
+        except Exception:  # finish by hand whatever the engine could not
+            log.warning("discard_sandbox failed for %s; removing by hand", info.id, exc_info=True)
+    _discard_fallback(info)
+    try:
+        Coordinator.at(info.base, info.repo).release_session(info.id)
+    except OSError:
+        log.debug("cannot release lock of %s", info.id, exc_info=True)
+
+
+def saved_fingerprint(info: SessionInfo) -> str | None:
+    """The fingerprint taken at session start; read it before discarding,
+    since it lives in the session's private folder."""
+    if info.record is None or not info.record.fingerprint_file:
+        return None
+    try:
+        return Path(info.record.fingerprint_file).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def verify(info: SessionInfo, fingerprint: str | None = None) -> tuple[bool | None, str]:
+    """Compare the user's tree with the fingerprint taken at session start:
+    (True/False, the verification line), or (None, why it cannot be done)."""
+    from ..models import Verification
+    from .fingerprint import Fingerprint, compare, take_fingerprint
+
+    text = fingerprint if fingerprint is not None else saved_fingerprint(info)
+    if text is None:
+        return None, "not verified: no fingerprint was stored for this session"
+    if info.repo is None or not info.repo.is_dir():
+        return None, "not verified: the project is gone"
+    try:
+        before = Fingerprint.from_json(text)
+        diffs = compare(before, take_fingerprint(info.repo))
+    except (OSError, ValueError, KeyError, GitError) as e:
+        return None, f"not verified: {e}"
+    v = Verification(verified=not diffs, differences=diffs)
+    return v.verified, v.line
+
+
+# -- git worktree registrations ------------------------------------------
+
+def _common_dir(repo: Path) -> Path | None:
+    try:
+        out = git_out(["rev-parse", "--git-common-dir"], repo)
+    except (GitError, OSError):
+        return None
+    p = Path(out)
+    return p if p.is_absolute() else (repo / p).resolve()
+
+
+def our_registrations(repo: Path, root: Path | None = None) -> list[Path]:
+    """``.git/worktrees/<id>`` entries of ``repo`` that point into our
+    working directory."""
+    cd = _common_dir(repo)
+    if cd is None or not (cd / "worktrees").is_dir():
+        return []
+    ours = os.path.realpath(root or working_root())
+    found = []
+    for entry in sorted((cd / "worktrees").iterdir()):
+        try:
+            target = (entry / "gitdir").read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        real = os.path.realpath(os.path.dirname(target))
+        if real == ours or real.startswith(ours + os.sep):
+            found.append(entry)
+    return found
+
+
+def _prunable(repo: Path) -> list[Path]:
+    out = git(["worktree", "list", "--porcelain"], repo, check=False)
+    paths, current = [], None
+    for line in out.stdout.decode("utf-8", "surrogateescape").splitlines():
+        if line.startswith("worktree "):
+            current = line[len("worktree "):]
+        elif line.startswith("prunable") and current:
+            paths.append(Path(current))
+    return paths
+
+
+def prune_worktrees(repo: Path) -> list[str]:
+    """Remove registrations of ours whose sandbox is gone (unlocking them
+    first); returns their names. Safe to call any time: registrations of live
+    sandboxes are kept."""
+    if not repo.exists():
+        return []
+    root = os.path.realpath(working_root())
+    stale = []
+    for entry in our_registrations(repo):
+        gitdir = (entry / "gitdir").read_text(encoding="utf-8").strip()
+        if Path(gitdir).parent.exists():
+            continue
+        (entry / "locked").unlink(missing_ok=True)  # our own --lock
+        stale.append(entry)
+    if not stale:
+        return []
+    foreign = [p for p in _prunable(repo)
+               if not os.path.realpath(p).startswith(root + os.sep)]
+    if not foreign:
+        git(["worktree", "prune"], repo, check=False)
+    for entry in stale:
+        if entry.exists():
+            _rmtree(entry)
+    wt = stale[0].parent
+    try:
+        wt.rmdir()  # only when empty: the folder exists only while worktrees do
+    except OSError:
+        pass
+    return [e.name for e in stale]
+
+
+# -- clean / revert ------------------------------------------------------
+
+@dataclass
+class CleanReport:
+    removed: list[SessionInfo] = field(default_factory=list)
+    skipped: list[tuple[SessionInfo, str]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    locks_cleared: int = 0
+    verifications: list[tuple[str, bool | None, str]] = field(default_factory=list)
+
+
+def removable(info: SessionInfo, *, force: bool, now: float | None = None) -> str | None:
+    """Why ``info`` must be kept (None: it may go)."""
+    if info.kind == "branch":
+        return "branch worktree (see superqe worktree)"
+    if force:
+        return None
+    if info.alive:
+        return f"owner pid {info.record.pid if info.record else '?'} is still running"
+    if info.record is None and info.age_s(now) < INCOMPLETE_GRACE_S:
+        return "may still be starting (no record yet)"
+    return None
+
+
+def clean_sessions(
+    sessions: Iterable[SessionInfo],
+    *,
+    force: bool = False,
+    older_than_s: float | None = None,
+    verify_after: bool = False,
+    now: float | None = None,
+) -> CleanReport:
+    """Discard each session that may go; then prune our worktree
+    registrations and dead locks of every repository touched."""
+    now = now or time.time()
+    report = CleanReport()
+    repos: dict[Path, Path | None] = {}
+    for info in sessions:
+        repos.setdefault(info.base, info.repo)
+        if older_than_s is not None and now - info.last_activity() < older_than_s:
+            report.skipped.append((info, "newer than --older-than"))
+            continue
+        why = removable(info, force=force, now=now)
+        if why:
+            report.skipped.append((info, why))
+            continue
+        fingerprint = saved_fingerprint(info) if verify_after else None
+        try:
+            discard(info)
+            report.removed.append(info)
+        except Exception as e:  # one broken session must not stop the rest
+            report.errors.append((info.id, str(e).splitlines()[0] if str(e) else type(e).__name__))
+            continue
+        if verify_after and fingerprint is not None:
+            ok, line = verify(info, fingerprint)
+            report.verifications.append((info.id, ok, line))
+    for base, repo in repos.items():
+        report.pruned += tidy_repo(base, repo, report)
+    return report
+
+
+def tidy_repo(base: Path, repo: Path | None, report: CleanReport | None = None) -> list[str]:
+    """Prune our stale registrations and dead locks for one repository."""
+    pruned: list[str] = []
+    if repo is None:
+        repo = _marker_repo(read_repo_marker(base))
+    if repo is not None and repo.exists():
+        try:
+            pruned = prune_worktrees(repo)
+        except (GitError, OSError) as e:
+            if report is not None:
+                report.errors.append((str(repo), str(e)))
+    try:
+        cleared = Coordinator.at(base, repo).clear_dead()
+        if report is not None:
+            report.locks_cleared += len(cleared)
+    except OSError:
+        pass
+    return pruned
+
+
+def mark_kept(info: SessionInfo) -> SessionRecord:
+    """Adopt an interrupted session: keep its sandbox for the user."""
+    from .records import write_record
+
+    if info.record is None:
+        raise WorkspaceError(f"session {info.id} has no record; it can only be cleaned")
+    if not info.sandbox.is_dir():
+        raise WorkspaceError(f"session {info.id} has no sandbox left to resume")
+    rec = info.record.model_copy(update={"state": "kept"})
+    write_record(info.record_path, rec)
+    info.record, info.state = rec, "kept"
+    return rec
+
+
+def utc_age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
