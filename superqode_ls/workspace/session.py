@@ -7,6 +7,7 @@ revert after a crash (``superqe revert``/``clean``) can still verify.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import json
 import os
 import shutil
@@ -271,8 +272,12 @@ class IsolatedSession:
         shutil.copyfile(sealed.index, self._track_index)
         if self._hash_sandbox() != state.full_tree:
             return False
-        stray = wt.git(["clean", "-ndx"] + [a for k in keep for a in ("-e", k)], self.sandbox).stdout
-        return not stray.strip()
+        # Untracked strays would have changed the tree above; ignored ones do not,
+        # so list those and allow only the caches config says to keep.
+        out = wt.git(["clean", "-ndX"], self.sandbox).stdout.decode("utf-8", "surrogateescape")
+        stray = [ln[len("Would remove "):].rstrip("/") for ln in out.splitlines() if ln]
+        return all(any(fnmatch.fnmatch(p, k.rstrip("/")) or fnmatch.fnmatch(p.split("/")[0], k.rstrip("/"))
+                       for k in keep) for p in stray)
 
     def _park(self) -> bool:
         root = ensure_dir(parked_dir(self.project))

@@ -97,7 +97,7 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, bas
     )
     refresh_sealed(sealed, repo)
     sealed.wt.mkdir(parents=True, exist_ok=True)
-    (sealed.wt / "commondir").write_text(str(common) + "\n")
+    (sealed.wt / "commondir").write_text("../common\n")  # relative: parking moves the dir
     (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
     (sealed.wt / "HEAD").write_text(base + "\n")
     (sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")

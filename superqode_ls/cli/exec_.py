@@ -1,0 +1,98 @@
+"""``superqe exec [PATH] [--keep] [--worktree|--snapshot] -- CMD [ARG...]``
+
+Runs any command in a fresh sandbox of PATH, saves what it changed as a patch
+artifact, reverts, verifies, and exits with the command's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from ..config import load_config
+from ..workspace.artifacts import Artifacts
+from ..workspace.errors import WorkspaceError
+from ..workspace.session import IsolatedSession, resolve_project
+from . import EXIT_FAILED, UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("exec", help="run a command in a sandbox of PATH",
+                       description="Run CMD in a fresh sandbox; save its changes as a patch; "
+                                   "revert and verify.")
+    p.add_argument("path", nargs="?", default=".", help="project (default: .)")
+    p.add_argument("--keep", action="store_true", help="keep the sandbox after the command")
+    iso = p.add_mutually_exclusive_group()
+    iso.add_argument("--worktree", dest="isolation", action="store_const", const="worktree")
+    iso.add_argument("--snapshot", dest="isolation", action="store_const", const="snapshot")
+    p.add_argument("--base-ref", help="sandbox at this commit, without the uncommitted state")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARG...]")
+    p.set_defaults(func=run_exec)
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _on_term(signum, frame):  # SIGTERM/SIGHUP: leave through the revert path
+    raise _Terminated()
+
+
+def run_exec(args: argparse.Namespace) -> int:
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("exec needs a command after --")
+    try:
+        project, _ = resolve_project(Path(args.path))
+    except WorkspaceError as e:
+        raise UsageError(str(e)) from None
+    config = load_config(project)
+    try:
+        session = IsolatedSession.create_sync(project, config=config, isolation=args.isolation,
+                                              base_ref=args.base_ref, kind="exec")
+    except WorkspaceError as e:
+        raise UsageError(str(e)) from None
+    old = {s: signal.signal(s, _on_term) for s in (signal.SIGTERM, signal.SIGHUP)}
+    status = EXIT_FAILED
+    patch_line = "patch: none (no changes)"
+    try:
+        print(f"session: {session.id}", file=sys.stderr)
+        print(f"sandbox: {session.sandbox}", file=sys.stderr)
+        try:
+            proc = subprocess.Popen(cmd, cwd=session.sandbox, env=session.env())
+        except OSError as e:
+            print(f"superqe: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
+            status = 127
+        else:
+            try:
+                status = proc.wait()
+            except (KeyboardInterrupt, _Terminated):
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                status = 130
+        changes = session.changes_sync()
+        if not changes.empty:
+            arts = Artifacts(project, session.id).prepare()
+            path = arts.write_patch("exec", changes.diff, files=[c.path for c in changes.changes])
+            patch_line = f"patch: {path} ({len(changes.changes)} file(s) changed)"
+        print(patch_line, file=sys.stderr)
+    finally:
+        verification = session.close_sync(keep=args.keep)
+        for s, h in old.items():
+            signal.signal(s, h)
+    if args.keep:
+        print(f"kept: {session.sandbox} (superqe revert {session.id} removes it)", file=sys.stderr)
+    print(verification.line, file=sys.stderr)
+    if not verification.verified:
+        return EXIT_FAILED
+    return status if status >= 0 else 128 - status
+
