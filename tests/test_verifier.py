@@ -1,0 +1,111 @@
+"""Verifier: patches applied in a sandbox folder, the role's real check re-run,
+the folder put back byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.config import Config
+from superqode_ls.models import Patch
+from superqode_ls.qe.roles.base import RoleContext
+from superqode_ls.qe.roles.lint import LintTester
+from superqode_ls.qe.verifier import Verifier, base_id, git_apply, patch_files
+from superqode_ls.workspace.artifacts import Artifacts
+from tests import qe_testroles
+from tests.conftest import run_git
+
+DIFF = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a = 'PLANTED'\n+a = 'fixed'\n"
+
+
+def ctx_for(root: Path) -> RoleContext:
+    import os
+
+    return RoleContext(
+        session_id="qe-20260101-000000-abcdef", project=root, sandbox=root, config=Config(),
+        mode="quick", env=dict(os.environ), artifacts=Artifacts(root, "qe-20260101-000000-abcdef"),
+    )
+
+
+def test_patch_files_and_base_id():
+    assert patch_files(DIFF) == ["m.py"]
+    assert patch_files("not a diff") == []
+    assert base_id("b105-0123456789ab-3") == "b105-0123456789ab"
+    assert base_id("syntax-error-0123456789ab") == "syntax-error-0123456789ab"
+
+
+def test_git_apply_plain_folder_inside_a_repository(make_repo, tmp_path):
+    # A folder whose parent is a repository must not be patched "through" it.
+    outer = make_repo({"README.md": "x\n"}, name="outer")
+    inner = outer / "plain"
+    inner.mkdir()
+    (inner / "m.py").write_text("a = 'PLANTED'\n")
+    ok, err = asyncio.run(git_apply(inner, DIFF))
+    assert ok, err
+    assert (inner / "m.py").read_text() == "a = 'fixed'\n"
+    ok, err = asyncio.run(git_apply(inner, DIFF, check_only=True))
+    assert not ok and "m.py" in err
+
+
+def test_git_apply_in_a_repository_subfolder(make_repo):
+    repo = make_repo({"sub/dir/m.py": "a = 'PLANTED'\n"})
+    ok, err = asyncio.run(git_apply(repo / "sub" / "dir", DIFF))
+    assert ok, err
+    assert (repo / "sub/dir/m.py").read_text() == "a = 'fixed'\n"
+    assert run_git(repo, "diff", "--cached", "--name-only") == ""  # index untouched
+
+
+def test_ruff_fix_is_verified_and_folder_restored(tmp_path):
+    src = "import os\nimport sys\n\nprint(sys.argv)\n"
+    (tmp_path / "m.py").write_text(src)
+    role = LintTester()
+    if role.unavailable():
+        pytest.skip(role.unavailable())
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        f401 = next(f for f in out.findings if f.rule_id == "F401")
+        patch = next(p for p in out.patches if f401.id in p.finding_ids)
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return await v.verify(patch)
+
+    result = asyncio.run(go())
+    assert result.verified, result.message
+    assert (tmp_path / "m.py").read_text() == src
+
+
+def test_fix_that_leaves_a_new_problem_is_rejected(tmp_path):
+    (tmp_path / "m.py").write_text("a = 'PLANTED'\n")
+    role = qe_testroles.ToyBadFix()
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return await v.verify(out.patches[0])
+
+    result = asyncio.run(go())
+    assert not result.verified and "new findings" in result.message
+    assert (tmp_path / "m.py").read_text() == "a = 'PLANTED'\n"
+
+
+def test_patch_that_does_not_apply_or_fixes_nothing(tmp_path):
+    (tmp_path / "m.py").write_text("a = 'something else'\n")
+    role = qe_testroles.ToyTester()
+    ctx = ctx_for(tmp_path)
+    v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                 findings_by_role={role.name: []})
+    stale = Patch(id="p", description="d", diff=DIFF, role=role.name, finding_ids=["toy1-0123456789ab"])
+    result = asyncio.run(v.verify(stale))
+    assert not result.verified and "does not apply" in result.message
+    (tmp_path / "m.py").write_text("a = 'PLANTED'\n")
+    result = asyncio.run(v.verify(stale))
+    assert not result.verified and "not reproduced" in result.message
+    assert (tmp_path / "m.py").read_text() == "a = 'PLANTED'\n"
+    orphan = stale.model_copy(update={"role": "nobody"})
+    assert "did not run" in asyncio.run(v.verify(orphan)).message
