@@ -7,8 +7,9 @@ import hashlib
 import json
 import os
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ...models import Finding
 

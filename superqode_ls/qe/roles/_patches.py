@@ -99,9 +99,7 @@ def patch_id(finding_id: str, diff: str) -> str:
     return f"fix-{finding_id}-{hashlib.sha256(diff.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
 
 
-def make_patch(
-    finding: Finding, rel: str, old: str, new: str, description: str
-) -> Patch | None:
+def make_patch(finding: Finding, rel: str, old: str, new: str, description: str) -> Patch | None:
     """A patch fixing ``finding`` (whose id must be set), or None if no change."""
     diff = unified_diff(rel, old, new)
     if not diff:

@@ -27,7 +27,7 @@ def _entries(excinfo):
     try:
         for entry in excinfo.traceback:
             out.append({"path": str(entry.path), "lineno": entry.lineno + 1, "name": entry.name})
-    except Exception:  # a broken traceback must not break the test run
+    except Exception:  # noqa: BLE001,S110 - a broken traceback must not break the run
         pass
     return out
 

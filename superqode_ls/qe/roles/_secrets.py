@@ -30,14 +30,18 @@ RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "secret-private-key",
         "Private key in source",
-        re.compile(r"-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|PGP|ENCRYPTED) )?PRIVATE KEY(?: BLOCK)?-----"),
+        re.compile(
+            r"-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|PGP|ENCRYPTED) )?PRIVATE KEY(?: BLOCK)?-----"
+        ),
         Severity.critical,
         0.95,
     ),
     SecretRule(
         "secret-aws-access-key-id",
         "AWS access key id",
-        re.compile(r"(?<![A-Z0-9])((?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])"),
+        re.compile(
+            r"(?<![A-Z0-9])((?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Z0-9])"
+        ),
         Severity.high,
         0.85,
         1,
@@ -45,9 +49,7 @@ RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "secret-aws-secret-key",
         "AWS secret access key",
-        re.compile(
-            r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"]([A-Za-z0-9/+=]{40})['\"]"
-        ),
+        re.compile(r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"]([A-Za-z0-9/+=]{40})['\"]"),
         Severity.critical,
         0.85,
         1,
@@ -55,7 +57,9 @@ RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "secret-github-token",
         "GitHub token",
-        re.compile(r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b"),
+        re.compile(
+            r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b"
+        ),
         Severity.critical,
         0.95,
         1,
@@ -71,7 +75,9 @@ RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "secret-slack-webhook",
         "Slack incoming webhook URL",
-        re.compile(r"(https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"),
+        re.compile(
+            r"(https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"
+        ),
         Severity.medium,
         0.9,
         1,
@@ -113,7 +119,9 @@ _PLACEHOLDER = re.compile(
     r"|none|null|true|false|redacted.*)$"
 )
 # Lines that opt out, in the spellings other scanners use too.
-_ALLOW = re.compile(r"(?i)(#\s*nosec|pragma:\s*allowlist[ -]secret|superqode:\s*ignore|gitleaks:allow)")
+_ALLOW = re.compile(
+    r"(?i)(#\s*nosec|pragma:\s*allowlist[ -]secret|superqode:\s*ignore|gitleaks:allow)"
+)
 
 
 def entropy(value: str) -> float:
@@ -155,7 +163,11 @@ def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
                 note = ""
                 if "EXAMPLE" in value.upper():
                     confidence, note = 0.3, " (looks like a documentation example)"
-                hits.append(_hit(rule, lineno, line, m.start(rule.group), m.end(rule.group), confidence, note))
+                hits.append(
+                    _hit(
+                        rule, lineno, line, m.start(rule.group), m.end(rule.group), confidence, note
+                    )
+                )
                 found_specific = True
         if found_specific:
             continue
@@ -170,8 +182,15 @@ def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
             if in_test:
                 confidence -= 0.2
             hits.append(
-                _hit(GENERIC, lineno, line, m.start(2), m.end(2), round(confidence, 2),
-                     f" (entropy {e:.1f} bits/char)")
+                _hit(
+                    GENERIC,
+                    lineno,
+                    line,
+                    m.start(2),
+                    m.end(2),
+                    round(confidence, 2),
+                    f" (entropy {e:.1f} bits/char)",
+                )
             )
     return hits
 

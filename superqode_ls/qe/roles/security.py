@@ -61,7 +61,9 @@ class SecurityTester(Role):
         text_files = [
             f
             for f in selected_files(root, files)
-            if f.endswith(_SECRET_SUFFIXES) or "." not in Path(f).name or Path(f).name.startswith(".env")
+            if f.endswith(_SECRET_SUFFIXES)
+            or "." not in Path(f).name
+            or Path(f).name.startswith(".env")
         ]
         if not py_files and not text_files:
             return RoleOutput(status="skipped", reason="no files to scan", tool="bandit")
@@ -75,7 +77,9 @@ class SecurityTester(Role):
             bandit_out = await self._bandit(ctx, bandit, None if files is None else py_files)
             if isinstance(bandit_out, str):
                 if bandit_out == "timeout":
-                    return RoleOutput(status="timeout", reason="bandit ran out of time", tool="bandit")
+                    return RoleOutput(
+                        status="timeout", reason="bandit ran out of time", tool="bandit"
+                    )
                 return RoleOutput(status="failed", reason=bandit_out, tool="bandit")
             findings.extend(self._bandit_findings(root, src, bandit_out))
         # Pure-Python scans: off the event loop, other roles run meanwhile.
@@ -149,7 +153,12 @@ class SecurityTester(Role):
                     confidence=_CONFIDENCE.get(r.get("issue_confidence", ""), 0.5),
                     category="security",
                     file=rel,
-                    range=Range(start_line=line, start_col=max(1, start_col), end_line=end_line, end_col=end_col),
+                    range=Range(
+                        start_line=line,
+                        start_col=max(1, start_col),
+                        end_line=end_line,
+                        end_col=end_col,
+                    ),
                     tags=tags,
                     help_uri=r.get("more_info"),
                     snippet=text,
@@ -190,7 +199,12 @@ class SecurityTester(Role):
                         confidence=hit.confidence,
                         category="secrets",
                         file=rel,
-                        range=Range(start_line=hit.line, start_col=hit.start_col, end_line=hit.line, end_col=hit.end_col),
+                        range=Range(
+                            start_line=hit.line,
+                            start_col=hit.start_col,
+                            end_line=hit.line,
+                            end_col=hit.end_col,
+                        ),
                         tags=["secrets", "CWE-798"],
                         snippet=hit.masked_line,  # never the secret itself
                     )
@@ -226,7 +240,9 @@ class SecurityTester(Role):
                         confidence=0.8,
                         category="security",
                         file=rel,
-                        range=Range(start_line=node.lineno, start_col=start, end_line=end_line, end_col=end),
+                        range=Range(
+                            start_line=node.lineno, start_col=start, end_line=end_line, end_col=end
+                        ),
                         tags=["patterns"],
                         snippet=line_text,
                     )
@@ -287,8 +303,10 @@ def _patterns(tree: ast.AST):
                     node,
                     "jwt-no-verify",
                     "JWT decoded without verifying its signature",
-                    "jwt.decode with signature verification turned off accepts forged tokens; "
-                    "verify the signature and pass the expected algorithms.",
+                    (
+                        "jwt.decode with signature verification turned off accepts forged tokens; "
+                        "verify the signature and pass the expected algorithms."
+                    ),
                     Severity.high,
                 )
         elif isinstance(node, ast.Assign):
@@ -303,8 +321,10 @@ def _patterns(tree: ast.AST):
                         node,
                         "tls-no-hostname-check",
                         "TLS hostname checking turned off",
-                        "check_hostname = False lets any certificate for any host through "
-                        "(man in the middle); keep it on.",
+                        (
+                            "check_hostname = False lets any certificate for any host through "
+                            "(man in the middle); keep it on."
+                        ),
                         Severity.high,
                     )
 
@@ -344,7 +364,11 @@ def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] 
         segment = line[start:end]
         replacement: str | None = None
         description = ""
-        if finding.rule_id in ("B506", "yaml-unsafe-load") and mod and name in ("load", "unsafe_load"):
+        if (
+            finding.rule_id in ("B506", "yaml-unsafe-load")
+            and mod
+            and name in ("load", "unsafe_load")
+        ):
             stream = _yaml_stream(line, node)
             if stream is not None:
                 replacement = f"{mod}.safe_load({stream})"

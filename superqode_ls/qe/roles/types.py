@@ -61,7 +61,9 @@ def find_targets(root: Path) -> list[str]:
     return [
         p.name
         for p in sorted(root.glob("*.py"))
-        if p.is_file() and p.name not in ("setup.py", "conftest.py") and not p.name.startswith("test_")
+        if p.is_file()
+        and p.name not in ("setup.py", "conftest.py")
+        and not p.name.startswith("test_")
     ]
 
 
@@ -150,7 +152,9 @@ class TypeTester(Role):
                         Evidence(message=str(r.get("message")), file=rel, line=line)
                     )
                 continue
-            code = r.get("code") or ("syntax" if "syntax" in str(r.get("message")).lower() else "misc")
+            code = r.get("code") or (
+                "syntax" if "syntax" in str(r.get("message")).lower() else "misc"
+            )
             message = str(r.get("message") or "")
             hint = r.get("hint")
             raw_col = r.get("column")
@@ -171,7 +175,9 @@ class TypeTester(Role):
                     range=Range(
                         start_line=line,
                         start_col=max(1, col),
-                        end_line=end_line if isinstance(end_line, int) and end_line >= line else None,
+                        end_line=end_line
+                        if isinstance(end_line, int) and end_line >= line
+                        else None,
                         end_col=int(end_col) + 1
                         if isinstance(end_col, int) and end_col >= 0
                         else None,

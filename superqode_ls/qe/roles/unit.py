@@ -28,7 +28,9 @@ from .base import Role, RoleContext, RoleOutput
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
 _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
-_FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.M)
+_FILE_LINE = re.compile(
+    r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.MULTILINE
+)
 
 _RULES = {
     "call": ("test-failure", "Test fails"),
@@ -55,7 +57,9 @@ class UnitTester(Role):
     async def run(self, ctx: RoleContext) -> RoleOutput:
         all_tests = find_test_files(ctx.sandbox)
         if not all_tests:
-            return RoleOutput(status="skipped", reason="no tests found (test_*.py / *_test.py)", tool="pytest")
+            return RoleOutput(
+                status="skipped", reason="no tests found (test_*.py / *_test.py)", tool="pytest"
+            )
         # Restricted to some files: run the test files among them; a source
         # file alone can be covered by any test, so then the whole suite runs.
         targets: list[str] = []
@@ -125,7 +129,9 @@ class UnitTester(Role):
             return RoleOutput(findings=findings, tool="pytest")
         if summary is None and res.returncode != 0 and "No module named pytest" in output:
             return RoleOutput(
-                status="skipped", reason="pytest is not installed for the configured interpreter", tool="pytest"
+                status="skipped",
+                reason="pytest is not installed for the configured interpreter",
+                tool="pytest",
             )
         return RoleOutput(
             status="failed",
@@ -157,7 +163,14 @@ class UnitTester(Role):
                 else:
                     file, line = test_file, int(r.get("test_line") or 1)
             message = _short_message(str(r.get("message") or ""))
-            evidence = [Evidence(message=message, file=file, line=line, snippet=src.line(file, line) if file else None)]
+            evidence = [
+                Evidence(
+                    message=message,
+                    file=file,
+                    line=line,
+                    snippet=src.line(file, line) if file else None,
+                )
+            ]
             user_frames = [f for f in frames if not is_test_path(f[0]) and f[0] != test_file]
             if user_frames:
                 ufile, uline, uname = user_frames[-1]

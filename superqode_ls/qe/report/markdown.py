@@ -1,0 +1,212 @@
+"""The QR as Markdown: what a person reads after a session."""
+
+from __future__ import annotations
+
+import re
+
+from ...models import Finding, Patch, QualityReport, Severity, summarize
+
+_ORDER = [Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info]
+_VERDICT_LINE = {
+    "pass": "PASS: nothing that needs attention.",
+    "conditional": "CONDITIONAL: no blocking finding, but some need a look.",
+    "fail": "FAIL: at least one finding at or above the failure threshold.",
+}
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _inline(text: str) -> str:
+    """``text`` as inline code, whatever backticks it contains."""
+    run = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _block(text: str, lang: str = "") -> list[str]:
+    run = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
+    fence = "`" * max(3, run + 1)
+    return [f"{fence}{lang}", text.rstrip("\n"), fence]
+
+
+def _where(f: Finding) -> str:
+    if not f.file:
+        return "(project)"
+    if f.range:
+        return f"{f.file}:{f.range.start_line}:{f.range.start_col}"
+    return f.file
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def _fix_line(f: Finding, patches: dict[str, Patch]) -> str | None:
+    if not f.fix_patch_id:
+        return None
+    p = patches.get(f.fix_patch_id)
+    verified = f.verified or (p is not None and p.verified)
+    status = "verified" if verified else "not verified"
+    desc = f": {p.description}" if p is not None else ""
+    how = f" ({p.verification})" if p is not None and p.verification else ""
+    return f"- **Fix** {_inline(f.fix_patch_id)} ({status}{how}){desc}"
+
+
+def _finding(n: int, f: Finding, patches: dict[str, Patch]) -> list[str]:
+    lines = [f"#### {n}. {f.title}", ""]
+    lines.append(
+        f"- **Where** {_inline(_where(f))} · rule {_inline(f.rule_id)} · {f.tool} "
+        f"({f.role}) · confidence {f.confidence:.2f} · {f.category}"
+    )
+    lines.append(f"- **Id** {_inline(f.id)}")
+    if f.help_uri:
+        lines.append(f"- **Rule docs** <{f.help_uri}>")
+    fix = _fix_line(f, patches)
+    if fix:
+        lines.append(fix)
+    lines.append("")
+    if f.message and f.message.strip() != f.title.strip():
+        lines += [line if line.strip() else "" for line in f.message.strip().splitlines()]
+        lines.append("")
+    if f.snippet:
+        lines += _block(f.snippet, "python" if (f.file or "").endswith(".py") else "")
+        lines.append("")
+    if f.evidence:
+        lines.append("Evidence:")
+        lines.append("")
+        for e in f.evidence:
+            loc = f"{e.file}:{e.line}" if e.file and e.line else (e.file or "")
+            head = f"- {_inline(loc)}: " if loc else "- "
+            msg = e.message.strip().splitlines()
+            lines.append(head + (msg[0] if msg else ""))
+            lines += [f"  {m}" for m in msg[1:]]
+            if e.snippet and e.snippet.strip() != (f.snippet or "").strip():
+                lines.append(f"  {_inline(e.snippet.strip())}")
+        lines.append("")
+    return lines
+
+
+def render_markdown(report: QualityReport) -> str:
+    summary = report.summary or summarize(report.findings)
+    patches = {p.id: p for p in report.patches}
+    out = [f"# SuperQode quality report: {report.verdict.upper()}", ""]
+    out.append(f"**{_VERDICT_LINE.get(report.verdict, report.verdict)}**")
+    out.append("")
+    if report.stale:
+        out += [
+            (
+                "> **Stale:** the project changed while the session ran. Findings describe "
+                "the code as it was when the session started; run again for current results."
+            ),
+            "",
+        ]
+    if report.cancelled:
+        out += ["> **Cancelled:** the session was stopped before all roles finished.", ""]
+    if report.timed_out:
+        out += ["> **Timed out:** the session's time budget ran out; results are partial.", ""]
+    out += [
+        "| Session | Project | Mode | Isolation | Base commit | Started | Duration |",
+        "|---|---|---|---|---|---|---|",
+        "| "
+        + " | ".join(
+            _cell(x)
+            for x in (
+                report.session_id,
+                report.project,
+                report.mode,
+                report.isolation,
+                (report.base_commit or "-")[:12],
+                report.started_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                _duration(report.duration_s),
+            )
+        )
+        + " |",
+        "",
+        "## Summary",
+        "",
+        "| Severity | Findings |",
+        "|---|---:|",
+    ]
+    for sev in _ORDER:
+        out.append(f"| {sev.value} | {summary.get(sev.value, 0)} |")
+    out.append(f"| **total** | **{len(report.findings)}** |")
+    out.append("")
+    verified = sum(1 for p in report.patches if p.verified)
+    extras = [f"{len(report.patches)} suggested fix(es), {verified} verified"]
+    if report.suppressed:
+        extras.append(f"{report.suppressed} suppressed as noise")
+    if report.baseline_filtered:
+        extras.append(f"{report.baseline_filtered} already in the baseline")
+    out += ["; ".join(extras) + ".", ""]
+
+    out += ["## Findings", ""]
+    if not report.findings:
+        out += ["No findings.", ""]
+    n = 0
+    for sev in _ORDER:
+        group = [f for f in report.findings if f.severity == sev]
+        if not group:
+            continue
+        out += [f"### {sev.value.capitalize()} ({len(group)})", ""]
+        group.sort(key=lambda f: (f.file or "", f.range.start_line if f.range else 0, f.rule_id))
+        for f in group:
+            n += 1
+            out += _finding(n, f, patches)
+
+    out += [
+        "## Roles",
+        "",
+        "| Role | Status | Tool | Findings | Fixes | Time | Note |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for r in report.roles:
+        out.append(
+            "| "
+            + " | ".join(
+                _cell(x)
+                for x in (
+                    r.role,
+                    r.status,
+                    r.tool or "-",
+                    r.findings,
+                    r.patches,
+                    _duration(r.duration_s),
+                    r.reason or "",
+                )
+            )
+            + " |"
+        )
+    if not report.roles:
+        out.append("| (none) | | | | | | |")
+    out.append("")
+
+    out += ["## Verification", ""]
+    if report.verification is None:
+        out.append("The project tree was not verified in this session.")
+    else:
+        out.append(report.verification.line)
+    out.append("")
+    if report.usage and report.usage.requests:
+        u = report.usage
+        out += [
+            "## Model usage",
+            "",
+            (
+                f"{u.requests} request(s), {u.prompt_tokens} prompt + {u.completion_tokens} "
+                f"completion tokens, ${u.cost_usd:.4f}."
+            ),
+            "",
+        ]
+    if report.artifacts:
+        out += ["## Artifacts", ""]
+        for name, path in sorted(report.artifacts.items()):
+            out.append(f"- {name}: {_inline(path)}")
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
