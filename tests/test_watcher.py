@@ -15,7 +15,7 @@ from superqode_ls.workspace.watcher import ChangeBatch, FileEvent, Watcher, _coa
 WAIT = 10  # generous upper bound for an event to arrive; never a timing assertion
 
 
-def _collect(q: "queue.Queue[ChangeBatch]", want, limit=WAIT):
+def _collect(q: queue.Queue[ChangeBatch], want, limit=WAIT):
     """Merge batches until ``want(events)`` holds; return all events seen."""
     seen: list = []
     deadline = limit

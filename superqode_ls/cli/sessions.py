@@ -238,7 +238,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
 # -- clean ------------------------------------------------------------------
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from ..workspace.reaper import _remove_repo_dir, repo_gone, ReapReport
+    from ..workspace.reaper import ReapReport, _remove_repo_dir, repo_gone
 
     sessions = recovery.scan()
     report = recovery.clean_sessions(sessions, force=args.force, older_than_s=args.older_than)

@@ -26,9 +26,10 @@ import json
 import os
 import socket
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import psutil
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -123,7 +124,7 @@ class Coordinator:
         self._mutex_file = self.dir / ".mutex"
 
     @classmethod
-    def at(cls, base: Path, repo: Path | None = None) -> "Coordinator":
+    def at(cls, base: Path, repo: Path | None = None) -> Coordinator:
         """The coordinator of ``working/<repo-key>/`` itself, for cleaning up
         after a repository that was moved or deleted."""
         self = cls.__new__(cls)

@@ -25,10 +25,11 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .coordinator import Coordinator
 from .errors import WorkspaceError
@@ -182,8 +183,7 @@ def _session_ids(qe: Path) -> set[str]:
         if candidate.startswith(".") and candidate.endswith(".d"):
             candidate = candidate[1:-2]
         for suffix in (".json", ".heartbeat"):
-            if candidate.endswith(suffix):
-                candidate = candidate[: -len(suffix)]
+            candidate = candidate.removesuffix(suffix)
         if SESSION_ID_RE.match(candidate):
             ids.add(candidate)
     return ids

@@ -23,15 +23,15 @@ import logging
 import os
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Callable, Iterable, Literal
+from typing import Literal
 
 import pathspec
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
-    DirModifiedEvent,
     DirMovedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -103,7 +103,7 @@ def _coalesce(old: FileEvent | None, new: FileEvent) -> FileEvent | None:
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: "Watcher"):
+    def __init__(self, watcher: Watcher):
         self.watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:
@@ -153,7 +153,7 @@ class Watcher:
         self._flusher: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------
-    def start(self) -> "Watcher":
+    def start(self) -> Watcher:
         if self._observer is not None:
             return self
         self._stopping = False
@@ -180,7 +180,7 @@ class Watcher:
             self._flusher.join(5)
             self._flusher = None
 
-    def __enter__(self) -> "Watcher":
+    def __enter__(self) -> Watcher:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
