@@ -18,12 +18,11 @@ treated as the worst case.
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
-import shlex
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+
+if False:  # typing only; the shim must not pay for importing typing
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
 
 # Marks a word (or part of one) whose value is only known at run time:
 # command substitutions, unknown variables, xargs input.
@@ -32,12 +31,32 @@ DYN = "\x00"
 CONFIG_HINT = "add a pattern to qe.git_guard.allow in superqode.yaml if this is intended"
 
 
-@dataclass(frozen=True)
 class GuardVerdict:
-    allowed: bool
-    reason: str
-    suggestion: str
-    command: str
+    """The guard's answer for one git invocation (a plain class: dataclasses
+    would cost the shim an import on every git call)."""
+
+    __slots__ = ("allowed", "command", "reason", "suggestion")
+
+    def __init__(self, allowed: bool, reason: str, suggestion: str, command: str):
+        self.allowed = allowed
+        self.reason = reason
+        self.suggestion = suggestion
+        self.command = command
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GuardVerdict) and self._t() == other._t()
+
+    def __hash__(self) -> int:
+        return hash(self._t())
+
+    def _t(self) -> tuple:
+        return (self.allowed, self.reason, self.suggestion, self.command)
+
+    def __repr__(self) -> str:
+        return (
+            f"GuardVerdict(allowed={self.allowed!r}, reason={self.reason!r}, "
+            f"suggestion={self.suggestion!r}, command={self.command!r})"
+        )
 
     @property
     def blocked(self) -> bool:
@@ -54,93 +73,199 @@ class GuardVerdict:
 
 
 _READ_ONLY = frozenset(
-    """status diff log show blame annotate grep ls-files ls-tree rev-parse rev-list
-    cat-file describe shortlog show-ref for-each-ref name-rev merge-base diff-tree
-    diff-files diff-index version help whatchanged cherry range-diff var check-ignore
-    check-attr check-ref-format check-mailmap count-objects verify-commit verify-tag
-    verify-pack show-branch ls-remote archive format-patch difftool get-tar-commit-id
-    column stripspace interpret-trailers patch-id request-pull fast-export merge-tree
-    merge-file show-index unpack-file mailinfo mailsplit shell-quote""".split()
+    [
+        "status",
+        "diff",
+        "log",
+        "show",
+        "blame",
+        "annotate",
+        "grep",
+        "ls-files",
+        "ls-tree",
+        "rev-parse",
+        "rev-list",
+        "cat-file",
+        "describe",
+        "shortlog",
+        "show-ref",
+        "for-each-ref",
+        "name-rev",
+        "merge-base",
+        "diff-tree",
+        "diff-files",
+        "diff-index",
+        "version",
+        "help",
+        "whatchanged",
+        "cherry",
+        "range-diff",
+        "var",
+        "check-ignore",
+        "check-attr",
+        "check-ref-format",
+        "check-mailmap",
+        "count-objects",
+        "verify-commit",
+        "verify-tag",
+        "verify-pack",
+        "show-branch",
+        "ls-remote",
+        "archive",
+        "format-patch",
+        "difftool",
+        "get-tar-commit-id",
+        "column",
+        "stripspace",
+        "interpret-trailers",
+        "patch-id",
+        "request-pull",
+        "fast-export",
+        "merge-tree",
+        "merge-file",
+        "show-index",
+        "unpack-file",
+        "mailinfo",
+        "mailsplit",
+        "shell-quote",
+    ]
 )
 
 # subcommand -> (reason, suggestion) when blocked outright.
 _R = {
-    "commit": ("Commits would permanently alter repository history",
-               "leave changes uncommitted; SuperQode collects sandbox changes as patches"),
-    "push": ("Pushing would publish commits to another repository",
-             "propose changes as patches; push from your own checkout"),
-    "pull": ("Pulling fetches and merges, rewriting refs and the working tree",
-             "use `git log`/`git diff` against refs that already exist"),
-    "fetch": ("Fetching updates remote-tracking refs and contacts remotes",
-              "work with the refs already in the repository"),
-    "clone": ("Cloning creates a new repository and contacts remotes",
-              "read files from the sandbox instead"),
-    "init": ("Initialising would create or reinitialise a repository",
-             "work in the sandbox's existing repository"),
-    "reset": ("Reset moves HEAD and rewrites the index, and can discard work",
-              "inspect with `git diff` / `git log`; SuperQode restores sandboxes itself"),
-    "checkout": ("Checkout moves HEAD and overwrites working files",
-                 "read another version with `git show REV:PATH`"),
-    "switch": ("Switching branches moves HEAD and overwrites working files",
-               "read another version with `git show REV:PATH`"),
-    "restore": ("Restore overwrites working files or the index",
-                "read the committed version with `git show HEAD:PATH`"),
-    "add": ("Staging changes modifies the index",
-            "leave changes unstaged; SuperQode records working-tree changes itself"),
-    "rm": ("git rm deletes files and modifies the index",
-           "delete files directly if needed; the index stays as it is"),
-    "mv": ("git mv renames files in the index",
-           "move files directly if needed; the index stays as it is"),
-    "stash": ("Stash rewrites the working tree and the stash ref",
-              "inspect with `git stash list` / `git stash show`"),
-    "merge": ("Merging creates commits and moves refs",
-              "preview with `git merge-tree` or `git diff A...B`"),
-    "rebase": ("Rebasing rewrites repository history",
-               "inspect with `git log` / `git range-diff`"),
-    "cherry-pick": ("Cherry-picking creates commits",
-                    "apply a diff to the working tree with `git diff A B | git apply`"),
-    "revert": ("Reverting creates commits",
-               "show the inverse change with `git diff B A`"),
-    "am": ("git am creates commits from patches",
-           "apply the patch to the working tree with `git apply`"),
-    "gc": ("Garbage collection can permanently delete unreachable objects",
-           "use `git count-objects -v` to inspect the object store"),
-    "prune": ("Pruning permanently deletes unreachable objects",
-              "use `git fsck --unreachable` to inspect"),
+    "commit": (
+        "Commits would permanently alter repository history",
+        "leave changes uncommitted; SuperQode collects sandbox changes as patches",
+    ),
+    "push": (
+        "Pushing would publish commits to another repository",
+        "propose changes as patches; push from your own checkout",
+    ),
+    "pull": (
+        "Pulling fetches and merges, rewriting refs and the working tree",
+        "use `git log`/`git diff` against refs that already exist",
+    ),
+    "fetch": (
+        "Fetching updates remote-tracking refs and contacts remotes",
+        "work with the refs already in the repository",
+    ),
+    "clone": (
+        "Cloning creates a new repository and contacts remotes",
+        "read files from the sandbox instead",
+    ),
+    "init": (
+        "Initialising would create or reinitialise a repository",
+        "work in the sandbox's existing repository",
+    ),
+    "reset": (
+        "Reset moves HEAD and rewrites the index, and can discard work",
+        "inspect with `git diff` / `git log`; SuperQode restores sandboxes itself",
+    ),
+    "checkout": (
+        "Checkout moves HEAD and overwrites working files",
+        "read another version with `git show REV:PATH`",
+    ),
+    "switch": (
+        "Switching branches moves HEAD and overwrites working files",
+        "read another version with `git show REV:PATH`",
+    ),
+    "restore": (
+        "Restore overwrites working files or the index",
+        "read the committed version with `git show HEAD:PATH`",
+    ),
+    "add": (
+        "Staging changes modifies the index",
+        "leave changes unstaged; SuperQode records working-tree changes itself",
+    ),
+    "rm": (
+        "git rm deletes files and modifies the index",
+        "delete files directly if needed; the index stays as it is",
+    ),
+    "mv": (
+        "git mv renames files in the index",
+        "move files directly if needed; the index stays as it is",
+    ),
+    "stash": (
+        "Stash rewrites the working tree and the stash ref",
+        "inspect with `git stash list` / `git stash show`",
+    ),
+    "merge": (
+        "Merging creates commits and moves refs",
+        "preview with `git merge-tree` or `git diff A...B`",
+    ),
+    "rebase": ("Rebasing rewrites repository history", "inspect with `git log` / `git range-diff`"),
+    "cherry-pick": (
+        "Cherry-picking creates commits",
+        "apply a diff to the working tree with `git diff A B | git apply`",
+    ),
+    "revert": ("Reverting creates commits", "show the inverse change with `git diff B A`"),
+    "am": (
+        "git am creates commits from patches",
+        "apply the patch to the working tree with `git apply`",
+    ),
+    "gc": (
+        "Garbage collection can permanently delete unreachable objects",
+        "use `git count-objects -v` to inspect the object store",
+    ),
+    "prune": (
+        "Pruning permanently deletes unreachable objects",
+        "use `git fsck --unreachable` to inspect",
+    ),
     "prune-packed": ("Pruning rewrites the object store", "nothing to do inside a sandbox"),
     "repack": ("Repacking rewrites the object store", "nothing to do inside a sandbox"),
     "pack-refs": ("Packing refs rewrites the ref store", "read refs with `git show-ref`"),
-    "maintenance": ("Maintenance rewrites the object store and config",
-                    "nothing to do inside a sandbox"),
-    "commit-graph": ("Writing the commit graph changes repository files",
-                     "nothing to do inside a sandbox"),
-    "multi-pack-index": ("Writing the multi-pack index changes repository files",
-                         "nothing to do inside a sandbox"),
-    "update-ref": ("Direct ref updates rewrite repository state",
-                   "read refs with `git show-ref` / `git rev-parse`"),
-    "update-index": ("Updating the index modifies repository state",
-                     "read the index with `git ls-files -s`"),
+    "maintenance": (
+        "Maintenance rewrites the object store and config",
+        "nothing to do inside a sandbox",
+    ),
+    "commit-graph": (
+        "Writing the commit graph changes repository files",
+        "nothing to do inside a sandbox",
+    ),
+    "multi-pack-index": (
+        "Writing the multi-pack index changes repository files",
+        "nothing to do inside a sandbox",
+    ),
+    "update-ref": (
+        "Direct ref updates rewrite repository state",
+        "read refs with `git show-ref` / `git rev-parse`",
+    ),
+    "update-index": (
+        "Updating the index modifies repository state",
+        "read the index with `git ls-files -s`",
+    ),
     "read-tree": ("read-tree rewrites the index", "read trees with `git ls-tree`"),
-    "checkout-index": ("checkout-index overwrites working files",
-                       "read files with `git show :PATH`"),
-    "write-tree": ("write-tree writes objects into the repository",
-                   "read the index with `git ls-files -s`"),
+    "checkout-index": (
+        "checkout-index overwrites working files",
+        "read files with `git show :PATH`",
+    ),
+    "write-tree": (
+        "write-tree writes objects into the repository",
+        "read the index with `git ls-files -s`",
+    ),
     "commit-tree": ("commit-tree creates commits", "leave changes uncommitted"),
     "mktree": ("mktree writes objects into the repository", "read trees with `git ls-tree`"),
     "mktag": ("mktag writes objects into the repository", "read tags with `git tag -l`"),
-    "unpack-objects": ("Unpacking writes objects into the repository",
-                       "nothing to do inside a sandbox"),
+    "unpack-objects": (
+        "Unpacking writes objects into the repository",
+        "nothing to do inside a sandbox",
+    ),
     "index-pack": ("index-pack writes into the object store", "use `git verify-pack`"),
     "fast-import": ("fast-import writes objects and refs", "nothing to do inside a sandbox"),
-    "filter-branch": ("filter-branch rewrites repository history",
-                      "inspect history with `git log`"),
-    "filter-repo": ("filter-repo rewrites repository history",
-                    "inspect history with `git log`"),
+    "filter-branch": (
+        "filter-branch rewrites repository history",
+        "inspect history with `git log`",
+    ),
+    "filter-repo": ("filter-repo rewrites repository history", "inspect history with `git log`"),
     "replay": ("replay rewrites history onto new bases", "inspect with `git log`"),
-    "update-server-info": ("update-server-info writes repository files",
-                           "nothing to do inside a sandbox"),
-    "mergetool": ("mergetool writes merge results into the working tree and index",
-                  "inspect conflicts with `git diff`"),
+    "update-server-info": (
+        "update-server-info writes repository files",
+        "nothing to do inside a sandbox",
+    ),
+    "mergetool": (
+        "mergetool writes merge results into the working tree and index",
+        "inspect conflicts with `git diff`",
+    ),
     "citool": ("citool creates commits", "leave changes uncommitted"),
     "gui": ("git gui can commit and change refs", "use `git status` / `git diff`"),
     "send-email": ("send-email sends mail", "write patches with `git format-patch`"),
@@ -165,51 +290,105 @@ _R = {
     "cvsexportcommit": ("cvsexportcommit writes to another repository", "nothing to do here"),
     "archimport": ("archimport writes commits", "nothing to do here"),
     "quiltimport": ("quiltimport writes commits", "apply patches with `git apply`"),
-    "submodule--helper": ("Internal submodule plumbing changes repository state",
-                          "use `git submodule status`"),
+    "submodule--helper": (
+        "Internal submodule plumbing changes repository state",
+        "use `git submodule status`",
+    ),
     "scalar": ("scalar re-configures the repository", "nothing to do here"),
 }
 
 _REDIRECT_ENV = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_EXEC_PATH",
-    "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_EXEC_PATH",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
 # Setting these would replace the guard's own per-process git configuration.
 _CONFIG_ENV = ("GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_CONFIG_SYSTEM")
 # Environment variables whose value git runs as a shell command.
 _COMMAND_ENV = (
-    "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER", "GIT_SSH_COMMAND", "GIT_SSH",
-    "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_PAGER",
+    "PAGER",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PROXY_COMMAND",
+    "EDITOR",
+    "VISUAL",
 )
 INTERNAL_ENV = "SUPERQODE_INTERNAL_GIT"
 
 # Config keys whose value git runs as a shell command (lower-case glob patterns).
 _COMMAND_KEYS = (
-    "core.pager", "pager.*", "core.editor", "sequence.editor", "core.sshcommand",
-    "core.gitproxy", "core.askpass", "diff.external", "diff.*.command", "diff.*.textconv",
-    "difftool.*.cmd", "mergetool.*.cmd", "merge.*.driver", "filter.*.clean",
-    "filter.*.smudge", "filter.*.process", "credential.helper", "credential.*.helper",
-    "gpg.program", "gpg.*.program", "uploadpack.packobjectshook",
-    "core.alternaterefscommand", "sendemail.*", "web.browser", "browser.*.cmd",
-    "browser.*.path", "man.*.cmd", "man.*.path", "remote.*.receivepack",
-    "remote.*.uploadpack", "remote.*.vcs", "ssh.variant", "instaweb.*", "gui.*",
-    "guitool.*.cmd", "sequence.*",
+    "core.pager",
+    "pager.*",
+    "core.editor",
+    "sequence.editor",
+    "core.sshcommand",
+    "core.gitproxy",
+    "core.askpass",
+    "diff.external",
+    "diff.*.command",
+    "diff.*.textconv",
+    "difftool.*.cmd",
+    "mergetool.*.cmd",
+    "merge.*.driver",
+    "filter.*.clean",
+    "filter.*.smudge",
+    "filter.*.process",
+    "credential.helper",
+    "credential.*.helper",
+    "gpg.program",
+    "gpg.*.program",
+    "uploadpack.packobjectshook",
+    "core.alternaterefscommand",
+    "sendemail.*",
+    "web.browser",
+    "browser.*.cmd",
+    "browser.*.path",
+    "man.*.cmd",
+    "man.*.path",
+    "remote.*.receivepack",
+    "remote.*.uploadpack",
+    "remote.*.vcs",
+    "ssh.variant",
+    "instaweb.*",
+    "gui.*",
+    "guitool.*.cmd",
+    "sequence.*",
 )
 # Config keys that redirect git to other state or disable the guard.
 _REDIRECT_KEYS = {
-    "core.hookspath": ("Overriding core.hooksPath would switch off the guard's git hooks",
-                       "run the command without the -c core.hooksPath override"),
-    "core.worktree": ("Overriding core.worktree points git at another working tree",
-                      "run git from inside the sandbox"),
-    "core.bare": ("Overriding core.bare changes where git looks for the repository",
-                  "run git from inside the sandbox"),
-    "include.path": ("Including another config file could switch off the guard",
-                     "pass settings with -c KEY=VALUE"),
-    "core.fsmonitor": ("core.fsmonitor runs an arbitrary program",
-                       "leave core.fsmonitor unset"),
-    "core.sharedrepository": ("Changing core.sharedRepository rewrites file modes",
-                              "leave it unset"),
+    "core.hookspath": (
+        "Overriding core.hooksPath would switch off the guard's git hooks",
+        "run the command without the -c core.hooksPath override",
+    ),
+    "core.worktree": (
+        "Overriding core.worktree points git at another working tree",
+        "run git from inside the sandbox",
+    ),
+    "core.bare": (
+        "Overriding core.bare changes where git looks for the repository",
+        "run git from inside the sandbox",
+    ),
+    "include.path": (
+        "Including another config file could switch off the guard",
+        "pass settings with -c KEY=VALUE",
+    ),
+    "core.fsmonitor": ("core.fsmonitor runs an arbitrary program", "leave core.fsmonitor unset"),
+    "core.sharedrepository": (
+        "Changing core.sharedRepository rewrites file modes",
+        "leave it unset",
+    ),
 }
 _REDIRECT_KEY_GLOBS = (
     ("includeif.*", "Conditional includes could switch off the guard"),
@@ -217,18 +396,60 @@ _REDIRECT_KEY_GLOBS = (
     ("extensions.*", "Repository extensions change how git reads the repository"),
 )
 
-_GLOBAL_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace",
-                      "--super-prefix", "--config-env", "--attr-source", "--list-cmds"}
+_GLOBAL_WITH_VALUE = {
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--super-prefix",
+    "--config-env",
+    "--attr-source",
+    "--list-cmds",
+}
 _GLOBAL_FLAGS = {
-    "-p", "--paginate", "-P", "--no-pager", "--no-replace-objects", "--no-lazy-fetch",
-    "--no-optional-locks", "--no-advice", "--literal-pathspecs", "--glob-pathspecs",
-    "--noglob-pathspecs", "--icase-pathspecs", "--html-path", "--man-path", "--info-path",
-    "--version", "-v", "--help", "-h",
+    "-p",
+    "--paginate",
+    "-P",
+    "--no-pager",
+    "--no-replace-objects",
+    "--no-lazy-fetch",
+    "--no-optional-locks",
+    "--no-advice",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--html-path",
+    "--man-path",
+    "--info-path",
+    "--version",
+    "-v",
+    "--help",
+    "-h",
 }
 
 
+_SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
+
+
 def _quote(argv: Sequence[str]) -> str:
-    return shlex.join([a.replace(DYN, "$(...)") for a in argv])
+    out = []
+    for a in argv:
+        a = a.replace(DYN, "$(...)")
+        if a and all(c in _SAFE_CHARS for c in a):
+            out.append(a)
+        else:
+            out.append("'" + a.replace("'", "'\"'\"'") + "'")
+    return " ".join(out)
+
+
+def _glob(text: str, pattern: str) -> bool:
+    """fnmatch for the guard's own key tables (no re import on the hot path)."""
+    if "*" not in pattern:
+        return text == pattern
+    pre, suf = pattern.split("*", 1)
+    return len(text) >= len(pre) + len(suf) and text.startswith(pre) and text.endswith(suf)
 
 
 # --------------------------------------------------------------------------
@@ -239,12 +460,16 @@ def _cfg_lists(cfg: Any) -> tuple[bool, list[list[str]], list[list[str]]]:
     if cfg is None:
         return True, [], []
     enabled = bool(getattr(cfg, "enabled", True))
-    return enabled, _patterns(getattr(cfg, "allow", ()) or ()), _patterns(
-        getattr(cfg, "block", ()) or ()
+    return (
+        enabled,
+        _patterns(getattr(cfg, "allow", ()) or ()),
+        _patterns(getattr(cfg, "block", ()) or ()),
     )
 
 
 def _patterns(items: Iterable[str]) -> list[list[str]]:
+    import shlex
+
     out = []
     for item in items:
         try:
@@ -261,6 +486,8 @@ def _patterns(items: Iterable[str]) -> list[list[str]]:
 def _matches(pattern: list[str], sub: str, args: Sequence[str]) -> str | None:
     """``pattern`` = [SUBCOMMAND, WORD...]: the subcommand must match and every
     further word must match some argument (fnmatch, any order)."""
+    import fnmatch
+
     if not fnmatch.fnmatchcase(sub, pattern[0]):
         return None
     for word in pattern[1:]:
@@ -278,12 +505,15 @@ def check_git_argv(
     cfg: Any = None,
     *,
     env: Mapping[str, str] | None = None,
+    config: Sequence[tuple[str, str | None]] = (),
     resolve_alias: Any = None,
 ) -> GuardVerdict:
     """Judge one git invocation. ``argv`` may start with the ``git`` word or not.
 
     ``env``: the environment git will see (assignments in front of the command,
-    or the real environment in the shim). ``resolve_alias(name) -> str | None``
+    or the real environment in the shim). ``config``: (key, value) settings
+    given outside argv (GIT_CONFIG_COUNT entries), judged like ``-c``.
+    ``resolve_alias(name) -> str | None``
     looks up aliases from git's configuration for unknown subcommands (the shim
     passes one; without it an unknown subcommand is blocked).
     """
@@ -297,7 +527,9 @@ def check_git_argv(
     enabled, allow, block = _cfg_lists(cfg)
     if not enabled:
         return GuardVerdict(True, "the git guard is disabled (qe.git_guard.enabled)", "", display)
-    return _Judge(display, allow, block, env or {}, resolve_alias).run(argv)
+    judge = _Judge(display, allow, block, env or {}, resolve_alias)
+    judge.config.extend(config)
+    return judge.run(argv)
 
 
 class _Judge:
@@ -329,7 +561,8 @@ class _Judge:
                 )
             if a.startswith("--exec-path="):
                 return self.verdict(
-                    False, "--exec-path=DIR makes git run programs from another directory",
+                    False,
+                    "--exec-path=DIR makes git run programs from another directory",
                     "run git without --exec-path",
                 )
             if a == "-c":
@@ -343,7 +576,9 @@ class _Judge:
                 i += 1
                 continue
             if a == "--config-env" or a.startswith("--config-env="):
-                spec = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+                spec = (
+                    a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+                )
                 key = spec.split("=", 1)[0]
                 envvar = spec.split("=", 1)[1] if "=" in spec else ""
                 self.config.append((key, self.env.get(envvar, DYN)))
@@ -376,18 +611,21 @@ class _Judge:
         for name in _REDIRECT_ENV:
             if name in self.env:
                 return self.verdict(
-                    False, f"{name} points git at another repository, bypassing the sandbox",
+                    False,
+                    f"{name} points git at another repository, bypassing the sandbox",
                     f"run git without {name}",
                 )
         for name in self.env:
             if name in _CONFIG_ENV or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")):
                 return self.verdict(
-                    False, f"{name} would replace the guard's git configuration",
+                    False,
+                    f"{name} would replace the guard's git configuration",
                     "pass settings with -c KEY=VALUE instead",
                 )
             if name == INTERNAL_ENV:
                 return self.verdict(
-                    False, f"{INTERNAL_ENV} is reserved for SuperQode's own git calls",
+                    False,
+                    f"{INTERNAL_ENV} is reserved for SuperQode's own git calls",
                     "run git without it",
                 )
         for name in _COMMAND_ENV:
@@ -407,23 +645,32 @@ class _Judge:
             k = key.lower()
             if DYN in k:
                 return self.verdict(
-                    False, "a -c override whose key is computed at run time",
+                    False,
+                    "a -c override whose key is computed at run time",
                     "spell the key out",
                 )
             if k in _REDIRECT_KEYS:
-                if k == "core.fsmonitor" and (value or "").lower() in ("false", "0", "no", "off", ""):
+                if k == "core.fsmonitor" and (value or "").lower() in (
+                    "false",
+                    "0",
+                    "no",
+                    "off",
+                    "",
+                ):
                     continue
                 reason, suggestion = _REDIRECT_KEYS[k]
                 return self.verdict(False, reason, suggestion)
             for glob, reason in _REDIRECT_KEY_GLOBS:
-                if fnmatch.fnmatchcase(k, glob):
+                if _glob(k, glob):
                     return self.verdict(False, reason, f"run git without -c {key}")
-            if any(fnmatch.fnmatchcase(k, g) for g in _COMMAND_KEYS):
-                if value is None or DYN in value or _command_is_blocked(value):
-                    return self.verdict(
-                        False, f"-c {key} runs a command that the guard blocks",
-                        f"run git without -c {key}",
-                    )
+            if any(_glob(k, g) for g in _COMMAND_KEYS) and (
+                value is None or DYN in value or _command_is_blocked(value)
+            ):
+                return self.verdict(
+                    False,
+                    f"-c {key} runs a command that the guard blocks",
+                    f"run git without -c {key}",
+                )
         return None
 
     def _alias(self, name: str) -> str | None:
@@ -439,14 +686,18 @@ class _Judge:
     def _subcommand(self, sub: str, args: list[str], depth: int) -> GuardVerdict:
         if DYN in sub:
             return self.verdict(
-                False, "the git command is computed at run time, so it cannot be checked",
+                False,
+                "the git command is computed at run time, so it cannot be checked",
                 "spell the git command out",
             )
         for pattern in self.block:
             hit = _matches(pattern, sub, args)
             if hit:
-                return self.verdict(False, f"blocked by qe.git_guard.block: {hit}",
-                                    "remove the pattern from qe.git_guard.block to allow it")
+                return self.verdict(
+                    False,
+                    f"blocked by qe.git_guard.block: {hit}",
+                    "remove the pattern from qe.git_guard.block to allow it",
+                )
         for pattern in self.allow:
             hit = _matches(pattern, sub, args)
             if hit:
@@ -469,9 +720,12 @@ class _Judge:
                 return self.verdict(False, "alias expansion loops", "define the alias directly")
             if expansion.startswith("!"):
                 return self.verdict(
-                    False, f"alias {sub!r} runs a shell command (`{expansion[1:]}`)",
+                    False,
+                    f"alias {sub!r} runs a shell command (`{expansion[1:]}`)",
                     "run the underlying command directly",
                 )
+            import shlex
+
             try:
                 words = shlex.split(expansion)
             except ValueError:
@@ -484,7 +738,8 @@ class _Judge:
             v = inner._run_alias(words + args, depth + 1)
             return v
         return self.verdict(
-            False, f"unknown git command {sub!r} (it could be an alias or an external program)",
+            False,
+            f"unknown git command {sub!r} (it could be an alias or an external program)",
             CONFIG_HINT,
         )
 
@@ -497,8 +752,11 @@ class _Judge:
                 i += 2
                 continue
             if a in ("--git-dir", "--work-tree") or a.startswith(("--git-dir=", "--work-tree=")):
-                return self.verdict(False, f"{a.split('=')[0]} points git at another repository",
-                                    "run git from inside the sandbox")
+                return self.verdict(
+                    False,
+                    f"{a.split('=')[0]} points git at another repository",
+                    "run git from inside the sandbox",
+                )
             i += 2 if a in _GLOBAL_WITH_VALUE else 1
         bad = self._check_config()
         if bad or i >= len(argv):
@@ -520,15 +778,26 @@ class _Judge:
                 value = None
                 if a == opt:
                     value = args[j + 1] if j + 1 < len(args) else ""
-                elif a.startswith(opt + "=") or (len(opt) == 2 and a.startswith(opt) and len(a) > 2):
-                    value = a[len(opt) + (1 if a.startswith(opt + "=") else 0):]
-                if value is not None and opt not in ("-t", "--tool"):
-                    if DYN in value or _command_is_blocked(value):
-                        return self.verdict(False, f"git {sub} {opt} runs a command the guard blocks",
-                                            f"run git {sub} without {opt}")
+                elif a.startswith(opt + "=") or (
+                    len(opt) == 2 and a.startswith(opt) and len(a) > 2
+                ):
+                    value = a[len(opt) + (1 if a.startswith(opt + "=") else 0) :]
+                if (
+                    value is not None
+                    and opt not in ("-t", "--tool")
+                    and (DYN in value or _command_is_blocked(value))
+                ):
+                    return self.verdict(
+                        False,
+                        f"git {sub} {opt} runs a command the guard blocks",
+                        f"run git {sub} without {opt}",
+                    )
         if sub == "archive" and any(a == "--remote" or a.startswith("--remote=") for a in args):
-            return self.verdict(False, "git archive --remote contacts another repository",
-                                "archive the sandbox's own commits")
+            return self.verdict(
+                False,
+                "git archive --remote contacts another repository",
+                "archive the sandbox's own commits",
+            )
         return self.verdict(True, f"git {sub} only reads the repository")
 
 
@@ -563,36 +832,107 @@ def _has(opts: Iterable[str], *names: str) -> bool:
             if o == n or (n.startswith("--") and o.startswith(n + "=")):
                 return True
             # Bundled short options: -fd, -xdf ...
-            if len(n) == 2 and n[0] == "-" and not o.startswith("--") and o.startswith("-") and n[1] in o[1:]:
+            if (
+                len(n) == 2
+                and n[0] == "-"
+                and not o.startswith("--")
+                and o.startswith("-")
+                and n[1] in o[1:]
+            ):
                 return True
     return False
 
 
 def _branch(args):
-    opts, pos = _split(args, {"--contains", "--no-contains", "--merged", "--no-merged",
-                              "--points-at", "--sort", "--format", "--color", "--column",
-                              "--abbrev"})
-    writes = ("-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f",
-              "--force", "-u", "--set-upstream-to", "--unset-upstream", "--edit-description",
-              "--track", "-t", "--no-track", "--create-reflog", "--recurse-submodules")
+    opts, pos = _split(
+        args,
+        {
+            "--contains",
+            "--no-contains",
+            "--merged",
+            "--no-merged",
+            "--points-at",
+            "--sort",
+            "--format",
+            "--color",
+            "--column",
+            "--abbrev",
+        },
+    )
+    writes = (
+        "-d",
+        "-D",
+        "--delete",
+        "-m",
+        "-M",
+        "--move",
+        "-c",
+        "-C",
+        "--copy",
+        "-f",
+        "--force",
+        "-u",
+        "--set-upstream-to",
+        "--unset-upstream",
+        "--edit-description",
+        "--track",
+        "-t",
+        "--no-track",
+        "--create-reflog",
+        "--recurse-submodules",
+    )
     long_writes = [w for w in writes if w.startswith("--")]
     short_writes = [w for w in writes if not w.startswith("--")]
-    if any(o in short_writes for o in opts) or _has(opts, *long_writes) or any(
-        not o.startswith("--") and set(o[1:]) & set("dDmMcCfut") for o in opts
+    if (
+        any(o in short_writes for o in opts)
+        or _has(opts, *long_writes)
+        or any(not o.startswith("--") and set(o[1:]) & set("dDmMcCfut") for o in opts)
     ):
-        return ("Creating, deleting or renaming branches changes refs",
-                "list branches with `git branch --list`")
+        return (
+            "Creating, deleting or renaming branches changes refs",
+            "list branches with `git branch --list`",
+        )
     if pos and not _has(opts, "-l", "--list", "--show-current"):
         return ("Creating a branch changes refs", "list branches with `git branch --list`")
     return None
 
 
 def _tag(args):
-    opts, pos = _split(args, {"--contains", "--no-contains", "--merged", "--no-merged",
-                              "--points-at", "--sort", "--format", "--color", "--column", "-n"})
-    if _has(opts, "-d", "--delete", "-a", "--annotate", "-s", "--sign", "-u", "--local-user",
-            "-f", "--force", "-m", "--message", "-F", "--file", "-e", "--edit",
-            "--create-reflog"):
+    opts, pos = _split(
+        args,
+        {
+            "--contains",
+            "--no-contains",
+            "--merged",
+            "--no-merged",
+            "--points-at",
+            "--sort",
+            "--format",
+            "--color",
+            "--column",
+            "-n",
+        },
+    )
+    if _has(
+        opts,
+        "-d",
+        "--delete",
+        "-a",
+        "--annotate",
+        "-s",
+        "--sign",
+        "-u",
+        "--local-user",
+        "-f",
+        "--force",
+        "-m",
+        "--message",
+        "-F",
+        "--file",
+        "-e",
+        "--edit",
+        "--create-reflog",
+    ):
         return ("Creating or deleting tags changes refs", "list tags with `git tag -l`")
     if _has(opts, "-v", "--verify"):
         return None
@@ -601,35 +941,65 @@ def _tag(args):
     return None
 
 
-_CONFIG_READ = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list",
-                "--get-color", "--get-colorbool")
-_CONFIG_WRITE = ("--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
-                 "--remove-section", "-e", "--edit")
+_CONFIG_READ = (
+    "--get",
+    "--get-all",
+    "--get-regexp",
+    "--get-urlmatch",
+    "-l",
+    "--list",
+    "--get-color",
+    "--get-colorbool",
+)
+_CONFIG_WRITE = (
+    "--add",
+    "--unset",
+    "--unset-all",
+    "--replace-all",
+    "--rename-section",
+    "--remove-section",
+    "-e",
+    "--edit",
+)
 
 
 def _config(args):
-    verbs = {"get": True, "list": True, "set": False, "unset": False, "rename-section": False,
-             "remove-section": False, "edit": False}
-    opts, pos = _split(args, {"-f", "--file", "--blob", "--type", "--default", "--comment",
-                              "--value", "-t"})
+    verbs = {
+        "get": True,
+        "list": True,
+        "set": False,
+        "unset": False,
+        "rename-section": False,
+        "remove-section": False,
+        "edit": False,
+    }
+    opts, pos = _split(
+        args, {"-f", "--file", "--blob", "--type", "--default", "--comment", "--value", "-t"}
+    )
     if pos and pos[0] in verbs and not any(o in _CONFIG_READ + _CONFIG_WRITE for o in opts):
         if verbs[pos[0]]:
             return None
-        return ("Writing git configuration changes how the repository behaves",
-                "read settings with `git config get KEY`")
+        return (
+            "Writing git configuration changes how the repository behaves",
+            "read settings with `git config get KEY`",
+        )
     if _has(opts, *_CONFIG_WRITE):
-        return ("Writing git configuration changes how the repository behaves",
-                "read settings with `git config --get KEY`")
+        return (
+            "Writing git configuration changes how the repository behaves",
+            "read settings with `git config --get KEY`",
+        )
     if _has(opts, *_CONFIG_READ):
         return None
     if len(pos) <= 1:
         return None  # `git config KEY` reads
-    return ("Writing git configuration changes how the repository behaves",
-            "read settings with `git config --get KEY`")
+    return (
+        "Writing git configuration changes how the repository behaves",
+        "read settings with `git config --get KEY`",
+    )
 
 
 def _remote(args):
-    opts, pos = _split(args)
+    _, pos = _split(args)
     if not pos or pos[0] in ("show", "get-url"):
         return None
     return ("Changing remotes alters repository configuration", "list remotes with `git remote -v`")
@@ -639,8 +1009,10 @@ def _worktree(args):
     _, pos = _split(args)
     if pos and pos[0] == "list":
         return None
-    return ("Managing worktrees alters the repository's administrative files",
-            "list worktrees with `git worktree list`")
+    return (
+        "Managing worktrees alters the repository's administrative files",
+        "list worktrees with `git worktree list`",
+    )
 
 
 def _stash(args):
@@ -663,8 +1035,10 @@ def _checkout(args):
 
 def _reset(args):
     if _has(args, "--hard"):
-        return ("Hard reset discards uncommitted changes and moves HEAD",
-                "inspect with `git diff`; SuperQode restores sandboxes itself")
+        return (
+            "Hard reset discards uncommitted changes and moves HEAD",
+            "inspect with `git diff`; SuperQode restores sandboxes itself",
+        )
     return _R["reset"]
 
 
@@ -693,24 +1067,30 @@ def _symbolic_ref(args):
     opts, pos = _split(args, {"-m"})
     if len(pos) <= 1 and not _has(opts, "-d", "--delete"):
         return None
-    return ("symbolic-ref with a target rewrites HEAD or another ref",
-            "read it with `git symbolic-ref HEAD`")
+    return (
+        "symbolic-ref with a target rewrites HEAD or another ref",
+        "read it with `git symbolic-ref HEAD`",
+    )
 
 
 def _submodule(args):
     _, pos = _split(args)
     if not pos or pos[0] in ("status", "summary"):
         return None
-    return ("Submodule commands change submodule checkouts and config",
-            "inspect with `git submodule status`")
+    return (
+        "Submodule commands change submodule checkouts and config",
+        "inspect with `git submodule status`",
+    )
 
 
 def _sparse_checkout(args):
     _, pos = _split(args)
     if pos and pos[0] == "list":
         return None
-    return ("sparse-checkout rewrites the working tree and config",
-            "inspect with `git sparse-checkout list`")
+    return (
+        "sparse-checkout rewrites the working tree and config",
+        "inspect with `git sparse-checkout list`",
+    )
 
 
 def _bisect(args):
@@ -728,18 +1108,29 @@ def _rerere(args):
 
 
 def _apply(args):
-    opts, _ = _split(args, {"-p", "-C", "--exclude", "--include", "--directory", "--whitespace",
-                            "--build-fake-ancestor"})
+    opts, _ = _split(
+        args,
+        {
+            "-p",
+            "-C",
+            "--exclude",
+            "--include",
+            "--directory",
+            "--whitespace",
+            "--build-fake-ancestor",
+        },
+    )
     if _has(opts, "--index", "--cached", "--3way", "-3", "--intent-to-add", "-N"):
-        return ("git apply --index/--cached modifies the index",
-                "apply to the working tree only with `git apply`")
+        return (
+            "git apply --index/--cached modifies the index",
+            "apply to the working tree only with `git apply`",
+        )
     return None
 
 
 def _hash_object(args):
     if _has(args, "-w"):
-        return ("hash-object -w writes objects into the repository",
-                "compute the id without -w")
+        return ("hash-object -w writes objects into the repository", "compute the id without -w")
     return None
 
 
@@ -751,8 +1142,11 @@ def _fsck(args):
 
 def _lfs(args):
     _, pos = _split(args)
-    if not pos or pos[0] in ("ls-files", "status", "env", "version", "logs", "track"
-                             ) and not (pos[0] == "track" and len(pos) > 1):
+    if (
+        not pos
+        or pos[0] in ("ls-files", "status", "env", "version", "logs", "track")
+        and not (pos[0] == "track" and len(pos) > 1)
+    ):
         return None
     return ("git lfs commands change LFS objects, hooks or config", "inspect with `git lfs status`")
 
@@ -809,6 +1203,7 @@ _KNOWN_SUBCOMMANDS = _READ_ONLY | set(_R) | set(_RULES)
 def check_command_line(cmd: str | Sequence[str], cfg: Any = None) -> list[GuardVerdict]:
     """Every git invocation found in ``cmd`` (a shell string, or an argv list of
     one command), each with its verdict. Empty when no git runs."""
+    _load_re()
     out: list[GuardVerdict] = []
     if isinstance(cmd, str):
         _Shell(cfg, out, 0).script(cmd)
@@ -833,12 +1228,68 @@ def _command_is_blocked(text: str) -> bool:
 
 _OPS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
 _REDIRS = ("<<<", "<<-", "&>>", "<<", ">>", "<&", ">&", "&>", ">|", "<>", "<", ">")
-_RESERVED = {"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while",
-             "until", "for", "case", "esac", "in", "function", "select", "coproc"}
-_NON_EXEC = {"echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "cat", "less", "more",
-             "man", "which", "whereis", "type", "test", "[", "[[", "ls", "head", "tail", "wc",
-             "true", "false", ":", "apt", "apt-get", "brew", "dnf", "yum", "pip", "pip3",
-             "cd", "pwd", "read", "hash", "alias", "unalias", "unset", "help"}
+_RESERVED = {
+    "!",
+    "{",
+    "}",
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "do",
+    "done",
+    "while",
+    "until",
+    "for",
+    "case",
+    "esac",
+    "in",
+    "function",
+    "select",
+    "coproc",
+}
+_NON_EXEC = {
+    "echo",
+    "printf",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "cat",
+    "less",
+    "more",
+    "man",
+    "which",
+    "whereis",
+    "type",
+    "test",
+    "[",
+    "[[",
+    "ls",
+    "head",
+    "tail",
+    "wc",
+    "true",
+    "false",
+    ":",
+    "apt",
+    "apt-get",
+    "brew",
+    "dnf",
+    "yum",
+    "pip",
+    "pip3",
+    "cd",
+    "pwd",
+    "read",
+    "hash",
+    "alias",
+    "unalias",
+    "unset",
+    "help",
+}
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish"}
 
 
@@ -1015,7 +1466,7 @@ class _Lexer:
         inner = self._balanced("{", "}")
         # ${VAR:-$(cmd)} and friends
         for m in re.finditer(r"\$\(", inner):
-            lex = _Lexer(inner[m.start():])
+            lex = _Lexer(inner[m.start() :])
             lex.i = 0
             lex._dollar_paren()
             self.subs.extend(lex.subs)
@@ -1045,8 +1496,20 @@ class _Lexer:
                     break
 
 
-_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-_ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", re.S)
+_VAR_RE: Any = None
+_ASSIGN_RE: Any = None
+re: Any = None
+
+
+def _load_re() -> None:
+    """Shell parsing needs ``re``; the shim's argv path does not, so it loads late."""
+    global re, _VAR_RE, _ASSIGN_RE
+    if _VAR_RE is None:
+        import re as _re
+
+        re = _re
+        _VAR_RE = _re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+        _ASSIGN_RE = _re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)$", _re.DOTALL)
 
 
 class _Shell:
@@ -1058,8 +1521,11 @@ class _Shell:
 
     def script(self, text: str) -> None:
         if self.depth > 12:
-            self.out.append(GuardVerdict(False, "command nests too deeply to check",
-                                         "simplify the command", text[:80]))
+            self.out.append(
+                GuardVerdict(
+                    False, "command nests too deeply to check", "simplify the command", text[:80]
+                )
+            )
             return
         lex = _Lexer(text).run()
         for sub in lex.subs:
@@ -1097,9 +1563,13 @@ class _Shell:
         base = os.path.basename(words[i])
         if base in ("xargs",):
             return False
-        return base in _SHELLS and not any(
-            w.startswith("-") and "c" in w[1:] for w in words[i + 1 :] if not w.startswith("--")
-        ) and not [w for w in words[i + 1 :] if not w.startswith("-")]
+        return (
+            base in _SHELLS
+            and not any(
+                w.startswith("-") and "c" in w[1:] for w in words[i + 1 :] if not w.startswith("--")
+            )
+            and not [w for w in words[i + 1 :] if not w.startswith("-")]
+        )
 
     def _words(self, toks) -> list[str]:
         words: list[str] = []
@@ -1130,8 +1600,14 @@ class _Shell:
 
     def _nested(self, text: str) -> None:
         if DYN in text and not text.replace(DYN, "").strip():
-            self.out.append(GuardVerdict(False, "a shell runs a script computed at run time",
-                                         "spell the commands out", "sh"))
+            self.out.append(
+                GuardVerdict(
+                    False,
+                    "a shell runs a script computed at run time",
+                    "spell the commands out",
+                    "sh",
+                )
+            )
             return
         _Shell(self.cfg, self.out, self.depth + 1).script(text)
 
@@ -1170,8 +1646,11 @@ class _Shell:
                 if m:
                     self.vars[m.group(1)] = m.group(2)
                     if m.group(1) in _REDIRECT_ENV + _CONFIG_ENV + (INTERNAL_ENV,):
-                        self.out.append(check_git_argv(["git", "status"], self.cfg,
-                                                       env={m.group(1): m.group(2)}))
+                        self.out.append(
+                            check_git_argv(
+                                ["git", "status"], self.cfg, env={m.group(1): m.group(2)}
+                            )
+                        )
             return
         handler = getattr(self, "_w_" + base.replace("-", "_").replace(".", "_"), None)
         if handler is not None:
@@ -1199,8 +1678,12 @@ class _Shell:
             elif a.startswith(("--unset=", "--chdir=", "-u", "-C")) and len(a) > 2:
                 i += 1
             elif a in ("-S", "--split-string") or a.startswith(("-S", "--split-string=")):
-                text = args[i + 1] if a in ("-S", "--split-string") else a.split("=", 1)[-1] if a.startswith("--") else a[2:]
-                j = i + 2 if a in ("-S", "--split-string") else i + 1
+                import shlex
+
+                if a in ("-S", "--split-string"):
+                    text, j = (args[i + 1] if i + 1 < len(args) else ""), i + 2
+                else:
+                    text, j = (a.split("=", 1)[1] if a.startswith("--") else a[2:]), i + 1
                 try:
                     split = shlex.split(text)
                 except ValueError:
@@ -1236,22 +1719,22 @@ class _Shell:
     def _w_command(self, args, env):
         if any(a in ("-v", "-V") for a in args[:2]):
             return
-        self.simple(args[self._skip_opts(args):], env)
+        self.simple(args[self._skip_opts(args) :], env)
 
     def _w_exec(self, args, env):
-        self.simple(args[self._skip_opts(args, {"-a"}):], env)
+        self.simple(args[self._skip_opts(args, {"-a"}) :], env)
 
     def _w_builtin(self, args, env):
         self.simple(args, env)
 
     def _w_nohup(self, args, env):
-        self.simple(args[self._skip_opts(args):], env)
+        self.simple(args[self._skip_opts(args) :], env)
 
     _w_setsid = _w_nohup
     _w_unbuffer = _w_nohup
 
     def _w_nice(self, args, env):
-        self.simple(args[self._skip_opts(args, {"-n", "--adjustment"}):], env)
+        self.simple(args[self._skip_opts(args, {"-n", "--adjustment"}) :], env)
 
     def _w_timeout(self, args, env):
         i = self._skip_opts(args, {"-s", "--signal", "-k", "--kill-after"})
@@ -1269,10 +1752,10 @@ class _Shell:
     _w_doas = _w_sudo
 
     def _w_stdbuf(self, args, env):
-        self.simple(args[self._skip_opts(args, {"-i", "-o", "-e"}):], env)
+        self.simple(args[self._skip_opts(args, {"-i", "-o", "-e"}) :], env)
 
     def _w_ionice(self, args, env):
-        self.simple(args[self._skip_opts(args, {"-c", "-n", "-p", "-P", "-u"}):], env)
+        self.simple(args[self._skip_opts(args, {"-c", "-n", "-p", "-P", "-u"}) :], env)
 
     def _w_chrt(self, args, env):
         i = self._skip_opts(args)
@@ -1308,8 +1791,23 @@ class _Shell:
 
     def _w_xargs(self, args, env):
         i = 0
-        with_value = {"-n", "-L", "-P", "-s", "-d", "-E", "-a", "-I", "--max-args",
-                      "--max-lines", "--max-procs", "--delimiter", "--arg-file", "-e", "-i"}
+        with_value = {
+            "-n",
+            "-L",
+            "-P",
+            "-s",
+            "-d",
+            "-E",
+            "-a",
+            "-I",
+            "--max-args",
+            "--max-lines",
+            "--max-procs",
+            "--delimiter",
+            "--arg-file",
+            "-e",
+            "-i",
+        }
         while i < len(args) and args[i].startswith("-"):
             a = args[i]
             if a == "--":
