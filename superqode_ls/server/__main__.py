@@ -1,0 +1,57 @@
+"""``superqode-ls``: the language server over stdio (default) or ``--tcp``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", value
+    try:
+        n = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port: {port!r}") from None
+    if not 0 < n < 65536:
+        raise argparse.ArgumentTypeError(f"port out of range: {n}")
+    return host or "127.0.0.1", n
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="superqode-ls", description="SuperQode language server (stdio by default)."
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
+    group.add_argument("--tcp", metavar="[HOST:]PORT", type=_host_port,
+                       help="listen on a TCP socket instead")
+    parser.add_argument("--log-file", help="write the server log here")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    args = parser.parse_args(argv)
+
+    handlers: list[logging.Handler] = []
+    if args.log_file:
+        handlers.append(logging.FileHandler(args.log_file, encoding="utf-8"))
+    else:
+        handlers.append(logging.StreamHandler(sys.stderr))  # stdout is the protocol
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+    )
+    from .server import create_server
+
+    server = create_server()
+    if args.tcp:
+        host, port = args.tcp
+        server.start_tcp(host, port)
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

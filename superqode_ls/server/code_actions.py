@@ -1,0 +1,87 @@
+"""Code actions: a quickfix per finding with a patch that still fits,
+``source.fixAll.superqode`` (all verified fixes of the file) and
+``source.superqode.runQE`` (run QE on this file)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from . import fixes
+from .diagnostics import diagnostic_of
+from .server import SuperQodeServer
+
+FIX_ALL = "source.fixAll.superqode"
+RUN_QE = "source.superqode.runQE"
+KINDS = [types.CodeActionKind.QuickFix, FIX_ALL, RUN_QE]
+
+
+def wanted(kind: str, only: list[str] | None) -> bool:
+    if not only:
+        return True
+    return any(kind == o or kind.startswith(f"{o}.") for o in only)
+
+
+def register(ls: SuperQodeServer) -> None:
+    @ls.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=False),
+    )
+    def code_action(ls: SuperQodeServer, params: types.CodeActionParams):
+        return actions_for(ls, params)
+
+
+def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
+    uri = params.text_document.uri
+    only = [str(getattr(k, "value", k)) for k in (params.context.only or [])] or None
+    out: list[types.CodeAction | types.Command] = []
+    literal = ls.client.code_action_literals
+    if wanted(types.CodeActionKind.QuickFix.value, only):
+        asked = {
+            (d.data or {}).get("findingId")
+            for d in params.context.diagnostics
+            if isinstance(d.data, dict) and d.source == "superqode"
+        }
+        lo, hi = params.range.start.line, params.range.end.line
+        lines = ls.current_lines(uri) if ls.encoding != "utf-32" else ()
+        version = ls.document_version(uri)
+        for t in ls.store.visible(uri):
+            if t.id not in asked and not (t.sl <= hi and lo <= t.el):
+                continue
+            if fixes.patch_of(ls, t) is None:
+                continue
+            title = f"SuperQode: fix {t.finding.rule_id} ({t.finding.title})"
+            if not literal:
+                out.append(types.Command(title=title, command="superqode.applyFix",
+                                         arguments=[{"findingId": t.id}]))
+                continue
+            edit = fixes.fix_edit(ls, t)
+            if edit is None:
+                continue  # the code changed since the run: no fix rather than a wrong one
+            diag = ls.protocol._converter.structure(
+                diagnostic_of(ls, t, lines, version), types.Diagnostic
+            )
+            patch = fixes.patch_of(ls, t)
+            out.append(
+                types.CodeAction(
+                    title=title,
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    edit=edit,
+                    is_preferred=bool(patch and patch.verified),
+                )
+            )
+    if wanted(FIX_ALL, only) and fixes.fixable(ls, uri, verified_only=True):
+        if literal:
+            edit, _ = fixes.fix_all_edit(ls, uri)
+            if edit is not None:
+                out.append(types.CodeAction(title="SuperQode: apply all verified fixes",
+                                            kind=FIX_ALL, edit=edit))
+        else:
+            out.append(types.Command(title="SuperQode: apply all verified fixes",
+                                     command="superqode.applyAllFixes", arguments=[{"uri": uri}]))
+    if wanted(RUN_QE, only) and ls.folder_for_uri(uri) is not None:
+        cmd = types.Command(title="Run QE on this file", command="superqode.runQE",
+                            arguments=[{"uri": uri}])
+        out.append(types.CodeAction(title="Run QE on this file", kind=RUN_QE, command=cmd)
+                   if literal else cmd)
+    return out or None

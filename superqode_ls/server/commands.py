@@ -1,0 +1,263 @@
+"""workspace/executeCommand: the ``superqode.*`` commands of the contract.
+
+Arguments arrive as one object (``[{...}]``); bad arguments get an
+InvalidParams error response, never a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from lsprotocol import types
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.uris import from_fs_path
+
+from . import fixes
+from .server import SuperQodeServer
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class RunQEArgs(Args):
+    uri: str | None = None
+    mode: Literal["quick", "deep"] | None = None
+    roles: list[str] | None = None
+
+
+class SessionArgs(Args):
+    sessionId: str
+
+
+class OptionalSessionArgs(Args):
+    sessionId: str | None = None
+
+
+class FixArgs(Args):
+    findingId: str
+
+
+class FixAllArgs(Args):
+    uri: str | None = None
+
+
+class RecoverArgs(Args):
+    sessionId: str
+    action: Literal["resume", "revert", "view"]
+
+
+def parse(model: type[Args], args: tuple[Any, ...], command: str) -> Any:
+    raw: Any = args[0] if args else {}
+    if raw is None:
+        raw = {}
+    if isinstance(raw, str):  # a bare URI or id, as some editors pass it
+        first = next(iter(model.model_fields))
+        raw = {first: raw}
+    if not isinstance(raw, dict):
+        raise JsonRpcInvalidParams(f"{command}: expected an object argument")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "argument"
+        raise JsonRpcInvalidParams(f"{command}: {loc}: {err['msg']}") from None
+
+
+class RequestFailed(JsonRpcException):
+    """LSP ``RequestFailed``: valid request, but it cannot be done now."""
+
+    CODE = -32803
+    MESSAGE = "Request failed"
+
+
+def _fail(message: str) -> RequestFailed:
+    return RequestFailed(message)
+
+
+def register(ls: SuperQodeServer) -> None:
+    @ls.command("superqode.runQE")
+    def run_qe(ls: SuperQodeServer, *args):
+        a = parse(RunQEArgs, args, "superqode.runQE")
+        return start_from_args(ls, a, trigger="command")
+
+    @ls.command("superqode.cancel")
+    def cancel(ls: SuperQodeServer, *args):
+        a = parse(SessionArgs, args, "superqode.cancel")
+        run = ls.runs.get(a.sessionId)
+        if run is None:
+            raise _fail(f"no running session {a.sessionId}")
+        was_running = not run.finished
+        run.cancel()
+        return {"sessionId": run.id, "cancelled": was_running}
+
+    @ls.command("superqode.applyFix")
+    async def apply_fix(ls: SuperQodeServer, *args):
+        a = parse(FixArgs, args, "superqode.applyFix")
+        t = ls.store.find(a.findingId)
+        if t is None:
+            raise _fail(f"no finding {a.findingId}")
+        if t.stale:
+            raise _fail(f"finding {a.findingId} is stale: its code was edited since the run")
+        if fixes.patch_of(ls, t) is None:
+            raise _fail(f"finding {a.findingId} has no fix")
+        edit = fixes.fix_edit(ls, t)
+        if edit is None:
+            raise _fail(f"the fix for {a.findingId} no longer fits the current code")
+        applied = await _apply(ls, edit, f"SuperQode: fix {t.finding.rule_id}")
+        if applied:
+            fixes.forget_fixed(ls, [t])
+        return {"applied": applied}
+
+    @ls.command("superqode.applyAllFixes")
+    async def apply_all(ls: SuperQodeServer, *args):
+        a = parse(FixAllArgs, args, "superqode.applyAllFixes")
+        uris = [a.uri] if a.uri else ls.store.uris()
+        total = 0
+        for uri in uris:
+            edit, tracked = fixes.fix_all_edit(ls, uri)
+            if edit is None:
+                continue
+            if await _apply(ls, edit, "SuperQode: apply all verified fixes"):
+                fixes.forget_fixed(ls, tracked)
+                total += len(tracked)
+        return {"applied": total}
+
+    @ls.command("superqode.listSessions")
+    def list_sessions(ls: SuperQodeServer, *args):
+        return {"sessions": list_all(ls)}
+
+    @ls.command("superqode.revertSession")
+    async def revert(ls: SuperQodeServer, *args):
+        a = parse(SessionArgs, args, "superqode.revertSession")
+        run = ls.runs.get(a.sessionId)
+        if run is not None:
+            if not run.finished:
+                run.cancel()
+                if run.task is not None:
+                    await asyncio.wait([run.task], timeout=60)
+            return {"sessionId": run.id, "reverted": True, "state": run.state}
+        from .recovery_prompt import discard_session
+
+        line = await discard_session(ls, a.sessionId)
+        return {"sessionId": a.sessionId, "reverted": True, "verification": line}
+
+    @ls.command("superqode.showReport")
+    async def show_report(ls: SuperQodeServer, *args):
+        a = parse(OptionalSessionArgs, args, "superqode.showReport")
+        path = report_path(ls, a.sessionId)
+        if path is None:
+            raise _fail("no Quality Report yet" + (f" for {a.sessionId}" if a.sessionId else ""))
+        uri = from_fs_path(path)
+        if not ls.client.show_document:
+            ls.notify_user(f"SuperQode: Quality Report at {path}")
+            return {"uri": uri, "shown": False}
+        try:
+            res = await asyncio.wait_for(
+                ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True)), 30
+            )
+            shown = bool(res and res.success)
+        except Exception:
+            shown = False
+        return {"uri": uri, "shown": shown}
+
+    @ls.command("superqode.recover")
+    async def recover(ls: SuperQodeServer, *args):
+        a = parse(RecoverArgs, args, "superqode.recover")
+        from .recovery_prompt import act
+
+        return await act(ls, a.sessionId, a.action)
+
+
+def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[str, Any]:
+    from ..qe.roles import REGISTRY  # light: names only
+    from .runs import start_run
+
+    for name in a.roles or []:
+        if name not in REGISTRY:
+            raise JsonRpcInvalidParams(
+                f"superqode.runQE: unknown role {name!r} (known: {', '.join(sorted(REGISTRY))})"
+            )
+    if a.uri:
+        if not a.uri.startswith("file:"):
+            raise JsonRpcInvalidParams(f"superqode.runQE: not a file URI: {a.uri}")
+        folder = ls.folder_for_uri(a.uri)
+        if folder is None:
+            raise _fail(f"{a.uri} is outside the workspace folders")
+        rel = ls.rel_path(folder, a.uri)
+        files = None if rel in (None, ".", "") else [rel]
+        if files and Path(folder, rel).is_dir():
+            files = None  # a folder URI: the whole folder
+        targets = [(folder, files)]
+    else:
+        folders = ls.folder_paths()
+        if not folders:
+            raise _fail("no workspace folder is open")
+        targets = [(f, None) for f in folders]
+    ids = []
+    for folder, files in targets:
+        s = ls.settings_for(folder)
+        run = start_run(ls, folder, files=files, mode=a.mode or s.mode,
+                        roles=a.roles if a.roles is not None else s.roles, trigger=trigger)
+        ids.append(run.id)
+    out: dict[str, Any] = {"sessionId": ids[0]}
+    if len(ids) > 1:
+        out["sessionIds"] = ids
+    return out
+
+
+async def _apply(ls: SuperQodeServer, edit: types.WorkspaceEdit, label: str) -> bool:
+    if not ls.client.apply_edit:
+        raise _fail("the editor does not accept workspace/applyEdit")
+    try:
+        res = await asyncio.wait_for(
+            ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label)),
+            60,
+        )
+    except Exception as e:
+        raise _fail(f"the editor did not apply the edit: {e}") from None
+    if not res.applied:
+        ls.log(f"SuperQode: edit not applied: {res.failure_reason or 'refused'}")
+    return bool(res.applied)
+
+
+def list_all(ls: SuperQodeServer) -> list[dict[str, Any]]:
+    out = [run.describe() for run in ls.runs.values()]
+    known = {r["sessionId"] for r in out}
+    try:
+        from ..workspace import recovery
+
+        for folder in ls.folder_paths():
+            for info in recovery.scan(Path(folder)):
+                if info.id in known:
+                    continue
+                known.add(info.id)
+                out.append({"sessionId": info.id, "folder": folder, "mode": info.mode,
+                            "state": info.state, "onDisk": True})
+    except Exception as e:  # listing what is on disk is best effort
+        ls.log(f"SuperQode: could not scan sessions on disk: {e}")
+    return out
+
+
+def report_path(ls: SuperQodeServer, session_id: str | None) -> str | None:
+    runs = [ls.runs[session_id]] if session_id in ls.runs else []
+    if session_id is None:
+        runs = sorted((r for r in ls.runs.values() if r.finished), key=lambda r: r.started,
+                      reverse=True)
+    for run in runs:
+        md = run.markdown or (run.report.artifacts.get("markdown") if run.report else None)
+        if md and os.path.isfile(md):
+            return md
+    # A session of an earlier server: look in each folder's artifacts.
+    for folder in ls.folder_paths():
+        qr = Path(folder, ".superqode", "qe-artifacts", "qr")
+        if not qr.is_dir():
+            continue
+        cands = sorted(p for p in qr.glob("*.md") if session_id is None or session_id in p.name)
+        if cands:
+            return str(cands[-1])
+    return None

@@ -1,0 +1,87 @@
+"""Document sync: findings follow the user's edits; runOnSave starts a quick
+run on the saved file (debounced, cancelling the previous on-save run)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types
+
+from . import tracking
+from .patches import split_lines
+from .server import SuperQodeServer
+
+SAVE_DEBOUNCE = 0.4
+
+
+def register(ls: SuperQodeServer) -> None:
+    ls.save_timers: dict[str, asyncio.TimerHandle] = {}  # type: ignore[attr-defined]
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: SuperQodeServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        tracked = ls.store.get(uri)
+        if tracked and tracking.reanchor(tracked, split_lines(params.text_document.text), strict=False):
+            ls.store.touch(uri)
+        if tracked:
+            ls.publisher.mark(uri)
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: SuperQodeServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        tracked = ls.store.get(uri)
+        if not tracked:
+            return
+        changed = False
+        for change in params.content_changes:
+            rng = getattr(change, "range", None)
+            if rng is None:
+                doc = ls.open_document(uri)
+                lines = split_lines(doc.source) if doc is not None else []
+                changed |= tracking.reanchor(tracked, lines, strict=True)
+            else:
+                changed |= tracking.apply_change(
+                    tracked,
+                    (rng.start.line, rng.start.character),
+                    (rng.end.line, rng.end.character),
+                    change.text,
+                )
+        if changed:
+            ls.store.touch(uri)
+        # Re-send even when nothing moved so the diagnostics carry the new version.
+        ls.publisher.mark(uri)
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: SuperQodeServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        tracked = ls.store.get(uri)
+        # Unsaved edits are gone with the buffer: check findings against the disk.
+        if tracked and tracking.reanchor(tracked, ls.disk_lines(uri), strict=False):
+            ls.store.touch(uri)
+            ls.publisher.mark(uri)
+
+    @ls.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: SuperQodeServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        folder = ls.folder_for_uri(uri)
+        if folder is None or not ls.settings_for(folder).runOnSave:
+            return
+        timers = ls.save_timers  # type: ignore[attr-defined]
+        if (old := timers.pop(folder, None)) is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        timers[folder] = loop.call_later(SAVE_DEBOUNCE, _run_on_save, ls, folder, uri)
+
+
+def _run_on_save(ls: SuperQodeServer, folder: str, uri: str) -> None:
+    from .runs import start_run
+
+    ls.save_timers.pop(folder, None)  # type: ignore[attr-defined]
+    for run in list(ls.runs.values()):
+        if run.trigger == "save" and run.folder == folder and not run.finished:
+            run.cancel()
+    rel = ls.rel_path(folder, uri)
+    if rel is None:
+        return
+    start_run(ls, folder, files=[rel], mode="quick", roles=ls.settings_for(folder).roles,
+              trigger="save")

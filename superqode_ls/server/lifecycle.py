@@ -1,0 +1,97 @@
+"""initialize / initialized / configuration / workspace folders / shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from . import settings as settings_mod
+from .server import ClientFeatures, SuperQodeServer
+
+log = logging.getLogger(__name__)
+
+
+def register(ls: SuperQodeServer) -> None:
+    @ls.feature(types.INITIALIZE)
+    def initialize(ls: SuperQodeServer, params: types.InitializeParams) -> None:
+        ls.client = ClientFeatures(params.capabilities)
+        enc = ls.workspace.position_encoding
+        ls.encoding = str(getattr(enc, "value", enc) or "utf-16")
+        try:
+            ls.init_settings = settings_mod.parse(params.initialization_options)
+        except settings_mod.SettingsError as e:
+            ls.init_settings = settings_mod.Settings()
+            ls.log(f"SuperQode: ignoring initializationOptions: {e}", types.MessageType.Warning)
+        if not ls.client.pull_mode:
+            # Advertise pull diagnostics only to clients that also accept refresh
+            # requests; the others get every update pushed.
+            ls.protocol.fm.features.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
+            ls.protocol.fm.feature_options.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
+
+    @ls.feature(types.INITIALIZED)
+    async def initialized(ls: SuperQodeServer, params: types.InitializedParams) -> None:
+        await refresh_settings(ls)
+        from .recovery_prompt import offer_recovery
+
+        ls.background(offer_recovery(ls), "recovery")
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: SuperQodeServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        if ls.client.configuration:
+            await refresh_settings(ls)
+            return
+        try:
+            new = settings_mod.parse(params.settings, ls.init_settings)
+        except settings_mod.SettingsError as e:
+            ls.log(f"SuperQode: settings not applied: {e}", types.MessageType.Warning)
+            return
+        ls.init_settings = new
+        ls.folder_settings.clear()
+
+    @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(
+        ls: SuperQodeServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        for removed in params.event.removed or []:
+            for run in list(ls.runs.values()):
+                if from_fs_path(run.folder) == removed.uri and not run.finished:
+                    run.cancel()
+        await refresh_settings(ls)
+
+    @ls.feature(types.SHUTDOWN)
+    async def shutdown(ls: SuperQodeServer, params: None) -> None:
+        ls.shutting_down = True
+        pending = [run for run in ls.runs.values() if not run.finished]
+        for run in pending:
+            run.cancel()
+        # Sessions revert their sandboxes on cancel; give them a moment to do so.
+        if pending:
+            await asyncio.wait([r.task for r in pending if r.task], timeout=20)
+
+
+async def refresh_settings(ls: SuperQodeServer) -> None:
+    """Fetch ``superqode`` settings for every folder via workspace/configuration."""
+    folders = ls.folder_paths()
+    if not ls.client.configuration or not folders:
+        return
+    items = [
+        types.ConfigurationItem(scope_uri=from_fs_path(f), section=settings_mod.SECTION)
+        for f in folders
+    ]
+    try:
+        result = await asyncio.wait_for(
+            ls.workspace_configuration_async(types.ConfigurationParams(items=items)), 10
+        )
+    except Exception as e:  # the client may not answer; keep what we have
+        ls.log(f"SuperQode: could not read settings: {e}", types.MessageType.Warning)
+        return
+    for folder, raw in zip(folders, result or []):
+        try:
+            ls.folder_settings[folder] = settings_mod.parse(raw or {}, ls.init_settings)
+        except settings_mod.SettingsError as e:
+            ls.log(f"SuperQode: settings for {folder} not applied: {e}", types.MessageType.Warning)

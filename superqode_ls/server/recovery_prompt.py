@@ -1,0 +1,147 @@
+"""On start, offer the interrupted sessions of this workspace:
+Resume / Revert and discard / View changes (window/showMessageRequest)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from .server import SuperQodeServer
+
+log = logging.getLogger(__name__)
+
+RESUME = "Resume"
+REVERT = "Revert and discard"
+VIEW = "View changes"
+ACTIONS = {RESUME: "resume", REVERT: "revert", VIEW: "view"}
+MAX_PROMPTS = 3
+
+
+def _interrupted(folders: list[str]) -> list[tuple[str, Any]]:
+    from ..workspace import recovery
+
+    out = []
+    for folder in folders:
+        for info in recovery.interrupted_sessions(Path(folder)):
+            out.append((folder, info))
+    return out
+
+
+async def offer_recovery(ls: SuperQodeServer) -> None:
+    folders = ls.folder_paths()
+    if not folders:
+        return
+    found = await asyncio.to_thread(_interrupted, folders)
+    for folder, info in found[:MAX_PROMPTS]:
+        changes = info.changes
+        what = f"{changes} change(s)" if changes is not None else "unknown changes"
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=(
+                f"SuperQode: session {info.id} ({info.mode}) in {folder} was interrupted "
+                f"({what}). Your files were not modified."
+            ),
+            actions=[types.MessageActionItem(title=t) for t in (RESUME, REVERT, VIEW)],
+        )
+        try:
+            answer = await ls.window_show_message_request_async(params)
+        except Exception as e:
+            log.info("recovery prompt not answered: %s", e)
+            continue
+        title = getattr(answer, "title", None)
+        if title in ACTIONS:
+            try:
+                result = await act(ls, info.id, ACTIONS[title])
+                ls.log(f"SuperQode: {info.id}: {result.get('message', result)}")
+            except Exception as e:
+                ls.notify_user(f"SuperQode: {info.id}: {e}", types.MessageType.Error)
+
+
+def _find(session_id: str):
+    from ..workspace import recovery
+
+    return recovery.find_session(session_id)
+
+
+async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
+    from ..workspace import recovery
+    from ..workspace.errors import WorkspaceError
+
+    from .commands import _fail
+
+    try:
+        info = await asyncio.to_thread(_find, session_id)
+    except WorkspaceError as e:
+        raise _fail(str(e)) from None
+    if info.alive and session_id not in ls.runs:
+        raise _fail(f"session {session_id} belongs to a running process (pid {info.record.pid})")
+    await asyncio.to_thread(recovery.discard, info)
+    ok, line = await asyncio.to_thread(recovery.verify, info)
+    if info.record is not None:
+        from ..workspace.session import verify_record
+
+        try:
+            line = (await asyncio.to_thread(verify_record, info.record)).line
+        except Exception:
+            pass
+    return line
+
+
+async def act(ls: SuperQodeServer, session_id: str, action: str) -> dict[str, Any]:
+    from ..workspace.errors import WorkspaceError
+
+    from .commands import _fail
+
+    try:
+        info = await asyncio.to_thread(_find, session_id)
+    except WorkspaceError as e:
+        raise _fail(str(e)) from None
+    if action == "revert":
+        line = await discard_session(ls, session_id)
+        return {"sessionId": session_id, "action": action, "message": f"discarded. {line}"}
+    if action == "view":
+        path = await asyncio.to_thread(_write_changes, info)
+        uri = from_fs_path(str(path))
+        if ls.client.show_document:
+            try:
+                await asyncio.wait_for(
+                    ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True)),
+                    30,
+                )
+            except Exception as e:
+                log.info("showDocument failed: %s", e)
+        return {"sessionId": session_id, "action": action, "uri": uri,
+                "message": f"changes written to {path}"}
+    # resume: keep the sandbox's changes as an artifact, drop the sandbox and run again.
+    folder = ls.folder_for_path(str(info.repo)) if info.repo else None
+    if folder is None:
+        raise _fail(f"session {session_id} is not of this workspace")
+    path = await asyncio.to_thread(_write_changes, info)
+    await discard_session(ls, session_id)
+    from .runs import start_run
+
+    run = start_run(ls, folder, files=None, mode=info.mode if info.mode in ("quick", "deep") else "quick",
+                    roles=None, trigger="command")
+    return {"sessionId": session_id, "action": action, "newSessionId": run.id,
+            "message": f"changes kept in {path}; started {run.id}"}
+
+
+def _write_changes(info) -> Path:
+    from ..workspace.artifacts import Artifacts
+    from ..workspace.session import extract_patch
+
+    diff = ""
+    if info.record is not None:
+        try:
+            diff = extract_patch(info.record)
+        except Exception as e:
+            diff = f"# could not extract changes: {e}\n"
+    repo = Path(info.repo) if info.repo else Path(info.record.repo)
+    art = Artifacts(repo, info.id)
+    art.prepare()
+    return art.write_patch(f"{info.id}-interrupted", diff or "# no changes\n")

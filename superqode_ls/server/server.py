@@ -1,0 +1,213 @@
+"""The language server class: state shared by the feature modules, and the
+helpers they all need (folders, documents, client capabilities). Features live
+in their own modules and register themselves in ``create_server``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from .. import __version__
+from .patches import split_lines
+from .settings import Settings
+from .store import FindingStore
+
+log = logging.getLogger(__name__)
+
+
+class ClientFeatures:
+    """What the client supports, resolved once at initialize."""
+
+    def __init__(self, caps: types.ClientCapabilities):
+        def cap(path: str, default: Any = None) -> Any:
+            return get_capability(caps, path, default)
+
+        self.work_done_progress = bool(cap("window.work_done_progress", False))
+        self.show_document = bool(cap("window.show_document.support", False))
+        self.configuration = bool(cap("workspace.configuration", False))
+        self.pull = cap("text_document.diagnostic", None) is not None
+        self.refresh = bool(cap("workspace.diagnostics.refresh_support", False))
+        self.document_changes = bool(cap("workspace.workspace_edit.document_changes", False))
+        self.resource_ops = list(cap("workspace.workspace_edit.resource_operations", []) or [])
+        self.apply_edit = bool(cap("workspace.apply_edit", False))
+        self.related_information = bool(
+            cap("text_document.publish_diagnostics.related_information", False)
+        )
+        self.version_support = bool(cap("text_document.publish_diagnostics.version_support", False))
+        literal = cap("text_document.code_action.code_action_literal_support", None)
+        self.code_action_literals = literal is not None
+        self.did_change_configuration_dynamic = bool(
+            cap("workspace.did_change_configuration.dynamic_registration", False)
+        )
+
+    @property
+    def pull_mode(self) -> bool:
+        # Pull only when the client can also be told to re-pull; otherwise a
+        # finished run would stay invisible until the next keystroke.
+        return self.pull and self.refresh
+
+
+class SuperQodeServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("superqode-ls", __version__)
+        self.store = FindingStore()
+        self.client: ClientFeatures = ClientFeatures(types.ClientCapabilities())
+        self.encoding: str = "utf-16"
+        self.init_settings = Settings()
+        self.folder_settings: dict[str, Settings] = {}
+        self.runs: dict[str, Any] = {}  # session id -> runs.Run
+        self.trust_declined: set[str] = set()
+        self._disk_lines: dict[str, tuple[float, list[str]]] = {}
+        self.publisher: Any = None  # diagnostics.Publisher, set in create_server
+        self.shutting_down = False
+        self._tasks: set[asyncio.Task] = set()
+
+    # ---- folders and paths -------------------------------------------------
+    def folder_paths(self) -> list[str]:
+        try:
+            ws = self.workspace
+        except RuntimeError:
+            return []
+        folders = [to_fs_path(f.uri) for f in ws.folders.values()]
+        if not folders and ws.root_path:
+            folders = [ws.root_path]
+        return [os.path.realpath(f) for f in folders if f]
+
+    def folder_for_path(self, path: str) -> str | None:
+        real = os.path.realpath(path)
+        best = None
+        for folder in self.folder_paths():
+            if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
+                if best is None or len(folder) > len(best):
+                    best = folder
+        return best
+
+    def folder_for_uri(self, uri: str) -> str | None:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        return self.folder_for_path(path) if path else None
+
+    def rel_path(self, folder: str, uri: str) -> str | None:
+        path = to_fs_path(uri)
+        if not path:
+            return None
+        real = os.path.realpath(path)
+        try:
+            return Path(real).relative_to(folder).as_posix()
+        except ValueError:
+            return None
+
+    def uri_for(self, folder: str, rel: str) -> str | None:
+        target = os.path.realpath(os.path.join(folder, rel))
+        if not (target == folder or target.startswith(folder.rstrip(os.sep) + os.sep)):
+            return None
+        # Keep the URI the client opened the file with, if it is open.
+        uri = from_fs_path(os.path.join(folder, rel))
+        return uri
+
+    def settings_for(self, folder: str | None) -> Settings:
+        if folder and folder in self.folder_settings:
+            return self.folder_settings[folder]
+        return self.init_settings
+
+    # ---- documents -----------------------------------------------------------
+    def open_document(self, uri: str):
+        try:
+            docs = self.workspace.text_documents
+        except RuntimeError:
+            return None
+        return docs.get(uri)
+
+    def current_lines(self, uri: str) -> list[str]:
+        """Lines the user sees: the open buffer, else the file on disk ([] if unreadable)."""
+        doc = self.open_document(uri)
+        if doc is not None:
+            return split_lines(doc.source)
+        return self.disk_lines(uri)
+
+    def current_text(self, uri: str) -> str | None:
+        doc = self.open_document(uri)
+        if doc is not None:
+            return doc.source
+        path = to_fs_path(uri)
+        try:
+            data = Path(path).read_bytes()
+        except (OSError, TypeError):
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def disk_lines(self, uri: str) -> list[str]:
+        path = to_fs_path(uri)
+        try:
+            st = os.stat(path)
+        except (OSError, TypeError):
+            return []
+        cached = self._disk_lines.get(uri)
+        if cached and cached[0] == st.st_mtime_ns:
+            return cached[1]
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            return []
+        # Not UTF-8: columns may be approximate, but the finding still shows.
+        lines = split_lines(data.decode("utf-8", "replace"))
+        self._disk_lines[uri] = (st.st_mtime_ns, lines)
+        return lines
+
+    def forget_disk_cache(self) -> None:
+        self._disk_lines.clear()
+
+    def document_version(self, uri: str) -> int | None:
+        doc = self.open_document(uri)
+        return doc.version if doc is not None else None
+
+    # ---- messages ----------------------------------------------------------------
+    def log(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+        log.info("%s", message)
+        try:
+            self.window_log_message(types.LogMessageParams(type=level, message=message))
+        except Exception:  # no transport (unit tests) or closing
+            pass
+
+    def notify_user(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+        try:
+            self.window_show_message(types.ShowMessageParams(type=level, message=message))
+        except Exception:
+            log.info("%s", message)
+
+    def lines_for_points(self, uri: str) -> Sequence[str]:
+        return self.current_lines(uri)
+
+    # ---- background work -------------------------------------------------------
+    def background(self, coro, name: str) -> asyncio.Task:
+        """Run ``coro`` as a task that is kept alive and whose failure is logged."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("%s failed", name, exc_info=t.exception())
+                self.log(f"SuperQode: {name} failed: {t.exception()}", types.MessageType.Error)
+
+        task.add_done_callback(done)
+        return task
+
+
+def create_server() -> SuperQodeServer:
+    from . import code_actions, commands, diagnostics, documents, hover, lifecycle
+
+    server = SuperQodeServer()
+    for module in (lifecycle, documents, diagnostics, code_actions, hover, commands):
+        module.register(server)
+    return server

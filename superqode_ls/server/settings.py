@@ -1,0 +1,51 @@
+"""Editor settings, section ``superqode``: from ``initializationOptions``, then
+``workspace/configuration`` per folder, refreshed on ``didChangeConfiguration``.
+
+An invalid value is reported in one line and the previous valid settings stay.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SECTION = "superqode"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    mode: Literal["quick", "deep"] = "quick"
+    roles: list[str] | None = None
+    runOnSave: bool = False
+    isolation: Literal["auto", "worktree", "snapshot"] | None = None
+    trustedFolders: list[str] = Field(default_factory=list)
+    provider: str | None = None
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def section_of(raw: Any) -> dict[str, Any]:
+    """Accept both ``{"superqode": {...}}`` and the bare section."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SettingsError(f"settings must be an object, got {type(raw).__name__}")
+    if isinstance(raw.get(SECTION), dict):
+        return raw[SECTION]
+    return raw
+
+
+def parse(raw: Any, base: Settings | None = None) -> Settings:
+    """Settings from a client payload layered over ``base``; SettingsError on bad input."""
+    data = section_of(raw)
+    merged = {**(base.model_dump() if base else {}), **{k: v for k, v in data.items() if v is not None}}
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise SettingsError(f"superqode.{loc}: {first['msg']} (got {first.get('input')!r})") from None

@@ -1,0 +1,108 @@
+"""Keep findings on the code they flagged while the user types.
+
+A change below a finding leaves it alone, a change above shifts it by the
+number of lines added or removed, and a change that touches its lines marks it
+stale (hidden, no fix offered) rather than letting it point at other code.
+Only line numbers matter here, so client code units never need converting.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .store import Tracked
+
+REANCHOR_WINDOW = 200
+
+
+def apply_change(
+    tracked: Iterable[Tracked], start: tuple[int, int], end: tuple[int, int], text: str
+) -> bool:
+    """Apply one incremental change (range in the text *before* it). Returns True
+    when any finding moved or went stale."""
+    s_line, s_char = start
+    e_line, e_char = end
+    added = text.count("\n")
+    if s_char == 0 and e_char == 0 and (text == "" or text.endswith("\n")):
+        # Whole lines replaced: lines [s, e) are gone, line e only moves.
+        first_edited, last_edited = s_line, e_line - 1
+        delta = added - (e_line - s_line)
+        below_from = e_line
+    else:
+        first_edited, last_edited = s_line, e_line
+        delta = added - (e_line - s_line)
+        below_from = e_line + 1
+    changed = False
+    for t in tracked:
+        if t.stale:
+            continue
+        last = _last_line(t)
+        if last < first_edited:
+            continue
+        if t.sl >= below_from:
+            if delta:
+                t.sl += delta
+                t.el += delta
+                changed = True
+            continue
+        t.stale = True
+        changed = True
+    return changed
+
+
+def _last_line(t: Tracked) -> int:
+    # An exclusive end at column 0 of the next line does not cover that line.
+    if t.el > t.sl and t.ec == 0:
+        return t.el - 1
+    return t.el
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+def snippet_matches(t: Tracked, lines: Sequence[str], at: int) -> bool:
+    snippet = t.finding.snippet
+    if not snippet:
+        return True
+    want = [_norm(x) for x in snippet.splitlines() if x.strip()]
+    if not want:
+        return True
+    for i, w in enumerate(want):
+        idx = at + i
+        if idx < 0 or idx >= len(lines) or _norm(lines[idx]) != w:
+            return False
+    return True
+
+
+def reanchor(tracked: Iterable[Tracked], lines: Sequence[str], *, strict: bool) -> bool:
+    """Check each finding against ``lines`` using its snippet: keep it, move it to
+    the nearest matching line, or mark it stale. Findings without a snippet are
+    kept unless ``strict`` (the text is known to have changed). Returns True when
+    anything changed."""
+    changed = False
+    for t in tracked:
+        if t.stale:
+            continue
+        if not t.finding.snippet:
+            if strict:
+                t.stale = True
+                changed = True
+            continue
+        if snippet_matches(t, lines, t.sl):
+            continue
+        moved = False
+        for dist in range(1, REANCHOR_WINDOW + 1):
+            for cand in (t.sl - dist, t.sl + dist):
+                if 0 <= cand < len(lines) and snippet_matches(t, lines, cand):
+                    delta = cand - t.sl
+                    t.sl += delta
+                    t.el += delta
+                    moved = True
+                    break
+            if moved:
+                break
+        if not moved:
+            t.stale = True
+        changed = True
+    return changed

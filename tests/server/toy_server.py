@@ -1,0 +1,16 @@
+"""The language server with the toy roles of tests/qe_testroles.py registered
+(a slow role to cancel, a role that executes code, a planted-marker role)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from superqode_ls.qe.roles import REGISTRY  # noqa: E402
+from tests.qe_testroles import TOY_ROLES  # noqa: E402
+
+REGISTRY.update(TOY_ROLES)
+
+from superqode_ls.server.__main__ import main  # noqa: E402
+
+sys.exit(main())
