@@ -1,0 +1,112 @@
+"""lint_tester on small real repositories: ruff findings at the right place,
+fixes as patches git accepts, the sandbox left alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+from superqode_ls.qe.roles._patches import TextEdit, apply_edits, unified_diff
+from superqode_ls.qe.roles.lint import LintTester, ruff_severity
+from tests.role_helpers import at, git_apply, git_apply_check, make_ctx, run_role, tree_state
+
+RUFF_CONFIG = '[tool.ruff.lint]\nselect = ["E", "F"]\n'
+
+
+def test_findings_patches_and_untouched_sandbox(make_repo):
+    repo = make_repo(
+        {
+            "pyproject.toml": RUFF_CONFIG,
+            "pkg/__init__.py": "",
+            # non-ASCII before the flagged name: columns are code points
+            "pkg/mod.py": 'import os\nimport sys\n\n\ndef f():\n    s = "żółw"; unused = 1\n    return s, sys.argv\n',
+            "pkg/crlf.py": "import json\r\n\r\nX = 1\r\n",
+            "pkg/nonl.py": "import re",
+        }
+    )
+    before = tree_state(repo)
+    out = run_role(LintTester(), make_ctx(repo))
+    assert out.status == "ok"
+    assert tree_state(repo) == before  # no .ruff_cache, no edits
+
+    (f401,) = at(out.findings, "F401", "pkg/mod.py", 1)
+    assert f401.snippet == "import os" and f401.range.start_col == 8
+    (f841,) = at(out.findings, "F841", "pkg/mod.py", 6)
+    assert f841.range.start_col == 17  # after 'żółw' counted as 4 characters
+    assert f841.snippet == '    s = "żółw"; unused = 1'
+    assert at(out.findings, "F401", "pkg/crlf.py", 1)
+    assert at(out.findings, "F401", "pkg/nonl.py", 1)
+    assert len({f.id for f in out.findings}) == len(out.findings)
+
+    patches = {p.id: p for p in out.patches}
+    for f in out.findings:
+        if f.rule_id == "E702":  # ruff offers no fix for this one
+            assert f.fix_patch_id is None
+            continue
+        assert f.fix_patch_id in patches, f
+        patch = patches[f.fix_patch_id]
+        assert patch.finding_ids == [f.id] and patch.files == [f.file]
+        check = git_apply_check(repo, patch.diff)
+        assert check.returncode == 0, (patch.diff, check.stderr)
+    assert "unsafe" in patches[f841.fix_patch_id].description
+
+    # Applying the fixes and re-checking those files: the problems are gone
+    # and the CRLF file kept its line endings.
+    for pid in {f401.fix_patch_id, at(out.findings, "F401", "pkg/crlf.py", 1)[0].fix_patch_id}:
+        git_apply(repo, patches[pid].diff)
+    again = asyncio.run(LintTester().recheck(make_ctx(repo), ["pkg/mod.py", "pkg/crlf.py"]))
+    assert not at(again, "F401", "pkg/mod.py", 1)
+    assert not [f for f in again if f.file == "pkg/crlf.py"]
+    assert (repo / "pkg/crlf.py").read_bytes() == b"\r\nX = 1\r\n"
+    assert {f.file for f in again} <= {"pkg/mod.py", "pkg/crlf.py"}
+
+
+def test_ids_survive_code_moving(make_repo):
+    repo = make_repo({"a.py": "import os\n"})
+    first = run_role(LintTester(), make_ctx(repo))
+    (repo / "a.py").write_text('"""Doc."""\n\n\nimport os\n')
+    second = run_role(LintTester(), make_ctx(repo))
+    assert [f.id for f in first.findings if f.rule_id == "F401"] == [
+        f.id for f in second.findings if f.rule_id == "F401"
+    ]
+
+
+def test_files_restrict_and_skips(make_repo, tmp_path):
+    repo = make_repo({"a.py": "import os\n", "b.py": "import sys\n", "notes.txt": "x\n"})
+    out = run_role(LintTester(), make_ctx(repo, files=["b.py", "missing.py"]))
+    assert {f.file for f in out.findings} == {"b.py"}
+    out = run_role(LintTester(), make_ctx(repo, files=["notes.txt"]))
+    assert out.status == "skipped" and "Python" in out.reason
+    empty = make_repo({"README.md": "nothing to lint\n"})
+    out = run_role(LintTester(), make_ctx(empty))
+    assert out.status == "skipped" and out.reason
+
+
+def test_bad_project_config_is_a_failed_role(make_repo):
+    repo = make_repo({"pyproject.toml": "[tool.ruff]\nline-length = 'wide'\n", "a.py": "x = 1\n"})
+    out = run_role(LintTester(), make_ctx(repo))
+    assert out.status == "failed" and "ruff failed" in out.reason
+
+
+def test_severity_mapping():
+    assert ruff_severity("F821").value == "high"
+    assert ruff_severity("E999").value == "high"
+    assert ruff_severity("B006").value == "medium"
+    assert ruff_severity("F401").value == "low"
+    assert ruff_severity("E501").value == "info"
+
+
+def test_edits_and_diff_edge_cases():
+    text = "a = 1\nb = 2"
+    assert apply_edits(text, [TextEdit(2, 1, 2, 6, "b = 3")]) == "a = 1\nb = 3"
+    # edit reaching one past the last line means end of file
+    assert apply_edits("x\ny\n", [TextEdit(2, 1, 3, 1, "")]) == "x\n"
+    try:
+        apply_edits(text, [TextEdit(1, 1, 1, 4, ""), TextEdit(1, 2, 1, 3, "")])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("overlapping edits must be refused")
+    diff = unified_diff("f.py", "a\nb", "a\nc")
+    assert diff.startswith("diff --git a/f.py b/f.py\n--- a/f.py\n+++ b/f.py\n")
+    assert diff.count("\\ No newline at end of file") == 2
+    assert unified_diff("f.py", "same", "same") == ""
