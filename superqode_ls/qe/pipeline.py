@@ -28,6 +28,7 @@ from ..workspace.git import git, repo_root
 from ..workspace.paths import new_session_id
 from . import baseline as baseline_mod
 from .noise import FileLines, NoiseResult, filter_findings
+from .report import compute_verdict, render_markdown, write_json
 from .roles import REGISTRY, UnknownRole, role_class
 from .roles.base import Role, RoleContext, RoleOutput
 from .verifier import Verifier, patch_files
@@ -595,8 +596,8 @@ class QESession:
         md_path = artifacts.report_path("md", when)
         report.artifacts["json"] = str(json_path)
         report.artifacts["markdown"] = str(md_path)
-        artifacts.write_report("md", _markdown(report), when)
-        artifacts.write_report("json", report.model_dump_json(indent=2), when)
+        artifacts.write_report("md", render_markdown(report), when)
+        artifacts.write_report("json", write_json(report), when)
 
 
 def _sandbox_root(s: Any, project: Path) -> Path:
@@ -619,30 +620,4 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _verdict(report: QualityReport, config: Config) -> str:
-    try:
-        from .report import compute_verdict  # type: ignore[attr-defined]
-    except ImportError:
-        compute_verdict = None
-    if compute_verdict is not None:
-        return compute_verdict(report, config.qe.fail_on)
-    from ..models import Severity
-
-    if config.qe.fail_on != "never":
-        floor = Severity(config.qe.fail_on)
-        if any(f.severity.at_least(floor) for f in report.findings):
-            return "fail"
-    return "conditional" if report.findings else "pass"
-
-
-def _markdown(report: QualityReport) -> str:
-    try:
-        from .report import render_markdown  # type: ignore[attr-defined]
-    except ImportError:
-        render_markdown = None
-    if render_markdown is not None:
-        return render_markdown(report)
-    lines = [f"# Quality Report {report.session_id}", "", f"Verdict: **{report.verdict}**", ""]
-    for f in report.findings:
-        where = f"{f.file}:{f.range.start_line}" if f.file and f.range else (f.file or "-")
-        lines.append(f"- [{f.severity.value}] {where} {f.rule_id}: {f.title}")
-    return "\n".join(lines) + "\n"
+    return compute_verdict(report, config.qe.fail_on)

@@ -1,0 +1,222 @@
+"""``superqe run`` (a QE session on a project) and ``superqe roles``.
+
+Exit codes of ``run``: 0 ok; 1 findings at/above ``--fail-on``; 2 usage or
+configuration error (nothing created); 3 session failed, timed out or the
+project could not be verified unchanged (artifacts kept, revert done);
+130 interrupted (Ctrl-C: partial results saved, revert done).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+from ..config import ConfigError, load_config
+from ..events import EventBus
+from ..models import QualityReport, Severity
+from ..workspace.artifacts import atomic_write
+from ..workspace.errors import WorkspaceError
+from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError
+
+SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
+EXIT_INTERRUPTED = 130
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds (got {text})")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run", help="run a QE session on a project",
+        description="Run QE roles on PATH in a sandbox, verify their fixes, write the Quality "
+                    "Report to .superqode/qe-artifacts/ and leave PATH unchanged.",
+    )
+    p.add_argument("path", nargs="?", default=".", help="project folder (default: .)")
+    p.add_argument("--mode", choices=("quick", "deep"), default=None,
+                   help="quick (default; budget 60 s) or deep (budget 1800 s)")
+    p.add_argument("-r", "--role", dest="roles", action="append", metavar="ROLE",
+                   help="run this role (repeatable; default: the mode's roles, see superqe roles)")
+    iso = p.add_mutually_exclusive_group()
+    iso.add_argument("--worktree", dest="isolation", action="store_const", const="worktree",
+                     help="sandbox as a git worktree")
+    iso.add_argument("--snapshot", dest="isolation", action="store_const", const="snapshot",
+                     help="sandbox as a directory copy")
+    p.add_argument("--base-ref", metavar="REF", help="sandbox at this commit (no uncommitted state)")
+    p.add_argument("--jsonl", action="store_true", help="print events as JSON lines on stdout")
+    p.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0")
+    p.add_argument("--fail-on", choices=SEVERITIES, default=None,
+                   help="exit 1 when a finding is at/above this severity (default: qe.fail_on, high)")
+    p.add_argument("--timeout", type=_positive, metavar="S", help="session budget in seconds")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="hide findings recorded in FILE (default: qe.baseline from the config)")
+    p.add_argument("--update-baseline", action="store_true",
+                   help="write the current findings to the baseline file "
+                        "(--baseline, qe.baseline or .superqode/baseline.json)")
+    p.add_argument("--untrusted", action="store_true",
+                   help="skip roles that run the project's code")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("roles", help="list the QE roles",
+                       description="List the QE roles, their tools and whether they can run here.")
+    p.add_argument("path", nargs="?", default=".", help="project whose configuration to use")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_roles)
+
+
+def _check_sarif_target(path: str) -> Path:
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"--sarif {path}: is a directory")
+    if not target.parent.is_dir():
+        raise UsageError(f"--sarif {path}: folder {target.parent} does not exist")
+    return target
+
+
+def exit_code(report: QualityReport, fail_on: str) -> int:
+    if report.verification is not None and not report.verification.verified:
+        return EXIT_FAILED
+    if report.timed_out:
+        return EXIT_FAILED
+    if report.cancelled:
+        return EXIT_INTERRUPTED
+    if fail_on != "never":
+        floor = Severity(fail_on)
+        if any(f.severity.at_least(floor) for f in report.findings):
+            return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..qe.display import make_display, summary_lines
+    from ..qe.pipeline import QERequest, QESession, SessionFailed
+
+    overrides: dict = {}
+    if args.fail_on:
+        overrides.setdefault("qe", {})["fail_on"] = args.fail_on
+    sarif = _check_sarif_target(args.sarif) if args.sarif else None
+    project = Path(args.path).expanduser()
+    config = load_config(project if project.is_dir() else None, overrides or None)
+    request = QERequest(
+        project=Path(args.path),
+        mode=args.mode or config.mode,
+        roles=args.roles,
+        isolation=args.isolation,
+        base_ref=args.base_ref,
+        config_overrides=overrides,
+        trusted=not args.untrusted,
+        baseline=Path(args.baseline) if args.baseline else None,
+        update_baseline=args.update_baseline,
+        timeout=args.timeout,
+    )
+    bus = EventBus()
+    session = QESession(request, bus=bus)
+    display = make_display(jsonl=args.jsonl)
+    unsubscribe = bus.subscribe(display)
+    failure: SessionFailed | None = None
+    report: QualityReport | None = None
+    try:
+        report = asyncio.run(_run_with_signals(session))
+    except (ConfigError, WorkspaceError) as e:
+        raise UsageError(str(e)) from None
+    except SessionFailed as e:
+        failure = e
+        report = e.report
+    finally:
+        unsubscribe()
+        display.close()
+    if report is not None and sarif is not None:
+        from ..qe.report import to_sarif
+
+        atomic_write(sarif, json.dumps(to_sarif(report), indent=2) + "\n")
+    if report is not None and not args.jsonl:
+        for line in summary_lines(report):
+            print(line)
+        if report.artifacts.get("baseline") and args.update_baseline:
+            print(f"baseline written: {report.artifacts['baseline']}")
+    if failure is not None:
+        print(f"superqe: session failed: {failure}", file=sys.stderr)
+        return EXIT_FAILED
+    assert report is not None
+    if report.timed_out:
+        print(f"superqe: session ran out of time; partial report: {report.artifacts.get('json')}",
+              file=sys.stderr)
+    if report.verification is not None and not report.verification.verified:
+        print(f"superqe: {report.verification.line}", file=sys.stderr)
+    fail_on = args.fail_on or config.qe.fail_on
+    return exit_code(report, fail_on)
+
+
+async def _run_with_signals(session) -> QualityReport:
+    """Ctrl-C and SIGTERM cancel the session through its revert path."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, session.cancel)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    try:
+        return await session.run()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+def role_rows(config) -> list[dict]:
+    from ..qe.roles import REGISTRY, role_class
+
+    rows = []
+    for name in sorted(REGISTRY):
+        row: dict = {"name": name, "quick": name in config.qe.quick_roles,
+                     "deep": name in config.qe.deep_roles}
+        try:
+            cls = role_class(name)
+        except (ImportError, AttributeError) as e:
+            row.update(tool=None, description="", available=False, reason=f"not installed ({e})")
+            rows.append(row)
+            continue
+        reason = cls().unavailable()
+        row.update(
+            tool=getattr(cls, "tool", None), description=getattr(cls, "description", ""),
+            modes=sorted(cls.modes), executes_code=cls.executes_code,
+            modifies_sandbox=cls.modifies_sandbox, available=reason is None, reason=reason,
+        )
+        rows.append(row)
+    return rows
+
+
+def cmd_roles(args: argparse.Namespace) -> int:
+    path = Path(args.path).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"not a folder: {args.path}")
+    config = load_config(path)
+    rows = role_rows(config)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        modes = "/".join(m for m in ("quick", "deep") if r[m]) or "-"
+        state = "available" if r["available"] else f"unavailable: {r['reason']}"
+        flags = []
+        if r.get("executes_code"):
+            flags.append("runs project code")
+        if r.get("modifies_sandbox"):
+            flags.append("edits sandbox")
+        extra = f" [{', '.join(flags)}]" if flags else ""
+        print(f"{r['name']:<{width}}  {r.get('tool') or '-':<8} default in: {modes:<10} {state}{extra}")
+        if r.get("description"):
+            print(f"{'':<{width}}  {r['description']}")
+    return EXIT_OK

@@ -1,0 +1,209 @@
+"""What a person (or a pipe) sees of a session: event sinks for the EventBus.
+
+- ``JsonlDisplay``: every event as one JSON object per line (``--jsonl``);
+- ``RichDisplay``: a live progress table on a terminal;
+- ``PlainDisplay``: one plain line per step when output is piped.
+
+``summary_lines`` renders the final report the same way for both.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TextIO
+
+from ..models import Event, Finding, QualityReport, Severity
+
+_ROLE_STATUS = {
+    "ok": "done",
+    "failed": "failed",
+    "skipped": "skipped",
+    "timeout": "timed out",
+    "cancelled": "cancelled",
+    "error": "error",
+}
+
+
+class JsonlDisplay:
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream or sys.stdout
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        line = event.to_json()
+        with self._lock:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.flush()
+
+
+def _role_line(data: dict) -> str:
+    status = _ROLE_STATUS.get(data.get("status", ""), data.get("status", "?"))
+    text = f"{status}: {data.get('findings', 0)} finding(s) in {data.get('duration_s', 0):.1f}s"
+    if data.get("reason"):
+        text += f" ({data['reason']})"
+    return text
+
+
+class PlainDisplay:
+    """Plain lines, no cursor tricks: safe for pipes, logs and CI."""
+
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr
+        self._lock = threading.Lock()
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def __call__(self, event: Event) -> None:
+        d = event.data
+        t = event.type
+        if t == "session_start":
+            roles = ", ".join(d.get("roles") or [])
+            self._write(f"session {event.session_id}: {d.get('mode')} mode, roles: {roles}")
+        elif t == "workspace.snapshot":
+            self._write(f"sandbox ready ({d.get('isolation')}, {d.get('seconds', 0):.1f}s)")
+        elif t == "role_start":
+            self._write(f"[{d.get('role')}] started")
+        elif t == "role_complete":
+            self._write(f"[{d.get('role')}] {_role_line(d)}")
+        elif t == "progress" and str(d.get("message", "")).startswith("verifying"):
+            self._write(f"{d.get('message')} ({d.get('done', 0) + 1}/{d.get('total')})")
+        elif t == "git.blocked":
+            self._write(f"blocked git command in the sandbox: {d.get('command') or d.get('argv')}")
+        elif t == "workspace.reverted":
+            self._write("sandbox removed; " + ("project verified unchanged" if d.get("verified")
+                                                else "PROJECT DIFFERS FROM BEFORE"))
+
+    def close(self) -> None:
+        pass
+
+
+class RichDisplay:
+    """A live table of roles on a terminal (rich), cleared at the end."""
+
+    def __init__(self, stream: TextIO | None = None):
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.console = Console(file=stream or sys.stderr)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._tasks: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._verify: int | None = None
+        self.progress.start()
+
+    def _task(self, name: str, description: str) -> int:
+        if name not in self._tasks:
+            self._tasks[name] = self.progress.add_task(description, total=1)
+        return self._tasks[name]
+
+    def __call__(self, event: Event) -> None:
+        d = event.data
+        t = event.type
+        with self._lock:
+            if t == "session_start":
+                self.console.print(
+                    f"[bold]superqe[/] {event.session_id}: {d.get('mode')} mode on {d.get('project')}"
+                )
+                self._task("_sandbox", "preparing sandbox")
+            elif t == "workspace.snapshot":
+                tid = self._task("_sandbox", "")
+                self.progress.update(
+                    tid, description=f"sandbox ready ({d.get('isolation')})", completed=1
+                )
+            elif t == "role_start":
+                self._task(d["role"], f"{d['role']}: running")
+            elif t == "role_complete":
+                tid = self._task(d["role"], "")
+                self.progress.update(tid, description=f"{d['role']}: {_role_line(d)}", completed=1)
+            elif t == "progress" and str(d.get("message", "")).startswith(("verifying", "fixes verified")):
+                if self._verify is None:
+                    self._verify = self.progress.add_task("verifying fixes", total=d.get("total") or 1)
+                self.progress.update(
+                    self._verify, description=str(d.get("message")), completed=d.get("done", 0)
+                )
+            elif t == "workspace.reverted":
+                self.progress.add_task(
+                    "sandbox removed; "
+                    + ("project verified unchanged" if d.get("verified") else "[red]PROJECT DIFFERS[/]"),
+                    total=1, completed=1,
+                )
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def make_display(*, jsonl: bool, stream: TextIO | None = None):
+    """The right sink for where output goes."""
+    if jsonl:
+        return JsonlDisplay(sys.stdout)
+    stream = stream or sys.stderr
+    if stream.isatty():
+        return RichDisplay(stream)
+    return PlainDisplay(stream)
+
+
+def _where(f: Finding) -> str:
+    if not f.file:
+        return "-"
+    if f.range is None:
+        return f.file
+    return f"{f.file}:{f.range.start_line}:{f.range.start_col}"
+
+
+def finding_line(f: Finding, patches: dict | None = None) -> str:
+    fix = ""
+    if f.fix_patch_id:
+        fix = f" [fix {f.fix_patch_id}{', verified' if f.verified else ''}]"
+    return f"{_where(f)}: {f.severity.value} {f.rule_id} {f.title} ({f.role}/{f.tool}){fix}"
+
+
+def summary_lines(report: QualityReport) -> list[str]:
+    order = {s: i for i, s in enumerate(reversed(list(Severity)))}
+    findings = sorted(
+        report.findings,
+        key=lambda f: (order.get(f.severity, 9), f.file or "", f.range.start_line if f.range else 0),
+    )
+    lines = [finding_line(f) for f in findings]
+    counts = ", ".join(f"{k} {v}" for k, v in report.summary.items() if v)
+    lines.append("")
+    state = ""
+    if report.cancelled:
+        state = " (cancelled: partial results)"
+    elif report.timed_out:
+        state = " (timed out: partial results)"
+    lines.append(f"verdict: {report.verdict}{state}; {len(report.findings)} finding(s)"
+                 + (f" ({counts})" if counts else ""))
+    hidden = []
+    if report.suppressed:
+        hidden.append(f"{report.suppressed} suppressed or below the confidence threshold")
+    if report.baseline_filtered:
+        hidden.append(f"{report.baseline_filtered} in the baseline")
+    if hidden:
+        lines.append("hidden: " + "; ".join(hidden))
+    verified = sum(1 for p in report.patches if p.verified)
+    if report.patches:
+        lines.append(f"fixes: {len(report.patches)} suggested, {verified} verified "
+                     "(superqe suggestions list)")
+    for r in report.roles:
+        if r.status not in ("ok",):
+            lines.append(f"role {r.role}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
+    if report.stale:
+        lines.append("stale: files changed while the session ran; re-run for current results")
+    if report.verification is not None:
+        lines.append(report.verification.line)
+    if report.artifacts.get("json"):
+        lines.append(f"report: {report.artifacts['json']}")
+    return lines
