@@ -39,6 +39,7 @@ class AgentResult:
     summary: str = ""
     error: str | None = None
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    reproducer_files: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class Agent:
@@ -100,7 +101,6 @@ class Agent:
             messages.append(reply.assistant_message())
             self.emit(
                 "agent.turn",
-                role=self.tools.role,
                 turn=turns,
                 provider=provider.name,
                 model=reply.model,

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
 
-from ..config import Config, ConfigError, load_config
+from ..config import Config
 from ..models import Finding, Usage
 from ..qe.roles.base import Role, RoleContext, RoleOutput
 from ..workspace.proc import run_command
 from .changes import ChangeTracker
-from .confine import shell_refusal
+from .confine import Refused, resolve_inside, shell_refusal
 from .loop import Agent, AgentResult, Budget
 from .permissions import Permissions, current_asker
 from .prompts import ROLE_FOCUS, system_prompt, task_prompt
@@ -30,7 +31,8 @@ from .tools import REPRODUCER_PREFIX, ToolBox, workspace_guard_refusal
 
 _usage_lock = threading.Lock()
 _SESSION_USAGE: dict[str, Usage] = {}
-_SESSION_FINDINGS: dict[tuple[str, str], list[Finding]] = {}
+# (session id, role) -> [(finding, files its reproducer needs)] for recheck.
+_SESSION_FINDINGS: dict[tuple[str, str], list[tuple[Finding, dict[str, str]]]] = {}
 
 
 def session_usage(session_id: str) -> Usage | None:
@@ -85,13 +87,14 @@ class AgentRole(Role):
         self.config = config
 
     def unavailable(self, config: Config | None = None) -> str | None:
+        """ "no provider configured" (or a missing key) for ``config``.
+
+        Called without a config (the pipeline checks before the session's
+        config reaches the role) it cannot know the project's providers, so
+        it answers None and ``run`` skips with the same reason instead.
+        """
         cfg = config or self.config
-        if cfg is None:
-            try:
-                cfg = load_config(None)
-            except ConfigError as e:
-                return str(e)
-        return provider_problem(cfg)
+        return provider_problem(cfg) if cfg is not None else None
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
         cfg = ctx.config
@@ -101,7 +104,9 @@ class AgentRole(Role):
         result = await self.run_agent(ctx)
         _add_usage(ctx.session_id, result.usage)
         with _usage_lock:
-            _SESSION_FINDINGS[(ctx.session_id, self.name)] = list(result.findings)
+            _SESSION_FINDINGS[(ctx.session_id, self.name)] = [
+                (f, result.reproducer_files.get(f.id, {})) for f in result.findings
+            ]
         status, reason = {
             "completed": ("ok", None),
             "max_turns": ("ok", f"stopped after {result.turns} turns (agent.max_turns)"),
@@ -146,16 +151,19 @@ class AgentRole(Role):
                     acfg.fallback_provider,
                     redactor=redactor,
                     client=client,
-                    on_retry=lambda m: emit("log", role=self.name, level="warning", message=m),
-                    on_fallback=lambda m: emit("log", role=self.name, level="warning", message=m),
+                    on_retry=lambda m: emit("log", level="warning", message=m),
+                    on_fallback=lambda m: emit("log", level="warning", message=m),
                 )
             except ProviderError as e:
                 return AgentResult("provider_error", 0, [], [], Usage(), {}, error=str(e))
+            # The shell never sees provider keys, so the model cannot print them.
+            key_vars = {p.api_key_env for p in cfg.providers if p.api_key_env}
+            shell_env = {k: v for k, v in ctx.env.items() if k not in key_vars}
             toolbox = ToolBox(
                 root=ctx.sandbox,
                 role=self.name,
                 config=acfg,
-                env=ctx.env,
+                env=shell_env,
                 permissions=Permissions(
                     acfg.permissions, asker or getattr(ctx, "asker", None) or current_asker()
                 ),
@@ -174,13 +182,13 @@ class AgentRole(Role):
                 cancel=cancel,
             )
             result = await agent.run(task_prompt(ctx.files, ctx.mode))
+            result.reproducer_files = dict(toolbox.reproducer_files)
         finally:
             tracker.close()
             if client is not self.http_client:
                 await client.aclose()
         emit(
             "agent.usage",
-            role=self.name,
             stop_reason=result.stop_reason,
             turns=result.turns,
             usage=result.usage.model_dump(),
@@ -200,33 +208,66 @@ class AgentRole(Role):
         try:
             ctx.artifacts.write_log(f"agent-{self.name}", redactor.text(json.dumps(body, indent=1)))
         except OSError as e:
-            ctx.emit("log", role=self.name, level="warning", message=f"transcript not written: {e}")
+            ctx.emit("log", level="warning", message=f"transcript not written: {e}")
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
         """Findings in ``files`` whose reproducer still fails in ``ctx.sandbox``.
 
-        A finding without a reproducer cannot be rechecked and is kept.
+        Test files the agent wrote for a reproducer are put back for the run
+        when the sandbox no longer has them, then removed again. A finding
+        without a reproducer cannot be rechecked and is kept.
         """
         with _usage_lock:
             known = list(_SESSION_FINDINGS.get((ctx.session_id, self.name), []))
         wanted = set(files)
         still: list[Finding] = []
-        for f in known:
+        for f, support in known:
             if f.file not in wanted:
                 continue
             cmd = reproducer(f)
             if cmd is None or shell_refusal(cmd, ctx.sandbox) or workspace_guard_refusal(cmd):
                 still.append(f)
                 continue
-            res = await run_command(
-                ["/bin/sh", "-c", cmd],
-                ctx.sandbox,
-                env=ctx.env,
-                timeout=ctx.config.agent.shell_timeout_s,
-            )
+            placed = _place(ctx.sandbox, support)
+            try:
+                res = await run_command(
+                    ["/bin/sh", "-c", cmd],
+                    ctx.sandbox,
+                    env=ctx.env,
+                    timeout=ctx.config.agent.shell_timeout_s,
+                )
+            finally:
+                _unplace(ctx.sandbox, placed)
             if not res.ok:
                 still.append(f)
         return still
+
+
+def _place(root: Path, files: dict[str, str]) -> list[Path]:
+    made: list[Path] = []
+    for rel, text in files.items():
+        try:
+            p = resolve_inside(root, rel, for_write=True)
+        except Refused:
+            continue
+        if p.exists():
+            continue
+        missing = [d for d in [*reversed(p.parents)] if not d.exists()]
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        made.extend([p, *reversed(missing)])
+    return made
+
+
+def _unplace(root: Path, made: list[Path]) -> None:
+    for p in made:
+        try:
+            if p.is_dir():
+                p.rmdir()
+            else:
+                p.unlink()
+        except OSError:
+            pass
 
 
 def reproducer(f: Finding) -> str | None:

@@ -180,6 +180,10 @@ class ToolBox:
     findings: list[Finding] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)
     calls: int = 0
+    # Files the agent created (tests, mostly): a finding's reproducer may need
+    # them when the verifier re-runs it on a restored sandbox.
+    created: dict[str, str] = field(default_factory=dict)
+    reproducer_files: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
@@ -220,9 +224,9 @@ class ToolBox:
         except Exception as e:  # noqa: BLE001 - a tool bug must not end the session
             result = ToolResult(f"error: {type(e).__name__}: {e}", "error")
         result.text = self.redactor.text(result.text)
+        # The caller's emit adds the role name (RoleContext.emit does).
         self.emit(
             "tool_call",
-            role=self.role,
             tool=name,
             call_id=call_id,
             turn=turn,
@@ -368,6 +372,9 @@ class ToolBox:
         path.parent.mkdir(parents=True, exist_ok=True)
         existed = path.exists()
         path.write_bytes(data)
+        rel = relative(self.root, path)
+        if not existed or rel in self.created:
+            self.created[rel] = a["content"]
         return f"{'overwrote' if existed else 'created'} {relative(self.root, path)} ({len(data)} bytes)"
 
     async def _edit_file(self, a: dict[str, Any]) -> str:
@@ -388,6 +395,9 @@ class ToolBox:
                 f"old_text occurs {count} times in {a['path']}; include more surrounding lines so it is unique"
             )
         path.write_text(text.replace(old, a["new_text"], 1), encoding="utf-8")
+        rel = relative(self.root, path)
+        if rel in self.created:
+            self.created[rel] = path.read_text(encoding="utf-8")
         return f"edited {relative(self.root, path)}"
 
     async def _run_shell(self, a: dict[str, Any]) -> str:
@@ -457,6 +467,8 @@ class ToolBox:
         if any(f.id == finding.id for f in self.findings):
             return json.dumps({"finding_id": finding.id, "note": "already reported"})
         self.findings.append(finding)
+        if a.get("reproducer"):
+            self.reproducer_files[finding.id] = dict(self.created)
         return json.dumps({"finding_id": finding.id})
 
     async def _propose_fix(self, a: dict[str, Any]) -> str:
