@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ _SEVERITY = {"HIGH": Severity.high, "MEDIUM": Severity.medium, "LOW": Severity.l
 _CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.7, "LOW": 0.4, "UNDEFINED": 0.5}
 # "Consider possible security implications of importing X": context, not a problem.
 _IMPORT_NOTES = {f"B4{n:02d}" for n in range(1, 16)}
+_PASSWORD_RULES = ("B105", "B106", "B107")
 _WEAK_HASHES = {"md5", "sha1", "md4", "md2", "sha"}
 _SECRET_SUFFIXES = (
     ".py", ".pyi", ".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".env", ".txt",
@@ -84,6 +86,21 @@ class SecurityTester(Role):
             findings.extend(self._bandit_findings(root, src, bandit_out))
         # Pure-Python scans: off the event loop, other roles run meanwhile.
         extra = await asyncio.to_thread(self._scan, root, src, py_files, text_files, findings)
+        # A recognised token says more than bandit's "possible password".
+        token_lines = {
+            (f.file, f.range.start_line)
+            for f in extra
+            if f.tool == "superqode-secrets" and f.rule_id != "secret-generic" and f.range
+        }
+        findings = [
+            f
+            for f in findings
+            if not (
+                f.rule_id in _PASSWORD_RULES
+                and f.range
+                and (f.file, f.range.start_line) in token_lines
+            )
+        ]
         findings.extend(extra)
         findings = assign_ids(findings)
         patches = self._fixes(src, findings)
@@ -138,6 +155,17 @@ class SecurityTester(Role):
             severity = _SEVERITY.get(r.get("issue_severity", ""), Severity.medium)
             if test_id in _IMPORT_NOTES:
                 severity = Severity.info
+            message = f"{test_id} ({r.get('test_name')}): {r.get('issue_text', '')}"
+            title = r.get("issue_text", test_id).split(". ")[0].rstrip(".")
+            if test_id in _PASSWORD_RULES:
+                # bandit quotes the password; keep it out of reports.
+                m = re.search(r": '(.+)'$", r.get("issue_text", ""))
+                if m:
+                    secret = m.group(1)
+                    message, title = (
+                        x.replace(secret, _secrets.mask(secret)) for x in (message, title)
+                    )
+                    text = text.replace(secret, _secrets.mask(secret)) if text else text
             cwe = (r.get("issue_cwe") or {}).get("id")
             tags = ["bandit", r.get("test_name") or test_id]
             if cwe:
@@ -147,8 +175,8 @@ class SecurityTester(Role):
                     role=self.name,
                     tool="bandit",
                     rule_id=test_id,
-                    title=r.get("issue_text", test_id).split(". ")[0].rstrip("."),
-                    message=f"{test_id} ({r.get('test_name')}): {r.get('issue_text', '')}",
+                    title=title,
+                    message=message,
                     severity=severity,
                     confidence=_CONFIDENCE.get(r.get("issue_confidence", ""), 0.5),
                     category="security",
@@ -179,7 +207,7 @@ class SecurityTester(Role):
         password_lines = {
             (f.file, f.range.start_line)
             for f in already
-            if f.rule_id in ("B105", "B106", "B107") and f.range
+            if f.rule_id in _PASSWORD_RULES and f.range
         }
         for rel in text_files:
             for hit in _secrets.scan_file(root / rel, in_test=is_test_path(rel)):
