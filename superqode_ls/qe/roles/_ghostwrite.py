@@ -1,0 +1,214 @@
+"""Write property-based tests for a project's public functions.
+
+Copied into a scratch dir and run there as a script, in a subprocess whose
+current directory is a scratch copy of the project: importing the project's
+modules runs the project's code, which never happens in SuperQode's own
+process. Imports only the standard library and hypothesis (a sibling module
+of this file must not shadow a project's import).
+
+usage: python ghostwrite.py SPEC.json OUT.jsonl
+SPEC: {"modules": [{"rel": "pkg/mod.py", "module": "pkg.mod"}], "max_functions": 40}
+OUT: one JSON object per function: rel, module, function, line, and either
+"source" (the test) or "skipped" (why not).
+"""
+
+import ast
+import builtins
+import importlib
+import inspect
+import json
+import sys
+import warnings
+
+# Functions that touch the world outside their arguments are not fuzzed:
+# random paths, commands or hosts fed to them would do real damage.
+SIDE_EFFECT_CALLS = {
+    "open", "system", "popen", "Popen", "check_call", "check_output", "spawnv", "execv",
+    "execvp", "fork", "kill", "unlink", "rmdir", "removedirs", "rmtree", "rename",
+    "mkdir", "makedirs", "touch", "write_text", "write_bytes", "chmod", "chown",
+    "symlink_to", "hardlink_to", "urlopen", "connect", "sendall", "exec", "eval",
+    "input", "sleep", "exit", "_exit", "putenv", "breakpoint",
+}  # fmt: skip
+# ``os.<anything>`` is a side effect except these read-only helpers.
+OS_READ_ONLY = {"fspath", "getenv", "getcwd", "cpu_count", "fsdecode", "fsencode"}
+SIDE_EFFECT_MODULES = {
+    "subprocess", "socket", "shutil", "requests", "httpx", "urllib", "http", "ftplib",
+    "smtplib", "asyncio", "threading", "multiprocessing", "signal", "ctypes", "sqlite3",
+    "tempfile", "webbrowser",
+}  # fmt: skip
+SIDE_EFFECT_NAMES = (
+    "main", "run", "write", "save", "delete", "remove", "send", "upload", "download",
+    "install", "kill", "backup", "deploy", "serve", "start", "stop", "exec", "open",
+    "connect", "publish", "push", "sync", "migrate", "drop", "purge", "clean",
+)  # fmt: skip
+
+
+def _call_name(node):
+    f = node.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    return None
+
+
+def _reachable(node, defs):
+    """The function and the same-module functions it calls, transitively."""
+    seen, todo, out = set(), [node], []
+    while todo:
+        n = todo.pop()
+        if n.name in seen:
+            continue
+        seen.add(n.name)
+        out.append(n)
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Call):
+                name = _call_name(sub)
+                if name in defs and name not in seen:
+                    todo.append(defs[name])
+    return out
+
+
+def _side_effect(nodes):
+    for n in nodes:
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Call):
+                name = _call_name(sub)
+                if name in SIDE_EFFECT_CALLS:
+                    return f"calls {name}()"
+                f = sub.func
+                if (
+                    isinstance(f, ast.Attribute)
+                    and isinstance(f.value, ast.Name)
+                    and f.value.id == "os"
+                    and f.attr not in OS_READ_ONLY
+                ):
+                    return f"calls os.{f.attr}()"
+            if isinstance(sub, ast.Name) and sub.id in SIDE_EFFECT_MODULES:
+                return f"uses {sub.id}"
+            if isinstance(sub, (ast.Global, ast.Nonlocal)):
+                return "changes global state"
+    return None
+
+
+def _resolve(expr, module):
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    obj = getattr(module, expr.id, getattr(builtins, expr.id, None))
+    for attr in reversed(parts):
+        obj = getattr(obj, attr, None)
+    if isinstance(obj, type) and issubclass(obj, Exception):
+        return obj
+    return None
+
+
+def _raised(nodes, module):
+    """Exception types raised on purpose (a ``raise`` statement): documented
+    behaviour, not a crash."""
+    out = []
+    for n in nodes:
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Raise) and sub.exc is not None:
+                exc = _resolve(sub.exc, module)
+                if exc is not None and exc not in out:
+                    out.append(exc)
+    return tuple(out)
+
+
+def _why_not(func, node, nodes):
+    if isinstance(node, ast.AsyncFunctionDef):
+        return "async function"
+    if any(isinstance(s, (ast.Yield, ast.YieldFrom)) for s in ast.walk(node)):
+        return "generator"
+    lowered = node.name.lower()
+    for word in SIDE_EFFECT_NAMES:
+        if lowered == word or lowered.startswith(word + "_"):
+            return f"may have side effects (name starts with {word!r})"
+    effect = _side_effect(nodes)
+    if effect:
+        return f"may have side effects ({effect})"
+    if not inspect.isfunction(inspect.unwrap(func)):
+        return "not a plain function"
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return "no signature"
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.default is p.empty
+    ]
+    if not params:
+        return "takes no required arguments"
+    for p in params:
+        if p.annotation is p.empty:
+            return f"parameter {p.name!r} has no type annotation"
+    return None
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        spec = json.load(fh)
+    out = open(sys.argv[2], "w", encoding="utf-8")  # noqa: SIM115 - one file for the run
+
+    def emit(rec):
+        out.write(json.dumps(rec) + "\n")
+        out.flush()
+
+    warnings.simplefilter("ignore")
+    from hypothesis.extra import ghostwriter
+
+    budget = int(spec["max_functions"])
+    for entry in spec["modules"]:
+        rel, name = entry["rel"], entry["module"]
+        try:
+            with open(entry["path"], encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+        except (OSError, SyntaxError, ValueError) as e:
+            emit({"rel": rel, "module": name, "skipped": f"cannot parse: {e}"})
+            continue
+        defs = {
+            n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        public = [n for n in defs.values() if not n.name.startswith("_")]
+        if not public:
+            continue
+        try:
+            module = importlib.import_module(name)
+        except BaseException as e:  # noqa: BLE001 - any failure of project code
+            emit({"rel": rel, "module": name, "skipped": f"import failed: {type(e).__name__}: {e}"})
+            continue
+        for node in public:
+            rec = {"rel": rel, "module": name, "function": node.name, "line": node.lineno}
+            func = getattr(module, node.name, None)
+            if func is None or not callable(func):
+                rec["skipped"] = "not found after import"
+            elif budget <= 0:
+                rec["skipped"] = "over the function limit"
+            else:
+                nodes = _reachable(node, defs)
+                rec["skipped"] = _why_not(func, node, nodes)
+                if not rec["skipped"]:
+                    try:
+                        source = ghostwriter.fuzz(func, except_=_raised(nodes, module))
+                    except BaseException as e:  # noqa: BLE001
+                        rec["skipped"] = f"ghostwriter failed: {type(e).__name__}: {e}"
+                    else:
+                        if "st.nothing()" in source:
+                            rec["skipped"] = "no strategy for a parameter's type"
+                        else:
+                            budget -= 1
+                            rec["source"] = source
+                            rec.pop("skipped")
+            emit(rec)
+    out.close()
+
+
+if __name__ == "__main__":
+    main()
