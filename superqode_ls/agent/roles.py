@@ -170,6 +170,7 @@ class AgentRole(Role):
                 redactor=redactor,
                 tracker=tracker,
                 emit=emit,
+                guard=lambda c: workspace_guard_refusal(c, cfg.qe.git_guard),
                 category=category,
             )
             agent = Agent(
@@ -225,7 +226,11 @@ class AgentRole(Role):
             if f.file not in wanted:
                 continue
             cmd = reproducer(f)
-            if cmd is None or shell_refusal(cmd, ctx.sandbox) or workspace_guard_refusal(cmd):
+            if (
+                cmd is None
+                or shell_refusal(cmd, ctx.sandbox)
+                or workspace_guard_refusal(cmd, ctx.config.qe.git_guard)
+            ):
                 still.append(f)
                 continue
             placed = _place(ctx.sandbox, support)

@@ -138,18 +138,17 @@ class ToolResult:
 GuardCheck = Callable[[str], str | None]
 
 
-def workspace_guard_refusal(command: str) -> str | None:
+def workspace_guard_refusal(command: str, guard_config: Any = None) -> str | None:
     """The workspace git guard's verdict on a command line (None = allowed)."""
     try:
-        from ..workspace.guard import check_command_line  # type: ignore[attr-defined]
+        from ..workspace.guard import check_command_line
     except ImportError:
         return _fallback_git_refusal(command)
-    for v in check_command_line(command) or []:
-        blocked = getattr(v, "blocked", None)
-        allowed = getattr(v, "allowed", None)
-        if blocked is True or allowed is False:
-            reason = getattr(v, "reason", None) or getattr(v, "message", None) or str(v)
-            return f"git guard: {reason}"
+    for v in check_command_line(command, guard_config) or []:
+        if not getattr(v, "allowed", True):
+            reason = getattr(v, "reason", None) or str(v)
+            hint = getattr(v, "suggestion", None)
+            return f"git guard: {reason}" + (f" ({hint})" if hint else "")
     return None
 
 
