@@ -1518,6 +1518,7 @@ class _Shell:
         self.out = out
         self.depth = depth
         self.vars: dict[str, str] = {}
+        self.exported: dict[str, str] = {}  # `export NAME=...`: seen by later commands
 
     def script(self, text: str) -> None:
         if self.depth > 12:
@@ -1612,7 +1613,7 @@ class _Shell:
         _Shell(self.cfg, self.out, self.depth + 1).script(text)
 
     def simple(self, words: list[str], env: dict[str, str]) -> None:
-        env = dict(env)
+        env = {**self.exported, **env}
         i = 0
         while i < len(words) and _ASSIGN_RE.match(words[i]):
             name, value = _ASSIGN_RE.match(words[i]).groups()
@@ -1645,12 +1646,10 @@ class _Shell:
                 m = _ASSIGN_RE.match(a)
                 if m:
                     self.vars[m.group(1)] = m.group(2)
-                    if m.group(1) in _REDIRECT_ENV + _CONFIG_ENV + (INTERNAL_ENV,):
-                        self.out.append(
-                            check_git_argv(
-                                ["git", "status"], self.cfg, env={m.group(1): m.group(2)}
-                            )
-                        )
+                    if base == "export":
+                        self.exported[m.group(1)] = m.group(2)
+                elif base == "export" and a in self.vars:
+                    self.exported[a] = self.vars[a]
             return
         handler = getattr(self, "_w_" + base.replace("-", "_").replace(".", "_"), None)
         if handler is not None:

@@ -82,6 +82,10 @@ class GuardInstall:
     enabled: bool
     token: str
     config_entries: list[tuple[str, str]] = field(default_factory=list)
+    events: GuardEvents = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.events = GuardEvents(self.events_file)
 
     def env(self, base_env: Mapping[str, str] | None = None) -> dict[str, str]:
         """``base_env`` (default: os.environ) with the shim first on PATH and the
