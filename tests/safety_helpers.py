@@ -20,7 +20,7 @@ import json, os, signal, sys
 from pathlib import Path
 from superqode_ls.workspace.session import IsolatedSession
 repo, mode, edits = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-s = IsolatedSession.create_sync(Path(repo), mode=mode)
+s = IsolatedSession.create_sync(Path(repo), mode=mode, session_id=sys.argv[5] or None)
 for rel, text in edits.items():
     p = s.sandbox / rel
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -32,10 +32,12 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def crash_session(repo: Path, *, mode: str = "quick", edits: dict[str, str] | None = None) -> str:
+def crash_session(repo: Path, *, mode: str = "quick", edits: dict[str, str] | None = None,
+                  session_id: str | None = None) -> str:
     """A session whose owner was killed with SIGKILL; returns its id."""
     proc = subprocess.run(
-        [sys.executable, "-c", _CRASH, str(repo), mode, json.dumps(edits or {}), "die"],
+        [sys.executable, "-c", _CRASH, str(repo), mode, json.dumps(edits or {}), "die",
+         session_id or ""],
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == -9, proc.stderr
@@ -47,7 +49,7 @@ class LiveSession:
 
     def __init__(self, repo: Path, mode: str = "quick"):
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CRASH, str(repo), mode, "{}", "hold"],
+            [sys.executable, "-c", _CRASH, str(repo), mode, "{}", "hold", ""],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         line = self.proc.stdout.readline().strip()
