@@ -1,0 +1,200 @@
+"""Unit tests: conversion, position encodings, edit tracking, patches, settings, trust."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from superqode_ls.models import Evidence, Finding, Range, Severity
+from superqode_ls.server import convert, patches, settings, tracking, trust
+from superqode_ls.server.store import FindingStore, Tracked
+
+
+def finding(**kw) -> Finding:
+    base = dict(role="lint_tester", tool="ruff", rule_id="F401", title="unused import",
+                message="`os` imported but unused", severity=Severity.medium, file="a.py",
+                range=Range(start_line=2, start_col=1, end_line=2, end_col=3))
+    base.update(kw)
+    return Finding(**base).with_stable_id()
+
+
+def tracked(sl, el=None, snippet=None, ec=5) -> Tracked:
+    f = finding(snippet=snippet)
+    return Tracked(finding=f, session_id="s", uri="file:///a.py", folder="/", sl=sl, sc=0,
+                   el=sl if el is None else el, ec=ec)
+
+
+# ---- convert ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "encoding,expected",
+    [("utf-16", (10, 17)), ("utf-8", (13, 20)), ("utf-32", (9, 16))],
+)
+def test_columns_follow_the_negotiated_encoding(encoding, expected):
+    # "é" is 1 UTF-16 unit / 2 UTF-8 bytes; "😀" is 2 UTF-16 units / 4 UTF-8 bytes.
+    lines = ['s = "é😀"  PLANTED']
+    col = lines[0].index("PLANTED")
+    rng = convert.lsp_range(lines, 0, col - 1, 0, col + 6, encoding)
+    assert (rng["start"]["character"], rng["end"]["character"]) == expected
+    assert convert.from_client_col(lines, 0, expected[0], encoding) == col - 1
+
+
+def test_model_range_is_one_based_exclusive_and_widened_when_empty():
+    lines = ["import os", "x = 1"]
+    assert convert.model_range_to_points(Range(start_line=1, start_col=8, end_line=1, end_col=10), lines) == (0, 7, 0, 9)
+    # No end: to the end of the line; no range: the first line.
+    assert convert.model_range_to_points(Range(start_line=2, start_col=1), lines) == (1, 0, 1, 5)
+    assert convert.model_range_to_points(None, lines) == (0, 0, 0, 9)
+
+
+def test_diagnostic_fields_follow_the_contract():
+    f = finding(help_uri="https://docs.astral.sh/ruff/rules/unused-import",
+                evidence=[Evidence(message="seen here", file="b.py", line=3)], severity=Severity.high)
+    d = convert.to_diagnostic(f, session_id="qe-1", version=4, rng={"start": {}, "end": {}},
+                              uri_for=lambda rel: f"file:///w/{rel}")
+    assert d["source"] == "superqode" and d["code"] == "F401" and d["severity"] == 1
+    assert d["codeDescription"] == {"href": "https://docs.astral.sh/ruff/rules/unused-import"}
+    assert d["data"] == {"findingId": f.id, "sessionId": "qe-1", "version": 4}
+    assert d["relatedInformation"][0]["location"]["uri"] == "file:///w/b.py"
+    assert d["relatedInformation"][0]["location"]["range"]["start"]["line"] == 2
+    assert d["message"] == "unused import: `os` imported but unused"
+    stale = convert.to_diagnostic(f, session_id="x", version=None, rng={}, uri_for=str, stale=True)
+    assert stale["message"].startswith("[stale")
+
+
+# ---- tracking --------------------------------------------------------------------
+def test_edit_above_shifts_edit_on_the_lines_marks_stale_edit_below_nothing():
+    above, on, below = tracked(10), tracked(5), tracked(2)
+    items = [above, on, below]
+    # Insert two lines in the middle of line 5.
+    assert tracking.apply_change(items, (5, 3), (5, 3), "x\ny\nz")
+    assert on.stale and not above.stale and not below.stale
+    assert above.sl == 12 and below.sl == 2
+
+
+def test_whole_line_insert_and_delete_only_move():
+    t = tracked(4)
+    tracking.apply_change([t], (4, 0), (4, 0), "new line\n")  # insert above line 4
+    assert (t.sl, t.stale) == (5, False)
+    tracking.apply_change([t], (1, 0), (3, 0), "")  # delete lines 1-2
+    assert (t.sl, t.stale) == (3, False)
+    tracking.apply_change([t], (3, 0), (4, 0), "")  # delete the flagged line itself
+    assert t.stale
+
+
+def test_exclusive_end_at_column_zero_does_not_cover_the_next_line():
+    t = tracked(2, el=3, ec=0)
+    tracking.apply_change([t], (3, 0), (3, 1), "X")
+    assert not t.stale
+
+
+def test_reanchor_moves_to_the_snippet_or_marks_stale():
+    t = tracked(1, snippet="import os")
+    assert tracking.reanchor([t], ["x = 1", "y = 2", "import os"], strict=True)
+    assert t.sl == 2 and not t.stale
+    gone = tracked(1, snippet="import os")
+    tracking.reanchor([gone], ["x = 1", "import sys"], strict=True)
+    assert gone.stale
+    no_snippet = tracked(0)
+    assert not tracking.reanchor([no_snippet], ["a"], strict=False) and not no_snippet.stale
+    tracking.reanchor([no_snippet], ["a"], strict=True)
+    assert no_snippet.stale
+
+
+# ---- store -----------------------------------------------------------------------
+def test_store_result_ids_change_with_content_and_scope_replacement():
+    store = FindingStore()
+    a = tracked(1)
+    store.add(a)
+    rid = store.result_id(a.uri)
+    assert store.result_id(a.uri) == rid
+    touched = store.replace_scope("/", None, [])
+    assert a.uri in touched and store.visible(a.uri) == []
+    assert store.result_id(a.uri) != rid
+
+
+# ---- patches ---------------------------------------------------------------------
+SRC = "".join(f"line {i}\n" for i in range(1, 21))
+DIFF = textwrap.dedent(
+    """\
+    --- a/m.py
+    +++ b/m.py
+    @@ -9,3 +9,3 @@
+     line 9
+    -line 10
+    +LINE TEN
+     line 11
+    """
+)
+
+
+def _apply(text: str, diff: str) -> str:
+    fes = patches.file_edits(diff, lambda rel: text)
+    return patches.apply_to_text(text, fes[0])
+
+
+def test_patch_applies_where_it_was_made():
+    out = _apply(SRC, DIFF)
+    assert "LINE TEN\n" in out and "line 10\n" not in out and out.count("\n") == 20
+
+
+def test_patch_is_reanchored_when_lines_were_added_above():
+    moved = "new 1\nnew 2\nnew 3\n" + SRC
+    fe = patches.file_edits(DIFF, lambda rel: moved)[0]
+    assert fe.edits[0].start == 8 + 3
+    assert patches.apply_to_text(moved, fe) == moved.replace("line 10\n", "LINE TEN\n")
+
+
+def test_patch_is_refused_when_its_context_changed():
+    changed = SRC.replace("line 11", "line eleven")
+    with pytest.raises(patches.PatchError, match="changed since the run"):
+        patches.file_edits(DIFF, lambda rel: changed)
+
+
+def test_patch_for_a_missing_or_non_utf8_file_is_refused_and_garbage_is_malformed():
+    with pytest.raises(patches.PatchError, match="not found or not UTF-8"):
+        patches.file_edits(DIFF, lambda rel: None)
+    with pytest.raises(patches.PatchError):
+        patches.file_edits("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n garbage\n", lambda rel: "x\n")
+
+
+def test_patch_keeps_crlf_and_a_missing_final_newline():
+    text = "a\r\nb\r\nc"
+    diff = "--- a/m\n+++ b/m\n@@ -2,2 +2,2 @@\n b\n-c\n\\ No newline at end of file\n+C\n\\ No newline at end of file\n"
+    fe = patches.file_edits(diff, lambda rel: text)[0]
+    assert patches.apply_to_text(text, fe) == "a\r\nb\r\nC"
+    rng = patches.text_edit_range(fe, fe.edits[0], len)
+    assert rng == {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 1}}
+
+
+def test_split_lines_counts_like_lsp():
+    assert patches.split_lines("a\x0cb\u2028c\r\nd\n") == ["a\x0cb\u2028c", "d"]
+
+
+# ---- settings --------------------------------------------------------------------
+def test_settings_accept_section_or_bare_and_reject_bad_values():
+    s = settings.parse({"superqode": {"mode": "deep", "runOnSave": True}})
+    assert s.mode == "deep" and s.runOnSave
+    layered = settings.parse({"roles": ["lint_tester"]}, s)
+    assert layered.mode == "deep" and layered.roles == ["lint_tester"]
+    with pytest.raises(settings.SettingsError, match="superqode.mode"):
+        settings.parse({"mode": "fast"})
+    with pytest.raises(settings.SettingsError):
+        settings.parse(["not", "an", "object"])
+
+
+# ---- trust -----------------------------------------------------------------------
+def test_trust_is_fail_closed_and_remembered(tmp_path):
+    project = tmp_path / "proj"
+    (project / "sub").mkdir(parents=True)
+    assert not trust.is_trusted(project)
+    assert trust.is_trusted(project / "sub", [str(project)])
+    trust.remember(project)
+    assert trust.is_trusted(project / "sub")
+    data = json.loads(trust.store_path().read_text())
+    assert data["folders"] == [os.path.realpath(project)]
+    trust.store_path().write_text("{not json")
+    assert not trust.is_trusted(project)  # a broken store trusts nothing
+    assert not trust.is_trusted(tmp_path / "elsewhere", [str(project)])
