@@ -1,0 +1,189 @@
+"""``superqe run``, ``superqe roles`` and ``superqe suggestions`` as a user runs
+them: exit codes, JSONL events, SARIF, baselines and applying fixes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.cli import main
+from tests import qe_testroles
+from tests.conftest import ROOT, run_git
+
+APP = "def f():\n    x = 'PLANTED'\n    return x\n"
+
+
+@pytest.fixture(autouse=True)
+def toy_roles(monkeypatch):
+    qe_testroles.register(monkeypatch)
+
+
+def superqe(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as e:  # argparse rejects bad arguments itself
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_jsonl_events_and_exit_code(make_repo, capsys):
+    repo = make_repo({"app.py": APP})
+    code, out, err = superqe(capsys, "run", str(repo), "-r", "toy_tester", "--jsonl")
+    assert code == 1  # a high finding, default --fail-on high
+    events = [json.loads(line) for line in out.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "session_start" and types[-1] == "session_complete"
+    for t in ("role_start", "finding", "role_complete", "progress", "workspace.snapshot",
+              "workspace.reverted"):
+        assert t in types
+    finding = next(e for e in events if e["type"] == "finding")["data"]["finding"]
+    assert finding["file"] == "app.py" and finding["range"]["start_line"] == 2
+    done = events[-1]["data"]
+    assert done["verdict"] == "fail" and Path(done["report"]).is_file()
+    assert {e["session_id"] for e in events} == {events[0]["session_id"]}
+    assert err == ""
+
+
+@pytest.mark.parametrize(("fail_on", "expected"), [("never", 0), ("critical", 0), ("high", 1), ("info", 1)])
+def test_fail_on(make_repo, capsys, fail_on, expected):
+    repo = make_repo({"app.py": APP})
+    code, out, _ = superqe(capsys, "run", str(repo), "-r", "toy_tester", "--fail-on", fail_on)
+    assert code == expected
+    assert "app.py:2:10: high TOY1" in out and "verdict:" in out  # plain output when piped
+
+
+def test_clean_project_exits_0(make_repo, capsys):
+    repo = make_repo({"app.py": "x = 1\n"})
+    code, out, _ = superqe(capsys, "run", str(repo), "-r", "toy_tester")
+    assert code == 0 and "verdict: pass; 0 finding(s)" in out
+
+
+def test_sarif_output(make_repo, capsys, tmp_path):
+    repo = make_repo({"app.py": APP})
+    sarif = tmp_path / "out.sarif"
+    code, _, _ = superqe(capsys, "run", str(repo), "-r", "toy_tester", "--sarif", str(sarif))
+    assert code == 1
+    doc = json.loads(sarif.read_text())
+    assert doc["version"] == "2.1.0"
+    assert doc["runs"][0]["results"][0]["ruleId"] == "TOY1"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-r", "nope"], "unknown role 'nope'"),
+        (["--sarif", "/nonexistent-dir/x.sarif"], "does not exist"),
+        (["--timeout", "0"], "more than 0"),
+        (["--mode", "slow"], "invalid choice"),
+        (["--baseline", "missing.json"], "baseline file not found"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(make_repo, capsys, argv, message):
+    repo = make_repo({"app.py": APP})
+    code, out, err = superqe(capsys, "run", str(repo), *argv)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and out == ""
+    assert not (repo / ".superqode").exists()
+
+
+def test_missing_project_exits_2(tmp_path, capsys):
+    code, _, err = superqe(capsys, "run", str(tmp_path / "nope"))
+    assert code == 2 and err.startswith("superqe: ")
+
+
+def test_timeout_exits_3_with_partial_report(make_repo, capsys):
+    repo = make_repo({"app.py": APP})
+    code, out, err = superqe(capsys, "run", str(repo), "-r", "toy_tester", "-r", "toy_slow",
+                             "--timeout", "1.5")
+    assert code == 3
+    assert "ran out of time" in err and "app.py:2" in out
+    assert "Verified: the project is exactly as before" in out
+
+
+def test_baseline_update_then_only_new_findings(make_repo, capsys):
+    repo = make_repo({"app.py": APP})
+    code, out, _ = superqe(capsys, "run", str(repo), "-r", "toy_tester", "--update-baseline")
+    assert code == 1 and "baseline written" in out
+    assert (repo / ".superqode" / "baseline.json").is_file()
+    code, out, _ = superqe(capsys, "run", str(repo), "-r", "toy_tester", "--baseline",
+                           str(repo / ".superqode" / "baseline.json"))
+    assert code == 0 and "1 in the baseline" in out
+    (repo / "superqode.yaml").write_text("qe:\n  baseline: .superqode/baseline.json\n")
+    (repo / "new.py").write_text("y = 'PLANTED'\n")
+    code, out, _ = superqe(capsys, "run", str(repo), "-r", "toy_tester")
+    assert code == 1 and "new.py:1" in out and "app.py:2" not in out
+
+
+def test_roles_lists_registry(capsys):
+    code, out, _ = superqe(capsys, "roles")
+    assert code == 0 and "security_tester" in out and "toy_tester" in out
+    code, out, _ = superqe(capsys, "roles", "--json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["lint_tester"]["quick"] is True and rows["toy_exec"]["executes_code"] is True
+
+
+def test_suggestions_list_show_apply_and_refuse(make_repo, capsys):
+    repo = make_repo({"app.py": APP, "b.py": "b = 'PLANTED'\n"})
+    assert superqe(capsys, "run", str(repo), "-r", "toy_tester")[0] == 1
+    code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "list")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 2 and all("[verified]" in ln for ln in lines)
+    app_fix = next(ln.split()[0] for ln in lines if "app.py:2" in ln)
+    code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "show", app_fix)
+    assert code == 0 and "+    x = 'fixed'" in out
+    # The one consented write: apply changes the user's file, not the index.
+    code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "apply", app_fix)
+    assert code == 0 and "applied" in out
+    assert (repo / "app.py").read_text() == APP.replace("PLANTED", "fixed")
+    assert run_git(repo, "diff", "--cached", "--name-only") == ""
+    # Applying again: the code moved on; refused, file untouched.
+    code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", app_fix)
+    assert code == 1 and "no longer fits the code" in err
+    assert (repo / "app.py").read_text() == APP.replace("PLANTED", "fixed")
+    code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", "no-such-fix")
+    assert code == 2 and "no suggestion" in err
+
+
+def test_suggestions_apply_in_plain_folder(tmp_path, capsys):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "m.py").write_text("a = 'PLANTED'\n")
+    superqe(capsys, "run", str(folder), "-r", "toy_tester")
+    fix = superqe(capsys, "suggestions", "-C", str(folder), "list")[1].split()[0]
+    (folder / "sub").mkdir()
+    code, out, _ = superqe(capsys, "suggestions", "-C", str(folder / "sub"), "apply", fix)
+    assert code == 0 and (folder / "m.py").read_text() == "a = 'fixed'\n"
+
+
+def test_suggestions_without_reports(tmp_path, capsys):
+    code, _, err = superqe(capsys, "suggestions", "-C", str(tmp_path), "list")
+    assert code == 2 and "no QE reports" in err
+
+
+def test_real_cli_with_bandit_and_ruff(make_repo):
+    """The installed command, real analyzers, a real pipe."""
+    repo = make_repo({
+        "pkg/__init__.py": "",
+        "pkg/db.py": 'import os\nimport hashlib\n\n\ndef key(s):\n    return hashlib.md5(s.encode()).hexdigest()\n',
+    })
+    exe = Path(sys.executable).parent / "superqe"
+    proc = subprocess.run(
+        [str(exe), "run", str(repo), "-r", "security_tester", "-r", "lint_tester", "--jsonl"],
+        capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=240,
+    )
+    assert proc.returncode == 1, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    report = json.loads(Path(events[-1]["data"]["report"]).read_text())
+    found = {(f["rule_id"], f["file"], f["range"]["start_line"]) for f in report["findings"]}
+    assert ("B324", "pkg/db.py", 6) in found and ("F401", "pkg/db.py", 1) in found
+    # ruff's S324 (if the project enabled it) would be merged into bandit's B324.
+    assert sum(1 for r, fl, ln in found if ln == 6 and r in ("B324", "S324")) == 1
+    assert all(p["verified"] for p in report["patches"] if "f401" in p["id"])
+    assert run_git(repo, "status", "--porcelain") == ""
