@@ -555,3 +555,33 @@ def test_full_cycle_leaves_no_trace(make_repo):
     assert not br.branches_dir(repo).exists()
     fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=repo, capture_output=True, check=False)
     assert fsck.returncode == 0
+
+
+def test_worktree_root_inside_the_repository_is_refused(make_repo, monkeypatch):
+    repo = make_repo()
+    before = user_state(repo)
+    monkeypatch.setenv(br.ENV_ROOT, str(repo / "wts"))
+    with pytest.raises(WorkspaceError, match="inside the repository"):
+        br.new_worktree(repo, "x")
+    assert user_state(repo) == before and registered(repo) == []
+
+
+def test_half_created_worktree_is_reaped_after_a_day_not_before(make_repo):
+    repo = make_repo()
+    rec = br.new_worktree(repo, "crashed")
+    rec.state = "creating"  # as if the process died between record and `git worktree add`
+    br.write_branch_record(rec)
+    assert br.reap_branch_worktrees() == []
+    [res] = br.reap_branch_worktrees(now=time.time() + 2 * DAY)
+    assert res.reason == "its creation never finished" and not rec.path.exists()
+    assert "crashed" not in branches_of(repo)
+
+
+def test_session_reaper_runs_the_branch_reaper(make_repo):
+    from superqode_ls.workspace import reaper
+
+    repo = make_repo()
+    rec = br.new_worktree(repo)
+    report = reaper.reap(now=time.time() + 31 * DAY)
+    assert [(r.name, r.action) for r in report.branches] == [(rec.name, "removed")]
+    assert not rec.path.exists() and registered(repo) == []

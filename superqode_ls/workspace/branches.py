@@ -40,7 +40,7 @@ from ..models import utcnow
 from .artifacts import Artifacts, atomic_write
 from .errors import WorkspaceError
 from .git import GitError, git, git_out, head_commit, repo_root, resolve_commit
-from .paths import home, repo_key, working_root
+from .paths import home, is_within, repo_key, working_root
 from .records import OWNER
 from .slug import folder_name, task_slug
 
@@ -138,13 +138,25 @@ def _register_root(root: Path) -> None:
 
 @contextmanager
 def _flock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    while True:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")  # noqa: SIM115 - held across the yield below
         try:
-            yield
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                same = os.fstat(fh.fileno()).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                # _tidy removed the lock file while we waited: lock the new one.
+                continue
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+            return
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
 
 
 # ---------------------------------------------------------------- records
@@ -411,6 +423,11 @@ def new_worktree(
         raise WorkspaceError("give either a branch name or --task, not both")
     repo = main_repo(Path(path))
     here = repo_root(Path(path)) or repo
+    if is_within(worktree_root(), repo):
+        raise WorkspaceError(
+            f"the worktree root {worktree_root()} is inside the repository; "
+            f"set {ENV_ROOT} to a folder outside it"
+        )
     if start is not None:
         try:
             start_commit = resolve_commit(here, start)
@@ -814,6 +831,8 @@ def _dispose_orphan(rec: BranchRecord, rec_file: Path, res: Disposal, *, reason:
         res.message = f"would remove ({reason})"
         return res
     if rec.path.is_dir():
+        # Either the repository is gone or the worktree lost its link to it;
+        # git cannot tell committed from new here, so every file is kept.
         text = snapshot_patch(rec.path)
         if text.strip():
             out_dir = home() / "orphans" / rec.repo_key
@@ -822,6 +841,8 @@ def _dispose_orphan(rec: BranchRecord, rec_file: Path, res: Disposal, *, reason:
             atomic_write(patch.with_suffix(".json"), rec.model_dump_json(indent=2) + "\n")
             res.patches.append(patch)
         shutil.rmtree(rec.path)
+    if Path(rec.repo).is_dir():
+        git(["worktree", "prune"], Path(rec.repo), check=False)
     rec_file.unlink(missing_ok=True)
     _tidy(rec.path.parent)
     res.removed = True
@@ -888,6 +909,8 @@ def reap_branch_worktrees(
         repo = Path(rec.repo)
         kind: Literal["detached", "branch", "orphan", "missing"]
         idle_days = (now - last_activity(rec)) / DAY
+        if rec.state == "creating" and idle_days < 1:
+            continue  # maybe being created right now: its folder may not exist yet
         if is_orphan(rec):
             kind, reason = "orphan", "its repository is gone"
         elif not rec.path.is_dir():
@@ -900,11 +923,12 @@ def reap_branch_worktrees(
             if gd is not None and (gd / "locked").exists():
                 results.append(ReapResult(rec.path, rec.repo, rec.name, rec.branch, kind, "kept", "locked", idle_days))
                 continue
-            if rec.state == "creating" and idle_days < 1:
+            if rec.state == "creating":
+                reason = "its creation never finished"
+            elif idle_days <= limit:
                 continue
-            if idle_days <= limit:
-                continue
-            reason = f"idle {idle_days:.0f} days (limit {limit:g})"
+            else:
+                reason = f"idle {idle_days:.0f} days (limit {limit:g})"
         res = ReapResult(rec.path, rec.repo, rec.name, rec.branch, kind, "would-remove" if dry_run else "removed", reason, idle_days)
         try:
             d = dispose(rec, reason=reason, force=True, dry_run=dry_run)
