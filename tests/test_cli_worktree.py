@@ -210,3 +210,21 @@ def test_promote_and_reap_commands(make_repo, monkeypatch, capsys):
     assert capsys.readouterr().out == ""  # nothing idle yet
     assert main(["worktree", "promote", "qe-20200101-000000-000000", "x"]) == 2
     assert "no QE session" in capsys.readouterr().err
+
+
+def test_promote_a_finished_exec_session_from_its_saved_patch(make_repo, sq, capsys):
+    repo = make_repo({"a.txt": "old\n"})
+    capsys.readouterr()
+    assert main(["exec", str(repo), "--", "sh", "-c", "echo new > a.txt"]) == 0
+    err = capsys.readouterr().err
+    sid = next(line.split()[1] for line in err.splitlines() if line.startswith("session:"))
+    assert (repo / "a.txt").read_text() == "old\n"  # exec reverted the sandbox
+
+    res = sq(repo, "promote", sid, "from-exec")
+    assert res.returncode == 0, res.stderr
+    path = Path(res.stdout.strip())
+    assert (path / "a.txt").read_text() == "new\n"
+    assert run_git(path, "status", "--porcelain") == ""
+    assert (repo / "a.txt").read_text() == "old\n"
+    missing = sq(repo, "promote", "qe-20200101-000000-abcdef", "nope")
+    assert missing.returncode == 2 and "no saved patches" in missing.stderr

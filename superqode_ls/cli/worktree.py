@@ -16,7 +16,7 @@ from pathlib import Path
 from ..config import Config, ConfigError, load_config
 from ..workspace import branches as br
 from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError
+from ..workspace.git import GitError, repo_root
 from ..workspace.slug import clean_llm_name
 from . import EXIT_USAGE, UsageError
 
@@ -69,6 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr = wsub.add_parser("promote", help="turn a QE session's changes into a branch worktree")
     pr.add_argument("session")
     pr.add_argument("branch")
+    pr.add_argument("-C", dest="cwd", default=".", metavar="DIR",
+                    help="repository whose saved patches to use when the session has ended")
     pr.set_defaults(func=cmd_promote)
 
     rp = wsub.add_parser("reap", help="remove idle and orphaned worktrees (work saved as patches)")
@@ -243,8 +245,12 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
+    here = Path(args.cwd).expanduser()
+    project = repo_root(here) if here.is_dir() else None
     try:
-        rec = br.promote_session(args.session, args.branch)
+        rec = br.promote_session(args.session, args.branch, project=project)
+    except br.NotARepository:
+        return _not_a_repo()
     except WorkspaceError as e:
         raise UsageError(str(e)) from None
     print(f"worktree {rec.name}: branch {rec.branch} with the changes of {args.session}",

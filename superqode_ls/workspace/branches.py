@@ -971,38 +971,77 @@ def _user_identity(repo: Path) -> dict[str, str]:
     return env
 
 
-def promote_session(session_id: str, branch: str, *, patch: str | None = None) -> BranchRecord:
-    """Turn a QE session's sandbox changes into ``branch``: a new worktree at
-    the session's base commit with the changes applied and committed.
+# Whole-session diffs, as ``exec``/recovery save them; QE runs save one patch per fix.
+_WHOLE_SESSION_PATCHES = ("exec", "recovered", "interrupted")
 
+
+def session_artifact_patch(project: Path, session_id: str) -> str:
+    """A finished session's changes from its saved patch artifacts in ``project``."""
+    from .artifacts import read_manifest
+    from .paths import artifacts_root
+
+    root = artifacts_root(project)
+    entries = [
+        e for e in read_manifest(root)["artifacts"]
+        if e.get("session_id") == session_id and e.get("kind") == "patch"
+    ]
+    whole = [e for e in entries if any(e.get("path", "").endswith(f"-{n}.patch") for n in _WHOLE_SESSION_PATCHES)]
+    chosen = whole[-1:] or entries
+    texts = []
+    for e in chosen:
+        try:
+            texts.append((root / e["path"]).read_text(encoding="utf-8", errors="surrogateescape"))
+        except OSError:
+            continue
+    return "".join(t if t.endswith("\n") else t + "\n" for t in texts if t.strip())
+
+
+def promote_session(
+    session_id: str, branch: str, *, patch: str | None = None, project: Path | None = None
+) -> BranchRecord:
+    """Turn a QE session's changes into ``branch``: a new worktree at the
+    session's base commit with the changes applied and committed.
+
+    A session that is still on disk (kept, or interrupted) gives its sandbox's
+    changes; a finished one gives the patches it saved in ``project``'s
+    artifacts (then the branch starts at ``project``'s current commit).
     Nothing is left when the changes do not apply (no folder, no branch).
     """
     from .records import read_record
 
     rec_path = find_session_record(session_id)
     srec = read_record(rec_path) if rec_path else None
-    if srec is None:
-        raise WorkspaceError(f"no QE session {session_id!r} (see: superqe status --all)")
-    project = Path(srec.repo)
-    if not project.is_dir():
-        raise WorkspaceError(f"the repository of session {session_id} is gone: {srec.repo}")
-    if repo_root(project) is None:
-        raise WorkspaceError(f"session {session_id} ran on a folder without git; nothing to branch from")
-    if patch is None:
-        from .session import extract_patch
+    base: str | None = None
+    if srec is not None:
+        project = Path(srec.repo)
+        if not project.is_dir():
+            raise WorkspaceError(f"the repository of session {session_id} is gone: {srec.repo}")
+        base = srec.base_commit or None
+        if patch is None:
+            from .session import extract_patch
 
-        patch = extract_patch(srec)
-    if not patch.strip():
-        raise WorkspaceError(
-            f"session {session_id} has no changes to promote (its sandbox is gone or unchanged)"
-        )
+            patch = extract_patch(srec)
+    if project is None:
+        raise WorkspaceError(f"no QE session {session_id!r} (see: superqe status --all)")
+    if repo_root(project) is None:
+        raise NotARepository()
+    if not (patch or "").strip():
+        project = repo_root(project) or project
+        patch = session_artifact_patch(project, session_id)
+        if not patch.strip() and srec is None:
+            raise WorkspaceError(
+                f"no QE session {session_id!r} and no saved patches of it in {project} "
+                f"(see: superqe status --all)"
+            )
+    if not (patch or "").strip():
+        raise WorkspaceError(f"session {session_id} has no changes to promote")
+    assert patch is not None
     repo = main_repo(project)
     check_branch_name(repo, branch)
     if _branch_exists(repo, branch):
         raise WorkspaceError(f"branch {branch!r} already exists; choose a new name to promote into")
     rec = new_worktree(
-        project, branch, new_branch=True, start=srec.base_commit or None,
-        origin="promote", promoted_from=session_id,
+        project, branch, new_branch=True, start=base, origin="promote", promoted_from=session_id,
     )
     sub = os.path.relpath(project.resolve(), repo.resolve())
     args = ["apply", "--index", "--binary", "--whitespace=nowarn"]
@@ -1018,7 +1057,7 @@ def promote_session(session_id: str, branch: str, *, patch: str | None = None) -
     except GitError as e:
         _undo_create(repo, rec)
         raise WorkspaceError(
-            f"the changes of session {session_id} do not apply to {(srec.base_commit or '')[:12]}: "
+            f"the changes of session {session_id} do not apply to {rec.base_commit[:12]}: "
             f"{e.stderr.splitlines()[-1] if e.stderr else e}"
         ) from None
     touch(rec)
