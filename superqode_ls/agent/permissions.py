@@ -58,7 +58,11 @@ def current_asker() -> Asker:
 
 class Permissions:
     def __init__(self, policy: dict[str, str], asker: Asker | None = None):
-        self.policy = dict(policy)
+        from ..config import AgentConfig
+
+        # A superqode.yaml that names one tool replaces the whole mapping when
+        # layers merge; the other tools keep their defaults.
+        self.policy = {**AgentConfig().permissions, **policy}
         self.asker = asker or current_asker()
 
     def decision(self, tool: str) -> Decision:

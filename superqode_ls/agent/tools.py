@@ -492,6 +492,7 @@ class ToolBox:
             role=self.role,
             tool=AGENT_TOOL,
         )
+        patch = Patch.model_validate(self.redactor(patch.model_dump(mode="json")))
         self.patches = [p for p in self.patches if p.id != pid] + [patch]
         for i, f in enumerate(self.findings):
             if f.id in ids:

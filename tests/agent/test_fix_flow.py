@@ -144,3 +144,46 @@ async def test_fix_flow_in_an_isolated_session(make_repo, scripted, events):
         assert verdict.verified, verdict.message
     assert s.verification.verified, s.verification.line
     assert compare(before, take_fingerprint(project)) == []
+
+
+async def test_pipeline_runs_the_agent_and_verifies_its_fix(make_repo, scripted, monkeypatch):
+    """Deep QE through the real pipeline: sandbox, agent, noise filter,
+    verifier, report, revert; the JSONL stream shows every tool call."""
+    import json
+    import os
+
+    from superqode_ls.events import EventBus
+    from superqode_ls.qe.pipeline import QERequest, QESession
+
+    from .conftest import VENV_BIN
+
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    project = make_repo({"calc.py": CALC})
+    (project / "superqode.yaml").write_text(
+        "providers:\n"
+        f"  - {{name: local, base_url: '{scripted(conversation('fix_clamp')).base_url}',"
+        " model: m, retry_backoff_s: 0.01}\n"
+        "agent:\n  permissions: {run_shell: allow}\n"
+    )
+    before = take_fingerprint(project)
+    bus = EventBus()
+    jsonl: list[str] = []
+    bus.subscribe(lambda e: jsonl.append(e.to_json()))
+    report = await QESession(
+        QERequest(project=project, mode="deep", roles=["agent_unit_tester"]), bus=bus
+    ).run()
+    [run] = report.roles
+    assert run.status == "ok" and run.findings == 1 and run.patches == 1
+    [finding] = report.findings
+    [patch] = report.patches
+    assert patch.verified, patch.verification
+    assert finding.verified and finding.fix_patch_id == patch.id
+    assert report.verification.verified
+    calls = [json.loads(line)["data"] for line in jsonl if '"type":"tool_call"' in line]
+    assert [c["tool"] for c in calls] == [
+        "list_files", "read_file", "write_file", "run_shell", "report_finding",
+        "edit_file", "run_shell", "propose_fix",
+    ]
+    assert all(c["role"] == "agent_unit_tester" for c in calls)
+    assert compare(before, take_fingerprint(project)) == []
