@@ -12,7 +12,7 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import pytest
 import pytest_lsp
@@ -156,6 +156,16 @@ class Editor:
 
 def make_client() -> LanguageClient:
     client = pytest_lsp.make_test_lsp_client()
+    conv = client.protocol._converter
+
+    # lsprotocol reads any code action that has a ``command`` as a Command; tell
+    # them apart the way editors do (a Command's ``command`` is a string).
+    def code_action_or_command(obj, _type):
+        if isinstance(obj.get("command"), str):
+            return conv.structure(obj, types.Command)
+        return conv.structure(obj, types.CodeAction)
+
+    conv.register_structure_hook(Union[types.Command, types.CodeAction], code_action_or_command)
     editor = Editor(client)
     client.editor = editor  # type: ignore[attr-defined]
 
