@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from superqode_ls.config import Config
@@ -30,7 +31,8 @@ def make_ctx(
     project.mkdir(exist_ok=True)
     deadline = None
     if deadline_in is not None:
-        deadline = asyncio.get_event_loop().time() + deadline_in
+        # the event loop's clock (BaseEventLoop.time) is time.monotonic
+        deadline = time.monotonic() + deadline_in
     return RoleContext(
         session_id=SESSION,
         project=project,

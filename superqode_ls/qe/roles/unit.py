@@ -13,6 +13,7 @@ SuperQode's own ``python -m pytest``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -27,6 +28,14 @@ from ._common import SKIP_DIRS, SourceCache, fingerprint, is_test_path, selected
 from .base import Role, RoleContext, RoleOutput
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
+# Plugins a project's tests commonly rely on, loaded when the suite runs under
+# SuperQode's own interpreter (autoload is off there).
+OWN_ENV_PLUGINS = (
+    "pytest_asyncio.plugin",
+    "anyio.pytest_plugin",
+    "_hypothesis_pytestplugin",
+    "pytest_timeout",
+)
 _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
 _FILE_LINE = re.compile(
     r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.MULTILINE
@@ -71,9 +80,18 @@ class UnitTester(Role):
         out = await self._pytest(ctx, find_test_files(ctx.sandbox, files))
         return out.findings
 
-    def _command(self, ctx: RoleContext) -> list[str]:
+    def _command(self, ctx: RoleContext, env: dict[str, str]) -> list[str]:
         configured = ctx.config.roles.unit_test_command
-        return list(configured) if configured else [sys.executable, "-m", "pytest"]
+        if configured:
+            return list(configured)  # the project's interpreter: its own plugins
+        # SuperQode's interpreter: its installed plugins are not the project's
+        # (and some are slow to import); load only general-purpose ones.
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        cmd = [sys.executable, "-m", "pytest"]
+        for module in OWN_ENV_PLUGINS:
+            if importlib.util.find_spec(module.split(".")[0]) is not None:
+                cmd += ["-p", module]
+        return cmd
 
     async def _pytest(self, ctx: RoleContext, targets: list[str]) -> RoleOutput:
         private = Path(tempfile.mkdtemp(prefix="superqode-pytest-"))
@@ -93,7 +111,7 @@ class UnitTester(Role):
                 paths.append(env["PYTHONPATH"])
             env["PYTHONPATH"] = os.pathsep.join(paths)
             cmd = [
-                *self._command(ctx),
+                *self._command(ctx, env),
                 "-p",
                 PLUGIN_MODULE,
                 "-p",

@@ -1,0 +1,158 @@
+"""unit_tester on small real repositories with real pytest suites."""
+
+from __future__ import annotations
+
+import sys
+
+from superqode_ls.config import Config
+from superqode_ls.qe.roles.unit import UnitTester
+from tests.role_helpers import make_ctx, run_role, tree_state
+
+LIB = {
+    "calc/__init__.py": "",
+    "calc/ops.py": (
+        "def divide(a, b):\n"
+        "    return a / b\n"
+        "\n"
+        "\n"
+        "def average(values):\n"
+        "    return divide(sum(values), len(values))\n"
+        "\n"
+        "\n"
+        "def clamp(x, lo, hi):\n"
+        "    return max(lo, min(x, lo))\n"
+    ),
+    "tests/test_ops.py": (
+        "import pytest\n"
+        "from calc.ops import average, clamp\n"
+        "\n"
+        "\n"
+        "def test_average():\n"
+        "    assert average([1, 2, 3]) == 2\n"
+        "\n"
+        "\n"
+        "def test_average_empty_is_zero():\n"
+        "    assert average([]) == 0\n"
+        "\n"
+        "\n"
+        "def test_clamp():\n"
+        "    assert clamp(5, 0, 10) == 5, 'inside the range stays'\n"
+        "\n"
+        "\n"
+        "@pytest.fixture\n"
+        "def broken():\n"
+        "    raise RuntimeError('fixture broke')\n"
+        "\n"
+        "\n"
+        "def test_uses_fixture(broken):\n"
+        "    pass\n"
+    ),
+}
+
+
+def test_failing_suite(make_repo):
+    repo = make_repo(LIB)
+    before = tree_state(repo)
+    ctx = make_ctx(repo)
+    out = run_role(UnitTester(), ctx)
+    assert out.status == "ok" and out.tool == "pytest"
+    assert tree_state(repo) == before  # no __pycache__, no .pytest_cache
+    by_test = {f.title.split(": ", 1)[1]: f for f in out.findings}
+    assert set(by_test) == {
+        "tests/test_ops.py::test_average_empty_is_zero",
+        "tests/test_ops.py::test_clamp",
+        "tests/test_ops.py::test_uses_fixture",
+    }
+    empty = by_test["tests/test_ops.py::test_average_empty_is_zero"]
+    assert (empty.file, empty.range.start_line, empty.rule_id) == (
+        "tests/test_ops.py",
+        10,
+        "test-failure",
+    )
+    assert empty.snippet == "    assert average([]) == 0"
+    assert "ZeroDivisionError" in empty.message
+    # evidence: the deepest frame in project (non-test) code
+    user = empty.evidence[-1]
+    assert (user.file, user.line) == ("calc/ops.py", 2)
+    assert user.snippet == "    return a / b"
+
+    clamp = by_test["tests/test_ops.py::test_clamp"]
+    assert clamp.range.start_line == 14
+    assert "inside the range stays" in clamp.message and "assert 0 == 5" in clamp.message
+    assert len(clamp.evidence) == 1  # a plain assertion: no project frame
+
+    fixture = by_test["tests/test_ops.py::test_uses_fixture"]
+    assert fixture.rule_id == "test-error" and "fixture broke" in fixture.message
+    assert fixture.range.start_line == 19
+    assert len({f.id for f in out.findings}) == 3
+    # the full pytest output is kept as a log artifact
+    logs = list((ctx.project / ".superqode/qe-artifacts/logs").glob("*unit_tester*"))
+    assert logs and "2 failed" in logs[0].read_text() and "1 error" in logs[0].read_text()
+
+
+def test_ids_stable_across_runs(make_repo):
+    repo = make_repo(LIB)
+    first = run_role(UnitTester(), make_ctx(repo))
+    (repo / "calc/ops.py").write_text("# moved down\n\n" + LIB["calc/ops.py"])
+    second = run_role(UnitTester(), make_ctx(repo))
+    assert sorted(f.id for f in first.findings) == sorted(f.id for f in second.findings)
+
+
+def test_passing_suite_restricted_to_files(make_repo):
+    repo = make_repo(
+        {
+            **LIB,
+            "tests/test_good.py": "def test_ok():\n    assert True\n",
+        }
+    )
+    out = run_role(UnitTester(), make_ctx(repo, files=["tests/test_good.py"]))
+    assert out.status == "ok" and out.findings == []
+
+
+def test_collection_error(make_repo):
+    repo = make_repo(
+        {
+            "tests/test_broken.py": "def test_x(:\n    pass\n",
+            "tests/test_fine.py": "def test_y():\n    pass\n",
+        }
+    )
+    out = run_role(UnitTester(), make_ctx(repo))
+    (f,) = out.findings
+    assert f.rule_id == "collection-error" and f.file == "tests/test_broken.py"
+    assert f.range.start_line == 1
+
+
+def test_no_tests_is_skipped(make_repo):
+    repo = make_repo({"pkg/__init__.py": "", "README.md": "x\n"})
+    out = run_role(UnitTester(), make_ctx(repo))
+    assert out.status == "skipped" and "no tests" in out.reason
+    repo = make_repo({"tests/test_nothing.py": "X = 1\n"})
+    out = run_role(UnitTester(), make_ctx(repo))
+    assert out.status == "skipped" and "collected no tests" in out.reason
+
+
+def test_configured_command_is_used(make_repo, tmp_path):
+    marker = tmp_path / "used"
+    wrapper = tmp_path / "runner.sh"
+    wrapper.write_text(
+        f'#!/bin/sh\necho yes > "{marker}"\nexport PYTEST_DISABLE_PLUGIN_AUTOLOAD=1\nexec "{sys.executable}" -m pytest "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    repo = make_repo({"tests/test_a.py": "def test_a():\n    assert 1 == 2\n"})
+    cfg = Config.model_validate({"roles": {"unit_test_command": [str(wrapper)]}})
+    out = run_role(UnitTester(), make_ctx(repo, config=cfg))
+    assert marker.read_text().strip() == "yes"
+    assert [f.range.start_line for f in out.findings] == [2]
+
+
+def test_deadline_stops_the_suite(make_repo):
+    repo = make_repo(
+        {
+            "tests/test_fast.py": "def test_fails():\n    assert False\n",
+            "tests/test_slow.py": "import time\n\ndef test_sleeps():\n    time.sleep(60)\n",
+        }
+    )
+    out = run_role(UnitTester(), make_ctx(repo, deadline_in=4))
+    assert out.status == "timeout" and "did not finish" in out.reason
+    # what failed before the deadline is kept
+    assert [f.file for f in out.findings] == ["tests/test_fast.py"]
