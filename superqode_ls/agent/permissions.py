@@ -7,10 +7,12 @@ terminal. Without one (CI, ``--jsonl``, scripts) the answer is no.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import sys
 from collections.abc import Iterator
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -34,6 +36,31 @@ class AllowAsker:
 
     async def ask(self, tool: str, summary: str) -> bool:
         return True
+
+
+class TerminalAsker:
+    """Asks on a terminal: ``Allow run_shell: <summary>? [y/N]``.
+
+    Prompts are serialized (parallel agents must not interleave questions);
+    reading happens in a thread so the event loop keeps running. Anything but
+    y/yes, and end of input, is a no.
+    """
+
+    def __init__(self, stdin: Any = None, stdout: Any = None):
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stderr
+        self._lock = asyncio.Lock()
+
+    @staticmethod
+    def available() -> bool:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+
+    async def ask(self, tool: str, summary: str) -> bool:
+        async with self._lock:
+            self.stdout.write(f"superqe: allow {tool}: {summary}? [y/N] ")
+            self.stdout.flush()
+            line = await asyncio.to_thread(self.stdin.readline)
+            return line.strip().lower() in ("y", "yes")
 
 
 _current: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(

@@ -55,3 +55,18 @@ def test_config_rejects_bad_permission_values():
 
     with pytest.raises(ConfigError, match="agent.permissions.run_shell"):
         validate_layer({"agent": {"permissions": {"run_shell": "sometimes"}}}, "superqode.yaml")
+
+
+async def test_terminal_asker_reads_one_answer_per_question():
+    import io
+
+    from superqode_ls.agent.permissions import Permissions, TerminalAsker
+
+    out = io.StringIO()
+    asker = TerminalAsker(stdin=io.StringIO("y\nnope\n"), stdout=out)
+    perms = Permissions({"run_shell": "ask"}, asker)
+    assert await perms.check("run_shell", "run in the sandbox: make test") == (True, "allowed by the user")
+    assert await perms.check("run_shell", "run in the sandbox: rm x") == (False, "denied by the user")
+    # End of input is a no, not a hang.
+    assert await perms.check("run_shell", "run in the sandbox: ls") == (False, "denied by the user")
+    assert out.getvalue().count("superqe: allow run_shell: run in the sandbox:") == 3
