@@ -244,7 +244,8 @@ def test_markdown_report(tmp_path):
     # severity groups in order, most severe first
     assert md.index("### Critical (1)") < md.index("### High (1)") < md.index("### Low (1)")
     assert "`pkg/my módulo.py:6:12`" in md and "`keys.py:3:1`" in md
-    assert "(verified (bandit re-run: finding gone)): Use yaml.safe_load" in md
+    assert "Use yaml.safe_load (verified: bandit re-run: finding gone)" in md
+    assert "```diff\ndiff --git a/pkg/my módulo.py" in md
     assert "`pkg/calc.py:2`: ZeroDivisionError raised here" in md
     assert (
         "| mutation_tester | skipped | mutmut | 0 | 0 | 0 ms | not trusted: executes code |" in md

@@ -48,15 +48,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def _fix_line(f: Finding, patches: dict[str, Patch]) -> str | None:
+def _fix_lines(f: Finding, patches: dict[str, Patch]) -> tuple[str | None, list[str]]:
+    """The "Fix" bullet and, when the patch is known, its diff (folded)."""
     if not f.fix_patch_id:
-        return None
+        return None, []
     p = patches.get(f.fix_patch_id)
     verified = f.verified or (p is not None and p.verified)
     status = "verified" if verified else "not verified"
-    desc = f": {p.description}" if p is not None else ""
-    how = f" ({p.verification})" if p is not None and p.verification else ""
-    return f"- **Fix** {_inline(f.fix_patch_id)} ({status}{how}){desc}"
+    if p is not None and p.verification:
+        status += f": {p.verification}"
+    desc = f"{p.description} " if p is not None else ""
+    bullet = f"- **Fix** {_inline(f.fix_patch_id)}: {desc}({status})"
+    if p is None:
+        return bullet, []
+    body = ["<details><summary>Patch</summary>", "", *_block(p.diff, "diff"), "", "</details>", ""]
+    return bullet, body
 
 
 def _finding(n: int, f: Finding, patches: dict[str, Patch]) -> list[str]:
@@ -68,7 +74,7 @@ def _finding(n: int, f: Finding, patches: dict[str, Patch]) -> list[str]:
     lines.append(f"- **Id** {_inline(f.id)}")
     if f.help_uri:
         lines.append(f"- **Rule docs** <{f.help_uri}>")
-    fix = _fix_line(f, patches)
+    fix, fix_body = _fix_lines(f, patches)
     if fix:
         lines.append(fix)
     lines.append("")
@@ -90,7 +96,7 @@ def _finding(n: int, f: Finding, patches: dict[str, Patch]) -> list[str]:
             if e.snippet and e.snippet.strip() != (f.snippet or "").strip():
                 lines.append(f"  {_inline(e.snippet.strip())}")
         lines.append("")
-    return lines
+    return lines + fix_body
 
 
 def render_markdown(report: QualityReport) -> str:
