@@ -468,13 +468,16 @@ def _cfg_lists(cfg: Any) -> tuple[bool, list[list[str]], list[list[str]]]:
 
 
 def _patterns(items: Iterable[str]) -> list[list[str]]:
-    import shlex
-
     out = []
     for item in items:
-        try:
-            words = shlex.split(item)
-        except ValueError:
+        if "'" in item or '"' in item or "\\" in item:
+            import shlex  # only for quoted patterns: shlex costs the shim an `re` import
+
+            try:
+                words = shlex.split(item)
+            except ValueError:
+                words = item.split()
+        else:
             words = item.split()
         if words and os.path.basename(words[0]) == "git":
             words = words[1:]

@@ -329,7 +329,9 @@ def _write_hook(path: Path, lib_dir: Path, pkg_parent: str, call: str) -> None:
 
 
 class GuardEvents:
-    """New ``git.blocked`` records since the last ``poll()``."""
+    """New ``git.blocked`` records since the last ``poll()``: dicts with
+    source ("shim" or "hook:<name>"), time, pid, cwd, argv, command, reason,
+    suggestion (no "type" key, so they can be passed as event data)."""
 
     def __init__(self, events_file: Path):
         self.path = Path(events_file)
@@ -353,6 +355,7 @@ class GuardEvents:
             except ValueError:
                 continue
             if isinstance(rec, dict):
+                rec.pop("type", None)  # every record is a git.blocked event
                 out.append(rec)
         return out
 

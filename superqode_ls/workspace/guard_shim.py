@@ -50,6 +50,30 @@ class _Cfg:
         self.block = s["block"]
 
 
+def _json(value: Any) -> str:
+    """Enough of json.dumps for a record (importing json would cost the shim
+    an ``re`` import on every blocked call)."""
+    if isinstance(value, str):
+        out = ['"']
+        for c in value:
+            o = ord(c)
+            if c in '"\\':
+                out.append("\\" + c)
+            elif o < 0x20 or 0xD800 <= o <= 0xDFFF:
+                out.append(f"\\u{o:04x}")
+            else:
+                out.append(c)
+        out.append('"')
+        return "".join(out)
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_json(str(k))}: {_json(v)}" for k, v in value.items()) + "}"
+    return "[" + ", ".join(_json(v) for v in value) + "]"
+
+
 def _record(
     settings: Mapping[str, Any],
     source: str,
@@ -58,12 +82,10 @@ def _record(
     suggestion: str,
     command: str,
 ) -> None:
-    import json
     import time
 
     sys.stderr.write(f"superqode guard: blocked: {reason} ({suggestion})\n")
     rec = {
-        "type": "git.blocked",
         "source": source,
         "time": time.time(),
         "pid": os.getpid(),
@@ -76,7 +98,7 @@ def _record(
     try:
         fd = os.open(settings["events"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, (json.dumps(rec) + "\n").encode("utf-8", "surrogateescape"))
+            os.write(fd, (_json(rec) + "\n").encode("utf-8"))
         finally:
             os.close(fd)
     except OSError:
