@@ -62,6 +62,8 @@ def test_status_lists_this_project_or_all(capsys, make_repo, monkeypatch):
     assert data[sb]["mode"] == "deep" and data[sb]["state"] == "interrupted"
     assert data[sb]["repo"] == str(b.resolve()) and data[sb]["owner_alive"] is False
     assert {"age_s", "changes", "sandbox"} <= set(data[sa])
+    assert data[sa]["changes"] == 1 and data[sb]["changes"] == 0  # counted from the sandbox
+    assert row.split()[-1] == "1"
     recovery.clean_sessions(recovery.scan(), force=True)
     monkeypatch.chdir(b)
     code, out, _ = _run(capsys, "status")

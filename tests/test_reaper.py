@@ -157,3 +157,24 @@ def test_branch_reaper_is_called_when_present(make_repo, monkeypatch):
 def test_empty_home_is_fine():
     report = reaper.reap()
     assert report.removed == [] and report.errors == []
+
+
+def test_maybe_reap_runs_at_most_once_per_interval(make_repo):
+    repo = make_repo()
+    sid = crash_session(repo)
+    later = time.time() + 100 * HOUR
+    first = reaper.maybe_reap(now=later)
+    assert first is not None and first.idle == [sid]
+    sid2 = crash_session(repo)
+    assert reaper.maybe_reap(now=later + 60) is None  # within the hour: skipped
+    again = reaper.maybe_reap(now=later + 2 * HOUR + 100 * HOUR)
+    assert again is not None and again.idle == [sid2]
+
+
+def test_on_start_lists_interrupted_sessions(make_repo):
+    a, b = make_repo(), make_repo()
+    sa, sb = crash_session(a), crash_session(b)
+    interrupted, report = reaper.on_start(Config(), repo=a)
+    assert [s.id for s in interrupted] == [sa]
+    assert report is not None and report.removed == []  # fresh sessions are kept
+    assert sorted(s.id for s in reaper.on_start()[0]) == sorted([sa, sb])

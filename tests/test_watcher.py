@@ -173,3 +173,19 @@ async def test_async_iteration(make_repo):
     assert "async.txt" in batch.paths
     await agen.aclose()
     assert w._observer is None  # leaving the loop stopped the watcher
+
+
+async def test_async_for_on_the_watcher_itself(make_repo):
+    repo = make_repo()
+    w = Watcher(repo, debounce=0.1, bump_epoch=False)
+    w.start()
+    try:
+        await asyncio.sleep(0.1)
+        (repo / "direct.txt").write_text("d")
+        async def first():
+            async for batch in w:
+                return batch
+        batch = await asyncio.wait_for(first(), WAIT)
+        assert batch.paths == ["direct.txt"] and batch.events[0].kind == "created"
+    finally:
+        w.stop()

@@ -26,6 +26,8 @@ from ..workspace.recovery import SessionInfo
 from . import EXIT_FAILED, UsageError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+# Counting a dead session's changes hashes its sandbox; do it for this many.
+_COUNT_LIMIT = 20
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -129,8 +131,11 @@ def _repo_label(info: SessionInfo) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     now = time.time()
     sessions = recovery.scan() if args.all else recovery.scan(_project("."))
+    counted = {s.id: recovery.count_changes(s) if i < _COUNT_LIMIT else s.changes
+               for i, s in enumerate(sessions)}
     if args.json:
-        print(json.dumps([s.to_json(now) for s in sessions], indent=2))
+        print(json.dumps([{**s.to_json(now), "changes": counted[s.id]} for s in sessions],
+                         indent=2))
         return 0
     if not sessions:
         where = "" if args.all else " for this project (superqe status --all: every project)"
@@ -139,7 +144,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     rows = [("ID", "REPO", "MODE", "STATE", "AGE", "CHANGES")]
     for s in sessions:
         rows.append((s.id, _repo_label(s), s.mode, s.state, _age(s, now),
-                     "-" if s.changes is None else str(s.changes)))
+                     "-" if counted[s.id] is None else str(counted[s.id])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

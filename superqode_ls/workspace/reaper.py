@@ -19,6 +19,7 @@ No single failure stops it: each one is reported and the rest carries on.
 
 from __future__ import annotations
 
+import fcntl
 import inspect
 import logging
 import shutil
@@ -28,14 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
+from .paths import working_root
 from .recovery import (
     SessionInfo,
     discard,
+    interrupted_sessions,
     read_repo_marker,
     repo_bases,
     scan,
     tidy_repo,
 )
+
+STAMP = ".reaper-stamp"
+DEFAULT_INTERVAL_S = 3600.0
 
 log = logging.getLogger(__name__)
 
@@ -157,3 +163,47 @@ def _reap_branches(config: Config | None, now: float, report: ReapReport) -> Any
 def _one_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def maybe_reap(config: Config | None = None, *, interval_s: float = DEFAULT_INTERVAL_S,
+               now: float | None = None) -> ReapReport | None:
+    """Reap unless another process did within ``interval_s``; cheap enough to
+    call at every start of the CLI or the server. None when skipped."""
+    root = working_root()
+    if not root.is_dir():
+        return None
+    stamp = root / STAMP
+    now = now or time.time()
+    with open(stamp, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None  # another process is reaping right now
+        try:
+            fh.seek(0)
+            try:
+                last = float(fh.read().strip() or 0)
+            except ValueError:
+                last = 0.0
+            if 0 <= now - last < interval_s:
+                return None
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{now}\n")
+            fh.flush()
+            return reap(config, now=now)
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def on_start(config: Config | None = None, repo: Path | None = None
+             ) -> tuple[list[SessionInfo], ReapReport | None]:
+    """What the server and the CLI do when they start: reap (at most hourly)
+    and list the sessions of ``repo`` (all when None) that were interrupted,
+    so the user can be offered ``superqe recover``."""
+    try:
+        report = maybe_reap(config)
+    except OSError as e:  # a read-only home must not stop anything
+        log.warning("reaper skipped: %s", e)
+        report = None
+    return interrupted_sessions(repo), report

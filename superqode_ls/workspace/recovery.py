@@ -154,6 +154,28 @@ def _sandbox_gitdir(sandbox: Path) -> Path | None:
     return None
 
 
+def count_changes(info: SessionInfo) -> int | None:
+    """Files the session changed: from its record, or for a session whose
+    owner is gone, counted from its sandbox (never for a live one: that
+    would race its owner's own bookkeeping)."""
+    if info.changes is not None:
+        return info.changes
+    if info.record is None or info.alive or not info.sandbox.is_dir():
+        return None
+    if info.repo is None or not info.repo.is_dir():
+        return None
+    session = _session_module()
+    fn = getattr(session, "extract_patch", None) if session else None
+    if fn is None:
+        return None
+    try:
+        diff = fn(info.record)
+    except Exception:  # noqa: BLE001 - a broken sandbox shows as unknown
+        log.debug("cannot count changes of %s", info.id, exc_info=True)
+        return None
+    return sum(1 for line in diff.splitlines() if line.startswith("diff --git "))
+
+
 def read_repo_marker(base: Path) -> dict[str, Any] | None:
     """``working/<key>/repo.json`` when it carries our owner marker."""
     try:

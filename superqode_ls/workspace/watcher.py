@@ -276,6 +276,9 @@ class Watcher:
                         log.exception("watcher callback failed")
 
     # -- async -----------------------------------------------------------
+    def __aiter__(self) -> AsyncIterator[ChangeBatch]:
+        return self.batches()
+
     async def batches(self) -> AsyncIterator[ChangeBatch]:
         """``async for batch in watcher.batches()``; starts the watcher if
         needed and stops it when the loop is left."""
