@@ -102,11 +102,18 @@ def test_passing_suite_restricted_to_files(make_repo):
     repo = make_repo(
         {
             **LIB,
-            "tests/test_good.py": "def test_ok():\n    assert True\n",
+            "tests/test_good.py": (
+                "from hypothesis import given, strategies as st\n\n"
+                "@given(st.text())\n"
+                "def test_ok(s):\n"
+                "    assert s == s\n"
+            ),
         }
     )
+    before = tree_state(repo)
     out = run_role(UnitTester(), make_ctx(repo, files=["tests/test_good.py"]))
     assert out.status == "ok" and out.findings == []
+    assert tree_state(repo) == before  # hypothesis' database is kept out too
 
 
 def test_collection_error(make_repo):

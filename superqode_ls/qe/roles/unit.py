@@ -101,6 +101,8 @@ class UnitTester(Role):
             env = dict(ctx.env)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
+            # hypothesis keeps its example database in the working directory.
+            env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(private / "hypothesis"))
             # The sandbox's code first, so an editable install of the user's
             # project cannot shadow it.
             paths = [str(private)]
