@@ -35,6 +35,15 @@ _SESSION_USAGE: dict[str, Usage] = {}
 _SESSION_FINDINGS: dict[tuple[str, str], list[tuple[Finding, dict[str, str]]]] = {}
 
 
+# A language server lives for days: remember only the recent sessions.
+_MAX_SESSIONS = 100
+
+
+def _trim(d: dict) -> None:
+    while len(d) > _MAX_SESSIONS:
+        d.pop(next(iter(d)))
+
+
 def session_usage(session_id: str) -> Usage | None:
     """Tokens and cost of every agent role in ``session_id`` (for QualityReport.usage)."""
     with _usage_lock:
@@ -49,6 +58,7 @@ def _add_usage(session_id: str, usage: Usage) -> None:
         total.completion_tokens += usage.completion_tokens
         total.cost_usd = round(total.cost_usd + usage.cost_usd, 6)
         total.requests += usage.requests
+        _trim(_SESSION_USAGE)
 
 
 def provider_problem(config: Config) -> str | None:
@@ -107,6 +117,7 @@ class AgentRole(Role):
             _SESSION_FINDINGS[(ctx.session_id, self.name)] = [
                 (f, result.reproducer_files.get(f.id, {})) for f in result.findings
             ]
+            _trim(_SESSION_FINDINGS)
         status, reason = {
             "completed": ("ok", None),
             "max_turns": ("ok", f"stopped after {result.turns} turns (agent.max_turns)"),
@@ -156,9 +167,7 @@ class AgentRole(Role):
                 )
             except ProviderError as e:
                 return AgentResult("provider_error", 0, [], [], Usage(), {}, error=str(e))
-            # The shell never sees provider keys, so the model cannot print them.
-            key_vars = {p.api_key_env for p in cfg.providers if p.api_key_env}
-            shell_env = {k: v for k, v in ctx.env.items() if k not in key_vars}
+            shell_env = _without_keys(ctx.env, cfg)
             toolbox = ToolBox(
                 root=ctx.sandbox,
                 role=self.name,
@@ -238,7 +247,7 @@ class AgentRole(Role):
                 res = await run_command(
                     ["/bin/sh", "-c", cmd],
                     ctx.sandbox,
-                    env=ctx.env,
+                    env=_without_keys(ctx.env, ctx.config),
                     timeout=ctx.config.agent.shell_timeout_s,
                 )
             finally:
@@ -246,6 +255,12 @@ class AgentRole(Role):
             if not res.ok:
                 still.append(f)
         return still
+
+
+def _without_keys(env: dict[str, str], cfg: Config) -> dict[str, str]:
+    # Commands the agent runs never see provider keys, so it cannot print them.
+    key_vars = {p.api_key_env for p in cfg.providers if p.api_key_env}
+    return {k: v for k, v in env.items() if k not in key_vars}
 
 
 def _place(root: Path, files: dict[str, str]) -> list[Path]:

@@ -28,8 +28,14 @@ def conversation(name: str) -> list[dict[str, Any]]:
 
 def provider_entry(server: ScriptedServer | str, name: str = "primary", **extra: Any) -> dict:
     base = server.base_url if isinstance(server, ScriptedServer) else server
-    entry = {"name": name, "base_url": base, "model": "scripted-model", "timeout": 5,
-             "max_retries": 2, "retry_backoff_s": 0.01}
+    entry = {
+        "name": name,
+        "base_url": base,
+        "model": "scripted-model",
+        "timeout": 5,
+        "max_retries": 2,
+        "retry_backoff_s": 0.01,
+    }
     entry.update(extra)
     return entry
 
@@ -66,9 +72,16 @@ class EventLog:
         return "\n".join(e.to_json() for e in self.events)
 
 
-def make_ctx(project: Path, sandbox: Path, config: Config, events: EventLog,
-             *, session: Any = None, env: dict[str, str] | None = None,
-             session_id: str = "qe-20261121-170000-abcdef") -> RoleContext:
+def make_ctx(
+    project: Path,
+    sandbox: Path,
+    config: Config,
+    events: EventLog,
+    *,
+    session: Any = None,
+    env: dict[str, str] | None = None,
+    session_id: str = "qe-20261121-170000-abcdef",
+) -> RoleContext:
     return RoleContext(
         session_id=session_id,
         project=project,
@@ -85,7 +98,9 @@ def make_ctx(project: Path, sandbox: Path, config: Config, events: EventLog,
 
 def copy_sandbox(project: Path, dst: Path) -> Path:
     """A plain directory copy standing in for a sandbox (no session)."""
-    shutil.copytree(project, dst, symlinks=True, ignore=shutil.ignore_patterns(".git", ".superqode"))
+    shutil.copytree(
+        project, dst, symlinks=True, ignore=shutil.ignore_patterns(".git", ".superqode")
+    )
     return dst
 
 

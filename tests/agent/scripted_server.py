@@ -23,14 +23,18 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 _VAR = re.compile(r"\{\{(\w+)\}\}")
 
 
 class ScriptedServer:
-    def __init__(self, script: list[dict[str, Any]], vars: dict[str, str] | None = None,
-                 usage: tuple[int, int] = (100, 20)):
+    def __init__(
+        self,
+        script: list[dict[str, Any]],
+        vars: dict[str, str] | None = None,
+        usage: tuple[int, int] = (100, 20),
+    ):
         self.script = list(script)
         self.vars = dict(vars or {})
         self.usage = usage
@@ -49,7 +53,7 @@ class ScriptedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -116,8 +120,11 @@ class ScriptedServer:
                     "finish_reason": "tool_calls" if "tool_calls" in step else "stop",
                 }
             ],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
         }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -137,7 +144,7 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 if self.path != "/v1/chat/completions":
@@ -153,11 +160,12 @@ class ScriptedServer:
                 if step is None:
                     self._send(500, b'{"error": "script exhausted"}')
                     return
-                if step.get("delay"):
-                    if server._stop.wait(step["delay"]):
-                        return
+                if step.get("delay") and server._stop.wait(step["delay"]):
+                    return
                 if "status" in step:
-                    text = str(step.get("body", "")).replace("{auth}", headers.get("authorization", ""))
+                    text = str(step.get("body", "")).replace(
+                        "{auth}", headers.get("authorization", "")
+                    )
                     self._send(int(step["status"]), text.encode())
                 elif "raw" in step:
                     self._send(200, step["raw"].encode())

@@ -30,7 +30,9 @@ def _repo_with_link(make_repo, ssh):
     return project
 
 
-async def test_escapes_are_refused_in_an_isolated_session(make_repo, scripted, events, isolated_home):
+async def test_escapes_are_refused_in_an_isolated_session(
+    make_repo, scripted, events, isolated_home
+):
     from superqode_ls.workspace.session import IsolatedSession
 
     ssh = _home_with_key(isolated_home)
@@ -41,8 +43,9 @@ async def test_escapes_are_refused_in_an_isolated_session(make_repo, scripted, e
     # run_shell allowed outright: every refusal below is the safety check, not a prompt.
     cfg = agent_config([provider_entry(server)], permissions={"run_shell": "allow"})
     async with await IsolatedSession.create(project, config=cfg, mode="deep") as s:
-        ctx = make_ctx(project, s.sandbox, cfg, events, session=s, env=s.env(sandbox_env()),
-                       session_id=s.id)
+        ctx = make_ctx(
+            project, s.sandbox, cfg, events, session=s, env=s.env(sandbox_env()), session_id=s.id
+        )
         out = await AgentSecurityTester().run(ctx)
         assert out.status == "ok" and out.findings == [] and out.patches == []
         changes = await s.changes()
@@ -78,11 +81,17 @@ async def test_ask_permission_without_a_user_denies(make_repo, scripted, events,
     from .conftest import copy_sandbox
 
     project = make_repo({"a.py": "x = 1\n"})
-    server = scripted([
-        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch ran.txt"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.py", "content": "y = 2\n"}}]},
-        {"content": "done"},
-    ])
+    server = scripted(
+        [
+            {"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch ran.txt"}}]},
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "b.py", "content": "y = 2\n"}}
+                ]
+            },
+            {"content": "done"},
+        ]
+    )
     cfg = agent_config([provider_entry(server)], permissions={"write_file": "deny"})
     sandbox = copy_sandbox(project, tmp_path / "sb")
     ctx = make_ctx(project, sandbox, cfg, events)
@@ -108,18 +117,26 @@ async def test_ask_goes_to_the_plugged_in_asker(make_repo, scripted, events, tmp
             return "yes" in summary
 
     project = make_repo({"a.py": "x = 1\n"})
-    server = scripted([
-        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "echo yes > yes.txt"}},
-                        {"name": "run_shell", "arguments": {"command": "echo no > no.txt"}}]},
-        {"content": "done"},
-    ])
+    server = scripted(
+        [
+            {
+                "tool_calls": [
+                    {"name": "run_shell", "arguments": {"command": "echo yes > yes.txt"}},
+                    {"name": "run_shell", "arguments": {"command": "echo no > no.txt"}},
+                ]
+            },
+            {"content": "done"},
+        ]
+    )
     cfg = agent_config([provider_entry(server)])
     sandbox = copy_sandbox(project, tmp_path / "sb")
     with use_asker(Recorder()):
         out = await AgentSecurityTester().run(make_ctx(project, sandbox, cfg, events))
     assert out.status == "ok"
-    assert asked == [("run_shell", "run in the sandbox: echo yes > yes.txt"),
-                     ("run_shell", "run in the sandbox: echo no > no.txt")]
+    assert asked == [
+        ("run_shell", "run in the sandbox: echo yes > yes.txt"),
+        ("run_shell", "run in the sandbox: echo no > no.txt"),
+    ]
     assert (sandbox / "yes.txt").read_text() == "yes\n"
     assert not (sandbox / "no.txt").exists()
     # Tool calls run one by one, in the order the model gave them.

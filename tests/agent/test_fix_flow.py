@@ -3,15 +3,23 @@ and proposes a fix that the verifier accepts; the user's tree stays as it was.""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 
-from superqode_ls.agent.roles import AgentUnitTester, session_usage
 from superqode_ls.agent.permissions import AllowAsker
+from superqode_ls.agent.roles import AgentUnitTester, session_usage
 from superqode_ls.qe.verifier import Verifier
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 
-from .conftest import agent_config, conversation, copy_sandbox, make_ctx, provider_entry, sandbox_env
+from .conftest import (
+    agent_config,
+    conversation,
+    copy_sandbox,
+    make_ctx,
+    provider_entry,
+    sandbox_env,
+)
 from .scripted_server import tool_messages
 
 CALC = (
@@ -43,8 +51,14 @@ def _check_run(server, out, events):
     # Every tool call is an event, in order, all allowed.
     calls = events.of("tool_call")
     assert [c["tool"] for c in calls] == [
-        "list_files", "read_file", "write_file", "run_shell", "report_finding",
-        "edit_file", "run_shell", "propose_fix",
+        "list_files",
+        "read_file",
+        "write_file",
+        "run_shell",
+        "report_finding",
+        "edit_file",
+        "run_shell",
+        "propose_fix",
     ]
     assert all(c["allowed"] and c["outcome"] == "ok" for c in calls)
     usage = events.of("agent.usage")[0]
@@ -73,7 +87,9 @@ async def test_fix_flow_on_a_plain_copy(make_repo, scripted, events, tmp_path):
     shutil.rmtree(sandbox)
     copy_sandbox(project, sandbox)
     verifier = Verifier(
-        sandbox=sandbox, roles={role.name: role}, contexts={role.name: ctx},
+        sandbox=sandbox,
+        roles={role.name: role},
+        contexts={role.name: ctx},
         findings_by_role={role.name: out.findings},
     )
     result = await verifier.verify(patch)
@@ -82,8 +98,15 @@ async def test_fix_flow_on_a_plain_copy(make_repo, scripted, events, tmp_path):
     assert (sandbox / "calc.py").read_text() == CALC  # verifier put it back
 
     # The patch applies to the user's project as it is.
-    check = subprocess.run(["git", "apply", "--check", "-"], input=patch.diff, text=True,
-                           cwd=project, capture_output=True)
+    check = await asyncio.to_thread(
+        subprocess.run,
+        ["git", "apply", "--check", "-"],
+        input=patch.diff,
+        text=True,
+        cwd=project,
+        capture_output=True,
+        check=False,
+    )
     assert check.returncode == 0, check.stderr
     assert compare(before, take_fingerprint(project)) == []
 
@@ -92,7 +115,9 @@ async def test_unfixed_patch_is_not_verified(make_repo, scripted, events, tmp_pa
     """The verifier's verdict follows the reproducer, not the model's word."""
     steps = conversation("fix_clamp")
     # Same conversation, but the "fix" changes nothing that matters.
-    steps[5]["tool_calls"][0]["arguments"]["new_text"] = "    if value > high:  # checked\n        return low"
+    steps[5]["tool_calls"][0]["arguments"]["new_text"] = (
+        "    if value > high:  # checked\n        return low"
+    )
     project = make_repo({"calc.py": CALC})
     server = scripted(steps)
     cfg = agent_config([provider_entry(server)], permissions={"run_shell": "allow"})
@@ -104,7 +129,9 @@ async def test_unfixed_patch_is_not_verified(make_repo, scripted, events, tmp_pa
     shutil.rmtree(sandbox)
     copy_sandbox(project, sandbox)
     result = await Verifier(
-        sandbox=sandbox, roles={role.name: role}, contexts={role.name: ctx},
+        sandbox=sandbox,
+        roles={role.name: role},
+        contexts={role.name: ctx},
         findings_by_role={role.name: out.findings},
     ).verify(patch)
     assert not result.verified
@@ -121,8 +148,9 @@ async def test_fix_flow_in_an_isolated_session(make_repo, scripted, events):
     # run_shell stays "ask"; the user says yes.
     cfg = agent_config([provider_entry(server)])
     async with await IsolatedSession.create(project, config=cfg, mode="deep") as s:
-        ctx = make_ctx(project, s.sandbox, cfg, events, session=s, env=s.env(sandbox_env()),
-                       session_id=s.id)
+        ctx = make_ctx(
+            project, s.sandbox, cfg, events, session=s, env=s.env(sandbox_env()), session_id=s.id
+        )
         role = AgentUnitTester()
         result = await role.run_agent(ctx, asker=AllowAsker())
         from superqode_ls.qe.roles.base import RoleOutput
@@ -136,10 +164,15 @@ async def test_fix_flow_in_an_isolated_session(make_repo, scripted, events):
         assert (s.sandbox / "calc.py").read_text() == CALC
         from superqode_ls.agent.roles import _SESSION_FINDINGS
 
-        _SESSION_FINDINGS[(s.id, role.name)] = [(f, result.reproducer_files.get(f.id, {})) for f in out.findings]
+        _SESSION_FINDINGS[(s.id, role.name)] = [
+            (f, result.reproducer_files.get(f.id, {})) for f in out.findings
+        ]
         verdict = await Verifier(
-            sandbox=s.sandbox, roles={role.name: role}, contexts={role.name: ctx},
-            findings_by_role={role.name: out.findings}, session=s,
+            sandbox=s.sandbox,
+            roles={role.name: role},
+            contexts={role.name: ctx},
+            findings_by_role={role.name: out.findings},
+            session=s,
         ).verify(patch)
         assert verdict.verified, verdict.message
     assert s.verification.verified, s.verification.line
@@ -182,8 +215,14 @@ async def test_pipeline_runs_the_agent_and_verifies_its_fix(make_repo, scripted,
     assert report.verification.verified
     calls = [json.loads(line)["data"] for line in jsonl if '"type":"tool_call"' in line]
     assert [c["tool"] for c in calls] == [
-        "list_files", "read_file", "write_file", "run_shell", "report_finding",
-        "edit_file", "run_shell", "propose_fix",
+        "list_files",
+        "read_file",
+        "write_file",
+        "run_shell",
+        "report_finding",
+        "edit_file",
+        "run_shell",
+        "propose_fix",
     ]
     assert all(c["role"] == "agent_unit_tester" for c in calls)
     assert compare(before, take_fingerprint(project)) == []

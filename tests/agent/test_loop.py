@@ -18,20 +18,32 @@ def _ctx(make_repo, tmp_path, server, events, **agent):
 
 
 async def test_bad_tool_calls_are_answered_with_errors(make_repo, scripted, events, tmp_path):
-    server = scripted([
-        {"tool_calls": [
-            {"name": "read_file", "arguments": "{not json"},
-            {"name": "delete_everything", "arguments": {}},
-            {"name": "read_file", "arguments": {}},
-            {"name": "read_file", "arguments": {"path": "a.py", "mode": "rb"}},
-            {"name": "read_file", "arguments": "[1, 2]"},
-            {"name": "report_finding", "arguments": {
-                "file": "a.py", "start_line": 1, "severity": "urgent", "confidence": 2,
-                "title": "t", "evidence": "e"}},
-        ]},
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
-        {"content": "done"},
-    ])
+    server = scripted(
+        [
+            {
+                "tool_calls": [
+                    {"name": "read_file", "arguments": "{not json"},
+                    {"name": "delete_everything", "arguments": {}},
+                    {"name": "read_file", "arguments": {}},
+                    {"name": "read_file", "arguments": {"path": "a.py", "mode": "rb"}},
+                    {"name": "read_file", "arguments": "[1, 2]"},
+                    {
+                        "name": "report_finding",
+                        "arguments": {
+                            "file": "a.py",
+                            "start_line": 1,
+                            "severity": "urgent",
+                            "confidence": 2,
+                            "title": "t",
+                            "evidence": "e",
+                        },
+                    },
+                ]
+            },
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+            {"content": "done"},
+        ]
+    )
     out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
     assert out.status == "ok"
     results = tool_messages(server.requests[1])
@@ -59,7 +71,9 @@ async def test_turn_budget(make_repo, scripted, events, tmp_path):
 
 
 async def test_token_budget(make_repo, scripted, events, tmp_path):
-    server = scripted([{"tool_calls": [{"name": "list_files", "arguments": {}}], "usage": [1000, 0]}] * 5)
+    server = scripted(
+        [{"tool_calls": [{"name": "list_files", "arguments": {}}], "usage": [1000, 0]}] * 5
+    )
     ctx = _ctx(make_repo, tmp_path, server, events, max_tokens=1500)
     out = await AgentE2eTester().run(ctx)
     assert out.reason == "stopped at the token budget (agent.max_tokens)"
@@ -75,8 +89,12 @@ async def test_time_budget(make_repo, scripted, events, tmp_path):
 
 
 async def test_cancel_during_a_provider_call(make_repo, scripted, events, tmp_path):
-    server = scripted([{"tool_calls": [{"name": "list_files", "arguments": {}}]},
-                       {"delay": 10, "content": "late"}])
+    server = scripted(
+        [
+            {"tool_calls": [{"name": "list_files", "arguments": {}}]},
+            {"delay": 10, "content": "late"},
+        ]
+    )
     ctx = _ctx(make_repo, tmp_path, server, events)
     stop = asyncio.Event()
     task = asyncio.create_task(AgentPerformanceTester().run_agent(ctx, cancel=stop))
@@ -87,11 +105,15 @@ async def test_cancel_during_a_provider_call(make_repo, scripted, events, tmp_pa
     assert result.stop_reason == "cancelled" and result.turns == 2
 
 
-async def test_task_cancellation_propagates_and_kills_the_shell(make_repo, scripted, events, tmp_path):
-    server = scripted([
-        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 30"}}]},
-        {"content": "never"},
-    ])
+async def test_task_cancellation_propagates_and_kills_the_shell(
+    make_repo, scripted, events, tmp_path
+):
+    server = scripted(
+        [
+            {"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 30"}}]},
+            {"content": "never"},
+        ]
+    )
     ctx = _ctx(make_repo, tmp_path, server, events, permissions={"run_shell": "allow"})
     task = asyncio.create_task(AgentPerformanceTester().run(ctx))
     while not server.requests:
@@ -121,8 +143,14 @@ async def test_role_prompts_differ_by_focus(make_repo, scripted, events, tmp_pat
         body = server.requests[0]["body"]
         prompts[name] = body["messages"][0]["content"]
         assert [t["function"]["name"] for t in body["tools"]] == [
-            "read_file", "list_files", "search", "write_file", "edit_file",
-            "run_shell", "report_finding", "propose_fix",
+            "read_file",
+            "list_files",
+            "search",
+            "write_file",
+            "edit_file",
+            "run_shell",
+            "report_finding",
+            "propose_fix",
         ]
     assert len(set(prompts.values())) == 5
     assert "Injection" in prompts["agent_security_tester"]

@@ -23,18 +23,22 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 def _provider(server_or_url, sleeps=None, retries=None, **kw):
     cfg = ProviderConfig.model_validate(provider_entry(server_or_url, **kw))
+
     async def sleep(d):
         if sleeps is not None:
             sleeps.append(d)
+
     return Provider(cfg, sleep=sleep, on_retry=(retries.append if retries is not None else None))
 
 
 async def test_retries_5xx_and_429_with_exponential_backoff(scripted):
-    server = scripted([
-        {"status": 500, "body": "overloaded"},
-        {"status": 429, "body": "slow down"},
-        {"content": "hello"},
-    ])
+    server = scripted(
+        [
+            {"status": 500, "body": "overloaded"},
+            {"status": 429, "body": "slow down"},
+            {"content": "hello"},
+        ]
+    )
     sleeps, retries = [], []
     reply = await _provider(server, sleeps, retries, retry_backoff_s=0.5).chat(MESSAGES)
     assert reply.content == "hello" and reply.tool_calls == []
@@ -90,9 +94,11 @@ async def test_malformed_answers(scripted, raw, message):
 
 
 async def test_tool_calls_are_parsed_and_sent_in_openai_shape(scripted):
-    server = scripted([
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
-    ])
+    server = scripted(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+        ]
+    )
     tools = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
     reply = await _provider(server).chat(MESSAGES, tools)
     [tc] = reply.tool_calls
@@ -120,9 +126,14 @@ async def test_chain_falls_back_and_stays_on_the_fallback(scripted):
     notes = []
     redactor = Redactor()
     chain = build_chain(
-        [ProviderConfig.model_validate(provider_entry(primary)),
-         ProviderConfig.model_validate(provider_entry(backup, name="backup"))],
-        "primary", "backup", redactor=redactor, on_fallback=notes.append,
+        [
+            ProviderConfig.model_validate(provider_entry(primary)),
+            ProviderConfig.model_validate(provider_entry(backup, name="backup")),
+        ],
+        "primary",
+        "backup",
+        redactor=redactor,
+        on_fallback=notes.append,
     )
     assert isinstance(chain, ProviderChain)
     reply, used = await chain.chat(MESSAGES)
@@ -136,10 +147,15 @@ async def test_chain_falls_back_and_stays_on_the_fallback(scripted):
 async def test_chain_reports_both_failures(scripted, closed_port):
     primary = scripted([{"status": 500, "body": "a"}] * 3)
     chain = build_chain(
-        [ProviderConfig.model_validate(provider_entry(primary)),
-         ProviderConfig.model_validate(provider_entry(f"http://127.0.0.1:{closed_port}", name="b",
-                                                      max_retries=0))],
-        None, "b", redactor=Redactor(),
+        [
+            ProviderConfig.model_validate(provider_entry(primary)),
+            ProviderConfig.model_validate(
+                provider_entry(f"http://127.0.0.1:{closed_port}", name="b", max_retries=0)
+            ),
+        ],
+        None,
+        "b",
+        redactor=Redactor(),
     )
     with pytest.raises(ProviderError) as e:
         await chain.chat(MESSAGES)
@@ -166,23 +182,32 @@ def test_completions_url(base, url):
     assert completions_url(base) == url
 
 
-async def test_role_falls_back_and_accounts_usage_per_provider(make_repo, scripted, events, tmp_path):
+async def test_role_falls_back_and_accounts_usage_per_provider(
+    make_repo, scripted, events, tmp_path
+):
     primary = scripted([{"status": 502, "body": "bad gateway"}] * 3)
-    backup = scripted([
-        {"tool_calls": [{"name": "list_files", "arguments": {}}], "usage": [300, 40]},
-        {"content": "nothing to report", "usage": [400, 10]},
-    ])
+    backup = scripted(
+        [
+            {"tool_calls": [{"name": "list_files", "arguments": {}}], "usage": [300, 40]},
+            {"content": "nothing to report", "usage": [400, 10]},
+        ]
+    )
     cfg = agent_config(
         [provider_entry(primary), provider_entry(backup, name="backup", output_cost_per_1k=2.0)],
-        provider="primary", fallback_provider="backup",
+        provider="primary",
+        fallback_provider="backup",
     )
     project = make_repo({"a.py": "x = 1\n"})
     ctx = make_ctx(project, copy_sandbox(project, tmp_path / "sb"), cfg, events)
     out = await AgentApiTester().run(ctx)
     assert out.status == "ok" and out.findings == []
     [usage] = events.of("agent.usage")
-    assert usage["usage"] == {"prompt_tokens": 700, "completion_tokens": 50,
-                              "cost_usd": 0.1, "requests": 2}
+    assert usage["usage"] == {
+        "prompt_tokens": 700,
+        "completion_tokens": 50,
+        "cost_usd": 0.1,
+        "requests": 2,
+    }
     assert list(usage["by_provider"]) == ["backup"]
     logs = [e["message"] for e in events.of("log")]
     assert sum("retry" in m for m in logs) == 2

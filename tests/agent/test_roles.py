@@ -9,8 +9,13 @@ from superqode_ls.qe.roles import REGISTRY, get_role
 
 from .conftest import EventLog, agent_config, copy_sandbox, make_ctx
 
-AGENTS = ["agent_security_tester", "agent_api_tester", "agent_unit_tester",
-          "agent_e2e_tester", "agent_performance_tester"]
+AGENTS = [
+    "agent_security_tester",
+    "agent_api_tester",
+    "agent_unit_tester",
+    "agent_e2e_tester",
+    "agent_performance_tester",
+]
 
 
 @pytest.mark.parametrize("name", AGENTS)
@@ -26,18 +31,35 @@ def test_registered_deep_only_and_sandbox_modifying(name):
 def test_missing_key_is_named_and_a_keyed_fallback_is_enough(monkeypatch):
     role = get_role("agent_api_tester")
     cfg = agent_config(
-        [{"name": "hosted", "base_url": "https://api.example.com/v1", "model": "m",
-          "api_key_env": "SQ_MISSING_KEY"}],
+        [
+            {
+                "name": "hosted",
+                "base_url": "https://api.example.com/v1",
+                "model": "m",
+                "api_key_env": "SQ_MISSING_KEY",
+            }
+        ],
     )
-    assert role.unavailable(cfg) == "provider hosted: environment variable SQ_MISSING_KEY is not set"
+    assert (
+        role.unavailable(cfg) == "provider hosted: environment variable SQ_MISSING_KEY is not set"
+    )
     cfg = agent_config(
-        [{"name": "hosted", "base_url": "https://api.example.com/v1", "model": "m",
-          "api_key_env": "SQ_MISSING_KEY"},
-         {"name": "local", "base_url": "http://127.0.0.1:11434/v1", "model": "m"}],
-        provider="hosted", fallback_provider="local",
+        [
+            {
+                "name": "hosted",
+                "base_url": "https://api.example.com/v1",
+                "model": "m",
+                "api_key_env": "SQ_MISSING_KEY",
+            },
+            {"name": "local", "base_url": "http://127.0.0.1:11434/v1", "model": "m"},
+        ],
+        provider="hosted",
+        fallback_provider="local",
     )
     assert role.unavailable(cfg) is None
-    cfg = agent_config([{"name": "local", "base_url": "http://x/v1", "model": "m"}], provider="other")
+    cfg = agent_config(
+        [{"name": "local", "base_url": "http://x/v1", "model": "m"}], provider="other"
+    )
     assert role.unavailable(cfg) == "agent provider 'other' is not in providers"
 
 
@@ -65,8 +87,14 @@ async def test_terminal_asker_reads_one_answer_per_question():
     out = io.StringIO()
     asker = TerminalAsker(stdin=io.StringIO("y\nnope\n"), stdout=out)
     perms = Permissions({"run_shell": "ask"}, asker)
-    assert await perms.check("run_shell", "run in the sandbox: make test") == (True, "allowed by the user")
-    assert await perms.check("run_shell", "run in the sandbox: rm x") == (False, "denied by the user")
+    assert await perms.check("run_shell", "run in the sandbox: make test") == (
+        True,
+        "allowed by the user",
+    )
+    assert await perms.check("run_shell", "run in the sandbox: rm x") == (
+        False,
+        "denied by the user",
+    )
     # End of input is a no, not a hang.
     assert await perms.check("run_shell", "run in the sandbox: ls") == (False, "denied by the user")
     assert out.getvalue().count("superqe: allow run_shell: run in the sandbox:") == 3

@@ -24,16 +24,49 @@ async def test_key_never_written_anywhere(make_repo, scripted, monkeypatch, capl
     server = scripted(
         [
             {"status": 500, "body": "upstream rejected header {auth}"},
-            {"tool_calls": [{"name": "run_shell", "arguments": {
-                "command": "env; echo key=$SQ_TEST_API_KEY"}}]},
-            {"tool_calls": [{"name": "write_file", "arguments": {
-                "path": "settings.py", "content": "API_KEY = '{{key}}'\n"}}]},
-            {"tool_calls": [{"name": "report_finding", "arguments": {
-                "file": "calc.py", "start_line": 2, "severity": "low", "confidence": 0.8,
-                "title": "double() adds one ({{key}})", "message": "seen with {{key}}",
-                "evidence": ["Authorization: Bearer {{key}}"]}}]},
-            {"tool_calls": [{"name": "propose_fix", "arguments": {
-                "description": "store {{key}}", "finding_ids": ["{{finding_id}}"]}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "run_shell",
+                        "arguments": {"command": "env; echo key=$SQ_TEST_API_KEY"},
+                    }
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "settings.py", "content": "API_KEY = '{{key}}'\n"},
+                    }
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "report_finding",
+                        "arguments": {
+                            "file": "calc.py",
+                            "start_line": 2,
+                            "severity": "low",
+                            "confidence": 0.8,
+                            "title": "double() adds one ({{key}})",
+                            "message": "seen with {{key}}",
+                            "evidence": ["Authorization: Bearer {{key}}"],
+                        },
+                    }
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "propose_fix",
+                        "arguments": {
+                            "description": "store {{key}}",
+                            "finding_ids": ["{{finding_id}}"],
+                        },
+                    }
+                ]
+            },
             {"content": "The key is {{key}}."},
         ],
         vars={"key": key},
@@ -47,8 +80,12 @@ async def test_key_never_written_anywhere(make_repo, scripted, monkeypatch, capl
     lines: list[str] = []
     bus.subscribe(lambda e: lines.append(e.to_json()))
     session = QESession(
-        QERequest(project=project, mode="deep", roles=["agent_security_tester"],
-                  config_overrides=overrides),
+        QERequest(
+            project=project,
+            mode="deep",
+            roles=["agent_security_tester"],
+            config_overrides=overrides,
+        ),
         bus=bus,
     )
     report = await session.run()
@@ -61,8 +98,11 @@ async def test_key_never_written_anywhere(make_repo, scripted, monkeypatch, capl
     assert "key=\n" in shell_result or shell_result.rstrip().endswith("key=")
     assert key not in shell_result
 
-    written: list[tuple[str, str]] = [("events", "\n".join(lines)), ("logs", caplog.text),
-                                      ("report", report.model_dump_json())]
+    written: list[tuple[str, str]] = [
+        ("events", "\n".join(lines)),
+        ("logs", caplog.text),
+        ("report", report.model_dump_json()),
+    ]
     for p in sorted((project / ".superqode").rglob("*")):
         if p.is_file():
             written.append((str(p), p.read_text(encoding="utf-8", errors="replace")))

@@ -3,6 +3,7 @@ finding validation and patches from a checkpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -32,10 +33,13 @@ def box(tmp_path):
     tracker = ChangeTracker(root)
     tracker.start()
     tb = ToolBox(
-        root=root, role="agent_unit_tester",
+        root=root,
+        role="agent_unit_tester",
         config=AgentConfig(shell_timeout_s=5, shell_output_cap=2000),
-        env=sandbox_env(), permissions=Permissions({k: "allow" for k in AgentConfig().permissions}),
-        redactor=Redactor(), tracker=tracker,
+        env=sandbox_env(),
+        permissions=Permissions({k: "allow" for k in AgentConfig().permissions}),
+        redactor=Redactor(),
+        tracker=tracker,
         emit=lambda t, **d: events.append((t, d)),
     )
     tb.events = events
@@ -48,12 +52,19 @@ async def call(tb, name, **args):
 
 
 async def test_edit_file_exact_and_unique(box):
-    r = await call(box, "edit_file", path="pkg/mod.py", old_text="    return 1", new_text="    return 2")
+    r = await call(
+        box, "edit_file", path="pkg/mod.py", old_text="    return 1", new_text="    return 2"
+    )
     assert r.outcome == "error" and "occurs 2 times in pkg/mod.py" in r.text
     r = await call(box, "edit_file", path="pkg/mod.py", old_text="return 3", new_text="x")
     assert r.outcome == "error" and "old_text not found in pkg/mod.py" in r.text
-    r = await call(box, "edit_file", path="pkg/mod.py",
-                   old_text="def g():\n    return 1", new_text="def g():\n    return 2")
+    r = await call(
+        box,
+        "edit_file",
+        path="pkg/mod.py",
+        old_text="def g():\n    return 1",
+        new_text="def g():\n    return 2",
+    )
     assert r.outcome == "ok"
     assert (box.root / "pkg/mod.py").read_text().endswith("def g():\n    return 2\n")
     r = await call(box, "edit_file", path="nope.py", old_text="a", new_text="b")
@@ -77,7 +88,12 @@ async def test_write_file_confined(box, tmp_path):
     r = await call(box, "write_file", path="tests/test_new.py", content="x = 1\n")
     assert r.outcome == "ok" and (box.root / "tests/test_new.py").read_text() == "x = 1\n"
     assert box.created == {"tests/test_new.py": "x = 1\n"}
-    for bad in ("../evil.py", str(tmp_path / "evil.py"), "pkg/../../evil.py", ".git/hooks/pre-commit"):
+    for bad in (
+        "../evil.py",
+        str(tmp_path / "evil.py"),
+        "pkg/../../evil.py",
+        ".git/hooks/pre-commit",
+    ):
         r = await call(box, "write_file", path=bad, content="x")
         assert r.outcome == "refused", bad
     assert not (tmp_path / "evil.py").exists()
@@ -102,7 +118,7 @@ async def test_run_shell_timeout_and_output_cap(box):
 
 
 async def test_report_finding_must_point_at_real_code(box):
-    base = dict(severity="high", confidence=0.8, title="t", evidence="e")
+    base = {"severity": "high", "confidence": 0.8, "title": "t", "evidence": "e"}
     r = await call(box, "report_finding", file="pkg/mod.py", start_line=40, **base)
     assert r.outcome == "error" and "has 6 lines" in r.text
     r = await call(box, "report_finding", file="ghost.py", start_line=1, **base)
@@ -121,8 +137,13 @@ async def test_propose_fix_from_checkpoint(box, tmp_path):
     assert r.outcome == "error" and "no edits to propose" in r.text
     r = await call(box, "propose_fix", description="x", finding_ids=["made-up"])
     assert "unknown finding ids" in r.text
-    await call(box, "edit_file", path="pkg/mod.py", old_text="def f():\n    return 1",
-               new_text="def f():\n    return 0")
+    await call(
+        box,
+        "edit_file",
+        path="pkg/mod.py",
+        old_text="def f():\n    return 1",
+        new_text="def f():\n    return 0",
+    )
     await call(box, "write_file", path="tests/test_f.py", content="from pkg.mod import f\n")
     (box.root / "README.md").unlink()
     (box.root / "__pycache__" / "y.pyc").write_bytes(b"\0")
@@ -140,8 +161,15 @@ async def test_propose_fix_from_checkpoint(box, tmp_path):
     (clean / "pkg").mkdir()
     (clean / "pkg" / "mod.py").write_text("def f():\n    return 1\n\n\ndef g():\n    return 1\n")
     (clean / "README.md").write_text("hello\n")
-    res = subprocess.run(["git", "apply", "-"], input=everything.diff, text=True, cwd=clean,
-                         capture_output=True, check=False)
+    res = await asyncio.to_thread(
+        subprocess.run,
+        ["git", "apply", "-"],
+        input=everything.diff,
+        text=True,
+        cwd=clean,
+        capture_output=True,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     assert not (clean / "README.md").exists()
     assert (clean / "tests/test_f.py").read_text() == "from pkg.mod import f\n"
