@@ -61,7 +61,7 @@ class SnapshotStore:
                     shutil.rmtree(tmp, ignore_errors=True)
             alt = self.objects / "info" / "alternates"
             wanted = [str(a) for a in self._alternates]
-            have = alt.read_text().split() if alt.exists() else []
+            have = alt.read_text().splitlines() if alt.exists() else []
             if any(w not in have for w in wanted):
                 alt.parent.mkdir(parents=True, exist_ok=True)
                 alt.write_text("\n".join(dict.fromkeys(have + wanted)) + "\n")

@@ -20,7 +20,7 @@ ALWAYS_EXCLUDED = (".git", ".superqode")
 IGNORE_FILE = ".superqodeignore"
 
 
-def _spec(root: Path, patterns: list[str]) -> pathspec.PathSpec:
+def _spec(root: Path, patterns: list[str]) -> pathspec.GitIgnoreSpec:
     lines = list(patterns)
     f = root / IGNORE_FILE
     if f.is_file():
@@ -28,7 +28,7 @@ def _spec(root: Path, patterns: list[str]) -> pathspec.PathSpec:
             lines += f.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError:
             raise WorkspaceError(f"{f}: not valid UTF-8") from None
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def list_files(root: Path, exclude_patterns: list[str], use_git: bool) -> list[str]:

@@ -33,7 +33,7 @@ BASE = {
 
 @pytest.fixture
 def repo(make_repo):
-    r = make_repo(BASE)
+    r = make_repo(BASE, name="my repo ü")
     os.chmod(r / "scripts/run.sh", 0o755)
     os.symlink("pkg/core.py", r / "link-to-core")
     run_git(r, "add", "-A")

@@ -1,0 +1,123 @@
+"""Sandbox create+revert against raw ``git worktree add --detach`` + ``git worktree remove``.
+
+    .venv/bin/python bench/sandbox.py [--files 20000] [--rounds 5]
+
+Both run side by side, interleaved, in this process, on one generated
+repository with a dirty state (staged, unstaged, untracked, deleted files).
+Prints medians and the ratios the project tracks: cold <= 1.2x, warm <= 0.1x,
+fingerprint of 20k files < 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from superqode_ls.config import Config  # noqa: E402
+from superqode_ls.workspace.fingerprint import take_fingerprint  # noqa: E402
+from superqode_ls.workspace.session import IsolatedSession  # noqa: E402
+
+
+def sh(args: list[str], cwd: Path) -> None:
+    subprocess.run(args, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_repo(root: Path, n: int) -> Path:
+    repo = root / "big repo"
+    repo.mkdir()
+    sh(["git", "init", "-q"], repo)
+    sh(["git", "config", "user.email", "b@example.com"], repo)
+    sh(["git", "config", "user.name", "bench"], repo)
+    per_dir = 100
+    for i in range(n):
+        d = repo / f"pkg{i // per_dir:04d}"
+        if i % per_dir == 0:
+            d.mkdir()
+        (d / f"mod{i % per_dir:03d}.py").write_text(f"# module {i}\nVALUE = {i}\n\ndef f(x):\n    return x + {i}\n")
+    sh(["git", "add", "-A"], repo)
+    sh(["git", "commit", "-q", "-m", "generated"], repo)
+    # the dirty state
+    for i in range(0, 500, 10):
+        (repo / f"pkg{i // per_dir:04d}" / f"mod{i % per_dir:03d}.py").write_text(f"CHANGED = {i}\n")
+    sh(["git", "add", "pkg0000"], repo)
+    for i in range(30):
+        (repo / f"untracked_{i}.py").write_text(f"u = {i}\n")
+    for i in range(501, 511):
+        (repo / f"pkg{i // per_dir:04d}" / f"mod{i % per_dir:03d}.py").unlink()
+    return repo
+
+
+def raw_round(repo: Path, dest: Path) -> float:
+    t = time.perf_counter()
+    sh(["git", "worktree", "add", "--detach", "-q", str(dest), "HEAD"], repo)
+    sh(["git", "worktree", "remove", "--force", str(dest)], repo)
+    return time.perf_counter() - t
+
+
+def session_round(repo: Path, cfg: Config) -> float:
+    t = time.perf_counter()
+    s = IsolatedSession.create_sync(repo, config=cfg)
+    v = s.close_sync()
+    elapsed = time.perf_counter() - t
+    if not v.verified:
+        raise SystemExit(f"verification failed: {v.differences[:5]}")
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="sq-bench-"))
+    os.environ["SUPERQODE_HOME"] = str(tmp / "home")
+    try:
+        repo = make_repo(tmp, args.files)
+        cold_cfg = Config()
+        warm_cfg = Config.model_validate({"workspace": {"warm_sandboxes": True}})
+        raw, cold, warm, fps = [], [], [], []
+        session_round(repo, warm_cfg)  # parks the first warm sandbox
+        for i in range(args.rounds):
+            raw.append(raw_round(repo, tmp / f"raw-{i}"))
+            cold.append(session_round(repo, cold_cfg))
+            warm.append(session_round(repo, warm_cfg))
+            t = time.perf_counter()
+            take_fingerprint(repo)
+            fps.append(time.perf_counter() - t)
+        result = {
+            "files": args.files,
+            "rounds": args.rounds,
+            "raw_worktree_s": statistics.median(raw),
+            "cold_session_s": statistics.median(cold),
+            "warm_session_s": statistics.median(warm),
+            "fingerprint_s": statistics.median(fps),
+        }
+        result["cold_ratio"] = result["cold_session_s"] / result["raw_worktree_s"]
+        result["warm_ratio"] = result["warm_session_s"] / result["raw_worktree_s"]
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"repository: {args.files} files, dirty; {args.rounds} interleaved rounds (medians)")
+            print(f"raw git worktree add+remove : {result['raw_worktree_s']:.3f} s")
+            print(f"cold session create+revert  : {result['cold_session_s']:.3f} s  "
+                  f"ratio {result['cold_ratio']:.2f}x (target <= 1.2)")
+            print(f"warm session create+revert  : {result['warm_session_s']:.3f} s  "
+                  f"ratio {result['warm_ratio']:.2f}x (target <= 0.1)")
+            print(f"fingerprint                 : {result['fingerprint_s']:.3f} s (target < 0.5)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
