@@ -23,7 +23,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
+from ...workspace.paths import repo_key
 from ._common import SKIP_DIRS, SourceCache, fingerprint, is_test_path, selected_files, tail
 from .base import Role, RoleContext, RoleOutput
 
@@ -101,8 +103,12 @@ class UnitTester(Role):
             env = dict(ctx.env)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
-            # hypothesis keeps its example database in the working directory.
-            env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(private / "hypothesis"))
+            # hypothesis keeps its example database (and a costly unicode
+            # table) in the working directory: keep it per project, outside.
+            env.setdefault(
+                "HYPOTHESIS_STORAGE_DIRECTORY",
+                str(superqode_home() / "cache" / "hypothesis" / repo_key(ctx.project)),
+            )
             # The sandbox's code first, so an editable install of the user's
             # project cannot shadow it.
             paths = [str(private)]
