@@ -585,3 +585,21 @@ def test_session_reaper_runs_the_branch_reaper(make_repo):
     report = reaper.reap(now=time.time() + 31 * DAY)
     assert [(r.name, r.action) for r in report.branches] == [(rec.name, "removed")]
     assert not rec.path.exists() and registered(repo) == []
+
+
+def test_branch_only_on_the_remote_becomes_a_tracking_branch(make_repo, tmp_path):
+    upstream = make_repo(name="upstream")
+    run_git(upstream, "checkout", "-q", "-b", "pr-7")
+    tip = commit_file(upstream, "pr.txt", "pr\n", "the PR")
+    run_git(upstream, "checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    run_git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    assert "pr-7" not in branches_of(clone)
+
+    rec = br.new_worktree(clone, "pr-7")
+    assert rec.origin == "remote" and rec.created_branch and rec.base_commit == tip
+    assert run_git(rec.path, "rev-parse", "HEAD").strip() == tip
+    assert run_git(clone, "rev-parse", "--abbrev-ref", "pr-7@{upstream}").strip() == "origin/pr-7"
+    # Nothing on it that the remote lacks: removing leaves no local branch behind.
+    res = br.remove_worktree(clone, "pr-7")
+    assert res.branch_deleted and "pr-7" not in branches_of(clone)

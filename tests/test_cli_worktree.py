@@ -55,6 +55,7 @@ def test_outside_git_exact_message_exit_2_nothing_created(tmp_path, sq):
     for args in (("new",), ("new", "--task", "Do it"), ("list",), ("open", "x"), ("remove", "x")):
         res = sq(plain, *args)
         assert (res.returncode, res.stderr, res.stdout) == (2, NOT_A_REPO, ""), args
+    assert sq(plain, "list", "--all", "--json").stdout.strip() == "[]"  # --all needs no repo
     assert not Path(os.environ["SUPERQODE_HOME"]).exists()
     assert list(plain.iterdir()) == []
 
