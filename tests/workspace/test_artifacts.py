@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from superqode_ls.workspace.artifacts import Artifacts, clean_artifacts, read_manifest
+
+
+def test_two_sessions_same_day_never_overwrite(tmp_path):
+    a = Artifacts(tmp_path, "qe-20260101-100000-aaaaaa").prepare()
+    b = Artifacts(tmp_path, "qe-20260101-100000-bbbbbb").prepare()
+    pa = a.write_patch("exec", "diff a")
+    pb = b.write_patch("exec", "diff b")
+    ra = a.write_report("json", "{}")
+    rb = b.write_report("json", "{}")
+    assert pa != pb and ra != rb
+    assert pa.read_text() == "diff a" and pb.read_text() == "diff b"
+    root = tmp_path / ".superqode"
+    assert (root / ".gitignore").read_text() == "*\n"
+    for sub in ("qr", "patches", "generated-tests", "logs", "evidence"):
+        assert (root / "qe-artifacts" / sub).is_dir()
+    manifest = read_manifest(root / "qe-artifacts")
+    assert {e["session_id"] for e in manifest["artifacts"]} == {a.session_id, b.session_id}
+    assert json.loads((root / "qe-artifacts/manifest.json").read_text())["version"] == 1
+
+
+def test_clean_older_than(tmp_path):
+    a = Artifacts(tmp_path, "qe-20260101-100000-aaaaaa").prepare()
+    old = a.write_log("role", "old")
+    new = a.write_log("other", "new")
+    past = time.time() - 10 * 86400
+    os.utime(old, (past, past))
+    removed = clean_artifacts(tmp_path, 7 * 86400)
+    assert removed == [str(old.relative_to(a.root))]
+    assert not old.exists() and new.exists()
+    assert len(read_manifest(a.root)["artifacts"]) == 1

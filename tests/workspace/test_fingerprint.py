@@ -1,0 +1,85 @@
+"""The fingerprint sees every kind of change to the user's state, and nothing else."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.workspace.fingerprint import compare, take_fingerprint
+
+from ..conftest import run_git
+
+
+@pytest.fixture
+def repo(make_repo):
+    r = make_repo({"a.py": "a = 1\n", "b/c.txt": "c\n", ".gitignore": "*.log\n"})
+    (r / "debug.log").write_text("ignored but the user's\n")
+    os.symlink("a.py", r / "link")
+    return r
+
+
+CHANGES = {
+    "content": lambda r: (r / "a.py").write_text("a = 2\n"),
+    "same size content": lambda r: (r / "a.py").write_text("a = 9\n"),
+    "ignored file": lambda r: (r / "debug.log").write_text("changed\n"),
+    "chmod": lambda r: os.chmod(r / "a.py", 0o755),
+    "symlink target": lambda r: (os.unlink(r / "link"), os.symlink("b/c.txt", r / "link")),
+    "new file": lambda r: (r / "new.txt").write_text("n"),
+    "deleted file": lambda r: (r / "b/c.txt").unlink(),
+    "empty dir": lambda r: (r / "emptydir").mkdir(),
+    "index": lambda r: run_git(r, "add", "debug.log", "-f"),
+    "HEAD/refs": lambda r: run_git(r, "commit", "-q", "--allow-empty", "-m", "x"),
+    "branch": lambda r: run_git(r, "branch", "feature"),
+    "stash": lambda r: ((r / "a.py").write_text("s\n"), run_git(r, "stash", "-q")),
+    "config": lambda r: run_git(r, "config", "user.name", "Someone Else"),
+    "hook": lambda r: (r / ".git/hooks/pre-commit").write_text("#!/bin/sh\n"),
+    "touch only": lambda r: os.utime(r / "a.py", (1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_every_change_is_seen(repo, name):
+    before = take_fingerprint(repo)
+    CHANGES[name](repo)
+    diffs = compare(before, take_fingerprint(repo))
+    assert diffs, f"{name} went unnoticed"
+
+
+def test_reading_and_superqode_folder_are_not_changes(repo):
+    before = take_fingerprint(repo)
+    (repo / "a.py").read_text()
+    (repo / ".superqode/qe-artifacts").mkdir(parents=True)
+    (repo / ".superqode/qe-artifacts/x.json").write_text("{}")
+    # git status with optional locks off does not rewrite the index
+    subprocess.run(["git", "status"], cwd=repo, capture_output=True,
+                   env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    assert compare(before, take_fingerprint(repo)) == []
+
+
+def test_differences_are_described(repo):
+    before = take_fingerprint(repo)
+    os.chmod(repo / "a.py", 0o700)
+    (repo / "b/c.txt").write_text("longer content\n")
+    diffs = compare(before, take_fingerprint(repo))
+    assert any(d.startswith("mode changed: a.py") for d in diffs)
+    assert "modified: b/c.txt" in diffs
+
+
+def test_plain_folder(tmp_path):
+    (tmp_path / "x").write_text("1")
+    before = take_fingerprint(tmp_path)
+    assert compare(before, take_fingerprint(tmp_path)) == []
+    (tmp_path / "x").write_text("2")
+    diffs = compare(before, take_fingerprint(tmp_path))
+    assert len(diffs) == 1 and diffs[0].endswith(": x") or diffs[0].startswith("touched: x")
+
+
+def test_roundtrip_json(repo):
+    from superqode_ls.workspace.fingerprint import Fingerprint
+
+    fp = take_fingerprint(repo)
+    again = Fingerprint.from_json(fp.to_json())
+    assert compare(fp, again) == [] and fp.digest == again.digest

@@ -1,0 +1,58 @@
+"""The private snapshot store: file_hashes, parent_id, get_changes, restore."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from superqode_ls.workspace.gitsnapshot import SnapshotStore
+from superqode_ls.workspace.fingerprint import compare, take_fingerprint
+
+from ..conftest import write_files
+
+
+def test_snapshots_of_a_plain_folder(tmp_path):
+    work = tmp_path / "work"
+    write_files(work, {"a.txt": "a\n", "d/b.txt": "b\n"})
+    store = SnapshotStore(tmp_path / "store.git")
+    idx = tmp_path / "index"
+    s1 = store.take(work, idx)
+    assert s1.parent_id is None and store.parent_id(s1.id) is None
+    hashes = store.file_hashes(s1.id)
+    blob = subprocess.run(["git", "hash-object", str(work / "a.txt")], capture_output=True,
+                          text=True).stdout.strip()
+    assert hashes == {"a.txt": blob, "d/b.txt": hashes["d/b.txt"]}
+    (work / "a.txt").write_text("A\n")
+    (work / "d/b.txt").unlink()
+    (work / "c.txt").write_text("c\n")
+    s2 = store.take(work, idx, parent=s1.id)
+    assert store.parent_id(s2.id) == s1.id
+    changes = store.get_changes(s2.id)
+    assert {c.path: c.kind for c in changes.changes} == {
+        "a.txt": "modified", "d/b.txt": "deleted", "c.txt": "created"}
+    # restore brings back the first state, removing what it did not have
+    store.restore(s1.id, work, idx)
+    assert (work / "a.txt").read_text() == "a\n"
+    assert (work / "d/b.txt").read_text() == "b\n"
+    assert not (work / "c.txt").exists()
+
+
+def test_store_never_writes_into_the_users_git(make_repo, tmp_path):
+    repo = make_repo({"a.txt": "a\n"})
+    (repo / "a.txt").write_text("dirty, never committed\n")
+    (repo / "new.txt").write_text("untracked\n")
+    before = take_fingerprint(repo)
+    objects_before = sorted(p.name for p in (repo / ".git/objects").rglob("*") if p.is_file())
+    from superqode_ls.workspace.worktree import capture_user_state
+
+    store = SnapshotStore(tmp_path / "store.git", alternates=[repo / ".git/objects"])
+    state = capture_user_state(repo, store, tmp_path / "scratch", True)
+    assert state.full_tree != state.staged_tree
+    assert compare(before, take_fingerprint(repo)) == []
+    objects_after = sorted(p.name for p in (repo / ".git/objects").rglob("*") if p.is_file())
+    assert objects_after == objects_before
+    listing = subprocess.run(["git", "--git-dir", str(store.path), "ls-tree", "-r", "--name-only",
+                              state.full_tree], capture_output=True, text=True).stdout.split()
+    assert listing == ["a.txt", "new.txt"]
+    assert os.path.exists(store.path / "objects/info/alternates")
