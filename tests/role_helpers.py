@@ -24,6 +24,7 @@ def make_ctx(
     files: list[str] | None = None,
     config: Config | None = None,
     deadline_in: float | None = None,
+    mode: str = "deep",
 ) -> RoleContext:
     """A context whose sandbox is ``sandbox``; artifacts go to ``project``
     (a separate folder by default so the sandbox stays untouched)."""
@@ -38,7 +39,7 @@ def make_ctx(
         project=project,
         sandbox=sandbox,
         config=config or Config(),
-        mode="deep",
+        mode=mode,
         env=os.environ.copy(),
         artifacts=Artifacts(project, SESSION),
         files=files,

@@ -163,3 +163,18 @@ def test_deadline_stops_the_suite(make_repo):
     assert out.status == "timeout" and "did not finish" in out.reason
     # what failed before the deadline is kept
     assert [f.file for f in out.findings] == ["tests/test_fast.py"]
+
+
+def test_quick_mode_runs_the_suite_only_when_fast(make_repo):
+    repo = make_repo(
+        {
+            "tests/test_fast.py": "def test_fails():\n    assert False\n",
+            "tests/test_slow.py": "import time\n\ndef test_sleeps():\n    time.sleep(60)\n",
+        }
+    )
+    cfg = Config.model_validate({"qe": {"quick_unit_test_max_s": 3}})
+    out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
+    assert out.status == "timeout" and "quick mode stops the test suite after 3 s" in out.reason
+    # the next quick run knows the suite is slow and does not start it
+    out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
+    assert out.status == "skipped" and "runs in deep mode" in out.reason

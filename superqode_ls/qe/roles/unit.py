@@ -25,7 +25,9 @@ from typing import Any
 
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
+from ...workspace.artifacts import atomic_write
 from ...workspace.paths import repo_key
+from ...workspace.proc import ProcResult
 from ._common import SKIP_DIRS, SourceCache, fingerprint, is_test_path, selected_files, tail
 from .base import Role, RoleContext, RoleOutput
 
@@ -76,10 +78,32 @@ class UnitTester(Role):
         targets: list[str] = []
         if ctx.files is not None:
             targets = find_test_files(ctx.sandbox, ctx.files)
-        return await self._pytest(ctx, targets)
+        limit = None
+        if ctx.mode == "quick" and not targets:
+            # Quick mode runs the suite only when it is fast.
+            limit = ctx.config.qe.quick_unit_test_max_s
+            last = _last_duration(ctx.project)
+            if last is not None and last > limit:
+                return RoleOutput(
+                    status="skipped",
+                    reason=(
+                        f"the test suite took {last:.0f} s last time; quick mode runs it only "
+                        f"under {limit:.0f} s (it runs in deep mode)"
+                    ),
+                    tool="pytest",
+                )
+        out, elapsed = await self._pytest(ctx, targets, limit)
+        if not targets and out.status in ("ok", "timeout"):
+            _record_duration(ctx.project, elapsed)
+        if limit is not None and out.status == "timeout":
+            out.reason = (
+                f"quick mode stops the test suite after {limit:.0f} s "
+                f"({len(out.findings)} failure(s) recorded); it runs fully in deep mode"
+            )
+        return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
-        out = await self._pytest(ctx, find_test_files(ctx.sandbox, files))
+        out, _ = await self._pytest(ctx, find_test_files(ctx.sandbox, files))
         return out.findings
 
     def _command(self, ctx: RoleContext, env: dict[str, str]) -> list[str]:
@@ -95,7 +119,16 @@ class UnitTester(Role):
                 cmd += ["-p", module]
         return cmd
 
-    async def _pytest(self, ctx: RoleContext, targets: list[str]) -> RoleOutput:
+    async def _pytest(
+        self, ctx: RoleContext, targets: list[str], limit: float | None = None
+    ) -> tuple[RoleOutput, float]:
+        """The run's output and how long the suite took."""
+        res, records = await self._invoke(ctx, targets, limit)
+        return self._outcome(ctx, res, records), res.duration_s
+
+    async def _invoke(
+        self, ctx: RoleContext, targets: list[str], limit: float | None
+    ) -> tuple[ProcResult, list[dict[str, Any]]]:
         private = Path(tempfile.mkdtemp(prefix="superqode-pytest-"))
         try:
             shutil.copyfile(_PLUGIN_SOURCE, private / f"{PLUGIN_MODULE}.py")
@@ -130,13 +163,18 @@ class UnitTester(Role):
                 "-rN",
                 *(["--", *targets] if targets else []),
             ]
-            res = await ctx.run(cmd, env=env)
+            res = await ctx.run(cmd, env=env, timeout=limit)
             records = _read_records(records_path)
         finally:
             shutil.rmtree(private, ignore_errors=True)
+        return res, records
+
+    def _outcome(
+        self, ctx: RoleContext, res: ProcResult, records: list[dict[str, Any]]
+    ) -> RoleOutput:
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
         try:
-            ctx.artifacts.write_log("unit_tester-pytest", output)
+            ctx.artifacts.write_log(_log_name(ctx), output)
         except OSError:
             pass  # the log is a convenience; the findings carry what matters
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
@@ -287,3 +325,34 @@ def _line_range(text: str | None, line: int) -> Range:
         return Range(start_line=line)
     start = len(text) - len(text.lstrip()) + 1
     return Range(start_line=line, start_col=start, end_line=line, end_col=len(text.rstrip()) + 1)
+
+
+def _log_name(ctx: RoleContext) -> str:
+    """A fresh log name per run: the verifier re-runs the suite in the same session."""
+    n = 1
+    while True:
+        name = "unit_tester-pytest" + (f"-{n}" if n > 1 else "")
+        if not ctx.artifacts.root.joinpath("logs", f"{ctx.session_id}-{name}.log").exists():
+            return name
+        n += 1
+
+
+def _durations_file(project: Path) -> Path:
+    return superqode_home() / "cache" / "unit-durations" / f"{repo_key(project)}.json"
+
+
+def _last_duration(project: Path) -> float | None:
+    try:
+        data = json.loads(_durations_file(project).read_text(encoding="utf-8"))
+        return float(data["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _record_duration(project: Path, seconds: float) -> None:
+    path = _durations_file(project)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps({"seconds": round(seconds, 3)}))
+    except OSError:
+        pass  # only an optimisation for quick mode
