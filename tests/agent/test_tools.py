@@ -221,3 +221,15 @@ def test_filter_diff_keeps_only_wanted_files():
     text, files = filter_diff(diff)
     assert files == ["x.py"] and ".pytest_cache" not in text
     assert filter_diff(diff, ["y.py"]) == ("", [])
+
+
+async def test_links_to_outside_files_are_not_read_or_searched(box, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=outside-marker\n")
+    os.symlink(secret, box.root / "linked.txt")
+    r = await call(box, "read_file", path="linked.txt")
+    assert r.outcome == "refused"
+    r = await call(box, "search", pattern="outside-marker")
+    assert r.text == "(no matches)"
+    r = await call(box, "search", pattern="outside-marker", path="linked.txt")
+    assert r.outcome == "refused"
