@@ -423,3 +423,52 @@ def test_shim_is_found_first_and_real_git_is_not_the_shim(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", env["PATH"])
     g2 = install_guard(tmp_path / "priv2")
     assert g2.real_git == g.real_git == os.path.realpath(REAL_GIT)
+
+
+def test_shell_fast_path_never_allows_what_the_check_blocks(tmp_path):
+    """The shim's sh fast path execs git without the Python check: every argv
+    it takes must be one the check allows, and it must take the common reads."""
+    import shlex
+
+    from superqode_ls.workspace.guard import check_git_argv
+
+    from .test_guard_corpus import SAFE
+
+    g = install_guard(tmp_path / "priv", GitGuardConfig(block=["git show"]))
+    shim = (g.bin_dir / "git").read_text()
+    fast_fn = shim[shim.index("fast() {") : shim.index("\n}\n") + 3]
+    argvs = []
+    for line in (
+        DANGEROUS
+        + SAFE
+        + [
+            "git config --get a --add b",
+            "git config --list --global",
+            "git branch -a -D x",
+            "git tag -l -d v1",
+            "git stash list",
+            "git remote -v show",
+            "git -C",
+            "git -C x",
+            "git show HEAD",
+        ]
+    ):
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        if words and words[0] == "git" and not any(c in line for c in "|;&$`<>(){}"):
+            argvs.append(words[1:])
+    script = fast_fn + "".join(
+        f"if fast {shlex.join(a)}; then echo 1; else echo 0; fi\n" if a else "fast; echo $?\n"
+        for a in argvs
+    )
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
+    taken = [line == "1" for line in out.stdout.split()]
+    assert len(taken) == len(argvs)
+    cfg = GitGuardConfig(block=["git show"])
+    wrong = [a for a, t in zip(argvs, taken) if t and not check_git_argv(a, cfg).allowed]
+    assert not wrong
+    fast = {" ".join(a) for a, t in zip(argvs, taken) if t}
+    assert {"status", "diff", "branch -l", "tag -l", "config --get user.name", "stash list"} <= fast
+    assert "show HEAD" not in fast  # blocked by the project's block list: never fast

@@ -68,6 +68,7 @@ _DROP_ENV = (
     "GIT_CONFIG_PARAMETERS",
     "GIT_NAMESPACE",
     "GIT_PREFIX",
+    "GIT_EXEC_PATH",
     INTERNAL_ENV,
 )
 
@@ -263,7 +264,6 @@ def _shim_text(settings: dict, lib_script: Path) -> str:
         "GIT_CONFIG_PARAMETERS",
         "GIT_CONFIG",
         "GIT_CONFIG_SYSTEM",
-        "GIT_CEILING_DIRECTORIES",
         INTERNAL_ENV,
     ]
     unset_test = "".join("${" + v + "+x}" for v in unset_vars)
@@ -276,20 +276,64 @@ def _shim_text(settings: dict, lib_script: Path) -> str:
     if not settings["enabled"]:
         lines.append(f'exec {real} "$@"')
         return "\n".join(lines) + "\n"
-    if fast:
+    special = {
+        # Read-only forms of commands that can also write: each case returns 0
+        # only when every argument is one the Python check would allow too.
+        "branch": [
+            (
+                '      for a do case "$a" in -l|--list|-a|--all|-r|--remotes|-v|-vv|--verbose'
+                "|--show-current|--no-color|--no-column) ;; *) return 1 ;; esac; done; return 0 ;;"
+            )
+        ],
+        "tag": ['      for a do case "$a" in -l|--list) ;; *) return 1 ;; esac; done; return 0 ;;'],
+        "remote": [
+            '      case "${1-}" in show|get-url) return 0 ;; esac',
+            '      for a do case "$a" in -v|--verbose) ;; *) return 1 ;; esac; done; return 0 ;;',
+        ],
+        "stash": ['      case "${1-}" in list|show) return 0 ;; esac; return 1 ;;'],
+        "worktree": ['      [ "${1-}" = list ]; return ;;'],
+        "config": [
+            (
+                '      case "${1-}" in --get|--get-all|--get-regexp|-l|--list|get|list) ;;'
+                " *) return 1 ;; esac"
+            ),
+            (
+                '      for a do case "$a" in --add|--unset|--unset-all|--replace-all|--rename-section'
+                "|--remove-section|-e|--edit|-f|--file|--file=*|--blob|--blob=*|--global|--system"
+                "|--worktree|--local|set|unset|edit) return 1 ;; esac; done; return 0 ;;"
+            ),
+        ],
+    }
+    special = {
+        k: v for k, v in special.items() if not any(fnmatch.fnmatchcase(k, b) for b in blocked)
+    }
+    if fast or special:
         lines += [
-            f'if [ -z "{unset_test}" ] && [ "${{GIT_CONFIG_COUNT-}}" = {len(entries)} ] \\',
-            f'   && [ "${{GIT_CONFIG_VALUE_0-}}" = {q(entries[0][1])} ]; then',
-            "  skip=",
-            "  for a do",
-            '    if [ -n "$skip" ]; then skip=; continue; fi',
-            '    case "$a" in',
-            "      -C) skip=1 ;;",
+            "fast() {",
+            "  while [ $# -gt 0 ]; do",
+            '    case "$1" in',
+            "      -C) [ $# -ge 2 ] || return 1; shift ;;",
             f"      {'|'.join(_FAST_GLOBALS)}) ;;",
-            f'      {"|".join(fast)}) exec {real} "$@" ;;',
             "      *) break ;;",
             "    esac",
+            "    shift",
             "  done",
+            "  [ $# -gt 0 ] || return 1",
+            "  sub=$1; shift",
+            '  case "$sub" in',
+        ]
+        if fast:
+            lines.append(f"    {'|'.join(fast)}) return 0 ;;")
+        for name, body in special.items():
+            lines.append(f"    {name})")
+            lines += body
+        lines += [
+            "  esac",
+            "  return 1",
+            "}",
+            f'if [ -z "{unset_test}" ] && [ "${{GIT_CONFIG_COUNT-}}" = {len(entries)} ] \\',
+            f'   && [ "${{GIT_CONFIG_VALUE_0-}}" = {q(entries[0][1])} ] && fast "$@"; then',
+            f'  exec {real} "$@"',
             "fi",
         ]
     lines.append(f'exec {q(sys.executable)} -IS {q(str(lib_script))} "$@"')
