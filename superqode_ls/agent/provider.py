@@ -34,6 +34,7 @@ class ProviderError(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.retry_after: float | None = None
 
 
 @dataclass
@@ -133,7 +134,10 @@ class Provider:
             except ProviderError as e:
                 if not e.retryable or attempt >= self.cfg.max_retries:
                     raise
-                delay = min(MAX_BACKOFF_S, self.cfg.retry_backoff_s * (2**attempt))
+                delay = self.cfg.retry_backoff_s * (2**attempt)
+                if e.retry_after is not None:  # the server knows best when to come back
+                    delay = max(delay, e.retry_after)
+                delay = min(MAX_BACKOFF_S, delay)
                 attempt += 1
                 if self._on_retry:
                     self._on_retry(f"{e} (retry {attempt}/{self.cfg.max_retries} in {delay:.2f}s)")
@@ -164,7 +168,9 @@ class Provider:
             if own:
                 await client.aclose()
         if resp.status_code == 429 or resp.status_code >= 500:
-            raise ProviderError(self._status_line(resp), retryable=True, status=resp.status_code)
+            err = ProviderError(self._status_line(resp), retryable=True, status=resp.status_code)
+            err.retry_after = _retry_after(resp.headers.get("retry-after"))
+            raise err
         if resp.status_code >= 400:
             raise ProviderError(self._status_line(resp), status=resp.status_code)
         try:
@@ -226,6 +232,14 @@ class Provider:
             usage_estimated=estimated,
             raw_message=message,
         )
+
+
+def _retry_after(value: str | None) -> float | None:
+    # Only the delta-seconds form; an HTTP date falls back to our backoff.
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 class UsageMeter:

@@ -6,7 +6,7 @@ Each POST to ``/v1/chat/completions`` takes the next step of the script:
   assistant turn calling tools (``arguments`` given as a string is sent as is,
   which is how malformed calls are scripted);
 - ``{"content": "..."}``: a final answer;
-- ``{"status": 500, "body": "..."}``: an HTTP error (``"{auth}"`` in the body
+- ``{"status": 500, "body": "...", "headers": {...}}``: an HTTP error (``"{auth}"`` in the body
   is replaced by the request's Authorization header, to test redaction);
 - ``{"delay": 2.0, ...}``: wait before answering (provider timeouts);
 - ``{"raw": "..."}``: a 200 with this literal body (malformed answers).
@@ -134,8 +134,12 @@ class ScriptedServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+            def _send(
+                self, status: int, body: bytes, ctype: str = "application/json", extra=None
+            ) -> None:
                 self.send_response(status)
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -166,7 +170,7 @@ class ScriptedServer:
                     text = str(step.get("body", "")).replace(
                         "{auth}", headers.get("authorization", "")
                     )
-                    self._send(int(step["status"]), text.encode())
+                    self._send(int(step["status"]), text.encode(), extra=step.get("headers"))
                 elif "raw" in step:
                     self._send(200, step["raw"].encode())
                 else:

@@ -224,3 +224,22 @@ async def test_role_reports_provider_failure(make_repo, scripted, events, tmp_pa
     assert out.status == "error"
     assert out.reason == "provider primary: answer is not JSON"
     assert out.findings == [] and out.patches == []
+
+
+async def test_retry_after_is_honoured_within_the_cap(scripted):
+    server = scripted(
+        [
+            {"status": 429, "body": "later", "headers": {"Retry-After": "7"}},
+            {"status": 429, "body": "much later", "headers": {"Retry-After": "3600"}},
+            {
+                "status": 503,
+                "body": "x",
+                "headers": {"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"},
+            },
+            {"content": "ok"},
+        ]
+    )
+    sleeps = []
+    p = _provider(server, sleeps, max_retries=3, retry_backoff_s=0.5)
+    assert (await p.chat(MESSAGES)).content == "ok"
+    assert sleeps == [7.0, 30.0, 2.0]
