@@ -603,3 +603,20 @@ def test_branch_only_on_the_remote_becomes_a_tracking_branch(make_repo, tmp_path
     # Nothing on it that the remote lacks: removing leaves no local branch behind.
     res = br.remove_worktree(clone, "pr-7")
     assert res.branch_deleted and "pr-7" not in branches_of(clone)
+
+
+def test_moved_superqode_home_follows_the_records(make_repo, tmp_path, monkeypatch):
+    repo = make_repo()
+    rec = br.new_worktree(repo, "travels")
+    (rec.path / "wip.txt").write_text("wip\n")
+    home = Path(os.environ["SUPERQODE_HOME"])
+    new_home = tmp_path / "new home"
+    shutil.move(str(home), str(new_home))
+    monkeypatch.setenv("SUPERQODE_HOME", str(new_home))
+    [info] = br.list_worktrees(repo)
+    assert info.path == new_home / "working" / repo_key(repo) / "branches" / "travels"
+    assert info.dirty == 1 and not info.orphan
+    res = br.remove_worktree(repo, "travels", force=True)
+    assert res.removed and not info.path.exists() and registered(repo) == []
+    assert "+wip" in res.patches[0].read_text()
+    assert br.list_worktrees(repo) == []

@@ -173,9 +173,15 @@ def read_branch_record(path: Path) -> BranchRecord | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("owner") != OWNER or data.get("kind") != "branch":
             return None
-        return BranchRecord.model_validate(data)
+        rec = BranchRecord.model_validate(data)
     except (OSError, ValueError):
         return None
+    # The worktree sits next to its record: if $SUPERQODE_HOME (or the root) was
+    # moved, the folder moved with it and the stored absolute path is stale.
+    here = path.parent / path.name.removesuffix(".json")
+    if rec.path != here:
+        rec.sandbox, rec.name = str(here), here.name
+    return rec
 
 
 def iter_records(repo: Path | None = None) -> Iterator[tuple[Path, BranchRecord]]:
