@@ -8,6 +8,7 @@ from .permissions import (
     Permissions,
     TerminalAsker,
     current_asker,
+    set_default_asker,
     use_asker,
 )
 from .redact import Redactor
@@ -20,5 +21,6 @@ __all__ = [
     "Redactor",
     "TerminalAsker",
     "current_asker",
+    "set_default_asker",
     "use_asker",
 ]

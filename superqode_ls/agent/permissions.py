@@ -79,8 +79,18 @@ def use_asker(asker: Asker) -> Iterator[Asker]:
         _current.reset(token)
 
 
+_default: Asker | None = None
+
+
+def set_default_asker(asker: Asker | None) -> None:
+    """Process-wide asker (a language server sets its own once at start-up);
+    ``use_asker`` still wins inside its block."""
+    global _default
+    _default = asker
+
+
 def current_asker() -> Asker:
-    return _current.get() or DenyAsker()
+    return _current.get() or _default or DenyAsker()
 
 
 class Permissions:

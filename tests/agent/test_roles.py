@@ -98,3 +98,26 @@ async def test_terminal_asker_reads_one_answer_per_question():
     # End of input is a no, not a hang.
     assert await perms.check("run_shell", "run in the sandbox: ls") == (False, "denied by the user")
     assert out.getvalue().count("superqe: allow run_shell: run in the sandbox:") == 3
+
+
+async def test_default_asker_and_context_asker():
+    from superqode_ls.agent.permissions import (
+        AllowAsker,
+        DenyAsker,
+        current_asker,
+        set_default_asker,
+        use_asker,
+    )
+
+    assert isinstance(current_asker(), DenyAsker)
+    allow = AllowAsker()
+    set_default_asker(allow)
+    try:
+        assert current_asker() is allow
+        deny = DenyAsker()
+        with use_asker(deny):
+            assert current_asker() is deny
+        assert current_asker() is allow
+    finally:
+        set_default_asker(None)
+    assert isinstance(current_asker(), DenyAsker)
