@@ -101,7 +101,7 @@ def make_report(tmp_path: Path, **over) -> QualityReport:
             tool="pytest",
             rule_id="test-failure",
             title="Test fails: tests/test_a.py::test_x",
-            message="AssertionError: assert 5 == 10 | with a pipe",
+            message="AssertionError: assert 5 == 10\n +  where 5 = f(50)",
             severity=Severity.high,
             confidence=0.95,
             category="tests",
@@ -245,6 +245,7 @@ def test_markdown_report(tmp_path):
     assert md.index("### Critical (1)") < md.index("### High (1)") < md.index("### Low (1)")
     assert "`pkg/my módulo.py:6:12`" in md and "`keys.py:3:1`" in md
     assert "Use yaml.safe_load (verified: bandit re-run: finding gone)" in md
+    assert "```text\nAssertionError: assert 5 == 10\n +  where 5 = f(50)\n```" in md
     assert "```diff\ndiff --git a/pkg/my módulo.py" in md
     assert "`pkg/calc.py:2`: ZeroDivisionError raised here" in md
     assert (
@@ -253,6 +254,15 @@ def test_markdown_report(tmp_path):
     assert "Verified: the project is exactly as before the session." in md
     assert "1 suggested fix(es), 1 verified" in md
     assert "```python\n    return yaml.load(fh)\n```" in md
+    worded = report.model_copy(
+        update={
+            "patches": [
+                report.patches[0].model_copy(update={"verification": "verified: fixes b506"})
+            ]
+        }
+    )
+    md2 = render_markdown(worded)
+    assert "(verified: fixes b506)" in md2 and "verified: verified" not in md2
     fresh = render_markdown(
         make_report(tmp_path, findings=[], patches=[], verdict="pass", verification=None)
     )

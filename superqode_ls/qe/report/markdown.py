@@ -56,7 +56,11 @@ def _fix_lines(f: Finding, patches: dict[str, Patch]) -> tuple[str | None, list[
     verified = f.verified or (p is not None and p.verified)
     status = "verified" if verified else "not verified"
     if p is not None and p.verification:
-        status += f": {p.verification}"
+        # the verifier's text usually says "verified: ..." itself
+        said = p.verification.strip()
+        status = (
+            said if said.lower().startswith(("verified", "not verified")) else f"{status}: {said}"
+        )
     desc = f"{p.description} " if p is not None else ""
     bullet = f"- **Fix** {_inline(f.fix_patch_id)}: {desc}({status})"
     if p is None:
@@ -78,8 +82,12 @@ def _finding(n: int, f: Finding, patches: dict[str, Patch]) -> list[str]:
     if fix:
         lines.append(fix)
     lines.append("")
-    if f.message and f.message.strip() != f.title.strip():
-        lines += [line if line.strip() else "" for line in f.message.strip().splitlines()]
+    message = f.message.strip() if f.message else ""
+    if message and message != f.title.strip():
+        if "\n" in message:  # tool output (assertion diffs...): keep it verbatim
+            lines += _block(message, "text")
+        else:
+            lines.append(message)
         lines.append("")
     if f.snippet:
         lines += _block(f.snippet, "python" if (f.file or "").endswith(".py") else "")
