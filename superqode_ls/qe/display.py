@@ -72,8 +72,11 @@ class PlainDisplay:
             self._write(f"[{d.get('role')}] started")
         elif t == "role_complete":
             self._write(f"[{d.get('role')}] {_role_line(d)}")
-        elif t == "progress" and str(d.get("message", "")).startswith("verifying"):
-            self._write(f"{d.get('message')} ({d.get('done', 0) + 1}/{d.get('total')})")
+        elif t == "progress" and (
+            str(d.get("message", "")).startswith("fixes verified")
+            or (str(d.get("message", "")).startswith("verifying") and not d.get("done"))
+        ):
+            self._write(str(d.get("message")))
         elif t == "git.blocked":
             self._write(f"blocked git command in the sandbox: {d.get('command') or d.get('argv')}")
         elif t == "workspace.reverted":

@@ -531,13 +531,22 @@ class QESession:
             sandbox=root, roles=self._roles, contexts=self._contexts,
             findings_by_role=self._found, tests=tests, session=s, deadline=deadline,
         )
-        for i, p in enumerate(todo, 1):
-            self.bus.emit("progress", message=f"verifying fix {p.id}", done=i - 1, total=len(todo))
-            result = await verifier.verify(p)
+        done = 0
+        self.bus.emit("progress", message=f"verifying {len(todo)} fix(es)", done=0, total=len(todo))
+
+        def on_result(result) -> None:
+            nonlocal done
+            done += 1
+            p = self._raw_patches[result.patch_id]
             self._raw_patches[p.id] = p.model_copy(
                 update={"verified": result.verified, "verification": result.message}
             )
-        self.bus.emit("progress", message="fixes verified", done=len(todo), total=len(todo))
+            self.bus.emit("progress", message=f"verifying fixes: {p.id} {'verified' if result.verified else 'not verified'}",
+                          done=done, total=len(todo))
+
+        await verifier.verify_many(todo, on_result)
+        ok = sum(1 for p in todo if self._raw_patches[p.id].verified)
+        self.bus.emit("progress", message=f"fixes verified: {ok} of {len(todo)}", done=len(todo), total=len(todo))
 
     # ----------------------------------------------------------------- report
     def _build_report(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,11 +133,17 @@ class VerifyResult:
 
 @dataclass
 class Verifier:
-    """Verifies patches one at a time against their own role's check.
+    """Verifies patches against their own role's check.
 
     ``findings_by_role``: what each role found in the main run (the "before").
-    ``tests``: in deep mode, a role (the unit tests) re-run after each patch;
-    its failures before the patch are in ``findings_by_role`` under its name.
+    ``tests``: in deep mode, a role (the unit tests) re-run after the fixes;
+    its failures before are in ``findings_by_role`` under its name.
+
+    ``verify_many`` batches: patches of one role that touch different files
+    are applied together and judged by one re-run of the check, each on its
+    own files (the analyzers here judge a file by itself). A batch that breaks
+    the tests is retried one patch at a time, since the failure cannot be
+    attributed.
     """
 
     sandbox: Path
@@ -153,15 +160,60 @@ class Verifier:
             return None
         return self.deadline - asyncio.get_running_loop().time()
 
+    def _out_of_time(self) -> bool:
+        left = self._time_left()
+        return left is not None and left <= 0
+
+    @property
+    def _run_tests(self) -> bool:
+        return self.tests is not None and self.tests in self.roles and self.tests in self.contexts
+
     async def verify(self, patch: Patch) -> VerifyResult:
-        result = await self._verify(patch)
+        result = await self._verify_one(patch)
         self.results.append(result)
         return result
 
-    async def _verify(self, patch: Patch) -> VerifyResult:
-        left = self._time_left()
-        if left is not None and left <= 0:
-            return VerifyResult(patch.id, False, "not verified: no time left in the session budget")
+    async def verify_many(
+        self, patches: list[Patch], on_result: Callable[[VerifyResult], None] | None = None
+    ) -> dict[str, VerifyResult]:
+        out: dict[str, VerifyResult] = {}
+
+        def record(r: VerifyResult) -> None:
+            out[r.patch_id] = r
+            self.results.append(r)
+            if on_result is not None:
+                on_result(r)
+
+        by_role: dict[str, list[Patch]] = {}
+        for p in patches:
+            by_role.setdefault(p.role or "", []).append(p)
+        for role_name, group in by_role.items():
+            role = self.roles.get(role_name)
+            ctx = self.contexts.get(role_name)
+            if role is None or ctx is None:
+                for p in group:
+                    record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
+                continue
+            pending = group
+            while pending:
+                batch: list[tuple[Patch, list[str]]] = []
+                rest: list[Patch] = []
+                used: set[str] = set()
+                for p in pending:
+                    files = p.files or patch_files(p.diff)
+                    if not files:
+                        record(VerifyResult(p.id, False, "not verified: the patch names no files"))
+                    elif used & set(files):
+                        rest.append(p)
+                    else:
+                        batch.append((p, files))
+                        used |= set(files)
+                for r in await self._verify_batch(role, ctx, batch):
+                    record(r)
+                pending = rest
+        return out
+
+    async def _verify_one(self, patch: Patch) -> VerifyResult:
         role = self.roles.get(patch.role or "")
         ctx = self.contexts.get(patch.role or "")
         if role is None or ctx is None:
@@ -169,35 +221,97 @@ class Verifier:
         files = patch.files or patch_files(patch.diff)
         if not files:
             return VerifyResult(patch.id, False, "not verified: the patch names no files")
-        run_tests = self.tests is not None and self.tests in self.roles and self.tests in self.contexts
+        return (await self._verify_batch(role, ctx, [(patch, files)]))[0]
+
+    async def _verify_batch(
+        self, role: Role, ctx: RoleContext, batch: list[tuple[Patch, list[str]]]
+    ) -> list[VerifyResult]:
+        if not batch:
+            return []
+        if self._out_of_time():
+            return [
+                VerifyResult(p.id, False, "not verified: no time left in the session budget")
+                for p, _ in batch
+            ]
+        run_tests = self._run_tests
         checkpoint = None
         if run_tests and self.session is not None and hasattr(self.session, "checkpoint"):
             checkpoint = await self.session.checkpoint()
-        backup = _FileBackup(self.sandbox, files)
+        backup = _FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
+        results: list[VerifyResult] = []
+        judged: list[tuple[Patch, list[str], VerifyResult]] = []
         try:
-            ok, err = await git_apply(self.sandbox, patch.diff)
-            if not ok:
-                return VerifyResult(patch.id, False, f"not verified: the patch does not apply ({err})")
-            return await self._check(patch, role, ctx, files, run_tests)
+            applied: list[tuple[Patch, list[str]]] = []
+            for p, files in batch:
+                ok, err = await git_apply(self.sandbox, p.diff)
+                if ok:
+                    applied.append((p, files))
+                else:
+                    results.append(
+                        VerifyResult(p.id, False, f"not verified: the patch does not apply ({err})")
+                    )
+            if applied:
+                union = sorted({f for _, files in applied for f in files})
+                after = [f.with_stable_id() for f in await role.recheck(ctx, union)]
+                judged = [(p, files, self._judge(p, role, files, after)) for p, files in applied]
+                broke: list[str] = []
+                if run_tests and any(r.verified for _, _, r in judged):
+                    broke, why = await self._tests_broken()
+                    if why:
+                        judged = [
+                            (p, f, r if not r.verified else VerifyResult(
+                                p.id, False, f"not verified: tests could not run ({why})", removed=r.removed))
+                            for p, f, r in judged
+                        ]
+                    elif broke:
+                        if len(applied) > 1:
+                            retry = [p for p, _, r in judged if r.verified]
+                            judged = [(p, f, r) for p, f, r in judged if not r.verified]
+                            results.extend(r for _, _, r in judged)
+                            judged = []
+                            backup.restore()
+                            if checkpoint is not None:
+                                await self.session.restore(checkpoint)  # type: ignore[attr-defined]
+                                checkpoint = None
+                            for p in retry:
+                                results.append(await self._verify_one(p))
+                            return results
+                        judged = [
+                            (p, f, VerifyResult(
+                                p.id, False, f"not verified: tests fail after the fix ({', '.join(broke[:5])})",
+                                removed=r.removed, new=broke))
+                            for p, f, r in judged
+                        ]
+                    else:
+                        judged = [
+                            (p, f, r if not r.verified else VerifyResult(
+                                p.id, True, r.message.replace(", nothing new)", "; tests re-run, no new failures)"),
+                                removed=r.removed))
+                            for p, f, r in judged
+                        ]
+            results.extend(r for _, _, r in judged)
+            return results
         finally:
             if checkpoint is not None:
                 await self.session.restore(checkpoint)  # type: ignore[attr-defined]
             backup.restore()
 
-    async def _check(
-        self, patch: Patch, role: Role, ctx: RoleContext, files: list[str], run_tests: bool
-    ) -> VerifyResult:
+    def _judge(self, patch: Patch, role: Role, files: list[str], after_all: list[Finding]) -> VerifyResult:
         wanted = set(files)
         before = Counter(
             base_id(f.id) for f in self.findings_by_role.get(role.name, []) if f.file in wanted
         )
-        after_list = [f.with_stable_id() for f in await role.recheck(ctx, files)]
-        after = Counter(base_id(f.id) for f in after_list if f.file in wanted)
+        after = Counter(base_id(f.id) for f in after_all if f.file in wanted)
         targets = [i for i in patch.finding_ids if before[base_id(i)] > 0]
         if not targets:
             return VerifyResult(patch.id, False, "not verified: the findings it fixes were not reproduced")
         fixed = Counter(base_id(i) for i in targets)
-        still = [i for i in targets if after[base_id(i)] > before[base_id(i)] - fixed[base_id(i)]]
+        others = before - fixed
+        if not after_all and sum(others.values()) > 0:
+            # Everything vanished, even what the fix does not touch: the
+            # check itself most likely failed.
+            return VerifyResult(patch.id, False, f"not verified: re-running {role.name} reported nothing")
+        still = [i for i in targets if after[base_id(i)] > others[base_id(i)]]
         new = sorted((after - before).keys())
         if still:
             return VerifyResult(patch.id, False, f"not verified: {role.name} still reports {', '.join(still)}")
@@ -206,26 +320,18 @@ class Verifier:
                 patch.id, False, f"not verified: {role.name} reports new findings ({', '.join(new[:5])})",
                 removed=targets, new=new,
             )
-        checked = f"{role.name} re-run on {', '.join(files)}"
-        if run_tests:
-            assert self.tests is not None
-            test_role = self.roles[self.tests]
-            test_ctx = self.contexts[self.tests]
-            out = await test_role.run(test_ctx)
-            if out.status not in ("ok", "failed"):
-                return VerifyResult(
-                    patch.id, False, f"not verified: tests could not run ({out.reason or out.status})",
-                    removed=targets,
-                )
-            t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
-            t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
-            broke = sorted((t_after - t_before).keys())
-            if broke:
-                return VerifyResult(
-                    patch.id, False, f"not verified: tests fail after the fix ({', '.join(broke[:5])})",
-                    removed=targets, new=broke,
-                )
-            checked += "; tests re-run, no new failures"
         return VerifyResult(
-            patch.id, True, f"verified: fixes {', '.join(targets)} ({checked}, nothing new)", removed=targets
+            patch.id, True,
+            f"verified: fixes {', '.join(targets)} ({role.name} re-run on {', '.join(files)}, nothing new)",
+            removed=targets,
         )
+
+    async def _tests_broken(self) -> tuple[list[str], str | None]:
+        """(test findings that are new, why the tests could not run)."""
+        assert self.tests is not None
+        out = await self.roles[self.tests].run(self.contexts[self.tests])
+        if out.status not in ("ok", "failed"):
+            return [], out.reason or out.status
+        t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
+        t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
+        return sorted((t_after - t_before).keys()), None
