@@ -104,7 +104,15 @@ def test_clear_one_line_errors(make_repo, sq):
     both = sq(repo, "new", "x", "--task", "y")
     assert both.returncode == 2 and "not both" in both.stderr
     assert sq(repo, "open", "ghost").returncode == 2
-    assert json.loads(sq(repo, "list", "--json").stdout) == []
+    bad_start = sq(repo, "new", "later", "--from", "no-such-ref")
+    assert bad_start.returncode == 2 and "unknown start commit 'no-such-ref'" in bad_start.stderr
+    first = run_git(repo, "rev-parse", "HEAD").strip()
+    (repo / "b.txt").write_text("b\n")
+    run_git(repo, "add", "b.txt")
+    run_git(repo, "commit", "-q", "-m", "second")
+    made = sq(repo, "new", "from-first", "--from", first, "--json")
+    assert made.returncode == 0 and json.loads(made.stdout)["base_commit"] == first
+    assert [r["name"] for r in json.loads(sq(repo, "list", "--json").stdout)] == ["from-first"]
 
 
 def test_parallel_creation_of_eight_worktrees_by_processes(make_repo):
