@@ -3,18 +3,23 @@
 Third-party imports are not installed in SuperQode's environment, so missing
 imports are ignored rather than reported; the project's own mypy settings
 (mypy.ini, setup.cfg, pyproject.toml) still apply. mypy's cache goes to a
-private temporary directory, never into the sandbox.
+per-project directory under ``$SUPERQODE_HOME/cache/mypy``, never into the
+sandbox.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
+from ...workspace.paths import repo_key
 from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail
 from .base import Role, RoleContext, RoleOutput, tool_path
 
@@ -106,7 +111,7 @@ class TypeTester(Role):
         mypy = tool_path("mypy")
         if mypy is None:
             return RoleOutput(status="skipped", reason=self.unavailable(), tool="mypy")
-        with tempfile.TemporaryDirectory(prefix="superqode-mypy-") as cache:
+        with _cache_dir(ctx.project) as cache:
             common = [
                 "--cache-dir",
                 cache,
@@ -188,6 +193,22 @@ class TypeTester(Role):
                 )
             )
         return assign_ids(findings)
+
+
+@contextlib.contextmanager
+def _cache_dir(project: Path) -> Iterator[str]:
+    """mypy's cache for this project, outside every sandbox: mypy validates
+    entries by content hash and writes them atomically, so sessions share it
+    safely, and a warm cache (typeshed above all) makes mypy several times
+    faster. A temporary one when SuperQode's home is not writable."""
+    path = superqode_home() / "cache" / "mypy" / repo_key(project)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        with tempfile.TemporaryDirectory(prefix="superqode-mypy-") as tmp:
+            yield tmp
+        return
+    yield str(path)
 
 
 def _parse_json(stdout: str) -> list[dict[str, Any]]:
