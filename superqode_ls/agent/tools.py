@@ -226,7 +226,7 @@ class ToolBox:
         # The caller's emit adds the role name (RoleContext.emit does).
         self.emit(
             "tool_call",
-            tool=name,
+            tool=self.redactor.text(_cap(name, 80)),
             call_id=call_id,
             turn=turn,
             args=self._event_args(args if args is not None else raw_args),
@@ -276,7 +276,11 @@ class ToolBox:
                 resolve_inside(self.root, f)
         elif name == "run_shell":
             cmd = args["command"]
-            why = self.guard(cmd) or shell_refusal(cmd, self.root)
+            try:
+                why = self.guard(cmd)
+            except Exception as e:  # noqa: BLE001 - what the guard cannot read does not run
+                why = f"git guard could not check the command ({type(e).__name__})"
+            why = why or shell_refusal(cmd, self.root)
             if why:
                 raise Refused(why)
 
