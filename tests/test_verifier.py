@@ -109,3 +109,61 @@ def test_patch_that_does_not_apply_or_fixes_nothing(tmp_path):
     assert (tmp_path / "m.py").read_text() == "a = 'PLANTED'\n"
     orphan = stale.model_copy(update={"role": "nobody"})
     assert "did not run" in asyncio.run(v.verify(orphan)).message
+
+
+class CountingToy(qe_testroles.ToyTester):
+    name = "toy_tester"
+
+    def __init__(self):
+        self.rechecks: list[list[str]] = []
+
+    async def recheck(self, ctx, files):
+        self.rechecks.append(sorted(files))
+        return await super().recheck(ctx, files)
+
+
+def test_verify_many_batches_patches_on_different_files(tmp_path):
+    (tmp_path / "a.py").write_text("a = 'PLANTED'\nb = 'PLANTED'\n")
+    (tmp_path / "b.py").write_text("c = 'PLANTED'\n")
+    (tmp_path / "c.py").write_text("d = 'PLANTED'\n")
+    role = CountingToy()
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        broken = out.patches[0].model_copy(update={"id": "broken", "diff": DIFF})
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        seen = []
+        results = await v.verify_many([*out.patches, broken], seen.append)
+        return out, results, seen
+
+    out, results, seen = asyncio.run(go())
+    assert len(out.patches) == 4 and len(seen) == 5
+    assert all(results[p.id].verified for p in out.patches), [r.message for r in results.values()]
+    assert not results["broken"].verified
+    # a.py has two fixes: two rounds; round one re-checks the three files at
+    # once; the broken patch (round three) never applies, so nothing re-runs.
+    assert role.rechecks == [["a.py", "b.py", "c.py"], ["a.py"]]
+    assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\nb = 'PLANTED'\n"
+    assert (tmp_path / "b.py").read_text() == "c = 'PLANTED'\n"
+
+
+def test_recheck_that_reports_nothing_is_not_trusted(tmp_path):
+    (tmp_path / "a.py").write_text("a = 'PLANTED'\nb = 'PLANTED'\n")
+    role = qe_testroles.ToyTester()
+    ctx = ctx_for(tmp_path)
+
+    class Broken(qe_testroles.ToyTester):
+        async def recheck(self, ctx, files):
+            return []  # as a role whose tool crashed would
+
+    async def go():
+        out = await role.run(ctx)
+        broken = Broken()
+        v = Verifier(sandbox=tmp_path, roles={role.name: broken}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return await v.verify(out.patches[0])
+
+    result = asyncio.run(go())
+    assert not result.verified and "reported nothing" in result.message
