@@ -154,6 +154,8 @@ def test_new_branch_flag_refuses_existing_branch(make_repo):
     run_git(repo, "branch", "taken")
     with pytest.raises(WorkspaceError, match="'taken' already exists; to check it out as is: superqe worktree new taken"):
         br.new_worktree(repo, "taken", new_branch=True)
+    with pytest.raises(WorkspaceError, match="--from starts a new branch"):
+        br.new_worktree(repo, "taken", start="HEAD")
     assert registered(repo) == []
 
 

@@ -479,6 +479,11 @@ def new_worktree(
                     f"branch {branch!r} already exists; to check it out as is: "
                     f"superqe worktree new {branch}"
                 )
+            if local and start is not None and origin != "promote":
+                raise WorkspaceError(
+                    f"--from starts a new branch, and {branch!r} already exists; "
+                    f"to check it out as is: superqe worktree new {branch}"
+                )
             if local:
                 mode = "existing"
                 at = _checked_out_at(repo, branch)
@@ -520,6 +525,8 @@ def new_worktree(
         try:
             git(args, repo)
         except GitError as e:
+            if "already exists" in e.stderr:
+                rec.created_branch = False  # made by someone else meanwhile: theirs
             _undo_create(repo, rec)
             raise WorkspaceError(f"cannot create the worktree: {e.stderr.splitlines()[-1] if e.stderr else e}") from None
         except BaseException:
