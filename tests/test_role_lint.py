@@ -87,6 +87,19 @@ def test_bad_project_config_is_a_failed_role(make_repo):
     assert out.status == "failed" and "ruff failed" in out.reason
 
 
+def test_syntax_error_and_missing_ruff(make_repo, monkeypatch):
+    repo = make_repo({"bad.py": "def f(:\n    pass\n"})
+    out = run_role(LintTester(), make_ctx(repo))
+    assert out.findings and out.findings[0].severity.value == "high"
+    assert out.findings[0].category == "syntax" and out.findings[0].range.start_line == 1
+    from superqode_ls.qe.roles import lint
+
+    monkeypatch.setattr(lint, "tool_path", lambda name: None)
+    out = run_role(LintTester(), make_ctx(repo))
+    assert out.status == "skipped" and "ruff is not installed" in out.reason
+    assert LintTester().unavailable() is not None
+
+
 def test_severity_mapping():
     assert ruff_severity("F821").value == "high"
     assert ruff_severity("E999").value == "high"

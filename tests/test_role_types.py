@@ -77,3 +77,12 @@ def test_text_output_parser():
         ("pkg/a.py", 9, -1, None, "note"),
         ("pkg/b.py", 1, -1, "name-defined", "error"),
     ]
+
+
+def test_missing_mypy_is_skipped(make_repo, monkeypatch):
+    from superqode_ls.qe.roles import types
+
+    monkeypatch.setattr(types, "tool_path", lambda name: None)
+    repo = make_repo(PKG)
+    out = run_role(TypeTester(), make_ctx(repo))
+    assert out.status == "skipped" and "mypy is not installed" in out.reason

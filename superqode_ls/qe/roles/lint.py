@@ -20,7 +20,7 @@ from .base import Role, RoleContext, RoleOutput, tool_path
 PY_SUFFIXES = (".py", ".pyi")
 
 # Rules that mean the code is broken or will fail at run time.
-_HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error)$")
+_HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|invalid-syntax)$")
 # Likely bugs rather than style.
 _MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF0(06|12|13))$")
 # Pure style/formatting: worth knowing, never a reason to fail.
@@ -116,7 +116,7 @@ class LintTester(Role):
                     message=f"{code} ({name}): {diag.get('message') or name}",
                     severity=ruff_severity(code),
                     confidence=0.9,
-                    category="syntax" if code == "syntax-error" else "lint",
+                    category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
                     file=rel,
                     range=Range(
                         start_line=max(1, line),
