@@ -321,7 +321,8 @@ def test_remove_refuses_dirty_then_force_saves_patch(make_repo):
     rec = br.new_worktree(repo, "work")
     (rec.path / "a.txt").write_text("two\n")
     (rec.path / "untracked.bin").write_bytes(b"\0\1binary")
-    with pytest.raises(WorkspaceError, match="2 uncommitted change"):
+    (rec.path / "latin1.txt").write_bytes("café\n".encode("latin-1"))
+    with pytest.raises(WorkspaceError, match="3 uncommitted change"):
         br.remove_worktree(repo, "work")
     assert rec.path.is_dir()
 
@@ -335,6 +336,7 @@ def test_remove_refuses_dirty_then_force_saves_patch(make_repo):
     run_git(check.path, "apply", "--binary", str(patch))
     assert (check.path / "a.txt").read_text() == "two\n"
     assert (check.path / "untracked.bin").read_bytes() == b"\0\1binary"
+    assert (check.path / "latin1.txt").read_bytes() == "café\n".encode("latin-1")
     # The branch had no commits of its own: gone, no leftovers.
     assert "work" not in branches_of(repo)
     manifest = json.loads((repo / ".superqode/qe-artifacts/manifest.json").read_text())

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -739,14 +739,19 @@ class Disposal:
     message: str = ""
 
 
-def _save(arts: Artifacts | None, orphan_dir: Path | None, rec: BranchRecord, label: str, text: str, **extra: object) -> Path:
+def _save(
+    arts: Artifacts | None, orphan_dir: Path | None, rec: BranchRecord, label: str, text: str,
+    **extra: object,
+) -> Path:
+    # Bytes, not str: a file in another encoding must reach the patch byte for byte.
+    raw: Any = text.encode("utf-8", "surrogateescape")
     if arts is not None:
         return arts.prepare().write_patch(
-            f"{rec.name}-{label}", text, worktree=rec.sandbox, branch=rec.branch, **extra
+            f"{rec.name}-{label}", raw, worktree=rec.sandbox, branch=rec.branch, **extra
         )
     assert orphan_dir is not None
     path = orphan_dir / f"{rec.id}-{rec.name}-{label}.patch"
-    atomic_write(path, text)
+    atomic_write(path, raw)
     return path
 
 
