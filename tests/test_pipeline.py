@@ -243,3 +243,14 @@ def test_session_failed_carries_report(make_repo, monkeypatch):
         asyncio.run(QESession(QERequest(repo, roles=["toy_tester"])).run())
     assert info.value.report is not None and info.value.report.verification.verified
     assert Path(info.value.report.artifacts["json"]).is_file()
+
+
+def test_stale_when_the_change_epoch_moves(make_repo):
+    from superqode_ls.workspace.coordinator import Coordinator
+
+    repo = make_repo({"app.py": APP})
+    bus = EventBus()
+    session = QESession(QERequest(repo, roles=["toy_tester"]), bus=bus)
+    bus.subscribe(lambda e: Coordinator(repo).bump_epoch() if e.type == "role_start" else None)
+    report = asyncio.run(session.run())
+    assert report.stale is True and report.verification.verified

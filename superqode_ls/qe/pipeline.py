@@ -206,6 +206,7 @@ class QESession:
         self._raw_patches: dict[str, Patch] = {}
         self._roles: dict[str, Role] = {}
         self._contexts: dict[str, RoleContext] = {}
+        self._epoch_moved = False
 
     # ----------------------------------------------------------------- control
     def cancel(self) -> None:
@@ -310,6 +311,7 @@ class QESession:
                             noise = self._filter(res, root)
                         except Exception:  # noqa: BLE001 - the first error is the one to report
                             noise = NoiseResult(findings=[])
+                self._epoch_moved = _epoch_moved(s)
             verification = getattr(sandbox_session, "verification", None)
         except (WorkspaceError, OSError) as e:
             verification = getattr(sandbox_session, "verification", None)
@@ -582,7 +584,7 @@ class QESession:
             summary=summarize(findings),
             suppressed=noise.suppressed + noise.below_threshold,
             baseline_filtered=noise.baseline_filtered,
-            stale=bool(stamp.changed()),
+            stale=self._epoch_moved or bool(stamp.changed()),
             cancelled=self._cancel_requested,
             timed_out=self._timed_out,
             verification=verification,
@@ -607,6 +609,20 @@ class QESession:
         report.artifacts["markdown"] = str(md_path)
         artifacts.write_report("md", render_markdown(report), when)
         artifacts.write_report("json", write_json(report), when)
+
+
+def _epoch_moved(s: Any) -> bool:
+    """The watcher (language server) bumps the repository's change epoch when
+    the user's files change; the session's lock remembers the epoch it began at."""
+    lock = getattr(s, "lock", None)
+    if lock is None:
+        return False
+    try:
+        from ..workspace.coordinator import Coordinator
+
+        return Coordinator(Path(s.project)).is_result_stale(lock)
+    except (ImportError, OSError, WorkspaceError, ValueError):
+        return False
 
 
 def _sandbox_root(s: Any, project: Path) -> Path:
