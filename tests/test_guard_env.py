@@ -372,7 +372,8 @@ def test_protect_scope_lets_other_repositories_work(user_repo, tmp_path):
         script = (
             f"git init -q '{scratch}' && cd '{scratch}' && "
             "printf '#!/bin/sh\\ntouch hook-ran\\n' > .git/hooks/pre-commit && "
-            "chmod +x .git/hooks/pre-commit && echo x > f && git add f && "
+            "printf '#!/bin/sh\\ntouch post-ran\\n' > .git/hooks/post-commit && "
+            "chmod +x .git/hooks/pre-commit .git/hooks/post-commit && echo x > f && git add f && "
             "git commit -qm one && git branch side && git log --oneline | wc -l"
         )
         (r, inside, outside_user) = _run_lines(
@@ -381,7 +382,7 @@ def test_protect_scope_lets_other_repositories_work(user_repo, tmp_path):
             env,
         )
         assert r.returncode == 0, r.stderr
-        assert (scratch / "hook-ran").exists()
+        assert (scratch / "hook-ran").exists() and (scratch / "post-ran").exists()
         assert inside.returncode == 1
         assert outside_user.returncode == 1
         assert "evil" not in run_git(user_repo, "branch", "--list")

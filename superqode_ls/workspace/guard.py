@@ -1305,7 +1305,8 @@ class _Lexer:
         self.i = 0
         self.tokens: list[tuple[str, str, bool]] = []  # (kind, value, was_quoted)
         self.subs: list[str] = []
-        self.heredocs: list[str] = []
+        self.heredocs: list[tuple[str, int]] = []
+        self.bodies: list[str] = []  # here-document texts, by HEREDOC reference
 
     def run(self):
         s = self.s
@@ -1482,12 +1483,16 @@ class _Lexer:
         j = self.i
         while j < len(s) and s[j] not in " \t\n;&|<>()":
             j += 1
-        self.heredocs.append(s[self.i : j].strip("'\"\\"))
+        self.heredocs.append((s[self.i : j].strip("'\"\\"), len(self.bodies)))
+        self.tokens.append(("redir", "<<", False))
+        self.tokens.append(("word", f"{HEREDOC}{len(self.bodies)}", True))
+        self.bodies.append("")
         self.i = j
 
     def _skip_heredocs(self):
         while self.heredocs:
-            marker = self.heredocs.pop(0)
+            marker, n = self.heredocs.pop(0)
+            body = []
             while self.i < len(self.s):
                 j = self.s.find("\n", self.i)
                 j = len(self.s) if j < 0 else j
@@ -1495,8 +1500,11 @@ class _Lexer:
                 self.i = j + 1
                 if line.strip("\t") == marker:
                     break
+                body.append(line)
+            self.bodies[n] = "\n".join(body)
 
 
+HEREDOC = "\x01heredoc:"
 _VAR_RE: Any = None
 _ASSIGN_RE: Any = None
 re: Any = None
@@ -1520,6 +1528,8 @@ class _Shell:
         self.depth = depth
         self.vars: dict[str, str] = {}
         self.exported: dict[str, str] = {}  # `export NAME=...`: seen by later commands
+        self.allexport = False  # `set -a`
+        self.aliases: dict[str, str] = {}
 
     def script(self, text: str) -> None:
         if self.depth > 12:
@@ -1541,20 +1551,27 @@ class _Shell:
             else:
                 commands[-1].append(tok)
         prev_words: list[str] = []
+        prev_stdin: str | None = None
         for toks, piped in zip(commands, pipe_from):
-            words = self._words(toks)
+            words, stdin = self._words(toks, lex)
             if not words:
-                prev_words = []
+                prev_words, prev_stdin = [], None
                 continue
-            # `echo 'git commit' | sh`: what is piped into a shell is a script.
-            if piped and prev_words and self._is_stdin_shell(words):
-                if os.path.basename(prev_words[0]) in ("echo", "printf"):
-                    args = [w for w in prev_words[1:] if not w.startswith("-")]
-                    self._nested(" ".join(args).replace("\\n", "\n"))
-                else:
-                    self._nested(DYN)
+            if self._is_stdin_shell(words):
+                if stdin is not None:  # `bash <<EOF` / `sh <<< '...'`: the text is a script
+                    self._nested(stdin)
+                elif piped and prev_words:
+                    # `echo 'git commit' | sh`: what is piped into a shell is a script.
+                    first = os.path.basename(prev_words[0])
+                    if first in ("echo", "printf"):
+                        args = [w for w in prev_words[1:] if not w.startswith("-")]
+                        self._nested(" ".join(args).replace("\\n", "\n"))
+                    elif first == "cat" and prev_stdin is not None and len(prev_words) == 1:
+                        self._nested(prev_stdin)
+                    else:
+                        self._nested(DYN)
             self.simple(words, {})
-            prev_words = words
+            prev_words, prev_stdin = words, stdin
 
     def _is_stdin_shell(self, words: list[str]) -> bool:
         i = 0
@@ -1573,18 +1590,34 @@ class _Shell:
             and not [w for w in words[i + 1 :] if not w.startswith("-")]
         )
 
-    def _words(self, toks) -> list[str]:
+    @staticmethod
+    def aliases_split(text: str) -> list[str]:
+        import shlex
+
+        try:
+            return shlex.split(text)
+        except ValueError:
+            return [DYN]
+
+    def _words(self, toks, lex: _Lexer) -> tuple[list[str], str | None]:
+        """The command's words after expansion, and the text a here-document or
+        here-string feeds its standard input (None without one)."""
         words: list[str] = []
-        skip_next = False
+        stdin: str | None = None
+        redir = None
         for kind, value, quoted in toks:
             if kind == "redir":
-                skip_next = True
+                redir = value
                 continue
-            if skip_next:
-                skip_next = False
+            if redir is not None:
+                if value.startswith(HEREDOC):
+                    stdin = lex.bodies[int(value[len(HEREDOC) :])]
+                elif redir == "<<<":
+                    stdin = value
+                redir = None
                 continue
             words.extend(self._expand(value, quoted))
-        return words
+        return words, stdin
 
     def _expand(self, word: str, quoted: bool) -> list[str]:
         if "$" not in word:
@@ -1623,10 +1656,34 @@ class _Shell:
         words = words[i:]
         if not words:
             self.vars.update(env)  # plain assignments: remembered for $VAR
+            for name, value in env.items():
+                # Git's own variables may already be exported by the caller.
+                if self.allexport or name.startswith("GIT_") or name == INTERNAL_ENV:
+                    self.exported[name] = value
             return
         cmd = words[0]
+        if cmd in self.aliases and self.depth < 12:
+            alias, self.aliases = self.aliases, {k: v for k, v in self.aliases.items() if k != cmd}
+            try:
+                return self.simple(self.aliases_split(alias[cmd]) + words[1:], env)
+            finally:
+                self.aliases = alias
         base = os.path.basename(cmd)
         args = words[1:]
+        if base == "alias":
+            for a in args:
+                name, sep, value = a.partition("=")
+                if sep:
+                    self.aliases[name] = value
+            return
+        if base == "set" and any(
+            a == "-o"
+            and j + 1 < len(args)
+            and args[j + 1] == "allexport"
+            or (a.startswith("-") and "a" in a[1:] and not a.startswith("--"))
+            for j, a in enumerate(args)
+        ):
+            self.allexport = True
         if cmd in _RESERVED or base == "time":
             rest = args
             while rest and rest[0].startswith("-") and base == "time":
@@ -1647,9 +1704,9 @@ class _Shell:
                 m = _ASSIGN_RE.match(a)
                 if m:
                     self.vars[m.group(1)] = m.group(2)
-                    if base == "export":
+                    if base == "export" or "-x" in args or self.allexport:
                         self.exported[m.group(1)] = m.group(2)
-                elif base == "export" and a in self.vars:
+                elif (base == "export" or "-x" in args) and a in self.vars:
                     self.exported[a] = self.vars[a]
             return
         handler = getattr(self, "_w_" + base.replace("-", "_").replace(".", "_"), None)
