@@ -254,3 +254,22 @@ def test_stale_when_the_change_epoch_moves(make_repo):
     bus.subscribe(lambda e: Coordinator(repo).bump_epoch() if e.type == "role_start" else None)
     report = asyncio.run(session.run())
     assert report.stale is True and report.verification.verified
+
+
+@pytest.mark.slow
+def test_deep_mode_fix_that_breaks_the_tests_is_not_verified(make_repo):
+    repo = make_repo({
+        "lib/values.py": "def marker():\n    return 'PLANTED'\n",
+        "lib/other.py": "def other():\n    return 'PLANTED'\n",
+        "lib/__init__.py": "",
+        "tests/test_values.py": "from lib.values import marker\n\n\ndef test_marker():\n"
+                                "    assert marker() == 'PLANT' + 'ED'\n",
+    })
+    _, report, _ = run_session(QERequest(repo, mode="deep", roles=["toy_tester", "unit_tester"]))
+    assert {r.role: r.status for r in report.roles}["unit_tester"] == "ok"
+    by_file = {f.file: f for f in report.findings}
+    breaks = report.patches[[p.id for p in report.patches].index(by_file["lib/values.py"].fix_patch_id)]
+    fine = report.patches[[p.id for p in report.patches].index(by_file["lib/other.py"].fix_patch_id)]
+    assert not breaks.verified and "tests fail after the fix" in breaks.verification
+    assert fine.verified and "tests re-run" in fine.verification
+    assert report.verification.verified
