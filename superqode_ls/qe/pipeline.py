@@ -408,7 +408,7 @@ class QESession:
             artifacts=artifacts,
             files=res.files,
             deadline=role_deadline,
-            emit=lambda type, **data: self.bus.emit(type, role=name, **data),
+            emit=lambda type, **data: self.bus.emit(type, **{"role": name, **data}),
             trusted=self.request.trusted,
             session=s,
         )
