@@ -173,10 +173,6 @@ class UnitTester(Role):
         self, ctx: RoleContext, res: ProcResult, records: list[dict[str, Any]]
     ) -> RoleOutput:
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
-        try:
-            ctx.artifacts.write_log(_log_name(ctx), output)
-        except OSError:
-            pass  # the log is a convenience; the findings carry what matters
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
         findings = self._findings(ctx.sandbox, [r for r in records if r.get("kind") != "summary"])
         if res.timed_out:
@@ -325,16 +321,6 @@ def _line_range(text: str | None, line: int) -> Range:
         return Range(start_line=line)
     start = len(text) - len(text.lstrip()) + 1
     return Range(start_line=line, start_col=start, end_line=line, end_col=len(text.rstrip()) + 1)
-
-
-def _log_name(ctx: RoleContext) -> str:
-    """A fresh log name per run: the verifier re-runs the suite in the same session."""
-    n = 1
-    while True:
-        name = "unit_tester-pytest" + (f"-{n}" if n > 1 else "")
-        if not ctx.artifacts.root.joinpath("logs", f"{ctx.session_id}-{name}.log").exists():
-            return name
-        n += 1
 
 
 def _durations_file(project: Path) -> Path:
