@@ -451,6 +451,8 @@ def test_reaper_keeps_branch_with_unpushed_commits_and_saves_them(make_repo):
     [res] = br.reap_branch_worktrees()
     assert res.action == "removed" and not res.branch_deleted
     assert "kept branch unpushed" in res.message
+    [patch] = res.patches
+    assert patch.name.endswith("-unpushed.patch") and "Subject: [PATCH] not pushed yet" in patch.read_text()
     assert "unpushed" in branches_of(repo)
     assert not rec.path.exists()
 
@@ -624,3 +626,24 @@ def test_moved_superqode_home_follows_the_records(make_repo, tmp_path, monkeypat
     assert res.removed and not info.path.exists() and registered(repo) == []
     assert "+wip" in res.patches[0].read_text()
     assert br.list_worktrees(repo) == []
+
+
+def test_reaper_saves_only_commits_the_remote_lacks(make_repo, tmp_path):
+    upstream = make_repo(name="upstream")
+    run_git(upstream, "checkout", "-q", "-b", "pr-9")
+    commit_file(upstream, "pr.txt", "pr\n", "already on the remote")
+    run_git(upstream, "checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    run_git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    run_git(clone, "branch", "-q", "--track", "pr-9", "origin/pr-9")  # the user's own branch
+
+    rec = br.new_worktree(clone, "pr-9")
+    assert rec.origin == "existing"
+    commit_file(rec.path, "fix.txt", "fix\n", "local repair")
+    age(rec, 100)
+    [res] = br.reap_branch_worktrees()
+    assert res.action == "removed" and not res.branch_deleted
+    [patch] = res.patches
+    text = patch.read_text()
+    assert "Subject: [PATCH] local repair" in text and "already on the remote" not in text
+    assert "pr-9" in branches_of(clone)  # not ours to delete

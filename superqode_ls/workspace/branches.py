@@ -762,6 +762,7 @@ def dispose(
     force: bool = False,
     delete_branch: bool = False,
     dry_run: bool = False,
+    save_unpushed: bool = False,
 ) -> Disposal:
     """Remove one worktree, saving what would be lost first.
 
@@ -770,6 +771,8 @@ def dispose(
     and the reaper) saves them as patches and goes on. A branch SuperQode
     created is deleted when every commit on it is also elsewhere; with
     commits of its own it is kept unless ``delete_branch`` (then saved first).
+    ``save_unpushed`` (the reaper) also saves the commits of the checked-out
+    branch that no remote or other branch has, although the branch keeps them.
     """
     res = Disposal(rec.name, rec.path, rec.repo, rec.branch)
     rec_file = _record_path(rec.path.parent, rec.name)
@@ -789,6 +792,9 @@ def dispose(
     at_risk: list[str] = []
     if head and live_branch is None:
         at_risk = unique_commits(repo, head, None)
+    unpushed: list[str] = []
+    if save_unpushed and head and live_branch is not None:
+        unpushed = unique_commits(repo, head, live_branch)
     branch_unique: list[str] = []
     if own_branch and _branch_exists(repo, own_branch):
         branch_unique = unique_commits(repo, f"refs/heads/{own_branch}", own_branch)
@@ -815,6 +821,10 @@ def dispose(
         res.patches.append(
             _save(arts, None, rec, "commits", commits_patch(repo, head, None), reason=reason)
         )
+    if unpushed and head:
+        res.patches.append(
+            _save(arts, None, rec, "unpushed", commits_patch(repo, head, live_branch), reason=reason)
+        )
     if exists:
         proc = git(["worktree", "remove", "--force", "--force", str(rec.path)], repo, check=False)
         if rec.path.exists():
@@ -831,7 +841,7 @@ def dispose(
                 f"delete it with: git branch -D {own_branch}"
             )
         else:
-            if branch_unique:
+            if branch_unique and not (unpushed and live_branch == own_branch):
                 res.patches.append(
                     _save(arts, None, rec, "branch", commits_patch(repo, f"refs/heads/{own_branch}", own_branch), reason=reason)
                 )
@@ -949,7 +959,7 @@ def reap_branch_worktrees(
                 reason = f"idle {idle_days:.0f} days (limit {limit:g})"
         res = ReapResult(rec.path, rec.repo, rec.name, rec.branch, kind, "would-remove" if dry_run else "removed", reason, idle_days)
         try:
-            d = dispose(rec, reason=reason, force=True, dry_run=dry_run)
+            d = dispose(rec, reason=reason, force=True, dry_run=dry_run, save_unpushed=True)
             res.patches = d.patches
             res.branch_deleted = d.branch_deleted
             if d.branch_kept_reason:
