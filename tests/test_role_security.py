@@ -55,7 +55,10 @@ def test_bandit_findings_and_fixes(make_repo):
     fix_yaml = patches[b506.fix_patch_id]
     fix_md5 = patches[b324.fix_patch_id]
     assert "+        return yaml.safe_load(fh)\n" in fix_yaml.diff
-    assert "+    return hashlib.md5(name.encode(), usedforsecurity=False).hexdigest()\n" in fix_md5.diff
+    assert (
+        "+    return hashlib.md5(name.encode(), usedforsecurity=False).hexdigest()\n"
+        in fix_md5.diff
+    )
     for p in (fix_yaml, fix_md5):
         assert git_apply_check(repo, p.diff).returncode == 0
     git_apply(repo, fix_yaml.diff)
@@ -83,7 +86,11 @@ def test_secrets_scan_masks_values(make_repo):
     }
     repo = make_repo(files)
     out = run_role(SecurityTester(), make_ctx(repo))
-    by_rule = {(f.rule_id, f.file, f.range.start_line) for f in out.findings if f.tool == "superqode-secrets"}
+    by_rule = {
+        (f.rule_id, f.file, f.range.start_line)
+        for f in out.findings
+        if f.tool == "superqode-secrets"
+    }
     assert ("secret-github-token", "settings.py", 1) in by_rule
     assert ("secret-slack-token", "deploy/.env", 1) in by_rule
     assert ("secret-generic", "conf.yaml", 1) in by_rule
@@ -100,8 +107,16 @@ def test_secrets_scan_masks_values(make_repo):
     "line,rule,min_conf",
     [
         ("AWS_KEY = 'AKIAQ7XKZ3M5VR2N4WHT'", "secret-aws-access-key-id", 0.8),
-        ("aws_secret_access_key = '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'", "secret-aws-secret-key", 0.8),
-        ("url = 'https://hooks.slack.com/services/T0001/B0002/abcdefXYZ123'", "secret-slack-webhook", 0.8),
+        (
+            "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz9sKq1Tr0'",
+            "secret-aws-secret-key",
+            0.8,
+        ),
+        (
+            "url = 'https://hooks.slack.com/services/T0001/B0002/abcdefXYZ123'",
+            "secret-slack-webhook",
+            0.8,
+        ),
         ("k = 'AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q'", "secret-google-api-key", 0.8),
         ("stripe = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "secret-stripe-key", 0.9),
         ("client_secret = 'q8F!x2@Lm9#Vt4$Rz7%'", "secret-generic", 0.7),
@@ -111,6 +126,13 @@ def test_secret_rules(line, rule, min_conf):
     hits = _secrets.scan_text(line)
     assert [h.rule.id for h in hits] == [rule]
     assert hits[0].confidence >= min_conf
+
+
+def test_key_material_on_the_marker_line_is_cut():
+    line = '{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n"}'
+    (hit,) = _secrets.scan_text(line)
+    assert hit.rule.id == "secret-private-key"
+    assert "MIIEv" not in hit.masked_line and hit.masked_line.endswith("-----***")
 
 
 def test_secret_confidence_lowered_for_examples_and_tests():
@@ -134,7 +156,9 @@ def test_extra_patterns_bandit_misses(make_repo):
     )
     repo = make_repo({"x.py": code})
     out = run_role(SecurityTester(), make_ctx(repo))
-    found = {(f.rule_id, f.range.start_line) for f in out.findings if f.tool == "superqode-patterns"}
+    found = {
+        (f.rule_id, f.range.start_line) for f in out.findings if f.tool == "superqode-patterns"
+    }
     assert found == {("yaml-unsafe-load", 2), ("jwt-no-verify", 3), ("tls-no-hostname-check", 5)}
     (unsafe,) = at(out.findings, "yaml-unsafe-load", "x.py", 2)
     patch = next(p for p in out.patches if p.id == unsafe.fix_patch_id)

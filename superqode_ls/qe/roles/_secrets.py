@@ -199,7 +199,12 @@ def _hit(
     rule: SecretRule, lineno: int, line: str, start: int, end: int, confidence: float, note: str
 ) -> SecretHit:
     value = line[start:end]
-    masked = line[:start] + mask(value) + line[end:] if rule.group else line
+    if rule.group:
+        masked = line[:start] + mask(value) + line[end:]
+    else:
+        # A key block's marker; key material may follow on the same line
+        # (service-account JSON with "\n" escapes): cut it off.
+        masked = line[:end] + ("***" if line[end:].strip() else "")
     return SecretHit(rule, lineno, start + 1, end + 1, masked, confidence, note)
 
 
