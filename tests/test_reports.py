@@ -211,6 +211,32 @@ def test_sarif_is_valid_and_complete(tmp_path):
     )
 
 
+def test_sarif_paths_from_the_repository_root(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "examples/shop").mkdir(parents=True)
+    report = make_report(tmp_path, project=str(repo / "examples/shop"))
+    sarif = to_sarif(report)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(sarif)
+    run = next(r for r in sarif["runs"] if r["tool"]["driver"]["name"] == "bandit")
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == repo.as_uri() + "/"
+    res = run["results"][0]
+    uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "examples/shop/pkg/my%20m%C3%B3dulo.py"
+    fix_uri = res["fixes"][0]["artifactChanges"][0]["artifactLocation"]["uri"]
+    assert fix_uri == uri
+
+
+def test_sarif_rule_text_is_generic_when_titles_differ(tmp_path):
+    base = make_report(tmp_path)
+    one = base.findings[2]
+    other = one.model_copy(update={"id": "f401-other", "title": "`sys` imported but unused"})
+    sarif = to_sarif(base.model_copy(update={"findings": [one, other]}))
+    (run,) = [r for r in sarif["runs"] if r["tool"]["driver"]["name"] == "ruff"]
+    assert run["tool"]["driver"]["rules"][0]["shortDescription"]["text"] == "ruff F401"
+    assert len(run["results"]) == 2
+
+
 def test_sarif_empty_report_is_valid(tmp_path):
     report = make_report(tmp_path, findings=[], patches=[], roles=[], project="relative/dir")
     sarif = to_sarif(report)

@@ -45,8 +45,19 @@ _TOOL_URIS = {
 }
 
 
-def _uri(path: str) -> str:
-    return quote(Path(path).as_posix(), safe="/")
+def _uri(path: str, prefix: str = "") -> str:
+    return quote(prefix + Path(path).as_posix(), safe="/")
+
+
+def _source_root(project: Path) -> Path | None:
+    """The git work tree holding ``project`` (code scanning wants paths from
+    the repository root), else the project itself."""
+    if not project.is_absolute():
+        return None
+    for candidate in (project, *project.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return project
 
 
 def _precision(confidence: float) -> str:
@@ -72,16 +83,16 @@ def _region(f: Finding) -> dict[str, int]:
     return region
 
 
-def _location(path: str, region: dict[str, int]) -> dict[str, Any]:
+def _location(path: str, region: dict[str, int], prefix: str = "") -> dict[str, Any]:
     return {
         "physicalLocation": {
-            "artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
+            "artifactLocation": {"uri": _uri(path, prefix), "uriBaseId": "%SRCROOT%"},
             "region": region,
         }
     }
 
 
-def _fix(patch: Patch) -> dict[str, Any] | None:
+def _fix(patch: Patch, prefix: str = "") -> dict[str, Any] | None:
     try:
         parsed = PatchSet(patch.diff)
     except (UnidiffParseError, ValueError):
@@ -106,7 +117,7 @@ def _fix(patch: Patch) -> dict[str, Any] | None:
         if replacements:
             changes.append(
                 {
-                    "artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": {"uri": _uri(path, prefix), "uriBaseId": "%SRCROOT%"},
                     "replacements": replacements,
                 }
             )
@@ -115,7 +126,7 @@ def _fix(patch: Patch) -> dict[str, Any] | None:
     return {"description": {"text": patch.description}, "artifactChanges": changes}
 
 
-def _rule(f: Finding) -> dict[str, Any]:
+def _rule(f: Finding, same_title: bool) -> dict[str, Any]:
     tags = sorted(set(f.tags) | {f.category})
     props: dict[str, Any] = {"tags": tags, "precision": _precision(f.confidence)}
     if f.category in _SECURITY_CATEGORIES:
@@ -124,8 +135,11 @@ def _rule(f: Finding) -> dict[str, Any]:
     rule: dict[str, Any] = {
         "id": f.rule_id,
         "name": f.rule_id,
-        "shortDescription": {"text": f.title},
-        "fullDescription": {"text": f.message.split("\n")[0] or f.title},
+        # Per-finding titles (mypy's messages...) do not describe the rule.
+        "shortDescription": {"text": f.title if same_title else f"{f.tool} {f.rule_id}"},
+        "fullDescription": {
+            "text": (f.message.split("\n")[0] or f.title) if same_title else f"{f.tool} {f.rule_id}"
+        },
         "defaultConfiguration": {"level": _LEVEL[f.severity]},
         "properties": props,
     }
@@ -135,14 +149,16 @@ def _rule(f: Finding) -> dict[str, Any]:
     return rule
 
 
-def _result(f: Finding, rule_index: int, patches: dict[str, Patch]) -> dict[str, Any] | None:
+def _result(
+    f: Finding, rule_index: int, patches: dict[str, Patch], prefix: str = ""
+) -> dict[str, Any] | None:
     if f.file:
-        locations = [_location(f.file, _region(f))]
+        locations = [_location(f.file, _region(f), prefix)]
     else:
         anchor = next((e for e in f.evidence if e.file), None)
         if anchor is None:
             return None  # GitHub needs a location; such findings stay in the JSON/Markdown
-        locations = [_location(anchor.file or "", {"startLine": anchor.line or 1})]
+        locations = [_location(anchor.file or "", {"startLine": anchor.line or 1}, prefix)]
     result: dict[str, Any] = {
         "ruleId": f.rule_id,
         "ruleIndex": rule_index,
@@ -164,14 +180,14 @@ def _result(f: Finding, rule_index: int, patches: dict[str, Patch]) -> dict[str,
     for i, e in enumerate(f.evidence, start=1):
         if not e.file:
             continue
-        loc = _location(e.file, {"startLine": max(1, e.line or 1)})
+        loc = _location(e.file, {"startLine": max(1, e.line or 1)}, prefix)
         loc["id"] = i
         loc["message"] = {"text": e.message[:1000]}
         related.append(loc)
     if related:
         result["relatedLocations"] = related
     if f.fix_patch_id and f.fix_patch_id in patches:
-        fix = _fix(patches[f.fix_patch_id])
+        fix = _fix(patches[f.fix_patch_id], prefix)
         if fix is not None:
             result["fixes"] = [fix]
             result["properties"]["fixPatchId"] = f.fix_patch_id
@@ -179,8 +195,12 @@ def _result(f: Finding, rule_index: int, patches: dict[str, Patch]) -> dict[str,
     return result
 
 
-def to_sarif(report: QualityReport) -> dict[str, Any]:
-    """SARIF 2.1.0 log for ``report`` (a dict ready for ``json.dump``)."""
+def to_sarif(report: QualityReport, source_root: Path | None = None) -> dict[str, Any]:
+    """SARIF 2.1.0 log for ``report`` (a dict ready for ``json.dump``).
+
+    URIs are relative to ``source_root``: by default the git work tree that
+    holds the project, so a project in a sub-folder of a repository still
+    maps onto the repository's files in code scanning."""
     patches = {p.id: p for p in report.patches}
     tools: dict[str, list[Finding]] = {}
     for r in report.roles:
@@ -190,19 +210,29 @@ def to_sarif(report: QualityReport) -> dict[str, Any]:
         tools.setdefault(f.tool, []).append(f)
     base: dict[str, Any] = {}
     project = Path(report.project)
-    if project.is_absolute():
-        base = {"%SRCROOT%": {"uri": project.as_uri().rstrip("/") + "/"}}
+    root = source_root or _source_root(project)
+    prefix = ""
+    if root is not None and project.is_absolute():
+        try:
+            sub = project.relative_to(root).as_posix()
+        except ValueError:
+            sub = "."
+        prefix = "" if sub == "." else sub + "/"
+        base = {"%SRCROOT%": {"uri": root.as_uri().rstrip("/") + "/"}}
     runs = []
     for tool, findings in tools.items():
         rules: list[dict[str, Any]] = []
         index: dict[str, int] = {}
         results = []
         omitted = 0
+        titles: dict[str, set[str]] = {}
+        for f in findings:
+            titles.setdefault(f.rule_id, set()).add(f.title)
         for f in findings:
             if f.rule_id not in index:
                 index[f.rule_id] = len(rules)
-                rules.append(_rule(f))
-            res = _result(f, index[f.rule_id], patches)
+                rules.append(_rule(f, len(titles[f.rule_id]) == 1))
+            res = _result(f, index[f.rule_id], patches, prefix)
             if res is None:
                 omitted += 1
             else:
