@@ -101,6 +101,7 @@ DANGEROUS = [
     "git apply --index fix.patch",
     "git apply --cached fix.patch",
     "git update-index --assume-unchanged x",
+    "git update-index --refresh --add new.txt",
     "git read-tree HEAD",
     "git commit-tree HEAD^{tree} -m x",
     "git hash-object -w file.txt",
@@ -358,6 +359,16 @@ SAFE = [
     "git diff -- 'file with spaces.txt'",
     'git log --author="Jane Doe" -- src/',
     "bash <<EOF\ngit status\nEOF",
+    "git update-index -q --refresh",
+    "git describe --dirty --tags --long --match '*[0-9]*'",
+    "git config --local --get core.bare",
+    "git config --bool core.bare",
+    "git diff-index --quiet HEAD --",
+    "git rev-parse --is-inside-work-tree",
+    "git ls-files -z --cached --others --exclude-standard",
+    "git --no-optional-locks status --porcelain",
+    "git notes --ref review show HEAD",
+    "git diff --no-index a.txt b.txt",
 ]
 
 

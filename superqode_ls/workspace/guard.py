@@ -1152,6 +1152,15 @@ def _lfs(args):
     return ("git lfs commands change LFS objects, hooks or config", "inspect with `git lfs status`")
 
 
+def _update_index(args):
+    # A stat refresh is what `git status` does on its own; anything else edits entries.
+    refresh = {"--refresh", "--really-refresh"}
+    harmless = refresh | {"-q", "--ignore-submodules", "--unmerged", "--ignore-missing"}
+    if any(a in refresh for a in args) and all(a in harmless for a in args):
+        return None
+    return _R["update-index"]
+
+
 def _bundle(args):
     _, pos = _split(args)
     if pos and pos[0] in ("verify", "list-heads"):
@@ -1184,6 +1193,7 @@ _RULES = {
     "fsck": _fsck,
     "lfs": _lfs,
     "bundle": _bundle,
+    "update-index": _update_index,
 }
 
 
