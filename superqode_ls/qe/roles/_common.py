@@ -138,10 +138,14 @@ def assign_ids(findings: Iterable[Finding]) -> list[Finding]:
     for ids in groups.values():
         if len(ids) < 2:
             continue
-        ids.sort(key=lambda i: (out[i].range.start_line if out[i].range else 0, i))
+        ids.sort(key=lambda i: (_line(out[i]), i))
         for n, i in enumerate(ids[1:], start=2):
             out[i] = out[i].model_copy(update={"id": f"{out[i].id}-{n}"})
     return out
+
+
+def _line(f: Finding) -> int:
+    return f.range.start_line if f.range is not None else 0
 
 
 def fingerprint(rule_id: str, *parts: str) -> str:
