@@ -90,7 +90,7 @@ def _op_delete(repo, rng):
 
 
 def _op_staged_delete(repo, rng):
-    run_git(repo, "rm", "-q", "--cached", "src/util.py")
+    run_git(repo, "rm", "-q", "-f", "--cached", "src/util.py")
 
 
 def _op_chmod(repo, rng):

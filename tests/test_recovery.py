@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 from tests.conftest import run_git
 from tests.safety_helpers import (
@@ -194,3 +195,28 @@ def test_repo_marker_is_read(make_repo):
     (repo_dir(repo) / "repo.json").write_text(json.dumps({"owner": "someone-else"}))
     assert recovery.read_repo_marker(repo_dir(repo)) is None
     recovery.clean_sessions(recovery.scan(), force=True)
+
+
+def test_registration_half_written_by_a_killed_git(make_repo):
+    repo = make_repo()
+    sid = crash_session(repo)
+    info = recovery.find_session(sid)
+    reg = repo / ".git" / "worktrees" / sid
+    # As if `git worktree add` died right after making the entry.
+    shutil.rmtree(info.sandbox)
+    shutil.rmtree(reg)
+    reg.mkdir()
+    (reg / "locked").write_text("initializing")
+    # A user's broken entry and a young session-like one are not touched by prune.
+    user = repo / ".git" / "worktrees" / "feature"
+    user.mkdir()
+    (user / "locked").write_text("initializing")
+    young = repo / ".git" / "worktrees" / "qe-20200101-000000-abcdef"
+    young.mkdir()
+    assert recovery.prune_worktrees(repo) == []
+    old = time.time() - 2 * recovery.INCOMPLETE_GRACE_S
+    os.utime(young, (old, old))
+    assert recovery.prune_worktrees(repo) == ["qe-20200101-000000-abcdef"]
+    # The session's own half-made entry goes with the session.
+    recovery.clean_sessions(recovery.scan(repo))
+    assert registrations(repo) == ["feature"] and leftovers() == []

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable
@@ -295,6 +296,11 @@ def _discard_fallback(info: SessionInfo) -> None:
         except (GitError, OSError, ImportError):
             log.debug("remove_worktree failed for %s", info.id, exc_info=True)
     _rmtree(info.sandbox)
+    if info.repo is not None:
+        try:
+            remove_registration(info.repo, info.id, info.sandbox)
+        except (GitError, OSError):
+            log.debug("cannot remove registration of %s", info.id, exc_info=True)
     _rmtree(info.private)
     info.heartbeat.unlink(missing_ok=True)
     info.record_path.unlink(missing_ok=True)
@@ -389,6 +395,67 @@ def _prunable(repo: Path) -> list[Path]:
     return paths
 
 
+_REG_NAME = re.compile(r"^(qe-\d{8}-\d{6}-[0-9a-f]{6})\d*$")
+
+
+def _half_made_registrations(repo: Path, *, session_id: str | None = None,
+                             grace_s: float = 0.0) -> list[Path]:
+    """Entries git was killed while writing (``git worktree add`` interrupted:
+    the folder and git's ``initializing`` lock exist, ``gitdir`` not yet),
+    named like a session: of ``session_id``, or older than ``grace_s`` (a
+    younger one may belong to a session being created right now)."""
+    cd = _common_dir(repo)
+    if cd is None or not (cd / "worktrees").is_dir():
+        return []
+    found = []
+    now = time.time()
+    for entry in sorted((cd / "worktrees").iterdir()):
+        m = _REG_NAME.match(entry.name)
+        if not m or (entry / "gitdir").exists() or not entry.is_dir():
+            continue
+        if session_id is not None:
+            if m.group(1) == session_id:
+                found.append(entry)
+            continue
+        try:
+            age = now - entry.stat().st_mtime
+        except OSError:
+            continue
+        if age > grace_s:
+            found.append(entry)
+    return found
+
+
+def remove_registration(repo: Path, session_id: str, sandbox: Path) -> list[str]:
+    """Remove the registration of one discarded session, whole or half-made."""
+    if not repo.is_dir():
+        return []
+    cd = _common_dir(repo)
+    if cd is None or not (cd / "worktrees").is_dir():
+        return []
+    want = os.path.realpath(sandbox)
+    gone = []
+    for entry in sorted((cd / "worktrees").iterdir()):
+        m = _REG_NAME.match(entry.name)
+        if not m or m.group(1) != session_id:
+            continue
+        try:
+            target = (entry / "gitdir").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            target = None  # half-made: git died before writing it
+        except OSError:
+            continue
+        if target is not None and os.path.realpath(os.path.dirname(target)) != want:
+            continue
+        _rmtree(entry)
+        gone.append(entry.name)
+    try:
+        (cd / "worktrees").rmdir()
+    except OSError:
+        pass
+    return gone
+
+
 def prune_worktrees(repo: Path) -> list[str]:
     """Remove registrations of ours whose sandbox is gone (unlocking them
     first); returns their names. Safe to call any time: registrations of live
@@ -403,6 +470,7 @@ def prune_worktrees(repo: Path) -> list[str]:
             continue
         (entry / "locked").unlink(missing_ok=True)  # our own --lock
         stale.append(entry)
+    stale += _half_made_registrations(repo, grace_s=INCOMPLETE_GRACE_S)
     if not stale:
         return []
     foreign = [p for p in _prunable(repo)
