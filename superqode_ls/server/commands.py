@@ -81,8 +81,9 @@ def _fail(message: str) -> RequestFailed:
 
 def register(ls: SuperQodeServer) -> None:
     @ls.command("superqode.runQE")
-    def run_qe(ls: SuperQodeServer, *args):
+    async def run_qe(ls: SuperQodeServer, *args):
         a = parse(RunQEArgs, args, "superqode.runQE")
+        await ls.settings_ready()
         return start_from_args(ls, a, trigger="command")
 
     @ls.command("superqode.cancel")

@@ -61,9 +61,10 @@ def register(ls: SuperQodeServer) -> None:
             ls.publisher.mark(uri)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    def did_save(ls: SuperQodeServer, params: types.DidSaveTextDocumentParams) -> None:
+    async def did_save(ls: SuperQodeServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         folder = ls.folder_for_uri(uri)
+        await ls.settings_ready()
         if folder is None or not ls.settings_for(folder).runOnSave:
             return
         timers = ls.save_timers  # type: ignore[attr-defined]

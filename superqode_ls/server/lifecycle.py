@@ -33,7 +33,10 @@ def register(ls: SuperQodeServer) -> None:
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: SuperQodeServer, params: types.InitializedParams) -> None:
-        await refresh_settings(ls)
+        try:
+            await refresh_settings(ls)
+        finally:
+            ls.settings_loaded.set()
         from .recovery_prompt import offer_recovery
 
         ls.background(offer_recovery(ls), "recovery")
@@ -43,7 +46,12 @@ def register(ls: SuperQodeServer) -> None:
         ls: SuperQodeServer, params: types.DidChangeConfigurationParams
     ) -> None:
         if ls.client.configuration:
-            await refresh_settings(ls)
+            # Runs asked for meanwhile wait for the new settings (settings_ready).
+            ls.settings_loaded.clear()
+            try:
+                await refresh_settings(ls)
+            finally:
+                ls.settings_loaded.set()
             return
         try:
             new = settings_mod.parse(params.settings, ls.init_settings)

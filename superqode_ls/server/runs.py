@@ -301,7 +301,16 @@ def make_tracked(ls: SuperQodeServer, run: Run, finding: Finding, *, run_stale: 
 def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
     """Replace what the run covered by its final (filtered, verified) findings."""
     if report.cancelled:
-        return  # keep what streamed in; a cancelled run proves nothing about the rest
+        # Keep what streamed in (a cancelled run proves nothing about the rest),
+        # but say so if the files changed under it.
+        if report.stale:
+            for uri in ls.store.uris():
+                for t in ls.store.get(uri):
+                    if t.session_id == run.id and not t.run_stale:
+                        t.run_stale = True
+                        ls.store.touch(uri)
+                        ls.publisher.mark(uri)
+        return
     new = []
     for f in report.findings:
         t = make_tracked(ls, run, f, run_stale=report.stale)

@@ -69,6 +69,7 @@ class SuperQodeServer(LanguageServer):
         self.publisher: Any = None  # diagnostics.Publisher, set in create_server
         self.shutting_down = False
         self._tasks: set[asyncio.Task] = set()
+        self._settings_loaded: asyncio.Event | None = None
 
     # ---- folders and paths -------------------------------------------------
     def folder_paths(self) -> list[str]:
@@ -111,6 +112,19 @@ class SuperQodeServer(LanguageServer):
         # Keep the URI the client opened the file with, if it is open.
         uri = from_fs_path(os.path.join(folder, rel))
         return uri
+
+    @property
+    def settings_loaded(self) -> asyncio.Event:
+        if self._settings_loaded is None:
+            self._settings_loaded = asyncio.Event()
+        return self._settings_loaded
+
+    async def settings_ready(self, timeout: float = 5.0) -> None:
+        """Wait (briefly) for the first workspace/configuration answer."""
+        try:
+            await asyncio.wait_for(self.settings_loaded.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
 
     def settings_for(self, folder: str | None) -> Settings:
         if folder and folder in self.folder_settings:

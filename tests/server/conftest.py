@@ -180,8 +180,13 @@ def make_client() -> LanguageClient:
     return client
 
 
+_CURRENT: LanguageClient | None = None
+
+
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client))
 async def lsp(lsp_client: LanguageClient):
+    global _CURRENT
+    _CURRENT = lsp_client
     yield
     await lsp_client.shutdown_session()
 
@@ -231,7 +236,8 @@ async def wait_for(pred: Callable[[], Any], timeout: float = 60.0, what: str = "
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            seen = "; ".join(m.message for m in (_CURRENT.log_messages + _CURRENT.messages)) if _CURRENT else ""
+            raise AssertionError(f"timed out waiting for {what} (server said: {seen[-1500:]})")
         await asyncio.sleep(0.05)
 
 

@@ -1,0 +1,198 @@
+"""Sessions from the editor: progress and cancel, stale runs, runOnSave,
+settings without restart, multi-root, pull diagnostics, reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient
+
+from .conftest import progress_ended, run_and_wait, run_qe, start, superqode_diags, wait_for
+
+
+def progress_messages(client: LanguageClient, sid: str) -> list[str]:
+    out = []
+    for v in client.progress_reports.get(f"superqode/{sid}", []):
+        msg = getattr(v, "message", None) or getattr(v, "title", None)
+        if msg:
+            out.append(msg)
+    return out
+
+
+async def sessions(client: LanguageClient) -> list[dict]:
+    res = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
+    )
+    return res["sessions"]
+
+
+def plant(folder: Path, rel: str = "shop/planted.py", line: str = "x = 1  # PLANTED\n") -> Path:
+    p = folder / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(line, encoding="utf-8")
+    return p
+
+
+async def test_progress_shows_roles_and_counts_and_cancel_from_the_client_stops_the_run(
+    lsp: LanguageClient, shop: Path
+):
+    await start(lsp, shop)
+    plant(shop)
+    sid = await run_qe(lsp, {"roles": ["toy_tester", "toy_slow"]})
+    # runQE returned at once; the run goes on with progress until cancelled.
+    await wait_for(lambda: any("toy_slow started" in m for m in progress_messages(lsp, sid)), 60,
+                   "toy_slow to start")
+    begin = lsp.progress_reports[f"superqode/{sid}"][0]
+    assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable
+    await wait_for(lambda: any("toy_tester ok (1 finding(s))" in m for m in progress_messages(lsp, sid)),
+                   60, "toy_tester to report")
+    # Findings of finished roles are already on screen while the run goes on.
+    planted = from_fs_path(str(shop / "shop" / "planted.py"))
+    await wait_for(lambda: superqode_diags(lsp, planted), 10, "streamed finding")
+    server = psutil.Process(lsp._server.pid)
+    assert any("time.sleep" in " ".join(c.cmdline()) for c in server.children(recursive=True))
+    lsp.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=f"superqode/{sid}"))
+    end = await wait_for(lambda: progress_ended(lsp, sid), 60, "progress end")
+    assert "cancelled" in end.message
+    (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
+    assert s["state"] == "cancelled"
+    assert not [c for c in server.children(recursive=True) if c.is_running()
+                and c.status() != psutil.STATUS_ZOMBIE]
+    assert superqode_diags(lsp, planted)  # what was found before the cancel stays
+
+
+async def test_cancel_command_and_stale_run(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    plant(shop)
+    sid = await run_qe(lsp, {"roles": ["toy_tester", "toy_slow"]})
+    planted = from_fs_path(str(shop / "shop" / "planted.py"))
+    await wait_for(lambda: superqode_diags(lsp, planted), 60, "streamed finding")
+    # The user's files change under the running session...
+    pricing = shop / "shop" / "pricing.py"
+    pricing.write_text(pricing.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.cancel", arguments=[{"sessionId": sid}])
+    )
+    assert res == {"sessionId": sid, "cancelled": True}
+    await wait_for(lambda: progress_ended(lsp, sid), 60, "progress end")
+    # ...so its findings are marked stale, and the user is told.
+    await wait_for(lambda: all(d.message.startswith("[stale") for d in superqode_diags(lsp, planted)),
+                   10, "stale marking")
+    assert any("stale" in m.message for m in lsp.messages)
+    (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
+    assert s["stale"] is True
+
+
+async def test_run_on_save_runs_quick_mode_on_the_saved_file_debounced(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, settings={"runOnSave": True, "roles": ["toy_tester"]})
+    path = shop / "shop" / "pricing.py"
+    uri = lsp.editor.open(path)
+    lsp.editor.set_text(uri, lsp.editor.text(uri) + "SAVED = 1  # PLANTED\n")
+    lsp.editor.save(uri)
+    lsp.editor.save(uri)  # saved twice in a row: one run
+    d = await wait_for(lambda: superqode_diags(lsp, uri), 60, "diagnostic after save")
+    assert d[0].code == "TOY1"
+    runs = await sessions(lsp)
+    ours = [s for s in runs if s.get("files") is not None]
+    assert len(ours) == 1 and ours[0]["files"] == ["shop/pricing.py"] and ours[0]["mode"] == "quick"
+
+
+async def test_settings_change_without_restart(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, settings={"roles": ["lint_tester"]})
+    plant(shop)
+    sid = await run_and_wait(lsp)
+    catalog = from_fs_path(str(shop / "shop" / "catalog.py"))
+    planted = from_fs_path(str(shop / "shop" / "planted.py"))
+    assert superqode_diags(lsp, catalog) and not superqode_diags(lsp, planted)
+    lsp.set_configuration({"superqode": {"roles": ["toy_tester"], "mode": "deep"}})
+    lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    async def mode_of_next_run():
+        sid2 = await run_and_wait(lsp)
+        return sid2, [s for s in await sessions(lsp) if s["sessionId"] == sid2][0]
+
+    sid2, s = await mode_of_next_run()
+    assert sid2 != sid and s["mode"] == "deep"
+    await wait_for(lambda: superqode_diags(lsp, planted), 10, "toy finding")
+    # A finished whole-folder run replaces the previous one's findings.
+    await wait_for(lambda: not superqode_diags(lsp, catalog), 10, "lint findings replaced")
+
+
+async def test_invalid_settings_are_reported_and_previous_kept(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, settings={"mode": "sideways"})
+    await wait_for(lambda: any("superqode.mode" in m.message for m in lsp.log_messages), 10, "warning")
+    sid = await run_qe(lsp, {"roles": ["lint_tester"]})
+    (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
+    assert s["mode"] == "quick"
+    await wait_for(lambda: progress_ended(lsp, sid), 60, "end")
+
+
+async def test_multi_root_workspace(lsp: LanguageClient, shop: Path, make_repo):
+    other = make_repo({"lib/m.py": "y = 2  # PLANTED\n"}, name="second root")
+    plant(shop)
+    await start(lsp, [shop, other])
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.runQE", arguments=[{"roles": ["toy_tester"]}])
+    )
+    assert len(res["sessionIds"]) == 2 and res["sessionId"] == res["sessionIds"][0]
+    for sid in res["sessionIds"]:
+        await wait_for(lambda: progress_ended(lsp, sid), 60, "end")
+    in_other = from_fs_path(str(other / "lib" / "m.py"))
+    in_shop = from_fs_path(str(shop / "shop" / "planted.py"))
+    await wait_for(lambda: superqode_diags(lsp, in_other) and superqode_diags(lsp, in_shop), 10, "both")
+    folders = {s["folder"] for s in await sessions(lsp)}
+    assert {str(other.resolve()), str(shop.resolve())} <= folders
+    # A file URI runs in the folder that holds it.
+    sid = await run_and_wait(lsp, {"uri": in_other, "roles": ["toy_tester"]})
+    (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
+    assert s["folder"] == str(other.resolve()) and s["files"] == ["lib/m.py"]
+
+
+async def test_pull_diagnostics_with_result_ids_and_refresh(lsp: LanguageClient, shop: Path):
+    result = await start(lsp, shop, pull=True)
+    assert result.capabilities.diagnostic_provider is not None
+    path = plant(shop)
+    uri = lsp.editor.open(path)
+    await run_and_wait(lsp, {"roles": ["toy_tester"]})
+    await wait_for(lambda: lsp.diagnostic_refresh_count > 0, 10, "workspace/diagnostic/refresh")
+    assert uri not in lsp.diagnostics  # pull clients are not pushed to
+    report = await lsp.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert report.kind == "full" and report.result_id
+    (d,) = report.items
+    assert d.code == "TOY1" and d.source == "superqode"
+    again = await lsp.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                       previous_result_id=report.result_id)
+    )
+    assert again.kind == "unchanged" and again.result_id == report.result_id
+    lsp.editor.edit(uri, (0, 0), (0, 1), "z")  # edit the flagged line
+    after = await lsp.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                       previous_result_id=report.result_id)
+    )
+    assert after.kind == "full" and list(after.items) == []
+
+
+async def test_push_only_clients_are_not_offered_pull(lsp: LanguageClient, shop: Path):
+    result = await start(lsp, shop, editor="neovim")  # pull, but no refresh support
+    assert result.capabilities.diagnostic_provider is None
+
+
+async def test_show_report_opens_the_markdown_quality_report(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    sid = await run_and_wait(lsp, {"roles": ["lint_tester"]})
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.showReport", arguments=[{"sessionId": sid}])
+    )
+    assert res["shown"] is True
+    (shown,) = lsp.shown_documents
+    assert shown.uri == res["uri"] and shown.uri.endswith(".md")
+    from pygls.uris import to_fs_path
+
+    text = Path(to_fs_path(shown.uri)).read_text(encoding="utf-8")
+    assert sid in text
