@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from ...config import superqode_home
 from ...workspace.paths import SessionPaths, ensure_dir
 
 # Never copied: VCS data, SuperQode's own folder, environments, caches (a stale
@@ -105,6 +106,19 @@ def scratch_root(project: Path, session_id: str, purpose: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{purpose}-", dir=base))
 
 
+def pycache_dir() -> Path:
+    """Bytecode cache shared by runs (``PYTHONPYCACHEPREFIX``): test runners'
+    plugins compile once, not once per run. Entries mirror absolute paths."""
+    return superqode_home() / "cache" / "pycache"
+
+
+def drop_scratch(scratch: Path) -> None:
+    """Remove a scratch dir and its mirror in the bytecode cache."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    mirror = pycache_dir() / Path(os.path.realpath(scratch)).relative_to("/")
+    shutil.rmtree(mirror, ignore_errors=True)
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
     """Copy ``src`` to ``dst`` leaving out SKIP_DIRS; symlinks stay links."""
 
@@ -116,11 +130,20 @@ def copy_tree(src: Path, dst: Path) -> Path:
 
 
 def python_env(
-    base: dict[str, str], copy: Path, extra_paths: Iterable[Path] = ()
+    base: dict[str, str],
+    copy: Path,
+    extra_paths: Iterable[Path] = (),
+    pycache: Path | None = None,
 ) -> dict[str, str]:
     """Environment for Python processes in a scratch copy: the copy (and its
     ``src/``) first on sys.path so an editable install of the user's project
-    cannot shadow the copy; no bytecode written."""
+    cannot shadow the copy.
+
+    Bytecode goes to ``pycache`` (a scratch dir) when given, never beside the
+    sources. Without a bytecode cache every pytest start recompiles each
+    module it assertion-rewrites (whole plugin distributions such as
+    hypothesis): seconds per run, which is most of a mutant's cost.
+    """
     env = dict(base)
     paths = [str(p) for p in extra_paths] + [str(copy)]
     if (copy / "src").is_dir():
@@ -128,7 +151,11 @@ def python_env(
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if pycache is not None:
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PYTHONSTARTUP", None)
     return env
 

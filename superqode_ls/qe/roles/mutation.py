@@ -15,10 +15,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
+import itertools
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from collections import Counter
@@ -29,6 +32,7 @@ from typing import Any
 from ...config import superqode_home
 from ...models import Evidence, Finding, Severity
 from ...workspace.artifacts import atomic_write
+from ...workspace.proc import ProcResult
 from . import _scratch
 from ._mutators import (
     KINDS,
@@ -88,6 +92,8 @@ class MutationReport:
     mutants_s: float = 0.0
     total_s: float = 0.0
     workers: int = 1
+    fork_runs: int = 0
+    fork_fallbacks: int = 0
     baseline_failing: list[str] = field(default_factory=list)
 
     @property
@@ -121,6 +127,79 @@ class LineMap:
     startup_s: float
 
 
+class ForkRunner:
+    """One warm pytest launcher (``_forkserver``) per worker copy.
+
+    ``run`` returns None whenever the launcher cannot answer (not ready,
+    died, protocol broken); the caller then runs a fresh process instead.
+    """
+
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+        self.ok = True
+
+    @classmethod
+    async def start(cls, script: Path, cwd: Path, env: dict[str, str]) -> ForkRunner | None:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(script),
+            cwd=str(cwd),
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        runner = cls(proc)
+        try:
+            hello = await runner._read(120)
+        except BaseException:
+            await asyncio.shield(runner.close())
+            raise
+        if not hello or not hello.get("ready"):
+            await runner.close()
+            return None
+        return runner
+
+    async def _read(self, timeout: float) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+            return json.loads(line) if line else None
+        except (TimeoutError, ValueError):
+            return None
+
+    async def run(self, args: list[str], timeout: float) -> ProcResult | None:
+        if not self.ok or self.proc.returncode is not None:
+            return None
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps({"args": args, "timeout": timeout}) + "\n").encode())
+            await self.proc.stdin.drain()
+        except (ConnectionError, RuntimeError):
+            self.ok = False
+            return None
+        reply = await self._read(timeout + 30)
+        if reply is None or "rc" not in reply:
+            self.ok = False
+            await self.close()
+            return None
+        return ProcResult(
+            returncode=int(reply["rc"]),
+            stdout="",
+            stderr="",
+            duration_s=float(reply["duration"]),
+            timed_out=bool(reply["timed_out"]),
+        )
+
+    async def close(self) -> None:
+        self.ok = False
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            await self.proc.wait()
+
+
 class MutationTester(Role):
     name = "mutation_tester"
     tool = TOOL
@@ -128,10 +207,14 @@ class MutationTester(Role):
     modes = frozenset({"deep"})
     executes_code = True
 
-    def __init__(self, workers: int | None = None, use_cache: bool = True):
+    def __init__(
+        self, workers: int | None = None, use_cache: bool = True, fork_server: bool = True
+    ):
         self.workers = workers
         self.use_cache = use_cache
+        self.fork_server = fork_server
         self.report = MutationReport()
+        self._stamps = itertools.count(1)
 
     def unavailable(self) -> str | None:
         try:
@@ -200,7 +283,7 @@ class MutationTester(Role):
                     if not r.from_cache or not r.complete:
                         self._save_cache(r)
             if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+                _scratch.drop_scratch(scratch)
             report.total_s = time.monotonic() - started
 
         for r in results:
@@ -265,22 +348,38 @@ class MutationTester(Role):
         queue.reverse()  # pop() from the end keeps file order
         started = time.monotonic()
 
+        server = scratch / "plugins" / "superqode_forkserver.py"
+        shutil.copyfile(Path(__file__).with_name("_forkserver.py"), server)
+        use_server = self.fork_server and not ctx.config.roles.unit_test_command
+
         async def worker(copy: Path) -> None:
-            env = _scratch.python_env(ctx.env, copy)
-            while queue:
-                fr, m, tests = queue.pop()
-                expected = linemap.startup_s + sum(linemap.durations.get(t, 0.0) for t in tests)
-                timeout = max(MIN_MUTANT_TIMEOUT_S, factor * expected)
-                remaining = ctx.remaining()
-                if remaining is not None and remaining < timeout:
-                    fr.complete = False
-                    report.skip("out of time budget")
-                    continue
-                fr.results[m.key] = await self._run_mutant(
-                    ctx, copy, env, cmd, fr, m, tests, timeout
-                )
-                report.mutants_run += 1
-                ctx.emit("progress", role=self.name, message=f"mutant {report.mutants_run}")
+            env = _scratch.python_env(ctx.env, copy, pycache=_scratch.pycache_dir())
+            runner: ForkRunner | None = None
+            tried_runner = not use_server
+            try:
+                while queue:
+                    fr, m, tests = queue.pop()
+                    expected = linemap.startup_s + sum(linemap.durations.get(t, 0.0) for t in tests)
+                    timeout = max(MIN_MUTANT_TIMEOUT_S, factor * expected)
+                    remaining = ctx.remaining()
+                    if remaining is not None and remaining < timeout:
+                        fr.complete = False
+                        report.skip("out of time budget")
+                        continue
+                    if not tried_runner:
+                        tried_runner = True
+                        runner = await self._start_runner(server, copy, env, tests, timeout)
+                        if runner is None:
+                            report.fork_fallbacks += 1
+                    fr.results[m.key] = await self._run_mutant(
+                        ctx, copy, env, cmd, fr, m, tests, timeout, runner
+                    )
+                    report.fork_runs += runner is not None and runner.ok
+                    report.mutants_run += 1
+                    ctx.emit("progress", role=self.name, message=f"mutant {report.mutants_run}")
+            finally:
+                if runner is not None:
+                    await runner.close()
 
         async with asyncio.TaskGroup() as tg:
             for copy in copies:
@@ -300,7 +399,7 @@ class MutationTester(Role):
             f"[run]\ndata_file = {data_file}\nsource = {base}\nbranch = false\n",
             encoding="utf-8",
         )
-        env = _scratch.python_env(ctx.env, base, [plugin_dir])
+        env = _scratch.python_env(ctx.env, base, [plugin_dir], pycache=_scratch.pycache_dir())
         env["SUPERQODE_LINEMAP_OUT"] = str(out_file)
         cmd = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest"]
         cmd += ["-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
@@ -349,17 +448,17 @@ class MutationTester(Role):
         m: Mutant,
         tests: list[str],
         timeout: float,
+        runner: ForkRunner | None = None,
     ) -> dict[str, Any]:
         target = copy / fr.rel
-        selectors = (
-            tests if len(tests) <= MAX_NODE_IDS else sorted({t.split("::")[0] for t in tests})
-        )
-        argv = [*cmd, "-x", "-q", "--no-header", "-p", "no:cacheprovider", *selectors]
-        target.write_text(apply_edit(fr.text, m.edit), encoding="utf-8")
+        args = self._pytest_args(tests)
+        self._write(target, apply_edit(fr.text, m.edit))
         try:
-            res = await ctx.run(argv, cwd=copy, env=env, timeout=timeout)
+            res = await runner.run(args, timeout) if runner is not None else None
+            if res is None:
+                res = await ctx.run([*cmd, *args], cwd=copy, env=env, timeout=timeout)
         finally:
-            target.write_text(fr.text, encoding="utf-8")
+            self._write(target, fr.text)
         if res.timed_out:
             status = "timeout"
         elif res.returncode == 0:
@@ -374,6 +473,47 @@ class MutationTester(Role):
             "ntests": len(tests),
             "duration": round(res.duration_s, 3),
         }
+
+    async def _start_runner(
+        self, server: Path, copy: Path, env: dict[str, str], tests: list[str], timeout: float
+    ) -> ForkRunner | None:
+        runner = await ForkRunner.start(server, copy, env)
+        if runner is None:
+            return None
+        # The warm launcher must agree with a fresh process on the unmutated
+        # code (these tests passed under coverage), or it is not used at all.
+        res = await runner.run(self._pytest_args(tests), timeout)
+        if res is None or not res.ok:
+            await runner.close()
+            return None
+        return runner
+
+    @staticmethod
+    def _pytest_args(tests: list[str]) -> list[str]:
+        selectors = (
+            tests if len(tests) <= MAX_NODE_IDS else sorted({t.split("::")[0] for t in tests})
+        )
+        # -W: the warm launcher imports plugins before pytest can mark them for
+        # assertion rewriting; that warning must not fail a `-W error` project.
+        return [
+            "-x",
+            "-q",
+            "--no-header",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "ignore::pytest.PytestAssertRewriteWarning",
+            *selectors,
+        ]
+
+    def _write(self, target: Path, text: str) -> None:
+        # Bytecode is cached (see _scratch.python_env) and a .pyc is trusted
+        # while the source's mtime (whole seconds) and size match: two mutants
+        # of equal size written within one second would share a stale .pyc.
+        # A distinct mtime per write rules that out.
+        target.write_text(text, encoding="utf-8")
+        stamp = 1_000_000_000 + next(self._stamps)
+        os.utime(target, (stamp, stamp))
 
     # -- results ------------------------------------------------------------
 
@@ -458,6 +598,10 @@ class MutationTester(Role):
                 f"workers: {report.workers}; coverage run {report.coverage_s:.1f}s; "
                 f"{report.mutants_run} mutant run(s) in {report.mutants_s:.1f}s "
                 f"({report.mutants_per_s:.2f}/s); total {report.total_s:.1f}s"
+            ),
+            (
+                f"warm launcher runs: {report.fork_runs}; workers that fell back to "
+                f"fresh processes: {report.fork_fallbacks}"
             ),
         ]
         if report.baseline_failing:

@@ -105,7 +105,7 @@ class TestGenerator(Role):
                 await self._run_tests(ctx, tools, gen_dir, copy, generated)
             findings, kept = self._collect(ctx, copy, gen_dir, generated, skipped)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            _scratch.drop_scratch(scratch)
 
         crashed = sum(1 for g in generated if g.outcome == "crashed")
         reason = (
@@ -158,7 +158,7 @@ class TestGenerator(Role):
             "max_functions": ctx.config.roles.test_generator_max_functions,
         }
         spec_file.write_text(json.dumps(spec), encoding="utf-8")
-        env = _scratch.python_env(ctx.env, copy)
+        env = _scratch.python_env(ctx.env, copy, pycache=_scratch.pycache_dir())
         res = await ctx.run(
             [sys.executable, str(script), str(spec_file), str(out_file)],
             cwd=copy,
@@ -202,7 +202,7 @@ class TestGenerator(Role):
         # Own ini and rootdir: the project's pytest settings and conftest files
         # are for its tests, not for these.
         (gen_dir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-        env = _scratch.python_env(ctx.env, copy, [tools])
+        env = _scratch.python_env(ctx.env, copy, [tools], pycache=_scratch.pycache_dir())
         by_file = {g.test_file: g for g in generated}
         todo = [g.test_file for g in generated]
         attempt = 0

@@ -1,0 +1,270 @@
+"""mutation_tester: mutators on real source, the role on the bundled example
+and on small real repositories (real pytest and coverage subprocesses)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.config import Config
+from superqode_ls.qe.roles import get_role, mutation
+from superqode_ls.qe.roles._mutators import apply_edit, find_mutants, mutated_line, select
+from superqode_ls.qe.roles.base import RoleContext
+from superqode_ls.qe.roles.mutation import MutationTester, cache_dir
+from superqode_ls.workspace.artifacts import Artifacts
+from superqode_ls.workspace.paths import SessionPaths
+
+from .conftest import ROOT, write_files
+
+SID = "qe-20260101-000000-abcdef"
+EXPECTED = json.loads((ROOT / "tests" / "data" / "shop_expected_deep.json").read_text())
+
+
+def make_ctx(project: Path, **kw) -> RoleContext:
+    args = {
+        "session_id": SID,
+        "project": project,
+        "sandbox": project,
+        "config": Config(),
+        "mode": "deep",
+        "env": os.environ.copy(),
+        "artifacts": Artifacts(project, SID),
+        "trusted": True,
+    }
+    args.update(kw)
+    return RoleContext(**args)
+
+
+def tree_state(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".superqode" not in p.parts and ".git" not in p.parts
+    }
+
+
+# -- mutators -------------------------------------------------------------
+
+SOURCE = textwrap.dedent(
+    '''\
+    """Module docstring with 1 number."""
+
+
+    def f(a: int, b: int = 2) -> bool:
+        """Docstring."""
+        if a > b and not b:  # comment with ünïcode: é
+            return a + 1
+        print("x",
+              a)
+        return a is not None or b not in [3]
+
+
+    if __name__ == "__main__":
+        f(1)
+    '''
+)
+
+
+def test_mutators_cover_each_operator_kind_and_keep_lines():
+    ms = find_mutants(SOURCE, "m.py")
+    got = {(m.line, m.kind, m.original, m.replacement) for m in ms}
+    assert (6, "compare", ">", ">=") in got
+    assert (6, "boolean", "and", "or") in got
+    assert (6, "boolean", "not ", "") in got
+    assert (7, "arith", "+", "-") in got
+    assert (7, "constant", "1", "0") in got
+    assert (7, "return", "a + 1", "None") in got
+    assert (10, "compare", "is not", "is") in got
+    assert (10, "compare", "not in", "in") in got
+    assert any(m.kind == "call" and m.line == 8 for m in ms)
+    # Nothing from docstrings, annotations/defaults' annotations or the __main__ guard.
+    assert not [m for m in ms if m.line in (1, 5) or m.line >= 13]
+    assert not [m for m in ms if m.line == 4 and m.original in ("int", "bool")]
+    for m in ms:
+        new = apply_edit(SOURCE, m.edit)
+        compile(new, "m.py", "exec")
+        # Every mutant keeps the line count, so findings point at real lines.
+        assert len(new.splitlines()) == len(SOURCE.splitlines()), m
+    cmp = next(m for m in ms if m.kind == "compare" and m.line == 6)
+    assert mutated_line(SOURCE, cmp) == "    if a >= b and not b:  # comment with ünïcode: é"
+    assert cmp.description == "`>` becomes `>=`"
+
+
+def test_mutators_restrict_to_lines_and_select_spreads():
+    ms = find_mutants(SOURCE, "m.py", lines={7})
+    assert ms and {m.line for m in ms} == {7}
+    everything = find_mutants(SOURCE, "m.py")
+    picked = select(everything, 3)
+    assert len(picked) == 3
+    assert len({m.line for m in picked}) == 3
+
+
+# -- the role on the bundled example ----------------------------------------
+
+
+def test_example_surviving_boundary_mutant_and_cache(example_copy):
+    before = tree_state(example_copy)
+    role = get_role("mutation_tester")
+    ctx = make_ctx(example_copy, files=["shop/stats.py"])
+    out = asyncio.run(role.run(ctx))
+    assert out.status == "ok", out.reason
+    want = EXPECTED["mutation_tester"][0]
+    hits = [
+        f for f in out.findings if f.file == want["file"] and f.range.start_line == want["line"]
+    ]
+    assert len(hits) == 1, [(f.file, f.range.start_line, f.title) for f in out.findings]
+    f = hits[0]
+    assert f.rule_id == "mutation-survived"
+    assert f"`{want['from']}` becomes `{want['to']}`" in f.title
+    assert f"at line {want['line']}" in f.message
+    assert f.snippet == "return sum(1 for v in values if v > threshold)"
+    assert f.evidence[0].snippet.strip() == "return sum(1 for v in values if v >= threshold)"
+    assert f.id.startswith("mutation-survived-")
+    # Mutants the tests catch are not reported (mean's `/`, clamp's `>`...).
+    assert all(x.range.start_line == want["line"] for x in out.findings), out.findings
+    assert role.report.statuses["killed"] >= 5
+    assert role.report.mutants_run > 0
+    # The sandbox is shared: the role never writes in it; the scratch copies are gone.
+    assert tree_state(example_copy) == before
+    assert not any((SessionPaths(example_copy, SID).private / "scratch").iterdir())
+    artifacts = example_copy / ".superqode" / "qe-artifacts"
+    diffs = list((artifacts / "evidence").glob("*mutant-shop-stats.py-L11.diff"))
+    assert diffs and "+    return sum(1 for v in values if v >= threshold)" in diffs[0].read_text()
+    assert "shop/stats.py" in next((artifacts / "logs").glob("*mutation.log")).read_text()
+
+    # Same content: every result comes from the cache, no test runs at all.
+    again = MutationTester()
+    out2 = asyncio.run(again.run(make_ctx(example_copy, files=["shop/stats.py"])))
+    assert again.report.mutants_run == 0
+    assert again.report.files_cached == 1
+    assert [x.id for x in out2.findings] == [x.id for x in out.findings]
+    assert "from cache" in out2.reason
+    assert list(cache_dir().glob("*.json"))
+
+
+# -- small repositories -----------------------------------------------------
+
+CALC = {
+    "calc.py": textwrap.dedent(
+        """\
+        def is_adult(age):
+            return age >= 18
+
+
+        def never_tested(x):
+            return x * 2 > 10
+        """
+    ),
+    "tests/test_calc.py": textwrap.dedent(
+        """\
+        from calc import is_adult
+
+
+        def test_is_adult():
+            assert is_adult(30)
+            assert not is_adult(5)
+        """
+    ),
+}
+
+
+def test_only_covered_lines_are_mutated_and_edits_invalidate_cache(make_repo):
+    repo = make_repo(CALC)
+    role = MutationTester(workers=1)
+    out = asyncio.run(role.run(make_ctx(repo)))
+    assert out.status == "ok", out.reason
+    lines = {(f.file, f.range.start_line) for f in out.findings}
+    assert ("calc.py", 2) in lines  # `>=` -> `>` and 18 -> 19 both survive
+    assert not [f for f in out.findings if f.range.start_line >= 5]  # no test covers it
+    f = next(f for f in out.findings if f.range.start_line == 2)
+    assert len(f.evidence) == 2 and "more mutant" in f.message
+    assert "tests/test_calc.py::test_is_adult" in f.message
+
+    # A boundary test kills the mutants: the test files' hash changed, so the
+    # cache does not answer and the new result is computed.
+    write_files(
+        repo,
+        {
+            "tests/test_calc.py": CALC["tests/test_calc.py"]
+            + "\n\ndef test_boundary():\n    assert is_adult(18)\n    assert not is_adult(17)\n"
+        },
+    )
+    role2 = MutationTester(workers=1)
+    out2 = asyncio.run(role2.run(make_ctx(repo)))
+    assert role2.report.mutants_run > 0
+    assert out2.findings == []
+
+
+def test_failing_tests_do_not_judge_mutants(make_repo):
+    files = dict(CALC)
+    files["tests/test_calc.py"] += "\n\ndef test_broken():\n    assert is_adult(1)\n"
+    repo = make_repo(files)
+    role = MutationTester(workers=1)
+    out = asyncio.run(role.run(make_ctx(repo)))
+    assert out.status == "ok"
+    assert role.report.baseline_failing == ["tests/test_calc.py::test_broken"]
+    # Still judged by the passing test: the boundary mutant survives it.
+    assert any(f.range.start_line == 2 for f in out.findings)
+
+
+def test_budget_limit_and_skips_are_reported(make_repo, monkeypatch):
+    repo = make_repo(CALC)
+    cfg = Config()
+    cfg.roles.mutation_max_mutants = 1
+    role = MutationTester(workers=1)
+    out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
+    assert out.status == "ok"
+    assert role.report.mutants_run == 1
+    assert "over the mutant limit" in out.reason
+
+    # Fewer seconds left than a mutant may take: every mutant is skipped and
+    # said so, none is guessed.
+    monkeypatch.setattr(mutation, "MIN_MUTANT_TIMEOUT_S", 100_000.0)
+
+    async def little_time_left():
+        ctx = make_ctx(repo)
+        ctx.deadline = asyncio.get_running_loop().time() + 900
+        r = MutationTester(workers=1)
+        return r, await r.run(ctx)
+
+    r, out = asyncio.run(little_time_left())
+    assert out.status == "ok", out.reason
+    assert r.report.mutants_run == 0
+    assert "out of time budget" in out.reason
+    assert out.findings == []
+
+
+def test_skips_without_trust_or_tests(make_repo):
+    repo = make_repo({"calc.py": CALC["calc.py"]})
+    out = asyncio.run(MutationTester().run(make_ctx(repo)))
+    assert out.status == "skipped" and "no Python tests" in out.reason
+    out = asyncio.run(MutationTester().run(make_ctx(repo, trusted=False)))
+    assert out.status == "skipped" and "trusted" in out.reason
+
+
+def test_cancel_kills_test_processes_and_cleans_scratch(make_repo):
+    files = {
+        "slow.py": "def f(x):\n    return x > 1\n",
+        "tests/test_slow.py": (
+            "import time\nfrom slow import f\n\n\ndef test_f():\n"
+            "    time.sleep(30)\n    assert f(5)\n"
+        ),
+    }
+    repo = make_repo(files)
+
+    async def go():
+        task = asyncio.create_task(MutationTester(workers=1).run(make_ctx(repo)))
+        await asyncio.sleep(2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    scratch = SessionPaths(repo, SID).private / "scratch"
+    assert not any(scratch.iterdir())
+    # conftest's no_leftover_processes fixture fails the test if pytest survived.
