@@ -220,3 +220,28 @@ def test_registration_half_written_by_a_killed_git(make_repo):
     # The session's own half-made entry goes with the session.
     recovery.clean_sessions(recovery.scan(repo))
     assert registrations(repo) == ["feature"] and leftovers() == []
+
+
+def test_recover_api_actions(make_repo):
+    import pytest
+
+    from superqode_ls.workspace.errors import WorkspaceError
+
+    repo = make_repo()
+    sid = crash_session(repo, edits={"README.md": "fixed\n"})
+    info = recovery.find_session(sid)
+    with pytest.raises(WorkspaceError, match="unknown recover action 'explode'"):
+        recovery.recover(info, "explode")
+    kept = recovery.recover(info, "extract", keep=True)
+    assert kept.kept and kept.files == 1 and kept.patch.is_file()
+    assert recovery.find_session(sid).state == "kept"
+    gone = recovery.recover(recovery.find_session(sid), "discard")
+    assert gone.verified is True and "Verified" in gone.line and leftovers() == []
+    live = LiveSession(repo)
+    try:
+        with pytest.raises(WorkspaceError, match="still running"):
+            recovery.recover(recovery.find_session(live.id), "discard")
+    finally:
+        live.stop()
+    recovery.clean_sessions(recovery.scan())
+    assert leftovers() == []

@@ -39,11 +39,6 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * _UNIT_S[m.group(2)]
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
 def _duration_arg(text: str) -> float:
     try:
         return parse_duration(text)
@@ -195,49 +190,27 @@ def cmd_revert(args: argparse.Namespace) -> int:
 
 def cmd_recover(args: argparse.Namespace) -> int:
     info = _find(args.session)
-    if info.alive:
-        raise UsageError(f"{info.id} is still running (pid {info.record.pid if info.record else '?'});"
-                         " nothing to recover")
-    if info.record is None:
-        raise UsageError(f"{info.id} was interrupted before it was set up; "
-                         f"superqe revert {info.id} removes what is left")
-    if args.resume:
-        try:
-            recovery.mark_kept(info)
-        except WorkspaceError as e:
-            raise UsageError(str(e)) from None
-        info.heartbeat.touch()  # resuming counts as activity for the reaper
+    action = "resume" if args.resume else "extract"
+    try:
+        result = recovery.recover(info, action, keep=args.keep)
+    except WorkspaceError as e:
+        raise UsageError(str(e)) from None
+    if action == "resume":
         print(f"resumed {info.id}: the sandbox is yours at {info.sandbox}")
         print(f"superqe recover {info.id} saves its changes; superqe revert {info.id} removes it")
         return 0
-    if info.repo is None or not info.repo.is_dir():
-        raise UsageError(f"{info.id}: its project {info.repo} is gone; superqe clean removes it")
-    try:
-        from ..workspace.session import extract_patch
-
-        diff = extract_patch(info.record)
-    except Exception as e:
-        print(f"superqe: {info.id}: cannot extract changes: {_one_line(e)}",
-              file=sys.stderr)
-        return EXIT_FAILED
-    if diff.strip():
-        from ..workspace.artifacts import Artifacts
-
-        path = Artifacts(info.repo, info.id).prepare().write_patch("recovered", diff)
-        print(f"patch: {path}")
-        print(f"apply it with: git apply {path}")
+    if result.patch is not None:
+        print(f"patch: {result.patch} ({result.files} file(s))")
+        print(f"apply it with: git apply {result.patch}")
     else:
         print(f"{info.id}: no changes to recover")
-    if args.keep:
-        if info.state in recovery.ACTIVE_STATES or info.state == "interrupted":
-            recovery.mark_kept(info)
+    if result.kept:
         print(f"kept: {info.sandbox}")
         return 0
-    report = recovery.clean_sessions([info], force=True, verify_after=True)
-    _print_report(report, "removed")
-    if report.errors or any(ok is False for _, ok, _ in report.verifications):
-        return EXIT_FAILED
-    return 0
+    print(f"removed {info.id}")
+    if result.line:
+        print(f"{info.id}: {result.line}")
+    return EXIT_FAILED if result.verified is False else 0
 
 
 # -- clean ------------------------------------------------------------------

@@ -591,3 +591,68 @@ def utc_age(seconds: float) -> str:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
 
+
+
+@dataclass
+class RecoverResult:
+    id: str
+    action: str  # extract | resume | discard
+    patch: Path | None = None  # where the changes were saved
+    files: int = 0  # files the patch touches
+    kept: bool = False  # the sandbox is still there (state "kept")
+    verified: bool | None = None
+    line: str = ""  # the verification line, when the sandbox was removed
+
+
+def recover(info: SessionInfo, action: str = "extract", *, keep: bool = False) -> RecoverResult:
+    """What ``superqe recover`` and ``superqode.recover`` do with a session
+    whose owner is gone: ``extract`` saves its changes as a patch artifact
+    (then removes it unless ``keep``), ``resume`` adopts its sandbox,
+    ``discard`` removes it. Raises WorkspaceError with a one-line reason."""
+    if action not in ("extract", "resume", "discard"):
+        raise WorkspaceError(f"unknown recover action {action!r} (extract, resume or discard)")
+    if info.alive:
+        pid = info.record.pid if info.record else "?"
+        raise WorkspaceError(f"{info.id} is still running (pid {pid}); nothing to recover")
+    result = RecoverResult(info.id, action)
+    if action == "discard":
+        report = clean_sessions([info], force=True, verify_after=True)
+        _finish(result, report)
+        return result
+    if info.record is None:
+        raise WorkspaceError(f"{info.id} was interrupted before it was set up; "
+                             f"superqe revert {info.id} removes what is left")
+    if action == "resume":
+        mark_kept(info)
+        info.heartbeat.touch()  # resuming counts as activity for the reaper
+        result.kept = True
+        return result
+    if info.repo is None or not info.repo.is_dir():
+        raise WorkspaceError(f"{info.id}: its project {info.repo} is gone; superqe clean removes it")
+    session = _session_module()
+    fn = getattr(session, "extract_patch", None) if session else None
+    if fn is None:
+        raise WorkspaceError("extracting changes is not available")
+    try:
+        diff = fn(info.record)
+    except (GitError, OSError, ValueError) as e:
+        raise WorkspaceError(f"{info.id}: cannot extract its changes: {e}") from None
+    if diff.strip():
+        from .artifacts import Artifacts
+
+        result.patch = Artifacts(info.repo, info.id).prepare().write_patch("recovered", diff)
+        result.files = sum(1 for ln in diff.splitlines() if ln.startswith("diff --git "))
+    if keep:
+        if info.state in ACTIVE_STATES or info.state == "interrupted":
+            mark_kept(info)
+        result.kept = True
+        return result
+    _finish(result, clean_sessions([info], force=True, verify_after=True))
+    return result
+
+
+def _finish(result: RecoverResult, report: CleanReport) -> None:
+    if report.errors:
+        raise WorkspaceError(f"{result.id}: {report.errors[0][1]}")
+    for _sid, ok, line in report.verifications:
+        result.verified, result.line = ok, line
