@@ -1,0 +1,118 @@
+"""Trust (fail-closed) and recovery of interrupted sessions, from the editor."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient
+
+from superqode_ls.workspace.paths import SessionPaths, new_session_id, repo_key
+from superqode_ls.workspace.records import SessionRecord, write_record
+
+from .conftest import progress_ended, run_and_wait, start, superqode_diags, wait_for
+
+
+def plant(folder: Path) -> str:
+    p = folder / "shop" / "planted.py"
+    p.write_text("x = 1  # PLANTED\n", encoding="utf-8")
+    return from_fs_path(str(p))
+
+
+async def session_info(lsp: LanguageClient, sid: str) -> dict:
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
+    )
+    return next(s for s in res["sessions"] if s["sessionId"] == sid)
+
+
+async def test_untrusted_folder_runs_no_code_until_the_user_trusts_it(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    uri = plant(shop)
+    lsp.editor.replies = [("run this repository's code", "Not now")]
+    sid = await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
+    assert len(lsp.editor.prompts) == 1 and "toy_exec" in lsp.editor.prompts[0].message
+    info = await session_info(lsp, sid)
+    assert info["trusted"] is False
+    # The static role ran; the code-executing one did not.
+    diags = await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
+    assert len(diags) == 1
+    assert any("not trusted" in m.message for m in lsp.log_messages)
+    # Declined once: not asked again in this server's lifetime.
+    sid = await run_and_wait(lsp, {"roles": ["toy_exec"]})
+    assert len(lsp.editor.prompts) == 1 and (await session_info(lsp, sid))["trusted"] is False
+    assert not (Path(os.environ["SUPERQODE_HOME"]) / "trusted-folders.json").exists()
+
+
+async def test_trust_prompt_answer_is_remembered(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    uri = plant(shop)
+    lsp.editor.replies = [("run this repository's code", "Trust folder")]
+    sid = await run_and_wait(lsp, {"roles": ["toy_exec"]})
+    assert (await session_info(lsp, sid))["trusted"] is True
+    await wait_for(lambda: superqode_diags(lsp, uri), 10, "finding of the trusted role")
+    store = json.loads((Path(os.environ["SUPERQODE_HOME"]) / "trusted-folders.json").read_text())
+    assert store["folders"] == [str(shop.resolve())]
+    await run_and_wait(lsp, {"roles": ["toy_exec"]})
+    assert len(lsp.editor.prompts) == 1
+
+
+async def test_trusted_folders_setting_needs_no_prompt(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, settings={"trustedFolders": [str(shop)]})
+    uri = plant(shop)
+    sid = await run_and_wait(lsp, {"roles": ["toy_exec"]})
+    assert lsp.editor.prompts == [] and (await session_info(lsp, sid))["trusted"] is True
+    await wait_for(lambda: superqode_diags(lsp, uri), 10, "finding")
+
+
+def interrupted_session(repo: Path) -> tuple[str, SessionPaths]:
+    sid = new_session_id()
+    paths = SessionPaths(repo, sid)
+    paths.sandbox.mkdir(parents=True)
+    (paths.sandbox / "left-behind.txt").write_text("work in progress\n")
+    rec = SessionRecord(
+        id=sid, repo=str(repo.resolve()), repo_key=repo_key(repo), sandbox=str(paths.sandbox),
+        state="running", isolation="snapshot", pid=os.getpid(), pid_start=0.0,  # owner gone
+    )
+    write_record(paths.record, rec)
+    return sid, paths
+
+
+async def test_interrupted_session_offered_on_start_and_discarded(lsp: LanguageClient, shop: Path):
+    sid, paths = interrupted_session(shop)
+    lsp.editor.replies = [(sid, "Revert and discard")]
+    await start(lsp, shop)
+    prompt = await wait_for(lambda: lsp.editor.prompts, 30, "recovery prompt")
+    assert sid in prompt[0].message
+    assert [a.title for a in prompt[0].actions] == ["Resume", "Revert and discard", "View changes"]
+    await wait_for(lambda: not paths.record.exists() and not paths.sandbox.exists(), 30, "discard")
+    await wait_for(lambda: any(sid in m.message and "discarded" in m.message for m in lsp.log_messages),
+                   10, "log line")
+    assert (shop / "shop" / "catalog.py").exists()  # the project itself is untouched
+
+
+async def test_view_changes_and_resume_from_the_prompt(lsp: LanguageClient, shop: Path):
+    view_sid, view_paths = interrupted_session(shop)
+    resume_sid, resume_paths = interrupted_session(shop)
+    lsp.editor.replies = [(view_sid, "View changes"), (resume_sid, "Resume")]
+    await start(lsp, shop)
+    await wait_for(lambda: len(lsp.editor.prompts) == 2, 30, "two prompts")
+    shown = await wait_for(lambda: lsp.shown_documents, 30, "changes shown")
+    assert view_sid in shown[0].uri
+    assert view_paths.record.exists()  # viewing keeps the session
+    # Resume: the old sandbox goes, a new session runs on the folder.
+    await wait_for(lambda: not resume_paths.record.exists(), 30, "old sandbox dropped")
+    started = await wait_for(
+        lambda: [t for t in lsp.progress_reports if t.startswith("superqode/qe-")], 30, "new run"
+    )
+    new_sid = started[0].split("/", 1)[1]
+    assert new_sid not in (view_sid, resume_sid)
+    await wait_for(lambda: progress_ended(lsp, new_sid), 120, "resumed run to end")
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.recover",
+                                   arguments=[{"sessionId": view_sid, "action": "revert"}])
+    )
+    assert res["action"] == "revert" and not view_paths.record.exists()
