@@ -142,6 +142,12 @@ def test_secret_confidence_lowered_for_examples_and_tests():
     (test,) = _secrets.scan_text("client_secret = 'q8F!x2@Lm9#Vt4$Rz7%'", in_test=True)
     assert test.confidence < prod.confidence
     assert not _secrets.scan_text("password = 'aaaaaaaaaaaa'")  # no entropy
+    # names of where a secret lives are not secrets
+    assert not _secrets.scan_text('api_key_env = "SQ_MODEL_KEY"')
+    assert not _secrets.scan_text('token_url = "https://auth.example.org/oauth"')
+    (gh_prod,) = _secrets.scan_text("t = 'ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'")
+    (gh_test,) = _secrets.scan_text("t = 'ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'", in_test=True)
+    assert gh_test.confidence < gh_prod.confidence and gh_test.confidence >= 0.7
     assert not _secrets.scan_text("token = 'q8F!x2@Lm9#Vt4$Rz7%'  # pragma: allowlist secret")
 
 

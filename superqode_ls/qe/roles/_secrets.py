@@ -104,14 +104,22 @@ GENERIC = SecretRule(
     "secret-generic",
     "Hardcoded secret",
     re.compile(
-        r"(?i)\b[\w.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
-        r"|auth[_-]?key|private[_-]?key|client[_-]?secret)[\w.-]*['\"]?\s*(?::=|=|:|=>)\s*"
-        r"[rbuf]{0,2}(['\"])([^'\"\s]{8,})\1"
+        r"(?i)\b([\w.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
+        r"|auth[_-]?key|private[_-]?key|client[_-]?secret)[\w.-]*)['\"]?\s*(?::=|=|:|=>)\s*"
+        r"[rbuf]{0,2}(['\"])([^'\"\s]{8,})\2"
     ),
     Severity.high,
     0.7,
-    2,
+    3,
 )
+# Names that hold *about* a secret, not the secret: api_key_env = "MY_VAR".
+_NOT_SECRET_NAME = re.compile(
+    r"(?i)[_.-]?(env|name|file|path|url|uri|header|type|field|id|prefix|len|length|var"
+    r"|setting|label|param|hash|format|pattern|regex|policy|expiry|expires|ttl)s?$"
+)
+_ENV_VAR_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
+# Provider tokens in test files are usually fixtures.
+TEST_PENALTY = 0.15
 
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:<.*>|\$\{.*\}|\$[A-Z_]+|%\(.*\)s|\{\{.*\}\}|\{.*\}|x{4,}|\*{3,}|\.{3,}"
@@ -163,9 +171,17 @@ def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
                 note = ""
                 if "EXAMPLE" in value.upper():
                     confidence, note = 0.3, " (looks like a documentation example)"
+                elif in_test:
+                    confidence, note = confidence - TEST_PENALTY, " (in a test file)"
                 hits.append(
                     _hit(
-                        rule, lineno, line, m.start(rule.group), m.end(rule.group), confidence, note
+                        rule,
+                        lineno,
+                        line,
+                        m.start(rule.group),
+                        m.end(rule.group),
+                        round(confidence, 2),
+                        note,
                     )
                 )
                 found_specific = True
@@ -173,7 +189,9 @@ def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
             continue
         for m in GENERIC.pattern.finditer(line):
             value = m.group(GENERIC.group)
-            if _PLACEHOLDER.match(value) or value.isdigit():
+            if _PLACEHOLDER.match(value) or value.isdigit() or _ENV_VAR_NAME.match(value):
+                continue
+            if _NOT_SECRET_NAME.search(m.group(1)):
                 continue
             e = entropy(value)
             if e < 3.0:
@@ -186,8 +204,8 @@ def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
                     GENERIC,
                     lineno,
                     line,
-                    m.start(2),
-                    m.end(2),
+                    m.start(3),
+                    m.end(3),
                     round(confidence, 2),
                     f" (entropy {e:.1f} bits/char)",
                 )
