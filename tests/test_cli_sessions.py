@@ -163,15 +163,18 @@ def test_clean_older_than_and_running(capsys, make_repo):
     code, out, _ = _run(capsys, "clean", "--older-than", "7d")
     assert code == 0 and f"removed {old}" in out and "removed 1 session(s)" in out
     assert [s.id for s in recovery.scan()] == [new]
+    kept = crash_session(repo)
+    recovery.mark_kept(recovery.find_session(kept))
     live = LiveSession(repo)
     try:
         code, out, err = _run(capsys, "clean")
         assert code == 0 and f"removed {new}" in out
         assert "1 running session(s) left alone" in err
-        assert [s.id for s in recovery.scan()] == [live.id]
+        assert f"kept {kept}: kept on purpose" in err
+        assert sorted(s.id for s in recovery.scan()) == sorted([live.id, kept])
         code, out, _ = _run(capsys, "clean", "--force", "--json")
         data = json.loads(out)
-        assert data["removed"] == [live.id] and data["errors"] == []
+        assert sorted(data["removed"]) == sorted([live.id, kept]) and data["errors"] == []
     finally:
         live.stop()
     assert leftovers() == [] and registrations(repo) == [] and lock_holders() == []

@@ -219,7 +219,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
     from ..workspace.reaper import ReapReport, _remove_repo_dir, repo_gone
 
     sessions = recovery.scan()
-    report = recovery.clean_sessions(sessions, force=args.force, older_than_s=args.older_than)
+    # Sessions kept on purpose stay unless forced or explicitly aged out.
+    report = recovery.clean_sessions(sessions, force=args.force, older_than_s=args.older_than,
+                                     keep_kept=args.older_than is None)
     # Repositories that were deleted: their folder goes once it is empty.
     gone = ReapReport()
     for base in recovery.repo_bases():

@@ -500,12 +500,15 @@ class CleanReport:
     verifications: list[tuple[str, bool | None, str]] = field(default_factory=list)
 
 
-def removable(info: SessionInfo, *, force: bool, now: float | None = None) -> str | None:
+def removable(info: SessionInfo, *, force: bool, now: float | None = None,
+              keep_kept: bool = False) -> str | None:
     """Why ``info`` must be kept (None: it may go)."""
     if info.kind == "branch":
         return "branch worktree (see superqe worktree)"
     if force:
         return None
+    if keep_kept and info.state == "kept":
+        return "kept on purpose (exec --keep, recover --resume); --force removes it"
     if info.alive:
         return f"owner pid {info.record.pid if info.record else '?'} is still running"
     if info.record is None and info.age_s(now) < INCOMPLETE_GRACE_S:
@@ -519,6 +522,7 @@ def clean_sessions(
     force: bool = False,
     older_than_s: float | None = None,
     verify_after: bool = False,
+    keep_kept: bool = False,
     now: float | None = None,
 ) -> CleanReport:
     """Discard each session that may go; then prune our worktree
@@ -531,7 +535,7 @@ def clean_sessions(
         if older_than_s is not None and now - info.last_activity() < older_than_s:
             report.skipped.append((info, "newer than --older-than"))
             continue
-        why = removable(info, force=force, now=now)
+        why = removable(info, force=force, now=now, keep_kept=keep_kept)
         if why:
             report.skipped.append((info, why))
             continue
