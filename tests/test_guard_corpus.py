@@ -483,3 +483,39 @@ def test_environment_config_entries_are_judged_like_dash_c():
 def test_unbalanced_quotes_do_not_crash():
     assert command_is_blocked("git commit -m 'unterminated") is not None
     assert check_command_line('sh -c "git status') is not None
+
+
+def test_parser_never_crashes_on_arbitrary_text():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    alphabet = st.sampled_from(list("git commit-c=$()`'\"\\|&;<>{}!#\n\t *xargsh") + ["git "])
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.lists(alphabet, max_size=60).map("".join))
+    def check(text):
+        for v in check_command_line(text):
+            assert isinstance(v, GuardVerdict)
+            assert v.allowed or (v.reason and v.suggestion is not None)
+
+    check()
+
+
+def test_a_git_word_followed_by_anything_dangerous_is_never_allowed():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    prefixes = ["", "cd x && ", "sh -c '", "env A=1 ", "echo $(", "xargs ", "nice "]
+    suffixes = {"sh -c '": "'", "echo $(": ")"}
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(
+        st.sampled_from(prefixes),
+        st.sampled_from(["commit", "push", "reset --hard", "stash", "branch x", "add ."]),
+        st.lists(st.sampled_from(["-q", "-v", "--", "x", "-m msg"]), max_size=3),
+    )
+    def check(prefix, sub, extra):
+        line = f"{prefix}git {sub} {' '.join(extra)}{suffixes.get(prefix, '')}"
+        assert command_is_blocked(line) is not None, line
+
+    check()

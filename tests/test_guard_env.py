@@ -185,6 +185,19 @@ def test_dangerous_corpus_in_a_sealed_session_leaves_the_user_repo_unchanged(
     user_repo, sealed_session
 ):
     s, (before_fp, before) = sealed_session
+    # Reading works in the sealed sandbox through the guard, and sees the user's state.
+    reads = [
+        "git status --short",
+        "git diff --cached --stat",
+        "git log --oneline",
+        "git stash list",
+        "git branch --list",
+        "git tag -l",
+        "git config --get user.name",
+    ]
+    out = _run_lines(reads, s.sandbox, s.env())
+    assert [r.returncode for r in out] == [0] * len(reads), [r.stderr for r in out]
+    assert "src/app.py" in out[1].stdout and "v1" in out[5].stdout
     lines = [_fill(line, user_repo) for line in DANGEROUS if line not in NOT_RUN]
     results = _run_lines(lines, s.sandbox, s.env())
     assert _git_state(user_repo) == before
