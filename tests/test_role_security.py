@@ -99,8 +99,20 @@ def test_secrets_scan_masks_values(make_repo):
     dump = "".join(f.model_dump_json() for f in out.findings)
     assert token not in dump and "Zq8#pL2@vR9!kX4$mT7" not in dump
     (gh,) = [f for f in out.findings if f.rule_id == "secret-github-token"]
-    assert gh.severity.value == "critical" and gh.snippet.startswith('GITHUB_TOKEN = "ghp_***')
+    assert gh.severity.value == "critical" and gh.snippet is None
+    assert gh.evidence[0].snippet.startswith('GITHUB_TOKEN = "ghp_***')
     assert (gh.range.start_col, gh.range.end_col) == (17, 17 + len(token))
+
+
+def test_secret_ids_stable_and_distinct(make_repo):
+    a, b = "xoxb-1111111111-abcdefghijklmnop", "xoxb-2222222222-qrstuvwxyzabcdef"
+    repo = make_repo({"deploy/.env": f"A={a}\nB={b}\n"})
+    first = run_role(SecurityTester(), make_ctx(repo))
+    (repo / "deploy/.env").write_text(f"# moved\n\nB={b}\nA={a}\n")
+    second = run_role(SecurityTester(), make_ctx(repo))
+    ids = {f.evidence[0].snippet[:1]: f.id for f in first.findings}
+    again = {f.evidence[0].snippet[:1]: f.id for f in second.findings}
+    assert len(set(ids.values())) == 2 and ids == again
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ flagged line with the secret replaced."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -138,6 +139,10 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+def digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def mask(value: str) -> str:
     return value[:4] + "*" * max(4, len(value) - 4) if len(value) > 8 else "*" * len(value)
 
@@ -151,6 +156,7 @@ class SecretHit:
     masked_line: str
     confidence: float
     note: str
+    digest: str  # of the secret: a stable id that does not reveal it
 
 
 def _is_text(raw: bytes) -> bool:
@@ -223,7 +229,9 @@ def _hit(
         # A key block's marker; key material may follow on the same line
         # (service-account JSON with "\n" escapes): cut it off.
         masked = line[:end] + ("***" if line[end:].strip() else "")
-    return SecretHit(rule, lineno, start + 1, end + 1, masked, confidence, note)
+    return SecretHit(
+        rule, lineno, start + 1, end + 1, masked, confidence, note, digest(value or line)
+    )
 
 
 def scan_file(path: Path, in_test: bool = False) -> list[SecretHit]:

@@ -14,13 +14,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...models import Finding, Patch, Range, Severity
+from ...models import Evidence, Finding, Patch, Range, Severity
 from . import _secrets
 from ._common import (
     SKIP_DIRS,
     SourceCache,
     assign_ids,
     byte_col_to_char,
+    fingerprint,
     is_test_path,
     load_json,
     rel_to,
@@ -157,15 +158,30 @@ class SecurityTester(Role):
                 severity = Severity.info
             message = f"{test_id} ({r.get('test_name')}): {r.get('issue_text', '')}"
             title = r.get("issue_text", test_id).split(". ")[0].rstrip(".")
+            fid = ""
+            evidence: list[Evidence] = []
+            snippet = text
             if test_id in _PASSWORD_RULES:
-                # bandit quotes the password; keep it out of reports.
+                # bandit quotes the password; keep it out of reports (same
+                # treatment as the secrets scan).
                 m = re.search(r": '(.+)'$", r.get("issue_text", ""))
                 if m:
                     secret = m.group(1)
                     message, title = (
                         x.replace(secret, _secrets.mask(secret)) for x in (message, title)
                     )
-                    text = text.replace(secret, _secrets.mask(secret)) if text else text
+                    snippet = None
+                    fid = fingerprint(test_id, "bandit", rel, _secrets.digest(secret))
+                    if text:
+                        masked = text.replace(secret, _secrets.mask(secret))
+                        evidence.append(
+                            Evidence(
+                                message="flagged line (secret masked)",
+                                file=rel,
+                                line=line,
+                                snippet=masked,
+                            )
+                        )
             cwe = (r.get("issue_cwe") or {}).get("id")
             tags = ["bandit", r.get("test_name") or test_id]
             if cwe:
@@ -189,7 +205,9 @@ class SecurityTester(Role):
                     ),
                     tags=tags,
                     help_uri=r.get("more_info"),
-                    snippet=text,
+                    snippet=snippet,
+                    id=fid,
+                    evidence=evidence,
                 )
             )
         return out
@@ -234,7 +252,19 @@ class SecurityTester(Role):
                             end_col=hit.end_col,
                         ),
                         tags=["secrets", "CWE-798"],
-                        snippet=hit.masked_line,  # never the secret itself
+                        # No snippet: it would hold the secret (and a masked
+                        # one never matches the editor's text). The id comes
+                        # from a digest of the secret; the masked line is
+                        # evidence.
+                        id=fingerprint(hit.rule.id, "superqode-secrets", rel, hit.digest),
+                        evidence=[
+                            Evidence(
+                                message="flagged line (secret masked)",
+                                file=rel,
+                                line=hit.line,
+                                snippet=hit.masked_line,
+                            )
+                        ],
                     )
                 )
         for rel in py_files:
