@@ -69,13 +69,18 @@ def tree_state(root: Path) -> dict[str, str]:
 
 def git_apply_check(repo: Path, diff: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["git", "apply", "--check", "-"], input=diff, text=True, cwd=repo, capture_output=True
+        ["git", "apply", "--check", "-"],
+        input=diff,
+        text=True,
+        cwd=repo,
+        capture_output=True,
+        check=False,
     )
 
 
 def git_apply(repo: Path, diff: str) -> None:
     proc = subprocess.run(
-        ["git", "apply", "-"], input=diff, text=True, cwd=repo, capture_output=True
+        ["git", "apply", "-"], input=diff, text=True, cwd=repo, capture_output=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
 

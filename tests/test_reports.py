@@ -5,7 +5,7 @@ Markdown report, and the verdict rule."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -121,15 +121,15 @@ def make_report(tmp_path: Path, **over) -> QualityReport:
             severity=Severity.info,
         ).with_stable_id(),
     ]
-    data = dict(
-        session_id="qe-20260101-000000-abcdef",
-        project=str(tmp_path / "proj"),
-        mode="quick",
-        isolation="worktree",
-        base_commit="0123456789abcdef0123456789abcdef01234567",
-        started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
-        duration_s=12.5,
-        roles=[
+    data = {
+        "session_id": "qe-20260101-000000-abcdef",
+        "project": str(tmp_path / "proj"),
+        "mode": "quick",
+        "isolation": "worktree",
+        "base_commit": "0123456789abcdef0123456789abcdef01234567",
+        "started_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "duration_s": 12.5,
+        "roles": [
             RoleRun(
                 role="security_tester",
                 status="ok",
@@ -148,12 +148,12 @@ def make_report(tmp_path: Path, **over) -> QualityReport:
                 reason="not trusted: executes code",
             ),
         ],
-        findings=findings,
-        patches=[patch],
-        verdict="fail",
-        verification=Verification(verified=True),
-        artifacts={"json": "/x/qr.json"},
-    )
+        "findings": findings,
+        "patches": [patch],
+        "verdict": "fail",
+        "verification": Verification(verified=True),
+        "artifacts": {"json": "/x/qr.json"},
+    }
     data.update(over)
     return QualityReport(**data)
 
