@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.config import Config
-from superqode_ls.qe.roles import get_role, mutation
+from superqode_ls.qe.roles import _scratch, get_role, mutation
 from superqode_ls.qe.roles._mutators import apply_edit, find_mutants, mutated_line, select
 from superqode_ls.qe.roles.base import RoleContext
 from superqode_ls.qe.roles.mutation import MutationTester, cache_dir
@@ -23,6 +23,14 @@ from .conftest import ROOT, write_files
 
 SID = "qe-20260101-000000-abcdef"
 EXPECTED = json.loads((ROOT / "tests" / "data" / "shop_expected_deep.json").read_text())
+
+
+@pytest.fixture(autouse=True)
+def shared_pycache(tmp_path_factory, monkeypatch):
+    # Each test has its own SUPERQODE_HOME; sharing the bytecode cache between
+    # tests only saves recompiling pytest's plugins for every test.
+    d = tmp_path_factory.getbasetemp() / "shared-pycache"
+    monkeypatch.setattr(_scratch, "pycache_dir", lambda: d)
 
 
 def make_ctx(project: Path, **kw) -> RoleContext:
