@@ -187,3 +187,66 @@ def test_real_cli_with_bandit_and_ruff(make_repo):
     assert sum(1 for r, fl, ln in found if ln == 6 and r in ("B324", "S324")) == 1
     assert all(p["verified"] for p in report["patches"] if "f401" in p["id"])
     assert run_git(repo, "status", "--porcelain") == ""
+
+
+def test_ctrl_c_cancels_reverts_and_keeps_partial_report(make_repo):
+    import signal
+    import time
+
+    repo = make_repo({"app.py": APP})
+    code = (
+        "import sys\n"
+        "from superqode_ls.qe.roles import REGISTRY\n"
+        "from tests.qe_testroles import TOY_ROLES\n"
+        "REGISTRY.update(TOY_ROLES)\n"
+        "from superqode_ls.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "run", str(repo), "-r", "toy_tester", "-r", "toy_slow"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        seen = []
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            seen.append(line)
+            if "[toy_slow] started" in line:
+                break
+        assert any("[toy_slow] started" in ln for ln in seen), seen
+        time.sleep(0.5)  # let its subprocess start
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "cancelled: partial results" in out and "app.py:2" in out
+    assert "Verified: the project is exactly as before" in out
+    from superqode_ls.workspace.paths import working_root
+
+    assert not list(working_root().glob("*/qe/qe-*/"))
+    reports = list((repo / ".superqode" / "qe-artifacts" / "qr").glob("*.json"))
+    assert len(reports) == 1 and json.loads(reports[0].read_text())["cancelled"] is True
+
+
+def test_rich_display_renders_to_a_terminal_stream():
+    import io
+
+    from superqode_ls.events import EventBus
+    from superqode_ls.qe.display import RichDisplay
+
+    stream = io.StringIO()
+    display = RichDisplay(stream)
+    bus = EventBus("qe-20260101-000000-abcdef")
+    bus.subscribe(display)
+    bus.emit("session_start", project="/p", mode="quick", roles=["lint_tester"], isolation="auto")
+    bus.emit("role_start", role="lint_tester")
+    bus.emit("role_complete", role="lint_tester", status="ok", findings=3, duration_s=0.5, reason=None)
+    bus.emit("progress", message="verifying 1 fix(es)", done=0, total=1)
+    bus.emit("workspace.reverted", verified=True, differences=[], parked=False)
+    display.close()
+    text = stream.getvalue()
+    assert "lint_tester: done: 3 finding(s)" in text and "project verified unchanged" in text
