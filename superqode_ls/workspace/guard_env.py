@@ -168,7 +168,7 @@ def install_guard(
     bin_dir.mkdir(parents=True, exist_ok=True)
     hooks_dir.mkdir(parents=True, exist_ok=True)
     events = root / "events.jsonl"
-    events.touch()
+    events.write_bytes(b"")  # a re-install (reused private dir) starts a fresh record
     enabled = bool(getattr(cfg, "enabled", True)) if cfg is not None else True
     real_git = find_real_git(exclude=[bin_dir])
     token = secrets.token_hex(16)
