@@ -26,6 +26,9 @@ from .git import git
 Entry = tuple
 
 SKIP_TOP = {".superqode"}
+# A project inside a larger repository keeps its artifacts in its own
+# .superqode/, wherever it sits.
+SKIP_ANY = {".superqode"}
 _GIT_SKIP = {"objects"}
 _HASHED_GIT_FILES = {"HEAD", "index", "packed-refs", "config", "ORIG_HEAD", "FETCH_HEAD"}
 SESSION_WORKTREE_PREFIXES = ("qe-", "sq-")
@@ -93,7 +96,7 @@ def _walk(root: str, out: dict[str, Entry], skip_top: set[str], prefix: str = ""
         with it:
             for e in it:
                 name = e.name
-                if not rel and name in skip_top:
+                if (not rel and name in skip_top) or (skip_top and name in SKIP_ANY):
                     continue
                 r = f"{rel}{name}"
                 try:

@@ -83,3 +83,10 @@ def test_roundtrip_json(repo):
     fp = take_fingerprint(repo)
     again = Fingerprint.from_json(fp.to_json())
     assert compare(fp, again) == [] and fp.digest == again.digest
+
+
+def test_nested_superqode_folder_is_not_a_change(repo):
+    before = take_fingerprint(repo)
+    (repo / "b/.superqode/qe-artifacts").mkdir(parents=True)
+    (repo / "b/.superqode/qe-artifacts/r.json").write_text("{}")
+    assert compare(before, take_fingerprint(repo)) == []
