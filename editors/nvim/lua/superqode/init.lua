@@ -1,0 +1,379 @@
+-- SuperQode for Neovim 0.10+: starts superqode-ls for project buffers and adds
+-- :SuperQodeRun, :SuperQodeCancel, :SuperQodeFixAll, :SuperQodeSessions and
+-- :SuperQodeReport. Findings arrive as ordinary LSP diagnostics (source
+-- "superqode"); their fixes are ordinary code actions (vim.lsp.buf.code_action).
+local M = {}
+
+M.name = "superqode"
+
+local defaults = {
+  -- Command that starts the server; nil = look for it (see M.find_server).
+  cmd = nil,
+  -- Python interpreter that has superqode-ls installed, used when the
+  -- superqode-ls script is not on PATH: runs `python -m superqode_ls.server`.
+  python = nil,
+  filetypes = { "python" },
+  root_markers = { ".superqode", "pyproject.toml", "setup.py", ".git" },
+  -- The `superqode` settings section: mode, roles, runOnSave, isolation,
+  -- trustedFolders, provider (see docs/editors.md).
+  settings = {},
+  -- Echo $/progress of SuperQode sessions in the command line.
+  progress = true,
+  -- "auto": vim.lsp.config + vim.lsp.enable on 0.11+, an autocmd with
+  -- vim.lsp.start on 0.10. "start" forces the latter.
+  lsp_api = "auto",
+}
+
+M.options = vim.deepcopy(defaults)
+-- token -> { session = id, title, message, done } for every SuperQode progress seen.
+M.sessions = {}
+M.last_session = nil
+
+local function notify(msg, level)
+  vim.notify("SuperQode: " .. msg, level or vim.log.levels.INFO)
+end
+
+local function has(version)
+  return vim.fn.has("nvim-" .. version) == 1
+end
+
+--- The command that starts the server, or nil and the reason it was not found.
+function M.find_server(opts)
+  opts = opts or M.options
+  if opts.cmd then
+    local exe = type(opts.cmd) == "table" and opts.cmd[1] or opts.cmd
+    if vim.fn.executable(exe) == 1 then
+      return type(opts.cmd) == "table" and opts.cmd or { opts.cmd }
+    end
+    return nil, ("cmd %q is not executable"):format(exe)
+  end
+  if opts.python then
+    if vim.fn.executable(opts.python) == 1 then
+      return { opts.python, "-m", "superqode_ls.server" }
+    end
+    return nil, ("python %q is not executable"):format(opts.python)
+  end
+  local candidates = { "superqode-ls" }
+  local venv = vim.env.VIRTUAL_ENV
+  if venv and venv ~= "" then
+    table.insert(candidates, 1, venv .. "/bin/superqode-ls")
+  end
+  local root = vim.fs.root(0, { ".venv" })
+  if root then
+    table.insert(candidates, root .. "/.venv/bin/superqode-ls")
+  end
+  for _, c in ipairs(candidates) do
+    if vim.fn.executable(c) == 1 then
+      return { vim.fn.exepath(c) }
+    end
+  end
+  return nil, "superqode-ls not found on PATH, in $VIRTUAL_ENV or in the project's .venv"
+end
+
+M.install_hint = "install it with `pip install superqode-ls` (or `pip install -e .` in a checkout) "
+  .. "and set `cmd = { '/path/to/venv/bin/superqode-ls' }` or `python = '/path/to/venv/bin/python'` "
+  .. "in require('superqode').setup{}"
+
+local function settings_section()
+  return { superqode = M.options.settings or {} }
+end
+
+--- A running SuperQode client: the one attached to `bufnr`, else any.
+function M.client(bufnr)
+  local clients = vim.lsp.get_clients({ name = M.name, bufnr = bufnr or 0 })
+  if #clients == 0 then
+    clients = vim.lsp.get_clients({ name = M.name })
+  end
+  return clients[1]
+end
+
+local function request(client, method, params, handler, bufnr)
+  if has("0.11") then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+--- workspace/executeCommand on the SuperQode server; `on_result(result)` on success.
+function M.execute(command, arg, on_result, bufnr)
+  local client = M.client(bufnr)
+  if not client then
+    notify("the server is not running for this buffer (:checkhealth superqode)", vim.log.levels.WARN)
+    return false
+  end
+  if type(arg) == "table" and next(arg) == nil then
+    arg = vim.empty_dict() -- an empty Lua table would be sent as []
+  end
+  local params = { command = command, arguments = arg ~= nil and { arg } or {} }
+  request(client, "workspace/executeCommand", params, function(err, result)
+    if err then
+      notify(command .. ": " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return
+    end
+    if on_result then
+      on_result(result or vim.NIL)
+    end
+  end, bufnr or 0)
+  return true
+end
+
+local function buf_uri(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr or 0)
+  if name == "" then
+    return nil
+  end
+  return vim.uri_from_fname(name)
+end
+
+--- Start a QE session. opts: { mode = "quick"|"deep", file = bool, roles = {...} }.
+function M.run(opts)
+  opts = opts or {}
+  local arg = { mode = opts.mode, roles = opts.roles }
+  if opts.file then
+    arg.uri = buf_uri(0)
+  end
+  return M.execute("superqode.runQE", arg, function(result)
+    M.last_session = result.sessionId
+    notify("session " .. tostring(result.sessionId) .. " started")
+  end)
+end
+
+--- Sessions that are still running, as known from $/progress.
+function M.running()
+  local out = {}
+  for _, s in pairs(M.sessions) do
+    if not s.done then
+      table.insert(out, s.session)
+    end
+  end
+  return out
+end
+
+--- Cancel `session_id`, or every running session of this editor.
+function M.cancel(session_id)
+  local ids = session_id and { session_id } or M.running()
+  if #ids == 0 and M.last_session then
+    ids = { M.last_session }
+  end
+  if #ids == 0 then
+    notify("no running session")
+    return false
+  end
+  for _, id in ipairs(ids) do
+    M.execute("superqode.cancel", { sessionId = id }, function(result)
+      notify(("session %s: %s"):format(id, result.cancelled and "cancelling" or "already finished"))
+    end)
+  end
+  return true
+end
+
+--- Apply every verified fix: in the current file, or everywhere with `all`.
+function M.fix_all(all)
+  local arg = {}
+  if not all then
+    arg.uri = buf_uri(0)
+  end
+  return M.execute("superqode.applyAllFixes", arg, function(result)
+    notify(("applied %d fix(es)"):format(result.applied or 0))
+  end)
+end
+
+--- Open the Quality Report (the server asks Neovim to show it).
+function M.report(session_id)
+  return M.execute("superqode.showReport", { sessionId = session_id }, function(result)
+    if result.shown == false and result.uri then
+      vim.cmd.edit(vim.fn.fnameescape(vim.uri_to_fname(result.uri)))
+    end
+  end)
+end
+
+local function describe(s)
+  local parts = { s.sessionId, s.state or "?" }
+  if s.mode then
+    table.insert(parts, s.mode)
+  end
+  if s.findings then
+    table.insert(parts, ("%d finding(s)"):format(s.findings))
+  end
+  if s.verdict and s.verdict ~= vim.NIL then
+    table.insert(parts, s.verdict)
+  end
+  if s.onDisk then
+    table.insert(parts, "left on disk")
+  end
+  return table.concat(parts, "  ")
+end
+M.describe = describe
+
+--- List sessions; pick one to show its report, cancel or revert it.
+--- `on_list(sessions)` (optional) receives the list instead of the picker.
+function M.list_sessions(on_list)
+  return M.execute("superqode.listSessions", nil, function(result)
+    local sessions = result.sessions or {}
+    if on_list then
+      return on_list(sessions)
+    end
+    if #sessions == 0 then
+      notify("no sessions")
+      return
+    end
+    vim.ui.select(sessions, { prompt = "SuperQode sessions", format_item = describe }, function(s)
+      if not s then
+        return
+      end
+      local actions = { "Show report", "Cancel", "Revert" }
+      vim.ui.select(actions, { prompt = s.sessionId }, function(action)
+        if action == "Show report" then
+          M.report(s.sessionId)
+        elseif action == "Cancel" then
+          M.cancel(s.sessionId)
+        elseif action == "Revert" then
+          M.execute("superqode.revertSession", { sessionId = s.sessionId }, function(r)
+            notify(("session %s reverted%s"):format(
+              s.sessionId, r.verification and (": " .. r.verification) or ""))
+          end)
+        end
+      end)
+    end)
+  end)
+end
+
+--- One line for a statusline: the running session and its last progress message.
+function M.status()
+  for _, s in pairs(M.sessions) do
+    if not s.done then
+      return ("SuperQode %s: %s"):format(s.session, s.message or s.title or "running")
+    end
+  end
+  return ""
+end
+
+local function on_progress(ev)
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  if not client or client.name ~= M.name then
+    return
+  end
+  local params = ev.data.params or {}
+  local token, value = params.token, params.value or {}
+  if type(token) ~= "string" or type(value) ~= "table" then
+    return
+  end
+  local s = M.sessions[token] or { session = token:match("^superqode/(.*)$") or token }
+  M.sessions[token] = s
+  if value.kind == "begin" then
+    s.title, s.done = value.title, false
+  elseif value.kind == "end" then
+    s.done = true
+  end
+  s.message = value.message or s.message
+  s.kind = value.kind
+  if M.options.progress then
+    local text = ("%s: %s"):format(s.title or "SuperQode", s.message or value.kind)
+    vim.api.nvim_echo({ { text } }, false, {})
+  end
+end
+
+local function server_config(cmd)
+  return {
+    name = M.name,
+    cmd = cmd,
+    settings = settings_section(),
+    init_options = settings_section(),
+  }
+end
+
+local function start_for(bufnr, cmd)
+  if vim.bo[bufnr].buftype ~= "" then
+    return
+  end
+  local config = server_config(cmd)
+  config.root_dir = vim.fs.root(bufnr, M.options.root_markers)
+  vim.lsp.start(config, { bufnr = bufnr })
+end
+
+local function user_commands()
+  local cmd = vim.api.nvim_create_user_command
+  cmd("SuperQodeRun", function(o)
+    local run = {}
+    for _, a in ipairs(o.fargs) do
+      if a == "deep" or a == "quick" then
+        run.mode = a
+      elseif a == "file" or a == "%" then
+        run.file = true
+      else
+        return notify("unknown argument " .. a .. " (expected deep, quick, file)", vim.log.levels.ERROR)
+      end
+    end
+    M.run(run)
+  end, {
+    nargs = "*",
+    desc = "SuperQode: run a QE session (args: deep|quick, file)",
+    complete = function()
+      return { "deep", "quick", "file" }
+    end,
+  })
+  cmd("SuperQodeCancel", function(o)
+    M.cancel(o.args ~= "" and o.args or nil)
+  end, { nargs = "?", desc = "SuperQode: cancel the running session" })
+  cmd("SuperQodeFixAll", function(o)
+    M.fix_all(o.bang)
+  end, { bang = true, desc = "SuperQode: apply all verified fixes (! = every file)" })
+  cmd("SuperQodeSessions", function()
+    M.list_sessions()
+  end, { desc = "SuperQode: list sessions" })
+  cmd("SuperQodeReport", function(o)
+    M.report(o.args ~= "" and o.args or nil)
+  end, { nargs = "?", desc = "SuperQode: open the Quality Report" })
+end
+
+function M.setup(opts)
+  if not has("0.10") then
+    notify("needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+    return
+  end
+  M.options = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  user_commands()
+  local group = vim.api.nvim_create_augroup("superqode", { clear = true })
+  vim.api.nvim_create_autocmd("LspProgress", { group = group, callback = on_progress })
+
+  local cmd, why = M.find_server(M.options)
+  if not cmd then
+    M.missing = why
+    notify(why .. "; " .. M.install_hint, vim.log.levels.WARN)
+    return
+  end
+  M.missing = nil
+  M.cmd = cmd
+  if M.options.lsp_api ~= "start" and vim.lsp.config and vim.lsp.enable then
+    local config = server_config(cmd)
+    config.filetypes = M.options.filetypes
+    config.root_markers = M.options.root_markers
+    vim.lsp.config(M.name, config)
+    vim.lsp.enable(M.name)
+    if vim.v.vim_did_enter ~= 1 then
+      -- vim.lsp.enable only revisits open buffers after VimEnter; a buffer
+      -- loaded before that (nvim -S script.lua file.py) would stay detached.
+      for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.options.filetypes, vim.bo[buf].filetype) then
+          vim.api.nvim_exec_autocmds("FileType", { buffer = buf, modeline = false })
+        end
+      end
+    end
+  else
+    vim.api.nvim_create_autocmd("FileType", {
+      group = group,
+      pattern = M.options.filetypes,
+      callback = function(ev)
+        start_for(ev.buf, cmd)
+      end,
+    })
+    -- Buffers opened before setup().
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.options.filetypes, vim.bo[buf].filetype) then
+        start_for(buf, cmd)
+      end
+    end
+  end
+end
+
+return M

@@ -1,0 +1,86 @@
+"""Real editors driving the real server: Neovim, Emacs + eglot, VS Code
+(code-server). What each needs is installed by scripts/setup-editors.sh; a
+missing editor fails its tests with the command to run, never skips them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..conftest import ROOT, run_git
+
+BIN = Path(sys.executable).parent
+SERVER = BIN / "superqode-ls"
+ARTIFACTS = Path(os.environ.get("SUPERQODE_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts")) / "editors"
+SETUP_HINT = "run scripts/setup-editors.sh (scripts/test.sh does) to install the editors"
+
+# The planted problems the fast lint_tester finds in shop/catalog.py (1-based lines).
+EXPECTED = json.loads((ROOT / "tests" / "data" / "shop_expected.json").read_text())["problems"]
+CATALOG_LINT = {p["rule_id"]: p["line"] for p in EXPECTED
+                if p["role"] == "lint_tester" and p["file"] == "shop/catalog.py"}
+
+
+def require(path: Path | str | None, what: str) -> str:
+    if not path or not Path(path).exists():
+        pytest.fail(f"{what} not found ({path}); {SETUP_HINT}", pytrace=False)
+    return str(path)
+
+
+@pytest.fixture
+def editor_env(tmp_path, isolated_home) -> dict[str, str]:
+    """The environment an editor runs in: HOME/XDG/SUPERQODE_HOME from the
+    autouse fixture (already in os.environ), TMPDIR in the test's tmp."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    env = dict(os.environ)
+    env["TMPDIR"] = str(tmp)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    assert not SERVER.exists() or os.access(SERVER, os.X_OK)
+    require(SERVER, "superqode-ls")
+    return env
+
+
+def run_editor(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """Run an editor in its own process group; everything it started dies with it."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{cmd[0]} timed out after {timeout} s\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the server, if the editor left it behind
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def changed_files(repo: Path) -> list[str]:
+    """``git status`` of the repository: every tracked or untracked change."""
+    return sorted(run_git(repo, "status", "--porcelain", "--untracked-files=all").splitlines())
+
+
+def no_sandboxes_left(home: Path) -> list[Path]:
+    return [p for p in (home / ".superqode" / "working").glob("*/qe/*") if p.exists()]
+
+
+def artifact_dir(name: str) -> Path:
+    d = ARTIFACTS / name
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def copy_if_exists(src: Path, dst: Path) -> None:
+    if src.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)

@@ -1,0 +1,73 @@
+-- Shared by the Neovim scenarios: loads the plugin from SQ_PLUGIN, records
+-- results as JSON in SQ_RESULT and exits with the verdict as status.
+local H = { result = { steps = {} } }
+
+vim.opt.rtp:prepend(vim.env.SQ_PLUGIN)
+vim.opt.swapfile = false
+vim.opt.shortmess:append("F")
+
+function H.step(name, value)
+  table.insert(H.result.steps, name)
+  if value ~= nil then
+    H.result[name] = value
+  end
+end
+
+function H.wait(ms, pred, what)
+  if not vim.wait(ms, pred, 50) then
+    error("timed out after " .. ms .. " ms waiting for " .. what, 0)
+  end
+end
+
+function H.diags(bufnr)
+  local out = {}
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    if d.source == "superqode" then
+      table.insert(out, { lnum = d.lnum, code = d.code, severity = d.severity, message = d.message })
+    end
+  end
+  table.sort(out, function(a, b) return a.lnum < b.lnum end)
+  return out
+end
+
+function H.session_state(token_prefix)
+  for token, s in pairs(require("superqode").sessions) do
+    if token:find(token_prefix, 1, true) then
+      return s
+    end
+  end
+end
+
+local function finish(code)
+  H.result.exit = code
+  local f = assert(io.open(vim.env.SQ_RESULT, "w"))
+  f:write(vim.json.encode(H.result))
+  f:close()
+  -- Stop the server cleanly (shutdown + exit) so nothing outlives the editor.
+  local clients = vim.lsp.get_clients({ name = "superqode" })
+  for _, c in ipairs(clients) do
+    c:stop()
+  end
+  vim.wait(10000, function()
+    for _, c in ipairs(clients) do
+      if not c:is_stopped() then
+        return false
+      end
+    end
+    return true
+  end, 50)
+  vim.cmd("cquit " .. code)
+end
+
+function H.run(body)
+  local ok, err = xpcall(body, debug.traceback)
+  if not ok then
+    H.result.error = tostring(err)
+    io.stderr:write("scenario failed: " .. tostring(err) .. "\n")
+    finish(1)
+  else
+    finish(0)
+  end
+end
+
+return H

