@@ -221,7 +221,13 @@ class IsolatedSession:
             from .guard_env import install_guard
         except ImportError:
             return
-        self._guard = install_guard(self.private / "guard", self.config.qe.git_guard)
+        # Scope the guard to the user's repository and the sandbox: a project's
+        # own tests that git-init temporary repositories must keep working.
+        protect: list[Path] = [self.project, self.sandbox, self.private]
+        if self.isolation == "worktree":
+            protect.append(wt.user_git_dirs(self.project)[1])
+        self._guard = install_guard(self.private / "guard", self.config.qe.git_guard,
+                                    protect=protect)
         if self.isolation == "worktree":
             cfg = self.private / "git" / "common" / "config"
             for key, value in getattr(self._guard, "config_entries", []):
@@ -326,6 +332,10 @@ class IsolatedSession:
         if self._guard is not None:
             env = self._guard.env(env)
         return env
+
+    def internal_env(self) -> dict[str, str]:
+        """For SuperQode's own git writes in the sandbox (the guard lets them by)."""
+        return self._guard.internal_env() if self._guard is not None else {}
 
     def checkpoint_sync(self) -> str:
         assert self.store is not None

@@ -332,3 +332,22 @@ def test_generated_dirty_states(make_repo, ops):
     assert s.verification.verified, s.verification.differences
     assert compare(before, take_fingerprint(r)) == []
     shutil.rmtree(r)
+
+
+async def test_project_tests_may_use_temporary_repositories(repo, tmp_path):
+    """The git guard is scoped: a throwaway repo made by the project's own tests works,
+    the user's repository stays guarded."""
+    scratch = tmp_path / "scratch repo"
+    async with await IsolatedSession.create(repo, config=Config()) as s:
+        env = s.env()
+        script = (f"git init -q '{scratch}' && cd '{scratch}' && echo x > f && git add f && "
+                  "git -c user.name=t -c user.email=t@t commit -qm c && git branch side")
+        proc = subprocess.run(["bash", "-c", script], cwd=s.sandbox, env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        blocked = subprocess.run(["git", "commit", "--allow-empty", "-qm", "x"], cwd=s.sandbox,
+                                 env=env, capture_output=True, text=True)
+        assert blocked.returncode != 0 and "blocked" in blocked.stderr
+        assert s.guard_events()
+    assert "side" in run_git(scratch, "branch")
+    assert s.verification.verified
