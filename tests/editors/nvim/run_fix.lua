@@ -48,6 +48,15 @@ H.run(function()
     end
     return true
   end, "the fixed finding to disappear")
+  H.step("disk_after_fix", table.concat(vim.fn.readfile(vim.api.nvim_buf_get_name(buf)), "\n") .. "\n")
+
+  -- :SuperQodeFixAll applies what is left (the F841 fix), then :write again.
+  local tick = vim.b[buf].changedtick
+  vim.cmd("SuperQodeFixAll")
+  H.wait(10000, function() return vim.b[buf].changedtick ~= tick end, "FixAll to edit the buffer")
+  vim.cmd.write()
+  H.wait(10000, function() return #H.diags(buf) == 0 end, "all findings to be fixed")
+  H.step("fixed_all")
 
   local listed
   sq.list_sessions(function(sessions) listed = sessions end)
