@@ -129,6 +129,18 @@ def test_collection_error(make_repo):
     assert f.range.start_line == 1
 
 
+def test_addopts_for_plugins_we_do_not_load(make_repo):
+    repo = make_repo(
+        {
+            "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--cov=pkg -n 2"\n',
+            "tests/test_a.py": "def test_a():\n    assert 1 == 2\n",
+        }
+    )
+    out = run_role(UnitTester(), make_ctx(repo))
+    assert out.status == "ok" and "without the project's addopts" in out.reason
+    assert [f.range.start_line for f in out.findings] == [2]
+
+
 def test_no_tests_is_skipped(make_repo):
     repo = make_repo({"pkg/__init__.py": "", "README.md": "x\n"})
     out = run_role(UnitTester(), make_ctx(repo))

@@ -124,10 +124,34 @@ class UnitTester(Role):
     ) -> tuple[RoleOutput, float]:
         """The run's output and how long the suite took."""
         res, records = await self._invoke(ctx, targets, limit)
+        output = res.stdout + res.stderr
+        if (
+            res.returncode == 4
+            and not records
+            and not ctx.config.roles.unit_test_command
+            and "unrecognized arguments" in output
+        ):
+            # The project's addopts name plugins SuperQode's interpreter does
+            # not load (-n, --cov...): run once more without them.
+            bad = next(
+                (line for line in output.splitlines() if "unrecognized arguments" in line), ""
+            )
+            res, records = await self._invoke(ctx, targets, limit, ["-o", "addopts="])
+            out = self._outcome(ctx, res, records)
+            note = (
+                f"ran without the project's addopts ({bad.split('error:', 1)[-1].strip()}); "
+                "set roles.unit_test_command to use the project's own environment"
+            )
+            out.reason = f"{out.reason}; {note}" if out.reason else note
+            return out, res.duration_s
         return self._outcome(ctx, res, records), res.duration_s
 
     async def _invoke(
-        self, ctx: RoleContext, targets: list[str], limit: float | None
+        self,
+        ctx: RoleContext,
+        targets: list[str],
+        limit: float | None,
+        extra: list[str] | None = None,
     ) -> tuple[ProcResult, list[dict[str, Any]]]:
         private = Path(tempfile.mkdtemp(prefix="superqode-pytest-"))
         try:
@@ -161,6 +185,7 @@ class UnitTester(Role):
                 "--color=no",
                 "--tb=short",
                 "-rN",
+                *(extra or []),
                 *(["--", *targets] if targets else []),
             ]
             res = await ctx.run(cmd, env=env, timeout=limit)
