@@ -12,7 +12,7 @@ from typing import Any
 
 from ...models import QualityReport
 
-SCHEMA_ID = "https://superqode.dev/schemas/qr.schema.json"
+SCHEMA_ID = "urn:superqode-ls:qr:1.0"
 DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "qr.schema.json"
 
 
