@@ -11,9 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
-
 SEARCH_WINDOW = 400
 
 
@@ -54,7 +51,10 @@ def _strip_prefix(name: str) -> str:
     return name
 
 
-def parse(diff: str) -> PatchSet:
+def parse(diff: str):
+    from unidiff import PatchSet  # only when a fix is asked for
+    from unidiff.errors import UnidiffParseError
+
     try:
         return PatchSet(diff)
     except (UnidiffParseError, ValueError) as e:

@@ -12,7 +12,9 @@ from typing import Any, Sequence
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
@@ -55,9 +57,29 @@ class ClientFeatures:
         return self.pull and self.refresh
 
 
+class _Dropped:
+    """A message already answered with an error; handle_message ignores it."""
+
+    jsonrpc = "dropped"
+
+
+class SuperQodeProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException:
+            # pygls logs a request it cannot read and never answers it, which
+            # leaves the client waiting forever: answer with InvalidParams.
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                err = JsonRpcInvalidParams(f"{data.get('method')}: malformed params")
+                self._send_response(data["id"], None, err.to_response_error())
+                return _Dropped()
+            raise
+
+
 class SuperQodeServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("superqode-ls", __version__)
+        super().__init__("superqode-ls", __version__, protocol_cls=SuperQodeProtocol)
         self.store = FindingStore()
         self.client: ClientFeatures = ClientFeatures(types.ClientCapabilities())
         self.encoding: str = "utf-16"

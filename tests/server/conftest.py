@@ -267,4 +267,8 @@ def superqode_diags(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
 
 @pytest.fixture
 def shop(example_copy: Path) -> Path:
+    # Artifacts of a session someone ran on examples/shop itself are not part of it.
+    import shutil
+
+    shutil.rmtree(example_copy / ".superqode", ignore_errors=True)
     return example_copy

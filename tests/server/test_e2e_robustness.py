@@ -1,0 +1,179 @@
+"""Bad input gets an LSP error or a logged line, never a crash or a hang;
+--tcp works; startup does not load the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient
+
+from .conftest import run_and_wait, start, superqode_diags, wait_for
+
+
+async def command(lsp: LanguageClient, name: str, *args):
+    return await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=list(args))
+    )
+
+
+async def alive(lsp: LanguageClient) -> None:
+    res = await command(lsp, "superqode.listSessions")
+    assert "sessions" in res
+
+
+@pytest.mark.parametrize(
+    "name,args,code,needle",
+    [
+        ("superqode.runQE", [{"roles": 5}], -32602, "roles"),
+        ("superqode.runQE", [{"mode": "sideways"}], -32602, "mode"),
+        ("superqode.runQE", [{"roles": ["no_such_role"]}], -32602, "unknown role"),
+        ("superqode.runQE", [["not", "an", "object"]], -32602, "object"),
+        ("superqode.runQE", [{"uri": "file:///etc/passwd"}], -32803, "outside the workspace"),
+        ("superqode.runQE", [{"uri": "untitled:Untitled-1"}], -32602, "not a file URI"),
+        ("superqode.cancel", [{}], -32602, "sessionId"),
+        ("superqode.cancel", [{"sessionId": "qe-nope"}], -32803, "no running session"),
+        ("superqode.applyFix", [{"findingId": "nope"}], -32803, "no finding"),
+        ("superqode.recover", [{"sessionId": "x", "action": "explode"}], -32602, "action"),
+        ("superqode.recover", [{"sessionId": "not-a-session", "action": "view"}], -32803, "not a session id"),
+        ("superqode.revertSession", [{"sessionId": "qe-20200101-000000-abcdef"}], -32803, "no session"),
+        ("superqode.showReport", [{}], -32803, "no Quality Report"),
+        ("superqode.noSuchCommand", [], -32602, "not defined"),
+    ],
+)
+async def test_bad_commands_get_error_responses(lsp: LanguageClient, shop: Path, name, args, code, needle):
+    await start(lsp, shop)
+    with pytest.raises(JsonRpcException) as exc:
+        await command(lsp, name, *args)
+    assert exc.value.code == code and needle in str(exc.value)
+    await alive(lsp)
+
+
+async def test_non_utf8_file_and_unknown_documents_do_not_break_the_server(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, editor="neovim")
+    bad = shop / "shop" / "latin1.py"
+    bad.write_bytes(b"# caf\xe9\nx = 1  # PLANTED\n")
+    uri = from_fs_path(str(bad))
+    sid = await run_and_wait(lsp, {"uri": uri, "roles": ["toy_tester", "lint_tester"]})
+    assert sid
+    await alive(lsp)
+    # Requests about documents the server never saw, and outside the workspace.
+    for target in (uri, "file:///nowhere/else.py"):
+        actions = await lsp.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=target),
+                range=types.Range(start=types.Position(1, 0), end=types.Position(1, 0)),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        assert all(getattr(a, "kind", None) != types.CodeActionKind.QuickFix for a in actions or [])
+        hover = await lsp.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=target),
+                              position=types.Position(99, 99))
+        )
+        assert hover is None
+    # A fix for a non-UTF-8 file is refused rather than guessed.
+    for d in superqode_diags(lsp, uri):
+        with pytest.raises(JsonRpcException):
+            await command(lsp, "superqode.applyFix", {"findingId": d.data["findingId"]})
+    assert bad.read_bytes() == b"# caf\xe9\nx = 1  # PLANTED\n"
+
+
+async def test_malformed_requests_get_errors(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    for n, (method, params) in enumerate(
+        [("textDocument/codeAction", {"textDocument": 42}),
+         ("workspace/executeCommand", {"command": 7}),
+         ("textDocument/hover", None)]
+    ):
+        # Sent raw: the typed client cannot even build these.
+        fut: Future = Future()
+        msg_id = f"malformed-{n}"
+        lsp.protocol._request_futures[msg_id] = fut
+        lsp.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        with pytest.raises(JsonRpcException):
+            await asyncio.wait_for(asyncio.wrap_future(fut), 30)
+    # A change for a document that was never opened is logged, not fatal.
+    lsp.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri="file:///never/opened.py", version=3),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text="x")],
+        )
+    )
+    await alive(lsp)
+
+
+def _frame(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _read_message(sock: socket.socket, deadline: float) -> dict:
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        if time.monotonic() > deadline:
+            raise AssertionError("no answer over TCP")
+        buf += sock.recv(65536)
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    length = int([h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0].split(b":")[1])
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    return json.loads(rest[:length])
+
+
+def test_tcp_mode_answers_initialize(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "superqode_ls.server", "--tcp", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError(f"server did not listen: {proc.stderr.read().decode() if proc.poll() is not None else ''}")
+                time.sleep(0.1)
+        with sock:
+            sock.sendall(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                 "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)),
+                                            "capabilities": {}}}))
+            msg = _read_message(sock, time.monotonic() + 30)
+            assert msg["id"] == 1
+            caps = msg["result"]["capabilities"]
+            assert "superqode.runQE" in caps["executeCommandProvider"]["commands"]
+            assert msg["result"]["serverInfo"]["name"] == "superqode-ls"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_bad_tcp_argument_is_a_usage_error():
+    proc = subprocess.run([sys.executable, "-m", "superqode_ls.server", "--tcp", "host:notaport"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "not a port" in proc.stderr
+
+
+def test_startup_does_not_load_the_engine():
+    code = (
+        "import sys; from superqode_ls.server.server import create_server; create_server();"
+        "heavy = [m for m in ('superqode_ls.qe.pipeline', 'superqode_ls.workspace.session', 'unidiff')"
+        " if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
