@@ -256,10 +256,11 @@ class Watcher:
             with self._cond:
                 while self._first_at is None and not self._stopping:
                     self._cond.wait()
-                if self._first_at is None and self._stopping:
+                first = self._first_at
+                if first is None:  # stopping with nothing pending
                     return
                 now = time.monotonic()
-                due = min(self._last_at + self.debounce, self._first_at + self.max_delay)
+                due = min(self._last_at + self.debounce, first + self.max_delay)
                 if now < due and not self._stopping:
                     self._cond.wait(due - now)
                     continue
