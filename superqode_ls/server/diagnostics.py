@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 FLUSH_DELAY = 0.05
 REFRESH_INTERVAL = 1.0
+CHUNK = 100  # documents per slice of a big publish
 
 
 def diagnostics_for(ls: SuperQodeServer, uri: str) -> list[dict[str, Any]]:
@@ -58,6 +59,7 @@ class Publisher:
         self._last_refresh = 0.0
         self._refresh_pending: asyncio.TimerHandle | None = None
         self.published = 0  # documents sent (bench/diagnostics)
+        self._sending: asyncio.Task | None = None
 
     def mark(self, *uris: str) -> None:
         self.dirty.update(uris)
@@ -66,15 +68,37 @@ class Publisher:
             self._handle = loop.call_later(FLUSH_DELAY, self.flush)
 
     def flush(self) -> None:
-        self._handle = None
-        dirty, self.dirty = self.dirty, set()
-        if not dirty:
+        """Send what is dirty: a small batch at once, a big one in slices that
+        yield to the event loop so requests are still answered meanwhile."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if not self.dirty:
             return
         if self.ls.client.pull_mode:
+            self.dirty.clear()
             self.request_refresh()
             return
-        for uri in dirty:
-            self.push(uri)
+        if len(self.dirty) <= CHUNK:
+            dirty, self.dirty = self.dirty, set()
+            for uri in dirty:
+                self.push(uri)
+            return
+        if self._sending is None or self._sending.done():
+            self._sending = self.ls.background(self._send_chunks(), "publish diagnostics")
+
+    async def _send_chunks(self) -> None:
+        while self.dirty:
+            batch = [self.dirty.pop() for _ in range(min(CHUNK, len(self.dirty)))]
+            for uri in batch:
+                self.push(uri)
+            await asyncio.sleep(0)
+
+    async def drain(self) -> None:
+        """Flush now and wait until everything dirty has been sent."""
+        self.flush()
+        while self._sending is not None and not self._sending.done():
+            await asyncio.shield(self._sending)
 
     def push(self, uri: str) -> None:
         params: dict[str, Any] = {"uri": uri, "diagnostics": diagnostics_for(self.ls, uri)}

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from .server import SuperQodeServer
 from .store import Tracked
 
 log = logging.getLogger(__name__)
+EVENT_SLICE = 200
 
 
 @dataclass(eq=False)
@@ -181,11 +183,27 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         )
         bus = EventBus(run.id)
 
+        queue: deque = deque()
+        consumer: list[asyncio.Task] = []
+
+        async def consume() -> None:
+            # Events are handled in slices so a role reporting thousands of
+            # findings at once does not stall requests.
+            while queue:
+                for _ in range(min(EVENT_SLICE, len(queue))):
+                    _on_event(ls, run, progress, queue.popleft())
+                await asyncio.sleep(0)
+
+        def enqueue(event) -> None:
+            queue.append(event)
+            if not consumer or consumer[0].done():
+                consumer[:] = [loop.create_task(consume())]
+
         def sink(event) -> None:
             if threading.get_ident() == loop_thread:
-                _on_event(ls, run, progress, event)
+                enqueue(event)
             else:
-                loop.call_soon_threadsafe(_on_event, ls, run, progress, event)
+                loop.call_soon_threadsafe(enqueue, event)
 
         bus.subscribe(sink)
         run.session = QESession(request, bus=bus, session_id=run.id)
@@ -201,8 +219,11 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             run.error = str(e)
         run.report = report
         run.patches = dict(run.session.patches) or {p.id: p for p in report.patches}
+        while consumer and not consumer[0].done():
+            await consumer[0]
         run.state = "cancelled" if report.cancelled else ("failed" if run.error else "done")
-        _finish(ls, run, report)
+        await _finish(ls, run, report)
+        await ls.publisher.drain()
         summary = _summary(run, report)
         progress.end(summary)
         ls.log(f"SuperQode: {summary}")
@@ -298,7 +319,7 @@ def make_tracked(ls: SuperQodeServer, run: Run, finding: Finding, *, run_stale: 
     return t
 
 
-def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
+async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
     """Replace what the run covered by its final (filtered, verified) findings."""
     if report.cancelled:
         # Keep what streamed in (a cancelled run proves nothing about the rest),
@@ -312,10 +333,12 @@ def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
                         ls.publisher.mark(uri)
         return
     new = []
-    for f in report.findings:
+    for n, f in enumerate(report.findings, 1):
         t = make_tracked(ls, run, f, run_stale=report.stale)
         if t is not None:
             new.append(t)
+        if n % EVENT_SLICE == 0:
+            await asyncio.sleep(0)
     uris = None
     if run.files is not None:
         uris = [u for u in (ls.uri_for(run.folder, rel) for rel in run.files) if u]
