@@ -245,3 +245,17 @@ def test_recover_api_actions(make_repo):
         live.stop()
     recovery.clean_sessions(recovery.scan())
     assert leftovers() == []
+
+
+def test_sandbox_whose_git_link_was_replaced_by_a_repository(make_repo):
+    repo = make_repo()
+    before = content_fingerprint(repo)
+    sid = crash_session(repo)
+    sandbox = recovery.find_session(sid).sandbox
+    (sandbox / ".git").unlink()  # an agent ran `rm -rf .git && git init`
+    run_git(sandbox, "init", "-q")
+    report = recovery.clean_sessions(recovery.scan(), verify_after=True)
+    assert [s.id for s in report.removed] == [sid] and not report.errors
+    assert report.verifications[0][1] is True
+    assert leftovers() == [] and registrations(repo) == [] and lock_holders() == []
+    assert content_fingerprint(repo) == before

@@ -315,7 +315,7 @@ def discard(info: SessionInfo) -> None:
         try:
             fn(info.record)
         except Exception:  # finish by hand whatever the engine could not
-            log.warning("discard_sandbox failed for %s; removing by hand", info.id, exc_info=True)
+            log.debug("discard_sandbox failed for %s; removing by hand", info.id, exc_info=True)
     _discard_fallback(info)
     try:
         Coordinator.at(info.base, info.repo).release_session(info.id)
