@@ -242,9 +242,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
         }, indent=2))
     else:
         _print_report(report, "removed")
-        print(f"removed {len(report.removed)} session(s), {len(report.pruned)} git worktree "
-              f"registration(s), {report.locks_cleared} stale lock(s)"
-              + (f", {len(gone.repo_dirs)} folder(s) of deleted projects" if gone.repo_dirs else ""))
+        print(f"removed {len(report.removed)} session(s) with their sandboxes and git worktree "
+              f"registrations; cleared {len(report.pruned)} left-over registration(s) and "
+              f"{report.locks_cleared} stale lock(s)"
+              + (f"; removed {len(gone.repo_dirs)} folder(s) of deleted projects"
+                 if gone.repo_dirs else ""))
         running = [s for s, why in report.skipped if s.alive]
         if running and not args.force:
             print(f"{len(running)} running session(s) left alone (--force removes them too)",
