@@ -259,3 +259,15 @@ def test_sandbox_whose_git_link_was_replaced_by_a_repository(make_repo):
     assert report.verifications[0][1] is True
     assert leftovers() == [] and registrations(repo) == [] and lock_holders() == []
     assert content_fingerprint(repo) == before
+
+
+def test_temp_files_of_a_cut_short_write_belong_to_the_session(make_repo):
+    repo = make_repo()
+    sid = crash_session(repo)
+    qe = repo_dir(repo) / "qe"
+    (qe / f".{sid}.json.k2j3h4").write_text("{half")
+    (qe / f".{sid}.heartbeat.x").write_text("")
+    [info] = recovery.scan(repo)
+    assert info.id == sid
+    recovery.clean_sessions([info])
+    assert leftovers() == []

@@ -120,6 +120,19 @@ class SessionInfo:
             times.append(created.timestamp())
         return max(times) if times else 0.0
 
+    def owned_paths(self) -> list[Path]:
+        """Every entry of ``qe/`` named after this session."""
+        try:
+            names = os.listdir(self.qe)
+        except OSError:
+            return []
+        out = []
+        for name in names:
+            m = _OWNED_NAME.match(name)
+            if m and m.group(1) == self.id:
+                out.append(self.qe / name)
+        return out
+
     def exists(self) -> bool:
         return any(p.exists() or p.is_symlink() for p in
                    (self.sandbox, self.record_path, self.private, self.heartbeat))
@@ -202,14 +215,15 @@ def _session_ids(qe: Path) -> set[str]:
     except OSError:
         return ids
     for name in names:
-        candidate = name
-        if candidate.startswith(".") and candidate.endswith(".d"):
-            candidate = candidate[1:-2]
-        for suffix in (".json", ".heartbeat"):
-            candidate = candidate.removesuffix(suffix)
-        if SESSION_ID_RE.match(candidate):
-            ids.add(candidate)
+        m = _OWNED_NAME.match(name)
+        if m:
+            ids.add(m.group(1))
     return ids
+
+
+# Everything in qe/ named after a session: the sandbox, record, heartbeat,
+# private folder, and temp files of an atomic write cut short (".<id>.json.x").
+_OWNED_NAME = re.compile(r"^\.?(qe-\d{8}-\d{6}-[0-9a-f]{6})(?:$|\.)")
 
 
 def repo_bases(root: Path | None = None) -> list[Path]:
@@ -303,6 +317,9 @@ def _discard_fallback(info: SessionInfo) -> None:
             log.debug("cannot remove registration of %s", info.id, exc_info=True)
     _rmtree(info.private)
     info.heartbeat.unlink(missing_ok=True)
+    for extra in info.owned_paths():
+        if extra != info.record_path:
+            _rmtree(extra)
     info.record_path.unlink(missing_ok=True)
 
 
