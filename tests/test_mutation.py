@@ -276,3 +276,25 @@ def test_cancel_kills_test_processes_and_cleans_scratch(make_repo):
     scratch = SessionPaths(repo, SID).private / "scratch"
     assert not any(scratch.iterdir())
     # conftest's no_leftover_processes fixture fails the test if pytest survived.
+
+
+def test_hanging_mutant_is_stopped_and_counts_as_killed(make_repo, monkeypatch):
+    repo = make_repo(
+        {
+            "loop.py": "def countdown(n):\n    while n > 0:\n        n -= 1\n    return n\n",
+            "tests/test_loop.py": (
+                "from loop import countdown\n\n\ndef test_countdown():\n"
+                "    assert countdown(3) == 0\n    assert countdown(-2) == -2\n"
+            ),
+        }
+    )
+    monkeypatch.setattr(mutation, "MIN_MUTANT_TIMEOUT_S", 4.0)
+    cfg = Config()
+    cfg.roles.mutation_timeout_factor = 0.01
+    role = MutationTester(workers=1)
+    out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
+    assert out.status == "ok", out.reason
+    # `n -= 1` -> `n -= 0` never ends: the warm launcher kills it at the limit.
+    results = json.loads(next(cache_dir().glob("*.json")).read_text())["results"]
+    assert results["3:13:constant:1->0"]["status"] == "timeout"
+    assert out.findings == []

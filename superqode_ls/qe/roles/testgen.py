@@ -33,6 +33,7 @@ TOOL = "hypothesis-ghostwriter"
 PER_TEST_S = 60.0
 MAX_EXAMPLES = 100
 GHOSTWRITE_TIMEOUT_S = 300.0
+BUDGET = "\0budget"  # _run_watched: the whole run hit the session's time budget
 
 HYPOTHESIS_PROFILE = """\
 from hypothesis import HealthCheck, settings
@@ -231,6 +232,11 @@ class TestGenerator(Role):
                     g.errors = ev.get("errors", [])
                 elif ev["event"] == "error":
                     g.outcome, g.note = "not run", "setup failed: " + ev.get("text", "")[-300:]
+            if hung == BUDGET:
+                for name in todo:
+                    if name not in seen or by_file[name].outcome == "not run":
+                        by_file[name].note = "out of time budget"
+                return
             if hung is not None and hung in by_file:
                 by_file[hung].outcome = "hung"
                 by_file[hung].note = f"still running after {PER_TEST_S:.0f}s"
@@ -251,7 +257,8 @@ class TestGenerator(Role):
             while True:
                 done, _ = await asyncio.wait({task}, timeout=0.5)
                 if done:
-                    task.result()
+                    if task.result().timed_out:
+                        return BUDGET
                     return None
                 last = _read_jsonl(events)[-1:] if events.exists() else []
                 if last and last[0]["event"] == "start":
