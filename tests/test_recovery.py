@@ -271,3 +271,16 @@ def test_temp_files_of_a_cut_short_write_belong_to_the_session(make_repo):
     assert info.id == sid
     recovery.clean_sessions([info])
     assert leftovers() == []
+
+
+def test_verify_after_discard_uses_the_fingerprint_read_before(make_repo):
+    repo = make_repo()
+    sid = crash_session(repo)
+    info = recovery.find_session(sid)
+    recovery.discard(info)
+    assert not info.private.exists()
+    ok, line = recovery.verify(info)
+    assert ok is True and line.startswith("Verified")
+    (repo / "README.md").write_text("changed since\n")
+    ok, line = recovery.verify(info)
+    assert ok is False and "README.md" in line

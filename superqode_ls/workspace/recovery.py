@@ -54,6 +54,9 @@ class SessionInfo:
     repo: Path | None
     alive: bool
     state: str  # record state; "interrupted" when its owner died; "incomplete" without record
+    # The session-start fingerprint, read by discard() before the private
+    # folder holding it goes, so verify() still works afterwards.
+    fingerprint_text: str | None = field(default=None, repr=False)
 
     @property
     def repo_key(self) -> str:
@@ -326,6 +329,8 @@ def _discard_fallback(info: SessionInfo) -> None:
 def discard(info: SessionInfo) -> None:
     """Remove everything of one session; idempotent, tolerant of half-made
     sessions and of repositories that no longer exist."""
+    if info.fingerprint_text is None:
+        info.fingerprint_text = saved_fingerprint(info)
     session = _session_module()
     fn = getattr(session, "discard_sandbox", None) if session else None
     if fn is not None and info.record is not None:
@@ -357,7 +362,7 @@ def verify(info: SessionInfo, fingerprint: str | None = None) -> tuple[bool | No
     from ..models import Verification
     from .fingerprint import Fingerprint, compare, take_fingerprint
 
-    text = fingerprint if fingerprint is not None else saved_fingerprint(info)
+    text = fingerprint or info.fingerprint_text or saved_fingerprint(info)
     if text is None:
         return None, "not verified: no fingerprint was stored for this session"
     if info.repo is None or not info.repo.is_dir():
