@@ -273,3 +273,18 @@ def test_deep_mode_fix_that_breaks_the_tests_is_not_verified(make_repo):
     assert not breaks.verified and "tests fail after the fix" in breaks.verification
     assert fine.verified and "tests re-run" in fine.verification
     assert report.verification.verified
+
+
+def test_task_cancelled_while_the_sandbox_is_made_leaves_nothing(make_repo):
+    repo = make_repo({"app.py": APP, **{f"m{i}.py": "x = 1\n" for i in range(50)}})
+
+    async def go():
+        task = asyncio.ensure_future(QESession(QERequest(repo, roles=["toy_tester"])).run())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert not [p for p in working_root().glob("*/qe/*") if not p.name.startswith(".")]
+    assert run_git(repo, "worktree", "list").count("\n") == 1

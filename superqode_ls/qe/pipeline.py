@@ -11,7 +11,7 @@ user's tree verified unchanged.
 from __future__ import annotations
 
 import asyncio
-import inspect
+import contextlib
 import logging
 import os
 import time
@@ -270,31 +270,15 @@ class QESession:
             isolation=res.isolation or "auto",
             files=res.files,
         )
-        factory = _session_factory()
-        kwargs: dict[str, Any] = {
-            "config": res.config,
-            "mode": res.mode,
-            "isolation": res.isolation,
-            "base_ref": self.request.base_ref,
-            "overlays": dict(self.request.overlays),
-            "bus": self.bus,
-        }
-        if "session_id" in inspect.signature(factory.create).parameters:
-            kwargs["session_id"] = self.id
         noise: NoiseResult | None = None
         failure: str | None = None
         isolation = res.isolation or "auto"
         base_commit = None
-        sandbox_session = None
         # Bad input (ConfigError / WorkspaceError) propagates from here with
         # nothing created.
-        sandbox_session = await factory.create(res.project, **kwargs)
+        sandbox_session = await self._create_sandbox(res)
         try:
             async with sandbox_session as s:
-                if getattr(s, "id", self.id) != self.id:
-                    self.id = s.id
-                    self.bus.session_id = s.id
-                    artifacts = Artifacts(res.project, s.id)
                 isolation = s.isolation
                 base_commit = s.base_commit
                 root = _sandbox_root(s, res.project)
@@ -337,6 +321,24 @@ class QESession:
         if failure:
             raise SessionFailed(failure, report)
         return report
+
+    async def _create_sandbox(self, res: _Resolved) -> Any:
+        create = asyncio.ensure_future(
+            _session_factory().create(
+                res.project, config=res.config, mode=res.mode, isolation=res.isolation,
+                base_ref=self.request.base_ref, overlays=dict(self.request.overlays),
+                bus=self.bus, session_id=self.id,
+            )
+        )
+        try:
+            return await asyncio.shield(create)
+        except asyncio.CancelledError:
+            # The sandbox is being made in a worker thread: let it finish,
+            # then take it down, so a cancelled task leaves nothing behind.
+            with contextlib.suppress(Exception):
+                made = await create
+                await made.close()
+            raise
 
     # ------------------------------------------------------------------ roles
     async def _run_roles(
