@@ -10,8 +10,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from ..conftest import ROOT, run_git
@@ -34,17 +36,42 @@ def require(path: Path | str | None, what: str) -> str:
 
 
 @pytest.fixture
-def editor_env(tmp_path, isolated_home) -> dict[str, str]:
+def editor_env(isolated_home):
     """The environment an editor runs in: HOME/XDG/SUPERQODE_HOME from the
-    autouse fixture (already in os.environ), TMPDIR in the test's tmp."""
-    tmp = tmp_path / "tmpdir"
-    tmp.mkdir()
+    autouse fixture (already in os.environ) and a TMPDIR of its own. That one
+    has a short path: Unix sockets (Chromium's, code-server's) allow ~100 bytes."""
+    tmp = Path(tempfile.mkdtemp(prefix="sqe-"))
     env = dict(os.environ)
     env["TMPDIR"] = str(tmp)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     assert not SERVER.exists() or os.access(SERVER, os.X_OK)
     require(SERVER, "superqode-ls")
-    return env
+    yield env
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def kill_tree(proc: subprocess.Popen, grace: float = 0.0) -> None:
+    """End ``proc`` and everything it started, even what left its process group."""
+    try:
+        family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.Error:
+        family = []
+    if grace and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for p in family:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    proc.wait()
 
 
 def run_editor(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
@@ -54,14 +81,11 @@ def run_editor(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_tree(proc)
         out, err = proc.communicate()
         pytest.fail(f"{cmd[0]} timed out after {timeout} s\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}")
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the server, if the editor left it behind
-        except ProcessLookupError:
-            pass
+        kill_tree(proc)  # the server, if the editor left it behind
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

@@ -1,0 +1,267 @@
+// SuperQode for VS Code: starts superqode-ls, adds the SuperQode commands, shows
+// the running session and the finding counts in the status bar.
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  TransportKind,
+  WorkDoneProgress,
+  WorkDoneProgressBegin,
+  WorkDoneProgressCancelNotification,
+  WorkDoneProgressCreateRequest,
+  WorkDoneProgressEnd,
+  WorkDoneProgressReport,
+} from "vscode-languageclient/node";
+import { findServer, INSTALL_HINT } from "./server";
+import { StatusBar } from "./status";
+
+let client: LanguageClient | undefined;
+let status: StatusBar;
+let output: vscode.OutputChannel;
+let lastSession: string | undefined;
+
+interface SessionInfo {
+  sessionId: string;
+  folder?: string;
+  mode?: string;
+  state?: string;
+  findings?: number;
+  verdict?: string | null;
+  onDisk?: boolean;
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("SuperQode");
+  status = new StatusBar();
+  context.subscriptions.push(output, status);
+
+  const command = (id: string, fn: (...args: any[]) => unknown) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, fn));
+  command("superqode.ui.run", () => runQE({}));
+  command("superqode.ui.runDeep", () => runQE({ mode: "deep" }));
+  command("superqode.ui.runFile", () => {
+    const uri = vscode.window.activeTextEditor?.document.uri;
+    return uri ? runQE({ uri: uri.toString() }) : vscode.window.showWarningMessage("SuperQode: no file is open.");
+  });
+  command("superqode.ui.cancel", cancel);
+  command("superqode.ui.fixAll", fixAll);
+  command("superqode.ui.showReport", () => execute("superqode.showReport", {}));
+  command("superqode.ui.sessions", sessions);
+  command("superqode.ui.restart", async () => {
+    await stop();
+    await start(context);
+  });
+
+  context.subscriptions.push(
+    vscode.languages.onDidChangeDiagnostics(() => status.setCounts(countFindings())),
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (e.affectsConfiguration("superqode.server")) {
+        await stop();
+        await start(context);
+      }
+    }),
+    { dispose: () => void stop() },
+  );
+  await start(context);
+}
+
+export function deactivate(): Thenable<void> | undefined {
+  return stop();
+}
+
+async function start(context: vscode.ExtensionContext): Promise<void> {
+  const found = findServer(context.extensionPath);
+  if (typeof found === "string") {
+    status.setMissing();
+    output.appendLine(`${found} ${INSTALL_HINT}`);
+    const choice = await vscode.window.showErrorMessage(
+      `SuperQode: ${found} ${INSTALL_HINT}`,
+      "Open Settings",
+      "Show Log",
+    );
+    if (choice === "Open Settings") {
+      void vscode.commands.executeCommand("workbench.action.openSettings", "superqode.server");
+    } else if (choice === "Show Log") {
+      output.show();
+    }
+    return;
+  }
+  output.appendLine(`Starting ${found.command} ${found.args.join(" ")} (from ${found.source})`);
+  const serverOptions: ServerOptions = {
+    command: found.command,
+    args: found.args,
+    transport: TransportKind.stdio,
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: "file", language: "python" },
+      { scheme: "untitled", language: "python" },
+    ],
+    outputChannel: output,
+    traceOutputChannel: output,
+    synchronize: { configurationSection: "superqode" },
+    initializationOptions: { superqode: vscode.workspace.getConfiguration("superqode") },
+  };
+  client = new LanguageClient("superqode", "SuperQode", serverOptions, clientOptions);
+  try {
+    await client.start();
+  } catch (e) {
+    status.setMissing();
+    void vscode.window.showErrorMessage(`SuperQode: the server did not start: ${e}. ${INSTALL_HINT}`);
+    return;
+  }
+  trackProgress(client);
+  status.setCounts(countFindings());
+}
+
+async function stop(): Promise<void> {
+  const c = client;
+  client = undefined;
+  if (c && c.state !== State.Stopped) {
+    await c.stop();
+  }
+}
+
+/** Every server progress is a QE session ("superqode/<session id>"): show it as
+ * a cancellable notification and in the status bar. */
+function trackProgress(c: LanguageClient): void {
+  c.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
+    let done: (() => void) | undefined;
+    let report: ((message?: string) => void) | undefined;
+    const session = String(token).replace(/^superqode\//, "");
+    const disposable = c.onProgress(WorkDoneProgress.type, token, (value: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd) => {
+      if (value.kind === "begin") {
+        status.setRunning(session, value.message);
+        void vscode.window.withProgress(
+          { location: vscode.ProgressLocation.Notification, title: value.title, cancellable: value.cancellable },
+          (progress, cancelled) =>
+            new Promise<void>((resolve) => {
+              done = resolve;
+              report = (message) => progress.report({ message });
+              report(value.message);
+              cancelled.onCancellationRequested(() => {
+                void c.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+              });
+            }),
+        );
+      } else if (value.kind === "report") {
+        status.setRunning(session, value.message);
+        report?.(value.message);
+      } else {
+        disposable.dispose();
+        status.setDone(session, value.message);
+        done?.();
+      }
+    });
+    return null;
+  });
+}
+
+function countFindings(): { errors: number; warnings: number; infos: number } {
+  const counts = { errors: 0, warnings: 0, infos: 0 };
+  for (const [, diagnostics] of vscode.languages.getDiagnostics()) {
+    for (const d of diagnostics) {
+      if (d.source !== "superqode") {
+        continue;
+      }
+      if (d.severity === vscode.DiagnosticSeverity.Error) {
+        counts.errors++;
+      } else if (d.severity === vscode.DiagnosticSeverity.Warning) {
+        counts.warnings++;
+      } else {
+        counts.infos++;
+      }
+    }
+  }
+  return counts;
+}
+
+async function execute<T = any>(command: string, argument: object): Promise<T | undefined> {
+  if (!client || client.state !== State.Running) {
+    void vscode.window.showWarningMessage("SuperQode: the server is not running (see the SuperQode output).");
+    return undefined;
+  }
+  try {
+    return await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [argument] });
+  } catch (e: any) {
+    void vscode.window.showErrorMessage(`SuperQode: ${e?.message ?? e}`);
+    return undefined;
+  }
+}
+
+async function runQE(argument: { mode?: string; uri?: string }): Promise<void> {
+  const result = await execute<{ sessionId: string }>("superqode.runQE", argument);
+  if (result?.sessionId) {
+    lastSession = result.sessionId;
+    status.setRunning(result.sessionId, "starting");
+  }
+}
+
+async function cancel(): Promise<void> {
+  const listed = (await execute<{ sessions: SessionInfo[] }>("superqode.listSessions", {}))?.sessions ?? [];
+  const running = listed.filter((s) => s.state === "running" || s.state === "starting");
+  let target: string | undefined;
+  if (running.length === 1) {
+    target = running[0].sessionId;
+  } else if (running.length > 1) {
+    target = (await vscode.window.showQuickPick(running.map((s) => s.sessionId), { placeHolder: "Cancel which session?" }));
+  } else {
+    void vscode.window.showInformationMessage("SuperQode: no session is running.");
+    return;
+  }
+  if (target) {
+    await execute("superqode.cancel", { sessionId: target });
+  }
+}
+
+async function fixAll(): Promise<void> {
+  const uri = vscode.window.activeTextEditor?.document.uri;
+  const result = await execute<{ applied: number }>("superqode.applyAllFixes", uri ? { uri: uri.toString() } : {});
+  if (result) {
+    void vscode.window.showInformationMessage(`SuperQode: applied ${result.applied} verified fix(es).`);
+  }
+}
+
+async function sessions(): Promise<void> {
+  const listed = (await execute<{ sessions: SessionInfo[] }>("superqode.listSessions", {}))?.sessions;
+  if (!listed) {
+    return;
+  }
+  if (listed.length === 0) {
+    void vscode.window.showInformationMessage("SuperQode: no sessions yet. Run \"SuperQode: Run QE\".");
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(
+    listed.map((s) => ({
+      label: s.sessionId,
+      description: [s.state, s.mode, s.findings !== undefined ? `${s.findings} finding(s)` : "", s.verdict ?? ""]
+        .filter(Boolean).join(" · "),
+      detail: s.onDisk ? `left on disk in ${s.folder}` : s.folder,
+      session: s,
+    })),
+    { placeHolder: "SuperQode sessions" },
+  );
+  if (!picked) {
+    return;
+  }
+  const live = picked.session.state === "running" || picked.session.state === "starting";
+  const actions = ["Show Report", live ? "Cancel" : undefined, "Revert"].filter(Boolean) as string[];
+  const action = await vscode.window.showQuickPick(actions, { placeHolder: picked.label });
+  if (action === "Show Report") {
+    await execute("superqode.showReport", { sessionId: picked.label });
+  } else if (action === "Cancel") {
+    await execute("superqode.cancel", { sessionId: picked.label });
+  } else if (action === "Revert") {
+    const r = await execute<{ verification?: string }>("superqode.revertSession", { sessionId: picked.label });
+    if (r) {
+      void vscode.window.showInformationMessage(`SuperQode: ${picked.label} reverted. ${r.verification ?? ""}`);
+    }
+  }
+}
+
+export function lastSessionId(): string | undefined {
+  return lastSession;
+}

@@ -1,0 +1,93 @@
+// Finding superqode-ls: the setting, an interpreter that has it, a venv bundled
+// with the extension, the workspace's .venv, then PATH.
+import * as fs from "fs";
+import * as path from "path";
+import * as vscode from "vscode";
+
+export interface ServerCommand {
+  command: string;
+  args: string[];
+  source: string;
+}
+
+const BIN = process.platform === "win32" ? "Scripts" : "bin";
+const EXE = process.platform === "win32" ? "superqode-ls.exe" : "superqode-ls";
+
+function executable(file: string | undefined | null): file is string {
+  if (!file) {
+    return false;
+  }
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function expand(p: string): string {
+  const home = process.env.HOME ?? process.env.USERPROFILE ?? "";
+  p = p.replace(/^~(?=$|[\\/])/, home);
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? "";
+  return p.replace(/\$\{workspaceFolder\}/g, folder);
+}
+
+/** superqode-ls next to a Python interpreter (the venv's bin directory). */
+function nextTo(python: string): string | undefined {
+  const candidate = path.join(path.dirname(python), EXE);
+  return executable(candidate) ? candidate : undefined;
+}
+
+function onPath(): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const candidate = path.join(dir, EXE);
+    if (dir && executable(candidate)) {
+      return candidate;
+    }
+  }
+  return undefined;
+}
+
+export function findServer(extensionPath: string): ServerCommand | string {
+  const cfg = vscode.workspace.getConfiguration("superqode");
+  const configured = cfg.get<string | null>("server.path");
+  if (configured) {
+    const p = expand(configured);
+    return executable(p)
+      ? { command: p, args: [], source: "superqode.server.path" }
+      : `superqode.server.path is set to ${p}, which is not an executable file.`;
+  }
+  const python = cfg.get<string | null>("server.python");
+  if (python) {
+    const p = expand(python);
+    if (!executable(p)) {
+      return `superqode.server.python is set to ${p}, which is not an executable file.`;
+    }
+    return { command: nextTo(p) ?? p, args: nextTo(p) ? [] : ["-m", "superqode_ls.server"], source: "superqode.server.python" };
+  }
+  const interpreter = vscode.workspace.getConfiguration("python").get<string>("defaultInterpreterPath");
+  if (interpreter && interpreter !== "python") {
+    const found = nextTo(expand(interpreter));
+    if (found) {
+      return { command: found, args: [], source: "python.defaultInterpreterPath" };
+    }
+  }
+  const candidates: [string, string][] = [[path.join(extensionPath, "venv", BIN, EXE), "bundled venv"]];
+  for (const folder of vscode.workspace.workspaceFolders ?? []) {
+    candidates.push([path.join(folder.uri.fsPath, ".venv", BIN, EXE), `${folder.name}/.venv`]);
+  }
+  for (const [candidate, source] of candidates) {
+    if (executable(candidate)) {
+      return { command: candidate, args: [], source };
+    }
+  }
+  const found = onPath();
+  if (found) {
+    return { command: found, args: [], source: "PATH" };
+  }
+  return "superqode-ls was not found (superqode.server.path, the Python interpreter, a bundled venv, the workspace's .venv, PATH).";
+}
+
+export const INSTALL_HINT =
+  "Install it into your project's Python environment with `pip install superqode-ls`, " +
+  "then set superqode.server.path (or superqode.server.python) if it is not on PATH.";

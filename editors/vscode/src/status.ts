@@ -1,0 +1,58 @@
+// The status-bar item: the running session with its progress, else the
+// SuperQode finding counts; a click lists the sessions.
+import * as vscode from "vscode";
+
+export class StatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem("superqode.status", vscode.StatusBarAlignment.Left, 10);
+  private running = new Map<string, string | undefined>();
+  private counts = { errors: 0, warnings: 0, infos: 0 };
+  private last: string | undefined;
+
+  constructor() {
+    this.item.name = "SuperQode";
+    this.item.command = "superqode.ui.sessions";
+    this.render();
+    this.item.show();
+  }
+
+  setRunning(session: string, message?: string): void {
+    this.running.set(session, message ?? this.running.get(session));
+    this.render();
+  }
+
+  setDone(session: string, message?: string): void {
+    this.running.delete(session);
+    this.last = message;
+    this.render();
+  }
+
+  setCounts(counts: { errors: number; warnings: number; infos: number }): void {
+    this.counts = counts;
+    this.render();
+  }
+
+  setMissing(): void {
+    this.item.text = "$(warning) SuperQode";
+    this.item.tooltip = "superqode-ls was not found: see the SuperQode output";
+    this.item.command = "workbench.action.openSettings";
+    this.item.command = { title: "Settings", command: "workbench.action.openSettings", arguments: ["superqode.server"] };
+  }
+
+  private render(): void {
+    const c = this.counts;
+    const counts = `$(error) ${c.errors} $(warning) ${c.warnings} $(info) ${c.infos}`;
+    const [session, message] = [...this.running.entries()].pop() ?? [];
+    if (session) {
+      this.item.text = `$(sync~spin) SuperQode ${session} ${counts}`;
+      this.item.tooltip = `SuperQode session ${session} is running${message ? `: ${message}` : ""}. Click for sessions.`;
+    } else {
+      this.item.text = `$(beaker) SuperQode ${counts}`;
+      this.item.tooltip = (this.last ? `Last: ${this.last}\n` : "") + "SuperQode findings. Click for sessions.";
+    }
+    this.item.accessibilityInformation = { label: this.item.text.replace(/\$\([^)]*\)\s?/g, "") };
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

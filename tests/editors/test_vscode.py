@@ -1,0 +1,130 @@
+"""VS Code: the packaged .vsix installed into code-server, driven in Debian's
+Chromium by Playwright like a user (command palette, Problems, Ctrl+.), with
+the real superqode-ls. Screenshots go to the test artifacts; with
+SUPERQODE_UPDATE_DOC_IMAGES=1 the one in docs/editors.md is refreshed too."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ..conftest import ROOT
+from .conftest import CATALOG_LINT, SERVER, artifact_dir, changed_files, kill_tree, require, run_editor
+
+pytestmark = [pytest.mark.editor, pytest.mark.slow]
+TOOLS = ROOT / "build" / "editor-tools" / "node_modules"
+VSIX = ROOT / "editors" / "vscode" / "superqode.vsix"
+SCENARIO = Path(__file__).with_name("vscode") / "scenario.cjs"
+DOC_IMAGE = ROOT / "docs" / "img" / "vscode-quick-fix.png"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"code-server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"code-server did not answer {url}/healthz in {timeout} s")
+
+
+def user_settings(data: Path) -> None:
+    settings = {
+        "superqode.server.path": str(SERVER),
+        "superqode.roles": ["lint_tester"],
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "security.workspace.trust.enabled": False,
+        "telemetry.telemetryLevel": "off",
+        "update.mode": "none",
+        "extensions.autoUpdate": False,
+        "extensions.autoCheckUpdates": False,
+        "extensions.ignoreRecommendations": True,
+        "chat.commandCenter.enabled": False,
+        "chat.disableAIFeatures": True,
+        "editor.minimap.enabled": False,
+        "files.autoSave": "off",
+        "git.enabled": False,
+    }
+    (data / "User").mkdir(parents=True)
+    (data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+
+
+def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
+    example_copy: Path, editor_env, tmp_path
+):
+    node = require(shutil.which("node"), "node")
+    entry = require(TOOLS / "code-server" / "out" / "node" / "entry.js", "code-server")
+    playwright = require(TOOLS / "playwright-core", "playwright-core")
+    chromium = require(shutil.which("chromium"), "chromium")
+    vsix = require(VSIX, "editors/vscode/superqode.vsix")
+    data, exts = tmp_path / "code-data", tmp_path / "code-ext"
+    user_settings(data)
+    base = [node, entry, "--user-data-dir", str(data), "--extensions-dir", str(exts)]
+    shots = artifact_dir("vscode")
+    log = shots / "code-server.log"
+
+    installed = run_editor([*base, "--install-extension", vsix], cwd=tmp_path, env=editor_env, timeout=120)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "superqode.superqode" in run_editor([*base, "--list-extensions", "--show-versions"],
+                                               cwd=tmp_path, env=editor_env, timeout=60).stdout
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [*base, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none", "--disable-telemetry",
+             "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
+             str(example_copy)],
+            cwd=tmp_path, env=editor_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        try:
+            wait_healthy(url, server)
+            result = tmp_path / "vscode.json"
+            env = {**editor_env, "SQ_PLAYWRIGHT": playwright, "SQ_URL": url, "SQ_FOLDER": str(example_copy),
+                   "SQ_RESULT": str(result), "SQ_SHOTS": str(shots), "SQ_CHROMIUM": chromium}
+            proc = run_editor([node, str(SCENARIO)], cwd=tmp_path, env=env, timeout=240)
+        finally:
+            kill_tree(server, grace=10)
+    (shots / "scenario.log").write_text(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    data = json.loads(result.read_text()) if result.exists() else {}
+    assert proc.returncode == 0 and data.get("exit") == 0, (
+        f"{data.get('error')}\nsteps: {data.get('steps')}\n{proc.stderr[-3000:]}\nsee {shots}")
+
+    assert data["squiggles"] == sorted(CATALOG_LINT.values())  # lines 6 and 37
+    # Problems rows read "...F401 (unused-import)... at line 6 and character 8. generated by superqode".
+    for code, line in CATALOG_LINT.items():
+        assert any(code in row and f" at line {line} " in row and row.endswith("generated by superqode")
+                   for row in data["problems"]), (code, data["problems"])
+    assert any("SuperQode: fix F401" in o for o in data["offered"])
+    assert "SuperQode" in data["status"]
+    assert not any("F401" in p for p in data["problems_after"])
+
+    catalog = example_copy / "shop" / "catalog.py"
+    assert "import os\n" not in catalog.read_text() and "import json\n" in catalog.read_text()
+    assert changed_files(example_copy) == [" M shop/catalog.py"]
+
+    shot = shots / "vscode-quick-fix.png"
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("SUPERQODE_UPDATE_DOC_IMAGES"):
+        DOC_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(shot, DOC_IMAGE)

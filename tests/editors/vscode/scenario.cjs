@@ -1,0 +1,140 @@
+// VS Code (code-server) in Chromium, driven by Playwright like a user:
+// open shop/catalog.py, F1 "SuperQode: Run QE", squiggles + Problems, Ctrl+.
+// on `import os`, Ctrl+S. Writes what it saw to SQ_RESULT, screenshots to SQ_SHOTS.
+// Env: SQ_PLAYWRIGHT (playwright-core dir), SQ_URL, SQ_FOLDER, SQ_RESULT, SQ_SHOTS, SQ_CHROMIUM.
+const fs = require("fs");
+const path = require("path");
+const { chromium } = require(process.env.SQ_PLAYWRIGHT);
+
+const result = { steps: [] };
+const shots = process.env.SQ_SHOTS;
+const step = (name, value) => {
+  result.steps.push(name);
+  if (value !== undefined) result[name] = value;
+  console.log(`[${new Date().toISOString()}] ${name}`);
+};
+
+async function lineOf(page, box) {
+  // The gutter line number whose row holds the given element's vertical centre.
+  const y = box.y + box.height / 2;
+  for (const n of await page.locator(".margin-view-overlays .line-numbers").all()) {
+    const b = await n.boundingBox();
+    if (b && y >= b.y && y < b.y + b.height) return Number((await n.innerText()).trim());
+  }
+  return null;
+}
+
+async function squiggleLines(page) {
+  const lines = new Set();
+  for (const s of await page.locator(".monaco-editor .view-overlays [class*='squiggly-']").all()) {
+    const b = await s.boundingBox();
+    if (b) lines.add(await lineOf(page, b));
+  }
+  return [...lines].filter((l) => l !== null).sort((a, b) => a - b);
+}
+
+async function command(page, label) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${label}`);
+  const row = page.locator(".quick-input-list .monaco-list-row").filter({
+    has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[()]/g, "\\$&")}$`) }),
+  });
+  await row.first().waitFor({ state: "visible", timeout: 15000 });
+  await row.first().click();
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: process.env.SQ_CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--disable-dev-shm-usage"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(30000);
+  try {
+    await page.goto(`${process.env.SQ_URL}/?folder=${encodeURIComponent(process.env.SQ_FOLDER)}`);
+    await page.locator(".monaco-workbench").waitFor();
+    step("workbench");
+    // Quick Open the example file.
+    await page.locator(".explorer-folders-view, .monaco-workbench .part.sidebar").first().waitFor();
+    await page.keyboard.press("Control+P");
+    await page.locator(".quick-input-widget input").fill("catalog.py");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "catalog.py" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    await page.locator(".tab.active", { hasText: "catalog.py" }).waitFor();
+    await page.locator(".monaco-editor .view-lines").first().waitFor();
+    step("opened");
+    await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().waitFor({ timeout: 30000 });
+    step("activated", await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().innerText());
+
+    await command(page, "SuperQode: Run QE");
+    step("run");
+    // Squiggles on both planted lines, and the session finished (no spinner).
+    await page.waitForFunction(() => document.querySelectorAll(".monaco-editor .view-overlays [class*='squiggly-']").length >= 2,
+      null, { timeout: 60000 });
+    const status = page.locator(".statusbar-item", { hasText: "SuperQode" }).first();
+    await page.waitForFunction(() => {
+      const el = [...document.querySelectorAll(".statusbar-item")].find((e) => e.innerText.includes("SuperQode"));
+      return el && !el.querySelector(".codicon-sync, .codicon-modifier-spin");
+    }, null, { timeout: 60000 });
+    step("squiggles", await squiggleLines(page));
+    step("status", (await status.getAttribute("aria-label")) || (await status.innerText()));
+
+    await page.keyboard.press("Control+Shift+M");
+    const problems = page.locator(".markers-panel .monaco-list-row");
+    await page.waitForFunction(() => document.querySelectorAll(".markers-panel .monaco-list-row").length >= 3);
+    const rows = [];
+    for (const r of await problems.all()) rows.push((await r.getAttribute("aria-label")) || (await r.innerText()));
+    step("problems", rows);
+    // Back to the editor for the screenshot and the fix.
+    await page.locator(".monaco-editor .view-lines").first().click({ position: { x: 200, y: 10 } });
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: path.join(shots, "vscode-run-qe.png") });
+    step("screenshot");
+
+    // Cursor on `import os` (line 6), Ctrl+. and pick the SuperQode fix.
+    await page.keyboard.press("Control+G");
+    await page.locator(".quick-input-widget input").fill(":6");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Control+.");
+    const action = page.locator(".action-widget .monaco-list-row", { hasText: "SuperQode: fix F401" });
+    await action.first().waitFor({ timeout: 15000 });
+    const offered = [];
+    for (const r of await page.locator(".action-widget .monaco-list-row").all()) offered.push((await r.innerText()).trim());
+    step("offered", offered);
+    await page.screenshot({ path: path.join(shots, "vscode-quick-fix.png") });
+    // Keyboard, as a user would: move to the SuperQode fix, then Enter.
+    for (let i = 0; i < 10; i++) {
+      const focused = page.locator(".action-widget .monaco-list-row.focused");
+      if ((await focused.count()) && (await focused.first().innerText()).includes("SuperQode: fix F401")) break;
+      await page.keyboard.press("ArrowDown");
+    }
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => ![...document.querySelectorAll(".monaco-editor .view-line")]
+      .some((l) => l.textContent.replace(/\u00a0/g, " ") === "import os"), null, { timeout: 15000 });
+    step("fixed");
+    await page.keyboard.press("Control+S");
+    await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 15000 });
+    step("saved");
+    await page.waitForFunction(() => document.querySelectorAll(".markers-panel .monaco-list-row").length === 2,
+      null, { timeout: 15000 });
+    const after = [];
+    for (const r of await problems.all()) after.push((await r.getAttribute("aria-label")) || (await r.innerText()));
+    step("problems_after", after);
+    result.exit = 0;
+  } catch (e) {
+    result.exit = 1;
+    result.error = String(e && e.stack || e);
+    try { await page.screenshot({ path: path.join(shots, "vscode-failure.png") }); } catch {}
+  } finally {
+    fs.writeFileSync(process.env.SQ_RESULT, JSON.stringify(result, null, 2));
+    await browser.close();
+  }
+  process.exit(result.exit);
+}
+
+main().catch((e) => { console.error(e); process.exit(2); });
