@@ -569,7 +569,9 @@ class QESession:
                 status = "timeout" if self._timed_out else "cancelled"
                 self._runs[name] = run.model_copy(update={"status": status, "reason": f"not started ({status})"})
         used = {f.fix_patch_id for f in findings if f.fix_patch_id}
-        kept = [p for p in patches.values() if p.id in used]
+        # A patch goes with its findings (gone when they were filtered out);
+        # one that fixes no finding (a generated test, say) stands alone.
+        kept = [p for p in patches.values() if p.id in used or not p.finding_ids]
         self.patches = {p.id: p for p in kept}
         report = QualityReport(
             session_id=self.id,
