@@ -22,6 +22,7 @@ BIN = Path(sys.executable).parent
 SERVER = BIN / "superqode-ls"
 ARTIFACTS = Path(os.environ.get("SUPERQODE_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts")) / "editors"
 SETUP_HINT = "run scripts/setup-editors.sh (scripts/test.sh does) to install the editors"
+SETUP_FAILED = ROOT / "build" / "editor-tools" / "SETUP-FAILED"
 
 # The planted problems the fast lint_tester finds in shop/catalog.py (1-based lines).
 EXPECTED = json.loads((ROOT / "tests" / "data" / "shop_expected.json").read_text())["problems"]
@@ -40,11 +41,12 @@ def editor_env(isolated_home):
     """The environment an editor runs in: HOME/XDG/SUPERQODE_HOME from the
     autouse fixture (already in os.environ) and a TMPDIR of its own. That one
     has a short path: Unix sockets (Chromium's, code-server's) allow ~100 bytes."""
+    if SETUP_FAILED.exists():
+        pytest.fail(f"scripts/setup-editors.sh failed: {SETUP_FAILED.read_text().strip()}", pytrace=False)
     tmp = Path(tempfile.mkdtemp(prefix="sqe-"))
     env = dict(os.environ)
     env["TMPDIR"] = str(tmp)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    assert not SERVER.exists() or os.access(SERVER, os.X_OK)
     require(SERVER, "superqode-ls")
     yield env
     shutil.rmtree(tmp, ignore_errors=True)
