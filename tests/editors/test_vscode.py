@@ -6,7 +6,6 @@ SUPERQODE_UPDATE_DOC_IMAGES=1 the one in docs/editors.md is refreshed too."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -17,13 +16,21 @@ from pathlib import Path
 import pytest
 
 from ..conftest import ROOT
-from .conftest import CATALOG_LINT, SERVER, artifact_dir, changed_files, kill_tree, require, run_editor
+from .conftest import (
+    CATALOG_LINT,
+    SERVER,
+    artifact_dir,
+    changed_files,
+    kill_tree,
+    publish,
+    require,
+    run_editor,
+)
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 TOOLS = ROOT / "build" / "editor-tools" / "node_modules"
 VSIX = ROOT / "editors" / "vscode" / "superqode.vsix"
 SCENARIO = Path(__file__).with_name("vscode") / "scenario.cjs"
-DOC_IMAGE = ROOT / "docs" / "img" / "vscode-quick-fix.png"
 
 
 def free_port() -> int:
@@ -125,6 +132,4 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
 
     shot = shots / "vscode-quick-fix.png"
     assert shot.stat().st_size > 10_000
-    if os.environ.get("SUPERQODE_UPDATE_DOC_IMAGES"):
-        DOC_IMAGE.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(shot, DOC_IMAGE)
+    publish(shot)

@@ -24,6 +24,14 @@ H.run(function()
     return lines[5] and lines[36]
   end, "superqode diagnostics on lines 6 and 37")
   H.step("diagnostics", H.diags(buf))
+  if vim.env.SQ_HTML then
+    -- What the window shows, as HTML (the test turns it into a screenshot).
+    vim.diagnostic.config({ virtual_text = true, underline = true, signs = true })
+    vim.wo.number = true
+    vim.api.nvim_win_set_cursor(0, { 6, 0 })
+    vim.cmd("redraw")
+    vim.fn.writefile(require("tohtml").tohtml(0, { title = "shop/catalog.py - Neovim" }), vim.env.SQ_HTML)
+  end
 
   -- The user puts the cursor on `import os` and picks the quick fix.
   vim.api.nvim_win_set_cursor(0, { 6, 0 })
