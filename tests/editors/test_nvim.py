@@ -90,3 +90,15 @@ def test_cancel_mid_run_ends_the_session_and_leaves_the_repository_alone(
     assert session["sessionId"] == sid and session["state"] == "cancelled"
     assert changed_files(example_copy) == []
     assert list((isolated_home / ".superqode" / "working").glob("*/qe/*")) == []
+
+
+def test_a_missing_server_is_explained(example_copy: Path, editor_env, tmp_path):
+    missing = tmp_path / "nowhere" / "superqode-ls"
+    data = nvim("missing", "shop/catalog.py", example_copy, editor_env, tmp_path, SQ_MISSING=str(missing))
+    assert data["clients"] == 0
+    first, second = data["notes"]
+    assert first["msg"].startswith(f'SuperQode: cmd "{missing}" is not executable')
+    assert "pip install superqode-ls" in first["msg"] and first["level"] == 3  # WARN
+    assert "server is not running" in second["msg"]
+    health = "\n".join(data["health"])
+    assert f'ERROR cmd "{missing}" is not executable' in health
