@@ -72,7 +72,13 @@ export function findServer(extensionPath: string): ServerCommand | string {
       return { command: found, args: [], source: "python.defaultInterpreterPath" };
     }
   }
-  const candidates: [string, string][] = [[path.join(extensionPath, "venv", BIN, EXE), "bundled venv"]];
+  // A venv bundled in the .vsix moved since it was made: its scripts' shebangs
+  // point at the old place, so start the server through its interpreter.
+  const bundled = path.join(extensionPath, "venv", BIN, process.platform === "win32" ? "python.exe" : "python");
+  if (executable(bundled)) {
+    return { command: bundled, args: ["-m", "superqode_ls.server"], source: "bundled venv" };
+  }
+  const candidates: [string, string][] = [];
   for (const folder of vscode.workspace.workspaceFolders ?? []) {
     candidates.push([path.join(folder.uri.fsPath, ".venv", BIN, EXE), `${folder.name}/.venv`]);
   }
