@@ -73,6 +73,13 @@ async function main() {
 
     await command(page, "SuperQode: Run QE");
     step("run");
+    // While it runs, the status bar names the session.
+    const running = await page.waitForFunction(() => {
+      const el = [...document.querySelectorAll(".statusbar-item")].find((e) => e.innerText.includes("SuperQode"));
+      const label = el && el.querySelector("a") ? el.querySelector("a").getAttribute("aria-label") : null;
+      return label && /SuperQode qe-/.test(label) ? label : null;
+    }, null, { timeout: 30000, polling: 50 });
+    step("status_running", await running.jsonValue());
     // Squiggles on both planted lines, and the session finished (no spinner).
     await page.waitForFunction(() => document.querySelectorAll(".monaco-editor .view-overlays [class*='squiggly-']").length >= 2,
       null, { timeout: 60000 });
