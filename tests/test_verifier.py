@@ -167,3 +167,21 @@ def test_recheck_that_reports_nothing_is_not_trusted(tmp_path):
 
     result = asyncio.run(go())
     assert not result.verified and "reported nothing" in result.message
+
+
+def test_fix_that_clears_the_whole_file_is_verified(tmp_path):
+    (tmp_path / "a.py").write_text("a = 'PLANTED'\nb = 'PLANTED'\n")
+    role = qe_testroles.ToyTester()
+    ctx = ctx_for(tmp_path)
+    both = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n-a = 'PLANTED'\n-b = 'PLANTED'\n+a = 'x'\n+b = 'y'\n"
+
+    async def go():
+        out = await role.run(ctx)
+        patch = out.patches[0].model_copy(update={"diff": both})
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return await v.verify(patch)
+
+    result = asyncio.run(go())
+    assert result.verified, result.message
+    assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\nb = 'PLANTED'\n"

@@ -253,7 +253,17 @@ class Verifier:
             if applied:
                 union = sorted({f for _, files in applied for f in files})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, union)]
-                judged = [(p, files, self._judge(p, role, files, after)) for p, files in applied]
+                check_failed = False
+                if not after and self._had_others(role, applied):
+                    # Nothing at all, even where the fixes did not reach: either
+                    # the fixes cleared everything or the check itself failed.
+                    # The unpatched files tell which.
+                    backup.restore()
+                    check_failed = not await role.recheck(ctx, union)
+                judged = [
+                    (p, files, self._judge(p, role, files, after, check_failed))
+                    for p, files in applied
+                ]
                 broke: list[str] = []
                 if run_tests and any(r.verified for _, _, r in judged):
                     broke, why = await self._tests_broken()
@@ -296,7 +306,18 @@ class Verifier:
                 await self.session.restore(checkpoint)  # type: ignore[attr-defined]
             backup.restore()
 
-    def _judge(self, patch: Patch, role: Role, files: list[str], after_all: list[Finding]) -> VerifyResult:
+    def _had_others(self, role: Role, applied: list[tuple[Patch, list[str]]]) -> bool:
+        targets = {base_id(i) for p, _ in applied for i in p.finding_ids}
+        files = {f for _, fs in applied for f in fs}
+        return any(
+            f.file in files and base_id(f.id) not in targets
+            for f in self.findings_by_role.get(role.name, [])
+        )
+
+    def _judge(
+        self, patch: Patch, role: Role, files: list[str], after_all: list[Finding],
+        check_failed: bool = False,
+    ) -> VerifyResult:
         wanted = set(files)
         before = Counter(
             base_id(f.id) for f in self.findings_by_role.get(role.name, []) if f.file in wanted
@@ -307,9 +328,7 @@ class Verifier:
             return VerifyResult(patch.id, False, "not verified: the findings it fixes were not reproduced")
         fixed = Counter(base_id(i) for i in targets)
         others = before - fixed
-        if not after_all and sum(others.values()) > 0:
-            # Everything vanished, even what the fix does not touch: the
-            # check itself most likely failed.
+        if check_failed:
             return VerifyResult(patch.id, False, f"not verified: re-running {role.name} reported nothing")
         still = [i for i in targets if after[base_id(i)] > others[base_id(i)]]
         new = sorted((after - before).keys())
