@@ -207,6 +207,7 @@ def cmd_roles(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     width = max(len(r["name"]) for r in rows)
+    tool_width = max(len(r.get("tool") or "-") for r in rows)
     for r in rows:
         modes = "/".join(m for m in ("quick", "deep") if r[m]) or "-"
         state = "available" if r["available"] else f"unavailable: {r['reason']}"
@@ -216,7 +217,8 @@ def cmd_roles(args: argparse.Namespace) -> int:
         if r.get("modifies_sandbox"):
             flags.append("edits sandbox")
         extra = f" [{', '.join(flags)}]" if flags else ""
-        print(f"{r['name']:<{width}}  {r.get('tool') or '-':<8} default in: {modes:<10} {state}{extra}")
+        print(f"{r['name']:<{width}}  {r.get('tool') or '-':<{tool_width}}  default in: {modes:<10} "
+              f"{state}{extra}")
         if r.get("description"):
             print(f"{'':<{width}}  {r['description']}")
     return EXIT_OK
