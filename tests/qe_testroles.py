@@ -147,3 +147,16 @@ TOY_ROLES = {
 def register(monkeypatch) -> None:
     for name, target in TOY_ROLES.items():
         monkeypatch.setitem(REGISTRY, name, target)
+
+
+class ToyGit(Role):
+    name = "toy_git"
+    tool = "git"
+    description = "tries a git command the sandbox guard refuses"
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        res = await ctx.run(["git", "push", "origin", "HEAD"], timeout=30)
+        return RoleOutput(status="ok", reason=f"git exited {res.returncode}")
+
+
+TOY_ROLES["toy_git"] = "tests.qe_testroles:ToyGit"

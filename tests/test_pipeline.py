@@ -288,3 +288,12 @@ def test_task_cancelled_while_the_sandbox_is_made_leaves_nothing(make_repo):
     asyncio.run(go())
     assert not [p for p in working_root().glob("*/qe/*") if not p.name.startswith(".")]
     assert run_git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_git_blocked_is_streamed_when_the_role_finishes(make_repo):
+    repo = make_repo({"app.py": APP})
+    _, report, events = run_session(QERequest(repo, roles=["toy_git"]))
+    types = [e.type for e in events]
+    assert "git.blocked" in types, types
+    assert types.index("git.blocked") < types.index("role_complete")  # not only at the end
+    assert report.verification.verified

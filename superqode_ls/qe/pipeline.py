@@ -432,6 +432,7 @@ class QESession:
         except Exception as e:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
+        _poll_guard(s)
         self._finish_role(name, role, out, status, reason, started, t0, total, ctx.sandbox, res)
 
     def _finish_role(
@@ -613,6 +614,18 @@ class QESession:
         report.artifacts["markdown"] = str(md_path)
         artifacts.write_report("md", render_markdown(report), when)
         artifacts.write_report("json", write_json(report), when)
+
+
+def _poll_guard(s: Any) -> None:
+    """Publish git commands the sandbox guard refused (``git.blocked``) as
+    roles finish, not only when the session ends."""
+    poll = getattr(s, "guard_events", None)
+    if poll is None:
+        return
+    try:
+        poll()
+    except (OSError, ValueError):
+        log.warning("could not read the git guard's events", exc_info=True)
 
 
 def _epoch_moved(s: Any) -> bool:
