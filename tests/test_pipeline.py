@@ -297,3 +297,15 @@ def test_git_blocked_is_streamed_when_the_role_finishes(make_repo):
     assert "git.blocked" in types, types
     assert types.index("git.blocked") < types.index("role_complete")  # not only at the end
     assert report.verification.verified
+
+
+def test_unwritable_artifacts_fail_the_session_after_the_revert(make_repo):
+    repo = make_repo({"app.py": APP})
+    (repo / ".superqode").mkdir()
+    (repo / ".superqode" / "qe-artifacts").write_text("not a folder\n")  # blocks the artifacts dir
+    before = snapshot(repo)
+    with pytest.raises(SessionFailed, match="cannot write the artifacts") as info:
+        asyncio.run(QESession(QERequest(repo, roles=["toy_tester"])).run())
+    report = info.value.report
+    assert report.verification.verified and len(report.findings) == 2
+    assert snapshot(repo) == before

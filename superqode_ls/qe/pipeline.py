@@ -304,7 +304,10 @@ class QESession:
             res, started, t0, isolation, base_commit, noise or NoiseResult(findings=[]),
             verification, stamp,
         )
-        self._save(res, report, artifacts, noise)
+        try:
+            self._save(res, report, artifacts, noise)
+        except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
+            failure = failure or f"cannot write the artifacts: {e}"
         self.report = report
         emit(
             "session_complete",
