@@ -136,7 +136,7 @@ def test_suggestions_list_show_apply_and_refuse(make_repo, capsys):
     lines = out.splitlines()
     assert len(lines) == 2 and all("[verified]" in ln for ln in lines)
     app_fix = next(ln.split()[0] for ln in lines if "app.py:2" in ln)
-    code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "show", app_fix)
+    code, out, _ = superqe(capsys, "suggestions", "show", app_fix, "-C", str(repo))
     assert code == 0 and "+    x = 'fixed'" in out
     # The one consented write: apply changes the user's file, not the index.
     code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "apply", app_fix)

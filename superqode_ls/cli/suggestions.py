@@ -36,14 +36,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="project folder (default: the current folder or the nearest above it "
                         "with QE artifacts)")
     actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
-    a = actions.add_parser("list", help="fixes from the newest report")
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        a = actions.add_parser(name, help=help)
+        # -C is accepted after the action too; SUPPRESS keeps the one given before.
+        a.add_argument("-C", "--project", default=argparse.SUPPRESS, metavar="PATH",
+                       help="project folder")
+        return a
+
+    a = action("list", "fixes from the newest report")
     a.add_argument("--all", action="store_true", help="fixes from every stored report")
     a.add_argument("--json", action="store_true", help="machine-readable output")
     a.set_defaults(func=cmd_list)
-    a = actions.add_parser("show", help="a fix's diff and what it fixes")
+    a = action("show", "a fix's diff and what it fixes")
     a.add_argument("id", help="fix id (or a unique prefix, or the id of a finding it fixes)")
     a.set_defaults(func=cmd_show)
-    a = actions.add_parser("apply", help="apply a fix to the project (checked first)")
+    a = action("apply", "apply a fix to the project (checked first)")
     a.add_argument("id", help="fix id (or a unique prefix, or the id of a finding it fixes)")
     a.add_argument("--dry-run", action="store_true", help="only check that it applies")
     a.set_defaults(func=cmd_apply)
