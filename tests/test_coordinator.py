@@ -206,3 +206,23 @@ def test_locks_are_per_repository(make_repo):
     a, b = Coordinator(make_repo()), Coordinator(make_repo())
     with a.session("qe-a", "deep"), b.session("qe-b", "deep"):
         assert a.dir != b.dir
+
+
+def test_worktree_mutex_is_exclusive_across_processes_and_reentrant(make_repo):
+    repo = make_repo()
+    c = Coordinator(repo)
+    with c.worktree_mutex(), c.worktree_mutex():  # the same thread may nest
+        proc = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys; from pathlib import Path\n"
+             "from superqode_ls.workspace.coordinator import Coordinator\n"
+             "with Coordinator(Path(sys.argv[1])).worktree_mutex(): print('got', flush=True)",
+             str(repo)],
+            stdout=subprocess.PIPE, text=True,
+        )
+        try:
+            proc.wait(0.5)
+        except subprocess.TimeoutExpired:
+            pass
+        assert proc.poll() is None  # blocked while we hold it
+    assert proc.communicate(timeout=20)[0].strip() == "got"

@@ -25,9 +25,10 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +42,34 @@ from .paths import repo_dir
 Mode = Literal["quick", "deep"]
 _POLL_S = 0.05
 _POLL_MAX_S = 0.5
+
+
+_flocks: dict[str, list[Any]] = {}
+_flocks_guard = threading.Lock()
+
+
+@contextmanager
+def _reentrant_flock(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes (flock) and threads (RLock); the
+    same thread may take it again (flock on a second descriptor would wait
+    for itself)."""
+    with _flocks_guard:
+        entry = _flocks.setdefault(str(path), [threading.RLock(), None, 0])
+    with entry[0]:
+        if entry[2] == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(path, "a+")  # noqa: SIM115 - held across the yield
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            entry[1] = fh
+        entry[2] += 1
+        try:
+            yield
+        finally:
+            entry[2] -= 1
+            if entry[2] == 0:
+                fcntl.flock(entry[1], fcntl.LOCK_UN)
+                entry[1].close()
+                entry[1] = None
 
 
 class SessionBusy(WorkspaceError):
@@ -263,6 +292,14 @@ class Coordinator:
         """Remove locks whose holder process is gone; returns what was removed."""
         with self._locked() as state:
             return self._drop_dead(state)
+
+    # -- git's own registrations -----------------------------------------
+    def worktree_mutex(self) -> AbstractContextManager[None]:
+        """Hold while running ``git worktree add/remove/prune`` on this
+        repository: git reads every registration while it adds one and fails
+        on one another process is writing at that moment ("failed to read
+        .git/worktrees/<id>/commondir"). Re-entrant within a thread."""
+        return _reentrant_flock(self.dir / ".worktree")
 
     # -- epoch -----------------------------------------------------------
     def epoch(self) -> int:

@@ -333,12 +333,14 @@ def discard(info: SessionInfo) -> None:
         info.fingerprint_text = saved_fingerprint(info)
     session = _session_module()
     fn = getattr(session, "discard_sandbox", None) if session else None
-    if fn is not None and info.record is not None:
-        try:
-            fn(info.record)
-        except Exception:  # finish by hand whatever the engine could not
-            log.debug("discard_sandbox failed for %s; removing by hand", info.id, exc_info=True)
-    _discard_fallback(info)
+    with Coordinator.at(info.base, info.repo).worktree_mutex():
+        if fn is not None and info.record is not None:
+            try:
+                fn(info.record)
+            except Exception:  # finish by hand whatever the engine could not
+                log.debug("discard_sandbox failed for %s; removing by hand", info.id,
+                          exc_info=True)
+        _discard_fallback(info)
     try:
         Coordinator.at(info.base, info.repo).release_session(info.id)
     except OSError:
@@ -484,6 +486,11 @@ def prune_worktrees(repo: Path) -> list[str]:
     sandboxes are kept."""
     if not repo.exists():
         return []
+    with Coordinator(repo).worktree_mutex():
+        return _prune_worktrees(repo)
+
+
+def _prune_worktrees(repo: Path) -> list[str]:
     root = os.path.realpath(working_root())
     stale = []
     for entry in our_registrations(repo):
