@@ -103,7 +103,9 @@ class ToySlow(Role):
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
         ctx.emit("note", message="sleeping")
-        await ctx.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=120)
+        res = await ctx.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=120)
+        if res.timed_out:  # as a real role reports its tool running out of time
+            return RoleOutput(status="timeout", reason="sleep ran out of time")
         return RoleOutput(status="ok")
 
 

@@ -309,3 +309,13 @@ def test_unwritable_artifacts_fail_the_session_after_the_revert(make_repo):
     report = info.value.report
     assert report.verification.verified and len(report.findings) == 2
     assert snapshot(repo) == before
+
+
+def test_role_timeout_stops_one_role_not_the_session(make_repo):
+    repo = make_repo({"app.py": APP})
+    req = QERequest(repo, roles=["toy_slow", "toy_tester"],
+                    config_overrides={"execution": {"role_timeout_s": 1, "max_parallel_roles": 1}})
+    _, report, _ = run_session(req)
+    statuses = {r.role: r.status for r in report.roles}
+    assert statuses == {"toy_slow": "timeout", "toy_tester": "ok"}
+    assert not report.timed_out and len(report.findings) == 2
