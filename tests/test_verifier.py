@@ -131,7 +131,9 @@ def test_verify_many_batches_patches_on_different_files(tmp_path):
 
     async def go():
         out = await role.run(ctx)
-        broken = out.patches[0].model_copy(update={"id": "broken", "diff": DIFF})
+        # m.py does not exist: round one's combined apply fails and falls
+        # back to one patch at a time.
+        broken = out.patches[0].model_copy(update={"id": "broken", "diff": DIFF, "files": ["m.py"]})
         v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
                      findings_by_role={role.name: out.findings})
         seen = []
@@ -142,8 +144,8 @@ def test_verify_many_batches_patches_on_different_files(tmp_path):
     assert len(out.patches) == 4 and len(seen) == 5
     assert all(results[p.id].verified for p in out.patches), [r.message for r in results.values()]
     assert not results["broken"].verified
-    # a.py has two fixes: two rounds; round one re-checks the three files at
-    # once; the broken patch (round three) never applies, so nothing re-runs.
+    # a.py has two fixes: two rounds; round one re-checks the three files
+    # (not m.py: the broken patch never applied) at once.
     assert role.rechecks == [["a.py", "b.py", "c.py"], ["a.py"]]
     assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\nb = 'PLANTED'\n"
     assert (tmp_path / "b.py").read_text() == "c = 'PLANTED'\n"

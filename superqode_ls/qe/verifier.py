@@ -65,27 +65,39 @@ def _strip_level(diff: str) -> int:
     return 1
 
 
-async def git_apply(root: Path, diff: str, *, check_only: bool = False) -> tuple[bool, str]:
-    """``git apply`` (``--check`` first) in ``root``; works outside git too.
+def _ceiling(root: Path) -> dict[str, str]:
+    # Stops git from discovering a repository above a plain folder and
+    # applying paths relative to that one instead.
+    return {"GIT_CEILING_DIRECTORIES": str(Path(root).parent)}
 
-    The ceiling stops git from discovering a repository above a plain folder
-    and applying paths relative to that one instead.
-    """
+
+async def repo_prefix(root: Path) -> str:
+    """Where ``root`` is inside its repository ("" at the top or outside git):
+    git reads patch paths from the top, so a sub-folder needs them prefixed."""
+    code, out, _ = await agit(["rev-parse", "--show-prefix"], root, env=_ceiling(root), check=False)
+    return out.decode("utf-8", "surrogateescape").strip().rstrip("/") if code == 0 else ""
+
+
+async def git_apply(
+    root: Path, diff: str, *, check_only: bool = False, check_first: bool = True,
+    prefix: str | None = None,
+) -> tuple[bool, str]:
+    """``git apply`` in ``root``; works outside git too. git applies all of a
+    patch or nothing; ``check_first`` adds an explicit ``--check`` run."""
     root = Path(root)
-    env = {"GIT_CEILING_DIRECTORIES": str(root.parent)}
+    env = _ceiling(root)
     args = ["apply", f"-p{_strip_level(diff)}", "--whitespace=nowarn"]
     data = diff.encode("utf-8", "surrogateescape")
-    # Inside a repository git reads patch paths from its top; a project that
-    # is a sub-folder needs them prefixed.
-    code, out, _ = await agit(["rev-parse", "--show-prefix"], root, env=env, check=False)
-    prefix = out.decode("utf-8", "surrogateescape").strip() if code == 0 else ""
+    if prefix is None:
+        prefix = await repo_prefix(root)
     if prefix:
-        args.append(f"--directory={prefix.rstrip('/')}")
-    code, _, err = await agit([*args, "--check", "-"], root, env=env, input=data, check=False)
-    if code != 0:
-        return False, _first_error(err)
-    if check_only:
-        return True, ""
+        args.append(f"--directory={prefix}")
+    if check_first or check_only:
+        code, _, err = await agit([*args, "--check", "-"], root, env=env, input=data, check=False)
+        if code != 0:
+            return False, _first_error(err)
+        if check_only:
+            return True, ""
     code, _, err = await agit([*args, "-"], root, env=env, input=data, check=False)
     return code == 0, _first_error(err)
 
@@ -154,6 +166,7 @@ class Verifier:
     session: object | None = None  # IsolatedSession: checkpoint()/restore()
     deadline: float | None = None
     results: list[VerifyResult] = field(default_factory=list)
+    _prefix: str | None = None
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -242,14 +255,24 @@ class Verifier:
         judged: list[tuple[Patch, list[str], VerifyResult]] = []
         try:
             applied: list[tuple[Patch, list[str]]] = []
-            for p, files in batch:
-                ok, err = await git_apply(self.sandbox, p.diff)
-                if ok:
-                    applied.append((p, files))
-                else:
-                    results.append(
-                        VerifyResult(p.id, False, f"not verified: the patch does not apply ({err})")
+            if self._prefix is None:
+                self._prefix = await repo_prefix(self.sandbox)
+            combined = "".join(d if d.endswith("\n") else d + "\n" for d in (p.diff for p, _ in batch))
+            if len(batch) > 1 and len({_strip_level(p.diff) for p, _ in batch}) == 1 and (
+                await git_apply(self.sandbox, combined, check_first=False, prefix=self._prefix)
+            )[0]:
+                applied = list(batch)  # one git call for the whole round
+            else:
+                for p, files in batch:
+                    ok, err = await git_apply(
+                        self.sandbox, p.diff, check_first=False, prefix=self._prefix
                     )
+                    if ok:
+                        applied.append((p, files))
+                    else:
+                        results.append(
+                            VerifyResult(p.id, False, f"not verified: the patch does not apply ({err})")
+                        )
             if applied:
                 union = sorted({f for _, files in applied for f in files})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, union)]
