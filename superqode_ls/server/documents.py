@@ -55,6 +55,7 @@ def register(ls: SuperQodeServer) -> None:
     def did_close(ls: SuperQodeServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         tracked = ls.store.get(uri)
+        ls._disk_lines.pop(uri, None)  # it may have just been saved
         # Unsaved edits are gone with the buffer: check findings against the disk.
         if tracked and tracking.reanchor(tracked, ls.disk_lines(uri), strict=False):
             ls.store.touch(uri)

@@ -27,7 +27,7 @@ from .server import SuperQodeServer
 from .store import Tracked
 
 log = logging.getLogger(__name__)
-EVENT_SLICE = 200
+EVENT_SLICE = 500
 
 
 @dataclass(eq=False)
@@ -47,6 +47,7 @@ class Run:
     patches: dict[str, Patch] = field(default_factory=dict)
     findings: int = 0
     started: float = field(default_factory=time.monotonic)
+    started_ns: int = field(default_factory=time.time_ns)  # wall clock, to compare mtimes
     first_finding_s: float | None = None
     error: str | None = None
     trusted: bool | None = None
@@ -314,7 +315,7 @@ def make_tracked(ls: SuperQodeServer, run: Run, finding: Finding, *, run_stale: 
     if uri in run.versions and now != run.versions[uri]:
         # The buffer changed since the run took it: only keep what still matches.
         tracking.reanchor([t], lines, strict=True)
-    elif now is None and uri not in run.versions:
+    elif now is None and uri not in run.versions and ls.disk_changed_since(uri, run.started_ns):
         tracking.reanchor([t], lines, strict=False)
     return t
 
@@ -334,7 +335,15 @@ async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
         return
     new = []
     for n, f in enumerate(report.findings, 1):
-        t = make_tracked(ls, run, f, run_stale=report.stale)
+        # A finding that already streamed in keeps its position, which edits
+        # made during the run have been moving; only its data is refreshed.
+        uri = ls.uri_for(run.folder, f.file) if f.file else None
+        t = ls.store.by_uri.get(uri, {}).get(f.id) if uri else None
+        if t is not None and t.session_id == run.id:
+            t.finding = f
+            t.run_stale = report.stale
+        else:
+            t = make_tracked(ls, run, f, run_stale=report.stale)
         if t is not None:
             new.append(t)
         if n % EVENT_SLICE == 0:

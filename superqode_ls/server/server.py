@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import posixpath
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -23,6 +25,7 @@ from .settings import Settings
 from .store import FindingStore
 
 log = logging.getLogger(__name__)
+DISK_RECHECK_S = 1.0
 
 
 class ClientFeatures:
@@ -87,7 +90,9 @@ class SuperQodeServer(LanguageServer):
         self.folder_settings: dict[str, Settings] = {}
         self.runs: dict[str, Any] = {}  # session id -> runs.Run
         self.trust_declined: set[str] = set()
-        self._disk_lines: dict[str, tuple[float, list[str]]] = {}
+        self._disk_lines: dict[str, tuple[int, list[str], float]] = {}
+        self._path_cache: dict[str, str | None] = {}
+        self._uri_cache: dict[tuple[str, str], str | None] = {}
         self.publisher: Any = None  # diagnostics.Publisher, set in create_server
         self.shutting_down = False
         self._tasks: set[asyncio.Task] = set()
@@ -128,11 +133,19 @@ class SuperQodeServer(LanguageServer):
             return None
 
     def uri_for(self, folder: str, rel: str) -> str | None:
-        target = os.path.realpath(os.path.join(folder, rel))
-        if not (target == folder or target.startswith(folder.rstrip(os.sep) + os.sep)):
-            return None
-        # Keep the URI the client opened the file with, if it is open.
-        uri = from_fs_path(os.path.join(folder, rel))
+        """URI of a project-relative path; None if it points outside ``folder``."""
+        key = (folder, rel)
+        cached = self._uri_cache.get(key)
+        if cached is not None or key in self._uri_cache:
+            return cached
+        norm = posixpath.normpath(rel.replace("\\", "/"))
+        if norm.startswith("/") or norm == ".." or norm.startswith("../"):
+            uri = None
+        else:
+            uri = from_fs_path(os.path.join(folder, norm))
+        if len(self._uri_cache) > 100_000:
+            self._uri_cache.clear()
+        self._uri_cache[key] = uri
         return uri
 
     @property
@@ -183,13 +196,18 @@ class SuperQodeServer(LanguageServer):
             return None
 
     def disk_lines(self, uri: str) -> list[str]:
-        path = to_fs_path(uri)
+        cached = self._disk_lines.get(uri)
+        now = time.monotonic()
+        # A burst of findings for one file reads and checks it once.
+        if cached and now - cached[2] < DISK_RECHECK_S:
+            return cached[1]
+        path = self._uri_path(uri)
         try:
             st = os.stat(path)
-        except (OSError, TypeError):
+        except (OSError, TypeError, ValueError):
             return []
-        cached = self._disk_lines.get(uri)
         if cached and cached[0] == st.st_mtime_ns:
+            self._disk_lines[uri] = (cached[0], cached[1], now)
             return cached[1]
         try:
             data = Path(path).read_bytes()
@@ -197,8 +215,23 @@ class SuperQodeServer(LanguageServer):
             return []
         # Not UTF-8: columns may be approximate, but the finding still shows.
         lines = split_lines(data.decode("utf-8", "replace"))
-        self._disk_lines[uri] = (st.st_mtime_ns, lines)
+        self._disk_lines[uri] = (st.st_mtime_ns, lines, now)
         return lines
+
+    def disk_changed_since(self, uri: str, since_ns: int) -> bool:
+        """Whether the file may have changed on disk after ``since_ns`` (True if unsure)."""
+        self.disk_lines(uri)
+        cached = self._disk_lines.get(uri)
+        return cached is None or cached[0] >= since_ns
+
+    def _uri_path(self, uri: str) -> str | None:
+        path = self._path_cache.get(uri)
+        if path is None:
+            path = to_fs_path(uri)
+            if len(self._path_cache) > 100_000:
+                self._path_cache.clear()
+            self._path_cache[uri] = path
+        return path
 
     def forget_disk_cache(self) -> None:
         self._disk_lines.clear()
