@@ -84,9 +84,9 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     playwright = require(TOOLS / "playwright-core", "playwright-core")
     chromium = require(shutil.which("chromium"), "chromium")
     vsix = require(VSIX, "editors/vscode/superqode.vsix")
-    data, exts = tmp_path / "code-data", tmp_path / "code-ext"
-    user_settings(data)
-    base = [node, entry, "--user-data-dir", str(data), "--extensions-dir", str(exts)]
+    user_data, exts = tmp_path / "code-data", tmp_path / "code-ext"
+    user_settings(user_data)
+    base = [node, entry, "--user-data-dir", str(user_data), "--extensions-dir", str(exts)]
     shots = artifact_dir("vscode")
     log = shots / "code-server.log"
 

@@ -114,6 +114,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     return;
   }
   trackProgress(client);
+  status.setMissing(false);
   status.setCounts(countFindings());
 }
 

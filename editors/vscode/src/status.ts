@@ -7,6 +7,7 @@ export class StatusBar implements vscode.Disposable {
   private running = new Map<string, string | undefined>();
   private counts = { errors: 0, warnings: 0, infos: 0 };
   private last: string | undefined;
+  private missing = false;
 
   constructor() {
     this.item.name = "SuperQode";
@@ -31,14 +32,21 @@ export class StatusBar implements vscode.Disposable {
     this.render();
   }
 
-  setMissing(): void {
-    this.item.text = "$(warning) SuperQode";
-    this.item.tooltip = "superqode-ls was not found: see the SuperQode output";
-    this.item.command = "workbench.action.openSettings";
-    this.item.command = { title: "Settings", command: "workbench.action.openSettings", arguments: ["superqode.server"] };
+  /** No server: the item says so and opens the server settings. */
+  setMissing(missing = true): void {
+    this.missing = missing;
+    this.render();
   }
 
   private render(): void {
+    if (this.missing) {
+      this.item.text = "$(warning) SuperQode: no server";
+      this.item.tooltip = "superqode-ls was not found or did not start: see the SuperQode output. Click for its settings.";
+      this.item.command = { title: "Settings", command: "workbench.action.openSettings", arguments: ["superqode.server"] };
+      this.item.accessibilityInformation = { label: "SuperQode: no server" };
+      return;
+    }
+    this.item.command = "superqode.ui.sessions";
     const c = this.counts;
     const counts = `$(error) ${c.errors} $(warning) ${c.warnings} $(info) ${c.infos}`;
     const [session, message] = [...this.running.entries()].pop() ?? [];

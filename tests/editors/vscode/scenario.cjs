@@ -132,6 +132,7 @@ async function main() {
     const after = [];
     for (const r of await problems.all()) after.push((await r.getAttribute("aria-label")) || (await r.innerText()));
     step("problems_after", after);
+
     result.exit = 0;
   } catch (e) {
     result.exit = 1;
