@@ -57,6 +57,8 @@ def test_canonical_rule():
     assert canonical_rule("S105") == canonical_rule("B105") == "B105"
     assert canonical_rule("f401") == "F401"
     assert canonical_rule("S1") == "S1"
+    assert canonical_rule("name-defined") == canonical_rule("F821")  # mypy and ruff
+    assert canonical_rule("syntax") == canonical_rule("syntax-error") == canonical_rule("E999")
 
 
 def test_filter_reads_real_files_and_multiline_ranges(tmp_path):

@@ -30,13 +30,22 @@ _IGNORE = re.compile(r"#\s*superqode:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IG
 _RUFF_BANDIT = re.compile(r"^S(\d{3})$")
 
 
+# The same check under other tools' names (ruff/pyflakes and mypy).
+_SAME_CHECK = {
+    "NAME-DEFINED": "F821",  # undefined name
+    "NO-REDEF": "F811",  # redefinition of an unused name
+    "SYNTAX": "SYNTAX-ERROR",
+    "E999": "SYNTAX-ERROR",
+}
+
+
 def canonical_rule(rule_id: str) -> str:
     """One name for a rule that several tools implement."""
     rule = rule_id.strip().upper()
     m = _RUFF_BANDIT.match(rule)
     if m:
         return f"B{m.group(1)}"
-    return rule
+    return _SAME_CHECK.get(rule, rule)
 
 
 _CODE = re.compile(r"^[A-Za-z]+\d+$")
