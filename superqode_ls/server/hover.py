@@ -24,11 +24,12 @@ def register(ls: SuperQodeServer) -> None:
                 "\n\nVerified fix available." if patch.verified else "\n\nUnverified fix available."
             )
             evidence = "".join(f"\n- {e.message}" for e in f.evidence[:5])
+            rule = f"**{f.rule_id}**" if ls.client.hover_markdown else f.rule_id
             parts.append(
-                f"**{f.rule_id}** ({f.severity.value}, {f.role}/{f.tool}): "
+                f"{rule} ({f.severity.value}, {f.role}/{f.tool}): "
                 f"{diagnostic_message(f)}{evidence}{fix}"
             )
         if not parts:
             return None
-        fmt = types.MarkupKind.Markdown
+        fmt = types.MarkupKind.Markdown if ls.client.hover_markdown else types.MarkupKind.PlainText
         return types.Hover(contents=types.MarkupContent(kind=fmt, value="\n\n---\n\n".join(parts)))

@@ -49,6 +49,8 @@ class ClientFeatures:
         self.version_support = bool(cap("text_document.publish_diagnostics.version_support", False))
         literal = cap("text_document.code_action.code_action_literal_support", None)
         self.code_action_literals = literal is not None
+        formats = cap("text_document.hover.content_format", None) or []
+        self.hover_markdown = any(str(getattr(f, "value", f)) == "markdown" for f in formats)
         self.did_change_configuration_dynamic = bool(
             cap("workspace.did_change_configuration.dynamic_registration", False)
         )

@@ -26,3 +26,42 @@ async def test_run_qe_publishes_diagnostics_per_contract(lsp: LanguageClient, sh
     assert d.data["sessionId"] == sid and d.data["findingId"].startswith("f401-")
     assert d.severity in (types.DiagnosticSeverity.Warning, types.DiagnosticSeverity.Information,
                           types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Hint)
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+async def test_hover_explains_the_finding_and_its_fix(lsp: LanguageClient, shop: Path, editor):
+    await start(lsp, shop, editor=editor)
+    uri = lsp.editor.open(shop / "shop" / "catalog.py")
+    await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
+    (d,) = [x for x in await wait_for(lambda: superqode_diags(lsp, uri), 30, "diags") if x.code == "F401"]
+    hover = await lsp.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=d.range.start)
+    )
+    assert "F401" in hover.contents.value and "Verified fix available" in hover.contents.value
+    formats = lsp.capabilities.text_document.hover.content_format or []
+    expected = types.MarkupKind.Markdown if types.MarkupKind.Markdown in formats else types.MarkupKind.PlainText
+    assert hover.contents.kind == expected
+    nothing = await lsp.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0))
+    )
+    assert nothing is None
+
+
+async def test_revert_session_stops_a_running_session(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    sid = (await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.runQE", arguments=[{"roles": ["toy_slow"]}])
+    ))["sessionId"]
+    await wait_for(lambda: any("toy_slow started" in (getattr(v, "message", "") or "")
+                               for v in lsp.progress_reports.get(f"superqode/{sid}", [])), 60, "start")
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.revertSession", arguments=[{"sessionId": sid}])
+    )
+    assert res["reverted"] is True and res["state"] == "cancelled"
+    listed = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
+    )
+    assert not any(s.get("onDisk") and s["sessionId"] == sid for s in listed["sessions"])
+    from superqode_ls.workspace.paths import SessionPaths
+
+    assert not SessionPaths(shop, sid).sandbox.exists()
