@@ -32,6 +32,14 @@ from .snapshot import copy_tree, list_files
 HEARTBEAT_S = 30.0
 
 
+def _git_registrations(project: Path):
+    """Hold git's worktree registrations still: concurrent ``worktree add``
+    calls read each other's half-written entries and fail."""
+    from .coordinator import Coordinator
+
+    return Coordinator(project).worktree_mutex()
+
+
 def _write_repo_marker(project: Path) -> None:
     marker = repo_dir(project) / "repo.json"
     if not marker.exists():
@@ -184,15 +192,17 @@ class IsolatedSession:
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
             state = wt.UserState(staged_tree=tree, full_tree=tree)
         sealed = wt.SealedGit(self.private / "git")
-        if self.config.workspace.warm_sandboxes and self._claim_parked(sealed):
+        if self.config.workspace.warm_sandboxes and self._claim_parked_locked(sealed):
             self.reused = True
             if not self._reset_reused(sealed, state):
                 self.reused = False
-                wt.remove_worktree(self.project, self.sandbox)
+                with _git_registrations(self.project):
+                    wt.remove_worktree(self.project, self.sandbox)
                 shutil.rmtree(sealed.root, ignore_errors=True)
         if not self.reused:
-            wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
-                            f"superqode session {self.id}")
+            with _git_registrations(self.project):
+                wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
+                                f"superqode session {self.id}")
             wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
             wt.checkout_staged(self.sandbox, state.staged_tree)
             wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree)
@@ -234,6 +244,10 @@ class IsolatedSession:
                 wt.git(["config", "--file", str(cfg), "--replace-all", key, value], self.private)
 
     # -- warm sandboxes ------------------------------------------------------
+    def _claim_parked_locked(self, sealed: wt.SealedGit) -> bool:
+        with _git_registrations(self.project):
+            return self._claim_parked(sealed)
+
     def _claim_parked(self, sealed: wt.SealedGit) -> bool:
         root = parked_dir(self.project)
         if not root.is_dir():
@@ -397,7 +411,8 @@ class IsolatedSession:
         parked = False
         if (self.isolation == "worktree" and self.config.workspace.warm_sandboxes
                 and self.sandbox.exists()):
-            parked = self._park()
+            with _git_registrations(self.project):
+                parked = self._park()
         if not parked:
             self._remove_sandbox()
         self.verification = self._verify()
@@ -415,7 +430,8 @@ class IsolatedSession:
 
     def _remove_sandbox(self) -> None:
         if self.isolation == "worktree":
-            wt.remove_worktree(self.project, self.sandbox)
+            with _git_registrations(self.project):
+                wt.remove_worktree(self.project, self.sandbox)
         elif self.sandbox.exists():
             wt._rmtree(self.sandbox)
 
@@ -478,7 +494,11 @@ def discard_sandbox(record: SessionRecord) -> None:
     paths = SessionPaths(project, record.id)
     sandbox = Path(record.sandbox)
     if record.isolation == "worktree":
-        wt.remove_worktree(project, sandbox)
+        if project.exists():
+            with _git_registrations(project):
+                wt.remove_worktree(project, sandbox)
+        else:
+            wt.remove_worktree(project, sandbox)
     elif sandbox.exists():
         wt._rmtree(sandbox)
     shutil.rmtree(paths.private, ignore_errors=True)
