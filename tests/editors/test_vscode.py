@@ -6,6 +6,7 @@ SUPERQODE_UPDATE_DOC_IMAGES=1 the one in docs/editors.md is refreshed too."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -95,6 +96,9 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     assert "superqode.superqode" in run_editor([*base, "--list-extensions", "--show-versions"],
                                                cwd=tmp_path, env=editor_env, timeout=60).stdout
 
+    # superqode-ls must come from the superqode.server.path setting, not from PATH.
+    code_env = {**editor_env, "PATH": os.pathsep.join(
+        d for d in editor_env["PATH"].split(os.pathsep) if d and Path(d) != SERVER.parent)}
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("w") as out:
@@ -102,7 +106,7 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
             [*base, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none", "--disable-telemetry",
              "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
              str(example_copy)],
-            cwd=tmp_path, env=editor_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=tmp_path, env=code_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
         try:
             wait_healthy(url, server)
