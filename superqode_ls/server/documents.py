@@ -48,6 +48,8 @@ def register(ls: SuperQodeServer) -> None:
                 )
         if changed:
             ls.store.touch(uri)
+        if ls.client.pull_mode:
+            return  # pull clients ask again after a change by themselves
         # Re-send even when nothing moved so the diagnostics carry the new version.
         ls.publisher.mark(uri)
 

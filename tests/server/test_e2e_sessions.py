@@ -196,3 +196,26 @@ async def test_show_report_opens_the_markdown_quality_report(lsp: LanguageClient
 
     text = Path(to_fs_path(shown.uri)).read_text(encoding="utf-8")
     assert sid in text
+
+
+async def test_a_new_save_cancels_the_previous_on_save_run(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, settings={"runOnSave": True, "roles": ["toy_slow"]})
+    uri = lsp.editor.open(shop / "shop" / "pricing.py")
+    lsp.editor.save(uri)
+
+    def started() -> list[str]:
+        return [t.split("/", 1)[1] for t in lsp.progress_reports if t.startswith("superqode/")]
+
+    (first,) = await wait_for(started, 60, "first on-save run")
+    await wait_for(lambda: any("toy_slow started" in m for m in progress_messages(lsp, first)), 60,
+                   "first run working")
+    lsp.editor.save(uri)
+    await wait_for(lambda: len(started()) == 2, 60, "second on-save run")
+    end = await wait_for(lambda: progress_ended(lsp, first), 60, "first run cancelled")
+    assert "cancelled" in end.message
+    second = [s for s in started() if s != first][0]
+    assert not progress_ended(lsp, second)
+    await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.cancel", arguments=[{"sessionId": second}])
+    )
+    await wait_for(lambda: progress_ended(lsp, second), 60, "second run cancelled")
