@@ -131,6 +131,12 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     assert data["status"] == "SuperQode 0 0 2"  # the status bar: 0 errors, 0 warnings, 2 infos
     assert not any("F401" in p for p in data["problems_after"])
 
+    # Sessions lists the run; Show Report opened its Quality Report (window/showDocument).
+    session_id = data["session_item"]["label"]
+    assert session_id in data["status_running"]
+    assert data["session_item"]["description"] == "done · quick · 2 finding(s) · conditional"
+    assert data["report_tab"].startswith("qr-") and session_id in data["report_tab"]
+
     catalog = example_copy / "shop" / "catalog.py"
     assert "import os\n" not in catalog.read_text() and "import json\n" in catalog.read_text()
     assert changed_files(example_copy) == [" M shop/catalog.py"]

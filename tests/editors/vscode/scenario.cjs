@@ -133,6 +133,21 @@ async function main() {
     for (const r of await problems.all()) after.push((await r.getAttribute("aria-label")) || (await r.innerText()));
     step("problems_after", after);
 
+    // SuperQode: Sessions -> the session -> Show Report: the Quality Report opens.
+    await command(page, "SuperQode: Sessions");
+    const sessionRow = page.locator(".quick-input-list .monaco-list-row", { hasText: "qe-" }).first();
+    await sessionRow.waitFor();
+    step("session_item", {
+      label: (await sessionRow.locator(".label-name").first().innerText()).trim(),
+      description: (await sessionRow.locator(".label-description").first().innerText()).trim(),
+    });
+    await page.keyboard.press("Enter");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Show Report" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const report = page.locator(".tab.active", { hasText: /^qr-.*\.md/ });
+    await report.waitFor();
+    step("report_tab", (await report.innerText()).trim());
+
     result.exit = 0;
   } catch (e) {
     result.exit = 1;
