@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     failure: SessionFailed | None = None
     report: QualityReport | None = None
     try:
-        report = asyncio.run(_run_with_signals(session))
+        report = asyncio.run(_run_with_signals(session, _terminal_asker()))
     except (ConfigError, WorkspaceError) as e:
         raise UsageError(str(e)) from None
     except SessionFailed as e:
@@ -157,8 +157,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return exit_code(report, fail_on)
 
 
-async def _run_with_signals(session) -> QualityReport:
+def _terminal_asker():
+    """Agent tools set to ``ask`` prompt on a terminal; piped runs deny."""
+    from ..agent.permissions import TerminalAsker
+
+    return TerminalAsker() if TerminalAsker.available() else None
+
+
+async def _run_with_signals(session, asker=None) -> QualityReport:
     """Ctrl-C and SIGTERM cancel the session through its revert path."""
+    if asker is not None:
+        from ..agent.permissions import use_asker
+
+        with use_asker(asker):
+            return await _run_with_signals(session)
     loop = asyncio.get_running_loop()
     installed = []
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -187,7 +199,7 @@ def role_rows(config) -> list[dict]:
             row.update(tool=None, description="", available=False, reason=f"not installed ({e})")
             rows.append(row)
             continue
-        reason = cls().unavailable()
+        reason = cls().unavailable(config)
         row.update(
             tool=getattr(cls, "tool", None), description=getattr(cls, "description", ""),
             modes=sorted(cls.modes), executes_code=cls.executes_code,

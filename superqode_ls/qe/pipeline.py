@@ -383,7 +383,7 @@ class QESession:
             return "folder not trusted (this role runs the project's code)"
         if res.mode not in role.modes and not res.explicit:
             return f"not part of {res.mode} mode"
-        return role.unavailable()
+        return role.unavailable(res.config)
 
     def _skip(self, name: str, reason: str, total: int) -> None:
         self._runs[name] = RoleRun(role=name, status="skipped", reason=reason)
@@ -596,6 +596,7 @@ class QESession:
             cancelled=self._cancel_requested,
             timed_out=self._timed_out,
             verification=verification,
+            usage=_agent_usage(self.id),
         )
         report.verdict = _verdict(report, res.config)
         return report
@@ -666,3 +667,10 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _verdict(report: QualityReport, config: Config) -> str:
     return compute_verdict(report, config.qe.fail_on)
+
+
+def _agent_usage(session_id: str):
+    """Tokens and cost the session's agent roles spent, if any ran."""
+    from ..agent.roles import session_usage
+
+    return session_usage(session_id)

@@ -67,8 +67,11 @@ class RoleContext:
         if timeout is None or (budget is not None and budget < timeout):
             timeout = budget
         self.emit("tool_call", tool=Path(cmd[0]).name, argv=list(cmd)[:20])
+        # Analyzers on big repositories print tens of MB of JSON; a cut would
+        # make the role fail, so the cap here only guards against runaways.
         return await run_command(
-            cmd, cwd or self.sandbox, env=env or self.env, timeout=timeout, input=input
+            cmd, cwd or self.sandbox, env=env or self.env, timeout=timeout, input=input,
+            output_cap=256_000_000,
         )
 
 
@@ -92,8 +95,8 @@ class Role:
     # pipeline restores the sandbox after them.
     modifies_sandbox: ClassVar[bool] = False
 
-    def unavailable(self) -> str | None:
-        """Why this role cannot run here, or None."""
+    def unavailable(self, config: Config | None = None) -> str | None:
+        """Why this role cannot run here (with this configuration), or None."""
         return None
 
     async def run(self, ctx: RoleContext) -> RoleOutput:

@@ -42,7 +42,7 @@ class LintTester(Role):
     tool = "ruff"
     description = "ruff lint; every fix ruff offers becomes a patch (the sandbox is not edited)"
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, config=None) -> str | None:
         if tool_path("ruff") is None:
             return "ruff is not installed in SuperQode's environment"
         return None

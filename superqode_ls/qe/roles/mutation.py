@@ -39,6 +39,7 @@ from ._mutators import (
     MUTATOR_VERSION,
     Mutant,
     apply_edit,
+    compiles,
     content_hash,
     find_mutants,
     mutated_line,
@@ -54,6 +55,7 @@ KILLED = ("killed", "timeout")
 # Per-mutant test runs never get less than this (interpreter + pytest start).
 MIN_MUTANT_TIMEOUT_S = 10.0
 MAX_NODE_IDS = 200
+NO_TIME = "the project's tests did not finish within the time budget"
 
 
 def cache_dir() -> Path:
@@ -216,7 +218,7 @@ class MutationTester(Role):
         self.report = MutationReport()
         self._stamps = itertools.count(1)
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, config=None) -> str | None:
         try:
             import coverage  # noqa: F401
         except ImportError:
@@ -298,12 +300,13 @@ class MutationTester(Role):
     async def _mutate(
         self, ctx: RoleContext, scratch: Path, pending: list[FileResult], report: MutationReport
     ) -> RoleOutput | None:
-        base = _scratch.copy_tree(ctx.sandbox, scratch / "w0")
+        base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
         started = time.monotonic()
         linemap = await self._line_map(ctx, scratch, base)
         report.coverage_s = time.monotonic() - started
         if isinstance(linemap, str):
-            return RoleOutput(status="failed", reason=linemap, tool=TOOL)
+            status = "timeout" if linemap == NO_TIME else "skipped"
+            return RoleOutput(status=status, reason=linemap, tool=TOOL)
 
         mutants: list[tuple[FileResult, Mutant, list[str]]] = []
         for fr in pending:
@@ -314,7 +317,7 @@ class MutationTester(Role):
                 fr.complete = True
                 continue
             try:
-                found = find_mutants(fr.text, fr.rel, set(lines))
+                found = find_mutants(fr.text, fr.rel, set(lines), validate=False)
             except (SyntaxError, ValueError):
                 report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
                 fr.complete = True
@@ -328,9 +331,10 @@ class MutationTester(Role):
         limit = ctx.config.roles.mutation_max_mutants
         chosen_ids = {id(m) for m in select([m for _, m, _ in mutants], limit)}
         queue = [item for item in mutants if id(item[1]) in chosen_ids]
+        queue = [item for item in queue if compiles(item[0].text, item[1])]
         left_out = {id(item[0]) for item in mutants if id(item[1]) not in chosen_ids}
-        if len(mutants) > len(queue):
-            report.skip("over the mutant limit", len(mutants) - len(queue))
+        if len(mutants) > len(chosen_ids):
+            report.skip("over the mutant limit", len(mutants) - len(chosen_ids))
         if not queue:
             return None
         planned: dict[int, tuple[FileResult, list[str]]] = {}
@@ -405,7 +409,7 @@ class MutationTester(Role):
         cmd += ["-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
         res = await ctx.run(cmd, cwd=base, env=env)
         if res.timed_out:
-            return "the project's tests did not finish within the time budget"
+            return NO_TIME
         try:
             info = json.loads(out_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -524,7 +528,8 @@ class MutationTester(Role):
             if not survived:
                 continue
             by_line: dict[int, list[Mutant]] = {}
-            for m in find_mutants(fr.text, fr.rel):
+            lines = {int(k.split(":", 1)[0]) for k in survived}
+            for m in find_mutants(fr.text, fr.rel, lines, validate=False):
                 if m.key in survived:
                     by_line.setdefault(m.line, []).append(m)
             src_lines = fr.text.splitlines()

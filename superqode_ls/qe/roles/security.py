@@ -48,7 +48,7 @@ class SecurityTester(Role):
     tool = "bandit"
     description = "bandit + secrets scan + extra dangerous patterns; safe fixes as patches"
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, config=None) -> str | None:
         return None  # the secrets scan runs even without bandit
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
@@ -74,19 +74,37 @@ class SecurityTester(Role):
         findings: list[Finding] = []
         reason: str | None = None
         bandit = tool_path("bandit")
-        if bandit is None:
-            reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
-        elif py_files:
-            bandit_out = await self._bandit(ctx, bandit, None if files is None else py_files)
-            if isinstance(bandit_out, str):
-                if bandit_out == "timeout":
-                    return RoleOutput(
-                        status="timeout", reason="bandit ran out of time", tool="bandit"
-                    )
-                return RoleOutput(status="failed", reason=bandit_out, tool="bandit")
-            findings.extend(self._bandit_findings(root, src, bandit_out))
-        # Pure-Python scans: off the event loop, other roles run meanwhile.
-        extra = await asyncio.to_thread(self._scan, root, src, py_files, text_files, findings)
+        # The pure-Python scans run in a thread while bandit runs as a process:
+        # on two cores that hides most of the scan's time.
+        scan = asyncio.ensure_future(
+            asyncio.to_thread(self._scan, root, SourceCache(root), py_files, text_files, [])
+        )
+        try:
+            if bandit is None:
+                reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
+            elif py_files:
+                bandit_out = await self._bandit(ctx, bandit, None if files is None else py_files)
+                if isinstance(bandit_out, str):
+                    if bandit_out == "timeout":
+                        return RoleOutput(
+                            status="timeout", reason="bandit ran out of time", tool="bandit"
+                        )
+                    return RoleOutput(status="failed", reason=bandit_out, tool="bandit")
+                findings.extend(self._bandit_findings(root, src, bandit_out))
+            extra = await scan
+        finally:
+            if not scan.done():
+                scan.cancel()
+        # bandit already reports hardcoded passwords; don't say it twice.
+        password_lines = {
+            (f.file, f.range.start_line) for f in findings
+            if f.rule_id in _PASSWORD_RULES and f.range
+        }
+        extra = [
+            f for f in extra
+            if not (f.rule_id == "secret-generic" and f.range
+                    and (f.file, f.range.start_line) in password_lines)
+        ]
         # A recognised token says more than bandit's "possible password".
         token_lines = {
             (f.file, f.range.start_line)

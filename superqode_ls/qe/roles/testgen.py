@@ -72,7 +72,7 @@ class TestGenerator(Role):
     modes = frozenset({"deep"})
     executes_code = True
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, config=None) -> str | None:
         for mod in ("hypothesis", "black"):
             if find_spec(mod) is None:
                 return f"{mod} is not installed (needed by hypothesis.extra.ghostwriter)"

@@ -78,7 +78,7 @@ class TypeTester(Role):
     description = "mypy on the package(s) found; missing third-party imports are ignored"
     modes = frozenset({"deep"})
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, config=None) -> str | None:
         if tool_path("mypy") is None:
             return "mypy is not installed in SuperQode's environment"
         return None
