@@ -12,7 +12,6 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,27 +183,14 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         )
         bus = EventBus(run.id)
 
-        queue: deque = deque()
-        consumer: list[asyncio.Task] = []
-
-        async def consume() -> None:
-            # Events are handled in slices so a role reporting thousands of
-            # findings at once does not stall requests.
-            while queue:
-                for _ in range(min(EVENT_SLICE, len(queue))):
-                    _on_event(ls, run, progress, queue.popleft())
-                await asyncio.sleep(0)
-
-        def enqueue(event) -> None:
-            queue.append(event)
-            if not consumer or consumer[0].done():
-                consumer[:] = [loop.create_task(consume())]
-
         def sink(event) -> None:
+            # Taken in right away (tens of microseconds a finding): the engine
+            # emits a role's findings in one synchronous burst, and anything
+            # deferred would wait behind its next synchronous step.
             if threading.get_ident() == loop_thread:
-                enqueue(event)
+                _on_event(ls, run, progress, event)
             else:
-                loop.call_soon_threadsafe(enqueue, event)
+                loop.call_soon_threadsafe(_on_event, ls, run, progress, event)
 
         bus.subscribe(sink)
         run.session = QESession(request, bus=bus, session_id=run.id)
@@ -220,8 +206,6 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             run.error = str(e)
         run.report = report
         run.patches = dict(run.session.patches) or {p.id: p for p in report.patches}
-        while consumer and not consumer[0].done():
-            await consumer[0]
         run.state = "cancelled" if report.cancelled else ("failed" if run.error else "done")
         await _finish(ls, run, report)
         await ls.publisher.drain()
@@ -285,6 +269,9 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
         if data.get("role") not in progress.roles_started:
             progress.roles_started.append(str(data.get("role")))
         progress.roles_done += 1
+        # The role's findings are all in: show them now, not after the engine's
+        # next (possibly long) synchronous step.
+        ls.publisher.flush(now=True)
         progress.report(
             f"{data.get('role')} {data.get('status')} ({data.get('findings', 0)} finding(s)); "
             f"{progress.status()}"
