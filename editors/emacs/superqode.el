@@ -89,9 +89,9 @@ and set `superqode-server-command' to (\"/path/to/venv/bin/superqode-ls\")"))
 
 ;;;###autoload
 (defun superqode-run-qe (&optional deep this-file)
-  "Run a QE session on the project; with prefix argument DEEP, in deep mode.
-With THIS-FILE (two prefix arguments), only on the current file."
-  (interactive (list (and current-prefix-arg t)
+  "Run a QE session on the project; DEEP (\\[universal-argument]) in deep mode.
+THIS-FILE (two \\[universal-argument]): only the current file, quick mode."
+  (interactive (list (equal current-prefix-arg '(4))
                      (equal current-prefix-arg '(16))))
   (let* ((arg (append (and deep '(:mode "deep"))
                       (and this-file buffer-file-name
