@@ -213,6 +213,8 @@ async def test_pipeline_runs_the_agent_and_verifies_its_fix(make_repo, scripted,
     assert patch.verified, patch.verification
     assert finding.verified and finding.fix_patch_id == patch.id
     assert report.verification.verified
+    assert report.usage is not None and report.usage.requests >= 1  # tokens reach the report
+    assert report.usage.prompt_tokens > 0
     calls = [json.loads(line)["data"] for line in jsonl if '"type":"tool_call"' in line]
     assert [c["tool"] for c in calls] == [
         "list_files",
