@@ -5,7 +5,7 @@ parallelism buy.
 
 PATH is a Python project with pytest tests (for example an unpacked sdist
 that ships its tests). Without PATH a synthetic medium project is generated
-(16 modules, ~1,100 lines of code and tests). The project is copied; nothing
+(16 modules, ~600 lines of code and tests). The project is copied; nothing
 in PATH is written. Each scenario runs the mutation_tester role as the
 pipeline would, on the same mutants:
 
@@ -45,7 +45,7 @@ from superqode_ls.workspace.artifacts import Artifacts
 SID = "qe-20260101-000000-b0b0b0"
 
 
-def synthetic(root: Path, modules: int = 16, funcs: int = 4, seed: int = 7) -> Path:
+def synthetic(root: Path, modules: int = 16, funcs: int = 2, seed: int = 7) -> Path:
     """A project shaped like ordinary code: small functions with branches,
     comparisons and arithmetic, and tests that check most but not all of it."""
     rnd = random.Random(seed)

@@ -253,6 +253,11 @@ def test_skips_without_trust_or_tests(make_repo):
     assert out.status == "skipped" and "no Python tests" in out.reason
     out = asyncio.run(MutationTester().run(make_ctx(repo, trusted=False)))
     assert out.status == "skipped" and "trusted" in out.reason
+    # Tests that all fail on the unchanged code cannot judge any mutant.
+    write_files(repo, {"tests/test_calc.py": "def test_no():\n    assert False\n"})
+    out = asyncio.run(MutationTester().run(make_ctx(repo)))
+    assert out.status == "skipped" and "no test passes" in out.reason
+    assert out.findings == []
 
 
 def test_cancel_kills_test_processes_and_cleans_scratch(make_repo):

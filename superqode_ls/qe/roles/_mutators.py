@@ -221,11 +221,15 @@ def _constant_replacement(value: object) -> str | None:
     return None
 
 
-def find_mutants(text: str, file: str, lines: set[int] | None = None) -> list[Mutant]:
+def find_mutants(
+    text: str, file: str, lines: set[int] | None = None, validate: bool = True
+) -> list[Mutant]:
     """Every mutant of ``text``, or only those starting on ``lines``.
 
-    Mutants that would not compile are dropped. Raises SyntaxError for a file
-    that does not parse.
+    With ``validate``, mutants that would not compile are dropped; that
+    compiles the whole file once per mutant, so callers with many mutants
+    validate only those they pick (``compiles``). Raises SyntaxError for a
+    file that does not parse.
     """
     tree = ast.parse(text)
     src = _Source(text)
@@ -288,12 +292,18 @@ def find_mutants(text: str, file: str, lines: set[int] | None = None) -> list[Mu
         if m.key in seen:
             continue
         seen.add(m.key)
-        try:
-            compile(apply_edit(text, m.edit), file, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
+        if validate and not compiles(text, m):
             continue
         valid.append(m)
     return valid
+
+
+def compiles(text: str, mutant: Mutant) -> bool:
+    try:
+        compile(apply_edit(text, mutant.edit), mutant.file, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _is_string_format(node: ast.BinOp) -> bool:
