@@ -30,7 +30,7 @@ H.run(function()
     vim.wo.number = true
     vim.api.nvim_win_set_cursor(0, { 6, 0 })
     vim.cmd("redraw")
-    vim.fn.writefile(require("tohtml").tohtml(0, { title = "shop/catalog.py - Neovim" }), vim.env.SQ_HTML)
+    vim.fn.writefile(require("tohtml").tohtml(0, { title = "shop/catalog.py - Neovim", number_lines = true }), vim.env.SQ_HTML)
   end
 
   -- The user puts the cursor on `import os` and picks the quick fix.
