@@ -13,7 +13,7 @@ local defaults = {
   -- superqode-ls script is not on PATH: runs `python -m superqode_ls.server`.
   python = nil,
   filetypes = { "python" },
-  root_markers = { ".superqode", "pyproject.toml", "setup.py", ".git" },
+  root_markers = { "superqode.yaml", "pyproject.toml", "setup.py", ".git" },
   -- The `superqode` settings section: mode, roles, runOnSave, isolation,
   -- trustedFolders, provider (see docs/editors.md).
   settings = {},
