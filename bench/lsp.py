@@ -320,39 +320,131 @@ async def run(n: int) -> dict:
         await bench.stop(client)
 
         say("10k findings")
-        # -- 3/4. 10k findings over 1k files: publish time and RSS
+        # -- 3/4. 10k findings over 1k files: publish time and RSS. A raw JSON-RPC
+        # client stamps each message as it arrives: a typed Python client would
+        # spend longer building 10k Diagnostic objects than the server sending them.
         flood = work / "flood-project"
         make_flood(flood)
-        client, _ = await bench.start(flood, "visual-studio-code", pull=False, settings={})
-        server = psutil.Process(client._server.pid)
-        sid = (await bench.command(client, "superqode.runQE", {"roles": ["bench_flood"]}))["sessionId"]
-        await bench.wait_end(client, sid)
-        done_at = next(t for t, tok, v in client.progress_times
-                       if v.get("kind") == "report" and "bench_flood ok" in (v.get("message") or ""))
-        flood_uris = [u for u in client.publish_times if "/flood/" in u]
-        first = min(client.publish_times[u] for u in flood_uris)
-        last = max(client.publish_times[u] for u in flood_uris)
-        # Publishing starts while the findings are still being taken in (both
-        # run in slices), so the clock starts at whichever the client saw first.
-        say(f"flood: ok report at {done_at - first:+.3f}s from first publish, "
-            f"last publish at {last - first:+.3f}s, session end at "
-            f"{max(t for t, tok, v in client.progress_times if v.get('kind') == 'end') - first:+.3f}s")
-        done_at = min(done_at, first)
-        total = sum(len(client.diagnostics[u]) for u in flood_uris)
-        results["flood_files"] = len(flood_uris)
-        results["flood_findings"] = total
-        results["publish_10k_s"] = round(last - done_at, 3)
+        raw = await RawClient.start(flood, env)
+        server = psutil.Process(raw.proc.pid)
+        res = await raw.request("workspace/executeCommand",
+                                {"command": "superqode.runQE", "arguments": [{"roles": ["bench_flood"]}]})
+        sid = res["result"]["sessionId"]
+        await raw.wait(lambda: any(m == "$/progress" and p["token"] == f"superqode/{sid}"
+                                   and p["value"]["kind"] == "end" for _, m, p in raw.events), 600)
+        started = next(t for t, m, p in raw.events if m == "$/progress"
+                       and "bench_flood started" in (p["value"].get("message") or ""))
+        done = next(t for t, m, p in raw.events if m == "$/progress"
+                    and "bench_flood ok" in (p["value"].get("message") or ""))
+        firsts: dict[str, tuple[float, int]] = {}
+        for t, m, p in raw.events:
+            if m == "textDocument/publishDiagnostics" and "/flood/" in p["uri"] and p["diagnostics"]:
+                firsts.setdefault(p["uri"], (t, len(p["diagnostics"])))
+        last = max(t for t, _ in firsts.values())
+        results["flood_files"] = len(firsts)
+        results["flood_findings"] = sum(n for _, n in firsts.values())
+        results["publish_10k_s"] = round(last - started, 3)
+        results["publish_10k_after_role_done_s"] = round(last - min(t for t, _ in firsts.values()), 3)
+        say(f"flood: role started -> last publish {last - started:.3f}s; "
+            f"ok report {done - started:.3f}s after start")
         results["rss_10k_findings_mb"] = round(server.memory_info().rss / 2**20, 1)
-        # While holding 10k findings the server still answers at once.
-        some = flood_uris[0]
-        held = await latency_round(client, some, 3, 50, pull=False)
-        results["hover_p99_with_10k_ms"] = round(pct(held["hover"], 99) * 1e3, 2)
-        await bench.stop(client)
+        some = next(iter(firsts))
+        hovers = []
+        for _ in range(50):
+            t = time.perf_counter()
+            await raw.request("textDocument/hover", {"textDocument": {"uri": some},
+                                                     "position": {"line": 3, "character": 2}})
+            hovers.append(time.perf_counter() - t)
+        results["hover_p99_with_10k_ms"] = round(pct(hovers, 99) * 1e3, 2)
+        await raw.stop()
         say("10k findings in process")
         results["in_process"] = await asyncio.to_thread(publish_in_process, flood)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+class RawClient:
+    """Just enough JSON-RPC over the server's stdio to time arrivals."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.events: list[tuple[float, str, dict]] = []
+        self.pending: dict[int, asyncio.Future] = {}
+        self.next_id = 0
+        self.task = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def start(cls, folder: Path, env: dict[str, str]) -> "RawClient":
+        from pygls.protocol import default_converter
+        from pygls.uris import from_fs_path
+        from pytest_lsp import client_capabilities
+
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(Path(__file__).resolve()), "--serve", env=env, cwd=str(ROOT),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, limit=2**24,
+        )
+        client = cls(proc)
+        caps = default_converter().unstructure(client_capabilities("visual-studio-code"))
+        uri = from_fs_path(str(folder))
+        await client.request("initialize", {"processId": os.getpid(), "rootUri": uri,
+                                            "capabilities": caps,
+                                            "workspaceFolders": [{"uri": uri, "name": "w"}]})
+        client.notify("initialized", {})
+        return client
+
+    def _send(self, obj: dict) -> None:
+        body = json.dumps(obj).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def notify(self, method: str, params) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params) -> dict:
+        self.next_id += 1
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = fut
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return await asyncio.wait_for(fut, 120)
+
+    async def _read(self) -> None:
+        reader = self.proc.stdout
+        while True:
+            try:
+                header = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                return
+            length = int(header.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            body = await reader.readexactly(length)
+            now = time.perf_counter()
+            msg = json.loads(body)
+            if "method" in msg and "id" in msg:  # a request from the server
+                result = None
+                if msg["method"] == "workspace/configuration":
+                    result = [{} for _ in msg["params"]["items"]]
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            elif "method" in msg:
+                self.events.append((now, msg["method"], msg.get("params") or {}))
+            elif msg.get("id") in self.pending:
+                self.pending.pop(msg["id"]).set_result(msg)
+
+    async def wait(self, pred, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not pred():
+            if time.monotonic() > deadline:
+                raise SystemExit("timed out")
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        await self.request("shutdown", None)
+        self.notify("exit", None)
+        try:
+            await asyncio.wait_for(self.proc.wait(), 30)
+        except asyncio.TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+        self.task.cancel()
 
 
 def publish_in_process(folder: Path) -> dict:
@@ -430,9 +522,10 @@ def render(r: dict) -> str:
         f"- `superqode.runQE` on one file (lint_tester + security_tester) to first diagnostic: "
         f"{r['first_diagnostic_s']} s; ruff + bandit run directly on that file: "
         f"{r['direct_ruff_bandit_s']} s.",
-        f"- 10k findings over 1k files ({r['flood_findings']} diagnostics in {r['flood_files']} files) "
-        f"published in {r['publish_10k_s']} s (from the role's completion report or the first "
-        f"publish, whichever the client saw first, to the last publishDiagnostics received).",
+        f"- 10k findings over 1k files ({r['flood_findings']} diagnostics in {r['flood_files']} files): "
+        f"{r['publish_10k_after_role_done_s']} s from the first to the last publishDiagnostics "
+        f"received; {r['publish_10k_s']} s from the flood role's start report (so including the "
+        f"role building 10k findings and the engine's per-finding work) to the last one.",
         f"- The server's own share, in process (10k finding events taken in, then "
         f"{r['in_process']['documents']} publishDiagnostics written, {r['in_process']['bytes'] // 1024} KiB): "
         f"{r['in_process']['total_s']} s ({r['in_process']['take_in_s']} s taking the findings in, "
