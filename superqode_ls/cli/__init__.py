@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if args.command in ("run", "exec"):
+        _reap_quietly()
     try:
         return int(args.func(args) or 0)
     except (UsageError, ConfigError) as e:
@@ -62,6 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("superqe: interrupted", file=sys.stderr)
         return 130
+
+
+def _reap_quietly() -> None:
+    """Sandboxes idle past workspace.cleanup_after_hours and orphans go at start
+    (at most hourly, one process at a time); a failure here stops nothing."""
+    try:
+        from ..config import load_config
+        from ..workspace.reaper import maybe_reap
+
+        maybe_reap(load_config(None))
+    except Exception as e:  # noqa: BLE001
+        print(f"superqe: reaper skipped: {e}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

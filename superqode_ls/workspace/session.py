@@ -92,16 +92,21 @@ class IsolatedSession:
     async def create(cls, project: Path | str, *, config: Config | None = None, mode: str = "quick",
                      isolation: str | None = None, base_ref: str | None = None,
                      overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
-                     session_id: str | None = None, kind: str = "qe") -> "IsolatedSession":
+                     session_id: str | None = None, kind: str = "qe",
+                     lock_timeout: float = 0) -> "IsolatedSession":
         return await asyncio.to_thread(
             cls.create_sync, project, config=config, mode=mode, isolation=isolation,
-            base_ref=base_ref, overlays=overlays, bus=bus, session_id=session_id, kind=kind)
+            base_ref=base_ref, overlays=overlays, bus=bus, session_id=session_id, kind=kind,
+            lock_timeout=lock_timeout)
 
     @classmethod
     def create_sync(cls, project: Path | str, *, config: Config | None = None, mode: str = "quick",
                     isolation: str | None = None, base_ref: str | None = None,
                     overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
-                    session_id: str | None = None, kind: str = "qe") -> "IsolatedSession":
+                    session_id: str | None = None, kind: str = "qe",
+                    lock_timeout: float = 0) -> "IsolatedSession":
+        """``lock_timeout``: how long to wait for the repository lock (a deep
+        session waits for running quick ones); 0 tries once."""
         from ..config import load_config
 
         root, is_git = resolve_project(Path(project))
@@ -131,7 +136,7 @@ class IsolatedSession:
         bus = bus or EventBus(sid)
         self = cls(root, config, session_id=sid, mode=mode, isolation=choice,
                    base_commit=base_commit, bus=bus, kind=kind)
-        self._acquire_lock()
+        self._acquire_lock(lock_timeout)
         try:
             self._create(base_ref is not None, overlays)
         except BaseException:
@@ -139,12 +144,10 @@ class IsolatedSession:
             raise
         return self
 
-    def _acquire_lock(self) -> None:
-        try:
-            from .coordinator import Coordinator
-        except ImportError:
-            return
-        self.lock = Coordinator(self.project).acquire(self.id, self.mode)
+    def _acquire_lock(self, timeout: float = 0) -> None:
+        from .coordinator import Coordinator
+
+        self.lock = Coordinator(self.project).acquire(self.id, self.mode, timeout=timeout)
 
     def _release_lock(self) -> None:
         if self.lock is None:

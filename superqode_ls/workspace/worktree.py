@@ -266,8 +266,14 @@ def remove_worktree(repo: Path, sandbox: Path) -> None:
     """Remove the sandbox and its registration; tolerant of half-made ones."""
     reg = registration_for(repo, sandbox) if repo.exists() else None
     if reg is not None and sandbox.exists():
-        # Point the worktree back at its registration so git can remove it.
-        (sandbox / ".git").write_text(f"gitdir: {reg}\n")
+        # Point the worktree back at its registration so git can remove it
+        # (whatever a process in the sandbox made of its .git meanwhile).
+        dot = sandbox / ".git"
+        if dot.is_dir() and not dot.is_symlink():
+            _rmtree(dot)
+        elif dot.is_symlink():
+            dot.unlink()
+        dot.write_text(f"gitdir: {reg}\n")
         git(["worktree", "unlock", str(sandbox)], repo, check=False)
         proc = git(["worktree", "remove", "--force", "--force", str(sandbox)], repo, check=False)
         if proc.returncode == 0:

@@ -351,3 +351,14 @@ async def test_project_tests_may_use_temporary_repositories(repo, tmp_path):
         assert s.guard_events()
     assert "side" in run_git(scratch, "branch")
     assert s.verification.verified
+
+
+async def test_sandbox_whose_git_became_a_repository_is_still_removed(repo):
+    async with await IsolatedSession.create(repo, config=Config()) as s:
+        subprocess.run(["bash", "-c", "rm -rf .git && git init -q && git add -A && "
+                        "git -c user.name=a -c user.email=a@b commit -qm x"],
+                       cwd=s.sandbox, env=s.env(), capture_output=True)
+        assert (s.sandbox / ".git").is_dir()
+    assert not s.sandbox.exists()
+    assert worktree_paths(repo) == [str(repo)]
+    assert s.verification.verified
