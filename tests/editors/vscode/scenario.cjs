@@ -133,6 +133,16 @@ async function main() {
     for (const r of await problems.all()) after.push((await r.getAttribute("aria-label")) || (await r.innerText()));
     step("problems_after", after);
 
+    // SuperQode: Fix All applies the remaining verified fix; Ctrl+S.
+    await page.locator(".monaco-editor .view-lines").first().click({ position: { x: 200, y: 10 } });
+    await command(page, "SuperQode: Fix All");
+    await page.locator(".tab.active.dirty").waitFor({ timeout: 15000 });
+    await page.keyboard.press("Control+S");
+    await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 15000 });
+    await page.waitForFunction(() => document.querySelectorAll(".markers-panel .monaco-list-row").length === 0,
+      null, { timeout: 15000 });
+    step("fixed_all", (await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().locator("a").getAttribute("aria-label")));
+
     // SuperQode: Sessions -> the session -> Show Report: the Quality Report opens.
     await command(page, "SuperQode: Sessions");
     const sessionRow = page.locator(".quick-input-list .monaco-list-row", { hasText: "qe-" }).first();
