@@ -24,13 +24,43 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run CMD in a fresh sandbox; save its changes as a patch; "
                                    "revert and verify.")
     p.add_argument("path", nargs="?", default=".", help="project (default: .)")
+    _add_options(p)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARG...]")
+    p.set_defaults(func=run_exec)
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", action="store_true", help="keep the sandbox after the command")
     iso = p.add_mutually_exclusive_group()
     iso.add_argument("--worktree", dest="isolation", action="store_const", const="worktree")
     iso.add_argument("--snapshot", dest="isolation", action="store_const", const="snapshot")
     p.add_argument("--base-ref", help="sandbox at this commit, without the uncommitted state")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARG...]")
-    p.set_defaults(func=run_exec)
+
+
+def _split_command(args: argparse.Namespace) -> list[str]:
+    """The command after ``--``. Options written after PATH land in the
+    remainder (argparse stops at the positional): parse them here rather than
+    run ``--worktree`` as a program."""
+    tokens = list(args.cmd)
+    if not tokens or not tokens[0].startswith("-"):
+        return tokens  # a command given without ``--``
+    if "--" in tokens:
+        cut = tokens.index("--")
+        leading, cmd = tokens[:cut], tokens[cut + 1:]
+    else:
+        leading, cmd = tokens, []
+    if leading:
+        from . import _Parser
+
+        late = _Parser(prog="superqe exec", add_help=False)
+        _add_options(late)
+        given = late.parse_args(leading)
+        if given.isolation and args.isolation and given.isolation != args.isolation:
+            raise UsageError("--worktree and --snapshot exclude each other")
+        args.keep = args.keep or given.keep
+        args.isolation = given.isolation or args.isolation
+        args.base_ref = given.base_ref or args.base_ref
+    return cmd
 
 
 class _Terminated(Exception):
@@ -42,9 +72,7 @@ def _on_term(signum, frame):  # SIGTERM/SIGHUP: leave through the revert path
 
 
 def run_exec(args: argparse.Namespace) -> int:
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+    cmd = _split_command(args)
     if not cmd:
         raise UsageError("exec needs a command after --")
     try:

@@ -24,7 +24,7 @@ from ..events import EventBus
 from ..models import Finding, Patch, QualityReport, RoleRun, summarize, utcnow
 from ..workspace.artifacts import Artifacts, ensure_superqode_dir
 from ..workspace.errors import WorkspaceError
-from ..workspace.git import git, repo_root
+from ..workspace.git import GitError, git, repo_root, resolve_commit
 from ..workspace.paths import new_session_id
 from . import baseline as baseline_mod
 from .noise import FileLines, NoiseResult, filter_findings
@@ -108,6 +108,7 @@ def resolve_request(req: QERequest) -> _Resolved:
     isolation = req.isolation or config.workspace.isolation
     if isolation == "auto":
         isolation = None
+    _check_git_needs(project, isolation, req.base_ref)
     explicit = req.roles is not None
     if explicit:
         names = list(dict.fromkeys(req.roles or []))
@@ -134,6 +135,25 @@ def resolve_request(req: QERequest) -> _Resolved:
         else:
             counts = baseline_mod.load(path)
     return _Resolved(project, config, req.mode, names, explicit, files, isolation, budget, path, counts)
+
+
+def _check_git_needs(project: Path, isolation: str | None, base_ref: str | None) -> None:
+    """--worktree and --base-ref need git: say so before the session starts
+    (the sandbox layer checks again, with the same words)."""
+    if isolation != "worktree" and not base_ref:
+        return
+    root = repo_root(project)
+    if root is None:
+        if base_ref:
+            raise WorkspaceError("--base-ref needs a git repository")
+        raise WorkspaceError(f"{project}: not a git repository; use --snapshot")
+    if base_ref:
+        try:
+            resolve_commit(root, base_ref)
+        except GitError:
+            raise WorkspaceError(f"--base-ref: unknown revision {base_ref!r}") from None
+        if isolation == "snapshot":
+            raise WorkspaceError("--base-ref works with worktree isolation only")
 
 
 def _session_factory():
