@@ -238,7 +238,7 @@ async function sessions(): Promise<void> {
   const picked = await vscode.window.showQuickPick(
     listed.map((s) => ({
       label: s.sessionId,
-      description: [s.state, s.mode, s.findings !== undefined ? `${s.findings} finding(s)` : "", s.verdict ?? ""]
+      description: [s.state, s.mode, typeof s.findings === "number" ? `${s.findings} finding(s)` : "", s.verdict ?? ""]
         .filter(Boolean).join(" · "),
       detail: s.onDisk ? `left on disk in ${s.folder}` : s.folder,
       session: s,

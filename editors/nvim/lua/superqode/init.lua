@@ -188,17 +188,24 @@ function M.report(session_id)
 end
 
 local function describe(s)
-  local parts = { s.sessionId, s.state or "?" }
-  if s.mode then
-    table.insert(parts, s.mode)
+  -- JSON null arrives as vim.NIL: leave it out.
+  local function val(x)
+    if x == nil or x == vim.NIL then
+      return nil
+    end
+    return x
   end
-  if s.findings then
+  local parts = { tostring(s.sessionId), tostring(val(s.state) or "?") }
+  if val(s.mode) then
+    table.insert(parts, tostring(s.mode))
+  end
+  if type(s.findings) == "number" then
     table.insert(parts, ("%d finding(s)"):format(s.findings))
   end
-  if s.verdict and s.verdict ~= vim.NIL then
-    table.insert(parts, s.verdict)
+  if val(s.verdict) then
+    table.insert(parts, tostring(s.verdict))
   end
-  if s.onDisk then
+  if val(s.onDisk) then
     table.insert(parts, "left on disk")
   end
   return table.concat(parts, "  ")
