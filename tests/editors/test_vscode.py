@@ -28,7 +28,7 @@ from .conftest import (
     run_editor,
 )
 
-pytestmark = [pytest.mark.editor, pytest.mark.slow]
+pytestmark = pytest.mark.editor
 TOOLS = ROOT / "build" / "editor-tools" / "node_modules"
 VSIX = ROOT / "editors" / "vscode" / "superqode.vsix"
 SCENARIO = Path(__file__).with_name("vscode") / "scenario.cjs"
@@ -77,6 +77,7 @@ def user_settings(data: Path) -> None:
     (data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
 
 
+@pytest.mark.slow
 def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     example_copy: Path, editor_env, tmp_path
 ):
@@ -148,3 +149,20 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     shot = shots / "vscode-quick-fix.png"
     assert shot.stat().st_size > 10_000
     publish(shot)
+
+
+def test_the_extension_contributes_every_server_setting_and_the_commands():
+    from superqode_ls.server.settings import Settings
+
+    manifest = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
+    props = manifest["contributes"]["configuration"]["properties"]
+    for name in Settings.model_fields:
+        prop = props[f"superqode.{name}"]
+        assert prop.get("description") or prop.get("markdownDescription"), name
+    titles = {f"{c['category']}: {c['title']}" for c in manifest["contributes"]["commands"]}
+    assert {"SuperQode: Run QE", "SuperQode: Run QE (deep)", "SuperQode: Cancel", "SuperQode: Fix All",
+            "SuperQode: Show Report", "SuperQode: Sessions"} <= titles
+    # The role names offered in settings are the server's roles.
+    from superqode_ls.qe.roles import REGISTRY
+
+    assert set(props["superqode.roles"]["items"]["enum"]) == set(REGISTRY)
