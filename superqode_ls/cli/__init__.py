@@ -74,6 +74,8 @@ def _reap_quietly() -> None:
         from ..workspace.reaper import maybe_reap
 
         maybe_reap(load_config(None))
+    except ConfigError:
+        return  # the command loads the same file and says what is wrong, once
     except Exception as e:  # noqa: BLE001
         print(f"superqe: reaper skipped: {e}", file=sys.stderr)
 

@@ -83,7 +83,12 @@ class SecurityTester(Role):
             if bandit is None:
                 reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
             elif py_files:
-                bandit_out = await self._bandit(ctx, bandit, None if files is None else py_files)
+                unscanned: list[str] = []
+                bandit_out = await self._bandit(
+                    ctx, bandit, None if files is None else py_files, unscanned
+                )
+                if unscanned:
+                    reason = _unscanned_reason(unscanned)
                 if isinstance(bandit_out, str):
                     if bandit_out == "timeout":
                         return RoleOutput(
@@ -128,8 +133,11 @@ class SecurityTester(Role):
         )
 
     async def _bandit(
-        self, ctx: RoleContext, bandit: str, py_files: list[str] | None
+        self, ctx: RoleContext, bandit: str, py_files: list[str] | None,
+        unscanned: list[str] | None = None,
     ) -> list[dict[str, Any]] | str:
+        """bandit's results; files it could not parse (not UTF-8, binary,
+        syntax errors) are added to ``unscanned`` as ``file (why)``."""
         cmd = [bandit, "-f", "json", "-q"]
         if (ctx.sandbox / "pyproject.toml").is_file():
             try:
@@ -152,6 +160,11 @@ class SecurityTester(Role):
             data = None
         if res.returncode not in (0, 1) or not isinstance(data, dict):
             return f"bandit failed: {tail(res.stderr) or f'exit code {res.returncode}'}"
+        if unscanned is not None:
+            for err in data.get("errors") or []:
+                if isinstance(err, dict) and err.get("filename"):
+                    rel = rel_to(ctx.sandbox, str(err["filename"]))
+                    unscanned.append(f"{rel} ({err.get('reason') or 'unreadable'})")
         return list(data.get("results") or [])
 
     def _bandit_findings(
@@ -501,3 +514,8 @@ def _weak_hash_fix(line: str, node: ast.Call, mod: str | None, name: str | None)
     parts += [f"{kw.arg}={_seg(line, kw.value)}" for kw in node.keywords]
     parts.append("usedforsecurity=False")
     return f"{func}({', '.join(parts)})"
+
+
+def _unscanned_reason(unscanned: list[str], shown: int = 5) -> str:
+    more = f" and {len(unscanned) - shown} more" if len(unscanned) > shown else ""
+    return f"bandit skipped {len(unscanned)} file(s): {'; '.join(unscanned[:shown])}{more}"

@@ -10,8 +10,10 @@ sandbox.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import re
+import tokenize
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.paths import repo_key
-from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail
+from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail, walk_files
 from .base import Role, RoleContext, RoleOutput, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -111,8 +113,17 @@ class TypeTester(Role):
         mypy = tool_path("mypy")
         if mypy is None:
             return RoleOutput(status="skipped", reason=self.unavailable(), tool="mypy")
+        # One file mypy cannot decode stops the whole run: leave such files
+        # out and say which.
+        undecodable = _undecodable(ctx.sandbox, targets)
+        targets = [t for t in targets if t not in undecodable]
+        if not targets:
+            return RoleOutput(status="skipped", tool="mypy",
+                              reason=_undecodable_reason(undecodable))
+        excludes = [a for rel in undecodable for a in ("--exclude", f"(^|/){re.escape(rel)}$")]
         with _cache_dir(ctx.project) as cache:
             common = [
+                *excludes,
                 "--cache-dir",
                 cache,
                 "--ignore-missing-imports",
@@ -138,7 +149,8 @@ class TypeTester(Role):
             reason = tail(res.stderr or res.stdout) or f"mypy exited with {res.returncode}"
             return RoleOutput(status="failed", reason=f"mypy failed: {reason}", tool="mypy")
         findings = self._findings(ctx.sandbox, records, only)
-        return RoleOutput(findings=findings, tool="mypy")
+        reason = _undecodable_reason(undecodable) if undecodable else None
+        return RoleOutput(findings=findings, tool="mypy", reason=reason)
 
     def _findings(
         self, root: Path, records: list[dict[str, Any]], only: set[str] | None
@@ -193,6 +205,33 @@ class TypeTester(Role):
                 )
             )
         return assign_ids(findings)
+
+
+def _undecodable(root: Path, targets: list[str]) -> list[str]:
+    """Python files under ``targets`` that do not decode in their declared
+    encoding (PEP 263, default UTF-8), e.g. Latin-1 text or binary data."""
+    files: list[str] = []
+    for t in targets:
+        p = root / t
+        if p.is_dir():
+            files.extend(f"{t}/{rel}" for rel in walk_files(p, PY_SUFFIXES))
+        elif p.is_file():
+            files.append(t)
+    bad = []
+    for rel in files:
+        try:
+            data = (root / rel).read_bytes()
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            data.decode(encoding)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            bad.append(rel)
+    return bad
+
+
+def _undecodable_reason(files: list[str], shown: int = 5) -> str:
+    more = f" and {len(files) - shown} more" if len(files) > shown else ""
+    return (f"skipped {len(files)} file(s) that are not valid text in their encoding: "
+            f"{', '.join(files[:shown])}{more}")
 
 
 @contextlib.contextmanager
