@@ -81,7 +81,7 @@ async def test_cancel_command_and_stale_run(lsp: LanguageClient, shop: Path):
     # ...so its findings are marked stale, and the user is told.
     await wait_for(lambda: all(d.message.startswith("[stale") for d in superqode_diags(lsp, planted)),
                    10, "stale marking")
-    assert any("stale" in m.message for m in lsp.messages)
+    await wait_for(lambda: any("stale" in m.message for m in lsp.messages), 10, "stale message")
     (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
     assert s["stale"] is True
 
