@@ -61,6 +61,22 @@ def find_test_files(root: Path, files: list[str] | None = None) -> list[str]:
     ]
 
 
+def _missing_program(ctx: RoleContext) -> str | None:
+    """Why roles.unit_test_command cannot start (its program is not there), or None."""
+    configured = ctx.config.roles.unit_test_command
+    if not configured:
+        return None
+    prog = configured[0]
+    if "/" in prog or os.sep in prog:
+        path = Path(prog).expanduser()
+        found = (ctx.sandbox / path) if not path.is_absolute() else path
+        if found.is_file() and os.access(found, os.X_OK):
+            return None
+    elif shutil.which(prog, path=ctx.env.get("PATH", os.defpath)):
+        return None
+    return f"roles.unit_test_command: program {prog!r} not found or not executable"
+
+
 class UnitTester(Role):
     name = "unit_tester"
     tool = "pytest"
@@ -92,7 +108,15 @@ class UnitTester(Role):
                     ),
                     tool="pytest",
                 )
-        out, elapsed = await self._pytest(ctx, targets, limit)
+        missing = _missing_program(ctx)
+        if missing:
+            return RoleOutput(status="skipped", reason=missing, tool="pytest")
+        try:
+            out, elapsed = await self._pytest(ctx, targets, limit)
+        except OSError as e:  # not executable, bad interpreter line...
+            prog = (ctx.config.roles.unit_test_command or [sys.executable])[0]
+            return RoleOutput(status="failed", tool="pytest",
+                              reason=f"cannot run {prog}: {e.strerror or e}")
         if not targets and out.status in ("ok", "timeout"):
             _record_duration(ctx.project, elapsed)
         if limit is not None and out.status == "timeout":
