@@ -110,8 +110,8 @@ class Bench:
 
     async def start(self, folder: Path, caps_name: str, *, pull: bool, settings: dict):
         from lsprotocol import types
-        from pygls.uris import from_fs_path
         from pygls.protocol import default_converter
+        from pygls.uris import from_fs_path
         from pytest_lsp import LanguageClient, client_capabilities
 
         client = LanguageClient(converter_factory=default_converter)
@@ -375,7 +375,7 @@ class RawClient:
         self.task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def start(cls, folder: Path, env: dict[str, str]) -> "RawClient":
+    async def start(cls, folder: Path, env: dict[str, str]) -> RawClient:
         from pygls.protocol import default_converter
         from pygls.uris import from_fs_path
         from pytest_lsp import client_capabilities
@@ -441,7 +441,7 @@ class RawClient:
         self.notify("exit", None)
         try:
             await asyncio.wait_for(self.proc.wait(), 30)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.proc.kill()
             await self.proc.wait()
         self.task.cancel()

@@ -173,6 +173,10 @@ def register(ls: SuperQodeServer) -> None:
 
         return await act(ls, a.sessionId, a.action)
 
+    from . import worktrees  # superqode.newWorktree / openWorktree / listWorktrees
+
+    worktrees.register(ls)
+
 
 def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[str, Any]:
     from ..qe.roles import REGISTRY  # light: names only

@@ -7,7 +7,8 @@ to ``json.dumps``. Pull responses structure the same dicts into lsprotocol types
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..models import Finding, Range, Severity
 

@@ -8,7 +8,7 @@ otherwise. A patch that no longer fits the current text is not offered.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from lsprotocol import types
 

@@ -8,8 +8,8 @@ patch is refused rather than applied to code it was not made for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 SEARCH_WINDOW = 400
 
@@ -24,7 +24,7 @@ def split_lines(text: str) -> list[str]:
     parts = text.split("\n")
     if parts and parts[-1] == "":
         parts.pop()
-    return [p[:-1] if p.endswith("\r") else p for p in parts]
+    return [p.removesuffix("\r") for p in parts]
 
 
 @dataclass

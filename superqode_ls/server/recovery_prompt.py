@@ -71,7 +71,6 @@ def _find(session_id: str):
 async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
     from ..workspace import recovery
     from ..workspace.errors import WorkspaceError
-
     from .commands import _fail
 
     try:
@@ -81,7 +80,7 @@ async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
     if info.alive and session_id not in ls.runs:
         raise _fail(f"session {session_id} belongs to a running process (pid {info.record.pid})")
     await asyncio.to_thread(recovery.discard, info)
-    ok, line = await asyncio.to_thread(recovery.verify, info)
+    _, line = await asyncio.to_thread(recovery.verify, info)
     if info.record is not None:
         from ..workspace.session import verify_record
 
@@ -94,7 +93,6 @@ async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
 
 async def act(ls: SuperQodeServer, session_id: str, action: str) -> dict[str, Any]:
     from ..workspace.errors import WorkspaceError
-
     from .commands import _fail
 
     try:

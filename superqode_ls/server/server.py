@@ -9,12 +9,13 @@ import logging
 import os
 import posixpath
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -95,6 +96,7 @@ class SuperQodeServer(LanguageServer):
         self._disk_lines: dict[str, tuple[int, list[str], float]] = {}
         self._path_cache: dict[str, str | None] = {}
         self._uri_cache: dict[tuple[str, str], str | None] = {}
+        self._folder_as_given: dict[str, str] = {}
         self.publisher: Any = None  # diagnostics.Publisher, set in create_server
         self.shutting_down = False
         self._tasks: set[asyncio.Task] = set()
@@ -109,15 +111,24 @@ class SuperQodeServer(LanguageServer):
         folders = [to_fs_path(f.uri) for f in ws.folders.values()]
         if not folders and ws.root_path:
             folders = [ws.root_path]
-        return [os.path.realpath(f) for f in folders if f]
+        out = []
+        for f in folders:
+            if not f:
+                continue
+            real = os.path.realpath(f)
+            # URIs go back to the client under the path it knows the folder by
+            # (a symlinked folder would otherwise get diagnostics on other URIs).
+            self._folder_as_given[real] = f.rstrip(os.sep) or f
+            out.append(real)
+        return out
 
     def folder_for_path(self, path: str) -> str | None:
         real = os.path.realpath(path)
         best = None
         for folder in self.folder_paths():
-            if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
-                if best is None or len(folder) > len(best):
-                    best = folder
+            inside = real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+            if inside and (best is None or len(folder) > len(best)):
+                best = folder
         return best
 
     def folder_for_uri(self, uri: str) -> str | None:
@@ -144,7 +155,7 @@ class SuperQodeServer(LanguageServer):
         if norm.startswith("/") or norm == ".." or norm.startswith("../"):
             uri = None
         else:
-            uri = from_fs_path(os.path.join(folder, norm))
+            uri = from_fs_path(os.path.join(self._folder_as_given.get(folder, folder), norm))
         if len(self._uri_cache) > 100_000:
             self._uri_cache.clear()
         self._uri_cache[key] = uri
@@ -160,7 +171,7 @@ class SuperQodeServer(LanguageServer):
         """Wait (briefly) for the first workspace/configuration answer."""
         try:
             await asyncio.wait_for(self.settings_loaded.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     def settings_for(self, folder: str | None) -> Settings:
@@ -255,6 +266,20 @@ class SuperQodeServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=level, message=message))
         except Exception:
             log.info("%s", message)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Errors outside a request (a malformed notification, a failed send) go
+        to the log, not into a pop-up per occurrence."""
+        if source is FeatureRequestError:
+            return
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        try:
+            self.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Error,
+                                       message=f"SuperQode: {type(error).__name__}: {error}")
+            )
+        except Exception:
+            pass
 
     def lines_for_points(self, uri: str) -> Sequence[str]:
         return self.current_lines(uri)

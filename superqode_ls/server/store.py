@@ -8,8 +8,8 @@ the client's encoding only when diagnostics are produced.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..models import Finding, Patch
 

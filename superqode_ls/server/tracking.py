@@ -8,7 +8,7 @@ Only line numbers matter here, so client code units never need converting.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .store import Tracked
 
@@ -23,15 +23,13 @@ def apply_change(
     s_line, s_char = start
     e_line, e_char = end
     added = text.count("\n")
+    delta = added - (e_line - s_line)
     if s_char == 0 and e_char == 0 and (text == "" or text.endswith("\n")):
         # Whole lines replaced: lines [s, e) are gone, line e only moves.
-        first_edited, last_edited = s_line, e_line - 1
-        delta = added - (e_line - s_line)
         below_from = e_line
     else:
-        first_edited, last_edited = s_line, e_line
-        delta = added - (e_line - s_line)
         below_from = e_line + 1
+    first_edited = s_line
     changed = False
     for t in tracked:
         if t.stale:

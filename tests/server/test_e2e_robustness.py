@@ -177,3 +177,23 @@ def test_startup_does_not_load_the_engine():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+async def test_symlinked_workspace_gets_diagnostics_on_its_own_uris(lsp: LanguageClient, shop: Path, tmp_path):
+    link = tmp_path / "linked workspace"
+    link.symlink_to(shop, target_is_directory=True)
+    (shop / "shop" / "planted.py").write_text("x = 1  # PLANTED\n", encoding="utf-8")
+    await start(lsp, link)
+    uri = lsp.editor.open(link / "shop" / "planted.py")
+    await run_and_wait(lsp, {"uri": uri, "roles": ["toy_tester"]})
+    (d,) = await wait_for(lambda: superqode_diags(lsp, uri), 30, "diagnostic on the linked URI")
+    assert d.code == "TOY1"
+
+
+async def test_malformed_notification_is_logged_not_fatal(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    lsp.protocol._send_data({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"x": 1}})
+    await wait_for(lambda: any("SuperQode" in m.message and m.type == types.MessageType.Error
+                               for m in lsp.log_messages), 10, "logged error")
+    assert not lsp.messages  # no pop-up
+    await alive(lsp)

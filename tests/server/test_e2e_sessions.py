@@ -139,7 +139,7 @@ async def test_multi_root_workspace(lsp: LanguageClient, shop: Path, make_repo):
     )
     assert len(res["sessionIds"]) == 2 and res["sessionId"] == res["sessionIds"][0]
     for sid in res["sessionIds"]:
-        await wait_for(lambda: progress_ended(lsp, sid), 60, "end")
+        await wait_for(lambda sid=sid: progress_ended(lsp, sid), 60, "end")
     in_other = from_fs_path(str(other / "lib" / "m.py"))
     in_shop = from_fs_path(str(shop / "shop" / "planted.py"))
     await wait_for(lambda: superqode_diags(lsp, in_other) and superqode_diags(lsp, in_shop), 10, "both")

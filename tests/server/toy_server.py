@@ -6,11 +6,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from superqode_ls.qe.roles import REGISTRY  # noqa: E402
-from tests.qe_testroles import TOY_ROLES  # noqa: E402
+from superqode_ls.qe.roles import REGISTRY
+from tests.qe_testroles import TOY_ROLES
 
 REGISTRY.update(TOY_ROLES)
 
-from superqode_ls.server.__main__ import main  # noqa: E402
+from superqode_ls.server.__main__ import main
 
 sys.exit(main())
