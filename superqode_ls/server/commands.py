@@ -235,9 +235,10 @@ def list_all(ls: SuperQodeServer) -> list[dict[str, Any]]:
     known = {r["sessionId"] for r in out}
     try:
         from ..workspace import recovery
+        from .recovery_prompt import session_root
 
         for folder in ls.folder_paths():
-            for info in recovery.scan(Path(folder)):
+            for info in recovery.scan(session_root(folder)):
                 if info.id in known:
                     continue
                 known.add(info.id)
