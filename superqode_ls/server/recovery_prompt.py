@@ -22,13 +22,26 @@ ACTIONS = {RESUME: "resume", REVERT: "revert", VIEW: "view"}
 MAX_PROMPTS = 3
 
 
+def session_root(folder: str) -> Path:
+    """Sessions are kept per repository: a folder inside a git repository
+    shares its repository's sessions."""
+    from ..workspace.git import repo_root
+
+    try:
+        return (repo_root(Path(folder)) or Path(folder)).resolve()
+    except Exception:
+        return Path(folder)
+
+
 def _interrupted(folders: list[str]) -> list[tuple[str, Any]]:
     from ..workspace import recovery
 
-    out = []
+    out, seen = [], set()
     for folder in folders:
-        for info in recovery.interrupted_sessions(Path(folder)):
-            out.append((folder, info))
+        for info in recovery.interrupted_sessions(session_root(folder)):
+            if info.id not in seen:
+                seen.add(info.id)
+                out.append((folder, info))
     return out
 
 
@@ -116,7 +129,12 @@ async def act(ls: SuperQodeServer, session_id: str, action: str) -> dict[str, An
         return {"sessionId": session_id, "action": action, "uri": uri,
                 "message": f"changes written to {path}"}
     # resume: keep the sandbox's changes as an artifact, drop the sandbox and run again.
-    folder = ls.folder_for_path(str(info.repo)) if info.repo else None
+    folder = None
+    if info.repo:
+        repo = Path(info.repo).resolve()
+        folder = ls.folder_for_path(str(repo)) or next(
+            (f for f in ls.folder_paths() if session_root(f) == repo), None
+        )
     if folder is None:
         raise _fail(f"session {session_id} is not of this workspace")
     path = await asyncio.to_thread(_write_changes, info)

@@ -231,6 +231,12 @@ class SuperQodeServer(LanguageServer):
         self._disk_lines[uri] = (st.st_mtime_ns, lines, now)
         return lines
 
+    def disk_mtime(self, uri: str) -> int | None:
+        try:
+            return os.stat(self._uri_path(uri)).st_mtime_ns
+        except (OSError, TypeError, ValueError):
+            return None
+
     def disk_changed_since(self, uri: str, since_ns: int) -> bool:
         """Whether the file may have changed on disk after ``since_ns`` (True if unsure)."""
         self.disk_lines(uri)
