@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..config import load_config
-from ..workspace.artifacts import Artifacts
+from ..workspace.artifacts import Artifacts, check_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.session import IsolatedSession, resolve_project
 from . import EXIT_FAILED, UsageError
@@ -81,6 +81,7 @@ def run_exec(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     config = load_config(project)
     try:
+        check_superqode_dir(project)
         session = IsolatedSession.create_sync(project, config=config, isolation=args.isolation,
                                               base_ref=args.base_ref, kind="exec")
     except WorkspaceError as e:

@@ -22,7 +22,7 @@ from typing import Any
 from ..config import Config, ConfigError, load_config
 from ..events import EventBus
 from ..models import Finding, Patch, QualityReport, RoleRun, summarize, utcnow
-from ..workspace.artifacts import Artifacts, ensure_superqode_dir
+from ..workspace.artifacts import Artifacts, check_superqode_dir, ensure_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError, git, repo_root, resolve_commit
 from ..workspace.paths import new_session_id
@@ -109,6 +109,7 @@ def resolve_request(req: QERequest) -> _Resolved:
     if isolation == "auto":
         isolation = None
     _check_git_needs(project, isolation, req.base_ref)
+    check_superqode_dir(project)
     explicit = req.roles is not None
     if explicit:
         names = list(dict.fromkeys(req.roles or []))

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .errors import WorkspaceError
 from .paths import artifacts_root
 
 SUBDIRS = ("qr", "patches", "generated-tests", "logs", "evidence")
@@ -46,12 +47,38 @@ def atomic_write(path: Path, data: bytes | str) -> Path:
     return path
 
 
+class SuperqodeDirError(WorkspaceError, OSError):
+    """``<project>/.superqode`` cannot be made or written (both kinds of
+    handler catch it: engine callers expect WorkspaceError, writers OSError)."""
+
+
+def check_superqode_dir(project: Path) -> None:
+    """Raise SuperqodeDirError, with one line saying why, when artifacts
+    could not be written to ``<project>/.superqode``; create nothing."""
+    root = Path(project) / ".superqode"
+    if root.is_symlink() and not root.exists():
+        raise SuperqodeDirError(f"{root}: a broken symlink; SuperQode needs a folder there")
+    if root.exists():
+        if not root.is_dir():
+            raise SuperqodeDirError(
+                f"{root}: exists but is not a folder; SuperQode keeps its artifacts there")
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise SuperqodeDirError(f"{root}: not writable; SuperQode keeps its artifacts there")
+    elif not os.access(project, os.W_OK | os.X_OK):
+        raise SuperqodeDirError(
+            f"{project}: read-only; SuperQode needs to create .superqode/ there for its artifacts")
+
+
 def ensure_superqode_dir(project: Path) -> Path:
     root = Path(project) / ".superqode"
-    root.mkdir(exist_ok=True)
-    ignore = root / ".gitignore"
-    if not ignore.exists():
-        atomic_write(ignore, "*\n")
+    try:
+        root.mkdir(exist_ok=True)
+        ignore = root / ".gitignore"
+        if not ignore.exists():
+            atomic_write(ignore, "*\n")
+    except OSError as e:
+        check_superqode_dir(project)
+        raise SuperqodeDirError(f"{root}: cannot write ({e.strerror or e})") from None
     return root
 
 
