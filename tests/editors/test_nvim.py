@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_git
 from .conftest import (
     BIN,
     CATALOG_LINT,
@@ -102,3 +102,28 @@ def test_a_missing_server_is_explained(example_copy: Path, editor_env, tmp_path)
     assert "server is not running" in second["msg"]
     health = "\n".join(data["health"])
     assert f'ERROR cmd "{missing}" is not executable' in health
+
+
+def test_worktree_new_and_open_in_new_tabs(make_repo, editor_env, tmp_path):
+    repo = make_repo({"app.py": "x = 1\n"})
+    data = nvim("worktree", "app.py", repo, editor_env, tmp_path)
+
+    new = Path(data["new_tab"]["cwd"])
+    assert data["new_tab"]["tab"] == 2
+    assert (new / "app.py").read_text() == "x = 1\n"
+    assert run_git(new, "branch", "--show-current").strip() == "feature-x"
+    assert not new.is_relative_to(repo)
+    assert data["new_tab"]["first_tab_cwd"] == str(repo)  # only the new tab moved
+    assert run_git(repo, "branch", "--show-current").strip() == "main"
+
+    (picker,) = data["picker"]
+    assert picker["prompt"] == "SuperQode worktrees"
+    assert picker["items"] == [f"feature-x  feature-x  clean  {new}"]
+    assert data["open_tab"] == {"tab": 2, "cwd": str(new)}  # right after the current tab
+
+    # The argument check answers at once, the server's refusal a moment later.
+    local, server = data["errors"]
+    assert local["msg"] == "SuperQode: give either a branch name or --task, not both"
+    assert "no worktree 'ghost'" in server["msg"] and server["level"] == 4  # ERROR
+    assert "\n" not in server["msg"]
+    assert data["tabs"] == 3

@@ -1,6 +1,7 @@
 -- SuperQode for Neovim 0.10+: starts superqode-ls for project buffers and adds
--- :SuperQodeRun, :SuperQodeCancel, :SuperQodeFixAll, :SuperQodeSessions and
--- :SuperQodeReport. Findings arrive as ordinary LSP diagnostics (source
+-- :SuperQodeRun, :SuperQodeCancel, :SuperQodeFixAll, :SuperQodeSessions,
+-- :SuperQodeReport, :SuperQodeWorktreeNew and :SuperQodeWorktreeOpen. Findings
+-- arrive as ordinary LSP diagnostics (source
 -- "superqode"); their fixes are ordinary code actions (vim.lsp.buf.code_action).
 local M = {}
 
@@ -245,6 +246,123 @@ function M.list_sessions(on_list)
   end)
 end
 
+-- Branch worktrees (docs/worktrees.md). The server creates or finds the folder;
+-- the plugin opens it in a new tab whose working directory is the worktree, so
+-- it passes showDocument = false (otherwise the folder would also go to the
+-- system's file opener through window/showDocument).
+
+local function val(x)
+  if x == nil or x == vim.NIL then
+    return nil
+  end
+  return x
+end
+
+--- Open `path` in a new tab with it as the tab's working directory (:tcd).
+function M.open_folder(path)
+  vim.cmd("tabnew")
+  vim.cmd.tcd(vim.fn.fnameescape(path))
+end
+
+--- Create a worktree of this buffer's repository and open it in a new tab.
+--- opts: { branch = "name", task = "text", new_branch = bool, on_done = fn(result) }.
+function M.new_worktree(opts)
+  opts = opts or {}
+  local arg = { uri = buf_uri(0), branch = opts.branch, task = opts.task,
+                newBranch = opts.new_branch or nil, showDocument = false }
+  return M.execute("superqode.newWorktree", arg, function(result)
+    M.open_folder(result.path)
+    local branch = val(result.branch) or "detached"
+    notify(("worktree %s (%s) at %s"):format(result.name, branch, result.path))
+    if opts.on_done then
+      opts.on_done(result)
+    end
+  end)
+end
+
+function M.worktree_label(w)
+  local branch = val(w.branch) or "detached"
+  return ("%s  %s  %s  %s"):format(w.name, branch, tostring(val(w.state) or "?"), w.path)
+end
+
+--- Open worktree `name` (folder name, branch or id) in a new tab; without a
+--- name, pick one with vim.ui.select. `on_done(result)` runs after opening.
+function M.open_worktree(name, on_done)
+  local function open(n)
+    return M.execute("superqode.openWorktree", { uri = buf_uri(0), name = n, showDocument = false },
+      function(result)
+        M.open_folder(result.path)
+        if on_done then
+          on_done(result)
+        end
+      end)
+  end
+  if name and name ~= "" then
+    return open(name)
+  end
+  return M.execute("superqode.listWorktrees", { uri = buf_uri(0) }, function(list)
+    if type(list) ~= "table" or #list == 0 then
+      notify("no worktrees for this repository (:SuperQodeWorktreeNew makes one)")
+      return
+    end
+    vim.ui.select(list, { prompt = "SuperQode worktrees", format_item = M.worktree_label }, function(w)
+      if w then
+        open(w.name)
+      end
+    end)
+  end)
+end
+
+--- Parse :SuperQodeWorktreeNew arguments: [-b] [branch] | --task text...
+function M.parse_worktree_args(fargs)
+  local opts = {}
+  local i = 1
+  while i <= #fargs do
+    local a = fargs[i]
+    if a == "--task" then
+      opts.task = table.concat(vim.list_slice(fargs, i + 1), " ")
+      if opts.task == "" then
+        return nil, "--task needs a description"
+      end
+      break
+    elseif a == "-b" then
+      opts.new_branch = true
+    elseif opts.branch == nil and a:sub(1, 1) ~= "-" then
+      opts.branch = a
+    else
+      return nil, "unexpected argument " .. a .. " (usage: [-b] [branch] | --task text)"
+    end
+    i = i + 1
+  end
+  if opts.task and opts.branch then
+    return nil, "give either a branch name or --task, not both"
+  end
+  return opts
+end
+
+local function complete_worktrees(lead)
+  local client = M.client(0)
+  if not client then
+    return {}
+  end
+  local params = { command = "superqode.listWorktrees", arguments = { { uri = buf_uri(0) } } }
+  local ok, res
+  if has("0.11") then
+    ok, res = pcall(client.request_sync, client, "workspace/executeCommand", params, 2000, 0)
+  else
+    ok, res = pcall(client.request_sync, "workspace/executeCommand", params, 2000, 0)
+  end
+  local out = {}
+  if ok and res and type(res.result) == "table" then
+    for _, w in ipairs(res.result) do
+      if vim.startswith(w.name, lead) then
+        table.insert(out, w.name)
+      end
+    end
+  end
+  return out
+end
+
 --- One line for a statusline: the running session and its last progress message.
 function M.status()
   for _, s in pairs(M.sessions) do
@@ -331,6 +449,16 @@ local function user_commands()
   cmd("SuperQodeReport", function(o)
     M.report(o.args ~= "" and o.args or nil)
   end, { nargs = "?", desc = "SuperQode: open the Quality Report" })
+  cmd("SuperQodeWorktreeNew", function(o)
+    local opts, err = M.parse_worktree_args(o.fargs)
+    if not opts then
+      return notify(err, vim.log.levels.ERROR)
+    end
+    M.new_worktree(opts)
+  end, { nargs = "*", desc = "SuperQode: new worktree in a new tab (args: [-b] [branch] | --task text)" })
+  cmd("SuperQodeWorktreeOpen", function(o)
+    M.open_worktree(o.args ~= "" and o.args or nil)
+  end, { nargs = "?", complete = complete_worktrees, desc = "SuperQode: open a worktree in a new tab" })
 end
 
 function M.setup(opts)
