@@ -180,20 +180,30 @@ def main() -> None:
         print()
         if base["rate"] and warm1["rate"]:
             print(
-                f"warm launcher vs fresh process (1 worker): {warm1['rate'] / base['rate']:.2f}x mutants/s"
+                f"warm launcher vs fresh process (1 worker): "
+                f"{warm1['rate'] / base['rate']:.2f}x mutants/s"
             )
         if warm1["rate"] and warmn["rate"]:
             print(
-                f"{args.workers} workers vs 1 (warm launcher):          {warmn['rate'] / warm1['rate']:.2f}x mutants/s"
+                f"{args.workers} workers vs 1 (warm launcher):          "
+                f"{warmn['rate'] / warm1['rate']:.2f}x mutants/s"
             )
         if base["rate"] and warmn["rate"]:
             print(
-                f"combined vs fresh-1:                        {warmn['rate'] / base['rate']:.2f}x mutants/s"
+                f"combined vs fresh-1:                        "
+                f"{warmn['rate'] / base['rate']:.2f}x mutants/s"
             )
-        print(
-            f"cached re-run vs cold run (warm-{args.workers}):       {warmn['total'] / max(cached['total'], 1e-3):.0f}x faster "
-            f"({warmn['total']:.1f}s -> {cached['total']:.2f}s)"
-        )
+        if cached["mutants"]:
+            print(
+                f"re-run: {cached['mutants']} further mutant(s) ran: --max-mutants left the "
+                "file incomplete, so the re-run continued instead of answering from the cache"
+            )
+        else:
+            print(
+                f"cached re-run vs cold run (warm-{args.workers}):       "
+                f"{warmn['total'] / max(cached['total'], 1e-3):.0f}x faster "
+                f"({warmn['total']:.1f}s -> {cached['total']:.2f}s)"
+            )
         if touched:
             one = rows[4]
             print(
