@@ -161,7 +161,14 @@ def test_the_extension_contributes_every_server_setting_and_the_commands():
         assert prop.get("description") or prop.get("markdownDescription"), name
     titles = {f"{c['category']}: {c['title']}" for c in manifest["contributes"]["commands"]}
     assert {"SuperQode: Run QE", "SuperQode: Run QE (deep)", "SuperQode: Cancel", "SuperQode: Fix All",
-            "SuperQode: Show Report", "SuperQode: Sessions"} <= titles
+            "SuperQode: Show Report", "SuperQode: Sessions",
+            "SuperQode: New Worktree…", "SuperQode: Open Worktree"} <= titles
+    # Every contributed command has a handler; the worktree ones open a new window.
+    source = (ROOT / "editors" / "vscode" / "src" / "extension.ts").read_text()
+    for c in manifest["contributes"]["commands"]:
+        assert f'command("{c["command"]}"' in source, c["command"]
+    assert '"vscode.openFolder"' in source and "forceNewWindow: true" in source
+    assert '"superqode.newWorktree"' in source and '"superqode.openWorktree"' in source
     # The role names offered in settings are the server's roles.
     from superqode_ls.qe.roles import REGISTRY
 

@@ -50,6 +50,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command("superqode.ui.fixAll", fixAll);
   command("superqode.ui.showReport", () => execute("superqode.showReport", {}));
   command("superqode.ui.sessions", sessions);
+  command("superqode.ui.newWorktree", newWorktree);
+  command("superqode.ui.openWorktree", openWorktree);
   command("superqode.ui.restart", async () => {
     await stop();
     await start(context);
@@ -265,4 +267,91 @@ async function sessions(): Promise<void> {
 
 export function lastSessionId(): string | undefined {
   return lastSession;
+}
+
+interface WorktreeInfo {
+  name: string;
+  branch: string | null;
+  detached: boolean;
+  path: string;
+  state: string;
+}
+
+/** The repository a worktree command works on: the active file's, else the first folder's. */
+function repoArgument(): { uri?: string } {
+  const uri = vscode.window.activeTextEditor?.document.uri;
+  return uri?.scheme === "file" ? { uri: uri.toString() } : {};
+}
+
+/** Open a worktree folder in a new window. The server is told showDocument: false,
+ * since the language client would hand a folder to the system's opener. */
+async function openInNewWindow(folder: string): Promise<void> {
+  await vscode.commands.executeCommand("vscode.openFolder", vscode.Uri.file(folder), { forceNewWindow: true });
+}
+
+/** Parse the input box: "BRANCH", "-b BRANCH" (must be new), "--task TEXT", or a
+ * sentence (several words) as a task; empty = a detached exploration worktree. */
+export function worktreeRequest(text: string): { branch?: string; task?: string; newBranch?: boolean } {
+  const t = text.trim();
+  if (t.startsWith("--task")) {
+    return { task: t.slice("--task".length).trim() };
+  }
+  if (t.startsWith("-b ")) {
+    return { branch: t.slice(3).trim(), newBranch: true };
+  }
+  if (t === "") {
+    return {};
+  }
+  return /\s/.test(t) ? { task: t } : { branch: t };
+}
+
+async function newWorktree(): Promise<void> {
+  const text = await vscode.window.showInputBox({
+    title: "SuperQode: New Worktree",
+    prompt: "A branch (existing or new), or a task in words to name a new branch. Empty: a detached worktree at HEAD.",
+    placeHolder: "feature/login   or   Refactor auth logic in app/models.py",
+  });
+  if (text === undefined) {
+    return;
+  }
+  const result = await execute<{ path: string; branch: string | null; name: string }>(
+    "superqode.newWorktree",
+    { ...repoArgument(), ...worktreeRequest(text), showDocument: false },
+  );
+  if (result) {
+    output.appendLine(`Worktree ${result.name} (${result.branch ?? "detached"}) at ${result.path}`);
+    await openInNewWindow(result.path);
+  }
+}
+
+async function openWorktree(name?: string): Promise<void> {
+  if (typeof name !== "string" || name === "") {
+    const listed = await execute<WorktreeInfo[]>("superqode.listWorktrees", repoArgument());
+    if (!listed) {
+      return;
+    }
+    if (listed.length === 0) {
+      void vscode.window.showInformationMessage("SuperQode: no worktrees yet. Run \"SuperQode: New Worktree…\".");
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      listed.map((w) => ({
+        label: w.name,
+        description: [w.branch ?? "detached", w.state].join(" · "),
+        detail: w.path,
+      })),
+      { placeHolder: "Open which worktree (in a new window)?" },
+    );
+    if (!picked) {
+      return;
+    }
+    name = picked.label;
+  }
+  const result = await execute<{ path: string }>(
+    "superqode.openWorktree",
+    { ...repoArgument(), name, showDocument: false },
+  );
+  if (result) {
+    await openInNewWindow(result.path);
+  }
 }
