@@ -356,7 +356,10 @@ class TestGenerator(Role):
             confidence=0.8,
             category="bug",
             file=crash["file"],
-            range={"start_line": crash["line"]},
+            range={
+                "start_line": crash["line"],
+                "start_col": len(crash["text"]) - len(crash["text"].lstrip()) + 1,
+            },
             evidence=[
                 Evidence(message=f"falsifying example: {example}", snippet=example),
                 Evidence(
