@@ -115,6 +115,7 @@ def test_mutators_restrict_to_lines_and_select_spreads():
 # -- the role on the bundled example ----------------------------------------
 
 
+@pytest.mark.slow  # 10-30 s: real coverage/pytest/hypothesis runs
 def test_example_surviving_boundary_mutant_and_cache(example_copy):
     before = tree_state(example_copy)
     role = get_role("mutation_tester")
@@ -181,6 +182,7 @@ CALC = {
 }
 
 
+@pytest.mark.slow  # 10-30 s: real coverage/pytest/hypothesis runs
 def test_only_covered_lines_are_mutated_and_edits_invalidate_cache(make_repo):
     repo = make_repo(CALC)
     role = MutationTester(workers=1)

@@ -59,6 +59,7 @@ def log_text(project: Path) -> str:
     return next(logs.glob("*test-generator.log")).read_text()
 
 
+@pytest.mark.slow  # 10-30 s: real coverage/pytest/hypothesis runs
 def test_example_planted_crash_found_and_passing_tests_kept(example_copy):
     before = {
         p.relative_to(example_copy).as_posix(): p.read_bytes()
