@@ -22,7 +22,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from ..workspace import branches
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError
-from .commands import Args, parse, _fail
+from .commands import Args, _fail, parse
 from .server import SuperQodeServer
 
 SHOW_TIMEOUT_S = 30
@@ -47,9 +47,10 @@ class OpenArgs(Args):
 
 def _repo(ls: SuperQodeServer, uri: str | None, command: str) -> Path:
     if uri:
-        if not uri.startswith("file:"):
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if not path:
             raise JsonRpcInvalidParams(f"{command}: not a file URI: {uri}")
-        return Path(to_fs_path(uri))
+        return Path(path)
     folders = ls.folder_paths()
     if not folders:
         raise _fail("no workspace folder is open")
@@ -73,7 +74,7 @@ async def show_folder(ls: SuperQodeServer, folder: Path) -> bool:
     params = types.ShowDocumentParams(uri=from_fs_path(str(folder)), external=True)
     try:
         res = await asyncio.wait_for(ls.window_show_document_async(params), SHOW_TIMEOUT_S)
-    except Exception as e:  # the editor refused or never answered: the path is still returned
+    except Exception as e:  # noqa: BLE001 - a refusal or no answer: the path is still returned
         ls.log(f"SuperQode: the editor did not open {folder}: {e}")
         return False
     return bool(res and res.success)

@@ -99,6 +99,8 @@ async def test_bad_requests_are_refused_and_leave_nothing(lsp: LanguageClient, m
         await command(lsp, "superqode.openWorktree", {"name": "ghost"})
     with pytest.raises(JsonRpcException, match="name"):
         await command(lsp, "superqode.openWorktree", {})
+    with pytest.raises(JsonRpcException, match="not a file URI"):
+        await command(lsp, "superqode.listWorktrees", {"uri": "untitled:Untitled-1"})
     with pytest.raises(JsonRpcException, match="main"):  # checked out in the main tree
         await command(lsp, "superqode.newWorktree", {"branch": "main"})
     assert await command(lsp, "superqode.listWorktrees") == []
