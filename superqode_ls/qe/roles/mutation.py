@@ -58,6 +58,10 @@ MAX_NODE_IDS = 200
 NO_TIME = "the project's tests did not finish within the time budget"
 
 
+def _rc(path: Path) -> str:
+    return str(path).replace("$", "$$")
+
+
 def cache_dir() -> Path:
     return superqode_home() / "cache" / "mutation"
 
@@ -400,7 +404,8 @@ class MutationTester(Role):
         out_file = scratch / "linemap.json"
         rc = scratch / "coveragerc"
         rc.write_text(
-            f"[run]\ndata_file = {data_file}\nsource = {base}\nbranch = false\n",
+            # coverage expands $VAR in its config: a literal $ is written $$.
+            f"[run]\ndata_file = {_rc(data_file)}\nsource = {_rc(base)}\nbranch = false\n",
             encoding="utf-8",
         )
         env = _scratch.python_env(ctx.env, base, [plugin_dir], pycache=_scratch.pycache_dir())
