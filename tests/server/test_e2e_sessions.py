@@ -219,3 +219,16 @@ async def test_a_new_save_cancels_the_previous_on_save_run(lsp: LanguageClient, 
         types.ExecuteCommandParams(command="superqode.cancel", arguments=[{"sessionId": second}])
     )
     await wait_for(lambda: progress_ended(lsp, second), 60, "second run cancelled")
+
+
+async def test_show_report_without_show_document_support_tells_the_path(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, editor="emacs")  # declares no window/showDocument support
+    sid = await run_and_wait(lsp, {"roles": ["lint_tester"]})
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.showReport", arguments=[{}])
+    )
+    assert res["shown"] is False and not lsp.shown_documents
+    await wait_for(lambda: any(".md" in m.message for m in lsp.messages), 10, "path message")
+    from pygls.uris import to_fs_path
+
+    assert sid in Path(to_fs_path(res["uri"])).read_text(encoding="utf-8")

@@ -198,3 +198,14 @@ def test_trust_is_fail_closed_and_remembered(tmp_path):
     trust.store_path().write_text("{not json")
     assert not trust.is_trusted(project)  # a broken store trusts nothing
     assert not trust.is_trusted(tmp_path / "elsewhere", [str(project)])
+
+
+def test_uri_for_keeps_findings_inside_their_folder(tmp_path):
+    from superqode_ls.server.server import SuperQodeServer
+
+    ls = SuperQodeServer()
+    folder = str(tmp_path)
+    assert ls.uri_for(folder, "pkg/a b.py").endswith("/pkg/a%20b.py")
+    assert ls.uri_for(folder, "./pkg/../x.py").endswith(f"{tmp_path.name}/x.py")
+    for outside in ("../evil.py", "/etc/passwd", "pkg/../../evil.py", ".."):
+        assert ls.uri_for(folder, outside) is None
