@@ -305,3 +305,41 @@ def test_hanging_mutant_is_stopped_and_counts_as_killed(make_repo, monkeypatch):
     results = json.loads(next(cache_dir().glob("*.json")).read_text())["results"]
     assert results["3:13:constant:1->0"]["status"] == "timeout"
     assert out.findings == []
+
+
+def test_cancel_during_mutant_runs_ends_the_warm_launchers(make_repo):
+    import psutil
+
+    files = {
+        "slow.py": "def f(x):\n    return x > 1\n",
+        "tests/test_slow.py": (
+            "import time\nfrom slow import f\n\n\ndef test_f():\n"
+            "    time.sleep(3)\n    assert f(5)\n"
+        ),
+    }
+    repo = make_repo(files)
+
+    def launchers() -> list[psutil.Process]:
+        out = []
+        for p in psutil.Process().children(recursive=True):
+            try:
+                if any("superqode_forkserver" in a for a in p.cmdline()):
+                    out.append(p)
+            except psutil.Error:
+                continue
+        return out
+
+    async def go():
+        task = asyncio.create_task(MutationTester(workers=1).run(make_ctx(repo)))
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+            if launchers() or task.done():
+                break
+        assert launchers(), "the mutant phase never started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert launchers() == []
+    assert not any((SessionPaths(repo, SID).private / "scratch").iterdir())
