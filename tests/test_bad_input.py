@@ -233,7 +233,13 @@ def test_worktree_and_base_ref_on_a_plain_folder(tmp_path):
     write_files(plain, {"a.py": "x = 1\n"})
     before = take_fingerprint(plain)
     p = str(plain)
+    empty = tmp_path / "empty repo"  # git, but no commit yet
+    write_files(empty, {"a.py": "x = 1\n"})
+    run_git(empty, "init", "-q")
+    empty_before = take_fingerprint(empty)
     results = run_in_process({
+        "run empty --worktree": (["run", str(empty), "-r", "lint_tester", "--worktree"], None),
+        "exec empty --worktree": (["exec", "--worktree", str(empty), "--", "true"], None),
         "run --worktree": (["run", p, "-r", "lint_tester", "--worktree"], None),
         "run --base-ref": (["run", p, "-r", "lint_tester", "--base-ref", "HEAD"], None),
         "exec --worktree": (["exec", "--worktree", p, "--", "true"], None),
@@ -245,10 +251,25 @@ def test_worktree_and_base_ref_on_a_plain_folder(tmp_path):
         assert_usage(results[name], "not a git repository", "--snapshot", name=name)
     for name in ("run --base-ref", "exec --base-ref"):
         assert_usage(results[name], "--base-ref", "git repository", name=name)
+    for name in ("run empty --worktree", "exec empty --worktree"):
+        assert_usage(results[name], "no commit yet", "--snapshot", name=name)
     for name in ("worktree new", "worktree list"):  # the not-a-repo line is a fixed contract
         line = one_line(results[name], name)
         assert results[name].returncode == 2 and "Git repository" in line
     assert_nothing_left(plain, before)
+    assert_nothing_left(empty, empty_before)
+
+
+def test_exec_of_a_missing_program_exits_127_and_removes_the_sandbox(project):
+    before = take_fingerprint(project)
+    proc = superqe("exec", str(project), "--", "/no/such/program", "--flag")
+    assert proc.returncode == 127
+    assert "Traceback" not in proc.stderr
+    assert "superqe: cannot run /no/such/program" in proc.stderr
+    assert "Verified" in proc.stderr
+    assert compare(before, take_fingerprint(project)) == []
+    assert sessions_left() == []
+    assert not (project / ".git" / "worktrees").exists() or not any((project / ".git/worktrees").iterdir())
 
 
 BAD_CONFIGS = {

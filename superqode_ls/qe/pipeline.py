@@ -24,7 +24,7 @@ from ..events import EventBus
 from ..models import Finding, Patch, QualityReport, RoleRun, summarize, utcnow
 from ..workspace.artifacts import Artifacts, check_superqode_dir, ensure_superqode_dir
 from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError, git, repo_root, resolve_commit
+from ..workspace.git import GitError, git, head_commit, repo_root, resolve_commit
 from ..workspace.paths import new_session_id
 from . import baseline as baseline_mod
 from .noise import FileLines, NoiseResult, filter_findings
@@ -148,6 +148,8 @@ def _check_git_needs(project: Path, isolation: str | None, base_ref: str | None)
         if base_ref:
             raise WorkspaceError("--base-ref needs a git repository")
         raise WorkspaceError(f"{project}: not a git repository; use --snapshot")
+    if isolation == "worktree" and not base_ref and head_commit(root) is None:
+        raise WorkspaceError(f"{root}: the repository has no commit yet; use --snapshot")
     if base_ref:
         try:
             resolve_commit(root, base_ref)
