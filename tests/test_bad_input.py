@@ -381,6 +381,32 @@ def test_suggestion_whose_code_moved_on_is_refused_and_the_file_untouched(make_r
     assert sessions_left() == []
 
 
+def test_suggestion_that_reaches_outside_the_project_is_refused(make_repo, tmp_path):
+    """A report edited (or corrupted) so its fix points at ../ or .git/ is not applied."""
+    repo = make_repo({"b.py": "import os\nx = 1\n"})
+    outside = tmp_path / "outside.py"
+    outside.write_text("import os\nx = 1\n")
+    proc = superqe("run", str(repo), "-r", "lint_tester", "--fail-on", "never")
+    assert proc.returncode == 0, proc.stderr
+    report_path = next((repo / ".superqode/qe-artifacts/qr").glob("qr-*.json"))
+    report = json.loads(report_path.read_text())
+    diff = report["patches"][0]["diff"]
+    assert "a/b.py" in diff
+    hooks = repo / ".git" / "hooks" / "b.py"
+    hooks.write_text("import os\nx = 1\n")
+    before = take_fingerprint(repo)
+    for target in ("../outside.py", ".git/hooks/b.py"):
+        report["patches"][0]["diff"] = diff.replace("a/b.py", f"a/{target}").replace("b/b.py", f"b/{target}")
+        report_path.write_text(json.dumps(report))
+        for extra in ([], ["--dry-run"]):
+            res = cli(["suggestions", "-C", str(repo), "apply", report["patches"][0]["id"], *extra])
+            line = one_line(res, target)
+            assert res.returncode in (1, 2) and line.startswith("superqe: not applied"), line
+    assert outside.read_text() == "import os\nx = 1\n"
+    assert hooks.read_text() == "import os\nx = 1\n"
+    assert compare(before, take_fingerprint(repo)) == []
+
+
 def test_undecodable_and_binary_python_files_do_not_break_roles(make_repo, tmp_path):
     repo = make_repo({
         "good.py": "import subprocess\nsubprocess.call('ls', shell=True)\n",
@@ -395,7 +421,7 @@ def test_undecodable_and_binary_python_files_do_not_break_roles(make_repo, tmp_p
     assert "Traceback" not in proc.stderr
     report_path = next((repo / ".superqode/qe-artifacts/qr").glob("qr-*.json"))
     report = json.loads(report_path.read_text())
-    roles = {r["name"] if "name" in r else r["role"]: r for r in report["roles"]}
+    roles = {r["role"]: r for r in report["roles"]}
     assert roles["security_tester"]["status"] == "ok"
     assert "blob.py" in roles["security_tester"]["reason"]
     # bandit still scanned the readable file
@@ -427,18 +453,25 @@ def test_unit_tester_whose_program_is_missing_is_skipped_with_the_reason(make_re
     assert sessions_left() == []
 
 
-def test_security_tester_without_bandit_says_so(make_repo, monkeypatch):
+def test_roles_whose_tool_is_missing_say_so(make_repo, monkeypatch):
     """In-process: a missing analyzer is a reason on the role, never a crash."""
     from superqode_ls.qe.pipeline import QERequest, QESession
-    from superqode_ls.qe.roles import security
+    from superqode_ls.qe.roles import lint, security, types
 
-    monkeypatch.setattr(security, "tool_path", lambda name: None)
-    repo = make_repo({"a.py": "password = 'hunter2hunter2'\n"})
+    for module in (security, lint, types):
+        monkeypatch.setattr(module, "tool_path", lambda name: None)
+    repo = make_repo({"a.py": "key = 'AKIA" + "Q3EGRIEZQ7XKJW4P'\n"})
     before = take_fingerprint(repo)
-    report = asyncio.run(QESession(QERequest(project=repo, roles=["security_tester"])).run())
-    (role,) = report.roles
-    assert role.status in ("ok", "skipped")
-    assert "bandit is not installed" in (role.reason or "")
+    request = QERequest(project=repo, roles=["security_tester", "lint_tester", "type_tester"])
+    report = asyncio.run(QESession(request).run())
+    roles = {r.role: r for r in report.roles}
+    # bandit missing: the built-in secrets scan still runs and finds the password
+    assert roles["security_tester"].status == "ok"
+    assert "bandit is not installed" in (roles["security_tester"].reason or "")
+    assert any(f.role == "security_tester" for f in report.findings)
+    for name, tool in (("lint_tester", "ruff"), ("type_tester", "mypy")):
+        assert roles[name].status == "skipped", roles[name]
+        assert f"{tool} is not installed" in (roles[name].reason or "")
     assert compare(before, take_fingerprint(repo)) == []
     assert sessions_left() == []
 
