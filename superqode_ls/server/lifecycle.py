@@ -69,6 +69,9 @@ def register(ls: SuperQodeServer) -> None:
             for run in list(ls.runs.values()):
                 if from_fs_path(run.folder) == removed.uri and not run.finished:
                     run.cancel()
+            for folder in list(ls.watchers):
+                if from_fs_path(folder) == removed.uri and ls.watchers[folder] is not None:
+                    await asyncio.to_thread(ls.watchers.pop(folder).stop)
         await refresh_settings(ls)
 
     @ls.feature(types.SHUTDOWN)
@@ -80,6 +83,9 @@ def register(ls: SuperQodeServer) -> None:
         # Sessions revert their sandboxes on cancel; give them a moment to do so.
         if pending:
             await asyncio.wait([r.task for r in pending if r.task], timeout=20)
+        from .watch import stop_watchers
+
+        await stop_watchers(ls)
 
 
 async def refresh_settings(ls: SuperQodeServer) -> None:

@@ -123,6 +123,9 @@ def start_run(
     )
     ls.runs[run.id] = run
     run.task = ls.background(_drive(ls, run), f"QE session {run.id}")
+    from .watch import ensure_watcher
+
+    ensure_watcher(ls, folder)
     return run
 
 

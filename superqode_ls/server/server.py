@@ -93,6 +93,7 @@ class SuperQodeServer(LanguageServer):
         self.folder_settings: dict[str, Settings] = {}
         self.runs: dict[str, Any] = {}  # session id -> runs.Run
         self.trust_declined: set[str] = set()
+        self.watchers: dict[str, Any] = {}  # folder -> workspace.watcher.Watcher | None
         self._disk_lines: dict[str, tuple[int, list[str], float]] = {}
         self._path_cache: dict[str, str | None] = {}
         self._uri_cache: dict[tuple[str, str], str | None] = {}
