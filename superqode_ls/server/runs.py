@@ -160,6 +160,23 @@ async def _resolve_roles(ls: SuperQodeServer, run: Run) -> tuple[list[str] | Non
     return run.roles, trusted
 
 
+def build_request(ls: SuperQodeServer, run: Run, roles: list[str] | None, trusted: bool):
+    from ..qe.pipeline import QERequest
+
+    settings = ls.settings_for(run.folder)
+    return QERequest(
+        project=Path(run.folder),
+        mode=run.mode,
+        roles=roles,
+        files=run.files,
+        overlays=run.overlays,
+        isolation=settings.isolation,
+        trusted=trusted,
+        # The editor's provider choice for agent roles, over superqode.yaml.
+        config_overrides={"agent": {"provider": settings.provider}} if settings.provider else {},
+    )
+
+
 async def _drive(ls: SuperQodeServer, run: Run) -> None:
     progress = RunProgress(ls, f"superqode/{run.id}", run.cancel)
     what = ", ".join(run.files) if run.files else os.path.basename(run.folder)
@@ -172,18 +189,9 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         if run.cancel_requested:
             raise asyncio.CancelledError
         from ..events import EventBus
-        from ..qe.pipeline import QERequest, QESession
+        from ..qe.pipeline import QESession
 
-        settings = ls.settings_for(run.folder)
-        request = QERequest(
-            project=Path(run.folder),
-            mode=run.mode,
-            roles=roles,
-            files=run.files,
-            overlays=run.overlays,
-            isolation=settings.isolation,
-            trusted=trusted,
-        )
+        request = build_request(ls, run, roles, trusted)
         bus = EventBus(run.id)
 
         def sink(event) -> None:

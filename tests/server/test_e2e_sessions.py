@@ -232,3 +232,4 @@ async def test_show_report_without_show_document_support_tells_the_path(lsp: Lan
     from pygls.uris import to_fs_path
 
     assert sid in Path(to_fs_path(res["uri"])).read_text(encoding="utf-8")
+

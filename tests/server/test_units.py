@@ -209,3 +209,21 @@ def test_uri_for_keeps_findings_inside_their_folder(tmp_path):
     assert ls.uri_for(folder, "./pkg/../x.py").endswith(f"{tmp_path.name}/x.py")
     for outside in ("../evil.py", "/etc/passwd", "pkg/../../evil.py", ".."):
         assert ls.uri_for(folder, outside) is None
+
+
+def test_session_request_carries_buffers_settings_and_trust(tmp_path):
+    from superqode_ls.server.runs import Run, build_request
+    from superqode_ls.server.server import SuperQodeServer
+
+    ls = SuperQodeServer()
+    folder = str(tmp_path)
+    ls.folder_settings[folder] = settings.parse({"isolation": "snapshot", "provider": "local-llm"})
+    run = Run(id="qe-x", folder=folder, files=["a.py"], mode="deep", roles=None, trigger="command",
+              overlays={"a.py": b"unsaved\n"})
+    req = build_request(ls, run, ["lint_tester"], False)
+    assert req.project == tmp_path and req.mode == "deep" and req.files == ["a.py"]
+    assert req.overlays == {"a.py": b"unsaved\n"} and req.trusted is False
+    assert req.isolation == "snapshot" and req.roles == ["lint_tester"]
+    assert req.config_overrides == {"agent": {"provider": "local-llm"}}
+    ls.folder_settings[folder] = settings.Settings()
+    assert build_request(ls, run, None, True).config_overrides == {}
