@@ -413,6 +413,7 @@ def test_undecodable_and_binary_python_files_do_not_break_roles(make_repo, tmp_p
         "latin.py": b'name = "caf\xe9"\n',
         "blob.py": b"\x00\x01\x02\xff\x89PNG\x00\x00",
         "declared.py": b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n",
+        "bad\udcff name.py": "import sys\n",  # a file name that is not UTF-8
     }, name="mixed")
     before = take_fingerprint(repo)
     proc = superqe("run", str(repo), "-r", "security_tester", "-r", "type_tester",
@@ -429,6 +430,7 @@ def test_undecodable_and_binary_python_files_do_not_break_roles(make_repo, tmp_p
     assert roles["type_tester"]["status"] == "ok"
     reason = roles["type_tester"]["reason"]
     assert "blob.py" in reason and "latin.py" in reason and "declared.py" not in reason
+    assert " name.py" in reason  # mypy stopped with an internal error on it
     assert roles["lint_tester"]["status"] == "ok"
     assert compare(before, take_fingerprint(repo)) == []
     assert sessions_left() == []

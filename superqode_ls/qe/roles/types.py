@@ -220,18 +220,20 @@ def _undecodable(root: Path, targets: list[str]) -> list[str]:
     bad = []
     for rel in files:
         try:
+            rel.encode("utf-8")  # mypy stops with an internal error on such a name
             data = (root / rel).read_bytes()
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             data.decode(encoding)
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        except (OSError, SyntaxError, UnicodeError, LookupError):
             bad.append(rel)
     return bad
 
 
 def _undecodable_reason(files: list[str], shown: int = 5) -> str:
     more = f" and {len(files) - shown} more" if len(files) > shown else ""
-    return (f"skipped {len(files)} file(s) that are not valid text in their encoding: "
-            f"{', '.join(files[:shown])}{more}")
+    names = [f.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for f in files[:shown]]
+    return (f"skipped {len(files)} file(s) that are not valid text in their encoding "
+            f"or have a name that is not UTF-8: {', '.join(names)}{more}")
 
 
 @contextlib.contextmanager
