@@ -506,3 +506,20 @@ def test_project_path_with_spaces_and_unicode(tmp_path):
     assert "Verified" in proc.stdout + proc.stderr
     assert list((proj / ".superqode/qe-artifacts/qr").glob("qr-*.json"))
     assert_nothing_left(proj, before, superqode_dir_allowed=True)
+
+
+def test_snapshot_of_a_folder_with_a_fifo_and_symlink_loops(tmp_path):
+    plain = tmp_path / "odd files"
+    write_files(plain, {"a.py": "import os\n"})
+    os.mkfifo(plain / "pipe.py")  # copying it would block or fail
+    (plain / "loop1").symlink_to("loop2")
+    (plain / "loop2").symlink_to("loop1")
+    (plain / "dangling.py").symlink_to("nowhere.py")
+    before = take_fingerprint(plain)
+    proc = superqe("run", str(plain), "-r", "lint_tester", "--fail-on", "never")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "a.py" in proc.stdout
+    assert compare(before, take_fingerprint(plain)) == []
+    assert (plain / "pipe.py").is_fifo()
+    assert sessions_left() == []

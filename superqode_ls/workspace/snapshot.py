@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pathspec
@@ -70,13 +71,19 @@ def list_files(root: Path, exclude_patterns: list[str], use_git: bool) -> list[s
 
 def copy_tree(root: Path, dest: Path, files: list[str], max_size_mb: float) -> int:
     total = 0
+    kept = []
     for rel in files:
         p = root / rel
         try:
             st = p.lstat()
         except FileNotFoundError:
             continue
+        # Named pipes, sockets and devices are not content: copying would block or fail.
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            continue
+        kept.append(rel)
         total += st.st_size
+    files = kept
     limit = max_size_mb * 1024 * 1024
     if total > limit:
         raise WorkspaceError(
@@ -95,4 +102,6 @@ def copy_tree(root: Path, dest: Path, files: list[str], max_size_mb: float) -> i
                 shutil.copy2(src, out)
         except FileNotFoundError:
             continue  # deleted while we copied; the fingerprint tells the user
+        except OSError as e:
+            raise WorkspaceError(f"{src}: cannot copy into the sandbox ({e.strerror or e})") from None
     return total
