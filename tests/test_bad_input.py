@@ -348,6 +348,26 @@ def test_read_only_project(project):
     assert_nothing_left(project, before)
 
 
+def test_read_only_project_simulated(project, monkeypatch):
+    """As root nothing is read-only, so the permission answer is simulated."""
+    real = os.access
+
+    def access(path, mode, *a, **kw):
+        if Path(path) == project and mode & os.W_OK:
+            return False
+        return real(path, mode, *a, **kw)
+
+    monkeypatch.setattr(os, "access", access)
+    before = take_fingerprint(project)
+    results = run_in_process({
+        "run": (["run", str(project), "-r", "lint_tester"], None),
+        "exec": (["exec", str(project), "--", "true"], None),
+    })
+    for name, proc in results.items():
+        assert_usage(proc, "read-only", ".superqode", name=name)
+    assert_nothing_left(project, before)
+
+
 def _fix_ids(project: Path) -> list[dict]:
     proc = superqe("suggestions", "-C", str(project), "list", "--json")
     assert proc.returncode == 0, proc.stderr
