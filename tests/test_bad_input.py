@@ -368,6 +368,25 @@ def test_read_only_project_simulated(project, monkeypatch):
     assert_nothing_left(project, before)
 
 
+def test_superqode_home_that_is_a_file(project, tmp_path, monkeypatch):
+    bad_home = tmp_path / "home-file"
+    bad_home.write_text("not a folder\n")
+    monkeypatch.setenv("SUPERQODE_HOME", str(bad_home))
+    before = take_fingerprint(project)
+    results = run_in_process({
+        "exec": (["exec", str(project), "--", "true"], None),
+        "exec below": (["exec", str(project), "--", "true"], None),
+    })
+    monkeypatch.setenv("SUPERQODE_HOME", str(bad_home / "sub"))
+    results["exec below"] = cli(["exec", str(project), "--", "true"])
+    results["run"] = superqe("run", str(project), "-r", "lint_tester")
+    for name, proc in results.items():
+        assert_usage(proc, "SUPERQODE_HOME", "is not a folder", name=name)
+    assert bad_home.read_text() == "not a folder\n"
+    assert compare(before, take_fingerprint(project)) == []
+    assert not (project / ".git" / "worktrees").exists()
+
+
 def _fix_ids(project: Path) -> list[dict]:
     proc = superqe("suggestions", "-C", str(project), "list", "--json")
     assert proc.returncode == 0, proc.stderr

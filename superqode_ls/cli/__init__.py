@@ -54,9 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    if args.command in ("run", "exec"):
-        _reap_quietly()
     try:
+        if args.command in ("run", "exec"):
+            from ..workspace.errors import WorkspaceError
+            from ..workspace.paths import check_home
+
+            try:
+                check_home()
+            except WorkspaceError as e:
+                raise UsageError(str(e)) from None
+            _reap_quietly()
         return int(args.func(args) or 0)
     except (UsageError, ConfigError) as e:
         print(f"superqe: {e}", file=sys.stderr)

@@ -25,7 +25,7 @@ from ..models import Finding, Patch, QualityReport, RoleRun, summarize, utcnow
 from ..workspace.artifacts import Artifacts, check_superqode_dir, ensure_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError, git, head_commit, repo_root, resolve_commit
-from ..workspace.paths import new_session_id
+from ..workspace.paths import check_home, new_session_id
 from . import baseline as baseline_mod
 from .noise import FileLines, NoiseResult, filter_findings
 from .report import compute_verdict, render_markdown, write_json
@@ -110,6 +110,7 @@ def resolve_request(req: QERequest) -> _Resolved:
         isolation = None
     _check_git_needs(project, isolation, req.base_ref)
     check_superqode_dir(project)
+    check_home()
     explicit = req.roles is not None
     if explicit:
         names = list(dict.fromkeys(req.roles or []))

@@ -34,6 +34,24 @@ def home() -> Path:
     return superqode_home()
 
 
+def check_home() -> None:
+    """Raise WorkspaceError, one line, when sandboxes could not be made
+    under $SUPERQODE_HOME (it is a file, or not writable); create nothing."""
+    from .errors import WorkspaceError
+
+    h = home()
+    p = h
+    while not p.exists() and p != p.parent:
+        p = p.parent  # the nearest existing folder decides
+    if not p.is_dir():
+        raise WorkspaceError(f"SUPERQODE_HOME {h}: {p} is not a folder")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise WorkspaceError(f"SUPERQODE_HOME {h}: {p} is not writable")
+    work = h / "working"
+    if work.exists() and not work.is_dir():
+        raise WorkspaceError(f"SUPERQODE_HOME {h}: {work} is not a folder")
+
+
 def working_root() -> Path:
     return home() / "working"
 
