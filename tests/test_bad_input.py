@@ -471,6 +471,11 @@ def test_undecodable_and_binary_python_files_do_not_break_roles(make_repo, tmp_p
     assert "blob.py" in reason and "latin.py" in reason and "declared.py" not in reason
     assert " name.py" in reason  # mypy stopped with an internal error on it
     assert roles["lint_tester"]["status"] == "ok"
+    # ruff cannot read them: undecodable files are reported, a declared
+    # Latin-1 file (valid Python) is named in the reason instead
+    lint_files = {f["file"] for f in report["findings"] if f["role"] == "lint_tester"}
+    assert {"blob.py", "latin.py"} <= lint_files and "declared.py" not in lint_files
+    assert "declared.py" in roles["lint_tester"]["reason"]
     assert compare(before, take_fingerprint(repo)) == []
     assert sessions_left() == []
 

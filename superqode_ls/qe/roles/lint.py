@@ -8,7 +8,9 @@ configuration (pyproject.toml / ruff.toml) decides which rules run.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +97,15 @@ class LintTester(Role):
         src = SourceCache(root)
         findings: list[Finding] = []
         fixes: list[tuple[int, dict[str, Any]]] = []
+        unlinted: list[str] = []
         for diag in data:
             rel = rel_to(root, diag.get("filename", ""))
             code = diag.get("code") or diag.get("name") or "syntax-error"
+            if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / rel):
+                # Valid Python in its declared encoding (PEP 263): ruff reads
+                # UTF-8 only, so this is ruff's limit, not a fault in the file.
+                unlinted.append(rel)
+                continue
             loc = diag.get("location") or {}
             end = diag.get("end_location") or loc
             line = int(loc.get("row") or 1)
@@ -154,7 +162,23 @@ class LintTester(Role):
             patch = make_patch(finding, finding.file, old, new, description)
             if patch is not None:
                 patches.append(patch)
-        return RoleOutput(findings=attach(findings, patches), patches=patches, tool="ruff")
+        reason = None
+        if unlinted:
+            shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
+            reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
+        return RoleOutput(findings=attach(findings, patches), patches=patches, tool="ruff",
+                          reason=reason)
+
+
+def _declared_ok(path: Path) -> bool:
+    """Whether Python can read the file in the encoding it declares."""
+    try:
+        data = path.read_bytes()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        data.decode(encoding)
+    except (OSError, SyntaxError, UnicodeError, LookupError):
+        return False
+    return encoding not in ("utf-8", "utf-8-sig")
 
 
 def _edit(e: dict[str, Any]) -> TextEdit:
