@@ -567,3 +567,31 @@ def test_snapshot_of_a_folder_with_a_fifo_and_symlink_loops(tmp_path):
     assert compare(before, take_fingerprint(plain)) == []
     assert (plain / "pipe.py").is_fifo()
     assert sessions_left() == []
+
+
+def test_sandbox_that_cannot_be_made_is_one_line_without_a_session_banner(tmp_path):
+    plain = tmp_path / "plain"
+    write_files(plain, {"a.py": "x = 1\n", ".superqodeignore": b"\xff\xfe\n"})
+    before = take_fingerprint(plain)
+    proc = superqe("run", str(plain), "-r", "lint_tester")
+    assert_usage(proc, ".superqodeignore", "UTF-8")
+    # the sandbox layer makes .superqode/ before it reads the ignore file
+    assert_nothing_left(plain, before, superqode_dir_allowed=True)
+
+
+def test_jsonl_reader_that_goes_away_does_not_break_the_session(make_repo):
+    repo = make_repo({"a.py": "import os\n"})
+    before = take_fingerprint(repo)
+    proc = subprocess.Popen([*SUPERQE, "run", str(repo), "-r", "lint_tester", "--jsonl"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    code = proc.wait(timeout=120)
+    assert b'"session_start"' in first
+    assert "Traceback" not in err and "Broken pipe" not in err, err
+    assert code in (0, 1), err
+    assert compare(before, take_fingerprint(repo)) == []
+    assert sessions_left() == []
+    assert list((repo / ".superqode/qe-artifacts/qr").glob("qr-*.json"))  # the run finished

@@ -122,18 +122,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     bus = EventBus()
     session = QESession(request, bus=bus)
     display = make_display(jsonl=args.jsonl)
-    unsubscribe = bus.subscribe(display)
+    held = _HoldStart(display)
+    unsubscribe = bus.subscribe(held)
     failure: SessionFailed | None = None
     report: QualityReport | None = None
     try:
         report = asyncio.run(_run_with_signals(session, _terminal_asker()))
     except (ConfigError, WorkspaceError) as e:
+        held.drop()  # bad input: the error line alone, no session banner
         raise UsageError(str(e)) from None
     except SessionFailed as e:
         failure = e
         report = e.report
     finally:
         unsubscribe()
+        held.flush()
         display.close()
     if report is not None and sarif is not None:
         from ..qe.report import to_sarif
@@ -155,6 +158,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"superqe: {report.verification.line}", file=sys.stderr)
     fail_on = args.fail_on or config.qe.fail_on
     return exit_code(report, fail_on)
+
+
+class _HoldStart:
+    """Passes events to the display, holding ``session_start`` back until the
+    sandbox exists: a sandbox that cannot be made (bad input) then prints one
+    line, not a session banner and then the error."""
+
+    def __init__(self, display):
+        self.display = display
+        self.held = None
+
+    def __call__(self, event) -> None:
+        if event.type == "session_start" and self.held is None:
+            self.held = event
+            return
+        self.flush()
+        self.display(event)
+
+    def flush(self) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            self.display(held)
+
+    def drop(self) -> None:
+        self.held = None
 
 
 def _terminal_asker():

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import TextIO
@@ -33,11 +34,33 @@ class JsonlDisplay:
     def __call__(self, event: Event) -> None:
         line = event.to_json()
         with self._lock:
-            self.stream.write(line + "\n")
-            self.stream.flush()
+            if self.stream is None:
+                return
+            try:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """The reader closed the pipe (``| head``): the session still runs to
+        its end and reverts; further output goes nowhere instead of raising."""
+        stream, self.stream = self.stream, None
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
 
     def close(self) -> None:
-        self.stream.flush()
+        with self._lock:
+            if self.stream is None:
+                return
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
 
 
 def _role_line(data: dict) -> str:
