@@ -595,3 +595,16 @@ def test_jsonl_reader_that_goes_away_does_not_break_the_session(make_repo):
     assert compare(before, take_fingerprint(repo)) == []
     assert sessions_left() == []
     assert list((repo / ".superqode/qe-artifacts/qr").glob("qr-*.json"))  # the run finished
+
+
+def test_exec_reads_only_its_own_options_before_the_double_dash(project):
+    before = take_fingerprint(project)
+    # no PATH: the command's first word is not taken for one
+    res = cli(["exec", "--", "sh", "-c", "exit 3"], cwd=project)
+    assert res.returncode == 3, res.stderr
+    # options after PATH are superqe's; after -- they are the command's
+    res = cli(["exec", str(project), "--snapshot", "--", "sh", "-c", "echo --worktree -- >&2"])
+    assert res.returncode == 0, res.stderr
+    assert "sandbox: " in res.stderr and "/qe/qe-" in res.stderr
+    assert compare(before, take_fingerprint(project)) == []
+    assert sessions_left() == []

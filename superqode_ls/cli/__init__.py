@@ -50,7 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    after: list[str] | None = None
+    if argv[:1] == ["exec"] and "--" in argv:
+        # The command after ``--`` is not superqe's to parse: argparse would
+        # take its first word for PATH (``superqe exec -- sh -c ...``).
+        cut = argv.index("--")
+        argv, after = argv[:cut], argv[cut:]
     args = parser.parse_args(argv)
+    if after is not None:
+        args.cmd = [*getattr(args, "cmd", []), *after]
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
