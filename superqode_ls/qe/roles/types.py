@@ -13,8 +13,8 @@ import contextlib
 import io
 import json
 import re
-import tokenize
 import tempfile
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
