@@ -44,8 +44,10 @@ def make_repo(root: Path, n: int) -> Path:
         if i % per_dir == 0:
             d.mkdir()
         (d / f"mod{i % per_dir:03d}.py").write_text(f"# module {i}\nVALUE = {i}\n\ndef f(x):\n    return x + {i}\n")
+    sh(["git", "config", "gc.auto", "0"], repo)  # no background gc racing the rounds
     sh(["git", "add", "-A"], repo)
     sh(["git", "commit", "-q", "-m", "generated"], repo)
+    sh(["git", "gc", "-q"], repo)  # packed, like a real repository
     # the dirty state
     for i in range(0, 500, 10):
         (repo / f"pkg{i // per_dir:04d}" / f"mod{i % per_dir:03d}.py").write_text(f"CHANGED = {i}\n")

@@ -49,15 +49,22 @@ async def offer_recovery(ls: SuperQodeServer) -> None:
     folders = ls.folder_paths()
     if not folders:
         return
+    await asyncio.to_thread(_reap_quietly)
     found = await asyncio.to_thread(_interrupted, folders)
     for folder, info in found[:MAX_PROMPTS]:
-        changes = info.changes
-        what = f"{changes} change(s)" if changes is not None else "unknown changes"
+        changes, (same, _line) = await asyncio.to_thread(_describe, info)
+        what = f"{changes} change(s) in its sandbox" if changes is not None else "unknown changes"
+        if same:
+            state = "Your files are as they were when it started."
+        elif same is False:
+            state = "Your files changed since it started (SuperQode writes only to its sandbox)."
+        else:
+            state = "SuperQode wrote only to its sandbox."
         params = types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=(
                 f"SuperQode: session {info.id} ({info.mode}) in {folder} was interrupted "
-                f"({what}). Your files were not modified."
+                f"({what}). {state}"
             ),
             actions=[types.MessageActionItem(title=t) for t in (RESUME, REVERT, VIEW)],
         )
@@ -73,6 +80,22 @@ async def offer_recovery(ls: SuperQodeServer) -> None:
                 ls.log(f"SuperQode: {info.id}: {result.get('message', result)}")
             except Exception as e:
                 ls.notify_user(f"SuperQode: {info.id}: {e}", types.MessageType.Error)
+
+
+def _describe(info: Any) -> tuple[int | None, tuple[bool | None, str]]:
+    from ..workspace import recovery
+
+    return recovery.count_changes(info), recovery.verify(info)
+
+
+def _reap_quietly() -> None:
+    """Idle sandboxes and orphans go when a server starts (at most hourly)."""
+    from ..workspace.reaper import maybe_reap
+
+    try:
+        maybe_reap()
+    except Exception as e:  # noqa: BLE001 - never stop the server for this
+        log.info("reaper skipped: %s", e)
 
 
 def _find(session_id: str):
@@ -93,14 +116,8 @@ async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
     if info.alive and session_id not in ls.runs:
         raise _fail(f"session {session_id} belongs to a running process (pid {info.record.pid})")
     await asyncio.to_thread(recovery.discard, info)
+    # recovery.verify read the session's fingerprint before discard removed it.
     _, line = await asyncio.to_thread(recovery.verify, info)
-    if info.record is not None:
-        from ..workspace.session import verify_record
-
-        try:
-            line = (await asyncio.to_thread(verify_record, info.record)).line
-        except Exception:
-            pass
     return line
 
 

@@ -19,7 +19,7 @@ from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
 from . import worktree as wt
-from .artifacts import atomic_write, ensure_superqode_dir
+from .artifacts import atomic_write
 from .changes import changes_between
 from .errors import WorkspaceError
 from .fingerprint import Fingerprint, compare, take_fingerprint
@@ -170,7 +170,6 @@ class IsolatedSession:
         self.paths.heartbeat.touch()
         self._fp_before = take_fingerprint(self.project)
         atomic_write(self.private / "fingerprint.json", self._fp_before.to_json())
-        ensure_superqode_dir(self.project)
         if self.isolation == "worktree":
             self._create_worktree(pinned_base, overlays)
         else:
