@@ -32,12 +32,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-import psutil
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .artifacts import atomic_write
 from .errors import WorkspaceError
 from .paths import repo_dir
+from .records import process_alive, process_start_time
 
 Mode = Literal["quick", "deep"]
 _POLL_S = 0.05
@@ -89,26 +89,9 @@ class LockRecord(BaseModel):
     epoch: int = 0
 
 
-def process_start_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
 def holder_alive(lock: LockRecord) -> bool:
     """True unless the holding process is provably gone on this host."""
-    if lock.host != socket.gethostname():
-        return True  # another machine sharing the home: cannot tell, keep it
-    try:
-        proc = psutil.Process(lock.pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        started = proc.create_time()
-    except psutil.Error:
-        return False
-    # A different start time means the pid was reused by an unrelated process.
-    return abs(started - lock.pid_start) < 1.0
+    return process_alive(lock.pid, lock.pid_start, lock.host)
 
 
 class _State:

@@ -47,26 +47,34 @@ class SessionRecord(BaseModel):
     changes: int | None = None
 
 
-def _start_time(pid: int) -> float | None:
+def process_start_time(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:
         return None
 
 
-def owner_alive(rec: SessionRecord) -> bool:
-    """True when the process that owns ``rec`` is still running on this host."""
-    if rec.host != socket.gethostname():
-        return True  # cannot tell for another host: assume alive, never reap
-    started = _start_time(rec.pid)
-    if started is None:
-        return False
+_start_time = process_start_time
+
+
+def process_alive(pid: int, pid_start: float, host: str) -> bool:
+    """True unless the process is provably gone on this host: no such pid, a
+    zombie, or a pid reused by an unrelated process (other start time)."""
+    if host != socket.gethostname():
+        return True  # another machine sharing the home: cannot tell, keep it
     try:
-        if psutil.Process(rec.pid).status() == psutil.STATUS_ZOMBIE:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
             return False
+        started = proc.create_time()
     except psutil.Error:
         return False
-    return abs(started - rec.pid_start) < 1.0
+    return abs(started - pid_start) < 1.0
+
+
+def owner_alive(rec: SessionRecord) -> bool:
+    """True when the process that owns ``rec`` is still running on this host."""
+    return process_alive(rec.pid, rec.pid_start, rec.host)
 
 
 def write_record(path: Path, rec: SessionRecord) -> None:
