@@ -9,7 +9,7 @@ Paths inside models are repository-relative POSIX paths.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Literal
 
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Severity(str, Enum):
@@ -31,7 +31,7 @@ class Severity(str, Enum):
     def rank(self) -> int:
         return _SEVERITY_RANK[self]
 
-    def at_least(self, other: "Severity") -> bool:
+    def at_least(self, other: Severity) -> bool:
         return self.rank >= other.rank
 
 
@@ -54,11 +54,9 @@ class Range(Model):
     end_line: int | None = None
     end_col: int | None = None
 
-    def normalized(self) -> "Range":
+    def normalized(self) -> Range:
         end_line = self.end_line if self.end_line is not None else self.start_line
-        end_col = self.end_col
-        if end_col is None:
-            end_col = self.start_col if end_line != self.start_line else self.start_col
+        end_col = self.end_col if self.end_col is not None else self.start_col
         return Range(
             start_line=self.start_line,
             start_col=self.start_col,
@@ -95,7 +93,7 @@ class Finding(Model):
     # editor tell whether the finding still points at the same code.
     snippet: str | None = None
 
-    def with_stable_id(self) -> "Finding":
+    def with_stable_id(self) -> Finding:
         """Fill ``id`` from what identifies the problem, not from where it is.
 
         The line number is left out on purpose: a problem keeps its id when code

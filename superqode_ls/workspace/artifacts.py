@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ class Artifacts:
         self.session_id = session_id
         self.root = artifacts_root(self.project)
 
-    def prepare(self) -> "Artifacts":
+    def prepare(self) -> Artifacts:
         ensure_superqode_dir(self.project)
         for sub in SUBDIRS:
             (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -101,7 +101,7 @@ class Artifacts:
             "session_id": self.session_id,
             "kind": kind,
             "path": str(path.relative_to(self.root)),
-            "created": datetime.now(timezone.utc).isoformat(),
+            "created": datetime.now(UTC).isoformat(),
             **extra,
         }
         update_manifest(self.root, entry)
@@ -132,7 +132,7 @@ class Artifacts:
         return self._record("generated-test", path)
 
     def report_path(self, ext: str, when: datetime | None = None) -> Path:
-        when = when or datetime.now(timezone.utc)
+        when = when or datetime.now(UTC)
         return self.root / "qr" / f"qr-{when:%Y%m%d}-{self.session_id}.{ext}"
 
     def write_report(self, ext: str, text: str, when: datetime | None = None) -> Path:

@@ -7,6 +7,8 @@ form ``git apply`` accepts on the user's tree.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..models import Change, ChangeSet
@@ -20,15 +22,23 @@ _KIND = {"A": "created", "M": "modified", "D": "deleted", "R": "renamed", "T": "
          "C": "created"}
 
 
-def _run(store: "SnapshotStore", args: list[str]) -> bytes:
+def _run(store: SnapshotStore, args: list[str]) -> bytes:
     return store.run(args).stdout
 
 
-def changes_between(store: "SnapshotStore", old: str, new: str) -> ChangeSet:
-    raw = _run(store, ["diff-tree", "-r", "-z", "-M", "--raw", "--abbrev=40", "--no-commit-id", old, new])
-    numstat = _run(store, ["diff-tree", "-r", "-z", "-M", "--numstat", "--no-commit-id", old, new])
-    counts = _parse_numstat(numstat)
-    changes: list[Change] = []
+@dataclass
+class RawEntry:
+    old_mode: str
+    new_mode: str
+    old_sha: str
+    new_sha: str
+    letter: str  # A M D R C T
+    path_a: str
+    path_b: str
+
+
+def iter_raw(raw: bytes) -> Iterator[RawEntry]:
+    """Records of ``git diff-tree -r -z --raw`` output."""
     fields = raw.split(b"\0")
     i = 0
     while i < len(fields):
@@ -45,6 +55,17 @@ def changes_between(store: "SnapshotStore", old: str, new: str) -> ChangeSet:
         else:
             path_b = path_a
             i += 2
+        yield RawEntry(old_mode, new_mode, old_sha, new_sha, letter, path_a, path_b)
+
+
+def changes_between(store: SnapshotStore, old: str, new: str) -> ChangeSet:
+    raw = _run(store, ["diff-tree", "-r", "-z", "-M", "--raw", "--abbrev=40", "--no-commit-id", old, new])
+    numstat = _run(store, ["diff-tree", "-r", "-z", "-M", "--numstat", "--no-commit-id", old, new])
+    counts = _parse_numstat(numstat)
+    changes: list[Change] = []
+    for e in iter_raw(raw):
+        old_mode, new_mode, old_sha, new_sha = e.old_mode, e.new_mode, e.old_sha, e.new_sha
+        letter, path_a, path_b = e.letter, e.path_a, e.path_b
         adds, dels, binary = counts.get(path_b, (0, 0, False))
         zero = "0" * 40
         changes.append(

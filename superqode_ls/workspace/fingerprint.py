@@ -53,7 +53,7 @@ class Fingerprint:
         return json.dumps({"root": self.root, "files": self.files, "git": self.git})
 
     @classmethod
-    def from_json(cls, text: str) -> "Fingerprint":
+    def from_json(cls, text: str) -> Fingerprint:
         data = json.loads(text)
         return cls(
             root=data["root"],

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 SAFE_CONFIG: tuple[str, ...] = (
     "-c", "core.hooksPath=/dev/null",

@@ -21,7 +21,7 @@ import re
 import secrets
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config import superqode_home
@@ -74,7 +74,7 @@ def repo_dir(repo: Path) -> Path:
 
 
 def new_session_id(now: datetime | None = None) -> str:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return f"qe-{now:%Y%m%d}-{now:%H%M%S}-{secrets.token_hex(3)}"
 
 
@@ -84,7 +84,7 @@ def parse_session_id(name: str) -> datetime | None:
         return None
     try:
         return datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").replace(
-            tzinfo=timezone.utc
+            tzinfo=UTC
         )
     except ValueError:
         return None

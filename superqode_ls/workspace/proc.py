@@ -11,9 +11,9 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 
 @dataclass
@@ -41,7 +41,7 @@ async def _terminate(proc: asyncio.subprocess.Process) -> None:
     _kill_group(proc, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), 3)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         _kill_group(proc, signal.SIGKILL)
         await proc.wait()
     # Children that ignored SIGTERM outlive the leader; end them too.
@@ -72,7 +72,7 @@ async def run_command(
     timed_out = False
     try:
         out, err = await asyncio.wait_for(proc.communicate(input), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         timed_out = True
         await _terminate(proc)
         out, err = b"", b""

@@ -25,7 +25,15 @@ from .errors import WorkspaceError
 from .fingerprint import Fingerprint, compare, take_fingerprint
 from .git import GitError, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
-from .paths import SessionPaths, ensure_dir, new_session_id, parked_dir, repo_dir, repo_key, store_dir
+from .paths import (
+    SessionPaths,
+    ensure_dir,
+    new_session_id,
+    parked_dir,
+    repo_dir,
+    repo_key,
+    store_dir,
+)
 from .records import SessionRecord, read_record, write_record
 from .snapshot import copy_tree, list_files
 
@@ -93,7 +101,7 @@ class IsolatedSession:
                      isolation: str | None = None, base_ref: str | None = None,
                      overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
                      session_id: str | None = None, kind: str = "qe",
-                     lock_timeout: float = 0) -> "IsolatedSession":
+                     lock_timeout: float = 0) -> IsolatedSession:
         return await asyncio.to_thread(
             cls.create_sync, project, config=config, mode=mode, isolation=isolation,
             base_ref=base_ref, overlays=overlays, bus=bus, session_id=session_id, kind=kind,
@@ -104,7 +112,7 @@ class IsolatedSession:
                     isolation: str | None = None, base_ref: str | None = None,
                     overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
                     session_id: str | None = None, kind: str = "qe",
-                    lock_timeout: float = 0) -> "IsolatedSession":
+                    lock_timeout: float = 0) -> IsolatedSession:
         """``lock_timeout``: how long to wait for the repository lock (a deep
         session waits for running quick ones); 0 tries once."""
         from ..config import load_config
@@ -474,14 +482,14 @@ class IsolatedSession:
             self._heartbeat.cancel()
             self._heartbeat = None
 
-    async def __aenter__(self) -> "IsolatedSession":
+    async def __aenter__(self) -> IsolatedSession:
         self.start_heartbeat()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def __enter__(self) -> "IsolatedSession":
+    def __enter__(self) -> IsolatedSession:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -138,23 +138,17 @@ def lay_over(sandbox: Path, store: SnapshotStore, from_tree: str, to_tree: str) 
     its index: the unstaged and untracked part of the user's state."""
     if from_tree == to_tree:
         return 0
+    from .changes import iter_raw
+
     raw = store.run(["diff-tree", "-r", "-z", "--no-renames", from_tree, to_tree]).stdout
-    fields = raw.split(b"\0")
     writes: list[tuple[str, str, str]] = []
     deletes: list[str] = []
-    i = 0
-    while i < len(fields):
-        meta = fields[i]
-        if not meta.startswith(b":"):
-            i += 1
-            continue
-        _, new_mode, _, new_sha, status = meta[1:].decode().split(" ")
-        rel = _safe_rel(fields[i + 1].decode("utf-8", "surrogateescape"))
-        i += 2
-        if status == "D":
+    for e in iter_raw(raw):
+        rel = _safe_rel(e.path_a)
+        if e.letter == "D":
             deletes.append(rel)
-        elif new_mode != "160000":  # submodules are not carried
-            writes.append((rel, new_mode, new_sha))
+        elif e.new_mode != "160000":  # submodules are not carried
+            writes.append((rel, e.new_mode, e.new_sha))
     for rel in deletes:
         p = sandbox / rel
         if p.is_symlink() or p.is_file():
