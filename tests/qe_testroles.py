@@ -162,3 +162,20 @@ class ToyGit(Role):
 
 
 TOY_ROLES["toy_git"] = "tests.qe_testroles:ToyGit"
+
+
+class ToyAsker(Role):
+    """Asks for a permission the way agent tools do and reports the answer."""
+
+    name = "toy_asker"
+    tool = "toy"
+    description = "asks the user for permission to run a command"
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        from superqode_ls.agent.permissions import current_asker
+
+        allowed = await current_asker().ask("run_shell", "pytest -x tests/")
+        return RoleOutput(status="ok", reason=f"permission {'granted' if allowed else 'denied'}")
+
+
+TOY_ROLES["toy_asker"] = "tests.qe_testroles:ToyAsker"

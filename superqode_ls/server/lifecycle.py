@@ -37,8 +37,10 @@ def register(ls: SuperQodeServer) -> None:
             await refresh_settings(ls)
         finally:
             ls.settings_loaded.set()
+        from . import asker
         from .recovery_prompt import offer_recovery
 
+        asker.install(ls)
         ls.background(offer_recovery(ls), "recovery")
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
