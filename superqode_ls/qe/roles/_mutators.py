@@ -193,9 +193,9 @@ def _skipped_subtrees(tree: ast.AST) -> set[int]:
             args = node.args
             for a in args.posonlyargs + args.args + args.kwonlyargs:
                 mark(a.annotation)
-            for a in (args.vararg, args.kwarg):
-                if a is not None:
-                    mark(a.annotation)
+            for star in (args.vararg, args.kwarg):
+                if star is not None:
+                    mark(star.annotation)
             for d in node.decorator_list:
                 mark(d)
         elif isinstance(node, ast.AnnAssign):

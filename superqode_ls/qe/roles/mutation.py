@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import superqode_home
-from ...models import Evidence, Finding, Severity
+from ...models import Evidence, Finding, Range, RoleStatus, Severity
 from ...workspace.artifacts import atomic_write
 from ...workspace.proc import ProcResult
 from . import _scratch
@@ -309,7 +309,7 @@ class MutationTester(Role):
         linemap = await self._line_map(ctx, scratch, base)
         report.coverage_s = time.monotonic() - started
         if isinstance(linemap, str):
-            status = "timeout" if linemap == NO_TIME else "skipped"
+            status: RoleStatus = "timeout" if linemap == NO_TIME else "skipped"
             return RoleOutput(status=status, reason=linemap, tool=TOOL)
 
         mutants: list[tuple[FileResult, Mutant, list[str]]] = []
@@ -593,7 +593,7 @@ class MutationTester(Role):
             confidence=confidence,
             category="test-quality",
             file=fr.rel,
-            range={"start_line": line, "start_col": first.col + 1},
+            range=Range(start_line=line, start_col=first.col + 1),
             evidence=evidence,
             tags=["mutation", *sorted({m.kind for m in ms})],
             snippet=original.strip(),

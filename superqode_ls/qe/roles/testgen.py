@@ -23,7 +23,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from ...models import Evidence, Finding, Severity
+from ...models import Evidence, Finding, Range, Severity
 from . import _scratch
 from ._pytest_plugins import CRASH_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput
@@ -356,10 +356,10 @@ class TestGenerator(Role):
             confidence=0.8,
             category="bug",
             file=crash["file"],
-            range={
-                "start_line": crash["line"],
-                "start_col": len(crash["text"]) - len(crash["text"].lstrip()) + 1,
-            },
+            range=Range(
+                start_line=crash["line"],
+                start_col=len(crash["text"]) - len(crash["text"].lstrip()) + 1,
+            ),
             evidence=[
                 Evidence(message=f"falsifying example: {example}", snippet=example),
                 Evidence(
@@ -397,7 +397,7 @@ def _runs_code_at_import(tree: ast.Module) -> bool:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
