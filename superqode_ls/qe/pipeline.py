@@ -284,7 +284,7 @@ class QESession:
         started = utcnow()
         t0 = time.monotonic()
         deadline = self._loop.time() + res.budget
-        stamp = _Stamp(res.project, res.files, self.request.overlays)
+        stamp = await asyncio.to_thread(_Stamp, res.project, res.files, self.request.overlays)
         artifacts = Artifacts(res.project, self.id)
         emit(
             "session_start",
@@ -308,7 +308,9 @@ class QESession:
                 root = _sandbox_root(s, res.project)
                 try:
                     await self._guarded(self._run_roles(res, s, root, artifacts, deadline), deadline)
-                    noise = self._filter(res, root)
+                    # Filtering, the report and the artifacts read and write files:
+                    # in threads, so a language server's event loop stays free.
+                    noise = await asyncio.to_thread(self._filter, res, root)
                     if not (self._cancel_requested or self._timed_out):
                         await self._guarded(self._verify(res, s, root, noise, deadline), deadline)
                 except Exception as e:  # a bug in a role or here: report, still revert
@@ -324,12 +326,12 @@ class QESession:
         except (WorkspaceError, OSError) as e:
             verification = getattr(sandbox_session, "verification", None)
             failure = failure or str(e)
-        report = self._build_report(
-            res, started, t0, isolation, base_commit, noise or NoiseResult(findings=[]),
-            verification, stamp,
+        report = await asyncio.to_thread(
+            self._build_report, res, started, t0, isolation, base_commit,
+            noise or NoiseResult(findings=[]), verification, stamp,
         )
         try:
-            self._save(res, report, artifacts, noise)
+            await asyncio.to_thread(self._save, res, report, artifacts, noise)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
         self.report = report
@@ -459,7 +461,7 @@ class QESession:
         except Exception as e:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
-        _poll_guard(s)
+        await asyncio.to_thread(_poll_guard, s)
         self._finish_role(name, role, out, status, reason, started, t0, total, ctx.sandbox, res)
 
     def _finish_role(

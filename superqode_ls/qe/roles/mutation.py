@@ -32,7 +32,7 @@ from typing import Any
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, RoleStatus, Severity
 from ...workspace.artifacts import atomic_write
-from ...workspace.proc import ProcResult
+from ...workspace.proc import lower_priority,  ProcResult
 from . import _scratch
 from ._mutators import (
     KINDS,
@@ -156,6 +156,7 @@ class ForkRunner:
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,
         )
+        lower_priority(proc.pid)
         runner = cls(proc)
         try:
             hello = await runner._read(120)
@@ -295,8 +296,8 @@ class MutationTester(Role):
         for r in results:
             for res in r.results.values():
                 report.statuses[res["status"]] += 1
-        findings = self._findings(ctx, results)
-        self._write_log(ctx, results, report)
+        findings = await asyncio.to_thread(self._findings, ctx, results)
+        await asyncio.to_thread(self._write_log, ctx, results, report)
         return RoleOutput(status="ok", reason=report.summary(), findings=findings, tool=TOOL)
 
     # -- the work -----------------------------------------------------------
@@ -461,13 +462,13 @@ class MutationTester(Role):
     ) -> dict[str, Any]:
         target = copy / fr.rel
         args = self._pytest_args(tests)
-        self._write(target, apply_edit(fr.text, m.edit))
+        await asyncio.to_thread(self._write, target, apply_edit(fr.text, m.edit))
         try:
             res = await runner.run(args, timeout) if runner is not None else None
             if res is None:
                 res = await ctx.run([*cmd, *args], cwd=copy, env=env, timeout=timeout)
         finally:
-            self._write(target, fr.text)
+            await asyncio.shield(asyncio.to_thread(self._write, target, fr.text))
         if res.timed_out:
             status = "timeout"
         elif res.returncode == 0:

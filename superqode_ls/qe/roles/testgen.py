@@ -87,7 +87,9 @@ class TestGenerator(Role):
         if why:
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         skipped: list[tuple[str, str]] = []  # (what, why)
-        modules = self._modules(ctx, skipped)
+        # Parsing every module is pure Python: off the event loop the server
+        # answers requests from.
+        modules = await asyncio.to_thread(self._modules, ctx, skipped)
         if not modules:
             return RoleOutput(
                 status="skipped", reason="no importable Python modules to test", tool=TOOL
@@ -101,10 +103,12 @@ class TestGenerator(Role):
             records = await self._ghostwrite(ctx, scratch, tools, copy, modules, skipped)
             if isinstance(records, str):
                 return RoleOutput(status="failed", reason=records, tool=TOOL)
-            generated = self._write_tests(gen_dir, records, skipped)
+            generated = await asyncio.to_thread(self._write_tests, gen_dir, records, skipped)
             if generated:
                 await self._run_tests(ctx, tools, gen_dir, copy, generated)
-            findings, kept = self._collect(ctx, copy, gen_dir, generated, skipped)
+            findings, kept = await asyncio.to_thread(
+                self._collect, ctx, copy, gen_dir, generated, skipped
+            )
         finally:
             _scratch.drop_scratch(scratch)
 

@@ -13,6 +13,8 @@ SuperQode's own ``python -m pytest``.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib.util
 import json
 import os
@@ -161,14 +163,14 @@ class UnitTester(Role):
                 (line for line in output.splitlines() if "unrecognized arguments" in line), ""
             )
             res, records = await self._invoke(ctx, targets, limit, ["-o", "addopts="])
-            out = self._outcome(ctx, res, records)
+            out = await asyncio.to_thread(self._outcome, ctx, res, records)
             note = (
                 f"ran without the project's addopts ({bad.split('error:', 1)[-1].strip()}); "
                 "set roles.unit_test_command to use the project's own environment"
             )
             out.reason = f"{out.reason}; {note}" if out.reason else note
             return out, res.duration_s
-        return self._outcome(ctx, res, records), res.duration_s
+        return await asyncio.to_thread(self._outcome, ctx, res, records), res.duration_s
 
     async def _invoke(
         self,
@@ -340,7 +342,7 @@ def _project_rel(root: Path, path: str) -> str | None:
     if not path:
         return None
     try:
-        rel = Path(path).resolve().relative_to(root.resolve())
+        rel = Path(os.path.realpath(path)).relative_to(_real(root))
     except (ValueError, OSError):
         return None
     if any(part in SKIP_DIRS for part in rel.parts[:-1]):
@@ -391,3 +393,8 @@ def _record_duration(project: Path, seconds: float) -> None:
         atomic_write(path, json.dumps({"seconds": round(seconds, 3)}))
     except OSError:
         pass  # only an optimisation for quick mode
+
+
+@functools.lru_cache(maxsize=64)
+def _real(root: Path) -> Path:
+    return Path(os.path.realpath(root))
