@@ -20,6 +20,24 @@ def _host_port(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", n
 
 
+def _use_pidfd_child_watcher() -> None:
+    """asyncio's default child watcher starts a thread per subprocess and waits
+    for it on the event loop; a pidfd watcher needs no thread (Linux 5.3+)."""
+    import asyncio
+    import os
+    import warnings
+
+    if not hasattr(os, "pidfd_open") or not hasattr(asyncio, "PidfdChildWatcher"):
+        return
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        asyncio.get_event_loop_policy().set_child_watcher(asyncio.PidfdChildWatcher())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="superqode-ls", description="SuperQode language server (stdio by default)."
@@ -45,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     # Sessions do some Python work in threads (snapshots, scans): hand the GIL
     # back to the event loop every 0.5 ms, not every 5, so requests stay quick.
     sys.setswitchinterval(0.0005)
+    _use_pidfd_child_watcher()
     from .server import create_server
 
     server = create_server()
