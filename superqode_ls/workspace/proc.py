@@ -12,9 +12,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
 
 # QE work runs below the editor: a language server answering requests must not
 # wait for CPU behind the analyzers and test runs it started (0 turns it off).
@@ -45,22 +45,52 @@ class ProcResult:
         return self.returncode == 0 and not self.timed_out
 
 
-def _kill_group(proc: asyncio.subprocess.Process, sig: int) -> None:
+# Spawning waits for the child to exec and communicate() blocks: both happen in
+# these threads, so an event loop (the language server's) never stalls on them.
+_PROCS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="superqode-proc")
+
+
+def _spawn(cmd: list[str], cwd: str, env: dict[str, str] | None, has_input: bool) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env,
+        stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    lower_priority(proc.pid)
+    return proc
+
+
+def _signal_group(pid: int, sig: int) -> None:
     try:
-        os.killpg(proc.pid, sig)
+        os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-async def _terminate(proc: asyncio.subprocess.Process) -> None:
-    _kill_group(proc, signal.SIGTERM)
+def _terminate_sync(proc: subprocess.Popen) -> None:
+    _signal_group(proc.pid, signal.SIGTERM)
     try:
-        await asyncio.wait_for(proc.wait(), 3)
-    except TimeoutError:
-        _kill_group(proc, signal.SIGKILL)
-        await proc.wait()
+        proc.wait(3)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
     # Children that ignored SIGTERM outlive the leader; end them too.
-    _kill_group(proc, signal.SIGKILL)
+    _signal_group(proc.pid, signal.SIGKILL)
+
+
+def _communicate(proc: subprocess.Popen, data: bytes | None, timeout: float | None
+                 ) -> tuple[bytes, bytes, bool]:
+    try:
+        out, err = proc.communicate(data, timeout)
+        return out, err, False
+    except subprocess.TimeoutExpired:
+        _terminate_sync(proc)
+        proc.communicate()
+        return b"", b"", True
+    except ValueError:  # pipes closed by a concurrent terminate
+        proc.wait()
+        return b"", b"", False
 
 
 async def run_command(
@@ -74,26 +104,28 @@ async def run_command(
 ) -> ProcResult:
     """Run ``cmd``; on timeout the group is killed and ``timed_out`` set; on
     cancellation the group is killed and CancelledError propagates."""
+    loop = asyncio.get_running_loop()
     start = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *cmd,
-        cwd=str(cwd),
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    lower_priority(proc.pid)
-    timed_out = False
+    spawn = loop.run_in_executor(_PROCS, _spawn, list(cmd), str(cwd),
+                                 dict(env) if env is not None else None, input is not None)
     try:
-        out, err = await asyncio.wait_for(proc.communicate(input), timeout)
-    except TimeoutError:
-        timed_out = True
-        await _terminate(proc)
-        out, err = b"", b""
+        proc = await asyncio.shield(spawn)
     except asyncio.CancelledError:
-        await asyncio.shield(_terminate(proc))
+        try:
+            proc = await spawn
+        except Exception:  # noqa: BLE001 - it never started
+            raise asyncio.CancelledError() from None
+        await loop.run_in_executor(_PROCS, _terminate_sync, proc)
+        raise
+    talk = loop.run_in_executor(_PROCS, _communicate, proc, input, timeout)
+    try:
+        out, err, timed_out = await asyncio.shield(talk)
+    except asyncio.CancelledError:
+        await loop.run_in_executor(_PROCS, _terminate_sync, proc)
+        try:
+            await talk
+        except Exception:  # noqa: BLE001 - only the kill matters now
+            pass
         raise
     truncated = len(out) > output_cap or len(err) > output_cap
     return ProcResult(

@@ -32,7 +32,7 @@ from typing import Any
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, RoleStatus, Severity
 from ...workspace.artifacts import atomic_write
-from ...workspace.proc import lower_priority,  ProcResult
+from ...workspace.proc import ProcResult, lower_priority
 from . import _scratch
 from ._mutators import (
     KINDS,
