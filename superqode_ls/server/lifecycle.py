@@ -42,6 +42,7 @@ def register(ls: SuperQodeServer) -> None:
 
         asker.install(ls)
         ls.background(offer_recovery(ls), "recovery")
+        ls.background(asyncio.to_thread(_prewarm), "prewarm")
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
@@ -111,3 +112,21 @@ async def refresh_settings(ls: SuperQodeServer) -> None:
             ls.folder_settings[folder] = settings_mod.parse(raw or {}, ls.init_settings)
         except settings_mod.SettingsError as e:
             ls.log(f"SuperQode: settings for {folder} not applied: {e}", types.MessageType.Warning)
+
+
+def _prewarm() -> None:
+    """Import the QE engine and the roles in a worker thread once the client is
+    up: ``initialize`` stays fast, and the first Run QE does not stall the
+    event loop on imports."""
+    import importlib
+
+    from ..qe.roles import REGISTRY
+
+    for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report",
+                   "superqode_ls.workspace.session", "superqode_ls.qe.verifier"):
+        importlib.import_module(module)
+    for target in REGISTRY.values():
+        try:
+            importlib.import_module(target.partition(":")[0])
+        except ImportError as e:  # the role reports it when asked to run
+            log.info("prewarm: %s: %s", target, e)

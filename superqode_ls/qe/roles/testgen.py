@@ -110,7 +110,7 @@ class TestGenerator(Role):
                 self._collect, ctx, copy, gen_dir, generated, skipped
             )
         finally:
-            _scratch.drop_scratch(scratch)
+            await asyncio.shield(asyncio.to_thread(_scratch.drop_scratch, scratch))
 
         crashed = sum(1 for g in generated if g.outcome == "crashed")
         reason = (
