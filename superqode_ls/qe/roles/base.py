@@ -99,6 +99,17 @@ class Role:
         """Why this role cannot run here (with this configuration), or None."""
         return None
 
+    def refusal(self, ctx: RoleContext) -> RoleOutput | None:
+        """A ``skipped`` output when this role may not run in ``ctx`` (repository
+        code in an untrusted folder, or its tool missing); None to go on. The
+        pipeline checks the same before it starts a role; this keeps a role
+        run on its own just as safe."""
+        if self.executes_code and not ctx.trusted:
+            return RoleOutput(status="skipped", reason="runs repository code: folder not trusted",
+                              tool=self.tool)
+        why = self.unavailable(ctx.config)
+        return RoleOutput(status="skipped", reason=why, tool=self.tool) if why else None
+
     async def run(self, ctx: RoleContext) -> RoleOutput:
         raise NotImplementedError
 

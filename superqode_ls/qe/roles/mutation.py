@@ -233,13 +233,9 @@ class MutationTester(Role):
     async def run(self, ctx: RoleContext) -> RoleOutput:
         self.report = report = MutationReport()
         started = time.monotonic()
-        if not ctx.trusted:
-            return RoleOutput(
-                status="skipped", reason="runs repository code: folder not trusted", tool=TOOL
-            )
-        why = self.unavailable()
-        if why:
-            return RoleOutput(status="skipped", reason=why, tool=TOOL)
+        refused = self.refusal(ctx)
+        if refused is not None:
+            return refused
         files = _scratch.python_files(ctx.sandbox)
         test_files = [f for f in files if _scratch.is_test_file(f)]
         if not any(f.rsplit("/", 1)[-1] != "conftest.py" for f in test_files):

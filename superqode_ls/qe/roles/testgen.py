@@ -79,13 +79,9 @@ class TestGenerator(Role):
         return None
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
-        if not ctx.trusted:
-            return RoleOutput(
-                status="skipped", reason="runs repository code: folder not trusted", tool=TOOL
-            )
-        why = self.unavailable()
-        if why:
-            return RoleOutput(status="skipped", reason=why, tool=TOOL)
+        refused = self.refusal(ctx)
+        if refused is not None:
+            return refused
         skipped: list[tuple[str, str]] = []  # (what, why)
         # Parsing every module is pure Python: off the event loop the server
         # answers requests from.
