@@ -36,7 +36,7 @@ class SessionRecord(BaseModel):
     isolation: str = "worktree"
     state: SessionState = "creating"
     pid: int = Field(default_factory=os.getpid)
-    pid_start: float = Field(default_factory=lambda: _start_time(os.getpid()) or 0.0)
+    pid_start: float = Field(default_factory=lambda: process_start_time(os.getpid()) or 0.0)
     host: str = Field(default_factory=socket.gethostname)
     created: datetime = Field(default_factory=utcnow)
     updated: datetime = Field(default_factory=utcnow)
@@ -53,8 +53,6 @@ def process_start_time(pid: int) -> float | None:
     except psutil.Error:
         return None
 
-
-_start_time = process_start_time
 
 
 def process_alive(pid: int, pid_start: float, host: str) -> bool:
