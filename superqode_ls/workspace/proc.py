@@ -21,13 +21,35 @@ from pathlib import Path
 BACKGROUND_NICE = int(os.environ.get("SUPERQODE_NICE", "10"))
 
 
+def _autogroup(pid: int | str) -> str | None:
+    try:
+        with open(f"/proc/{pid}/autogroup", encoding="ascii") as fh:
+            return fh.read().split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def lower_priority(pid: int) -> None:
-    """Renice a just-started child; what it forks later inherits the priority."""
+    """Renice a just-started child; what it forks later inherits the priority.
+
+    Tools start in their own session, and with the kernel's autogroup
+    scheduling a new session is a new CPU group that competes with the
+    server's group as an equal whatever its processes' nice values: the
+    group's own nice is lowered too (only for a group that is not ours).
+    """
     if BACKGROUND_NICE <= 0:
         return
     try:
         os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE))
     except (OSError, AttributeError):
+        pass
+    theirs = _autogroup(pid)
+    if theirs is None or theirs == _autogroup("self"):
+        return
+    try:
+        with open(f"/proc/{pid}/autogroup", "w", encoding="ascii") as fh:
+            fh.write(str(min(19, BACKGROUND_NICE)))
+    except OSError:
         pass
 
 

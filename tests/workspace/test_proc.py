@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.workspace import proc
+from superqode_ls.workspace.proc import run_command
+
+AUTOGROUP = Path("/proc/self/autogroup")
+
+
+def _own_autogroup() -> str:
+    return AUTOGROUP.read_text().strip()
+
+
+def test_tools_run_below_the_caller(tmp_path):
+    if proc.BACKGROUND_NICE <= 0:
+        pytest.skip("SUPERQODE_NICE turns the renice off")
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    res = asyncio.run(run_command(["sh", "-c", "nice; cat /proc/self/autogroup 2>/dev/null"], tmp_path))
+    lines = res.stdout.split("\n")
+    assert int(lines[0]) == min(19, mine + proc.BACKGROUND_NICE)
+    if AUTOGROUP.exists():
+        before = _own_autogroup()
+        # The tool leads its own session, so its own CPU group: that group is
+        # lowered too, and ours is left as it was.
+        group, _, nice = lines[1].rpartition(" nice ")
+        assert group != before.rpartition(" nice ")[0]
+        assert int(nice) == min(19, proc.BACKGROUND_NICE)
+        assert _own_autogroup() == before
+
+
+def test_lower_priority_leaves_a_child_in_our_group_alone(tmp_path):
+    if not AUTOGROUP.exists():
+        pytest.skip("no autogroup scheduling on this kernel")
+    import subprocess
+
+    before = _own_autogroup()
+    child = subprocess.Popen(["sleep", "5"])  # same session, so same CPU group as us
+    try:
+        proc.lower_priority(child.pid)
+        assert Path(f"/proc/{child.pid}/autogroup").read_text().strip() == before
+        assert _own_autogroup() == before
+    finally:
+        child.kill()
+        child.wait()
