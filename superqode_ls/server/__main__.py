@@ -65,13 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
     from .server import create_server
+    from .stdio import serve_stdio
 
     server = create_server()
     if args.tcp:
         host, port = args.tcp
         server.start_tcp(host, port)
     else:
-        server.start_io()
+        serve_stdio(server)
     return 0
 
 
