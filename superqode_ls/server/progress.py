@@ -11,6 +11,9 @@ from lsprotocol import types
 from .server import SuperQodeServer
 
 log = logging.getLogger(__name__)
+# Counts change with every finding and every mutant: one report per change
+# would be thousands of notifications an editor has to parse and redraw.
+COUNT_INTERVAL_S = 0.1
 
 
 class RunProgress:
@@ -22,6 +25,9 @@ class RunProgress:
         self.roles_started: list[str] = []
         self.roles_done = 0
         self.findings = 0
+        self._last_sent = 0.0
+        self._pending: str | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     async def begin(self, title: str, message: str) -> None:
         if not self.ls.client.work_done_progress:
@@ -41,9 +47,30 @@ class RunProgress:
             # The client's window/workDoneProgress/cancel cancels this future.
             fut.add_done_callback(lambda f: f.cancelled() and self.on_cancel())
 
-    def report(self, message: str) -> None:
+    def report(self, message: str, *, now: bool = True) -> None:
+        """Send ``message``; with ``now=False`` (a count went up) at most one
+        report per COUNT_INTERVAL_S goes out, the latest one, never dropped."""
         if not self.active:
             return
+        loop = asyncio.get_running_loop()
+        if now or loop.time() - self._last_sent >= COUNT_INTERVAL_S:
+            self._send(message)
+            return
+        self._pending = message
+        if self._timer is None:
+            self._timer = loop.call_at(self._last_sent + COUNT_INTERVAL_S, self._send_pending)
+
+    def _send_pending(self) -> None:
+        self._timer = None
+        if self._pending is not None and self.active:
+            self._send(self._pending)
+
+    def _send(self, message: str) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending = None
+        self._last_sent = asyncio.get_running_loop().time()
         total = max(len(self.roles_started), 1)
         pct = min(99, int(100 * self.roles_done / total)) if self.roles_started else 0
         self.ls.work_done_progress.report(
@@ -58,6 +85,10 @@ class RunProgress:
         )
 
     def end(self, message: str) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending = None
         if not self.active:
             return
         self.active = False

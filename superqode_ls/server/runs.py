@@ -180,10 +180,12 @@ def build_request(ls: SuperQodeServer, run: Run, roles: list[str] | None, truste
 async def _drive(ls: SuperQodeServer, run: Run) -> None:
     progress = RunProgress(ls, f"superqode/{run.id}", run.cancel)
     what = ", ".join(run.files) if run.files else os.path.basename(run.folder)
-    await progress.begin(f"SuperQode QE ({run.mode})", f"preparing {what}")
     loop = asyncio.get_running_loop()
     loop_thread = threading.get_ident()
     try:
+        # Inside the try: a cancel while the editor has not yet answered
+        # workDoneProgress/create still ends the run as cancelled.
+        await progress.begin(f"SuperQode QE ({run.mode})", f"preparing {what}")
         roles, trusted = await _resolve_roles(ls, run)
         run.trusted = trusted
         if run.cancel_requested:
@@ -272,7 +274,7 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
                 run.first_finding_s = time.monotonic() - run.started
             ls.store.add(t)
             ls.publisher.mark(t.uri)
-        progress.report(progress.status())
+        progress.report(progress.status(), now=False)
     elif kind == "role_start":
         progress.roles_started.append(str(data.get("role")))
         progress.report(f"{data.get('role')} started; {progress.status()}")
@@ -290,7 +292,7 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
     elif kind == "progress":
         msg = data.get("message")
         if msg:
-            progress.report(f"{msg}; {progress.status()}")
+            progress.report(f"{msg}; {progress.status()}", now=False)
     elif kind == "session_complete":
         run.markdown = data.get("markdown")
 

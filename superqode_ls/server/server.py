@@ -82,6 +82,17 @@ class SuperQodeProtocol(LanguageServerProtocol):
                 return _Dropped()
             raise
 
+    def _handle_response(self, msg_id, result=None, error=None):
+        # A request we gave up on (a run cancelled while the client was still
+        # answering workDoneProgress/create, a prompt that timed out): its late
+        # answer is expected, not a server error to show the user.
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.done():
+            self._request_futures.pop(msg_id, None)
+            log.debug("late response to %s ignored", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
+
 
 class SuperQodeServer(LanguageServer):
     def __init__(self) -> None:
@@ -96,6 +107,11 @@ class SuperQodeServer(LanguageServer):
         self.watchers: dict[str, Any] = {}  # folder -> workspace.watcher.Watcher | None
         self._disk_lines: dict[str, tuple[int, list[str], float]] = {}
         self._path_cache: dict[str, str | None] = {}
+        # realpath is a syscall per path component, each a GIL hand-off while a
+        # session's threads run: resolved once, forgotten when a run ends.
+        self._real_cache: dict[str, str] = {}
+        self._folders_key: tuple[Any, ...] | None = None
+        self._folders: list[str] = []
         self._uri_cache: dict[tuple[str, str], str | None] = {}
         self._folder_as_given: dict[str, str] = {}
         self.publisher: Any = None  # diagnostics.Publisher, set in create_server
@@ -104,11 +120,23 @@ class SuperQodeServer(LanguageServer):
         self._settings_loaded: asyncio.Event | None = None
 
     # ---- folders and paths -------------------------------------------------
+    def realpath(self, path: str) -> str:
+        real = self._real_cache.get(path)
+        if real is None:
+            real = os.path.realpath(path)
+            if len(self._real_cache) > 100_000:
+                self._real_cache.clear()
+            self._real_cache[path] = real
+        return real
+
     def folder_paths(self) -> list[str]:
         try:
             ws = self.workspace
         except RuntimeError:
             return []
+        key = (tuple(ws.folders), ws.root_path)
+        if key == self._folders_key:
+            return self._folders
         folders = [to_fs_path(f.uri) for f in ws.folders.values()]
         if not folders and ws.root_path:
             folders = [ws.root_path]
@@ -116,15 +144,17 @@ class SuperQodeServer(LanguageServer):
         for f in folders:
             if not f:
                 continue
-            real = os.path.realpath(f)
+            real = self.realpath(f)
             # URIs go back to the client under the path it knows the folder by
             # (a symlinked folder would otherwise get diagnostics on other URIs).
             self._folder_as_given[real] = f.rstrip(os.sep) or f
             out.append(real)
+        self._folders_key = key
+        self._folders = out
         return out
 
     def folder_for_path(self, path: str) -> str | None:
-        real = os.path.realpath(path)
+        real = self.realpath(path)
         best = None
         for folder in self.folder_paths():
             inside = real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
@@ -140,7 +170,7 @@ class SuperQodeServer(LanguageServer):
         path = to_fs_path(uri)
         if not path:
             return None
-        real = os.path.realpath(path)
+        real = self.realpath(path)
         try:
             return Path(real).relative_to(folder).as_posix()
         except ValueError:
@@ -255,6 +285,8 @@ class SuperQodeServer(LanguageServer):
 
     def forget_disk_cache(self) -> None:
         self._disk_lines.clear()
+        self._real_cache.clear()
+        self._folders_key = None
 
     def document_version(self, uri: str) -> int | None:
         doc = self.open_document(uri)

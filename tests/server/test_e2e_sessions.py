@@ -86,6 +86,37 @@ async def test_cancel_command_and_stale_run(lsp: LanguageClient, shop: Path):
     assert s["stale"] is True
 
 
+async def test_cancel_before_the_editor_answered_progress_create(lsp: LanguageClient, shop: Path):
+    """The editor answers workDoneProgress/create after the run was cancelled:
+    the late answer is not reported to the user as a server error."""
+    import asyncio
+
+    await start(lsp, shop)
+    answered = asyncio.Event()
+    fm = lsp.protocol.fm
+    original = fm.features[types.WINDOW_WORK_DONE_PROGRESS_CREATE]
+
+    async def slow_create(params):
+        await asyncio.sleep(1.0)
+        result = original(params)
+        answered.set()
+        return result
+
+    fm.features[types.WINDOW_WORK_DONE_PROGRESS_CREATE] = slow_create
+    sid = await run_qe(lsp, {"roles": ["toy_slow"]})
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.cancel", arguments=[{"sessionId": sid}])
+    )
+    assert res == {"sessionId": sid, "cancelled": True}
+    await asyncio.wait_for(answered.wait(), 30)
+    await asyncio.sleep(0.5)  # the late answer has been read by the server
+    (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
+    assert s["state"] == "cancelled"
+    errors = [m.message for m in lsp.log_messages if m.type == types.MessageType.Error]
+    errors += [m.message for m in lsp.messages if m.type == types.MessageType.Error]
+    assert errors == []
+
+
 async def test_run_on_save_runs_quick_mode_on_the_saved_file_debounced(lsp: LanguageClient, shop: Path):
     await start(lsp, shop, settings={"runOnSave": True, "roles": ["toy_tester"]})
     path = shop / "shop" / "pricing.py"

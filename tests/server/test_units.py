@@ -227,3 +227,38 @@ def test_session_request_carries_buffers_settings_and_trust(tmp_path):
     assert req.config_overrides == {"agent": {"provider": "local-llm"}}
     ls.folder_settings[folder] = settings.Settings()
     assert build_request(ls, run, None, True).config_overrides == {}
+
+
+def test_count_reports_are_coalesced_and_the_latest_is_never_lost():
+    import asyncio
+    from types import SimpleNamespace
+
+    from superqode_ls.server import progress as progress_mod
+    from superqode_ls.server.progress import RunProgress
+
+    sent: list[str] = []
+    wdp = SimpleNamespace(report=lambda token, value: sent.append(value.message),
+                          end=lambda token, value: sent.append(f"end: {value.message}"), tokens={})
+    ls = SimpleNamespace(work_done_progress=wdp)
+    pause = progress_mod.COUNT_INTERVAL_S * 2
+
+    async def go():
+        p = RunProgress(ls, "t", lambda: None)
+        p.active = True
+        for n in range(1, 501):  # a role's findings in one burst
+            p.report(f"{n} finding(s)", now=False)
+        assert sent == ["1 finding(s)"]
+        await asyncio.sleep(pause)
+        assert sent == ["1 finding(s)", "500 finding(s)"]  # the latest, once the interval is up
+        p.report("501 finding(s)", now=False)  # a quiet while since the last one: at once
+        p.report("502 finding(s)", now=False)
+        p.report("role ok", now=True)  # role start/complete never wait, and supersede counts
+        await asyncio.sleep(pause)
+        assert sent[2:] == ["501 finding(s)", "role ok"]
+        p.report("503 finding(s)", now=False)
+        p.report("504 finding(s)", now=False)
+        p.end("done")  # nothing pending fires after the end
+        await asyncio.sleep(pause)
+        assert sent[4:] == ["503 finding(s)", "end: done"]
+
+    asyncio.run(go())
