@@ -286,7 +286,7 @@ class MutationTester(Role):
                     if not r.from_cache or not r.complete:
                         self._save_cache(r)
             if scratch is not None:
-                _scratch.drop_scratch(scratch)
+                await asyncio.to_thread(_scratch.drop_scratch, scratch)
             report.total_s = time.monotonic() - started
 
         for r in results:
@@ -309,33 +309,9 @@ class MutationTester(Role):
             status: RoleStatus = "timeout" if linemap == NO_TIME else "skipped"
             return RoleOutput(status=status, reason=linemap, tool=TOOL)
 
-        mutants: list[tuple[FileResult, Mutant, list[str]]] = []
-        for fr in pending:
-            fr.complete = False  # set again only once every mutant of it has a result
-            lines = linemap.tests_by_line.get(fr.rel, {})
-            if not lines:
-                report.skipped_files[fr.rel] = fr.skip_reason = "no passing test covers it"
-                fr.complete = True
-                continue
-            try:
-                found = find_mutants(fr.text, fr.rel, set(lines), validate=False)
-            except (SyntaxError, ValueError):
-                report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
-                fr.complete = True
-                continue
-            todo = [m for m in found if m.key not in fr.results]
-            report.mutants_cached += len(found) - len(todo)
-            mutants.extend((fr, m, lines[m.line]) for m in todo)
-            if not todo:
-                fr.complete = True
-
-        limit = ctx.config.roles.mutation_max_mutants
-        chosen_ids = {id(m) for m in select([m for _, m, _ in mutants], limit)}
-        queue = [item for item in mutants if id(item[1]) in chosen_ids]
-        queue = [item for item in queue if compiles(item[0].text, item[1])]
-        left_out = {id(item[0]) for item in mutants if id(item[1]) not in chosen_ids}
-        if len(mutants) > len(chosen_ids):
-            report.skip("over the mutant limit", len(mutants) - len(chosen_ids))
+        # Parsing, mutating and compiling every candidate is pure Python work:
+        # done in a thread so an editor's requests are not queued behind it.
+        queue, left_out = await asyncio.to_thread(self._plan, ctx, pending, linemap, report)
         if not queue:
             return None
         planned: dict[int, tuple[FileResult, list[str]]] = {}
@@ -354,7 +330,7 @@ class MutationTester(Role):
         started = time.monotonic()
 
         server = scratch / "plugins" / "superqode_forkserver.py"
-        shutil.copyfile(Path(__file__).with_name("_forkserver.py"), server)
+        await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"), server)
         use_server = self.fork_server and not ctx.config.roles.unit_test_command
 
         async def worker(copy: Path) -> None:
@@ -394,24 +370,67 @@ class MutationTester(Role):
             fr.complete = key not in left_out and all(k in fr.results for k in keys)
         return None
 
+    def _plan(
+        self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap, report: MutationReport
+    ) -> tuple[list[tuple[FileResult, Mutant, list[str]]], set[int]]:
+        mutants: list[tuple[FileResult, Mutant, list[str]]] = []
+        for fr in pending:
+            fr.complete = False  # set again only once every mutant of it has a result
+            lines = linemap.tests_by_line.get(fr.rel, {})
+            if not lines:
+                report.skipped_files[fr.rel] = fr.skip_reason = "no passing test covers it"
+                fr.complete = True
+                continue
+            try:
+                found = find_mutants(fr.text, fr.rel, set(lines), validate=False)
+            except (SyntaxError, ValueError):
+                report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
+                fr.complete = True
+                continue
+            todo = [m for m in found if m.key not in fr.results]
+            report.mutants_cached += len(found) - len(todo)
+            mutants.extend((fr, m, lines[m.line]) for m in todo)
+            if not todo:
+                fr.complete = True
+
+        limit = ctx.config.roles.mutation_max_mutants
+        chosen_ids = {id(m) for m in select([m for _, m, _ in mutants], limit)}
+        queue = [item for item in mutants if id(item[1]) in chosen_ids]
+        queue = [item for item in queue if compiles(item[0].text, item[1])]
+        left_out = {id(item[0]) for item in mutants if id(item[1]) not in chosen_ids}
+        if len(mutants) > len(chosen_ids):
+            report.skip("over the mutant limit", len(mutants) - len(chosen_ids))
+        return queue, left_out
+
     async def _line_map(self, ctx: RoleContext, scratch: Path, base: Path) -> LineMap | str:
-        plugin_dir = scratch / "plugins"
-        plugin = write_plugin(plugin_dir, "superqode_linemap", LINEMAP_PLUGIN)
         data_file = scratch / "coverage.data"
         out_file = scratch / "linemap.json"
+        plugin, env = await asyncio.to_thread(self._prepare_line_map, ctx, scratch, base, data_file, out_file)
         rc = scratch / "coveragerc"
-        rc.write_text(
+        cmd = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest"]
+        cmd += ["-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
+        res = await ctx.run(cmd, cwd=base, env=env)
+        if res.timed_out:
+            return NO_TIME
+        # Reading coverage's SQLite data is a few hundred syscalls: off the loop.
+        return await asyncio.to_thread(self._read_line_map, res, base, data_file, out_file)
+
+    @staticmethod
+    def _prepare_line_map(
+        ctx: RoleContext, scratch: Path, base: Path, data_file: Path, out_file: Path
+    ) -> tuple[str, dict[str, str]]:
+        plugin_dir = scratch / "plugins"
+        plugin = write_plugin(plugin_dir, "superqode_linemap", LINEMAP_PLUGIN)
+        (scratch / "coveragerc").write_text(
             # coverage expands $VAR in its config: a literal $ is written $$.
             f"[run]\ndata_file = {_rc(data_file)}\nsource = {_rc(base)}\nbranch = false\n",
             encoding="utf-8",
         )
         env = _scratch.python_env(ctx.env, base, [plugin_dir], pycache=_scratch.pycache_dir())
         env["SUPERQODE_LINEMAP_OUT"] = str(out_file)
-        cmd = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest"]
-        cmd += ["-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
-        res = await ctx.run(cmd, cwd=base, env=env)
-        if res.timed_out:
-            return NO_TIME
+        return plugin, env
+
+    def _read_line_map(self, res: ProcResult, base: Path, data_file: Path, out_file: Path) -> LineMap | str:
         try:
             info = json.loads(out_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -428,9 +447,10 @@ class MutationTester(Role):
         data = coverage.CoverageData(basename=str(data_file))
         data.read()
         by_line: dict[str, dict[int, list[str]]] = {}
+        real_base = base.resolve()
         for measured in data.measured_files():
             try:
-                rel = Path(measured).resolve().relative_to(base.resolve()).as_posix()
+                rel = Path(measured).resolve().relative_to(real_base).as_posix()
             except ValueError:
                 continue
             lines: dict[int, list[str]] = {}
