@@ -65,7 +65,10 @@ class Fingerprint:
 def _entry(path: str, st: os.stat_result, hash_content: bool = False) -> Entry:
     mode = st.st_mode
     if stat.S_ISLNK(mode):
-        extra = os.readlink(path)
+        try:
+            extra = os.readlink(path)
+        except OSError:  # gone since it was listed
+            extra = "?"
         kind = "l"
     elif stat.S_ISDIR(mode):
         kind, extra = "d", ""
@@ -150,7 +153,11 @@ def take_fingerprint(root: Path) -> Fingerprint:
         # The folder exists only while some worktree is registered: ours may be
         # the only one, so its presence is not the user's state.
         wt = cd / "worktrees"
-        if not any(not n.startswith(SESSION_WORKTREE_PREFIXES) for n in os.listdir(wt) if (wt / n).exists()):
+        try:
+            names = os.listdir(wt)
+        except (FileNotFoundError, NotADirectoryError):
+            names = []  # another session's removal took the folder away meanwhile
+        if not any(not n.startswith(SESSION_WORKTREE_PREFIXES) for n in names if (wt / n).exists()):
             del fp.git["worktrees"]
     if gd != cd:  # the user works in a linked worktree: its own HEAD/index too
         _walk(str(gd), fp.git, set(), "@worktree/", _HASHED_GIT_FILES)

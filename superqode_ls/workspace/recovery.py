@@ -389,6 +389,15 @@ def _common_dir(repo: Path) -> Path | None:
     return p if p.is_absolute() else (repo / p).resolve()
 
 
+def _registration_dirs(cd: Path) -> list[Path]:
+    """``<common dir>/worktrees/*``; the folder comes and goes with the last
+    registration, so it may vanish between a check and the listing."""
+    try:
+        return sorted((cd / "worktrees").iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def our_registrations(repo: Path, root: Path | None = None) -> list[Path]:
     """``.git/worktrees/<id>`` entries of ``repo`` that point into our
     working directory."""
@@ -397,7 +406,7 @@ def our_registrations(repo: Path, root: Path | None = None) -> list[Path]:
         return []
     ours = os.path.realpath(root or working_root())
     found = []
-    for entry in sorted((cd / "worktrees").iterdir()):
+    for entry in _registration_dirs(cd):
         try:
             target = (entry / "gitdir").read_text(encoding="utf-8").strip()
         except OSError:
@@ -433,7 +442,7 @@ def _half_made_registrations(repo: Path, *, session_id: str | None = None,
         return []
     found = []
     now = time.time()
-    for entry in sorted((cd / "worktrees").iterdir()):
+    for entry in _registration_dirs(cd):
         m = _REG_NAME.match(entry.name)
         if not m or (entry / "gitdir").exists() or not entry.is_dir():
             continue
@@ -459,7 +468,7 @@ def remove_registration(repo: Path, session_id: str, sandbox: Path) -> list[str]
         return []
     want = os.path.realpath(sandbox)
     gone = []
-    for entry in sorted((cd / "worktrees").iterdir()):
+    for entry in _registration_dirs(cd):
         m = _REG_NAME.match(entry.name)
         if not m or m.group(1) != session_id:
             continue

@@ -246,7 +246,11 @@ def registration_for(repo: Path, sandbox: Path) -> Path | None:
     if not root.is_dir():
         return None
     want = os.path.realpath(sandbox / ".git")
-    for entry in root.iterdir():
+    try:
+        entries = list(root.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for entry in entries:
         try:
             target = (entry / "gitdir").read_text().strip()
         except OSError:

@@ -90,3 +90,25 @@ def test_nested_superqode_folder_is_not_a_change(repo):
     (repo / "b/.superqode/qe-artifacts").mkdir(parents=True)
     (repo / "b/.superqode/qe-artifacts/r.json").write_text("{}")
     assert compare(before, take_fingerprint(repo)) == []
+
+
+def test_a_session_registration_vanishing_mid_fingerprint_is_not_an_error(repo, monkeypatch):
+    """Another session's removal can take ``.git/worktrees`` away while this
+    one fingerprints: that is the user's state without it, not a failure."""
+    from superqode_ls.workspace import fingerprint
+
+    reg = repo / ".git" / "worktrees" / "qe-20260101-000000-abcdef"
+    reg.mkdir(parents=True)
+    (reg / "gitdir").write_text("/elsewhere/.git\n")
+    before = take_fingerprint(repo)
+    real_listdir = os.listdir
+
+    def vanishing(path):
+        if str(path).endswith("/.git/worktrees"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(fingerprint.os, "listdir", vanishing)
+    during = take_fingerprint(repo)
+    assert "worktrees" not in during.git and "worktrees" not in before.git
+    assert compare(before, during) == []
