@@ -52,6 +52,9 @@ class Run:
     trusted: bool | None = None
     markdown: str | None = None
     cancel_requested: bool = False
+    # While the editor is asked to create the progress token: a cancel then
+    # waits for its answer, so a token the editor created always gets its end.
+    announcing: bool = False
 
     @property
     def finished(self) -> bool:
@@ -61,7 +64,7 @@ class Run:
         self.cancel_requested = True
         if self.session is not None:
             self.session.cancel()
-        elif self.task is not None and not self.task.done():
+        elif self.task is not None and not self.task.done() and not self.announcing:
             self.task.cancel()
 
     def describe(self) -> dict[str, Any]:
@@ -183,9 +186,13 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
     loop = asyncio.get_running_loop()
     loop_thread = threading.get_ident()
     try:
-        # Inside the try: a cancel while the editor has not yet answered
-        # workDoneProgress/create still ends the run as cancelled.
-        await progress.begin(f"SuperQode QE ({run.mode})", f"preparing {what}")
+        run.announcing = True
+        try:
+            await progress.begin(f"SuperQode QE ({run.mode})", f"preparing {what}")
+        finally:
+            run.announcing = False
+        if run.cancel_requested:
+            raise asyncio.CancelledError
         roles, trusted = await _resolve_roles(ls, run)
         run.trusted = trusted
         if run.cancel_requested:
