@@ -110,6 +110,8 @@ def test_example_surviving_boundary_mutant_and_cache(example_copy):
     assert all(x.range.start_line == want["line"] for x in out.findings), out.findings
     assert role.report.statuses["killed"] >= 5
     assert role.report.mutants_run > 0
+    # Every mutant went through a warm launcher (started off the event loop).
+    assert role.report.fork_runs == role.report.mutants_run and role.report.fork_fallbacks == 0
     # The sandbox is shared: the role never writes in it; the scratch copies are gone.
     assert tree_state(example_copy) == before
     assert not any((SessionPaths(example_copy, SID).private / "scratch").iterdir())

@@ -38,6 +38,22 @@ def _use_pidfd_child_watcher() -> None:
         asyncio.get_event_loop_policy().set_child_watcher(asyncio.PidfdChildWatcher())
 
 
+def _keep_editor_cpus() -> None:
+    """Sessions' tools stay off one CPU (SUPERQODE_EDITOR_CPUS, default 1; 0
+    lets them use all): the editor and this server answer from it at once."""
+    import os
+
+    from ..workspace import proc
+
+    raw = os.environ.get("SUPERQODE_EDITOR_CPUS", "1")
+    try:
+        n = int(raw)
+    except ValueError:
+        logging.getLogger(__name__).warning("SUPERQODE_EDITOR_CPUS=%r is not a number; using 1", raw)
+        n = 1
+    proc.keep_cpus_free(max(0, n))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="superqode-ls", description="SuperQode language server (stdio by default)."
@@ -64,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     # back to the event loop every 0.5 ms, not every 5, so requests stay quick.
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
+    _keep_editor_cpus()
     from .server import create_server
     from .stdio import serve_stdio
 

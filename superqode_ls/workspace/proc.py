@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +20,53 @@ from pathlib import Path
 # QE work runs below the editor: a language server answering requests must not
 # wait for CPU behind the analyzers and test runs it started (0 turns it off).
 BACKGROUND_NICE = int(os.environ.get("SUPERQODE_NICE", "10"))
+# CPUs tools may run on; None: all of ours (see keep_cpus_free).
+_tool_cpus: frozenset[int] | None = None
+_all_cpus: frozenset[int] | None = None
+_thread = threading.local()
+
+
+def keep_cpus_free(n: int) -> frozenset[int] | None:
+    """Run tools started from now on away from ``n`` of this process's CPUs.
+
+    Nice values decide who gets the CPU over time, not how soon a waking
+    process gets it: with every CPU busy running analyzers, each request the
+    language server answers waits a scheduler slice or two. A CPU kept free
+    of tools makes that wait go away, at the cost of the session's throughput
+    (most on a 2-CPU machine). No-op (None) without a CPU to spare.
+    """
+    global _tool_cpus, _all_cpus
+    try:
+        mine = sorted(os.sched_getaffinity(0))
+    except (OSError, AttributeError):
+        mine = []
+    _all_cpus = frozenset(mine) or None
+    _tool_cpus = frozenset(mine[:-n]) if 0 < n < len(mine) else None
+    return _tool_cpus
+
+
+def tool_cpus() -> frozenset[int] | None:
+    return _tool_cpus
+
+
+def _limit_this_thread() -> None:
+    """Give the calling (spawning) thread the tools' CPUs and priority: on
+    Linux both are per thread and a forked child starts with them, so even a
+    tool's first threads are created under them."""
+    want = _tool_cpus if _tool_cpus is not None else _all_cpus
+    if want is not None and getattr(_thread, "cpus", None) != want:
+        try:
+            os.sched_setaffinity(0, want)
+            _thread.cpus = want
+        except (OSError, AttributeError):
+            pass
+    if BACKGROUND_NICE > 0:
+        try:
+            want = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE)
+            if os.getpriority(os.PRIO_PROCESS, 0) < want:
+                os.setpriority(os.PRIO_PROCESS, 0, want)
+        except (OSError, AttributeError):
+            pass
 
 
 def _autogroup(pid: int | str) -> str | None:
@@ -30,17 +78,24 @@ def _autogroup(pid: int | str) -> str | None:
 
 
 def lower_priority(pid: int) -> None:
-    """Renice a just-started child; what it forks later inherits the priority.
+    """Renice (and confine to the tools' CPUs) a just-started child; what it
+    forks later inherits both.
 
     Tools start in their own session, and with the kernel's autogroup
     scheduling a new session is a new CPU group that competes with the
     server's group as an equal whatever its processes' nice values: the
     group's own nice is lowered too (only for a group that is not ours).
     """
+    if _tool_cpus is not None:
+        try:
+            os.sched_setaffinity(pid, _tool_cpus)
+        except (OSError, AttributeError):
+            pass
     if BACKGROUND_NICE <= 0:
         return
     try:
-        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE))
+        # Our main thread's nice: the calling thread may be a lowered one.
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE))
     except (OSError, AttributeError):
         pass
     theirs = _autogroup(pid)
@@ -72,15 +127,20 @@ class ProcResult:
 _PROCS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="superqode-proc")
 
 
-def _spawn(cmd: list[str], cwd: str, env: dict[str, str] | None, has_input: bool) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env,
-        stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
+               stdin: int = subprocess.DEVNULL, stdout: int = subprocess.PIPE,
+               stderr: int = subprocess.PIPE) -> subprocess.Popen:
+    """Start a tool in its own process group, below the caller; blocks until
+    it has exec'd, so call it in a ``_PROCS`` thread, not on an event loop."""
+    _limit_this_thread()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                            start_new_session=True)
     lower_priority(proc.pid)
     return proc
+
+
+def _spawn(cmd: list[str], cwd: str, env: dict[str, str] | None, has_input: bool) -> subprocess.Popen:
+    return spawn_tool(cmd, cwd, env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL)
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -158,3 +218,46 @@ async def run_command(
         timed_out=timed_out,
         truncated=truncated,
     )
+
+
+class PipedTool:
+    """A long-lived tool spoken to over stdin/stdout with asyncio streams,
+    started off the event loop (see ``start_piped``)."""
+
+    def __init__(self, popen: subprocess.Popen, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter):
+        self.popen = popen
+        self.stdout = reader
+        self.stdin = writer
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        self.stdin.close()
+        return await asyncio.get_running_loop().run_in_executor(_PROCS, self.popen.wait)
+
+
+async def start_piped(cmd: Sequence[str], cwd: Path | str, env: Mapping[str, str] | None = None,
+                      *, limit: int = 2**20) -> PipedTool:
+    loop = asyncio.get_running_loop()
+    popen = await loop.run_in_executor(
+        _PROCS, lambda: spawn_tool(list(cmd), str(cwd), dict(env) if env is not None else None,
+                                   stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    )
+    try:
+        reader = asyncio.StreamReader(limit=limit)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), popen.stdout)
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), popen.stdin
+        )
+    except BaseException:
+        _signal_group(popen.pid, signal.SIGKILL)
+        await loop.run_in_executor(_PROCS, popen.wait)
+        raise
+    return PipedTool(popen, reader, asyncio.StreamWriter(transport, protocol, None, loop))

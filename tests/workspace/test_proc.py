@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,35 @@ def test_lower_priority_leaves_a_child_in_our_group_alone(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_keep_cpus_free_keeps_tools_and_their_threads_off_the_spared_cpu(tmp_path):
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) < 2:
+        pytest.skip("one CPU: nothing to spare")
+    probe = (
+        "import os, threading\n"
+        "out = []\n"
+        "t = threading.Thread(target=lambda: out.append(sorted(os.sched_getaffinity(0))))\n"
+        "t.start(); t.join()\n"
+        "print(sorted(os.sched_getaffinity(0)), out[0])\n"
+    )
+    try:
+        assert proc.keep_cpus_free(1) == frozenset(mine[:-1])
+        res = asyncio.run(run_command([sys.executable, "-c", probe], tmp_path))
+        assert res.stdout.split() and res.stdout.strip() == f"{mine[:-1]} {mine[:-1]}"
+        # The caller itself (the language server) keeps every CPU.
+        assert sorted(os.sched_getaffinity(0)) == mine
+    finally:
+        assert proc.keep_cpus_free(0) is None
+    res = asyncio.run(run_command([sys.executable, "-c", probe], tmp_path))
+    assert res.stdout.strip() == f"{mine} {mine}"
+
+
+def test_keep_cpus_free_needs_a_cpu_to_spare():
+    n = len(os.sched_getaffinity(0))
+    try:
+        assert proc.keep_cpus_free(n) is None
+        assert proc.tool_cpus() is None
+    finally:
+        proc.keep_cpus_free(0)

@@ -32,7 +32,7 @@ from typing import Any
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, RoleStatus, Severity
 from ...workspace.artifacts import atomic_write
-from ...workspace.proc import ProcResult, lower_priority
+from ...workspace.proc import PipedTool, ProcResult, start_piped
 from . import _scratch
 from ._mutators import (
     KINDS,
@@ -140,23 +140,13 @@ class ForkRunner:
     died, protocol broken); the caller then runs a fresh process instead.
     """
 
-    def __init__(self, proc: asyncio.subprocess.Process):
+    def __init__(self, proc: PipedTool):
         self.proc = proc
         self.ok = True
 
     @classmethod
     async def start(cls, script: Path, cwd: Path, env: dict[str, str]) -> ForkRunner | None:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(script),
-            cwd=str(cwd),
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        lower_priority(proc.pid)
+        proc = await start_piped([sys.executable, str(script)], cwd, env)
         runner = cls(proc)
         try:
             hello = await runner._read(120)
@@ -204,7 +194,7 @@ class ForkRunner:
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            await self.proc.wait()
+        await self.proc.wait()
 
 
 class MutationTester(Role):
