@@ -33,6 +33,14 @@ def register(ls: SuperQodeServer) -> None:
         if not tracked:
             return
         changed = False
+        # The document already holds the whole batch: it is the text right
+        # after the change only when the batch has one (typing, one cursor).
+        after = None
+        only = params.content_changes[0] if len(params.content_changes) == 1 else None
+        rng = getattr(only, "range", None)
+        if rng is not None and rng.start == rng.end and only.text.startswith("\n"):
+            doc = ls.open_document(uri)
+            after = split_lines(doc.source) if doc is not None else None
         for change in params.content_changes:
             rng = getattr(change, "range", None)
             if rng is None:
@@ -45,6 +53,7 @@ def register(ls: SuperQodeServer) -> None:
                     (rng.start.line, rng.start.character),
                     (rng.end.line, rng.end.character),
                     change.text,
+                    after,
                 )
         if changed:
             ls.store.touch(uri)

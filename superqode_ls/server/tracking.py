@@ -16,10 +16,15 @@ REANCHOR_WINDOW = 200
 
 
 def apply_change(
-    tracked: Iterable[Tracked], start: tuple[int, int], end: tuple[int, int], text: str
+    tracked: Iterable[Tracked], start: tuple[int, int], end: tuple[int, int], text: str,
+    lines_after: Sequence[str] | None = None,
 ) -> bool:
     """Apply one incremental change (range in the text *before* it). Returns True
-    when any finding moved or went stale."""
+    when any finding moved or went stale.
+
+    ``lines_after``, the text right after this change, lets a line break typed
+    at the end of a flagged line (Enter) leave that finding where it is: the
+    line still reads as the finding's snippet, only the lines below move."""
     s_line, s_char = start
     e_line, e_char = end
     added = text.count("\n")
@@ -30,6 +35,10 @@ def apply_change(
     else:
         below_from = e_line + 1
     first_edited = s_line
+    intact = (
+        lines_after is not None and start == end and text.startswith("\n")
+        and s_line < len(lines_after)
+    )
     changed = False
     for t in tracked:
         if t.stale:
@@ -37,6 +46,8 @@ def apply_change(
         last = _last_line(t)
         if last < first_edited:
             continue
+        if intact and t.sl == last == s_line and _first_snippet_line(t) == _norm(lines_after[s_line]):
+            continue  # a new line opened after it
         if t.sl >= below_from:
             if delta:
                 t.sl += delta
@@ -57,6 +68,13 @@ def _last_line(t: Tracked) -> int:
 
 def _norm(s: str) -> str:
     return " ".join(s.split())
+
+
+def _first_snippet_line(t: Tracked) -> str | None:
+    for line in (t.finding.snippet or "").splitlines():
+        if line.strip():
+            return _norm(line)
+    return None
 
 
 def snippet_matches(t: Tracked, lines: Sequence[str], at: int) -> bool:

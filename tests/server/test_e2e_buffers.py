@@ -102,6 +102,13 @@ async def test_diagnostics_follow_edits_and_edited_findings_are_dropped(lsp: Lan
         )
     )
     assert not res
+    # Enter at the end of the flagged line opens a line below it: the finding stays.
+    eol = len("c = 3  # PLANTED")
+    lsp.editor.edit(uri, (2, eol), (2, eol), "\n")
+    version = lsp.editor.buffers[uri][0]
+    await wait_for(lambda: [d for d in superqode_diags(lsp, uri) if d.data["version"] == version], 10,
+                   "diagnostics for the new version")
+    assert lines() == [2] and not superqode_diags(lsp, uri)[0].message.startswith("[stale")
 
 
 async def test_fix_not_offered_when_its_code_changed_since_the_run(lsp: LanguageClient, shop: Path):

@@ -84,6 +84,26 @@ def test_whole_line_insert_and_delete_only_move():
     assert t.stale
 
 
+def test_enter_at_the_end_of_a_flagged_line_keeps_it_and_moves_what_is_below():
+    on = tracked(1, snippet="import os", ec=9)
+    below = tracked(2, snippet="x = 1", ec=5)
+    after = ["# top", "import os", "    ", "x = 1"]  # Enter (+ indent) typed after "import os"
+    assert tracking.apply_change([on, below], (1, 9), (1, 9), "\n    ", after)
+    assert (on.sl, on.stale) == (1, False)
+    assert (below.sl, below.stale) == (3, False)
+    # Enter in the middle of the flagged code does change it.
+    mid = tracked(1, snippet="import os", ec=9)
+    tracking.apply_change([mid], (1, 3), (1, 3), "\n", ["# top", "imp", "ort os", "x = 1"])
+    assert mid.stale
+    # Typing at its end changes the line; without the text after, no guess is made.
+    typed = tracked(1, snippet="import os", ec=9)
+    tracking.apply_change([typed], (1, 9), (1, 9), "x", ["# top", "import osx", "x = 1"])
+    assert typed.stale
+    blind = tracked(1, snippet="import os", ec=9)
+    tracking.apply_change([blind], (1, 9), (1, 9), "\n")
+    assert blind.stale
+
+
 def test_exclusive_end_at_column_zero_does_not_cover_the_next_line():
     t = tracked(2, el=3, ec=0)
     tracking.apply_change([t], (3, 0), (3, 1), "X")
