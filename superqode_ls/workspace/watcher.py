@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,12 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from .coordinator import Coordinator
+
+# A folder removed and made again at the same path (a session's
+# .git/worktrees/qe-* entry) gets the same inotify watch back; watchdog warns
+# on stderr that it replaces its own callback, which is what should happen.
+warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch",
+                        category=RuntimeWarning, module=r"watchdog\.observers\..*")
 
 log = logging.getLogger(__name__)
 
