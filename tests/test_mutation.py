@@ -317,3 +317,48 @@ def test_cancel_during_mutant_runs_ends_the_warm_launchers(make_repo):
     asyncio.run(go())
     assert launchers() == []
     assert not any((SessionPaths(repo, SID).private / "scratch").iterdir())
+
+
+def test_import_closure_resolves_plain_src_and_relative_imports(tmp_path):
+    from superqode_ls.qe.roles._imports import import_closure
+
+    write_files(tmp_path, {
+        "app/__init__.py": "",
+        "app/core.py": "from .util import helper\nfrom . import consts\n",
+        "app/util.py": "import app.deep.leaf\n",
+        "app/consts.py": "X = 1\n",
+        "app/deep/__init__.py": "",
+        "app/deep/leaf.py": "from ..consts import X\n",
+        "src/lib2/__init__.py": "from lib2.mod import f\n",
+        "src/lib2/mod.py": "import os\ndef f():\n    return os.sep\n",
+        "alone.py": "import lib2\nimport not_in_project\n",
+        "broken.py": "def (:\n",
+    })
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py"))
+    c = import_closure(tmp_path, files)
+    assert c["app/core.py"] == {"app/__init__.py", "app/util.py", "app/consts.py",
+                                "app/deep/__init__.py", "app/deep/leaf.py"}
+    assert c["app/deep/leaf.py"] == {"app/__init__.py", "app/consts.py"}
+    assert c["alone.py"] == {"src/lib2/__init__.py", "src/lib2/mod.py"}
+    assert c["app/consts.py"] == set() and c["broken.py"] == set()
+
+
+def test_cache_key_follows_the_modules_a_file_imports(make_repo):
+    repo = make_repo({
+        "calc.py": "from limits import ADULT\n\n\ndef is_adult(age):\n    return age >= ADULT\n",
+        "limits.py": "ADULT = 18\n",
+        "other.py": "Y = 1\n",
+        "tests/test_calc.py": "from calc import is_adult\n\n\ndef test_it():\n    assert is_adult(30)\n",
+    })
+
+    def key() -> str:
+        role = MutationTester(use_cache=False)
+        results = role._collect(make_ctx(repo, files=["calc.py"]), mutation.MutationReport())
+        (fr,) = results
+        return fr.key
+
+    first = key()
+    write_files(repo, {"other.py": "Y = 2\n"})  # not imported by calc.py
+    assert key() == first
+    write_files(repo, {"limits.py": "ADULT = 30\n"})  # what calc.py computes with
+    assert key() != first

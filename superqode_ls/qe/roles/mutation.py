@@ -8,8 +8,9 @@
    cover its line, under a time limit derived from those tests' durations;
    workers run in parallel, one per core.
 4. A mutant the tests survive is a finding at its line; results are cached by
-   (file content, test files content, mutator version) so a re-run of an
-   unchanged file costs no test run at all.
+   (file content, the project modules it imports directly or transitively,
+   test files content, mutator version) so a re-run of an unchanged file
+   costs no test run at all.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ...models import Evidence, Finding, Range, RoleStatus, Severity
 from ...workspace.artifacts import atomic_write
 from ...workspace.proc import PipedTool, ProcResult, start_piped
 from . import _scratch
+from ._imports import import_closure
 from ._mutators import (
     KINDS,
     MUTATOR_VERSION,
@@ -66,9 +68,9 @@ def cache_dir() -> Path:
     return superqode_home() / "cache" / "mutation"
 
 
-def cache_key(rel: str, file_hash: str, tests_hash: str) -> str:
+def cache_key(rel: str, file_hash: str, tests_hash: str, deps: str = "") -> str:
     return content_hash(
-        f"{MUTATOR_VERSION}\0{rel}\0{file_hash}\0{tests_hash}".encode("utf-8", "surrogateescape")
+        f"{MUTATOR_VERSION}\0{rel}\0{file_hash}\0{tests_hash}\0{deps}".encode("utf-8", "surrogateescape")
     )
 
 
@@ -220,12 +222,8 @@ class MutationTester(Role):
             return "the coverage package is not installed"
         return None
 
-    async def run(self, ctx: RoleContext) -> RoleOutput:
-        self.report = report = MutationReport()
-        started = time.monotonic()
-        refused = self.refusal(ctx)
-        if refused is not None:
-            return refused
+    def _collect(self, ctx: RoleContext, report: MutationReport) -> list[FileResult] | RoleOutput:
+        """The files to mutate, each with its cache key and any cached results."""
         files = _scratch.python_files(ctx.sandbox)
         test_files = [f for f in files if _scratch.is_test_file(f)]
         if not any(f.rsplit("/", 1)[-1] != "conftest.py" for f in test_files):
@@ -242,6 +240,18 @@ class MutationTester(Role):
             )
 
         tests_hash = _scratch.tests_fingerprint(ctx.sandbox, files)
+        sources = [f for f in files if not _scratch.is_test_file(f)]
+        reaches = import_closure(ctx.sandbox, sources)
+        hashes: dict[str, str] = {}
+
+        def file_hash(rel: str) -> str:
+            if rel not in hashes:
+                try:
+                    hashes[rel] = content_hash((ctx.sandbox / rel).read_bytes())
+                except OSError:
+                    hashes[rel] = "-"
+            return hashes[rel]
+
         results: list[FileResult] = []
         for rel in targets:
             raw = (ctx.sandbox / rel).read_bytes()
@@ -250,10 +260,25 @@ class MutationTester(Role):
             except UnicodeDecodeError:
                 report.skipped_files[rel] = "not UTF-8"
                 continue
-            fr = FileResult(rel, text, cache_key(rel, content_hash(raw), tests_hash))
+            # What the file imports is part of what its mutants run against.
+            deps = "".join(f"{d}\0{file_hash(d)}\0" for d in sorted(reaches.get(rel, ())))
+            fr = FileResult(rel, text, cache_key(rel, content_hash(raw), tests_hash, deps))
             if self.use_cache:
                 self._load_cache(fr)
             results.append(fr)
+        return results
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        self.report = report = MutationReport()
+        started = time.monotonic()
+        refused = self.refusal(ctx)
+        if refused is not None:
+            return refused
+        # Walking, reading and hashing the project is file work: off the loop.
+        collected = await asyncio.to_thread(self._collect, ctx, report)
+        if isinstance(collected, RoleOutput):
+            return collected
+        results = collected
         report.files = len(results)
         for r in results:
             if r.from_cache:
