@@ -15,7 +15,7 @@ import {
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
 } from "vscode-languageclient/node";
-import { findServer, INSTALL_HINT } from "./server";
+import { findServer, INSTALL_HINT, serverSettingsCommand } from "./server";
 import { StatusBar } from "./status";
 
 let client: LanguageClient | undefined;
@@ -85,7 +85,8 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
       "Show Log",
     );
     if (choice === "Open Settings") {
-      void vscode.commands.executeCommand("workbench.action.openSettings", "superqode.server");
+      const open = serverSettingsCommand();
+      void vscode.commands.executeCommand(open.command, ...open.arguments);
     } else if (choice === "Show Log") {
       output.show();
     }

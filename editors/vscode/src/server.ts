@@ -94,6 +94,17 @@ export function findServer(extensionPath: string): ServerCommand | string {
   return "superqode-ls was not found (superqode.server.path, the Python interpreter, a bundled venv, the workspace's .venv, PATH).";
 }
 
+/** The settings editor on the server settings. They are machine-overridable, so
+ * a remote window (Remote-SSH, WSL, code-server) shows them only on its Remote
+ * tab: open that one there. */
+export function serverSettingsCommand(): { command: string; arguments: object[] } {
+  return {
+    command: vscode.env.remoteName ? "workbench.action.openRemoteSettings" : "workbench.action.openSettings",
+    // The options object, not a bare string: openRemoteSettings drops a string query.
+    arguments: [{ query: "superqode.server" }],
+  };
+}
+
 export const INSTALL_HINT =
   "Install it into your project's Python environment with `pip install superqode-ls`, " +
   "then set superqode.server.path (or superqode.server.python) if it is not on PATH.";

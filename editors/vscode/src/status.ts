@@ -1,6 +1,7 @@
 // The status-bar item: the running session with its progress, else the
 // SuperQode finding counts; a click lists the sessions.
 import * as vscode from "vscode";
+import { serverSettingsCommand } from "./server";
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem("superqode.status", vscode.StatusBarAlignment.Left, 10);
@@ -42,7 +43,7 @@ export class StatusBar implements vscode.Disposable {
     if (this.missing) {
       this.item.text = "$(warning) SuperQode: no server";
       this.item.tooltip = "superqode-ls was not found or did not start: see the SuperQode output. Click for its settings.";
-      this.item.command = { title: "Settings", command: "workbench.action.openSettings", arguments: ["superqode.server"] };
+      this.item.command = { title: "Settings", ...serverSettingsCommand() };
       this.item.accessibilityInformation = { label: "SuperQode: no server" };
       return;
     }

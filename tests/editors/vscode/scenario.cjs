@@ -45,6 +45,43 @@ async function command(page, label) {
   await row.first().click();
 }
 
+async function toastTexts(page) {
+  const out = [];
+  for (const t of await page.locator(".notifications-toasts .notification-toast").all()) {
+    out.push((await t.locator(".notification-list-item-message").first().innerText()).trim());
+  }
+  return out.filter((m) => m.includes("SuperQode"));
+}
+
+// superqode.server.path points nowhere: one error notification says so with
+// the way to fix it, the status bar says "no server", "Open Settings" opens
+// the server settings, and Run QE says the server is not running.
+async function missingServer(page) {
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "superqode.server.path" });
+  await toast.first().waitFor({ timeout: 30000 });
+  await page.waitForTimeout(1000); // a second notification would have shown by now
+  step("toasts", await toastTexts(page));
+  const buttons = [];
+  for (const b of await toast.first().locator(".monaco-button").all()) buttons.push((await b.innerText()).trim());
+  step("buttons", buttons.filter((b) => b));
+  const item = page.locator(".statusbar-item", { hasText: "SuperQode" }).first();
+  await item.waitFor();
+  step("status", (await item.locator("a").getAttribute("aria-label")) || (await item.innerText()));
+  await page.screenshot({ path: path.join(shots, "vscode-missing-server.png") });
+  await toast.first().locator(".monaco-button", { hasText: "Open Settings" }).click();
+  const settings = page.locator(".settings-editor");
+  await settings.waitFor();
+  await page.waitForFunction(() => {
+    const el = document.querySelector(".settings-editor .settings-body");
+    return el && /Path/.test(el.innerText);
+  }, null, { timeout: 15000 });
+  step("settings", (await settings.locator(".settings-body").innerText()).slice(0, 4000));
+  await command(page, "SuperQode: Run QE");
+  const warn = page.locator(".notifications-toasts .notification-toast", { hasText: "server is not running" });
+  await warn.first().waitFor({ timeout: 15000 });
+  step("run", (await warn.first().locator(".notification-list-item-message").innerText()).trim());
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.SQ_CHROMIUM,
@@ -68,6 +105,11 @@ async function main() {
     await page.locator(".tab.active", { hasText: "catalog.py" }).waitFor();
     await page.locator(".monaco-editor .view-lines").first().waitFor();
     step("opened");
+    if (process.env.SQ_SCENARIO === "missing") {
+      await missingServer(page);
+      result.exit = 0;
+      return;
+    }
     await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().waitFor({ timeout: 30000 });
     step("activated", await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().innerText());
 
