@@ -10,7 +10,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,8 +21,6 @@ from pathlib import Path
 BACKGROUND_NICE = int(os.environ.get("SUPERQODE_NICE", "10"))
 # CPUs tools may run on; None: all of ours (see keep_cpus_free).
 _tool_cpus: frozenset[int] | None = None
-_all_cpus: frozenset[int] | None = None
-_thread = threading.local()
 
 
 def keep_cpus_free(n: int) -> frozenset[int] | None:
@@ -35,12 +32,11 @@ def keep_cpus_free(n: int) -> frozenset[int] | None:
     of tools makes that wait go away, at the cost of the session's throughput
     (most on a 2-CPU machine). No-op (None) without a CPU to spare.
     """
-    global _tool_cpus, _all_cpus
+    global _tool_cpus
     try:
         mine = sorted(os.sched_getaffinity(0))
     except (OSError, AttributeError):
         mine = []
-    _all_cpus = frozenset(mine) or None
     _tool_cpus = frozenset(mine[:-n]) if 0 < n < len(mine) else None
     return _tool_cpus
 
@@ -49,17 +45,19 @@ def tool_cpus() -> frozenset[int] | None:
     return _tool_cpus
 
 
-def _limit_this_thread() -> None:
+def _limit_this_thread() -> set[int] | None:
     """Give the calling (spawning) thread the tools' CPUs and priority: on
     Linux both are per thread and a forked child starts with them, so even a
-    tool's first threads are created under them."""
-    want = _tool_cpus if _tool_cpus is not None else _all_cpus
-    if want is not None and getattr(_thread, "cpus", None) != want:
+    tool's first threads are created under them. Returns the CPUs to give the
+    thread back once the child is started (its nice stays: only a privileged
+    process may raise it again, and these threads only wait on tools)."""
+    previous = None
+    if _tool_cpus is not None:
         try:
-            os.sched_setaffinity(0, want)
-            _thread.cpus = want
+            previous = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, _tool_cpus)
         except (OSError, AttributeError):
-            pass
+            previous = None
     if BACKGROUND_NICE > 0:
         try:
             want = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE)
@@ -67,6 +65,7 @@ def _limit_this_thread() -> None:
                 os.setpriority(os.PRIO_PROCESS, 0, want)
         except (OSError, AttributeError):
             pass
+    return previous
 
 
 def _autogroup(pid: int | str) -> str | None:
@@ -132,9 +131,16 @@ def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
                stderr: int = subprocess.PIPE) -> subprocess.Popen:
     """Start a tool in its own process group, below the caller; blocks until
     it has exec'd, so call it in a ``_PROCS`` thread, not on an event loop."""
-    _limit_this_thread()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                            start_new_session=True)
+    previous = _limit_this_thread()
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                                start_new_session=True)
+    finally:
+        if previous is not None:
+            try:
+                os.sched_setaffinity(0, previous)
+            except OSError:
+                pass
     lower_priority(proc.pid)
     return proc
 
@@ -206,7 +212,7 @@ async def run_command(
         await loop.run_in_executor(_PROCS, _terminate_sync, proc)
         try:
             await talk
-        except Exception:  # noqa: BLE001 - only the kill matters now
+        except Exception:  # noqa: BLE001, S110 - only the kill matters now
             pass
         raise
     truncated = len(out) > output_cap or len(err) > output_cap
