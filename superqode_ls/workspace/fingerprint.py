@@ -20,7 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .git import git
+from .git import git, registration_dirs
 
 # A record: (kind, mode, size, mtime_ns, ctime_ns, ino, extra)
 Entry = tuple
@@ -149,16 +149,13 @@ def take_fingerprint(root: Path) -> Fingerprint:
         return False
 
     _walk(str(cd), fp.git, set(), "", _HASHED_GIT_FILES, skip_git)
-    if "worktrees" in fp.git:
-        # The folder exists only while some worktree is registered: ours may be
-        # the only one, so its presence is not the user's state.
-        wt = cd / "worktrees"
-        try:
-            names = os.listdir(wt)
-        except (FileNotFoundError, NotADirectoryError):
-            names = []  # another session's removal took the folder away meanwhile
-        if not any(not n.startswith(SESSION_WORKTREE_PREFIXES) for n in names if (wt / n).exists()):
-            del fp.git["worktrees"]
+    # The folder exists only while some worktree is registered: ours may be
+    # the only one, so its presence is not the user's state. (Another
+    # session's removal may take the folder away meanwhile.)
+    if "worktrees" in fp.git and not any(
+        not p.name.startswith(SESSION_WORKTREE_PREFIXES) for p in registration_dirs(cd) if p.exists()
+    ):
+        del fp.git["worktrees"]
     if gd != cd:  # the user works in a linked worktree: its own HEAD/index too
         _walk(str(gd), fp.git, set(), "@worktree/", _HASHED_GIT_FILES)
     return fp

@@ -118,6 +118,16 @@ def common_dir(repo: Path) -> Path:
     return p if p.is_absolute() else (Path(repo) / p).resolve()
 
 
+def registration_dirs(common: Path) -> list[Path]:
+    """``<common dir>/worktrees/*``, git's linked-worktree registrations. The
+    folder comes and goes with the last registration, so a missing one (even
+    between a check and the listing) is simply none."""
+    try:
+        return sorted((common / "worktrees").iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def head_commit(repo: Path) -> str | None:
     proc = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], repo, check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None

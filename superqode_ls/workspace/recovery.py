@@ -34,7 +34,7 @@ from typing import Any
 
 from .coordinator import Coordinator
 from .errors import WorkspaceError
-from .git import GitError, git, git_out
+from .git import GitError, git, git_out, registration_dirs
 from .paths import SESSION_ID_RE, parse_session_id, working_root
 from .records import OWNER, SessionRecord, owner_alive, read_record
 
@@ -389,24 +389,15 @@ def _common_dir(repo: Path) -> Path | None:
     return p if p.is_absolute() else (repo / p).resolve()
 
 
-def _registration_dirs(cd: Path) -> list[Path]:
-    """``<common dir>/worktrees/*``; the folder comes and goes with the last
-    registration, so it may vanish between a check and the listing."""
-    try:
-        return sorted((cd / "worktrees").iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
 def our_registrations(repo: Path, root: Path | None = None) -> list[Path]:
     """``.git/worktrees/<id>`` entries of ``repo`` that point into our
     working directory."""
     cd = _common_dir(repo)
-    if cd is None or not (cd / "worktrees").is_dir():
+    if cd is None:
         return []
     ours = os.path.realpath(root or working_root())
     found = []
-    for entry in _registration_dirs(cd):
+    for entry in registration_dirs(cd):
         try:
             target = (entry / "gitdir").read_text(encoding="utf-8").strip()
         except OSError:
@@ -438,11 +429,11 @@ def _half_made_registrations(repo: Path, *, session_id: str | None = None,
     named like a session: of ``session_id``, or older than ``grace_s`` (a
     younger one may belong to a session being created right now)."""
     cd = _common_dir(repo)
-    if cd is None or not (cd / "worktrees").is_dir():
+    if cd is None:
         return []
     found = []
     now = time.time()
-    for entry in _registration_dirs(cd):
+    for entry in registration_dirs(cd):
         m = _REG_NAME.match(entry.name)
         if not m or (entry / "gitdir").exists() or not entry.is_dir():
             continue
@@ -464,11 +455,11 @@ def remove_registration(repo: Path, session_id: str, sandbox: Path) -> list[str]
     if not repo.is_dir():
         return []
     cd = _common_dir(repo)
-    if cd is None or not (cd / "worktrees").is_dir():
+    if cd is None:
         return []
     want = os.path.realpath(sandbox)
     gone = []
-    for entry in _registration_dirs(cd):
+    for entry in registration_dirs(cd):
         m = _REG_NAME.match(entry.name)
         if not m or m.group(1) != session_id:
             continue

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import WorkspaceError
-from .git import GitError, git, git_env, git_out
+from .git import GitError, git, git_env, git_out, registration_dirs
 from .gitsnapshot import SnapshotStore
 
 
@@ -242,15 +242,8 @@ def registration_for(repo: Path, sandbox: Path) -> Path | None:
         _, cd = user_git_dirs(repo)
     except (GitError, IndexError):
         return None
-    root = cd / "worktrees"
-    if not root.is_dir():
-        return None
     want = os.path.realpath(sandbox / ".git")
-    try:
-        entries = list(root.iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    for entry in entries:
+    for entry in registration_dirs(cd):
         try:
             target = (entry / "gitdir").read_text().strip()
         except OSError:
