@@ -45,6 +45,11 @@ def tool_cpus() -> frozenset[int] | None:
     return _tool_cpus
 
 
+def _tool_nice() -> int:
+    # From our main thread's nice: a calling thread may be a lowered one.
+    return min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE)
+
+
 def _limit_this_thread() -> set[int] | None:
     """Give the calling (spawning) thread the tools' CPUs and priority: on
     Linux both are per thread and a forked child starts with them, so even a
@@ -60,7 +65,7 @@ def _limit_this_thread() -> set[int] | None:
             previous = None
     if BACKGROUND_NICE > 0:
         try:
-            want = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE)
+            want = _tool_nice()
             if os.getpriority(os.PRIO_PROCESS, 0) < want:
                 os.setpriority(os.PRIO_PROCESS, 0, want)
         except (OSError, AttributeError):
@@ -93,8 +98,7 @@ def lower_priority(pid: int) -> None:
     if BACKGROUND_NICE <= 0:
         return
     try:
-        # Our main thread's nice: the calling thread may be a lowered one.
-        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE))
+        os.setpriority(os.PRIO_PROCESS, pid, _tool_nice())
     except (OSError, AttributeError):
         pass
     theirs = _autogroup(pid)
