@@ -335,7 +335,7 @@ def test_import_closure_resolves_plain_src_and_relative_imports(tmp_path):
         "broken.py": "def (:\n",
     })
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py"))
-    c = import_closure(tmp_path, files)
+    c = import_closure({f: (tmp_path / f).read_text(encoding="utf-8") for f in files})
     assert c["app/core.py"] == {"app/__init__.py", "app/util.py", "app/consts.py",
                                 "app/deep/__init__.py", "app/deep/leaf.py"}
     assert c["app/deep/leaf.py"] == {"app/__init__.py", "app/consts.py"}

@@ -5,8 +5,7 @@ on them, since a mutant's fate can change when code it calls changes."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Mapping
 
 SOURCE_ROOTS = ("", "src/", "lib/")
 
@@ -60,23 +59,18 @@ def imported_names(rel: str, source: str) -> set[str]:
     return out
 
 
-def import_closure(root: Path, files: Iterable[str]) -> dict[str, set[str]]:
-    """For each project ``.py`` file, the other project files it reaches by
-    importing (a module also reaches its parent packages' ``__init__``)."""
-    files = list(files)
+def import_closure(sources: Mapping[str, str | None]) -> dict[str, set[str]]:
+    """For each project ``.py`` file (path -> its text, None when unreadable),
+    the other project files it reaches by importing (a module also reaches its
+    parent packages' ``__init__``)."""
     by_name: dict[str, str] = {}
-    for rel in files:
+    for rel in sources:
         for name in module_names(rel):
             by_name.setdefault(name, rel)
     direct: dict[str, set[str]] = {}
-    for rel in files:
-        try:
-            source = (root / rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            direct[rel] = set()
-            continue
+    for rel, source in sources.items():
         deps = set()
-        for name in imported_names(rel, source):
+        for name in imported_names(rel, source) if source is not None else ():
             parts = name.split(".")
             for i in range(1, len(parts) + 1):  # `a.b.c` runs a/__init__, a/b/__init__ too
                 hit = by_name.get(".".join(parts[:i]))
@@ -84,7 +78,7 @@ def import_closure(root: Path, files: Iterable[str]) -> dict[str, set[str]]:
                     deps.add(hit)
         direct[rel] = deps
     closure: dict[str, set[str]] = {}
-    for rel in files:
+    for rel in sources:
         seen: set[str] = set()
         todo = list(direct.get(rel, ()))
         while todo:

@@ -64,6 +64,13 @@ def _rc(path: Path) -> str:
     return str(path).replace("$", "$$")
 
 
+def _utf8(raw: bytes | None) -> str | None:
+    try:
+        return raw.decode("utf-8") if raw is not None else None
+    except UnicodeDecodeError:
+        return None
+
+
 def cache_dir() -> Path:
     return superqode_home() / "cache" / "mutation"
 
@@ -240,29 +247,33 @@ class MutationTester(Role):
             )
 
         tests_hash = _scratch.tests_fingerprint(ctx.sandbox, files)
-        sources = [f for f in files if not _scratch.is_test_file(f)]
-        reaches = import_closure(ctx.sandbox, sources)
-        hashes: dict[str, str] = {}
+        # Every source file is read once: for its imports and for its hash.
+        raws: dict[str, bytes | None] = {}
+        wanted_targets = set(targets)
+        for rel in files:
+            if not _scratch.is_test_file(rel):
+                try:
+                    raws[rel] = (ctx.sandbox / rel).read_bytes()
+                except OSError:
+                    if rel in wanted_targets:
+                        raise
+                    raws[rel] = None
+        texts = {rel: _utf8(raw) for rel, raw in raws.items()}
+        reaches = import_closure(texts)
 
         def file_hash(rel: str) -> str:
-            if rel not in hashes:
-                try:
-                    hashes[rel] = content_hash((ctx.sandbox / rel).read_bytes())
-                except OSError:
-                    hashes[rel] = "-"
-            return hashes[rel]
+            raw = raws.get(rel)
+            return content_hash(raw) if raw is not None else "-"
 
         results: list[FileResult] = []
         for rel in targets:
-            raw = (ctx.sandbox / rel).read_bytes()
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
+            text = texts[rel]
+            if text is None:
                 report.skipped_files[rel] = "not UTF-8"
                 continue
             # What the file imports is part of what its mutants run against.
             deps = "".join(f"{d}\0{file_hash(d)}\0" for d in sorted(reaches.get(rel, ())))
-            fr = FileResult(rel, text, cache_key(rel, content_hash(raw), tests_hash, deps))
+            fr = FileResult(rel, text, cache_key(rel, file_hash(rel), tests_hash, deps))
             if self.use_cache:
                 self._load_cache(fr)
             results.append(fr)
