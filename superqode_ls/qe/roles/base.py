@@ -117,3 +117,18 @@ class Role:
         """Re-run this role's check on ``files`` (verifier). Default: full run."""
         out = await self.run(ctx)
         return [f for f in out.findings if f.file in set(files)]
+
+
+class FileCheckRole(Role):
+    """A role whose run is one check over the selected files (all when
+    ``ctx.files`` is None); the verifier's recheck is the same check on the
+    files it names."""
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        return await self._check(ctx, ctx.files)
+
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        return (await self._check(ctx, files)).findings
+
+    async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
+        raise NotImplementedError

@@ -17,7 +17,7 @@ from typing import Any
 from ...models import Finding, Patch, Range, Severity
 from ._common import SourceCache, assign_ids, load_json, rel_to, selected_files, tail
 from ._patches import TextEdit, apply_edits, attach, make_patch
-from .base import Role, RoleContext, RoleOutput, tool_path
+from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
 
@@ -39,7 +39,7 @@ def ruff_severity(code: str) -> Severity:
     return Severity.low
 
 
-class LintTester(Role):
+class LintTester(FileCheckRole):
     name = "lint_tester"
     tool = "ruff"
     description = "ruff lint; every fix ruff offers becomes a patch (the sandbox is not edited)"
@@ -48,13 +48,6 @@ class LintTester(Role):
         if tool_path("ruff") is None:
             return "ruff is not installed in SuperQode's environment"
         return None
-
-    async def run(self, ctx: RoleContext) -> RoleOutput:
-        return await self._check(ctx, ctx.files)
-
-    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
-        out = await self._check(ctx, files)
-        return out.findings
 
     async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
         ruff = tool_path("ruff")

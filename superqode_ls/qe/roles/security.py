@@ -29,7 +29,7 @@ from ._common import (
     tail,
 )
 from ._patches import attach, make_patch
-from .base import Role, RoleContext, RoleOutput, tool_path
+from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
 _SEVERITY = {"HIGH": Severity.high, "MEDIUM": Severity.medium, "LOW": Severity.low}
 _CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.7, "LOW": 0.4, "UNDEFINED": 0.5}
@@ -43,20 +43,13 @@ _SECRET_SUFFIXES = (
 )  # fmt: skip
 
 
-class SecurityTester(Role):
+class SecurityTester(FileCheckRole):
     name = "security_tester"
     tool = "bandit"
     description = "bandit + secrets scan + extra dangerous patterns; safe fixes as patches"
 
     def unavailable(self, config=None) -> str | None:
         return None  # the secrets scan runs even without bandit
-
-    async def run(self, ctx: RoleContext) -> RoleOutput:
-        return await self._check(ctx, ctx.files)
-
-    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
-        out = await self._check(ctx, files)
-        return out.findings
 
     async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
         root = ctx.sandbox
