@@ -113,11 +113,14 @@ def make_repo(tmp_path):
 
 @pytest.fixture
 def example_copy(tmp_path):
-    """A fresh git copy of the bundled example ``examples/shop``."""
+    """A fresh git copy of the bundled example ``examples/shop``: its sources,
+    without what running it left there (``scripts/demo.sh`` writes artifacts
+    into ``.superqode/``; tests then start from the state a clone has)."""
     import shutil
 
     dst = tmp_path / "shop"
-    shutil.copytree(ROOT / "examples" / "shop", dst)
+    shutil.copytree(ROOT / "examples" / "shop", dst,
+                    ignore=shutil.ignore_patterns(".superqode", "__pycache__", ".pytest_cache"))
     run_git(dst, "init", "-q")
     run_git(dst, "add", "-A")
     run_git(dst, "commit", "-q", "-m", "example")
