@@ -39,7 +39,7 @@ from ..config import Config, ConfigError, load_config
 from ..models import utcnow
 from .artifacts import Artifacts, atomic_write
 from .errors import WorkspaceError
-from .git import GitError, git, git_out, head_commit, repo_root, resolve_commit
+from .git import GitError, copy_index, git, git_out, head_commit, repo_root, resolve_commit
 from .paths import home, is_within, repo_key, working_root
 from .records import OWNER
 from .slug import folder_name, task_slug
@@ -688,7 +688,7 @@ def uncommitted_patch(worktree: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="superqode-save-") as tmp:
         index = Path(tmp) / "index"
         if (gd / "index").exists():
-            shutil.copyfile(gd / "index", index)
+            copy_index(gd / "index", index)
         (Path(tmp) / "objects").mkdir()
         env = {
             "GIT_INDEX_FILE": str(index),

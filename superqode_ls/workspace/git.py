@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -116,6 +117,14 @@ def git_dir(repo: Path) -> Path:
 def common_dir(repo: Path) -> Path:
     p = Path(git_out(["rev-parse", "--git-common-dir"], repo))
     return p if p.is_absolute() else (Path(repo) / p).resolve()
+
+
+def copy_index(src: Path, dst: Path) -> None:
+    """Copy a git index keeping its timestamps. git re-reads any entry whose
+    file is not older than the index itself ("racily clean"): a copy stamped
+    with the time of copying would instead trust stat data that cannot see a
+    same-size edit made in the same clock tick as the index was written."""
+    shutil.copy2(src, dst)
 
 
 def registration_dirs(common: Path) -> list[Path]:

@@ -23,7 +23,7 @@ from .artifacts import atomic_write
 from .changes import changes_between
 from .errors import WorkspaceError
 from .fingerprint import Fingerprint, compare, take_fingerprint
-from .git import GitError, head_commit, repo_root, resolve_commit
+from .git import GitError, copy_index, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
 from .paths import (
     SessionPaths,
@@ -219,7 +219,7 @@ class IsolatedSession:
         if self.config.workspace.keep_gitignored:
             wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,
                              self.config.workspace.keep_gitignored_mode)
-        shutil.copyfile(sealed.index, self._track_index)
+        copy_index(sealed.index, self._track_index)
         if overlays:
             wt.write_overlays(self.sandbox, overlays)
             tree = self._hash_sandbox()
@@ -299,7 +299,7 @@ class IsolatedSession:
         clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]
         wt.git(clean, self.sandbox)
         wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree)
-        shutil.copyfile(sealed.index, self._track_index)
+        copy_index(sealed.index, self._track_index)
         if self._hash_sandbox() != state.full_tree:
             return False
         # Untracked strays would have changed the tree above; ignored ones do not,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import WorkspaceError
-from .git import GitError, git, git_env, git_out, registration_dirs
+from .git import GitError, copy_index, git, git_env, git_out, registration_dirs
 from .gitsnapshot import SnapshotStore
 
 
@@ -70,7 +70,7 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
     idx = scratch / "user-index"
     src = gd / "index"
     if src.exists():
-        shutil.copyfile(src, idx)
+        copy_index(src, idx)
     else:
         idx.unlink(missing_ok=True)
     try:

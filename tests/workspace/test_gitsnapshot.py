@@ -56,3 +56,16 @@ def test_store_never_writes_into_the_users_git(make_repo, tmp_path):
                               state.full_tree], capture_output=True, text=True).stdout.split()
     assert listing == ["a.txt", "new.txt"]
     assert os.path.exists(store.path / "objects/info/alternates")
+
+
+def test_index_copies_keep_their_timestamps(tmp_path):
+    """git re-reads entries not older than the index ("racily clean"); a copy
+    stamped "now" would make it trust stale stat data."""
+    from superqode_ls.workspace.git import copy_index
+
+    src, dst = tmp_path / "index", tmp_path / "copy"
+    src.write_bytes(b"DIRC")
+    os.utime(src, ns=(1_000_000_000_123, 1_000_000_000_123))
+    copy_index(src, dst)
+    assert dst.read_bytes() == b"DIRC"
+    assert dst.stat().st_mtime_ns == src.stat().st_mtime_ns == 1_000_000_000_123
