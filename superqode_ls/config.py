@@ -33,6 +33,7 @@ class WorkspaceConfig(Section):
     max_size_mb: float = Field(default=1024, gt=0)
     cleanup_after_hours: float = Field(default=24, gt=0)
     warm_sandboxes: bool = False
+    require_barrier: bool = False  # refuse to run where the kernel has no write barrier
     detached_worktree_idle_days: float = Field(default=30, gt=0)
     branch_worktree_idle_days: float = Field(default=90, gt=0)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..config import load_config
 from ..workspace.artifacts import Artifacts, check_superqode_dir
 from ..workspace.errors import WorkspaceError
+from ..workspace.proc import supervise
 from ..workspace.session import IsolatedSession, resolve_project
 from . import EXIT_FAILED, UsageError
 
@@ -93,7 +94,8 @@ def run_exec(args: argparse.Namespace) -> int:
         print(f"session: {session.id}", file=sys.stderr)
         print(f"sandbox: {session.sandbox}", file=sys.stderr)
         try:
-            proc = subprocess.Popen(cmd, cwd=session.sandbox, env=session.env())
+            env = session.env()
+            proc = subprocess.Popen(supervise(cmd, env), cwd=session.sandbox, env=env)
         except OSError as e:
             print(f"superqe: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
             status = 127

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..workspace import recovery
+from ..workspace import landlock, recovery
 from ..workspace.errors import WorkspaceError
 from ..workspace.recovery import SessionInfo
 from . import EXIT_FAILED, UsageError
@@ -132,9 +132,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps([{**s.to_json(now), "changes": counted[s.id]} for s in sessions],
                          indent=2))
         return 0
+    protection = f"protection: {landlock.protection_level()}"
     if not sessions:
         where = "" if args.all else " for this project (superqe status --all: every project)"
         print(f"no sessions{where}")
+        print(protection)
         return 0
     rows = [("ID", "REPO", "MODE", "STATE", "AGE", "CHANGES")]
     for s in sessions:
@@ -143,6 +145,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print(protection)
     interrupted = [s for s in sessions if s.state == "interrupted"]
     if interrupted:
         print(f"\n{len(interrupted)} interrupted: superqe recover ID saves its changes; "

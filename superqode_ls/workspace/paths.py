@@ -121,6 +121,19 @@ def store_dir(repo: Path) -> Path:
     return repo_dir(repo) / "store.git"
 
 
+# What a session's processes may write inside its private dir (qe/.<id>.d/):
+# the sealed git dir, the guard's event log, role scratch copies, TMPDIR. Not
+# the fingerprint or the tracking index, which decide the verification.
+PRIVATE_WRITABLE = ("git", "guard", "scratch", "tmp")
+
+
+def tool_cache() -> Path:
+    """XDG_CACHE_HOME for session processes: tools keep their caches, the
+    user's ~/.cache stays out of reach. Its parent, ``$SUPERQODE_HOME/cache``,
+    is writable to every session (bytecode, hypothesis, mutation caches)."""
+    return home() / "cache" / "xdg"
+
+
 def parked_dir(repo: Path) -> Path:
     return repo_dir(repo) / "parked"
 

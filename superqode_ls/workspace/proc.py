@@ -7,6 +7,7 @@ whole tree it started (test runners fork), not just the direct child.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,13 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import landlock
+
+# Set by a session's env(): the folders its processes may write (JSON list).
+# Any command started with such an environment runs under the supervisor and
+# the kernel barrier (see landlock.py).
+BARRIER_ENV = "SUPERQODE_BARRIER_ALLOW"
 
 # QE work runs below the editor: a language server answering requests must not
 # wait for CPU behind the analyzers and test runs it started (0 turns it off).
@@ -130,6 +138,13 @@ class ProcResult:
 _PROCS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="superqode-proc")
 
 
+def supervise(cmd: list[str], env: Mapping[str, str] | None) -> list[str]:
+    """``cmd`` behind the session's barrier when ``env`` is a session's."""
+    if env is None or BARRIER_ENV not in env:
+        return list(cmd)
+    return landlock.supervised(list(cmd), json.loads(env[BARRIER_ENV]))
+
+
 def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
                stdin: int = subprocess.DEVNULL, stdout: int = subprocess.PIPE,
                stderr: int = subprocess.PIPE) -> subprocess.Popen:
@@ -137,8 +152,8 @@ def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
     it has exec'd, so call it in a ``_PROCS`` thread, not on an event loop."""
     previous = _limit_this_thread()
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                                start_new_session=True)
+        proc = subprocess.Popen(supervise(cmd, env), cwd=cwd, env=env, stdin=stdin, stdout=stdout,
+                                stderr=stderr, start_new_session=True)
     finally:
         if previous is not None:
             try:

@@ -45,6 +45,7 @@ class SessionRecord(BaseModel):
     baseline_snapshot: str | None = None
     fingerprint_file: str | None = None
     changes: int | None = None
+    barrier_abi: int | None = None  # Landlock ABI the session's processes ran under
 
 
 def process_start_time(pid: int) -> float | None:

@@ -11,6 +11,7 @@ import fnmatch
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
+from . import landlock
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
@@ -25,7 +27,9 @@ from .errors import WorkspaceError
 from .fingerprint import Fingerprint, compare, take_fingerprint
 from .git import GitError, copy_index, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
+from .guard_env import install_guard
 from .paths import (
+    PRIVATE_WRITABLE,
     SessionPaths,
     ensure_dir,
     new_session_id,
@@ -33,7 +37,9 @@ from .paths import (
     repo_dir,
     repo_key,
     store_dir,
+    tool_cache,
 )
+from .proc import BARRIER_ENV
 from .records import SessionRecord, read_record, write_record
 from .snapshot import copy_tree, list_files
 
@@ -94,6 +100,8 @@ class IsolatedSession:
         self._heartbeat: asyncio.Task | None = None
         self._closed = False
         self.lock: Any = None
+        # None: no kernel barrier here, the guard is all there is (say so).
+        self.barrier_abi: int | None = landlock.abi()
 
     # -- creation ----------------------------------------------------------
     @classmethod
@@ -139,6 +147,9 @@ class IsolatedSession:
         overlays = dict(overlays or {})
         for rel in overlays:
             wt._safe_rel(rel)
+        if config.workspace.require_barrier and landlock.abi() is None:
+            raise WorkspaceError("workspace.require_barrier: this system has no Landlock write "
+                                 "barrier (protection: guard only); refusing to start a session")
 
         sid = session_id or new_session_id()
         bus = bus or EventBus(sid)
@@ -173,6 +184,7 @@ class IsolatedSession:
             id=self.id, repo=str(self.project), repo_key=repo_key(self.project), kind=self.kind,  # type: ignore[arg-type]
             mode=self.mode, isolation=self.isolation, sandbox=str(self.sandbox),
             base_commit=self.base_commit, fingerprint_file=str(self.private / "fingerprint.json"),
+            barrier_abi=self.barrier_abi,
         )
         write_record(self.paths.record, self.record)
         self.paths.heartbeat.touch()
@@ -182,6 +194,8 @@ class IsolatedSession:
             self._create_worktree(pinned_base, overlays)
         else:
             self._create_snapshot(overlays)
+        for d in (*self.writable(), tool_cache()):
+            d.mkdir(parents=True, exist_ok=True)
         self._install_guard()
         self.record.state = "running"
         self.record.baseline_snapshot = self.baseline
@@ -237,10 +251,6 @@ class IsolatedSession:
         self.baseline = self.store.commit(self._hash_sandbox(), None, f"baseline {self.id}").id
 
     def _install_guard(self) -> None:
-        try:
-            from .guard_env import install_guard
-        except ImportError:
-            return
         # Scope the guard to the user's repository and the sandbox: a project's
         # own tests that git-init temporary repositories must keep working.
         protect: list[Path] = [self.project, self.sandbox, self.private]
@@ -353,9 +363,21 @@ class IsolatedSession:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["SUPERQODE_SESSION_ID"] = self.id
         env["SUPERQODE_SANDBOX"] = str(self.sandbox)
+        tmp = self.private / "tmp"
+        for k in ("TMPDIR", "TMP", "TEMP"):
+            env[k] = str(tmp)
+        env["XDG_CACHE_HOME"] = str(tool_cache())
+        if sys.platform == "linux":
+            env[BARRIER_ENV] = json.dumps([str(p) for p in self.writable()])
         if self._guard is not None:
             env = self._guard.env(env)
         return env
+
+    def writable(self) -> list[Path]:
+        """Everything the session's processes may write; the rest of the
+        file system (the user's tree and .git, HOME, other sandboxes) is
+        read-only to them behind the kernel barrier."""
+        return [self.sandbox, *(self.private / d for d in PRIVATE_WRITABLE), tool_cache().parent]
 
     def internal_env(self) -> dict[str, str]:
         """For SuperQode's own git writes in the sandbox (the guard lets them by)."""

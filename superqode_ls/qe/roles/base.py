@@ -10,8 +10,10 @@ the reason; it never invents findings.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
@@ -53,6 +55,12 @@ class RoleContext:
         if self.deadline is None:
             return None
         return max(0.0, self.deadline - asyncio.get_running_loop().time())
+
+    def mkdtemp(self, prefix: str) -> Path:
+        """A fresh folder the role's tools may write: under the session's
+        TMPDIR, the one temporary folder the kernel barrier leaves open."""
+        tmp = self.env.get("TMPDIR")
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=tmp if tmp and os.path.isdir(tmp) else None))
 
     async def run(
         self,

@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +178,7 @@ class UnitTester(Role):
         limit: float | None,
         extra: list[str] | None = None,
     ) -> tuple[ProcResult, list[dict[str, Any]]]:
-        private = Path(tempfile.mkdtemp(prefix="superqode-pytest-"))
+        private = ctx.mkdtemp("superqode-pytest-")
         try:
             shutil.copyfile(_PLUGIN_SOURCE, private / f"{PLUGIN_MODULE}.py")
             records_path = private / "records.jsonl"
