@@ -223,13 +223,18 @@ def test_ctrl_c_cancels_reverts_and_keeps_partial_report(make_repo):
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, err
-    assert "cancelled: partial results" in out and "app.py:2" in out
+    # A high finding came back before the cancel, yet no pass/fail is claimed.
+    assert "verdict: cancelled (partial results)" in out and "app.py:2" in out
+    assert "verdict: pass" not in out and "verdict: fail" not in out
     assert "Verified: the project is exactly as before" in out
     from superqode_ls.workspace.paths import working_root
 
     assert not list(working_root().glob("*/qe/qe-*/"))
     reports = list((repo / ".superqode" / "qe-artifacts" / "qr").glob("*.json"))
-    assert len(reports) == 1 and json.loads(reports[0].read_text())["cancelled"] is True
+    saved = json.loads(reports[0].read_text()) if len(reports) == 1 else {}
+    assert saved.get("cancelled") is True and saved["verdict"] == "cancelled"
+    md = reports[0].with_suffix(".md").read_text()
+    assert md.startswith("# SuperQode quality report: CANCELLED")
 
 
 def test_rich_display_renders_to_a_terminal_stream():

@@ -193,7 +193,10 @@ def finding_line(f: Finding, patches: dict | None = None) -> str:
     fix = ""
     if f.fix_patch_id:
         fix = f" [fix {f.fix_patch_id}{', verified' if f.verified else ''}]"
-    return f"{_where(f)}: {f.severity.value} {f.rule_id} {f.title} ({f.role}/{f.tool}){fix}"
+    rule = f.rule_id + "".join(f"+{r}" for r in f.related_rules)
+    where = next((t[5:] for t in f.tags if t.startswith("path:")), None)
+    note = f" [in {where}: one level lower]" if where else ""
+    return f"{_where(f)}: {f.severity.value} {rule} {f.title} ({f.role}/{f.tool}){fix}{note}"
 
 
 def summary_lines(report: QualityReport) -> list[str]:
@@ -207,7 +210,7 @@ def summary_lines(report: QualityReport) -> list[str]:
     lines.append("")
     state = ""
     if report.cancelled:
-        state = " (cancelled: partial results)"
+        state = " (partial results)"  # the verdict itself says cancelled
     elif report.timed_out:
         state = " (timed out: partial results)"
     lines.append(f"verdict: {report.verdict}{state}; {len(report.findings)} finding(s)"

@@ -144,7 +144,40 @@ def digest(value: str) -> str:
 
 
 def mask(value: str) -> str:
-    return value[:4] + "*" * max(4, len(value) - 4) if len(value) > 8 else "*" * len(value)
+    """The value as stars, one per character (its length is the hint). A
+    value of 16 characters or more keeps its first 4, which for tokens name
+    the provider (``AKIA``, ``ghp_``, ``xoxb``) and leave 12+ unknown."""
+    if len(value) >= 16:
+        return value[:4] + "*" * (len(value) - 4)
+    return "*" * len(value)
+
+
+def mask_quoted(text: str, value: str) -> str | None:
+    """``text`` with ``value`` masked where it stands as a quoted string
+    (``'v'`` or ``"v"``), the words around it untouched: replacing every
+    occurrence turned bandit's "hardcoded password: 'a'" into
+    "h*rdcoded p*ssword: '*'". None when ``value`` is not quoted there, so a
+    caller can leave the text out rather than show the secret."""
+    out, found = text, False
+    for q in ("'", '"'):
+        quoted = f"{q}{value}{q}"
+        if quoted in out:
+            out, found = out.replace(quoted, f"{q}{mask(value)}{q}"), True
+    return out if found else None
+
+
+def plausible(value: str) -> bool:
+    """Whether a value bandit calls a password could be one: not empty, a
+    placeholder, an environment variable's name, a number, a sentence or a
+    short low-entropy word ("bearer")."""
+    return (
+        len(value) >= 6
+        and not any(c.isspace() for c in value)
+        and not _PLACEHOLDER.match(value)
+        and not _ENV_VAR_NAME.match(value)
+        and not value.isdigit()
+        and entropy(value) >= 2.5
+    )
 
 
 @dataclass

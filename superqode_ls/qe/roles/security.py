@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models import Evidence, Finding, Patch, Range, Severity
+from ..noise import merge_reports
 from . import _secrets
 from ._common import (
     SKIP_DIRS,
@@ -93,32 +94,7 @@ class SecurityTester(FileCheckRole):
         finally:
             if not scan.done():
                 scan.cancel()
-        # bandit already reports hardcoded passwords; don't say it twice.
-        password_lines = {
-            (f.file, f.range.start_line) for f in findings
-            if f.rule_id in _PASSWORD_RULES and f.range
-        }
-        extra = [
-            f for f in extra
-            if not (f.rule_id == "secret-generic" and f.range
-                    and (f.file, f.range.start_line) in password_lines)
-        ]
-        # A recognised token says more than bandit's "possible password".
-        token_lines = {
-            (f.file, f.range.start_line)
-            for f in extra
-            if f.tool == "superqode-secrets" and f.rule_id != "secret-generic" and f.range
-        }
-        findings = [
-            f
-            for f in findings
-            if not (
-                f.rule_id in _PASSWORD_RULES
-                and f.range
-                and (f.file, f.range.start_line) in token_lines
-            )
-        ]
-        findings.extend(extra)
+        findings = _merge_secrets(findings, extra)
         findings = assign_ids(findings)
         patches = self._fixes(src, findings)
         return RoleOutput(
@@ -185,19 +161,23 @@ class SecurityTester(FileCheckRole):
             fid = ""
             evidence: list[Evidence] = []
             snippet = text
+            severity_reason = None
             if test_id in _PASSWORD_RULES:
-                # bandit quotes the password; keep it out of reports (same
-                # treatment as the secrets scan).
+                # bandit quotes the password: mask the value only, never the
+                # words around it, and keep it out of the snippet and the id.
                 m = re.search(r": '(.+)'$", r.get("issue_text", ""))
                 if m:
                     secret = m.group(1)
+                    # A title cut inside the value (at ". ") holds part of
+                    # it unquoted: then only the words before the value.
                     message, title = (
-                        x.replace(secret, _secrets.mask(secret)) for x in (message, title)
+                        _secrets.mask_quoted(x, secret) or x.split(": '", 1)[0]
+                        for x in (message, title)
                     )
                     snippet = None
                     fid = fingerprint(test_id, "bandit", rel, _secrets.digest(secret))
-                    if text:
-                        masked = text.replace(secret, _secrets.mask(secret))
+                    masked = _secrets.mask_quoted(text, secret) if text else None
+                    if masked is not None:
                         evidence.append(
                             Evidence(
                                 message="flagged line (secret masked)",
@@ -206,6 +186,16 @@ class SecurityTester(FileCheckRole):
                                 snippet=masked,
                             )
                         )
+                    if _secrets.plausible(secret) and severity.rank < Severity.high.rank:
+                        severity_reason = (
+                            f"bandit rates it {severity.value}; a hard-coded secret in the "
+                            "code is at least high"
+                        )
+                        severity = Severity.high
+            elif test_id == "B101":
+                # An assert outside tests: worth a look, never a failed run
+                # (qe.never_fail); whatever bandit's version calls it.
+                severity = Severity.low
             cwe = (r.get("issue_cwe") or {}).get("id")
             tags = ["bandit", r.get("test_name") or test_id]
             if cwe:
@@ -232,6 +222,7 @@ class SecurityTester(FileCheckRole):
                     snippet=snippet,
                     id=fid,
                     evidence=evidence,
+                    severity_reason=severity_reason,
                 )
             )
         return out
@@ -356,6 +347,30 @@ class SecurityTester(FileCheckRole):
             if patch is not None:
                 patches.append(patch)
         return patches
+
+
+def _merge_secrets(bandit: list[Finding], extra: list[Finding]) -> list[Finding]:
+    """bandit's hard-coded password and the secrets scan on one line are one
+    finding: a recognised token (AWS, GitHub...) leads, otherwise bandit's
+    rule does; either way with the higher severity and both rule ids."""
+    by_line: dict[tuple, list[Finding]] = {}
+    for f in extra:
+        if f.tool == "superqode-secrets" and f.range:
+            by_line.setdefault((f.file, f.range.start_line), []).append(f)
+    out: list[Finding] = []
+    used: set[int] = set()
+    for f in bandit:
+        hits = by_line.get((f.file, f.range.start_line), []) if f.range else []
+        hits = [h for h in hits if id(h) not in used]
+        if f.rule_id not in _PASSWORD_RULES or not hits:
+            out.append(f)
+            continue
+        group = [f, *hits]
+        lead = next((h for h in hits if h.rule_id != "secret-generic"), f)
+        used.update(id(h) for h in hits)
+        out.append(merge_reports(lead, [g for g in group if g is not lead]))
+    out.extend(f for f in extra if id(f) not in used)
+    return out
 
 
 def _call_name(node: ast.Call) -> tuple[str | None, str | None]:
