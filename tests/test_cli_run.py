@@ -255,3 +255,41 @@ def test_rich_display_renders_to_a_terminal_stream():
     display.close()
     text = stream.getvalue()
     assert "lint_tester: done: 3 finding(s)" in text and "project verified unchanged" in text
+
+
+def test_plain_display_in_a_pipe_shows_tool_steps_and_a_mutant_counter():
+    import io
+
+    from superqode_ls.events import EventBus
+    from superqode_ls.qe.display import PlainDisplay
+
+    stream = io.StringIO()
+    bus = EventBus("qe-20260101-000000-abcdef")
+    bus.subscribe(PlainDisplay(stream, mutant_every=10))
+    bus.emit("role_start", role="mutation_tester")
+    for _ in range(3):  # a tool called per mutant is shown once
+        bus.emit("tool_call", role="mutation_tester", tool="python", argv=["python"])
+    for n in range(1, 26):  # as mutation.py emits them
+        bus.emit("progress", role="mutation_tester", message=f"mutant {n}")
+    bus.emit("progress", message="1/3 roles done", done=1, total=3)
+    lines = stream.getvalue().splitlines()
+    assert lines == [
+        "[mutation_tester] started",
+        "[mutation_tester] running python",
+        "[mutation_tester] 10 mutants run",
+        "[mutation_tester] 20 mutants run",
+    ]
+
+
+def test_real_cli_piped_prints_each_role_step(make_repo):
+    repo = make_repo({"pkg/__init__.py": "", "pkg/a.py": "import os\n"})
+    exe = Path(sys.executable).parent / "superqe"
+    proc = subprocess.run(
+        [str(exe), "run", str(repo), "-r", "security_tester", "-r", "lint_tester"],
+        capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=240, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for line in ("[lint_tester] started", "[lint_tester] running ruff",
+                 "[security_tester] running bandit", "[lint_tester] done: 1 finding(s)"):
+        assert line in proc.stderr, proc.stderr
+    assert "pkg/a.py:1:8: low F401" in proc.stdout

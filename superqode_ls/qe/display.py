@@ -71,12 +71,30 @@ def _role_line(data: dict) -> str:
     return text
 
 
-class PlainDisplay:
-    """Plain lines, no cursor tricks: safe for pipes, logs and CI."""
+def _mutant_count(data: dict) -> int | None:
+    """N of a mutation role's ``mutant N`` progress event, else None."""
+    message = str(data.get("message", ""))
+    if data.get("role") and message.startswith("mutant "):
+        try:
+            return int(message.split()[1])
+        except (IndexError, ValueError):
+            return None
+    return None
 
-    def __init__(self, stream: TextIO | None = None):
+
+class PlainDisplay:
+    """Plain lines, no cursor tricks: safe for pipes, logs and CI.
+
+    A pipe must never look hung: besides a line per role start and end, each
+    role's first call of each tool is a line ("[unit_tester] running pytest")
+    and the mutation role's counter one line per ``mutant_every`` mutants.
+    """
+
+    def __init__(self, stream: TextIO | None = None, mutant_every: int = 25):
         self.stream = stream or sys.stderr
         self._lock = threading.Lock()
+        self.mutant_every = max(1, mutant_every)
+        self._tools_seen: set[tuple[str, str]] = set()
 
     def _write(self, text: str) -> None:
         with self._lock:
@@ -95,6 +113,18 @@ class PlainDisplay:
             self._write(f"[{d.get('role')}] started")
         elif t == "role_complete":
             self._write(f"[{d.get('role')}] {_role_line(d)}")
+        elif t == "tool_call" and d.get("role"):
+            key = (str(d["role"]), str(d.get("tool")))
+            if key not in self._tools_seen:  # a role may call its tool per file or mutant
+                self._tools_seen.add(key)
+                self._write(f"[{d['role']}] running {d.get('tool')}")
+        elif t == "progress" and _mutant_count(d) is not None:
+            n = _mutant_count(d) or 0
+            if n % self.mutant_every == 0:
+                total = f" of {d['total']}" if d.get("total") else ""
+                self._write(f"[{d['role']}] {n}{total} mutants run")
+        elif t == "progress" and d.get("role") and d.get("message"):
+            self._write(f"[{d['role']}] {d['message']}")
         elif t == "progress" and (
             str(d.get("message", "")).startswith("fixes verified")
             or (str(d.get("message", "")).startswith("verifying") and not d.get("done"))
@@ -151,6 +181,9 @@ class RichDisplay:
                 )
             elif t == "role_start":
                 self._task(d["role"], f"{d['role']}: running")
+            elif t == "progress" and _mutant_count(d) is not None:
+                tid = self._task(d["role"], "")
+                self.progress.update(tid, description=f"{d['role']}: running, {d['message']}")
             elif t == "role_complete":
                 tid = self._task(d["role"], "")
                 self.progress.update(tid, description=f"{d['role']}: {_role_line(d)}", completed=1)
