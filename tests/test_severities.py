@@ -167,12 +167,20 @@ def test_mask_helpers():
 @needs_bandit
 def test_run_fails_on_high_for_a_password_in_source_not_for_test_fixtures(make_repo, capsys):
     source = make_repo({"app/__init__.py": "", "app/db.py": 'DB_PASSWORD = "hunter2-prod-db"\n'})
-    code = main(["run", str(source), "-r", "security_tester", "--fail-on", "high", "--jsonl"])
+    sarif = source.parent / "out.sarif"
+    code = main(["run", str(source), "-r", "security_tester", "--fail-on", "high", "--jsonl",
+                 "--sarif", str(sarif)])
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 1 and events[-1]["data"]["verdict"] == "fail"
     report = json.loads(Path(events[-1]["data"]["report"]).read_text())
     (pw,) = report["findings"]
     assert pw["severity"] == "high" and pw["related_rules"] == ["secret-generic"]
+    md = Path(events[-1]["data"]["markdown"]).read_text()
+    assert "**Also reported as** `secret-generic`" in md and "- **Severity** high: " in md
+    assert "hunter2" not in md and "hunter2" not in sarif.read_text()
+    (result,) = [r for run in json.loads(sarif.read_text())["runs"] for r in run["results"]]
+    assert result["properties"]["relatedRuleIds"] == ["secret-generic"]
+    assert "at least high" in result["properties"]["severityReason"]
 
     fixtures = make_repo({"tests/__init__.py": "", "tests/conftest.py": f'K = """{KEY}"""\n',
                           "lib.py": "def f(x):\n    assert x\n    return x\n"})
