@@ -7,7 +7,6 @@ code), so they import nothing from SuperQode and only write JSON files.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 # Per-test coverage contexts (like pytest-cov's --cov-context=test) plus the

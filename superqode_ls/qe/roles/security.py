@@ -30,6 +30,7 @@ from ._common import (
     tail,
 )
 from ._patches import attach, make_patch
+from ._patterns import call_name, patterns
 from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
 _SEVERITY = {"HIGH": Severity.high, "MEDIUM": Severity.medium, "LOW": Severity.low}
@@ -71,7 +72,7 @@ class SecurityTester(FileCheckRole):
         # The pure-Python scans run in a thread while bandit runs as a process:
         # on two cores that hides most of the scan's time.
         scan = asyncio.ensure_future(
-            asyncio.to_thread(self._scan, root, SourceCache(root), py_files, text_files, [])
+            asyncio.to_thread(self._scan, root, SourceCache(root), py_files, text_files)
         )
         try:
             if bandit is None:
@@ -233,19 +234,11 @@ class SecurityTester(FileCheckRole):
         src: SourceCache,
         py_files: list[str],
         text_files: list[str],
-        already: list[Finding],
     ) -> list[Finding]:
+        # bandit's reports of the same lines are merged afterwards (_merge_secrets).
         out: list[Finding] = []
-        # bandit already reports hardcoded passwords; don't say it twice.
-        password_lines = {
-            (f.file, f.range.start_line)
-            for f in already
-            if f.rule_id in _PASSWORD_RULES and f.range
-        }
         for rel in text_files:
             for hit in _secrets.scan_file(root / rel, in_test=is_test_path(rel)):
-                if hit.rule.id == "secret-generic" and (rel, hit.line) in password_lines:
-                    continue
                 out.append(
                     Finding(
                         role=self.name,
@@ -290,7 +283,7 @@ class SecurityTester(FileCheckRole):
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 continue
-            for node, rule, title, message, severity in _patterns(tree):
+            for node, rule, title, message, severity in patterns(tree):
                 line_text = src.line(rel, node.lineno)
                 if line_text and _secrets._ALLOW.search(line_text):
                     continue
@@ -373,75 +366,6 @@ def _merge_secrets(bandit: list[Finding], extra: list[Finding]) -> list[Finding]
     return out
 
 
-def _call_name(node: ast.Call) -> tuple[str | None, str | None]:
-    func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        return func.value.id, func.attr
-    if isinstance(func, ast.Name):
-        return None, func.id
-    return None, None
-
-
-def _patterns(tree: ast.AST):
-    """(node, rule id, title, message, severity) for what bandit misses."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            mod, name = _call_name(node)
-            if mod == "yaml" and name == "unsafe_load":
-                yield (
-                    node,
-                    "yaml-unsafe-load",
-                    "yaml.unsafe_load builds arbitrary Python objects",
-                    "yaml.unsafe_load can run code from the document; use yaml.safe_load.",
-                    Severity.high,
-                )
-            if mod == "jwt" and name == "decode" and _jwt_unverified(node):
-                yield (
-                    node,
-                    "jwt-no-verify",
-                    "JWT decoded without verifying its signature",
-                    (
-                        "jwt.decode with signature verification turned off accepts forged tokens; "
-                        "verify the signature and pass the expected algorithms."
-                    ),
-                    Severity.high,
-                )
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and target.attr == "check_hostname"
-                    and isinstance(node.value, ast.Constant)
-                    and node.value.value is False
-                ):
-                    yield (
-                        node,
-                        "tls-no-hostname-check",
-                        "TLS hostname checking turned off",
-                        (
-                            "check_hostname = False lets any certificate for any host through "
-                            "(man in the middle); keep it on."
-                        ),
-                        Severity.high,
-                    )
-
-
-def _jwt_unverified(node: ast.Call) -> bool:
-    for kw in node.keywords:
-        if kw.arg == "verify" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
-            return True
-        if kw.arg == "options" and isinstance(kw.value, ast.Dict):
-            for k, v in zip(kw.value.keys, kw.value.values):
-                if (
-                    isinstance(k, ast.Constant)
-                    and k.value == "verify_signature"
-                    and isinstance(v, ast.Constant)
-                    and v.value is False
-                ):
-                    return True
-    return False
-
-
 def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] | None:
     """The file text with the flagged call rewritten, and a description."""
     assert finding.range is not None
@@ -457,7 +381,7 @@ def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] 
         if start + 1 != finding.range.start_col:
             continue
         end = byte_col_to_char(line, node.end_col_offset or 0)
-        mod, name = _call_name(node)
+        mod, name = call_name(node)
         segment = line[start:end]
         replacement: str | None = None
         description = ""
