@@ -160,8 +160,15 @@ def test_mask_helpers():
     assert _secrets.mask_quoted('x = "pass" + pass', "pass") == 'x = "****" + pass'
     assert _secrets.mask_quoted("no quotes pass", "pass") is None
     assert _secrets.plausible("hunter2") and _secrets.plausible("hunter2-prod-db")
-    for weak in ("", "a", "pass", "bearer", "changeme", "MY_ENV_VAR", "12345678", "two words"):
+    for weak in ("", "a", "pass", "bearer", "changeme", "MY_ENV_VAR", "12345678", "two words",
+                 "https://auth.example.org/oauth/token"):
         assert not _secrets.plausible(weak), weak
+    assert _secrets.plausible("https://u:hunter2@db.example.org")  # credentials in the URL
+    # names that hold about a secret, not the secret (bandit still flags them: stays low)
+    assert not _secrets.plausible("csrf-header-x", 'TOKEN_HEADER = "csrf-header-x"')
+    assert not _secrets.plausible("pw_input", "self.password_field = 'pw_input'")
+    assert _secrets.plausible("hunter2-prod-db", 'DB_PASSWORD = "hunter2-prod-db"')
+    assert _secrets.plausible("hunter2-prod-db", 'if password == "hunter2-prod-db":')
 
 
 @needs_bandit

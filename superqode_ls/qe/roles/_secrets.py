@@ -79,7 +79,7 @@ RULES: tuple[SecretRule, ...] = (
         re.compile(
             r"(https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"
         ),
-        Severity.medium,
+        Severity.high,  # anyone holding it can post as the app: a secret like the others
         0.9,
         1,
     ),
@@ -166,18 +166,32 @@ def mask_quoted(text: str, value: str) -> str | None:
     return out if found else None
 
 
-def plausible(value: str) -> bool:
+_TARGET = re.compile(r"([\w.]+)['\"\]]?\s*(?::=|==|!=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
+
+
+def plausible(value: str, line: str | None = None) -> bool:
     """Whether a value bandit calls a password could be one: not empty, a
-    placeholder, an environment variable's name, a number, a sentence or a
-    short low-entropy word ("bearer")."""
-    return (
+    placeholder, an environment variable's name, a number, a sentence, a URL
+    without credentials or a short low-entropy word ("bearer"), and (when the
+    source ``line`` is given) not assigned to a name that holds *about* a
+    secret (``TOKEN_URL``, ``password_field``)."""
+    if not (
         len(value) >= 6
         and not any(c.isspace() for c in value)
         and not _PLACEHOLDER.match(value)
         and not _ENV_VAR_NAME.match(value)
         and not value.isdigit()
+        and not ("://" in value and "@" not in value)
         and entropy(value) >= 2.5
-    )
+    ):
+        return False
+    if line:
+        for q in ("'", '"'):
+            at = line.find(f"{q}{value}{q}")
+            m = _TARGET.search(line[:at]) if at > 0 else None
+            if m and _NOT_SECRET_NAME.search(m.group(1)):
+                return False
+    return True
 
 
 @dataclass

@@ -187,7 +187,7 @@ class SecurityTester(FileCheckRole):
                                 snippet=masked,
                             )
                         )
-                    if _secrets.plausible(secret) and severity.rank < Severity.high.rank:
+                    if _secrets.plausible(secret, text) and severity.rank < Severity.high.rank:
                         severity_reason = (
                             f"bandit rates it {severity.value}; a hard-coded secret in the "
                             "code is at least high"
