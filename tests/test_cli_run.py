@@ -293,3 +293,37 @@ def test_real_cli_piped_prints_each_role_step(make_repo):
                  "[security_tester] running bandit", "[lint_tester] done: 1 finding(s)"):
         assert line in proc.stderr, proc.stderr
     assert "pkg/a.py:1:8: low F401" in proc.stdout
+
+
+def test_plain_display_heartbeat_when_a_role_is_quiet():
+    import io
+
+    from superqode_ls.events import EventBus
+    from superqode_ls.qe.display import PlainDisplay
+
+    now = [100.0]
+    stream = io.StringIO()
+    display = PlainDisplay(stream, heartbeat_s=30, background=False, clock=lambda: now[0])
+    bus = EventBus("qe-20260101-000000-abcdef")
+    bus.subscribe(display)
+    display.tick()  # nothing under way: nothing to say
+    bus.emit("role_start", role="unit_tester")
+    now[0] += 29
+    display.tick()  # printed 29 s ago: not yet
+    now[0] += 101
+    display.tick()
+    display.tick()  # just said it
+    bus.emit("role_complete", role="unit_tester", status="ok", findings=0, duration_s=130.0)
+    now[0] += 60
+    display.tick()  # nothing running any more
+    bus.emit("progress", message="verifying 3 fix(es)", done=0, total=3)
+    now[0] += 45
+    display.tick()
+    display.close()
+    assert stream.getvalue().splitlines() == [
+        "[unit_tester] started",
+        "still running: unit_tester (2m 10s)",
+        "[unit_tester] done: 0 finding(s) in 130.0s",
+        "verifying 3 fix(es)",
+        "still running: verifying fixes (45s)",
+    ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import TextIO
 
 from ..models import Event, Finding, QualityReport, Severity
@@ -24,6 +26,10 @@ _ROLE_STATUS = {
     "cancelled": "cancelled",
     "error": "error",
 }
+
+
+# In a pipe, a "still running" line after this long without output.
+PIPE_HEARTBEAT_S = 30.0
 
 
 class JsonlDisplay:
@@ -86,20 +92,58 @@ class PlainDisplay:
     """Plain lines, no cursor tricks: safe for pipes, logs and CI.
 
     A pipe must never look hung: besides a line per role start and end, each
-    role's first call of each tool is a line ("[unit_tester] running pytest")
-    and the mutation role's counter one line per ``mutant_every`` mutants.
+    role's first call of each tool is a line ("[unit_tester] running pytest"),
+    the mutation role's counter one line per ``mutant_every`` mutants, and
+    with ``heartbeat_s`` a "still running" line when nothing was printed for
+    that long (a test suite that runs for minutes).
     """
 
-    def __init__(self, stream: TextIO | None = None, mutant_every: int = 25):
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        mutant_every: int = 25,
+        heartbeat_s: float | None = None,
+        *,
+        background: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = stream or sys.stderr
         self._lock = threading.Lock()
         self.mutant_every = max(1, mutant_every)
         self._tools_seen: set[tuple[str, str]] = set()
+        self.heartbeat_s = heartbeat_s
+        self._clock = clock
+        self._last = clock()
+        self._running: dict[str, float] = {}  # what is under way -> since when
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if heartbeat_s and background:
+            self._thread = threading.Thread(target=self._beat, name="superqe-heartbeat",
+                                            daemon=True)
+            self._thread.start()
 
     def _write(self, text: str) -> None:
         with self._lock:
             self.stream.write(text + "\n")
             self.stream.flush()
+            self._last = self._clock()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(1.0):
+            self.tick()
+
+    def tick(self) -> None:
+        """Print "still running: ..." when nothing was printed for
+        ``heartbeat_s`` while something is under way."""
+        now = self._clock()
+        if not self.heartbeat_s or not self._running or now - self._last < self.heartbeat_s:
+            return
+        running = dict(self._running)  # a copy: events change it from another thread
+        busy = ", ".join(f"{what} ({_age(now - since)})" for what, since in running.items())
+        try:
+            self._write(f"still running: {busy}")
+        except (OSError, ValueError):
+            self._stop.set()  # the reader is gone; the session goes on without us
 
     def __call__(self, event: Event) -> None:
         d = event.data
@@ -110,8 +154,10 @@ class PlainDisplay:
         elif t == "workspace.snapshot":
             self._write(f"sandbox ready ({d.get('isolation')}, {d.get('seconds', 0):.1f}s)")
         elif t == "role_start":
+            self._running[str(d.get("role"))] = self._clock()
             self._write(f"[{d.get('role')}] started")
         elif t == "role_complete":
+            self._running.pop(str(d.get("role")), None)
             self._write(f"[{d.get('role')}] {_role_line(d)}")
         elif t == "tool_call" and d.get("role"):
             key = (str(d["role"]), str(d.get("tool")))
@@ -129,6 +175,10 @@ class PlainDisplay:
             str(d.get("message", "")).startswith("fixes verified")
             or (str(d.get("message", "")).startswith("verifying") and not d.get("done"))
         ):
+            if str(d.get("message")).startswith("verifying"):
+                self._running["verifying fixes"] = self._clock()
+            else:
+                self._running.pop("verifying fixes", None)
             self._write(str(d.get("message")))
         elif t == "git.blocked":
             self._write(f"blocked git command in the sandbox: {d.get('command') or d.get('argv')}")
@@ -137,7 +187,14 @@ class PlainDisplay:
                                                 else "PROJECT DIFFERS FROM BEFORE"))
 
     def close(self) -> None:
-        pass
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 class RichDisplay:
@@ -211,7 +268,7 @@ def make_display(*, jsonl: bool, stream: TextIO | None = None):
     stream = stream or sys.stderr
     if stream.isatty():
         return RichDisplay(stream)
-    return PlainDisplay(stream)
+    return PlainDisplay(stream, heartbeat_s=PIPE_HEARTBEAT_S)
 
 
 def _where(f: Finding) -> str:
