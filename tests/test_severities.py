@@ -130,10 +130,22 @@ def test_custom_path_class_and_whole_path_patterns():
     assert cfg.qe.path_classes == classes
 
 
-def mk(rule, tool, sev, line=4, file="app/x.py", role="security_tester", **kw) -> Finding:
+def mk(rule, tool, sev, line=4, file="app/x.py", role="security_tester", category="security",
+       **kw) -> Finding:
     return Finding(role=role, tool=tool, rule_id=rule, title=rule, message=rule, severity=sev,
-                   confidence=0.8, category="security", file=file,
+                   confidence=0.8, category=category, file=file,
                    range=Range(start_line=line), snippet=f"line {line}", **kw).with_stable_id()
+
+
+def test_a_failing_test_in_tests_is_not_lowered(tmp_path):
+    failing = mk("test-failure", "pytest", Severity.high, file="tests/test_app.py",
+                 role="unit_tester", category="tests")
+    lint = mk("F401", "ruff", Severity.low, file="tests/test_app.py", role="lint_tester",
+              category="lint")
+    out = filter_findings([failing, lint], read_line=FileLines(tmp_path), threshold=0.0).findings
+    # the failure is about the product code; the unused import is about the test file
+    assert [(f.rule_id, f.severity, f.severity_reason is None) for f in out] == [
+        ("test-failure", Severity.high, True), ("F401", Severity.info, False)]
 
 
 def test_dedupe_across_roles_keeps_highest_severity_and_every_rule_id():

@@ -12,8 +12,9 @@ what it hid:
    by one tool is kept once: the strongest report is kept with the HIGHEST
    severity of the group and the other rule ids in ``related_rules``;
 4. the baseline (``qe/baseline.py``): findings already accepted are dropped;
-5. path classes (``qe.path_classes``): a finding in tests, fixtures, docs or
-   examples is shown one level lower, the reason in ``severity_reason``.
+5. path classes (``qe.path_classes``): a static tool's finding (security,
+   secrets, lint, syntax, types) in tests, fixtures, docs or examples is shown
+   one level lower, the reason in ``severity_reason``.
 """
 
 from __future__ import annotations
@@ -227,12 +228,19 @@ def path_class(path: str | None, classes: dict[str, list[str]]) -> tuple[str, st
     return None
 
 
+# What a static tool says about the code of the file it points at. A failing
+# test (category "tests") points into tests/ but is about the product code,
+# and is not lowered; neither are generated-test crashes or mutants.
+PATH_CLASS_CATEGORIES = frozenset({"security", "secrets", "lint", "syntax", "types"})
+
+
 def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> list[Finding]:
-    """Findings in a path class shown one level lower, the reason recorded
-    on each (and a ``path:CLASS`` tag); nothing is dropped."""
+    """Static findings in a path class shown one level lower, the reason
+    recorded on each (and a ``path:CLASS`` tag); nothing is dropped."""
     out = []
     for f in findings:
-        hit = path_class(f.file, classes) if classes else None
+        static = f.category in PATH_CLASS_CATEGORIES
+        hit = path_class(f.file, classes) if classes and static else None
         if hit is None:
             out.append(f)
             continue
