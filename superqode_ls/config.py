@@ -49,6 +49,16 @@ class BudgetConfig(Section):
     deep: float = Field(default=1800, gt=0)
 
 
+# Where code is not the product: findings there are shown one level lower,
+# with the reason, never dropped (qe.path_classes; docs/roles.md).
+DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
+    "tests": ["tests/", "test/", "testing/", "test_*.py", "*_test.py", "conftest.py"],
+    "fixtures": ["fixtures/", "testdata/", "test_data/"],
+    "docs": ["docs/", "doc/", "*.rst", "*.md"],
+    "examples": ["examples/", "example/"],
+}
+
+
 class QEConfig(Section):
     quick_roles: list[str] = Field(
         default_factory=lambda: ["security_tester", "lint_tester", "unit_tester"]
@@ -68,6 +78,14 @@ class QEConfig(Section):
     git_guard: GitGuardConfig = Field(default_factory=GitGuardConfig)
     budgets: BudgetConfig = Field(default_factory=BudgetConfig)
     baseline: str | None = None
+    # A pattern ending in "/" is a folder anywhere in the path, one without "/"
+    # a file name, any other the whole relative path (fnmatch). {} turns it off.
+    path_classes: dict[str, list[str]] = Field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_PATH_CLASSES.items()}
+    )
+    # Rules that never make the verdict "fail" whatever their severity:
+    # an assert in library code is worth a look, not a failed build.
+    never_fail: list[str] = Field(default_factory=lambda: ["B101"])
     # Quick mode runs the unit tests only when the last run took less than this.
     quick_unit_test_max_s: float = Field(default=20, gt=0)
 

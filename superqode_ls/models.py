@@ -34,6 +34,10 @@ class Severity(str, Enum):
     def at_least(self, other: Severity) -> bool:
         return self.rank >= other.rank
 
+    def lower(self) -> Severity:
+        """One level down (info stays info)."""
+        return _BY_RANK[max(0, self.rank - 1)]
+
 
 _SEVERITY_RANK = {
     Severity.info: 0,
@@ -42,6 +46,7 @@ _SEVERITY_RANK = {
     Severity.high: 3,
     Severity.critical: 4,
 }
+_BY_RANK = {rank: sev for sev, rank in _SEVERITY_RANK.items()}
 
 
 class Model(BaseModel):
@@ -89,6 +94,12 @@ class Finding(Model):
     verified: bool = False
     tags: list[str] = Field(default_factory=list)
     help_uri: str | None = None
+    # Other tools' rule ids for this same problem (bandit B105 and the secrets
+    # scan on one line): the finding was reported under each of them.
+    related_rules: list[str] = Field(default_factory=list)
+    # Why the severity is not the tool's own (a secret raised to high, a test
+    # file's finding shown one level lower); None when it is the tool's.
+    severity_reason: str | None = None
     # Text of the flagged line(s) when found; anchors the id and lets the
     # editor tell whether the finding still points at the same code.
     snippet: str | None = None
@@ -178,7 +189,7 @@ class Verification(Model):
         return f"NOT verified: {len(self.differences)} difference(s): {shown}{more}"
 
 
-Verdict = Literal["pass", "conditional", "fail"]
+Verdict = Literal["pass", "conditional", "fail", "cancelled"]
 
 
 class Usage(Model):

@@ -223,13 +223,18 @@ def test_ctrl_c_cancels_reverts_and_keeps_partial_report(make_repo):
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, err
-    assert "cancelled: partial results" in out and "app.py:2" in out
+    # A high finding came back before the cancel, yet no pass/fail is claimed.
+    assert "verdict: cancelled (partial results)" in out and "app.py:2" in out
+    assert "verdict: pass" not in out and "verdict: fail" not in out
     assert "Verified: the project is exactly as before" in out
     from superqode_ls.workspace.paths import working_root
 
     assert not list(working_root().glob("*/qe/qe-*/"))
     reports = list((repo / ".superqode" / "qe-artifacts" / "qr").glob("*.json"))
-    assert len(reports) == 1 and json.loads(reports[0].read_text())["cancelled"] is True
+    saved = json.loads(reports[0].read_text()) if len(reports) == 1 else {}
+    assert saved.get("cancelled") is True and saved["verdict"] == "cancelled"
+    md = reports[0].with_suffix(".md").read_text()
+    assert md.startswith("# SuperQode quality report: CANCELLED")
 
 
 def test_rich_display_renders_to_a_terminal_stream():
@@ -250,3 +255,75 @@ def test_rich_display_renders_to_a_terminal_stream():
     display.close()
     text = stream.getvalue()
     assert "lint_tester: done: 3 finding(s)" in text and "project verified unchanged" in text
+
+
+def test_plain_display_in_a_pipe_shows_tool_steps_and_a_mutant_counter():
+    import io
+
+    from superqode_ls.events import EventBus
+    from superqode_ls.qe.display import PlainDisplay
+
+    stream = io.StringIO()
+    bus = EventBus("qe-20260101-000000-abcdef")
+    bus.subscribe(PlainDisplay(stream, mutant_every=10))
+    bus.emit("role_start", role="mutation_tester")
+    for _ in range(3):  # a tool called per mutant is shown once
+        bus.emit("tool_call", role="mutation_tester", tool="python", argv=["python"])
+    for n in range(1, 26):  # as mutation.py emits them
+        bus.emit("progress", role="mutation_tester", message=f"mutant {n}")
+    bus.emit("progress", message="1/3 roles done", done=1, total=3)
+    lines = stream.getvalue().splitlines()
+    assert lines == [
+        "[mutation_tester] started",
+        "[mutation_tester] running python",
+        "[mutation_tester] 10 mutants run",
+        "[mutation_tester] 20 mutants run",
+    ]
+
+
+def test_real_cli_piped_prints_each_role_step(make_repo):
+    repo = make_repo({"pkg/__init__.py": "", "pkg/a.py": "import os\n"})
+    exe = Path(sys.executable).parent / "superqe"
+    proc = subprocess.run(
+        [str(exe), "run", str(repo), "-r", "security_tester", "-r", "lint_tester"],
+        capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=240, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for line in ("[lint_tester] started", "[lint_tester] running ruff",
+                 "[security_tester] running bandit", "[lint_tester] done: 1 finding(s)"):
+        assert line in proc.stderr, proc.stderr
+    assert "pkg/a.py:1:8: low F401" in proc.stdout
+
+
+def test_plain_display_heartbeat_when_a_role_is_quiet():
+    import io
+
+    from superqode_ls.events import EventBus
+    from superqode_ls.qe.display import PlainDisplay
+
+    now = [100.0]
+    stream = io.StringIO()
+    display = PlainDisplay(stream, heartbeat_s=30, background=False, clock=lambda: now[0])
+    bus = EventBus("qe-20260101-000000-abcdef")
+    bus.subscribe(display)
+    display.tick()  # nothing under way: nothing to say
+    bus.emit("role_start", role="unit_tester")
+    now[0] += 29
+    display.tick()  # printed 29 s ago: not yet
+    now[0] += 101
+    display.tick()
+    display.tick()  # just said it
+    bus.emit("role_complete", role="unit_tester", status="ok", findings=0, duration_s=130.0)
+    now[0] += 60
+    display.tick()  # nothing running any more
+    bus.emit("progress", message="verifying 3 fix(es)", done=0, total=3)
+    now[0] += 45
+    display.tick()
+    display.close()
+    assert stream.getvalue().splitlines() == [
+        "[unit_tester] started",
+        "still running: unit_tester (2m 10s)",
+        "[unit_tester] done: 0 finding(s) in 130.0s",
+        "verifying 3 fix(es)",
+        "still running: verifying fixes (45s)",
+    ]

@@ -213,6 +213,41 @@ def test_artifacts_clean_older_than(capsys, make_repo, monkeypatch):
     assert code == 2 and "no such directory" in err
 
 
+def test_artifacts_list_and_clean_actions(capsys, make_repo, monkeypatch, tmp_path):
+    repo = make_repo()
+    arts = Artifacts(repo, "qe-20200101-000000-aaaaaa").prepare()
+    old = arts.write_patch("old", "diff\n")
+    new = Artifacts(repo, "qe-20260101-000000-bbbbbb").prepare().write_log("new", "log\n")
+    week_ago = time.time() - 8 * 86400
+    os.utime(old, (week_ago, week_ago))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # `list` is an action, not a folder named list
+    code, out, err = _run(capsys, "artifacts", "list", str(repo))
+    assert code == 0, err
+    assert "patches/qe-20200101-000000-aaaaaa-old.patch" in out and "logs/" in out
+    code, out2, _ = _run(capsys, "artifacts", "-C", str(repo), "list")
+    assert code == 0 and out2 == out
+    code, out, _ = _run(capsys, "artifacts", "list", str(repo), "--json")
+    data = json.loads(out)
+    assert code == 0 and len(data["artifacts"]) == 2
+    assert {e["session_id"] for e in data["artifacts"]} == {
+        "qe-20200101-000000-aaaaaa", "qe-20260101-000000-bbbbbb"}
+    for argv, message in [
+        (("artifacts", "list", str(repo), "--older-than", "7d"), "--older-than goes with --clean"),
+        (("artifacts", "list", str(repo), "--clean"), "does not take --clean"),
+        (("artifacts", "list", str(repo), str(repo)), "one project only"),
+        (("artifacts", "clean", str(repo), "--json"), "--json goes with artifacts list"),
+        (("artifacts", "list", str(elsewhere / "nope")), "no such directory"),
+    ]:
+        code, out, err = _run(capsys, *argv)
+        assert code == 2 and message in err and err.count("\n") == 1, (argv, err)
+    assert old.exists()  # refused commands changed nothing
+    code, out, _ = _run(capsys, "artifacts", "clean", str(repo), "--older-than", "7d")
+    assert code == 0 and "removed 1 artifact(s)" in out
+    assert not old.exists() and new.exists()
+
+
 def test_cli_entry_point_runs_status(make_repo):
     repo = make_repo()
     proc = subprocess.run([sys.executable, "-m", "superqode_ls", "status", "--all", "--json"],

@@ -43,6 +43,8 @@ def test_every_plant_found_and_fixable_ones_fixed(example_copy, tmp_path):
         assert len(hits) == 1, (plant, [(f.rule_id, f.file, f.range) for f in out.findings])
         (finding,) = hits
         assert finding.tool == plant["tool"] and finding.id
+        assert finding.severity.value == plant.get("severity", finding.severity.value), plant
+        assert finding.related_rules == plant.get("related_rules", finding.related_rules), plant
         if "evidence" in plant:
             ev = plant["evidence"]
             assert any(e.file == ev["file"] and e.line == ev["line"] for e in finding.evidence)

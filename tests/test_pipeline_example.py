@@ -42,6 +42,11 @@ def test_shop_example_every_planted_problem(example_copy, capsys):
     found = {(f["rule_id"], f["file"], f["range"]["start_line"]) for f in report["findings"] if f.get("range")}
     for p in EXPECTED:
         assert (p["rule_id"], p["file"], p["line"]) in found, f"missed {p}"
+        if "severity" in p or "related_rules" in p:
+            (f,) = [f for f in report["findings"] if f.get("range") and (
+                f["rule_id"], f["file"], f["range"]["start_line"]) == (p["rule_id"], p["file"], p["line"])]
+            assert f["severity"] == p.get("severity", f["severity"]), (p, f)
+            assert f["related_rules"] == p.get("related_rules", f["related_rules"]), (p, f)
     verified_rules = {f["rule_id"] for f in report["findings"] if f["verified"]}
     for rule in {p["rule_id"] for p in EXPECTED if p["fixable"]}:
         assert rule in verified_rules, f"no verified fix for {rule}"

@@ -316,3 +316,14 @@ def test_verdict_rule(tmp_path):
     broken = clean.model_copy(update={"roles": [RoleRun(role="unit_tester", status="timeout")]})
     assert compute_verdict(broken, "high") == "conditional"
     assert compute_verdict(make_report(tmp_path), "high") == "fail"
+    # a cancelled session claims neither pass nor fail, whatever it found
+    stopped = make_report(tmp_path).model_copy(update={"cancelled": True})
+    assert compute_verdict(stopped, "high") == "cancelled"
+    assert render_markdown(stopped.model_copy(update={"verdict": "cancelled"})).startswith(
+        "# SuperQode quality report: CANCELLED\n")
+    # an assert (B101) outside tests never fails a run by default; other rules do
+    b101 = Finding(role="r", tool="bandit", rule_id="B101", title="assert", message="x",
+                   severity=Severity.low)
+    assert compute_verdict([b101], "low") == "conditional"
+    assert compute_verdict([b101], "low", never_fail=()) == "fail"
+    assert compute_verdict([b101, f("low")], "low") == "fail"

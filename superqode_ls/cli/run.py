@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ..config import ConfigError, load_config
 from ..events import EventBus
-from ..models import QualityReport, Severity
+from ..models import QualityReport
+from ..qe.report.verdict import DEFAULT_NEVER_FAIL, fails
 from ..workspace.artifacts import atomic_write
 from ..workspace.errors import WorkspaceError
 from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError
@@ -83,17 +84,16 @@ def _check_sarif_target(path: str) -> Path:
     return target
 
 
-def exit_code(report: QualityReport, fail_on: str) -> int:
+def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL) -> int:
     if report.verification is not None and not report.verification.verified:
         return EXIT_FAILED
     if report.timed_out:
         return EXIT_FAILED
     if report.cancelled:
         return EXIT_INTERRUPTED
-    if fail_on != "never":
-        floor = Severity(fail_on)
-        if any(f.severity.at_least(floor) for f in report.findings):
-            return EXIT_FINDINGS
+    # The verdict's own rule, so exit 1 and "verdict: fail" always agree.
+    if fails(report.findings, fail_on, never_fail):
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
@@ -157,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if report.verification is not None and not report.verification.verified:
         print(f"superqe: {report.verification.line}", file=sys.stderr)
     fail_on = args.fail_on or config.qe.fail_on
-    return exit_code(report, fail_on)
+    return exit_code(report, fail_on, config.qe.never_fail)
 
 
 class _HoldStart:

@@ -7,7 +7,9 @@
                                      and remove it; --resume keeps it for you instead
 ``clean [--force] [--older-than D]`` remove sandboxes of every project, our git worktree
                                      registrations and stale locks
-``artifacts [PATH] --clean --older-than D``  prune old artifacts
+``artifacts [-C PATH] list [--json]``          list this project's artifacts
+``artifacts [-C PATH] clean [--older-than D]``  prune old artifacts (default 7d)
+``artifacts [PATH] [--clean --older-than D]``   the same, older spelling
 """
 
 from __future__ import annotations
@@ -82,12 +84,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_clean)
 
     p = sub.add_parser("artifacts", help="list or prune session artifacts",
-                       description="List artifacts under .superqode/qe-artifacts, or remove "
-                                   "old ones with --clean.")
-    p.add_argument("path", nargs="?", default=".", help="project (default: .)")
-    p.add_argument("--clean", action="store_true", help="remove artifacts older than --older-than")
+                       usage="superqe artifacts [-C PATH] {list,clean} [PATH] [--json] "
+                             "[--older-than DURATION]",
+                       description="List artifacts under .superqode/qe-artifacts (list), or "
+                                   "remove old ones (clean). `superqe artifacts [PATH] --clean` "
+                                   "still works; a folder named list or clean is ./list.")
+    p.add_argument("words", nargs="*", metavar="ACTION/PATH",
+                   help="list (default) or clean, then the project (default: .)")
+    p.add_argument("-C", "--project", default=None, metavar="PATH", help="project folder")
+    p.add_argument("--clean", action="store_true", help="same as the clean action")
     p.add_argument("--older-than", type=_duration_arg, default=None, metavar="DURATION",
-                   help="age limit for --clean (default 7d)")
+                   help="age limit for clean (default 7d)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (list)")
     p.set_defaults(func=cmd_artifacts)
 
 
@@ -259,17 +267,41 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 # -- artifacts --------------------------------------------------------------
 
+_ARTIFACT_ACTIONS = ("list", "clean")
+
+
+def _artifacts_action(args: argparse.Namespace) -> tuple[str, str]:
+    """(action, path) from ``artifacts [ACTION] [PATH]``, ``-C`` and ``--clean``.
+    A first word naming an action is the action: `superqe artifacts list`
+    read ``list`` as a folder before there were actions."""
+    words = list(args.words)
+    action = None
+    if words and words[0] in _ARTIFACT_ACTIONS:
+        action = words.pop(0)
+    if len(words) > 1 or (words and args.project is not None):
+        raise UsageError(f"artifacts: one project only (got {' '.join(args.words)})")
+    if args.clean:
+        if action == "list":
+            raise UsageError("artifacts list does not take --clean (use: artifacts clean)")
+        action = "clean"
+    action = action or "list"
+    if args.older_than is not None and action != "clean":
+        raise UsageError("--older-than goes with --clean (or: artifacts clean --older-than D)")
+    if args.json and action != "list":
+        raise UsageError("--json goes with artifacts list")
+    return action, (words[0] if words else args.project or ".")
+
+
 def cmd_artifacts(args: argparse.Namespace) -> int:
     from ..workspace.artifacts import clean_artifacts, read_manifest
     from ..workspace.paths import artifacts_root
 
-    project = Path(args.path).expanduser()
+    action, path = _artifacts_action(args)
+    project = Path(path).expanduser()
     if not project.is_dir():
-        raise UsageError(f"{args.path}: no such directory")
+        raise UsageError(f"{path}: no such directory")
     project = _project(project)
-    if args.older_than is not None and not args.clean:
-        raise UsageError("--older-than goes with --clean")
-    if args.clean:
+    if action == "clean":
         limit = args.older_than if args.older_than is not None else parse_duration("7d")
         removed = clean_artifacts(project, limit)
         for rel in removed:
@@ -277,6 +309,9 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
         print(f"removed {len(removed)} artifact(s) older than {recovery.utc_age(limit)}")
         return 0
     entries = read_manifest(artifacts_root(project))["artifacts"]
+    if args.json:
+        print(json.dumps({"project": str(project), "artifacts": entries}, indent=2))
+        return 0
     if not entries:
         print("no artifacts")
         return 0

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import TextIO
 
 from ..models import Event, Finding, QualityReport, Severity
@@ -24,6 +26,10 @@ _ROLE_STATUS = {
     "cancelled": "cancelled",
     "error": "error",
 }
+
+
+# In a pipe, a "still running" line after this long without output.
+PIPE_HEARTBEAT_S = 30.0
 
 
 class JsonlDisplay:
@@ -71,17 +77,73 @@ def _role_line(data: dict) -> str:
     return text
 
 
-class PlainDisplay:
-    """Plain lines, no cursor tricks: safe for pipes, logs and CI."""
+def _mutant_count(data: dict) -> int | None:
+    """N of a mutation role's ``mutant N`` progress event, else None."""
+    message = str(data.get("message", ""))
+    if data.get("role") and message.startswith("mutant "):
+        try:
+            return int(message.split()[1])
+        except (IndexError, ValueError):
+            return None
+    return None
 
-    def __init__(self, stream: TextIO | None = None):
+
+class PlainDisplay:
+    """Plain lines, no cursor tricks: safe for pipes, logs and CI.
+
+    A pipe must never look hung: besides a line per role start and end, each
+    role's first call of each tool is a line ("[unit_tester] running pytest"),
+    the mutation role's counter one line per ``mutant_every`` mutants, and
+    with ``heartbeat_s`` a "still running" line when nothing was printed for
+    that long (a test suite that runs for minutes).
+    """
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        mutant_every: int = 25,
+        heartbeat_s: float | None = None,
+        *,
+        background: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = stream or sys.stderr
         self._lock = threading.Lock()
+        self.mutant_every = max(1, mutant_every)
+        self._tools_seen: set[tuple[str, str]] = set()
+        self.heartbeat_s = heartbeat_s
+        self._clock = clock
+        self._last = clock()
+        self._running: dict[str, float] = {}  # what is under way -> since when
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if heartbeat_s and background:
+            self._thread = threading.Thread(target=self._beat, name="superqe-heartbeat",
+                                            daemon=True)
+            self._thread.start()
 
     def _write(self, text: str) -> None:
         with self._lock:
             self.stream.write(text + "\n")
             self.stream.flush()
+            self._last = self._clock()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(1.0):
+            self.tick()
+
+    def tick(self) -> None:
+        """Print "still running: ..." when nothing was printed for
+        ``heartbeat_s`` while something is under way."""
+        now = self._clock()
+        if not self.heartbeat_s or not self._running or now - self._last < self.heartbeat_s:
+            return
+        running = dict(self._running)  # a copy: events change it from another thread
+        busy = ", ".join(f"{what} ({_age(now - since)})" for what, since in running.items())
+        try:
+            self._write(f"still running: {busy}")
+        except (OSError, ValueError):
+            self._stop.set()  # the reader is gone; the session goes on without us
 
     def __call__(self, event: Event) -> None:
         d = event.data
@@ -92,13 +154,31 @@ class PlainDisplay:
         elif t == "workspace.snapshot":
             self._write(f"sandbox ready ({d.get('isolation')}, {d.get('seconds', 0):.1f}s)")
         elif t == "role_start":
+            self._running[str(d.get("role"))] = self._clock()
             self._write(f"[{d.get('role')}] started")
         elif t == "role_complete":
+            self._running.pop(str(d.get("role")), None)
             self._write(f"[{d.get('role')}] {_role_line(d)}")
+        elif t == "tool_call" and d.get("role"):
+            key = (str(d["role"]), str(d.get("tool")))
+            if key not in self._tools_seen:  # a role may call its tool per file or mutant
+                self._tools_seen.add(key)
+                self._write(f"[{d['role']}] running {d.get('tool')}")
+        elif t == "progress" and _mutant_count(d) is not None:
+            n = _mutant_count(d) or 0
+            if n % self.mutant_every == 0:
+                total = f" of {d['total']}" if d.get("total") else ""
+                self._write(f"[{d['role']}] {n}{total} mutants run")
+        elif t == "progress" and d.get("role") and d.get("message"):
+            self._write(f"[{d['role']}] {d['message']}")
         elif t == "progress" and (
             str(d.get("message", "")).startswith("fixes verified")
             or (str(d.get("message", "")).startswith("verifying") and not d.get("done"))
         ):
+            if str(d.get("message")).startswith("verifying"):
+                self._running["verifying fixes"] = self._clock()
+            else:
+                self._running.pop("verifying fixes", None)
             self._write(str(d.get("message")))
         elif t == "git.blocked":
             self._write(f"blocked git command in the sandbox: {d.get('command') or d.get('argv')}")
@@ -107,7 +187,14 @@ class PlainDisplay:
                                                 else "PROJECT DIFFERS FROM BEFORE"))
 
     def close(self) -> None:
-        pass
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 class RichDisplay:
@@ -151,6 +238,9 @@ class RichDisplay:
                 )
             elif t == "role_start":
                 self._task(d["role"], f"{d['role']}: running")
+            elif t == "progress" and _mutant_count(d) is not None:
+                tid = self._task(d["role"], "")
+                self.progress.update(tid, description=f"{d['role']}: running, {d['message']}")
             elif t == "role_complete":
                 tid = self._task(d["role"], "")
                 self.progress.update(tid, description=f"{d['role']}: {_role_line(d)}", completed=1)
@@ -178,7 +268,7 @@ def make_display(*, jsonl: bool, stream: TextIO | None = None):
     stream = stream or sys.stderr
     if stream.isatty():
         return RichDisplay(stream)
-    return PlainDisplay(stream)
+    return PlainDisplay(stream, heartbeat_s=PIPE_HEARTBEAT_S)
 
 
 def _where(f: Finding) -> str:
@@ -193,7 +283,10 @@ def finding_line(f: Finding, patches: dict | None = None) -> str:
     fix = ""
     if f.fix_patch_id:
         fix = f" [fix {f.fix_patch_id}{', verified' if f.verified else ''}]"
-    return f"{_where(f)}: {f.severity.value} {f.rule_id} {f.title} ({f.role}/{f.tool}){fix}"
+    rule = f.rule_id + "".join(f"+{r}" for r in f.related_rules)
+    where = next((t[5:] for t in f.tags if t.startswith("path:")), None)
+    note = f" [in {where}: one level lower]" if where else ""
+    return f"{_where(f)}: {f.severity.value} {rule} {f.title} ({f.role}/{f.tool}){fix}{note}"
 
 
 def summary_lines(report: QualityReport) -> list[str]:
@@ -207,7 +300,7 @@ def summary_lines(report: QualityReport) -> list[str]:
     lines.append("")
     state = ""
     if report.cancelled:
-        state = " (cancelled: partial results)"
+        state = " (partial results)"  # the verdict itself says cancelled
     elif report.timed_out:
         state = " (timed out: partial results)"
     lines.append(f"verdict: {report.verdict}{state}; {len(report.findings)} finding(s)"

@@ -1,24 +1,31 @@
 """Noise filter: what reaches the report out of everything the roles found.
 
-Four steps, in this order, each counted so the report can say what it hid:
+Five steps, in this order; the first four are counted so the report can say
+what it hid:
 
 1. inline suppressions on the flagged line(s): ``# noqa`` / ``# noqa: CODE,...``,
    ``# nosec`` / ``# nosec CODE ...`` (security findings), ``# superqode: ignore`` /
    ``# superqode: ignore[CODE,...]``;
 2. the confidence threshold (``qe.confidence_threshold``, default 0.7);
 3. de-duplication: one problem reported by two tools (bandit ``B105`` and ruff
-   ``S105`` on the same line) or twice by one tool is kept once, the strongest
-   report winning and the others named in its tags;
-4. the baseline (``qe/baseline.py``): findings already accepted are dropped.
+   ``S105``, or bandit ``B105`` and the secrets scan, on the same line) or twice
+   by one tool is kept once: the strongest report is kept with the HIGHEST
+   severity of the group and the other rule ids in ``related_rules``;
+4. the baseline (``qe/baseline.py``): findings already accepted are dropped;
+5. path classes (``qe.path_classes``): a static tool's finding (security,
+   secrets, lint, syntax, types) in tests, fixtures, docs or examples is shown
+   one level lower, the reason in ``severity_reason``.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
 
 LineReader = Callable[[str, int], "str | None"]
@@ -44,8 +51,17 @@ def canonical_rule(rule_id: str) -> str:
     rule = rule_id.strip().upper()
     m = _RUFF_BANDIT.match(rule)
     if m:
-        return f"B{m.group(1)}"
+        rule = f"B{m.group(1)}"
     return _SAME_CHECK.get(rule, rule)
+
+
+# bandit's hard-coded password rules; the secrets scan (``secret-*``) flagging
+# the same line names the same problem.
+_PASSWORD_RULES = ("B105", "B106", "B107")
+
+
+def _is_secret_scan(rule_id: str) -> bool:
+    return rule_id.lower().startswith("secret-")
 
 
 _CODE = re.compile(r"^[A-Za-z]+\d+$")
@@ -111,14 +127,25 @@ def _strength(f: Finding) -> tuple:
 def deduplicate(findings: Iterable[Finding]) -> tuple[list[Finding], int]:
     """Merge reports of the same problem (same file, line and canonical rule).
 
-    The kept finding carries the others' tool:rule in its tags (``also:...``)
-    and, when it has no fix of its own, the fix of a merged one.
+    The kept finding takes the highest severity of the group (a weak tool
+    agreeing with a strong one must not water it down), carries the others'
+    rule ids in ``related_rules`` and their tool:rule in its tags
+    (``also:...``) and, when it has no fix of its own, the fix of a merged one.
     """
+    findings = list(findings)
+    password_at: dict[tuple, str] = {}
+    for f in findings:
+        rule = canonical_rule(f.rule_id)
+        if f.range and rule in _PASSWORD_RULES:
+            password_at.setdefault((f.file, f.range.start_line), rule)
     groups: dict[tuple, list[Finding]] = {}
     order: list[tuple] = []
     for f in findings:
         line = f.range.start_line if f.range else None
-        key = (f.file, line, canonical_rule(f.rule_id)) if line is not None else ("id", f.id)
+        rule = canonical_rule(f.rule_id)
+        if _is_secret_scan(f.rule_id):
+            rule = password_at.get((f.file, line), rule)
+        key = (f.file, line, rule) if line is not None else ("id", f.id)
         if key not in groups:
             groups[key] = []
             order.append(key)
@@ -131,22 +158,102 @@ def deduplicate(findings: Iterable[Finding]) -> tuple[list[Finding], int]:
             out.append(group[0])
             continue
         best = max(group, key=_strength)
-        tags = list(best.tags)
-        evidence = list(best.evidence)
-        fix = best.fix_patch_id
-        for other in group:
-            if other is best:
-                continue
-            dropped += 1
-            also = f"also:{other.tool}:{other.rule_id}"
-            if also not in tags and (other.tool, other.rule_id) != (best.tool, best.rule_id):
-                tags.append(also)
-            fix = fix or other.fix_patch_id
-            for ev in other.evidence:
-                if ev not in evidence:
-                    evidence.append(ev)
-        out.append(best.model_copy(update={"tags": tags, "evidence": evidence, "fix_patch_id": fix}))
+        dropped += len(group) - 1
+        out.append(merge_reports(best, [f for f in group if f is not best]))
     return out, dropped
+
+
+def merge_reports(best: Finding, others: list[Finding]) -> Finding:
+    """``best`` standing for itself and ``others`` (the same problem): the
+    highest severity of them all, their rule ids in ``related_rules``, their
+    tool:rule in the tags (``also:...``), their evidence, and a fix of theirs
+    when ``best`` has none."""
+    tags = list(best.tags)
+    evidence = list(best.evidence)
+    related = list(best.related_rules)
+    fix = best.fix_patch_id
+    update: dict = {}
+    top = max([best, *others], key=lambda f: f.severity.rank)
+    if top.severity.rank > best.severity.rank:
+        update["severity"] = top.severity
+        update["severity_reason"] = _join(
+            best.severity_reason,
+            f"{top.severity.value}, as {top.tool} {top.rule_id} rates the same line",
+        )
+    for other in others:
+        also = f"also:{other.tool}:{other.rule_id}"
+        if also not in tags and (other.tool, other.rule_id) != (best.tool, best.rule_id):
+            tags.append(also)
+        for rule in (other.rule_id, *other.related_rules):
+            if rule != best.rule_id and rule not in related:
+                related.append(rule)
+        fix = fix or other.fix_patch_id
+        for ev in other.evidence:
+            if ev not in evidence:
+                evidence.append(ev)
+    update.update(tags=tags, evidence=evidence, fix_patch_id=fix, related_rules=related)
+    return best.model_copy(update=update)
+
+
+def _join(a: str | None, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def path_class(path: str | None, classes: dict[str, list[str]]) -> tuple[str, str] | None:
+    """(class, pattern) of the first path class ``path`` falls in, or None.
+
+    A pattern ending in ``/`` names a folder anywhere in the path; one
+    without ``/`` a file name; any other is matched against the whole path.
+    """
+    if not path:
+        return None
+    parts = path.split("/")
+    name = parts[-1]
+    for cls, patterns in classes.items():
+        for pat in patterns:
+            if pat.endswith("/"):
+                folder = pat.rstrip("/")
+                if "/" in folder:
+                    hit = fnmatch.fnmatchcase(path, f"{folder}/*") or fnmatch.fnmatchcase(
+                        path, f"*/{folder}/*"
+                    )
+                else:
+                    hit = any(fnmatch.fnmatchcase(p, folder) for p in parts[:-1])
+            elif "/" in pat:
+                hit = fnmatch.fnmatchcase(path, pat)
+            else:
+                hit = fnmatch.fnmatchcase(name, pat)
+            if hit:
+                return cls, pat
+    return None
+
+
+# What a static tool says about the code of the file it points at. A failing
+# test (category "tests") points into tests/ but is about the product code,
+# and is not lowered; neither are generated-test crashes or mutants.
+PATH_CLASS_CATEGORIES = frozenset({"security", "secrets", "lint", "syntax", "types"})
+
+
+def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> list[Finding]:
+    """Static findings in a path class shown one level lower, the reason
+    recorded on each (and a ``path:CLASS`` tag); nothing is dropped."""
+    out = []
+    for f in findings:
+        static = f.category in PATH_CLASS_CATEGORIES
+        hit = path_class(f.file, classes) if classes and static else None
+        if hit is None:
+            out.append(f)
+            continue
+        cls, pat = hit
+        lowered = f.severity.lower()
+        reason = f"in {cls} ({pat!r}): shown one level lower than {f.severity.value}"
+        if lowered is f.severity:
+            reason = f"in {cls} ({pat!r})"
+        tags = list(f.tags) + ([f"path:{cls}"] if f"path:{cls}" not in f.tags else [])
+        out.append(f.model_copy(update={
+            "severity": lowered, "severity_reason": _join(f.severity_reason, reason), "tags": tags,
+        }))
+    return out
 
 
 @dataclass
@@ -167,7 +274,10 @@ def filter_findings(
     read_line: LineReader,
     threshold: float = 0.7,
     baseline: Counter[str] | None = None,
+    path_classes: dict[str, list[str]] | None = None,
 ) -> NoiseResult:
+    """``path_classes`` None means the defaults (``DEFAULT_PATH_CLASSES``);
+    ``{}`` turns the step off."""
     kept: list[Finding] = []
     suppressed = below = 0
     for f in findings:
@@ -178,6 +288,9 @@ def filter_findings(
         else:
             kept.append(f)
     deduped, dups = deduplicate(kept)
+    classes = DEFAULT_PATH_CLASSES if path_classes is None else path_classes
+    if classes:
+        deduped = classify_paths(deduped, classes)
     result = NoiseResult(
         findings=deduped,
         suppressed=suppressed,

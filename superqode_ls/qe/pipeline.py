@@ -549,6 +549,7 @@ class QESession:
             read_line=FileLines(sandbox),
             threshold=res.config.qe.confidence_threshold,
             baseline=None if self.request.update_baseline else res.baseline,
+            path_classes=res.config.qe.path_classes,
         )
 
     async def _verify(
@@ -692,7 +693,7 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _verdict(report: QualityReport, config: Config) -> str:
-    return compute_verdict(report, config.qe.fail_on)
+    return compute_verdict(report, config.qe.fail_on, config.qe.never_fail)
 
 
 def _agent_usage(session_id: str):

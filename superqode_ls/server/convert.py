@@ -102,10 +102,17 @@ def lsp_range(
 def diagnostic_message(f: Finding) -> str:
     title, msg = f.title.strip(), f.message.strip()
     if not msg or msg == title:
-        return title or f.rule_id
-    if not title or msg.startswith(title):
-        return msg
-    return f"{title}: {msg}"
+        text = title or f.rule_id
+    elif not title or msg.startswith(title):
+        text = msg
+    else:
+        text = f"{title}: {msg}"
+    # The severity model's notes: the editor shows the same finding the report does.
+    if f.related_rules:
+        text += f" [also {', '.join(f.related_rules)}]"
+    if f.severity_reason:
+        text += f" [{f.severity.value}: {f.severity_reason}]"
+    return text
 
 
 def to_diagnostic(

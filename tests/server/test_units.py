@@ -64,6 +64,16 @@ def test_diagnostic_fields_follow_the_contract():
     assert stale["message"].startswith("[stale")
 
 
+def test_diagnostic_message_names_related_rules_and_severity_reason():
+    f = finding(rule_id="B105", tool="bandit", title="Possible hardcoded password: '****'",
+                message="B105 (hardcoded_password_string): Possible hardcoded password: '****'",
+                related_rules=["secret-generic"], severity=Severity.medium,
+                severity_reason="in tests ('tests/'): shown one level lower than high")
+    assert convert.diagnostic_message(f).endswith(
+        "Possible hardcoded password: '****' "
+        "[also secret-generic] [medium: in tests ('tests/'): shown one level lower than high]")
+
+
 # ---- tracking --------------------------------------------------------------------
 def test_edit_above_shifts_edit_on_the_lines_marks_stale_edit_below_nothing():
     above, on, below = tracked(10), tracked(5), tracked(2)

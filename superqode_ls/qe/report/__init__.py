@@ -8,10 +8,11 @@ from .json_report import read_json, write_json
 from .markdown import render_markdown
 from .sarif import to_sarif
 from .schema import qr_json_schema
-from .verdict import compute_verdict
+from .verdict import compute_verdict, fails
 
 __all__ = [
     "compute_verdict",
+    "fails",
     "qr_json_schema",
     "read_json",
     "render_markdown",

@@ -11,6 +11,7 @@ _VERDICT_LINE = {
     "pass": "PASS: nothing that needs attention.",
     "conditional": "CONDITIONAL: no blocking finding, but some need a look.",
     "fail": "FAIL: at least one finding at or above the failure threshold.",
+    "cancelled": "CANCELLED: the session was stopped; the findings below are partial.",
 }
 
 
@@ -76,6 +77,10 @@ def _finding(n: int, f: Finding, patches: dict[str, Patch]) -> list[str]:
         f"({f.role}) · confidence {f.confidence:.2f} · {f.category}"
     )
     lines.append(f"- **Id** {_inline(f.id)}")
+    if f.related_rules:
+        lines.append("- **Also reported as** " + ", ".join(_inline(r) for r in f.related_rules))
+    if f.severity_reason:
+        lines.append(f"- **Severity** {f.severity.value}: {f.severity_reason}")
     if f.help_uri:
         lines.append(f"- **Rule docs** <{f.help_uri}>")
     fix, fix_body = _fix_lines(f, patches)

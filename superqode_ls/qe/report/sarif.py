@@ -176,6 +176,10 @@ def _result(
             "tags": list(f.tags),
         },
     }
+    if f.related_rules:
+        result["properties"]["relatedRuleIds"] = list(f.related_rules)
+    if f.severity_reason:
+        result["properties"]["severityReason"] = f.severity_reason
     related = []
     for i, e in enumerate(f.evidence, start=1):
         if not e.file:

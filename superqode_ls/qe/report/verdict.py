@@ -1,7 +1,11 @@
 """The verdict of a quality report.
 
+- ``cancelled``: the session was stopped (Ctrl-C, SIGTERM, the editor's
+  cancel) before it finished: its findings are partial, so no pass or fail is
+  claimed (the CLI exits 130);
 - ``fail``: at least one finding at or above the ``fail_on`` severity
-  (``fail_on="never"`` never fails);
+  (``fail_on="never"`` never fails), not counting rules in ``never_fail``
+  (``qe.never_fail``, by default bandit's B101 ``assert``);
 - ``conditional``: otherwise, at least one finding at ``low`` or above, or a
   role that should have run could not finish (failed, error, timeout): the
   change may go in, but someone should look;
@@ -16,20 +20,39 @@ from collections.abc import Iterable
 from ...models import Finding, QualityReport, Severity, Verdict
 
 _UNFINISHED = {"failed", "error", "timeout"}
+DEFAULT_NEVER_FAIL = ("B101",)
+
+
+def fails(
+    findings: Iterable[Finding],
+    fail_on: str | Severity = "high",
+    never_fail: Iterable[str] = DEFAULT_NEVER_FAIL,
+) -> bool:
+    """Whether any finding is at or above ``fail_on`` and may fail a run."""
+    if str(getattr(fail_on, "value", fail_on)) == "never":
+        return False
+    threshold = Severity(fail_on)
+    exempt = {r.upper() for r in never_fail}
+    return any(
+        f.severity.at_least(threshold) and f.rule_id.upper() not in exempt for f in findings
+    )
 
 
 def compute_verdict(
-    findings: Iterable[Finding] | QualityReport, fail_on: str | Severity = "high"
+    findings: Iterable[Finding] | QualityReport,
+    fail_on: str | Severity = "high",
+    never_fail: Iterable[str] = DEFAULT_NEVER_FAIL,
 ) -> Verdict:
     """Verdict for ``findings`` (or a whole report, which also counts roles
-    that did not finish)."""
+    that did not finish and a cancel)."""
     unfinished = False
     if isinstance(findings, QualityReport):
+        if findings.cancelled:
+            return "cancelled"
         unfinished = any(r.status in _UNFINISHED for r in findings.roles)
         findings = findings.findings
     items = list(findings)
-    threshold = None if str(getattr(fail_on, "value", fail_on)) == "never" else Severity(fail_on)
-    if threshold is not None and any(f.severity.at_least(threshold) for f in items):
+    if fails(items, fail_on, never_fail):
         return "fail"
     if unfinished or any(f.severity.at_least(Severity.low) for f in items):
         return "conditional"

@@ -6,6 +6,7 @@ code), so they import nothing from SuperQode and only write JSON files.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 # Per-test coverage contexts (like pytest-cov's --cov-context=test) plus the
@@ -84,6 +85,13 @@ def pytest_runtest_logstart(nodeid, location):
     _write({"event": "start", "nodeid": nodeid})
 
 
+def pytest_collectreport(report):
+    # A file that cannot be collected has no test to report on: say why.
+    if report.failed:
+        _write({"event": "collect_error", "nodeid": report.nodeid,
+                "text": str(report.longrepr)[-4000:]})
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -114,3 +122,20 @@ def write_plugin(directory: Path, name: str, source: str) -> str:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{name}.py").write_text(source, encoding="utf-8")
     return name
+
+
+def collect_reason(text: str, limit: int = 300) -> str:
+    """What says why pytest could not collect a file: the exception line of
+    its report (``E   SyntaxError: ...``) with the file and line when pytest
+    gives them, else the first lines of the report."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    exc = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    raised = [ln for ln in exc if re.match(r"^[A-Za-z_][\w.]*: ", ln)]
+    if raised:
+        where = next((m for ln in exc if (m := re.match(r'^File "(.+)", line (\d+)', ln))), None)
+        reason = raised[-1]
+        if where:
+            reason += f" ({where.group(1).rsplit('/', 1)[-1]} line {where.group(2)})"
+    else:
+        reason = " / ".join((exc or lines)[:2])
+    return reason[:limit] or "no reason given"

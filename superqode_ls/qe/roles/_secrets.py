@@ -79,7 +79,7 @@ RULES: tuple[SecretRule, ...] = (
         re.compile(
             r"(https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"
         ),
-        Severity.medium,
+        Severity.high,  # anyone holding it can post as the app: a secret like the others
         0.9,
         1,
     ),
@@ -144,7 +144,54 @@ def digest(value: str) -> str:
 
 
 def mask(value: str) -> str:
-    return value[:4] + "*" * max(4, len(value) - 4) if len(value) > 8 else "*" * len(value)
+    """The value as stars, one per character (its length is the hint). A
+    value of 16 characters or more keeps its first 4, which for tokens name
+    the provider (``AKIA``, ``ghp_``, ``xoxb``) and leave 12+ unknown."""
+    if len(value) >= 16:
+        return value[:4] + "*" * (len(value) - 4)
+    return "*" * len(value)
+
+
+def mask_quoted(text: str, value: str) -> str | None:
+    """``text`` with ``value`` masked where it stands as a quoted string
+    (``'v'`` or ``"v"``), the words around it untouched: replacing every
+    occurrence turned bandit's "hardcoded password: 'a'" into
+    "h*rdcoded p*ssword: '*'". None when ``value`` is not quoted there, so a
+    caller can leave the text out rather than show the secret."""
+    out, found = text, False
+    for q in ("'", '"'):
+        quoted = f"{q}{value}{q}"
+        if quoted in out:
+            out, found = out.replace(quoted, f"{q}{mask(value)}{q}"), True
+    return out if found else None
+
+
+_TARGET = re.compile(r"([\w.]+)['\"\]]?\s*(?::=|==|!=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
+
+
+def plausible(value: str, line: str | None = None) -> bool:
+    """Whether a value bandit calls a password could be one: not empty, a
+    placeholder, an environment variable's name, a number, a sentence, a URL
+    without credentials or a short low-entropy word ("bearer"), and (when the
+    source ``line`` is given) not assigned to a name that holds *about* a
+    secret (``TOKEN_URL``, ``password_field``)."""
+    if not (
+        len(value) >= 6
+        and not any(c.isspace() for c in value)
+        and not _PLACEHOLDER.match(value)
+        and not _ENV_VAR_NAME.match(value)
+        and not value.isdigit()
+        and not ("://" in value and "@" not in value)
+        and entropy(value) >= 2.5
+    ):
+        return False
+    if line:
+        for q in ("'", '"'):
+            at = line.find(f"{q}{value}{q}")
+            m = _TARGET.search(line[:at]) if at > 0 else None
+            if m and _NOT_SECRET_NAME.search(m.group(1)):
+                return False
+    return True
 
 
 @dataclass

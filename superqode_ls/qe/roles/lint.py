@@ -1,7 +1,8 @@
 """lint_tester: ruff, with each fix ruff offers turned into its own patch.
 
-The role is read-only: it runs ``ruff check --output-format json`` (whose
-diagnostics carry the fix edits), applies the edits to an in-memory copy of
+The role is read-only: it runs ``ruff check --no-fix --no-cache --output-format
+json`` (whose diagnostics carry the fix edits, whatever the project's ``fix``
+setting says), applies the edits to an in-memory copy of
 the file and keeps the difference as a patch. The project's own ruff
 configuration (pyproject.toml / ruff.toml) decides which rules run.
 """
@@ -66,6 +67,11 @@ class LintTester(FileCheckRole):
         cmd = [
             ruff,
             "check",
+            # A project's ``fix = true`` (flask sets it) would make ruff edit
+            # the shared sandbox: counts would drop and bandit, running beside
+            # us, would read the edited files. Fixes come back as JSON edits.
+            "--no-fix",
+            "--no-fix-only",
             "--no-cache",  # a cache dir would be a write into the shared sandbox
             "--output-format",
             "json",

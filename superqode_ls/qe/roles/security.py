@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models import Evidence, Finding, Patch, Range, Severity
+from ..noise import merge_reports
 from . import _secrets
 from ._common import (
     SKIP_DIRS,
@@ -29,6 +30,7 @@ from ._common import (
     tail,
 )
 from ._patches import attach, make_patch
+from ._patterns import call_name, patterns
 from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
 _SEVERITY = {"HIGH": Severity.high, "MEDIUM": Severity.medium, "LOW": Severity.low}
@@ -70,7 +72,7 @@ class SecurityTester(FileCheckRole):
         # The pure-Python scans run in a thread while bandit runs as a process:
         # on two cores that hides most of the scan's time.
         scan = asyncio.ensure_future(
-            asyncio.to_thread(self._scan, root, SourceCache(root), py_files, text_files, [])
+            asyncio.to_thread(self._scan, root, SourceCache(root), py_files, text_files)
         )
         try:
             if bandit is None:
@@ -93,32 +95,7 @@ class SecurityTester(FileCheckRole):
         finally:
             if not scan.done():
                 scan.cancel()
-        # bandit already reports hardcoded passwords; don't say it twice.
-        password_lines = {
-            (f.file, f.range.start_line) for f in findings
-            if f.rule_id in _PASSWORD_RULES and f.range
-        }
-        extra = [
-            f for f in extra
-            if not (f.rule_id == "secret-generic" and f.range
-                    and (f.file, f.range.start_line) in password_lines)
-        ]
-        # A recognised token says more than bandit's "possible password".
-        token_lines = {
-            (f.file, f.range.start_line)
-            for f in extra
-            if f.tool == "superqode-secrets" and f.rule_id != "secret-generic" and f.range
-        }
-        findings = [
-            f
-            for f in findings
-            if not (
-                f.rule_id in _PASSWORD_RULES
-                and f.range
-                and (f.file, f.range.start_line) in token_lines
-            )
-        ]
-        findings.extend(extra)
+        findings = _merge_secrets(findings, extra)
         findings = assign_ids(findings)
         patches = self._fixes(src, findings)
         return RoleOutput(
@@ -185,19 +162,23 @@ class SecurityTester(FileCheckRole):
             fid = ""
             evidence: list[Evidence] = []
             snippet = text
+            severity_reason = None
             if test_id in _PASSWORD_RULES:
-                # bandit quotes the password; keep it out of reports (same
-                # treatment as the secrets scan).
+                # bandit quotes the password: mask the value only, never the
+                # words around it, and keep it out of the snippet and the id.
                 m = re.search(r": '(.+)'$", r.get("issue_text", ""))
                 if m:
                     secret = m.group(1)
+                    # A title cut inside the value (at ". ") holds part of
+                    # it unquoted: then only the words before the value.
                     message, title = (
-                        x.replace(secret, _secrets.mask(secret)) for x in (message, title)
+                        _secrets.mask_quoted(x, secret) or x.split(": '", 1)[0]
+                        for x in (message, title)
                     )
                     snippet = None
                     fid = fingerprint(test_id, "bandit", rel, _secrets.digest(secret))
-                    if text:
-                        masked = text.replace(secret, _secrets.mask(secret))
+                    masked = _secrets.mask_quoted(text, secret) if text else None
+                    if masked is not None:
                         evidence.append(
                             Evidence(
                                 message="flagged line (secret masked)",
@@ -206,6 +187,16 @@ class SecurityTester(FileCheckRole):
                                 snippet=masked,
                             )
                         )
+                    if _secrets.plausible(secret, text) and severity.rank < Severity.high.rank:
+                        severity_reason = (
+                            f"bandit rates it {severity.value}; a hard-coded secret in the "
+                            "code is at least high"
+                        )
+                        severity = Severity.high
+            elif test_id == "B101":
+                # An assert outside tests: worth a look, never a failed run
+                # (qe.never_fail); whatever bandit's version calls it.
+                severity = Severity.low
             cwe = (r.get("issue_cwe") or {}).get("id")
             tags = ["bandit", r.get("test_name") or test_id]
             if cwe:
@@ -232,6 +223,7 @@ class SecurityTester(FileCheckRole):
                     snippet=snippet,
                     id=fid,
                     evidence=evidence,
+                    severity_reason=severity_reason,
                 )
             )
         return out
@@ -242,19 +234,11 @@ class SecurityTester(FileCheckRole):
         src: SourceCache,
         py_files: list[str],
         text_files: list[str],
-        already: list[Finding],
     ) -> list[Finding]:
+        # bandit's reports of the same lines are merged afterwards (_merge_secrets).
         out: list[Finding] = []
-        # bandit already reports hardcoded passwords; don't say it twice.
-        password_lines = {
-            (f.file, f.range.start_line)
-            for f in already
-            if f.rule_id in _PASSWORD_RULES and f.range
-        }
         for rel in text_files:
             for hit in _secrets.scan_file(root / rel, in_test=is_test_path(rel)):
-                if hit.rule.id == "secret-generic" and (rel, hit.line) in password_lines:
-                    continue
                 out.append(
                     Finding(
                         role=self.name,
@@ -299,7 +283,7 @@ class SecurityTester(FileCheckRole):
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 continue
-            for node, rule, title, message, severity in _patterns(tree):
+            for node, rule, title, message, severity in patterns(tree):
                 line_text = src.line(rel, node.lineno)
                 if line_text and _secrets._ALLOW.search(line_text):
                     continue
@@ -358,73 +342,28 @@ class SecurityTester(FileCheckRole):
         return patches
 
 
-def _call_name(node: ast.Call) -> tuple[str | None, str | None]:
-    func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        return func.value.id, func.attr
-    if isinstance(func, ast.Name):
-        return None, func.id
-    return None, None
-
-
-def _patterns(tree: ast.AST):
-    """(node, rule id, title, message, severity) for what bandit misses."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            mod, name = _call_name(node)
-            if mod == "yaml" and name == "unsafe_load":
-                yield (
-                    node,
-                    "yaml-unsafe-load",
-                    "yaml.unsafe_load builds arbitrary Python objects",
-                    "yaml.unsafe_load can run code from the document; use yaml.safe_load.",
-                    Severity.high,
-                )
-            if mod == "jwt" and name == "decode" and _jwt_unverified(node):
-                yield (
-                    node,
-                    "jwt-no-verify",
-                    "JWT decoded without verifying its signature",
-                    (
-                        "jwt.decode with signature verification turned off accepts forged tokens; "
-                        "verify the signature and pass the expected algorithms."
-                    ),
-                    Severity.high,
-                )
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and target.attr == "check_hostname"
-                    and isinstance(node.value, ast.Constant)
-                    and node.value.value is False
-                ):
-                    yield (
-                        node,
-                        "tls-no-hostname-check",
-                        "TLS hostname checking turned off",
-                        (
-                            "check_hostname = False lets any certificate for any host through "
-                            "(man in the middle); keep it on."
-                        ),
-                        Severity.high,
-                    )
-
-
-def _jwt_unverified(node: ast.Call) -> bool:
-    for kw in node.keywords:
-        if kw.arg == "verify" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
-            return True
-        if kw.arg == "options" and isinstance(kw.value, ast.Dict):
-            for k, v in zip(kw.value.keys, kw.value.values):
-                if (
-                    isinstance(k, ast.Constant)
-                    and k.value == "verify_signature"
-                    and isinstance(v, ast.Constant)
-                    and v.value is False
-                ):
-                    return True
-    return False
+def _merge_secrets(bandit: list[Finding], extra: list[Finding]) -> list[Finding]:
+    """bandit's hard-coded password and the secrets scan on one line are one
+    finding: a recognised token (AWS, GitHub...) leads, otherwise bandit's
+    rule does; either way with the higher severity and both rule ids."""
+    by_line: dict[tuple, list[Finding]] = {}
+    for f in extra:
+        if f.tool == "superqode-secrets" and f.range:
+            by_line.setdefault((f.file, f.range.start_line), []).append(f)
+    out: list[Finding] = []
+    used: set[int] = set()
+    for f in bandit:
+        hits = by_line.get((f.file, f.range.start_line), []) if f.range else []
+        hits = [h for h in hits if id(h) not in used]
+        if f.rule_id not in _PASSWORD_RULES or not hits:
+            out.append(f)
+            continue
+        group = [f, *hits]
+        lead = next((h for h in hits if h.rule_id != "secret-generic"), f)
+        used.update(id(h) for h in hits)
+        out.append(merge_reports(lead, [g for g in group if g is not lead]))
+    out.extend(f for f in extra if id(f) not in used)
+    return out
 
 
 def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] | None:
@@ -442,7 +381,7 @@ def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] 
         if start + 1 != finding.range.start_col:
             continue
         end = byte_col_to_char(line, node.end_col_offset or 0)
-        mod, name = _call_name(node)
+        mod, name = call_name(node)
         segment = line[start:end]
         replacement: str | None = None
         description = ""

@@ -25,7 +25,7 @@ from typing import Any
 
 from ...models import Evidence, Finding, Range, Severity
 from . import _scratch
-from ._pytest_plugins import CRASH_PLUGIN, write_plugin
+from ._pytest_plugins import CRASH_PLUGIN, collect_reason, write_plugin
 from .base import Role, RoleContext, RoleOutput
 
 TOOL = "hypothesis-ghostwriter"
@@ -219,6 +219,8 @@ class TestGenerator(Role):
             argv = [sys.executable, "-m", "pytest", "-p", plugin, "-p", "no:cacheprovider"]
             argv += ["-c", str(gen_dir / "pytest.ini"), "--rootdir", str(gen_dir), "-q"]
             argv += ["--no-header", "-rN", *[str(gen_dir / n) for n in todo]]
+            # One file that cannot be collected must not keep the others from running.
+            argv.append("--continue-on-collection-errors")
             hung = await self._run_watched(ctx, argv, copy, env, events_file)
             seen: set[str] = set()
             for ev in _read_jsonl(events_file):
@@ -232,6 +234,9 @@ class TestGenerator(Role):
                     g.errors = ev.get("errors", [])
                 elif ev["event"] == "error":
                     g.outcome, g.note = "not run", "setup failed: " + ev.get("text", "")[-300:]
+                elif ev["event"] == "collect_error":
+                    g.outcome = "not run"
+                    g.note = "could not be collected: " + collect_reason(ev.get("text", ""))
             if hung == BUDGET:
                 for name in todo:
                     if name not in seen or by_file[name].outcome == "not run":
