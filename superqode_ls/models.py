@@ -220,6 +220,9 @@ class QualityReport(Model):
     cancelled: bool = False
     timed_out: bool = False
     verification: Verification | None = None
+    # What kept the session's processes off the user's files: "kernel barrier:
+    # Landlock ABI N", or "guard only" where the kernel has no Landlock.
+    protection: str | None = None
     artifacts: dict[str, str] = Field(default_factory=dict)
     usage: Usage | None = None
 

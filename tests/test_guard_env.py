@@ -13,7 +13,9 @@ import pytest
 
 from superqode_ls.config import GitGuardConfig
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
+from superqode_ls.workspace import landlock
 from superqode_ls.workspace.guard_env import GuardEvents, install_guard, target_paths
+from superqode_ls.workspace.proc import supervise
 
 from .conftest import run_git
 from .test_guard_corpus import DANGEROUS
@@ -76,13 +78,12 @@ BYPASSES = [
     "{G} worktree prune",
 ]
 
-# Known gaps: a process that calls git by absolute path (skipping the shim) on
-# the user's repository named by absolute path can still write what no hook
-# guards (config, index, working files, worktree registrations), and with a
-# scrubbed environment or a hooksPath override, refs too. Nothing inside the
-# process can stop that: a process running as the user can write the user's
-# files with or without git. The static check (``check_command_line``) blocks
-# every one of these lines, and the session's verification reports the change.
+# The guard's gaps: a process that calls git by absolute path (skipping the
+# shim) on the user's repository named by absolute path gets past every hook
+# (config, index, working files, worktree registrations; with a scrubbed
+# environment or a hooksPath override, refs too). No userspace layer can stop
+# a process running as the user; the kernel barrier (Landlock) around every
+# session process does: these writes fail with EACCES.
 KNOWN_GAPS = [
     "env -i {G} -C {U} branch gap-1",
     "{G} -c core.hooksPath=/dev/null -C {U} branch gap-2",
@@ -267,15 +268,17 @@ def test_guard_layers_hold_in_an_unsealed_worktree(user_repo, plain_sandbox):
 
 
 @pytest.mark.parametrize("gap", KNOWN_GAPS)
-@pytest.mark.xfail(strict=True, reason="known gap: absolute git + scrubbed env/hooks + user path")
-def test_known_gaps_reach_the_user_repo(user_repo, plain_sandbox, gap):
+@pytest.mark.skipif(landlock.abi() is None, reason="this kernel has no Landlock write barrier")
+def test_known_gaps_are_held_by_the_kernel_barrier(user_repo, sealed_session, gap):
     from superqode_ls.workspace.guard import command_is_blocked
 
-    wt, g = plain_sandbox
+    s, (_, before) = sealed_session
     line = _fill(gap, user_repo)
     assert command_is_blocked(line) is not None  # the static check does catch it
-    before = _git_state(user_repo)
-    _run_lines([line], wt, g.env())
+    env = s.env()
+    res = subprocess.run(supervise(["bash", "-c", line], env), cwd=s.sandbox, env=env,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0
     assert _git_state(user_repo) == before
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from ..config import Config, ConfigError, load_config
 from ..events import EventBus
 from ..models import Finding, Patch, QualityReport, RoleRun, summarize, utcnow
+from ..workspace import landlock
 from ..workspace.artifacts import Artifacts, check_superqode_dir, ensure_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError, git, head_commit, repo_root, resolve_commit
@@ -623,6 +624,7 @@ class QESession:
             cancelled=self._cancel_requested,
             timed_out=self._timed_out,
             verification=verification,
+            protection=landlock.protection_level(),
             usage=_agent_usage(self.id),
         )
         report.verdict = _verdict(report, res.config)

@@ -19,6 +19,7 @@ from typing import Any
 from lsprotocol import types
 
 from ..models import Finding, Patch, QualityReport
+from ..workspace import landlock
 from . import tracking
 from .convert import model_range_to_points
 from .progress import RunProgress
@@ -125,11 +126,24 @@ def start_run(
         trigger=trigger, overlays=overlays, versions=versions,
     )
     ls.runs[run.id] = run
+    if not ls.protection_reported:
+        ls.protection_reported = True
+        _report_protection(ls)
     run.task = ls.background(_drive(ls, run), f"QE session {run.id}")
     from .watch import ensure_watcher
 
     ensure_watcher(ls, folder)
     return run
+
+
+def _report_protection(ls: SuperQodeServer) -> None:
+    level = landlock.protection_level()
+    ls.log(f"SuperQode protection: {level}")
+    if landlock.abi() is None:
+        ls.notify_user(
+            "SuperQode: this system has no kernel write barrier (Landlock); sessions are "
+            "protected by the git guard only (workspace.require_barrier: true refuses to run)",
+            types.MessageType.Warning)
 
 
 async def _resolve_roles(ls: SuperQodeServer, run: Run) -> tuple[list[str] | None, bool]:

@@ -103,6 +103,7 @@ class SuperQodeServer(LanguageServer):
         self.init_settings = Settings()
         self.folder_settings: dict[str, Settings] = {}
         self.runs: dict[str, Any] = {}  # session id -> runs.Run
+        self.protection_reported = False  # said once, at the first session
         self.trust_declined: set[str] = set()
         self.watchers: dict[str, Any] = {}  # folder -> workspace.watcher.Watcher | None
         self._disk_lines: dict[str, tuple[int, list[str], float]] = {}

@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from . import landlock
 
 # Set by a session's env(): the folders its processes may write (JSON list).
@@ -286,3 +288,39 @@ async def start_piped(cmd: Sequence[str], cwd: Path | str, env: Mapping[str, str
         await loop.run_in_executor(_PROCS, popen.wait)
         raise
     return PipedTool(popen, reader, asyncio.StreamWriter(transport, protocol, None, loop))
+
+
+def end_session_processes(session_id: str, sandbox: Path) -> list[int]:
+    """Kill what still runs of a session before its sandbox goes: processes
+    working in the sandbox or started with the session's environment. The
+    supervisor already ends each command's tree; this also covers systems
+    without it (no Linux subreaper) and a supervisor killed from outside."""
+    me = os.getpid()
+    root = os.path.realpath(sandbox) + os.sep
+    hits = []
+    for p in psutil.process_iter(["pid"]):
+        if p.pid == me:
+            continue
+        try:
+            cwd = p.cwd() + os.sep
+            ours = cwd.startswith(root) or p.environ().get("SUPERQODE_SESSION_ID") == session_id
+        except (psutil.Error, OSError):
+            continue
+        if ours:
+            hits.append(p)
+    for p in hits:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    # Our own children are reaped by whoever started them (a Popen here would
+    # read a stolen exit status as 0); wait only for the others to go.
+    psutil.wait_procs([p for p in hits if _parent_pid(p) != me], timeout=2)
+    return [p.pid for p in hits]
+
+
+def _parent_pid(p: psutil.Process) -> int | None:
+    try:
+        return p.ppid()
+    except psutil.Error:
+        return None

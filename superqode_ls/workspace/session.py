@@ -39,7 +39,7 @@ from .paths import (
     store_dir,
     tool_cache,
 )
-from .proc import BARRIER_ENV
+from .proc import BARRIER_ENV, end_session_processes
 from .records import SessionRecord, read_record, write_record
 from .snapshot import copy_tree, list_files
 
@@ -440,6 +440,9 @@ class IsolatedSession:
         if rec:
             rec.state = "reverting"
             write_record(self.paths.record, rec)
+        ended = end_session_processes(self.id, self.sandbox)
+        if ended:
+            self.bus.emit("workspace.processes_ended", pids=ended)
         parked = False
         if (self.isolation == "worktree" and self.config.workspace.warm_sandboxes
                 and self.sandbox.exists()):

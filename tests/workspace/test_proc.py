@@ -80,3 +80,29 @@ def test_keep_cpus_free_needs_a_cpu_to_spare():
         assert proc.tool_cpus() is None
     finally:
         proc.keep_cpus_free(0)
+
+
+def test_session_close_ends_processes_left_in_its_sandbox(make_repo):
+    """Belt and braces beside the supervisor: a process started in the
+    sandbox outside any supervisor (setsid, its own session) is killed when
+    the session closes, before the sandbox is removed."""
+    import subprocess
+
+    import psutil
+
+    from superqode_ls.workspace.session import IsolatedSession
+
+    repo = make_repo()
+    s = IsolatedSession.create_sync(repo)
+    stray = subprocess.Popen(["sleep", "60"], cwd=s.sandbox, start_new_session=True)
+    by_env = subprocess.Popen(["sleep", "61"], cwd="/", env=s.env(), start_new_session=True)
+    try:
+        v = s.close_sync()
+        assert v.verified, v.line
+        assert stray.wait(5) == -9 and by_env.wait(5) == -9
+    finally:
+        for p in (stray, by_env):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert psutil.pid_exists(os.getpid())

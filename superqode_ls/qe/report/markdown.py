@@ -211,6 +211,8 @@ def render_markdown(report: QualityReport) -> str:
         out.append("The project tree was not verified in this session.")
     else:
         out.append(report.verification.line)
+    if report.protection:
+        out += ["", f"Protection: {report.protection}."]
     out.append("")
     if report.usage and report.usage.requests:
         u = report.usage
