@@ -5,12 +5,14 @@
 Both run side by side, interleaved, in this process, on one generated
 repository with a dirty state (staged, unstaged, untracked, deleted files).
 Prints medians and the ratios the project tracks: cold <= 1.2x, warm <= 0.1x,
-fingerprint of 20k files < 0.5 s.
+fingerprint of 20k files < 0.5 s. Also the kernel barrier's cost per spawned
+process (the same command with and without a session's supervisor + Landlock).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -24,7 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from superqode_ls.config import Config  # noqa: E402
+from superqode_ls.workspace import landlock  # noqa: E402
 from superqode_ls.workspace.fingerprint import take_fingerprint  # noqa: E402
+from superqode_ls.workspace.proc import BARRIER_ENV, run_command  # noqa: E402
 from superqode_ls.workspace.session import IsolatedSession  # noqa: E402
 
 
@@ -76,11 +80,45 @@ def session_round(repo: Path, cfg: Config) -> float:
     return elapsed
 
 
+def spawn_round(cmd: list[str], cwd: Path, env: dict[str, str], n: int) -> float:
+    """Median seconds to start and finish ``cmd`` through proc.run_command."""
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        res = asyncio.run(run_command(cmd, cwd, env=env))
+        times.append(time.perf_counter() - t)
+        if res.returncode != 0:
+            raise SystemExit(f"{cmd} failed: {res.stderr}")
+    return statistics.median(times)
+
+
+def barrier_cost(repo: Path, n: int) -> dict[str, float]:
+    """The barrier's own cost per spawned process: the same tool started
+    with a session's environment (supervisor + Landlock) and without it,
+    interleaved in rounds."""
+    s = IsolatedSession.create_sync(repo)
+    try:
+        barred = s.env()
+        plain = {k: v for k, v in barred.items() if k != BARRIER_ENV}
+        out = {}
+        for name, cmd in (("true", ["true"]), ("python", [sys.executable, "-c", "pass"])):
+            a, b = [], []
+            for _ in range(5):
+                a.append(spawn_round(cmd, s.sandbox, plain, n))
+                b.append(spawn_round(cmd, s.sandbox, barred, n))
+            out[f"{name}_plain_s"] = statistics.median(a)
+            out[f"{name}_barrier_s"] = statistics.median(b)
+    finally:
+        s.close_sync()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--spawns", type=int, default=20, help="processes per barrier-cost round")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sq-bench-"))
     os.environ["SUPERQODE_HOME"] = str(tmp / "home")
@@ -105,6 +143,8 @@ def main() -> None:
             "warm_session_s": statistics.median(warm),
             "fingerprint_s": statistics.median(fps),
         }
+        result["protection"] = landlock.protection_level()
+        result.update(barrier_cost(repo, args.spawns))
         result["cold_ratio"] = result["cold_session_s"] / result["raw_worktree_s"]
         result["warm_ratio"] = result["warm_session_s"] / result["raw_worktree_s"]
         if args.json:
@@ -117,6 +157,11 @@ def main() -> None:
             print(f"warm session create+revert  : {result['warm_session_s']:.3f} s  "
                   f"ratio {result['warm_ratio']:.2f}x (target <= 0.1)")
             print(f"fingerprint                 : {result['fingerprint_s']:.3f} s (target < 0.5)")
+            print(f"protection                  : {result['protection']}")
+            for name in ("true", "python"):
+                plain, barred = result[f"{name}_plain_s"], result[f"{name}_barrier_s"]
+                print(f"spawn {name:<6} plain / barrier : {plain * 1000:.1f} / {barred * 1000:.1f} ms"
+                      f"  (+{(barred - plain) * 1000:.1f} ms per process)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.config import GitGuardConfig
-from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 from superqode_ls.workspace import landlock
+from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 from superqode_ls.workspace.guard_env import GuardEvents, install_guard, target_paths
 from superqode_ls.workspace.proc import supervise
 
