@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 
-from superqode_ls.server.stdio import LINE_LIMIT, PipeReader, pollable
+import pytest
+
+from superqode_ls.server.stdio import LINE_LIMIT, Framer, pollable
 
 
 def frame(obj: dict) -> bytes:
@@ -16,58 +19,135 @@ def frame(obj: dict) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def test_pipe_reader_reassembles_split_messages():
-    async def go():
-        r, w = os.pipe()
-        stdin = os.fdopen(r, "rb", buffering=0)
-        reader = PipeReader(stdin)
-        message = frame({"jsonrpc": "2.0", "method": "x", "params": {"é": 1}})
-        loop = asyncio.get_running_loop()
-
-        async def feed():
-            for i in range(0, len(message), 7):  # dribbled in, as a slow pipe would
-                os.write(w, message[i:i + 7])
-                await asyncio.sleep(0.001)
-            os.write(w, b"Content-Length: 10\r\n\r\nshort")
-            os.close(w)
-
-        feeder = loop.create_task(feed())
-        header = await reader.readline()
-        blank = await reader.readline()
-        n = int(header.split(b":")[1])
-        body = await reader.readexactly(n)
-        assert header.startswith(b"Content-Length: ") and blank == b"\r\n"
-        assert json.loads(body)["params"] == {"é": 1}
-        await reader.readline()
-        await reader.readline()
-        assert await reader.readexactly(10) == b"short"  # EOF mid-body: what came
-        assert await reader.readline() == b""  # then EOF
-        await feeder
-        stdin.close()
-
-    asyncio.run(go())
+def _framer():
+    errors: list[str] = []
+    return Framer(errors.append), errors
 
 
-def test_pipe_reader_stops_on_an_overlong_header_line():
-    async def go():
-        r, w = os.pipe()
-        stdin = os.fdopen(r, "rb", buffering=0)
-        reader = PipeReader(stdin)
-        loop = asyncio.get_running_loop()
+def _bodies(framer: Framer) -> list[bytes]:
+    """What the server's reader does: a body that is not JSON goes back to
+    the framer, which reads on from the next header."""
+    out = []
+    while (b := framer.next()) is not None:
+        try:
+            json.loads(b)
+        except ValueError:
+            framer.bad_body(b, "not JSON")
+            continue
+        out.append(b)
+    return out
 
-        def feed():
-            with os.fdopen(w, "wb") as out:
-                try:
-                    out.write(b"X" * (LINE_LIMIT + 10))
-                except BrokenPipeError:
-                    pass
 
-        writer = loop.run_in_executor(None, feed)
-        assert await reader.readline() == b""
-        stdin.close()
-        await writer
+def test_framer_reassembles_split_messages():
+    framer, errors = _framer()
+    message = frame({"jsonrpc": "2.0", "method": "x", "params": {"é": 1}})
+    got = []
+    for i in range(0, len(message), 7):  # dribbled in, as a slow pipe would
+        framer.feed(message[i:i + 7])
+        got += _bodies(framer)
+    assert [json.loads(b)["params"] for b in got] == [{"é": 1}] and errors == []
 
-    asyncio.run(go())
+
+@pytest.mark.parametrize("bad, why", [
+    (b"Content-Type: application/json\r\n\r\n{\"id\": 9}", "no Content-Length"),
+    (b"Content-Length: abc\r\n\r\n{}", "Content-Length 'abc'"),
+    (b"Content-Length: -4\r\n\r\n{}", "Content-Length '-4'"),
+    (b"Content-Length: 999999999999\r\n\r\n{}", "Content-Length '999999999999'"),
+    (b"X" * (LINE_LIMIT + 10), "header longer than"),
+])
+def test_framer_skips_a_bad_frame_to_the_next_header(bad, why):
+    framer, errors = _framer()
+    good = frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    framer.feed(bad)
+    assert _bodies(framer) == []
+    framer.feed(good)
+    assert [json.loads(b)["id"] for b in _bodies(framer)] == [2]
+    assert len(errors) == 1 and why in errors[0]
+
+
+def test_framer_reads_lf_only_headers_and_case_insensitive_names():
+    framer, errors = _framer()
+    framer.feed(b"content-length: 2\n\n{}" + b"Content-Length: 2\r\nContent-Type: x\r\n\r\n[]")
+    assert _bodies(framer) == [b"{}", b"[]"] and errors == []
+
+
+def test_framer_recovers_from_a_content_length_too_long_or_too_short():
+    framer, errors = _framer()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x"}).encode()
+    good = frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    # Far too long, the next message arriving later: no wait for the bytes
+    # that would swallow it (and more), while the client waits for an answer.
+    framer.feed(b"Content-Length: %d\r\n\r\n" % (len(body) + 5000) + body)
+    assert _bodies(framer) == []
+    framer.feed(good)
+    assert [json.loads(b)["id"] for b in _bodies(framer)] == [2]
+    assert errors == ["stdin: message skipped (Content-Length longer than its body)"]
+    # Too long, the next message in the same read: the cut-out "body" is not JSON.
+    framer.feed(b"Content-Length: %d\r\n\r\n" % (len(body) + 50) + body + good)
+    assert [json.loads(b)["id"] for b in _bodies(framer)] == [2]
+    # Too short: one line for the whole bad message, the next one read.
+    framer.feed(b"Content-Length: 5\r\n\r\n" + body + good)
+    assert [json.loads(b)["id"] for b in _bodies(framer)] == [2]
+    assert len(errors) == 3
+
+
+def test_server_answers_after_every_framing_error():
+    """A real server on pipes: each malformed frame, then a request that must
+    get its answer; at the end shutdown and exit still work."""
+    proc = subprocess.Popen([sys.executable, "-m", "superqode_ls.server"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    responses: dict[int, dict] = {}
+    framer, _ = _framer()
+
+    def ask(raw: bytes, want: int) -> dict:
+        proc.stdin.write(raw)
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while want not in responses:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no answer to request {want}"
+            ready, _, _ = select.select([proc.stdout], [], [], left)
+            if ready:
+                framer.feed(os.read(proc.stdout.fileno(), 1 << 16))
+                for b in _bodies(framer):
+                    msg = json.loads(b)
+                    if "id" in msg and "method" not in msg:
+                        responses[msg["id"]] = msg
+        return responses[want]
+
+    def request(n: int) -> bytes:
+        return frame({"jsonrpc": "2.0", "id": n, "method": "workspace/executeCommand",
+                      "params": {"command": "superqode.listSessions", "arguments": []}})
+
+    try:
+        init = ask(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                          "params": {"processId": None, "rootUri": None, "capabilities": {}}}), 1)
+        assert "capabilities" in init["result"]
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        bad = [
+            b"Content-Type: application/json\r\n\r\n{\"jsonrpc\": \"2.0\", \"id\": 900}",
+            b"Content-Length: abc\r\n\r\n{}",
+            b"Content-Length: 400\r\n\r\n{\"jsonrpc\": \"2.0\", \"method\": \"x\"}",
+            b"Content-Length: 3\r\n\r\n{\"jsonrpc\": \"2.0\"}",
+            b"Content-Length: 9\r\n\r\nnot json!",
+            b"X" * (LINE_LIMIT + 10),
+        ]
+        for i, raw in enumerate(bad, start=10):
+            assert "result" in ask(raw + request(i), i), responses[i]
+        lf = json.dumps({"jsonrpc": "2.0", "id": 50, "method": "workspace/executeCommand",
+                         "params": {"command": "superqode.listSessions", "arguments": []}}).encode()
+        assert "result" in ask(b"Content-Length: %d\n\n" % len(lf) + lf, 50)
+        ask(frame({"jsonrpc": "2.0", "id": 99, "method": "shutdown"}), 99)
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+        err = proc.stderr.read().decode()
+        # One line per bad frame.
+        assert err.count("stdin: message skipped") + err.count("stdin: header longer") == len(bad)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
 
 
 def test_server_over_a_regular_file_as_stdin(tmp_path):
