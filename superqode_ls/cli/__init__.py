@@ -8,6 +8,8 @@ import importlib
 import sys
 
 from ..config import ConfigError
+from ..workspace.errors import WorkspaceError
+from ..workspace.git import GitError
 
 # Each module defines register(subparsers); handlers return the exit code.
 COMMAND_MODULES = (
@@ -65,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         if args.command in ("run", "exec"):
-            from ..workspace.errors import WorkspaceError
             from ..workspace.paths import check_home
 
             try:
@@ -74,9 +75,12 @@ def main(argv: list[str] | None = None) -> int:
                 raise UsageError(str(e)) from None
             _reap_quietly()
         return int(args.func(args) or 0)
-    except (UsageError, ConfigError) as e:
+    except (UsageError, ConfigError, WorkspaceError) as e:
         print(f"superqe: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except GitError as e:  # git refused something the session needed: it did not run
+        print(f"superqe: {e}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("superqe: interrupted", file=sys.stderr)
         return 130

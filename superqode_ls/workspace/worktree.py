@@ -56,10 +56,15 @@ class SealedGit:
 
 
 def user_git_dirs(repo: Path) -> tuple[Path, Path]:
-    out = git_out(["rev-parse", "--absolute-git-dir", "--git-common-dir"], repo).splitlines()
-    gd = Path(out[0])
-    cd = Path(out[1]) if Path(out[1]).is_absolute() else (repo / out[1]).resolve()
-    return gd, cd
+    # One path per call: a path may hold a newline, so output is not split.
+    gd = Path(_path_out(["rev-parse", "--absolute-git-dir"], repo))
+    common = Path(_path_out(["rev-parse", "--git-common-dir"], repo))
+    return gd, common if common.is_absolute() else (repo / common).resolve()
+
+
+def _path_out(args: list[str], cwd: Path) -> str:
+    out = git(args, cwd).stdout.decode("utf-8", "surrogateescape")
+    return out[:-1] if out.endswith("\n") else out
 
 
 def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_dirty: bool) -> UserState:

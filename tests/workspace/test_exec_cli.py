@@ -98,3 +98,19 @@ def test_bad_config_is_one_line_naming_file_key_and_allowed(make_repo):
     assert proc.returncode == 2 and "qe.confidence_threshold" in proc.stderr
     assert "\n" not in proc.stderr.strip()
     assert not list(Path(os.environ["SUPERQODE_HOME"]).glob("working/*/qe/qe-*"))
+
+
+def test_exec_on_a_repository_whose_path_holds_a_newline(tmp_path):
+    repo = tmp_path / "repo\nname"
+    repo.mkdir()
+    run_git(repo, "init", "-q")
+    (repo / "a.txt").write_text("x\n")
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-qm", "i")
+    before = take_fingerprint(repo)
+    proc = superqe("exec", str(repo), "--", "sh", "-c", "echo y >> a.txt")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Verified" in proc.stderr
+    assert compare(before, take_fingerprint(repo)) == []
+    wts = repo / ".git" / "worktrees"
+    assert not wts.exists() or os.listdir(wts) == []  # (porcelain output splits the path)
