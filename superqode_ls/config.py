@@ -134,6 +134,13 @@ class AgentConfig(Section):
 
 
 class RoleOptions(Section):
+    # The interpreter (or environment folder) the project's code runs with;
+    # None = discover it (see workspace/pyenv.py).
+    python: str | None = None
+    # With no environment found: build one from the declared dependencies
+    # into $SUPERQODE_HOME/cache/envs (pip or uv, from the package index).
+    build_env: bool = True
+    env_build_timeout_s: float = Field(default=600, gt=0)
     unit_test_command: list[str] | None = None
     mutation_max_mutants: int = Field(default=200, ge=1)
     mutation_timeout_factor: float = Field(default=3.0, gt=0)

@@ -199,6 +199,16 @@ class Usage(Model):
     requests: int = 0
 
 
+class Interpreter(Model):
+    """The Python the project's code ran with (code-running roles)."""
+
+    python: str
+    version: str = ""
+    source: str  # config | editor | VIRTUAL_ENV | .venv | venv | poetry | hatch | pdm | conda | built | superqode
+    label: str  # e.g. "tests: .venv/bin/python 3.12"
+    note: str | None = None  # why discovery ended there (candidates passed over, a failed build)
+
+
 class QualityReport(Model):
     schema_version: str = "1.0"
     session_id: str
@@ -225,6 +235,7 @@ class QualityReport(Model):
     protection: str | None = None
     artifacts: dict[str, str] = Field(default_factory=dict)
     usage: Usage | None = None
+    interpreter: Interpreter | None = None
 
 
 class Event(Model):

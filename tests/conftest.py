@@ -36,6 +36,10 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SUPERQODE_HOME", str(sq))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # The project environment a test sees is the one it sets up, not the
+    # shell's activated one (workspace/pyenv.py reads these).
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        monkeypatch.delenv(var, raising=False)
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var, raising=False)
     yield home

@@ -21,12 +21,14 @@ from typing import Any
 
 from ..config import Config, ConfigError, load_config
 from ..events import EventBus
-from ..models import Finding, Patch, QualityReport, RoleRun, summarize, utcnow
+from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, summarize, utcnow
 from ..workspace import landlock
 from ..workspace.artifacts import Artifacts, check_superqode_dir, ensure_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError, git, head_commit, repo_root, resolve_commit
 from ..workspace.paths import check_home, new_session_id
+from ..workspace.pyenv import ProjectPython
+from ..workspace.pyenv_build import resolve_python
 from . import baseline as baseline_mod
 from .noise import FileLines, NoiseResult, filter_findings
 from .report import compute_verdict, render_markdown, write_json
@@ -63,6 +65,7 @@ class QERequest:
     baseline: Path | None = None
     update_baseline: bool = False
     timeout: float | None = None
+    python: str | None = None  # the interpreter the editor selected (roles.python wins)
 
 
 @dataclass
@@ -232,6 +235,7 @@ class QESession:
         self._roles: dict[str, Role] = {}
         self._contexts: dict[str, RoleContext] = {}
         self._epoch_moved = False
+        self._python: asyncio.Task[ProjectPython] | None = None
 
     # ----------------------------------------------------------------- control
     def cancel(self) -> None:
@@ -370,6 +374,17 @@ class QESession:
                 await made.close()
             raise
 
+    async def _find_python(self, res: _Resolved, root: Path) -> ProjectPython:
+        self.bus.emit("progress", message="environment: looking for the project's Python")
+        py = await resolve_python(
+            res.project, root, res.config, editor=self.request.python,
+            emit=lambda type, **data: self.bus.emit(type, **data),
+        )
+        line = py.label(res.project) + (f" ({py.note})" if py.note else "")
+        self.bus.emit("progress", message=f"environment: {line}", interpreter=py.python,
+                      source=py.source, version=py.version)
+        return py
+
     # ------------------------------------------------------------------ roles
     async def _run_roles(
         self, res: _Resolved, s: Any, root: Path, artifacts: Artifacts, deadline: float
@@ -391,19 +406,31 @@ class QESession:
             (modifying if role.modifies_sandbox else plain).append((name, role))
         for name, _ in plain + modifying:
             self._runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
+        if self.request.trusted and any(_needs_python(r) for _, r in plain + modifying):
+            # Found (or built) once, while the roles that need no interpreter
+            # already run; probing runs programs from the project, so only
+            # in trusted folders.
+            self._python = asyncio.ensure_future(self._find_python(res, root))
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
 
         async def limited(name: str, role: Role) -> None:
             async with sem:
                 await self._run_role(name, role, res, s, root, artifacts, deadline, total)
 
-        await asyncio.gather(*(limited(n, r) for n, r in plain))
-        for name, role in modifying:
-            checkpoint = await s.checkpoint()
-            try:
-                await self._run_role(name, role, res, s, root, artifacts, deadline, total)
-            finally:
-                await asyncio.shield(s.restore(checkpoint))
+        try:
+            await asyncio.gather(*(limited(n, r) for n, r in plain))
+            for name, role in modifying:
+                checkpoint = await s.checkpoint()
+                try:
+                    await self._run_role(name, role, res, s, root, artifacts, deadline, total)
+                finally:
+                    await asyncio.shield(s.restore(checkpoint))
+        finally:
+            # A build still running when the session stops is stopped with it.
+            if self._python is not None and not self._python.done():
+                self._python.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._python
 
     def _why_not(self, role: Role, res: _Resolved) -> str | None:
         if role.executes_code and not self.request.trusted:
@@ -450,6 +477,8 @@ class QESession:
         self.bus.emit("role_start", role=name)
         status, reason, out = "ok", None, RoleOutput()
         try:
+            if self._python is not None and _needs_python(role):
+                ctx.python = await self._python
             out = await asyncio.wait_for(role.run(ctx), timeout=max(0.0, role_deadline - loop.time()))
             status, reason = out.status, out.reason
         except TimeoutError:
@@ -626,9 +655,18 @@ class QESession:
             verification=verification,
             protection=landlock.protection_level(),
             usage=_agent_usage(self.id),
+            interpreter=self._interpreter(res),
         )
         report.verdict = _verdict(report, res.config)
         return report
+
+    def _interpreter(self, res: _Resolved) -> Interpreter | None:
+        task = self._python
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        py = task.result()
+        return Interpreter(python=py.python, version=py.version, source=py.source,
+                           label=py.label(res.project), note=py.note)
 
     def _save(self, res: _Resolved, report: QualityReport, artifacts: Artifacts, noise: NoiseResult | None) -> None:
         artifacts.prepare()
@@ -647,6 +685,11 @@ class QESession:
         report.artifacts["markdown"] = str(md_path)
         artifacts.write_report("md", render_markdown(report), when)
         artifacts.write_report("json", write_json(report), when)
+
+
+def _needs_python(role: Role) -> bool:
+    """Roles that run the project's code or ask its interpreter (types)."""
+    return role.executes_code or getattr(role, "uses_project_python", False)
 
 
 def _poll_guard(s: Any) -> None:

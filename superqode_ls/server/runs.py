@@ -191,6 +191,7 @@ def build_request(ls: SuperQodeServer, run: Run, roles: list[str] | None, truste
         trusted=trusted,
         # The editor's provider choice for agent roles, over superqode.yaml.
         config_overrides={"agent": {"provider": settings.provider}} if settings.provider else {},
+        python=settings.python,
     )
 
 

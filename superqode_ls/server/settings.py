@@ -22,6 +22,9 @@ class Settings(BaseModel):
     isolation: Literal["auto", "worktree", "snapshot"] | None = None
     trustedFolders: list[str] = Field(default_factory=list)
     provider: str | None = None
+    # The interpreter the editor selected for this folder (VS Code's Python
+    # extension or any client's own setting).
+    python: str | None = None
 
 
 class SettingsError(ValueError):

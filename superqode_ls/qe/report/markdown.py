@@ -148,6 +148,11 @@ def render_markdown(report: QualityReport) -> str:
         )
         + " |",
         "",
+        *(
+            [f"Interpreter: {_inline(report.interpreter.label)}"
+             + (f" ({_cell(report.interpreter.note)})" if report.interpreter.note else ""), ""]
+            if report.interpreter else []
+        ),
         "## Summary",
         "",
         "| Severity | Findings |",

@@ -22,6 +22,7 @@ from ...config import Config
 from ...models import Finding, Patch, RoleStatus
 from ...workspace.artifacts import Artifacts
 from ...workspace.proc import ProcResult, run_command
+from ...workspace.pyenv import ProjectPython
 
 Emit = Callable[..., Any]
 
@@ -50,6 +51,9 @@ class RoleContext:
     # The IsolatedSession (changes(), checkpoint(), restore()) for roles that
     # turn their own edits into patches; None when a role runs on a bare folder.
     session: Any = None
+    # The interpreter the project's code runs with (workspace/pyenv.py); the
+    # pipeline finds it once per session, a role run alone finds it itself.
+    python: ProjectPython | None = None
 
     def remaining(self) -> float | None:
         if self.deadline is None:

@@ -1,7 +1,9 @@
 """type_tester: mypy on the project's package(s).
 
-Third-party imports are not installed in SuperQode's environment, so missing
-imports are ignored rather than reported; the project's own mypy settings
+mypy resolves third-party imports in the project's own environment
+(``--python-executable``, the interpreter ``_pyenv`` finds; only in trusted
+folders, since asking it runs it). Imports still missing there are ignored
+rather than reported; the project's own mypy settings
 (mypy.ini, setup.cfg, pyproject.toml) still apply. mypy's cache goes to a
 per-project directory under ``$SUPERQODE_HOME/cache/mypy``, never into the
 sandbox.
@@ -23,6 +25,7 @@ from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.paths import repo_key
 from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail, walk_files
+from ._pyenv import project_python
 from .base import Role, RoleContext, RoleOutput, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -79,6 +82,7 @@ class TypeTester(Role):
     tool = "mypy"
     description = "mypy on the package(s) found; missing third-party imports are ignored"
     modes = frozenset({"deep"})
+    uses_project_python = True
 
     def unavailable(self, config=None) -> str | None:
         if tool_path("mypy") is None:
@@ -121,9 +125,17 @@ class TypeTester(Role):
             return RoleOutput(status="skipped", tool="mypy",
                               reason=_undecodable_reason(undecodable))
         excludes = [a for rel in undecodable for a in ("--exclude", f"(^|/){re.escape(rel)}$")]
+        where: list[str] = []
+        interpreter = None
+        if ctx.trusted or ctx.python is not None:
+            py = await project_python(ctx)
+            if not py.own:
+                where = ["--python-executable", py.python]
+                interpreter = f"imports resolved in {py.shown(ctx.project)}"
         with _cache_dir(ctx.project) as cache:
             common = [
                 *excludes,
+                *where,
                 "--cache-dir",
                 cache,
                 "--ignore-missing-imports",
@@ -149,7 +161,8 @@ class TypeTester(Role):
             reason = tail(res.stderr or res.stdout) or f"mypy exited with {res.returncode}"
             return RoleOutput(status="failed", reason=f"mypy failed: {reason}", tool="mypy")
         findings = self._findings(ctx.sandbox, records, only)
-        reason = _undecodable_reason(undecodable) if undecodable else None
+        reasons = [_undecodable_reason(undecodable) if undecodable else None, interpreter]
+        reason = "; ".join(r for r in reasons if r) or None
         return RoleOutput(findings=findings, tool="mypy", reason=reason)
 
     def _findings(

@@ -8,19 +8,23 @@ they happen. Bytecode and pytest's cache are not written into the sandbox.
 
 Interpreter: ``roles.unit_test_command`` from the configuration (a pytest
 invocation such as ``[".venv/bin/python", "-m", "pytest"]``) when set, else
-SuperQode's own ``python -m pytest``.
+the project's own interpreter (``_pyenv``: configured, editor, $VIRTUAL_ENV,
+.venv, poetry/hatch/pdm, conda, or built from the declared dependencies) with
+its own pytest plugins, the sandbox's sources first.
+
+A run that did not run is not ok: collection, configuration and usage errors
+(and pytest's internal errors) make the role fail with pytest's own message;
+no test collected is "no tests" (skipped), never a pass.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
 import json
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +33,12 @@ from ...models import Evidence, Finding, Range, Severity
 from ...workspace.artifacts import atomic_write
 from ...workspace.paths import repo_key
 from ...workspace.proc import ProcResult
+from ...workspace.pyenv import ProjectPython
 from ._common import SKIP_DIRS, SourceCache, fingerprint, is_test_path, selected_files, tail
+from ._pyenv import isolate, project_python, pytest_argv
 from .base import Role, RoleContext, RoleOutput
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
-# Plugins a project's tests commonly rely on, loaded when the suite runs under
-# SuperQode's own interpreter (autoload is off there).
-OWN_ENV_PLUGINS = (
-    "pytest_asyncio.plugin",
-    "anyio.pytest_plugin",
-    "_hypothesis_pytestplugin",
-    "pytest_timeout",
-)
 _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
 _FILE_LINE = re.compile(
     r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.MULTILINE
@@ -88,7 +86,8 @@ class UnitTester(Role):
         all_tests = find_test_files(ctx.sandbox)
         if not all_tests:
             return RoleOutput(
-                status="skipped", reason="no tests found (test_*.py / *_test.py)", tool="pytest"
+                status="skipped", reason="no tests: no test files (test_*.py / *_test.py)",
+                tool="pytest",
             )
         # Restricted to some files: run the test files among them; a source
         # file alone can be covered by any test, so then the whole suite runs.
@@ -112,12 +111,14 @@ class UnitTester(Role):
         missing = _missing_program(ctx)
         if missing:
             return RoleOutput(status="skipped", reason=missing, tool="pytest")
+        py = await project_python(ctx)
         try:
             out, elapsed = await self._pytest(ctx, targets, limit)
         except OSError as e:  # not executable, bad interpreter line...
-            prog = (ctx.config.roles.unit_test_command or [sys.executable])[0]
+            prog = (ctx.config.roles.unit_test_command or [py.python])[0]
             return RoleOutput(status="failed", tool="pytest",
                               reason=f"cannot run {prog}: {e.strerror or e}")
+        out.reason = _with_interpreter(out.reason, py, ctx)
         if not targets and out.status in ("ok", "timeout"):
             _record_duration(ctx.project, elapsed)
         if limit is not None and out.status == "timeout":
@@ -132,28 +133,21 @@ class UnitTester(Role):
         return out.findings
 
     def _command(self, ctx: RoleContext, env: dict[str, str]) -> list[str]:
-        configured = ctx.config.roles.unit_test_command
-        if configured:
-            return list(configured)  # the project's interpreter: its own plugins
-        # SuperQode's interpreter: its installed plugins are not the project's
-        # (and some are slow to import); load only general-purpose ones.
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        cmd = [sys.executable, "-m", "pytest"]
-        for module in OWN_ENV_PLUGINS:
-            if importlib.util.find_spec(module.split(".")[0]) is not None:
-                cmd += ["-p", module]
-        return cmd
+        assert ctx.python is not None
+        return pytest_argv(ctx.python, ctx.config.roles.unit_test_command, env, ctx.sandbox)
 
     async def _pytest(
         self, ctx: RoleContext, targets: list[str], limit: float | None = None
     ) -> tuple[RoleOutput, float]:
         """The run's output and how long the suite took."""
+        py = await project_python(ctx)
         res, records = await self._invoke(ctx, targets, limit)
         output = res.stdout + res.stderr
         if (
             res.returncode == 4
             and not records
             and not ctx.config.roles.unit_test_command
+            and py.own
             and "unrecognized arguments" in output
         ):
             # The project's addopts name plugins SuperQode's interpreter does
@@ -165,7 +159,7 @@ class UnitTester(Role):
             out = await asyncio.to_thread(self._outcome, ctx, res, records)
             note = (
                 f"ran without the project's addopts ({bad.split('error:', 1)[-1].strip()}); "
-                "set roles.unit_test_command to use the project's own environment"
+                "set roles.python to the project's interpreter to use its own environment"
             )
             out.reason = f"{out.reason}; {note}" if out.reason else note
             return out, res.duration_s
@@ -182,7 +176,10 @@ class UnitTester(Role):
         try:
             shutil.copyfile(_PLUGIN_SOURCE, private / f"{PLUGIN_MODULE}.py")
             records_path = private / "records.jsonl"
-            env = dict(ctx.env)
+            # The sandbox's code first, so an editable install of the user's
+            # project cannot shadow it (pyisolate); the recorder beside it.
+            shadowed = [ctx.project] if ctx.project != ctx.sandbox else []
+            env = isolate(dict(ctx.env), private, ctx.sandbox, shadowed, extra_paths=[private])
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
             # hypothesis keeps its example database (and a costly unicode
@@ -191,15 +188,6 @@ class UnitTester(Role):
                 "HYPOTHESIS_STORAGE_DIRECTORY",
                 str(superqode_home() / "cache" / "hypothesis" / repo_key(ctx.project)),
             )
-            # The sandbox's code first, so an editable install of the user's
-            # project cannot shadow it.
-            paths = [str(private)]
-            if (ctx.sandbox / "src").is_dir():
-                paths.append(str(ctx.sandbox / "src"))
-            paths.append(str(ctx.sandbox))
-            if env.get("PYTHONPATH"):
-                paths.append(env["PYTHONPATH"])
-            env["PYTHONPATH"] = os.pathsep.join(paths)
             cmd = [
                 *self._command(ctx, env),
                 "-p",
@@ -233,19 +221,35 @@ class UnitTester(Role):
                 tool="pytest",
             )
         exit_code = summary["exitstatus"] if summary else res.returncode
-        if exit_code == 5:
-            return RoleOutput(status="skipped", reason="pytest collected no tests", tool="pytest")
-        if exit_code in (0, 1) or findings:
-            return RoleOutput(findings=findings, tool="pytest")
         if summary is None and res.returncode != 0 and "No module named pytest" in output:
             return RoleOutput(
                 status="skipped",
-                reason="pytest is not installed for the configured interpreter",
+                reason="pytest is not installed for this interpreter; install it in the "
+                "project's environment or set roles.python",
                 tool="pytest",
             )
+        if exit_code == 5:
+            return RoleOutput(status="skipped", reason="no tests: pytest collected no tests",
+                              tool="pytest")
+        tests_failed = summary is not None and summary.get("failed", 0) > 0
+        ran = [f for f in findings if f.rule_id != "collection-error"]
+        if exit_code == 0 or (exit_code == 1 and (tests_failed or ran)):
+            collected = summary.get("collected") if summary else None
+            done = f"{collected} test(s) run" if collected is not None else None
+            return RoleOutput(findings=findings, tool="pytest", reason=done)
+        # Exit 1 without a failed test (a warning turned error while pytest
+        # configured itself), 2 interrupted (collection errors), 3 internal
+        # error, 4 usage error: the suite did not run.
+        what = {1: "pytest stopped before running the tests", 2: "pytest was interrupted",
+                3: "pytest hit an internal error", 4: "pytest usage or configuration error"}
+        head = what.get(exit_code, f"pytest exited with {exit_code}")
+        n_collect = sum(1 for f in findings if f.rule_id == "collection-error")
+        if n_collect:
+            head += f" ({n_collect} collection error(s))"
         return RoleOutput(
             status="failed",
-            reason=f"pytest exited with {exit_code}: {tail(output, 3)}",
+            reason=f"{head}: {pytest_message(output)}",
+            findings=findings,
             tool="pytest",
         )
 
@@ -318,6 +322,33 @@ class UnitTester(Role):
                 )
             )
         return out
+
+
+_RELEVANT = re.compile(
+    r"^(ERROR|INTERNALERROR>|E   |\S*(Error|Warning|Exception)\b|error:|usage:|"
+    r"ImportError while|.*?(Pytest\w*Warning|Error): )"
+)
+
+
+def pytest_message(output: str, lines: int = 3) -> str:
+    """pytest's own words for why it stopped: its first relevant lines."""
+    text = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
+    picked = [ln.strip() for ln in text if _RELEVANT.match(ln)]
+    if not picked:
+        return tail(output, lines)
+    # The generic "usage: pytest [options]..." banner says nothing; the line
+    # after it does.
+    picked = [ln for ln in picked if not ln.startswith("usage:")] or picked
+    return " | ".join(dict.fromkeys(picked[:lines]))[:600]
+
+
+def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -> str:
+    where = (f"ran {' '.join(ctx.config.roles.unit_test_command[:3])}"
+             if ctx.config.roles.unit_test_command else py.label(ctx.project))
+    parts = [reason, where]
+    if py.note and not ctx.config.roles.unit_test_command:
+        parts.append(py.note)
+    return "; ".join(p for p in parts if p)
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:

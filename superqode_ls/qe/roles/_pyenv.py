@@ -1,0 +1,161 @@
+"""The project's interpreter for the code-running roles.
+
+``project_python`` gives the session's interpreter (found once by the
+pipeline, or here when a role runs alone). ``pytest_argv`` is how pytest is
+started with it: the project's environment loads its own plugins (entry-point
+autoload on); SuperQode's own interpreter, the fallback, loads only
+general-purpose plugins and those the project declares. ``isolate`` puts the
+sandbox's (or a scratch copy's) sources first, ahead of editable installs of
+the user's tree (workspace/pyisolate.py). ``tool_paths`` lends SuperQode's
+own coverage / hypothesis to the project's interpreter when it has none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from ...config import superqode_home
+from ...workspace.pyenv import ProjectPython, requirement_name
+from ...workspace.pyenv_build import declared_requirements, resolve_python
+from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
+from .base import RoleContext
+
+# Plugins a project's tests commonly rely on, loaded when the suite runs under
+# SuperQode's own interpreter (autoload is off there).
+OWN_ENV_PLUGINS = (
+    "pytest_asyncio.plugin",
+    "anyio.pytest_plugin",
+    "_hypothesis_pytestplugin",
+    "pytest_timeout",
+)
+_locks: dict[str, asyncio.Lock] = {}
+
+
+async def project_python(ctx: RoleContext) -> ProjectPython:
+    if ctx.python is None:
+        lock = _locks.setdefault(ctx.session_id, asyncio.Lock())
+        async with lock:
+            if ctx.python is None:
+                ctx.python = await resolve_python(
+                    ctx.project, ctx.sandbox, ctx.config, emit=ctx.emit
+                )
+        _locks.pop(ctx.session_id, None)
+    return ctx.python
+
+
+def pytest_argv(py: ProjectPython, configured: list[str] | None, env: dict[str, str],
+                root: Path) -> list[str]:
+    """The pytest command; may set variables in ``env``."""
+    if configured:
+        return list(configured)  # the user's own command: their environment, their plugins
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    if not py.own:
+        return [py.python, "-m", "pytest"]
+    # SuperQode's interpreter: its installed plugins are not the project's
+    # (and some are slow to import); load only general-purpose ones and the
+    # ones the project declares.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    cmd = [py.python, "-m", "pytest"]
+    for module in (*OWN_ENV_PLUGINS, *declared_plugins(root)):
+        if importlib.util.find_spec(module.split(".")[0]) is not None and module not in cmd:
+            cmd += ["-p", module]
+    return cmd
+
+
+def declared_plugins(root: Path) -> list[str]:
+    """Modules of the pytest plugins (installed here) the project declares."""
+    names = {requirement_name(r) for r in declared_requirements(root)}
+    out = []
+    for ep in importlib.metadata.entry_points(group="pytest11"):
+        dist = getattr(ep, "dist", None)
+        if dist is not None and requirement_name(dist.metadata["Name"] or "") in names:
+            out.append(ep.value.split(":")[0].strip())
+    return out
+
+
+def isolate(
+    env: dict[str, str],
+    scratch: Path,
+    tree: Path,
+    shadowed: list[Path],
+    extra_paths: list[Path] | tuple[Path, ...] = (),
+    tool_paths: list[Path] | tuple[Path, ...] = (),
+) -> dict[str, str]:
+    """``env`` for a Python process whose code is ``tree``: its sources
+    first, ``shadowed`` trees (the user's project, the sandbox a copy was
+    made from) out of the way. The sitecustomize is written under ``scratch``."""
+    iso = write_isolation(scratch / "isolation")
+    return isolated_env(env, iso, source_roots(tree), shadowed,
+                        extra_paths=extra_paths, tool_paths=tool_paths)
+
+
+def tool_paths(py: ProjectPython, dists: tuple[str, ...]) -> list[Path] | None:
+    """A directory lending the project's interpreter SuperQode's own copies
+    of ``dists`` (and what they need), linked from SuperQode's environment;
+    [] when the interpreter has them itself; None when they cannot be lent
+    (another Python version: compiled parts would not load)."""
+    if py.own:
+        return []
+    if py.version != "%d.%d" % sys.version_info[:2]:
+        return None
+    try:
+        names = _top_levels(dists)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    key = hashlib.sha256("\n".join(sorted(f"{n}={p}" for n, p in names.items())).encode()).hexdigest()[:12]
+    shim = superqode_home() / "cache" / "tools" / f"py{py.version}-{key}"
+    if not (shim / ".complete").is_file():
+        tmp = shim.with_name(f"{shim.name}.tmp-{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        for name, path in names.items():
+            link = tmp / name
+            if not link.exists() and not link.is_symlink():
+                link.symlink_to(path)
+        (tmp / ".complete").write_text("", encoding="utf-8")
+        try:
+            tmp.rename(shim)
+        except OSError:  # another session made it first
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [shim]
+
+
+def _top_levels(dists: tuple[str, ...]) -> dict[str, str]:
+    """Top-level importable entries of ``dists`` and their requirements."""
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    todo = list(dists)
+    while todo:
+        name = todo.pop()
+        key = requirement_name(name) or name
+        if key in seen:
+            continue
+        seen.add(key)
+        dist = importlib.metadata.distribution(name)
+        for f in dist.files or []:
+            top = f.parts[0]
+            if top.endswith((".dist-info", ".data")) or top in ("..", "__pycache__", "bin"):
+                continue
+            if len(f.parts) == 1 and not top.endswith((".py", ".so", ".pyd")):
+                continue
+            out.setdefault(top, str(dist.locate_file(top)))
+        for req in dist.requires or []:
+            if "extra ==" in req:
+                continue
+            try:
+                from packaging.requirements import Requirement
+
+                parsed = Requirement(req)
+                if parsed.marker is not None and not parsed.marker.evaluate():
+                    continue
+                todo.append(parsed.name)
+            except Exception:  # noqa: BLE001 - an odd requirement line: skip it
+                continue
+    return out

@@ -1,0 +1,223 @@
+"""The Python environment a project's code runs with.
+
+Roles that run the project's code (tests, types, mutation, generated tests)
+must use the project's interpreter, with its dependencies and its pytest
+plugins, not SuperQode's. ``discover`` finds it, in this order:
+
+1. an explicit setting (``roles.python`` in the configuration),
+2. the interpreter the editor selected (``python`` in the editor settings),
+3. ``$VIRTUAL_ENV``,
+4. ``.venv`` / ``venv`` (with ``pyvenv.cfg``) in the project (uv's default too),
+5. poetry (``poetry env info -p``, only when poetry is installed),
+   hatch (``.hatch/``) and pdm (``.pdm-python``),
+6. ``$CONDA_PREFIX``.
+
+Each candidate is probed by running it once; one that does not start is
+skipped with its reason kept for the report. With none, ``pyenv_build``
+builds one from the declared dependencies into the cache, or SuperQode's own
+interpreter is used when it already has everything the project declares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROBE = (
+    "import sys, importlib.util as u, json;"
+    "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], 'prefix': sys.prefix,"
+    "'pytest': u.find_spec('pytest') is not None,"
+    "'coverage': u.find_spec('coverage') is not None}))"
+)
+PROBE_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class ProjectPython:
+    """One interpreter, where it came from, and what it has."""
+
+    python: str  # absolute path of the interpreter
+    source: str  # config | editor | VIRTUAL_ENV | .venv | venv | poetry | hatch | pdm | conda | built | superqode
+    version: str = ""
+    prefix: str = ""
+    has_pytest: bool = False
+    has_coverage: bool = False
+    note: str | None = None  # why discovery ended here (skipped candidates, build failures)
+    tried: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def own(self) -> bool:
+        """SuperQode's own interpreter (no project environment)."""
+        return self.source == "superqode"
+
+    def shown(self, project: Path | None = None) -> str:
+        """``.venv/bin/python 3.12`` (project-relative when inside the project)."""
+        path = self.python
+        if project is not None:
+            try:
+                path = Path(self.python).relative_to(project).as_posix()
+            except ValueError:
+                pass
+        if self.own:
+            path = f"SuperQode's own Python ({path})"
+        elif self.source == "built":
+            path = f"{path} (built from the declared dependencies)"
+        return f"{path} {self.version}".strip()
+
+    def label(self, project: Path | None = None) -> str:
+        return f"tests: {self.shown(project)}"
+
+
+def probe(python: str, source: str, env: dict[str, str] | None = None) -> ProjectPython | str:
+    """Run ``python`` once; its facts, or why it cannot be used (one line)."""
+    path = Path(python)
+    if not path.exists():
+        return f"{source}: {python} does not exist"
+    if not os.access(path, os.X_OK) or path.is_dir():
+        return f"{source}: {python} is not an executable file"
+    run_env = {k: v for k, v in (env or os.environ).items() if not k.startswith("PYTHON")}
+    try:
+        res = subprocess.run(
+            [str(path), "-I", "-c", PROBE], capture_output=True, text=True,
+            timeout=PROBE_TIMEOUT_S, env=run_env, stdin=subprocess.DEVNULL, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{source}: {python} does not start ({e})"
+    try:
+        facts = json.loads(res.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        why = (res.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return f"{source}: {python} does not start ({why})"
+    # Keep the path as found (a venv's bin/python is a symlink to the base
+    # interpreter; resolving it would lose the environment).
+    return ProjectPython(
+        python=str(path if path.is_absolute() else path.absolute()),
+        source=source,
+        version=str(facts.get("version", "")),
+        prefix=str(facts.get("prefix", "")),
+        has_pytest=bool(facts.get("pytest")),
+        has_coverage=bool(facts.get("coverage")),
+    )
+
+
+def own_python(note: str | None = None, tried: tuple[str, ...] = ()) -> ProjectPython:
+    import importlib.util
+
+    return ProjectPython(
+        python=sys.executable, source="superqode",
+        version="%d.%d" % sys.version_info[:2], prefix=sys.prefix,
+        has_pytest=importlib.util.find_spec("pytest") is not None,
+        has_coverage=importlib.util.find_spec("coverage") is not None,
+        note=note, tried=tried,
+    )
+
+
+def env_python(prefix: Path) -> Path:
+    """The interpreter of an environment rooted at ``prefix``."""
+    for rel in ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe"):
+        p = prefix / rel
+        if p.exists():
+            return p
+    return prefix / "bin" / "python"
+
+
+def candidates(
+    project: Path,
+    configured: str | None = None,
+    editor: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> list[tuple[str, str]]:
+    """(source, interpreter path) in discovery order, without probing."""
+    environ = dict(os.environ if environ is None else environ)
+    out: list[tuple[str, str]] = []
+
+    def interp(value: str) -> str:
+        p = Path(value).expanduser()
+        if not p.is_absolute():
+            p = project / p
+        # A setting may name the environment rather than its interpreter.
+        return str(env_python(p) if p.is_dir() else p)
+
+    if configured:
+        out.append(("config", interp(configured)))
+    if editor:
+        out.append(("editor", interp(editor)))
+    if environ.get("VIRTUAL_ENV"):
+        out.append(("VIRTUAL_ENV", str(env_python(Path(environ["VIRTUAL_ENV"])))))
+    for name in (".venv", "venv"):
+        if (project / name / "pyvenv.cfg").is_file():
+            out.append((name, str(env_python(project / name))))
+    poetry = _poetry_env(project, environ)
+    if poetry:
+        out.append(("poetry", str(env_python(Path(poetry)))))
+    hatch = project / ".hatch"
+    if hatch.is_dir():
+        for cfg in sorted(hatch.glob("*/pyvenv.cfg")):
+            out.append(("hatch", str(env_python(cfg.parent))))
+    pdm = project / ".pdm-python"
+    if pdm.is_file():
+        try:
+            text = pdm.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if text:
+            out.append(("pdm", interp(text)))
+    if environ.get("CONDA_PREFIX"):
+        out.append(("conda", str(env_python(Path(environ["CONDA_PREFIX"])))))
+    return out
+
+
+def _poetry_env(project: Path, environ: dict[str, str]) -> str | None:
+    """Poetry's environment for the project, only when it is a poetry
+    project and poetry is installed (asking it may take a second)."""
+    pyproject = project / "pyproject.toml"
+    try:
+        if "[tool.poetry" not in pyproject.read_text(encoding="utf-8"):
+            return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    poetry = shutil.which("poetry", path=environ.get("PATH"))
+    if poetry is None:
+        return None
+    try:
+        res = subprocess.run(
+            [poetry, "env", "info", "-p", "--no-interaction"], cwd=project, capture_output=True,
+            text=True, timeout=PROBE_TIMEOUT_S, env=environ, stdin=subprocess.DEVNULL, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    path = res.stdout.strip()
+    return path if res.returncode == 0 and path and Path(path).is_dir() else None
+
+
+def discover(
+    project: Path,
+    configured: str | None = None,
+    editor: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> tuple[ProjectPython | None, list[str]]:
+    """The first candidate that starts (None when none does) and why the
+    ones before it were passed over: a broken explicit setting is never
+    skipped silently, its reason rides along in the result's ``note``."""
+    tried: list[str] = []
+    for source, python in candidates(project, configured, editor, environ):
+        found = probe(python, source, environ)
+        if isinstance(found, ProjectPython):
+            note = "; ".join(tried) or None
+            return ProjectPython(**{**found.__dict__, "note": note, "tried": tuple(tried)}), tried
+        tried.append(found)
+    return None, tried
+
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def requirement_name(req: str) -> str | None:
+    m = _NAME.match(req)
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else None
