@@ -46,8 +46,13 @@ def _superqode_isolate():
         real = os.path.realpath(path)
         return any(real == r or real.startswith(r + os.sep) for r in under)
 
+    # The environment itself may live inside the project (.venv): its
+    # site-packages stay, only the project's sources are shadowed.
+    env_roots = [os.path.realpath(p) for p in {sys.prefix, sys.exec_prefix}]
+
     def shadows(path):
-        return inside(path, shadowed) and not inside(path, sources)
+        return (inside(path, shadowed) and not inside(path, sources)
+                and not inside(path, env_roots))
 
     def mapped_paths(finder):
         module = sys.modules.get(getattr(finder, "__module__", "") or "")

@@ -333,6 +333,12 @@ _RELEVANT = re.compile(
 def pytest_message(output: str, lines: int = 3) -> str:
     """pytest's own words for why it stopped: its first relevant lines."""
     text = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
+    internal = [ln.removeprefix("INTERNALERROR>").strip() for ln in text
+                if ln.startswith("INTERNALERROR>")]
+    if internal:
+        # A traceback: the exception at its end is the message.
+        raised = [ln for ln in internal if re.match(r"^[\w.]+(Error|Warning|Exception)\b", ln)]
+        return (raised or internal)[-1][:600]
     picked = [ln.strip() for ln in text if _RELEVANT.match(ln)]
     if not picked:
         return tail(output, lines)
