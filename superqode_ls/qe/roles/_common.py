@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -175,3 +176,27 @@ def load_json(text: str) -> Any:
 def tail(text: str, lines: int = 5) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return " | ".join(kept[-lines:])[:500]
+
+
+_RELEVANT = re.compile(
+    r"^(ERROR|INTERNALERROR>|E   |\S*(Error|Warning|Exception)\b|error:|usage:|"
+    r"ImportError while|.*?(Pytest\w*Warning|Error): |.*?: error: )"
+)
+
+
+def pytest_message(output: str, lines: int = 3) -> str:
+    """pytest's own words for why it stopped: its first relevant lines."""
+    text = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
+    internal = [ln.removeprefix("INTERNALERROR>").strip() for ln in text
+                if ln.startswith("INTERNALERROR>")]
+    if internal:
+        # A traceback: the exception at its end is the message.
+        raised = [ln for ln in internal if re.match(r"^[\w.]+(Error|Warning|Exception)\b", ln)]
+        return (raised or internal)[-1][:600]
+    picked = [ln.strip() for ln in text if _RELEVANT.match(ln)]
+    if not picked:
+        return tail(output, lines)
+    # The generic "usage: pytest [options]..." banner says nothing; the line
+    # after it does.
+    picked = [ln for ln in picked if not re.match(r"^(ERROR: )?usage:", ln)] or picked
+    return " | ".join(dict.fromkeys(picked[:lines]))[:600]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ...config import superqode_home
 from ...workspace.paths import SessionPaths, ensure_dir
+from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
 
 # Never copied: VCS data, SuperQode's own folder, environments, caches (a stale
 # __pycache__ could even hide a mutant of the same size written in the same second).
@@ -134,36 +135,34 @@ def python_env(
     copy: Path,
     extra_paths: Iterable[Path] = (),
     pycache: Path | None = None,
+    shadowed: Iterable[Path] = (),
+    tool_paths: Iterable[Path] = (),
 ) -> dict[str, str]:
     """Environment for Python processes in a scratch copy: the copy (and its
-    ``src/``) first on sys.path so an editable install of the user's project
-    cannot shadow the copy.
+    ``src/``) first on sys.path, ahead of editable installs of ``shadowed``
+    trees (the user's project, the sandbox the copy came from): a
+    sitecustomize beside the copies sees to that (workspace/pyisolate.py).
 
     Bytecode goes to ``pycache`` (a scratch dir) when given, never beside the
     sources. Without a bytecode cache every pytest start recompiles each
     module it assertion-rewrites (whole plugin distributions such as
     hypothesis): seconds per run, which is most of a mutant's cost.
     """
-    env = dict(base)
-    paths = [str(p) for p in extra_paths] + [str(copy)]
-    if (copy / "src").is_dir():
-        paths.append(str(copy / "src"))
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    iso = write_isolation(copy.parent / "isolation")
+    env = isolated_env(base, iso, source_roots(copy), [Path(p) for p in shadowed],
+                       extra_paths=list(extra_paths), tool_paths=list(tool_paths))
     if pycache is not None:
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop("PYTHONSTARTUP", None)
     return env
 
 
-def pytest_command(configured: list[str] | None) -> list[str]:
+def pytest_command(configured: list[str] | None, python: str | None = None) -> list[str]:
     if configured:
         return list(configured)
-    return [sys.executable, "-m", "pytest"]
+    return [python or sys.executable, "-m", "pytest"]
 
 
 def module_name(rel: str) -> str | None:

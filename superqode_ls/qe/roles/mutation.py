@@ -47,6 +47,8 @@ from ._mutators import (
     mutated_line,
     select,
 )
+from ._common import pytest_message
+from ._pyenv import project_python, tool_paths
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput
 
@@ -154,8 +156,10 @@ class ForkRunner:
         self.ok = True
 
     @classmethod
-    async def start(cls, script: Path, cwd: Path, env: dict[str, str]) -> ForkRunner | None:
-        proc = await start_piped([sys.executable, str(script)], cwd, env)
+    async def start(
+        cls, script: Path, cwd: Path, env: dict[str, str], python: str = sys.executable
+    ) -> ForkRunner | None:
+        proc = await start_piped([python, str(script)], cwd, env)
         runner = cls(proc)
         try:
             hello = await runner._read(120)
@@ -221,6 +225,8 @@ class MutationTester(Role):
         self.fork_server = fork_server
         self.report = MutationReport()
         self._stamps = itertools.count(1)
+        self._python = sys.executable
+        self._tools: list[Path] = []
 
     def unavailable(self, config=None) -> str | None:
         try:
@@ -324,15 +330,35 @@ class MutationTester(Role):
 
     # -- the work -----------------------------------------------------------
 
+    async def _interpreter(self, ctx: RoleContext) -> str | None:
+        """Use the project's interpreter; why not, when it cannot measure coverage."""
+        py = await project_python(ctx)
+        self._python = py.python
+        if py.own or py.has_coverage:
+            self._tools = []
+            return None
+        lent = await asyncio.to_thread(tool_paths, py, ("coverage",))
+        if lent is None:
+            return (f"coverage is not installed in {py.shown(ctx.project)} (needed to map "
+                    "tests to lines); install it there")
+        self._tools = lent
+        return None
+
     async def _mutate(
         self, ctx: RoleContext, scratch: Path, pending: list[FileResult], report: MutationReport
     ) -> RoleOutput | None:
+        why = await self._interpreter(ctx)
+        if why is not None:
+            return RoleOutput(status="skipped", reason=why, tool=TOOL)
         base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
         started = time.monotonic()
         linemap = await self._line_map(ctx, scratch, base)
         report.coverage_s = time.monotonic() - started
         if isinstance(linemap, str):
-            status: RoleStatus = "timeout" if linemap == NO_TIME else "skipped"
+            status: RoleStatus = (
+                "timeout" if linemap == NO_TIME
+                else "failed" if linemap.startswith("could not run") else "skipped"
+            )
             return RoleOutput(status=status, reason=linemap, tool=TOOL)
 
         # Parsing, mutating and compiling every candidate is pure Python work:
@@ -350,7 +376,7 @@ class MutationTester(Role):
             await asyncio.to_thread(_scratch.copy_tree, base, scratch / f"w{i}")
             for i in range(1, n_workers)
         ]
-        cmd = _scratch.pytest_command(ctx.config.roles.unit_test_command)
+        cmd = _scratch.pytest_command(ctx.config.roles.unit_test_command, self._python)
         factor = ctx.config.roles.mutation_timeout_factor
         queue.reverse()  # pop() from the end keeps file order
         started = time.monotonic()
@@ -360,7 +386,7 @@ class MutationTester(Role):
         use_server = self.fork_server and not ctx.config.roles.unit_test_command
 
         async def worker(copy: Path) -> None:
-            env = _scratch.python_env(ctx.env, copy, pycache=_scratch.pycache_dir())
+            env = self._env(ctx, copy)
             runner: ForkRunner | None = None
             tried_runner = not use_server
             try:
@@ -433,7 +459,7 @@ class MutationTester(Role):
         out_file = scratch / "linemap.json"
         plugin, env = await asyncio.to_thread(self._prepare_line_map, ctx, scratch, base, data_file, out_file)
         rc = scratch / "coveragerc"
-        cmd = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest"]
+        cmd = [self._python, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest"]
         cmd += ["-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
         res = await ctx.run(cmd, cwd=base, env=env)
         if res.timed_out:
@@ -441,9 +467,16 @@ class MutationTester(Role):
         # Reading coverage's SQLite data is a few hundred syscalls: off the loop.
         return await asyncio.to_thread(self._read_line_map, res, base, data_file, out_file)
 
-    @staticmethod
+    def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
+        """A copy's environment: its sources ahead of the user's project and
+        the sandbox (editable installs), SuperQode's coverage lent if needed."""
+        return _scratch.python_env(
+            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(),
+            shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
+        )
+
     def _prepare_line_map(
-        ctx: RoleContext, scratch: Path, base: Path, data_file: Path, out_file: Path
+        self, ctx: RoleContext, scratch: Path, base: Path, data_file: Path, out_file: Path
     ) -> tuple[str, dict[str, str]]:
         plugin_dir = scratch / "plugins"
         plugin = write_plugin(plugin_dir, "superqode_linemap", LINEMAP_PLUGIN)
@@ -452,7 +485,7 @@ class MutationTester(Role):
             f"[run]\ndata_file = {_rc(data_file)}\nsource = {_rc(base)}\nbranch = false\n",
             encoding="utf-8",
         )
-        env = _scratch.python_env(ctx.env, base, [plugin_dir], pycache=_scratch.pycache_dir())
+        env = self._env(ctx, base, [plugin_dir])
         env["SUPERQODE_LINEMAP_OUT"] = str(out_file)
         return plugin, env
 
@@ -460,8 +493,8 @@ class MutationTester(Role):
         try:
             info = json.loads(out_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            tail = (res.stdout + res.stderr).strip().splitlines()[-3:]
-            return "could not run the project's tests under coverage: " + " | ".join(tail)
+            return ("could not run the project's tests under coverage: "
+                    + pytest_message(res.stdout + "\n" + res.stderr))
         tests = info["tests"]
         passing = {t for t, v in tests.items() if v["passed"]}
         self.report.baseline_failing = sorted(t for t, v in tests.items() if not v["passed"])
@@ -529,7 +562,7 @@ class MutationTester(Role):
     async def _start_runner(
         self, server: Path, copy: Path, env: dict[str, str], tests: list[str], timeout: float
     ) -> ForkRunner | None:
-        runner = await ForkRunner.start(server, copy, env)
+        runner = await ForkRunner.start(server, copy, env, self._python)
         if runner is None:
             return None
         # The warm launcher must agree with a fresh process on the unmutated

@@ -25,6 +25,7 @@ from typing import Any
 
 from ...models import Evidence, Finding, Range, Severity
 from . import _scratch
+from ._pyenv import project_python, tool_paths
 from ._pytest_plugins import CRASH_PLUGIN, collect_reason, write_plugin
 from .base import Role, RoleContext, RoleOutput
 
@@ -90,6 +91,15 @@ class TestGenerator(Role):
             return RoleOutput(
                 status="skipped", reason="no importable Python modules to test", tool=TOOL
             )
+        py = await project_python(ctx)
+        # hypothesis' ghostwriter (and black) come from SuperQode's own
+        # environment, lent after the project's site-packages.
+        lent = await asyncio.to_thread(tool_paths, py, ("hypothesis", "black"))
+        if lent is None:
+            return RoleOutput(status="skipped", tool=TOOL, reason=(
+                f"hypothesis and black cannot be lent to {py.shown(ctx.project)} "
+                f"(another Python version than SuperQode's); set roles.python"))
+        self._python, self._tools = py.python, lent
         scratch = _scratch.scratch_root(ctx.project, ctx.session_id, "testgen")
         try:
             copy = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "copy")
@@ -116,6 +126,15 @@ class TestGenerator(Role):
             reason += f"; skipped {len(skipped)} (see the test_generator log)"
         self._write_log(ctx, generated, skipped, reason)
         return RoleOutput(status="ok", reason=reason, findings=findings, tool=TOOL)
+
+    _python: str = sys.executable
+    _tools: list[Path] = []  # noqa: RUF012 - replaced per run, never mutated
+
+    def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
+        return _scratch.python_env(
+            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(),
+            shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
+        )
 
     # -- steps --------------------------------------------------------------
 
@@ -159,9 +178,9 @@ class TestGenerator(Role):
             "max_functions": ctx.config.roles.test_generator_max_functions,
         }
         spec_file.write_text(json.dumps(spec), encoding="utf-8")
-        env = _scratch.python_env(ctx.env, copy, pycache=_scratch.pycache_dir())
+        env = self._env(ctx, copy)
         res = await ctx.run(
-            [sys.executable, str(script), str(spec_file), str(out_file)],
+            [self._python, str(script), str(spec_file), str(out_file)],
             cwd=copy,
             env=env,
             timeout=GHOSTWRITE_TIMEOUT_S,
@@ -203,7 +222,7 @@ class TestGenerator(Role):
         # Own ini and rootdir: the project's pytest settings and conftest files
         # are for its tests, not for these.
         (gen_dir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-        env = _scratch.python_env(ctx.env, copy, [tools], pycache=_scratch.pycache_dir())
+        env = self._env(ctx, copy, [tools])
         by_file = {g.test_file: g for g in generated}
         todo = [g.test_file for g in generated]
         attempt = 0
@@ -216,7 +235,7 @@ class TestGenerator(Role):
                 return
             events_file = tools / f"events-{attempt}.jsonl"
             env["SUPERQODE_CRASH_OUT"] = str(events_file)
-            argv = [sys.executable, "-m", "pytest", "-p", plugin, "-p", "no:cacheprovider"]
+            argv = [self._python, "-m", "pytest", "-p", plugin, "-p", "no:cacheprovider"]
             argv += ["-c", str(gen_dir / "pytest.ini"), "--rootdir", str(gen_dir), "-q"]
             argv += ["--no-header", "-rN", *[str(gen_dir / n) for n in todo]]
             # One file that cannot be collected must not keep the others from running.

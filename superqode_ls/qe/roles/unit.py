@@ -34,7 +34,14 @@ from ...workspace.artifacts import atomic_write
 from ...workspace.paths import repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
-from ._common import SKIP_DIRS, SourceCache, fingerprint, is_test_path, selected_files, tail
+from ._common import (
+    SKIP_DIRS,
+    SourceCache,
+    fingerprint,
+    is_test_path,
+    pytest_message,
+    selected_files,
+)
 from ._pyenv import isolate, project_python, pytest_argv
 from .base import Role, RoleContext, RoleOutput
 
@@ -322,30 +329,6 @@ class UnitTester(Role):
                 )
             )
         return out
-
-
-_RELEVANT = re.compile(
-    r"^(ERROR|INTERNALERROR>|E   |\S*(Error|Warning|Exception)\b|error:|usage:|"
-    r"ImportError while|.*?(Pytest\w*Warning|Error): )"
-)
-
-
-def pytest_message(output: str, lines: int = 3) -> str:
-    """pytest's own words for why it stopped: its first relevant lines."""
-    text = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
-    internal = [ln.removeprefix("INTERNALERROR>").strip() for ln in text
-                if ln.startswith("INTERNALERROR>")]
-    if internal:
-        # A traceback: the exception at its end is the message.
-        raised = [ln for ln in internal if re.match(r"^[\w.]+(Error|Warning|Exception)\b", ln)]
-        return (raised or internal)[-1][:600]
-    picked = [ln.strip() for ln in text if _RELEVANT.match(ln)]
-    if not picked:
-        return tail(output, lines)
-    # The generic "usage: pytest [options]..." banner says nothing; the line
-    # after it does.
-    picked = [ln for ln in picked if not ln.startswith("usage:")] or picked
-    return " | ".join(dict.fromkeys(picked[:lines]))[:600]
 
 
 def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -> str:
