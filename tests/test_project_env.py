@@ -20,7 +20,7 @@ from superqode_ls.workspace.pyenv_build import declared_requirements, resolve_py
 from tests.role_helpers import make_ctx, run_role
 
 BASE_PYTHON = getattr(sys, "_base_executable", None) or sys.executable
-VERSION = "%d.%d" % sys.version_info[:2]
+VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def make_venv(where: Path, pytest_too: bool = True, dists: tuple[str, ...] = ()) -> Path:

@@ -26,7 +26,7 @@ TOMLI = "tomli==2.5.0"  # its sdist ships no tests
 # Newer pytest-asyncio warns at configure time, which blinker's
 # filterwarnings = error turns into a failure (its own CI pins 0.24 / pytest 8.3).
 PLUGIN_ENV = ["pytest==8.3.3", "pytest-asyncio==0.23.8"]
-VERSION = "%d.%d" % sys.version_info[:2]
+VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def _session(project: Path, roles: list[str], **kw) -> tuple[object, list[dict]]:

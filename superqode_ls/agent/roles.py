@@ -10,6 +10,7 @@ verifier's verdict does not depend on a model's mood.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, ClassVar
@@ -167,7 +168,7 @@ class AgentRole(Role):
                 )
             except ProviderError as e:
                 return AgentResult("provider_error", 0, [], [], Usage(), {}, error=str(e))
-            shell_env = _without_keys(ctx.env, cfg)
+            shell_env = _project_python_first(_without_keys(ctx.env, cfg), ctx)
             toolbox = ToolBox(
                 root=ctx.sandbox,
                 role=self.name,
@@ -247,7 +248,7 @@ class AgentRole(Role):
                 res = await run_command(
                     ["/bin/sh", "-c", cmd],
                     ctx.sandbox,
-                    env=_without_keys(ctx.env, ctx.config),
+                    env=_project_python_first(_without_keys(ctx.env, ctx.config), ctx),
                     timeout=ctx.config.agent.shell_timeout_s,
                 )
             finally:
@@ -255,6 +256,18 @@ class AgentRole(Role):
             if not res.ok:
                 still.append(f)
         return still
+
+
+def _project_python_first(env: dict[str, str], ctx: Any) -> dict[str, str]:
+    """The agent's shell finds the project's interpreter (``python``,
+    ``pytest``...) first, as in an activated environment."""
+    py = getattr(ctx, "python", None)
+    if py is None or py.own:
+        return env
+    out = dict(env)
+    out["PATH"] = os.pathsep.join([str(Path(py.python).parent), env.get("PATH", os.defpath)])
+    out["VIRTUAL_ENV"] = py.prefix
+    return out
 
 
 def _without_keys(env: dict[str, str], cfg: Config) -> dict[str, str]:

@@ -111,7 +111,7 @@ def own_python(note: str | None = None, tried: tuple[str, ...] = ()) -> ProjectP
 
     return ProjectPython(
         python=sys.executable, source="superqode",
-        version="%d.%d" % sys.version_info[:2], prefix=sys.prefix,
+        version=f"{sys.version_info[0]}.{sys.version_info[1]}", prefix=sys.prefix,
         has_pytest=importlib.util.find_spec("pytest") is not None,
         has_coverage=importlib.util.find_spec("coverage") is not None,
         note=note, tried=tried,

@@ -22,8 +22,9 @@ import os
 import shutil
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..config import Config, superqode_home
 from .proc import run_command
@@ -55,7 +56,7 @@ def declared_requirements(root: Path) -> list[str]:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             data = {}
-        project = data.get("project") if isinstance(data.get("project"), dict) else {}
+        project: dict = data["project"] if isinstance(data.get("project"), dict) else {}
         reqs += [r for r in project.get("dependencies") or [] if isinstance(r, str)]
         extras = project.get("optional-dependencies") or {}
         groups = data.get("dependency-groups") or {}
@@ -133,31 +134,26 @@ def env_key(reqs: list[str], base_version: str) -> str:
 
 def missing_in_own(reqs: list[str]) -> list[str]:
     """Declared requirements SuperQode's own environment does not satisfy."""
-    try:
-        from packaging.requirements import InvalidRequirement, Requirement
-    except ImportError:  # pragma: no cover - pytest depends on packaging
-        Requirement = None  # noqa: N806
+    from packaging.requirements import InvalidRequirement, Requirement  # pytest needs packaging
+
     missing = []
     for text in reqs:
         name = requirement_name(text)
         if name is None:
             continue
-        spec = None
-        if Requirement is not None:
-            try:
-                req = Requirement(text)
-            except InvalidRequirement:
-                missing.append(text)
-                continue
-            if req.marker is not None and not req.marker.evaluate():
-                continue
-            spec = req.specifier
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            missing.append(text)
+            continue
+        if req.marker is not None and not req.marker.evaluate():
+            continue
         try:
             version = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             missing.append(text)
             continue
-        if spec is not None and not spec.contains(version, prereleases=True):
+        if not req.specifier.contains(version, prereleases=True):
             missing.append(text)
     return missing
 
@@ -208,7 +204,7 @@ def _few(items: list[str], n: int = 3) -> str:
 
 async def build_env(reqs: list[str], timeout: float, emit: Emit) -> ProjectPython | str:
     """The cached environment for ``reqs`` (built now if needed), or why not."""
-    base_version = "%d.%d" % sys.version_info[:2]
+    base_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     wanted = list(reqs)
     if not any(requirement_name(r) == "pytest" for r in wanted):
         wanted.append("pytest")

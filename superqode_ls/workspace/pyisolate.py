@@ -128,12 +128,12 @@ def isolated_env(
     PYTHONPATH; ``shadowed`` trees demoted; ``tool_paths`` after
     site-packages, so the project's own versions of anything there win."""
     env = dict(base)
-    sources = [str(p) for p in sources]
-    paths = [str(isolation_dir), *(str(p) for p in extra_paths), *sources]
+    roots = [str(p) for p in sources]
+    paths = [str(isolation_dir), *(str(p) for p in extra_paths), *roots]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    env["SUPERQODE_SOURCE_ROOTS"] = os.pathsep.join(sources)
+    env["SUPERQODE_SOURCE_ROOTS"] = os.pathsep.join(roots)
     env["SUPERQODE_SHADOWED_ROOTS"] = os.pathsep.join(str(p) for p in shadowed)
     tools = [str(p) for p in tool_paths]
     if tools:

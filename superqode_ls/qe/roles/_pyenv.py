@@ -102,7 +102,7 @@ def tool_paths(py: ProjectPython, dists: tuple[str, ...]) -> list[Path] | None:
     (another Python version: compiled parts would not load)."""
     if py.own:
         return []
-    if py.version != "%d.%d" % sys.version_info[:2]:
+    if py.version != f"{sys.version_info[0]}.{sys.version_info[1]}":
         return None
     try:
         names = _top_levels(dists)
@@ -156,6 +156,6 @@ def _top_levels(dists: tuple[str, ...]) -> dict[str, str]:
                 if parsed.marker is not None and not parsed.marker.evaluate():
                     continue
                 todo.append(parsed.name)
-            except Exception:  # noqa: BLE001 - an odd requirement line: skip it
+            except Exception:  # noqa: BLE001,S112 - an odd requirement line: skip it
                 continue
     return out

@@ -35,6 +35,7 @@ from ...models import Evidence, Finding, Range, RoleStatus, Severity
 from ...workspace.artifacts import atomic_write
 from ...workspace.proc import PipedTool, ProcResult, start_piped
 from . import _scratch
+from ._common import pytest_message
 from ._imports import import_closure
 from ._mutators import (
     KINDS,
@@ -47,7 +48,6 @@ from ._mutators import (
     mutated_line,
     select,
 )
-from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput

@@ -161,9 +161,8 @@ class TypeTester(Role):
             reason = tail(res.stderr or res.stdout) or f"mypy exited with {res.returncode}"
             return RoleOutput(status="failed", reason=f"mypy failed: {reason}", tool="mypy")
         findings = self._findings(ctx.sandbox, records, only)
-        reasons = [_undecodable_reason(undecodable) if undecodable else None, interpreter]
-        reason = "; ".join(r for r in reasons if r) or None
-        return RoleOutput(findings=findings, tool="mypy", reason=reason)
+        notes = [_undecodable_reason(undecodable) if undecodable else None, interpreter]
+        return RoleOutput(findings=findings, tool="mypy", reason="; ".join(n for n in notes if n) or None)
 
     def _findings(
         self, root: Path, records: list[dict[str, Any]], only: set[str] | None
