@@ -73,6 +73,8 @@ def test_editable_install_with_plugin_runs_the_sandbox_copy(isolated_home):
     assert n > 20  # blinker's own suite ran, async tests included
     assert report.interpreter is not None and report.interpreter.source == ".venv"
     assert any("environment: tests: .venv/bin/python" in str(e.get("message")) for e in events)
+    markdown = Path(report.artifacts["markdown"]).read_text()
+    assert f"Interpreter: `tests: .venv/bin/python {VERSION}`" in markdown
     # The user's file never saw the edit.
     assert (project / "src" / "blinker" / "__init__.py").read_bytes() == init
 

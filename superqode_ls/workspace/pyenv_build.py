@@ -222,12 +222,13 @@ async def build_env(reqs: list[str], timeout: float, emit: Emit) -> ProjectPytho
         cached = await asyncio.to_thread(_ready, target)  # another session built it meanwhile
         if cached is not None:
             return cached
-        await asyncio.to_thread(shutil.rmtree, target, True)  # a build that died half-way
+        # A build stopped half-way (a quick run's budget, Ctrl-C) is resumed:
+        # pip skips what is already installed, so each try gets further.
+        resume = await asyncio.to_thread(_resumable, target)
         emit("progress", message=f"environment: building from {len(wanted)} declared "
-                                 f"requirement(s) into {target}")
-        why = await _install(target, wanted, timeout)
+                                 f"requirement(s) into {target}" + (" (resumed)" if resume else ""))
+        why = await _install(target, wanted, timeout, resume)
         if why is not None:
-            await asyncio.to_thread(shutil.rmtree, target, True)
             return why
         await asyncio.to_thread(
             (target / MARKER).write_text,
@@ -245,7 +246,16 @@ def _ready(target: Path) -> ProjectPython | None:
     return found if isinstance(found, ProjectPython) and found.has_pytest else None
 
 
-async def _install(target: Path, reqs: list[str], timeout: float) -> str | None:
+def _resumable(target: Path) -> bool:
+    """A half-built environment whose interpreter starts is kept; anything
+    else there is removed."""
+    if target.is_dir() and isinstance(probe(str(env_python(target)), "built"), ProjectPython):
+        return True
+    shutil.rmtree(target, ignore_errors=True)
+    return False
+
+
+async def _install(target: Path, reqs: list[str], timeout: float, resume: bool = False) -> str | None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     uv = shutil.which("uv")
@@ -254,8 +264,13 @@ async def _install(target: Path, reqs: list[str], timeout: float) -> str | None:
         steps = [[uv, "venv", "-q", "--python", base, str(target)],
                  [uv, "pip", "install", "-q", "--python", str(env_python(target)), *reqs]]
     else:
-        steps = [[base, "-m", "venv", str(target)],
-                 [str(env_python(target)), "-m", "pip", "install", "-q", *reqs]]
+        # SuperQode's own pip installs into the new environment
+        # (``pip --python``): no pip bootstrapped into every environment.
+        steps = [[base, "-m", "venv", "--without-pip", str(target)],
+                 [sys.executable, "-m", "pip", "--python", str(env_python(target)),
+                  "install", "-q", *reqs]]
+    if resume:
+        steps = steps[1:]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     for cmd in steps:
