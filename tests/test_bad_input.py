@@ -119,6 +119,7 @@ def test_usage_errors_of_every_command(project, tmp_path):
         "run both isolations": (["run", p, "--worktree", "--snapshot"], None),
         "run sarif dir": (["run", p, "-r", "lint_tester", "--sarif", str(tmp_path / "no" / "x.sarif")], None),
         "run unknown flag": (["run", p, "--bogus"], None),
+        "run python missing": (["run", p, "-r", "unit_tester", "--python", missing], None),
         # exec
         "exec missing": (["exec", missing, "--", "true"], None),
         "exec file": (["exec", f, "--", "true"], None),

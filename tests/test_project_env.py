@@ -272,3 +272,26 @@ def test_a_failed_build_says_what_to_configure_and_is_resumed_next_time(tmp_path
     py = asyncio.run(resolve_python(root, root, Config(), environ={"PATH": ""}, emit=emit))
     assert py.own
     assert any("(resumed)" in m for m in progress), progress
+
+
+def test_cli_python_flag_chooses_the_interpreter_and_the_report_names_it(tmp_path, capsys):
+    import json
+
+    from superqode_ls.cli import main
+
+    project = write(tmp_path / "project", {"test_a.py": "def test_a():\n    assert True\n"})
+    make_venv(project / ".venv")  # found by discovery, but the flag wins
+    other = make_venv(tmp_path / "envx")
+    code = main(["run", str(project), "--snapshot", "-r", "unit_tester", "--jsonl",
+                 "--python", str(tmp_path / "envx")])
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+    events = [json.loads(line) for line in out.splitlines()]
+    report = json.loads(Path(events[-1]["data"]["report"]).read_text())
+    assert report["interpreter"]["source"] == "config"
+    assert report["interpreter"]["python"] == str(other)
+    assert report["interpreter"]["label"] == f"tests: {other} {VERSION}"
+    unit = next(r for r in report["roles"] if r["role"] == "unit_tester")
+    assert unit["status"] == "ok" and "1 test(s) run" in unit["reason"]
+    assert any(e["type"] == "progress" and "environment: tests:" in e["data"].get("message", "")
+               for e in events)

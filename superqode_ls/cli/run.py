@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(--baseline, qe.baseline or .superqode/baseline.json)")
     p.add_argument("--untrusted", action="store_true",
                    help="skip roles that run the project's code")
+    p.add_argument("--python", metavar="PATH",
+                   help="the interpreter (or environment folder) the project's code runs with "
+                        "(default: roles.python, $VIRTUAL_ENV, .venv, poetry/hatch/pdm, conda)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("roles", help="list the QE roles",
@@ -106,6 +109,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides.setdefault("qe", {})["fail_on"] = args.fail_on
     sarif = _check_sarif_target(args.sarif) if args.sarif else None
     project = Path(args.path).expanduser()
+    if args.python:
+        chosen = Path(args.python).expanduser()
+        if not chosen.is_absolute():
+            chosen = Path.cwd() / chosen
+        if not chosen.exists():
+            raise UsageError(f"--python {args.python}: no such file or folder")
+        overrides.setdefault("roles", {})["python"] = str(chosen)
     config = load_config(project if project.is_dir() else None, overrides or None)
     request = QERequest(
         project=Path(args.path),
