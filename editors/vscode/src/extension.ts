@@ -106,7 +106,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     outputChannel: output,
     traceOutputChannel: output,
     synchronize: { configurationSection: "superqode" },
-    initializationOptions: { superqode: vscode.workspace.getConfiguration("superqode") },
+    initializationOptions: { superqode: await initialSettings() },
   };
   client = new LanguageClient("superqode", "SuperQode", serverOptions, clientOptions);
   try {
@@ -119,6 +119,31 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   trackProgress(client);
   status.setMissing(false);
   status.setCounts(countFindings());
+}
+
+/** The superqode settings, with the interpreter the Python extension has
+ * selected as `python` when superqode.python is not set (the server runs the
+ * project's tests with it unless roles.python says otherwise). */
+async function initialSettings(): Promise<Record<string, unknown>> {
+  const settings = vscode.workspace.getConfiguration("superqode");
+  const plain = JSON.parse(JSON.stringify(settings)) as Record<string, unknown>;
+  plain.python = settings.get<string | null>("python") ?? (await selectedPython()) ?? null;
+  return plain;
+}
+
+async function selectedPython(): Promise<string | undefined> {
+  const ext = vscode.extensions.getExtension("ms-python.python");
+  if (!ext) {
+    return undefined;
+  }
+  try {
+    const api: any = ext.isActive ? ext.exports : await ext.activate();
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const env = api?.environments?.getActiveEnvironmentPath?.(folder?.uri);
+    return typeof env?.path === "string" ? env.path : undefined;
+  } catch {
+    return undefined; // an old or broken Python extension: the server discovers one itself
+  }
 }
 
 async function stop(): Promise<void> {
