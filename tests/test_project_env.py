@@ -62,6 +62,21 @@ def test_candidates_come_in_the_documented_order(tmp_path):
     assert got[2][1] == "/active/bin/python"
 
 
+def test_a_repositorys_shared_venv_serves_its_subfolders(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / "pyvenv.cfg").write_text("")
+    sub = repo / "packages" / "a"
+    sub.mkdir(parents=True)
+    assert candidates(sub, environ={"PATH": ""}) == [("repo/.venv", str(repo / ".venv/bin/python"))]
+    # Outside a repository nothing above the folder is looked at.
+    (tmp_path / "loose" / "x").mkdir(parents=True)
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("")
+    assert candidates(tmp_path / "loose" / "x", environ={"PATH": ""}) == []
+
+
 def test_a_broken_setting_is_passed_over_with_its_reason(tmp_path):
     project = tmp_path / "p"
     project.mkdir()

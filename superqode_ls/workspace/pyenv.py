@@ -150,9 +150,11 @@ def candidates(
         out.append(("editor", interp(editor)))
     if environ.get("VIRTUAL_ENV"):
         out.append(("VIRTUAL_ENV", str(env_python(Path(environ["VIRTUAL_ENV"])))))
-    for name in (".venv", "venv"):
-        if (project / name / "pyvenv.cfg").is_file():
-            out.append((name, str(env_python(project / name))))
+    for folder in _up_to_repo_root(project):
+        for name in (".venv", "venv"):
+            if (folder / name / "pyvenv.cfg").is_file():
+                shown = name if folder == project else f"{folder.name}/{name}"
+                out.append((shown, str(env_python(folder / name))))
     poetry = _poetry_env(project, environ)
     if poetry:
         out.append(("poetry", str(env_python(Path(poetry)))))
@@ -171,6 +173,19 @@ def candidates(
     if environ.get("CONDA_PREFIX"):
         out.append(("conda", str(env_python(Path(environ["CONDA_PREFIX"])))))
     return out
+
+
+def _up_to_repo_root(project: Path) -> list[Path]:
+    """The project folder and, for a folder inside a repository, its parents
+    up to the repository's root (a monorepo's shared ``.venv``)."""
+    out = [project]
+    if (project / ".git").exists():
+        return out
+    for parent in project.parents:
+        out.append(parent)
+        if (parent / ".git").exists():
+            return out
+    return [project]  # not in a repository: only the folder itself
 
 
 def _poetry_env(project: Path, environ: dict[str, str]) -> str | None:
