@@ -486,6 +486,8 @@ class QESession:
         except asyncio.CancelledError:
             status = "timeout" if self._timed_out else "cancelled"
             reason = "session budget exhausted" if self._timed_out else "cancelled"
+            if self._python is not None and not self._python.done() and _needs_python(role):
+                reason += " while the project's environment was being built (the next run resumes it)"
             self._finish_role(name, role, out, status, reason, started, t0, total, ctx.sandbox, res)
             raise
         except Exception as e:
