@@ -184,3 +184,17 @@ def test_cancel_stops_generated_tests(make_repo):
     scratch = SessionPaths(repo, SID).private / "scratch"
     assert not any(scratch.iterdir())
     # conftest's no_leftover_processes fixture fails the test if pytest survived.
+
+
+def test_a_generated_test_that_cannot_be_collected_says_why(make_repo):
+    # Imports fine for the ghostwriter, refuses under pytest: the generated
+    # test cannot be collected, and the log carries pytest's reason.
+    repo = make_repo({"lib.py": (
+        "import sys\n\nif '_pytest' in sys.modules:\n"
+        "    raise RuntimeError('lib refuses to load under pytest')\n\n\n"
+        "def add(a: int, b: int) -> int:\n    return a + b\n"
+    )})
+    out = asyncio.run(TestGenerator().run(make_ctx(repo)))
+    assert out.status == "ok", out.reason
+    log = log_text(repo)
+    assert "could not be collected: " in log and "lib refuses to load under pytest" in log, log

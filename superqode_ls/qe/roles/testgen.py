@@ -25,6 +25,7 @@ from typing import Any
 
 from ...models import Evidence, Finding, Range, Severity
 from . import _scratch
+from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
 from ._pytest_plugins import CRASH_PLUGIN, collect_reason, write_plugin
 from .base import Role, RoleContext, RoleOutput
@@ -128,6 +129,7 @@ class TestGenerator(Role):
         return RoleOutput(status="ok", reason=reason, findings=findings, tool=TOOL)
 
     _python: str = sys.executable
+    _output: str = ""  # the last pytest run's output: why tests could not be collected
     _tools: list[Path] = []  # noqa: RUF012 - replaced per run, never mutated
 
     def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
@@ -267,7 +269,9 @@ class TestGenerator(Role):
             if hung is None:
                 for name in todo:
                     if name not in seen:
-                        by_file[name].note = by_file[name].note or "could not be collected"
+                        by_file[name].note = by_file[name].note or (
+                            "could not be collected: " + pytest_message(self._output)
+                        )
                 return
             todo = [n for n in todo if n not in seen and n != hung]
 
@@ -281,6 +285,7 @@ class TestGenerator(Role):
             while True:
                 done, _ = await asyncio.wait({task}, timeout=0.5)
                 if done:
+                    self._output = task.result().stdout + "\n" + task.result().stderr
                     if task.result().timed_out:
                         return BUDGET
                     return None
