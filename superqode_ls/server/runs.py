@@ -313,7 +313,12 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
         )
     elif kind == "progress":
         msg = data.get("message")
-        if msg:
+        if msg and str(msg).startswith("environment: tests:"):
+            # The interpreter the project's code runs with: shown at once and
+            # kept in the log (a coalesced progress line may be replaced).
+            ls.log(f"SuperQode {msg}")
+            progress.report(f"{msg}; {progress.status()}")
+        elif msg:
             progress.report(f"{msg}; {progress.status()}", now=False)
     elif kind == "session_complete":
         run.markdown = data.get("markdown")

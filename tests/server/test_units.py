@@ -292,3 +292,20 @@ def test_count_reports_are_coalesced_and_the_latest_is_never_lost():
         assert sent[4:] == ["503 finding(s)", "end: done"]
 
     asyncio.run(go())
+
+
+def test_the_interpreter_line_reaches_the_editor_at_once_and_its_log():
+    from types import SimpleNamespace
+
+    from superqode_ls.server.runs import _on_event
+
+    logged: list[str] = []
+    shown: list[tuple[str, bool]] = []
+    ls = SimpleNamespace(log=logged.append)
+    progress = SimpleNamespace(status=lambda: "1/3 roles done",
+                               report=lambda msg, now=True: shown.append((msg, now)))
+    line = "environment: tests: .venv/bin/python 3.12"
+    _on_event(ls, None, progress, SimpleNamespace(type="progress", data={"message": line}))
+    _on_event(ls, None, progress, SimpleNamespace(type="progress", data={"message": "mutant 3"}))
+    assert logged == [f"SuperQode {line}"]
+    assert shown == [(f"{line}; 1/3 roles done", True), ("mutant 3; 1/3 roles done", False)]
