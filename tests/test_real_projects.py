@@ -113,3 +113,22 @@ def test_a_project_without_tests_says_no_tests(isolated_home):
     run = _role(report, "unit_tester")
     assert run.status == "skipped" and run.reason.startswith("no tests"), run.reason
     assert report.verdict == "pass"
+
+
+def test_mutants_of_an_editable_project_are_the_code_its_tests_import(isolated_home):
+    # blinker is installed editable in its .venv (the user's src/ first for
+    # that interpreter) and has no coverage there (SuperQode lends its own).
+    # Mutants the tests kill prove the mutated scratch copy is what they import:
+    # from the user's unchanged tree every mutant would survive.
+    project = realprojects.project(
+        BLINKER, tag="editable", venv=PLUGIN_ENV, editable=True
+    )
+    report, _ = _session(
+        project, ["mutation_tester"], files=["src/blinker/_utilities.py"],
+        config_overrides={"roles": {"mutation_max_mutants": 6}},
+    )
+    run = _role(report, "mutation_tester")
+    assert run.status == "ok", run.reason
+    assert report.interpreter is not None and report.interpreter.source == ".venv"
+    killed = int(run.reason.split(" killed")[0].rsplit(" ", 1)[-1]) if " killed" in run.reason else 0
+    assert killed >= 3, run.reason
