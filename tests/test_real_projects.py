@@ -87,7 +87,7 @@ def test_configuration_failure_is_a_role_failure_with_pytests_message(isolated_h
     run = _role(report, "unit_tester")
     assert run.status == "failed", run.reason
     assert "asyncio_mode" in run.reason and "PytestConfigWarning" in run.reason, run.reason
-    assert report.verdict != "pass" or run.status == "failed"
+    assert report.verdict != "pass"  # a suite that never ran does not pass
 
 
 def test_no_environment_builds_one_from_declared_dependencies_and_reuses_it(isolated_home):
@@ -112,7 +112,6 @@ def test_a_project_without_tests_says_no_tests(isolated_home):
     report, _ = _session(project, ["unit_tester"])
     run = _role(report, "unit_tester")
     assert run.status == "skipped" and run.reason.startswith("no tests"), run.reason
-    assert report.verdict == "pass"
 
 
 def test_mutants_of_an_editable_project_are_the_code_its_tests_import(isolated_home):

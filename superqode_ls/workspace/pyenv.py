@@ -26,7 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 PROBE = (
@@ -225,7 +225,7 @@ def discover(
         found = probe(python, source, environ)
         if isinstance(found, ProjectPython):
             note = "; ".join(tried) or None
-            return ProjectPython(**{**found.__dict__, "note": note, "tried": tuple(tried)}), tried
+            return replace(found, note=note, tried=tuple(tried)), tried
         tried.append(found)
     return None, tried
 

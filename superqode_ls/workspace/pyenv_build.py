@@ -23,6 +23,7 @@ import shutil
 import sys
 import tomllib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,7 @@ async def resolve_python(
         return own_python(_join(passed_over, why), tuple(tried))
     built = await build_env(reqs, config.roles.env_build_timeout_s, emit)
     if isinstance(built, ProjectPython):
-        return ProjectPython(**{**built.__dict__, "note": passed_over or None, "tried": tuple(tried)})
+        return replace(built, note=passed_over or None, tried=tuple(tried))
     why = f"could not build an environment from the declared dependencies ({built}); {CONFIGURE}"
     return own_python(_join(passed_over, why), tuple(tried))
 

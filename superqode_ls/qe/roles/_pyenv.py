@@ -12,7 +12,6 @@ own coverage / hypothesis to the project's interpreter when it has none.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -34,18 +33,13 @@ OWN_ENV_PLUGINS = (
     "_hypothesis_pytestplugin",
     "pytest_timeout",
 )
-_locks: dict[str, asyncio.Lock] = {}
 
 
 async def project_python(ctx: RoleContext) -> ProjectPython:
+    """The session's interpreter (set by the pipeline), or found now for a
+    role run on its own, and kept in ``ctx``."""
     if ctx.python is None:
-        lock = _locks.setdefault(ctx.session_id, asyncio.Lock())
-        async with lock:
-            if ctx.python is None:
-                ctx.python = await resolve_python(
-                    ctx.project, ctx.sandbox, ctx.config, emit=ctx.emit
-                )
-        _locks.pop(ctx.session_id, None)
+        ctx.python = await resolve_python(ctx.project, ctx.sandbox, ctx.config, emit=ctx.emit)
     return ctx.python
 
 
