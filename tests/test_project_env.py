@@ -117,6 +117,10 @@ def test_without_an_environment(tmp_path):
     cfg = Config.model_validate({"roles": {"build_env": False}})
     py = asyncio.run(resolve_python(root, root, cfg, environ={"PATH": ""}))
     assert py.own and "no-such-dist-xyz" in py.note and "roles.python" in py.note
+    # The user's own test command: nothing is built for it.
+    cfg = Config.model_validate({"roles": {"unit_test_command": ["/x/bin/python", "-m", "pytest"]}})
+    py = asyncio.run(resolve_python(root, root, cfg, environ={"PATH": ""}))
+    assert py.own and "unit_test_command" in py.note
 
 
 # -- the sandbox's sources first ---------------------------------------------

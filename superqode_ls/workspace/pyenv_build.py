@@ -183,6 +183,10 @@ async def resolve_python(
         why = ("no project environment found; SuperQode's Python has every declared dependency"
                if reqs else "no project environment found and no dependencies declared")
         return own_python(_join(passed_over, why), tuple(tried))
+    if config.roles.unit_test_command:
+        why = ("no project environment found; roles.unit_test_command runs the tests, so none "
+               f"is built (missing here: {_few(missing)}; set roles.python for the other roles)")
+        return own_python(_join(passed_over, why), tuple(tried))
     if not config.roles.build_env:
         why = (f"no project environment found and roles.build_env is off "
                f"(missing here: {_few(missing)}); {CONFIGURE}")
