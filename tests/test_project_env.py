@@ -314,3 +314,16 @@ def test_cli_python_flag_chooses_the_interpreter_and_the_report_names_it(tmp_pat
     assert unit["status"] == "ok" and "1 test(s) run" in unit["reason"]
     assert any(e["type"] == "progress" and "environment: tests:" in e["data"].get("message", "")
                for e in events)
+
+
+def test_own_interpreter_leaves_async_plugins_out_of_a_suite_without_async_tests(tmp_path):
+    # No environment and nothing declared: SuperQode's own Python runs the
+    # suite. filterwarnings = error must not turn an unused async plugin's
+    # configure-time warning into a failed run.
+    sandbox = write(tmp_path / "sandbox", {
+        "pytest.ini": "[pytest]\nfilterwarnings = error\n",
+        "test_a.py": "def test_a():\n    assert 1 + 1 == 2\n",
+    })
+    out = run_role(UnitTester(), make_ctx(sandbox))
+    assert out.status == "ok", out.reason
+    assert "1 test(s) run" in out.reason and "SuperQode's own Python" in out.reason

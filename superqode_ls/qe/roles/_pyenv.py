@@ -16,6 +16,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from ...config import superqode_home
 from ...workspace.pyenv import ProjectPython, requirement_name
 from ...workspace.pyenv_build import declared_requirements, resolve_python
 from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
+from ._common import is_test_path, walk_files
 from .base import RoleContext
 
 # Plugins a project's tests commonly rely on, loaded when the suite runs under
@@ -56,10 +58,37 @@ def pytest_argv(py: ProjectPython, configured: list[str] | None, env: dict[str, 
     # ones the project declares.
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     cmd = [py.python, "-m", "pytest"]
-    for module in (*OWN_ENV_PLUGINS, *declared_plugins(root)):
+    declared = declared_plugins(root)
+    # An async plugin the suite does not use is not loaded: pytest-asyncio
+    # warns at configure time, which `filterwarnings = error` turns into an
+    # internal error of a suite that has no async test at all.
+    skip_async = not uses_async_tests(root)
+    for module in (*OWN_ENV_PLUGINS, *declared):
+        if module in ASYNC_PLUGINS and skip_async and module not in declared:
+            continue
         if importlib.util.find_spec(module.split(".")[0]) is not None and module not in cmd:
             cmd += ["-p", module]
     return cmd
+
+
+ASYNC_PLUGINS = frozenset({"pytest_asyncio.plugin", "anyio.pytest_plugin"})
+_ASYNC_HINT = re.compile(r"async def test|mark\.(asyncio|anyio)|asyncio_mode|anyio_backend")
+
+
+def uses_async_tests(root: Path) -> bool:
+    """Whether the project's tests or test configuration look async."""
+    for rel in walk_files(root, (".py", ".toml", ".ini", ".cfg")):
+        if rel.endswith(".py") and not is_test_path(rel):
+            continue
+        if not rel.endswith(".py") and "/" in rel:
+            continue  # configuration lives at the root
+        try:
+            text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if _ASYNC_HINT.search(text):
+            return True
+    return False
 
 
 def declared_plugins(root: Path) -> list[str]:
