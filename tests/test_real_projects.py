@@ -131,3 +131,30 @@ def test_mutants_of_an_editable_project_are_the_code_its_tests_import(isolated_h
     assert report.interpreter is not None and report.interpreter.source == ".venv"
     killed = int(run.reason.split(" killed")[0].rsplit(" ", 1)[-1]) if " killed" in run.reason else 0
     assert killed >= 3, run.reason
+
+
+FLASK = "flask==3.0.3"  # [tool.ruff] fix = true in its pyproject
+
+
+def test_ruff_fix_true_project_is_linted_read_only(isolated_home):
+    """flask asks ruff to fix what it reports: the lint role must report
+    exactly what `ruff check --no-fix` reports on the same tree, and leave
+    the sandbox (and the project) as they were."""
+    import json
+
+    project = realprojects.project(FLASK)
+    assert "fix = true" in (project / "pyproject.toml").read_text()
+    direct = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-fix", "--no-cache",
+                             "--output-format", "json", "."], cwd=project,
+                            capture_output=True, text=True, check=False)
+    expected = {(d["code"], Path(d["filename"]).relative_to(project).as_posix(),
+                 d["location"]["row"]) for d in json.loads(direct.stdout)}
+    assert len(expected) >= 10
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True,
+                            text=True, check=True).stdout
+    report, _ = _session(project, ["lint_tester", "security_tester"])
+    got = {(f.rule_id, f.file, f.range.start_line) for f in report.findings
+           if f.role == "lint_tester" and f.range is not None}
+    assert got == expected
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True,
+                          text=True, check=True).stdout == status
