@@ -234,17 +234,21 @@ class IsolatedSession:
             wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,
                              self.config.workspace.keep_gitignored_mode)
         copy_index(sealed.index, self._track_index)
+        moved = wt.retarget_links(self.sandbox, self.project,
+                                  wt.tree_links(self.store, state.full_tree))
         if overlays:
             wt.write_overlays(self.sandbox, overlays)
-            tree = self._hash_sandbox()
-        else:
-            tree = state.full_tree
+        # The baseline is the sandbox as carried in: retargeted links are not
+        # the session's change and stay out of its patch.
+        tree = self._hash_sandbox() if overlays or moved else state.full_tree
         self.baseline = self.store.commit(tree, None, f"baseline {self.id}").id
 
     def _create_snapshot(self, overlays: dict[str, bytes]) -> None:
         is_git = (self.project / ".git").exists()
         files = list_files(self.project, self.config.workspace.exclude_patterns, use_git=is_git)
         copy_tree(self.project, self.sandbox, files, self.config.workspace.max_size_mb)
+        wt.retarget_links(self.sandbox, self.project,
+                          [str(f) for f in files if (self.sandbox / f).is_symlink()])
         if overlays:
             wt.write_overlays(self.sandbox, overlays)
         self.store = SnapshotStore(store_dir(self.project))

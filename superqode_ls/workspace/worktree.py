@@ -299,3 +299,38 @@ def _rmtree(path: Path) -> None:
         path.unlink()
     else:
         shutil.rmtree(path, onerror=onerror)
+
+
+def retarget_links(sandbox: Path, project: Path, rels: list[str]) -> list[str]:
+    """Absolute symlinks among ``rels`` that point into the project now point
+    at the same place inside the sandbox: a project's own tests writing
+    through one must change the sandbox's file, not the user's (the kernel
+    barrier would refuse the write). Returns the links changed."""
+    roots = {str(project), os.path.realpath(project)}
+    changed = []
+    for rel in rels:
+        p = sandbox / rel
+        try:
+            target = os.readlink(p)
+        except OSError:
+            continue
+        if not os.path.isabs(target):
+            continue
+        target = os.path.normpath(target)
+        for root in roots:
+            if target == root or target.startswith(root + os.sep):
+                os.unlink(p)
+                os.symlink(os.path.join(sandbox, os.path.relpath(target, root)), p)
+                changed.append(rel)
+                break
+    return changed
+
+
+def tree_links(store: SnapshotStore, tree: str) -> list[str]:
+    """Paths of the symlinks in ``tree``."""
+    out = store.run(["ls-tree", "-r", "-z", tree]).stdout
+    links = []
+    for entry in out.split(b"\0"):
+        if entry.startswith(b"120000 "):
+            links.append(entry.split(b"\t", 1)[1].decode("utf-8", "surrogateescape"))
+    return links

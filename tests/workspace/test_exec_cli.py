@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 
 from ..conftest import run_git
@@ -114,3 +116,26 @@ def test_exec_on_a_repository_whose_path_holds_a_newline(tmp_path):
     assert compare(before, take_fingerprint(repo)) == []
     wts = repo / ".git" / "worktrees"
     assert not wts.exists() or os.listdir(wts) == []  # (porcelain output splits the path)
+
+
+@pytest.mark.parametrize("isolation", ["--worktree", "--snapshot"])
+def test_absolute_links_into_the_project_point_into_the_sandbox(make_repo, isolation):
+    repo = make_repo({"data.txt": "data\n", "sub/keep.txt": "k\n"})
+    os.symlink(repo / "data.txt", repo / "tracked-link")
+    run_git(repo, "add", "tracked-link")
+    run_git(repo, "commit", "-qm", "link")
+    os.symlink(repo / "sub", repo / "untracked-dir-link")
+    os.symlink("/etc/hostname", repo / "outside-link")
+    before = take_fingerprint(repo)
+    script = ('echo one >> tracked-link && echo two > untracked-dir-link/new.txt && '
+              'readlink tracked-link untracked-dir-link outside-link')
+    proc = superqe("exec", isolation, str(repo), "--", "sh", "-c", script)
+    assert proc.returncode == 0, proc.stderr
+    sandbox = re.search(r"^sandbox: (.+)$", proc.stderr, re.M).group(1)
+    out = proc.stdout.splitlines()
+    assert out[:3] == [f"{sandbox}/data.txt", f"{sandbox}/sub", "/etc/hostname"]
+    patch = Path(re.search(r"^patch: (\S+\.patch)", proc.stderr, re.M).group(1)).read_text()
+    assert "+one" in patch and "sub/new.txt" in patch
+    assert "link" not in patch  # the retargeting is not the command's change
+    assert compare(before, take_fingerprint(repo)) == []
+    assert (repo / "data.txt").read_text() == "data\n" and not (repo / "sub/new.txt").exists()
