@@ -85,30 +85,36 @@ def test_roundtrip_json(repo):
     assert compare(fp, again) == [] and fp.digest == again.digest
 
 
-def test_nested_superqode_folder_is_not_a_change(repo):
+def test_a_nested_superqode_folder_of_the_user_is_compared(repo):
+    """Only the project's top-level .superqode/ is SuperQode's; ``b/.superqode``
+    is the user's unless a session was started for ``b``."""
+    (repo / "b/.superqode").mkdir()
+    (repo / "b/.superqode/file").write_text("mine\n")
     before = take_fingerprint(repo)
-    (repo / "b/.superqode/qe-artifacts").mkdir(parents=True)
-    (repo / "b/.superqode/qe-artifacts/r.json").write_text("{}")
-    assert compare(before, take_fingerprint(repo)) == []
+    (repo / "b/.superqode/file").write_text("changed\n")
+    assert "modified: b/.superqode/file" in compare(before, take_fingerprint(repo))
+    own = take_fingerprint(repo, [".superqode", "b/.superqode"])
+    (repo / "b/.superqode/file").write_text("again, longer\n")
+    assert compare(own, take_fingerprint(repo, own.own)) == []
 
 
-def test_a_session_registration_vanishing_mid_fingerprint_is_not_an_error(repo, monkeypatch):
-    """Another session's removal can take ``.git/worktrees`` away while this
-    one fingerprints: that is the user's state without it, not a failure."""
-    from superqode_ls.workspace import fingerprint
+def test_superqode_registrations_come_and_go_a_users_qe_worktree_is_compared(repo, tmp_path):
+    """Registrations whose gitdir points into $SUPERQODE_HOME/working are
+    SuperQode's (another session's may appear or vanish meanwhile); a user's
+    worktree that happens to be called qe-mine is theirs."""
+    from superqode_ls.workspace.paths import working_root
 
+    before = take_fingerprint(repo)
     reg = repo / ".git" / "worktrees" / "qe-20260101-000000-abcdef"
     reg.mkdir(parents=True)
-    (reg / "gitdir").write_text("/elsewhere/.git\n")
-    before = take_fingerprint(repo)
-    real_listdir = os.listdir
-
-    def vanishing(path):
-        if str(path).endswith("/.git/worktrees"):
-            raise FileNotFoundError(2, "No such file or directory", str(path))
-        return real_listdir(path)
-
-    monkeypatch.setattr(fingerprint.os, "listdir", vanishing)
-    during = take_fingerprint(repo)
-    assert "worktrees" not in during.git and "worktrees" not in before.git
-    assert compare(before, during) == []
+    (reg / "gitdir").write_text(str(working_root() / "r-1234abcd/qe/qe-20260101-000000-abcdef/.git") + "\n")
+    (reg / "HEAD").write_text("0" * 40 + "\n")
+    assert compare(before, take_fingerprint(repo)) == []
+    run_git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "qe-mine"))
+    diffs = compare(before, take_fingerprint(repo))
+    assert any(d.startswith("created: .git/worktrees/qe-mine/") for d in diffs), diffs
+    mid = take_fingerprint(repo)
+    (tmp_path / "qe-mine" / "new.txt").write_text("n\n")
+    run_git(tmp_path / "qe-mine", "add", "new.txt")
+    diffs = compare(mid, take_fingerprint(repo))
+    assert diffs == ["created: .git/worktrees/qe-mine/index new.txt"], diffs
