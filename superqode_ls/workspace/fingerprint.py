@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,19 +139,39 @@ def _git_dirs(root: Path) -> tuple[Path, Path] | None:
 def take_fingerprint(root: Path, own: list[str] | None = None) -> Fingerprint:
     """``own``: SuperQode's artifact folders, relative to ``root`` (default:
     the top-level ``.superqode``)."""
+    fp = _git_part(root, own)
+    _files_part(fp)
+    return fp
+
+
+def fingerprint_with_proof(root: Path, own: list[str] | None = None) -> tuple[Fingerprint, list[str]]:
+    """The fingerprint and :func:`proof_of_objects` of the state it records.
+    The object check (one git process, tens of ms on a large index) runs
+    while the files are walked, so a session's end waits for the longer of
+    the two, not both."""
+    fp = _git_part(root, own)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        proof = pool.submit(proof_of_objects, fp)
+        _files_part(fp)
+        return fp, proof.result()
+
+
+def _git_part(root: Path, own: list[str] | None) -> Fingerprint:
     root = Path(root).resolve()
     fp = Fingerprint(root=str(root), own=list(own or [OWN]))
-    _walk(str(root), fp.files, set(fp.own) | {".git"})
-    dot = root / ".git"
+    dirs = _git_dirs(root)
+    if dirs is not None:
+        gd, cd = dirs
+        fp.common_dir = str(cd)
+        fp.git = git_state(root, gd, cd, working_root())
+    return fp
+
+
+def _files_part(fp: Fingerprint) -> None:
+    _walk(fp.root, fp.files, set(fp.own) | {".git"})
+    dot = Path(fp.root) / ".git"
     if dot.is_file() or dot.is_symlink():
         fp.files[".git"] = _entry(str(dot), dot.lstat(), hash_content=True)
-    dirs = _git_dirs(root)
-    if dirs is None:
-        return fp
-    gd, cd = dirs
-    fp.common_dir = str(cd)
-    fp.git = git_state(root, gd, cd, working_root())
-    return fp
 
 
 def proof_of_objects(fp: Fingerprint) -> list[str]:

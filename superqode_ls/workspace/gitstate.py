@@ -164,8 +164,9 @@ def git_state(root: Path, gd: Path, cd: Path, working: Path) -> dict[str, tuple]
         _walk_content(mod, out, f".git/{rel}/", {"objects", "logs", "gc.pid", "gc.log",
                                                  "rr-cache", "lost-found", "modules"})
     ours = os.path.realpath(working)
+    current_gd = os.path.realpath(gd)
     for entry in registration_dirs(cd):
-        if entry == gd or superqode_registration(entry, ours):
+        if os.path.realpath(entry) == current_gd or superqode_registration(entry, ours):
             continue
         label = f".git/worktrees/{entry.name}/"
         _walk_content(entry, out, label, _LOGICAL | _HOUSEKEEPING)
@@ -177,6 +178,9 @@ def git_state(root: Path, gd: Path, cd: Path, working: Path) -> dict[str, tuple]
                 pass
     if gd != cd:  # the user works in a linked worktree: its own HEAD, state
         _walk_content(gd, out, "@worktree/", current)
+        main_index = cd / "index"  # and the main worktree's staged state
+        if main_index.exists() and not _index(root, out, ".git/", main_index):
+            out[".git/index"] = _content_entry(str(main_index), main_index.lstat())
     return out
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..models import Verification
-from .fingerprint import Fingerprint, compare, proof_of_objects, take_fingerprint
+from .fingerprint import Fingerprint, compare, fingerprint_with_proof
 
 
 def verify_state(before: Fingerprint, root: Path, barrier_abi: int | None) -> Verification:
-    after = take_fingerprint(root, before.own)
+    after, missing = fingerprint_with_proof(root, before.own)
     diffs = compare(before, after)
-    missing = proof_of_objects(after)
     if barrier_abi is not None:
         return Verification(verified=not missing, differences=missing, outside_changes=diffs,
                             barrier_abi=barrier_abi)

@@ -37,7 +37,49 @@ CHANGES = {
     "config": lambda r: run_git(r, "config", "user.name", "Someone Else"),
     "hook": lambda r: (r / ".git/hooks/pre-commit").write_text("#!/bin/sh\n"),
     "touch only": lambda r: os.utime(r / "a.py", (1, 1)),
+    "skip-worktree flag": lambda r: run_git(r, "update-index", "--skip-worktree", "a.py"),
+    "assume-unchanged flag": lambda r: run_git(r, "update-index", "--assume-unchanged", "a.py"),
+    "packed ref value": lambda r: (run_git(r, "branch", "p"), run_git(r, "pack-refs", "--all"),
+                                   run_git(r, "commit", "-q", "--allow-empty", "-m", "y"),
+                                   run_git(r, "update-ref", "refs/heads/p", "HEAD")),
+    "detached HEAD": lambda r: run_git(r, "checkout", "-q", "--detach"),
+    "merge in progress": lambda r: (r / ".git/MERGE_HEAD").write_text(
+        run_git(r, "rev-parse", "HEAD")),
+    "sparse-checkout": lambda r: (r / ".git/info/sparse-checkout").write_text("/b/\n"),
+    "hook mode": lambda r: (r / ".git/hooks/x").write_text("#!/bin/sh\n") or
+                           (r / ".git/hooks/x").chmod(0o755),
 }
+
+
+def test_git_housekeeping_is_no_change(repo):
+    """gc, pack-refs, a refreshed index, fetch/ORIG_HEAD scratch, locks."""
+    for i in range(3):
+        (repo / f"n{i}").write_text(f"{i}\n")
+        run_git(repo, "add", f"n{i}")
+        run_git(repo, "commit", "-q", "-m", f"n{i}")
+    before = take_fingerprint(repo)
+    run_git(repo, "gc", "-q")
+    run_git(repo, "pack-refs", "--all")
+    run_git(repo, "update-server-info")
+    run_git(repo, "status")  # may rewrite the index (optional locks on)
+    (repo / ".git/ORIG_HEAD").write_text(run_git(repo, "rev-parse", "HEAD"))
+    (repo / ".git/packed-refs.lock").write_text("")
+    assert (repo / ".git/packed-refs").exists() and not (repo / ".git/refs/heads").joinpath(
+        run_git(repo, "symbolic-ref", "--short", "HEAD").strip()).exists()
+    assert compare(before, take_fingerprint(repo)) == []
+
+
+def test_a_linked_worktree_project_sees_the_main_index_and_ignores_gc(repo, tmp_path):
+    wt = tmp_path / "wt"
+    run_git(repo, "worktree", "add", "-q", "--detach", str(wt))
+    before = take_fingerprint(wt)
+    run_git(wt, "gc", "-q")
+    run_git(wt, "status")
+    assert compare(before, take_fingerprint(wt)) == []
+    (repo / "a.py").write_text("a = 22\n")
+    run_git(repo, "add", "a.py")
+    diffs = compare(before, take_fingerprint(wt))
+    assert any(d.startswith("staged: .git/index a.py") for d in diffs), diffs
 
 
 @pytest.mark.parametrize("name", sorted(CHANGES))

@@ -220,8 +220,8 @@ def render_markdown(report: QualityReport) -> str:
         if len(v.differences) > 1:
             out += ["", "Differences:", ""] + [f"- {_inline(d)}" for d in v.differences[:200]]
         if v.outside_changes:
-            out += ["", "Changed outside the session (kept; the kernel barrier shut the session "
-                    "out of the project):", ""]
+            out += ["", ("Changed outside the session (kept; the kernel barrier shut the session "
+                         "out of the project):"), ""]
             out += [f"- {_inline(d)}" for d in v.outside_changes[:200]]
     if report.protection:
         out += ["", f"Protection: {report.protection}."]
