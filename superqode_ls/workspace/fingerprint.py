@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .git import git
-from .gitstate import git_state, missing_objects
+from .gitstate import git_state, index_entries, missing_objects
 from .paths import working_root
 
 # A record: (kind, mode, size, mtime_ns, ctime_ns, ino, extra)
@@ -223,10 +223,26 @@ def _short(e: Entry) -> str:
     return e[0]
 
 
+def _unfold_indexes(a: dict[str, Entry], b: dict[str, Entry]) -> tuple[dict, dict]:
+    """An index that differs is compared entry by entry; an equal one (the
+    usual case) is never parsed."""
+    differing = [k for k in a.keys() & b.keys()
+                 if a[k] != b[k] and a[k][0] == "entries" and b[k][0] == "entries"]
+    if not differing:
+        return a, b
+    a, b = dict(a), dict(b)
+    for k in differing:
+        label = k[: -len("index")]
+        a.update(index_entries(label, a.pop(k)[2]))
+        b.update(index_entries(label, b.pop(k)[2]))
+    return a, b
+
+
 def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
     """Human-readable differences; empty means identical."""
     out: list[str] = []
-    for a, b, describe in ((before.files, after.files, _describe), (before.git, after.git, _describe_git)):
+    git_a, git_b = _unfold_indexes(before.git, after.git)
+    for a, b, describe in ((before.files, after.files, _describe), (git_a, git_b, _describe_git)):
         for k in sorted(a.keys() - b.keys()):
             out.append(f"deleted: {k}")
         for k in sorted(b.keys() - a.keys()):

@@ -20,7 +20,8 @@ the index file's bytes, the reflogs of refs other than the stash (every
 commit appends to them, gc expires them; a lost reflog loses no committed
 state), ``FETCH_HEAD`` and ``ORIG_HEAD`` (scratch values of fetch, reset,
 rebase, merge, which move HEAD or refs themselves when they matter),
-``COMMIT_EDITMSG``, ``rr-cache/``, ``lost-found/``, the fsmonitor daemon's
+``COMMIT_EDITMSG``, ``refs/prefetch/*`` (``git maintenance``'s prefetch),
+``rr-cache/``, ``lost-found/``, the fsmonitor daemon's
 socket, and SuperQode's own worktree registrations (their ``gitdir`` points
 into ``$SUPERQODE_HOME/working``).
 
@@ -44,6 +45,8 @@ _HOUSEKEEPING = {"objects", "logs", "gc.pid", "gc.log", "FETCH_HEAD", "ORIG_HEAD
                  "COMMIT_EDITMSG", "rr-cache", "lost-found", "worktrees", "modules"}
 _HOUSEKEEPING_PREFIXES = ("sharedindex.", "fsmonitor--daemon")
 _STASH_LOG = ("logs", "refs", "stash")
+# ``git maintenance``'s prefetch task keeps its own refs, never the user's branches.
+_HOUSEKEEPING_REFS = ("refs/prefetch/",)
 _HALF_MADE = re.compile(r"^qe-\d{8}-\d{6}-[0-9a-f]{6}\d*$")
 _NUL = "\0"
 
@@ -112,22 +115,36 @@ def _refs(root: Path, out: dict[str, tuple]) -> None:
         return
     for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
         oid, name, symref = (line.split(" ", 2) + ["", ""])[:3]
+        if name.startswith(_HOUSEKEEPING_REFS):
+            continue
         out[f"ref {name}"] = ("ref", oid, symref)
 
 
+# ``git ls-files -s -v -z``: tag (H, S skip-worktree, lowercase assume-unchanged),
+# mode, object, stage, path.
+_INDEX_ENTRY = re.compile(r"([^ \0]+) (\d+) ([0-9a-f]+) (\d)\t([^\0]*)\0")
+
+
 def _index(root: Path, out: dict[str, tuple], label: str, index_file: Path | None = None) -> bool:
+    """The index's entries as one record: the listing's digest, then the
+    listing itself. Equal digests settle a comparison without parsing 20k
+    entries; :func:`index_entries` unfolds it when something differs."""
     env = {"GIT_INDEX_FILE": str(index_file)} if index_file is not None else None
     proc = git(["ls-files", "-s", "-v", "-z"], root, env=env, check=False)
     if proc.returncode != 0:
         return False
-    for rec in proc.stdout.decode("utf-8", "surrogateescape").split(_NUL):
-        if not rec:
-            continue
-        head, _, path = rec.partition("\t")
-        tag, mode, oid, stage = head.split(" ")
-        out[f"{label}index {path}" + (f" (stage {stage})" if stage != "0" else "")] = (
-            "index", tag, mode, oid, stage)
+    out[f"{label}index"] = ("entries", hashlib.sha256(proc.stdout).hexdigest(),
+                            proc.stdout.decode("utf-8", "surrogateescape"))
     return True
+
+
+def index_entries(label: str, listing: str) -> dict[str, tuple]:
+    """``index <path>`` -> ("index", tag, mode, object, stage)."""
+    out: dict[str, tuple] = {}
+    for tag, mode, oid, stage, path in _INDEX_ENTRY.findall(listing):
+        key = f"{label}index {path}" + (f" (stage {stage})" if stage != "0" else "")
+        out[key] = ("index", tag, mode, oid, stage)
+    return out
 
 
 def superqode_registration(entry: Path, working: str) -> bool:
@@ -224,19 +241,27 @@ def missing_objects(root: Path, cd: Path, state: dict[str, tuple]) -> list[str]:
             wanted.append((val[1], key[len("ref "):]))
         elif val[0] == "stash":
             wanted.append((val[1], key))
+    blobs: list[tuple[str, str, str]] = []  # (object, path, label of its index)
     if not _partial_clone(cd):  # a partial clone lacks blobs on purpose
         for key, val in state.items():
-            if val[0] == "index" and val[2] != "160000" and val[1] not in ("S", "s"):
-                wanted.append((val[3], key))
-    if not wanted:
+            if val[0] == "entries":
+                # Not submodule commits (another store), not skip-worktree
+                # entries (a sparse checkout may never have had them).
+                blobs += [(oid, path, key) for tag, mode, oid, _, path
+                          in _INDEX_ENTRY.findall(val[2]) if mode != "160000" and tag not in "Ss"]
+    if not wanted and not blobs:
         return []
+    names = "\n".join([name for name, _ in wanted] + [oid for oid, _, _ in blobs]) + "\n"
     # A missing object in a partial clone must not start a fetch.
     proc = git(["cat-file", "--batch-check=%(objectname)"], root,
-               env={"GIT_NO_LAZY_FETCH": "1"},
-               input="".join(f"{name}\n" for name, _ in wanted).encode(), check=False)
-    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-    if proc.returncode != 0 or len(lines) != len(wanted):
+               env={"GIT_NO_LAZY_FETCH": "1"}, input=names.encode(), check=False)
+    raw = proc.stdout.decode("utf-8", "surrogateescape")
+    if proc.returncode != 0 or raw.count("\n") != len(wanted) + len(blobs):
         return [f"objects could not be checked: {proc.stderr.decode('utf-8', 'replace').strip()[-200:]}"]
+    if " missing\n" not in raw:
+        return []
+    lines = raw.splitlines()
+    wanted += [(oid, f"{key} {path}") for oid, path, key in blobs]
     out: list[str] = []
     born, head_oid = _head(head, state)
     for (name, what), line in zip(wanted, lines):

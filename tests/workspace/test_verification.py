@@ -81,6 +81,7 @@ def test_without_the_barrier_a_real_change_is_still_not_verified(repo):
     ["pack-refs", "--all"],
     ["maintenance", "run", "--task=gc", "--task=commit-graph", "--quiet"],
     ["update-server-info"],
+    ["update-ref", "refs/prefetch/remotes/origin/main", "HEAD"],
 ])
 def test_gits_housekeeping_during_a_session_is_verified(repo, housekeeping):
     if "--auto" in housekeeping:  # two packs: over gc.autoPackLimit=1
@@ -96,7 +97,8 @@ def test_gits_housekeeping_during_a_session_is_verified(repo, housekeeping):
     (repo / ".git/FETCH_HEAD").write_text("0" * 40 + "\t\tbranch 'x' of elsewhere\n")
     changed = (sorted(os.listdir(repo / ".git/objects")) != objects_before
                or (repo / ".git/packed-refs").exists() != packed_before
-               or (repo / ".git/info/refs").exists())
+               or (repo / ".git/info/refs").exists()
+               or (repo / ".git/refs/prefetch").exists())
     assert changed, "the housekeeping did nothing; the test would prove nothing"
     v = s.close_sync()
     assert v.verified, v.differences
@@ -281,3 +283,28 @@ def test_housekeeping_files_written_by_hand_are_no_change(repo):
     (git_dir / "index.lock").unlink()
     subprocess.run(["git", "status"], cwd=repo, capture_output=True, check=True)
     assert compare(before, take_fingerprint(repo)) == []
+
+
+def test_the_language_server_alarms_on_a_breach_and_only_logs_outside_changes():
+    from types import SimpleNamespace
+
+    from superqode_ls.server.runs import _tell_verification
+
+    said: list[tuple[str, str]] = []
+    ls = SimpleNamespace(notify_user=lambda m, t: said.append(("notify", m)),
+                         log=lambda m: said.append(("log", m)))
+    run = SimpleNamespace(id="qe-1")
+
+    def report(v):
+        return QualityReport(session_id="qe-1", project="/p", mode="quick", isolation="worktree",
+                             started_at=utcnow(), verification=v)
+
+    _tell_verification(ls, run, report(Verification(verified=True)))
+    assert said == []
+    _tell_verification(ls, run, report(Verification(
+        verified=True, outside_changes=["modified: a.py"], barrier_abi=4)))
+    assert said == [("log", "SuperQode: session qe-1: " + Verification(
+        verified=True, outside_changes=["modified: a.py"], barrier_abi=4).line)]
+    said.clear()
+    _tell_verification(ls, run, report(Verification(verified=False, differences=["modified: x"])))
+    assert said[0][0] == "notify" and "NOT verified" in said[0][1] and "x" in said[0][1]
