@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,8 @@ from superqode_ls.cli import main
 from superqode_ls.config import Config
 from superqode_ls.models import QualityReport, Verification, utcnow
 from superqode_ls.qe.report.markdown import render_markdown
-from superqode_ls.workspace import recovery
+from superqode_ls.workspace import landlock, recovery
+from superqode_ls.workspace.paths import working_root
 from superqode_ls.workspace.records import read_record, write_record
 from superqode_ls.workspace.session import IsolatedSession, load_record, verify_record
 
@@ -207,8 +210,9 @@ def test_the_record_carries_the_barrier_to_a_revert_after_a_crash(repo):
     s = _session(repo, barrier_abi=None)
     try:
         rec = load_record(repo, s.id)
-        assert rec is not None and rec.barrier_abi is None
+        assert rec is not None and rec.barrier_abi == landlock.abi()  # what the session ran under
         (repo / "a.py").write_text("the user, while the session ran\n")
+        rec.barrier_abi = None
         assert not verify_record(rec).verified
         rec.barrier_abi = 5
         v = verify_record(rec)
@@ -234,18 +238,36 @@ def test_superqe_revert_of_a_crashed_barrier_session_keeps_the_users_work(repo, 
     assert (repo / "a.py").read_text() == "a = 42\n" and leftovers() == []
 
 
-def test_superqe_exec_prints_the_attributed_verdict_and_exits_with_the_command(repo, capsys,
-                                                                             monkeypatch):
-    real_init = IsolatedSession.__init__
+def test_superqe_exec_keeps_what_the_user_changed_meanwhile(repo, capsys, monkeypatch, tmp_path):
+    """The command waits while "the user" (a thread of this test, outside
+    the barrier) edits their file; the session ends verified, exit 0."""
+    if landlock.abi() is None:  # no kernel here: the attribution is what is tested
+        real_init = IsolatedSession.__init__
 
-    def with_barrier(self, *a, **kw):
-        real_init(self, *a, **kw)
-        self.barrier_abi = 4
+        def with_barrier(self, *a, **kw):
+            real_init(self, *a, **kw)
+            self.barrier_abi = 4
 
-    monkeypatch.setattr(IsolatedSession, "__init__", with_barrier)
-    # Stands in for the user typing in their editor while the command runs
-    # (under a real barrier the command itself could not write there).
-    code = main(["exec", str(repo), "--", "sh", "-c", f"echo edit >> '{repo}/a.py'"])
+        monkeypatch.setattr(IsolatedSession, "__init__", with_barrier)
+    go = tmp_path / "go"
+
+    def user() -> None:
+        for _ in range(2400):
+            if list(working_root().glob("*/qe/*/started")):
+                (repo / "a.py").write_text("a = 1\nedit\n")
+                break
+            time.sleep(0.05)
+        go.write_text("")
+
+    t = threading.Thread(target=user)
+    t.start()
+    try:
+        code = main(["exec", str(repo), "--", "sh", "-c",
+                     f"touch started; i=0; while [ ! -e '{go}' ] && [ $i -lt 2400 ]; "
+                     "do sleep 0.05; i=$((i+1)); done"])
+    finally:
+        go.write_text("")
+        t.join()
     _, err = capsys.readouterr()
     assert code == 0, err
     assert "changed outside the session (kept): a.py" in err and "NOT verified" not in err
