@@ -125,15 +125,21 @@ def _git_dirs(root: Path) -> tuple[Path, Path] | None:
     dot = root / ".git"
     if not dot.exists() and not dot.is_symlink():
         return None
-    proc = git(["rev-parse", "--absolute-git-dir", "--git-common-dir"], root, check=False)
-    if proc.returncode != 0:
+    # One path per call and no splitting: a path may hold a newline.
+    proc = git(["rev-parse", "--absolute-git-dir"], root, check=False)
+    out = proc.stdout.decode("utf-8", "surrogateescape")
+    if proc.returncode != 0 or not out.endswith("\n"):
         return None
-    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-    gd = Path(lines[0])
-    cd = Path(lines[1])
-    if not cd.is_absolute():
-        cd = (root / cd).resolve()
-    return gd, cd
+    gd = Path(out[:-1])
+    try:  # a linked worktree's git dir names its common dir, as git reads it
+        common = (gd / "commondir").read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return gd, gd
+    except OSError:
+        return None
+    common = common[:-1] if common.endswith("\n") else common
+    cd = Path(common)
+    return gd, (cd if cd.is_absolute() else (gd / cd)).resolve()
 
 
 def take_fingerprint(root: Path, own: list[str] | None = None) -> Fingerprint:
