@@ -137,8 +137,7 @@ def _git_dirs(root: Path) -> tuple[Path, Path] | None:
         return gd, gd
     except OSError:
         return None
-    common = common[:-1] if common.endswith("\n") else common
-    cd = Path(common)
+    cd = Path(common.removesuffix("\n"))
     return gd, (cd if cd.is_absolute() else (gd / cd)).resolve()
 
 

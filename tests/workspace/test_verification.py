@@ -262,9 +262,9 @@ def test_superqe_exec_keeps_what_the_user_changed_meanwhile(repo, capsys, monkey
     t = threading.Thread(target=user)
     t.start()
     try:
-        code = main(["exec", str(repo), "--", "sh", "-c",
-                     f"touch started; i=0; while [ ! -e '{go}' ] && [ $i -lt 2400 ]; "
-                     "do sleep 0.05; i=$((i+1)); done"])
+        wait = (f"touch started; i=0; while [ ! -e '{go}' ] && [ $i -lt 2400 ]; "
+                "do sleep 0.05; i=$((i+1)); done")
+        code = main(["exec", str(repo), "--", "sh", "-c", wait])
     finally:
         go.write_text("")
         t.join()
@@ -330,3 +330,19 @@ def test_the_language_server_alarms_on_a_breach_and_only_logs_outside_changes():
     said.clear()
     _tell_verification(ls, run, report(Verification(verified=False, differences=["modified: x"])))
     assert said[0][0] == "notify" and "NOT verified" in said[0][1] and "x" in said[0][1]
+
+
+def test_a_fingerprint_of_an_older_superqode_is_refused_with_the_reason(repo):
+    """The old stat-based git section would differ everywhere: say why it
+    cannot be compared instead of listing every git file as changed."""
+    s = _session(repo)
+    try:
+        rec = load_record(repo, s.id)
+        path = Path(rec.fingerprint_file)
+        path.write_text('{"root": "%s", "files": {}, "git": {}}' % repo)
+        v = verify_record(rec)
+        assert not v.verified
+        assert v.differences == ["the stored fingerprint is unreadable: "
+                                 "the stored fingerprint is from another SuperQode version"]
+    finally:
+        s.close_sync()
