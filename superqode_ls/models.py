@@ -177,16 +177,47 @@ class RoleRun(Model):
 
 
 class Verification(Model):
+    """``differences``: what makes the session NOT verified (a breach, or
+    objects gone from the store). ``outside_changes``: differences the
+    kernel barrier proves were made outside the session (the user, their
+    editor, their git); kept, and no failure. ``barrier_abi``: the Landlock
+    ABI the session ran under, None without a kernel barrier."""
+
     verified: bool
     differences: list[str] = Field(default_factory=list)
+    outside_changes: list[str] = Field(default_factory=list)
+    barrier_abi: int | None = None
 
     @property
     def line(self) -> str:
+        outside = ""
+        if self.outside_changes:
+            outside = f"changed outside the session (kept): {_listed(_subjects(self.outside_changes))}"
         if self.verified:
+            if outside:
+                return (f"Verified: nothing of the session wrote the project (kernel barrier, "
+                        f"Landlock ABI {self.barrier_abi}); {outside}")
             return "Verified: the project is exactly as before the session."
-        shown = "; ".join(self.differences[:10])
-        more = f" (+{len(self.differences) - 10} more)" if len(self.differences) > 10 else ""
-        return f"NOT verified: {len(self.differences)} difference(s): {shown}{more}"
+        said = f"NOT verified: {len(self.differences)} difference(s): {_listed(self.differences, '; ')}"
+        return f"{said}; {outside}" if outside else said
+
+
+def _subjects(descriptions: list[str]) -> list[str]:
+    """``modified: a.py`` -> ``a.py``; ``moved: ref refs/heads/x (a -> b)`` ->
+    ``ref refs/heads/x``: what changed, each once."""
+    out: list[str] = []
+    for d in descriptions:
+        what = d.split(": ", 1)[-1]
+        if what.endswith(")") and " (" in what:
+            what = what[: what.rindex(" (")]
+        if what not in out:
+            out.append(what)
+    return out
+
+
+def _listed(items: list[str], sep: str = ", ", limit: int = 10) -> str:
+    more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
+    return sep.join(items[:limit]) + more
 
 
 Verdict = Literal["pass", "conditional", "fail", "cancelled"]

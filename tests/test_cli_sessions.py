@@ -14,6 +14,7 @@ from superqode_ls.cli import main
 from superqode_ls.cli.sessions import parse_duration
 from superqode_ls.workspace import recovery
 from superqode_ls.workspace.artifacts import Artifacts
+from superqode_ls.workspace.records import write_record
 from tests.conftest import run_git
 from tests.safety_helpers import (
     LiveSession,
@@ -90,6 +91,10 @@ def test_revert_all_of_this_project_verifies(capsys, make_repo, monkeypatch):
 def test_revert_reports_when_the_tree_changed_since(capsys, make_repo, monkeypatch):
     repo = make_repo()
     sid = crash_session(repo)
+    # Without a kernel barrier nothing proves who changed it: NOT verified.
+    # (With one, the change is the user's and kept: test_verification.py.)
+    info = recovery.find_session(sid)
+    write_record(info.record_path, info.record.model_copy(update={"barrier_abi": None}))
     (repo / "README.md").write_text("the user kept working\n")
     code, out, _ = _run(capsys, "revert", sid)
     assert code == 3 and "NOT verified" in out and "README.md" in out

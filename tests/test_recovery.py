@@ -282,5 +282,9 @@ def test_verify_after_discard_uses_the_fingerprint_read_before(make_repo):
     ok, line = recovery.verify(info)
     assert ok is True and line.startswith("Verified")
     (repo / "README.md").write_text("changed since\n")
+    info.record.barrier_abi = None  # no kernel barrier: nobody can tell who did it
     ok, line = recovery.verify(info)
     assert ok is False and "README.md" in line
+    info.record.barrier_abi = 7  # the barrier kept the session out: it was the user
+    ok, line = recovery.verify(info)
+    assert ok is True and "changed outside the session (kept): README.md" in line

@@ -183,8 +183,7 @@ class PlainDisplay:
         elif t == "git.blocked":
             self._write(f"blocked git command in the sandbox: {d.get('command') or d.get('argv')}")
         elif t == "workspace.reverted":
-            self._write("sandbox removed; " + ("project verified unchanged" if d.get("verified")
-                                                else "PROJECT DIFFERS FROM BEFORE"))
+            self._write("sandbox removed; " + _reverted(d, "PROJECT DIFFERS FROM BEFORE"))
 
     def close(self) -> None:
         self._stop.set()
@@ -252,8 +251,7 @@ class RichDisplay:
                 )
             elif t == "workspace.reverted":
                 self.progress.add_task(
-                    "sandbox removed; "
-                    + ("project verified unchanged" if d.get("verified") else "[red]PROJECT DIFFERS[/]"),
+                    "sandbox removed; " + _reverted(d, "[red]PROJECT DIFFERS[/]"),
                     total=1, completed=1,
                 )
 
@@ -326,3 +324,12 @@ def summary_lines(report: QualityReport) -> list[str]:
     if report.artifacts.get("json"):
         lines.append(f"report: {report.artifacts['json']}")
     return lines
+
+
+def _reverted(d: dict, differs: str) -> str:
+    if not d.get("verified"):
+        return differs
+    outside = d.get("outside_changes") or []
+    if outside:
+        return f"project verified; {len(outside)} change(s) made outside the session, kept"
+    return "project verified unchanged"

@@ -247,6 +247,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         summary = _summary(run, report)
         progress.end(summary)
         ls.log(f"SuperQode: {summary}")
+        _tell_verification(ls, run, report)
         if report.stale:
             ls.notify_user(
                 f"SuperQode: files changed during session {run.id}; its findings are marked stale.",
@@ -269,6 +270,18 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         ls.forget_disk_cache()
         ls.publisher.flush()
         ls.publisher.request_refresh(now=True)
+
+
+def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
+    """A breach is an error the user must see; changes the barrier proves
+    were the user's own are logged, never alarmed about."""
+    v = report.verification
+    if v is None:
+        return
+    if not v.verified:
+        ls.notify_user(f"SuperQode: session {run.id}: {v.line}", types.MessageType.Error)
+    elif v.outside_changes:
+        ls.log(f"SuperQode: session {run.id}: {v.line}")
 
 
 def _summary(run: Run, report: QualityReport) -> str:

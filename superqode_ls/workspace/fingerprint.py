@@ -1,14 +1,17 @@
 """A fingerprint of everything the user has: every file under the project
 (tracked, untracked, ignored: type, mode, size, mtime, ctime, inode, symlink
-target) and the git state (index, HEAD, refs, stash, config, hooks, logs).
+target) and git's logical state (HEAD, refs, stash, index entries, config,
+hooks...; see gitstate.py for what is compared and what is housekeeping).
 
-It is stat-based on purpose: re-hashing 20k files would take seconds, while a
-change to a file's bytes always moves its ctime, which no user-space call can
-set back. Two fingerprints are equal only if nothing was written.
+The files are stat-based on purpose: re-hashing 20k files would take
+seconds, while a change to a file's bytes always moves its ctime, which no
+user-space call can set back. Two fingerprints are equal only if nothing
+was written.
 
-Excluded: ``.superqode/`` (SuperQode's own folder), git's object store (new
-objects change nothing the user sees) and SuperQode's own worktree
-registrations under ``.git/worktrees/qe-*`` while a session lives.
+Excluded: SuperQode's own artifact folder, the project's top-level
+``.superqode/`` (and, for a session on a folder inside a repository, that
+folder's ``.superqode/``; both recorded in the fingerprint as ``own``). A
+user's other ``sub/.superqode/`` is theirs and compared.
 """
 
 from __future__ import annotations
@@ -17,21 +20,21 @@ import hashlib
 import json
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .git import git, registration_dirs
+from .git import git
+from .gitstate import git_state, index_entries, missing_objects
+from .paths import working_root
 
 # A record: (kind, mode, size, mtime_ns, ctime_ns, ino, extra)
 Entry = tuple
 
-SKIP_TOP = {".superqode"}
-# A project inside a larger repository keeps its artifacts in its own
-# .superqode/, wherever it sits.
-SKIP_ANY = {".superqode"}
-_GIT_SKIP = {"objects"}
-_HASHED_GIT_FILES = {"HEAD", "index", "packed-refs", "config", "ORIG_HEAD", "FETCH_HEAD"}
-SESSION_WORKTREE_PREFIXES = ("qe-", "sq-")
+OWN = ".superqode"
+# Bumped when the git section changes meaning: an older fingerprint cannot be
+# compared with a newer one (it would differ everywhere).
+VERSION = 2
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Fingerprint:
     root: str
     files: dict[str, Entry] = field(default_factory=dict)
     git: dict[str, Entry] = field(default_factory=dict)
+    own: list[str] = field(default_factory=lambda: [OWN])
+    common_dir: str | None = None
 
     @property
     def digest(self) -> str:
@@ -50,15 +55,20 @@ class Fingerprint:
         return h.hexdigest()
 
     def to_json(self) -> str:
-        return json.dumps({"root": self.root, "files": self.files, "git": self.git})
+        return json.dumps({"version": VERSION, "root": self.root, "own": self.own,
+                           "common_dir": self.common_dir, "files": self.files, "git": self.git})
 
     @classmethod
     def from_json(cls, text: str) -> Fingerprint:
         data = json.loads(text)
+        if data.get("version") != VERSION:
+            raise ValueError("the stored fingerprint is from another SuperQode version")
         return cls(
             root=data["root"],
             files={k: tuple(v) for k, v in data["files"].items()},
             git={k: tuple(v) for k, v in data["git"].items()},
+            own=list(data.get("own") or [OWN]),
+            common_dir=data.get("common_dir"),
         )
 
 
@@ -87,9 +97,10 @@ def _entry(path: str, st: os.stat_result, hash_content: bool = False) -> Entry:
     return (kind, stat.S_IMODE(mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, extra)
 
 
-def _walk(root: str, out: dict[str, Entry], skip_top: set[str], prefix: str = "",
-          hashed: set[str] | None = None, skip_dir=None) -> None:
-    stack = [(root, prefix)]
+def _walk(root: str, out: dict[str, Entry], skip: set[str]) -> None:
+    """Every entry below ``root``; ``skip``: relative paths not descended into
+    (nor recorded)."""
+    stack = [(root, "")]
     while stack:
         d, rel = stack.pop()
         try:
@@ -98,17 +109,14 @@ def _walk(root: str, out: dict[str, Entry], skip_top: set[str], prefix: str = ""
             continue
         with it:
             for e in it:
-                name = e.name
-                if (not rel and name in skip_top) or (skip_top and name in SKIP_ANY):
+                r = f"{rel}{e.name}"
+                if r in skip:
                     continue
-                r = f"{rel}{name}"
                 try:
                     st = e.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
-                if skip_dir is not None and stat.S_ISDIR(st.st_mode) and skip_dir(r):
-                    continue
-                out[r] = _entry(e.path, st, hashed is not None and r in hashed)
+                out[r] = _entry(e.path, st)
                 if stat.S_ISDIR(st.st_mode):
                     stack.append((e.path, r + "/"))
 
@@ -117,48 +125,66 @@ def _git_dirs(root: Path) -> tuple[Path, Path] | None:
     dot = root / ".git"
     if not dot.exists() and not dot.is_symlink():
         return None
-    proc = git(["rev-parse", "--absolute-git-dir", "--git-common-dir"], root, check=False)
-    if proc.returncode != 0:
+    # One path per call and no splitting: a path may hold a newline.
+    proc = git(["rev-parse", "--absolute-git-dir"], root, check=False)
+    out = proc.stdout.decode("utf-8", "surrogateescape")
+    if proc.returncode != 0 or not out.endswith("\n"):
         return None
-    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-    gd = Path(lines[0])
-    cd = Path(lines[1])
-    if not cd.is_absolute():
-        cd = (root / cd).resolve()
-    return gd, cd
+    gd = Path(out[:-1])
+    try:  # a linked worktree's git dir names its common dir, as git reads it
+        common = (gd / "commondir").read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return gd, gd
+    except OSError:
+        return None
+    cd = Path(common.removesuffix("\n"))
+    return gd, (cd if cd.is_absolute() else (gd / cd)).resolve()
 
 
-def take_fingerprint(root: Path) -> Fingerprint:
+def take_fingerprint(root: Path, own: list[str] | None = None) -> Fingerprint:
+    """``own``: SuperQode's artifact folders, relative to ``root`` (default:
+    the top-level ``.superqode``)."""
+    fp = _git_part(root, own)
+    _files_part(fp)
+    return fp
+
+
+def fingerprint_with_proof(root: Path, own: list[str] | None = None) -> tuple[Fingerprint, list[str]]:
+    """The fingerprint and :func:`proof_of_objects` of the state it records.
+    The object check (one git process, tens of ms on a large index) runs
+    while the files are walked, so a session's end waits for the longer of
+    the two, not both."""
+    fp = _git_part(root, own)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        proof = pool.submit(proof_of_objects, fp)
+        _files_part(fp)
+        return fp, proof.result()
+
+
+def _git_part(root: Path, own: list[str] | None) -> Fingerprint:
     root = Path(root).resolve()
-    fp = Fingerprint(root=str(root))
-    _walk(str(root), fp.files, SKIP_TOP | {".git"})
-    dot = root / ".git"
+    fp = Fingerprint(root=str(root), own=list(own or [OWN]))
+    dirs = _git_dirs(root)
+    if dirs is not None:
+        gd, cd = dirs
+        fp.common_dir = str(cd)
+        fp.git = git_state(root, gd, cd, working_root())
+    return fp
+
+
+def _files_part(fp: Fingerprint) -> None:
+    _walk(fp.root, fp.files, set(fp.own) | {".git"})
+    dot = Path(fp.root) / ".git"
     if dot.is_file() or dot.is_symlink():
         fp.files[".git"] = _entry(str(dot), dot.lstat(), hash_content=True)
-    dirs = _git_dirs(root)
-    if dirs is None:
-        return fp
-    gd, cd = dirs
 
-    def skip_git(rel: str) -> bool:
-        if rel in _GIT_SKIP or rel.startswith("modules/") and rel.endswith("/objects"):
-            return True
-        if rel.startswith("worktrees/"):
-            name = rel.split("/", 2)[1]
-            return name.startswith(SESSION_WORKTREE_PREFIXES)
-        return False
 
-    _walk(str(cd), fp.git, set(), "", _HASHED_GIT_FILES, skip_git)
-    # The folder exists only while some worktree is registered: ours may be
-    # the only one, so its presence is not the user's state. (Another
-    # session's removal may take the folder away meanwhile.)
-    if "worktrees" in fp.git and not any(
-        not p.name.startswith(SESSION_WORKTREE_PREFIXES) for p in registration_dirs(cd) if p.exists()
-    ):
-        del fp.git["worktrees"]
-    if gd != cd:  # the user works in a linked worktree: its own HEAD/index too
-        _walk(str(gd), fp.git, set(), "@worktree/", _HASHED_GIT_FILES)
-    return fp
+def proof_of_objects(fp: Fingerprint) -> list[str]:
+    """Objects that the state in ``fp`` names (HEAD, refs, stash, index) and
+    the store no longer has; empty for a folder without git."""
+    if fp.common_dir is None:
+        return []
+    return missing_objects(Path(fp.root), Path(fp.common_dir), fp.git)
 
 
 _FIELDS = ("kind", "mode", "size", "mtime", "ctime", "inode", "content")
@@ -177,15 +203,56 @@ def _describe(name: str, a: Entry, b: Entry) -> str:
     return f"touched: {name} ({', '.join(diffs)})"
 
 
+def _describe_git(name: str, a: Entry, b: Entry) -> str:
+    if a[0] in ("ref", "stash", "head") and a[0] == b[0]:
+        return f"moved: {name} ({_short(a)} -> {_short(b)})"
+    if a[0] == "index" and a[0] == b[0]:
+        return f"staged: {name} ({_short(a)} -> {_short(b)})"
+    if a[0] != b[0]:
+        return f"type changed: {name} ({a[0]} -> {b[0]})"
+    if a[0] != "l" and a[1] != b[1]:
+        return f"mode changed: {name} ({oct(a[1])} -> {oct(b[1])})"
+    return f"modified: {name}"
+
+
+def _short(e: Entry) -> str:
+    if e[0] == "ref":
+        return (e[1][:12] + (f" -> {e[2]}" if e[2] else ""))
+    if e[0] == "stash":
+        return e[1][:12]
+    if e[0] == "head":
+        return e[1] if e[1].startswith("ref:") else e[1][:12]
+    if e[0] == "index":
+        flag = {"S": " skip-worktree", "h": " assume-unchanged", "s": " skip-worktree assume-unchanged"}
+        return f"{e[2]} {e[3][:12]}{flag.get(e[1], '')}"
+    return e[0]
+
+
+def _unfold_indexes(a: dict[str, Entry], b: dict[str, Entry]) -> tuple[dict, dict]:
+    """An index that differs is compared entry by entry; an equal one (the
+    usual case) is never parsed."""
+    differing = [k for k in a.keys() & b.keys()
+                 if a[k] != b[k] and a[k][0] == "entries" and b[k][0] == "entries"]
+    if not differing:
+        return a, b
+    a, b = dict(a), dict(b)
+    for k in differing:
+        label = k[: -len("index")]
+        a.update(index_entries(label, a.pop(k)[2]))
+        b.update(index_entries(label, b.pop(k)[2]))
+    return a, b
+
+
 def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
     """Human-readable differences; empty means identical."""
     out: list[str] = []
-    for label, a, b in (("", before.files, after.files), (".git/", before.git, after.git)):
+    git_a, git_b = _unfold_indexes(before.git, after.git)
+    for a, b, describe in ((before.files, after.files, _describe), (git_a, git_b, _describe_git)):
         for k in sorted(a.keys() - b.keys()):
-            out.append(f"deleted: {label}{k}")
+            out.append(f"deleted: {k}")
         for k in sorted(b.keys() - a.keys()):
-            out.append(f"created: {label}{k}")
+            out.append(f"created: {k}")
         for k in sorted(a.keys() & b.keys()):
             if a[k] != b[k]:
-                out.append(_describe(label + k, a[k], b[k]))
+                out.append(describe(k, a[k], b[k]))
     return out

@@ -45,7 +45,9 @@ class SessionRecord(BaseModel):
     baseline_snapshot: str | None = None
     fingerprint_file: str | None = None
     changes: int | None = None
-    barrier_abi: int | None = None  # Landlock ABI the session's processes ran under
+    # The Landlock ABI the session's processes ran under (None: no kernel
+    # barrier), so a revert after a crash attributes differences the same way.
+    barrier_abi: int | None = None
 
 
 def process_start_time(pid: int) -> float | None:

@@ -34,9 +34,11 @@ from typing import Any
 
 from .coordinator import Coordinator
 from .errors import WorkspaceError
+from .fingerprint import Fingerprint
 from .git import GitError, git, git_out, registration_dirs
 from .paths import SESSION_ID_RE, parse_session_id, working_root
 from .records import OWNER, SessionRecord, owner_alive, read_record
+from .verification import verify_state
 
 log = logging.getLogger(__name__)
 
@@ -361,9 +363,6 @@ def saved_fingerprint(info: SessionInfo) -> str | None:
 def verify(info: SessionInfo, fingerprint: str | None = None) -> tuple[bool | None, str]:
     """Compare the user's tree with the fingerprint taken at session start:
     (True/False, the verification line), or (None, why it cannot be done)."""
-    from ..models import Verification
-    from .fingerprint import Fingerprint, compare, take_fingerprint
-
     text = fingerprint or info.fingerprint_text or saved_fingerprint(info)
     if text is None:
         return None, "not verified: no fingerprint was stored for this session"
@@ -371,10 +370,10 @@ def verify(info: SessionInfo, fingerprint: str | None = None) -> tuple[bool | No
         return None, "not verified: the project is gone"
     try:
         before = Fingerprint.from_json(text)
-        diffs = compare(before, take_fingerprint(info.repo))
+        barrier = info.record.barrier_abi if info.record is not None else None
+        v = verify_state(before, info.repo, barrier)
     except (OSError, ValueError, KeyError, GitError) as e:
         return None, f"not verified: {e}"
-    v = Verification(verified=not diffs, differences=diffs)
     return v.verified, v.line
 
 

@@ -24,7 +24,7 @@ from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
 from .errors import WorkspaceError
-from .fingerprint import Fingerprint, compare, take_fingerprint
+from .fingerprint import OWN, Fingerprint, take_fingerprint
 from .git import GitError, copy_index, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
 from .guard_env import install_guard
@@ -42,6 +42,7 @@ from .paths import (
 from .proc import BARRIER_ENV, end_session_processes
 from .records import SessionRecord, read_record, write_record
 from .snapshot import copy_tree, list_files
+from .verification import verify_state
 
 HEARTBEAT_S = 30.0
 
@@ -74,6 +75,20 @@ def resolve_project(path: Path | str) -> tuple[Path, bool]:
     return p, False
 
 
+def own_folders(root: Path, requested: Path) -> list[str]:
+    """SuperQode's artifact folders in ``root``: its top-level ``.superqode``,
+    and that of the folder the session was asked for when it is a folder
+    inside the repository (a project's artifacts land there)."""
+    own = [OWN]
+    try:
+        rel = requested.expanduser().resolve().relative_to(root)
+    except (ValueError, OSError):
+        return own
+    if rel.parts:
+        own.append((rel / OWN).as_posix())
+    return own
+
+
 class IsolatedSession:
     """A sandbox of ``project`` holding exactly the user's current state."""
 
@@ -100,8 +115,12 @@ class IsolatedSession:
         self._heartbeat: asyncio.Task | None = None
         self._closed = False
         self.lock: Any = None
-        # None: no kernel barrier here, the guard is all there is (say so).
+        # The Landlock ABI every process of the session runs under; None: no
+        # kernel barrier here, the guard is all there is (say so).
+        # Verification attributes differences only with it.
         self.barrier_abi: int | None = landlock.abi()
+        # SuperQode's own artifact folders inside the project (relative).
+        self.own: list[str] = [OWN]
 
     # -- creation ----------------------------------------------------------
     @classmethod
@@ -155,6 +174,7 @@ class IsolatedSession:
         bus = bus or EventBus(sid)
         self = cls(root, config, session_id=sid, mode=mode, isolation=choice,
                    base_commit=base_commit, bus=bus, kind=kind)
+        self.own = own_folders(root, Path(project))
         self._acquire_lock(lock_timeout)
         try:
             self._create(base_ref is not None, overlays)
@@ -188,7 +208,7 @@ class IsolatedSession:
         )
         write_record(self.paths.record, self.record)
         self.paths.heartbeat.touch()
-        self._fp_before = take_fingerprint(self.project)
+        self._fp_before = take_fingerprint(self.project, self.own)
         atomic_write(self.private / "fingerprint.json", self._fp_before.to_json())
         if self.isolation == "worktree":
             self._create_worktree(pinned_base, overlays)
@@ -199,6 +219,7 @@ class IsolatedSession:
         self._install_guard()
         self.record.state = "running"
         self.record.baseline_snapshot = self.baseline
+        self.record.barrier_abi = self.barrier_abi
         write_record(self.paths.record, self.record)
         self.bus.emit("workspace.snapshot", isolation=self.isolation, sandbox=str(self.sandbox),
                       base_commit=self.base_commit, reused=self.reused,
@@ -456,7 +477,8 @@ class IsolatedSession:
             self._remove_sandbox()
         self.verification = self._verify()
         self.bus.emit("workspace.reverted", verified=self.verification.verified,
-                      differences=self.verification.differences[:50], parked=parked)
+                      differences=self.verification.differences[:50],
+                      outside_changes=self.verification.outside_changes[:50], parked=parked)
         shutil.rmtree(self.private, ignore_errors=True)
         self.paths.record.unlink(missing_ok=True)
         self.paths.heartbeat.unlink(missing_ok=True)
@@ -477,8 +499,7 @@ class IsolatedSession:
     def _verify(self) -> Verification:
         if self._fp_before is None:
             return Verification(verified=False, differences=["no fingerprint was taken"])
-        diffs = compare(self._fp_before, take_fingerprint(self.project))
-        return Verification(verified=not diffs, differences=diffs)
+        return verify_state(self._fp_before, self.project, self.barrier_abi)
 
     def _cleanup_failed(self) -> None:
         try:
@@ -571,10 +592,11 @@ def verify_record(record: SessionRecord) -> Verification:
     """Compare the user's tree with the fingerprint stored at session start."""
     try:
         before = Fingerprint.from_json(Path(record.fingerprint_file or "").read_text())
-    except (OSError, ValueError, KeyError):
+    except OSError:
         return Verification(verified=False, differences=["no fingerprint was stored for this session"])
-    diffs = compare(before, take_fingerprint(Path(record.repo)))
-    return Verification(verified=not diffs, differences=diffs)
+    except (ValueError, KeyError) as e:
+        return Verification(verified=False, differences=[f"the stored fingerprint is unreadable: {e}"])
+    return verify_state(before, Path(record.repo), record.barrier_abi)
 
 
 def load_record(project: Path, session_id: str) -> SessionRecord | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -37,7 +36,49 @@ CHANGES = {
     "config": lambda r: run_git(r, "config", "user.name", "Someone Else"),
     "hook": lambda r: (r / ".git/hooks/pre-commit").write_text("#!/bin/sh\n"),
     "touch only": lambda r: os.utime(r / "a.py", (1, 1)),
+    "skip-worktree flag": lambda r: run_git(r, "update-index", "--skip-worktree", "a.py"),
+    "assume-unchanged flag": lambda r: run_git(r, "update-index", "--assume-unchanged", "a.py"),
+    "packed ref value": lambda r: (run_git(r, "branch", "p"), run_git(r, "pack-refs", "--all"),
+                                   run_git(r, "commit", "-q", "--allow-empty", "-m", "y"),
+                                   run_git(r, "update-ref", "refs/heads/p", "HEAD")),
+    "detached HEAD": lambda r: run_git(r, "checkout", "-q", "--detach"),
+    "merge in progress": lambda r: (r / ".git/MERGE_HEAD").write_text(
+        run_git(r, "rev-parse", "HEAD")),
+    "sparse-checkout": lambda r: (r / ".git/info/sparse-checkout").write_text("/b/\n"),
+    "hook mode": lambda r: (r / ".git/hooks/x").write_text("#!/bin/sh\n") or
+                           (r / ".git/hooks/x").chmod(0o755),
 }
+
+
+def test_git_housekeeping_is_no_change(repo):
+    """gc, pack-refs, a refreshed index, fetch/ORIG_HEAD scratch, locks."""
+    for i in range(3):
+        (repo / f"n{i}").write_text(f"{i}\n")
+        run_git(repo, "add", f"n{i}")
+        run_git(repo, "commit", "-q", "-m", f"n{i}")
+    before = take_fingerprint(repo)
+    run_git(repo, "gc", "-q")
+    run_git(repo, "pack-refs", "--all")
+    run_git(repo, "update-server-info")
+    run_git(repo, "status")  # may rewrite the index (optional locks on)
+    (repo / ".git/ORIG_HEAD").write_text(run_git(repo, "rev-parse", "HEAD"))
+    (repo / ".git/packed-refs.lock").write_text("")
+    assert (repo / ".git/packed-refs").exists() and not (repo / ".git/refs/heads").joinpath(
+        run_git(repo, "symbolic-ref", "--short", "HEAD").strip()).exists()
+    assert compare(before, take_fingerprint(repo)) == []
+
+
+def test_a_linked_worktree_project_sees_the_main_index_and_ignores_gc(repo, tmp_path):
+    wt = tmp_path / "wt"
+    run_git(repo, "worktree", "add", "-q", "--detach", str(wt))
+    before = take_fingerprint(wt)
+    run_git(wt, "gc", "-q")
+    run_git(wt, "status")
+    assert compare(before, take_fingerprint(wt)) == []
+    (repo / "a.py").write_text("a = 22\n")
+    run_git(repo, "add", "a.py")
+    diffs = compare(before, take_fingerprint(wt))
+    assert any(d.startswith("staged: .git/index a.py") for d in diffs), diffs
 
 
 @pytest.mark.parametrize("name", sorted(CHANGES))
@@ -85,30 +126,36 @@ def test_roundtrip_json(repo):
     assert compare(fp, again) == [] and fp.digest == again.digest
 
 
-def test_nested_superqode_folder_is_not_a_change(repo):
+def test_a_nested_superqode_folder_of_the_user_is_compared(repo):
+    """Only the project's top-level .superqode/ is SuperQode's; ``b/.superqode``
+    is the user's unless a session was started for ``b``."""
+    (repo / "b/.superqode").mkdir()
+    (repo / "b/.superqode/file").write_text("mine\n")
     before = take_fingerprint(repo)
-    (repo / "b/.superqode/qe-artifacts").mkdir(parents=True)
-    (repo / "b/.superqode/qe-artifacts/r.json").write_text("{}")
-    assert compare(before, take_fingerprint(repo)) == []
+    (repo / "b/.superqode/file").write_text("changed\n")
+    assert "modified: b/.superqode/file" in compare(before, take_fingerprint(repo))
+    own = take_fingerprint(repo, [".superqode", "b/.superqode"])
+    (repo / "b/.superqode/file").write_text("again, longer\n")
+    assert compare(own, take_fingerprint(repo, own.own)) == []
 
 
-def test_a_session_registration_vanishing_mid_fingerprint_is_not_an_error(repo, monkeypatch):
-    """Another session's removal can take ``.git/worktrees`` away while this
-    one fingerprints: that is the user's state without it, not a failure."""
-    from superqode_ls.workspace import fingerprint
+def test_superqode_registrations_come_and_go_a_users_qe_worktree_is_compared(repo, tmp_path):
+    """Registrations whose gitdir points into $SUPERQODE_HOME/working are
+    SuperQode's (another session's may appear or vanish meanwhile); a user's
+    worktree that happens to be called qe-mine is theirs."""
+    from superqode_ls.workspace.paths import working_root
 
+    before = take_fingerprint(repo)
     reg = repo / ".git" / "worktrees" / "qe-20260101-000000-abcdef"
     reg.mkdir(parents=True)
-    (reg / "gitdir").write_text("/elsewhere/.git\n")
-    before = take_fingerprint(repo)
-    real_listdir = os.listdir
-
-    def vanishing(path):
-        if str(path).endswith("/.git/worktrees"):
-            raise FileNotFoundError(2, "No such file or directory", str(path))
-        return real_listdir(path)
-
-    monkeypatch.setattr(fingerprint.os, "listdir", vanishing)
-    during = take_fingerprint(repo)
-    assert "worktrees" not in during.git and "worktrees" not in before.git
-    assert compare(before, during) == []
+    (reg / "gitdir").write_text(str(working_root() / "r-1234abcd/qe/qe-20260101-000000-abcdef/.git") + "\n")
+    (reg / "HEAD").write_text("0" * 40 + "\n")
+    assert compare(before, take_fingerprint(repo)) == []
+    run_git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "qe-mine"))
+    diffs = compare(before, take_fingerprint(repo))
+    assert any(d.startswith("created: .git/worktrees/qe-mine/") for d in diffs), diffs
+    mid = take_fingerprint(repo)
+    (tmp_path / "qe-mine" / "new.txt").write_text("n\n")
+    run_git(tmp_path / "qe-mine", "add", "new.txt")
+    diffs = compare(mid, take_fingerprint(repo))
+    assert diffs == ["created: .git/worktrees/qe-mine/index new.txt"], diffs

@@ -215,7 +215,14 @@ def render_markdown(report: QualityReport) -> str:
     if report.verification is None:
         out.append("The project tree was not verified in this session.")
     else:
-        out.append(report.verification.line)
+        v = report.verification
+        out.append(v.line)
+        if len(v.differences) > 1:
+            out += ["", "Differences:", ""] + [f"- {_inline(d)}" for d in v.differences[:200]]
+        if v.outside_changes:
+            out += ["", ("Changed outside the session (kept; the kernel barrier shut the session "
+                         "out of the project):"), ""]
+            out += [f"- {_inline(d)}" for d in v.outside_changes[:200]]
     if report.protection:
         out += ["", f"Protection: {report.protection}."]
     out.append("")
