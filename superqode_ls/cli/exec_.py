@@ -110,11 +110,17 @@ def run_exec(args: argparse.Namespace) -> int:
                     proc.kill()
                     proc.wait()
                 status = 130
-        changes = session.changes_sync()
-        if not changes.empty:
-            arts = Artifacts(project, session.id).prepare()
-            path = arts.write_patch("exec", changes.diff, files=[c.path for c in changes.changes])
-            patch_line = f"patch: {path} ({len(changes.changes)} file(s) changed)"
+        try:
+            changes = session.changes_sync()
+        except WorkspaceError as e:  # the sandbox was swapped: nothing of it is read
+            patch_line = f"patch: none ({e})"
+            status = EXIT_FAILED
+        else:
+            if not changes.empty:
+                arts = Artifacts(project, session.id).prepare()
+                path = arts.write_patch("exec", changes.diff,
+                                        files=[c.path for c in changes.changes])
+                patch_line = f"patch: {path} ({len(changes.changes)} file(s) changed)"
         print(patch_line, file=sys.stderr)
     finally:
         verification = session.close_sync(keep=args.keep)

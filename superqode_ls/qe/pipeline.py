@@ -114,7 +114,7 @@ def resolve_request(req: QERequest) -> _Resolved:
         isolation = None
     _check_git_needs(project, isolation, req.base_ref)
     check_superqode_dir(project)
-    check_home()
+    check_home(project)
     explicit = req.roles is not None
     if explicit:
         names = list(dict.fromkeys(req.roles or []))

@@ -6,6 +6,12 @@ already has are never copied, and nothing is ever written into the user's
 ``.git`` (no objects, no refs, no index). A snapshot is a commit in the store;
 its parent is the snapshot it was taken after.
 
+Snapshots are kept alive by ``refs/snapshots/<session-id>/<commit>``: when a
+session is removed its refs go (:meth:`SnapshotStore.drop_session`), and
+objects nothing refers to any more are pruned at a bounded cadence
+(:meth:`SnapshotStore.prune`), so a large untracked file carried into one
+session does not stay in the store for ever.
+
 Hashing uses a seed index (a copy of an index whose stat data matches the
 tree) so only files that changed since are read: the user's own index for the
 user's tree, the sandbox's index for the sandbox.
@@ -17,6 +23,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +36,11 @@ CACHE_PATTERNS = (
     ".superqode/",
 )
 _init_lock = threading.Lock()
+PRUNE_EVERY_S = 3600.0
+# Loose objects younger than this are never pruned: another session may have
+# just written them (``git add`` into the store) and not yet made its commit.
+PRUNE_MIN_AGE_S = 3600.0
+PRUNE_STAMP = "superqode-pruned"
 
 
 @dataclass
@@ -40,8 +52,9 @@ class Snapshot:
 
 class SnapshotStore:
     def __init__(self, path: Path, alternates: list[Path] | None = None,
-                 extra_objects: list[Path] | None = None):
+                 extra_objects: list[Path] | None = None, session: str | None = None):
         self.path = Path(path)
+        self.session = session  # names the refs of the snapshots taken here
         self.objects = self.path / "objects"
         self._alternates = [Path(a) for a in (alternates or [])]
         # Object dirs of one session (what processes in its sandbox wrote):
@@ -124,13 +137,40 @@ class SnapshotStore:
             args += ["-p", parent]
         env = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
         cid = self._store_git(args, env=env)
-        self._store_git(["update-ref", f"refs/snapshots/{cid}", cid])
+        ref = f"refs/snapshots/{self.session}/{cid}" if self.session else f"refs/snapshots/{cid}"
+        self._store_git(["update-ref", ref, cid])
         return Snapshot(id=cid, tree=tree, parent_id=parent)
 
     def take(self, work_tree: Path, index_file: Path, *, parent: str | None = None,
              git_dir: Path | None = None, message: str = "snapshot") -> Snapshot:
         tree = self.hash_tree(work_tree, index_file, git_dir=git_dir)
         return self.commit(tree, parent, message)
+
+    # -- letting them go ------------------------------------------------
+    def drop_session(self, session: str) -> int:
+        """Delete the refs of ``session``'s snapshots; returns how many."""
+        refs = self._store_git(["for-each-ref", "--format=%(refname)",
+                                f"refs/snapshots/{session}/"]).split()
+        if refs:
+            self.run(["update-ref", "--stdin"],
+                     input="".join(f"delete {r}\n" for r in refs).encode())
+        return len(refs)
+
+    def prune(self, *, every_s: float = PRUNE_EVERY_S, min_age_s: float = PRUNE_MIN_AGE_S,
+              now: float | None = None) -> bool:
+        """Remove unreachable loose objects older than ``min_age_s``, at most
+        once per ``every_s``; True when a prune ran."""
+        now = time.time() if now is None else now
+        stamp = self.path / PRUNE_STAMP
+        try:
+            if 0 <= now - stamp.stat().st_mtime < every_s:
+                return False
+        except FileNotFoundError:
+            pass
+        stamp.touch()
+        os.utime(stamp, (now, now))
+        self.run(["prune", f"--expire={int(min_age_s)}.seconds.ago"])
+        return True
 
     # -- reading them ----------------------------------------------------
     def parent_id(self, snapshot_id: str) -> str | None:

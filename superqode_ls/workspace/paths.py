@@ -34,12 +34,18 @@ def home() -> Path:
     return superqode_home()
 
 
-def check_home() -> None:
+def check_home(project: Path | None = None) -> None:
     """Raise WorkspaceError, one line, when sandboxes could not be made
-    under $SUPERQODE_HOME (it is a file, or not writable); create nothing."""
+    under $SUPERQODE_HOME (it is a file, or not writable, or inside
+    ``project``); create nothing."""
     from .errors import WorkspaceError
 
     h = home()
+    if project is not None and is_within(h, project):
+        # Sandboxes would be inside what they copy and what is verified
+        # unchanged; removal and the user's own tools would meet each other.
+        raise WorkspaceError(f"SUPERQODE_HOME {h} is inside the project {project}; "
+                             "set it to a folder outside the project")
     p = h
     while not p.exists() and p != p.parent:
         p = p.parent  # the nearest existing folder decides

@@ -42,12 +42,22 @@ class SessionRecord(BaseModel):
     updated: datetime = Field(default_factory=utcnow)
     base_commit: str | None = None
     sandbox: str
+    # The sandbox folder's device and inode when it was made: removal checks
+    # them, so a folder (or symlink) swapped in later is never deleted.
+    sandbox_dev: int | None = None
+    sandbox_ino: int | None = None
     baseline_snapshot: str | None = None
     fingerprint_file: str | None = None
     changes: int | None = None
     # The Landlock ABI the session's processes ran under (None: no kernel
     # barrier), so a revert after a crash attributes differences the same way.
     barrier_abi: int | None = None
+
+    @property
+    def sandbox_identity(self) -> tuple[int, int] | None:
+        if self.sandbox_dev is None or self.sandbox_ino is None:
+            return None
+        return self.sandbox_dev, self.sandbox_ino
 
 
 def process_start_time(pid: int) -> float | None:

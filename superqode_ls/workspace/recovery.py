@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import removal
 from .coordinator import Coordinator
 from .errors import WorkspaceError
 from .fingerprint import Fingerprint
@@ -279,23 +279,10 @@ def interrupted_sessions(repo: Path | None = None) -> list[SessionInfo]:
 
 # -- removing ------------------------------------------------------------
 
-def _rmtree(path: Path) -> None:
-    if not (path.exists() or path.is_symlink()):
-        return
-    if path.is_symlink() or path.is_file():
-        path.unlink(missing_ok=True)
-        return
-
-    def onerror(func, p, _exc):  # read-only directories left by tools
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            if not os.path.islink(p):
-                os.chmod(p, 0o700)
-            func(p)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=onerror)
+def _rmtree(path: Path, root: Path | None = None) -> None:
+    """Remove ``path`` below ``root`` (default ``$SUPERQODE_HOME/working``)
+    without following links; a symlink there is unlinked as a link."""
+    removal.remove_tree(path, root or working_root(), link_ok=True)
 
 
 def _session_module():
@@ -307,14 +294,23 @@ def _session_module():
 
 
 def _discard_fallback(info: SessionInfo) -> None:
+    """Finish a discard by hand. A sandbox that is a symlink now, or not the
+    folder recorded at creation, is left alone (UnsafeRemoval, raised last)."""
+    made = info.record.sandbox_identity if info.record else None
+    problem: removal.UnsafeRemoval | None = None
     if info.repo is not None and info.repo.exists():
         try:
             from .worktree import remove_worktree
 
-            remove_worktree(info.repo, info.sandbox)
+            remove_worktree(info.repo, info.sandbox, made)
+        except removal.UnsafeRemoval as e:
+            problem = e
         except (GitError, OSError, ImportError):
             log.debug("remove_worktree failed for %s", info.id, exc_info=True)
-    _rmtree(info.sandbox)
+    try:
+        removal.remove_tree(info.sandbox, working_root(), expect=made)
+    except removal.UnsafeRemoval as e:
+        problem = e
     if info.repo is not None:
         try:
             remove_registration(info.repo, info.id, info.sandbox)
@@ -323,9 +319,11 @@ def _discard_fallback(info: SessionInfo) -> None:
     _rmtree(info.private)
     info.heartbeat.unlink(missing_ok=True)
     for extra in info.owned_paths():
-        if extra != info.record_path:
-            _rmtree(extra)
+        if extra not in (info.record_path, info.sandbox):
+            _rmtree(extra)  # e.g. a sandbox renamed away by its own command
     info.record_path.unlink(missing_ok=True)
+    if problem is not None:
+        raise problem
 
 
 def discard(info: SessionInfo) -> None:
@@ -335,6 +333,7 @@ def discard(info: SessionInfo) -> None:
         info.fingerprint_text = saved_fingerprint(info)
     session = _session_module()
     fn = getattr(session, "discard_sandbox", None) if session else None
+    problem: removal.UnsafeRemoval | None = None
     with Coordinator.at(info.base, info.repo).worktree_mutex():
         if fn is not None and info.record is not None:
             try:
@@ -342,11 +341,16 @@ def discard(info: SessionInfo) -> None:
             except Exception:  # finish by hand whatever the engine could not
                 log.debug("discard_sandbox failed for %s; removing by hand", info.id,
                           exc_info=True)
-        _discard_fallback(info)
+        try:
+            _discard_fallback(info)
+        except removal.UnsafeRemoval as e:  # the rest is gone; report it after
+            problem = e
     try:
         Coordinator.at(info.base, info.repo).release_session(info.id)
     except OSError:
         log.debug("cannot release lock of %s", info.id, exc_info=True)
+    if problem is not None:
+        raise problem
 
 
 def saved_fingerprint(info: SessionInfo) -> str | None:
@@ -470,7 +474,7 @@ def remove_registration(repo: Path, session_id: str, sandbox: Path) -> list[str]
             continue
         if target is not None and os.path.realpath(os.path.dirname(target)) != want:
             continue
-        _rmtree(entry)
+        _rmtree(entry, entry.parent)
         gone.append(entry.name)
     try:
         (cd / "worktrees").rmdir()
@@ -507,7 +511,7 @@ def _prune_worktrees(repo: Path) -> list[str]:
         git(["worktree", "prune"], repo, check=False)
     for entry in stale:
         if entry.exists():
-            _rmtree(entry)
+            _rmtree(entry, entry.parent)
     wt = stale[0].parent
     try:
         wt.rmdir()  # only when empty: the folder exists only while worktrees do

@@ -10,7 +10,7 @@ import asyncio
 import fnmatch
 import json
 import os
-import shutil
+import stat
 import sys
 import time
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Any
 from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
-from . import landlock
+from . import landlock, removal
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
@@ -31,6 +31,7 @@ from .guard_env import install_guard
 from .paths import (
     PRIVATE_WRITABLE,
     SessionPaths,
+    check_home,
     ensure_dir,
     new_session_id,
     parked_dir,
@@ -38,6 +39,7 @@ from .paths import (
     repo_key,
     store_dir,
     tool_cache,
+    working_root,
 )
 from .proc import BARRIER_ENV, end_session_processes
 from .records import SessionRecord, read_record, write_record
@@ -121,6 +123,7 @@ class IsolatedSession:
         self.barrier_abi: int | None = landlock.abi()
         # SuperQode's own artifact folders inside the project (relative).
         self.own: list[str] = [OWN]
+        self.removal_problem: str | None = None  # the sandbox had to be left alone
 
     # -- creation ----------------------------------------------------------
     @classmethod
@@ -145,6 +148,7 @@ class IsolatedSession:
         from ..config import load_config
 
         root, is_git = resolve_project(Path(project))
+        check_home(root)
         config = config or load_config(root)
         choice = isolation or config.workspace.isolation
         base_commit = head_commit(root) if is_git else None
@@ -217,6 +221,10 @@ class IsolatedSession:
         for d in (*self.writable(), tool_cache()):
             d.mkdir(parents=True, exist_ok=True)
         self._install_guard()
+        # Before anything of the project's runs in it: what removal will check.
+        made = removal.identity(self.sandbox)
+        if made is not None:
+            self.record.sandbox_dev, self.record.sandbox_ino = made
         self.record.state = "running"
         self.record.baseline_snapshot = self.baseline
         self.record.barrier_abi = self.barrier_abi
@@ -228,7 +236,8 @@ class IsolatedSession:
     def _create_worktree(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
         _, cd = wt.user_git_dirs(self.project)
         self.store = SnapshotStore(store_dir(self.project), alternates=[cd / "objects"],
-                                   extra_objects=[self.private / "git" / "common" / "objects"])
+                                   extra_objects=[self.private / "git" / "common" / "objects"],
+                                   session=self.id)
         (self.private / "git" / "common" / "objects").mkdir(parents=True, exist_ok=True)
         carry = self.config.workspace.copy_uncommitted and not pinned_base
         if carry:
@@ -243,7 +252,7 @@ class IsolatedSession:
                 self.reused = False
                 with _git_registrations(self.project):
                     wt.remove_worktree(self.project, self.sandbox)
-                shutil.rmtree(sealed.root, ignore_errors=True)
+                _remove_quietly(sealed.root)
         if not self.reused:
             with _git_registrations(self.project):
                 wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
@@ -272,7 +281,7 @@ class IsolatedSession:
                           [str(f) for f in files if (self.sandbox / f).is_symlink()])
         if overlays:
             wt.write_overlays(self.sandbox, overlays)
-        self.store = SnapshotStore(store_dir(self.project))
+        self.store = SnapshotStore(store_dir(self.project), session=self.id)
         self.baseline = self.store.commit(self._hash_sandbox(), None, f"baseline {self.id}").id
 
     def _install_guard(self) -> None:
@@ -297,8 +306,9 @@ class IsolatedSession:
         root = parked_dir(self.project)
         if not root.is_dir():
             return False
+        _, cd = wt.user_git_dirs(self.project)
         for slot in sorted(root.iterdir()):
-            if not slot.is_dir() or slot.name.startswith("."):
+            if not _is_real_dir(slot) or slot.name.startswith("."):
                 continue
             claimed = root / f".claim-{self.id}"
             try:
@@ -306,21 +316,29 @@ class IsolatedSession:
             except OSError:
                 continue
             try:
+                # The parked tree must still be the folder a session made
+                # (a process of that session may have swapped it for a link).
+                removal.check(claimed / "tree", working_root(), _parked_identity(claimed))
+                reg = Path((claimed / "git" / "registration").read_text().strip())
+                if reg.parent != cd / "worktrees" or not _is_real_dir(reg):
+                    raise OSError(f"{reg}: not a registration of {self.project}")
                 os.rename(claimed / "tree", self.sandbox)
                 ensure_dir(self.private)
                 if sealed.root.exists():
-                    shutil.rmtree(sealed.root)
+                    removal.remove_tree(sealed.root, working_root(), link_ok=True)
                 os.rename(claimed / "git", sealed.root)
-                shutil.rmtree(claimed, ignore_errors=True)
-                reg = (sealed.root / "registration").read_text().strip()
-                (Path(reg) / "gitdir").write_text(str(self.sandbox / ".git") + "\n")
+                _remove_quietly(claimed)
+                (reg / "gitdir").write_text(str(self.sandbox / ".git") + "\n")
                 (sealed.wt / "gitdir").write_text(str(self.sandbox / ".git") + "\n")
                 (self.sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
                 return True
-            except (OSError, FileNotFoundError):
-                shutil.rmtree(claimed, ignore_errors=True)
-                if self.sandbox.exists():
-                    wt.remove_worktree(self.project, self.sandbox)
+            except (OSError, WorkspaceError):
+                _remove_quietly(claimed)
+                if _is_real_dir(self.sandbox):
+                    try:
+                        wt.remove_worktree(self.project, self.sandbox)
+                    except removal.UnsafeRemoval:
+                        pass  # reached only through a link: not ours to delete
                 continue
         return False
 
@@ -348,6 +366,11 @@ class IsolatedSession:
         root = ensure_dir(parked_dir(self.project))
         if any(p.is_dir() and not p.name.startswith(".") for p in root.iterdir()):
             return False  # one warm sandbox per repository is enough
+        made = self.record.sandbox_identity if self.record else None
+        try:
+            removal.check(self.sandbox, working_root(), made)
+        except removal.UnsafeRemoval:
+            return False  # swapped: never reuse it; removal reports it
         reg = wt.registration_for(self.project, self.sandbox)
         if reg is None:
             return False
@@ -356,6 +379,8 @@ class IsolatedSession:
         tmp.mkdir()
         try:
             (sealed.root / "registration").write_text(str(reg) + "\n")
+            dev, ino = removal.identity(self.sandbox) or (0, 0)
+            (sealed.root / "identity").write_text(f"{dev} {ino}\n")
             os.rename(self.sandbox, tmp / "tree")
             os.rename(sealed.root, tmp / "git")
             new_git = tmp / "tree" / ".git"
@@ -365,7 +390,7 @@ class IsolatedSession:
             os.rename(tmp, root / self.id)
             return True
         except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_quietly(tmp)
             return False
 
     # -- working in it ------------------------------------------------------
@@ -376,8 +401,15 @@ class IsolatedSession:
     def _sandbox_git_dir(self) -> Path | None:
         return Path(".") if self.isolation == "worktree" else None
 
+    def _check_sandbox(self) -> None:
+        """Raise UnsafeRemoval when the sandbox is not the folder we made any
+        more: git run "in" a swapped sandbox would work on whatever it points to."""
+        removal.check(self.sandbox, working_root(),
+                      self.record.sandbox_identity if self.record else None)
+
     def _hash_sandbox(self) -> str:
         assert self.store is not None
+        self._check_sandbox()
         return self.store.hash_tree(self.sandbox, self._track_index, git_dir=self._sandbox_git_dir())
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -476,10 +508,15 @@ class IsolatedSession:
         if not parked:
             self._remove_sandbox()
         self.verification = self._verify()
+        if self.removal_problem:
+            self.verification = self.verification.model_copy(update={
+                "verified": False,
+                "differences": [self.removal_problem, *self.verification.differences]})
         self.bus.emit("workspace.reverted", verified=self.verification.verified,
                       differences=self.verification.differences[:50],
                       outside_changes=self.verification.outside_changes[:50], parked=parked)
-        shutil.rmtree(self.private, ignore_errors=True)
+        _remove_quietly(self.private)
+        drop_snapshots(self.project, self.id)
         self.paths.record.unlink(missing_ok=True)
         self.paths.heartbeat.unlink(missing_ok=True)
         self._release_lock()
@@ -490,11 +527,17 @@ class IsolatedSession:
         return await asyncio.shield(asyncio.to_thread(self.close_sync, keep=keep))
 
     def _remove_sandbox(self) -> None:
-        if self.isolation == "worktree":
-            with _git_registrations(self.project):
-                wt.remove_worktree(self.project, self.sandbox)
-        elif self.sandbox.exists():
-            wt._rmtree(self.sandbox)
+        """Remove the sandbox unless it was swapped; then it is left alone and
+        ``removal_problem`` says so (the registration still goes)."""
+        made = self.record.sandbox_identity if self.record else None
+        try:
+            if self.isolation == "worktree":
+                with _git_registrations(self.project):
+                    wt.remove_worktree(self.project, self.sandbox, made)
+            else:
+                removal.remove_tree(self.sandbox, working_root(), expect=made)
+        except removal.UnsafeRemoval as e:
+            self.removal_problem = str(e)
 
     def _verify(self) -> Verification:
         if self._fp_before is None:
@@ -505,7 +548,7 @@ class IsolatedSession:
         try:
             self._remove_sandbox()
         finally:
-            shutil.rmtree(self.private, ignore_errors=True)
+            _remove_quietly(self.private)
             self.paths.record.unlink(missing_ok=True)
             self.paths.heartbeat.unlink(missing_ok=True)
             self._release_lock()
@@ -549,21 +592,67 @@ class IsolatedSession:
 # -- for recovery of sessions whose process is gone ----------------------------
 def discard_sandbox(record: SessionRecord) -> None:
     """Remove what a (possibly half-made) session left: sandbox, worktree
-    registration, private dir, record. Safe to call twice."""
+    registration, private dir, record. Safe to call twice. A sandbox that was
+    swapped is left alone and UnsafeRemoval raised once the rest is gone."""
     project = Path(record.repo)
     paths = SessionPaths(project, record.id)
     sandbox = Path(record.sandbox)
-    if record.isolation == "worktree":
-        if project.exists():
+    problem: removal.UnsafeRemoval | None = None
+    try:
+        if record.isolation != "worktree":
+            removal.remove_tree(sandbox, working_root(), expect=record.sandbox_identity)
+        elif project.is_dir():
             with _git_registrations(project):
-                wt.remove_worktree(project, sandbox)
+                wt.remove_worktree(project, sandbox, record.sandbox_identity)
         else:
-            wt.remove_worktree(project, sandbox)
-    elif sandbox.exists():
-        wt._rmtree(sandbox)
-    shutil.rmtree(paths.private, ignore_errors=True)
+            wt.remove_worktree(project, sandbox, record.sandbox_identity)
+    except removal.UnsafeRemoval as e:
+        problem = e
+    _remove_quietly(paths.private)
+    drop_snapshots(project, record.id)
     paths.record.unlink(missing_ok=True)
     paths.heartbeat.unlink(missing_ok=True)
+    if problem is not None:
+        raise problem
+
+
+def drop_snapshots(project: Path, session_id: str) -> None:
+    """The session's snapshot refs go with it; the store is pruned now and
+    then. Housekeeping: a failure here never fails the revert."""
+    path = store_dir(project)
+    if not (path / "HEAD").is_file():
+        return
+    try:
+        store = SnapshotStore(path)
+        store.drop_session(session_id)
+        store.prune()
+    except (GitError, OSError):
+        pass
+
+
+def _is_real_dir(p: Path) -> bool:
+    """A folder, not a symlink to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def _parked_identity(slot: Path) -> tuple[int, int] | None:
+    try:
+        dev, ino = (slot / "git" / "identity").read_text().split()
+        return int(dev), int(ino)
+    except (OSError, ValueError):
+        return None
+
+
+def _remove_quietly(path: Path) -> None:
+    """Scratch of ours (private dir, parking leftovers): removed without
+    following links; a failure leaves it for the reaper."""
+    try:
+        removal.remove_tree(path, working_root(), link_ok=True)
+    except (OSError, WorkspaceError):
+        pass
 
 
 def extract_patch(record: SessionRecord) -> str:
@@ -572,6 +661,7 @@ def extract_patch(record: SessionRecord) -> str:
     paths = SessionPaths(project, record.id)
     if not record.baseline_snapshot or not Path(record.sandbox).is_dir():
         return ""
+    removal.check(record.sandbox, working_root(), record.sandbox_identity)
     alternates = []
     if record.isolation == "worktree":
         try:
@@ -580,7 +670,8 @@ def extract_patch(record: SessionRecord) -> str:
         except (GitError, IndexError):
             pass
     extra = [paths.private / "git" / "common" / "objects"] if record.isolation == "worktree" else None
-    store = SnapshotStore(store_dir(project), alternates=alternates, extra_objects=extra)
+    store = SnapshotStore(store_dir(project), alternates=alternates, extra_objects=extra,
+                          session=record.id)
     index = paths.private / "track-index"
     git_dir = Path(".") if record.isolation == "worktree" else None
     tree = store.hash_tree(Path(record.sandbox), index, git_dir=git_dir)

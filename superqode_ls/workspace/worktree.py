@@ -23,9 +23,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import removal
 from .errors import WorkspaceError
 from .git import GitError, copy_index, git, git_env, git_out, registration_dirs
 from .gitsnapshot import SnapshotStore
+from .paths import working_root
 
 
 @dataclass
@@ -242,63 +244,69 @@ def checkout_staged(sandbox: Path, staged_tree: str) -> None:
 
 
 def registration_for(repo: Path, sandbox: Path) -> Path | None:
-    """The ``.git/worktrees/<id>`` entry whose gitdir is ``sandbox/.git``."""
+    """The ``.git/worktrees/<id>`` entry whose gitdir is ``sandbox/.git``.
+
+    Compared as text (git records the real path of the folder it made): the
+    sandbox itself is never resolved, so a sandbox swapped for a symlink to
+    another repository cannot make that repository's entries look like ours."""
     try:
         _, cd = user_git_dirs(repo)
     except (GitError, IndexError):
         return None
-    want = os.path.realpath(sandbox / ".git")
+    sandbox = Path(os.path.abspath(sandbox))
+    wants = {str(sandbox / ".git"),
+             os.path.join(os.path.realpath(sandbox.parent), sandbox.name, ".git")}
     for entry in registration_dirs(cd):
         try:
             target = (entry / "gitdir").read_text().strip()
         except OSError:
             continue
-        if os.path.realpath(target) == want or target == str(sandbox / ".git"):
+        if target in wants:
             return entry
     return None
 
 
-def remove_worktree(repo: Path, sandbox: Path) -> None:
-    """Remove the sandbox and its registration; tolerant of half-made ones."""
-    reg = registration_for(repo, sandbox) if repo.exists() else None
-    if reg is not None and sandbox.exists():
-        # Point the worktree back at its registration so git can remove it
-        # (whatever a process in the sandbox made of its .git meanwhile).
-        dot = sandbox / ".git"
-        if dot.is_dir() and not dot.is_symlink():
-            _rmtree(dot)
-        elif dot.is_symlink():
-            dot.unlink()
-        dot.write_text(f"gitdir: {reg}\n")
-        git(["worktree", "unlock", str(sandbox)], repo, check=False)
-        proc = git(["worktree", "remove", "--force", "--force", str(sandbox)], repo, check=False)
-        if proc.returncode == 0:
-            return
-    if sandbox.exists() or sandbox.is_symlink():
-        _rmtree(sandbox)
-    if reg is not None and reg.exists():
-        # Only our own registration, never a global prune of the user's.
-        shutil.rmtree(reg, ignore_errors=True)
-        parent = reg.parent
-        try:
-            parent.rmdir()
-        except OSError:
-            pass
+def remove_worktree(repo: Path, sandbox: Path, expect: removal.Identity | None = None) -> None:
+    """Remove the sandbox and its registration in the user's ``.git``; tolerant
+    of half-made ones. git is not asked to do it: ``git worktree remove`` on a
+    folder that was swapped would follow whatever ``.git`` is there now. The
+    sandbox goes only if it is still the folder we made (``expect``: device and
+    inode recorded at creation) and is reached through no symlink; otherwise
+    the registration is still removed and UnsafeRemoval (one line) is raised."""
+    problem: removal.UnsafeRemoval | None = None
+    try:
+        removal.remove_tree(sandbox, working_root(), expect=expect)
+    except removal.UnsafeRemoval as e:
+        problem = e
+    reg = registration_for(repo, sandbox) if repo.is_dir() else None
+    if reg is not None:
+        remove_registration_entry(reg)
+    if problem is not None:
+        raise problem
+
+
+def remove_registration_entry(reg: Path) -> bool:
+    """Remove one ``<common>/worktrees/<id>`` entry, only when it is SuperQode's
+    (its gitdir points into ``$SUPERQODE_HOME/working``), never through a link."""
+    try:
+        target = (reg / "gitdir").read_text().strip()
+    except OSError:
+        return False
+    ours = os.path.realpath(working_root())
+    parent = os.path.realpath(os.path.dirname(os.path.dirname(target)))
+    if not (parent == ours or parent.startswith(ours + os.sep)):
+        return False
+    removal.remove_tree(reg, reg.parent, link_ok=True)
+    try:
+        reg.parent.rmdir()  # git's worktrees/ exists only while worktrees do
+    except OSError:
+        pass
+    return True
 
 
 def _rmtree(path: Path) -> None:
-    def onerror(func, p, exc_info):  # read-only dirs left by tools
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-            func(p)
-        except OSError:
-            pass
-
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    else:
-        shutil.rmtree(path, onerror=onerror)
+    """A folder of ours below ``$SUPERQODE_HOME/working``, without following links."""
+    removal.remove_tree(path, working_root(), link_ok=True)
 
 
 def retarget_links(sandbox: Path, project: Path, rels: list[str]) -> list[str]:

@@ -1,0 +1,201 @@
+"""Removing sandboxes without ever following a symlink.
+
+A process running in a sandbox owns that folder: it can rename it away and put
+a symlink to the user's repository in its place, or plant symlinks anywhere
+inside it. Every removal therefore walks from a trusted root with directory
+file descriptors (``openat`` with ``O_NOFOLLOW``, ``unlinkat``), so no path is
+resolved twice and no symlink is ever entered: a symlink met inside is
+unlinked as a link, one met on the way down to the target stops the removal.
+
+The target itself is checked before anything goes: it must lie below the root
+(``$SUPERQODE_HOME/working`` for sandboxes), must not be a symlink, and when
+its device and inode were recorded at creation they must still match — a
+folder swapped in later is not the one SuperQode made. Such a target is left
+alone and reported (:class:`UnsafeRemoval`, one line naming the path).
+Removal does not cross into another file system (a mount inside the tree).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from .errors import WorkspaceError
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_O_PATH = getattr(os, "O_PATH", 0)  # Linux: lets us fix permissions of an unreadable dir
+
+Identity = tuple[int, int]  # (st_dev, st_ino)
+
+
+class UnsafeRemoval(WorkspaceError):
+    """A path that removal refused to touch; the message is one line naming it."""
+
+    def __init__(self, path: Path | str, why: str):
+        self.path = str(path)
+        self.why = why
+        super().__init__(f"left alone: {path} {why}")
+
+
+def identity(path: Path | str) -> Identity | None:
+    """(device, inode) of ``path`` itself (never of a symlink's target)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check(path: Path | str, root: Path | str, expect: Identity | None = None) -> None:
+    """Raise UnsafeRemoval unless ``path`` is a real folder (not reached
+    through any symlink below ``root``) that is still the one recorded."""
+    fd, name = _open_parent(path, root)
+    if fd is None:
+        raise UnsafeRemoval(path, "is missing")
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        raise UnsafeRemoval(path, "is missing") from None
+    finally:
+        os.close(fd)
+    _check_stat(path, st, expect)
+
+
+def remove_tree(path: Path | str, root: Path | str, *, expect: Identity | None = None,
+                link_ok: bool = False) -> bool:
+    """Remove ``path`` (a folder tree or a file) below ``root`` without following
+    symlinks. False when there was nothing to remove. ``link_ok``: a symlink at
+    ``path`` itself is unlinked (as a link) rather than refused."""
+    fd, name = _open_parent(path, root)
+    if fd is None:
+        return False
+    try:
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if link_ok and stat.S_ISLNK(st.st_mode) and expect is None:
+            _retry(os.unlink, name, fd)
+            return True
+        _check_stat(path, st, expect)
+        if not stat.S_ISDIR(st.st_mode):
+            _retry(os.unlink, name, fd)
+            return True
+        sub = _open_dir(name, fd)
+        if sub is None:  # replaced by a non-folder between the two calls
+            raise UnsafeRemoval(path, "changed while being removed")
+        try:
+            fst = os.fstat(sub)
+            if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+                raise UnsafeRemoval(path, "changed while being removed")
+            _clear(sub, fst.st_dev, Path(path))
+        finally:
+            os.close(sub)
+        _retry(os.rmdir, name, fd)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _check_stat(path: Path | str, st: os.stat_result, expect: Identity | None) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeRemoval(path, "is a symlink now (the sandbox was swapped)")
+    if expect is not None and (not stat.S_ISDIR(st.st_mode)
+                               or (st.st_dev, st.st_ino) != tuple(expect)):
+        raise UnsafeRemoval(path, "is no longer the folder SuperQode created (device/inode differ)")
+
+
+def _open_parent(path: Path | str, root: Path | str) -> tuple[int | None, str]:
+    """A descriptor of ``path``'s parent, reached from ``root`` one component at
+    a time with O_NOFOLLOW; (None, name) when a folder on the way is missing."""
+    p = os.path.abspath(path)
+    rel = None
+    real_root = os.path.realpath(root)
+    for base in (os.path.abspath(root), real_root):
+        if p.startswith(base.rstrip(os.sep) + os.sep):
+            rel = p[len(base.rstrip(os.sep)) + 1:]
+            break
+    if rel is None:
+        raise UnsafeRemoval(path, f"is outside {root}")
+    parts = [x for x in rel.split(os.sep) if x]
+    if not parts or any(x in (".", "..") for x in parts):
+        raise UnsafeRemoval(path, f"is outside {root}")
+    try:
+        fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, parts[-1]
+    for part in parts[:-1]:
+        try:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            os.close(fd)
+            return None, parts[-1]
+        except OSError as e:
+            os.close(fd)
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafeRemoval(path, f"is reached through a symlink ({part})") from None
+            raise
+        os.close(fd)
+        fd = nxt
+    return fd, parts[-1]
+
+
+def _open_dir(name: str, dfd: int) -> int | None:
+    """Open a child folder without following it; None when it is not a folder
+    (any more). An unreadable folder is made readable first."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dfd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            return None
+        if e.errno != errno.EACCES or not _O_PATH:
+            raise
+    # A tool left a folder without read/search permission. Take it by an
+    # O_PATH handle (no permission needed, still no-follow) and chmod that
+    # very inode through /proc: a path-based chmod could follow a swapped link.
+    pfd = os.open(name, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    try:
+        os.chmod(f"/proc/self/fd/{pfd}", 0o700)
+        return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=pfd)
+    finally:
+        os.close(pfd)
+
+
+def _retry(fn, name: str, dfd: int) -> None:
+    try:
+        fn(name, dir_fd=dfd)
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        os.fchmod(dfd, 0o700)  # read-only folders left by tools
+        fn(name, dir_fd=dfd)
+
+
+def _clear(dfd: int, dev: int, where: Path) -> None:
+    """Empty the folder open at ``dfd``; symlinks inside are unlinked, never followed."""
+    with os.scandir(dfd) as it:
+        names = [e.name for e in it]
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            _retry(os.unlink, name, dfd)
+            continue
+        if st.st_dev != dev:
+            raise UnsafeRemoval(where / name, "is another file system (a mount point)")
+        sub = _open_dir(name, dfd)
+        if sub is None:  # swapped for a link or file meanwhile: remove that, as is
+            _retry(os.unlink, name, dfd)
+            continue
+        try:
+            fst = os.fstat(sub)
+            if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+                raise UnsafeRemoval(where / name, "changed while being removed")
+            _clear(sub, dev, where / name)
+        finally:
+            os.close(sub)
+        _retry(os.rmdir, name, dfd)

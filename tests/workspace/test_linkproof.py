@@ -1,0 +1,276 @@
+"""Sandbox removal never follows a symlink and never deletes outside
+$SUPERQODE_HOME (issue 13): a command that swaps its own sandbox for a link to
+the user's repository must not make SuperQode delete that repository's .git."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.workspace import removal
+from superqode_ls.workspace.errors import WorkspaceError
+from superqode_ls.workspace.gitsnapshot import SnapshotStore
+from superqode_ls.workspace.paths import store_dir, working_root
+from superqode_ls.workspace.session import IsolatedSession
+
+from ..conftest import run_git
+
+SUPERQE = [sys.executable, "-m", "superqode_ls"]
+
+
+def superqe(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*SUPERQE, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def everything(root: Path) -> dict[str, tuple]:
+    """Every entry below ``root``, .git included: kind, mode, content or target."""
+    state: dict[str, tuple] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                state[rel] = ("link", os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                state[rel] = ("dir", stat.S_IMODE(st.st_mode))
+            else:
+                data = Path(p).read_bytes()
+                state[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(data).hexdigest())
+    return state
+
+
+@pytest.fixture
+def user_repo(make_repo):
+    """A repository with history, a branch, a stash and uncommitted work."""
+    repo = make_repo({"app.py": "x = 1\n", "lib/util.py": "def f():\n    return 1\n"})
+    (repo / "app.py").write_text("x = 2\n")
+    run_git(repo, "commit", "-qam", "second")
+    run_git(repo, "branch", "feature")
+    (repo / "app.py").write_text("x = 3\n")
+    run_git(repo, "stash", "-q")
+    (repo / "lib/util.py").write_text("def f():\n    return 2\n")  # unstaged
+    (repo / "notes.txt").write_text("untracked\n")
+    return repo
+
+
+def git_facts(repo: Path) -> tuple[str, ...]:
+    """What the user sees of their history; read without rewriting the index."""
+    def out(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              check=True, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}).stdout
+    return (out("log", "--all", "--format=%H %s"), out("stash", "list"), out("show-ref"),
+            out("status", "--porcelain"))
+
+
+SWAP = 'S=$PWD; cd /; mv "$S" "$S.x"; ln -s "{target}" "$S"'
+
+
+# -- the no-follow remover itself ------------------------------------------------
+
+def test_remover_unlinks_links_and_never_enters_them(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "precious.txt").write_text("keep me\n")
+    (outside / "deep" / "more.txt").write_text("me too\n")
+    root = tmp_path / "root"
+    tree = root / "a" / "tree"
+    (tree / "sub" / "ro").mkdir(parents=True)
+    (tree / "file.txt").write_text("x")
+    (tree / "sub" / "ro" / "f").write_text("y")
+    os.symlink(outside, tree / "dir-link")
+    os.symlink(outside / "precious.txt", tree / "sub" / "file-link")
+    os.symlink(outside / "deep", tree / "sub" / "ro" / "deep-link")
+    os.symlink(tree / "nowhere", tree / "dangling")
+    os.chmod(tree / "sub" / "ro", 0o500)  # read-only folder, as tools leave them
+    os.chmod(tree / "sub", 0o000)  # and one we cannot even read
+    before = everything(outside)
+
+    assert removal.remove_tree(tree, root, expect=removal.identity(tree)) is True
+    assert not os.path.lexists(tree) and (root / "a").is_dir()
+    assert everything(outside) == before
+    assert removal.remove_tree(tree, root) is False  # nothing left: a no-op
+
+
+def test_remover_refuses_links_swaps_and_paths_outside_its_root(tmp_path):
+    root = tmp_path / "root"
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "data.txt").write_text("data\n")
+    made = root / "qe" / "sandbox"
+    made.mkdir(parents=True)
+    was = removal.identity(made)
+    # The folder renamed away and a link put in its place.
+    os.rename(made, root / "qe" / "sandbox.x")
+    os.symlink(target, made)
+    with pytest.raises(removal.UnsafeRemoval, match=r"sandbox is a symlink"):
+        removal.remove_tree(made, root, expect=was)
+    assert os.path.islink(made) and (target / "data.txt").read_text() == "data\n"
+    # A real folder swapped in: another inode, also left alone.
+    os.unlink(made)
+    made.mkdir()
+    (made / "theirs.txt").write_text("t")
+    with pytest.raises(removal.UnsafeRemoval, match="device/inode differ"):
+        removal.remove_tree(made, root, expect=was)
+    assert (made / "theirs.txt").exists()
+    # A folder on the way is a link: never walked through.
+    os.rename(root / "qe", root / "qe.real")
+    os.symlink(target, root / "qe")
+    (target / "sandbox").mkdir()
+    with pytest.raises(removal.UnsafeRemoval, match=r"through a symlink \(qe\)"):
+        removal.remove_tree(root / "qe" / "sandbox", root)
+    assert (target / "sandbox").is_dir()
+    with pytest.raises(removal.UnsafeRemoval, match="outside"):
+        removal.remove_tree(target, root)
+    with pytest.raises(removal.UnsafeRemoval, match="outside"):
+        removal.remove_tree(root / "qe.real" / ".." / ".." / "elsewhere", root)
+    assert (target / "data.txt").exists()
+
+
+# -- the attack, through the real CLI -----------------------------------------------
+
+def test_exec_swapping_its_sandbox_for_the_users_repo_deletes_nothing(user_repo):
+    before, facts = everything(user_repo), git_facts(user_repo)
+    proc = superqe("exec", str(user_repo), "--", "sh", "-c", SWAP.format(target=user_repo))
+    assert proc.returncode == 3, proc.stderr  # docs/cli.md: the session failed
+    sandbox = re.search(r"^sandbox: (.+)$", proc.stderr, re.M).group(1)
+    assert re.search(rf"left alone: {re.escape(sandbox)} is a symlink", proc.stderr)
+    assert "NOT verified" in proc.stderr and "Traceback" not in proc.stderr
+    assert everything(user_repo) == before  # .git byte for byte, registration gone again
+    assert git_facts(user_repo) == facts
+    assert os.path.islink(sandbox)  # reported and left alone
+
+
+def test_kill_9_mid_command_then_clean_force_deletes_nothing(user_repo, tmp_path):
+    before, facts = everything(user_repo), git_facts(user_repo)
+    ready = tmp_path / "swapped"
+    script = SWAP.format(target=user_repo) + f"; touch '{ready}'; exec sleep 60"
+    proc = subprocess.Popen([*SUPERQE, "exec", str(user_repo), "--", "sh", "-c", script],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        for _ in range(600):
+            if ready.exists() or proc.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"])
+        assert ready.exists(), "the command never ran"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # superqe and the command, no revert
+        proc.wait()
+        proc.stderr.close()
+    (sandbox,) = [p for p in (working_root()).glob("*/qe/qe-*") if p.is_symlink()]
+    cleaned = superqe("clean", "--force")
+    assert cleaned.returncode == 3, cleaned.stderr
+    assert f"left alone: {sandbox} is a symlink" in cleaned.stderr
+    assert everything(user_repo) == before
+    assert git_facts(user_repo) == facts
+    assert os.path.islink(sandbox)
+    # What was renamed away (inside $SUPERQODE_HOME) went with the session.
+    assert not Path(str(sandbox) + ".x").exists()
+    assert not list(sandbox.parent.glob("*.json"))
+
+
+@pytest.mark.parametrize("isolation", ["worktree", "snapshot"])
+def test_revert_leaves_a_folder_outside_home_untouched(make_repo, tmp_path, isolation):
+    repo = make_repo({"a.txt": "a\n"})
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "keep.txt").write_text("keep\n")
+    (outside / ".git").mkdir()
+    (outside / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    before = everything(outside)
+    session = IsolatedSession.create_sync(repo, isolation=isolation)
+    sandbox = session.sandbox
+    os.rename(sandbox, tmp_path / "moved-away")
+    os.symlink(outside, sandbox)
+    with pytest.raises(WorkspaceError, match="left alone"):
+        session.changes_sync()  # nothing is hashed through the link either
+    v = session.close_sync()
+    assert not v.verified
+    assert v.differences[0] == f"left alone: {sandbox} is a symlink now (the sandbox was swapped)"
+    assert everything(outside) == before
+    assert not session.paths.record.exists() and not session.private.exists()
+
+
+def test_a_real_folder_swapped_in_is_not_the_sandbox(make_repo, tmp_path):
+    repo = make_repo({"a.txt": "a\n"})
+    session = IsolatedSession.create_sync(repo, isolation="worktree")
+    rec = session.record
+    assert rec is not None and (rec.sandbox_dev, rec.sandbox_ino) == removal.identity(session.sandbox)
+    os.rename(session.sandbox, tmp_path / "moved-away")
+    session.sandbox.mkdir()
+    (session.sandbox / "theirs.txt").write_text("t\n")
+    v = session.close_sync()
+    assert "device/inode differ" in v.differences[0]
+    assert (session.sandbox / "theirs.txt").read_text() == "t\n"
+    assert run_git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_swapped_sandbox_is_never_parked_for_reuse(make_repo, tmp_path):
+    repo = make_repo({"a.txt": "a\n"})
+    (repo / "superqode.yaml").write_text("workspace:\n  warm_sandboxes: true\n")
+    run_git(repo, "add", "superqode.yaml")
+    run_git(repo, "commit", "-qm", "config")
+    before = everything(repo)
+    session = IsolatedSession.create_sync(repo)
+    os.rename(session.sandbox, tmp_path / "moved-away")
+    os.symlink(repo, session.sandbox)
+    v = session.close_sync()
+    assert not v.verified and "left alone" in v.differences[0]
+    parked = store_dir(repo).parent / "parked"
+    assert not parked.exists() or not [p for p in parked.iterdir() if not p.name.startswith(".")]
+    assert everything(repo) == before
+    # A next session starts cold, in a folder of its own.
+    with IsolatedSession.create_sync(repo) as s2:
+        assert not s2.reused and (s2.sandbox / "a.txt").read_text() == "a\n"
+        assert not s2.sandbox.is_symlink()
+
+
+# -- the smaller holes -------------------------------------------------------------
+
+def test_superqode_home_inside_the_project_is_refused(make_repo):
+    repo = make_repo()
+    home = repo / ".sq-home"
+    for args in (["exec", str(repo), "--", "true"], ["run", str(repo), "--role", "lint"]):
+        proc = superqe(*args, env={"SUPERQODE_HOME": str(home)})
+        assert proc.returncode == 2, proc.stderr
+        line = proc.stderr.strip()
+        assert "\n" not in line and "inside the project" in line and str(home) in line
+    assert not home.exists()
+    assert not (repo / ".superqode").exists()
+
+
+def test_session_snapshots_leave_the_store_with_the_session(make_repo):
+    repo = make_repo({"a.txt": "a\n"})
+    big = os.urandom(256 * 1024)
+    (repo / "big.bin").write_bytes(big)  # untracked: carried in via the store
+    blob = run_git(repo, "hash-object", "big.bin").strip()
+    loose = store_dir(repo) / "objects" / blob[:2] / blob[2:]
+    session = IsolatedSession.create_sync(repo)
+    (session.sandbox / "new.txt").write_text("new\n")
+    session.checkpoint_sync()
+    refs = run_git(store_dir(repo), "for-each-ref", "--format=%(refname)").split()
+    assert len(refs) == 2 and all(r.startswith(f"refs/snapshots/{session.id}/") for r in refs)
+    assert loose.is_file()
+    session.close_sync()
+    assert run_git(store_dir(repo), "for-each-ref") == ""
+    # The prune right after the session kept the object: it is too young to
+    # tell from one another session is writing right now.
+    assert loose.is_file()
+    old = loose.stat().st_mtime - 2 * 3600
+    for obj in (store_dir(repo) / "objects").glob("??/*"):  # and what refers to it
+        os.utime(obj, (old, old))
+    store = SnapshotStore(store_dir(repo))
+    assert store.prune() is False  # at most once per interval
+    assert store.prune(every_s=0) is True
+    assert not loose.exists()
+    assert (repo / "big.bin").read_bytes() == big
