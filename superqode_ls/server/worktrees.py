@@ -50,6 +50,9 @@ def _repo(ls: SuperQodeServer, uri: str | None, command: str) -> Path:
         path = to_fs_path(uri) if uri.startswith("file:") else None
         if not path:
             raise JsonRpcInvalidParams(f"{command}: not a file URI: {uri}")
+        # As runQE: only repositories the user opened, never any path a client names.
+        if ls.folder_for_uri(uri) is None:
+            raise _fail(f"{uri} is outside the workspace folders")
         return Path(path)
     folders = ls.folder_paths()
     if not folders:

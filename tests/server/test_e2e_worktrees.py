@@ -105,3 +105,25 @@ async def test_bad_requests_are_refused_and_leave_nothing(lsp: LanguageClient, m
         await command(lsp, "superqode.newWorktree", {"branch": "main"})
     assert await command(lsp, "superqode.listWorktrees") == []
     assert lsp.shown_documents == []
+
+
+async def test_a_repository_outside_the_workspace_folders_is_refused(lsp: LanguageClient,
+                                                                     make_repo):
+    repo = make_repo()
+    other = make_repo({"secret.py": "x = 1\n"})
+    await start(lsp, repo)
+    for name, args in (
+        ("superqode.newWorktree", {"uri": from_fs_path(str(other / "secret.py")),
+                                   "branch": "grab", "showDocument": False}),
+        ("superqode.listWorktrees", {"uri": from_fs_path(str(other))}),
+    ):
+        with pytest.raises(JsonRpcException, match="outside the workspace folders") as e:
+            await command(lsp, name, args)
+        assert "\n" not in str(e.value)
+    assert run_git(other, "branch", "--list", "grab") == ""
+    assert run_git(other, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert lsp.shown_documents == []
+    # Inside the workspace it still works.
+    made = await command(lsp, "superqode.newWorktree", {
+        "uri": from_fs_path(str(repo / "README.md")), "showDocument": False})
+    assert Path(made["path"]).is_dir()
