@@ -22,13 +22,13 @@ from __future__ import annotations
 import fcntl
 import inspect
 import logging
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import Config
+from . import removal
 from .paths import working_root
 from .recovery import (
     SessionInfo,
@@ -137,9 +137,15 @@ def _remove_repo_dir(base: Path, report: ReapReport) -> None:
     if branches.is_dir() and any(branches.iterdir()):
         report.kept.append((base.name, "branch worktrees left"))
         return
-    shutil.rmtree(base, ignore_errors=True)
-    if not base.exists():
-        report.repo_dirs.append(base.name)
+    try:
+        removal.remove_tree(base, working_root())  # never through a link
+    except removal.UnsafeRemoval as e:
+        report.kept.append((base.name, str(e)))
+        return
+    except OSError as e:
+        report.errors.append((base.name, _one_line(e)))
+        return
+    report.repo_dirs.append(base.name)
 
 
 def _reap_branches(config: Config | None, now: float, report: ReapReport) -> Any:

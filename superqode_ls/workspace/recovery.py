@@ -614,6 +614,8 @@ def mark_kept(info: SessionInfo) -> SessionRecord:
         raise WorkspaceError(f"session {info.id} has no record; it can only be cleaned")
     if not info.sandbox.is_dir():
         raise WorkspaceError(f"session {info.id} has no sandbox left to resume")
+    # A swapped sandbox (a link to elsewhere) is not handed to the user as theirs.
+    removal.check(info.sandbox, working_root(), info.record.sandbox_identity)
     rec = info.record.model_copy(update={"state": "kept"})
     write_record(info.record_path, rec)
     info.record, info.state = rec, "kept"

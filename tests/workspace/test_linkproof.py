@@ -274,3 +274,21 @@ def test_session_snapshots_leave_the_store_with_the_session(make_repo):
     assert store.prune(every_s=0) is True
     assert not loose.exists()
     assert (repo / "big.bin").read_bytes() == big
+
+
+def test_a_swapped_sandbox_is_not_resumed_or_read_by_recover(make_repo, tmp_path):
+    from superqode_ls.workspace import recovery
+    from superqode_ls.workspace.session import extract_patch
+
+    repo = make_repo({"a.txt": "a\n"})
+    session = IsolatedSession.create_sync(repo)
+    os.rename(session.sandbox, tmp_path / "moved-away")
+    os.symlink(repo, session.sandbox)
+    info = recovery.find_session(session.id)
+    with pytest.raises(WorkspaceError, match="left alone"):
+        recovery.mark_kept(info)
+    with pytest.raises(WorkspaceError, match="left alone"):
+        extract_patch(info.record)
+    v = session.close_sync()
+    assert "left alone" in v.differences[0]
+    assert (repo / ".git").is_dir() and (repo / "a.txt").read_text() == "a\n"
