@@ -11,7 +11,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
 from ..conftest import run_git
-from .conftest import start
+from .conftest import start, wait_for
 
 
 async def command(client: LanguageClient, name: str, args: dict | None = None):
@@ -127,3 +127,20 @@ async def test_a_repository_outside_the_workspace_folders_is_refused(lsp: Langua
     made = await command(lsp, "superqode.newWorktree", {
         "uri": from_fs_path(str(repo / "README.md")), "showDocument": False})
     assert Path(made["path"]).is_dir()
+
+
+async def test_superqode_home_inside_the_project_is_one_error(lsp: LanguageClient, isolated_home):
+    # The server's SUPERQODE_HOME is $HOME/.superqode: make $HOME the project.
+    project = isolated_home
+    (project / "app.py").write_text("x = 1\n")
+    run_git(project, "init", "-q")
+    run_git(project, "add", "app.py")
+    run_git(project, "commit", "-qm", "init")
+    await start(lsp, project)
+    await command(lsp, "superqode.runQE", {"roles": ["toy_tester"]})
+    await wait_for(lambda: [m for m in lsp.messages if m.type == types.MessageType.Error],
+                   60, "error message")
+    (err,) = [m.message for m in lsp.messages if m.type == types.MessageType.Error]
+    assert "SUPERQODE_HOME" in err and "inside the project" in err and "\n" not in err
+    assert not list((project / ".superqode").glob("working/*/qe/*"))
+    assert run_git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
