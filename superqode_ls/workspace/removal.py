@@ -76,12 +76,14 @@ def remove_tree(path: Path | str, root: Path | str, *, expect: Identity | None =
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             return False
+        # The parent's permissions are not ours to change (it may be the
+        # user's .git/worktrees): no chmod-and-retry at the top.
         if link_ok and stat.S_ISLNK(st.st_mode) and expect is None:
-            _retry(os.unlink, name, fd)
+            os.unlink(name, dir_fd=fd)
             return True
         _check_stat(path, st, expect)
         if not stat.S_ISDIR(st.st_mode):
-            _retry(os.unlink, name, fd)
+            os.unlink(name, dir_fd=fd)
             return True
         sub = _open_dir(name, fd)
         if sub is None:  # replaced by a non-folder between the two calls
@@ -90,10 +92,12 @@ def remove_tree(path: Path | str, root: Path | str, *, expect: Identity | None =
             fst = os.fstat(sub)
             if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
                 raise UnsafeRemoval(path, "changed while being removed")
-            _clear(sub, fst.st_dev, Path(path))
+            failed = _clear(sub, fst.st_dev, Path(path))
         finally:
             os.close(sub)
-        _retry(os.rmdir, name, fd)
+        if failed is not None:
+            raise failed
+        os.rmdir(name, dir_fd=fd)
         return True
     finally:
         os.close(fd)
@@ -173,29 +177,36 @@ def _retry(fn, name: str, dfd: int) -> None:
         fn(name, dir_fd=dfd)
 
 
-def _clear(dfd: int, dev: int, where: Path) -> None:
-    """Empty the folder open at ``dfd``; symlinks inside are unlinked, never followed."""
+def _clear(dfd: int, dev: int, where: Path) -> Exception | None:
+    """Empty the folder open at ``dfd``; symlinks inside are unlinked, never
+    followed. Best effort: what cannot go stays, the first reason is returned."""
+    failed: Exception | None = None
     with os.scandir(dfd) as it:
         names = [e.name for e in it]
     for name in names:
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                _retry(os.unlink, name, dfd)
+                continue
+            if st.st_dev != dev:
+                raise UnsafeRemoval(where / name, "is another file system (a mount point)")
+            sub = _open_dir(name, dfd)
+            if sub is None:  # swapped for a link or file meanwhile: remove that, as is
+                _retry(os.unlink, name, dfd)
+                continue
+            try:
+                fst = os.fstat(sub)
+                if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+                    raise UnsafeRemoval(where / name, "changed while being removed")
+                inner = _clear(sub, dev, where / name)
+            finally:
+                os.close(sub)
+            if inner is not None:
+                raise inner
+            _retry(os.rmdir, name, dfd)
         except FileNotFoundError:
             continue
-        if not stat.S_ISDIR(st.st_mode):
-            _retry(os.unlink, name, dfd)
-            continue
-        if st.st_dev != dev:
-            raise UnsafeRemoval(where / name, "is another file system (a mount point)")
-        sub = _open_dir(name, dfd)
-        if sub is None:  # swapped for a link or file meanwhile: remove that, as is
-            _retry(os.unlink, name, dfd)
-            continue
-        try:
-            fst = os.fstat(sub)
-            if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
-                raise UnsafeRemoval(where / name, "changed while being removed")
-            _clear(sub, dev, where / name)
-        finally:
-            os.close(sub)
-        _retry(os.rmdir, name, dfd)
+        except (OSError, UnsafeRemoval) as e:
+            failed = failed or e
+    return failed

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import json
+import logging
 import os
 import stat
 import sys
@@ -47,6 +48,7 @@ from .snapshot import copy_tree, list_files
 from .verification import verify_state
 
 HEARTBEAT_S = 30.0
+log = logging.getLogger(__name__)
 
 
 def _git_registrations(project: Path):
@@ -538,6 +540,9 @@ class IsolatedSession:
                 removal.remove_tree(self.sandbox, working_root(), expect=made)
         except removal.UnsafeRemoval as e:
             self.removal_problem = str(e)
+        except OSError as e:  # a leftover of ours, not a change to the project
+            log.warning("sandbox %s not fully removed: %s (superqe clean retries)",
+                        self.sandbox, e)
 
     def _verify(self) -> Verification:
         if self._fp_before is None:

@@ -272,11 +272,12 @@ def remove_worktree(repo: Path, sandbox: Path, expect: removal.Identity | None =
     folder that was swapped would follow whatever ``.git`` is there now. The
     sandbox goes only if it is still the folder we made (``expect``: device and
     inode recorded at creation) and is reached through no symlink; otherwise
-    the registration is still removed and UnsafeRemoval (one line) is raised."""
-    problem: removal.UnsafeRemoval | None = None
+    the registration is still removed and UnsafeRemoval (one line) is raised
+    (OSError for what could not be removed)."""
+    problem: Exception | None = None
     try:
         removal.remove_tree(sandbox, working_root(), expect=expect)
-    except removal.UnsafeRemoval as e:
+    except (removal.UnsafeRemoval, OSError) as e:  # the registration goes all the same
         problem = e
     reg = registration_for(repo, sandbox) if repo.is_dir() else None
     if reg is not None:

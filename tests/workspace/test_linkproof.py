@@ -7,10 +7,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +31,7 @@ SUPERQE = [sys.executable, "-m", "superqode_ls"]
 
 def superqe(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*SUPERQE, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+                          check=False, env={**os.environ, **(env or {})})
 
 
 def everything(root: Path) -> dict[str, tuple]:
@@ -101,6 +104,41 @@ def test_remover_unlinks_links_and_never_enters_them(tmp_path):
     assert removal.remove_tree(tree, root) is False  # nothing left: a no-op
 
 
+NOBODY = 65534
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root to hand a tree to another user (as non-root, the "
+                           "test above already meets real permissions)")
+def test_remover_makes_unreadable_folders_removable_as_an_ordinary_user():
+    # Root ignores permissions: run the remover as 'nobody' on nobody's tree.
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        root = base / "root"
+        tree = root / "tree"
+        (tree / "locked" / "inner").mkdir(parents=True)
+        (tree / "locked" / "inner" / "f").write_text("x")
+        (tree / "ro").mkdir()
+        (tree / "ro" / "g").write_text("y")
+        for dirpath, dirnames, filenames in os.walk(root):
+            for n in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
+                os.chown(n, NOBODY, NOBODY)
+        os.chmod(tree / "ro", 0o500)
+        os.chmod(tree / "locked" / "inner", 0o000)
+        os.chmod(tree / "locked", 0o000)
+        code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parents[2])!r}); "
+                "from superqode_ls.workspace import removal; "
+                f"print(removal.remove_tree({str(tree)!r}, {str(root)!r}))")
+        proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                               "--clear-groups", sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.stdout.strip() == "True", proc.stderr
+        assert not os.path.lexists(tree) and root.is_dir()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def test_remover_refuses_links_swaps_and_paths_outside_its_root(tmp_path):
     root = tmp_path / "root"
     target = tmp_path / "elsewhere"
@@ -142,7 +180,7 @@ def test_exec_swapping_its_sandbox_for_the_users_repo_deletes_nothing(user_repo)
     before, facts = everything(user_repo), git_facts(user_repo)
     proc = superqe("exec", str(user_repo), "--", "sh", "-c", SWAP.format(target=user_repo))
     assert proc.returncode == 3, proc.stderr  # docs/cli.md: the session failed
-    sandbox = re.search(r"^sandbox: (.+)$", proc.stderr, re.M).group(1)
+    sandbox = re.search(r"^sandbox: (.+)$", proc.stderr, re.MULTILINE).group(1)
     assert re.search(rf"left alone: {re.escape(sandbox)} is a symlink", proc.stderr)
     assert "NOT verified" in proc.stderr and "Traceback" not in proc.stderr
     assert everything(user_repo) == before  # .git byte for byte, registration gone again
@@ -161,7 +199,7 @@ def test_kill_9_mid_command_then_clean_force_deletes_nothing(user_repo, tmp_path
         for _ in range(600):
             if ready.exists() or proc.poll() is not None:
                 break
-            subprocess.run(["sleep", "0.1"])
+            time.sleep(0.1)
         assert ready.exists(), "the command never ran"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # superqe and the command, no revert
@@ -205,7 +243,8 @@ def test_a_real_folder_swapped_in_is_not_the_sandbox(make_repo, tmp_path):
     repo = make_repo({"a.txt": "a\n"})
     session = IsolatedSession.create_sync(repo, isolation="worktree")
     rec = session.record
-    assert rec is not None and (rec.sandbox_dev, rec.sandbox_ino) == removal.identity(session.sandbox)
+    assert rec is not None
+    assert (rec.sandbox_dev, rec.sandbox_ino) == removal.identity(session.sandbox)
     os.rename(session.sandbox, tmp_path / "moved-away")
     session.sandbox.mkdir()
     (session.sandbox / "theirs.txt").write_text("t\n")
