@@ -331,3 +331,27 @@ def test_a_swapped_sandbox_is_not_resumed_or_read_by_recover(make_repo, tmp_path
     v = session.close_sync()
     assert "left alone" in v.differences[0]
     assert (repo / ".git").is_dir() and (repo / "a.txt").read_text() == "a\n"
+
+
+def test_a_parked_sandbox_swapped_for_a_link_is_not_claimed(make_repo, tmp_path):
+    from superqode_ls.config import Config
+
+    repo = make_repo({"a.txt": "a\n"})
+    cfg = Config.model_validate({"workspace": {"warm_sandboxes": True}})
+    with IsolatedSession.create_sync(repo, config=cfg):
+        pass
+    parked = store_dir(repo).parent / "parked"
+    (slot,) = [p for p in parked.iterdir() if not p.name.startswith(".")]
+    # Something still running from that session swaps the parked tree.
+    os.rename(slot / "tree", tmp_path / "moved-away")
+    os.symlink(repo, slot / "tree")
+    before = everything(repo)
+    with IsolatedSession.create_sync(repo, config=cfg) as s:
+        assert not s.reused and not s.sandbox.is_symlink()
+        assert (s.sandbox / "a.txt").read_text() == "a\n"
+        s.changes_sync()
+    assert (repo / ".git").is_dir()
+    after = everything(repo)
+    # Only the registration of the sandbox parked just now may differ.
+    assert {k: v for k, v in after.items() if not k.startswith(".git/worktrees")} == \
+        {k: v for k, v in before.items() if not k.startswith(".git/worktrees")}
