@@ -157,9 +157,11 @@ class SnapshotStore:
         return len(refs)
 
     def prune(self, *, every_s: float = PRUNE_EVERY_S, min_age_s: float = PRUNE_MIN_AGE_S,
-              now: float | None = None) -> bool:
+              now: float | None = None, live: set[str] | None = None) -> bool:
         """Remove unreachable loose objects older than ``min_age_s``, at most
-        once per ``every_s``; True when a prune ran."""
+        once per ``every_s``; True when a prune ran. ``live``: ids of the
+        sessions still on disk; snapshot refs of any other session (one
+        removed by hand, or refs of the older unnamed form) are dropped first."""
         now = time.time() if now is None else now
         stamp = self.path / PRUNE_STAMP
         try:
@@ -169,8 +171,26 @@ class SnapshotStore:
             pass
         stamp.touch()
         os.utime(stamp, (now, now))
+        if live is not None:
+            self._drop_all_but(live)
         self.run(["prune", f"--expire={int(min_age_s)}.seconds.ago"])
         return True
+
+    def _drop_all_but(self, live: set[str]) -> None:
+        out = self._store_git(["for-each-ref", "--format=%(refname) %(contents:subject)",
+                               "refs/snapshots/"])
+        gone = []
+        for line in out.splitlines():
+            ref, _, subject = line.partition(" ")
+            parts = ref.split("/")
+            # refs/snapshots/<session>/<commit>, or refs/snapshots/<commit>
+            # whose message ("baseline <session>", ...) names the session.
+            owner = parts[2] if len(parts) == 4 else (subject.split() or [""])[-1]
+            if owner not in live:
+                gone.append(ref)
+        if gone:
+            self.run(["update-ref", "--stdin"],
+                     input="".join(f"delete {r}\n" for r in gone).encode())
 
     # -- reading them ----------------------------------------------------
     def parent_id(self, snapshot_id: str) -> str | None:

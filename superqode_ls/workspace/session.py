@@ -11,6 +11,7 @@ import fnmatch
 import json
 import logging
 import os
+import re
 import stat
 import sys
 import time
@@ -48,6 +49,7 @@ from .snapshot import copy_tree, list_files
 from .verification import verify_state
 
 HEARTBEAT_S = 30.0
+_SESSION_ID = re.compile(r"qe-\d{8}-\d{6}-[0-9a-f]{6}")
 log = logging.getLogger(__name__)
 
 
@@ -630,9 +632,19 @@ def drop_snapshots(project: Path, session_id: str) -> None:
     try:
         store = SnapshotStore(path)
         store.drop_session(session_id)
-        store.prune()
+        store.prune(live=_sessions_on_disk(path.parent / "qe") - {session_id})
     except (GitError, OSError):
         pass
+
+
+def _sessions_on_disk(qe: Path) -> set[str]:
+    """Ids named by anything in ``qe/`` (sandbox, record, private dir): a
+    session being created has its record before its first snapshot."""
+    try:
+        names = os.listdir(qe)
+    except OSError:
+        return set()
+    return {m.group(0) for n in names if (m := _SESSION_ID.search(n))}
 
 
 def _is_real_dir(p: Path) -> bool:

@@ -355,3 +355,24 @@ def test_a_parked_sandbox_swapped_for_a_link_is_not_claimed(make_repo, tmp_path)
     # Only the registration of the sandbox parked just now may differ.
     assert {k: v for k, v in after.items() if not k.startswith(".git/worktrees")} == \
         {k: v for k, v in before.items() if not k.startswith(".git/worktrees")}
+
+
+def test_the_hourly_prune_also_drops_refs_of_sessions_no_longer_on_disk(make_repo):
+    repo = make_repo({"a.txt": "a\n"})
+    first = IsolatedSession.create_sync(repo)  # stays open: its refs must stay
+    store = SnapshotStore(store_dir(repo))
+    tree = run_git(repo, "rev-parse", "HEAD^{tree}").strip()
+    # A ref of the older unnamed form, of a session long gone, and a named
+    # ref of a session whose folder was removed by hand.
+    old = store.commit(tree, None, "baseline qe-20200101-000000-abcdef").id
+    gone = SnapshotStore(store_dir(repo), session="qe-20200101-000001-fedcba")
+    gone_ref = f"refs/snapshots/qe-20200101-000001-fedcba/{gone.commit(tree, None, 'x').id}"
+    (store_dir(repo) / "superqode-pruned").unlink(missing_ok=True)  # the prune is due
+    with IsolatedSession.create_sync(repo) as second:
+        pass
+    refs = run_git(store_dir(repo), "for-each-ref", "--format=%(refname)").split()
+    assert f"refs/snapshots/{old}" not in refs and gone_ref not in refs
+    assert not any(second.id in r for r in refs)
+    assert refs and all(r.startswith(f"refs/snapshots/{first.id}/") for r in refs)
+    first.close_sync()
+    assert run_git(store_dir(repo), "for-each-ref") == ""
