@@ -376,3 +376,16 @@ def test_the_hourly_prune_also_drops_refs_of_sessions_no_longer_on_disk(make_rep
     assert refs and all(r.startswith(f"refs/snapshots/{first.id}/") for r in refs)
     first.close_sync()
     assert run_git(store_dir(repo), "for-each-ref") == ""
+
+
+def test_packed_snapshot_refs_go_with_the_next_prune(tmp_path):
+    sid = "qe-20261123-000000-aaaaaa"
+    store = SnapshotStore(tmp_path / "store.git", session=sid)
+    empty = store._store_git(["hash-object", "-t", "tree", "-w", "--stdin"], input=b"")
+    store.commit(empty, None, f"baseline {sid}")
+    store.commit(empty, None, f"checkpoint {sid}")
+    run_git(store.path, "pack-refs", "--all")
+    assert store.drop_session(sid) == 0  # packed: not seen as loose files
+    assert run_git(store.path, "for-each-ref") != ""
+    assert store.prune(every_s=0, live={"qe-20261123-000001-bbbbbb"}) is True
+    assert run_git(store.path, "for-each-ref") == ""
