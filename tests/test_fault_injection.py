@@ -154,9 +154,13 @@ def _wait(cond, limit: float) -> bool:
     return False
 
 
-def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path) -> str:
+def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path,
+                  in_close: bool = False) -> str:
     """Start `superqe exec`, SIGKILL it in ``phase``; returns the state the
-    session record was in at the kill ("none" if there was no record)."""
+    session record was in at the kill ("none" if there was no record).
+    ``in_close``: in the revert phase, wait for close() itself rather than
+    kill at a random moment after the command (alternated by the caller, so
+    a short run does not depend on luck to reach inside close())."""
     env = dict(os.environ, FAULT_MARKER=str(marker), FAULT_PHASE=phase)
     proc = subprocess.Popen(
         [sys.executable, "-m", "superqode_ls", "exec", str(repo), "--", "sh", "-c", AGENT],
@@ -175,7 +179,8 @@ def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path) -> s
             time.sleep(rng.uniform(0.0, 0.3))
         else:
             _wait(marker.exists, 30)
-            if rng.random() < 0.5:  # while the changes are collected and saved
+            rng.random()  # kept: the seeded sequence of the other choices stays the same
+            if not in_close:  # while the changes are collected and saved
                 time.sleep(rng.uniform(0.0, 0.15))
             else:  # inside close(): sandbox being removed, tree being verified
                 _wait(lambda: proc.poll() is not None or _state() == "reverting", 20)
@@ -211,7 +216,7 @@ def test_sigkill_at_random_points_leaves_nothing_behind(make_repo, tmp_path, cap
         # The command may write only its sandbox and SuperQode's caches (the
         # kernel barrier): its "I am running" marker goes to the cache.
         marker = working_root().parent / "cache" / f"marker-{n}"
-        state = _run_scenario(repo, phase, rng, marker)
+        state = _run_scenario(repo, phase, rng, marker, in_close=(n // len(PHASES)) % 2 == 1)
         observed[f"{phase}:{state}"] += 1
         where = f"scenario {n} (seed {SEED}, phase {phase}, state {state}, ops {ops})"
 
