@@ -389,3 +389,22 @@ def test_packed_snapshot_refs_go_with_the_next_prune(tmp_path):
     assert run_git(store.path, "for-each-ref") != ""
     assert store.prune(every_s=0, live={"qe-20261123-000001-bbbbbb"}) is True
     assert run_git(store.path, "for-each-ref") == ""
+
+
+def test_the_reaper_leaves_a_swapped_sandbox_alone_and_says_so(user_repo, tmp_path):
+    from superqode_ls.workspace import reaper
+    from superqode_ls.workspace.records import read_record, write_record
+
+    before, facts = everything(user_repo), git_facts(user_repo)
+    session = IsolatedSession.create_sync(user_repo)
+    rec = read_record(session.paths.record)
+    rec.pid_start = 1.0  # its owner "died": another process has that pid now
+    write_record(session.paths.record, rec)
+    session.lock = None  # the dead owner's lock is cleared by the reaper, not by us
+    os.rename(session.sandbox, tmp_path / "moved-away")
+    os.symlink(user_repo, session.sandbox)
+    report = reaper.reap(now=time.time() + 60, idle_hours=0)
+    assert [(sid, msg) for sid, msg in report.errors] == [
+        (session.id, f"left alone: {session.sandbox} is a symlink now (the sandbox was swapped)")]
+    assert everything(user_repo) == before and git_facts(user_repo) == facts
+    assert not session.paths.record.exists() and not session.private.exists()
