@@ -11,8 +11,6 @@ import fnmatch
 import json
 import logging
 import os
-import re
-import stat
 import sys
 import time
 from pathlib import Path
@@ -46,19 +44,18 @@ from .paths import (
 from .proc import BARRIER_ENV, end_session_processes
 from .records import SessionRecord, read_record, write_record
 from .snapshot import copy_tree, list_files
+from .teardown import (
+    discard_sandbox,  # noqa: F401 - recovery finds it here
+    drop_snapshots,
+)
+from .teardown import git_registrations as _git_registrations
+from .teardown import is_real_dir as _is_real_dir
+from .teardown import parked_identity as _parked_identity
+from .teardown import remove_quietly as _remove_quietly
 from .verification import verify_state
 
 HEARTBEAT_S = 30.0
-_SESSION_ID = re.compile(r"qe-\d{8}-\d{6}-[0-9a-f]{6}")
 log = logging.getLogger(__name__)
-
-
-def _git_registrations(project: Path):
-    """Hold git's worktree registrations still: concurrent ``worktree add``
-    calls read each other's half-written entries and fail."""
-    from .coordinator import Coordinator
-
-    return Coordinator(project).worktree_mutex()
 
 
 def _write_repo_marker(project: Path) -> None:
@@ -597,81 +594,6 @@ class IsolatedSession:
 
 
 # -- for recovery of sessions whose process is gone ----------------------------
-def discard_sandbox(record: SessionRecord) -> None:
-    """Remove what a (possibly half-made) session left: sandbox, worktree
-    registration, private dir, record. Safe to call twice. A sandbox that was
-    swapped is left alone and UnsafeRemoval raised once the rest is gone."""
-    project = Path(record.repo)
-    paths = SessionPaths(project, record.id)
-    sandbox = Path(record.sandbox)
-    problem: removal.UnsafeRemoval | None = None
-    try:
-        if record.isolation != "worktree":
-            removal.remove_tree(sandbox, working_root(), expect=record.sandbox_identity)
-        elif project.is_dir():
-            with _git_registrations(project):
-                wt.remove_worktree(project, sandbox, record.sandbox_identity)
-        else:
-            wt.remove_worktree(project, sandbox, record.sandbox_identity)
-    except removal.UnsafeRemoval as e:
-        problem = e
-    _remove_quietly(paths.private)
-    drop_snapshots(project, record.id)
-    paths.record.unlink(missing_ok=True)
-    paths.heartbeat.unlink(missing_ok=True)
-    if problem is not None:
-        raise problem
-
-
-def drop_snapshots(project: Path, session_id: str) -> None:
-    """The session's snapshot refs go with it; the store is pruned now and
-    then. Housekeeping: a failure here never fails the revert."""
-    path = store_dir(project)
-    if not (path / "HEAD").is_file():
-        return
-    try:
-        store = SnapshotStore(path)
-        store.drop_session(session_id)
-        store.prune(live=_sessions_on_disk(path.parent / "qe") - {session_id})
-    except (GitError, OSError):
-        pass
-
-
-def _sessions_on_disk(qe: Path) -> set[str]:
-    """Ids named by anything in ``qe/`` (sandbox, record, private dir): a
-    session being created has its record before its first snapshot."""
-    try:
-        names = os.listdir(qe)
-    except OSError:
-        return set()
-    return {m.group(0) for n in names if (m := _SESSION_ID.search(n))}
-
-
-def _is_real_dir(p: Path) -> bool:
-    """A folder, not a symlink to one."""
-    try:
-        return stat.S_ISDIR(os.lstat(p).st_mode)
-    except OSError:
-        return False
-
-
-def _parked_identity(slot: Path) -> tuple[int, int] | None:
-    try:
-        dev, ino = (slot / "git" / "identity").read_text().split()
-        return int(dev), int(ino)
-    except (OSError, ValueError):
-        return None
-
-
-def _remove_quietly(path: Path) -> None:
-    """Scratch of ours (private dir, parking leftovers): removed without
-    following links; a failure leaves it for the reaper."""
-    try:
-        removal.remove_tree(path, working_root(), link_ok=True)
-    except (OSError, WorkspaceError):
-        pass
-
-
 def extract_patch(record: SessionRecord) -> str:
     """The sandbox's changes against what was carried in, as a git diff."""
     project = Path(record.repo)
