@@ -498,7 +498,15 @@ class IsolatedSession:
         if rec:
             rec.state = "reverting"
             write_record(self.paths.record, rec)
-        ended = end_session_processes(self.id, self.sandbox)
+        try:
+            self._check_sandbox()
+            where = self.sandbox
+        except removal.UnsafeRemoval:
+            # Swapped for a link (say to the user's repository): matching
+            # processes by a folder there would kill the user's own. Match
+            # by the session's environment only (a path nothing works in).
+            where = self.private / "swapped-sandbox"
+        ended = end_session_processes(self.id, where)
         if ended:
             self.bus.emit("workspace.processes_ended", pids=ended)
         parked = False

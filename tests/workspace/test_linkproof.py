@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.workspace import removal
+from superqode_ls.workspace import landlock, removal
 from superqode_ls.workspace.errors import WorkspaceError
 from superqode_ls.workspace.gitsnapshot import SnapshotStore
 from superqode_ls.workspace.paths import store_dir, working_root
@@ -34,10 +34,14 @@ def superqe(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           check=False, env={**os.environ, **(env or {})})
 
 
-def everything(root: Path) -> dict[str, tuple]:
-    """Every entry below ``root``, .git included: kind, mode, content or target."""
+def everything(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple]:
+    """Every entry below ``root``, .git included: kind, mode, content or target
+    (``skip``: top-level names left out)."""
     state: dict[str, tuple] = {}
     for dirpath, dirnames, filenames in os.walk(root):
+        if dirpath == str(root):
+            dirnames[:] = [d for d in dirnames if d not in skip]
+            filenames = [f for f in filenames if f not in skip]
         for name in dirnames + filenames:
             p = os.path.join(dirpath, name)
             rel = os.path.relpath(p, root)
@@ -176,42 +180,112 @@ def test_remover_refuses_links_swaps_and_paths_outside_its_root(tmp_path):
 
 # -- the attack, through the real CLI -----------------------------------------------
 
-def test_exec_swapping_its_sandbox_for_the_users_repo_deletes_nothing(user_repo):
-    before, facts = everything(user_repo), git_facts(user_repo)
-    proc = superqe("exec", str(user_repo), "--", "sh", "-c", SWAP.format(target=user_repo))
-    assert proc.returncode == 3, proc.stderr  # docs/cli.md: the session failed
-    sandbox = re.search(r"^sandbox: (.+)$", proc.stderr, re.MULTILINE).group(1)
-    assert re.search(rf"left alone: {re.escape(sandbox)} is a symlink", proc.stderr)
-    assert "NOT verified" in proc.stderr and "Traceback" not in proc.stderr
-    assert everything(user_repo) == before  # .git byte for byte, registration gone again
-    assert git_facts(user_repo) == facts
+NO_BARRIER = {"SUPERQODE_LANDLOCK": "off"}  # as on a kernel without Landlock
+# The command waits in its (by then renamed) folder until the test says go.
+WAIT_FOR_SWAP = "touch ready; while [ ! -e go ]; do sleep 0.05; done"
+
+
+def _swap_from_outside(sandbox: Path, target: Path) -> None:
+    """What the command itself does without a kernel barrier, done by a
+    process outside the session (a barrier cannot stop that)."""
+    for _ in range(1200):
+        if (sandbox / "ready").exists():
+            break
+        time.sleep(0.05)
+    assert (sandbox / "ready").exists(), "the command never ran"
+    os.rename(sandbox, str(sandbox) + ".x")
+    os.symlink(target, sandbox)
+
+
+def _running_sandbox() -> Path:
+    for _ in range(1200):
+        found = [p for p in working_root().glob("*/qe/qe-*") if p.suffix == ""
+                 and not p.name.endswith(".heartbeat")]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("no sandbox appeared")
+
+
+def _check_left_alone(stderr: str, sandbox: Path) -> None:
+    assert re.search(rf"left alone: {re.escape(str(sandbox))} is a symlink", stderr), stderr
+    assert "Traceback" not in stderr
     assert os.path.islink(sandbox)  # reported and left alone
 
 
-def test_kill_9_mid_command_then_clean_force_deletes_nothing(user_repo, tmp_path):
+def test_exec_swapping_its_sandbox_for_the_users_repo_deletes_nothing(user_repo):
+    """The attack of issue 13 verbatim, on a system without the kernel barrier."""
     before, facts = everything(user_repo), git_facts(user_repo)
-    ready = tmp_path / "swapped"
-    script = SWAP.format(target=user_repo) + f"; touch '{ready}'; exec sleep 60"
-    proc = subprocess.Popen([*SUPERQE, "exec", str(user_repo), "--", "sh", "-c", script],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = superqe("exec", str(user_repo), "--", "sh", "-c", SWAP.format(target=user_repo),
+                   env=NO_BARRIER)
+    assert proc.returncode == 3, proc.stderr  # docs/cli.md: the session failed
+    sandbox = Path(re.search(r"^sandbox: (.+)$", proc.stderr, re.MULTILINE).group(1))
+    _check_left_alone(proc.stderr, sandbox)
+    assert "NOT verified" in proc.stderr
+    assert everything(user_repo) == before  # .git byte for byte, registration gone again
+    assert git_facts(user_repo) == facts
+
+
+def test_exec_sandbox_swapped_from_outside_during_the_command(user_repo):
+    """Barrier or not: the folder swapped while the command runs."""
+    before, facts = everything(user_repo), git_facts(user_repo)
+    proc = subprocess.Popen([*SUPERQE, "exec", str(user_repo), "--", "sh", "-c", WAIT_FOR_SWAP],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(600):
-            if ready.exists() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert ready.exists(), "the command never ran"
+        sandbox = _running_sandbox()
+        _swap_from_outside(sandbox, user_repo)
+        (Path(str(sandbox) + ".x") / "go").touch()
+        _, stderr = proc.communicate(timeout=120)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # superqe and the command, no revert
-        proc.wait()
-        proc.stderr.close()
-    (sandbox,) = [p for p in (working_root()).glob("*/qe/qe-*") if p.is_symlink()]
-    cleaned = superqe("clean", "--force")
-    assert cleaned.returncode == 3, cleaned.stderr
-    assert f"left alone: {sandbox} is a symlink" in cleaned.stderr
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 3, stderr
+    _check_left_alone(stderr, sandbox)
     assert everything(user_repo) == before
     assert git_facts(user_repo) == facts
-    assert os.path.islink(sandbox)
+
+
+@pytest.mark.skipif(landlock.abi() is None, reason="no Landlock in this kernel")
+def test_with_the_barrier_the_command_cannot_swap_its_sandbox(user_repo):
+    before, facts = everything(user_repo), git_facts(user_repo)
+    proc = superqe("exec", str(user_repo), "--", "sh", "-c", SWAP.format(target=user_repo))
+    assert "mv: cannot move" in proc.stderr and "Permission denied" in proc.stderr
+    assert proc.returncode == 0 and "Verified" in proc.stderr, proc.stderr
+    assert "left alone" not in proc.stderr
+    # The one folder SuperQode writes in the project: the patch of the symlink
+    # that ln made inside the sandbox instead.
+    assert everything(user_repo, skip=(".superqode",)) == before
+    assert git_facts(user_repo) == facts
+
+
+@pytest.mark.parametrize("who", ["command", "outside"])
+def test_kill_9_mid_command_then_clean_force_deletes_nothing(user_repo, tmp_path, who):
+    before, facts = everything(user_repo), git_facts(user_repo)
+    if who == "command":  # no barrier: the command swaps its own folder
+        script, env = SWAP.format(target=user_repo) + "; exec sleep 60", NO_BARRIER
+    else:
+        script, env = WAIT_FOR_SWAP, {}
+    proc = subprocess.Popen([*SUPERQE, "exec", str(user_repo), "--", "sh", "-c", script],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, **env})
+    try:
+        sandbox = _running_sandbox()
+        if who == "outside":
+            _swap_from_outside(sandbox, user_repo)
+        for _ in range(1200):
+            if sandbox.is_symlink():
+                break
+            time.sleep(0.05)
+        assert sandbox.is_symlink(), "the sandbox was never swapped"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # superqe and the command: no revert
+        proc.wait()
+    cleaned = superqe("clean", "--force")
+    assert cleaned.returncode == 3, cleaned.stderr
+    _check_left_alone(cleaned.stderr, sandbox)
+    assert everything(user_repo) == before
+    assert git_facts(user_repo) == facts
     # What was renamed away (inside $SUPERQODE_HOME) went with the session.
     assert not Path(str(sandbox) + ".x").exists()
     assert not list(sandbox.parent.glob("*.json"))
@@ -408,3 +482,18 @@ def test_the_reaper_leaves_a_swapped_sandbox_alone_and_says_so(user_repo, tmp_pa
         (session.id, f"left alone: {session.sandbox} is a symlink now (the sandbox was swapped)")]
     assert everything(user_repo) == before and git_facts(user_repo) == facts
     assert not session.paths.record.exists() and not session.private.exists()
+
+
+def test_a_swapped_sandbox_does_not_make_the_revert_kill_the_users_processes(make_repo, tmp_path):
+    repo = make_repo({"a.txt": "a\n"})
+    users_shell = subprocess.Popen(["sleep", "60"], cwd=repo)  # the user, working in the repo
+    try:
+        session = IsolatedSession.create_sync(repo)
+        os.rename(session.sandbox, tmp_path / "moved-away")
+        os.symlink(repo, session.sandbox)
+        v = session.close_sync()
+        assert "left alone" in v.differences[0]
+        assert users_shell.poll() is None
+    finally:
+        users_shell.kill()
+        users_shell.wait()
