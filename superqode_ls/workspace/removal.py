@@ -61,6 +61,8 @@ def check(path: Path | str, root: Path | str, expect: Identity | None = None) ->
     finally:
         os.close(fd)
     _check_stat(path, st, expect)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeRemoval(path, "is not a folder any more (the sandbox was swapped)")
 
 
 def remove_tree(path: Path | str, root: Path | str, *, expect: Identity | None = None,

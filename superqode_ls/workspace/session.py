@@ -501,7 +501,7 @@ class IsolatedSession:
         try:
             self._check_sandbox()
             where = self.sandbox
-        except removal.UnsafeRemoval:
+        except WorkspaceError:
             # Swapped for a link (say to the user's repository): matching
             # processes by a folder there would kill the user's own. Match
             # by the session's environment only (a path nothing works in).

@@ -497,3 +497,14 @@ def test_a_swapped_sandbox_does_not_make_the_revert_kill_the_users_processes(mak
     finally:
         users_shell.kill()
         users_shell.wait()
+
+
+def test_check_wants_the_very_folder(tmp_path):
+    root = tmp_path / "root"
+    (root / "qe").mkdir(parents=True)
+    (root / "qe" / "file").write_text("x")
+    with pytest.raises(removal.UnsafeRemoval, match="not a folder"):
+        removal.check(root / "qe" / "file", root)
+    with pytest.raises(removal.UnsafeRemoval, match="missing"):
+        removal.check(root / "qe" / "nothing", root)
+    removal.check(root / "qe", root, removal.identity(root / "qe"))  # the real one passes
