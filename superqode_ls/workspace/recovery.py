@@ -295,9 +295,10 @@ def _session_module():
 
 def _discard_fallback(info: SessionInfo) -> None:
     """Finish a discard by hand. A sandbox that is a symlink now, or not the
-    folder recorded at creation, is left alone (UnsafeRemoval, raised last)."""
+    folder recorded at creation, is left alone (UnsafeRemoval, raised last);
+    what cannot be removed is reported the same way once the rest is done."""
     made = info.record.sandbox_identity if info.record else None
-    problem: removal.UnsafeRemoval | None = None
+    problem: Exception | None = None
     if info.repo is not None and info.repo.exists():
         try:
             from .worktree import remove_worktree
@@ -309,18 +310,21 @@ def _discard_fallback(info: SessionInfo) -> None:
             log.debug("remove_worktree failed for %s", info.id, exc_info=True)
     try:
         removal.remove_tree(info.sandbox, working_root(), expect=made)
-    except removal.UnsafeRemoval as e:
+    except (removal.UnsafeRemoval, OSError) as e:
         problem = e
     if info.repo is not None:
         try:
             remove_registration(info.repo, info.id, info.sandbox)
         except (GitError, OSError):
             log.debug("cannot remove registration of %s", info.id, exc_info=True)
-    _rmtree(info.private)
+    for extra in [info.private, *info.owned_paths()]:
+        if extra in (info.record_path, info.sandbox):
+            continue
+        try:
+            _rmtree(extra)  # the private folder; a sandbox renamed away by its command
+        except (removal.UnsafeRemoval, OSError) as e:
+            problem = problem or e
     info.heartbeat.unlink(missing_ok=True)
-    for extra in info.owned_paths():
-        if extra not in (info.record_path, info.sandbox):
-            _rmtree(extra)  # e.g. a sandbox renamed away by its own command
     info.record_path.unlink(missing_ok=True)
     if problem is not None:
         raise problem
@@ -333,7 +337,7 @@ def discard(info: SessionInfo) -> None:
         info.fingerprint_text = saved_fingerprint(info)
     session = _session_module()
     fn = getattr(session, "discard_sandbox", None) if session else None
-    problem: removal.UnsafeRemoval | None = None
+    problem: Exception | None = None
     with Coordinator.at(info.base, info.repo).worktree_mutex():
         if fn is not None and info.record is not None:
             try:
@@ -343,7 +347,7 @@ def discard(info: SessionInfo) -> None:
                           exc_info=True)
         try:
             _discard_fallback(info)
-        except removal.UnsafeRemoval as e:  # the rest is gone; report it after
+        except (removal.UnsafeRemoval, OSError) as e:  # the rest is gone; report it after
             problem = e
     try:
         Coordinator.at(info.base, info.repo).release_session(info.id)
