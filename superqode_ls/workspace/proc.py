@@ -296,14 +296,19 @@ def end_session_processes(session_id: str, sandbox: Path) -> list[int]:
     supervisor already ends each command's tree; this also covers systems
     without it (no Linux subreaper) and a supervisor killed from outside."""
     me = os.getpid()
-    root = os.path.realpath(sandbox) + os.sep
+    # Never through a link: a sandbox swapped for a symlink to the user's
+    # repository must not make the user's own shell or editor a match.
+    top = os.path.abspath(sandbox)
+    root = None
+    if os.path.isdir(top) and not os.path.islink(top):
+        root = os.path.join(os.path.realpath(os.path.dirname(top)), os.path.basename(top)) + os.sep
     hits = []
     for p in psutil.process_iter(["pid"]):
         if p.pid == me:
             continue
         try:
-            cwd = p.cwd() + os.sep
-            ours = cwd.startswith(root) or p.environ().get("SUPERQODE_SESSION_ID") == session_id
+            ours = ((root is not None and (p.cwd() + os.sep).startswith(root))
+                    or p.environ().get("SUPERQODE_SESSION_ID") == session_id)
         except (psutil.Error, OSError):
             continue
         if ours:
