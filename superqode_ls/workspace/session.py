@@ -489,15 +489,13 @@ class IsolatedSession:
         self.guard_events()
         rec = self.record
         if keep:
-            if rec:
-                rec.state = "kept"
-                write_record(self.paths.record, rec)
-            self._release_lock()
+            self._note_state("kept")
+            self._quietly(self._release_lock)
             self.verification = self._verify()
             return self.verification
-        if rec:
-            rec.state = "reverting"
-            write_record(self.paths.record, rec)
+        # A full disk or a read-only home must not stop the revert: what the
+        # record would say is in memory, and recovery finds the rest.
+        self._note_state("reverting")
         try:
             self._check_sandbox()
             where = self.sandbox
@@ -525,11 +523,25 @@ class IsolatedSession:
                       differences=self.verification.differences[:50],
                       outside_changes=self.verification.outside_changes[:50], parked=parked)
         _remove_quietly(self.private)
-        drop_snapshots(self.project, self.id)
-        self.paths.record.unlink(missing_ok=True)
-        self.paths.heartbeat.unlink(missing_ok=True)
-        self._release_lock()
+        self._quietly(drop_snapshots, self.project, self.id)
+        self._quietly(self.paths.record.unlink, missing_ok=True)
+        self._quietly(self.paths.heartbeat.unlink, missing_ok=True)
+        self._quietly(self._release_lock)
         return self.verification
+
+    def _note_state(self, state: str) -> None:
+        if self.record is not None:
+            self.record.state = state  # type: ignore[assignment]
+            self._quietly(write_record, self.paths.record, self.record)
+
+    def _quietly(self, fn, *args, **kw) -> None:
+        """Ending steps that write SuperQode's own state: a failure is said
+        (one event) and the revert goes on."""
+        try:
+            fn(*args, **kw)
+        except (OSError, GitError) as e:
+            self.bus.emit("workspace.state_write_failed", step=getattr(fn, "__name__", "?"),
+                          error=str(e))
 
     async def close(self, *, keep: bool = False) -> Verification:
         self._stop_heartbeat()

@@ -362,3 +362,36 @@ async def test_sandbox_whose_git_became_a_repository_is_still_removed(repo):
     assert not s.sandbox.exists()
     assert worktree_paths(repo) == [str(repo)]
     assert s.verification.verified
+
+
+def test_a_session_that_cannot_write_its_state_still_reverts(make_repo, monkeypatch):
+    """Disk full (or $SUPERQODE_HOME read-only) after creation: every write of
+    SuperQode's own state fails with ENOSPC; the session still kills, removes
+    its sandbox and registration, and verifies from memory."""
+    import errno
+
+    from superqode_ls.workspace import session as session_mod
+    from superqode_ls.workspace.coordinator import Coordinator
+    from superqode_ls.workspace.fingerprint import compare, take_fingerprint
+    from superqode_ls.workspace.session import IsolatedSession
+
+    repo = make_repo({"a.py": "x = 1\n"})
+    (repo / "a.py").write_text("x = 2\n")
+    before = take_fingerprint(repo)
+    s = IsolatedSession.create_sync(repo)
+    (s.sandbox / "a.py").write_text("x = 3\n")
+    events = []
+    s.bus.subscribe(lambda e: events.append(e))
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(session_mod, "write_record", full)
+    monkeypatch.setattr(Coordinator, "release", full)
+    v = s.close_sync()
+    assert v.verified, v.line
+    assert not s.sandbox.exists()
+    assert not (repo / ".git" / "worktrees").exists() or not any((repo / ".git" / "worktrees").iterdir())
+    assert compare(before, take_fingerprint(repo)) == []
+    failed = [e.data["step"] for e in events if e.type == "workspace.state_write_failed"]
+    assert "full" in failed and "_release_lock" in failed  # the record write and the lock
