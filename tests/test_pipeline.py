@@ -324,3 +324,17 @@ def test_role_timeout_stops_one_role_not_the_session(make_repo):
     statuses = {r.role: r.status for r in report.roles}
     assert statuses == {"toy_slow": "timeout", "toy_tester": "ok"}
     assert not report.timed_out and len(report.findings) == 2
+
+
+def test_verification_is_capped_and_the_rest_labelled(make_repo):
+    repo = make_repo({"a.py": "a = 'PLANTED'\n", "b.py": "b = 'PLANTED'\n", "c.py": "c = 'PLANTED'\n"})
+    req = QERequest(repo, roles=["toy_tester"], config_overrides={"qe": {"verify_max_fixes": 1}})
+    session, report, events = run_session(req)
+    tried = [p for p in report.patches if p.verified_by == "tool"]
+    over = [p for p in report.patches if "over the verification cap" in (p.verification or "")]
+    assert len(tried) == 1 and len(over) == 2
+    assert all(not p.verified and p.label == "not verified" for p in over)
+    # Only the fix that was tried has a patch file; the others are in the report.
+    files = list((repo / ".superqode/qe-artifacts/patches").iterdir())
+    assert [f.name.endswith(f"{tried[0].id}.patch") for f in files] == [True]
+    assert any("the other 2 over qe.verify_max_fixes" in str(e.data.get("message")) for e in events)

@@ -362,3 +362,22 @@ async def test_sandbox_whose_git_became_a_repository_is_still_removed(repo):
     assert not s.sandbox.exists()
     assert worktree_paths(repo) == [str(repo)]
     assert s.verification.verified
+
+
+def test_creation_aborted_between_steps_leaves_nothing(make_repo):
+    import threading
+
+    from superqode_ls.workspace.errors import CreationAborted
+    from superqode_ls.workspace.paths import working_root
+
+    repo = make_repo({"a.py": "x = 1\n"})
+    (repo / "a.py").write_text("x = 2\n")  # dirty: the state capture runs too
+    before = porcelain(repo)
+    abort = threading.Event()
+    abort.set()
+    with pytest.raises(CreationAborted) as info:
+        IsolatedSession.create_sync(repo, config=Config(), abort=abort)
+    assert info.value.verification is not None and info.value.verification.verified
+    assert not list(working_root().glob("*/qe/qe-*"))
+    assert run_git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert porcelain(repo) == before and (repo / "a.py").read_text() == "x = 2\n"
