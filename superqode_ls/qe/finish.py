@@ -212,3 +212,39 @@ def agent_usage(session_id: str):
     a third of a second)."""
     roles = sys.modules.get("superqode_ls.agent.roles")
     return roles.session_usage(session_id) if roles is not None else None
+
+
+def normalize_finding(f: Finding, role: str, sandbox: Path) -> Finding:
+    """A role's finding with a sandbox-relative POSIX path, its role and a stable id."""
+    update: dict[str, Any] = {}
+    if f.file:
+        rel = f.file.replace("\\", "/")
+        p = Path(rel)
+        if p.is_absolute():
+            try:
+                rel = p.relative_to(sandbox).as_posix()
+            except ValueError:
+                try:
+                    rel = p.resolve().relative_to(sandbox.resolve()).as_posix()
+                except ValueError:
+                    pass
+        rel = rel.removeprefix("./")
+        if rel != f.file:
+            update["file"] = rel
+    if not f.role:
+        update["role"] = role
+    if update:
+        f = f.model_copy(update=update)
+    return f.with_stable_id()
+
+
+def poll_guard(s: Any) -> None:
+    """Publish git commands the sandbox guard refused (``git.blocked``) as
+    roles finish, not only when the session ends."""
+    poll = getattr(s, "guard_events", None)
+    if poll is None:
+        return
+    try:
+        poll()
+    except (OSError, ValueError):
+        log.warning("could not read the git guard's events", exc_info=True)

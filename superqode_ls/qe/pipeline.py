@@ -26,7 +26,15 @@ from ..workspace.paths import new_session_id
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
 from . import verify_step
-from .finish import Stamp, build_report, epoch_moved, sandbox_root, save_report
+from .finish import (
+    Stamp,
+    build_report,
+    epoch_moved,
+    normalize_finding,
+    poll_guard,
+    sandbox_root,
+    save_report,
+)
 from .noise import FileLines, NoiseResult, filter_findings
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .roles import role_class
@@ -349,7 +357,7 @@ class QESession:
         except Exception as e:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
-        await asyncio.to_thread(_poll_guard, s)
+        await asyncio.to_thread(poll_guard, s)
         # Thousands of findings to normalise and publish: a worker thread, so
         # a signal (or an editor's request) is served meanwhile. A cancel
         # waits for it (well under a second) so the tables stay whole.
@@ -367,7 +375,7 @@ class QESession:
     ) -> None:
         # The role's own time: publishing its findings below is the session's.
         duration = time.monotonic() - t0
-        findings = [self._normalize(f, name, sandbox) for f in out.findings]
+        findings = [normalize_finding(f, name, sandbox) for f in out.findings]
         if res.files is not None:
             wanted = set(res.files)
             findings = [f for f in findings if f.file is None or f.file in wanted]
@@ -393,29 +401,6 @@ class QESession:
             duration_s=round(duration, 3), reason=reason,
         )
         self._progress(total)
-
-    @staticmethod
-    def _normalize(f: Finding, role: str, sandbox: Path) -> Finding:
-        update: dict[str, Any] = {}
-        if f.file:
-            rel = f.file.replace("\\", "/")
-            p = Path(rel)
-            if p.is_absolute():
-                try:
-                    rel = p.relative_to(sandbox).as_posix()
-                except ValueError:
-                    try:
-                        rel = p.resolve().relative_to(sandbox.resolve()).as_posix()
-                    except ValueError:
-                        pass
-            rel = rel.removeprefix("./")
-            if rel != f.file:
-                update["file"] = rel
-        if not f.role:
-            update["role"] = role
-        if update:
-            f = f.model_copy(update=update)
-        return f.with_stable_id()
 
     def _register_patch(self, p: Patch, role: str, findings: list[Finding]) -> Patch:
         update: dict[str, Any] = {}
@@ -505,15 +490,3 @@ class QESession:
 def _needs_python(role: Role) -> bool:
     """Roles that run the project's code or ask its interpreter (types)."""
     return role.executes_code or getattr(role, "uses_project_python", False)
-
-
-def _poll_guard(s: Any) -> None:
-    """Publish git commands the sandbox guard refused (``git.blocked``) as
-    roles finish, not only when the session ends."""
-    poll = getattr(s, "guard_events", None)
-    if poll is None:
-        return
-    try:
-        poll()
-    except (OSError, ValueError):
-        log.warning("could not read the git guard's events", exc_info=True)
