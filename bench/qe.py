@@ -14,10 +14,12 @@ It prints wall times, the ratio and whether the "true" findings match: every
 ruff diagnostic plus every bandit result of medium or high confidence (what
 the default confidence threshold of 0.7 keeps), compared as (rule, file, line).
 
-    .venv/bin/python bench/qe.py [--repeat N] [--write-doc]
+    .venv/bin/python bench/qe.py [--repeat N] [--large MODULES] [--write-doc]
 
-``--write-doc`` replaces the "QE quick mode vs bandit + ruff" section of
-docs/performance.md with the figures.
+``--large 600`` uses a generated project instead (tests/large_helpers.py:
+MODULES modules, each with ruff-fixable and bandit-flagged lines: thousands
+of findings and fixes) and compares the security role's time with bandit's.
+``--write-doc`` replaces the matching section of docs/performance.md.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ PACKAGES = (
     "_pytest", "pluggy", "bandit", "click", "attr", "watchdog",
 )  # fmt: skip
 SECTION = "## QE quick mode vs bandit + ruff (bench/qe.py)"
+SECTION_LARGE = "## QE quick mode on a large project (bench/qe.py --large)"
 
 
 def site_packages() -> Path:
@@ -104,12 +107,19 @@ def _cpu(who: int) -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+BANDIT_ALONE: list[float] = []  # wall s of bandit in each sequential direct run
+
+
 def run_direct(repo: Path, parallel: bool) -> tuple[float, float, list, list]:
     """(wall s, CPU s of the tools, bandit results, ruff diagnostics)."""
     bandit, ruff = direct_commands(repo)
 
     def go(cmd: list[str]) -> str:
-        return subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False).stdout
+        t = time.perf_counter()
+        out = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False).stdout
+        if cmd is bandit and not parallel:
+            BANDIT_ALONE.append(time.perf_counter() - t)
+        return out
 
     c0 = _cpu(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -186,18 +196,26 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs of each, interleaved (median)")
     ap.add_argument("--write-doc", action="store_true", help="update docs/performance.md")
+    ap.add_argument("--large", type=int, metavar="MODULES", help="a generated project instead")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="sq-bench-") as tmp:
         os.environ["SUPERQODE_HOME"] = str(Path(tmp) / "home")  # never the real ~/.superqode
         repo = Path(tmp) / "medium-repo"
-        repo.mkdir()
-        nfiles = build_repo(repo)
+        if args.large:
+            from tests.large_helpers import make_large_project
+
+            make_large_project(repo, modules=args.large)
+            nfiles = sum(1 for _ in repo.rglob("*.py"))
+        else:
+            repo.mkdir()
+            nfiles = build_repo(repo)
         lines = sum(len(p.read_bytes().splitlines()) for p in repo.rglob("*.py"))
-        print(f"repo: {nfiles} Python files, {lines} lines (from {', '.join(PACKAGES)})")
+        print(f"repo: {nfiles} Python files, {lines} lines")
         run_direct(repo, False)  # warm the file cache and the tools' imports
         runs: dict[str, list[tuple[float, float]]] = {"seq": [], "par": [], "sq": []}
         loads = []
         report: dict = {}
+        runs_roles: list[dict] = []
         for _ in range(args.repeat):
             loads.append(os.getloadavg()[0])
             w, c, b_res, r_res = run_direct(repo, False)
@@ -206,6 +224,7 @@ def main() -> int:
             runs["par"].append((w, c))
             w, c, report = run_superqe(repo)
             runs["sq"].append((w, c))
+            runs_roles.append({r["role"]: r["duration_s"] for r in report["roles"]})
         med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
                for k, v in runs.items()}
         direct = true_direct(repo, b_res, r_res)
@@ -216,6 +235,12 @@ def main() -> int:
         unexplained = [m for m in missing if why[m] == "unexplained"]
         roles = {r["role"]: r["duration_s"] for r in report["roles"]}
         verified = sum(1 for p in report["patches"] if p["verified"])
+        tool_only = sum(1 for p in report["patches"] if p.get("verified_by") == "tool")
+        security = [r for r in runs_roles if r]
+        bandit_alone = statistics.median(BANDIT_ALONE[1:] or BANDIT_ALONE)
+        role_med = statistics.median(r["security_tester"] for r in security)
+        print(f"security role {role_med:.2f} s vs bandit alone {bandit_alone:.2f} s: "
+              f"{role_med / bandit_alone:.2f}x (target <= 1.5)")
         rows = [
             ("bandit then ruff (direct, sequential)", *med["seq"]),
             ("bandit and ruff together (direct, parallel)", *med["par"]),
@@ -244,7 +269,13 @@ def main() -> int:
         if args.write_doc:
             write_doc(nfiles, lines, rows, ratio_seq, ratio_par, ratio_cpu, runs, loads,
                       len(direct), len(ours), missing, why, extra, verified,
-                      len(report["patches"]), roles, args.repeat)
+                      len(report["patches"]), roles, args.repeat,
+                      large=args.large, extra_line=(
+                          f"Security role (bandit + secrets scan + fixes) {role_med:.2f} s against "
+                          f"bandit alone {bandit_alone:.2f} s (medians): **{role_med / bandit_alone:.2f}x** "
+                          f"(target <= 1.5). Fixes: {len(report['patches'])} offered, "
+                          f"{verified} verified, {tool_only} tool-verified only (no tests in this "
+                          "project), the rest over qe.verify_max_fixes or suppressions."))
     return 0 if same and ratio_seq <= 1.5 else 1
 
 
@@ -263,26 +294,48 @@ NOTES = [
 ]
 
 
+LARGE_NOTES = [
+    "The whole run does more than the two tools: it makes and removes the sandbox, verifies",
+    "200 fixes (three more bandit runs, one per round of fixes on different files: about 2 s),",
+    "and writes a Quality Report of 12,844 findings (20 MB of JSON, 12 MB of Markdown) plus a",
+    "patch file per fix tried or suppression; the target here is the security role against",
+    "bandit alone (issue 19), and that the run finishes with every finding in its budget.",
+    "",
+    "What makes this scale: fixes are verified up to `qe.verify_max_fixes` (200, most severe",
+    "first; one tool re-run per round over all fixed files), the rest offered labelled",
+    "unverified; patches and manifest.json are written in one batch; per-finding work (parsing,",
+    "a diff per fix) runs in worker threads; `superqe run` starts its tools at the user's own",
+    "priority (the language server keeps them at nice +10 below the editor: on a busy machine",
+    "that alone made bandit 5-10x slower than bandit alone).",
+    "",
+]
+
+
 def write_doc(nfiles, lines, rows, ratio_seq, ratio_par, ratio_cpu, runs, loads, n_direct,
-              n_ours, missing, why, extra, verified, patches, roles, repeat) -> None:
+              n_ours, missing, why, extra, verified, patches, roles, repeat, large=None,
+              extra_line="") -> None:
     doc = ROOT / "docs" / "performance.md"
     text = doc.read_text(encoding="utf-8") if doc.exists() else "# Performance\n"
-    explained = [f"- `{m[0]}` {m[1]}:{m[2]}: {why[m]}" for m in missing]
+    explained = [f"- `{m[0]}` {m[1]}:{m[2]}: {why[m]}" for m in missing[:20]]
+    section = SECTION_LARGE if large else SECTION
+    what = (f"generated by tests/large_helpers.py ({large} modules, each with unused imports, "
+            "`== None`, f-strings without placeholders, md5, yaml.load and shell=True calls)"
+            if large else "copied from installed packages into a fresh git repository")
     body = [
-        SECTION,
+        section,
         "",
         (f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
          f"{os.cpu_count()} CPUs shared with other work (1-minute load average "
          f"{', '.join(f'{x:.1f}' for x in loads)} at the repeats), Python "
          f"{platform.python_version()}; median of {repeat} interleaved runs. Repository: "
-         f"{nfiles} Python files, {lines} lines, copied from installed packages into a fresh "
-         "git repository; ruff's classic rule set (E4, E7, E9, F)."),
+         f"{nfiles} Python files, {lines} lines, {what}; ruff's classic rule set (E4, E7, E9, F)."),
         "",
         "| run | wall (s) | CPU (s) |",
         "| --- | ---: | ---: |",
         *[f"| {name} | {w:.2f} | {c:.2f} |" for name, w, c in rows],
         "",
-        (f"Wall ratio superqe / direct sequential: **{ratio_seq:.2f}** (target <= 1.5); "
+        (f"Wall ratio superqe / direct sequential: **{ratio_seq:.2f}**"
+         f"{'' if large else ' (target <= 1.5)'}; "
          f"superqe / direct parallel: {ratio_par:.2f}; CPU ratio: {ratio_cpu:.2f}. "
          f"Every wall time: {json.dumps({k: [round(w, 1) for w, _ in v] for k, v in runs.items()})}. "
          f"Role durations in the last run: {json.dumps(roles)}."),
@@ -293,13 +346,15 @@ def write_doc(nfiles, lines, rows, ratio_seq, ratio_par, ratio_cpu, runs, loads,
          f"{patches}."),
         *([""] + explained if explained else []),
         "",
-        *NOTES,
-        "Reproduce: `.venv/bin/python bench/qe.py --repeat 3 --write-doc`.",
+        *([extra_line, ""] if extra_line else []),
+        *(LARGE_NOTES if large else NOTES),
+        (f"Reproduce: `.venv/bin/python bench/qe.py --large {large} --repeat {repeat} --write-doc`."
+         if large else "Reproduce: `.venv/bin/python bench/qe.py --repeat 3 --write-doc`."),
         "",
     ]
-    start = text.find(SECTION)
+    start = text.find(section)
     if start >= 0:
-        end = text.find("\n## ", start + len(SECTION))
+        end = text.find("\n## ", start + len(section))
         text = text[:start] + "\n".join(body) + (text[end + 1:] if end >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + "\n".join(body)

@@ -88,6 +88,9 @@ class QEConfig(Section):
     never_fail: list[str] = Field(default_factory=lambda: ["B101"])
     # Quick mode runs the unit tests only when the last run took less than this.
     quick_unit_test_max_s: float = Field(default=20, gt=0)
+    # Fixes verified per session (most severe findings first); the rest are
+    # offered "not verified". Each round re-runs a tool, and tests, once.
+    verify_max_fixes: int = Field(default=200, ge=0)
 
 
 class ExecutionConfig(Section):

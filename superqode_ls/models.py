@@ -125,6 +125,10 @@ class Finding(Model):
         return self.model_copy(update={"id": f"{self.rule_id.lower()}-{digest[:12]}"})
 
 
+PatchKind = Literal["fix", "suppression"]
+VerifiedBy = Literal["tests", "tool"]
+
+
 class Patch(Model):
     id: str
     description: str
@@ -133,8 +137,26 @@ class Patch(Model):
     finding_ids: list[str] = Field(default_factory=list)
     role: str | None = None
     tool: str | None = None
+    # True only when the tool no longer reports the finding, nothing new
+    # appears AND the tests covering the changed files still pass.
     verified: bool = False
     verification: str | None = None
+    # "suppression": silences the finding without fixing it (``# nosec``,
+    # ``usedforsecurity=False``...): shown as such, never as a fix.
+    kind: PatchKind = "fix"
+    # How far verification got: "tests" (== verified) or "tool" (the tool
+    # went quiet but no covering tests ran: "tool-verified only").
+    verified_by: VerifiedBy | None = None
+
+    @property
+    def label(self) -> str:
+        if self.kind == "suppression":
+            return "suppression"
+        if self.verified:
+            return "verified"
+        if self.verified_by == "tool":
+            return "tool-verified only"
+        return "not verified"
 
 
 ChangeKind = Literal["created", "modified", "deleted", "renamed", "type_changed"]

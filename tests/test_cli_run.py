@@ -134,7 +134,7 @@ def test_suggestions_list_show_apply_and_refuse(make_repo, capsys):
     code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "list")
     assert code == 0
     lines = out.splitlines()
-    assert len(lines) == 2 and all("[verified]" in ln for ln in lines)
+    assert len(lines) == 2 and all("[tool-verified only]" in ln for ln in lines)
     app_fix = next(ln.split()[0] for ln in lines if "app.py:2" in ln)
     code, out, _ = superqe(capsys, "suggestions", "show", app_fix, "-C", str(repo))
     assert code == 0 and "+    x = 'fixed'" in out
@@ -185,7 +185,11 @@ def test_real_cli_with_bandit_and_ruff(make_repo):
     assert ("B324", "pkg/db.py", 6) in found and ("F401", "pkg/db.py", 1) in found
     # ruff's S324 (if the project enabled it) would be merged into bandit's B324.
     assert sum(1 for r, fl, ln in found if ln == 6 and r in ("B324", "S324")) == 1
-    assert all(p["verified"] for p in report["patches"] if "f401" in p["id"])
+    # No tests in this repository: the tool's word only.
+    assert all(p["verified_by"] == "tool" for p in report["patches"] if "f401" in p["id"])
+    # usedforsecurity=False declares the hash harmless: a suppression, not a fix.
+    b324 = [p for p in report["patches"] if "b324" in p["id"]]
+    assert b324 and all(p["kind"] == "suppression" and not p["verified"] for p in b324)
     assert run_git(repo, "status", "--porcelain") == ""
 
 

@@ -53,9 +53,11 @@ def test_findings_patches_verified_and_project_untouched(make_repo):
 
     where = sorted((f.file, f.range.start_line) for f in report.findings)
     assert where == [("app.py", 5), ("app.py", 10), ("pkg/b.py", 1), ("untracked.py", 1)]
-    assert all(f.verified and f.fix_patch_id for f in report.findings)
+    # No test imports these files: the tool went quiet, nothing more is known.
+    assert all(f.fix_patch_id and not f.verified for f in report.findings)
     assert set(session.patches) == {f.fix_patch_id for f in report.findings}
-    assert all(p.verified and p.verification.startswith("verified") for p in session.patches.values())
+    assert all(p.label == "tool-verified only" and p.verification.startswith("tool-verified only")
+               for p in session.patches.values())
     assert report.verification is not None and report.verification.verified
     assert report.roles[0].status == "ok" and report.roles[0].findings == 4
     assert report.verdict == "fail"  # high findings, default fail_on high
@@ -103,14 +105,16 @@ def test_snapshot_isolation_for_plain_folder(tmp_path):
     before = snapshot(folder)
     _, report, _ = run_session(QERequest(folder, roles=["toy_tester"]))
     assert report.isolation == "snapshot"
-    assert [f.file for f in report.findings] == ["m.py"] and report.findings[0].verified
+    assert [f.file for f in report.findings] == ["m.py"]
+    assert report.patches[0].label == "tool-verified only"
     assert snapshot(folder) == before
 
 
 def test_subfolder_of_repository(make_repo):
     repo = make_repo({"examples/demo/m.py": "a = 'PLANTED'\n", "top.py": "b = 'PLANTED'\n"})
     _, report, _ = run_session(QERequest(repo / "examples" / "demo", roles=["toy_tester"]))
-    assert [(f.file, f.verified) for f in report.findings] == [("m.py", True)]
+    assert [f.file for f in report.findings] == ["m.py"]
+    assert [p.verified_by for p in report.patches] == ["tool"]
     assert (repo / "examples/demo/.superqode/qe-artifacts/qr").is_dir()
 
 
@@ -129,7 +133,8 @@ def test_modifying_role_runs_alone_and_sandbox_is_restored(make_repo):
     statuses = {r.role: r.status for r in report.roles}
     assert statuses == {"toy_writer": "ok", "toy_tester": "ok"}
     # The verifier ran after the writer: patches only apply to restored files.
-    assert len(report.findings) == 2 and all(f.verified for f in report.findings)
+    assert len(report.findings) == 2
+    assert all(p.verified_by == "tool" for p in report.patches) and len(report.patches) == 2
     assert not (repo / "written_by_role.txt").exists()
 
 
@@ -319,3 +324,17 @@ def test_role_timeout_stops_one_role_not_the_session(make_repo):
     statuses = {r.role: r.status for r in report.roles}
     assert statuses == {"toy_slow": "timeout", "toy_tester": "ok"}
     assert not report.timed_out and len(report.findings) == 2
+
+
+def test_verification_is_capped_and_the_rest_labelled(make_repo):
+    repo = make_repo({"a.py": "a = 'PLANTED'\n", "b.py": "b = 'PLANTED'\n", "c.py": "c = 'PLANTED'\n"})
+    req = QERequest(repo, roles=["toy_tester"], config_overrides={"qe": {"verify_max_fixes": 1}})
+    session, report, events = run_session(req)
+    tried = [p for p in report.patches if p.verified_by == "tool"]
+    over = [p for p in report.patches if "over the verification cap" in (p.verification or "")]
+    assert len(tried) == 1 and len(over) == 2
+    assert all(not p.verified and p.label == "not verified" for p in over)
+    # Only the fix that was tried has a patch file; the others are in the report.
+    files = list((repo / ".superqode/qe-artifacts/patches").iterdir())
+    assert [f.name.endswith(f"{tried[0].id}.patch") for f in files] == [True]
+    assert any("the other 2 over qe.verify_max_fixes" in str(e.data.get("message")) for e in events)

@@ -130,7 +130,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([
             {"id": s.patch.id, "session_id": s.session_id, "description": s.patch.description,
-             "files": s.patch.files, "verified": s.patch.verified,
+             "files": s.patch.files, "verified": s.patch.verified, "label": s.patch.label,
              "findings": [f.id for f in s.findings]}
             for s in items
         ], indent=2))
@@ -139,7 +139,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("no suggested fixes")
         return EXIT_OK
     for s in items:
-        mark = "verified" if s.patch.verified else "unverified"
+        mark = s.patch.label
         where = ", ".join(_where(f) for f in s.findings) or ", ".join(s.patch.files)
         print(f"{s.patch.id}  [{mark}]  {where}  {s.patch.description}")
     return EXIT_OK

@@ -13,34 +13,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
+import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from ..config import Config, ConfigError, load_config
 from ..events import EventBus
-from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, summarize, utcnow
-from ..workspace import landlock
-from ..workspace.artifacts import Artifacts, check_superqode_dir, ensure_superqode_dir
-from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError, git, head_commit, repo_root, resolve_commit
-from ..workspace.paths import check_home, new_session_id
+from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, utcnow
+from ..workspace.artifacts import Artifacts
+from ..workspace.errors import CreationAborted, WorkspaceError
+from ..workspace.paths import new_session_id
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
-from . import baseline as baseline_mod
+from . import verify_step
+from .finish import (
+    Stamp,
+    build_report,
+    epoch_moved,
+    normalize_finding,
+    poll_guard,
+    sandbox_root,
+    save_report,
+)
 from .noise import FileLines, NoiseResult, filter_findings
-from .report import compute_verdict, render_markdown, write_json
-from .roles import REGISTRY, UnknownRole, role_class
+from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
+from .roles import role_class
 from .roles.base import Role, RoleContext, RoleOutput
-from .verifier import Verifier, patch_files
+from .verifier import patch_files, suppression_reason
+
+__all__ = ["ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed", "resolve_request"]
 
 log = logging.getLogger(__name__)
-
-MODES = ("quick", "deep")
-ISOLATIONS = (None, "auto", "worktree", "snapshot")
-TEST_ROLE = "unit_tester"
+TEST_ROLE = verify_step.TEST_ROLE
 
 
 class SessionFailed(Exception):
@@ -51,167 +55,10 @@ class SessionFailed(Exception):
         self.report = report
 
 
-@dataclass
-class QERequest:
-    project: Path
-    mode: str = "quick"  # "quick" | "deep"
-    roles: list[str] | None = None  # None = the mode's roles from config
-    files: list[str] | None = None  # restrict to these project-relative files
-    overlays: dict[str, bytes] = field(default_factory=dict)  # unsaved editor buffers
-    isolation: str | None = None  # None/"auto" | "worktree" | "snapshot"
-    base_ref: str | None = None
-    config_overrides: dict = field(default_factory=dict)
-    trusted: bool = True  # False: roles with executes_code are skipped
-    baseline: Path | None = None
-    update_baseline: bool = False
-    timeout: float | None = None
-    python: str | None = None  # the interpreter the editor selected (roles.python wins)
-
-
-@dataclass
-class _Resolved:
-    project: Path
-    config: Config
-    mode: str
-    roles: list[str]
-    explicit: bool
-    files: list[str] | None
-    isolation: str | None
-    budget: float
-    baseline_path: Path | None
-    baseline: Any  # Counter[str] | None
-
-
-def _norm_rel(project: Path, rel: str) -> str:
-    p = Path(rel)
-    if p.is_absolute():
-        try:
-            p = p.resolve().relative_to(project)
-        except ValueError:
-            raise ConfigError(f"file outside the project: {rel}") from None
-    pure = PurePosixPath(p.as_posix())
-    if ".." in pure.parts:
-        raise ConfigError(f"file outside the project: {rel}")
-    text = pure.as_posix()
-    return text.removeprefix("./")
-
-
-def resolve_request(req: QERequest) -> _Resolved:
-    """Validate everything the user gave; raise before anything is created."""
-    project = Path(req.project).expanduser()
-    if not project.exists():
-        raise WorkspaceError(f"no such project folder: {project}")
-    if not project.is_dir():
-        raise WorkspaceError(f"not a folder: {project}")
-    project = project.resolve()
-    config = load_config(project, req.config_overrides or None)
-    if req.mode not in MODES:
-        raise ConfigError(f"unknown mode {req.mode!r} (use quick or deep)")
-    if req.isolation not in ISOLATIONS:
-        raise ConfigError(f"unknown isolation {req.isolation!r} (use worktree or snapshot)")
-    isolation = req.isolation or config.workspace.isolation
-    if isolation == "auto":
-        isolation = None
-    _check_git_needs(project, isolation, req.base_ref)
-    check_superqode_dir(project)
-    check_home(project)
-    explicit = req.roles is not None
-    if explicit:
-        names = list(dict.fromkeys(req.roles or []))
-        if not names:
-            raise ConfigError("no roles selected")
-    else:
-        names = list(dict.fromkeys(config.qe.quick_roles if req.mode == "quick" else config.qe.deep_roles))
-    for name in names:
-        if name not in REGISTRY:
-            raise ConfigError(str(UnknownRole(name)))
-    files = None
-    if req.files is not None:
-        files = list(dict.fromkeys(_norm_rel(project, f) for f in req.files))
-    if req.timeout is not None and not req.timeout > 0:
-        raise ConfigError(f"timeout must be a positive number of seconds (got {req.timeout})")
-    budget = req.timeout or (config.qe.budgets.quick if req.mode == "quick" else config.qe.budgets.deep)
-    path = baseline_mod.resolve_path(project, req.baseline, config.qe.baseline)
-    if req.update_baseline and path is None:
-        path = project / baseline_mod.DEFAULT_PATH
-    counts = None
-    if path is not None:
-        if req.update_baseline:
-            baseline_mod.check_writable(path)
-        else:
-            counts = baseline_mod.load(path)
-    return _Resolved(project, config, req.mode, names, explicit, files, isolation, budget, path, counts)
-
-
-def _check_git_needs(project: Path, isolation: str | None, base_ref: str | None) -> None:
-    """--worktree and --base-ref need git: say so before the session starts
-    (the sandbox layer checks again, with the same words)."""
-    if isolation != "worktree" and not base_ref:
-        return
-    root = repo_root(project)
-    if root is None:
-        if base_ref:
-            raise WorkspaceError("--base-ref needs a git repository")
-        raise WorkspaceError(f"{project}: not a git repository; use --snapshot")
-    if isolation == "worktree" and not base_ref and head_commit(root) is None:
-        raise WorkspaceError(f"{root}: the repository has no commit yet; use --snapshot")
-    if base_ref:
-        try:
-            resolve_commit(root, base_ref)
-        except GitError:
-            raise WorkspaceError(f"--base-ref: unknown revision {base_ref!r}") from None
-        if isolation == "snapshot":
-            raise WorkspaceError("--base-ref works with worktree isolation only")
-
-
 def _session_factory():
     from ..workspace.session import IsolatedSession
 
     return IsolatedSession
-
-
-class _Stamp:
-    """What the user's files looked like when the session started (stat only),
-    to tell at the end whether the results still describe them."""
-
-    def __init__(self, project: Path, files: list[str] | None, overlays: dict[str, bytes]):
-        self.project = project
-        self.overlays = overlays
-        self.files = files if files is not None else self._list(project)
-        self.stats = {rel: self._stat(rel) for rel in self.files}
-
-    @staticmethod
-    def _list(project: Path) -> list[str]:
-        if repo_root(project) is not None:
-            out = git(["ls-files", "-z", "-co", "--exclude-standard", "--", "."], project, check=False)
-            if out.returncode == 0:
-                return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
-        from .roles._common import walk_files
-
-        return walk_files(project)
-
-    def _stat(self, rel: str) -> tuple | None:
-        try:
-            st = os.lstat(self.project / rel)
-        except OSError:
-            return None
-        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-
-    def changed(self) -> list[str]:
-        out = []
-        for rel, before in self.stats.items():
-            now = self._stat(rel)
-            if now == before:
-                continue
-            overlay = self.overlays.get(rel)
-            if overlay is not None:  # the editor saved the buffer the session analysed
-                try:
-                    if (self.project / rel).read_bytes() == overlay:
-                        continue
-                except OSError:
-                    pass
-            out.append(rel)
-        return out
 
 
 class QESession:
@@ -235,12 +82,17 @@ class QESession:
         self._roles: dict[str, Role] = {}
         self._contexts: dict[str, RoleContext] = {}
         self._epoch_moved = False
+        # Roles finish in worker threads (their findings are many on a large
+        # tree); this keeps the shared tables consistent between them.
+        self._lock = threading.Lock()
+        self._abort = threading.Event()  # stops sandbox creation between its steps
         self._python: asyncio.Task[ProjectPython] | None = None
 
     # ----------------------------------------------------------------- control
     def cancel(self) -> None:
         """Stop the session: partial results saved, sandbox reverted."""
         self._cancel_requested = True
+        self._abort.set()
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -288,8 +140,7 @@ class QESession:
         emit = self.bus.emit
         started = utcnow()
         t0 = time.monotonic()
-        deadline = self._loop.time() + res.budget
-        stamp = await asyncio.to_thread(_Stamp, res.project, res.files, self.request.overlays)
+        stamp = await asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays)
         artifacts = Artifacts(res.project, self.id)
         emit(
             "session_start",
@@ -305,12 +156,20 @@ class QESession:
         base_commit = None
         # Bad input (ConfigError / WorkspaceError) propagates from here with
         # nothing created.
-        sandbox_session = await self._create_sandbox(res)
         try:
+            sandbox_session = await self._create_sandbox(res)
+        except CreationAborted as e:
+            sandbox_session = e  # nothing to revert: its verification is all there is
+        # The budget is the roles' (and verification's): a large tree's
+        # sandbox must not eat the time the fast roles need.
+        deadline = self._loop.time() + res.budget
+        try:
+            if isinstance(sandbox_session, CreationAborted):
+                raise sandbox_session
             async with sandbox_session as s:
                 isolation = s.isolation
                 base_commit = s.base_commit
-                root = _sandbox_root(s, res.project)
+                root = sandbox_root(s, res.project)
                 try:
                     await self._guarded(self._run_roles(res, s, root, artifacts, deadline), deadline)
                     # Filtering, the report and the artifacts read and write files:
@@ -326,8 +185,10 @@ class QESession:
                             noise = self._filter(res, root)
                         except Exception:  # noqa: BLE001 - the first error is the one to report
                             noise = NoiseResult(findings=[])
-                self._epoch_moved = _epoch_moved(s)
+                self._epoch_moved = epoch_moved(s)
             verification = getattr(sandbox_session, "verification", None)
+        except CreationAborted:
+            verification = sandbox_session.verification
         except (WorkspaceError, OSError) as e:
             verification = getattr(sandbox_session, "verification", None)
             failure = failure or str(e)
@@ -356,12 +217,12 @@ class QESession:
             raise SessionFailed(failure, report)
         return report
 
-    async def _create_sandbox(self, res: _Resolved) -> Any:
+    async def _create_sandbox(self, res: Resolved) -> Any:
         create = asyncio.ensure_future(
             _session_factory().create(
                 res.project, config=res.config, mode=res.mode, isolation=res.isolation,
                 base_ref=self.request.base_ref, overlays=dict(self.request.overlays),
-                bus=self.bus, session_id=self.id,
+                bus=self.bus, session_id=self.id, abort=self._abort,
             )
         )
         try:
@@ -374,7 +235,7 @@ class QESession:
                 await made.close()
             raise
 
-    async def _find_python(self, res: _Resolved, root: Path) -> ProjectPython:
+    async def _find_python(self, res: Resolved, root: Path) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")
         py = await resolve_python(
             res.project, root, res.config, editor=self.request.python,
@@ -387,7 +248,7 @@ class QESession:
 
     # ------------------------------------------------------------------ roles
     async def _run_roles(
-        self, res: _Resolved, s: Any, root: Path, artifacts: Artifacts, deadline: float
+        self, res: Resolved, s: Any, root: Path, artifacts: Artifacts, deadline: float
     ) -> None:
         total = len(res.roles)
         plain: list[tuple[str, Role]] = []
@@ -404,6 +265,9 @@ class QESession:
                 continue
             self._roles[name] = role
             (modifying if role.modifies_sandbox else plain).append((name, role))
+        # Fast roles first: when slots are few or the budget short, the
+        # quick analyzers finish and report instead of waiting behind a suite.
+        plain.sort(key=lambda nr: nr[1].cost)
         for name, _ in plain + modifying:
             self._runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
         if self.request.trusted and any(_needs_python(r) for _, r in plain + modifying):
@@ -432,7 +296,7 @@ class QESession:
                 with contextlib.suppress(BaseException):
                     await self._python
 
-    def _why_not(self, role: Role, res: _Resolved) -> str | None:
+    def _why_not(self, role: Role, res: Resolved) -> str | None:
         if role.executes_code and not self.request.trusted:
             return "folder not trusted (this role runs the project's code)"
         if res.mode not in role.modes and not res.explicit:
@@ -449,7 +313,7 @@ class QESession:
         self.bus.emit("progress", message=f"{done}/{total} roles done", done=done, total=total)
 
     async def _run_role(
-        self, name: str, role: Role, res: _Resolved, s: Any, root: Path, artifacts: Artifacts,
+        self, name: str, role: Role, res: Resolved, s: Any, root: Path, artifacts: Artifacts,
         deadline: float, total: int,
     ) -> None:
         loop = asyncio.get_running_loop()
@@ -493,18 +357,30 @@ class QESession:
         except Exception as e:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
-        await asyncio.to_thread(_poll_guard, s)
-        self._finish_role(name, role, out, status, reason, started, t0, total, ctx.sandbox, res)
+        await asyncio.to_thread(poll_guard, s)
+        # Thousands of findings to normalise and publish: a worker thread, so
+        # a signal (or an editor's request) is served meanwhile. A cancel
+        # waits for it (well under a second) so the tables stay whole.
+        done = asyncio.ensure_future(asyncio.to_thread(
+            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res))
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:
+            await done
+            raise
 
     def _finish_role(
         self, name: str, role: Role, out: RoleOutput, status: str, reason: str | None,
-        started, t0: float, total: int, sandbox: Path, res: _Resolved,
+        started, t0: float, total: int, sandbox: Path, res: Resolved,
     ) -> None:
-        findings = [self._normalize(f, name, sandbox) for f in out.findings]
+        # The role's own time: publishing its findings below is the session's.
+        duration = time.monotonic() - t0
+        findings = [normalize_finding(f, name, sandbox) for f in out.findings]
         if res.files is not None:
             wanted = set(res.files)
             findings = [f for f in findings if f.file is None or f.file in wanted]
-        patches = [self._register_patch(p, name, findings) for p in out.patches]
+        with self._lock:
+            patches = [self._register_patch(p, name, findings) for p in out.patches]
         by_id = {f.id: f for f in findings}
         for p in patches:
             for fid in p.finding_ids:
@@ -512,10 +388,10 @@ class QESession:
                 if f is not None and f.fix_patch_id is None:
                     by_id[fid] = f.model_copy(update={"fix_patch_id": p.id})
         findings = [by_id.get(f.id, f) for f in findings]
-        self._found[name] = findings
+        with self._lock:
+            self._found[name] = findings
         for f in findings:
             self.bus.emit("finding", finding=f.model_dump(mode="json", exclude_none=True))
-        duration = time.monotonic() - t0
         self._runs[name] = RoleRun(
             role=name, status=status, reason=reason, tool=out.tool or getattr(role, "tool", None),
             started_at=started, duration_s=round(duration, 3), findings=len(findings), patches=len(patches),
@@ -525,29 +401,6 @@ class QESession:
             duration_s=round(duration, 3), reason=reason,
         )
         self._progress(total)
-
-    @staticmethod
-    def _normalize(f: Finding, role: str, sandbox: Path) -> Finding:
-        update: dict[str, Any] = {}
-        if f.file:
-            rel = f.file.replace("\\", "/")
-            p = Path(rel)
-            if p.is_absolute():
-                try:
-                    rel = p.relative_to(sandbox).as_posix()
-                except ValueError:
-                    try:
-                        rel = p.resolve().relative_to(sandbox.resolve()).as_posix()
-                    except ValueError:
-                        pass
-            rel = rel.removeprefix("./")
-            if rel != f.file:
-                update["file"] = rel
-        if not f.role:
-            update["role"] = role
-        if update:
-            f = f.model_copy(update=update)
-        return f.with_stable_id()
 
     def _register_patch(self, p: Patch, role: str, findings: list[Finding]) -> Patch:
         update: dict[str, Any] = {}
@@ -564,6 +417,10 @@ class QESession:
             update["id"] = pid
         if not p.finding_ids:
             update["finding_ids"] = [f.id for f in findings if f.fix_patch_id == p.id]
+        silencer = suppression_reason(p.diff) if p.kind == "fix" else None
+        if silencer:
+            update["kind"] = "suppression"
+            update["description"] = f"Suppression ({silencer}), not a fix: {p.description}"
         p = p.model_copy(update=update) if update else p
         self._raw_patches[p.id] = p
         return p
@@ -575,7 +432,7 @@ class QESession:
             out.extend(self._found.get(name, []))
         return out
 
-    def _filter(self, res: _Resolved, sandbox: Path) -> NoiseResult:
+    def _filter(self, res: Resolved, sandbox: Path) -> NoiseResult:
         return filter_findings(
             self._all_findings(),
             read_line=FileLines(sandbox),
@@ -585,166 +442,51 @@ class QESession:
         )
 
     async def _verify(
-        self, res: _Resolved, s: Any, root: Path, noise: NoiseResult, deadline: float
+        self, res: Resolved, s: Any, root: Path, noise: NoiseResult, deadline: float
     ) -> None:
-        wanted = {f.fix_patch_id for f in noise.findings if f.fix_patch_id}
-        todo = [p for p in self._raw_patches.values() if p.id in wanted]
-        if not todo:
-            return
-        tests = None
-        if res.mode == "deep" and TEST_ROLE in self._roles and self._runs.get(TEST_ROLE, RoleRun(role="", status="skipped")).status in ("ok", "failed"):
-            tests = TEST_ROLE
-        verifier = Verifier(
-            sandbox=root, roles=self._roles, contexts=self._contexts,
-            findings_by_role=self._found, tests=tests, session=s, deadline=deadline,
+        unit = self._runs.get(TEST_ROLE)
+        full_suite = (res.mode == "deep" and TEST_ROLE in self._roles
+                      and unit is not None and unit.status in ("ok", "failed"))
+        await verify_step.verify(
+            patches=self._raw_patches, findings=noise.findings, roles=self._roles,
+            contexts=self._contexts, found=self._found, session=s, root=root, deadline=deadline,
+            cap=res.config.qe.verify_max_fixes, full_suite=full_suite,
+            trusted=self.request.trusted, emit=self.bus.emit, python=self._found_python(),
         )
-        done = 0
-        self.bus.emit("progress", message=f"verifying {len(todo)} fix(es)", done=0, total=len(todo))
 
-        def on_result(result) -> None:
-            nonlocal done
-            done += 1
-            p = self._raw_patches[result.patch_id]
-            self._raw_patches[p.id] = p.model_copy(
-                update={"verified": result.verified, "verification": result.message}
-            )
-            self.bus.emit("progress", message=f"verifying fixes: {p.id} {'verified' if result.verified else 'not verified'}",
-                          done=done, total=len(todo))
-
-        await verifier.verify_many(todo, on_result)
-        ok = sum(1 for p in todo if self._raw_patches[p.id].verified)
-        self.bus.emit("progress", message=f"fixes verified: {ok} of {len(todo)}", done=len(todo), total=len(todo))
-
-    # ----------------------------------------------------------------- report
-    def _build_report(
-        self, res: _Resolved, started, t0: float, isolation: str, base_commit: str | None,
-        noise: NoiseResult, verification, stamp: _Stamp,
-    ) -> QualityReport:
-        patches = self._raw_patches
-        findings = []
-        for f in noise.findings:
-            p = patches.get(f.fix_patch_id or "")
-            if p is not None and p.verified and not f.verified:
-                f = f.model_copy(update={"verified": True})
-            findings.append(f)
-        for name, run in self._runs.items():
-            if run.reason == "not started":
-                status = "timeout" if self._timed_out else "cancelled"
-                self._runs[name] = run.model_copy(update={"status": status, "reason": f"not started ({status})"})
-        used = {f.fix_patch_id for f in findings if f.fix_patch_id}
-        # A patch goes with its findings (gone when they were filtered out);
-        # one that fixes no finding (a generated test, say) stands alone.
-        kept = [p for p in patches.values() if p.id in used or not p.finding_ids]
-        self.patches = {p.id: p for p in kept}
-        report = QualityReport(
-            session_id=self.id,
-            project=str(res.project),
-            mode=res.mode,
-            isolation=isolation or "auto",
-            base_commit=base_commit,
-            started_at=started,
-            finished_at=utcnow(),
-            duration_s=round(time.monotonic() - t0, 3),
-            roles=list(self._runs.values()),
-            findings=findings,
-            patches=kept,
-            summary=summarize(findings),
-            suppressed=noise.suppressed + noise.below_threshold,
-            baseline_filtered=noise.baseline_filtered,
-            stale=self._epoch_moved or bool(stamp.changed()),
-            cancelled=self._cancel_requested,
-            timed_out=self._timed_out,
-            verification=verification,
-            protection=landlock.protection_level(),
-            usage=_agent_usage(self.id),
-            interpreter=self._interpreter(res),
-        )
-        report.verdict = _verdict(report, res.config)
-        return report
-
-    def _interpreter(self, res: _Resolved) -> Interpreter | None:
+    def _found_python(self) -> ProjectPython | None:
         task = self._python
         if task is None or not task.done() or task.cancelled() or task.exception() is not None:
             return None
-        py = task.result()
+        return task.result()
+
+    # ----------------------------------------------------------------- report
+    def _build_report(
+        self, res: Resolved, started, t0: float, isolation: str, base_commit: str | None,
+        noise: NoiseResult, verification, stamp: Stamp,
+    ) -> QualityReport:
+        with self._lock:
+            report = build_report(
+                session_id=self.id, res=res, started=started, t0=t0, isolation=isolation,
+                base_commit=base_commit, noise=noise, verification=verification, stamp=stamp,
+                runs=self._runs, patches=self._raw_patches, timed_out=self._timed_out,
+                cancelled=self._cancel_requested, epoch_moved=self._epoch_moved,
+                interpreter=self._interpreter(res),
+            )
+        self.patches = {p.id: p for p in report.patches}
+        return report
+
+    def _interpreter(self, res: Resolved) -> Interpreter | None:
+        py = self._found_python()
+        if py is None:
+            return None
         return Interpreter(python=py.python, version=py.version, source=py.source,
                            label=py.label(res.project), note=py.note)
 
-    def _save(self, res: _Resolved, report: QualityReport, artifacts: Artifacts, noise: NoiseResult | None) -> None:
-        artifacts.prepare()
-        for p in report.patches:
-            path = artifacts.write_patch(p.id, p.diff, finding_ids=p.finding_ids, verified=p.verified)
-            report.artifacts[f"patch:{p.id}"] = str(path)
-        if self.request.update_baseline and res.baseline_path is not None and noise is not None:
-            if _inside(res.baseline_path, res.project / ".superqode"):
-                ensure_superqode_dir(res.project)
-            baseline_mod.save(res.baseline_path, noise.before_baseline)
-            report.artifacts["baseline"] = str(res.baseline_path)
-        when = report.started_at
-        json_path = artifacts.report_path("json", when)
-        md_path = artifacts.report_path("md", when)
-        report.artifacts["json"] = str(json_path)
-        report.artifacts["markdown"] = str(md_path)
-        artifacts.write_report("md", render_markdown(report), when)
-        artifacts.write_report("json", write_json(report), when)
+    def _save(self, res: Resolved, report: QualityReport, artifacts: Artifacts, noise: NoiseResult | None) -> None:
+        save_report(self.request, res, report, artifacts, noise, stop=lambda: self._cancel_requested)
 
 
 def _needs_python(role: Role) -> bool:
     """Roles that run the project's code or ask its interpreter (types)."""
     return role.executes_code or getattr(role, "uses_project_python", False)
-
-
-def _poll_guard(s: Any) -> None:
-    """Publish git commands the sandbox guard refused (``git.blocked``) as
-    roles finish, not only when the session ends."""
-    poll = getattr(s, "guard_events", None)
-    if poll is None:
-        return
-    try:
-        poll()
-    except (OSError, ValueError):
-        log.warning("could not read the git guard's events", exc_info=True)
-
-
-def _epoch_moved(s: Any) -> bool:
-    """The watcher (language server) bumps the repository's change epoch when
-    the user's files change; the session's lock remembers the epoch it began at."""
-    lock = getattr(s, "lock", None)
-    if lock is None:
-        return False
-    try:
-        from ..workspace.coordinator import Coordinator
-
-        return Coordinator(Path(s.project)).is_result_stale(lock)
-    except (ImportError, OSError, WorkspaceError, ValueError):
-        return False
-
-
-def _sandbox_root(s: Any, project: Path) -> Path:
-    """Where ``project`` is inside the sandbox: a folder inside a git
-    repository is sandboxed with its whole repository."""
-    top = Path(getattr(s, "project", project)).resolve()
-    try:
-        sub = project.resolve().relative_to(top)
-    except ValueError:
-        sub = Path()
-    return Path(s.sandbox) / sub
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        Path(path).resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
-
-
-def _verdict(report: QualityReport, config: Config) -> str:
-    return compute_verdict(report, config.qe.fail_on, config.qe.never_fail)
-
-
-def _agent_usage(session_id: str):
-    """Tokens and cost the session's agent roles spent, if any ran."""
-    from ..agent.roles import session_usage
-
-    return session_usage(session_id)

@@ -1,6 +1,11 @@
 """Verifier: a suggested fix counts as verified only when, applied in the
-sandbox, it removes the findings it claims to fix and the role's check (plus
-the tests, in deep mode) reports nothing new.
+sandbox, it removes the findings it claims to fix, the role's check reports
+nothing new, AND the project's tests still pass: the whole suite in deep mode
+(unit role), the test files that import the changed code otherwise
+(``covering.py``). A fix the tool accepts but no test could check is
+"tool-verified only" (``VerifyResult.level == "tool"``). A patch that only
+silences a finding (``# nosec``, ``usedforsecurity=False``) is a suppression
+and never verified as a fix (``suppression_reason``).
 
 Each patch is tried alone on the sandbox as the session found it: the files it
 touches are saved first and put back afterwards (a checkpoint of the whole
@@ -21,7 +26,26 @@ from unidiff.errors import UnidiffParseError
 
 from ..models import Finding, Patch
 from ..workspace.git import agit
+from .covering import CoveringTests
 from .roles.base import Role, RoleContext
+
+# Added text that makes a tool stop reporting without changing what the code
+# does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.
+_SILENCERS = re.compile(
+    r"usedforsecurity\s*=\s*False|#\s*nosec\b|#\s*noqa\b|#\s*type:\s*ignore|"
+    r"#\s*pragma:\s*no\s*cover|#\s*pylint:\s*disable|#\s*nosemgrep|#\s*lgtm\b",
+    re.IGNORECASE,
+)
+
+
+def suppression_reason(diff: str) -> str | None:
+    """What a patch adds to silence its finding, or None for a real change."""
+    added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    removed = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    before = Counter(m.group(0).lower() for ln in removed for m in _SILENCERS.finditer(ln))
+    after = Counter(m.group(0).lower() for ln in added for m in _SILENCERS.finditer(ln))
+    gained = after - before
+    return f"adds {next(iter(gained))!r}" if gained else None
 
 # Roles number identical problems in one file "<id>", "<id>-2", ...: once one
 # is fixed the others renumber, so fixes are judged on the un-numbered id.
@@ -141,6 +165,7 @@ class VerifyResult:
     message: str
     removed: list[str] = field(default_factory=list)
     new: list[str] = field(default_factory=list)
+    level: str | None = None  # "tests" (verified), "tool" (tool-verified only)
 
 
 @dataclass
@@ -165,8 +190,13 @@ class Verifier:
     tests: str | None = None
     session: object | None = None  # IsolatedSession: checkpoint()/restore()
     deadline: float | None = None
+    # Tests for fixes when the whole suite is not re-run (quick mode); None
+    # with ``no_tests_reason`` saying why (untrusted folder, no unit role).
+    covering: CoveringTests | None = None
+    no_tests_reason: str = "no tests were run"
     results: list[VerifyResult] = field(default_factory=list)
     _prefix: str | None = None
+    _by_file: dict[tuple[str, str], list[Finding]] | None = None
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -277,11 +307,13 @@ class Verifier:
                 union = sorted({f for _, files in applied for f in files})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, union)]
                 check_failed = False
+                restored = False
                 if not after and self._had_others(role, applied):
                     # Nothing at all, even where the fixes did not reach: either
                     # the fixes cleared everything or the check itself failed.
                     # The unpatched files tell which.
                     backup.restore()
+                    restored = True
                     check_failed = not await role.recheck(ctx, union)
                 judged = [
                     (p, files, self._judge(p, role, files, after, check_failed))
@@ -291,11 +323,7 @@ class Verifier:
                 if run_tests and any(r.verified for _, _, r in judged):
                     broke, why = await self._tests_broken()
                     if why:
-                        judged = [
-                            (p, f, r if not r.verified else VerifyResult(
-                                p.id, False, f"not verified: tests could not run ({why})", removed=r.removed))
-                            for p, f, r in judged
-                        ]
+                        judged = _demote(judged, f"tests could not run ({why})")
                     elif broke:
                         if len(applied) > 1:
                             retry = [p for p, _, r in judged if r.verified]
@@ -319,9 +347,14 @@ class Verifier:
                         judged = [
                             (p, f, r if not r.verified else VerifyResult(
                                 p.id, True, r.message.replace(", nothing new)", "; tests re-run, no new failures)"),
-                                removed=r.removed))
+                                removed=r.removed, level="tests"))
                             for p, f, r in judged
                         ]
+                elif any(r.verified for _, _, r in judged):
+                    if restored:  # the check above put the files back: apply again for the tests
+                        for p, _ in applied:
+                            await git_apply(self.sandbox, p.diff, check_first=False, prefix=self._prefix)
+                    judged = await self._covering_step(judged, backup)
             results.extend(r for _, _, r in judged)
             return results
         finally:
@@ -329,22 +362,80 @@ class Verifier:
                 await self.session.restore(checkpoint)  # type: ignore[attr-defined]
             backup.restore()
 
+    async def _covering_step(
+        self, judged: list[tuple[Patch, list[str], VerifyResult]], backup: _FileBackup
+    ) -> list[tuple[Patch, list[str], VerifyResult]]:
+        """Tool-verified fixes (applied now) become verified when the tests
+        importing their files pass; a test failing after the fixes counts
+        only if it did not fail before them (checked by a second run with the
+        files put back, only when something failed)."""
+        tool_only = [(p, f, r) for p, f, r in judged if r.verified]
+        if self.covering is None:
+            return _demote(judged, self.no_tests_reason)
+        tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
+        tests = sorted({t for ts in tests_of.values() for t in ts})
+        if not tests:
+            return _demote(judged, "no tests import the changed code")
+        # Tests may write anywhere in the sandbox: checkpoint around them.
+        checkpoint = None
+        if self.session is not None and hasattr(self.session, "checkpoint"):
+            checkpoint = await self.session.checkpoint()
+        try:
+            after = await self.covering.run(tests)
+            if after.status == "not_run":
+                return _demote(judged, after.reason)
+            broken: set[str] = set()
+            if after.status == "failed":
+                if checkpoint is not None:
+                    await self.session.restore(checkpoint)  # type: ignore[attr-defined]
+                backup.restore()
+                before = await self.covering.run(tests)
+                new = after.failures - before.failures if before.status != "not_run" else after.failures
+                broken = {after.files.get(i, "") for i in new}
+        finally:
+            if checkpoint is not None:
+                await asyncio.shield(self.session.restore(checkpoint))  # type: ignore[attr-defined]
+        out = []
+        for p, f, r in judged:
+            if not r.verified:
+                out.append((p, f, r))
+            elif not tests_of[p.id]:
+                out.append((p, f, _tool_only(r, "no tests import the changed code")))
+            elif broken & set(tests_of[p.id]):
+                out.append((p, f, VerifyResult(
+                    p.id, False, f"not verified: tests fail after the fix ({', '.join(sorted(broken)[:5])})",
+                    removed=r.removed)))
+            else:
+                shown = ", ".join(tests_of[p.id][:3]) + (" ..." if len(tests_of[p.id]) > 3 else "")
+                out.append((p, f, VerifyResult(
+                    p.id, True, r.message.replace(", nothing new)", f", nothing new; covering tests pass: {shown})"),
+                    removed=r.removed, level="tests")))
+        return out
+
     def _had_others(self, role: Role, applied: list[tuple[Patch, list[str]]]) -> bool:
         targets = {base_id(i) for p, _ in applied for i in p.finding_ids}
         files = {f for _, fs in applied for f in fs}
         return any(
-            f.file in files and base_id(f.id) not in targets
-            for f in self.findings_by_role.get(role.name, [])
+            base_id(f.id) not in targets
+            for file in files for f in self._before(role.name, file)
         )
+
+    def _before(self, role: str, file: str) -> list[Finding]:
+        """The role's findings in ``file`` (indexed once: thousands of patches
+        each scanning every finding is quadratic on a large tree)."""
+        if self._by_file is None:
+            self._by_file = {}
+            for name, fs in self.findings_by_role.items():
+                for f in fs:
+                    self._by_file.setdefault((name, f.file or ""), []).append(f)
+        return self._by_file.get((role, file), [])
 
     def _judge(
         self, patch: Patch, role: Role, files: list[str], after_all: list[Finding],
         check_failed: bool = False,
     ) -> VerifyResult:
         wanted = set(files)
-        before = Counter(
-            base_id(f.id) for f in self.findings_by_role.get(role.name, []) if f.file in wanted
-        )
+        before = Counter(base_id(f.id) for file in wanted for f in self._before(role.name, file))
         after = Counter(base_id(f.id) for f in after_all if f.file in wanted)
         targets = [i for i in patch.finding_ids if before[base_id(i)] > 0]
         if not targets:
@@ -377,3 +468,13 @@ class Verifier:
         t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
         t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
         return sorted((t_after - t_before).keys()), None
+
+
+def _tool_only(r: VerifyResult, why: str) -> VerifyResult:
+    msg = r.message.removeprefix("verified: ")
+    return VerifyResult(r.patch_id, False, f"tool-verified only: {msg}; {why}",
+                        removed=r.removed, level="tool")
+
+
+def _demote(judged: list[tuple[Patch, list[str], VerifyResult]], why: str):
+    return [(p, f, _tool_only(r, why) if r.verified else r) for p, f, r in judged]

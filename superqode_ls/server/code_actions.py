@@ -48,9 +48,13 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
         for t in ls.store.visible(uri):
             if t.id not in asked and not (t.sl <= hi and lo <= t.el):
                 continue
-            if fixes.patch_of(ls, t) is None:
+            fix = fixes.patch_of(ls, t)
+            if fix is None:
                 continue
-            title = f"SuperQode: fix {t.finding.rule_id} ({t.finding.title})"
+            # A suppression silences, it does not fix: never titled "fix"
+            # (and never preferred, since it is never verified).
+            verb = "suppress" if fix.kind == "suppression" else "fix"
+            title = f"SuperQode: {verb} {t.finding.rule_id} ({t.finding.title})"
             if not literal:
                 out.append(types.Command(title=title, command="superqode.applyFix",
                                          arguments=[{"findingId": t.id}]))

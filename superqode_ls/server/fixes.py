@@ -139,7 +139,9 @@ def fixable(ls: SuperQodeServer, uri: str, *, verified_only: bool) -> list[Track
     out = []
     for t in ls.store.visible(uri):
         p = patch_of(ls, t)
-        if p is not None and (p.verified or not verified_only):
+        # "Fix all" takes what the tool verified (with the tests, or without
+        # where none could run: an untrusted folder); never a suppression.
+        if p is not None and (not verified_only or (p.kind == "fix" and p.verified_by is not None)):
             out.append(t)
     return out
 

@@ -15,6 +15,8 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,24 @@ class Artifacts:
         self.project = Path(project)
         self.session_id = session_id
         self.root = artifacts_root(self.project)
+        # Entries waiting for one manifest write (see ``batch``); None = write each.
+        self._pending: list[dict[str, Any]] | None = None
+
+    @contextmanager
+    def batch(self) -> Iterator[Artifacts]:
+        """Record everything written inside the block in ONE manifest update:
+        the manifest is rewritten whole each time, so thousands of patches
+        written one by one cost quadratic time."""
+        outer = self._pending is not None
+        if not outer:
+            self._pending = []
+        try:
+            yield self
+        finally:
+            if not outer:
+                pending, self._pending = self._pending or [], None
+                if pending:
+                    update_manifest(self.root, *pending)
 
     def prepare(self) -> Artifacts:
         ensure_superqode_dir(self.project)
@@ -104,14 +124,25 @@ class Artifacts:
             "created": datetime.now(UTC).isoformat(),
             **extra,
         }
-        update_manifest(self.root, entry)
+        if self._pending is not None:
+            self._pending.append(entry)
+        else:
+            update_manifest(self.root, entry)
         return path
 
     def patch_path(self, name: str) -> Path:
         return self.root / "patches" / f"{self.session_id}-{_safe(name)}.patch"
 
     def write_patch(self, name: str, diff: str, **extra: Any) -> Path:
-        path = atomic_write(self.patch_path(name), diff)
+        path = self.patch_path(name)
+        if self._pending is not None:
+            # In a batch the manifest lists the file only after it is whole,
+            # and its name is this session's alone: no temp file + rename
+            # (which doubles the cost of thousands of small files).
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(diff.encode("utf-8", "surrogateescape"))
+        else:
+            atomic_write(path, diff)
         return self._record("patch", path, **extra)
 
     def write_log(self, name: str, text: str) -> Path:
@@ -151,14 +182,14 @@ def read_manifest(root: Path) -> dict[str, Any]:
     return {"version": 1, "artifacts": []}
 
 
-def update_manifest(root: Path, entry: dict[str, Any]) -> None:
+def update_manifest(root: Path, *entries: dict[str, Any]) -> None:
     # One lock per process plus a lock file across processes: two sessions
     # finishing together must both be listed.
     root.mkdir(parents=True, exist_ok=True)
     lock = root / ".manifest.lock"
     with _manifest_lock, _file_lock(lock):
         data = read_manifest(root)
-        data["artifacts"].append(entry)
+        data["artifacts"].extend(entries)
         atomic_write(root / "manifest.json", json.dumps(data, indent=2) + "\n")
 
 

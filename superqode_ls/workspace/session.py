@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from . import landlock, removal
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
-from .errors import WorkspaceError
+from .errors import CreationAborted, WorkspaceError
 from .fingerprint import OWN, Fingerprint, take_fingerprint
 from .git import GitError, copy_index, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
@@ -114,6 +115,7 @@ class IsolatedSession:
         self.reused = False
         self.record: SessionRecord | None = None
         self._fp_before: Fingerprint | None = None
+        self._abort: threading.Event | None = None
         self._guard: Any = None
         self._heartbeat: asyncio.Task | None = None
         self._closed = False
@@ -132,20 +134,22 @@ class IsolatedSession:
                      isolation: str | None = None, base_ref: str | None = None,
                      overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
                      session_id: str | None = None, kind: str = "qe",
-                     lock_timeout: float = 0) -> IsolatedSession:
+                     lock_timeout: float = 0, abort: threading.Event | None = None) -> IsolatedSession:
         return await asyncio.to_thread(
             cls.create_sync, project, config=config, mode=mode, isolation=isolation,
             base_ref=base_ref, overlays=overlays, bus=bus, session_id=session_id, kind=kind,
-            lock_timeout=lock_timeout)
+            lock_timeout=lock_timeout, abort=abort)
 
     @classmethod
     def create_sync(cls, project: Path | str, *, config: Config | None = None, mode: str = "quick",
                     isolation: str | None = None, base_ref: str | None = None,
                     overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
                     session_id: str | None = None, kind: str = "qe",
-                    lock_timeout: float = 0) -> IsolatedSession:
+                    lock_timeout: float = 0, abort: threading.Event | None = None) -> IsolatedSession:
         """``lock_timeout``: how long to wait for the repository lock (a deep
-        session waits for running quick ones); 0 tries once."""
+        session waits for running quick ones); 0 tries once. ``abort`` set
+        (Ctrl-C) stops creation between steps with ``CreationAborted``, all
+        of it taken down and ``verification`` of the project set."""
         from ..config import load_config
 
         root, is_git = resolve_project(Path(project))
@@ -180,13 +184,22 @@ class IsolatedSession:
         self = cls(root, config, session_id=sid, mode=mode, isolation=choice,
                    base_commit=base_commit, bus=bus, kind=kind)
         self.own = own_folders(root, Path(project))
+        self._abort = abort
         self._acquire_lock(lock_timeout)
         try:
             self._create(base_ref is not None, overlays)
+        except CreationAborted as e:
+            self._cleanup_failed()
+            e.verification = self._verify()
+            raise
         except BaseException:
             self._cleanup_failed()
             raise
         return self
+
+    def _check_abort(self) -> None:
+        if self._abort is not None and self._abort.is_set():
+            raise CreationAborted("cancelled while the sandbox was being made")
 
     def _acquire_lock(self, timeout: float = 0) -> None:
         from .coordinator import Coordinator
@@ -215,10 +228,12 @@ class IsolatedSession:
         self.paths.heartbeat.touch()
         self._fp_before = take_fingerprint(self.project, self.own)
         atomic_write(self.private / "fingerprint.json", self._fp_before.to_json())
+        self._check_abort()
         if self.isolation == "worktree":
             self._create_worktree(pinned_base, overlays)
         else:
             self._create_snapshot(overlays)
+        self._check_abort()
         for d in (*self.writable(), tool_cache()):
             d.mkdir(parents=True, exist_ok=True)
         self._install_guard()
@@ -243,6 +258,7 @@ class IsolatedSession:
         carry = self.config.workspace.copy_uncommitted and not pinned_base
         if carry:
             state = wt.capture_user_state(self.project, self.store, self.private, True)
+            self._check_abort()
         else:
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
             state = wt.UserState(staged_tree=tree, full_tree=tree)
@@ -259,7 +275,9 @@ class IsolatedSession:
                 wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
                                 f"superqode session {self.id}")
             wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
+            self._check_abort()
             wt.checkout_staged(self.sandbox, state.staged_tree)
+            self._check_abort()
             wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree)
         if self.config.workspace.keep_gitignored:
             wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,

@@ -93,7 +93,9 @@ async def test_fix_flow_on_a_plain_copy(make_repo, scripted, events, tmp_path):
         findings_by_role={role.name: out.findings},
     )
     result = await verifier.verify(patch)
-    assert result.verified, result.message
+    # The reproducer passes; no covering tests were given to this verifier, so
+    # the fix is "tool-verified only" (the pipeline runs them: test below).
+    assert result.level == "tool" and not result.verified, result.message
     assert result.removed == [finding.id]
     assert (sandbox / "calc.py").read_text() == CALC  # verifier put it back
 
@@ -174,7 +176,7 @@ async def test_fix_flow_in_an_isolated_session(make_repo, scripted, events):
             findings_by_role={role.name: out.findings},
             session=s,
         ).verify(patch)
-        assert verdict.verified, verdict.message
+        assert verdict.level == "tool", verdict.message  # no covering tests given here
     assert s.verification.verified, s.verification.line
     assert compare(before, take_fingerprint(project)) == []
 

@@ -94,7 +94,9 @@ async def test_apply_fix_command_edits_a_closed_file_on_disk(lsp: LanguageClient
 
 
 async def test_fix_all_code_action_and_apply_all_fixes(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop, editor="neovim")
+    # "Fix all" takes verified fixes: tool-quiet AND the tests importing
+    # catalog.py pass, which needs a trusted folder (tests run its code).
+    await start(lsp, shop, editor="neovim", settings={"trustedFolders": [str(shop)]})
     path = shop / "shop" / "catalog.py"
     uri = lsp.editor.open(path)
     await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
@@ -115,6 +117,8 @@ async def test_fix_all_code_action_and_apply_all_fixes(lsp: LanguageClient, shop
 
 
 async def test_apply_all_fixes_command_sends_workspace_apply_edit(lsp: LanguageClient, shop: Path):
+    # Untrusted: no tests run, the fixes are "tool-verified only" and still
+    # what "apply all" takes (never a suppression).
     await start(lsp, shop, editor="emacs")
     path = shop / "shop" / "catalog.py"
     await run_and_wait(lsp, {"roles": ["lint_tester"]})

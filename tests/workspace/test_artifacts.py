@@ -35,3 +35,17 @@ def test_clean_older_than(tmp_path):
     assert removed == [str(old.relative_to(a.root))]
     assert not old.exists() and new.exists()
     assert len(read_manifest(a.root)["artifacts"]) == 1
+
+
+def test_batch_writes_the_manifest_once_with_every_entry(tmp_path):
+    a = Artifacts(tmp_path, "qe-20260101-100000-aaaaaa").prepare()
+    manifest = a.root / "manifest.json"
+    with a.batch():
+        paths = [a.write_patch(f"fix-{i}", f"diff {i}\n") for i in range(50)]
+        with a.batch():  # nested: still one write, at the outer end
+            a.write_report("json", "{}")
+        # Files exist, the manifest does not list them yet (no rewrite per file).
+        assert all(p.is_file() for p in paths) and not manifest.exists()
+    entries = read_manifest(a.root)["artifacts"]
+    assert [e["kind"] for e in entries] == ["patch"] * 50 + ["report"]
+    assert paths[7].read_text() == "diff 7\n"

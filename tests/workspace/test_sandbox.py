@@ -395,3 +395,22 @@ def test_a_session_that_cannot_write_its_state_still_reverts(make_repo, monkeypa
     assert compare(before, take_fingerprint(repo)) == []
     failed = [e.data["step"] for e in events if e.type == "workspace.state_write_failed"]
     assert "full" in failed and "_release_lock" in failed  # the record write and the lock
+
+
+def test_creation_aborted_between_steps_leaves_nothing(make_repo):
+    import threading
+
+    from superqode_ls.workspace.errors import CreationAborted
+    from superqode_ls.workspace.paths import working_root
+
+    repo = make_repo({"a.py": "x = 1\n"})
+    (repo / "a.py").write_text("x = 2\n")  # dirty: the state capture runs too
+    before = porcelain(repo)
+    abort = threading.Event()
+    abort.set()
+    with pytest.raises(CreationAborted) as info:
+        IsolatedSession.create_sync(repo, config=Config(), abort=abort)
+    assert info.value.verification is not None and info.value.verification.verified
+    assert not list(working_root().glob("*/qe/qe-*"))
+    assert run_git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert porcelain(repo) == before and (repo / "a.py").read_text() == "x = 2\n"

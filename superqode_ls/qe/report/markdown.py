@@ -55,15 +55,15 @@ def _fix_lines(f: Finding, patches: dict[str, Patch]) -> tuple[str | None, list[
         return None, []
     p = patches.get(f.fix_patch_id)
     verified = f.verified or (p is not None and p.verified)
-    status = "verified" if verified else "not verified"
+    status = p.label if p is not None else ("verified" if verified else "not verified")
     if p is not None and p.verification:
-        # the verifier's text usually says "verified: ..." itself
+        # the verifier's text usually starts with its label itself
         said = p.verification.strip()
-        status = (
-            said if said.lower().startswith(("verified", "not verified")) else f"{status}: {said}"
-        )
+        status = said if said.lower().startswith(
+            ("verified", "not verified", "tool-verified", "suppression")) else f"{status}: {said}"
     desc = f"{p.description} " if p is not None else ""
-    bullet = f"- **Fix** {_inline(f.fix_patch_id)}: {desc}({status})"
+    head = "Suppression" if p is not None and p.kind == "suppression" else "Fix"
+    bullet = f"- **{head}** {_inline(f.fix_patch_id)}: {desc}({status})"
     if p is None:
         return bullet, []
     body = ["<details><summary>Patch</summary>", "", *_block(p.diff, "diff"), "", "</details>", ""]
@@ -163,7 +163,12 @@ def render_markdown(report: QualityReport) -> str:
     out.append(f"| **total** | **{len(report.findings)}** |")
     out.append("")
     verified = sum(1 for p in report.patches if p.verified)
-    extras = [f"{len(report.patches)} suggested fix(es), {verified} verified"]
+    tool_only = sum(1 for p in report.patches if p.label == "tool-verified only")
+    silencers = sum(1 for p in report.patches if p.kind == "suppression")
+    extras = [f"{len(report.patches) - silencers} suggested fix(es), {verified} verified"
+              + (f", {tool_only} tool-verified only" if tool_only else "")]
+    if silencers:
+        extras.append(f"{silencers} suppression(s) offered (they silence, not fix)")
     if report.suppressed:
         extras.append(f"{report.suppressed} suppressed as noise")
     if report.baseline_filtered:

@@ -3,6 +3,7 @@ flagged lines, stable ids, tool output parsing."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -76,10 +77,17 @@ def selected_files(
 
 def rel_to(root: Path, path: str) -> str:
     """A tool's path (absolute or relative to root) as a root-relative POSIX path."""
+    # Memoised: a tool names the same file once per finding (thousands on a
+    # large tree) and resolving it is a dozen system calls each time.
+    return _rel_to(str(root), path)
+
+
+@functools.lru_cache(maxsize=65536)
+def _rel_to(root: str, path: str) -> str:
     p = Path(path)
     if p.is_absolute():
         try:
-            return p.resolve().relative_to(root.resolve()).as_posix()
+            return p.resolve().relative_to(Path(root).resolve()).as_posix()
         except ValueError:
             return p.as_posix()
     return Path(os.path.normpath(path)).as_posix()
@@ -91,6 +99,7 @@ class SourceCache:
     def __init__(self, root: Path):
         self.root = root
         self._texts: dict[str, str | None] = {}
+        self._lines: dict[str, list[str]] = {}  # split once, not once per finding
 
     def text(self, rel: str) -> str | None:
         if rel not in self._texts:
@@ -105,7 +114,9 @@ class SourceCache:
         text = self.text(rel)
         if text is None or line < 1:
             return None
-        lines = text.split("\n")
+        lines = self._lines.get(rel)
+        if lines is None:
+            lines = self._lines[rel] = text.split("\n")
         if line > len(lines):
             return None
         return lines[line - 1].rstrip("\r")

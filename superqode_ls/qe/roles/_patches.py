@@ -8,6 +8,7 @@ file as it is in the sandbox, which mirrors the project at session start.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -28,11 +29,16 @@ class TextEdit:
     content: str
 
 
+@functools.lru_cache(maxsize=4)
 def _line_starts(text: str) -> list[int]:
+    # Cached: a role applies one fix after another to the same file text
+    # (thousands on a large tree); callers never mutate the list.
     starts = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            starts.append(i + 1)
+    find = text.find
+    i = find("\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find("\n", i + 1)
     return starts
 
 
@@ -82,9 +88,21 @@ def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
     if old == new:
         return ""
     body: list[str] = []
-    lines = difflib.unified_diff(
-        _split(old), _split(new), fromfile=f"a/{rel}", tofile=f"b/{rel}", n=context
-    )
+    a, b = _split(old), _split(new)
+    # A fix touches a line or two of a file that may have thousands, and a
+    # role makes thousands of fixes on a large tree: a change that is one
+    # small block gets its hunk written directly (difflib over the whole
+    # file, per fix, took seconds); anything else goes through difflib.
+    head = 0
+    while head < len(a) and head < len(b) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    if len(a) - tail - head <= _SMALL and len(b) - tail - head <= _SMALL:
+        lines = _one_hunk(rel, a, b, head, tail, context)
+    else:
+        lines = difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=context)
     for i, line in enumerate(lines):
         if i < 2:  # the ---/+++ header lines
             body.append(line.rstrip("\n") + "\n")
@@ -93,6 +111,34 @@ def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
         else:  # last line of a file without a final newline
             body.append(line + "\n" + NO_NEWLINE)
     return f"diff --git a/{rel} b/{rel}\n" + "".join(body)
+
+
+_SMALL = 12  # changed lines on either side for the direct one-hunk path
+
+
+def _range(start: int, length: int) -> str:
+    # difflib's (and git's) convention: an empty range names the line before it.
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
+
+
+def _one_hunk(rel: str, a: list[str], b: list[str], head: int, tail: int, n: int) -> list[str]:
+    """One hunk replacing a[head:-tail] with b[head:-tail], with full
+    context on both sides (git anchors a hunk with less context at the end
+    of the file, so context is cut only at the file's edges)."""
+    start = max(0, head - n)
+    before = a[start:head]
+    after = a[len(a) - tail:len(a) - tail + n]
+    old_mid, new_mid = a[head:len(a) - tail], b[head:len(b) - tail]
+    old_len = len(before) + len(old_mid) + len(after)
+    new_len = len(before) + len(new_mid) + len(after)
+    return [
+        f"--- a/{rel}\n", f"+++ b/{rel}\n",
+        f"@@ -{_range(start, old_len)} +{_range(start, new_len)} @@\n",
+        *(" " + ln for ln in before), *("-" + ln for ln in old_mid),
+        *("+" + ln for ln in new_mid), *(" " + ln for ln in after),
+    ]
 
 
 def patch_id(finding_id: str, diff: str) -> str:

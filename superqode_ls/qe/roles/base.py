@@ -106,6 +106,8 @@ class Role:
     # Roles that edit the sandbox run alone, after the read-only roles, and the
     # pipeline restores the sandbox after them.
     modifies_sandbox: ClassVar[bool] = False
+    # Rough run time, lowest first: the pipeline starts cheap roles first.
+    cost: ClassVar[int] = 5
 
     def unavailable(self, config: Config | None = None) -> str | None:
         """Why this role cannot run here (with this configuration), or None."""

@@ -9,6 +9,7 @@ configuration (pyproject.toml / ruff.toml) decides which rules run.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 import tokenize
@@ -43,6 +44,7 @@ def ruff_severity(code: str) -> Severity:
 class LintTester(FileCheckRole):
     name = "lint_tester"
     tool = "ruff"
+    cost = 1
     description = "ruff lint; every fix ruff offers becomes a patch (the sandbox is not edited)"
 
     def unavailable(self, config=None) -> str | None:
@@ -84,13 +86,15 @@ class LintTester(FileCheckRole):
         if res.timed_out:
             return RoleOutput(status="timeout", reason="ruff ran out of time", tool="ruff")
         try:
-            data = load_json(res.stdout)
+            data = await asyncio.to_thread(load_json, res.stdout)
         except ValueError:
             data = None
         if res.returncode != 0 or not isinstance(data, list):
             reason = tail(res.stderr) or f"ruff exited with {res.returncode}"
             return RoleOutput(status="failed", reason=f"ruff failed: {reason}", tool="ruff")
-        return self._parse(ctx.sandbox, data)
+        # Per-diagnostic work (a diff per fix) off the event loop: on a large
+        # tree it is seconds, during which signals must still be served.
+        return await asyncio.to_thread(self._parse, ctx.sandbox, data)
 
     def _parse(self, root: Path, data: list[dict[str, Any]]) -> RoleOutput:
         src = SourceCache(root)

@@ -48,6 +48,7 @@ _SECRET_SUFFIXES = (
 class SecurityTester(FileCheckRole):
     name = "security_tester"
     tool = "bandit"
+    cost = 2
     description = "bandit + secrets scan + extra dangerous patterns; safe fixes as patches"
 
     def unavailable(self, config=None) -> str | None:
@@ -90,14 +91,15 @@ class SecurityTester(FileCheckRole):
                             status="timeout", reason="bandit ran out of time", tool="bandit"
                         )
                     return RoleOutput(status="failed", reason=bandit_out, tool="bandit")
-                findings.extend(self._bandit_findings(root, src, bandit_out))
+                findings.extend(
+                    await asyncio.to_thread(self._bandit_findings, root, src, bandit_out))
             extra = await scan
         finally:
             if not scan.done():
                 scan.cancel()
         findings = _merge_secrets(findings, extra)
         findings = assign_ids(findings)
-        patches = self._fixes(src, findings)
+        patches = await asyncio.to_thread(self._fixes, src, findings)
         return RoleOutput(
             findings=attach(findings, patches), patches=patches, tool="bandit", reason=reason
         )
@@ -125,7 +127,7 @@ class SecurityTester(FileCheckRole):
         if res.timed_out:
             return "timeout"
         try:
-            data = load_json(res.stdout)
+            data = await asyncio.to_thread(load_json, res.stdout)
         except ValueError:
             data = None
         if res.returncode not in (0, 1) or not isinstance(data, dict):
@@ -317,7 +319,10 @@ class SecurityTester(FileCheckRole):
 
     def _fixes(self, src: SourceCache, findings: list[Finding]) -> list[Patch]:
         patches: list[Patch] = []
-        trees: dict[str, ast.Module | None] = {}
+        # One-line calls of each file by line, found once per file: walking
+        # the whole tree again for each of thousands of findings was most of
+        # the role's own time on a large repository.
+        trees: dict[str, dict[int, list[ast.Call]] | None] = {}
         for f in findings:
             if f.rule_id not in ("B506", "B324", "yaml-unsafe-load") or not f.file or not f.range:
                 continue
@@ -326,7 +331,7 @@ class SecurityTester(FileCheckRole):
                 continue
             if f.file not in trees:
                 try:
-                    trees[f.file] = ast.parse(text)
+                    trees[f.file] = _calls_by_line(ast.parse(text))
                 except (SyntaxError, ValueError):
                     trees[f.file] = None
             tree = trees[f.file]
@@ -366,16 +371,21 @@ def _merge_secrets(bandit: list[Finding], extra: list[Finding]) -> list[Finding]
     return out
 
 
-def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] | None:
+def _calls_by_line(tree: ast.Module) -> dict[int, list[ast.Call]]:
+    # only one-line calls: rewriting them keeps the layout
+    out: dict[int, list[ast.Call]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.end_lineno == node.lineno:
+            out.setdefault(node.lineno, []).append(node)
+    return out
+
+
+def _fix_call(text: str, calls: dict[int, list[ast.Call]], finding: Finding) -> tuple[str, str] | None:
     """The file text with the flagged call rewritten, and a description."""
     assert finding.range is not None
     lines = text.split("\n")
     line_no = finding.range.start_line
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or node.lineno != line_no:
-            continue
-        if node.end_lineno != node.lineno:
-            continue  # only one-line calls: rewriting them keeps the layout
+    for node in calls.get(line_no, []):
         line = lines[line_no - 1]
         start = byte_col_to_char(line, node.col_offset)
         if start + 1 != finding.range.start_col:
@@ -405,7 +415,10 @@ def _fix_call(text: str, tree: ast.Module, finding: Finding) -> tuple[str, str] 
         new_line = line[:start] + replacement + line[end:]
         new_text = "\n".join(lines[: line_no - 1] + [new_line] + lines[line_no:])
         try:
-            ast.parse(new_text)
+            # One call expression replaced by another: the file stays valid
+            # when the replacement parses as an expression (a re-parse of the
+            # whole file per fix cost seconds on a large tree).
+            ast.parse(replacement, mode="eval")
         except SyntaxError:
             continue
         return new_text, description

@@ -1,0 +1,123 @@
+"""The project's tests that cover a changed file, and running them (verifier).
+
+"Covering" is decided by imports, not by coverage data: a test file covers a
+source file when it imports that file's module (or something inside it), or
+when it is the changed file itself. That is cheap on a large tree (one parse
+per test file, once per session) and errs on the side of running a test. The
+tests run through the unit role, so they get its interpreter, plugins and
+sandbox-first import path.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .roles.base import Role, RoleContext
+from .roles.unit import find_test_files
+
+# One covering-test run never takes longer than this (the session budget
+# may cut it shorter): a fix whose tests cannot finish is "tool-verified only".
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def module_names(rel: str) -> set[str]:
+    """Dotted names ``rel`` may be imported as (``src/`` layouts included)."""
+    p = PurePosixPath(rel)
+    if p.suffix != ".py":
+        return set()
+    parts = list(p.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    out = set()
+    while parts:
+        out.add(".".join(parts))
+        parts = parts[1:]  # "src/pkg/mod.py" is "pkg.mod"; a test dir on sys.path gives "mod"
+    return out
+
+
+def _imports(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+@dataclass
+class TestRun:
+    """One run of covering tests: ``status`` "passed", "failed" (``failures``
+    holds the failing tests' ids) or "not_run" (``reason`` says why)."""
+
+    status: str
+    failures: Counter[str] = field(default_factory=Counter)
+    files: dict[str, str] = field(default_factory=dict)  # failure id -> test file
+    reason: str = ""
+
+
+@dataclass
+class CoveringTests:
+    sandbox: Path
+    role: Role  # the unit role
+    ctx: RoleContext  # its context; ``files`` is replaced per run
+    timeout: float = DEFAULT_TIMEOUT_S
+    _index: dict[str, set[str]] | None = None  # test file -> names it imports
+
+    def _build_index(self) -> dict[str, set[str]]:
+        index: dict[str, set[str]] = {}
+        for rel in find_test_files(self.sandbox):
+            try:
+                text = (self.sandbox / rel).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            index[rel] = _imports(text)
+        return index
+
+    async def for_files(self, files: list[str]) -> list[str]:
+        if self._index is None:
+            self._index = await asyncio.to_thread(self._build_index)
+        wanted: set[str] = set()
+        for rel in files:
+            wanted |= module_names(rel)
+        out = []
+        for test, names in self._index.items():
+            # A name inside the module ("pkg.mod.func") counts; a package
+            # above it ("pkg") does not, or one `import pkg` would cover all.
+            if test in files or any(
+                n in wanted or n.rsplit(".", 1)[0] in wanted for n in names
+            ):
+                out.append(test)
+        return sorted(out)
+
+    async def run(self, tests: list[str]) -> TestRun:
+        if not tests:
+            return TestRun("not_run", reason="no tests import the changed code")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        if self.ctx.deadline is not None:
+            deadline = min(deadline, self.ctx.deadline)
+        if deadline - loop.time() <= 1:
+            return TestRun("not_run", reason="no time left in the session budget for the tests")
+        ctx = dataclasses.replace(self.ctx, files=list(tests), deadline=deadline,
+                                  emit=lambda *a, **k: None)
+        out = await self.role.run(ctx)
+        if out.status == "ok":
+            fails = [f.with_stable_id() for f in out.findings]
+            if not fails:
+                return TestRun("passed")
+            return TestRun("failed", Counter(f.id for f in fails),
+                           {f.id: f.file or "" for f in fails})
+        if out.status == "timeout":
+            return TestRun("not_run", reason=f"the covering tests did not finish in {self.timeout:.0f} s")
+        return TestRun("not_run", reason=out.reason or out.status)

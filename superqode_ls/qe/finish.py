@@ -1,0 +1,250 @@
+"""The end of a QE session: the Quality Report built from what the roles
+found (complete or not), and everything written in one batch."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, summarize, utcnow
+from ..workspace import landlock
+from ..workspace.artifacts import Artifacts, ensure_superqode_dir
+from ..workspace.errors import WorkspaceError
+from ..workspace.git import git, repo_root
+from . import baseline as baseline_mod
+from .noise import NoiseResult
+from .report import compute_verdict, render_markdown, write_json
+from .request import QERequest, Resolved
+from .verify_step import OVER_CAP
+
+log = logging.getLogger(__name__)
+
+
+class Stamp:
+    """What the user's files looked like when the session started (stat only),
+    to tell at the end whether the results still describe them."""
+
+    def __init__(self, project: Path, files: list[str] | None, overlays: dict[str, bytes]):
+        self.project = project
+        self.overlays = overlays
+        self.files = files if files is not None else self._list(project)
+        self.stats = {rel: self._stat(rel) for rel in self.files}
+
+    @staticmethod
+    def _list(project: Path) -> list[str]:
+        if repo_root(project) is not None:
+            out = git(["ls-files", "-z", "-co", "--exclude-standard", "--", "."], project, check=False)
+            if out.returncode == 0:
+                return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+        from .roles._common import walk_files
+
+        return walk_files(project)
+
+    def _stat(self, rel: str) -> tuple | None:
+        try:
+            st = os.lstat(self.project / rel)
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+    def changed(self) -> list[str]:
+        out = []
+        for rel, before in self.stats.items():
+            now = self._stat(rel)
+            if now == before:
+                continue
+            overlay = self.overlays.get(rel)
+            if overlay is not None:  # the editor saved the buffer the session analysed
+                try:
+                    if (self.project / rel).read_bytes() == overlay:
+                        continue
+                except OSError:
+                    pass
+            out.append(rel)
+        return out
+
+
+def build_report(
+    *, session_id: str, res: Resolved, started, t0: float, isolation: str, base_commit: str | None,
+    noise: NoiseResult, verification, stamp: Stamp, runs: dict[str, RoleRun],
+    patches: dict[str, Patch], timed_out: bool, cancelled: bool, epoch_moved: bool,
+    interpreter: Interpreter | None = None,
+) -> QualityReport:
+    """The report; ``runs`` is updated in place (roles never started say so)."""
+    findings: list[Finding] = []
+    for f in noise.findings:
+        p = patches.get(f.fix_patch_id or "")
+        if p is not None and p.verified and not f.verified:
+            f = f.model_copy(update={"verified": True})
+        findings.append(f)
+    for name, run in runs.items():
+        if run.reason == "not started":
+            status = "timeout" if timed_out else "cancelled"
+            runs[name] = run.model_copy(update={"status": status, "reason": f"not started ({status})"})
+    used = {f.fix_patch_id for f in findings if f.fix_patch_id}
+    # A patch goes with its findings (gone when they were filtered out);
+    # one that fixes no finding (a generated test, say) stands alone.
+    kept = [p for p in patches.values() if p.id in used or not p.finding_ids]
+    report = QualityReport(
+        session_id=session_id,
+        project=str(res.project),
+        mode=res.mode,
+        isolation=isolation or "auto",
+        base_commit=base_commit,
+        started_at=started,
+        finished_at=utcnow(),
+        duration_s=round(time.monotonic() - t0, 3),
+        roles=list(runs.values()),
+        findings=findings,
+        patches=kept,
+        summary=summarize(findings),
+        suppressed=noise.suppressed + noise.below_threshold,
+        baseline_filtered=noise.baseline_filtered,
+        stale=epoch_moved or bool(stamp.changed()),
+        cancelled=cancelled,
+        timed_out=timed_out,
+        verification=verification,
+        protection=landlock.protection_level(),
+        usage=agent_usage(session_id),
+        interpreter=interpreter,
+    )
+    report.verdict = compute_verdict(report, res.config.qe.fail_on, res.config.qe.never_fail)
+    return report
+
+
+def save_report(
+    request: QERequest, res: Resolved, report: QualityReport, artifacts: Artifacts,
+    noise: NoiseResult | None, stop: Callable[[], bool] = lambda: False,
+) -> None:
+    """Patches, baseline and reports, with ONE manifest update for all of them.
+
+    ``stop()`` true (Ctrl-C while writing) skips the remaining patch files:
+    thousands take seconds on a slow disk, and every diff is in the report
+    anyway; the report is then marked cancelled."""
+    artifacts.prepare()
+    # A file per fix the verifier tried (and per suppression); the thousands
+    # over qe.verify_max_fixes live in the JSON report only (`superqe
+    # suggestions show/apply` read them there): creating that many small
+    # files took seconds. Verified fixes first, so a stop keeps those.
+    files = [p for p in report.patches if not (p.verification or "").startswith(OVER_CAP)]
+    order = sorted(files, key=lambda p: (not p.verified, p.kind != "fix"))
+    with artifacts.batch():
+        for n, p in enumerate(order):
+            if n % 64 == 0 and stop():
+                report.cancelled = True
+                report.verdict = compute_verdict(report, res.config.qe.fail_on, res.config.qe.never_fail)
+                break
+            path = artifacts.write_patch(p.id, p.diff, finding_ids=p.finding_ids, verified=p.verified,
+                                         patch_kind=p.kind)
+            report.artifacts[f"patch:{p.id}"] = str(path)
+        if request.update_baseline and res.baseline_path is not None and noise is not None:
+            if _inside(res.baseline_path, res.project / ".superqode"):
+                ensure_superqode_dir(res.project)
+            baseline_mod.save(res.baseline_path, noise.before_baseline)
+            report.artifacts["baseline"] = str(res.baseline_path)
+        when = report.started_at
+        json_path = artifacts.report_path("json", when)
+        md_path = artifacts.report_path("md", when)
+        report.artifacts["json"] = str(json_path)
+        report.artifacts["markdown"] = str(md_path)
+        artifacts.write_report("md", _markdown(report, stop()), when)
+        artifacts.write_report("json", write_json(report), when)
+
+
+# A stopped run's Markdown lists this many findings (the JSON has them all):
+# rendering 10k+ of them is most of a second the user is waiting for.
+STOPPED_MD_FINDINGS = 200
+
+
+def _markdown(report: QualityReport, stopped: bool) -> str:
+    if not stopped or len(report.findings) <= STOPPED_MD_FINDINGS:
+        return render_markdown(report)
+    shown = sorted(report.findings, key=lambda f: -f.severity.rank)[:STOPPED_MD_FINDINGS]
+    ids = {f.fix_patch_id for f in shown}
+    short = report.model_copy(update={
+        "findings": shown, "patches": [p for p in report.patches if p.id in ids]})
+    note = (f"\n_Stopped: the {STOPPED_MD_FINDINGS} most severe of {len(report.findings)} findings "
+            f"are listed here; the JSON report has all of them._\n")
+    return render_markdown(short) + note
+
+
+def epoch_moved(s: Any) -> bool:
+    """The watcher (language server) bumps the repository's change epoch when
+    the user's files change; the session's lock remembers the epoch it began at."""
+    lock = getattr(s, "lock", None)
+    if lock is None:
+        return False
+    try:
+        from ..workspace.coordinator import Coordinator
+
+        return Coordinator(Path(s.project)).is_result_stale(lock)
+    except (ImportError, OSError, WorkspaceError, ValueError):
+        return False
+
+
+def sandbox_root(s: Any, project: Path) -> Path:
+    """Where ``project`` is inside the sandbox: a folder inside a git
+    repository is sandboxed with its whole repository."""
+    top = Path(getattr(s, "project", project)).resolve()
+    try:
+        sub = project.resolve().relative_to(top)
+    except ValueError:
+        sub = Path()
+    return Path(s.sandbox) / sub
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        Path(path).resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def agent_usage(session_id: str):
+    """Tokens and cost the session's agent roles spent, if any ran (an agent
+    role imports the module; importing it here would cost a cancelled run
+    a third of a second)."""
+    roles = sys.modules.get("superqode_ls.agent.roles")
+    return roles.session_usage(session_id) if roles is not None else None
+
+
+def normalize_finding(f: Finding, role: str, sandbox: Path) -> Finding:
+    """A role's finding with a sandbox-relative POSIX path, its role and a stable id."""
+    update: dict[str, Any] = {}
+    if f.file:
+        rel = f.file.replace("\\", "/")
+        p = Path(rel)
+        if p.is_absolute():
+            try:
+                rel = p.relative_to(sandbox).as_posix()
+            except ValueError:
+                try:
+                    rel = p.resolve().relative_to(sandbox.resolve()).as_posix()
+                except ValueError:
+                    pass
+        rel = rel.removeprefix("./")
+        if rel != f.file:
+            update["file"] = rel
+    if not f.role:
+        update["role"] = role
+    if update:
+        f = f.model_copy(update=update)
+    return f.with_stable_id()
+
+
+def poll_guard(s: Any) -> None:
+    """Publish git commands the sandbox guard refused (``git.blocked``) as
+    roles finish, not only when the session ends."""
+    poll = getattr(s, "guard_events", None)
+    if poll is None:
+        return
+    try:
+        poll()
+    except (OSError, ValueError):
+        log.warning("could not read the git guard's events", exc_info=True)

@@ -1,0 +1,110 @@
+"""The pipeline's fix-verification step: which patches are tried (at most
+``qe.verify_max_fixes``, the most severe findings first), which tests judge
+them, and progress that stays readable with thousands of fixes."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..models import Finding, Patch
+from .covering import CoveringTests
+from .roles import role_class
+from .roles.base import Role, RoleContext
+from .verifier import Verifier
+
+TEST_ROLE = "unit_tester"
+OVER_CAP = "not verified: over the verification cap"
+# At most one "verifying fixes" progress event per this many seconds.
+_PROGRESS_EVERY_S = 0.5
+
+
+def choose(patches: dict[str, Patch], findings: list[Finding], cap: int) -> tuple[list[Patch], list[Patch]]:
+    """(patches to verify, patches over the cap): suppressions are never
+    verified; the rest go most severe finding first."""
+    rank: dict[str, int] = {}
+    for f in findings:
+        if f.fix_patch_id:
+            rank[f.fix_patch_id] = max(rank.get(f.fix_patch_id, -1), f.severity.rank)
+    todo = [p for p in patches.values() if p.id in rank and p.kind == "fix"]
+    todo.sort(key=lambda p: (-rank[p.id], p.files[0] if p.files else "", p.id))
+    return todo[:cap], todo[cap:]
+
+
+def covering_tests(
+    roles: dict[str, Role], contexts: dict[str, RoleContext], trusted: bool, root: Path,
+    python: Any = None,
+) -> tuple[CoveringTests | None, str]:
+    """The unit role set up to run a few test files, or None and why not."""
+    if not trusted:
+        return None, "tests not run: the folder is not trusted"
+    role = roles.get(TEST_ROLE)
+    ctx = contexts.get(TEST_ROLE)
+    if ctx is None:
+        if not contexts:
+            return None, "tests not run"
+        # The session's interpreter when it found one; else the unit role
+        # finds it itself (once, kept in this context).
+        ctx = dataclasses.replace(next(iter(contexts.values())), trusted=True, python=python)
+    if role is None:
+        try:
+            role = role_class(TEST_ROLE)()
+        except (ImportError, AttributeError, KeyError) as e:
+            return None, f"tests not run: no unit role ({e})"
+        why = role.unavailable(ctx.config)
+        if why:
+            return None, f"tests not run: {why}"
+    return CoveringTests(root, role, ctx), "tests not run"
+
+
+async def verify(
+    *, patches: dict[str, Patch], findings: list[Finding], roles: dict[str, Role],
+    contexts: dict[str, RoleContext], found: dict[str, list[Finding]], session: Any, root: Path,
+    deadline: float, cap: int, full_suite: bool, trusted: bool,
+    emit: Callable[..., Any], python: Any = None,
+) -> None:
+    """Verify the chosen patches; ``patches`` is updated in place."""
+    todo, over = choose(patches, findings, cap)
+    for p in over:
+        patches[p.id] = p.model_copy(update={
+            "verified": False, "verified_by": None,
+            "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying",
+        })
+    for p in patches.values():
+        if p.kind == "suppression" and not p.verification:
+            patches[p.id] = p.model_copy(update={"verification": "suppression: silences the finding, "
+                                                                 "does not fix it"})
+    if not todo:
+        return
+    covering, why = (None, "") if full_suite else covering_tests(roles, contexts, trusted, root, python)
+    verifier = Verifier(
+        sandbox=root, roles=roles, contexts=contexts, findings_by_role=found,
+        tests=TEST_ROLE if full_suite else None, session=session, deadline=deadline,
+        covering=covering, no_tests_reason=why or "no tests were run",
+    )
+    total = len(todo)
+    note = f" (the other {len(over)} over qe.verify_max_fixes)" if over else ""
+    emit("progress", message=f"verifying {total} fix(es){note}", done=0, total=total)
+    loop = asyncio.get_running_loop()
+    state = {"done": 0, "last": loop.time()}
+
+    def on_result(result) -> None:
+        state["done"] += 1
+        p = patches[result.patch_id]
+        patches[p.id] = p.model_copy(update={
+            "verified": result.verified, "verification": result.message, "verified_by": result.level,
+        })
+        now = loop.time()
+        if now - state["last"] >= _PROGRESS_EVERY_S or state["done"] == total:
+            state["last"] = now
+            emit("progress", message=f"verifying fixes: {state['done']} of {total}",
+                 done=state["done"], total=total)
+
+    await verifier.verify_many(todo, on_result)
+    ok = sum(1 for p in todo if patches[p.id].verified)
+    tool = sum(1 for p in todo if patches[p.id].verified_by == "tool")
+    emit("progress", message=f"fixes verified: {ok} of {total}" + (f", {tool} tool-verified only" if tool else ""),
+         done=total, total=total)
