@@ -20,9 +20,7 @@ def register(ls: SuperQodeServer) -> None:
                 continue
             f = t.finding
             patch = fixes.patch_of(ls, t)
-            fix = "" if patch is None else (
-                "\n\nVerified fix available." if patch.verified else "\n\nUnverified fix available."
-            )
+            fix = "" if patch is None else f"\n\n{_OFFER[patch.label]}"
             evidence = "".join(f"\n- {e.message}" for e in f.evidence[:5])
             rule = f"**{f.rule_id}**" if ls.client.hover_markdown else f.rule_id
             parts.append(
@@ -33,3 +31,12 @@ def register(ls: SuperQodeServer) -> None:
             return None
         fmt = types.MarkupKind.Markdown if ls.client.hover_markdown else types.MarkupKind.PlainText
         return types.Hover(contents=types.MarkupContent(kind=fmt, value="\n\n---\n\n".join(parts)))
+
+
+# What the quick fix is, in the words of its verification (Patch.label).
+_OFFER = {
+    "verified": "Verified fix available (the tool and the tests covering it pass).",
+    "tool-verified only": "Fix available, tool-verified only (no covering tests ran).",
+    "not verified": "Unverified fix available.",
+    "suppression": "Suppression available (silences the finding; does not fix it).",
+}
