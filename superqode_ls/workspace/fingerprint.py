@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import treewalk
 from .git import git
 from .gitstate import git_state, index_entries, missing_objects
 from .paths import working_root
@@ -100,25 +101,8 @@ def _entry(path: str, st: os.stat_result, hash_content: bool = False) -> Entry:
 def _walk(root: str, out: dict[str, Entry], skip: set[str]) -> None:
     """Every entry below ``root``; ``skip``: relative paths not descended into
     (nor recorded)."""
-    stack = [(root, "")]
-    while stack:
-        d, rel = stack.pop()
-        try:
-            it = os.scandir(d)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        with it:
-            for e in it:
-                r = f"{rel}{e.name}"
-                if r in skip:
-                    continue
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                out[r] = _entry(e.path, st)
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((e.path, r + "/"))
+    for rel, path, st in treewalk.walk(root, lambda r, _name: r in skip):
+        out[rel] = _entry(path, st)
 
 
 def _git_dirs(root: Path) -> tuple[Path, Path] | None:

@@ -37,6 +37,7 @@ import re
 import stat
 from pathlib import Path
 
+from . import treewalk
 from .git import git, registration_dirs
 
 # Entries of a git dir handled logically (or not at all) instead of by content.
@@ -75,25 +76,11 @@ def _content_entry(path: str, st: os.stat_result) -> tuple:
 
 
 def _walk_content(root: Path, out: dict[str, tuple], label: str, top_skip: set[str]) -> None:
-    stack = [(str(root), "")]
-    while stack:
-        d, rel = stack.pop()
-        try:
-            it = os.scandir(d)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        with it:
-            for e in it:
-                r = f"{rel}{e.name}"
-                if (not rel and e.name in top_skip) or _skipped(r, e.name):
-                    continue
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                out[label + r] = _content_entry(e.path, st)
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((e.path, r + "/"))
+    def skip(rel: str, name: str) -> bool:
+        return (rel == name and name in top_skip) or _skipped(rel, name)
+
+    for rel, path, st in treewalk.walk(str(root), skip):
+        out[label + rel] = _content_entry(path, st)
 
 
 def _stash_log(cd: Path, out: dict[str, tuple]) -> None:
