@@ -278,9 +278,13 @@ def _where(f: Finding) -> str:
 
 
 def finding_line(f: Finding, patches: dict | None = None) -> str:
+    """``patches`` (id -> Patch) lets the line say what the fix is: verified,
+    tool-verified only, not verified, or a suppression."""
     fix = ""
     if f.fix_patch_id:
-        fix = f" [fix {f.fix_patch_id}{', verified' if f.verified else ''}]"
+        p = (patches or {}).get(f.fix_patch_id)
+        label = p.label if p is not None else ("verified" if f.verified else "")
+        fix = f" [fix {f.fix_patch_id}{', ' + label if label else ''}]"
     rule = f.rule_id + "".join(f"+{r}" for r in f.related_rules)
     where = next((t[5:] for t in f.tags if t.startswith("path:")), None)
     note = f" [in {where}: one level lower]" if where else ""
@@ -293,7 +297,8 @@ def summary_lines(report: QualityReport) -> list[str]:
         report.findings,
         key=lambda f: (order.get(f.severity, 9), f.file or "", f.range.start_line if f.range else 0),
     )
-    lines = [finding_line(f) for f in findings]
+    patches = {p.id: p for p in report.patches}
+    lines = [finding_line(f, patches) for f in findings]
     counts = ", ".join(f"{k} {v}" for k, v in report.summary.items() if v)
     lines.append("")
     state = ""
