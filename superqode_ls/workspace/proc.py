@@ -144,7 +144,7 @@ def supervise(cmd: list[str], env: Mapping[str, str] | None) -> list[str]:
     """``cmd`` behind the session's barrier when ``env`` is a session's."""
     if env is None or BARRIER_ENV not in env:
         return list(cmd)
-    return landlock.supervised(list(cmd), json.loads(env[BARRIER_ENV]))
+    return landlock.supervised(cmd, json.loads(env[BARRIER_ENV]))
 
 
 def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
@@ -290,17 +290,18 @@ async def start_piped(cmd: Sequence[str], cwd: Path | str, env: Mapping[str, str
     return PipedTool(popen, reader, asyncio.StreamWriter(transport, protocol, None, loop))
 
 
-def end_session_processes(session_id: str, sandbox: Path) -> list[int]:
+def end_session_processes(session_id: str, sandbox: Path | None) -> list[int]:
     """Kill what still runs of a session before its sandbox goes: processes
-    working in the sandbox or started with the session's environment. The
-    supervisor already ends each command's tree; this also covers systems
-    without it (no Linux subreaper) and a supervisor killed from outside."""
+    working in the sandbox or started with the session's environment (only
+    the latter when ``sandbox`` is None). The supervisor already ends each
+    command's tree; this also covers systems without it (no Linux
+    subreaper) and a supervisor killed from outside."""
     me = os.getpid()
     # Never through a link: a sandbox swapped for a symlink to the user's
     # repository must not make the user's own shell or editor a match.
-    top = os.path.abspath(sandbox)
+    top = os.path.abspath(sandbox) if sandbox is not None else ""
     root = None
-    if os.path.isdir(top) and not os.path.islink(top):
+    if top and os.path.isdir(top) and not os.path.islink(top):
         root = os.path.join(os.path.realpath(os.path.dirname(top)), os.path.basename(top)) + os.sep
     hits = []
     for p in psutil.process_iter(["pid"]):

@@ -243,7 +243,6 @@ class IsolatedSession:
             self.record.sandbox_dev, self.record.sandbox_ino = made
         self.record.state = "running"
         self.record.baseline_snapshot = self.baseline
-        self.record.barrier_abi = self.barrier_abi
         write_record(self.paths.record, self.record)
         self.bus.emit("workspace.snapshot", isolation=self.isolation, sandbox=str(self.sandbox),
                       base_commit=self.base_commit, reused=self.reused,
@@ -505,7 +504,6 @@ class IsolatedSession:
             return self.verification
         self._closed = True
         self.guard_events()
-        rec = self.record
         if keep:
             self._note_state("kept")
             self._quietly(self._release_lock)
@@ -516,12 +514,12 @@ class IsolatedSession:
         self._note_state("reverting")
         try:
             self._check_sandbox()
-            where = self.sandbox
+            where: Path | None = self.sandbox
         except WorkspaceError:
-            # Swapped for a link (say to the user's repository): matching
-            # processes by a folder there would kill the user's own. Match
-            # by the session's environment only (a path nothing works in).
-            where = self.private / "swapped-sandbox"
+            # Swapped (a link to the user's repository, another folder):
+            # matching processes by a folder there would kill the user's
+            # own. Match by the session's environment only.
+            where = None
         ended = end_session_processes(self.id, where)
         if ended:
             self.bus.emit("workspace.processes_ended", pids=ended)
