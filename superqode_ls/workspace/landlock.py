@@ -255,13 +255,17 @@ def _end_tree(sig: int, grace: float) -> None:
     _reap()
 
 
+def _die_by(sig: int) -> None:
+    """End the way the command did, so our parent reads the same status."""
+    signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    os.kill(os.getpid(), sig)
+    os._exit(128 + sig)
+
+
 def _exit_like(status: int) -> None:
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-        os.kill(os.getpid(), sig)
-        os._exit(128 + sig)
+        _die_by(os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
@@ -321,10 +325,7 @@ def main(argv: list[str]) -> None:
         got = signal.sigtimedwait(watched, _PARENT_POLL_S)
         if got is not None and got.si_signo != signal.SIGCHLD:
             _end_tree(signal.SIGTERM, _STOP_GRACE_S)
-            signal.signal(got.si_signo, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, [got.si_signo])
-            os.kill(os.getpid(), got.si_signo)
-            os._exit(128 + got.si_signo)
+            _die_by(got.si_signo)
         if os.getppid() != parent:  # whoever started us is gone: so is the session
             _end_tree(signal.SIGKILL, 0)
             os._exit(128 + signal.SIGKILL)
