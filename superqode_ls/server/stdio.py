@@ -51,10 +51,6 @@ class Framer:
     def feed(self, data: bytes) -> None:
         self.buf += data
 
-    def next(self) -> bytes | None:
-        """The next whole body, or None until more bytes come."""
-        return self._next()
-
     def bad_body(self, body: bytes, why: str) -> None:
         """A body that did not parse: its Content-Length was wrong. When the
         next message's header is inside it, read on from there."""
@@ -75,7 +71,8 @@ class Framer:
             del self.buf[:at]
             self._syncing = False
 
-    def _next(self) -> bytes | None:
+    def next(self) -> bytes | None:
+        """The next whole body, or None until more bytes come."""
         while True:
             if self._syncing:
                 self._resync(0)
