@@ -199,13 +199,19 @@ def test_clean_removes_folders_of_deleted_projects(capsys, make_repo):
     assert not base.exists()
 
 
-def test_artifacts_clean_older_than(capsys, make_repo, monkeypatch):
-    repo = make_repo()
+def _old_and_new_artifacts(repo):
+    """A patch eight days old and a fresh log, of two sessions."""
     arts = Artifacts(repo, "qe-20200101-000000-aaaaaa").prepare()
     old = arts.write_patch("old", "diff\n")
     new = Artifacts(repo, "qe-20260101-000000-bbbbbb").prepare().write_log("new", "log\n")
     week_ago = time.time() - 8 * 86400
     os.utime(old, (week_ago, week_ago))
+    return old, new
+
+
+def test_artifacts_clean_older_than(capsys, make_repo, monkeypatch):
+    repo = make_repo()
+    old, new = _old_and_new_artifacts(repo)
     monkeypatch.chdir(repo)
     code, out, _ = _run(capsys, "artifacts")
     assert code == 0 and "patches/qe-20200101-000000-aaaaaa-old.patch" in out
@@ -220,11 +226,7 @@ def test_artifacts_clean_older_than(capsys, make_repo, monkeypatch):
 
 def test_artifacts_list_and_clean_actions(capsys, make_repo, monkeypatch, tmp_path):
     repo = make_repo()
-    arts = Artifacts(repo, "qe-20200101-000000-aaaaaa").prepare()
-    old = arts.write_patch("old", "diff\n")
-    new = Artifacts(repo, "qe-20260101-000000-bbbbbb").prepare().write_log("new", "log\n")
-    week_ago = time.time() - 8 * 86400
-    os.utime(old, (week_ago, week_ago))
+    old, new = _old_and_new_artifacts(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # `list` is an action, not a folder named list
