@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from subprocess import CompletedProcess
+from typing import Protocol
 
 from ..models import Change, ChangeSet
 
-if TYPE_CHECKING:
-    from .gitsnapshot import SnapshotStore
+
+class SnapshotStore(Protocol):
+    """What is read here of :class:`gitsnapshot.SnapshotStore` (which imports
+    this module, so it is not imported back)."""
+
+    def run(self, args: list[str], **kw) -> CompletedProcess[bytes]: ...
 
 _DIFF_OPTS = ["--no-ext-diff", "--no-textconv", "--no-color", "-M", "--full-index",
               "--src-prefix=a/", "--dst-prefix=b/"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -35,13 +36,28 @@ _REDIRECTS = (
 )
 
 
+_FILTER_FAILED = re.compile(r"^fatal: (?P<file>.+): (?P<side>clean|smudge) filter '?(?P<name>[^' ]+)'? failed$")
+
+
 class GitError(Exception):
     def __init__(self, args: Sequence[str], code: int, stderr: str):
         self.args_ = list(args)
         self.code = code
         self.stderr = stderr.strip()
-        first = self.stderr.splitlines()[-1] if self.stderr else f"exit {code}"
-        super().__init__(f"git {' '.join(args[:2])} failed: {first}")
+        lines = self.stderr.splitlines()
+        last = lines[-1] if lines else f"exit {code}"
+        m = _FILTER_FAILED.match(last)
+        if m:
+            # The user's own filter command (git-lfs, git-crypt...) failed:
+            # name it, the file, and why, rather than the git call.
+            why = next((ln for ln in lines if not ln.startswith(("fatal:", "error:"))), "")
+            why = why or next((ln for ln in lines if ln.startswith("error:")), "")
+            msg = (f"git filter '{m['name']}' ({m['side']}) failed on {m['file']}"
+                   + (f": {why.removeprefix('error: ')}" if why else ""))
+        else:
+            words = [a for i, a in enumerate(args) if a != "-c" and (i == 0 or args[i - 1] != "-c")]
+            msg = f"git {' '.join(words[:2])} failed: {last}"
+        super().__init__(msg)
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import carry
+from .changes import changes_between
 from .git import GitError, git, git_out
 
 # Caches that tools create while they run; never part of a change.
@@ -109,10 +111,14 @@ class SnapshotStore:
         *,
         git_dir: Path | None = None,
         extra_objects: list[Path] | None = None,
+        exclude: list[str] | None = None,
     ) -> str:
         """Tree id of ``work_tree`` (tracked + untracked, not ignored), updating
         ``index_file`` in place. ``git_dir`` decides config and ignore rules;
-        by default the store's own (for folders that are not git repos)."""
+        by default the store's own (for folders that are not git repos).
+        Files the index marks skip-worktree or assume-unchanged are read like
+        any other (their edits are the user's state); ``exclude``: folders
+        left out (nested repositories)."""
         env = self.env(GIT_INDEX_FILE=str(index_file))
         objs = [*self.extra_objects, *(extra_objects or [])]
         if objs:
@@ -124,7 +130,10 @@ class SnapshotStore:
         elif git_dir != Path("."):
             env["GIT_DIR"] = str(git_dir)
             env["GIT_WORK_TREE"] = str(work_tree)
-        git([*cfg, "add", "-A", "--ignore-errors", "--", "."], work_tree, env=env)
+        if index_file.exists():
+            carry.unflag_present(work_tree, work_tree, env)
+        spec = ["."] + [f":(top,exclude,literal){p}" for p in exclude or []]
+        git([*cfg, "add", "-A", "--ignore-errors", "--", *spec], work_tree, env=env)
         return git_out(["write-tree"], work_tree, env=env)
 
     def tree_of_index(self, index_file: Path, cwd: Path, git_dir: Path) -> str:
@@ -220,8 +229,6 @@ class SnapshotStore:
 
     def get_changes(self, snapshot_id: str, against: str | None = None):
         """Changes from ``against`` (default: the parent) to ``snapshot_id``."""
-        from .changes import changes_between
-
         base = against or self.parent_id(snapshot_id)
         if base is None:
             base = self._store_git(["hash-object", "-t", "tree", "/dev/null"])

@@ -20,7 +20,7 @@ from typing import Any
 from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
-from . import landlock, removal
+from . import carry, landlock, removal
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
@@ -254,17 +254,18 @@ class IsolatedSession:
                                    extra_objects=[self.private / "git" / "common" / "objects"],
                                    session=self.id)
         (self.private / "git" / "common" / "objects").mkdir(parents=True, exist_ok=True)
-        carry = self.config.workspace.copy_uncommitted and not pinned_base
-        if carry:
+        if self.config.workspace.copy_uncommitted and not pinned_base:
             state = wt.capture_user_state(self.project, self.store, self.private, True)
             self._check_abort()
         else:
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
             state = wt.UserState(staged_tree=tree, full_tree=tree)
         sealed = wt.SealedGit(self.private / "git")
+        filters = carry.filter_names(self.project)
+        differ = False
         if self.config.workspace.warm_sandboxes and self._claim_parked_locked(sealed):
             self.reused = True
-            if not self._reset_reused(sealed, state):
+            if not self._reset_reused(sealed, state, filters):
                 self.reused = False
                 with _git_registrations(self.project):
                     wt.remove_worktree(self.project, self.sandbox)
@@ -275,9 +276,11 @@ class IsolatedSession:
                                 f"superqode session {self.id}")
             wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
             self._check_abort()
-            wt.checkout_staged(self.sandbox, state.staged_tree)
+            wt.checkout_staged(self.sandbox, state.staged_tree, filters)
             self._check_abort()
-            wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree)
+            differ = wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree,
+                                 self.project)
+        differ |= wt.carry_extras(self.project, self.sandbox, self.store, state, sealed, filters)
         if self.config.workspace.keep_gitignored:
             wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,
                              self.config.workspace.keep_gitignored_mode)
@@ -288,7 +291,7 @@ class IsolatedSession:
             wt.write_overlays(self.sandbox, overlays)
         # The baseline is the sandbox as carried in: retargeted links are not
         # the session's change and stay out of its patch.
-        tree = self._hash_sandbox() if overlays or moved else state.full_tree
+        tree = self._hash_sandbox() if overlays or moved or differ else state.full_tree
         self.baseline = self.store.commit(tree, None, f"baseline {self.id}").id
 
     def _create_snapshot(self, overlays: dict[str, bytes]) -> None:
@@ -360,16 +363,17 @@ class IsolatedSession:
                 continue
         return False
 
-    def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState) -> bool:
+    def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState, filters: list[str]) -> bool:
         """Bring a parked sandbox to the new state, changed files only, and prove it."""
         assert self.store is not None
         keep = self.config.workspace.keep_gitignored
         wt.refresh_sealed(sealed, self.project)
         (sealed.wt / "HEAD").write_text((self.base_commit or "") + "\n")
-        wt.git(["read-tree", "--reset", "-u", state.staged_tree], self.sandbox)
+        wt.checkout_staged(self.sandbox, state.staged_tree, filters)
         clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]
         wt.git(clean, self.sandbox)
-        wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree)
+        wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree, self.project)
+        wt.carry_extras(self.project, self.sandbox, self.store, state, sealed, filters)
         copy_index(sealed.index, self._track_index)
         if self._hash_sandbox() != state.full_tree:
             return False

@@ -20,10 +20,11 @@ import os
 import shutil
 import stat
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import removal
+from . import carry, removal
+from .changes import iter_raw
 from .errors import WorkspaceError
 from .git import GitError, copy_index, git, git_env, git_out, registration_dirs
 from .gitsnapshot import SnapshotStore
@@ -34,6 +35,8 @@ from .paths import working_root
 class UserState:
     staged_tree: str
     full_tree: str
+    bits: carry.IndexBits = field(default_factory=carry.IndexBits)
+    nested: list[str] = field(default_factory=list)  # repositories inside, carried as folders
 
 
 @dataclass
@@ -86,8 +89,11 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
         staged = None  # unmerged entries: the staged state has no tree of its own
     if not carry_dirty:
         return UserState(staged_tree=staged or "", full_tree=staged or "")
-    full = store.hash_tree(repo, idx, git_dir=gd)
-    return UserState(staged_tree=staged or full, full_tree=full)
+    env = {"GIT_INDEX_FILE": str(idx), "GIT_DIR": str(gd), "GIT_WORK_TREE": str(repo)}
+    bits = carry.index_bits(repo, env) if idx.exists() else carry.IndexBits()
+    nested = carry.nested_repos(repo, env)
+    full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested)
+    return UserState(staged_tree=staged or full, full_tree=full, bits=bits, nested=nested)
 
 
 def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, base: str) -> None:
@@ -140,13 +146,15 @@ def _safe_rel(rel: str) -> str:
     return rel
 
 
-def lay_over(sandbox: Path, store: SnapshotStore, from_tree: str, to_tree: str) -> int:
+def lay_over(sandbox: Path, store: SnapshotStore, from_tree: str, to_tree: str,
+             source: Path | None = None) -> bool:
     """Make ``sandbox`` go from ``from_tree`` to ``to_tree`` without touching
-    its index: the unstaged and untracked part of the user's state."""
+    its index: the unstaged and untracked part of the user's state. With
+    ``source`` (the user's tree) each file is the user's bytes rather than
+    the blob's repository form (eol conversion, clean filters); True when
+    any of them differ from the blob, so the sandbox's own hash is the baseline."""
     if from_tree == to_tree:
-        return 0
-    from .changes import iter_raw
-
+        return False
     raw = store.run(["diff-tree", "-r", "-z", "--no-renames", from_tree, to_tree]).stdout
     writes: list[tuple[str, str, str]] = []
     deletes: list[str] = []
@@ -160,12 +168,12 @@ def lay_over(sandbox: Path, store: SnapshotStore, from_tree: str, to_tree: str) 
         p = sandbox / rel
         if p.is_symlink() or p.is_file():
             p.unlink()
-    if writes:
-        _write_blobs(sandbox, store, writes)
-    return len(writes) + len(deletes)
+    return _write_blobs(sandbox, store, writes, source) if writes else False
 
 
-def _write_blobs(sandbox: Path, store: SnapshotStore, writes: list[tuple[str, str, str]]) -> None:
+def _write_blobs(sandbox: Path, store: SnapshotStore, writes: list[tuple[str, str, str]],
+                 source: Path | None) -> bool:
+    differ = False
     proc = subprocess.Popen(
         ["git", "--git-dir", str(store.path), "cat-file", "--batch"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=store.path,
@@ -180,6 +188,10 @@ def _write_blobs(sandbox: Path, store: SnapshotStore, writes: list[tuple[str, st
             size = int(header[2])
             data = proc.stdout.read(size)
             proc.stdout.read(1)
+            if (source is not None and mode != "120000" and _user_bytes(source / rel) != data
+                    and carry.copy_entry(source, sandbox, rel)):
+                differ = True
+                continue
             dest = sandbox / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             if dest.is_symlink() or dest.exists():
@@ -195,6 +207,16 @@ def _write_blobs(sandbox: Path, store: SnapshotStore, writes: list[tuple[str, st
     finally:
         proc.stdin.close()
         proc.wait()
+    return differ
+
+
+def _user_bytes(path: Path) -> bytes | None:
+    try:
+        if path.is_symlink():
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def write_overlays(sandbox: Path, overlays: dict[str, bytes]) -> None:
@@ -239,8 +261,41 @@ def add_worktree(repo: Path, sandbox: Path, base: str, reason: str) -> None:
          str(sandbox), base], repo)
 
 
-def checkout_staged(sandbox: Path, staged_tree: str) -> None:
-    git(["read-tree", "--reset", "-u", staged_tree], sandbox)
+def checkout_staged(sandbox: Path, staged_tree: str, no_smudge: list[str] | None = None) -> None:
+    """``no_smudge``: filter drivers not to run (their files are carried
+    from the user's tree by :func:`carry_extras`)."""
+    git([*carry.no_smudge_config(no_smudge or []), "read-tree", "--reset", "-u", staged_tree],
+        sandbox)
+
+
+def carry_extras(repo: Path, sandbox: Path, store: SnapshotStore, state: UserState,
+                 sealed: SealedGit, filters: list[str]) -> bool:
+    """After the checkout and the lay-over: what the index does not carry
+    (see :mod:`carry`). True when something was carried, so the sandbox's
+    own hash is the baseline."""
+    done = False
+    if filters:
+        for rel in carry.filtered_paths(repo, state.full_tree, store.env()):
+            if carry.present(repo, rel):
+                done |= carry.copy_entry(repo, sandbox, rel)
+    if state.bits:
+        carry.mirror_bits(sandbox, repo, state.bits)
+        done = True
+    if state.nested:
+        with open(sealed.common / "info" / "exclude", "a", encoding="utf-8",
+                  errors="surrogateescape") as f:
+            f.write("".join(f"/{_glob_escape(rel)}/\n" for rel in state.nested))
+        for rel in state.nested:
+            carry.carry_folder(repo, sandbox, rel)
+        done = True
+    for rel in carry.submodules(repo, state.full_tree, store.env()):
+        carry.carry_submodule(repo, sandbox, rel, sealed.root / "modules")
+        done = True
+    return done
+
+
+def _glob_escape(rel: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\!#" else c for c in rel)
 
 
 def registration_for(repo: Path, sandbox: Path) -> Path | None:

@@ -1,0 +1,237 @@
+"""What git's index alone does not carry into a sandbox.
+
+A worktree checkout is git's *repository* form of each file, from the index.
+What the user has can differ from it in ways the index does not record:
+
+- files marked ``--skip-worktree`` or ``--assume-unchanged``: git stops looking
+  at them, so their edits are invisible to ``git add``; a sparse checkout's
+  skip-worktree files are not on disk at all;
+- files under clean/smudge filters: a checkout would run the user's smudge
+  command (git-lfs, ...), which may be missing or fail, and the user's bytes
+  are whatever it produced when they checked out;
+- initialised submodules: a checkout leaves an empty folder;
+- nested repositories (a clone or ``git init`` inside the project): git would
+  record a commit id, or refuse one without a commit.
+
+The helpers here find these and carry the user's own bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .git import GitError, git
+
+Env = Mapping[str, str]
+
+
+@dataclass
+class IndexBits:
+    skip_worktree: list[str] = field(default_factory=list)
+    assume_unchanged: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.skip_worktree or self.assume_unchanged)
+
+
+def index_bits(cwd: Path, env: Env | None = None) -> IndexBits:
+    """The paths of the index (``GIT_INDEX_FILE`` in ``env``) git does not
+    compare with the working tree. ``ls-files -v`` tags them ``S`` (skip-
+    worktree) and lower case (assume-unchanged)."""
+    out = git(["ls-files", "-v", "-z"], cwd, env=env).stdout
+    bits = IndexBits()
+    for rec in out.split(b"\0"):
+        if len(rec) < 3:
+            continue
+        tag, rel = rec[:1], rec[2:].decode("utf-8", "surrogateescape")
+        if tag == b"S" or tag == b"s":
+            bits.skip_worktree.append(rel)
+        if tag.islower():
+            bits.assume_unchanged.append(rel)
+    return bits
+
+
+def set_bits(cwd: Path, paths: list[str], flag: str, env: Env | None = None) -> None:
+    """``flag``: one of update-index's marks (``--skip-worktree``,
+    ``--no-assume-unchanged``...). One mark per call: git keeps only the last
+    one given."""
+    if paths:
+        data = b"".join(os.fsencode(p) + b"\0" for p in paths)
+        git(["update-index", flag, "-z", "--stdin"], cwd, env=env, input=data)
+
+
+def present(root: Path, rel: str) -> bool:
+    return os.path.lexists(root / rel)
+
+
+def unflag_present(work_tree: Path, cwd: Path, env: Env | None = None) -> None:
+    """Make ``git add`` read the flagged files that are on disk: their edits
+    are part of what the user has. Absent skip-worktree files (a sparse
+    checkout) keep their bit, so they are not taken for deletions."""
+    bits = index_bits(cwd, env)
+    if not bits:
+        return
+    set_bits(cwd, [p for p in bits.skip_worktree if present(work_tree, p)],
+             "--no-skip-worktree", env)
+    set_bits(cwd, [p for p in bits.assume_unchanged if present(work_tree, p)],
+             "--no-assume-unchanged", env)
+
+
+def mirror_bits(sandbox: Path, repo: Path, bits: IndexBits) -> None:
+    """Give the sandbox's index the user's bits and its sparse shape: a
+    skip-worktree file the user does not have on disk is not in the sandbox
+    either, so ``git status`` inside says what it says outside."""
+    for rel in bits.skip_worktree:
+        if not present(repo, rel):
+            p = sandbox / rel
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+    set_bits(sandbox, bits.skip_worktree, "--skip-worktree")
+    set_bits(sandbox, bits.assume_unchanged, "--assume-unchanged")
+
+
+# -- filters ---------------------------------------------------------------
+def filter_names(repo: Path) -> list[str]:
+    """Filter drivers the user's configuration defines."""
+    proc = git(["config", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"],
+               repo, check=False)
+    names = set()
+    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        parts = line.split(".")
+        if len(parts) >= 3:
+            names.add(".".join(parts[1:-1]))
+    return sorted(names)
+
+
+def no_smudge_config(names: list[str]) -> list[str]:
+    """``-c`` options that make a checkout write the repository form instead
+    of running the user's smudge command: those files come from the user's
+    tree instead (see :func:`filtered_paths`)."""
+    opts: list[str] = []
+    for n in names:
+        opts += ["-c", f"filter.{n}.smudge=", "-c", f"filter.{n}.process=",
+                 "-c", f"filter.{n}.required=false"]
+    return opts
+
+
+def filtered_paths(repo: Path, tree: str, env: Env | None = None) -> list[str]:
+    """Paths of ``tree`` that have a ``filter`` attribute."""
+    listing = git(["ls-tree", "-r", "-z", "--name-only", tree], repo, env=env).stdout
+    if not listing:
+        return []
+    out = git(["check-attr", "-z", "--stdin", "filter"], repo, env=env, input=listing).stdout
+    fields = out.split(b"\0")
+    paths = []
+    for i in range(0, len(fields) - 2, 3):
+        value = fields[i + 2]
+        if value not in (b"unspecified", b"unset", b""):
+            paths.append(fields[i].decode("utf-8", "surrogateescape"))
+    return paths
+
+
+# -- copying the user's bytes ---------------------------------------------------
+def copy_entry(src_root: Path, dst_root: Path, rel: str) -> bool:
+    """Copy one file or symlink as it is on disk; False when it is not a
+    regular file or link any more (deleted meanwhile, a pipe...)."""
+    src, dst = src_root / rel, dst_root / rel
+    try:
+        st = src.lstat()
+    except FileNotFoundError:
+        return False
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.is_symlink() or dst.is_file():
+        dst.unlink()
+    elif dst.is_dir():
+        shutil.rmtree(dst)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+    else:
+        try:
+            shutil.copyfile(src, dst, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        os.chmod(dst, stat.S_IMODE(st.st_mode) & 0o777)
+    return True
+
+
+def repo_files(repo: Path) -> list[str]:
+    """Tracked and untracked, not ignored, files of a (nested) repository, by
+    its own rules; one without a commit lists its untracked files."""
+    out = git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], repo).stdout
+    return sorted({r.decode("utf-8", "surrogateescape") for r in out.split(b"\0") if r})
+
+
+# -- nested repositories and submodules ----------------------------------------
+def nested_repos(repo: Path, env: Env | None = None) -> list[str]:
+    """Untracked folders of ``repo`` that are repositories of their own (a
+    clone, or a ``git init`` without a commit). Git would record them as a
+    bare commit id, or refuse them; SuperQode carries them as folders and
+    leaves them out of change tracking."""
+    out = git(["ls-files", "-z", "--others", "--directory", "--exclude-standard"],
+              repo, env=env).stdout
+    found = []
+    for raw in out.split(b"\0"):
+        if raw.endswith(b"/"):
+            rel = raw[:-1].decode("utf-8", "surrogateescape")
+            if os.path.lexists(repo / rel / ".git"):
+                found.append(rel)
+    return found
+
+
+def submodules(repo: Path, tree: str, env: Env | None = None) -> list[str]:
+    """Gitlinks of ``tree`` the user has initialised (a ``.git`` inside)."""
+    out = git(["ls-tree", "-r", "-z", tree], repo, env=env).stdout
+    subs = []
+    for rec in out.split(b"\0"):
+        if rec.startswith(b"160000 "):
+            rel = rec.split(b"\t", 1)[1].decode("utf-8", "surrogateescape")
+            if os.path.lexists(repo / rel / ".git"):
+                subs.append(rel)
+    return subs
+
+
+def carry_folder(repo: Path, sandbox: Path, rel: str) -> int:
+    """A nested repository's files (not its ``.git``) into the sandbox."""
+    src = repo / rel
+    try:
+        files = repo_files(src)
+    except GitError:
+        files = []
+    n = 0
+    for f in files:
+        n += copy_entry(src, sandbox / rel, f)
+    (sandbox / rel).mkdir(parents=True, exist_ok=True)
+    return n
+
+
+def carry_submodule(repo: Path, sandbox: Path, rel: str, modules: Path) -> int:
+    """An initialised submodule with its own dirty state. Its git dir in the
+    sandbox is private (``modules``: in the session's private git folder),
+    at the user's submodule commit, with the user's objects as alternates
+    and a copy of its index: the superproject sees the same commit, and
+    ``git status`` in the submodule shows the same edits."""
+    src = repo / rel
+    head = git(["rev-parse", "HEAD"], src).stdout.decode().strip()
+    sub_gd = Path(git(["rev-parse", "--absolute-git-dir"], src).stdout.decode("utf-8", "surrogateescape")[:-1])
+    common = git(["rev-parse", "--git-common-dir"], src).stdout.decode("utf-8", "surrogateescape")[:-1]
+    common_dir = Path(common) if os.path.isabs(common) else (src / common).resolve()
+    gd = modules / rel.replace("/", "%")
+    for d in ("objects/info", "refs/heads", "refs/tags", "info"):
+        (gd / d).mkdir(parents=True, exist_ok=True)
+    (gd / "objects" / "info" / "alternates").write_text(f"{common_dir / 'objects'}\n")
+    (gd / "HEAD").write_text(head + "\n")
+    (gd / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    if (sub_gd / "index").exists():
+        shutil.copyfile(sub_gd / "index", gd / "index")
+    dst = sandbox / rel
+    dst.mkdir(parents=True, exist_ok=True)
+    n = sum(copy_entry(src, dst, f) for f in repo_files(src))
+    (dst / ".git").write_text(f"gitdir: {gd}\n")
+    return n
