@@ -32,7 +32,10 @@ class WorkspaceConfig(Section):
     exclude_patterns: list[str] = Field(default_factory=list)
     max_size_mb: float = Field(default=1024, gt=0)
     cleanup_after_hours: float = Field(default=24, gt=0)
-    warm_sandboxes: bool = False
+    # A finished sandbox is parked for the next session of the repository
+    # (reset to the new state and proved), up to warm_pool of them.
+    warm_sandboxes: bool = True
+    warm_pool: int = Field(default=2, ge=0, le=8)
     require_barrier: bool = False  # refuse to run where the kernel has no write barrier
     detached_worktree_idle_days: float = Field(default=30, gt=0)
     branch_worktree_idle_days: float = Field(default=90, gt=0)

@@ -7,6 +7,7 @@ artifact, reverts, verifies, and exits with the command's status.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from ..config import load_config
 from ..workspace.artifacts import Artifacts, check_superqode_dir
 from ..workspace.errors import WorkspaceError
+from ..workspace.git import GitError
 from ..workspace.proc import supervise
 from ..workspace.session import IsolatedSession, resolve_project
 from . import EXIT_FAILED, UsageError
@@ -112,15 +114,18 @@ def run_exec(args: argparse.Namespace) -> int:
                 status = 130
         try:
             changes = session.changes_sync()
-        except WorkspaceError as e:  # the sandbox was swapped: nothing of it is read
-            patch_line = f"patch: none ({e})"
-            status = EXIT_FAILED
-        else:
             if not changes.empty:
                 arts = Artifacts(project, session.id).prepare()
                 path = arts.write_patch("exec", changes.diff,
                                         files=[c.path for c in changes.changes])
                 patch_line = f"patch: {path} ({len(changes.changes)} file(s) changed)"
+        except (WorkspaceError, GitError, OSError) as e:
+            # The sandbox was swapped or removed, the disk is full, the home
+            # went read-only: no patch, and still the revert and its verdict.
+            why = ("the sandbox was removed during the session"
+                   if not os.path.lexists(session.sandbox) else _one_line(e))
+            patch_line = f"patch: none (the command's changes could not be saved: {why})"
+            status = EXIT_FAILED
         print(patch_line, file=sys.stderr)
     finally:
         verification = session.close_sync(keep=args.keep)
@@ -133,3 +138,7 @@ def run_exec(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     return status if status >= 0 else 128 - status
 
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[-1] if text else type(e).__name__

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..workspace import landlock, recovery
+from ..workspace import landlock, pool, recovery
 from ..workspace.errors import WorkspaceError
 from ..workspace.recovery import SessionInfo
 from . import EXIT_FAILED, UsageError
@@ -235,12 +235,15 @@ def cmd_clean(args: argparse.Namespace) -> int:
                                      keep_kept=args.older_than is None)
     # Repositories that were deleted: their folder goes once it is empty.
     gone = ReapReport()
+    warm = 0
     for base in recovery.repo_bases():
         marker = recovery.read_repo_marker(base)
         repo = Path(marker["repo"]) if marker and marker.get("repo") else None
         if marker is not None and repo_gone(repo):
             _remove_repo_dir(base, gone)
         else:
+            if repo is not None and repo.is_dir():
+                warm += pool.discard_all(repo)  # parked sandboxes are nobody's session
             report.pruned += recovery.tidy_repo(base, repo, report)
     if args.json:
         print(json.dumps({
@@ -250,6 +253,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
             "worktree_registrations_removed": report.pruned,
             "stale_locks_cleared": report.locks_cleared,
             "repo_dirs_removed": gone.repo_dirs,
+            "warm_sandboxes_removed": warm,
         }, indent=2))
     else:
         _print_report(report, "removed")
@@ -257,7 +261,8 @@ def cmd_clean(args: argparse.Namespace) -> int:
               f"registrations; cleared {len(report.pruned)} left-over registration(s) and "
               f"{report.locks_cleared} stale lock(s)"
               + (f"; removed {len(gone.repo_dirs)} folder(s) of deleted projects"
-                 if gone.repo_dirs else ""))
+                 if gone.repo_dirs else "")
+              + (f"; removed {warm} warm sandbox(es)" if warm else ""))
         running = [s for s, why in report.skipped if s.alive]
         if running and not args.force:
             print(f"{len(running)} running session(s) left alone (--force removes them too)",

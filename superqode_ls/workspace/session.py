@@ -7,6 +7,7 @@ revert after a crash (``superqe revert``/``clean``) can still verify.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import json
 import logging
@@ -20,7 +21,7 @@ from typing import Any
 from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
-from . import carry, landlock, removal
+from . import carry, landlock, pool, removal
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
@@ -35,7 +36,6 @@ from .paths import (
     check_home,
     ensure_dir,
     new_session_id,
-    parked_dir,
     repo_dir,
     repo_key,
     store_dir,
@@ -50,8 +50,6 @@ from .teardown import (
     drop_snapshots,
 )
 from .teardown import git_registrations as _git_registrations
-from .teardown import is_real_dir as _is_real_dir
-from .teardown import parked_identity as _parked_identity
 from .teardown import remove_quietly as _remove_quietly
 from .verification import verify_state
 
@@ -263,7 +261,9 @@ class IsolatedSession:
         sealed = wt.SealedGit(self.private / "git")
         filters = carry.filter_names(self.project)
         differ = False
-        if self.config.workspace.warm_sandboxes and self._claim_parked_locked(sealed):
+        if self.config.workspace.warm_sandboxes and pool.claim(
+                self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
+                f"superqode session {self.id}"):
             self.reused = True
             if not self._reset_reused(sealed, state, filters):
                 self.reused = False
@@ -319,50 +319,6 @@ class IsolatedSession:
                 wt.git(["config", "--file", str(cfg), "--replace-all", key, value], self.private)
 
     # -- warm sandboxes ------------------------------------------------------
-    def _claim_parked_locked(self, sealed: wt.SealedGit) -> bool:
-        with _git_registrations(self.project):
-            return self._claim_parked(sealed)
-
-    def _claim_parked(self, sealed: wt.SealedGit) -> bool:
-        root = parked_dir(self.project)
-        if not root.is_dir():
-            return False
-        _, cd = wt.user_git_dirs(self.project)
-        for slot in sorted(root.iterdir()):
-            if not _is_real_dir(slot) or slot.name.startswith("."):
-                continue
-            claimed = root / f".claim-{self.id}"
-            try:
-                os.rename(slot, claimed)  # atomic: one session wins a slot
-            except OSError:
-                continue
-            try:
-                # The parked tree must still be the folder a session made
-                # (a process of that session may have swapped it for a link).
-                removal.check(claimed / "tree", working_root(), _parked_identity(claimed))
-                reg = Path((claimed / "git" / "registration").read_text().strip())
-                if reg.parent != cd / "worktrees" or not _is_real_dir(reg):
-                    raise OSError(f"{reg}: not a registration of {self.project}")
-                os.rename(claimed / "tree", self.sandbox)
-                ensure_dir(self.private)
-                if sealed.root.exists():
-                    removal.remove_tree(sealed.root, working_root(), link_ok=True)
-                os.rename(claimed / "git", sealed.root)
-                _remove_quietly(claimed)
-                (reg / "gitdir").write_text(str(self.sandbox / ".git") + "\n")
-                (sealed.wt / "gitdir").write_text(str(self.sandbox / ".git") + "\n")
-                (self.sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
-                return True
-            except (OSError, WorkspaceError):
-                _remove_quietly(claimed)
-                if _is_real_dir(self.sandbox):
-                    try:
-                        wt.remove_worktree(self.project, self.sandbox)
-                    except removal.UnsafeRemoval:
-                        pass  # reached only through a link: not ours to delete
-                continue
-        return False
-
     def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState, filters: list[str]) -> bool:
         """Bring a parked sandbox to the new state, changed files only, and prove it."""
         assert self.store is not None
@@ -383,37 +339,6 @@ class IsolatedSession:
         stray = [ln[len("Would remove "):].rstrip("/") for ln in out.splitlines() if ln]
         return all(any(fnmatch.fnmatch(p, k.rstrip("/")) or fnmatch.fnmatch(p.split("/")[0], k.rstrip("/"))
                        for k in keep) for p in stray)
-
-    def _park(self) -> bool:
-        root = ensure_dir(parked_dir(self.project))
-        if any(p.is_dir() and not p.name.startswith(".") for p in root.iterdir()):
-            return False  # one warm sandbox per repository is enough
-        made = self.record.sandbox_identity if self.record else None
-        try:
-            removal.check(self.sandbox, working_root(), made)
-        except removal.UnsafeRemoval:
-            return False  # swapped: never reuse it; removal reports it
-        reg = wt.registration_for(self.project, self.sandbox)
-        if reg is None:
-            return False
-        sealed = wt.SealedGit(self.private / "git")
-        tmp = root / f".park-{self.id}"
-        tmp.mkdir()
-        try:
-            (sealed.root / "registration").write_text(str(reg) + "\n")
-            dev, ino = removal.identity(self.sandbox) or (0, 0)
-            (sealed.root / "identity").write_text(f"{dev} {ino}\n")
-            os.rename(self.sandbox, tmp / "tree")
-            os.rename(sealed.root, tmp / "git")
-            new_git = tmp / "tree" / ".git"
-            (reg / "gitdir").write_text(str(root / self.id / "tree" / ".git") + "\n")
-            ((tmp / "git") / "wt" / "gitdir").write_text(str(new_git) + "\n")
-            (tmp / "tree" / ".git").write_text(f"gitdir: {root / self.id / 'git' / 'wt'}\n")
-            os.rename(tmp, root / self.id)
-            return True
-        except OSError:
-            _remove_quietly(tmp)
-            return False
 
     # -- working in it ------------------------------------------------------
     @property
@@ -530,8 +455,13 @@ class IsolatedSession:
         parked = False
         if (self.isolation == "worktree" and self.config.workspace.warm_sandboxes
                 and self.sandbox.exists()):
-            with _git_registrations(self.project):
-                parked = self._park()
+            try:
+                parked = pool.park(self.project, self.id, self.sandbox,
+                                   wt.SealedGit(self.private / "git"),
+                                   self.record.sandbox_identity if self.record else None,
+                                   self.config.workspace.warm_pool)
+            except OSError as e:  # a full or read-only home: no parking, removal goes on
+                self.bus.emit("workspace.state_write_failed", step="park", error=str(e))
         if not parked:
             self._remove_sandbox()
         self.verification = self._verify()
@@ -573,7 +503,11 @@ class IsolatedSession:
         made = self.record.sandbox_identity if self.record else None
         try:
             if self.isolation == "worktree":
-                with _git_registrations(self.project):
+                with contextlib.ExitStack() as held:
+                    try:
+                        held.enter_context(_git_registrations(self.project))
+                    except OSError:
+                        pass  # a full or read-only home: the entry is still ours alone to remove
                     wt.remove_worktree(self.project, self.sandbox, made)
             else:
                 removal.remove_tree(self.sandbox, working_root(), expect=made)
@@ -593,9 +527,9 @@ class IsolatedSession:
             self._remove_sandbox()
         finally:
             _remove_quietly(self.private)
-            self.paths.record.unlink(missing_ok=True)
-            self.paths.heartbeat.unlink(missing_ok=True)
-            self._release_lock()
+            self._quietly(self.paths.record.unlink, missing_ok=True)
+            self._quietly(self.paths.heartbeat.unlink, missing_ok=True)
+            self._quietly(self._release_lock)
 
     # -- heartbeat and context manager ---------------------------------------
     def start_heartbeat(self) -> None:
