@@ -60,11 +60,29 @@ class SealedGit:
         return self.common / "hooks"
 
 
+_GIT_DIRS: dict[tuple[str, int, int], tuple[Path, Path]] = {}
+
+
 def user_git_dirs(repo: Path) -> tuple[Path, Path]:
+    """(git dir, common dir) of ``repo``; remembered per repository and its
+    ``.git`` entry (a session asks several times; a re-made repository has a
+    new ``.git``)."""
+    try:
+        st = os.lstat(os.path.join(repo, ".git"))
+        key: tuple[str, int, int] | None = (os.path.abspath(repo), st.st_dev, st.st_ino)
+    except OSError:
+        key = None
+    if key is not None and key in _GIT_DIRS:
+        return _GIT_DIRS[key]
     # One path per call: a path may hold a newline, so output is not split.
     gd = Path(_path_out(["rev-parse", "--absolute-git-dir"], repo))
     common = Path(_path_out(["rev-parse", "--git-common-dir"], repo))
-    return gd, common if common.is_absolute() else (repo / common).resolve()
+    found = gd, common if common.is_absolute() else (repo / common).resolve()
+    if key is not None:
+        if len(_GIT_DIRS) > 256:
+            _GIT_DIRS.clear()
+        _GIT_DIRS[key] = found
+    return found
 
 
 def _path_out(args: list[str], cwd: Path) -> str:
