@@ -182,6 +182,21 @@ def nested_repos(repo: Path, env: Env | None = None) -> list[str]:
             rel = raw[:-1].decode("utf-8", "surrogateescape")
             if os.path.lexists(repo / rel / ".git"):
                 found.append(rel)
+            else:
+                found += _repos_below(repo, rel)
+    return found
+
+
+def _repos_below(repo: Path, rel: str) -> list[str]:
+    """Repositories deeper inside an untracked folder (``git add`` of the
+    folder would meet them too). Not below one found: that one is a folder."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(repo / rel):
+        if ".git" in dirnames or os.path.lexists(os.path.join(dirpath, ".git")):
+            if os.path.samefile(dirpath, repo / rel):
+                continue
+            found.append(os.path.relpath(dirpath, repo).replace(os.sep, "/"))
+            dirnames[:] = []
     return found
 
 

@@ -152,6 +152,11 @@ async def test_nested_repositories_are_carried_as_folders(make_repo):
     fresh.mkdir()
     run_git(fresh, "init", "-q")  # no commit
     (fresh / "notes.txt").write_text("n\n")
+    deep = repo / "vendor/libs/deep"  # below an untracked folder of plain files
+    deep.mkdir(parents=True)
+    (repo / "vendor/README").write_text("vendored\n")
+    run_git(deep, "init", "-q")
+    (deep / "d.py").write_text("d = 1\n")
     await assert_exact_and_noop(repo)
 
 
