@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .guard import INTERNAL_ENV
+from .guard_verdict import INTERNAL_ENV
 from .guard_shim import _env_config, _set_env_config, hook_main, shim_main, target_paths
 
 __all__ = ["GuardEvents", "GuardInstall", "hook_main", "install_guard", "shim_main", "target_paths"]
@@ -377,7 +377,7 @@ def _shim_text(settings: dict, lib_script: Path) -> str:
 
 
 def _blocked_firsts(block: list[str]) -> list[list[str]]:
-    from .guard import _patterns
+    from .guard_verdict import _patterns
 
     return _patterns(block)
 

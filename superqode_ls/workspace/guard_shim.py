@@ -1,8 +1,9 @@
 """What runs inside the sandbox on every guarded git call: the ``git`` shim's
 slow path and the guard's hooks (see ``guard_env`` for how they are installed).
 
-Only ``os`` and ``sys`` at import time (plus ``guard``): this costs every git
-call that is not on the shim's shell fast path.
+Only ``os`` and ``sys`` at import time (plus the guard's judge, its tables and
+verdict; not the shell reader): this costs every git call that is not on the
+shim's shell fast path.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from . import guard
-from .guard import INTERNAL_ENV
+from .guard_judge import check_git_argv
+from .guard_verdict import DYN, INTERNAL_ENV
 
 if False:  # typing only
     from collections.abc import Mapping, Sequence
@@ -122,7 +123,7 @@ def _config_params(text: str) -> list[tuple[str, str | None]]:
     try:
         words = shlex.split(text)
     except ValueError:
-        return [(guard.DYN, None)]
+        return [(DYN, None)]
     out: list[tuple[str, str | None]] = []
     for w in words:
         k, sep, v = w.partition("=")
@@ -160,7 +161,7 @@ def shim_main(settings: Mapping[str, Any]) -> None:
             proc.stdout.decode("utf-8", "surrogateescape").strip() if proc.returncode == 0 else None
         )
 
-    verdict = guard.check_git_argv(
+    verdict = check_git_argv(
         argv, _Cfg(settings), env=view, config=extra, resolve_alias=resolve_alias
     )
     exec_env = _exec_env(settings, env)
