@@ -132,7 +132,7 @@ def test_one_failure_does_not_stop_the_rest(make_repo, monkeypatch):
     assert leftovers() == []
 
 
-def test_branch_reaper_is_called_when_present(make_repo, monkeypatch):
+def test_branch_reaper_runs_with_the_reap_and_its_failure_is_reported(make_repo, monkeypatch):
     from superqode_ls.workspace import branches
 
     calls = []
@@ -141,15 +141,15 @@ def test_branch_reaper_is_called_when_present(make_repo, monkeypatch):
         calls.append((config, now))
         return "branch-report"
 
-    monkeypatch.setattr(branches, "reap_branch_worktrees", fake, raising=False)
+    monkeypatch.setattr(branches, "reap_branch_worktrees", fake)
     cfg = Config()
     report = reaper.reap(cfg, now=123.0)
     assert calls == [(cfg, 123.0)] and report.branches == "branch-report"
 
-    def broken():
+    def broken(config=None, now=None):
         raise RuntimeError("branches broke")
 
-    monkeypatch.setattr(branches, "reap_branch_worktrees", broken, raising=False)
+    monkeypatch.setattr(branches, "reap_branch_worktrees", broken)
     report = reaper.reap()
     assert ("branches", "branches broke") in report.errors
 

@@ -20,15 +20,13 @@ No single failure stops it: each one is reported and the rest carries on.
 from __future__ import annotations
 
 import fcntl
-import inspect
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..config import Config
-from . import removal
+from . import branches, removal
 from .paths import working_root
 from .recovery import (
     SessionInfo,
@@ -53,7 +51,7 @@ class ReapReport:
     repo_dirs: list[str] = field(default_factory=list)
     kept: list[tuple[str, str]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
-    branches: Any = None
+    branches: list[branches.ReapResult] | None = None  # None: the branch reaper failed
 
     @property
     def removed(self) -> list[str]:
@@ -133,8 +131,8 @@ def _remove_repo_dir(base: Path, report: ReapReport) -> None:
     if leftovers:
         report.kept.append((base.name, f"{len(leftovers)} unowned item(s) left in qe/"))
         return
-    branches = base / "branches"
-    if branches.is_dir() and any(branches.iterdir()):
+    branch_dir = base / "branches"
+    if branch_dir.is_dir() and any(branch_dir.iterdir()):
         report.kept.append((base.name, "branch worktrees left"))
         return
     try:
@@ -148,20 +146,14 @@ def _remove_repo_dir(base: Path, report: ReapReport) -> None:
     report.repo_dirs.append(base.name)
 
 
-def _reap_branches(config: Config | None, now: float, report: ReapReport) -> Any:
+def _reap_branches(
+    config: Config | None, now: float, report: ReapReport
+) -> list[branches.ReapResult] | None:
+    # Looked up on the package at call time, not bound at import: a failing
+    # branch reaper is reported and the session reap above still stands.
     try:
-        from . import branches
-    except ImportError:
-        return None
-    fn = getattr(branches, "reap_branch_worktrees", None)
-    if fn is None:
-        return None
-    offered = {"config": config, "now": now}
-    try:
-        params = inspect.signature(fn).parameters
-        kwargs = {k: v for k, v in offered.items() if k in params}
-        return fn(**kwargs)
-    except Exception as e:
+        return branches.reap_branch_worktrees(config=config, now=now)
+    except Exception as e:  # noqa: BLE001 - no single failure stops the reaper
         report.errors.append(("branches", _one_line(e)))
         return None
 
