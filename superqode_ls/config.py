@@ -12,12 +12,16 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .errors import EXIT_USAGE, SuperQodeError
+
 PROJECT_FILE = "superqode.yaml"
 USER_FILE = "config.yaml"
 
 
-class ConfigError(Exception):
+class ConfigError(SuperQodeError):
     """A one-line, user-facing configuration error (exit code 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 class Section(BaseModel):

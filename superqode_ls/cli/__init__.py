@@ -1,5 +1,9 @@
 """``superqe``: parses, calls the engine, prints. Exit codes: 0 ok; 1 findings
-at/above --fail-on; 2 usage or configuration error; 3 session failed."""
+at/above --fail-on; 2 usage or configuration error; 3 session failed.
+
+Errors follow the package's one model (``superqode_ls.errors``): a handler
+raises, ``main`` prints the one line and returns the error's exit code. No
+command translates errors itself."""
 
 from __future__ import annotations
 
@@ -8,8 +12,15 @@ import importlib
 import sys
 
 from ..config import ConfigError
-from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError
+from ..errors import (
+    EXIT_FAILED,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    SuperQodeError,
+    UsageError,
+)
 
 # Each module defines register(subparsers); handlers return the exit code.
 COMMAND_MODULES = (
@@ -21,11 +32,16 @@ COMMAND_MODULES = (
     "worktree",
 )
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """One-line user error: printed as ``superqe: <message>``, exit 2."""
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_FINDINGS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UsageError",
+    "build_parser",
+    "error_exit",
+    "main",
+]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"superqe {__version__}")
+    # A command group whose every error exits 2 (``worktree``: worktrees.md)
+    # sets this to EXIT_USAGE; None keeps each error's own code.
+    parser.set_defaults(errors_exit=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         try:
@@ -69,21 +88,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("run", "exec"):
             from ..workspace.paths import check_home
 
-            try:
-                check_home()
-            except WorkspaceError as e:
-                raise UsageError(str(e)) from None
+            check_home()
             _reap_quietly()
         return int(args.func(args) or 0)
-    except (UsageError, ConfigError, WorkspaceError) as e:
-        print(f"superqe: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except GitError as e:  # git refused something the session needed: it did not run
-        print(f"superqe: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    except SuperQodeError as e:
+        return error_exit(e, args.errors_exit)
     except KeyboardInterrupt:
         print("superqe: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+
+
+def error_exit(e: SuperQodeError, override: int | None = None) -> int:
+    """The one place an error becomes what the user sees: its line on stderr
+    and its exit code (or the command group's ``override``)."""
+    print(e.cli_line(), file=sys.stderr)
+    return e.exit_code if override is None else override
 
 
 def _reap_quietly() -> None:

@@ -78,17 +78,11 @@ def run_exec(args: argparse.Namespace) -> int:
     cmd = _split_command(args)
     if not cmd:
         raise UsageError("exec needs a command after --")
-    try:
-        project, _ = resolve_project(Path(args.path))
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    project, _ = resolve_project(Path(args.path))
     config = load_config(project)
-    try:
-        check_superqode_dir(project)
-        session = IsolatedSession.create_sync(project, config=config, isolation=args.isolation,
-                                              base_ref=args.base_ref, kind="exec")
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    check_superqode_dir(project)
+    session = IsolatedSession.create_sync(project, config=config, isolation=args.isolation,
+                                          base_ref=args.base_ref, kind="exec")
     old = {s: signal.signal(s, _on_term) for s in (signal.SIGTERM, signal.SIGHUP)}
     status = EXIT_FAILED
     patch_line = "patch: none (no changes)"

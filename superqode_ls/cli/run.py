@@ -153,9 +153,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     report: QualityReport | None = None
     try:
         report = asyncio.run(_run_with_signals(session, _terminal_asker()))
-    except (ConfigError, WorkspaceError) as e:
-        held.drop()  # bad input: the error line alone, no session banner
-        raise UsageError(str(e)) from None
+    except (ConfigError, WorkspaceError):
+        held.drop()  # bad input: the error line alone (main prints it), no session banner
+        raise
     except SessionFailed as e:
         failure = e
         report = e.report
@@ -173,8 +173,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if report.artifacts.get("baseline") and args.update_baseline:
             print(f"baseline written: {report.artifacts['baseline']}")
     if failure is not None:
-        print(f"superqe: session failed: {failure}", file=sys.stderr)
-        return EXIT_FAILED
+        # After the partial report, not through main: the report comes first.
+        print(f"superqe: session failed: {failure.message}", file=sys.stderr)
+        return failure.exit_code
     assert report is not None
     if report.timed_out:
         print(f"superqe: session ran out of time; partial report: {report.artifacts.get('json')}",

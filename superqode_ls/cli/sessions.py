@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 from ..workspace import landlock, pool, recovery
-from ..workspace.errors import WorkspaceError
 from ..workspace.recovery import SessionInfo
 from . import EXIT_FAILED, UsageError
 
@@ -104,17 +103,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _project(path: str | Path = ".") -> Path:
     from ..workspace.session import resolve_project
 
-    try:
-        return resolve_project(Path(path))[0]
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    return resolve_project(Path(path))[0]
 
 
 def _find(session_id: str) -> SessionInfo:
-    try:
-        return recovery.find_session(session_id)
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    return recovery.find_session(session_id)
 
 
 def _age(info: SessionInfo, now: float) -> str:
@@ -202,10 +195,7 @@ def cmd_revert(args: argparse.Namespace) -> int:
 def cmd_recover(args: argparse.Namespace) -> int:
     info = _find(args.session)
     action = "resume" if args.resume else "extract"
-    try:
-        result = recovery.recover(info, action, keep=args.keep)
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    result = recovery.recover(info, action, keep=args.keep)
     if action == "resume":
         print(f"resumed {info.id}: the sandbox is yours at {info.sandbox}")
         print(f"superqe recover {info.id} saves its changes; superqe revert {info.id} removes it")

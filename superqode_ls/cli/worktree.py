@@ -13,10 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..config import Config, ConfigError, load_config
+from ..config import Config, load_config
 from ..workspace import branches as br
-from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError, repo_root
+from ..workspace.git import repo_root
 from ..workspace.slug import clean_llm_name
 from . import EXIT_USAGE, UsageError
 
@@ -31,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "worktree", help="long-lived worktrees for your own work",
         description="Isolated git worktrees under $SUPERQODE_HOME/working/<repo>/branches/.",
     )
-    p.set_defaults(func=lambda a: _usage(p))
+    # Every worktree error exits 2 (worktrees.md), git's included.
+    p.set_defaults(func=lambda a: _usage(p), errors_exit=EXIT_USAGE)
     wsub = p.add_subparsers(dest="worktree_command", metavar="ACTION", parser_class=type(p))
 
     n = wsub.add_parser("new", help="create a worktree (existing branch, new branch, --task, or detached)")
@@ -83,12 +83,6 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return EXIT_USAGE
 
 
-def _not_a_repo() -> int:
-    # The exact line is part of the contract (editors and scripts match it).
-    print(br.NOT_A_REPO, file=sys.stderr)
-    return EXIT_USAGE
-
-
 def _repo(cwd: str) -> Path:
     p = Path(cwd).expanduser()
     if not p.is_dir():
@@ -120,23 +114,18 @@ def llm_namer(config: Config) -> br.Namer | None:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    try:
-        repo = _repo(args.cwd)
-        namer = None
-        if args.llm_name:
-            if args.task is None:
-                raise UsageError("--llm-name works with --task")
-            namer = llm_namer(load_config(repo))
-            if namer is None:
-                print("superqe: no provider configured; naming from the task text", file=sys.stderr)
-        rec = br.new_worktree(
-            Path(args.cwd), args.branch, task=args.task, new_branch=args.new_branch,
-            start=args.start, namer=namer,
-        )
-    except br.NotARepository:
-        return _not_a_repo()
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    repo = _repo(args.cwd)
+    namer = None
+    if args.llm_name:
+        if args.task is None:
+            raise UsageError("--llm-name works with --task")
+        namer = llm_namer(load_config(repo))
+        if namer is None:
+            print("superqe: no provider configured; naming from the task text", file=sys.stderr)
+    rec = br.new_worktree(
+        Path(args.cwd), args.branch, task=args.task, new_branch=args.new_branch,
+        start=args.start, namer=namer,
+    )
     what = {
         "existing": f"checked out branch {rec.branch}",
         "remote": f"new branch {rec.branch} tracking the remote one",
@@ -173,12 +162,7 @@ def _state(info: br.WorktreeInfo) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    try:
-        infos = br.list_worktrees(None if args.all else _repo(args.cwd))
-    except br.NotARepository:
-        return _not_a_repo()
-    except (WorkspaceError, GitError) as e:
-        raise UsageError(str(e)) from None
+    infos = br.list_worktrees(None if args.all else _repo(args.cwd))
     now = time.time()
     if args.json:
         rows = [
@@ -215,25 +199,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
-    try:
-        path = br.open_worktree(_repo(args.cwd), args.name)
-    except br.NotARepository:
-        return _not_a_repo()
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    path = br.open_worktree(_repo(args.cwd), args.name)
     print(path)
     return 0
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    try:
-        res = br.remove_worktree(
-            _repo(args.cwd), args.name, force=args.force, delete_branch=args.delete_branch
-        )
-    except br.NotARepository:
-        return _not_a_repo()
-    except (WorkspaceError, GitError) as e:
-        raise UsageError(str(e)) from None
+    res = br.remove_worktree(
+        _repo(args.cwd), args.name, force=args.force, delete_branch=args.delete_branch
+    )
     for p in res.patches:
         print(f"saved: {p}", file=sys.stderr)
     print(f"removed worktree {res.name}", file=sys.stderr)
@@ -247,12 +221,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 def cmd_promote(args: argparse.Namespace) -> int:
     here = Path(args.cwd).expanduser()
     project = repo_root(here) if here.is_dir() else None
-    try:
-        rec = br.promote_session(args.session, args.branch, project=project)
-    except br.NotARepository:
-        return _not_a_repo()
-    except WorkspaceError as e:
-        raise UsageError(str(e)) from None
+    rec = br.promote_session(args.session, args.branch, project=project)
     print(f"worktree {rec.name}: branch {rec.branch} with the changes of {args.session}",
           file=sys.stderr)
     print(rec.sandbox)
@@ -260,10 +229,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    try:
-        results = br.reap_branch_worktrees(dry_run=args.dry_run)
-    except ConfigError as e:
-        raise UsageError(str(e)) from None
+    results = br.reap_branch_worktrees(dry_run=args.dry_run)
     for r in results:
         line = f"{r.action}: {r.name} ({r.kind}; {r.reason})"
         if r.patches:

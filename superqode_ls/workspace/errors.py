@@ -1,5 +1,16 @@
-class WorkspaceError(Exception):
-    """A one-line, user-facing error from the isolation engine."""
+"""The isolation engine's errors, in the package's one error model
+(``superqode_ls.errors``)."""
+
+from __future__ import annotations
+
+from ..errors import EXIT_USAGE, SuperQodeError
+
+
+class WorkspaceError(SuperQodeError):
+    """A one-line, user-facing error from the isolation engine: the sandbox
+    could not be made or used as asked (exit 2, nothing left behind)."""
+
+    exit_code = EXIT_USAGE
 
 
 class CreationAborted(WorkspaceError):

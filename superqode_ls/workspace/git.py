@@ -15,6 +15,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..errors import EXIT_FAILED, SuperQodeError
+
 SAFE_CONFIG: tuple[str, ...] = (
     "-c", "core.hooksPath=/dev/null",
     "-c", "gc.auto=0",
@@ -39,7 +41,11 @@ _REDIRECTS = (
 _FILTER_FAILED = re.compile(r"^fatal: (?P<file>.+): (?P<side>clean|smudge) filter '?(?P<name>[^' ]+)'? failed$")
 
 
-class GitError(Exception):
+class GitError(SuperQodeError):
+    """git refused something the engine needed; the work did not run (exit 3)."""
+
+    exit_code = EXIT_FAILED
+
     def __init__(self, args: Sequence[str], code: int, stderr: str):
         self.args_ = list(args)
         self.code = code
