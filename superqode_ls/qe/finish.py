@@ -20,6 +20,7 @@ from . import baseline as baseline_mod
 from .noise import NoiseResult
 from .report import compute_verdict, render_markdown, write_json
 from .request import QERequest, Resolved
+from .roles.base import SandboxSession
 from .verify_step import OVER_CAP
 
 log = logging.getLogger(__name__)
@@ -173,10 +174,10 @@ def _markdown(report: QualityReport, stopped: bool) -> str:
     return render_markdown(short) + note
 
 
-def epoch_moved(s: Any) -> bool:
+def epoch_moved(s: SandboxSession) -> bool:
     """The watcher (language server) bumps the repository's change epoch when
     the user's files change; the session's lock remembers the epoch it began at."""
-    lock = getattr(s, "lock", None)
+    lock = s.lock
     if lock is None:
         return False
     try:
@@ -187,10 +188,10 @@ def epoch_moved(s: Any) -> bool:
         return False
 
 
-def sandbox_root(s: Any, project: Path) -> Path:
+def sandbox_root(s: SandboxSession, project: Path) -> Path:
     """Where ``project`` is inside the sandbox: a folder inside a git
     repository is sandboxed with its whole repository."""
-    top = Path(getattr(s, "project", project)).resolve()
+    top = Path(s.project).resolve()
     try:
         sub = project.resolve().relative_to(top)
     except ValueError:
@@ -238,13 +239,10 @@ def normalize_finding(f: Finding, role: str, sandbox: Path) -> Finding:
     return f.with_stable_id()
 
 
-def poll_guard(s: Any) -> None:
+def poll_guard(s: SandboxSession) -> None:
     """Publish git commands the sandbox guard refused (``git.blocked``) as
     roles finish, not only when the session ends."""
-    poll = getattr(s, "guard_events", None)
-    if poll is None:
-        return
     try:
-        poll()
+        s.guard_events()
     except (OSError, ValueError):
         log.warning("could not read the git guard's events", exc_info=True)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
 from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, utcnow
 from ..workspace.artifacts import Artifacts
@@ -25,6 +26,7 @@ from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
+from ..workspace.session import IsolatedSession
 from . import verify_step
 from .finish import (
     Stamp,
@@ -38,7 +40,7 @@ from .finish import (
 from .noise import FileLines, NoiseResult, filter_findings
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .roles import role_class
-from .roles.base import Role, RoleContext, RoleOutput
+from .roles.base import Role, RoleContext, RoleOutput, SandboxSession
 from .verifier import patch_files, suppression_reason
 
 __all__ = ["ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed", "resolve_request"]
@@ -47,18 +49,16 @@ log = logging.getLogger(__name__)
 TEST_ROLE = verify_step.TEST_ROLE
 
 
-class SessionFailed(Exception):
-    """The session could not complete; ``report`` holds what was saved."""
+class SessionFailed(SuperQodeError):
+    """The session could not complete (exit 3); ``report`` holds what was
+    saved, for the caller to show before the failure line."""
+
+    exit_code = EXIT_FAILED
+    report: QualityReport | None
 
     def __init__(self, message: str, report: QualityReport | None = None):
         super().__init__(message)
         self.report = report
-
-
-def _session_factory():
-    from ..workspace.session import IsolatedSession
-
-    return IsolatedSession
 
 
 class QESession:
@@ -156,16 +156,19 @@ class QESession:
         base_commit = None
         # Bad input (ConfigError / WorkspaceError) propagates from here with
         # nothing created.
+        sandbox_session: IsolatedSession | None = None
+        aborted: CreationAborted | None = None
         try:
             sandbox_session = await self._create_sandbox(res)
         except CreationAborted as e:
-            sandbox_session = e  # nothing to revert: its verification is all there is
+            aborted = e  # nothing to revert: its verification is all there is
         # The budget is the roles' (and verification's): a large tree's
         # sandbox must not eat the time the fast roles need.
         deadline = self._loop.time() + res.budget
         try:
-            if isinstance(sandbox_session, CreationAborted):
-                raise sandbox_session
+            if aborted is not None:
+                raise aborted
+            assert sandbox_session is not None
             async with sandbox_session as s:
                 isolation = s.isolation
                 base_commit = s.base_commit
@@ -186,11 +189,11 @@ class QESession:
                         except Exception:  # noqa: BLE001 - the first error is the one to report
                             noise = NoiseResult(findings=[])
                 self._epoch_moved = epoch_moved(s)
-            verification = getattr(sandbox_session, "verification", None)
-        except CreationAborted:
             verification = sandbox_session.verification
+        except CreationAborted as e:
+            verification = e.verification
         except (WorkspaceError, OSError) as e:
-            verification = getattr(sandbox_session, "verification", None)
+            verification = sandbox_session.verification if sandbox_session else None
             failure = failure or str(e)
         report = await asyncio.to_thread(
             self._build_report, res, started, t0, isolation, base_commit,
@@ -217,9 +220,9 @@ class QESession:
             raise SessionFailed(failure, report)
         return report
 
-    async def _create_sandbox(self, res: Resolved) -> Any:
+    async def _create_sandbox(self, res: Resolved) -> IsolatedSession:
         create = asyncio.ensure_future(
-            _session_factory().create(
+            IsolatedSession.create(
                 res.project, config=res.config, mode=res.mode, isolation=res.isolation,
                 base_ref=self.request.base_ref, overlays=dict(self.request.overlays),
                 bus=self.bus, session_id=self.id, abort=self._abort,
@@ -248,7 +251,7 @@ class QESession:
 
     # ------------------------------------------------------------------ roles
     async def _run_roles(
-        self, res: Resolved, s: Any, root: Path, artifacts: Artifacts, deadline: float
+        self, res: Resolved, s: SandboxSession, root: Path, artifacts: Artifacts, deadline: float
     ) -> None:
         total = len(res.roles)
         plain: list[tuple[str, Role]] = []
@@ -313,7 +316,8 @@ class QESession:
         self.bus.emit("progress", message=f"{done}/{total} roles done", done=done, total=total)
 
     async def _run_role(
-        self, name: str, role: Role, res: Resolved, s: Any, root: Path, artifacts: Artifacts,
+        self, name: str, role: Role, res: Resolved, s: SandboxSession, root: Path,
+        artifacts: Artifacts,
         deadline: float, total: int,
     ) -> None:
         loop = asyncio.get_running_loop()
@@ -442,7 +446,7 @@ class QESession:
         )
 
     async def _verify(
-        self, res: Resolved, s: Any, root: Path, noise: NoiseResult, deadline: float
+        self, res: Resolved, s: SandboxSession, root: Path, noise: NoiseResult, deadline: float
     ) -> None:
         unit = self._runs.get(TEST_ROLE)
         full_suite = (res.mode == "deep" and TEST_ROLE in self._roles

@@ -27,7 +27,7 @@ from unidiff.errors import UnidiffParseError
 from ..models import Finding, Patch
 from ..workspace.git import agit
 from .covering import CoveringTests
-from .roles.base import Role, RoleContext
+from .roles.base import Role, RoleContext, SandboxSession
 
 # Added text that makes a tool stop reporting without changing what the code
 # does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.
@@ -188,7 +188,7 @@ class Verifier:
     contexts: dict[str, RoleContext]
     findings_by_role: dict[str, list[Finding]]
     tests: str | None = None
-    session: object | None = None  # IsolatedSession: checkpoint()/restore()
+    session: SandboxSession | None = None  # checkpoint()/restore() between tries
     deadline: float | None = None
     # Tests for fixes when the whole suite is not re-run (quick mode); None
     # with ``no_tests_reason`` saying why (untrusted folder, no unit role).
@@ -278,7 +278,7 @@ class Verifier:
             ]
         run_tests = self._run_tests
         checkpoint = None
-        if run_tests and self.session is not None and hasattr(self.session, "checkpoint"):
+        if run_tests and self.session is not None:
             checkpoint = await self.session.checkpoint()
         backup = _FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
         results: list[VerifyResult] = []
@@ -332,7 +332,7 @@ class Verifier:
                             judged = []
                             backup.restore()
                             if checkpoint is not None:
-                                await self.session.restore(checkpoint)  # type: ignore[attr-defined]
+                                await self.session.restore(checkpoint)
                                 checkpoint = None
                             for p in retry:
                                 results.append(await self._verify_one(p))
@@ -359,7 +359,7 @@ class Verifier:
             return results
         finally:
             if checkpoint is not None:
-                await self.session.restore(checkpoint)  # type: ignore[attr-defined]
+                await self.session.restore(checkpoint)
             backup.restore()
 
     async def _covering_step(
@@ -378,7 +378,7 @@ class Verifier:
             return _demote(judged, "no tests import the changed code")
         # Tests may write anywhere in the sandbox: checkpoint around them.
         checkpoint = None
-        if self.session is not None and hasattr(self.session, "checkpoint"):
+        if self.session is not None:
             checkpoint = await self.session.checkpoint()
         try:
             after = await self.covering.run(tests)
@@ -387,14 +387,14 @@ class Verifier:
             broken: set[str] = set()
             if after.status == "failed":
                 if checkpoint is not None:
-                    await self.session.restore(checkpoint)  # type: ignore[attr-defined]
+                    await self.session.restore(checkpoint)
                 backup.restore()
                 before = await self.covering.run(tests)
                 new = after.failures - before.failures if before.status != "not_run" else after.failures
                 broken = {after.files.get(i, "") for i in new}
         finally:
             if checkpoint is not None:
-                await asyncio.shield(self.session.restore(checkpoint))  # type: ignore[attr-defined]
+                await asyncio.shield(self.session.restore(checkpoint))
         out = []
         for p, f, r in judged:
             if not r.verified:

@@ -13,7 +13,7 @@ from typing import Any
 from ..models import Finding, Patch
 from .covering import CoveringTests
 from .roles import role_class
-from .roles.base import Role, RoleContext
+from .roles.base import Role, RoleContext, SandboxSession
 from .verifier import Verifier
 
 TEST_ROLE = "unit_tester"
@@ -62,7 +62,7 @@ def covering_tests(
 
 async def verify(
     *, patches: dict[str, Patch], findings: list[Finding], roles: dict[str, Role],
-    contexts: dict[str, RoleContext], found: dict[str, list[Finding]], session: Any, root: Path,
+    contexts: dict[str, RoleContext], found: dict[str, list[Finding]], session: SandboxSession, root: Path,
     deadline: float, cap: int, full_suite: bool, trusted: bool,
     emit: Callable[..., Any], python: Any = None,
 ) -> None:

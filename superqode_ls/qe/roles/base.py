@@ -14,17 +14,58 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar, Literal, Protocol
 
 from ...config import Config
-from ...models import Finding, Patch, RoleStatus
+from ...errors import EXIT_FAILED, SuperQodeError
+from ...models import ChangeSet, Finding, Patch, RoleStatus, Verification
 from ...workspace.artifacts import Artifacts
 from ...workspace.proc import ProcResult, run_command
 from ...workspace.pyenv import ProjectPython
 
 Emit = Callable[..., Any]
+
+
+class SandboxSession(Protocol):
+    """What the pipeline and the roles use of a session (``IsolatedSession``
+    is the one implementation; tests may hand a smaller stand-in). Typed here
+    so that nothing probes it with ``getattr``."""
+
+    id: str
+    project: Path  # the repository the sandbox was made from
+    sandbox: Path
+    isolation: str  # "worktree" or "snapshot"
+    base_commit: str | None
+    verification: Verification | None  # set when the session closes
+    lock: Any  # the coordinator's lock record; None when not held
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]: ...
+
+    async def changes(self, since: str | None = None) -> ChangeSet: ...
+
+    async def checkpoint(self) -> str: ...
+
+    async def restore(self, snapshot_id: str) -> None: ...
+
+    def guard_events(self) -> list[dict]: ...  # publishes the guard's refusals so far
+
+
+class ToolFailed(SuperQodeError):
+    """A role's tool gave no usable result (it failed or ran out of time):
+    raised inside the role, turned into the role's output by ``output()``."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, tool: str, reason: str, *, status: Literal["failed", "timeout"] = "failed"):
+        super().__init__(reason)
+        self.tool = tool
+        self.status: Literal["failed", "timeout"] = status
+
+    def output(self) -> RoleOutput:
+        return RoleOutput(status=self.status, reason=self.message, tool=self.tool)
 
 
 def tool_path(name: str) -> str | None:
@@ -48,9 +89,9 @@ class RoleContext:
     deadline: float | None = None  # loop.time() by which the role must be done
     emit: Emit = lambda *a, **k: None  # emit(type, **data)
     trusted: bool = False
-    # The IsolatedSession (changes(), checkpoint(), restore()) for roles that
-    # turn their own edits into patches; None when a role runs on a bare folder.
-    session: Any = None
+    # The session (changes(), checkpoint(), restore()) for roles that turn
+    # their own edits into patches; None when a role runs on a bare folder.
+    session: SandboxSession | None = None
     # The interpreter the project's code runs with (workspace/pyenv.py); the
     # pipeline finds it once per session, a role run alone finds it itself.
     python: ProjectPython | None = None

@@ -31,7 +31,7 @@ from ._common import (
 )
 from ._patches import attach, make_patch
 from ._patterns import call_name, patterns
-from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
+from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, tool_path
 
 _SEVERITY = {"HIGH": Severity.high, "MEDIUM": Severity.medium, "LOW": Severity.low}
 _CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.7, "LOW": 0.4, "UNDEFINED": 0.5}
@@ -80,17 +80,14 @@ class SecurityTester(FileCheckRole):
                 reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
             elif py_files:
                 unscanned: list[str] = []
-                bandit_out = await self._bandit(
-                    ctx, bandit, None if files is None else py_files, unscanned
-                )
+                try:
+                    bandit_out = await self._bandit(
+                        ctx, bandit, None if files is None else py_files, unscanned
+                    )
+                except ToolFailed as e:
+                    return e.output()
                 if unscanned:
                     reason = _unscanned_reason(unscanned)
-                if isinstance(bandit_out, str):
-                    if bandit_out == "timeout":
-                        return RoleOutput(
-                            status="timeout", reason="bandit ran out of time", tool="bandit"
-                        )
-                    return RoleOutput(status="failed", reason=bandit_out, tool="bandit")
                 findings.extend(
                     await asyncio.to_thread(self._bandit_findings, root, src, bandit_out))
             extra = await scan
@@ -107,9 +104,10 @@ class SecurityTester(FileCheckRole):
     async def _bandit(
         self, ctx: RoleContext, bandit: str, py_files: list[str] | None,
         unscanned: list[str] | None = None,
-    ) -> list[dict[str, Any]] | str:
-        """bandit's results; files it could not parse (not UTF-8, binary,
-        syntax errors) are added to ``unscanned`` as ``file (why)``."""
+    ) -> list[dict[str, Any]]:
+        """bandit's results (``ToolFailed`` when it gives none); files it could
+        not parse (not UTF-8, binary, syntax errors) are added to ``unscanned``
+        as ``file (why)``."""
         cmd = [bandit, "-f", "json", "-q"]
         if (ctx.sandbox / "pyproject.toml").is_file():
             try:
@@ -125,13 +123,14 @@ class SecurityTester(FileCheckRole):
             cmd += ["--", *py_files]
         res = await ctx.run(cmd)
         if res.timed_out:
-            return "timeout"
+            raise ToolFailed("bandit", "bandit ran out of time", status="timeout")
         try:
             data = await asyncio.to_thread(load_json, res.stdout)
         except ValueError:
             data = None
         if res.returncode not in (0, 1) or not isinstance(data, dict):
-            return f"bandit failed: {tail(res.stderr) or f'exit code {res.returncode}'}"
+            why = tail(res.stderr) or f"exit code {res.returncode}"
+            raise ToolFailed("bandit", f"bandit failed: {why}")
         if unscanned is not None:
             for err in data.get("errors") or []:
                 if isinstance(err, dict) and err.get("filename"):
