@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -48,6 +49,17 @@ def _install(pkg_parent: Path, private: Path) -> dict:
     return json.loads(out.stdout)
 
 
+_LAST_CPU = [0.0]
+
+
+def _children_cpu() -> float:
+    """CPU seconds the children used since the previous call."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = ru.ru_utime + ru.ru_stime
+    delta, _LAST_CPU[0] = total - _LAST_CPU[0], total
+    return delta
+
+
 def _extract(ref: str, dest: Path) -> Path:
     dest.mkdir(parents=True)
     tar = subprocess.run(
@@ -72,11 +84,11 @@ def main() -> None:
                 [git, "-c", "user.name=b", "-c", "user.email=b@b", *cmd], cwd=repo, check=True
             )
         g = _install(ROOT, tmp / "private")
-        env = g["env"]
-        exes = [("git", g["git"]), ("shim", g["shim"])]
+        # Each shim with its own guard's environment: the sh fast path checks it.
+        exes = [("git", g["git"], g["env"]), ("shim", g["shim"], g["env"])]
         if args.baseline:
             base = _install(_extract(args.baseline, tmp / "base"), tmp / "private-base")
-            exes.append(("base", base["shim"]))
+            exes.append(("base", base["shim"], base["env"]))
         cases = {
             "status (sh fast path)": ["status", "--short"],
             "branch --list (sh fast path)": ["branch", "--list"],
@@ -85,14 +97,19 @@ def main() -> None:
             "commit (blocked)": ["commit", "-m", "x"],
         }
         times: dict[tuple[str, str], list[float]] = {}
+        # CPU seconds of each run (user + system of the finished children): on a
+        # shared machine far steadier than wall time, which waits for the CPU.
+        cpu: dict[tuple[str, str], list[float]] = {}
+        _children_cpu()
         for _ in range(args.rounds):
             for name, argv in cases.items():
-                for who, exe in exes:
+                for who, exe, env in exes:
                     t = time.perf_counter()
                     subprocess.run(
                         [exe, *argv], cwd=repo, env=env, capture_output=True, check=False
                     )
                     times.setdefault((name, who), []).append(time.perf_counter() - t)
+                    cpu.setdefault((name, who), []).append(_children_cpu())
         for name in cases:
             real = statistics.median(times[(name, "git")]) * 1000
             shimmed = statistics.median(times[(name, "shim")]) * 1000
@@ -100,6 +117,9 @@ def main() -> None:
             if args.baseline:
                 based = statistics.median(times[(name, "base")]) * 1000
                 line += f"   baseline shim {based:6.1f} ms   ratio {shimmed / based:.2f}"
+                c_new = statistics.median(cpu[(name, "shim")])
+                c_base = statistics.median(cpu[(name, "base")])
+                line += f"   cpu ratio {c_new / c_base:.2f}" if c_base else ""
             print(line)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
