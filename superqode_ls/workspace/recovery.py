@@ -9,7 +9,7 @@ there is one, adds the repository, the mode and the owning process; a session
 whose owner is gone while it was creating, running or reverting is
 *interrupted*.
 
-Removing a session goes through ``session.discard_sandbox`` (sandbox, git's
+Removing a session goes through ``teardown.discard_sandbox`` (sandbox, git's
 worktree registration — unlocked first —, scratch, record); the record goes
 last, so a discard that is itself interrupted is found and finished next time.
 Worktree registrations SuperQode left in a user's ``.git/worktrees`` are
@@ -38,7 +38,10 @@ from .fingerprint import Fingerprint
 from .git import GitError, git, git_out, registration_dirs
 from .paths import SESSION_ID_RE, parse_session_id, working_root
 from .records import OWNER, SessionRecord, owner_alive, read_record
+from .session import extract_patch
+from .teardown import discard_sandbox
 from .verification import verify_state
+from .worktree import remove_worktree
 
 log = logging.getLogger(__name__)
 
@@ -183,13 +186,9 @@ def count_changes(info: SessionInfo) -> int | None:
         return None
     if info.repo is None or not info.repo.is_dir():
         return None
-    session = _session_module()
-    fn = getattr(session, "extract_patch", None) if session else None
-    if fn is None:
-        return None
     try:
-        diff = fn(info.record)
-    except Exception:  # noqa: BLE001 - a broken sandbox shows as unknown
+        diff = extract_patch(info.record)
+    except Exception:  # a broken sandbox shows as unknown
         log.debug("cannot count changes of %s", info.id, exc_info=True)
         return None
     return sum(1 for line in diff.splitlines() if line.startswith("diff --git "))
@@ -285,28 +284,19 @@ def _rmtree(path: Path, root: Path | None = None) -> None:
     removal.remove_tree(path, root or working_root(), link_ok=True)
 
 
-def _session_module():
-    try:
-        from . import session  # the lead's engine; optional while it lands
-    except ImportError:
-        return None
-    return session
-
-
-def _discard_fallback(info: SessionInfo) -> None:
-    """Finish a discard by hand. A sandbox that is a symlink now, or not the
-    folder recorded at creation, is left alone (UnsafeRemoval, raised last);
-    what cannot be removed is reported the same way once the rest is done."""
+def _remove_leftovers(info: SessionInfo) -> None:
+    """Finish a discard by hand (also for a session without a record). A
+    sandbox that is a symlink now, or not the folder recorded at creation, is
+    left alone (UnsafeRemoval, raised last); what cannot be removed is
+    reported the same way once the rest is done."""
     made = info.record.sandbox_identity if info.record else None
     problem: Exception | None = None
     if info.repo is not None and info.repo.exists():
         try:
-            from .worktree import remove_worktree
-
             remove_worktree(info.repo, info.sandbox, made)
         except removal.UnsafeRemoval as e:
             problem = e
-        except (GitError, OSError, ImportError):
+        except (GitError, OSError):
             log.debug("remove_worktree failed for %s", info.id, exc_info=True)
     try:
         removal.remove_tree(info.sandbox, working_root(), expect=made)
@@ -335,18 +325,16 @@ def discard(info: SessionInfo) -> None:
     sessions and of repositories that no longer exist."""
     if info.fingerprint_text is None:
         info.fingerprint_text = saved_fingerprint(info)
-    session = _session_module()
-    fn = getattr(session, "discard_sandbox", None) if session else None
     problem: Exception | None = None
     with Coordinator.at(info.base, info.repo).worktree_mutex():
-        if fn is not None and info.record is not None:
+        if info.record is not None:
             try:
-                fn(info.record)
+                discard_sandbox(info.record)
             except Exception:  # finish by hand whatever the engine could not
                 log.debug("discard_sandbox failed for %s; removing by hand", info.id,
                           exc_info=True)
         try:
-            _discard_fallback(info)
+            _remove_leftovers(info)
         except (removal.UnsafeRemoval, OSError) as e:  # the rest is gone; report it after
             problem = e
     try:
@@ -671,12 +659,8 @@ def recover(info: SessionInfo, action: str = "extract", *, keep: bool = False) -
         return result
     if info.repo is None or not info.repo.is_dir():
         raise WorkspaceError(f"{info.id}: its project {info.repo} is gone; superqe clean removes it")
-    session = _session_module()
-    fn = getattr(session, "extract_patch", None) if session else None
-    if fn is None:
-        raise WorkspaceError("extracting changes is not available")
     try:
-        diff = fn(info.record)
+        diff = extract_patch(info.record)
     except (GitError, OSError, ValueError) as e:
         raise WorkspaceError(f"{info.id}: cannot extract its changes: {e}") from None
     if diff.strip():
