@@ -63,8 +63,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
             "server.worktrees",
         }
     ): "h-server",
-    # lead: changes.py stops importing gitsnapshot back.
-    frozenset({"workspace.changes", "workspace.gitsnapshot"}): "lead",
 }
 
 # Modules over MAX_LINES being split by their owner.
