@@ -59,13 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(errors_exit=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}.{name}":
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
 
 

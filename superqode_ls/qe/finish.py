@@ -14,6 +14,7 @@ from typing import Any
 from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, summarize, utcnow
 from ..workspace import landlock
 from ..workspace.artifacts import Artifacts, ensure_superqode_dir
+from ..workspace.coordinator import Coordinator
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import git, repo_root
 from . import baseline as baseline_mod
@@ -181,10 +182,8 @@ def epoch_moved(s: SandboxSession) -> bool:
     if lock is None:
         return False
     try:
-        from ..workspace.coordinator import Coordinator
-
         return Coordinator(Path(s.project)).is_result_stale(lock)
-    except (ImportError, OSError, WorkspaceError, ValueError):
+    except (OSError, WorkspaceError, ValueError):
         return False
 
 
