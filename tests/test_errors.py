@@ -1,0 +1,115 @@
+"""The one error model: every user-facing error carries a one-line message and
+an exit code, the CLI maps them in one place, and roles report a failed tool
+through ``ToolFailed`` rather than a string."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import stat
+from pathlib import Path
+
+import pytest
+
+import superqode_ls
+from superqode_ls import cli
+from superqode_ls.config import ConfigError
+from superqode_ls.errors import EXIT_FAILED, EXIT_USAGE, SuperQodeError, UsageError
+from superqode_ls.qe.pipeline import SessionFailed
+from superqode_ls.qe.roles import security
+from superqode_ls.qe.roles.base import ToolFailed
+from superqode_ls.qe.roles.security import SecurityTester
+from superqode_ls.workspace.branches import NOT_A_REPO, NotARepository
+from superqode_ls.workspace.errors import WorkspaceError
+from superqode_ls.workspace.git import GitError, git
+from tests.role_helpers import make_ctx, run_role
+
+CLI = Path(cli.__file__).parent
+
+
+def _all_subclasses(cls: type) -> set[type]:
+    out = set()
+    for sub in cls.__subclasses__():
+        out |= {sub, *_all_subclasses(sub)}
+    return out
+
+
+def test_every_error_has_an_exit_code_from_the_cli_docs():
+    for mod in pkgutil.walk_packages(superqode_ls.__path__, "superqode_ls."):
+        if ".server" not in mod.name and not mod.name.endswith("__main__"):
+            importlib.import_module(mod.name)
+    errors = _all_subclasses(SuperQodeError)
+    assert {ConfigError, WorkspaceError, GitError, SessionFailed, UsageError} <= errors
+    assert {e.__name__: e.exit_code for e in errors if e.exit_code not in (1, 2, 3)} == {}
+
+
+def test_the_cli_prints_one_line_and_the_errors_own_code(capsys):
+    assert cli.error_exit(WorkspaceError("no sandbox here\nTraceback: noise")) == EXIT_USAGE
+    assert capsys.readouterr().err == "superqe: no sandbox here\n"
+    assert cli.error_exit(NotARepository()) == EXIT_USAGE
+    assert capsys.readouterr().err == NOT_A_REPO + "\n"  # bare: editors match the line
+
+
+def test_a_real_git_failure_exits_3_and_2_in_the_worktree_group(tmp_path, capsys):
+    with pytest.raises(GitError) as info:
+        git(["rev-parse", "--verify", "no-such-ref"], tmp_path)
+    assert cli.error_exit(info.value) == EXIT_FAILED
+    assert capsys.readouterr().err.startswith("superqe: git rev-parse")
+    assert cli.error_exit(info.value, EXIT_USAGE) == EXIT_USAGE
+    args = cli.build_parser().parse_args(["worktree", "list"])
+    assert args.errors_exit == EXIT_USAGE
+    assert cli.build_parser().parse_args(["status"]).errors_exit is None
+
+
+def test_a_handlers_error_reaches_main_untranslated(capsys):
+    code = cli.main(["recover", "qe-20200101-000000-abcdef"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and err.count("\n") == 1 and err.startswith("superqe: ")
+
+
+def test_no_cli_module_translates_errors_by_hand():
+    """`raise UsageError(str(e))` inside an except clause was the old way:
+    main maps every SuperQodeError in one place."""
+    found = []
+    for path in sorted(CLI.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ExceptHandler):
+                for inner in ast.walk(node):
+                    if (
+                        isinstance(inner, ast.Raise)
+                        and isinstance(inner.exc, ast.Call)
+                        and getattr(inner.exc.func, "id", "") == "UsageError"
+                    ):
+                        found.append(f"{path.name}:{inner.lineno}")
+    assert found == []
+
+
+def _fake_bandit(tmp_path: Path, body: str) -> str:
+    tool = tmp_path / "bin" / "bandit"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n" + body + "\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    return str(tool)
+
+
+def test_a_failing_bandit_fails_the_role_with_its_message(make_repo, tmp_path, monkeypatch):
+    repo = make_repo({"app.py": "import os\n"})
+    fake = _fake_bandit(tmp_path, "echo 'bandit: cannot read its profile' >&2; exit 2")
+    monkeypatch.setattr(security, "tool_path", lambda name: fake if name == "bandit" else None)
+    out = run_role(SecurityTester(), make_ctx(repo))
+    assert (out.status, out.tool) == ("failed", "bandit")
+    assert out.reason == "bandit failed: bandit: cannot read its profile"
+
+
+def test_a_bandit_out_of_time_is_a_timeout_not_a_string(make_repo, tmp_path, monkeypatch):
+    repo = make_repo({"app.py": "import os\n"})
+    fake = _fake_bandit(tmp_path, "exec sleep 60")
+    monkeypatch.setattr(security, "tool_path", lambda name: fake if name == "bandit" else None)
+    out = run_role(SecurityTester(), make_ctx(repo, deadline_in=1.0))
+    assert (out.status, out.reason, out.tool) == ("timeout", "bandit ran out of time", "bandit")
+
+
+def test_tool_failed_is_an_error_of_the_model():
+    e = ToolFailed("mypy", "mypy crashed\nwith a long traceback", status="failed")
+    assert isinstance(e, SuperQodeError) and e.output().reason == "mypy crashed"
