@@ -5,6 +5,7 @@ through ``ToolFailed`` rather than a string."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib
 import pkgutil
 import stat
@@ -113,3 +114,17 @@ def test_a_bandit_out_of_time_is_a_timeout_not_a_string(make_repo, tmp_path, mon
 def test_tool_failed_is_an_error_of_the_model():
     e = ToolFailed("mypy", "mypy crashed\nwith a long traceback", status="failed")
     assert isinstance(e, SuperQodeError) and e.output().reason == "mypy crashed"
+
+
+def test_a_ghostwriter_that_writes_nothing_fails_the_role_with_why(make_repo, monkeypatch):
+    from superqode_ls.qe.roles import testgen
+    from tests.deep_helpers import make_ctx as deep_ctx
+
+    repo = make_repo({"calc.py": "def double(x: int) -> int:\n    return 2 * x\n"})
+    monkeypatch.setattr(testgen, "GHOSTWRITE_TIMEOUT_S", 0.01)  # stopped before it writes
+    out = asyncio.run(testgen.TestGenerator().run(deep_ctx(repo)))
+    assert (out.status, out.reason, out.tool) == (
+        "failed",
+        "could not write tests: timed out",
+        testgen.TOOL,
+    )

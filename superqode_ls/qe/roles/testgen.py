@@ -28,7 +28,7 @@ from . import _scratch
 from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
 from ._pytest_plugins import CRASH_PLUGIN, collect_reason, write_plugin
-from .base import Role, RoleContext, RoleOutput
+from .base import Role, RoleContext, RoleOutput, ToolFailed
 
 TOOL = "hypothesis-ghostwriter"
 # A generated test that runs longer than this is taken to hang and is dropped.
@@ -107,9 +107,10 @@ class TestGenerator(Role):
             tools = scratch / "tools"
             gen_dir = scratch / "generated"
             gen_dir.mkdir()
-            records = await self._ghostwrite(ctx, scratch, tools, copy, modules, skipped)
-            if isinstance(records, str):
-                return RoleOutput(status="failed", reason=records, tool=TOOL)
+            try:
+                records = await self._ghostwrite(ctx, scratch, tools, copy, modules, skipped)
+            except ToolFailed as e:
+                return e.output()
             generated = await asyncio.to_thread(self._write_tests, gen_dir, records, skipped)
             if generated:
                 await self._run_tests(ctx, tools, gen_dir, copy, generated)
@@ -170,7 +171,8 @@ class TestGenerator(Role):
         copy: Path,
         modules: list[dict[str, str]],
         skipped: list[tuple[str, str]],
-    ) -> list[dict[str, Any]] | str:
+    ) -> list[dict[str, Any]]:
+        """The ghostwriter's records (``ToolFailed`` when it wrote none)."""
         tools.mkdir(exist_ok=True)
         script = tools / "ghostwrite.py"
         shutil.copyfile(Path(__file__).with_name("_ghostwrite.py"), script)
@@ -191,7 +193,7 @@ class TestGenerator(Role):
         if not records and not res.ok:
             tail = " | ".join((res.stdout + res.stderr).strip().splitlines()[-3:])
             why = "timed out" if res.timed_out else tail
-            return f"could not write tests: {why}"
+            raise ToolFailed(TOOL, f"could not write tests: {why}")
         if res.timed_out:
             skipped.append(("(ghostwriter)", "stopped at the time limit; later modules not done"))
         return records
