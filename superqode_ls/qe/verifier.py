@@ -158,6 +158,12 @@ class _FileBackup:
                 p.write_bytes(data)
 
 
+
+async def _restore(session: SandboxSession | None, checkpoint: str) -> None:
+    # A checkpoint is only ever taken from a session.
+    assert session is not None
+    await session.restore(checkpoint)
+
 @dataclass
 class VerifyResult:
     patch_id: str
@@ -332,7 +338,7 @@ class Verifier:
                             judged = []
                             backup.restore()
                             if checkpoint is not None:
-                                await self.session.restore(checkpoint)
+                                await _restore(self.session, checkpoint)
                                 checkpoint = None
                             for p in retry:
                                 results.append(await self._verify_one(p))
@@ -359,7 +365,7 @@ class Verifier:
             return results
         finally:
             if checkpoint is not None:
-                await self.session.restore(checkpoint)
+                await _restore(self.session, checkpoint)
             backup.restore()
 
     async def _covering_step(
@@ -387,14 +393,14 @@ class Verifier:
             broken: set[str] = set()
             if after.status == "failed":
                 if checkpoint is not None:
-                    await self.session.restore(checkpoint)
+                    await _restore(self.session, checkpoint)
                 backup.restore()
                 before = await self.covering.run(tests)
                 new = after.failures - before.failures if before.status != "not_run" else after.failures
                 broken = {after.files.get(i, "") for i in new}
         finally:
             if checkpoint is not None:
-                await asyncio.shield(self.session.restore(checkpoint))
+                await asyncio.shield(_restore(self.session, checkpoint))
         out = []
         for p, f, r in judged:
             if not r.verified:

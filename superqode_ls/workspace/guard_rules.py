@@ -17,7 +17,8 @@ if False:  # typing only
 def _split(args: Sequence[str], with_value: Iterable[str] = ()) -> tuple[list[str], list[str]]:
     """(options, positionals); stops option parsing at ``--``."""
     with_value = set(with_value)
-    opts, pos = [], []
+    opts: list[str] = []
+    pos: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]

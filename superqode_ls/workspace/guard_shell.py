@@ -232,8 +232,8 @@ class _Shell:
     def simple(self, words: list[str], env: dict[str, str]) -> None:
         env = {**self.exported, **env}
         i = 0
-        while i < len(words) and _ASSIGN_RE.match(words[i]):
-            name, value = _ASSIGN_RE.match(words[i]).groups()
+        while i < len(words) and (m := _ASSIGN_RE.match(words[i])):
+            name, value = m.groups()
             env[name] = value
             i += 1
         words = words[i:]
