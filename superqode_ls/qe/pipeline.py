@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
-from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, utcnow
+from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, RoleStatus, utcnow
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
@@ -343,7 +343,9 @@ class QESession:
         started = utcnow()
         t0 = time.monotonic()
         self.bus.emit("role_start", role=name)
-        status, reason, out = "ok", None, RoleOutput()
+        status: RoleStatus = "ok"
+        reason: str | None = None
+        out = RoleOutput()
         try:
             if self._python is not None and _needs_python(role):
                 ctx.python = await self._python
@@ -374,7 +376,7 @@ class QESession:
             raise
 
     def _finish_role(
-        self, name: str, role: Role, out: RoleOutput, status: str, reason: str | None,
+        self, name: str, role: Role, out: RoleOutput, status: RoleStatus, reason: str | None,
         started, t0: float, total: int, sandbox: Path, res: Resolved,
     ) -> None:
         # The role's own time: publishing its findings below is the session's.

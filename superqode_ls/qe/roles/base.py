@@ -23,6 +23,7 @@ from ...config import Config
 from ...errors import EXIT_FAILED, SuperQodeError
 from ...models import ChangeSet, Finding, Patch, RoleStatus, Verification
 from ...workspace.artifacts import Artifacts
+from ...workspace.coordinator import LockRecord
 from ...workspace.proc import ProcResult, run_command
 from ...workspace.pyenv import ProjectPython
 
@@ -40,7 +41,7 @@ class SandboxSession(Protocol):
     isolation: str  # "worktree" or "snapshot"
     base_commit: str | None
     verification: Verification | None  # set when the session closes
-    lock: Any  # the coordinator's lock record; None when not held
+    lock: LockRecord | None  # the coordinator's lock; None when not held
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]: ...
 
