@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -489,3 +490,37 @@ def test_shell_fast_path_never_allows_what_the_check_blocks(tmp_path):
     fast = {" ".join(a) for a, t in zip(argvs, taken) if t}
     assert {"status", "diff", "branch -l", "tag -l", "config --get user.name", "stash list"} <= fast
     assert "show HEAD" not in fast  # blocked by the project's block list: never fast
+
+
+_SHIM_IMPORTS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+before = set(sys.modules)
+from superqode_ls.workspace import guard_shim
+loaded = set(sys.modules) - before
+print(" ".join(sorted(m for m in loaded if m.startswith("superqode_ls"))))
+print(" ".join(sorted(m for m in loaded if not m.startswith("superqode_ls"))))
+v = guard_shim.check_git_argv(sys.argv[2:])
+print(v.allowed, "re" in sys.modules, "superqode_ls.workspace.guard_shell" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "reads_shell"),
+    [(["branch", "-d", "x"], False), (["-c", "core.pager=git commit", "log"], True)],
+)
+def test_the_shims_python_path_loads_the_judge_only(argv, reads_shell):
+    """The shim runs as ``python -I -S`` on every judged git call: stdlib
+    only, and the shell reader (with ``re``) only for a command git would run."""
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _SHIM_IMPORTS, root, *argv],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    assert out[0].split() == [
+        "superqode_ls", "superqode_ls.workspace", "superqode_ls.workspace.guard_judge",
+        "superqode_ls.workspace.guard_policy", "superqode_ls.workspace.guard_rules",
+        "superqode_ls.workspace.guard_shim", "superqode_ls.workspace.guard_verdict",
+    ]
+    assert not {"re", "typing", "json", "dataclasses", "pydantic"} & set(out[1].split())
+    assert out[2] == f"False {reads_shell} {reads_shell}"
