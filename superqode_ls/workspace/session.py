@@ -29,7 +29,7 @@ from .errors import CreationAborted, WorkspaceError
 from .fingerprint import OWN, Fingerprint, take_fingerprint
 from .git import GitError, copy_index, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
-from .guard_env import install_guard
+from .guard_env import GuardInstall, install_guard
 from .paths import (
     PRIVATE_WRITABLE,
     SessionPaths,
@@ -45,10 +45,7 @@ from .paths import (
 from .proc import BARRIER_ENV, end_session_processes
 from .records import SessionRecord, read_record, write_record
 from .snapshot import copy_tree, list_files
-from .teardown import (
-    discard_sandbox,  # noqa: F401 - recovery finds it here
-    drop_snapshots,
-)
+from .teardown import drop_snapshots
 from .teardown import git_registrations as _git_registrations
 from .teardown import remove_quietly as _remove_quietly
 from .verification import verify_state
@@ -114,7 +111,7 @@ class IsolatedSession:
         self.record: SessionRecord | None = None
         self._fp_before: Fingerprint | None = None
         self._abort: threading.Event | None = None
-        self._guard: Any = None
+        self._guard: GuardInstall | None = None
         self._heartbeat: asyncio.Task | None = None
         self._closed = False
         self.lock: Any = None
@@ -315,7 +312,7 @@ class IsolatedSession:
                                     protect=protect)
         if self.isolation == "worktree":
             cfg = self.private / "git" / "common" / "config"
-            for key, value in getattr(self._guard, "config_entries", []):
+            for key, value in self._guard.config_entries:
                 wt.git(["config", "--file", str(cfg), "--replace-all", key, value], self.private)
 
     # -- warm sandboxes ------------------------------------------------------
@@ -418,10 +415,9 @@ class IsolatedSession:
         await asyncio.to_thread(self.restore_sync, snapshot_id)
 
     def guard_events(self) -> list[dict]:
-        events = getattr(self._guard, "events", None)
-        if events is None:
+        if self._guard is None:
             return []
-        blocked = events.poll()
+        blocked = self._guard.events.poll()
         for rec in blocked:
             self.bus.emit("git.blocked", **rec)
         return blocked
