@@ -30,6 +30,9 @@ def test_findings_patches_and_untouched_sandbox(make_repo):
 
     (f401,) = at(out.findings, "F401", "pkg/mod.py", 1)
     assert f401.snippet == "import os" and f401.range.start_col == 8
+    # ruff's own words once; the code is the rule id, the rule page the link.
+    assert f401.title == f401.message == "`os` imported but unused"
+    assert f401.help_uri and f401.help_uri.rstrip("/").endswith("/unused-import")
     (f841,) = at(out.findings, "F841", "pkg/mod.py", 6)
     assert f841.range.start_col == 17  # after 'żółw' counted as 4 characters
     assert f841.snippet == '    s = "żółw"; unused = 1'

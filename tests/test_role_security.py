@@ -43,7 +43,13 @@ def test_bandit_findings_and_fixes(make_repo):
     (b506,) = at(out.findings, "B506", "app.py", 9)
     (b324,) = at(out.findings, "B324", "app.py", 13)
     (b602,) = at(out.findings, "B602", "app.py", 17)
-    assert b324.severity.value == "high" and b324.confidence == 0.9
+    # bandit says high; a weak hash is medium (a secret in the code is at least
+    # high, and MD5 must not outrank it), with the reason on the finding.
+    assert b324.severity.value == "medium" and b324.confidence == 0.9
+    assert b324.severity_reason.startswith("bandit rates it high")
+    # One text, no "B324 (hashlib): " prefix: the rule id is the code.
+    assert b324.message == b324.title or b324.message.startswith(b324.title)
+    assert not b324.message.startswith("B324")
     assert b506.category == "security" and "CWE-20" in b506.tags
     assert b602.fix_patch_id is None  # no mechanical fix for shell=True
     assert b506.snippet == "        return yaml.load(fh, Loader=yaml.Loader)"
@@ -102,6 +108,26 @@ def test_secrets_scan_masks_values(make_repo):
     assert gh.severity.value == "critical" and gh.snippet is None
     assert gh.evidence[0].snippet.startswith('GITHUB_TOKEN = "ghp_***')
     assert (gh.range.start_col, gh.range.end_col) == (17, 17 + len(token))
+
+
+def test_a_hardcoded_password_reads_once_and_outranks_md5(make_repo):
+    """What an editor shows (the server's diagnostic text is built from title
+    and message): the problem once, no "title: B105 (name): title"; the secret
+    masked; high (an error), above the weak hash beside it."""
+    from superqode_ls.server.convert import diagnostic_message, lsp_severity
+
+    src = 'import hashlib\n\nDB_PASSWORD = "hunter2-prod-db"\nkey = hashlib.md5(b"x").hexdigest()\n'
+    repo = make_repo({"store.py": src})
+    out = run_role(SecurityTester(), make_ctx(repo))
+    (pw,) = at(out.findings, "B105", "store.py", 3)
+    (md5,) = at(out.findings, "B324", "store.py", 4)
+    text = diagnostic_message(pw)
+    assert text.startswith("Possible hardcoded password: '***************'")
+    assert text.count("Possible hardcoded password") == 1 and "B105" not in text
+    assert "hunter2" not in text
+    assert pw.severity.value == "high" and md5.severity.value == "medium"
+    assert lsp_severity(pw.severity) < lsp_severity(md5.severity)  # LSP: 1 error, 2 warning
+    assert diagnostic_message(md5).count(md5.title) == 1
 
 
 def test_secret_ids_stable_and_distinct(make_repo):

@@ -123,8 +123,10 @@ class LintTester(FileCheckRole):
                     role=self.name,
                     tool="ruff",
                     rule_id=code,
+                    # The rule id is the diagnostic's code and its name is in
+                    # help_uri: the text says the problem once, as ruff does.
                     title=diag.get("message") or name,
-                    message=f"{code} ({name}): {diag.get('message') or name}",
+                    message=diag.get("message") or name,
                     severity=ruff_severity(code),
                     confidence=0.9,
                     category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",

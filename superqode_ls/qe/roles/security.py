@@ -158,7 +158,8 @@ class SecurityTester(FileCheckRole):
             severity = _SEVERITY.get(r.get("issue_severity", ""), Severity.medium)
             if test_id in _IMPORT_NOTES:
                 severity = Severity.info
-            message = f"{test_id} ({r.get('test_name')}): {r.get('issue_text', '')}"
+            # The test id is the code, its name a tag: the text says it once.
+            message = r.get("issue_text") or test_id
             title = r.get("issue_text", test_id).split(". ")[0].rstrip(".")
             fid = ""
             evidence: list[Evidence] = []
@@ -194,6 +195,15 @@ class SecurityTester(FileCheckRole):
                             "code is at least high"
                         )
                         severity = Severity.high
+            elif test_id == "B324" and severity.rank > Severity.medium.rank:
+                # A weak hash is a risk only where it protects something; a
+                # cache key or an ETag is not. A secret in the code always is,
+                # so MD5 must not rank above one (secrets are at least high).
+                severity_reason = (
+                    f"bandit rates it {severity.value}; a weak hash matters where it "
+                    "protects something"
+                )
+                severity = Severity.medium
             elif test_id == "B101":
                 # An assert outside tests: worth a look, never a failed run
                 # (qe.never_fail); whatever bandit's version calls it.
@@ -247,8 +257,8 @@ class SecurityTester(FileCheckRole):
                         rule_id=hit.rule.id,
                         title=hit.rule.title,
                         message=(
-                            f"{hit.rule.title} in {rel} line {hit.line}{hit.note}. Remove it, "
-                            "rotate it, and load it from the environment or a secret store."
+                            f"{hit.rule.title}{hit.note}. Remove it, rotate it, and load it "
+                            "from the environment or a secret store."
                         ),
                         severity=hit.rule.severity,
                         confidence=hit.confidence,
