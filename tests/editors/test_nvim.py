@@ -54,7 +54,9 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     assert data["progress"]["done"] and "2 finding(s)" in data["progress"]["message"]
     assert data["offered"] == ["SuperQode: fix F401 (`os` imported but unused)"]
     # Neovim's own HTML rendering of the window (:TOhtml), as a screenshot for the docs.
-    assert "F401 (unused-import)" in html.read_text()
+    # One message per diagnostic: ruff's words, no "F401 (unused-import):" repeat.
+    assert "imported but unused" in html.read_text() and "(unused-import)" not in html.read_text()
+    assert {d["code"]: d["message"] for d in data["diagnostics"]}["F401"] == "`os` imported but unused"
     shot = artifact_dir("nvim") / "nvim-diagnostics.png"
     html_screenshot(html, shot, editor_env, size="1000,720")
     publish(shot)
@@ -69,10 +71,35 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     (session,) = data["sessions"]
     assert session["sessionId"] == data["session"] and session["state"] == "done"
     assert data["picker"][0]["prompt"] == "SuperQode sessions"
-    assert data["picker"][1]["items"] == ["Show report", "Cancel", "Revert"]
+    # A finished session has nothing to cancel or revert (its sandbox went at its end).
+    assert data["picker"][1]["items"] == ["Show report"]
+    assert data["report_filetype"] == "markdown"
     report = Path(data["report"])
     assert report.parent == example_copy / ".superqode" / "qe-artifacts" / "qr"
     assert data["session"] in report.read_text()
+
+
+def test_session_end_reaches_the_statusline_and_the_hover_keeps_the_masked_secret(
+    example_copy: Path, editor_env, tmp_path
+):
+    data = nvim("hover", "shop/storage.py", example_copy, editor_env, tmp_path)
+    sid = data["session"]
+    # The statusline shows the verdict line as soon as the session ends.
+    assert data["status_line"].startswith(f"SuperQode: session {sid}: ")
+    assert data["drawn"] == data["status_line"] and data["status_events"] >= 2
+    ends = [n["msg"] for n in data["notes"] if sid in n["msg"] and not n["msg"].endswith(" started")]
+    assert ends == [data["status_line"]]  # the end said once, with the verdict
+    # Secrets rank high (an error), the weak hash below them (a warning).
+    by_line = {d["lnum"] + 1: d for d in data["diagnostics"]}
+    assert by_line[11]["severity"] == 1 and by_line[12]["severity"] == 1
+    assert by_line[21]["code"] == "B324" and by_line[21]["severity"] == 2
+    assert by_line[11]["message"].count("Possible hardcoded password") == 1
+    # K: plain text, the masked value verbatim (Markdown made "****" emphasis).
+    hover = "\n".join(data["hover"])
+    assert "'***************'" in hover and "hunter2" not in hover, hover
+    assert hover.count("Possible hardcoded password") == 1, hover
+    assert data["hover_filetype"] != "markdown"
+    assert changed_files(example_copy) == []
 
 
 def test_cancel_mid_run_ends_the_session_and_leaves_the_repository_alone(

@@ -29,6 +29,8 @@ M.options = vim.deepcopy(defaults)
 -- token -> { session = id, title, message, done } for every SuperQode progress seen.
 M.sessions = {}
 M.last_session = nil
+-- The last session that ended: { session = id, message = its verdict line }.
+M.last_end = nil
 
 local function notify(msg, level)
   vim.notify("SuperQode: " .. msg, level or vim.log.levels.INFO)
@@ -168,6 +170,27 @@ function M.cancel(session_id)
   return true
 end
 
+--- What Fix All did: the count, the files it edited and what it left out
+--- when the server says (an older server sends the count only).
+function M.fix_all_message(result)
+  local n = result.applied or 0
+  local text = n == 1 and "applied 1 verified fix" or ("applied %d verified fixes"):format(n)
+  if type(result.files) == "table" and #result.files > 0 then
+    text = text .. " in " .. table.concat(vim.tbl_map(function(f)
+      return vim.fn.fnamemodify(f, ":t")
+    end, result.files), ", ")
+  end
+  text = text .. "."
+  if type(result.skipped) == "table" and #result.skipped > 0 then
+    local parts = {}
+    for _, sk in ipairs(result.skipped) do
+      table.insert(parts, ("%s (%s)"):format(tostring(sk.rule or sk.findingId or "?"), tostring(sk.reason)))
+    end
+    text = text .. (" Skipped %d: %s."):format(#result.skipped, table.concat(parts, "; "))
+  end
+  return text
+end
+
 --- Apply every verified fix: in the current file, or everywhere with `all`.
 function M.fix_all(all)
   local arg = {}
@@ -175,7 +198,7 @@ function M.fix_all(all)
     arg.uri = buf_uri(0)
   end
   return M.execute("superqode.applyAllFixes", arg, function(result)
-    notify(("applied %d fix(es)"):format(result.applied or 0))
+    notify(M.fix_all_message(result))
   end)
 end
 
@@ -185,17 +208,23 @@ function M.report(session_id)
     if result.shown == false and result.uri then
       vim.cmd.edit(vim.fn.fnameescape(vim.uri_to_fname(result.uri)))
     end
+    -- A Markdown buffer, whatever opened it: rendered by the markdown
+    -- filetype (treesitter/conceal), never left as plain text.
+    if vim.api.nvim_buf_get_name(0):match("%.md$") and vim.bo.filetype ~= "markdown" then
+      vim.bo.filetype = "markdown"
+    end
   end)
 end
 
-local function describe(s)
-  -- JSON null arrives as vim.NIL: leave it out.
-  local function val(x)
-    if x == nil or x == vim.NIL then
-      return nil
-    end
-    return x
+-- JSON null arrives as vim.NIL: nil for it.
+local function val(x)
+  if x == nil or x == vim.NIL then
+    return nil
   end
+  return x
+end
+
+local function describe(s)
   local parts = { tostring(s.sessionId), tostring(val(s.state) or "?") }
   if val(s.mode) then
     table.insert(parts, tostring(s.mode))
@@ -229,7 +258,16 @@ function M.list_sessions(on_list)
       if not s then
         return
       end
-      local actions = { "Show report", "Cancel", "Revert" }
+      -- A finished session removed its sandbox at its end: only a live one or
+      -- one left on disk has anything to cancel or revert.
+      local live = s.state == "running" or s.state == "starting"
+      local actions = { "Show report" }
+      if live then
+        table.insert(actions, "Cancel")
+      end
+      if live or val(s.onDisk) then
+        table.insert(actions, "Revert")
+      end
       vim.ui.select(actions, { prompt = s.sessionId }, function(action)
         if action == "Show report" then
           M.report(s.sessionId)
@@ -237,8 +275,9 @@ function M.list_sessions(on_list)
           M.cancel(s.sessionId)
         elseif action == "Revert" then
           M.execute("superqode.revertSession", { sessionId = s.sessionId }, function(r)
-            notify(("session %s reverted%s"):format(
-              s.sessionId, r.verification and (": " .. r.verification) or ""))
+            local verification = val(r.verification)
+            notify(("session %s: %ssandbox removed%s"):format(s.sessionId, live and "cancelled, " or "",
+              verification and (". " .. verification) or ""))
           end)
         end
       end)
@@ -250,13 +289,6 @@ end
 -- the plugin opens it in a new tab whose working directory is the worktree, so
 -- it passes showDocument = false (otherwise the folder would also go to the
 -- system's file opener through window/showDocument).
-
-local function val(x)
-  if x == nil or x == vim.NIL then
-    return nil
-  end
-  return x
-end
 
 --- Open `path` in a new tab with it as the tab's working directory (:tcd).
 function M.open_folder(path)
@@ -363,12 +395,16 @@ local function complete_worktrees(lead)
   return out
 end
 
---- One line for a statusline: the running session and its last progress message.
+--- One line for a statusline: the running session and its last progress
+--- message; when none runs, the last session's end (its verdict line).
 function M.status()
   for _, s in pairs(M.sessions) do
     if not s.done then
       return ("SuperQode %s: %s"):format(s.session, s.message or s.title or "running")
     end
+  end
+  if M.last_end then
+    return "SuperQode: " .. M.last_end.message
   end
   return ""
 end
@@ -392,10 +428,32 @@ local function on_progress(ev)
   end
   s.message = value.message or s.message
   s.kind = value.kind
+  if value.kind == "end" then
+    -- The end is said once, where it stays (:messages), and every statusline
+    -- is redrawn now: nothing else would redraw it until the next keypress.
+    M.last_end = { session = s.session, message = s.message or "ended" }
+    local text = s.message == "cancelled" and ("session %s cancelled"):format(s.session) or s.message or "ended"
+    if not (s.message or ""):match("^failed") then -- the server says a failure itself
+      notify(text)
+    end
+    vim.api.nvim_exec_autocmds("User", { pattern = "SuperQodeStatus", modeline = false })
+    vim.cmd("redrawstatus!")
+    return
+  end
+  vim.api.nvim_exec_autocmds("User", { pattern = "SuperQodeStatus", modeline = false })
   if M.options.progress then
     local text = ("%s: %s"):format(s.title or "SuperQode", s.message or value.kind)
     vim.api.nvim_echo({ { text } }, false, {})
   end
+end
+
+-- Hovers as plain text: Neovim renders Markdown hovers, where a masked
+-- secret ('****************') turns into emphasis markers and a rule.
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  caps.textDocument.hover = caps.textDocument.hover or {}
+  caps.textDocument.hover.contentFormat = { "plaintext" }
+  return caps
 end
 
 local function server_config(cmd)
@@ -404,6 +462,7 @@ local function server_config(cmd)
     cmd = cmd,
     settings = settings_section(),
     init_options = settings_section(),
+    capabilities = capabilities(),
   }
 end
 
