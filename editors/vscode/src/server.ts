@@ -1,5 +1,6 @@
-// Finding superqode-ls: the setting, an interpreter that has it, a venv bundled
-// with the extension, the workspace's .venv, then PATH.
+// Finding superqode-ls: the settings, an interpreter that has it, the
+// workspace's .venv, PATH; with none of them, the server bundled in the .vsix
+// (bundle.ts) is used.
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -48,16 +49,18 @@ function onPath(): string | undefined {
   return undefined;
 }
 
-export function findServer(extensionPath: string): ServerCommand | string {
+/** The server from the settings or the environment; a string when a setting
+ * points nowhere; undefined when there is none (then the bundled one is used). */
+export function findServer(): ServerCommand | string | undefined {
   const cfg = vscode.workspace.getConfiguration("superqode");
-  const configured = cfg.get<string | null>("server.path");
+  const configured = cfg.get<string | null>("server.path")?.trim();
   if (configured) {
     const p = expand(configured);
     return executable(p)
       ? { command: p, args: [], source: "superqode.server.path" }
       : `superqode.server.path is set to ${p}, which is not an executable file.`;
   }
-  const python = cfg.get<string | null>("server.python");
+  const python = cfg.get<string | null>("server.python")?.trim();
   if (python) {
     const p = expand(python);
     if (!executable(p)) {
@@ -72,27 +75,19 @@ export function findServer(extensionPath: string): ServerCommand | string {
       return { command: found, args: [], source: "python.defaultInterpreterPath" };
     }
   }
-  // A venv bundled in the .vsix moved since it was made: its scripts' shebangs
-  // point at the old place, so start the server through its interpreter.
-  const bundled = path.join(extensionPath, "venv", BIN, process.platform === "win32" ? "python.exe" : "python");
-  if (executable(bundled)) {
-    return { command: bundled, args: ["-m", "superqode_ls.server"], source: "bundled venv" };
-  }
-  const candidates: [string, string][] = [];
   for (const folder of vscode.workspace.workspaceFolders ?? []) {
-    candidates.push([path.join(folder.uri.fsPath, ".venv", BIN, EXE), `${folder.name}/.venv`]);
-  }
-  for (const [candidate, source] of candidates) {
+    const candidate = path.join(folder.uri.fsPath, ".venv", BIN, EXE);
     if (executable(candidate)) {
-      return { command: candidate, args: [], source };
+      return { command: candidate, args: [], source: `${folder.name}/.venv` };
     }
   }
   const found = onPath();
-  if (found) {
-    return { command: found, args: [], source: "PATH" };
-  }
-  return "superqode-ls was not found (superqode.server.path, the Python interpreter, a bundled venv, the workspace's .venv, PATH).";
+  return found ? { command: found, args: [], source: "PATH" } : undefined;
 }
+
+export const NOT_FOUND =
+  "superqode-ls was not found (superqode.server.path, the Python interpreter, the workspace's .venv, PATH) " +
+  "and this .vsix has no bundled server.";
 
 /** The settings editor on the server settings. They are machine-overridable, so
  * a remote window (Remote-SSH, WSL, code-server) shows them only on its Remote
@@ -106,5 +101,5 @@ export function serverSettingsCommand(): { command: string; arguments: object[] 
 }
 
 export const INSTALL_HINT =
-  "Install it into your project's Python environment with `pip install superqode-ls`, " +
-  "then set superqode.server.path (or superqode.server.python) if it is not on PATH.";
+  "Install it with `pip install superqode-ls` and set superqode.server.path (or superqode.server.python) " +
+  "to it, or use a .vsix with the bundled server.";

@@ -9,6 +9,7 @@ export class StatusBar implements vscode.Disposable {
   private counts = { errors: 0, warnings: 0, infos: 0 };
   private last: string | undefined;
   private missing = false;
+  private starting = false;
 
   constructor() {
     this.item.name = "SuperQode";
@@ -36,6 +37,13 @@ export class StatusBar implements vscode.Disposable {
   /** No server: the item says so and opens the server settings. */
   setMissing(missing = true): void {
     this.missing = missing;
+    this.starting = false;
+    this.render();
+  }
+
+  /** The server is being found, installed (the bundled one) or started. */
+  setStarting(starting = true): void {
+    this.starting = starting;
     this.render();
   }
 
@@ -45,6 +53,13 @@ export class StatusBar implements vscode.Disposable {
       this.item.tooltip = "superqode-ls was not found or did not start: see the SuperQode output. Click for its settings.";
       this.item.command = { title: "Settings", ...serverSettingsCommand() };
       this.item.accessibilityInformation = { label: "SuperQode: no server" };
+      return;
+    }
+    if (this.starting) {
+      this.item.text = "$(loading~spin) SuperQode: starting";
+      this.item.tooltip = "Starting superqode-ls (the first start installs the bundled server). See the SuperQode output.";
+      this.item.command = "superqode.ui.showOutput";
+      this.item.accessibilityInformation = { label: "SuperQode: starting" };
       return;
     }
     this.item.command = "superqode.ui.sessions";

@@ -82,6 +82,49 @@ async function missingServer(page) {
   step("run", (await warn.first().locator(".notification-list-item-message").innerText()).trim());
 }
 
+// A toast whose text matches `re`: its message and its buttons.
+async function toast(page, re, timeout = 60000) {
+  const t = page.locator(".notifications-toasts .notification-toast", { hasText: re }).first();
+  await t.waitFor({ timeout });
+  const buttons = [];
+  for (const b of await t.locator(".monaco-button").all()) buttons.push((await b.innerText()).trim());
+  return {
+    message: (await t.locator(".notification-list-item-message").first().innerText()).trim(),
+    buttons: buttons.filter((b) => b),
+  };
+}
+
+async function statusLabel(page) {
+  const item = page.locator(".statusbar-item", { hasText: "SuperQode" }).first();
+  return (await item.locator("a").getAttribute("aria-label")) || (await item.innerText());
+}
+
+// Nothing but the .vsix: no server setting, no superqode-ls on PATH. The
+// extension installs its bundled server on first start and a run works.
+async function bundledServer(page) {
+  // The first start installs the wheels into a venv: that notification, or
+  // (on a fast machine) already the ready status bar.
+  const installing = page.locator(".notifications-toasts .notification-toast", { hasText: "installing the bundled server" });
+  try {
+    await installing.first().waitFor({ timeout: 30000 });
+    step("installing", (await installing.first().innerText()).split("\n")[0]);
+  } catch {
+    step("installing", null);
+  }
+  await page.waitForFunction(() => {
+    const el = [...document.querySelectorAll(".statusbar-item")].find((e) => e.innerText.includes("SuperQode"));
+    const label = el && el.querySelector("a") ? el.querySelector("a").getAttribute("aria-label") : "";
+    return label && /^SuperQode( \d+){3}$/.test(label);  // not "starting", not "no server"
+  }, null, { timeout: 300000, polling: 250 });
+  step("status_ready", await statusLabel(page));
+  await command(page, "SuperQode: Run QE");
+  await page.waitForFunction(() => document.querySelectorAll(".monaco-editor .view-overlays [class*='squiggly-']").length >= 2,
+    null, { timeout: 120000 });
+  step("end", await toast(page, /SuperQode: session qe-/, 120000));
+  step("squiggles", await squiggleLines(page));
+  await page.screenshot({ path: path.join(shots, "vscode-bundled-server.png") });
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.SQ_CHROMIUM,
@@ -110,6 +153,11 @@ async function main() {
       result.exit = 0;
       return;
     }
+    if (process.env.SQ_SCENARIO === "bundled") {
+      await bundledServer(page);
+      result.exit = 0;
+      return;
+    }
     await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().waitFor({ timeout: 30000 });
     step("activated", await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().innerText());
 
@@ -132,6 +180,8 @@ async function main() {
     }, null, { timeout: 60000 });
     step("squiggles", await squiggleLines(page));
     step("status", (await status.getAttribute("aria-label")) || (await status.innerText()));
+    // The end of the session, said where it cannot be missed: the verdict line.
+    step("end", await toast(page, /SuperQode: session qe-/));
 
     await page.keyboard.press("Control+Shift+M");
     const problems = page.locator(".markers-panel .monaco-list-row");
@@ -144,6 +194,24 @@ async function main() {
     await page.mouse.move(0, 0);
     await page.screenshot({ path: path.join(shots, "vscode-run-qe.png") });
     step("screenshot");
+
+    // The hover on `import os` (line 6): VS Code's diagnostic hover, the text once.
+    for (const sq of await page.locator(".monaco-editor .view-overlays [class*='squiggly-']").all()) {
+      const b = await sq.boundingBox();
+      if (b && (await lineOf(page, b)) === 6) {
+        await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+        break;
+      }
+    }
+    const hover = page.locator(".monaco-hover:not(.hidden) .monaco-hover-content").first();
+    await hover.waitFor({ timeout: 15000 });
+    await page.waitForFunction(() => /imported but unused/.test(
+      (document.querySelector(".monaco-hover:not(.hidden) .monaco-hover-content") || {}).innerText || ""), null, { timeout: 15000 });
+    await page.waitForTimeout(1500); // a second hover part (the server's) would have arrived by now
+    step("hover", (await hover.innerText()).trim());
+    await page.screenshot({ path: path.join(shots, "vscode-hover.png") });
+    await page.keyboard.press("Escape");
+    await page.mouse.move(0, 0);
 
     // Cursor on `import os` (line 6), Ctrl+. and pick the SuperQode fix.
     await page.keyboard.press("Control+G");
@@ -196,9 +264,13 @@ async function main() {
     await page.keyboard.press("Enter");
     await page.locator(".quick-input-list .monaco-list-row", { hasText: "Show Report" }).first().waitFor();
     await page.keyboard.press("Enter");
-    const report = page.locator(".tab.active", { hasText: /^qr-.*\.md/ });
+    const report = page.locator(".tab.active", { hasText: /qr-.*\.md/ });
     await report.waitFor();
     step("report_tab", (await report.innerText()).trim());
+    // Rendered: the preview's webview, not a text editor on the Markdown.
+    await page.locator(".tab.active .label-name, .tab.active").first().waitFor();
+    await page.waitForTimeout(1000);
+    await page.screenshot({ path: path.join(shots, "vscode-report.png") });
 
     result.exit = 0;
   } catch (e) {
