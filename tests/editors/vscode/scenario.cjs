@@ -76,6 +76,12 @@ async function missingServer(page) {
     return el && /Path/.test(el.innerText);
   }, null, { timeout: 15000 });
   step("settings", (await settings.locator(".settings-body").innerText()).slice(0, 4000));
+  // Server: Path is a text box (not an "Edit in settings.json" link).
+  const pathItem = settings.locator(".setting-item", { hasText: "Server: Path" }).first();
+  const box = pathItem.locator("input.input, .setting-item-control input").first();
+  await box.waitFor({ timeout: 10000 });
+  step("path_box", await box.inputValue());
+  step("path_item_links", (await pathItem.innerText()).includes("Edit in settings.json"));
   await command(page, "SuperQode: Run QE");
   const warn = page.locator(".notifications-toasts .notification-toast", { hasText: "server is not running" });
   await warn.first().waitFor({ timeout: 15000 });
@@ -178,7 +184,16 @@ async function main() {
       const el = [...document.querySelectorAll(".statusbar-item")].find((e) => e.innerText.includes("SuperQode"));
       return el && !el.querySelector(".codicon-sync, .codicon-modifier-spin");
     }, null, { timeout: 60000 });
-    step("squiggles", await squiggleLines(page));
+    // The decorations are redrawn when the end republishes the diagnostics:
+    // read them until two reads agree.
+    let lines = [], prev = null;
+    for (let i = 0; i < 40; i++) {
+      lines = await squiggleLines(page);
+      if (lines.length >= 2 && JSON.stringify(lines) === prev) break;
+      prev = JSON.stringify(lines);
+      await page.waitForTimeout(250);
+    }
+    step("squiggles", lines);
     step("status", (await status.getAttribute("aria-label")) || (await status.innerText()));
     // The end of the session, said where it cannot be missed: the verdict line.
     step("end", await toast(page, /SuperQode: session qe-/));
@@ -186,8 +201,11 @@ async function main() {
     await page.keyboard.press("Control+Shift+M");
     const problems = page.locator(".markers-panel .monaco-list-row");
     await page.waitForFunction(() => document.querySelectorAll(".markers-panel .monaco-list-row").length >= 3);
+    // Each row as read out (aria-label) and as shown (the code is shown only).
     const rows = [];
-    for (const r of await problems.all()) rows.push((await r.getAttribute("aria-label")) || (await r.innerText()));
+    for (const r of await problems.all()) {
+      rows.push({ label: (await r.getAttribute("aria-label")) || "", text: (await r.innerText()).trim() });
+    }
     step("problems", rows);
     // Back to the editor for the screenshot and the fix.
     await page.locator(".monaco-editor .view-lines").first().click({ position: { x: 200, y: 10 } });
@@ -240,7 +258,7 @@ async function main() {
     await page.waitForFunction(() => document.querySelectorAll(".markers-panel .monaco-list-row").length === 2,
       null, { timeout: 15000 });
     const after = [];
-    for (const r of await problems.all()) after.push((await r.getAttribute("aria-label")) || (await r.innerText()));
+    for (const r of await problems.all()) after.push((await r.innerText()).trim());
     step("problems_after", after);
 
     // SuperQode: Fix All applies the remaining verified fix; Ctrl+S.
@@ -267,9 +285,27 @@ async function main() {
     const report = page.locator(".tab.active", { hasText: /qr-.*\.md/ });
     await report.waitFor();
     step("report_tab", (await report.innerText()).trim());
-    // Rendered: the preview's webview, not a text editor on the Markdown.
-    await page.locator(".tab.active .label-name, .tab.active").first().waitFor();
-    await page.waitForTimeout(1000);
+    // Rendered: the preview's webview (a frame) holds the report as HTML.
+    let rendered = null;
+    for (let i = 0; i < 120 && !rendered; i++) {
+      for (const f of page.frames()) {
+        if (f === page.mainFrame()) continue;
+        try {
+          rendered = await f.evaluate(() => {
+            const h = document.querySelector("h1");
+            return h && /quality report/i.test(h.innerText) ? { heading: h.innerText, tag: h.tagName } : null;
+          });
+        } catch {
+          rendered = null; // a frame navigating away
+        }
+        if (rendered) break;
+      }
+      if (!rendered) await page.waitForTimeout(250);
+    }
+    step("report_rendered", rendered);
+    console.log(JSON.stringify(rendered));
+    await page.mouse.move(700, 400);
+    await page.waitForTimeout(2500); // the webview paints after its content loads
     await page.screenshot({ path: path.join(shots, "vscode-report.png") });
 
     result.exit = 0;
