@@ -48,8 +48,27 @@ Keys: :mode (\"quick\" or \"deep\"), :roles (a vector of role names),
 \"snapshot\"), :trustedFolders (a vector of paths), :provider."
   :type 'plist)
 
+(defcustom superqode-announce-end t
+  "Say in the echo area when a session started here ends, with its verdict.
+eglot before 1.10 shows no $/progress, so without this a session ends
+unseen.  The server's state is polled (superqode.listSessions) every
+`superqode-poll-interval' seconds while a session runs."
+  :type 'boolean)
+
+(defcustom superqode-poll-interval 1.0
+  "Seconds between two looks at a running session (see `superqode-announce-end')."
+  :type 'number)
+
 (defvar superqode--last-session nil
   "Id of the last session started from this Emacs.")
+
+(defvar superqode-status ""
+  "The last session's state for the mode line, e.g. \"SuperQode: done, conditional\".
+Add (:eval superqode-status) to `global-mode-string' to see it.")
+
+(defvar superqode-session-end-functions nil
+  "Functions called with the session's plist (from superqode.listSessions)
+when a session started from this Emacs ends.")
 
 (defun superqode--find-server ()
   "The superqode-ls command list, or nil."
@@ -100,7 +119,48 @@ THIS-FILE (two \\[universal-argument]): only the current file, quick mode."
          (id (plist-get result :sessionId)))
     (setq superqode--last-session id)
     (message "SuperQode: session %s started" id)
+    (when superqode-announce-end
+      (superqode--watch (superqode--server) id))
     id))
+
+(defun superqode--end-line (s)
+  "The end of session S (a plist) in one line: findings and verdict."
+  (let ((state (plist-get s :state))
+        (verdict (plist-get s :verdict))
+        (n (plist-get s :findings)))
+    (format "SuperQode: session %s %s: %s finding(s)%s"
+            (plist-get s :sessionId)
+            (if (equal state "done") "ended" state)
+            (if (numberp n) n "?")
+            (if (stringp verdict) (concat ", " verdict) ""))))
+
+(defun superqode--watch (server id)
+  "Poll SERVER until session ID is no longer running, then announce its end."
+  (let (timer)
+    (setq superqode-status (format "SuperQode: %s running" id))
+    (setq timer
+          (run-with-timer
+           superqode-poll-interval superqode-poll-interval
+           (lambda ()
+             (if (not (jsonrpc-running-p server))
+                 (cancel-timer timer)
+               (jsonrpc-async-request
+                server :workspace/executeCommand
+                (list :command "superqode.listSessions" :arguments [])
+                :success-fn
+                (lambda (result)
+                  (let ((s (cl-find id (append (plist-get result :sessions) nil)
+                                    :key (lambda (x) (plist-get x :sessionId)) :test #'equal)))
+                    (when (and s (member (plist-get s :state) '("done" "cancelled" "failed"))
+                               (memq timer timer-list))
+                      (cancel-timer timer)
+                      (setq superqode-status (superqode--end-line s))
+                      (force-mode-line-update t)
+                      (message "%s" superqode-status)
+                      (run-hook-with-args 'superqode-session-end-functions s))))
+                :error-fn (lambda (&rest _) (cancel-timer timer))
+                :timeout-fn #'ignore)))))
+    timer))
 
 ;;;###autoload
 (defun superqode-run-qe-deep ()
@@ -128,8 +188,25 @@ so eglot applies them without a second prompt."
          (arg (and (not everywhere) buffer-file-name
                    (list :uri (eglot--path-to-uri buffer-file-name))))
          (result (superqode--execute 'superqode.applyAllFixes arg)))
-    (message "SuperQode: applied %s fix(es)" (plist-get result :applied))
+    (message "SuperQode: %s" (superqode--fix-all-line result))
     result))
+
+(defun superqode--fix-all-line (result)
+  "What Fix All did (RESULT of superqode.applyAllFixes): the count, the
+files and what was skipped, when the server says."
+  (let* ((n (or (plist-get result :applied) 0))
+         (files (append (plist-get result :files) nil))
+         (skipped (append (plist-get result :skipped) nil)))
+    (concat (if (= n 1) "applied 1 verified fix" (format "applied %d verified fixes" n))
+            (if files (concat " in " (mapconcat #'file-name-nondirectory files ", ")) "")
+            "."
+            (if skipped
+                (format " Skipped %d: %s." (length skipped)
+                        (mapconcat (lambda (k) (format "%s (%s)"
+                                                       (or (plist-get k :rule) (plist-get k :findingId) "?")
+                                                       (plist-get k :reason)))
+                                   skipped "; "))
+              ""))))
 
 (defun superqode-show-report (&optional session-id)
   "Open the Quality Report of SESSION-ID, by default the latest."
@@ -139,6 +216,10 @@ so eglot applies them without a second prompt."
          (uri (plist-get result :uri)))
     (when (and uri (not (eq (plist-get result :shown) t)))
       (find-file (eglot--uri-to-path uri)))
+    ;; The report is Markdown: markdown-mode when it is installed.
+    (when (and buffer-file-name (string-suffix-p ".md" buffer-file-name)
+               (fboundp 'markdown-mode) (not (derived-mode-p 'markdown-mode)))
+      (markdown-mode))
     result))
 
 (defun superqode-sessions ()

@@ -35,6 +35,13 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     assert sorted(shown) == sorted(CATALOG_LINT.values())
     for code, line in CATALOG_LINT.items():
         assert shown[line].startswith(f"superqode [{code}]: ")
+    # One message: ruff's words once after the code, no "(unused-import)" repeat.
+    assert shown[CATALOG_LINT["F401"]] == "superqode [F401]: `os` imported but unused"
+    # The end of the session reaches the echo area once, with its verdict
+    # (eglot 1.9 shows no $/progress).
+    (end,) = data["end-messages"]
+    assert end.startswith("SuperQode: session qe-") and end.endswith(": 2 finding(s), conditional"), end
+    assert data["status"] == end
     assert data["actions"] == ["SuperQode: fix F401 (`os` imported but unused)"]
     assert data["line6"] == "from dataclasses import dataclass, field"
     assert data["disk-after-fix"] == before.replace("import os\n", "", 1)

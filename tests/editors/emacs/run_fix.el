@@ -44,6 +44,13 @@
       (sq-wait 20 (lambda () (and (eglot-current-server) (bound-and-true-p flymake-mode)))
                "eglot to manage the buffer")
       (sq-step 'server (eglot--project-nickname (eglot-current-server)))
+      ;; What reaches the echo area, and the end hook.
+      (defvar sq-messages nil)
+      (defvar sq-ended nil)
+      (advice-add 'message :before
+                  (lambda (fmt &rest args)
+                    (when fmt (push (apply #'format-message fmt args) sq-messages))))
+      (add-hook 'superqode-session-end-functions (lambda (s) (setq sq-ended s)))
       (let ((id (superqode-run-qe)))
         (sq-step 'session id)
         ;; Findings stream in, then the final (verified) set replaces them.
@@ -56,6 +63,11 @@
                                       (append (plist-get (superqode--execute 'superqode.listSessions)
                                                          :sessions) nil)))))
                  "superqode diagnostics on lines 6 and 37"))
+      (sq-wait 20 (lambda () sq-ended) "the end of the session to be announced")
+      (sq-step 'end-messages (vconcat (cl-remove-if-not
+                                      (lambda (m) (string-match-p "SuperQode: session .* ended" m))
+                                      (reverse sq-messages))))
+      (sq-step 'status superqode-status)
       (sq-step 'diagnostics (vconcat (sq-diags)))
       ;; The quick fix on `import os' (line 6), as M-x eglot-code-actions would.
       (goto-char (point-min))
