@@ -68,8 +68,10 @@ fi
 vsix="$ext/superqode.vsix"
 # The .vsix carries the server as wheels (scripts/bundle.mjs): a change to the
 # server rebuilds it too.
+# (__pycache__ is left out: running the tests writes it.)
 if [ ! -f "$vsix" ] || [ -n "$(find "$ext/src" "$ext/package.json" "$ext/README.md" "$ext/LICENSE" \
-  "$ext/scripts" "$root/superqode_ls" "$root/pyproject.toml" -newer "$vsix" -print -quit)" ]; then
+  "$ext/scripts" "$root/superqode_ls" "$root/pyproject.toml" -name __pycache__ -prune -o \
+  -newer "$vsix" -print -quit)" ]; then
   log "building editors/vscode/superqode.vsix"
   (cd "$ext" && npm run --silent package >"$tools/vsix.log" 2>&1) ||
     fail "building the .vsix failed; see $tools/vsix.log"
