@@ -1,17 +1,21 @@
 """VS Code: the packaged .vsix installed into code-server, driven in Debian's
 Chromium by Playwright like a user (command palette, Problems, Ctrl+.), with
 the real superqode-ls. Screenshots go to the test artifacts; with
-SUPERQODE_UPDATE_DOC_IMAGES=1 the one in docs/editors.md is refreshed too."""
+SUPERQODE_UPDATE_DOC_IMAGES=1 the ones in docs/editors.md are refreshed too."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import time
+import tomllib
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -250,3 +254,29 @@ def test_the_extension_contributes_every_server_setting_and_the_commands():
     from superqode_ls.qe.roles import REGISTRY
 
     assert set(props["superqode.roles"]["items"]["enum"]) == set(REGISTRY)
+
+
+def test_the_vsix_carries_the_server_and_the_server_settings_are_text_boxes():
+    """What the bundled start needs is inside the .vsix: a wheel of this
+    checkout's superqode-ls, pip, and every dependency the manifest lists;
+    the server settings are plain strings (a text box in the Settings UI)."""
+    with zipfile.ZipFile(require(VSIX, "editors/vscode/superqode.vsix")) as z:
+        names = set(z.namelist())
+        manifest = json.loads(z.read("extension/bundled/manifest.json"))
+        server_wheel = z.read(f"extension/bundled/wheels/{manifest['server']}")
+    assert manifest["server"].startswith("superqode_ls-") and manifest["pip"].startswith("pip-")
+    assert {f"extension/bundled/wheels/{w}" for w in manifest["wheels"]} <= names
+    wheel_deps = {w.split("-")[0].lower().replace("_", "-") for w in manifest["wheels"]}
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for dep in deps:
+        name = re.split(r"[<>=!~\[ ;]", dep, maxsplit=1)[0].lower().replace("_", "-")
+        assert name in wheel_deps, (name, sorted(wheel_deps))
+    # The wheel is this checkout's server (the same convert.py the tests run).
+    with zipfile.ZipFile(io.BytesIO(server_wheel)) as w:
+        assert w.read("superqode_ls/server/convert.py") == (ROOT / "superqode_ls" / "server" / "convert.py").read_bytes()
+
+    manifest_json = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
+    props = manifest_json["contributes"]["configuration"]["properties"]
+    for key in ("superqode.server.path", "superqode.server.python"):
+        assert props[key]["type"] == "string" and props[key]["default"] == "", key
+
