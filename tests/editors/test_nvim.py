@@ -63,7 +63,12 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
 
     # On disk after the quick fix and :write: exactly the `import os` line is gone.
     assert data["disk_after_fix"] == before.replace("import os\n", "", 1)
-    # Then :SuperQodeFixAll + :write: the F841 fix too, and no other change anywhere.
+    # Then :SuperQodeFixAll! from another buffer: the F841 fix lands in catalog.py,
+    # which no window shows, and the note names it as unsaved; :wall.
+    (note,) = [n for n in data["fix_all_notes"] if "applied" in n]
+    assert note.startswith("SuperQode: applied 1 verified fix"), note
+    assert note.endswith("Unsaved, in no window: shop/catalog.py (:wa writes them)."), note
+    # No other change anywhere.
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)
     assert changed_files(example_copy) == [" M shop/catalog.py"]

@@ -58,11 +58,28 @@ H.run(function()
   end, "the fixed finding to disappear")
   H.step("disk_after_fix", table.concat(vim.fn.readfile(vim.api.nvim_buf_get_name(buf)), "\n") .. "\n")
 
-  -- :SuperQodeFixAll applies what is left (the F841 fix), then :write again.
+  -- :SuperQodeFixAll! from another file applies what is left (the F841 fix)
+  -- to catalog.py, now in no window: the note names it as unsaved; :wall.
+  local notes = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notes, msg)
+    notify(msg, level)
+  end
+  vim.cmd.edit("shop/pricing.py")
   local tick = vim.b[buf].changedtick
-  vim.cmd("SuperQodeFixAll")
+  vim.cmd("SuperQodeFixAll!")
   H.wait(10000, function() return vim.b[buf].changedtick ~= tick end, "FixAll to edit the buffer")
-  vim.cmd.write()
+  H.wait(10000, function()
+    for _, n in ipairs(notes) do
+      if n:find("applied", 1, true) then return true end
+    end
+    return false
+  end, "FixAll to say what it did")
+  H.step("fix_all_notes", notes)
+  vim.notify = notify
+  vim.cmd("wall")
+  vim.api.nvim_set_current_buf(buf)
   H.wait(10000, function() return #H.diags(buf) == 0 end, "all findings to be fixed")
   H.step("fixed_all")
 

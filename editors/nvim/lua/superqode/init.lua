@@ -197,8 +197,27 @@ function M.fix_all(all)
   if not all then
     arg.uri = buf_uri(0)
   end
+  local ticks = {}
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    ticks[b] = vim.api.nvim_buf_get_changedtick(b)
+  end
   return M.execute("superqode.applyAllFixes", arg, function(result)
-    notify(M.fix_all_message(result))
+    -- The edits are in before the answer comes (workspace/applyEdit first).
+    -- Neovim leaves an edited buffer that no window shows unsaved: name them,
+    -- or they are easy to lose on :qa!.
+    local hidden = {}
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].modified and #vim.fn.win_findbuf(b) == 0
+        and ticks[b] ~= vim.api.nvim_buf_get_changedtick(b) then
+        table.insert(hidden, vim.fn.fnamemodify(vim.api.nvim_buf_get_name(b), ":~:."))
+      end
+    end
+    local text = M.fix_all_message(result)
+    if #hidden > 0 then
+      table.sort(hidden)
+      text = text .. (" Unsaved, in no window: %s (:wa writes them)."):format(table.concat(hidden, ", "))
+    end
+    notify(text)
   end)
 end
 
