@@ -210,6 +210,26 @@ def test_a_fresh_code_server_with_only_the_vsix_starts_the_bundled_server(
 
 
 @pytest.mark.slow
+def test_the_trust_question_stays_visible_until_answered(example_copy: Path, editor_env, tmp_path,
+                                                        isolated_home):
+    """VS Code's workspace trust is off here, so SuperQode asks itself: the
+    notification, and a status-bar item that outlives it and asks again."""
+    data = run_scenario(example_copy, editor_env, tmp_path, name="trust",
+                        settings={"superqode.roles": ["lint_tester", "unit_tester"]}, timeout=360)
+    assert "unit_tester" in data["question"]["message"] and str(example_copy) in data["question"]["message"]
+    assert data["question"]["buttons"] == ["Trust folder", "Not now"]
+    assert data["trust_item"].endswith("SuperQode: trust this folder?")
+    assert {"Trust folder", "Not now"} <= set(data["dialog"]["buttons"]), data["dialog"]
+    assert "unit_tester" in data["dialog"]["text"], data["dialog"]
+    assert data["item_gone"] is True
+    # Trusted: unit_tester ran the project's tests (two planted failures) with the two lint findings.
+    assert data["end"]["message"].startswith("SuperQode: session qe-"), data["end"]
+    assert "4 finding(s)" in data["end"]["message"], data["end"]
+    assert changed_files(example_copy) == []
+    publish(Path(data["shots"]) / "vscode-trust-question.png")
+
+
+@pytest.mark.slow
 def test_a_missing_server_is_said_once_with_the_way_to_fix_it(example_copy: Path, editor_env, tmp_path):
     missing = tmp_path / "nowhere" / "superqode-ls"
     data = run_scenario(example_copy, editor_env, tmp_path, name="missing",

@@ -18,11 +18,13 @@ import {
 import { bundledServer } from "./bundle";
 import { findServer, INSTALL_HINT, NOT_FOUND, serverSettingsCommand } from "./server";
 import { StatusBar } from "./status";
+import { handleTrustQuestions } from "./trust";
 
 let client: LanguageClient | undefined;
 let status: StatusBar;
 let output: vscode.OutputChannel;
 let lastSession: string | undefined;
+let trustQuestions: vscode.Disposable | undefined;
 
 interface SessionInfo {
   sessionId: string;
@@ -66,6 +68,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         await stop();
         await start(context);
       }
+    }),
+    // The server remembers a "Not now" for its lifetime: a folder trusted in
+    // VS Code afterwards gets a fresh server, which asks (and is answered) again.
+    vscode.workspace.onDidGrantWorkspaceTrust(async () => {
+      await stop();
+      await start(context);
     }),
     { dispose: () => void stop() },
   );
@@ -140,6 +148,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     return;
   }
   trackProgress(client);
+  trustQuestions = handleTrustQuestions(client, (line) => output.appendLine(line));
   status.setMissing(false);  // also ends "starting"
   status.setCounts(countFindings());
 }
@@ -172,6 +181,8 @@ async function selectedPython(): Promise<string | undefined> {
 async function stop(): Promise<void> {
   const c = client;
   client = undefined;
+  trustQuestions?.dispose();
+  trustQuestions = undefined;
   if (c && c.state !== State.Stopped) {
     await c.stop();
   }

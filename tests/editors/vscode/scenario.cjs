@@ -131,6 +131,32 @@ async function bundledServer(page) {
   await page.screenshot({ path: path.join(shots, "vscode-bundled-server.png") });
 }
 
+// A first Run QE in a folder not yet trusted, with VS Code's workspace trust
+// off: the question is a notification and a status-bar item that stays; the
+// item asks again in a dialog; "Trust folder" there lets unit_tester run.
+async function trustQuestion(page) {
+  await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().waitFor({ timeout: 60000 });
+  await command(page, "SuperQode: Run QE");
+  step("question", await toast(page, /Trust /, 60000));
+  const item = page.locator(".statusbar-item", { hasText: "trust this folder?" }).first();
+  await item.waitFor({ timeout: 15000 });
+  step("trust_item", (await item.innerText()).trim());
+  await page.screenshot({ path: path.join(shots, "vscode-trust-question.png") });
+  // As after the notification hid itself: the status-bar item asks again.
+  await item.click();
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ timeout: 15000 });
+  const buttons = [];
+  for (const b of await dialog.locator(".monaco-button").all()) buttons.push((await b.innerText()).trim());
+  step("dialog", { text: (await dialog.innerText()).trim(), buttons: buttons.filter((b) => b) });
+  await dialog.locator(".monaco-button", { hasText: "Trust folder" }).first().click();
+  await item.waitFor({ state: "detached", timeout: 15000 }).catch(async () => {
+    await item.waitFor({ state: "hidden", timeout: 5000 });
+  });
+  step("item_gone", true);
+  step("end", await toast(page, /SuperQode: session qe-/, 240000));
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.SQ_CHROMIUM,
@@ -156,6 +182,11 @@ async function main() {
     step("opened");
     if (process.env.SQ_SCENARIO === "missing") {
       await missingServer(page);
+      result.exit = 0;
+      return;
+    }
+    if (process.env.SQ_SCENARIO === "trust") {
+      await trustQuestion(page);
       result.exit = 0;
       return;
     }
