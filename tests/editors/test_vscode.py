@@ -84,7 +84,8 @@ def user_settings(data: Path, extra: dict | None = None) -> None:
 
 
 def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, name: str,
-                 settings: dict | None = None, timeout: float = 240) -> dict:
+                 settings: dict | None = None, timeout: float = 240,
+                 workspace_trust: bool = False) -> dict:
     """Install the .vsix into a fresh code-server, open ``folder`` and run the
     Playwright scenario ``name``; what it saw, as a dict."""
     node = require(shutil.which("node"), "node")
@@ -111,7 +112,8 @@ def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, na
     with log.open("w") as out:
         server = subprocess.Popen(
             [*base, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none", "--disable-telemetry",
-             "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
+             "--disable-update-check", *([] if workspace_trust else ["--disable-workspace-trust"]),
+             "--disable-getting-started-override",
              str(folder)],
             cwd=tmp_path, env=code_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
@@ -227,6 +229,28 @@ def test_the_trust_question_stays_visible_until_answered(example_copy: Path, edi
     assert "4 finding(s)" in data["end"]["message"], data["end"]
     assert changed_files(example_copy) == []
     publish(Path(data["shots"]) / "vscode-trust-question.png")
+
+
+@pytest.mark.slow
+def test_restricted_mode_answers_the_trust_question_with_not_now(example_copy: Path, editor_env, tmp_path,
+                                                                 isolated_home):
+    """VS Code's workspace trust on, the folder not trusted (Restricted Mode):
+    the extension still runs, no SuperQode prompt appears, the roles that run
+    the folder's code are skipped and the analyzers' findings come."""
+    data = run_scenario(example_copy, editor_env, tmp_path, name="restricted", workspace_trust=True,
+                        settings={"superqode.roles": ["lint_tester", "unit_tester"],
+                                  "security.workspace.trust.enabled": True,
+                                  "security.workspace.trust.startupPrompt": "never"}, timeout=300)
+    assert data["restricted"]["message"] == (
+        "SuperQode: roles that run this folder's code are skipped in Restricted Mode.")
+    assert data["restricted"]["buttons"] == ["Manage Workspace Trust"]
+    assert data["asked"] is False  # no "Trust folder" question of SuperQode's own
+    assert data["status"] == "SuperQode 0 0 2"  # the two lint findings
+    assert "2 finding(s)" in data["end"]["message"], data["end"]  # lint only: the tests never ran
+    from superqode_ls.server.trust import remembered
+
+    assert remembered() == []  # nothing trusted on disk
+    assert changed_files(example_copy) == []
 
 
 @pytest.mark.slow

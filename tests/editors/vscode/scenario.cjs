@@ -157,6 +157,25 @@ async function trustQuestion(page) {
   step("end", await toast(page, /SuperQode: session qe-/, 240000));
 }
 
+// VS Code's workspace trust on and the folder in Restricted Mode: the
+// extension answers SuperQode's question itself (Not now) and says so.
+async function restricted(page) {
+  await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().waitFor({ timeout: 60000 });
+  await command(page, "SuperQode: Run QE");
+  step("restricted", await toast(page, /Restricted Mode/, 60000));
+  step("end", await toast(page, /SuperQode: session qe-/, 120000));
+  step("asked", (await page.locator(".notifications-toasts .notification-toast", { hasText: "Trust folder" }).count()) > 0
+    || (await page.locator(".statusbar-item", { hasText: "trust this folder?" }).count()) > 0);
+  // (The Restricted Mode banner leaves line 37 below the fold: the counts.)
+  await page.waitForFunction(() => {
+    const el = [...document.querySelectorAll(".statusbar-item")].find((e) => e.innerText.includes("SuperQode"));
+    const label = el && el.querySelector("a") ? el.querySelector("a").getAttribute("aria-label") : "";
+    return /^SuperQode( \d+){3}$/.test(label || "");
+  }, null, { timeout: 30000 });
+  step("status", await statusLabel(page));
+  await page.screenshot({ path: path.join(shots, "vscode-restricted.png") });
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.SQ_CHROMIUM,
@@ -182,6 +201,11 @@ async function main() {
     step("opened");
     if (process.env.SQ_SCENARIO === "missing") {
       await missingServer(page);
+      result.exit = 0;
+      return;
+    }
+    if (process.env.SQ_SCENARIO === "restricted") {
+      await restricted(page);
       result.exit = 0;
       return;
     }
