@@ -26,8 +26,10 @@ function run(file: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ c
   return new Promise((resolve) => {
     execFile(file, args, { env: env ?? process.env, maxBuffer: 16 * 1024 * 1024, timeout: 15 * 60 * 1000 },
       (err, stdout, stderr) => {
-        const code = err ? (typeof (err as any).code === "number" ? (err as any).code : 1) : 0;
-        resolve({ code, out: `${stdout}${stderr}${err && code === 1 && !stderr ? String(err) : ""}` });
+        // err.code is the exit status, or a string (ENOENT) when it did not start.
+        const status = (err as { code?: unknown } | null)?.code;
+        const code = err ? (typeof status === "number" ? status : 1) : 0;
+        resolve({ code, out: `${stdout}${stderr}${err && !stderr ? String(err) : ""}` });
       });
   });
 }

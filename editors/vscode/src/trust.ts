@@ -9,12 +9,6 @@ import { LanguageClient, MessageActionItem, ShowMessageRequest, ShowMessageReque
 const TRUST = "Trust folder";
 const NOT_NOW = "Not now";
 
-const SHOW = {
-  1: vscode.window.showErrorMessage,
-  2: vscode.window.showWarningMessage,
-  3: vscode.window.showInformationMessage,
-  4: vscode.window.showInformationMessage,
-} as const;
 
 function workspaceTrustOn(): boolean {
   return vscode.workspace.getConfiguration("security.workspace.trust").get<boolean>("enabled", true);
@@ -22,9 +16,13 @@ function workspaceTrustOn(): boolean {
 
 /** Every other showMessageRequest as the language client shows it. */
 async function plain(params: ShowMessageRequestParams): Promise<MessageActionItem | null> {
-  const show = SHOW[params.type as 1 | 2 | 3 | 4] ?? vscode.window.showInformationMessage;
   const actions = params.actions ?? [];
-  const picked = await show(params.message, ...actions.map((a) => a.title));
+  const titles = actions.map((a) => a.title);
+  const picked = await (params.type === 1
+    ? vscode.window.showErrorMessage(params.message, ...titles)
+    : params.type === 2
+      ? vscode.window.showWarningMessage(params.message, ...titles)
+      : vscode.window.showInformationMessage(params.message, ...titles));
   return actions.find((a) => a.title === picked) ?? null;
 }
 
