@@ -175,7 +175,9 @@ def test_real_cli_with_bandit_and_ruff(make_repo):
     })
     exe = Path(sys.executable).parent / "superqe"
     proc = subprocess.run(
-        [str(exe), "run", str(repo), "-r", "security_tester", "-r", "lint_tester", "--jsonl"],
+        # --fail-on medium: the weak hash is medium (a secret would be high).
+        [str(exe), "run", str(repo), "-r", "security_tester", "-r", "lint_tester", "--jsonl",
+         "--fail-on", "medium"],
         capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=240, check=False,
     )
     assert proc.returncode == 1, proc.stderr
