@@ -98,6 +98,9 @@ class QEConfig(Section):
     # Fixes verified per session (most severe findings first); the rest are
     # offered "not verified". Each round re-runs a tool, and tests, once.
     verify_max_fixes: int = Field(default=200, ge=0)
+    # CI: a role that errored or was ineffective (an agent whose model called
+    # no tool) fails the run with exit 3 instead of only spoiling the verdict.
+    fail_on_error: bool = False
 
 
 class ExecutionConfig(Section):
@@ -116,6 +119,14 @@ class ProviderConfig(Section):
     retry_backoff_s: float = Field(default=1.0, ge=0)
     input_cost_per_1k: float = Field(default=0, ge=0)
     output_cost_per_1k: float = Field(default=0, ge=0)
+    # Sent with every request: without it some servers generate until the
+    # request times out (docs/agents.md).
+    max_tokens: int = Field(default=2048, ge=1)
+    # Sent whenever tools are offered; some servers read a missing value as "none".
+    tool_choice: Literal["auto", "required", "none"] = "auto"
+    # Streamed answers let a cancel or timeout close the connection, which
+    # stops servers that honour a disconnect from generating on.
+    stream: bool = True
 
 
 Permission = Literal["allow", "ask", "deny"]

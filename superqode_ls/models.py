@@ -184,7 +184,9 @@ class ChangeSet(Model):
         return not self.changes
 
 
-RoleStatus = Literal["ok", "failed", "skipped", "timeout", "cancelled", "error"]
+# "ineffective": the role ran but could not do its job (an agent whose model
+# called no tool): its silence is no evidence, so it never counts as a pass.
+RoleStatus = Literal["ok", "failed", "skipped", "timeout", "cancelled", "error", "ineffective"]
 
 
 class RoleRun(Model):

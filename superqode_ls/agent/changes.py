@@ -172,3 +172,12 @@ class ChangeTracker:
             assert self._checkpoint is not None
             raw = self._checkpoint.diff()
         return filter_diff(raw, keep)
+
+    async def created(self) -> set[str]:
+        """Files that exist now and did not when the agent started."""
+        if self.session is not None:
+            cs = await self.session.changes()
+            return {c.path for c in cs.changes if c.kind in ("created", "renamed")}
+        self.start()
+        assert self._checkpoint is not None
+        return _files(self.root) - _files(self._checkpoint.copy)

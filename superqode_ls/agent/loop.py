@@ -40,6 +40,32 @@ class AgentResult:
     error: str | None = None
     transcript: list[dict[str, Any]] = field(default_factory=list)
     reproducer_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    tool_calls: int = 0  # calls the model made
+    failed_tool_calls: int = 0  # of those, the ones that errored or were refused/denied
+    last_tool_error: str | None = None
+    warnings: list[str] = field(default_factory=list)  # e.g. a model the server does not list
+    dropped: list[str] = field(default_factory=list)  # files of findings dropped as made up
+
+    def ineffective(self) -> str | None:
+        """Why a run that ended normally did nothing useful, or None.
+
+        A model that never called a tool (or whose every call failed) looked
+        at nothing: its "no findings" means nothing, so the run must not
+        read as a clean bill of health."""
+        if self.stop_reason not in ("completed", "max_turns", "max_tokens"):
+            return None
+        if self.tool_calls == 0:
+            return (
+                "the model answered without calling a tool: does the server support tool "
+                "calling for this model? see docs/agents.md"
+            )
+        if self.failed_tool_calls == self.tool_calls:
+            last = f" (last: {self.last_tool_error})" if self.last_tool_error else ""
+            return (
+                f"every one of the model's {self.tool_calls} tool call(s) failed{last}; "
+                "the transcript is in the session's logs"
+            )
+        return None
 
 
 class Agent:
@@ -82,6 +108,8 @@ class Agent:
         summary = ""
         error: str | None = None
         stop: StopReason = "max_turns"
+        calls = failed = 0
+        last_error: str | None = None
         while turns < self.budget.max_turns:
             if self.cancel_event.is_set():
                 stop = "cancelled"
@@ -120,6 +148,10 @@ class Agent:
                 else:
                     res = await self.tools.call(tc.name, tc.arguments, turn=turns, call_id=tc.id)
                     content = res.text
+                    calls += 1
+                    if res.outcome != "ok":
+                        failed += 1
+                        last_error = content[:200]
                 # Every tool_call id must get an answer or the next request is invalid.
                 messages.append({"role": "tool", "tool_call_id": tc.id, "content": content})
             if cancelled:
@@ -138,6 +170,9 @@ class Agent:
             summary=summary,
             error=error,
             transcript=self.redactor(json.loads(json.dumps(messages, default=str))),
+            tool_calls=calls,
+            failed_tool_calls=failed,
+            last_tool_error=last_error,
         )
 
     _last_error: str | None = None

@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..config import ProviderConfig
+from ..config import Config, ProviderConfig
 from ..models import Usage
 from .redact import Redactor
+from .stream import StreamError, fold_sse
 
 MAX_BACKOFF_S = 30.0
 _BODY_SNIPPET = 200
@@ -124,9 +125,18 @@ class Provider:
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        body: dict[str, Any] = {"model": self.cfg.model, "messages": messages, "temperature": 0}
+        body: dict[str, Any] = {
+            "model": self.cfg.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self.cfg.max_tokens,
+        }
         if tools:
             body["tools"] = tools
+            body["tool_choice"] = self.cfg.tool_choice
+        if self.cfg.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         attempt = 0
         while True:
             try:
@@ -152,9 +162,15 @@ class Provider:
         if own:
             client = httpx.AsyncClient(timeout=httpx.Timeout(self.cfg.timeout))
         try:
-            resp = await client.post(
-                self.url, json=body, headers=headers, timeout=httpx.Timeout(self.cfg.timeout)
-            )
+            # The whole answer, not each read, is bounded: a stream that keeps
+            # trickling tokens must still end. Leaving the block closes the
+            # connection, also on a cancel, so the server can stop generating.
+            async with asyncio.timeout(self.cfg.timeout):
+                data = await self._exchange(client, headers, body)
+        except TimeoutError:
+            raise ProviderError(
+                f"provider {name}: no answer within {self.cfg.timeout:g}s", retryable=True
+            ) from None
         except httpx.TimeoutException:
             raise ProviderError(
                 f"provider {name}: no answer within {self.cfg.timeout:g}s", retryable=True
@@ -164,20 +180,76 @@ class Provider:
                 self.redactor.text(f"provider {name}: cannot reach {self.url}: {e}"),
                 retryable=True,
             ) from None
+        except StreamError as e:
+            # A stream cut mid-answer (the server died or restarted) is worth a retry.
+            raise ProviderError(self.redactor.text(f"provider {name}: {e}"), retryable=True) from None
         finally:
             if own:
                 await client.aclose()
-        if resp.status_code == 429 or resp.status_code >= 500:
-            err = ProviderError(self._status_line(resp), retryable=True, status=resp.status_code)
-            err.retry_after = _retry_after(resp.headers.get("retry-after"))
-            raise err
-        if resp.status_code >= 400:
-            raise ProviderError(self._status_line(resp), status=resp.status_code)
+        return self._parse(data, messages)
+
+    async def _exchange(
+        self, client: httpx.AsyncClient, headers: dict[str, str], body: dict[str, Any]
+    ) -> Any:
+        name = self.cfg.name
+        async with client.stream(
+            "POST", self.url, json=body, headers=headers, timeout=httpx.Timeout(self.cfg.timeout)
+        ) as resp:
+            if resp.status_code >= 400:
+                await resp.aread()
+                err = ProviderError(
+                    self._status_line(resp),
+                    retryable=resp.status_code == 429 or resp.status_code >= 500,
+                    status=resp.status_code,
+                )
+                if err.retryable:
+                    err.retry_after = _retry_after(resp.headers.get("retry-after"))
+                raise err
+            # A server that ignores "stream" answers with plain JSON: both are read.
+            if "text/event-stream" in resp.headers.get("content-type", ""):
+                return await fold_sse(resp.aiter_lines())
+            raw = await resp.aread()
         try:
-            data = resp.json()
+            return json.loads(raw)
         except ValueError:
             raise ProviderError(f"provider {name}: answer is not JSON") from None
-        return self._parse(data, messages)
+
+    def models_url(self) -> str:
+        return self.url.removesuffix("/chat/completions") + "/models"
+
+    async def model_warning(self) -> str | None:
+        """A warning when the server lists its models and ``model`` is not
+        among them (single-model servers answer any name, so a typo would go
+        unnoticed); None when it is listed or the server lists nothing."""
+        client = self._client or httpx.AsyncClient()
+        headers = {}
+        try:
+            key = self._api_key()
+        except ProviderError:
+            return None  # the chat says so, once
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        try:
+            resp = await client.get(
+                self.models_url(), headers=headers, timeout=min(self.cfg.timeout, 10.0)
+            )
+            data = resp.json() if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None  # no such endpoint or no server: the chat reports the latter
+        finally:
+            if client is not self._client:
+                await client.aclose()
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            return None
+        ids = [str(m.get("id")) for m in items if isinstance(m, dict) and m.get("id")]
+        if not ids or self.cfg.model in ids:
+            return None
+        shown = ", ".join(ids[:5]) + (f" (+{len(ids) - 5} more)" if len(ids) > 5 else "")
+        return self.redactor.text(
+            f"provider {self.cfg.name}: model {self.cfg.model!r} is not listed by "
+            f"{self.models_url()} (it lists: {shown}); check `model:` in the config"
+        )
 
     def _status_line(self, resp: httpx.Response) -> str:
         snippet = " ".join(resp.text.split())[:_BODY_SNIPPET]
@@ -324,3 +396,21 @@ def build_chain(
         redactor.add_env(cfg.api_key_env)
         chain.append(Provider(cfg, redactor=redactor, client=client, on_retry=on_retry))
     return ProviderChain(chain, on_fallback=on_fallback)
+
+
+def provider_problem(config: Config) -> str | None:
+    """Why no agent can run with ``config``, or None."""
+    if not config.providers:
+        return "no provider configured (add providers: to superqode.yaml; see docs/agents.md)"
+    names = [config.agent.provider or config.providers[0].name]
+    if config.agent.fallback_provider:
+        names.append(config.agent.fallback_provider)
+    problems = []
+    for n in names:
+        cfg = config.provider(n)
+        if cfg is None:
+            return f"agent provider {n!r} is not in providers"
+        if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
+            problems.append(f"provider {n}: environment variable {cfg.api_key_env} is not set")
+    # Usable as long as one provider in the chain has its key.
+    return problems[0] if len(problems) == len(names) else None

@@ -63,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-on", choices=SEVERITIES, default=None,
                    help="exit 1 when a finding is at/above this severity (default: qe.fail_on, high)")
     p.add_argument("--timeout", type=_positive, metavar="S", help="session budget in seconds")
+    p.add_argument("--fail-on-error", action="store_true", default=None,
+                   help="exit 3 when a role errored or was ineffective, e.g. an unreachable "
+                        "model server (for CI; default: qe.fail_on_error)")
     p.add_argument("--baseline", metavar="FILE",
                    help="hide findings recorded in FILE (default: qe.baseline from the config)")
     p.add_argument("--update-baseline", action="store_true",
@@ -91,13 +94,20 @@ def _check_sarif_target(path: str) -> Path:
     return target
 
 
-def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL) -> int:
+# Roles that ran and could not do their job: with --fail-on-error, exit 3.
+ROLE_ERRORS = ("error", "ineffective")
+
+
+def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL,
+              fail_on_error: bool = False) -> int:
     if report.verification is not None and not report.verification.verified:
         return EXIT_FAILED
     if report.timed_out:
         return EXIT_FAILED
     if report.cancelled:
         return EXIT_INTERRUPTED
+    if fail_on_error and any(r.status in ROLE_ERRORS for r in report.roles):
+        return EXIT_FAILED
     # The verdict's own rule, so exit 1 and "verdict: fail" always agree.
     if fails(report.findings, fail_on, never_fail):
         return EXIT_FINDINGS
@@ -122,6 +132,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides: dict = {}
     if args.fail_on:
         overrides.setdefault("qe", {})["fail_on"] = args.fail_on
+    if args.fail_on_error:
+        overrides.setdefault("qe", {})["fail_on_error"] = True
     sarif = _check_sarif_target(args.sarif) if args.sarif else None
     project = Path(args.path).expanduser()
     if args.python:
@@ -185,7 +197,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     fail_on = args.fail_on or config.qe.fail_on
     if report.cancelled:
         gc.freeze()  # see _stop: the exit's collection is skipped too
-    return exit_code(report, fail_on, config.qe.never_fail)
+    return exit_code(report, fail_on, config.qe.never_fail, config.qe.fail_on_error)
 
 
 class _HoldStart:

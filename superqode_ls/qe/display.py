@@ -25,6 +25,7 @@ _ROLE_STATUS = {
     "timeout": "timed out",
     "cancelled": "cancelled",
     "error": "error",
+    "ineffective": "ineffective",
 }
 
 

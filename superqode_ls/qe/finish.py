@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, summarize, utcnow
+from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, Usage, summarize, utcnow
 from ..workspace import landlock
 from ..workspace.artifacts import Artifacts, ensure_superqode_dir
 from ..workspace.coordinator import Coordinator
@@ -75,7 +74,7 @@ def build_report(
     *, session_id: str, res: Resolved, started, t0: float, isolation: str, base_commit: str | None,
     noise: NoiseResult, verification, stamp: Stamp, runs: dict[str, RoleRun],
     patches: dict[str, Patch], timed_out: bool, cancelled: bool, epoch_moved: bool,
-    interpreter: Interpreter | None = None,
+    interpreter: Interpreter | None = None, usage: Usage | None = None,
 ) -> QualityReport:
     """The report; ``runs`` is updated in place (roles never started say so)."""
     findings: list[Finding] = []
@@ -112,7 +111,7 @@ def build_report(
         timed_out=timed_out,
         verification=verification,
         protection=landlock.protection_level(),
-        usage=agent_usage(session_id),
+        usage=usage,
         interpreter=interpreter,
     )
     report.verdict = compute_verdict(report, res.config.qe.fail_on, res.config.qe.never_fail)
@@ -204,14 +203,6 @@ def _inside(path: Path, root: Path) -> bool:
         return True
     except ValueError:
         return False
-
-
-def agent_usage(session_id: str):
-    """Tokens and cost the session's agent roles spent, if any ran (an agent
-    role imports the module; importing it here would cost a cancelled run
-    a third of a second)."""
-    roles = sys.modules.get("superqode_ls.agent.roles")
-    return roles.session_usage(session_id) if roles is not None else None
 
 
 def normalize_finding(f: Finding, role: str, sandbox: Path) -> Finding:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
-from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, RoleStatus, utcnow
+from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, RoleStatus, Usage, utcnow
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
@@ -78,6 +78,7 @@ class QESession:
         self._phase: asyncio.Task | None = None
         self._runs: dict[str, RoleRun] = {}
         self._found: dict[str, list[Finding]] = {}
+        self._usage: dict[str, Usage] = {}  # what each model-driven role spent
         self._raw_patches: dict[str, Patch] = {}
         self._roles: dict[str, Role] = {}
         self._contexts: dict[str, RoleContext] = {}
@@ -396,6 +397,8 @@ class QESession:
         findings = [by_id.get(f.id, f) for f in findings]
         with self._lock:
             self._found[name] = findings
+            if out.usage is not None:
+                self._usage[name] = out.usage
         for f in findings:
             self.bus.emit("finding", finding=f.model_dump(mode="json", exclude_none=True))
         self._runs[name] = RoleRun(
@@ -477,7 +480,7 @@ class QESession:
                 base_commit=base_commit, noise=noise, verification=verification, stamp=stamp,
                 runs=self._runs, patches=self._raw_patches, timed_out=self._timed_out,
                 cancelled=self._cancel_requested, epoch_moved=self._epoch_moved,
-                interpreter=self._interpreter(res),
+                interpreter=self._interpreter(res), usage=_total(self._usage.values()),
             )
         self.patches = {p.id: p for p in report.patches}
         return report
@@ -491,6 +494,18 @@ class QESession:
 
     def _save(self, res: Resolved, report: QualityReport, artifacts: Artifacts, noise: NoiseResult | None) -> None:
         save_report(self.request, res, report, artifacts, noise, stop=lambda: self._cancel_requested)
+
+
+def _total(usages) -> Usage | None:
+    """Tokens and cost of the session's agent roles; None when none ran."""
+    total: Usage | None = None
+    for u in usages:
+        total = total or Usage()
+        total.prompt_tokens += u.prompt_tokens
+        total.completion_tokens += u.completion_tokens
+        total.cost_usd = round(total.cost_usd + u.cost_usd, 6)
+        total.requests += u.requests
+    return total
 
 
 def _needs_python(role: Role) -> bool:

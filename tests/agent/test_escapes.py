@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from superqode_ls.agent.roles import AgentSecurityTester
+from superqode_ls.qe.roles.agent import AgentSecurityTester
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 
 from .conftest import agent_config, conversation, make_ctx, provider_entry, sandbox_env
@@ -47,7 +47,9 @@ async def test_escapes_are_refused_in_an_isolated_session(
             project, s.sandbox, cfg, events, session=s, env=s.env(sandbox_env()), session_id=s.id
         )
         out = await AgentSecurityTester().run(ctx)
-        assert out.status == "ok" and out.findings == [] and out.patches == []
+        # Nothing it tried ran: the run did nothing, and says so.
+        assert out.status == "ineffective" and out.findings == [] and out.patches == []
+        assert out.reason.startswith("every one of the model's 11 tool call(s) failed (last: refused")
         changes = await s.changes()
         assert changes.empty, changes.diff
         sandbox_parent = s.sandbox.parent
@@ -96,7 +98,7 @@ async def test_ask_permission_without_a_user_denies(make_repo, scripted, events,
     sandbox = copy_sandbox(project, tmp_path / "sb")
     ctx = make_ctx(project, sandbox, cfg, events)
     out = await AgentSecurityTester().run(ctx)
-    assert out.status == "ok"
+    assert out.status == "ineffective" and "2 tool call(s) failed" in out.reason
     assert not (sandbox / "ran.txt").exists() and not (sandbox / "b.py").exists()
     shell, write = events.of("tool_call")
     assert shell["outcome"] == "denied" and shell["reason"] == "denied by the user"

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from superqode_ls.agent.permissions import AllowAsker
-from superqode_ls.agent.roles import AgentUnitTester, session_usage
+from superqode_ls.qe.roles.agent import AgentUnitTester
 from superqode_ls.qe.verifier import Verifier
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 
@@ -80,7 +80,8 @@ async def test_fix_flow_on_a_plain_copy(make_repo, scripted, events, tmp_path):
     out = await role.run(ctx)
     finding, patch = _check_run(server, out, events)
     assert server.remaining == 0
-    assert session_usage(ctx.session_id).cost_usd == round(9 * (100 * 0.5 + 20 * 1.5) / 1000, 6)
+    # The usage comes back in the role's output (the pipeline sums it into the report).
+    assert out.usage.cost_usd == round(9 * (100 * 0.5 + 20 * 1.5) / 1000, 6)
 
     # The verifier gets the sandbox as the session found it, applies the patch
     # and rechecks: the reproducer now passes.
@@ -164,11 +165,8 @@ async def test_fix_flow_in_an_isolated_session(make_repo, scripted, events):
         assert "__pycache__" not in patch.diff and ".pytest_cache" not in patch.diff
         await s.restore(s.baseline)
         assert (s.sandbox / "calc.py").read_text() == CALC
-        from superqode_ls.agent.roles import _SESSION_FINDINGS
-
-        _SESSION_FINDINGS[(s.id, role.name)] = [
-            (f, result.reproducer_files.get(f.id, {})) for f in out.findings
-        ]
+        # What run() keeps for the verifier's recheck (run_agent was called directly).
+        role._rechecks = [(f, result.reproducer_files.get(f.id, {})) for f in out.findings]
         verdict = await Verifier(
             sandbox=s.sandbox,
             roles={role.name: role},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from superqode_ls.agent.roles import AgentE2eTester, AgentPerformanceTester
+from superqode_ls.qe.roles.agent import AgentE2eTester, AgentPerformanceTester
 
 from .conftest import agent_config, copy_sandbox, make_ctx, provider_entry
 from .scripted_server import tool_messages
@@ -130,7 +130,7 @@ async def test_task_cancellation_propagates_and_kills_the_shell(
 
 
 async def test_role_prompts_differ_by_focus(make_repo, scripted, events, tmp_path):
-    from superqode_ls.agent.roles import AGENT_ROLES
+    from superqode_ls.qe.roles.agent import AGENT_ROLES
 
     prompts = {}
     for name, cls in AGENT_ROLES.items():
@@ -139,8 +139,11 @@ async def test_role_prompts_differ_by_focus(make_repo, scripted, events, tmp_pat
         cfg = agent_config([provider_entry(server)])
         ctx = make_ctx(project, copy_sandbox(project, tmp_path / f"sb-{name}"), cfg, events)
         out = await cls().run(ctx)
-        assert out.status == "ok"
+        # A prose answer without a tool call looked at nothing: not "ok".
+        assert out.status == "ineffective"
+        assert out.reason.startswith("the model answered without calling a tool")
         body = server.requests[0]["body"]
+        assert body["tool_choice"] == "auto" and body["max_tokens"] == 2048
         prompts[name] = body["messages"][0]["content"]
         assert [t["function"]["name"] for t in body["tools"]] == [
             "read_file",

@@ -13,7 +13,7 @@ from superqode_ls.agent.provider import (
     completions_url,
 )
 from superqode_ls.agent.redact import Redactor
-from superqode_ls.agent.roles import AgentApiTester
+from superqode_ls.qe.roles.agent import AgentApiTester
 from superqode_ls.config import ProviderConfig
 
 from .conftest import agent_config, copy_sandbox, make_ctx, provider_entry

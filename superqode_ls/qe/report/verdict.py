@@ -7,7 +7,8 @@
   (``fail_on="never"`` never fails), not counting rules in ``never_fail``
   (``qe.never_fail``, by default bandit's B101 ``assert``);
 - ``conditional``: otherwise, at least one finding at ``low`` or above, or a
-  role that should have run could not finish (failed, error, timeout): the
+  role that should have run could not finish (failed, error, timeout) or
+  did nothing useful (ineffective: an agent whose model called no tool): the
   change may go in, but someone should look;
 - ``pass``: nothing but ``info`` findings (or none), every role finished or
   was deliberately skipped.
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 
 from ...models import Finding, QualityReport, Severity, Verdict
 
-_UNFINISHED = {"failed", "error", "timeout"}
+_UNFINISHED = {"failed", "error", "timeout", "ineffective"}
 DEFAULT_NEVER_FAIL = ("B101",)
 
 

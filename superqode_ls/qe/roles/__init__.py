@@ -14,11 +14,11 @@ REGISTRY: dict[str, str] = {
     "unit_tester": "superqode_ls.qe.roles.unit:UnitTester",
     "mutation_tester": "superqode_ls.qe.roles.mutation:MutationTester",
     "test_generator": "superqode_ls.qe.roles.testgen:TestGenerator",
-    "agent_security_tester": "superqode_ls.agent.roles:AgentSecurityTester",
-    "agent_api_tester": "superqode_ls.agent.roles:AgentApiTester",
-    "agent_unit_tester": "superqode_ls.agent.roles:AgentUnitTester",
-    "agent_e2e_tester": "superqode_ls.agent.roles:AgentE2eTester",
-    "agent_performance_tester": "superqode_ls.agent.roles:AgentPerformanceTester",
+    "agent_security_tester": "superqode_ls.qe.roles.agent:AgentSecurityTester",
+    "agent_api_tester": "superqode_ls.qe.roles.agent:AgentApiTester",
+    "agent_unit_tester": "superqode_ls.qe.roles.agent:AgentUnitTester",
+    "agent_e2e_tester": "superqode_ls.qe.roles.agent:AgentE2eTester",
+    "agent_performance_tester": "superqode_ls.qe.roles.agent:AgentPerformanceTester",
 }
 
 

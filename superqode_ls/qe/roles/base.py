@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from ...config import Config
 from ...errors import EXIT_FAILED, SuperQodeError
-from ...models import ChangeSet, Finding, Patch, RoleStatus, Verification
+from ...models import ChangeSet, Finding, Patch, RoleStatus, Usage, Verification
 from ...workspace.artifacts import Artifacts
 from ...workspace.coordinator import LockRecord
 from ...workspace.proc import ProcResult, run_command
@@ -136,6 +136,7 @@ class RoleOutput:
     findings: list[Finding] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)
     tool: str | None = None
+    usage: Usage | None = None  # tokens and cost a model spent (agent roles)
 
 
 class Role:

@@ -1,89 +1,49 @@
 """The LLM agent roles (``agent_security_tester`` ...), run in deep mode.
 
-Each role is the same loop with its own system prompt and focus. Findings and
-patches come back as ``RoleOutput`` so they pass the same verifier and noise
-filter as every other role. ``recheck`` re-runs a finding's reproducer (the
-failing command the agent reported) instead of asking the model again, so the
-verifier's verdict does not depend on a model's mood.
+Each role is ``agent/``'s loop (provider, tools, permissions) with its own
+system prompt and focus. Findings and patches come back as ``RoleOutput``, with
+the tokens spent, so they pass the same verifier and noise filter as every
+other role. ``recheck`` re-runs a finding's reproducer (the failing command the
+agent reported) instead of asking the model again, so the verifier's verdict
+does not depend on a model's mood.
+
+A run in which the model called no tool, or every call failed, ends
+``ineffective``: it looked at nothing, and must not read as a clean pass.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
 
-from ..config import Config
-from ..models import Finding, Usage
-from ..qe.roles.base import Role, RoleContext, RoleOutput
-from ..workspace.proc import run_command
-from .changes import ChangeTracker
-from .confine import Refused, resolve_inside, shell_refusal
-from .loop import Agent, AgentResult, Budget
-from .permissions import Permissions, current_asker
-from .prompts import ROLE_FOCUS, system_prompt, task_prompt
-from .provider import ProviderError, build_chain
-from .redact import Redactor
-from .tools import REPRODUCER_PREFIX, ToolBox, workspace_guard_refusal
+from ...agent.changes import ChangeTracker
+from ...agent.confine import shell_refusal
+from ...agent.loop import Agent, AgentResult, Budget
+from ...agent.permissions import Permissions, current_asker
+from ...agent.prompts import ROLE_FOCUS, system_prompt, task_prompt
+from ...agent.provider import ProviderError, build_chain, provider_problem
+from ...agent.redact import Redactor
+from ...agent.reproduce import place, reproducer, unplace
+from ...agent.tools import ToolBox, workspace_guard_refusal
+from ...config import Config
+from ...models import Finding, Usage
+from ...workspace.proc import run_command
+from .base import Role, RoleContext, RoleOutput
 
-_usage_lock = threading.Lock()
-_SESSION_USAGE: dict[str, Usage] = {}
-# (session id, role) -> [(finding, files its reproducer needs)] for recheck.
-_SESSION_FINDINGS: dict[tuple[str, str], list[tuple[Finding, dict[str, str]]]] = {}
+__all__ = ["AGENT_ROLES", "AgentRole", "provider_problem", "reproducer"]
 
-
-# A language server lives for days: remember only the recent sessions.
-_MAX_SESSIONS = 100
-
-
-def _trim(d: dict) -> None:
-    while len(d) > _MAX_SESSIONS:
-        d.pop(next(iter(d)))
-
-
-def session_usage(session_id: str) -> Usage | None:
-    """Tokens and cost of every agent role in ``session_id`` (for QualityReport.usage)."""
-    with _usage_lock:
-        u = _SESSION_USAGE.get(session_id)
-        return u.model_copy() if u else None
-
-
-def _add_usage(session_id: str, usage: Usage) -> None:
-    with _usage_lock:
-        total = _SESSION_USAGE.setdefault(session_id, Usage())
-        total.prompt_tokens += usage.prompt_tokens
-        total.completion_tokens += usage.completion_tokens
-        total.cost_usd = round(total.cost_usd + usage.cost_usd, 6)
-        total.requests += usage.requests
-        _trim(_SESSION_USAGE)
-
-
-def provider_problem(config: Config) -> str | None:
-    """Why no agent can run with ``config``, or None."""
-    if not config.providers:
-        return "no provider configured (add providers: to superqode.yaml; see docs/agents.md)"
-    names = [config.agent.provider or config.providers[0].name]
-    if config.agent.fallback_provider:
-        names.append(config.agent.fallback_provider)
-    problems = []
-    for n in names:
-        cfg = config.provider(n)
-        if cfg is None:
-            return f"agent provider {n!r} is not in providers"
-        if cfg.api_key_env and not _env_has(cfg.api_key_env):
-            problems.append(f"provider {n}: environment variable {cfg.api_key_env} is not set")
-    # Usable as long as one provider in the chain has its key.
-    return problems[0] if len(problems) == len(names) else None
-
-
-def _env_has(name: str) -> bool:
-    import os
-
-    return bool(os.environ.get(name))
+_STATUS = {
+    "completed": ("ok", None),
+    "max_turns": ("ok", "stopped after {turns} turns (agent.max_turns)"),
+    "max_tokens": ("ok", "stopped at the token budget (agent.max_tokens)"),
+    "timeout": ("timeout", "stopped at the time budget"),
+    "cancelled": ("cancelled", "cancelled"),
+    "provider_error": ("error", None),
+}
 
 
 class AgentRole(Role):
@@ -96,6 +56,8 @@ class AgentRole(Role):
 
     def __init__(self, config: Config | None = None):
         self.config = config
+        # (finding, files its reproducer needs) from this role's last run.
+        self._rechecks: list[tuple[Finding, dict[str, str]]] = []
 
     def unavailable(self, config: Config | None = None) -> str | None:
         """ "no provider configured" (or a missing key) for ``config``.
@@ -113,26 +75,29 @@ class AgentRole(Role):
         if why:
             return RoleOutput(status="skipped", reason=why, tool=self.tool)
         result = await self.run_agent(ctx)
-        _add_usage(ctx.session_id, result.usage)
-        with _usage_lock:
-            _SESSION_FINDINGS[(ctx.session_id, self.name)] = [
-                (f, result.reproducer_files.get(f.id, {})) for f in result.findings
-            ]
-            _trim(_SESSION_FINDINGS)
-        status, reason = {
-            "completed": ("ok", None),
-            "max_turns": ("ok", f"stopped after {result.turns} turns (agent.max_turns)"),
-            "max_tokens": ("ok", "stopped at the token budget (agent.max_tokens)"),
-            "timeout": ("timeout", "stopped at the time budget"),
-            "cancelled": ("cancelled", "cancelled"),
-            "provider_error": ("error", result.error),
-        }[result.stop_reason]
+        # For recheck: the verifier asks the same role instance, later in the session.
+        self._rechecks = [(f, result.reproducer_files.get(f.id, {})) for f in result.findings]
+        status, reason = _STATUS[result.stop_reason]
+        if result.stop_reason == "provider_error":
+            reason = result.error
+        elif reason:
+            reason = reason.format(turns=result.turns)
+        ineffective = result.ineffective()
+        if ineffective and status == "ok":
+            status, reason = "ineffective", ineffective
+        notes = [n for n in (reason, *result.warnings) if n]
+        if result.dropped:
+            notes.append(
+                f"dropped {len(result.dropped)} finding(s) on files the agent created and did "
+                f"not keep ({', '.join(sorted(set(result.dropped))[:5])})"
+            )
         return RoleOutput(
             status=status,  # type: ignore[arg-type]
-            reason=reason,
+            reason="; ".join(notes) or None,
             findings=result.findings,
             patches=result.patches,
             tool=self.tool,
+            usage=result.usage,
         )
 
     async def run_agent(
@@ -155,6 +120,7 @@ class AgentRole(Role):
         if left is not None:
             budget_s = max(0.1, min(budget_s, left))
         client = self.http_client or httpx.AsyncClient()
+        warnings: list[str] = []
         try:
             try:
                 chain = build_chain(
@@ -183,6 +149,11 @@ class AgentRole(Role):
                 guard=lambda c: workspace_guard_refusal(c, cfg.qe.git_guard),
                 category=category,
             )
+            for p in chain.providers:
+                warning = await p.model_warning()
+                if warning:
+                    warnings.append(warning)
+                    emit("log", level="warning", message=warning)
             agent = Agent(
                 chain,
                 toolbox,
@@ -194,6 +165,8 @@ class AgentRole(Role):
             )
             result = await agent.run(task_prompt(ctx.files, ctx.mode))
             result.reproducer_files = dict(toolbox.reproducer_files)
+            result.warnings = warnings
+            await _drop_made_up(result, tracker)
         finally:
             tracker.close()
             if client is not self.http_client:
@@ -228,8 +201,7 @@ class AgentRole(Role):
         when the sandbox no longer has them, then removed again. A finding
         without a reproducer cannot be rechecked and is kept.
         """
-        with _usage_lock:
-            known = list(_SESSION_FINDINGS.get((ctx.session_id, self.name), []))
+        known = list(self._rechecks)
         wanted = set(files)
         still: list[Finding] = []
         for f, support in known:
@@ -243,7 +215,7 @@ class AgentRole(Role):
             ):
                 still.append(f)
                 continue
-            placed = _place(ctx.sandbox, support)
+            placed = place(ctx.sandbox, support)
             try:
                 res = await run_command(
                     ["/bin/sh", "-c", cmd],
@@ -252,7 +224,7 @@ class AgentRole(Role):
                     timeout=ctx.config.agent.shell_timeout_s,
                 )
             finally:
-                _unplace(ctx.sandbox, placed)
+                unplace(placed)
             if not res.ok:
                 still.append(f)
         return still
@@ -276,38 +248,27 @@ def _without_keys(env: dict[str, str], cfg: Config) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in key_vars}
 
 
-def _place(root: Path, files: dict[str, str]) -> list[Path]:
-    made: list[Path] = []
-    for rel, text in files.items():
-        try:
-            p = resolve_inside(root, rel, for_write=True)
-        except Refused:
-            continue
-        if p.exists():
-            continue
-        missing = [d for d in [*reversed(p.parents)] if not d.exists()]
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-        made.extend([p, *reversed(missing)])
-    return made
-
-
-def _unplace(root: Path, made: list[Path]) -> None:
-    for p in made:
-        try:
-            if p.is_dir():
-                p.rmdir()
-            else:
-                p.unlink()
-        except OSError:
-            pass
-
-
-def reproducer(f: Finding) -> str | None:
-    for ev in f.evidence:
-        if ev.message.startswith(REPRODUCER_PREFIX):
-            return ev.message[len(REPRODUCER_PREFIX) :]
-    return None
+async def _drop_made_up(result: AgentResult, tracker: ChangeTracker) -> None:
+    """Findings must point at the project's files: the user's state carried
+    into the sandbox, or a file the agent created and keeps in a patch (a
+    generated test). A finding on a scratch file the agent made (``test.txt``)
+    describes nothing of the project; it is dropped and counted."""
+    if not result.findings:
+        return
+    try:
+        made = await tracker.created()
+    except Exception as e:  # noqa: BLE001 - cannot tell: keep them, and say so
+        result.warnings.append(f"could not list the files the agent created ({type(e).__name__})")
+        made = None
+    kept = {f for p in result.patches for f in p.files}
+    out: list[Finding] = []
+    for f in result.findings:
+        file = (f.file or "").removeprefix("./")
+        if made is not None and file in made and file not in kept:
+            result.dropped.append(file)
+        else:
+            out.append(f)
+    result.findings = out
 
 
 class AgentSecurityTester(AgentRole):

