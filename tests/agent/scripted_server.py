@@ -9,7 +9,15 @@ Each POST to ``/v1/chat/completions`` takes the next step of the script:
 - ``{"status": 500, "body": "...", "headers": {...}}``: an HTTP error (``"{auth}"`` in the body
   is replaced by the request's Authorization header, to test redaction);
 - ``{"delay": 2.0, ...}``: wait before answering (provider timeouts);
-- ``{"raw": "..."}``: a 200 with this literal body (malformed answers).
+- ``{"raw": "..."}``: a 200 with this literal body (malformed answers);
+- ``{"trickle": 0.05}``: a streamed answer that sends a token every 0.05 s
+  and never ends; the handler notes in ``disconnected`` when the client
+  hung up (a cancel must close the connection).
+
+With ``sse=True`` a request with ``"stream": true`` is answered as server-sent
+events (content, then each tool call in two pieces, then a usage chunk);
+otherwise as one JSON body, as servers that ignore ``stream`` do.
+``models=[...]`` makes ``GET /v1/models`` list those ids (404 otherwise).
 
 ``{{name}}`` in a step is replaced from ``vars`` and from JSON tool results
 already in the conversation (``{{finding_id}}``, ``{{patch_id}}``).
@@ -34,7 +42,12 @@ class ScriptedServer:
         script: list[dict[str, Any]],
         vars: dict[str, str] | None = None,
         usage: tuple[int, int] = (100, 20),
+        sse: bool = False,
+        models: list[str] | None = None,
     ):
+        self.sse = sse
+        self.models = models
+        self.disconnected = threading.Event()
         self.script = list(script)
         self.vars = dict(vars or {})
         self.usage = usage
@@ -127,6 +140,29 @@ class ScriptedServer:
             },
         }
 
+    def sse_events(self, step: dict[str, Any]) -> list[dict[str, Any]]:
+        """The completion of ``step`` as stream chunks, tool calls in pieces."""
+        whole = self.completion(step)
+        msg = whole["choices"][0]["message"]
+        base = {"id": whole["id"], "object": "chat.completion.chunk", "model": whole["model"]}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        out = [chunk({"role": "assistant"})]
+        if msg.get("content"):
+            text = msg["content"]
+            out += [chunk({"content": text[: len(text) // 2]}), chunk({"content": text[len(text) // 2 :]})]
+        for i, tc in enumerate(msg.get("tool_calls") or []):
+            args = tc["function"]["arguments"]
+            out.append(chunk({"tool_calls": [{"index": i, "id": tc["id"], "type": "function",
+                                              "function": {"name": tc["function"]["name"],
+                                                           "arguments": args[:3]}}]}))
+            out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[3:]}}]}))
+        out.append(chunk({}, whole["choices"][0]["finish_reason"]))
+        out.append({**base, "choices": [], "usage": whole["usage"]})
+        return out
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -147,6 +183,33 @@ class ScriptedServer:
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def _stream(self, chunks: list[dict[str, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for c in chunks:
+                    self.wfile.write(b"data: " + json.dumps(c).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+
+            def _trickle(self, interval: float) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                piece = {"choices": [{"index": 0, "delta": {"content": "la "}}]}
+                try:
+                    while not server._stop.wait(interval):
+                        self.wfile.write(b"data: " + json.dumps(piece).encode() + b"\n\n")
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    server.disconnected.set()
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models" and server.models is not None:
+                    data = {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]}
+                    self._send(200, json.dumps(data).encode())
+                else:
+                    self._send(404, b'{"error": "not found"}')
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -173,6 +236,10 @@ class ScriptedServer:
                     self._send(int(step["status"]), text.encode(), extra=step.get("headers"))
                 elif "raw" in step:
                     self._send(200, step["raw"].encode())
+                elif "trickle" in step:
+                    self._trickle(float(step["trickle"]))
+                elif server.sse and body.get("stream"):
+                    self._stream(server.sse_events(step))
                 else:
                     self._send(200, json.dumps(server.completion(step)).encode())
 
