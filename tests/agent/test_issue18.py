@@ -186,3 +186,31 @@ def test_fail_on_error_makes_a_dead_model_server_fail_ci(make_repo, closed_port,
     diff = [d for d in compare(before, take_fingerprint(project)) if ".superqode" not in d
             and "superqode.yaml" not in d]
     assert diff == []
+
+
+async def _lines(*lines: str):
+    for line in lines:
+        yield line
+
+
+async def test_stream_folding_edge_cases():
+    import pytest
+
+    from superqode_ls.agent.stream import StreamError, fold_sse
+
+    # An error mid-answer (llama-server's context overflow, say) is one line.
+    with pytest.raises(StreamError, match="the server reported an error mid-answer: ctx full"):
+        await fold_sse(_lines('data: {"choices": []}', 'data: {"error": {"message": "ctx full"}}'))
+    with pytest.raises(StreamError, match="the stream ended without an answer"):
+        await fold_sse(_lines(": ping", "", "data: [DONE]"))
+    with pytest.raises(StreamError, match="not JSON"):
+        await fold_sse(_lines("data: {oops"))
+    # A server that sends whole calls without "index", and arguments as an object.
+    data = await fold_sse(_lines(
+        'data: {"choices": [{"delta": {"tool_calls": [{"id": "a", "function": '
+        '{"name": "search", "arguments": {"pattern": "x"}}}]}}]}',
+        'data: {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}',
+    ))
+    [call] = data["choices"][0]["message"]["tool_calls"]
+    assert call["function"] == {"name": "search", "arguments": '{"pattern": "x"}'}
+    assert "usage" not in data  # the provider then estimates
