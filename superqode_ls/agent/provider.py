@@ -1,7 +1,9 @@
 """OpenAI-compatible chat completions over httpx, with tool calling.
 
 One ``Provider`` per configured endpoint (Ollama, vLLM, LM Studio, a hosted
-API). Transient failures (429, 5xx, timeouts, refused connections) are retried
+API). Every request carries ``max_tokens`` and, with tools, ``tool_choice``;
+answers are streamed (``stream.py``) so that giving up on one closes its
+connection. Transient failures (429, 5xx, timeouts, refused connections) are retried
 with exponential backoff; a ``ProviderChain`` falls back to a second provider
 when the first gives up. API keys are read from the environment at request
 time and every error message is redacted before it leaves this module.
@@ -221,7 +223,6 @@ class Provider:
         """A warning when the server lists its models and ``model`` is not
         among them (single-model servers answer any name, so a typo would go
         unnoticed); None when it is listed or the server lists nothing."""
-        client = self._client or httpx.AsyncClient()
         headers = {}
         try:
             key = self._api_key()
@@ -229,6 +230,7 @@ class Provider:
             return None  # the chat says so, once
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        client = self._client or httpx.AsyncClient()
         try:
             resp = await client.get(
                 self.models_url(), headers=headers, timeout=min(self.cfg.timeout, 10.0)
@@ -243,7 +245,8 @@ class Provider:
         if not isinstance(items, list):
             return None
         ids = [str(m.get("id")) for m in items if isinstance(m, dict) and m.get("id")]
-        if not ids or self.cfg.model in ids:
+        # Ollama lists "name:latest" for a model asked for as "name".
+        if not ids or self.cfg.model in ids or f"{self.cfg.model}:latest" in ids:
             return None
         shown = ", ".join(ids[:5]) + (f" (+{len(ids) - 5} more)" if len(ids) > 5 else "")
         return self.redactor.text(
