@@ -35,10 +35,7 @@ LAYERS = {
 }
 
 # (importer, imported) edges against the layer order that are being removed.
-KNOWN_LAYER_VIOLATIONS: dict[tuple[str, str], str] = {
-    # h-agents: agent roles move into qe/roles/ and agent/ stops importing qe.
-    ("agent.roles", "qe.roles.base"): "h-agents",
-}
+KNOWN_LAYER_VIOLATIONS: dict[tuple[str, str], str] = {}
 
 # Import cycles being broken: each entry is the set of modules of one cycle
 # (a strongly connected component); a component must fit inside one entry.

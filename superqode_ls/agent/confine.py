@@ -92,8 +92,8 @@ def shell_refusal(command: str, root: Path) -> str | None:
                     continue
                 return f"{part}: outside the sandbox"
             if ".." in Path(part).parts:
-                real = Path(os.path.realpath(root / part))
-                if real != root and not real.is_relative_to(root):
+                resolved = Path(os.path.realpath(root / part))
+                if resolved != root and not resolved.is_relative_to(root):
                     return f"{part}: outside the sandbox"
     return None
 

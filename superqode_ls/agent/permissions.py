@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Decision = Literal["allow", "ask", "deny"]
@@ -94,7 +94,7 @@ def current_asker() -> Asker:
 
 
 class Permissions:
-    def __init__(self, policy: dict[str, str], asker: Asker | None = None):
+    def __init__(self, policy: Mapping[str, str], asker: Asker | None = None):
         from ..config import AgentConfig
 
         # A superqode.yaml that names one tool replaces the whole mapping when

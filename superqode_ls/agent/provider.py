@@ -159,10 +159,8 @@ class Provider:
         self, headers: dict[str, str], body: dict[str, Any], messages: list[dict[str, Any]]
     ) -> ChatReply:
         name = self.cfg.name
-        client = self._client
-        own = client is None
-        if own:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(self.cfg.timeout))
+        own = self._client is None
+        client = self._client or httpx.AsyncClient(timeout=httpx.Timeout(self.cfg.timeout))
         try:
             # The whole answer, not each read, is bounded: a stream that keeps
             # trickling tokens must still end. Leaving the block closes the

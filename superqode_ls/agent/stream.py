@@ -81,7 +81,8 @@ def _merge_call(calls: dict[int, dict[str, Any]], raw: dict[str, Any], pos: int)
                                   "function": {"name": "", "arguments": ""}})
     if raw.get("id"):
         call["id"] = raw["id"]
-    fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    got = raw.get("function")
+    fn: dict[str, Any] = got if isinstance(got, dict) else {}
     if fn.get("name") and not call["function"]["name"]:  # some servers repeat it per piece
         call["function"]["name"] = str(fn["name"])
     args = fn.get("arguments")

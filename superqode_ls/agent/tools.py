@@ -243,7 +243,7 @@ class ToolBox:
             raise _ToolError(f"unknown tool {name!r} (available: {', '.join(TOOL_NAMES)})")
         try:
             args = json.loads(raw) if raw and raw.strip() else {}
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             raise _ToolError(f"arguments for {name} are not valid JSON ({e.msg})") from None
         if not isinstance(args, dict):
             raise _ToolError(f"arguments for {name} must be a JSON object")

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -496,7 +497,7 @@ class QESession:
         save_report(self.request, res, report, artifacts, noise, stop=lambda: self._cancel_requested)
 
 
-def _total(usages) -> Usage | None:
+def _total(usages: Iterable[Usage]) -> Usage | None:
     """Tokens and cost of the session's agent roles; None when none ran."""
     total: Usage | None = None
     for u in usages:

@@ -149,8 +149,8 @@ class AgentRole(Role):
                 guard=lambda c: workspace_guard_refusal(c, cfg.qe.git_guard),
                 category=category,
             )
-            for p in chain.providers:
-                warning = await p.model_warning()
+            for provider in chain.providers:
+                warning = await provider.model_warning()
                 if warning:
                     warnings.append(warning)
                     emit("log", level="warning", message=warning)
