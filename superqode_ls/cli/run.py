@@ -247,12 +247,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if report is not None and not args.jsonl:
         for line in summary_lines(report):
             print(line)
+        if report.artifacts.get("baseline") and args.update_baseline:
+            print(f"baseline written: {report.artifacts['baseline']}")
         if report.since is not None:
             print(since_line(report))
     if report is not None and args.timings:
         print(timings_line(report), file=sys.stderr if args.jsonl else sys.stdout)
-        if report.artifacts.get("baseline") and args.update_baseline:
-            print(f"baseline written: {report.artifacts['baseline']}")
     if failure is not None:
         # After the partial report, not through main: the report comes first.
         print(f"superqe: session failed: {failure.message}", file=sys.stderr)
