@@ -244,6 +244,8 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
+            if _shares_files(group):
+                pending = await self._all_at_once(role, ctx, group, record)
             while pending:
                 batch: list[tuple[Patch, list[str]]] = []
                 rest: list[Patch] = []
@@ -262,6 +264,27 @@ class Verifier:
                 pending = rest
         return out
 
+    async def _all_at_once(
+        self, role: Role, ctx: RoleContext, group: list[Patch],
+        record: Callable[[VerifyResult], None],
+    ) -> list[Patch]:
+        """One optimistic round with every fix of a role, several on one file
+        included: one tool re-run for all (a tool offers dozens of fixes in a
+        file; one round per fix in that file was most of quick mode's time).
+        What it does not clear -- the fixes do not apply together, or a
+        finding is new, so who caused it is unclear -- goes the careful way,
+        one fix per file per round; returns those."""
+        batch = [(p, p.files or patch_files(p.diff)) for p in group]
+        batch = [(p, files) for p, files in batch if files]
+        results = await self._verify_batch(role, ctx, batch, together_only=True)
+        if not results:
+            return group
+        done = {r.patch_id for r in results if r.verified or r.level == "tool"}
+        for r in results:
+            if r.patch_id in done:
+                record(r)
+        return [p for p in group if p.id not in done]
+
     async def _verify_one(self, patch: Patch) -> VerifyResult:
         role = self.roles.get(patch.role or "")
         ctx = self.contexts.get(patch.role or "")
@@ -273,8 +296,12 @@ class Verifier:
         return (await self._verify_batch(role, ctx, [(patch, files)]))[0]
 
     async def _verify_batch(
-        self, role: Role, ctx: RoleContext, batch: list[tuple[Patch, list[str]]]
+        self, role: Role, ctx: RoleContext, batch: list[tuple[Patch, list[str]]],
+        together_only: bool = False,
     ) -> list[VerifyResult]:
+        """``together_only``: the patches may share files, so they are tried
+        as one combined apply or not at all (no result: applying them one by
+        one would stack fixes of one file on each other)."""
         if not batch:
             return []
         if self._out_of_time():
@@ -298,6 +325,8 @@ class Verifier:
                 await git_apply(self.sandbox, combined, check_first=False, prefix=self._prefix)
             )[0]:
                 applied = list(batch)  # one git call for the whole round
+            elif together_only:
+                return []
             else:
                 for p, files in batch:
                     ok, err = await git_apply(
@@ -474,6 +503,16 @@ class Verifier:
         t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
         t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
         return sorted((t_after - t_before).keys()), None
+
+
+def _shares_files(patches: list[Patch]) -> bool:
+    seen: set[str] = set()
+    for p in patches:
+        files = set(p.files or patch_files(p.diff))
+        if seen & files:
+            return True
+        seen |= files
+    return False
 
 
 def _tool_only(r: VerifyResult, why: str) -> VerifyResult:

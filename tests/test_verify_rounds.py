@@ -1,0 +1,62 @@
+"""Fix verification in one tool re-run per round, several fixes of one file
+included (issue 17: dozens of ruff fixes in a file took one round each)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from superqode_ls.qe.verifier import Verifier
+from tests.test_verifier import CountingToy, ctx_for
+
+FAR = "".join(f"x{i} = {i}\n" for i in range(12))
+
+
+def _verify(tmp_path, role, extra=()):
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return out, await v.verify_many([*out.patches, *extra(out)] if extra else out.patches)
+
+    return asyncio.run(go())
+
+
+def test_fixes_far_apart_in_one_file_are_verified_in_one_round(tmp_path):
+    text = "a = 'PLANTED'\n" + FAR + "b = 'PLANTED'\n" + FAR + "c = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
+    role = CountingToy()
+    out, results = _verify(tmp_path, role)
+    assert len(out.patches) == 4
+    assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
+    assert role.rechecks == [["a.py", "b.py"]]  # one re-run for all four fixes
+    assert (tmp_path / "a.py").read_text() == text  # put back
+
+
+def test_a_fix_that_breaks_something_sends_its_file_the_careful_way(tmp_path):
+    """Together, a new problem cannot be pinned on one fix: the fixes of that
+    file are re-tried one per round; the others keep the first round's verdict."""
+    text = "a = 'PLANTED'\n" + FAR + "b = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
+    role = CountingToy()
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        twin = next(p for p in out.patches if "b = 'fixed'" in p.diff)
+        bad = twin.model_copy(update={
+            "id": "bad", "diff": twin.diff.replace("b = 'fixed'", "b = 'fixed'; z = 'PLANTED'")})
+        patches = [p for p in out.patches if p is not twin] + [bad]
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return patches, await v.verify_many(patches)
+
+    patches, results = asyncio.run(go())
+    assert [results[p.id].level for p in patches] == ["tool", "tool", None]
+    assert "new findings" in results["bad"].message
+    # One round for all three, then a.py's two fixes one per round.
+    assert role.rechecks == [["a.py", "b.py"], ["a.py"], ["a.py"]]
+    assert (tmp_path / "a.py").read_text() == text
