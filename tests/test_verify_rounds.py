@@ -60,3 +60,25 @@ def test_a_fix_that_breaks_something_sends_its_file_the_careful_way(tmp_path):
     # One round for all three, then a.py's two fixes one per round.
     assert role.rechecks == [["a.py", "b.py"], ["a.py"], ["a.py"]]
     assert (tmp_path / "a.py").read_text() == text
+
+
+def test_one_diff_offered_for_several_findings_is_checked_once(tmp_path):
+    """A tool offers the same edit once per finding it clears (ruff's
+    ``from __future__ import annotations`` for each FA102): one apply, one
+    re-run, each finding judged."""
+    (tmp_path / "a.py").write_text("a = 'PLANTED'\n")
+    role = CountingToy()
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        (p,) = out.patches
+        twins = [p.model_copy(update={"id": f"twin{i}"}) for i in range(3)]
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return await v.verify_many([p, *twins])
+
+    results = asyncio.run(go())
+    assert len(results) == 4 and all(r.level == "tool" for r in results.values())
+    assert role.rechecks == [["a.py"]]
+    assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\n"

@@ -250,15 +250,19 @@ class Verifier:
                 batch: list[tuple[Patch, list[str]]] = []
                 rest: list[Patch] = []
                 used: set[str] = set()
+                diffs: set[str] = set()
                 for p in pending:
                     files = p.files or patch_files(p.diff)
                     if not files:
                         record(VerifyResult(p.id, False, "not verified: the patch names no files"))
-                    elif used & set(files):
+                    elif used & set(files) and p.diff not in diffs:
                         rest.append(p)
                     else:
+                        # The same diff for several findings (one fix, one per
+                        # finding it clears) goes in once and is judged for each.
                         batch.append((p, files))
                         used |= set(files)
+                        diffs.add(p.diff)
                 for r in await self._verify_batch(role, ctx, batch):
                     record(r)
                 pending = rest
@@ -320,7 +324,8 @@ class Verifier:
             applied: list[tuple[Patch, list[str]]] = []
             if self._prefix is None:
                 self._prefix = await repo_prefix(self.sandbox)
-            combined = "".join(d if d.endswith("\n") else d + "\n" for d in (p.diff for p, _ in batch))
+            unique = list(dict.fromkeys(p.diff for p, _ in batch))
+            combined = "".join(d if d.endswith("\n") else d + "\n" for d in unique)
             if len(batch) > 1 and len({_strip_level(p.diff) for p, _ in batch}) == 1 and (
                 await git_apply(self.sandbox, combined, check_first=False, prefix=self._prefix)
             )[0]:
@@ -328,8 +333,17 @@ class Verifier:
             elif together_only:
                 return []
             else:
+                done: dict[str, tuple[bool, str]] = {}
                 for p, files in batch:
-                    ok, err = await git_apply(
+                    if p.diff in done:  # its twin's outcome: applying it twice would fail
+                        ok, err = done[p.diff]
+                        if ok:
+                            applied.append((p, files))
+                        else:
+                            results.append(VerifyResult(
+                                p.id, False, f"not verified: the patch does not apply ({err})"))
+                        continue
+                    ok, err = done[p.diff] = await git_apply(
                         self.sandbox, p.diff, check_first=False, prefix=self._prefix
                     )
                     if ok:
