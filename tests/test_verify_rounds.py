@@ -82,3 +82,35 @@ def test_one_diff_offered_for_several_findings_is_checked_once(tmp_path):
     assert len(results) == 4 and all(r.level == "tool" for r in results.values())
     assert role.rechecks == [["a.py"]]
     assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\n"
+
+
+def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
+    """pytest stopping on a broken conftest says so in every round: it is run
+    once, and every fix is tool-verified only with that reason."""
+    from superqode_ls.qe.covering import CoveringTests
+    from superqode_ls.qe.pipeline import QERequest, QESession
+
+    runs = []
+    real = CoveringTests.run
+
+    async def counting(self, tests):
+        out = await real(self, tests)
+        runs.append((tests, out.status))
+        return out
+
+    monkeypatch.setattr(CoveringTests, "run", counting)
+    repo = make_repo({
+        "pyproject.toml": '[project]\nname = "d"\nversion = "0"\n\n[tool.ruff.lint]\nselect = ["F401"]\n',
+        "pkg/__init__.py": "",
+        # Adjacent unused imports: their fixes overlap, so they take rounds.
+        "pkg/calc.py": "import os\nimport sys\nimport json\n\n\ndef add(a, b):\n    return a + b\n",
+        "conftest.py": "import not_a_module_anywhere\n\nnot_a_module_anywhere.setup()\n",
+        "tests/__init__.py": "",
+        "tests/test_calc.py": "from pkg.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    })
+    report = asyncio.run(QESession(QERequest(repo, roles=["lint_tester"])).run())
+    fixes = [p for p in report.patches if p.kind == "fix"]
+    assert len(fixes) == 3, [p.description for p in fixes]
+    assert all(p.label == "tool-verified only" for p in fixes), [p.verification for p in fixes]
+    assert all("pytest usage or configuration error" in p.verification for p in fixes)
+    assert len(runs) == 1 and runs[0][1] == "not_run"

@@ -203,6 +203,9 @@ class Verifier:
     results: list[VerifyResult] = field(default_factory=list)
     _prefix: str | None = None
     _by_file: dict[tuple[str, str], list[Finding]] | None = None
+    # Why pytest cannot start at all here (a conftest that does not import,
+    # a usage error): every later round would only pay to hear it again.
+    _suite_broken: str | None = None
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -421,6 +424,8 @@ class Verifier:
         tool_only = [(p, f, r) for p, f, r in judged if r.verified]
         if self.covering is None:
             return _demote(judged, self.no_tests_reason)
+        if self._suite_broken is not None:
+            return _demote(judged, self._suite_broken)
         tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
         tests = sorted({t for ts in tests_of.values() for t in ts})
         if not tests:
@@ -432,6 +437,8 @@ class Verifier:
         try:
             after = await self.covering.run(tests)
             if after.status == "not_run":
+                if (after.reason or "").startswith(_SUITE_BROKEN):
+                    self._suite_broken = after.reason
                 return _demote(judged, after.reason)
             broken: set[str] = set()
             if after.status == "failed":
@@ -517,6 +524,12 @@ class Verifier:
         t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
         t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
         return sorted((t_after - t_before).keys()), None
+
+
+# pytest's own words (roles/unit.py) for a run that never reached a test
+# whichever tests were asked for; a failed test or a collection error in one
+# file is not among them.
+_SUITE_BROKEN = ("pytest usage or configuration error", "pytest hit an internal error")
 
 
 def _shares_files(patches: list[Patch]) -> bool:
