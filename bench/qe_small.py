@@ -116,7 +116,7 @@ def main_small(argv: list[str]) -> int:
 def write_doc(rows, args) -> None:
     lines = [
         SECTION, "",
-        f"`superqe run --mode quick -r security_tester -r lint_tester` in-process against `bandit`",
+        "`superqe run --mode quick -r security_tester -r lint_tester` in-process against `bandit`",
         "then `ruff check` run directly with the roles' arguments, side by side in one run "
         f"(medians of {args.repeat}); \"loaded\" adds {args.burners} busy processes at normal "
         "priority. The machine was shared with other work while this was measured (its load "

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import Counter
 import logging
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
