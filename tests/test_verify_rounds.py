@@ -114,3 +114,16 @@ def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
     assert all(p.label == "tool-verified only" for p in fixes), [p.verification for p in fixes]
     assert all("pytest usage or configuration error" in p.verification for p in fixes)
     assert len(runs) == 1 and runs[0][1] == "not_run"
+
+
+def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path):
+    text = "a = 'PLANTED'\nb = 'PLANTED'\n" + FAR + "c = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
+    role = CountingToy()
+    out, results = _verify(tmp_path, role)
+    assert len(out.patches) == 4
+    assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
+    # Lines 1 and 2 touch: line 2's fix waits; lines 1 and 15 and b.py go at once.
+    assert role.rechecks == [["a.py", "b.py"], ["a.py"]]
+    assert (tmp_path / "a.py").read_text() == text

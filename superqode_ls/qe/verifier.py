@@ -282,7 +282,7 @@ class Verifier:
         finding is new, so who caused it is unclear -- goes the careful way,
         one fix per file per round; returns those."""
         batch = [(p, p.files or patch_files(p.diff)) for p in group]
-        batch = [(p, files) for p, files in batch if files]
+        batch = _apart([(p, files) for p, files in batch if files])
         results = await self._verify_batch(role, ctx, batch, together_only=True)
         if not results:
             return group
@@ -530,6 +530,42 @@ class Verifier:
 # whichever tests were asked for; a failed test or a collection error in one
 # file is not among them.
 _SUITE_BROKEN = ("pytest usage or configuration error", "pytest hit an internal error")
+
+
+def _apart(batch: list[tuple[Patch, list[str]]]) -> list[tuple[Patch, list[str]]]:
+    """The patches whose hunks neither overlap nor touch another's (first come
+    first in), so that applied together each lands where it was meant; the
+    same diff twice is one. The rest wait for the careful rounds."""
+    taken: dict[str, list[tuple[int, int]]] = {}
+    diffs: set[str] = set()
+    out = []
+    for p, files in batch:
+        if p.diff in diffs:
+            out.append((p, files))
+            continue
+        spans = _spans(p.diff)
+        if spans is None or any(a <= d and c <= b for f, (a, b) in spans
+                                for c, d in taken.get(f, [])):
+            continue
+        for f, span in spans:
+            taken.setdefault(f, []).append(span)
+        diffs.add(p.diff)
+        out.append((p, files))
+    return out
+
+
+def _spans(diff: str) -> list[tuple[str, tuple[int, int]]] | None:
+    """(file, (first, last line)) of each hunk in the original, one line of
+    margin on each side; None when the diff does not parse."""
+    try:
+        ps = PatchSet(diff)
+    except UnidiffParseError:
+        return None
+    out = []
+    for pf in ps:
+        for h in pf:
+            out.append((pf.path, (h.source_start - 1, h.source_start + max(h.source_length, 1))))
+    return out
 
 
 def _shares_files(patches: list[Patch]) -> bool:
