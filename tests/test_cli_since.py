@@ -132,3 +132,11 @@ def test_timings_say_where_the_time_went(make_repo, capsys):
     reports = list((repo / ".superqode" / "qe-artifacts").rglob("qr-*.json"))
     saved = json.loads(reports[0].read_text())["timings"]
     assert {"sandbox", "roles", "verify", "revert"} <= set(saved)
+
+
+def test_since_with_nothing_changed_reports_nothing(make_repo, capsys):
+    repo = make_repo({"app.py": OLD})
+    branch = run_git(repo, "symbolic-ref", "--short", "HEAD").strip()
+    code, out, err = superqe(capsys, "run", str(repo), "-r", "toy_tester", "--since", branch)
+    assert code == 0, err
+    assert "0 finding(s) introduced in 0 changed file(s)" in out
