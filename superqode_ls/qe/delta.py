@@ -93,8 +93,9 @@ class BaseRun:
     async def known(self) -> Counter[str]:
         """Ids the base already had (raises when the base run failed)."""
         assert self._task is not None
-        self.report = await asyncio.shield(self._task)
-        return Counter(f.id for f in self.report.findings)
+        report: QualityReport = await asyncio.shield(self._task)
+        self.report = report
+        return Counter(f.id for f in report.findings)
 
     def info(self, introduced: int | None) -> SinceBase:
         r = self.report

@@ -37,10 +37,10 @@ def check_shards(reports: list[QualityReport]) -> None:
     """One report per shard 1..N of one N, all at the same commit and mode."""
     if not reports:
         raise ConfigError("merge: no reports given")
-    shards = [r.shard for r in reports]
-    if any(s is None for s in shards):
-        names = [r.session_id for r in reports if r.shard is None]
+    names = [r.session_id for r in reports if r.shard is None]
+    if names:
         raise ConfigError(f"merge: not a shard report (run with --shard K/N): {', '.join(names)}")
+    shards = [r.shard for r in reports if r.shard is not None]
     ns = {int(s.split("/")[1]) for s in shards}
     if len(ns) != 1:
         raise ConfigError(f"merge: shards of different splits: {', '.join(sorted(shards))}")

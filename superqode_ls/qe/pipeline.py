@@ -189,7 +189,7 @@ class QESession:
         lap = self._lap("sandbox", lap)
         # The budget is the roles' (and verification's): a large tree's
         # sandbox must not eat the time the fast roles need.
-        deadline = self._loop.time() + res.budget
+        deadline = asyncio.get_running_loop().time() + res.budget
         try:
             if aborted is not None:
                 raise aborted
