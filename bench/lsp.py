@@ -17,6 +17,10 @@ the flood comes from a bench-only role that reports 10 findings in each of 1k
 files. Everything runs under a temporary HOME / SUPERQODE_HOME.
 
     .venv/bin/python bench/lsp.py [-n ROUNDS] [--pace-ms MS] [--json FILE] [--write-doc]
+    .venv/bin/python bench/lsp.py --file-run [--files 20000] [--runs 10] [--write-doc]
+
+``--file-run``: "Run QE on this file" in the 20,000-file repository,
+ten runs in a row (bench/lsp_file.py).
 
 ``--write-doc`` replaces the "Language server (bench/lsp.py)" section of
 docs/performance.md with the figures.
@@ -597,6 +601,11 @@ def main() -> int:
     if "--serve" in sys.argv:
         serve()
         return 0
+    if "--file-run" in sys.argv[1:]:  # "Run QE on this file" in 20k files: bench/lsp_file.py
+        sys.path.insert(0, str(Path(__file__).parent))
+        from lsp_file import main_file
+
+        return main_file(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=2000,
                     help="idle rounds (one request of each kind); busy rounds last as long as the deep session")

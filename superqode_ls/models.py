@@ -264,6 +264,18 @@ class Interpreter(Model):
     note: str | None = None  # why discovery ended there (candidates passed over, a failed build)
 
 
+class SinceBase(Model):
+    """``--since REF``: the report lists only findings not in the merge-base."""
+
+    ref: str
+    merge_base: str
+    files: int = 0  # files the change touched (both runs looked at these only)
+    base_session: str | None = None
+    base_report: str | None = None
+    base_complete: bool = False  # False: the base ran out of time; more may look new
+    introduced: int | None = None
+
+
 class QualityReport(Model):
     schema_version: str = "1.0"
     session_id: str
@@ -291,6 +303,11 @@ class QualityReport(Model):
     artifacts: dict[str, str] = Field(default_factory=dict)
     usage: Usage | None = None
     interpreter: Interpreter | None = None
+    since: SinceBase | None = None
+    shard: str | None = None  # "K/N": this report is one share of the work (superqe merge)
+    merged_from: list[str] = Field(default_factory=list)  # session ids superqe merge combined
+    # Where the session's time went (seconds per step), ``--timings``.
+    timings: dict[str, float] = Field(default_factory=dict)
 
 
 class Event(Model):

@@ -103,11 +103,16 @@ def test_usage_errors_of_every_command(project, tmp_path):
     before = take_fingerprint(project)
     p, f = str(project), str(project / "app.py")
     missing = str(tmp_path / "missing")
+    loose = tmp_path / "loose" / "app.py"
+    loose.parent.mkdir()
+    loose.write_text("x = 1\n")
     sid = "qe-20250101-000000-abcdef"
     cases = {
         # run
         "run missing": (["run", missing, "-r", "lint_tester"], None),
-        "run file": (["run", f, "-r", "lint_tester"], None),
+        # A file is a selection inside its git repository (issue 17); a file
+        # in no repository is refused.
+        "run file": (["run", str(loose), "-r", "lint_tester"], None),
         "run role": (["run", p, "-r", "nosuch"], None),
         "run mode": (["run", p, "--mode", "bad"], None),
         "run fail-on": (["run", p, "--fail-on", "sometimes"], None),
@@ -169,7 +174,7 @@ def test_usage_errors_of_every_command(project, tmp_path):
     }
     expected = {
         "run missing": ("no such project folder", missing),
-        "run file": ("not a folder",),
+        "run file": ("need a git repository",),
         "run role": ("unknown role 'nosuch'", "lint_tester"),
         "run mode": ("--mode", "quick"),
         "run fail-on": ("--fail-on", "high"),

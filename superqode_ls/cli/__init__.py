@@ -25,6 +25,7 @@ from ..errors import (
 # Each module defines register(subparsers); handlers return the exit code.
 COMMAND_MODULES = (
     "run",
+    "merge",
     "exec_",
     "sessions",
     "guard",

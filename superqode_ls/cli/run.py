@@ -47,7 +47,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run QE roles on PATH in a sandbox, verify their fixes, write the Quality "
                     "Report to .superqode/qe-artifacts/ and leave PATH unchanged.",
     )
-    p.add_argument("path", nargs="?", default=".", help="project folder (default: .)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="project folder (default: .), or files/folders inside one git repository "
+                        "(the run looks at those only, as pre-commit passes them)")
+    p.add_argument("--since", metavar="REF",
+                   help="report only findings introduced since the merge-base of REF and HEAD")
+    p.add_argument("--shard", metavar="K/N", type=_shard,
+                   help="do the K-th of N shares of the work (combine with superqe merge)")
+    p.add_argument("--timings", action="store_true",
+                   help="print where the session's time went")
     p.add_argument("--mode", choices=("quick", "deep"), default=None,
                    help="quick (default; budget 60 s) or deep (budget 1800 s)")
     p.add_argument("-r", "--role", dest="roles", action="append", metavar="ROLE",
@@ -83,6 +91,72 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", nargs="?", default=".", help="project whose configuration to use")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_roles)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    from ..qe.shard import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def since_line(report: QualityReport) -> str:
+    s = report.since
+    assert s is not None
+    done = "" if s.base_complete else " (the base run did not finish: some may be older)"
+    return (f"since {s.ref} (merge-base {s.merge_base[:12]}): {s.introduced} finding(s) introduced "
+            f"in {s.files} changed file(s){done}")
+
+
+def timings_line(report: QualityReport) -> str:
+    steps = {k: v for k, v in report.timings.items() if k != "total"}
+    steps.update({f"role:{r.role}": r.duration_s for r in report.roles if r.status != "skipped"})
+    parts = ", ".join(f"{k} {v:.1f}s" for k, v in steps.items())
+    return f"timings: total {report.timings.get('total', report.duration_s):.1f}s: {parts}"
+
+
+def targets(paths: list[str]) -> tuple[Path, list[str] | None]:
+    """``superqe run [PATH...]``: one folder is the project; files (or several
+    paths) are a selection inside the git repository that holds them."""
+    from ..qe.roles._common import walk_files
+    from ..workspace.git import repo_root
+
+    if not paths:
+        return Path("."), None
+    given = [Path(p).expanduser() for p in paths]
+    if len(given) == 1 and not given[0].is_file():
+        return given[0], None  # a folder (or a missing path: the session says so)
+    for p in given:
+        if not p.exists():
+            raise UsageError(f"no such file or folder: {p}")
+    first = given[0] if given[0].is_dir() else given[0].parent
+    root = repo_root(Path.cwd())
+    if root is None or not all(_inside(p, root) for p in given):
+        root = repo_root(first)
+    if root is None:
+        raise UsageError(f"{paths[0]}: files or several paths need a git repository "
+                         "(or give one folder)")
+    root = root.resolve()
+    files: list[str] = []
+    for p in given:
+        if not _inside(p, root):
+            raise UsageError(f"{p}: not inside the repository {root}")
+        rel = p.resolve().relative_to(root)
+        if p.is_dir():
+            files.extend((rel / f).as_posix() for f in walk_files(p.resolve()))
+        else:
+            files.append(rel.as_posix())
+    return root, list(dict.fromkeys(files))
+
+
+def _inside(p: Path, root: Path) -> bool:
+    try:
+        p.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
 
 
 def _check_sarif_target(path: str) -> Path:
@@ -135,7 +209,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.fail_on_error:
         overrides.setdefault("qe", {})["fail_on_error"] = True
     sarif = _check_sarif_target(args.sarif) if args.sarif else None
-    project = Path(args.path).expanduser()
+    project, files = targets(args.paths)
     if args.python:
         chosen = Path(args.python).expanduser()
         if not chosen.is_absolute():
@@ -145,7 +219,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides.setdefault("roles", {})["python"] = str(chosen)
     config = load_config(project if project.is_dir() else None, overrides or None)
     request = QERequest(
-        project=Path(args.path),
+        project=project,
+        files=files,
+        since=args.since,
+        shard=args.shard,
         mode=args.mode or config.mode,
         roles=args.roles,
         isolation=args.isolation,
@@ -184,6 +261,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(line)
         if report.artifacts.get("baseline") and args.update_baseline:
             print(f"baseline written: {report.artifacts['baseline']}")
+        if report.since is not None:
+            print(since_line(report))
+    if report is not None and args.timings:
+        print(timings_line(report), file=sys.stderr if args.jsonl else sys.stdout)
     if failure is not None:
         # After the partial report, not through main: the report comes first.
         print(f"superqe: session failed: {failure.message}", file=sys.stderr)

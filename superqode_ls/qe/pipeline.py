@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from ..workspace.paths import new_session_id
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
 from ..workspace.session import IsolatedSession
-from . import verify_step
+from . import delta, shard, verify_step
 from .finish import (
     Stamp,
     build_report,
@@ -89,12 +90,16 @@ class QESession:
         self._lock = threading.Lock()
         self._abort = threading.Event()  # stops sandbox creation between its steps
         self._python: asyncio.Task[ProjectPython] | None = None
+        self._base: delta.BaseRun | None = None  # --since: the merge-base's run
+        self._timings: dict[str, float] = {}  # step -> seconds (the report's ``timings``)
 
     # ----------------------------------------------------------------- control
     def cancel(self) -> None:
         """Stop the session: partial results saved, sandbox reverted."""
         self._cancel_requested = True
         self._abort.set()
+        if self._base is not None:
+            self._base.cancel()
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -139,6 +144,24 @@ class QESession:
     async def run(self) -> QualityReport:
         res = resolve_request(self.request)
         self._loop = asyncio.get_running_loop()
+        if self.request.since:
+            since = await asyncio.to_thread(delta.resolve_since, res.project, self.request.since)
+            self._base = delta.BaseRun(since, self.request, QESession)
+            if res.files is None:
+                res.files = since.changed
+            self._base.start()  # beside this session's own sandbox and roles
+        try:
+            return await self._run(res)
+        finally:
+            if self._base is not None:
+                await self._base.close()
+
+    def _lap(self, step: str, t: float) -> float:
+        now = time.monotonic()
+        self._timings[step] = round(self._timings.get(step, 0.0) + now - t, 3)
+        return now
+
+    async def _run(self, res: Resolved) -> QualityReport:
         emit = self.bus.emit
         started = utcnow()
         t0 = time.monotonic()
@@ -160,13 +183,15 @@ class QESession:
         # nothing created.
         sandbox_session: IsolatedSession | None = None
         aborted: CreationAborted | None = None
+        lap = self._lap("start", t0)
         try:
             sandbox_session = await self._create_sandbox(res)
         except CreationAborted as e:
             aborted = e  # nothing to revert: its verification is all there is
+        lap = self._lap("sandbox", lap)
         # The budget is the roles' (and verification's): a large tree's
         # sandbox must not eat the time the fast roles need.
-        deadline = self._loop.time() + res.budget
+        deadline = asyncio.get_running_loop().time() + res.budget
         try:
             if aborted is not None:
                 raise aborted
@@ -177,11 +202,16 @@ class QESession:
                 root = sandbox_root(s, res.project)
                 try:
                     await self._guarded(self._run_roles(res, s, root, artifacts, deadline), deadline)
+                    lap = self._lap("roles", lap)
+                    known = await self._base.known() if self._base is not None else None
+                    lap = self._lap("since_base_wait", lap) if known is not None else lap
                     # Filtering, the report and the artifacts read and write files:
                     # in threads, so a language server's event loop stays free.
-                    noise = await asyncio.to_thread(self._filter, res, root)
+                    noise = await asyncio.to_thread(self._filter, res, root, known)
+                    lap = self._lap("filter", lap)
                     if not (self._cancel_requested or self._timed_out):
                         await self._guarded(self._verify(res, s, root, noise, deadline), deadline)
+                    lap = self._lap("verify", lap)
                 except Exception as e:  # a bug in a role or here: report, still revert
                     log.exception("QE session %s failed", self.id)
                     failure = f"{type(e).__name__}: {e}"
@@ -191,6 +221,8 @@ class QESession:
                         except Exception:  # noqa: BLE001 - the first error is the one to report
                             noise = NoiseResult(findings=[])
                 self._epoch_moved = epoch_moved(s)
+                lap = time.monotonic()
+            lap = self._lap("revert", lap)
             verification = sandbox_session.verification
         except CreationAborted as e:
             verification = e.verification
@@ -201,10 +233,14 @@ class QESession:
             self._build_report, res, started, t0, isolation, base_commit,
             noise or NoiseResult(findings=[]), verification, stamp,
         )
+        lap = self._lap("report", lap)
+        report.timings.update(self._timings)
         try:
             await asyncio.to_thread(self._save, res, report, artifacts, noise)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
+        self._lap("save", lap)  # after the JSON was written: in memory and --timings only
+        report.timings.update(self._timings, total=round(time.monotonic() - t0, 3))
         self.report = report
         emit(
             "session_complete",
@@ -340,6 +376,7 @@ class QESession:
             emit=lambda type, **data: self.bus.emit(type, **{"role": name, **data}),
             trusted=self.request.trusted,
             session=s,
+            targets=shard.selector(self.request.shard),
         )
         self._contexts[name] = ctx
         started = utcnow()
@@ -442,12 +479,17 @@ class QESession:
             out.extend(self._found.get(name, []))
         return out
 
-    def _filter(self, res: Resolved, sandbox: Path) -> NoiseResult:
+    def _filter(
+        self, res: Resolved, sandbox: Path, known: Counter[str] | None = None
+    ) -> NoiseResult:
+        baseline = None if self.request.update_baseline else res.baseline
+        if known is not None:  # --since: what the merge-base had is not new
+            baseline = known + (baseline or Counter())
         return filter_findings(
             self._all_findings(),
             read_line=FileLines(sandbox),
             threshold=res.config.qe.confidence_threshold,
-            baseline=None if self.request.update_baseline else res.baseline,
+            baseline=baseline,
             path_classes=res.config.qe.path_classes,
         )
 
@@ -483,6 +525,10 @@ class QESession:
                 cancelled=self._cancel_requested, epoch_moved=self._epoch_moved,
                 interpreter=self._interpreter(res), usage=_total(self._usage.values()),
             )
+        if self.request.shard is not None:
+            report.shard = "{}/{}".format(*self.request.shard)
+        if self._base is not None:
+            report.since = self._base.info(len(report.findings) if self._base.report else None)
         self.patches = {p.id: p for p in report.patches}
         return report
 

@@ -35,6 +35,8 @@ class QERequest:
     update_baseline: bool = False
     timeout: float | None = None
     python: str | None = None  # the interpreter the editor selected (roles.python wins)
+    since: str | None = None  # report only what changed since the merge-base with this ref
+    shard: tuple[int, int] | None = None  # (K, N): this run does the K-th of N shares (qe/shard.py)
 
 
 @dataclass

@@ -203,6 +203,9 @@ class Verifier:
     results: list[VerifyResult] = field(default_factory=list)
     _prefix: str | None = None
     _by_file: dict[tuple[str, str], list[Finding]] | None = None
+    # Why pytest cannot start at all here (a conftest that does not import,
+    # a usage error): every later round would only pay to hear it again.
+    _suite_broken: str | None = None
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -244,23 +247,50 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
+            if _shares_files(group):
+                pending = await self._all_at_once(role, ctx, group, record)
             while pending:
                 batch: list[tuple[Patch, list[str]]] = []
                 rest: list[Patch] = []
                 used: set[str] = set()
+                diffs: set[str] = set()
                 for p in pending:
                     files = p.files or patch_files(p.diff)
                     if not files:
                         record(VerifyResult(p.id, False, "not verified: the patch names no files"))
-                    elif used & set(files):
+                    elif used & set(files) and p.diff not in diffs:
                         rest.append(p)
                     else:
+                        # The same diff for several findings (one fix, one per
+                        # finding it clears) goes in once and is judged for each.
                         batch.append((p, files))
                         used |= set(files)
+                        diffs.add(p.diff)
                 for r in await self._verify_batch(role, ctx, batch):
                     record(r)
                 pending = rest
         return out
+
+    async def _all_at_once(
+        self, role: Role, ctx: RoleContext, group: list[Patch],
+        record: Callable[[VerifyResult], None],
+    ) -> list[Patch]:
+        """One optimistic round with every fix of a role, several on one file
+        included: one tool re-run for all (a tool offers dozens of fixes in a
+        file; one round per fix in that file was most of quick mode's time).
+        What it does not clear -- the fixes do not apply together, or a
+        finding is new, so who caused it is unclear -- goes the careful way,
+        one fix per file per round; returns those."""
+        batch = [(p, p.files or patch_files(p.diff)) for p in group]
+        batch = _apart([(p, files) for p, files in batch if files])
+        results = await self._verify_batch(role, ctx, batch, together_only=True)
+        if not results:
+            return group
+        done = {r.patch_id for r in results if r.verified or r.level == "tool"}
+        for r in results:
+            if r.patch_id in done:
+                record(r)
+        return [p for p in group if p.id not in done]
 
     async def _verify_one(self, patch: Patch) -> VerifyResult:
         role = self.roles.get(patch.role or "")
@@ -273,8 +303,12 @@ class Verifier:
         return (await self._verify_batch(role, ctx, [(patch, files)]))[0]
 
     async def _verify_batch(
-        self, role: Role, ctx: RoleContext, batch: list[tuple[Patch, list[str]]]
+        self, role: Role, ctx: RoleContext, batch: list[tuple[Patch, list[str]]],
+        together_only: bool = False,
     ) -> list[VerifyResult]:
+        """``together_only``: the patches may share files, so they are tried
+        as one combined apply or not at all (no result: applying them one by
+        one would stack fixes of one file on each other)."""
         if not batch:
             return []
         if self._out_of_time():
@@ -293,14 +327,26 @@ class Verifier:
             applied: list[tuple[Patch, list[str]]] = []
             if self._prefix is None:
                 self._prefix = await repo_prefix(self.sandbox)
-            combined = "".join(d if d.endswith("\n") else d + "\n" for d in (p.diff for p, _ in batch))
+            unique = list(dict.fromkeys(p.diff for p, _ in batch))
+            combined = "".join(d if d.endswith("\n") else d + "\n" for d in unique)
             if len(batch) > 1 and len({_strip_level(p.diff) for p, _ in batch}) == 1 and (
                 await git_apply(self.sandbox, combined, check_first=False, prefix=self._prefix)
             )[0]:
                 applied = list(batch)  # one git call for the whole round
+            elif together_only:
+                return []
             else:
+                done: dict[str, tuple[bool, str]] = {}
                 for p, files in batch:
-                    ok, err = await git_apply(
+                    if p.diff in done:  # its twin's outcome: applying it twice would fail
+                        ok, err = done[p.diff]
+                        if ok:
+                            applied.append((p, files))
+                        else:
+                            results.append(VerifyResult(
+                                p.id, False, f"not verified: the patch does not apply ({err})"))
+                        continue
+                    ok, err = done[p.diff] = await git_apply(
                         self.sandbox, p.diff, check_first=False, prefix=self._prefix
                     )
                     if ok:
@@ -378,6 +424,8 @@ class Verifier:
         tool_only = [(p, f, r) for p, f, r in judged if r.verified]
         if self.covering is None:
             return _demote(judged, self.no_tests_reason)
+        if self._suite_broken is not None:
+            return _demote(judged, self._suite_broken)
         tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
         tests = sorted({t for ts in tests_of.values() for t in ts})
         if not tests:
@@ -389,6 +437,8 @@ class Verifier:
         try:
             after = await self.covering.run(tests)
             if after.status == "not_run":
+                if (after.reason or "").startswith(_SUITE_BROKEN):
+                    self._suite_broken = after.reason
                 return _demote(judged, after.reason)
             broken: set[str] = set()
             if after.status == "failed":
@@ -474,6 +524,58 @@ class Verifier:
         t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
         t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
         return sorted((t_after - t_before).keys()), None
+
+
+# pytest's own words (roles/unit.py) for a run that never reached a test
+# whichever tests were asked for; a failed test or a collection error in one
+# file is not among them.
+_SUITE_BROKEN = ("pytest usage or configuration error", "pytest hit an internal error")
+
+
+def _apart(batch: list[tuple[Patch, list[str]]]) -> list[tuple[Patch, list[str]]]:
+    """The patches whose hunks neither overlap nor touch another's (first come
+    first in), so that applied together each lands where it was meant; the
+    same diff twice is one. The rest wait for the careful rounds."""
+    taken: dict[str, list[tuple[int, int]]] = {}
+    diffs: set[str] = set()
+    out = []
+    for p, files in batch:
+        if p.diff in diffs:
+            out.append((p, files))
+            continue
+        spans = _spans(p.diff)
+        if spans is None or any(a <= d and c <= b for f, (a, b) in spans
+                                for c, d in taken.get(f, [])):
+            continue
+        for f, span in spans:
+            taken.setdefault(f, []).append(span)
+        diffs.add(p.diff)
+        out.append((p, files))
+    return out
+
+
+def _spans(diff: str) -> list[tuple[str, tuple[int, int]]] | None:
+    """(file, (first, last line)) of each hunk in the original, one line of
+    margin on each side; None when the diff does not parse."""
+    try:
+        ps = PatchSet(diff)
+    except UnidiffParseError:
+        return None
+    out = []
+    for pf in ps:
+        for h in pf:
+            out.append((pf.path, (h.source_start - 1, h.source_start + max(h.source_length, 1))))
+    return out
+
+
+def _shares_files(patches: list[Patch]) -> bool:
+    seen: set[str] = set()
+    for p in patches:
+        files = set(p.files or patch_files(p.diff))
+        if seen & files:
+            return True
+        seen |= files
+    return False
 
 
 def _tool_only(r: VerifyResult, why: str) -> VerifyResult:

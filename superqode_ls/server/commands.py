@@ -28,6 +28,7 @@ class RunQEArgs(Args):
     uri: str | None = None
     mode: Literal["quick", "deep"] | None = None
     roles: list[str] | None = None
+    since: str | None = None  # only findings new since the merge-base with this ref
 
 
 class SessionArgs(Args):
@@ -207,7 +208,8 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
     for folder, files in targets:
         s = ls.settings_for(folder)
         run = start_run(ls, folder, files=files, mode=a.mode or s.mode,
-                        roles=a.roles if a.roles is not None else s.roles, trigger=trigger)
+                        roles=a.roles if a.roles is not None else s.roles, trigger=trigger,
+                        since=a.since)
         ids.append(run.id)
     out: dict[str, Any] = {"sessionId": ids[0]}
     if len(ids) > 1:

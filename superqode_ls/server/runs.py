@@ -40,6 +40,7 @@ class Run:
     trigger: str  # "command" | "save" | "action"
     overlays: dict[str, bytes] = field(default_factory=dict)
     versions: dict[str, int | None] = field(default_factory=dict)  # uri -> version analysed
+    since: str | None = None  # superqode.runQE {since}: only what the change introduced
     state: str = "starting"  # starting | running | done | cancelled | failed
     session: Any = None
     task: asyncio.Task | None = None
@@ -116,6 +117,7 @@ def start_run(
     mode: str,
     roles: list[str] | None,
     trigger: str,
+    since: str | None = None,
 ) -> Run:
     """Start a run now and return at once; the work continues in the background."""
     from ..workspace.paths import new_session_id
@@ -123,7 +125,7 @@ def start_run(
     overlays, versions = capture_overlays(ls, folder)
     run = Run(
         id=new_session_id(), folder=folder, files=files, mode=mode, roles=roles,
-        trigger=trigger, overlays=overlays, versions=versions,
+        trigger=trigger, overlays=overlays, versions=versions, since=since,
     )
     ls.runs[run.id] = run
     if not ls.protection_reported:
@@ -192,6 +194,7 @@ def build_request(ls: SuperQodeServer, run: Run, roles: list[str] | None, truste
         # The editor's provider choice for agent roles, over superqode.yaml.
         config_overrides={"agent": {"provider": settings.provider}} if settings.provider else {},
         python=settings.python,
+        since=run.since,
     )
 
 

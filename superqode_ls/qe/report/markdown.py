@@ -130,6 +130,12 @@ def render_markdown(report: QualityReport) -> str:
         out += ["> **Cancelled:** the session was stopped before all roles finished.", ""]
     if report.timed_out:
         out += ["> **Timed out:** the session's time budget ran out; results are partial.", ""]
+    if report.since is not None:
+        out += [f"Only findings introduced since {_inline(report.since.ref)} (merge-base "
+                f"`{report.since.merge_base[:12]}`) are listed.", ""]
+    if report.shard or report.merged_from:
+        out += [f"Shard {report.shard} of the work." if report.shard else
+                f"Merged from {len(report.merged_from)} shard reports.", ""]
     out += [
         "| Session | Project | Mode | Isolation | Base commit | Started | Duration |",
         "|---|---|---|---|---|---|---|",

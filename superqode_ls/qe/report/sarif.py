@@ -260,6 +260,9 @@ def to_sarif(report: QualityReport, source_root: Path | None = None) -> dict[str
                 "omittedWithoutLocation": omitted,
             },
         }
+        if report.since is not None:  # only what the change introduced: say against what
+            run["properties"]["since"] = {"ref": report.since.ref,
+                                          "mergeBase": report.since.merge_base}
         if base:
             run["originalUriBaseIds"] = base
         if roles:

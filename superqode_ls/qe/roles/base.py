@@ -96,6 +96,9 @@ class RoleContext:
     # The interpreter the project's code runs with (workspace/pyenv.py); the
     # pipeline finds it once per session, a role run alone finds it itself.
     python: ProjectPython | None = None
+    # Which units of work (project-relative files) this run does; None: all.
+    # Set by ``--shard K/N`` (qe/shard.py); roles that split their work read it.
+    targets: Callable[[str], bool] | None = None
 
     def remaining(self) -> float | None:
         if self.deadline is None:

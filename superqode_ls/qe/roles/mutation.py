@@ -247,6 +247,8 @@ class MutationTester(Role):
         if ctx.files is not None:
             wanted = set(ctx.files)
             targets = [f for f in targets if f in wanted]
+        if ctx.targets is not None:  # --shard: this run's share of the files
+            targets = [f for f in targets if ctx.targets(f)]
         if not targets:
             return RoleOutput(
                 status="skipped", reason="no Python source files to mutate", tool=TOOL

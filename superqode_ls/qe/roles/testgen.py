@@ -146,6 +146,8 @@ class TestGenerator(Role):
         if ctx.files is not None:
             wanted = set(ctx.files)
             files = [f for f in files if f in wanted]
+        if ctx.targets is not None:  # --shard: this run's share of the files
+            files = [f for f in files if ctx.targets(f)]
         out = []
         for rel in files:
             name = _scratch.module_name(rel)

@@ -1,0 +1,129 @@
+"""Fix verification in one tool re-run per round, several fixes of one file
+included (issue 17: dozens of ruff fixes in a file took one round each)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from superqode_ls.qe.verifier import Verifier
+from tests.test_verifier import CountingToy, ctx_for
+
+FAR = "".join(f"x{i} = {i}\n" for i in range(12))
+
+
+def _verify(tmp_path, role, extra=()):
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return out, await v.verify_many([*out.patches, *extra(out)] if extra else out.patches)
+
+    return asyncio.run(go())
+
+
+def test_fixes_far_apart_in_one_file_are_verified_in_one_round(tmp_path):
+    text = "a = 'PLANTED'\n" + FAR + "b = 'PLANTED'\n" + FAR + "c = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
+    role = CountingToy()
+    out, results = _verify(tmp_path, role)
+    assert len(out.patches) == 4
+    assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
+    assert role.rechecks == [["a.py", "b.py"]]  # one re-run for all four fixes
+    assert (tmp_path / "a.py").read_text() == text  # put back
+
+
+def test_a_fix_that_breaks_something_sends_its_file_the_careful_way(tmp_path):
+    """Together, a new problem cannot be pinned on one fix: the fixes of that
+    file are re-tried one per round; the others keep the first round's verdict."""
+    text = "a = 'PLANTED'\n" + FAR + "b = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
+    role = CountingToy()
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        twin = next(p for p in out.patches if "b = 'fixed'" in p.diff)
+        bad = twin.model_copy(update={
+            "id": "bad", "diff": twin.diff.replace("b = 'fixed'", "b = 'fixed'; z = 'PLANTED'")})
+        patches = [p for p in out.patches if p is not twin] + [bad]
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return patches, await v.verify_many(patches)
+
+    patches, results = asyncio.run(go())
+    assert [results[p.id].level for p in patches] == ["tool", "tool", None]
+    assert "new findings" in results["bad"].message
+    # One round for all three, then a.py's two fixes one per round.
+    assert role.rechecks == [["a.py", "b.py"], ["a.py"], ["a.py"]]
+    assert (tmp_path / "a.py").read_text() == text
+
+
+def test_one_diff_offered_for_several_findings_is_checked_once(tmp_path):
+    """A tool offers the same edit once per finding it clears (ruff's
+    ``from __future__ import annotations`` for each FA102): one apply, one
+    re-run, each finding judged."""
+    (tmp_path / "a.py").write_text("a = 'PLANTED'\n")
+    role = CountingToy()
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        (p,) = out.patches
+        twins = [p.model_copy(update={"id": f"twin{i}"}) for i in range(3)]
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return await v.verify_many([p, *twins])
+
+    results = asyncio.run(go())
+    assert len(results) == 4 and all(r.level == "tool" for r in results.values())
+    assert role.rechecks == [["a.py"]]
+    assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\n"
+
+
+def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
+    """pytest stopping on a broken conftest says so in every round: it is run
+    once, and every fix is tool-verified only with that reason."""
+    from superqode_ls.qe.covering import CoveringTests
+    from superqode_ls.qe.pipeline import QERequest, QESession
+
+    runs = []
+    real = CoveringTests.run
+
+    async def counting(self, tests):
+        out = await real(self, tests)
+        runs.append((tests, out.status))
+        return out
+
+    monkeypatch.setattr(CoveringTests, "run", counting)
+    repo = make_repo({
+        "pyproject.toml": '[project]\nname = "d"\nversion = "0"\n\n[tool.ruff.lint]\nselect = ["F401"]\n',
+        "pkg/__init__.py": "",
+        # Adjacent unused imports: their fixes overlap, so they take rounds.
+        "pkg/calc.py": "import os\nimport sys\nimport json\n\n\ndef add(a, b):\n    return a + b\n",
+        "conftest.py": "import not_a_module_anywhere\n\nnot_a_module_anywhere.setup()\n",
+        "tests/__init__.py": "",
+        "tests/test_calc.py": "from pkg.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    })
+    report = asyncio.run(QESession(QERequest(repo, roles=["lint_tester"])).run())
+    fixes = [p for p in report.patches if p.kind == "fix"]
+    assert len(fixes) == 3, [p.description for p in fixes]
+    assert all(p.label == "tool-verified only" for p in fixes), [p.verification for p in fixes]
+    assert all("pytest usage or configuration error" in p.verification for p in fixes)
+    assert len(runs) == 1 and runs[0][1] == "not_run"
+
+
+def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path):
+    text = "a = 'PLANTED'\nb = 'PLANTED'\n" + FAR + "c = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
+    role = CountingToy()
+    out, results = _verify(tmp_path, role)
+    assert len(out.patches) == 4
+    assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
+    # Lines 1 and 2 touch: line 2's fix waits; lines 1 and 15 and b.py go at once.
+    assert role.rechecks == [["a.py", "b.py"], ["a.py"]]
+    assert (tmp_path / "a.py").read_text() == text
