@@ -165,6 +165,9 @@ class RoleOptions(Section):
     unit_test_command: list[str] | None = None
     mutation_max_mutants: int = Field(default=200, ge=1)
     mutation_timeout_factor: float = Field(default=3.0, gt=0)
+    # Seconds the mutation tester may spend running mutants; files it did not
+    # finish say how far it got, and the next run continues them.
+    mutation_time_budget_s: float = Field(default=900, gt=0)
     test_generator_max_functions: int = Field(default=40, ge=1)
 
 

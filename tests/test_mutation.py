@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.config import Config
-from superqode_ls.qe.roles import get_role, mutation
+from superqode_ls.qe.roles import _mutation_runner, get_role, mutation
 from superqode_ls.qe.roles._mutators import apply_edit, find_mutants, mutated_line, select
 from superqode_ls.qe.roles.mutation import MutationTester, cache_dir
 from superqode_ls.workspace.paths import SessionPaths
@@ -70,7 +70,7 @@ def test_mutators_cover_each_operator_kind_and_keep_lines():
         compile(new, "m.py", "exec")
         # Every mutant keeps the line count, so findings point at real lines.
         assert len(new.splitlines()) == len(SOURCE.splitlines()), m
-    cmp = next(m for m in ms if m.kind == "compare" and m.line == 6)
+    cmp = next(m for m in ms if m.kind == "compare" and m.line == 6 and m.replacement == ">=")
     assert mutated_line(SOURCE, cmp) == "    if a >= b and not b:  # comment with ünïcode: é"
     assert cmp.description == "`>` becomes `>=`"
 
@@ -208,7 +208,7 @@ def test_budget_limit_and_skips_are_reported(make_repo, monkeypatch):
 
     # Fewer seconds left than a mutant may take: every mutant is skipped and
     # said so, none is guessed.
-    monkeypatch.setattr(mutation, "MIN_MUTANT_TIMEOUT_S", 100_000.0)
+    monkeypatch.setattr(_mutation_runner, "MIN_MUTANT_TIMEOUT_S", 100_000.0)
 
     async def little_time_left():
         ctx = make_ctx(repo)
@@ -269,7 +269,7 @@ def test_hanging_mutant_is_stopped_and_counts_as_killed(make_repo, monkeypatch):
             ),
         }
     )
-    monkeypatch.setattr(mutation, "MIN_MUTANT_TIMEOUT_S", 4.0)
+    monkeypatch.setattr(_mutation_runner, "MIN_MUTANT_TIMEOUT_S", 4.0)
     cfg = Config()
     cfg.roles.mutation_timeout_factor = 0.01
     role = MutationTester(workers=1)

@@ -1,63 +1,198 @@
-"""A warm pytest launcher for mutant runs.
+"""A warm mutant server: a pytest plugin that collects once and forks per mutant.
 
-Copied into a scratch dir and run as a script with the current directory set
-to one worker's scratch copy. It imports pytest and the installed pytest
-plugins once (never the project's own code), then runs each request in a
-forked child: the child pays for collecting and running the selected tests,
-not for starting Python and importing pytest and its plugins again, which is
-most of a small mutant run's cost.
+Copied into a scratch dir and loaded with ``-p superqode_forkserver`` into
+the project's own ``pytest`` command (its interpreter, its plugins, its
+configuration), run in one worker's scratch copy. pytest starts, imports the
+tests (and through them the code under test) and collects them once; then,
+instead of running them, this plugin's ``pytest_runtestloop`` serves requests:
 
-Protocol (JSON lines): request {"args": [...], "timeout": s} on stdin,
-reply {"rc": int, "timed_out": bool, "duration": s} on stdout. The first
-reply, sent before any request, is {"ready": true} or {"ready": false,
-"why": ...} when preloading touched the project's code (a project that is
-itself a pytest plugin): the caller then starts a fresh process per mutant.
-Children stay in this process's group, so killing the group ends them all.
+* the code under test is imported in this parent process, and its function
+  objects are indexed by (qualified name, first line);
+* per mutant, the mutated file is compiled here; the functions whose code
+  differs are listed; a forked child swaps those functions' ``__code__`` in
+  place and runs only the already collected items that cover the line.
+
+Forking per mutant keeps module state sound: whatever a mutant's tests do to
+globals, registries or caches dies with the child, and the parent never runs
+a test. A mutant that is not inside a function body (module or class level,
+a default value) or that changes a closure's free variables cannot be
+swapped; the reply says so and the caller runs it in a fresh process.
+
+Protocol (JSON lines on the fds that were stdin/stdout when pytest started;
+pytest's own output goes to stderr): first {"ready": true, "items": n,
+"errors": k}; then request {"file", "module", "source" (null: unmutated),
+"tests", "timeout"} -> reply {"rc", "timed_out", "duration"} or
+{"fallback": why}. rc: 0 every test passed, 1 a test failed, 3 the harness
+broke. It imports nothing from SuperQode: it runs in the project's Python.
 """
 
 import contextlib
+import gc
 import importlib
-import importlib.util
 import json
 import os
+import select
 import signal
 import sys
 import time
+import types
+import warnings
 
-# The caller's fresh-process command is `python -m pytest` from the copy.
-sys.path.insert(0, os.getcwd())
-ROOT = os.path.realpath(os.getcwd())
+import pytest
+
+# Taken before pytest's capture replaces fds 0 and 1.
+_IN = os.fdopen(os.dup(0), "r", encoding="utf-8")
+_OUT = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)  # terminal output must not reach the protocol
+
+_ROOT = os.path.realpath(os.getcwd())
 
 
-def _inside_project(path):
-    return bool(path) and os.path.realpath(path).startswith(ROOT + os.sep)
+def _reply(obj):
+    _OUT.write(json.dumps(obj) + "\n")
+    _OUT.flush()
 
 
-def _preload():
-    import pytest  # noqa: F401
+def _key(code):
+    return (getattr(code, "co_qualname", code.co_name), code.co_firstlineno)
 
-    try:
-        from importlib.metadata import entry_points
 
-        eps = entry_points(group="pytest11")
-    except Exception:  # noqa: BLE001
-        eps = []
-    for ep in eps:
-        name = ep.value.split(":")[0].strip()
-        top = name.split(".")[0]
+def _codes(code, out, dupes, parents, parent=None):
+    """Every code object under ``code`` by key (``dupes``: keys seen twice,
+    e.g. two lambdas on one line: never swapped; ``parents``: key -> the
+    key of the code it is defined in)."""
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            k = _key(const)
+            if k in out:
+                dupes.add(k)
+            out[k] = const
+            parents[k] = parent
+            _codes(const, out, dupes, parents, k)
+    return out
+
+
+def _is_function(code):
+    # CO_OPTIMIZED | CO_NEWLOCALS: functions, lambdas, comprehensions; not
+    # module or class bodies, which run once at import time.
+    return code.co_flags & 0x3 == 0x3
+
+
+def _shallow(code):
+    """A code object with its nested code objects reduced to their keys:
+    equal for two versions of a module or class body that differ only inside
+    functions."""
+    consts = tuple(("<code>",) + _key(c) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return (code.co_code, code.co_names, consts)
+
+
+class _Target:
+    """The code under test as imported here, and its live functions."""
+
+    def __init__(self, path, module, source):
+        self.path = path
+        self.filename = module.__file__
+        self.orig = compile(source, self.filename, "exec", dont_inherit=True)
+        self.dupes = set()
+        self.parents = {}
+        self.codes = _codes(self.orig, {}, self.dupes, self.parents)
+        self.live = {}
+        real = os.path.realpath(self.filename)
+        names = {}
+        for obj in gc.get_objects():
+            if type(obj) is types.FunctionType:
+                fn = obj.__code__.co_filename
+                if fn not in names:
+                    names[fn] = os.path.realpath(fn) == real
+                if names[fn]:
+                    self.live.setdefault(_key(obj.__code__), []).append(obj)
+
+    def swaps(self, source):
+        """[(function, new code)] for a mutated source, or why not."""
         try:
-            spec = importlib.util.find_spec(top)
-        except (ImportError, ValueError):
-            continue
-        if spec is None or _inside_project(spec.origin or ""):
-            continue
-        # A broken plugin is pytest's to report, in the child.
-        with contextlib.suppress(Exception):
-            importlib.import_module(name)
+            new = compile(source, self.filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            return f"does not compile: {e}"
+        dupes = set()
+        codes = _codes(new, {}, dupes, {})
+        if not set(codes) <= set(self.codes):
+            return "the mutant adds a function"
+        if _shallow(new) != _shallow(self.orig):
+            return "module-level code changes"
+        out = []
+        changed = set()
+        for k, code in codes.items():
+            old = self.codes[k]
+            if code == old:
+                continue
+            if not _is_function(old):
+                if _shallow(code) != _shallow(old):
+                    return "class-level code changes"
+                continue
+            if k in dupes or k in self.dupes:
+                return "ambiguous function"
+            changed.add(k)
+            for fn in self.live.get(k, ()):
+                if fn.__code__ != old:
+                    return "a live function differs from the file"
+                if len(code.co_freevars) != len(fn.__closure__ or ()):
+                    return "the mutant changes a closure"
+                out.append((fn, code))
+        # A removed nested code (a generator expression dropped with its
+        # call) goes with its enclosing function, which changed too.
+        changed.update(k for k in self.codes if k not in codes)
+        for k in changed:
+            # Code with no live function (a comprehension, a nested def) is
+            # reached through a swapped enclosing function, or only at import.
+            up = k
+            while up is not None and not self.live.get(up):
+                up = self.parents.get(up)
+                if up is not None and not _is_function(self.codes[up]):
+                    up = None
+            if up is None:
+                return "code that runs at import time changes"
+        return out
+
+
+def _find_module(path, name):
     for mod in list(sys.modules.values()):
-        if _inside_project(getattr(mod, "__file__", None) or ""):
-            return f"preloading imported the project's module {mod.__name__}"
-    return None
+        f = getattr(mod, "__file__", None)
+        if f and os.path.realpath(f) == path:
+            return mod
+    if not name:
+        return None
+    try:
+        return importlib.import_module(name)
+    except BaseException:  # noqa: BLE001 - the caller falls back to a fresh run
+        return None
+
+
+def _wait(pid, timeout):
+    """(exit code, timed out); the child's whole tree is killed on a timeout."""
+    deadline = time.monotonic() + timeout
+    fd = None
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pass
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status), False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _kill_tree(pid)
+                _, status = os.waitpid(pid, 0)
+                return os.waitstatus_to_exitcode(status), True
+            if fd is not None:
+                select.select([fd], [], [], left)
+            else:
+                time.sleep(min(0.005, left))
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _kill_tree(pid):
@@ -65,68 +200,85 @@ def _kill_tree(pid):
         import psutil
 
         proc = psutil.Process(pid)
-        victims = proc.children(recursive=True) + [proc]
-        for p in victims:
+        for p in proc.children(recursive=True) + [proc]:
             try:
                 p.kill()
             except psutil.Error:
                 pass
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no psutil in the project's environment
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
 
 
-def _child(args):
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    import pytest
+def _no_repr(*args, **kwargs):
+    return "failed on a mutant"
 
+
+def _child(session, items, swaps):
     try:
-        rc = int(pytest.main(args))
-    except BaseException:  # noqa: BLE001
-        rc = 3
-    os._exit(rc)
+        for fn, code in swaps:
+            fn.__code__ = code
+        for item in items:
+            # Only pass/fail matters here: formatting a failure's traceback
+            # (source, locals, diffs) is most of a killed mutant's time.
+            item.repr_failure = _no_repr
+            item._repr_failure_py = _no_repr
+        before = session.testsfailed
+        hook = session.config.hook
+        for i, item in enumerate(items):
+            nextitem = items[i + 1] if i + 1 < len(items) else None
+            hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            if session.testsfailed > before:
+                # -x: the first failure decides; fixtures are still torn down
+                # so the tests' own subprocesses and files do not outlive us.
+                with contextlib.suppress(BaseException):
+                    session._setupstate.teardown_exact(None)
+                os._exit(1)
+        os._exit(0)
+    except BaseException:  # noqa: BLE001 - pytest.exit, KeyboardInterrupt, our bug
+        os._exit(2 if session.testsfailed else 3)
 
 
-def _serve(reply):
-    for line in sys.stdin:
+def _serve(session):
+    by_id = {item.nodeid: item for item in session.items}
+    targets = {}
+    for line in _IN:
         req = json.loads(line)
+        path = os.path.realpath(os.path.join(_ROOT, req["file"]))
+        items = [by_id[t] for t in req["tests"] if t in by_id]
+        if len(items) != len(req["tests"]):
+            _reply({"fallback": "a covering test was not collected"})
+            continue
+        swaps = []
+        if req.get("source") is not None:
+            target = targets.get(path)
+            if target is None:
+                module = _find_module(path, req.get("module"))
+                if module is None:
+                    _reply({"fallback": "the module cannot be imported by name"})
+                    continue
+                with open(path, encoding="utf-8") as fh:
+                    target = targets[path] = _Target(path, module, fh.read())
+            swaps = target.swaps(req["source"])
+            if isinstance(swaps, str):
+                _reply({"fallback": swaps})
+                continue
         start = time.monotonic()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12 warns about fork() in a threaded process; a project
+            # with `filterwarnings = error` must not turn that into a failure.
+            warnings.simplefilter("ignore")
+            pid = os.fork()
         if pid == 0:
-            _child(req["args"])
-        deadline = start + float(req["timeout"])
-        timed_out, status = False, 0
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                _kill_tree(pid)
-                _, status = os.waitpid(pid, 0)
-                break
-            time.sleep(0.01)
-        rc = os.waitstatus_to_exitcode(status)
-        reply({"rc": rc, "timed_out": timed_out, "duration": time.monotonic() - start})
+            _child(session, items, swaps)
+        rc, timed_out = _wait(pid, float(req["timeout"]))
+        _reply({"rc": rc, "timed_out": timed_out, "duration": time.monotonic() - start})
 
 
-def main():
-    out = sys.stdout
-    sys.stdout = sys.stderr  # stray prints from plugins must not break the protocol
-
-    def reply(obj):
-        out.write(json.dumps(obj) + "\n")
-        out.flush()
-
-    why = _preload()
-    reply({"ready": why is None, "why": why})
-    if why is None:
-        _serve(reply)
-
-
-if __name__ == "__main__":
-    main()
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    _reply({"ready": True, "items": len(session.items), "errors": session.testsfailed})
+    _serve(session)
+    return True

@@ -23,35 +23,10 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 
+from ._mutation_ops import mutations
+
 # Bump when operators change: cached results of an older mutator are stale.
-MUTATOR_VERSION = "1"
-
-COMPARE_SWAPS: dict[type[ast.cmpop], tuple[str, str]] = {
-    ast.Gt: (">", ">="),
-    ast.GtE: (">=", ">"),
-    ast.Lt: ("<", "<="),
-    ast.LtE: ("<=", "<"),
-    ast.Eq: ("==", "!="),
-    ast.NotEq: ("!=", "=="),
-    ast.Is: ("is", "is not"),
-    ast.IsNot: ("is not", "is"),
-    ast.In: ("in", "not in"),
-    ast.NotIn: ("not in", "in"),
-}
-
-BINOP_SWAPS: dict[type[ast.operator], tuple[str, str]] = {
-    ast.Add: ("+", "-"),
-    ast.Sub: ("-", "+"),
-    ast.Mult: ("*", "/"),
-    ast.Div: ("/", "*"),
-    ast.FloorDiv: ("//", "/"),
-    ast.Mod: ("%", "/"),
-}
-
-BOOL_SWAPS: dict[type[ast.boolop], tuple[str, str]] = {
-    ast.And: ("and", "or"),
-    ast.Or: ("or", "and"),
-}
+MUTATOR_VERSION = "2"
 
 # Kind -> (severity, confidence) of a surviving mutant of that kind. Boundary
 # and logic slips are the bugs tests most often miss; a changed constant is
@@ -63,6 +38,11 @@ KINDS = {
     "call": ("low", 0.7),
     "arith": ("low", 0.7),
     "constant": ("low", 0.65),
+    "augassign": ("low", 0.7),
+    "loop": ("medium", 0.7),
+    "argument": ("low", 0.6),
+    "assign": ("low", 0.6),
+    "string": ("low", 0.55),
 }
 
 
@@ -87,6 +67,9 @@ class Mutant:
     original: str  # the source text being replaced, e.g. ">"
     replacement: str  # what it becomes, e.g. ">="
     edit: Edit = field(repr=False)
+    # Why the mutant is likely equivalent (no test could tell it from the
+    # original), or "": a survivor with a reason is logged, not reported.
+    equivalent: str = field(default="", compare=False)
 
     @property
     def key(self) -> str:
@@ -211,16 +194,6 @@ def _skipped_subtrees(tree: ast.AST) -> set[int]:
     return skip
 
 
-def _constant_replacement(value: object) -> str | None:
-    if isinstance(value, bool):
-        return "False" if value else "True"
-    if isinstance(value, int):
-        return "1" if value == 0 else ("0" if value == 1 else str(value + 1))
-    if isinstance(value, float):
-        return "1.0" if value == 0.0 else "0.0"
-    return None
-
-
 def find_mutants(
     text: str, file: str, lines: set[int] | None = None, validate: bool = True
 ) -> list[Mutant]:
@@ -237,54 +210,17 @@ def find_mutants(
     skip = _skipped_subtrees(tree)
     out: list[Mutant] = []
 
-    def add(kind: str, start: tuple[int, int], end: tuple[int, int], new: str) -> None:
+    def add(kind: str, start: tuple[int, int], end: tuple[int, int], new: str,
+            equivalent: str = "") -> None:
         if lines is not None and start[0] not in lines:
             return
         original = src.segment(start, end)
         if original == new:
             return
         edit = Edit(start[0], start[1], end[0], end[1], new)
-        out.append(Mutant(file, kind, start[0], start[1], original, new, edit))
+        out.append(Mutant(file, kind, start[0], start[1], original, new, edit, equivalent))
 
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            for i, op in enumerate(node.ops):
-                swap = COMPARE_SWAPS.get(type(op))
-                if not swap:
-                    continue
-                span = src.op_between(src.end(operands[i]), src.start(operands[i + 1]), swap[0])
-                if span:
-                    add("compare", span[0], span[1], swap[1])
-        elif isinstance(node, ast.BoolOp):
-            swap = BOOL_SWAPS[type(node.op)]
-            for left, right in zip(node.values, node.values[1:]):
-                span = src.op_between(src.end(left), src.start(right), swap[0])
-                if span:
-                    add("boolean", span[0], span[1], swap[1])
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            # `not x` -> `x`: drop the keyword and the space after it.
-            add("boolean", src.start(node), src.start(node.operand), "")
-        elif isinstance(node, ast.BinOp):
-            swap = BINOP_SWAPS.get(type(node.op))
-            if swap and not _is_string_format(node):
-                span = src.op_between(src.end(node.left), src.start(node.right), swap[0])
-                if span:
-                    add("arith", span[0], span[1], swap[1])
-        elif isinstance(node, ast.Constant) and id(node) not in docstrings:
-            new = _constant_replacement(node.value)
-            if new is not None:
-                add("constant", src.start(node), src.end(node), new)
-        elif isinstance(node, ast.Return) and node.value is not None:
-            if isinstance(node.value, ast.Constant) and node.value.value is None:
-                continue
-            add("return", src.start(node.value), src.end(node.value), "None")
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            start, end = src.start(node), src.end(node)
-            # Keep the line count so every later line keeps its number.
-            add("call", start, end, "None" + "\n" * (end[0] - start[0]))
+    mutations(tree, src, skip, docstrings, add)
 
     valid: list[Mutant] = []
     seen: set[str] = set()
@@ -304,10 +240,6 @@ def compiles(text: str, mutant: Mutant) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
-
-
-def _is_string_format(node: ast.BinOp) -> bool:
-    return isinstance(node.op, ast.Mod) and isinstance(node.left, (ast.Constant, ast.JoinedStr))
 
 
 def mutated_line(text: str, mutant: Mutant) -> str:

@@ -1,0 +1,144 @@
+"""What the mutation tester keeps between runs and reports about one run.
+
+A file's results are cached under a key of its content, the project modules
+it imports, the tests and the mutator version. An entry is *complete* (every
+mutant on a covered line has a result) or *capped* (the mutant limit chose
+which ran; the same limit on the same content chooses the same ones, so a
+re-run answers from the cache too); one cut short by time or cancel is
+neither, and the next run does the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...config import superqode_home
+from ...workspace.artifacts import atomic_write
+from ._mutators import MUTATOR_VERSION, content_hash
+
+
+def cache_dir() -> Path:
+    return superqode_home() / "cache" / "mutation"
+
+
+def cache_key(rel: str, file_hash: str, tests_hash: str, deps: str = "") -> str:
+    return content_hash(
+        f"{MUTATOR_VERSION}\0{rel}\0{file_hash}\0{tests_hash}\0{deps}".encode("utf-8", "surrogateescape")
+    )
+
+
+@dataclass
+class FileResult:
+    rel: str
+    text: str
+    key: str
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    complete: bool = False
+    from_cache: bool = False
+    skip_reason: str | None = None
+    total: int = 0  # mutants on covered lines
+    capped: int | None = None  # the mutant limit that left some out
+    stopped: str | None = None  # why the run did not get to all it planned
+
+    @property
+    def answered(self) -> bool:
+        """Nothing left to run for this file under ``capped``'s limit."""
+        return self.complete or self.capped is not None and self.stopped is None
+
+    def progress(self) -> str:
+        done = len(self.results)
+        if self.complete:
+            return "complete"
+        why = self.stopped or (f"mutant limit {self.capped}" if self.capped else "partial")
+        return f"{done} of {self.total or '?'} mutants ({why})"
+
+
+@dataclass
+class MutationReport:
+    """What a run did, for the log, the role's reason line and bench/."""
+
+    files: int = 0
+    files_cached: int = 0
+    mutants_run: int = 0
+    mutants_cached: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    equivalent: int = 0  # survivors marked likely equivalent (not reported)
+    skipped: dict[str, int] = field(default_factory=dict)
+    skipped_files: dict[str, str] = field(default_factory=dict)
+    partial: dict[str, str] = field(default_factory=dict)  # file -> how far it got
+    coverage_s: float = 0.0
+    mutants_s: float = 0.0
+    total_s: float = 0.0
+    workers: int = 1
+    fork_runs: int = 0  # mutants switched in place in a warm worker
+    fresh_runs: int = 0  # mutants run in a fresh pytest process
+    fallbacks: Counter = field(default_factory=Counter)  # why a mutant ran fresh
+    retried: int = 0  # timeouts run again with a longer limit
+    baseline_failing: list[str] = field(default_factory=list)
+
+    @property
+    def mutants_per_s(self) -> float:
+        return self.mutants_run / self.mutants_s if self.mutants_s > 0 else 0.0
+
+    def skip(self, why: str, n: int = 1) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + n
+
+    def summary(self) -> str:
+        done = sum(self.statuses.values())
+        parts = [f"{done} mutant(s) in {self.files} file(s)"]
+        if done:
+            parts.append(", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items())))
+        if self.equivalent:
+            parts.append(f"{self.equivalent} survivor(s) likely equivalent, not reported")
+        if self.mutants_cached:
+            parts.append(f"{self.mutants_cached} from cache")
+        skipped = [f"{n} {why}" for why, n in sorted(self.skipped.items())]
+        if self.skipped_files:
+            skipped.append(
+                f"{len(self.skipped_files)} file(s) without covering tests or unparsable"
+            )
+        if skipped:
+            parts.append("skipped: " + "; ".join(skipped))
+        if self.partial:
+            parts.append("partial: " + "; ".join(f"{f} {p}" for f, p in sorted(self.partial.items())))
+        return "; ".join(parts)
+
+
+def load(fr: FileResult, limit: int) -> None:
+    try:
+        data = json.loads((cache_dir() / f"{fr.key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if data.get("version") != MUTATOR_VERSION or not isinstance(data.get("results"), dict):
+        return
+    fr.results = data["results"]
+    fr.complete = bool(data.get("complete"))
+    fr.total = int(data.get("total") or 0)
+    capped = data.get("capped")
+    # A capped entry answers only for the limit it was capped at.
+    fr.capped = capped if capped == limit else None
+    fr.from_cache = fr.answered
+    fr.skip_reason = data.get("skipped")
+
+
+def save(fr: FileResult) -> None:
+    # An "error" result says nothing about the tests; run it again next time.
+    results = {k: v for k, v in fr.results.items() if v["status"] != "error"}
+    clean = len(results) == len(fr.results)
+    data = {
+        "version": MUTATOR_VERSION,
+        "file": fr.rel,
+        "complete": fr.complete and clean,
+        "capped": fr.capped if clean and fr.stopped is None else None,
+        "total": fr.total,
+        "skipped": fr.skip_reason,
+        "results": results,
+    }
+    try:
+        atomic_write(cache_dir() / f"{fr.key}.json", json.dumps(data, indent=1))
+    except OSError:
+        pass

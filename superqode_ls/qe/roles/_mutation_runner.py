@@ -1,0 +1,225 @@
+"""Running mutants: one warm worker per scratch copy (``_forkserver``, loaded
+into the project's own pytest command), a fresh pytest process for what it
+cannot switch in place.
+
+Time limits come from the covering tests' measured durations: a multiple of
+them plus a small floor (and pytest's start-up for a fresh process). A
+mutant that hits its limit runs once more with ``RETRY_FACTOR`` times the
+limit before it counts as a hang: a loaded machine must not turn slow tests
+into killed mutants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...workspace.proc import PipedTool, ProcResult, start_piped
+from ._mutation_cache import FileResult, MutationReport
+from ._mutators import Mutant, apply_edit
+from .base import RoleContext
+
+SERVER_PLUGIN = "superqode_forkserver"
+# Floor of a mutant's time limit (seconds), on top of factor x its tests' time.
+MIN_MUTANT_TIMEOUT_S = 1.0
+RETRY_FACTOR = 4.0
+MAX_NODE_IDS = 200
+
+
+@dataclass
+class LineMap:
+    tests_by_line: dict[str, dict[int, list[str]]]  # rel -> line -> passing node ids
+    durations: dict[str, float]
+    startup_s: float
+
+
+def time_limit(linemap: LineMap, tests: list[str], factor: float, fresh: bool) -> float:
+    expected = sum(linemap.durations.get(t, 0.0) for t in tests)
+    if fresh:
+        expected += linemap.startup_s
+    return MIN_MUTANT_TIMEOUT_S + factor * expected
+
+
+class WarmServer:
+    """The client side of ``_forkserver``. ``run`` returns a ProcResult, a
+    reason (str) when the mutant must run fresh, or None when the server
+    broke (then it is closed and not used again)."""
+
+    def __init__(self, proc: PipedTool):
+        self.proc = proc
+        self.ok = True
+
+    @classmethod
+    async def start(
+        cls, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float
+    ) -> WarmServer | None:
+        proc = await start_piped(cmd, cwd, env)
+        server = cls(proc)
+        try:
+            hello = await server._read(timeout)
+        except BaseException:
+            await asyncio.shield(server.close())
+            raise
+        if not hello or not hello.get("ready"):
+            await server.close()
+            return None
+        return server
+
+    async def _read(self, timeout: float) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+            return json.loads(line) if line else None
+        except (TimeoutError, ValueError):
+            return None
+
+    async def run(self, request: dict[str, Any], timeout: float) -> ProcResult | str | None:
+        if not self.ok or self.proc.returncode is not None:
+            return None
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps({**request, "timeout": timeout}) + "\n").encode())
+            await self.proc.stdin.drain()
+        except (ConnectionError, RuntimeError):
+            await self.close()
+            return None
+        reply = await self._read(timeout + 30)
+        if reply is not None and "fallback" in reply:
+            return str(reply["fallback"])
+        if reply is None or "rc" not in reply:
+            await self.close()
+            return None
+        return ProcResult(
+            returncode=int(reply["rc"]),
+            stdout="",
+            stderr="",
+            duration_s=float(reply["duration"]),
+            timed_out=bool(reply["timed_out"]),
+        )
+
+    async def close(self) -> None:
+        self.ok = False
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        await self.proc.wait()
+
+
+def status_of(res: ProcResult, warm: bool) -> str:
+    """killed (a test failed), timeout (counted as killed: the mutant hung the
+    tests), survived, error (the tests could not run at all)."""
+    if res.timed_out:
+        return "timeout"
+    if res.returncode == 0:
+        return "survived"
+    if warm:
+        # 1 a test failed, 2 pytest.exit or an interrupt from the mutant,
+        # < 0 the mutant crashed the interpreter; 3 is the harness itself.
+        return "error" if res.returncode == 3 else "killed"
+    # 1 tests failed, 2 collection broke on the mutant; 3-5 pytest errors.
+    return "killed" if res.returncode in (1, 2) else "error"
+
+
+def pytest_args(tests: list[str]) -> list[str]:
+    selectors = tests if len(tests) <= MAX_NODE_IDS else sorted({t.split("::")[0] for t in tests})
+    return ["-x", "-q", "--no-header", "-p", "no:cacheprovider", *selectors]
+
+
+class Worker:
+    """One scratch copy: its warm server (started on first use) and the
+    fresh-process path for what the server cannot switch."""
+
+    _stamps = itertools.count(1)
+
+    def __init__(self, ctx: RoleContext, copy: Path, env: dict[str, str], fresh_cmd: list[str],
+                 server_cmd: list[str] | None, server_env: dict[str, str], start_timeout: float,
+                 linemap: LineMap, report: MutationReport, modules: dict[str, str | None]):
+        self.ctx, self.copy, self.env, self.fresh_cmd = ctx, copy, env, fresh_cmd
+        self.server_cmd, self.server_env, self.start_timeout = server_cmd, server_env, start_timeout
+        self.linemap, self.report, self.modules = linemap, report, modules
+        self.factor = ctx.config.roles.mutation_timeout_factor
+        self.server: WarmServer | None = None
+        self.started = server_cmd is None
+        self.trusted: dict[str, bool] = {}  # file -> the server passed its unmutated tests
+
+    def limit(self, tests: list[str]) -> float:
+        """The time a mutant may take on the path it will most likely run."""
+        return time_limit(self.linemap, tests, self.factor, fresh=self.started and not self.server)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await self.server.close()
+
+    async def _server_for(self, fr: FileResult, tests: list[str]) -> WarmServer | None:
+        if not self.started:
+            self.started = True
+            assert self.server_cmd is not None
+            self.server = await WarmServer.start(
+                self.server_cmd, self.copy, self.server_env, self.start_timeout)
+            if self.server is None:
+                self.report.fallbacks["the warm worker did not start"] += 1
+        if self.server is None or not self.server.ok:
+            return None
+        if fr.rel not in self.trusted:
+            # The warm worker must agree with a fresh process on the unmutated
+            # code (these tests passed under coverage), or it is not used for it.
+            res = await self.server.run(self._request(fr, None, tests),
+                                        time_limit(self.linemap, tests, self.factor, False))
+            self.trusted[fr.rel] = isinstance(res, ProcResult) and res.ok
+            if not self.trusted[fr.rel]:
+                self.report.fallbacks["the unmutated tests did not pass in the warm worker"] += 1
+        return self.server if self.trusted[fr.rel] else None
+
+    def _request(self, fr: FileResult, source: str | None, tests: list[str]) -> dict[str, Any]:
+        return {"file": fr.rel, "module": self.modules.get(fr.rel), "source": source,
+                "tests": tests}
+
+    async def run(self, fr: FileResult, m: Mutant, tests: list[str]) -> dict[str, Any]:
+        res, warm = await self._once(fr, m, tests, 1.0)
+        if res.timed_out:
+            self.report.retried += 1
+            res, warm = await self._once(fr, m, tests, RETRY_FACTOR)
+        return {
+            "status": status_of(res, warm),
+            "tests": tests[:5],
+            "ntests": len(tests),
+            "duration": round(res.duration_s, 3),
+        }
+
+    async def _once(self, fr: FileResult, m: Mutant, tests: list[str],
+                    stretch: float) -> tuple[ProcResult, bool]:
+        mutated = apply_edit(fr.text, m.edit)
+        server = await self._server_for(fr, tests)
+        if server is not None:
+            limit = stretch * time_limit(self.linemap, tests, self.factor, False)
+            res = await server.run(self._request(fr, mutated, tests), limit)
+            if isinstance(res, ProcResult):
+                self.report.fork_runs += stretch == 1.0
+                return res, True
+            self.report.fallbacks[res or "the warm worker stopped answering"] += 1
+        self.report.fresh_runs += stretch == 1.0
+        limit = stretch * time_limit(self.linemap, tests, self.factor, True)
+        target = self.copy / fr.rel
+        await asyncio.to_thread(self._write, target, mutated)
+        try:
+            res = await self.ctx.run([*self.fresh_cmd, *pytest_args(tests)], cwd=self.copy,
+                                     env=self.env, timeout=limit)
+        finally:
+            await asyncio.shield(asyncio.to_thread(self._write, target, fr.text))
+        return res, False
+
+    def _write(self, target: Path, text: str) -> None:
+        # Bytecode is cached (see _scratch.python_env) and a .pyc is trusted
+        # while the source's mtime (whole seconds) and size match: two mutants
+        # of equal size written within one second would share a stale .pyc.
+        # A distinct mtime per write rules that out.
+        target.write_text(text, encoding="utf-8")
+        stamp = 1_000_000_000 + next(self._stamps)
+        os.utime(target, (stamp, stamp))
