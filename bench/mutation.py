@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -124,13 +127,197 @@ def scenario(name: str, project: Path, role: MutationTester, opts: argparse.Name
     return row
 
 
+
+# -- side by side with mutmut ---------------------------------------------------
+
+BUILD = Path(__file__).resolve().parents[1] / "build"
+# name -> (PyPI sdist, module to mutate, mutmut source path, test selection,
+# mutmut's extra pytest args: tests that fail when the sdist is not installed,
+# which SuperQode leaves out by itself as failing on the unchanged code)
+PROJECTS = {
+    "toolz": ("toolz==1.2.0", "toolz/dicttoolz.py", "toolz/", "toolz/tests/",
+              "--deselect=toolz/tests/test_package.py::test_has_version"),
+    "inflection": ("inflection==0.5.1", "inflection/__init__.py", "inflection/",
+                   "test_inflection.py", ""),
+}
+MUTMUT = "mutmut==3.8.1"
+# Run inside mutmut's venv, in the project after `mutmut run`: every mutant's
+# status and the one changed line (original -> mutated) of its function.
+MUTMUT_EXPORT = r"""
+import difflib, json, sys
+from mutmut.utils.file_utils import walk_mutatable_files
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.stats import status_by_exit_code
+out = []
+for path in walk_mutatable_files():
+    m = SourceFileMutationData(path=path)
+    m.load()
+    for name, code in m.exit_code_by_key.items():
+        diff = get_diff_for_mutant(name, path=m.path)
+        minus = [l[1:] for l in diff.splitlines() if l.startswith("-") and not l.startswith("---")]
+        plus = [l[1:] for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+        out.append({"name": name, "file": str(path), "status": status_by_exit_code[code],
+                    "old": minus, "new": plus})
+json.dump(out, sys.stdout)
+"""
+
+
+def _sh(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def ensure_mutmut() -> Path:
+    venv = BUILD / "mutmut-venv"
+    py = venv / "bin" / "python"
+    if not (venv / ".complete").is_file():
+        _sh([sys.executable, "-m", "venv", "--clear", str(venv)])
+        r = _sh([str(py), "-m", "pip", "install", "-q", MUTMUT])
+        if r.returncode:
+            sys.exit(f"could not install {MUTMUT}: {r.stderr[-500:]}")
+        (venv / ".complete").write_text("")
+    return venv
+
+
+def ensure_sdist(spec: str) -> Path:
+    name, version = spec.split("==")
+    root = BUILD / "bench-src" / f"{name}-{version}"
+    if not root.is_dir():
+        (BUILD / "bench-src").mkdir(parents=True, exist_ok=True)
+        r = _sh([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                 "-d", str(BUILD / "bench-src"), spec])
+        if r.returncode:
+            sys.exit(f"could not download {spec}: {r.stderr[-500:]}")
+        with tarfile.open(BUILD / "bench-src" / f"{name}-{version}.tar.gz") as tf:
+            tf.extractall(BUILD / "bench-src", filter="data")
+    return root
+
+
+def run_mutmut(venv: Path, project: Path, spec: tuple, workers: int) -> dict:
+    _, module, source, tests, extra = spec
+    with open(project / "setup.cfg", "a", encoding="utf-8") as fh:
+        fh.write(f"\n[mutmut]\nsource_paths = {source}\nonly_mutate = {module}\n"
+                 f"pytest_add_cli_args_test_selection = {tests}\n")
+        if extra:
+            fh.write(f"pytest_add_cli_args = {extra}\n")
+    env = dict(os.environ, PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
+    env.pop("PYTHONPATH", None)
+    times = []
+    for _ in range(2):  # cold, then the unchanged re-run
+        started = time.monotonic()
+        r = _sh([str(venv / "bin" / "mutmut"), "run", "--max-children", str(workers)], project, env)
+        times.append(time.monotonic() - started)
+        if r.returncode:
+            print(f"mutmut run failed ({r.returncode}): {(r.stdout + r.stderr)[-800:]}")
+    r = _sh([str(venv / "bin" / "python"), "-c", MUTMUT_EXPORT], project, env)
+    mutants = json.loads(r.stdout) if r.returncode == 0 else []
+    if r.returncode:
+        print(f"mutmut export failed: {r.stderr[-800:]}")
+    return {"wall": times[0], "cached": times[1], "mutants": mutants}
+
+
+def ours_by_line(project: Path, module: str, results: dict) -> dict[tuple[int, str], dict]:
+    """Our results keyed by (line, the mutated line's text): how mutmut's
+    mutants (which show whole changed lines) are matched with ours."""
+    from superqode_ls.qe.roles._mutators import find_mutants, mutated_line
+
+    text = (project / module).read_text(encoding="utf-8")
+    out = {}
+    for m in find_mutants(text, module, validate=False):
+        if m.key in results:
+            out[(m.line, mutated_line(text, m).strip())] = {
+                **results[m.key], "kind": m.kind, "key": m.key, "equivalent": m.equivalent}
+    return out
+
+
+def compare(project: Path, module: str, ours: dict, theirs: list[dict]) -> dict:
+    text = (project / module).read_text(encoding="utf-8").splitlines()
+    index: dict[str, list[int]] = {}
+    for i, line in enumerate(text, 1):
+        index.setdefault(line.strip(), []).append(i)
+    shared, missing = [], []
+    for mm in theirs:
+        if len(mm["old"]) != 1 or len(mm["new"]) != 1:
+            missing.append((mm, "changes more than one line"))
+            continue
+        hit = None
+        for line in index.get(mm["old"][0].strip(), []):
+            hit = ours.get((line, mm["new"][0].strip())) or hit
+        if hit is None:
+            missing.append((mm, "not generated by SuperQode"))
+        else:
+            shared.append((mm, hit))
+    killed = ("killed", "timeout")
+    n = len(shared)
+    return {
+        "shared": n,
+        "ours_score": sum(o["status"] in killed for _, o in shared) / n if n else 0.0,
+        "their_score": sum(m["status"] in killed for m, _ in shared) / n if n else 0.0,
+        "their_survivors_shared": [(m, o) for m, o in shared if m["status"] == "survived"],
+        "their_survivors_other": [(m, why) for m, why in missing if m["status"] == "survived"],
+    }
+
+
+def versus(args: argparse.Namespace) -> None:
+    spec = PROJECTS[args.vs_mutmut]
+    src = ensure_sdist(spec[0])
+    venv = ensure_mutmut()
+    tmp = Path(tempfile.mkdtemp(prefix="mutation-vs-"))
+    os.environ["SUPERQODE_HOME"] = str(tmp / "home")
+    try:
+        ours_dir, theirs_dir = tmp / "ours" / src.name, tmp / "mutmut" / src.name
+        for d in (ours_dir, theirs_dir):
+            shutil.copytree(src, d)
+        module = spec[1]
+        role = MutationTester(args.workers)
+        args.targets = [module]
+        cold = scenario("superqode", ours_dir, role, args)
+        results = json.loads(next(cache_dir().glob("*.json")).read_text())["results"]
+        again = scenario("sq-cached", ours_dir, MutationTester(args.workers), args)
+        mm = run_mutmut(venv, theirs_dir, spec, args.workers)
+        theirs = mm["mutants"]
+        c = compare(ours_dir, module, ours_by_line(ours_dir, module, results), theirs)
+        t_killed = sum(m["status"] in ("killed", "timeout") for m in theirs)
+        t_surv = sum(m["status"] == "survived" for m in theirs)
+        o = role.report
+        print(f"\n{args.vs_mutmut} {module}, {args.workers} workers each")
+        print("| tool | mutants | mutants/s (mutant phase) | mutants/s (whole run) | wall | "
+              "killed / survived | cached re-run |")
+        print("|---|---|---|---|---|---|---|")
+        print(f"| SuperQode | {o.mutants_run} | {o.mutants_per_s:.1f} | "
+              f"{o.mutants_run / cold['total']:.1f} | {cold['total']:.1f} s | "
+              f"{o.statuses['killed'] + o.statuses['timeout']} / {o.statuses['survived']} | "
+              f"{again['total']:.2f} s |")
+        print(f"| {MUTMUT} | {len(theirs)} | - | {len(theirs) / mm['wall']:.1f} | "
+              f"{mm['wall']:.1f} s | {t_killed} / {t_surv} | {mm['cached']:.2f} s |")
+        print(f"\nshared mutants: {c['shared']}; score on them: SuperQode "
+              f"{100 * c['ours_score']:.1f}%, mutmut {100 * c['their_score']:.1f}%")
+        print(f"mutmut survivors on shared mutants: {len(c['their_survivors_shared'])}")
+        for m, ours in c["their_survivors_shared"]:
+            verdict = ours["status"] + (f" (marked equivalent: {ours['equivalent']})"
+                                        if ours["equivalent"] else "")
+            print(f"  {ours['key']}: SuperQode {verdict}")
+        print(f"mutmut survivors SuperQode does not generate: {len(c['their_survivors_other'])}")
+        for m, why in c["their_survivors_other"]:
+            print(f"  {m['name']}: {' / '.join(m['old'])!r} -> {' / '.join(m['new'])!r} ({why})")
+        print("SuperQode survivors:", ", ".join(
+            k for k, v in sorted(results.items()) if v["status"] == "survived"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("path", nargs="?", type=Path)
     ap.add_argument("--files", type=int, default=2, help="mutate the first N source files")
     ap.add_argument("--max-mutants", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--vs-mutmut", choices=sorted(PROJECTS),
+                    help="side by side with mutmut on one module of a PyPI sdist")
     args = ap.parse_args()
+    if args.vs_mutmut:
+        versus(args)
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="mutation-bench-"))
     os.environ["SUPERQODE_HOME"] = str(tmp / "home")

@@ -1,0 +1,249 @@
+"""mutation_tester's warm workers: mutants switched in place in one process
+must behave exactly as in a fresh process (module state, registries,
+decorated functions), and the project's own pytest configuration and plugins
+(``filterwarnings = error``, a local plugin package) must work. Real git,
+real coverage and pytest subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+
+import pytest
+
+from superqode_ls.config import Config
+from superqode_ls.qe.roles.mutation import MutationTester
+
+from .conftest import write_files
+from .deep_helpers import make_ctx, shared_pycache  # noqa: F401 (autouse fixture)
+
+STATEFUL = {
+    "state.py": textwrap.dedent(
+        """\
+        import functools
+
+        LIMIT = 3
+        REGISTRY = {}
+        COUNTER = [0]
+
+
+        def register(name, value):
+            if name in REGISTRY:
+                raise KeyError(name)
+            REGISTRY[name] = value
+            COUNTER[0] += 1
+            return COUNTER[0]
+
+
+        def plugin(cls):
+            REGISTRY[cls.__name__] = cls
+            return cls
+
+
+        @plugin
+        class Greeter:
+            def greet(self, who):
+                return "hello " + who
+
+
+        @functools.lru_cache(maxsize=None)
+        def square(x):
+            return x * x
+
+
+        def capped(n):
+            return min(n, LIMIT)
+
+
+        def drain(items):
+            total = 0
+            for item in items:
+                if item < 0:
+                    break
+                total += item
+            return total
+        """
+    ),
+    "tests/test_state.py": textwrap.dedent(
+        """\
+        import pytest
+
+        import state
+
+
+        def test_starts_clean_and_registers_once():
+            # Any state left behind by another mutant's run fails this first.
+            assert state.COUNTER == [0]
+            assert sorted(state.REGISTRY) == ["Greeter"]
+            assert state.register("a", 1) == 1
+            with pytest.raises(KeyError):
+                state.register("a", 2)
+
+
+        def test_registry_class_method():
+            assert "hello" in state.REGISTRY["Greeter"]().greet("x")
+            state.REGISTRY.clear()
+            state.COUNTER[0] = 99
+
+
+        def test_square_is_cached_and_right():
+            assert state.square(3) == 9
+            assert state.square(3) == 9
+
+
+        def test_capped():
+            assert state.capped(10) <= 3
+
+
+        def test_drain():
+            assert state.drain([1, 2, -1, 5]) == 3
+        """
+    ),
+}
+
+
+def _statuses(role: MutationTester, repo, config: Config | None = None) -> dict[str, str]:
+    out = asyncio.run(role.run(make_ctx(repo, files=["state.py"], config=config or Config())))
+    assert out.status == "ok", out.reason
+    log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log")).read_text()
+    got = {}
+    for line in log.splitlines():
+        if line.startswith("  ") and ": " in line and line.strip()[0].isdigit():
+            key, status = line.strip().rsplit(": ", 1)
+            got[key] = status.split(" ")[0]
+    return got
+
+
+@pytest.mark.slow  # ten fresh pytest processes for the comparison
+def test_mutants_switched_in_one_worker_never_affect_each_other(make_repo):
+    repo = make_repo(STATEFUL)
+    warm = MutationTester(workers=1, use_cache=False)
+    got = _statuses(warm, repo)
+    assert warm.report.workers == 1
+    # Every mutant was switched in place in the one warm worker (module-level
+    # lines run at import, during collection: no test covers them, so no
+    # mutant needs a fresh process here).
+    assert warm.report.fork_runs == warm.report.mutants_run == len(got) > 20, warm.report
+    assert not warm.report.fallbacks
+    assert got["33:18:argument:LIMIT->None"] == "killed"
+    # A method of a registered class and an lru_cached function are swapped
+    # too: each mutant below survives if the swap does not reach them.
+    assert got["24:24:arith:+->-"] == "killed"
+    assert got["29:13:arith:*->/"] == "killed"
+    # Survivors are judged against clean state: `+= 1` -> `= 1` still
+    # returns 1 on a fresh counter, and `break` -> `continue` is caught.
+    assert got["12:15:augassign:+=->="] == "survived"
+    assert got["40:12:loop:break->continue"] == "killed"
+
+    # The same mutants (the first ten in risk order), each in a fresh process.
+    cfg = Config()
+    cfg.roles.mutation_max_mutants = 10
+    fresh = MutationTester(workers=1, use_cache=False, fork_server=False)
+    baseline = _statuses(fresh, repo, cfg)
+    assert len(baseline) == 10 and fresh.report.fork_runs == 0
+    assert baseline == {k: got[k] for k in baseline}
+
+
+@pytest.mark.slow
+def test_project_with_filterwarnings_error_and_its_own_plugins(make_repo):
+    repo = make_repo({
+        "pytest.ini": textwrap.dedent(
+            """\
+            [pytest]
+            filterwarnings = error
+            pythonpath = support
+            addopts = -p localplug
+            markers = needs_answer: uses the answer fixture
+            """
+        ),
+        "support/localplug.py": textwrap.dedent(
+            """\
+            import pytest
+
+
+            @pytest.fixture
+            def answer():
+                return 42
+
+
+            def pytest_collection_modifyitems(items):
+                for item in items:
+                    item.add_marker(pytest.mark.needs_answer)
+            """
+        ),
+        "tests/conftest.py": textwrap.dedent(
+            """\
+            import pytest
+
+
+            @pytest.fixture
+            def offset(answer):
+                return answer - 40
+            """
+        ),
+        "calc.py": "def shift(x, by):\n    return x + by\n\n\ndef is_big(x):\n    return x > 100\n",
+        "tests/test_calc.py": textwrap.dedent(
+            """\
+            from calc import is_big, shift
+
+
+            def test_shift(offset):
+                assert shift(1, offset) == 3
+
+
+            def test_big():
+                assert is_big(1000)
+                assert not is_big(5)
+            """
+        ),
+    })
+    role = MutationTester(workers=1, use_cache=False)
+    out = asyncio.run(role.run(make_ctx(repo)))
+    assert out.status == "ok", out.reason
+    assert role.report.fork_runs == role.report.mutants_run > 0, role.report
+    assert not role.report.fallbacks, role.report.fallbacks
+    # `x > 100` -> `x >= 100` is the one gap these tests leave.
+    assert {(f.file, f.range.start_line) for f in out.findings} == {("calc.py", 6)}
+    assert role.report.statuses["killed"] >= 4
+
+
+def test_capped_run_answers_from_the_cache_and_says_how_far(make_repo):
+    repo = make_repo({
+        "calc.py": "def is_adult(age):\n    return age >= 18\n",
+        "tests/test_calc.py": "from calc import is_adult\n\n\ndef test_it():\n"
+                              "    assert is_adult(30)\n    assert not is_adult(3)\n",
+    })
+    cfg = Config()
+    cfg.roles.mutation_max_mutants = 2
+    first = MutationTester(workers=1)
+    out = asyncio.run(first.run(make_ctx(repo, config=cfg)))
+    assert out.status == "ok", out.reason
+    assert first.report.mutants_run == 2
+    assert "partial: calc.py 2 of 5 mutants (mutant limit 2)" in out.reason
+    # Nothing changed: no coverage run, no mutant run, same answer.
+    again = MutationTester(workers=1)
+    out2 = asyncio.run(again.run(make_ctx(repo, config=cfg)))
+    assert again.report.mutants_run == 0 and again.report.coverage_s == 0
+    assert "2 from cache" in out2.reason and "2 of 5 mutants" in out2.reason
+    # A higher limit runs only the rest.
+    cfg.roles.mutation_max_mutants = 100
+    third = MutationTester(workers=1)
+    out3 = asyncio.run(third.run(make_ctx(repo, config=cfg)))
+    assert third.report.mutants_run == 3 and "partial" not in out3.reason, out3.reason
+
+
+def test_changed_lines_go_first(make_repo):
+    repo = make_repo({
+        "calc.py": "def a(x):\n    return x > 1\n\n\ndef b(x):\n    return x < 1\n",
+        "tests/test_calc.py": "from calc import a, b\n\n\ndef test_it():\n"
+                              "    assert a(5)\n    assert b(0)\n",
+    })
+    write_files(repo, {"calc.py": "def a(x):\n    return x > 1\n\n\ndef b(x):\n    return x < 2\n"})
+    cfg = Config()
+    cfg.roles.mutation_max_mutants = 1
+    role = MutationTester(workers=1)
+    out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
+    assert out.status == "ok", out.reason
+    log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log")).read_text()
+    ran = [ln.strip() for ln in log.splitlines() if ln.startswith("  6:") or ln.startswith("  2:")]
+    assert len(ran) == 1 and ran[0].startswith("6:"), log
