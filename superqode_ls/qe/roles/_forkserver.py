@@ -256,7 +256,7 @@ def _serve(session):
             target = targets.get(path)
             if target is None:
                 module = _find_module(path, req.get("module"))
-                if module is None:
+                if module is None or os.path.realpath(module.__file__ or "") != path:
                     _reply({"fallback": "the module cannot be imported by name"})
                     continue
                 with open(path, encoding="utf-8") as fh:
