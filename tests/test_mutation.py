@@ -75,6 +75,61 @@ def test_mutators_cover_each_operator_kind_and_keep_lines():
     assert cmp.description == "`>` becomes `>=`"
 
 
+OPS_SOURCE = textwrap.dedent(
+    '''\
+    import logging
+    log = logging.getLogger(__name__)
+
+
+    def g(items, lo, hi):
+        total = 0
+        for x in items:
+            if x == 3:
+                continue
+            if x > hi:
+                break
+            total += x * 2
+        if total < lo:
+            raise ValueError("too small: " + str(total))
+        log.info("total %s", total)
+        name = "ab" "cd"
+        return pick(lo, total, key=f"{hi}") if total < hi else (lo if lo < hi else hi)
+    '''
+)
+
+
+def test_mutators_have_mutmut_and_cosmic_ray_kinds_and_mark_equivalents():
+    ms = find_mutants(OPS_SOURCE, "g.py")
+    got = {(m.line, m.kind, m.original, m.replacement): m.equivalent for m in ms}
+    assert (8, "compare", "==", "<=") in got and (8, "compare", "==", "!=") in got
+    assert (9, "loop", "continue", "break") in got
+    assert (11, "loop", "break", "continue") in got
+    assert (10, "compare", ">", ">=") in got and (10, "compare", ">", "<=") in got
+    assert (12, "augassign", "+=", "=") in got and (12, "augassign", "+=", "-=") in got
+    assert (12, "constant", "2", "3") in got and (12, "constant", "2", "1") in got
+    assert (6, "assign", "0", "None") in got
+    assert (17, "argument", "lo, ", "") in got and (17, "argument", "lo", "None") in got
+    assert (17, "argument", ", key=f\"{hi}\"", "") in got
+    # Strings: plain literals only; never f-strings or implicit concatenations.
+    assert not [k for k in got if k[1] == "string" and k[0] in (16, 17)]
+    # Likely equivalent, marked: message texts, a logging call, and a
+    # boundary that only picks between its own two operands.
+    assert got[(14, "string", '"too small: "', '"XXtoo small: XX"')] == "the text of a message"
+    assert got[(14, "argument", "total", "None")] == "the text of a message"
+    assert got[(15, "call", 'log.info("total %s", total)', "None")] == "output or logging only"
+    compares = sorted((m.col, m.replacement, m.equivalent)
+                      for m in ms if m.line == 17 and m.kind == "compare")
+    # `total < hi` chooses between other values: not marked; `lo if lo < hi
+    # else hi` at `lo == hi` gives the same value either way: `<=` is marked.
+    assert [(r, e) for _, r, e in compares] == [
+        ("<=", ""), (">=", ""),
+        ("<=", "both paths give the same value at the boundary"), (">=", "")]
+    for m in ms:
+        new = apply_edit(OPS_SOURCE, m.edit)
+        compile(new, "g.py", "exec")
+        assert len(new.splitlines()) == len(OPS_SOURCE.splitlines()), m
+
+
 def test_mutators_restrict_to_lines_and_select_spreads():
     ms = find_mutants(SOURCE, "m.py", lines={7})
     assert ms and {m.line for m in ms} == {7}

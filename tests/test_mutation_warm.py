@@ -245,5 +245,5 @@ def test_changed_lines_go_first(make_repo):
     out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
     assert out.status == "ok", out.reason
     log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log")).read_text()
-    ran = [ln.strip() for ln in log.splitlines() if ln.startswith("  6:") or ln.startswith("  2:")]
+    ran = [ln.strip() for ln in log.splitlines() if ln.startswith(("  6:", "  2:"))]
     assert len(ran) == 1 and ran[0].startswith("6:"), log
