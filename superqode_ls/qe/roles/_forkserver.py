@@ -40,10 +40,12 @@ import warnings
 
 import pytest
 
-# Taken before pytest's capture replaces fds 0 and 1.
-_IN = os.fdopen(os.dup(0), "r", encoding="utf-8")
-_OUT = os.fdopen(os.dup(1), "w", encoding="utf-8")
-os.dup2(2, 1)  # terminal output must not reach the protocol
+_IN = _OUT = None
+if __name__ == "superqode_forkserver":  # loaded by pytest -p, not imported by SuperQode
+    # Taken before pytest's capture replaces fds 0 and 1.
+    _IN = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    _OUT = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # terminal output must not reach the protocol
 
 _ROOT = os.path.realpath(os.getcwd())
 
@@ -279,6 +281,8 @@ def _serve(session):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session):
+    if _OUT is None:
+        return None
     _reply({"ready": True, "items": len(session.items), "errors": session.testsfailed})
     _serve(session)
     return True
