@@ -247,3 +247,12 @@ def test_changed_lines_go_first(make_repo):
     log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log")).read_text()
     ran = [ln.strip() for ln in log.splitlines() if ln.startswith(("  6:", "  2:"))]
     assert len(ran) == 1 and ran[0].startswith("6:"), log
+
+
+def test_the_mutant_limit_is_shared_out_over_files():
+    from superqode_ls.qe.roles.mutation import _share
+
+    assert _share(5, [2, 10]) == [2, 3]  # the small file completes first
+    assert _share(3, [5, 5]) == [2, 1]
+    assert _share(100, [4, 0, 7]) == [4, 0, 7]
+    assert sum(_share(7, [30, 30, 30])) == 7
