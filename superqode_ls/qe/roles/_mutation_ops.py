@@ -209,10 +209,10 @@ def _node_mutations(node, src, docstrings, messages, either, in_fstring
         if isinstance(node.value, (str, bytes)):
             if id(node) in in_fstring:
                 return
-            new = _string_replacement(src.segment(*span))
-            if new is not None:
+            text = _string_replacement(src.segment(*span))
+            if text is not None:
                 why = "the text of a message" if id(node) in messages else ""
-                yield "string", span, new, why
+                yield "string", span, text, why
         else:
             for new in _constant_replacements(node.value):
                 yield "constant", span, new, ""

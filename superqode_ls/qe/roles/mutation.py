@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ...models import RoleStatus
 from ...workspace.proc import ProcResult
+from ...workspace.pyenv import ProjectPython
 from . import _mutation_cache as _cache
 from . import _scratch
 from ._common import pytest_message
@@ -74,7 +75,7 @@ class MutationTester(Role):
         self.use_cache = use_cache
         self.fork_server = fork_server
         self.report = MutationReport()
-        self._py = None
+        self._py: ProjectPython | None = None
         self._tools: list[Path] = []
 
     def unavailable(self, config=None) -> str | None:
