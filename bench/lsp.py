@@ -480,8 +480,10 @@ def publish_in_process(folder: Path) -> dict:
 
     from superqode_ls.models import Event, Finding, Range, Severity
     from superqode_ls.server import runs
+    from superqode_ls.server.base import ClientFeatures
     from superqode_ls.server.progress import RunProgress
-    from superqode_ls.server.server import ClientFeatures, create_server
+    from superqode_ls.server.registry import Run
+    from superqode_ls.server.setup import create_server
 
     class Sink:
         written = 0
@@ -512,9 +514,9 @@ def publish_in_process(folder: Path) -> dict:
             workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(folder)), name="w")],
         )
         ls.client = ClientFeatures(client_capabilities("visual-studio-code"))
-        run = runs.Run(id="qe-bench", folder=str(folder.resolve()), files=None, mode="quick",
+        run = Run(id="qe-bench", folder=str(folder.resolve()), files=None, mode="quick",
                        roles=None, trigger="command")
-        ls.runs[run.id] = run
+        ls.runs.add(run)
         progress = RunProgress(ls, "bench", lambda: None)
         t0 = time.perf_counter()
         for e in events:

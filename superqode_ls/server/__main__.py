@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
     _keep_editor_cpus()
-    from .server import create_server
+    from .setup import create_server
     from .stdio import serve_stdio
 
     server = create_server()

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-if TYPE_CHECKING:
-    from .server import SuperQodeServer
+from .server import SuperQodeServer
 
 log = logging.getLogger(__name__)
 ALLOW, DENY = "Allow", "Deny"
@@ -19,7 +17,7 @@ ANSWER_TIMEOUT_S = 300.0
 
 
 class LspAsker:
-    def __init__(self, ls: "SuperQodeServer", timeout: float = ANSWER_TIMEOUT_S):
+    def __init__(self, ls: SuperQodeServer, timeout: float = ANSWER_TIMEOUT_S):
         self.ls = ls
         self.timeout = timeout
         self._lock = asyncio.Lock()  # one question on screen at a time
@@ -41,7 +39,10 @@ class LspAsker:
         return getattr(answer, "title", None) == ALLOW
 
 
-def install(ls: "SuperQodeServer") -> None:
-    from ..agent.permissions import set_default_asker
+def register(ls: SuperQodeServer) -> None:
+    async def install() -> None:
+        from ..agent.permissions import set_default_asker
 
-    set_default_asker(LspAsker(ls))
+        set_default_asker(LspAsker(ls))
+
+    ls.on_initialized.append(install)

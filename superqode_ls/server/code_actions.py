@@ -7,13 +7,12 @@ from __future__ import annotations
 from lsprotocol import types
 
 from . import fixes
-from .diagnostics import diagnostic_of
+from .publisher import diagnostic_of
 from .server import SuperQodeServer
 
 FIX_ALL = "source.fixAll.superqode"
 RUN_QE = "source.superqode.runQE"
 KINDS = [types.CodeActionKind.QuickFix, FIX_ALL, RUN_QE]
-_fix_all_cache: dict[str, tuple[tuple, types.WorkspaceEdit | None]] = {}
 
 
 def wanted(kind: str, only: list[str] | None) -> bool:
@@ -83,12 +82,12 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
             if version is None:  # not open: the file on disk is the text
                 version = ls.disk_mtime(uri)
             key = (uri, version, ls.store.result_id(uri))
-            cached = _fix_all_cache.get(uri)
+            cached = ls.fix_all_cache.get(uri)
             if cached is not None and cached[0] == key:
                 edit = cached[1]
             else:
                 edit, _ = fixes.fix_all_edit(ls, uri)
-                _fix_all_cache[uri] = (key, edit)
+                ls.cache_fix_all(uri, key, edit)
             if edit is not None:
                 out.append(types.CodeAction(title="SuperQode: apply all verified fixes",
                                             kind=FIX_ALL, edit=edit))

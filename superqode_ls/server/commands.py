@@ -12,16 +12,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lsprotocol import types
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 
-from . import fixes
+from . import fixes, sessions
+from .args import Args, parse
+from .base import session_root
+from .errors import fail
+from .runs import start_run
 from .server import SuperQodeServer
-
-
-class Args(BaseModel):
-    model_config = ConfigDict(extra="ignore")
 
 
 class RunQEArgs(Args):
@@ -52,34 +51,6 @@ class RecoverArgs(Args):
     action: Literal["resume", "revert", "view"]
 
 
-def parse(model: type[Args], args: tuple[Any, ...], command: str) -> Any:
-    raw: Any = args[0] if args else {}
-    if raw is None:
-        raw = {}
-    if isinstance(raw, str):  # a bare URI or id, as some editors pass it
-        first = next(iter(model.model_fields))
-        raw = {first: raw}
-    if not isinstance(raw, dict):
-        raise JsonRpcInvalidParams(f"{command}: expected an object argument")
-    try:
-        return model.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "argument"
-        raise JsonRpcInvalidParams(f"{command}: {loc}: {err['msg']}") from None
-
-
-class RequestFailed(JsonRpcException):
-    """LSP ``RequestFailed``: valid request, but it cannot be done now."""
-
-    CODE = -32803
-    MESSAGE = "Request failed"
-
-
-def _fail(message: str) -> RequestFailed:
-    return RequestFailed(message)
-
-
 def register(ls: SuperQodeServer) -> None:
     @ls.command("superqode.runQE")
     async def run_qe(ls: SuperQodeServer, *args):
@@ -92,7 +63,9 @@ def register(ls: SuperQodeServer) -> None:
         a = parse(SessionArgs, args, "superqode.cancel")
         run = ls.runs.get(a.sessionId)
         if run is None:
-            raise _fail(f"no running session {a.sessionId}")
+            if ls.runs.expired(a.sessionId):
+                return {"sessionId": a.sessionId, "cancelled": False}
+            raise fail(f"no running session {a.sessionId}")
         was_running = not run.finished
         run.cancel()
         return {"sessionId": run.id, "cancelled": was_running}
@@ -102,14 +75,18 @@ def register(ls: SuperQodeServer) -> None:
         a = parse(FixArgs, args, "superqode.applyFix")
         t = ls.store.find(a.findingId)
         if t is None:
-            raise _fail(f"no finding {a.findingId}")
+            raise fail(f"no finding {a.findingId}")
         if t.stale:
-            raise _fail(f"finding {a.findingId} is stale: its code was edited since the run")
+            raise fail(f"finding {a.findingId} is stale: its code was edited since the run")
         if fixes.patch_of(ls, t) is None:
-            raise _fail(f"finding {a.findingId} has no fix")
+            if t.finding.fix_patch_id:
+                # Its run was still going (fixes come with the run's end) or
+                # the finding came from a run whose fixes were not handed over.
+                raise fail(f"the fix for {a.findingId} is not available (run QE again)")
+            raise fail(f"finding {a.findingId} has no fix")
         edit = fixes.fix_edit(ls, t)
         if edit is None:
-            raise _fail(f"the fix for {a.findingId} no longer fits the current code")
+            raise fail(f"the fix for {a.findingId} no longer fits the current code")
         applied = await _apply(ls, edit, f"SuperQode: fix {t.finding.rule_id}")
         if applied:
             fixes.forget_fixed(ls, [t])
@@ -143,9 +120,7 @@ def register(ls: SuperQodeServer) -> None:
                 if run.task is not None:
                     await asyncio.wait([run.task], timeout=60)
             return {"sessionId": run.id, "reverted": True, "state": run.state}
-        from .recovery_prompt import discard_session
-
-        line = await discard_session(ls, a.sessionId)
+        line = await sessions.discard_session(ls, a.sessionId)
         return {"sessionId": a.sessionId, "reverted": True, "verification": line}
 
     @ls.command("superqode.showReport")
@@ -153,7 +128,7 @@ def register(ls: SuperQodeServer) -> None:
         a = parse(OptionalSessionArgs, args, "superqode.showReport")
         path = report_path(ls, a.sessionId)
         if path is None:
-            raise _fail("no Quality Report yet" + (f" for {a.sessionId}" if a.sessionId else ""))
+            raise fail("no Quality Report yet" + (f" for {a.sessionId}" if a.sessionId else ""))
         uri = from_fs_path(path)
         if not ls.client.show_document:
             ls.notify_user(f"SuperQode: Quality Report at {path}")
@@ -170,18 +145,11 @@ def register(ls: SuperQodeServer) -> None:
     @ls.command("superqode.recover")
     async def recover(ls: SuperQodeServer, *args):
         a = parse(RecoverArgs, args, "superqode.recover")
-        from .recovery_prompt import act
-
-        return await act(ls, a.sessionId, a.action)
-
-    from . import worktrees  # superqode.newWorktree / openWorktree / listWorktrees
-
-    worktrees.register(ls)
+        return await sessions.act(ls, a.sessionId, a.action)
 
 
 def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[str, Any]:
     from ..qe.roles import REGISTRY  # light: names only
-    from .runs import start_run
 
     for name in a.roles or []:
         if name not in REGISTRY:
@@ -193,7 +161,7 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
             raise JsonRpcInvalidParams(f"superqode.runQE: not a file URI: {a.uri}")
         folder = ls.folder_for_uri(a.uri)
         if folder is None:
-            raise _fail(f"{a.uri} is outside the workspace folders")
+            raise fail(f"{a.uri} is outside the workspace folders")
         rel = ls.rel_path(folder, a.uri)
         files = None if rel in (None, ".", "") else [rel]
         if files and Path(folder, rel).is_dir():
@@ -202,7 +170,7 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
     else:
         folders = ls.folder_paths()
         if not folders:
-            raise _fail("no workspace folder is open")
+            raise fail("no workspace folder is open")
         targets = [(f, None) for f in folders]
     ids = []
     for folder, files in targets:
@@ -219,25 +187,24 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
 
 async def _apply(ls: SuperQodeServer, edit: types.WorkspaceEdit, label: str) -> bool:
     if not ls.client.apply_edit:
-        raise _fail("the editor does not accept workspace/applyEdit")
+        raise fail("the editor does not accept workspace/applyEdit")
     try:
         res = await asyncio.wait_for(
             ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label)),
             60,
         )
     except Exception as e:
-        raise _fail(f"the editor did not apply the edit: {e}") from None
+        raise fail(f"the editor did not apply the edit: {e}") from None
     if not res.applied:
         ls.log(f"SuperQode: edit not applied: {res.failure_reason or 'refused'}")
     return bool(res.applied)
 
 
 def list_all(ls: SuperQodeServer) -> list[dict[str, Any]]:
-    out = [run.describe() for run in ls.runs.values()]
+    out = [run.describe() for run in ls.runs]
     known = {r["sessionId"] for r in out}
     try:
         from ..workspace import recovery
-        from .recovery_prompt import session_root
 
         for folder in ls.folder_paths():
             for info in recovery.scan(session_root(folder)):
@@ -252,10 +219,10 @@ def list_all(ls: SuperQodeServer) -> list[dict[str, Any]]:
 
 
 def report_path(ls: SuperQodeServer, session_id: str | None) -> str | None:
-    runs = [ls.runs[session_id]] if session_id in ls.runs else []
+    run = ls.runs.get(session_id)
+    runs = [run] if run is not None else []
     if session_id is None:
-        runs = sorted((r for r in ls.runs.values() if r.finished), key=lambda r: r.started,
-                      reverse=True)
+        runs = ls.runs.finished_newest_first()
     for run in runs:
         md = run.markdown or (run.report.artifacts.get("markdown") if run.report else None)
         if md and os.path.isfile(md):

@@ -9,14 +9,13 @@ from lsprotocol import types
 
 from . import tracking
 from .patches import split_lines
+from .runs import start_run
 from .server import SuperQodeServer
 
 SAVE_DEBOUNCE = 0.4
 
 
 def register(ls: SuperQodeServer) -> None:
-    ls.save_timers: dict[str, asyncio.TimerHandle] = {}  # type: ignore[attr-defined]
-
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: SuperQodeServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -66,7 +65,7 @@ def register(ls: SuperQodeServer) -> None:
     def did_close(ls: SuperQodeServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         tracked = ls.store.get(uri)
-        ls._disk_lines.pop(uri, None)  # it may have just been saved
+        ls.forget_disk_lines(uri)  # it may have just been saved
         # Unsaved edits are gone with the buffer: check findings against the disk.
         if tracked and tracking.reanchor(tracked, ls.disk_lines(uri), strict=False):
             ls.store.touch(uri)
@@ -79,7 +78,7 @@ def register(ls: SuperQodeServer) -> None:
         await ls.settings_ready()
         if folder is None or not ls.settings_for(folder).runOnSave:
             return
-        timers = ls.save_timers  # type: ignore[attr-defined]
+        timers = ls.save_timers
         if (old := timers.pop(folder, None)) is not None:
             old.cancel()
         loop = asyncio.get_running_loop()
@@ -87,11 +86,9 @@ def register(ls: SuperQodeServer) -> None:
 
 
 def _run_on_save(ls: SuperQodeServer, folder: str, uri: str) -> None:
-    from .runs import start_run
-
-    ls.save_timers.pop(folder, None)  # type: ignore[attr-defined]
-    for run in list(ls.runs.values()):
-        if run.trigger == "save" and run.folder == folder and not run.finished:
+    ls.save_timers.pop(folder, None)
+    for run in ls.runs.active():
+        if run.trigger == "save" and run.folder == folder:
             run.cancel()
     rel = ls.rel_path(folder, uri)
     if rel is None:

@@ -22,13 +22,9 @@ log = logging.getLogger(__name__)
 
 
 def patch_of(ls: SuperQodeServer, t: Tracked) -> Patch | None:
-    pid = t.finding.fix_patch_id
-    if not pid:
-        return None
-    run = ls.runs.get(t.session_id)
-    if run is None:
-        return t.patch
-    return run.patches.get(pid) or t.patch
+    """The finding's fix: it travels with the finding (set when its run
+    finished), so a run the registry dropped takes no fix with it."""
+    return t.patch if t.finding.fix_patch_id else None
 
 
 def edits_for(

@@ -9,7 +9,9 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from . import settings as settings_mod
-from .server import ClientFeatures, SuperQodeServer
+from .base import ClientFeatures
+from .server import SuperQodeServer
+from .watch import stop_watcher, stop_watchers
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +39,13 @@ def register(ls: SuperQodeServer) -> None:
             await refresh_settings(ls)
         finally:
             ls.settings_loaded.set()
-        from . import asker
-        from .recovery_prompt import offer_recovery
-
-        asker.install(ls)
-        ls.background(offer_recovery(ls), "recovery")
+        # What other features do once the client is up (recovery prompt, the
+        # agent's permission asker): registered on the server, not called by name.
+        for hook in ls.on_initialized:
+            try:
+                await hook()
+            except Exception:
+                log.exception("initialized hook %s failed", getattr(hook, "__qualname__", hook))
         ls.background(asyncio.to_thread(_prewarm), "prewarm")
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -69,25 +73,23 @@ def register(ls: SuperQodeServer) -> None:
         ls: SuperQodeServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
         for removed in params.event.removed or []:
-            for run in list(ls.runs.values()):
-                if from_fs_path(run.folder) == removed.uri and not run.finished:
+            for run in ls.runs.active():
+                if from_fs_path(run.folder) == removed.uri:
                     run.cancel()
             for folder in list(ls.watchers):
-                if from_fs_path(folder) == removed.uri and ls.watchers[folder] is not None:
-                    await asyncio.to_thread(ls.watchers.pop(folder).stop)
+                if from_fs_path(folder) == removed.uri:
+                    await stop_watcher(ls, folder)
         await refresh_settings(ls)
 
     @ls.feature(types.SHUTDOWN)
     async def shutdown(ls: SuperQodeServer, params: None) -> None:
         ls.shutting_down = True
-        pending = [run for run in ls.runs.values() if not run.finished]
+        pending = ls.runs.active()
         for run in pending:
             run.cancel()
         # Sessions revert their sandboxes on cancel; give them a moment to do so.
         if pending:
             await asyncio.wait([r.task for r in pending if r.task], timeout=20)
-        from .watch import stop_watchers
-
         await stop_watchers(ls)
 
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
 
+from .base import session_root
+from .errors import user_message
 from .server import SuperQodeServer
+from .sessions import act
+
+if TYPE_CHECKING:
+    from ..workspace.recovery import SessionInfo
 
 log = logging.getLogger(__name__)
 
@@ -22,18 +26,14 @@ ACTIONS = {RESUME: "resume", REVERT: "revert", VIEW: "view"}
 MAX_PROMPTS = 3
 
 
-def session_root(folder: str) -> Path:
-    """Sessions are kept per repository: a folder inside a git repository
-    shares its repository's sessions."""
-    from ..workspace.git import repo_root
+def register(ls: SuperQodeServer) -> None:
+    async def offer() -> None:
+        ls.background(offer_recovery(ls), "recovery")
 
-    try:
-        return (repo_root(Path(folder)) or Path(folder)).resolve()
-    except Exception:
-        return Path(folder)
+    ls.on_initialized.append(offer)
 
 
-def _interrupted(folders: list[str]) -> list[tuple[str, Any]]:
+def _interrupted(folders: list[str]) -> list[tuple[str, SessionInfo]]:
     from ..workspace import recovery
 
     out, seen = [], set()
@@ -79,10 +79,10 @@ async def offer_recovery(ls: SuperQodeServer) -> None:
                 result = await act(ls, info.id, ACTIONS[title])
                 ls.log(f"SuperQode: {info.id}: {result.get('message', result)}")
             except Exception as e:
-                ls.notify_user(f"SuperQode: {info.id}: {e}", types.MessageType.Error)
+                ls.notify_user(f"SuperQode: {info.id}: {user_message(e)}", types.MessageType.Error)
 
 
-def _describe(info: Any) -> tuple[int | None, tuple[bool | None, str]]:
+def _describe(info: SessionInfo) -> tuple[int | None, tuple[bool | None, str]]:
     from ..workspace import recovery
 
     return recovery.count_changes(info), recovery.verify(info)
@@ -96,85 +96,3 @@ def _reap_quietly() -> None:
         maybe_reap()
     except Exception as e:  # noqa: BLE001 - never stop the server for this
         log.info("reaper skipped: %s", e)
-
-
-def _find(session_id: str):
-    from ..workspace import recovery
-
-    return recovery.find_session(session_id)
-
-
-async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
-    from ..workspace import recovery
-    from ..workspace.errors import WorkspaceError
-    from .commands import _fail
-
-    try:
-        info = await asyncio.to_thread(_find, session_id)
-    except WorkspaceError as e:
-        raise _fail(str(e)) from None
-    if info.alive and session_id not in ls.runs:
-        raise _fail(f"session {session_id} belongs to a running process (pid {info.record.pid})")
-    await asyncio.to_thread(recovery.discard, info)
-    # recovery.verify read the session's fingerprint before discard removed it.
-    _, line = await asyncio.to_thread(recovery.verify, info)
-    return line
-
-
-async def act(ls: SuperQodeServer, session_id: str, action: str) -> dict[str, Any]:
-    from ..workspace.errors import WorkspaceError
-    from .commands import _fail
-
-    try:
-        info = await asyncio.to_thread(_find, session_id)
-    except WorkspaceError as e:
-        raise _fail(str(e)) from None
-    if action == "revert":
-        line = await discard_session(ls, session_id)
-        return {"sessionId": session_id, "action": action, "message": f"discarded. {line}"}
-    if action == "view":
-        path = await asyncio.to_thread(_write_changes, info)
-        uri = from_fs_path(str(path))
-        if ls.client.show_document:
-            try:
-                await asyncio.wait_for(
-                    ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True)),
-                    30,
-                )
-            except Exception as e:
-                log.info("showDocument failed: %s", e)
-        return {"sessionId": session_id, "action": action, "uri": uri,
-                "message": f"changes written to {path}"}
-    # resume: keep the sandbox's changes as an artifact, drop the sandbox and run again.
-    folder = None
-    if info.repo:
-        repo = Path(info.repo).resolve()
-        folder = ls.folder_for_path(str(repo)) or next(
-            (f for f in ls.folder_paths() if session_root(f) == repo), None
-        )
-    if folder is None:
-        raise _fail(f"session {session_id} is not of this workspace")
-    path = await asyncio.to_thread(_write_changes, info)
-    await discard_session(ls, session_id)
-    from .runs import start_run
-
-    run = start_run(ls, folder, files=None, mode=info.mode if info.mode in ("quick", "deep") else "quick",
-                    roles=None, trigger="command")
-    return {"sessionId": session_id, "action": action, "newSessionId": run.id,
-            "message": f"changes kept in {path}; started {run.id}"}
-
-
-def _write_changes(info) -> Path:
-    from ..workspace.artifacts import Artifacts
-    from ..workspace.session import extract_patch
-
-    diff = ""
-    if info.record is not None:
-        try:
-            diff = extract_patch(info.record)
-        except Exception as e:
-            diff = f"# could not extract changes: {e}\n"
-    repo = Path(info.repo) if info.repo else Path(info.record.repo)
-    art = Artifacts(repo, info.id)
-    art.prepare()
-    return art.write_patch(f"{info.id}-interrupted", diff or "# no changes\n")

@@ -1,6 +1,13 @@
 """Running a QE session for the editor: in the background, with the user's
 unsaved buffers, progress, findings streamed as diagnostics, cancellable.
 
+Findings are taken in as the engine emits them, through the same per-finding
+filter the engine applies to its report (inline suppressions, the confidence
+threshold), so what the editor shows while a run goes is what it shows at the
+end. A finished run hands its patches to its findings (``Tracked.patch``) and
+lets go of the engine's session; the run registry then decides how long the run
+itself is kept.
+
 The engine (``qe.pipeline``) is imported when the first run starts, so the
 server answers ``initialize`` without loading analyzers.
 """
@@ -12,76 +19,28 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..models import Finding, Patch, QualityReport
+from ..models import Finding, QualityReport
 from ..workspace import landlock
 from . import tracking
 from .convert import model_range_to_points
+from .errors import is_user_error, user_message
 from .progress import RunProgress
+from .registry import Run
 from .server import SuperQodeServer
 from .store import Tracked
+from .watch import ensure_watcher
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 log = logging.getLogger(__name__)
 EVENT_SLICE = 500
-
-
-@dataclass(eq=False)
-class Run:
-    id: str
-    folder: str
-    files: list[str] | None
-    mode: str
-    roles: list[str] | None
-    trigger: str  # "command" | "save" | "action"
-    overlays: dict[str, bytes] = field(default_factory=dict)
-    versions: dict[str, int | None] = field(default_factory=dict)  # uri -> version analysed
-    since: str | None = None  # superqode.runQE {since}: only what the change introduced
-    state: str = "starting"  # starting | running | done | cancelled | failed
-    session: Any = None
-    task: asyncio.Task | None = None
-    report: QualityReport | None = None
-    patches: dict[str, Patch] = field(default_factory=dict)
-    findings: int = 0
-    started: float = field(default_factory=time.monotonic)
-    started_ns: int = field(default_factory=time.time_ns)  # wall clock, to compare mtimes
-    first_finding_s: float | None = None
-    error: str | None = None
-    trusted: bool | None = None
-    markdown: str | None = None
-    cancel_requested: bool = False
-    # While the editor is asked to create the progress token: a cancel then
-    # waits for its answer, so a token the editor created always gets its end.
-    announcing: bool = False
-
-    @property
-    def finished(self) -> bool:
-        return self.state in ("done", "cancelled", "failed")
-
-    def cancel(self) -> None:
-        self.cancel_requested = True
-        if self.session is not None:
-            self.session.cancel()
-        elif self.task is not None and not self.task.done() and not self.announcing:
-            self.task.cancel()
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.id,
-            "folder": self.folder,
-            "mode": self.mode,
-            "files": self.files,
-            "state": self.state,
-            "findings": self.findings,
-            "verdict": self.report.verdict if self.report else None,
-            "stale": self.report.stale if self.report else False,
-            "trusted": self.trusted,
-            "error": self.error,
-        }
 
 
 def capture_overlays(ls: SuperQodeServer, folder: str) -> tuple[dict[str, bytes], dict[str, int | None]]:
@@ -127,13 +86,11 @@ def start_run(
         id=new_session_id(), folder=folder, files=files, mode=mode, roles=roles,
         trigger=trigger, overlays=overlays, versions=versions, since=since,
     )
-    ls.runs[run.id] = run
+    ls.runs.add(run)
     if not ls.protection_reported:
         ls.protection_reported = True
         _report_protection(ls)
     run.task = ls.background(_drive(ls, run), f"QE session {run.id}")
-    from .watch import ensure_watcher
-
     ensure_watcher(ls, folder)
     return run
 
@@ -148,15 +105,30 @@ def _report_protection(ls: SuperQodeServer) -> None:
             types.MessageType.Warning)
 
 
-async def _resolve_roles(ls: SuperQodeServer, run: Run) -> tuple[list[str] | None, bool]:
+def finding_filter(folder: str, overlays: dict[str, bytes], threshold: float) -> Callable[[Finding], bool]:
+    """Whether a streamed finding stays: the engine's own per-finding rules
+    (inline suppression on its lines, confidence threshold), read against the
+    text the run analysed (its buffers over the folder)."""
+    from ..qe.noise import FileLines, filter_findings
+
+    read_line = FileLines(folder, overlays)
+
+    def keep(f: Finding) -> bool:
+        # De-duplication, path classes and the baseline need every finding:
+        # they stay the report's work; path_classes={} turns that step off here.
+        return bool(filter_findings([f], read_line=read_line, threshold=threshold,
+                                    path_classes={}).findings)
+
+    return keep
+
+
+async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[list[str] | None, bool]:
     """Roles to run and whether the folder is trusted (asking once if needed)."""
-    from ..config import load_config
     from ..qe.roles import role_class
     from .trust import ask_trust, is_trusted_folder
 
     names = run.roles
     if names is None:
-        cfg = await asyncio.to_thread(load_config, Path(run.folder))
         names = list(cfg.qe.quick_roles if run.mode == "quick" else cfg.qe.deep_roles)
     needs_trust = []
     for name in names:
@@ -211,7 +183,11 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             run.announcing = False
         if run.cancel_requested:
             raise asyncio.CancelledError
-        roles, trusted = await _resolve_roles(ls, run)
+        from ..config import load_config
+
+        cfg = await asyncio.to_thread(load_config, Path(run.folder))
+        run.keep = finding_filter(run.folder, run.overlays, cfg.qe.confidence_threshold)
+        roles, trusted = await _resolve_roles(ls, run, cfg)
         run.trusted = trusted
         if run.cancel_requested:
             raise asyncio.CancelledError
@@ -231,19 +207,22 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
                 loop.call_soon_threadsafe(_on_event, ls, run, progress, event)
 
         bus.subscribe(sink)
-        run.session = QESession(request, bus=bus, session_id=run.id)
+        session = QESession(request, bus=bus, session_id=run.id)
+        run.session = session
         if run.cancel_requested:
-            run.session.cancel()
+            session.cancel()
         run.state = "running"
         try:
-            report = await run.session.run()
+            report = await session.run()
         except Exception as e:
             report = getattr(e, "report", None)
             if report is None:
                 raise
-            run.error = str(e)
+            run.error = user_message(e)
         run.report = report
-        run.patches = dict(run.session.patches) or {p.id: p for p in report.patches}
+        run.patches = dict(session.patches) or {p.id: p for p in report.patches}
+        run.session = None
+        del session
         run.state = "cancelled" if report.cancelled else ("failed" if run.error else "done")
         await _finish(ls, run, report)
         await ls.publisher.drain()
@@ -265,14 +244,23 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             raise
     except Exception as e:
         run.state = "failed"
-        run.error = str(e).splitlines()[0] if str(e) else type(e).__name__
-        log.exception("run %s failed", run.id)
+        run.error = user_message(e)
+        if is_user_error(e):
+            log.info("run %s failed: %s", run.id, run.error)
+        else:
+            log.exception("run %s failed", run.id)
         progress.end(f"failed: {run.error}")
         ls.notify_user(f"SuperQode: {run.error}", types.MessageType.Error)
     finally:
+        # What only a running session needs goes now; the registry decides
+        # how long the rest (report, patches) is kept.
+        run.session = None
+        run.keep = None
+        run.overlays = {}
         ls.forget_disk_cache()
         ls.publisher.flush()
         ls.publisher.request_refresh(now=True)
+        ls.runs.prune()
 
 
 def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
@@ -304,6 +292,8 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
         except Exception as e:
             log.warning("bad finding event: %s", e)
             return
+        if run.keep is not None and not run.keep(finding):
+            return  # suppressed inline or below the threshold: the report drops it too
         t = make_tracked(ls, run, finding)
         progress.findings += 1
         run.findings += 1
@@ -368,7 +358,8 @@ def make_tracked(ls: SuperQodeServer, run: Run, finding: Finding, *, run_stale: 
 
 
 async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
-    """Replace what the run covered by its final (filtered, verified) findings."""
+    """Replace what the run covered by its final (filtered, verified) findings,
+    each carrying its fix."""
     if report.cancelled:
         # Keep what streamed in (a cancelled run proves nothing about the rest),
         # but say so if the files changed under it.
@@ -379,6 +370,7 @@ async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
                         t.run_stale = True
                         ls.store.touch(uri)
                         ls.publisher.mark(uri)
+        _hand_patches(ls, run)
         return
     new = []
     for n, f in enumerate(report.findings, 1):
@@ -400,4 +392,16 @@ async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
         uris = [u for u in (ls.uri_for(run.folder, rel) for rel in run.files) if u]
     touched = ls.store.replace_scope(run.folder, uris, new)
     run.findings = len(report.findings)
+    _hand_patches(ls, run)
     ls.publisher.mark(*touched)
+
+
+def _hand_patches(ls: SuperQodeServer, run: Run) -> None:
+    """Each finding of the run shown now takes its patch: a quick fix then
+    needs nothing from the run, which may be dropped."""
+    if not run.patches:
+        return
+    for uri in ls.store.uris():
+        for t in ls.store.get(uri):
+            if t.session_id == run.id and t.finding.fix_patch_id:
+                t.patch = run.patches.get(t.finding.fix_patch_id)

@@ -11,6 +11,7 @@ import logging
 import os
 
 from . import tracking
+from .base import session_root
 from .server import SuperQodeServer
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,6 @@ def ensure_watcher(ls: SuperQodeServer, folder: str) -> None:
     if folder in ls.watchers or ls.shutting_down:
         return
     from ..workspace.watcher import Watcher
-    from .recovery_prompt import session_root
 
     loop = asyncio.get_running_loop()
     root = session_root(folder)
@@ -48,7 +48,7 @@ def changed_on_disk(ls: SuperQodeServer, paths: list[str]) -> None:
         tracked = ls.store.get(uri)
         if not tracked:
             continue
-        ls._disk_lines.pop(uri, None)
+        ls.forget_disk_lines(uri)
         lines = ls.disk_lines(uri)
         strict = not lines  # deleted or unreadable: nothing can still match
         if tracking.reanchor(tracked, lines, strict=strict) or strict:
@@ -57,6 +57,12 @@ def changed_on_disk(ls: SuperQodeServer, paths: list[str]) -> None:
                     t.stale = True
             ls.store.touch(uri)
             ls.publisher.mark(uri)
+
+
+async def stop_watcher(ls: SuperQodeServer, folder: str) -> None:
+    w = ls.watchers.pop(folder, None)
+    if w is not None:
+        await asyncio.to_thread(w.stop)
 
 
 async def stop_watchers(ls: SuperQodeServer) -> None:

@@ -20,9 +20,8 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path, to_fs_path
 
 from ..workspace import branches
-from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError
-from .commands import Args, _fail, parse
+from .args import Args, parse
+from .errors import fail, request_error
 from .server import SuperQodeServer
 
 SHOW_TIMEOUT_S = 30
@@ -52,11 +51,11 @@ def _repo(ls: SuperQodeServer, uri: str | None, command: str) -> Path:
             raise JsonRpcInvalidParams(f"{command}: not a file URI: {uri}")
         # As runQE: only repositories the user opened, never any path a client names.
         if ls.folder_for_uri(uri) is None:
-            raise _fail(f"{uri} is outside the workspace folders")
+            raise fail(f"{uri} is outside the workspace folders")
         return Path(path)
     folders = ls.folder_paths()
     if not folders:
-        raise _fail("no workspace folder is open")
+        raise fail("no workspace folder is open")
     return Path(folders[0])
 
 
@@ -64,10 +63,8 @@ async def _engine(fn, *args, **kwargs):
     """Run a ``branches`` call off the event loop; its errors become one-line responses."""
     try:
         return await asyncio.to_thread(fn, *args, **kwargs)
-    except (WorkspaceError, GitError) as e:
-        raise _fail(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from None
-    except OSError as e:
-        raise _fail(f"{type(e).__name__}: {e}") from None
+    except Exception as e:
+        raise request_error(e) from None
 
 
 async def show_folder(ls: SuperQodeServer, folder: Path) -> bool:

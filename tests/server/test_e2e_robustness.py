@@ -171,7 +171,7 @@ def test_bad_tcp_argument_is_a_usage_error():
 
 def test_startup_does_not_load_the_engine():
     code = (
-        "import sys; from superqode_ls.server.server import create_server; create_server();"
+        "import sys; from superqode_ls.server.setup import create_server; create_server();"
         "heavy = [m for m in ('superqode_ls.qe.pipeline', 'superqode_ls.workspace.session', 'unidiff')"
         " if m in sys.modules]; print(heavy)"
     )

@@ -242,7 +242,8 @@ def test_uri_for_keeps_findings_inside_their_folder(tmp_path):
 
 
 def test_session_request_carries_buffers_settings_and_trust(tmp_path):
-    from superqode_ls.server.runs import Run, build_request
+    from superqode_ls.server.registry import Run
+    from superqode_ls.server.runs import build_request
     from superqode_ls.server.server import SuperQodeServer
 
     ls = SuperQodeServer()

@@ -1,0 +1,40 @@
+"""Every feature of the language server, registered in one place.
+
+A feature is a module with ``register(ls)``: it adds its LSP handlers and, if
+it needs to act when the client is up, an ``on_initialized`` hook. Features do
+not import one another; what they share lives on ``SuperQodeServer``.
+"""
+
+from __future__ import annotations
+
+from . import (
+    asker,
+    code_actions,
+    commands,
+    diagnostics,
+    documents,
+    hover,
+    lifecycle,
+    recovery_prompt,
+    worktrees,
+)
+from .server import SuperQodeServer
+
+FEATURES = (
+    lifecycle,  # initialize, settings, folders, shutdown
+    documents,  # sync, findings following edits, runOnSave
+    diagnostics,  # pull diagnostics
+    code_actions,  # quick fixes, fix all, run QE on a file
+    hover,
+    commands,  # superqode.* session commands
+    worktrees,  # superqode.*Worktree(s)
+    recovery_prompt,  # interrupted sessions offered at start
+    asker,  # agent permission prompts
+)
+
+
+def create_server() -> SuperQodeServer:
+    server = SuperQodeServer()
+    for feature in FEATURES:
+        feature.register(server)
+    return server
