@@ -516,6 +516,8 @@ def publish_in_process(folder: Path) -> dict:
         ls.client = ClientFeatures(client_capabilities("visual-studio-code"))
         run = Run(id="qe-bench", folder=str(folder.resolve()), files=None, mode="quick",
                        roles=None, trigger="command")
+        # The same per-finding filter a real run applies as findings stream.
+        run.keep = runs.finding_filter(run.folder, {}, 0.7)
         ls.runs.add(run)
         progress = RunProgress(ls, "bench", lambda: None)
         t0 = time.perf_counter()
