@@ -79,6 +79,15 @@ def sandboxes_left(home: Path) -> list[str]:
     return left
 
 
+def parked_left(home: Path) -> int:
+    """Warm sandboxes parked for reuse (a bounded pool, kept by design)."""
+    working = home / "working"
+    if not working.is_dir():
+        return 0
+    return sum(1 for repo in working.iterdir() if (repo / "parked").is_dir()
+               for p in (repo / "parked").iterdir() if not p.name.startswith("."))
+
+
 def tokens_ended(client) -> set[str]:
     return {tok for _, tok, v in client.progress_times if v.get("kind") == "end"}
 
@@ -152,6 +161,7 @@ async def soak(saves: int, findings: int, fixes: int, pause_s: float, trace: boo
         await bench.stop(client)
         # The server reverts and removes its sandboxes before it exits.
         out["sandboxes_left"] = sandboxes_left(home / ".superqode")
+        out["parked"] = parked_left(home / ".superqode")
         q = max(1, saves // 4)
         out["rss_mb"] = [round(x, 1) for x in rss]
         out["save_to_result_s"] = [round(x, 2) for x in took]
@@ -179,14 +189,14 @@ def render(r: dict, before: dict | None = None) -> str:
              f"{max(r['diagnostics'])} findings ({', '.join(r['roles'])}), saved {r['saves']} times "
              "from a real stdio client; each save waits for its session's end.", "",
              "| code | RSS after save 1 | after the last | growth, first quarter | growth, last quarter "
-             "| save-to-result, first 10 (median) | last 10 | last/first | sandboxes left |",
+             "| save-to-result, first 10 (median) | last 10 | last/first | sandboxes left (warm, parked) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, x in rows:
         lines.append(
             f"| {name} ({x['saves']} saves) | {x['rss_after_first_mb']} MB | {x['rss_after_last_mb']} MB "
             f"| {x['rss_growth_first_quarter_mb']} MB | {x['rss_growth_last_quarter_mb']} MB "
             f"| {x['first10_median_s']} s | {x['last10_median_s']} s | {x['last_vs_first']}x "
-            f"| {len(x['sandboxes_left'])} |")
+            f"| {len(x['sandboxes_left'])} ({x.get('parked', 0)} parked) |")
     lines += ["", "RSS after every 10th save (MB): "
               + ", ".join(str(v) for v in r["rss_mb"][::10]) + ".", ""]
     if before:

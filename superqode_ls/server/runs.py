@@ -3,7 +3,7 @@ unsaved buffers, progress, findings streamed as diagnostics, cancellable.
 
 Findings are taken in as the engine emits them, through the same per-finding
 filter the engine applies to its report (inline suppressions, the confidence
-threshold), so what the editor shows while a run goes is what it shows at the
+threshold, the baseline), so what the editor shows while a run goes is what it shows at the
 end. A finished run hands its patches to its findings (``Tracked.patch``) and
 lets go of the engine's session; the run registry then decides how long the run
 itself is kept.
@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -105,21 +106,44 @@ def _report_protection(ls: SuperQodeServer) -> None:
             types.MessageType.Warning)
 
 
-def finding_filter(folder: str, overlays: dict[str, bytes], threshold: float) -> Callable[[Finding], bool]:
+def finding_filter(
+    folder: str, overlays: dict[str, bytes], threshold: float, baseline: Counter[str] | None = None,
+) -> Callable[[Finding], bool]:
     """Whether a streamed finding stays: the engine's own per-finding rules
     (inline suppression on its lines, confidence threshold), read against the
-    text the run analysed (its buffers over the folder)."""
+    text the run analysed (its buffers over the folder), then the baseline
+    (each baselined id hides as many findings as it counts)."""
     from ..qe.noise import FileLines, filter_findings
 
     read_line = FileLines(folder, overlays)
+    remaining = Counter(baseline or {})
 
     def keep(f: Finding) -> bool:
-        # De-duplication, path classes and the baseline need every finding:
-        # they stay the report's work; path_classes={} turns that step off here.
-        return bool(filter_findings([f], read_line=read_line, threshold=threshold,
-                                    path_classes={}).findings)
+        # De-duplication and path classes need every finding: they stay the
+        # report's work (path_classes={} turns that step off here).
+        if not filter_findings([f], read_line=read_line, threshold=threshold,
+                               path_classes={}).findings:
+            return False
+        if remaining[f.id] > 0:
+            remaining[f.id] -= 1
+            return False
+        return True
 
     return keep
+
+
+def _baseline(folder: str, cfg: Config) -> Counter[str] | None:
+    """The folder's configured baseline; None when there is none or it cannot
+    be read (the session then fails with the engine's own message)."""
+    from ..qe import baseline as baseline_mod
+
+    path = baseline_mod.resolve_path(Path(folder), None, cfg.qe.baseline)
+    if path is None:
+        return None
+    try:
+        return baseline_mod.load(path)
+    except Exception:  # noqa: BLE001 - reported by the session itself
+        return None
 
 
 async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[list[str] | None, bool]:
@@ -186,7 +210,8 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         from ..config import load_config
 
         cfg = await asyncio.to_thread(load_config, Path(run.folder))
-        run.keep = finding_filter(run.folder, run.overlays, cfg.qe.confidence_threshold)
+        counts = await asyncio.to_thread(_baseline, run.folder, cfg)
+        run.keep = finding_filter(run.folder, run.overlays, cfg.qe.confidence_threshold, counts)
         roles, trusted = await _resolve_roles(ls, run, cfg)
         run.trusted = trusted
         if run.cancel_requested:

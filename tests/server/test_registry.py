@@ -5,6 +5,7 @@ with real files."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from types import SimpleNamespace
 
 from superqode_ls.models import Event, Finding, Range, Severity
@@ -83,8 +84,8 @@ def test_fix_all_cache_is_bounded():
 
 
 def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
-    """Suppressed inline (in the buffer the run analysed) and below the
-    threshold: never shown, not even while the run goes."""
+    """Suppressed inline (in the buffer the run analysed), below the threshold
+    or baselined: never shown, not even while the run goes."""
     from lsprotocol import types
     from pygls.uris import from_fs_path
     from pygls.workspace import Workspace
@@ -99,7 +100,7 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
     def f401(line: int, confidence: float = 1.0) -> Finding:
         return Finding(role="lint_tester", tool="ruff", rule_id="F401", title="unused import",
                        message=f"line {line}", severity=Severity.medium, file="a.py",
-                       confidence=confidence, snippet="import x",
+                       confidence=confidence, snippet=f"import m{line}",
                        range=Range(start_line=line, start_col=1, end_line=line, end_col=5)
                        ).with_stable_id()
 
@@ -112,13 +113,16 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
         folder = ls.folder_paths()[0]
         r = Run(id="qe-s", folder=folder, files=None, mode="quick", roles=None, trigger="command",
                 overlays=overlays)
-        r.keep = finding_filter(folder, overlays, 0.7)
+        # Line 3's finding is baselined once: the first copy hides, a second shows.
+        r.keep = finding_filter(folder, overlays, 0.7, Counter({f401(3).id: 1}))
         ls.runs.add(r)
         progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
-        for f in (f401(1), f401(2), f401(3, confidence=0.3)):
+        for f in (f401(1), f401(2), f401(4, confidence=0.3), f401(3), f401(3)):
             data = {"finding": f.model_dump(mode="json", exclude_none=True)}
             _on_event(ls, r, progress, Event(type="finding", session_id="qe-s", data=data))
         await ls.publisher.drain()
-        return [t.finding.message for uri in ls.store.uris() for t in ls.store.get(uri)]
+        shown = sorted(t.finding.message for uri in ls.store.uris() for t in ls.store.get(uri))
+        return shown, progress.findings
 
-    assert asyncio.run(go()) == ["line 1"]
+    # Two taken in (line 3's second copy is not baselined); one entry per id.
+    assert asyncio.run(go()) == (["line 1", "line 3"], 2)
