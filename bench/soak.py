@@ -184,13 +184,12 @@ async def soak(saves: int, findings: int, fixes: int, pause_s: float, trace: boo
 def render(r: dict, before: dict | None = None) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rows = [("this code", r)] + ([("before (issue 15)", before)] if before else [])
-    lines = [SECTION, "",
-             f"Measured {when} on {r['machine']}: `runOnSave` on one file with "
+    intro = (f"Measured {when} on {r['machine']}: `runOnSave` on one file with "
              f"{max(r['diagnostics'])} findings ({', '.join(r['roles'])}), saved {r['saves']} times "
-             "from a real stdio client; each save waits for its session's end.", "",
-             "| code | RSS after save 1 | after the last | growth, first quarter | growth, last quarter "
-             "| save-to-result, first 10 (median) | last 10 | last/first | sandboxes left (warm, parked) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "from a real stdio client; each save waits for its session's end.")
+    header = ("| code | RSS after save 1 | after the last | growth, first quarter | growth, last quarter "
+              "| save-to-result, first 10 (median) | last 10 | last/first | sandboxes left (warm, parked) |")
+    lines = [SECTION, "", intro, "", header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, x in rows:
         lines.append(
             f"| {name} ({x['saves']} saves) | {x['rss_after_first_mb']} MB | {x['rss_after_last_mb']} MB "
