@@ -120,6 +120,10 @@ def register(ls: SuperQodeServer) -> None:
                 if run.task is not None:
                     await asyncio.wait([run.task], timeout=60)
             return {"sessionId": run.id, "reverted": True, "state": run.state}
+        if ls.runs.expired(a.sessionId):
+            # A run of this server that ended (its sandbox reverted then) and
+            # was since let go by the registry.
+            return {"sessionId": a.sessionId, "reverted": True, "state": "finished"}
         line = await sessions.discard_session(ls, a.sessionId)
         return {"sessionId": a.sessionId, "reverted": True, "verification": line}
 
