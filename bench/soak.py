@@ -107,7 +107,8 @@ async def soak(saves: int, findings: int, fixes: int, pause_s: float, trace: boo
     os.environ.update({k: env[k] for k in ("HOME", "SUPERQODE_HOME")})
     out: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cpu(s), "
                             f"load {os.getloadavg()[0]:.1f} at start",
-                 "saves": saves, "roles": ROLES}
+                 "saves": saves, "roles": ROLES,
+                 "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     try:
         project = work / "proj"
         target = make_project(project, findings, fixes)
@@ -182,7 +183,7 @@ async def soak(saves: int, findings: int, fixes: int, pause_s: float, trace: boo
 
 
 def render(r: dict, before: dict | None = None) -> str:
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    when = r.get("measured") or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rows = [("this code", r)] + ([("before (issue 15)", before)] if before else [])
     intro = (f"Measured {when} on {r['machine']}: `runOnSave` on one file with "
              f"{max(r['diagnostics'])} findings ({', '.join(r['roles'])}), saved {r['saves']} times "
@@ -199,7 +200,8 @@ def render(r: dict, before: dict | None = None) -> str:
     lines += ["", "RSS after every 10th save (MB): "
               + ", ".join(str(v) for v in r["rss_mb"][::10]) + ".", ""]
     if before:
-        lines += ["Before: " + ", ".join(str(v) for v in before["rss_mb"][::10]) + ".", ""]
+        lines += ["Before: " + ", ".join(str(v) for v in before["rss_mb"][::10])
+                  + f" (measured {before.get('measured', 'earlier')} on {before['machine']}).", ""]
     lines += [NOTES]
     return "\n".join(lines)
 
@@ -232,9 +234,13 @@ def main() -> int:
     ap.add_argument("--trace", action="store_true", help="print each session's progress messages")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--before", help="figures of a run on the old code (--json output) to show beside")
+    ap.add_argument("--from-json", help="render figures saved earlier (--json) instead of measuring")
     ap.add_argument("--write-doc", action="store_true")
     args = ap.parse_args()
-    results = asyncio.run(soak(args.saves, args.findings, args.fixes, args.pause, args.trace))
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        results = asyncio.run(soak(args.saves, args.findings, args.fixes, args.pause, args.trace))
     before = json.loads(Path(args.before).read_text(encoding="utf-8")) if args.before else None
     text = render(results, before)
     print(text)
