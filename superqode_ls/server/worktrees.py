@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path, to_fs_path
 
-from ..workspace import branches
 from .args import Args, parse
 from .errors import fail, request_error
 from .server import SuperQodeServer
+
+if TYPE_CHECKING:
+    from ..workspace.branches import WorktreeInfo
 
 SHOW_TIMEOUT_S = 30
 
@@ -59,10 +61,18 @@ def _repo(ls: SuperQodeServer, uri: str | None, command: str) -> Path:
     return Path(folders[0])
 
 
-async def _engine(fn, *args, **kwargs):
-    """Run a ``branches`` call off the event loop; its errors become one-line responses."""
+async def _engine(name: str, *args, **kwargs):
+    """Run ``workspace.branches.<name>`` off the event loop; its errors become
+    one-line responses. The module (it loads the sandbox engine) is imported
+    on first use, in the thread, so the server starts without it."""
+
+    def call():
+        from ..workspace import branches
+
+        return getattr(branches, name)(*args, **kwargs)
+
     try:
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        return await asyncio.to_thread(call)
     except Exception as e:
         raise request_error(e) from None
 
@@ -80,7 +90,7 @@ async def show_folder(ls: SuperQodeServer, folder: Path) -> bool:
     return bool(res and res.success)
 
 
-def describe(info: branches.WorktreeInfo) -> dict[str, Any]:
+def describe(info: WorktreeInfo) -> dict[str, Any]:
     if info.orphan:
         state = "orphan"
     elif not info.exists:
@@ -106,7 +116,7 @@ def register(ls: SuperQodeServer) -> None:
         a = parse(NewArgs, args, "superqode.newWorktree")
         repo = _repo(ls, a.uri, "superqode.newWorktree")
         rec = await _engine(
-            branches.new_worktree, repo, a.branch or None, task=a.task or None,
+            "new_worktree", repo, a.branch or None, task=a.task or None,
             new_branch=a.newBranch,
         )
         opened = await show_folder(ls, rec.path) if a.showDocument else False
@@ -116,7 +126,7 @@ def register(ls: SuperQodeServer) -> None:
     async def open_worktree(ls: SuperQodeServer, *args):
         a = parse(OpenArgs, args, "superqode.openWorktree")
         repo = _repo(ls, a.uri, "superqode.openWorktree")
-        path = await _engine(branches.open_worktree, repo, a.name)
+        path = await _engine("open_worktree", repo, a.name)
         opened = await show_folder(ls, path) if a.showDocument else False
         return {"path": str(path), "opened": opened}
 
@@ -124,5 +134,5 @@ def register(ls: SuperQodeServer) -> None:
     async def list_worktrees(ls: SuperQodeServer, *args):
         a = parse(RepoArgs, args, "superqode.listWorktrees")
         repo = _repo(ls, a.uri, "superqode.listWorktrees")
-        infos = await _engine(branches.list_worktrees, repo)
+        infos = await _engine("list_worktrees", repo)
         return [describe(i) for i in infos]
