@@ -28,8 +28,10 @@ FEATURES = (
     hover,
     commands,  # superqode.* session commands
     worktrees,  # superqode.*Worktree(s)
-    recovery_prompt,  # interrupted sessions offered at start
+    # on_initialized hooks run in this order: the asker is in place before a
+    # resumed session could ask anything.
     asker,  # agent permission prompts
+    recovery_prompt,  # interrupted sessions offered at start
 )
 
 
