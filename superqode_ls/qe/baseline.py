@@ -78,3 +78,21 @@ def save(path: Path, findings: list[Finding]) -> Path:
         "findings": entries,
     }
     return atomic_write(Path(path), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+def add(path: Path, findings: list[Finding]) -> Path:
+    """Accept ``findings`` into the baseline at ``path`` (created if missing),
+    keeping the entries it has: the editor's "ignore this finding"."""
+    kept: list[dict] = []
+    if Path(path).exists():
+        load(path)  # a broken file is reported, never overwritten
+        kept = json.loads(Path(path).read_text(encoding="utf-8"))["findings"]
+    check_writable(path)
+    entries = kept + [
+        {"id": f.id, "rule_id": f.rule_id, "tool": f.tool, "file": f.file,
+         "line": f.range.start_line if f.range else None, "title": f.title}
+        for f in findings
+    ]
+    doc = {"version": VERSION, "created": datetime.now(UTC).isoformat(timespec="seconds"),
+           "findings": entries}
+    return atomic_write(Path(path), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

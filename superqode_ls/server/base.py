@@ -21,6 +21,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
+from .errors import RequestFailed
 from .patches import split_lines
 from .settings import Settings
 from .store import FindingStore
@@ -77,6 +78,10 @@ class ClientFeatures:
         return self.pull and self.refresh
 
 
+# Refusals written for the user (errors.fail, bad arguments).
+_EXPECTED = (RequestFailed, JsonRpcInvalidParams)
+
+
 class _Dropped:
     """A message already answered with an error; handle_message ignores it."""
 
@@ -106,6 +111,27 @@ class SuperQodeProtocol(LanguageServerProtocol):
             log.debug("late response to %s ignored", msg_id)
             return
         super()._handle_response(msg_id, result, error)
+
+
+    def _send_handler_result(self, future, *, msg_id):
+        # A request the user asked for that cannot be done (an unknown
+        # worktree, bad arguments) is an answer, not a server fault: one line
+        # in the log, no traceback.
+        if not future.cancelled() and isinstance(future.exception(), _EXPECTED):
+            self._request_futures.pop(msg_id, None)
+            exc = future.exception()
+            log.info("request %s refused: %s", msg_id, exc)
+            self._send_response(msg_id, error=exc.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
+
+    def _handle_cancel_notification(self, msg_id):
+        # Editors cancel requests already answered (VS Code does at every
+        # cursor move); pygls warns about each one.
+        if msg_id not in self._request_futures:
+            log.debug("cancel for %s: already answered", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
 
 
 class ServerBase(LanguageServer):

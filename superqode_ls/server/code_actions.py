@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from . import fixes
+from . import fixes, ignore
 from .publisher import diagnostic_of
 from .server import SuperQodeServer
 
@@ -47,56 +47,62 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
         for t in ls.store.visible(uri):
             if t.id not in asked and not (t.sl <= hi and lo <= t.el):
                 continue
-            fix = fixes.patch_of(ls, t)
-            if fix is None:
-                continue
-            # A suppression silences, it does not fix: never titled "fix"
-            # (and never preferred, since it is never verified).
-            verb = "suppress" if fix.kind == "suppression" else "fix"
-            title = f"SuperQode: {verb} {t.finding.rule_id} ({t.finding.title})"
-            if not literal:
-                out.append(types.Command(title=title, command="superqode.applyFix",
-                                         arguments=[{"findingId": t.id}]))
-                continue
-            edit = fixes.fix_edit(ls, t)
-            if edit is None:
-                continue  # the code changed since the run: no fix rather than a wrong one
             diag = ls.protocol._converter.structure(
                 diagnostic_of(ls, t, lines, version), types.Diagnostic
-            )
-            patch = fixes.patch_of(ls, t)
-            out.append(
-                types.CodeAction(
-                    title=title,
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diag],
-                    edit=edit,
-                    is_preferred=bool(patch and patch.verified),
-                )
-            )
-    if wanted(FIX_ALL, only) and fixes.fixable(ls, uri, verified_only=True):
+            ) if literal else None
+            out.extend(_fix_actions(ls, t, diag, literal))
+            out.extend(ignore.actions(ls, t, diag, literal))
+    unsafe_ok = fixes.allows_unsafe(ls, uri)
+    if wanted(FIX_ALL, only) and fixes.fixable(ls, uri, verified_only=True, allow_unsafe=unsafe_ok):
         if literal:
             # Editors ask for code actions at every cursor move: build the
             # fix-all edit once per document version and finding set.
             version = ls.document_version(uri)
             if version is None:  # not open: the file on disk is the text
                 version = ls.disk_mtime(uri)
-            key = (uri, version, ls.store.result_id(uri))
+            key = (uri, version, ls.store.result_id(uri), unsafe_ok)
             cached = ls.fix_all_cache.get(uri)
             if cached is not None and cached[0] == key:
                 edit = cached[1]
             else:
-                edit, _ = fixes.fix_all_edit(ls, uri)
+                edit, _ = fixes.fix_all_edit(ls, uri, allow_unsafe=unsafe_ok)
                 ls.cache_fix_all(uri, key, edit)
             if edit is not None:
                 out.append(types.CodeAction(title="SuperQode: apply all verified fixes",
                                             kind=FIX_ALL, edit=edit))
         else:
             out.append(types.Command(title="SuperQode: apply all verified fixes",
-                                     command="superqode.applyAllFixes", arguments=[{"uri": uri}]))
+                                     command="superqode.applyAllFixes",
+                                     arguments=[{"uri": uri, "notify": True}]))
     if wanted(RUN_QE, only) and ls.folder_for_uri(uri) is not None:
         cmd = types.Command(title="Run QE on this file", command="superqode.runQE",
                             arguments=[{"uri": uri}])
         out.append(types.CodeAction(title="Run QE on this file", kind=RUN_QE, command=cmd)
                    if literal else cmd)
     return out or None
+
+
+def _fix_actions(ls: SuperQodeServer, t, diag, literal: bool) -> list:
+    """The finding's fix, labelled by what it is: a suppression silences, it
+    does not fix (never titled "fix", never preferred); a fix ruff marks
+    unsafe says so and is never preferred (nor part of fix-all)."""
+    fix = fixes.patch_of(ls, t)
+    if fix is None:
+        return []
+    what = f"{t.finding.rule_id} ({t.finding.title})"
+    if fix.kind == "suppression":
+        title = f"SuperQode: suppress {what}"
+    elif fixes.is_unsafe(t):
+        title = f"SuperQode: unsafe fix {what}: review it"
+    else:
+        title = f"SuperQode: fix {what}"
+    if not literal:
+        return [types.Command(title=title, command="superqode.applyFix",
+                              arguments=[{"findingId": t.id}])]
+    edit = fixes.fix_edit(ls, t)
+    if edit is None:
+        return []  # the code changed since the run: no fix rather than a wrong one
+    return [types.CodeAction(
+        title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diag], edit=edit,
+        is_preferred=bool(fix.verified and fix.kind == "fix" and not fixes.is_unsafe(t)),
+    )]

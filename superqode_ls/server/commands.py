@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
-from . import fixes, sessions
+from . import fixes, ignore, sessions
 from .args import Args, parse
 from .base import session_root
 from .errors import fail
@@ -42,8 +42,16 @@ class FixArgs(Args):
     findingId: str
 
 
+class IgnoreArgs(Args):
+    findingId: str
+
+
 class FixAllArgs(Args):
     uri: str | None = None
+    # Say the outcome with window/showMessage too: set by the code action's
+    # command, whose result no editor shows (the editors' own commands read
+    # the result and say it themselves).
+    notify: bool = False
 
 
 class RecoverArgs(Args):
@@ -95,16 +103,18 @@ def register(ls: SuperQodeServer) -> None:
     @ls.command("superqode.applyAllFixes")
     async def apply_all(ls: SuperQodeServer, *args):
         a = parse(FixAllArgs, args, "superqode.applyAllFixes")
-        uris = [a.uri] if a.uri else ls.store.uris()
-        total = 0
-        for uri in uris:
-            edit, tracked = fixes.fix_all_edit(ls, uri)
-            if edit is None:
-                continue
-            if await _apply(ls, edit, "SuperQode: apply all verified fixes"):
-                fixes.forget_fixed(ls, tracked)
-                total += len(tracked)
-        return {"applied": total}
+        return await apply_all_fixes(ls, [a.uri] if a.uri else ls.store.uris(), notify=a.notify)
+
+    @ls.command("superqode.ignoreFinding")
+    async def ignore_finding(ls: SuperQodeServer, *args):
+        a = parse(IgnoreArgs, args, "superqode.ignoreFinding")
+        t = ls.store.find(a.findingId)
+        if t is None:
+            raise fail(f"no finding {a.findingId}")
+        # The folder's config is read and the file written off the event loop.
+        path = await asyncio.to_thread(ignore.add_to_baseline, ls, t)
+        ignore.forget(ls, t)
+        return {"findingId": t.id, "baseline": str(path)}
 
     @ls.command("superqode.listSessions")
     def list_sessions(ls: SuperQodeServer, *args):
@@ -115,15 +125,23 @@ def register(ls: SuperQodeServer) -> None:
         a = parse(SessionArgs, args, "superqode.revertSession")
         run = ls.runs.get(a.sessionId)
         if run is not None:
-            if not run.finished:
-                run.cancel()
-                if run.task is not None:
-                    await asyncio.wait([run.task], timeout=60)
-            return {"sessionId": run.id, "reverted": True, "state": run.state}
+            if run.finished:
+                # Its sandbox went with its end: there is nothing to revert,
+                # and the user's files were never touched by it.
+                return {"sessionId": run.id, "reverted": False, "state": run.state,
+                        "message": f"session {run.id} had already ended ({run.state}): "
+                                   "its sandbox is gone, nothing to revert"}
+            run.cancel()
+            if run.task is not None:
+                await asyncio.wait([run.task], timeout=60)
+            return {"sessionId": run.id, "reverted": True, "state": run.state,
+                    "message": f"session {run.id} cancelled; its sandbox is removed"}
         if ls.runs.expired(a.sessionId):
             # A run of this server that ended (its sandbox reverted then) and
-            # was since let go by the registry.
-            return {"sessionId": a.sessionId, "reverted": True, "state": "finished"}
+            # was since let go by the registry: nothing to revert either.
+            return {"sessionId": a.sessionId, "reverted": False, "state": "finished",
+                    "message": f"session {a.sessionId} had already ended: "
+                               "its sandbox is gone, nothing to revert"}
         line = await sessions.discard_session(ls, a.sessionId)
         return {"sessionId": a.sessionId, "reverted": True, "verification": line}
 
@@ -187,6 +205,71 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
     if len(ids) > 1:
         out["sessionIds"] = ids
     return out
+
+
+FIX_ALL_PASSES = 3
+
+
+async def apply_all_fixes(ls: SuperQodeServer, uris: list[str], *, notify: bool = False) -> dict[str, Any]:
+    """Every verified safe fix of ``uris``, open or not: one edit per folder,
+    then again for fixes that overlapped one just applied (they are read
+    against the new text). The result (and a message) names the files and
+    what was left out, with the reason."""
+    applied: list = []
+    files: dict[str, None] = {}
+    refused: list = []
+    left: list = []
+    for _ in range(FIX_ALL_PASSES):
+        batches, left = fixes.fix_all_batches(ls, uris)
+        if not batches:
+            break
+        moved = False
+        for edit, tracked in batches:
+            if await _apply(ls, edit, "SuperQode: apply all verified fixes"):
+                fixes.forget_fixed(ls, tracked)
+                applied.extend(tracked)
+                files.update(dict.fromkeys(_edited_files(edit)))
+                moved = True
+            else:
+                refused.extend(tracked)
+        if not moved:
+            break
+    skipped = [_skip(t, "the editor refused the edit") for t in refused]
+    skipped += [_skip(t, "the fix no longer fits the current code") for t in left
+                if t not in refused]
+    for uri in uris:
+        for t in ls.store.visible(uri):
+            reason = fixes.skip_reason(ls, t, fixes.allows_unsafe(ls, uri))
+            if reason is not None:
+                skipped.append(_skip(t, reason))
+    result = {"applied": len(applied), "files": list(files), "skipped": skipped}
+    if notify:
+        ls.notify_user(f"SuperQode: {fix_all_line(result)}")
+    return result
+
+
+def fix_all_line(result: dict[str, Any]) -> str:
+    n = result["applied"]
+    text = f"applied {n} verified fix{'' if n == 1 else 'es'}"
+    if result["files"]:
+        text += " in " + ", ".join(os.path.basename(f) for f in result["files"])
+    text += "."
+    if result["skipped"]:
+        parts = "; ".join(f"{s['rule']} in {os.path.basename(s['file'] or '?')} ({s['reason']})"
+                          for s in result["skipped"])
+        text += f" Skipped {len(result['skipped'])}: {parts}."
+    return text
+
+
+def _skip(t, reason: str) -> dict[str, Any]:
+    return {"findingId": t.id, "rule": t.finding.rule_id, "file": t.finding.file, "reason": reason}
+
+
+def _edited_files(edit: types.WorkspaceEdit) -> list[str]:
+    uris = [dc.text_document.uri for dc in edit.document_changes or []
+            if isinstance(dc, types.TextDocumentEdit)]
+    uris += list(edit.changes or {})
+    return [to_fs_path(u) for u in uris]
 
 
 async def _apply(ls: SuperQodeServer, edit: types.WorkspaceEdit, label: str) -> bool:

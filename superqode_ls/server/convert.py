@@ -100,7 +100,10 @@ def lsp_range(
 
 
 def diagnostic_message(f: Finding) -> str:
-    title, msg = f.title.strip(), f.message.strip()
+    """The problem said once: the rule id is the diagnostic's code (and its
+    page the code's link), so a tool's "CODE (name): " prefix is dropped."""
+    title = _without_code(f.title.strip(), f.rule_id)
+    msg = _without_code(f.message.strip(), f.rule_id)
     if not msg or msg == title:
         text = title or f.rule_id
     elif not title or msg.startswith(title):
@@ -112,6 +115,18 @@ def diagnostic_message(f: Finding) -> str:
         text += f" [also {', '.join(f.related_rules)}]"
     if f.severity_reason:
         text += f" [{f.severity.value}: {f.severity_reason}]"
+    return text
+
+
+def _without_code(text: str, rule_id: str) -> str:
+    if text.startswith(rule_id):
+        rest = text[len(rule_id):]
+        if rest.startswith(" ("):  # "CODE (name): text"
+            close = rest.find("):")
+            if close > 0:
+                return rest[close + 2:].strip()
+        elif rest.startswith(":"):
+            return rest[1:].strip()
     return text
 
 

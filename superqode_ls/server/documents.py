@@ -19,6 +19,7 @@ def register(ls: SuperQodeServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: SuperQodeServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
+        ls.doc_lines[uri] = params.text_document.text.split("\n")
         tracked = ls.store.get(uri)
         if tracked and tracking.reanchor(tracked, split_lines(params.text_document.text), strict=False):
             ls.store.touch(uri)
@@ -28,32 +29,26 @@ def register(ls: SuperQodeServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: SuperQodeServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
+        # The document already holds the whole batch; the lines kept from the
+        # last change are the text before it.
+        before = ls.doc_lines.get(uri)
+        doc = ls.open_document(uri)
+        after = doc.source.split("\n") if doc is not None else None
+        if after is not None:
+            ls.doc_lines[uri] = after
         tracked = ls.store.get(uri)
         if not tracked:
             return
         changed = False
-        # The document already holds the whole batch: it is the text right
-        # after the change only when the batch has one (typing, one cursor).
-        after = None
-        only = params.content_changes[0] if len(params.content_changes) == 1 else None
-        rng = getattr(only, "range", None)
-        if rng is not None and rng.start == rng.end and only.text.startswith("\n"):
-            doc = ls.open_document(uri)
-            after = split_lines(doc.source) if doc is not None else None
-        for change in params.content_changes:
-            rng = getattr(change, "range", None)
-            if rng is None:
-                doc = ls.open_document(uri)
-                lines = split_lines(doc.source) if doc is not None else []
-                changed |= tracking.reanchor(tracked, lines, strict=True)
-            else:
-                changed |= tracking.apply_change(
-                    tracked,
-                    (rng.start.line, rng.start.character),
-                    (rng.end.line, rng.end.character),
-                    change.text,
-                    after,
-                )
+        if before is not None and after is not None:
+            only = params.content_changes[0] if len(params.content_changes) == 1 else None
+            rng = getattr(only, "range", None)
+            if rng is not None:
+                changed = tracking.follow(tracked, before, after, rng.start.line, rng.end.line)
+            else:  # the whole text, or several changes: compared as a whole
+                changed = tracking.follow(tracked, before, after)
+        else:
+            changed = _by_line_numbers(ls, uri, tracked, params)
         if changed:
             ls.store.touch(uri)
         if ls.client.pull_mode:
@@ -64,6 +59,7 @@ def register(ls: SuperQodeServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: SuperQodeServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
+        ls.doc_lines.pop(uri, None)
         tracked = ls.store.get(uri)
         ls.forget_disk_lines(uri)  # it may have just been saved
         # Unsaved edits are gone with the buffer: check findings against the disk.
@@ -83,6 +79,22 @@ def register(ls: SuperQodeServer) -> None:
             old.cancel()
         loop = asyncio.get_running_loop()
         timers[folder] = loop.call_later(SAVE_DEBOUNCE, _run_on_save, ls, folder, uri)
+
+
+def _by_line_numbers(ls: SuperQodeServer, uri: str, tracked, params) -> bool:
+    """Without the text before the change (a change to a document never
+    opened here): line numbers alone decide."""
+    changed = False
+    for change in params.content_changes:
+        rng = getattr(change, "range", None)
+        if rng is None:
+            changed |= tracking.reanchor(tracked, ls.current_lines(uri), strict=True)
+        else:
+            changed |= tracking.apply_change(
+                tracked, (rng.start.line, rng.start.character),
+                (rng.end.line, rng.end.character), change.text,
+            )
+    return changed
 
 
 def _run_on_save(ls: SuperQodeServer, folder: str, uri: str) -> None:

@@ -131,22 +131,54 @@ def fix_edit(ls: SuperQodeServer, t: Tracked) -> types.WorkspaceEdit | None:
     return workspace_edit(ls, t.folder, fes)
 
 
-def fixable(ls: SuperQodeServer, uri: str, *, verified_only: bool) -> list[Tracked]:
+def is_unsafe(t: Tracked) -> bool:
+    """ruff marks some fixes unsafe (they may change what the code does): never
+    part of fix-all unless ``fixAllUnsafe`` says so, and labelled as such."""
+    return "fix:unsafe" in t.finding.tags
+
+
+def fixable(
+    ls: SuperQodeServer, uri: str, *, verified_only: bool, allow_unsafe: bool = False
+) -> list[Tracked]:
     out = []
     for t in ls.store.visible(uri):
         p = patch_of(ls, t)
         # "Fix all" takes what the tool verified (with the tests, or without
         # where none could run: an untrusted folder); never a suppression.
-        if p is not None and (not verified_only or (p.kind == "fix" and p.verified_by is not None)):
-            out.append(t)
+        if p is None:
+            continue
+        if verified_only and not (p.kind == "fix" and p.verified_by is not None):
+            continue
+        if verified_only and is_unsafe(t) and not allow_unsafe:
+            continue
+        out.append(t)
     return out
 
 
-def fix_all_edit(ls: SuperQodeServer, uri: str) -> tuple[types.WorkspaceEdit | None, list[Tracked]]:
-    """All verified fixes of findings in ``uri`` as one edit."""
-    tracked = fixable(ls, uri, verified_only=True)
+def skip_reason(ls: SuperQodeServer, t: Tracked, allow_unsafe: bool) -> str | None:
+    """Why fix-all leaves a finding that has a fix alone (None: it takes it,
+    or it is a suppression, which is not a fix)."""
+    p = patch_of(ls, t)
+    if p is None or p.kind != "fix":
+        return None
+    if p.verified_by is None:
+        return "fix not verified"
+    if is_unsafe(t) and not allow_unsafe:
+        return "ruff marks the fix unsafe: apply it on its own"
+    return None
+
+
+def fix_all_edit(
+    ls: SuperQodeServer, uri: str, *, allow_unsafe: bool = False
+) -> tuple[types.WorkspaceEdit | None, list[Tracked]]:
+    """All verified (safe) fixes of findings in ``uri`` as one edit."""
+    tracked = fixable(ls, uri, verified_only=True, allow_unsafe=allow_unsafe)
     if not tracked:
         return None, []
+    return _edit_of(ls, tracked)
+
+
+def _edit_of(ls: SuperQodeServer, tracked: list[Tracked]) -> tuple[types.WorkspaceEdit | None, list[Tracked]]:
     folder = tracked[0].folder
     patches: dict[str, Patch] = {}
     for t in tracked:
@@ -156,6 +188,30 @@ def fix_all_edit(ls: SuperQodeServer, uri: str) -> tuple[types.WorkspaceEdit | N
     fes, taken = edits_for(ls, folder, patches.values())
     applied = [t for t in tracked if (p := patch_of(ls, t)) is not None and p.id in taken]
     return workspace_edit(ls, folder, fes), applied
+
+
+def allows_unsafe(ls: SuperQodeServer, uri: str) -> bool:
+    return ls.settings_for(ls.folder_for_uri(uri)).fixAllUnsafe
+
+
+def fix_all_batches(
+    ls: SuperQodeServer, uris: Iterable[str]
+) -> tuple[list[tuple[types.WorkspaceEdit, list[Tracked]]], list[Tracked]]:
+    """One edit per workspace folder for every verified fix in ``uris`` that
+    fits together, and the fixable findings left for a later pass (their fix
+    overlaps one taken, or does not fit the current text)."""
+    by_folder: dict[str, list[Tracked]] = {}
+    for uri in uris:
+        for t in fixable(ls, uri, verified_only=True, allow_unsafe=allows_unsafe(ls, uri)):
+            by_folder.setdefault(t.folder, []).append(t)
+    batches, left = [], []
+    for tracked in by_folder.values():
+        edit, applied = _edit_of(ls, tracked)
+        done = {id(t) for t in applied}
+        left.extend(t for t in tracked if id(t) not in done)
+        if edit is not None and applied:
+            batches.append((edit, applied))
+    return batches, left
 
 
 def forget_fixed(ls: SuperQodeServer, tracked: Iterable[Tracked]) -> None:

@@ -21,11 +21,17 @@ def register(ls: SuperQodeServer) -> None:
             f = t.finding
             patch = fixes.patch_of(ls, t)
             fix = "" if patch is None else f"\n\n{_OFFER[patch.label]}"
-            evidence = "".join(f"\n- {e.message}" for e in f.evidence[:5])
-            rule = f"**{f.rule_id}**" if ls.client.hover_markdown else f.rule_id
+            message = diagnostic_message(f)
+            # Evidence that only repeats the message is left out: the text is said once.
+            evidence = "".join(f"\n- {e.message}" for e in f.evidence[:5]
+                               if e.message and e.message.strip() not in message)
+            md = ls.client.hover_markdown
+            rule = f"**{f.rule_id}**" if md else f.rule_id
+            link = ""
+            if f.help_uri:
+                link = f"\n\n[{f.rule_id} rule]({f.help_uri})" if md else f"\n\n{f.help_uri}"
             parts.append(
-                f"{rule} ({f.severity.value}, {f.role}/{f.tool}): "
-                f"{diagnostic_message(f)}{evidence}{fix}"
+                f"{rule} ({f.severity.value}, {f.role}/{f.tool}): {message}{evidence}{link}{fix}"
             )
         if not parts:
             return None

@@ -30,8 +30,9 @@ def register(ls: SuperQodeServer) -> None:
         if not ls.client.pull_mode:
             # Advertise pull diagnostics only to clients that also accept refresh
             # requests; the others get every update pushed.
-            ls.protocol.fm.features.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
-            ls.protocol.fm.feature_options.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
+            for method in (types.TEXT_DOCUMENT_DIAGNOSTIC, types.WORKSPACE_DIAGNOSTIC):
+                ls.protocol.fm.features.pop(method, None)
+                ls.protocol.fm.feature_options.pop(method, None)
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: SuperQodeServer, params: types.InitializedParams) -> None:

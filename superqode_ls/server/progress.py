@@ -22,6 +22,8 @@ class RunProgress:
         self.token = token
         self.on_cancel = on_cancel
         self.active = False
+        self.began = False  # the client showed a progress for this run
+        self.ended = False
         self.roles_started: list[str] = []
         self.roles_done = 0
         self.findings = 0
@@ -42,6 +44,7 @@ class RunProgress:
             types.WorkDoneProgressBegin(title=title, message=message, cancellable=True, percentage=0),
         )
         self.active = True
+        self.began = True
         fut = self.ls.work_done_progress.tokens.get(self.token)
         if fut is not None:
             # The client's window/workDoneProgress/cancel cancels this future.
@@ -84,13 +87,20 @@ class RunProgress:
             f"{self.findings} finding(s)"
         )
 
-    def end(self, message: str) -> None:
+    def end(self, message: str, *, tell: bool = True) -> None:
+        """End the progress with ``message``; a client that took no progress
+        (Emacs' eglot announces none) gets it as ``window/showMessage`` instead
+        (``tell``), so every editor shows the end of a session."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._pending = None
         if not self.active:
+            if tell and not self.began and not self.ended:
+                self.ls.notify_user(f"SuperQode: {message}")
+            self.ended = True
             return
+        self.ended = True
         self.active = False
         self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
         self.ls.work_done_progress.tokens.pop(self.token, None)

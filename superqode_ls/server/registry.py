@@ -63,6 +63,11 @@ class Run:
     # While the editor is asked to create the progress token: a cancel then
     # waits for its answer, so a token the editor created always gets its end.
     announcing: bool = False
+    # The roles whose findings this run replaces when it ends (None: all of
+    # the folder's or files'): a run split by trust replaces only its part.
+    only_roles: set[str] | None = None
+    # Roles waiting for the trust answer while this run goes (said at its end).
+    trust_pending: list[str] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:

@@ -147,9 +147,14 @@ def _baseline(folder: str, cfg: Config) -> Counter[str] | None:
 
 
 async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[list[str] | None, bool]:
-    """Roles to run and whether the folder is trusted (asking once if needed)."""
+    """Roles to run and whether the folder is trusted.
+
+    Static roles never wait for the trust question: when some roles run the
+    project's code and the folder is not trusted, this run goes on at once
+    with the others and the question is asked alongside (``_trust_later``);
+    only a run of nothing but such roles waits for the answer."""
     from ..qe.roles import role_class
-    from .trust import ask_trust, is_trusted_folder
+    from .trust import SKIP_REASON, ask_trust_answer, is_trusted_folder
 
     names = run.roles
     if names is None:
@@ -162,20 +167,57 @@ async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[li
         except Exception:
             needs_trust.append(name)  # cannot tell: treat as executing code
     trusted = is_trusted_folder(ls, run.folder)
-    if not trusted and needs_trust:
-        trusted = await ask_trust(ls, run.folder, needs_trust)
-    if not trusted:
-        dropped = [n for n in names if n in needs_trust]
-        if dropped:
-            ls.log(
-                f"SuperQode: {run.folder} is not trusted; skipping {', '.join(dropped)} "
-                "(they run the project's code)",
-                types.MessageType.Warning,
-            )
-    return run.roles, trusted
+    if trusted or not needs_trust:
+        return run.roles, trusted
+    static = [n for n in names if n not in needs_trust]
+    if static and run.folder not in ls.trust_declined:
+        run.only_roles = set(static)
+        run.trust_pending = needs_trust
+        ls.background(_trust_later(ls, run, needs_trust), f"trust question for {run.id}")
+        return run.roles, False
+    answer = await ask_trust_answer(ls, run.folder, needs_trust)
+    if answer == "Trust folder":
+        return run.roles, True
+    _say_skipped(ls, run.folder, needs_trust, SKIP_REASON[answer])
+    return run.roles, False
 
 
-def build_request(ls: SuperQodeServer, run: Run, roles: list[str] | None, trusted: bool):
+def _say_skipped(ls: SuperQodeServer, folder: str, roles: list[str], reason: str) -> None:
+    ls.log(
+        f"SuperQode: {folder} is not trusted ({reason}); skipping {', '.join(roles)} "
+        "(they run the project's code)",
+        types.MessageType.Warning,
+    )
+
+
+async def _trust_later(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
+    """Ask while the static roles run; on "Trust folder" the roles that run
+    code follow as their own session once this run has ended (one sandbox at a
+    time per folder), else they are skipped with the reason shown."""
+    from .trust import SKIP_REASON, TRUST, ask_trust_answer
+
+    answer = await ask_trust_answer(ls, run.folder, roles)
+    if answer != TRUST:
+        run.trust_pending = []
+        _say_skipped(ls, run.folder, roles, SKIP_REASON[answer])
+        ls.notify_user(f"SuperQode: skipped {', '.join(roles)}: the folder is not trusted "
+                       f"({SKIP_REASON[answer]})", types.MessageType.Warning)
+        return
+    if run.task is not None and not run.task.done():
+        await asyncio.wait([run.task])
+    run.trust_pending = []
+    if run.state == "cancelled" or ls.shutting_down:
+        return
+    follow = start_run(ls, run.folder, files=run.files, mode=run.mode, roles=roles,
+                       trigger="trust")
+    follow.only_roles = set(roles)
+    ls.log(f"SuperQode: {run.folder} trusted; session {follow.id} runs {', '.join(roles)}")
+
+
+def build_request(
+    ls: SuperQodeServer, run: Run, roles: list[str] | None, trusted: bool,
+    baseline: Path | None = None,
+):
     from ..qe.pipeline import QERequest
 
     settings = ls.settings_for(run.folder)
@@ -191,6 +233,7 @@ def build_request(ls: SuperQodeServer, run: Run, roles: list[str] | None, truste
         config_overrides={"agent": {"provider": settings.provider}} if settings.provider else {},
         python=settings.python,
         since=run.since,
+        baseline=baseline,
     )
 
 
@@ -219,7 +262,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         from ..events import EventBus
         from ..qe.pipeline import QESession
 
-        request = build_request(ls, run, roles, trusted)
+        request = build_request(ls, run, roles, trusted, editor_baseline(run.folder, cfg))
         bus = EventBus(run.id)
 
         def sink(event) -> None:
@@ -264,7 +307,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             ls.notify_user(f"SuperQode: session {run.id}: {run.error}", types.MessageType.Error)
     except asyncio.CancelledError:
         run.state = "cancelled"
-        progress.end("cancelled")
+        progress.end(f"session {run.id} cancelled")
         if not run.cancel_requested:
             raise
     except Exception as e:
@@ -274,7 +317,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             log.info("run %s failed: %s", run.id, run.error)
         else:
             log.exception("run %s failed", run.id)
-        progress.end(f"failed: {run.error}")
+        progress.end(f"failed: {run.error}", tell=False)  # said just below
         ls.notify_user(f"SuperQode: {run.error}", types.MessageType.Error)
     finally:
         # What only a running session needs goes now; the registry decides
@@ -286,6 +329,15 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         ls.publisher.flush()
         ls.publisher.request_refresh(now=True)
         ls.runs.prune()
+
+
+def editor_baseline(folder: str, cfg: Config) -> Path | None:
+    """The baseline "ignore this finding" writes (``.superqode/baseline.json``)
+    applies to editor runs once it exists, unless ``qe.baseline`` names another."""
+    from ..qe.baseline import DEFAULT_PATH
+
+    path = Path(folder) / DEFAULT_PATH
+    return path if cfg.qe.baseline is None and path.is_file() else None
 
 
 def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
@@ -302,10 +354,13 @@ def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> 
 
 def _summary(run: Run, report: QualityReport) -> str:
     state = "cancelled" if report.cancelled else ("stale" if report.stale else report.verdict)
-    return (
+    line = (
         f"session {run.id}: {len(report.findings)} finding(s), "
         f"{sum(1 for p in report.patches if p.verified)} verified fix(es), {state}"
     )
+    if run.trust_pending:
+        line += f"; {', '.join(run.trust_pending)} wait(s) for the trust answer"
+    return line
 
 
 def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> None:
@@ -415,7 +470,7 @@ async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
     uris = None
     if run.files is not None:
         uris = [u for u in (ls.uri_for(run.folder, rel) for rel in run.files) if u]
-    touched = ls.store.replace_scope(run.folder, uris, new)
+    touched = ls.store.replace_scope(run.folder, uris, new, run.only_roles)
     run.findings = len(report.findings)
     _hand_patches(ls, run)
     ls.publisher.mark(*touched)

@@ -33,6 +33,9 @@ class SuperQodeServer(ServerBase):
         # folder -> its watcher; None when the folder cannot be watched.
         self.watchers: dict[str, Watcher | None] = {}
         self.save_timers: dict[str, asyncio.TimerHandle] = {}  # folder -> pending runOnSave
+        # uri -> its lines at the last change seen: the text before the next
+        # one, so findings follow what changed (tracking.follow).
+        self.doc_lines: dict[str, list[str]] = {}
         self.trust_declined: set[str] = set()  # asked once per server lifetime
         self.protection_reported = False  # said once, at the first session
         # uri -> ((uri, version, result id), the edit): bounded, oldest out first.

@@ -25,6 +25,9 @@ class Settings(BaseModel):
     # The interpreter the editor selected for this folder (VS Code's Python
     # extension or any client's own setting).
     python: str | None = None
+    # Fix all takes fixes ruff marks unsafe too (off: they are offered one by
+    # one, labelled, as ruff's own extension does).
+    fixAllUnsafe: bool = False
 
 
 class SettingsError(ValueError):

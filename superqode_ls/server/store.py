@@ -66,22 +66,27 @@ class FindingStore:
         return None
 
     def replace_scope(
-        self, folder: str, uris: Iterable[str] | None, new: list[Tracked]
+        self, folder: str, uris: Iterable[str] | None, new: list[Tracked],
+        only_roles: set[str] | None = None,
     ) -> set[str]:
         """Replace what a finished run covered (a list of documents, or the whole
-        folder when ``uris`` is None) by its final findings. Returns touched uris."""
+        folder when ``uris`` is None; only the findings of ``only_roles`` when
+        given) by its final findings. Returns touched uris."""
         touched: set[str] = set()
+
+        def covered(t: Tracked) -> bool:
+            return t.folder == folder and (only_roles is None or t.finding.role in only_roles)
+
         if uris is None:
             for uri, per in list(self.by_uri.items()):
-                if any(t.folder == folder for t in per.values()):
-                    kept = {k: t for k, t in per.items() if t.folder != folder}
-                    self.by_uri[uri] = kept
+                if any(covered(t) for t in per.values()):
+                    self.by_uri[uri] = {k: t for k, t in per.items() if not covered(t)}
                     touched.add(uri)
         else:
             for uri in uris:
-                if self.by_uri.pop(uri, None) is not None:
-                    touched.add(uri)
-                self.by_uri[uri] = {}
+                per = self.by_uri.get(uri, {})
+                self.by_uri[uri] = {k: t for k, t in per.items()
+                                    if only_roles is not None and not covered(t)}
                 touched.add(uri)
         for t in new:
             self.by_uri.setdefault(t.uri, {})[t.id] = t

@@ -1,14 +1,18 @@
 """Keep findings on the code they flagged while the user types.
 
-A change below a finding leaves it alone, a change above shifts it by the
-number of lines added or removed, and a change that touches its lines marks it
-stale (hidden, no fix offered) rather than letting it point at other code.
+``follow`` compares the text before and after a change: a finding moves with
+its own lines and goes stale (hidden, no fix offered) only when one of them
+changed, so a fix that deletes the line next to a finding (ruff's F401 removing
+an import) moves that finding instead of dropping it. ``apply_change`` is the
+fallback when the text before is not known: it decides by line numbers alone
+(a change touching a finding's lines marks it stale).
 Only line numbers matter here, so client code units never need converting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from difflib import SequenceMatcher
 
 from .store import Tracked
 
@@ -122,3 +126,66 @@ def reanchor(tracked: Iterable[Tracked], lines: Sequence[str], *, strict: bool) 
             t.stale = True
         changed = True
     return changed
+
+
+def follow(
+    tracked: Iterable[Tracked], before: Sequence[str], after: Sequence[str],
+    first: int | None = None, last: int | None = None,
+) -> bool:
+    """Move each finding to where its lines are in ``after``, or mark it stale
+    when one of its lines changed. ``first``/``last`` bound the lines of
+    ``before`` the change replaced (an incremental change); without them the
+    unchanged lines at both ends are found by comparing. Returns True when any
+    finding moved or went stale."""
+    n_old, n_new = len(before), len(after)
+    if first is None or last is None:
+        first = 0
+        limit = min(n_old, n_new)
+        while first < limit and before[first] == after[first]:
+            first += 1
+        tail = 0
+        while tail < limit - first and before[n_old - 1 - tail] == after[n_new - 1 - tail]:
+            tail += 1
+        last = n_old - 1 - tail
+    delta = n_new - n_old
+    old_region = before[first:last + 1]
+    new_region = after[first:last + 1 + delta]
+    mapped: dict[int, int] | None = None  # old line -> new line, inside the region
+    changed = False
+    for t in tracked:
+        if t.stale:
+            continue
+        end = _last_line(t)
+        if end < first:
+            continue
+        if t.sl > last:
+            if delta:
+                t.sl += delta
+                t.el += delta
+                changed = True
+            continue
+        if mapped is None:
+            mapped = _equal_lines(old_region, new_region, first)
+        lines = range(t.sl, end + 1)
+        targets = [mapped.get(i) if i <= last else i + delta for i in lines]
+        start = targets[0]
+        if start is None or targets != list(range(start, start + len(targets))):
+            t.stale = True  # its own text changed
+            changed = True
+            continue
+        if start != t.sl:
+            shift = start - t.sl
+            t.sl += shift
+            t.el += shift
+            changed = True
+    return changed
+
+
+def _equal_lines(old: Sequence[str], new: Sequence[str], base: int) -> dict[int, int]:
+    out: dict[int, int] = {}
+    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, _ in matcher.get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                out[base + i1 + k] = base + j1 + k
+    return out

@@ -75,6 +75,8 @@ def _config_trusted() -> list[str]:
 # ---- server side: settings + one-time prompt --------------------------------
 TRUST = "Trust folder"
 NOT_NOW = "Not now"
+DISMISSED = "dismissed"
+DECLINED = "declined before"
 PROMPT_TIMEOUT_S = 300.0
 
 
@@ -83,18 +85,24 @@ def is_trusted_folder(ls, folder: str) -> bool:
 
 
 async def ask_trust(ls, folder: str, roles: list[str]) -> bool:
+    return await ask_trust_answer(ls, folder, roles) == TRUST
+
+
+async def ask_trust_answer(ls, folder: str, roles: list[str]) -> str:
     """Ask once per server lifetime; 'Trust folder' is remembered on disk.
-    No answer, an error or a refusal means untrusted."""
+    Returns TRUST, NOT_NOW, DISMISSED (no answer, an error) or DECLINED (asked
+    before): anything but TRUST means untrusted."""
     import asyncio
 
     from lsprotocol import types
 
     if folder in ls.trust_declined:
-        return False
+        return DECLINED
+    verb = "runs" if len(roles) == 1 else "run"
     params = types.ShowMessageRequestParams(
         type=types.MessageType.Warning,
         message=(
-            f"SuperQode: {', '.join(roles)} run this repository's code (tests, agents). "
+            f"SuperQode: {', '.join(roles)} {verb} this repository's code (tests, agents). "
             f"Trust {folder}?"
         ),
         actions=[types.MessageActionItem(title=TRUST), types.MessageActionItem(title=NOT_NOW)],
@@ -106,11 +114,20 @@ async def ask_trust(ls, folder: str, roles: list[str]) -> bool:
     except Exception as e:
         log.info("trust prompt not answered: %s", e)
         answer = None
-    if answer is not None and getattr(answer, "title", None) == TRUST:
+    title = getattr(answer, "title", None)
+    if title == TRUST:
         try:
             remember(folder)
         except OSError as e:
             ls.log(f"SuperQode: could not remember trust for {folder}: {e}")
-        return True
+        return TRUST
     ls.trust_declined.add(folder)
-    return False
+    return NOT_NOW if title == NOT_NOW else DISMISSED
+
+
+# Why a role that runs the project's code was skipped, per answer.
+SKIP_REASON = {
+    NOT_NOW: "you answered Not now",
+    DISMISSED: "the trust question was dismissed",
+    DECLINED: "trust was declined earlier",
+}

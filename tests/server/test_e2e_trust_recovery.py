@@ -32,7 +32,7 @@ async def session_info(lsp: LanguageClient, sid: str) -> dict:
 async def test_untrusted_folder_runs_no_code_until_the_user_trusts_it(lsp: LanguageClient, shop: Path):
     await start(lsp, shop)
     uri = plant(shop)
-    lsp.editor.replies = [("run this repository's code", "Not now")]
+    lsp.editor.replies = [("this repository's code", "Not now")]
     sid = await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
     assert len(lsp.editor.prompts) == 1 and "toy_exec" in lsp.editor.prompts[0].message
     info = await session_info(lsp, sid)
@@ -50,7 +50,7 @@ async def test_untrusted_folder_runs_no_code_until_the_user_trusts_it(lsp: Langu
 async def test_trust_prompt_answer_is_remembered(lsp: LanguageClient, shop: Path):
     await start(lsp, shop)
     uri = plant(shop)
-    lsp.editor.replies = [("run this repository's code", "Trust folder")]
+    lsp.editor.replies = [("this repository's code", "Trust folder")]
     sid = await run_and_wait(lsp, {"roles": ["toy_exec"]})
     assert (await session_info(lsp, sid))["trusted"] is True
     await wait_for(lambda: superqode_diags(lsp, uri), 10, "finding of the trusted role")
