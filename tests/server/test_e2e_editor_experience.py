@@ -1,0 +1,348 @@
+"""Issue 16, the server side of the editor experience, through a real client
+over stdio: workspace pull diagnostics, static roles that never wait for the
+trust question, findings that follow what an edit changed, fix-all that says
+what it did, one message per finding with its rule link, "ignore this
+finding", and a session end every editor shows."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient, client_capabilities
+
+from .conftest import progress_ended, run_and_wait, run_qe, start, superqode_diags, wait_for
+
+
+def plant(folder: Path, rel: str = "shop/planted.py", text: str = "x = 1  # PLANTED\n") -> Path:
+    p = folder / rel
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+async def sessions(lsp: LanguageClient) -> list[dict]:
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
+    )
+    return res["sessions"]
+
+
+def command(lsp: LanguageClient, name: str, args: dict | None = None):
+    return lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=[args or {}])
+    )
+
+
+def code_actions(lsp: LanguageClient, uri: str, line: int, diagnostics=()):
+    return lsp.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 0)),
+            context=types.CodeActionContext(diagnostics=list(diagnostics),
+                                            only=[types.CodeActionKind.QuickFix]),
+        )
+    )
+
+
+# ---- 1. workspace findings reach a pull client --------------------------------------------
+async def test_workspace_pull_lists_findings_of_unopened_files(lsp: LanguageClient, shop: Path):
+    result = await start(lsp, shop, pull=True)
+    assert result.capabilities.diagnostic_provider.workspace_diagnostics is True
+    closed = from_fs_path(str(plant(shop)))
+    opened = lsp.editor.open(plant(shop, "shop/open_one.py", "y = 2  # PLANTED\n"))
+    await run_and_wait(lsp, {"roles": ["toy_tester"]})
+    await wait_for(lambda: lsp.diagnostic_refresh_count > 0, 10, "workspace/diagnostic/refresh")
+    assert closed not in lsp.diagnostics  # nothing pushed to a pull client
+
+    report = await lsp.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(previous_result_ids=[]))
+    by_uri = {r.uri: r for r in report.items}
+    # The file no editor opened is listed exactly like the open one.
+    for uri, version in ((closed, None), (opened, 1)):
+        r = by_uri[uri]
+        assert r.kind == "full" and r.version == version and r.result_id
+        (d,) = r.items
+        assert d.code == "TOY1" and d.source == "superqode"
+
+    # Asked again with the result ids: nothing changed, nothing resent.
+    again = await lsp.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(
+        previous_result_ids=[types.PreviousResultId(uri=r.uri, value=r.result_id) for r in report.items]))
+    assert {r.uri: r.kind for r in again.items if r.uri in (closed, opened)} == {
+        closed: "unchanged", opened: "unchanged"}
+
+    # With a partial result token the reports come as $/progress and the answer is empty.
+    partial: list = []
+    default = lsp.protocol.fm.features[types.PROGRESS]
+
+    def on_progress(ls, params: types.ProgressParams):
+        if params.token == "pull-1":
+            partial.extend(params.value["items"])
+            return None
+        return default(ls, params)
+
+    lsp.protocol.fm.features[types.PROGRESS] = on_progress
+    final = await lsp.workspace_diagnostic_async(
+        types.WorkspaceDiagnosticParams(previous_result_ids=[], partial_result_token="pull-1"))
+    assert final.items == []
+    await wait_for(lambda: any(r["uri"] == closed for r in partial), 10, "partial results")
+    (r,) = [r for r in partial if r["uri"] == closed]
+    assert r["kind"] == "full" and [d["code"] for d in r["items"]] == ["TOY1"]
+
+
+# ---- 2. static roles never wait for trust -------------------------------------------------
+async def test_static_findings_show_while_the_trust_question_is_open(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    uri = from_fs_path(str(plant(shop)))
+    answer: asyncio.Future = asyncio.get_running_loop().create_future()
+    asked: list[types.ShowMessageRequestParams] = []
+
+    async def show_message_request(ls, params: types.ShowMessageRequestParams):
+        asked.append(params)
+        return await answer  # the user has not answered yet
+
+    lsp.protocol.fm.features[types.WINDOW_SHOW_MESSAGE_REQUEST] = show_message_request
+    sid = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
+    # The static role's session ends, and its finding shows, with the question still open.
+    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "static session end")
+    assert not answer.done() and len(asked) == 1
+    assert "toy_exec runs this repository's code" in asked[0].message
+    assert "toy_exec wait(s) for the trust answer" in end.message
+    await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
+    assert (await sessions(lsp))[0]["trusted"] is False
+
+    answer.set_result(types.MessageActionItem(title="Trust folder"))
+    # The role that runs code follows as its own, trusted session.
+    found: list = []
+    for _ in range(600):
+        found = [s for s in await sessions(lsp) if s["sessionId"] != sid and s["trusted"]]
+        if found:
+            break
+        await asyncio.sleep(0.1)
+    (other,) = found
+    await wait_for(lambda: progress_ended(lsp, other["sessionId"]), 120, "trusted session end")
+    assert [d.code for d in superqode_diags(lsp, uri)] == ["TOY1"]
+
+
+async def test_a_dismissed_trust_question_skips_the_role_and_says_why(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    uri = from_fs_path(str(plant(shop)))
+    lsp.editor.replies = [("this repository's code", None)]  # closed without an answer
+    await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
+    await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
+    said = await wait_for(lambda: [m.message for m in lsp.messages if "skipped toy_exec" in m.message],
+                          10, "the skip said")
+    assert "dismissed" in said[0]
+    assert len(await sessions(lsp)) == 1  # no trusted session follows
+
+
+# ---- 3. findings follow what an edit changed ------------------------------------------------
+NEIGHBOURS = """import json
+import os
+# PLANTED right below the unused import
+from dataclasses import dataclass
+
+
+@dataclass
+class A:
+    x: int = 1
+
+    def f(self):
+        count = len(json.dumps({}))  # PLANTED in a line with an unsafe fix
+        return 1
+"""
+
+
+async def test_an_f401_fix_deleting_a_line_keeps_every_other_finding_moved(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, editor="neovim")
+    uri = lsp.editor.open(plant(shop, "shop/neighbours.py", NEIGHBOURS))
+    await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester", "toy_tester"]})
+    diags = await wait_for(lambda: len(superqode_diags(lsp, uri)) >= 4 and superqode_diags(lsp, uri),
+                           30, "lint and toy findings")
+    before = sorted((d.code, d.range.start.line) for d in diags)
+    assert ("F401", 1) in before and ("TOY1", 2) in before
+    f401 = next(d for d in diags if d.code == "F401")
+    (fix,) = [a for a in await code_actions(lsp, uri, 1, [f401]) if a.title.startswith("SuperQode: fix F401")]
+    # Applied the way Neovim does: each TextEdit an incremental change (the
+    # patch's hunk spans the neighbouring lines too).
+    edits = fix.edit.document_changes[0].edits if fix.edit.document_changes else fix.edit.changes[uri]
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        lsp.editor.edit(uri, (e.range.start.line, e.range.start.character),
+                        (e.range.end.line, e.range.end.character), e.new_text)
+    assert "import os\n" not in lsp.editor.text(uri)
+    expect = sorted((c, line - 1) for c, line in before if c != "F401")
+    await wait_for(lambda: sorted((d.code, d.range.start.line) for d in superqode_diags(lsp, uri)) == expect,
+                   10, f"every other finding moved up one line: {expect}")
+    # Typing in a flagged line does drop that finding, and only it.
+    toy = next(d for d in superqode_diags(lsp, uri) if d.code == "TOY1" and d.range.start.line == 1)
+    lsp.editor.edit(uri, (toy.range.start.line, 0), (toy.range.start.line, 0), "# ")
+    await wait_for(lambda: sorted((d.code, d.range.start.line) for d in superqode_diags(lsp, uri))
+                   == [x for x in expect if x != ("TOY1", 1)], 10, "only the edited finding gone")
+
+
+# ---- 4. fix-all over open and unopened files, safe fixes only ---------------------------------
+async def test_fix_all_everywhere_names_the_files_and_the_unsafe_fix_it_left(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, editor="emacs")
+    extra = plant(shop, "shop/extra.py", "import sys\nimport os\n\nprint(sys.argv)\n")
+    catalog = shop / "shop" / "catalog.py"
+    uri = lsp.editor.open(catalog)  # one open buffer, one file nobody opened
+    await run_and_wait(lsp, {"roles": ["lint_tester"]})
+    await wait_for(lambda: superqode_diags(lsp, from_fs_path(str(extra))), 30, "extra.py finding")
+    res = await command(lsp, "superqode.applyAllFixes", {})
+    assert res["applied"] == 2 and sorted(res["files"]) == sorted([str(catalog), str(extra)])
+    assert [(s["rule"], s["file"]) for s in res["skipped"]] == [("F841", "shop/catalog.py")]
+    assert "unsafe" in res["skipped"][0]["reason"]
+    assert "import os\n" not in lsp.editor.text(uri) and "count = len(matches)" in lsp.editor.text(uri)
+    assert extra.read_text(encoding="utf-8") == "import sys\n\nprint(sys.argv)\n"
+    # The unsafe fix is its own, labelled action.
+    f841 = next(d for d in superqode_diags(lsp, uri) if d.code == "F841")
+    titles = [a.title for a in await code_actions(lsp, uri, f841.range.start.line, [f841])]
+    assert any(t.startswith("SuperQode: unsafe fix F841") and "review it" in t for t in titles)
+
+
+async def test_fix_all_takes_unsafe_fixes_when_the_setting_says_so(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, editor="emacs", settings={"fixAllUnsafe": True})
+    catalog = shop / "shop" / "catalog.py"
+    await run_and_wait(lsp, {"roles": ["lint_tester"]})
+    await wait_for(lambda: len(superqode_diags(lsp, from_fs_path(str(catalog)))) >= 2, 30, "findings")
+    res = await command(lsp, "superqode.applyAllFixes", {"uri": from_fs_path(str(catalog)), "notify": True})
+    assert res == {"applied": 2, "files": [str(catalog)], "skipped": []}
+    text = catalog.read_text(encoding="utf-8")
+    assert "import os\n" not in text and "count = len(matches)" not in text
+    said = await wait_for(lambda: [m.message for m in lsp.messages if "applied 2 verified fixes" in m.message],
+                          10, "fix-all said")
+    assert "catalog.py" in said[0]
+
+
+# ---- 5. the end of a session without progress -------------------------------------------------
+async def test_a_client_without_progress_gets_the_verdict_as_a_message(lsp: LanguageClient, shop: Path):
+    caps = client_capabilities("emacs")
+    caps.window.work_done_progress = False
+    await lsp.initialize_session(types.InitializeParams(
+        capabilities=caps, root_uri=from_fs_path(str(shop)),
+        workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(shop)), name=shop.name)]))
+    plant(shop)
+    sid = await run_qe(lsp, {"roles": ["toy_tester"]})
+    said = await wait_for(lambda: [m for m in lsp.messages if f"session {sid}:" in m.message], 120, "end")
+    assert "1 finding(s)" in said[0].message and said[0].message.split(", ")[-1] in (
+        "pass", "fail", "conditional")
+    assert f"superqode/{sid}" not in lsp.progress_reports
+
+
+# ---- 6. one message, the rule link, ignore this finding ---------------------------------------
+async def test_one_message_with_the_rule_link_and_a_hover_that_says_it_once(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    catalog = lsp.editor.open(shop / "shop" / "catalog.py")
+    await run_and_wait(lsp, {"roles": ["lint_tester", "security_tester"]})
+    f401 = next(d for d in await wait_for(lambda: superqode_diags(lsp, catalog), 30, "lint")
+                if d.code == "F401")
+    assert f401.message == "`os` imported but unused"
+    assert f401.code_description.href == "https://docs.astral.sh/ruff/rules/unused-import"
+    bandit = [d for uri in lsp.diagnostics for d in superqode_diags(lsp, uri)
+              if isinstance(d.code, str) and d.code.startswith("B") and d.code_description]
+    assert bandit, "a bandit finding with its rule page"
+    for d in bandit:
+        assert d.code not in d.message and "(" + d.code not in d.message
+        assert d.code_description.href.startswith("https://bandit.readthedocs.io/")
+    hover = await lsp.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=catalog), position=f401.range.start))
+    assert hover.contents.value.count("imported but unused") == 1
+    assert "https://docs.astral.sh/ruff/rules/unused-import" in hover.contents.value
+
+
+async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, editor="neovim")
+    path = shop / "shop" / "catalog.py"
+    uri = lsp.editor.open(path)
+    await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
+    diags = await wait_for(lambda: len(superqode_diags(lsp, uri)) >= 2 and superqode_diags(lsp, uri), 30, "lint")
+    f401 = next(d for d in diags if d.code == "F401")
+    f841 = next(d for d in diags if d.code == "F841")
+    actions = await code_actions(lsp, uri, f401.range.start.line, [f401])
+    titles = [a.title for a in actions]
+    assert titles.index("SuperQode: fix F401 (`os` imported but unused)") < titles.index(
+        "SuperQode: ignore F401 on this line")
+    inline = actions[titles.index("SuperQode: ignore F401 on this line")]
+    assert lsp.editor.apply(types.ApplyWorkspaceEditParams(edit=inline.edit)).applied
+    assert "import os  # superqode: ignore[F401]\n" in lsp.editor.text(uri)
+    # The baseline action: the finding goes into .superqode/baseline.json.
+    actions = await code_actions(lsp, uri, f841.range.start.line, [f841])
+    (base,) = [a for a in actions if a.title == "SuperQode: ignore F841 (add to the baseline)"]
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=base.command.command, arguments=base.command.arguments))
+    entries = json.loads(Path(res["baseline"]).read_text(encoding="utf-8"))["findings"]
+    assert res["baseline"] == str(shop / ".superqode" / "baseline.json")
+    assert [e["rule_id"] for e in entries] == ["F841"]
+    await wait_for(lambda: all(d.code != "F841" for d in superqode_diags(lsp, uri)), 10, "F841 hidden")
+    # The next run leaves both out: the comment and the baseline are the engine's own.
+    lsp.editor.save(uri)
+    await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
+    await asyncio.sleep(0)  # the final publish follows the progress end
+    await wait_for(lambda: lsp.editor.text(uri) and not [d for d in superqode_diags(lsp, uri)
+                                                         if d.code in ("F401", "F841")], 10, "both ignored")
+
+
+# ---- 7. smalls ----------------------------------------------------------------------------------
+async def test_revert_of_an_ended_session_does_not_say_reverted(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    plant(shop)
+    sid = await run_and_wait(lsp, {"roles": ["toy_tester"]})
+    res = await command(lsp, "superqode.revertSession", {"sessionId": sid})
+    assert res["reverted"] is False and "nothing to revert" in res["message"]
+
+
+def test_refused_requests_and_late_cancels_log_no_traceback(caplog):
+    import logging
+    from concurrent.futures import Future
+
+    from superqode_ls.server.errors import fail
+    from superqode_ls.server.setup import create_server
+
+    ls = create_server()
+    sent: list = []
+    ls.protocol._send_response = lambda msg_id, result=None, error=None: sent.append((msg_id, error))
+    refused: Future = Future()
+    refused.set_exception(fail("no worktree 'nope' for /repo (see: superqe worktree list)"))
+    with caplog.at_level(logging.DEBUG):
+        ls.protocol._send_handler_result(refused, msg_id=7)
+        ls.protocol._handle_cancel_notification(99)  # a request already answered
+    ((msg_id, error),) = sent
+    assert msg_id == 7 and error.message.startswith("no worktree 'nope'")
+    assert not [r for r in caplog.records if r.exc_info]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # A real fault still gets its traceback.
+    broken: Future = Future()
+    broken.set_exception(ZeroDivisionError("bug"))
+    with caplog.at_level(logging.DEBUG):
+        ls.protocol._send_handler_result(broken, msg_id=8)
+    assert any(r.exc_info for r in caplog.records)
+
+
+def test_follow_drops_a_finding_only_when_its_own_lines_change():
+    from superqode_ls.models import Finding, Range, Severity
+    from superqode_ls.server import tracking
+    from superqode_ls.server.store import Tracked
+
+    def at(line: int, last: int | None = None) -> Tracked:
+        f = Finding(role="r", tool="t", rule_id="R1", title="x", message="x", severity=Severity.low,
+                    file="a.py", range=Range(start_line=line + 1, start_col=1)).with_stable_id()
+        return Tracked(finding=f, session_id="s", uri="file:///a.py", folder="/", sl=line, sc=0,
+                       el=line if last is None else last, ec=3)
+
+    before = ["import json", "import os", "# note", "x = 1", "y = 2", ""]
+    # A fix whose edit spans its neighbours (a diff hunk): lines 0-4 rewritten, only "import os" gone.
+    above, fixed, below, pair = at(0), at(1), at(2), at(3, 4)
+    after = ["import json", "# note", "x = 1", "y = 2", ""]
+    assert tracking.follow([above, fixed, below, pair], before, after, 0, 4)
+    assert [(t.sl, t.el, t.stale) for t in (above, fixed, below, pair)] == [
+        (0, 0, False), (1, 1, True), (1, 1, False), (2, 3, False)]
+    # Without bounds (a whole-document change) the same; a changed line of a
+    # two-line finding drops it, and a line break typed after a flagged line keeps it.
+    pair2, mid = at(3, 4), at(2)
+    tracking.follow([pair2, mid], before, ["import json", "import os", "# note", "",
+                                           "x = 1", "y = 3", ""])
+    assert pair2.stale and (mid.sl, mid.stale) == (2, False)
+    enter = at(1)
+    tracking.follow([enter], before, ["import json", "import os", "    ", "# note", "x = 1", "y = 2", ""], 1, 1)
+    assert (enter.sl, enter.stale) == (1, False)
