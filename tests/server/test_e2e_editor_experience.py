@@ -76,16 +76,16 @@ async def test_workspace_pull_lists_findings_of_unopened_files(lsp: LanguageClie
     partial: list = []
     default = lsp.protocol.fm.features[types.PROGRESS]
 
-    def on_progress(ls, params: types.ProgressParams):
+    def on_progress(params: types.ProgressParams):
         if params.token == "pull-1":
             partial.extend(params.value["items"])
             return None
-        return default(ls, params)
+        return default(params)
 
     lsp.protocol.fm.features[types.PROGRESS] = on_progress
     final = await lsp.workspace_diagnostic_async(
         types.WorkspaceDiagnosticParams(previous_result_ids=[], partial_result_token="pull-1"))
-    assert final.items == []
+    assert list(final.items) == []
     await wait_for(lambda: any(r["uri"] == closed for r in partial), 10, "partial results")
     (r,) = [r for r in partial if r["uri"] == closed]
     assert r["kind"] == "full" and [d["code"] for d in r["items"]] == ["TOY1"]
@@ -98,7 +98,7 @@ async def test_static_findings_show_while_the_trust_question_is_open(lsp: Langua
     answer: asyncio.Future = asyncio.get_running_loop().create_future()
     asked: list[types.ShowMessageRequestParams] = []
 
-    async def show_message_request(ls, params: types.ShowMessageRequestParams):
+    async def show_message_request(params: types.ShowMessageRequestParams):
         asked.append(params)
         return await answer  # the user has not answered yet
 
