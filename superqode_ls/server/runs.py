@@ -132,12 +132,13 @@ def finding_filter(
     return keep
 
 
-def _baseline(folder: str, cfg: Config) -> Counter[str] | None:
-    """The folder's configured baseline; None when there is none or it cannot
-    be read (the session then fails with the engine's own message)."""
+def _baseline(folder: str, cfg: Config, editor_path: Path | None = None) -> Counter[str] | None:
+    """The folder's configured baseline (else the editor's, ``editor_path``);
+    None when there is none or it cannot be read (the session then fails with
+    the engine's own message)."""
     from ..qe import baseline as baseline_mod
 
-    path = baseline_mod.resolve_path(Path(folder), None, cfg.qe.baseline)
+    path = baseline_mod.resolve_path(Path(folder), None, cfg.qe.baseline) or editor_path
     if path is None:
         return None
     try:
@@ -253,7 +254,8 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         from ..config import load_config
 
         cfg = await asyncio.to_thread(load_config, Path(run.folder))
-        counts = await asyncio.to_thread(_baseline, run.folder, cfg)
+        own_baseline = editor_baseline(run.folder, cfg)
+        counts = await asyncio.to_thread(_baseline, run.folder, cfg, own_baseline)
         run.keep = finding_filter(run.folder, run.overlays, cfg.qe.confidence_threshold, counts)
         roles, trusted = await _resolve_roles(ls, run, cfg)
         run.trusted = trusted
@@ -262,7 +264,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         from ..events import EventBus
         from ..qe.pipeline import QESession
 
-        request = build_request(ls, run, roles, trusted, editor_baseline(run.folder, cfg))
+        request = build_request(ls, run, roles, trusted, own_baseline)
         bus = EventBus(run.id)
 
         def sink(event) -> None:
