@@ -37,6 +37,8 @@ class SuperQodeServer(ServerBase):
         # one, so findings follow what changed (tracking.follow).
         self.doc_lines: dict[str, list[str]] = {}
         self.trust_declined: set[str] = set()  # asked once per server lifetime
+        # folder -> the trust question still open (runs meanwhile share its answer)
+        self.trust_questions: dict[str, asyncio.Task] = {}
         self.protection_reported = False  # said once, at the first session
         # uri -> ((uri, version, result id), the edit): bounded, oldest out first.
         self.fix_all_cache: OrderedDict[str, tuple[tuple, types.WorkspaceEdit | None]] = OrderedDict()

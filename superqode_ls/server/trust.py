@@ -91,13 +91,25 @@ async def ask_trust(ls, folder: str, roles: list[str]) -> bool:
 async def ask_trust_answer(ls, folder: str, roles: list[str]) -> str:
     """Ask once per server lifetime; 'Trust folder' is remembered on disk.
     Returns TRUST, NOT_NOW, DISMISSED (no answer, an error) or DECLINED (asked
-    before): anything but TRUST means untrusted."""
+    before): anything but TRUST means untrusted. A run started while the
+    question is open waits for the same answer rather than asking twice."""
+    import asyncio
+
+    if folder in ls.trust_declined:
+        return DECLINED
+    pending = ls.trust_questions.get(folder)
+    if pending is None:
+        pending = asyncio.get_running_loop().create_task(_ask(ls, folder, roles))
+        ls.trust_questions[folder] = pending
+        pending.add_done_callback(lambda _t: ls.trust_questions.pop(folder, None))
+    return await asyncio.shield(pending)
+
+
+async def _ask(ls, folder: str, roles: list[str]) -> str:
     import asyncio
 
     from lsprotocol import types
 
-    if folder in ls.trust_declined:
-        return DECLINED
     verb = "runs" if len(roles) == 1 else "run"
     params = types.ShowMessageRequestParams(
         type=types.MessageType.Warning,

@@ -137,6 +137,30 @@ async def test_a_dismissed_trust_question_skips_the_role_and_says_why(lsp: Langu
     assert len(await sessions(lsp)) == 1  # no trusted session follows
 
 
+async def test_runs_started_while_the_question_is_open_share_its_answer(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    plant(shop)
+    answer: asyncio.Future = asyncio.get_running_loop().create_future()
+    asked: list[types.ShowMessageRequestParams] = []
+
+    async def show_message_request(params: types.ShowMessageRequestParams):
+        asked.append(params)
+        return await answer
+
+    lsp.protocol.fm.features[types.WINDOW_SHOW_MESSAGE_REQUEST] = show_message_request
+    first = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
+    await wait_for(lambda: progress_ended(lsp, first), 120, "first session end")
+    second = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
+    await wait_for(lambda: progress_ended(lsp, second), 120, "second session end")
+    assert len(asked) == 1  # one question for both runs
+    answer.set_result(types.MessageActionItem(title="Not now"))
+    said = await wait_for(lambda: [m.message for m in lsp.messages if "skipped toy_exec" in m.message
+                                   and len([x for x in lsp.messages if "skipped toy_exec" in x.message]) == 2],
+                          10, "each run says its skip")
+    assert all("you answered Not now" in m for m in said)
+    assert [s["trusted"] for s in await sessions(lsp)] == [False, False]
+
+
 # ---- 3. findings follow what an edit changed ------------------------------------------------
 NEIGHBOURS = """import json
 import os
