@@ -1,6 +1,12 @@
 """Code actions: a quickfix per finding with a patch that still fits,
-``source.fixAll.superqode`` (all verified fixes of the file) and
-``source.superqode.runQE`` (run QE on this file)."""
+``superqode.ignore`` ("ignore this finding", beside it),
+``source.fixAll.superqode`` (all verified safe fixes of the file) and
+``source.superqode.runQE`` (run QE on this file).
+
+"Ignore" has a kind of its own, not under ``quickfix``: it shows beside the
+fix wherever an editor lists every action (VS Code's light bulb and Ctrl+.,
+Neovim's and Emacs' code-action menus), while a request for ``quickfix`` only
+(apply-the-fix flows, "fix this" keybindings) still gets just the fix."""
 
 from __future__ import annotations
 
@@ -12,7 +18,8 @@ from .server import SuperQodeServer
 
 FIX_ALL = "source.fixAll.superqode"
 RUN_QE = "source.superqode.runQE"
-KINDS = [types.CodeActionKind.QuickFix, FIX_ALL, RUN_QE]
+IGNORE = "superqode.ignore"
+KINDS = [types.CodeActionKind.QuickFix, IGNORE, FIX_ALL, RUN_QE]
 
 
 def wanted(kind: str, only: list[str] | None) -> bool:
@@ -35,7 +42,9 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
     only = [str(getattr(k, "value", k)) for k in (params.context.only or [])] or None
     out: list[types.CodeAction | types.Command] = []
     literal = ls.client.code_action_literals
-    if wanted(types.CodeActionKind.QuickFix.value, only):
+    want_fix = wanted(types.CodeActionKind.QuickFix.value, only)
+    want_ignore = wanted(IGNORE, only)
+    if want_fix or want_ignore:
         asked = {
             (d.data or {}).get("findingId")
             for d in params.context.diagnostics
@@ -50,8 +59,10 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
             diag = ls.protocol._converter.structure(
                 diagnostic_of(ls, t, lines, version), types.Diagnostic
             ) if literal else None
-            out.extend(_fix_actions(ls, t, diag, literal))
-            out.extend(ignore.actions(ls, t, diag, literal))
+            if want_fix:
+                out.extend(_fix_actions(ls, t, diag, literal))
+            if want_ignore:
+                out.extend(ignore.actions(ls, t, diag, literal, IGNORE))
     unsafe_ok = fixes.allows_unsafe(ls, uri)
     if wanted(FIX_ALL, only) and fixes.fixable(ls, uri, verified_only=True, allow_unsafe=unsafe_ok):
         if literal:

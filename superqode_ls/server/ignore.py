@@ -59,17 +59,18 @@ def baseline_path(ls: SuperQodeServer, folder: str) -> Path:
     return baseline.resolve_path(Path(folder), None, configured) or Path(folder) / baseline.DEFAULT_PATH
 
 
-def actions(ls: SuperQodeServer, t: Tracked, diag: types.Diagnostic | None, literal: bool) -> list:
+def actions(ls: SuperQodeServer, t: Tracked, diag: types.Diagnostic | None, literal: bool,
+            kind: str) -> list:
     rule = t.finding.rule_id
     out: list[Any] = []
     edit = inline_edit(ls, t) if literal else None
     if edit is not None:
         out.append(types.CodeAction(
             title=f"SuperQode: ignore {rule} on this line",
-            kind=types.CodeActionKind.QuickFix, diagnostics=[diag] if diag else None, edit=edit))
+            kind=kind, diagnostics=[diag] if diag else None, edit=edit))
     cmd = types.Command(title=f"SuperQode: ignore {rule} (add to the baseline)",
                         command="superqode.ignoreFinding", arguments=[{"findingId": t.id}])
-    out.append(types.CodeAction(title=cmd.title, kind=types.CodeActionKind.QuickFix,
+    out.append(types.CodeAction(title=cmd.title, kind=kind,
                                 diagnostics=[diag] if diag else None, command=cmd)
                if literal else cmd)
     return out

@@ -36,13 +36,14 @@ def command(lsp: LanguageClient, name: str, args: dict | None = None):
     )
 
 
-def code_actions(lsp: LanguageClient, uri: str, line: int, diagnostics=()):
+def code_actions(lsp: LanguageClient, uri: str, line: int, diagnostics=(),
+                 only=(types.CodeActionKind.QuickFix,)):
     return lsp.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             range=types.Range(start=types.Position(line, 0), end=types.Position(line, 0)),
             context=types.CodeActionContext(diagnostics=list(diagnostics),
-                                            only=[types.CodeActionKind.QuickFix]),
+                                            only=list(only) if only else None),
         )
     )
 
@@ -283,15 +284,20 @@ async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClien
     diags = await wait_for(lambda: len(superqode_diags(lsp, uri)) >= 2 and superqode_diags(lsp, uri), 30, "lint")
     f401 = next(d for d in diags if d.code == "F401")
     f841 = next(d for d in diags if d.code == "F841")
-    actions = await code_actions(lsp, uri, f401.range.start.line, [f401])
+    # Everything on the line (a light bulb, a code-action menu): the fix, then the ignores.
+    actions = await code_actions(lsp, uri, f401.range.start.line, [f401], only=None)
     titles = [a.title for a in actions]
     assert titles.index("SuperQode: fix F401 (`os` imported but unused)") < titles.index(
         "SuperQode: ignore F401 on this line")
     inline = actions[titles.index("SuperQode: ignore F401 on this line")]
+    assert inline.kind == "superqode.ignore"
+    # Asked for quick fixes only (apply-the-fix flows), the fix alone.
+    only_fix = await code_actions(lsp, uri, f401.range.start.line, [f401])
+    assert [a.title for a in only_fix] == ["SuperQode: fix F401 (`os` imported but unused)"]
     assert lsp.editor.apply(types.ApplyWorkspaceEditParams(edit=inline.edit)).applied
     assert "import os  # superqode: ignore[F401]\n" in lsp.editor.text(uri)
     # The baseline action: the finding goes into .superqode/baseline.json.
-    actions = await code_actions(lsp, uri, f841.range.start.line, [f841])
+    actions = await code_actions(lsp, uri, f841.range.start.line, [f841], only=["superqode.ignore"])
     (base,) = [a for a in actions if a.title == "SuperQode: ignore F841 (add to the baseline)"]
     res = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command=base.command.command, arguments=base.command.arguments))
