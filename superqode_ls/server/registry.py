@@ -66,8 +66,9 @@ class Run:
     # The roles whose findings this run replaces when it ends (None: all of
     # the folder's or files'): a run split by trust replaces only its part.
     only_roles: set[str] | None = None
-    # Roles waiting for the trust answer while this run goes (said at its end).
-    trust_pending: list[str] = field(default_factory=list)
+    # What became of the roles that wait for the trust answer while this run
+    # goes (said at its end): waiting, following, or skipped and why.
+    trust_note: str | None = None
 
     @property
     def finished(self) -> bool:

@@ -155,7 +155,7 @@ async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[li
     with the others and the question is asked alongside (``_trust_later``);
     only a run of nothing but such roles waits for the answer."""
     from ..qe.roles import role_class
-    from .trust import SKIP_REASON, ask_trust_answer, is_trusted_folder
+    from .trust import SKIP_REASON, TRUST, ask_trust_answer, is_trusted_folder
 
     names = run.roles
     if names is None:
@@ -173,11 +173,11 @@ async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[li
     static = [n for n in names if n not in needs_trust]
     if static and run.folder not in ls.trust_declined:
         run.only_roles = set(static)
-        run.trust_pending = needs_trust
+        run.trust_note = f"{', '.join(needs_trust)} wait(s) for the trust answer"
         ls.background(_trust_later(ls, run, needs_trust), f"trust question for {run.id}")
         return run.roles, False
     answer = await ask_trust_answer(ls, run.folder, needs_trust)
-    if answer == "Trust folder":
+    if answer == TRUST:
         return run.roles, True
     _say_skipped(ls, run.folder, needs_trust, SKIP_REASON[answer])
     return run.roles, False
@@ -198,15 +198,16 @@ async def _trust_later(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
     from .trust import SKIP_REASON, TRUST, ask_trust_answer
 
     answer = await ask_trust_answer(ls, run.folder, roles)
+    names = ", ".join(roles)
     if answer != TRUST:
-        run.trust_pending = []
+        run.trust_note = f"{names} skipped ({SKIP_REASON[answer]})"
         _say_skipped(ls, run.folder, roles, SKIP_REASON[answer])
-        ls.notify_user(f"SuperQode: skipped {', '.join(roles)}: the folder is not trusted "
+        ls.notify_user(f"SuperQode: skipped {names}: the folder is not trusted "
                        f"({SKIP_REASON[answer]})", types.MessageType.Warning)
         return
+    run.trust_note = f"{names} run(s) next, in a session of their own"
     if run.task is not None and not run.task.done():
         await asyncio.wait([run.task])
-    run.trust_pending = []
     if run.state == "cancelled" or ls.shutting_down:
         return
     follow = start_run(ls, run.folder, files=run.files, mode=run.mode, roles=roles,
@@ -360,8 +361,8 @@ def _summary(run: Run, report: QualityReport) -> str:
         f"session {run.id}: {len(report.findings)} finding(s), "
         f"{sum(1 for p in report.patches if p.verified)} verified fix(es), {state}"
     )
-    if run.trust_pending:
-        line += f"; {', '.join(run.trust_pending)} wait(s) for the trust answer"
+    if run.trust_note:
+        line += f"; {run.trust_note}"
     return line
 
 
