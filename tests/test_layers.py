@@ -39,28 +39,7 @@ KNOWN_LAYER_VIOLATIONS: dict[tuple[str, str], str] = {}
 
 # Import cycles being broken: each entry is the set of modules of one cycle
 # (a strongly connected component); a component must fit inside one entry.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    # h-server: SuperQodeServer stops importing its features and features stop
-    # importing each other (one setup module registers them).
-    frozenset(
-        {
-            "server.asker",
-            "server.code_actions",
-            "server.commands",
-            "server.diagnostics",
-            "server.documents",
-            "server.fixes",
-            "server.hover",
-            "server.lifecycle",
-            "server.progress",
-            "server.recovery_prompt",
-            "server.runs",
-            "server.server",
-            "server.watch",
-            "server.worktrees",
-        }
-    ): "h-server",
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 # Modules over MAX_LINES being split by their owner.
 KNOWN_LARGE: dict[str, str] = {}
