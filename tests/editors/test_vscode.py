@@ -138,7 +138,9 @@ def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, na
 def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     example_copy: Path, editor_env, tmp_path
 ):
-    data = run_scenario(example_copy, editor_env, tmp_path, name="main")
+    # F841's fix is one ruff marks unsafe: Fix All takes it only when told to.
+    data = run_scenario(example_copy, editor_env, tmp_path, name="main",
+                        settings={"superqode.fixAllUnsafe": True})
     shots = Path(data["shots"])
 
     assert data["squiggles"] == sorted(CATALOG_LINT.values())  # lines 6 and 37

@@ -30,7 +30,7 @@
   (kill-emacs code))
 
 (setq superqode-server-command (list (getenv "SQ_SERVER"))
-      superqode-settings '(:roles ["lint_tester"])
+      superqode-settings '(:roles ["lint_tester"] :fixAllUnsafe t)
       eglot-sync-connect t
       make-backup-files nil
       create-lockfiles nil)

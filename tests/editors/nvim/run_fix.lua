@@ -4,7 +4,7 @@ local H = dofile(vim.env.SQ_HARNESS)
 
 H.run(function()
   local sq = require("superqode")
-  sq.setup({ cmd = { vim.env.SQ_SERVER }, settings = { roles = { "lint_tester" } } })
+  sq.setup({ cmd = { vim.env.SQ_SERVER }, settings = { roles = { "lint_tester" }, fixAllUnsafe = true } })
   local buf = vim.api.nvim_get_current_buf()
   H.wait(15000, function() return sq.client(buf) ~= nil end, "the server to attach")
   H.step("attached")
