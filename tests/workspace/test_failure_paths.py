@@ -104,9 +104,10 @@ def test_disk_full_in_the_middle_of_a_session(small_home, repo):
     _nothing_left(home, repo)
 
 
-def test_home_turned_read_only_in_the_middle_of_a_session(small_home, repo):
-    home = small_home("20m")
-    before = take_fingerprint(repo)
+def _exec_and_meanwhile(home: Path, repo: Path, meanwhile) -> subprocess.CompletedProcess:
+    """`superqe exec` of a command that edits a file, says it started (a
+    marker in the cache, one of the few places it may write) and sleeps;
+    ``meanwhile()`` runs then, while the session is in the middle."""
     go = home / "cache" / "go"
     env = dict(os.environ, SUPERQODE_HOME=str(home))
     p = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", "sh", "-c",
@@ -117,13 +118,21 @@ def test_home_turned_read_only_in_the_middle_of_a_session(small_home, repo):
         while not go.exists() and time.monotonic() < deadline and p.poll() is None:
             time.sleep(0.05)
         assert go.exists(), "the command did not start"
-        subprocess.run(["mount", "-o", "remount,ro", str(home)], check=True)
+        meanwhile()
         out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    proc = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def test_home_turned_read_only_in_the_middle_of_a_session(small_home, repo):
+    home = small_home("20m")
+    before = take_fingerprint(repo)
+    proc = _exec_and_meanwhile(home, repo, lambda: subprocess.run(
+        ["mount", "-o", "remount,ro", str(home)], check=True))
+    err = proc.stderr
     assert proc.returncode == 3, err
     _no_traceback(proc)
     assert "Verified: the project is exactly as before" in err
@@ -132,7 +141,8 @@ def test_home_turned_read_only_in_the_middle_of_a_session(small_home, repo):
     # the read-only home until `superqe clean` can remove it.
     assert registrations(repo) == []
     subprocess.run(["mount", "-o", "remount,rw", str(home)], check=True)
-    clean = subprocess.run([*SUPERQE, "clean", "--force"], env=env, capture_output=True,
+    clean = subprocess.run([*SUPERQE, "clean", "--force"], capture_output=True,
+                           env=dict(os.environ, SUPERQODE_HOME=str(home)),
                            text=True, check=False)
     assert clean.returncode == 0, clean.stderr
     _nothing_left(home, repo)
@@ -140,27 +150,15 @@ def test_home_turned_read_only_in_the_middle_of_a_session(small_home, repo):
 
 def test_sandbox_removed_under_a_running_session(repo, tmp_path):
     home = Path(os.environ["SUPERQODE_HOME"])
-    go = home / "cache" / "go-removed"
     before = take_fingerprint(repo)
-    p = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", "sh", "-c",
-                          f"echo changed > a.txt; mkdir -p {go.parent}; touch {go}; sleep 2"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not go.exists() and time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.05)
-        assert go.exists(), "the command did not start"
-        # What another session's `superqe clean --force` would do.
+
+    def remove_sandboxes() -> None:  # what another session's `superqe clean --force` does
         for sandbox in (home / "working").glob("*/qe/qe-*"):
             if sandbox.is_dir() and not sandbox.name.endswith(".d"):
                 shutil.rmtree(sandbox)
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    proc = subprocess.CompletedProcess(p.args, p.returncode, out, err)
-    assert p.returncode == 3, err
+    proc = _exec_and_meanwhile(home, repo, remove_sandboxes)
+    err = proc.stderr
+    assert proc.returncode == 3, err
     _no_traceback(proc)
     assert "the sandbox was removed during the session" in err
     assert "Verified: the project is exactly as before" in err
