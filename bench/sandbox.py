@@ -69,6 +69,7 @@ def raw_round(repo: Path, dest: Path) -> float:
     t = time.perf_counter()
     sh(["git", "worktree", "add", "--detach", "-q", str(dest), "HEAD"], repo)
     sh(["git", "worktree", "remove", "--force", str(dest)], repo)
+    os.sync()  # each step pays for its own writes and deletes, not the next one
     return time.perf_counter() - t
 
 
@@ -78,6 +79,7 @@ def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
     if reused is not None and s.reused != reused:
         raise SystemExit(f"expected a {'warm' if reused else 'cold'} sandbox")
     v = s.close_sync()
+    os.sync()
     elapsed = time.perf_counter() - t
     if not v.verified:
         raise SystemExit(f"verification failed: {v.differences[:5]}")
@@ -133,6 +135,7 @@ def main() -> None:
         for i in range(args.rounds):
             raw.append(raw_round(repo, tmp / f"raw-{i}"))
             pool.discard_all(repo)  # the first session of the repository
+            os.sync()
             cold.append(session_round(repo, defaults, reused=False))
             (repo / "pkg0000" / "mod000.py").write_text(f"# the user edits, round {i}\n")
             warm.append(session_round(repo, defaults, reused=True))  # the next one
