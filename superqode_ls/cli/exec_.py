@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..config import load_config
+from ..errors import SuperQodeError
 from ..workspace.artifacts import Artifacts, check_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError
@@ -117,7 +118,8 @@ def run_exec(args: argparse.Namespace) -> int:
             # The sandbox was swapped or removed, the disk is full, the home
             # went read-only: no patch, and still the revert and its verdict.
             why = ("the sandbox was removed during the session"
-                   if not os.path.lexists(session.sandbox) else _one_line(e))
+                   if not os.path.lexists(session.sandbox)
+                   else e.message if isinstance(e, SuperQodeError) else str(e))
             patch_line = f"patch: none (the command's changes could not be saved: {why})"
             status = EXIT_FAILED
         print(patch_line, file=sys.stderr)
@@ -132,7 +134,3 @@ def run_exec(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     return status if status >= 0 else 128 - status
 
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[-1] if text else type(e).__name__
