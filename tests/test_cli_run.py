@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.cli import main
 from tests import qe_testroles
+from tests.cli_helpers import superqe
 from tests.conftest import ROOT, run_git
 
 APP = "def f():\n    x = 'PLANTED'\n    return x\n"
@@ -22,14 +22,6 @@ APP = "def f():\n    x = 'PLANTED'\n    return x\n"
 def toy_roles(monkeypatch):
     qe_testroles.register(monkeypatch)
 
-
-def superqe(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:  # argparse rejects bad arguments itself
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_run_jsonl_events_and_exit_code(make_repo, capsys):

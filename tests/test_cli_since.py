@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.cli import main
 from tests import qe_testroles
+from tests.cli_helpers import superqe
 from tests.conftest import run_git, write_files
 
 OLD = "def old():\n    return 'PLANTED old'\n"
@@ -20,14 +20,6 @@ OTHER = "def g():\n    return 1\n"
 def toy_roles(monkeypatch):
     qe_testroles.register(monkeypatch)
 
-
-def superqe(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _branch_repo(make_repo) -> Path:

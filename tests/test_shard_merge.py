@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.cli import main
 from superqode_ls.qe.roles.mutation import cache_dir
 from superqode_ls.qe.shard import owner, parse_shard, selector
 
+from .cli_helpers import superqe
 from .deep_helpers import shared_pycache  # noqa: F401 (autouse fixture)
 
 
@@ -48,14 +48,6 @@ FILES.update({f"tests/test_{n}.py": _test(n) for n in NAMES})
 FILES["alpha.py"] += "\n\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n"
 FILES["alpha.py"] = "import subprocess\n\n" + FILES["alpha.py"].replace("\n\nimport subprocess\n", "")
 
-
-def superqe(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _run(capsys, repo: Path, *extra: str) -> Path:
