@@ -7,6 +7,7 @@ whole tree it started (test runners fork), not just the direct child.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -273,10 +274,20 @@ class PipedTool:
 async def start_piped(cmd: Sequence[str], cwd: Path | str, env: Mapping[str, str] | None = None,
                       *, limit: int = 2**20) -> PipedTool:
     loop = asyncio.get_running_loop()
-    popen = await loop.run_in_executor(
+    spawned = loop.run_in_executor(
         _PROCS, lambda: spawn_tool(list(cmd), str(cwd), dict(env) if env is not None else None,
                                    stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
     )
+    try:
+        popen = await asyncio.shield(spawned)
+    except asyncio.CancelledError:
+        # Cancelled while the thread was starting it: the process may exist
+        # already, and nobody else holds it. End it rather than leak it.
+        with contextlib.suppress(Exception):
+            made = await spawned
+            _signal_group(made.pid, signal.SIGKILL)
+            await loop.run_in_executor(_PROCS, made.wait)
+        raise
     try:
         reader = asyncio.StreamReader(limit=limit)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), popen.stdout)
