@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .git import GitError, git
+from .git import GitError, alternates_line, git
 
 Env = Mapping[str, str]
 
@@ -240,7 +240,8 @@ def carry_submodule(repo: Path, sandbox: Path, rel: str, modules: Path) -> int:
     gd = modules / rel.replace("/", "%")
     for d in ("objects/info", "refs/heads", "refs/tags", "info"):
         (gd / d).mkdir(parents=True, exist_ok=True)
-    (gd / "objects" / "info" / "alternates").write_text(f"{common_dir / 'objects'}\n")
+    (gd / "objects" / "info" / "alternates").write_text(
+        alternates_line(common_dir / "objects") + "\n")
     (gd / "HEAD").write_text(head + "\n")
     (gd / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
     if (sub_gd / "index").exists():

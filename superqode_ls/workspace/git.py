@@ -66,6 +66,18 @@ class GitError(SuperQodeError):
         super().__init__(msg)
 
 
+def alternates_line(path: Path | str) -> str:
+    """One line of an ``objects/info/alternates`` file. The file is
+    newline-separated; git reads a line that starts with a double quote as a
+    C-style quoted path, so a path holding a newline (or a leading quote)
+    is written that way rather than split in two."""
+    text = str(path)
+    if "\n" not in text and not text.startswith('"'):
+        return text
+    body = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{body}"'
+
+
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS and not k.startswith("GIT_CONFIG_KEY_") and not k.startswith("GIT_CONFIG_VALUE_")}
     env.update(

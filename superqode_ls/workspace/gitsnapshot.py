@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import carry
 from .changes import changes_between
-from .git import GitError, git, git_out
+from .git import GitError, alternates_line, git, git_out
 
 # Caches that tools create while they run; never part of a change.
 CACHE_PATTERNS = (
@@ -75,7 +75,7 @@ class SnapshotStore:
                 except OSError:  # another process won the race
                     shutil.rmtree(tmp, ignore_errors=True)
             alt = self.objects / "info" / "alternates"
-            wanted = [str(a) for a in self._alternates]
+            wanted = [alternates_line(a) for a in self._alternates]
             have = alt.read_text().splitlines() if alt.exists() else []
             if any(w not in have for w in wanted):
                 alt.parent.mkdir(parents=True, exist_ok=True)

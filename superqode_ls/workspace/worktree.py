@@ -26,7 +26,7 @@ from pathlib import Path
 from . import carry, removal
 from .changes import iter_raw
 from .errors import WorkspaceError
-from .git import GitError, copy_index, git, git_env, git_out, registration_dirs
+from .git import GitError, alternates_line, copy_index, git, git_env, git_out, registration_dirs
 from .gitsnapshot import SnapshotStore
 from .paths import working_root
 
@@ -124,7 +124,7 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, bas
     (common / "info").mkdir(parents=True, exist_ok=True)
     sealed.hooks.mkdir(parents=True, exist_ok=True)
     (common / "objects" / "info" / "alternates").write_text(
-        f"{store.objects}\n{cd / 'objects'}\n"
+        f"{alternates_line(store.objects)}\n{alternates_line(cd / 'objects')}\n"
     )
     refresh_sealed(sealed, repo)
     sealed.wt.mkdir(parents=True, exist_ok=True)
