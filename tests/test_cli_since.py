@@ -132,3 +132,16 @@ def test_since_with_nothing_changed_reports_nothing(make_repo, capsys):
     code, out, err = superqe(capsys, "run", str(repo), "-r", "toy_tester", "--since", branch)
     assert code == 0, err
     assert "0 finding(s) introduced in 0 changed file(s)" in out
+
+
+def test_since_lines_are_the_added_and_modified_lines(make_repo):
+    """What roles that target code (mutants, generated tests) stay inside."""
+    from superqode_ls.qe.delta import resolve_since
+
+    repo = _branch_repo(make_repo)
+    write_files(repo, {"other.py": "def g():\n    return 2\n", "new file.py": "a = 1\nb = 2\n"})
+    since = resolve_since(repo, "main")
+    # app.py: five lines added above the old function, which only moved.
+    assert since.lines["app.py"] == frozenset({1, 2, 3, 4, 5, 6, 7})
+    assert since.lines["other.py"] == frozenset({2})  # the uncommitted edit
+    assert since.lines["new file.py"] == frozenset({1, 2})  # untracked: all of it

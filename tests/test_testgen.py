@@ -4,6 +4,7 @@ copy of the bundled example and of small real repositories."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 import sys
@@ -198,3 +199,19 @@ def test_a_generated_test_that_cannot_be_collected_says_why(make_repo):
     assert out.status == "ok", out.reason
     log = log_text(repo)
     assert "could not be collected: " in log and "lib refuses to load under pytest" in log, log
+
+
+def test_since_lines_limit_the_generated_tests_to_touched_functions(make_repo):
+    """``--since``: only functions spanning a changed line get a test."""
+    source = ("def double(x: int) -> int:\n    return 2 * x\n\n\n"
+              "def triple(x: int) -> int:\n    return 3 * x\n")
+    repo = make_repo({"calc.py": source})
+    ctx = dataclasses.replace(make_ctx(repo), lines={"calc.py": frozenset({6})})
+    out = asyncio.run(TestGenerator().run(ctx))
+    assert out.status == "ok", out.reason
+    assert list(generated_tests(repo)) == ["test_calc_triple.py"]
+    # A file whose change only deleted lines has no function to test.
+    repo2 = make_repo({"calc.py": source})
+    ctx = dataclasses.replace(make_ctx(repo2), lines={"calc.py": frozenset()})
+    asyncio.run(TestGenerator().run(ctx))
+    assert list(generated_tests(repo2)) == []

@@ -12,6 +12,11 @@ the merge-base plus untracked files): a finding in an untouched file has the
 same id on both sides, so it could never be new, and the base run then costs
 what the change costs, not what the repository costs.
 
+Roles that target code rather than files (mutation testing, generated
+tests) go further: they stay inside the lines the change touched
+(``Since.lines``: added or modified lines of the current state, every line of
+an untracked file), so a one-line change is not a whole module's mutants.
+
 The base run failing fails the session (it cannot say what is new); a base
 run that ran out of time only makes more findings look new, never fewer.
 """
@@ -26,6 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
 from ..events import EventBus
 from ..models import QualityReport, SinceBase
 from ..workspace.errors import WorkspaceError
@@ -37,6 +45,9 @@ class Since:
     ref: str
     merge_base: str
     changed: list[str]  # project-relative, existing files only
+    # Per changed file, the lines (1-based, current numbering) the change
+    # added or modified; a file with only deletions has an empty set.
+    lines: dict[str, frozenset[int]] = dataclasses.field(default_factory=dict)
 
 
 def resolve_since(project: Path, ref: str) -> Since:
@@ -53,7 +64,9 @@ def resolve_since(project: Path, ref: str) -> Since:
     base = out.stdout.decode().strip()
     if out.returncode != 0 or not base:
         raise WorkspaceError(f"--since {ref}: no merge-base with HEAD (unrelated histories?)")
-    return Since(ref=ref, merge_base=base, changed=changed_files(project, base))
+    changed = changed_files(project, base)
+    return Since(ref=ref, merge_base=base, changed=changed,
+                 lines=changed_lines(project, base, changed))
 
 
 def changed_files(project: Path, base: str) -> list[str]:
@@ -66,6 +79,34 @@ def changed_files(project: Path, base: str) -> list[str]:
         raise WorkspaceError(f"--since: cannot list the changes since {base[:12]}")
     names = (diff.stdout + new.stdout).decode("utf-8", "surrogateescape").split("\0")
     return sorted({n for n in names if n and (project / n).is_file()})
+
+
+def changed_lines(project: Path, base: str, changed: list[str]) -> dict[str, frozenset[int]]:
+    """The lines of each file in ``changed`` that differ from ``base``: the
+    diff's added lines for tracked files, every line of an untracked one."""
+    if not changed:
+        return {}
+    out = git(["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames", "--relative",
+               "--src-prefix=a/", "--dst-prefix=b/", base, "--", *changed], project, check=False)
+    if out.returncode != 0:
+        raise WorkspaceError(f"--since: cannot list the changed lines since {base[:12]}")
+    try:
+        patch = PatchSet(out.stdout.decode("utf-8", "surrogateescape"))
+    except UnidiffParseError as e:
+        raise WorkspaceError(f"--since: cannot read the diff since {base[:12]}: {e}") from None
+    lines: dict[str, frozenset[int]] = {}
+    for pf in patch:
+        rel = pf.path
+        lines[rel] = frozenset(ln.target_line_no for hunk in pf for ln in hunk
+                               if ln.is_added and ln.target_line_no)
+    for rel in changed:
+        if rel not in lines:  # untracked: all of it is new
+            try:
+                n = len((project / rel).read_bytes().splitlines())
+            except OSError:
+                n = 0
+            lines[rel] = frozenset(range(1, n + 1))
+    return lines
 
 
 class BaseRun:

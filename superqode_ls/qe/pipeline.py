@@ -377,6 +377,7 @@ class QESession:
             trusted=self.request.trusted,
             session=s,
             targets=shard.selector(self.request.shard),
+            lines=self._base.since.lines if self._base is not None else None,
         )
         self._contexts[name] = ctx
         started = utcnow()

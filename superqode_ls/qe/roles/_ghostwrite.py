@@ -8,6 +8,7 @@ of this file must not shadow a project's import).
 
 usage: python ghostwrite.py SPEC.json OUT.jsonl
 SPEC: {"modules": [{"rel": "pkg/mod.py", "module": "pkg.mod"}], "max_functions": 40}
+  (a module's optional "lines": only functions spanning one of them)
 OUT: one JSON object per function: rel, module, function, line, and either
 "source" (the test) or "skipped" (why not).
 """
@@ -152,6 +153,12 @@ def _why_not(func, node, nodes):
     return None
 
 
+def _span(node):
+    """The lines of a function, its decorators included."""
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return range(first, (node.end_lineno or node.lineno) + 1)
+
+
 def main():
     with open(sys.argv[1], encoding="utf-8") as fh:
         spec = json.load(fh)
@@ -177,6 +184,9 @@ def main():
             n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
         public = [n for n in defs.values() if not n.name.startswith("_")]
+        if "lines" in entry:  # --since: only the functions the change touched
+            touched = set(entry["lines"])
+            public = [n for n in public if touched.intersection(_span(n))]
         if not public:
             continue
         try:

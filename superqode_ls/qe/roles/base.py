@@ -99,6 +99,9 @@ class RoleContext:
     # Which units of work (project-relative files) this run does; None: all.
     # Set by ``--shard K/N`` (qe/shard.py); roles that split their work read it.
     targets: Callable[[str], bool] | None = None
+    # ``--since``: per changed file, the lines the change added or modified;
+    # roles that target code (mutants, generated tests) stay inside them.
+    lines: dict[str, frozenset[int]] | None = None
 
     def remaining(self) -> float | None:
         if self.deadline is None:

@@ -180,7 +180,7 @@ class TestGenerator(Role):
         shutil.copyfile(Path(__file__).with_name("_ghostwrite.py"), script)
         spec_file, out_file = scratch / "spec.json", scratch / "written.jsonl"
         spec = {
-            "modules": [{**m, "path": str(copy / m["rel"])} for m in modules],
+            "modules": [{**m, "path": str(copy / m["rel"]), **_lines(ctx, m["rel"])} for m in modules],
             "max_functions": ctx.config.roles.test_generator_max_functions,
         }
         spec_file.write_text(json.dumps(spec), encoding="utf-8")
@@ -427,6 +427,13 @@ def _runs_code_at_import(tree: ast.Module) -> bool:
         if isinstance(node, (ast.For, ast.While, ast.With, ast.AsyncWith)):
             return True
     return False
+
+
+def _lines(ctx: RoleContext, rel: str) -> dict[str, list[int]]:
+    """``--since``: the ghostwriter writes tests only for functions the change touched."""
+    if ctx.lines is None:
+        return {}
+    return {"lines": sorted(ctx.lines.get(rel, ()))}
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
