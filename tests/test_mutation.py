@@ -4,6 +4,7 @@ and on small real repositories (real pytest and coverage subprocesses)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -237,6 +238,17 @@ def test_only_covered_lines_are_mutated_and_edits_invalidate_cache(make_repo):
     out2 = asyncio.run(role2.run(make_ctx(repo)))
     assert role2.report.mutants_run > 0
     assert out2.findings == []
+
+
+def test_since_lines_limit_the_mutants_to_changed_lines(make_repo):
+    """``--since``: a change that touched only an untested function mutates
+    nothing, where the whole file has surviving mutants on line 2."""
+    repo = make_repo(CALC)
+    role = MutationTester(workers=1)
+    ctx = dataclasses.replace(make_ctx(repo), lines={"calc.py": frozenset({5, 6})})
+    out = asyncio.run(role.run(ctx))
+    assert out.findings == [] and role.report.mutants_run == 0
+    assert role.report.skipped_files == {"calc.py": "the change touched no covered line"}
 
 
 def test_failing_tests_do_not_judge_mutants(make_repo):

@@ -281,8 +281,15 @@ class MutationTester(Role):
                 report.skipped_files[fr.rel] = fr.skip_reason = "no passing test covers it"
                 fr.complete = True
                 continue
+            wanted = set(lines)
+            if ctx.lines is not None:  # --since: only the lines the change touched
+                wanted &= ctx.lines.get(fr.rel, frozenset())
+                if not wanted:
+                    report.skipped_files[fr.rel] = fr.skip_reason = "the change touched no covered line"
+                    fr.complete = True
+                    continue
             try:
-                found = find_mutants(fr.text, fr.rel, set(lines), validate=False)
+                found = find_mutants(fr.text, fr.rel, wanted, validate=False)
             except (SyntaxError, ValueError):
                 report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
                 fr.complete = True
