@@ -165,6 +165,7 @@ def main() -> None:
             "cold_session_s": statistics.median(cold),
             "warm_session_s": statistics.median(warm),
             "fingerprint_s": statistics.median(fps),
+            "rounds_s": {"raw": raw, "cold": cold, "warm": warm},
         }
         result["protection"] = landlock.protection_level()
         result.update(barrier_cost(repo, args.spawns))
@@ -180,6 +181,8 @@ def main() -> None:
             print(f"next session create+revert  : {result['warm_session_s']:.3f} s  "
                   f"ratio {result['warm_ratio']:.2f}x (target <= 0.1)")
             print(f"fingerprint                 : {result['fingerprint_s']:.3f} s (target < 0.5)")
+            for name, values in result["rounds_s"].items():
+                print(f"  {name:<5} rounds: {', '.join(f'{v:.2f}' for v in values)}")
             print(f"protection                  : {result['protection']}")
             for name in ("true", "python"):
                 plain, barred = result[f"{name}_plain_s"], result[f"{name}_barrier_s"]
