@@ -388,15 +388,33 @@ async function main() {
     const after = await waitRows(page, (rows) => !rows.some((r) => r.label.includes("`os` imported"))
       && rows.some((r) => r.text.includes("F841") && / at line 36 /.test(r.label)), "F841 at line 36");
     step("problems_after", after);
+    // (Line 36 is below the fold with Problems open: go there first.)
+    await page.keyboard.press("Control+G");
+    await page.locator(".quick-input-widget input").fill(":36");
+    await page.keyboard.press("Enter");
+    await page.waitForTimeout(500);
     step("squiggles_after", await squiggleLines(page));
 
     // SuperQode: Fix All in Workspace with the default settings: every verified
     // safe fix, also in files no editor shows; the unsafe one is skipped, said so.
-    await page.locator(".monaco-editor .view-lines").first().click({ position: { x: 200, y: 10 } });
+    await page.mouse.move(700, 700);
     await command(page, "SuperQode: Fix All in Workspace");
     step("fix_all", await toast(page, /SuperQode: applied/, 30000));
+    // (The toast slides in: wait until it stands still before the picture.)
+    await page.waitForTimeout(1000);
+    const fixToast = page.locator(".notifications-toasts .notification-toast", { hasText: /SuperQode: applied/ }).first();
+    await fixToast.waitFor();
+    // A long message shows on one line until expanded: expand it for the picture.
+    await fixToast.hover();
+    const expand = fixToast.locator(".codicon-notifications-expand");
+    if (await expand.count()) await expand.first().click();
+    step("dirty_after_fix_all", await page.evaluate(() => {
+      const badge = document.querySelector(".activitybar [aria-label^='Explorer'] .badge-content, .activitybar .badge .badge-content");
+      return badge ? badge.innerText.trim() : null;
+    }));
     await page.screenshot({ path: path.join(shots, "vscode-fix-all.png") });
-    await command(page, "File: Save All");
+    // VS Code leaves the files it edited unopened, unsaved (the Explorer's badge counts them).
+    await command(page, "File: Save All Files");
     step("problems_after_fix_all", await waitRows(page, (rows) => rows.filter((r) => r.level === 2).length === 1
       && rows.some((r) => r.text.includes("F841")), "only F841 left"));
     step("fix_all_status", await statusLabel(page));
@@ -456,6 +474,9 @@ async function main() {
     }
     step("report_rendered", rendered);
     console.log(JSON.stringify(rendered));
+    // The report alone in the picture: no panel, no notifications.
+    await command(page, "Notifications: Clear All Notifications");
+    await command(page, "View: Hide Panel");
     await page.mouse.move(700, 400);
     await page.waitForTimeout(2500); // the webview paints after its content loads
     await page.screenshot({ path: path.join(shots, "vscode-report.png") });
