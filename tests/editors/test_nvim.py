@@ -99,6 +99,18 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     assert data["session"] in report.read_text()
 
 
+def test_fix_all_unsafe_takes_ruffs_unsafe_fix_too(example_copy: Path, editor_env, tmp_path):
+    catalog = example_copy / "shop" / "catalog.py"
+    before = catalog.read_text()
+    data = nvim("fix_unsafe", "shop/catalog.py", example_copy, editor_env, tmp_path)
+    assert {d["code"] for d in data["diagnostics"]} == set(CATALOG_LINT)
+    (note,) = [n for n in data["fix_all_notes"] if "applied" in n]
+    assert note == "SuperQode: applied 2 verified fixes in catalog.py.", note  # nothing skipped
+    assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
+        "        count = len(matches)\n", "        len(matches)\n", 1)
+    assert changed_files(example_copy) == [" M shop/catalog.py"]
+
+
 def test_session_end_reaches_the_statusline_and_the_hover_keeps_the_masked_secret(
     example_copy: Path, editor_env, tmp_path
 ):
