@@ -99,6 +99,30 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     assert data["session"] in report.read_text()
 
 
+def test_a_quick_fix_that_removes_a_line_keeps_the_finding_below_it(example_copy: Path, editor_env, tmp_path):
+    """An unused import planted right above B404 (`import subprocess`) and right
+    above the hard-coded password: after each F401 fix every other finding is
+    still shown, one line up where it was below the removed line."""
+    storage = example_copy / "shop" / "storage.py"
+    original = storage.read_text()
+    storage.write_text(original.replace("import subprocess\n", "import sys\nimport subprocess\n", 1)
+                       .replace("DB_PASSWORD =", "import os\nDB_PASSWORD =", 1))
+    data = nvim("adjacent", "shop/storage.py", example_copy, editor_env, tmp_path)
+
+    def shown(key: str) -> list[tuple[str, int]]:
+        return [(d["code"], d["lnum"] + 1) for d in data[key]]
+
+    before = shown("before")
+    assert ("F401", 6) in before and ("B404", 7) in before, before
+    assert ("F401", 12) in before and ("B105", 13) in before and ("secret-aws-access-key-id", 14) in before
+    assert len(before) >= 8, before  # the two planted, B404 and storage.py's five
+    after_sys = sorted((c, ln - 1 if ln > 6 else ln) for c, ln in before if (c, ln) != ("F401", 6))
+    assert sorted(shown("after_sys")) == after_sys
+    after_os = sorted((c, ln - 1 if ln > 11 else ln) for c, ln in after_sys if (c, ln) != ("F401", 11))
+    assert sorted(shown("after_os")) == after_os
+    assert storage.read_text() == original
+
+
 def test_fix_all_unsafe_takes_ruffs_unsafe_fix_too(example_copy: Path, editor_env, tmp_path):
     catalog = example_copy / "shop" / "catalog.py"
     before = catalog.read_text()
