@@ -75,3 +75,37 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)
     assert changed_files(example_copy) == [" M shop/catalog.py"]
+
+
+def test_a_quick_fix_that_removes_a_line_keeps_the_finding_below_it(example_copy: Path, editor_env, tmp_path):
+    """An unused import planted right above B404 (`import subprocess`) and right
+    above the hard-coded password: after each F401 fix flymake still shows every
+    other finding, one line up where it was below the removed line."""
+    emacs = require(shutil.which("emacs"), "emacs (apt-get install emacs-nox elpa-eglot)")
+    storage = example_copy / "shop" / "storage.py"
+    original = storage.read_text()
+    storage.write_text(original.replace("import subprocess\n", "import sys\nimport subprocess\n", 1)
+                       .replace("DB_PASSWORD =", "import os\nDB_PASSWORD =", 1))
+    result = tmp_path / "emacs.json"
+    env = {**editor_env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(SERVER),
+           "SQ_FILE": str(storage), "SQ_RESULT": str(result)}
+    proc = run_editor([emacs, "--batch", "-l", str(HERE / "adjacent.el")], cwd=example_copy, env=env,
+                      timeout=180)
+    (artifact_dir("emacs") / "adjacent.log").write_text(
+        f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n")
+    data = json.loads(result.read_text()) if result.exists() else {}
+    assert proc.returncode == 0 and data.get("exit") == 0, f"{data.get('error')}\n{proc.stderr[-3000:]}"
+
+    def shown(key: str) -> list[tuple[str, int]]:
+        # "superqode [B105]: Possible hardcoded password: ..." -> ("B105", line)
+        return sorted((d["text"].split("[", 1)[1].split("]", 1)[0], d["line"]) for d in data[key])
+
+    before = shown("before")
+    assert ("F401", 6) in before and ("B404", 7) in before, before
+    assert ("F401", 12) in before and ("B105", 13) in before and ("secret-aws-access-key-id", 14) in before
+    assert len(before) >= 8, before
+    after_sys = sorted((c, ln - 1 if ln > 6 else ln) for c, ln in before if (c, ln) != ("F401", 6))
+    assert shown("after-sys") == after_sys
+    after_os = sorted((c, ln - 1 if ln > 11 else ln) for c, ln in after_sys if (c, ln) != ("F401", 11))
+    assert shown("after-os") == after_os
+    assert storage.read_text() == original
