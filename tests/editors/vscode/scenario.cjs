@@ -236,8 +236,15 @@ async function unopenedProblems(page) {
   // The list draws only the rows in view: the panel maximized holds them all.
   await command(page, "View: Toggle Maximized Panel");
   await waitRows(page, (rs) => rs.some((r) => r.level === 1 && / file keys\.py /.test(r.label)), "keys.py in Problems", 60000);
-  await page.waitForTimeout(1000);  // let a late pull land
-  step("problems", await problemRows(page));
+  // Read until two reads a second apart agree (a late pull would change them).
+  let rows = await problemRows(page);
+  for (let i = 0; i < 15; i++) {
+    await page.waitForTimeout(1000);
+    const again = await problemRows(page);
+    if (JSON.stringify(again) === JSON.stringify(rows)) break;
+    rows = again;
+  }
+  step("problems", rows);
   step("opened_tabs", await page.evaluate(() => [...document.querySelectorAll(".tab")].map((t) => t.innerText.trim())));
   step("status", await statusLabel(page));
   await page.mouse.move(800, 620);  // an empty spot: no tooltip in the picture
