@@ -182,14 +182,36 @@ THIS-FILE (two \\[universal-argument]): only the current file, quick mode."
 (defun superqode-fix-all (&optional everywhere)
   "Apply every verified fix in this file; with prefix EVERYWHERE, in all files.
 The edits come back as workspace/applyEdit; asking for them is the consent,
-so eglot applies them without a second prompt."
+so eglot applies them without a second prompt.  Files it visits for the
+edits are left unsaved, and named (\\[save-some-buffers] saves them)."
   (interactive "P")
-  (let* ((eglot-confirm-server-initiated-edits nil)
+  (let* ((before (cl-remove-if-not #'buffer-modified-p (buffer-list)))
+         (eglot-confirm-server-initiated-edits nil)
          (arg (and (not everywhere) buffer-file-name
                    (list :uri (eglot--path-to-uri buffer-file-name))))
-         (result (superqode--execute 'superqode.applyAllFixes arg)))
-    (message "SuperQode: %s" (superqode--fix-all-line result))
+         (result (superqode--without-edit-prompt
+                  (lambda () (superqode--execute 'superqode.applyAllFixes arg))))
+         (unsaved (cl-loop for b in (buffer-list)
+                           when (and (buffer-file-name b) (buffer-modified-p b)
+                                     (not (memq b before)) (not (get-buffer-window b t)))
+                           collect (file-name-nondirectory (buffer-file-name b)))))
+    (message "SuperQode: %s%s" (superqode--fix-all-line result)
+             (if unsaved
+                 (format " Unsaved: %s (C-x s saves them)." (mapconcat #'identity (sort unsaved #'string<) ", "))
+               ""))
     result))
+
+(defun superqode--without-edit-prompt (fn)
+  "Call FN with eglot's \"Server wants to edit\" question answered yes.
+eglot 1.9 asks it for an edit to a file no buffer visits even when
+`eglot-confirm-server-initiated-edits' is nil; in batch Emacs the question
+fails the edit.  Any other question is still asked."
+  (let ((ask (symbol-function 'y-or-n-p)))
+    (cl-letf (((symbol-function 'y-or-n-p)
+               (lambda (prompt &rest rest)
+                 (or (string-prefix-p "[eglot] Server wants to edit" prompt)
+                     (apply ask prompt rest)))))
+      (funcall fn))))
 
 (defun superqode--fix-all-line (result)
   "What Fix All did (RESULT of superqode.applyAllFixes): the count, the

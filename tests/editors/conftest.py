@@ -126,3 +126,24 @@ def html_screenshot(html: Path, png: Path, env: dict[str, str], size: str = "100
          f"--screenshot={png}", html.as_uri()],
         cwd=html.parent, env=env, timeout=60)
     assert png.exists() and png.stat().st_size > 5000, proc.stderr[-2000:]
+
+
+# Fix-all with the default settings takes only the fixes ruff calls safe. Beside
+# catalog.py's F401 (safe) and F841 (unsafe), one more unused import in each of
+# two files no editor opens, planted as uncommitted edits (a dirty copy):
+# (file, the line it goes after, the import, its 1-based line).
+PLANTED_IMPORTS = [
+    ("shop/pricing.py", "from typing import Iterable\n", "import sys\n", 6),
+    ("shop/stats.py", '"""Sales statistics for the shop\'s reports."""\n', "import json\n", 2),
+]
+
+
+def plant_safe_fixes(repo: Path) -> dict[str, str]:
+    """Plant PLANTED_IMPORTS in ``repo``; the files' texts before, by path."""
+    before = {}
+    for rel, after, line, _ in PLANTED_IMPORTS:
+        path = repo / rel
+        before[rel] = text = path.read_text()
+        assert text.count(after) == 1, (rel, after)
+        path.write_text(text.replace(after, after + line, 1))
+    return before

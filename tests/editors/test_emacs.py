@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from ..conftest import ROOT
-from .conftest import CATALOG_LINT, SERVER, artifact_dir, changed_files, require, run_editor
+from .conftest import (
+    CATALOG_LINT,
+    SERVER,
+    artifact_dir,
+    changed_files,
+    plant_safe_fixes,
+    require,
+    run_editor,
+)
 
 pytestmark = pytest.mark.editor
 HERE = Path(__file__).with_name("emacs")
@@ -20,6 +28,7 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     emacs = require(shutil.which("emacs"), "emacs (apt-get install emacs-nox elpa-eglot)")
     catalog = example_copy / "shop" / "catalog.py"
     before = catalog.read_text()
+    planted = plant_safe_fixes(example_copy)
     result = tmp_path / "emacs.json"
     env = {**editor_env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(SERVER),
            "SQ_FILE": str(catalog), "SQ_RESULT": str(result)}
@@ -40,12 +49,63 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     # The end of the session reaches the echo area once, with its verdict
     # (eglot 1.9 shows no $/progress).
     (end,) = data["end-messages"]
-    assert end.startswith("SuperQode: session qe-") and end.endswith(": 2 finding(s), conditional"), end
+    assert end.startswith("SuperQode: session qe-") and end.endswith(": 4 finding(s), conditional"), end
     assert data["status"] == end
     assert data["actions"] == ["SuperQode: fix F401 (`os` imported but unused)"]
     assert data["line6"] == "from dataclasses import dataclass, field"
     assert data["disk-after-fix"] == before.replace("import os\n", "", 1)
-    # superqode-fix-all then applied the F841 fix; nothing else changed anywhere.
+    # The other finding is still shown, on its moved line.
+    moved = CATALOG_LINT["F841"] - 1
+    assert [(d["line"], d["text"][:17]) for d in data["after-fix"]] == [(moved, "superqode [F841]:")]
+    # C-u M-x superqode-fix-all with the default settings: the safe fixes of
+    # both files no buffer visits, named; the unsafe F841 one skipped, still shown.
+    result = data["fix-all"]
+    assert result["applied"] == 2 and sorted(Path(f).name for f in result["files"]) == ["pricing.py", "stats.py"]
+    assert [(s["rule"], "unsafe" in s["reason"]) for s in result["skipped"]] == [("F841", True)], result
+    (said,) = data["fix-all-messages"]
+    assert said.startswith("SuperQode: applied 2 verified fixes in ") and "Skipped 1: F841" in said, said
+    assert said.endswith(" Unsaved: pricing.py, stats.py (C-x s saves them)."), said
+    assert list(data["modified"]) == ["pricing.py", "stats.py"]  # (beside catalog.py) unsaved until saved
+    assert [d["line"] for d in data["after-fix-all"]] == [moved]
+    for rel, text in planted.items():
+        assert (example_copy / rel).read_text() == text, rel
+    # The unsafe fix is offered on its own, labelled; applied, it changes its line only.
+    assert any(t.startswith("SuperQode: unsafe fix F841 ") and t.endswith(": review it")
+               for t in data["unsafe-actions"]), data["unsafe-actions"]
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)
     assert changed_files(example_copy) == [" M shop/catalog.py"]
+
+
+def test_a_quick_fix_that_removes_a_line_keeps_the_finding_below_it(example_copy: Path, editor_env, tmp_path):
+    """An unused import planted right above B404 (`import subprocess`) and right
+    above the hard-coded password: after each F401 fix flymake still shows every
+    other finding, one line up where it was below the removed line."""
+    emacs = require(shutil.which("emacs"), "emacs (apt-get install emacs-nox elpa-eglot)")
+    storage = example_copy / "shop" / "storage.py"
+    original = storage.read_text()
+    storage.write_text(original.replace("import subprocess\n", "import sys\nimport subprocess\n", 1)
+                       .replace("DB_PASSWORD =", "import os\nDB_PASSWORD =", 1))
+    result = tmp_path / "emacs.json"
+    env = {**editor_env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(SERVER),
+           "SQ_FILE": str(storage), "SQ_RESULT": str(result)}
+    proc = run_editor([emacs, "--batch", "-l", str(HERE / "adjacent.el")], cwd=example_copy, env=env,
+                      timeout=180)
+    (artifact_dir("emacs") / "adjacent.log").write_text(
+        f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n")
+    data = json.loads(result.read_text()) if result.exists() else {}
+    assert proc.returncode == 0 and data.get("exit") == 0, f"{data.get('error')}\n{proc.stderr[-3000:]}"
+
+    def shown(key: str) -> list[tuple[str, int]]:
+        # "superqode [B105]: Possible hardcoded password: ..." -> ("B105", line)
+        return sorted((d["text"].split("[", 1)[1].split("]", 1)[0], d["line"]) for d in data[key])
+
+    before = shown("before")
+    assert ("F401", 6) in before and ("B404", 7) in before, before
+    assert ("F401", 12) in before and ("B105", 13) in before and ("secret-aws-access-key-id", 14) in before
+    assert len(before) >= 8, before
+    after_sys = sorted((c, ln - 1 if ln > 6 else ln) for c, ln in before if (c, ln) != ("F401", 6))
+    assert shown("after-sys") == after_sys
+    after_os = sorted((c, ln - 1 if ln > 11 else ln) for c, ln in after_sys if (c, ln) != ("F401", 11))
+    assert shown("after-os") == after_os
+    assert storage.read_text() == original

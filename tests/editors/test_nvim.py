@@ -13,10 +13,12 @@ from ..conftest import ROOT, run_git
 from .conftest import (
     BIN,
     CATALOG_LINT,
+    PLANTED_IMPORTS,
     SERVER,
     artifact_dir,
     changed_files,
     html_screenshot,
+    plant_safe_fixes,
     publish,
     require,
     run_editor,
@@ -46,12 +48,16 @@ def nvim(scenario: str, file: str, repo: Path, env: dict, tmp_path: Path, **extr
 def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path, editor_env, tmp_path):
     catalog = example_copy / "shop" / "catalog.py"
     before = catalog.read_text()
+    planted = plant_safe_fixes(example_copy)
     html = tmp_path / "nvim-diagnostics.html"
     data = nvim("run_fix", "shop/catalog.py", example_copy, editor_env, tmp_path, SQ_HTML=str(html))
 
     by_code = {d["code"]: d["lnum"] + 1 for d in data["diagnostics"]}
     assert by_code == CATALOG_LINT  # F401 at 6, F841 at 37: the planted lines
-    assert data["progress"]["done"] and "2 finding(s)" in data["progress"]["message"]
+    # The files no window shows have theirs too.
+    for rel, _, _, line in PLANTED_IMPORTS:
+        assert [(d["code"], d["lnum"] + 1) for d in data["other_diagnostics"][rel]] == [("F401", line)], rel
+    assert data["progress"]["done"] and "4 finding(s)" in data["progress"]["message"]
     assert data["offered"] == ["SuperQode: fix F401 (`os` imported but unused)"]
     # Neovim's own HTML rendering of the window (:TOhtml), as a screenshot for the docs.
     # One message per diagnostic: ruff's words, no "F401 (unused-import):" repeat.
@@ -61,14 +67,23 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     html_screenshot(html, shot, editor_env, size="1000,720")
     publish(shot)
 
-    # On disk after the quick fix and :write: exactly the `import os` line is gone.
+    # On disk after the quick fix and :write: exactly the `import os` line is gone,
+    # and the other finding is still shown, on its moved line.
     assert data["disk_after_fix"] == before.replace("import os\n", "", 1)
-    # Then :SuperQodeFixAll! from another buffer: the F841 fix lands in catalog.py,
-    # which no window shows, and the note names it as unsaved; :wall.
+    assert [(d["code"], d["lnum"] + 1) for d in data["after_fix"]] == [("F841", CATALOG_LINT["F841"] - 1)]
+    # :SuperQodeFixAll! with the default settings: both safe fixes, in files no
+    # window shows (named as unsaved); the unsafe F841 one left, said so, still shown.
     (note,) = [n for n in data["fix_all_notes"] if "applied" in n]
-    assert note.startswith("SuperQode: applied 1 verified fix"), note
-    assert note.endswith("Unsaved, in no window: shop/catalog.py (:wa writes them)."), note
-    # No other change anywhere.
+    assert note.startswith("SuperQode: applied 2 verified fixes in "), note
+    assert "pricing.py" in note and "stats.py" in note, note
+    assert "Skipped 1: F841" in note and "unsafe" in note, note
+    assert note.endswith("Unsaved, in no window: shop/pricing.py, shop/stats.py (:wa writes them)."), note
+    assert [(d["code"], d["lnum"] + 1) for d in data["after_fix_all"]] == [("F841", CATALOG_LINT["F841"] - 1)]
+    for rel, text in planted.items():
+        assert (example_copy / rel).read_text() == text, rel  # :wall wrote exactly the fix
+    # The unsafe fix is its own labelled action; taken, it changes only its line.
+    assert [t for t in data["unsafe_offered"] if "F841" in t] == [
+        "SuperQode: unsafe fix F841 (Local variable `count` is assigned to but never used): review it"]
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)
     assert changed_files(example_copy) == [" M shop/catalog.py"]
@@ -82,6 +97,42 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     report = Path(data["report"])
     assert report.parent == example_copy / ".superqode" / "qe-artifacts" / "qr"
     assert data["session"] in report.read_text()
+
+
+def test_a_quick_fix_that_removes_a_line_keeps_the_finding_below_it(example_copy: Path, editor_env, tmp_path):
+    """An unused import planted right above B404 (`import subprocess`) and right
+    above the hard-coded password: after each F401 fix every other finding is
+    still shown, one line up where it was below the removed line."""
+    storage = example_copy / "shop" / "storage.py"
+    original = storage.read_text()
+    storage.write_text(original.replace("import subprocess\n", "import sys\nimport subprocess\n", 1)
+                       .replace("DB_PASSWORD =", "import os\nDB_PASSWORD =", 1))
+    data = nvim("adjacent", "shop/storage.py", example_copy, editor_env, tmp_path)
+
+    def shown(key: str) -> list[tuple[str, int]]:
+        return [(d["code"], d["lnum"] + 1) for d in data[key]]
+
+    before = shown("before")
+    assert ("F401", 6) in before and ("B404", 7) in before, before
+    assert ("F401", 12) in before and ("B105", 13) in before and ("secret-aws-access-key-id", 14) in before
+    assert len(before) >= 8, before  # the two planted, B404 and storage.py's five
+    after_sys = sorted((c, ln - 1 if ln > 6 else ln) for c, ln in before if (c, ln) != ("F401", 6))
+    assert sorted(shown("after_sys")) == after_sys
+    after_os = sorted((c, ln - 1 if ln > 11 else ln) for c, ln in after_sys if (c, ln) != ("F401", 11))
+    assert sorted(shown("after_os")) == after_os
+    assert storage.read_text() == original
+
+
+def test_fix_all_unsafe_takes_ruffs_unsafe_fix_too(example_copy: Path, editor_env, tmp_path):
+    catalog = example_copy / "shop" / "catalog.py"
+    before = catalog.read_text()
+    data = nvim("fix_unsafe", "shop/catalog.py", example_copy, editor_env, tmp_path)
+    assert {d["code"] for d in data["diagnostics"]} == set(CATALOG_LINT)
+    (note,) = [n for n in data["fix_all_notes"] if "applied" in n]
+    assert note == "SuperQode: applied 2 verified fixes in catalog.py.", note  # nothing skipped
+    assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
+        "        count = len(matches)\n", "        len(matches)\n", 1)
+    assert changed_files(example_copy) == [" M shop/catalog.py"]
 
 
 def test_session_end_reaches_the_statusline_and_the_hover_keeps_the_masked_secret(

@@ -50,7 +50,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return uri ? runQE({ uri: uri.toString() }) : vscode.window.showWarningMessage("SuperQode: no file is open.");
   });
   command("superqode.ui.cancel", cancel);
-  command("superqode.ui.fixAll", fixAll);
+  command("superqode.ui.fixAll", () => fixAll(false));
+  command("superqode.ui.fixAllWorkspace", () => fixAll(true));
   command("superqode.ui.showReport", () => execute("superqode.showReport", {}));
   command("superqode.ui.sessions", sessions);
   command("superqode.ui.showOutput", () => output.show());
@@ -297,8 +298,11 @@ async function cancel(): Promise<void> {
   }
 }
 
-async function fixAll(): Promise<void> {
-  const uri = vscode.window.activeTextEditor?.document.uri;
+/** Every verified safe fix of the active file, or with `everywhere` of every
+ * file with findings, open or not (VS Code leaves the unopened ones edited
+ * and unsaved, as after a rename: File: Save All writes them). */
+async function fixAll(everywhere: boolean): Promise<void> {
+  const uri = everywhere ? undefined : vscode.window.activeTextEditor?.document.uri;
   const result = await execute<FixAllResult>("superqode.applyAllFixes", uri ? { uri: uri.toString() } : {});
   if (result) {
     void vscode.window.showInformationMessage(`SuperQode: ${fixAllMessage(result)}`);

@@ -1,10 +1,12 @@
--- Open shop/catalog.py, :SuperQodeRun, diagnostics at the planted lines,
--- apply the F401 quick fix, :write, open the report, list sessions.
+-- Open shop/catalog.py, :SuperQodeRun with the default settings, diagnostics at
+-- the planted lines (also in the unopened pricing.py and stats.py), apply the
+-- F401 quick fix, :write, :SuperQodeFixAll! (safe fixes only), the unsafe F841
+-- fix on its own, open the report, list sessions.
 local H = dofile(vim.env.SQ_HARNESS)
 
 H.run(function()
   local sq = require("superqode")
-  sq.setup({ cmd = { vim.env.SQ_SERVER }, settings = { roles = { "lint_tester" }, fixAllUnsafe = true } })
+  sq.setup({ cmd = { vim.env.SQ_SERVER }, settings = { roles = { "lint_tester" } } })
   local buf = vim.api.nvim_get_current_buf()
   H.wait(15000, function() return sq.client(buf) ~= nil end, "the server to attach")
   H.step("attached")
@@ -24,6 +26,20 @@ H.run(function()
     return lines[5] and lines[36]
   end, "superqode diagnostics on lines 6 and 37")
   H.step("diagnostics", H.diags(buf))
+  -- Files no window shows get their findings too (pushed for every file).
+  local others = {}
+  for _, rel in ipairs({ "shop/pricing.py", "shop/stats.py" }) do
+    others[rel] = vim.uri_to_bufnr(vim.uri_from_fname(vim.fn.fnamemodify(rel, ":p")))
+  end
+  H.wait(10000, function()
+    for _, b in pairs(others) do
+      if #H.diags(b) == 0 then return false end
+    end
+    return true
+  end, "the findings of pricing.py and stats.py")
+  local other_diags = {}
+  for rel, b in pairs(others) do other_diags[rel] = H.diags(b) end
+  H.step("other_diagnostics", other_diags)
   if vim.env.SQ_HTML then
     -- What the window shows, as HTML (the test turns it into a screenshot).
     vim.diagnostic.config({ virtual_text = true, underline = true, signs = true })
@@ -57,19 +73,18 @@ H.run(function()
     return true
   end, "the fixed finding to disappear")
   H.step("disk_after_fix", table.concat(vim.fn.readfile(vim.api.nvim_buf_get_name(buf)), "\n") .. "\n")
+  -- The other finding is still shown, on its moved line (37 -> 36).
+  H.step("after_fix", H.diags(buf))
 
-  -- :SuperQodeFixAll! from another file applies what is left (the F841 fix)
-  -- to catalog.py, now in no window: the note names it as unsaved; :wall.
+  -- :SuperQodeFixAll! applies every verified safe fix, in files no window
+  -- shows: it names them as unsaved; the unsafe F841 fix is skipped, said so.
   local notes = {}
   local notify = vim.notify
   vim.notify = function(msg, level)
     table.insert(notes, msg)
     notify(msg, level)
   end
-  vim.cmd.edit("shop/pricing.py")
-  local tick = vim.b[buf].changedtick
   vim.cmd("SuperQodeFixAll!")
-  H.wait(10000, function() return vim.b[buf].changedtick ~= tick end, "FixAll to edit the buffer")
   H.wait(10000, function()
     for _, n in ipairs(notes) do
       if n:find("applied", 1, true) then return true end
@@ -79,7 +94,30 @@ H.run(function()
   H.step("fix_all_notes", notes)
   vim.notify = notify
   vim.cmd("wall")
-  vim.api.nvim_set_current_buf(buf)
+  H.wait(10000, function()
+    for _, b in pairs(others) do
+      if #H.diags(b) > 0 then return false end
+    end
+    return true
+  end, "the fixed findings of pricing.py and stats.py to go")
+  H.step("after_fix_all", H.diags(buf))
+
+  -- The unsafe fix is offered on its own, labelled; taken, it leaves nothing.
+  vim.api.nvim_win_set_cursor(0, { 36, 8 })
+  local unsafe = {}
+  vim.lsp.buf.code_action({
+    context = { only = { "quickfix" } },
+    apply = true,
+    filter = function(action)
+      table.insert(unsafe, action.title)
+      return action.title:find("F841", 1, true) ~= nil
+    end,
+  })
+  H.wait(10000, function()
+    return not vim.api.nvim_buf_get_lines(buf, 35, 36, false)[1]:find("count = ", 1, true)
+  end, "the unsafe fix to edit the buffer")
+  H.step("unsafe_offered", unsafe)
+  vim.cmd.write()
   H.wait(10000, function() return #H.diags(buf) == 0 end, "all findings to be fixed")
   H.step("fixed_all")
 

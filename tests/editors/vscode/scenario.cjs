@@ -33,6 +33,28 @@ async function squiggleLines(page) {
   return [...lines].filter((l) => l !== null).sort((a, b) => a - b);
 }
 
+// The Problems panel's rows as read out (aria-label), shown (text) and their
+// tree level (1: a file, 2: a finding under it).
+async function problemRows(page) {
+  return page.evaluate(() => [...document.querySelectorAll(".markers-panel .monaco-list-row")].map((r) => ({
+    label: r.getAttribute("aria-label") || "",
+    text: r.innerText.trim(),
+    level: Number(r.getAttribute("aria-level") || 0),
+  })));
+}
+
+// Wait until `pred(rows)` holds for the Problems rows; the rows then.
+async function waitRows(page, pred, what, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  let rows = [];
+  while (Date.now() < deadline) {
+    rows = await problemRows(page);
+    if (pred(rows)) return rows;
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`timed out waiting for ${what}; Problems rows: ${JSON.stringify(rows)}`);
+}
+
 async function command(page, label) {
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
@@ -198,6 +220,38 @@ async function restricted(page) {
   await page.screenshot({ path: path.join(shots, "vscode-restricted.png") });
 }
 
+// A workspace Run QE with the security roles on a dirty copy (and an unsaved
+// edit in the one open file): the Problems panel lists the findings of files
+// the editor never opened, read from its rows.
+async function unopenedProblems(page) {
+  await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().waitFor({ timeout: 60000 });
+  // An unsaved edit at the end of catalog.py (no line moves).
+  await page.locator(".monaco-editor .view-lines").first().click({ position: { x: 200, y: 10 } });
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("# draft, not saved");
+  await page.locator(".tab.active.dirty").waitFor({ timeout: 15000 });
+  await command(page, "SuperQode: Run QE");
+  step("end", await notice(page, /SuperQode: session qe-/, 240000));
+  await page.keyboard.press("Control+Shift+M");
+  // The list draws only the rows in view: the panel maximized holds them all.
+  await command(page, "View: Toggle Maximized Panel");
+  await waitRows(page, (rs) => rs.some((r) => r.level === 1 && / file keys\.py /.test(r.label)), "keys.py in Problems", 60000);
+  // Read until two reads a second apart agree (a late pull would change them).
+  let rows = await problemRows(page);
+  for (let i = 0; i < 15; i++) {
+    await page.waitForTimeout(1000);
+    const again = await problemRows(page);
+    if (JSON.stringify(again) === JSON.stringify(rows)) break;
+    rows = again;
+  }
+  step("problems", rows);
+  step("opened_tabs", await page.evaluate(() => [...document.querySelectorAll(".tab")].map((t) => t.innerText.trim())));
+  step("status", await statusLabel(page));
+  await page.mouse.move(800, 620);  // an empty spot: no tooltip in the picture
+  await page.waitForTimeout(1500);
+  await page.screenshot({ path: path.join(shots, "vscode-problems-unopened.png") });
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.SQ_CHROMIUM,
@@ -233,6 +287,11 @@ async function main() {
     }
     if (process.env.SQ_SCENARIO === "trust") {
       await trustQuestion(page);
+      result.exit = 0;
+      return;
+    }
+    if (process.env.SQ_SCENARIO === "problems") {
+      await unopenedProblems(page);
       result.exit = 0;
       return;
     }
@@ -332,21 +391,62 @@ async function main() {
     await page.keyboard.press("Control+S");
     await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 15000 });
     step("saved");
-    await page.waitForFunction(() => document.querySelectorAll(".markers-panel .monaco-list-row").length === 2,
-      null, { timeout: 15000 });
-    const after = [];
-    for (const r of await problems.all()) after.push((await r.innerText()).trim());
+    // The other finding is still listed, and squiggled, on its moved line (37 -> 36).
+    const after = await waitRows(page, (rows) => !rows.some((r) => r.label.includes("`os` imported"))
+      && rows.some((r) => r.text.includes("F841") && / at line 36 /.test(r.label)), "F841 at line 36");
     step("problems_after", after);
+    // (Line 36 is below the fold with Problems open: go there first.)
+    await page.keyboard.press("Control+G");
+    await page.locator(".quick-input-widget input").fill(":36");
+    await page.keyboard.press("Enter");
+    await page.waitForTimeout(500);
+    step("squiggles_after", await squiggleLines(page));
 
-    // SuperQode: Fix All applies the remaining verified fix; Ctrl+S.
-    await page.locator(".monaco-editor .view-lines").first().click({ position: { x: 200, y: 10 } });
-    await command(page, "SuperQode: Fix All");
+    // SuperQode: Fix All in Workspace with the default settings: every verified
+    // safe fix, also in files no editor shows; the unsafe one is skipped, said so.
+    await page.mouse.move(700, 700);
+    await command(page, "SuperQode: Fix All in Workspace");
+    step("fix_all", await toast(page, /SuperQode: applied/, 30000));
+    // (The toast slides in: wait until it stands still before the picture.)
+    await page.waitForTimeout(1000);
+    const fixToast = page.locator(".notifications-toasts .notification-toast", { hasText: /SuperQode: applied/ }).first();
+    await fixToast.waitFor();
+    // A long message shows on one line until expanded: expand it for the picture.
+    await fixToast.hover();
+    const expand = fixToast.locator(".codicon-notifications-expand");
+    if (await expand.count()) await expand.first().click();
+    step("dirty_after_fix_all", await page.evaluate(() => {
+      const badge = document.querySelector(".activitybar [aria-label^='Explorer'] .badge-content, .activitybar .badge .badge-content");
+      return badge ? badge.innerText.trim() : null;
+    }));
+    await page.screenshot({ path: path.join(shots, "vscode-fix-all.png") });
+    // VS Code leaves the files it edited unopened, unsaved (the Explorer's badge counts them).
+    await command(page, "File: Save All Files");
+    step("problems_after_fix_all", await waitRows(page, (rows) => rows.filter((r) => r.level === 2).length === 1
+      && rows.some((r) => r.text.includes("F841")), "only F841 left"));
+    step("fix_all_status", await statusLabel(page));
+
+    // The unsafe fix, on its own and labelled: Ctrl+. on line 36; Ctrl+S.
+    await page.keyboard.press("Control+G");
+    await page.locator(".quick-input-widget input").fill(":36:9");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Control+.");
+    const unsafe = page.locator(".action-widget .monaco-list-row", { hasText: "SuperQode: unsafe fix F841" });
+    await unsafe.first().waitFor({ timeout: 15000 });
+    const unsafeOffered = [];
+    for (const r of await page.locator(".action-widget .monaco-list-row").all()) unsafeOffered.push((await r.innerText()).trim());
+    step("unsafe_offered", unsafeOffered);
+    for (let i = 0; i < 10; i++) {
+      const focused = page.locator(".action-widget .monaco-list-row.focused");
+      if ((await focused.count()) && (await focused.first().innerText()).includes("SuperQode: unsafe fix F841")) break;
+      await page.keyboard.press("ArrowDown");
+    }
+    await page.keyboard.press("Enter");
     await page.locator(".tab.active.dirty").waitFor({ timeout: 15000 });
     await page.keyboard.press("Control+S");
     await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 15000 });
-    await page.waitForFunction(() => document.querySelectorAll(".markers-panel .monaco-list-row").length === 0,
-      null, { timeout: 15000 });
-    step("fixed_all", (await page.locator(".statusbar-item", { hasText: "SuperQode" }).first().locator("a").getAttribute("aria-label")));
+    await waitRows(page, (rows) => rows.length === 0, "no findings left");
+    step("fixed_all", await statusLabel(page));
 
     // SuperQode: Sessions -> the session -> Show Report: the Quality Report opens.
     await command(page, "SuperQode: Sessions");
@@ -381,6 +481,9 @@ async function main() {
     }
     step("report_rendered", rendered);
     console.log(JSON.stringify(rendered));
+    // The report alone in the picture: no panel, no notifications.
+    await command(page, "Notifications: Clear All Notifications");
+    await command(page, "View: Hide Panel");
     await page.mouse.move(700, 400);
     await page.waitForTimeout(2500); // the webview paints after its content loads
     await page.screenshot({ path: path.join(shots, "vscode-report.png") });
