@@ -304,9 +304,25 @@ async function cancel(): Promise<void> {
 async function fixAll(everywhere: boolean): Promise<void> {
   const uri = everywhere ? undefined : vscode.window.activeTextEditor?.document.uri;
   const result = await execute<FixAllResult>("superqode.applyAllFixes", uri ? { uri: uri.toString() } : {});
-  if (result) {
-    void vscode.window.showInformationMessage(`SuperQode: ${fixAllMessage(result)}`);
+  if (!result) {
+    return;
   }
+  // Name what the edit left unsaved (files no editor had open stay dirty in
+  // the background), with the one click that writes them.
+  const edited = new Set((result.files ?? []).map((f) => vscode.Uri.file(f).toString()));
+  const unsaved = vscode.workspace.textDocuments
+    .filter((d) => d.isDirty && edited.has(d.uri.toString()))
+    .map((d) => d.uri.path.replace(/^.*\//, ""));
+  let text = `SuperQode: ${fixAllMessage(result)}`;
+  if (unsaved.length) {
+    text += ` Unsaved: ${unsaved.join(", ")}.`;
+    const pick = await vscode.window.showInformationMessage(text, "Save All");
+    if (pick === "Save All") {
+      await vscode.workspace.saveAll(false);
+    }
+    return;
+  }
+  void vscode.window.showInformationMessage(text);
 }
 
 interface FixAllResult {

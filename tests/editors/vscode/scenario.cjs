@@ -420,8 +420,13 @@ async function main() {
       return badge ? badge.innerText.trim() : null;
     }));
     await page.screenshot({ path: path.join(shots, "vscode-fix-all.png") });
-    // VS Code leaves the files it edited unopened, unsaved (the Explorer's badge counts them).
-    await command(page, "File: Save All Files");
+    // VS Code leaves the files it edited unopened, unsaved (the Explorer's badge
+    // counts them); the message names them and its "Save All" writes them.
+    const saveAll = fixToast.locator(".monaco-button", { hasText: "Save All" });
+    const hasSaveAll = (await saveAll.count()) > 0;
+    step("fix_all_save_button", hasSaveAll);
+    if (hasSaveAll) await saveAll.first().click();
+    else await command(page, "File: Save All Files");
     step("problems_after_fix_all", await waitRows(page, (rows) => rows.filter((r) => r.level === 2).length === 1
       && rows.some((r) => r.text.includes("F841")), "only F841 left"));
     step("fix_all_status", await statusLabel(page));
