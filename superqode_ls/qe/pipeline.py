@@ -28,6 +28,7 @@ from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
+from ..workspace import sparse as sparse_mod
 from ..workspace.session import IsolatedSession
 from . import delta, shard, verify_step
 from .finish import (
@@ -259,11 +260,14 @@ class QESession:
         return report
 
     async def _create_sandbox(self, res: Resolved) -> IsolatedSession:
+        sparse = await asyncio.to_thread(self._sparse, res)
         create = asyncio.ensure_future(
             IsolatedSession.create(
-                res.project, config=res.config, mode=res.mode, isolation=res.isolation,
+                res.project, config=res.config, mode=res.mode,
+                isolation="sparse" if sparse else res.isolation,
                 base_ref=self.request.base_ref, overlays=dict(self.request.overlays),
                 bus=self.bus, session_id=self.id, abort=self._abort,
+                files=res.files if sparse else None,
             )
         )
         try:
@@ -275,6 +279,23 @@ class QESession:
                 made = await create
                 await made.close()
             raise
+
+    def _sparse(self, res: Resolved) -> bool:
+        """A sandbox of the requested files only (workspace/sparse.py): when
+        the isolation is left to SuperQode, the sandbox is to hold the
+        current state, and every role that will run reads single files only."""
+        if res.isolation is not None or self.request.base_ref or not res.config.workspace.copy_uncommitted:
+            return False
+        if not sparse_mod.eligible(res.project, res.files, self.request.overlays):
+            return False
+        for name in res.roles:
+            try:
+                role = role_class(name)()
+            except (ImportError, AttributeError):
+                continue  # skipped with the reason, runs nowhere
+            if not role.file_local and self._why_not(role, res) is None:
+                return False
+        return True
 
     async def _find_python(self, res: Resolved, root: Path) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")

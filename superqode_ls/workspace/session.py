@@ -21,7 +21,7 @@ from typing import Any
 from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
-from . import carry, landlock, pool, removal
+from . import carry, landlock, pool, removal, sparse
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
@@ -122,6 +122,9 @@ class IsolatedSession:
         # SuperQode's own artifact folders inside the project (relative).
         self.own: list[str] = [OWN]
         self.removal_problem: str | None = None  # the sandbox had to be left alone
+        # isolation "sparse" (sparse.py): the files it holds, relative.
+        self.sparse_files: list[str] | None = None
+        self._fp_thread: threading.Thread | None = None
 
     # -- creation ----------------------------------------------------------
     @classmethod
@@ -129,19 +132,22 @@ class IsolatedSession:
                      isolation: str | None = None, base_ref: str | None = None,
                      overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
                      session_id: str | None = None, kind: str = "qe",
-                     lock_timeout: float = 0, abort: threading.Event | None = None) -> IsolatedSession:
+                     lock_timeout: float = 0, abort: threading.Event | None = None,
+                     files: list[str] | None = None) -> IsolatedSession:
         return await asyncio.to_thread(
             cls.create_sync, project, config=config, mode=mode, isolation=isolation,
             base_ref=base_ref, overlays=overlays, bus=bus, session_id=session_id, kind=kind,
-            lock_timeout=lock_timeout, abort=abort)
+            lock_timeout=lock_timeout, abort=abort, files=files)
 
     @classmethod
     def create_sync(cls, project: Path | str, *, config: Config | None = None, mode: str = "quick",
                     isolation: str | None = None, base_ref: str | None = None,
                     overlays: dict[str, bytes] | None = None, bus: EventBus | None = None,
                     session_id: str | None = None, kind: str = "qe",
-                    lock_timeout: float = 0, abort: threading.Event | None = None) -> IsolatedSession:
-        """``lock_timeout``: how long to wait for the repository lock (a deep
+                    lock_timeout: float = 0, abort: threading.Event | None = None,
+                    files: list[str] | None = None) -> IsolatedSession:
+        """``files``: with isolation ``sparse``, the project-relative files the
+        sandbox holds (plus their analyzers' configuration). ``lock_timeout``: how long to wait for the repository lock (a deep
         session waits for running quick ones); 0 tries once. ``abort`` set
         (Ctrl-C) stops creation between steps with ``CreationAborted``, all
         of it taken down and ``verification`` of the project set."""
@@ -154,6 +160,8 @@ class IsolatedSession:
         base_commit = head_commit(root) if is_git else None
         if choice in ("auto", None):
             choice = "worktree" if is_git and base_commit else "snapshot"
+        if choice == "sparse" and not files:
+            raise WorkspaceError("a sparse sandbox needs the files it is for")
         if choice == "worktree" and not is_git:
             raise WorkspaceError(f"{root}: not a git repository; use --snapshot")
         if choice == "worktree" and base_commit is None:
@@ -178,6 +186,8 @@ class IsolatedSession:
         bus = bus or EventBus(sid)
         self = cls(root, config, session_id=sid, mode=mode, isolation=choice,
                    base_commit=base_commit, bus=bus, kind=kind)
+        if choice == "sparse":
+            self.sparse_files = [wt._safe_rel(f) for f in files or []]
         self.own = own_folders(root, Path(project))
         self._abort = abort
         self._acquire_lock(lock_timeout)
@@ -221,11 +231,21 @@ class IsolatedSession:
         )
         write_record(self.paths.record, self.record)
         self.paths.heartbeat.touch()
-        self._fp_before = take_fingerprint(self.project, self.own)
-        atomic_write(self.private / "fingerprint.json", self._fp_before.to_json())
+        if self.isolation == "sparse" and self.barrier_abi is not None:
+            # Every process of the session runs behind the kernel barrier and
+            # a sparse sandbox is made without writing the user's tree or
+            # .git: the fingerprint may be taken beside the roles. Without
+            # the barrier it comes first, strictly.
+            self._fp_thread = threading.Thread(target=self._fingerprint_beside, daemon=True,
+                                               name=f"fingerprint {self.id}")
+            self._fp_thread.start()
+        else:
+            self._take_fingerprint()
         self._check_abort()
         if self.isolation == "worktree":
             self._create_worktree(pinned_base, overlays)
+        elif self.isolation == "sparse":
+            self._create_sparse(overlays)
         else:
             self._create_snapshot(overlays)
         self._check_abort()
@@ -242,6 +262,24 @@ class IsolatedSession:
         self.bus.emit("workspace.snapshot", isolation=self.isolation, sandbox=str(self.sandbox),
                       base_commit=self.base_commit, reused=self.reused,
                       seconds=round(time.monotonic() - t0, 3))
+
+    def _take_fingerprint(self) -> None:
+        fp = take_fingerprint(self.project, self.own)
+        atomic_write(self.private / "fingerprint.json", fp.to_json())
+        self._fp_before = fp
+
+    def _fingerprint_beside(self) -> None:
+        try:
+            self._take_fingerprint()
+        except Exception:  # noqa: BLE001 - no fingerprint: the verification says unverified
+            log.exception("session %s: the fingerprint could not be taken", self.id)
+
+    def _create_sparse(self, overlays: dict[str, bytes]) -> None:
+        assert self.sparse_files is not None
+        self.sparse_files = sparse.lay_out(self.project, self.sandbox, self.sparse_files,
+                                           overlays, self.config.workspace.max_size_mb)
+        self.store = SnapshotStore(store_dir(self.project), session=self.id)
+        self.baseline = self.store.commit(self._hash_sandbox(), None, f"baseline {self.id}").id
 
     def _create_worktree(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
         _, cd = wt.user_git_dirs(self.project)
@@ -514,11 +552,15 @@ class IsolatedSession:
                         self.sandbox, e)
 
     def _verify(self) -> Verification:
+        if self._fp_thread is not None:
+            self._fp_thread.join()
         if self._fp_before is None:
             return Verification(verified=False, differences=["no fingerprint was taken"])
         return verify_state(self._fp_before, self.project, self.barrier_abi)
 
     def _cleanup_failed(self) -> None:
+        if self._fp_thread is not None:
+            self._fp_thread.join()  # it writes into the private folder removed below
         try:
             self._remove_sandbox()
         finally:

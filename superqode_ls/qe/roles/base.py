@@ -38,7 +38,7 @@ class SandboxSession(Protocol):
     id: str
     project: Path  # the repository the sandbox was made from
     sandbox: Path
-    isolation: str  # "worktree" or "snapshot"
+    isolation: str  # "worktree", "snapshot" or "sparse" (the requested files only)
     base_commit: str | None
     verification: Verification | None  # set when the session closes
     lock: LockRecord | None  # the coordinator's lock; None when not held
@@ -157,6 +157,10 @@ class Role:
     modifies_sandbox: ClassVar[bool] = False
     # Rough run time, lowest first: the pipeline starts cheap roles first.
     cost: ClassVar[int] = 5
+    # Its check of a file reads that file and the analyzers' configuration
+    # only (no imports followed, nothing run): a run of such roles on a few
+    # files may use a sparse sandbox (workspace/sparse.py).
+    file_local: ClassVar[bool] = False
 
     def unavailable(self, config: Config | None = None) -> str | None:
         """Why this role cannot run here (with this configuration), or None."""

@@ -45,6 +45,7 @@ class LintTester(FileCheckRole):
     name = "lint_tester"
     tool = "ruff"
     cost = 1
+    file_local = True
     description = "ruff lint; every fix ruff offers becomes a patch (the sandbox is not edited)"
 
     def unavailable(self, config=None) -> str | None:

@@ -49,6 +49,7 @@ class SecurityTester(FileCheckRole):
     name = "security_tester"
     tool = "bandit"
     cost = 2
+    file_local = True
     description = "bandit + secrets scan + extra dangerous patterns; safe fixes as patches"
 
     def unavailable(self, config=None) -> str | None:
