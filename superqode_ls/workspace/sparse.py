@@ -17,6 +17,7 @@ one (``Role.file_local`` decides, in the pipeline).
 
 from __future__ import annotations
 
+import ast
 import os
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -125,28 +126,45 @@ def lay_out(project: Path, sandbox: Path, files: list[str], overlays: dict[str, 
     buffers = {rel: data for rel, data in overlays.items() if rel in wanted}
     if buffers:
         write_overlays(sandbox, buffers)
-    _mirror_packages(project, sandbox)
+    _mirror_packages(project, sandbox, rels, overlays)
     return rels
 
 
-def _mirror_packages(project: Path, sandbox: Path) -> None:
-    """Empty folders named like the project's top-level packages: ruff tells
-    first-party imports by the folders it finds. Empty folders are not
-    content (no tree hash, no role reads them)."""
+def _mirror_packages(project: Path, sandbox: Path, files: list[str],
+                     overlays: dict[str, bytes]) -> None:
+    """Empty folders named like the project's packages the files import: ruff
+    tells first-party imports by the folders (or modules) it finds under its
+    ``src`` roots. Only the imported names: a folder costs milliseconds on a
+    busy disk, and empty folders are not content (no tree hash, no role reads
+    them)."""
+    names: set[str] = set()
+    for rel in files:
+        if rel.endswith((".py", ".pyi")):
+            names |= _imported(project, rel, overlays)
     for base in _SRC_ROOTS:
-        try:
-            entries = list(os.scandir(project / base))
-        except OSError:
-            continue
-        for e in entries:
-            if e.name.startswith(".") or not e.is_dir(follow_symlinks=False):
-                continue
-            if not base and e.name == "src":
-                continue
-            try:
-                (sandbox / base / e.name).mkdir(parents=True, exist_ok=True)
-            except OSError:
-                continue  # a file of the layout has that name: nothing to mirror
+        for name in sorted(names):
+            here = project / base / name
+            if here.is_dir() or here.with_name(name + ".py").is_file():
+                try:
+                    (sandbox / base / name).mkdir(parents=True, exist_ok=True)
+                except OSError:
+                    continue  # a file of the layout has that name: nothing to mirror
+
+
+def _imported(project: Path, rel: str, overlays: dict[str, bytes]) -> set[str]:
+    """The top-level names a file imports (absolute imports only)."""
+    try:
+        data = overlays.get(rel)
+        tree = ast.parse(data if data is not None else (project / rel).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return set()  # the analyzers report a file they cannot parse
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return {n for n in out if n and n.isidentifier()}
 
 
 def listing(sandbox: Path) -> list[str]:

@@ -225,3 +225,19 @@ def test_layout_is_a_pure_listing(tmp_path):
     # A buffer counts as the file being there; a base outside the project does not come.
     assert sparse.layout(tmp_path, ["a/b/c.py"], {"a/b/pyproject.toml": b""}) == [
         "a/b/c.py", "a/b/pyproject.toml", "a/tox.ini", "ruff.toml", "shared/base.toml"]
+
+
+def test_first_party_imports_stay_first_party(make_repo):
+    # Sorted as ruff's isort wants it only when ``other`` is first-party:
+    # stdlib, third-party, first-party, each its own group.
+    main = "import os\n\nimport requests\n\nimport other\n\nprint(os, requests, other)\n"
+    repo = make_repo({"pyproject.toml": '[tool.ruff.lint]\nselect = ["I"]\n', "main.py": main,
+                      "other/__init__.py": "", "other/deep.py": "x = 1\n",
+                      "unrelated/__init__.py": ""})
+    report, listing, isolation = _run(repo, ["main.py"], roles=["lint_tester"])
+    assert isolation == "sparse" and listing == ["main.py", "pyproject.toml"]
+    assert report.findings == []
+    # The same file with ``other`` grouped as third-party is a finding: ruff did look.
+    (repo / "main.py").write_text("import os\n\nimport other\nimport requests\n\nprint(os, requests, other)\n")
+    report, _, _ = _run(repo, ["main.py"], roles=["lint_tester"])
+    assert [f.rule_id for f in report.findings] == ["I001"]
