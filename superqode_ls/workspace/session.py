@@ -231,23 +231,25 @@ class IsolatedSession:
         )
         write_record(self.paths.record, self.record)
         self.paths.heartbeat.touch()
-        if self.isolation == "sparse" and self.barrier_abi is not None:
-            # Every process of the session runs behind the kernel barrier and
-            # a sparse sandbox is made without writing the user's tree or
-            # .git: the fingerprint may be taken beside the roles. Without
-            # the barrier it comes first, strictly.
-            self._fp_thread = threading.Thread(target=self._fingerprint_beside, daemon=True,
-                                               name=f"fingerprint {self.id}")
-            self._fp_thread.start()
-        else:
+        # Every process of the session runs behind the kernel barrier and a
+        # sparse sandbox is made without writing the user's tree or .git: its
+        # fingerprint may be taken beside the roles (started once the sandbox
+        # is made, so the two do not share the CPU and the interpreter lock).
+        # Without the barrier it comes first, strictly.
+        beside = self.isolation == "sparse" and self.barrier_abi is not None
+        if not beside:
             self._take_fingerprint()
-        self._check_abort()
+            self._check_abort()  # (a sparse sandbox takes milliseconds: stopped below)
         if self.isolation == "worktree":
             self._create_worktree(pinned_base, overlays)
         elif self.isolation == "sparse":
             self._create_sparse(overlays)
         else:
             self._create_snapshot(overlays)
+        if beside:
+            self._fp_thread = threading.Thread(target=self._fingerprint_beside, daemon=True,
+                                               name=f"fingerprint {self.id}")
+            self._fp_thread.start()
         self._check_abort()
         for d in (*self.writable(), tool_cache()):
             d.mkdir(parents=True, exist_ok=True)

@@ -241,3 +241,17 @@ def test_first_party_imports_stay_first_party(make_repo):
     (repo / "main.py").write_text("import os\n\nimport other\nimport requests\n\nprint(os, requests, other)\n")
     report, _, _ = _run(repo, ["main.py"], roles=["lint_tester"])
     assert [f.rule_id for f in report.findings] == ["I001"]
+
+
+def test_a_sparse_session_stopped_while_being_made_is_verified_and_gone(repo):
+    import threading
+
+    from superqode_ls.workspace.errors import CreationAborted
+
+    stop = threading.Event()
+    stop.set()  # Ctrl-C before anything was made
+    with pytest.raises(CreationAborted) as caught:
+        IsolatedSession.create_sync(repo, isolation="sparse", files=["pkg/app.py"], abort=stop)
+    v = caught.value.verification
+    assert v is not None and v.verified, v
+    assert _left_behind(repo) == []
