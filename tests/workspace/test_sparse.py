@@ -255,3 +255,18 @@ def test_a_sparse_session_stopped_while_being_made_is_verified_and_gone(repo):
     v = caught.value.verification
     assert v is not None and v.verified, v
     assert _left_behind(repo) == []
+
+
+def test_a_left_over_sparse_session_is_discarded_and_verified_by_recovery(repo):
+    from superqode_ls.workspace import recovery
+
+    s = IsolatedSession.create_sync(repo, isolation="sparse", files=["pkg/app.py"])
+    if s._fp_thread is not None:
+        s._fp_thread.join()
+    s._release_lock()  # its owner "gone": what recovery finds after a crash
+    info = recovery.find_session(s.id)
+    assert info.sandbox.is_dir() and info.record is not None and info.record.isolation == "sparse"
+    recovery.discard(info)
+    verified, line = recovery.verify(info)
+    assert verified, line
+    assert _left_behind(repo) == [] and not s.sandbox.exists()
