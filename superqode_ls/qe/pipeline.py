@@ -23,12 +23,12 @@ from typing import Any
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
 from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, RoleStatus, Usage, utcnow
+from ..workspace import sparse as sparse_mod
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
-from ..workspace import sparse as sparse_mod
 from ..workspace.session import IsolatedSession
 from . import delta, shard, verify_step
 from .finish import (
