@@ -79,7 +79,12 @@ async def verify(
                                                                  "does not fix it"})
     if not todo:
         return
-    covering, why = (None, "") if full_suite else covering_tests(roles, contexts, trusted, root, python)
+    if full_suite:
+        covering, why = None, ""
+    elif session.isolation == "sparse":  # the project's tests are not in it: say so, run none
+        covering, why = None, "tests not run: the sandbox holds the selected files only"
+    else:
+        covering, why = covering_tests(roles, contexts, trusted, root, python)
     verifier = Verifier(
         sandbox=root, roles=roles, contexts=contexts, findings_by_role=found,
         tests=TEST_ROLE if full_suite else None, session=session, deadline=deadline,

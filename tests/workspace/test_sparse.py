@@ -270,3 +270,23 @@ def test_a_left_over_sparse_session_is_discarded_and_verified_by_recovery(repo):
     verified, line = recovery.verify(info)
     assert verified, line
     assert _left_behind(repo) == [] and not s.sandbox.exists()
+
+
+def test_fixes_are_checked_inside_the_sparse_sandbox_as_in_a_full_one(repo):
+    (repo / "pkg" / "load.py").write_text("import yaml\n\n\ndef read(text):\n    return yaml.load(text)\n")
+    report, listing, isolation = _run(repo, ["pkg/load.py"], roles=["security_tester"])
+    assert isolation == "sparse" and "pkg/util.py" not in listing
+    full, _, full_isolation = _run(repo, ["pkg/load.py"], roles=["security_tester"],
+                                   isolation="worktree")
+    assert full_isolation == "worktree"
+    fixes = [p for p in report.patches if "safe_load" in p.diff]
+    assert len(fixes) == 1 and fixes[0].files == ["pkg/load.py"]
+    # The fix applied in the sandbox and the tool re-run on it: the same
+    # outcome as in the full sandbox (no test imports the file there). The
+    # project's tests are not in a sparse sandbox: it says so, never "no tests".
+    assert fixes[0].verified_by == "tool"
+    assert [(p.id, p.verified, p.verified_by) for p in report.patches] == \
+        [(p.id, p.verified, p.verified_by) for p in full.patches]
+    assert "the sandbox holds the selected files only" in (fixes[0].verification or "")
+    assert "the sandbox holds" not in (full.patches[0].verification or "")
+    assert (repo / "pkg" / "load.py").read_text().count("yaml.load(") == 1  # the user's file as it was
