@@ -209,7 +209,7 @@ def main_file(argv: list[str]) -> int:
         start = body.find(SECTION)
         if start >= 0:
             end = body.find("\n## ", start + len(SECTION))
-            body = body[:start] + text + (body[end + 1:] if end >= 0 else "")
+            body = body[:start] + text.rstrip("\n") + "\n" + (body[end:] if end >= 0 else "")
         else:
             body = body.rstrip("\n") + "\n\n" + text
         doc.write_text(body, encoding="utf-8")
