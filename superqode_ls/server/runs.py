@@ -183,6 +183,55 @@ async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[li
     return run.roles, False
 
 
+def _sparse_first(ls: SuperQodeServer, run: Run, cfg: Config, roles: list[str] | None,
+                  trusted: bool) -> list[str] | None:
+    """A run on a few files whose roles mix file-local ones (lint, security)
+    with ones that need the whole tree (tests): the file-local ones run now,
+    in a sparse sandbox at the analyzers' speed, and the others follow in a
+    session of their own once this one has ended (the trust split's way).
+    Returns the roles this run runs."""
+    from ..qe.roles import role_class
+    from ..workspace import sparse
+
+    if run.files is None or run.only_roles is not None or run.since or not trusted:
+        return roles
+    isolation = ls.settings_for(run.folder).isolation
+    if isolation not in (None, "auto") or cfg.workspace.isolation != "auto" \
+            or not cfg.workspace.copy_uncommitted:
+        return roles
+    if not sparse.eligible(Path(run.folder), run.files, run.overlays):
+        return roles
+    names = roles if roles is not None else list(
+        cfg.qe.quick_roles if run.mode == "quick" else cfg.qe.deep_roles)
+    local: list[str] = []
+    rest: list[str] = []
+    for name in names:
+        try:
+            cls = role_class(name)
+        except Exception:  # noqa: BLE001 - the session says what is wrong with it
+            return roles
+        if cls.file_local:
+            local.append(name)
+        elif cls().unavailable(cfg) is None:  # one that cannot run here runs nowhere
+            rest.append(name)
+    if not local or not rest:
+        return roles
+    run.only_roles = set(local)
+    run.trust_note = f"{', '.join(rest)} run(s) next, in a session of their own"
+    ls.background(_follow(ls, run, rest), f"whole-tree roles after {run.id}")
+    return local
+
+
+async def _follow(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
+    if run.task is not None and not run.task.done():
+        await asyncio.wait([run.task])
+    if run.state == "cancelled" or ls.shutting_down:
+        return
+    follow = start_run(ls, run.folder, files=run.files, mode=run.mode, roles=roles,
+                       trigger=run.trigger)
+    follow.only_roles = set(roles)
+
+
 def _say_skipped(ls: SuperQodeServer, folder: str, roles: list[str], reason: str) -> None:
     ls.log(
         f"SuperQode: {folder} is not trusted ({reason}); skipping {', '.join(roles)} "
@@ -259,6 +308,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         counts = await asyncio.to_thread(_baseline, run.folder, cfg, own_baseline)
         run.keep = finding_filter(run.folder, run.overlays, cfg.qe.confidence_threshold, counts)
         roles, trusted = await _resolve_roles(ls, run, cfg)
+        roles = _sparse_first(ls, run, cfg, roles, trusted)
         run.trusted = trusted
         if run.cancel_requested:
             raise asyncio.CancelledError

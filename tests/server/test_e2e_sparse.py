@@ -1,0 +1,71 @@
+""""Run QE on this file" through a real client over stdio: the static roles
+run in a sparse sandbox (workspace/sparse.py) and their diagnostics come
+first; a role that needs the whole tree follows in a session of its own,
+in a full sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient
+
+from .conftest import progress_ended, run_and_wait, run_qe, start, superqode_diags, wait_for
+
+PLANTED = "import os\n\nx = 1  # PLANTED\n"
+
+
+def report_of(folder: Path, sid: str) -> dict:
+    for path in glob.glob(str(folder / ".superqode" / "qe-artifacts" / "**" / f"*{sid}*.json"),
+                          recursive=True):
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "isolation" in data:
+            return data
+    raise AssertionError(f"no report for {sid}")
+
+
+async def sessions(lsp: LanguageClient) -> list[dict]:
+    res = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[]))
+    return res["sessions"]
+
+
+async def test_a_file_run_of_static_roles_is_sparse(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    target = shop / "shop" / "planted.py"
+    target.write_text(PLANTED, encoding="utf-8")
+    uri = from_fs_path(str(target))
+    sid = await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester", "security_tester"]})
+    assert report_of(shop, sid)["isolation"] == "sparse"
+    await wait_for(lambda: superqode_diags(lsp, uri), 10, "the file's diagnostics")
+    assert [(d.code, d.range.start.line) for d in superqode_diags(lsp, uri)] == [("F401", 0)]
+
+
+async def test_a_role_that_needs_the_tree_follows_in_a_full_sandbox(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop, settings={"trustedFolders": [str(shop)]})
+    target = shop / "shop" / "planted.py"
+    target.write_text(PLANTED, encoding="utf-8")
+    uri = from_fs_path(str(target))
+    sid = await run_qe(lsp, {"uri": uri, "roles": ["lint_tester", "toy_exec"]})
+    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "the static session's end")
+    assert "toy_exec run(s) next, in a session of their own" in (end.message or "")
+    first = report_of(shop, sid)
+    assert first["isolation"] == "sparse"
+    assert [r["role"] for r in first["roles"]] == ["lint_tester"]
+    found: list = []
+    for _ in range(600):
+        found = [s for s in await sessions(lsp) if s["sessionId"] != sid]
+        if found:
+            break
+        await asyncio.sleep(0.1)
+    (other,) = found
+    await wait_for(lambda: progress_ended(lsp, other["sessionId"]), 120, "the follow-up's end")
+    second = report_of(shop, other["sessionId"])
+    assert second["isolation"] == "worktree"
+    assert [r["role"] for r in second["roles"]] == ["toy_exec"]
+    # Each session replaced only its own roles' findings: both stay.
+    assert sorted(d.code for d in superqode_diags(lsp, uri)) == ["F401", "TOY1"]
