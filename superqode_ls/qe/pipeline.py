@@ -23,14 +23,13 @@ from typing import Any
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
 from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, RoleStatus, Usage, utcnow
-from ..workspace import sparse as sparse_mod
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
 from ..workspace.session import IsolatedSession
-from . import delta, shard, verify_step
+from . import delta, shard, sparse_plan, verify_step
 from .finish import (
     Stamp,
     build_report,
@@ -284,9 +283,8 @@ class QESession:
         """A sandbox of the requested files only (workspace/sparse.py): when
         the isolation is left to SuperQode, the sandbox is to hold the
         current state, and every role that will run reads single files only."""
-        if res.isolation is not None or self.request.base_ref or not res.config.workspace.copy_uncommitted:
-            return False
-        if not sparse_mod.eligible(res.project, res.files, self.request.overlays):
+        if not sparse_plan.allowed(res.project, res.files, self.request.overlays, res.config,
+                                   isolation=res.isolation, base_ref=self.request.base_ref):
             return False
         for name in res.roles:
             try:

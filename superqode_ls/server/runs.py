@@ -190,32 +190,19 @@ def _sparse_first(ls: SuperQodeServer, run: Run, cfg: Config, roles: list[str] |
     in a sparse sandbox at the analyzers' speed, and the others follow in a
     session of their own once this one has ended (the trust split's way).
     Returns the roles this run runs."""
-    from ..qe.roles import role_class
-    from ..workspace import sparse
+    from ..qe import sparse_plan
 
     if run.files is None or run.only_roles is not None or run.since or not trusted:
         return roles
-    isolation = ls.settings_for(run.folder).isolation
-    if isolation not in (None, "auto") or cfg.workspace.isolation != "auto" \
-            or not cfg.workspace.copy_uncommitted:
-        return roles
-    if not sparse.eligible(Path(run.folder), run.files, run.overlays):
+    if not sparse_plan.allowed(Path(run.folder), run.files, run.overlays, cfg,
+                               isolation=ls.settings_for(run.folder).isolation):
         return roles
     names = roles if roles is not None else list(
         cfg.qe.quick_roles if run.mode == "quick" else cfg.qe.deep_roles)
-    local: list[str] = []
-    rest: list[str] = []
-    for name in names:
-        try:
-            cls = role_class(name)
-        except Exception:  # noqa: BLE001 - the session says what is wrong with it
-            return roles
-        if cls.file_local:
-            local.append(name)
-        elif cls().unavailable(cfg) is None:  # one that cannot run here runs nowhere
-            rest.append(name)
-    if not local or not rest:
+    plan = sparse_plan.split(names, cfg)
+    if plan is None or not plan[0] or not plan[1]:
         return roles
+    local, rest = plan
     run.only_roles = set(local)
     run.trust_note = f"{', '.join(rest)} run(s) next, in a session of their own"
     ls.background(_follow(ls, run, rest), f"whole-tree roles after {run.id}")

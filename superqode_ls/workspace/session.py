@@ -147,7 +147,8 @@ class IsolatedSession:
                     lock_timeout: float = 0, abort: threading.Event | None = None,
                     files: list[str] | None = None) -> IsolatedSession:
         """``files``: with isolation ``sparse``, the project-relative files the
-        sandbox holds (plus their analyzers' configuration). ``lock_timeout``: how long to wait for the repository lock (a deep
+        sandbox holds (plus their analyzers' configuration, sparse.py).
+        ``lock_timeout``: how long to wait for the repository lock (a deep
         session waits for running quick ones); 0 tries once. ``abort`` set
         (Ctrl-C) stops creation between steps with ``CreationAborted``, all
         of it taken down and ``verification`` of the project set."""

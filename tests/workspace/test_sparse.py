@@ -151,6 +151,10 @@ def test_when_the_run_is_not_sparse(repo):
     assert not sparse_for(files=["pkg"])  # a folder: its files are the CLI's to list
     assert not sparse_for(files=["pkg/app.py"], isolation="worktree")  # the user's choice
     assert not sparse_for(files=["pkg/app.py"], base_ref="HEAD")
+    assert not sparse_for(files=["pkg/app.py"], config_overrides={"workspace": {"isolation": "snapshot"}})
+    # The sandbox is to hold HEAD's files, not the user's current ones.
+    assert not sparse_for(files=["pkg/app.py"],
+                          config_overrides={"workspace": {"copy_uncommitted": False}})
     assert not sparse_for(files=[f"f{i}.py" for i in range(sparse.MAX_FILES + 1)])
     # A role that runs code, skipped in an untrusted folder, does not stop it.
     req = QERequest(project=repo, roles=[*STATIC, "unit_tester"], files=["pkg/app.py"], trusted=False)
