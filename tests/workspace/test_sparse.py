@@ -294,3 +294,15 @@ def test_fixes_are_checked_inside_the_sparse_sandbox_as_in_a_full_one(repo):
     assert "the sandbox holds the selected files only" in (fixes[0].verification or "")
     assert "the sandbox holds" not in (full.patches[0].verification or "")
     assert (repo / "pkg" / "load.py").read_text().count("yaml.load(") == 1  # the user's file as it was
+
+
+def test_a_folder_without_git_gets_one_too(tmp_path):
+    from tests.conftest import write_files
+
+    folder = tmp_path / "plain"
+    write_files(folder, {"pyproject.toml": PYPROJECT, "app.py": APP, "other.py": "y = 2\n"})
+    report, listing, isolation = _run(folder, ["app.py"], roles=["lint_tester"])
+    assert isolation == "sparse" and listing == ["app.py", "pyproject.toml"]
+    assert [(f.file, f.range.start_line, f.rule_id) for f in report.findings] == [("app.py", 6, "F841")]
+    assert report.verification is not None and report.verification.verified
+    assert _left_behind(folder) == []
