@@ -45,6 +45,7 @@ def test_hook_fails_the_commit_on_a_planted_high_finding(make_repo, tmp_path):
     assert failed.returncode == 1, out
     assert "SuperQode QE (quick mode)" in out and "Failed" in out
     assert "app.py:5:12: high B602" in out
+    assert "sandbox ready (sparse" in out  # the staged files only, no checkout of the tree
     assert "verdict: fail" in out and "Verified: the project is exactly as before" in out
     assert "lib.py" not in out.split("Failed", 1)[1]  # only the staged file was looked at
     assert run_git(repo, "diff", "--cached", "--name-only").split() == ["app.py", "notes.txt"]
