@@ -34,6 +34,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 import types
 import warnings
@@ -243,11 +244,111 @@ def _child(session, items, swaps):
         os._exit(2 if session.testsfailed else 3)
 
 
+def _shard(items, k, n):
+    """The items of shard ``k`` of ``n``: whole test files (module-scoped
+    fixtures set up once), the biggest first onto the emptiest shard; the
+    same split in every worker, which all collected the same items."""
+    files = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    load = [0] * n
+    mine = set()
+    for name in sorted(files, key=lambda f: (-len(files[f]), f)):
+        i = load.index(min(load))
+        load[i] += len(files[name])
+        if i == k:
+            mine.add(name)
+    return [item for item in items if item.nodeid.split("::")[0] in mine]
+
+
+class _Outcomes:
+    """Each test's outcome and duration, as the coverage line map's plugin
+    counts them: failed if any phase failed or the call did not pass."""
+
+    def __init__(self):
+        self.tests = {}
+
+    def pytest_runtest_logreport(self, report):
+        t = self.tests.setdefault(report.nodeid, {"passed": True, "duration": 0.0})
+        t["duration"] += report.duration
+        if report.failed or (report.when == "call" and not report.passed):
+            t["passed"] = False
+
+
+def _trace_child(session, items, files, out):
+    """Run ``items`` once and write which lines of ``files`` (real path ->
+    relative) each of them ran. Lines run at import time belong to no test,
+    as with per-test coverage contexts: those modules are imported already."""
+    try:
+        outcomes = _Outcomes()
+        session.config.pluginmanager.register(outcomes, "superqode_trace_outcomes")
+        names = {}
+        hit = [set()]
+
+        def tracer(frame, event, arg):
+            fn = frame.f_code.co_filename
+            rel = names.get(fn, False)
+            if rel is False:
+                rel = names[fn] = files.get(os.path.realpath(fn))
+            if rel is None:
+                return None  # no line events outside the files under test
+
+            def lines(frame, event, arg):
+                if event == "line":
+                    hit[0].add((rel, frame.f_lineno))
+                return lines
+
+            return lines
+
+        per_test = {}
+        threading.settrace(tracer)
+        sys.settrace(tracer)
+        hook = session.config.hook
+        for i, item in enumerate(items):
+            hit[0] = set()
+            nextitem = items[i + 1] if i + 1 < len(items) else None
+            hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            per_test[item.nodeid] = hit[0]
+        sys.settrace(None)
+        threading.settrace(None)
+        result = {}
+        for nodeid, t in outcomes.tests.items():
+            by_file = {}
+            for rel, line in per_test.get(nodeid, ()):
+                by_file.setdefault(rel, []).append(line)
+            result[nodeid] = {**t, "lines": by_file}
+        with open(out, "w", encoding="utf-8") as fh:
+            json.dump({"tests": result}, fh)
+        os._exit(0)
+    except BaseException:  # noqa: BLE001 - pytest.exit, os._exit in a test, our bug
+        os._exit(3)
+
+
+def _fork(session, timeout, child):
+    start = time.monotonic()
+    with warnings.catch_warnings():
+        # Python 3.12 warns about fork() in a threaded process; a project
+        # with `filterwarnings = error` must not turn that into a failure.
+        warnings.simplefilter("ignore")
+        pid = os.fork()
+    if pid == 0:
+        child()
+        os._exit(3)  # not reached: the child ends itself
+    rc, timed_out = _wait(pid, timeout)
+    _reply({"rc": rc, "timed_out": timed_out, "duration": time.monotonic() - start})
+
+
 def _serve(session):
     by_id = {item.nodeid: item for item in session.items}
     targets = {}
     for line in _IN:
         req = json.loads(line)
+        if "trace" in req:
+            files = {os.path.realpath(os.path.join(_ROOT, rel)): rel for rel in req["trace"]}
+            items = _shard(session.items, *req["shard"])
+            _fork(session, float(req["timeout"]),
+                  lambda: _trace_child(session, items, files, req["out"]))
+            continue
         path = os.path.realpath(os.path.join(_ROOT, req["file"]))
         items = [by_id[t] for t in req["tests"] if t in by_id]
         if len(items) != len(req["tests"]):
@@ -267,16 +368,7 @@ def _serve(session):
             if isinstance(swaps, str):
                 _reply({"fallback": swaps})
                 continue
-        start = time.monotonic()
-        with warnings.catch_warnings():
-            # Python 3.12 warns about fork() in a threaded process; a project
-            # with `filterwarnings = error` must not turn that into a failure.
-            warnings.simplefilter("ignore")
-            pid = os.fork()
-        if pid == 0:
-            _child(session, items, swaps)
-        rc, timed_out = _wait(pid, float(req["timeout"]))
-        _reply({"rc": rc, "timed_out": timed_out, "duration": time.monotonic() - start})
+        _fork(session, float(req["timeout"]), lambda: _child(session, items, swaps))
 
 
 @pytest.hookimpl(tryfirst=True)

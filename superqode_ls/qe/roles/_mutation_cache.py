@@ -70,7 +70,9 @@ class MutationReport:
     skipped: dict[str, int] = field(default_factory=dict)
     skipped_files: dict[str, str] = field(default_factory=dict)
     partial: dict[str, str] = field(default_factory=dict)  # file -> how far it got
-    coverage_s: float = 0.0
+    coverage_s: float = 0.0  # mapping tests to lines, whichever way
+    line_map: str = ""  # "warm workers" or "coverage" (a separate pass of the suite)
+    line_map_fallback: str | None = None  # why the warm workers did not map lines
     mutants_s: float = 0.0
     total_s: float = 0.0
     workers: int = 1

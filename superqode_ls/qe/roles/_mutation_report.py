@@ -99,7 +99,10 @@ def write_log(ctx: RoleContext, results: list[FileResult], report: MutationRepor
     lines = [
         f"mutation_tester: {report.summary()}",
         (
-            f"workers: {report.workers}; coverage run {report.coverage_s:.1f}s; "
+            f"workers: {report.workers}; tests mapped to lines by "
+            f"{report.line_map or 'nothing (all cached)'} in {report.coverage_s:.1f}s"
+            + (f" (warm workers could not: {report.line_map_fallback})"
+               if report.line_map_fallback else "") + "; "
             f"{report.mutants_run} mutant run(s) in {report.mutants_s:.1f}s "
             f"({report.mutants_per_s:.2f}/s); total {report.total_s:.1f}s"
         ),

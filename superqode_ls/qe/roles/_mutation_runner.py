@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,8 @@ class Worker:
 
     def __init__(self, ctx: RoleContext, copy: Path, env: dict[str, str], fresh_cmd: list[str],
                  server_cmd: list[str] | None, server_env: dict[str, str], start_timeout: float,
-                 linemap: LineMap, report: MutationReport, modules: dict[str, str | None]):
+                 linemap: LineMap | None, report: MutationReport,
+                 modules: dict[str, str | None]):
         self.ctx, self.copy, self.env, self.fresh_cmd = ctx, copy, env, fresh_cmd
         self.server_cmd, self.server_env, self.start_timeout = server_cmd, server_env, start_timeout
         self.linemap, self.report, self.modules = linemap, report, modules
@@ -149,15 +151,24 @@ class Worker:
         self.started = server_cmd is None
         self.trusted: dict[str, bool] = {}  # file -> the server passed its unmutated tests
 
+    @property
+    def known(self) -> LineMap:
+        # Set before any mutant runs (the warm path maps lines in the workers).
+        assert self.linemap is not None
+        return self.linemap
+
     def limit(self, tests: list[str]) -> float:
         """The time a mutant may take on the path it will most likely run."""
-        return time_limit(self.linemap, tests, self.factor, fresh=self.started and not self.server)
+        return time_limit(self.known, tests, self.factor, fresh=self.started and not self.server)
 
     async def close(self) -> None:
         if self.server is not None:
             await self.server.close()
 
-    async def _server_for(self, fr: FileResult, tests: list[str]) -> WarmServer | None:
+    async def warm_up(self) -> float | None:
+        """Start the warm server (once); the seconds it took to be ready
+        (pytest's start-up and collection), None when there is none."""
+        started = time.monotonic()
         if not self.started:
             self.started = True
             assert self.server_cmd is not None
@@ -165,13 +176,28 @@ class Worker:
                 self.server_cmd, self.copy, self.server_env, self.start_timeout)
             if self.server is None:
                 self.report.fallbacks["the warm worker did not start"] += 1
+        return time.monotonic() - started if self.server is not None else None
+
+    async def trace(self, rels: list[str], shard: int, shards: int, out: Path,
+                    timeout: float) -> ProcResult | None:
+        """Run shard ``shard`` of ``shards`` of the collected tests once in a
+        forked child, writing to ``out`` which lines of ``rels`` each test
+        ran; None when the server cannot."""
+        if self.server is None or not self.server.ok:
+            return None
+        res = await self.server.run(
+            {"trace": rels, "shard": [shard, shards], "out": str(out)}, timeout)
+        return res if isinstance(res, ProcResult) else None
+
+    async def _server_for(self, fr: FileResult, tests: list[str]) -> WarmServer | None:
+        await self.warm_up()
         if self.server is None or not self.server.ok:
             return None
         if fr.rel not in self.trusted:
             # The warm worker must agree with a fresh process on the unmutated
             # code (these tests passed under coverage), or it is not used for it.
             res = await self.server.run(self._request(fr, None, tests),
-                                        time_limit(self.linemap, tests, self.factor, False))
+                                        time_limit(self.known, tests, self.factor, False))
             self.trusted[fr.rel] = isinstance(res, ProcResult) and res.ok
             if not self.trusted[fr.rel]:
                 self.report.fallbacks["the unmutated tests did not pass in the warm worker"] += 1
@@ -198,14 +224,14 @@ class Worker:
         mutated = apply_edit(fr.text, m.edit)
         server = await self._server_for(fr, tests)
         if server is not None:
-            limit = stretch * time_limit(self.linemap, tests, self.factor, False)
+            limit = stretch * time_limit(self.known, tests, self.factor, False)
             res = await server.run(self._request(fr, mutated, tests), limit)
             if isinstance(res, ProcResult):
                 self.report.fork_runs += stretch == 1.0
                 return res, True
             self.report.fallbacks[res or "the warm worker stopped answering"] += 1
         self.report.fresh_runs += stretch == 1.0
-        limit = stretch * time_limit(self.linemap, tests, self.factor, True)
+        limit = stretch * time_limit(self.known, tests, self.factor, True)
         target = self.copy / fr.rel
         await asyncio.to_thread(self._write, target, mutated)
         try:

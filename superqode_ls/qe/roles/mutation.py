@@ -69,14 +69,19 @@ class MutationTester(Role):
     executes_code = True
 
     def __init__(
-        self, workers: int | None = None, use_cache: bool = True, fork_server: bool = True
+        self, workers: int | None = None, use_cache: bool = True, fork_server: bool = True,
+        map_in_workers: bool = True,
     ):
         self.workers = workers
+        # False: a separate coverage pass maps lines (the path a custom test
+        # command or a worker that cannot trace takes; a baseline in bench/).
+        self.map_in_workers = map_in_workers
         self.use_cache = use_cache
         self.fork_server = fork_server
         self.report = MutationReport()
         self._py: ProjectPython | None = None
         self._tools: list[Path] = []
+        self.linemap: LineMap | None = None  # the last run's (tests, bench)
 
     def unavailable(self, config=None) -> str | None:
         try:
@@ -191,33 +196,65 @@ class MutationTester(Role):
         if why is not None:
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
-        started = time.monotonic()
-        linemap = await self._line_map(ctx, scratch, base)
-        report.coverage_s = time.monotonic() - started
-        if isinstance(linemap, str):
-            status: RoleStatus = (
-                "timeout" if linemap == NO_TIME
-                else "failed" if linemap.startswith("could not run") else "skipped"
-            )
-            return RoleOutput(status=status, reason=linemap, tool=TOOL)
+        workers: list[Worker] = []
+        try:
+            started = time.monotonic()
+            linemap: LineMap | str | None = None
+            if (self.fork_server and self.map_in_workers
+                    and not ctx.config.roles.unit_test_command):
+                # The warm workers map lines themselves (each traces its share
+                # of the suite in a forked child), then run the mutants: no
+                # separate coverage pass, no second start-up and collection.
+                workers = await self._workers(ctx, scratch, base, pending, report,
+                                              max(1, self.workers or os.cpu_count() or 1))
+                linemap = await self._trace_map(ctx, scratch, workers, pending, report)
+                if linemap is None:
+                    await _close(workers)
+                    workers = []
+            if linemap is None:
+                report.line_map = "coverage"
+                linemap = await self._line_map(ctx, scratch, base)
+            report.coverage_s = time.monotonic() - started
+            if isinstance(linemap, str):
+                status: RoleStatus = (
+                    "timeout" if linemap == NO_TIME
+                    else "failed" if linemap.startswith("could not run") else "skipped"
+                )
+                return RoleOutput(status=status, reason=linemap, tool=TOOL)
+            self.linemap = linemap
 
-        changed = await self._changed_lines(ctx, [fr.rel for fr in pending])
-        # Parsing, mutating and compiling every candidate is pure Python work:
-        # done in a thread so an editor's requests are not queued behind it.
-        planned = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report)
-        queue = deque(item for items in planned.values() for item in items)
-        if not queue:
-            return None
+            changed = await self._changed_lines(ctx, [fr.rel for fr in pending])
+            # Parsing, mutating and compiling every candidate is pure Python work:
+            # done in a thread so an editor's requests are not queued behind it.
+            planned = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report)
+            queue = deque(item for items in planned.values() for item in items)
+            if not queue:
+                return None
 
-        n_workers = max(1, min(self.workers or os.cpu_count() or 1, len(queue)))
-        report.workers = n_workers
-        copies = [base] + [
-            await asyncio.to_thread(_scratch.copy_tree, base, scratch / f"w{i}")
-            for i in range(1, n_workers)
-        ]
-        await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
-                                scratch / "plugins" / f"{SERVER_PLUGIN}.py")
-        workers = [self._worker(ctx, scratch, copy, linemap, report, queue) for copy in copies]
+            n_workers = max(1, min(self.workers or os.cpu_count() or 1, len(queue)))
+            if workers:
+                await _close(workers[n_workers:])
+                workers = workers[:n_workers]
+            else:
+                workers = await self._workers(ctx, scratch, base, pending, report, n_workers,
+                                              queue)
+            report.workers = n_workers
+            for w in workers:
+                w.linemap = linemap
+            await self._drain(ctx, workers, queue, report)
+        finally:
+            await _close(workers)
+        for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
+            if fr.skip_reason:
+                continue
+            done = all(m.key in fr.results for _, m, _ in items)
+            if not done and fr.stopped is None:
+                fr.stopped = "cut short"
+            fr.complete = done and fr.capped is None
+        return None
+
+    async def _drain(self, ctx: RoleContext, workers: list[Worker], queue: deque[Item],
+                     report: MutationReport) -> None:
         budget = ctx.config.roles.mutation_time_budget_s
         started = time.monotonic()
 
@@ -243,17 +280,27 @@ class MutationTester(Role):
             for w in workers:
                 tg.create_task(drain(w))
         report.mutants_s = time.monotonic() - started
-        for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
-            if fr.skip_reason:
-                continue
-            done = all(m.key in fr.results for _, m, _ in items)
-            if not done and fr.stopped is None:
-                fr.stopped = "cut short"
-            fr.complete = done and fr.capped is None
-        return None
 
-    def _worker(self, ctx: RoleContext, scratch: Path, copy: Path, linemap: LineMap,
-                report: MutationReport, queue: deque[Item]) -> Worker:
+    async def _workers(self, ctx: RoleContext, scratch: Path, base: Path,
+                       pending: list[FileResult], report: MutationReport, n: int,
+                       queue: deque[Item] | None = None) -> list[Worker]:
+        """``n`` workers, one scratch copy each (``base`` is the first). With
+        a ``queue`` their servers collect only its tests' files, and start
+        on first use; without one they collect the whole suite (to map it)."""
+        copies = [base] + [
+            await asyncio.to_thread(_scratch.copy_tree, base, scratch / f"w{i}")
+            for i in range(1, n)
+        ]
+        await asyncio.to_thread((scratch / "plugins").mkdir, exist_ok=True)
+        await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
+                                scratch / "plugins" / f"{SERVER_PLUGIN}.py")
+        modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
+        test_files = None if queue is None else sorted(
+            {t.split("::")[0] for _, _, tests in queue for t in tests})
+        return [self._worker(ctx, scratch, copy, report, modules, test_files) for copy in copies]
+
+    def _worker(self, ctx: RoleContext, scratch: Path, copy: Path, report: MutationReport,
+                modules: dict[str, str | None], test_files: list[str] | None) -> Worker:
         env = self._env(ctx, copy)
         assert self._py is not None
         fresh = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
@@ -261,12 +308,61 @@ class MutationTester(Role):
         server_env = self._env(ctx, copy, [scratch / "plugins"])
         if self.fork_server and not ctx.config.roles.unit_test_command:
             server_cmd = pytest_argv(self._py, None, server_env, copy)
-            test_files = sorted({t.split("::")[0] for _, _, tests in queue for t in tests})
             server_cmd += ["-p", SERVER_PLUGIN, "-p", "no:cacheprovider", "-q", "--no-header",
-                           *test_files]
-        modules = {fr.rel: _scratch.module_name(fr.rel) for fr, _, _ in queue}
-        return Worker(ctx, copy, env, fresh, server_cmd, server_env,
-                      60.0 + 2 * report.coverage_s, linemap, report, modules)
+                           *(test_files or [])]
+        remaining = ctx.remaining()
+        start_timeout = (60.0 + 2 * report.coverage_s if test_files is not None
+                         else min(remaining, 600.0) if remaining is not None else 600.0)
+        return Worker(ctx, copy, env, fresh, server_cmd, server_env, start_timeout, None,
+                      report, modules)
+
+    async def _trace_map(self, ctx: RoleContext, scratch: Path, workers: list[Worker],
+                         pending: list[FileResult], report: MutationReport) -> LineMap | str | None:
+        """The line map from the warm workers: each starts (in parallel) and
+        runs its share of the suite, by test file, once in a forked child
+        that records which lines of the files under test each test ran.
+        None when that cannot be done here (then the coverage run does it)."""
+        ready = await asyncio.gather(*(w.warm_up() for w in workers))
+        if any(r is None for r in ready):
+            report.line_map_fallback = "a warm worker did not start"
+            return None
+        rels = [fr.rel for fr in pending]
+        remaining = ctx.remaining()
+        limit = remaining if remaining is not None else 3600.0
+        outs = [scratch / f"trace{i}.json" for i in range(len(workers))]
+        runs = await asyncio.gather(*(
+            w.trace(rels, i, len(workers), out, limit) for i, (w, out) in enumerate(zip(workers, outs))))
+        if any(r is not None and r.timed_out for r in runs):
+            return NO_TIME
+        if any(r is None or r.returncode != 0 for r in runs):
+            report.line_map_fallback = "a warm worker could not run its share of the tests"
+            return None
+        report.line_map = "warm workers"
+        # The workers' start-up (pytest, imports, collection) is what a
+        # fresh process pays before its tests: part of its time limit.
+        return await asyncio.to_thread(self._read_traces, outs, max(r for r in ready if r is not None))
+
+    def _read_traces(self, outs: list[Path], startup: float) -> LineMap | str | None:
+        tests: dict[str, dict] = {}
+        try:
+            for out in outs:
+                tests.update(json.loads(out.read_text(encoding="utf-8"))["tests"])
+        except (OSError, ValueError, KeyError, TypeError):
+            self.report.line_map_fallback = "a warm worker's line map could not be read"
+            return None
+        if not any(t["passed"] for t in tests.values()):
+            return "no test passes on the unchanged code, so no mutant can be judged"
+        self.report.baseline_failing = sorted(t for t, v in tests.items() if not v["passed"])
+        by_line: dict[str, dict[int, list[str]]] = {}
+        for nodeid in sorted(tests):
+            t = tests[nodeid]
+            if t["passed"]:
+                for rel, lines in t["lines"].items():
+                    per = by_line.setdefault(rel, {})
+                    for line in lines:
+                        per.setdefault(line, []).append(nodeid)
+        durations = {t: v["duration"] for t, v in tests.items()}
+        return LineMap(by_line, durations, max(0.5, startup))
 
     def _plan(self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
               changed: dict[str, set[int]], report: MutationReport) -> dict[str, list[Item]]:
@@ -404,6 +500,10 @@ class MutationTester(Role):
         durations = {t: v["duration"] for t, v in tests.items()}
         startup = max(0.5, res.duration_s - sum(durations.values()))
         return LineMap(by_line, durations, startup)
+
+
+async def _close(workers: list[Worker]) -> None:
+    await asyncio.shield(asyncio.gather(*(w.close() for w in workers)))
 
 
 def _parse_diff(res: ProcResult) -> dict[str, set[int]]:
