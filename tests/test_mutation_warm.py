@@ -105,6 +105,10 @@ STATEFUL = {
 def _statuses(role: MutationTester, repo, config: Config | None = None) -> dict[str, str]:
     out = asyncio.run(role.run(make_ctx(repo, files=["state.py"], config=config or Config())))
     assert out.status == "ok", out.reason
+    return _logged(repo)
+
+
+def _logged(repo) -> dict[str, str]:
     log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log")).read_text()
     got = {}
     for line in log.splitlines():
@@ -256,3 +260,66 @@ def test_the_mutant_limit_is_shared_out_over_files():
     assert _share(3, [5, 5]) == [2, 1]
     assert _share(100, [4, 0, 7]) == [4, 0, 7]
     assert sum(_share(7, [30, 30, 30])) == 7
+
+
+@pytest.mark.slow
+def test_warm_workers_map_lines_without_a_separate_suite_pass(make_repo):
+    """Two warm workers trace their shares of the suite (by test file) in
+    forked children: no process is started to map lines before the first
+    mutant, and the map and every verdict equal the coverage pass's."""
+    files = dict(STATEFUL)
+    # A second test file (so each worker has a share), with a test that
+    # fails on the unchanged code (it must judge no mutant either way) and
+    # lines reached through a generator and a nested function.
+    files["state.py"] += textwrap.dedent(
+        """
+
+        def evens(items):
+            def keep(x):
+                return x % 2 == 0
+            return list(x for x in items if keep(x))
+        """
+    )
+    files["tests/test_more.py"] = textwrap.dedent(
+        """\
+        import state
+
+
+        def test_evens():
+            assert state.evens([1, 2, 3, 4]) == [2, 4]
+
+
+        def test_broken():
+            assert state.capped(1) == 2
+        """
+    )
+    repo = make_repo(files)
+    runs = {}
+    for warm in (True, False):
+        events: list[dict] = []
+        role = MutationTester(workers=2, use_cache=False, map_in_workers=warm)
+        ctx = make_ctx(repo, files=["state.py"],
+                       emit=lambda kind, **data: events.append({"kind": kind, **data}))
+        out = asyncio.run(role.run(ctx))
+        assert out.status == "ok", out.reason
+        started = [e["argv"] for e in events if e["kind"] == "tool_call"]
+        runs[warm] = (role, started, _logged(repo))
+
+    warm, started, verdicts = runs[True]
+    assert warm.report.line_map == "warm workers" and warm.report.line_map_fallback is None
+    # Nothing but git ran as a command: no coverage pass, no pytest process.
+    assert started and all(argv[0] == "git" for argv in started), started
+    assert warm.report.fork_runs == warm.report.mutants_run > 20 and warm.report.workers == 2
+    cold, started_cold, cold_verdicts = runs[False]
+    assert cold.report.line_map == "coverage"
+    assert sum("coverage" in argv for argv in started_cold) == 1
+
+    assert warm.linemap is not None and cold.linemap is not None
+    assert warm.linemap.tests_by_line["state.py"] == cold.linemap.tests_by_line["state.py"]
+    assert set(warm.linemap.durations) == set(cold.linemap.durations)
+    assert warm.report.baseline_failing == cold.report.baseline_failing == [
+        "tests/test_more.py::test_broken"]
+    evens = [line for line, tests in warm.linemap.tests_by_line["state.py"].items()
+             if tests == ["tests/test_more.py::test_evens"]]
+    assert len(evens) >= 3  # the function, its generator and its nested def
+    assert len(verdicts) == warm.report.mutants_run and verdicts == cold_verdicts

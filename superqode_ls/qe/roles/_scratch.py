@@ -113,11 +113,33 @@ def pycache_dir() -> Path:
     return superqode_home() / "cache" / "pycache"
 
 
+def _mirror(path: Path) -> Path:
+    return pycache_dir() / Path(os.path.realpath(path)).relative_to("/")
+
+
+def share_pycache(copies: list[Path]) -> None:
+    """Let copies of one tree share its bytecode: each copy's mirror in the
+    bytecode cache becomes a link to the first's, so a module (or an
+    assertion-rewritten test) compiled in one copy is not compiled again in
+    the others. Sound because copies keep their files' mtimes and sizes
+    (what a .pyc is checked against), and every mutant written into a copy
+    gets an mtime no other write in this process has (see
+    _mutation_runner.Worker._write), so its .pyc never passes for another
+    version of the file."""
+    if len(copies) < 2:
+        return
+    shared = ensure_dir(_mirror(copies[0]))
+    for copy in copies[1:]:
+        mirror = _mirror(copy)
+        ensure_dir(mirror.parent)
+        if not mirror.exists() and not mirror.is_symlink():
+            mirror.symlink_to(shared, target_is_directory=True)
+
+
 def drop_scratch(scratch: Path) -> None:
     """Remove a scratch dir and its mirror in the bytecode cache."""
     shutil.rmtree(scratch, ignore_errors=True)
-    mirror = pycache_dir() / Path(os.path.realpath(scratch)).relative_to("/")
-    shutil.rmtree(mirror, ignore_errors=True)
+    shutil.rmtree(_mirror(scratch), ignore_errors=True)
 
 
 def copy_tree(src: Path, dst: Path) -> Path:

@@ -291,6 +291,7 @@ class MutationTester(Role):
             await asyncio.to_thread(_scratch.copy_tree, base, scratch / f"w{i}")
             for i in range(1, n)
         ]
+        await asyncio.to_thread(_scratch.share_pycache, copies)
         await asyncio.to_thread((scratch / "plugins").mkdir, exist_ok=True)
         await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
                                 scratch / "plugins" / f"{SERVER_PLUGIN}.py")
@@ -322,16 +323,32 @@ class MutationTester(Role):
         runs its share of the suite, by test file, once in a forked child
         that records which lines of the files under test each test ran.
         None when that cannot be done here (then the coverage run does it)."""
-        ready = await asyncio.gather(*(w.warm_up() for w in workers))
-        if any(r is None for r in ready):
-            report.line_map_fallback = "a warm worker did not start"
-            return None
         rels = [fr.rel for fr in pending]
         remaining = ctx.remaining()
         limit = remaining if remaining is not None else 3600.0
         outs = [scratch / f"trace{i}.json" for i in range(len(workers))]
-        runs = await asyncio.gather(*(
-            w.trace(rels, i, len(workers), out, limit) for i, (w, out) in enumerate(zip(workers, outs))))
+        first = asyncio.Event()
+
+        async def one(i: int, w: Worker) -> tuple[float | None, ProcResult | None]:
+            if i:
+                # The first worker compiles the copy's modules and tests into
+                # the bytecode cache the others share (_scratch.share_pycache):
+                # they start once it is ready, without compiling again.
+                await first.wait()
+            try:
+                took = await w.warm_up()
+            finally:
+                first.set()
+            if took is None:
+                return None, None
+            return took, await w.trace(rels, i, len(workers), outs[i], limit)
+
+        done = await asyncio.gather(*(one(i, w) for i, w in enumerate(workers)))
+        ready = [took for took, _ in done]
+        runs = [run for _, run in done]
+        if any(r is None for r in ready):
+            report.line_map_fallback = "a warm worker did not start"
+            return None
         if any(r is not None and r.timed_out for r in runs):
             return NO_TIME
         if any(r is None or r.returncode != 0 for r in runs):
