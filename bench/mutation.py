@@ -19,7 +19,15 @@ Only the first ``--files`` source files are mutated, every mutant of them
 (no cap), so the cached and one-change runs redo exactly the same work.
 
 "mutants/s" counts mutant test runs over the time spent running mutants;
-"total" includes the coverage run that maps lines to tests.
+"total" includes mapping tests to lines (in the warm workers).
+
+    .venv/bin/python bench/mutation.py --vs-mutmut toolz|inflection --workers 2 [--write-doc]
+
+runs SuperQode, SuperQode with a separate coverage pass mapping lines (the
+side-by-side baseline for that step), then mutmut on the same module, and
+prints mutants/s (mutant phase and whole run), wall, CPU per mutant,
+verdicts and the scores on the mutants both generate; --write-doc puts those
+rows into docs/performance.md.
 """
 
 from __future__ import annotations
@@ -302,6 +310,14 @@ def versus(args: argparse.Namespace) -> None:
         cold = scenario("superqode", ours_dir, role, args)
         results = json.loads(next(cache_dir().glob("*.json")).read_text())["results"]
         again = scenario("sq-cached", ours_dir, MutationTester(args.workers), args)
+        # Side by side: the same run with lines mapped by a separate coverage
+        # pass of the suite (before the warm workers did it themselves).
+        shutil.rmtree(cache_dir(), ignore_errors=True)
+        base_role = MutationTester(args.workers, map_in_workers=False)
+        base = scenario("sq-cov-map", ours_dir, base_role, args)
+        base_results = json.loads(next(cache_dir().glob("*.json")).read_text())["results"]
+        same = ({k: v["status"] for k, v in results.items()}
+                == {k: v["status"] for k, v in base_results.items()})
         mm = run_mutmut(venv, theirs_dir, spec, args.workers)
         theirs = mm["mutants"]
         c = compare(ours_dir, module, ours_by_line(ours_dir, module, results), theirs)
@@ -312,17 +328,31 @@ def versus(args: argparse.Namespace) -> None:
         print("| tool | mutants | mutants/s (mutant phase) | mutants/s (whole run) | wall | "
               "CPU s per mutant (whole run) | killed / survived | cached re-run |")
         print("|---|---|---|---|---|---|---|---|")
-        print(f"| SuperQode | {o.mutants_run} | {o.mutants_per_s:.1f} | "
-              f"{o.mutants_run / cold['total']:.1f} | {cold['total']:.1f} s | "
-              f"{cold['cpu'] / max(o.mutants_run, 1):.3f} | "
-              f"{o.statuses['killed'] + o.statuses['timeout']} / {o.statuses['survived']} | "
-              f"{again['total']:.2f} s |")
-        print(f"| {MUTMUT} | {len(theirs)} | - | {len(theirs) / mm['wall']:.1f} | "
-              f"{mm['wall']:.1f} s | {mm['cpu'] / max(len(theirs), 1):.3f} | "
-              f"{t_killed} / {t_surv} | {mm['cached']:.2f} s |")
-        print(f"coverage run {o.coverage_s:.1f} s; mutant phase {o.mutants_s:.1f} s; "
-              f"warm switches {o.fork_runs}, fresh runs {o.fresh_runs}, retried {o.retried}; "
-              f"load average {os.getloadavg()[0]:.1f}")
+        b = base_role.report
+        rows = {
+            "SuperQode": (
+                f"{o.mutants_run} | {o.mutants_per_s:.1f} | {o.mutants_run / cold['total']:.1f} | "
+                f"{cold['total']:.1f} s | {cold['cpu'] / max(o.mutants_run, 1):.3f} | "
+                f"{o.statuses['killed'] + o.statuses['timeout']} / {o.statuses['survived']} | "
+                f"{again['total']:.2f} s |"),
+            "SuperQode, coverage pass": (
+                f"{b.mutants_run} | {b.mutants_per_s:.1f} | {b.mutants_run / base['total']:.1f} | "
+                f"{base['total']:.1f} s | {base['cpu'] / max(b.mutants_run, 1):.3f} | "
+                f"{b.statuses['killed'] + b.statuses['timeout']} / {b.statuses['survived']} | - |"),
+            MUTMUT.replace("==", " "): (
+                f"{len(theirs)} | - | {len(theirs) / mm['wall']:.1f} | "
+                f"{mm['wall']:.1f} s | {mm['cpu'] / max(len(theirs), 1):.3f} | "
+                f"{t_killed} / {t_surv} | {mm['cached']:.2f} s |"),
+        }
+        for tool, row in rows.items():
+            print(f"| {tool} | {row}")
+        load = os.getloadavg()
+        print(f"SuperQode: tests mapped to lines by {o.line_map} in {o.coverage_s:.1f} s "
+              f"(coverage pass: {b.coverage_s:.1f} s); mutant phase {o.mutants_s:.1f} s "
+              f"(coverage-pass run: {b.mutants_s:.1f} s); warm switches {o.fork_runs}, "
+              f"fresh runs {o.fresh_runs}, retried {o.retried}; CPU whole run {cold['cpu']:.1f} s "
+              f"vs {base['cpu']:.1f} s with the coverage pass; same verdicts: {same}; "
+              f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
         print(f"\nshared mutants: {c['shared']}; score on them: SuperQode "
               f"{100 * c['ours_score']:.1f}%, mutmut {100 * c['their_score']:.1f}%")
         print(f"mutmut survivors on shared mutants: {len(c['their_survivors_shared'])}")
@@ -339,8 +369,48 @@ def versus(args: argparse.Namespace) -> None:
                 print(f"  {m['name']}: {' / '.join(m['old'])!r} -> {' / '.join(m['new'])!r} ({why})")
         print("SuperQode survivors:", ", ".join(
             k for k, v in sorted(results.items()) if v["status"] == "survived"))
+        if args.write_doc:
+            equiv = sum(bool(ours["equivalent"]) for _, ours in c["their_survivors_shared"])
+            also = sum(ours["status"] == "survived" for _, ours in c["their_survivors_shared"])
+            shared_row = (
+                f"{c['shared']} | {100 * c['ours_score']:.1f} % | {100 * c['their_score']:.1f} % | "
+                f"{len(c['their_survivors_shared'])} | {also}"
+                + (f" ({equiv} marked likely equivalent)" if equiv else "") + " |")
+            write_doc(args.vs_mutmut, rows, shared_row, load[0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
+# The rows of docs/performance.md's mutation tables that --write-doc refreshes.
+DOC_LABELS = {
+    "toolz": ("toolz 1.2.0 (dicttoolz)", "toolz (dicttoolz)"),
+    "inflection": ("inflection 0.5.1 (`__init__`)", "inflection"),
+}
+
+
+def write_doc(project: str, rows: dict[str, str], shared_row: str, load: float) -> None:
+    """Replace (or add, after the project's last row) its rows in the
+    side-by-side table and the shared-mutant table."""
+    label, short = DOC_LABELS[project]
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    for tool, row in rows.items():
+        new = f"| {label} | {tool} | {row}"
+        at = [i for i, ln in enumerate(lines) if ln.startswith(f"| {label} | ")]
+        hit = [i for i in at if lines[i].startswith(f"| {label} | {tool} |")]
+        if hit:
+            lines[hit[0]] = new
+        elif at:
+            lines.insert(at[-1] + 1, new)
+        else:
+            sys.exit(f"{DOC}: no row for {label} to refresh")
+    hit = [i for i, ln in enumerate(lines) if ln.startswith(f"| {short} | ")]
+    if not hit:
+        sys.exit(f"{DOC}: no shared-mutant row for {short}")
+    lines[hit[0]] = f"| {short} | {shared_row}"
+    DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {project}'s rows to {DOC} (1-minute load average {load:.1f}; "
+          "say when and under what load in the text above the table)")
 
 
 def main() -> None:
@@ -351,6 +421,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--vs-mutmut", choices=sorted(PROJECTS),
                     help="side by side with mutmut on one module of a PyPI sdist")
+    ap.add_argument("--write-doc", action="store_true",
+                    help="with --vs-mutmut: refresh the project's rows in docs/performance.md")
     args = ap.parse_args()
     if args.vs_mutmut:
         versus(args)

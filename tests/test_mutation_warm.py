@@ -299,7 +299,7 @@ def test_warm_workers_map_lines_without_a_separate_suite_pass(make_repo):
         events: list[dict] = []
         role = MutationTester(workers=2, use_cache=False, map_in_workers=warm)
         ctx = make_ctx(repo, files=["state.py"],
-                       emit=lambda kind, **data: events.append({"kind": kind, **data}))
+                       emit=lambda kind, _seen=events, **data: _seen.append({"kind": kind, **data}))
         out = asyncio.run(role.run(ctx))
         assert out.status == "ok", out.reason
         started = [e["argv"] for e in events if e["kind"] == "tool_call"]

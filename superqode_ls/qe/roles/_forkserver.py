@@ -23,7 +23,11 @@ pytest's own output goes to stderr): first {"ready": true, "items": n,
 "errors": k}; then request {"file", "module", "source" (null: unmutated),
 "tests", "timeout"} -> reply {"rc", "timed_out", "duration"} or
 {"fallback": why}. rc: 0 every test passed, 1 a test failed, 3 the harness
-broke. It imports nothing from SuperQode: it runs in the project's Python.
+broke. Before any mutant, request {"trace": [files], "shard": [k, n], "out",
+"timeout"} runs shard k of n of the collected tests (whole test files) once
+in a forked child that records which lines of ``files`` each test runs and
+writes {"tests": {nodeid: {"passed", "duration", "lines": {file: [line]}}}}
+to ``out``: the line map, with no separate pass of the suite. It imports nothing from SuperQode: it runs in the project's Python.
 """
 
 import contextlib
@@ -324,7 +328,7 @@ def _trace_child(session, items, files, out):
         os._exit(3)
 
 
-def _fork(session, timeout, child):
+def _fork(timeout, child, *args):
     start = time.monotonic()
     with warnings.catch_warnings():
         # Python 3.12 warns about fork() in a threaded process; a project
@@ -332,7 +336,7 @@ def _fork(session, timeout, child):
         warnings.simplefilter("ignore")
         pid = os.fork()
     if pid == 0:
-        child()
+        child(*args)
         os._exit(3)  # not reached: the child ends itself
     rc, timed_out = _wait(pid, timeout)
     _reply({"rc": rc, "timed_out": timed_out, "duration": time.monotonic() - start})
@@ -346,8 +350,7 @@ def _serve(session):
         if "trace" in req:
             files = {os.path.realpath(os.path.join(_ROOT, rel)): rel for rel in req["trace"]}
             items = _shard(session.items, *req["shard"])
-            _fork(session, float(req["timeout"]),
-                  lambda: _trace_child(session, items, files, req["out"]))
+            _fork(float(req["timeout"]), _trace_child, session, items, files, req["out"])
             continue
         path = os.path.realpath(os.path.join(_ROOT, req["file"]))
         items = [by_id[t] for t in req["tests"] if t in by_id]
@@ -368,7 +371,7 @@ def _serve(session):
             if isinstance(swaps, str):
                 _reply({"fallback": swaps})
                 continue
-        _fork(session, float(req["timeout"]), lambda: _child(session, items, swaps))
+        _fork(float(req["timeout"]), _child, session, items, swaps)
 
 
 @pytest.hookimpl(tryfirst=True)

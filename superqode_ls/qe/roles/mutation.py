@@ -1,14 +1,18 @@
 """mutation_tester: break the code on purpose and see whether the tests notice.
 
-1. Which tests cover which line: one run of the project's tests under
-   ``coverage`` in a scratch copy, with one coverage context per test.
+1. Which tests cover which line: each worker (step 3) starts first, and runs
+   its share of the suite (whole test files) once in a forked child that
+   traces the lines of the files under test per test; no separate pass of
+   the suite. A custom test command, no fork server, or a worker that cannot
+   do it (it did not start, its child broke) takes one run of the project's
+   tests under ``coverage`` with one coverage context per test instead.
 2. Mutants (``_mutators``, ``_mutation_ops``) only on covered lines of the
    code under test (``ctx.files`` when a quick/save run passes the changed
    files), each file's in order of risk: changed lines first, then lines no
    asserting test covers, then the rest, round-robin over lines.
-3. Each worker has its own scratch copy and one warm pytest process of the
-   project (``_forkserver``) that has collected the covering tests and
-   imported the code once; a mutant is a forked child with the mutated
+3. Each worker has its own scratch copy (the copies share their bytecode)
+   and one warm pytest process of the project (``_forkserver``) that has
+   collected the tests and imported the code once; a mutant is a forked child with the mutated
    functions' code swapped in place (``_mutation_runner``), under a time
    limit derived from those tests' durations.
 4. A mutant the tests survive is a finding at its line, unless it is marked
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -33,9 +36,9 @@ from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from . import _mutation_cache as _cache
 from . import _scratch
-from ._common import pytest_message
 from ._imports import import_closure
 from ._mutation_cache import FileResult, MutationReport, cache_dir, cache_key  # noqa: F401
+from ._mutation_linemap import NO_TIME, read_coverage, trace_map
 from ._mutation_report import TOOL, findings, write_log
 from ._mutation_runner import SERVER_PLUGIN, LineMap, Worker
 from ._mutators import Mutant, compiles, content_hash, find_mutants
@@ -43,7 +46,6 @@ from ._pyenv import project_python, pytest_argv, tool_paths
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput
 
-NO_TIME = "the project's tests did not finish within the time budget"
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
 _ASSERTS = re.compile(r"assert|raises|warns|fail|expect|check|verify", re.IGNORECASE)
 
@@ -207,7 +209,7 @@ class MutationTester(Role):
                 # separate coverage pass, no second start-up and collection.
                 workers = await self._workers(ctx, scratch, base, pending, report,
                                               max(1, self.workers or os.cpu_count() or 1))
-                linemap = await self._trace_map(ctx, scratch, workers, pending, report)
+                linemap = await trace_map(ctx, scratch, workers, pending, report)
                 if linemap is None:
                     await _close(workers)
                     workers = []
@@ -317,70 +319,6 @@ class MutationTester(Role):
         return Worker(ctx, copy, env, fresh, server_cmd, server_env, start_timeout, None,
                       report, modules)
 
-    async def _trace_map(self, ctx: RoleContext, scratch: Path, workers: list[Worker],
-                         pending: list[FileResult], report: MutationReport) -> LineMap | str | None:
-        """The line map from the warm workers: each starts (in parallel) and
-        runs its share of the suite, by test file, once in a forked child
-        that records which lines of the files under test each test ran.
-        None when that cannot be done here (then the coverage run does it)."""
-        rels = [fr.rel for fr in pending]
-        remaining = ctx.remaining()
-        limit = remaining if remaining is not None else 3600.0
-        outs = [scratch / f"trace{i}.json" for i in range(len(workers))]
-        first = asyncio.Event()
-
-        async def one(i: int, w: Worker) -> tuple[float | None, ProcResult | None]:
-            if i:
-                # The first worker compiles the copy's modules and tests into
-                # the bytecode cache the others share (_scratch.share_pycache):
-                # they start once it is ready, without compiling again.
-                await first.wait()
-            try:
-                took = await w.warm_up()
-            finally:
-                first.set()
-            if took is None:
-                return None, None
-            return took, await w.trace(rels, i, len(workers), outs[i], limit)
-
-        done = await asyncio.gather(*(one(i, w) for i, w in enumerate(workers)))
-        ready = [took for took, _ in done]
-        runs = [run for _, run in done]
-        if any(r is None for r in ready):
-            report.line_map_fallback = "a warm worker did not start"
-            return None
-        if any(r is not None and r.timed_out for r in runs):
-            return NO_TIME
-        if any(r is None or r.returncode != 0 for r in runs):
-            report.line_map_fallback = "a warm worker could not run its share of the tests"
-            return None
-        report.line_map = "warm workers"
-        # The workers' start-up (pytest, imports, collection) is what a
-        # fresh process pays before its tests: part of its time limit.
-        return await asyncio.to_thread(self._read_traces, outs, max(r for r in ready if r is not None))
-
-    def _read_traces(self, outs: list[Path], startup: float) -> LineMap | str | None:
-        tests: dict[str, dict] = {}
-        try:
-            for out in outs:
-                tests.update(json.loads(out.read_text(encoding="utf-8"))["tests"])
-        except (OSError, ValueError, KeyError, TypeError):
-            self.report.line_map_fallback = "a warm worker's line map could not be read"
-            return None
-        if not any(t["passed"] for t in tests.values()):
-            return "no test passes on the unchanged code, so no mutant can be judged"
-        self.report.baseline_failing = sorted(t for t, v in tests.items() if not v["passed"])
-        by_line: dict[str, dict[int, list[str]]] = {}
-        for nodeid in sorted(tests):
-            t = tests[nodeid]
-            if t["passed"]:
-                for rel, lines in t["lines"].items():
-                    per = by_line.setdefault(rel, {})
-                    for line in lines:
-                        per.setdefault(line, []).append(nodeid)
-        durations = {t: v["duration"] for t, v in tests.items()}
-        return LineMap(by_line, durations, max(0.5, startup))
-
     def _plan(self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
               changed: dict[str, set[int]], report: MutationReport) -> dict[str, list[Item]]:
         """Each file's mutants in risk order, the mutant limit shared out
@@ -460,7 +398,7 @@ class MutationTester(Role):
         if res.timed_out:
             return NO_TIME
         # Reading coverage's SQLite data is a few hundred syscalls: off the loop.
-        return await asyncio.to_thread(self._read_line_map, res, base, data_file, out_file)
+        return await asyncio.to_thread(read_coverage, res, base, data_file, out_file, self.report)
 
     def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
         """A copy's environment: its sources ahead of the user's project and
@@ -483,41 +421,6 @@ class MutationTester(Role):
         env = self._env(ctx, base, [plugin_dir])
         env["SUPERQODE_LINEMAP_OUT"] = str(out_file)
         return plugin, env
-
-    def _read_line_map(self, res: ProcResult, base: Path, data_file: Path, out_file: Path) -> LineMap | str:
-        try:
-            info = json.loads(out_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return ("could not run the project's tests under coverage: "
-                    + pytest_message(res.stdout + "\n" + res.stderr))
-        tests = info["tests"]
-        passing = {t for t, v in tests.items() if v["passed"]}
-        self.report.baseline_failing = sorted(t for t, v in tests.items() if not v["passed"])
-        if not passing:
-            return "no test passes on the unchanged code, so no mutant can be judged"
-
-        import coverage
-
-        data = coverage.CoverageData(basename=str(data_file))
-        data.read()
-        by_line: dict[str, dict[int, list[str]]] = {}
-        real_base = base.resolve()
-        for measured in data.measured_files():
-            try:
-                rel = Path(measured).resolve().relative_to(real_base).as_posix()
-            except ValueError:
-                continue
-            lines: dict[int, list[str]] = {}
-            for line, contexts in data.contexts_by_lineno(measured).items():
-                good = sorted(c for c in contexts if c in passing)
-                if good:
-                    lines[line] = good
-            if lines:
-                by_line[rel] = lines
-        durations = {t: v["duration"] for t, v in tests.items()}
-        startup = max(0.5, res.duration_s - sum(durations.values()))
-        return LineMap(by_line, durations, startup)
-
 
 async def _close(workers: list[Worker]) -> None:
     await asyncio.shield(asyncio.gather(*(w.close() for w in workers)))
