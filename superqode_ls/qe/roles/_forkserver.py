@@ -251,10 +251,14 @@ def _child(session, items, swaps):
 def _shard(items, k, n):
     """The items of shard ``k`` of ``n``: whole test files (module-scoped
     fixtures set up once), the biggest first onto the emptiest shard; the
-    same split in every worker, which all collected the same items."""
+    same split in every worker, which all collected the same items. Fewer
+    files than shards (one big parametrized file): runs of adjacent items."""
     files = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    if len(files) < n:
+        size = -(-len(items) // n)
+        return items[k * size:(k + 1) * size]
     load = [0] * n
     mine = set()
     for name in sorted(files, key=lambda f: (-len(files[f]), f)):
