@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from superqode_ls.config import Config
-from superqode_ls.qe.roles import _mutation_runner, get_role, mutation
+from superqode_ls.qe.roles import _mutation_runner, _scratch, get_role, mutation
 from superqode_ls.qe.roles._mutators import apply_edit, find_mutants, mutated_line, select
 from superqode_ls.qe.roles.mutation import MutationTester, cache_dir
 from superqode_ls.workspace.paths import SessionPaths
@@ -432,3 +435,37 @@ def test_cache_key_follows_the_modules_a_file_imports(make_repo):
     assert key() == first
     write_files(repo, {"limits.py": "ADULT = 30\n"})  # what calc.py computes with
     assert key() != first
+
+
+def test_copies_share_bytecode_and_a_mutant_never_reuses_another_versions(tmp_path):
+    """share_pycache: a module compiled in one copy is not compiled again in
+    the other; a mutant written with the runner's distinct mtime (same size
+    as the original) is compiled afresh, never served from the shared .pyc."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "mod.py").write_text("VALUE = 1\n")
+    copies = [_scratch.copy_tree(src, tmp_path / "scratch" / f"w{i}") for i in range(2)]
+    _scratch.share_pycache(copies)
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(_scratch.pycache_dir()))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def value(copy, flags=()):
+        return subprocess.run([sys.executable, *flags, "-c", "import mod; print(mod.VALUE)"],
+                              cwd=copy, env=env, capture_output=True, text=True, check=True)
+
+    assert value(copies[0]).stdout == "1\n"
+    mirrors = [_scratch.pycache_dir() / os.path.realpath(c).lstrip("/") for c in copies]
+    assert mirrors[1].is_symlink() and mirrors[1].resolve() == mirrors[0].resolve()
+    compiled = list(mirrors[0].glob("mod.*.pyc"))
+    assert len(compiled) == 1
+    # The second copy finds it: importing with -v says where the code came from.
+    assert f"matches {copies[1] / 'mod.py'}" in value(copies[1], ["-v"]).stderr
+    before = compiled[0].read_bytes()
+
+    (copies[1] / "mod.py").write_text("VALUE = 2\n")  # same size, another version
+    os.utime(copies[1] / "mod.py", (1_000_000_001, 1_000_000_001))
+    assert value(copies[1]).stdout == "2\n"
+    assert compiled[0].read_bytes() != before
+    assert value(copies[0]).stdout == "1\n"
+    _scratch.drop_scratch(tmp_path / "scratch")
+    assert not mirrors[0].exists()
