@@ -43,6 +43,8 @@ async def trace_map(ctx: RoleContext, scratch: Path, workers: list[Worker],
             # the bytecode cache the others share (_scratch.share_pycache):
             # they start once it is ready, without compiling again.
             await first.wait()
+            if workers[0].server is None:
+                return None, None  # the first did not start: nor would this one
         try:
             took = await w.warm_up()
         finally:
