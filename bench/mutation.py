@@ -146,7 +146,7 @@ def scenario(name: str, project: Path, role: MutationTester, opts: argparse.Name
     }
     print(
         f"{name:<11} workers={row['workers']:<2} run={row['mutants']:<4} cached={row['cached']:<4}"
-        f" mutants/s={row['rate']:6.2f}  map={row["coverage_s"]:6.1f}s"
+        f" mutants/s={row['rate']:6.2f}  map={row['coverage_s']:6.1f}s"
         f"  total={total:6.1f}s  findings={row['findings']}  [{out.status}]",
         flush=True,
     )
