@@ -25,7 +25,8 @@ pytest's own output goes to stderr): first {"ready": true, "items": n,
 {"fallback": why}. rc: 0 every test passed, 1 a test failed, 3 the harness
 broke. Before any mutant, request {"trace": [files], "shard": [k, n], "out",
 "timeout"} runs shard k of n of the collected tests (whole test files) once
-in a forked child that records which lines of ``files`` each test runs and
+in a forked child that records (coverage.py, one context per test, only
+``files`` measured) which lines of ``files`` each test runs and
 writes {"tests": {nodeid: {"passed", "duration", "lines": {file: [line]}}}}
 to ``out``: the line map, with no separate pass of the suite. It imports nothing from SuperQode: it runs in the project's Python.
 """
@@ -38,7 +39,6 @@ import os
 import select
 import signal
 import sys
-import threading
 import time
 import types
 import warnings
@@ -283,6 +283,42 @@ class _Outcomes:
             t["passed"] = False
 
 
+def _coverage(files):
+    """coverage.py's tracer (C, or sys.monitoring) on ``files`` only, in
+    memory, ignoring the project's own coverage settings. The role makes
+    sure coverage is importable here (the project's, or SuperQode's lent);
+    when it is not, the child fails and the role maps lines with its
+    coverage pass instead, which says why."""
+    import coverage
+
+    return coverage.Coverage(data_file=None, include=list(files), branch=False,
+                             config_file=False)
+
+
+def _coverage_lines(cov, session, items, files):
+    """Lines per test with one coverage context per test (as the coverage
+    pass's plugin switches them)."""
+    cov.start()
+    hook = session.config.hook
+    for i, item in enumerate(items):
+        cov.switch_context(item.nodeid)
+        nextitem = items[i + 1] if i + 1 < len(items) else None
+        hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+    cov.switch_context("")
+    cov.stop()
+    data = cov.get_data()
+    per_test = {}
+    for measured in data.measured_files():
+        rel = files.get(os.path.realpath(measured))
+        if rel is None:
+            continue
+        for line, contexts in data.contexts_by_lineno(measured).items():
+            for nodeid in contexts:
+                if nodeid:
+                    per_test.setdefault(nodeid, set()).add((rel, line))
+    return per_test
+
+
 def _trace_child(session, items, files, out):
     """Run ``items`` once and write which lines of ``files`` (real path ->
     relative) each of them ran. Lines run at import time belong to no test,
@@ -290,35 +326,7 @@ def _trace_child(session, items, files, out):
     try:
         outcomes = _Outcomes()
         session.config.pluginmanager.register(outcomes, "superqode_trace_outcomes")
-        names = {}
-        hit = [set()]
-
-        def tracer(frame, event, arg):
-            fn = frame.f_code.co_filename
-            rel = names.get(fn, False)
-            if rel is False:
-                rel = names[fn] = files.get(os.path.realpath(fn))
-            if rel is None:
-                return None  # no line events outside the files under test
-
-            def lines(frame, event, arg):
-                if event == "line":
-                    hit[0].add((rel, frame.f_lineno))
-                return lines
-
-            return lines
-
-        per_test = {}
-        threading.settrace(tracer)
-        sys.settrace(tracer)
-        hook = session.config.hook
-        for i, item in enumerate(items):
-            hit[0] = set()
-            nextitem = items[i + 1] if i + 1 < len(items) else None
-            hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-            per_test[item.nodeid] = hit[0]
-        sys.settrace(None)
-        threading.settrace(None)
+        per_test = _coverage_lines(_coverage(files), session, items, files)
         result = {}
         for nodeid, t in outcomes.tests.items():
             by_file = {}
