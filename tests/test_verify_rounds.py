@@ -85,20 +85,29 @@ def test_one_diff_offered_for_several_findings_is_checked_once(tmp_path):
 
 
 def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
-    """pytest stopping on a broken conftest says so in every round: it is run
-    once, and every fix is tool-verified only with that reason."""
+    """pytest stopping on a broken conftest says so in every round: it is
+    learnt once, beside the roles (its conftests loaded, no test imported),
+    never run for the fixes, and every fix is tool-verified only with that
+    reason."""
     from superqode_ls.qe.covering import CoveringTests
     from superqode_ls.qe.pipeline import QERequest, QESession
+    from superqode_ls.qe.roles.unit import UnitTester
 
-    runs = []
-    real = CoveringTests.run
+    runs, probes = [], []
+    real, real_probe = CoveringTests.run, UnitTester.can_start
 
     async def counting(self, tests):
         out = await real(self, tests)
         runs.append((tests, out.status))
         return out
 
+    async def probing(self, ctx, folders):
+        out = await real_probe(self, ctx, folders)
+        probes.append((folders, out.status))
+        return out
+
     monkeypatch.setattr(CoveringTests, "run", counting)
+    monkeypatch.setattr(UnitTester, "can_start", probing)
     repo = make_repo({
         "pyproject.toml": '[project]\nname = "d"\nversion = "0"\n\n[tool.ruff.lint]\nselect = ["F401"]\n',
         "pkg/__init__.py": "",
@@ -113,7 +122,8 @@ def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
     assert len(fixes) == 3, [p.description for p in fixes]
     assert all(p.label == "tool-verified only" for p in fixes), [p.verification for p in fixes]
     assert all("pytest usage or configuration error" in p.verification for p in fixes)
-    assert len(runs) == 1 and runs[0][1] == "not_run"
+    assert probes == [(["tests"], "failed")]
+    assert runs == []
 
 
 def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path):

@@ -26,8 +26,9 @@ from unidiff.errors import UnidiffParseError
 
 from ..models import Finding, Patch
 from ..workspace.git import agit
-from .covering import CoveringTests
+from .covering import SUITE_BROKEN, CoveringTests, SuiteProbeLike
 from .roles.base import Role, RoleContext, SandboxSession
+from .verify_alone import Change, changes, check_texts, fits, merged, read_texts, split_lines
 
 # Added text that makes a tool stop reporting without changing what the code
 # does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.
@@ -206,6 +207,8 @@ class Verifier:
     # Why pytest cannot start at all here (a conftest that does not import,
     # a usage error): every later round would only pay to hear it again.
     _suite_broken: str | None = None
+    # Whether it can start, learnt beside the roles (verify_step.SuiteProbe).
+    probe: SuiteProbeLike | None = None
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -249,6 +252,8 @@ class Verifier:
             pending = group
             if _shares_files(group):
                 pending = await self._all_at_once(role, ctx, group, record)
+                if pending and _shares_files(pending):
+                    pending = await self._on_copies(role, ctx, pending, record)
             while pending:
                 batch: list[tuple[Patch, list[str]]] = []
                 rest: list[Patch] = []
@@ -291,6 +296,95 @@ class Verifier:
             if r.patch_id in done:
                 record(r)
         return [p for p in group if p.id not in done]
+
+    async def _on_copies(
+        self, role: Role, ctx: RoleContext, group: list[Patch],
+        record: Callable[[VerifyResult], None],
+    ) -> list[Patch]:
+        """What the optimistic round left, judged on copies of its files
+        (verify_alone.py) where the role can check a text: the fixes of a file
+        that fit together in one copy, all files' copies checked at once; a
+        copy with a fix not cleared is split in two for the next round. A fix
+        its copy clears is tool-verified; it still needs the tests -- when
+        none can run here it is "tool-verified only", else the careful rounds
+        apply it and run them. A fix rejected alone is rejected. Returns the
+        fixes not settled."""
+        if self._out_of_time() or getattr(role, "recheck_text", None) is None:
+            return group
+        if self._suite_broken is None and self.probe is not None:
+            self._suite_broken = await self.probe.broken()
+        files_of = {p.id: (p.files or patch_files(p.diff)) for p in group}
+        one_file = [p for p in group if len(files_of[p.id]) == 1]
+        rest = [p for p in group if len(files_of[p.id]) != 1]
+        texts = await asyncio.to_thread(read_texts, self.sandbox, {files_of[p.id][0] for p in one_file})
+        # (file, its lines, [(patch, its changes)]) per copy to check
+        queue: list[tuple[str, list[str], list[tuple[Patch, list[Change]]]]] = []
+        for rel in dict.fromkeys(files_of[p.id][0] for p in one_file):
+            text = texts.get(rel)
+            mine = [p for p in one_file if files_of[p.id][0] == rel]
+            if text is None:
+                rest.extend(mine)
+                continue
+            lines = split_lines(text)
+            placed: list[tuple[Patch, list[Change]]] = []
+            for p in mine:
+                cs = changes(lines, p.diff)
+                if cs is None or not cs:
+                    rest.append(p)
+                else:
+                    placed.append((p, cs))
+            placed.sort(key=lambda pc: pc[1][0].start)  # down the file, for the splits below
+            copies: list[list[tuple[Patch, list[Change]]]] = []
+            where: dict[str, list[tuple[Patch, list[Change]]]] = {}
+            for p, cs in placed:
+                copy = where.get(p.diff)  # its twin's copy: one diff goes in once
+                if copy is None:
+                    copy = next((c for c in copies if fits([x for _, xs in c for x in xs], cs)), None)
+                if copy is None:
+                    copy = []
+                    copies.append(copy)
+                copy.append((p, cs))
+                where[p.diff] = copy
+            queue.extend((rel, lines, copy) for copy in copies)
+        while queue:
+            if self._out_of_time():
+                rest.extend(p for _, _, copy in queue for p, _ in copy)
+                break
+            answers = await check_texts(role, ctx, [
+                (rel, merged(lines, list({p.diff: cs for p, cs in copy}.values())))
+                for rel, lines, copy in queue], self._out_of_time)
+            later: list[tuple[str, list[str], list[tuple[Patch, list[Change]]]]] = []
+            for (rel, lines, copy), after in zip(queue, answers):
+                applied = [(p, [rel]) for p, _ in copy]
+                if after is None or (not after and self._had_others(role, applied)):
+                    rest.extend(p for p, _ in copy)  # not told, or an empty answer that may be a failed check
+                    continue
+                judged = [self._judge(p, role, [rel], after) for p, _ in copy]
+                if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
+                    later += [(rel, lines, part) for part in _split(copy, judged, after)]
+                    continue
+                for (p, _), r in zip(copy, judged):
+                    if r.verified:
+                        why = await self._no_tests(p, [rel])
+                        if why is None:
+                            rest.append(p)  # the tests can run: the careful rounds apply it for them
+                            continue
+                        r = _tool_only(r, why)
+                    record(r)
+            queue = later
+        return rest
+
+    async def _no_tests(self, p: Patch, files: list[str]) -> str | None:
+        """Why no test can judge ``p`` here, or None when tests would run."""
+        if self._run_tests:
+            return None
+        if self.covering is None:
+            return self.no_tests_reason
+        if self._suite_broken is not None:
+            return self._suite_broken
+        if not await self.covering.for_files(files):
+            return "no tests import the changed code"
+        return None
 
     async def _verify_one(self, patch: Patch) -> VerifyResult:
         role = self.roles.get(patch.role or "")
@@ -424,6 +518,8 @@ class Verifier:
         tool_only = [(p, f, r) for p, f, r in judged if r.verified]
         if self.covering is None:
             return _demote(judged, self.no_tests_reason)
+        if self._suite_broken is None and self.probe is not None:
+            self._suite_broken = await self.probe.broken()
         if self._suite_broken is not None:
             return _demote(judged, self._suite_broken)
         tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
@@ -437,7 +533,7 @@ class Verifier:
         try:
             after = await self.covering.run(tests)
             if after.status == "not_run":
-                if (after.reason or "").startswith(_SUITE_BROKEN):
+                if (after.reason or "").startswith(SUITE_BROKEN):
                     self._suite_broken = after.reason
                 return _demote(judged, after.reason)
             broken: set[str] = set()
@@ -526,12 +622,6 @@ class Verifier:
         return sorted((t_after - t_before).keys()), None
 
 
-# pytest's own words (roles/unit.py) for a run that never reached a test
-# whichever tests were asked for; a failed test or a collection error in one
-# file is not among them.
-_SUITE_BROKEN = ("pytest usage or configuration error", "pytest hit an internal error")
-
-
 def _apart(batch: list[tuple[Patch, list[str]]]) -> list[tuple[Patch, list[str]]]:
     """The patches whose hunks neither overlap nor touch another's (first come
     first in), so that applied together each lands where it was meant; the
@@ -566,6 +656,34 @@ def _spans(diff: str) -> list[tuple[str, tuple[int, int]]] | None:
         for h in pf:
             out.append((pf.path, (h.source_start - 1, h.source_start + max(h.source_length, 1))))
     return out
+
+
+def _split(
+    copy: list[tuple[Patch, list[Change]]], judged: list[VerifyResult], after: list[Finding],
+) -> list[list[tuple[Patch, list[Change]]]]:
+    """A copy whose fixes were not all cleared, in parts for the next round:
+    the suspects alone -- a fix whose own finding stayed, the fix whose change
+    is nearest each new finding -- and the others together; every other fix
+    down the file in two halves when that tells nothing (twins, one diff,
+    always stay together)."""
+    diffs = list(dict.fromkeys(p.diff for p, _ in copy))
+    suspects = {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new}
+    new = {i for r in judged for i in r.new}
+    places: list[tuple[int, int, str]] = []  # (first, last line in the copy, diff)
+    delta = 0
+    parts = {p.diff: cs for p, cs in copy}
+    for c, d in sorted(((c, d) for d, cs in parts.items() for c in cs), key=lambda cd: cd[0].start):
+        places.append((c.start + delta, c.start + delta + max(len(c.new), 1) - 1, d))
+        delta += len(c.new) - (c.end - c.start)
+    for f in after:
+        if base_id(f.id) in new and f.range is not None and places:
+            line = f.range.start_line - 1
+            suspects.add(min(places, key=lambda pl: max(pl[0] - line, line - pl[1], 0))[2])
+    if not suspects or len(suspects) == len(diffs):
+        first = set(diffs[::2])  # fixes of one statement that fail only all together are parted
+        return [[pc for pc in copy if pc[0].diff in first], [pc for pc in copy if pc[0].diff not in first]]
+    return [*([pc for pc in copy if pc[0].diff == d] for d in diffs if d in suspects),
+            [pc for pc in copy if pc[0].diff not in suspects]]
 
 
 def _shares_files(patches: list[Patch]) -> bool:
