@@ -1,65 +1,32 @@
-"""Fixes the optimistic round leaves are judged on copies of their files, all
-files at once, in a few rounds however many fixes a file has (issue 17:
-twenty fixes to one import block were twenty rounds)."""
+"""Fixes the optimistic round leaves are judged on merged copies of their
+files, one tool re-run per round over all files, in a few rounds however many
+fixes a file has (issue 17: twenty fixes to one import block were twenty
+rounds)."""
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
-import tempfile
 from pathlib import Path
 
-from superqode_ls.qe import verifier as verifier_mod
 from superqode_ls.qe.roles.lint import LintTester
 from superqode_ls.qe.verifier import Verifier
-from superqode_ls.qe.verify_alone import changes, fits, merged, split_lines
+from superqode_ls.qe.verify_copies import changes, fits, merged, split_lines
 from tests.test_verifier import CountingToy, ctx_for
 
 # Four fixes on neighbouring lines: their diffs' context overlaps, so git
 # cannot apply them together and the optimistic round takes one per file.
 BLOCK = "a = f'a'\nb = f'b'\nc = f'c'\nd = f'd'\n"
+BLOCK8 = "".join(f"v{i} = f'{i}'\n" for i in range(8))
 
 
 class CountingLint(LintTester):
     def __init__(self):
         self.rechecks: list[list[str]] = []
-        self.copies: list[str] = []
 
     async def recheck(self, ctx, files):
         self.rechecks.append(sorted(files))
         return await super().recheck(ctx, files)
-
-    async def recheck_text(self, ctx, rel, text):
-        self.copies.append(rel)
-        return await super().recheck_text(ctx, rel, text)
-
-
-class CopyToy(CountingToy):
-    """The toy check, also on a text as if it were the file."""
-
-    def __init__(self):
-        super().__init__()
-        self.copies: list[str] = []
-
-    async def recheck_text(self, ctx, rel, text):
-        self.copies.append(rel)
-        with tempfile.TemporaryDirectory() as d:
-            (Path(d) / rel).parent.mkdir(parents=True, exist_ok=True)
-            (Path(d) / rel).write_text(text)
-            findings, _ = self.scan(Path(d), [rel])
-        return findings
-
-
-def _count_rounds(monkeypatch) -> list[int]:
-    rounds: list[int] = []
-    real = verifier_mod.check_texts
-
-    async def counting(role, ctx, copies, out_of_time):
-        rounds.append(len(copies))
-        return await real(role, ctx, copies, out_of_time)
-
-    monkeypatch.setattr(verifier_mod, "check_texts", counting)
-    return rounds
 
 
 def _verify(root: Path, role, patches_of=None):
@@ -75,50 +42,44 @@ def _verify(root: Path, role, patches_of=None):
     return asyncio.run(go())
 
 
-def test_forty_ruff_fixes_across_ten_files_take_two_tool_rounds(tmp_path, monkeypatch):
+def test_forty_ruff_fixes_on_neighbouring_lines_of_five_files_take_three_re_runs(tmp_path):
+    """Eight fixes on neighbouring lines per file: git applies one per file
+    (their hunks' context overlaps), which was eight rounds; merged copies
+    hold every other line, so two more rounds settle the rest."""
     (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["F541"]\n')
-    for i in range(10):
-        (tmp_path / f"m{i}.py").write_text(BLOCK)
-    rounds = _count_rounds(monkeypatch)
+    for i in range(5):
+        (tmp_path / f"m{i}.py").write_text(BLOCK8)
     role = CountingLint()
     out, _, results = _verify(tmp_path, role)
     assert len(out.patches) == 40 and len(results) == 40
     assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
-    # One re-run in the sandbox for all ten files (a fix each), then one round
-    # of copies: lines two and four of a file in one, line three in another.
-    assert role.rechecks == [[f"m{i}.py" for i in range(10)]]
-    assert rounds == [20] and len(role.copies) == 20
-    assert all((tmp_path / f"m{i}.py").read_text() == BLOCK for i in range(10))  # never written
+    files = [f"m{i}.py" for i in range(5)]
+    assert role.rechecks == [files, files, files]
+    assert all((tmp_path / f).read_text() == BLOCK8 for f in files)  # put back
 
 
-def test_a_fix_that_leaves_a_new_finding_is_split_out_the_rest_pass_together(tmp_path, monkeypatch):
-    text = "".join(f"x{i} = 'PLANTED'\n" for i in range(6))
+def test_a_fix_that_leaves_a_new_finding_is_split_out_the_rest_pass_together(tmp_path):
+    text = "".join(f"x{i} = 'PLANTED'\n" for i in range(8))
     (tmp_path / "a.py").write_text(text)
-    rounds = _count_rounds(monkeypatch)
-    role = CopyToy()
+    role = CountingToy()
 
     def with_bad(out):
-        p = next(p for p in out.patches if "x3 = 'fixed'" in p.diff)
+        p = next(p for p in out.patches if "x4 = 'fixed'" in p.diff)
         bad = p.model_copy(update={"id": "bad", "diff": p.diff.replace(
-            "x3 = 'fixed'", "x3 = 'fixed'; z = 'PLANTED'")})
+            "x4 = 'fixed'", "x4 = 'fixed'; z = 'PLANTED'")})
         return [q for q in out.patches if q is not p] + [bad]
 
     _, patches, results = _verify(tmp_path, role, with_bad)
     assert not results["bad"].verified and "new findings" in results["bad"].message
     assert all(results[p.id].level == "tool" for p in patches if p.id != "bad")
-    # The copies of round one (lines two, four, six / three, five) fail where
-    # the bad fix is; round two: the fix nearest the new finding alone, the
-    # others of its copy together.
-    assert len(rounds) == 2 and rounds[1] == 2
+    # The optimistic round takes one fix (the diffs' context overlaps); the
+    # other seven go in two copies (every other line), one round each; the
+    # copy holding the bad fix fails and is split: the fix nearest the new
+    # finding alone, the rest of that copy together. One fix per round took
+    # eight rounds.
+    assert len(role.rechecks) <= 5, role.rechecks
+    assert all(r == ["a.py"] for r in role.rechecks)
     assert (tmp_path / "a.py").read_text() == text
-
-
-def test_a_role_without_text_checks_keeps_the_careful_rounds(tmp_path):
-    (tmp_path / "a.py").write_text("a = 'PLANTED'\nb = 'PLANTED'\n")
-    role = CountingToy()
-    _, _, results = _verify(tmp_path, role)
-    assert all(r.level == "tool" for r in results.values())
-    assert role.rechecks == [["a.py"], ["a.py"]]
 
 
 def test_merged_copy_equals_git_applying_the_diffs_one_after_another(tmp_path):

@@ -28,7 +28,7 @@ from ..models import Finding, Patch
 from ..workspace.git import agit
 from .covering import SUITE_BROKEN, CoveringTests, SuiteProbeLike
 from .roles.base import Role, RoleContext, SandboxSession
-from .verify_alone import Change, changes, check_texts, fits, merged, read_texts, split_lines
+from .verify_copies import Change, merged, pack, read_texts, split, split_lines
 
 # Added text that makes a tool stop reporting without changing what the code
 # does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.
@@ -209,6 +209,10 @@ class Verifier:
     _suite_broken: str | None = None
     # Whether it can start, learnt beside the roles (verify_step.SuiteProbe).
     probe: SuiteProbeLike | None = None
+    # The optimistic round's last re-run, and per file what failed there:
+    # (patch ids, those whose own finding stayed, lines of new findings).
+    _last_after: list[Finding] = field(default_factory=list)
+    _hints: dict[str, tuple[set[str], set[str], list[int]]] = field(default_factory=dict)
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -288,6 +292,7 @@ class Verifier:
         one fix per file per round; returns those."""
         batch = [(p, p.files or patch_files(p.diff)) for p in group]
         batch = _apart([(p, files) for p, files in batch if files])
+        self._last_after, self._hints = [], {}
         results = await self._verify_batch(role, ctx, batch, together_only=True)
         if not results:
             return group
@@ -295,73 +300,86 @@ class Verifier:
         for r in results:
             if r.patch_id in done:
                 record(r)
+        # What failed together, and where the new findings were: the copies
+        # start from there instead of trying that same set again.
+        file_of = {p.id: files[0] for p, files in batch if len(files) == 1}
+        new: dict[str, set[str]] = {}
+        for r in results:
+            rel = file_of.get(r.patch_id)
+            if rel is None or r.patch_id in done or r.message.startswith(_NOT_APPLIED):
+                continue
+            failed, still, _ = self._hints.setdefault(rel, (set(), set(), []))
+            failed.add(r.patch_id)
+            if not r.new:
+                still.add(r.patch_id)
+            new.setdefault(rel, set()).update(r.new)
+        for rel, (_, _, lines) in self._hints.items():
+            lines += [f.range.start_line for f in self._last_after
+                      if f.file == rel and f.range and base_id(f.id) in new.get(rel, ())]
         return [p for p in group if p.id not in done]
 
     async def _on_copies(
         self, role: Role, ctx: RoleContext, group: list[Patch],
         record: Callable[[VerifyResult], None],
     ) -> list[Patch]:
-        """What the optimistic round left, judged on copies of its files
-        (verify_alone.py) where the role can check a text: the fixes of a file
-        that fit together in one copy, all files' copies checked at once; a
-        copy with a fix not cleared is split in two for the next round. A fix
-        its copy clears is tool-verified; it still needs the tests -- when
-        none can run here it is "tool-verified only", else the careful rounds
-        apply it and run them. A fix rejected alone is rejected. Returns the
-        fixes not settled."""
-        if self._out_of_time() or getattr(role, "recheck_text", None) is None:
+        """What the optimistic round left, judged on merged copies of its
+        files (verify_copies.py): the fixes of a file whose changed lines do
+        not touch go in one copy; each round writes one copy of every file
+        with fixes left into the sandbox and re-runs the role's check once over
+        all of them; a copy with a fix not cleared is split for a later round
+        (the fix nearest each new finding alone, the rest together). A fix its
+        copy clears is tool-verified; it still needs the tests -- when none
+        can run here it is "tool-verified only", else the careful rounds apply
+        it and run them. A fix rejected alone is rejected. Returns the fixes
+        not settled."""
+        if self._out_of_time():
             return group
-        if self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self.probe.broken()
         files_of = {p.id: (p.files or patch_files(p.diff)) for p in group}
         one_file = [p for p in group if len(files_of[p.id]) == 1]
         rest = [p for p in group if len(files_of[p.id]) != 1]
         texts = await asyncio.to_thread(read_texts, self.sandbox, {files_of[p.id][0] for p in one_file})
-        # (file, its lines, [(patch, its changes)]) per copy to check
-        queue: list[tuple[str, list[str], list[tuple[Patch, list[Change]]]]] = []
+        queues: dict[str, list[list[tuple[Patch, list[Change]]]]] = {}
+        lines_of: dict[str, list[str]] = {}
         for rel in dict.fromkeys(files_of[p.id][0] for p in one_file):
-            text = texts.get(rel)
             mine = [p for p in one_file if files_of[p.id][0] == rel]
+            text = texts.get(rel)
             if text is None:
                 rest.extend(mine)
                 continue
-            lines = split_lines(text)
-            placed: list[tuple[Patch, list[Change]]] = []
-            for p in mine:
-                cs = changes(lines, p.diff)
-                if cs is None or not cs:
-                    rest.append(p)
-                else:
-                    placed.append((p, cs))
-            placed.sort(key=lambda pc: pc[1][0].start)  # down the file, for the splits below
-            copies: list[list[tuple[Patch, list[Change]]]] = []
-            where: dict[str, list[tuple[Patch, list[Change]]]] = {}
-            for p, cs in placed:
-                copy = where.get(p.diff)  # its twin's copy: one diff goes in once
-                if copy is None:
-                    copy = next((c for c in copies if fits([x for _, xs in c for x in xs], cs)), None)
-                if copy is None:
-                    copy = []
-                    copies.append(copy)
-                copy.append((p, cs))
-                where[p.diff] = copy
-            queue.extend((rel, lines, copy) for copy in copies)
-        while queue:
+            lines_of[rel] = split_lines(text)
+            failed, still, new_lines = self._hints.get(rel, (set(), set(), []))
+            copies, left = pack(lines_of[rel], [p for p in mine if p.id in failed])
+            if len(copies) == 1:  # the set that failed together, split as a copy's would be
+                copies = split(copies[0], {p.diff for p in mine if p.id in still}, new_lines)
+            copies, left2 = pack(lines_of[rel], [p for p in mine if p.id not in failed], copies)
+            rest.extend(left + left2)
+            if copies:
+                queues[rel] = copies
+        while queues:
             if self._out_of_time():
-                rest.extend(p for _, _, copy in queue for p, _ in copy)
+                rest.extend(p for qs in queues.values() for copy in qs for p, _ in copy)
                 break
-            answers = await check_texts(role, ctx, [
-                (rel, merged(lines, list({p.diff: cs for p, cs in copy}.values())))
-                for rel, lines, copy in queue], self._out_of_time)
-            later: list[tuple[str, list[str], list[tuple[Patch, list[Change]]]]] = []
-            for (rel, lines, copy), after in zip(queue, answers):
-                applied = [(p, [rel]) for p, _ in copy]
-                if after is None or (not after and self._had_others(role, applied)):
-                    rest.extend(p for p, _ in copy)  # not told, or an empty answer that may be a failed check
+            now = {rel: qs.pop(0) for rel, qs in queues.items()}
+            queues = {rel: qs for rel, qs in queues.items() if qs}
+            backup = _FileBackup(self.sandbox, sorted(now))
+            try:
+                await asyncio.to_thread(_write_copies, self.sandbox, {
+                    rel: merged(lines_of[rel], list({p.diff: cs for p, cs in copy}.values()))
+                    for rel, copy in now.items()})
+                after = [f.with_stable_id() for f in await role.recheck(ctx, sorted(now))]
+            finally:
+                backup.restore()
+            for rel, copy in now.items():
+                mine = [f for f in after if f.file == rel]
+                if not mine and self._had_others(role, [(p, [rel]) for p, _ in copy]):
+                    rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
                     continue
-                judged = [self._judge(p, role, [rel], after) for p, _ in copy]
+                judged = [self._judge(p, role, [rel], mine) for p, _ in copy]
                 if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
-                    later += [(rel, lines, part) for part in _split(copy, judged, after)]
+                    new = {i for r in judged for i in r.new}
+                    queues.setdefault(rel, []).extend(split(
+                        copy, {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new},
+                        [f.range.start_line for f in mine if base_id(f.id) in new and f.range]))
                     continue
                 for (p, _), r in zip(copy, judged):
                     if r.verified:
@@ -371,7 +389,6 @@ class Verifier:
                             continue
                         r = _tool_only(r, why)
                     record(r)
-            queue = later
         return rest
 
     async def _no_tests(self, p: Patch, files: list[str]) -> str | None:
@@ -380,6 +397,8 @@ class Verifier:
             return None
         if self.covering is None:
             return self.no_tests_reason
+        if self._suite_broken is None and self.probe is not None:
+            self._suite_broken = await self.probe.broken()
         if self._suite_broken is not None:
             return self._suite_broken
         if not await self.covering.for_files(files):
@@ -452,6 +471,7 @@ class Verifier:
             if applied:
                 union = sorted({f for _, files in applied for f in files})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, union)]
+                self._last_after = after
                 check_failed = False
                 restored = False
                 if not after and self._had_others(role, applied):
@@ -658,34 +678,6 @@ def _spans(diff: str) -> list[tuple[str, tuple[int, int]]] | None:
     return out
 
 
-def _split(
-    copy: list[tuple[Patch, list[Change]]], judged: list[VerifyResult], after: list[Finding],
-) -> list[list[tuple[Patch, list[Change]]]]:
-    """A copy whose fixes were not all cleared, in parts for the next round:
-    the suspects alone -- a fix whose own finding stayed, the fix whose change
-    is nearest each new finding -- and the others together; every other fix
-    down the file in two halves when that tells nothing (twins, one diff,
-    always stay together)."""
-    diffs = list(dict.fromkeys(p.diff for p, _ in copy))
-    suspects = {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new}
-    new = {i for r in judged for i in r.new}
-    places: list[tuple[int, int, str]] = []  # (first, last line in the copy, diff)
-    delta = 0
-    parts = {p.diff: cs for p, cs in copy}
-    for c, d in sorted(((c, d) for d, cs in parts.items() for c in cs), key=lambda cd: cd[0].start):
-        places.append((c.start + delta, c.start + delta + max(len(c.new), 1) - 1, d))
-        delta += len(c.new) - (c.end - c.start)
-    for f in after:
-        if base_id(f.id) in new and f.range is not None and places:
-            line = f.range.start_line - 1
-            suspects.add(min(places, key=lambda pl: max(pl[0] - line, line - pl[1], 0))[2])
-    if not suspects or len(suspects) == len(diffs):
-        first = set(diffs[::2])  # fixes of one statement that fail only all together are parted
-        return [[pc for pc in copy if pc[0].diff in first], [pc for pc in copy if pc[0].diff not in first]]
-    return [*([pc for pc in copy if pc[0].diff == d] for d in diffs if d in suspects),
-            [pc for pc in copy if pc[0].diff not in suspects]]
-
-
 def _shares_files(patches: list[Patch]) -> bool:
     seen: set[str] = set()
     for p in patches:
@@ -694,6 +686,16 @@ def _shares_files(patches: list[Patch]) -> bool:
             return True
         seen |= files
     return False
+
+
+# The start of a result for a patch git would not apply.
+_NOT_APPLIED = "not verified: the patch does not apply"
+
+
+def _write_copies(root: Path, texts: dict[str, str]) -> None:
+    for rel, text in texts.items():
+        with open(root / rel, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
 
 
 def _tool_only(r: VerifyResult, why: str) -> VerifyResult:

@@ -101,11 +101,6 @@ class SourceCache:
         self._texts: dict[str, str | None] = {}
         self._lines: dict[str, list[str]] = {}  # split once, not once per finding
 
-    def seed(self, rel: str, text: str) -> None:
-        """Use ``text`` for ``rel`` instead of the file on disk."""
-        self._texts[rel] = text
-        self._lines.pop(rel, None)
-
     def text(self, rel: str) -> str | None:
         if rel not in self._texts:
             try:

@@ -53,28 +53,14 @@ class LintTester(FileCheckRole):
             return "ruff is not installed in SuperQode's environment"
         return None
 
-    async def recheck_text(self, ctx: RoleContext, rel: str, text: str) -> list[Finding] | None:
-        """The findings ruff reports for ``text`` as if it were the file
-        ``rel`` (the project's configuration for that path applies), read from
-        stdin so the sandbox is not touched; None when ruff did not answer.
-        The verifier judges a fix alone this way, beside others on that file."""
-        ruff = tool_path("ruff")
-        if ruff is None:
-            return None
-        res = await ctx.run(
-            [ruff, "check", "--no-fix", "--no-fix-only", "--no-cache", "--output-format", "json",
-             "--exit-zero", "--force-exclude", "--stdin-filename", rel, "-"],
-            input=text.encode("utf-8", "surrogateescape"),
-        )
-        try:
-            data = load_json(res.stdout)
-        except ValueError:
-            return None
-        if res.timed_out or res.returncode != 0 or not isinstance(data, list):
-            return None
-        return self._parse(ctx.sandbox, data, {rel: text}, patches=False).findings
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        # The verifier reads the findings only: no diff per fix (half of a
+        # re-run's time on a large file).
+        return (await self._check(ctx, files, with_patches=False)).findings
 
-    async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
+    async def _check(
+        self, ctx: RoleContext, files: list[str] | None, with_patches: bool = True
+    ) -> RoleOutput:
         ruff = tool_path("ruff")
         if ruff is None:
             return RoleOutput(status="skipped", reason=self.unavailable(), tool="ruff")
@@ -116,15 +102,12 @@ class LintTester(FileCheckRole):
             return RoleOutput(status="failed", reason=f"ruff failed: {reason}", tool="ruff")
         # Per-diagnostic work (a diff per fix) off the event loop: on a large
         # tree it is seconds, during which signals must still be served.
-        return await asyncio.to_thread(self._parse, ctx.sandbox, data)
+        return await asyncio.to_thread(self._parse, ctx.sandbox, data, with_patches)
 
     def _parse(
-        self, root: Path, data: list[dict[str, Any]], texts: dict[str, str] | None = None,
-        patches: bool = True,
+        self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
     ) -> RoleOutput:
         src = SourceCache(root)
-        for rel, text in (texts or {}).items():
-            src.seed(rel, text)
         findings: list[Finding] = []
         fixes: list[tuple[int, dict[str, Any]]] = []
         unlinted: list[str] = []
@@ -170,7 +153,7 @@ class LintTester(FileCheckRole):
                 )
             )
             if (
-                patches
+                with_patches
                 and fix
                 and applicability in ("safe", "unsafe")
                 and fix.get("edits")
