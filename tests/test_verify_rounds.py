@@ -137,3 +137,33 @@ def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path)
     # Lines 1 and 2 touch: line 2's fix waits; lines 1 and 15 and b.py go at once.
     assert role.rechecks == [["a.py", "b.py"], ["a.py"]]
     assert (tmp_path / "a.py").read_text() == text
+
+
+def test_the_suite_probe_loads_conftests_and_imports_no_test(tmp_path):
+    """The probe beside the roles says why pytest cannot start, or None; it
+    loads the test folders' conftests and imports no test module."""
+    import dataclasses
+
+    from superqode_ls.qe.covering import SuiteProbe, test_folders
+    from superqode_ls.qe.roles.unit import UnitTester
+
+    assert test_folders(["tests/a/test_x.py", "tests/test_y.py", "lib/test_z.py"]) == ["lib", "tests"]
+    assert test_folders(["test_top.py", "tests/test_y.py"]) == ["."]
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "open('imported', 'w').close()\n\n\ndef test_a():\n    assert True\n")
+    ctx = dataclasses.replace(ctx_for(tmp_path), trusted=True)
+
+    async def probe():
+        p = SuiteProbe(UnitTester(), ctx)
+        try:
+            return await p.broken()
+        finally:
+            await p.close()
+
+    assert asyncio.run(probe()) is None
+    assert not (tmp_path / "imported").exists()  # no test module was imported
+    (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
+    why = asyncio.run(probe())
+    assert why is not None and why.startswith("pytest usage or configuration error"), why
+    assert not (tmp_path / "imported").exists()

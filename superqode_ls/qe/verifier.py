@@ -254,7 +254,12 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
-            if _shares_files(group):
+            if _shares_files(group) and await self._no_tests_at_all():
+                # Nothing to run the tests for: the copies alone settle it,
+                # and pack more fixes per round than git's context allows.
+                self._hints = {}
+                pending = await self._on_copies(role, ctx, group, record)
+            elif _shares_files(group):
                 pending = await self._all_at_once(role, ctx, group, record)
                 if pending and _shares_files(pending):
                     pending = await self._on_copies(role, ctx, pending, record)
@@ -390,6 +395,13 @@ class Verifier:
                         r = _tool_only(r, why)
                     record(r)
         return rest
+
+    async def _no_tests_at_all(self) -> bool:
+        if self._run_tests:
+            return False
+        if self.covering is not None and self._suite_broken is None and self.probe is not None:
+            self._suite_broken = await self.probe.broken()
+        return self.covering is None or self._suite_broken is not None
 
     async def _no_tests(self, p: Patch, files: list[str]) -> str | None:
         """Why no test can judge ``p`` here, or None when tests would run."""
