@@ -55,6 +55,12 @@ file (with the fix alone or among others of its copy), and tests importing the
 changed module pass where the suite can run; otherwise "tool-verified only".
 `tests/test_verify_copies.py` and `tests/test_verify_rounds.py` hold the round
 counts (re-runs are counted, never timed).
+
+What is left: on a machine loaded by other work the roles take longer than the
+two tools alone, partly because the suite probe's pytest start (and, on a
+project's first run, the build of its test environment) competes with bandit for
+the CPU; a verification that found nothing to wait for pays for it anyway. The
+medians exclude that first run.
 """
 
 

@@ -368,7 +368,9 @@ class Verifier:
             queues = {rel: qs for rel, qs in queues.items() if qs}
             backup = _FileBackup(self.sandbox, sorted(now))
             try:
-                await asyncio.to_thread(_write_copies, self.sandbox, {
+                # On the event loop, not in a thread: a cancel must not find a
+                # write still going after the files were put back.
+                _write_copies(self.sandbox, {
                     rel: merged(lines_of[rel], list({p.diff: cs for p, cs in copy}.values()))
                     for rel, copy in now.items()})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, sorted(now))]
