@@ -45,7 +45,9 @@ files once; the fixes it leaves, and where no test can run all fixes, are merged
 into copies of their files (a file's fixes whose changed lines do not touch share
 a copy), one copy of every file written per round and the tool re-run once over
 all of them; a copy with a fix not cleared is split (the fix nearest each new
-finding alone, the rest together). On requests 75 ruff fixes -- twenty-four to
+finding alone, the rest together), and a fix with a new finding on the very
+lines it writes is rejected there (the other fixes of a copy change no line next
+to them; a rejection never counts in a fix's favour). On requests 75 ruff fixes -- twenty-four to
 two import blocks of one file, which cannot all go together (emptied, the import
 is a syntax error) -- took about twenty rounds one fix per file, and a pytest
 start per session that could only fail (its conftest needs test dependencies not

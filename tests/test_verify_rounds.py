@@ -36,8 +36,9 @@ def test_fixes_far_apart_in_one_file_are_verified_in_one_round(tmp_path):
 
 
 def test_a_fix_that_breaks_something_sends_its_file_the_careful_way(tmp_path):
-    """Together, a new problem cannot be pinned on one fix: the fixes of that
-    file are re-tried one per round; the others keep the first round's verdict."""
+    """Together, a new problem cannot be pinned on one fix -- unless it is on
+    the line that fix wrote: that fix is rejected at once, the other fix of
+    its file goes again alone; the other files keep the first round's verdict."""
     text = "a = 'PLANTED'\n" + FAR + "b = 'PLANTED'\n"
     (tmp_path / "a.py").write_text(text)
     (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
@@ -57,8 +58,9 @@ def test_a_fix_that_breaks_something_sends_its_file_the_careful_way(tmp_path):
     patches, results = asyncio.run(go())
     assert [results[p.id].level for p in patches] == ["tool", "tool", None]
     assert "new findings" in results["bad"].message
-    # One round for all three, then a.py's two fixes one per round.
-    assert role.rechecks == [["a.py", "b.py"], ["a.py"], ["a.py"]]
+    assert "on the lines this fix writes" in results["bad"].message
+    # One round for all three, then a.py's good fix alone.
+    assert role.rechecks == [["a.py", "b.py"], ["a.py"]]
     assert (tmp_path / "a.py").read_text() == text
 
 

@@ -28,7 +28,7 @@ from ..models import Finding, Patch
 from ..workspace.git import agit
 from .covering import SUITE_BROKEN, CoveringTests, SuiteProbeLike
 from .roles.base import Role, RoleContext, SandboxSession
-from .verify_copies import Change, merged, pack, read_texts, split, split_lines
+from .verify_copies import Change, merged, pack, read_texts, split, split_lines, written_by
 
 # Added text that makes a tool stop reporting without changing what the code
 # does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.
@@ -384,9 +384,23 @@ class Verifier:
                 judged = [self._judge(p, role, [rel], mine) for p, _ in copy]
                 if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
                     new = {i for r in judged for i in r.new}
-                    queues.setdefault(rel, []).extend(split(
-                        copy, {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new},
-                        [f.range.start_line for f in mine if base_id(f.id) in new and f.range]))
+                    at = [f.range.start_line for f in mine if base_id(f.id) in new and f.range]
+                    # A new finding on lines a fix wrote is that fix's: rejected
+                    # now (never a verdict in its favour), the rest split.
+                    own = written_by(copy, at)
+                    for (p, _), r in zip(copy, judged):
+                        if p.diff in own:
+                            record(VerifyResult(
+                                p.id, False, f"not verified: {role.name} reports new findings "
+                                f"({', '.join(r.new[:5])}) on the lines this fix writes "
+                                f"(line {', '.join(map(str, own[p.diff][:3]))} with the fixes of its copy)",
+                                removed=r.removed, new=r.new))
+                    still = {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new}
+                    copy = [(p, cs) for p, cs in copy if p.diff not in own]
+                    at = [n for n in at if not any(n in ls for ls in own.values())]
+                    if copy:
+                        queues.setdefault(rel, []).extend(
+                            split(copy, still, at) if len({p.diff for p, _ in copy}) > 1 else [copy])
                     continue
                 for (p, _), r in zip(copy, judged):
                     if r.verified:

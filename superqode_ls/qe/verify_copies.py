@@ -122,6 +122,29 @@ def pack(
     return copies, left
 
 
+def _places(copy: list[tuple[Patch, list[Change]]]) -> list[tuple[int, int, int, str]]:
+    """(first, last 0-based line in the copy, lines written, diff) per change."""
+    out = []
+    delta = 0
+    parts = {p.diff: cs for p, cs in copy}
+    for c, d in sorted(((c, d) for d, cs in parts.items() for c in cs), key=lambda cd: cd[0].start):
+        out.append((c.start + delta, c.start + delta + max(len(c.new), 1) - 1, len(c.new), d))
+        delta += len(c.new) - (c.end - c.start)
+    return out
+
+
+def written_by(copy: list[tuple[Patch, list[Change]]], lines: list[int]) -> dict[str, list[int]]:
+    """The diffs that wrote a line among ``lines`` (1-based, of the copy), with
+    those lines: a new finding on a line a fix wrote is that fix's (the other
+    fixes of a copy change no line next to it)."""
+    out: dict[str, list[int]] = {}
+    for line in lines:
+        for first, last, written, d in _places(copy):
+            if written and first <= line - 1 <= last:
+                out.setdefault(d, []).append(line)
+    return out
+
+
 def split(
     copy: list[tuple[Patch, list[Change]]], still: set[str], new_lines: list[int],
 ) -> list[list[tuple[Patch, list[Change]]]]:
@@ -132,16 +155,11 @@ def split(
     file in two halves when that tells nothing. Twins (one diff) stay together."""
     diffs = list(dict.fromkeys(p.diff for p, _ in copy))
     suspects = set(still)
-    places: list[tuple[int, int, str]] = []  # (first, last 0-based line in the copy, diff)
-    delta = 0
-    parts = {p.diff: cs for p, cs in copy}
-    for c, d in sorted(((c, d) for d, cs in parts.items() for c in cs), key=lambda cd: cd[0].start):
-        places.append((c.start + delta, c.start + delta + max(len(c.new), 1) - 1, d))
-        delta += len(c.new) - (c.end - c.start)
+    places = _places(copy)
     for line in new_lines:
         if places:
             at = line - 1
-            suspects.add(min(places, key=lambda pl: max(pl[0] - at, at - pl[1], 0))[2])
+            suspects.add(min(places, key=lambda pl: max(pl[0] - at, at - pl[1], 0))[3])
     if not suspects or len(suspects) >= len(diffs):
         first = set(diffs[::2])  # fixes of one statement that fail only all together are parted
         return [[pc for pc in copy if pc[0].diff in first], [pc for pc in copy if pc[0].diff not in first]]
