@@ -335,7 +335,8 @@ class QESession:
         plain.sort(key=lambda nr: nr[1].cost)
         for name, _ in plain + modifying:
             self._runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
-        if self.request.trusted and not (res.mode == "deep" and TEST_ROLE in self._roles):
+        if (self.request.trusted and res.config.qe.verify_max_fixes > 0
+                and not (res.mode == "deep" and TEST_ROLE in self._roles)):
             # Fix verification runs the tests importing a fixed file: whether
             # the suite can start at all is learnt now, beside the roles.
             self._probe = verify_step.start_probe(RoleContext(
