@@ -14,6 +14,7 @@ import ast
 import asyncio
 import contextlib
 import dataclasses
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -146,6 +147,15 @@ class SuiteProbeLike(Protocol):
     async def broken(self) -> str | None: ...
 
 
+@dataclass
+class _Lowered(RoleContext):
+    """A context whose programs run at nice +10 from the session's own."""
+
+    async def run(self, cmd, **kwargs):  # type: ignore[override]
+        nice = shutil.which("nice")
+        return await super().run([nice, "-n", "10", *cmd] if nice else list(cmd), **kwargs)
+
+
 class SuiteProbe:
     """Whether the project's pytest can start at all (its conftests import,
     its configuration is valid), learnt once beside the roles by letting pytest
@@ -154,6 +164,9 @@ class SuiteProbe:
     round). Started only where tests may run (a trusted folder)."""
 
     def __init__(self, role: Role, ctx: RoleContext):
+        # Below the roles: it takes the CPU they leave (bandit is one process)
+        # and never slows the analyzers the user waits for.
+        ctx = _Lowered(**{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)})
         self.ctx = ctx  # its ``python`` is filled in by the run: the tests reuse it
         self._task = asyncio.ensure_future(self._run(role, ctx))
 
