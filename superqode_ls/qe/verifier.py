@@ -21,12 +21,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
-
 from ..models import Finding, Patch
-from ..workspace.git import agit
 from .covering import SUITE_BROKEN, CoveringTests, SuiteProbeLike
+from .patching import (
+    FileBackup,
+    apart,
+    git_apply,
+    patch_files,
+    repo_prefix,
+    shares_files,
+    strip_level,
+    write_copies,
+)
 from .roles.base import Role, RoleContext, SandboxSession
 from .verify_copies import Change, merged, pack, read_texts, split, split_lines, written_by
 
@@ -56,108 +62,6 @@ _NUMBERED = re.compile(r"^(?P<base>.*-[0-9a-f]{12})(?:-\d+)?$")
 def base_id(finding_id: str) -> str:
     m = _NUMBERED.match(finding_id)
     return m.group("base") if m else finding_id
-
-
-def patch_files(diff: str) -> list[str]:
-    """Project-relative paths a unified diff touches (sources and targets)."""
-    try:
-        ps = PatchSet(diff)
-    except UnidiffParseError:
-        return []
-    out: list[str] = []
-    for pf in ps:
-        for name in (pf.source_file, pf.target_file):
-            if not name or name == "/dev/null":
-                continue
-            for prefix in ("a/", "b/"):
-                if name.startswith(prefix):
-                    name = name[len(prefix):]
-                    break
-            if name not in out:
-                out.append(name)
-    return out
-
-
-def _strip_level(diff: str) -> int:
-    try:
-        ps = PatchSet(diff)
-    except UnidiffParseError:
-        return 1
-    for pf in ps:
-        for name in (pf.source_file, pf.target_file):
-            if name and name != "/dev/null":
-                return 1 if name.startswith(("a/", "b/")) else 0
-    return 1
-
-
-def _ceiling(root: Path) -> dict[str, str]:
-    # Stops git from discovering a repository above a plain folder and
-    # applying paths relative to that one instead.
-    return {"GIT_CEILING_DIRECTORIES": str(Path(root).parent)}
-
-
-async def repo_prefix(root: Path) -> str:
-    """Where ``root`` is inside its repository ("" at the top or outside git):
-    git reads patch paths from the top, so a sub-folder needs them prefixed."""
-    code, out, _ = await agit(["rev-parse", "--show-prefix"], root, env=_ceiling(root), check=False)
-    return out.decode("utf-8", "surrogateescape").strip().rstrip("/") if code == 0 else ""
-
-
-async def git_apply(
-    root: Path, diff: str, *, check_only: bool = False, check_first: bool = True,
-    prefix: str | None = None,
-) -> tuple[bool, str]:
-    """``git apply`` in ``root``; works outside git too. git applies all of a
-    patch or nothing; ``check_first`` adds an explicit ``--check`` run."""
-    root = Path(root)
-    env = _ceiling(root)
-    args = ["apply", f"-p{_strip_level(diff)}", "--whitespace=nowarn"]
-    data = diff.encode("utf-8", "surrogateescape")
-    if prefix is None:
-        prefix = await repo_prefix(root)
-    if prefix:
-        args.append(f"--directory={prefix}")
-    if check_first or check_only:
-        code, _, err = await agit([*args, "--check", "-"], root, env=env, input=data, check=False)
-        if code != 0:
-            return False, _first_error(err)
-        if check_only:
-            return True, ""
-    code, _, err = await agit([*args, "-"], root, env=env, input=data, check=False)
-    return code == 0, _first_error(err)
-
-
-def _first_error(err: bytes) -> str:
-    lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith("error:"):
-            return ln[len("error:"):].strip()
-    return lines[0] if lines else ""
-
-
-class _FileBackup:
-    """Save exactly the files a patch touches; put them back byte for byte."""
-
-    def __init__(self, root: Path, files: list[str]):
-        self.root = root
-        self.saved: dict[str, bytes | None] = {}
-        for rel in files:
-            p = root / rel
-            try:
-                self.saved[rel] = p.read_bytes() if p.is_file() else None
-            except OSError:
-                self.saved[rel] = None
-
-    def restore(self) -> None:
-        for rel, data in self.saved.items():
-            p = self.root / rel
-            if data is None:
-                if p.is_file() or p.is_symlink():
-                    p.unlink()
-            else:
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_bytes(data)
-
 
 
 async def _restore(session: SandboxSession | None, checkpoint: str) -> None:
@@ -254,14 +158,14 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
-            if _shares_files(group) and await self._no_tests_at_all():
+            if shares_files(group) and await self._no_tests_at_all():
                 # Nothing to run the tests for: the copies alone settle it,
                 # and pack more fixes per round than git's context allows.
                 self._hints = {}
                 pending = await self._on_copies(role, ctx, group, record)
-            elif _shares_files(group):
+            elif shares_files(group):
                 pending = await self._all_at_once(role, ctx, group, record)
-                if pending and _shares_files(pending):
+                if pending and shares_files(pending):
                     pending = await self._on_copies(role, ctx, pending, record)
             while pending:
                 batch: list[tuple[Patch, list[str]]] = []
@@ -296,7 +200,7 @@ class Verifier:
         finding is new, so who caused it is unclear -- goes the careful way,
         one fix per file per round; returns those."""
         batch = [(p, p.files or patch_files(p.diff)) for p in group]
-        batch = _apart([(p, files) for p, files in batch if files])
+        batch = apart([(p, files) for p, files in batch if files])
         self._last_after, self._hints = [], {}
         results = await self._verify_batch(role, ctx, batch, together_only=True)
         if not results:
@@ -366,11 +270,11 @@ class Verifier:
                 break
             now = {rel: qs.pop(0) for rel, qs in queues.items()}
             queues = {rel: qs for rel, qs in queues.items() if qs}
-            backup = _FileBackup(self.sandbox, sorted(now))
+            backup = FileBackup(self.sandbox, sorted(now))
             try:
                 # On the event loop, not in a thread: a cancel must not find a
                 # write still going after the files were put back.
-                _write_copies(self.sandbox, {
+                write_copies(self.sandbox, {
                     rel: merged(lines_of[rel], list({p.diff: cs for p, cs in copy}.values()))
                     for rel, copy in now.items()})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, sorted(now))]
@@ -461,7 +365,7 @@ class Verifier:
         checkpoint = None
         if run_tests and self.session is not None:
             checkpoint = await self.session.checkpoint()
-        backup = _FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
+        backup = FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
         results: list[VerifyResult] = []
         judged: list[tuple[Patch, list[str], VerifyResult]] = []
         try:
@@ -470,7 +374,7 @@ class Verifier:
                 self._prefix = await repo_prefix(self.sandbox)
             unique = list(dict.fromkeys(p.diff for p, _ in batch))
             combined = "".join(d if d.endswith("\n") else d + "\n" for d in unique)
-            if len(batch) > 1 and len({_strip_level(p.diff) for p, _ in batch}) == 1 and (
+            if len(batch) > 1 and len({strip_level(p.diff) for p, _ in batch}) == 1 and (
                 await git_apply(self.sandbox, combined, check_first=False, prefix=self._prefix)
             )[0]:
                 applied = list(batch)  # one git call for the whole round
@@ -557,7 +461,7 @@ class Verifier:
             backup.restore()
 
     async def _covering_step(
-        self, judged: list[tuple[Patch, list[str], VerifyResult]], backup: _FileBackup
+        self, judged: list[tuple[Patch, list[str], VerifyResult]], backup: FileBackup
     ) -> list[tuple[Patch, list[str], VerifyResult]]:
         """Tool-verified fixes (applied now) become verified when the tests
         importing their files pass; a test failing after the fixes counts
@@ -670,60 +574,8 @@ class Verifier:
         return sorted((t_after - t_before).keys()), None
 
 
-def _apart(batch: list[tuple[Patch, list[str]]]) -> list[tuple[Patch, list[str]]]:
-    """The patches whose hunks neither overlap nor touch another's (first come
-    first in), so that applied together each lands where it was meant; the
-    same diff twice is one. The rest wait for the careful rounds."""
-    taken: dict[str, list[tuple[int, int]]] = {}
-    diffs: set[str] = set()
-    out = []
-    for p, files in batch:
-        if p.diff in diffs:
-            out.append((p, files))
-            continue
-        spans = _spans(p.diff)
-        if spans is None or any(a <= d and c <= b for f, (a, b) in spans
-                                for c, d in taken.get(f, [])):
-            continue
-        for f, span in spans:
-            taken.setdefault(f, []).append(span)
-        diffs.add(p.diff)
-        out.append((p, files))
-    return out
-
-
-def _spans(diff: str) -> list[tuple[str, tuple[int, int]]] | None:
-    """(file, (first, last line)) of each hunk in the original, one line of
-    margin on each side; None when the diff does not parse."""
-    try:
-        ps = PatchSet(diff)
-    except UnidiffParseError:
-        return None
-    out = []
-    for pf in ps:
-        for h in pf:
-            out.append((pf.path, (h.source_start - 1, h.source_start + max(h.source_length, 1))))
-    return out
-
-
-def _shares_files(patches: list[Patch]) -> bool:
-    seen: set[str] = set()
-    for p in patches:
-        files = set(p.files or patch_files(p.diff))
-        if seen & files:
-            return True
-        seen |= files
-    return False
-
-
 # The start of a result for a patch git would not apply.
 _NOT_APPLIED = "not verified: the patch does not apply"
-
-
-def _write_copies(root: Path, texts: dict[str, str]) -> None:
-    for rel, text in texts.items():
-        with open(root / rel, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
 
 
 def _tool_only(r: VerifyResult, why: str) -> VerifyResult:
