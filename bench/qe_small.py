@@ -31,8 +31,9 @@ CACHE = ROOT / "build" / "bench-sdists"
 WHERE = """
 Where the time goes (the report's `timings`, `superqe run --timings`): the roles
 take what bandit and ruff take (bandit dominates; ruff and the secrets scan run
-beside it), and beside them, in trusted folders, one pytest start that loads the
-test folders' conftests and imports no test (whether the suite can start at all);
+beside it), and beside them, in trusted folders, one pytest start at nice +10 that
+loads the test folders' conftests and imports no test (whether the suite can start
+at all);
 then fix verification, the sandbox and the revert with its check that the project
 is unchanged. superqe's wall time less the session total is the CLI around it
 (configuration, the summary); the bench runs it in-process, so no interpreter
@@ -59,10 +60,10 @@ changed module pass where the suite can run; otherwise "tool-verified only".
 counts (re-runs are counted, never timed).
 
 What is left: on a machine loaded by other work the roles take longer than the
-two tools alone, partly because the suite probe's pytest start (and, on a
-project's first run, the build of its test environment) competes with bandit for
-the CPU; a verification that found nothing to wait for pays for it anyway. The
-medians exclude that first run.
+two tools alone (0.3-0.6 s at load 3-4), partly because the suite probe's pytest
+start (and, on a project's first run, the build of its test environment) takes
+CPU beside bandit even at nice +10; where no fix turns out to need the tests
+(flask) that is paid for nothing. The medians exclude the first run.
 """
 
 
