@@ -335,10 +335,11 @@ class QESession:
         plain.sort(key=lambda nr: nr[1].cost)
         for name, _ in plain + modifying:
             self._runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
-        if (self.request.trusted and res.config.qe.verify_max_fixes > 0
+        if (self.request.trusted and res.config.qe.verify_max_fixes > 0 and s.isolation != "sparse"
                 and not (res.mode == "deep" and TEST_ROLE in self._roles)):
             # Fix verification runs the tests importing a fixed file: whether
-            # the suite can start at all is learnt now, beside the roles.
+            # the suite can start at all is learnt now, beside the roles (a
+            # sparse sandbox holds no tests: none run there).
             self._probe = verify_step.start_probe(RoleContext(
                 session_id=self.id, project=res.project, sandbox=root, config=res.config,
                 mode=res.mode, env=s.env(), artifacts=artifacts, deadline=deadline,
