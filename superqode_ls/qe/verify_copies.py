@@ -10,7 +10,9 @@ context and removed lines checked against the file, the changes applied from
 the bottom up); a round writes one copy of every such file into the sandbox
 and re-runs the tool once over all of them; a copy whose fixes are not all
 cleared is split for a later round (the fix nearest each new finding alone,
-the rest together): a handful of rounds however many fixes a file has.
+the rest together), and a fix with a new finding on the very lines it wrote is
+rejected there (``written_by``): a handful of rounds however many fixes a file
+has. Where no test can run, the copies take every fix from the first round.
 
 A diff that does not fit its file exactly (other context, no newline at the
 end) is left to the careful rounds, one fix per file per round.
