@@ -137,6 +137,10 @@ def run_direct(repo: Path, parallel: bool) -> tuple[float, float, list, list]:
     return wall, cpu, json.loads(b_out)["results"], json.loads(r_out)
 
 
+# The last run_superqe's JSONL events (tool calls: how many re-runs verification made).
+LAST_EVENTS: list[dict] = []
+
+
 def run_superqe(repo: Path) -> tuple[float, float, dict]:
     """(wall s, CPU s of this process and its children, the QR)."""
     from superqode_ls.cli import main
@@ -153,6 +157,7 @@ def run_superqe(repo: Path) -> tuple[float, float, dict]:
     if code != 0:
         raise SystemExit(f"superqe run exited {code}")
     events = [json.loads(line) for line in out.getvalue().splitlines()]
+    LAST_EVENTS[:] = events
     report = json.loads(Path(events[-1]["data"]["report"]).read_text())
     for r in report["roles"]:
         if r["status"] != "ok":

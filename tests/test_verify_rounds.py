@@ -36,8 +36,9 @@ def test_fixes_far_apart_in_one_file_are_verified_in_one_round(tmp_path):
 
 
 def test_a_fix_that_breaks_something_sends_its_file_the_careful_way(tmp_path):
-    """Together, a new problem cannot be pinned on one fix: the fixes of that
-    file are re-tried one per round; the others keep the first round's verdict."""
+    """Together, a new problem cannot be pinned on one fix -- unless it is on
+    the line that fix wrote: that fix is rejected at once, the other fix of
+    its file goes again alone; the other files keep the first round's verdict."""
     text = "a = 'PLANTED'\n" + FAR + "b = 'PLANTED'\n"
     (tmp_path / "a.py").write_text(text)
     (tmp_path / "b.py").write_text("d = 'PLANTED'\n")
@@ -57,8 +58,9 @@ def test_a_fix_that_breaks_something_sends_its_file_the_careful_way(tmp_path):
     patches, results = asyncio.run(go())
     assert [results[p.id].level for p in patches] == ["tool", "tool", None]
     assert "new findings" in results["bad"].message
-    # One round for all three, then a.py's two fixes one per round.
-    assert role.rechecks == [["a.py", "b.py"], ["a.py"], ["a.py"]]
+    assert "on the lines this fix writes" in results["bad"].message
+    # One round for all three, then a.py's good fix alone.
+    assert role.rechecks == [["a.py", "b.py"], ["a.py"]]
     assert (tmp_path / "a.py").read_text() == text
 
 
@@ -85,20 +87,29 @@ def test_one_diff_offered_for_several_findings_is_checked_once(tmp_path):
 
 
 def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
-    """pytest stopping on a broken conftest says so in every round: it is run
-    once, and every fix is tool-verified only with that reason."""
+    """pytest stopping on a broken conftest says so in every round: it is
+    learnt once, beside the roles (its conftests loaded, no test imported),
+    never run for the fixes, and every fix is tool-verified only with that
+    reason."""
     from superqode_ls.qe.covering import CoveringTests
     from superqode_ls.qe.pipeline import QERequest, QESession
+    from superqode_ls.qe.roles.unit import UnitTester
 
-    runs = []
-    real = CoveringTests.run
+    runs, probes = [], []
+    real, real_probe = CoveringTests.run, UnitTester.can_start
 
     async def counting(self, tests):
         out = await real(self, tests)
         runs.append((tests, out.status))
         return out
 
+    async def probing(self, ctx, folders):
+        out = await real_probe(self, ctx, folders)
+        probes.append((folders, out.status))
+        return out
+
     monkeypatch.setattr(CoveringTests, "run", counting)
+    monkeypatch.setattr(UnitTester, "can_start", probing)
     repo = make_repo({
         "pyproject.toml": '[project]\nname = "d"\nversion = "0"\n\n[tool.ruff.lint]\nselect = ["F401"]\n',
         "pkg/__init__.py": "",
@@ -113,7 +124,8 @@ def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
     assert len(fixes) == 3, [p.description for p in fixes]
     assert all(p.label == "tool-verified only" for p in fixes), [p.verification for p in fixes]
     assert all("pytest usage or configuration error" in p.verification for p in fixes)
-    assert len(runs) == 1 and runs[0][1] == "not_run"
+    assert probes == [(["tests"], "failed")]
+    assert runs == []
 
 
 def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path):
@@ -127,3 +139,33 @@ def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path)
     # Lines 1 and 2 touch: line 2's fix waits; lines 1 and 15 and b.py go at once.
     assert role.rechecks == [["a.py", "b.py"], ["a.py"]]
     assert (tmp_path / "a.py").read_text() == text
+
+
+def test_the_suite_probe_loads_conftests_and_imports_no_test(tmp_path):
+    """The probe beside the roles says why pytest cannot start, or None; it
+    loads the test folders' conftests and imports no test module."""
+    import dataclasses
+
+    from superqode_ls.qe.covering import SuiteProbe, test_folders
+    from superqode_ls.qe.roles.unit import UnitTester
+
+    assert test_folders(["tests/a/test_x.py", "tests/test_y.py", "lib/test_z.py"]) == ["lib", "tests"]
+    assert test_folders(["test_top.py", "tests/test_y.py"]) == ["."]
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "open('imported', 'w').close()\n\n\ndef test_a():\n    assert True\n")
+    ctx = dataclasses.replace(ctx_for(tmp_path), trusted=True)
+
+    async def probe():
+        p = SuiteProbe(UnitTester(), ctx)
+        try:
+            return await p.broken()
+        finally:
+            await p.close()
+
+    assert asyncio.run(probe()) is None
+    assert not (tmp_path / "imported").exists()  # no test module was imported
+    (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
+    why = asyncio.run(probe())
+    assert why is not None and why.startswith("pytest usage or configuration error"), why
+    assert not (tmp_path / "imported").exists()

@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import dataclasses
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from .roles.base import Role, RoleContext
 from .roles.unit import find_test_files
+
+# pytest's own words (roles/unit.py) for a run that never reached a test
+# whichever tests were asked for; a failed test or a collection error in one
+# file is not among them.
+SUITE_BROKEN = ("pytest usage or configuration error", "pytest hit an internal error")
 
 # One covering-test run never takes longer than this (the session budget
 # may cut it shorter): a fix whose tests cannot finish is "tool-verified only".
@@ -121,3 +129,71 @@ class CoveringTests:
         if out.status == "timeout":
             return TestRun("not_run", reason=f"the covering tests did not finish in {self.timeout:.0f} s")
         return TestRun("not_run", reason=out.reason or out.status)
+
+
+def test_folders(tests: list[str]) -> list[str]:
+    """The top-most folders holding ``tests`` (pytest descends from them)."""
+    folders = sorted({str(PurePosixPath(t).parent) for t in tests})
+    if "." in folders:
+        return ["."]
+    out: list[str] = []
+    for f in folders:
+        if not any(f.startswith(o + "/") for o in out):
+            out.append(f)
+    return out
+
+
+class SuiteProbeLike(Protocol):
+    async def broken(self) -> str | None: ...
+
+
+@dataclass
+class _Lowered(RoleContext):
+    """A context whose programs run at nice +10 from the session's own."""
+
+    async def run(self, cmd, **kwargs):  # type: ignore[override]
+        nice = shutil.which("nice")
+        return await super().run([nice, "-n", "10", *cmd] if nice else list(cmd), **kwargs)
+
+
+class SuiteProbe:
+    """Whether the project's pytest can start at all (its conftests import,
+    its configuration is valid), learnt once beside the roles by letting pytest
+    load the test folders' conftests, importing no test module: a suite that
+    cannot start then costs fix verification no wait (it was a pytest start per
+    round). Started only where tests may run (a trusted folder)."""
+
+    def __init__(self, role: Role, ctx: RoleContext):
+        # Below the roles: it takes the CPU they leave (bandit is one process)
+        # and never slows the analyzers the user waits for.
+        ctx = _Lowered(**{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)})
+        self.ctx = ctx  # its ``python`` is filled in by the run: the tests reuse it
+        self._task = asyncio.ensure_future(self._run(role, ctx))
+
+    @staticmethod
+    async def _run(role: Role, ctx: RoleContext) -> str | None:
+        can_start = getattr(role, "can_start", None)
+        folders = test_folders(await asyncio.to_thread(find_test_files, ctx.sandbox))
+        if not folders or can_start is None:
+            return None
+        out = await can_start(ctx, folders)
+        reason = out.reason or ""
+        return reason if out.status == "failed" and reason.startswith(SUITE_BROKEN) else None
+
+    async def broken(self) -> str | None:
+        """Why the suite cannot start, or None (also when the probe could not
+        tell: then the tests are tried as before)."""
+        try:
+            return await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            if not self._task.cancelled():
+                raise  # the caller is cancelled, not the probe
+            return None
+        except Exception:  # noqa: BLE001 - no answer: run the tests as before
+            return None
+
+    async def close(self) -> None:
+        if not self._task.done():
+            self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task

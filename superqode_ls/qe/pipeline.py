@@ -30,6 +30,7 @@ from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python
 from ..workspace.session import IsolatedSession
 from . import delta, shard, sparse_plan, verify_step
+from .covering import SuiteProbe
 from .finish import (
     Stamp,
     build_report,
@@ -90,6 +91,7 @@ class QESession:
         self._lock = threading.Lock()
         self._abort = threading.Event()  # stops sandbox creation between its steps
         self._python: asyncio.Task[ProjectPython] | None = None
+        self._probe: SuiteProbe | None = None
         self._base: delta.BaseRun | None = None  # --since: the merge-base's run
         self._timings: dict[str, float] = {}  # step -> seconds (the report's ``timings``)
 
@@ -220,6 +222,9 @@ class QESession:
                             noise = self._filter(res, root)
                         except Exception:  # noqa: BLE001 - the first error is the one to report
                             noise = NoiseResult(findings=[])
+                finally:
+                    if self._probe is not None:  # never outlives the sandbox
+                        await self._probe.close()
                 self._epoch_moved = epoch_moved(s)
                 lap = time.monotonic()
             lap = self._lap("revert", lap)
@@ -330,6 +335,15 @@ class QESession:
         plain.sort(key=lambda nr: nr[1].cost)
         for name, _ in plain + modifying:
             self._runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
+        if (self.request.trusted and res.config.qe.verify_max_fixes > 0 and s.isolation != "sparse"
+                and not (res.mode == "deep" and TEST_ROLE in self._roles)):
+            # Fix verification runs the tests importing a fixed file: whether
+            # the suite can start at all is learnt now, beside the roles (a
+            # sparse sandbox holds no tests: none run there).
+            self._probe = verify_step.start_probe(RoleContext(
+                session_id=self.id, project=res.project, sandbox=root, config=res.config,
+                mode=res.mode, env=s.env(), artifacts=artifacts, deadline=deadline,
+                trusted=True, session=s), res.config)
         if self.request.trusted and any(_needs_python(r) for _, r in plain + modifying):
             # Found (or built) once, while the roles that need no interpreter
             # already run; probing runs programs from the project, so only
@@ -524,6 +538,7 @@ class QESession:
             contexts=self._contexts, found=self._found, session=s, root=root, deadline=deadline,
             cap=res.config.qe.verify_max_fixes, full_suite=full_suite,
             trusted=self.request.trusted, emit=self.bus.emit, python=self._found_python(),
+            probe=self._probe,
         )
 
     def _found_python(self) -> ProjectPython | None:

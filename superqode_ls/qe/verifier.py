@@ -21,13 +21,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
-
 from ..models import Finding, Patch
-from ..workspace.git import agit
-from .covering import CoveringTests
+from .covering import SUITE_BROKEN, CoveringTests, SuiteProbeLike
+from .patching import (
+    FileBackup,
+    apart,
+    git_apply,
+    patch_files,
+    repo_prefix,
+    shares_files,
+    strip_level,
+    write_copies,
+)
 from .roles.base import Role, RoleContext, SandboxSession
+from .verify_copies import Change, merged, pack, read_texts, split, split_lines, written_by
 
 # Added text that makes a tool stop reporting without changing what the code
 # does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.
@@ -55,108 +62,6 @@ _NUMBERED = re.compile(r"^(?P<base>.*-[0-9a-f]{12})(?:-\d+)?$")
 def base_id(finding_id: str) -> str:
     m = _NUMBERED.match(finding_id)
     return m.group("base") if m else finding_id
-
-
-def patch_files(diff: str) -> list[str]:
-    """Project-relative paths a unified diff touches (sources and targets)."""
-    try:
-        ps = PatchSet(diff)
-    except UnidiffParseError:
-        return []
-    out: list[str] = []
-    for pf in ps:
-        for name in (pf.source_file, pf.target_file):
-            if not name or name == "/dev/null":
-                continue
-            for prefix in ("a/", "b/"):
-                if name.startswith(prefix):
-                    name = name[len(prefix):]
-                    break
-            if name not in out:
-                out.append(name)
-    return out
-
-
-def _strip_level(diff: str) -> int:
-    try:
-        ps = PatchSet(diff)
-    except UnidiffParseError:
-        return 1
-    for pf in ps:
-        for name in (pf.source_file, pf.target_file):
-            if name and name != "/dev/null":
-                return 1 if name.startswith(("a/", "b/")) else 0
-    return 1
-
-
-def _ceiling(root: Path) -> dict[str, str]:
-    # Stops git from discovering a repository above a plain folder and
-    # applying paths relative to that one instead.
-    return {"GIT_CEILING_DIRECTORIES": str(Path(root).parent)}
-
-
-async def repo_prefix(root: Path) -> str:
-    """Where ``root`` is inside its repository ("" at the top or outside git):
-    git reads patch paths from the top, so a sub-folder needs them prefixed."""
-    code, out, _ = await agit(["rev-parse", "--show-prefix"], root, env=_ceiling(root), check=False)
-    return out.decode("utf-8", "surrogateescape").strip().rstrip("/") if code == 0 else ""
-
-
-async def git_apply(
-    root: Path, diff: str, *, check_only: bool = False, check_first: bool = True,
-    prefix: str | None = None,
-) -> tuple[bool, str]:
-    """``git apply`` in ``root``; works outside git too. git applies all of a
-    patch or nothing; ``check_first`` adds an explicit ``--check`` run."""
-    root = Path(root)
-    env = _ceiling(root)
-    args = ["apply", f"-p{_strip_level(diff)}", "--whitespace=nowarn"]
-    data = diff.encode("utf-8", "surrogateescape")
-    if prefix is None:
-        prefix = await repo_prefix(root)
-    if prefix:
-        args.append(f"--directory={prefix}")
-    if check_first or check_only:
-        code, _, err = await agit([*args, "--check", "-"], root, env=env, input=data, check=False)
-        if code != 0:
-            return False, _first_error(err)
-        if check_only:
-            return True, ""
-    code, _, err = await agit([*args, "-"], root, env=env, input=data, check=False)
-    return code == 0, _first_error(err)
-
-
-def _first_error(err: bytes) -> str:
-    lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith("error:"):
-            return ln[len("error:"):].strip()
-    return lines[0] if lines else ""
-
-
-class _FileBackup:
-    """Save exactly the files a patch touches; put them back byte for byte."""
-
-    def __init__(self, root: Path, files: list[str]):
-        self.root = root
-        self.saved: dict[str, bytes | None] = {}
-        for rel in files:
-            p = root / rel
-            try:
-                self.saved[rel] = p.read_bytes() if p.is_file() else None
-            except OSError:
-                self.saved[rel] = None
-
-    def restore(self) -> None:
-        for rel, data in self.saved.items():
-            p = self.root / rel
-            if data is None:
-                if p.is_file() or p.is_symlink():
-                    p.unlink()
-            else:
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_bytes(data)
-
 
 
 async def _restore(session: SandboxSession | None, checkpoint: str) -> None:
@@ -206,6 +111,12 @@ class Verifier:
     # Why pytest cannot start at all here (a conftest that does not import,
     # a usage error): every later round would only pay to hear it again.
     _suite_broken: str | None = None
+    # Whether it can start, learnt beside the roles (verify_step.SuiteProbe).
+    probe: SuiteProbeLike | None = None
+    # The optimistic round's last re-run, and per file what failed there:
+    # (patch ids, those whose own finding stayed, lines of new findings).
+    _last_after: list[Finding] = field(default_factory=list)
+    _hints: dict[str, tuple[set[str], set[str], list[int]]] = field(default_factory=dict)
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -247,8 +158,15 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
-            if _shares_files(group):
+            if shares_files(group) and await self._no_tests_at_all():
+                # Nothing to run the tests for: the copies alone settle it,
+                # and pack more fixes per round than git's context allows.
+                self._hints = {}
+                pending = await self._on_copies(role, ctx, group, record)
+            elif shares_files(group):
                 pending = await self._all_at_once(role, ctx, group, record)
+                if pending and shares_files(pending):
+                    pending = await self._on_copies(role, ctx, pending, record)
             while pending:
                 batch: list[tuple[Patch, list[str]]] = []
                 rest: list[Patch] = []
@@ -282,7 +200,8 @@ class Verifier:
         finding is new, so who caused it is unclear -- goes the careful way,
         one fix per file per round; returns those."""
         batch = [(p, p.files or patch_files(p.diff)) for p in group]
-        batch = _apart([(p, files) for p, files in batch if files])
+        batch = apart([(p, files) for p, files in batch if files])
+        self._last_after, self._hints = [], {}
         results = await self._verify_batch(role, ctx, batch, together_only=True)
         if not results:
             return group
@@ -290,7 +209,133 @@ class Verifier:
         for r in results:
             if r.patch_id in done:
                 record(r)
+        # What failed together, and where the new findings were: the copies
+        # start from there instead of trying that same set again.
+        file_of = {p.id: files[0] for p, files in batch if len(files) == 1}
+        new: dict[str, set[str]] = {}
+        for r in results:
+            rel = file_of.get(r.patch_id)
+            if rel is None or r.patch_id in done or r.message.startswith(_NOT_APPLIED):
+                continue
+            failed, still, _ = self._hints.setdefault(rel, (set(), set(), []))
+            failed.add(r.patch_id)
+            if not r.new:
+                still.add(r.patch_id)
+            new.setdefault(rel, set()).update(r.new)
+        for rel, (_, _, lines) in self._hints.items():
+            lines += [f.range.start_line for f in self._last_after
+                      if f.file == rel and f.range and base_id(f.id) in new.get(rel, ())]
         return [p for p in group if p.id not in done]
+
+    async def _on_copies(
+        self, role: Role, ctx: RoleContext, group: list[Patch],
+        record: Callable[[VerifyResult], None],
+    ) -> list[Patch]:
+        """What the optimistic round left, judged on merged copies of its
+        files (verify_copies.py): the fixes of a file whose changed lines do
+        not touch go in one copy; each round writes one copy of every file
+        with fixes left into the sandbox and re-runs the role's check once over
+        all of them; a copy with a fix not cleared is split for a later round
+        (the fix nearest each new finding alone, the rest together). A fix its
+        copy clears is tool-verified; it still needs the tests -- when none
+        can run here it is "tool-verified only", else the careful rounds apply
+        it and run them. A fix rejected alone is rejected. Returns the fixes
+        not settled."""
+        if self._out_of_time():
+            return group
+        files_of = {p.id: (p.files or patch_files(p.diff)) for p in group}
+        one_file = [p for p in group if len(files_of[p.id]) == 1]
+        rest = [p for p in group if len(files_of[p.id]) != 1]
+        texts = await asyncio.to_thread(read_texts, self.sandbox, {files_of[p.id][0] for p in one_file})
+        queues: dict[str, list[list[tuple[Patch, list[Change]]]]] = {}
+        lines_of: dict[str, list[str]] = {}
+        for rel in dict.fromkeys(files_of[p.id][0] for p in one_file):
+            mine = [p for p in one_file if files_of[p.id][0] == rel]
+            text = texts.get(rel)
+            if text is None:
+                rest.extend(mine)
+                continue
+            lines_of[rel] = split_lines(text)
+            failed, still, new_lines = self._hints.get(rel, (set(), set(), []))
+            copies, left = pack(lines_of[rel], [p for p in mine if p.id in failed])
+            if len(copies) == 1:  # the set that failed together, split as a copy's would be
+                copies = split(copies[0], {p.diff for p in mine if p.id in still}, new_lines)
+            copies, left2 = pack(lines_of[rel], [p for p in mine if p.id not in failed], copies)
+            rest.extend(left + left2)
+            if copies:
+                queues[rel] = copies
+        while queues:
+            if self._out_of_time():
+                rest.extend(p for qs in queues.values() for copy in qs for p, _ in copy)
+                break
+            now = {rel: qs.pop(0) for rel, qs in queues.items()}
+            queues = {rel: qs for rel, qs in queues.items() if qs}
+            backup = FileBackup(self.sandbox, sorted(now))
+            try:
+                # On the event loop, not in a thread: a cancel must not find a
+                # write still going after the files were put back.
+                write_copies(self.sandbox, {
+                    rel: merged(lines_of[rel], list({p.diff: cs for p, cs in copy}.values()))
+                    for rel, copy in now.items()})
+                after = [f.with_stable_id() for f in await role.recheck(ctx, sorted(now))]
+            finally:
+                backup.restore()
+            for rel, copy in now.items():
+                mine = [f for f in after if f.file == rel]
+                if not mine and self._had_others(role, [(p, [rel]) for p, _ in copy]):
+                    rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
+                    continue
+                judged = [self._judge(p, role, [rel], mine) for p, _ in copy]
+                if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
+                    new = {i for r in judged for i in r.new}
+                    at = [f.range.start_line for f in mine if base_id(f.id) in new and f.range]
+                    # A new finding on lines a fix wrote is that fix's: rejected
+                    # now (never a verdict in its favour), the rest split.
+                    own = written_by(copy, at)
+                    for (p, _), r in zip(copy, judged):
+                        if p.diff in own:
+                            record(VerifyResult(
+                                p.id, False, f"not verified: {role.name} reports new findings "
+                                f"({', '.join(r.new[:5])}) on the lines this fix writes "
+                                f"(line {', '.join(map(str, own[p.diff][:3]))} with the fixes of its copy)",
+                                removed=r.removed, new=r.new))
+                    still = {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new}
+                    copy = [(p, cs) for p, cs in copy if p.diff not in own]
+                    at = [n for n in at if not any(n in ls for ls in own.values())]
+                    if copy:
+                        queues.setdefault(rel, []).extend(
+                            split(copy, still, at) if len({p.diff for p, _ in copy}) > 1 else [copy])
+                    continue
+                for (p, _), r in zip(copy, judged):
+                    if r.verified:
+                        why = await self._no_tests(p, [rel])
+                        if why is None:
+                            rest.append(p)  # the tests can run: the careful rounds apply it for them
+                            continue
+                        r = _tool_only(r, why)
+                    record(r)
+        return rest
+
+    async def _no_tests_at_all(self) -> bool:
+        if self._run_tests:
+            return False
+        if self.covering is not None and self._suite_broken is None and self.probe is not None:
+            self._suite_broken = await self.probe.broken()
+        return self.covering is None or self._suite_broken is not None
+
+    async def _no_tests(self, p: Patch, files: list[str]) -> str | None:
+        """Why no test can judge ``p`` here, or None when tests would run."""
+        if self._run_tests:
+            return None
+        if self.covering is None:
+            return self.no_tests_reason
+        if self._suite_broken is None and self.probe is not None:
+            self._suite_broken = await self.probe.broken()
+        if self._suite_broken is not None:
+            return self._suite_broken
+        if not await self.covering.for_files(files):
+            return "no tests import the changed code"
+        return None
 
     async def _verify_one(self, patch: Patch) -> VerifyResult:
         role = self.roles.get(patch.role or "")
@@ -320,7 +365,7 @@ class Verifier:
         checkpoint = None
         if run_tests and self.session is not None:
             checkpoint = await self.session.checkpoint()
-        backup = _FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
+        backup = FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
         results: list[VerifyResult] = []
         judged: list[tuple[Patch, list[str], VerifyResult]] = []
         try:
@@ -329,7 +374,7 @@ class Verifier:
                 self._prefix = await repo_prefix(self.sandbox)
             unique = list(dict.fromkeys(p.diff for p, _ in batch))
             combined = "".join(d if d.endswith("\n") else d + "\n" for d in unique)
-            if len(batch) > 1 and len({_strip_level(p.diff) for p, _ in batch}) == 1 and (
+            if len(batch) > 1 and len({strip_level(p.diff) for p, _ in batch}) == 1 and (
                 await git_apply(self.sandbox, combined, check_first=False, prefix=self._prefix)
             )[0]:
                 applied = list(batch)  # one git call for the whole round
@@ -358,6 +403,7 @@ class Verifier:
             if applied:
                 union = sorted({f for _, files in applied for f in files})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, union)]
+                self._last_after = after
                 check_failed = False
                 restored = False
                 if not after and self._had_others(role, applied):
@@ -415,7 +461,7 @@ class Verifier:
             backup.restore()
 
     async def _covering_step(
-        self, judged: list[tuple[Patch, list[str], VerifyResult]], backup: _FileBackup
+        self, judged: list[tuple[Patch, list[str], VerifyResult]], backup: FileBackup
     ) -> list[tuple[Patch, list[str], VerifyResult]]:
         """Tool-verified fixes (applied now) become verified when the tests
         importing their files pass; a test failing after the fixes counts
@@ -424,6 +470,8 @@ class Verifier:
         tool_only = [(p, f, r) for p, f, r in judged if r.verified]
         if self.covering is None:
             return _demote(judged, self.no_tests_reason)
+        if self._suite_broken is None and self.probe is not None:
+            self._suite_broken = await self.probe.broken()
         if self._suite_broken is not None:
             return _demote(judged, self._suite_broken)
         tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
@@ -437,7 +485,7 @@ class Verifier:
         try:
             after = await self.covering.run(tests)
             if after.status == "not_run":
-                if (after.reason or "").startswith(_SUITE_BROKEN):
+                if (after.reason or "").startswith(SUITE_BROKEN):
                     self._suite_broken = after.reason
                 return _demote(judged, after.reason)
             broken: set[str] = set()
@@ -526,56 +574,8 @@ class Verifier:
         return sorted((t_after - t_before).keys()), None
 
 
-# pytest's own words (roles/unit.py) for a run that never reached a test
-# whichever tests were asked for; a failed test or a collection error in one
-# file is not among them.
-_SUITE_BROKEN = ("pytest usage or configuration error", "pytest hit an internal error")
-
-
-def _apart(batch: list[tuple[Patch, list[str]]]) -> list[tuple[Patch, list[str]]]:
-    """The patches whose hunks neither overlap nor touch another's (first come
-    first in), so that applied together each lands where it was meant; the
-    same diff twice is one. The rest wait for the careful rounds."""
-    taken: dict[str, list[tuple[int, int]]] = {}
-    diffs: set[str] = set()
-    out = []
-    for p, files in batch:
-        if p.diff in diffs:
-            out.append((p, files))
-            continue
-        spans = _spans(p.diff)
-        if spans is None or any(a <= d and c <= b for f, (a, b) in spans
-                                for c, d in taken.get(f, [])):
-            continue
-        for f, span in spans:
-            taken.setdefault(f, []).append(span)
-        diffs.add(p.diff)
-        out.append((p, files))
-    return out
-
-
-def _spans(diff: str) -> list[tuple[str, tuple[int, int]]] | None:
-    """(file, (first, last line)) of each hunk in the original, one line of
-    margin on each side; None when the diff does not parse."""
-    try:
-        ps = PatchSet(diff)
-    except UnidiffParseError:
-        return None
-    out = []
-    for pf in ps:
-        for h in pf:
-            out.append((pf.path, (h.source_start - 1, h.source_start + max(h.source_length, 1))))
-    return out
-
-
-def _shares_files(patches: list[Patch]) -> bool:
-    seen: set[str] = set()
-    for p in patches:
-        files = set(p.files or patch_files(p.diff))
-        if seen & files:
-            return True
-        seen |= files
-    return False
+# The start of a result for a patch git would not apply.
+_NOT_APPLIED = "not verified: the patch does not apply"
 
 
 def _tool_only(r: VerifyResult, why: str) -> VerifyResult:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import Finding, Patch
-from .covering import CoveringTests
+from .covering import CoveringTests, SuiteProbe
 from .roles import role_class
 from .roles.base import Role, RoleContext, SandboxSession
 from .verifier import Verifier
@@ -60,11 +60,24 @@ def covering_tests(
     return CoveringTests(root, role, ctx), "tests not run"
 
 
+def start_probe(ctx: RoleContext, config: Any) -> SuiteProbe | None:
+    """Learn, beside the roles, whether the project's tests can start at all
+    (quick mode's fix verification runs the tests importing a fixed file);
+    None where no tests would run (the caller checks trust and mode)."""
+    try:
+        role = role_class(TEST_ROLE)()
+    except (ImportError, AttributeError, KeyError):
+        return None
+    if role.unavailable(config):
+        return None
+    return SuiteProbe(role, ctx)
+
+
 async def verify(
     *, patches: dict[str, Patch], findings: list[Finding], roles: dict[str, Role],
     contexts: dict[str, RoleContext], found: dict[str, list[Finding]], session: SandboxSession, root: Path,
     deadline: float, cap: int, full_suite: bool, trusted: bool,
-    emit: Callable[..., Any], python: Any = None,
+    emit: Callable[..., Any], python: Any = None, probe: SuiteProbe | None = None,
 ) -> None:
     """Verify the chosen patches; ``patches`` is updated in place."""
     todo, over = choose(patches, findings, cap)
@@ -79,6 +92,8 @@ async def verify(
                                                                  "does not fix it"})
     if not todo:
         return
+    if probe is not None and python is None and full_suite is False:
+        python = probe.ctx.python  # found (or built) by the probe, if it got that far
     if full_suite:
         covering, why = None, ""
     elif session.isolation == "sparse":  # the project's tests are not in it: say so, run none
@@ -89,6 +104,7 @@ async def verify(
         sandbox=root, roles=roles, contexts=contexts, findings_by_role=found,
         tests=TEST_ROLE if full_suite else None, session=session, deadline=deadline,
         covering=covering, no_tests_reason=why or "no tests were run",
+        probe=probe if covering is not None else None,
     )
     total = len(todo)
     note = f" (the other {len(over)} over qe.verify_max_fixes)" if over else ""

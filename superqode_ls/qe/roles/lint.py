@@ -53,7 +53,14 @@ class LintTester(FileCheckRole):
             return "ruff is not installed in SuperQode's environment"
         return None
 
-    async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
+    async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        # The verifier reads the findings only: no diff per fix (half of a
+        # re-run's time on a large file).
+        return (await self._check(ctx, files, with_patches=False)).findings
+
+    async def _check(
+        self, ctx: RoleContext, files: list[str] | None, with_patches: bool = True
+    ) -> RoleOutput:
         ruff = tool_path("ruff")
         if ruff is None:
             return RoleOutput(status="skipped", reason=self.unavailable(), tool="ruff")
@@ -95,9 +102,11 @@ class LintTester(FileCheckRole):
             return RoleOutput(status="failed", reason=f"ruff failed: {reason}", tool="ruff")
         # Per-diagnostic work (a diff per fix) off the event loop: on a large
         # tree it is seconds, during which signals must still be served.
-        return await asyncio.to_thread(self._parse, ctx.sandbox, data)
+        return await asyncio.to_thread(self._parse, ctx.sandbox, data, with_patches)
 
-    def _parse(self, root: Path, data: list[dict[str, Any]]) -> RoleOutput:
+    def _parse(
+        self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
+    ) -> RoleOutput:
         src = SourceCache(root)
         findings: list[Finding] = []
         fixes: list[tuple[int, dict[str, Any]]] = []
@@ -144,7 +153,8 @@ class LintTester(FileCheckRole):
                 )
             )
             if (
-                fix
+                with_patches
+                and fix
                 and applicability in ("safe", "unsafe")
                 and fix.get("edits")
                 and diag.get("cell") is None

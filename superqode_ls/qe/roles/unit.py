@@ -139,16 +139,25 @@ class UnitTester(Role):
         out, _ = await self._pytest(ctx, find_test_files(ctx.sandbox, files))
         return out.findings
 
+    async def can_start(self, ctx: RoleContext, folders: list[str]) -> RoleOutput:
+        """pytest configured with the conftests of ``folders`` loaded and no
+        test module imported or run: whether the suite can start at all
+        (covering.SuiteProbe). Status "failed" with pytest's usage or
+        internal error when it cannot."""
+        out, _ = await self._pytest(ctx, folders, extra=["--collect-only", "--ignore-glob=*.py"])
+        return out
+
     def _command(self, ctx: RoleContext, env: dict[str, str]) -> list[str]:
         assert ctx.python is not None
         return pytest_argv(ctx.python, ctx.config.roles.unit_test_command, env, ctx.sandbox)
 
     async def _pytest(
-        self, ctx: RoleContext, targets: list[str], limit: float | None = None
+        self, ctx: RoleContext, targets: list[str], limit: float | None = None,
+        extra: list[str] | None = None,
     ) -> tuple[RoleOutput, float]:
         """The run's output and how long the suite took."""
         py = await project_python(ctx)
-        res, records = await self._invoke(ctx, targets, limit)
+        res, records = await self._invoke(ctx, targets, limit, extra)
         output = res.stdout + res.stderr
         if (
             res.returncode == 4
@@ -162,7 +171,7 @@ class UnitTester(Role):
             bad = next(
                 (line for line in output.splitlines() if "unrecognized arguments" in line), ""
             )
-            res, records = await self._invoke(ctx, targets, limit, ["-o", "addopts="])
+            res, records = await self._invoke(ctx, targets, limit, [*(extra or []), "-o", "addopts="])
             out = await asyncio.to_thread(self._outcome, ctx, res, records)
             note = (
                 f"ran without the project's addopts ({bad.split('error:', 1)[-1].strip()}); "

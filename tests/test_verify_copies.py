@@ -1,0 +1,111 @@
+"""Fixes the optimistic round leaves are judged on merged copies of their
+files, one tool re-run per round over all files, in a few rounds however many
+fixes a file has (issue 17: twenty fixes to one import block were twenty
+rounds)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+from superqode_ls.qe.roles.lint import LintTester
+from superqode_ls.qe.verifier import Verifier
+from superqode_ls.qe.verify_copies import changes, fits, merged, split_lines
+from tests.test_verifier import CountingToy, ctx_for
+
+# Four fixes on neighbouring lines: their diffs' context overlaps, so git
+# cannot apply them together and the optimistic round takes one per file.
+BLOCK = "a = f'a'\nb = f'b'\nc = f'c'\nd = f'd'\n"
+BLOCK8 = "".join(f"v{i} = f'{i}'\n" for i in range(8))
+
+
+class CountingLint(LintTester):
+    def __init__(self):
+        self.rechecks: list[list[str]] = []
+
+    async def recheck(self, ctx, files):
+        self.rechecks.append(sorted(files))
+        return await super().recheck(ctx, files)
+
+
+def _verify(root: Path, role, patches_of=None):
+    ctx = ctx_for(root)
+
+    async def go():
+        out = await role.run(ctx)
+        patches = patches_of(out) if patches_of else out.patches
+        v = Verifier(sandbox=root, roles={role.name: role}, contexts={role.name: ctx},
+                     findings_by_role={role.name: out.findings})
+        return out, patches, await v.verify_many(patches)
+
+    return asyncio.run(go())
+
+
+def test_forty_ruff_fixes_on_neighbouring_lines_of_five_files_take_two_re_runs(tmp_path):
+    """Eight fixes on neighbouring lines per file: git applies one per file
+    (their hunks' context overlaps), which was eight rounds; merged copies
+    hold every other line: two rounds, each one ruff run over the five files.
+    (No tests can run here, so no optimistic round in the sandbox first.)"""
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["F541"]\n')
+    for i in range(5):
+        (tmp_path / f"m{i}.py").write_text(BLOCK8)
+    role = CountingLint()
+    out, _, results = _verify(tmp_path, role)
+    assert len(out.patches) == 40 and len(results) == 40
+    assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
+    files = [f"m{i}.py" for i in range(5)]
+    assert role.rechecks == [files, files]
+    assert all((tmp_path / f).read_text() == BLOCK8 for f in files)  # put back
+
+
+def test_a_fix_that_leaves_a_new_finding_is_split_out_the_rest_pass_together(tmp_path):
+    text = "".join(f"x{i} = 'PLANTED'\n" for i in range(8))
+    (tmp_path / "a.py").write_text(text)
+    role = CountingToy()
+
+    def with_bad(out):
+        p = next(p for p in out.patches if "x4 = 'fixed'" in p.diff)
+        bad = p.model_copy(update={"id": "bad", "diff": p.diff.replace(
+            "x4 = 'fixed'", "x4 = 'fixed'; z = 'PLANTED'")})
+        return [q for q in out.patches if q is not p] + [bad]
+
+    _, patches, results = _verify(tmp_path, role, with_bad)
+    assert not results["bad"].verified and "new findings" in results["bad"].message
+    assert all(results[p.id].level == "tool" for p in patches if p.id != "bad")
+    # No tests can run here: the copies settle all (every other line in one),
+    # the bad fix's new finding is on the line it writes, so it is rejected
+    # with its copy's round and the others of that copy go again together.
+    # One fix per round took eight rounds.
+    assert "on the lines this fix writes" in results["bad"].message
+    assert len(role.rechecks) <= 4, role.rechecks
+    assert all(r == ["a.py"] for r in role.rechecks)
+    assert (tmp_path / "a.py").read_text() == text
+
+
+def test_merged_copy_equals_git_applying_the_diffs_one_after_another(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["F541"]\n')
+    text = "x = 1\n" + BLOCK + "\n\ny = f'y'\n"
+    (tmp_path / "m.py").write_text(text)
+    out = asyncio.run(LintTester().run(ctx_for(tmp_path)))
+    lines = split_lines(text)
+    parts = [changes(lines, p.diff) for p in out.patches]
+    assert all(parts)
+    # Lines two and four of the block and the last line fit in one copy.
+    chosen = [parts[1], parts[3], parts[4]]
+    assert fits(parts[1], parts[3]) and not fits(parts[1], parts[2])
+    copy = merged(lines, chosen)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    for i in (1, 3, 4):
+        (tmp_path / "p.diff").write_text(out.patches[i].diff)
+        subprocess.run(["git", "apply", "-C1", "p.diff"], cwd=tmp_path, check=True)
+    assert copy == (tmp_path / "m.py").read_text()
+    assert "b = 'b'" in copy and "c = f'c'" in copy and "y = 'y'" in copy
+
+
+def test_a_diff_whose_context_is_not_in_the_file_is_not_copied():
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+    assert changes(split_lines("one\ntwo\n"), diff) is not None
+    assert changes(split_lines("one\nthree\n"), diff) is None
+    assert changes(split_lines("uno\ntwo\n"), diff) is None
+    assert changes(split_lines("one\ntwo"), diff + "\\ No newline at end of file\n") is None
