@@ -281,14 +281,14 @@ class Verifier:
             finally:
                 backup.restore()
             for rel, copy in now.items():
-                mine = [f for f in after if f.file == rel]
-                if not mine and self._had_others(role, [(p, [rel]) for p, _ in copy]):
+                found = [f for f in after if f.file == rel]
+                if not found and self._had_others(role, [(p, [rel]) for p, _ in copy]):
                     rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
                     continue
-                judged = [self._judge(p, role, [rel], mine) for p, _ in copy]
+                judged = [self._judge(p, role, [rel], found) for p, _ in copy]
                 if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
                     new = {i for r in judged for i in r.new}
-                    at = [f.range.start_line for f in mine if base_id(f.id) in new and f.range]
+                    at = [f.range.start_line for f in found if base_id(f.id) in new and f.range]
                     # A new finding on lines a fix wrote is that fix's: rejected
                     # now (never a verdict in its favour), the rest split.
                     own = written_by(copy, at)

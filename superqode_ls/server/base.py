@@ -266,9 +266,11 @@ class ServerBase(LanguageServer):
         if doc is not None:
             return doc.source
         path = to_fs_path(uri)
+        if path is None:  # not a file: URI
+            return None
         try:
             data = Path(path).read_bytes()
-        except (OSError, TypeError):
+        except OSError:
             return None
         try:
             return data.decode("utf-8")
@@ -282,9 +284,11 @@ class ServerBase(LanguageServer):
         if cached and now - cached[2] < DISK_RECHECK_S:
             return cached[1]
         path = self._uri_path(uri)
+        if path is None:
+            return []
         try:
             st = os.stat(path)
-        except (OSError, TypeError, ValueError):
+        except (OSError, ValueError):
             return []
         if cached and cached[0] == st.st_mtime_ns:
             self._disk_lines[uri] = (cached[0], cached[1], now)
@@ -301,9 +305,12 @@ class ServerBase(LanguageServer):
         return lines
 
     def disk_mtime(self, uri: str) -> int | None:
+        path = self._uri_path(uri)
+        if path is None:
+            return None
         try:
-            return os.stat(self._uri_path(uri)).st_mtime_ns
-        except (OSError, TypeError, ValueError):
+            return os.stat(path).st_mtime_ns
+        except (OSError, ValueError):
             return None
 
     def disk_changed_since(self, uri: str, since_ns: int) -> bool:

@@ -186,7 +186,7 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
             raise fail(f"{a.uri} is outside the workspace folders")
         rel = ls.rel_path(folder, a.uri)
         files = None if rel in (None, ".", "") else [rel]
-        if files and Path(folder, rel).is_dir():
+        if files and rel and Path(folder, rel).is_dir():
             files = None  # a folder URI: the whole folder
         targets = [(folder, files)]
     else:
@@ -269,7 +269,7 @@ def _edited_files(edit: types.WorkspaceEdit) -> list[str]:
     uris = [dc.text_document.uri for dc in edit.document_changes or []
             if isinstance(dc, types.TextDocumentEdit)]
     uris += list(edit.changes or {})
-    return [to_fs_path(u) for u in uris]
+    return [p for p in (to_fs_path(u) for u in uris) if p]
 
 
 async def _apply(ls: SuperQodeServer, edit: types.WorkspaceEdit, label: str) -> bool:

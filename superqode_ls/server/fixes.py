@@ -204,7 +204,8 @@ def fix_all_batches(
     for uri in uris:
         for t in fixable(ls, uri, verified_only=True, allow_unsafe=allows_unsafe(ls, uri)):
             by_folder.setdefault(t.folder, []).append(t)
-    batches, left = [], []
+    batches: list[tuple[types.WorkspaceEdit, list[Tracked]]] = []
+    left: list[Tracked] = []
     for tracked in by_folder.values():
         edit, applied = _edit_of(ls, tracked)
         done = {id(t) for t in applied}

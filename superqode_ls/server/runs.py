@@ -323,9 +323,10 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         try:
             report = await session.run()
         except Exception as e:
-            report = getattr(e, "report", None)
-            if report is None:
+            partial = getattr(e, "report", None)
+            if partial is None:
                 raise
+            report = partial
             run.error = user_message(e)
         run.report = report
         run.patches = dict(session.patches) or {p.id: p for p in report.patches}
@@ -503,15 +504,14 @@ async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
     for n, f in enumerate(report.findings, 1):
         # A finding that already streamed in keeps its position, which edits
         # made during the run have been moving; only its data is refreshed.
-        uri = ls.uri_for(run.folder, f.file) if f.file else None
-        t = ls.store.by_uri.get(uri, {}).get(f.id) if uri else None
-        if t is not None and t.session_id == run.id:
-            t.finding = f
-            t.run_stale = report.stale
-        else:
-            t = make_tracked(ls, run, f, run_stale=report.stale)
-        if t is not None:
-            new.append(t)
+        where = ls.uri_for(run.folder, f.file) if f.file else None
+        seen = ls.store.by_uri.get(where, {}).get(f.id) if where else None
+        if seen is not None and seen.session_id == run.id:
+            seen.finding = f
+            seen.run_stale = report.stale
+            new.append(seen)
+        elif (made := make_tracked(ls, run, f, run_stale=report.stale)) is not None:
+            new.append(made)
         if n % EVENT_SLICE == 0:
             await asyncio.sleep(0)
     uris = None

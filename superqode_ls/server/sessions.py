@@ -35,7 +35,7 @@ async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
 
     info = await find(session_id)
     if info.alive and session_id not in ls.runs:
-        raise fail(f"session {session_id} belongs to a running process (pid {info.record.pid})")
+        raise fail(f"session {session_id} belongs to a running process (pid {info.record.pid if info.record else '?'})")
     try:
         await asyncio.to_thread(recovery.discard, info)
         # recovery.verify read the session's fingerprint before discard removed it.
@@ -90,7 +90,7 @@ def write_changes(info: SessionInfo) -> Path:
             diff = extract_patch(info.record)
         except Exception as e:
             diff = f"# could not extract changes: {e}\n"
-    repo = Path(info.repo) if info.repo else Path(info.record.repo)
+    repo = Path(info.repo or (info.record.repo if info.record else ""))
     art = Artifacts(repo, info.id)
     art.prepare()
     return art.write_patch(f"{info.id}-interrupted", diff or "# no changes\n")

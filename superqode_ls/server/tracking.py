@@ -50,7 +50,8 @@ def apply_change(
         last = _last_line(t)
         if last < first_edited:
             continue
-        if intact and t.sl == last == s_line and _first_snippet_line(t) == _norm(lines_after[s_line]):
+        if (intact and lines_after is not None and t.sl == last == s_line
+                and _first_snippet_line(t) == _norm(lines_after[s_line])):
             continue  # a new line opened after it
         if t.sl >= below_from:
             if delta:
