@@ -83,11 +83,33 @@ def raw_round(repo: Path, dest: Path, durable: bool = False) -> float:
     return time.perf_counter() - t
 
 
-def settle() -> None:
+def _busy_ms(dev: int) -> int | None:
+    """Milliseconds the block device holding ``dev`` has been busy (io_ticks)."""
+    try:
+        fields = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat").read_text().split()
+        return int(fields[9])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def settle(where: Path | None = None) -> None:
     """Let the disk finish the previous step's writes and discards before the
-    next timed step starts."""
+    next timed step starts: sync, then wait until the device has been idle
+    for a second (up to 60 s). Deleting 20,000-40,000 files on a disk mounted
+    with online discard keeps it busy for seconds after sync() returns, and
+    whichever step came next paid for that."""
     os.sync()
-    time.sleep(1.0)
+    dev = os.stat(where or tempfile.gettempdir()).st_dev
+    last = _busy_ms(dev)
+    if last is None:
+        time.sleep(1.0)
+        return
+    idle, deadline = 0, time.monotonic() + 60
+    while idle < 4 and time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = _busy_ms(dev)
+        idle = idle + 1 if now == last else 0
+        last = now
 
 
 def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
