@@ -3,20 +3,7 @@
 ;; (B404) and right above the hard-coded password (B105): after each F401 fix
 ;; flymake still shows every other finding, on its moved line.
 ;; Run: emacs --batch -l adjacent.el with SQ_PACKAGE, SQ_SERVER, SQ_FILE, SQ_RESULT set.
-(require 'package)
-(package-initialize)
-(require 'json)
-(add-to-list 'load-path (getenv "SQ_PACKAGE"))
-(require 'superqode)
-
-(defvar sq-result nil)
-(defun sq-step (key value) (push (cons key value) sq-result))
-
-(defun sq-wait (seconds pred what)
-  (let ((deadline (+ (float-time) seconds)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.05))
-    (unless (funcall pred) (error "timed out after %ss waiting for %s" seconds what))))
+(load (expand-file-name "harness.el" (file-name-directory load-file-name)) nil t)
 
 (defun sq-diags ()
   "superqode's flymake diagnostics as (LINE . TEXT), sorted."

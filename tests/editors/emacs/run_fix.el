@@ -2,20 +2,7 @@
 ;; Default settings: fix-all (C-u M-x superqode-fix-all) takes the safe fixes of
 ;; every file and leaves ruff's unsafe F841 fix, applied on its own at the end.
 ;; Run: emacs --batch -l run_fix.el with SQ_PACKAGE, SQ_SERVER, SQ_FILE, SQ_RESULT set.
-(require 'package)
-(package-initialize)
-(require 'json)
-(add-to-list 'load-path (getenv "SQ_PACKAGE"))
-(require 'superqode)
-
-(defvar sq-result nil)
-(defun sq-step (key value) (push (cons key value) sq-result))
-
-(defun sq-wait (seconds pred what)
-  (let ((deadline (+ (float-time) seconds)))
-    (while (and (not (funcall pred)) (< (float-time) deadline))
-      (accept-process-output nil 0.05))
-    (unless (funcall pred) (error "timed out after %ss waiting for %s" seconds what))))
+(load (expand-file-name "harness.el" (file-name-directory load-file-name)) nil t)
 
 (defun sq-diags ()
   (sort (cl-loop for d in (flymake-diagnostics)

@@ -17,21 +17,7 @@ H.run(function()
   H.wait(15000, function() return #H.diags(buf) == 2 end, "both findings")
   H.step("diagnostics", H.diags(buf))
 
-  local notes = {}
-  local notify = vim.notify
-  vim.notify = function(msg, level)
-    table.insert(notes, msg)
-    notify(msg, level)
-  end
-  vim.cmd("SuperQodeFixAll")
-  H.wait(10000, function()
-    for _, n in ipairs(notes) do
-      if n:find("applied", 1, true) then return true end
-    end
-    return false
-  end, "FixAll to say what it did")
-  vim.notify = notify
-  H.step("fix_all_notes", notes)
+  H.step("fix_all_notes", H.fix_all("SuperQodeFixAll"))
   vim.cmd.write()
   H.wait(10000, function() return #H.diags(buf) == 0 end, "all findings to be fixed")
   H.step("fixed_all")

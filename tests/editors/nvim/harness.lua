@@ -30,6 +30,26 @@ function H.diags(bufnr)
   return out
 end
 
+-- Runs a fix-all command and returns what it told the user (vim.notify),
+-- once it has said what it applied.
+function H.fix_all(cmd)
+  local notes = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notes, msg)
+    notify(msg, level)
+  end
+  vim.cmd(cmd)
+  H.wait(10000, function()
+    for _, n in ipairs(notes) do
+      if n:find("applied", 1, true) then return true end
+    end
+    return false
+  end, "FixAll to say what it did")
+  vim.notify = notify
+  return notes
+end
+
 function H.session_state(token_prefix)
   for token, s in pairs(require("superqode").sessions) do
     if token:find(token_prefix, 1, true) then

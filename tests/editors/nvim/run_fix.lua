@@ -78,21 +78,7 @@ H.run(function()
 
   -- :SuperQodeFixAll! applies every verified safe fix, in files no window
   -- shows: it names them as unsaved; the unsafe F841 fix is skipped, said so.
-  local notes = {}
-  local notify = vim.notify
-  vim.notify = function(msg, level)
-    table.insert(notes, msg)
-    notify(msg, level)
-  end
-  vim.cmd("SuperQodeFixAll!")
-  H.wait(10000, function()
-    for _, n in ipairs(notes) do
-      if n:find("applied", 1, true) then return true end
-    end
-    return false
-  end, "FixAll to say what it did")
-  H.step("fix_all_notes", notes)
-  vim.notify = notify
+  H.step("fix_all_notes", H.fix_all("SuperQodeFixAll!"))
   vim.cmd("wall")
   H.wait(10000, function()
     for _, b in pairs(others) do
