@@ -40,26 +40,9 @@
   ;; A wrongly dropped neighbour would be gone by now.
   (let ((end (+ (float-time) 0.5))) (while (< (float-time) end) (accept-process-output nil 0.05))))
 
-(defun sq-finish (code)
-  (with-temp-file (getenv "SQ_RESULT")
-    (insert (json-encode (cons (cons 'exit code) sq-result))))
-  (ignore-errors (eglot-shutdown (eglot-current-server)))
-  (kill-emacs code))
-
-(setq superqode-server-command (list (getenv "SQ_SERVER"))
-      superqode-settings '(:roles ["lint_tester" "security_tester"])
-      eglot-sync-connect t
-      make-backup-files nil
-      create-lockfiles nil)
-(superqode-eglot-setup)
-
 (condition-case err
     (progn
-      (find-file (getenv "SQ_FILE"))
-      (python-mode)
-      (apply #'eglot--connect (eglot--guess-contact))
-      (sq-wait 20 (lambda () (and (eglot-current-server) (bound-and-true-p flymake-mode)))
-               "eglot to manage the buffer")
+      (sq-open ["lint_tester" "security_tester"])
       (defvar sq-ended nil)
       (add-hook 'superqode-session-end-functions (lambda (s) (setq sq-ended s)))
       (superqode-run-qe)

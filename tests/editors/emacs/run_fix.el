@@ -12,26 +12,9 @@
                                (cons 'text text)))
         (lambda (a b) (< (alist-get 'line a) (alist-get 'line b)))))
 
-(defun sq-finish (code)
-  (with-temp-file (getenv "SQ_RESULT")
-    (insert (json-encode (cons (cons 'exit code) sq-result))))
-  (ignore-errors (eglot-shutdown (eglot-current-server)))
-  (kill-emacs code))
-
-(setq superqode-server-command (list (getenv "SQ_SERVER"))
-      superqode-settings '(:roles ["lint_tester"])
-      eglot-sync-connect t
-      make-backup-files nil
-      create-lockfiles nil)
-(superqode-eglot-setup)
-
 (condition-case err
     (progn
-      (find-file (getenv "SQ_FILE"))
-      (python-mode)
-      (apply #'eglot--connect (eglot--guess-contact))
-      (sq-wait 20 (lambda () (and (eglot-current-server) (bound-and-true-p flymake-mode)))
-               "eglot to manage the buffer")
+      (sq-open ["lint_tester"])
       (sq-step 'server (eglot--project-nickname (eglot-current-server)))
       ;; What reaches the echo area, and the end hook.
       (defvar sq-messages nil)
