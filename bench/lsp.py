@@ -254,16 +254,23 @@ async def latency_round(client, uri: str, line: int, rounds: int, pace_s: float,
     return out
 
 
-async def run(n: int, pace_s: float) -> dict:
-    from pygls.uris import from_fs_path
-
-    work = Path(tempfile.mkdtemp(prefix="sq-bench-lsp-"))
+def bench_home(prefix: str) -> tuple[Path, dict[str, str]]:
+    """A scratch folder and the environment of a server that never touches
+    the real home (also set in this process, for what it starts itself)."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     home = work / "home"
     (home / ".superqode").mkdir(parents=True)
     env = {**os.environ, "HOME": str(home), "SUPERQODE_HOME": str(home / ".superqode"),
            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".state"),
            "XDG_DATA_HOME": str(home / ".data"), "GIT_CONFIG_NOSYSTEM": "1"}
     os.environ.update({k: env[k] for k in ("HOME", "SUPERQODE_HOME")})
+    return work, env
+
+
+async def run(n: int, pace_s: float) -> dict:
+    from pygls.uris import from_fs_path
+
+    work, env = bench_home("sq-bench-lsp-")
     results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cpu(s), "
                                 f"load {os.getloadavg()[0]:.1f} at start"}
     try:

@@ -30,7 +30,6 @@ import platform
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -94,17 +93,11 @@ def tokens_ended(client) -> set[str]:
 
 async def soak(saves: int, findings: int, fixes: int, pause_s: float, trace: bool = False) -> dict:
     import psutil
-    from lsp import Bench
+    from lsp import Bench, bench_home
     from lsprotocol import types
     from pygls.uris import from_fs_path
 
-    work = Path(tempfile.mkdtemp(prefix="sq-bench-soak-"))
-    home = work / "home"
-    (home / ".superqode").mkdir(parents=True)
-    env = {**os.environ, "HOME": str(home), "SUPERQODE_HOME": str(home / ".superqode"),
-           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".state"),
-           "XDG_DATA_HOME": str(home / ".data"), "GIT_CONFIG_NOSYSTEM": "1"}
-    os.environ.update({k: env[k] for k in ("HOME", "SUPERQODE_HOME")})
+    work, env = bench_home("sq-bench-soak-")
     out: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cpu(s), "
                             f"load {os.getloadavg()[0]:.1f} at start",
                  "saves": saves, "roles": ROLES,
@@ -161,8 +154,8 @@ async def soak(saves: int, findings: int, fixes: int, pause_s: float, trace: boo
             await asyncio.sleep(pause_s)
         await bench.stop(client)
         # The server reverts and removes its sandboxes before it exits.
-        out["sandboxes_left"] = sandboxes_left(home / ".superqode")
-        out["parked"] = parked_left(home / ".superqode")
+        out["sandboxes_left"] = sandboxes_left(Path(env["SUPERQODE_HOME"]))
+        out["parked"] = parked_left(Path(env["SUPERQODE_HOME"]))
         q = max(1, saves // 4)
         out["rss_mb"] = [round(x, 1) for x in rss]
         out["save_to_result_s"] = [round(x, 2) for x in took]
