@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfdoc import replace_section  # bench/perfdoc.py
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SECTION = "## Language server (bench/lsp.py)"
@@ -596,18 +598,6 @@ client is up.
 """
 
 
-def write_doc(text: str) -> None:
-    doc = ROOT / "docs" / "performance.md"
-    current = doc.read_text(encoding="utf-8") if doc.exists() else "# Performance\n\n"
-    if SECTION in current:
-        start = current.index(SECTION)
-        nxt = current.find("\n## ", start + len(SECTION))
-        current = current[:start] + text + (current[nxt + 1:] if nxt != -1 else "")
-    else:
-        current = current.rstrip("\n") + "\n\n" + text
-    doc.write_text(current, encoding="utf-8")
-
-
 def main() -> int:
     if "--serve" in sys.argv:
         serve()
@@ -630,7 +620,7 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
     if args.write_doc:
-        write_doc(text)
+        replace_section(SECTION, text)
     return 0
 
 

@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lsp import ROOT, Bench, say  # bench/lsp.py
+from lsp import Bench, say  # bench/lsp.py
+from perfdoc import replace_section  # bench/perfdoc.py
 from sandbox import make_repo  # bench/sandbox.py
 
 SECTION = "## Run QE on this file in a 20,000-file repository (bench/lsp.py --file-run)"
@@ -215,14 +216,6 @@ def main_file(argv: list[str]) -> int:
     text = render(r)
     print(text)
     if args.write_doc:
-        doc = ROOT / "docs" / "performance.md"
-        body = doc.read_text(encoding="utf-8")
-        start = body.find(SECTION)
-        if start >= 0:
-            end = body.find("\n## ", start + len(SECTION))
-            body = body[:start] + text.rstrip("\n") + "\n" + (body[end:] if end >= 0 else "")
-        else:
-            body = body.rstrip("\n") + "\n\n" + text
-        doc.write_text(body, encoding="utf-8")
+        replace_section(SECTION, text)
     first, last = r["firsts"][0], r["firsts"][-1]
     return 0 if first <= 1.5 * r["direct_s"] and last <= first else 1

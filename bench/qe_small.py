@@ -20,6 +20,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from perfdoc import replace_section  # bench/perfdoc.py
 from qe import LAST_EVENTS, ROOT, run_direct, run_superqe  # bench/qe.py
 
 SDISTS = ("flask==3.0.3", "requests==2.32.3")
@@ -192,12 +193,4 @@ def write_doc(rows, args) -> None:
             f"{t.get('roles', 0):.2f} | {t.get('verify', 0):.2f} | {t.get('revert', 0):.2f} | "
             f"{t.get('total', 0):.2f} | {f['fixes']} ({f['reruns']}) |")
     lines += ["", *WHERE.strip("\n").splitlines(), "", ""]
-    doc = ROOT / "docs" / "performance.md"
-    text = doc.read_text(encoding="utf-8")
-    start = text.find(SECTION)
-    if start >= 0:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + "\n".join(lines) + (text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(lines)
-    doc.write_text(text, encoding="utf-8")
+    replace_section(SECTION, "\n".join(lines))

@@ -36,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+from perfdoc import replace_section  # noqa: E402 - bench/perfdoc.py
+
 SECTION = "## Language server soak (bench/soak.py)"
 ROLES = ["lint_tester", "security_tester"]
 
@@ -206,18 +208,6 @@ latest run of each folder always), and the findings the editor shows carry
 their own fix, so dropping a run never drops a quick fix."""
 
 
-def write_doc(text: str) -> None:
-    doc = ROOT / "docs" / "performance.md"
-    current = doc.read_text(encoding="utf-8") if doc.exists() else "# Performance\n\n"
-    if SECTION in current:
-        start = current.index(SECTION)
-        nxt = current.find("\n## ", start + len(SECTION))
-        current = current[:start] + text + ("\n" + current[nxt + 1:] if nxt != -1 else "\n")
-    else:
-        current = current.rstrip("\n") + "\n\n" + text + "\n"
-    doc.write_text(current, encoding="utf-8")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--saves", type=int, default=100)
@@ -240,7 +230,7 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
     if args.write_doc:
-        write_doc(text)
+        replace_section(SECTION, text)
     return 0 if results["pass"] else 1
 
 
