@@ -9,9 +9,10 @@ import asyncio
 import subprocess
 from pathlib import Path
 
+from superqode_ls.qe.roles._patches import split_lines
 from superqode_ls.qe.roles.lint import LintTester
 from superqode_ls.qe.verifier import Verifier
-from superqode_ls.qe.verify_copies import changes, fits, merged, split_lines
+from superqode_ls.qe.verify_copies import changes, fits, merged
 from tests.test_verifier import CountingToy, ctx_for
 
 # Four fixes on neighbouring lines: their diffs' context overlaps, so git

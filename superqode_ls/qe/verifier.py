@@ -33,8 +33,9 @@ from .patching import (
     strip_level,
     write_copies,
 )
+from .roles._patches import split_lines
 from .roles.base import Role, RoleContext, SandboxSession
-from .verify_copies import Change, merged, pack, read_texts, split, split_lines, written_by
+from .verify_copies import Change, merged, pack, read_texts, split, written_by
 
 # Added text that makes a tool stop reporting without changing what the code
 # does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.

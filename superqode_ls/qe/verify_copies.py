@@ -170,12 +170,6 @@ def split(
             *([others] if others else [])]
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their ends, split at "\\n" only (as diff and git do)."""
-    parts = text.split("\n")
-    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-
 def read_texts(root: Path, rels: set[str]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for rel in rels:

@@ -72,9 +72,10 @@ def apply_edits(text: str, edits: list[TextEdit]) -> str:
     return "".join(out)
 
 
-def _split(text: str) -> list[str]:
-    # Only "\n" ends a line for git; keep "\r" inside the line so CRLF files
-    # produce diffs that apply byte for byte.
+def split_lines(text: str) -> list[str]:
+    """Lines with their ends, split at "\\n" only (as diff and git do)."""
+    # Keep "\r" inside the line so CRLF files produce diffs that apply byte
+    # for byte.
     lines = text.split("\n")
     tail = lines.pop()
     out = [line + "\n" for line in lines]
@@ -88,7 +89,7 @@ def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
     if old == new:
         return ""
     body: list[str] = []
-    a, b = _split(old), _split(new)
+    a, b = split_lines(old), split_lines(new)
     # A fix touches a line or two of a file that may have thousands, and a
     # role makes thousands of fixes on a large tree: a change that is one
     # small block gets its hunk written directly (difflib over the whole
