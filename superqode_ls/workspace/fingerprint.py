@@ -128,8 +128,8 @@ def _git_dirs(root: Path) -> tuple[Path, Path] | None:
 def take_fingerprint(root: Path, own: list[str] | None = None) -> Fingerprint:
     """``own``: SuperQode's artifact folders, relative to ``root`` (default:
     the top-level ``.superqode``)."""
-    fp = _git_part(root, own)
-    _files_part(fp)
+    fp = git_part(root, own)
+    files_part(fp)
     return fp
 
 
@@ -138,14 +138,17 @@ def fingerprint_with_proof(root: Path, own: list[str] | None = None) -> tuple[Fi
     The object check (one git process, tens of ms on a large index) runs
     while the files are walked, so a session's end waits for the longer of
     the two, not both."""
-    fp = _git_part(root, own)
+    fp = git_part(root, own)
     with ThreadPoolExecutor(max_workers=1) as pool:
         proof = pool.submit(proof_of_objects, fp)
-        _files_part(fp)
+        files_part(fp)
         return fp, proof.result()
 
 
-def _git_part(root: Path, own: list[str] | None) -> Fingerprint:
+def git_part(root: Path, own: list[str] | None) -> Fingerprint:
+    """The git section alone (``files`` empty): taken before a session
+    registers its worktree, while :func:`files_part` may walk the tree beside
+    the sandbox's checkout, which writes nothing under the project."""
     root = Path(root).resolve()
     fp = Fingerprint(root=str(root), own=list(own or [OWN]))
     dirs = _git_dirs(root)
@@ -156,7 +159,7 @@ def _git_part(root: Path, own: list[str] | None) -> Fingerprint:
     return fp
 
 
-def _files_part(fp: Fingerprint) -> None:
+def files_part(fp: Fingerprint) -> None:
     _walk(fp.root, fp.files, set(fp.own) | {".git"})
     dot = Path(fp.root) / ".git"
     if dot.is_file() or dot.is_symlink():

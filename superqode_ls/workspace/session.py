@@ -26,7 +26,7 @@ from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
 from .errors import CreationAborted, WorkspaceError
-from .fingerprint import OWN, Fingerprint, take_fingerprint
+from .fingerprint import OWN, Fingerprint, files_part, git_part, take_fingerprint
 from .git import GitError, copy_index, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
 from .guard_env import GuardInstall, install_guard
@@ -238,15 +238,28 @@ class IsolatedSession:
         # is made, so the two do not share the CPU and the interpreter lock).
         # Without the barrier it comes first, strictly.
         beside = self.isolation == "sparse" and self.barrier_abi is not None
-        if not beside:
-            self._take_fingerprint()
-            self._check_abort()  # (a sparse sandbox takes milliseconds: stopped below)
         if self.isolation == "worktree":
+            # The git section first, before the registration is written; the
+            # walk of the files (20,000 lstat calls on a large repository)
+            # goes on beside the checkout, which writes only the sandbox and
+            # SuperQode's store, and ends before anything of the project runs.
+            fp = git_part(self.project, self.own)
+            self._fp_thread = threading.Thread(target=self._files_beside, args=(fp,), daemon=True,
+                                               name=f"fingerprint {self.id}")
+            self._fp_thread.start()
+            self._check_abort()  # (an abort's verification joins the walk)
             self._create_worktree(pinned_base, overlays)
-        elif self.isolation == "sparse":
-            self._create_sparse(overlays)
+            self._fp_thread.join()
+            if self._fp_before is None:
+                raise WorkspaceError("the fingerprint of the project could not be taken")
         else:
-            self._create_snapshot(overlays)
+            if not beside:
+                self._take_fingerprint()
+                self._check_abort()  # (a sparse sandbox takes milliseconds: stopped below)
+            if self.isolation == "sparse":
+                self._create_sparse(overlays)
+            else:
+                self._create_snapshot(overlays)
         if beside:
             self._fp_thread = threading.Thread(target=self._fingerprint_beside, daemon=True,
                                                name=f"fingerprint {self.id}")
@@ -270,6 +283,14 @@ class IsolatedSession:
         fp = take_fingerprint(self.project, self.own)
         atomic_write(self.private / "fingerprint.json", fp.to_json())
         self._fp_before = fp
+
+    def _files_beside(self, fp: Fingerprint) -> None:
+        try:
+            files_part(fp)
+            atomic_write(self.private / "fingerprint.json", fp.to_json())
+            self._fp_before = fp
+        except Exception:  # noqa: BLE001 - no fingerprint: creation stops (see _create)
+            log.exception("session %s: the fingerprint could not be taken", self.id)
 
     def _fingerprint_beside(self) -> None:
         try:
