@@ -10,7 +10,9 @@ checkout, then parked) <= 1.2x, the next one (a warm sandbox reset to the new
 state) <= 0.1x; fingerprint of 20k files < 0.5 s. The raw baseline is timed
 twice: as is (add+remove: ext4 may drop the files before they reach the disk)
 and with the checkout written to disk before the remove, as a sandbox that
-lives through a session always is. Also the kernel barrier's cost per spawned
+lives through a session always is, and once more with git's parallel
+checkout (``checkout.workers=4``), which SuperQode's own checkouts use: the
+ratios against that say what is SuperQode's and what is git's. Also the kernel barrier's cost per spawned
 process (the same command with and without a session's supervisor + Landlock).
 """
 
@@ -68,14 +70,17 @@ def make_repo(root: Path, n: int) -> Path:
     return repo
 
 
-def raw_round(repo: Path, dest: Path, durable: bool = False) -> float:
+def raw_round(repo: Path, dest: Path, durable: bool = False, workers: int = 0) -> float:
     """``durable``: the checkout reaches the disk before it is removed, as
     any checkout that lives through a session does (the kernel writes dirty
     pages back after 30 s, vm.dirty_expire_centisecs); without it ext4's
     delayed allocation lets add+remove finish without writing the files at
-    all, which no sandbox that runs anything gets."""
+    all, which no sandbox that runs anything gets. ``workers``: git's
+    parallel checkout, as SuperQode's own checkouts use it (0: git's
+    default, what a user's ``git worktree add`` does)."""
+    par = ["-c", f"checkout.workers={workers}"] if workers else []
     t = time.perf_counter()
-    sh(["git", "worktree", "add", "--detach", "-q", str(dest), "HEAD"], repo)
+    sh(["git", *par, "worktree", "add", "--detach", "-q", str(dest), "HEAD"], repo)
     if durable:
         os.sync()
     sh(["git", "worktree", "remove", "--force", str(dest)], repo)
@@ -170,7 +175,7 @@ def main() -> None:
     try:
         repo = make_repo(tmp, args.files)
         defaults = Config()
-        raw, durable, cold, warm, fps = [], [], [], [], []
+        raw, durable, parallel, cold, warm, fps = [], [], [], [], [], []
         for i in range(args.rounds):
             pool.discard_all(repo)  # the first session of the repository
             settle()
@@ -181,9 +186,13 @@ def main() -> None:
                 settle()
                 durable.append(raw_round(repo, tmp / f"durable-{i}", durable=True))
                 settle()
+                parallel.append(raw_round(repo, tmp / f"par-{i}", durable=True, workers=4))
+                settle()
                 cold.append(session_round(repo, defaults, reused=False))
             else:
                 cold.append(session_round(repo, defaults, reused=False))
+                settle()
+                parallel.append(raw_round(repo, tmp / f"par-{i}", durable=True, workers=4))
                 settle()
                 durable.append(raw_round(repo, tmp / f"durable-{i}", durable=True))
                 settle()
@@ -199,10 +208,12 @@ def main() -> None:
             "rounds": args.rounds,
             "raw_worktree_s": statistics.median(raw),
             "raw_durable_s": statistics.median(durable),
+            "raw_parallel_s": statistics.median(parallel),
             "cold_session_s": statistics.median(cold),
             "warm_session_s": statistics.median(warm),
             "fingerprint_s": statistics.median(fps),
-            "rounds_s": {"raw": raw, "durable": durable, "cold": cold, "warm": warm},
+            "rounds_s": {"raw": raw, "durable": durable, "par": parallel, "cold": cold,
+                         "warm": warm},
         }
         result["protection"] = landlock.protection_level()
         result.update(barrier_cost(repo, args.spawns))
@@ -210,18 +221,24 @@ def main() -> None:
         result["warm_ratio"] = result["warm_session_s"] / result["raw_worktree_s"]
         result["cold_ratio_durable"] = result["cold_session_s"] / result["raw_durable_s"]
         result["warm_ratio_durable"] = result["warm_session_s"] / result["raw_durable_s"]
+        result["cold_ratio_parallel"] = result["cold_session_s"] / result["raw_parallel_s"]
+        result["warm_ratio_parallel"] = result["warm_session_s"] / result["raw_parallel_s"]
         if args.json:
             print(json.dumps(result, indent=2))
         else:
             print(f"repository: {args.files} files, dirty; {args.rounds} interleaved rounds (medians)")
             print(f"raw git worktree add+remove : {result['raw_worktree_s']:.3f} s")
             print(f"  the same, checkout on disk: {result['raw_durable_s']:.3f} s")
+            print(f"  on disk, 4 checkout workers: {result['raw_parallel_s']:.3f} s "
+                  "(git's parallel checkout, as SuperQode's sandboxes use it)")
             print(f"first session create+revert : {result['cold_session_s']:.3f} s  "
                   f"ratio {result['cold_ratio']:.2f}x (target <= 1.2), "
                   f"{result['cold_ratio_durable']:.2f}x against the checkout on disk")
             print(f"next session create+revert  : {result['warm_session_s']:.3f} s  "
                   f"ratio {result['warm_ratio']:.2f}x (target <= 0.1), "
                   f"{result['warm_ratio_durable']:.2f}x against the checkout on disk")
+            print(f"against raw git with 4 checkout workers, on disk: first "
+                  f"{result['cold_ratio_parallel']:.2f}x, next {result['warm_ratio_parallel']:.2f}x")
             print(f"fingerprint                 : {result['fingerprint_s']:.3f} s (target < 0.5)")
             for name, values in result["rounds_s"].items():
                 print(f"  {name:<5} rounds: {', '.join(f'{v:.2f}' for v in values)}")
