@@ -126,7 +126,9 @@ def fix_counts(report: dict, events: list[dict]) -> dict:
     """The last run's fixes and the tool re-runs that verified them (each
     role's own run is one tool call; every further one is a re-run)."""
     fixes = [p for p in report.get("patches", []) if p.get("kind") == "fix"]
-    calls = [e["data"].get("tool") for e in events if e.get("type") == "tool_call"]
+    # a tool split among processes (bandit's shards) is one call
+    calls = [e["data"].get("tool") for e in events if e.get("type") == "tool_call"
+             and str(e["data"].get("shard") or "1/").startswith("1/")]
     return {
         "fixes": len(fixes),
         "verified": sum(1 for p in fixes if p.get("verified")),

@@ -56,6 +56,16 @@ def tool_cpus() -> frozenset[int] | None:
     return _tool_cpus
 
 
+def tool_cpu_count() -> int:
+    """How many CPUs the tools started from here may use at once."""
+    if _tool_cpus is not None:
+        return len(_tool_cpus)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):
+        return os.cpu_count() or 1
+
+
 def _tool_nice() -> int:
     # From our main thread's nice: a calling thread may be a lowered one.
     return min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE)

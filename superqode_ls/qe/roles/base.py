@@ -122,11 +122,14 @@ class RoleContext:
         timeout: float | None = None,
         env: dict[str, str] | None = None,
         input: bytes | None = None,
+        shard: str | None = None,
     ) -> ProcResult:
+        """``shard``: ``"k/n"`` when this is one of n processes sharing one check."""
         budget = self.remaining()
         if timeout is None or (budget is not None and budget < timeout):
             timeout = budget
-        self.emit("tool_call", tool=Path(cmd[0]).name, argv=list(cmd)[:20])
+        extra = {"shard": shard} if shard else {}
+        self.emit("tool_call", tool=Path(cmd[0]).name, argv=list(cmd)[:20], **extra)
         # Analyzers on big repositories print tens of MB of JSON; a cut would
         # make the role fail, so the cap here only guards against runaways.
         return await run_command(

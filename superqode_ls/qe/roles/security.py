@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models import Evidence, Finding, Patch, Range, Severity
+from ...workspace.proc import tool_cpu_count
 from ..noise import merge_reports
 from . import _secrets
 from ._common import (
@@ -27,10 +28,11 @@ from ._common import (
     load_json,
     rel_to,
     selected_files,
+    shards_by_size,
     tail,
 )
 from ._patches import attach, make_patch
-from ._patterns import call_name, patterns
+from ._patterns import call_name, may_match, patterns
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, tool_path
 
 _SEVERITY = {"HIGH": Severity.high, "MEDIUM": Severity.medium, "LOW": Severity.low}
@@ -57,7 +59,9 @@ class SecurityTester(FileCheckRole):
 
     async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
         root = ctx.sandbox
-        py_files = selected_files(root, files, (".py",))
+        # bandit's own walk takes .pyw too; the pattern scans read .py only
+        bandit_files = selected_files(root, files, (".py", ".pyw"))
+        py_files = [f for f in bandit_files if f.endswith(".py")]
         text_files = [
             f
             for f in selected_files(root, files)
@@ -65,7 +69,7 @@ class SecurityTester(FileCheckRole):
             or "." not in Path(f).name
             or Path(f).name.startswith(".env")
         ]
-        if not py_files and not text_files:
+        if not bandit_files and not text_files:
             return RoleOutput(status="skipped", reason="no files to scan", tool="bandit")
         src = SourceCache(root)
         findings: list[Finding] = []
@@ -79,11 +83,11 @@ class SecurityTester(FileCheckRole):
         try:
             if bandit is None:
                 reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
-            elif py_files:
+            elif bandit_files:
                 unscanned: list[str] = []
                 try:
                     bandit_out = await self._bandit(
-                        ctx, bandit, None if files is None else py_files, unscanned
+                        ctx, bandit, bandit_files, files is None, unscanned
                     )
                 except ToolFailed as e:
                     return e.output()
@@ -103,12 +107,17 @@ class SecurityTester(FileCheckRole):
         )
 
     async def _bandit(
-        self, ctx: RoleContext, bandit: str, py_files: list[str] | None,
+        self, ctx: RoleContext, bandit: str, py_files: list[str], whole: bool,
         unscanned: list[str] | None = None,
     ) -> list[dict[str, Any]]:
         """bandit's results (``ToolFailed`` when it gives none); files it could
         not parse (not UTF-8, binary, syntax errors) are added to ``unscanned``
-        as ``file (why)``."""
+        as ``file (why)``. ``whole``: the files are the whole tree.
+
+        bandit analyses one file at a time on one CPU, and is most of quick
+        mode's time: with CPUs to spare its files are split by size among
+        several bandit processes (the same arguments, results merged in the
+        order one process gives them)."""
         cmd = [bandit, "-f", "json", "-q"]
         if (ctx.sandbox / "pyproject.toml").is_file():
             try:
@@ -117,12 +126,32 @@ class SecurityTester(FileCheckRole):
                 text = ""
             if "[tool.bandit" in text:
                 cmd += ["-c", "pyproject.toml"]
-        if py_files is None:
-            excludes = ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"
-            cmd += ["-x", excludes, "-r", "."]
+        if whole:
+            cmd += ["-x", ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"]
+        plan = shards_by_size(ctx.sandbox, py_files, tool_cpu_count())
+        if len(plan) < 2:
+            runs = [cmd + (["-r", "."] if whole else ["--", *py_files])]
         else:
-            cmd += ["--", *py_files]
-        res = await ctx.run(cmd)
+            # "./" as bandit's own walk names them: its exclude_dirs match on that
+            runs = [cmd + ["--", *(f"./{f}" for f in shard)] for shard in plan]
+        outs = await asyncio.gather(*(
+            self._bandit_run(ctx, argv, f"{k}/{len(runs)}" if len(runs) > 1 else None)
+            for k, argv in enumerate(runs, start=1)))
+        results: list[dict[str, Any]] = []
+        for data in outs:
+            results.extend(data.get("results") or [])
+            if unscanned is not None:
+                for err in data.get("errors") or []:
+                    if isinstance(err, dict) and err.get("filename"):
+                        rel = rel_to(ctx.sandbox, str(err["filename"]))
+                        unscanned.append(f"{rel} ({err.get('reason') or 'unreadable'})")
+        if len(runs) > 1:  # one process lists its results by file name, stably
+            results.sort(key=lambda r: str(r.get("filename", "")))
+        return results
+
+    async def _bandit_run(self, ctx: RoleContext, argv: list[str], shard: str | None
+                          ) -> dict[str, Any]:
+        res = await ctx.run(argv, shard=shard)
         if res.timed_out:
             raise ToolFailed("bandit", "bandit ran out of time", status="timeout")
         try:
@@ -132,12 +161,7 @@ class SecurityTester(FileCheckRole):
         if res.returncode not in (0, 1) or not isinstance(data, dict):
             why = tail(res.stderr) or f"exit code {res.returncode}"
             raise ToolFailed("bandit", f"bandit failed: {why}")
-        if unscanned is not None:
-            for err in data.get("errors") or []:
-                if isinstance(err, dict) and err.get("filename"):
-                    rel = rel_to(ctx.sandbox, str(err["filename"]))
-                    unscanned.append(f"{rel} ({err.get('reason') or 'unreadable'})")
-        return list(data.get("results") or [])
+        return data
 
     def _bandit_findings(
         self, root: Path, src: SourceCache, results: list[dict[str, Any]]
@@ -289,7 +313,7 @@ class SecurityTester(FileCheckRole):
                 )
         for rel in py_files:
             text = src.text(rel)
-            if text is None:
+            if text is None or not may_match(text):
                 continue
             try:
                 tree = ast.parse(text)
