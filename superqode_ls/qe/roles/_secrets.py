@@ -5,10 +5,12 @@ flagged line with the secret replaced."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,9 @@ class SecretRule:
     severity: Severity
     confidence: float
     group: int = 0  # the regex group holding the secret itself
+    # Text every match contains, in the pattern's own case rule: lines
+    # without any are never matched against the pattern (see scan_text).
+    hints: tuple[str, ...] = ()
 
 
 RULES: tuple[SecretRule, ...] = (
@@ -36,6 +41,7 @@ RULES: tuple[SecretRule, ...] = (
         ),
         Severity.critical,
         0.95,
+        hints=("-----BEGIN ",),
     ),
     SecretRule(
         "secret-aws-access-key-id",
@@ -46,6 +52,7 @@ RULES: tuple[SecretRule, ...] = (
         Severity.high,
         0.85,
         1,
+        hints=("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
     ),
     SecretRule(
         "secret-aws-secret-key",
@@ -54,6 +61,7 @@ RULES: tuple[SecretRule, ...] = (
         Severity.critical,
         0.85,
         1,
+        hints=("aws",),
     ),
     SecretRule(
         "secret-github-token",
@@ -64,6 +72,7 @@ RULES: tuple[SecretRule, ...] = (
         Severity.critical,
         0.95,
         1,
+        hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     SecretRule(
         "secret-slack-token",
@@ -72,6 +81,7 @@ RULES: tuple[SecretRule, ...] = (
         Severity.high,
         0.9,
         1,
+        hints=("xox",),
     ),
     SecretRule(
         "secret-slack-webhook",
@@ -82,6 +92,7 @@ RULES: tuple[SecretRule, ...] = (
         Severity.high,  # anyone holding it can post as the app: a secret like the others
         0.9,
         1,
+        hints=("https://hooks.slack.com/services/T",),
     ),
     SecretRule(
         "secret-google-api-key",
@@ -90,6 +101,7 @@ RULES: tuple[SecretRule, ...] = (
         Severity.high,
         0.8,
         1,
+        hints=("AIza",),
     ),
     SecretRule(
         "secret-stripe-key",
@@ -98,6 +110,7 @@ RULES: tuple[SecretRule, ...] = (
         Severity.critical,
         0.95,
         1,
+        hints=("_live_",),
     ),
 )
 
@@ -112,6 +125,7 @@ GENERIC = SecretRule(
     Severity.high,
     0.7,
     3,
+    hints=("password", "passwd", "pwd", "secret", "token", "api", "access", "auth", "private"),
 )
 # Names that hold *about* a secret, not the secret: api_key_env = "MY_VAR".
 _NOT_SECRET_NAME = re.compile(
@@ -210,14 +224,67 @@ def _is_text(raw: bytes) -> bool:
     return b"\x00" not in raw[:8192]
 
 
+def _hint_pattern(rule: SecretRule) -> re.Pattern[str]:
+    # The pattern's own case rule, so IGNORECASE folds the same letters here.
+    return re.compile("|".join(map(re.escape, rule.hints)), rule.pattern.flags & re.IGNORECASE)
+
+
+_HINTS = {rule.id: _hint_pattern(rule) for rule in (*RULES, GENERIC)}
+
+
+def _hint_offsets(rule: SecretRule, text: str, low: str | None) -> Iterator[int]:
+    """Where ``rule``'s hints occur in ``text``; ``low``: the text lowercased
+    when it is ASCII (then a plain search finds what IGNORECASE would: only
+    outside ASCII does it fold letters such as U+017F to "s")."""
+    ignore_case = bool(rule.pattern.flags & re.IGNORECASE)
+    if ignore_case and low is None or not rule.hints:
+        yield from (m.start() for m in _HINTS[rule.id].finditer(text))
+        return
+    hay = low if ignore_case else text
+    for hint in rule.hints:
+        needle = hint.lower() if ignore_case else hint
+        at = hay.find(needle)
+        while at >= 0:
+            yield at
+            at = hay.find(needle, at + len(needle))
+
+
+def _candidates(text: str) -> dict[int, list[SecretRule]]:
+    """Line number -> the rules (in RULES order, GENERIC last) whose hints the
+    line holds. Every match of a rule holds one of its hints and no hint holds
+    a newline, so a line left out cannot match; most lines are, and a search
+    for a few literals per rule replaces a regex per line per rule."""
+    found: dict[int, list[SecretRule]] = {}
+    starts: list[int] | None = None
+    low = text.lower() if text.isascii() else None
+    for rule in (*RULES, GENERIC):
+        for at in _hint_offsets(rule, text, low):
+            if starts is None:
+                starts, pos = [], 0
+                for ln in text.split("\n"):
+                    starts.append(pos)
+                    pos += len(ln) + 1
+            rules = found.setdefault(bisect.bisect_right(starts, at), [])
+            if not rules or rules[-1] is not rule:
+                rules.append(rule)
+    return found
+
+
 def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
     hits: list[SecretHit] = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
+    candidates = _candidates(text)
+    if not candidates:
+        return hits
+    lines = text.split("\n")
+    for lineno in sorted(candidates):
+        line = lines[lineno - 1].rstrip("\r")
         if len(line) > 2000 or _ALLOW.search(line):
             continue
         found_specific = False
-        for rule in RULES:
+        rules = candidates[lineno]
+        for rule in rules:
+            if rule is GENERIC:
+                continue
             for m in rule.pattern.finditer(line):
                 value = m.group(rule.group)
                 confidence = rule.confidence
@@ -238,7 +305,7 @@ def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
                     )
                 )
                 found_specific = True
-        if found_specific:
+        if found_specific or rules[-1] is not GENERIC:
             continue
         for m in GENERIC.pattern.finditer(line):
             value = m.group(GENERIC.group)

@@ -1,0 +1,145 @@
+"""security_tester's shortcuts give exactly what the long way gives: the
+secrets scan's line hints, the pattern scan's skip of sources that cannot
+match, and bandit split among several processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.qe.roles import _patterns, _secrets, security
+from superqode_ls.qe.roles.security import SecurityTester
+from tests.role_helpers import make_ctx, run_role
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Lines that sit on every edge the hints must not miss: CRLF ends, a key at
+# a line's start and end, upper case, letters IGNORECASE folds outside ASCII
+# (U+017F is "s", U+212A is "K"), a provider token beside a generic name, an
+# opt-out comment, a name that is about a secret, a value too short.
+EDGES = "\n".join([
+    "AKIAABCDEFGHIJKLMNOP",
+    'x = "AKIAABCDEFGHIJKLMNOP"\r',
+    'DB_PASSWORD = "hunter2hunter2xyz"',
+    'paſſword = "Zq8#kLm2pW9vT4rX"',
+    'api_\u212aey = "Zq8#kLm2pW9vT4rX"',
+    'github_token = "ghp_' + "a" * 36 + '"',
+    'slack = "xoxb-1234567890-abcdefghij"\r',
+    'stripe = "sk_live_' + "b" * 24 + '"  # nosec',
+    'token_env = "MY_TOKEN_VARIABLE"',
+    'secret = "short"',
+    'AWS_SECRET = "' + "c" * 40 + '"',
+    "-----BEGIN RSA PRIVATE KEY-----",
+    'url = "https://hooks.slack.com/services/T000/B000/XXXXXXXX"',
+    'google = "AIza' + "d" * 35 + '"',
+    "no secret on this line",
+    "",
+])
+
+
+def _every_line(text: str) -> dict[int, list[_secrets.SecretRule]]:
+    """The long way: every rule tried on every line."""
+    every = [*_secrets.RULES, _secrets.GENERIC]
+    return {n: list(every) for n in range(1, text.count("\n") + 2)}
+
+
+def _corpus() -> list[str]:
+    texts = [EDGES, EDGES.replace("\n", "\r\n"), EDGES.upper(), EDGES.lower()]
+    for pattern in ("superqode_ls/**/*.py", "docs/**/*.md", "tests/**/*.py", "examples/**/*"):
+        for path in sorted(ROOT.glob(pattern)):
+            if path.is_file() and path.stat().st_size < _secrets.MAX_BYTES:
+                try:
+                    texts.append(path.read_text(encoding="utf-8"))
+                except (UnicodeDecodeError, OSError):
+                    continue
+    return texts
+
+
+def test_secret_hints_find_what_every_line_finds(monkeypatch):
+    corpus = _corpus()
+    assert len(corpus) > 100
+    quick = [_secrets.scan_text(t) for t in corpus]
+    monkeypatch.setattr(_secrets, "_candidates", _every_line)
+    slow = [_secrets.scan_text(t) for t in corpus]
+    assert quick == slow
+    # the edges are found at all (the comparison is not of two empty lists)
+    rules = {h.rule.id for h in slow[0]}
+    assert {"secret-aws-access-key-id", "secret-generic", "secret-github-token",
+            "secret-slack-token", "secret-private-key", "secret-google-api-key",
+            "secret-slack-webhook"} <= rules
+    folded = [h for h in slow[0] if h.line in (4, 5)]
+    assert len(folded) == 2 and quick[0] == slow[0]
+    assert sum(len(h) for h in quick) > 10
+
+
+def test_pattern_scan_skips_only_sources_that_cannot_match():
+    hits = {
+        "import yaml\nyaml.unsafe_load(s)\n": "yaml-unsafe-load",
+        "import jwt\njwt.decode(t, options={'verify_signature': False})\n": "jwt-no-verify",
+        "import ssl\nctx = ssl.create_default_context()\nctx.check_hostname = False\n":
+            "tls-no-hostname-check",
+    }
+    import ast
+
+    for source, rule in hits.items():
+        assert _patterns.may_match(source)
+        assert [r for _, r, *_ in _patterns.patterns(ast.parse(source))] == [rule]
+    assert not _patterns.may_match("import yaml\nyaml.safe_load(s)\n")
+    # NFKC: the parser reads a fullwidth letter as ASCII; the text proves nothing
+    odd = "import yaml\nyaml.\uff55nsafe_load(s)\n"
+    assert _patterns.may_match(odd)
+    assert [r for _, r, *_ in _patterns.patterns(ast.parse(odd))] == ["yaml-unsafe-load"]
+    for text in _corpus():
+        if not _patterns.may_match(text):
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            assert list(_patterns.patterns(tree)) == []
+
+
+def _project(root: Path, n: int = 24) -> Path:
+    """Enough source for bandit to be split: each module ~25 KB with findings."""
+    root.mkdir()
+    body = "\n".join(f"def helper_{i}(x):\n    return x * {i}\n" for i in range(700))
+    for i in range(n):
+        (root / f"pkg{i % 3}").mkdir(exist_ok=True)
+        (root / f"pkg{i % 3}" / f"mod{i:02d}.py").write_text(
+            "import hashlib\nimport subprocess\n\n"
+            f"def run_{i}(cmd):\n    return subprocess.run(cmd, shell=True)\n\n"
+            f"def key_{i}(s):\n    return hashlib.md5(s.encode()).hexdigest()\n\n" + body)
+    (root / "pkg0" / "plain.pyw").write_text("import pickle\npickle.loads(b'')\n")
+    return root
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_bandit_split_gives_what_one_bandit_gives(tmp_path, monkeypatch, whole):
+    root = _project(tmp_path / "proj")
+    (root.parent / "proj-project").mkdir()
+    files = None if whole else sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*.py*"))
+    calls: list[dict] = []
+
+    def run(cpus: int):
+        monkeypatch.setattr(security, "tool_cpu_count", lambda: cpus)
+        ctx = make_ctx(root, root.parent / "proj-project", files=files)
+        ctx.emit = lambda kind, **data: calls.append({"kind": kind, **data})  # type: ignore[method-assign]
+        out = run_role(SecurityTester(), ctx)
+        assert out.status == "ok", out.reason
+        return out
+
+    one = run(1)
+    assert [c.get("shard") for c in calls if c["kind"] == "tool_call"] == [None]
+    calls.clear()
+    split = run(3)
+    shards = [c.get("shard") for c in calls if c["kind"] == "tool_call"]
+    assert shards == ["1/3", "2/3", "3/3"]
+
+    def key(f):
+        return (f.id, f.rule_id, f.file, f.range, f.message, f.severity, f.fix_patch_id)
+
+    assert [key(f) for f in split.findings] == [key(f) for f in one.findings]
+    assert len({f.file for f in one.findings if f.rule_id == "B602"}) == 24
+    assert any(f.file == "pkg0/plain.pyw" for f in one.findings)  # bandit's own .pyw
+    assert [p.diff for p in split.patches] == [p.diff for p in one.patches]
