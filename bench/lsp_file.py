@@ -198,6 +198,12 @@ def render(r: dict) -> str:
         "nice +10, in a lowered scheduler group and off one CPU (kept for the editor), while "
         "ruff + bandit run directly here at the bench's own priority: on a loaded machine "
         "that gap is most of the ratio (the third column).", "",
+        "bandit is warm in the server (qe/roles/_bandit_server.py): started once at the "
+        "server's prewarm with its imports and plugins loaded, it forks one child per run, "
+        "which applies the session's kernel barrier itself and runs bandit's own command "
+        "line in the sandbox. The analyzers' side starts bandit from nothing each time "
+        "(about 0.12 s of its time), as the `bandit` command does; a CLI run, a single "
+        "process either way, does not start a warm one.", "",
         "Reproduce: `.venv/bin/python bench/lsp.py --file-run [--files 20000] [--runs 10] "
         "[--write-doc]`.", "",
     ])

@@ -143,3 +143,67 @@ def test_bandit_split_gives_what_one_bandit_gives(tmp_path, monkeypatch, whole):
     assert len({f.file for f in one.findings if f.rule_id == "B602"}) == 24
     assert any(f.file == "pkg0/plain.pyw" for f in one.findings)  # bandit's own .pyw
     assert [p.diff for p in split.patches] == [p.diff for p in one.patches]
+
+
+@pytest.fixture
+def warm_bandit():
+    from superqode_ls.qe.roles import _bandit_warm
+
+    warm = _bandit_warm.start()
+    assert warm is not None, "bandit is in SuperQode's environment"
+    yield warm
+    _bandit_warm.stop()
+    assert warm._proc is None
+
+
+def test_warm_bandit_gives_what_the_command_gives(tmp_path, warm_bandit):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "app.py").write_text("import subprocess\n\n\ndef run(c):\n    return subprocess.call(c, shell=True)\n")
+    (root / "keys.py").write_text("import hashlib\nh = hashlib.md5(b'x')\n")
+    (tmp_path / "proj-project").mkdir()
+    calls: list[dict] = []
+
+    def run(files):
+        ctx = make_ctx(root, tmp_path / "proj-project", files=files)
+        ctx.emit = lambda kind, **data: calls.append({"kind": kind, **data})  # type: ignore[method-assign]
+        return run_role(SecurityTester(), ctx)
+
+    warm = run(None), run(["app.py"])
+    assert [c.get("warm") for c in calls if c["kind"] == "tool_call"] == [True, True]
+    from superqode_ls.qe.roles import _bandit_warm
+
+    _bandit_warm.stop()
+    calls.clear()
+    cold = run(None), run(["app.py"])
+    assert [c.get("warm") for c in calls if c["kind"] == "tool_call"] == [None, None]
+    for w, c in zip(warm, cold):
+        assert [(f.id, f.rule_id, f.file, f.range) for f in w.findings] == \
+            [(f.id, f.rule_id, f.file, f.range) for f in c.findings]
+    assert {f.rule_id for f in warm[0].findings} >= {"B602", "B324"}
+    assert {f.file for f in warm[1].findings} == {"app.py"}
+
+
+def test_warm_bandit_runs_behind_the_session_barrier(make_repo, warm_bandit):
+    import asyncio
+
+    from superqode_ls.workspace import landlock
+    from superqode_ls.workspace.session import IsolatedSession
+
+    if landlock.abi() is None:
+        pytest.skip("no Landlock on this kernel: the barrier is tested where it exists")
+    repo = make_repo({"app.py": "import os\n"})
+    outside = repo / "written-by-bandit.json"
+    s = IsolatedSession.create_sync(repo)
+    try:
+        res = asyncio.run(warm_bandit.run(["-f", "json", "-o", str(outside), "app.py"],
+                                          s.sandbox, s.env(), 30))
+        assert res is not None and res.returncode != 0
+        assert "Permission denied" in res.stderr and not outside.exists()
+        inside = s.sandbox / "report.json"
+        res = asyncio.run(warm_bandit.run(["-f", "json", "-o", str(inside), "app.py"],
+                                          s.sandbox, s.env(), 30))
+        assert res is not None and res.returncode == 0 and inside.exists()
+    finally:
+        v = s.close_sync()
+    assert v.verified and not outside.exists()

@@ -81,15 +81,19 @@ def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
     _keep_editor_cpus()
+    from ..qe.roles import _bandit_warm
     from .setup import create_server
     from .stdio import serve_stdio
 
     server = create_server()
-    if args.tcp:
-        host, port = args.tcp
-        server.start_tcp(host, port)
-    else:
-        serve_stdio(server)
+    try:
+        if args.tcp:
+            host, port = args.tcp
+            server.start_tcp(host, port)
+        else:
+            serve_stdio(server)
+    finally:
+        _bandit_warm.stop()
     return 0
 
 

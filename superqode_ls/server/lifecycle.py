@@ -8,6 +8,7 @@ import logging
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ..qe.roles import _bandit_warm
 from . import settings as settings_mod
 from .base import ClientFeatures
 from .server import SuperQodeServer
@@ -133,3 +134,5 @@ def _prewarm() -> None:
             importlib.import_module(target.partition(":")[0])
         except ImportError as e:  # the role reports it when asked to run
             log.info("prewarm: %s: %s", target, e)
+    # A file run in the editor otherwise waits on bandit's own start each time.
+    _bandit_warm.start()

@@ -17,7 +17,7 @@ from typing import Any
 from ...models import Evidence, Finding, Patch, Range, Severity
 from ...workspace.proc import tool_cpu_count
 from ..noise import merge_reports
-from . import _secrets
+from . import _bandit_warm, _secrets
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -151,7 +151,14 @@ class SecurityTester(FileCheckRole):
 
     async def _bandit_run(self, ctx: RoleContext, argv: list[str], shard: str | None
                           ) -> dict[str, Any]:
-        res = await ctx.run(argv, shard=shard)
+        warm = _bandit_warm.current()
+        res = None
+        if warm is not None and warm.serves(argv[0]):
+            res = await warm.run(argv[1:], ctx.sandbox, ctx.env, ctx.remaining())
+            if res is not None:
+                ctx.emit("tool_call", tool="bandit", argv=argv[:20], warm=True)
+        if res is None:
+            res = await ctx.run(argv, shard=shard)
         if res.timed_out:
             raise ToolFailed("bandit", "bandit ran out of time", status="timeout")
         try:

@@ -1,0 +1,121 @@
+"""A warm bandit: imports bandit and loads its plugins once, then forks one
+child per request, which runs bandit's own command line.
+
+Run by the language server as ``python -I _bandit_server.py`` with the
+interpreter bandit is installed in (SuperQode's). Starting bandit costs about
+0.12 s of CPU before it reads a file (imports, plugin discovery); a file run
+in the editor waits on exactly that. Each request's child applies the
+session's kernel barrier itself (the same Landlock rules the supervisor would
+apply: writes only beneath the session's folders), moves to the session's
+sandbox and environment, and runs ``bandit.cli.main.main()`` with the
+request's arguments: the result is what the ``bandit`` command prints.
+
+Protocol, JSON lines on stdin/stdout: first {"ready": true}; request
+{"argv", "cwd", "env", "allow" (null: no barrier), "abi"} -> {"pid"} at once
+(the caller kills the process group on its timeout), then {"rc", "out",
+"err"}. rc 97: the barrier could not be applied, nothing ran.
+
+Stdlib and bandit only: it runs with ``-I``, outside SuperQode's package.
+"""
+
+import importlib.util
+import json
+import os
+import selectors
+import sys
+
+BARRIER_FAILED = 97
+
+
+def _landlock():
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, os.pardir, os.pardir, "workspace", "landlock.py")
+    spec = importlib.util.spec_from_file_location("superqode_landlock", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _child(req, out_w, err_w, landlock):
+    os.setpgid(0, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    try:
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req.get("env") or {})
+        if req.get("allow") is not None and req.get("abi"):
+            landlock.restrict_self(list(req["allow"]), int(req["abi"]))
+    except OSError as e:
+        os.write(2, f"superqode barrier: {e}\n".encode())
+        os._exit(BARRIER_FAILED)
+    from bandit.cli import main as bandit_main
+
+    sys.argv = ["bandit", *req["argv"]]
+    code = 0
+    try:
+        bandit_main.main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except BaseException as e:  # noqa: BLE001 - reported as bandit's own failure
+        os.write(2, f"bandit crashed: {type(e).__name__}: {e}\n".encode())
+        code = 2
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _collect(out_r, err_r):
+    chunks = {out_r: [], err_r: []}
+    sel = selectors.DefaultSelector()
+    for fd in chunks:
+        sel.register(fd, selectors.EVENT_READ)
+    open_fds = set(chunks)
+    while open_fds:
+        for key, _ in sel.select():
+            data = os.read(key.fd, 1 << 16)
+            if data:
+                chunks[key.fd].append(data)
+            else:
+                sel.unregister(key.fd)
+                open_fds.discard(key.fd)
+    sel.close()
+    return b"".join(chunks[out_r]), b"".join(chunks[err_r])
+
+
+def _reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    import bandit.cli.main  # noqa: F401 - the imports a request no longer pays
+    from bandit.core import extension_loader  # noqa: F401 - plugins found once
+
+    landlock = _landlock()
+    _reply({"ready": True})
+    for line in sys.stdin:
+        req = json.loads(line)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(out_r)
+            os.close(err_r)
+            _child(req, out_w, err_w, landlock)
+        os.close(out_w)
+        os.close(err_w)
+        _reply({"pid": pid})
+        out, err = _collect(out_r, err_r)
+        os.close(out_r)
+        os.close(err_r)
+        _, status = os.waitpid(pid, 0)
+        rc = os.waitstatus_to_exitcode(status)
+        _reply({"rc": rc, "out": out.decode("utf-8", "replace"),
+                "err": err.decode("utf-8", "replace")[-4000:]})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The language server's warm bandit (see ``_bandit_server.py``): started
+once by the server, used by security_tester for one bandit run at a time.
+
+The owner is the process that calls :func:`start` (the language server, at
+its prewarm) and :func:`stop` (at shutdown); one server process at most. The
+CLI never starts one: a single run would pay the start either way. Whenever
+it cannot serve (not started, busy with another run, gone, a different
+bandit than SuperQode's), the caller runs the ``bandit`` command as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ...workspace import landlock
+from ...workspace.proc import BARRIER_ENV, ProcResult, lower_priority
+
+log = logging.getLogger(__name__)
+
+SERVER = Path(__file__).with_name("_bandit_server.py")
+BARRIER_FAILED = 97  # _bandit_server.BARRIER_FAILED
+
+
+class WarmBandit:
+    def __init__(self, python: str):
+        self.python = python
+        self._proc: subprocess.Popen | None = None
+        self._ready = threading.Event()
+        self._busy = asyncio.Lock()
+        self._abi = landlock.abi()
+
+    def start(self) -> None:
+        """Blocking (imports take a few tenths of a second): call it off the
+        event loop."""
+        proc = subprocess.Popen([self.python, "-I", str(SERVER)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                start_new_session=True, text=True, bufsize=1)
+        lower_priority(proc.pid)
+        self._proc = proc
+        line = proc.stdout.readline() if proc.stdout else ""
+        if line.strip() == '{"ready": true}':
+            self._ready.set()
+        else:
+            self.stop()
+
+    def serves(self, tool: str) -> bool:
+        """Whether ``tool`` is the bandit this server runs (the same environment)."""
+        alive = self._proc is not None and self._proc.poll() is None
+        return (alive and self._ready.is_set() and not self._busy.locked()
+                and Path(tool).parent == Path(self.python).parent)
+
+    async def run(self, argv: list[str], cwd: Path, env: dict[str, str],
+                  timeout: float | None) -> ProcResult | None:
+        """bandit's result for ``bandit ARGV`` run in ``cwd``, or None when it
+        cannot serve (the caller then starts the command)."""
+        if self._busy.locked():
+            return None
+        async with self._busy:
+            proc = self._proc
+            if proc is None or proc.poll() is not None or not self._ready.is_set():
+                return None
+            allow = json.loads(env[BARRIER_ENV]) if BARRIER_ENV in env else None
+            if allow is not None and self._abi is None:
+                return None  # a barrier asked for that this kernel lacks: the supervisor decides
+            req = {"argv": argv, "cwd": str(cwd), "env": env, "allow": allow, "abi": self._abi}
+            t0 = time.monotonic()
+            try:
+                reply = await asyncio.to_thread(self._exchange, proc, req, timeout)
+            except (OSError, ValueError) as e:
+                log.warning("warm bandit failed (%s); bandit runs as a command", e)
+                self.stop()
+                return None
+            if reply is None:
+                return ProcResult(-9, "", "bandit ran out of time", time.monotonic() - t0,
+                                  timed_out=True)
+            if reply["rc"] == BARRIER_FAILED:
+                raise OSError(f"the kernel barrier could not be applied: {reply['err'].strip()}")
+            return ProcResult(reply["rc"], reply["out"], reply["err"], time.monotonic() - t0)
+
+    @staticmethod
+    def _exchange(proc: subprocess.Popen, req: dict, timeout: float | None) -> dict | None:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(req) + "\n")
+        proc.stdin.flush()
+        pid = json.loads(proc.stdout.readline())["pid"]
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(max(0.0, timeout), _kill_group, (pid,))
+            timer.daemon = True
+            timer.start()
+        try:
+            line = proc.stdout.readline()
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if not line:
+            raise OSError("the warm bandit ended")
+        reply = json.loads(line)
+        if reply["rc"] in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            return None
+        return reply
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        self._ready.clear()
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+_CURRENT: WarmBandit | None = None
+
+
+def start(python: str | None = None) -> WarmBandit | None:
+    """Start the process's warm bandit (once); None when bandit is missing."""
+    global _CURRENT
+    if _CURRENT is not None:
+        return _CURRENT
+    python = python or sys.executable
+    if not (Path(python).parent / "bandit").exists():
+        return None
+    warm = WarmBandit(python)
+    try:
+        warm.start()
+    except OSError as e:
+        log.info("warm bandit not started: %s", e)
+        return None
+    if not warm._ready.is_set():
+        return None
+    _CURRENT = warm
+    return warm
+
+
+def current() -> WarmBandit | None:
+    return _CURRENT
+
+
+def stop() -> None:
+    global _CURRENT
+    warm, _CURRENT = _CURRENT, None
+    if warm is not None:
+        warm.stop()
