@@ -169,3 +169,89 @@ def test_the_suite_probe_loads_conftests_and_imports_no_test(tmp_path):
     why = asyncio.run(probe())
     assert why is not None and why.startswith("pytest usage or configuration error"), why
     assert not (tmp_path / "imported").exists()
+
+
+def test_the_suite_probe_verdict_is_kept_until_what_decides_it_changes(tmp_path, monkeypatch):
+    """A second probe of the same suite, interpreter and packages asks pytest
+    nothing; a changed conftest, config or installed package asks again."""
+    import dataclasses
+
+    from superqode_ls.qe import probe_cache
+    from superqode_ls.qe.covering import SuiteProbe
+    from superqode_ls.qe.roles.unit import UnitTester
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    ctx = dataclasses.replace(ctx_for(tmp_path), trusted=True)
+    starts = []
+    real = UnitTester.can_start
+
+    async def counting(self, ctx, folders):
+        starts.append(folders)
+        return await real(self, ctx, folders)
+
+    monkeypatch.setattr(UnitTester, "can_start", counting)
+
+    async def probe():
+        p = SuiteProbe(UnitTester(), ctx)
+        try:
+            return await p.broken()
+        finally:
+            await p.close()
+
+    assert asyncio.run(probe()) is None and len(starts) == 1
+    assert asyncio.run(probe()) is None and len(starts) == 1  # kept
+    (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
+    why = asyncio.run(probe())
+    assert len(starts) == 2 and why is not None and why.startswith("pytest usage")
+    assert asyncio.run(probe()) == why and len(starts) == 2  # "cannot start" is kept too
+    (tmp_path / "tests" / "conftest.py").unlink()
+    assert asyncio.run(probe()) is None and len(starts) == 2  # the first verdict again
+    assert len(list(probe_cache.cache_dir().glob("*.json"))) == 2
+
+    # The key itself: the interpreter's packages and pytest's configuration.
+    env = tmp_path / "env"
+    site = env / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (env / "bin").mkdir()
+    python = env / "bin" / "python"
+    python.write_text("")
+
+    def key():
+        return probe_cache.key(tmp_path, ["tests"], str(python), str(env), [])
+
+    first = key()
+    assert first is not None and key() == first
+    (tmp_path / "tests" / "test_b.py").write_text("def test_b():\n    pass\n")
+    assert key() == first  # a test module is not what decides whether pytest starts
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -x\n")
+    second = key()
+    assert second != first
+    import os
+    import time
+
+    st = site.stat()
+    (site / "newly_installed.pth").write_text("")
+    os.utime(site, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    time.sleep(0.01)
+    assert key() not in (first, second)
+    assert probe_cache.key(tmp_path, ["tests"], str(python), str(tmp_path / "nowhere"), []) is None
+
+
+def test_work_below_the_tools_runs_in_a_lowered_cpu_group(tmp_path):
+    from pathlib import Path
+
+    from superqode_ls.workspace import proc
+    from superqode_ls.workspace.proc import run_command
+
+    if not Path("/proc/self/autogroup").exists():
+        import pytest
+
+        pytest.skip("this kernel has no autogroup scheduling")
+    # (read after a moment: the group is lowered once the process has started)
+    read = ["sh", "-c", "sleep 0.3; cat /proc/self/autogroup"]
+    plain = asyncio.run(run_command(read, tmp_path))
+    below = asyncio.run(run_command(read, tmp_path, below=10))
+    base = max(0, proc.BACKGROUND_NICE)
+    assert plain.stdout.split()[-1] == str(base), plain.stdout
+    assert below.stdout.split()[-1] == str(min(19, base + 10)), below.stdout

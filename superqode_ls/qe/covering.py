@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from . import probe_cache
+from .roles._pyenv import project_python
 from .roles.base import Role, RoleContext
 from .roles.unit import find_test_files
 
@@ -149,10 +151,13 @@ class SuiteProbeLike(Protocol):
 
 @dataclass
 class _Lowered(RoleContext):
-    """A context whose programs run at nice +10 from the session's own."""
+    """A context whose programs run at nice +10 from the session's own, in a
+    CPU group lowered as much (a session of their own would otherwise share
+    the CPU with each analyzer's as an equal, whatever their nice)."""
 
     async def run(self, cmd, **kwargs):  # type: ignore[override]
         nice = shutil.which("nice")
+        kwargs.setdefault("below", 10)
         return await super().run([nice, "-n", "10", *cmd] if nice else list(cmd), **kwargs)
 
 
@@ -176,9 +181,22 @@ class SuiteProbe:
         folders = test_folders(await asyncio.to_thread(find_test_files, ctx.sandbox))
         if not folders or can_start is None:
             return None
+        py = await project_python(ctx)
+        command = [*(ctx.config.roles.unit_test_command or []), f"own={py.own}"]
+        k = await asyncio.to_thread(probe_cache.key, ctx.sandbox, folders, py.python, py.prefix,
+                                    command)
+        if k is not None:
+            found, broken = await asyncio.to_thread(probe_cache.load, k)
+            if found:
+                return broken
         out = await can_start(ctx, folders)
         reason = out.reason or ""
-        return reason if out.status == "failed" and reason.startswith(SUITE_BROKEN) else None
+        broken = reason if out.status == "failed" and reason.startswith(SUITE_BROKEN) else None
+        # pytest started ("skipped": it collected nothing, as asked) or could
+        # not: a verdict. A timeout or an error of ours is not one.
+        if k is not None and (out.status in ("ok", "skipped") or broken is not None):
+            await asyncio.to_thread(probe_cache.store, k, broken)
+        return broken
 
     async def broken(self) -> str | None:
         """Why the suite cannot start, or None (also when the probe could not

@@ -122,12 +122,18 @@ def lower_priority(pid: int) -> None:
         os.setpriority(os.PRIO_PROCESS, pid, _tool_nice())
     except (OSError, AttributeError):
         pass
+    _lower_group(pid, BACKGROUND_NICE)
+
+
+def _lower_group(pid: int, nice: int) -> None:
+    """The CPU group (autogroup) of ``pid``'s session to ``nice``; only for a
+    group that is not ours."""
     theirs = _autogroup(pid)
     if theirs is None or theirs == _autogroup("self"):
         return
     try:
         with open(f"/proc/{pid}/autogroup", "w", encoding="ascii") as fh:
-            fh.write(str(min(19, BACKGROUND_NICE)))
+            fh.write(str(min(19, nice)))
     except OSError:
         pass
 
@@ -160,9 +166,12 @@ def supervise(cmd: list[str], env: Mapping[str, str] | None) -> list[str]:
 
 def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
                stdin: int = subprocess.DEVNULL, stdout: int = subprocess.PIPE,
-               stderr: int = subprocess.PIPE) -> subprocess.Popen:
+               stderr: int = subprocess.PIPE, below: int = 0) -> subprocess.Popen:
     """Start a tool in its own process group, below the caller; blocks until
-    it has exec'd, so call it in a ``_PROCS`` thread, not on an event loop."""
+    it has exec'd, so call it in a ``_PROCS`` thread, not on an event loop.
+    ``below``: nice steps under the other tools, for work that only fills CPU
+    they leave (its ``nice`` inside the command is not enough: each tool
+    starts a session, and sessions' CPU groups share the CPU as equals)."""
     previous = _limit_this_thread()
     try:
         proc = subprocess.Popen(supervise(cmd, env), cwd=cwd, env=env, stdin=stdin, stdout=stdout,
@@ -174,11 +183,15 @@ def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
             except OSError:
                 pass
     lower_priority(proc.pid)
+    if below > 0:
+        _lower_group(proc.pid, max(0, BACKGROUND_NICE) + below)
     return proc
 
 
-def _spawn(cmd: list[str], cwd: str, env: dict[str, str] | None, has_input: bool) -> subprocess.Popen:
-    return spawn_tool(cmd, cwd, env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL)
+def _spawn(cmd: list[str], cwd: str, env: dict[str, str] | None, has_input: bool,
+           below: int = 0) -> subprocess.Popen:
+    return spawn_tool(cmd, cwd, env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
+                      below=below)
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -221,13 +234,15 @@ async def run_command(
     timeout: float | None = None,
     input: bytes | None = None,
     output_cap: int = 2_000_000,
+    below: int = 0,
 ) -> ProcResult:
     """Run ``cmd``; on timeout the group is killed and ``timed_out`` set; on
-    cancellation the group is killed and CancelledError propagates."""
+    cancellation the group is killed and CancelledError propagates. ``below``:
+    see :func:`spawn_tool`."""
     loop = asyncio.get_running_loop()
     start = time.monotonic()
     spawn = loop.run_in_executor(_PROCS, _spawn, list(cmd), str(cwd),
-                                 dict(env) if env is not None else None, input is not None)
+                                 dict(env) if env is not None else None, input is not None, below)
     try:
         proc = await asyncio.shield(spawn)
     except asyncio.CancelledError:

@@ -123,8 +123,10 @@ class RoleContext:
         env: dict[str, str] | None = None,
         input: bytes | None = None,
         shard: str | None = None,
+        below: int = 0,
     ) -> ProcResult:
-        """``shard``: ``"k/n"`` when this is one of n processes sharing one check."""
+        """``shard``: ``"k/n"`` when this is one of n processes sharing one
+        check; ``below``: nice steps under the other tools (proc.spawn_tool)."""
         budget = self.remaining()
         if timeout is None or (budget is not None and budget < timeout):
             timeout = budget
@@ -134,7 +136,7 @@ class RoleContext:
         # make the role fail, so the cap here only guards against runaways.
         return await run_command(
             cmd, cwd or self.sandbox, env=env or self.env, timeout=timeout, input=input,
-            output_cap=256_000_000,
+            output_cap=256_000_000, below=below,
         )
 
 
