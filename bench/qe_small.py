@@ -31,14 +31,23 @@ CACHE = ROOT / "build" / "bench-sdists"
 # The prose under the table: what each step is and why verification is cheap.
 WHERE = """
 Where the time goes (the report's `timings`, `superqe run --timings`): the roles
-take what bandit and ruff take (bandit dominates; ruff and the secrets scan run
-beside it), and beside them, in trusted folders, one pytest start at nice +10 that
-loads the test folders' conftests and imports no test (whether the suite can start
-at all);
-then fix verification, the sandbox and the revert with its check that the project
-is unchanged. superqe's wall time less the session total is the CLI around it
-(configuration, the summary); the bench runs it in-process, so no interpreter
-start or imports are in it.
+take what bandit and ruff take, or less: bandit, most of the time, is split by
+size among the CPUs the tools may use when the tree has enough source to repay
+a second start (flask and requests: two processes of 34-82 files); ruff, the
+secrets scan and the pattern scan run beside it. The secrets scan matches a
+rule's regex only on lines holding one of its literal hints, and the pattern
+scan parses only sources that name what it looks for (on flask 0.46 s of CPU
+became 0.13 s; `tests/test_security_speed.py` proves both find what the long
+way finds). Beside them, in trusted folders, the suite probe (can the project's
+pytest start at all) runs in a CPU group lowered below the analyzers' (a nice
+value inside a session of its own did not hold it back: each tool's session
+shared the CPU as an equal), and its verdict is kept between sessions, keyed
+by the interpreter, its installed packages, pytest's configuration and the
+conftests (`qe/probe_cache.py`): the first run of a project pays for it, the
+runs after it in this table do not. Then fix verification, the sandbox and the
+revert with its check that the project is unchanged. superqe's wall time less
+the session total is the CLI around it (configuration, the summary); the bench
+runs it in-process, so no interpreter start or imports are in it.
 
 How verification stays near a constant (`qe/verifier.py`, `qe/verify_copies.py`):
 where tests can run, one optimistic round applies every fix whose hunks do not
@@ -49,22 +58,22 @@ a copy), one copy of every file written per round and the tool re-run once over
 all of them; a copy with a fix not cleared is split (the fix nearest each new
 finding alone, the rest together), and a fix with a new finding on the very
 lines it writes is rejected there (the other fixes of a copy change no line next
-to them; a rejection never counts in a fix's favour). On requests 75 ruff fixes -- twenty-four to
-two import blocks of one file, which cannot all go together (emptied, the import
-is a syntax error) -- took about twenty rounds one fix per file, and a pytest
-start per session that could only fail (its conftest needs test dependencies not
-installed); now a handful of rounds and no wait for the suite. "Verified" is
-unchanged: the tool re-run shows the fix's finding gone and nothing new in the
-file (with the fix alone or among others of its copy), and tests importing the
-changed module pass where the suite can run; otherwise "tool-verified only".
-`tests/test_verify_copies.py` and `tests/test_verify_rounds.py` hold the round
-counts (re-runs are counted, never timed).
+to them; a rejection never counts in a fix's favour). On requests 75 ruff fixes,
+twenty-four of them to two import blocks of one file, which cannot all go
+together (emptied, the import is a syntax error), take a handful of rounds.
+"Verified" is unchanged: the tool re-run shows the fix's finding gone and
+nothing new in the file (with the fix alone or among others of its copy), and
+tests importing the changed module pass where the suite can run; otherwise
+"tool-verified only" (requests' conftest needs test dependencies that are not
+installed, so its fixes are). `tests/test_verify_copies.py` and
+`tests/test_verify_rounds.py` hold the round counts (re-runs are counted,
+never timed).
 
-What is left: on a machine loaded by other work the roles take longer than the
-two tools alone (0.3-0.6 s at load 3-4), partly because the suite probe's pytest
-start (and, on a project's first run, the build of its test environment) takes
-CPU beside bandit even at nice +10; where no fix turns out to need the tests
-(flask) that is paid for nothing. The medians exclude the first run.
+What is left: the ratio is of two wall times on two CPUs, so it follows the
+CPU both sides need: bandit alone on one CPU against SuperQode's bandit split
+in two plus everything beside it (the scans, the sandbox, verification's ruff
+re-runs, the report). On requests, where verification's rounds add 0.2 s to
+a 0.8 s baseline, that leaves the least margin.
 """
 
 
