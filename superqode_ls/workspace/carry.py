@@ -19,6 +19,7 @@ The helpers here find these and carry the user's own bytes.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from collections.abc import Mapping
@@ -45,15 +46,19 @@ def index_bits(cwd: Path, env: Env | None = None) -> IndexBits:
     worktree) and lower case (assume-unchanged)."""
     out = git(["ls-files", "-v", "-z"], cwd, env=env).stdout
     bits = IndexBits()
-    for rec in out.split(b"\0"):
-        if len(rec) < 3:
-            continue
-        tag, rel = rec[:1], rec[2:].decode("utf-8", "surrogateescape")
+    # Only flagged records are looked at: most of an index is "H", and
+    # splitting 20,000 records in Python cost a session 30 ms each time.
+    for m in _FLAGGED.finditer(out):
+        tag, rel = m.group(1), m.group(2).decode("utf-8", "surrogateescape")
         if tag == b"S" or tag == b"s":
             bits.skip_worktree.append(rel)
         if tag.islower():
             bits.assume_unchanged.append(rel)
     return bits
+
+
+# A record of ``ls-files -v -z``: its tag, a space, the path, NUL.
+_FLAGGED = re.compile(rb"(?:^|\0)([a-zS]) ([^\0]+)")
 
 
 def set_bits(cwd: Path, paths: list[str], flag: str, env: Env | None = None) -> None:
@@ -203,7 +208,9 @@ def _repos_below(repo: Path, rel: str) -> list[str]:
 def submodules(repo: Path, tree: str, env: Env | None = None) -> list[str]:
     """Gitlinks of ``tree`` the user has initialised (a ``.git`` inside)."""
     out = git(["ls-tree", "-r", "-z", tree], repo, env=env).stdout
-    subs = []
+    subs: list[str] = []
+    if b"160000 commit " not in out:  # no gitlink at all: nothing to split
+        return subs
     for rec in out.split(b"\0"):
         if rec.startswith(b"160000 "):
             rel = rec.split(b"\t", 1)[1].decode("utf-8", "surrogateescape")

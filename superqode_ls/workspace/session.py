@@ -339,7 +339,9 @@ class IsolatedSession:
             self._check_abort()
             differ = wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree,
                                  self.project)
-        differ |= wt.carry_extras(self.project, self.sandbox, self.store, state, sealed, filters)
+        if not self.reused:  # a reset carried them already, before its proof
+            differ |= wt.carry_extras(self.project, self.sandbox, self.store, state, sealed,
+                                      filters)
         if self.config.workspace.keep_gitignored:
             wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,
                              self.config.workspace.keep_gitignored_mode)

@@ -411,7 +411,9 @@ def retarget_links(sandbox: Path, project: Path, rels: list[str]) -> list[str]:
 def tree_links(store: SnapshotStore, tree: str) -> list[str]:
     """Paths of the symlinks in ``tree``."""
     out = store.run(["ls-tree", "-r", "-z", tree]).stdout
-    links = []
+    links: list[str] = []
+    if b"120000 blob " not in out:  # no link (20,000 records not split for nothing)
+        return links
     for entry in out.split(b"\0"):
         if entry.startswith(b"120000 "):
             links.append(entry.split(b"\t", 1)[1].decode("utf-8", "surrogateescape"))
