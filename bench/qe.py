@@ -296,7 +296,9 @@ def main() -> int:
 
 
 NOTES = [
-    "Where the extra time goes: the security role runs bandit and, beside it in a",
+    "Where the time goes: the security role splits bandit by size among the CPUs the",
+    "tools may use (two processes here, which is why it takes less than bandit alone and",
+    "why the CPU column is higher than the wall column) and runs, beside it in a",
     "thread, its own secrets and pattern scan; making the sandbox takes well under 1 s,",
     "verifying the fixes about 1 s (one re-run of the role's tool per round of fixes on",
     "different files), the report and the revert with its verification under 1 s. The",
