@@ -141,13 +141,27 @@ def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path)
     assert (tmp_path / "a.py").read_text() == text
 
 
+def _probe_once(ctx):
+    """One suite probe, as a session starts it beside the roles, to its verdict."""
+    from superqode_ls.qe.covering import SuiteProbe
+    from superqode_ls.qe.roles.unit import UnitTester
+
+    async def go():
+        p = SuiteProbe(UnitTester(), ctx)
+        try:
+            return await p.broken()
+        finally:
+            await p.close()
+
+    return asyncio.run(go())
+
+
 def test_the_suite_probe_loads_conftests_and_imports_no_test(tmp_path):
     """The probe beside the roles says why pytest cannot start, or None; it
     loads the test folders' conftests and imports no test module."""
     import dataclasses
 
-    from superqode_ls.qe.covering import SuiteProbe, test_folders
-    from superqode_ls.qe.roles.unit import UnitTester
+    from superqode_ls.qe.covering import test_folders
 
     assert test_folders(["tests/a/test_x.py", "tests/test_y.py", "lib/test_z.py"]) == ["lib", "tests"]
     assert test_folders(["test_top.py", "tests/test_y.py"]) == ["."]
@@ -156,17 +170,10 @@ def test_the_suite_probe_loads_conftests_and_imports_no_test(tmp_path):
         "open('imported', 'w').close()\n\n\ndef test_a():\n    assert True\n")
     ctx = dataclasses.replace(ctx_for(tmp_path), trusted=True)
 
-    async def probe():
-        p = SuiteProbe(UnitTester(), ctx)
-        try:
-            return await p.broken()
-        finally:
-            await p.close()
-
-    assert asyncio.run(probe()) is None
+    assert _probe_once(ctx) is None
     assert not (tmp_path / "imported").exists()  # no test module was imported
     (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
-    why = asyncio.run(probe())
+    why = _probe_once(ctx)
     assert why is not None and why.startswith("pytest usage or configuration error"), why
     assert not (tmp_path / "imported").exists()
 
@@ -177,7 +184,6 @@ def test_the_suite_probe_verdict_is_kept_until_what_decides_it_changes(tmp_path,
     import dataclasses
 
     from superqode_ls.qe import probe_cache
-    from superqode_ls.qe.covering import SuiteProbe
     from superqode_ls.qe.roles.unit import UnitTester
 
     (tmp_path / "tests").mkdir()
@@ -192,21 +198,14 @@ def test_the_suite_probe_verdict_is_kept_until_what_decides_it_changes(tmp_path,
 
     monkeypatch.setattr(UnitTester, "can_start", counting)
 
-    async def probe():
-        p = SuiteProbe(UnitTester(), ctx)
-        try:
-            return await p.broken()
-        finally:
-            await p.close()
-
-    assert asyncio.run(probe()) is None and len(starts) == 1
-    assert asyncio.run(probe()) is None and len(starts) == 1  # kept
+    assert _probe_once(ctx) is None and len(starts) == 1
+    assert _probe_once(ctx) is None and len(starts) == 1  # kept
     (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
-    why = asyncio.run(probe())
+    why = _probe_once(ctx)
     assert len(starts) == 2 and why is not None and why.startswith("pytest usage")
-    assert asyncio.run(probe()) == why and len(starts) == 2  # "cannot start" is kept too
+    assert _probe_once(ctx) == why and len(starts) == 2  # "cannot start" is kept too
     (tmp_path / "tests" / "conftest.py").unlink()
-    assert asyncio.run(probe()) is None and len(starts) == 2  # the first verdict again
+    assert _probe_once(ctx) is None and len(starts) == 2  # the first verdict again
     assert len(list(probe_cache.cache_dir().glob("*.json"))) == 2
 
     # The key itself: the interpreter's packages and pytest's configuration.
