@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import selectors
+import signal
 import sys
 
 BARRIER_FAILED = 97
@@ -38,6 +39,7 @@ def _landlock():
 
 def _child(req, out_w, err_w, landlock):
     os.setpgid(0, 0)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the protocol is not bandit's input
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
     try:
@@ -47,8 +49,10 @@ def _child(req, out_w, err_w, landlock):
         if req.get("allow") is not None and req.get("abi"):
             landlock.restrict_self(list(req["allow"]), int(req["abi"]))
     except OSError as e:
-        os.write(2, f"superqode barrier: {e}\n".encode())
+        os.write(2, f"superqode barrier: cannot apply Landlock: {e}\n".encode())
         os._exit(BARRIER_FAILED)
+    for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
     from bandit.cli import main as bandit_main
 
     sys.argv = ["bandit", *req["argv"]]
