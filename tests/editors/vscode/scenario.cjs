@@ -330,7 +330,17 @@ async function main() {
       await page.waitForTimeout(250);
     }
     step("squiggles", lines);
-    step("status", (await status.getAttribute("aria-label")) || (await status.innerText()));
+    // The counts follow every publish, the end's republish of files no editor
+    // opened included, which may land after the spinner stops: read until the
+    // label has not changed for two seconds.
+    let label = null, same = 0;
+    for (let i = 0; i < 80 && same < 8; i++) {
+      const now = (await status.getAttribute("aria-label")) || (await status.innerText());
+      same = now === label ? same + 1 : 0;
+      label = now;
+      await page.waitForTimeout(250);
+    }
+    step("status", label);
     // The end of the session, said where it cannot be missed: the verdict line.
     step("end", await toast(page, /SuperQode: session qe-/));
 
