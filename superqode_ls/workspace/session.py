@@ -26,7 +26,7 @@ from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
 from .errors import CreationAborted, WorkspaceError
-from .fingerprint import OWN, Fingerprint, files_part, git_part, take_fingerprint
+from .fingerprint import OWN, Fingerprint, files_part, git_part
 from .git import GitError, copy_index, head_commit, repo_root, resolve_commit
 from .gitsnapshot import SnapshotStore
 from .guard_env import GuardInstall, install_guard
@@ -244,8 +244,8 @@ class IsolatedSession:
             # goes on beside the checkout, which writes only the sandbox and
             # SuperQode's store, and ends before anything of the project runs.
             fp = git_part(self.project, self.own)
-            self._fp_thread = threading.Thread(target=self._files_beside, args=(fp,), daemon=True,
-                                               name=f"fingerprint {self.id}")
+            self._fp_thread = threading.Thread(target=self._fingerprint_beside, args=(fp,),
+                                               daemon=True, name=f"fingerprint {self.id}")
             self._fp_thread.start()
             self._check_abort()  # (an abort's verification joins the walk)
             self._create_worktree(pinned_base, overlays)
@@ -279,23 +279,18 @@ class IsolatedSession:
                       base_commit=self.base_commit, reused=self.reused,
                       seconds=round(time.monotonic() - t0, 3))
 
-    def _take_fingerprint(self) -> None:
-        fp = take_fingerprint(self.project, self.own)
+    def _take_fingerprint(self, fp: Fingerprint | None = None) -> None:
+        """``fp``: its git section, taken already; the files are walked here."""
+        if fp is None:
+            fp = git_part(self.project, self.own)
+        files_part(fp)
         atomic_write(self.private / "fingerprint.json", fp.to_json())
         self._fp_before = fp
 
-    def _files_beside(self, fp: Fingerprint) -> None:
+    def _fingerprint_beside(self, fp: Fingerprint | None = None) -> None:
         try:
-            files_part(fp)
-            atomic_write(self.private / "fingerprint.json", fp.to_json())
-            self._fp_before = fp
-        except Exception:  # noqa: BLE001 - no fingerprint: creation stops (see _create)
-            log.exception("session %s: the fingerprint could not be taken", self.id)
-
-    def _fingerprint_beside(self) -> None:
-        try:
-            self._take_fingerprint()
-        except Exception:  # noqa: BLE001 - no fingerprint: the verification says unverified
+            self._take_fingerprint(fp)
+        except Exception:  # noqa: BLE001 - no fingerprint: unverified, or creation stops (_create)
             log.exception("session %s: the fingerprint could not be taken", self.id)
 
     def _create_sparse(self, overlays: dict[str, bytes]) -> None:
