@@ -30,7 +30,9 @@ KEEP = 64  # verdicts kept; the oldest go first
 
 
 def cache_dir() -> Path:
-    return home() / "cache" / "suite-probe"
+    # Not under $SUPERQODE_HOME/cache, which every session may write: a
+    # project's own code must not plant a verdict for the next session.
+    return home() / "suite-probe"
 
 
 def _site_dirs(prefix: str) -> list[Path]:
