@@ -249,19 +249,21 @@ def _hint_offsets(rule: SecretRule, text: str, low: str | None) -> Iterator[int]
             at = hay.find(needle, at + len(needle))
 
 
-def _candidates(text: str) -> dict[int, list[SecretRule]]:
+def _candidates(text: str, lines: list[str]) -> dict[int, list[SecretRule]]:
     """Line number -> the rules (in RULES order, GENERIC last) whose hints the
     line holds. Every match of a rule holds one of its hints and no hint holds
     a newline, so a line left out cannot match; most lines are, and a search
-    for a few literals per rule replaces a regex per line per rule."""
+    for a few literals per rule replaces a regex per line per rule.
+    ``lines``: ``text`` split at newlines, filled in on the first hint found."""
     found: dict[int, list[SecretRule]] = {}
-    starts: list[int] | None = None
+    starts: list[int] = []
     low = text.lower() if text.isascii() else None
     for rule in (*RULES, GENERIC):
         for at in _hint_offsets(rule, text, low):
-            if starts is None:
-                starts, pos = [], 0
-                for ln in text.split("\n"):
+            if not starts:
+                lines[:] = text.split("\n")
+                pos = 0
+                for ln in lines:
                     starts.append(pos)
                     pos += len(ln) + 1
             rules = found.setdefault(bisect.bisect_right(starts, at), [])
@@ -272,10 +274,8 @@ def _candidates(text: str) -> dict[int, list[SecretRule]]:
 
 def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
     hits: list[SecretHit] = []
-    candidates = _candidates(text)
-    if not candidates:
-        return hits
-    lines = text.split("\n")
+    lines: list[str] = []
+    candidates = _candidates(text, lines)
     for lineno in sorted(candidates):
         line = lines[lineno - 1].rstrip("\r")
         if len(line) > 2000 or _ALLOW.search(line):
