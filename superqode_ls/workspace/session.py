@@ -243,10 +243,7 @@ class IsolatedSession:
             # walk of the files (20,000 lstat calls on a large repository)
             # goes on beside the checkout, which writes only the sandbox and
             # SuperQode's store, and ends before anything of the project runs.
-            fp = git_part(self.project, self.own)
-            self._fp_thread = threading.Thread(target=self._fingerprint_beside, args=(fp,),
-                                               daemon=True, name=f"fingerprint {self.id}")
-            self._fp_thread.start()
+            self._start_fingerprint(git_part(self.project, self.own))
             self._check_abort()  # (an abort's verification joins the walk)
             self._create_worktree(pinned_base, overlays)
             self._fp_thread.join()
@@ -261,9 +258,7 @@ class IsolatedSession:
             else:
                 self._create_snapshot(overlays)
         if beside:
-            self._fp_thread = threading.Thread(target=self._fingerprint_beside, daemon=True,
-                                               name=f"fingerprint {self.id}")
-            self._fp_thread.start()
+            self._start_fingerprint()
         self._check_abort()
         for d in (*self.writable(), tool_cache()):
             d.mkdir(parents=True, exist_ok=True)
@@ -286,6 +281,13 @@ class IsolatedSession:
         files_part(fp)
         atomic_write(self.private / "fingerprint.json", fp.to_json())
         self._fp_before = fp
+
+    def _start_fingerprint(self, fp: Fingerprint | None = None) -> None:
+        """:meth:`_take_fingerprint` in a thread; joined by the verification
+        (and by _create for a worktree)."""
+        self._fp_thread = threading.Thread(target=self._fingerprint_beside, args=(fp,),
+                                           daemon=True, name=f"fingerprint {self.id}")
+        self._fp_thread.start()
 
     def _fingerprint_beside(self, fp: Fingerprint | None = None) -> None:
         try:
@@ -510,6 +512,7 @@ class IsolatedSession:
         parked = False
         if (self.isolation == "worktree" and self.config.workspace.warm_sandboxes
                 and self.sandbox.exists()):
+            sealed = wt.SealedGit(self.private / "git")
             try:
                 if not self.reused and where is not None:
                     # A fresh checkout's index is racily clean (its files are as
@@ -519,10 +522,9 @@ class IsolatedSession:
                     # The private git dir is named: whatever the sandbox's path
                     # has become, only SuperQode's index is written.
                     wt.git(["update-index", "-q", "--refresh"], self.private,
-                           env={"GIT_DIR": str(self.private / "git" / "wt"),
-                                "GIT_WORK_TREE": str(self.sandbox)}, check=False)
-                parked = pool.park(self.project, self.id, self.sandbox,
-                                   wt.SealedGit(self.private / "git"),
+                           env={"GIT_DIR": str(sealed.wt), "GIT_WORK_TREE": str(self.sandbox)},
+                           check=False)
+                parked = pool.park(self.project, self.id, self.sandbox, sealed,
                                    self.record.sandbox_identity if self.record else None,
                                    self.config.workspace.warm_pool)
             except OSError as e:  # a full or read-only home: no parking, removal goes on
