@@ -23,11 +23,11 @@ from pathlib import Path
 
 from ...workspace import landlock
 from ...workspace.proc import BARRIER_ENV, ProcResult, lower_priority
+from . import _bandit_server
 
 log = logging.getLogger(__name__)
 
-SERVER = Path(__file__).with_name("_bandit_server.py")
-BARRIER_FAILED = 97  # _bandit_server.BARRIER_FAILED
+SERVER = Path(_bandit_server.__file__)
 
 
 class WarmBandit:
@@ -84,7 +84,8 @@ class WarmBandit:
                                   timed_out=True)
             # A barrier that could not be applied ran nothing: bandit "fails"
             # with the barrier's one line, as behind the supervisor.
-            rc = landlock.EXIT_BARRIER_FAILED if reply["rc"] == BARRIER_FAILED else reply["rc"]
+            rc = (landlock.EXIT_BARRIER_FAILED if reply["rc"] == _bandit_server.BARRIER_FAILED
+                  else reply["rc"])
             return ProcResult(rc, reply["out"], reply["err"], time.monotonic() - t0)
 
     @staticmethod
