@@ -185,14 +185,21 @@ class ChangeSet(Model):
 
 
 # "ineffective": the role ran but could not do its job (an agent whose model
-# called no tool): its silence is no evidence, so it never counts as a pass.
-RoleStatus = Literal["ok", "failed", "skipped", "timeout", "cancelled", "error", "ineffective"]
+# called no tool, read no file, or repeated one call): its silence is no
+# evidence, so it never counts as a pass. "incomplete": it worked but stopped at
+# a cap (turns, tokens) before it finished: what it found stands, its silence
+# on the rest does not.
+RoleStatus = Literal["ok", "failed", "skipped", "timeout", "cancelled", "error", "ineffective",
+                     "incomplete"]
 
 
 class RoleRun(Model):
     role: str
     status: RoleStatus
     reason: str | None = None
+    # Named by the user (``-r``, the editor's role picker): skipping it is a
+    # failure to do what was asked, not the mode's choice.
+    requested: bool = False
     tool: str | None = None
     started_at: datetime | None = None
     duration_s: float = 0.0

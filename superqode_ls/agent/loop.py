@@ -17,8 +17,27 @@ from .redact import Redactor
 from .tools import ToolBox, openai_tools
 
 StopReason = Literal[
-    "completed", "max_turns", "max_tokens", "timeout", "cancelled", "provider_error"
+    "completed", "max_turns", "max_tokens", "timeout", "cancelled", "provider_error", "repeating"
 ]
+
+# Calls that look at the project's code: a run with none of them judged nothing.
+READING_TOOLS = frozenset({"read_file", "search", "run_shell"})
+# The same call (name and arguments) this many times in a row, or this many
+# times in all, is a model in a loop: its answers will not change, so the run
+# stops instead of spending the rest of its turns on it.
+REPEAT_IN_A_ROW = 3
+REPEAT_IN_ALL = 6
+
+
+def call_key(name: str, arguments: Any) -> str:
+    """One spelling per call: the same arguments in another order or spacing
+    are the same call."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return f"{name} {arguments.strip()}"
+    return f"{name} {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}"
 
 
 @dataclass
@@ -45,6 +64,9 @@ class AgentResult:
     last_tool_error: str | None = None
     warnings: list[str] = field(default_factory=list)  # e.g. a model the server does not list
     dropped: list[str] = field(default_factory=list)  # files of findings dropped as made up
+    reads: int = 0  # successful calls that looked at the code (READING_TOOLS)
+    repeated: str | None = None  # the call the model repeated, when that stopped the run
+    calls_by_tool: dict[str, int] = field(default_factory=dict)
 
     def ineffective(self) -> str | None:
         """Why a run that ended normally did nothing useful, or None.
@@ -52,6 +74,11 @@ class AgentResult:
         A model that never called a tool (or whose every call failed) looked
         at nothing: its "no findings" means nothing, so the run must not
         read as a clean bill of health."""
+        if self.stop_reason == "repeating":
+            return (
+                f"the model repeated the same call ({self.repeated}) and was stopped after "
+                f"{self.turns} turn(s); {self._calls()}"
+            )
         if self.stop_reason not in ("completed", "max_turns", "max_tokens"):
             return None
         if self.tool_calls == 0:
@@ -65,7 +92,13 @@ class AgentResult:
                 f"every one of the model's {self.tool_calls} tool call(s) failed{last}; "
                 "the transcript is in the session's logs"
             )
+        if self.reads == 0:
+            return f"the model never read the code it was to judge ({self._calls()})"
         return None
+
+    def _calls(self) -> str:
+        parts = sorted(self.calls_by_tool.items(), key=lambda kv: -kv[1])
+        return "calls: " + (", ".join(f"{n} x{c}" for n, c in parts) or "none")
 
 
 class Agent:
@@ -108,8 +141,13 @@ class Agent:
         summary = ""
         error: str | None = None
         stop: StopReason = "max_turns"
-        calls = failed = 0
+        calls = failed = reads = 0
         last_error: str | None = None
+        seen: dict[str, int] = {}
+        by_tool: dict[str, int] = {}
+        last_key: str | None = None
+        in_a_row = 0
+        repeated: str | None = None
         while turns < self.budget.max_turns:
             if self.cancel_event.is_set():
                 stop = "cancelled"
@@ -149,13 +187,26 @@ class Agent:
                     res = await self.tools.call(tc.name, tc.arguments, turn=turns, call_id=tc.id)
                     content = res.text
                     calls += 1
+                    by_tool[tc.name] = by_tool.get(tc.name, 0) + 1
                     if res.outcome != "ok":
                         failed += 1
                         last_error = content[:200]
+                    elif tc.name in READING_TOOLS:
+                        reads += 1
+                    key = call_key(tc.name, tc.arguments)
+                    seen[key] = seen.get(key, 0) + 1
+                    in_a_row = in_a_row + 1 if key == last_key else 1
+                    last_key = key
+                    if repeated is None and (in_a_row >= REPEAT_IN_A_ROW
+                                             or seen[key] >= REPEAT_IN_ALL):
+                        repeated = key if len(key) <= 80 else key[:77] + "..."
                 # Every tool_call id must get an answer or the next request is invalid.
                 messages.append({"role": "tool", "tool_call_id": tc.id, "content": content})
             if cancelled:
                 stop = "cancelled"
+                break
+            if repeated is not None:
+                stop = "repeating"
                 break
             if self.meter.total_tokens >= self.budget.max_tokens:
                 stop = "max_tokens"
@@ -173,6 +224,9 @@ class Agent:
             tool_calls=calls,
             failed_tool_calls=failed,
             last_tool_error=last_error,
+            reads=reads,
+            repeated=repeated,
+            calls_by_tool=by_tool,
         )
 
     _last_error: str | None = None

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..config import ConfigError, load_config
 from ..events import EventBus
 from ..models import QualityReport
-from ..qe.report.verdict import DEFAULT_NEVER_FAIL, fails
+from ..qe.report.verdict import DEFAULT_NEVER_FAIL, did_not_work, fails
 from ..workspace.artifacts import atomic_write
 from ..workspace.errors import WorkspaceError
 from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError
@@ -168,9 +168,6 @@ def _check_sarif_target(path: str) -> Path:
     return target
 
 
-# Roles that ran and could not do their job: with --fail-on-error, exit 3.
-ROLE_ERRORS = ("error", "ineffective")
-
 
 def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL,
               fail_on_error: bool = False) -> int:
@@ -180,7 +177,7 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
         return EXIT_FAILED
     if report.cancelled:
         return EXIT_INTERRUPTED
-    if fail_on_error and any(r.status in ROLE_ERRORS for r in report.roles):
+    if fail_on_error and any(did_not_work(r) for r in report.roles):
         return EXIT_FAILED
     # The verdict's own rule, so exit 1 and "verdict: fail" always agree.
     if fails(report.findings, fail_on, never_fail):

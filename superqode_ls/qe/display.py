@@ -26,6 +26,7 @@ _ROLE_STATUS = {
     "cancelled": "cancelled",
     "error": "error",
     "ineffective": "ineffective",
+    "incomplete": "incomplete",
 }
 
 

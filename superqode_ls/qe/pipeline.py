@@ -322,11 +322,11 @@ class QESession:
             try:
                 role = role_class(name)()
             except (ImportError, AttributeError) as e:
-                self._skip(name, f"role not available ({e})", total)
+                self._skip(name, f"role not available ({e})", total, res.explicit)
                 continue
             reason = self._why_not(role, res)
             if reason:
-                self._skip(name, reason, total)
+                self._skip(name, reason, total, res.explicit)
                 continue
             self._roles[name] = role
             (modifying if role.modifies_sandbox else plain).append((name, role))
@@ -377,9 +377,10 @@ class QESession:
             return f"not part of {res.mode} mode"
         return role.unavailable(res.config)
 
-    def _skip(self, name: str, reason: str, total: int) -> None:
-        self._runs[name] = RoleRun(role=name, status="skipped", reason=reason)
-        self.bus.emit("role_complete", role=name, status="skipped", findings=0, duration_s=0.0, reason=reason)
+    def _skip(self, name: str, reason: str, total: int, requested: bool = False) -> None:
+        self._runs[name] = RoleRun(role=name, status="skipped", reason=reason, requested=requested)
+        self.bus.emit("role_complete", role=name, status="skipped", findings=0, duration_s=0.0,
+                      reason=reason, requested=requested)
         self._progress(total)
 
     def _progress(self, total: int) -> None:
@@ -476,10 +477,11 @@ class QESession:
         self._runs[name] = RoleRun(
             role=name, status=status, reason=reason, tool=out.tool or getattr(role, "tool", None),
             started_at=started, duration_s=round(duration, 3), findings=len(findings), patches=len(patches),
+            requested=res.explicit,
         )
         self.bus.emit(
             "role_complete", role=name, status=status, findings=len(findings),
-            duration_s=round(duration, 3), reason=reason,
+            duration_s=round(duration, 3), reason=reason, requested=res.explicit,
         )
         self._progress(total)
 

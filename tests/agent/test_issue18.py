@@ -104,7 +104,7 @@ async def test_model_warning_from_v1_models(scripted):
 
 
 async def test_role_reports_an_unlisted_model_in_its_reason(make_repo, scripted, events, tmp_path):
-    server = scripted([{"tool_calls": [{"name": "list_files", "arguments": {}}]},
+    server = scripted([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
                        {"content": "nothing"}], models=["the-real-one"])
     project = make_repo({"a.py": "x = 1\n"})
     ctx = make_ctx(project, copy_sandbox(project, tmp_path / "sb"),
@@ -123,6 +123,7 @@ async def test_findings_on_files_the_agent_made_up_are_dropped_and_counted(
     server = scripted(
         [
             {"tool_calls": [
+                {"name": "read_file", "arguments": {"path": "a.py"}},
                 {"name": "write_file", "arguments": {"path": "test.txt", "content": "junk\n"}},
                 {"name": "write_file", "arguments": {"path": "test_kept.py", "content": "x=1\n"}},
             ]},
@@ -214,3 +215,28 @@ async def test_stream_folding_edge_cases():
     [call] = data["choices"][0]["message"]["tool_calls"]
     assert call["function"] == {"name": "search", "arguments": '{"pattern": "x"}'}
     assert "usage" not in data  # the provider then estimates
+
+
+def test_a_requested_role_that_cannot_run_is_no_pass(make_repo, capsys):
+    # No provider configured: the role asked for by name is skipped with the
+    # reason, the verdict says someone should look, and CI can make it exit 3.
+    project = make_repo({"a.py": "x = 1\n"})
+    assert _run_cli(project) == 0
+    out = capsys.readouterr().out
+    assert "verdict: conditional" in out
+    [line] = [x for x in out.splitlines() if x.startswith("role agent_unit_tester")]
+    assert line.startswith("role agent_unit_tester: skipped (")
+    assert _run_cli(project, "--fail-on-error") == 3
+    # Untrusted: skipped for that reason, and the same exit.
+    assert _run_cli(project, "--fail-on-error", "--untrusted") == 3
+
+
+async def test_a_role_left_out_by_the_mode_still_passes(make_repo):
+    from superqode_ls.qe.pipeline import QERequest, QESession
+
+    project = make_repo({"a.py": "x = 1\n"})
+    report = await QESession(QERequest(project=project, mode="quick", trusted=True,
+                                       roles=None)).run()
+    assert all(not r.requested for r in report.roles)
+    assert report.verdict in ("pass", "conditional")
+    assert not any(r.status == "skipped" and r.requested for r in report.roles)

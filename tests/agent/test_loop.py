@@ -63,20 +63,25 @@ async def test_bad_tool_calls_are_answered_with_errors(make_repo, scripted, even
 
 
 async def test_turn_budget(make_repo, scripted, events, tmp_path):
-    server = scripted([{"tool_calls": [{"name": "list_files", "arguments": {}}]}] * 5)
+    server = scripted([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+                       {"tool_calls": [{"name": "list_files", "arguments": {}}]}] * 3)
     ctx = _ctx(make_repo, tmp_path, server, events, max_turns=2)
     out = await AgentE2eTester().run(ctx)
-    assert out.status == "ok" and out.reason == "stopped after 2 turns (agent.max_turns)"
+    # Capped before the model said it was done: what it judged is not the whole.
+    assert out.status == "incomplete"
+    assert out.reason == "stopped after 2 turns (agent.max_turns) before it finished"
     assert len(server.requests) == 2
 
 
 async def test_token_budget(make_repo, scripted, events, tmp_path):
     server = scripted(
-        [{"tool_calls": [{"name": "list_files", "arguments": {}}], "usage": [1000, 0]}] * 5
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}],
+          "usage": [1000, 0]}] * 5
     )
     ctx = _ctx(make_repo, tmp_path, server, events, max_tokens=1500)
     out = await AgentE2eTester().run(ctx)
-    assert out.reason == "stopped at the token budget (agent.max_tokens)"
+    assert out.status == "incomplete"
+    assert out.reason == "stopped at the token budget (agent.max_tokens) before it finished"
     assert len(server.requests) == 2
 
 
@@ -158,3 +163,38 @@ async def test_role_prompts_differ_by_focus(make_repo, scripted, events, tmp_pat
     assert len(set(prompts.values())) == 5
     assert "Injection" in prompts["agent_security_tester"]
     assert "quadratic" in prompts["agent_performance_tester"]
+
+
+async def test_a_model_that_never_reads_the_code_is_ineffective(make_repo, scripted, events,
+                                                                 tmp_path):
+    # Listing folders and answering "nothing found" judged nothing.
+    server = scripted([{"tool_calls": [{"name": "list_files", "arguments": {}}]},
+                       {"tool_calls": [{"name": "list_files", "arguments": {"path": "."}}]},
+                       {"content": "no problems found"}])
+    out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
+    assert out.status == "ineffective"
+    assert out.reason.startswith("the model never read the code it was to judge")
+    assert "list_files x2" in out.reason
+
+
+async def test_a_repeated_call_stops_the_run_early_as_ineffective(make_repo, scripted, events,
+                                                                  tmp_path):
+    # The dvpwa run: list_files {} 141 times of 150. The same call three times
+    # in a row (arguments in any order or spacing) stops it at once.
+    server = scripted([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+                       {"tool_calls": [{"name": "list_files", "arguments": {}}]},
+                       {"tool_calls": [{"name": "list_files", "arguments": "{ }"}]},
+                       {"tool_calls": [{"name": "list_files", "arguments": {}}]}] + [
+                       {"tool_calls": [{"name": "list_files", "arguments": {}}]}] * 20)
+    out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events, max_turns=30))
+    assert out.status == "ineffective"
+    assert "repeated the same call (list_files {})" in out.reason
+    assert len(server.requests) == 4
+
+
+async def test_a_run_that_read_the_code_and_ended_by_itself_is_ok(make_repo, scripted, events,
+                                                                  tmp_path):
+    server = scripted([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+                       {"content": "nothing to report"}])
+    out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
+    assert out.status == "ok" and out.reason is None

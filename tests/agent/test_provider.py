@@ -188,7 +188,8 @@ async def test_role_falls_back_and_accounts_usage_per_provider(
     primary = scripted([{"status": 502, "body": "bad gateway"}] * 3)
     backup = scripted(
         [
-            {"tool_calls": [{"name": "list_files", "arguments": {}}], "usage": [300, 40]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}],
+             "usage": [300, 40]},
             {"content": "nothing to report", "usage": [400, 10]},
         ]
     )

@@ -8,19 +8,33 @@
   (``qe.never_fail``, by default bandit's B101 ``assert``);
 - ``conditional``: otherwise, at least one finding at ``low`` or above, or a
   role that should have run could not finish (failed, error, timeout) or
-  did nothing useful (ineffective: an agent whose model called no tool): the
-  change may go in, but someone should look;
+  did nothing useful (ineffective: an agent whose model called no tool, read
+  no file or repeated one call), stopped at a cap before it finished
+  (incomplete), or was asked for by name and could not run (skipped, with
+  ``requested``): the change may go in, but someone should look;
 - ``pass``: nothing but ``info`` findings (or none), every role finished or
-  was deliberately skipped.
+  was left out by the mode's own choice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...models import Finding, QualityReport, Severity, Verdict
+from ...models import Finding, QualityReport, RoleRun, Severity, Verdict
 
-_UNFINISHED = {"failed", "error", "timeout", "ineffective"}
+_UNFINISHED = {"failed", "error", "timeout", "ineffective", "incomplete"}
+# Could not do its job at all: with ``--fail-on-error`` the run exits 3.
+_DID_NOT_WORK = {"error", "ineffective"}
+
+
+def unfinished(run: RoleRun) -> bool:
+    """A role whose silence is no evidence: the verdict cannot be ``pass``."""
+    return run.status in _UNFINISHED or (run.status == "skipped" and run.requested)
+
+
+def did_not_work(run: RoleRun) -> bool:
+    """A role that ran without doing its job, or was asked for and could not run."""
+    return run.status in _DID_NOT_WORK or (run.status == "skipped" and run.requested)
 DEFAULT_NEVER_FAIL = ("B101",)
 
 
@@ -46,15 +60,15 @@ def compute_verdict(
 ) -> Verdict:
     """Verdict for ``findings`` (or a whole report, which also counts roles
     that did not finish and a cancel)."""
-    unfinished = False
+    any_unfinished = False
     if isinstance(findings, QualityReport):
         if findings.cancelled:
             return "cancelled"
-        unfinished = any(r.status in _UNFINISHED for r in findings.roles)
+        any_unfinished = any(unfinished(r) for r in findings.roles)
         findings = findings.findings
     items = list(findings)
     if fails(items, fail_on, never_fail):
         return "fail"
-    if unfinished or any(f.severity.at_least(Severity.low) for f in items):
+    if any_unfinished or any(f.severity.at_least(Severity.low) for f in items):
         return "conditional"
     return "pass"

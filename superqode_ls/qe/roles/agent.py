@@ -7,8 +7,11 @@ other role. ``recheck`` re-runs a finding's reproducer (the failing command the
 agent reported) instead of asking the model again, so the verifier's verdict
 does not depend on a model's mood.
 
-A run in which the model called no tool, or every call failed, ends
-``ineffective``: it looked at nothing, and must not read as a clean pass.
+A run in which the model called no tool, every call failed, no call read the
+code, or one call was repeated until the loop stopped it ends ``ineffective``:
+it judged nothing, and must not read as a clean pass. One stopped at the turn
+or token cap is ``incomplete``, with the reason. ``ok`` is kept for a run that
+read the code and ended by the model's own decision.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ __all__ = ["AGENT_ROLES", "AgentRole", "provider_problem", "reproducer"]
 
 _STATUS = {
     "completed": ("ok", None),
-    "max_turns": ("ok", "stopped after {turns} turns (agent.max_turns)"),
-    "max_tokens": ("ok", "stopped at the token budget (agent.max_tokens)"),
+    "max_turns": ("incomplete", "stopped after {turns} turns (agent.max_turns) before it finished"),
+    "max_tokens": ("incomplete", "stopped at the token budget (agent.max_tokens) before it finished"),
+    "repeating": ("ineffective", None),
     "timeout": ("timeout", "stopped at the time budget"),
     "cancelled": ("cancelled", "cancelled"),
     "provider_error": ("error", None),
@@ -83,7 +87,7 @@ class AgentRole(Role):
         elif reason:
             reason = reason.format(turns=result.turns)
         ineffective = result.ineffective()
-        if ineffective and status == "ok":
+        if ineffective and status in ("ok", "incomplete", "ineffective"):
             status, reason = "ineffective", ineffective
         notes = [n for n in (reason, *result.warnings) if n]
         if result.dropped:
