@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..models import Finding, Patch, Usage
-from .provider import ProviderChain, ProviderError, UsageMeter
+from .provider import ProviderChain, ProviderError, UsageMeter, json_object
 from .redact import Redactor
 from .tools import ToolBox, openai_tools
 
@@ -148,6 +148,7 @@ class Agent:
         last_key: str | None = None
         in_a_row = 0
         repeated: str | None = None
+        bigger: int | None = None  # a larger max_tokens, after a tool call was cut off
         while turns < self.budget.max_turns:
             if self.cancel_event.is_set():
                 stop = "cancelled"
@@ -156,7 +157,7 @@ class Agent:
                 stop = "timeout"
                 break
             turns += 1
-            outcome = await self._ask(messages, specs)
+            outcome = await self._ask(messages, specs, bigger)
             if isinstance(outcome, str):
                 stop = outcome  # type: ignore[assignment]
                 if outcome == "provider_error":
@@ -164,6 +165,26 @@ class Agent:
                 break
             reply, provider = outcome
             self.meter.add(reply, provider.cfg)
+            if reply.cut_off and (reply.empty or any(
+                    not json_object(tc.arguments) for tc in reply.tool_calls)):
+                # A call cut off at max_tokens is never sent back as it is:
+                # its broken JSON in the history makes servers fail every
+                # later request. Asked once more with twice the cap.
+                cap = bigger or provider.cfg.max_tokens
+                if reply.tool_calls and bigger is None:
+                    bigger = cap * 2
+                    self.emit("log", level="warning",
+                              message=f"provider {provider.name}: a tool call was cut "
+                              f"off at max_tokens ({cap}); asking again with {bigger}")
+                    continue
+                stop, error = "provider_error", (
+                    f"provider {provider.name}: the model's tool call was cut off at "
+                    f"max_tokens ({cap}); raise max_tokens for this provider"
+                    if reply.tool_calls else
+                    f"provider {provider.name}: the answer was cut off with nothing in it "
+                    "(finish_reason: length): the model's context is full; raise the "
+                    "server's context size or lower agent.max_turns")
+                break
             messages.append(reply.assistant_message())
             self.emit(
                 "agent.turn",
@@ -231,9 +252,10 @@ class Agent:
 
     _last_error: str | None = None
 
-    async def _ask(self, messages: list[dict[str, Any]], specs: list[dict[str, Any]]) -> Any:
+    async def _ask(self, messages: list[dict[str, Any]], specs: list[dict[str, Any]],
+                   max_tokens: int | None = None) -> Any:
         """The reply, or the stop reason when no reply is coming."""
-        chat = asyncio.ensure_future(self.chain.chat(messages, specs))
+        chat = asyncio.ensure_future(self.chain.chat(messages, specs, max_tokens=max_tokens))
         stopper = asyncio.ensure_future(self.cancel_event.wait())
         try:
             done, _ = await asyncio.wait(

@@ -3,9 +3,13 @@
 One ``Provider`` per configured endpoint (Ollama, vLLM, LM Studio, a hosted
 API). Every request carries ``max_tokens`` and, with tools, ``tool_choice``;
 answers are streamed (``stream.py``) so that giving up on one closes its
-connection. Transient failures (429, 5xx, timeouts, refused connections) are retried
-with exponential backoff; a ``ProviderChain`` falls back to a second provider
-when the first gives up. API keys are read from the environment at request
+connection. Transient failures (429, 502-504, timeouts, refused connections) are
+retried with exponential backoff; a 500 once (the same request answered 500 twice
+keeps failing: llama.cpp's servers answer 500 to a history they cannot parse),
+501/505 and 4xx never. A server that cannot stream tool calls (llama-cpp-python:
+"Automatic streaming tool choice is not supported") is asked again without
+streaming, and from then on. A full context is named as such. A ``ProviderChain``
+falls back to a second provider when the first gives up. API keys are read from the environment at request
 time and every error message is redacted before it leaves this module.
 """
 
@@ -38,6 +42,7 @@ class ProviderError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after: float | None = None
+        self.from_stream = False  # the stream itself broke or carried an error
 
 
 @dataclass
@@ -60,18 +65,43 @@ class ChatReply:
     raw_message: dict[str, Any] = field(default_factory=dict)
 
     def assistant_message(self) -> dict[str, Any]:
-        """The message to append to the conversation (OpenAI shape)."""
+        """The message to append to the conversation (OpenAI shape). Arguments
+        that are not a JSON object go back as ``{}``: servers parse the history
+        they are sent, and one malformed call there makes every later request
+        fail (the tool's answer tells the model what was wrong)."""
         msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
         if self.tool_calls:
             msg["tool_calls"] = [
                 {
                     "id": tc.id,
                     "type": "function",
-                    "function": {"name": tc.name, "arguments": tc.arguments},
+                    "function": {"name": tc.name,
+                                 "arguments": tc.arguments if json_object(tc.arguments) else "{}"},
                 }
                 for tc in self.tool_calls
             ]
         return msg
+
+    @property
+    def cut_off(self) -> bool:
+        """The answer stopped at the token cap (``finish_reason: length``)."""
+        return self.finish_reason == "length"
+
+    @property
+    def empty(self) -> bool:
+        return not self.content and not self.tool_calls
+
+
+def json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+# Words servers use when a request does not fit the model's context.
+_CONTEXT_FULL = ("context size", "context length", "context window", "exceeds the available",
+                 "too many tokens", "maximum context")
 
 
 def completions_url(base_url: str) -> str:
@@ -97,6 +127,8 @@ class Provider:
         self._client = client
         self._sleep = sleep
         self._on_retry = on_retry
+        # Learnt from the server: None until known (stream as configured).
+        self._stream_tools: bool | None = None
         self.url = completions_url(cfg.base_url)
 
     @property
@@ -121,7 +153,8 @@ class Provider:
         return None
 
     async def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+        *, max_tokens: int | None = None,
     ) -> ChatReply:
         key = self._api_key()
         headers = {"Content-Type": "application/json"}
@@ -131,20 +164,41 @@ class Provider:
             "model": self.cfg.model,
             "messages": messages,
             "temperature": 0,
-            "max_tokens": self.cfg.max_tokens,
+            "max_tokens": max_tokens or self.cfg.max_tokens,
         }
         if tools:
             body["tools"] = tools
             body["tool_choice"] = self.cfg.tool_choice
-        if self.cfg.stream:
+        streaming = self.cfg.stream and not (tools and self._stream_tools is False)
+        if streaming:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        # The first streamed request with tools tells whether this server
+        # can stream tool calls at all.
+        probe = bool(streaming and tools and self._stream_tools is None)
+        return await self._retrying(headers, body, messages, probe=probe)
+
+    async def _without_streaming(self, headers: dict[str, str], body: dict[str, Any],
+                                 messages: list[dict[str, Any]], why: str) -> ChatReply:
+        self._stream_tools = False
+        body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        if self._on_retry:
+            self._on_retry(f"provider {self.cfg.name}: {why} with tools; asking without "
+                           "streaming from now on (set stream: false to skip this)")
+        return await self._retrying(headers, body, messages)
+
+    async def _retrying(self, headers: dict[str, str], body: dict[str, Any],
+                        messages: list[dict[str, Any]], *, probe: bool = False) -> ChatReply:
         attempt = 0
         while True:
             try:
-                return await self._once(headers, body, messages)
+                reply = await self._once(headers, body, messages)
             except ProviderError as e:
-                if not e.retryable or attempt >= self.cfg.max_retries:
+                if probe and attempt == 0 and (
+                        e.from_stream or (e.status is not None and "stream" in str(e).lower())):
+                    return await self._without_streaming(headers, body, messages, str(e))
+                if not e.retryable or attempt >= self.cfg.max_retries or (
+                        e.status == 500 and attempt >= 1):
                     raise
                 delay = self.cfg.retry_backoff_s * (2**attempt)
                 if e.retry_after is not None:  # the server knows best when to come back
@@ -154,6 +208,14 @@ class Provider:
                 if self._on_retry:
                     self._on_retry(f"{e} (retry {attempt}/{self.cfg.max_retries} in {delay:.2f}s)")
                 await self._sleep(delay)
+                continue
+            if probe:
+                if reply.empty and not reply.cut_off:
+                    # What llama-cpp-python sends for tool calls it cannot stream.
+                    return await self._without_streaming(headers, body, messages,
+                                                         "an empty streamed answer")
+                self._stream_tools = True
+            return reply
 
     async def _once(
         self, headers: dict[str, str], body: dict[str, Any], messages: list[dict[str, Any]]
@@ -182,7 +244,9 @@ class Provider:
             ) from None
         except StreamError as e:
             # A stream cut mid-answer (the server died or restarted) is worth a retry.
-            raise ProviderError(self.redactor.text(f"provider {name}: {e}"), retryable=True) from None
+            err = ProviderError(self.redactor.text(f"provider {name}: {e}"), retryable=True)
+            err.from_stream = True
+            raise err from None
         finally:
             if own:
                 await client.aclose()
@@ -197,9 +261,16 @@ class Provider:
         ) as resp:
             if resp.status_code >= 400:
                 await resp.aread()
+                line = self._status_line(resp)
+                full = any(w in resp.text.lower() for w in _CONTEXT_FULL)
+                if full:
+                    line = (f"provider {name}: the model's context is full ({line.split(': ', 1)[1]}); "
+                            "raise the server's context size or lower agent.max_turns")
                 err = ProviderError(
-                    self._status_line(resp),
-                    retryable=resp.status_code == 429 or resp.status_code >= 500,
+                    line,
+                    # 501 and 505 never change; neither does a full context.
+                    retryable=not full and (resp.status_code == 429 or (
+                        resp.status_code >= 500 and resp.status_code not in (501, 505))),
                     status=resp.status_code,
                 )
                 if err.retryable:
@@ -353,14 +424,15 @@ class ProviderChain:
         return self.providers[self._active]
 
     async def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+        *, max_tokens: int | None = None,
     ) -> tuple[ChatReply, Provider]:
         errors: list[str] = []
         # Once a provider failed for good, later turns go straight to the next.
         for i in range(self._active, len(self.providers)):
             p = self.providers[i]
             try:
-                reply = await p.chat(messages, tools)
+                reply = await p.chat(messages, tools, max_tokens=max_tokens)
                 self._active = i
                 return reply, p
             except ProviderError as e:

@@ -5,7 +5,8 @@ Each POST to ``/v1/chat/completions`` takes the next step of the script:
 - ``{"tool_calls": [{"name": ..., "arguments": {...} | "raw text"}]}``: an
   assistant turn calling tools (``arguments`` given as a string is sent as is,
   which is how malformed calls are scripted);
-- ``{"content": "..."}``: a final answer;
+- ``{"content": "..."}``: a final answer; ``"finish_reason"`` in a step
+  overrides the one sent (``"length"``: cut off at ``max_tokens``);
 - ``{"status": 500, "body": "...", "headers": {...}}``: an HTTP error (``"{auth}"`` in the body
   is replaced by the request's Authorization header, to test redaction);
 - ``{"delay": 2.0, ...}``: wait before answering (provider timeouts);
@@ -130,7 +131,8 @@ class ScriptedServer:
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if "tool_calls" in step else "stop",
+                    "finish_reason": step.get(
+                        "finish_reason", "tool_calls" if "tool_calls" in step else "stop"),
                 }
             ],
             "usage": {
