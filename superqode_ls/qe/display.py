@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from ..models import Event, Finding, QualityReport, Severity
+from ..models import Event, Finding, QualityReport, Severity, Usage
 
 _ROLE_STATUS = {
     "ok": "done",
@@ -161,6 +161,9 @@ class PlainDisplay:
         elif t == "role_complete":
             self._running.pop(str(d.get("role")), None)
             self._write(f"[{d.get('role')}] {_role_line(d)}")
+        elif t == "tool_call" and str(d.get("role", "")).startswith("agent_"):
+            # An agent's work is its calls: each one, with what it looked at.
+            self._write(f"[{d['role']}] {agent_call_line(d)}")
         elif t == "tool_call" and d.get("role"):
             key = (str(d["role"]), str(d.get("tool")))
             if key not in self._tools_seen:  # a role may call its tool per file or mutant
@@ -293,6 +296,32 @@ def finding_line(f: Finding, patches: dict | None = None) -> str:
     return f"{_where(f)}: {f.severity.value} {rule} {f.title} ({f.role}/{f.tool}){fix}{note}"
 
 
+def agent_call_line(d: dict) -> str:
+    """``turn 3: read_file shop/storage.py`` (plus the outcome when not ok)."""
+    args = d.get("args")
+    target = ""
+    if isinstance(args, dict):
+        for key in ("path", "pattern", "query", "command", "file", "description"):
+            if isinstance(args.get(key), str) and args[key]:
+                target = " " + " ".join(args[key].split())
+                break
+    if len(target) > 61:
+        target = target[:58] + "..."
+    outcome = d.get("outcome")
+    tail = f" ({outcome})" if outcome and outcome != "ok" else ""
+    return f"turn {d.get('turn')}: {d.get('tool')}{target}{tail}"
+
+
+def usage_line(usage: Usage | None) -> str | None:
+    """``model: 12,345 tokens (11,000 prompt, 1,345 completion) in 14 requests, $0.0123``."""
+    if usage is None or not (usage.prompt_tokens or usage.completion_tokens):
+        return None
+    total = usage.prompt_tokens + usage.completion_tokens
+    line = (f"model: {total:,} tokens ({usage.prompt_tokens:,} prompt, "
+            f"{usage.completion_tokens:,} completion) in {usage.requests} request(s)")
+    return line + (f", ${usage.cost_usd:.4f}" if usage.cost_usd else "")
+
+
 def summary_lines(report: QualityReport) -> list[str]:
     order = {s: i for i, s in enumerate(reversed(list(Severity)))}
     findings = sorted(
@@ -321,6 +350,9 @@ def summary_lines(report: QualityReport) -> list[str]:
     if report.patches:
         lines.append(f"fixes: {len(report.patches)} suggested, {verified} verified "
                      "(superqe suggestions list)")
+    used = usage_line(report.usage)
+    if used:
+        lines.append(used)
     for r in report.roles:
         if r.status not in ("ok",):
             lines.append(f"role {r.role}: {r.status}" + (f" ({r.reason})" if r.reason else ""))

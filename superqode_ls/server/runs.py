@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ..models import Finding, QualityReport
+from ..qe.display import agent_call_line, usage_line
 from ..workspace import landlock
 from . import tracking
 from .convert import model_range_to_points
@@ -408,6 +409,9 @@ def _summary(run: Run, report: QualityReport) -> str:
     )
     if run.trust_note:
         line += f"; {run.trust_note}"
+    used = usage_line(report.usage)
+    if used:
+        line += f"; {used}"
     return line
 
 
@@ -451,6 +455,9 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
             # Why a role did nothing must reach the user, not only the report file.
             ls.log(f"SuperQode {data.get('role')} {data.get('status')}: {data.get('reason')}",
                    types.MessageType.Warning)
+    elif kind == "tool_call" and str(data.get("role", "")).startswith("agent_"):
+        # 25-35 s of silence while an agent works reads as a hang: each call shows.
+        progress.report(f"{data.get('role')}: {agent_call_line(data)}; {progress.status()}")
     elif kind == "progress":
         msg = data.get("message")
         if msg and str(msg).startswith("environment: tests:"):

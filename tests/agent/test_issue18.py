@@ -240,3 +240,19 @@ async def test_a_role_left_out_by_the_mode_still_passes(make_repo):
     assert all(not r.requested for r in report.roles)
     assert report.verdict in ("pass", "conditional")
     assert not any(r.status == "skipped" and r.requested for r in report.roles)
+
+
+def test_each_agent_call_shows_as_it_happens_and_tokens_in_the_summary(make_repo, scripted,
+                                                                       capsys):
+    server = scripted([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}],
+                        "usage": [1200, 30]},
+                       {"content": "nothing to report", "usage": [1300, 5]}])
+    project = make_repo({"a.py": "x = 1\n"})
+    (project / "superqode.yaml").write_text(
+        f"providers:\n  - {{name: local, base_url: '{server.base_url}', model: m,"
+        " stream: false}\n")
+    assert _run_cli(project) == 0
+    captured = capsys.readouterr()
+    both = captured.out + captured.err
+    assert "[agent_unit_tester] turn 1: read_file a.py" in both
+    assert "model: 2,535 tokens (2,500 prompt, 35 completion) in 2 request(s)" in captured.out
