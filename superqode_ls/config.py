@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import EXIT_USAGE, SuperQodeError
 
@@ -152,6 +152,21 @@ class AgentConfig(Section):
     )
     shell_timeout_s: float = Field(default=120, gt=0)
     shell_output_cap: int = Field(default=20_000, gt=0)
+    # The agent roles' worker: None, the built-in loop over `providers`; or
+    # the name of an ACP agent under `agents:` (docs/agents.md).
+    worker: str | None = None
+
+
+class AcpAgentConfig(Section):
+    """A coding agent spoken to over the Agent Client Protocol: the command
+    that starts its ACP server on stdio (e.g. ``[claude-code-acp]``)."""
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    # Folders of the agent's own state it must write (its login, its logs:
+    # `~/.claude` for Claude Code), added to what the sandbox's barrier lets
+    # it write. Only existing folders are added.
+    writable: list[str] = Field(default_factory=list)
 
 
 class RoleOptions(Section):
@@ -178,8 +193,17 @@ class Config(Section):
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     providers: list[ProviderConfig] = Field(default_factory=list)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    agents: dict[str, AcpAgentConfig] = Field(default_factory=dict)
     roles: RoleOptions = Field(default_factory=RoleOptions)
     trusted_folders: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known_worker(self) -> Config:
+        w = self.agent.worker
+        if w is not None and w not in self.agents:
+            known = ", ".join(self.agents) or "none configured"
+            raise ValueError(f"agent.worker {w!r} is not in agents: ({known})")
+        return self
 
     def provider(self, name: str | None) -> ProviderConfig | None:
         for p in self.providers:

@@ -67,6 +67,7 @@ class AgentResult:
     reads: int = 0  # successful calls that looked at the code (READING_TOOLS)
     repeated: str | None = None  # the call the model repeated, when that stopped the run
     calls_by_tool: dict[str, int] = field(default_factory=dict)
+    acp_agent: str | None = None  # the ACP agent that did the work, not the built-in loop
 
     def ineffective(self) -> str | None:
         """Why a run that ended normally did nothing useful, or None.
@@ -81,6 +82,8 @@ class AgentResult:
             )
         if self.stop_reason not in ("completed", "max_turns", "max_tokens"):
             return None
+        if self.acp_agent and self.reads == 0:
+            return f"the ACP agent {self.acp_agent} never read the code it was to judge"
         if self.tool_calls == 0:
             return (
                 "the model answered without calling a tool: does the server support tool "

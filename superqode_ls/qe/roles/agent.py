@@ -16,6 +16,7 @@ read the code and ended by the model's own decision.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from ...agent.acp_worker import acp_problem, run_acp
 from ...agent.changes import ChangeTracker
 from ...agent.confine import shell_refusal
 from ...agent.loop import Agent, AgentResult, Budget
@@ -50,6 +52,14 @@ _STATUS = {
 }
 
 
+def _worker_problem(cfg: Config) -> str | None:
+    """Why no agent role can run with ``cfg``: its ACP agent, or its providers."""
+    worker = cfg.agent.worker
+    if worker:
+        return acp_problem(worker, cfg.agents.get(worker))
+    return provider_problem(cfg)
+
+
 class AgentRole(Role):
     role_key: ClassVar[str]
     tool = "superqode-agent"
@@ -71,11 +81,11 @@ class AgentRole(Role):
         it answers None and ``run`` skips with the same reason instead.
         """
         cfg = config or self.config
-        return provider_problem(cfg) if cfg is not None else None
+        return _worker_problem(cfg) if cfg is not None else None
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
         cfg = ctx.config
-        why = provider_problem(cfg)
+        why = _worker_problem(cfg)
         if why:
             return RoleOutput(status="skipped", reason=why, tool=self.tool)
         result = await self.run_agent(ctx)
@@ -126,18 +136,6 @@ class AgentRole(Role):
         client = self.http_client or httpx.AsyncClient()
         warnings: list[str] = []
         try:
-            try:
-                chain = build_chain(
-                    cfg.providers,
-                    acfg.provider,
-                    acfg.fallback_provider,
-                    redactor=redactor,
-                    client=client,
-                    on_retry=lambda m: emit("log", level="warning", message=m),
-                    on_fallback=lambda m: emit("log", level="warning", message=m),
-                )
-            except ProviderError as e:
-                return AgentResult("provider_error", 0, [], [], Usage(), {}, error=str(e))
             shell_env = _project_python_first(_without_keys(ctx.env, cfg), ctx)
             toolbox = ToolBox(
                 root=ctx.sandbox,
@@ -153,23 +151,42 @@ class AgentRole(Role):
                 guard=lambda c: workspace_guard_refusal(c, cfg.qe.git_guard),
                 category=category,
             )
-            for provider in chain.providers:
-                warning = await provider.model_warning()
-                if warning:
-                    warnings.append(warning)
-                    emit("log", level="warning", message=warning)
-            agent = Agent(
-                chain,
-                toolbox,
-                system_prompt(self.role_key),
-                Budget(acfg.max_turns, acfg.max_tokens, budget_s),
-                redactor=redactor,
-                emit=emit,
-                cancel=cancel,
-            )
-            result = await agent.run(task_prompt(ctx.files, ctx.mode))
+            if acfg.worker:
+                result = await run_acp(
+                    acfg.worker, cfg.agents[acfg.worker], root=ctx.sandbox, env=shell_env,
+                    system=system_prompt(self.role_key), task=task_prompt(ctx.files, ctx.mode),
+                    box=toolbox, permissions=toolbox.permissions, emit=emit,
+                    cancel=cancel or asyncio.Event(), budget_s=budget_s)
+            else:
+                try:
+                    chain = build_chain(
+                        cfg.providers,
+                        acfg.provider,
+                        acfg.fallback_provider,
+                        redactor=redactor,
+                        client=client,
+                        on_retry=lambda m: emit("log", level="warning", message=m),
+                        on_fallback=lambda m: emit("log", level="warning", message=m),
+                    )
+                except ProviderError as e:
+                    return AgentResult("provider_error", 0, [], [], Usage(), {}, error=str(e))
+                for provider in chain.providers:
+                    warning = await provider.model_warning()
+                    if warning:
+                        warnings.append(warning)
+                        emit("log", level="warning", message=warning)
+                agent = Agent(
+                    chain,
+                    toolbox,
+                    system_prompt(self.role_key),
+                    Budget(acfg.max_turns, acfg.max_tokens, budget_s),
+                    redactor=redactor,
+                    emit=emit,
+                    cancel=cancel,
+                )
+                result = await agent.run(task_prompt(ctx.files, ctx.mode))
             result.reproducer_files = dict(toolbox.reproducer_files)
-            result.warnings = warnings
+            result.warnings = warnings + result.warnings
             await _drop_made_up(result, tracker)
         finally:
             tracker.close()
