@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .git import GitError, alternates_line, git
+from .holes import copy_file
 
 Env = Mapping[str, str]
 
@@ -159,7 +160,7 @@ def copy_entry(src_root: Path, dst_root: Path, rel: str) -> bool:
         os.symlink(os.readlink(src), dst)
     else:
         try:
-            shutil.copyfile(src, dst, follow_symlinks=False)
+            copy_file(src, dst)
         except FileNotFoundError:
             return False
         os.chmod(dst, stat.S_IMODE(st.st_mode) & 0o777)

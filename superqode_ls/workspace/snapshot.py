@@ -8,7 +8,6 @@ git's own ignore rules apply too. The copy refuses to start above
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pathspec
 
 from .errors import WorkspaceError
 from .git import git
+from .holes import copy_with_mode
 
 ALWAYS_EXCLUDED = (".git", ".superqode")
 IGNORE_FILE = ".superqodeignore"
@@ -99,7 +99,7 @@ def copy_tree(root: Path, dest: Path, files: list[str], max_size_mb: float) -> i
             if src.is_symlink():
                 os.symlink(os.readlink(src), out)
             else:
-                shutil.copy2(src, out)
+                copy_with_mode(src, out)
         except FileNotFoundError:
             continue  # deleted while we copied; the fingerprint tells the user
         except OSError as e:

@@ -28,6 +28,7 @@ from .changes import iter_raw
 from .errors import WorkspaceError
 from .git import GitError, alternates_line, copy_index, git, git_env, git_out, registration_dirs
 from .gitsnapshot import SnapshotStore
+from .holes import copy_with_mode
 from .paths import working_root
 
 
@@ -267,8 +268,10 @@ def carry_ignored(repo: Path, sandbox: Path, names: list[str], mode: str) -> lis
                 os.symlink(src, dest)
             elif src.is_dir():
                 shutil.copytree(src, dest, symlinks=True)
+            elif src.is_symlink():
+                os.symlink(os.readlink(src), dest)
             else:
-                shutil.copy2(src, dest, follow_symlinks=False)
+                copy_with_mode(src, dest)
             carried.append(str(rel))
     return carried
 
