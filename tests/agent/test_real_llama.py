@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 
 import pytest
 
@@ -261,3 +262,27 @@ def test_an_unknown_model_is_one_warning_line(llama, make_repo, capsys):
     assert said in line
     assert code == 0 and "Traceback" not in err
     assert _user_changes(before, project) == []
+
+
+async def test_an_acp_agent_over_the_real_server_runs_the_full_loop(make_repo, llama, tmp_path):
+    # The SDK agent (tests/agent/acp_agent.py) asks the real model about the
+    # file it read through SuperQode; its fix comes back as a patch, its
+    # write outside is refused, the project is verified unchanged.
+    from superqode_ls.qe.pipeline import QERequest, QESession
+
+    from .test_acp import AGENT, _configure
+
+    project = make_repo({"calc.py": CALC})
+    outside = tmp_path / "outside.txt"
+    _configure(project, [sys.executable, str(AGENT)], ACP_TEST_LLM=llama.base_url,
+               ACP_OUTSIDE=str(outside))
+    report = await QESession(QERequest(project=project, mode="deep",
+                                       roles=["agent_unit_tester"], trusted=True)).run()
+    [run] = report.roles
+    assert run.status == "ok", run.reason
+    [finding] = report.findings
+    assert finding.file == "calc.py" and "the model said: " in finding.evidence[0].message
+    [patch] = report.patches
+    assert "raise ValueError" in patch.diff
+    assert not outside.exists()
+    assert report.verification.verified
