@@ -58,7 +58,7 @@ async def test_a_malformed_call_goes_back_as_an_empty_object(make_repo, scripted
     out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
     assert out.status == "ok"
     assert _tool_args(server.requests[1]) == ["{}"]
-    tool_answer = [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"][0]
+    tool_answer = next(m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool")
     assert "json" in tool_answer["content"].lower()
 
 
