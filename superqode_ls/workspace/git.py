@@ -22,6 +22,11 @@ SAFE_CONFIG: tuple[str, ...] = (
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
     "-c", "core.fsmonitor=false",
+    # Never into a submodule: in a sandbox its git dir is the session's
+    # (private/git/modules, or a planted ``sub/.git``), and git would run
+    # there with that config and those hooks (the user's
+    # ``submodule.recurse=true`` would otherwise make read-tree do it).
+    "-c", "submodule.recurse=false",
     "-c", "core.quotepath=false",
     "-c", "advice.detachedHead=false",
     "-c", "commit.gpgsign=false",

@@ -320,7 +320,14 @@ class IsolatedSession:
                 self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
                 f"superqode session {self.id}"):
             self.reused = True
-            if not self._reset_reused(sealed, state, filters):
+            try:
+                proved = self._reset_reused(sealed, state, filters)
+            except (WorkspaceError, GitError, OSError) as e:
+                # What the old session left makes the reset fail (a link where
+                # a folder was): a cold sandbox, and the slot is gone.
+                self.bus.emit("workspace.reuse_refused", error=str(e))
+                proved = False
+            if not proved:
                 self.reused = False
                 with _git_registrations(self.project):
                     wt.remove_worktree(self.project, self.sandbox)

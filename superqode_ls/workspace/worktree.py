@@ -313,6 +313,11 @@ def carry_extras(repo: Path, sandbox: Path, store: SnapshotStore, state: UserSta
             carry.carry_folder(repo, sandbox, rel)
         done = True
     for rel in carry.submodules(repo, state.full_tree, store.env()):
+        # In a reused sandbox the folder is the old session's (git neither
+        # resets nor cleans inside a gitlink): made anew, so nothing is written
+        # through a link it planted there (the folder, its ``.git``). A link
+        # above it raises UnsafeRemoval: the reuse is refused.
+        removal.remove_tree(sandbox / rel, sandbox, link_ok=True)
         carry.carry_submodule(repo, sandbox, rel, sealed.root / "modules")
         done = True
     return done

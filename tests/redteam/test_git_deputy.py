@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -69,8 +70,9 @@ def as_session(s: IsolatedSession, script: str) -> None:
 
 def live(s: IsolatedSession, world: dict, *args: str) -> None:
     """The plant works: git found from the sandbox (the old way) runs it. The
-    index is a throw-away copy and the marker is removed again."""
+    index is a throw-away copy of the session's and the marker is removed again."""
     scratch = s.private / "tmp" / "live-index"
+    shutil.copyfile(s.private / "git" / "wt" / "index", scratch)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_DIR")}
     env["GIT_INDEX_FILE"] = str(scratch)
     subprocess.run(["git", *args], cwd=s.sandbox, env=env, capture_output=True, timeout=60,
@@ -120,9 +122,10 @@ def _attributes(rel: str = ".gitattributes") -> str:
 
 
 def _two_sessions(world: dict, plant, live_args: tuple[str, ...] | None,
-                  expect_tampered: bool) -> tuple[IsolatedSession, IsolatedSession, list]:
-    """First session plants and is exercised and closed; a second one follows
-    (reused unless the first was tampered with) and is exercised too."""
+                  expect_tampered: bool, last=None) -> tuple[IsolatedSession, IsolatedSession, list]:
+    """First session plants and is exercised and closed (``last``: planted just
+    before the close); a second one follows (reused unless the first was
+    tampered with) and is exercised too."""
     repo = world["repo"]
     before_repo, before_home = content_fingerprint(repo), _home(world["home"])
     events: list = []
@@ -134,6 +137,8 @@ def _two_sessions(world: dict, plant, live_args: tuple[str, ...] | None,
         if live_args:
             live(first, world, *live_args)
         exercise(first)
+        if last is not None:
+            as_session(first, last(first))
     finally:
         first.close_sync()
     tampered = [e for e in events if e.type == "workspace.git_tampered"]
@@ -268,3 +273,45 @@ def test_a_clean_session_still_parks_and_the_next_reuses_it(world):
         assert second.changes_sync().empty
     assert second.verification.verified
 
+
+
+def test_a_submodule_git_dir_and_folder_planted_in_a_reused_sandbox(world, make_repo):
+    """The user's submodule, with ``submodule.recurse`` on: the session plants
+    a hook, an fsmonitor and a filter in the submodule's private git dir and
+    makes the submodule's ``.git`` a link to ``~/.bashrc``. SuperQode's git
+    never recurses into it, and the next session's reset rebuilds the folder
+    instead of writing through the link."""
+    repo = world["repo"]
+    lib = make_repo({"lib.py": "def f():\n    return 1\n"}, name="lib")
+    subprocess.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                    str(lib), "vendor/lib"], cwd=repo, check=True, capture_output=True)
+    subprocess.run(["git", "commit", "-qm", "submodule"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "submodule.recurse", "true"], cwd=repo, check=True)
+
+    def plant(s):
+        gitfile = s.sandbox / "vendor" / "lib" / ".git"
+        gd = Path(gitfile.read_text().split(":", 1)[1].strip())
+        monitor = _config_value(world["evil"] + "; false")
+        hook = f"#!/bin/sh\n{world['evil']}\n"
+        return (f"cat >> {gd / 'config'} <<'EOF'\n[core]\n\tfsmonitor = {monitor}\n"
+                f"{_filter_plant(world['evil'])}EOF\n"
+                f"mkdir -p {gd / 'hooks'}; "
+                + "".join(f"printf %s {shlex.quote(hook)} > {gd / 'hooks' / n}; "
+                          f"chmod +x {gd / 'hooks' / n}; "
+                          for n in ("post-index-change", "post-checkout"))
+                + "printf '* filter=x\\n' > vendor/lib/.gitattributes; "
+                "echo changed > vendor/lib/lib.py; echo changed > app.py")
+
+    def link(s):
+        return f"rm vendor/lib/.git; ln -s {world['bashrc']} vendor/lib/.git"
+
+    # Live: the user's recursing git runs the submodule's plant.
+    first = start(world)
+    try:
+        as_session(first, plant(first))
+        live(first, world, "status")
+    finally:
+        first.close_sync()
+    for p in pool.slots(repo):  # that sandbox ran plain git: not the one under test
+        pool.discard_all(repo)
+    _two_sessions(world, plant, None, expect_tampered=False, last=link)
