@@ -24,13 +24,16 @@ They name everything in the environment (:func:`env`):
 The configuration is the user's (``git config --local --list --includes``,
 written flat: no include is followed again from here), so the user's own
 filter drivers (git-lfs...) still apply to the user's files; hooks, the
-fsmonitor and the worktree setting are not carried. A planted
+fsmonitor and the worktree setting are not carried, and a driver whose
+command names a file of the project (``./tools/clean.sh``: git runs it in the
+sandbox, where the session may have rewritten it) is turned off. A planted
 ``.gitattributes`` can only name drivers the user defined.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from collections.abc import Mapping
@@ -80,16 +83,50 @@ def config_text(entries: list[tuple[str, str | None]], extra: Mapping[str, str])
     return "\n".join(lines) + "\n"
 
 
+# Words of a shell command: what a filter command could name a file by.
+_WORDS = re.compile(r"[\s;&|()<>`'\"=$]+")
+_DRIVER_COMMAND = re.compile(r"^filter\.(?P<name>.+)\.(?:clean|smudge|process)$")
+
+
+def names_project_file(command: str, repo: Path) -> bool:
+    """Whether a filter command may run a file of the project: git runs it in
+    the work tree, which for a sandbox is the session's to write (a relative
+    path, a word naming something at the project's top). Fails closed: a
+    false positive only makes SuperQode hash that driver's files as they are."""
+    for word in _WORDS.split(command):
+        if not word or word.startswith(("/", "-", "%")):
+            continue
+        if word.startswith((".", "~")) or "/" in word or os.path.lexists(repo / word):
+            return True
+    return False
+
+
+def sandbox_entries(entries: list[tuple[str, str | None]], repo: Path) -> list[tuple[str, str | None]]:
+    """The user's configuration for git run on a sandbox: a filter driver whose
+    command names a project file is turned off (its files are hashed as they
+    are), every other driver kept (git-lfs, and the like, apply as for the user)."""
+    unsafe = {m["name"] for key, value in entries
+              if (m := _DRIVER_COMMAND.match(key)) and value and names_project_file(value, repo)}
+    if not unsafe:
+        return entries
+    kept = [(k, v) for k, v in entries
+            if not ((m := _DRIVER_COMMAND.match(k)) and m["name"] in unsafe)]
+    return kept + [(f"filter.{n}.required", "false") for n in sorted(unsafe)]
+
+
 def make(own: Path, repo: Path, common: Path, base: str,
          entries: list[tuple[str, str | None]]) -> None:
     """Write ``own`` (a fresh folder of SuperQode's) from the user's repository
     (``common``: its common git dir)."""
-    if own.is_symlink() or own.exists():
+    if own.is_symlink():
+        own.unlink()
+    elif own.exists():
         shutil.rmtree(own)
     for d in ("info", "refs", "objects"):
         (own / d).mkdir(parents=True)
     (own / "HEAD").write_text(base + "\n")
-    (own / "config").write_text(config_text(entries, {"core.bare": "false"}))
+    (own / "config").write_text(config_text(sandbox_entries(entries, repo),
+                                            {"core.bare": "false"}))
     for name in ("exclude", "attributes"):
         src = common / "info" / name
         if src.is_file():

@@ -315,3 +315,23 @@ def test_a_submodule_git_dir_and_folder_planted_in_a_reused_sandbox(world, make_
     for p in pool.slots(repo):  # that sandbox ran plain git: not the one under test
         pool.discard_all(repo)
     _two_sessions(world, plant, None, expect_tampered=False, last=link)
+
+
+def test_a_users_filter_running_a_project_script_does_not_run_the_sessions_copy(world):
+    """The user's driver runs ``sh tools/strip.sh``, a file of the project: git
+    runs it in the work tree, so in a sandbox it is the session's to rewrite.
+    SuperQode's git turns such a driver off for sandboxes (its files are
+    hashed as they are; here the driver is ``cat``, so the reuse still proves)."""
+    repo = world["repo"]
+    (repo / "tools").mkdir()
+    (repo / "tools" / "strip.sh").write_text("cat\n")
+    (repo / ".gitattributes").write_text("*.txt filter=strip\n")
+    (repo / "notes.txt").write_text("notes\n")
+    subprocess.run(["git", "config", "filter.strip.clean", "sh tools/strip.sh"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "strip filter"], cwd=repo, check=True)
+
+    def plant(s):
+        return (f"printf '%s; cat\\n' {shlex.quote(world['evil'])} > tools/strip.sh; "
+                "echo edited > notes.txt")
+    _two_sessions(world, plant, ("add", "-A"), expect_tampered=False)
