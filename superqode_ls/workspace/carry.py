@@ -88,7 +88,7 @@ def unflag_present(work_tree: Path, cwd: Path, env: Env | None = None) -> None:
              "--no-assume-unchanged", env)
 
 
-def mirror_bits(sandbox: Path, repo: Path, bits: IndexBits) -> None:
+def mirror_bits(sandbox: Path, repo: Path, bits: IndexBits, env: Env | None = None) -> None:
     """Give the sandbox's index the user's bits and its sparse shape: a
     skip-worktree file the user does not have on disk is not in the sandbox
     either, so ``git status`` inside says what it says outside."""
@@ -97,8 +97,8 @@ def mirror_bits(sandbox: Path, repo: Path, bits: IndexBits) -> None:
             p = sandbox / rel
             if p.is_symlink() or p.is_file():
                 p.unlink()
-    set_bits(sandbox, bits.skip_worktree, "--skip-worktree")
-    set_bits(sandbox, bits.assume_unchanged, "--assume-unchanged")
+    set_bits(sandbox, bits.skip_worktree, "--skip-worktree", env)
+    set_bits(sandbox, bits.assume_unchanged, "--assume-unchanged", env)
 
 
 # -- filters ---------------------------------------------------------------

@@ -22,6 +22,11 @@ SAFE_CONFIG: tuple[str, ...] = (
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
     "-c", "core.fsmonitor=false",
+    # Never into a submodule: in a sandbox its git dir is the session's
+    # (private/git/modules, or a planted ``sub/.git``), and git would run
+    # there with that config and those hooks (the user's
+    # ``submodule.recurse=true`` would otherwise make read-tree do it).
+    "-c", "submodule.recurse=false",
     "-c", "core.quotepath=false",
     "-c", "advice.detachedHead=false",
     "-c", "commit.gpgsign=false",
@@ -85,6 +90,10 @@ def alternates_line(path: Path | str) -> str:
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS and not k.startswith("GIT_CONFIG_KEY_") and not k.startswith("GIT_CONFIG_VALUE_")}
+    if "PATH" in env:
+        # git runs filter drivers (and their shell) from the work tree: a
+        # relative PATH entry would find a sandbox's planted program there.
+        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.isabs(p))
     env.update(
         GIT_OPTIONAL_LOCKS="0",
         GIT_TERMINAL_PROMPT="0",

@@ -54,14 +54,13 @@ class Snapshot:
 
 class SnapshotStore:
     def __init__(self, path: Path, alternates: list[Path] | None = None,
-                 extra_objects: list[Path] | None = None, session: str | None = None):
+                 session: str | None = None):
         self.path = Path(path)
         self.session = session  # names the refs of the snapshots taken here
         self.objects = self.path / "objects"
+        # Only the user's object dirs: a session's own object dir (and its
+        # alternates file) is the session's to write, and is never read here.
         self._alternates = [Path(a) for a in (alternates or [])]
-        # Object dirs of one session (what processes in its sandbox wrote):
-        # consulted, never recorded in the store's alternates file.
-        self.extra_objects = [Path(p) for p in (extra_objects or [])]
         self._ensure()
 
     def _ensure(self) -> None:
@@ -91,8 +90,6 @@ class SnapshotStore:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {"GIT_OBJECT_DIRECTORY": str(self.objects)}
-        if self.extra_objects:
-            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(map(str, self.extra_objects))
         env.update(extra)
         return env
 
@@ -110,26 +107,19 @@ class SnapshotStore:
         index_file: Path,
         *,
         git_dir: Path | None = None,
-        extra_objects: list[Path] | None = None,
         exclude: list[str] | None = None,
     ) -> str:
         """Tree id of ``work_tree`` (tracked + untracked, not ignored), updating
-        ``index_file`` in place. ``git_dir`` decides config and ignore rules;
-        by default the store's own (for folders that are not git repos).
+        ``index_file`` in place. ``git_dir`` decides config and ignore rules:
+        the user's for the user's tree, SuperQode's own for a sandbox (never
+        one a session can write: :mod:`owngit`); by default the store's own
+        (for folders that are not git repos).
         Files the index marks skip-worktree or assume-unchanged are read like
         any other (their edits are the user's state); ``exclude``: folders
         left out (nested repositories)."""
-        env = self.env(GIT_INDEX_FILE=str(index_file))
-        objs = [*self.extra_objects, *(extra_objects or [])]
-        if objs:
-            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(map(str, objs))
+        env = self.env(GIT_INDEX_FILE=str(index_file), GIT_NO_LAZY_FETCH="1",
+                       GIT_DIR=str(git_dir or self.path), GIT_WORK_TREE=str(work_tree))
         cfg = ["-c", f"core.excludesFile={self.excludes_file}", "-c", "core.autocrlf=false"]
-        if git_dir is None:
-            env["GIT_DIR"] = str(self.path)
-            env["GIT_WORK_TREE"] = str(work_tree)
-        elif git_dir != Path("."):
-            env["GIT_DIR"] = str(git_dir)
-            env["GIT_WORK_TREE"] = str(work_tree)
         if index_file.exists():
             carry.unflag_present(work_tree, work_tree, env)
         spec = ["."] + [f":(top,exclude,literal){p}" for p in exclude or []]
@@ -239,9 +229,8 @@ class SnapshotStore:
         """Make ``work_tree`` hold exactly the snapshot: changed files are
         rewritten, extra files removed (except ignored caches listed in ``keep``)."""
         tree = self.tree(snapshot_id)
-        env = self.env(GIT_INDEX_FILE=str(index_file))
-        if git_dir is None:
-            env.update(GIT_DIR=str(self.path), GIT_WORK_TREE=str(work_tree))
+        env = self.env(GIT_INDEX_FILE=str(index_file), GIT_NO_LAZY_FETCH="1",
+                       GIT_DIR=str(git_dir or self.path), GIT_WORK_TREE=str(work_tree))
         self.hash_tree(work_tree, index_file, git_dir=git_dir)  # index = what is there now
         git(["read-tree", "--reset", "-u", tree], work_tree, env=env)
         clean = ["clean", "-ffdxq"]

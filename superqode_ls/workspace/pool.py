@@ -1,9 +1,15 @@
 """Warm sandboxes: a small pool of finished sandboxes per repository, parked
 for the next session so it pays for the files that changed, not a checkout.
 
-A parked slot is ``parked/<old-session-id>/{tree,git}`` in SuperQode's home
-and nothing in the user's repository: its worktree registration is removed
-when it is parked, and a new one is made when a session claims it. Reuse is
+A parked slot is ``parked/<old-session-id>/{tree,index,identity}`` in
+SuperQode's home and nothing in the user's repository: its worktree
+registration is removed when it is parked, and a new one is made when a
+session claims it. ``index`` is SuperQode's own tracking index of the tree
+(written by SuperQode's git alone, so its stat data is what SuperQode read);
+the old session's git dir is not kept: config, hooks, ``info/``, ``commondir``,
+alternates and objects a session wrote never reach the next one, which gets
+a private git dir made afresh (``worktree.seal``). A session that redirected
+its git is not parked at all (``IsolatedSession._git_untouched``). Reuse is
 refused — and a cold sandbox made — unless all of these hold:
 
 - the tree is still the folder the old session made (device and inode);
@@ -20,12 +26,13 @@ refused — and a cold sandbox made — unless all of these hold:
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from . import removal
 from . import worktree as wt
 from .errors import WorkspaceError
-from .git import GitError
+from .git import GitError, copy_index
 from .paths import parked_dir, working_root
 from .proc import end_session_processes
 from .teardown import git_registrations, is_real_dir, parked_identity, remove_quietly
@@ -62,22 +69,29 @@ def _claim(project: Path, session_id: str, sandbox: Path, sealed: wt.SealedGit,
             # The parked tree must still be the folder a session made
             # (a process of that session may have swapped it for a link).
             removal.check(claimed / "tree", working_root(), parked_identity(claimed))
+            if not _plain_file(claimed / "index"):
+                raise OSError(f"{slot.name}: no tracking index of SuperQode's (an older slot)")
             if end_session_processes(slot.name, claimed / "tree"):
                 raise OSError(f"{slot.name}: processes of the parked session were still running")
             wt.add_worktree(project, sandbox, base, reason)
             _move_into(claimed / "tree", sandbox)
-            if sealed.root.exists():
+            if sealed.root.exists() or sealed.root.is_symlink():
                 removal.remove_tree(sealed.root, working_root(), link_ok=True)
-            sealed.root.mkdir(parents=True)
-            _move_into(claimed / "git", sealed.root)
+            sealed.wt.mkdir(parents=True)
+            os.rename(claimed / "index", sealed.index)  # the caller seals around it
             remove_quietly(claimed)
-            (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
-            (sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
             return True
         except (OSError, WorkspaceError, GitError):
             _drop(project, claimed, sandbox)
             continue
     return False
+
+
+def _plain_file(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(p).st_mode)
+    except OSError:
+        return False
 
 
 def _move_into(src: Path, dest: Path) -> None:
@@ -98,16 +112,17 @@ def _drop(project: Path, claimed: Path, sandbox: Path | None) -> None:
             pass  # reached only through a link: not ours to delete
 
 
-def park(project: Path, session_id: str, sandbox: Path, sealed: wt.SealedGit,
-         made: tuple[int, int] | None, limit: int) -> bool:
-    """Keep a finished session's sandbox for the next one; False when the pool
-    is full or the sandbox is not one to reuse (the caller removes it)."""
+def park(project: Path, session_id: str, sandbox: Path,
+         made: tuple[int, int] | None, limit: int, index: Path) -> bool:
+    """Keep a finished session's sandbox for the next one, with ``index``
+    (SuperQode's tracking index of it); False when the pool is full or the
+    sandbox is not one to reuse (the caller removes it)."""
     with git_registrations(project):
-        return _park(project, session_id, sandbox, sealed, made, limit)
+        return _park(project, session_id, sandbox, made, limit, index)
 
 
-def _park(project: Path, session_id: str, sandbox: Path, sealed: wt.SealedGit,
-          made: tuple[int, int] | None, limit: int) -> bool:
+def _park(project: Path, session_id: str, sandbox: Path,
+          made: tuple[int, int] | None, limit: int, index: Path) -> bool:
     if limit <= 0 or len(slots(project)) >= limit:
         return False
     root = parked_dir(project)
@@ -123,11 +138,9 @@ def _park(project: Path, session_id: str, sandbox: Path, sealed: wt.SealedGit,
     tmp.mkdir()
     try:
         dev, ino = removal.identity(sandbox) or (0, 0)
-        (sealed.root / "identity").write_text(f"{dev} {ino}\n")
+        (tmp / "identity").write_text(f"{dev} {ino}\n")
+        copy_index(index, tmp / "index")
         os.rename(sandbox, tmp / "tree")
-        os.rename(sealed.root, tmp / "git")
-        (tmp / "git" / "wt" / "gitdir").write_text(str(root / session_id / "tree" / ".git") + "\n")
-        (tmp / "tree" / ".git").write_text(f"gitdir: {root / session_id / 'git' / 'wt'}\n")
         os.rename(tmp, root / session_id)
     except OSError:
         remove_quietly(tmp)

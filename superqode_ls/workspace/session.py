@@ -21,7 +21,7 @@ from typing import Any
 from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
-from . import carry, landlock, pool, removal, sparse
+from . import carry, landlock, owngit, pool, removal, sparse
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
@@ -305,7 +305,6 @@ class IsolatedSession:
     def _create_worktree(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
         _, cd = wt.user_git_dirs(self.project)
         self.store = SnapshotStore(store_dir(self.project), alternates=[cd / "objects"],
-                                   extra_objects=[self.private / "git" / "common" / "objects"],
                                    session=self.id)
         (self.private / "git" / "common" / "objects").mkdir(parents=True, exist_ok=True)
         if self.config.workspace.copy_uncommitted and not pinned_base:
@@ -321,7 +320,14 @@ class IsolatedSession:
                 self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
                 f"superqode session {self.id}"):
             self.reused = True
-            if not self._reset_reused(sealed, state, filters):
+            try:
+                proved = self._reset_reused(sealed, state, filters)
+            except (WorkspaceError, GitError, OSError) as e:
+                # What the old session left makes the reset fail (a link where
+                # a folder was): a cold sandbox, and the slot is gone.
+                self.bus.emit("workspace.reuse_refused", error=str(e))
+                proved = False
+            if not proved:
                 self.reused = False
                 with _git_registrations(self.project):
                     wt.remove_worktree(self.project, self.sandbox)
@@ -332,7 +338,8 @@ class IsolatedSession:
                                 f"superqode session {self.id}")
             wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
             self._check_abort()
-            wt.checkout_staged(self.sandbox, state.staged_tree, filters)
+            wt.checkout_staged(self.sandbox, state.staged_tree,
+                               sealed.env(self.sandbox, sealed.index, self.store), filters)
             self._check_abort()
             differ = wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree,
                                  self.project)
@@ -381,11 +388,13 @@ class IsolatedSession:
         """Bring a parked sandbox to the new state, changed files only, and prove it."""
         assert self.store is not None
         keep = self.config.workspace.keep_gitignored
-        wt.refresh_sealed(sealed, self.project)
-        (sealed.wt / "HEAD").write_text((self.base_commit or "") + "\n")
-        wt.checkout_staged(self.sandbox, state.staged_tree, filters)
+        # The parked tree comes with SuperQode's tracking index of it (pool.py),
+        # never with the old session's git dir: both git dirs are made anew.
+        wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
+        env = sealed.env(self.sandbox, sealed.index, self.store)
+        wt.checkout_staged(self.sandbox, state.staged_tree, env, filters)
         clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]
-        wt.git(clean, self.sandbox)
+        wt.git(clean, self.sandbox, env=env)
         wt.lay_over(self.sandbox, self.store, state.staged_tree, state.full_tree, self.project)
         wt.carry_extras(self.project, self.sandbox, self.store, state, sealed, filters)
         copy_index(sealed.index, self._track_index)
@@ -393,7 +402,7 @@ class IsolatedSession:
             return False
         # Untracked strays would have changed the tree above; ignored ones do not,
         # so list those and allow only the caches config says to keep.
-        out = wt.git(["clean", "-ndX"], self.sandbox).stdout.decode("utf-8", "surrogateescape")
+        out = wt.git(["clean", "-ndX"], self.sandbox, env=env).stdout.decode("utf-8", "surrogateescape")
         stray = [ln[len("Would remove "):].rstrip("/") for ln in out.splitlines() if ln]
         return all(any(fnmatch.fnmatch(p, k.rstrip("/")) or fnmatch.fnmatch(p.split("/")[0], k.rstrip("/"))
                        for k in keep) for p in stray)
@@ -404,7 +413,9 @@ class IsolatedSession:
         return self.private / "track-index"
 
     def _sandbox_git_dir(self) -> Path | None:
-        return Path(".") if self.isolation == "worktree" else None
+        """SuperQode's own git dir of a worktree sandbox (owngit.py): its
+        config and ignore rules, never the session's; None: the store's."""
+        return wt.SealedGit(self.private / "git").own if self.isolation == "worktree" else None
 
     def _check_sandbox(self) -> None:
         """Raise UnsafeRemoval when the sandbox is not the folder we made any
@@ -456,12 +467,11 @@ class IsolatedSession:
 
     def restore_sync(self, snapshot_id: str) -> None:
         assert self.store is not None
-        env_git_dir = self._sandbox_git_dir()
         self._hash_sandbox()
         tree = self.store.tree(snapshot_id)
-        env = self.store.env(GIT_INDEX_FILE=str(self._track_index))
-        if env_git_dir is None:
-            env.update(GIT_DIR=str(self.store.path), GIT_WORK_TREE=str(self.sandbox))
+        env = self.store.env(GIT_INDEX_FILE=str(self._track_index), GIT_NO_LAZY_FETCH="1",
+                             GIT_DIR=str(self._sandbox_git_dir() or self.store.path),
+                             GIT_WORK_TREE=str(self.sandbox))
         wt.git(["read-tree", "--reset", "-u", tree], self.sandbox, env=env)
         clean = ["clean", "-ffdq"]  # untracked, not ignored: caches survive a restore
         wt.git(clean, self.sandbox, env=env)
@@ -511,22 +521,22 @@ class IsolatedSession:
             self.bus.emit("workspace.processes_ended", pids=ended)
         parked = False
         if (self.isolation == "worktree" and self.config.workspace.warm_sandboxes
-                and self.sandbox.exists()):
+                and self.sandbox.exists() and where is not None and self._git_untouched()):
             sealed = wt.SealedGit(self.private / "git")
             try:
-                if not self.reused and where is not None:
+                if not self.reused and self.store is not None:
                     # A fresh checkout's index is racily clean (its files are as
                     # new as it), so the next session's reset would re-read
                     # every file; refreshed now, seconds later, it compares
                     # stat data (bench/sandbox.py: 0.16-0.30 s -> 0.06-0.13 s).
-                    # The private git dir is named: whatever the sandbox's path
-                    # has become, only SuperQode's index is written.
+                    # SuperQode's tracking index, in its own git dir: what the
+                    # next session starts from (pool.py), nothing the session wrote.
                     wt.git(["update-index", "-q", "--refresh"], self.private,
-                           env={"GIT_DIR": str(sealed.wt), "GIT_WORK_TREE": str(self.sandbox)},
+                           env=sealed.env(self.sandbox, self._track_index, self.store),
                            check=False)
-                parked = pool.park(self.project, self.id, self.sandbox, sealed,
+                parked = pool.park(self.project, self.id, self.sandbox,
                                    self.record.sandbox_identity if self.record else None,
-                                   self.config.workspace.warm_pool)
+                                   self.config.workspace.warm_pool, self._track_index)
             except OSError as e:  # a full or read-only home: no parking, removal goes on
                 self.bus.emit("workspace.state_write_failed", step="park", error=str(e))
         if not parked:
@@ -545,6 +555,24 @@ class IsolatedSession:
         self._quietly(self.paths.heartbeat.unlink, missing_ok=True)
         self._quietly(self._release_lock)
         return self.verification
+
+    def _git_untouched(self) -> bool:
+        """False, said once (``workspace.git_tampered``), when the session
+        redirected its git (its ``.git`` file, ``commondir``, the object
+        alternates): such a sandbox is removed, never parked for another
+        session. SuperQode's own git never followed them (owngit.py)."""
+        if self.store is None:
+            return False
+        sealed = wt.SealedGit(self.private / "git")
+        try:
+            alternates = wt.sealed_alternates(self.store, self.project)
+        except GitError:
+            return False
+        problem = owngit.tampered(self.sandbox, sealed.wt, alternates)
+        if problem is not None:
+            self.bus.emit("workspace.git_tampered", detail=problem)
+            return False
+        return True
 
     def _note_state(self, state: str) -> None:
         if self.record is not None:
@@ -653,11 +681,12 @@ def extract_patch(record: SessionRecord) -> str:
             alternates = [cd / "objects"]
         except (GitError, IndexError):
             pass
-    extra = [paths.private / "git" / "common" / "objects"] if record.isolation == "worktree" else None
-    store = SnapshotStore(store_dir(project), alternates=alternates, extra_objects=extra,
-                          session=record.id)
+    store = SnapshotStore(store_dir(project), alternates=alternates, session=record.id)
     index = paths.private / "track-index"
-    git_dir = Path(".") if record.isolation == "worktree" else None
+    # SuperQode's own git dir of the sandbox (owngit.py); without one, the
+    # store's: never the git dir the session could write.
+    own = wt.SealedGit(paths.private / "git").own
+    git_dir = own if record.isolation == "worktree" and (own / "HEAD").is_file() else None
     tree = store.hash_tree(Path(record.sandbox), index, git_dir=git_dir)
     now = store.commit(tree, record.baseline_snapshot, f"extract {record.id}").id
     return changes_between(store, record.baseline_snapshot, now).diff

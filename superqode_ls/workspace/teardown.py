@@ -92,7 +92,7 @@ def is_real_dir(p: Path) -> bool:
 
 def parked_identity(slot: Path) -> tuple[int, int] | None:
     try:
-        dev, ino = (slot / "git" / "identity").read_text().split()
+        dev, ino = (slot / "identity").read_text().split()
         return int(dev), int(ino)
     except (OSError, ValueError):
         return None

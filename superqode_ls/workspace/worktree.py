@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import carry, removal
+from . import carry, owngit, removal
 from .changes import iter_raw
 from .errors import WorkspaceError
 from .git import GitError, alternates_line, copy_index, git, git_env, git_out, registration_dirs
@@ -59,6 +59,16 @@ class SealedGit:
     @property
     def hooks(self) -> Path:
         return self.common / "hooks"
+
+    @property
+    def own(self) -> Path:
+        """SuperQode's own git dir for the sandbox (:mod:`owngit`), beside the
+        session's, outside what the session may write."""
+        return self.root.parent / owngit.OWN_GIT
+
+    def env(self, sandbox: Path, index: Path, store: SnapshotStore) -> dict[str, str]:
+        """For SuperQode's git on the sandbox: nothing the session wrote is read."""
+        return owngit.env(self.own, sandbox, index, store.objects)
 
 
 _GIT_DIRS: dict[tuple[str, int, int], tuple[Path, Path]] = {}
@@ -115,47 +125,39 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
     return UserState(staged_tree=staged or full, full_tree=full, bits=bits, nested=nested)
 
 
+def sealed_alternates(store: SnapshotStore, repo: Path) -> str:
+    """The private git dir's ``objects/info/alternates``, as :func:`seal` writes it."""
+    _, cd = user_git_dirs(repo)
+    return f"{alternates_line(store.objects)}\n{alternates_line(cd / 'objects')}\n"
+
+
 def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, base: str) -> None:
-    """Point ``sandbox/.git`` at a private git dir (see module doc)."""
+    """Point ``sandbox/.git`` at a private git dir made afresh (see module
+    doc), and write SuperQode's own git dir beside it (:mod:`owngit`). A
+    reused sandbox gets new ones too: nothing a session wrote in its git dir
+    reaches the next session, or SuperQode's git."""
     _, cd = user_git_dirs(repo)
     common = sealed.common
-    (common / "objects" / "info").mkdir(parents=True, exist_ok=True)
-    (common / "refs" / "heads").mkdir(parents=True, exist_ok=True)
-    (common / "refs" / "tags").mkdir(parents=True, exist_ok=True)
-    (common / "info").mkdir(parents=True, exist_ok=True)
-    sealed.hooks.mkdir(parents=True, exist_ok=True)
-    (common / "objects" / "info" / "alternates").write_text(
-        f"{alternates_line(store.objects)}\n{alternates_line(cd / 'objects')}\n"
-    )
-    refresh_sealed(sealed, repo)
-    sealed.wt.mkdir(parents=True, exist_ok=True)
-    (sealed.wt / "commondir").write_text("../common\n")  # relative: parking moves the dir
-    (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
-    (sealed.wt / "HEAD").write_text(base + "\n")
-    (sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
-
-
-def refresh_sealed(sealed: SealedGit, repo: Path) -> None:
-    """Copy the user's config, ignore rules and refs into the private common dir."""
-    _, cd = user_git_dirs(repo)
-    common = sealed.common
-    cfg = common / "config"
-    try:
-        shutil.copyfile(cd / "config", cfg)
-    except FileNotFoundError:
-        cfg.write_text("[core]\n\trepositoryformatversion = 0\n")
-    for key in ("core.worktree", "core.hooksPath"):
-        git(["config", "--file", str(cfg), "--unset-all", key], common, check=False)
-    git(["config", "--file", str(cfg), "core.bare", "false"], common)
-    git(["config", "--file", str(cfg), "core.hooksPath", str(sealed.hooks)], common)
+    for d in ("objects/info", "refs/heads", "refs/tags", "info", "hooks"):
+        (common / d).mkdir(parents=True, exist_ok=True)
+    (common / "objects" / "info" / "alternates").write_text(sealed_alternates(store, repo))
+    entries = owngit.user_config(repo)
+    (common / "config").write_text(owngit.config_text(
+        entries, {"core.bare": "false", "core.hooksPath": str(sealed.hooks)}))
     for name in ("exclude", "attributes"):
         src = cd / "info" / name
-        if src.exists():
+        if src.is_file():
             shutil.copyfile(src, common / "info" / name)
     refs = git_out(["for-each-ref", "--format=%(objectname) %(refname)"], repo)
     (common / "packed-refs").write_text(refs + ("\n" if refs else ""))
     head = cd / "HEAD"
     (common / "HEAD").write_text(head.read_text() if head.exists() else "ref: refs/heads/main\n")
+    owngit.make(sealed.own, repo, cd, base, entries)
+    sealed.wt.mkdir(parents=True, exist_ok=True)
+    (sealed.wt / "commondir").write_text("../common\n")
+    (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
+    (sealed.wt / "HEAD").write_text(base + "\n")
+    (sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
 
 
 def _safe_rel(rel: str) -> str:
@@ -282,11 +284,13 @@ def add_worktree(repo: Path, sandbox: Path, base: str, reason: str) -> None:
          str(sandbox), base], repo)
 
 
-def checkout_staged(sandbox: Path, staged_tree: str, no_smudge: list[str] | None = None) -> None:
-    """``no_smudge``: filter drivers not to run (their files are carried
-    from the user's tree by :func:`carry_extras`)."""
+def checkout_staged(sandbox: Path, staged_tree: str, env: dict[str, str],
+                    no_smudge: list[str] | None = None) -> None:
+    """``env``: :meth:`SealedGit.env` naming the sealed index. ``no_smudge``:
+    filter drivers not to run (their files are carried from the user's tree
+    by :func:`carry_extras`)."""
     git([*carry.no_smudge_config(no_smudge or []), "read-tree", "--reset", "-u", staged_tree],
-        sandbox)
+        sandbox, env=env)
 
 
 def carry_extras(repo: Path, sandbox: Path, store: SnapshotStore, state: UserState,
@@ -300,16 +304,23 @@ def carry_extras(repo: Path, sandbox: Path, store: SnapshotStore, state: UserSta
             if carry.present(repo, rel):
                 done |= carry.copy_entry(repo, sandbox, rel)
     if state.bits:
-        carry.mirror_bits(sandbox, repo, state.bits)
+        carry.mirror_bits(sandbox, repo, state.bits, sealed.env(sandbox, sealed.index, store))
         done = True
     if state.nested:
+        lines = "".join(f"/{_glob_escape(rel)}/\n" for rel in state.nested)
         with open(sealed.common / "info" / "exclude", "a", encoding="utf-8",
                   errors="surrogateescape") as f:
-            f.write("".join(f"/{_glob_escape(rel)}/\n" for rel in state.nested))
+            f.write(lines)
+        owngit.add_excludes(sealed.own, lines)
         for rel in state.nested:
             carry.carry_folder(repo, sandbox, rel)
         done = True
     for rel in carry.submodules(repo, state.full_tree, store.env()):
+        # In a reused sandbox the folder is the old session's (git neither
+        # resets nor cleans inside a gitlink): made anew, so nothing is written
+        # through a link it planted there (the folder, its ``.git``). A link
+        # above it raises UnsafeRemoval: the reuse is refused.
+        removal.remove_tree(sandbox / rel, sandbox, link_ok=True)
         carry.carry_submodule(repo, sandbox, rel, sealed.root / "modules")
         done = True
     return done

@@ -1,0 +1,183 @@
+"""SuperQode's own git dir for a sandbox: what its unconfined git calls read.
+
+A session may write its private git dir (``private/git``: config, commondir,
+gitdir, hooks, info/, objects and their alternates, the index) and every file
+of its sandbox, ``.git`` included. Git run *outside* the session's barrier on
+any of that would execute what the session planted: a ``filter.<x>.clean``
+in the config selected by a planted ``.gitattributes``, ``core.fsmonitor``, a
+hook, an ``include.path``; or follow a ``commondir``/``gitdir``/alternates
+redirection to a place of the session's choosing.
+
+So SuperQode's own git calls on a sandbox (hashing it, checking it out,
+resetting or restoring it) never discover the repository from the sandbox.
+They name everything in the environment (:func:`env`):
+
+- ``GIT_DIR``: ``private/own-git``, made here from the user's repository at
+  session start, outside every path the session may write (its private dir
+  is not; only the folders ``paths.PRIVATE_WRITABLE`` names are);
+- ``GIT_OBJECT_DIRECTORY``: the private snapshot store (SuperQode's; its
+  alternates name the user's objects), never the session's object dir;
+- ``GIT_INDEX_FILE``: an index SuperQode names (its tracking index, or the
+  sealed index it is writing before the session starts);
+- ``GIT_WORK_TREE``: the sandbox.
+
+The configuration is the user's (``git config --local --list --includes``,
+written flat: no include is followed again from here), so the user's own
+filter drivers (git-lfs...) still apply to the user's files; hooks, the
+fsmonitor and the worktree setting are not carried, and a driver whose
+command names a file of the project (``./tools/clean.sh``: git runs it in the
+sandbox, where the session may have rewritten it) is turned off. A planted
+``.gitattributes`` can only name drivers the user defined.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from .git import git
+
+OWN_GIT = "own-git"
+# Not carried from the user's configuration: a path, a command or a repository
+# shape that belongs to the user's checkout, not to a sandbox.
+_DROPPED = ("core.worktree", "core.hookspath", "core.bare", "core.fsmonitor")
+_DROPPED_PREFIXES = ("include.", "includeif.")
+
+
+def user_config(repo: Path) -> list[tuple[str, str | None]]:
+    """The user's repository configuration, includes resolved where they are
+    (relative include paths mean the user's ``.git``), in file order."""
+    proc = git(["config", "--local", "--list", "--includes", "-z"], repo, check=False)
+    out: list[tuple[str, str | None]] = []
+    for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if not rec:
+            continue
+        key, nl, value = rec.partition("\n")
+        out.append((key, value if nl else None))
+    return out
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+
+
+def config_text(entries: list[tuple[str, str | None]], extra: Mapping[str, str]) -> str:
+    """Git's config file syntax for ``entries`` (``section[.sub].name``), the
+    dropped keys left out, ``extra`` appended."""
+    lines: list[str] = []
+    for key, value in [*entries, *extra.items()]:
+        low = key.lower()
+        if key not in extra and (low in _DROPPED or low.startswith(_DROPPED_PREFIXES)):
+            continue
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        if not section or not name:
+            continue
+        head = f'[{section} "{_quote(sub)}"]' if sub else f"[{section}]"
+        lines.append(head)
+        lines.append(f"\t{name}" if value is None else f'\t{name} = "{_quote(value)}"')
+    return "\n".join(lines) + "\n"
+
+
+# Words of a shell command: what a filter command could name a file by.
+_WORDS = re.compile(r"[\s;&|()<>`'\"=$]+")
+_DRIVER_COMMAND = re.compile(r"^filter\.(?P<name>.+)\.(?:clean|smudge|process)$")
+
+
+def names_project_file(command: str, repo: Path) -> bool:
+    """Whether a filter command may run a file of the project: git runs it in
+    the work tree, which for a sandbox is the session's to write (a relative
+    path, a word naming something at the project's top). Fails closed: a
+    false positive only makes SuperQode hash that driver's files as they are."""
+    for word in _WORDS.split(command):
+        if not word or word.startswith(("/", "-", "%")):
+            continue
+        if word.startswith((".", "~")) or "/" in word or os.path.lexists(repo / word):
+            return True
+    return False
+
+
+def sandbox_entries(entries: list[tuple[str, str | None]], repo: Path) -> list[tuple[str, str | None]]:
+    """The user's configuration for git run on a sandbox: a filter driver whose
+    command names a project file is turned off (its files are hashed as they
+    are), every other driver kept (git-lfs, and the like, apply as for the user)."""
+    unsafe = {m["name"] for key, value in entries
+              if (m := _DRIVER_COMMAND.match(key)) and value and names_project_file(value, repo)}
+    if not unsafe:
+        return entries
+    kept = [(k, v) for k, v in entries
+            if not ((m := _DRIVER_COMMAND.match(k)) and m["name"] in unsafe)]
+    return kept + [(f"filter.{n}.required", "false") for n in sorted(unsafe)]
+
+
+def make(own: Path, repo: Path, common: Path, base: str,
+         entries: list[tuple[str, str | None]]) -> None:
+    """Write ``own`` (a fresh folder of SuperQode's) from the user's repository
+    (``common``: its common git dir)."""
+    if own.is_symlink():
+        own.unlink()
+    elif own.exists():
+        shutil.rmtree(own)
+    for d in ("info", "refs", "objects"):
+        (own / d).mkdir(parents=True)
+    (own / "HEAD").write_text(base + "\n")
+    (own / "config").write_text(config_text(sandbox_entries(entries, repo),
+                                            {"core.bare": "false"}))
+    for name in ("exclude", "attributes"):
+        src = common / "info" / name
+        if src.is_file():
+            shutil.copyfile(src, own / "info" / name)
+
+
+def add_excludes(own: Path, lines: str) -> None:
+    with open(own / "info" / "exclude", "a", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(lines)
+
+
+def env(own: Path, work_tree: Path, index: Path, objects: Path) -> dict[str, str]:
+    """The environment of an unconfined git call on a sandbox (module doc).
+    A session's object dir is not an alternate: what it holds is not read."""
+    return {
+        "GIT_DIR": str(own),
+        "GIT_WORK_TREE": str(work_tree),
+        "GIT_INDEX_FILE": str(index),
+        "GIT_OBJECT_DIRECTORY": str(objects),
+        # A partial clone's missing object must not start a fetch (remote
+        # helpers, ssh commands) from here.
+        "GIT_NO_LAZY_FETCH": "1",
+    }
+
+
+def expected_links(sandbox: Path, wt: Path) -> dict[Path, str]:
+    """What SuperQode wrote into the files that point git somewhere: a session
+    that rewrote one tampered with its git dir (see :func:`tampered`)."""
+    return {
+        sandbox / ".git": f"gitdir: {wt}\n",
+        wt / "commondir": "../common\n",
+    }
+
+
+def tampered(sandbox: Path, wt: Path, alternates: str) -> str | None:
+    """One line naming the first redirection the session planted (a
+    ``.git`` file, ``commondir`` or the object alternates changed or made a
+    link), or None. Nothing of SuperQode's reads them; this decides that the
+    sandbox is not parked for another session."""
+    wants = {**expected_links(sandbox, wt),
+             wt.parent / "common" / "objects" / "info" / "alternates": alternates}
+    for path, text in wants.items():
+        want = text.encode("utf-8", "surrogateescape")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            try:
+                data = os.read(fd, len(want) + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+            finally:
+                os.close(fd)
+        except OSError as e:
+            return f"{path} is not SuperQode's any more ({e.strerror or e})"
+        if data != want:
+            return f"{path} was rewritten by the session"
+    return None
