@@ -16,9 +16,17 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import SuperQodeError
 from ..models import Finding, Patch, QualityReport
+from ..workspace import patchseal
 from ..workspace.paths import ARTIFACTS_DIR
 from . import EXIT_FINDINGS, EXIT_OK, UsageError
+
+
+class PatchNotSealed(SuperQodeError):
+    """The patch is not the one SuperQode stored (changed, or never its own)."""
+
+    exit_code = 2
 
 
 @dataclass
@@ -158,11 +166,22 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def check_sealed(project: Path, s: Suggestion) -> None:
+    """Refuse (one line, nothing changed) a patch whose bytes are not the ones
+    its session wrote: the reports live in the project, which anything may
+    rewrite; the seal lives in $SUPERQODE_HOME. Every way of applying a
+    suggestion goes through here."""
+    why = patchseal.check(project, s.session_id, s.patch.id, s.patch.diff)
+    if why is not None:
+        raise PatchNotSealed(f"not applied: {why}")
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     from ..qe.verifier import git_apply
 
     project = find_project(Path(args.project))
     s = lookup(project, args.id)
+    check_sealed(project, s)
     ok, err = asyncio.run(git_apply(project, s.patch.diff, check_only=True))
     if not ok:
         import sys
