@@ -89,8 +89,10 @@ def check_superqode_dir(project: Path) -> None:
     there (or at ``qe-artifacts``) is refused: the project is untrusted input."""
     root = Path(project) / ".superqode"
     try:
-        with folder(project, ART_PARTS):
-            pass
+        with folder(project, ART_PARTS) as fd:
+            for sub in SUBDIRS if fd is not None else ():
+                with folder(project, (*ART_PARTS, sub)):  # a shipped link fails here
+                    pass
     except UnsafeOwnPath:
         raise
     except OSError:
