@@ -54,6 +54,7 @@ __all__ = [
     "read_artifact",
     "read_manifest",
     "update_manifest",
+    "write_file",
 ]
 
 SUBDIRS = ("qr", "patches", "generated-tests", "logs", "evidence")
@@ -83,6 +84,23 @@ def atomic_write(path: Path, data: bytes | str) -> Path:
     return path
 
 
+def write_file(path: Path, data: bytes | str) -> Path:
+    """:func:`atomic_write`, except below a ``.superqode`` folder (the
+    baseline the editor's "ignore this finding" writes, a report named
+    there): that part of the path is the project's, so it is walked from the
+    folder holding ``.superqode`` without following any link."""
+    path = Path(path)
+    parts = path.parts
+    if OWN_PARTS[0] not in parts[:-1]:
+        return atomic_write(path, data)
+    i = len(parts) - 1 - parts[::-1].index(OWN_PARTS[0])
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with folder(Path(*parts[:i]), parts[i:-1], create=True) as fd:
+        assert fd is not None
+        write_at(fd, parts[-1], raw)
+    return path
+
+
 def check_superqode_dir(project: Path) -> None:
     """Raise SuperqodeDirError, with one line saying why, when artifacts
     could not be written to ``<project>/.superqode``; create nothing. A link
@@ -93,8 +111,11 @@ def check_superqode_dir(project: Path) -> None:
             for sub in SUBDIRS if fd is not None else ():
                 with folder(project, (*ART_PARTS, sub)):  # a shipped link fails here
                     pass
-    except UnsafeOwnPath:
-        raise
+    except UnsafeOwnPath as e:
+        if e.link or e.path == root:
+            raise
+        # A file where a sub-folder goes: the session may run; writing its
+        # artifacts fails then, after the revert, with the reason.
     except OSError:
         pass  # unreadable or missing project: said below in the user's terms
     if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):

@@ -44,6 +44,11 @@ class SuperqodeDirError(WorkspaceError, OSError):
 class UnsafeOwnPath(SuperqodeDirError):
     """A link (or a non-folder) where SuperQode's own folder should be."""
 
+    def __init__(self, message: str, *, link: bool = False, path: Path | None = None):
+        super().__init__(message)
+        self.link = link
+        self.path = path
+
 
 def _why(where: Path, e: OSError, dfd: int | None = None) -> SuperqodeDirError:
     if e.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -55,9 +60,9 @@ def _why(where: Path, e: OSError, dfd: int | None = None) -> SuperqodeDirError:
                 pass
         if link:
             return UnsafeOwnPath(f"{where}: a symlink; SuperQode does not follow links in the "
-                                 "project's .superqode (remove the link)")
+                                 "project's .superqode (remove the link)", link=True, path=where)
         return UnsafeOwnPath(f"{where}: exists but is not a folder; SuperQode keeps its "
-                             "artifacts there")
+                             "artifacts there", path=where)
     return SuperqodeDirError(f"{where}: cannot open ({e.strerror or e})")
 
 

@@ -211,3 +211,19 @@ def test_a_shipped_report_is_not_applied(make_repo, capsys, tmp_path):
     code, out, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", fix)
     assert code == 2 and "no record of writing this patch" in err, out + err
     assert (repo / "b.py").read_text() == FIXABLE["b.py"]
+
+
+def test_the_editors_ignore_does_not_write_the_baseline_through_a_shipped_link(make_repo, victim):
+    from superqode_ls.models import Finding, Severity
+    from superqode_ls.qe import baseline
+
+    repo = make_repo(FIXABLE)
+    os.symlink(victim / ".local" / "bin", repo / ".superqode")
+    f = Finding(id="f1", role="lint_tester", tool="ruff", rule_id="F401", title="unused",
+                message="unused import", severity=list(Severity)[-1], file="b.py")
+    with pytest.raises(UnsafeOwnPath):
+        baseline.add(repo / baseline.DEFAULT_PATH, [f])
+    assert list((victim / ".local" / "bin").iterdir()) == []
+    os.unlink(repo / ".superqode")
+    baseline.add(repo / baseline.DEFAULT_PATH, [f])  # a real folder: written
+    assert "f1" in (repo / ".superqode" / "baseline.json").read_text()
