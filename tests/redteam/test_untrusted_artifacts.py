@@ -227,3 +227,14 @@ def test_the_editors_ignore_does_not_write_the_baseline_through_a_shipped_link(m
     os.unlink(repo / ".superqode")
     baseline.add(repo / baseline.DEFAULT_PATH, [f])  # a real folder: written
     assert "f1" in (repo / ".superqode" / "baseline.json").read_text()
+
+
+def test_reports_behind_a_shipped_link_are_not_read(make_repo, capsys, tmp_path):
+    """`suggestions` lists nothing through a linked qr folder (whoever's reports it holds)."""
+    donor = make_repo(FIXABLE)
+    _first_fix(capsys, donor)
+    repo = make_repo(FIXABLE)
+    (repo / ".superqode/qe-artifacts").mkdir(parents=True)
+    os.symlink(donor / ".superqode/qe-artifacts/qr", repo / ".superqode/qe-artifacts/qr")
+    code, out, err = superqe(capsys, "suggestions", "-C", str(repo), "list")
+    assert code == 2 and "no QE reports found" in err, out + err
