@@ -298,12 +298,18 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
     project = _project(project)
     if action == "clean":
         limit = args.older_than if args.older_than is not None else parse_duration("7d")
-        removed = clean_artifacts(project, limit)
+        warnings: list[str] = []
+        removed = clean_artifacts(project, limit, warnings=warnings)
+        for line in warnings:
+            print(f"superqe: warning: {line}", file=sys.stderr)
         for rel in removed:
             print(f"removed {rel}")
         print(f"removed {len(removed)} artifact(s) older than {recovery.utc_age(limit)}")
         return 0
-    entries = read_manifest(artifacts_root(project))["artifacts"]
+    warnings = []
+    entries = read_manifest(artifacts_root(project), warnings)["artifacts"]
+    for line in warnings:
+        print(f"superqe: warning: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps({"project": str(project), "artifacts": entries}, indent=2))
         return 0

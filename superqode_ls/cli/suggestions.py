@@ -16,9 +16,18 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import SuperQodeError
 from ..models import Finding, Patch, QualityReport
+from ..workspace import ownfolder, patchseal
+from ..workspace.artifacts import read_artifact
 from ..workspace.paths import ARTIFACTS_DIR
 from . import EXIT_FINDINGS, EXIT_OK, UsageError
+
+
+class PatchNotSealed(SuperQodeError):
+    """The patch is not the one SuperQode stored (changed, or never its own)."""
+
+    exit_code = 2
 
 
 @dataclass
@@ -67,25 +76,33 @@ def find_project(start: Path) -> Path:
         raise UsageError(f"not a folder: {start}")
     start = start.resolve()
     for folder in (start, *start.parents):
-        if (folder / ARTIFACTS_DIR / "qr").is_dir():
+        if report_names(folder):
             return folder
     raise UsageError(f"no QE reports found in {start} or above it (run `superqe run` first)")
 
 
-def report_files(project: Path) -> list[Path]:
-    """Report JSON files, newest first (names sort by date and session id)."""
-    qr = project / ARTIFACTS_DIR / "qr"
-    return sorted(qr.glob("qr-*.json"), key=lambda p: p.name.split("-", 2)[-1], reverse=True)
+def report_names(project: Path) -> list[str]:
+    """Report JSON file names, newest first (names sort by date and session
+    id), listed without following a link the project planted."""
+    try:
+        with ownfolder.folder(project, (*ARTIFACTS_DIR.parts, "qr")) as fd:
+            names = ownfolder.names_at(fd) if fd is not None else []
+    except OSError:
+        return []
+    names = [n for n in names if n.startswith("qr-") and n.endswith(".json")]
+    return sorted(names, key=lambda n: n.split("-", 2)[-1], reverse=True)
 
 
 def load_reports(project: Path, newest_only: bool) -> list[tuple[Path, QualityReport]]:
     out = []
-    for path in report_files(project):
+    root = project / ARTIFACTS_DIR
+    for name in report_names(project):
+        raw = read_artifact(root, f"qr/{name}")
         try:
-            report = QualityReport.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            report = QualityReport.model_validate_json(raw or b"")
+        except ValueError:
             continue  # a half-written or foreign file is not a reason to fail
-        out.append((path, report))
+        out.append((root / "qr" / name, report))
         if newest_only:
             break
     return out
@@ -158,11 +175,22 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def check_sealed(project: Path, s: Suggestion) -> None:
+    """Refuse (one line, nothing changed) a patch whose bytes are not the ones
+    its session wrote: the reports live in the project, which anything may
+    rewrite; the seal lives in $SUPERQODE_HOME. Every way of applying a
+    suggestion goes through here."""
+    why = patchseal.check(project, s.session_id, s.patch.id, s.patch.diff)
+    if why is not None:
+        raise PatchNotSealed(f"not applied: {why}")
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     from ..qe.verifier import git_apply
 
     project = find_project(Path(args.project))
     s = lookup(project, args.id)
+    check_sealed(project, s)
     ok, err = asyncio.run(git_apply(project, s.patch.diff, check_only=True))
     if not ok:
         import sys

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import ConfigError
 from ..models import Finding
-from ..workspace.artifacts import atomic_write
+from ..workspace.artifacts import write_file
 
 VERSION = 1
 DEFAULT_PATH = Path(".superqode") / "baseline.json"
@@ -77,7 +77,7 @@ def save(path: Path, findings: list[Finding]) -> Path:
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "findings": entries,
     }
-    return atomic_write(Path(path), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return write_file(Path(path), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def add(path: Path, findings: list[Finding]) -> Path:
@@ -95,4 +95,4 @@ def add(path: Path, findings: list[Finding]) -> Path:
     ]
     doc = {"version": VERSION, "created": datetime.now(UTC).isoformat(timespec="seconds"),
            "findings": entries}
-    return atomic_write(Path(path), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return write_file(Path(path), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

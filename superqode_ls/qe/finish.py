@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, Usage, summarize, utcnow
-from ..workspace import landlock
+from ..workspace import landlock, patchseal
 from ..workspace.artifacts import Artifacts, ensure_superqode_dir
 from ..workspace.coordinator import Coordinator
 from ..workspace.errors import WorkspaceError
@@ -148,6 +148,8 @@ def save_report(
                 ensure_superqode_dir(res.project)
             baseline_mod.save(res.baseline_path, noise.before_baseline)
             report.artifacts["baseline"] = str(res.baseline_path)
+        # Sealed outside the project: `suggestions apply` applies only these bytes.
+        patchseal.seal(res.project, artifacts.session_id, {p.id: p.diff for p in report.patches})
         when = report.started_at
         json_path = artifacts.report_path("json", when)
         md_path = artifacts.report_path("md", when)

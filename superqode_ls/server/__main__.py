@@ -1,4 +1,5 @@
-"""``superqode-ls``: the language server over stdio (default) or ``--tcp``."""
+"""``superqode-ls``: the language server over stdio (default) or ``--tcp``
+(loopback only, token-authenticated, one client: see ``tcp.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def _host_port(value: str) -> tuple[str, int]:
         n = int(port)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a port: {port!r}") from None
-    if not 0 < n < 65536:
+    if not 0 <= n < 65536:  # 0: the system picks one (printed on stderr)
         raise argparse.ArgumentTypeError(f"port out of range: {n}")
     return host or "127.0.0.1", n
 
@@ -65,6 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-file", help="write the server log here")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = parser.parse_args(argv)
+    if args.tcp:
+        from .tcp import TcpRefused, check_loopback
+
+        try:
+            check_loopback(args.tcp[0])
+        except TcpRefused as e:
+            parser.exit(2, f"superqode-ls: {e}\n")
 
     handlers: list[logging.Handler] = []
     if args.log_file:
@@ -84,12 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     from ..qe.roles import _bandit_warm
     from .setup import create_server
     from .stdio import serve_stdio
+    from .tcp import serve_tcp
 
     server = create_server()
     try:
         if args.tcp:
             host, port = args.tcp
-            server.start_tcp(host, port)
+            serve_tcp(server, host, port)
         else:
             serve_stdio(server)
     finally:

@@ -24,7 +24,7 @@ import re
 import stat
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import BinaryIO
 
 from pygls.exceptions import JsonRpcException
@@ -143,9 +143,14 @@ async def _chunks(stdin: BinaryIO):
 
 async def read_messages(stdin: BinaryIO, protocol, stop: threading.Event,
                         error_handler: Callable | None = None) -> None:
-    framer = Framer(log.error)
-    async for data in _chunks(stdin):
-        framer.feed(data)
+    await pump(_chunks(stdin), Framer(log.error), protocol, stop, error_handler)
+
+
+async def pump(chunks: AsyncIterator[bytes], framer: Framer, protocol, stop: threading.Event,
+               error_handler: Callable | None = None) -> None:
+    """Hand every message of ``chunks`` to ``protocol`` (what ``framer``
+    already holds first) until the stream ends or ``stop`` is set."""
+    while True:
         while (body := framer.next()) is not None:
             try:
                 message = json.loads(body, object_hook=protocol.structure_message)
@@ -158,6 +163,10 @@ async def read_messages(stdin: BinaryIO, protocol, stop: threading.Event,
             _dispatch(protocol, message, error_handler)
             if stop.is_set():
                 return
+        data = await anext(chunks, None)
+        if data is None:
+            return
+        framer.feed(data)
 
 
 def _dispatch(protocol, message, error_handler) -> None:

@@ -4,14 +4,21 @@ Every file name carries the session id, so two sessions (same day, same
 second even) never overwrite each other. ``manifest.json`` indexes them.
 ``.superqode/`` is the one folder SuperQode writes in the user's project; its
 ``.gitignore`` of ``*`` keeps it out of their commits.
+
+The project is untrusted input (a repository may ship ``.superqode/`` with
+links, a forged manifest, forged reports): every access goes through
+``ownfolder`` (no link below the project followed), and a manifest entry
+counts only when its path names a file inside the artifacts folder
+(:func:`entry_parts`); any other entry is ignored with a warning, never
+deleted.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
-import shutil
 import tempfile
 import threading
 import time
@@ -21,10 +28,38 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import WorkspaceError
+from .ownfolder import (
+    SuperqodeDirError,
+    UnsafeOwnPath,
+    folder,
+    kind_at,
+    lock_at,
+    names_at,
+    open_dir_at,
+    read_at,
+    remove_at,
+    write_at,
+)
 from .paths import artifacts_root
 
+__all__ = [
+    "Artifacts",
+    "SuperqodeDirError",
+    "UnsafeOwnPath",
+    "atomic_write",
+    "check_superqode_dir",
+    "clean_artifacts",
+    "ensure_superqode_dir",
+    "entry_parts",
+    "read_artifact",
+    "read_manifest",
+    "update_manifest",
+    "write_file",
+]
+
 SUBDIRS = ("qr", "patches", "generated-tests", "logs", "evidence")
+OWN_PARTS = (".superqode",)
+ART_PARTS = (".superqode", "qe-artifacts")
 _manifest_lock = threading.Lock()
 
 
@@ -49,24 +84,43 @@ def atomic_write(path: Path, data: bytes | str) -> Path:
     return path
 
 
-class SuperqodeDirError(WorkspaceError, OSError):
-    """``<project>/.superqode`` cannot be made or written (both kinds of
-    handler catch it: engine callers expect WorkspaceError, writers OSError)."""
+def write_file(path: Path, data: bytes | str) -> Path:
+    """:func:`atomic_write`, except below a ``.superqode`` folder (the
+    baseline the editor's "ignore this finding" writes, a report named
+    there): that part of the path is the project's, so it is walked from the
+    folder holding ``.superqode`` without following any link."""
+    path = Path(path)
+    parts = path.parts
+    if OWN_PARTS[0] not in parts[:-1]:
+        return atomic_write(path, data)
+    i = len(parts) - 1 - parts[::-1].index(OWN_PARTS[0])
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with folder(Path(*parts[:i]), parts[i:-1], create=True) as fd:
+        assert fd is not None
+        write_at(fd, parts[-1], raw)
+    return path
 
 
 def check_superqode_dir(project: Path) -> None:
     """Raise SuperqodeDirError, with one line saying why, when artifacts
-    could not be written to ``<project>/.superqode``; create nothing."""
+    could not be written to ``<project>/.superqode``; create nothing. A link
+    there (or at ``qe-artifacts``) is refused: the project is untrusted input."""
     root = Path(project) / ".superqode"
-    if root.is_symlink() and not root.exists():
-        raise SuperqodeDirError(f"{root}: a broken symlink; SuperQode needs a folder there")
-    if root.exists():
-        if not root.is_dir():
-            raise SuperqodeDirError(
-                f"{root}: exists but is not a folder; SuperQode keeps its artifacts there")
-        if not os.access(root, os.W_OK | os.X_OK):
-            raise SuperqodeDirError(f"{root}: not writable; SuperQode keeps its artifacts there")
-    elif not os.access(project, os.W_OK | os.X_OK):
+    try:
+        with folder(project, ART_PARTS) as fd:
+            for sub in SUBDIRS if fd is not None else ():
+                with folder(project, (*ART_PARTS, sub)):  # a shipped link fails here
+                    pass
+    except UnsafeOwnPath as e:
+        if e.link or e.path == root:
+            raise
+        # A file where a sub-folder goes: the session may run; writing its
+        # artifacts fails then, after the revert, with the reason.
+    except OSError:
+        pass  # unreadable or missing project: said below in the user's terms
+    if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):
+        raise SuperqodeDirError(f"{root}: not writable; SuperQode keeps its artifacts there")
+    if not root.exists() and not os.access(project, os.W_OK | os.X_OK):
         raise SuperqodeDirError(
             f"{project}: read-only; SuperQode needs to create .superqode/ there for its artifacts")
 
@@ -74,10 +128,12 @@ def check_superqode_dir(project: Path) -> None:
 def ensure_superqode_dir(project: Path) -> Path:
     root = Path(project) / ".superqode"
     try:
-        root.mkdir(exist_ok=True)
-        ignore = root / ".gitignore"
-        if not ignore.exists():
-            atomic_write(ignore, "*\n")
+        with folder(project, OWN_PARTS, create=True) as fd:
+            assert fd is not None
+            if kind_at(fd, ".gitignore") is None:
+                write_at(fd, ".gitignore", b"*\n")
+    except SuperqodeDirError:
+        raise
     except OSError as e:
         check_superqode_dir(project)
         raise SuperqodeDirError(f"{root}: cannot write ({e.strerror or e})") from None
@@ -85,7 +141,8 @@ def ensure_superqode_dir(project: Path) -> Path:
 
 
 class Artifacts:
-    """Writer for one session's artifacts."""
+    """Writer for one session's artifacts (every write through ``ownfolder``:
+    no link below the project is followed)."""
 
     def __init__(self, project: Path, session_id: str):
         self.project = Path(project)
@@ -113,14 +170,23 @@ class Artifacts:
     def prepare(self) -> Artifacts:
         ensure_superqode_dir(self.project)
         for sub in SUBDIRS:
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            with folder(self.project, (*ART_PARTS, sub), create=True):
+                pass
         return self
+
+    def _write(self, sub: tuple[str, ...], name: str, data: bytes | str,
+               exclusive: bool = False) -> Path:
+        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        with folder(self.project, (*ART_PARTS, *sub), create=True) as fd:
+            assert fd is not None
+            write_at(fd, name, raw, exclusive=exclusive)
+        return self.root.joinpath(*sub, name)
 
     def _record(self, kind: str, path: Path, **extra: Any) -> Path:
         entry = {
             "session_id": self.session_id,
             "kind": kind,
-            "path": str(path.relative_to(self.root)),
+            "path": path.relative_to(self.root).as_posix(),
             "created": datetime.now(UTC).isoformat(),
             **extra,
         }
@@ -130,36 +196,35 @@ class Artifacts:
             update_manifest(self.root, entry)
         return path
 
+    def _patch_name(self, name: str) -> str:
+        return f"{self.session_id}-{_safe(name)}.patch"
+
     def patch_path(self, name: str) -> Path:
-        return self.root / "patches" / f"{self.session_id}-{_safe(name)}.patch"
+        return self.root / "patches" / self._patch_name(name)
 
     def write_patch(self, name: str, diff: str, **extra: Any) -> Path:
-        path = self.patch_path(name)
-        if self._pending is not None:
-            # In a batch the manifest lists the file only after it is whole,
-            # and its name is this session's alone: no temp file + rename
-            # (which doubles the cost of thousands of small files).
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(diff.encode("utf-8", "surrogateescape"))
-        else:
-            atomic_write(path, diff)
+        # In a batch the manifest lists the file only after it is whole, and
+        # its name is this session's alone: written in place (O_EXCL), not
+        # temp file + rename, which doubles the cost of thousands of files.
+        path = self._write(("patches",), self._patch_name(name), diff,
+                           exclusive=self._pending is not None)
         return self._record("patch", path, **extra)
 
     def write_log(self, name: str, text: str) -> Path:
-        path = atomic_write(self.root / "logs" / f"{self.session_id}-{_safe(name)}.log", text)
+        path = self._write(("logs",), f"{self.session_id}-{_safe(name)}.log", text)
         return self._record("log", path)
 
     def write_evidence(self, name: str, data: bytes | str) -> Path:
-        path = atomic_write(self.root / "evidence" / f"{self.session_id}-{_safe(name)}", data)
+        path = self._write(("evidence",), f"{self.session_id}-{_safe(name)}", data)
         return self._record("evidence", path)
 
     def generated_tests_dir(self) -> Path:
-        d = self.root / "generated-tests" / self.session_id
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        with folder(self.project, (*ART_PARTS, "generated-tests", self.session_id), create=True):
+            pass
+        return self.root / "generated-tests" / self.session_id
 
     def write_generated_test(self, rel_name: str, text: str) -> Path:
-        path = atomic_write(self.generated_tests_dir() / _safe(rel_name), text)
+        path = self._write(("generated-tests", self.session_id), _safe(rel_name), text)
         return self._record("generated-test", path)
 
     def report_path(self, ext: str, when: datetime | None = None) -> Path:
@@ -167,79 +232,165 @@ class Artifacts:
         return self.root / "qr" / f"qr-{when:%Y%m%d}-{self.session_id}.{ext}"
 
     def write_report(self, ext: str, text: str, when: datetime | None = None) -> Path:
-        path = atomic_write(self.report_path(ext, when), text)
+        path = self._write(("qr",), self.report_path(ext, when).name, text)
         return self._record("report", path, format=ext)
 
 
-def read_manifest(root: Path) -> dict[str, Any]:
-    path = root / "manifest.json"
+def _project_of(root: Path) -> Path:
+    """``root`` is ``<project>/.superqode/qe-artifacts``."""
+    return Path(root).parents[1]
+
+
+def entry_parts(path: Any) -> tuple[str, ...] | None:
+    """The components of a manifest entry's path when it names something
+    SuperQode writes: relative, POSIX, no ``.``/``..``/empty part, inside one
+    of the artifact folders. None for anything else (a shipped manifest may
+    say ``../../.bashrc`` or ``/home/me``)."""
+    if not isinstance(path, str) or not path or "\0" in path or path.startswith("/"):
+        return None
+    parts = tuple(path.split("/"))
+    if len(parts) < 2 or parts[0] not in SUBDIRS:
+        return None
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return parts
+
+
+def read_manifest(root: Path, warnings: list[str] | None = None) -> dict[str, Any]:
+    """The manifest, with only the entries whose path is valid (see
+    :func:`entry_parts`); each one left out is named in ``warnings``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("artifacts"), list):
-            return data
-    except (OSError, ValueError):
-        pass
-    return {"version": 1, "artifacts": []}
+        with folder(_project_of(root), ART_PARTS) as fd:
+            raw = read_at(fd, "manifest.json") if fd is not None else None
+    except OSError as e:
+        if warnings is not None:
+            warnings.append(str(e))
+        raw = None
+    try:
+        data = json.loads(raw) if raw is not None else None
+    except ValueError:
+        data = None
+    if not (isinstance(data, dict) and isinstance(data.get("artifacts"), list)):
+        return {"version": 1, "artifacts": []}
+    good = []
+    for entry in data["artifacts"]:
+        if isinstance(entry, dict) and entry_parts(entry.get("path")) is not None:
+            good.append(entry)
+        elif warnings is not None:
+            what = entry.get("path") if isinstance(entry, dict) else entry
+            warnings.append(f"manifest entry ignored: {str(what)[:200]!r} is not a path inside "
+                            "the artifacts folder")
+    data["artifacts"] = good
+    return data
+
+
+def read_artifact(root: Path, rel: str) -> bytes | None:
+    """The bytes of the artifact at manifest path ``rel``; None when the path
+    is not valid, missing, or not a regular file (never through a link)."""
+    parts = entry_parts(rel)
+    if parts is None:
+        return None
+    try:
+        with folder(_project_of(root), (*ART_PARTS, *parts[:-1])) as fd:
+            return read_at(fd, parts[-1]) if fd is not None else None
+    except OSError:
+        return None
+
+
+@contextmanager
+def _locked_manifest(root: Path, create: bool) -> Iterator[int | None]:
+    """The artifacts folder's descriptor with the manifest lock held: one
+    lock per process plus a lock file across processes, so two sessions
+    finishing together are both listed."""
+    with folder(_project_of(root), ART_PARTS, create=create) as fd:
+        if fd is None:
+            yield None
+            return
+        with _manifest_lock:
+            lock = lock_at(fd, ".manifest.lock")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                yield fd
+            finally:
+                os.close(lock)
+
+
+def _write_manifest(fd: int, data: dict[str, Any]) -> None:
+    write_at(fd, "manifest.json", (json.dumps(data, indent=2) + "\n").encode())
 
 
 def update_manifest(root: Path, *entries: dict[str, Any]) -> None:
-    # One lock per process plus a lock file across processes: two sessions
-    # finishing together must both be listed.
-    root.mkdir(parents=True, exist_ok=True)
-    lock = root / ".manifest.lock"
-    with _manifest_lock, _file_lock(lock):
+    with _locked_manifest(root, create=True) as fd:
+        assert fd is not None
         data = read_manifest(root)
         data["artifacts"].extend(entries)
-        atomic_write(root / "manifest.json", json.dumps(data, indent=2) + "\n")
+        _write_manifest(fd, data)
 
 
-class _file_lock:
-    def __init__(self, path: Path):
-        self.path = path
-        self.fh: Any = None
-
-    def __enter__(self) -> None:
-        import fcntl
-
-        self.fh = open(self.path, "a+")
-        fcntl.flock(self.fh, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        import fcntl
-
-        fcntl.flock(self.fh, fcntl.LOCK_UN)
-        self.fh.close()
-
-
-def clean_artifacts(project: Path, older_than_s: float, now: float | None = None) -> list[str]:
-    """Remove artifacts older than ``older_than_s``; returns removed relative paths."""
+def clean_artifacts(project: Path, older_than_s: float, now: float | None = None,
+                    warnings: list[str] | None = None) -> list[str]:
+    """Remove artifacts older than ``older_than_s``; returns removed relative
+    paths. Only what a valid manifest entry names is removed, through the
+    folders' descriptors (nothing outside the artifacts folder, no link
+    followed); ``warnings`` gets a line per entry ignored."""
     root = artifacts_root(project)
-    if not root.is_dir():
-        return []
     now = now or time.time()
     removed: list[str] = []
-    with _manifest_lock, _file_lock(root / ".manifest.lock"):
-        data = read_manifest(root)
+    with _locked_manifest(root, create=False) as fd:
+        if fd is None:
+            return []
+        data = read_manifest(root, warnings)
         keep = []
         for entry in data["artifacts"]:
-            p = root / entry.get("path", "")
+            parts = entry_parts(entry["path"])
+            assert parts is not None
             try:
-                age = now - p.stat().st_mtime
-            except FileNotFoundError:
+                gone = _remove_if_old(fd, parts, now - older_than_s)
+            except OSError as e:
+                if warnings is not None:
+                    warnings.append(f"{entry['path']}: left ({e.strerror or e})")
+                keep.append(entry)
                 continue
-            if age > older_than_s:
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
+            if gone is None:
+                continue
+            if gone:
                 removed.append(entry["path"])
             else:
                 keep.append(entry)
         data["artifacts"] = keep
-        atomic_write(root / "manifest.json", json.dumps(data, indent=2) + "\n")
-        gen = root / "generated-tests"
-        if gen.is_dir():
-            for d in gen.iterdir():
-                if d.is_dir() and not any(d.iterdir()):
-                    d.rmdir()
+        _write_manifest(fd, data)
+        _drop_empty_generated(fd)
     return removed
+
+
+def _remove_if_old(fd: int, parts: tuple[str, ...], cutoff: float) -> bool | None:
+    """True: removed; False: young, kept; None: not there (any more)."""
+    sub = open_dir_at(fd, parts[:-1])
+    if sub is None:
+        return None
+    try:
+        try:
+            st = os.stat(parts[-1], dir_fd=sub, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if st.st_mtime >= cutoff:
+            return False
+        remove_at(sub, parts[-1])
+        return True
+    finally:
+        os.close(sub)
+
+
+def _drop_empty_generated(fd: int) -> None:
+    gen = open_dir_at(fd, ("generated-tests",))
+    if gen is None:
+        return
+    try:
+        for name in names_at(gen):
+            if kind_at(gen, name) == "d":
+                try:
+                    os.rmdir(name, dir_fd=gen)
+                except OSError:  # not empty
+                    pass
+    finally:
+        os.close(gen)

@@ -1,12 +1,18 @@
 """A fingerprint of everything the user has: every file under the project
-(tracked, untracked, ignored: type, mode, size, mtime, ctime, inode, symlink
-target) and git's logical state (HEAD, refs, stash, index entries, config,
-hooks...; see gitstate.py for what is compared and what is housekeeping).
+(tracked, untracked, ignored: type, mode, owner, size, mtime, ctime, inode,
+symlink target; a folder's mode, owner and ``user.*`` xattrs), git's logical
+state (HEAD, refs, stash, index entries, config, hooks...; see gitstate.py
+for what is compared and what is housekeeping), and HOME's top-level dot
+entries (``~/.bashrc``, ``~/.ssh``...: each entry's own metadata as above,
+never what a dot folder holds, so ``~/.cache`` costs one stat).
 
 The files are stat-based on purpose: re-hashing 20k files would take
-seconds, while a change to a file's bytes always moves its ctime, which no
-user-space call can set back. Two fingerprints are equal only if nothing
-was written.
+seconds, while a change to a file's bytes, mode, owner, times, xattrs or
+flags (``chattr``) always moves its ctime, which no user-space call can set
+back. So a file's xattrs are not listed (one more syscall per file); its
+ctime stands for them. A folder's ctime moves whenever an entry is added, so
+folders carry their xattrs instead. Two fingerprints are equal only if
+nothing was written.
 
 Excluded: SuperQode's own artifact folder, the project's top-level
 ``.superqode/`` (and, for a session on a folder inside a repository, that
@@ -29,13 +35,15 @@ from .git import git
 from .gitstate import git_state, index_entries, missing_objects
 from .paths import working_root
 
-# A record: (kind, mode, size, mtime_ns, ctime_ns, ino, extra)
+# A record: (kind, mode, size, mtime_ns, ctime_ns, ino, extra, uid, gid);
+# a folder: ("d", mode, uid, gid, xattrs digest).
 Entry = tuple
 
 OWN = ".superqode"
-# Bumped when the git section changes meaning: an older fingerprint cannot be
-# compared with a newer one (it would differ everywhere).
-VERSION = 2
+# Bumped when an entry or the git section changes meaning: an older
+# fingerprint cannot be compared with a newer one (it would differ everywhere).
+VERSION = 3
+HOME_PREFIX = "~/"
 
 
 @dataclass
@@ -45,11 +53,12 @@ class Fingerprint:
     git: dict[str, Entry] = field(default_factory=dict)
     own: list[str] = field(default_factory=lambda: [OWN])
     common_dir: str | None = None
+    home: dict[str, Entry] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
         h = hashlib.sha256()
-        for section in (self.files, self.git):
+        for section in (self.files, self.git, self.home):
             for k in sorted(section):
                 h.update(k.encode("utf-8", "surrogateescape"))
                 h.update(repr(section[k]).encode())
@@ -57,7 +66,8 @@ class Fingerprint:
 
     def to_json(self) -> str:
         return json.dumps({"version": VERSION, "root": self.root, "own": self.own,
-                           "common_dir": self.common_dir, "files": self.files, "git": self.git})
+                           "common_dir": self.common_dir, "files": self.files, "git": self.git,
+                           "home": self.home})
 
     @classmethod
     def from_json(cls, text: str) -> Fingerprint:
@@ -70,6 +80,7 @@ class Fingerprint:
             git={k: tuple(v) for k, v in data["git"].items()},
             own=list(data.get("own") or [OWN]),
             common_dir=data.get("common_dir"),
+            home={k: tuple(v) for k, v in (data.get("home") or {}).items()},
         )
 
 
@@ -82,7 +93,9 @@ def _entry(path: str, st: os.stat_result, hash_content: bool = False) -> Entry:
             extra = "?"
         kind = "l"
     elif stat.S_ISDIR(mode):
-        kind, extra = "d", ""
+        # A directory's own times move when an entry is added or removed; the
+        # entries themselves are recorded, so its mode, owner and xattrs matter.
+        return ("d", stat.S_IMODE(mode), st.st_uid, st.st_gid, user_xattrs(path))
     else:
         kind, extra = "f", ""
         if hash_content:
@@ -91,11 +104,61 @@ def _entry(path: str, st: os.stat_result, hash_content: bool = False) -> Entry:
                     extra = hashlib.sha256(fh.read()).hexdigest()
             except OSError:
                 extra = "?"
-    if kind == "d":
-        # A directory's own times move when an entry is added or removed; the
-        # entries themselves are recorded, so only its mode matters.
-        return (kind, stat.S_IMODE(mode))
-    return (kind, stat.S_IMODE(mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, extra)
+    return (kind, stat.S_IMODE(mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, extra,
+            st.st_uid, st.st_gid)
+
+
+def user_xattrs(path: str) -> str:
+    """A digest of ``path``'s ``user.*`` extended attributes (not followed);
+    "" when it has none or the file system keeps none."""
+    try:
+        names = sorted(n for n in os.listxattr(path, follow_symlinks=False)
+                       if n.startswith("user."))
+    except OSError:
+        return ""
+    if not names:
+        return ""
+    h = hashlib.sha256()
+    for n in names:
+        try:
+            value = os.getxattr(path, n, follow_symlinks=False)
+        except OSError:
+            value = b"?"
+        h.update(n.encode("utf-8", "surrogateescape") + b"\0" + value + b"\0")
+    return h.hexdigest()
+
+
+def home_part(fp: Fingerprint) -> None:
+    """HOME's top-level dot entries, each by its own metadata (a dot folder's
+    content is not walked: ``~/.cache`` may hold millions of files). Left out:
+    everything when HOME is the project or inside it (the walk has it then),
+    and the entry holding $SUPERQODE_HOME, which SuperQode writes."""
+    home = os.environ.get("HOME") or ""
+    if not home or not os.path.isabs(home):
+        return
+    real = os.path.realpath(home)
+    root = fp.root.rstrip(os.sep) + os.sep
+    if (real + os.sep).startswith(root):
+        return
+    own = os.path.realpath(working_root().parent)
+    try:
+        it = os.scandir(real)
+    except OSError:
+        return
+    with it:
+        for e in it:
+            if not e.name.startswith("."):
+                continue
+            if (own + os.sep).startswith(os.path.join(real, e.name) + os.sep):
+                continue  # $SUPERQODE_HOME (or the dot folder holding it) is SuperQode's
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            ent = _entry(e.path, st)
+            if ent[0] == "f":  # a few dotfiles: their xattrs are worth a call
+                ent = (*ent, user_xattrs(e.path))
+            fp.home[HOME_PREFIX + e.name] = ent
 
 
 def _walk(root: str, out: dict[str, Entry], skip: set[str]) -> None:
@@ -161,6 +224,7 @@ def git_part(root: Path, own: list[str] | None) -> Fingerprint:
 
 def files_part(fp: Fingerprint) -> None:
     _walk(fp.root, fp.files, set(fp.own) | {".git"})
+    home_part(fp)
     dot = Path(fp.root) / ".git"
     if dot.is_file() or dot.is_symlink():
         fp.files[".git"] = _entry(str(dot), dot.lstat(), hash_content=True)
@@ -174,7 +238,22 @@ def proof_of_objects(fp: Fingerprint) -> list[str]:
     return missing_objects(Path(fp.root), Path(fp.common_dir), fp.git)
 
 
-_FIELDS = ("kind", "mode", "size", "mtime", "ctime", "inode", "content")
+_FIELDS = ("kind", "mode", "size", "mtime", "ctime", "inode", "content", "uid", "gid", "xattrs")
+_DIR_FIELDS = ("kind", "mode", "uid", "gid", "xattrs")
+# What only metadata calls change (chmod, chown, utimes, setxattr, chattr),
+# which the Landlock barrier does not govern; the rest (size, inode, content,
+# symlink target, kind) needs a write, a create or a rename.
+_METADATA = frozenset({"mode", "mtime", "ctime", "uid", "gid", "xattrs"})
+
+
+def _changed_fields(a: Entry, b: Entry) -> list[str]:
+    names = _DIR_FIELDS if a[0] == "d" else _FIELDS
+    return [f for f, x, y in zip(names, a, b, strict=False) if x != y]
+
+
+def metadata_only(a: Entry, b: Entry) -> bool:
+    """True when ``a`` -> ``b`` changed nothing but metadata."""
+    return a[0] == b[0] and set(_changed_fields(a, b)) <= _METADATA
 
 
 def _describe(name: str, a: Entry, b: Entry) -> str:
@@ -182,12 +261,18 @@ def _describe(name: str, a: Entry, b: Entry) -> str:
         return f"type changed: {name} ({a[0]} -> {b[0]})"
     if a[1] != b[1]:
         return f"mode changed: {name} ({oct(a[1])} -> {oct(b[1])})"
-    if a[0] == "l" and a[-1] != b[-1]:
-        return f"symlink changed: {name} ({a[-1]} -> {b[-1]})"
-    diffs = [f for f, x, y in zip(_FIELDS, a, b) if x != y]
+    if a[0] == "l" and a[6] != b[6]:
+        return f"symlink changed: {name} ({a[6]} -> {b[6]})"
+    diffs = _changed_fields(a, b)
     if "size" in diffs or "content" in diffs:
         return f"modified: {name}"
+    if "uid" in diffs or "gid" in diffs:
+        return f"owner changed: {name} ({_owner(a)} -> {_owner(b)})"
     return f"touched: {name} ({', '.join(diffs)})"
+
+
+def _owner(e: Entry) -> str:
+    return f"{e[2]}:{e[3]}" if e[0] == "d" else f"{e[7]}:{e[8]}"
 
 
 def _describe_git(name: str, a: Entry, b: Entry) -> str:
@@ -230,16 +315,26 @@ def _unfold_indexes(a: dict[str, Entry], b: dict[str, Entry]) -> tuple[dict, dic
     return a, b
 
 
-def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
-    """Human-readable differences; empty means identical."""
-    out: list[str] = []
+def differences(before: Fingerprint, after: Fingerprint) -> list[tuple[str, bool]]:
+    """``(description, metadata only)`` for each difference: the files, git's
+    state, HOME's dot entries; empty means identical."""
+    out: list[tuple[str, bool]] = []
     git_a, git_b = _unfold_indexes(before.git, after.git)
-    for a, b, describe in ((before.files, after.files, _describe), (git_a, git_b, _describe_git)):
+    for a, b, describe in ((before.files, after.files, _describe), (git_a, git_b, _describe_git),
+                           (before.home, after.home, _describe)):
         for k in sorted(a.keys() - b.keys()):
-            out.append(f"deleted: {k}")
+            out.append((f"deleted: {k}", False))
         for k in sorted(b.keys() - a.keys()):
-            out.append(f"created: {k}")
+            out.append((f"created: {k}", False))
         for k in sorted(a.keys() & b.keys()):
             if a[k] != b[k]:
-                out.append(describe(k, a[k], b[k]))
+                meta = describe is _describe and metadata_only(a[k], b[k])
+                if describe is _describe_git and a[k][0] == b[k][0] and a[k][0] in ("f", "d"):
+                    meta = a[k][2:] == b[k][2:]  # content equal: a chmod of a config file
+                out.append((describe(k, a[k], b[k]), meta))
     return out
+
+
+def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
+    """Human-readable differences; empty means identical."""
+    return [d for d, _ in differences(before, after)]

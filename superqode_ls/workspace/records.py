@@ -52,6 +52,9 @@ class SessionRecord(BaseModel):
     # The Landlock ABI the session's processes ran under (None: no kernel
     # barrier), so a revert after a crash attributes differences the same way.
     barrier_abi: int | None = None
+    # landlock.protection_level() when it started: whether the project, .git
+    # and HOME were read-only to it, metadata included (verification.py).
+    protection: str | None = None
 
     @property
     def sandbox_identity(self) -> tuple[int, int] | None:

@@ -368,8 +368,9 @@ def verify(info: SessionInfo, fingerprint: str | None = None) -> tuple[bool | No
         return None, "not verified: the project is gone"
     try:
         before = Fingerprint.from_json(text)
-        barrier = info.record.barrier_abi if info.record is not None else None
-        v = verify_state(before, info.repo, barrier)
+        rec = info.record
+        v = verify_state(before, info.repo, rec.barrier_abi if rec else None,
+                         rec.protection if rec else None)
     except (OSError, ValueError, KeyError, GitError) as e:
         return None, f"not verified: {e}"
     return v.verified, v.line

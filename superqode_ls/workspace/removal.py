@@ -13,13 +13,23 @@ its device and inode were recorded at creation they must still match — a
 folder swapped in later is not the one SuperQode made. Such a target is left
 alone and reported (:class:`UnsafeRemoval`, one line naming the path).
 Removal does not cross into another file system (a mount inside the tree).
+
+A process running as root can also mark what it made immutable or
+append-only (``chattr +i``/``+a``: an ioctl on a file opened for reading,
+which the Landlock barrier does not govern); nothing could then remove the
+sandbox. When an unlink or rmdir is refused, the flags of the entry and of the
+folder it is in are cleared through their own descriptors (never by path)
+and the removal retried; where that is not allowed either, the first reason
+is reported and the rest still removed.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import struct
 from pathlib import Path
 
 from .errors import WorkspaceError
@@ -28,6 +38,12 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _O_PATH = getattr(os, "O_PATH", 0)  # Linux: lets us fix permissions of an unreadable dir
 
 Identity = tuple[int, int]  # (st_dev, st_ino)
+
+# linux/fs.h: FS_IOC_GETFLAGS/SETFLAGS (_IOR/_IOW('f', 1/2, long)), the
+# immutable and append-only flags. The kernel reads and writes an int.
+_FS_IOC_GETFLAGS = 0x80086601 if struct.calcsize("l") == 8 else 0x80046601
+_FS_IOC_SETFLAGS = 0x40086602 if struct.calcsize("l") == 8 else 0x40046602
+_STUCK_FLAGS = 0x00000010 | 0x00000020
 
 
 class UnsafeRemoval(WorkspaceError):
@@ -85,7 +101,7 @@ def remove_tree(path: Path | str, root: Path | str, *, expect: Identity | None =
             return True
         _check_stat(path, st, expect)
         if not stat.S_ISDIR(st.st_mode):
-            os.unlink(name, dir_fd=fd)
+            _remove_top(os.unlink, name, fd)
             return True
         sub = _open_dir(name, fd)
         if sub is None:  # replaced by a non-folder between the two calls
@@ -99,10 +115,21 @@ def remove_tree(path: Path | str, root: Path | str, *, expect: Identity | None =
             os.close(sub)
         if failed is not None:
             raise failed
-        os.rmdir(name, dir_fd=fd)
+        _remove_top(os.rmdir, name, fd)
         return True
     finally:
         os.close(fd)
+
+
+def _remove_top(fn, name: str, dfd: int) -> None:
+    """Remove the target itself; its own immutable flag is cleared when that
+    is what refuses (the parent's are not ours: it may be the user's
+    ``.git/worktrees``)."""
+    try:
+        fn(name, dir_fd=dfd)
+    except PermissionError:
+        _unstick_entry(name, dfd)
+        fn(name, dir_fd=dfd)
 
 
 def _check_stat(path: Path | str, st: os.stat_result, expect: Identity | None) -> None:
@@ -175,8 +202,50 @@ def _retry(fn, name: str, dfd: int) -> None:
     except FileNotFoundError:
         return
     except PermissionError:
-        os.fchmod(dfd, 0o700)  # read-only folders left by tools
+        try:
+            os.fchmod(dfd, 0o700)  # read-only folders left by tools
+            fn(name, dir_fd=dfd)
+            return
+        except PermissionError:
+            pass
+        # chattr +i/+a on the entry or its folder: clear, then the last try.
+        unstick(dfd)
+        _unstick_entry(name, dfd)
         fn(name, dir_fd=dfd)
+
+
+def unstick(fd: int) -> bool:
+    """Clear the immutable and append-only flags of the file open at ``fd``;
+    False when it had none or they could not be cleared (no CAP_LINUX_IMMUTABLE,
+    a file system without flags)."""
+    try:
+        buf = fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))
+        flags = struct.unpack("i", buf[:4])[0]
+        if not flags & _STUCK_FLAGS:
+            return False
+        fcntl.ioctl(fd, _FS_IOC_SETFLAGS, struct.pack("i", flags & ~_STUCK_FLAGS) + bytes(4))
+        return True
+    except OSError:
+        return False
+
+
+def _unstick_entry(name: str, dfd: int) -> None:
+    """:func:`unstick` a regular file or folder ``name`` of ``dfd``, opened
+    without following it (nothing else is opened: a FIFO or device would
+    block or act)."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            return
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return
+    try:
+        fst = os.fstat(fd)
+        if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
+            unstick(fd)
+    finally:
+        os.close(fd)
 
 
 def _clear(dfd: int, dev: int, where: Path) -> Exception | None:

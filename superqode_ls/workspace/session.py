@@ -119,6 +119,10 @@ class IsolatedSession:
         # kernel barrier here, the guard is all there is (say so).
         # Verification attributes differences only with it.
         self.barrier_abi: int | None = landlock.abi()
+        # The protection level in force (the barrier, and whether the project,
+        # .git and HOME were read-only to the session, metadata included):
+        # verification.kernel_seals_metadata reads it.
+        self.protection: str | None = landlock.protection_level()
         # SuperQode's own artifact folders inside the project (relative).
         self.own: list[str] = [OWN]
         self.removal_problem: str | None = None  # the sandbox had to be left alone
@@ -228,7 +232,7 @@ class IsolatedSession:
             id=self.id, repo=str(self.project), repo_key=repo_key(self.project), kind=self.kind,  # type: ignore[arg-type]
             mode=self.mode, isolation=self.isolation, sandbox=str(self.sandbox),
             base_commit=self.base_commit, fingerprint_file=str(self.private / "fingerprint.json"),
-            barrier_abi=self.barrier_abi,
+            barrier_abi=self.barrier_abi, protection=self.protection,
         )
         write_record(self.paths.record, self.record)
         self.paths.heartbeat.touch()
@@ -617,7 +621,7 @@ class IsolatedSession:
             self._fp_thread.join()
         if self._fp_before is None:
             return Verification(verified=False, differences=["no fingerprint was taken"])
-        return verify_state(self._fp_before, self.project, self.barrier_abi)
+        return verify_state(self._fp_before, self.project, self.barrier_abi, self.protection)
 
     def _cleanup_failed(self) -> None:
         if self._fp_thread is not None:
@@ -700,7 +704,7 @@ def verify_record(record: SessionRecord) -> Verification:
         return Verification(verified=False, differences=["no fingerprint was stored for this session"])
     except (ValueError, KeyError) as e:
         return Verification(verified=False, differences=[f"the stored fingerprint is unreadable: {e}"])
-    return verify_state(before, Path(record.repo), record.barrier_abi)
+    return verify_state(before, Path(record.repo), record.barrier_abi, record.protection)
 
 
 def load_record(project: Path, session_id: str) -> SessionRecord | None:

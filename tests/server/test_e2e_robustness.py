@@ -132,35 +132,24 @@ def _read_message(sock: socket.socket, deadline: float) -> dict:
 
 
 def test_tcp_mode_answers_initialize(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "superqode_ls.server", "--tcp", f"127.0.0.1:{port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
+    """The client that holds this start's token (tests/redteam/test_tcp_auth.py
+    has the ones that do not)."""
+    from tests.redteam.test_tcp_auth import Server
+
+    server = Server()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise AssertionError(f"server did not listen: {proc.stderr.read().decode() if proc.poll() is not None else ''}")
-                time.sleep(0.1)
-        with sock:
+        with server.connect() as sock:
             sock.sendall(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                                  "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)),
-                                            "capabilities": {}}}))
+                                            "capabilities": {},
+                                            "initializationOptions": {"token": server.token}}}))
             msg = _read_message(sock, time.monotonic() + 30)
             assert msg["id"] == 1
             caps = msg["result"]["capabilities"]
             assert "superqode.runQE" in caps["executeCommandProvider"]["commands"]
             assert msg["result"]["serverInfo"]["name"] == "superqode-ls"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop()
 
 
 def test_bad_tcp_argument_is_a_usage_error():

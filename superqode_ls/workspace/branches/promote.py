@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..artifacts import read_manifest
+from ..artifacts import read_artifact, read_manifest
 from ..errors import WorkspaceError
 from ..git import GitError, git, repo_root
 from ..paths import artifacts_root, working_root
@@ -56,10 +56,9 @@ def session_artifact_patch(project: Path, session_id: str) -> str:
     chosen = whole[-1:] or entries
     texts = []
     for e in chosen:
-        try:
-            texts.append((root / e["path"]).read_text(encoding="utf-8", errors="surrogateescape"))
-        except OSError:
-            continue
+        raw = read_artifact(root, e["path"])  # never through a link the project planted
+        if raw is not None:
+            texts.append(raw.decode("utf-8", "surrogateescape"))
     return "".join(t if t.endswith("\n") else t + "\n" for t in texts if t.strip())
 
 
