@@ -36,8 +36,8 @@ needs_ns = pytest.mark.skipif(
 
 
 def superqe(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*SUPERQE, *args], capture_output=True, text=True, timeout=120, check=False,
-                          env=env)
+    return subprocess.run([*SUPERQE, *args], capture_output=True, text=True, timeout=120,
+                          check=False, env=env)
 
 
 def run_inside(repo: Path, code: str, env: dict[str, str] | None = None
@@ -250,9 +250,9 @@ def test_no_desktop_and_no_view_of_outside_processes(user_repo, isolated_home, m
         "[int(p) for p in os.listdir('/proc') if p.isdigit()], 'display': "
         "os.environ.get('DISPLAY'), 'dbus': os.environ.get('DBUS_SESSION_BUS_ADDRESS')}))\n"
     )
+    desktop = {"DISPLAY": ":0", "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus"}
     try:
-        _, res = run_inside(user_repo, code, env={**os.environ, "DISPLAY": ":0",
-                                                  "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus"})
+        _, res = run_inside(user_repo, code, env={**os.environ, **desktop})
     finally:
         bus.close()
     assert res == {"bus": "FileNotFoundError", "runtime": [], "outside": False,
