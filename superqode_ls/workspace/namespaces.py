@@ -32,6 +32,7 @@ import os
 import pwd
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -178,10 +179,43 @@ def hidden_paths(config: Config, env: Mapping[str, str]) -> list[str]:
     return out
 
 
-def spec(config: Config, env: Mapping[str, str]) -> str:
-    """The value of SPEC_ENV for a session's environment."""
+def spec(config: Config, env: Mapping[str, str], devices: str | None = None) -> str:
+    """The value of SPEC_ENV for a session's environment; ``devices``: the
+    session's own device nodes (``private_devices``)."""
     return json.dumps({"network": config.sandbox.network,
-                       "hide": hidden_paths(config, env)})
+                       "hide": hidden_paths(config, env), "devices": devices})
+
+
+# The nodes bwrap's --dev binds in from the host, as (name, major, minor).
+_DEVICES = (("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8),
+            ("urandom", 1, 9), ("tty", 5, 0))
+
+
+def private_devices(folder: str) -> str | None:
+    """For a session run as root: its own copies of /dev's device nodes in
+    ``folder`` (made once), or None where they are not needed or cannot work.
+
+    bwrap's ``--dev`` binds the host's /dev/null (zero, random...) in, and
+    root inside the sandbox still owns those inodes: ``chmod 000 /dev/null``
+    there would change the host's (a read-only bind would make them
+    unusable: bwrap binds read-only with ``nodev``). Root may ``mknod``; a
+    session's processes then own only its copies. ``folder`` must not be
+    writable by them (the session's private dir, not one of its writable
+    folders), and must allow device files (no ``nodev`` mount)."""
+    if os.geteuid() != 0 or not active():
+        return None
+    try:
+        os.makedirs(folder, mode=0o755, exist_ok=True)
+        if os.statvfs(folder).f_flag & os.ST_NODEV:
+            return None
+        for name, major, minor in _DEVICES:
+            path = os.path.join(folder, name)
+            if not os.path.exists(path):
+                os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+                os.chmod(path, 0o666)  # past the umask
+    except OSError:
+        return None  # no CAP_MKNOD (some containers): the host's nodes, as bwrap binds them
+    return folder
 
 
 def _isolation(network: str) -> list[str]:
@@ -218,6 +252,10 @@ def wrap(cmd: list[str], allow: list[str], env: Mapping[str, str]) -> list[str]:
     if hide is None:
         hide = hidden_paths(Config(), env)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    devices = want.get("devices")
+    if devices:
+        args += [a for name, _, _ in _DEVICES
+                 for a in ("--dev-bind", os.path.join(devices, name), f"/dev/{name}")]
     for p in allow:
         args += ["--bind-try", p, p]
     # Masks after the binds: a secret is hidden even inside a writable folder;

@@ -434,7 +434,8 @@ class IsolatedSession:
         env["XDG_CACHE_HOME"] = str(tool_cache())
         if sys.platform == "linux":
             env[BARRIER_ENV] = json.dumps([str(p) for p in self.writable()])
-            env[namespaces.SPEC_ENV] = namespaces.spec(self.config, env)
+            devices = namespaces.private_devices(str(self.private / "dev"))
+            env[namespaces.SPEC_ENV] = namespaces.spec(self.config, env, devices)
         if self._guard is not None:
             env = self._guard.env(env)
         return env

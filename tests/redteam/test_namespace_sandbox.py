@@ -313,3 +313,32 @@ def test_require_barrier_demands_namespaces(user_repo):
     if namespaces.active():
         (user_repo / "superqode.yaml").write_text("workspace:\n  require_barrier: true\n")
         assert superqe("exec", str(user_repo), "--", "true").returncode == 0
+
+
+@needs_ns
+@pytest.mark.skipif(os.geteuid() != 0, reason="as a regular user /dev's nodes are root's: "
+                    "the kernel refuses chmod")
+def test_root_inside_cannot_change_the_hosts_device_nodes(user_repo):
+    nodes = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/tty"]
+    before = {n: os.stat(n) for n in nodes}
+    code = (
+        "import json, os\n"
+        f"nodes = {nodes!r}\n"
+        "res = {}\n"
+        "for n in nodes:\n"
+        "    try:\n"
+        "        os.chmod(n, 0o600); os.chown(n, 4242, 4242); res[n] = 'changed'\n"
+        "    except OSError as e:\n"
+        "        res[n] = e.strerror\n"
+        "print(json.dumps(res))\n"
+    )
+    try:
+        run_inside(user_repo, code)
+        after = {n: os.stat(n) for n in nodes}
+        for n in nodes:
+            assert (after[n].st_mode, after[n].st_uid, after[n].st_gid) == (
+                before[n].st_mode, before[n].st_uid, before[n].st_gid), n
+    finally:  # should the attack ever work, give the machine its devices back
+        for n, st in before.items():
+            os.chown(n, st.st_uid, st.st_gid)
+            os.chmod(n, st.st_mode & 0o7777)
