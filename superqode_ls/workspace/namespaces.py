@@ -35,6 +35,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 
 from ..config import DEFAULT_HIDDEN, Config
@@ -63,6 +64,7 @@ _SECRET_NAMES = re.compile(
 )
 
 _detected: tuple[str | None, str | None] | None = None  # (backend, why not)
+_detecting = threading.Lock()  # one probe per process, whichever thread asks first
 
 
 def scrub_env(env: Mapping[str, str], extra: set[str] | frozenset[str] = frozenset()
@@ -102,9 +104,10 @@ def _detect() -> tuple[str | None, str | None]:
 
 def _state() -> tuple[str | None, str | None]:
     global _detected
-    if _detected is None:
-        _detected = _detect()
-    return _detected
+    with _detecting:
+        if _detected is None:
+            _detected = _detect()
+        return _detected
 
 
 def backend() -> str | None:
