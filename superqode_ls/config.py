@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import EXIT_USAGE, SuperQodeError
 
@@ -40,9 +40,39 @@ class WorkspaceConfig(Section):
     # (reset to the new state and proved), up to warm_pool of them.
     warm_sandboxes: bool = True
     warm_pool: int = Field(default=2, ge=0, le=8)
-    require_barrier: bool = False  # refuse to run where the kernel has no write barrier
+    # Refuse to start a session below this protection (docs/safety.md, levels):
+    # true = namespaces + Landlock, "landlock" = at least the Landlock barrier.
+    require_barrier: bool | Literal["landlock"] = False
     detached_worktree_idle_days: float = Field(default=30, gt=0)
     branch_worktree_idle_days: float = Field(default=90, gt=0)
+
+
+# Masked (an empty folder, an empty file) for every process of a session:
+# credentials, keyrings, cloud and cluster logins, browser profiles.
+# ``sandbox.hide`` adds to this list; it never shortens it.
+DEFAULT_HIDDEN: tuple[str, ...] = (
+    "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.config/gh",
+    "~/.kube", "~/.docker", "~/.netrc", "~/.pypirc", "~/.git-credentials",
+    "~/.config/git/credentials", "~/.local/share/keyrings", "~/.password-store",
+    "~/.mozilla", "~/.config/google-chrome", "~/.config/chromium", "~/.config/BraveSoftware",
+    "~/.vault-token", "~/.npmrc", "~/.terraform.d", "~/.config/hub",
+)
+
+
+class SandboxConfig(Section):
+    # none: the session's processes have a loopback of their own and nothing
+    # else; host: the machine's network (an opt-in, shown in the report).
+    network: Literal["none", "host"] = "none"
+    # More paths to mask ("~/" is your home), on top of DEFAULT_HIDDEN.
+    hide: list[str] = Field(default_factory=list)
+
+    @field_validator("hide")
+    @classmethod
+    def _absolute(cls, v: list[str]) -> list[str]:
+        for p in v:
+            if not p.startswith(("/", "~/")):
+                raise ValueError(f"{p!r}: a path starting with / or ~/")
+        return v
 
 
 class GitGuardConfig(Section):
@@ -189,6 +219,7 @@ class RoleOptions(Section):
 class Config(Section):
     mode: Literal["quick", "deep"] = "quick"
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     qe: QEConfig = Field(default_factory=QEConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     providers: list[ProviderConfig] = Field(default_factory=list)

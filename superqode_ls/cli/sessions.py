@@ -22,7 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..workspace import landlock, pool, recovery
+from ..config import load_config
+from ..errors import SuperQodeError
+from ..workspace import namespaces, pool, recovery
 from ..workspace.recovery import SessionInfo
 from . import EXIT_FAILED, UsageError
 
@@ -106,6 +108,17 @@ def _project(path: str | Path = ".") -> Path:
     return resolve_project(Path(path))[0]
 
 
+def _protection(args: argparse.Namespace) -> str:
+    """The level here, with this project's network opt-in (not for --all)."""
+    config = None
+    if not args.all:
+        try:
+            config = load_config(_project("."))
+        except SuperQodeError:
+            config = None  # a broken superqode.yaml is said by the commands that use it
+    return namespaces.protection_level(config)
+
+
 def _find(session_id: str) -> SessionInfo:
     return recovery.find_session(session_id)
 
@@ -133,7 +146,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps([{**s.to_json(now), "changes": counted[s.id]} for s in sessions],
                          indent=2))
         return 0
-    protection = f"protection: {landlock.protection_level()}"
+    protection = f"protection: {_protection(args)}"
     if not sessions:
         where = "" if args.all else " for this project (superqe status --all: every project)"
         print(f"no sessions{where}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import Finding, Interpreter, Patch, QualityReport, RoleRun, Usage, summarize, utcnow
-from ..workspace import landlock, patchseal
+from ..workspace import namespaces, patchseal
 from ..workspace.artifacts import Artifacts, ensure_superqode_dir
 from ..workspace.coordinator import Coordinator
 from ..workspace.errors import WorkspaceError
@@ -110,7 +110,7 @@ def build_report(
         cancelled=cancelled,
         timed_out=timed_out,
         verification=verification,
-        protection=landlock.protection_level(),
+        protection=namespaces.protection_level(res.config),
         usage=usage,
         interpreter=interpreter,
     )

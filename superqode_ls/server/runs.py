@@ -28,7 +28,7 @@ from lsprotocol import types
 
 from ..models import Finding, QualityReport
 from ..qe.display import agent_call_line, usage_line
-from ..workspace import landlock
+from ..workspace import landlock, namespaces
 from . import tracking
 from .convert import model_range_to_points
 from .errors import is_user_error, user_message
@@ -98,13 +98,15 @@ def start_run(
 
 
 def _report_protection(ls: SuperQodeServer) -> None:
-    level = landlock.protection_level()
+    level = namespaces.protection_level()
     ls.log(f"SuperQode protection: {level}")
     if landlock.abi() is None:
         ls.notify_user(
             "SuperQode: this system has no kernel write barrier (Landlock); sessions are "
             "protected by the git guard only (workspace.require_barrier: true refuses to run)",
             types.MessageType.Warning)
+    elif not namespaces.active():
+        ls.log(f"SuperQode: no namespace sandbox ({namespaces.unavailable_reason()})")
 
 
 def finding_filter(

@@ -66,6 +66,10 @@ DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/uran
                 "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
 
 EXIT_BARRIER_FAILED = 126
+# Set by a session's env(): the folders its processes may write (JSON list).
+ALLOW_ENV = "SUPERQODE_BARRIER_ALLOW"
+# The namespace layer's settings (namespaces.SPEC_ENV): not the command's business.
+SPEC_ENV = "SUPERQODE_CONFINE"
 _STOP_GRACE_S = 1.5
 _PARENT_POLL_S = 0.25
 
@@ -110,12 +114,6 @@ def abi() -> int | None:
         return None
     _abi = int(v) if v > 0 else None
     return _abi
-
-
-def protection_level() -> str:
-    """One line for status, reports and the editor."""
-    v = abi()
-    return f"kernel barrier: Landlock ABI {v}" if v else "guard only"
 
 
 def handled_rights(version: int) -> int:
@@ -304,7 +302,8 @@ def main(argv: list[str]) -> None:
     if version is None and os.environ.get("SUPERQODE_BARRIER_REQUIRED") == "1":
         os.write(2, b"superqode barrier: this kernel has no Landlock\n")
         os._exit(EXIT_BARRIER_FAILED)
-    os.environ.pop("SUPERQODE_BARRIER_ALLOW", None)
+    os.environ.pop(ALLOW_ENV, None)
+    os.environ.pop(SPEC_ENV, None)
     parent = os.getppid()
     try:
         _c().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -20,12 +19,13 @@ from pathlib import Path
 
 import psutil
 
-from . import landlock
+from . import landlock, namespaces
 
 # Set by a session's env(): the folders its processes may write (JSON list).
-# Any command started with such an environment runs under the supervisor and
-# the kernel barrier (see landlock.py).
-BARRIER_ENV = "SUPERQODE_BARRIER_ALLOW"
+# Any command started with such an environment runs in the namespace sandbox
+# (namespaces.py, where available) under the supervisor and the kernel
+# barrier (landlock.py).
+BARRIER_ENV = landlock.ALLOW_ENV
 
 # QE work runs below the editor: a language server answering requests must not
 # wait for CPU behind the analyzers and test runs it started (0 turns it off).
@@ -158,10 +158,10 @@ _PROCS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="superqode-proc")
 
 
 def supervise(cmd: list[str], env: Mapping[str, str] | None) -> list[str]:
-    """``cmd`` behind the session's barrier when ``env`` is a session's."""
+    """``cmd`` behind the session's layers when ``env`` is a session's."""
     if env is None or BARRIER_ENV not in env:
         return list(cmd)
-    return landlock.supervised(cmd, json.loads(env[BARRIER_ENV]))
+    return namespaces.supervised(cmd, env)
 
 
 def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,

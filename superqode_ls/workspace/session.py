@@ -21,7 +21,7 @@ from typing import Any
 from ..config import Config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
-from . import carry, landlock, owngit, pool, removal, sparse
+from . import carry, landlock, namespaces, owngit, pool, removal, sparse
 from . import worktree as wt
 from .artifacts import atomic_write
 from .changes import changes_between
@@ -183,9 +183,9 @@ class IsolatedSession:
         overlays = dict(overlays or {})
         for rel in overlays:
             wt._safe_rel(rel)
-        if config.workspace.require_barrier and landlock.abi() is None:
-            raise WorkspaceError("workspace.require_barrier: this system has no Landlock write "
-                                 "barrier (protection: guard only); refusing to start a session")
+        refused = namespaces.refusal(config)
+        if refused:
+            raise WorkspaceError(refused)
 
         sid = session_id or new_session_id()
         bus = bus or EventBus(sid)
@@ -433,7 +433,10 @@ class IsolatedSession:
         return self.store.hash_tree(self.sandbox, self._track_index, git_dir=self._sandbox_git_dir())
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        env = dict(base if base is not None else os.environ)
+        # The one place a session's environment is made: provider keys,
+        # tokens and the desktop's addresses stop here (namespaces.scrub_env).
+        keys = {p.api_key_env for p in self.config.providers if p.api_key_env}
+        env = namespaces.scrub_env(base if base is not None else os.environ, keys)
         for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
                   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR"):
             env.pop(k, None)
@@ -446,6 +449,8 @@ class IsolatedSession:
         env["XDG_CACHE_HOME"] = str(tool_cache())
         if sys.platform == "linux":
             env[BARRIER_ENV] = json.dumps([str(p) for p in self.writable()])
+            devices = namespaces.private_devices(str(self.private / "dev"))
+            env[namespaces.SPEC_ENV] = namespaces.spec(self.config, env, devices)
         if self._guard is not None:
             env = self._guard.env(env)
         return env

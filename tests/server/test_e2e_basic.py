@@ -70,14 +70,14 @@ async def test_revert_session_stops_a_running_session(lsp: LanguageClient, shop:
 
 
 async def test_first_session_names_the_protection_level(lsp: LanguageClient, shop: Path):
-    from superqode_ls.workspace import landlock
+    from superqode_ls.workspace import namespaces
 
     await start(lsp, shop)
     await run_and_wait(lsp, {"roles": ["lint_tester"]})
     await run_and_wait(lsp, {"roles": ["lint_tester"]})
     said = [m.message for m in lsp.log_messages if "SuperQode protection:" in m.message]
-    assert said == [f"SuperQode protection: {landlock.protection_level()}"]  # once, not per run
+    assert said == [f"SuperQode protection: {namespaces.protection_level()}"]  # once, not per run
     reports = sorted((shop / ".superqode" / "qe-artifacts" / "qr").glob("*.json"))
     import json
 
-    assert json.loads(reports[-1].read_text())["protection"] == landlock.protection_level()
+    assert json.loads(reports[-1].read_text())["protection"] == namespaces.protection_level()

@@ -1,0 +1,283 @@
+"""The namespace sandbox around every process a session starts (bubblewrap).
+
+Landlock (landlock.py) keeps a session's processes from *writing* outside its
+folders; it does not cover chmod/chown, timestamps, xattrs and inode flags,
+reads, the network, or the desktop. This layer wraps the supervised command in
+``bwrap`` so that, inside:
+
+- the whole file system is a read-only bind (``--ro-bind / /``): metadata
+  calls on the user's tree, its ``.git`` and HOME fail with EROFS; only the
+  session's ``writable()`` folders are bound read-write;
+- secrets (config.DEFAULT_HIDDEN plus ``sandbox.hide``) are masked by an
+  empty tmpfs (folders) or ``/dev/null`` (files), as are the desktop's
+  sockets (``$XDG_RUNTIME_DIR``, ``/tmp/.X11-unix``);
+- there is no network but a loopback of its own (``sandbox.network: host``
+  opts in), no view of other processes (pid namespace), no IPC with them,
+  a new session (no TIOCSTI on the caller's terminal), no capabilities,
+  and it dies with the process that started it.
+
+Landlock stays inside as the second layer: bwrap runs the supervisor, which
+applies the write barrier and execs the command (a Landlock domain may not
+mount, so the order cannot be the other way round).
+
+The environment is scrubbed where a session's environment is made
+(``scrub_env``, called by ``IsolatedSession.env``): provider keys, tokens and
+the desktop's addresses never reach the project's code, at any level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+
+from ..config import DEFAULT_HIDDEN, Config
+from . import landlock
+
+# Set by a session's env(): {"network": "none"|"host", "hide": [absolute paths]}.
+SPEC_ENV = landlock.SPEC_ENV
+OFF_ENV = "SUPERQODE_NAMESPACES"  # "off": this layer is not used
+
+LEVEL_FULL = "namespaces + Landlock"
+LEVEL_LANDLOCK = "Landlock only (metadata, network and secrets open)"
+LEVEL_GUARD = "guard only"
+
+# What a scrubbed environment never carries (fnmatch-like, upper-cased names).
+_SECRET_NAMES = re.compile(
+    r"""^(?:.*_API_KEY|.*_APIKEY|.*API_TOKEN|.*_TOKEN|.*_SECRET.*|SECRET_.*|.*_PASSWORD
+        |.*_PASSWD|.*_CREDENTIALS?|.*_ACCESS_KEY.*|.*_PRIVATE_KEY|AWS_.*|AZURE_.*|ARM_CLIENT_.*
+        |GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_API_KEY|GCLOUD_.*|CLOUDSDK_.*|GH_.*|GITHUB_TOKEN
+        |GITLAB_TOKEN|OPENAI_.*|ANTHROPIC_.*|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|MISTRAL_.*
+        |GROQ_.*|GEMINI_.*|COHERE_.*|DEEPSEEK_.*|OPENROUTER_.*|TOGETHER_.*|REPLICATE_.*
+        |NPM_TOKEN|NODE_AUTH_TOKEN|PYPI_.*|TWINE_.*|DOCKER_AUTH_CONFIG|VAULT_.*|KUBECONFIG
+        |SSH_AUTH_SOCK|SSH_AGENT_PID|GPG_AGENT_INFO|GNUPGHOME|.*_AUTH_SOCK
+        |DISPLAY|WAYLAND_DISPLAY|WAYLAND_SOCKET|DBUS_SESSION_BUS_ADDRESS|XAUTHORITY
+        |DESKTOP_STARTUP_ID|XDG_SESSION_COOKIE|SESSION_MANAGER|BROWSER)$""",
+    re.VERBOSE,
+)
+
+_detected: tuple[str | None, str | None] | None = None  # (backend, why not)
+_detecting = threading.Lock()  # one probe per process, whichever thread asks first
+
+
+def scrub_env(env: Mapping[str, str], extra: set[str] | frozenset[str] = frozenset()
+              ) -> dict[str, str]:
+    """``env`` without secrets and desktop addresses (and the names in
+    ``extra``, e.g. the configured providers' key variables)."""
+    return {k: v for k, v in env.items()
+            if k not in extra and not _SECRET_NAMES.match(k.upper())}
+
+
+def _probe_args() -> list[str]:
+    return ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_isolation("none")]
+
+
+def _detect() -> tuple[str | None, str | None]:
+    if sys.platform != "linux":
+        return None, "not Linux"
+    if os.environ.get(OFF_ENV) == "off":
+        return None, f"{OFF_ENV}=off"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None, "bubblewrap (bwrap) is not installed"
+    true = shutil.which("true") or "/bin/true"
+    try:
+        # The same flags a session uses: a kernel or AppArmor profile that
+        # forbids unprivileged user namespaces fails here, once, not per run.
+        res = subprocess.run([bwrap, *_probe_args(), "--", true], capture_output=True, check=False,
+                             timeout=20, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"bwrap does not start: {e}"
+    if res.returncode != 0:
+        why = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        return None, "bwrap cannot make namespaces here: " + (why[-1] if why else
+                                                               f"exit {res.returncode}")
+    return bwrap, None
+
+
+def _state() -> tuple[str | None, str | None]:
+    global _detected
+    with _detecting:
+        if _detected is None:
+            _detected = _detect()
+        return _detected
+
+
+def backend() -> str | None:
+    """The bwrap executable used, or None where this layer is unavailable
+    (detected once per process)."""
+    return _state()[0]
+
+
+def unavailable_reason() -> str | None:
+    return _state()[1]
+
+
+def active() -> bool:
+    """Whether sessions of this process run in the namespace sandbox: only on
+    top of Landlock (the levels are a ladder: see protection_level)."""
+    return landlock.abi() is not None and backend() is not None
+
+
+def protection_level(config: Config | None = None) -> str:
+    """One line for status, reports and the editor."""
+    if landlock.abi() is None:
+        return LEVEL_GUARD
+    if backend() is None:
+        return LEVEL_LANDLOCK
+    if config is not None and config.sandbox.network == "host":
+        return f"{LEVEL_FULL} (network: host)"
+    return LEVEL_FULL
+
+
+def refusal(config: Config) -> str | None:
+    """The one line a session that ``workspace.require_barrier`` forbids
+    starts with; None when the protection here is enough."""
+    want = config.workspace.require_barrier
+    if not want:
+        return None
+    level = protection_level(config)
+    if landlock.abi() is None:
+        return (f"workspace.require_barrier: this system has no Landlock write barrier "
+                f"(protection: {level}); refusing to start a session")
+    if want is True and not active():
+        return (f"workspace.require_barrier: no namespace sandbox here "
+                f"({unavailable_reason()}; protection: {level}); refusing to start a session")
+    return None
+
+
+def _homes(env: Mapping[str, str]) -> list[str]:
+    out = []
+    for h in (env.get("HOME"), _passwd_home()):
+        if h and os.path.isabs(h) and h not in out:
+            out.append(h)
+    return out
+
+
+def _passwd_home() -> str | None:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+
+
+def hidden_paths(config: Config, env: Mapping[str, str]) -> list[str]:
+    """Absolute paths to mask, for both the session's HOME and the account's."""
+    out: list[str] = []
+    for p in [*DEFAULT_HIDDEN, *config.sandbox.hide]:
+        targets = ([os.path.join(h, p[2:]) for h in _homes(env)] if p.startswith("~/") else [p])
+        out += [t for t in targets if t not in out]
+    run = env.get("XDG_RUNTIME_DIR")
+    for desktop in ([run] if run and os.path.isabs(run) else []) + ["/tmp/.X11-unix",
+                                                                    "/tmp/.ICE-unix"]:
+        if desktop not in out:
+            out.append(desktop)
+    return out
+
+
+def spec(config: Config, env: Mapping[str, str], devices: str | None = None) -> str:
+    """The value of SPEC_ENV for a session's environment; ``devices``: the
+    session's own device nodes (``private_devices``)."""
+    return json.dumps({"network": config.sandbox.network,
+                       "hide": hidden_paths(config, env), "devices": devices})
+
+
+# The nodes bwrap's --dev binds in from the host, as (name, major, minor).
+_DEVICES = (("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8),
+            ("urandom", 1, 9), ("tty", 5, 0))
+
+
+def private_devices(folder: str) -> str | None:
+    """For a session run as root: its own copies of /dev's device nodes in
+    ``folder`` (made once), or None where they are not needed or cannot work.
+
+    bwrap's ``--dev`` binds the host's /dev/null (zero, random...) in, and
+    root inside the sandbox still owns those inodes: ``chmod 000 /dev/null``
+    there would change the host's (a read-only bind would make them
+    unusable: bwrap binds read-only with ``nodev``). Root may ``mknod``; a
+    session's processes then own only its copies. ``folder`` must not be
+    writable by them (the session's private dir, not one of its writable
+    folders), and must allow device files (no ``nodev`` mount)."""
+    if os.geteuid() != 0 or not active():
+        return None
+    try:
+        os.makedirs(folder, mode=0o755, exist_ok=True)
+        if os.statvfs(folder).f_flag & os.ST_NODEV:
+            return None
+        for name, major, minor in _DEVICES:
+            path = os.path.join(folder, name)
+            if not os.path.exists(path):
+                os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+                os.chmod(path, 0o666)  # past the umask
+    except OSError:
+        return None  # no CAP_MKNOD (some containers): the host's nodes, as bwrap binds them
+    return folder
+
+
+def _isolation(network: str) -> list[str]:
+    args = ["--unshare-user-try", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
+            "--unshare-cgroup-try", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+    if network != "host":
+        args.append("--unshare-net")
+    return args
+
+
+def _masks(paths: list[str]) -> list[str]:
+    """The real paths to mask."""
+    seen: list[str] = []
+    for p in paths:
+        # A link is masked where it leads (bwrap would follow it anyway), and
+        # only what exists: nothing can be created under the read-only root.
+        real = os.path.realpath(p)
+        if real in seen or real == "/":
+            continue
+        if os.path.lexists(real):
+            seen.append(real)
+    return seen
+
+
+def wrap(cmd: list[str], allow: list[str], env: Mapping[str, str]) -> list[str]:
+    """``cmd`` (the supervisor's command line) inside the namespace sandbox
+    the session's ``env`` asks for. Call only when ``active()``."""
+    bwrap = backend()
+    assert bwrap is not None
+    raw = env.get(SPEC_ENV)
+    want = json.loads(raw) if raw else {}
+    network = want.get("network", "none")
+    hide = want.get("hide")
+    if hide is None:
+        hide = hidden_paths(Config(), env)
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    devices = want.get("devices")
+    if devices:
+        args += [a for name, _, _ in _DEVICES
+                 for a in ("--dev-bind", os.path.join(devices, name), f"/dev/{name}")]
+    for p in allow:
+        args += ["--bind-try", p, p]
+    # Masks after the binds: a secret is hidden even inside a writable folder;
+    # a session folder that lies beneath a mask (a SUPERQODE_HOME under
+    # $XDG_RUNTIME_DIR) is bound again on top, or the command could not run.
+    masked = _masks(list(hide))
+    for m in masked:
+        # An empty folder over a folder, /dev/null over anything else.
+        args += ["--tmpfs", m] if os.path.isdir(m) else ["--ro-bind", "/dev/null", m]
+    for p in allow:
+        if any(p.startswith(m + "/") for m in masked):
+            args += ["--bind-try", p, p]
+    args += _isolation(network)
+    return [*args, "--", *cmd]
+
+
+def supervised(cmd: list[str], env: Mapping[str, str]) -> list[str]:
+    """``cmd`` behind every layer this system has for a session's ``env``:
+    namespaces (when available) around the Landlock supervisor."""
+    allow = json.loads(env[landlock.ALLOW_ENV])
+    inner = landlock.supervised(cmd, allow)
+    return wrap(inner, allow, env) if active() else inner
