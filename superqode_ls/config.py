@@ -197,6 +197,13 @@ class AcpAgentConfig(Section):
     # `~/.claude` for Claude Code), added to what the sandbox's barrier lets
     # it write. Only existing folders are added.
     writable: list[str] = Field(default_factory=list)
+    # Variables passed from SuperQode's own environment, which every other
+    # process of a session is scrubbed of (its API key: ANTHROPIC_API_KEY).
+    pass_env: list[str] = Field(default_factory=list)
+    # The agent talks to its model: by default it keeps the host's network
+    # while the rest of the session has none (`none` for a local model
+    # reached otherwise, or an agent that needs no network).
+    network: Literal["host", "none"] = "host"
 
 
 class RoleOptions(Section):

@@ -4,7 +4,9 @@ OpenCode... through their ACP adapters) as the worker of an agent role.
 SuperQode is the ACP *client*: it starts the agent's command inside the
 session's confinement (the same ``proc.supervise`` every role's process goes
 through, so the agent and everything it runs are under the sandbox's layers),
-with the sandbox as the session's ``cwd``. What the protocol asks of a client is
+with the sandbox as the session's ``cwd``. Two things differ, both configured
+per agent: it keeps the host's network (it talks to its model), and the
+variables named in ``pass_env`` (its API key) reach it. What the protocol asks of a client is
 served from the sandbox only:
 
 - ``fs/read_text_file`` and ``fs/write_text_file``: paths inside the sandbox;
@@ -35,6 +37,7 @@ from typing import Any
 
 from ..config import AcpAgentConfig
 from ..models import Usage
+from ..workspace.namespaces import SPEC_ENV
 from ..workspace.proc import BARRIER_ENV, supervise
 from .loop import AgentResult, StopReason
 from .permissions import Permissions
@@ -213,7 +216,12 @@ async def run_acp(name: str, cfg: AcpAgentConfig, *, root: Path, env: dict[str, 
                   cancel: asyncio.Event, budget_s: float) -> AgentResult:
     """One prompt turn of the ACP agent ``name`` on the sandbox ``root``."""
     client = _Client(root, box, permissions, emit)
-    agent_env = {**env, **cfg.env}
+    agent_env = {**env, **{k: os.environ[k] for k in cfg.pass_env if k in os.environ},
+                 **cfg.env}
+    if SPEC_ENV in agent_env:
+        spec = json.loads(agent_env[SPEC_ENV])
+        spec["network"] = cfg.network
+        agent_env[SPEC_ENV] = json.dumps(spec)
     if BARRIER_ENV in agent_env and cfg.writable:
         own = [str(Path(p).expanduser()) for p in cfg.writable]
         allow = json.loads(agent_env[BARRIER_ENV]) + [p for p in own if Path(p).is_dir()]

@@ -52,7 +52,7 @@ class SessionRecord(BaseModel):
     # The Landlock ABI the session's processes ran under (None: no kernel
     # barrier), so a revert after a crash attributes differences the same way.
     barrier_abi: int | None = None
-    # landlock.protection_level() when it started: whether the project, .git
+    # namespaces.protection_level() when it started: whether the project, .git
     # and HOME were read-only to it, metadata included (verification.py).
     protection: str | None = None
 

@@ -122,7 +122,7 @@ class IsolatedSession:
         # The protection level in force (the barrier, and whether the project,
         # .git and HOME were read-only to the session, metadata included):
         # verification.kernel_seals_metadata reads it.
-        self.protection: str | None = landlock.protection_level()
+        self.protection: str | None = namespaces.protection_level(config)
         # SuperQode's own artifact folders inside the project (relative).
         self.own: list[str] = [OWN]
         self.removal_problem: str | None = None  # the sandbox had to be left alone

@@ -34,7 +34,7 @@ def kernel_seals_metadata(protection: str | None) -> bool:
     a session to the project, its .git and HOME impossible, metadata
     included. Only the read-only namespace layer does (its level names it:
     "namespaces + Landlock"); Landlock alone leaves metadata calls open.
-    ``protection`` is ``landlock.protection_level()`` as the session recorded
+    ``protection`` is ``namespaces.protection_level()`` as the session recorded
     it when it started."""
     return bool(protection) and str(protection).lower().startswith("namespaces")
 
