@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.config import Config
-from superqode_ls.workspace import landlock
+from superqode_ls.workspace import landlock, namespaces
 from superqode_ls.workspace.session import IsolatedSession
 from superqode_ls.workspace.verification import MAYBE_SESSION, kernel_seals_metadata
 
@@ -142,9 +142,13 @@ def test_home_dotfolders_are_taken_by_their_own_metadata(repo, isolated_home):
 
 @pytest.mark.skipif(landlock.abi() is None, reason="this kernel has no Landlock")
 def test_superqe_exec_chmod_of_a_user_file_under_the_real_barrier_is_not_verified(repo):
-    """The real thing: the command reaches the user's file by absolute path;
-    Landlock refuses a write but not a chmod or a utime."""
+    """The real thing: the command reaches the user's file by absolute path.
+    In the namespace sandbox the chmod, the utime and the write all fail
+    (read-only bind) and the project is verified unchanged; with Landlock
+    alone, Landlock refuses the write but not a chmod or a utime, and the
+    session is NOT verified rather than crediting them to the user."""
     target = repo / "a.py"
+    before = target.stat()
     cmd = (f"chmod 700 {target} && touch -d 2001-01-01 {target} && "
            f"echo x >> {target} || true")
     proc = subprocess.run([sys.executable, "-m", "superqode_ls", "exec", str(repo), "--",
@@ -152,6 +156,13 @@ def test_superqe_exec_chmod_of_a_user_file_under_the_real_barrier_is_not_verifie
                           check=False)
     assert target.read_text() == "a = 1\n"  # the write itself was refused
     out = proc.stdout + proc.stderr
+    if namespaces.active():
+        assert "Read-only file system" in out
+        assert proc.returncode == 0, out
+        after = target.stat()
+        assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
+        assert "Verified: the project is exactly as before the session." in out
+        return
     assert proc.returncode == 3, out
     assert "NOT verified" in out and "may have been the session" in out and "a.py" in out
     assert "changed outside the session (kept): a.py" not in out
