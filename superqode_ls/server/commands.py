@@ -18,6 +18,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from . import fixes, ignore, sessions
 from .args import Args, parse
 from .base import session_root
+from .details import details
 from .errors import fail
 from .runs import start_run
 from .server import SuperQodeServer
@@ -42,8 +43,11 @@ class FixArgs(Args):
     findingId: str
 
 
-class IgnoreArgs(Args):
+class FindingArgs(Args):
     findingId: str
+
+
+IgnoreArgs = FindingArgs
 
 
 class FixAllArgs(Args):
@@ -115,6 +119,18 @@ def register(ls: SuperQodeServer) -> None:
         path = await asyncio.to_thread(ignore.add_to_baseline, ls, t)
         ignore.forget(ls, t)
         return {"findingId": t.id, "baseline": str(path)}
+
+    @ls.command("superqode.showFinding")
+    def show_finding(ls: SuperQodeServer, *args):
+        # The default code action of a finding without a fix: says what it
+        # is, changes nothing.
+        a = parse(FindingArgs, args, "superqode.showFinding")
+        t = ls.store.find(a.findingId)
+        if t is None:
+            raise fail(f"no finding {a.findingId}")
+        text = details(ls, t, md=False)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
+        return {"findingId": t.id, "details": text}
 
     @ls.command("superqode.listSessions")
     def list_sessions(ls: SuperQodeServer, *args):

@@ -276,7 +276,7 @@ async def test_one_message_with_the_rule_link_and_a_hover_that_says_it_once(lsp:
     assert "https://docs.astral.sh/ruff/rules/unused-import" in hover.contents.value
 
 
-async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClient, shop: Path):
+async def test_ignore_this_finding_with_the_tools_comment_and_in_the_baseline(lsp: LanguageClient, shop: Path):
     await start(lsp, shop, editor="neovim")
     path = shop / "shop" / "catalog.py"
     uri = lsp.editor.open(path)
@@ -284,18 +284,28 @@ async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClien
     diags = await wait_for(lambda: len(superqode_diags(lsp, uri)) >= 2 and superqode_diags(lsp, uri), 30, "lint")
     f401 = next(d for d in diags if d.code == "F401")
     f841 = next(d for d in diags if d.code == "F841")
-    # Everything on the line (a light bulb, a code-action menu): the fix, then the ignores.
+    # Everything on the line (a light bulb, a code-action menu): the default
+    # first (the fix is tool-verified only, no tests ran: its details), then
+    # the fix, then the ignores, never the default.
     actions = await code_actions(lsp, uri, f401.range.start.line, [f401], only=None)
-    titles = [a.title for a in actions]
-    assert titles.index("SuperQode: fix F401 (`os` imported but unused)") < titles.index(
-        "SuperQode: ignore F401 on this line")
-    inline = actions[titles.index("SuperQode: ignore F401 on this line")]
+    titles = [a.title for a in actions if a.diagnostics]
+    inline_title = "SuperQode: ignore F401 on this line (# noqa: F401)"
+    assert titles == ["SuperQode: show details of F401", "SuperQode: fix F401 (`os` imported but unused)",
+                      inline_title, "SuperQode: ignore F401 (add to the baseline)"]
+    assert [a.title for a in actions if a.is_preferred] == [titles[0]]
+    inline = actions[titles.index(inline_title)]
     assert inline.kind == "superqode.ignore"
     # Asked for quick fixes only (apply-the-fix flows), the fix alone.
     only_fix = await code_actions(lsp, uri, f401.range.start.line, [f401])
     assert [a.title for a in only_fix] == ["SuperQode: fix F401 (`os` imported but unused)"]
     assert lsp.editor.apply(types.ApplyWorkspaceEditParams(edit=inline.edit)).applied
-    assert "import os  # superqode: ignore[F401]\n" in lsp.editor.text(uri)
+    assert "import os  # noqa: F401\n" in lsp.editor.text(uri)
+    # F841's fix is unsafe: "show details" is the default, first, never an ignore.
+    actions = await code_actions(lsp, uri, f841.range.start.line, [f841], only=None)
+    assert [a.title for a in actions if a.is_preferred] == ["SuperQode: show details of F841"]
+    assert actions[0].is_preferred and not any(a.is_preferred for a in actions if a.kind == "superqode.ignore")
+    said = await command(lsp, "superqode.showFinding", {"findingId": f841.data["findingId"]})
+    assert said["details"].startswith("F841 ") and any(said["details"] == m.message for m in lsp.messages)
     # The baseline action: the finding goes into .superqode/baseline.json.
     actions = await code_actions(lsp, uri, f841.range.start.line, [f841], only=["superqode.ignore"])
     (base,) = [a for a in actions if a.title == "SuperQode: ignore F841 (add to the baseline)"]
@@ -305,12 +315,26 @@ async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClien
     assert res["baseline"] == str(shop / ".superqode" / "baseline.json")
     assert [e["rule_id"] for e in entries] == ["F841"]
     await wait_for(lambda: all(d.code != "F841" for d in superqode_diags(lsp, uri)), 10, "F841 hidden")
-    # The next run leaves both out: the comment and the baseline are the engine's own.
+    # The next run leaves both out: ruff reads the comment, the engine the baseline.
     lsp.editor.save(uri)
     await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
     await asyncio.sleep(0)  # the final publish follows the progress end
     await wait_for(lambda: lsp.editor.text(uri) and not [d for d in superqode_diags(lsp, uri)
-                                                         if d.code in ("F401", "F841")], 10, "both ignored")
+                                                         if d.code in ("F401", "F841", "E501")], 10, "both ignored")
+
+
+async def test_a_secret_defaults_to_its_details_and_is_ignored_only_in_the_baseline(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    uri = lsp.editor.open(shop / "shop" / "storage.py")
+    await run_and_wait(lsp, {"uri": uri, "roles": ["security_tester"]})
+    secret = next(d for d in await wait_for(lambda: superqode_diags(lsp, uri), 30, "security")
+                  if str(d.code).startswith("secret-"))
+    actions = await code_actions(lsp, uri, secret.range.start.line, [secret], only=None)
+    mine = [a for a in actions if secret in (a.diagnostics or [])]
+    assert mine[0].title == f"SuperQode: show details of {secret.code}" and mine[0].is_preferred
+    ignores = [a for a in mine if a.kind == "superqode.ignore"]
+    assert [a.title for a in ignores] == [f"SuperQode: ignore {secret.code} (add to the baseline)"]
+    assert not any(a.is_preferred for a in ignores)
 
 
 # ---- 7. smalls ----------------------------------------------------------------------------------
