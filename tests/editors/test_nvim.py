@@ -129,7 +129,7 @@ def test_fix_all_unsafe_takes_ruffs_unsafe_fix_too(example_copy: Path, editor_en
     data = nvim("fix_unsafe", "shop/catalog.py", example_copy, editor_env, tmp_path)
     assert {d["code"] for d in data["diagnostics"]} == set(CATALOG_LINT)
     (note,) = [n for n in data["fix_all_notes"] if "applied" in n]
-    assert note == "SuperQode: applied 2 verified fixes in catalog.py.", note  # nothing skipped
+    assert note == "SuperQode: applied 2 verified fixes in shop/catalog.py.", note  # nothing skipped
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)
     assert changed_files(example_copy) == [" M shop/catalog.py"]
