@@ -174,6 +174,7 @@ async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[li
     if static and run.folder not in ls.trust_declined:
         run.only_roles = set(static)
         run.trust_note = f"{', '.join(needs_trust)} wait(s) for the trust answer"
+        run.next_roles = asyncio.get_running_loop().create_future()
         ls.background(_trust_later(ls, run, needs_trust), f"trust question for {run.id}")
         return run.roles, False
     answer = await ask_trust_answer(ls, run.folder, needs_trust)
@@ -204,19 +205,10 @@ def _sparse_first(ls: SuperQodeServer, run: Run, cfg: Config, roles: list[str] |
         return roles
     local, rest = plan
     run.only_roles = set(local)
-    run.trust_note = f"{', '.join(rest)} run(s) next, in a session of their own"
-    ls.background(_follow(ls, run, rest), f"whole-tree roles after {run.id}")
+    run.trust_note = f"{', '.join(rest)} run(s) next, in a full sandbox"
+    run.next_roles = asyncio.get_running_loop().create_future()
+    run.next_roles.set_result(rest)
     return local
-
-
-async def _follow(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
-    if run.task is not None and not run.task.done():
-        await asyncio.wait([run.task])
-    if run.state == "cancelled" or ls.shutting_down:
-        return
-    follow = start_run(ls, run.folder, files=run.files, mode=run.mode, roles=roles,
-                       trigger=run.trigger)
-    follow.only_roles = set(roles)
 
 
 def _say_skipped(ls: SuperQodeServer, folder: str, roles: list[str], reason: str) -> None:
@@ -229,27 +221,27 @@ def _say_skipped(ls: SuperQodeServer, folder: str, roles: list[str], reason: str
 
 async def _trust_later(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
     """Ask while the static roles run; on "Trust folder" the roles that run
-    code follow as their own session once this run has ended (one sandbox at a
-    time per folder), else they are skipped with the reason shown."""
+    code are the run's next phase (after the static one: one sandbox at a time
+    per folder), else they are skipped with the reason shown. Either way the
+    run ends once, after the answer."""
     from .trust import SKIP_REASON, TRUST, ask_trust_answer
 
-    answer = await ask_trust_answer(ls, run.folder, roles)
+    answer = None
+    try:
+        answer = await ask_trust_answer(ls, run.folder, roles)
+    finally:
+        trusted = answer == TRUST
+        if run.next_roles is not None and not run.next_roles.done():
+            run.next_roles.set_result(roles if trusted else None)
     names = ", ".join(roles)
-    if answer != TRUST:
+    if not trusted:
         run.trust_note = f"{names} skipped ({SKIP_REASON[answer]})"
         _say_skipped(ls, run.folder, roles, SKIP_REASON[answer])
         ls.notify_user(f"SuperQode: skipped {names}: the folder is not trusted "
                        f"({SKIP_REASON[answer]})", types.MessageType.Warning)
         return
-    run.trust_note = f"{names} run(s) next, in a session of their own"
-    if run.task is not None and not run.task.done():
-        await asyncio.wait([run.task])
-    if run.state == "cancelled" or ls.shutting_down:
-        return
-    follow = start_run(ls, run.folder, files=run.files, mode=run.mode, roles=roles,
-                       trigger="trust")
-    follow.only_roles = set(roles)
-    ls.log(f"SuperQode: {run.folder} trusted; session {follow.id} runs {', '.join(roles)}")
+    run.trust_note = f"{names} run(s) next"
+    ls.log(f"SuperQode: {run.folder} trusted; session {run.id} runs {names} next")
 
 
 def build_request(
@@ -278,8 +270,6 @@ def build_request(
 async def _drive(ls: SuperQodeServer, run: Run) -> None:
     progress = RunProgress(ls, f"superqode/{run.id}", run.cancel)
     what = ", ".join(run.files) if run.files else os.path.basename(run.folder)
-    loop = asyncio.get_running_loop()
-    loop_thread = threading.get_ident()
     try:
         run.announcing = True
         try:
@@ -299,41 +289,10 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         run.trusted = trusted
         if run.cancel_requested:
             raise asyncio.CancelledError
-        from ..events import EventBus
-        from ..qe.pipeline import QESession
-
-        request = build_request(ls, run, roles, trusted, own_baseline)
-        bus = EventBus(run.id)
-
-        def sink(event) -> None:
-            # Taken in right away (tens of microseconds a finding): the engine
-            # emits a role's findings in one synchronous burst, and anything
-            # deferred would wait behind its next synchronous step.
-            if threading.get_ident() == loop_thread:
-                _on_event(ls, run, progress, event)
-            else:
-                loop.call_soon_threadsafe(_on_event, ls, run, progress, event)
-
-        bus.subscribe(sink)
-        session = QESession(request, bus=bus, session_id=run.id)
-        run.session = session
-        if run.cancel_requested:
-            session.cancel()
-        run.state = "running"
-        try:
-            report = await session.run()
-        except Exception as e:
-            partial = getattr(e, "report", None)
-            if partial is None:
-                raise
-            report = partial
-            run.error = user_message(e)
-        run.report = report
-        run.patches = dict(session.patches) or {p.id: p for p in report.patches}
-        run.session = None
-        del session
-        run.state = "cancelled" if report.cancelled else ("failed" if run.error else "done")
+        report = await _phase(ls, run, progress, roles, trusted, own_baseline, run.id)
         await _finish(ls, run, report)
+        report = await _next_phases(ls, run, progress, report, cfg, own_baseline)
+        run.report = report
         await ls.publisher.drain()
         summary = _summary(run, report)
         progress.end(summary)
@@ -370,6 +329,125 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         ls.publisher.flush()
         ls.publisher.request_refresh(now=True)
         ls.runs.prune()
+
+
+async def _phase(ls: SuperQodeServer, run: Run, progress: RunProgress, roles: list[str] | None,
+                 trusted: bool, baseline: Path | None, session_id: str) -> QualityReport:
+    """One engine session of the run (its first, or the roles that follow it
+    in a full sandbox or after the trust answer): events into the run's one
+    progress, its report and patches handed to the run."""
+    from ..events import EventBus
+    from ..qe.pipeline import QESession
+
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+    request = build_request(ls, run, roles, trusted, baseline)
+    bus = EventBus(session_id)
+
+    def sink(event) -> None:
+        # Taken in right away (tens of microseconds a finding): the engine
+        # emits a role's findings in one synchronous burst, and anything
+        # deferred would wait behind its next synchronous step.
+        if threading.get_ident() == loop_thread:
+            _on_event(ls, run, progress, event)
+        else:
+            loop.call_soon_threadsafe(_on_event, ls, run, progress, event)
+
+    bus.subscribe(sink)
+    session = QESession(request, bus=bus, session_id=session_id)
+    run.session = session
+    if run.cancel_requested:
+        session.cancel()
+    run.state = "running"
+    try:
+        report = await session.run()
+    except Exception as e:
+        partial = getattr(e, "report", None)
+        if partial is None:
+            raise
+        report = partial
+        run.error = user_message(e)
+    run.report = report
+    run.patches.update(dict(session.patches) or {p.id: p for p in report.patches})
+    run.session = None
+    del session
+    run.state = "cancelled" if report.cancelled else ("failed" if run.error else "done")
+    return report
+
+
+async def _next_phases(ls: SuperQodeServer, run: Run, progress: RunProgress, report: QualityReport,
+                       cfg: Config, baseline: Path | None) -> QualityReport:
+    """The roles that follow the first phase (the whole-tree roles of a file
+    run, the roles the trust answer let run): one run to the user, so one
+    progress, one end and one report that holds both phases."""
+    if run.next_roles is None or run.state != "done":
+        return report
+    run.state = "running"  # until the next phase ends: the run is not over
+    if not run.next_roles.done():
+        progress.report(f"{run.trust_note}; {progress.status()}")
+    roles = await run.next_roles
+    run.next_roles = None
+    if not roles or run.cancel_requested or ls.shutting_down:
+        run.state = "done"
+        return report
+    from ..workspace.paths import new_session_id
+
+    first_artifacts = dict(report.artifacts)
+    first_roles = run.only_roles
+    run.only_roles = set(roles)
+    run.trust_note = None
+    run.trusted = True
+    second = await _phase(ls, run, progress, roles, True, baseline, new_session_id())
+    await _finish(ls, run, second)
+    run.only_roles = (first_roles or set()) | set(roles)
+    whole = combine(report, second, cfg)
+    run.findings = len(whole.findings)
+    _rewrite_report(run, whole, first_artifacts)
+    return whole
+
+
+def combine(first: QualityReport, second: QualityReport, cfg: Config) -> QualityReport:
+    """The report of a run made of two engine sessions on disjoint roles:
+    every finding, role and patch of both, one verdict over all of them."""
+    from ..models import summarize
+    from ..qe.report import compute_verdict
+
+    findings = [*first.findings, *second.findings]
+    whole = first.model_copy(update={
+        "findings": findings,
+        "roles": [*first.roles, *second.roles],
+        "patches": [*first.patches, *(p for p in second.patches
+                                      if p.id not in {q.id for q in first.patches})],
+        "summary": summarize(findings),
+        "suppressed": first.suppressed + second.suppressed,
+        "baseline_filtered": first.baseline_filtered + second.baseline_filtered,
+        "stale": first.stale or second.stale,
+        "cancelled": first.cancelled or second.cancelled,
+        "timed_out": first.timed_out or second.timed_out,
+        "finished_at": second.finished_at or first.finished_at,
+        "duration_s": first.duration_s + second.duration_s,
+        "verification": second.verification or first.verification,
+    })
+    whole.verdict = compute_verdict(whole, cfg.qe.fail_on, cfg.qe.never_fail)
+    return whole
+
+
+def _rewrite_report(run: Run, report: QualityReport, artifacts: dict[str, str]) -> None:
+    """The run's Quality Report (Markdown and JSON), rewritten where the first
+    phase wrote it to hold both phases: what superqode.showReport opens for
+    the run's id. The second phase's own files stay beside it."""
+    from ..qe.report import render_markdown, write_json
+    from ..workspace.artifacts import atomic_write
+
+    report.artifacts = {**report.artifacts, **artifacts}
+    try:
+        if artifacts.get("json"):
+            atomic_write(Path(artifacts["json"]), write_json(report))
+        if artifacts.get("markdown"):
+            atomic_write(Path(artifacts["markdown"]), render_markdown(report))
+            run.markdown = artifacts["markdown"]
+    except OSError as e:
+        log.warning("could not write the combined report of %s: %s", run.id, e)
 
 
 def editor_baseline(folder: str, cfg: Config) -> Path | None:

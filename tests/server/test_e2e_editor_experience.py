@@ -105,24 +105,23 @@ async def test_static_findings_show_while_the_trust_question_is_open(lsp: Langua
 
     lsp.protocol.fm.features[types.WINDOW_SHOW_MESSAGE_REQUEST] = show_message_request
     sid = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
-    # The static role's session ends, and its finding shows, with the question still open.
-    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "static session end")
+    # The static role's finding shows with the question still open; the run
+    # says what it waits for and has not ended.
+    await wait_for(lambda: superqode_diags(lsp, uri), 60, "static finding")
+    await wait_for(lambda: any("toy_exec wait(s) for the trust answer" in (getattr(v, "message", "") or "")
+                               for v in lsp.progress_reports.get(f"superqode/{sid}", [])), 60, "the wait said")
     assert not answer.done() and len(asked) == 1
     assert "toy_exec runs this repository's code" in asked[0].message
-    assert "toy_exec wait(s) for the trust answer" in end.message
-    await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
-    assert (await sessions(lsp))[0]["trusted"] is False
+    assert not progress_ended(lsp, sid)
+    assert [(s["sessionId"], s["trusted"]) for s in await sessions(lsp)] == [(sid, False)]
 
     answer.set_result(types.MessageActionItem(title="Trust folder"))
-    # The role that runs code follows as its own, trusted session.
-    found: list = []
-    for _ in range(600):
-        found = [s for s in await sessions(lsp) if s["sessionId"] != sid and s["trusted"]]
-        if found:
-            break
-        await asyncio.sleep(0.1)
-    (other,) = found
-    await wait_for(lambda: progress_ended(lsp, other["sessionId"]), 120, "trusted session end")
+    # The role that runs code goes on in the same run: one end, one verdict.
+    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "the run's end")
+    listed = await sessions(lsp)
+    assert [(s["sessionId"], s["trusted"]) for s in listed] == [(sid, True)]
+    assert end.message.startswith(f"session {sid}: {listed[0]['findings']} finding(s), "), end.message
+    assert "trust" not in end.message
     assert [d.code for d in superqode_diags(lsp, uri)] == ["TOY1"]
 
 
@@ -130,12 +129,13 @@ async def test_a_dismissed_trust_question_skips_the_role_and_says_why(lsp: Langu
     await start(lsp, shop)
     uri = from_fs_path(str(plant(shop)))
     lsp.editor.replies = [("this repository's code", None)]  # closed without an answer
-    await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
+    sid = await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
     await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
     said = await wait_for(lambda: [m.message for m in lsp.messages if "skipped toy_exec" in m.message],
                           10, "the skip said")
     assert "dismissed" in said[0]
-    assert len(await sessions(lsp)) == 1  # no trusted session follows
+    assert len(await sessions(lsp)) == 1  # nothing follows
+    assert "toy_exec skipped (" in progress_ended(lsp, sid).message
 
 
 async def test_runs_started_while_the_question_is_open_share_its_answer(lsp: LanguageClient, shop: Path):
@@ -150,11 +150,16 @@ async def test_runs_started_while_the_question_is_open_share_its_answer(lsp: Lan
 
     lsp.protocol.fm.features[types.WINDOW_SHOW_MESSAGE_REQUEST] = show_message_request
     first = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
-    await wait_for(lambda: progress_ended(lsp, first), 120, "first session end")
     second = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
-    await wait_for(lambda: progress_ended(lsp, second), 120, "second session end")
+    for sid in (first, second):
+        await wait_for(lambda sid=sid: any("wait(s) for the trust answer" in (getattr(v, "message", "") or "")
+                                           for v in lsp.progress_reports.get(f"superqode/{sid}", [])),
+                       120, f"{sid} waiting for the answer")
     assert len(asked) == 1  # one question for both runs
     answer.set_result(types.MessageActionItem(title="Not now"))
+    for sid in (first, second):
+        end = await wait_for(lambda sid=sid: progress_ended(lsp, sid), 120, f"{sid} end")
+        assert "toy_exec skipped (you answered Not now)" in end.message, end.message
     said = await wait_for(lambda: [m.message for m in lsp.messages if "skipped toy_exec" in m.message
                                    and len([x for x in lsp.messages if "skipped toy_exec" in x.message]) == 2],
                           10, "each run says its skip")
