@@ -34,3 +34,15 @@ _OFFER = {
     "not verified": "Unverified fix available.",
     "suppression": "Suppression available (silences the finding; does not fix it).",
 }
+
+
+def fix_counts(patches) -> str:
+    """The fixes of a run in the Quality Report's words, so the end message,
+    the report, hover and Fix All say the same numbers: "N verified fix(es)"
+    counts only fixes the covering tests passed with; fixes the tool alone
+    re-checked are "tool-verified only"."""
+    patches = list(patches)
+    verified = sum(1 for p in patches if p.kind == "fix" and p.verified)
+    tool_only = sum(1 for p in patches if p.kind == "fix" and p.label == "tool-verified only")
+    text = f"{verified} verified fix(es)"
+    return text + (f", {tool_only} tool-verified only" if tool_only else "")

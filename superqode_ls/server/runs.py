@@ -30,6 +30,7 @@ from ..models import Finding, QualityReport
 from ..workspace import landlock
 from . import tracking
 from .convert import model_range_to_points
+from .details import fix_counts
 from .errors import is_user_error, user_message
 from .progress import RunProgress
 from .registry import Run
@@ -471,18 +472,11 @@ def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> 
         ls.log(f"SuperQode: session {run.id}: {v.line}")
 
 
-def _ready(report: QualityReport) -> int:
-    """The fixes "Fix all" would offer: the tool re-checked them (and the
-    tests passed, where tests could run). Counted the way fix-all counts, so
-    the end of a session and a fix-all that follows say the same number."""
-    return sum(1 for p in report.patches if p.kind == "fix" and p.verified_by is not None)
-
-
 def _summary(run: Run, report: QualityReport) -> str:
     state = "cancelled" if report.cancelled else ("stale" if report.stale else report.verdict)
     line = (
         f"session {run.id}: {len(report.findings)} finding(s), "
-        f"{_ready(report)} verified fix(es), {state}"
+        f"{fix_counts(report.patches)}, {state}"
     )
     if run.trust_note:
         line += f"; {run.trust_note}"

@@ -220,12 +220,22 @@ end
 --- What Fix All did: the count, the files it edited and what it left out
 --- when the server says (an older server sends the count only).
 function M.fix_all_message(result)
+  if result.cancelled then
+    return "Fix All cancelled; nothing changed."
+  end
   local n = result.applied or 0
-  local text = n == 1 and "applied 1 verified fix" or ("applied %d verified fixes"):format(n)
-  if type(result.files) == "table" and #result.files > 0 then
+  local text
+  if type(result.counts) == "string" then
+    -- The server's words for the count: the session's end and the report say the same.
+    text = ("applied %d fix%s (%s)"):format(n, n == 1 and "" or "es", result.counts)
+  else
+    text = n == 1 and "applied 1 verified fix" or ("applied %d verified fixes"):format(n)
+  end
+  local files = type(result.relFiles) == "table" and result.relFiles or result.files
+  if type(files) == "table" and #files > 0 then
     text = text .. " in " .. table.concat(vim.tbl_map(function(f)
-      return vim.fn.fnamemodify(f, ":~:.")
-    end, result.files), ", ")
+      return type(result.relFiles) == "table" and f or vim.fn.fnamemodify(f, ":~:.")
+    end, files), ", ")
   end
   text = text .. "."
   if type(result.skipped) == "table" and #result.skipped > 0 then
