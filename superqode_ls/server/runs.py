@@ -291,8 +291,12 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         if run.cancel_requested:
             raise asyncio.CancelledError
         report = await _phase(ls, run, progress, roles, trusted, own_baseline, run.id)
+        more = run.next_roles is not None and run.state == "done"
+        if more:
+            run.state = "running"  # not over: a poll of listSessions must not see it ended
         await _finish(ls, run, report)
-        report = await _next_phases(ls, run, progress, report, cfg, own_baseline)
+        if more:
+            report = await _next_phases(ls, run, progress, report, cfg, own_baseline)
         run.report = report
         await ls.publisher.drain()
         summary = _summary(run, report)
@@ -381,9 +385,9 @@ async def _next_phases(ls: SuperQodeServer, run: Run, progress: RunProgress, rep
     """The roles that follow the first phase (the whole-tree roles of a file
     run, the roles the trust answer let run): one run to the user, so one
     progress, one end and one report that holds both phases."""
-    if run.next_roles is None or run.state != "done":
+    if run.next_roles is None:
+        run.state = "done"
         return report
-    run.state = "running"  # until the next phase ends: the run is not over
     if not run.next_roles.done():
         progress.report(f"{run.trust_note}; {progress.status()}")
     roles = await run.next_roles
