@@ -181,30 +181,66 @@ def inline_edit(ls: SuperQodeServer, t: Tracked) -> tuple[types.WorkspaceEdit, s
     path = to_fs_path(t.uri)
     if path is None:
         return None
-    change = comment_change(lines, t.sl, f.tool, f.rule_id, line_length(t.folder, path))
+    change = line_change(lines, t.sl, [(f.tool, f.rule_id), *_related(f.related_rules)],
+                         line_length(t.folder, path))
     if change is None:
         return None
-    start, end, new = change
+    start, end, new, shown = change
     rng = types.Range(
         start=types.Position(t.sl, to_client_col(lines, t.sl, start, ls.encoding)),
         end=types.Position(t.sl, to_client_col(lines, t.sl, end, ls.encoding)),
     )
     edit = types.TextEdit(range=rng, new_text=new)
-    shown = p_shown(lines[t.sl], start, end, new)
     if ls.client.document_changes:
         doc = types.OptionalVersionedTextDocumentIdentifier(uri=t.uri, version=ls.document_version(t.uri))
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=doc, edits=[edit])]), shown
     return types.WorkspaceEdit(changes={t.uri: [edit]}), shown
 
 
-def p_shown(line: str, start: int, end: int, new: str) -> str:
-    """The tool comment of the line once edited, as the action's title shows it."""
-    grown = line[:start] + new + line[end:]
-    for p in PRAGMAS.values():
-        m = p.existing.search(grown)
-        if m and m.end("codes") >= start:
-            return grown[m.start():m.end()].strip()
-    return new.strip()
+def _related(rules: list[str]) -> list[tuple[str, str]]:
+    """The same problem as other tools name it (a finding reported by bandit
+    and ruff's flake8-bandit is kept once, the other id in ``related_rules``):
+    each of those tools needs its own comment, or it still fails CI."""
+    out = []
+    for r in rules:
+        if re.fullmatch(r"S[0-9]{3}", r):
+            out.append(("ruff", r))
+        elif re.fullmatch(r"B[0-9]{3}", r):
+            out.append(("bandit", r))
+    return out
+
+
+def line_change(lines: list[str], row: int, rules: list[tuple[str, str]],
+                limit: int) -> tuple[int, int, str, str] | None:
+    """One edit of line ``row`` that silences every (tool, rule) of ``rules``
+    with its tool's comment: (start, end, new text, the comment as shown).
+    None when the first has no comment, or any of them does not fit: then
+    the baseline (a comment that leaves one tool failing is no ignore)."""
+    line = cur = lines[row]
+    for tool, rule in rules:
+        change = comment_change([*lines[:row], cur, *lines[row + 1:]], row, tool, rule, limit)
+        if change is None:
+            if pragma_for(tool, rule) is None or _silenced(cur, tool, rule):
+                if (tool, rule) == rules[0]:
+                    return None
+                continue
+            return None
+        start, end, new = change
+        cur = cur[:start] + new + cur[end:]
+    if cur == line:
+        return None
+    same = 0
+    while same < min(len(line), len(cur)) and line[same] == cur[same]:
+        same += 1
+    starts = [m.start() for p in PRAGMAS.values() if (m := p.existing.search(cur))]
+    shown = cur[min(starts):].strip() if starts else cur[same:].strip()
+    return same, len(line), cur[same:], shown
+
+
+def _silenced(line: str, tool: str, rule: str) -> bool:
+    p = PRAGMAS[tool]
+    m = p.existing.search(line)
+    return bool(p.bare.search(line) or (m and rule in [c.strip() for c in m.group("codes").split(",")]))
 
 
 def baseline_path(ls: SuperQodeServer, folder: str) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.server.ignore import comment_change, line_length
+from superqode_ls.server.ignore import comment_change, line_change, line_length
 
 BIN = Path(sys.executable).parent
 
@@ -92,6 +92,23 @@ def test_b602_gets_nosec_that_bandit_honours(tmp_path: Path):
     assert edited[3] == "    subprocess.call(cmd, shell=True)  # nosec B602"
     assert edited[4] == "    subprocess.Popen(cmd, shell=True)  # nosec B404, B602"
     assert [c for c, _ in bandit_codes(tmp_path, edited) if c == "B602"] == []
+
+
+def test_one_problem_two_tools_gets_both_comments(tmp_path: Path):
+    # bandit's B105 and ruff's S105 on one line are kept as one finding (S105
+    # in related_rules): both tools must go quiet, or CI still fails.
+    lines = ["def login():", "    password = 'hunter2'  # demo", "    return password"]
+    assert ("B105", 2) in bandit_codes(tmp_path, lines)
+    assert ruff_codes(tmp_path, lines, "S105") == [("S105", 2)]
+    start, end, new, shown = line_change(lines, 1, [("bandit", "B105"), ("ruff", "S105"),
+                                                    ("superqode-secrets", "secret-generic")], 88)
+    edited = [lines[0], lines[1][:start] + new + lines[1][end:], lines[2]]
+    assert edited[1] == "    password = 'hunter2'  # demo  # nosec B105  # noqa: S105"
+    assert shown == "# nosec B105  # noqa: S105"
+    assert [c for c, _ in bandit_codes(tmp_path, edited) if c == "B105"] == []
+    assert ruff_codes(tmp_path, edited, "S105", "E501") == []
+    # One of them cannot fit: no comment at all (the baseline), never half an ignore.
+    assert line_change(lines, 1, [("bandit", "B105"), ("ruff", "S105")], 50) is None
 
 
 def test_mypy_comment_goes_first_on_the_line(tmp_path: Path):
