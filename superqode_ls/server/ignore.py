@@ -57,7 +57,7 @@ PRAGMAS = {
                    re.compile(rf"#\s*noqa:\s*(?P<codes>{_CODE}(?:\s*,\s*{_CODE})*)", re.IGNORECASE),
                    re.compile(r"#\s*noqa(?!:)\b", re.IGNORECASE)),
     "bandit": Pragma("bandit", "# nosec {code}",
-                     re.compile(rf"#\s*nosec:?\s*(?P<codes>B[0-9]+(?:\s*,\s*B[0-9]+)*)", re.IGNORECASE),
+                     re.compile(r"#\s*nosec:?\s*(?P<codes>B[0-9]+(?:\s*,\s*B[0-9]+)*)", re.IGNORECASE),
                      re.compile(r"#\s*nosec\b(?!:?\s*B[0-9])", re.IGNORECASE)),
     "mypy": Pragma("mypy", "# type: ignore[{code}]",
                    re.compile(rf"#\s*type:\s*ignore\[(?P<codes>{_MYPY_CODE}(?:\s*,\s*{_MYPY_CODE})*)\]"),
