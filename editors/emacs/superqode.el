@@ -217,10 +217,16 @@ fails the edit.  Any other question is still asked."
   "What Fix All did (RESULT of superqode.applyAllFixes): the count, the
 files and what was skipped, when the server says."
   (let* ((n (or (plist-get result :applied) 0))
-         (files (append (plist-get result :files) nil))
+         (rel (append (plist-get result :relFiles) nil))
+         (files (or rel (mapcar #'file-name-nondirectory (append (plist-get result :files) nil))))
+         (counts (plist-get result :counts))
          (skipped (append (plist-get result :skipped) nil)))
-    (concat (if (= n 1) "applied 1 verified fix" (format "applied %d verified fixes" n))
-            (if files (concat " in " (mapconcat #'file-name-nondirectory files ", ")) "")
+    (concat (cond ((eq (plist-get result :cancelled) t) "Fix All cancelled; nothing changed")
+                  ;; The server's words for the count: the session's end and the report say the same.
+                  ((stringp counts) (format "applied %d fix%s (%s)" n (if (= n 1) "" "es") counts))
+                  ((= n 1) "applied 1 verified fix")
+                  (t (format "applied %d verified fixes" n)))
+            (if files (concat " in " (mapconcat #'identity files ", ")) "")
             "."
             (if skipped
                 (format " Skipped %d: %s." (length skipped)

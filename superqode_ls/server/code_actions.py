@@ -1,5 +1,7 @@
 """Code actions: a quickfix per finding with a patch that still fits,
-``superqode.ignore`` ("ignore this finding", beside it),
+``superqode.details`` ("show details", the default action of a finding
+without a safe verified fix), ``superqode.ignore`` ("ignore this finding",
+last: never the default),
 ``source.fixAll.superqode`` (all verified safe fixes of the file) and
 ``source.superqode.runQE`` (run QE on this file).
 
@@ -19,7 +21,8 @@ from .server import SuperQodeServer
 FIX_ALL = "source.fixAll.superqode"
 RUN_QE = "source.superqode.runQE"
 IGNORE = "superqode.ignore"
-KINDS = [types.CodeActionKind.QuickFix, IGNORE, FIX_ALL, RUN_QE]
+DETAILS = "superqode.details"
+KINDS = [types.CodeActionKind.QuickFix, DETAILS, IGNORE, FIX_ALL, RUN_QE]
 
 
 def wanted(kind: str, only: list[str] | None) -> bool:
@@ -44,7 +47,8 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
     literal = ls.client.code_action_literals
     want_fix = wanted(types.CodeActionKind.QuickFix.value, only)
     want_ignore = wanted(IGNORE, only)
-    if want_fix or want_ignore:
+    want_details = wanted(DETAILS, only)
+    if want_fix or want_ignore or want_details:
         asked = {
             (d.data or {}).get("findingId")
             for d in params.context.diagnostics
@@ -59,10 +63,16 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
             diag = ls.protocol._converter.structure(
                 diagnostic_of(ls, t, lines, version), types.Diagnostic
             ) if literal else None
-            if want_fix:
-                out.extend(_fix_actions(ls, t, diag, literal))
+            mine = _fix_actions(ls, t, diag, literal) if want_fix else []
+            if want_details:
+                preferred = not any(getattr(a, "is_preferred", False) for a in mine)
+                mine.append(_details_action(t, diag, literal, preferred=preferred and literal))
             if want_ignore:
-                out.extend(ignore.actions(ls, t, diag, literal, IGNORE))
+                mine.extend(ignore.actions(ls, t, diag, literal, IGNORE))
+            out.extend(mine)
+        # The default first too, for clients that take the first action
+        # (a picker's Enter) rather than the preferred one.
+        out.sort(key=lambda a: not getattr(a, "is_preferred", False))
     unsafe_ok = fixes.allows_unsafe(ls, uri)
     if wanted(FIX_ALL, only) and fixes.fixable(ls, uri, verified_only=True, allow_unsafe=unsafe_ok):
         if literal:
@@ -91,6 +101,15 @@ def actions_for(ls: SuperQodeServer, params: types.CodeActionParams):
         out.append(types.CodeAction(title="Run QE on this file", kind=RUN_QE, command=cmd)
                    if literal else cmd)
     return out or None
+
+
+def _details_action(t, diag, literal: bool, *, preferred: bool):
+    cmd = types.Command(title=f"SuperQode: show details of {t.finding.rule_id}",
+                        command="superqode.showFinding", arguments=[{"findingId": t.id}])
+    if not literal:
+        return cmd
+    return types.CodeAction(title=cmd.title, kind=DETAILS, diagnostics=[diag] if diag else None,
+                            command=cmd, is_preferred=preferred)
 
 
 def _fix_actions(ls: SuperQodeServer, t, diag, literal: bool) -> list:

@@ -15,9 +15,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path, to_fs_path
 
-from . import fixes, ignore, sessions
+from . import fix_all_scope, fixes, ignore, sessions
 from .args import Args, parse
 from .base import session_root
+from .details import details, fix_counts
 from .errors import fail
 from .runs import start_run
 from .server import SuperQodeServer
@@ -42,8 +43,11 @@ class FixArgs(Args):
     findingId: str
 
 
-class IgnoreArgs(Args):
+class FindingArgs(Args):
     findingId: str
+
+
+IgnoreArgs = FindingArgs
 
 
 class FixAllArgs(Args):
@@ -103,7 +107,9 @@ def register(ls: SuperQodeServer) -> None:
     @ls.command("superqode.applyAllFixes")
     async def apply_all(ls: SuperQodeServer, *args):
         a = parse(FixAllArgs, args, "superqode.applyAllFixes")
-        return await apply_all_fixes(ls, [a.uri] if a.uri else ls.store.uris(), notify=a.notify)
+        if a.uri:
+            return await apply_all_fixes(ls, [a.uri], notify=a.notify)
+        return await apply_all_fixes(ls, ls.store.uris(), notify=a.notify, workspace=True)
 
     @ls.command("superqode.ignoreFinding")
     async def ignore_finding(ls: SuperQodeServer, *args):
@@ -115,6 +121,18 @@ def register(ls: SuperQodeServer) -> None:
         path = await asyncio.to_thread(ignore.add_to_baseline, ls, t)
         ignore.forget(ls, t)
         return {"findingId": t.id, "baseline": str(path)}
+
+    @ls.command("superqode.showFinding")
+    def show_finding(ls: SuperQodeServer, *args):
+        # The default code action of a finding without a fix: says what it
+        # is, changes nothing.
+        a = parse(FindingArgs, args, "superqode.showFinding")
+        t = ls.store.find(a.findingId)
+        if t is None:
+            raise fail(f"no finding {a.findingId}")
+        text = details(ls, t, md=False)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
+        return {"findingId": t.id, "details": text}
 
     @ls.command("superqode.listSessions")
     def list_sessions(ls: SuperQodeServer, *args):
@@ -210,17 +228,28 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
 FIX_ALL_PASSES = 3
 
 
-async def apply_all_fixes(ls: SuperQodeServer, uris: list[str], *, notify: bool = False) -> dict[str, Any]:
+async def apply_all_fixes(ls: SuperQodeServer, uris: list[str], *, notify: bool = False,
+                          workspace: bool = False) -> dict[str, Any]:
     """Every verified safe fix of ``uris``, open or not: one edit per folder,
     then again for fixes that overlapped one just applied (they are read
     against the new text). The result (and a message) names the files and
-    what was left out, with the reason."""
+    what was left out, with the reason.
+
+    Over the ``workspace``, only what the user was shown (``fixes.shown``:
+    no hints), and files no editor has open only once the user said so."""
+    if workspace:
+        uris = await fix_all_scope.confirm(ls, uris)
+        if uris is None:
+            result = {"applied": 0, "files": [], "skipped": [], "cancelled": True}
+            if notify:
+                ls.notify_user("SuperQode: Fix All cancelled; nothing changed.")
+            return result
     applied: list = []
     files: dict[str, None] = {}
     refused: list = []
     left: list = []
     for _ in range(FIX_ALL_PASSES):
-        batches, left = fixes.fix_all_batches(ls, uris)
+        batches, left = fixes.fix_all_batches(ls, uris, shown_only=workspace)
         if not batches:
             break
         moved = False
@@ -239,10 +268,15 @@ async def apply_all_fixes(ls: SuperQodeServer, uris: list[str], *, notify: bool 
                 if t not in refused]
     for uri in uris:
         for t in ls.store.visible(uri):
+            if workspace and not fixes.shown(t):
+                continue
             reason = fixes.skip_reason(ls, t, fixes.allows_unsafe(ls, uri))
             if reason is not None:
                 skipped.append(_skip(t, reason))
-    result = {"applied": len(applied), "files": list(files), "skipped": skipped}
+    result = {"applied": len(applied), "files": list(files), "skipped": skipped,
+              "relFiles": [fix_all_scope.rel(ls, f) for f in files],
+              "counts": fix_counts(fixes.patch_of(ls, t) for t in applied
+                                   if fixes.patch_of(ls, t) is not None)}
     if notify:
         ls.notify_user(f"SuperQode: {fix_all_line(result)}")
     return result
@@ -250,12 +284,14 @@ async def apply_all_fixes(ls: SuperQodeServer, uris: list[str], *, notify: bool 
 
 def fix_all_line(result: dict[str, Any]) -> str:
     n = result["applied"]
-    text = f"applied {n} verified fix{'' if n == 1 else 'es'}"
+    text = f"applied {n} fix{'' if n == 1 else 'es'}"
+    if result.get("counts"):
+        text += f" ({result['counts']})"
     if result["files"]:
-        text += " in " + ", ".join(os.path.basename(f) for f in result["files"])
+        text += " in " + ", ".join(result.get("relFiles") or result["files"])
     text += "."
     if result["skipped"]:
-        parts = "; ".join(f"{s['rule']} in {os.path.basename(s['file'] or '?')} ({s['reason']})"
+        parts = "; ".join(f"{s['rule']} in {s['file'] or '?'} ({s['reason']})"
                           for s in result["skipped"])
         text += f" Skipped {len(result['skipped'])}: {parts}."
     return text

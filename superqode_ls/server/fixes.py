@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from lsprotocol import types
 
 from ..models import Patch
-from .convert import units
+from .convert import lsp_severity, units
 from .patches import FileEdits, LineEdit, PatchError, file_edits, text_edit_range
 from .server import SuperQodeServer
 from .store import Tracked
@@ -137,11 +137,24 @@ def is_unsafe(t: Tracked) -> bool:
     return "fix:unsafe" in t.finding.tags
 
 
+HINT = 4  # LSP DiagnosticSeverity.Hint
+
+
+def shown(t: Tracked) -> bool:
+    """Whether the user was shown ``t``: published above hint severity. Hints
+    (findings in examples, tests, docs, lowered by the path classes) are
+    dots at most, absent from problem lists: a workspace Fix All leaves them."""
+    return lsp_severity(t.finding.severity) < HINT
+
+
 def fixable(
-    ls: SuperQodeServer, uri: str, *, verified_only: bool, allow_unsafe: bool = False
+    ls: SuperQodeServer, uri: str, *, verified_only: bool, allow_unsafe: bool = False,
+    shown_only: bool = False,
 ) -> list[Tracked]:
     out = []
     for t in ls.store.visible(uri):
+        if shown_only and not shown(t):
+            continue
         p = patch_of(ls, t)
         # "Fix all" takes what the tool verified (with the tests, or without
         # where none could run: an untrusted folder); never a suppression.
@@ -195,14 +208,15 @@ def allows_unsafe(ls: SuperQodeServer, uri: str) -> bool:
 
 
 def fix_all_batches(
-    ls: SuperQodeServer, uris: Iterable[str]
+    ls: SuperQodeServer, uris: Iterable[str], *, shown_only: bool = False
 ) -> tuple[list[tuple[types.WorkspaceEdit, list[Tracked]]], list[Tracked]]:
     """One edit per workspace folder for every verified fix in ``uris`` that
     fits together, and the fixable findings left for a later pass (their fix
     overlaps one taken, or does not fit the current text)."""
     by_folder: dict[str, list[Tracked]] = {}
     for uri in uris:
-        for t in fixable(ls, uri, verified_only=True, allow_unsafe=allows_unsafe(ls, uri)):
+        for t in fixable(ls, uri, verified_only=True, allow_unsafe=allows_unsafe(ls, uri),
+                         shown_only=shown_only):
             by_folder.setdefault(t.folder, []).append(t)
     batches: list[tuple[types.WorkspaceEdit, list[Tracked]]] = []
     left: list[Tracked] = []

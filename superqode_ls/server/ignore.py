@@ -1,16 +1,31 @@
-""""Ignore this finding": an inline ``# superqode: ignore[RULE]`` comment on
-the flagged line (the suppression syntax ``qe/noise.py`` reads, so the next
-run drops it too), or an entry in the folder's baseline file
-(``superqode.ignoreFinding``), which editor runs then use.
+""""Ignore this finding", by the mechanism the finding's own tool reads, so
+ruff, bandit and mypy in CI stay quiet too, not only SuperQode:
+
+- a ruff rule: ``# noqa: CODE`` (joined to the line's ``# noqa: X`` as
+  ``# noqa: X, CODE``);
+- a bandit rule: ``# nosec BXXX`` (joined likewise);
+- a mypy error: ``# type: ignore[code]``;
+- anything else (SuperQode's own rules, the secrets scan, test failures), and
+  any comment that would push the line past the project's line length (ruff's
+  ``line-length``, default 88): an entry in the folder's baseline file
+  (``superqode.ignoreFinding``), which editor runs then use.
+
+SuperQode's engine honours the same comments (``qe/noise.py``); the old
+``# superqode: ignore[...]`` comment is still read there, never written.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
 from ..config import ConfigError, load_config
 from ..qe import baseline
@@ -19,29 +34,158 @@ from .errors import fail
 from .server import SuperQodeServer
 from .store import Tracked
 
-# Files whose comments start with "#" (what noise.py's suppression reads).
-HASH_COMMENT = {".py", ".pyi", ".pyw", ".sh", ".bash", ".yaml", ".yml", ".toml", ".cfg", ".ini",
-                ".rb", ".pl", ".r", ".conf", ".env", ".txt", ""}
-_EXISTING = re.compile(r"#\s*superqode:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
+DEFAULT_LINE_LENGTH = 88  # ruff's and black's default
+_PY = {".py", ".pyi", ".pyw"}
+_CODE = r"[A-Za-z]+[0-9]+"
+_MYPY_CODE = r"[a-z][a-z0-9-]*"
 
 
-def inline_edit(ls: SuperQodeServer, t: Tracked) -> types.WorkspaceEdit | None:
-    """The comment that silences ``t`` on its first line (None: the file's
-    comments are not ``#``, or the line is gone)."""
-    if t.stale or Path(t.finding.file or "").suffix.lower() not in HASH_COMMENT:
+@dataclass(frozen=True)
+class Pragma:
+    """One tool's suppression comment: how a new one reads, and the existing
+    one a code joins (its code list in group ``codes``)."""
+
+    tool: str
+    fresh: str  # format with {code}
+    existing: re.Pattern[str]
+    bare: re.Pattern[str]  # the comment without codes: it silences everything already
+    joiner: str = ", "
+
+
+PRAGMAS = {
+    "ruff": Pragma("ruff", "# noqa: {code}",
+                   re.compile(rf"#\s*noqa:\s*(?P<codes>{_CODE}(?:\s*,\s*{_CODE})*)", re.IGNORECASE),
+                   re.compile(r"#\s*noqa(?!:)\b", re.IGNORECASE)),
+    "bandit": Pragma("bandit", "# nosec {code}",
+                     re.compile(r"#\s*nosec:?\s*(?P<codes>B[0-9]+(?:\s*,\s*B[0-9]+)*)", re.IGNORECASE),
+                     re.compile(r"#\s*nosec\b(?!:?\s*B[0-9])", re.IGNORECASE)),
+    "mypy": Pragma("mypy", "# type: ignore[{code}]",
+                   re.compile(rf"#\s*type:\s*ignore\[(?P<codes>{_MYPY_CODE}(?:\s*,\s*{_MYPY_CODE})*)\]"),
+                   re.compile(r"#\s*type:\s*ignore(?!\[)")),
+}
+# Codes a tool's comment cannot name (mypy's own labels for parse errors).
+_UNNAMEABLE = {"syntax", "misc-syntax"}
+
+
+def pragma_for(tool: str, rule: str) -> Pragma | None:
+    p = PRAGMAS.get(tool)
+    if p is None or rule in _UNNAMEABLE:
+        return None
+    pattern = _MYPY_CODE if tool == "mypy" else _CODE
+    return p if re.fullmatch(pattern, rule) else None
+
+
+def _ruff_length(path: Path) -> int | None:
+    """``line-length`` of one ruff config file; None: the file does not set
+    ruff's options (a pyproject without ``[tool.ruff]``), keep looking up."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("ruff")
+        if not isinstance(data, dict):
+            return None
+    value = data.get("line-length")
+    # A config without line-length still decides: ruff uses its default then.
+    return value if isinstance(value, int) and value > 0 else DEFAULT_LINE_LENGTH
+
+
+def line_length(folder: str | Path, file: str | Path) -> int:
+    """The line length ruff applies to ``file``: the closest ruff config
+    (``.ruff.toml``, ``ruff.toml``, ``pyproject.toml`` with ``[tool.ruff]``)
+    between the file and the workspace folder, else 88."""
+    root = Path(folder).resolve()
+    here = Path(file).resolve().parent
+    while True:
+        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
+            cfg = here / name
+            if cfg.is_file():
+                found = _ruff_length(cfg)
+                if found is not None:
+                    return found
+        if here == root or root not in here.parents:
+            return DEFAULT_LINE_LENGTH
+        here = here.parent
+
+
+def comment_slot(lines: list[str], row: int) -> int | None:
+    """Where a comment may go on line ``row`` (0-based): the column of its
+    first comment, or its end; None where nothing may be added: the line ends
+    inside a string (the comment would become text) or with a backslash, or
+    the file does not tokenize."""
+    line = lines[row]
+    if line.rstrip().endswith("\\"):
+        return None
+    text = "\n".join(lines) + "\n"
+    first_comment = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            (sr, sc), (er, _ec) = tok.start, tok.end
+            if sr - 1 > row:
+                break
+            if tok.type == tokenize.COMMENT and sr - 1 == row and first_comment is None:
+                first_comment = sc
+            elif tok.type not in (tokenize.NL, tokenize.NEWLINE) and sr - 1 <= row < er - 1:
+                return None  # a string (or f-string part) runs on past this line
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return len(line.rstrip()) if first_comment is None else first_comment
+
+
+def comment_change(lines: list[str], row: int, tool: str, rule: str,
+                   limit: int) -> tuple[int, int, str] | None:
+    """(start, end, new text) that makes line ``row`` silence ``rule`` for
+    ``tool``, or None: the tool has no comment for it, no comment can go on
+    the line, or the line would grow past ``limit`` (then the baseline is the
+    place; a line already too long may take ``# noqa: E501``, the comment made
+    for it)."""
+    p = pragma_for(tool, rule)
+    if p is None:
+        return None
+    slot = comment_slot(lines, row)
+    if slot is None:
+        return None
+    line = lines[row]
+    m = p.existing.search(line)
+    if m:  # one comment per tool per line: the code joins the ones it names
+        codes = [c.strip() for c in m.group("codes").split(",")]
+        if rule in codes:
+            return None
+        start = end = m.end("codes")
+        new = f"{p.joiner}{rule}"
+    elif p.bare.search(line):
+        return None  # already silenced for every rule: nothing to add
+    elif tool == "mypy" and slot < len(line.rstrip()):
+        # mypy reads "# type: ignore" only as the line's first comment.
+        start = end = slot
+        new = f"{p.fresh.format(code=rule)}  "
+    else:
+        start, end = len(line.rstrip()), len(line)  # trailing blanks go
+        new = f"  {p.fresh.format(code=rule)}"
+    grown = line[:start] + new + line[end:]
+    if len(grown) > limit and not (tool == "ruff" and rule == "E501"):
+        return None
+    return start, end, new
+
+
+def inline_edit(ls: SuperQodeServer, t: Tracked) -> tuple[types.WorkspaceEdit, str] | None:
+    """The tool's own comment that silences ``t`` on its first line, with the
+    comment as the user will read it (None: use the baseline)."""
+    f = t.finding
+    if t.stale or Path(f.file or "").suffix.lower() not in _PY:
         return None
     lines = ls.current_lines(t.uri)
     if t.sl >= len(lines):
         return None
-    line = lines[t.sl]
-    rule = t.finding.rule_id
-    m = _EXISTING.search(line)
-    if m:  # one comment per line: the rule joins the ones it names
-        codes = [c.strip() for c in m.group("codes").split(",") if c.strip()]
-        start, end, new = m.start("codes"), m.end("codes"), ", ".join([*codes, rule])
-    else:
-        start = end = len(line)
-        new = f"  # superqode: ignore[{rule}]"
+    path = to_fs_path(t.uri)
+    if path is None:
+        return None
+    change = line_change(lines, t.sl, [(f.tool, f.rule_id), *_related(f.related_rules)],
+                         line_length(t.folder, path))
+    if change is None:
+        return None
+    start, end, new, shown = change
     rng = types.Range(
         start=types.Position(t.sl, to_client_col(lines, t.sl, start, ls.encoding)),
         end=types.Position(t.sl, to_client_col(lines, t.sl, end, ls.encoding)),
@@ -49,8 +193,54 @@ def inline_edit(ls: SuperQodeServer, t: Tracked) -> types.WorkspaceEdit | None:
     edit = types.TextEdit(range=rng, new_text=new)
     if ls.client.document_changes:
         doc = types.OptionalVersionedTextDocumentIdentifier(uri=t.uri, version=ls.document_version(t.uri))
-        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=doc, edits=[edit])])
-    return types.WorkspaceEdit(changes={t.uri: [edit]})
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=doc, edits=[edit])]), shown
+    return types.WorkspaceEdit(changes={t.uri: [edit]}), shown
+
+
+def _related(rules: list[str]) -> list[tuple[str, str]]:
+    """The same problem as other tools name it (a finding reported by bandit
+    and ruff's flake8-bandit is kept once, the other id in ``related_rules``):
+    each of those tools needs its own comment, or it still fails CI."""
+    out = []
+    for r in rules:
+        if re.fullmatch(r"S[0-9]{3}", r):
+            out.append(("ruff", r))
+        elif re.fullmatch(r"B[0-9]{3}", r):
+            out.append(("bandit", r))
+    return out
+
+
+def line_change(lines: list[str], row: int, rules: list[tuple[str, str]],
+                limit: int) -> tuple[int, int, str, str] | None:
+    """One edit of line ``row`` that silences every (tool, rule) of ``rules``
+    with its tool's comment: (start, end, new text, the comment as shown).
+    None when the first has no comment, or any of them does not fit: then
+    the baseline (a comment that leaves one tool failing is no ignore)."""
+    line = cur = lines[row]
+    for tool, rule in rules:
+        change = comment_change([*lines[:row], cur, *lines[row + 1:]], row, tool, rule, limit)
+        if change is None:
+            if pragma_for(tool, rule) is None or _silenced(cur, tool, rule):
+                if (tool, rule) == rules[0]:
+                    return None
+                continue
+            return None
+        start, end, new = change
+        cur = cur[:start] + new + cur[end:]
+    if cur == line:
+        return None
+    same = 0
+    while same < min(len(line), len(cur)) and line[same] == cur[same]:
+        same += 1
+    starts = [m.start() for p in PRAGMAS.values() if (m := p.existing.search(cur))]
+    shown = cur[min(starts):].strip() if starts else cur[same:].strip()
+    return same, len(line), cur[same:], shown
+
+
+def _silenced(line: str, tool: str, rule: str) -> bool:
+    p = PRAGMAS[tool]
+    m = p.existing.search(line)
+    return bool(p.bare.search(line) or (m and rule in [c.strip() for c in m.group("codes").split(",")]))
 
 
 def baseline_path(ls: SuperQodeServer, folder: str) -> Path:
@@ -61,16 +251,19 @@ def baseline_path(ls: SuperQodeServer, folder: str) -> Path:
 
 def actions(ls: SuperQodeServer, t: Tracked, diag: types.Diagnostic | None, literal: bool,
             kind: str) -> list:
+    """The ignore actions of ``t``: its tool's comment where one fits, else the
+    baseline. Never preferred: a default action must not silence a finding."""
     rule = t.finding.rule_id
     out: list[Any] = []
-    edit = inline_edit(ls, t) if literal else None
-    if edit is not None:
+    inline = inline_edit(ls, t) if literal else None
+    if inline is not None:
+        edit, shown = inline
         out.append(types.CodeAction(
-            title=f"SuperQode: ignore {rule} on this line",
-            kind=kind, diagnostics=[diag] if diag else None, edit=edit))
+            title=f"SuperQode: ignore {rule} on this line ({shown})",
+            kind=kind, diagnostics=[diag] if diag else None, edit=edit, is_preferred=False))
     cmd = types.Command(title=f"SuperQode: ignore {rule} (add to the baseline)",
                         command="superqode.ignoreFinding", arguments=[{"findingId": t.id}])
-    out.append(types.CodeAction(title=cmd.title, kind=kind,
+    out.append(types.CodeAction(title=cmd.title, kind=kind, is_preferred=False,
                                 diagnostics=[diag] if diag else None, command=cmd)
                if literal else cmd)
     return out

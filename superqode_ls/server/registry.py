@@ -69,6 +69,10 @@ class Run:
     # What became of the roles that wait for the trust answer while this run
     # goes (said at its end): waiting, following, or skipped and why.
     trust_note: str | None = None
+    # The roles this run goes on with after its first engine session (the
+    # whole-tree roles of a file run; those the trust answer lets run, None
+    # when it says no): still one run, one progress, one end, one report.
+    next_roles: asyncio.Future | None = None
 
     @property
     def finished(self) -> bool:

@@ -31,9 +31,11 @@ from ..qe.display import agent_call_line, usage_line
 from ..workspace import landlock, namespaces
 from . import tracking
 from .convert import model_range_to_points
+from .details import fix_counts
 from .errors import is_user_error, user_message
 from .progress import RunProgress
 from .registry import Run
+from .run_report import combine, rewrite_report
 from .server import SuperQodeServer
 from .store import Tracked
 from .watch import ensure_watcher
@@ -177,6 +179,7 @@ async def _resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[li
     if static and run.folder not in ls.trust_declined:
         run.only_roles = set(static)
         run.trust_note = f"{', '.join(needs_trust)} wait(s) for the trust answer"
+        run.next_roles = asyncio.get_running_loop().create_future()
         ls.background(_trust_later(ls, run, needs_trust), f"trust question for {run.id}")
         return run.roles, False
     answer = await ask_trust_answer(ls, run.folder, needs_trust)
@@ -207,19 +210,10 @@ def _sparse_first(ls: SuperQodeServer, run: Run, cfg: Config, roles: list[str] |
         return roles
     local, rest = plan
     run.only_roles = set(local)
-    run.trust_note = f"{', '.join(rest)} run(s) next, in a session of their own"
-    ls.background(_follow(ls, run, rest), f"whole-tree roles after {run.id}")
+    run.trust_note = f"{', '.join(rest)} run(s) next, in a full sandbox"
+    run.next_roles = asyncio.get_running_loop().create_future()
+    run.next_roles.set_result(rest)
     return local
-
-
-async def _follow(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
-    if run.task is not None and not run.task.done():
-        await asyncio.wait([run.task])
-    if run.state == "cancelled" or ls.shutting_down:
-        return
-    follow = start_run(ls, run.folder, files=run.files, mode=run.mode, roles=roles,
-                       trigger=run.trigger)
-    follow.only_roles = set(roles)
 
 
 def _say_skipped(ls: SuperQodeServer, folder: str, roles: list[str], reason: str) -> None:
@@ -232,27 +226,27 @@ def _say_skipped(ls: SuperQodeServer, folder: str, roles: list[str], reason: str
 
 async def _trust_later(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
     """Ask while the static roles run; on "Trust folder" the roles that run
-    code follow as their own session once this run has ended (one sandbox at a
-    time per folder), else they are skipped with the reason shown."""
+    code are the run's next phase (after the static one: one sandbox at a time
+    per folder), else they are skipped with the reason shown. Either way the
+    run ends once, after the answer."""
     from .trust import SKIP_REASON, TRUST, ask_trust_answer
 
-    answer = await ask_trust_answer(ls, run.folder, roles)
+    answer = None
+    try:
+        answer = await ask_trust_answer(ls, run.folder, roles)
+    finally:
+        trusted = answer == TRUST
+        if run.next_roles is not None and not run.next_roles.done():
+            run.next_roles.set_result(roles if trusted else None)
     names = ", ".join(roles)
-    if answer != TRUST:
+    if not trusted:
         run.trust_note = f"{names} skipped ({SKIP_REASON[answer]})"
         _say_skipped(ls, run.folder, roles, SKIP_REASON[answer])
         ls.notify_user(f"SuperQode: skipped {names}: the folder is not trusted "
                        f"({SKIP_REASON[answer]})", types.MessageType.Warning)
         return
-    run.trust_note = f"{names} run(s) next, in a session of their own"
-    if run.task is not None and not run.task.done():
-        await asyncio.wait([run.task])
-    if run.state == "cancelled" or ls.shutting_down:
-        return
-    follow = start_run(ls, run.folder, files=run.files, mode=run.mode, roles=roles,
-                       trigger="trust")
-    follow.only_roles = set(roles)
-    ls.log(f"SuperQode: {run.folder} trusted; session {follow.id} runs {', '.join(roles)}")
+    run.trust_note = f"{names} run(s) next"
+    ls.log(f"SuperQode: {run.folder} trusted; session {run.id} runs {names} next")
 
 
 def build_request(
@@ -281,8 +275,6 @@ def build_request(
 async def _drive(ls: SuperQodeServer, run: Run) -> None:
     progress = RunProgress(ls, f"superqode/{run.id}", run.cancel)
     what = ", ".join(run.files) if run.files else os.path.basename(run.folder)
-    loop = asyncio.get_running_loop()
-    loop_thread = threading.get_ident()
     try:
         run.announcing = True
         try:
@@ -302,41 +294,14 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         run.trusted = trusted
         if run.cancel_requested:
             raise asyncio.CancelledError
-        from ..events import EventBus
-        from ..qe.pipeline import QESession
-
-        request = build_request(ls, run, roles, trusted, own_baseline)
-        bus = EventBus(run.id)
-
-        def sink(event) -> None:
-            # Taken in right away (tens of microseconds a finding): the engine
-            # emits a role's findings in one synchronous burst, and anything
-            # deferred would wait behind its next synchronous step.
-            if threading.get_ident() == loop_thread:
-                _on_event(ls, run, progress, event)
-            else:
-                loop.call_soon_threadsafe(_on_event, ls, run, progress, event)
-
-        bus.subscribe(sink)
-        session = QESession(request, bus=bus, session_id=run.id)
-        run.session = session
-        if run.cancel_requested:
-            session.cancel()
-        run.state = "running"
-        try:
-            report = await session.run()
-        except Exception as e:
-            partial = getattr(e, "report", None)
-            if partial is None:
-                raise
-            report = partial
-            run.error = user_message(e)
-        run.report = report
-        run.patches = dict(session.patches) or {p.id: p for p in report.patches}
-        run.session = None
-        del session
-        run.state = "cancelled" if report.cancelled else ("failed" if run.error else "done")
+        report = await _phase(ls, run, progress, roles, trusted, own_baseline, run.id)
+        more = run.next_roles is not None and run.state == "done"
+        if more:
+            run.state = "running"  # not over: a poll of listSessions must not see it ended
         await _finish(ls, run, report)
+        if more:
+            report = await _next_phases(ls, run, progress, report, cfg, own_baseline)
+        run.report = report
         await ls.publisher.drain()
         summary = _summary(run, report)
         progress.end(summary)
@@ -375,6 +340,81 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         ls.runs.prune()
 
 
+async def _phase(ls: SuperQodeServer, run: Run, progress: RunProgress, roles: list[str] | None,
+                 trusted: bool, baseline: Path | None, session_id: str) -> QualityReport:
+    """One engine session of the run (its first, or the roles that follow it
+    in a full sandbox or after the trust answer): events into the run's one
+    progress, its report and patches handed to the run."""
+    from ..events import EventBus
+    from ..qe.pipeline import QESession
+
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+    request = build_request(ls, run, roles, trusted, baseline)
+    bus = EventBus(session_id)
+
+    def sink(event) -> None:
+        # Taken in right away (tens of microseconds a finding): the engine
+        # emits a role's findings in one synchronous burst, and anything
+        # deferred would wait behind its next synchronous step.
+        if threading.get_ident() == loop_thread:
+            _on_event(ls, run, progress, event)
+        else:
+            loop.call_soon_threadsafe(_on_event, ls, run, progress, event)
+
+    bus.subscribe(sink)
+    session = QESession(request, bus=bus, session_id=session_id)
+    run.session = session
+    if run.cancel_requested:
+        session.cancel()
+    run.state = "running"
+    try:
+        report = await session.run()
+    except Exception as e:
+        partial = getattr(e, "report", None)
+        if partial is None:
+            raise
+        report = partial
+        run.error = user_message(e)
+    run.report = report
+    run.patches.update(dict(session.patches) or {p.id: p for p in report.patches})
+    run.session = None
+    del session
+    run.state = "cancelled" if report.cancelled else ("failed" if run.error else "done")
+    return report
+
+
+async def _next_phases(ls: SuperQodeServer, run: Run, progress: RunProgress, report: QualityReport,
+                       cfg: Config, baseline: Path | None) -> QualityReport:
+    """The roles that follow the first phase (the whole-tree roles of a file
+    run, the roles the trust answer let run): one run to the user, so one
+    progress, one end and one report that holds both phases."""
+    if run.next_roles is None:
+        run.state = "done"
+        return report
+    if not run.next_roles.done():
+        progress.report(f"{run.trust_note}; {progress.status()}")
+    roles = await run.next_roles
+    run.next_roles = None
+    if not roles or run.cancel_requested or ls.shutting_down:
+        run.state = "done"
+        return report
+    from ..workspace.paths import new_session_id
+
+    first_artifacts = dict(report.artifacts)
+    first_roles = run.only_roles
+    run.only_roles = set(roles)
+    run.trust_note = None
+    run.trusted = True
+    second = await _phase(ls, run, progress, roles, True, baseline, new_session_id())
+    await _finish(ls, run, second)
+    run.only_roles = (first_roles or set()) | set(roles)
+    whole = combine(report, second, cfg)
+    run.findings = len(whole.findings)
+    rewrite_report(run, whole, first_artifacts)
+    return whole
+
+
 def editor_baseline(folder: str, cfg: Config) -> Path | None:
     """The baseline "ignore this finding" writes (``.superqode/baseline.json``)
     applies to editor runs once it exists, unless ``qe.baseline`` names another."""
@@ -396,18 +436,11 @@ def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> 
         ls.log(f"SuperQode: session {run.id}: {v.line}")
 
 
-def _ready(report: QualityReport) -> int:
-    """The fixes "Fix all" would offer: the tool re-checked them (and the
-    tests passed, where tests could run). Counted the way fix-all counts, so
-    the end of a session and a fix-all that follows say the same number."""
-    return sum(1 for p in report.patches if p.kind == "fix" and p.verified_by is not None)
-
-
 def _summary(run: Run, report: QualityReport) -> str:
     state = "cancelled" if report.cancelled else ("stale" if report.stale else report.verdict)
     line = (
         f"session {run.id}: {len(report.findings)} finding(s), "
-        f"{_ready(report)} verified fix(es), {state}"
+        f"{fix_counts(report.patches)}, {state}"
     )
     if run.trust_note:
         line += f"; {run.trust_note}"

@@ -63,7 +63,9 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     assert result["applied"] == 2 and sorted(Path(f).name for f in result["files"]) == ["pricing.py", "stats.py"]
     assert [(s["rule"], "unsafe" in s["reason"]) for s in result["skipped"]] == [("F841", True)], result
     (said,) = data["fix-all-messages"]
-    assert said.startswith("SuperQode: applied 2 verified fixes in ") and "Skipped 1: F841" in said, said
+    assert said.startswith("SuperQode: applied 2 fixes (") and "Skipped 1: F841" in said, said
+    assert ") in shop/pricing.py, shop/stats.py." in said, said
+    assert "2 file(s) no editor has open: shop/pricing.py, shop/stats.py" in data["fix-all-asked"]
     assert said.endswith(" Unsaved: pricing.py, stats.py (C-x s saves them)."), said
     assert list(data["modified"]) == ["pricing.py", "stats.py"]  # (beside catalog.py) unsaved until saved
     assert [d["line"] for d in data["after-fix-all"]] == [moved]

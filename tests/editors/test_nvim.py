@@ -74,7 +74,10 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     # :SuperQodeFixAll! with the default settings: both safe fixes, in files no
     # window shows (named as unsaved); the unsafe F841 one left, said so, still shown.
     (note,) = [n for n in data["fix_all_notes"] if "applied" in n]
-    assert note.startswith("SuperQode: applied 2 verified fixes in "), note
+    assert note.startswith("SuperQode: applied 2 fixes ("), note  # the count in the report's words
+    # The two files no window shows are edited once the user said yes.
+    assert "Fix All would also edit 2 file(s) no editor has open: shop/pricing.py, shop/stats.py" in (
+        data["fix_all_asked"]), data["fix_all_asked"]
     assert "pricing.py" in note and "stats.py" in note, note
     assert "Skipped 1: F841" in note and "unsafe" in note, note
     assert note.endswith("Unsaved, in no window: shop/pricing.py, shop/stats.py (:wa writes them)."), note
@@ -129,7 +132,7 @@ def test_fix_all_unsafe_takes_ruffs_unsafe_fix_too(example_copy: Path, editor_en
     data = nvim("fix_unsafe", "shop/catalog.py", example_copy, editor_env, tmp_path)
     assert {d["code"] for d in data["diagnostics"]} == set(CATALOG_LINT)
     (note,) = [n for n in data["fix_all_notes"] if "applied" in n]
-    assert note == "SuperQode: applied 2 verified fixes in catalog.py.", note  # nothing skipped
+    assert note.startswith("SuperQode: applied 2 fixes (") and note.endswith(") in shop/catalog.py."), note
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)
     assert changed_files(example_copy) == [" M shop/catalog.py"]

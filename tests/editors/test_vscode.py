@@ -177,8 +177,9 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     # Fix All in Workspace: both safe fixes, in the two unopened files, named; the
     # unsafe one skipped with the reason; its finding still listed.
     said = data["fix_all"]["message"]
-    assert said.startswith("SuperQode: applied 2 verified fixes in "), said
-    assert "pricing.py" in said and "stats.py" in said and "Skipped 1: F841 (ruff marks the fix unsafe" in said, said
+    assert "2 file(s) no editor has open: shop/pricing.py, shop/stats.py" in data["fix_all_asked"]
+    assert said.startswith("SuperQode: applied 2 fixes ("), said  # the count in the report's words
+    assert "shop/pricing.py" in said and "shop/stats.py" in said and "Skipped 1: F841 (ruff marks the fix unsafe" in said, said
     # The files it edited but no editor had open are named as unsaved, and the
     # message's own button writes them (checked on disk below).
     assert said.endswith(" Unsaved: pricing.py, stats.py.") or said.endswith(" Unsaved: stats.py, pricing.py."), said

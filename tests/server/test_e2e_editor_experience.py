@@ -105,24 +105,23 @@ async def test_static_findings_show_while_the_trust_question_is_open(lsp: Langua
 
     lsp.protocol.fm.features[types.WINDOW_SHOW_MESSAGE_REQUEST] = show_message_request
     sid = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
-    # The static role's session ends, and its finding shows, with the question still open.
-    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "static session end")
+    # The static role's finding shows with the question still open; the run
+    # says what it waits for and has not ended.
+    await wait_for(lambda: superqode_diags(lsp, uri), 60, "static finding")
+    await wait_for(lambda: any("toy_exec wait(s) for the trust answer" in (getattr(v, "message", "") or "")
+                               for v in lsp.progress_reports.get(f"superqode/{sid}", [])), 60, "the wait said")
     assert not answer.done() and len(asked) == 1
     assert "toy_exec runs this repository's code" in asked[0].message
-    assert "toy_exec wait(s) for the trust answer" in end.message
-    await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
-    assert (await sessions(lsp))[0]["trusted"] is False
+    assert not progress_ended(lsp, sid)
+    assert [(s["sessionId"], s["trusted"]) for s in await sessions(lsp)] == [(sid, False)]
 
     answer.set_result(types.MessageActionItem(title="Trust folder"))
-    # The role that runs code follows as its own, trusted session.
-    found: list = []
-    for _ in range(600):
-        found = [s for s in await sessions(lsp) if s["sessionId"] != sid and s["trusted"]]
-        if found:
-            break
-        await asyncio.sleep(0.1)
-    (other,) = found
-    await wait_for(lambda: progress_ended(lsp, other["sessionId"]), 120, "trusted session end")
+    # The role that runs code goes on in the same run: one end, one verdict.
+    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "the run's end")
+    listed = await sessions(lsp)
+    assert [(s["sessionId"], s["trusted"]) for s in listed] == [(sid, True)]
+    assert end.message.startswith(f"session {sid}: {listed[0]['findings']} finding(s), "), end.message
+    assert "trust" not in end.message
     assert [d.code for d in superqode_diags(lsp, uri)] == ["TOY1"]
 
 
@@ -130,12 +129,13 @@ async def test_a_dismissed_trust_question_skips_the_role_and_says_why(lsp: Langu
     await start(lsp, shop)
     uri = from_fs_path(str(plant(shop)))
     lsp.editor.replies = [("this repository's code", None)]  # closed without an answer
-    await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
+    sid = await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
     await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
     said = await wait_for(lambda: [m.message for m in lsp.messages if "skipped toy_exec" in m.message],
                           10, "the skip said")
     assert "dismissed" in said[0]
-    assert len(await sessions(lsp)) == 1  # no trusted session follows
+    assert len(await sessions(lsp)) == 1  # nothing follows
+    assert "toy_exec skipped (" in progress_ended(lsp, sid).message
 
 
 async def test_runs_started_while_the_question_is_open_share_its_answer(lsp: LanguageClient, shop: Path):
@@ -150,11 +150,16 @@ async def test_runs_started_while_the_question_is_open_share_its_answer(lsp: Lan
 
     lsp.protocol.fm.features[types.WINDOW_SHOW_MESSAGE_REQUEST] = show_message_request
     first = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
-    await wait_for(lambda: progress_ended(lsp, first), 120, "first session end")
     second = await run_qe(lsp, {"roles": ["toy_exec", "toy_tester"]})
-    await wait_for(lambda: progress_ended(lsp, second), 120, "second session end")
+    for sid in (first, second):
+        await wait_for(lambda sid=sid: any("wait(s) for the trust answer" in (getattr(v, "message", "") or "")
+                                           for v in lsp.progress_reports.get(f"superqode/{sid}", [])),
+                       120, f"{sid} waiting for the answer")
     assert len(asked) == 1  # one question for both runs
     answer.set_result(types.MessageActionItem(title="Not now"))
+    for sid in (first, second):
+        end = await wait_for(lambda sid=sid: progress_ended(lsp, sid), 120, f"{sid} end")
+        assert "toy_exec skipped (you answered Not now)" in end.message, end.message
     said = await wait_for(lambda: [m.message for m in lsp.messages if "skipped toy_exec" in m.message
                                    and len([x for x in lsp.messages if "skipped toy_exec" in x.message]) == 2],
                           10, "each run says its skip")
@@ -210,12 +215,27 @@ async def test_an_f401_fix_deleting_a_line_keeps_every_other_finding_moved(lsp: 
 async def test_fix_all_everywhere_names_the_files_and_the_unsafe_fix_it_left(lsp: LanguageClient, shop: Path):
     await start(lsp, shop, editor="emacs")
     extra = plant(shop, "shop/extra.py", "import sys\nimport os\n\nprint(sys.argv)\n")
+    (shop / "examples").mkdir(exist_ok=True)
+    example = plant(shop, "examples/demo.py", "import os\n")  # a hint: never shown as a problem
     catalog = shop / "shop" / "catalog.py"
     uri = lsp.editor.open(catalog)  # one open buffer, one file nobody opened
     await run_and_wait(lsp, {"roles": ["lint_tester"]})
     await wait_for(lambda: superqode_diags(lsp, from_fs_path(str(extra))), 30, "extra.py finding")
+    (hint,) = await wait_for(lambda: superqode_diags(lsp, from_fs_path(str(example))), 30, "the example's")
+    assert hint.severity == types.DiagnosticSeverity.Hint
+    # A file nobody opened is edited only once the user says so.
+    lsp.editor.replies = [("Fix All would also edit", "Cancel")]
     res = await command(lsp, "superqode.applyAllFixes", {})
+    assert res["applied"] == 0 and res["cancelled"] and "import os\n" in lsp.editor.text(uri)
+    (asked,) = lsp.editor.prompts
+    assert "1 file(s) no editor has open: shop/extra.py." in asked.message, asked.message
+    lsp.editor.replies = [("Fix All would also edit", "Edit all files")]
+    res = await command(lsp, "superqode.applyAllFixes", {"notify": True})
     assert res["applied"] == 2 and sorted(res["files"]) == sorted([str(catalog), str(extra)])
+    assert sorted(res["relFiles"]) == ["shop/catalog.py", "shop/extra.py"]
+    assert example.read_text(encoding="utf-8") == "import os\n"  # the hint's fix was not taken
+    said = await wait_for(lambda: [m.message for m in lsp.messages if "applied 2 fixes" in m.message], 10, "said")
+    assert f"({res['counts']}) in shop/" in said[0] and "Skipped 1: F841 in shop/catalog.py" in said[0]
     assert [(s["rule"], s["file"]) for s in res["skipped"]] == [("F841", "shop/catalog.py")]
     assert "unsafe" in res["skipped"][0]["reason"]
     assert "import os\n" not in lsp.editor.text(uri) and "count = len(matches)" in lsp.editor.text(uri)
@@ -232,12 +252,17 @@ async def test_fix_all_takes_unsafe_fixes_when_the_setting_says_so(lsp: Language
     await run_and_wait(lsp, {"roles": ["lint_tester"]})
     await wait_for(lambda: len(superqode_diags(lsp, from_fs_path(str(catalog)))) >= 2, 30, "findings")
     res = await command(lsp, "superqode.applyAllFixes", {"uri": from_fs_path(str(catalog)), "notify": True})
-    assert res == {"applied": 2, "files": [str(catalog)], "skipped": []}
+    assert {k: res[k] for k in ("applied", "files", "skipped", "relFiles")} == {
+        "applied": 2, "files": [str(catalog)], "skipped": [], "relFiles": ["shop/catalog.py"]}
+    assert lsp.editor.prompts == []  # one file, asked for by its uri: no question
     text = catalog.read_text(encoding="utf-8")
     assert "import os\n" not in text and "count = len(matches)" not in text
-    said = await wait_for(lambda: [m.message for m in lsp.messages if "applied 2 verified fixes" in m.message],
+    # The count in the words of the session's end and the report.
+    end = next(m.message for m in lsp.log_messages if "finding(s)," in m.message)
+    said = await wait_for(lambda: [m.message for m in lsp.messages if "applied 2 fixes" in m.message],
                           10, "fix-all said")
-    assert "catalog.py" in said[0]
+    assert f"applied 2 fixes ({res['counts']}) in shop/catalog.py." == said[0].removeprefix("SuperQode: ")
+    assert res["counts"] in end or res["counts"].split(",")[0] in end
 
 
 # ---- 5. the end of a session without progress -------------------------------------------------
@@ -276,7 +301,7 @@ async def test_one_message_with_the_rule_link_and_a_hover_that_says_it_once(lsp:
     assert "https://docs.astral.sh/ruff/rules/unused-import" in hover.contents.value
 
 
-async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClient, shop: Path):
+async def test_ignore_this_finding_with_the_tools_comment_and_in_the_baseline(lsp: LanguageClient, shop: Path):
     await start(lsp, shop, editor="neovim")
     path = shop / "shop" / "catalog.py"
     uri = lsp.editor.open(path)
@@ -284,18 +309,28 @@ async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClien
     diags = await wait_for(lambda: len(superqode_diags(lsp, uri)) >= 2 and superqode_diags(lsp, uri), 30, "lint")
     f401 = next(d for d in diags if d.code == "F401")
     f841 = next(d for d in diags if d.code == "F841")
-    # Everything on the line (a light bulb, a code-action menu): the fix, then the ignores.
+    # Everything on the line (a light bulb, a code-action menu): the default
+    # first (the fix is tool-verified only, no tests ran: its details), then
+    # the fix, then the ignores, never the default.
     actions = await code_actions(lsp, uri, f401.range.start.line, [f401], only=None)
-    titles = [a.title for a in actions]
-    assert titles.index("SuperQode: fix F401 (`os` imported but unused)") < titles.index(
-        "SuperQode: ignore F401 on this line")
-    inline = actions[titles.index("SuperQode: ignore F401 on this line")]
+    titles = [a.title for a in actions if a.diagnostics]
+    inline_title = "SuperQode: ignore F401 on this line (# noqa: F401)"
+    assert titles == ["SuperQode: show details of F401", "SuperQode: fix F401 (`os` imported but unused)",
+                      inline_title, "SuperQode: ignore F401 (add to the baseline)"]
+    assert [a.title for a in actions if a.is_preferred] == [titles[0]]
+    inline = actions[titles.index(inline_title)]
     assert inline.kind == "superqode.ignore"
     # Asked for quick fixes only (apply-the-fix flows), the fix alone.
     only_fix = await code_actions(lsp, uri, f401.range.start.line, [f401])
     assert [a.title for a in only_fix] == ["SuperQode: fix F401 (`os` imported but unused)"]
     assert lsp.editor.apply(types.ApplyWorkspaceEditParams(edit=inline.edit)).applied
-    assert "import os  # superqode: ignore[F401]\n" in lsp.editor.text(uri)
+    assert "import os  # noqa: F401\n" in lsp.editor.text(uri)
+    # F841's fix is unsafe: "show details" is the default, first, never an ignore.
+    actions = await code_actions(lsp, uri, f841.range.start.line, [f841], only=None)
+    assert [a.title for a in actions if a.is_preferred] == ["SuperQode: show details of F841"]
+    assert actions[0].is_preferred and not any(a.is_preferred for a in actions if a.kind == "superqode.ignore")
+    said = await command(lsp, "superqode.showFinding", {"findingId": f841.data["findingId"]})
+    assert said["details"].startswith("F841 ") and any(said["details"] == m.message for m in lsp.messages)
     # The baseline action: the finding goes into .superqode/baseline.json.
     actions = await code_actions(lsp, uri, f841.range.start.line, [f841], only=["superqode.ignore"])
     (base,) = [a for a in actions if a.title == "SuperQode: ignore F841 (add to the baseline)"]
@@ -305,12 +340,26 @@ async def test_ignore_this_finding_inline_and_in_the_baseline(lsp: LanguageClien
     assert res["baseline"] == str(shop / ".superqode" / "baseline.json")
     assert [e["rule_id"] for e in entries] == ["F841"]
     await wait_for(lambda: all(d.code != "F841" for d in superqode_diags(lsp, uri)), 10, "F841 hidden")
-    # The next run leaves both out: the comment and the baseline are the engine's own.
+    # The next run leaves both out: ruff reads the comment, the engine the baseline.
     lsp.editor.save(uri)
     await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
     await asyncio.sleep(0)  # the final publish follows the progress end
     await wait_for(lambda: lsp.editor.text(uri) and not [d for d in superqode_diags(lsp, uri)
-                                                         if d.code in ("F401", "F841")], 10, "both ignored")
+                                                         if d.code in ("F401", "F841", "E501")], 10, "both ignored")
+
+
+async def test_a_secret_defaults_to_its_details_and_is_ignored_only_in_the_baseline(lsp: LanguageClient, shop: Path):
+    await start(lsp, shop)
+    uri = lsp.editor.open(shop / "shop" / "storage.py")
+    await run_and_wait(lsp, {"uri": uri, "roles": ["security_tester"]})
+    secret = next(d for d in await wait_for(lambda: superqode_diags(lsp, uri), 30, "security")
+                  if str(d.code).startswith("secret-"))
+    actions = await code_actions(lsp, uri, secret.range.start.line, [secret], only=None)
+    mine = [a for a in actions if secret in (a.diagnostics or [])]
+    assert mine[0].title == f"SuperQode: show details of {secret.code}" and mine[0].is_preferred
+    ignores = [a for a in mine if a.kind == "superqode.ignore"]
+    assert [a.title for a in ignores] == [f"SuperQode: ignore {secret.code} (add to the baseline)"]
+    assert not any(a.is_preferred for a in ignores)
 
 
 # ---- 7. smalls ----------------------------------------------------------------------------------

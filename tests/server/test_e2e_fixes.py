@@ -127,6 +127,7 @@ async def test_apply_all_fixes_command_sends_workspace_apply_edit(lsp: LanguageC
     await run_and_wait(lsp, {"roles": ["lint_tester"]})
     uri = from_fs_path(str(path))
     await wait_for(lambda: len(superqode_diags(lsp, uri)) >= 2, 30, "diagnostics")
+    lsp.editor.replies = [("Fix All would also edit", "Edit all files")]  # catalog.py is not open
     res = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command="superqode.applyAllFixes", arguments=[{}])
     )

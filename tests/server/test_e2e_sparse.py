@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import LanguageClient
 
 from .conftest import progress_ended, run_and_wait, run_qe, start, superqode_diags, wait_for
@@ -45,27 +45,29 @@ async def test_a_file_run_of_static_roles_is_sparse(lsp: LanguageClient, shop: P
     assert [(d.code, d.range.start.line) for d in superqode_diags(lsp, uri)] == [("F401", 0)]
 
 
-async def test_a_role_that_needs_the_tree_follows_in_a_full_sandbox(lsp: LanguageClient, shop: Path):
+async def test_a_role_that_needs_the_tree_follows_in_a_full_sandbox_as_one_run(lsp: LanguageClient, shop: Path):
     await start(lsp, shop, settings={"trustedFolders": [str(shop)]})
     target = shop / "shop" / "planted.py"
     target.write_text(PLANTED, encoding="utf-8")
     uri = from_fs_path(str(target))
     sid = await run_qe(lsp, {"uri": uri, "roles": ["lint_tester", "toy_exec"]})
-    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "the static session's end")
-    assert "toy_exec run(s) next, in a session of their own" in (end.message or "")
-    first = report_of(shop, sid)
-    assert first["isolation"] == "sparse"
-    assert [r["role"] for r in first["roles"]] == ["lint_tester"]
-    found: list = []
-    for _ in range(600):
-        found = [s for s in await sessions(lsp) if s["sessionId"] != sid]
-        if found:
-            break
-        await asyncio.sleep(0.1)
-    (other,) = found
-    await wait_for(lambda: progress_ended(lsp, other["sessionId"]), 120, "the follow-up's end")
-    second = report_of(shop, other["sessionId"])
-    assert second["isolation"] == "worktree"
-    assert [r["role"] for r in second["roles"]] == ["toy_exec"]
-    # Each session replaced only its own roles' findings: both stay.
+    end = await wait_for(lambda: progress_ended(lsp, sid), 120, "the run's end")
+    # One run to the user: one session listed, one end that counts both
+    # phases' findings, one report (under the run's id) that holds them.
+    assert [s["sessionId"] for s in await sessions(lsp)] == [sid]
+    assert end.message.startswith(f"session {sid}: 2 finding(s), "), end.message
+    assert "next" not in end.message
+    whole = report_of(shop, sid)
+    assert whole["isolation"] == "sparse"  # where the first phase ran
+    assert [r["role"] for r in whole["roles"]] == ["lint_tester", "toy_exec"]
+    assert sorted(f["rule_id"] for f in whole["findings"]) == ["F401", "TOY1"]
+    # The whole-tree role ran in a full sandbox of its own: its report is beside.
+    others = [p for p in glob.glob(str(shop / ".superqode" / "qe-artifacts" / "**" / "*.json"), recursive=True)
+              if sid not in p and '"isolation": "worktree"' in Path(p).read_text(encoding="utf-8")]
+    assert others, "the second phase's own report"
+    md = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.showReport", arguments=[{"sessionId": sid}]))
+    text = Path(to_fs_path(md["uri"])).read_text(encoding="utf-8")
+    assert "F401" in text and "TOY1" in text
+    # Each phase replaced only its own roles' findings: both stay.
     assert sorted(d.code for d in superqode_diags(lsp, uri)) == ["F401", "TOY1"]

@@ -328,16 +328,29 @@ async function fixAll(everywhere: boolean): Promise<void> {
 interface FixAllResult {
   applied: number;
   files?: string[];
+  relFiles?: string[];
+  counts?: string;
+  cancelled?: boolean;
   skipped?: { findingId?: string; rule?: string; reason: string }[];
 }
 
 /** What Fix All did: the count, the files it edited and what it left out,
  * when the server says (older servers send the count only). */
 export function fixAllMessage(r: FixAllResult): string {
+  if (r.cancelled) {
+    return "Fix All cancelled; nothing changed.";
+  }
   const base = (f: string) => f.replace(/^.*[\\/]/, "");
-  let text = r.applied === 1 ? "applied 1 verified fix" : `applied ${r.applied} verified fixes`;
-  if (r.files?.length) {
-    text += ` in ${r.files.map(base).join(", ")}`;
+  let text: string;
+  if (typeof r.counts === "string") {
+    // The server's words for the count: the session's end and the report say the same.
+    text = `applied ${r.applied} fix${r.applied === 1 ? "" : "es"} (${r.counts})`;
+  } else {
+    text = r.applied === 1 ? "applied 1 verified fix" : `applied ${r.applied} verified fixes`;
+  }
+  const files = r.relFiles ?? r.files?.map(base);
+  if (files?.length) {
+    text += ` in ${files.join(", ")}`;
   }
   text += ".";
   if (r.skipped?.length) {

@@ -59,7 +59,14 @@
       ;; C-u M-x superqode-fix-all: every verified safe fix, in files not visited
       ;; (pricing.py, stats.py); the unsafe F841 fix is skipped and said so.
       (setq sq-messages nil)
-      (sq-step 'fix-all (superqode-fix-all t))
+      ;; The server asks before it edits files no buffer visits: "Edit all files".
+      (sq-step 'fix-all (cl-letf* ((orig (symbol-function 'completing-read))
+                                   ((symbol-function 'completing-read)
+                                    (lambda (prompt &rest rest)
+                                      (if (string-match-p "Fix All would also edit" prompt)
+                                          (progn (sq-step 'fix-all-asked prompt) "Edit all files")
+                                        (apply orig prompt rest)))))
+                          (superqode-fix-all t)))
       (sq-step 'fix-all-messages (vconcat (cl-remove-if-not (lambda (m) (string-match-p "applied" m))
                                                             (reverse sq-messages))))
       (sq-step 'modified (vconcat (sort (cl-loop for b in (buffer-list)

@@ -31,13 +31,23 @@ function H.diags(bufnr)
 end
 
 -- Runs a fix-all command and returns what it told the user (vim.notify),
--- once it has said what it applied.
-function H.fix_all(cmd)
+-- once it has said what it applied; `answer` picks the reply to the server's
+-- question before it edits files no window shows (H.asked has the question).
+function H.fix_all(cmd, answer)
   local notes = {}
-  local notify = vim.notify
+  local notify, select = vim.notify, vim.ui.select
   vim.notify = function(msg, level)
     table.insert(notes, msg)
     notify(msg, level)
+  end
+  vim.ui.select = function(items, opts, on_choice)
+    H.asked = opts.prompt
+    for _, item in ipairs(items) do
+      if item.title == answer then
+        return on_choice(item)
+      end
+    end
+    on_choice(nil)
   end
   vim.cmd(cmd)
   H.wait(10000, function()
@@ -46,7 +56,7 @@ function H.fix_all(cmd)
     end
     return false
   end, "FixAll to say what it did")
-  vim.notify = notify
+  vim.notify, vim.ui.select = notify, select
   return notes
 end
 

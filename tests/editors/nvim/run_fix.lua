@@ -78,7 +78,8 @@ H.run(function()
 
   -- :SuperQodeFixAll! applies every verified safe fix, in files no window
   -- shows: it names them as unsaved; the unsafe F841 fix is skipped, said so.
-  H.step("fix_all_notes", H.fix_all("SuperQodeFixAll!"))
+  H.step("fix_all_notes", H.fix_all("SuperQodeFixAll!", "Edit all files"))
+  H.step("fix_all_asked", H.asked)
   vim.cmd("wall")
   H.wait(10000, function()
     for _, b in pairs(others) do

@@ -416,6 +416,11 @@ async function main() {
     // safe fix, also in files no editor shows; the unsafe one is skipped, said so.
     await page.mouse.move(700, 700);
     await command(page, "SuperQode: Fix All in Workspace");
+    // Two files no editor has open: the server asks first ("Edit all files").
+    const asked = page.locator(".notifications-toasts .notification-toast", { hasText: /Fix All would also edit/ }).first();
+    await asked.waitFor({ timeout: 30000 });
+    step("fix_all_asked", (await asked.locator(".notification-list-item-message").first().innerText()).trim());
+    await asked.locator(".monaco-button", { hasText: "Edit all files" }).first().click();
     step("fix_all", await toast(page, /SuperQode: applied/, 30000));
     // (The toast slides in: wait until it stands still before the picture.)
     await page.waitForTimeout(1000);

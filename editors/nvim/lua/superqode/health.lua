@@ -44,6 +44,24 @@ function M.check()
     health.info(("not attached to the current buffer (filetypes: %s; root markers: %s)"):format(
       table.concat(sq.options.filetypes or {}, ", "), table.concat(sq.options.root_markers or {}, ", ")))
   end
+  -- Neovim 0.11 turned virtual text off: findings then show as signs and
+  -- underlines only, and a new user sees no message at all.
+  local vt = vim.diagnostic.config().virtual_text
+  if vt then
+    health.ok("virtual text is on: a finding's message shows at the end of its line")
+  else
+    health.warn("virtual text is off (the Neovim 0.11+ default): findings show as signs and underlines only", {
+      "turn it on: vim.diagnostic.config({ virtual_text = true })",
+      "or read a line's findings with vim.diagnostic.open_float() (<C-w>d) and hover (K)",
+    })
+  end
+  if sq.options.progress then
+    health.ok("progress: one line in the command line, cut to its width (never a Press ENTER prompt); "
+      .. "statusline: require('superqode').status(); everything said: :SuperQodeMessages")
+  else
+    health.info("progress in the command line is off (progress = false): statusline only")
+  end
+
   local running = sq.running()
   if #running > 0 then
     health.info("running sessions: " .. table.concat(running, ", "))

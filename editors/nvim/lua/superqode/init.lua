@@ -18,7 +18,8 @@ local defaults = {
   -- The `superqode` settings section: mode, roles, runOnSave, isolation,
   -- trustedFolders, provider (see docs/editors.md).
   settings = {},
-  -- Echo $/progress of SuperQode sessions in the command line.
+  -- Echo $/progress of SuperQode sessions in the command line (one line cut
+  -- to its width: never a "Press ENTER" prompt). false: statusline only.
   progress = true,
   -- "auto": vim.lsp.config + vim.lsp.enable on 0.11+, an autocmd with
   -- vim.lsp.start on 0.10. "start" forces the latter.
@@ -32,9 +33,55 @@ M.last_session = nil
 -- The last session that ended: { session = id, message = its verdict line }.
 M.last_end = nil
 
-local function notify(msg, level)
-  vim.notify("SuperQode: " .. msg, level or vim.log.levels.INFO)
+-- Every message said, in full (:SuperQodeMessages), the last 100.
+M.log = {}
+local LOG_MAX = 100
+
+--- vim.notify as Neovim ships it (an echo that waits for Enter when the text
+--- is longer than the command line), as opposed to a notification plugin's.
+local function builtin_notify()
+  local info = debug.getinfo(vim.notify, "S")
+  return info ~= nil and (info.source or ""):find("vim/_editor.lua", 1, true) ~= nil
 end
+
+--- `text` on one line that fits the command line as it is now
+--- (v:echospace: the columns left beside ruler and showcmd), so an echo never
+--- wraps into a "Press ENTER" prompt, whatever the terminal width.
+function M.fit(text, width)
+  text = tostring(text):gsub("%s*\n%s*", " | ")
+  width = math.max(width or vim.v.echospace, 10)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  local n = vim.fn.strchars(text)
+  local cut = vim.fn.strcharpart(text, 0, width - 1)
+  while n > 0 and vim.fn.strdisplaywidth(cut) > width - 1 do
+    n = n - 1
+    cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - 1)
+  end
+  return cut .. "…"
+end
+
+local HL = { [vim.log.levels.ERROR] = "ErrorMsg", [vim.log.levels.WARN] = "WarningMsg" }
+
+--- Say `msg`. Never blocks: with Neovim's own vim.notify the command line
+--- gets one line that fits (the whole text stays in :SuperQodeMessages);
+--- a notification plugin (nvim-notify, fidget, ...) gets the whole text.
+--- `opts.full`: an answer to a command the user just gave, said whole even
+--- when that takes more than one line.
+local function notify(msg, level, opts)
+  level = level or vim.log.levels.INFO
+  msg = "SuperQode: " .. msg
+  table.insert(M.log, msg)
+  if #M.log > LOG_MAX then
+    table.remove(M.log, 1)
+  end
+  if (opts and opts.full) or not builtin_notify() then
+    return vim.notify(msg, level)
+  end
+  vim.api.nvim_echo({ { M.fit(msg), HL[level] } }, true, {})
+end
+M.notify = notify
 
 local function has(version)
   return vim.fn.has("nvim-" .. version) == 1
@@ -173,12 +220,22 @@ end
 --- What Fix All did: the count, the files it edited and what it left out
 --- when the server says (an older server sends the count only).
 function M.fix_all_message(result)
+  if result.cancelled then
+    return "Fix All cancelled; nothing changed."
+  end
   local n = result.applied or 0
-  local text = n == 1 and "applied 1 verified fix" or ("applied %d verified fixes"):format(n)
-  if type(result.files) == "table" and #result.files > 0 then
+  local text
+  if type(result.counts) == "string" then
+    -- The server's words for the count: the session's end and the report say the same.
+    text = ("applied %d fix%s (%s)"):format(n, n == 1 and "" or "es", result.counts)
+  else
+    text = n == 1 and "applied 1 verified fix" or ("applied %d verified fixes"):format(n)
+  end
+  local files = type(result.relFiles) == "table" and result.relFiles or result.files
+  if type(files) == "table" and #files > 0 then
     text = text .. " in " .. table.concat(vim.tbl_map(function(f)
-      return vim.fn.fnamemodify(f, ":t")
-    end, result.files), ", ")
+      return type(result.relFiles) == "table" and f or vim.fn.fnamemodify(f, ":~:.")
+    end, files), ", ")
   end
   text = text .. "."
   if type(result.skipped) == "table" and #result.skipped > 0 then
@@ -217,7 +274,7 @@ function M.fix_all(all)
       table.sort(hidden)
       text = text .. (" Unsaved, in no window: %s (:wa writes them)."):format(table.concat(hidden, ", "))
     end
-    notify(text)
+    notify(text, nil, { full = true })
   end)
 end
 
@@ -462,7 +519,7 @@ local function on_progress(ev)
   vim.api.nvim_exec_autocmds("User", { pattern = "SuperQodeStatus", modeline = false })
   if M.options.progress then
     local text = ("%s: %s"):format(s.title or "SuperQode", s.message or value.kind)
-    vim.api.nvim_echo({ { text } }, false, {})
+    vim.api.nvim_echo({ { M.fit(text) } }, false, {})
   end
 end
 
@@ -475,6 +532,19 @@ local function capabilities()
   return caps
 end
 
+local LEVEL = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+
+-- The server's window/showMessage through notify: Neovim's own handler
+-- echoes it whole and a long line waits for Enter while the session goes on
+-- unseen. A text of several lines is an answer the user asked for (a
+-- finding's details) and is said whole.
+local function on_show_message(_, params, _)
+  if params and params.message then
+    notify(params.message, LEVEL[params.type] or vim.log.levels.INFO, { full = params.message:find("\n") ~= nil })
+  end
+  return vim.NIL
+end
+
 local function server_config(cmd)
   return {
     name = M.name,
@@ -482,6 +552,7 @@ local function server_config(cmd)
     settings = settings_section(),
     init_options = settings_section(),
     capabilities = capabilities(),
+    handlers = { ["window/showMessage"] = on_show_message },
   }
 end
 
@@ -521,6 +592,19 @@ local function user_commands()
   cmd("SuperQodeFixAll", function(o)
     M.fix_all(o.bang)
   end, { bang = true, desc = "SuperQode: apply all verified fixes (! = every file)" })
+  cmd("SuperQodeMessages", function()
+    -- Everything said, whole, in a scratch buffer (the command line showed
+    -- each message cut to its width).
+    vim.cmd("botright new")
+    local buf = vim.api.nvim_get_current_buf()
+    vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].swapfile = "nofile", "wipe", false
+    local lines = {}
+    for _, m in ipairs(M.log) do
+      vim.list_extend(lines, vim.split(m, "\n", { plain = true }))
+    end
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].modifiable = false
+  end, { desc = "SuperQode: every message said, whole" })
   cmd("SuperQodeSessions", function()
     M.list_sessions()
   end, { desc = "SuperQode: list sessions" })
