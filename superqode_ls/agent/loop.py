@@ -172,22 +172,27 @@ class Agent:
                     not json_object(tc.arguments) for tc in reply.tool_calls)):
                 # A call cut off at max_tokens is never sent back as it is:
                 # its broken JSON in the history makes servers fail every
-                # later request. Asked once more with twice the cap.
+                # later request. Asked once more with twice the cap (not a
+                # turn of its own); cut off again, the calls go back as {}
+                # and are answered with the reason, so the model can retry.
                 cap = bigger or provider.cfg.max_tokens
                 if reply.tool_calls and bigger is None:
                     bigger = cap * 2
+                    turns -= 1
                     self.emit("log", level="warning",
                               message=f"provider {provider.name}: a tool call was cut "
                               f"off at max_tokens ({cap}); asking again with {bigger}")
                     continue
-                stop, error = "provider_error", (
-                    f"provider {provider.name}: the model's tool call was cut off at "
-                    f"max_tokens ({cap}); raise max_tokens for this provider"
-                    if reply.tool_calls else
-                    f"provider {provider.name}: the answer was cut off with nothing in it "
-                    "(finish_reason: length): the model's context is full; raise the "
-                    "server's context size or lower agent.max_turns")
-                break
+                if not reply.tool_calls:
+                    stop, error = "provider_error", (
+                        f"provider {provider.name}: the answer was cut off with nothing in it "
+                        "(finish_reason: length): the model's context is full; raise the "
+                        "server's context size or lower agent.max_turns")
+                    break
+                cut_note = (f"error: your call was cut off at max_tokens ({cap}) and its "
+                            "arguments are incomplete; make a shorter call")
+            else:
+                cut_note = None
             messages.append(reply.assistant_message())
             self.emit(
                 "agent.turn",
@@ -210,6 +215,8 @@ class Agent:
                 else:
                     res = await self.tools.call(tc.name, tc.arguments, turn=turns, call_id=tc.id)
                     content = res.text
+                    if cut_note is not None and not json_object(tc.arguments):
+                        content = f"{cut_note} ({content})"
                     calls += 1
                     by_tool[tc.name] = by_tool.get(tc.name, 0) + 1
                     if res.outcome != "ok":

@@ -136,7 +136,7 @@ async def test_the_models_tool_calls_come_back_and_run(own_llama, make_repo, eve
     # The model's calls came back parsed, each went through the tool box (a
     # 135M model's arguments are often wrong: "error" is an answer too) and
     # its answer went back to the model.
-    assert result.tool_calls == len(calls) >= 1, result.transcript[-1]
+    assert result.tool_calls == len(calls) >= 1, (result.stop_reason, result.error, result.transcript[-1])
     assert {c["tool"] for c in calls} <= set(TOOL_NAMES)
     assert all(c["outcome"] in ("ok", "error", "refused", "denied") for c in calls)
     assert len([m for m in result.transcript if m.get("role") == "tool"]) == len(calls)

@@ -41,14 +41,17 @@ async def test_a_tool_call_cut_off_is_asked_again_with_a_larger_cap(make_repo, s
     assert _tool_args(last) == ['{"path": "a.py"}']
 
 
-async def test_a_call_cut_off_twice_ends_the_run_with_the_reason(make_repo, scripted, events,
+async def test_a_call_cut_off_twice_is_answered_with_the_reason(make_repo, scripted, events,
                                                                  tmp_path):
     cut = {"tool_calls": [{"name": "read_file", "arguments": '{"pa'}], "finish_reason": "length"}
-    server = scripted([cut, cut, {"content": "never asked"}])
+    server = scripted([cut, cut, {"tool_calls": [READ]}, {"content": "done"}])
     out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
-    assert out.status == "error"
-    assert "tool call was cut off at max_tokens (" in out.reason
-    assert len(server.requests) == 2
+    assert out.status == "ok", out.reason
+    third = server.requests[2]
+    assert _tool_args(third) == ["{}"]  # never the broken JSON
+    answer = next(m for m in third["body"]["messages"] if m["role"] == "tool")
+    assert answer["content"].startswith("error: your call was cut off at max_tokens (")
+    assert third["body"]["max_tokens"] == 2 * server.requests[0]["body"]["max_tokens"]
 
 
 async def test_a_malformed_call_goes_back_as_an_empty_object(make_repo, scripted, events,
