@@ -229,9 +229,31 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 # -- clean ------------------------------------------------------------------
 
+def _unstick_state() -> None:
+    """A root session can `chattr +i` SuperQode's own state (lock files, the
+    store, the folders sessions go in) and wedge every later session of the
+    repository: --force clears those flags first (sandboxes' content is left
+    to the removal, which clears what refuses to go)."""
+    from ..workspace import removal
+    from ..workspace.paths import working_root
+
+    def descend(rel: str) -> bool:
+        parts = rel.split("/")
+        return not (len(parts) == 2 and parts[0] == "qe" and not parts[1].startswith(".")
+                    or len(parts) == 3 and parts[0] == "parked" and parts[2] == "tree")
+
+    n = removal.unstick_tree(working_root(), lambda rel: False)
+    n += sum(removal.unstick_tree(base, descend) for base in recovery.repo_bases())
+    if n:
+        print(f"cleared the immutable/append-only flag of {n} of SuperQode's own file(s) "
+              "(set by a session)", file=sys.stderr)
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     from ..workspace.reaper import ReapReport, _remove_repo_dir, repo_gone
 
+    if args.force:
+        _unstick_state()
     sessions = recovery.scan()
     # Sessions kept on purpose stay unless forced or explicitly aged out.
     report = recovery.clean_sessions(sessions, force=args.force, older_than_s=args.older_than,

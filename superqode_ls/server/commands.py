@@ -15,6 +15,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path, to_fs_path
 
+from ..workspace import ownfolder
 from . import fix_all_scope, fixes, ignore, sessions
 from .args import Args, parse
 from .base import session_root
@@ -353,9 +354,13 @@ def report_path(ls: SuperQodeServer, session_id: str | None) -> str | None:
     # A session of an earlier server: look in each folder's artifacts.
     for folder in ls.folder_paths():
         qr = Path(folder, ".superqode", "qe-artifacts", "qr")
-        if not qr.is_dir():
+        try:  # listed without following a link the project planted
+            with ownfolder.folder(Path(folder), qr.relative_to(folder).parts) as fd:
+                names = ownfolder.names_at(fd) if fd is not None else []
+        except OSError:
             continue
-        cands = sorted(p for p in qr.glob("*.md") if session_id is None or session_id in p.name)
+        cands = sorted(n for n in names if n.endswith(".md")
+                       and (session_id is None or session_id in n))
         if cands:
-            return str(cands[-1])
+            return str(qr / cands[-1])
     return None

@@ -261,11 +261,15 @@ def read_manifest(root: Path, warnings: list[str] | None = None) -> dict[str, An
     :func:`entry_parts`); each one left out is named in ``warnings``."""
     try:
         with folder(_project_of(root), ART_PARTS) as fd:
-            raw = read_at(fd, "manifest.json") if fd is not None else None
+            return _manifest_at(fd, warnings)
     except OSError as e:
         if warnings is not None:
             warnings.append(str(e))
-        raw = None
+        return _manifest_at(None, warnings)
+
+
+def _manifest_at(fd: int | None, warnings: list[str] | None) -> dict[str, Any]:
+    raw = read_at(fd, "manifest.json") if fd is not None else None
     try:
         data = json.loads(raw) if raw is not None else None
     except ValueError:
@@ -322,7 +326,7 @@ def _write_manifest(fd: int, data: dict[str, Any]) -> None:
 def update_manifest(root: Path, *entries: dict[str, Any]) -> None:
     with _locked_manifest(root, create=True) as fd:
         assert fd is not None
-        data = read_manifest(root)
+        data = _manifest_at(fd, None)  # through the descriptor the lock was taken in
         data["artifacts"].extend(entries)
         _write_manifest(fd, data)
 
@@ -339,7 +343,7 @@ def clean_artifacts(project: Path, older_than_s: float, now: float | None = None
     with _locked_manifest(root, create=False) as fd:
         if fd is None:
             return []
-        data = read_manifest(root, warnings)
+        data = _manifest_at(fd, warnings)
         keep = []
         for entry in data["artifacts"]:
             parts = entry_parts(entry["path"])

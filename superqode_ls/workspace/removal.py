@@ -30,6 +30,7 @@ import fcntl
 import os
 import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import WorkspaceError
@@ -229,21 +230,20 @@ def unstick(fd: int) -> bool:
         return False
 
 
-def _unstick_entry(name: str, dfd: int) -> None:
+def _unstick_entry(name: str, dfd: int) -> bool:
     """:func:`unstick` a regular file or folder ``name`` of ``dfd``, opened
     without following it (nothing else is opened: a FIFO or device would
     block or act)."""
     try:
         st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-            return
+            return False
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
     except OSError:
-        return
+        return False
     try:
         fst = os.fstat(fd)
-        if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
-            unstick(fd)
+        return (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino) and unstick(fd)
     finally:
         os.close(fd)
 
@@ -281,3 +281,51 @@ def _clear(dfd: int, dev: int, where: Path) -> Exception | None:
         except (OSError, UnsafeRemoval) as e:
             failed = failed or e
     return failed
+
+
+def unstick_tree(root: Path | str, descend: Callable[[str], bool] = lambda rel: True) -> int:
+    """Clear the immutable and append-only flags of ``root`` and every
+    regular file and folder below it (walked by descriptors, no link
+    followed, not into another file system); ``descend(rel)`` false: the
+    folder's own flags are cleared, its content not walked. Returns how many
+    entries had flags cleared. For SuperQode's own state, which a root
+    session can ``chattr +i`` (lock files, records, the store) to wedge
+    every later session of a repository."""
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError:
+        return 0
+    try:
+        return int(unstick(fd)) + _unstick_below(fd, os.fstat(fd).st_dev, "", descend)
+    finally:
+        os.close(fd)
+
+
+def _unstick_below(dfd: int, dev: int, rel: str, descend: Callable[[str], bool]) -> int:
+    n = 0
+    try:
+        with os.scandir(dfd) as it:
+            names = [e.name for e in it]
+    except OSError:
+        return 0
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            n += _unstick_entry(name, dfd)
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_dev != dev:
+            continue
+        try:
+            sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+        except OSError:
+            continue
+        try:
+            n += unstick(sub)
+            if descend(rel + name):
+                n += _unstick_below(sub, dev, rel + name + "/", descend)
+        finally:
+            os.close(sub)
+    return n

@@ -86,3 +86,29 @@ def test_clean_force_is_not_wedged_by_immutable_files(make_repo, can_chattr, cap
         assert (repo / "a.py").read_text() == "a = 1\n"
     finally:
         _unstick_all(stuck)
+
+
+def test_clean_force_unwedges_superqodes_own_state(make_repo, can_chattr, capsys, monkeypatch):
+    """Lock files, the folders sessions go in, the store: `chattr +i` on them
+    stops every later session of the repository until `clean --force`."""
+    from superqode_ls.workspace.paths import repo_dir, working_root
+
+    repo = make_repo({"a.py": "a = 1\n"})
+    IsolatedSession.create_sync(repo, config=Config()).close_sync()
+    base = repo_dir(repo)
+    stuck = [*sorted((base / "locks").iterdir()), base / "locks", base / "qe", base,
+             base / "store.git" / "config", working_root()]
+    _chattr("+i", *stuck)
+    try:
+        with pytest.raises(OSError):  # wedged: the next session cannot even lock
+            IsolatedSession.create_sync(repo, config=Config()).close_sync()
+        monkeypatch.chdir(repo)
+        code = main(["clean", "--force"])
+        out, err = capsys.readouterr()
+        assert code == 0, out + err
+        assert "cleared the immutable/append-only flag" in err
+        v = IsolatedSession.create_sync(repo, config=Config()).close_sync()
+        assert v.verified, v.line
+        assert leftovers() == []
+    finally:
+        _unstick_all(stuck)

@@ -166,3 +166,37 @@ def test_superqe_exec_chmod_of_a_user_file_under_the_real_barrier_is_not_verifie
     assert proc.returncode == 3, out
     assert "NOT verified" in out and "may have been the session" in out and "a.py" in out
     assert "changed outside the session (kept): a.py" not in out
+
+
+def test_the_record_carries_the_protection_level_to_a_revert_after_a_crash(repo):
+    from superqode_ls.workspace.session import load_record, verify_record
+
+    s = _session(repo, 7, LANDLOCK)
+    try:
+        rec = load_record(repo, s.id)
+        assert rec is not None and rec.protection == landlock.protection_level()
+        os.chmod(repo / "a.py", 0o600)
+        rec.barrier_abi, rec.protection = 7, LANDLOCK
+        v = verify_record(rec)
+        assert not v.verified and any(MAYBE_SESSION in d for d in v.differences)
+        rec.protection = SEALED
+        v = verify_record(rec)
+        assert v.verified and v.outside_changes == ["mode changed: a.py (0o644 -> 0o600)"]
+    finally:
+        s.close_sync()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not __import__("shutil").which("chattr"),
+                    reason="needs root and chattr")
+def test_chattr_on_a_user_file_under_landlock_is_not_credited_to_the_user(repo):
+    s = _session(repo, 7, LANDLOCK)
+    flagged = subprocess.run(["chattr", "+a", str(repo / "a.py")], check=False,
+                             capture_output=True).returncode == 0
+    try:
+        v = s.close_sync()
+    finally:
+        subprocess.run(["chattr", "-a", str(repo / "a.py")], check=False, capture_output=True)
+    if not flagged:
+        pytest.skip("this file system keeps no flags")
+    assert not v.verified and any(MAYBE_SESSION in d and "a.py" in d for d in v.differences), \
+        v.line
