@@ -104,7 +104,7 @@ def build_report(
         findings=findings,
         patches=kept,
         summary=summarize(findings),
-        suppressed=noise.suppressed + noise.below_threshold,
+        suppressed=noise.suppressed,
         baseline_filtered=noise.baseline_filtered,
         stale=epoch_moved or bool(stamp.changed()),
         cancelled=cancelled,

@@ -1,0 +1,140 @@
+"""What the code around a finding says about it: context that proves a rule
+wrong, or the finding not worth acting on, marks it as noise (``noise``
+names why, the severity goes down); a real injection sink or secret stays
+worth acting on whatever the tool's confidence.
+
+- jinja2 ``Environment`` (bandit B701) with ``autoescape`` set to True or
+  ``select_autoescape`` next to it (``options.setdefault("autoescape",
+  True)`` on the line above): wrong, shown as info noise;
+- an undefined name (F821) used only in an annotation that is never
+  evaluated (``from __future__ import annotations``, a string annotation):
+  info noise;
+- a finding below ``qe.confidence_threshold``: noise, except the sinks
+  (``SINK_RULES``), which stay;
+- a static finding in test code, fixtures, docs or examples (the path
+  classes): shown one level lower and noise, except a provider's token
+  (a real key leaks wherever it is committed).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+
+from ..models import Finding, Severity
+
+# Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
+# acting on whatever the tool's confidence in its own report.
+SINK_RULES = frozenset({
+    "B608", "SQL-INJECTION", "B506", "YAML-UNSAFE-LOAD", "B301", "B302", "B307", "B102",
+    "TEMPLATE-AUTOESCAPE-OFF", "B701", "B201", "DEBUG-MODE", "WEAK-PASSWORD-HASH",
+    "HARDCODED-DB-PASSWORD", "JWT-NO-VERIFY", "TLS-NO-HOSTNAME-CHECK", "INSECURE-COOKIE",
+    "B105", "B106", "B107", "B602", "B604", "B605", "B501",
+})
+# Shell rules are sinks only where bandit saw non-constant input (it rates
+# those high; a constant command line is low).
+_SHELL = frozenset({"B602", "B604", "B605"})
+
+_AUTOESCAPE_ON = re.compile(
+    r"autoescape['\"]?\s*[,:=]\s*(?:True\b|(?:jinja2\.)?select_autoescape\b)")
+
+
+def is_sink(f: Finding, canonical: Callable[[str], str]) -> bool:
+    rule = canonical(f.rule_id)
+    if f.rule_id.lower().startswith("secret-"):
+        return f.rule_id != "secret-generic" or f.confidence >= 0.7
+    if rule not in SINK_RULES:
+        return False
+    if rule in _SHELL or rule in ("B105", "B106", "B107"):
+        return f.severity.at_least(Severity.high)
+    return True
+
+
+def mark_noise(f: Finding, why: str, severity: Severity | None = None) -> Finding:
+    update: dict = {"noise": f"{f.noise}; {why}" if f.noise else why}
+    if severity is not None and severity.rank < f.severity.rank:
+        update["severity"] = severity
+        reason = f"{severity.value}: {why}"
+        update["severity_reason"] = f"{f.severity_reason}; {reason}" if f.severity_reason else reason
+    return f.model_copy(update=update)
+
+
+class _Annotations:
+    """Per file: the spans of annotations Python never evaluates."""
+
+    def __init__(self, lines: Callable[[str], list[str] | None]):
+        self._lines = lines
+        self._spans: dict[str, list[tuple[int, int, int, int]] | None] = {}
+
+    def spans(self, rel: str) -> list[tuple[int, int, int, int]] | None:
+        if rel not in self._spans:
+            self._spans[rel] = self._compute(rel)
+        return self._spans[rel]
+
+    def _compute(self, rel: str) -> list[tuple[int, int, int, int]] | None:
+        lines = self._lines(rel)
+        if lines is None:
+            return None
+        try:
+            tree = ast.parse("\n".join(lines))
+        except (SyntaxError, ValueError):
+            return None
+        lazy = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                   and any(a.name == "annotations" for a in n.names) for n in tree.body)
+        out = []
+        for node in ast.walk(tree):
+            annotations: list[ast.AST | None] = []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                annotations = [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                                      a.vararg, a.kwarg) if x is not None]
+                annotations.append(node.returns)
+            elif isinstance(node, ast.AnnAssign):
+                annotations = [node.annotation]
+            for ann in annotations:
+                if ann is None:
+                    continue
+                if lazy:
+                    out.append(_span(ann))
+                else:  # evaluated at definition time, except the strings in it
+                    out.extend(_span(s) for s in ast.walk(ann)
+                               if isinstance(s, ast.Constant) and isinstance(s.value, str))
+        return out
+
+
+def _span(node: ast.AST) -> tuple[int, int, int, int]:
+    return (node.lineno, node.col_offset, node.end_lineno or node.lineno,  # type: ignore[attr-defined]
+            node.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+def _inside(span: tuple[int, int, int, int], line: int, col: int) -> bool:
+    sl, sc, el, ec = span
+    return (sl, sc) <= (line, col) <= (el, ec)
+
+
+def apply_context(
+    findings: Iterable[Finding], *, read_line: Callable[[str, int], str | None],
+    lines: Callable[[str], list[str] | None] | None = None,
+) -> list[Finding]:
+    """The findings with what their context proves (see the module doc)."""
+    annotations = _Annotations(lines) if lines is not None else None
+    out = []
+    for f in findings:
+        rule = f.rule_id.upper()
+        if f.file and f.range and rule in ("B701", "S701"):
+            start = max(1, f.range.start_line - 6)
+            end = max(f.range.end_line or f.range.start_line, f.range.start_line)
+            near = (read_line(f.file, n) or "" for n in range(start, end + 1))
+            if any(_AUTOESCAPE_ON.search(text) for text in near):
+                f = mark_noise(f, "autoescape is turned on next to the Environment",
+                               Severity.info)
+        elif (f.file and f.range and annotations is not None
+              and rule in ("F821", "NAME-DEFINED") and f.file.endswith((".py", ".pyi"))):
+            spans = annotations.spans(f.file)
+            col = f.range.start_col - 1  # ruff counts code points; close enough in code
+            if spans and any(_inside(s, f.range.start_line, col) for s in spans):
+                f = mark_noise(f, "the name is used only in an annotation Python does not "
+                                  "evaluate", Severity.info)
+        out.append(f)
+    return out
