@@ -379,7 +379,7 @@ def scan_text(text: str, in_test: bool = False, config: bool = False) -> list[Se
             value = m.group(GENERIC.group)
             if _PLACEHOLDER.match(value) or value.isdigit() or _ENV_VAR_NAME.match(value):
                 continue
-            if _NOT_SECRET_NAME.search(m.group(1)):
+            if _NOT_SECRET_NAME.search(m.group(1)) or not_a_secret(value, line):
                 continue
             e = entropy(value)
             if e < 3.0:
