@@ -63,6 +63,9 @@ DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
     "fixtures": ["fixtures/", "testdata/", "test_data/"],
     "docs": ["docs/", "doc/", "*.rst", "*.md"],
     "examples": ["examples/", "example/"],
+    # the project's own dev tooling: runs on a developer's machine, not shipped
+    "tooling": ["noxfile.py", "tasks.py", "fabfile.py", "tasks/", "bench/", "benchmarks/",
+                "bench.py"],
 }
 
 

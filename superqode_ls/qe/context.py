@@ -9,6 +9,9 @@ worth acting on whatever the tool's confidence.
 - an undefined name (F821) used only in an annotation that is never
   evaluated (``from __future__ import annotations``, a string annotation):
   info noise;
+- bandit's advisories (``assert``, try/except/pass, subprocess without a
+  shell, pseudo-random numbers not used for a secret, "consider the
+  implications of importing X"): noise;
 - a finding below ``qe.confidence_threshold``: noise, except the sinks
   (``SINK_RULES``), which stay;
 - a static finding in test code, fixtures, docs or examples (the path
@@ -36,6 +39,13 @@ SINK_RULES = frozenset({
 # those high; a constant command line is low).
 _SHELL = frozenset({"B602", "B604", "B605"})
 
+# bandit's advisories: "check this", not a flaw found. Noise unless the line
+# says what would make it one (B311: randomness for a secret).
+ADVISORY_RULES = frozenset({
+    "B101", "B110", "B112", "B311", "B603", "B607", "B404", "B403", "B401", "B405", "B406",
+    "B408", "B410", "B413",
+})
+_SECRET_USE = re.compile(r"(?i)(token|passw|secret|key|nonce|salt|otp|session|csrf)")
 _AUTOESCAPE_ON = re.compile(
     r"autoescape['\"]?\s*[,:=]\s*(?:True\b|(?:jinja2\.)?select_autoescape\b)")
 
@@ -136,5 +146,9 @@ def apply_context(
             if spans and any(_inside(s, f.range.start_line, col) for s in spans):
                 f = mark_noise(f, "the name is used only in an annotation Python does not "
                                   "evaluate", Severity.info)
+        elif rule in ADVISORY_RULES and f.tool == "bandit" and f.noise is None:
+            text = read_line(f.file, f.range.start_line) if f.file and f.range else None
+            if not (rule == "B311" and text and _SECRET_USE.search(text)):
+                f = mark_noise(f, "an advisory (bandit asks for a check; no flaw found)")
         out.append(f)
     return out

@@ -239,6 +239,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "empty"
     if _PLACEHOLDER.match(value):
         return "a placeholder"
+    if len(value) < 4:
+        return "too short to be a secret"
     if _ENV_VAR_NAME.match(value):
         return "the name of an environment variable"
     if _IDENTIFIER.match(value):
