@@ -92,6 +92,7 @@ def test_undefined_name_only_in_lazy_annotations_is_noise(make_repo):
             "    return x\n"
         ),
         "pkg/strings.py": "def g(x: 'Missing') -> int:\n    return len(x)\n",
+        "pkg/local.py": "def k(request):\n    app: Application = request.app\n    return app\n",
         "pkg/real.py": "def h(x: Missing) -> int:\n    return undefined_call(x)\n",
     })
     found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
@@ -100,6 +101,8 @@ def test_undefined_name_only_in_lazy_annotations_is_noise(make_repo):
     assert len(lazy) == 1 and all(f.noise and "annotation" in f.noise for f in lazy)
     (string,) = [f for f in found if f.file == "pkg/strings.py" and f.rule_id == "F821"]
     assert string.noise and string.severity is Severity.info
+    (local,) = [f for f in found if f.file == "pkg/local.py" and f.rule_id == "F821"]
+    assert local.noise and "annotation" in local.noise  # PEP 526: never evaluated
     real = [f for f in found if f.file == "pkg/real.py" and f.rule_id == "F821"]
     # evaluated when the function is defined, and a call: both real, both high
     assert real and all(f.noise is None and f.severity is Severity.high for f in real)

@@ -7,8 +7,8 @@ worth acting on whatever the tool's confidence.
   ``select_autoescape`` next to it (``options.setdefault("autoescape",
   True)`` on the line above): wrong, shown as info noise;
 - an undefined name (F821) used only in an annotation that is never
-  evaluated (``from __future__ import annotations``, a string annotation):
-  info noise;
+  evaluated (``from __future__ import annotations``, a string annotation, a
+  local variable's annotation): info noise;
 - bandit's advisories (``assert``, try/except/pass, subprocess without a
   shell, pseudo-random numbers not used for a secret, "consider the
   implications of importing X"): noise;
@@ -94,6 +94,9 @@ class _Annotations:
                    and any(a.name == "annotations" for a in n.names) for n in tree.body)
         out = []
         for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # A local variable's annotation is never evaluated (PEP 526).
+                out.extend(_span(n.annotation) for n in _local_annotations(node))
             annotations: list[ast.AST | None] = []
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = node.args
@@ -111,6 +114,20 @@ class _Annotations:
                     out.extend(_span(s) for s in ast.walk(ann)
                                if isinstance(s, ast.Constant) and isinstance(s.value, str))
         return out
+
+
+def _local_annotations(func: ast.AST) -> list[ast.AnnAssign]:
+    """``x: T = ...`` statements of a function's own body (not of a class
+    or function inside it)."""
+    out, todo = [], list(getattr(func, "body", []))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _span(node: ast.AST) -> tuple[int, int, int, int]:
@@ -149,6 +166,6 @@ def apply_context(
         elif rule in ADVISORY_RULES and f.tool == "bandit" and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
-                f = mark_noise(f, "an advisory (bandit asks for a check; no flaw found)")
+                f = mark_noise(f, "an advisory (bandit asks for a check, found no flaw)")
         out.append(f)
     return out
