@@ -205,3 +205,32 @@ def test_most_important_first_and_noise_counted_in_the_summary():
     assert more.startswith("2 more (noise): ") and "1 low confidence" in more
     shown = summary_lines(report, show_noise=True)
     assert [line.split()[2] for line in shown[:5]] == ["F821", "F401", "E501", "B105", "B113"]
+
+
+def test_advisories_and_cache_key_hashes_are_noise_real_ones_stay(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "etag = hashlib.sha1(data).hexdigest()\n"
+        "token = hashlib.sha1(secret).hexdigest()\n"
+        "try:\n    x()\nexcept Exception:\n    pass\n"
+        "n = random.random()\n"
+        "session_token = random.random()\n"
+    )
+    findings = [
+        _mk("B324", 1, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("B324", 2, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("S110", 5, Severity.medium, category="lint", file="m.py"),  # ruff's name for B110
+        _mk("B311", 7, Severity.low, tool="bandit", category="security", file="m.py"),
+        _mk("B311", 8, Severity.low, tool="bandit", category="security", file="m.py"),
+    ]
+    out = {f.range.start_line: f for f in _filtered(tmp_path, findings)}
+    assert out[1].noise and "cache key" in out[1].noise
+    assert out[2].noise is None  # protects a token
+    assert out[5].noise and "advisory" in out[5].noise
+    assert out[7].noise and out[8].noise is None  # random for a session token is a flaw
+
+
+def test_security_before_lint_within_a_severity():
+    lint = _mk("B004", 1, Severity.medium, file="a.py")
+    sec = _mk("B301", 9, Severity.medium, tool="bandit", category="security", file="z.py")
+    high_lint = _mk("F821", 5, Severity.high, file="z.py")
+    assert by_importance([lint, sec, high_lint]) == [high_lint, sec, lint]

@@ -9,6 +9,7 @@ worth acting on whatever the tool's confidence.
 - an undefined name (F821) used only in an annotation that is never
   evaluated (``from __future__ import annotations``, a string annotation, a
   local variable's annotation): info noise;
+- a weak hash (B324) whose output is a cache key, an ETag or a checksum;
 - bandit's advisories (``assert``, try/except/pass, subprocess without a
   shell, pseudo-random numbers not used for a secret, "consider the
   implications of importing X"): noise;
@@ -41,10 +42,10 @@ _SHELL = frozenset({"B602", "B604", "B605"})
 
 # bandit's advisories: "check this", not a flaw found. Noise unless the line
 # says what would make it one (B311: randomness for a secret).
-ADVISORY_RULES = frozenset({
-    "B101", "B110", "B112", "B311", "B603", "B607", "B404", "B403", "B401", "B405", "B406",
-    "B408", "B410", "B413",
-})
+ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B607",
+                            *(f"B4{n:02d}" for n in range(1, 16))})
+# A weak hash whose output is a cache key, an ETag or a checksum protects nothing.
+_NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash)")
 _SECRET_USE = re.compile(r"(?i)(token|passw|secret|key|nonce|salt|otp|session|csrf)")
 _AUTOESCAPE_ON = re.compile(
     r"autoescape['\"]?\s*[,:=]\s*(?:True\b|(?:jinja2\.)?select_autoescape\b)")
@@ -140,20 +141,41 @@ def _inside(span: tuple[int, int, int, int], line: int, col: int) -> bool:
     return (sl, sc) <= (line, col) <= (el, ec)
 
 
+_AUTOESCAPE_OFF = re.compile(r"autoescape\s*=\s*False\b")
+_DEF = re.compile(r"^\s*(async\s+def|def|class)\s")
+
+
+def _autoescape_on_near(f: Finding, read_line: Callable[[str, int], str | None]) -> bool:
+    """``autoescape`` turned on in the call or on the six lines above it
+    (not past the start of its function), and not turned off in the call."""
+    assert f.file and f.range
+    end = max(f.range.end_line or f.range.start_line, f.range.start_line)
+    own = [read_line(f.file, n) or "" for n in range(f.range.start_line, end + 1)]
+    if any(_AUTOESCAPE_OFF.search(text) for text in own):
+        return False
+    above = []
+    for n in range(f.range.start_line - 1, max(0, f.range.start_line - 7), -1):
+        text = read_line(f.file, n) or ""
+        if _DEF.match(text):
+            break
+        above.append(text)
+    return any(_AUTOESCAPE_ON.search(text) for text in [*own, *above])
+
+
 def apply_context(
     findings: Iterable[Finding], *, read_line: Callable[[str, int], str | None],
     lines: Callable[[str], list[str] | None] | None = None,
+    canonical: Callable[[str], str] = str.upper,
 ) -> list[Finding]:
-    """The findings with what their context proves (see the module doc)."""
+    """The findings with what their context proves (see the module doc);
+    ``canonical`` names a rule the same whichever tool reports it (ruff's
+    S110 is bandit's B110)."""
     annotations = _Annotations(lines) if lines is not None else None
     out = []
     for f in findings:
-        rule = f.rule_id.upper()
-        if f.file and f.range and rule in ("B701", "S701"):
-            start = max(1, f.range.start_line - 6)
-            end = max(f.range.end_line or f.range.start_line, f.range.start_line)
-            near = (read_line(f.file, n) or "" for n in range(start, end + 1))
-            if any(_AUTOESCAPE_ON.search(text) for text in near):
+        rule = canonical(f.rule_id)
+        if f.file and f.range and f.rule_id.upper() in ("B701", "S701"):
+            if _autoescape_on_near(f, read_line):
                 f = mark_noise(f, "autoescape is turned on next to the Environment",
                                Severity.info)
         elif (f.file and f.range and annotations is not None
@@ -163,9 +185,13 @@ def apply_context(
             if spans and any(_inside(s, f.range.start_line, col) for s in spans):
                 f = mark_noise(f, "the name is used only in an annotation Python does not "
                                   "evaluate", Severity.info)
-        elif rule in ADVISORY_RULES and f.tool == "bandit" and f.noise is None:
+        elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
                 f = mark_noise(f, "an advisory (bandit asks for a check, found no flaw)")
+        elif f.rule_id.upper() in ("B324", "S324") and f.file and f.range and f.noise is None:
+            text = read_line(f.file, f.range.start_line) or ""
+            if _NOT_PROTECTING.search(text) and not _SECRET_USE.search(text):
+                f = mark_noise(f, "a weak hash for a cache key or ETag, which protects nothing")
         out.append(f)
     return out

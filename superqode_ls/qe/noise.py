@@ -29,7 +29,8 @@ in this order:
    into the most important of them, which names the others' rules in
    ``related_rules`` (each finding keeps its own id up to the baseline step);
 8. most important first (``by_importance``): worth acting on before noise,
-   then by severity, file and line; every output lists them in this order.
+   then by severity, category (security and secrets first, lint last), file
+   and line; every output lists them in this order.
 """
 
 from __future__ import annotations
@@ -294,11 +295,18 @@ def _provider_token(f: Finding) -> bool:
 _LINE_CATEGORIES = PATH_CLASS_CATEGORIES
 
 
+# Within one severity: a security flaw or a secret before a failing test or a
+# type error, and those before a lint rule's opinion.
+_CATEGORY_RANK = {"security": 0, "secrets": 0, "tests": 1, "syntax": 1, "types": 1,
+                  "mutation": 2, "lint": 3}
+
+
 def importance(f: Finding) -> tuple:
     """Sort key, most important first: worth acting on before noise, then
-    severity, file, line and rule."""
+    severity, category (security first), file, line and rule."""
     line = f.range.start_line if f.range else 0
-    return (f.noise is not None, -f.severity.rank, f.file or "", line, f.rule_id, f.id)
+    return (f.noise is not None, -f.severity.rank, _CATEGORY_RANK.get(f.category, 2),
+            f.file or "", line, f.rule_id, f.id)
 
 
 def by_importance(findings: Iterable[Finding]) -> list[Finding]:
@@ -368,7 +376,7 @@ def filter_findings(
         else:
             kept.append(f)
     lines = getattr(read_line, "lines", None)
-    kept = apply_context(kept, read_line=read_line, lines=lines)
+    kept = apply_context(kept, read_line=read_line, lines=lines, canonical=canonical_rule)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -229,7 +229,7 @@ class SecurityTester(FileCheckRole):
                         )
                     why = _secrets.not_a_secret(secret, text)
                     if why is not None:
-                        noise = f"the value is {why}, not a secret"
+                        noise = f"not a secret: the value is {why}"
                     elif _secrets.plausible(secret, text) and severity.rank < Severity.high.rank:
                         severity_reason = (
                             f"bandit rates it {severity.value}; a hard-coded secret in the "
