@@ -174,6 +174,11 @@ def test_one_line_is_one_diagnostic_naming_every_rule_and_keeping_fixes():
     assert lead.id == a.id and lead.related_rules == ["B403", "E501"]
     assert lead.fix_patch_id == "p1"
     assert any(f.fix_patch_id == "p2" for f in out)
+    # a lead without a fix never wears another problem's fix
+    sql = _mk("sql-injection", 5, Severity.high, tool="p", category="security")
+    up = _mk("UP031", 5, Severity.info, fix="p3")
+    out, merged = merge_lines([sql, up])
+    assert merged == 0 and {f.fix_patch_id for f in out} == {None, "p3"}
 
 
 def test_verdict_fails_only_on_what_is_worth_acting_on():

@@ -316,7 +316,9 @@ def by_importance(findings: Iterable[Finding]) -> list[Finding]:
 def merge_lines(findings: list[Finding]) -> tuple[list[Finding], int]:
     """One diagnostic per line: static findings on one line merged into the
     most important one (``related_rules`` names the others). A finding with a
-    fix of its own, other than the lead's, stays apart, so no fix is lost."""
+    fix of its own, other than the lead's, stays apart: no fix is lost, and
+    none is shown on a problem it does not fix (UP031's rewrite of a ``%``
+    string on an SQL injection's line)."""
     groups: dict[tuple, list[Finding]] = {}
     out: list[Finding] = []
     for f in findings:
@@ -331,10 +333,8 @@ def merge_lines(findings: list[Finding]) -> tuple[list[Finding], int]:
             continue
         group = by_importance(group)
         lead, rest = group[0], []
-        fix = lead.fix_patch_id
         for other in group[1:]:
-            if other.fix_patch_id is None or other.fix_patch_id == fix or fix is None:
-                fix = fix or other.fix_patch_id
+            if other.fix_patch_id is None or other.fix_patch_id == lead.fix_patch_id:
                 rest.append(other)
             else:
                 out.append(other)
