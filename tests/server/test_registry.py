@@ -84,8 +84,9 @@ def test_fix_all_cache_is_bounded():
 
 
 def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
-    """Suppressed inline (in the buffer the run analysed), below the threshold
-    or baselined: never shown, not even while the run goes."""
+    """Suppressed inline (in the buffer the run analysed) or baselined: never
+    shown, not even while the run goes; below the threshold: shown as noise,
+    as the report keeps it."""
     from lsprotocol import types
     from pygls.uris import from_fs_path
     from pygls.workspace import Workspace
@@ -119,10 +120,11 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
         progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
         for f in (f401(1), f401(2), f401(4, confidence=0.3), f401(3), f401(3)):
             data = {"finding": f.model_dump(mode="json", exclude_none=True)}
-            _on_event(ls, r, progress, Event(type="finding", session_id="qe-s", data=data))
+            _on_event(ls, r, progress, Event(type="role_finding", session_id="qe-s", data=data))
         await ls.publisher.drain()
         shown = sorted(t.finding.message for uri in ls.store.uris() for t in ls.store.get(uri))
         return shown, progress.findings
 
-    # Two taken in (line 3's second copy is not baselined); one entry per id.
-    assert asyncio.run(go()) == (["line 1", "line 3"], 2)
+    # Three taken in (line 3's second copy is not baselined; line 4, below the
+    # threshold, as noise, which the report keeps too); one entry per id.
+    assert asyncio.run(go()) == (["line 1", "line 3", "line 4"], 3)
