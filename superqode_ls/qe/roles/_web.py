@@ -44,12 +44,27 @@ _SETTINGS_FILE = re.compile(r"(?i)(settings|config|conf)[^/]*\.py$")
 _PLACEHOLDER = re.compile(r"(?i)^(|\*+|x+|<.*>|\$\{.*\}|\{.*\}|%\(.*\)s|%s|change[_-]?me|"
                           r"password|secret|none|null)$")
 
-MARKERS = ("execute", "autoescape", "debug", "DEBUG", "httponly", "HTTPONLY", "password",
-           "passwd", "pwd", "://", "md5", "sha1", "fetch")
+# What each check needs in the text: most files hold none of it and are not
+# walked (a walk of a large tree's syntax is seconds).
+_NEEDS_SQL = re.compile(r"(?i)\.(execute|executemany|executescript|mogrify|raw|fetch\w*)\s*\(")
+_NEEDS_SQL_WORD = re.compile(r"(?i)\b(select|insert|update|delete|create|drop|alter|where)\b")
+_NEEDS_CALLS = re.compile(
+    r"(?i)(autoescape\s*=\s*False|debug\s*=\s*True|httponly\s*=\s*False|set_cookie"
+    r"|(pass(word|wd)?|pwd)['\"]?\s*[:=]\s*[rbu]?['\"]|://[^:/\s@'\"]+:[^@\s/'\"]+@"
+    r"|password=[^\s{}'\"]|\b(md5|sha1|new)\s*\()")
 
 
 def may_match(text: str) -> bool:
-    return not text.isascii() or any(m in text for m in MARKERS)
+    return not text.isascii() or bool(_needs(text))
+
+
+def _needs(text: str) -> set[str]:
+    out = set()
+    if _NEEDS_SQL.search(text) and _NEEDS_SQL_WORD.search(text):
+        out.add("sql")
+    if _NEEDS_CALLS.search(text):
+        out.add("calls")
+    return out
 
 
 def _const_str(node: ast.AST) -> str | None:
@@ -256,8 +271,9 @@ def _password_hash(node: ast.Call) -> Iterator[Hit]:
         name = str(_const_str(node.args[0]))
     if name not in _WEAK:
         return
-    args = ast.dump(ast.Module(body=[ast.Expr(a) for a in node.args], type_ignores=[]))
-    if _PASSWORD_NAME.search(" ".join(re.findall(r"(?:id|attr|arg)='([^']*)'", args))):
+    names = [getattr(n, "id", None) or getattr(n, "attr", None) or ""
+             for a in node.args for n in ast.walk(a) if isinstance(n, (ast.Name, ast.Attribute))]
+    if _PASSWORD_NAME.search(" ".join(names)):
         yield (node, "weak-password-hash", f"Password hashed with {name}",
                (f"{name} is fast and unsalted: stolen hashes give back the passwords in "
                 "seconds. Hash passwords with a slow salted scheme (bcrypt, scrypt, argon2, "
@@ -288,6 +304,11 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
                    Severity.medium)
 
 
-def web_patterns(tree: ast.AST, rel: str = "") -> Iterator[Hit]:
-    yield from _sql_injection(tree)
-    yield from _calls(tree, rel)
+def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Iterator[Hit]:
+    """The hits in one file's tree; ``text`` (its source) lets checks that
+    cannot match it be skipped."""
+    needs = _needs(text) if text is not None and text.isascii() else {"sql", "calls"}
+    if "sql" in needs:
+        yield from _sql_injection(tree)
+    if "calls" in needs:
+        yield from _calls(tree, rel)

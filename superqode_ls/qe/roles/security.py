@@ -336,7 +336,7 @@ class SecurityTester(FileCheckRole):
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 continue
-            hits = [*patterns(tree), *_web.web_patterns(tree, rel)]
+            hits = [*patterns(tree), *_web.web_patterns(tree, rel, text)]
             for node, rule, title, message, severity in hits:
                 line_text = src.line(rel, node.lineno)
                 if line_text and _secrets._ALLOW.search(line_text):
