@@ -65,7 +65,7 @@ def _agree(events, report, sarif, md):
     results = [(r["properties"]["findingId"], r["properties"]["severity"],
                 r["properties"].get("noise")) for run in sarif["runs"] for r in run["results"]]
     assert sorted(results, key=str) == sorted(want, key=str)
-    ids = re.findall(r"^- \*\*Id\*\* `([^`]+)`", md, re.M)
+    ids = re.findall(r"^- \*\*Id\*\* `([^`]+)`", md, re.MULTILINE)
     assert ids == [f[0] for f in want]  # Markdown: the same order
     # most important first: nothing worth acting on after noise, severities descending
     ranks = [(f[2] is not None, -Severity(f[1]).rank) for f in want]
