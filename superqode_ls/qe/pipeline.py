@@ -247,7 +247,9 @@ class QESession:
         self._lap("save", lap)  # after the JSON was written: in memory and --timings only
         report.timings.update(self._timings, total=round(time.monotonic() - t0, 3))
         self.report = report
-        self._publish_findings(report)
+        # Thousands of events on a large tree: in a thread, so a Ctrl-C is
+        # served at once (and stops the rest; the report file has them all).
+        await asyncio.to_thread(self._publish_findings, report)
         emit(
             "session_complete",
             verdict=report.verdict,
@@ -268,7 +270,9 @@ class QESession:
         """The report's findings, as every other output has them (final
         severities, noise marked, most important first): one ``finding``
         event each, so a JSONL consumer reads the same report."""
-        for f in report.findings:
+        for n, f in enumerate(report.findings):
+            if n % 64 == 0 and self._cancel_requested:
+                return
             self.bus.emit("finding", finding=f.model_dump(mode="json", exclude_none=True))
 
     async def _create_sandbox(self, res: Resolved) -> IsolatedSession:
