@@ -83,16 +83,27 @@ def test_fix_all_cache_is_bounded():
     assert f"file:///f{FIX_ALL_CACHE_MAX + 9}.py" in ls.fix_all_cache
 
 
-def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
-    """Suppressed inline (in the buffer the run analysed) or baselined: never
-    shown, not even while the run goes; below the threshold: shown as noise,
-    as the report keeps it."""
+def _server(tmp_path):
+    """A server over one workspace folder, its output dropped."""
     from lsprotocol import types
     from pygls.uris import from_fs_path
     from pygls.workspace import Workspace
 
-    from superqode_ls.server.runs import _on_event, finding_filter
     from superqode_ls.server.setup import create_server
+
+    ls = create_server()
+    ls.protocol.set_writer(SimpleNamespace(write=lambda data: None, close=lambda: None))
+    ls.protocol._workspace = Workspace(
+        from_fs_path(str(tmp_path)),
+        workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(tmp_path)), name="w")])
+    return ls, ls.folder_paths()[0]
+
+
+def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
+    """Suppressed inline (in the buffer the run analysed) or baselined: never
+    shown, not even while the run goes; below the threshold: shown as noise,
+    as the report keeps it."""
+    from superqode_ls.server.runs import _on_event, finding_filter
 
     (tmp_path / "a.py").write_text("import os\nimport sys\nimport re\n", encoding="utf-8")
     # The unsaved buffer the run took: line 2 now carries a suppression.
@@ -106,12 +117,7 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
                        ).with_stable_id()
 
     async def go() -> list[str]:
-        ls = create_server()
-        ls.protocol.set_writer(SimpleNamespace(write=lambda data: None, close=lambda: None))
-        ls.protocol._workspace = Workspace(
-            from_fs_path(str(tmp_path)),
-            workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(tmp_path)), name="w")])
-        folder = ls.folder_paths()[0]
+        ls, folder = _server(tmp_path)
         r = Run(id="qe-s", folder=folder, files=None, mode="quick", roles=None, trigger="command",
                 overlays=overlays)
         # Line 3's finding is baselined once: the first copy hides, a second shows.
@@ -133,13 +139,9 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
 def test_a_documents_diagnostics_are_most_important_first_noise_as_hints(tmp_path):
     """The editor lists a file's diagnostics as the report does: worth acting
     on by severity, noise last and as hints with its reason."""
-    from lsprotocol import types
-    from pygls.uris import from_fs_path
-    from pygls.workspace import Workspace
 
     from superqode_ls.server.publisher import diagnostics_for
     from superqode_ls.server.runs import _on_event, finding_filter
-    from superqode_ls.server.setup import create_server
 
     (tmp_path / "a.py").write_text("import os\nx = 1\ny = 2\nz = 3\n", encoding="utf-8")
 
@@ -150,12 +152,7 @@ def test_a_documents_diagnostics_are_most_important_first_noise_as_hints(tmp_pat
                        ).with_stable_id()
 
     async def go():
-        ls = create_server()
-        ls.protocol.set_writer(SimpleNamespace(write=lambda data: None, close=lambda: None))
-        ls.protocol._workspace = Workspace(
-            from_fs_path(str(tmp_path)),
-            workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(tmp_path)), name="w")])
-        folder = ls.folder_paths()[0]
+        ls, folder = _server(tmp_path)
         r = Run(id="qe-o", folder=folder, files=None, mode="quick", roles=None,
                 trigger="command", overlays={})
         r.keep = finding_filter(folder, {}, 0.7)
