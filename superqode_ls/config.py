@@ -93,6 +93,9 @@ DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
     "fixtures": ["fixtures/", "testdata/", "test_data/"],
     "docs": ["docs/", "doc/", "*.rst", "*.md"],
     "examples": ["examples/", "example/"],
+    # the project's own dev tooling: runs on a developer's machine, not shipped
+    # (not tasks.py / tasks/: in a Celery app that is the product)
+    "tooling": ["noxfile.py", "fabfile.py", "bench/", "benchmarks/", "bench.py"],
 }
 
 

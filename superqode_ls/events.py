@@ -1,9 +1,15 @@
 """The event stream: the same objects feed ``--jsonl``, the terminal display
 and the language server's progress.
 
-Event types: session_start, role_start, tool_call, finding, role_complete,
-session_complete, workspace.snapshot, workspace.reverted, git.blocked, progress,
-log.
+Event types: session_start, role_start, tool_call, role_finding, role_complete,
+finding, session_complete, workspace.snapshot, workspace.reverted, git.blocked,
+progress, log.
+
+``role_finding``: a finding as a role reported it, for progress (the editor
+shows it while the run goes): its severity is the tool's, before noise
+filtering. ``finding``: the report's findings, once each, after every
+adjustment, most important first, just before ``session_complete``: what the
+JSON, SARIF and Markdown reports list.
 """
 
 from __future__ import annotations

@@ -100,6 +100,10 @@ class Finding(Model):
     # Why the severity is not the tool's own (a secret raised to high, a test
     # file's finding shown one level lower); None when it is the tool's.
     severity_reason: str | None = None
+    # Why the finding is noise (true or not, not worth acting on: in test
+    # code, a value that is no secret, low confidence...); None when it is
+    # worth a look. Noise never fails a run and is listed after the rest.
+    noise: str | None = None
     # Text of the flagged line(s) when found; anchors the id and lets the
     # editor tell whether the finding still points at the same code.
     snippet: str | None = None
@@ -330,7 +334,15 @@ class Event(Model):
 
 
 def summarize(findings: list[Finding]) -> dict[str, int]:
+    """Findings worth a look by severity; ``noise``: how many are noise
+    (listed in the report too, counted apart)."""
     counts = {s.value: 0 for s in Severity}
+    noise = 0
     for f in findings:
-        counts[f.severity.value] += 1
+        if f.noise is not None:
+            noise += 1
+        else:
+            counts[f.severity.value] += 1
+    if noise:
+        counts["noise"] = noise
     return counts

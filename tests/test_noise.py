@@ -85,8 +85,10 @@ def test_overlay_text_wins_over_disk(tmp_path):
 
 
 def test_threshold_is_configurable(tmp_path):
+    # Below the threshold: kept, marked as noise (one click away), not hidden.
     f = mk(conf=0.6)
-    assert filter_findings([f], read_line=FileLines(tmp_path), threshold=0.7).findings == []
+    [low] = filter_findings([f], read_line=FileLines(tmp_path), threshold=0.7).findings
+    assert low.id == f.id and low.noise == "low confidence (0.60 < 0.7)"
     assert filter_findings([f], read_line=FileLines(tmp_path), threshold=0.5).findings == [f]
 
 

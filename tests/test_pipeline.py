@@ -78,9 +78,13 @@ def test_findings_patches_verified_and_project_untouched(make_repo):
     types = [e.type for e in events]
     assert types[0] == "session_start" and types[-1] == "session_complete"
     assert "workspace.snapshot" in types and "workspace.reverted" in types
-    # Findings stream as the role finishes, before verification starts.
+    # Findings stream as the role finishes, before verification starts
+    # (role_finding); the report's own go out once each at the end.
     first_verify = next(i for i, e in enumerate(events) if e.type == "progress" and "verifying" in e.data["message"])
-    assert max(i for i, t in enumerate(types) if t == "finding") < first_verify
+    assert max(i for i, t in enumerate(types) if t == "role_finding") < first_verify
+    final = [e.data["finding"]["id"] for e in events if e.type == "finding"]
+    assert final == [f.id for f in report.findings]
+    assert min(i for i, t in enumerate(types) if t == "finding") > first_verify
     complete = events[-1].data
     assert complete["verdict"] == "fail" and complete["report"] == str(qr)
     assert complete["stale"] is False and complete["verification"].startswith("Verified")

@@ -216,4 +216,5 @@ def test_run_fails_on_high_for_a_password_in_source_not_for_test_fixtures(make_r
     lib_only = make_repo({"lib.py": "def f(x):\n    assert x\n    return x\n"})
     code = main(["run", str(lib_only), "-r", "security_tester", "--fail-on", "low", "--jsonl"])
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert code == 0 and events[-1]["data"]["verdict"] == "conditional"
+    # an assert is bandit's advisory: noise, so nothing needs a look
+    assert code == 0 and events[-1]["data"]["verdict"] == "pass"

@@ -67,6 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="sandbox as a directory copy")
     p.add_argument("--base-ref", metavar="REF", help="sandbox at this commit (no uncommitted state)")
     p.add_argument("--jsonl", action="store_true", help="print events as JSON lines on stdout")
+    p.add_argument("--show-noise", action="store_true",
+                   help="also list the findings marked as noise (after the others)")
     p.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0")
     p.add_argument("--fail-on", choices=SEVERITIES, default=None,
                    help="exit 1 when a finding is at/above this severity (default: qe.fail_on, high)")
@@ -254,7 +256,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         atomic_write(sarif, json.dumps(to_sarif(report), indent=2) + "\n")
     if report is not None and not args.jsonl:
-        for line in summary_lines(report):
+        for line in summary_lines(report, show_noise=getattr(args, "show_noise", False)):
             print(line)
         if report.artifacts.get("baseline") and args.update_baseline:
             print(f"baseline written: {report.artifacts['baseline']}")

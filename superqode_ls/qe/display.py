@@ -13,10 +13,12 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import TextIO
 
-from ..models import Event, Finding, QualityReport, Severity, Usage
+from ..models import Event, Finding, QualityReport, Usage
+from .noise import by_importance
 
 _ROLE_STATUS = {
     "ok": "done",
@@ -40,6 +42,10 @@ class JsonlDisplay:
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
+        if event.type == "role_finding":
+            # Raw, for the editor's progress: the stream's ``finding`` events
+            # are the report's (final severities, once each).
+            return
         line = event.to_json()
         with self._lock:
             if self.stream is None:
@@ -293,6 +299,8 @@ def finding_line(f: Finding, patches: dict | None = None) -> str:
     rule = f.rule_id + "".join(f"+{r}" for r in f.related_rules)
     where = next((t[5:] for t in f.tags if t.startswith("path:")), None)
     note = f" [in {where}: one level lower]" if where else ""
+    if f.noise:
+        note = f" [noise: {f.noise}]"
     return f"{_where(f)}: {f.severity.value} {rule} {f.title} ({f.role}/{f.tool}){fix}{note}"
 
 
@@ -322,26 +330,47 @@ def usage_line(usage: Usage | None) -> str | None:
     return line + (f", ${usage.cost_usd:.4f}" if usage.cost_usd else "")
 
 
-def summary_lines(report: QualityReport) -> list[str]:
-    order = {s: i for i, s in enumerate(reversed(list(Severity)))}
-    findings = sorted(
-        report.findings,
-        key=lambda f: (order.get(f.severity, 9), f.file or "", f.range.start_line if f.range else 0),
-    )
+def noise_line(findings: list[Finding], shown: bool = False) -> str | None:
+    """``N more (noise): 4 in tests code, 2 low confidence ...``: what the
+    list left out (or, ``shown``, put last), by reason."""
+    reasons = Counter(_noise_kind(f.noise) for f in findings if f.noise)
+    if not reasons:
+        return None
+    n = sum(reasons.values())
+    why = ", ".join(f"{c} {r}" for r, c in reasons.most_common())
+    where = "listed above" if shown else "--show-noise lists them; all are in the JSON/SARIF report"
+    return f"{n} more (noise): {why} ({where})"
+
+
+def _noise_kind(reason: str | None) -> str:
+    first = (reason or "").split("; ")[0]
+    return "low confidence" if first.startswith("low confidence") else first
+
+
+def summary_lines(report: QualityReport, show_noise: bool = False) -> list[str]:
+    """Most important first (the report's order): what is worth acting on,
+    then (``show_noise``) the noise, else a count of it by reason."""
+    findings = by_importance(report.findings)
+    if not show_noise:
+        findings = [f for f in findings if f.noise is None]
     patches = {p.id: p for p in report.patches}
     lines = [finding_line(f, patches) for f in findings]
-    counts = ", ".join(f"{k} {v}" for k, v in report.summary.items() if v)
+    counts = ", ".join(f"{k} {v}" for k, v in report.summary.items() if v and k != "noise")
     lines.append("")
     state = ""
     if report.cancelled:
         state = " (partial results)"  # the verdict itself says cancelled
     elif report.timed_out:
         state = " (timed out: partial results)"
-    lines.append(f"verdict: {report.verdict}{state}; {len(report.findings)} finding(s)"
+    worth = sum(1 for f in report.findings if f.noise is None)
+    lines.append(f"verdict: {report.verdict}{state}; {worth} finding(s)"
                  + (f" ({counts})" if counts else ""))
+    more = noise_line(report.findings, shown=show_noise)
+    if more:
+        lines.append(more)
     hidden = []
     if report.suppressed:
-        hidden.append(f"{report.suppressed} suppressed or below the confidence threshold")
+        hidden.append(f"{report.suppressed} suppressed inline")
     if report.baseline_filtered:
         hidden.append(f"{report.baseline_filtered} in the baseline")
     if hidden:

@@ -17,7 +17,7 @@ from ..workspace.coordinator import Coordinator
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import git, repo_root
 from . import baseline as baseline_mod
-from .noise import NoiseResult
+from .noise import NoiseResult, by_importance
 from .report import compute_verdict, render_markdown, write_json
 from .request import QERequest, Resolved
 from .roles.base import SandboxSession
@@ -104,7 +104,7 @@ def build_report(
         findings=findings,
         patches=kept,
         summary=summarize(findings),
-        suppressed=noise.suppressed + noise.below_threshold,
+        suppressed=noise.suppressed,
         baseline_filtered=noise.baseline_filtered,
         stale=epoch_moved or bool(stamp.changed()),
         cancelled=cancelled,
@@ -167,11 +167,11 @@ STOPPED_MD_FINDINGS = 200
 def _markdown(report: QualityReport, stopped: bool) -> str:
     if not stopped or len(report.findings) <= STOPPED_MD_FINDINGS:
         return render_markdown(report)
-    shown = sorted(report.findings, key=lambda f: -f.severity.rank)[:STOPPED_MD_FINDINGS]
+    shown = by_importance(report.findings)[:STOPPED_MD_FINDINGS]
     ids = {f.fix_patch_id for f in shown}
     short = report.model_copy(update={
         "findings": shown, "patches": [p for p in report.patches if p.id in ids]})
-    note = (f"\n_Stopped: the {STOPPED_MD_FINDINGS} most severe of {len(report.findings)} findings "
+    note = (f"\n_Stopped: the {STOPPED_MD_FINDINGS} most important of {len(report.findings)} findings "
             f"are listed here; the JSON report has all of them._\n")
     return render_markdown(short) + note
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..config import ConfigError
 from ..models import Finding, Patch, QualityReport, RoleRun, Verification, summarize, utcnow
+from .noise import by_importance
 from .report import compute_verdict, read_json
 
 _STATUS_ORDER = ("error", "timeout", "cancelled", "failed", "ok", "skipped")
@@ -111,8 +112,7 @@ def _findings(reports: list[QualityReport]) -> list[Finding]:
         for fid, fs in groups.items():
             if len(fs) > len(best.get(fid, [])):
                 best[fid] = fs
-    out = [f for fs in best.values() for f in fs]
-    return sorted(out, key=lambda f: (f.file or "", f.range.start_line if f.range else 0, f.id))
+    return by_importance(f for fs in best.values() for f in fs)
 
 
 def _roles(reports: list[QualityReport], counts: Counter[str]) -> list[RoleRun]:

@@ -1,20 +1,36 @@
-"""Noise filter: what reaches the report out of everything the roles found.
+"""Noise filter: what reaches the report out of everything the roles found,
+and in which order.
 
-Five steps, in this order; the first four are counted so the report can say
-what it hid:
+Only inline suppressions and the baseline hide a finding. Everything else
+that is true but not worth acting on stays in the report marked as noise
+(``Finding.noise`` says why): listed after the rest, never failing a run,
+one click away (``--show-noise``, the JSON/SARIF/JSONL outputs). The steps,
+in this order:
 
 1. inline suppressions on the flagged line(s): ``# noqa`` / ``# noqa: CODE,...``,
    ``# nosec`` / ``# nosec CODE ...`` (security findings), ``# superqode: ignore`` /
    ``# superqode: ignore[CODE,...]``;
-2. the confidence threshold (``qe.confidence_threshold``, default 0.7);
-3. de-duplication: one problem reported by two tools (bandit ``B105`` and ruff
+2. context (``qe/context.py``): what the code around a finding proves
+   (autoescape on next to a jinja2 Environment, an undefined name only in an
+   annotation) marks it as noise;
+3. the confidence threshold (``qe.confidence_threshold``, default 0.7): a
+   finding below it is noise, unless it is an injection sink, unsafe
+   deserialisation or a secret (``context.SINK_RULES``), which stays;
+4. de-duplication: one problem reported by two tools (bandit ``B105`` and ruff
    ``S105``, or bandit ``B105`` and the secrets scan, on the same line) or twice
    by one tool is kept once: the strongest report is kept with the HIGHEST
    severity of the group and the other rule ids in ``related_rules``;
-4. the baseline (``qe/baseline.py``): findings already accepted are dropped;
 5. path classes (``qe.path_classes``): a static tool's finding (security,
    secrets, lint, syntax, types) in tests, fixtures, docs or examples is shown
-   one level lower, the reason in ``severity_reason``.
+   one level lower, the reason in ``severity_reason``, and is noise (except a
+   provider's token: a real key leaks wherever it is committed);
+6. the baseline (``qe/baseline.py``): findings already accepted are dropped;
+7. one line, one diagnostic: the static findings on one line are merged
+   into the most important of them, which names the others' rules in
+   ``related_rules`` (each finding keeps its own id up to the baseline step);
+8. most important first (``by_importance``): worth acting on before noise,
+   then by severity, category (security and secrets first, lint last), file
+   and line; every output lists them in this order.
 """
 
 from __future__ import annotations
@@ -27,6 +43,7 @@ from dataclasses import dataclass, field
 
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
+from .context import apply_context, is_sink, mark_noise
 
 LineReader = Callable[[str, int], "str | None"]
 
@@ -43,6 +60,11 @@ _SAME_CHECK = {
     "NO-REDEF": "F811",  # redefinition of an unused name
     "SYNTAX": "SYNTAX-ERROR",
     "E999": "SYNTAX-ERROR",
+    # security_tester's own checks where bandit has a rule for the same flaw
+    "SQL-INJECTION": "B608",
+    "WEAK-PASSWORD-HASH": "B324",
+    "TEMPLATE-AUTOESCAPE-OFF": "B701",
+    "HARDCODED-DB-PASSWORD": "B106",
 }
 
 
@@ -121,7 +143,8 @@ def _is_suppressed(f: Finding, read_line: LineReader) -> bool:
 
 
 def _strength(f: Finding) -> tuple:
-    return (f.fix_patch_id is not None, f.severity.rank, f.confidence, f.role, f.tool)
+    return (f.noise is None, f.fix_patch_id is not None, f.severity.rank, f.confidence,
+            f.role, f.tool)
 
 
 def deduplicate(findings: Iterable[Finding]) -> tuple[list[Finding], int]:
@@ -192,6 +215,8 @@ def merge_reports(best: Finding, others: list[Finding]) -> Finding:
             if ev not in evidence:
                 evidence.append(ev)
     update.update(tags=tags, evidence=evidence, fix_patch_id=fix, related_rules=related)
+    if best.noise is not None and any(o.noise is None for o in others):
+        update["noise"] = None  # one of the reports is worth acting on: so is the problem
     return best.model_copy(update=update)
 
 
@@ -250,19 +275,84 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
         if lowered is f.severity:
             reason = f"in {cls} ({pat!r})"
         tags = list(f.tags) + ([f"path:{cls}"] if f"path:{cls}" not in f.tags else [])
-        out.append(f.model_copy(update={
-            "severity": lowered, "severity_reason": _join(f.severity_reason, reason), "tags": tags,
-        }))
+        update = {"severity": lowered, "severity_reason": _join(f.severity_reason, reason),
+                  "tags": tags}
+        if not _provider_token(f):
+            update["noise"] = _join(f.noise, f"in {cls} code") if f.noise else f"in {cls} code"
+        out.append(f.model_copy(update=update))
     return out
+
+
+def _provider_token(f: Finding) -> bool:
+    """A recognised token (AWS, GitHub...), as lead or merged in."""
+    rules = (f.rule_id, *f.related_rules)
+    return any(_is_secret_scan(r) and r.lower() not in ("secret-generic", "secret-config-password")
+               for r in rules)
+
+
+# The categories whose findings on one line are one diagnostic: what static
+# tools say about a line of code (a failing test is about the product).
+_LINE_CATEGORIES = PATH_CLASS_CATEGORIES
+
+
+# Within one severity: a security flaw or a secret before a failing test or a
+# type error, and those before a lint rule's opinion.
+_CATEGORY_RANK = {"security": 0, "secrets": 0, "tests": 1, "syntax": 1, "types": 1,
+                  "mutation": 2, "lint": 3}
+
+
+def importance(f: Finding) -> tuple:
+    """Sort key, most important first: worth acting on before noise, then
+    severity, category (security first), file, line and rule."""
+    line = f.range.start_line if f.range else 0
+    return (f.noise is not None, -f.severity.rank, _CATEGORY_RANK.get(f.category, 2),
+            f.file or "", line, f.rule_id, f.id)
+
+
+def by_importance(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=importance)
+
+
+def merge_lines(findings: list[Finding]) -> tuple[list[Finding], int]:
+    """One diagnostic per line: static findings on one line merged into the
+    most important one (``related_rules`` names the others). A finding with a
+    fix of its own, other than the lead's, stays apart: no fix is lost, and
+    none is shown on a problem it does not fix (UP031's rewrite of a ``%``
+    string on an SQL injection's line)."""
+    groups: dict[tuple, list[Finding]] = {}
+    out: list[Finding] = []
+    for f in findings:
+        if f.file and f.range and f.category in _LINE_CATEGORIES:
+            groups.setdefault((f.file, f.range.start_line), []).append(f)
+        else:
+            out.append(f)
+    merged = 0
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        group = by_importance(group)
+        lead, rest = group[0], []
+        for other in group[1:]:
+            if other.fix_patch_id is None or other.fix_patch_id == lead.fix_patch_id:
+                rest.append(other)
+            else:
+                out.append(other)
+        if rest:
+            merged += len(rest)
+            lead = merge_reports(lead, rest)
+        out.append(lead)
+    return out, merged
 
 
 @dataclass
 class NoiseResult:
     findings: list[Finding]
     suppressed: int = 0
-    below_threshold: int = 0
+    below_threshold: int = 0  # marked as noise (kept), not hidden
     duplicates: int = 0
     baseline_filtered: int = 0
+    merged_lines: int = 0
     # Everything that survived suppressions, threshold and de-duplication:
     # what ``--update-baseline`` records.
     before_baseline: list[Finding] = field(default_factory=list)
@@ -283,10 +373,14 @@ def filter_findings(
     for f in findings:
         if _is_suppressed(f, read_line):
             suppressed += 1
-        elif f.confidence < threshold:
-            below += 1
         else:
             kept.append(f)
+    lines = getattr(read_line, "lines", None)
+    kept = apply_context(kept, read_line=read_line, lines=lines, canonical=canonical_rule)
+    for i, f in enumerate(kept):
+        if f.confidence < threshold and not is_sink(f, canonical_rule):
+            below += 1
+            kept[i] = mark_noise(f, f"low confidence ({f.confidence:.2f} < {threshold:g})")
     deduped, dups = deduplicate(kept)
     classes = DEFAULT_PATH_CLASSES if path_classes is None else path_classes
     if classes:
@@ -308,6 +402,8 @@ def filter_findings(
             else:
                 new.append(f)
         result.findings = new
+    merged, result.merged_lines = merge_lines(result.findings)
+    result.findings = by_importance(merged)
     return result
 
 

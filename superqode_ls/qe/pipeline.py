@@ -247,6 +247,9 @@ class QESession:
         self._lap("save", lap)  # after the JSON was written: in memory and --timings only
         report.timings.update(self._timings, total=round(time.monotonic() - t0, 3))
         self.report = report
+        # Thousands of events on a large tree: in a thread, so a Ctrl-C is
+        # served at once (and stops the rest; the report file has them all).
+        await asyncio.to_thread(self._publish_findings, report)
         emit(
             "session_complete",
             verdict=report.verdict,
@@ -262,6 +265,15 @@ class QESession:
         if failure:
             raise SessionFailed(failure, report)
         return report
+
+    def _publish_findings(self, report: QualityReport) -> None:
+        """The report's findings, as every other output has them (final
+        severities, noise marked, most important first): one ``finding``
+        event each, so a JSONL consumer reads the same report."""
+        for n, f in enumerate(report.findings):
+            if n % 64 == 0 and self._cancel_requested:
+                return
+            self.bus.emit("finding", finding=f.model_dump(mode="json", exclude_none=True))
 
     async def _create_sandbox(self, res: Resolved) -> IsolatedSession:
         sparse = await asyncio.to_thread(self._sparse, res)
@@ -472,8 +484,11 @@ class QESession:
             self._found[name] = findings
             if out.usage is not None:
                 self._usage[name] = out.usage
+        # As found, for progress (the editor shows them while the run goes):
+        # severities not yet final. The report's findings go out as
+        # ``finding`` events at the end (_publish_findings).
         for f in findings:
-            self.bus.emit("finding", finding=f.model_dump(mode="json", exclude_none=True))
+            self.bus.emit("role_finding", finding=f.model_dump(mode="json", exclude_none=True))
         self._runs[name] = RoleRun(
             role=name, status=status, reason=reason, tool=out.tool or getattr(role, "tool", None),
             started_at=started, duration_s=round(duration, 3), findings=len(findings), patches=len(patches),

@@ -144,9 +144,12 @@ def to_diagnostic(
     message = diagnostic_message(f)
     if stale:
         message = f"[stale: files changed during the run] {message}"
+    if f.noise:
+        message = f"{message} [noise: {f.noise}]"
     diag: dict[str, Any] = {
         "range": rng,
-        "severity": lsp_severity(f.severity),
+        # Noise is a hint: there, one click away, never in the problem list's way.
+        "severity": 4 if f.noise else lsp_severity(f.severity),
         "code": f.rule_id,
         "source": SOURCE,
         "message": message,

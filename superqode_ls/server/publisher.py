@@ -33,10 +33,12 @@ def diagnostics_for(ls: ServerBase, uri: str) -> list[dict[str, Any]]:
         return []
     lines = ls.current_lines(uri) if ls.encoding != "utf-32" else ()
     version = ls.document_version(uri)
-    out = []
-    for t in tracked:
-        out.append(diagnostic_of(ls, t, lines, version))
-    return out
+    # Most important first (worth acting on, then severity, then line), as
+    # the report lists them: an editor that shows the first of a line's
+    # diagnostics shows the one that matters.
+    ordered = sorted(tracked, key=lambda t: (t.finding.noise is not None,
+                                             -t.finding.severity.rank, t.sl, t.sc))
+    return [diagnostic_of(ls, t, lines, version) for t in ordered]
 
 
 def diagnostic_of(ls: ServerBase, t: Tracked, lines, version: int | None) -> dict[str, Any]:

@@ -453,7 +453,7 @@ def _summary(run: Run, report: QualityReport) -> str:
 def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> None:
     data = event.data
     kind = event.type
-    if kind == "finding":
+    if kind == "role_finding":  # as each role finds them; the report replaces them at the end
         try:
             finding = Finding.model_validate(data.get("finding") or {})
         except Exception as e:

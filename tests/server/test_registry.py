@@ -83,15 +83,27 @@ def test_fix_all_cache_is_bounded():
     assert f"file:///f{FIX_ALL_CACHE_MAX + 9}.py" in ls.fix_all_cache
 
 
-def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
-    """Suppressed inline (in the buffer the run analysed), below the threshold
-    or baselined: never shown, not even while the run goes."""
+def _server(tmp_path):
+    """A server over one workspace folder, its output dropped."""
     from lsprotocol import types
     from pygls.uris import from_fs_path
     from pygls.workspace import Workspace
 
-    from superqode_ls.server.runs import _on_event, finding_filter
     from superqode_ls.server.setup import create_server
+
+    ls = create_server()
+    ls.protocol.set_writer(SimpleNamespace(write=lambda data: None, close=lambda: None))
+    ls.protocol._workspace = Workspace(
+        from_fs_path(str(tmp_path)),
+        workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(tmp_path)), name="w")])
+    return ls, ls.folder_paths()[0]
+
+
+def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
+    """Suppressed inline (in the buffer the run analysed) or baselined: never
+    shown, not even while the run goes; below the threshold: shown as noise,
+    as the report keeps it."""
+    from superqode_ls.server.runs import _on_event, finding_filter
 
     (tmp_path / "a.py").write_text("import os\nimport sys\nimport re\n", encoding="utf-8")
     # The unsaved buffer the run took: line 2 now carries a suppression.
@@ -105,12 +117,7 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
                        ).with_stable_id()
 
     async def go() -> list[str]:
-        ls = create_server()
-        ls.protocol.set_writer(SimpleNamespace(write=lambda data: None, close=lambda: None))
-        ls.protocol._workspace = Workspace(
-            from_fs_path(str(tmp_path)),
-            workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(tmp_path)), name="w")])
-        folder = ls.folder_paths()[0]
+        ls, folder = _server(tmp_path)
         r = Run(id="qe-s", folder=folder, files=None, mode="quick", roles=None, trigger="command",
                 overlays=overlays)
         # Line 3's finding is baselined once: the first copy hides, a second shows.
@@ -119,10 +126,46 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
         progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
         for f in (f401(1), f401(2), f401(4, confidence=0.3), f401(3), f401(3)):
             data = {"finding": f.model_dump(mode="json", exclude_none=True)}
-            _on_event(ls, r, progress, Event(type="finding", session_id="qe-s", data=data))
+            _on_event(ls, r, progress, Event(type="role_finding", session_id="qe-s", data=data))
         await ls.publisher.drain()
         shown = sorted(t.finding.message for uri in ls.store.uris() for t in ls.store.get(uri))
         return shown, progress.findings
 
-    # Two taken in (line 3's second copy is not baselined); one entry per id.
-    assert asyncio.run(go()) == (["line 1", "line 3"], 2)
+    # Three taken in (line 3's second copy is not baselined; line 4, below the
+    # threshold, as noise, which the report keeps too); one entry per id.
+    assert asyncio.run(go()) == (["line 1", "line 3", "line 4"], 3)
+
+
+def test_a_documents_diagnostics_are_most_important_first_noise_as_hints(tmp_path):
+    """The editor lists a file's diagnostics as the report does: worth acting
+    on by severity, noise last and as hints with its reason."""
+
+    from superqode_ls.server.publisher import diagnostics_for
+    from superqode_ls.server.runs import _on_event, finding_filter
+
+    (tmp_path / "a.py").write_text("import os\nx = 1\ny = 2\nz = 3\n", encoding="utf-8")
+
+    def mk(line: int, sev: Severity, noise: str | None = None) -> Finding:
+        return Finding(role="lint_tester", tool="ruff", rule_id=f"R{line}", title="t",
+                       message=f"line {line}", severity=sev, file="a.py", noise=noise,
+                       snippet=f"l{line}", range=Range(start_line=line, start_col=1)
+                       ).with_stable_id()
+
+    async def go():
+        ls, folder = _server(tmp_path)
+        r = Run(id="qe-o", folder=folder, files=None, mode="quick", roles=None,
+                trigger="command", overlays={})
+        r.keep = finding_filter(folder, {}, 0.7)
+        ls.runs.add(r)
+        progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
+        for f in (mk(1, Severity.low), mk(2, Severity.critical, noise="in tests code"),
+                  mk(3, Severity.high), mk(4, Severity.medium)):
+            data = {"finding": f.model_dump(mode="json", exclude_none=True)}
+            _on_event(ls, r, progress, Event(type="role_finding", session_id="qe-o", data=data))
+        await ls.publisher.drain()
+        (uri,) = ls.store.uris()
+        return diagnostics_for(ls, uri)
+
+    diags = asyncio.run(go())
+    assert [d["code"] for d in diags] == ["R3", "R4", "R1", "R2"]
+    assert diags[-1]["severity"] == 4 and "[noise: in tests code]" in diags[-1]["message"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...models import Finding, Patch, QualityReport, Severity, summarize
+from ..noise import by_importance
 
 _ORDER = [Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info]
 _VERDICT_LINE = {
@@ -81,6 +82,8 @@ def _finding(n: int, f: Finding, patches: dict[str, Patch]) -> list[str]:
         lines.append("- **Also reported as** " + ", ".join(_inline(r) for r in f.related_rules))
     if f.severity_reason:
         lines.append(f"- **Severity** {f.severity.value}: {f.severity_reason}")
+    if f.noise:
+        lines.append(f"- **Noise** {f.severity.value}: {f.noise}")
     if f.help_uri:
         lines.append(f"- **Rule docs** <{f.help_uri}>")
     fix, fix_body = _fix_lines(f, patches)
@@ -166,6 +169,8 @@ def render_markdown(report: QualityReport) -> str:
     ]
     for sev in _ORDER:
         out.append(f"| {sev.value} | {summary.get(sev.value, 0)} |")
+    if summary.get("noise"):
+        out.append(f"| noise | {summary['noise']} |")
     out.append(f"| **total** | **{len(report.findings)}** |")
     out.append("")
     verified = sum(1 for p in report.patches if p.verified)
@@ -185,13 +190,22 @@ def render_markdown(report: QualityReport) -> str:
     if not report.findings:
         out += ["No findings.", ""]
     n = 0
+    # Most important first: what is worth acting on by severity, the noise
+    # after it in a section of its own (true or not, not worth acting on).
+    ordered = by_importance(report.findings)
     for sev in _ORDER:
-        group = [f for f in report.findings if f.severity == sev]
+        group = [f for f in ordered if f.severity == sev and f.noise is None]
         if not group:
             continue
         out += [f"### {sev.value.capitalize()} ({len(group)})", ""]
-        group.sort(key=lambda f: (f.file or "", f.range.start_line if f.range else 0, f.rule_id))
         for f in group:
+            n += 1
+            out += _finding(n, f, patches)
+    noise = [f for f in ordered if f.noise is not None]
+    if noise:
+        out += [f"### Noise ({len(noise)})", "",
+                "True or not, not worth acting on: each says why.", ""]
+        for f in noise:
             n += 1
             out += _finding(n, f, patches)
 

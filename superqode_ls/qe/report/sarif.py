@@ -162,7 +162,8 @@ def _result(
     result: dict[str, Any] = {
         "ruleId": f.rule_id,
         "ruleIndex": rule_index,
-        "level": _LEVEL[f.severity],
+        # Noise stays in the log (a click away), at the lowest level.
+        "level": "note" if f.noise else _LEVEL[f.severity],
         "message": {"text": f.message or f.title},
         "locations": locations,
         "partialFingerprints": {FINGERPRINT_KEY: f.id},
@@ -180,6 +181,8 @@ def _result(
         result["properties"]["relatedRuleIds"] = list(f.related_rules)
     if f.severity_reason:
         result["properties"]["severityReason"] = f.severity_reason
+    if f.noise:
+        result["properties"]["noise"] = f.noise
     related = []
     for i, e in enumerate(f.evidence, start=1):
         if not e.file:

@@ -3,10 +3,13 @@
 - ``cancelled``: the session was stopped (Ctrl-C, SIGTERM, the editor's
   cancel) before it finished: its findings are partial, so no pass or fail is
   claimed (the CLI exits 130);
-- ``fail``: at least one finding at or above the ``fail_on`` severity
-  (``fail_on="never"`` never fails), not counting rules in ``never_fail``
-  (``qe.never_fail``, by default bandit's B101 ``assert``);
-- ``conditional``: otherwise, at least one finding at ``low`` or above, or a
+- ``fail``: at least one finding worth acting on: at or above the
+  ``fail_on`` severity after every adjustment (``fail_on="never"`` never
+  fails), not noise (``Finding.noise``: test code, low confidence, a value
+  that is no secret...), and not a rule in ``never_fail`` (``qe.never_fail``,
+  by default bandit's B101 ``assert``);
+- ``conditional``: otherwise, at least one finding at ``low`` or above that
+  is not noise, or a
   role that should have run could not finish (failed, error, timeout) or
   did nothing useful (ineffective: an agent whose model called no tool, read
   no file or repeated one call), stopped at a cap before it finished
@@ -48,9 +51,15 @@ def fails(
         return False
     threshold = Severity(fail_on)
     exempt = {r.upper() for r in never_fail}
-    return any(
-        f.severity.at_least(threshold) and f.rule_id.upper() not in exempt for f in findings
-    )
+    return any(worth_acting_on(f, threshold, exempt) for f in findings)
+
+
+def worth_acting_on(f: Finding, fail_on: Severity = Severity.high,
+                    never_fail: Iterable[str] = DEFAULT_NEVER_FAIL) -> bool:
+    """A finding that fails a run: severe enough, not noise, not exempt."""
+    exempt = {r.upper() for r in never_fail}
+    return (f.noise is None and f.severity.at_least(fail_on)
+            and f.rule_id.upper() not in exempt)
 
 
 def compute_verdict(
@@ -69,6 +78,6 @@ def compute_verdict(
     items = list(findings)
     if fails(items, fail_on, never_fail):
         return "fail"
-    if any_unfinished or any(f.severity.at_least(Severity.low) for f in items):
+    if any_unfinished or any(f.noise is None and f.severity.at_least(Severity.low) for f in items):
         return "conditional"
     return "pass"

@@ -127,6 +127,21 @@ GENERIC = SecretRule(
     3,
     hints=("password", "passwd", "pwd", "secret", "token", "api", "access", "auth", "private"),
 )
+# ``password: postgres`` in a YAML/INI/TOML/.env file: values there are
+# unquoted, so GENERIC (quoted values only) cannot see them.
+CONFIG_PASSWORD = SecretRule(
+    "secret-config-password",
+    "Password written in a configuration file",
+    re.compile(
+        r"(?i)^\s*[\"']?((?:db|database|postgres|mysql|redis|smtp|mail)?[_.-]?"
+        r"(?:password|passwd|pwd))[\"']?\s*[:=]\s*[\"']?([^\s\"'#,;]+)"
+    ),
+    Severity.medium,
+    0.8,
+    2,
+    hints=("pass", "pwd"),
+)
+CONFIG_SUFFIXES = (".yaml", ".yml", ".ini", ".cfg", ".toml", ".env", ".conf", ".properties")
 # Names that hold *about* a secret, not the secret: api_key_env = "MY_VAR".
 _NOT_SECRET_NAME = re.compile(
     r"(?i)[_.-]?(env|name|file|path|url|uri|header|type|field|id|prefix|len|length|var"
@@ -208,6 +223,40 @@ def plausible(value: str, line: str | None = None) -> bool:
     return True
 
 
+# Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials".
+_IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+)$")
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def not_a_secret(value: str, line: str | None = None) -> str | None:
+    """Why a value a tool calls a password is clearly none (a placeholder,
+    an identifier, the name of the variable it is assigned to...), or None
+    when it may be one."""
+    if not value.strip():
+        return "empty"
+    if _PLACEHOLDER.match(value):
+        return "a placeholder"
+    if len(value) < 4:
+        return "too short to be a secret"
+    if _ENV_VAR_NAME.match(value):
+        return "the name of an environment variable"
+    if _IDENTIFIER.match(value):
+        return "an identifier"
+    for q in ("'", '"'):
+        at = (line or "").find(f"{q}{value}{q}")
+        m = _TARGET.search(line[:at]) if line and at > 0 else None
+        if m:
+            name, squashed = _squash(m.group(1).rsplit(".", 1)[-1]), _squash(value)
+            if squashed and (squashed in name or name in squashed):
+                return "its own variable's name (an enum-like constant)"
+            if value.isalpha() and value.islower() and not re.search(r"pass|pwd", name):
+                return "a plain word (a token type or mode, not a token)"
+    return None
+
+
 @dataclass
 class SecretHit:
     rule: SecretRule
@@ -272,7 +321,21 @@ def _candidates(text: str, lines: list[str]) -> dict[int, list[SecretRule]]:
     return found
 
 
-def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
+def _config_password(line: str, lineno: int, in_test: bool) -> SecretHit | None:
+    m = CONFIG_PASSWORD.pattern.match(line)
+    if m is None:
+        return None
+    value = m.group(2)
+    if (_PLACEHOLDER.match(value) or value.startswith(("$", "%", "{", "!", "&", "*"))
+            or value.lower() in ("password", "passwd", "pwd", "''", '""')):
+        return None
+    confidence = CONFIG_PASSWORD.confidence - (TEST_PENALTY if in_test else 0.0)
+    return _hit(CONFIG_PASSWORD, lineno, line, m.start(2), m.end(2), round(confidence, 2), "")
+
+
+def scan_text(text: str, in_test: bool = False, config: bool = False) -> list[SecretHit]:
+    """``config``: the text is a configuration file (YAML, INI, TOML,
+    .env): an unquoted ``password: value`` counts there too."""
     hits: list[SecretHit] = []
     lines: list[str] = []
     candidates = _candidates(text, lines)
@@ -305,13 +368,20 @@ def scan_text(text: str, in_test: bool = False) -> list[SecretHit]:
                     )
                 )
                 found_specific = True
-        if found_specific or rules[-1] is not GENERIC:
+        if found_specific:
+            continue
+        if config:
+            hit = _config_password(line, lineno, in_test)
+            if hit is not None:
+                hits.append(hit)
+                continue
+        if rules[-1] is not GENERIC:
             continue
         for m in GENERIC.pattern.finditer(line):
             value = m.group(GENERIC.group)
             if _PLACEHOLDER.match(value) or value.isdigit() or _ENV_VAR_NAME.match(value):
                 continue
-            if _NOT_SECRET_NAME.search(m.group(1)):
+            if _NOT_SECRET_NAME.search(m.group(1)) or not_a_secret(value, line):
                 continue
             e = entropy(value)
             if e < 3.0:
@@ -357,4 +427,5 @@ def scan_file(path: Path, in_test: bool = False) -> list[SecretHit]:
         return []
     if not _is_text(raw):
         return []
-    return scan_text(raw.decode("utf-8", "replace"), in_test=in_test)
+    config = path.suffix.lower() in CONFIG_SUFFIXES or path.name.startswith(".env")
+    return scan_text(raw.decode("utf-8", "replace"), in_test=in_test, config=config)

@@ -17,7 +17,7 @@ from typing import Any
 from ...models import Evidence, Finding, Patch, Range, Severity
 from ...workspace.proc import tool_cpu_count
 from ..noise import merge_reports
-from . import _bandit_warm, _secrets
+from . import _bandit_warm, _secrets, _web
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -40,6 +40,11 @@ _CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.7, "LOW": 0.4, "UNDEFINED": 0.5}
 # "Consider possible security implications of importing X": context, not a problem.
 _IMPORT_NOTES = {f"B4{n:02d}" for n in range(1, 16)}
 _PASSWORD_RULES = ("B105", "B106", "B107")
+_CWE = {
+    "sql-injection": ("CWE-89",), "template-autoescape-off": ("CWE-79",),
+    "debug-mode": ("CWE-489",), "insecure-cookie": ("CWE-1004",),
+    "hardcoded-db-password": ("CWE-798",), "weak-password-hash": ("CWE-916",),
+}
 _WEAK_HASHES = {"md5", "sha1", "md4", "md2", "sha"}
 _SECRET_SUFFIXES = (
     ".py", ".pyi", ".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".env", ".txt",
@@ -197,6 +202,7 @@ class SecurityTester(FileCheckRole):
             evidence: list[Evidence] = []
             snippet = text
             severity_reason = None
+            noise = None
             if test_id in _PASSWORD_RULES:
                 # bandit quotes the password: mask the value only, never the
                 # words around it, and keep it out of the snippet and the id.
@@ -221,7 +227,10 @@ class SecurityTester(FileCheckRole):
                                 snippet=masked,
                             )
                         )
-                    if _secrets.plausible(secret, text) and severity.rank < Severity.high.rank:
+                    why = _secrets.not_a_secret(secret, text)
+                    if why is not None:
+                        noise = f"not a secret: the value is {why}"
+                    elif _secrets.plausible(secret, text) and severity.rank < Severity.high.rank:
                         severity_reason = (
                             f"bandit rates it {severity.value}; a hard-coded secret in the "
                             "code is at least high"
@@ -267,6 +276,7 @@ class SecurityTester(FileCheckRole):
                     id=fid,
                     evidence=evidence,
                     severity_reason=severity_reason,
+                    noise=noise,
                 )
             )
         return out
@@ -320,13 +330,14 @@ class SecurityTester(FileCheckRole):
                 )
         for rel in py_files:
             text = src.text(rel)
-            if text is None or not may_match(text):
+            if text is None or not (may_match(text) or _web.may_match(text)):
                 continue
             try:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError):
                 continue
-            for node, rule, title, message, severity in patterns(tree):
+            hits = [*patterns(tree), *_web.web_patterns(tree, rel, text)]
+            for node, rule, title, message, severity in hits:
                 line_text = src.line(rel, node.lineno)
                 if line_text and _secrets._ALLOW.search(line_text):
                     continue
@@ -352,7 +363,7 @@ class SecurityTester(FileCheckRole):
                         range=Range(
                             start_line=node.lineno, start_col=start, end_line=end_line, end_col=end
                         ),
-                        tags=["patterns"],
+                        tags=["patterns", *_CWE.get(rule, ())],
                         snippet=line_text,
                     )
                 )
@@ -364,8 +375,14 @@ class SecurityTester(FileCheckRole):
         # the whole tree again for each of thousands of findings was most of
         # the role's own time on a large repository.
         trees: dict[str, dict[int, list[ast.Call]] | None] = {}
+        # usedforsecurity=False on a hash of a password would hide the flaw:
+        # the fix there is a password hashing scheme, which no patch makes.
+        passwords = {(f.file, f.range.start_line) for f in findings
+                     if f.rule_id == "weak-password-hash" and f.range}
         for f in findings:
             if f.rule_id not in ("B506", "B324", "yaml-unsafe-load") or not f.file or not f.range:
+                continue
+            if f.rule_id == "B324" and (f.file, f.range.start_line) in passwords:
                 continue
             text = src.text(f.file)
             if text is None:

@@ -1,0 +1,314 @@
+"""Web-application flaws bandit misses or rates too low (security_tester's
+``superqode-patterns`` tool), found on the syntax tree of one file:
+
+- ``sql-injection``: SQL text built by ``%``, ``.format``, an f-string or
+  ``+`` from a value that is not a constant, passed to ``execute()`` (also
+  through a local variable of the same function): high, whatever bandit's
+  confidence in its own B608;
+- ``template-autoescape-off``: ``autoescape=False`` given to a template
+  engine (jinja2 ``Environment``, ``aiohttp_jinja2.setup``...), or
+  ``env.autoescape = False``: stored XSS;
+- ``debug-mode``: ``app.run(debug=True)`` (the Werkzeug debugger runs code),
+  ``Application(debug=True)``, ``DEBUG = True`` in a settings module;
+- ``insecure-cookie``: a session store or cookie made readable by JavaScript
+  (``httponly=False``), ``SESSION_COOKIE_HTTPONLY = False``;
+- ``hardcoded-db-password``: a literal password in a config dict
+  (``{"password": "..."}``) or a connection URL/DSN with a password in it;
+- ``weak-password-hash``: md5/sha1 over something named a password.
+
+These are syntax checks, not data flow across functions: each needs the
+dangerous construct and the non-constant value in one function.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from ...models import Severity
+
+# (node, rule id, title, message, severity)
+Hit = tuple[ast.AST, str, str, str, Severity]
+
+_SQL = re.compile(r"(?is)\b(select\s.+\bfrom|insert\s+into|update\s.+\bset\b|delete\s+from"
+                  r"|create\s+table|drop\s+table|alter\s+table|where\s)\b")
+_EXECUTE = {"execute", "executemany", "executescript", "mogrify", "raw", "fetch", "fetchrow",
+            "fetchval"}
+_PASSWORD_NAME = re.compile(r"(?i)(pass(word|wd)?|pwd)")
+_PASSWORD_KEY = re.compile(r"(?i)^(db_?|database_?)?(pass(word|wd)?|pwd)$")
+_DSN_PASSWORD = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://[^:/\s@]+:([^@\s/]+)@"
+                           r"|\bpassword=([^\s{}'\"]+))")
+_WEAK = {"md5", "sha1", "md4", "sha"}
+_SETTINGS_FILE = re.compile(r"(?i)(settings|config|conf)[^/]*\.py$")
+_PLACEHOLDER = re.compile(r"(?i)^(|\*+|x+|<.*>|\$\{.*\}|\{.*\}|%\(.*\)s|%s|change[_-]?me|"
+                          r"password|secret|none|null)$")
+
+# What each check needs in the text: most files hold none of it and are not
+# walked (a walk of a large tree's syntax is seconds).
+_NEEDS_SQL = re.compile(r"(?i)\.(execute|executemany|executescript|mogrify|raw|fetch\w*)\s*\(")
+_NEEDS_SQL_WORD = re.compile(r"(?i)\b(select|insert|update|delete|create|drop|alter|where)\b")
+_NEEDS_CALLS = re.compile(
+    r"(?i)(autoescape\s*=\s*False|debug\s*=\s*True|httponly\s*=\s*False|set_cookie"
+    r"|(pass(word|wd)?|pwd)['\"]?\s*[:=]\s*[rbu]?['\"]|://[^:/\s@'\"]+:[^@\s/'\"]+@"
+    r"|password=[^\s{}'\"]|\b(md5|sha1|new)\s*\()")
+
+
+def may_match(text: str) -> bool:
+    return not text.isascii() or bool(_needs(text))
+
+
+def _needs(text: str) -> set[str]:
+    out = set()
+    if _NEEDS_SQL.search(text) and _NEEDS_SQL_WORD.search(text):
+        out.add("sql")
+    if _NEEDS_CALLS.search(text):
+        out.add("calls")
+    return out
+
+
+def _const_str(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_false(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def _is_true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _sql_text(node: ast.AST) -> str:
+    """The constant text of a string expression (its SQL, if any)."""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_const_str(v) or " " for v in node.values)
+    if isinstance(node, ast.BinOp):
+        return _sql_text(node.left) + " " + _sql_text(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _sql_text(node.func.value)
+    return _const_str(node) or ""
+
+
+def _non_constant(node: ast.AST) -> bool:
+    return not isinstance(node, ast.Constant) and not (
+        isinstance(node, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in node.elts)
+    )
+
+
+def _built_sql(node: ast.AST) -> bool:
+    """SQL text made from a non-constant value by formatting or ``+``."""
+    if isinstance(node, ast.JoinedStr):
+        dynamic = any(isinstance(v, ast.FormattedValue) for v in node.values)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        dynamic = _const_str(node.left) is not None and _non_constant(node.right)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        # Another piece of SQL text (``base_query + " WHERE id = %s"``) is
+        # not a value; anything else joined to SQL text is.
+        dynamic = any(_non_constant(p) and not _SQL_PIECE.search(_name_of(p))
+                      for p in _added(node))
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+          and node.func.attr == "format" and _const_str(node.func.value) is not None):
+        dynamic = bool(node.args or node.keywords)
+    else:
+        return False
+    return dynamic and bool(_SQL.search(_sql_text(node)))
+
+
+_SQL_PIECE = re.compile(r"(?i)(sql|query|stmt|statement|clause|where|^q)$")
+
+
+def _added(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _added(node.left) + _added(node.right)
+    return [node]
+
+
+def _name_of(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _scopes(tree: ast.AST) -> Iterator[ast.AST]:
+    yield tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope, not those of the functions inside it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _sql_injection(tree: ast.AST) -> Iterator[Hit]:
+    for scope in _scopes(tree):
+        built: dict[str, ast.AST] = {}  # variable -> the expression that built SQL into it
+        nodes = sorted(_own_nodes(scope), key=lambda n: (getattr(n, "lineno", 0),
+                                                         getattr(n, "col_offset", 0)))
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name):
+                if _built_sql(node.value):
+                    built[node.targets[0].id] = node.value
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
+                    and isinstance(node.op, ast.Add) and _non_constant(node.value) \
+                    and not _const_str(node.value) and not isinstance(node.value, ast.Name):
+                if _built_sql(node.value) or node.target.id in built:
+                    built.setdefault(node.target.id, node.value)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in _EXECUTE and node.args:
+                arg = node.args[0]
+                where: ast.AST | None = None
+                if _built_sql(arg):
+                    where = arg
+                elif isinstance(arg, ast.Name) and arg.id in built:
+                    where = built[arg.id]
+                if where is not None:
+                    yield (
+                        where, "sql-injection", "SQL built from a value by string formatting",
+                        (f"This SQL text is built by formatting a value into it and run by "
+                         f"{node.func.attr}() (line {node.lineno}): SQL injection. Pass the "
+                         "values as query parameters instead."),
+                        Severity.high,
+                    )
+
+
+def _keyword(node: ast.Call, name: str) -> ast.AST | None:
+    for kw in node.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _func_name(node: ast.Call) -> str:
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    return f.id if isinstance(f, ast.Name) else ""
+
+
+def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _func_name(node)
+            if _is_false(_keyword(node, "autoescape")):
+                yield (node, "template-autoescape-off", "Template autoescaping turned off",
+                       (f"{name}(autoescape=False) renders values into HTML unescaped: any "
+                        "stored or reflected text becomes script (XSS). Keep autoescape on "
+                        "(jinja2.select_autoescape()) and mark trusted HTML with Markup."),
+                       Severity.high)
+            debug = _keyword(node, "debug")
+            if _is_true(debug):
+                if name == "run":
+                    yield (node, "debug-mode", "Application run in debug mode",
+                           ("run(debug=True) serves the interactive debugger, which runs "
+                            "Python for whoever reaches the page; take debug from the "
+                            "environment and keep it off in production."), Severity.high)
+                elif name in ("Application", "Flask", "Starlette", "FastAPI", "Sanic"):
+                    yield (node, "debug-mode", "Application created in debug mode",
+                           (f"{name}(debug=True) shows tracebacks and internals to clients; "
+                            "take debug from the environment, off by default."),
+                           Severity.medium)
+            if _is_false(_keyword(node, "httponly")):
+                yield (node, "insecure-cookie", "Cookie readable by JavaScript (httponly=False)",
+                       (f"{name}(httponly=False) lets any script on the page read the cookie: "
+                        "one XSS steals the session. Leave httponly on."), Severity.medium)
+            elif name == "set_cookie" and _session_cookie(node) and _keyword(node, "httponly") is None:
+                yield (node, "insecure-cookie", "Session cookie set without httponly",
+                       ("set_cookie for a session cookie without httponly=True: scripts on "
+                        "the page can read it. Add httponly=True (and secure=True)."),
+                       Severity.medium)
+            yield from _password_hash(node)
+            for kw in node.keywords:
+                if kw.arg and _PASSWORD_KEY.match(kw.arg):
+                    yield from _literal_password(kw.value, kw.arg)
+        elif isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                key = _const_str(k) if k is not None else None
+                if key and _PASSWORD_KEY.match(key):
+                    yield from _literal_password(v, key)
+        elif isinstance(node, ast.Assign):
+            yield from _assignment(node, rel)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "=" in node.value \
+                or isinstance(node, ast.Constant) and isinstance(node.value, str) and "://" in node.value:
+            m = _DSN_PASSWORD.search(node.value)
+            secret = m and (m.group(1) or m.group(2))
+            if secret and not _PLACEHOLDER.match(secret) and not secret.startswith(("$", "%", "{")):
+                yield (node, "hardcoded-db-password", "Password in a connection string",
+                       ("A database/service password is written into a connection string in "
+                        "the code; load it from the environment or a secret store."),
+                       Severity.high)
+
+
+def _session_cookie(node: ast.Call) -> bool:
+    first = _const_str(node.args[0]) if node.args else _const_str(_keyword(node, "key") or ast.Pass())
+    return bool(first and "session" in first.lower())
+
+
+def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
+    text = _const_str(value)
+    if text is None or _PLACEHOLDER.match(text) or text.lower() == key.lower():
+        return
+    yield (value, "hardcoded-db-password", "Hard-coded password in configuration",
+           (f"The {key!r} setting is a literal in the code; anyone with the source has it. "
+            "Load it from the environment or a secret store."), Severity.high)
+
+
+def _password_hash(node: ast.Call) -> Iterator[Hit]:
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+    if name == "new" and node.args and _const_str(node.args[0]) in _WEAK:
+        name = str(_const_str(node.args[0]))
+    if name not in _WEAK:
+        return
+    names = [getattr(n, "id", None) or getattr(n, "attr", None) or ""
+             for a in node.args for n in ast.walk(a) if isinstance(n, (ast.Name, ast.Attribute))]
+    if _PASSWORD_NAME.search(" ".join(names)):
+        yield (node, "weak-password-hash", f"Password hashed with {name}",
+               (f"{name} is fast and unsalted: stolen hashes give back the passwords in "
+                "seconds. Hash passwords with a slow salted scheme (bcrypt, scrypt, argon2, "
+                "hashlib.pbkdf2_hmac)."), Severity.high)
+
+
+def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
+    for target in node.targets:
+        name = target.id if isinstance(target, ast.Name) else (
+            target.attr if isinstance(target, ast.Attribute) else None)
+        if name is None:
+            continue
+        if name == "autoescape" and isinstance(target, ast.Attribute) and _is_false(node.value):
+            yield (node, "template-autoescape-off", "Template autoescaping turned off",
+                   ("autoescape = False renders values into HTML unescaped (XSS); keep it on."),
+                   Severity.high)
+        elif name in ("SESSION_COOKIE_HTTPONLY", "CSRF_COOKIE_HTTPONLY") and _is_false(node.value):
+            yield (node, "insecure-cookie", "Session cookie readable by JavaScript",
+                   f"{name} = False lets scripts read the cookie; leave it True.", Severity.medium)
+        elif name == "DEBUG" and _is_true(node.value) and (
+                _SETTINGS_FILE.search(rel) or isinstance(target, ast.Attribute)):
+            yield (node, "debug-mode", "Debug mode on in the settings",
+                   ("DEBUG = True in the settings shows tracebacks, settings and internals to "
+                    "clients; read it from the environment, off by default."), Severity.medium)
+        elif name == "debug" and isinstance(target, ast.Attribute) and _is_true(node.value):
+            yield (node, "debug-mode", "Application debug mode turned on",
+                   "app.debug = True shows internals to clients (and may run a debugger).",
+                   Severity.medium)
+
+
+def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Iterator[Hit]:
+    """The hits in one file's tree; ``text`` (its source) lets checks that
+    cannot match it be skipped."""
+    needs = _needs(text) if text is not None and text.isascii() else {"sql", "calls"}
+    if "sql" in needs:
+        yield from _sql_injection(tree)
+    if "calls" in needs:
+        yield from _calls(tree, rel)

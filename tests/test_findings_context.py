@@ -1,0 +1,246 @@
+"""Findings a developer acts on: context that proves a rule wrong makes it
+noise (and the real one next to it stays), sinks survive the confidence
+threshold, one line is one diagnostic, the verdict rests on what is worth
+acting on, most important first. Each rule in both directions, on real
+files (and real bandit / ruff where the rule is about their output)."""
+
+from __future__ import annotations
+
+import pytest
+
+from superqode_ls.models import Finding, QualityReport, Range, Severity
+from superqode_ls.qe.display import summary_lines
+from superqode_ls.qe.noise import FileLines, by_importance, filter_findings, merge_lines
+from superqode_ls.qe.report import compute_verdict
+from superqode_ls.qe.roles._secrets import not_a_secret
+from superqode_ls.qe.roles.base import tool_path
+from superqode_ls.qe.roles.lint import LintTester
+from superqode_ls.qe.roles.security import SecurityTester
+from tests.role_helpers import make_ctx, run_role
+
+needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
+needs_ruff = pytest.mark.skipif(tool_path("ruff") is None, reason="ruff not installed")
+
+
+def _filtered(repo, findings, threshold=0.7):
+    return filter_findings(findings, read_line=FileLines(repo), threshold=threshold).findings
+
+
+def _at(findings, file, line, rule):
+    return [f for f in findings if f.file == file and f.range and f.range.start_line == line
+            and (f.rule_id == rule or rule in f.related_rules)]
+
+
+@needs_bandit
+def test_b701_with_autoescape_on_nearby_is_noise_and_off_stays(make_repo):
+    repo = make_repo({
+        "app/templating.py": (
+            "import jinja2\n\n\n"
+            "def env(**options):\n"
+            "    options.setdefault('autoescape', True)\n"
+            "    return jinja2.Environment(**options)\n\n\n"
+            "def unsafe():\n"
+            "    return jinja2.Environment(loader=None, autoescape=False)\n"
+        ),
+    })
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    (ok,) = _at(found, "app/templating.py", 6, "B701")
+    assert ok.noise and "autoescape is turned on" in ok.noise and ok.severity is Severity.info
+    (bad,) = _at(found, "app/templating.py", 10, "B701")
+    assert bad.noise is None and bad.severity is Severity.high
+    assert "template-autoescape-off" in (bad.rule_id, *bad.related_rules)
+    assert compute_verdict(found) == "fail"
+
+
+@needs_bandit
+def test_password_names_with_values_that_are_no_secret_are_noise(make_repo):
+    repo = make_repo({
+        "lib/engine.py": (
+            '_DEFAULT_TOKEN = "_sa_default"\n'
+            'GRANT_TYPE_PASSWORD = "password"\n'
+            'TOKEN_TYPE = "bearer"\n'
+            'REFRESH_TOKEN = "refresh_token"\n'
+            'DB_PASSWORD = "Xk29-prod!db"\n'
+        ),
+    })
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    for line in (1, 2, 3, 4):
+        for f in _at(found, "lib/engine.py", line, "B105"):
+            assert f.noise and "not a secret" in f.noise, f
+            assert f.severity.rank < Severity.high.rank
+    (real,) = _at(found, "lib/engine.py", 5, "B105")
+    assert real.noise is None and real.severity is Severity.high
+    assert compute_verdict(found) == "fail"  # the real one alone decides it
+
+
+def test_not_a_secret_both_ways():
+    assert not_a_secret("_sa_default", '_DEFAULT_TOKEN = "_sa_default"')
+    assert not_a_secret("refresh_token", 'GRANT = "refresh_token"')
+    assert not_a_secret("<your-password>", 'PASSWORD = "<your-password>"')
+    assert not_a_secret("Password", 'PASSWORD = "Password"')
+    assert not_a_secret("hunter2-prod-db", 'DB_PASSWORD = "hunter2-prod-db"') is None
+    assert not_a_secret("postgres", 'password = "postgres"') is None
+    assert not_a_secret("s3cr3t_Pw", 'password = "s3cr3t_Pw"') is None
+
+
+@needs_ruff
+def test_undefined_name_only_in_lazy_annotations_is_noise(make_repo):
+    repo = make_repo({
+        "pkg/lazy.py": (
+            "from __future__ import annotations\n\n\n"
+            "def f(x: Missing) -> Other:\n"
+            "    return x\n"
+        ),
+        "pkg/strings.py": "def g(x: 'Missing') -> int:\n    return len(x)\n",
+        "pkg/local.py": "def k(request):\n    app: Application = request.app\n    return app\n",
+        "pkg/real.py": "def h(x: Missing) -> int:\n    return undefined_call(x)\n",
+    })
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    lazy = [f for f in found if f.file == "pkg/lazy.py" and f.rule_id == "F821"]
+    # two names on one line: one diagnostic
+    assert len(lazy) == 1 and all(f.noise and "annotation" in f.noise for f in lazy)
+    (string,) = [f for f in found if f.file == "pkg/strings.py" and f.rule_id == "F821"]
+    assert string.noise and string.severity is Severity.info
+    (local,) = [f for f in found if f.file == "pkg/local.py" and f.rule_id == "F821"]
+    assert local.noise and "annotation" in local.noise  # PEP 526: never evaluated
+    real = [f for f in found if f.file == "pkg/real.py" and f.rule_id == "F821"]
+    # evaluated when the function is defined, and a call: both real, both high
+    assert real and all(f.noise is None and f.severity is Severity.high for f in real)
+
+
+@needs_bandit
+def test_test_code_is_noise_but_a_real_token_in_it_is_not(make_repo):
+    repo = make_repo({
+        "tests/__init__.py": "",
+        "tests/test_login.py": (
+            'PASSWORD = "hunter2-prod-db"\n'
+            "def test_x():\n    assert 1\n"
+        ),
+        "tests/conftest.py": 'AWS = "AKIAIOSFODNN7REALKEY"\n',
+        "conftest.py": "import subprocess\n\n\ndef run(cmd):\n"
+                       "    return subprocess.call(cmd, shell=True)\n",
+    })
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    (pw,) = _at(found, "tests/test_login.py", 1, "B105")
+    assert pw.noise == "in tests code" and pw.severity is Severity.medium
+    (shell,) = _at(found, "conftest.py", 5, "B602")
+    assert shell.noise == "in tests code"
+    aws = [f for f in found if f.file == "tests/conftest.py" and f.rule_id.startswith("secret-aws")]
+    assert aws and all(f.noise is None for f in aws)
+    # the token decides the verdict (high after one level lower), not the test password
+    assert compute_verdict([f for f in found if f not in aws]) != "fail"
+
+
+@needs_bandit
+def test_sinks_stay_whatever_the_tools_confidence(make_repo):
+    repo = make_repo({
+        "app/db.py": (
+            "def find(cur, name):\n"
+            "    q = \"SELECT * FROM users WHERE name = '%s'\" % name\n"
+            "    cur.execute(q)\n\n\n"
+            "def safe(cur, name):\n"
+            "    cur.execute('SELECT * FROM users WHERE name = %s', (name,))\n\n\n"
+            "def constant(cur):\n"
+            "    q = 'SELECT * FROM users'\n"
+            "    q += ' LIMIT 10'\n"
+            "    cur.execute(q)\n\n\n"
+            "def dump(table, values):\n"
+            "    return 'INSERT INTO %s VALUES (%s);' % (table, values)\n"
+        ),
+    })
+    out = run_role(SecurityTester(), make_ctx(repo)).findings
+    # a threshold above every confidence: the sink still stands, at least high
+    found = _filtered(repo, out, threshold=0.99)
+    (sql,) = _at(found, "app/db.py", 2, "B608")
+    assert sql.noise is None and sql.severity.at_least(Severity.high)
+    assert {sql.rule_id, *sql.related_rules} >= {"B608", "sql-injection"}
+    assert not [f for f in found if f.file == "app/db.py" and f.range.start_line > 3
+                and f.noise is None]
+    # SQL text written out, never executed: bandit's low-confidence B608 is noise
+    dump = [f for f in found if f.file == "app/db.py" and f.range.start_line == 17]
+    assert dump and all(f.noise and "low confidence" in f.noise for f in dump)
+
+
+def _mk(rule, line, sev, *, tool="ruff", category="lint", fix=None, noise=None, file="a.py"):
+    return Finding(role="r", tool=tool, rule_id=rule, title=rule, message=rule, severity=sev,
+                   category=category, file=file, range=Range(start_line=line),
+                   snippet=f"{rule} {line}", fix_patch_id=fix, noise=noise).with_stable_id()
+
+
+def test_one_line_is_one_diagnostic_naming_every_rule_and_keeping_fixes():
+    a = _mk("F401", 1, Severity.medium, fix="p1")
+    b = _mk("B403", 1, Severity.low, tool="bandit", category="security")
+    c = _mk("E501", 1, Severity.info)
+    d = _mk("UP035", 1, Severity.info, fix="p2")  # a fix of its own: kept apart
+    other = _mk("F401", 2, Severity.medium)
+    out, merged = merge_lines([a, b, c, d, other])
+    assert merged == 2 and len(out) == 3
+    (lead,) = [f for f in out if f.range.start_line == 1 and f.rule_id == "F401"]
+    assert lead.id == a.id and lead.related_rules == ["B403", "E501"]
+    assert lead.fix_patch_id == "p1"
+    assert any(f.fix_patch_id == "p2" for f in out)
+    # a lead without a fix never wears another problem's fix
+    sql = _mk("sql-injection", 5, Severity.high, tool="p", category="security")
+    up = _mk("UP031", 5, Severity.info, fix="p3")
+    out, merged = merge_lines([sql, up])
+    assert merged == 0 and {f.fix_patch_id for f in out} == {None, "p3"}
+
+
+def test_verdict_fails_only_on_what_is_worth_acting_on():
+    noise = _mk("B105", 1, Severity.high, tool="bandit", category="security", noise="in tests code")
+    low = _mk("F401", 2, Severity.low)
+    assert compute_verdict([noise]) == "pass"
+    assert compute_verdict([noise, low]) == "conditional"
+    assert compute_verdict([noise, low, _mk("F821", 3, Severity.high)]) == "fail"
+
+
+def test_most_important_first_and_noise_counted_in_the_summary():
+    findings = [
+        _mk("E501", 1, Severity.info),
+        _mk("B105", 2, Severity.critical, tool="bandit", category="security",
+            noise="the value is an identifier, not a secret"),
+        _mk("F401", 3, Severity.medium),
+        _mk("F821", 9, Severity.high, file="b.py"),
+        _mk("B113", 4, Severity.medium, tool="bandit", category="security",
+            noise="low confidence (0.40 < 0.7)"),
+    ]
+    ordered = by_importance(findings)
+    assert [f.rule_id for f in ordered] == ["F821", "F401", "E501", "B105", "B113"]
+    report = QualityReport(session_id="s", project="/p", mode="quick", isolation="x",
+                           started_at="2026-01-01T00:00:00Z", findings=ordered)
+    lines = summary_lines(report)
+    assert lines[0].startswith("b.py:9:1: high F821")
+    assert not any("B105" in line or "B113" in line for line in lines)
+    (more,) = [line for line in lines if "more (noise)" in line]
+    assert more.startswith("2 more (noise): ") and "1 low confidence" in more
+    shown = summary_lines(report, show_noise=True)
+    assert [line.split()[2] for line in shown[:5]] == ["F821", "F401", "E501", "B105", "B113"]
+
+
+def test_advisories_and_cache_key_hashes_are_noise_real_ones_stay(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "etag = hashlib.sha1(data).hexdigest()\n"
+        "token = hashlib.sha1(secret).hexdigest()\n"
+        "try:\n    x()\nexcept Exception:\n    pass\n"
+        "n = random.random()\n"
+        "session_token = random.random()\n"
+    )
+    findings = [
+        _mk("B324", 1, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("B324", 2, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("S110", 5, Severity.medium, category="lint", file="m.py"),  # ruff's name for B110
+        _mk("B311", 7, Severity.low, tool="bandit", category="security", file="m.py"),
+        _mk("B311", 8, Severity.low, tool="bandit", category="security", file="m.py"),
+    ]
+    out = {f.range.start_line: f for f in _filtered(tmp_path, findings)}
+    assert out[1].noise and "cache key" in out[1].noise
+    assert out[2].noise is None  # protects a token
+    assert out[5].noise and "advisory" in out[5].noise
+    assert out[7].noise and out[8].noise is None  # random for a session token is a flaw
+
+
+def test_security_before_lint_within_a_severity():
+    lint = _mk("B004", 1, Severity.medium, file="a.py")
+    sec = _mk("B301", 9, Severity.medium, tool="bandit", category="security", file="z.py")
+    high_lint = _mk("F821", 5, Severity.high, file="z.py")
+    assert by_importance([lint, sec, high_lint]) == [high_lint, sec, lint]
