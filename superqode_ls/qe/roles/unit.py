@@ -119,6 +119,10 @@ class UnitTester(Role):
         if missing:
             return RoleOutput(status="skipped", reason=missing, tool="pytest")
         py = await project_python(ctx)
+        if py.setup and not ctx.config.roles.unit_test_command:
+            # Without its environment the suite would fail on imports: a
+            # setup problem to fix, not findings about the code.
+            return RoleOutput(status="skipped", reason=f"setup: {py.setup}", tool="pytest")
         try:
             out, elapsed = await self._pytest(ctx, targets, limit)
         except OSError as e:  # not executable, bad interpreter line...
