@@ -94,6 +94,9 @@ def test_plan_kinds_follow_the_developers_tool(tmp_path):
     # ...unless a requirements file already installs it (``-e .[full]``).
     write(root, {"requirements.txt": "# Optionals\n-e .[full]\n\npytest==8\n"})
     assert plan.commands("uv", "/p", root)[0][-1] == str(root / "requirements.txt")
+    # Without a lock: releases up to the last commit only.
+    cmd = plan.commands("uv", "/p", root, "2025-08-25T07:06:35Z")[0]
+    assert cmd[cmd.index("--exclude-newer") + 1] == "2025-08-25T07:06:35Z"
     # Groups: the test ones (dev only without them); requires-python without .python-version.
     write(tmp_path / "b", {
         "pyproject.toml": '[project]\nname = "b"\nversion = "1"\nrequires-python = ">=3.9"\n'

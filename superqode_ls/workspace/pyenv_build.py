@@ -308,22 +308,52 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         env.update(TMPDIR=str(tmp), UV_CACHE_DIR=str(cache), UV_PROJECT_ENVIRONMENT=str(target),
                    UV_PYTHON_DOWNLOADS="never", PIP_DISABLE_PIP_VERSION_CHECK="1")
         venv_py = str(env_python(target))
-        steps = [[uv, "venv", "-q", "--allow-existing", "--python", python, str(target)],
-                 *plan.commands(uv, venv_py, src)]
+        allow = [target, tmp, cache]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        for cmd in steps:
-            why = await _step(cmd, src, env, [target, tmp, cache], deadline - loop.time(), timeout)
-            if why is not None:
-                return why
+        why = await _step([uv, "venv", "-q", "--allow-existing", "--python", python, str(target)],
+                          src, env, allow, deadline - loop.time(), timeout)
+        if why is not None:
+            return why
+        as_of = await asyncio.to_thread(_last_commit, root) if plan.kind != "uv.lock" else None
+        # Releases up to the last commit first; when those do not resolve
+        # (an old project on a newer Python), today's.
+        for when in dict.fromkeys([as_of, None]):
+            for cmd in plan.commands(uv, venv_py, src, when):
+                why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout)
+                if why is not None:
+                    break
+            if why is None or "did not finish" in why:
+                break
+        if why is not None:
+            return why
         facts = probe(venv_py, "built")
         if isinstance(facts, ProjectPython) and not facts.has_pytest:
             # Nothing the project declares brings pytest: the runner is added.
-            pytest = [uv, "pip", "install", "-q", "--python", venv_py, "--compile-bytecode", "pytest"]
-            return await _step(pytest, src, env, [target, tmp, cache], deadline - loop.time(), timeout)
+            pytest = [uv, "pip", "install", "-q", "--python", venv_py, "--compile-bytecode",
+                      *(["--exclude-newer", as_of] if as_of else []), "pytest"]
+            return await _step(pytest, src, env, allow, deadline - loop.time(), timeout)
         return None
     finally:
         await asyncio.to_thread(shutil.rmtree, tmp, True)
+
+
+def _last_commit(root: Path) -> str | None:
+    """The day after the checkout's last commit (UTC, RFC 3339), or None
+    outside git: unpinned requirements resolve as they did for the
+    project's developers then, not to a release that came out since."""
+    import datetime
+    import subprocess
+
+    try:
+        res = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%ct"],
+                             capture_output=True, text=True, timeout=10, check=False,
+                             stdin=subprocess.DEVNULL)
+        stamp = int(res.stdout.strip())
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    day = datetime.datetime.fromtimestamp(stamp, datetime.UTC) + datetime.timedelta(days=1)
+    return day.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path], left: float,

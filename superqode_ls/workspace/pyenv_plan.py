@@ -67,10 +67,14 @@ class Plan:
                 h.update(rel.encode() + b"\0-\0")
         return h.hexdigest()[:16]
 
-    def commands(self, uv: str, python: str, src: Path) -> list[list[str]]:
+    def commands(self, uv: str, python: str, src: Path, as_of: str | None = None) -> list[list[str]]:
         """The install commands, run in ``src`` (a copy of the sandbox) with
-        the environment already created at ``python``'s prefix."""
+        the environment already created at ``python``'s prefix. ``as_of``:
+        for what no lock pins, only releases up to then (the project's last
+        commit: what its developers resolved, not what came out since)."""
         pip = [uv, "pip", "install", "-q", "--python", python, "--no-editable", "--compile-bytecode"]
+        if as_of:
+            pip += ["--exclude-newer", as_of]
         if self.kind == "uv.lock":
             cmd = [uv, "sync", "-q", "--frozen", "--no-editable", "--compile-bytecode",
                    "--python", python, "--no-python-downloads"]
