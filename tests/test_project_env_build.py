@@ -23,18 +23,11 @@ from superqode_ls.workspace.pyenv_plan import make_plan
 from superqode_ls.workspace.pyisolate import isolated_env, source_roots, write_isolation
 from tests.pyenv_helpers import project_files, wheel_of, wheelhouse
 from tests.role_helpers import make_ctx, run_role
+from tests.test_project_env import make_venv, write
 
 from .conftest import run_git
 
 VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -223,8 +216,6 @@ def test_a_failed_build_is_a_setup_line_not_a_finding(make_repo, offline):
 # -- exec imports the sandbox's code -----------------------------------------------
 
 def test_exec_with_an_editable_venv_imports_the_sandbox(make_repo):
-    from tests.test_project_env import make_venv
-
     repo = make_repo({"src/mypkg/__init__.py": 'VALUE = "user"\n'})
     py = make_venv(repo / ".venv", pytest_too=False)
     site = site_packages(str(py))
