@@ -31,6 +31,7 @@ from .paths import home
 from .proc import BARRIER_ENV, ProcResult, run_command
 
 MANIFEST_FORMAT = 1
+NO_MANIFEST = "it has no manifest"
 _HASHED_NAMES = ("sitecustomize.py", "usercustomize.py", "pyvenv.cfg")
 
 
@@ -97,7 +98,7 @@ def verify(target: Path) -> str | None:
     try:
         kept = json.loads(manifest_path(target).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return "it has no manifest"
+        return NO_MANIFEST
     now = fingerprint(target)
     if kept.get("format") != MANIFEST_FORMAT:
         return "its manifest is of another format"

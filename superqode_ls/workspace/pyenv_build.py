@@ -282,7 +282,12 @@ def _ready(target: Path, emit: Emit) -> ProjectPython | None:
         return None
     changed = envcache.verify(target)
     if changed is not None:
-        emit("progress", message=f"environment: {target} discarded, {changed}; rebuilding")
+        # No manifest is most often a build cut short (a quick run's budget,
+        # Ctrl-C): uv's cache makes the new one quick. Either way, nothing
+        # in it is run.
+        line = ("an unfinished build is started again" if changed == envcache.NO_MANIFEST
+                else f"discarded, {changed}; rebuilding")
+        emit("progress", message=f"environment: {target}: {line}")
         envcache.discard(target)
         return None
     found = probe(str(env_python(target)), "built")
