@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import fcntl
 import importlib.metadata
 import os
 import shutil
+import subprocess
 import sys
 import tomllib
 from collections.abc import Callable
@@ -216,10 +218,10 @@ def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str
     if spec is None and (request == mine or request.startswith(mine + ".")):
         return base, mine, None
     if uv:
-        import subprocess
-
         try:
-            res = subprocess.run([uv, "python", "find", "--no-python-downloads", request],
+            # --system: an activated environment is not an interpreter to build on.
+            res = subprocess.run([uv, "python", "find", "--system", "--no-project",
+                                  "--no-python-downloads", request],
                                  capture_output=True, text=True, timeout=30, check=False,
                                  stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
@@ -347,9 +349,6 @@ def _last_commit(root: Path) -> str | None:
     """The day after the checkout's last commit (UTC, RFC 3339), or None
     outside git: unpinned requirements resolve as they did for the
     project's developers then, not to a release that came out since."""
-    import datetime
-    import subprocess
-
     try:
         res = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%ct"],
                              capture_output=True, text=True, timeout=10, check=False,
