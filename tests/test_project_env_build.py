@@ -176,7 +176,7 @@ def test_uv_lock_is_synced_frozen(tmp_path, offline):
 # -- when nothing is built, and when it fails ------------------------------------
 
 def test_no_build_when_no_role_runs_the_projects_code(tmp_path, offline):
-    root = write(tmp_path / "p", project_files("notests", deps=["idna"]))
+    root = write(tmp_path / "p", project_files("notests", deps=["no-such-dist-xyz"]))
     py = resolve(root, build=False)
     assert py.own and "none built" in py.note
     assert not envcache.envs_dir().exists()
@@ -229,3 +229,18 @@ def test_exec_with_an_editable_venv_imports_the_sandbox(make_repo):
     assert proc.returncode == 0, proc.stderr
     sandbox = next(ln.split(": ", 1)[1] for ln in proc.stderr.splitlines() if ln.startswith("sandbox: "))
     assert proc.stdout.strip() == str(Path(sandbox) / "src" / "mypkg" / "__init__.py")
+
+
+def test_own_interpreter_gets_the_projects_metadata_without_a_build(tmp_path):
+    # Everything declared is in SuperQode's environment and the version is
+    # static: no build, the metadata is lent (after site-packages).
+    root = write(tmp_path / "p", {
+        "pyproject.toml": '[project]\nname = "meta-lib"\nversion = "4.5.6"\ndependencies = ["pyyaml"]\n',
+        "meta_lib/__init__.py": "",
+        "tests/test_v.py": ("import importlib.metadata as m\n\n\ndef test_version():\n"
+                            "    assert m.version('meta-lib') == '4.5.6'\n"),
+    })
+    out = run_role(UnitTester(), make_ctx(root))
+    assert out.status == "ok" and out.findings == [], out.reason
+    assert "1 test(s) run" in out.reason and "SuperQode's own Python" in out.reason
+    assert not envcache.envs_dir().exists()

@@ -52,6 +52,9 @@ class ProjectPython:
     # Set when the project's environment could not be built: the code-running
     # roles report this setup problem instead of running without it.
     setup: str | None = None
+    # A folder holding the project's metadata (a dist-info) for an
+    # interpreter that does not have the project installed.
+    metadata: str | None = None
     tried: tuple[str, ...] = field(default_factory=tuple)
 
     @property

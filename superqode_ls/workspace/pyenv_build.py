@@ -19,6 +19,7 @@ import datetime
 import fcntl
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,10 +31,10 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from ..config import Config
+from ..config import Config, superqode_home
 from . import envcache
 from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
-from .pyenv_plan import Plan, make_plan
+from .pyenv_plan import Plan, make_plan, static_metadata
 
 Emit = Callable[..., Any]
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
@@ -175,10 +176,17 @@ async def resolve_python(
     plan = await asyncio.to_thread(make_plan, root)
     reqs = await asyncio.to_thread(declared_requirements, root)
     missing = await asyncio.to_thread(missing_in_own, reqs)
-    if plan is None or (not missing and not plan.installable):
+    meta = await asyncio.to_thread(static_metadata, root)
+    # SuperQode's own Python serves when it has everything declared and the
+    # project's metadata is known without building it; never over a lock
+    # (its pinned versions are what the tests were written against).
+    if plan is None or (not missing and plan.kind != "uv.lock"
+                        and (not plan.installable or meta is not None)):
         why = ("no project environment found; SuperQode's Python has every declared dependency"
                if reqs else "no project environment found and no dependencies declared")
-        return own_python(_join(passed_over, why), tuple(tried))
+        # Its metadata (importlib.metadata.version) without installing it.
+        lent = await asyncio.to_thread(metadata_dir, *meta) if meta is not None else None
+        return replace(own_python(_join(passed_over, why), tuple(tried)), metadata=lent)
     if not build:
         why = "no project environment found; none built (no role runs the project's code)"
         return own_python(_join(passed_over, why), tuple(tried))
@@ -195,6 +203,22 @@ async def resolve_python(
     setup = f"could not build the project's environment from {plan.describe()}: {built}"
     return replace(own_python(_join(passed_over, f"{setup}; {CONFIGURE}"), tuple(tried)),
                    setup=setup)
+
+
+def metadata_dir(name: str, version: str) -> str | None:
+    """A folder with a minimal dist-info of ``name`` ``version``, made by
+    SuperQode (outside the folders sessions may write)."""
+    dist = re.sub(r"[-_.]+", "_", name)
+    folder = superqode_home() / "project-meta" / f"{dist}-{version}"
+    info = folder / f"{dist}-{version}.dist-info"
+    try:
+        if not (info / "METADATA").is_file():
+            info.mkdir(parents=True, exist_ok=True)
+            text = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            (info / "METADATA").write_text(text, encoding="utf-8")
+    except OSError:
+        return None
+    return str(folder)
 
 
 def _join(*parts: str) -> str:

@@ -137,6 +137,18 @@ def _for_tests(table: object) -> tuple[str, ...]:
     return tuple([n for n in names if n != "dev"] or names)
 
 
+def static_metadata(root: Path) -> tuple[str, str] | None:
+    """(name, version) when ``pyproject.toml`` states both outright (no
+    build backend needs to run to know them), else None."""
+    project = _pyproject(root).get("project")
+    if not isinstance(project, dict) or "version" in (project.get("dynamic") or []):
+        return None
+    name, version = project.get("name"), project.get("version")
+    if isinstance(name, str) and isinstance(version, str) and name.strip() and version.strip():
+        return name.strip(), version.strip()
+    return None
+
+
 def requirement_files(root: Path) -> list[str]:
     """The project's requirement files for its tests, in a stable order:
     docs/lint/typing-only files are left out."""
