@@ -126,4 +126,25 @@ def wheelhouse(dest: Path, names: tuple[str, ...] = ("pytest",)) -> Path:
             r = Requirement(req)
             if r.marker is None or r.marker.evaluate({"extra": ""}):
                 todo.append(r.name)
+    stub_wheel(dest)
     return dest
+
+
+STUB = "sq-stub-dep"  # a requirement SuperQode's own environment never has
+
+
+def stub_wheel(dest: Path, name: str = STUB, version: str = "1.0") -> Path:
+    """A wheel of an empty distribution: a project depending on it needs
+    its own environment."""
+    norm = re.sub(r"[-_.]+", "_", name)
+    info = f"{norm}-{version}.dist-info"
+    files = {f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{k},sha256={base64.urlsafe_b64encode(hashlib.sha256(v.encode()).digest()).rstrip(b'=').decode()},{len(v)}"
+              for k, v in files.items()]
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    out = dest / f"{norm}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(out, "w") as z:
+        for k, v in files.items():
+            z.writestr(k, v)
+    return out

@@ -21,7 +21,7 @@ from superqode_ls.workspace import envcache
 from superqode_ls.workspace.pyenv_build import pick_interpreter, resolve_python
 from superqode_ls.workspace.pyenv_plan import make_plan
 from superqode_ls.workspace.pyisolate import isolated_env, source_roots, write_isolation
-from tests.pyenv_helpers import project_files, wheel_of, wheelhouse
+from tests.pyenv_helpers import STUB, project_files, wheel_of, wheelhouse
 from tests.role_helpers import make_ctx, run_role
 from tests.test_project_env import make_venv, write
 
@@ -108,7 +108,7 @@ def test_requires_python_picks_a_matching_interpreter_or_says_so():
 
 
 def test_project_is_installed_for_its_metadata_and_imported_from_the_sandbox(tmp_path, offline):
-    root = write(tmp_path / "p", {**project_files("mylib", extras={"test": ["idna"]}),
+    root = write(tmp_path / "p", {**project_files("mylib", deps=[STUB], extras={"test": ["idna"]}),
                                   "tests/test_a.py": "def test_a():\n    pass\n"})
     progress: list[str] = []
     py = resolve(root, progress)
@@ -134,7 +134,7 @@ def test_requirements_with_editable_extras_and_includes(tmp_path, offline):
     root = write(tmp_path / "p", {
         **project_files("reqlib", extras={"full": ["idna"]}),
         "requirements.txt": "# Optionals\n-e .[full]\n-r requirements/base.txt\n-c constraints.txt\n",
-        "requirements/base.txt": "certifi\n",
+        "requirements/base.txt": f"certifi\n{STUB}\n",
         "constraints.txt": "idna>=1\n",
         "tests/test_a.py": "def test_a():\n    pass\n",
     })
@@ -151,7 +151,8 @@ def test_requirements_with_editable_extras_and_includes(tmp_path, offline):
 
 def test_dependency_groups(tmp_path, offline):
     root = write(tmp_path / "p", {
-        **project_files("grouped", extra_toml='[dependency-groups]\ntest = ["certifi", "pytest"]\n'),
+        **project_files("grouped", deps=[STUB],
+                       extra_toml='[dependency-groups]\ntest = ["certifi", "pytest"]\n'),
         "tests/test_a.py": "def test_a():\n    pass\n",
     })
     py = resolve(root)

@@ -20,7 +20,7 @@ import pytest
 from superqode_ls.config import Config, superqode_home
 from superqode_ls.workspace import envcache, landlock
 from superqode_ls.workspace.pyenv_build import _ready, resolve_python
-from tests.pyenv_helpers import project_files, wheelhouse
+from tests.pyenv_helpers import STUB, project_files, wheelhouse
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def built(make_repo, wheels, monkeypatch):
     """A project and its environment, built offline into the cache."""
     monkeypatch.setenv("UV_NO_INDEX", "1")
     monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
-    repo = make_repo({**project_files("victim"), "tests/test_a.py": "def test_a():\n    pass\n"})
+    repo = make_repo({**project_files("victim", deps=[STUB]), "tests/test_a.py": "def test_a():\n    pass\n"})
     py = resolve(repo)
     assert py.source == "built", py
     return repo, Path(py.python)
