@@ -214,7 +214,7 @@ class RoleOptions(Section):
     # None = discover it (see workspace/pyenv.py).
     python: str | None = None
     # With no environment found: build one from the declared dependencies
-    # into $SUPERQODE_HOME/cache/envs (pip or uv, from the package index).
+    # into $SUPERQODE_HOME/envs (uv, the way the project declares it; workspace/pyenv_plan.py).
     build_env: bool = True
     env_build_timeout_s: float = Field(default=600, gt=0)
     unit_test_command: list[str] | None = None

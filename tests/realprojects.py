@@ -7,8 +7,8 @@ second run downloads and installs nothing:
     sdists/            the downloaded sdists (pip download --no-binary)
     projects/<name>/   each project unpacked, committed to a git repository,
                        with its own .venv where the test needs one
-    envs/              environments SuperQode builds for projects without one
-                       (linked into the test's $SUPERQODE_HOME/cache/envs)
+    envs/              environments SuperQode builds for projects without one,
+    env-manifests/     and their manifests (linked into the test's $SUPERQODE_HOME)
 
 A download or install that fails skips the test with the reason.
 """
@@ -112,9 +112,11 @@ def project(spec: str, tag: str = "", venv: list[str] | None = None,
 
 def link_env_cache(home: Path) -> None:
     """Let SuperQode's built environments outlive the test's temporary home."""
-    envs = cache_root() / "envs"
-    envs.mkdir(exist_ok=True)
-    cache = home / ".superqode" / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    if not (cache / "envs").exists():
-        (cache / "envs").symlink_to(envs, target_is_directory=True)
+    sq = home / ".superqode"
+    sq.mkdir(parents=True, exist_ok=True)
+    # An environment is trusted only with its manifest: both are kept.
+    for name in ("envs", "env-manifests", "uv-cache"):
+        kept = cache_root() / name
+        kept.mkdir(exist_ok=True)
+        if not (sq / name).exists():
+            (sq / name).symlink_to(kept, target_is_directory=True)

@@ -19,6 +19,7 @@ from ..workspace.artifacts import Artifacts, check_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError
 from ..workspace.proc import supervise
+from ..workspace.pyisolate import isolated_env, source_roots, write_isolation
 from ..workspace.session import IsolatedSession, resolve_project
 from . import EXIT_FAILED, UsageError
 
@@ -91,7 +92,11 @@ def run_exec(args: argparse.Namespace) -> int:
         print(f"session: {session.id}", file=sys.stderr)
         print(f"sandbox: {session.sandbox}", file=sys.stderr)
         try:
-            env = session.env()
+            # A Python the command starts (the project's .venv with the
+            # project installed editable) imports the sandbox's code, not
+            # the user's checkout (pyisolate).
+            iso = write_isolation(session.private / "scratch" / "isolation")
+            env = isolated_env(session.env(), iso, source_roots(session.sandbox), [project])
             proc = subprocess.Popen(supervise(cmd, env), cwd=session.sandbox, env=env)
         except OSError as e:
             print(f"superqe: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)

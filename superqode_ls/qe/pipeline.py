@@ -43,6 +43,7 @@ from .finish import (
 from .noise import FileLines, NoiseResult, filter_findings
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .roles import role_class
+from .roles._pyenv import wants_built_env
 from .roles.base import Role, RoleContext, RoleOutput, SandboxSession
 from .verifier import patch_files, suppression_reason
 
@@ -312,11 +313,11 @@ class QESession:
                 return False
         return True
 
-    async def _find_python(self, res: Resolved, root: Path) -> ProjectPython:
+    async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")
         py = await resolve_python(
             res.project, root, res.config, editor=self.request.python,
-            emit=lambda type, **data: self.bus.emit(type, **data),
+            emit=lambda type, **data: self.bus.emit(type, **data), build=build,
         )
         line = py.label(res.project) + (f" ({py.note})" if py.note else "")
         self.bus.emit("progress", message=f"environment: {line}", interpreter=py.python,
@@ -360,7 +361,9 @@ class QESession:
             # Found (or built) once, while the roles that need no interpreter
             # already run; probing runs programs from the project, so only
             # in trusted folders.
-            self._python = asyncio.ensure_future(self._find_python(res, root))
+            runs_code = [n for n, r in plain + modifying if r.executes_code]
+            build = await asyncio.to_thread(wants_built_env, runs_code, root)
+            self._python = asyncio.ensure_future(self._find_python(res, root, build))
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
 
         async def limited(name: str, role: Role) -> None:

@@ -49,6 +49,12 @@ class ProjectPython:
     has_pytest: bool = False
     has_coverage: bool = False
     note: str | None = None  # why discovery ended here (skipped candidates, build failures)
+    # Set when the project's environment could not be built: the code-running
+    # roles report this setup problem instead of running without it.
+    setup: str | None = None
+    # A folder holding the project's metadata (a dist-info) for an
+    # interpreter that does not have the project installed.
+    metadata: str | None = None
     tried: tuple[str, ...] = field(default_factory=tuple)
 
     @property

@@ -1,25 +1,27 @@
-"""An environment for a project that has none, built from what it declares.
+"""An environment for a project that has none, made the way its developers
+make it (pyenv_plan: ``uv.lock``, requirement files, the project with its
+test extras and groups), with an interpreter that matches its
+``.python-version`` / ``requires-python`` when one is installed.
 
-The requirements come from ``pyproject.toml`` (``[project] dependencies``,
-the test/dev extras and dependency groups) and the usual requirements files;
-pytest is added. The environment goes to ``$SUPERQODE_HOME/cache/envs/<hash>``
-(the hash covers the requirements and the base Python), is built once with
-``uv`` when it is on PATH or ``python -m venv`` + pip, and reused while the
-hash matches. It is built by SuperQode's own process, never by a role process
-(those may write only the sandbox, scratch and the cache), and never installs
-the project itself: the sandbox's sources are put first on ``sys.path``.
+It goes to ``$SUPERQODE_HOME/envs/<key>`` (envcache: the key hashes every
+file the plan reads and the interpreter), is built once by a confined step
+(writes allowed to that folder, a temporary copy of the sandbox and uv's
+cache only), checked against its manifest before each use, and reused while
+the key matches. Nothing is built when no role would use it. A build that
+fails is a setup problem (``ProjectPython.setup``), never a finding.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import fcntl
-import hashlib
 import importlib.metadata
-import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tomllib
 from collections.abc import Callable
@@ -27,13 +29,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
 from ..config import Config, superqode_home
-from .proc import run_command
+from . import envcache
 from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
+from .pyenv_plan import Plan, make_plan, static_metadata
 
 Emit = Callable[..., Any]
-ENV_FORMAT = "1"
-MARKER = ".superqode-env.json"
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
 REQUIREMENT_FILES = (
     "requirements.txt", "requirements-dev.txt", "requirements_dev.txt", "dev-requirements.txt",
@@ -42,10 +45,6 @@ REQUIREMENT_FILES = (
     "requirements/dev.txt", "requirements/testing.txt",
 )
 CONFIGURE = "set roles.python (superqode.yaml) or the editor's superqode.python to the project's interpreter"
-
-
-def envs_dir() -> Path:
-    return superqode_home() / "cache" / "envs"
 
 
 def declared_requirements(root: Path) -> list[str]:
@@ -128,11 +127,6 @@ def _requirements_file(root: Path, path: Path, seen: set[Path]) -> list[str]:
     return out
 
 
-def env_key(reqs: list[str], base_version: str) -> str:
-    text = "\n".join([ENV_FORMAT, base_version, *sorted(reqs)])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
 def missing_in_own(reqs: list[str]) -> list[str]:
     """Declared requirements SuperQode's own environment does not satisfy."""
     from packaging.requirements import InvalidRequirement, Requirement  # pytest needs packaging
@@ -167,125 +161,241 @@ async def resolve_python(
     editor: str | None = None,
     environ: dict[str, str] | None = None,
     emit: Emit = lambda *a, **k: None,
+    build: bool = True,
 ) -> ProjectPython:
     """The interpreter for this session's code-running roles (see pyenv).
     ``project`` is the user's folder (its environment), ``root`` the
-    sandbox (the declared dependencies are read there)."""
+    sandbox (the declarations are read there). ``build``: whether a role
+    will run the project's code (no tests: nothing is built)."""
     found, tried = await asyncio.to_thread(
         discover, project, config.roles.python, editor, environ
     )
     if found is not None:
         return found
     passed_over = "; ".join(tried)
+    plan = await asyncio.to_thread(make_plan, root)
     reqs = await asyncio.to_thread(declared_requirements, root)
     missing = await asyncio.to_thread(missing_in_own, reqs)
-    if not missing:
+    meta = await asyncio.to_thread(static_metadata, root)
+    # SuperQode's own Python serves when it has everything declared and the
+    # project's metadata is known without building it; never over a lock
+    # (its pinned versions are what the tests were written against).
+    if plan is None or (not missing and plan.kind != "uv.lock"
+                        and (not plan.installable or meta is not None)):
         why = ("no project environment found; SuperQode's Python has every declared dependency"
                if reqs else "no project environment found and no dependencies declared")
+        # Its metadata (importlib.metadata.version) without installing it.
+        lent = await asyncio.to_thread(metadata_dir, *meta) if meta is not None else None
+        return replace(own_python(_join(passed_over, why), tuple(tried)), metadata=lent)
+    if not build:
+        why = "no project environment found; none built (no role runs the project's code)"
         return own_python(_join(passed_over, why), tuple(tried))
     if config.roles.unit_test_command:
         why = ("no project environment found; roles.unit_test_command runs the tests, so none "
-               f"is built (missing here: {_few(missing)}; set roles.python for the other roles)")
+               "is built (set roles.python for the other roles)")
         return own_python(_join(passed_over, why), tuple(tried))
     if not config.roles.build_env:
-        why = (f"no project environment found and roles.build_env is off "
-               f"(missing here: {_few(missing)}); {CONFIGURE}")
+        why = f"no project environment found and roles.build_env is off; {CONFIGURE}"
         return own_python(_join(passed_over, why), tuple(tried))
-    built = await build_env(reqs, config.roles.env_build_timeout_s, emit)
+    built = await build_env(root, plan, config.roles.env_build_timeout_s, emit)
     if isinstance(built, ProjectPython):
-        return replace(built, note=passed_over or None, tried=tuple(tried))
-    why = f"could not build an environment from the declared dependencies ({built}); {CONFIGURE}"
-    return own_python(_join(passed_over, why), tuple(tried))
+        return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried))
+    setup = f"could not build the project's environment from {plan.describe()}: {built}"
+    return replace(own_python(_join(passed_over, f"{setup}; {CONFIGURE}"), tuple(tried)),
+                   setup=setup)
+
+
+def metadata_dir(name: str, version: str) -> str | None:
+    """A folder with a minimal dist-info of ``name`` ``version``, made by
+    SuperQode (outside the folders sessions may write)."""
+    dist = re.sub(r"[-_.]+", "_", name)
+    folder = superqode_home() / "project-meta" / f"{dist}-{version}"
+    info = folder / f"{dist}-{version}.dist-info"
+    try:
+        if not (info / "METADATA").is_file():
+            info.mkdir(parents=True, exist_ok=True)
+            text = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            (info / "METADATA").write_text(text, encoding="utf-8")
+    except OSError:
+        return None
+    return str(folder)
 
 
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _few(items: list[str], n: int = 3) -> str:
-    more = f" and {len(items) - n} more" if len(items) > n else ""
-    return ", ".join(items[:n]) + more
-
-
-async def build_env(reqs: list[str], timeout: float, emit: Emit) -> ProjectPython | str:
-    """The cached environment for ``reqs`` (built now if needed), or why not."""
-    base_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    wanted = list(reqs)
-    if not any(requirement_name(r) == "pytest" for r in wanted):
-        wanted.append("pytest")
-    key = env_key(wanted, base_version)
-    target = envs_dir() / key
-    cached = await asyncio.to_thread(_ready, target)
-    if cached is not None:
-        emit("progress", message=f"environment: reusing {target} (cached)")
-        return cached
+def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str | None]:
+    """(interpreter, its X.Y, a note when the request cannot be met). The
+    base of SuperQode's own Python when it matches, else one uv finds."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if not request:
+        return base, mine, None
     try:
-        envs_dir().mkdir(parents=True, exist_ok=True)
+        spec = SpecifierSet(request)
+    except InvalidSpecifier:
+        spec = None
+    full = ".".join(str(n) for n in sys.version_info[:3])
+    if spec is not None and spec.contains(full, prereleases=True):
+        return base, mine, None
+    if spec is None and (request == mine or request.startswith(mine + ".")):
+        return base, mine, None
+    if uv:
+        try:
+            # --system: an activated environment is not an interpreter to build on.
+            res = subprocess.run([uv, "python", "find", "--system", "--no-project",
+                                  "--no-python-downloads", request],
+                                 capture_output=True, text=True, timeout=30, check=False,
+                                 stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            res = None
+        if res is not None and res.returncode == 0 and res.stdout.strip():
+            found = probe(res.stdout.strip().splitlines()[-1], "uv")
+            if isinstance(found, ProjectPython):
+                return found.python, found.version, None
+    return base, mine, f"the project asks for Python {request}; none is installed, {mine} is used"
+
+
+def _uv() -> str | None:
+    """uv: the one installed with SuperQode, else on PATH."""
+    beside = Path(sys.executable).with_name("uv")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    try:
+        from uv import find_uv_bin  # the uv wheel's locator
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit) -> ProjectPython | str:
+    """The cached environment for ``plan`` (built now if needed), or why not."""
+    uv = _uv()
+    if uv is None:
+        return "uv is not installed"
+    python, version, note = await asyncio.to_thread(pick_interpreter, plan.python_request, uv)
+    key = await asyncio.to_thread(plan.key, root, f"{version}:{python}")
+    target = envcache.envs_dir() / key
+    try:
+        envcache.envs_dir().mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        return f"cannot create {envs_dir()}: {e.strerror}"
-    async with _locked(envs_dir() / f"{key}.lock"):
-        cached = await asyncio.to_thread(_ready, target)  # another session built it meanwhile
+        return f"cannot create {envcache.envs_dir()}: {e.strerror}"
+    async with _locked(envcache.envs_dir() / f"{key}.lock"):
+        cached = await asyncio.to_thread(_ready, target, emit)
         if cached is not None:
-            return cached
-        # A build stopped half-way (a quick run's budget, Ctrl-C) is resumed:
-        # pip skips what is already installed, so each try gets further.
-        resume = await asyncio.to_thread(_resumable, target)
-        emit("progress", message=f"environment: building from {len(wanted)} declared "
-                                 f"requirement(s) into {target}" + (" (resumed)" if resume else ""))
-        why = await _install(target, wanted, timeout, resume)
+            emit("progress", message=f"environment: reusing {target} (cached, {plan.describe()})")
+            return replace(cached, note=note)
+        await asyncio.to_thread(envcache.discard, target)
+        emit("progress", message=f"environment: building from {plan.describe()} into {target}")
+        why = await _install(root, plan, target, uv, python, timeout)
         if why is not None:
+            await asyncio.to_thread(envcache.discard, target)
             return why
-        await asyncio.to_thread(
-            (target / MARKER).write_text,
-            json.dumps({"format": ENV_FORMAT, "requirements": wanted}), "utf-8",
-        )
+        await asyncio.to_thread(envcache.record, target)
         emit("progress", message=f"environment: built {target}")
-    built = await asyncio.to_thread(_ready, target)
-    return built if built is not None else f"the environment built in {target} does not start"
+        built = await asyncio.to_thread(_ready, target, emit)
+    if built is None:
+        return f"the environment built in {target} does not start or has no pytest"
+    return replace(built, note=note)
 
 
-def _ready(target: Path) -> ProjectPython | None:
-    if not (target / MARKER).is_file():
+def _ready(target: Path, emit: Emit) -> ProjectPython | None:
+    """The environment at ``target`` when it is as built and starts; one
+    that changed since it was built is discarded, unrun."""
+    if not target.is_dir():
+        return None
+    changed = envcache.verify(target)
+    if changed is not None:
+        # No manifest is most often a build cut short (a quick run's budget,
+        # Ctrl-C): uv's cache makes the new one quick. Either way, nothing
+        # in it is run.
+        line = ("an unfinished build is started again" if changed == envcache.NO_MANIFEST
+                else f"discarded, {changed}; rebuilding")
+        emit("progress", message=f"environment: {target}: {line}")
+        envcache.discard(target)
         return None
     found = probe(str(env_python(target)), "built")
     return found if isinstance(found, ProjectPython) and found.has_pytest else None
 
 
-def _resumable(target: Path) -> bool:
-    """A half-built environment whose interpreter starts is kept; anything
-    else there is removed."""
-    if target.is_dir() and isinstance(probe(str(env_python(target)), "built"), ProjectPython):
-        return True
-    shutil.rmtree(target, ignore_errors=True)
-    return False
+_SKIP_COPY = shutil.ignore_patterns(".git", ".venv", "venv", "node_modules", "__pycache__",
+                                    ".superqode", ".tox", ".nox", ".mypy_cache", ".pytest_cache")
 
 
-async def _install(target: Path, reqs: list[str], timeout: float, resume: bool = False) -> str | None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    uv = shutil.which("uv")
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    if uv:
-        steps = [[uv, "venv", "-q", "--python", base, str(target)],
-                 [uv, "pip", "install", "-q", "--python", str(env_python(target)), *reqs]]
-    else:
-        # SuperQode's own pip installs into the new environment
-        # (``pip --python``): no pip bootstrapped into every environment.
-        steps = [[base, "-m", "venv", "--without-pip", str(target)],
-                 [sys.executable, "-m", "pip", "--python", str(env_python(target)),
-                  "install", "-q", *reqs]]
-    if resume:
-        steps = steps[1:]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    for cmd in steps:
-        res = await run_command(cmd, envs_dir(), env=env, timeout=max(1.0, deadline - loop.time()))
-        if res.timed_out:
-            return f"{Path(cmd[0]).name} did not finish in {timeout:.0f} s"
-        if res.returncode != 0:
-            lines = [ln for ln in (res.stderr or res.stdout).strip().splitlines() if ln.strip()]
-            errors = [ln for ln in lines if "error" in ln.lower()] or lines
-            return f"{Path(cmd[0]).name} {cmd[1]}: " + (errors[-1][:300] if errors else f"exit {res.returncode}")
+async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
+                   timeout: float) -> str | None:
+    """Create and fill ``target`` from a copy of the sandbox, confined."""
+    tmp = await asyncio.to_thread(envcache.scratch)
+    try:
+        src = tmp / "src"
+        await asyncio.to_thread(shutil.copytree, root, src, symlinks=True, ignore=_SKIP_COPY)
+        target.mkdir(parents=True, exist_ok=True)
+        cache = envcache.package_cache()
+        cache.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PYTHON", "VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "CONDA"))}
+        env.update(TMPDIR=str(tmp), UV_CACHE_DIR=str(cache), UV_PROJECT_ENVIRONMENT=str(target),
+                   UV_PYTHON_DOWNLOADS="never", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        venv_py = str(env_python(target))
+        allow = [target, tmp, cache]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        why = await _step([uv, "venv", "-q", "--allow-existing", "--python", python, str(target)],
+                          src, env, allow, deadline - loop.time(), timeout)
+        if why is not None:
+            return why
+        as_of = await asyncio.to_thread(_last_commit, root) if plan.kind != "uv.lock" else None
+        # Releases up to the last commit first; when those do not resolve
+        # (an old project on a newer Python), today's.
+        for when in dict.fromkeys([as_of, None]):
+            for cmd in plan.commands(uv, venv_py, src, when):
+                why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout)
+                if why is not None:
+                    break
+            if why is None or "did not finish" in why:
+                break
+        if why is not None:
+            return why
+        facts = probe(venv_py, "built")
+        if isinstance(facts, ProjectPython) and not facts.has_pytest:
+            # Nothing the project declares brings pytest: the runner is added.
+            pytest = [uv, "pip", "install", "-q", "--python", venv_py, "--compile-bytecode",
+                      *(["--exclude-newer", as_of] if as_of else []), "pytest"]
+            return await _step(pytest, src, env, allow, deadline - loop.time(), timeout)
+        return None
+    finally:
+        await asyncio.to_thread(shutil.rmtree, tmp, True)
+
+
+def _last_commit(root: Path) -> str | None:
+    """The day after the checkout's last commit (UTC, RFC 3339), or None
+    outside git: unpinned requirements resolve as they did for the
+    project's developers then, not to a release that came out since."""
+    try:
+        res = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%ct"],
+                             capture_output=True, text=True, timeout=10, check=False,
+                             stdin=subprocess.DEVNULL)
+        stamp = int(res.stdout.strip())
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    day = datetime.datetime.fromtimestamp(stamp, datetime.UTC) + datetime.timedelta(days=1)
+    return day.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path], left: float,
+                timeout: float) -> str | None:
+    res = await envcache.run_confined(cmd, cwd, env, allow, timeout=max(1.0, left))
+    what = " ".join(Path(cmd[0]).name if i == 0 else c for i, c in enumerate(cmd[:3]))
+    if res.timed_out:
+        return f"{what} did not finish in {timeout:.0f} s"
+    if res.returncode != 0:
+        lines = [ln.strip(" ×╰─▶") for ln in (res.stderr or res.stdout).splitlines() if ln.strip()]
+        # uv's error and its first cause ("Because x was not found...").
+        first = next((i for i, ln in enumerate(lines) if "error" in ln.lower()), max(0, len(lines) - 2))
+        shown = " ".join(lines[first:first + 2])[:400]
+        return f"{what}: {shown or f'exit {res.returncode}'}"
     return None
 
 

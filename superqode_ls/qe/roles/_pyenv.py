@@ -37,6 +37,25 @@ OWN_ENV_PLUGINS = (
 )
 
 
+# Roles that run the project's own tests: with no test file they run nothing.
+TEST_RUNNERS = frozenset({"unit_tester", "mutation_tester"})
+
+
+def has_test_files(root: Path) -> bool:
+    """Whether ``root`` holds a pytest-style test file (test_*.py / *_test.py)."""
+    return any(Path(rel).name.startswith("test_") or rel.endswith("_test.py")
+               for rel in walk_files(root, (".py",)))
+
+
+def wants_built_env(runs_code: list[str], root: Path) -> bool:
+    """Whether a project environment is worth building for this session:
+    some role (``runs_code``: the session's roles that run the project's
+    code) will use it; a test runner only when there are tests."""
+    if any(name not in TEST_RUNNERS for name in runs_code):
+        return True
+    return bool(runs_code) and has_test_files(root)
+
+
 async def project_python(ctx: RoleContext) -> ProjectPython:
     """The session's interpreter (set by the pipeline), or found now for a
     role run on its own, and kept in ``ctx``."""
@@ -132,7 +151,9 @@ def tool_paths(py: ProjectPython, dists: tuple[str, ...]) -> list[Path] | None:
     except importlib.metadata.PackageNotFoundError:
         return None
     key = hashlib.sha256("\n".join(sorted(f"{n}={p}" for n, p in names.items())).encode()).hexdigest()[:12]
-    shim = superqode_home() / "cache" / "tools" / f"py{py.version}-{key}"
+    # Not under $SUPERQODE_HOME/cache, which sessions' processes may write:
+    # a planted link there would be imported by another project's run.
+    shim = superqode_home() / "tools" / f"py{py.version}-{key}"
     if not (shim / ".complete").is_file():
         tmp = shim.with_name(f"{shim.name}.tmp-{os.getpid()}")
         tmp.mkdir(parents=True, exist_ok=True)

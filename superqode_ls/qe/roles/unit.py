@@ -119,6 +119,10 @@ class UnitTester(Role):
         if missing:
             return RoleOutput(status="skipped", reason=missing, tool="pytest")
         py = await project_python(ctx)
+        if py.setup and not ctx.config.roles.unit_test_command:
+            # Without its environment the suite would fail on imports: a
+            # setup problem to fix, not findings about the code.
+            return RoleOutput(status="skipped", reason=f"setup: {py.setup}", tool="pytest")
         try:
             out, elapsed = await self._pytest(ctx, targets, limit)
         except OSError as e:  # not executable, bad interpreter line...
@@ -195,7 +199,12 @@ class UnitTester(Role):
             # The sandbox's code first, so an editable install of the user's
             # project cannot shadow it (pyisolate); the recorder beside it.
             shadowed = [ctx.project] if ctx.project != ctx.sandbox else []
-            env = isolate(dict(ctx.env), private, ctx.sandbox, shadowed, extra_paths=[private])
+            # The project's metadata when the interpreter lacks the project
+            # (version() in its tests), after site-packages.
+            py = ctx.python
+            meta = [Path(py.metadata)] if py is not None and py.metadata else []
+            env = isolate(dict(ctx.env), private, ctx.sandbox, shadowed, extra_paths=[private],
+                          tool_paths=meta)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
             # hypothesis keeps its example database (and a costly unicode

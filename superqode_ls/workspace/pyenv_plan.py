@@ -1,0 +1,202 @@
+"""How a project's own environment is made: read what it declares, choose
+the tool its developers use, and say which commands build it.
+
+In order of precedence:
+
+1. ``uv.lock``: ``uv sync --frozen`` (the locked versions, the test/dev
+   dependency groups and extras the lock knows);
+2. ``requirements*.txt`` (and ``requirements/*.txt``): ``uv pip install -r``
+   with uv's own semantics (``-e .[extra]``, ``-r``/``-c`` includes), run from
+   a copy of the sandbox so ``.`` is the project, never the user's checkout;
+3. ``pyproject.toml`` / ``setup.py``: the project with its test extras and
+   PEP 735 test/dev groups.
+
+The project itself is always installed (non-editable), so its metadata
+exists (``importlib.metadata.version``); its code is still imported from the
+sandbox, which the isolation puts first (pyisolate). ``poetry.lock`` and
+``pdm.lock`` are read as plain ``pyproject.toml`` projects (their locks are
+not followed). The key of a plan hashes every file it reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PLAN_FORMAT = "2"
+TEST_NAMES = ("test", "tests", "testing", "dev")
+_REQ_GLOBS = ("requirements*.txt", "*requirements.txt", "requirements/*.txt", "requirements/*.in")
+# Requirement files that are for something else than running the tests.
+_NOT_FOR_TESTS = re.compile(r"(^|[-_/])(docs?|doc-requirements|typing|mypy|lint|build|release|"
+                            r"publish|pre-commit|benchmarks?)([-_.]|$)")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to build. ``kind``: uv.lock | requirements | pyproject."""
+
+    kind: str
+    inputs: tuple[str, ...]  # project-relative files the plan reads (they make the key)
+    requirement_files: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    installable: bool = False  # the project itself can be built and installed
+    python_request: str | None = None  # .python-version or requires-python
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def describe(self) -> str:
+        what = {"uv.lock": "uv.lock", "requirements": ", ".join(self.requirement_files),
+                "pyproject": "pyproject.toml" if "pyproject.toml" in self.inputs else "setup.py"}
+        parts = [what.get(self.kind, self.kind)]
+        if self.extras:
+            parts.append("extras " + ",".join(self.extras))
+        if self.groups:
+            parts.append("groups " + ",".join(self.groups))
+        return "; ".join(parts)
+
+    def key(self, root: Path, python_version: str) -> str:
+        h = hashlib.sha256(f"{PLAN_FORMAT}\0{python_version}\0{self.kind}\0".encode())
+        h.update(("\0".join([*self.extras, "|", *self.groups])).encode())
+        for rel in sorted(self.inputs):
+            try:
+                h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+            except OSError:
+                h.update(rel.encode() + b"\0-\0")
+        return h.hexdigest()[:16]
+
+    def commands(self, uv: str, python: str, src: Path, as_of: str | None = None) -> list[list[str]]:
+        """The install commands, run in ``src`` (a copy of the sandbox) with
+        the environment already created at ``python``'s prefix. ``as_of``:
+        for what no lock pins, only releases up to then (the project's last
+        commit: what its developers resolved, not what came out since)."""
+        pip = [uv, "pip", "install", "-q", "--python", python, "--no-editable", "--compile-bytecode"]
+        if as_of:
+            pip += ["--exclude-newer", as_of]
+        if self.kind == "uv.lock":
+            cmd = [uv, "sync", "-q", "--frozen", "--no-editable", "--compile-bytecode",
+                   "--python", python, "--no-python-downloads"]
+            for extra in self.extras:
+                cmd += ["--extra", extra]
+            for group in self.groups:
+                cmd += ["--group", group]
+            return [cmd]
+        cmd = list(pip)
+        for rel in self.requirement_files:
+            cmd += ["-r", str(src / rel)]
+        for group in self.groups:
+            cmd += ["--group", f"pyproject.toml:{group}"]
+        if self.installable and not self._installs_itself(src):
+            cmd.append("." + (f"[{','.join(self.extras)}]" if self.extras else ""))
+        return [cmd] if len(cmd) > len(pip) else []
+
+    def _installs_itself(self, src: Path) -> bool:
+        """A requirements file already names the project (``-e .[full]``)."""
+        for rel in self.requirement_files:
+            try:
+                text = (src / rel).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if re.search(r"^\s*(-e\s+|--editable[ =]\s*)?\.(\[[^\]]*\])?\s*(#.*)?$", text, re.MULTILINE):
+                return True
+        return False
+
+
+def make_plan(root: Path) -> Plan | None:
+    """The plan for the project in ``root``, or None when it declares
+    nothing to install (not a Python project, or only loose scripts)."""
+    data = _pyproject(root)
+    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    installable = bool(project.get("name")) or (root / "setup.py").is_file() or (
+        (root / "setup.cfg").is_file() and "[metadata]" in _text(root / "setup.cfg"))
+    extras = _for_tests(project.get("optional-dependencies"))
+    groups = _for_tests(data.get("dependency-groups"))
+    request, notes = _python_request(root, project)
+    base = [p for p in ("pyproject.toml", "setup.py", "setup.cfg", ".python-version")
+            if (root / p).is_file()]
+    if (root / "uv.lock").is_file() and project.get("name"):
+        return Plan("uv.lock", ("uv.lock", *base), extras=extras, groups=groups,
+                    installable=True, python_request=request, notes=notes)
+    reqs = requirement_files(root)
+    if reqs:
+        return Plan("requirements", (*reqs, *_included(root, reqs), *base),
+                    requirement_files=tuple(reqs), extras=extras, groups=groups,
+                    installable=installable, python_request=request, notes=notes)
+    if installable or groups:
+        return Plan("pyproject", tuple(base), extras=extras if installable else (), groups=groups,
+                    installable=installable, python_request=request, notes=notes)
+    return None
+
+
+def _for_tests(table: object) -> tuple[str, ...]:
+    """The test extras/groups of a table; ``dev`` only when there is none
+    (it often holds linters and release tools rather than test needs)."""
+    names = [n for n in TEST_NAMES if isinstance(table, dict) and n in table]
+    return tuple([n for n in names if n != "dev"] or names)
+
+
+def static_metadata(root: Path) -> tuple[str, str] | None:
+    """(name, version) when ``pyproject.toml`` states both outright (no
+    build backend needs to run to know them), else None."""
+    project = _pyproject(root).get("project")
+    if not isinstance(project, dict) or "version" in (project.get("dynamic") or []):
+        return None
+    name, version = project.get("name"), project.get("version")
+    if isinstance(name, str) and isinstance(version, str) and name.strip() and version.strip():
+        return name.strip(), version.strip()
+    return None
+
+
+def requirement_files(root: Path) -> list[str]:
+    """The project's requirement files for its tests, in a stable order:
+    docs/lint/typing-only files are left out."""
+    found: set[str] = set()
+    for pattern in _REQ_GLOBS:
+        for p in root.glob(pattern):
+            rel = p.relative_to(root).as_posix()
+            if p.is_file() and not _NOT_FOR_TESTS.search(rel.lower()):
+                found.add(rel)
+    # requirements/x.in beside a compiled requirements/x.txt: the pinned one.
+    found = {r for r in found if not (r.endswith(".in") and r[:-3] + ".txt" in found)}
+    return sorted(found)
+
+
+def _included(root: Path, files: list[str]) -> list[str]:
+    """Files reached through ``-r``/``-c`` (they belong in the key too)."""
+    out: list[str] = []
+    todo = list(files)
+    seen = set(files)
+    while todo:
+        rel = todo.pop()
+        for m in re.finditer(r"^\s*(?:-r|-c|--requirement|--constraint)[ =]\s*(\S+)",
+                             _text(root / rel), re.MULTILINE):
+            inc = (Path(rel).parent / m.group(1)).as_posix()
+            if inc not in seen and (root / inc).is_file():
+                seen.add(inc)
+                out.append(inc)
+                todo.append(inc)
+    return out
+
+
+def _python_request(root: Path, project: dict) -> tuple[str | None, tuple[str, ...]]:
+    pinned = _text(root / ".python-version").strip().splitlines()
+    if pinned and pinned[0].strip():
+        return pinned[0].strip(), ()
+    req = project.get("requires-python")
+    return (req, ()) if isinstance(req, str) and req.strip() else (None, ())
+
+
+def _pyproject(root: Path) -> dict:
+    try:
+        return tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
