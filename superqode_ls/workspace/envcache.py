@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .artifacts import atomic_write
 from .paths import home
+from .namespaces import SPEC_ENV, scrub_env
 from .proc import BARRIER_ENV, ProcResult, run_command
 
 MANIFEST_FORMAT = 1
@@ -119,9 +120,12 @@ def discard(target: Path) -> None:
 
 async def run_confined(cmd: Sequence[str], cwd: Path, env: dict[str, str], allow: Sequence[Path],
                        timeout: float) -> ProcResult:
-    """``cmd`` behind the write barrier, allowed to write only ``allow``."""
-    confined = dict(env)
+    """``cmd`` behind the write barrier, allowed to write only ``allow``; in
+    the namespace sandbox where there is one, with the host's network (the
+    build downloads from the package index) and secrets masked."""
+    confined = scrub_env(env)
     confined[BARRIER_ENV] = json.dumps([str(p) for p in allow])
+    confined[SPEC_ENV] = json.dumps({"network": "host"})
     return await run_command(list(cmd), cwd, env=confined, timeout=timeout)
 
 
