@@ -205,12 +205,17 @@ def test_include_path_to_a_planted_file(world):
     _two_sessions(world, plant, ("add", "-A"), expect_tampered=False)
 
 
+def _planted_copy(s: IsolatedSession, name: str, world: dict) -> str:
+    """A copy of the private common dir at ``git/<name>`` with the evil filter."""
+    copy = s.private / "git" / name
+    return (f"cp -r {_common(s)} {copy}; "
+            f"cat >> {copy / 'config'} <<'EOF'\n{_filter_plant(world['evil'])}EOF\n")
+
+
 def test_commondir_pointed_at_a_planted_copy_is_not_parked_nor_followed(world):
     def plant(s):
-        evil = s.private / "git" / "evil"
-        return (f"cp -r {_common(s)} {evil}; "
-                f"cat >> {evil / 'config'} <<'EOF'\n{_filter_plant(world['evil'])}EOF\n"
-                f"echo ../evil > {s.private / 'git' / 'wt' / 'commondir'}; " + _attributes())
+        return (_planted_copy(s, "evil", world)
+                + f"echo ../evil > {s.private / 'git' / 'wt' / 'commondir'}; " + _attributes())
     _, _, tampered = _two_sessions(world, plant, ("add", "-A"), expect_tampered=True)
     assert "commondir" in tampered[0].data["detail"]
 
@@ -218,8 +223,7 @@ def test_commondir_pointed_at_a_planted_copy_is_not_parked_nor_followed(world):
 def test_gitdir_file_redirected_to_a_planted_git_dir(world):
     def plant(s):
         fake = s.private / "git" / "fake"
-        return (f"cp -r {_common(s)} {fake}; cp {s.private / 'git' / 'wt' / 'index'} {fake}/; "
-                f"cat >> {fake / 'config'} <<'EOF'\n{_filter_plant(world['evil'])}EOF\n"
+        return (_planted_copy(s, "fake", world) + f"cp {s.private / 'git' / 'wt' / 'index'} {fake}/; "
                 f"echo 'gitdir: {fake}' > .git; " + _attributes())
     _two_sessions(world, plant, ("add", "-A"), expect_tampered=True)
 
