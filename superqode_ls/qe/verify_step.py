@@ -18,18 +18,40 @@ from .verifier import Verifier
 
 TEST_ROLE = "unit_tester"
 OVER_CAP = "not verified: over the verification cap"
+# Fixes the tool itself says may change what the code does (ruff's "unsafe"
+# and "display-only" fixes: dropping an ``X as X`` re-export, ...): no re-run
+# can show the meaning kept, so they are offered for review, never verified.
+UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
+
+
+def unsafe_kind(findings: list[Finding]) -> str | None:
+    """"unsafe"/"display-only" when a finding's tool marks its fix so."""
+    for f in findings:
+        for tag in f.tags:
+            if tag in UNSAFE_TAGS:
+                return UNSAFE_TAGS[tag]
+    return None
+
+
+def unsafe_note(kind: str, tool: str | None) -> str:
+    return (f"{kind} ({tool or 'tool'}): not verified -- it may change what the code does; "
+            "review it before applying")
 # At most one "verifying fixes" progress event per this many seconds.
 _PROGRESS_EVERY_S = 0.5
 
 
 def choose(patches: dict[str, Patch], findings: list[Finding], cap: int) -> tuple[list[Patch], list[Patch]]:
-    """(patches to verify, patches over the cap): suppressions are never
-    verified; the rest go most severe finding first."""
+    """(patches to verify, patches over the cap): suppressions and fixes
+    their tool calls unsafe are never verified; the rest go most severe
+    finding first."""
     rank: dict[str, int] = {}
+    unsafe: set[str] = set()
     for f in findings:
         if f.fix_patch_id:
             rank[f.fix_patch_id] = max(rank.get(f.fix_patch_id, -1), f.severity.rank)
-    todo = [p for p in patches.values() if p.id in rank and p.kind == "fix"]
+            if unsafe_kind([f]):
+                unsafe.add(f.fix_patch_id)
+    todo = [p for p in patches.values() if p.id in rank and p.kind == "fix" and p.id not in unsafe]
     todo.sort(key=lambda p: (-rank[p.id], p.files[0] if p.files else "", p.id))
     return todo[:cap], todo[cap:]
 
@@ -86,7 +108,15 @@ async def verify(
             "verified": False, "verified_by": None,
             "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying",
         })
+    by_patch: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.fix_patch_id:
+            by_patch.setdefault(f.fix_patch_id, []).append(f)
     for p in patches.values():
+        kind = unsafe_kind(by_patch.get(p.id, []))
+        if kind and p.kind == "fix":
+            patches[p.id] = p.model_copy(update={
+                "verified": False, "verified_by": None, "verification": unsafe_note(kind, p.tool)})
         if p.kind == "suppression" and not p.verification:
             patches[p.id] = p.model_copy(update={"verification": "suppression: silences the finding, "
                                                                  "does not fix it"})
