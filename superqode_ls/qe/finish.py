@@ -19,6 +19,7 @@ from ..workspace.git import git, repo_root
 from . import baseline as baseline_mod
 from .noise import NoiseResult
 from .report import compute_verdict, render_markdown, write_json
+from .report.bounded import JSON_MAX_FINDINGS, MD_MAX_FINDINGS, bounded
 from .request import QERequest, Resolved
 from .roles.base import SandboxSession
 from .verify_step import OVER_CAP
@@ -154,23 +155,17 @@ def save_report(
         report.artifacts["json"] = str(json_path)
         report.artifacts["markdown"] = str(md_path)
         artifacts.write_report("md", _markdown(report, stop()), when)
-        artifacts.write_report("json", write_json(report), when)
-
-
-# A stopped run's Markdown lists this many findings (the JSON has them all):
-# rendering 10k+ of them is most of a second the user is waiting for.
-STOPPED_MD_FINDINGS = 200
+        artifacts.write_report("json", write_json(bounded(report, JSON_MAX_FINDINGS)), when)
 
 
 def _markdown(report: QualityReport, stopped: bool) -> str:
-    if not stopped or len(report.findings) <= STOPPED_MD_FINDINGS:
+    """At most MD_MAX_FINDINGS findings, stopped or not (rendering 10k+ of
+    them was most of a second the user waited for, and 18 MB on disk)."""
+    short = bounded(report, MD_MAX_FINDINGS)
+    if short is report:
         return render_markdown(report)
-    shown = sorted(report.findings, key=lambda f: -f.severity.rank)[:STOPPED_MD_FINDINGS]
-    ids = {f.fix_patch_id for f in shown}
-    short = report.model_copy(update={
-        "findings": shown, "patches": [p for p in report.patches if p.id in ids]})
-    note = (f"\n_Stopped: the {STOPPED_MD_FINDINGS} most severe of {len(report.findings)} findings "
-            f"are listed here; the JSON report has all of them._\n")
+    note = (f"\n_The {len(short.findings)} most severe of {len(report.findings)} findings are "
+            "listed here; `superqe run --sarif FILE` writes all of them._\n")
     return render_markdown(short) + note
 
 

@@ -50,15 +50,9 @@ def _offset(starts: list[int], text: str, line: int, col: int) -> int:
     return min(starts[line - 1] + col - 1, len(text))
 
 
-def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """``text`` with non-overlapping ``edits`` applied; raises ValueError if
-    two edits overlap (the caller then offers no patch rather than a wrong one)."""
-    return apply_edits_span(text, edits)[0]
-
-
-def apply_edits_span(text: str, edits: list[TextEdit]) -> tuple[str, Span]:
-    """``apply_edits`` and where the text changed: (start, end in ``text``,
-    end in the new text), the region ``region_diff`` needs."""
+def _spans(text: str, edits: list[TextEdit]) -> list[tuple[int, int, str]]:
+    """The edits as sorted (start, end, content) offsets; ValueError when two
+    overlap (the caller then offers no patch rather than a wrong one)."""
     starts = _line_starts(text)
     spans = sorted(
         (
@@ -68,23 +62,53 @@ def apply_edits_span(text: str, edits: list[TextEdit]) -> tuple[str, Span]:
         )
         for e in edits
     )
-    out: list[str] = []
     pos = 0
-    delta = 0
-    for start, end, content in spans:
+    for start, end, _ in spans:
         if start < pos or end < start:
             raise ValueError("overlapping edits")
+        pos = end
+    return spans
+
+
+def _splice(text: str, spans: list[tuple[int, int, str]], lo: int = 0, hi: int | None = None) -> str:
+    """``text[lo:hi]`` with the ``spans`` (all inside it) applied."""
+    out: list[str] = []
+    pos = lo
+    for start, end, content in spans:
         out.append(text[pos:start])
         out.append(content)
-        delta += len(content) - (end - start)
         pos = end
-    out.append(text[pos:])
-    first = spans[0][0] if spans else 0
-    return "".join(out), (first, pos, pos + delta)
+    out.append(text[pos:hi])
+    return "".join(out)
 
 
-# (first changed offset, end of the change in the old text, end in the new one)
-Span = tuple[int, int, int]
+def apply_edits(text: str, edits: list[TextEdit]) -> str:
+    """``text`` with non-overlapping ``edits`` applied; raises ValueError if
+    two edits overlap."""
+    return _splice(text, _spans(text, edits))
+
+
+def edits_diff(rel: str, old: str, edits: list[TextEdit], context: int = 3) -> str:
+    """The diff ``edits`` make to ``old`` ("" for none); ValueError when they
+    overlap. Only the lines around the edits are rebuilt and compared: a tool
+    makes thousands of fixes to files of thousands of lines, and building and
+    splitting the whole file per fix was most of the lint role's time on a
+    large tree. The diff is the one ``unified_diff`` gives for a change of
+    one block, a valid one otherwise."""
+    spans = _spans(old, edits)
+    if not spans:
+        return ""
+    starts = _line_starts(old)
+    first = bisect.bisect_right(starts, spans[0][0]) - 1
+    last = bisect.bisect_right(starts, max(end for _, end, _ in spans)) - 1
+    w0 = max(0, first - context)
+    w1 = last + 1 + context
+    a_s = starts[w0]
+    a_e = starts[w1] if w1 < len(starts) else len(old)
+    old_w, new_w = old[a_s:a_e], _splice(old, spans, a_s, a_e)
+    if old_w == new_w:
+        return ""
+    return _diff_lines(rel, split_lines(old_w), split_lines(new_w), context, w0)
 
 
 def split_lines(text: str) -> list[str]:
@@ -97,25 +121,6 @@ def split_lines(text: str) -> list[str]:
     if tail:
         out.append(tail)
     return out
-
-
-def region_diff(rel: str, old: str, new: str, span: Span, context: int = 3) -> str:
-    """``unified_diff`` when the change is known to lie within ``span``: only
-    the lines around it are split and compared (a tool makes thousands of
-    fixes to files of thousands of lines; splitting the whole file per fix
-    was most of the lint role's time on a large tree). Same output."""
-    start, old_end, new_end = span
-    starts = _line_starts(old)
-    first = bisect.bisect_right(starts, start) - 1
-    last = bisect.bisect_right(starts, old_end) - 1
-    w0 = max(0, first - context)
-    w1 = last + 1 + context
-    a_s = starts[w0]
-    a_e = starts[w1] if w1 < len(starts) else len(old)
-    b_e = a_e + (new_end - old_end)
-    if old[a_s:a_e] == new[a_s:b_e]:
-        return ""
-    return _diff_lines(rel, split_lines(old[a_s:a_e]), split_lines(new[a_s:b_e]), context, w0)
 
 
 def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
@@ -205,12 +210,12 @@ def patch_id(finding_id: str, diff: str) -> str:
     return f"fix-{finding_id}-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
 
 
-def make_patch(
-    finding: Finding, rel: str, old: str, new: str, description: str, span: Span | None = None,
-) -> Patch | None:
-    """A patch fixing ``finding`` (whose id must be set), or None if no change;
-    ``span`` (from ``apply_edits_span``) limits the comparison to where it changed."""
-    diff = region_diff(rel, old, new, span) if span is not None else unified_diff(rel, old, new)
+def make_patch(finding: Finding, rel: str, old: str, new: str, description: str) -> Patch | None:
+    """A patch fixing ``finding`` (whose id must be set), or None if no change."""
+    return patch_of_diff(finding, rel, unified_diff(rel, old, new), description)
+
+
+def patch_of_diff(finding: Finding, rel: str, diff: str, description: str) -> Patch | None:
     if not diff:
         return None
     return Patch(

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...models import Finding, Patch, Range, Severity
 from ._common import SourceCache, assign_ids, load_json, rel_to, selected_files, tail
-from ._patches import TextEdit, apply_edits_span, attach, make_patch
+from ._patches import TextEdit, edits_diff, patch_of_diff
 from ._target import ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
@@ -177,21 +177,24 @@ class LintTester(FileCheckRole):
             if old is None:
                 continue
             try:
-                new, span = apply_edits_span(old, [_edit(e) for e in fix["edits"]])
+                diff = edits_diff(finding.file, old, [_edit(e) for e in fix["edits"]])
             except (ValueError, KeyError, TypeError):
                 continue
             description = fix.get("message") or f"Fix {finding.rule_id}"
             kind = _APPLICABILITY.get(fix.get("applicability"))
             if kind != "safe":
                 description += f" (ruff marks this fix {kind}: it may change what the code does; review it)"
-            patch = make_patch(finding, finding.file, old, new, description, span)
+            patch = patch_of_diff(finding, finding.file, diff, description)
             if patch is not None:
                 patches.append(patch)
+                # In place: these findings were made here, just now (a copy
+                # each was seconds on a large tree).
+                finding.fix_patch_id = patch.id
         reason = None
         if unlinted:
             shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
-        return RoleOutput(findings=attach(findings, patches), patches=patches, tool="ruff",
+        return RoleOutput(findings=findings, patches=patches, tool="ruff",
                           reason=reason)
 
 
