@@ -99,13 +99,14 @@ def _anchor(lines: list[str], hunk, drift: int) -> tuple[Change, int]:
     lead = next((i for i, (t, _) in enumerate(items) if t != " "), len(items))
     trail = next((i for i, (t, _) in enumerate(reversed(items)) if t != " "), 0)
     core = items[lead:len(items) - trail]
-    removes = any(t == "-" for t, _ in core)
     expected = (hunk.source_start - 1 if hunk.source_length else hunk.source_start) + drift
     new_core = tuple(v for t, v in core if t != "-")
-    for fuzz in range(max(lead, trail) + 1):
-        left, right = max(0, lead - fuzz), max(0, trail - fuzz)
-        if fuzz and not removes and left + right == 0:
-            break  # a pure insertion needs a line to stand by
+    # Most context first: all of it, then one line less on either side...
+    trims = sorted(((le, ri) for le in range(lead + 1) for ri in range(trail + 1)),
+                   key=lambda lr: (-(lr[0] + lr[1]), -min(lr)))
+    for left, right in trims:
+        if left + right == 0 and lead + trail:
+            break  # at least one line of context, as patch's default fuzz keeps
         part = items[lead - left:len(items) - trail + right]
         old = [v for t, v in part if t != "+"]
         at = _find(lines, old, expected + (lead - left))
@@ -113,9 +114,13 @@ def _anchor(lines: list[str], hunk, drift: int) -> tuple[Change, int]:
             start = at + left
             end = at + len(old) - right
             return Change(start, end, new_core), start - lead - (expected - drift)
-    new = [v for t, v in items if t != "-"]
-    if new != [v for t, v in items if t != "+"] and _find(lines, new, expected) is not None:
-        raise _Already()
+    # Not there: is its result there instead (applied before)? Only said,
+    # never a reason to write; the same trimming of context as above.
+    for left, right in trims:
+        part = items[lead - left:len(items) - trail + right]
+        new = [v for t, v in part if t != "-"]
+        if left + right and new and _find(lines, new, expected + (lead - left)) is not None:
+            raise _Already()
     raise _Refused(f"no longer fits the code: the code near line {hunk.source_start} changed since the run")
 
 
