@@ -215,3 +215,14 @@ def test_generated_tests_skip_what_launches_processes_by_call_not_name(tmp_path)
     assert _why("def launch_count(n: int) -> int:\n    return n + 1\n", "launch_count", tmp_path) is None
     assert _why("from ._impl import add\n\ndef total(n: int):\n    return add(n)\n", "total",
                 tmp_path, {"_impl.py": "def add(n):\n    return n + 1\n"}) is None
+
+
+def test_editor_fix_still_fits_after_its_neighbour_was_applied():
+    from superqode_ls.server.patches import apply_to_text, file_edits
+
+    a2 = _patch("fix-a2", "a.py", BASE, _edit(BASE, 2, "line2 = 'two'\n"))
+    a4 = _patch("fix-a4", "a.py", BASE, _edit(BASE, 4, ""))  # line 2 is in its context
+    (fe,) = file_edits(a2.diff, lambda rel: BASE)
+    after = apply_to_text(BASE, fe)
+    (fe,) = file_edits(a4.diff, lambda rel: after)
+    assert apply_to_text(after, fe) == _edit(_edit(BASE, 2, "line2 = 'two'\n"), 4, "")
