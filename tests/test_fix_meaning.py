@@ -226,3 +226,38 @@ def test_editor_fix_still_fits_after_its_neighbour_was_applied():
     after = apply_to_text(BASE, fe)
     (fe,) = file_edits(a4.diff, lambda rel: after)
     assert apply_to_text(after, fe) == _edit(_edit(BASE, 2, "line2 = 'two'\n"), 4, "")
+
+
+@pytest.mark.skipif(not tool_path("mypy"), reason="needs mypy")
+def test_the_projects_mypy_must_pass_no_worse(make_repo):
+    from superqode_ls.qe.roles.types import TypeTester
+    from superqode_ls.qe.type_gate import mypy_declared, type_gate
+
+    m = "def f() -> int:\n    return 1\n"
+    n = "def g() -> str:\n    return 'a'\n"
+    repo = make_repo({"pyproject.toml": '[project]\nname = "t"\nversion = "0"\n\n[tool.mypy]\nstrict = true\n',
+                      "m.py": m, "n.py": n})
+    assert mypy_declared(repo)
+    bad = _patch("fix-bad", "m.py", m, m.replace("return 1", "return 'one'"))
+    good = _patch("fix-good", "n.py", n, n.replace("'a'", "'b'"))
+    patches = {p.id: p.model_copy(update={"verified": True, "verified_by": "tests", "role": "lint_tester",
+                                          "verification": "verified: fixes x"})
+               for p in (bad, good)}
+    role = TypeTester()
+    ctx = make_ctx(repo)
+
+    async def go(deadline_in):
+        loop = asyncio.get_running_loop()
+        todo = dict(patches)
+        await type_gate(todo, list(todo), repo, role, ctx, loop.time() + deadline_in, role.check_files)
+        return todo
+
+    out = asyncio.run(go(600))
+    assert not out["fix-bad"].verified and out["fix-bad"].verified_by is None
+    assert "mypy" in out["fix-bad"].verification and "new errors" in out["fix-bad"].verification
+    assert out["fix-good"].verified and out["fix-good"].verification.endswith("passes no worse")
+    assert (repo / "m.py").read_text() == m  # put back
+    # No time for it: said, and not verified.
+    out = asyncio.run(go(0))
+    assert all(not p.verified and p.verified_by == "tool" and "no time left" in p.verification
+               for p in out.values())

@@ -14,6 +14,7 @@ from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
 from .roles import role_class
 from .roles.base import Role, RoleContext, SandboxSession
+from .type_gate import mypy_declared, type_gate
 from .verifier import Verifier
 
 TEST_ROLE = "unit_tester"
@@ -80,6 +81,34 @@ def covering_tests(
         if why:
             return None, f"tests not run: {why}"
     return CoveringTests(root, role, ctx), "tests not run"
+
+
+TYPE_ROLE = "type_tester"
+
+
+async def _type_check(
+    patches: dict[str, Patch], todo: list[Patch], roles: dict[str, Role],
+    contexts: dict[str, RoleContext], root: Path, deadline: float, python: Any,
+    emit: Callable[..., Any],
+) -> None:
+    """The project's declared mypy configuration on the accepted fixes
+    (type_gate.py); nothing where the project declares none."""
+    if not contexts or not mypy_declared(root):
+        return
+    role = roles.get(TYPE_ROLE)
+    ctx = contexts.get(TYPE_ROLE)
+    if role is None:
+        try:
+            role = role_class(TYPE_ROLE)()
+        except (ImportError, AttributeError, KeyError):
+            return
+    check = getattr(role, "check_files", None)
+    if check is None or role.unavailable():
+        return
+    if ctx is None:
+        ctx = dataclasses.replace(next(iter(contexts.values())), python=python)
+    emit("progress", message="type-checking the accepted fixes with the project's mypy configuration")
+    await type_gate(patches, [p.id for p in todo], root, role, ctx, deadline, check)
 
 
 def start_probe(ctx: RoleContext, config: Any) -> SuiteProbe | None:
@@ -155,6 +184,7 @@ async def verify(
                  done=state["done"], total=total)
 
     await verifier.verify_many(todo, on_result)
+    await _type_check(patches, todo, roles, contexts, root, deadline, python, emit)
     ok = sum(1 for p in todo if patches[p.id].verified)
     tool = sum(1 for p in todo if patches[p.id].verified_by == "tool")
     emit("progress", message=f"fixes verified: {ok} of {total}" + (f", {tool} tool-verified only" if tool else ""),
