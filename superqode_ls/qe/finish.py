@@ -22,7 +22,7 @@ from .report import compute_verdict, render_markdown, write_json
 from .report.bounded import JSON_MAX_FINDINGS, MD_MAX_FINDINGS, bounded
 from .request import QERequest, Resolved
 from .roles.base import SandboxSession
-from .verify_step import OVER_CAP
+from .verify_step import OVER_CAP, UNSAFE_PREFIXES
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,12 @@ def save_report(
     # over qe.verify_max_fixes live in the JSON report only (`superqe
     # suggestions show/apply` read them there): creating that many small
     # files took seconds. Verified fixes first, so a stop keeps those.
-    files = [p for p in report.patches if not (p.verification or "").startswith(OVER_CAP)]
+    # Not those the verifier never reached (the session ran out of time, or
+    # they were never tried: ruff's unsafe fixes) on a run with more than
+    # the JSON report lists: 14,000 files on a large project.
+    small = len(report.findings) <= JSON_MAX_FINDINGS
+    files = [p for p in report.patches if not (p.verification or "").startswith(OVER_CAP)
+             and (small or p.kind == "suppression" or _tried(p))]
     order = sorted(files, key=lambda p: (not p.verified, p.kind != "fix"))
     with artifacts.batch():
         for n, p in enumerate(order):
@@ -156,6 +161,12 @@ def save_report(
         report.artifacts["markdown"] = str(md_path)
         artifacts.write_report("md", _markdown(report, stop()), when)
         artifacts.write_report("json", write_json(bounded(report, JSON_MAX_FINDINGS)), when)
+
+
+def _tried(p: Patch) -> bool:
+    """Whether the verifier judged ``p`` (its verdict may be worth a file)."""
+    v = p.verification or ""
+    return bool(v) and not v.startswith(UNSAFE_PREFIXES)
 
 
 def _markdown(report: QualityReport, stopped: bool) -> str:

@@ -25,6 +25,10 @@ OVER_CAP = "not verified: over the verification cap"
 UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
 
 
+# How a fix the tool calls unsafe is labelled (unsafe_note).
+UNSAFE_PREFIXES = tuple(f"{kind} (" for kind in UNSAFE_TAGS.values())
+
+
 def unsafe_kind(findings: list[Finding]) -> str | None:
     """"unsafe"/"display-only" when a finding's tool marks its fix so."""
     for f in findings:

@@ -29,8 +29,12 @@ def bounded(report: QualityReport, limit: int) -> QualityReport:
     ids = {f.fix_patch_id for f in shown}
     patches = [p for p in report.patches if p.id in ids or not p.finding_ids
                or p.verified_by is not None or p.kind == "suppression"]
+    kept = {p.id for p in patches}
+    # One "patch:<id>" path per fix written was 2 MB of a large run's report.
+    artifacts = {k: v for k, v in report.artifacts.items()
+                 if not k.startswith("patch:") or k[len("patch:"):] in kept}
     return report.model_copy(update={
-        "findings": shown, "patches": patches,
+        "findings": shown, "patches": patches, "artifacts": artifacts,
         "summary": report.summary or summarize(findings),
         "findings_total": len(findings),
     })
