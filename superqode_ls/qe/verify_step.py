@@ -115,6 +115,17 @@ async def _type_check(
     await type_gate(patches, [p.id for p in todo], root, role, ctx, deadline, check)
 
 
+# Seconds before the session's deadline at which verification stops: the
+# report and the revert come after it.
+_VERIFY_MARGIN_S = 3.0
+NO_TIME = "not verified: no time left in the session budget"
+
+
+async def _verify_all(verifier, todo, on_result, patches, roles, contexts, root, deadline, python, emit):
+    await verifier.verify_many(todo, on_result)
+    await _type_check(patches, todo, roles, contexts, root, deadline, python, emit)
+
+
 def start_probe(ctx: RoleContext, config: Any) -> SuiteProbe | None:
     """Learn, beside the roles, whether the project's tests can start at all
     (quick mode's fix verification runs the tests importing a fixed file);
@@ -187,8 +198,21 @@ async def verify(
             emit("progress", message=f"verifying fixes: {state['done']} of {total}",
                  done=state["done"], total=total)
 
-    await verifier.verify_many(todo, on_result)
-    await _type_check(patches, todo, roles, contexts, root, deadline, python, emit)
+    # Verification is bounded by the budget but never what makes a session
+    # time out: it stops a little before the deadline (a round under way is
+    # cancelled, its files put back) and the fixes it did not reach say so.
+    stop_at = deadline - _VERIFY_MARGIN_S
+    verifier.deadline = stop_at
+    try:
+        await asyncio.wait_for(_verify_all(verifier, todo, on_result, patches, roles, contexts, root,
+                                           stop_at, python, emit),
+                               max(0.0, stop_at - loop.time()))
+    except TimeoutError:
+        pass
+    for p in todo:
+        if patches[p.id].verification is None:
+            patches[p.id] = patches[p.id].model_copy(update={
+                "verified": False, "verified_by": None, "verification": NO_TIME})
     ok = sum(1 for p in todo if patches[p.id].verified)
     tool = sum(1 for p in todo if patches[p.id].verified_by == "tool")
     emit("progress", message=f"fixes verified: {ok} of {total}" + (f", {tool} tool-verified only" if tool else ""),

@@ -11,6 +11,7 @@ import bisect
 import difflib
 import functools
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -35,13 +36,7 @@ class TextEdit:
 def _line_starts(text: str) -> list[int]:
     # Cached: a role applies one fix after another to the same file text
     # (thousands on a large tree); callers never mutate the list.
-    starts = [0]
-    find = text.find
-    i = find("\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
-    return starts
+    return [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))][:-1]
 
 
 def _offset(starts: list[int], text: str, line: int, col: int) -> int:
