@@ -156,7 +156,7 @@ def test_apply_several_takes_compatible_refuses_the_rest_atomically(tmp_path):
     text = (tmp_path / "a.py").read_text()
     assert "line2 = 'two'" in text and "line20 = 'twenty'" in text and "line3 = 3" in text
     assert "line10 = 10" in text and (tmp_path / "b.py").read_text() == BASE
-    assert not list(tmp_path.glob(".*superqode"))  # no temporary file left
+    assert not list(tmp_path.glob(".a.py.*"))  # no temporary file left
     # The refused neighbour applies now on its own: its context changed
     # (line 2), its removed line is still there.
     out = apply_fixes(tmp_path, [a3])

@@ -15,8 +15,6 @@ are re-read just before writing: if one changed meanwhile, nothing is written.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -25,6 +23,7 @@ from unidiff.errors import UnidiffParseError
 
 from ..errors import EXIT_FINDINGS, SuperQodeError
 from ..models import Patch
+from ..workspace.artifacts import atomic_write
 from .roles._patches import split_lines
 from .verify_copies import Change, fits, merged
 
@@ -207,20 +206,7 @@ def plan(project: Path, patches: list[Patch]) -> tuple[ApplyOutcome, dict[str, s
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".superqode")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write(path, text, mode=path.stat().st_mode & 0o7777, sync=True)
 
 
 def apply_fixes(project: Path, patches: list[Patch], *, dry_run: bool = False) -> ApplyOutcome:
