@@ -203,6 +203,11 @@ async def verify(
     # cancelled, its files put back) and the fixes it did not reach say so.
     stop_at = deadline - _VERIFY_MARGIN_S
     verifier.deadline = stop_at
+    if covering is not None:
+        # The tests end themselves before the stop (their fixes then keep
+        # the tool's verdict, said so), rather than being cut off with it.
+        verifier.covering = dataclasses.replace(
+            covering, ctx=dataclasses.replace(covering.ctx, deadline=stop_at - 1.0))
     try:
         await asyncio.wait_for(_verify_all(verifier, todo, on_result, patches, roles, contexts, root,
                                            stop_at, python, emit),
