@@ -318,11 +318,25 @@ class Verifier:
                     record(r)
         return rest
 
+    async def _probe_verdict(self) -> str | None:
+        """The suite probe's answer, waited for at most a quarter of the time
+        left: a suite that takes longer just to start leaves no time to run
+        tests for the fixes (sqlalchemy's took 25 s of a 60 s budget), and the
+        tool checks need that time."""
+        assert self.probe is not None
+        left = self._time_left()
+        if left is None:
+            return await self.probe.broken()
+        try:
+            return await asyncio.wait_for(self.probe.broken(), max(0.0, left / 4))
+        except TimeoutError:
+            return "tests not run: pytest had not started in the time left (it is slow to start here)"
+
     async def _no_tests_at_all(self) -> bool:
         if self._run_tests:
             return False
         if self.covering is not None and self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self.probe.broken()
+            self._suite_broken = await self._probe_verdict()
         return self.covering is None or self._suite_broken is not None
 
     async def _no_tests(self, p: Patch, files: list[str]) -> str | None:
@@ -332,7 +346,7 @@ class Verifier:
         if self.covering is None:
             return self.no_tests_reason
         if self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self.probe.broken()
+            self._suite_broken = await self._probe_verdict()
         if self._suite_broken is not None:
             return self._suite_broken
         if not await self.covering.for_files(files):
@@ -474,7 +488,7 @@ class Verifier:
         if self.covering is None:
             return _demote(judged, self.no_tests_reason)
         if self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self.probe.broken()
+            self._suite_broken = await self._probe_verdict()
         if self._suite_broken is not None:
             return _demote(judged, self._suite_broken)
         tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
