@@ -319,6 +319,9 @@ class QualityReport(Model):
     merged_from: list[str] = Field(default_factory=list)  # session ids superqe merge combined
     # Where the session's time went (seconds per step), ``--timings``.
     timings: dict[str, float] = Field(default_factory=dict)
+    # Set when this file lists only the most severe findings: how many there
+    # were (``summary`` counts them all; SARIF and --jsonl carry the full list).
+    findings_total: int | None = None
 
 
 class Event(Model):

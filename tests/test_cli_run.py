@@ -135,10 +135,15 @@ def test_suggestions_list_show_apply_and_refuse(make_repo, capsys):
     assert code == 0 and "applied" in out
     assert (repo / "app.py").read_text() == APP.replace("PLANTED", "fixed")
     assert run_git(repo, "diff", "--cached", "--name-only") == ""
-    # Applying again: the code moved on; refused, file untouched.
+    # Applying again: its change is there already; said, file untouched.
+    code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "apply", app_fix)
+    assert code == 0 and "in the code already" in out
+    assert (repo / "app.py").read_text() == APP.replace("PLANTED", "fixed")
+    # The code moved on: refused with the reason, file untouched.
+    (repo / "app.py").write_text("x = 'other'\n")
     code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", app_fix)
     assert code == 1 and "no longer fits the code" in err
-    assert (repo / "app.py").read_text() == APP.replace("PLANTED", "fixed")
+    assert (repo / "app.py").read_text() == "x = 'other'\n"
     code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", "no-such-fix")
     assert code == 2 and "no suggestion" in err
 

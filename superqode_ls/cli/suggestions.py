@@ -3,15 +3,16 @@ suggested, read from the Quality Reports under
 ``<project>/.superqode/qe-artifacts/qr/`` (newest first).
 
 ``apply`` is the one write to the user's files that SuperQode makes, and only
-on this explicit request: it checks first (``git apply --check``; git works as a
-plain patch tool outside a repository) and refuses with the reason when the
-code has moved on since the session, so nothing is ever half-applied.
+on this explicit request. ``apply ID...`` and ``apply --all`` (every verified
+or tool-verified fix of the newest report that ruff does not call unsafe) take
+the fixes that go together and refuse each other one with a line saying why
+(``qe/applying.py``): a fix lands on all its files or none, each file is
+written atomically, and a file that changed meanwhile stops the whole write.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,9 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = action("show", "a fix's diff and what it fixes")
     a.add_argument("id", help="fix id (or a unique prefix, or the id of a finding it fixes)")
     a.set_defaults(func=cmd_show)
-    a = action("apply", "apply a fix to the project (checked first)")
-    a.add_argument("id", help="fix id (or a unique prefix, or the id of a finding it fixes)")
-    a.add_argument("--dry-run", action="store_true", help="only check that it applies")
+    a = action("apply", "apply fixes to the project (checked first)")
+    a.add_argument("id", nargs="*", help="fix id (or a unique prefix, or the id of a finding it fixes)")
+    a.add_argument("--all", action="store_true",
+                   help="every verified or tool-verified fix of the newest report (not those ruff "
+                        "calls unsafe, nor suppressions)")
+    a.add_argument("--unsafe", action="store_true",
+                   help="with --all: also the fixes ruff calls unsafe (they may change what the code does)")
+    a.add_argument("--dry-run", action="store_true", help="only check that they apply")
     a.set_defaults(func=cmd_apply)
     p.set_defaults(func=lambda args: _no_action(p))
 
@@ -185,27 +191,63 @@ def check_sealed(project: Path, s: Suggestion) -> None:
         raise PatchNotSealed(f"not applied: {why}")
 
 
+def _is_unsafe(s: Suggestion) -> bool:
+    return any(t in ("fix:unsafe", "fix:display-only") for f in s.findings for t in f.tags)
+
+
+def _chosen(project: Path, args: argparse.Namespace) -> tuple[list[Suggestion], list[str]]:
+    """The suggestions to apply, and a line for what ``--all`` left out."""
+    if args.all and args.id:
+        raise UsageError("apply takes fix ids or --all, not both")
+    if not args.all:
+        if not args.id:
+            raise UsageError("apply needs a fix id (or several) or --all")
+        if args.unsafe:
+            raise UsageError("--unsafe goes with --all (a fix named by its id is applied as asked)")
+        return [lookup(project, i) for i in args.id], []
+    every = [s for s in suggestions(project, newest_only=True) if s.patch.kind == "fix"]
+    unverified = [s for s in every if s.patch.verified_by is None and not _is_unsafe(s)]
+    unsafe = [s for s in every if _is_unsafe(s)]
+    take = [s for s in every if s.patch.verified_by is not None and not _is_unsafe(s)]
+    if args.unsafe:
+        take += unsafe
+    take.sort(key=lambda s: (-max((f.severity.rank for f in s.findings), default=0),
+                             s.patch.files[0] if s.patch.files else "", _line(s)))
+    left = []
+    if unverified:
+        left.append(f"{len(unverified)} not verified")
+    if unsafe and not args.unsafe:
+        left.append(f"{len(unsafe)} unsafe (--unsafe to include)")
+    return take, ([f"left out: {', '.join(left)}; name a fix's id to apply it"] if left else [])
+
+
+def _line(s: Suggestion) -> int:
+    return min((f.range.start_line for f in s.findings if f.range), default=0)
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
-    from ..qe.verifier import git_apply
+    import sys
+
+    from ..qe.applying import apply_fixes
 
     project = find_project(Path(args.project))
-    s = lookup(project, args.id)
-    check_sealed(project, s)
-    ok, err = asyncio.run(git_apply(project, s.patch.diff, check_only=True))
-    if not ok:
-        import sys
-
-        print(
-            f"superqe: not applied: {s.patch.id} no longer fits the code (it changed since session "
-            f"{s.session_id}): {err or 'patch does not apply'}; run `superqe run` again",
-            file=sys.stderr,
-        )
-        return EXIT_FINDINGS
-    if args.dry_run:
-        print(f"{s.patch.id} applies cleanly to {', '.join(s.patch.files)}")
+    chosen, notes = _chosen(project, args)
+    for s in chosen:
+        check_sealed(project, s)  # every one, before any is applied
+    if not chosen:
+        print("no fixes to apply" + (f" ({notes[0]})" if notes else ""))
         return EXIT_OK
-    ok, err = asyncio.run(git_apply(project, s.patch.diff))
-    if not ok:  # checked a moment ago: the files changed in between
-        raise UsageError(f"not applied: {err}")
-    print(f"applied {s.patch.id} to {', '.join(s.patch.files)}")
-    return EXIT_OK
+    session_of = {s.patch.id: s.session_id for s in chosen}
+    out = apply_fixes(project, [s.patch for s in chosen], dry_run=args.dry_run)
+    for pid, why in out.refused:
+        print(f"superqe: not applied: {pid}: {why} (session {session_of.get(pid, '?')}; "
+              "run `superqe run` again for a fresh fix)", file=sys.stderr)
+    for pid in out.already:
+        print(f"{pid} is in the code already")
+    files = ", ".join(out.files)
+    if out.applied:
+        what = out.applied[0] if len(out.applied) == 1 else f"{len(out.applied)} fixes"
+        print(f"{what} applies cleanly to {files}" if args.dry_run else f"applied {what} to {files}")
+    for line in notes:
+        print(line)
+    return EXIT_FINDINGS if out.refused else EXIT_OK

@@ -114,7 +114,8 @@ class CoveringTests:
         if not tests:
             return TestRun("not_run", reason="no tests import the changed code")
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
+        started = loop.time()
+        deadline = started + self.timeout
         if self.ctx.deadline is not None:
             deadline = min(deadline, self.ctx.deadline)
         if deadline - loop.time() <= 1:
@@ -129,6 +130,10 @@ class CoveringTests:
             return TestRun("failed", Counter(f.id for f in fails),
                            {f.id: f.file or "" for f in fails})
         if out.status == "timeout":
+            limit = deadline - started
+            if limit < self.timeout - 1:
+                return TestRun("not_run", reason=f"the covering tests did not finish in the "
+                                                 f"{limit:.0f} s left in the session budget")
             return TestRun("not_run", reason=f"the covering tests did not finish in {self.timeout:.0f} s")
         return TestRun("not_run", reason=out.reason or out.status)
 

@@ -17,11 +17,12 @@ from ..workspace.coordinator import Coordinator
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import git, repo_root
 from . import baseline as baseline_mod
-from .noise import NoiseResult, by_importance
+from .noise import NoiseResult
 from .report import compute_verdict, render_markdown, write_json
+from .report.bounded import JSON_MAX_FINDINGS, MD_MAX_FINDINGS, bounded
 from .request import QERequest, Resolved
 from .roles.base import SandboxSession
-from .verify_step import OVER_CAP
+from .verify_step import OVER_CAP, UNSAFE_PREFIXES
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,12 @@ def save_report(
     # over qe.verify_max_fixes live in the JSON report only (`superqe
     # suggestions show/apply` read them there): creating that many small
     # files took seconds. Verified fixes first, so a stop keeps those.
-    files = [p for p in report.patches if not (p.verification or "").startswith(OVER_CAP)]
+    # Not those the verifier never reached (the session ran out of time, or
+    # they were never tried: ruff's unsafe fixes) on a run with more than
+    # the JSON report lists: 14,000 files on a large project.
+    small = len(report.findings) <= JSON_MAX_FINDINGS
+    files = [p for p in report.patches if not (p.verification or "").startswith(OVER_CAP)
+             and (small or p.kind == "suppression" or _tried(p))]
     order = sorted(files, key=lambda p: (not p.verified, p.kind != "fix"))
     with artifacts.batch():
         for n, p in enumerate(order):
@@ -156,23 +162,23 @@ def save_report(
         report.artifacts["json"] = str(json_path)
         report.artifacts["markdown"] = str(md_path)
         artifacts.write_report("md", _markdown(report, stop()), when)
-        artifacts.write_report("json", write_json(report), when)
+        artifacts.write_report("json", write_json(bounded(report, JSON_MAX_FINDINGS)), when)
 
 
-# A stopped run's Markdown lists this many findings (the JSON has them all):
-# rendering 10k+ of them is most of a second the user is waiting for.
-STOPPED_MD_FINDINGS = 200
+def _tried(p: Patch) -> bool:
+    """Whether the verifier judged ``p`` (its verdict may be worth a file)."""
+    v = p.verification or ""
+    return bool(v) and not v.startswith(UNSAFE_PREFIXES)
 
 
 def _markdown(report: QualityReport, stopped: bool) -> str:
-    if not stopped or len(report.findings) <= STOPPED_MD_FINDINGS:
+    """At most MD_MAX_FINDINGS findings, stopped or not (rendering 10k+ of
+    them was most of a second the user waited for, and 18 MB on disk)."""
+    short = bounded(report, MD_MAX_FINDINGS)
+    if short is report:
         return render_markdown(report)
-    shown = by_importance(report.findings)[:STOPPED_MD_FINDINGS]
-    ids = {f.fix_patch_id for f in shown}
-    short = report.model_copy(update={
-        "findings": shown, "patches": [p for p in report.patches if p.id in ids]})
-    note = (f"\n_Stopped: the {STOPPED_MD_FINDINGS} most important of {len(report.findings)} findings "
-            f"are listed here; the JSON report has all of them._\n")
+    note = (f"\n_The {len(short.findings)} most important of {len(report.findings)} findings are "
+            "listed here; `superqe run --sarif FILE` writes all of them._\n")
     return render_markdown(short) + note
 
 

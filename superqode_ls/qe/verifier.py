@@ -286,7 +286,8 @@ class Verifier:
                 if not found and self._had_others(role, [(p, [rel]) for p, _ in copy]):
                     rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
                     continue
-                judged = [self._judge(p, role, [rel], found) for p, _ in copy]
+                claimed = {base_id(i) for p, _ in copy for i in p.finding_ids}
+                judged = [self._judge(p, role, [rel], found, claimed=claimed) for p, _ in copy]
                 if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
                     new = {i for r in judged for i in r.new}
                     at = [f.range.start_line for f in found if base_id(f.id) in new and f.range]
@@ -317,11 +318,25 @@ class Verifier:
                     record(r)
         return rest
 
+    async def _probe_verdict(self) -> str | None:
+        """The suite probe's answer, waited for at most a quarter of the time
+        left: a suite that takes longer just to start leaves no time to run
+        tests for the fixes (sqlalchemy's took 25 s of a 60 s budget), and the
+        tool checks need that time."""
+        assert self.probe is not None
+        left = self._time_left()
+        if left is None:
+            return await self.probe.broken()
+        try:
+            return await asyncio.wait_for(self.probe.broken(), max(0.0, left / 4))
+        except TimeoutError:
+            return "tests not run: pytest had not started in the time left (it is slow to start here)"
+
     async def _no_tests_at_all(self) -> bool:
         if self._run_tests:
             return False
         if self.covering is not None and self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self.probe.broken()
+            self._suite_broken = await self._probe_verdict()
         return self.covering is None or self._suite_broken is not None
 
     async def _no_tests(self, p: Patch, files: list[str]) -> str | None:
@@ -331,7 +346,7 @@ class Verifier:
         if self.covering is None:
             return self.no_tests_reason
         if self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self.probe.broken()
+            self._suite_broken = await self._probe_verdict()
         if self._suite_broken is not None:
             return self._suite_broken
         if not await self.covering.for_files(files):
@@ -414,8 +429,9 @@ class Verifier:
                     backup.restore()
                     restored = True
                     check_failed = not await role.recheck(ctx, union)
+                claimed = {base_id(i) for p, _ in applied for i in p.finding_ids}
                 judged = [
-                    (p, files, self._judge(p, role, files, after, check_failed))
+                    (p, files, self._judge(p, role, files, after, check_failed, claimed))
                     for p, files in applied
                 ]
                 broke: list[str] = []
@@ -472,7 +488,7 @@ class Verifier:
         if self.covering is None:
             return _demote(judged, self.no_tests_reason)
         if self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self.probe.broken()
+            self._suite_broken = await self._probe_verdict()
         if self._suite_broken is not None:
             return _demote(judged, self._suite_broken)
         tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
@@ -537,8 +553,10 @@ class Verifier:
 
     def _judge(
         self, patch: Patch, role: Role, files: list[str], after_all: list[Finding],
-        check_failed: bool = False,
+        check_failed: bool = False, claimed: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> VerifyResult:
+        """``claimed``: the findings the fixes applied with this one fix (gone
+        for that reason, not renamed by this fix)."""
         wanted = set(files)
         before = Counter(base_id(f.id) for file in wanted for f in self._before(role.name, file))
         after = Counter(base_id(f.id) for f in after_all if f.file in wanted)
@@ -550,7 +568,13 @@ class Verifier:
         if check_failed:
             return VerifyResult(patch.id, False, f"not verified: re-running {role.name} reported nothing")
         still = [i for i in targets if after[base_id(i)] > others[base_id(i)]]
-        new = sorted((after - before).keys())
+        vanished = others - after
+        for i in claimed:
+            vanished.pop(i, None)
+        new = _really_new(
+            after - before, vanished,
+            [f for file in wanted for f in self._before(role.name, file)],
+            [f for f in after_all if f.file in wanted])
         if still:
             return VerifyResult(patch.id, False, f"not verified: {role.name} still reports {', '.join(still)}")
         if new:
@@ -573,6 +597,27 @@ class Verifier:
         t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
         t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
         return sorted((t_after - t_before).keys()), None
+
+
+def _really_new(
+    appeared: Counter[str], vanished: Counter[str], before: list[Finding], after: list[Finding],
+) -> list[str]:
+    """The ids that appeared after a fix, less those that are a neighbour's
+    finding under a new id: a fix that edits a line another finding flags
+    changes that finding's text, hence its id (same rule, same file); a
+    finding of that rule that vanished without being fixed is the same one."""
+    rule_of = {base_id(f.id): f.rule_id for f in [*before, *after]}
+    renamed: Counter[str] = Counter()
+    for i, n in vanished.items():
+        renamed[rule_of.get(i, "")] += n
+    out = []
+    for i in sorted(appeared):
+        rule = rule_of.get(i, "")
+        take = min(appeared[i], renamed[rule])
+        renamed[rule] -= take
+        if appeared[i] > take:
+            out.append(i)
+    return out
 
 
 # The start of a result for a patch git would not apply.

@@ -14,22 +14,49 @@ from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
 from .roles import role_class
 from .roles.base import Role, RoleContext, SandboxSession
+from .type_gate import mypy_declared, type_gate
 from .verifier import Verifier
 
 TEST_ROLE = "unit_tester"
 OVER_CAP = "not verified: over the verification cap"
+# Fixes the tool itself says may change what the code does (ruff's "unsafe"
+# and "display-only" fixes: dropping an ``X as X`` re-export, ...): no re-run
+# can show the meaning kept, so they are offered for review, never verified.
+UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
+
+
+# How a fix the tool calls unsafe is labelled (unsafe_note).
+UNSAFE_PREFIXES = tuple(f"{kind} (" for kind in UNSAFE_TAGS.values())
+
+
+def unsafe_kind(findings: list[Finding]) -> str | None:
+    """"unsafe"/"display-only" when a finding's tool marks its fix so."""
+    for f in findings:
+        for tag in f.tags:
+            if tag in UNSAFE_TAGS:
+                return UNSAFE_TAGS[tag]
+    return None
+
+
+def unsafe_note(kind: str, tool: str | None) -> str:
+    return (f"{kind} ({tool or 'tool'}): not verified -- it may change what the code does; "
+            "review it before applying")
 # At most one "verifying fixes" progress event per this many seconds.
 _PROGRESS_EVERY_S = 0.5
 
 
 def choose(patches: dict[str, Patch], findings: list[Finding], cap: int) -> tuple[list[Patch], list[Patch]]:
-    """(patches to verify, patches over the cap): suppressions are never
-    verified; the rest go most severe finding first."""
+    """(patches to verify, patches over the cap): suppressions and fixes
+    their tool calls unsafe are never verified; the rest go most severe
+    finding first."""
     rank: dict[str, int] = {}
+    unsafe: set[str] = set()
     for f in findings:
         if f.fix_patch_id:
             rank[f.fix_patch_id] = max(rank.get(f.fix_patch_id, -1), f.severity.rank)
-    todo = [p for p in patches.values() if p.id in rank and p.kind == "fix"]
+            if unsafe_kind([f]):
+                unsafe.add(f.fix_patch_id)
+    todo = [p for p in patches.values() if p.id in rank and p.kind == "fix" and p.id not in unsafe]
     todo.sort(key=lambda p: (-rank[p.id], p.files[0] if p.files else "", p.id))
     return todo[:cap], todo[cap:]
 
@@ -60,6 +87,45 @@ def covering_tests(
     return CoveringTests(root, role, ctx), "tests not run"
 
 
+TYPE_ROLE = "type_tester"
+
+
+async def _type_check(
+    patches: dict[str, Patch], todo: list[Patch], roles: dict[str, Role],
+    contexts: dict[str, RoleContext], root: Path, deadline: float, python: Any,
+    emit: Callable[..., Any],
+) -> None:
+    """The project's declared mypy configuration on the accepted fixes
+    (type_gate.py); nothing where the project declares none."""
+    if not contexts or not mypy_declared(root):
+        return
+    role = roles.get(TYPE_ROLE)
+    ctx = contexts.get(TYPE_ROLE)
+    if role is None:
+        try:
+            role = role_class(TYPE_ROLE)()
+        except (ImportError, AttributeError, KeyError):
+            return
+    check = getattr(role, "check_files", None)
+    if check is None or role.unavailable():
+        return
+    if ctx is None:
+        ctx = dataclasses.replace(next(iter(contexts.values())), python=python)
+    emit("progress", message="type-checking the accepted fixes with the project's mypy configuration")
+    await type_gate(patches, [p.id for p in todo], root, role, ctx, deadline, check)
+
+
+# Seconds before the session's deadline at which verification stops: the
+# report and the revert come after it.
+_VERIFY_MARGIN_S = 3.0
+NO_TIME = "not verified: no time left in the session budget"
+
+
+async def _verify_all(verifier, todo, on_result, patches, roles, contexts, root, deadline, python, emit):
+    await verifier.verify_many(todo, on_result)
+    await _type_check(patches, todo, roles, contexts, root, deadline, python, emit)
+
+
 def start_probe(ctx: RoleContext, config: Any) -> SuiteProbe | None:
     """Learn, beside the roles, whether the project's tests can start at all
     (quick mode's fix verification runs the tests importing a fixed file);
@@ -86,7 +152,15 @@ async def verify(
             "verified": False, "verified_by": None,
             "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying",
         })
+    by_patch: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.fix_patch_id:
+            by_patch.setdefault(f.fix_patch_id, []).append(f)
     for p in patches.values():
+        kind = unsafe_kind(by_patch.get(p.id, []))
+        if kind and p.kind == "fix":
+            patches[p.id] = p.model_copy(update={
+                "verified": False, "verified_by": None, "verification": unsafe_note(kind, p.tool)})
         if p.kind == "suppression" and not p.verification:
             patches[p.id] = p.model_copy(update={"verification": "suppression: silences the finding, "
                                                                  "does not fix it"})
@@ -124,7 +198,26 @@ async def verify(
             emit("progress", message=f"verifying fixes: {state['done']} of {total}",
                  done=state["done"], total=total)
 
-    await verifier.verify_many(todo, on_result)
+    # Verification is bounded by the budget but never what makes a session
+    # time out: it stops a little before the deadline (a round under way is
+    # cancelled, its files put back) and the fixes it did not reach say so.
+    stop_at = deadline - _VERIFY_MARGIN_S
+    verifier.deadline = stop_at
+    if covering is not None:
+        # The tests end themselves before the stop (their fixes then keep
+        # the tool's verdict, said so), rather than being cut off with it.
+        verifier.covering = dataclasses.replace(
+            covering, ctx=dataclasses.replace(covering.ctx, deadline=stop_at - 1.0))
+    try:
+        await asyncio.wait_for(_verify_all(verifier, todo, on_result, patches, roles, contexts, root,
+                                           stop_at, python, emit),
+                               max(0.0, stop_at - loop.time()))
+    except TimeoutError:
+        pass
+    for p in todo:
+        if patches[p.id].verification is None:
+            patches[p.id] = patches[p.id].model_copy(update={
+                "verified": False, "verified_by": None, "verification": NO_TIME})
     ok = sum(1 for p in todo if patches[p.id].verified)
     tool = sum(1 for p in todo if patches[p.id].verified_by == "tool")
     emit("progress", message=f"fixes verified: {ok} of {total}" + (f", {tool} tool-verified only" if tool else ""),

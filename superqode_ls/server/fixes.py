@@ -132,9 +132,10 @@ def fix_edit(ls: SuperQodeServer, t: Tracked) -> types.WorkspaceEdit | None:
 
 
 def is_unsafe(t: Tracked) -> bool:
-    """ruff marks some fixes unsafe (they may change what the code does): never
-    part of fix-all unless ``fixAllUnsafe`` says so, and labelled as such."""
-    return "fix:unsafe" in t.finding.tags
+    """ruff marks some fixes unsafe or display-only (they may change what the
+    code does): never verified, never part of fix-all unless ``fixAllUnsafe``
+    says so, and labelled as such."""
+    return "fix:unsafe" in t.finding.tags or "fix:display-only" in t.finding.tags
 
 
 HINT = 4  # LSP DiagnosticSeverity.Hint
@@ -160,9 +161,12 @@ def fixable(
         # where none could run: an untrusted folder); never a suppression.
         if p is None:
             continue
-        if verified_only and not (p.kind == "fix" and p.verified_by is not None):
+        if verified_only and is_unsafe(t):
+            # Never verified (verify_step): taken only when the user said so.
+            if allow_unsafe and p.kind == "fix":
+                out.append(t)
             continue
-        if verified_only and is_unsafe(t) and not allow_unsafe:
+        if verified_only and not (p.kind == "fix" and p.verified_by is not None):
             continue
         out.append(t)
     return out
@@ -174,10 +178,10 @@ def skip_reason(ls: SuperQodeServer, t: Tracked, allow_unsafe: bool) -> str | No
     p = patch_of(ls, t)
     if p is None or p.kind != "fix":
         return None
+    if is_unsafe(t):
+        return None if allow_unsafe else "ruff marks the fix unsafe: apply it on its own"
     if p.verified_by is None:
         return "fix not verified"
-    if is_unsafe(t) and not allow_unsafe:
-        return "ruff marks the fix unsafe: apply it on its own"
     return None
 
 

@@ -102,6 +102,27 @@ def _find(lines: list[str], block: list[str], expected: int) -> int | None:
     return None
 
 
+def _fuzzy(
+    lines: list[str], hunk, old: list[str], new: list[str], expected: int
+) -> tuple[int | None, list[str], list[str]]:
+    """(where, old, new) with the hunk's outer context trimmed on either side
+    (most context first, at least one line kept), or (None, old, new)."""
+    kinds = [ln.line_type for ln in hunk if ln.line_type in (" ", "-", "+")]
+    lead = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
+    trail = next((i for i, k in enumerate(reversed(kinds)) if k != " "), 0)
+    trims = sorted(((le, ri) for le in range(lead + 1) for ri in range(trail + 1)),
+                   key=lambda lr: (-(lr[0] + lr[1]), -min(lr)))
+    for left, right in trims[1:]:
+        if left + right == 0:
+            break
+        o = old[lead - left:len(old) - (trail - right)]
+        n = new[lead - left:len(new) - (trail - right)]
+        at = _find(lines, o, expected + lead - left)
+        if at is not None:
+            return at, o, n
+    return None, old, new
+
+
 def file_edits(diff: str, read_text: Callable[[str], str | None]) -> list[FileEdits]:
     """Edits for every file of ``diff`` against the texts ``read_text(path)`` gives
     (None: the file does not exist). Raises PatchError when a hunk does not fit."""
@@ -138,6 +159,10 @@ def file_edits(diff: str, read_text: Callable[[str], str | None]) -> list[FileEd
             if not old:
                 expected = hunk.source_start + drift  # pure insertion after that line
             at = _find(lines, old, expected)
+            if at is None and old:
+                # A fix applied before this one may have changed a context
+                # line (its neighbour): trimmed context, as patch's fuzz.
+                at, old, new = _fuzzy(lines, hunk, old, new, expected)
             if at is None or at < floor:
                 raise PatchError(
                     f"{path}: the code near line {hunk.source_start} changed since the run"

@@ -67,13 +67,21 @@ def _safe(name: str) -> str:
     return re.sub(r"[^\w.-]+", "-", name).strip("-") or "item"
 
 
-def atomic_write(path: Path, data: bytes | str) -> Path:
+def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, sync: bool = False) -> Path:
+    """``data`` into ``path`` through a temporary file renamed over it;
+    ``mode``: the file's permissions, ``sync``: on disk before the rename
+    (a user's file: ``superqe suggestions apply``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -177,10 +177,17 @@ def test_patch_is_reanchored_when_lines_were_added_above():
     assert patches.apply_to_text(moved, fe) == moved.replace("line 10\n", "LINE TEN\n")
 
 
-def test_patch_is_refused_when_its_context_changed():
-    changed = SRC.replace("line 11", "line eleven")
-    with pytest.raises(patches.PatchError, match="changed since the run"):
-        patches.file_edits(DIFF, lambda rel: changed)
+def test_patch_is_refused_when_its_code_changed_and_fits_a_neighbours_change():
+    # One context line changed (a neighbouring fix applied first): it fits,
+    # anchored by the rest.
+    neighbour = SRC.replace("line 11", "line eleven")
+    (fe,) = patches.file_edits(DIFF, lambda rel: neighbour)
+    assert patches.apply_to_text(neighbour, fe) == neighbour.replace("line 10\n", "LINE TEN\n")
+    # The line it removes, or all its context, changed: refused.
+    for changed in (SRC.replace("line 10", "line ten"),
+                    SRC.replace("line 11", "line eleven").replace("line 9", "line nine")):
+        with pytest.raises(patches.PatchError, match="changed since the run"):
+            patches.file_edits(DIFF, lambda rel, changed=changed: changed)
 
 
 def test_patch_for_a_missing_or_non_utf8_file_is_refused_and_garbage_is_malformed():

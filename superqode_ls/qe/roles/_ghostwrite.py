@@ -29,13 +29,22 @@ SIDE_EFFECT_CALLS = {
     "mkdir", "makedirs", "touch", "write_text", "write_bytes", "chmod", "chown",
     "symlink_to", "hardlink_to", "urlopen", "connect", "sendall", "exec", "eval",
     "input", "sleep", "exit", "_exit", "putenv", "breakpoint",
+    # Processes, browsers, editors, the desktop (click.launch ran xdg-open
+    # once per generated example): judged by the call, whatever the function
+    # calling it is named.
+    "launch", "open_url", "startfile", "open_new", "open_new_tab", "edit", "getchar", "pause",
+    "prompt", "confirm", "spawn", "spawnl", "spawnlp", "spawnvp", "execl", "execlp",
+    "execve", "execvpe", "posix_spawn", "posix_spawnp", "create_subprocess_exec",
+    "create_subprocess_shell", "create_connection", "request", "urlretrieve", "getaddrinfo",
 }  # fmt: skip
 # ``os.<anything>`` is a side effect except these read-only helpers.
 OS_READ_ONLY = {"fspath", "getenv", "getcwd", "cpu_count", "fsdecode", "fsencode"}
 SIDE_EFFECT_MODULES = {
     "subprocess", "socket", "shutil", "requests", "httpx", "urllib", "http", "ftplib",
     "smtplib", "asyncio", "threading", "multiprocessing", "signal", "ctypes", "sqlite3",
-    "tempfile", "webbrowser",
+    "tempfile", "webbrowser", "pty", "pexpect", "aiohttp", "urllib3", "xmlrpc", "telnetlib",
+    "poplib", "imaplib", "nntplib", "paramiko", "ssl", "tkinter", "turtle", "pyautogui",
+    "pyperclip", "winreg", "_winapi", "_posixsubprocess", "selectors", "grpc", "websockets",
 }  # fmt: skip
 SIDE_EFFECT_NAMES = (
     "main", "run", "write", "save", "delete", "remove", "send", "upload", "download",
@@ -70,7 +79,31 @@ def _reachable(node, defs):
     return out
 
 
-def _side_effect(nodes):
+def _aliases(tree):
+    """Module-level names bound to side-effect modules or their members
+    (``import subprocess as sp``, ``from webbrowser import open as show``)."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in SIDE_EFFECT_MODULES:
+                    out[(a.asname or a.name).split(".")[0]] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] in SIDE_EFFECT_MODULES:
+                for a in node.names:
+                    out[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif node.module == "os":
+                for a in node.names:
+                    if a.name not in OS_READ_ONLY:
+                        out[a.asname or a.name] = f"os.{a.name}"
+    return out
+
+
+def _side_effect(nodes, aliases=None, sibling=None):
+    """Why the functions ``nodes`` touch the world, or None. ``aliases``:
+    ``_aliases`` of their module; ``sibling(name)``: the same question for a
+    function imported from another module of the project (or None)."""
+    aliases = aliases or {}
     for n in nodes:
         for sub in ast.walk(n):
             if isinstance(sub, ast.Call):
@@ -85,11 +118,87 @@ def _side_effect(nodes):
                     and f.attr not in OS_READ_ONLY
                 ):
                     return f"calls os.{f.attr}()"
+                if isinstance(f, ast.Name) and sibling is not None:
+                    why = sibling(f.id)
+                    if why:
+                        return f"calls {f.id}(), which {why}"
             if isinstance(sub, ast.Name) and sub.id in SIDE_EFFECT_MODULES:
                 return f"uses {sub.id}"
+            if isinstance(sub, ast.Name) and sub.id in aliases:
+                return f"uses {aliases[sub.id]}"
             if isinstance(sub, (ast.Global, ast.Nonlocal)):
                 return "changes global state"
     return None
+
+
+def _module_file(path, module, node):
+    """The file of the project module a ``from ... import`` names, or None
+    (only the project's own modules: relative, or under the same top package)."""
+    import os.path
+
+    here = os.path.dirname(path)
+    if node.level:
+        base = here
+        for _ in range(node.level - 1):
+            base = os.path.dirname(base)
+        parts = (node.module or "").split(".") if node.module else []
+    else:
+        top = module.split(".")[0]
+        if not node.module or node.module.split(".")[0] != top:
+            return None
+        depth = module.count(".") + (1 if os.path.basename(path) == "__init__.py" else 0)
+        base = here
+        for _ in range(depth):
+            base = os.path.dirname(base)
+        parts = node.module.split(".")
+    stem = os.path.join(base, *parts) if parts else base
+    for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+class _Siblings:
+    """Side effects of functions a module imports from the project's other
+    modules, one module deep, each file parsed once (click's ``launch``
+    calls ``open_url`` from ``_termui_impl``, which starts a process)."""
+
+    def __init__(self):
+        self.trees = {}
+
+    def _tree(self, path):
+        if path not in self.trees:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    self.trees[path] = ast.parse(fh.read())
+            except (OSError, SyntaxError, ValueError):
+                self.trees[path] = None
+        return self.trees[path]
+
+    def checker(self, tree, path, module):
+        imported = {}
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    imported[a.asname or a.name] = (node, a.name)
+        cache = {}
+
+        def sibling(name):
+            if name not in imported:
+                return None
+            if name not in cache:
+                node, real = imported[name]
+                cache[name] = None
+                target = _module_file(path, module, node)
+                other = self._tree(target) if target else None
+                if other is not None:
+                    defs = {n.name: n for n in other.body
+                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                    if real in defs:
+                        cache[name] = _side_effect(_reachable(defs[real], defs), _aliases(other))
+            return cache[name]
+
+        return sibling
 
 
 def _resolve(expr, module):
@@ -122,7 +231,7 @@ def _raised(nodes, module):
     return tuple(out)
 
 
-def _why_not(func, node, nodes):
+def _why_not(func, node, nodes, aliases=None, sibling=None):
     if isinstance(node, ast.AsyncFunctionDef):
         return "async function"
     if any(isinstance(s, (ast.Yield, ast.YieldFrom)) for s in ast.walk(node)):
@@ -131,7 +240,7 @@ def _why_not(func, node, nodes):
     for word in SIDE_EFFECT_NAMES:
         if lowered == word or lowered.startswith(word + "_"):
             return f"may have side effects (name starts with {word!r})"
-    effect = _side_effect(nodes)
+    effect = _side_effect(nodes, aliases, sibling)
     if effect:
         return f"may have side effects ({effect})"
     if not inspect.isfunction(inspect.unwrap(func)):
@@ -172,6 +281,7 @@ def main():
     from hypothesis.extra import ghostwriter
 
     budget = int(spec["max_functions"])
+    siblings = _Siblings()
     for entry in spec["modules"]:
         rel, name = entry["rel"], entry["module"]
         try:
@@ -194,6 +304,8 @@ def main():
         except BaseException as e:  # noqa: BLE001 - any failure of project code
             emit({"rel": rel, "module": name, "skipped": f"import failed: {type(e).__name__}: {e}"})
             continue
+        aliases = _aliases(tree)
+        sibling = siblings.checker(tree, entry["path"], name)
         for node in public:
             rec = {"rel": rel, "module": name, "function": node.name, "line": node.lineno}
             func = getattr(module, node.name, None)
@@ -203,7 +315,7 @@ def main():
                 rec["skipped"] = "over the function limit"
             else:
                 nodes = _reachable(node, defs)
-                rec["skipped"] = _why_not(func, node, nodes)
+                rec["skipped"] = _why_not(func, node, nodes, aliases, sibling)
                 if not rec["skipped"]:
                     try:
                         source = ghostwriter.fuzz(func, except_=_raised(nodes, module))

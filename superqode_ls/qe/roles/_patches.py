@@ -7,9 +7,12 @@ file as it is in the sandbox, which mirrors the project at session start.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 import hashlib
+import itertools
+import re
 from dataclasses import dataclass
 
 from ...models import Finding, Patch
@@ -33,13 +36,7 @@ class TextEdit:
 def _line_starts(text: str) -> list[int]:
     # Cached: a role applies one fix after another to the same file text
     # (thousands on a large tree); callers never mutate the list.
-    starts = [0]
-    find = text.find
-    i = find("\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
-    return starts
+    return [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))][:-1]
 
 
 def _offset(starts: list[int], text: str, line: int, col: int) -> int:
@@ -48,9 +45,9 @@ def _offset(starts: list[int], text: str, line: int, col: int) -> int:
     return min(starts[line - 1] + col - 1, len(text))
 
 
-def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """``text`` with non-overlapping ``edits`` applied; raises ValueError if
-    two edits overlap (the caller then offers no patch rather than a wrong one)."""
+def _spans(text: str, edits: list[TextEdit]) -> list[tuple[int, int, str]]:
+    """The edits as sorted (start, end, content) offsets; ValueError when two
+    overlap (the caller then offers no patch rather than a wrong one)."""
     starts = _line_starts(text)
     spans = sorted(
         (
@@ -60,16 +57,53 @@ def apply_edits(text: str, edits: list[TextEdit]) -> str:
         )
         for e in edits
     )
-    out: list[str] = []
     pos = 0
-    for start, end, content in spans:
+    for start, end, _ in spans:
         if start < pos or end < start:
             raise ValueError("overlapping edits")
+        pos = end
+    return spans
+
+
+def _splice(text: str, spans: list[tuple[int, int, str]], lo: int = 0, hi: int | None = None) -> str:
+    """``text[lo:hi]`` with the ``spans`` (all inside it) applied."""
+    out: list[str] = []
+    pos = lo
+    for start, end, content in spans:
         out.append(text[pos:start])
         out.append(content)
         pos = end
-    out.append(text[pos:])
+    out.append(text[pos:hi])
     return "".join(out)
+
+
+def apply_edits(text: str, edits: list[TextEdit]) -> str:
+    """``text`` with non-overlapping ``edits`` applied; raises ValueError if
+    two edits overlap."""
+    return _splice(text, _spans(text, edits))
+
+
+def edits_diff(rel: str, old: str, edits: list[TextEdit], context: int = 3) -> str:
+    """The diff ``edits`` make to ``old`` ("" for none); ValueError when they
+    overlap. Only the lines around the edits are rebuilt and compared: a tool
+    makes thousands of fixes to files of thousands of lines, and building and
+    splitting the whole file per fix was most of the lint role's time on a
+    large tree. The diff is the one ``unified_diff`` gives for a change of
+    one block, a valid one otherwise."""
+    spans = _spans(old, edits)
+    if not spans:
+        return ""
+    starts = _line_starts(old)
+    first = bisect.bisect_right(starts, spans[0][0]) - 1
+    last = bisect.bisect_right(starts, max(end for _, end, _ in spans)) - 1
+    w0 = max(0, first - context)
+    w1 = last + 1 + context
+    a_s = starts[w0]
+    a_e = starts[w1] if w1 < len(starts) else len(old)
+    old_w, new_w = old[a_s:a_e], _splice(old, spans, a_s, a_e)
+    if old_w == new_w:
+        return ""
+    return _diff_lines(rel, split_lines(old_w), split_lines(new_w), context, w0)
 
 
 def split_lines(text: str) -> list[str]:
@@ -88,8 +122,14 @@ def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
     """A git-style unified diff of one file, or "" when nothing changed."""
     if old == new:
         return ""
+    return _diff_lines(rel, split_lines(old), split_lines(new), context, 0)
+
+
+def _diff_lines(rel: str, a: list[str], b: list[str], context: int, offset: int) -> str:
+    """The diff of lines ``a`` -> ``b`` which start at line ``offset`` (0-based)
+    of the file and hold ``context`` unchanged lines around every change
+    (or reach the file's edge)."""
     body: list[str] = []
-    a, b = split_lines(old), split_lines(new)
     # A fix touches a line or two of a file that may have thousands, and a
     # role makes thousands of fixes on a large tree: a change that is one
     # small block gets its hunk written directly (difflib over the whole
@@ -101,9 +141,12 @@ def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
     while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
     if len(a) - tail - head <= _SMALL and len(b) - tail - head <= _SMALL:
-        lines = _one_hunk(rel, a, b, head, tail, context)
+        lines = _one_hunk(rel, a, b, head, tail, context, offset)
     else:
         lines = difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=context)
+        if offset:
+            lines = (_HUNK.sub(lambda m: _shifted(m, offset), ln) if ln.startswith("@@") else ln
+                     for ln in lines)
     for i, line in enumerate(lines):
         if i < 2:  # the ---/+++ header lines
             body.append(line.rstrip("\n") + "\n")
@@ -115,6 +158,12 @@ def unified_diff(rel: str, old: str, new: str, context: int = 3) -> str:
 
 
 _SMALL = 12  # changed lines on either side for the direct one-hunk path
+_HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
+
+
+def _shifted(m: re.Match[str], offset: int) -> str:
+    # A window's hunk header in the whole file's line numbers.
+    return f"@@ -{int(m.group(1)) + offset}{m.group(2)} +{int(m.group(3)) + offset}{m.group(4)} @@"
 
 
 def _range(start: int, length: int) -> str:
@@ -124,7 +173,9 @@ def _range(start: int, length: int) -> str:
     return f"{start + 1 if length else start},{length}"
 
 
-def _one_hunk(rel: str, a: list[str], b: list[str], head: int, tail: int, n: int) -> list[str]:
+def _one_hunk(
+    rel: str, a: list[str], b: list[str], head: int, tail: int, n: int, offset: int = 0
+) -> list[str]:
     """One hunk replacing a[head:-tail] with b[head:-tail], with full
     context on both sides (git anchors a hunk with less context at the end
     of the file, so context is cut only at the file's edges)."""
@@ -136,19 +187,30 @@ def _one_hunk(rel: str, a: list[str], b: list[str], head: int, tail: int, n: int
     new_len = len(before) + len(new_mid) + len(after)
     return [
         f"--- a/{rel}\n", f"+++ b/{rel}\n",
-        f"@@ -{_range(start, old_len)} +{_range(start, new_len)} @@\n",
+        f"@@ -{_range(start + offset, old_len)} +{_range(start + offset, new_len)} @@\n",
         *(" " + ln for ln in before), *("-" + ln for ln in old_mid),
         *("+" + ln for ln in new_mid), *(" " + ln for ln in after),
     ]
 
 
 def patch_id(finding_id: str, diff: str) -> str:
-    return f"fix-{finding_id}-{hashlib.sha256(diff.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+    """The fix's id: its finding's and what the diff changes -- the lines it
+    removes and adds, per file -- not where (hunk headers) nor what is around
+    it (context): a neighbouring fix that shifts or edits nearby lines must not
+    turn this fix into another one."""
+    basis = "\x1f".join(
+        ln for ln in diff.splitlines()
+        if ln.startswith(("+", "-", "diff --git ")) and not ln.startswith(("+++ ", "--- "))
+    )
+    return f"fix-{finding_id}-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
 
 
 def make_patch(finding: Finding, rel: str, old: str, new: str, description: str) -> Patch | None:
     """A patch fixing ``finding`` (whose id must be set), or None if no change."""
-    diff = unified_diff(rel, old, new)
+    return patch_of_diff(finding, rel, unified_diff(rel, old, new), description)
+
+
+def patch_of_diff(finding: Finding, rel: str, diff: str, description: str) -> Patch | None:
     if not diff:
         return None
     return Patch(

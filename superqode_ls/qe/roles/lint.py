@@ -4,7 +4,13 @@ The role is read-only: it runs ``ruff check --no-fix --no-cache --output-format
 json`` (whose diagnostics carry the fix edits, whatever the project's ``fix``
 setting says), applies the edits to an in-memory copy of
 the file and keeps the difference as a patch. The project's own ruff
-configuration (pyproject.toml / ruff.toml) decides which rules run.
+configuration (pyproject.toml / ruff.toml) decides which rules run; where it
+names no ``target-version``, the Python the project declares does
+(``_target.py``), so no fix rewrites code into syntax it cannot run.
+
+A fix ruff marks unsafe or display-only may change what the code means: it is
+offered, tagged ``fix:unsafe`` / ``fix:display-only`` on its finding, and
+never verified nor part of fix-all (``verify_step.choose``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from typing import Any
 
 from ...models import Finding, Patch, Range, Severity
 from ._common import SourceCache, assign_ids, load_json, rel_to, selected_files, tail
-from ._patches import TextEdit, apply_edits, attach, make_patch
+from ._patches import TextEdit, edits_diff, patch_of_diff
+from ._target import ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -87,6 +94,7 @@ class LintTester(FileCheckRole):
             "json",
             "--exit-zero",
             "--force-exclude",  # honour the project's excludes for explicit files too
+            *(["--target-version", target] if (target := ruff_target(ctx.sandbox)) else []),
             "--",
             *targets,
         ]
@@ -124,7 +132,7 @@ class LintTester(FileCheckRole):
             line = int(loc.get("row") or 1)
             name = diag.get("name") or code
             fix = diag.get("fix") or None
-            applicability = (fix or {}).get("applicability")
+            applicability = _APPLICABILITY.get((fix or {}).get("applicability"))
             tags = ["ruff"]
             if applicability:
                 tags.append(f"fix:{applicability}")
@@ -155,7 +163,7 @@ class LintTester(FileCheckRole):
             if (
                 with_patches
                 and fix
-                and applicability in ("safe", "unsafe")
+                and applicability is not None
                 and fix.get("edits")
                 and diag.get("cell") is None
             ):
@@ -169,21 +177,30 @@ class LintTester(FileCheckRole):
             if old is None:
                 continue
             try:
-                new = apply_edits(old, [_edit(e) for e in fix["edits"]])
+                diff = edits_diff(finding.file, old, [_edit(e) for e in fix["edits"]])
             except (ValueError, KeyError, TypeError):
                 continue
             description = fix.get("message") or f"Fix {finding.rule_id}"
-            if fix.get("applicability") == "unsafe":
-                description += " (ruff marks this fix unsafe: review it)"
-            patch = make_patch(finding, finding.file, old, new, description)
+            kind = _APPLICABILITY.get(fix.get("applicability"))
+            if kind != "safe":
+                description += f" (ruff marks this fix {kind}: it may change what the code does; review it)"
+            patch = patch_of_diff(finding, finding.file, diff, description)
             if patch is not None:
                 patches.append(patch)
+                # In place: these findings were made here, just now (a copy
+                # each was seconds on a large tree).
+                finding.fix_patch_id = patch.id
         reason = None
         if unlinted:
             shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
-        return RoleOutput(findings=attach(findings, patches), patches=patches, tool="ruff",
+        return RoleOutput(findings=findings, patches=patches, tool="ruff",
                           reason=reason)
+
+
+# ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.
+_APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-only",
+                  "displayonly": "display-only"}
 
 
 def _declared_ok(path: Path) -> bool:

@@ -105,11 +105,15 @@ class TypeTester(Role):
         return await self._check(ctx, files, set(files))
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        return (await self.check_files(ctx, files)).findings
+
+    async def check_files(self, ctx: RoleContext, files: list[str]) -> RoleOutput:
+        """mypy on ``files`` with the project's configuration, with its
+        status (the fix verifier's type check fails closed on a failed run)."""
         files = selected_files(ctx.sandbox, files, PY_SUFFIXES)
         if not files:
-            return []
-        out = await self._check(ctx, files, set(files))
-        return out.findings
+            return RoleOutput(tool="mypy")
+        return await self._check(ctx, files, set(files))
 
     async def _check(
         self, ctx: RoleContext, targets: list[str], only: set[str] | None
