@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import os
+import hashlib
 import re
 import shutil
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...models import RoleStatus
@@ -36,12 +37,19 @@ from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from . import _mutation_cache as _cache
 from . import _scratch
+from ._common import worker_count
 from ._imports import import_closure
-from ._mutation_cache import FileResult, MutationReport, cache_dir, cache_key  # noqa: F401
+from ._mutation_cache import (  # noqa: F401
+    JUDGED,
+    FileResult,
+    MutationReport,
+    cache_dir,
+    cache_key,
+)
 from ._mutation_linemap import NO_TIME, read_coverage, trace_map
 from ._mutation_report import TOOL, findings, write_log
 from ._mutation_runner import SERVER_PLUGIN, LineMap, Worker
-from ._mutators import Mutant, compiles, content_hash, find_mutants
+from ._mutators import MODULE_UNIT, Mutant, compiles, content_hash, find_mutants, function_units
 from ._pyenv import project_python, pytest_argv, tool_paths
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput
@@ -185,6 +193,7 @@ class MutationTester(Role):
                 report.statuses[res["status"]] += 1
             if not r.complete and not r.skip_reason:
                 report.partial[r.rel] = r.progress()
+        await asyncio.to_thread(_sample, results, report)
         found = await asyncio.to_thread(findings, ctx, results, report)
         await asyncio.to_thread(write_log, ctx, results, report)
         return RoleOutput(status="ok", reason=report.summary(), findings=found, tool=TOOL)
@@ -199,6 +208,9 @@ class MutationTester(Role):
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
         workers: list[Worker] = []
+        planned: dict[str, list[Item]] = {}
+        # The role's own count (tests, bench/) or the forced/CPU count.
+        wanted = max(1, self.workers or worker_count(ctx.config))
         try:
             started = time.monotonic()
             linemap: LineMap | str | None = None
@@ -207,8 +219,7 @@ class MutationTester(Role):
                 # The warm workers map lines themselves (each traces its share
                 # of the suite in a forked child), then run the mutants: no
                 # separate coverage pass, no second start-up and collection.
-                workers = await self._workers(ctx, scratch, base, pending, report,
-                                              max(1, self.workers or os.cpu_count() or 1))
+                workers = await self._workers(ctx, scratch, base, pending, report, wanted)
                 linemap = await trace_map(ctx, scratch, workers, pending, report)
                 if linemap is None:
                     await _close(workers)
@@ -228,22 +239,24 @@ class MutationTester(Role):
             changed = await self._changed_lines(ctx, [fr.rel for fr in pending])
             # Parsing, mutating and compiling every candidate is pure Python work:
             # done in a thread so an editor's requests are not queued behind it.
-            planned = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report)
-            queue = deque(item for items in planned.values() for item in items)
-            if not queue:
-                return None
-
-            n_workers = max(1, min(self.workers or os.cpu_count() or 1, len(queue)))
-            if workers:
-                await _close(workers[n_workers:])
-                workers = workers[:n_workers]
-            else:
-                workers = await self._workers(ctx, scratch, base, pending, report, n_workers,
-                                              queue)
-            report.workers = n_workers
-            for w in workers:
-                w.linemap = linemap
-            await self._drain(ctx, workers, queue, report)
+            items = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report)
+            for item in items:
+                planned.setdefault(item[0].rel, []).append(item)
+            # Function by function: what a time budget cuts short is whole
+            # functions at the end, never a bit of each.
+            queue = deque(items)
+            if queue:
+                n_workers = max(1, min(wanted, len(queue)))
+                if workers:
+                    await _close(workers[n_workers:])
+                    workers = workers[:n_workers]
+                else:
+                    workers = await self._workers(ctx, scratch, base, pending, report,
+                                                  n_workers, queue)
+                report.workers = n_workers
+                for w in workers:
+                    w.linemap = linemap
+                await self._drain(ctx, workers, queue, report)
         finally:
             await _close(workers)
         for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
@@ -289,8 +302,12 @@ class MutationTester(Role):
         """``n`` workers, one scratch copy each (``base`` is the first). With
         a ``queue`` their servers collect only its tests' files, and start
         on first use; without one they collect the whole suite (to map it)."""
+        # A second call (the mutant phase after a line map that fell back
+        # to coverage) finds the copies of the first: they are reused, the
+        # missing ones made. Every mutant write is undone before a worker
+        # closes (Worker._once), so a kept copy is the sandbox's state.
         copies = [base] + [
-            await asyncio.to_thread(_scratch.copy_tree, base, scratch / f"w{i}")
+            await asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}")
             for i in range(1, n)
         ]
         await asyncio.to_thread(_scratch.share_pycache, copies)
@@ -320,11 +337,11 @@ class MutationTester(Role):
                       report, modules)
 
     def _plan(self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
-              changed: dict[str, set[int]], report: MutationReport) -> dict[str, list[Item]]:
-        """Each file's mutants in risk order, the mutant limit shared out
-        round-robin over files; what is cached is not run again."""
+              changed: dict[str, set[int]], report: MutationReport) -> list[Item]:
+        """The mutants to run, whole functions at a time (``_choose``); what
+        is cached is not run again."""
         asserting = _asserting_tests(ctx.sandbox, linemap)
-        ranked: list[tuple[FileResult, list[Mutant], dict[int, list[str]]]] = []
+        units: list[Unit] = []
         for fr in pending:
             fr.complete, fr.capped, fr.stopped = False, None, None
             lines = linemap.tests_by_line.get(fr.rel, {})
@@ -341,25 +358,31 @@ class MutationTester(Role):
                     continue
             try:
                 found = find_mutants(fr.text, fr.rel, wanted, validate=False)
+                names = function_units(fr.text)
             except (SyntaxError, ValueError):
                 report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
                 fr.complete = True
                 continue
             fr.total = len(found)
-            ranked.append((fr, _by_risk(found, lines, changed.get(fr.rel, set()), asserting),
-                           lines))
+            units += _units(fr, found, names, lines, changed.get(fr.rel, set()), asserting)
 
         limit = ctx.config.roles.mutation_max_mutants
-        share = _share(limit, [len(ms) for _, ms, _ in ranked])
-        planned: dict[str, list[Item]] = {}
-        for (fr, ms, lines), n in zip(ranked, share):
-            if n < len(ms):
+        chosen = _choose(units, limit, named_files=ctx.files is not None)
+        taken: dict[str, int] = {}
+        for u, n in chosen:
+            taken[u.fr.rel] = taken.get(u.fr.rel, 0) + n
+        left_out = sum(len(u.mutants) for u in units) - sum(taken.values())
+        if left_out:
+            report.skip("over the mutant limit (functions not sampled)", left_out)
+        for fr in {u.fr.rel: u.fr for u in units}.values():
+            if taken.get(fr.rel, 0) < fr.total:
                 fr.capped = limit
-                report.skip("over the mutant limit", len(ms) - n)
-            todo = [m for m in ms[:n] if m.key not in fr.results]
+        items: list[Item] = []
+        for u, n in chosen:
+            todo = [m for m in u.mutants[:n] if m.key not in u.fr.results]
             report.mutants_cached += n - len(todo)
-            planned[fr.rel] = [(fr, m, lines[m.line]) for m in todo if compiles(fr.text, m)]
-        return planned
+            items += [(u.fr, m, u.lines[m.line]) for m in todo if compiles(u.fr.text, m)]
+        return items
 
     async def _changed_lines(self, ctx: RoleContext, rels: list[str]) -> dict[str, set[int]]:
         """Lines the working tree changed against HEAD (git), per file."""
@@ -422,6 +445,24 @@ class MutationTester(Role):
         env["SUPERQODE_LINEMAP_OUT"] = str(out_file)
         return plugin, env
 
+def _sample(results: list[FileResult], report: MutationReport) -> None:
+    """What the score rests on: the functions with a judged mutant, and the
+    mutants on covered lines the sample was drawn from."""
+    functions: set[tuple[str, str]] = set()
+    for fr in results:
+        report.population += fr.total
+        judged = [int(k.split(":", 1)[0]) for k, v in fr.results.items()
+                  if v["status"] in JUDGED]
+        if not judged:
+            continue
+        try:
+            names = function_units(fr.text)
+        except (SyntaxError, ValueError):
+            names = {}
+        functions.update((fr.rel, names.get(line, MODULE_UNIT)) for line in judged)
+    report.functions = len(functions)
+
+
 async def _close(workers: list[Worker]) -> None:
     await asyncio.shield(asyncio.gather(*(w.close() for w in workers)))
 
@@ -463,35 +504,68 @@ def _asserting_tests(root: Path, linemap: LineMap) -> dict[str, bool]:
     return out
 
 
-def _by_risk(found: list[Mutant], lines: dict[int, list[str]], changed: set[int],
-             asserting: dict[str, bool]) -> list[Mutant]:
-    """Changed lines first, then lines no asserting test covers, then the
-    rest; within each, round-robin over lines (a cap keeps every line's
-    first mutant before any line's second)."""
+@dataclass
+class Unit:
+    """One function of one file (or the file's code outside functions) and
+    its mutants, riskiest first."""
+
+    fr: FileResult
+    name: str
+    mutants: list[Mutant]
+    lines: dict[int, list[str]]
+    rank: int  # 0 changed, 1 covered by no asserting test, 2 the rest
+
+
+def _rank(m: Mutant, lines: dict[int, list[str]], changed: set[int],
+          asserting: dict[str, bool]) -> int:
+    if m.line in changed:
+        return 0
+    return 1 if not any(asserting.get(t, True) for t in lines[m.line]) else 2
+
+
+def _units(fr: FileResult, found: list[Mutant], names: dict[int, str],
+           lines: dict[int, list[str]], changed: set[int],
+           asserting: dict[str, bool]) -> list[Unit]:
+    """``found`` grouped by function; within one, changed lines first, then
+    lines no asserting test covers, then the rest, round-robin over lines (a
+    function too big for the limit keeps every line's first mutant before
+    any line's second)."""
+    by_name: dict[str, list[tuple[tuple[int, int, int, int], Mutant]]] = {}
     depth: dict[int, int] = {}
-    keyed = []
     for m in found:
         d = depth[m.line] = depth.get(m.line, -1) + 1
-        rank = 0 if m.line in changed else (
-            1 if not any(asserting.get(t, True) for t in lines[m.line]) else 2)
-        keyed.append(((rank, d, m.line, m.col), m))
-    return [m for _, m in sorted(keyed, key=lambda km: km[0])]
+        rank = _rank(m, lines, changed, asserting)
+        by_name.setdefault(names.get(m.line, MODULE_UNIT), []).append(
+            ((rank, d, m.line, m.col), m))
+    return [Unit(fr, name, [m for _, m in sorted(keyed, key=lambda km: km[0])], lines,
+                 min(k[0] for k, _ in keyed))
+            for name, keyed in by_name.items()]
 
 
-def _share(limit: int, sizes: list[int]) -> list[int]:
-    """How many mutants each file gets of ``limit``: round-robin, so a small
-    file is complete before a big one takes the rest."""
-    share = [0] * len(sizes)
+def _spread(u: Unit) -> str:
+    # A stable order that is no order of the code: a sample over the whole
+    # project, the same one on the next run (which the cache then answers).
+    return hashlib.sha256(f"{u.fr.rel}\0{u.name}".encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _choose(units: list[Unit], limit: int, named_files: bool) -> list[tuple[Unit, int]]:
+    """Whole functions, the riskiest first, while they fit in ``limit``
+    mutants: (function, how many of its mutants). A function is judged on
+    all its mutants, so a score says how well the functions sampled are
+    tested; only the first, alone bigger than the limit, is cut. Functions
+    of files the caller named (the editor's file, ``--since``) go in
+    reading order; of a whole project, in a stable spread over it."""
+    def order(u: Unit) -> tuple:
+        where = (u.fr.rel, min(m.line for m in u.mutants)) if named_files else (_spread(u),)
+        return (u.rank, *where)
+
+    chosen: list[tuple[Unit, int]] = []
     left = limit
-    while left > 0:
-        open_ = [i for i, n in enumerate(sizes) if share[i] < n]
-        if not open_:
+    for u in sorted(units, key=order):
+        if left <= 0:
             break
-        each = max(1, left // len(open_))
-        for i in open_:
-            take = min(each, sizes[i] - share[i], left)
-            share[i] += take
-            left -= take
-            if left == 0:
-                break
-    return share
+        n = len(u.mutants)
+        if n <= left or not chosen:
+            chosen.append((u, min(n, left)))
+            left -= min(n, left)
+    return chosen
