@@ -193,6 +193,9 @@ class RoleRun(Model):
     role: str
     status: RoleStatus
     reason: str | None = None
+    # An exception escaped the role (status "error"): a bug or a broken
+    # environment, never a verdict on the code; the CLI exits 3.
+    crashed: bool = False
     tool: str | None = None
     started_at: datetime | None = None
     duration_s: float = 0.0

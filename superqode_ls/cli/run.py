@@ -1,8 +1,9 @@
 """``superqe run`` (a QE session on a project) and ``superqe roles``.
 
 Exit codes of ``run``: 0 ok; 1 findings at/above ``--fail-on``; 2 usage or
-configuration error (nothing created); 3 session failed, timed out or the
-project could not be verified unchanged (artifacts kept, revert done);
+configuration error (nothing created); 3 session failed, timed out, a role
+crashed or the project could not be verified unchanged (artifacts kept,
+revert done);
 130 interrupted (Ctrl-C: partial results saved, revert done).
 """
 
@@ -25,7 +26,7 @@ from ..models import QualityReport
 from ..qe.report.verdict import DEFAULT_NEVER_FAIL, fails
 from ..workspace.artifacts import atomic_write
 from ..workspace.errors import WorkspaceError
-from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError
+from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file
 
 SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
 EXIT_INTERRUPTED = 130
@@ -180,6 +181,8 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
         return EXIT_FAILED
     if report.cancelled:
         return EXIT_INTERRUPTED
+    if any(r.crashed for r in report.roles):
+        return EXIT_FAILED  # no verdict stands on a role that crashed
     if fail_on_error and any(r.status in ROLE_ERRORS for r in report.roles):
         return EXIT_FAILED
     # The verdict's own rule, so exit 1 and "verdict: fail" always agree.
@@ -275,6 +278,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if report.verification is not None and not report.verification.verified:
         print(f"superqe: {report.verification.line}", file=sys.stderr)
+    for r in report.roles:
+        if r.crashed:
+            print(f"superqe: role {r.role} crashed: {r.reason} (traceback in {log_file()})",
+                  file=sys.stderr)
     fail_on = args.fail_on or config.qe.fail_on
     if report.cancelled:
         gc.freeze()  # see _stop: the exit's collection is skipped too

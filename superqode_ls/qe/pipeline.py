@@ -418,6 +418,7 @@ class QESession:
         self.bus.emit("role_start", role=name)
         status: RoleStatus = "ok"
         reason: str | None = None
+        crashed = False
         out = RoleOutput()
         try:
             if self._python is not None and _needs_python(role):
@@ -436,12 +437,14 @@ class QESession:
         except Exception as e:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
+            crashed = True
         await asyncio.to_thread(poll_guard, s)
         # Thousands of findings to normalise and publish: a worker thread, so
         # a signal (or an editor's request) is served meanwhile. A cancel
         # waits for it (well under a second) so the tables stay whole.
         done = asyncio.ensure_future(asyncio.to_thread(
-            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res))
+            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res,
+            crashed))
         try:
             await asyncio.shield(done)
         except asyncio.CancelledError:
@@ -450,7 +453,7 @@ class QESession:
 
     def _finish_role(
         self, name: str, role: Role, out: RoleOutput, status: RoleStatus, reason: str | None,
-        started, t0: float, total: int, sandbox: Path, res: Resolved,
+        started, t0: float, total: int, sandbox: Path, res: Resolved, crashed: bool = False,
     ) -> None:
         # The role's own time: publishing its findings below is the session's.
         duration = time.monotonic() - t0
@@ -476,6 +479,7 @@ class QESession:
         self._runs[name] = RoleRun(
             role=name, status=status, reason=reason, tool=out.tool or getattr(role, "tool", None),
             started_at=started, duration_s=round(duration, 3), findings=len(findings), patches=len(patches),
+            crashed=crashed,
         )
         self.bus.emit(
             "role_complete", role=name, status=status, findings=len(findings),
