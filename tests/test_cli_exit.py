@@ -105,3 +105,28 @@ def test_quiet_pipe_drops_what_follows_a_broken_pipe():
     quiet.write("two\n")
     quiet.flush()
     assert gone.calls == 1 and quiet.encoding == "utf-8"
+
+
+GIT_IN_TESTS = {
+    "app.py": "def f():\n    return 1\n",
+    "tests/test_app.py": (
+        "import subprocess\n\nfrom app import f\n\n\n"
+        "def test_f_and_git():\n"
+        "    subprocess.run(['git', 'add', '-A'], check=False)\n"
+        "    assert f() == 1\n"),
+}
+
+
+@pytest.mark.parametrize("role", ["toy_git", "unit_tester"])
+def test_git_the_project_runs_stays_in_the_session_log(make_repo, capsys, role):
+    repo = make_repo(GIT_IN_TESTS)
+    code, out, err = superqe(capsys, "run", str(repo), "-r", role)
+    assert code == 0, out + err
+    assert "blocked git command" not in out + err and "superqode guard" not in out + err
+    [said] = [ln for ln in err.splitlines() if ln.startswith("superqe:")]
+    [log] = (repo / ".superqode" / "qe-artifacts" / "logs").glob("*-guard.log")
+    assert said == f"superqe: 1 git command(s) blocked in the sandbox (run by the project's code): {log}"
+    assert ("git push origin HEAD" if role == "toy_git" else "git add -A") in log.read_text()
+    # --jsonl still streams every event.
+    code, out, _ = superqe(capsys, "run", str(repo), "-r", role, "--jsonl")
+    assert '"type": "git.blocked"' in out or '"type":"git.blocked"' in out

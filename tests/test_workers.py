@@ -102,3 +102,24 @@ def test_mutation_gives_the_same_verdicts_at_1_2_4_and_16_workers(make_repo):
         # As many workers as asked, while there are mutants for them.
         assert role.report.workers == min(workers, len(base))
         assert got == base, workers
+
+
+def test_a_capped_whole_project_run_samples_whole_functions(make_repo):
+    """clamp has 7 mutants, mean 5: a limit of 7 takes one of them whole,
+    never a few of each, and the score says what it rests on."""
+    repo = make_repo(PROJECT)
+    cfg = Config()
+    cfg.execution.workers = 1
+    cfg.roles.mutation_max_mutants = 7
+    role = MutationTester(use_cache=False)
+    out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
+    assert out.status == "ok", out.reason
+    log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log")).read_text()
+    lines = {int(ln.strip().split(":", 1)[0]) for ln in log.splitlines()
+             if ln.startswith("  ") and ": " in ln}
+    assert lines <= set(range(1, 7)) or lines == {10}, log  # clamp's lines, or mean's
+    ran = role.report.mutants_run
+    assert ran in (7, 5) and role.report.functions == 1
+    killed = role.report.statuses["killed"] + role.report.statuses["timeout"]
+    assert out.reason.startswith(
+        f"score {100 * killed / ran:.0f}% of {ran} mutant(s) in 1 function(s) (sample of 12)")

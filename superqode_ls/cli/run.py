@@ -239,7 +239,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     bus = EventBus()
     session = QESession(request, bus=bus)
     display = make_display(jsonl=args.jsonl)
-    held = _HoldStart(display)
+    held = _HoldStart(display, blocked_lines=args.jsonl)
     unsubscribe = bus.subscribe(held)
     failure: SessionFailed | None = None
     report: QualityReport | None = None
@@ -278,6 +278,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if report.verification is not None and not report.verification.verified:
         print(f"superqe: {report.verification.line}", file=sys.stderr)
+    if held.blocked:
+        print(f"superqe: {held.blocked} git command(s) blocked in the sandbox (run by the "
+              f"project's code): {report.artifacts.get('guard_log', 'see the session log')}",
+              file=sys.stderr)
     for r in report.roles:
         if r.crashed:
             print(f"superqe: role {r.role} crashed: {r.reason} (traceback in {log_file()})",
@@ -293,13 +297,21 @@ class _HoldStart:
     sandbox exists: a sandbox that cannot be made (bad input) then prints one
     line, not a session banner and then the error."""
 
-    def __init__(self, display):
+    def __init__(self, display, *, blocked_lines: bool = True):
         self.display = display
         self.held = None
+        # git.blocked events: on a terminal only their count (the commands,
+        # most often the project's own tests running git, are in the
+        # session's guard log); --jsonl streams every event.
+        self.blocked_lines = blocked_lines
+        self.blocked = 0
 
     def __call__(self, event) -> None:
         if event.type == "session_start" and self.held is None:
             self.held = event
+            return
+        if event.type == "git.blocked" and not self.blocked_lines:
+            self.blocked += 1
             return
         self.flush()
         self.display(event)

@@ -169,6 +169,11 @@ class QESession:
         t0 = time.monotonic()
         stamp = await asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays)
         artifacts = Artifacts(res.project, self.id)
+        # Git commands the guard refused (most often the project's own tests
+        # running git): kept in the session's log, beside the role logs.
+        blocked: list[dict] = []
+        stop_collecting = self.bus.subscribe(
+            lambda e: blocked.append(e.data) if e.type == "git.blocked" else None)
         emit(
             "session_start",
             project=str(res.project),
@@ -240,7 +245,11 @@ class QESession:
         )
         lap = self._lap("report", lap)
         report.timings.update(self._timings)
+        stop_collecting()
         try:
+            if blocked:
+                path = await asyncio.to_thread(artifacts.write_log, "guard", _blocked_log(blocked))
+                report.artifacts["guard_log"] = str(path)
             await asyncio.to_thread(self._save, res, report, artifacts, noise)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
@@ -597,3 +606,12 @@ def _total(usages: Iterable[Usage]) -> Usage | None:
 def _needs_python(role: Role) -> bool:
     """Roles that run the project's code or ask its interpreter (types)."""
     return role.executes_code or getattr(role, "uses_project_python", False)
+
+
+def _blocked_log(records: list[dict]) -> str:
+    lines = [f"git commands blocked in the sandbox: {len(records)}"]
+    for r in records:
+        what = r.get("command") or " ".join(map(str, r.get("argv") or []))
+        lines.append(f"{r.get('source', '?')} pid {r.get('pid', '?')} in {r.get('cwd', '?')}: "
+                     f"{what}: {r.get('reason', '')}")
+    return "\n".join(lines) + "\n"

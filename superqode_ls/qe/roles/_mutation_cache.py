@@ -85,6 +85,7 @@ class MutationReport:
     retried: int = 0  # timeouts run again with a longer limit
     baseline_failing: list[str] = field(default_factory=list)
     functions: int = 0  # functions with a judged mutant
+    unsampled: int = 0  # files none of whose functions the mutant limit took
     population: int = 0  # mutants on covered lines of the files looked at
 
     def score(self) -> str | None:
@@ -127,6 +128,8 @@ class MutationReport:
             parts.append("skipped: " + "; ".join(skipped))
         if self.partial:
             parts.append("partial: " + "; ".join(f"{f} {p}" for f, p in sorted(self.partial.items())))
+        if self.unsampled:
+            parts.append(f"{self.unsampled} file(s) with no function in the sample")
         return "; ".join(parts)
 
 

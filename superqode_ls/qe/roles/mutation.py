@@ -192,7 +192,10 @@ class MutationTester(Role):
             for res in r.results.values():
                 report.statuses[res["status"]] += 1
             if not r.complete and not r.skip_reason:
-                report.partial[r.rel] = r.progress()
+                if r.capped is not None and not r.results:
+                    report.unsampled += 1  # no function of it in the sample
+                else:
+                    report.partial[r.rel] = r.progress()
         await asyncio.to_thread(_sample, results, report)
         found = await asyncio.to_thread(findings, ctx, results, report)
         await asyncio.to_thread(write_log, ctx, results, report)
