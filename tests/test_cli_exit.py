@@ -13,19 +13,11 @@ import pytest
 
 from superqode_ls.cli import QuietPipe, log_file
 from tests import qe_testroles
-from tests.cli_helpers import superqe
+from tests.cli_helpers import TOY_CLI, superqe
 from tests.conftest import ROOT
 
 APP = "def f():\n    x = 'PLANTED'\n    return x\n"
-# superqe with the toy roles, as a separate process.
-CLI = (
-    "import sys\n"
-    "from superqode_ls.qe.roles import REGISTRY\n"
-    "from tests.qe_testroles import TOY_ROLES\n"
-    "REGISTRY.update(TOY_ROLES)\n"
-    "from superqode_ls.cli import main\n"
-    "sys.exit(main(sys.argv[1:]))\n"
-)
+CLI = TOY_CLI
 
 
 @pytest.fixture(autouse=True)
