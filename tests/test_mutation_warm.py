@@ -255,8 +255,9 @@ def test_changed_lines_go_first(make_repo):
 
 def test_the_mutant_limit_takes_whole_functions():
     from superqode_ls.qe.roles._mutation_cache import FileResult
+    from superqode_ls.qe.roles._mutation_sample import choose as _choose
+    from superqode_ls.qe.roles._mutation_sample import units as _units
     from superqode_ls.qe.roles._mutators import find_mutants, function_units
-    from superqode_ls.qe.roles.mutation import _choose, _units
 
     text = textwrap.dedent(
         """\
