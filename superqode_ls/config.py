@@ -136,8 +136,15 @@ class QEConfig(Section):
     fail_on_error: bool = False
 
 
+WORKERS_ENV = "SUPERQODE_WORKERS"  # forces execution.workers (tests, CI, benches)
+
+
 class ExecutionConfig(Section):
     max_parallel_roles: int = Field(default=3, ge=1, le=64)
+    # Processes a role splits its work over (mutation workers, bandit
+    # shards); None = the CPUs tools may use. $SUPERQODE_WORKERS overrides:
+    # a 2-CPU machine can run the code paths of a 16-CPU one.
+    workers: int | None = Field(default=None, ge=1, le=64)
     role_timeout_s: float | None = Field(default=None, gt=0)
 
 
@@ -344,6 +351,9 @@ def load_config(
         proj_file = Path(project) / PROJECT_FILE
         if proj_file.is_file():
             layers.append((_read_yaml(proj_file), str(proj_file)))
+    workers = os.environ.get(WORKERS_ENV, "").strip()
+    if workers:
+        layers.append(({"execution": {"workers": workers}}, f"${WORKERS_ENV}"))
     if overrides:
         layers.append((overrides, overrides_source))
     merged: dict[str, Any] = {}

@@ -204,6 +204,9 @@ class RoleRun(Model):
     # Named by the user (``-r``, the editor's role picker): skipping it is a
     # failure to do what was asked, not the mode's choice.
     requested: bool = False
+    # An exception escaped the role (status "error"): a bug or a broken
+    # environment, never a verdict on the code; the CLI exits 3.
+    crashed: bool = False
     tool: str | None = None
     started_at: datetime | None = None
     duration_s: float = 0.0

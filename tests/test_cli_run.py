@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import qe_testroles
-from tests.cli_helpers import superqe
+from tests.cli_helpers import TOY_CLI, superqe
 from tests.conftest import ROOT, run_git
 
 APP = "def f():\n    x = 'PLANTED'\n    return x\n"
@@ -197,14 +197,7 @@ def test_ctrl_c_cancels_reverts_and_keeps_partial_report(make_repo):
     import time
 
     repo = make_repo({"app.py": APP})
-    code = (
-        "import sys\n"
-        "from superqode_ls.qe.roles import REGISTRY\n"
-        "from tests.qe_testroles import TOY_ROLES\n"
-        "REGISTRY.update(TOY_ROLES)\n"
-        "from superqode_ls.cli import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
-    )
+    code = TOY_CLI
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "run", str(repo), "-r", "toy_tester", "-r", "toy_slow"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

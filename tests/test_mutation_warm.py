@@ -253,13 +253,45 @@ def test_changed_lines_go_first(make_repo):
     assert len(ran) == 1 and ran[0].startswith("6:"), log
 
 
-def test_the_mutant_limit_is_shared_out_over_files():
-    from superqode_ls.qe.roles.mutation import _share
+def test_the_mutant_limit_takes_whole_functions():
+    from superqode_ls.qe.roles._mutation_cache import FileResult
+    from superqode_ls.qe.roles._mutation_sample import choose as _choose
+    from superqode_ls.qe.roles._mutation_sample import units as _units
+    from superqode_ls.qe.roles._mutators import find_mutants, function_units
 
-    assert _share(5, [2, 10]) == [2, 3]  # the small file completes first
-    assert _share(3, [5, 5]) == [2, 1]
-    assert _share(100, [4, 0, 7]) == [4, 0, 7]
-    assert sum(_share(7, [30, 30, 30])) == 7
+    text = textwrap.dedent(
+        """\
+        def small(x):
+            return x > 1
+
+
+        class Box:
+            def big(self, a, b):
+                if a > b and a < 10:
+                    return a + b - 1
+                return a * b + 2
+        """
+    )
+    assert function_units(text)[2] == "small" and function_units(text)[7] == "Box.big"
+    assert function_units("LIMIT = 3\n") == {}  # outside functions: the file's own unit
+    fr = FileResult("m.py", text, "k")
+    found = find_mutants(text, "m.py", validate=False)
+    lines = {m.line: ["t::test"] for m in found}
+    units = {u.name: u for u in _units(fr, found, function_units(text), lines, set(), {})}
+    n_small, n_big = len(units["small"].mutants), len(units["Box.big"].mutants)
+    assert n_small < n_big
+    # Every mutant of each function chosen, never a few of each.
+    chosen = _choose(list(units.values()), n_small + n_big, named_files=True)
+    assert [(u.name, n) for u, n in chosen] == [("small", n_small), ("Box.big", n_big)]
+    # A limit that one function does not fit in leaves it out whole ...
+    chosen = _choose(list(units.values()), n_small + n_big - 1, named_files=True)
+    assert [(u.name, n) for u, n in chosen] == [("small", n_small)]
+    # ... unless it is the first: then its riskiest mutants, round-robin over lines.
+    big_first = _choose([units["Box.big"], units["small"]], 3, named_files=False)
+    assert len(big_first) == 1 and big_first[0][1] == 3
+    # A changed function goes first.
+    changed = {u.name: u for u in _units(fr, found, function_units(text), lines, {8}, {})}
+    assert _choose(list(changed.values()), 1000, named_files=True)[0][0].name == "Box.big"
 
 
 @pytest.mark.slow

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.qe.roles import _patterns, _secrets, security
+from superqode_ls.config import Config
+from superqode_ls.qe.roles import _common, _patterns, _secrets
+from superqode_ls.qe.roles._common import MAX_SHARDS, MIN_SHARD_BYTES, shard_count
 from superqode_ls.qe.roles.security import SecurityTester
 from tests.role_helpers import make_ctx, run_role
 
@@ -100,10 +102,10 @@ def test_pattern_scan_skips_only_sources_that_cannot_match():
             assert list(_patterns.patterns(tree)) == []
 
 
-def _project(root: Path, n: int = 24) -> Path:
-    """Enough source for bandit to be split: each module ~25 KB with findings."""
+def _project(root: Path, n: int = 64) -> Path:
+    """Enough source for bandit to be split: modules of ~3 KB with findings."""
     root.mkdir()
-    body = "\n".join(f"def helper_{i}(x):\n    return x * {i}\n" for i in range(700))
+    body = "\n".join(f"def helper_{i}(x):\n    return x * {i}\n" for i in range(80))
     for i in range(n):
         (root / f"pkg{i % 3}").mkdir(exist_ok=True)
         (root / f"pkg{i % 3}" / f"mod{i:02d}.py").write_text(
@@ -114,6 +116,20 @@ def _project(root: Path, n: int = 24) -> Path:
     return root
 
 
+def test_shard_count_pays_its_starts():
+    mb = 1_000_000
+    assert shard_count(10 * mb, 1000, 1) == 1
+    assert shard_count(10 * mb, 1000, 2) == 2
+    # Beyond two CPUs, half of them: the roles beside bandit need the rest.
+    assert shard_count(10 * mb, 1000, 4) == 2
+    assert shard_count(10 * mb, 1000, 16) == 8
+    assert shard_count(10 * mb, 1000, 64) == MAX_SHARDS
+    # Each shard carries enough source (and files) to repay its start.
+    assert shard_count(3 * MIN_SHARD_BYTES, 1000, 16) == 3
+    assert shard_count(10 * mb, 20, 16) == 2
+    assert shard_count(MIN_SHARD_BYTES - 1, 1000, 16) == 1
+
+
 @pytest.mark.parametrize("whole", [True, False])
 def test_bandit_split_gives_what_one_bandit_gives(tmp_path, monkeypatch, whole):
     root = _project(tmp_path / "proj")
@@ -121,29 +137,31 @@ def test_bandit_split_gives_what_one_bandit_gives(tmp_path, monkeypatch, whole):
     files = None if whole else sorted(
         p.relative_to(root).as_posix() for p in root.rglob("*.py*"))
     calls: list[dict] = []
+    # Small shards, so that a forced 16 workers on this machine make 8 of them.
+    monkeypatch.setattr(_common, "MIN_SHARD_BYTES", 5_000)
 
-    def run(cpus: int):
-        monkeypatch.setattr(security, "tool_cpu_count", lambda: cpus)
-        ctx = make_ctx(root, root.parent / "proj-project", files=files)
+    def run(workers: int):
+        cfg = Config()
+        cfg.execution.workers = workers  # forced: not this machine's CPU count
+        calls.clear()
+        ctx = make_ctx(root, root.parent / "proj-project", files=files, config=cfg)
         ctx.emit = lambda kind, **data: calls.append({"kind": kind, **data})  # type: ignore[method-assign]
         out = run_role(SecurityTester(), ctx)
         assert out.status == "ok", out.reason
-        return out
-
-    one = run(1)
-    assert [c.get("shard") for c in calls if c["kind"] == "tool_call"] == [None]
-    calls.clear()
-    split = run(3)
-    shards = [c.get("shard") for c in calls if c["kind"] == "tool_call"]
-    assert shards == ["1/3", "2/3", "3/3"]
+        return out, [c.get("shard") for c in calls if c["kind"] == "tool_call"]
 
     def key(f):
         return (f.id, f.rule_id, f.file, f.range, f.message, f.severity, f.fix_patch_id)
 
-    assert [key(f) for f in split.findings] == [key(f) for f in one.findings]
-    assert len({f.file for f in one.findings if f.rule_id == "B602"}) == 24
+    one, shards = run(1)
+    assert shards == [None]
+    assert len({f.file for f in one.findings if f.rule_id == "B602"}) == 64
     assert any(f.file == "pkg0/plain.pyw" for f in one.findings)  # bandit's own .pyw
-    assert [p.diff for p in split.patches] == [p.diff for p in one.patches]
+    for workers, n in ((2, 2), (4, 2), (16, 8)):
+        split, shards = run(workers)
+        assert shards == [f"{k}/{n}" for k in range(1, n + 1)], (workers, shards)
+        assert [key(f) for f in split.findings] == [key(f) for f in one.findings]
+        assert [p.diff for p in split.patches] == [p.diff for p in one.patches]
 
 
 @pytest.fixture

@@ -1,5 +1,11 @@
 """``superqe``: parses, calls the engine, prints. Exit codes: 0 ok; 1 findings
-at/above --fail-on; 2 usage or configuration error; 3 session failed.
+at/above --fail-on; 2 usage or configuration error; 3 session failed (or a
+role crashed).
+
+A reader that goes away (``superqe run . | head -1``) ends nothing: the rest
+of the output goes to /dev/null and the command ends with its own exit code
+(Python's "Note on SIGPIPE"). Log records of the package (a crashed role's
+traceback) go to ``$SUPERQODE_HOME/logs/superqe.log``, not to the terminal.
 
 Errors follow the package's one model (``superqode_ls.errors``): a handler
 raises, ``main`` prints the one line and returns the error's exit code. No
@@ -9,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import sys
 
-from ..config import ConfigError
+from ..config import ConfigError, superqode_home
 from ..errors import (
     EXIT_FAILED,
     EXIT_FINDINGS,
@@ -64,7 +72,85 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class QuietPipe:
+    """``sys.stdout`` while a command runs: when the reader has gone
+    (BrokenPipeError), the stream is pointed at /dev/null and every later
+    write is dropped, so the command finishes (a run still reverts, writes
+    its report and returns its exit code) and nothing complains at exit."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._to_devnull()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        self.gone = True
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return  # not a file (a test's capture): dropping the writes is enough
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            # What the stream still buffers is flushed there at exit.
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def log_file() -> str:
+    return str(superqode_home() / "logs" / "superqe.log")
+
+
+def _log_to_file() -> None:
+    """The package's log records go to a file: with no handler at all,
+    Python prints warnings and tracebacks (a crashed role's) on stderr, in
+    the middle of the user's output. Once per process."""
+    logger = logging.getLogger("superqode_ls")
+    if any(getattr(h, "_superqe", False) for h in logger.handlers):
+        return
+    try:
+        os.makedirs(os.path.dirname(log_file()), exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(log_file(), delay=True, encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler._superqe = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
+    stdout = sys.stdout
+    quiet = sys.stdout = QuietPipe(stdout)
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Written past the wrapper (a stream taken before it was put in):
+        # the same ending, without the command's own code.
+        quiet._to_devnull()
+        return EXIT_FAILED
+    finally:
+        if sys.stdout is quiet:
+            sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     after: list[str] | None = None
@@ -84,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             from ..workspace.paths import check_home
 
             check_home()
+            _log_to_file()
             _reap_quietly()
         return int(args.func(args) or 0)
     except SuperQodeError as e:

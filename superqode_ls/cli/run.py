@@ -1,8 +1,9 @@
 """``superqe run`` (a QE session on a project) and ``superqe roles``.
 
 Exit codes of ``run``: 0 ok; 1 findings at/above ``--fail-on``; 2 usage or
-configuration error (nothing created); 3 session failed, timed out or the
-project could not be verified unchanged (artifacts kept, revert done);
+configuration error (nothing created); 3 session failed, timed out, a role
+crashed or the project could not be verified unchanged (artifacts kept,
+revert done);
 130 interrupted (Ctrl-C: partial results saved, revert done).
 """
 
@@ -25,7 +26,7 @@ from ..models import QualityReport
 from ..qe.report.verdict import DEFAULT_NEVER_FAIL, did_not_work, fails
 from ..workspace.artifacts import atomic_write
 from ..workspace.errors import WorkspaceError
-from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError
+from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file
 
 SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
 EXIT_INTERRUPTED = 130
@@ -179,6 +180,8 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
         return EXIT_FAILED
     if report.cancelled:
         return EXIT_INTERRUPTED
+    if any(r.crashed for r in report.roles):
+        return EXIT_FAILED  # no verdict stands on a role that crashed
     if fail_on_error and any(did_not_work(r) for r in report.roles):
         return EXIT_FAILED
     # The verdict's own rule, so exit 1 and "verdict: fail" always agree.
@@ -235,7 +238,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     bus = EventBus()
     session = QESession(request, bus=bus)
     display = make_display(jsonl=args.jsonl)
-    held = _HoldStart(display)
+    held = _HoldStart(display, blocked_lines=args.jsonl)
     unsubscribe = bus.subscribe(held)
     failure: SessionFailed | None = None
     report: QualityReport | None = None
@@ -274,6 +277,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if report.verification is not None and not report.verification.verified:
         print(f"superqe: {report.verification.line}", file=sys.stderr)
+    if held.blocked:
+        print(f"superqe: {held.blocked} git command(s) blocked in the sandbox (run by the "
+              f"project's code): {report.artifacts.get('guard_log', 'see the session log')}",
+              file=sys.stderr)
+    for r in report.roles:
+        if r.crashed:
+            print(f"superqe: role {r.role} crashed: {r.reason} (traceback in {log_file()})",
+                  file=sys.stderr)
     fail_on = args.fail_on or config.qe.fail_on
     if report.cancelled:
         gc.freeze()  # see _stop: the exit's collection is skipped too
@@ -285,13 +296,21 @@ class _HoldStart:
     sandbox exists: a sandbox that cannot be made (bad input) then prints one
     line, not a session banner and then the error."""
 
-    def __init__(self, display):
+    def __init__(self, display, *, blocked_lines: bool = True):
         self.display = display
         self.held = None
+        # git.blocked events: on a terminal only their count (the commands,
+        # most often the project's own tests running git, are in the
+        # session's guard log); --jsonl streams every event.
+        self.blocked_lines = blocked_lines
+        self.blocked = 0
 
     def __call__(self, event) -> None:
         if event.type == "session_start" and self.held is None:
             self.held = event
+            return
+        if event.type == "git.blocked" and not self.blocked_lines:
+            self.blocked += 1
             return
         self.flush()
         self.display(event)

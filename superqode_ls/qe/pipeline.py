@@ -170,6 +170,11 @@ class QESession:
         t0 = time.monotonic()
         stamp = await asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays)
         artifacts = Artifacts(res.project, self.id)
+        # Git commands the guard refused (most often the project's own tests
+        # running git): kept in the session's log, beside the role logs.
+        blocked: list[dict] = []
+        stop_collecting = self.bus.subscribe(
+            lambda e: blocked.append(e.data) if e.type == "git.blocked" else None)
         emit(
             "session_start",
             project=str(res.project),
@@ -241,7 +246,11 @@ class QESession:
         )
         lap = self._lap("report", lap)
         report.timings.update(self._timings)
+        stop_collecting()
         try:
+            if blocked:
+                path = await asyncio.to_thread(artifacts.write_log, "guard", _blocked_log(blocked))
+                report.artifacts["guard_log"] = str(path)
             await asyncio.to_thread(self._save, res, report, artifacts, noise)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
@@ -434,6 +443,7 @@ class QESession:
         self.bus.emit("role_start", role=name)
         status: RoleStatus = "ok"
         reason: str | None = None
+        crashed = False
         out = RoleOutput()
         try:
             if self._python is not None and _needs_python(role):
@@ -452,12 +462,14 @@ class QESession:
         except Exception as e:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
+            crashed = True
         await asyncio.to_thread(poll_guard, s)
         # Thousands of findings to normalise and publish: a worker thread, so
         # a signal (or an editor's request) is served meanwhile. A cancel
         # waits for it (well under a second) so the tables stay whole.
         done = asyncio.ensure_future(asyncio.to_thread(
-            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res))
+            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res,
+            crashed))
         try:
             await asyncio.shield(done)
         except asyncio.CancelledError:
@@ -466,7 +478,7 @@ class QESession:
 
     def _finish_role(
         self, name: str, role: Role, out: RoleOutput, status: RoleStatus, reason: str | None,
-        started, t0: float, total: int, sandbox: Path, res: Resolved,
+        started, t0: float, total: int, sandbox: Path, res: Resolved, crashed: bool = False,
     ) -> None:
         # The role's own time: publishing its findings below is the session's.
         duration = time.monotonic() - t0
@@ -496,6 +508,7 @@ class QESession:
             role=name, status=status, reason=reason, tool=out.tool or getattr(role, "tool", None),
             started_at=started, duration_s=round(duration, 3), findings=len(findings), patches=len(patches),
             requested=res.explicit,
+            crashed=crashed,
         )
         self.bus.emit(
             "role_complete", role=name, status=status, findings=len(findings),
@@ -613,3 +626,12 @@ def _total(usages: Iterable[Usage]) -> Usage | None:
 def _needs_python(role: Role) -> bool:
     """Roles that run the project's code or ask its interpreter (types)."""
     return role.executes_code or getattr(role, "uses_project_python", False)
+
+
+def _blocked_log(records: list[dict]) -> str:
+    lines = [f"git commands blocked in the sandbox: {len(records)}"]
+    for r in records:
+        what = r.get("command") or " ".join(map(str, r.get("argv") or []))
+        lines.append(f"{r.get('source', '?')} pid {r.get('pid', '?')} in {r.get('cwd', '?')}: "
+                     f"{what}: {r.get('reason', '')}")
+    return "\n".join(lines) + "\n"

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ...config import Config
 from ...models import Finding
+from ...workspace.proc import tool_cpu_count
 
 # Directories no role analyses: VCS data, virtualenvs, caches, SuperQode's own.
 SKIP_DIRS = frozenset(
@@ -75,22 +77,44 @@ def selected_files(
     return sorted(set(out))
 
 
-def shards_by_size(root: Path, files: list[str], most: int, *, min_bytes: int = 160_000,
+# A shard must carry this much source to repay its own start (bandit: about
+# 0.25 s of CPU to start, then about 5 s per MB here).
+MIN_SHARD_BYTES = 160_000
+# More processes than this of one tool only pay more starts: quick mode's
+# other roles (ruff, the scans, pytest) run beside it and want CPUs too.
+MAX_SHARDS = 8
+
+
+def worker_count(config: Config) -> int:
+    """How many processes a role splits its work over: ``execution.workers``
+    (or ``$SUPERQODE_WORKERS``, see config.load_config) when forced, else
+    the CPUs the tools may use."""
+    return config.execution.workers or tool_cpu_count()
+
+
+def shard_count(total_bytes: int, n_files: int, cpus: int) -> int:
+    """How many processes of one tool pay on ``cpus`` CPUs: at most half of
+    them beyond two (the roles beside it need the rest; more shards only
+    start more processes), each with at least MIN_SHARD_BYTES of source and
+    8 files."""
+    cap = cpus if cpus <= 2 else max(2, cpus // 2)
+    return max(1, min(cap, MAX_SHARDS, total_bytes // MIN_SHARD_BYTES, n_files // 8))
+
+
+def shards_by_size(root: Path, files: list[str], cpus: int, *,
                    arg_bytes: int = 1_000_000) -> list[list[str]]:
-    """``files`` split for ``most`` processes of one tool, in lists of about
-    equal bytes (largest file first into the lightest list), each in path
-    order. One list when the files are too few to repay a second start (a
-    tool such as bandit costs about 0.1 s of CPU to start, then time in
-    proportion to the source), and none when a list would not fit on a
-    command line (the caller then lets the tool walk the tree itself)."""
+    """``files`` split for processes of one tool on ``cpus`` CPUs
+    (``shard_count``), in lists of about equal bytes (largest file first
+    into the lightest list), each in path order. One list when the files
+    are too few to repay a second start, and none when a list would not fit
+    on a command line (the caller then lets the tool walk the tree itself)."""
     sizes = []
     for rel in files:
         try:
             sizes.append((os.stat(root / rel).st_size, rel))
         except OSError:
             sizes.append((0, rel))
-    total = sum(n for n, _ in sizes)
-    n = max(1, min(most, total // min_bytes, len(files) // 8))
+    n = shard_count(sum(size for size, _ in sizes), len(files), cpus)
     lists: list[list[str]] = [[] for _ in range(n)]
     load = [0] * n
     for size, rel in sorted(sizes, reverse=True):

@@ -20,6 +20,9 @@ from ...config import superqode_home
 from ...workspace.artifacts import atomic_write
 from ._mutators import MUTATOR_VERSION, content_hash
 
+# Verdicts that say something about the tests ("error": they could not run).
+JUDGED = ("killed", "timeout", "survived")
+
 
 def cache_dir() -> Path:
     return superqode_home() / "cache" / "mutation"
@@ -81,6 +84,21 @@ class MutationReport:
     fallbacks: Counter = field(default_factory=Counter)  # why a mutant ran fresh
     retried: int = 0  # timeouts run again with a longer limit
     baseline_failing: list[str] = field(default_factory=list)
+    functions: int = 0  # functions with a judged mutant
+    unsampled: int = 0  # files none of whose functions the mutant limit took
+    population: int = 0  # mutants on covered lines of the files looked at
+
+    def score(self) -> str | None:
+        """``score 71% of 48 mutants in 6 functions (sample of 672)``: the
+        share of judged mutants the tests killed, with what it rests on."""
+        judged = sum(self.statuses[s] for s in JUDGED)
+        if not judged:
+            return None
+        killed = judged - self.statuses["survived"]
+        of = (f"sample of {self.population}" if self.population > judged
+              else "every mutant on covered lines")
+        return (f"score {100 * killed / judged:.0f}% of {judged} mutant(s) in "
+                f"{self.functions} function(s) ({of})")
 
     @property
     def mutants_per_s(self) -> float:
@@ -92,6 +110,9 @@ class MutationReport:
     def summary(self) -> str:
         done = sum(self.statuses.values())
         parts = [f"{done} mutant(s) in {self.files} file(s)"]
+        score = self.score()
+        if score:
+            parts.insert(0, score)
         if done:
             parts.append(", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items())))
         if self.equivalent:
@@ -107,6 +128,8 @@ class MutationReport:
             parts.append("skipped: " + "; ".join(skipped))
         if self.partial:
             parts.append("partial: " + "; ".join(f"{f} {p}" for f, p in sorted(self.partial.items())))
+        if self.unsampled:
+            parts.append(f"{self.unsampled} file(s) with no function in the sample")
         return "; ".join(parts)
 
 

@@ -271,3 +271,34 @@ def select(mutants: list[Mutant], limit: int) -> list[Mutant]:
             break
         depth += 1
     return picked
+
+
+MODULE_UNIT = "<module>"
+
+
+def function_units(text: str) -> dict[int, str]:
+    """Line -> the function it belongs to: the qualified name of the
+    outermost ``def`` around it (``Class.method``; a nested def or lambda
+    goes with the function it is written in), decorators included. Lines
+    outside every function are not in the map (``MODULE_UNIT``). The unit
+    mutation testing samples by: a function is judged on all its mutants."""
+    out: dict[int, str] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                name = prefix + node.name
+                for line in range(first, (node.end_lineno or node.lineno) + 1):
+                    out[line] = name
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                # Functions defined under `if TYPE_CHECKING`, try/except ImportError.
+                for part in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, part, []) or [], prefix)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body, prefix)
+
+    visit(ast.parse(text).body, "")
+    return out

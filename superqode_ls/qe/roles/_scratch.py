@@ -152,6 +152,14 @@ def copy_tree(src: Path, dst: Path) -> Path:
     return dst
 
 
+def reuse_or_copy(src: Path, dst: Path) -> Path:
+    """``dst`` as a copy of ``src``: the one made earlier in this scratch
+    dir, or a new one."""
+    if dst.is_dir() and not dst.is_symlink():
+        return dst
+    return copy_tree(src, dst)
+
+
 def python_env(
     base: dict[str, str],
     copy: Path,

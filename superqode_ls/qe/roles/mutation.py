@@ -22,9 +22,7 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import os
 import re
 import shutil
 import time
@@ -36,18 +34,24 @@ from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from . import _mutation_cache as _cache
 from . import _scratch
+from ._common import worker_count
 from ._imports import import_closure
-from ._mutation_cache import FileResult, MutationReport, cache_dir, cache_key  # noqa: F401
+from ._mutation_cache import (  # noqa: F401
+    FileResult,
+    MutationReport,
+    cache_dir,
+    cache_key,
+)
 from ._mutation_linemap import NO_TIME, read_coverage, trace_map
 from ._mutation_report import TOOL, findings, write_log
 from ._mutation_runner import SERVER_PLUGIN, LineMap, Worker
-from ._mutators import Mutant, compiles, content_hash, find_mutants
+from ._mutation_sample import Unit, asserting_tests, choose, sample, units
+from ._mutators import Mutant, compiles, content_hash, find_mutants, function_units
 from ._pyenv import project_python, pytest_argv, tool_paths
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput
 
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
-_ASSERTS = re.compile(r"assert|raises|warns|fail|expect|check|verify", re.IGNORECASE)
 
 Item = tuple[FileResult, Mutant, list[str]]
 
@@ -184,7 +188,11 @@ class MutationTester(Role):
             for res in r.results.values():
                 report.statuses[res["status"]] += 1
             if not r.complete and not r.skip_reason:
-                report.partial[r.rel] = r.progress()
+                if r.capped is not None and not r.results:
+                    report.unsampled += 1  # no function of it in the sample
+                else:
+                    report.partial[r.rel] = r.progress()
+        await asyncio.to_thread(sample, results, report)
         found = await asyncio.to_thread(findings, ctx, results, report)
         await asyncio.to_thread(write_log, ctx, results, report)
         return RoleOutput(status="ok", reason=report.summary(), findings=found, tool=TOOL)
@@ -199,6 +207,9 @@ class MutationTester(Role):
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
         workers: list[Worker] = []
+        planned: dict[str, list[Item]] = {}
+        # The role's own count (tests, bench/) or the forced/CPU count.
+        wanted = max(1, self.workers or worker_count(ctx.config))
         try:
             started = time.monotonic()
             linemap: LineMap | str | None = None
@@ -207,8 +218,7 @@ class MutationTester(Role):
                 # The warm workers map lines themselves (each traces its share
                 # of the suite in a forked child), then run the mutants: no
                 # separate coverage pass, no second start-up and collection.
-                workers = await self._workers(ctx, scratch, base, pending, report,
-                                              max(1, self.workers or os.cpu_count() or 1))
+                workers = await self._workers(ctx, scratch, base, pending, report, wanted)
                 linemap = await trace_map(ctx, scratch, workers, pending, report)
                 if linemap is None:
                     await _close(workers)
@@ -228,22 +238,24 @@ class MutationTester(Role):
             changed = await self._changed_lines(ctx, [fr.rel for fr in pending])
             # Parsing, mutating and compiling every candidate is pure Python work:
             # done in a thread so an editor's requests are not queued behind it.
-            planned = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report)
-            queue = deque(item for items in planned.values() for item in items)
-            if not queue:
-                return None
-
-            n_workers = max(1, min(self.workers or os.cpu_count() or 1, len(queue)))
-            if workers:
-                await _close(workers[n_workers:])
-                workers = workers[:n_workers]
-            else:
-                workers = await self._workers(ctx, scratch, base, pending, report, n_workers,
-                                              queue)
-            report.workers = n_workers
-            for w in workers:
-                w.linemap = linemap
-            await self._drain(ctx, workers, queue, report)
+            items = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report)
+            for item in items:
+                planned.setdefault(item[0].rel, []).append(item)
+            # Function by function: what a time budget cuts short is whole
+            # functions at the end, never a bit of each.
+            queue = deque(items)
+            if queue:
+                n_workers = max(1, min(wanted, len(queue)))
+                if workers:
+                    await _close(workers[n_workers:])
+                    workers = workers[:n_workers]
+                else:
+                    workers = await self._workers(ctx, scratch, base, pending, report,
+                                                  n_workers, queue)
+                report.workers = n_workers
+                for w in workers:
+                    w.linemap = linemap
+                await self._drain(ctx, workers, queue, report)
         finally:
             await _close(workers)
         for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
@@ -289,8 +301,12 @@ class MutationTester(Role):
         """``n`` workers, one scratch copy each (``base`` is the first). With
         a ``queue`` their servers collect only its tests' files, and start
         on first use; without one they collect the whole suite (to map it)."""
+        # A second call (the mutant phase after a line map that fell back
+        # to coverage) finds the copies of the first: they are reused, the
+        # missing ones made. Every mutant write is undone before a worker
+        # closes (Worker._once), so a kept copy is the sandbox's state.
         copies = [base] + [
-            await asyncio.to_thread(_scratch.copy_tree, base, scratch / f"w{i}")
+            await asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}")
             for i in range(1, n)
         ]
         await asyncio.to_thread(_scratch.share_pycache, copies)
@@ -320,11 +336,11 @@ class MutationTester(Role):
                       report, modules)
 
     def _plan(self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
-              changed: dict[str, set[int]], report: MutationReport) -> dict[str, list[Item]]:
-        """Each file's mutants in risk order, the mutant limit shared out
-        round-robin over files; what is cached is not run again."""
-        asserting = _asserting_tests(ctx.sandbox, linemap)
-        ranked: list[tuple[FileResult, list[Mutant], dict[int, list[str]]]] = []
+              changed: dict[str, set[int]], report: MutationReport) -> list[Item]:
+        """The mutants to run, whole functions at a time (``_choose``); what
+        is cached is not run again."""
+        asserting = asserting_tests(ctx.sandbox, linemap)
+        all_units: list[Unit] = []
         for fr in pending:
             fr.complete, fr.capped, fr.stopped = False, None, None
             lines = linemap.tests_by_line.get(fr.rel, {})
@@ -341,25 +357,31 @@ class MutationTester(Role):
                     continue
             try:
                 found = find_mutants(fr.text, fr.rel, wanted, validate=False)
+                names = function_units(fr.text)
             except (SyntaxError, ValueError):
                 report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
                 fr.complete = True
                 continue
             fr.total = len(found)
-            ranked.append((fr, _by_risk(found, lines, changed.get(fr.rel, set()), asserting),
-                           lines))
+            all_units += units(fr, found, names, lines, changed.get(fr.rel, set()), asserting)
 
         limit = ctx.config.roles.mutation_max_mutants
-        share = _share(limit, [len(ms) for _, ms, _ in ranked])
-        planned: dict[str, list[Item]] = {}
-        for (fr, ms, lines), n in zip(ranked, share):
-            if n < len(ms):
+        chosen = choose(all_units, limit, named_files=ctx.files is not None)
+        taken: dict[str, int] = {}
+        for u, n in chosen:
+            taken[u.fr.rel] = taken.get(u.fr.rel, 0) + n
+        left_out = sum(len(u.mutants) for u in all_units) - sum(taken.values())
+        if left_out:
+            report.skip("over the mutant limit (functions not sampled)", left_out)
+        for fr in {u.fr.rel: u.fr for u in all_units}.values():
+            if taken.get(fr.rel, 0) < fr.total:
                 fr.capped = limit
-                report.skip("over the mutant limit", len(ms) - n)
-            todo = [m for m in ms[:n] if m.key not in fr.results]
+        items: list[Item] = []
+        for u, n in chosen:
+            todo = [m for m in u.mutants[:n] if m.key not in u.fr.results]
             report.mutants_cached += n - len(todo)
-            planned[fr.rel] = [(fr, m, lines[m.line]) for m in todo if compiles(fr.text, m)]
-        return planned
+            items += [(u.fr, m, u.lines[m.line]) for m in todo if compiles(u.fr.text, m)]
+        return items
 
     async def _changed_lines(self, ctx: RoleContext, rels: list[str]) -> dict[str, set[int]]:
         """Lines the working tree changed against HEAD (git), per file."""
@@ -437,61 +459,3 @@ def _parse_diff(res: ProcResult) -> dict[str, set[int]]:
             start, count = int(m.group(1)), int(m.group(2) or 1)
             current.update(range(start, start + count))
     return out
-
-
-def _asserting_tests(root: Path, linemap: LineMap) -> dict[str, bool]:
-    """Test node id -> whether its function asserts anything (a test that only
-    calls the code covers lines without checking them)."""
-    files = {t.split("::")[0] for t in linemap.durations}
-    names: dict[tuple[str, str], bool] = {}
-    for rel in files:
-        try:
-            tree = ast.parse((root / rel).read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names[(rel, node.name)] = any(
-                    isinstance(sub, ast.Assert)
-                    or isinstance(sub, ast.Call) and _ASSERTS.search(ast.unparse(sub.func))
-                    for sub in ast.walk(node)
-                )
-    out = {}
-    for t in linemap.durations:
-        func = t.split("::")[-1].split("[")[0]
-        out[t] = names.get((t.split("::")[0], func), True)
-    return out
-
-
-def _by_risk(found: list[Mutant], lines: dict[int, list[str]], changed: set[int],
-             asserting: dict[str, bool]) -> list[Mutant]:
-    """Changed lines first, then lines no asserting test covers, then the
-    rest; within each, round-robin over lines (a cap keeps every line's
-    first mutant before any line's second)."""
-    depth: dict[int, int] = {}
-    keyed = []
-    for m in found:
-        d = depth[m.line] = depth.get(m.line, -1) + 1
-        rank = 0 if m.line in changed else (
-            1 if not any(asserting.get(t, True) for t in lines[m.line]) else 2)
-        keyed.append(((rank, d, m.line, m.col), m))
-    return [m for _, m in sorted(keyed, key=lambda km: km[0])]
-
-
-def _share(limit: int, sizes: list[int]) -> list[int]:
-    """How many mutants each file gets of ``limit``: round-robin, so a small
-    file is complete before a big one takes the rest."""
-    share = [0] * len(sizes)
-    left = limit
-    while left > 0:
-        open_ = [i for i, n in enumerate(sizes) if share[i] < n]
-        if not open_:
-            break
-        each = max(1, left // len(open_))
-        for i in open_:
-            take = min(each, sizes[i] - share[i], left)
-            share[i] += take
-            left -= take
-            if left == 0:
-                break
-    return share

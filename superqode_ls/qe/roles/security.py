@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from ...models import Evidence, Finding, Patch, Range, Severity
-from ...workspace.proc import tool_cpu_count
 from ..noise import merge_reports
 from . import _bandit_warm, _secrets, _web
 from ._common import (
@@ -30,6 +29,7 @@ from ._common import (
     selected_files,
     shards_by_size,
     tail,
+    worker_count,
 )
 from ._patches import attach, make_patch
 from ._patterns import call_name, may_match, patterns
@@ -133,7 +133,7 @@ class SecurityTester(FileCheckRole):
                 cmd += ["-c", "pyproject.toml"]
         if whole:
             cmd += ["-x", ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"]
-        plan = shards_by_size(ctx.sandbox, py_files, tool_cpu_count())
+        plan = shards_by_size(ctx.sandbox, py_files, worker_count(ctx.config))
         if len(plan) < 2:
             runs = [cmd + (["-r", "."] if whole else ["--", *py_files])]
         else:

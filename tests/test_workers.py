@@ -1,0 +1,125 @@
+"""Forced worker counts: a 2-CPU machine runs the code paths of a 16-CPU
+one (``execution.workers``, ``$SUPERQODE_WORKERS``), and every count gives
+the same answers as one worker. Real pytest processes, real bandit."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+
+import pytest
+
+from superqode_ls.config import WORKERS_ENV, Config, ConfigError, load_config
+from superqode_ls.qe.roles._common import worker_count
+from superqode_ls.qe.roles.mutation import MutationTester
+
+from .deep_helpers import make_ctx, shared_pycache  # noqa: F401 (autouse fixture)
+
+# A project whose pytest turns warnings into errors, with test files that
+# never reach the code under test: a worker whose share of the suite is only
+# those collects no coverage data (coverage warns), which once broke the
+# line map at 4+ workers and then crashed the role re-making its copies.
+PROJECT = {
+    "pytest.ini": "[pytest]\nfilterwarnings = error\n",
+    "calc.py": textwrap.dedent(
+        """\
+        def clamp(x, low, high):
+            if x < low:
+                return low
+            if x > high:
+                return high
+            return x
+
+
+        def mean(xs):
+            return sum(xs) / len(xs) if xs else 0.0
+        """
+    ),
+    "tests/test_clamp.py": textwrap.dedent(
+        """\
+        from calc import clamp
+
+
+        def test_clamp():
+            assert clamp(5, 0, 10) == 5
+            assert clamp(-1, 0, 10) == 0
+            assert clamp(11, 0, 10) == 10
+        """
+    ),
+    "tests/test_mean.py": textwrap.dedent(
+        """\
+        from calc import mean
+
+
+        def test_mean():
+            assert mean([1, 2, 3]) == 2
+        """
+    ),
+    **{f"tests/test_other{i}.py": f"def test_other{i}():\n    assert {i} + 1 == {i + 1}\n"
+       for i in range(5)},
+}
+
+
+def test_forced_workers_from_the_environment(monkeypatch, tmp_path):
+    assert worker_count(Config()) >= 1  # the CPUs tools may use
+    monkeypatch.setenv(WORKERS_ENV, "16")
+    cfg = load_config(tmp_path)
+    assert cfg.execution.workers == 16 and worker_count(cfg) == 16
+    # The command line still beats the environment.
+    assert load_config(tmp_path, {"execution": {"workers": 2}}).execution.workers == 2
+    monkeypatch.setenv(WORKERS_ENV, "many")
+    with pytest.raises(ConfigError, match=r"\$SUPERQODE_WORKERS: execution.workers"):
+        load_config(tmp_path)
+    monkeypatch.setenv(WORKERS_ENV, "0")
+    with pytest.raises(ConfigError, match="greater than or equal to 1"):
+        load_config(tmp_path)
+
+
+def _verdicts(repo, workers: int) -> tuple[MutationTester, dict[str, str]]:
+    cfg = Config()
+    cfg.execution.workers = workers  # forced: not this machine's CPU count
+    role = MutationTester(use_cache=False)
+    out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
+    assert out.status == "ok", out.reason
+    log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log"))
+    verdicts = {}
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if line.startswith("  ") and ": " in line:
+            key, status = line.strip().split(": ", 1)
+            verdicts[key] = status.split(" ")[0]
+    return role, verdicts
+
+
+def test_mutation_gives_the_same_verdicts_at_1_2_4_and_16_workers(make_repo):
+    repo = make_repo(PROJECT)
+    one, base = _verdicts(repo, 1)
+    assert one.report.workers == 1 and len(base) > 10
+    assert base["4:9:compare:>->>="] == "survived"  # clamp(10, 0, 10) is never asked
+    assert "killed" in base.values()
+    for workers in (2, 4, 16):
+        role, got = _verdicts(repo, workers)
+        assert role.report.line_map == "warm workers", (workers, role.report.line_map_fallback)
+        # As many workers as asked, while there are mutants for them.
+        assert role.report.workers == min(workers, len(base))
+        assert got == base, workers
+
+
+def test_a_capped_whole_project_run_samples_whole_functions(make_repo):
+    """clamp has 7 mutants, mean 5: a limit of 7 takes one of them whole,
+    never a few of each, and the score says what it rests on."""
+    repo = make_repo(PROJECT)
+    cfg = Config()
+    cfg.execution.workers = 1
+    cfg.roles.mutation_max_mutants = 7
+    role = MutationTester(use_cache=False)
+    out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
+    assert out.status == "ok", out.reason
+    log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log")).read_text()
+    lines = {int(ln.strip().split(":", 1)[0]) for ln in log.splitlines()
+             if ln.startswith("  ") and ": " in ln}
+    assert lines <= set(range(1, 7)) or lines == {10}, log  # clamp's lines, or mean's
+    ran = role.report.mutants_run
+    assert ran in (7, 5) and role.report.functions == 1
+    killed = role.report.statuses["killed"] + role.report.statuses["timeout"]
+    assert out.reason.startswith(
+        f"score {100 * killed / ran:.0f}% of {ran} mutant(s) in 1 function(s) (sample of 12)")
