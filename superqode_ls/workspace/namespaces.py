@@ -38,7 +38,7 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from ..config import DEFAULT_HIDDEN, Config
+from ..config import DEFAULT_HIDDEN, Config, superqode_home
 from . import landlock
 
 # Set by a session's env(): {"network": "none"|"host", "hide": [absolute paths]}.
@@ -174,6 +174,11 @@ def hidden_paths(config: Config, env: Mapping[str, str]) -> list[str]:
     for p in [*DEFAULT_HIDDEN, *config.sandbox.hide]:
         targets = ([os.path.join(h, p[2:]) for h in _homes(env)] if p.startswith("~/") else [p])
         out += [t for t in targets if t not in out]
+    # SuperQode's own secrets: the language server's TCP tokens (a session
+    # that read one could connect to the editor's server).
+    own = str(superqode_home() / "run")
+    if own not in out:
+        out.append(own)
     run = env.get("XDG_RUNTIME_DIR")
     for desktop in ([run] if run and os.path.isabs(run) else []) + ["/tmp/.X11-unix",
                                                                     "/tmp/.ICE-unix"]:

@@ -342,3 +342,25 @@ def test_root_inside_cannot_change_the_hosts_device_nodes(user_repo):
         for n, st in before.items():
             os.chown(n, st.st_uid, st.st_gid)
             os.chmod(n, st.st_mode & 0o7777)
+
+
+@needs_ns
+def test_the_language_servers_tcp_token_cannot_be_read(user_repo):
+    # A session that read the token of a `superqode-ls --tcp` started before
+    # it could connect to the editor's server in its place.
+    run = Path(os.environ["SUPERQODE_HOME"]) / "run"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "ls-4567.token").write_text("TCP-TOKEN-61\n")
+    code = (
+        "import json, os\n"
+        "p = os.path.join(os.environ['SUPERQODE_HOME'], 'run', 'ls-4567.token')\n"
+        "try:\n"
+        "    seen = open(p).read()\n"
+        "except OSError as e:\n"
+        "    seen = type(e).__name__\n"
+        "print(json.dumps({'token': seen}))\n"
+    )
+    proc, seen = run_inside(user_repo, code)
+    assert seen["token"] == "FileNotFoundError"
+    assert "TCP-TOKEN-61" not in proc.stdout + proc.stderr
+    assert (run / "ls-4567.token").read_text() == "TCP-TOKEN-61\n"
