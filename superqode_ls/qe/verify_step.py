@@ -47,17 +47,21 @@ _PROGRESS_EVERY_S = 0.5
 
 def choose(patches: dict[str, Patch], findings: list[Finding], cap: int) -> tuple[list[Patch], list[Patch]]:
     """(patches to verify, patches over the cap): suppressions and fixes
-    their tool calls unsafe are never verified; the rest go most severe
-    finding first."""
+    their tool calls unsafe are never verified; the rest go worth acting on
+    before noise, then most severe finding first (the cap is spent where the
+    user will look)."""
     rank: dict[str, int] = {}
+    worth: set[str] = set()
     unsafe: set[str] = set()
     for f in findings:
         if f.fix_patch_id:
             rank[f.fix_patch_id] = max(rank.get(f.fix_patch_id, -1), f.severity.rank)
+            if f.noise is None:
+                worth.add(f.fix_patch_id)
             if unsafe_kind([f]):
                 unsafe.add(f.fix_patch_id)
     todo = [p for p in patches.values() if p.id in rank and p.kind == "fix" and p.id not in unsafe]
-    todo.sort(key=lambda p: (-rank[p.id], p.files[0] if p.files else "", p.id))
+    todo.sort(key=lambda p: (p.id not in worth, -rank[p.id], p.files[0] if p.files else "", p.id))
     return todo[:cap], todo[cap:]
 
 
