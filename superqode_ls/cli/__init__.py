@@ -118,6 +118,24 @@ def log_file() -> str:
     return str(superqode_home() / "logs" / "superqe.log")
 
 
+class _HomeLog(logging.Handler):
+    """Appends each record to ``log_file()`` as it is when the record comes:
+    nothing is created until something is logged (a run that logs nothing
+    leaves no folder in SuperQode's home), and a process that changes
+    SUPERQODE_HOME (tests, embedders) logs to the new one."""
+
+    _superqe = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            path = log_file()
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging must never break the run
+            self.handleError(record)
+
+
 def _log_to_file() -> None:
     """The package's log records go to a file: with no handler at all,
     Python prints warnings and tracebacks (a crashed role's) on stderr, in
@@ -125,13 +143,8 @@ def _log_to_file() -> None:
     logger = logging.getLogger("superqode_ls")
     if any(getattr(h, "_superqe", False) for h in logger.handlers):
         return
-    try:
-        os.makedirs(os.path.dirname(log_file()), exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(log_file(), delay=True, encoding="utf-8")
-    except OSError:
-        handler = logging.NullHandler()
+    handler = _HomeLog()
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    handler._superqe = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
 
 

@@ -174,7 +174,7 @@ def test_the_record_carries_the_protection_level_to_a_revert_after_a_crash(repo)
     s = _session(repo, 7, LANDLOCK)
     try:
         rec = load_record(repo, s.id)
-        assert rec is not None and rec.protection == landlock.protection_level()
+        assert rec is not None and rec.protection == namespaces.protection_level(Config())
         os.chmod(repo / "a.py", 0o600)
         rec.barrier_abi, rec.protection = 7, LANDLOCK
         v = verify_record(rec)
