@@ -90,7 +90,8 @@ def test_findings_patches_verified_and_project_untouched(make_repo):
     assert complete["stale"] is False and complete["verification"].startswith("Verified")
     rc = next(e for e in events if e.type == "role_complete")
     assert rc.data == {"role": "toy_tester", "status": "ok", "findings": 4,
-                       "duration_s": rc.data["duration_s"], "reason": None}
+                       "duration_s": rc.data["duration_s"], "reason": None,
+                       "requested": True}  # named with roles=[...]
     assert all(e.session_id == session.id for e in events)
 
 

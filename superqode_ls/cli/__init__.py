@@ -132,8 +132,8 @@ class _HomeLog(logging.Handler):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write(self.format(record) + "\n")
-        except Exception:  # noqa: BLE001 - logging must never break the run
-            self.handleError(record)
+        except Exception:  # noqa: BLE001, S110 - a log that cannot be written
+            pass  # (a read-only or full home) must not break the run or print
 
 
 def _log_to_file() -> None:

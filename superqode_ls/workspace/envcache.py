@@ -123,6 +123,10 @@ async def run_confined(cmd: Sequence[str], cwd: Path, env: dict[str, str], allow
     """``cmd`` behind the write barrier, allowed to write only ``allow``; in
     the namespace sandbox where there is one, with the host's network (the
     build downloads from the package index) and secrets masked."""
+    for p in allow:
+        # A folder to be bound writable must exist: inside, nothing can be
+        # created under the read-only root.
+        Path(p).mkdir(parents=True, exist_ok=True)
     confined = scrub_env(env)
     confined[BARRIER_ENV] = json.dumps([str(p) for p in allow])
     confined[SPEC_ENV] = json.dumps({"network": "host"})

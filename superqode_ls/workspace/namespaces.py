@@ -264,6 +264,10 @@ def wrap(cmd: list[str], allow: list[str], env: Mapping[str, str]) -> list[str]:
     if devices:
         args += [a for name, _, _ in _DEVICES
                  for a in ("--dev-bind", os.path.join(devices, name), f"/dev/{name}")]
+    # Bound where they lead: a writable folder reached through a link (a
+    # cache linked elsewhere) cannot be a mount point, its target can; the
+    # link itself resolves to it inside as outside.
+    allow = list(dict.fromkeys(os.path.realpath(p) for p in allow))
     for p in allow:
         args += ["--bind-try", p, p]
     # Masks after the binds: a secret is hidden even inside a writable folder;
