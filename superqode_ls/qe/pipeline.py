@@ -241,7 +241,8 @@ class QESession:
         lap = self._lap("report", lap)
         report.timings.update(self._timings)
         try:
-            await asyncio.to_thread(self._save, res, report, artifacts, noise)
+            if self.request.save_artifacts:
+                await asyncio.to_thread(self._save, res, report, artifacts, noise)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
         self._lap("save", lap)  # after the JSON was written: in memory and --timings only
