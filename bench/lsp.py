@@ -18,9 +18,13 @@ files. Everything runs under a temporary HOME / SUPERQODE_HOME.
 
     .venv/bin/python bench/lsp.py [-n ROUNDS] [--pace-ms MS] [--json FILE] [--write-doc]
     .venv/bin/python bench/lsp.py --file-run [--files 20000] [--runs 10] [--write-doc]
+    .venv/bin/python bench/lsp.py --live [--rounds 5]
 
 ``--file-run``: "Run QE on this file" in the 20,000-file repository,
 ten runs in a row (bench/lsp_file.py).
+
+``--live``: the automatic lint/security diagnostics on open, a typed change
+and save, beside ruff's own server (bench/lsp_live.py).
 
 ``--write-doc`` replaces the "Language server (bench/lsp.py)" section of
 docs/performance.md with the figures.
@@ -607,6 +611,11 @@ def main() -> int:
         from lsp_file import main_file
 
         return main_file(sys.argv[1:])
+    if "--live" in sys.argv[1:]:  # diagnostics without a button, beside ruff server: bench/lsp_live.py
+        sys.path.insert(0, str(Path(__file__).parent))
+        from lsp_live import main_live
+
+        return main_live(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=2000,
                     help="idle rounds (one request of each kind); busy rounds last as long as the deep session")
