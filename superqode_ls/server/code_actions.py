@@ -113,17 +113,19 @@ def _details_action(t, diag, literal: bool, *, preferred: bool):
 
 
 def fix_title(t, fix) -> str:
-    """Say what the edit does, as the tool words it (ruff's ``fix.message``:
-    "Remove unused import: `os`"); a suppression says it silences."""
-    what = f"{t.finding.rule_id} ({t.finding.title})"
+    """Say what the edit does, in the tool's words (ruff's ``fix.message``),
+    named the way ruff's own server names its fixes, so the two side by side
+    tell apart: "SuperQode (F401): Remove unused import: `os`". A
+    suppression says it silences."""
+    rule = t.finding.rule_id
     if fix.kind == "suppression":
-        return f"SuperQode: suppress {what}"
+        return f"SuperQode: suppress {rule} ({t.finding.title})"
     said = (fix.description or "").strip()
-    if not said or said == f"Fix {t.finding.rule_id}":  # the role's placeholder
-        said = f"Fix {what}"
+    if not said or said == f"Fix {rule}":  # the role's placeholder
+        said = f"Fix {t.finding.title}"
     if fixes.is_unsafe(t) and "unsafe" not in said:
         said += " (unsafe: review it)"
-    return said
+    return f"SuperQode ({rule}): {said}"
 
 
 def _fix_actions(ls: SuperQodeServer, t, diag, literal: bool) -> list:

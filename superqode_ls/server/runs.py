@@ -483,6 +483,7 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
         if t is not None:
             if run.first_finding_s is None:
                 run.first_finding_s = time.monotonic() - run.started
+            _keep_fix(ls, t)
             ls.store.add(t)
             ls.publisher.mark(t.uri)
         progress.report(progress.status(), now=False)
@@ -543,6 +544,20 @@ def make_tracked(ls: SuperQodeServer, run: Run, finding: Finding, *, run_stale: 
     elif now is None and uri not in run.versions and ls.disk_changed_since(uri, run.started_ns):
         tracking.reanchor([t], lines, strict=False)
     return t
+
+
+def _keep_fix(ls: SuperQodeServer, t: Tracked) -> None:
+    """A finding shown again as a run streams it in keeps the fix it had
+    until the run's end hands it the new one (or none): typing, which starts
+    an automatic run at every pause, must not take the quick fix away from
+    under the cursor meanwhile. The fix is still checked against the current
+    text when offered."""
+    old = ls.store.by_uri.get(t.uri, {}).get(t.id)
+    if old is None or old.patch is None or t.patch is not None or not old.finding.fix_patch_id:
+        return
+    t.patch = old.patch
+    if not t.finding.fix_patch_id:
+        t.finding = t.finding.model_copy(update={"fix_patch_id": old.finding.fix_patch_id})
 
 
 async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:

@@ -59,7 +59,9 @@ def planted(shop: Path, text: str = PLANTED) -> Path:
     return target
 
 
-async def test_open_shows_lint_and_security_without_a_command(lsp: LanguageClient, shop: Path):
+async def test_open_shows_lint_and_security_without_a_command(
+    lsp: LanguageClient, shop: Path, isolated_home: Path,
+):
     target = planted(shop)
     await start(lsp, shop, live=True)
     uri = lsp.editor.open(target)  # type: ignore[attr-defined]
@@ -74,10 +76,12 @@ async def test_open_shows_lint_and_security_without_a_command(lsp: LanguageClien
     assert not b602.tags
     # The fix says what it does, in ruff's words (handed over when the run ends).
     await idle(lsp)
+    # The run's sandbox is gone with it.
+    assert not list((isolated_home / ".superqode" / "working").glob("*/qe/*"))
     actions = await lsp.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=f401.range,
         context=types.CodeActionContext(diagnostics=[f401], only=[types.CodeActionKind.QuickFix])))
-    assert [a.title for a in actions or []] == ["Remove unused import: `os`"]
+    assert [a.title for a in actions or []] == ["SuperQode (F401): Remove unused import: `os`"]
 
 
 async def test_a_typed_problem_appears_after_the_pause_and_a_burst_is_coalesced(
@@ -146,3 +150,14 @@ async def test_a_pull_client_pulls_them_without_a_command(lsp: LanguageClient, s
         await idle(lsp)
     assert not lsp.diagnostics.get(uri)  # a pull client is not pushed to
     assert list(next(d for d in report if d.code == "F401").tags) == [types.DiagnosticTag.Unnecessary]
+
+
+async def test_shutdown_mid_run_leaves_no_session_behind(lsp: LanguageClient, shop: Path, isolated_home: Path):
+    target = planted(shop)
+    await start(lsp, shop, live=True)
+    uri = lsp.editor.open(target)  # type: ignore[attr-defined]
+    await until(lsp, lambda s: s["running"] == [uri], "the run on open to start")
+    await lsp.shutdown_session()
+    lsp.capabilities = None  # shut down already: the fixture has nothing left to stop
+    working = isolated_home / ".superqode" / "working"
+    assert not list(working.glob("*/qe/*.heartbeat")), list(working.glob("*/qe/*"))
