@@ -411,13 +411,15 @@ class RawClient:
         self.task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def start(cls, folder: Path, env: dict[str, str]) -> RawClient:
+    async def start(cls, folder: Path, env: dict[str, str], cmd: list[str] | None = None) -> RawClient:
+        """The bench's server (or ``cmd``: another language server), initialized."""
         from pygls.protocol import default_converter
         from pygls.uris import from_fs_path
         from pytest_lsp import client_capabilities
 
+        cmd = cmd or [sys.executable, str(Path(__file__).resolve()), "--serve"]
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(Path(__file__).resolve()), "--serve", env=env, cwd=str(ROOT),
+            *cmd, env=env, cwd=str(ROOT),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, limit=2**24,
         )

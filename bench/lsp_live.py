@@ -20,7 +20,6 @@ SuperQode also shows bandit's B602 (``shell=True``); its time is given too.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import statistics
 import subprocess
@@ -32,25 +31,6 @@ from lsp import ROOT, RawClient, bench_home, git_init, say  # bench/lsp.py
 
 PLANTED = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
 TARGET = "shop/live_planted.py"
-
-
-async def start(cmd: list[str], folder: Path, env: dict[str, str]) -> RawClient:
-    from pygls.protocol import default_converter
-    from pygls.uris import from_fs_path
-    from pytest_lsp import client_capabilities
-
-    proc = await asyncio.create_subprocess_exec(
-        *cmd, env=env, cwd=str(folder), stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, limit=2**24,
-    )
-    client = RawClient(proc)
-    caps = default_converter().unstructure(client_capabilities("visual-studio-code"))
-    uri = from_fs_path(str(folder))
-    await client.request("initialize", {"processId": os.getpid(), "rootUri": uri,
-                                        "capabilities": caps,
-                                        "workspaceFolders": [{"uri": uri, "name": "w"}]})
-    client.notify("initialized", {})
-    return client
 
 
 def shows(client: RawClient, uri: str, since: float, code: str, word: str | None = None):
@@ -77,7 +57,7 @@ async def one_round(cmd: list[str], folder: Path, env: dict[str, str], security:
     target = folder / TARGET
     target.write_text(PLANTED, encoding="utf-8")
     uri = from_fs_path(str(target))
-    client = await start(cmd, folder, env)
+    client = await RawClient.start(folder, env, cmd)
     out: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
@@ -124,6 +104,8 @@ async def measure(rounds: int) -> dict:
         servers = {"superqode": (ours, True)}
         if ruff:
             servers["ruff server"] = ([ruff, "server"], False)
+        ruff_version = (await asyncio.to_thread(subprocess.run, [ruff, "--version"], capture_output=True,
+                                                text=True, check=False)).stdout.strip() if ruff else None
         results: dict[str, dict[str, list[float]]] = {}
         for name, (cmd, security) in servers.items():
             for n in range(rounds):
@@ -131,10 +113,9 @@ async def measure(rounds: int) -> dict:
                 say(f"{name} round {n + 1}: " + ", ".join(f"{k} {v:.3f}s" for k, v in r.items()))
                 for k, v in r.items():
                     results.setdefault(name, {}).setdefault(k, []).append(v)
-                subprocess.run(["git", "-C", str(folder), "checkout", "-q", "--", "."], check=False)
-        return {"rounds": rounds, "results": results,
-                "ruff": subprocess.run([ruff, "--version"], capture_output=True, text=True).stdout.strip()
-                if ruff else None}
+                await asyncio.to_thread(subprocess.run, ["git", "-C", str(folder), "checkout", "-q", "--", "."],
+                                        check=False)
+        return {"rounds": rounds, "results": results, "ruff": ruff_version}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
