@@ -18,9 +18,13 @@ files. Everything runs under a temporary HOME / SUPERQODE_HOME.
 
     .venv/bin/python bench/lsp.py [-n ROUNDS] [--pace-ms MS] [--json FILE] [--write-doc]
     .venv/bin/python bench/lsp.py --file-run [--files 20000] [--runs 10] [--write-doc]
+    .venv/bin/python bench/lsp.py --live [--rounds 5]
 
 ``--file-run``: "Run QE on this file" in the 20,000-file repository,
 ten runs in a row (bench/lsp_file.py).
+
+``--live``: the automatic lint/security diagnostics on open, a typed change
+and save, beside ruff's own server (bench/lsp_live.py).
 
 ``--write-doc`` replaces the "Language server (bench/lsp.py)" section of
 docs/performance.md with the figures.
@@ -407,13 +411,15 @@ class RawClient:
         self.task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def start(cls, folder: Path, env: dict[str, str]) -> RawClient:
+    async def start(cls, folder: Path, env: dict[str, str], cmd: list[str] | None = None) -> RawClient:
+        """The bench's server (or ``cmd``: another language server), initialized."""
         from pygls.protocol import default_converter
         from pygls.uris import from_fs_path
         from pytest_lsp import client_capabilities
 
+        cmd = cmd or [sys.executable, str(Path(__file__).resolve()), "--serve"]
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(Path(__file__).resolve()), "--serve", env=env, cwd=str(ROOT),
+            *cmd, env=env, cwd=str(ROOT),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, limit=2**24,
         )
@@ -607,6 +613,11 @@ def main() -> int:
         from lsp_file import main_file
 
         return main_file(sys.argv[1:])
+    if "--live" in sys.argv[1:]:  # diagnostics without a button, beside ruff server: bench/lsp_live.py
+        sys.path.insert(0, str(Path(__file__).parent))
+        from lsp_live import main_live
+
+        return main_live(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=2000,
                     help="idle rounds (one request of each kind); busy rounds last as long as the deep session")

@@ -44,8 +44,9 @@ and `exec-path'."
 (defcustom superqode-settings nil
   "The \"superqode\" settings section, as a plist.
 Keys: :mode (\"quick\" or \"deep\"), :roles (a vector of role names),
-:runOnSave (t or :json-false), :isolation (\"auto\", \"worktree\",
-\"snapshot\"), :trustedFolders (a vector of paths), :provider."
+:runOnSave, :lintOnOpen, :lintOnSave, :lintOnType (t or :json-false),
+:isolation (\"auto\", \"worktree\", \"snapshot\"), :trustedFolders (a vector
+of paths), :provider."
   :type 'plist)
 
 (defcustom superqode-announce-end t

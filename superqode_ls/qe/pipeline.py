@@ -248,10 +248,11 @@ class QESession:
         report.timings.update(self._timings)
         stop_collecting()
         try:
-            if blocked:
+            if blocked and self.request.save_artifacts:
                 path = await asyncio.to_thread(artifacts.write_log, "guard", _blocked_log(blocked))
                 report.artifacts["guard_log"] = str(path)
-            await asyncio.to_thread(self._save, res, report, artifacts, noise)
+            if self.request.save_artifacts:
+                await asyncio.to_thread(self._save, res, report, artifacts, noise)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
         self._lap("save", lap)  # after the JSON was written: in memory and --timings only

@@ -37,6 +37,9 @@ class QERequest:
     python: str | None = None  # the interpreter the editor selected (roles.python wins)
     since: str | None = None  # report only what changed since the merge-base with this ref
     shard: tuple[int, int] | None = None  # (K, N): this run does the K-th of N shares (qe/shard.py)
+    # False: no report, patch or seal files (the editor's automatic runs,
+    # one per pause in typing); the report and patches stay in memory.
+    save_artifacts: bool = True
 
 
 @dataclass

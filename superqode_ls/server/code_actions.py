@@ -112,6 +112,22 @@ def _details_action(t, diag, literal: bool, *, preferred: bool):
                             command=cmd, is_preferred=preferred)
 
 
+def fix_title(t, fix) -> str:
+    """Say what the edit does, in the tool's words (ruff's ``fix.message``),
+    named the way ruff's own server names its fixes, so the two side by side
+    tell apart: "SuperQode (F401): Remove unused import: `os`". A
+    suppression says it silences."""
+    rule = t.finding.rule_id
+    if fix.kind == "suppression":
+        return f"SuperQode: suppress {rule} ({t.finding.title})"
+    said = (fix.description or "").strip()
+    if not said or said == f"Fix {rule}":  # the role's placeholder
+        said = f"Fix {t.finding.title}"
+    if fixes.is_unsafe(t) and "unsafe" not in said:
+        said += " (unsafe: review it)"
+    return f"SuperQode ({rule}): {said}"
+
+
 def _fix_actions(ls: SuperQodeServer, t, diag, literal: bool) -> list:
     """The finding's fix, labelled by what it is: a suppression silences, it
     does not fix (never titled "fix", never preferred); a fix ruff marks
@@ -119,13 +135,7 @@ def _fix_actions(ls: SuperQodeServer, t, diag, literal: bool) -> list:
     fix = fixes.patch_of(ls, t)
     if fix is None:
         return []
-    what = f"{t.finding.rule_id} ({t.finding.title})"
-    if fix.kind == "suppression":
-        title = f"SuperQode: suppress {what}"
-    elif fixes.is_unsafe(t):
-        title = f"SuperQode: unsafe fix {what}: review it"
-    else:
-        title = f"SuperQode: fix {what}"
+    title = fix_title(t, fix)
     if not literal:
         return [types.Command(title=title, command="superqode.applyFix",
                               arguments=[{"findingId": t.id}])]

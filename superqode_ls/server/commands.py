@@ -325,8 +325,10 @@ async def _apply(ls: SuperQodeServer, edit: types.WorkspaceEdit, label: str) -> 
 
 
 def list_all(ls: SuperQodeServer) -> list[dict[str, Any]]:
-    out = [run.describe() for run in ls.runs]
-    known = {r["sessionId"] for r in out}
+    # The automatic runs (live.py) are no sessions of the user's: not listed,
+    # nor taken for leftovers on disk while they go.
+    out = [run.describe() for run in ls.runs if not run.quiet]
+    known = {run.id for run in ls.runs}
     try:
         from ..workspace import recovery
 

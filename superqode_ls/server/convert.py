@@ -25,9 +25,29 @@ _SEVERITY = {
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
+# LSP DiagnosticTag, as ruff's own server sets them: code that does nothing
+# is shown greyed (1 Unnecessary), a deprecated API struck through (2 Deprecated).
+UNNECESSARY, DEPRECATED = 1, 2
+_RUFF_TAGS = {
+    **dict.fromkeys(
+        ("F401", "F811", "F841", "F842", "ARG001", "ARG002", "ARG003", "ARG004", "ARG005",
+         "RUF100", "PIE790", "ERA001"),
+        UNNECESSARY,
+    ),
+    # pyupgrade's deprecated imports and aliases, NumPy 2's deprecated names.
+    **dict.fromkeys(("UP005", "UP023", "UP026", "UP035", "NPY201", "PGH001"), DEPRECATED),
+}
+
 
 def lsp_severity(sev: Severity) -> int:
     return _SEVERITY[sev]
+
+
+def diagnostic_tags(f: Finding) -> list[int]:
+    """The finding's DiagnosticTags (ruff's rules only: another tool's code
+    of the same name is another rule)."""
+    tag = _RUFF_TAGS.get(f.rule_id) if f.tool == "ruff" else None
+    return [tag] if tag is not None else []
 
 
 def model_range_to_points(rng: Range | None, lines: Sequence[str]) -> tuple[int, int, int, int]:
@@ -157,6 +177,8 @@ def to_diagnostic(
     }
     if f.help_uri:
         diag["codeDescription"] = {"href": f.help_uri}
+    if tags := diagnostic_tags(f):
+        diag["tags"] = tags
     if related_support and f.evidence:
         related = []
         for ev in f.evidence:

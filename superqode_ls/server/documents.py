@@ -1,5 +1,7 @@
-"""Document sync: findings follow the user's edits; runOnSave starts a quick
-run on the saved file (debounced, cancelling the previous on-save run)."""
+"""Document sync: findings follow the user's edits; the read-only analyzers
+run by themselves on open, save and a pause in typing (``live.py``);
+runOnSave starts a quick run on the saved file (debounced, cancelling the
+previous on-save run)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import asyncio
 from lsprotocol import types
 
 from . import tracking
+from .live import live_of
 from .patches import split_lines
 from .runs import start_run
 from .server import SuperQodeServer
@@ -25,6 +28,7 @@ def register(ls: SuperQodeServer) -> None:
             ls.store.touch(uri)
         if tracked:
             ls.publisher.mark(uri)
+        live_of(ls).trigger(uri, "open")
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: SuperQodeServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -36,6 +40,7 @@ def register(ls: SuperQodeServer) -> None:
         after = doc.source.split("\n") if doc is not None else None
         if after is not None:
             ls.doc_lines[uri] = after
+        live_of(ls).trigger(uri, "type")
         tracked = ls.store.get(uri)
         if not tracked:
             return
@@ -60,6 +65,7 @@ def register(ls: SuperQodeServer) -> None:
     def did_close(ls: SuperQodeServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.doc_lines.pop(uri, None)
+        live_of(ls).forget(uri)
         tracked = ls.store.get(uri)
         ls.forget_disk_lines(uri)  # it may have just been saved
         # Unsaved edits are gone with the buffer: check findings against the disk.
@@ -70,6 +76,7 @@ def register(ls: SuperQodeServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     async def did_save(ls: SuperQodeServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
+        live_of(ls).trigger(uri, "save")
         folder = ls.folder_for_uri(uri)
         await ls.settings_ready()
         if folder is None or not ls.settings_for(folder).runOnSave:
@@ -79,6 +86,12 @@ def register(ls: SuperQodeServer) -> None:
             old.cancel()
         loop = asyncio.get_running_loop()
         timers[folder] = loop.call_later(SAVE_DEBOUNCE, _run_on_save, ls, folder, uri)
+
+
+    @ls.command("superqode.liveStatus")
+    def live_status(ls: SuperQodeServer, *args) -> dict:
+        """The automatic runs: started per document, running, waiting."""
+        return live_of(ls).status()
 
 
 def _by_line_numbers(ls: SuperQodeServer, uri: str, tracked, params) -> bool:

@@ -26,6 +26,9 @@ MAX_BYTES = 32 * 2**20
 FINDING_BYTES = 3 * 1024
 ENV_MAX_RUNS = "SUPERQODE_LS_KEEP_RUNS"
 ENV_MAX_BYTES = "SUPERQODE_LS_KEEP_BYTES"
+# The trigger of automatic runs (live.py): quiet, and not kept once finished
+# (their findings carry their fixes; a report per keystroke is no history).
+LIVE = "live"
 
 
 class Cancellable(Protocol):
@@ -39,7 +42,7 @@ class Run:
     files: list[str] | None
     mode: str
     roles: list[str] | None
-    trigger: str  # "command" | "save" | "action"
+    trigger: str  # "command" | "save" | "action" | LIVE
     overlays: dict[str, bytes] = field(default_factory=dict)
     versions: dict[str, int | None] = field(default_factory=dict)  # uri -> version analysed
     since: str | None = None  # superqode.runQE {since}: only what the change introduced
@@ -73,6 +76,11 @@ class Run:
     # whole-tree roles of a file run; those the trust answer lets run, None
     # when it says no): still one run, one progress, one end, one report.
     next_roles: asyncio.Future | None = None
+
+    @property
+    def quiet(self) -> bool:
+        """An automatic run: no progress, no end message, no report files."""
+        return self.trigger == LIVE
 
     @property
     def finished(self) -> bool:
@@ -158,7 +166,10 @@ class RunRegistry:
     def prune(self) -> list[Run]:
         """Drop the oldest finished runs past the bounds (count and bytes); the
         latest run of each folder and runs still going are never dropped.
-        Returns the runs dropped."""
+        Finished automatic runs are dropped at once (and are not counted
+        as "expired": no one was told their id). Returns the runs dropped."""
+        for r in [r for r in self._runs.values() if r.finished and r.quiet]:
+            del self._runs[r.id]
         latest: dict[str, Run] = {}
         for r in self._runs.values():
             if r.folder not in latest or r.started >= latest[r.folder].started:

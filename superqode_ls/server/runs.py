@@ -269,16 +269,20 @@ def build_request(
         python=settings.python,
         since=run.since,
         baseline=baseline,
+        # An automatic run per pause in typing writes no report files.
+        save_artifacts=not run.quiet,
     )
 
 
 async def _drive(ls: SuperQodeServer, run: Run) -> None:
     progress = RunProgress(ls, f"superqode/{run.id}", run.cancel)
     what = ", ".join(run.files) if run.files else os.path.basename(run.folder)
+    quiet = run.quiet  # an automatic run: no progress, no end message
     try:
-        run.announcing = True
+        run.announcing = not quiet
         try:
-            await progress.begin(f"SuperQode QE ({run.mode})", f"preparing {what}")
+            if not quiet:
+                await progress.begin(f"SuperQode QE ({run.mode})", f"preparing {what}")
         finally:
             run.announcing = False
         if run.cancel_requested:
@@ -304,19 +308,22 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         run.report = report
         await ls.publisher.drain()
         summary = _summary(run, report)
-        progress.end(summary)
-        ls.log(f"SuperQode: {summary}")
+        progress.end(summary, tell=not quiet)
+        if quiet:
+            log.debug("live %s", summary)
+        else:
+            ls.log(f"SuperQode: {summary}")
         _tell_verification(ls, run, report)
-        if report.stale:
+        if report.stale and not quiet:  # a quiet run's newer edit has its own run
             ls.notify_user(
                 f"SuperQode: files changed during session {run.id}; its findings are marked stale.",
                 types.MessageType.Warning,
             )
         if run.error:
-            ls.notify_user(f"SuperQode: session {run.id}: {run.error}", types.MessageType.Error)
+            _tell_error(ls, run, f"SuperQode: session {run.id}: {run.error}")
     except asyncio.CancelledError:
         run.state = "cancelled"
-        progress.end(f"session {run.id} cancelled")
+        progress.end(f"session {run.id} cancelled", tell=not quiet)
         if not run.cancel_requested:
             raise
     except Exception as e:
@@ -327,7 +334,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         else:
             log.exception("run %s failed", run.id)
         progress.end(f"failed: {run.error}", tell=False)  # said just below
-        ls.notify_user(f"SuperQode: {run.error}", types.MessageType.Error)
+        _tell_error(ls, run, f"SuperQode: {run.error}")
     finally:
         # What only a running session needs goes now; the registry decides
         # how long the rest (report, patches) is kept.
@@ -424,6 +431,15 @@ def editor_baseline(folder: str, cfg: Config) -> Path | None:
     return path if cfg.qe.baseline is None and path.is_file() else None
 
 
+def _tell_error(ls: SuperQodeServer, run: Run, message: str) -> None:
+    """A failed run is said in a pop-up; an automatic one only in the log,
+    where a broken analyzer does not pop up at every pause in typing."""
+    if run.quiet:
+        ls.log(message, types.MessageType.Error)
+    else:
+        ls.notify_user(message, types.MessageType.Error)
+
+
 def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
     """A breach is an error the user must see; changes the barrier proves
     were the user's own are logged, never alarmed about."""
@@ -467,6 +483,7 @@ def _on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> No
         if t is not None:
             if run.first_finding_s is None:
                 run.first_finding_s = time.monotonic() - run.started
+            _keep_fix(ls, t)
             ls.store.add(t)
             ls.publisher.mark(t.uri)
         progress.report(progress.status(), now=False)
@@ -527,6 +544,20 @@ def make_tracked(ls: SuperQodeServer, run: Run, finding: Finding, *, run_stale: 
     elif now is None and uri not in run.versions and ls.disk_changed_since(uri, run.started_ns):
         tracking.reanchor([t], lines, strict=False)
     return t
+
+
+def _keep_fix(ls: SuperQodeServer, t: Tracked) -> None:
+    """A finding shown again as a run streams it in keeps the fix it had
+    until the run's end hands it the new one (or none): typing, which starts
+    an automatic run at every pause, must not take the quick fix away from
+    under the cursor meanwhile. The fix is still checked against the current
+    text when offered."""
+    old = ls.store.by_uri.get(t.uri, {}).get(t.id)
+    if old is None or old.patch is None or t.patch is not None or not old.finding.fix_patch_id:
+        return
+    t.patch = old.patch
+    if not t.finding.fix_patch_id:
+        t.finding = t.finding.model_copy(update={"fix_patch_id": old.finding.fix_patch_id})
 
 
 async def _finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:

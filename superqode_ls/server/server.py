@@ -44,6 +44,8 @@ class SuperQodeServer(ServerBase):
         self.fix_all_cache: OrderedDict[str, tuple[tuple, types.WorkspaceEdit | None]] = OrderedDict()
         # Run once the client is up (``initialized``), in registration order.
         self.on_initialized: list[Hook] = []
+        # The automatic runs' owner (live.LiveRunner), made at first use.
+        self.live = None
 
     def cache_fix_all(self, uri: str, key: tuple, edit: types.WorkspaceEdit | None) -> None:
         self.fix_all_cache[uri] = (key, edit)

@@ -28,6 +28,11 @@ class Settings(BaseModel):
     # Fix all takes fixes ruff marks unsafe too (off: they are offered one by
     # one, labelled, as ruff's own extension does).
     fixAllUnsafe: bool = False
+    # The read-only analyzers (ruff, bandit, secrets) run by themselves on the
+    # files the user looks at: on open, on save, on a pause in typing.
+    lintOnOpen: bool = True
+    lintOnSave: bool = True
+    lintOnType: bool = True
 
 
 class SettingsError(ValueError):

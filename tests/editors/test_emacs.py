@@ -51,7 +51,7 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     (end,) = data["end-messages"]
     assert end.startswith("SuperQode: session qe-") and end.endswith(": 4 finding(s), conditional"), end
     assert data["status"] == end
-    assert data["actions"] == ["SuperQode: fix F401 (`os` imported but unused)"]
+    assert data["actions"] == ["SuperQode (F401): Remove unused import: `os`"]
     assert data["line6"] == "from dataclasses import dataclass, field"
     assert data["disk-after-fix"] == before.replace("import os\n", "", 1)
     # The other finding is still shown, on its moved line.
@@ -72,7 +72,7 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     for rel, text in planted.items():
         assert (example_copy / rel).read_text() == text, rel
     # The unsafe fix is offered on its own, labelled; applied, it changes its line only.
-    assert any(t.startswith("SuperQode: unsafe fix F841 ") and t.endswith(": review it")
+    assert any(t.startswith("SuperQode (F841): ") and t.endswith("unsafe: review it)")
                for t in data["unsafe-actions"]), data["unsafe-actions"]
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)

@@ -58,7 +58,7 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
     for rel, _, _, line in PLANTED_IMPORTS:
         assert [(d["code"], d["lnum"] + 1) for d in data["other_diagnostics"][rel]] == [("F401", line)], rel
     assert data["progress"]["done"] and "4 finding(s)" in data["progress"]["message"]
-    assert data["offered"] == ["SuperQode: fix F401 (`os` imported but unused)"]
+    assert data["offered"] == ["SuperQode (F401): Remove unused import: `os`"]
     # Neovim's own HTML rendering of the window (:TOhtml), as a screenshot for the docs.
     # One message per diagnostic: ruff's words, no "F401 (unused-import):" repeat.
     assert "imported but unused" in html.read_text() and "(unused-import)" not in html.read_text()
@@ -86,7 +86,7 @@ def test_run_shows_planted_findings_and_a_quick_fix_is_saved(example_copy: Path,
         assert (example_copy / rel).read_text() == text, rel  # :wall wrote exactly the fix
     # The unsafe fix is its own labelled action; taken, it changes only its line.
     assert [t for t in data["unsafe_offered"] if "F841" in t] == [
-        "SuperQode: unsafe fix F841 (Local variable `count` is assigned to but never used): review it"]
+        "SuperQode (F841): Remove assignment to unused variable `count` (ruff marks this fix unsafe: review it)"]
     assert catalog.read_text() == before.replace("import os\n", "", 1).replace(
         "        count = len(matches)\n", "        len(matches)\n", 1)
     assert changed_files(example_copy) == [" M shop/catalog.py"]
@@ -213,3 +213,21 @@ def test_worktree_new_and_open_in_new_tabs(make_repo, editor_env, tmp_path):
     assert "no worktree 'ghost'" in server["msg"] and server["level"] == 4  # ERROR
     assert "\n" not in server["msg"]
     assert data["tabs"] == 3
+
+
+def test_diagnostics_appear_on_open_and_typing_without_a_command(example_copy: Path, editor_env, tmp_path):
+    """The default settings: ruff's and bandit's findings on open, then on a
+    typed (unsaved) line, with no :SuperQodeRun."""
+    target = example_copy / "shop" / "live_planted.py"
+    text = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
+    target.write_text(text)
+    data = nvim("live", "shop/live_planted.py", example_copy, editor_env, tmp_path)
+
+    on_open = {(d["code"], d["lnum"] + 1) for d in data["on_open"]}
+    assert {("F401", 1), ("B602", 6)} <= on_open, on_open
+    assert data["greyed"] == ["F401"]  # DiagnosticTag.Unnecessary, as ruff's server sets it
+    assert data["no_command_ran"] is True
+    typed = {(d["code"], d["lnum"] + 1) for d in data["after_typing"]}
+    assert {("F401", 1), ("F401", 2), ("B602", 7)} <= typed, typed
+    assert data["modified"] is True and target.read_text() == text  # the buffer was analysed, not the disk
+

@@ -164,7 +164,7 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     assert data["end"]["message"].startswith("SuperQode: session qe-"), data["end"]
     assert "4 finding(s)" in data["end"]["message"] and data["end"]["message"].endswith("conditional")
     assert data["end"]["buttons"] == ["Show Report", "Show Problems"]
-    assert any("SuperQode: fix F401" in o for o in data["offered"])
+    assert any("SuperQode (F401): Remove unused import" in o for o in data["offered"])
     assert data["status_running"].startswith("SuperQode qe-")  # the running session's id
     assert data["status"] == "SuperQode 0 0 4"  # the status bar: 0 errors, 0 warnings, 4 infos
 
@@ -190,7 +190,7 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     for rel, text in planted.items():
         assert (example_copy / rel).read_text() == text, rel  # File: Save All wrote exactly the fix
     # The unsafe fix is its own, labelled action; taken, nothing is left.
-    assert any(o.startswith("SuperQode: unsafe fix F841 ") for o in data["unsafe_offered"]), data["unsafe_offered"]
+    assert any(o.startswith("SuperQode (F841): ") and "unsafe" in o for o in data["unsafe_offered"]), data["unsafe_offered"]
     assert data["fixed_all"] == "SuperQode 0 0 0"
 
     # Sessions lists the run; Show Report opened its Quality Report (window/showDocument).

@@ -210,9 +210,20 @@ async def start(
     options: dict | None = None,
     pull: bool = False,
     settings: dict | None = None,
+    live: bool = False,
 ) -> types.InitializeResult:
-    """initialize + initialized; ``settings`` answer workspace/configuration."""
+    """initialize + initialized; ``settings`` answer workspace/configuration.
+
+    The automatic runs on open, save and typing (on by default) are off
+    unless ``live``: a test of something else then sees only its own runs
+    (tests/server/test_live_*.py turn them on)."""
     folders = folders if isinstance(folders, list) else [folders]
+    if not live and (options is None or isinstance(options, dict)):
+        off = {"lintOnOpen": False, "lintOnSave": False, "lintOnType": False}
+        if isinstance((options or {}).get("superqode"), dict):
+            options = {**options, "superqode": {**off, **options["superqode"]}}
+        else:
+            options = {**off, **(options or {})}
     if settings is not None:
         client.set_configuration({"superqode": settings})
     result = await client.initialize_session(

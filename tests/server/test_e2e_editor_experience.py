@@ -193,7 +193,7 @@ async def test_an_f401_fix_deleting_a_line_keeps_every_other_finding_moved(lsp: 
     before = sorted((d.code, d.range.start.line) for d in diags)
     assert ("F401", 1) in before and ("TOY1", 2) in before
     f401 = next(d for d in diags if d.code == "F401")
-    (fix,) = [a for a in await code_actions(lsp, uri, 1, [f401]) if a.title.startswith("SuperQode: fix F401")]
+    (fix,) = [a for a in await code_actions(lsp, uri, 1, [f401]) if a.title.startswith("SuperQode (F401): Remove unused import")]
     # Applied the way Neovim does: each TextEdit an incremental change (the
     # patch's hunk spans the neighbouring lines too).
     edits = fix.edit.document_changes[0].edits if fix.edit.document_changes else fix.edit.changes[uri]
@@ -243,7 +243,8 @@ async def test_fix_all_everywhere_names_the_files_and_the_unsafe_fix_it_left(lsp
     # The unsafe fix is its own, labelled action.
     f841 = next(d for d in superqode_diags(lsp, uri) if d.code == "F841")
     titles = [a.title for a in await code_actions(lsp, uri, f841.range.start.line, [f841])]
-    assert any(t.startswith("SuperQode: unsafe fix F841") and "review it" in t for t in titles)
+    assert any(t.startswith("SuperQode (F841): Remove assignment to unused variable") and "unsafe: review it" in t
+               for t in titles), titles
 
 
 async def test_fix_all_takes_unsafe_fixes_when_the_setting_says_so(lsp: LanguageClient, shop: Path):
@@ -315,14 +316,14 @@ async def test_ignore_this_finding_with_the_tools_comment_and_in_the_baseline(ls
     actions = await code_actions(lsp, uri, f401.range.start.line, [f401], only=None)
     titles = [a.title for a in actions if a.diagnostics]
     inline_title = "SuperQode: ignore F401 on this line (# noqa: F401)"
-    assert titles == ["SuperQode: show details of F401", "SuperQode: fix F401 (`os` imported but unused)",
+    assert titles == ["SuperQode: show details of F401", "SuperQode (F401): Remove unused import: `os`",
                       inline_title, "SuperQode: ignore F401 (add to the baseline)"]
     assert [a.title for a in actions if a.is_preferred] == [titles[0]]
     inline = actions[titles.index(inline_title)]
     assert inline.kind == "superqode.ignore"
     # Asked for quick fixes only (apply-the-fix flows), the fix alone.
     only_fix = await code_actions(lsp, uri, f401.range.start.line, [f401])
-    assert [a.title for a in only_fix] == ["SuperQode: fix F401 (`os` imported but unused)"]
+    assert [a.title for a in only_fix] == ["SuperQode (F401): Remove unused import: `os`"]
     assert lsp.editor.apply(types.ApplyWorkspaceEditParams(edit=inline.edit)).applied
     assert "import os  # noqa: F401\n" in lsp.editor.text(uri)
     # F841's fix is unsafe: "show details" is the default, first, never an ignore.

@@ -23,7 +23,7 @@
   (goto-char (point-min))
   (re-search-forward (concat "^import " name "$"))
   (let* ((actions (eglot-code-actions (line-beginning-position) (line-end-position) "quickfix"))
-         (fix (cl-find-if (lambda (a) (string-match-p (regexp-quote (format "fix F401 (`%s`" name))
+         (fix (cl-find-if (lambda (a) (string-match-p (regexp-quote (format "(F401): Remove unused import: `%s`" name))
                                                       (plist-get a :title)))
                           actions))
          (eglot-confirm-server-initiated-edits nil))

@@ -15,7 +15,7 @@ local function fix_f401(buf, name)
     context = { only = { "quickfix" } },
     apply = true,
     filter = function(action)
-      return action.title:find("fix F401 (`" .. name .. "`", 1, true) ~= nil
+      return action.title:find("(F401): Remove unused import: `" .. name .. "`", 1, true) ~= nil
     end,
   })
   H.wait(10000, function()

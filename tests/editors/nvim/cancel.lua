@@ -4,7 +4,11 @@ local H = dofile(vim.env.SQ_HARNESS)
 
 H.run(function()
   local sq = require("superqode")
-  sq.setup({ cmd = { vim.env.SQ_SERVER }, lsp_api = "start", settings = { roles = { "type_tester" } } })
+  sq.setup({ cmd = { vim.env.SQ_SERVER }, lsp_api = "start", settings = {
+    roles = { "type_tester" },
+    -- This scenario is the user's own run and its cancel: no automatic run beside it.
+    lintOnOpen = false, lintOnSave = false, lintOnType = false,
+  } })
   local buf = vim.api.nvim_get_current_buf()
   H.wait(15000, function() return sq.client(buf) ~= nil end, "the server to attach")
   H.step("attached")

@@ -382,7 +382,7 @@ async function main() {
     await page.locator(".quick-input-widget input").fill(":6");
     await page.keyboard.press("Enter");
     await page.keyboard.press("Control+.");
-    const action = page.locator(".action-widget .monaco-list-row", { hasText: "SuperQode: fix F401" });
+    const action = page.locator(".action-widget .monaco-list-row", { hasText: "SuperQode (F401): Remove unused import" });
     await action.first().waitFor({ timeout: 15000 });
     const offered = [];
     for (const r of await page.locator(".action-widget .monaco-list-row").all()) offered.push((await r.innerText()).trim());
@@ -391,7 +391,7 @@ async function main() {
     // Keyboard, as a user would: move to the SuperQode fix, then Enter.
     for (let i = 0; i < 10; i++) {
       const focused = page.locator(".action-widget .monaco-list-row.focused");
-      if ((await focused.count()) && (await focused.first().innerText()).includes("SuperQode: fix F401")) break;
+      if ((await focused.count()) && (await focused.first().innerText()).includes("SuperQode (F401): Remove unused import")) break;
       await page.keyboard.press("ArrowDown");
     }
     await page.keyboard.press("Enter");
@@ -451,14 +451,14 @@ async function main() {
     await page.locator(".quick-input-widget input").fill(":36:9");
     await page.keyboard.press("Enter");
     await page.keyboard.press("Control+.");
-    const unsafe = page.locator(".action-widget .monaco-list-row", { hasText: "SuperQode: unsafe fix F841" });
+    const unsafe = page.locator(".action-widget .monaco-list-row", { hasText: "SuperQode (F841): Remove assignment" });
     await unsafe.first().waitFor({ timeout: 15000 });
     const unsafeOffered = [];
     for (const r of await page.locator(".action-widget .monaco-list-row").all()) unsafeOffered.push((await r.innerText()).trim());
     step("unsafe_offered", unsafeOffered);
     for (let i = 0; i < 10; i++) {
       const focused = page.locator(".action-widget .monaco-list-row.focused");
-      if ((await focused.count()) && (await focused.first().innerText()).includes("SuperQode: unsafe fix F841")) break;
+      if ((await focused.count()) && (await focused.first().innerText()).includes("SuperQode (F841): Remove assignment")) break;
       await page.keyboard.press("ArrowDown");
     }
     await page.keyboard.press("Enter");

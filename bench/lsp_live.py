@@ -1,0 +1,147 @@
+"""``bench/lsp.py --live``: diagnostics without a button, from the user's seat,
+beside ruff's own language server (``ruff server``) on the same file.
+
+For each server, ``--rounds`` fresh starts on a copy of examples/shop with a
+planted file (an unused import and a ``shell=True`` call), timed over stdio:
+
+- open: ``didOpen`` to the first publishDiagnostics that shows F401;
+- type: an ``import json`` typed at the top (one ``didChange``) to the first
+  publishDiagnostics that shows F401 on ``json`` (SuperQode waits for a
+  pause in typing first: ``live.TYPE_DEBOUNCE``, 0.5 s);
+- save: that line again (``import sys``), written and saved (``didChange``
+  then ``didSave`` right away), from ``didSave`` to F401 on ``sys``.
+  ruff's server lints on change, so its figure is the change's own.
+
+SuperQode also shows bandit's B602 (``shell=True``); its time is given too.
+
+    .venv/bin/python bench/lsp.py --live [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lsp import ROOT, RawClient, bench_home, git_init, say  # bench/lsp.py
+
+PLANTED = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
+TARGET = "shop/live_planted.py"
+
+
+def shows(client: RawClient, uri: str, since: float, code: str, word: str | None = None):
+    """The arrival time of the first publish after ``since`` for ``uri`` with
+    ``code`` (whose message names ``word``), else None."""
+    for at, method, params in client.events:
+        if at < since or method != "textDocument/publishDiagnostics" or params.get("uri") != uri:
+            continue
+        for d in params.get("diagnostics", []):
+            if str(d.get("code")) == code and (word is None or word in d.get("message", "")):
+                return at
+    return None
+
+
+async def until(client: RawClient, uri: str, since: float, code: str, word: str | None = None,
+                timeout: float = 60) -> float:
+    await client.wait(lambda: shows(client, uri, since, code, word) is not None, timeout)
+    return shows(client, uri, since, code, word) - since
+
+
+async def one_round(cmd: list[str], folder: Path, env: dict[str, str], security: bool) -> dict:
+    from pygls.uris import from_fs_path
+
+    target = folder / TARGET
+    target.write_text(PLANTED, encoding="utf-8")
+    uri = from_fs_path(str(target))
+    client = await RawClient.start(folder, env, cmd)
+    out: dict[str, float] = {}
+    try:
+        t0 = time.perf_counter()
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": PLANTED}})
+        out["open"] = await until(client, uri, t0, "F401", "os")
+        if security:
+            out["open_b602"] = await until(client, uri, t0, "B602")
+        await asyncio.sleep(1.5)  # the open's run has ended: each figure its own
+        text = "import json\n" + PLANTED
+        t1 = time.perf_counter()
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                                          "end": {"line": 0, "character": 0}},
+                                "text": "import json\n"}]})
+        out["type"] = await until(client, uri, t1, "F401", "json")
+        await asyncio.sleep(1.5)
+        text = "import sys\n" + text
+        target.write_text(text, encoding="utf-8")
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": 3},
+            "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                                          "end": {"line": 0, "character": 0}},
+                                "text": "import sys\n"}]})
+        t2 = time.perf_counter()
+        client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+        seen = shows(client, uri, t2 - 5, "F401", "sys")
+        out["save"] = max(0.0, seen - t2) if seen is not None else await until(client, uri, t2, "F401", "sys")
+    finally:
+        await client.stop()
+    return out
+
+
+async def measure(rounds: int) -> dict:
+    work, env = bench_home("sq-live-")
+    try:
+        folder = work / "shop"
+        shutil.copytree(ROOT / "examples" / "shop", folder,
+                        ignore=shutil.ignore_patterns(".superqode", "__pycache__", ".pytest_cache"))
+        git_init(folder)
+        ours = [sys.executable, str(ROOT / "bench" / "lsp.py"), "--serve"]
+        ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+        servers = {"superqode": (ours, True)}
+        if ruff:
+            servers["ruff server"] = ([ruff, "server"], False)
+        ruff_version = (await asyncio.to_thread(subprocess.run, [ruff, "--version"], capture_output=True,
+                                                text=True, check=False)).stdout.strip() if ruff else None
+        results: dict[str, dict[str, list[float]]] = {}
+        for name, (cmd, security) in servers.items():
+            for n in range(rounds):
+                r = await one_round(cmd, folder, env, security)
+                say(f"{name} round {n + 1}: " + ", ".join(f"{k} {v:.3f}s" for k, v in r.items()))
+                for k, v in r.items():
+                    results.setdefault(name, {}).setdefault(k, []).append(v)
+                await asyncio.to_thread(subprocess.run, ["git", "-C", str(folder), "checkout", "-q", "--", "."],
+                                        check=False)
+        return {"rounds": rounds, "results": results, "ruff": ruff_version}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def render(r: dict) -> str:
+    rows = ["| server | open -> first diagnostic | typed change -> diagnostic | save -> diagnostic | open -> bandit B602 |",
+            "|---|---|---|---|---|"]
+
+    def cell(values: list[float] | None) -> str:
+        if not values:
+            return "-"
+        return f"{statistics.median(values):.2f} s (max {max(values):.2f})"
+
+    for name, res in r["results"].items():
+        rows.append(f"| {name} | {cell(res.get('open'))} | {cell(res.get('type'))} | "
+                    f"{cell(res.get('save'))} | {cell(res.get('open_b602'))} |")
+    return (f"Median of {r['rounds']} fresh server starts each ({r['ruff'] or 'ruff not found'}); "
+            "SuperQode's typed change includes its 0.5 s pause-in-typing wait.\n\n" + "\n".join(rows))
+
+
+def main_live(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--live", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args(argv)
+    print(render(asyncio.run(measure(args.rounds))))
+    return 0

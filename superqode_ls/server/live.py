@@ -1,0 +1,138 @@
+"""Live analysis: the read-only analyzers (``LIVE_ROLES``: ruff, bandit, the
+secrets scan) run by themselves on the files the user looks at, on open, on
+save and ``TYPE_DEBOUNCE`` after the last change, on the buffer's text, in the
+same sandbox and under the same barrier as every run (``start_run``).
+
+They run no project code, so they need no trust. They are quiet (no progress,
+no end message, no report files), one run in flight per file (a newer trigger
+cancels the older, and the newer starts once the older has reverted its
+sandbox), at most ``MAX_PARALLEL`` at once and ``MAX_WAITING`` files waiting
+(past it the oldest wait is dropped: the user has moved on), and each run's
+findings replace that file's previous findings of the same roles.
+
+The settings ``lintOnOpen``, ``lintOnSave`` and ``lintOnType`` turn each
+trigger off; "Run QE" stays the way to the whole workspace and the roles that
+run code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter, OrderedDict
+
+from .registry import LIVE, Run
+from .runs import start_run
+from .server import SuperQodeServer
+
+log = logging.getLogger(__name__)
+
+LIVE_ROLES = ("lint_tester", "security_tester")
+TYPE_DEBOUNCE = 0.5
+# Open and save: one short delay, so an editor that opens ten files at once
+# (a session restore) or saves twice quickly starts each file once.
+EVENT_DELAY = 0.05
+MAX_PARALLEL = 2
+MAX_WAITING = 8
+TRIGGERS = {"open": "lintOnOpen", "save": "lintOnSave", "type": "lintOnType"}
+
+
+class LiveRunner:
+    """The one owner of automatic runs: debounce timers, the waiting files
+    and the run in flight per file."""
+
+    def __init__(self, ls: SuperQodeServer):
+        self.ls = ls
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.waiting: OrderedDict[str, str] = OrderedDict()  # uri -> trigger
+        self.running: dict[str, Run] = {}
+        self.started: Counter[str] = Counter()  # runs started per uri (tests, bench)
+        self.dropped = 0  # waits dropped past MAX_WAITING
+        self.skipped: Counter[str] = Counter()  # triggers turned off by a setting, per kind
+
+    def trigger(self, uri: str, kind: str) -> None:
+        """A document was opened, saved or changed: analyse it after the delay
+        of ``kind``; a later trigger for the same document replaces this one."""
+        if not uri.startswith("file:") or self.ls.shutting_down:
+            return
+        if (old := self.timers.pop(uri, None)) is not None:
+            old.cancel()
+        delay = TYPE_DEBOUNCE if kind == "type" else EVENT_DELAY
+        loop = asyncio.get_running_loop()
+        self.timers[uri] = loop.call_later(delay, self._due, uri, kind)
+
+    def forget(self, uri: str) -> None:
+        """The document was closed: nothing more to do for it."""
+        if (old := self.timers.pop(uri, None)) is not None:
+            old.cancel()
+        self.waiting.pop(uri, None)
+        if (run := self.running.get(uri)) is not None:
+            run.cancel()
+
+    def _due(self, uri: str, kind: str) -> None:
+        self.timers.pop(uri, None)
+        self.ls.background(self._enqueue(uri, kind), f"live analysis of {uri}")
+
+    async def _enqueue(self, uri: str, kind: str) -> None:
+        await self.ls.settings_ready()
+        folder = self.ls.folder_for_uri(uri)
+        if folder is None:
+            return
+        if not getattr(self.ls.settings_for(folder), TRIGGERS[kind]):
+            self.skipped[kind] += 1
+            return
+        if (old := self.running.get(uri)) is not None:
+            old.cancel()  # its text is already out of date
+        self.waiting[uri] = kind
+        self.waiting.move_to_end(uri)
+        while len(self.waiting) > MAX_WAITING:
+            self.waiting.popitem(last=False)
+            self.dropped += 1
+        self._pump()
+
+    def _pump(self) -> None:
+        """Start waiting files while there is room; a file whose previous run
+        is still winding down waits for it (one in flight per file)."""
+        for uri in list(self.waiting):
+            if len(self.running) >= MAX_PARALLEL or self.ls.shutting_down:
+                return
+            if uri in self.running:
+                continue
+            del self.waiting[uri]
+            self._start(uri)
+
+    def _start(self, uri: str) -> None:
+        folder = self.ls.folder_for_uri(uri)
+        rel = self.ls.rel_path(folder, uri) if folder is not None else None
+        if folder is None or rel is None or rel.startswith("../"):
+            return
+        run = start_run(self.ls, folder, files=[rel], mode="quick", roles=list(LIVE_ROLES),
+                        trigger=LIVE)
+        self.running[uri] = run
+        self.started[uri] += 1
+        assert run.task is not None
+        run.task.add_done_callback(lambda _t, uri=uri, run=run: self._ended(uri, run))
+
+    def _ended(self, uri: str, run: Run) -> None:
+        if self.running.get(uri) is run:
+            del self.running[uri]
+        self._pump()
+
+    def status(self) -> dict:
+        return {
+            "started": dict(self.started),
+            "skipped": dict(self.skipped),
+            "timers": sorted(self.timers),
+            "running": sorted(self.running),
+            "waiting": list(self.waiting),
+            "dropped": self.dropped,
+        }
+
+
+def live_of(ls: SuperQodeServer) -> LiveRunner:
+    """The server's one LiveRunner, made at its first use (the server class
+    imports no run machinery)."""
+    runner = getattr(ls, "live", None)
+    if runner is None:
+        runner = ls.live = LiveRunner(ls)
+    return runner

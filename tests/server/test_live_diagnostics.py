@@ -1,0 +1,163 @@
+"""Diagnostics without a button: the read-only analyzers (ruff, bandit, the
+secrets scan) run by themselves on open, on save and after a pause in
+typing, on the buffer's text, quietly (no progress, no report files), one
+run at a time per file, each trigger off by its setting."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from .conftest import start, superqode_diags, wait_for
+
+PLANTED = (
+    "import os\n"
+    "import subprocess\n"
+    "\n"
+    "\n"
+    "def run(cmd):\n"
+    "    return subprocess.run(cmd, shell=True)\n"
+)
+ON = {"lintOnOpen": True, "lintOnSave": True, "lintOnType": True}
+
+
+async def live_status(lsp: LanguageClient) -> dict:
+    return await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.liveStatus", arguments=[]))
+
+
+async def until(lsp: LanguageClient, pred, what: str) -> dict:
+    """Ask the server's automatic-run status until ``pred`` holds of it."""
+    deadline = time.monotonic() + 60
+    while True:
+        status = await live_status(lsp)
+        if pred(status):
+            return status
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {status}"
+        await asyncio.sleep(0.05)
+
+
+def settled(status: dict) -> bool:
+    return not (status["timers"] or status["waiting"] or status["running"])
+
+
+async def idle(lsp: LanguageClient) -> dict:
+    return await until(lsp, settled, "the automatic runs to settle")
+
+
+def codes(lsp: LanguageClient, uri: str) -> set[str]:
+    return {str(d.code) for d in superqode_diags(lsp, uri)}
+
+
+def planted(shop: Path, text: str = PLANTED) -> Path:
+    target = shop / "shop" / "planted.py"
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+async def test_open_shows_lint_and_security_without_a_command(
+    lsp: LanguageClient, shop: Path, isolated_home: Path,
+):
+    target = planted(shop)
+    await start(lsp, shop, live=True)
+    uri = lsp.editor.open(target)  # type: ignore[attr-defined]
+    await wait_for(lambda: {"F401", "B602"} <= codes(lsp, uri), 60, "F401 and B602 on open")
+    # Quiet: no progress popup, no report written.
+    assert not any(str(k).startswith("superqode/") for k in lsp.progress_reports)
+    assert not list((shop / ".superqode").glob("qe-artifacts/**/*.json"))
+    f401 = next(d for d in superqode_diags(lsp, uri) if d.code == "F401")
+    assert list(f401.tags) == [types.DiagnosticTag.Unnecessary]
+    assert f401.range.start.line == 0
+    b602 = next(d for d in superqode_diags(lsp, uri) if d.code == "B602")
+    assert not b602.tags
+    # The fix says what it does, in ruff's words (handed over when the run ends).
+    await idle(lsp)
+    # The run's sandbox is gone with it.
+    assert not list((isolated_home / ".superqode" / "working").glob("*/qe/*"))
+    actions = await lsp.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=f401.range,
+        context=types.CodeActionContext(diagnostics=[f401], only=[types.CodeActionKind.QuickFix])))
+    assert [a.title for a in actions or []] == ["SuperQode (F401): Remove unused import: `os`"]
+
+
+async def test_a_typed_problem_appears_after_the_pause_and_a_burst_is_coalesced(
+    lsp: LanguageClient, shop: Path,
+):
+    target = planted(shop)
+    await start(lsp, shop, live=True)
+    editor = lsp.editor  # type: ignore[attr-defined]
+    uri = editor.open(target)
+    await wait_for(lambda: {"F401", "B602"} <= codes(lsp, uri), 60, "the findings on open")
+    before = (await idle(lsp))["started"][uri]
+    # Ten keystrokes, each its own didChange: "import sys" typed at the top.
+    for n, ch in enumerate("import sys"):
+        editor.edit(uri, (0, n), (0, n), ch)
+    editor.edit(uri, (0, 10), (0, 10), "\n")
+    await wait_for(lambda: any(d.code == "F401" and d.range.start.line == 0
+                               and "sys" in d.message for d in superqode_diags(lsp, uri)),
+                   60, "F401 for the typed import")
+    after = (await idle(lsp))["started"][uri]
+    assert 1 <= after - before <= 2, (before, after)
+    # The old findings moved with the text, replaced, not duplicated.
+    assert sorted(str(d.code) for d in superqode_diags(lsp, uri)).count("F401") == 2
+    # Nothing was saved: the analysis read the buffer.
+    assert not target.read_text(encoding="utf-8").startswith("import sys")
+
+
+async def test_save_triggers_and_each_setting_turns_its_trigger_off(lsp: LanguageClient, shop: Path):
+    target = planted(shop)
+    await start(lsp, shop, live=True, settings={"lintOnOpen": False, "lintOnType": False})
+    editor = lsp.editor  # type: ignore[attr-defined]
+    uri = editor.open(target)
+    status = await until(lsp, lambda s: settled(s) and s["skipped"].get("open"), "open skipped")
+    assert status["started"] == {} and not superqode_diags(lsp, uri)
+    editor.edit(uri, (0, 0), (0, 0), "import sys\n")
+    status = await until(lsp, lambda s: settled(s) and s["skipped"].get("type"), "type skipped")
+    assert status["started"] == {} and not superqode_diags(lsp, uri)
+    editor.save(uri)
+    await wait_for(lambda: {"F401", "B602"} <= codes(lsp, uri), 60, "the findings on save")
+    assert (await idle(lsp))["started"] == {uri: 1}
+
+
+async def test_save_off(lsp: LanguageClient, shop: Path):
+    target = planted(shop)
+    await start(lsp, shop, live=True, settings={"lintOnOpen": False, "lintOnSave": False})
+    editor = lsp.editor  # type: ignore[attr-defined]
+    uri = editor.open(target)
+    editor.save(uri)
+    status = await until(lsp, lambda s: settled(s) and s["skipped"].get("save"), "save skipped")
+    assert status["started"] == {} and not superqode_diags(lsp, uri)
+
+
+async def test_a_pull_client_pulls_them_without_a_command(lsp: LanguageClient, shop: Path):
+    target = planted(shop)
+    await start(lsp, shop, live=True, pull=True)
+    uri = lsp.editor.open(target)  # type: ignore[attr-defined]
+    report: list = []
+
+    async def pulled() -> set[str]:
+        res = await lsp.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        report[:] = getattr(res, "items", None) or []
+        return {str(d.code) for d in report}
+
+    await idle(lsp)
+    while not {"F401", "B602"} <= await pulled():
+        await idle(lsp)
+    assert not lsp.diagnostics.get(uri)  # a pull client is not pushed to
+    assert list(next(d for d in report if d.code == "F401").tags) == [types.DiagnosticTag.Unnecessary]
+
+
+async def test_shutdown_mid_run_leaves_no_session_behind(lsp: LanguageClient, shop: Path, isolated_home: Path):
+    target = planted(shop)
+    await start(lsp, shop, live=True)
+    uri = lsp.editor.open(target)  # type: ignore[attr-defined]
+    await until(lsp, lambda s: s["running"] == [uri], "the run on open to start")
+    await lsp.shutdown_session()
+    lsp.capabilities = None  # shut down already: the fixture has nothing left to stop
+    working = isolated_home / ".superqode" / "working"
+    assert not list(working.glob("*/qe/*.heartbeat")), list(working.glob("*/qe/*"))
