@@ -9,6 +9,10 @@ worth acting on whatever the tool's confidence.
 - an undefined name (F821) used only in an annotation that is never
   evaluated (``from __future__ import annotations``, a string annotation, a
   local variable's annotation): info noise;
+- ``eval``/``exec`` (B307, B102) of code the module writes itself (a
+  literal, a code template, a ``compile(...)`` result: ``qe/codegen.py``):
+  code generation, low noise; code from a parameter, input, argv, the
+  environment, request data or a file stays;
 - a weak hash (B324) whose output is a cache key, an ETag or a checksum;
 - bandit's advisories (``assert``, try/except/pass, subprocess without a
   shell, pseudo-random numbers not used for a secret, "consider the
@@ -27,6 +31,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
+from .codegen import Scopes, generated_code
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
 # acting on whatever the tool's confidence in its own report.
@@ -74,6 +79,23 @@ def mark_noise(f: Finding, why: str, severity: Severity | None = None) -> Findin
         reason = f"{severity.value}: {why}"
         update["severity_reason"] = f"{f.severity_reason}; {reason}" if f.severity_reason else reason
     return f.model_copy(update=update)
+
+
+class _Modules:
+    """Per file: the parsed module for the code-generation question."""
+
+    def __init__(self, lines: Callable[[str], list[str] | None]):
+        self._lines = lines
+        self._scopes: dict[str, Scopes | None] = {}
+
+    def scopes(self, rel: str) -> Scopes | None:
+        if rel not in self._scopes:
+            lines = self._lines(rel)
+            try:
+                self._scopes[rel] = Scopes(ast.parse("\n".join(lines))) if lines else None
+            except (SyntaxError, ValueError):
+                self._scopes[rel] = None
+        return self._scopes[rel]
 
 
 class _Annotations:
@@ -176,6 +198,7 @@ def apply_context(
     ``canonical`` names a rule the same whichever tool reports it (ruff's
     S110 is bandit's B110)."""
     annotations = _Annotations(lines) if lines is not None else None
+    modules = _Modules(lines) if lines is not None else None
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
@@ -190,6 +213,12 @@ def apply_context(
             if spans and any(_inside(s, f.range.start_line, col) for s in spans):
                 f = mark_noise(f, "the name is used only in an annotation Python does not "
                                   "evaluate", Severity.info)
+        elif (rule in ("B307", "B102") and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            if scopes is not None and generated_code(scopes, f.range.start_line):
+                f = mark_noise(f, "code generation: it runs code the module writes itself",
+                               Severity.low)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
