@@ -18,6 +18,7 @@ pytestmark = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not 
 GENERATED = '''\
 import os
 import sys
+from types import CodeType
 
 
 class Template:
@@ -49,6 +50,16 @@ def compile_and_eval(script, globs):
 
 def const():
     return eval("1 + 2")
+
+
+def run_code(code: CodeType, ns):
+    exec(code, ns)
+
+
+def relocated(ns):
+    code = compile("raise ValueError", "<t>", "exec")
+    code = code.replace(co_name="template")
+    exec(code, ns)
 
 
 FIELDS = ("a", "b")
@@ -122,10 +133,11 @@ def test_code_the_module_writes_is_noise_and_outside_code_stays(make_repo):
     gen, run = _runs(found, "pkg/gen.py"), _runs(found, "pkg/run.py")
     # generated: a compile() property, joined template lines, a compile()
     # result, a literal, an f-string template filling in a name
-    assert sorted(gen) == [14, 23, 29, 33, 40]
+    assert sorted(gen) == [15, 24, 30, 34, 38, 44, 51]
     for line, f in gen.items():
         assert f.noise and "code generation" in f.noise, line
         assert f.severity.rank <= Severity.low.rank
+    # code objects: a parameter typed CodeType, code.replace() of compile()
     # from outside: parameter, argv, environment, input, file, request,
     # a dotted name from a parameter, a parameter inside a template, a
     # parameter appended to the lines
@@ -133,3 +145,41 @@ def test_code_the_module_writes_is_noise_and_outside_code_stays(make_repo):
     for line, f in run.items():
         assert f.noise is None, (line, f.noise)
         assert f.severity.rank >= Severity.medium.rank
+
+
+def test_all_interfaces_compared_is_noise_and_bound_stays(make_repo):
+    repo = make_repo({"srv/net.py": (
+        "import socket\n\n\n"
+        "def describe(host):\n"
+        "    if host == '0.0.0.0':\n"
+        "        return 'all'\n"
+        "    return 'any' if host in {'0.0.0.0', '::'} else host\n\n\n"
+        "def serve():\n"
+        "    s = socket.socket()\n"
+        "    s.bind(('0.0.0.0', 8080))\n"
+        "    return s\n"
+    )})
+    found = filter_findings(run_role(SecurityTester(), make_ctx(repo)).findings,
+                            read_line=FileLines(repo), threshold=0.7).findings
+    by_line = {f.range.start_line: f for f in found if "B104" in (f.rule_id, *f.related_rules)}
+    assert sorted(by_line) == [5, 7, 12]
+    assert by_line[5].noise and "compared" in by_line[5].noise
+    assert by_line[7].noise and "compared" in by_line[7].noise
+    assert by_line[12].noise is None  # bound to every interface: stays
+
+
+def test_secret_values_that_are_punctuation_or_markers_are_noise(make_repo):
+    repo = make_repo({"lex/tokens.py": (
+        "TOKEN_SPECIALS = r\"!#$%&'*+-.^_`|~\"\n\n\n"
+        "def kind(token):\n"
+        "    if token == '#bygroup':\n"
+        "        return 1\n"
+        "    return 0\n\n\n"
+        "API_TOKEN = 'q8Zr3Lk0PwX2'\n"
+    )})
+    found = filter_findings(run_role(SecurityTester(), make_ctx(repo)).findings,
+                            read_line=FileLines(repo), threshold=0.7).findings
+    by_line = {f.range.start_line: f for f in found if "B105" in (f.rule_id, *f.related_rules)}
+    assert by_line[1].noise and "punctuation" in by_line[1].noise
+    assert by_line[5].noise and "plain word" in by_line[5].noise
+    assert by_line[10].noise is None and by_line[10].severity is Severity.high

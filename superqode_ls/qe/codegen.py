@@ -1,9 +1,10 @@
 """Is an ``eval``/``exec`` call code generation? True when the code it runs
 is text the module writes itself: a string literal, a template whose own
 text is code (``f"def {name}(self):"``, lines joined with ``"\\n"``), or a
-``compile(...)`` result (also through a name, or a ``self.co`` property that
-returns one). Code that comes from outside stays a finding: a function
-parameter run as it is, ``input()``, ``sys.argv``, ``os.environ``, request
+code object: a ``compile(...)`` result (also through a name, or a ``self.co``
+property that returns one) or a parameter typed ``CodeType`` (where it was
+compiled from is not followed). Code that comes from outside stays a
+finding: a function parameter run as it is, ``input()``, ``sys.argv``, ``os.environ``, request
 data, a file's contents. Anything this module cannot follow also stays (a
 finding is only hidden on proof).
 """
@@ -92,7 +93,12 @@ class Scopes:
                 return not any(self.outside(v, scope, depth - 1) for v in values)
             return all(self.built(v, scope, depth - 1) for v in values)
         if isinstance(e, ast.Name):
+            if _code_object_param(e.id, scope):
+                return True  # typed a code object: compiled, not text
             return self._name_built(e.id, scope, depth - 1)
+        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+                and e.func.attr == "replace"):  # code.replace(co_name=...), text.replace(...)
+            return self.built(e.func.value, scope, depth - 1)
         if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
                 and e.value.id == "self"):
             return self._attr_built(e.attr, scope, depth - 1)
@@ -123,7 +129,8 @@ class Scopes:
     def _name_built(self, name: str, scope: ast.AST, depth: int) -> bool:
         if name in _params(scope):
             return False
-        values = self._assigned(name, scope)
+        # ``code = code.replace(...)`` keeps what ``code`` was
+        values = [v for v in self._assigned(name, scope) if not _rewrites(v, name)]
         appended = self._appended(name, scope)
         if not values:
             return False
@@ -236,6 +243,25 @@ def _params(scope: ast.AST) -> set[str]:
         return set()
     return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs,
                             args.vararg, args.kwarg) if a is not None}
+
+
+def _rewrites(v: ast.AST, name: str) -> bool:
+    return (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "replace" and isinstance(v.func.value, ast.Name)
+            and v.func.value.id == name)
+
+
+def _code_object_param(name: str, scope: ast.AST) -> bool:
+    """A parameter annotated ``CodeType`` (``types.CodeType``)."""
+    args = getattr(scope, "args", None)
+    if not isinstance(args, ast.arguments):
+        return False
+    for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        if a.arg == name and a.annotation is not None:
+            ann = a.annotation
+            text = ann.value if isinstance(ann, ast.Constant) else ast.unparse(ann)
+            return str(text).rsplit(".", 1)[-1] == "CodeType"
+    return False
 
 
 def _binds(target: ast.AST, name: str) -> bool:

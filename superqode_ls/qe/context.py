@@ -13,6 +13,8 @@ worth acting on whatever the tool's confidence.
   literal, a code template, a ``compile(...)`` result: ``qe/codegen.py``):
   code generation, low noise; code from a parameter, input, argv, the
   environment, request data or a file stays;
+- an all-interfaces address (B104) that is only compared against
+  (``if host == "0.0.0.0":``), never bound: info noise;
 - a weak hash (B324) whose output is a cache key, an ETag or a checksum;
 - bandit's advisories (``assert``, try/except/pass, subprocess without a
   shell, pseudo-random numbers not used for a secret, "consider the
@@ -189,6 +191,25 @@ def _autoescape_on_near(f: Finding, read_line: Callable[[str, int], str | None])
     return any(_AUTOESCAPE_ON.search(text) for text in [*own, *above])
 
 
+_ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
+
+
+def _only_compared(scopes: Scopes, line: int) -> bool:
+    """Every all-interfaces address on ``line`` is an operand of a
+    comparison (``host == "0.0.0.0"``, ``host in {"0.0.0.0", "::"}``)."""
+    hits = [n for n in ast.walk(scopes.tree) if isinstance(n, ast.Constant)
+            and n.value in _ALL_INTERFACES and n.lineno == line]
+    if not hits:
+        return False
+    for node in hits:
+        up = scopes.parent.get(node)
+        while isinstance(up, (ast.Set, ast.Tuple, ast.List)):
+            up = scopes.parent.get(up)
+        if not isinstance(up, ast.Compare):
+            return False
+    return True
+
+
 def apply_context(
     findings: Iterable[Finding], *, read_line: Callable[[str, int], str | None],
     lines: Callable[[str], list[str] | None] | None = None,
@@ -219,6 +240,12 @@ def apply_context(
             if scopes is not None and generated_code(scopes, f.range.start_line):
                 f = mark_noise(f, "code generation: it runs code the module writes itself",
                                Severity.low)
+        elif (rule == "B104" and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            if scopes is not None and _only_compared(scopes, f.range.start_line):
+                f = mark_noise(f, "the address is compared against, not bound to",
+                               Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
