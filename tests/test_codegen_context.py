@@ -183,3 +183,20 @@ def test_secret_values_that_are_punctuation_or_markers_are_noise(make_repo):
     assert by_line[1].noise and "punctuation" in by_line[1].noise
     assert by_line[5].noise and "plain word" in by_line[5].noise
     assert by_line[10].noise is None and by_line[10].severity is Severity.high
+
+
+def test_weak_hash_in_a_cache_key_function_is_noise_a_signature_stays(make_repo):
+    repo = make_repo({"cache/keys.py": (
+        "from hashlib import sha1\n\n\n"
+        "def get_cache_key(name):\n"
+        "    h = sha1(name.encode())\n"
+        "    return h.hexdigest()\n\n\n"
+        "def sign_token(secret, body):\n"
+        "    h = sha1(secret + body)\n"
+        "    return h.hexdigest()\n"
+    )})
+    found = filter_findings(run_role(SecurityTester(), make_ctx(repo)).findings,
+                            read_line=FileLines(repo), threshold=0.7).findings
+    by_line = {f.range.start_line: f for f in found if "B324" in (f.rule_id, *f.related_rules)}
+    assert by_line[5].noise and "cache key" in by_line[5].noise
+    assert by_line[10].noise is None

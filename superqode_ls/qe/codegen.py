@@ -70,6 +70,16 @@ class Scopes:
                 return node
         return self.tree
 
+    def function_name(self, line: int) -> str:
+        """The name of the innermost function around ``line`` ("" at module level)."""
+        best = None
+        for node in ast.walk(self.tree):
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and node.lineno <= line <= (node.end_lineno or node.lineno)
+                    and (best is None or node.lineno > best.lineno)):
+                best = node
+        return best.name if best is not None else ""
+
     def class_of(self, node: ast.AST) -> ast.ClassDef | None:
         while node in self.parent:
             node = self.parent[node]

@@ -15,7 +15,8 @@ worth acting on whatever the tool's confidence.
   environment, request data or a file stays;
 - an all-interfaces address (B104) that is only compared against
   (``if host == "0.0.0.0":``), never bound: info noise;
-- a weak hash (B324) whose output is a cache key, an ETag or a checksum;
+- a weak hash (B324) whose output is a cache key, an ETag or a checksum
+  (the line or the name of the function it is in says so);
 - bandit's advisories (``assert``, try/except/pass, subprocess without a
   shell, pseudo-random numbers not used for a secret, "consider the
   implications of importing X"): noise;
@@ -53,6 +54,7 @@ ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B607",
                             *(f"B4{n:02d}" for n in range(1, 16))})
 # A weak hash whose output is a cache key, an ETag or a checksum protects nothing.
 _NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash)")
+_CACHE_KEY = re.compile(r"(?i)cache_?key")  # a key into a cache, not a secret key
 _SECRET_USE = re.compile(r"(?i)(token|passw|secret|key|nonce|salt|otp|session|csrf)")
 _AUTOESCAPE_ON = re.compile(
     r"autoescape['\"]?\s*[,:=]\s*(?:True\b|(?:jinja2\.)?select_autoescape\b)")
@@ -252,7 +254,11 @@ def apply_context(
                 f = mark_noise(f, "an advisory (bandit asks for a check, found no flaw)")
         elif f.rule_id.upper() in ("B324", "S324") and f.file and f.range and f.noise is None:
             text = read_line(f.file, f.range.start_line) or ""
-            if _NOT_PROTECTING.search(text) and not _SECRET_USE.search(text):
+            if modules is not None and f.file.endswith(".py"):
+                # the function it is in says what the hash is for: get_cache_key
+                scopes = modules.scopes(f.file)
+                text += " " + (scopes.function_name(f.range.start_line) if scopes else "")
+            if _NOT_PROTECTING.search(text) and not _SECRET_USE.search(_CACHE_KEY.sub("", text)):
                 f = mark_noise(f, "a weak hash for a cache key or ETag, which protects nothing")
         out.append(f)
     return out
