@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -83,9 +84,10 @@ class SecurityTester(FileCheckRole):
         bandit = tool_path("bandit")
         # The pure-Python scans run in a thread while bandit runs as a process:
         # on two cores that hides most of the scan's time.
-        scan = asyncio.ensure_future(
-            asyncio.to_thread(self._scan, root, SourceCache(root), py_files, text_files)
-        )
+        stop, missed = threading.Event(), []
+        scan = asyncio.ensure_future(asyncio.to_thread(
+            self._scan, root, SourceCache(root), py_files, text_files, stop, missed))
+        stop_at = _stop_at(ctx)
         try:
             if bandit is None:
                 reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
@@ -94,7 +96,7 @@ class SecurityTester(FileCheckRole):
                 left_out: list[str] = []
                 try:
                     bandit_out = await self._bandit(
-                        ctx, bandit, bandit_files, files is None, unscanned, left_out
+                        ctx, bandit, bandit_files, files is None, unscanned, left_out, stop_at
                     )
                 except ToolFailed as e:
                     return e.output()
@@ -105,10 +107,19 @@ class SecurityTester(FileCheckRole):
                     reason = "; ".join(filter(None, (left_out_reason(left_out), reason)))
                 findings.extend(
                     await asyncio.to_thread(self._bandit_findings, root, src, bandit_out))
-            extra = await scan
+            left = None if stop_at is None else stop_at - asyncio.get_running_loop().time()
+            try:
+                extra = await asyncio.wait_for(asyncio.shield(scan), max(0.0, left)
+                                               if left is not None else None)
+            except TimeoutError:
+                stop.set()  # ends after the file at hand, with what it found
+                extra = await scan
+            if missed:
+                status = "incomplete"
+                why = f"the secrets and pattern scans ran out of time: {len(missed)} files not scanned"
+                reason = "; ".join(filter(None, (why, reason)))
         finally:
-            if not scan.done():
-                scan.cancel()
+            stop.set()
         findings = _merge_secrets(findings, extra)
         findings = assign_ids(findings)
         patches = await asyncio.to_thread(self._fixes, src, findings)
@@ -120,6 +131,7 @@ class SecurityTester(FileCheckRole):
     async def _bandit(
         self, ctx: RoleContext, bandit: str, py_files: list[str], whole: bool,
         unscanned: list[str] | None = None, left_out: list[str] | None = None,
+        stop_at: float | None = None,
     ) -> list[dict[str, Any]]:
         """bandit's results (``ToolFailed`` when it gives none); files it could
         not parse (not UTF-8, binary, syntax errors) are added to ``unscanned``
@@ -146,7 +158,7 @@ class SecurityTester(FileCheckRole):
             argv = cmd + (["-r", "."] if whole else ["--", *py_files])
             outs = [await self._bandit_run(ctx, argv, None)]
         else:
-            outs = await self._bandit_batches(ctx, cmd, plan, left_out)
+            outs = await self._bandit_batches(ctx, cmd, plan, left_out, stop_at)
         results: list[dict[str, Any]] = []
         for data in outs:
             results.extend(data.get("results") or [])
@@ -165,15 +177,12 @@ class SecurityTester(FileCheckRole):
         return lambda rel: path_class(rel, classes) is not None
 
     async def _bandit_batches(self, ctx: RoleContext, cmd: list[str], plan: Plan,
-                              left_out: list[str] | None) -> list[dict[str, Any]]:
+                              left_out: list[str] | None, stop: float | None
+                              ) -> list[dict[str, Any]]:
         """bandit over ``plan``'s batches, ``plan.width`` at a time, in order.
-        At the deadline (less the time to report what was found) the
+        At ``stop`` (the deadline less the time to report what was found) the
         running batches stop: the finished ones' results come back and
         ``left_out`` gets the files not scanned; none finished is a timeout."""
-        remaining = ctx.remaining()
-        stop = None
-        if remaining is not None:
-            stop = asyncio.get_running_loop().time() + remaining - max(2.0, 0.1 * remaining)
         queue = list(enumerate(plan.batches))
         done: dict[int, dict[str, Any]] = {}
         missed: list[int] = []
@@ -336,10 +345,21 @@ class SecurityTester(FileCheckRole):
         src: SourceCache,
         py_files: list[str],
         text_files: list[str],
+        stop: threading.Event | None = None,
+        missed: list[str] | None = None,
     ) -> list[Finding]:
+        """The secrets scan and the pattern scans; when ``stop`` is set it
+        ends after the file at hand and lists the files it did not reach
+        in ``missed``."""
         # bandit's reports of the same lines are merged afterwards (_merge_secrets).
         out: list[Finding] = []
-        for rel in text_files:
+        for k, rel in enumerate(text_files):
+            if stop is not None and stop.is_set():
+                if missed is not None:
+                    missed.extend(text_files[k:])
+                    seen = set(text_files)
+                    missed.extend(f for f in py_files if f not in seen)
+                return out
             for hit in _secrets.scan_file(root / rel, in_test=is_test_path(rel)):
                 out.append(
                     Finding(
@@ -377,7 +397,11 @@ class SecurityTester(FileCheckRole):
                         ],
                     )
                 )
-        for rel in py_files:
+        for k, rel in enumerate(py_files):
+            if stop is not None and stop.is_set():
+                if missed is not None:
+                    missed.extend(py_files[k:])
+                return out
             text = src.text(rel)
             if text is None or not (may_match(text) or _web.may_match(text)):
                 continue
@@ -572,3 +596,11 @@ def _unscanned_reason(unscanned: list[str], shown: int = 5) -> str:
     more = f" and {len(unscanned) - shown} more" if len(unscanned) > shown else ""
     return f"bandit skipped {len(unscanned)} file(s): {'; '.join(unscanned[:shown])}{more}"
 
+
+def _stop_at(ctx: RoleContext) -> float | None:
+    """When the role's tools stop (event-loop time): its deadline less the
+    time to report what they found (a tenth of the time left, at least 2 s)."""
+    remaining = ctx.remaining()
+    if remaining is None:
+        return None
+    return asyncio.get_running_loop().time() + remaining - max(2.0, 0.1 * remaining)
