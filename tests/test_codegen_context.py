@@ -123,6 +123,13 @@ def _findings(make_repo):
     return filter_findings(found, read_line=FileLines(repo), threshold=0.7).findings
 
 
+def _by_line(repo, rule):
+    """The shown findings of ``rule`` (bandit's, after context), by line."""
+    found = filter_findings(run_role(SecurityTester(), make_ctx(repo)).findings,
+                            read_line=FileLines(repo), threshold=0.7).findings
+    return {f.range.start_line: f for f in found if rule in (f.rule_id, *f.related_rules)}
+
+
 def _runs(findings, file):
     return {f.range.start_line: f for f in findings
             if f.file == file and {"B307", "B102"} & {f.rule_id, *f.related_rules}}
@@ -159,9 +166,7 @@ def test_all_interfaces_compared_is_noise_and_bound_stays(make_repo):
         "    s.bind(('0.0.0.0', 8080))\n"
         "    return s\n"
     )})
-    found = filter_findings(run_role(SecurityTester(), make_ctx(repo)).findings,
-                            read_line=FileLines(repo), threshold=0.7).findings
-    by_line = {f.range.start_line: f for f in found if "B104" in (f.rule_id, *f.related_rules)}
+    by_line = _by_line(repo, "B104")
     assert sorted(by_line) == [5, 7, 12]
     assert by_line[5].noise and "compared" in by_line[5].noise
     assert by_line[7].noise and "compared" in by_line[7].noise
@@ -177,9 +182,7 @@ def test_secret_values_that_are_punctuation_or_markers_are_noise(make_repo):
         "    return 0\n\n\n"
         "API_TOKEN = 'q8Zr3Lk0PwX2'\n"
     )})
-    found = filter_findings(run_role(SecurityTester(), make_ctx(repo)).findings,
-                            read_line=FileLines(repo), threshold=0.7).findings
-    by_line = {f.range.start_line: f for f in found if "B105" in (f.rule_id, *f.related_rules)}
+    by_line = _by_line(repo, "B105")
     assert by_line[1].noise and "punctuation" in by_line[1].noise
     assert by_line[5].noise and "plain word" in by_line[5].noise
     assert by_line[10].noise is None and by_line[10].severity is Severity.high
@@ -195,8 +198,6 @@ def test_weak_hash_in_a_cache_key_function_is_noise_a_signature_stays(make_repo)
         "    h = sha1(secret + body)\n"
         "    return h.hexdigest()\n"
     )})
-    found = filter_findings(run_role(SecurityTester(), make_ctx(repo)).findings,
-                            read_line=FileLines(repo), threshold=0.7).findings
-    by_line = {f.range.start_line: f for f in found if "B324" in (f.rule_id, *f.related_rules)}
+    by_line = _by_line(repo, "B324")
     assert by_line[5].noise and "cache key" in by_line[5].noise
     assert by_line[10].noise is None
