@@ -107,6 +107,9 @@ def test_severity_mapping():
     assert ruff_severity("F821").value == "high"
     assert ruff_severity("E999").value == "high"
     assert ruff_severity("B006").value == "medium"
+    # idiom notes, often deliberate: low, after the likely bugs
+    assert ruff_severity("B004").value == "low" and ruff_severity("B018").value == "low"
+    assert ruff_severity("B023").value == "medium"  # a closure over a loop variable: a bug
     assert ruff_severity("F401").value == "low"
     assert ruff_severity("E501").value == "info"
 

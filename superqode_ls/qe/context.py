@@ -9,7 +9,14 @@ worth acting on whatever the tool's confidence.
 - an undefined name (F821) used only in an annotation that is never
   evaluated (``from __future__ import annotations``, a string annotation, a
   local variable's annotation): info noise;
-- a weak hash (B324) whose output is a cache key, an ETag or a checksum;
+- ``eval``/``exec`` (B307, B102) of code the module writes itself (a
+  literal, a code template, a ``compile(...)`` result: ``qe/codegen.py``):
+  code generation, low noise; code from a parameter, input, argv, the
+  environment, request data or a file stays;
+- an all-interfaces address (B104) that is only compared against
+  (``if host == "0.0.0.0":``), never bound: info noise;
+- a weak hash (B324) whose output is a cache key, an ETag or a checksum
+  (the line or the name of the function it is in says so);
 - bandit's advisories (``assert``, try/except/pass, subprocess without a
   shell, pseudo-random numbers not used for a secret, "consider the
   implications of importing X"): noise;
@@ -27,6 +34,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
+from .codegen import Scopes, generated_code
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
 # acting on whatever the tool's confidence in its own report.
@@ -46,6 +54,7 @@ ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B607",
                             *(f"B4{n:02d}" for n in range(1, 16))})
 # A weak hash whose output is a cache key, an ETag or a checksum protects nothing.
 _NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash)")
+_CACHE_KEY = re.compile(r"(?i)cache_?key")  # a key into a cache, not a secret key
 _SECRET_USE = re.compile(r"(?i)(token|passw|secret|key|nonce|salt|otp|session|csrf)")
 _AUTOESCAPE_ON = re.compile(
     r"autoescape['\"]?\s*[,:=]\s*(?:True\b|(?:jinja2\.)?select_autoescape\b)")
@@ -74,6 +83,23 @@ def mark_noise(f: Finding, why: str, severity: Severity | None = None) -> Findin
         reason = f"{severity.value}: {why}"
         update["severity_reason"] = f"{f.severity_reason}; {reason}" if f.severity_reason else reason
     return f.model_copy(update=update)
+
+
+class _Modules:
+    """Per file: the parsed module for the code-generation question."""
+
+    def __init__(self, lines: Callable[[str], list[str] | None]):
+        self._lines = lines
+        self._scopes: dict[str, Scopes | None] = {}
+
+    def scopes(self, rel: str) -> Scopes | None:
+        if rel not in self._scopes:
+            lines = self._lines(rel)
+            try:
+                self._scopes[rel] = Scopes(ast.parse("\n".join(lines))) if lines else None
+            except (SyntaxError, ValueError):
+                self._scopes[rel] = None
+        return self._scopes[rel]
 
 
 class _Annotations:
@@ -167,6 +193,25 @@ def _autoescape_on_near(f: Finding, read_line: Callable[[str, int], str | None])
     return any(_AUTOESCAPE_ON.search(text) for text in [*own, *above])
 
 
+_ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
+
+
+def _only_compared(scopes: Scopes, line: int) -> bool:
+    """Every all-interfaces address on ``line`` is an operand of a
+    comparison (``host == "0.0.0.0"``, ``host in {"0.0.0.0", "::"}``)."""
+    hits = [n for n in ast.walk(scopes.tree) if isinstance(n, ast.Constant)
+            and n.value in _ALL_INTERFACES and n.lineno == line]
+    if not hits:
+        return False
+    for node in hits:
+        up = scopes.parent.get(node)
+        while isinstance(up, (ast.Set, ast.Tuple, ast.List)):
+            up = scopes.parent.get(up)
+        if not isinstance(up, ast.Compare):
+            return False
+    return True
+
+
 def apply_context(
     findings: Iterable[Finding], *, read_line: Callable[[str, int], str | None],
     lines: Callable[[str], list[str] | None] | None = None,
@@ -176,6 +221,7 @@ def apply_context(
     ``canonical`` names a rule the same whichever tool reports it (ruff's
     S110 is bandit's B110)."""
     annotations = _Annotations(lines) if lines is not None else None
+    modules = _Modules(lines) if lines is not None else None
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
@@ -190,13 +236,29 @@ def apply_context(
             if spans and any(_inside(s, f.range.start_line, col) for s in spans):
                 f = mark_noise(f, "the name is used only in an annotation Python does not "
                                   "evaluate", Severity.info)
+        elif (rule in ("B307", "B102") and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            if scopes is not None and generated_code(scopes, f.range.start_line):
+                f = mark_noise(f, "code generation: it runs code the module writes itself",
+                               Severity.low)
+        elif (rule == "B104" and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            if scopes is not None and _only_compared(scopes, f.range.start_line):
+                f = mark_noise(f, "the address is compared against, not bound to",
+                               Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
                 f = mark_noise(f, "an advisory (bandit asks for a check, found no flaw)")
         elif f.rule_id.upper() in ("B324", "S324") and f.file and f.range and f.noise is None:
             text = read_line(f.file, f.range.start_line) or ""
-            if _NOT_PROTECTING.search(text) and not _SECRET_USE.search(text):
+            if modules is not None and f.file.endswith(".py"):
+                # the function it is in says what the hash is for: get_cache_key
+                scopes = modules.scopes(f.file)
+                text += " " + (scopes.function_name(f.range.start_line) if scopes else "")
+            if _NOT_PROTECTING.search(text) and not _SECRET_USE.search(_CACHE_KEY.sub("", text)):
                 f = mark_noise(f, "a weak hash for a cache key or ETag, which protects nothing")
         out.append(f)
     return out

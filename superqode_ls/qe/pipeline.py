@@ -123,8 +123,11 @@ class QESession:
     def cancelled(self) -> bool:
         return self._cancel_requested
 
-    async def _guarded(self, coro, deadline: float) -> None:
-        """Run one phase under the session budget and the cancel switch."""
+    async def _guarded(self, coro, deadline: float, optional: bool = False) -> None:
+        """Run one phase under the session budget and the cancel switch.
+        ``optional``: a phase whose work only adds to what was found (fix
+        verification): out of time it stops, and the session has not timed
+        out (its fixes stay "not verified")."""
         loop = asyncio.get_running_loop()
         self._phase = asyncio.ensure_future(coro)
         if self._cancel_requested:
@@ -132,13 +135,18 @@ class QESession:
         try:
             left = deadline - loop.time()
             done, _ = await asyncio.wait({self._phase}, timeout=max(0.0, left))
+            cut = False
             if not done:
-                self._timed_out = True
+                if optional:
+                    cut = True
+                    log.info("session %s: %s stopped at the budget", self.id, "fix verification")
+                else:
+                    self._timed_out = True
                 self._phase.cancel()
             try:
                 await self._phase
             except asyncio.CancelledError:
-                if not (self._cancel_requested or self._timed_out):
+                if not (self._cancel_requested or self._timed_out or cut):
                     raise
         finally:
             self._phase = None
@@ -218,7 +226,8 @@ class QESession:
                     noise = await asyncio.to_thread(self._filter, res, root, known)
                     lap = self._lap("filter", lap)
                     if not (self._cancel_requested or self._timed_out):
-                        await self._guarded(self._verify(res, s, root, noise, deadline), deadline)
+                        await self._guarded(self._verify(res, s, root, noise, deadline), deadline,
+                                            optional=True)
                     lap = self._lap("verify", lap)
                 except Exception as e:  # a bug in a role or here: report, still revert
                     log.exception("QE session %s failed", self.id)

@@ -245,6 +245,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "the name of an environment variable"
     if _IDENTIFIER.match(value):
         return "an identifier"
+    if not any(c.isalnum() for c in value):
+        return "punctuation only (a set of characters, not a secret)"
     for q in ("'", '"'):
         at = (line or "").find(f"{q}{value}{q}")
         m = _TARGET.search(line[:at]) if line and at > 0 else None
@@ -252,7 +254,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
             name, squashed = _squash(m.group(1).rsplit(".", 1)[-1]), _squash(value)
             if squashed and (squashed in name or name in squashed):
                 return "its own variable's name (an enum-like constant)"
-            if value.isalpha() and value.islower() and not re.search(r"pass|pwd", name):
+            word = value[1:] if value[:1] in "#@.:-" else value  # "#bygroup": a marker
+            if word.isalpha() and word.islower() and not re.search(r"pass|pwd", name):
                 return "a plain word (a token type or mode, not a token)"
     return None
 

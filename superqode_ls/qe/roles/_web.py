@@ -153,8 +153,13 @@ def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
 def _sql_injection(tree: ast.AST) -> Iterator[Hit]:
     for scope in _scopes(tree):
         built: dict[str, ast.AST] = {}  # variable -> the expression that built SQL into it
-        nodes = sorted(_own_nodes(scope), key=lambda n: (getattr(n, "lineno", 0),
-                                                         getattr(n, "col_offset", 0)))
+        nodes = list(_own_nodes(scope))
+        # Most scopes run no SQL: only those that do are put in source order
+        # (the sort was half of the scan's time on a 700-file project).
+        if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and n.func.attr in _EXECUTE and n.args for n in nodes):
+            continue
+        nodes.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
         for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name):

@@ -32,6 +32,10 @@ PY_SUFFIXES = (".py", ".pyi")
 
 # Rules that mean the code is broken or will fail at run time.
 _HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|invalid-syntax)$")
+# bugbear's idiom notes: true, rarely a bug, often deliberate (an attribute
+# read for its side effect, hasattr(x, "__call__"), getattr with a constant
+# name, an unused loop variable, an abstract class without abstract methods).
+_IDIOM = re.compile(r"^B(004|007|009|010|018|024|027)$")
 # Likely bugs rather than style.
 _MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF0(06|12|13))$")
 # Pure style/formatting: worth knowing, never a reason to fail.
@@ -41,6 +45,8 @@ _INFO = re.compile(r"^(E[1-5]\d\d|W\d+|I\d+|D\d+|N\d+|Q\d+|COM\d+|UP\d+|RUF022|I
 def ruff_severity(code: str) -> Severity:
     if _HIGH.match(code):
         return Severity.high
+    if _IDIOM.match(code):
+        return Severity.low
     if _MEDIUM.match(code):
         return Severity.medium
     if _INFO.match(code):

@@ -11,12 +11,14 @@ from __future__ import annotations
 import ast
 import asyncio
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
-from ...models import Evidence, Finding, Patch, Range, Severity
-from ..noise import merge_reports
+from ...models import Evidence, Finding, Patch, Range, RoleStatus, Severity
+from ..noise import merge_reports, path_class
 from . import _bandit_warm, _secrets, _web
+from ._batches import Plan, left_out_reason, plan_batches
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -27,7 +29,6 @@ from ._common import (
     load_json,
     rel_to,
     selected_files,
-    shards_by_size,
     tail,
     worker_count,
 )
@@ -79,50 +80,69 @@ class SecurityTester(FileCheckRole):
         src = SourceCache(root)
         findings: list[Finding] = []
         reason: str | None = None
+        status: RoleStatus = "ok"
         bandit = tool_path("bandit")
         # The pure-Python scans run in a thread while bandit runs as a process:
         # on two cores that hides most of the scan's time.
-        scan = asyncio.ensure_future(
-            asyncio.to_thread(self._scan, root, SourceCache(root), py_files, text_files)
-        )
+        stop, missed = threading.Event(), []
+        scan = asyncio.ensure_future(asyncio.to_thread(
+            self._scan, root, SourceCache(root), py_files, text_files, stop, missed))
+        stop_at = _stop_at(ctx)
         try:
             if bandit is None:
                 reason = "bandit is not installed in SuperQode's environment; ran the secrets scan only"
             elif bandit_files:
                 unscanned: list[str] = []
+                left_out: list[str] = []
                 try:
                     bandit_out = await self._bandit(
-                        ctx, bandit, bandit_files, files is None, unscanned
+                        ctx, bandit, bandit_files, files is None, unscanned, left_out, stop_at
                     )
                 except ToolFailed as e:
                     return e.output()
                 if unscanned:
                     reason = _unscanned_reason(unscanned)
+                if left_out:
+                    status = "incomplete"
+                    reason = "; ".join(filter(None, (left_out_reason(left_out), reason)))
                 findings.extend(
                     await asyncio.to_thread(self._bandit_findings, root, src, bandit_out))
-            extra = await scan
+            left = None if stop_at is None else stop_at - asyncio.get_running_loop().time()
+            try:
+                extra = await asyncio.wait_for(asyncio.shield(scan), max(0.0, left)
+                                               if left is not None else None)
+            except TimeoutError:
+                stop.set()  # ends after the file at hand, with what it found
+                extra = await scan
+            if missed:
+                status = "incomplete"
+                why = f"the secrets and pattern scans ran out of time: {len(missed)} files not scanned"
+                reason = "; ".join(filter(None, (why, reason)))
         finally:
-            if not scan.done():
-                scan.cancel()
+            stop.set()
         findings = _merge_secrets(findings, extra)
         findings = assign_ids(findings)
         patches = await asyncio.to_thread(self._fixes, src, findings)
         return RoleOutput(
-            findings=attach(findings, patches), patches=patches, tool="bandit", reason=reason
+            findings=attach(findings, patches), patches=patches, tool="bandit", reason=reason,
+            status=status,
         )
 
     async def _bandit(
         self, ctx: RoleContext, bandit: str, py_files: list[str], whole: bool,
-        unscanned: list[str] | None = None,
+        unscanned: list[str] | None = None, left_out: list[str] | None = None,
+        stop_at: float | None = None,
     ) -> list[dict[str, Any]]:
         """bandit's results (``ToolFailed`` when it gives none); files it could
         not parse (not UTF-8, binary, syntax errors) are added to ``unscanned``
-        as ``file (why)``. ``whole``: the files are the whole tree.
+        as ``file (why)``, those it had no time for to ``left_out``.
+        ``whole``: the files are the whole tree.
 
         bandit analyses one file at a time on one CPU, and is most of quick
-        mode's time: with CPUs to spare its files are split by size among
-        several bandit processes (the same arguments, results merged in the
-        order one process gives them)."""
+        mode's time: on a big project its files go in batches (``_batches``:
+        product code first, tests and docs after, split by size among
+        several bandit processes, results merged in the order one process
+        gives them), so a deadline costs only what was not reached."""
         cmd = [bandit, "-f", "json", "-q"]
         if (ctx.sandbox / "pyproject.toml").is_file():
             try:
@@ -133,15 +153,12 @@ class SecurityTester(FileCheckRole):
                 cmd += ["-c", "pyproject.toml"]
         if whole:
             cmd += ["-x", ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"]
-        plan = shards_by_size(ctx.sandbox, py_files, worker_count(ctx.config))
-        if len(plan) < 2:
-            runs = [cmd + (["-r", "."] if whole else ["--", *py_files])]
+        plan = plan_batches(ctx.sandbox, py_files, worker_count(ctx.config), self._demoted(ctx))
+        if plan is None:
+            argv = cmd + (["-r", "."] if whole else ["--", *py_files])
+            outs = [await self._bandit_run(ctx, argv, None)]
         else:
-            # "./" as bandit's own walk names them: its exclude_dirs match on that
-            runs = [cmd + ["--", *(f"./{f}" for f in shard)] for shard in plan]
-        outs = await asyncio.gather(*(
-            self._bandit_run(ctx, argv, f"{k}/{len(runs)}" if len(runs) > 1 else None)
-            for k, argv in enumerate(runs, start=1)))
+            outs = await self._bandit_batches(ctx, cmd, plan, left_out, stop_at)
         results: list[dict[str, Any]] = []
         for data in outs:
             results.extend(data.get("results") or [])
@@ -150,20 +167,61 @@ class SecurityTester(FileCheckRole):
                     if isinstance(err, dict) and err.get("filename"):
                         rel = rel_to(ctx.sandbox, str(err["filename"]))
                         unscanned.append(f"{rel} ({err.get('reason') or 'unreadable'})")
-        if len(runs) > 1:  # one process lists its results by file name, stably
+        if len(outs) > 1:  # one process lists its results by file name, stably
             results.sort(key=lambda r: str(r.get("filename", "")))
         return results
 
-    async def _bandit_run(self, ctx: RoleContext, argv: list[str], shard: str | None
-                          ) -> dict[str, Any]:
+    @staticmethod
+    def _demoted(ctx: RoleContext):
+        classes = ctx.config.qe.path_classes
+        return lambda rel: path_class(rel, classes) is not None
+
+    async def _bandit_batches(self, ctx: RoleContext, cmd: list[str], plan: Plan,
+                              left_out: list[str] | None, stop: float | None
+                              ) -> list[dict[str, Any]]:
+        """bandit over ``plan``'s batches, ``plan.width`` at a time, in order.
+        At ``stop`` (the deadline less the time to report what was found) the
+        running batches stop: the finished ones' results come back and
+        ``left_out`` gets the files not scanned; none finished is a timeout."""
+        queue = list(enumerate(plan.batches))
+        done: dict[int, dict[str, Any]] = {}
+        missed: list[int] = []
+        n = len(plan.batches)
+
+        async def worker() -> None:
+            while queue:
+                k, batch = queue.pop(0)
+                left = None if stop is None else stop - asyncio.get_running_loop().time()
+                if left is not None and left <= 0:
+                    missed.append(k)
+                    continue
+                argv = cmd + ["--", *(f"./{f}" for f in batch)]
+                try:
+                    done[k] = await self._bandit_run(ctx, argv, f"{k + 1}/{n}", timeout=left)
+                except ToolFailed as e:
+                    if e.output().status != "timeout":
+                        raise
+                    missed.append(k)
+
+        await asyncio.gather(*(worker() for _ in range(min(plan.width, n))))
+        if not done:
+            raise ToolFailed("bandit", "bandit ran out of time", status="timeout")
+        if left_out is not None:
+            left_out.extend(f for k in sorted(missed) for f in plan.batches[k])
+        return [done[k] for k in sorted(done)]
+
+    async def _bandit_run(self, ctx: RoleContext, argv: list[str], shard: str | None,
+                          timeout: float | None = None) -> dict[str, Any]:
         warm = _bandit_warm.current()
         res = None
+        if timeout is None:
+            timeout = ctx.remaining()
         if warm is not None and warm.serves(argv[0]):
-            res = await warm.run(argv[1:], ctx.sandbox, ctx.env, ctx.remaining())
+            res = await warm.run(argv[1:], ctx.sandbox, ctx.env, timeout)
             if res is not None:
                 ctx.emit("tool_call", tool="bandit", argv=argv[:20], warm=True)
         if res is None:
-            res = await ctx.run(argv, shard=shard)
+            res = await ctx.run(argv, shard=shard, timeout=timeout)
         if res.timed_out:
             raise ToolFailed("bandit", "bandit ran out of time", status="timeout")
         try:
@@ -287,10 +345,21 @@ class SecurityTester(FileCheckRole):
         src: SourceCache,
         py_files: list[str],
         text_files: list[str],
+        stop: threading.Event | None = None,
+        missed: list[str] | None = None,
     ) -> list[Finding]:
+        """The secrets scan and the pattern scans; when ``stop`` is set it
+        ends after the file at hand and lists the files it did not reach
+        in ``missed``."""
         # bandit's reports of the same lines are merged afterwards (_merge_secrets).
         out: list[Finding] = []
-        for rel in text_files:
+        for k, rel in enumerate(text_files):
+            if stop is not None and stop.is_set():
+                if missed is not None:
+                    missed.extend(text_files[k:])
+                    seen = set(text_files)
+                    missed.extend(f for f in py_files if f not in seen)
+                return out
             for hit in _secrets.scan_file(root / rel, in_test=is_test_path(rel)):
                 out.append(
                     Finding(
@@ -328,7 +397,11 @@ class SecurityTester(FileCheckRole):
                         ],
                     )
                 )
-        for rel in py_files:
+        for k, rel in enumerate(py_files):
+            if stop is not None and stop.is_set():
+                if missed is not None:
+                    missed.extend(py_files[k:])
+                return out
             text = src.text(rel)
             if text is None or not (may_match(text) or _web.may_match(text)):
                 continue
@@ -522,3 +595,12 @@ def _weak_hash_fix(line: str, node: ast.Call, mod: str | None, name: str | None)
 def _unscanned_reason(unscanned: list[str], shown: int = 5) -> str:
     more = f" and {len(unscanned) - shown} more" if len(unscanned) > shown else ""
     return f"bandit skipped {len(unscanned)} file(s): {'; '.join(unscanned[:shown])}{more}"
+
+
+def _stop_at(ctx: RoleContext) -> float | None:
+    """When the role's tools stop (event-loop time): its deadline less the
+    time to report what they found (a tenth of the time left, at least 2 s)."""
+    remaining = ctx.remaining()
+    if remaining is None:
+        return None
+    return asyncio.get_running_loop().time() + remaining - max(2.0, 0.1 * remaining)

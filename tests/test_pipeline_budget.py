@@ -1,0 +1,50 @@
+"""Fix verification adds to what the roles found: when it has no time left
+it stops, and the session has not timed out (its findings are whole, the
+fixes stay unverified); a role out of time still times the session out."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from superqode_ls.events import EventBus
+from superqode_ls.qe import pipeline
+from superqode_ls.qe.pipeline import QERequest, QESession
+from tests import qe_testroles
+
+APP = "import os\n\n\ndef f():\n    x = 'PLANTED'\n    return x\n\n\ndef g():\n    return 'PLANTED'\n"
+
+
+@pytest.fixture(autouse=True)
+def toy_roles(monkeypatch):
+    qe_testroles.register(monkeypatch)
+
+
+def test_verification_out_of_time_is_no_session_timeout(make_repo, monkeypatch):
+    repo = make_repo({"app.py": APP})
+    stopped = []
+
+    async def endless_verify(**kw):
+        try:
+            await asyncio.Event().wait()  # never set: only the budget ends it
+        except asyncio.CancelledError:
+            stopped.append(True)
+            raise
+
+    monkeypatch.setattr(pipeline.verify_step, "verify", endless_verify)
+    session = QESession(QERequest(repo, roles=["toy_tester"], timeout=2), bus=EventBus())
+    report = asyncio.run(session.run())
+    assert stopped == [True]  # verification ran and was stopped at the budget
+    assert not report.timed_out and not report.cancelled
+    assert {r.role: r.status for r in report.roles} == {"toy_tester": "ok"}
+    assert len(report.findings) == 2
+    assert report.patches and all(p.verified_by is None for p in report.patches)
+
+
+def test_a_role_out_of_time_still_times_the_session_out(make_repo):
+    repo = make_repo({"app.py": APP})
+    session = QESession(QERequest(repo, roles=["toy_tester", "toy_slow"], timeout=2),
+                        bus=EventBus())
+    report = asyncio.run(session.run())
+    assert report.timed_out
