@@ -131,19 +131,20 @@ def sealed_alternates(store: SnapshotStore, repo: Path) -> str:
     return f"{alternates_line(store.objects)}\n{alternates_line(cd / 'objects')}\n"
 
 
-def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, base: str) -> None:
+def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
+         base: str) -> list[tuple[str, str | None]]:
     """Point ``sandbox/.git`` at a private git dir made afresh (see module
     doc), and write SuperQode's own git dir beside it (:mod:`owngit`). A
     reused sandbox gets new ones too: nothing a session wrote in its git dir
-    reaches the next session, or SuperQode's git."""
+    reaches the next session, or SuperQode's git. Returns the user's
+    configuration it carried (:func:`write_session_config` writes it again)."""
     _, cd = user_git_dirs(repo)
     common = sealed.common
     for d in ("objects/info", "refs/heads", "refs/tags", "info", "hooks"):
         (common / d).mkdir(parents=True, exist_ok=True)
     (common / "objects" / "info" / "alternates").write_text(sealed_alternates(store, repo))
     entries = owngit.user_config(repo)
-    (common / "config").write_text(owngit.config_text(
-        entries, {"core.bare": "false", "core.hooksPath": str(sealed.hooks)}))
+    write_session_config(sealed, entries, [])
     for name in ("exclude", "attributes"):
         src = cd / "info" / name
         if src.is_file():
@@ -158,6 +159,19 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, bas
     (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
     (sealed.wt / "HEAD").write_text(base + "\n")
     (sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
+    return entries
+
+
+def write_session_config(sealed: SealedGit, entries: list[tuple[str, str | None]],
+                         forced: list[tuple[str, str]]) -> None:
+    """The session's git config: the user's ``entries`` and, last, SuperQode's
+    settings and ``forced`` (the guard's); a user entry of a key set here is
+    left out, so each forced key has its one value (as ``git config
+    --replace-all`` would leave it), written in one file write, no git call."""
+    extra = {"core.bare": "false", "core.hooksPath": str(sealed.hooks), **dict(forced)}
+    low = {k.lower() for k in extra}
+    kept = [(k, v) for k, v in entries if k.lower() not in low]
+    (sealed.common / "config").write_text(owngit.config_text(kept, extra))
 
 
 def _safe_rel(rel: str) -> str:
