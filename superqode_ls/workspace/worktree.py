@@ -85,9 +85,15 @@ def user_git_dirs(repo: Path) -> tuple[Path, Path]:
         key = None
     if key is not None and key in _GIT_DIRS:
         return _GIT_DIRS[key]
-    # One path per call: a path may hold a newline, so output is not split.
-    gd = Path(_path_out(["rev-parse", "--absolute-git-dir"], repo))
-    common = Path(_path_out(["rev-parse", "--git-common-dir"], repo))
+    # Both in one git call; a path may hold a newline, so when the output is
+    # not exactly two lines, one path per call (that output is not split).
+    both = git(["rev-parse", "--absolute-git-dir", "--git-common-dir"], repo).stdout
+    lines = both.decode("utf-8", "surrogateescape").split("\n")
+    if len(lines) == 3 and lines[2] == "":
+        gd, common = Path(lines[0]), Path(lines[1])
+    else:
+        gd = Path(_path_out(["rev-parse", "--absolute-git-dir"], repo))
+        common = Path(_path_out(["rev-parse", "--git-common-dir"], repo))
     found = gd, common if common.is_absolute() else (repo / common).resolve()
     if key is not None:
         if len(_GIT_DIRS) > 256:

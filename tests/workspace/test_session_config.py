@@ -36,3 +36,14 @@ async def test_the_guards_settings_replace_the_users_in_every_sandbox(make_repo)
                                  capture_output=True, text=True, check=False).stdout.strip()
             assert got == "never"
         assert s.verification.verified
+
+
+def test_the_git_dirs_of_a_repository_whose_path_holds_newlines(tmp_path):
+    from superqode_ls.workspace import worktree as wt
+
+    for name in ("plain", "two\nlines", "ends in newline\n"):
+        repo = tmp_path / name
+        repo.mkdir()
+        run_git(repo, "init", "-q")
+        gd, common = wt.user_git_dirs(repo)
+        assert gd == (repo / ".git").resolve() and common == (repo / ".git").resolve()
