@@ -97,10 +97,13 @@ def _busy_ms(dev: int) -> int | None:
         return None
 
 
+SETTLE_MAX_S = 60.0  # --settle-max
+
+
 def settle(where: Path | None = None) -> None:
     """Let the disk finish the previous step's writes and discards before the
     next timed step starts: sync, then wait until the device has been idle
-    for a second (up to 60 s). Deleting 20,000-40,000 files on a disk mounted
+    for a second (up to ``--settle-max``, 60 s). Deleting 20,000-40,000 files on a disk mounted
     with online discard keeps it busy for seconds after sync() returns, and
     whichever step came next paid for that."""
     os.sync()
@@ -109,7 +112,7 @@ def settle(where: Path | None = None) -> None:
     if last is None:
         time.sleep(1.0)
         return
-    idle, deadline = 0, time.monotonic() + 60
+    idle, deadline = 0, time.monotonic() + SETTLE_MAX_S
     while idle < 4 and time.monotonic() < deadline:
         time.sleep(0.25)
         now = _busy_ms(dev)
@@ -164,14 +167,20 @@ def barrier_cost(repo: Path, n: int) -> dict[str, float]:
 
 
 def main() -> None:
+    global SETTLE_MAX_S
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--spawns", type=int, default=20, help="processes per barrier-cost round")
+    ap.add_argument("--settle-max", type=float, default=60.0, metavar="S",
+                    help="longest wait for the disk to go idle between steps (a disk other "
+                         "work keeps busy never does: each step would wait this long)")
     args = ap.parse_args()
+    SETTLE_MAX_S = args.settle_max
     tmp = Path(tempfile.mkdtemp(prefix="sq-bench-"))
     os.environ["SUPERQODE_HOME"] = str(tmp / "home")
+    load_before = os.getloadavg()[0]
     try:
         repo = make_repo(tmp, args.files)
         defaults = Config()
@@ -215,6 +224,7 @@ def main() -> None:
             "rounds_s": {"raw": raw, "durable": durable, "par": parallel, "cold": cold,
                          "warm": warm},
         }
+        result["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
         result["protection"] = namespaces.protection_level()
         result.update(barrier_cost(repo, args.spawns))
         result["cold_ratio"] = result["cold_session_s"] / result["raw_worktree_s"]
@@ -243,6 +253,8 @@ def main() -> None:
             for name, values in result["rounds_s"].items():
                 print(f"  {name:<5} rounds: {', '.join(f'{v:.2f}' for v in values)}")
             print(f"protection                  : {result['protection']}")
+            print(f"load (1 min) before / after : {result['load_1min'][0]} / {result['load_1min'][1]} "
+                  f"on {os.cpu_count()} CPUs")
             for name in ("true", "python"):
                 plain, barred = result[f"{name}_plain_s"], result[f"{name}_barrier_s"]
                 print(f"spawn {name:<6} plain / barrier : {plain * 1000:.1f} / {barred * 1000:.1f} ms"

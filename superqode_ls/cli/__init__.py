@@ -40,6 +40,16 @@ COMMAND_MODULES = (
     "suggestions",
     "worktree",
 )
+# The module that registers each command: a command line naming one imports
+# that module alone (``superqe run`` does not pay for exec's, the worktree
+# commands' or the guard's imports). tests/test_cli_lazy.py keeps it in step
+# with what the modules register.
+COMMAND_MODULE = {
+    "run": "run", "roles": "run", "merge": "merge", "exec": "exec_",
+    "status": "sessions", "revert": "sessions", "recover": "sessions", "clean": "sessions",
+    "artifacts": "sessions", "guard": "guard", "suggestions": "suggestions",
+    "worktree": "worktree",
+}
 
 __all__ = [
     "EXIT_FAILED",
@@ -58,7 +68,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"superqe: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """All commands; with ``command`` (the first word of the command line)
+    only its module's, when it names one (help and errors still list all)."""
     parser = _Parser(prog="superqe", description="Quality-engineering sessions in sandboxes.")
     from .. import __version__
 
@@ -67,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     # sets this to EXIT_USAGE; None keeps each error's own code.
     parser.set_defaults(errors_exit=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    only = COMMAND_MODULE.get(command or "")
+    for name in (only,) if only else COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
 
@@ -164,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     after: list[str] | None = None
     if argv[:1] == ["exec"] and "--" in argv:
         # The command after ``--`` is not superqe's to parse: argparse would

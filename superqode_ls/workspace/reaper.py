@@ -24,9 +24,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Config
-from . import branches, removal
+from . import removal
 from .paths import working_root
 from .recovery import (
     SessionInfo,
@@ -37,6 +38,9 @@ from .recovery import (
     scan,
     tidy_repo,
 )
+
+if TYPE_CHECKING:
+    from . import branches
 
 STAMP = ".reaper-stamp"
 DEFAULT_INTERVAL_S = 3600.0
@@ -151,6 +155,10 @@ def _reap_branches(
 ) -> list[branches.ReapResult] | None:
     # Looked up on the package at call time, not bound at import: a failing
     # branch reaper is reported and the session reap above still stands.
+    # Imported here: every CLI start imports this module, and reaps at most
+    # hourly (the branch package costs a start ~40 ms of imports).
+    from . import branches
+
     try:
         return branches.reap_branch_worktrees(config=config, now=now)
     except Exception as e:  # noqa: BLE001 - no single failure stops the reaper

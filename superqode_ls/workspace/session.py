@@ -129,6 +129,8 @@ class IsolatedSession:
         # isolation "sparse" (sparse.py): the files it holds, relative.
         self.sparse_files: list[str] | None = None
         self._fp_thread: threading.Thread | None = None
+        # The user's git configuration the session's git dir carries (wt.seal).
+        self._user_config: list[tuple[str, str | None]] = []
 
     # -- creation ----------------------------------------------------------
     @classmethod
@@ -340,7 +342,8 @@ class IsolatedSession:
             with _git_registrations(self.project):
                 wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
                                 f"superqode session {self.id}")
-            wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
+            self._user_config = wt.seal(self.sandbox, sealed, self.project, self.store,
+                                        self.base_commit or "HEAD")
             self._check_abort()
             wt.checkout_staged(self.sandbox, state.staged_tree,
                                sealed.env(self.sandbox, sealed.index, self.store), filters)
@@ -383,9 +386,10 @@ class IsolatedSession:
         self._guard = install_guard(self.private / "guard", self.config.qe.git_guard,
                                     protect=protect)
         if self.isolation == "worktree":
-            cfg = self.private / "git" / "common" / "config"
-            for key, value in self._guard.config_entries:
-                wt.git(["config", "--file", str(cfg), "--replace-all", key, value], self.private)
+            # Nothing of the session has run yet: the config is written anew
+            # with the guard's settings last (one write, not a git call each).
+            wt.write_session_config(wt.SealedGit(self.private / "git"), self._user_config,
+                                    self._guard.config_entries)
 
     # -- warm sandboxes ------------------------------------------------------
     def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState, filters: list[str]) -> bool:
@@ -394,7 +398,8 @@ class IsolatedSession:
         keep = self.config.workspace.keep_gitignored
         # The parked tree comes with SuperQode's tracking index of it (pool.py),
         # never with the old session's git dir: both git dirs are made anew.
-        wt.seal(self.sandbox, sealed, self.project, self.store, self.base_commit or "HEAD")
+        self._user_config = wt.seal(self.sandbox, sealed, self.project, self.store,
+                                        self.base_commit or "HEAD")
         env = sealed.env(self.sandbox, sealed.index, self.store)
         wt.checkout_staged(self.sandbox, state.staged_tree, env, filters)
         clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]

@@ -85,9 +85,15 @@ def user_git_dirs(repo: Path) -> tuple[Path, Path]:
         key = None
     if key is not None and key in _GIT_DIRS:
         return _GIT_DIRS[key]
-    # One path per call: a path may hold a newline, so output is not split.
-    gd = Path(_path_out(["rev-parse", "--absolute-git-dir"], repo))
-    common = Path(_path_out(["rev-parse", "--git-common-dir"], repo))
+    # Both in one git call; a path may hold a newline, so when the output is
+    # not exactly two lines, one path per call (that output is not split).
+    both = git(["rev-parse", "--absolute-git-dir", "--git-common-dir"], repo).stdout
+    lines = both.decode("utf-8", "surrogateescape").split("\n")
+    if len(lines) == 3 and lines[2] == "":
+        gd, common = Path(lines[0]), Path(lines[1])
+    else:
+        gd = Path(_path_out(["rev-parse", "--absolute-git-dir"], repo))
+        common = Path(_path_out(["rev-parse", "--git-common-dir"], repo))
     found = gd, common if common.is_absolute() else (repo / common).resolve()
     if key is not None:
         if len(_GIT_DIRS) > 256:
@@ -131,19 +137,20 @@ def sealed_alternates(store: SnapshotStore, repo: Path) -> str:
     return f"{alternates_line(store.objects)}\n{alternates_line(cd / 'objects')}\n"
 
 
-def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, base: str) -> None:
+def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
+         base: str) -> list[tuple[str, str | None]]:
     """Point ``sandbox/.git`` at a private git dir made afresh (see module
     doc), and write SuperQode's own git dir beside it (:mod:`owngit`). A
     reused sandbox gets new ones too: nothing a session wrote in its git dir
-    reaches the next session, or SuperQode's git."""
+    reaches the next session, or SuperQode's git. Returns the user's
+    configuration it carried (:func:`write_session_config` writes it again)."""
     _, cd = user_git_dirs(repo)
     common = sealed.common
     for d in ("objects/info", "refs/heads", "refs/tags", "info", "hooks"):
         (common / d).mkdir(parents=True, exist_ok=True)
     (common / "objects" / "info" / "alternates").write_text(sealed_alternates(store, repo))
     entries = owngit.user_config(repo)
-    (common / "config").write_text(owngit.config_text(
-        entries, {"core.bare": "false", "core.hooksPath": str(sealed.hooks)}))
+    write_session_config(sealed, entries, [])
     for name in ("exclude", "attributes"):
         src = cd / "info" / name
         if src.is_file():
@@ -158,6 +165,19 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore, bas
     (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
     (sealed.wt / "HEAD").write_text(base + "\n")
     (sandbox / ".git").write_text(f"gitdir: {sealed.wt}\n")
+    return entries
+
+
+def write_session_config(sealed: SealedGit, entries: list[tuple[str, str | None]],
+                         forced: list[tuple[str, str]]) -> None:
+    """The session's git config: the user's ``entries`` and, last, SuperQode's
+    settings and ``forced`` (the guard's); a user entry of a key set here is
+    left out, so each forced key has its one value (as ``git config
+    --replace-all`` would leave it), written in one file write, no git call."""
+    extra = {"core.bare": "false", "core.hooksPath": str(sealed.hooks), **dict(forced)}
+    low = {k.lower() for k in extra}
+    kept = [(k, v) for k, v in entries if k.lower() not in low]
+    (sealed.common / "config").write_text(owngit.config_text(kept, extra))
 
 
 def _safe_rel(rel: str) -> str:
