@@ -4,7 +4,6 @@ fail the test that left them."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path

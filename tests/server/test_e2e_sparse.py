@@ -5,7 +5,6 @@ in a full sandbox."""
 
 from __future__ import annotations
 
-import asyncio
 import glob
 import json
 from pathlib import Path

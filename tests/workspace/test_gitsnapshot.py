@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 from superqode_ls.workspace.gitsnapshot import SnapshotStore
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
