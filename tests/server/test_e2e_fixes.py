@@ -59,13 +59,13 @@ async def test_versioned_edit_is_refused_after_the_buffer_changed(lsp: LanguageC
     diags = await wait_for(lambda: superqode_diags(lsp, uri), 30, "diagnostics")
     f841 = next(d for d in diags if d.code == "F841")
     actions = await code_actions(lsp, uri, f841.range.start.line, only=[types.CodeActionKind.QuickFix])
-    (fix,) = [a for a in actions if "fix F841" in a.title]
+    (fix,) = [a for a in actions if a.title.startswith("SuperQode (F841): ")]
     first_start = fix.edit.document_changes[0].edits[0].range.start.line
     lsp.editor.edit(uri, (0, 0), (0, 0), "# header\n")  # the user keeps typing
     assert not lsp.editor.apply(types.ApplyWorkspaceEditParams(edit=fix.edit)).applied
     # Asked again, the server re-anchors the fix on the new text (one line lower).
     actions = await code_actions(lsp, uri, f841.range.start.line + 1, only=[types.CodeActionKind.QuickFix])
-    (fix,) = [a for a in actions if "fix F841" in a.title]
+    (fix,) = [a for a in actions if a.title.startswith("SuperQode (F841): ")]
     (change,) = fix.edit.document_changes
     assert change.text_document.version == 2
     assert change.edits[0].range.start.line == first_start + 1

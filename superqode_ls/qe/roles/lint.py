@@ -189,7 +189,7 @@ class LintTester(FileCheckRole):
             description = fix.get("message") or f"Fix {finding.rule_id}"
             kind = _APPLICABILITY.get(fix.get("applicability"))
             if kind != "safe":
-                description += f" (ruff marks this fix {kind}: it may change what the code does; review it)"
+                description += f" (ruff marks this fix {kind}: review it)"
             patch = patch_of_diff(finding, finding.file, diff, description)
             if patch is not None:
                 patches.append(patch)
