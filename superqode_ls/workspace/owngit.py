@@ -39,7 +39,6 @@ cost: a filtered file of a sandbox is hashed as its working-tree bytes
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 from collections.abc import Mapping

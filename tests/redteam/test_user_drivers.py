@@ -24,8 +24,7 @@ from superqode_ls.workspace import landlock
 from superqode_ls.workspace.session import IsolatedSession
 
 from ..safety_helpers import content_fingerprint
-from .test_git_deputy import (_config_value, _home, _two_sessions, as_session, exercise,
-                              live, never_ran, world)  # noqa: F401  (world: a fixture)
+from .test_git_deputy import _home, _two_sessions, as_session, exercise, never_ran
 
 pytestmark = pytest.mark.skipif(
     landlock.abi() is None,
