@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import carry, owngit, removal
+from . import carry, holes, owngit, removal
 from .changes import iter_raw
 from .errors import WorkspaceError
 from .git import GitError, alternates_line, copy_index, git, git_env, git_out, registration_dirs
@@ -243,7 +243,7 @@ def _write_blobs(sandbox: Path, store: SnapshotStore, writes: list[tuple[str, st
             if mode == "120000":
                 os.symlink(os.fsdecode(data), dest)
             else:
-                dest.write_bytes(data)
+                holes.write_bytes(dest, data)  # zeros stay holes (a sparse untracked file)
                 os.chmod(dest, 0o755 if mode == "100755" else 0o644)
     finally:
         proc.stdin.close()
