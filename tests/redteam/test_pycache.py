@@ -76,7 +76,8 @@ def test_each_session_has_its_own_prefix_in_its_private_scratch(make_repo):
 
 
 @pytest.mark.skipif(landlock.abi() is None,
-                    reason="this kernel has no Landlock: a session can write any folder")
+                    reason="no Landlock barrier (this kernel, or SUPERQODE_LANDLOCK=off): "
+                    "a session can write any folder")
 def test_bytecode_planted_by_one_session_is_not_loaded_by_the_next(make_repo):
     repo = make_repo({"app.py": "x = 1\n"})
     other = make_repo({"b.py": "y = 2\n"}, name="other")
