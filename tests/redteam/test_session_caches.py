@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.config import superqode_home
-from superqode_ls.qe.roles import _scratch
+from superqode_ls.qe.roles import _mutation_cache, _scratch, unit
 from superqode_ls.workspace import landlock
 from superqode_ls.workspace.paths import SessionPaths
 from superqode_ls.workspace.proc import supervise
@@ -97,3 +97,23 @@ def test_bytecode_planted_by_one_session_is_not_loaded_by_the_next(make_repo):
     # The next session of the first project does not inherit it either.
     with IsolatedSession.create_sync(repo) as c:
         assert not _imports(c, _scratch.pycache_dir(_scratch.scratch_root(repo, c.id, "mutation")))
+
+
+@pytest.mark.skipif(landlock.abi() is None,
+                    reason="no Landlock barrier (this kernel, or SUPERQODE_LANDLOCK=off): "
+                    "a session can write any folder")
+def test_a_session_cannot_plant_verdicts_superqode_reads_later(make_repo):
+    """What SuperQode's own process keeps between sessions and reads back as
+    data: mutation verdicts (a forged "killed" hides a surviving mutant of any
+    later session with the same file and tests) and the test suite's last
+    duration. Both live outside the sessions' writable cache folder."""
+    repo = make_repo({"app.py": "x = 1\n"})
+    targets = [_mutation_cache.cache_dir() / ("0" * 16 + ".json"), unit._durations_file(repo)]
+    with IsolatedSession.create_sync(repo) as s:
+        for target in targets:
+            assert not target.is_relative_to(superqode_home() / "cache")
+            script = (f"import os; os.makedirs({str(target.parent)!r}, exist_ok=True); "
+                      f"open({str(target)!r}, 'w').write('{{}}')")
+            res = _as_session(s, script)
+            assert res.returncode != 0 and "Error" in res.stderr, (target, res.stderr)
+            assert not target.exists()
