@@ -24,7 +24,7 @@ def shared_pycache(tmp_path_factory, monkeypatch):
     # Each test has its own SUPERQODE_HOME; sharing the bytecode cache between
     # tests only saves recompiling pytest's plugins for every test.
     d = tmp_path_factory.getbasetemp() / "shared-pycache"
-    monkeypatch.setattr(_scratch, "pycache_dir", lambda: d)
+    monkeypatch.setattr(_scratch, "pycache_dir", lambda scratch: d)
 
 
 def make_ctx(project: Path, **kw) -> RoleContext:

@@ -446,7 +446,8 @@ def test_copies_share_bytecode_and_a_mutant_never_reuses_another_versions(tmp_pa
     (src / "mod.py").write_text("VALUE = 1\n")
     copies = [_scratch.copy_tree(src, tmp_path / "scratch" / f"w{i}") for i in range(2)]
     _scratch.share_pycache(copies)
-    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(_scratch.pycache_dir()))
+    prefix = _scratch.pycache_dir(tmp_path / "scratch")
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(prefix))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def value(copy, flags=()):
@@ -454,7 +455,7 @@ def test_copies_share_bytecode_and_a_mutant_never_reuses_another_versions(tmp_pa
                               cwd=copy, env=env, capture_output=True, text=True, check=True)
 
     assert value(copies[0]).stdout == "1\n"
-    mirrors = [_scratch.pycache_dir() / os.path.realpath(c).lstrip("/") for c in copies]
+    mirrors = [prefix / os.path.realpath(c).lstrip("/") for c in copies]
     assert mirrors[1].is_symlink() and mirrors[1].resolve() == mirrors[0].resolve()
     compiled = list(mirrors[0].glob("mod.*.pyc"))
     assert len(compiled) == 1

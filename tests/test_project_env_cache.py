@@ -64,6 +64,7 @@ def test_a_session_cannot_write_the_environment_cache(built, tmp_path):
         "new env": f"os.mkdir({str(envcache.envs_dir() / 'planted')!r})",
         "manifest": f"open({str(envcache.manifest_path(env_dir))!r}, 'w')",
         "tool shim": f"os.makedirs({str(superqode_home() / 'tools' / 'evil')!r})",
+        "uv cache": f"os.makedirs({str(envcache.package_cache(env_dir) / 'planted')!r})",
     }
     script = "import errno, os\nout = []\n"
     for name, stmt in targets.items():
@@ -118,3 +119,34 @@ def test_a_file_changed_inside_the_environment_is_caught(built):
     assert envcache.verify(python.parent.parent).startswith("its files changed")
     envcache.manifest_path(python.parent.parent).unlink()
     assert envcache.verify(python.parent.parent) == "it has no manifest"
+
+
+@pytest.mark.skipif(landlock.abi() is None, reason="this kernel has no Landlock")
+def test_a_build_cannot_plant_in_the_package_cache_of_another_key(built, tmp_path):
+    """uv links what its cache holds into environments as it is (unpacked
+    wheels, built sdists): a build of another project (another key) runs that
+    project's code with its own cache writable only, so it cannot change a
+    file that this environment's rebuild would install. With one cache
+    shared by every key (as before), the same build could."""
+    _, python = built
+    env_a = python.parent.parent
+    cache_a = envcache.package_cache(env_a)
+    assert cache_a.parent == superqode_home() / "uv-cache" and cache_a.name == env_a.name
+    unpacked = sorted(p for p in cache_a.rglob("*.py") if p.is_file() and not p.is_symlink())
+    assert unpacked, "the build should have left the stub's unpacked wheel in its cache"
+    victim = unpacked[0]
+    before = victim.read_bytes()
+    env_b = envcache.envs_dir() / "0123456789abcdef"
+    scratch = envcache.scratch()
+    plant = [sys.executable, "-c", f"open({str(victim)!r}, 'a').write('import os  # PWNED')"]
+
+    def build_b(cache: Path):
+        return asyncio.run(envcache.run_confined(plant, scratch, dict(os.environ),
+                                                 [env_b, scratch, cache], timeout=60))
+
+    res = build_b(envcache.package_cache(env_b))
+    assert res.returncode != 0, res.stdout
+    assert victim.read_bytes() == before
+    # Live: the shared layout would have let it through.
+    assert build_b(cache_a).returncode == 0
+    assert b"PWNED" in victim.read_bytes()

@@ -6,7 +6,8 @@ session can create or replace an environment's interpreter or plant a
 ``.pth``/``sitecustomize`` that a later session of another project would run.
 An environment is built by its own confined step (``run_confined``: the
 kernel barrier allows writes only to that environment's folder, a temporary
-folder and the package cache) and is read-only to every session afterwards.
+folder and its own package cache, :func:`package_cache`) and is read-only
+to every session afterwards.
 
 At build time a manifest is written to ``$SUPERQODE_HOME/env-manifests``
 (outside the environment): the sha256 of the interpreter the environment's
@@ -27,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .artifacts import atomic_write
-from .paths import home
 from .namespaces import SPEC_ENV, scrub_env
+from .paths import home
 from .proc import BARRIER_ENV, ProcResult, run_command
 
 MANIFEST_FORMAT = 1
@@ -44,9 +45,18 @@ def manifests_dir() -> Path:
     return home() / "env-manifests"
 
 
-def package_cache() -> Path:
-    """uv's cache for builds (not the sessions' writable cache folder)."""
-    return home() / "uv-cache"
+def package_cache(target: Path) -> Path:
+    """uv's cache for the builds of the environment at ``target``: one per key,
+    never shared between keys (nor with the sessions' writable cache folder).
+    A build runs the project's code (setup.py, a build backend of its own)
+    with this cache writable, and uv trusts what it finds there: unpacked
+    wheels are linked into environments as they are, built sdists and git
+    checkouts are reused by name. Shared, one project's build could plant a
+    package that the build of another project installs; per key, what a
+    build can plant reaches only a rebuild of the same environment, which
+    that same code builds anyway. The cost: a new key downloads again what
+    another key already has (docs/safety.md, *Shared caches*)."""
+    return home() / "uv-cache" / target.name
 
 
 def manifest_path(target: Path) -> Path:

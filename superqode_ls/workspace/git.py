@@ -39,6 +39,14 @@ SAFE_CONFIG: tuple[str, ...] = (
     "-c", "checkout.workers=4",
 )
 
+# For git run on a tree a session could write (a sandbox, SuperQode's store):
+# no configuration of the user's global or system scope. Those define the
+# user's filter, diff and merge drivers (``git lfs install`` writes its
+# driver there), which a planted ``.gitattributes`` would otherwise select,
+# and git would run them outside the barrier on the session's bytes. What
+# git reads instead is a git dir of SuperQode's (workspace/owngit.py).
+UNTRUSTED_TREE_ENV: Mapping[str, str] = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+
 # Variables that would redirect git away from the repository we name.
 _REDIRECTS = (
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",

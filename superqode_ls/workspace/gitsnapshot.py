@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import carry
 from .changes import changes_between
-from .git import GitError, alternates_line, git, git_out
+from .git import UNTRUSTED_TREE_ENV, GitError, alternates_line, git, git_out
 
 # Caches that tools create while they run; never part of a change.
 CACHE_PATTERNS = (
@@ -88,8 +88,14 @@ class SnapshotStore:
     def excludes_file(self) -> Path:
         return self.path / "info" / "superqode-excludes"
 
-    def env(self, **extra: str) -> dict[str, str]:
+    def env(self, *, users: bool = False, **extra: str) -> dict[str, str]:
+        """For git on the store, or on a work tree with the store's objects:
+        without the user's global and system configuration (their drivers;
+        git.UNTRUSTED_TREE_ENV) unless ``users``: the user's own tree, which
+        no session can write."""
         env = {"GIT_OBJECT_DIRECTORY": str(self.objects)}
+        if not users:
+            env.update(UNTRUSTED_TREE_ENV)
         env.update(extra)
         return env
 
@@ -108,6 +114,7 @@ class SnapshotStore:
         *,
         git_dir: Path | None = None,
         exclude: list[str] | None = None,
+        users: bool = False,
     ) -> str:
         """Tree id of ``work_tree`` (tracked + untracked, not ignored), updating
         ``index_file`` in place. ``git_dir`` decides config and ignore rules:
@@ -116,8 +123,9 @@ class SnapshotStore:
         (for folders that are not git repos).
         Files the index marks skip-worktree or assume-unchanged are read like
         any other (their edits are the user's state); ``exclude``: folders
-        left out (nested repositories)."""
-        env = self.env(GIT_INDEX_FILE=str(index_file), GIT_NO_LAZY_FETCH="1",
+        left out (nested repositories); ``users``: ``work_tree`` is the user's,
+        hashed with all of their configuration (:meth:`env`)."""
+        env = self.env(users=users, GIT_INDEX_FILE=str(index_file), GIT_NO_LAZY_FETCH="1",
                        GIT_DIR=str(git_dir or self.path), GIT_WORK_TREE=str(work_tree))
         cfg = ["-c", f"core.excludesFile={self.excludes_file}", "-c", "core.autocrlf=false"]
         if index_file.exists():

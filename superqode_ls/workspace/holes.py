@@ -5,7 +5,9 @@ fixture) takes little disk; a plain byte copy writes every zero and can fill
 the disk a sandbox lives on. The copy shares the file's extents where the file
 system can (reflink: btrfs, XFS, bcachefs), else copies only its data
 segments (``SEEK_DATA``/``SEEK_HOLE``) and sets the length, else falls back to
-a plain copy where the file has no holes.
+a plain copy where the file has no holes. A file written from its bytes
+(a blob of the user's untracked or dirty state, :func:`write_bytes`) gets
+holes where it has whole blocks of zeros.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from pathlib import Path
 
 _FICLONE = 0x40049409  # _IOW(0x94, 9, int): share all extents of the source
 _CHUNK = 1 << 20
+# write_bytes: blocks of zeros this size (aligned) become holes; files smaller
+# than _SPARSE_MIN are written plainly (no block worth a hole, no scan).
+_BLOCK = 1 << 16
+_ZEROS = bytes(_BLOCK)
+_SPARSE_MIN = 1 << 20
 
 
 def _reflink(src_fd: int, dst_fd: int) -> bool:
@@ -95,3 +102,35 @@ def copy_with_mode(src: Path | str, dst: Path | str) -> None:
     """``copy_file`` plus the permission bits and times, as ``shutil.copy2``."""
     copy_file(src, dst)
     shutil.copystat(src, dst, follow_symlinks=False)
+
+
+def write_bytes(path: Path | str, data: bytes) -> None:
+    """``Path(path).write_bytes(data)``, but every aligned block of zeros is
+    skipped (a hole, where the file system has them) and the length set at
+    the end: a 2 GB sparse file carried from its blob does not become 2 GB
+    on disk. The bytes read back are ``data`` either way."""
+    if len(data) < _SPARSE_MIN:
+        Path(path).write_bytes(data)
+        return
+    view, n = memoryview(data), len(data)
+
+    def zeros(at: int) -> bool:
+        block = data[at:at + _BLOCK]  # bytes: a memcpy and a memcmp, not a loop
+        return block == _ZEROS if len(block) == _BLOCK else not block.strip(b"\0")
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        pos = 0
+        while pos < n:
+            if zeros(pos):
+                pos += _BLOCK
+                continue
+            end = pos + _BLOCK
+            while end < n and not zeros(end):
+                end += _BLOCK  # one write for a run of data blocks
+            end = min(end, n)
+            while pos < end:
+                pos += os.pwrite(fd, view[pos:end], pos)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)

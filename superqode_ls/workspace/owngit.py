@@ -21,31 +21,46 @@ They name everything in the environment (:func:`env`):
   sealed index it is writing before the session starts);
 - ``GIT_WORK_TREE``: the sandbox.
 
-The configuration is the user's (``git config --local --list --includes``,
-written flat: no include is followed again from here), so the user's own
-filter drivers (git-lfs...) still apply to the user's files; hooks, the
-fsmonitor and the worktree setting are not carried, and a driver whose
-command names a file of the project (``./tools/clean.sh``: git runs it in the
-sandbox, where the session may have rewritten it) is turned off. A planted
-``.gitattributes`` can only name drivers the user defined.
+No configuration of the user's global or system scope is read
+(``GIT_CONFIG_GLOBAL=/dev/null``, ``GIT_CONFIG_NOSYSTEM``: :data:`git.UNTRUSTED_TREE_ENV`).
+``own-git``'s configuration is the user's, all scopes flattened (no include
+is followed again from here), cut down to what hashing and checking out a
+tree reads (:data:`_KEPT_SECTIONS`: ``core``, ``extensions``, ``index``...),
+without a key that names a program. So git run here defines no filter,
+diff or merge driver at all: a planted ``.gitattributes`` (or attributes
+file) can select nothing that runs — not even the user's own git-lfs or
+git-crypt, which would otherwise run, unconfined, on whatever a session put
+in any file it chose. What is left of an attribute is git's own in-process
+conversions (``text``/``eol``, ``ident``, ``working-tree-encoding``). The
+cost: a filtered file of a sandbox is hashed as its working-tree bytes
+(docs/safety.md, *Git and session state*).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from .git import git
+from .git import UNTRUSTED_TREE_ENV, git
 
 OWN_GIT = "own-git"
 # Not carried from the user's configuration: a path, a command or a repository
 # shape that belongs to the user's checkout, not to a sandbox.
 _DROPPED = ("core.worktree", "core.hookspath", "core.bare", "core.fsmonitor")
 _DROPPED_PREFIXES = ("include.", "includeif.")
+# What own-git keeps of the user's configuration: the sections that decide how
+# a work tree is hashed and checked out. An allow-list, so a key git adds
+# tomorrow that runs a program is not carried by default (failing closed
+# costs at most a hash that differs from the user's, i.e. a cold sandbox).
+_KEPT_SECTIONS = frozenset({"core", "extensions", "index", "i18n", "feature", "checkout",
+                            "splitindex", "pack"})
+# Keys of those sections that name a program or a place to run one.
+_PROGRAM_KEYS = frozenset({"core.sshcommand", "core.gitproxy", "core.askpass", "core.editor",
+                           "core.pager", "core.alternaterefscommand",
+                           "core.alternaterefsprefixes", "core.fsmonitorhookversion"})
 
 
 def user_config(repo: Path) -> list[tuple[str, str | None]]:
@@ -58,6 +73,23 @@ def user_config(repo: Path) -> list[tuple[str, str | None]]:
             continue
         key, nl, value = rec.partition("\n")
         out.append((key, value if nl else None))
+    return out
+
+
+def own_config(repo: Path) -> list[tuple[str, str | None]]:
+    """The user's configuration of every scope (system, global, the
+    repository's), as git sees it, cut down to :data:`_KEPT_SECTIONS` less
+    :data:`_PROGRAM_KEYS`: what own-git holds, and all git reads there."""
+    proc = git(["config", "--list", "--includes", "--show-scope", "-z"], repo, check=False)
+    out: list[tuple[str, str | None]] = []
+    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    for scope, rec in zip(fields[0::2], fields[1::2]):  # scope NUL key LF value NUL
+        if scope == "command":  # SAFE_CONFIG's own -c settings
+            continue
+        key, nl, value = rec.partition("\n")
+        low = key.lower()
+        if low.split(".", 1)[0] in _KEPT_SECTIONS and low not in _PROGRAM_KEYS:
+            out.append((key, value if nl else None))
     return out
 
 
@@ -83,39 +115,7 @@ def config_text(entries: list[tuple[str, str | None]], extra: Mapping[str, str])
     return "\n".join(lines) + "\n"
 
 
-# Words of a shell command: what a filter command could name a file by.
-_WORDS = re.compile(r"[\s;&|()<>`'\"=$]+")
-_DRIVER_COMMAND = re.compile(r"^filter\.(?P<name>.+)\.(?:clean|smudge|process)$")
-
-
-def names_project_file(command: str, repo: Path) -> bool:
-    """Whether a filter command may run a file of the project: git runs it in
-    the work tree, which for a sandbox is the session's to write (a relative
-    path, a word naming something at the project's top). Fails closed: a
-    false positive only makes SuperQode hash that driver's files as they are."""
-    for word in _WORDS.split(command):
-        if not word or word.startswith(("/", "-", "%")):
-            continue
-        if word.startswith((".", "~")) or "/" in word or os.path.lexists(repo / word):
-            return True
-    return False
-
-
-def sandbox_entries(entries: list[tuple[str, str | None]], repo: Path) -> list[tuple[str, str | None]]:
-    """The user's configuration for git run on a sandbox: a filter driver whose
-    command names a project file is turned off (its files are hashed as they
-    are), every other driver kept (git-lfs, and the like, apply as for the user)."""
-    unsafe = {m["name"] for key, value in entries
-              if (m := _DRIVER_COMMAND.match(key)) and value and names_project_file(value, repo)}
-    if not unsafe:
-        return entries
-    kept = [(k, v) for k, v in entries
-            if not ((m := _DRIVER_COMMAND.match(k)) and m["name"] in unsafe)]
-    return kept + [(f"filter.{n}.required", "false") for n in sorted(unsafe)]
-
-
-def make(own: Path, repo: Path, common: Path, base: str,
-         entries: list[tuple[str, str | None]]) -> None:
+def make(own: Path, repo: Path, common: Path, base: str) -> None:
     """Write ``own`` (a fresh folder of SuperQode's) from the user's repository
     (``common``: its common git dir)."""
     if own.is_symlink():
@@ -125,8 +125,7 @@ def make(own: Path, repo: Path, common: Path, base: str,
     for d in ("info", "refs", "objects"):
         (own / d).mkdir(parents=True)
     (own / "HEAD").write_text(base + "\n")
-    (own / "config").write_text(config_text(sandbox_entries(entries, repo),
-                                            {"core.bare": "false"}))
+    (own / "config").write_text(config_text(own_config(repo), {"core.bare": "false"}))
     for name in ("exclude", "attributes"):
         src = common / "info" / name
         if src.is_file():
@@ -149,6 +148,7 @@ def env(own: Path, work_tree: Path, index: Path, objects: Path) -> dict[str, str
         # A partial clone's missing object must not start a fetch (remote
         # helpers, ssh commands) from here.
         "GIT_NO_LAZY_FETCH": "1",
+        **UNTRUSTED_TREE_ENV,
     }
 
 

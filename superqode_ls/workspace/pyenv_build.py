@@ -6,7 +6,7 @@ test extras and groups), with an interpreter that matches its
 It goes to ``$SUPERQODE_HOME/envs/<key>`` (envcache: the key hashes every
 file the plan reads and the interpreter), is built once by a confined step
 (writes allowed to that folder, a temporary copy of the sandbox and uv's
-cache only), checked against its manifest before each use, and reused while
+cache for that key only), checked against its manifest before each use, and reused while
 the key matches. Nothing is built when no role would use it. A build that
 fails is a setup problem (``ProjectPython.setup``), never a finding.
 """
@@ -241,7 +241,7 @@ def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str
         return base, mine, None
     if spec is None and (request == mine or request.startswith(mine + ".")):
         return base, mine, None
-    if uv:
+    if uv and not request.startswith("-"):  # the project's words: never an option of uv's
         try:
             # --system: an activated environment is not an interpreter to build on.
             res = subprocess.run([uv, "python", "find", "--system", "--no-project",
@@ -332,7 +332,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         src = tmp / "src"
         await asyncio.to_thread(shutil.copytree, root, src, symlinks=True, ignore=_SKIP_COPY)
         target.mkdir(parents=True, exist_ok=True)
-        cache = envcache.package_cache()
+        cache = envcache.package_cache(target)
         cache.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PYTHON", "VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "CONDA"))}

@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import carry, owngit, removal
+from . import carry, holes, owngit, removal
 from .changes import iter_raw
 from .errors import WorkspaceError
 from .git import GitError, alternates_line, copy_index, git, git_env, git_out, registration_dirs
@@ -127,7 +127,7 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
     env = {"GIT_INDEX_FILE": str(idx), "GIT_DIR": str(gd), "GIT_WORK_TREE": str(repo)}
     bits = carry.index_bits(repo, env) if idx.exists() else carry.IndexBits()
     nested = carry.nested_repos(repo, env)
-    full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested)
+    full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested, users=True)
     return UserState(staged_tree=staged or full, full_tree=full, bits=bits, nested=nested)
 
 
@@ -159,7 +159,7 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
     (common / "packed-refs").write_text(refs + ("\n" if refs else ""))
     head = cd / "HEAD"
     (common / "HEAD").write_text(head.read_text() if head.exists() else "ref: refs/heads/main\n")
-    owngit.make(sealed.own, repo, cd, base, entries)
+    owngit.make(sealed.own, repo, cd, base)
     sealed.wt.mkdir(parents=True, exist_ok=True)
     (sealed.wt / "commondir").write_text("../common\n")
     (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
@@ -243,7 +243,7 @@ def _write_blobs(sandbox: Path, store: SnapshotStore, writes: list[tuple[str, st
             if mode == "120000":
                 os.symlink(os.fsdecode(data), dest)
             else:
-                dest.write_bytes(data)
+                holes.write_bytes(dest, data)  # zeros stay holes (a sparse untracked file)
                 os.chmod(dest, 0o755 if mode == "100755" else 0o644)
     finally:
         proc.stdin.close()
@@ -320,7 +320,7 @@ def carry_extras(repo: Path, sandbox: Path, store: SnapshotStore, state: UserSta
     own hash is the baseline."""
     done = False
     if filters:
-        for rel in carry.filtered_paths(repo, state.full_tree, store.env()):
+        for rel in carry.filtered_paths(repo, state.full_tree, store.env(users=True)):
             if carry.present(repo, rel):
                 done |= carry.copy_entry(repo, sandbox, rel)
     if state.bits:

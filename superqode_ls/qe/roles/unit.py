@@ -412,7 +412,7 @@ def _line_range(text: str | None, line: int) -> Range:
 
 
 def _durations_file(project: Path) -> Path:
-    return superqode_home() / "cache" / "unit-durations" / f"{repo_key(project)}.json"
+    return superqode_home() / "unit-durations" / f"{repo_key(project)}.json"  # not session-writable
 
 
 def _last_duration(project: Path) -> float | None:
