@@ -59,6 +59,10 @@ class FixAllArgs(Args):
     notify: bool = False
 
 
+class ListRolesArgs(Args):
+    uri: str | None = None  # a file or folder of the workspace: its folder's roles
+
+
 class RecoverArgs(Args):
     sessionId: str
     action: Literal["resume", "revert", "view"]
@@ -182,6 +186,15 @@ def register(ls: SuperQodeServer) -> None:
         except Exception:
             shown = False
         return {"uri": uri, "shown": shown}
+
+    @ls.command("superqode.listRoles")
+    async def list_roles(ls: SuperQodeServer, *args):
+        # The editors' role pickers: each role, whether it can run now and why not.
+        from .role_list import list_roles
+
+        a = parse(ListRolesArgs, args, "superqode.listRoles")
+        await ls.settings_ready()
+        return await list_roles(ls, a.uri)
 
     @ls.command("superqode.recover")
     async def recover(ls: SuperQodeServer, *args):
