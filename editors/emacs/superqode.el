@@ -108,14 +108,16 @@ and set `superqode-server-command' to (\"/path/to/venv/bin/superqode-ls\")"))
                          (if argument (vector argument) [])))
 
 ;;;###autoload
-(defun superqode-run-qe (&optional deep this-file)
+(defun superqode-run-qe (&optional deep this-file roles)
   "Run a QE session on the project; DEEP (\\[universal-argument]) in deep mode.
-THIS-FILE (two \\[universal-argument]): only the current file, quick mode."
+THIS-FILE (two \\[universal-argument]): only the current file, quick mode.
+ROLES (a list of role names): those roles only (see `superqode-run-roles')."
   (interactive (list (equal current-prefix-arg '(4))
                      (equal current-prefix-arg '(16))))
   (let* ((arg (append (and deep '(:mode "deep"))
                       (and this-file buffer-file-name
-                           (list :uri (eglot--path-to-uri buffer-file-name)))))
+                           (list :uri (eglot--path-to-uri buffer-file-name)))
+                      (and roles (list :roles (vconcat roles)))))
          (result (superqode--execute 'superqode.runQE arg))
          (id (plist-get result :sessionId)))
     (setq superqode--last-session id)
@@ -123,6 +125,38 @@ THIS-FILE (two \\[universal-argument]): only the current file, quick mode."
     (when superqode-announce-end
       (superqode--watch (superqode--server) id))
     id))
+
+;;;###autoload
+(defun superqode-run-roles (roles)
+  "Run a QE session on the project with ROLES, picked with completion.
+The server lists the roles (superqode.listRoles): each is annotated with
+what it does, or why it cannot run now; the roles a plain run uses are the
+default (RET on an empty input)."
+  (interactive (list (superqode--read-roles)))
+  (superqode-run-qe nil nil roles))
+
+(defun superqode--read-roles ()
+  "Role names read with `completing-read-multiple' from the server's list."
+  (let* ((list (superqode--execute
+                'superqode.listRoles
+                (and buffer-file-name (list :uri (eglot--path-to-uri buffer-file-name)))))
+         (roles (append (plist-get list :roles) nil))
+         (names (mapcar (lambda (r) (plist-get r :name)) roles))
+         (defaults (mapcar (lambda (r) (plist-get r :name))
+                           (cl-remove-if-not (lambda (r) (eq (plist-get r :default) t)) roles)))
+         (completion-extra-properties
+          (list :annotation-function
+                (lambda (name)
+                  (let ((r (cl-find name roles :key (lambda (r) (plist-get r :name))
+                                    :test #'equal)))
+                    (when r
+                      (concat "  " (if (eq (plist-get r :canRun) t)
+                                       (plist-get r :description)
+                                     (format "cannot run now: %s" (plist-get r :reason)))))))))
+         (picked (completing-read-multiple
+                  (format "SuperQode roles (default %s): " (string-join defaults ","))
+                  names nil t nil nil (string-join defaults ","))))
+    (or picked (user-error "SuperQode: no role picked"))))
 
 (defun superqode--end-line (s)
   "The end of session S (a plist) in one line: findings and verdict."

@@ -111,3 +111,27 @@ def test_a_quick_fix_that_removes_a_line_keeps_the_finding_below_it(example_copy
     after_os = sorted((c, ln - 1 if ln > 11 else ln) for c, ln in after_sys if (c, ln) != ("F401", 11))
     assert shown("after-os") == after_os
     assert storage.read_text() == original
+
+
+def test_run_roles_picks_with_completion_and_runs_those(example_copy: Path, editor_env, tmp_path):
+    """M-x superqode-run-roles: the server's roles, each annotated with what
+    it does or why it cannot run now, the settings' roles as the default; the
+    session runs exactly the roles picked."""
+    emacs = require(shutil.which("emacs"), "emacs (apt-get install emacs-nox elpa-eglot)")
+    result = tmp_path / "emacs-roles.json"
+    env = {**editor_env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(SERVER),
+           "SQ_FILE": str(example_copy / "shop" / "storage.py"), "SQ_RESULT": str(result)}
+    proc = run_editor([emacs, "--batch", "-l", str(HERE / "roles.el")], cwd=example_copy, env=env,
+                      timeout=150)
+    (artifact_dir("emacs") / "roles.log").write_text(
+        f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n")
+    data = json.loads(result.read_text()) if result.exists() else {}
+    assert proc.returncode == 0 and data.get("exit") == 0, f"{data.get('error')}\n{proc.stderr[-3000:]}"
+    assert data["prompt"] == "SuperQode roles (default lint_tester): "
+    assert {"lint_tester", "security_tester", "agent_unit_tester"} <= set(data["names"])
+    assert data["lint-annotation"].startswith("  ruff lint")
+    assert data["agent-annotation"].startswith("  cannot run now: no provider configured")
+    assert data["picked"] == ["security_tester"]
+    (qr,) = (example_copy / ".superqode" / "qe-artifacts" / "qr").glob(f"qr-*-{data['session']}.json")
+    assert [r["role"] for r in json.loads(qr.read_text())["roles"]] == ["security_tester"]
+    assert changed_files(example_copy) == []
