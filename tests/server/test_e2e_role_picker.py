@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
@@ -56,12 +58,8 @@ async def test_list_roles_says_what_can_run_and_why_not(lsp: LanguageClient, sho
     by_file = await command(lsp, "superqode.listRoles",
                             {"uri": from_fs_path(str(shop / "shop" / "catalog.py"))})
     assert by_file["folder"] == str(shop)
-    try:
+    with pytest.raises(JsonRpcException, match="outside the workspace folders"):
         await command(lsp, "superqode.listRoles", {"uri": "file:///nowhere/x.py"})
-    except Exception as e:
-        assert "outside the workspace folders" in str(e)
-    else:
-        raise AssertionError("a file outside the workspace was listed")
 
 
 async def test_list_roles_follows_trust_the_worker_and_the_editors_provider(
@@ -83,12 +81,9 @@ async def test_list_roles_follows_trust_the_worker_and_the_editors_provider(
 async def test_list_roles_with_a_broken_config_is_one_line(lsp: LanguageClient, shop: Path):
     (shop / "superqode.yaml").write_text("agents:\n  claude: {command: []}\n", encoding="utf-8")
     await start(lsp, shop)
-    try:
+    with pytest.raises(JsonRpcException) as failed:  # with the config's own message
         await command(lsp, "superqode.listRoles")
-    except Exception as e:  # the request fails with the config's own message
-        text = str(e)
-    else:
-        raise AssertionError("a bad superqode.yaml was listed")
+    text = str(failed.value)
     assert "superqode.yaml" in text and "agents.claude.command" in text, text
     assert "\n" not in text.strip()
 
