@@ -62,11 +62,6 @@ H.run(function()
   H.step("named_session", wait_end(sq, "the named run"))
 
   vim.cmd("SuperQodeRun no_such_role")
-  H.wait(10000, function()
-    for _, n in ipairs(notes) do
-      if n:find("no_such_role", 1, true) then return true end
-    end
-    return false
-  end, "the unknown role to be said")
+  H.wait(10000, function() return H.said(notes, "no_such_role") end, "the unknown role to be said")
   H.step("notes", notes)
 end)
