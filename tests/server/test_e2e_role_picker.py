@@ -95,7 +95,8 @@ async def test_a_run_with_the_picked_roles_runs_those_and_says_why_one_could_not
     listed = await command(lsp, "superqode.listRoles")
     picked = [r["name"] for r in listed["roles"] if r["name"] in ("lint_tester", "agent_unit_tester")]
     assert picked == ["agent_unit_tester", "lint_tester"]
-    sid = await run_and_wait(lsp, {"roles": picked})
+    # As VS Code's picker runs them: the listed folder's URI, the ticked roles.
+    sid = await run_and_wait(lsp, {"uri": from_fs_path(listed["folder"]), "roles": picked})
     catalog = from_fs_path(str(shop / "shop" / "catalog.py"))
     diags = await wait_for(lambda: superqode_diags(lsp, catalog), 30, "lint diagnostics")
     assert {d.code for d in diags} >= {"F401", "F841"}
