@@ -30,6 +30,9 @@ class RunQEArgs(Args):
     mode: Literal["quick", "deep"] | None = None
     roles: list[str] | None = None
     since: str | None = None  # only findings new since the merge-base with this ref
+    # The agent roles' worker for this run: an ACP agent under agents:, or
+    # "builtin" (the built-in loop); None: superqode.yaml's agent.worker.
+    worker: str | None = None
 
 
 class SessionArgs(Args):
@@ -226,12 +229,18 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
         if not folders:
             raise fail("no workspace folder is open")
         targets = [(f, None) for f in folders]
+    if a.worker:
+        from .role_list import check_worker
+
+        for folder, _ in targets:
+            if why := check_worker(folder, a.worker):
+                raise JsonRpcInvalidParams(f"superqode.runQE: {why}")
     ids = []
     for folder, files in targets:
         s = ls.settings_for(folder)
         run = start_run(ls, folder, files=files, mode=a.mode or s.mode,
                         roles=a.roles if a.roles is not None else s.roles, trigger=trigger,
-                        since=a.since)
+                        since=a.since, worker=a.worker)
         ids.append(run.id)
     out: dict[str, Any] = {"sessionId": ids[0]}
     if len(ids) > 1:

@@ -22,6 +22,51 @@ from .server import SuperQodeServer
 from .trust import is_trusted_folder
 
 UNTRUSTED = "runs the project's code: the folder is not trusted yet (Run QE asks first)"
+# superqode.runQE {worker}: the built-in loop over the providers, whatever
+# agent.worker says (any other value names an ACP agent under agents:).
+BUILTIN = "builtin"
+
+
+def agent_overrides(provider: str | None, worker: str | None = None,
+                    folder: str | None = None) -> dict[str, Any]:
+    """What the editor sets over superqode.yaml for the agent roles: its
+    ``superqode.provider`` setting and a run's ``worker`` (runQE) of
+    ``folder``'s ACP agents."""
+    out: dict[str, Any] = {}
+    agent: dict[str, Any] = {}
+    if provider:
+        agent["provider"] = provider
+    if worker == BUILTIN:
+        agent["worker"] = None
+    elif worker:
+        agent["worker"] = worker
+        # Each configuration layer is checked alone, and a worker must be
+        # one of its layer's agents: the agent's own entry comes along.
+        try:
+            agents = load_config(Path(folder)).agents if folder else {}
+        except ConfigError:
+            agents = {}  # the run reports the configuration's error itself
+        if worker in agents:
+            out["agents"] = {worker: agents[worker].model_dump()}
+    if agent:
+        out["agent"] = agent
+    return out
+
+
+def check_worker(folder: str, worker: str | None) -> str | None:
+    """Why ``worker`` cannot be a run's worker in ``folder`` (not one of its
+    ACP agents), or None. A superqode.yaml that does not load is the run's
+    to report, as ever."""
+    if not worker or worker == BUILTIN:
+        return None
+    try:
+        agents = load_config(Path(folder)).agents
+    except ConfigError:
+        return None
+    if worker in agents:
+        return None
+    known = ", ".join([BUILTIN, *agents])
+    return f"worker {worker!r} is not an ACP agent under agents: in superqode.yaml (known: {known})"
 
 
 async def list_roles(ls: SuperQodeServer, uri: str | None) -> dict[str, Any]:
@@ -30,7 +75,7 @@ async def list_roles(ls: SuperQodeServer, uri: str | None) -> dict[str, Any]:
         raise fail(f"{uri} is outside the workspace folders" if uri else "no workspace folder is open")
     settings = ls.settings_for(folder)
     # The editor's provider over superqode.yaml, as build_request gives it to the run.
-    overrides = {"agent": {"provider": settings.provider}} if settings.provider else None
+    overrides = agent_overrides(settings.provider) or None
     try:
         cfg, rows, agents = await asyncio.to_thread(_read, folder, overrides)
     except ConfigError as e:

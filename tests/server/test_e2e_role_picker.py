@@ -49,10 +49,12 @@ async def test_list_roles_says_what_can_run_and_why_not(lsp: LanguageClient, sho
     assert agent["agent"] and not agent["canRun"]
     assert agent["reason"].startswith("no provider configured"), agent
     # The ACP agents of superqode.yaml, none of them the agent roles' worker yet.
-    assert res["agents"] == [
-        {"name": "claude", "command": ["claude-code-acp", "--stdio"], "worker": False},
-        {"name": "local", "command": ["python3", "my_agent.py"], "worker": False},
-    ]
+    claude, local = res["agents"]
+    assert {k: claude[k] for k in ("name", "command", "worker")} == {
+        "name": "claude", "command": ["claude-code-acp", "--stdio"], "worker": False}
+    assert {k: local[k] for k in ("name", "command", "worker")} == {
+        "name": "local", "command": ["python3", "my_agent.py"], "worker": False}
+    assert local["reason"] is None  # python3 is there: it can be the worker
     assert res["worker"] is None
     # A file of the folder names the same folder; one outside it is one clear line.
     by_file = await command(lsp, "superqode.listRoles",
@@ -112,3 +114,33 @@ async def test_a_run_with_the_picked_roles_runs_those_and_says_why_one_could_not
     why = {r["name"]: r["reason"] for r in listed["roles"]}["agent_unit_tester"]
     assert why.startswith("no provider configured")
     assert ran["agent_unit_tester"]["reason"] == why
+
+
+async def test_a_run_with_a_picked_worker_gives_the_agent_roles_to_it(lsp: LanguageClient, shop: Path):
+    """superqode.runQE {worker}: the agent roles' worker for this run only,
+    an ACP agent under agents: or "builtin"; an unknown one is refused."""
+    (shop / "superqode.yaml").write_text(
+        "agents:\n  ghost:\n    command: [superqode-no-such-acp-agent]\n", encoding="utf-8")
+    await start(lsp, shop, settings={"trustedFolders": [str(shop)]})
+    listed = await command(lsp, "superqode.listRoles")
+    (ghost,) = listed["agents"]
+    assert ghost["reason"].startswith("ACP agent ghost: command 'superqode-no-such-acp-agent' not found")
+
+    def reason(sid: str) -> str:
+        said = [m.message for m in lsp.log_messages + lsp.messages]
+        assert list((shop / ".superqode/qe-artifacts/qr").glob(f"qr-*-{sid}.json")), said
+        [qr] = (shop / ".superqode/qe-artifacts/qr").glob(f"qr-*-{sid}.json")
+        [role] = json.loads(qr.read_text())["roles"]
+        assert role["role"] == "agent_unit_tester" and role["status"] == "skipped", role
+        return role["reason"]
+
+    sid = await run_and_wait(lsp, {"roles": ["agent_unit_tester"], "worker": "ghost"})
+    assert reason(sid) == ghost["reason"]
+    # "builtin": the built-in loop, whatever superqode.yaml names: here no provider.
+    (shop / "superqode.yaml").write_text(
+        "agents:\n  ghost:\n    command: [superqode-no-such-acp-agent]\nagent:\n  worker: ghost\n",
+        encoding="utf-8")
+    sid = await run_and_wait(lsp, {"roles": ["agent_unit_tester"], "worker": "builtin"})
+    assert reason(sid).startswith("no provider configured")
+    with pytest.raises(JsonRpcException, match=r"worker 'nope' is not an ACP agent .*known: builtin, ghost"):
+        await command(lsp, "superqode.runQE", {"roles": ["agent_unit_tester"], "worker": "nope"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...agent.acp_worker import acp_problem
 from ...config import Config
 from . import REGISTRY, role_class
 
@@ -35,7 +36,9 @@ def role_rows(config: Config) -> list[dict[str, Any]]:
 
 
 def acp_agents(config: Config) -> list[dict[str, Any]]:
-    """The ACP agents configured under ``agents:``, and which one is the
-    agent roles' worker (``agent.worker``; none: the built-in loop)."""
-    return [{"name": name, "command": list(a.command), "worker": name == config.agent.worker}
+    """The ACP agents configured under ``agents:``: which one is the agent
+    roles' worker (``agent.worker``; none: the built-in loop), and why one
+    cannot run here (``reason``: its command not found...)."""
+    return [{"name": name, "command": list(a.command), "worker": name == config.agent.worker,
+             "reason": acp_problem(name, a)}
             for name, a in config.agents.items()]
