@@ -121,6 +121,8 @@ def test_run_roles_picks_with_completion_and_runs_those(example_copy: Path, edit
     assert data["lint-annotation"].startswith("  ruff lint")
     assert data["agent-annotation"].startswith("  cannot run now: no provider configured")
     assert data["picked"] == ["security_tester"]
+    assert data["worker-prompt"] == "Agent roles' worker (default builtin): "
+    assert data["workers"] == ["builtin"] and data["worker"] == "builtin"
     (qr,) = (example_copy / ".superqode" / "qe-artifacts" / "qr").glob(f"qr-*-{data['session']}.json")
     assert [r["role"] for r in json.loads(qr.read_text())["roles"]] == ["security_tester"]
     assert changed_files(example_copy) == []

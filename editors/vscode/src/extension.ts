@@ -274,7 +274,7 @@ async function execute<T = any>(command: string, argument: object): Promise<T | 
   }
 }
 
-async function runQE(argument: { mode?: string; uri?: string; roles?: string[] }): Promise<void> {
+async function runQE(argument: { mode?: string; uri?: string; roles?: string[]; worker?: string }): Promise<void> {
   const result = await execute<{ sessionId: string }>("superqode.runQE", argument);
   if (result?.sessionId) {
     lastSession = result.sessionId;
@@ -299,7 +299,7 @@ export interface RoleList {
   mode: string;
   trusted: boolean;
   roles: RoleInfo[];
-  agents: { name: string; command: string[]; worker: boolean }[];
+  agents: { name: string; command: string[]; worker: boolean; reason?: string | null }[];
   worker?: string | null;
   provider?: string | null;
 }
@@ -314,7 +314,7 @@ export function workerLine(list: RoleList): string {
     ? `worker: ${acp.name} (ACP: ${acp.command.join(" ")})`
     : `worker: built-in loop${list.provider ? ` over provider ${list.provider}` : ""}`;
   const others = list.agents.filter((a) => !a.worker).map((a) => a.name);
-  return others.length ? `${worker}; also configured: ${others.join(", ")} (agent.worker picks one)` : worker;
+  return others.length ? `${worker}; also configured: ${others.join(", ")}` : worker;
 }
 
 /** The quick pick's rows: the roles in three groups, those a plain Run QE
@@ -366,7 +366,34 @@ async function runWithRoles(): Promise<void> {
   if (!roles.length) {
     return; // dismissed, or nothing ticked: nothing to run
   }
-  await runQE({ uri: vscode.Uri.file(listed.folder).toString(), roles });
+  let worker: string | undefined;
+  if (listed.agents.length && listed.roles.some((r) => r.agent && roles.includes(r.name))) {
+    worker = await pickWorker(listed);
+    if (worker === undefined) {
+      return;
+    }
+  }
+  await runQE({ uri: vscode.Uri.file(listed.folder).toString(), roles, worker });
+}
+
+/** With ACP agents configured and agent roles ticked: who does their work
+ * in this run, the built-in loop or one of the agents (the configured one
+ * first). undefined: dismissed. */
+async function pickWorker(list: RoleList): Promise<string | undefined> {
+  const current = list.agents.find((a) => a.worker)?.name ?? "builtin";
+  const choices: vscode.QuickPickItem[] = [
+    { label: "builtin", description: `the built-in loop${list.provider ? ` over provider ${list.provider}` : ""}` },
+    ...list.agents.map((a) => ({
+      label: a.name,
+      description: `ACP: ${a.command.join(" ")}`,
+      detail: a.reason ? `$(warning) cannot run now: ${a.reason}` : undefined,
+    })),
+  ].sort((a, b) => Number(b.label === current) - Number(a.label === current));
+  const chosen = await vscode.window.showQuickPick(choices, {
+    title: "SuperQode: who does the agent roles' work in this run?",
+    placeHolder: `superqode.yaml says: ${current}`,
+  });
+  return chosen?.label;
 }
 
 async function cancel(): Promise<void> {

@@ -23,7 +23,7 @@ H.run(function()
     notify(msg, level)
   end
   sq.setup({ cmd = { vim.env.SQ_SERVER }, settings = {
-    roles = { "lint_tester" },
+    roles = { "lint_tester" }, trustedFolders = { vim.fn.getcwd() },
     lintOnOpen = false, lintOnSave = false, lintOnType = false,
   } })
   local buf = vim.api.nvim_get_current_buf()
@@ -33,8 +33,9 @@ H.run(function()
   H.step("complete_all", vim.fn.getcompletion("SuperQodeRun ", "cmdline"))
   H.step("complete_sec", vim.fn.getcompletion("SuperQodeRun deep sec", "cmdline"))
 
-  -- :SuperQodeRun! : tick security_tester, untick lint_tester, then run.
-  local picks = { "security_tester", "lint_tester", "run" }
+  -- :SuperQodeRun! : tick security_tester, untick lint_tester, the next
+  -- worker (builtin -> the ACP agent ghost), tick agent_unit_tester, run.
+  local picks = { "security_tester", "lint_tester", "worker", "agent_unit_tester", "run" }
   local shown = {}
   local select = vim.ui.select
   vim.ui.select = function(items, opts, on_choice)
@@ -45,7 +46,8 @@ H.run(function()
     table.insert(shown, { prompt = opts.prompt, labels = labels })
     local want = table.remove(picks, 1)
     for _, item in ipairs(items) do
-      if (want == "run" and item.run) or (item.role and item.role.name == want) then
+      if (want == "run" and item.run) or (want == "worker" and item.worker)
+          or (item.role and item.role.name == want) then
         return on_choice(item)
       end
     end

@@ -175,10 +175,11 @@ function M.buf_uri(bufnr)
   return vim.uri_from_fname(name)
 end
 
---- Start a QE session. opts: { mode = "quick"|"deep", file = bool, roles = {...} }.
+--- Start a QE session. opts: { mode = "quick"|"deep", file = bool, roles = {...},
+--- worker = the agent roles' worker: an ACP agent's name or "builtin" }.
 function M.run(opts)
   opts = opts or {}
-  local arg = { mode = opts.mode, roles = opts.roles }
+  local arg = { mode = opts.mode, roles = opts.roles, worker = opts.worker }
   if opts.file then
     arg.uri = M.buf_uri(0)
   end

@@ -28,7 +28,7 @@ function R.worker_line(list)
   local provider = type(list.provider) == "string" and (" over provider " .. list.provider) or ""
   local line = "worker: " .. (worker or ("built-in loop" .. provider))
   if #others > 0 then
-    line = line .. "; also configured: " .. table.concat(others, ", ") .. " (agent.worker picks one)"
+    line = line .. "; also configured: " .. table.concat(others, ", ")
   end
   return line
 end
@@ -65,8 +65,21 @@ function R.pick(opts, on_done)
       end
       return out
     end
+    -- Who does the agent roles' work: the built-in loop or an ACP agent of
+    -- agents:, the configured one first; a choice moves to the next.
+    local workers, worker = { "builtin" }, 1
+    for _, a in ipairs(list.agents or {}) do
+      table.insert(workers, a.name)
+      if a.worker then
+        worker = #workers
+      end
+    end
+    local configured = worker
     local function ask()
       local items = { { run = true } }
+      if #workers > 1 then
+        table.insert(items, { worker = true })
+      end
       for _, r in ipairs(roles) do
         table.insert(items, { role = r })
       end
@@ -76,6 +89,9 @@ function R.pick(opts, on_done)
           if item.run then
             local n = names()
             return "Run QE with: " .. (#n > 0 and table.concat(n, ", ") or "(nothing ticked)")
+          end
+          if item.worker then
+            return "Agent roles' worker: " .. workers[worker] .. " (pick for the next)"
           end
           return R.role_label(item.role, ticked[item.role.name])
         end,
@@ -89,8 +105,13 @@ function R.pick(opts, on_done)
             sq().notify("no role ticked: nothing to run", vim.log.levels.WARN)
             return on_done(nil)
           end
-          sq().run({ mode = opts.mode, file = opts.file, roles = n })
+          sq().run({ mode = opts.mode, file = opts.file, roles = n,
+                     worker = worker ~= configured and workers[worker] or nil })
           return on_done(n)
+        end
+        if item.worker then
+          worker = worker % #workers + 1
+          return vim.schedule(ask)
         end
         ticked[item.role.name] = not ticked[item.role.name] or nil
         vim.schedule(ask) -- the list again, with the new ticks
