@@ -108,14 +108,18 @@ and set `superqode-server-command' to (\"/path/to/venv/bin/superqode-ls\")"))
                          (if argument (vector argument) [])))
 
 ;;;###autoload
-(defun superqode-run-qe (&optional deep this-file)
+(defun superqode-run-qe (&optional deep this-file roles worker)
   "Run a QE session on the project; DEEP (\\[universal-argument]) in deep mode.
-THIS-FILE (two \\[universal-argument]): only the current file, quick mode."
+THIS-FILE (two \\[universal-argument]): only the current file, quick mode.
+ROLES (a list of role names): those roles only (see `superqode-run-roles');
+WORKER: the agent roles' worker for this run (an ACP agent or \"builtin\")."
   (interactive (list (equal current-prefix-arg '(4))
                      (equal current-prefix-arg '(16))))
   (let* ((arg (append (and deep '(:mode "deep"))
                       (and this-file buffer-file-name
-                           (list :uri (eglot--path-to-uri buffer-file-name)))))
+                           (list :uri (eglot--path-to-uri buffer-file-name)))
+                      (and roles (list :roles (vconcat roles)))
+                      (and worker (list :worker worker))))
          (result (superqode--execute 'superqode.runQE arg))
          (id (plist-get result :sessionId)))
     (setq superqode--last-session id)
@@ -123,6 +127,52 @@ THIS-FILE (two \\[universal-argument]): only the current file, quick mode."
     (when superqode-announce-end
       (superqode--watch (superqode--server) id))
     id))
+
+;;;###autoload
+(defun superqode-run-roles (roles &optional worker)
+  "Run a QE session on the project with ROLES, picked with completion.
+The server lists the roles (superqode.listRoles): each is annotated with
+what it does, or why it cannot run now; the roles a plain run uses are the
+default (RET on an empty input).  With \\[universal-argument], also pick
+WORKER, who does the agent roles' work: the built-in loop or an ACP agent."
+  (interactive (let ((list (superqode--list-roles)))
+                 (list (superqode--read-roles list)
+                       (and current-prefix-arg (superqode--read-worker list)))))
+  (superqode-run-qe nil nil roles worker))
+
+(defun superqode--list-roles ()
+  "The server's roles for this buffer's folder (superqode.listRoles)."
+  (superqode--execute 'superqode.listRoles
+                      (and buffer-file-name (list :uri (eglot--path-to-uri buffer-file-name)))))
+
+(defun superqode--read-worker (list)
+  "The agent roles' worker, read from LIST's ACP agents and \"builtin\"."
+  (let ((current (or (plist-get list :worker) "builtin")))
+    (completing-read (format "Agent roles' worker (default %s): " current)
+                     (cons "builtin" (mapcar (lambda (a) (plist-get a :name))
+                                             (append (plist-get list :agents) nil)))
+                     nil t nil nil current)))
+
+(defun superqode--read-roles (&optional list)
+  "Role names read with `completing-read-multiple' from LIST (the server's)."
+  (let* ((list (or list (superqode--list-roles)))
+         (roles (append (plist-get list :roles) nil))
+         (names (mapcar (lambda (r) (plist-get r :name)) roles))
+         (defaults (mapcar (lambda (r) (plist-get r :name))
+                           (cl-remove-if-not (lambda (r) (eq (plist-get r :default) t)) roles)))
+         (completion-extra-properties
+          (list :annotation-function
+                (lambda (name)
+                  (let ((r (cl-find name roles :key (lambda (r) (plist-get r :name))
+                                    :test #'equal)))
+                    (when r
+                      (concat "  " (if (eq (plist-get r :canRun) t)
+                                       (plist-get r :description)
+                                     (format "cannot run now: %s" (plist-get r :reason)))))))))
+         (picked (completing-read-multiple
+                  (format "SuperQode roles (default %s): " (string-join defaults ","))
+                  names nil t nil nil (string-join defaults ","))))
+    (or picked (user-error "SuperQode: no role picked"))))
 
 (defun superqode--end-line (s)
   "The end of session S (a plist) in one line: findings and verdict."

@@ -411,33 +411,12 @@ def _stop(session) -> None:
     session.cancel()
 
 
-def role_rows(config) -> list[dict]:
-    from ..qe.roles import REGISTRY, role_class
-
-    rows = []
-    for name in sorted(REGISTRY):
-        row: dict = {"name": name, "quick": name in config.qe.quick_roles,
-                     "deep": name in config.qe.deep_roles}
-        try:
-            cls = role_class(name)
-        except (ImportError, AttributeError) as e:
-            row.update(tool=None, description="", available=False, reason=f"not installed ({e})")
-            rows.append(row)
-            continue
-        reason = cls().unavailable(config)
-        row.update(
-            tool=getattr(cls, "tool", None), description=getattr(cls, "description", ""),
-            modes=sorted(cls.modes), executes_code=cls.executes_code,
-            modifies_sandbox=cls.modifies_sandbox, available=reason is None, reason=reason,
-        )
-        rows.append(row)
-    return rows
-
-
 def cmd_roles(args: argparse.Namespace) -> int:
     path = Path(args.path).expanduser()
     if not path.is_dir():
         raise UsageError(f"not a folder: {args.path}")
+    from ..qe.roles.listing import role_rows  # the roles' modules: only for this command
+
     config = load_config(path)
     rows = role_rows(config)
     if args.json:

@@ -30,6 +30,9 @@ class RunQEArgs(Args):
     mode: Literal["quick", "deep"] | None = None
     roles: list[str] | None = None
     since: str | None = None  # only findings new since the merge-base with this ref
+    # The agent roles' worker for this run: an ACP agent under agents:, or
+    # "builtin" (the built-in loop); None: superqode.yaml's agent.worker.
+    worker: str | None = None
 
 
 class SessionArgs(Args):
@@ -57,6 +60,10 @@ class FixAllArgs(Args):
     # command, whose result no editor shows (the editors' own commands read
     # the result and say it themselves).
     notify: bool = False
+
+
+class ListRolesArgs(Args):
+    uri: str | None = None  # a file or folder of the workspace: its folder's roles
 
 
 class RecoverArgs(Args):
@@ -183,6 +190,15 @@ def register(ls: SuperQodeServer) -> None:
             shown = False
         return {"uri": uri, "shown": shown}
 
+    @ls.command("superqode.listRoles")
+    async def list_roles(ls: SuperQodeServer, *args):
+        # The editors' role pickers: each role, whether it can run now and why not.
+        from .role_list import list_roles
+
+        a = parse(ListRolesArgs, args, "superqode.listRoles")
+        await ls.settings_ready()
+        return await list_roles(ls, a.uri)
+
     @ls.command("superqode.recover")
     async def recover(ls: SuperQodeServer, *args):
         a = parse(RecoverArgs, args, "superqode.recover")
@@ -213,12 +229,18 @@ def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[
         if not folders:
             raise fail("no workspace folder is open")
         targets = [(f, None) for f in folders]
+    if a.worker:
+        from .role_list import check_worker
+
+        for folder, _ in targets:
+            if why := check_worker(folder, a.worker):
+                raise JsonRpcInvalidParams(f"superqode.runQE: {why}")
     ids = []
     for folder, files in targets:
         s = ls.settings_for(folder)
         run = start_run(ls, folder, files=files, mode=a.mode or s.mode,
                         roles=a.roles if a.roles is not None else s.roles, trigger=trigger,
-                        since=a.since)
+                        since=a.since, worker=a.worker)
         ids.append(run.id)
     out: dict[str, Any] = {"sessionId": ids[0]}
     if len(ids) > 1:

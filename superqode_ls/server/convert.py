@@ -7,6 +7,7 @@ to ``json.dumps``. Pull responses structure the same dicts into lsprotocol types
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,8 +40,39 @@ _RUFF_TAGS = {
 }
 
 
+ERROR, WARNING, HINT = 1, 2, 4
+# ruff's own server: every rule a Warning but an undefined name (F821) and a
+# file it could not read (E902), and a syntax error (no rule code) an Error.
+_RUFF_ERRORS = frozenset({"F821", "E902"})
+_RUFF_SYNTAX = frozenset({"syntax-error", "invalid-syntax"})
+# flake8-bandit's rules in ruff are security findings: they keep the
+# severity model's mapping, as bandit's own do.
+_RUFF_SECURITY = re.compile(r"S\d{3}")
+
+
 def lsp_severity(sev: Severity) -> int:
     return _SEVERITY[sev]
+
+
+def diagnostic_severity(f: Finding) -> int:
+    """The LSP severity a finding is shown with, the one place it is decided
+    (what the user was shown, ``fixes.shown``, reads it too).
+
+    Noise is a Hint: there, one click away, never in the problem list's way.
+    A ruff lint finding is shown as ruff's own server shows it, so the same
+    unused import looks the same with both servers running. Where the
+    severity model changed a ruff finding's severity (another tool rates the
+    same line, ``severity_reason``; merged reports, ``related_rules``) or
+    the rule is a security one, the model's severity stands: it is never
+    watered down to ruff's Warning."""
+    if f.noise:
+        return HINT
+    if (f.tool == "ruff" and not f.severity_reason and not f.related_rules
+            and not _RUFF_SECURITY.fullmatch(f.rule_id)):
+        if f.category == "syntax" or f.rule_id in _RUFF_SYNTAX or f.rule_id in _RUFF_ERRORS:
+            return ERROR
+        return WARNING
+    return _SEVERITY[f.severity]
 
 
 def diagnostic_tags(f: Finding) -> list[int]:
@@ -168,8 +200,7 @@ def to_diagnostic(
         message = f"{message} [noise: {f.noise}]"
     diag: dict[str, Any] = {
         "range": rng,
-        # Noise is a hint: there, one click away, never in the problem list's way.
-        "severity": 4 if f.noise else lsp_severity(f.severity),
+        "severity": diagnostic_severity(f),
         "code": f.rule_id,
         "source": SOURCE,
         "message": message,

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from lsprotocol import types
 
 from ..models import Patch
-from .convert import lsp_severity, units
+from .convert import HINT, diagnostic_severity, units
 from .patches import FileEdits, LineEdit, PatchError, file_edits, text_edit_range
 from .server import SuperQodeServer
 from .store import Tracked
@@ -138,14 +138,11 @@ def is_unsafe(t: Tracked) -> bool:
     return "fix:unsafe" in t.finding.tags or "fix:display-only" in t.finding.tags
 
 
-HINT = 4  # LSP DiagnosticSeverity.Hint
-
-
 def shown(t: Tracked) -> bool:
     """Whether the user was shown ``t``: published above hint severity. Hints
     (findings in examples, tests, docs, lowered by the path classes) are
     dots at most, absent from problem lists: a workspace Fix All leaves them."""
-    return lsp_severity(t.finding.severity) < HINT
+    return diagnostic_severity(t.finding) < HINT
 
 
 def fixable(

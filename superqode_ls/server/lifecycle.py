@@ -48,6 +48,10 @@ def register(ls: SuperQodeServer) -> None:
                 await hook()
             except Exception:
                 log.exception("initialized hook %s failed", getattr(hook, "__qualname__", hook))
+        # bandit's warm process in a thread of its own, beside the imports: it
+        # loads in its own process meanwhile, so the first file opened gets
+        # its security findings from it instead of a cold bandit.
+        ls.background(asyncio.to_thread(_bandit_warm.start), "warm bandit")
         ls.background(asyncio.to_thread(_prewarm), "prewarm")
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -125,7 +129,11 @@ def _prewarm() -> None:
     import importlib
 
     from ..qe.roles import REGISTRY
+    from ..workspace import namespaces
 
+    # The namespace sandbox's probe starts bwrap once per process: here,
+    # rather than on the event loop when the first file is opened.
+    namespaces.backend()
     for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report",
                    "superqode_ls.workspace.session", "superqode_ls.qe.verifier"):
         importlib.import_module(module)
@@ -134,5 +142,3 @@ def _prewarm() -> None:
             importlib.import_module(target.partition(":")[0])
         except ImportError as e:  # the role reports it when asked to run
             log.info("prewarm: %s: %s", target, e)
-    # A file run in the editor otherwise waits on bandit's own start each time.
-    _bandit_warm.start()

@@ -29,9 +29,12 @@ log = logging.getLogger(__name__)
 
 LIVE_ROLES = ("lint_tester", "security_tester")
 TYPE_DEBOUNCE = 0.5
-# Open and save: one short delay, so an editor that opens ten files at once
-# (a session restore) or saves twice quickly starts each file once.
+# Save: one short delay, so an editor that saves twice quickly starts the
+# file once. Open starts at once: each file opens once, and ten files opened
+# together (a session restore) are ten files to analyse either way (they
+# queue: MAX_PARALLEL, MAX_WAITING); the first diagnostic waits for nothing.
 EVENT_DELAY = 0.05
+DELAYS = {"open": 0.0, "save": EVENT_DELAY, "type": TYPE_DEBOUNCE}
 MAX_PARALLEL = 2
 MAX_WAITING = 8
 TRIGGERS = {"open": "lintOnOpen", "save": "lintOnSave", "type": "lintOnType"}
@@ -57,7 +60,7 @@ class LiveRunner:
             return
         if (old := self.timers.pop(uri, None)) is not None:
             old.cancel()
-        delay = TYPE_DEBOUNCE if kind == "type" else EVENT_DELAY
+        delay = DELAYS[kind]
         loop = asyncio.get_running_loop()
         self.timers[uri] = loop.call_later(delay, self._due, uri, kind)
 

@@ -46,6 +46,7 @@ class Run:
     overlays: dict[str, bytes] = field(default_factory=dict)
     versions: dict[str, int | None] = field(default_factory=dict)  # uri -> version analysed
     since: str | None = None  # superqode.runQE {since}: only what the change introduced
+    worker: str | None = None  # superqode.runQE {worker}: the agent roles' worker (role_list.py)
     state: str = "starting"  # starting | running | done | cancelled | failed
     # The engine's session while it runs (the run cancels through it); let go
     # when the run ends, since it holds every role's findings and contexts.

@@ -81,6 +81,7 @@ def start_run(
     roles: list[str] | None,
     trigger: str,
     since: str | None = None,
+    worker: str | None = None,
 ) -> Run:
     """Start a run now and return at once; the work continues in the background."""
     from ..workspace.paths import new_session_id
@@ -88,7 +89,7 @@ def start_run(
     overlays, versions = capture_overlays(ls, folder)
     run = Run(
         id=new_session_id(), folder=folder, files=files, mode=mode, roles=roles,
-        trigger=trigger, overlays=overlays, versions=versions, since=since,
+        trigger=trigger, overlays=overlays, versions=versions, since=since, worker=worker,
     )
     ls.runs.add(run)
     if not ls.protection_reported:
@@ -254,6 +255,7 @@ def build_request(
     baseline: Path | None = None,
 ):
     from ..qe.pipeline import QERequest
+    from .role_list import agent_overrides
 
     settings = ls.settings_for(run.folder)
     return QERequest(
@@ -265,7 +267,7 @@ def build_request(
         isolation=settings.isolation,
         trusted=trusted,
         # The editor's provider choice for agent roles, over superqode.yaml.
-        config_overrides={"agent": {"provider": settings.provider}} if settings.provider else {},
+        config_overrides=agent_overrides(settings.provider, run.worker, run.folder),
         python=settings.python,
         since=run.since,
         baseline=baseline,

@@ -24,20 +24,27 @@ pytestmark = pytest.mark.editor
 HERE = Path(__file__).with_name("emacs")
 
 
-def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path, editor_env, tmp_path):
-    emacs = require(shutil.which("emacs"), "emacs (apt-get install emacs-nox elpa-eglot)")
-    catalog = example_copy / "shop" / "catalog.py"
-    before = catalog.read_text()
-    planted = plant_safe_fixes(example_copy)
-    result = tmp_path / "emacs.json"
-    env = {**editor_env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(SERVER),
-           "SQ_FILE": str(catalog), "SQ_RESULT": str(result)}
-    proc = run_editor([emacs, "--batch", "-l", str(HERE / "run_fix.el")], cwd=example_copy, env=env,
-                      timeout=150)
-    (artifact_dir("emacs") / "run_fix.log").write_text(
+def emacs(scenario: str, file: Path, repo: Path, env: dict, tmp_path: Path, timeout: float = 150) -> dict:
+    """Run tests/editors/emacs/SCENARIO.el in Emacs --batch on ``file``; what
+    it recorded (JSON), once it exited with success."""
+    exe = require(shutil.which("emacs"), "emacs (apt-get install emacs-nox elpa-eglot)")
+    result = tmp_path / f"emacs-{scenario}.json"
+    env = {**env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(SERVER),
+           "SQ_FILE": str(file), "SQ_RESULT": str(result)}
+    proc = run_editor([exe, "--batch", "-l", str(HERE / f"{scenario}.el")], cwd=repo, env=env,
+                      timeout=timeout)
+    (artifact_dir("emacs") / f"{scenario}.log").write_text(
         f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n")
     data = json.loads(result.read_text()) if result.exists() else {}
     assert proc.returncode == 0 and data.get("exit") == 0, f"{data.get('error')}\n{proc.stderr[-3000:]}"
+    return data
+
+
+def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path, editor_env, tmp_path):
+    catalog = example_copy / "shop" / "catalog.py"
+    before = catalog.read_text()
+    planted = plant_safe_fixes(example_copy)
+    data = emacs("run_fix", catalog, example_copy, editor_env, tmp_path)
 
     # flymake shows what eglot got from the server: "superqode [CODE]: message".
     shown = {d["line"]: d["text"] for d in data["diagnostics"]}
@@ -83,20 +90,11 @@ def test_a_quick_fix_that_removes_a_line_keeps_the_finding_below_it(example_copy
     """An unused import planted right above B404 (`import subprocess`) and right
     above the hard-coded password: after each F401 fix flymake still shows every
     other finding, one line up where it was below the removed line."""
-    emacs = require(shutil.which("emacs"), "emacs (apt-get install emacs-nox elpa-eglot)")
     storage = example_copy / "shop" / "storage.py"
     original = storage.read_text()
     storage.write_text(original.replace("import subprocess\n", "import sys\nimport subprocess\n", 1)
                        .replace("DB_PASSWORD =", "import os\nDB_PASSWORD =", 1))
-    result = tmp_path / "emacs.json"
-    env = {**editor_env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(SERVER),
-           "SQ_FILE": str(storage), "SQ_RESULT": str(result)}
-    proc = run_editor([emacs, "--batch", "-l", str(HERE / "adjacent.el")], cwd=example_copy, env=env,
-                      timeout=180)
-    (artifact_dir("emacs") / "adjacent.log").write_text(
-        f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n")
-    data = json.loads(result.read_text()) if result.exists() else {}
-    assert proc.returncode == 0 and data.get("exit") == 0, f"{data.get('error')}\n{proc.stderr[-3000:]}"
+    data = emacs("adjacent", storage, example_copy, editor_env, tmp_path, timeout=180)
 
     def shown(key: str) -> list[tuple[str, int]]:
         # "superqode [B105]: Possible hardcoded password: ..." -> ("B105", line)
@@ -111,3 +109,20 @@ def test_a_quick_fix_that_removes_a_line_keeps_the_finding_below_it(example_copy
     after_os = sorted((c, ln - 1 if ln > 11 else ln) for c, ln in after_sys if (c, ln) != ("F401", 11))
     assert shown("after-os") == after_os
     assert storage.read_text() == original
+
+
+def test_run_roles_picks_with_completion_and_runs_those(example_copy: Path, editor_env, tmp_path):
+    """M-x superqode-run-roles: the server's roles, each annotated with what
+    it does or why it cannot run now, the settings' roles as the default; the
+    session runs exactly the roles picked."""
+    data = emacs("roles", example_copy / "shop" / "storage.py", example_copy, editor_env, tmp_path)
+    assert data["prompt"] == "SuperQode roles (default lint_tester): "
+    assert {"lint_tester", "security_tester", "agent_unit_tester"} <= set(data["names"])
+    assert data["lint-annotation"].startswith("  ruff lint")
+    assert data["agent-annotation"].startswith("  cannot run now: no provider configured")
+    assert data["picked"] == ["security_tester"]
+    assert data["worker-prompt"] == "Agent roles' worker (default builtin): "
+    assert data["workers"] == ["builtin"] and data["worker"] == "builtin"
+    (qr,) = (example_copy / ".superqode" / "qe-artifacts" / "qr").glob(f"qr-*-{data['session']}.json")
+    assert [r["role"] for r in json.loads(qr.read_text())["roles"]] == ["security_tester"]
+    assert changed_files(example_copy) == []

@@ -231,3 +231,44 @@ def test_diagnostics_appear_on_open_and_typing_without_a_command(example_copy: P
     assert {("F401", 1), ("F401", 2), ("B602", 7)} <= typed, typed
     assert data["modified"] is True and target.read_text() == text  # the buffer was analysed, not the disk
 
+
+
+def _report_roles(repo: Path, sid: str) -> dict[str, dict]:
+    (qr,) = (repo / ".superqode" / "qe-artifacts" / "qr").glob(f"qr-*-{sid}.json")
+    return {r["role"]: r for r in json.loads(qr.read_text())["roles"]}
+
+
+def test_run_completes_role_names_and_the_bang_picks_them(example_copy: Path, editor_env, tmp_path):
+    """:SuperQodeRun completes the server's role names; :SuperQodeRun! ticks
+    roles in vim.ui.select (the settings' roles ticked at first) and the agent
+    roles' worker, and runs exactly those; a role name runs that role; an
+    unknown one is one line."""
+    (example_copy / "superqode.yaml").write_text(
+        "agents:\n  ghost:\n    command: [superqode-no-such-acp-agent]\n", encoding="utf-8")
+    data = nvim("roles", "shop/storage.py", example_copy, editor_env, tmp_path)
+    assert {"deep", "quick", "file", "lint_tester", "security_tester", "agent_unit_tester"} <= set(
+        data["complete_all"])
+    assert data["complete_sec"] == ["security_tester"]
+
+    first, second, third, fourth, last = data["picker"]
+    assert "worker: built-in loop; also configured: ghost" in first["prompt"]
+    assert first["labels"][:2] == ["Run QE with: lint_tester",  # superqode.roles, ticked
+                                   "Agent roles' worker: builtin (pick for the next)"]
+    assert "[x] lint_tester - ruff lint" in "\n".join(first["labels"])
+    (agent,) = [label for label in first["labels"] if "agent_unit_tester" in label]
+    assert agent.startswith("[ ] agent_unit_tester - cannot run now: no provider configured"), agent
+    assert second["labels"][0] == "Run QE with: lint_tester, security_tester"
+    assert third["labels"][0] == "Run QE with: security_tester"
+    assert fourth["labels"][1] == "Agent roles' worker: ghost (pick for the next)"
+    assert last["labels"][0] == "Run QE with: agent_unit_tester, security_tester"
+
+    ran = _report_roles(example_copy, data["picked_session"])
+    assert set(ran) == {"security_tester", "agent_unit_tester"}
+    # The worker picked reached the run: the ACP agent ghost, whose command is missing.
+    assert ran["agent_unit_tester"]["status"] == "skipped"
+    assert ran["agent_unit_tester"]["reason"].startswith(
+        "ACP agent ghost: command 'superqode-no-such-acp-agent' not found"), ran["agent_unit_tester"]
+    assert set(_report_roles(example_copy, data["named_session"])) == {"lint_tester"}
+    (unknown,) = [n for n in data["notes"] if "no_such_role" in n]
+    assert "unknown role 'no_such_role'" in unknown and "lint_tester" in unknown, unknown
+    assert changed_files(example_copy) == ["?? superqode.yaml"]

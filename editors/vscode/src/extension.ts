@@ -45,6 +45,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     context.subscriptions.push(vscode.commands.registerCommand(id, fn));
   command("superqode.ui.run", () => runQE({}));
   command("superqode.ui.runDeep", () => runQE({ mode: "deep" }));
+  command("superqode.ui.runWithRoles", runWithRoles);
   command("superqode.ui.runFile", () => {
     const uri = vscode.window.activeTextEditor?.document.uri;
     return uri ? runQE({ uri: uri.toString() }) : vscode.window.showWarningMessage("SuperQode: no file is open.");
@@ -273,12 +274,126 @@ async function execute<T = any>(command: string, argument: object): Promise<T | 
   }
 }
 
-async function runQE(argument: { mode?: string; uri?: string }): Promise<void> {
+async function runQE(argument: { mode?: string; uri?: string; roles?: string[]; worker?: string }): Promise<void> {
   const result = await execute<{ sessionId: string }>("superqode.runQE", argument);
   if (result?.sessionId) {
     lastSession = result.sessionId;
     status.setRunning(result.sessionId, "starting");
   }
+}
+
+/** One role as superqode.listRoles reports it. */
+export interface RoleInfo {
+  name: string;
+  description: string;
+  tool?: string | null;
+  executesCode: boolean;
+  agent: boolean;
+  default: boolean;
+  canRun: boolean;
+  reason?: string | null;
+}
+
+export interface RoleList {
+  folder: string;
+  mode: string;
+  trusted: boolean;
+  roles: RoleInfo[];
+  agents: { name: string; command: string[]; worker: boolean; reason?: string | null }[];
+  worker?: string | null;
+  provider?: string | null;
+}
+
+type RoleItem = vscode.QuickPickItem & { role?: string };
+
+/** Who does the agent roles' work: the ACP agent named by agent.worker, or
+ * the built-in loop over the configured provider. */
+export function workerLine(list: RoleList): string {
+  const acp = list.agents.find((a) => a.worker);
+  const worker = acp
+    ? `worker: ${acp.name} (ACP: ${acp.command.join(" ")})`
+    : `worker: built-in loop${list.provider ? ` over provider ${list.provider}` : ""}`;
+  const others = list.agents.filter((a) => !a.worker).map((a) => a.name);
+  return others.length ? `${worker}; also configured: ${others.join(", ")}` : worker;
+}
+
+/** The quick pick's rows: the roles in three groups, those a plain Run QE
+ * runs already ticked, each that cannot run now saying why. */
+export function roleItems(list: RoleList): RoleItem[] {
+  const groups: [string, (r: RoleInfo) => boolean][] = [
+    ["Analyzers (read the code)", (r) => !r.executesCode && !r.agent],
+    [`Run the project's code${list.trusted ? "" : " (folder not trusted: Run QE asks first)"}`,
+      (r) => r.executesCode && !r.agent],
+    [`Agent roles · ${workerLine(list)}`, (r) => r.agent],
+  ];
+  const items: RoleItem[] = [];
+  for (const [title, member] of groups) {
+    const roles = list.roles.filter(member);
+    if (!roles.length) {
+      continue;
+    }
+    items.push({ label: title, kind: vscode.QuickPickItemKind.Separator });
+    for (const r of roles) {
+      items.push({
+        label: r.name,
+        description: r.tool ?? undefined,
+        detail: r.canRun ? r.description : `$(warning) cannot run now: ${r.reason}`,
+        picked: r.default,
+        role: r.name,
+      });
+    }
+  }
+  return items;
+}
+
+/** "Run QE with roles…": the roles the server reports for the active file's
+ * folder (else the first folder), picked in a multi-select quick pick, then
+ * a run of that folder with exactly those roles. */
+async function runWithRoles(): Promise<void> {
+  const active = vscode.window.activeTextEditor?.document.uri;
+  const listed = await execute<RoleList>("superqode.listRoles", active?.scheme === "file" ? { uri: active.toString() } : {});
+  if (!listed) {
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(roleItems(listed), {
+    canPickMany: true,
+    title: `SuperQode: Run QE with roles (${listed.folder.replace(/^.*[\\/]/, "")})`,
+    placeHolder: "Tick the roles to run; the ticked ones are what Run QE runs now",
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  const roles = (picked ?? []).map((p) => p.role).filter((r): r is string => typeof r === "string");
+  if (!roles.length) {
+    return; // dismissed, or nothing ticked: nothing to run
+  }
+  let worker: string | undefined;
+  if (listed.agents.length && listed.roles.some((r) => r.agent && roles.includes(r.name))) {
+    worker = await pickWorker(listed);
+    if (worker === undefined) {
+      return;
+    }
+  }
+  await runQE({ uri: vscode.Uri.file(listed.folder).toString(), roles, worker });
+}
+
+/** With ACP agents configured and agent roles ticked: who does their work
+ * in this run, the built-in loop or one of the agents (the configured one
+ * first). undefined: dismissed. */
+async function pickWorker(list: RoleList): Promise<string | undefined> {
+  const current = list.agents.find((a) => a.worker)?.name ?? "builtin";
+  const choices: vscode.QuickPickItem[] = [
+    { label: "builtin", description: `the built-in loop${list.provider ? ` over provider ${list.provider}` : ""}` },
+    ...list.agents.map((a) => ({
+      label: a.name,
+      description: `ACP: ${a.command.join(" ")}`,
+      detail: a.reason ? `$(warning) cannot run now: ${a.reason}` : undefined,
+    })),
+  ].sort((a, b) => Number(b.label === current) - Number(a.label === current));
+  const chosen = await vscode.window.showQuickPick(choices, {
+    title: "SuperQode: who does the agent roles' work in this run?",
+    placeHolder: `superqode.yaml says: ${current}`,
+  });
+  return chosen?.label;
 }
 
 async function cancel(): Promise<void> {

@@ -30,6 +30,14 @@ function H.diags(bufnr)
   return out
 end
 
+-- Whether one of `notes` (the messages said) contains `text`.
+function H.said(notes, text)
+  for _, n in ipairs(notes) do
+    if n:find(text, 1, true) then return true end
+  end
+  return false
+end
+
 -- Runs a fix-all command and returns what it told the user (vim.notify),
 -- once it has said what it applied; `answer` picks the reply to the server's
 -- question before it edits files no window shows (H.asked has the question).
@@ -50,12 +58,7 @@ function H.fix_all(cmd, answer)
     on_choice(nil)
   end
   vim.cmd(cmd)
-  H.wait(10000, function()
-    for _, n in ipairs(notes) do
-      if n:find("applied", 1, true) then return true end
-    end
-    return false
-  end, "FixAll to say what it did")
+  H.wait(10000, function() return H.said(notes, "applied") end, "FixAll to say what it did")
   vim.notify, vim.ui.select = notify, select
   return notes
 end

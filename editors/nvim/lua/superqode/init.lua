@@ -1,5 +1,5 @@
 -- SuperQode for Neovim 0.10+: starts superqode-ls for project buffers and adds
--- :SuperQodeRun, :SuperQodeCancel, :SuperQodeFixAll, :SuperQodeSessions,
+-- :SuperQodeRun[!] (with role names, or ! to pick them), :SuperQodeCancel, :SuperQodeFixAll, :SuperQodeSessions,
 -- :SuperQodeReport, :SuperQodeWorktreeNew and :SuperQodeWorktreeOpen. Findings
 -- arrive as ordinary LSP diagnostics (source
 -- "superqode"); their fixes are ordinary code actions (vim.lsp.buf.code_action).
@@ -167,7 +167,7 @@ function M.execute(command, arg, on_result, bufnr)
   return true
 end
 
-local function buf_uri(bufnr)
+function M.buf_uri(bufnr)
   local name = vim.api.nvim_buf_get_name(bufnr or 0)
   if name == "" then
     return nil
@@ -175,12 +175,13 @@ local function buf_uri(bufnr)
   return vim.uri_from_fname(name)
 end
 
---- Start a QE session. opts: { mode = "quick"|"deep", file = bool, roles = {...} }.
+--- Start a QE session. opts: { mode = "quick"|"deep", file = bool, roles = {...},
+--- worker = the agent roles' worker: an ACP agent's name or "builtin" }.
 function M.run(opts)
   opts = opts or {}
-  local arg = { mode = opts.mode, roles = opts.roles }
+  local arg = { mode = opts.mode, roles = opts.roles, worker = opts.worker }
   if opts.file then
-    arg.uri = buf_uri(0)
+    arg.uri = M.buf_uri(0)
   end
   return M.execute("superqode.runQE", arg, function(result)
     M.last_session = result.sessionId
@@ -252,7 +253,7 @@ end
 function M.fix_all(all)
   local arg = {}
   if not all then
-    arg.uri = buf_uri(0)
+    arg.uri = M.buf_uri(0)
   end
   local ticks = {}
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
@@ -376,7 +377,7 @@ end
 --- opts: { branch = "name", task = "text", new_branch = bool, on_done = fn(result) }.
 function M.new_worktree(opts)
   opts = opts or {}
-  local arg = { uri = buf_uri(0), branch = opts.branch, task = opts.task,
+  local arg = { uri = M.buf_uri(0), branch = opts.branch, task = opts.task,
                 newBranch = opts.new_branch or nil, showDocument = false }
   return M.execute("superqode.newWorktree", arg, function(result)
     M.open_folder(result.path)
@@ -397,7 +398,7 @@ end
 --- name, pick one with vim.ui.select. `on_done(result)` runs after opening.
 function M.open_worktree(name, on_done)
   local function open(n)
-    return M.execute("superqode.openWorktree", { uri = buf_uri(0), name = n, showDocument = false },
+    return M.execute("superqode.openWorktree", { uri = M.buf_uri(0), name = n, showDocument = false },
       function(result)
         M.open_folder(result.path)
         if on_done then
@@ -408,7 +409,7 @@ function M.open_worktree(name, on_done)
   if name and name ~= "" then
     return open(name)
   end
-  return M.execute("superqode.listWorktrees", { uri = buf_uri(0) }, function(list)
+  return M.execute("superqode.listWorktrees", { uri = M.buf_uri(0) }, function(list)
     if type(list) ~= "table" or #list == 0 then
       notify("no worktrees for this repository (:SuperQodeWorktreeNew makes one)")
       return
@@ -448,24 +449,35 @@ function M.parse_worktree_args(fargs)
   return opts
 end
 
-local function complete_worktrees(lead)
+--- A command's result, waited for (at most `timeout_ms`, 2 s by default):
+--- for completion, which must answer at once. nil when there is no server
+--- or no answer.
+function M.execute_sync(command, arg, timeout_ms)
   local client = M.client(0)
   if not client then
-    return {}
+    return nil
   end
-  local params = { command = "superqode.listWorktrees", arguments = { { uri = buf_uri(0) } } }
+  if next(arg) == nil then
+    arg = vim.empty_dict()
+  end
+  local params = { command = command, arguments = { arg } }
   local ok, res
   if has("0.11") then
-    ok, res = pcall(client.request_sync, client, "workspace/executeCommand", params, 2000, 0)
+    ok, res = pcall(client.request_sync, client, "workspace/executeCommand", params, timeout_ms or 2000, 0)
   else
-    ok, res = pcall(client.request_sync, "workspace/executeCommand", params, 2000, 0)
+    ok, res = pcall(client.request_sync, "workspace/executeCommand", params, timeout_ms or 2000, 0)
   end
-  local out = {}
   if ok and res and type(res.result) == "table" then
-    for _, w in ipairs(res.result) do
-      if vim.startswith(w.name, lead) then
-        table.insert(out, w.name)
-      end
+    return res.result
+  end
+  return nil
+end
+
+local function complete_worktrees(lead)
+  local out = {}
+  for _, w in ipairs(M.execute_sync("superqode.listWorktrees", { uri = M.buf_uri(0) }) or {}) do
+    if vim.startswith(w.name, lead) then
+      table.insert(out, w.name)
     end
   end
   return out
@@ -568,22 +580,18 @@ end
 local function user_commands()
   local cmd = vim.api.nvim_create_user_command
   cmd("SuperQodeRun", function(o)
-    local run = {}
-    for _, a in ipairs(o.fargs) do
-      if a == "deep" or a == "quick" then
-        run.mode = a
-      elseif a == "file" or a == "%" then
-        run.file = true
-      else
-        return notify("unknown argument " .. a .. " (expected deep, quick, file)", vim.log.levels.ERROR)
-      end
+    local roles = require("superqode.roles")
+    local run = roles.parse_run_args(o.fargs)
+    if o.bang and not run.roles then
+      return roles.pick(run) -- :SuperQodeRun! picks the roles first
     end
     M.run(run)
   end, {
     nargs = "*",
-    desc = "SuperQode: run a QE session (args: deep|quick, file)",
-    complete = function()
-      return { "deep", "quick", "file" }
+    bang = true,
+    desc = "SuperQode: run a QE session (args: deep|quick, file, role names; ! = pick the roles)",
+    complete = function(lead)
+      return require("superqode.roles").complete_run(lead)
     end,
   })
   cmd("SuperQodeCancel", function(o)
