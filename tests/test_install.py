@@ -333,3 +333,15 @@ def test_the_language_server_answers_and_publishes_diagnostics(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.install
+@pytest.mark.timeout(900)
+def test_a_command_that_needs_the_agents_extra_says_so(lean: Path, example_copy: Path,
+                                                       isolated_home):
+    (example_copy / "superqode.yaml").write_text(
+        "providers:\n  - name: local\n    base_url: http://127.0.0.1:9/v1\n    model: m\n")
+    res = _run([str(lean / "bin" / "superqe"), "worktree", "new", "--task", "Fix the login",
+                "--llm-name"], _lean_env(lean), timeout=120, cwd=example_copy)
+    assert (res.returncode, res.stderr) == (
+        2, "superqe: --llm-name needs httpx: pip install 'superqode-ls[agents]'\n")
