@@ -10,9 +10,11 @@ pyproject.toml here too, without installing anything.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -153,10 +155,25 @@ def _run(cmd: list[str], env: dict[str, str], timeout: float = 600, **kw: Any):
 
 @pytest.fixture(scope="module")
 def lean(tmp_path_factory) -> Path:
-    """A fresh virtualenv holding the wheel installed without extras."""
-    tmp = tmp_path_factory.mktemp("lean-install")
+    """A fresh virtualenv holding the wheel installed without extras: made
+    once per test session (xdist's workers share it; the tests only read it)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    tmp = shared / "lean-install"
+    tmp.mkdir(exist_ok=True)
+    with open(tmp / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for the one building
+        if not (tmp / ".done").exists():
+            _install(tmp)
+            (tmp / ".done").touch()
+    return tmp / "venv"
+
+
+def _install(tmp: Path) -> None:
     env = _env(tmp / "home")
     PIP_CACHE.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(tmp / "dist", ignore_errors=True)
+    shutil.rmtree(tmp / "venv", ignore_errors=True)
     built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
                   str(tmp / "dist"), str(ROOT)], env)
     assert built.returncode == 0, f"building the wheel failed: {built.stderr[-2000:]}"
@@ -166,7 +183,6 @@ def lean(tmp_path_factory) -> Path:
     assert made.returncode == 0, made.stderr
     installed = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], env)
     assert installed.returncode == 0, f"pip install of the wheel failed: {installed.stderr[-2000:]}"
-    return venv
 
 
 def _lean_env(venv: Path) -> dict[str, str]:
