@@ -54,6 +54,40 @@ def test_every_extra_package_is_declared_in_its_extra_and_not_in_the_base():
     assert needs("acp") == "needs agent-client-protocol: pip install 'superqode-ls[agents]'"
 
 
+_FRONT_ENDS = """
+import importlib, pkgutil, sys
+for name in sys.argv[1:]:
+    sys.modules[name] = None  # as in an install without the extras
+import superqode_ls.cli, superqode_ls.server
+from superqode_ls.qe.roles import REGISTRY, role_class
+bad = []
+for pkg in (superqode_ls.cli, superqode_ls.server):
+    for m in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
+        if not m.name.endswith("__main__"):
+            try:
+                importlib.import_module(m.name)
+            except ImportError as e:
+                bad.append(f"{m.name}: {e}")
+for role in REGISTRY:
+    try:
+        role_class(role)().unavailable()
+    except ImportError as e:
+        bad.append(f"{role}: {e}")
+print("\\n".join(bad))
+"""
+
+
+def test_what_the_base_loads_imports_without_the_extras():
+    """The CLI's and the server's modules, and every role (a stand-in naming
+    the extra where its module needs one), with every extra's package
+    unimportable: a top-level import of one there would break the lean
+    install before any role could say what it needs."""
+    res = subprocess.run([sys.executable, "-c", _FRONT_ENDS, *EXTRAS], capture_output=True,
+                         text=True, timeout=300, check=False, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip() == ""
+
+
 # --- each role's line, in process (a lean install stood in by hiding a package) -----
 
 
