@@ -220,10 +220,10 @@ def _install(tmp: Path) -> None:
 
 
 def _lean_env(venv: Path) -> dict[str, str]:
-    """The test's environment with the lean venv first on PATH and no
-    folder that holds a deep tool (a mypy on PATH would serve the role)."""
+    """The test's environment with the lean venv first on PATH and no other
+    SuperQode install on it (the checkout's .venv holds every extra)."""
     path = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep)
-            if d and not any((Path(d) / tool).exists() for tool in ("mypy", "pytest"))]
+            if d and not (Path(d) / "superqe").exists()]
     return {**os.environ, "PATH": os.pathsep.join([str(venv / "bin"), *path])}
 
 
@@ -270,11 +270,16 @@ def test_quick_mode_finds_the_planted_problems(lean: Path, example_copy: Path, i
 @pytest.mark.install
 @pytest.mark.timeout(900)
 def test_a_deep_role_names_the_extra_in_one_line(lean: Path, example_copy: Path, isolated_home):
+    env = _lean_env(lean)
     res = _run([str(lean / "bin" / "superqe"), "run", str(example_copy), "-r", "type_tester",
-                "-r", "agent_unit_tester", "--fail-on-error"], _lean_env(lean), timeout=300)
+                "-r", "test_generator", "-r", "agent_unit_tester", "--fail-on-error"], env,
+               timeout=300)
     assert "Traceback" not in res.stdout + res.stderr, res.stderr[-3000:]
     lines = (res.stdout + res.stderr).splitlines()
-    assert "role type_tester: skipped (needs mypy: pip install 'superqode-ls[deep]')" in lines
+    if shutil.which("mypy", path=env["PATH"]) is None:  # else a mypy on PATH serves the role
+        assert "role type_tester: skipped (needs mypy: pip install 'superqode-ls[deep]')" in lines
+    assert ("role test_generator: skipped (needs hypothesis: pip install 'superqode-ls[deep]')"
+            in lines)
     assert ("role agent_unit_tester: skipped (needs httpx: pip install 'superqode-ls[agents]')"
             in lines)
     # Asked for by name and not run: the run did not work (docs/cli.md).
