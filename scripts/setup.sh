@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Creates .venv (once) and installs SuperQode LS into it.
-#   scripts/setup.sh         what `superqe` and `superqode-ls` need (the demo)
-#   scripts/setup.sh test    + the test tools, actionlint, and the llama.cpp server
-#                            the agent tests drive (built once per machine, cached)
+#   scripts/setup.sh         what the demo needs: the package with its [deep] extra
+#                            (the example's tests run with SuperQode's pytest)
+#   scripts/setup.sh test    everything ([dev]: both extras and the test tools),
+#                            actionlint, and the llama.cpp server the agent tests
+#                            drive (built once per machine, cached)
 # Idempotent: a second run only re-installs when pyproject.toml changed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,7 +39,9 @@ fi
 if [ "$what" = test ]; then
   stamp=.venv/.superqode-installed-dev spec=".[dev]"
 else
-  stamp=.venv/.superqode-installed spec="."
+  # Not the agents extra, nor the test tools: the demo's quick mode runs
+  # lint, security and the example's own tests.
+  stamp=.venv/.superqode-installed spec=".[deep]"
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing SuperQode LS$([ "$what" = test ] && echo ' and its test tools') into .venv (once; about a minute)" >&2

@@ -85,4 +85,4 @@ def test_missing_mypy_is_skipped(make_repo, monkeypatch):
     monkeypatch.setattr(types, "tool_path", lambda name: None)
     repo = make_repo(PKG)
     out = run_role(TypeTester(), make_ctx(repo))
-    assert out.status == "skipped" and "mypy is not installed" in out.reason
+    assert out.status == "skipped" and out.reason == "needs mypy: pip install 'superqode-ls[deep]'"

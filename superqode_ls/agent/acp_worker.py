@@ -37,6 +37,7 @@ from typing import Any
 
 from ..config import AcpAgentConfig
 from ..models import Usage
+from ..workspace.extras import needs
 from ..workspace.namespaces import SPEC_ENV
 from ..workspace.proc import BARRIER_ENV, supervise
 from .loop import AgentResult, StopReason
@@ -71,8 +72,7 @@ a patch the user may apply."""
 def acp_problem(name: str, cfg: AcpAgentConfig | None) -> str | None:
     """Why the ACP agent ``name`` cannot run here, in one line, or None."""
     if acp is None:
-        return ("ACP agents need the agent-client-protocol package: "
-                "pip install 'superqode-ls[agents]'")
+        return needs("acp")
     if cfg is None:
         return f"agent worker {name!r} is not in agents: (superqode.yaml)"
     exe = cfg.command[0]

@@ -94,6 +94,11 @@ def llm_namer(config: Config) -> br.Namer | None:
     """A namer through the configured provider; any failure gives None (the slug wins)."""
     if not config.providers:
         return None
+    from ..workspace.extras import lacking
+
+    why = lacking("httpx")  # the provider comes with the agents extra
+    if why:
+        raise UsageError(f"--llm-name {why}")
     from ..agent.provider import Provider
 
     cfg = config.provider(config.agent.provider) or config.providers[0]

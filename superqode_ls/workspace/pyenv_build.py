@@ -33,6 +33,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..config import Config, superqode_home
 from . import envcache
+from .extras import needs
 from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
 from .pyenv_plan import Plan, make_plan, static_metadata
 
@@ -274,7 +275,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit) -> Proje
     """The cached environment for ``plan`` (built now if needed), or why not."""
     uv = _uv()
     if uv is None:
-        return "uv is not installed"
+        return needs("uv")
     python, version, note = await asyncio.to_thread(pick_interpreter, plan.python_request, uv)
     key = await asyncio.to_thread(plan.key, root, f"{version}:{python}")
     target = envcache.envs_dir() / key

@@ -28,7 +28,8 @@ function python() {
 const py = python();
 fs.rmSync(out, { recursive: true, force: true });
 fs.mkdirSync(wheels, { recursive: true });
-execFileSync(py, ["-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "-w", wheels, root, "pip"], {
+// With the [deep] extra: "Run QE (deep)" works with the bundled server as it is.
+execFileSync(py, ["-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "-w", wheels, `${root}[deep]`, "pip"], {
   stdio: ["ignore", "inherit", "inherit"],
 });
 const info = JSON.parse(

@@ -168,7 +168,7 @@ export async function bundledServer(
         delete env.PYTHONPATH;
         delete env.PIP_REQUIRE_VIRTUALENV;
         r = await run(python, [path.join(wheels, m.pip, "pip"), "install", "--no-index", "--find-links", wheels,
-          "--quiet", path.join(wheels, m.server)], env);
+          "--quiet", `${path.join(wheels, m.server)}[deep]`], env);  // deep mode's tools too
         log(r.out.trim());
         if (r.code !== 0) {
           return `installing the bundled server failed (see the SuperQode output): ${r.out.trim().split("\n").pop()}`;

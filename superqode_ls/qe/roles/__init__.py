@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 
+from ...workspace.extras import EXTRAS, needs
 from .base import Role, RoleContext, RoleOutput
 
 REGISTRY: dict[str, str] = {
@@ -28,11 +29,35 @@ class UnknownRole(KeyError):
 
 
 def role_class(name: str) -> type[Role]:
+    """The role's class; a stand-in that is unavailable with the one line
+    naming the extra when its module needs a package of an extra that is
+    not installed (the agent roles without ``[agents]``)."""
     target = REGISTRY.get(name)
     if target is None:
         raise UnknownRole(name)
     module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except ModuleNotFoundError as e:
+        top = (e.name or "").partition(".")[0]
+        if top not in EXTRAS:
+            raise
+        return _lacking(name, needs(top))
+
+
+def _lacking(name: str, why: str) -> type[Role]:
+    class Lacking(Role):
+        tool = "-"
+        description = ""
+
+        def unavailable(self, config=None) -> str | None:
+            return why
+
+        async def run(self, ctx: RoleContext) -> RoleOutput:
+            return RoleOutput(status="skipped", reason=why)
+
+    Lacking.name = name
+    return Lacking
 
 
 def get_role(name: str) -> Role:

@@ -30,6 +30,7 @@ from collections import deque
 from pathlib import Path
 
 from ...models import RoleStatus
+from ...workspace.extras import lacking
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from . import _mutation_cache as _cache
@@ -90,11 +91,7 @@ class MutationTester(Role):
         self.linemap: LineMap | None = None  # the last run's (tests, bench)
 
     def unavailable(self, config=None) -> str | None:
-        try:
-            import coverage  # noqa: F401
-        except ImportError:
-            return "the coverage package is not installed"
-        return None
+        return lacking("coverage")
 
     def _collect(self, ctx: RoleContext, report: MutationReport) -> list[FileResult] | RoleOutput:
         """The files to mutate, each with its cache key and any cached results."""

@@ -19,11 +19,11 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from ...models import Evidence, Finding, Range, Severity
+from ...workspace.extras import lacking
 from . import _scratch
 from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
@@ -75,10 +75,7 @@ class TestGenerator(Role):
     executes_code = True
 
     def unavailable(self, config=None) -> str | None:
-        for mod in ("hypothesis", "black"):
-            if find_spec(mod) is None:
-                return f"{mod} is not installed (needed by hypothesis.extra.ghostwriter)"
-        return None
+        return lacking("hypothesis", "black")  # the ghostwriter formats with black
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
         refused = self.refusal(ctx)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
+from ...workspace.extras import needs
 from ...workspace.paths import repo_key
 from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail, walk_files
 from ._pyenv import project_python
@@ -86,7 +87,7 @@ class TypeTester(Role):
 
     def unavailable(self, config=None) -> str | None:
         if tool_path("mypy") is None:
-            return "mypy is not installed in SuperQode's environment"
+            return needs("mypy")
         return None
 
     async def run(self, ctx: RoleContext) -> RoleOutput:

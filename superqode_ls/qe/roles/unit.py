@@ -31,6 +31,7 @@ from typing import Any
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.artifacts import atomic_write
+from ...workspace.extras import needs
 from ...workspace.paths import repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
@@ -123,6 +124,10 @@ class UnitTester(Role):
             # Without its environment the suite would fail on imports: a
             # setup problem to fix, not findings about the code.
             return RoleOutput(status="skipped", reason=f"setup: {py.setup}", tool="pytest")
+        if py.own and not py.has_pytest and not ctx.config.roles.unit_test_command:
+            # No project environment, and SuperQode's own has no pytest (a
+            # lean install): one line naming the extra, nothing run.
+            return RoleOutput(status="skipped", reason=needs("pytest"), tool="pytest")
         try:
             out, elapsed = await self._pytest(ctx, targets, limit)
         except OSError as e:  # not executable, bad interpreter line...
