@@ -8,9 +8,7 @@ refused) and answers ``window/showMessageRequest`` from a table of replies.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Union
@@ -20,6 +18,8 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from tests.waiting import wait_for_async
 
 SERVER = [sys.executable, str(Path(__file__).with_name("toy_server.py"))]
 EDITORS = ["visual-studio-code", "neovim", "emacs"]
@@ -242,15 +242,13 @@ async def start(
 
 
 async def wait_for(pred: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            seen = "; ".join(m.message for m in (_CURRENT.log_messages + _CURRENT.messages)) if _CURRENT else ""
-            raise AssertionError(f"timed out waiting for {what} (server said: {seen[-1500:]})")
-        await asyncio.sleep(0.05)
+    """tests/waiting.py's wait, naming what the server said when it times out."""
+
+    def said() -> str:
+        seen = "; ".join(m.message for m in (_CURRENT.log_messages + _CURRENT.messages)) if _CURRENT else ""
+        return f"server said: {seen[-1500:]}"
+
+    return await wait_for_async(pred, timeout, what, detail=said)
 
 
 def progress_ended(client: LanguageClient, session_id: str) -> types.WorkDoneProgressEnd | None:
