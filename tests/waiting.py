@@ -11,6 +11,7 @@ stays where it is, with a comment saying so.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 from collections.abc import Callable
@@ -56,10 +57,13 @@ async def wait_for_async(predicate: Callable[[], T], timeout: float = 30.0,
                          what: str = "condition", *, detail: Callable[[], str] | None = None,
                          poll: float = POLL_S) -> T:
     """``wait_for`` inside an event loop: polls without blocking the loop, so
-    the notifications it waits for keep arriving."""
+    the notifications it waits for keep arriving. ``predicate`` may return an
+    awaitable (a request to ask again): its result is what is tested."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if time.monotonic() > deadline:
@@ -84,3 +88,22 @@ def file_has(path: Any, needle: str = "") -> bool:
     except OSError:
         return False
     return needle in text
+
+
+def descendants_running(needle: str, root: int | None = None) -> list[Any]:
+    """Live descendants of ``root`` (this process by default) whose command
+    line contains ``needle``: for waiting until a subprocess has started."""
+    import psutil
+
+    try:
+        kids = psutil.Process(root).children(recursive=True)
+    except psutil.Error:
+        return []
+    found = []
+    for kid in kids:
+        try:
+            if kid.status() != psutil.STATUS_ZOMBIE and needle in " ".join(kid.cmdline()):
+                found.append(kid)
+        except psutil.Error:
+            continue
+    return found

@@ -251,6 +251,17 @@ async def wait_for(pred: Callable[[], Any], timeout: float = 60.0, what: str = "
     return await wait_for_async(pred, timeout, what, detail=said)
 
 
+async def caught_up(client: LanguageClient) -> None:
+    """Return once the server has read and handled everything sent before.
+
+    The server reads its input in order, so its answer to a request comes
+    after it read every earlier message; a second round trip also lets what
+    the first one's messages woke up (a coroutine waiting on a response) run.
+    For checking that something did NOT happen, where there is no event."""
+    for _ in range(2):
+        await sessions(client)
+
+
 def progress_ended(client: LanguageClient, session_id: str) -> types.WorkDoneProgressEnd | None:
     for value in client.progress_reports.get(f"superqode/{session_id}", []):
         if isinstance(value, types.WorkDoneProgressEnd):
@@ -282,3 +293,36 @@ def shop(example_copy: Path) -> Path:
 
     shutil.rmtree(example_copy / ".superqode", ignore_errors=True)
     return example_copy
+
+
+def plant(folder: Path, rel: str = "shop/planted.py", text: str = "x = 1  # PLANTED\n") -> Path:
+    """A file the toy role flags (``# PLANTED``: finding TOY1)."""
+    p = folder / rel
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def command(client: LanguageClient, name: str, args: dict | None = None):
+    """``workspace/executeCommand`` with one object argument (awaitable)."""
+    return client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=[args or {}])
+    )
+
+
+async def sessions(client: LanguageClient) -> list[dict]:
+    res = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
+    )
+    return res["sessions"]
+
+
+def code_actions(client: LanguageClient, uri: str, line: int, diagnostics=(), only=None):
+    """``textDocument/codeAction`` at the start of ``line`` (awaitable)."""
+    return client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 0)),
+            context=types.CodeActionContext(diagnostics=list(diagnostics),
+                                            only=list(only) if only else None),
+        )
+    )

@@ -7,9 +7,9 @@ from superqode_ls.server.store import Tracked
 
 
 def finding(**kw) -> Finding:
-    base = dict(role="lint_tester", tool="ruff", rule_id="F401", title="unused import",
-                message="`os` imported but unused", severity=Severity.medium, file="a.py",
-                range=Range(start_line=2, start_col=1, end_line=2, end_col=3))
+    base = {"role": "lint_tester", "tool": "ruff", "rule_id": "F401", "title": "unused import",
+            "message": "`os` imported but unused", "severity": Severity.medium, "file": "a.py",
+            "range": Range(start_line=2, start_col=1, end_line=2, end_col=3)}
     base.update(kw)
     return Finding(**base).with_stable_id()
 
