@@ -216,7 +216,7 @@ async def start(
 
     The automatic runs on open, save and typing (on by default) are off
     unless ``live``: a test of something else then sees only its own runs
-    (tests/server/test_live_*.py turn them on)."""
+    (tests/server/test_live.py turns them on)."""
     folders = folders if isinstance(folders, list) else [folders]
     if not live and (options is None or isinstance(options, dict)):
         off = {"lintOnOpen": False, "lintOnSave": False, "lintOnType": False}
@@ -298,6 +298,7 @@ def shop(example_copy: Path) -> Path:
 def plant(folder: Path, rel: str = "shop/planted.py", text: str = "x = 1  # PLANTED\n") -> Path:
     """A file the toy role flags (``# PLANTED``: finding TOY1)."""
     p = folder / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(text, encoding="utf-8")
     return p
 

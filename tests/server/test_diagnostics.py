@@ -9,7 +9,31 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
+from superqode_ls.server.diagnostics import workspace_reports
+from superqode_ls.server.server import SuperQodeServer
+from tests.server.findings import tracked
+
 from .conftest import plant, run_and_wait, start, wait_for
+
+
+def test_workspace_reports_full_unchanged_and_cleared(tmp_path):
+    """The reports a workspace pull gets, from the store directly: a document
+    with findings in full, unchanged when the client has its result id, and
+    one the client knew of whose findings are gone as an empty full report."""
+    (tmp_path / "a.py").write_text("import os\nimport sys\n")
+    ls = SuperQodeServer()
+    t = tracked(1)
+    t.uri, t.folder = (tmp_path / "a.py").as_uri(), str(tmp_path)
+    ls.store.add(t)
+    (full,) = workspace_reports(ls, {})
+    assert full["kind"] == "full" and full["uri"] == t.uri and full["version"] is None
+    assert [d["code"] for d in full["items"]] == ["F401"]
+    assert full["items"][0]["range"]["start"] == {"line": 1, "character": 0}
+    gone = "file:///elsewhere/gone.py"
+    unchanged, cleared = workspace_reports(ls, {t.uri: full["resultId"], gone: "old"})
+    assert unchanged == {"kind": "unchanged", "uri": t.uri, "version": None,
+                         "resultId": full["resultId"]}
+    assert cleared["kind"] == "full" and cleared["uri"] == gone and cleared["items"] == []
 
 
 async def test_workspace_pull_lists_findings_of_unopened_files(lsp: LanguageClient, shop: Path):

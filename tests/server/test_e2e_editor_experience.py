@@ -8,52 +8,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities
 
+from . import conftest
 from .conftest import (
     caught_up,
+    command,
+    plant,
     progress_ended,
     run_and_wait,
     run_qe,
+    sessions,
     start,
     superqode_diags,
     wait_for,
 )
 
-
-def plant(folder: Path, rel: str = "shop/planted.py", text: str = "x = 1  # PLANTED\n") -> Path:
-    p = folder / rel
-    p.write_text(text, encoding="utf-8")
-    return p
-
-
-async def sessions(lsp: LanguageClient) -> list[dict]:
-    res = await lsp.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
-    )
-    return res["sessions"]
-
-
-def command(lsp: LanguageClient, name: str, args: dict | None = None):
-    return lsp.workspace_execute_command_async(
-        types.ExecuteCommandParams(command=name, arguments=[args or {}])
-    )
-
-
-def code_actions(lsp: LanguageClient, uri: str, line: int, diagnostics=(),
-                 only=(types.CodeActionKind.QuickFix,)):
-    return lsp.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 0)),
-            context=types.CodeActionContext(diagnostics=list(diagnostics),
-                                            only=list(only) if only else None),
-        )
-    )
+# Quick fixes only unless asked otherwise (the apply-the-fix flows).
+code_actions = partial(conftest.code_actions, only=(types.CodeActionKind.QuickFix,))
 
 
 # ---- 1. workspace findings reach a pull client --------------------------------------------

@@ -12,9 +12,11 @@ from pytest_lsp import LanguageClient
 
 from .conftest import (
     caught_up,
+    plant,
     progress_ended,
     run_and_wait,
     run_qe,
+    sessions,
     start,
     superqode_diags,
     wait_for,
@@ -28,20 +30,6 @@ def progress_messages(client: LanguageClient, sid: str) -> list[str]:
         if msg:
             out.append(msg)
     return out
-
-
-async def sessions(client: LanguageClient) -> list[dict]:
-    res = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
-    )
-    return res["sessions"]
-
-
-def plant(folder: Path, rel: str = "shop/planted.py", line: str = "x = 1  # PLANTED\n") -> Path:
-    p = folder / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(line, encoding="utf-8")
-    return p
 
 
 async def test_progress_shows_roles_and_counts_and_cancel_from_the_client_stops_the_run(
