@@ -5,11 +5,12 @@ fail the test that left them."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.waiting import WaitTimeout, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,12 +50,15 @@ def no_leftover_processes():
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
     yield
-    deadline = time.monotonic() + 5
-    while True:
-        extra = [p for p in me.children(recursive=True) if p.pid not in before and _alive(p)]
-        if not extra or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+
+    def leftovers() -> list[psutil.Process]:
+        return [p for p in me.children(recursive=True) if p.pid not in before and _alive(p)]
+
+    try:  # a process the test ended may take a moment to exit
+        wait_for(lambda: not leftovers(), 5, "the test's processes to exit")
+    except WaitTimeout:
+        pass
+    extra = leftovers()
     for p in extra:
         try:
             p.kill()

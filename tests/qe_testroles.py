@@ -103,6 +103,7 @@ class ToySlow(Role):
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
         ctx.emit("note", message="sleeping")
+        # The role IS a slow tool: tests cancel or time it out while it sleeps.
         res = await ctx.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=120)
         if res.timed_out:  # as a real role reports its tool running out of time
             return RoleOutput(status="timeout", reason="sleep ran out of time")

@@ -22,6 +22,7 @@ from superqode_ls.workspace.paths import repo_key
 from superqode_ls.workspace.slug import clean_llm_name, folder_name, task_slug
 
 from .conftest import run_git
+from .waiting import wait_for
 
 DAY = 86400
 
@@ -308,7 +309,7 @@ def test_list_shows_branch_dirty_state_and_open_marks_use(make_repo):
     assert index.stat().st_mtime_ns == mtime
 
     old = rec.last_used
-    time.sleep(0.01)
+    wait_for(lambda: datetime.now(UTC) > old, 5, "the clock to pass the worktree's last use")
     assert br.open_worktree(repo, "listed") == rec.path
     _, again = br.find_worktree(repo, "listed")
     assert again.last_used > old

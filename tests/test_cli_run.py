@@ -14,6 +14,7 @@ import pytest
 from tests import qe_testroles
 from tests.cli_helpers import TOY_CLI, superqe
 from tests.conftest import ROOT, run_git
+from tests.waiting import descendants_running, wait_for
 
 APP = "def f():\n    x = 'PLANTED'\n    return x\n"
 
@@ -211,7 +212,7 @@ def test_ctrl_c_cancels_reverts_and_keeps_partial_report(make_repo):
             if "[toy_slow] started" in line:
                 break
         assert any("[toy_slow] started" in ln for ln in seen), seen
-        time.sleep(0.5)  # let its subprocess start
+        wait_for(lambda: descendants_running("time.sleep(60)", proc.pid), 60, "toy_slow's subprocess")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:

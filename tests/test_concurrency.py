@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 from tests.safety_helpers import content_fingerprint, leftovers, lock_holders, registrations
+from tests.waiting import wait_for
 
 # A real IsolatedSession (sandbox, worktree, lock) per process.
 SESSION_CHILD = r"""
@@ -25,7 +25,8 @@ from pathlib import Path
 from superqode_ls.workspace.coordinator import Coordinator, SessionBusy
 from superqode_ls.workspace.session import IsolatedSession
 repo, mode, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-while not go.exists():
+(go.parent / f"ready-{os.getpid()}").touch()  # imported: the test may fire the starting shot
+while not go.exists():  # the starting shot: every child begins at the same moment
     time.sleep(0.005)
 try:
     s = IsolatedSession.create_sync(repo, mode=mode)
@@ -42,7 +43,7 @@ mine.write_text(s.id)
 for _ in range(5):
     snapshots.append([(h.session_id, h.mode) for h in coord.holders()])
     owner_ok &= mine.read_text() == s.id
-    time.sleep(0.08)
+    time.sleep(0.08)  # the behaviour tested: holding the session while the others try
 (s.sandbox / "README.md").write_text("changed by " + s.id)
 sandbox = str(s.sandbox)
 v = s.close_sync()
@@ -53,18 +54,19 @@ print(json.dumps({"result": "ok", "id": s.id, "mode": mode, "sandbox": sandbox,
 
 # The coordinator alone, with a wait: every session must get its turn.
 LOCK_CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 from superqode_ls.workspace.coordinator import Coordinator
 repo, mode, sid, go = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
-while not go.exists():
+(go.parent / f"ready-{os.getpid()}").touch()  # imported: the test may fire the starting shot
+while not go.exists():  # the starting shot: every child begins at the same moment
     time.sleep(0.005)
 c = Coordinator(repo)
 with c.session(sid, mode, timeout=120) as lock:
     snaps = []
     for _ in range(4):
         snaps.append([(h.session_id, h.mode) for h in c.holders()])
-        time.sleep(0.05)
+        time.sleep(0.05)  # the behaviour tested: holding the lock while the others wait
 print(json.dumps({"id": sid, "mode": mode, "snapshots": snaps}))
 """
 
@@ -73,8 +75,9 @@ def _start_all(script: str, argvs: list[list[str]], go: Path) -> list[dict]:
     procs = [subprocess.Popen([sys.executable, "-c", script, *argv],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for argv in argvs]
-    # Let every interpreter start and import before the starting shot.
-    time.sleep(1.0)
+    # Every interpreter started and imported before the starting shot.
+    wait_for(lambda: all((go.parent / f"ready-{p.pid}").exists() for p in procs)
+             or any(p.poll() is not None for p in procs), 120, "every child to be ready")
     go.write_text("go")
     results = []
     for p in procs:

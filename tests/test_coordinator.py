@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -20,6 +19,7 @@ from superqode_ls.workspace.coordinator import (
     process_start_time,
 )
 from superqode_ls.workspace.errors import WorkspaceError
+from tests.waiting import file_has, wait_for
 
 HOLDER = """
 import sys, time
@@ -28,7 +28,7 @@ from superqode_ls.workspace.coordinator import Coordinator
 c = Coordinator(Path(sys.argv[1]))
 lock = c.acquire(sys.argv[2], sys.argv[3], timeout=10)
 print("held", flush=True)
-time.sleep(60)
+time.sleep(60)  # holds the lock until the test kills it
 """
 
 
@@ -147,11 +147,7 @@ def test_deep_waits_for_quick_and_is_not_starved(make_repo):
     got: list[LockRecord] = []
     t = threading.Thread(target=lambda: got.append(c.acquire("qe-deep", "deep", timeout=20)))
     t.start()
-    # Wait until the deep session is registered as a waiter.
-    for _ in range(200):
-        if '"qe-deep"' in (c.state_file.read_text() if c.state_file.exists() else ""):
-            break
-        time.sleep(0.02)
+    wait_for(lambda: file_has(c.state_file, '"qe-deep"'), 20, "the deep session to be registered as a waiter")
     with pytest.raises(SessionBusy, match="deep session qe-deep"):
         c.acquire("qe-q2", "quick")  # writer preference: the deep one goes next
     c.release(q1)

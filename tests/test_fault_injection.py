@@ -29,6 +29,7 @@ from superqode_ls.workspace.paths import working_root
 from superqode_ls.workspace.records import read_record
 from tests.conftest import run_git
 from tests.safety_helpers import content_fingerprint, leftovers, lock_holders, registrations
+from tests.waiting import WaitTimeout, wait_for
 
 SEED = int(os.environ.get("SUPERQODE_FAULT_SEED", "20261121"))
 SCENARIOS = int(os.environ.get("SUPERQODE_FAULT_SCENARIOS", "30"))
@@ -146,12 +147,12 @@ def _state() -> str:
 
 
 def _wait(cond, limit: float) -> bool:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return False
+    """Whether ``cond`` came true within ``limit`` (polled tightly: the kill
+    that follows aims at a moment, not a state that lasts)."""
+    try:
+        return bool(wait_for(cond, limit, "the phase", poll=0.005))
+    except WaitTimeout:
+        return False
 
 
 def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path,
@@ -167,6 +168,8 @@ def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path,
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
+        # The random sleeps below are the behaviour tested: a SIGKILL at an
+        # unforeseen moment of each phase, not a wait for something.
         if phase == "create":
             # Somewhere between "nothing yet" and "sandbox nearly ready".
             if rng.random() < 0.3:

@@ -22,6 +22,7 @@ from superqode_ls.workspace.paths import SessionPaths
 
 from .conftest import write_files
 from .deep_helpers import EXPECTED, SID, make_ctx, shared_pycache  # noqa: F401 (autouse fixture)
+from .waiting import descendants_running, wait_for_async
 
 
 def tree_state(root: Path) -> dict[str, bytes]:
@@ -311,14 +312,15 @@ def test_cancel_kills_test_processes_and_cleans_scratch(make_repo):
         "slow.py": "def f(x):\n    return x > 1\n",
         "tests/test_slow.py": (
             "import time\nfrom slow import f\n\n\ndef test_f():\n"
-            "    time.sleep(30)\n    assert f(5)\n"
+            "    time.sleep(30)\n    assert f(5)\n"  # a slow test: running when the cancel comes
         ),
     }
     repo = make_repo(files)
 
     async def go():
         task = asyncio.create_task(MutationTester(workers=1).run(make_ctx(repo)))
-        await asyncio.sleep(2)
+        await wait_for_async(lambda: descendants_running("-m pytest") or task.done(), 120,
+                             "the project's tests to run")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -361,7 +363,7 @@ def test_cancel_during_mutant_runs_ends_the_warm_launchers(make_repo):
         "slow.py": "def f(x):\n    return x > 1\n",
         "tests/test_slow.py": (
             "import time\nfrom slow import f\n\n\ndef test_f():\n"
-            "    time.sleep(3)\n    assert f(5)\n"
+            "    time.sleep(3)\n    assert f(5)\n"  # slow enough to be cancelled mid-run
         ),
     }
     repo = make_repo(files)
@@ -378,10 +380,7 @@ def test_cancel_during_mutant_runs_ends_the_warm_launchers(make_repo):
 
     async def go():
         task = asyncio.create_task(MutationTester(workers=1).run(make_ctx(repo)))
-        for _ in range(600):
-            await asyncio.sleep(0.1)
-            if launchers() or task.done():
-                break
+        await wait_for_async(lambda: launchers() or task.done(), 60, "the mutant phase to start")
         assert launchers(), "the mutant phase never started"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -17,6 +17,7 @@ from superqode_ls.workspace.errors import WorkspaceError
 from superqode_ls.workspace.paths import working_root
 from tests import qe_testroles
 from tests.conftest import run_git
+from tests.waiting import wait_for_async
 
 APP = "import os\n\n\ndef f():\n    x = 'PLANTED'\n    return x\n\n\ndef g():\n    return 'PLANTED'\n"
 
@@ -290,7 +291,8 @@ def test_task_cancelled_while_the_sandbox_is_made_leaves_nothing(make_repo):
 
     async def go():
         task = asyncio.ensure_future(QESession(QERequest(repo, roles=["toy_tester"])).run())
-        await asyncio.sleep(0.05)
+        await wait_for_async(lambda: list(working_root().glob("*/qe/*")), 60,
+                             "the session's sandbox to be started")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

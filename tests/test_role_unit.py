@@ -168,6 +168,7 @@ def test_deadline_stops_the_suite(make_repo):
     repo = make_repo(
         {
             "tests/test_fast.py": "def test_fails():\n    assert False\n",
+            # A suite slower than the limit: the subject, not a wait of this test.
             "tests/test_slow.py": "import time\n\ndef test_sleeps():\n    time.sleep(60)\n",
         }
     )
@@ -181,6 +182,7 @@ def test_quick_mode_runs_the_suite_only_when_fast(make_repo):
     repo = make_repo(
         {
             "tests/test_fast.py": "def test_fails():\n    assert False\n",
+            # A suite slower than the limit: the subject, not a wait of this test.
             "tests/test_slow.py": "import time\n\ndef test_sleeps():\n    time.sleep(60)\n",
         }
     )

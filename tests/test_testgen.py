@@ -19,6 +19,7 @@ from superqode_ls.qe.roles.testgen import TestGenerator
 from superqode_ls.workspace.paths import SessionPaths
 
 from .deep_helpers import EXPECTED, SID, make_ctx, shared_pycache  # noqa: F401 (autouse fixture)
+from .waiting import descendants_running, wait_for_async
 
 
 def generated_tests(project: Path) -> dict[str, str]:
@@ -176,7 +177,8 @@ def test_cancel_stops_generated_tests(make_repo):
 
     async def go():
         task = asyncio.create_task(TestGenerator().run(make_ctx(repo)))
-        await asyncio.sleep(6)
+        # The generated tests are running (nap() loops for minutes) when the cancel comes.
+        await wait_for_async(lambda: descendants_running("-m pytest"), 120, "the generated tests to run")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

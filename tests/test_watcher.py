@@ -11,6 +11,7 @@ import pytest
 
 from superqode_ls.workspace.coordinator import Coordinator
 from superqode_ls.workspace.watcher import ChangeBatch, FileEvent, Watcher, _coalesce
+from tests.waiting import wait_for, wait_for_async
 
 WAIT = 10  # generous upper bound for an event to arrive; never a timing assertion
 
@@ -140,12 +141,8 @@ def test_pending_events_are_delivered_on_stop(make_repo):
     got: list[ChangeBatch] = []
     w = Watcher(repo, got.append, debounce=30, bump_epoch=False).start()
     (repo / "late.txt").write_text("x")
-    # Give inotify a moment to report, then stop long before the debounce ends.
-    for _ in range(100):
-        if w._pending:
-            break
-        import time
-        time.sleep(0.02)
+    # Once inotify has reported it, stop long before the debounce ends.
+    wait_for(lambda: w._pending, WAIT, "the watcher to hold late.txt")
     w.stop()
     assert any("late.txt" in b.paths for b in got)
 
@@ -162,12 +159,9 @@ async def test_async_iteration(make_repo):
     w = Watcher(repo, debounce=0.1, bump_epoch=False)
     agen = w.batches()
     first = asyncio.ensure_future(agen.__anext__())
-    # The watcher starts inside the generator; wait for the observer.
-    for _ in range(200):
-        if w._observer is not None:
-            break
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.1)
+    # The watcher starts inside the generator; its observer is set once
+    # observer.start() has added the inotify watches.
+    await wait_for_async(lambda: w._observer is not None, WAIT, "the watcher to start")
     (repo / "async.txt").write_text("a")
     batch = await asyncio.wait_for(first, WAIT)
     assert "async.txt" in batch.paths
@@ -178,9 +172,8 @@ async def test_async_iteration(make_repo):
 async def test_async_for_on_the_watcher_itself(make_repo):
     repo = make_repo()
     w = Watcher(repo, debounce=0.1, bump_epoch=False)
-    w.start()
+    w.start()  # watching once it returns: observer.start() adds the inotify watches
     try:
-        await asyncio.sleep(0.1)
         (repo / "direct.txt").write_text("d")
         async def first():
             async for batch in w:

@@ -18,11 +18,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import WaitTimeout, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 _LOCAL = ROOT / "build" / "superqode-tests"
@@ -86,20 +87,21 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def _wait_healthy(self, limit: float = 120) -> None:
-        end = time.monotonic() + limit
-        while time.monotonic() < end:
+        def healthy() -> bool:
             if self.proc.poll() is not None:
                 self.close()
                 pytest.fail(f"llama-server exited {self.proc.returncode}: {self.tail()}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
+                    return r.status == 200
             except OSError:
-                pass
-            time.sleep(0.2)
-        self.close()
-        pytest.fail(f"llama-server did not become healthy: {self.tail()}")
+                return False
+
+        try:
+            wait_for(healthy, limit, "llama-server to become healthy", poll=0.2)
+        except WaitTimeout:
+            self.close()
+            pytest.fail(f"llama-server did not become healthy: {self.tail()}")
 
     def tail(self) -> str:
         try:
@@ -117,12 +119,10 @@ class LlamaServer:
         return any(s.get("is_processing") for s in slots if isinstance(s, dict))
 
     def wait_busy(self, want: bool, limit: float = 60) -> bool:
-        end = time.monotonic() + limit
-        while time.monotonic() < end:
-            if self.slots_busy() is want:
-                return True
-            time.sleep(0.05)
-        return False
+        try:
+            return wait_for(lambda: self.slots_busy() is want, limit, f"a slot busy={want}")
+        except WaitTimeout:
+            return False
 
     def kill(self) -> None:
         if self.proc.poll() is None:

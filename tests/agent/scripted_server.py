@@ -49,6 +49,7 @@ class ScriptedServer:
         self.sse = sse
         self.models = models
         self.disconnected = threading.Event()
+        self.tokens_sent = 0  # trickled tokens written: a test waits for the stream to flow
         self.script = list(script)
         self.vars = dict(vars or {})
         self.usage = usage
@@ -203,6 +204,7 @@ class ScriptedServer:
                     while not server._stop.wait(interval):
                         self.wfile.write(b"data: " + json.dumps(piece).encode() + b"\n\n")
                         self.wfile.flush()
+                        server.tokens_sent += 1
                 except (BrokenPipeError, ConnectionResetError):
                     server.disconnected.set()
 

@@ -14,6 +14,7 @@ from superqode_ls.cli import main as cli_main
 from superqode_ls.config import ProviderConfig
 from superqode_ls.qe.roles.agent import AgentUnitTester
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
+from tests.waiting import wait_for_async
 
 from .conftest import agent_config, copy_sandbox, make_ctx, provider_entry
 
@@ -66,9 +67,7 @@ async def test_non_streaming_config_sends_no_stream(scripted):
 async def test_a_cancel_mid_answer_closes_the_connection(scripted):
     server = scripted([{"trickle": 0.05}], sse=True)
     task = asyncio.ensure_future(_provider(server, timeout=60).chat(MESSAGES))
-    while not server.requests:
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.2)  # tokens are flowing
+    await wait_for_async(lambda: server.tokens_sent >= 3, 30, "tokens to flow")
     task.cancel()
     try:
         await task

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from superqode_ls.qe.roles.agent import AgentE2eTester, AgentPerformanceTester
+from tests.waiting import descendants_running, wait_for_async
 
 from .conftest import agent_config, copy_sandbox, make_ctx, provider_entry
 from .scripted_server import tool_messages
@@ -103,8 +104,7 @@ async def test_cancel_during_a_provider_call(make_repo, scripted, events, tmp_pa
     ctx = _ctx(make_repo, tmp_path, server, events)
     stop = asyncio.Event()
     task = asyncio.create_task(AgentPerformanceTester().run_agent(ctx, cancel=stop))
-    while len(server.requests) < 2:
-        await asyncio.sleep(0.02)
+    await wait_for_async(lambda: len(server.requests) >= 2, 30, "the second provider call")
     stop.set()
     result = await asyncio.wait_for(task, 5)
     assert result.stop_reason == "cancelled" and result.turns == 2
@@ -121,9 +121,7 @@ async def test_task_cancellation_propagates_and_kills_the_shell(
     )
     ctx = _ctx(make_repo, tmp_path, server, events, permissions={"run_shell": "allow"})
     task = asyncio.create_task(AgentPerformanceTester().run(ctx))
-    while not server.requests:
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.3)  # the shell is running now
+    await wait_for_async(lambda: descendants_running("sleep 30"), 30, "the shell to run")
     task.cancel()
     try:
         await task

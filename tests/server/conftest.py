@@ -8,9 +8,7 @@ refused) and answers ``window/showMessageRequest`` from a table of replies.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Union
@@ -20,6 +18,8 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from tests.waiting import wait_for_async
 
 SERVER = [sys.executable, str(Path(__file__).with_name("toy_server.py"))]
 EDITORS = ["visual-studio-code", "neovim", "emacs"]
@@ -216,7 +216,7 @@ async def start(
 
     The automatic runs on open, save and typing (on by default) are off
     unless ``live``: a test of something else then sees only its own runs
-    (tests/server/test_live_*.py turn them on)."""
+    (tests/server/test_live.py turns them on)."""
     folders = folders if isinstance(folders, list) else [folders]
     if not live and (options is None or isinstance(options, dict)):
         off = {"lintOnOpen": False, "lintOnSave": False, "lintOnType": False}
@@ -242,15 +242,24 @@ async def start(
 
 
 async def wait_for(pred: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            seen = "; ".join(m.message for m in (_CURRENT.log_messages + _CURRENT.messages)) if _CURRENT else ""
-            raise AssertionError(f"timed out waiting for {what} (server said: {seen[-1500:]})")
-        await asyncio.sleep(0.05)
+    """tests/waiting.py's wait, naming what the server said when it times out."""
+
+    def said() -> str:
+        seen = "; ".join(m.message for m in (_CURRENT.log_messages + _CURRENT.messages)) if _CURRENT else ""
+        return f"server said: {seen[-1500:]}"
+
+    return await wait_for_async(pred, timeout, what, detail=said)
+
+
+async def caught_up(client: LanguageClient) -> None:
+    """Return once the server has read and handled everything sent before.
+
+    The server reads its input in order, so its answer to a request comes
+    after it read every earlier message; a second round trip also lets what
+    the first one's messages woke up (a coroutine waiting on a response) run.
+    For checking that something did NOT happen, where there is no event."""
+    for _ in range(2):
+        await sessions(client)
 
 
 def progress_ended(client: LanguageClient, session_id: str) -> types.WorkDoneProgressEnd | None:
@@ -284,3 +293,37 @@ def shop(example_copy: Path) -> Path:
 
     shutil.rmtree(example_copy / ".superqode", ignore_errors=True)
     return example_copy
+
+
+def plant(folder: Path, rel: str = "shop/planted.py", text: str = "x = 1  # PLANTED\n") -> Path:
+    """A file the toy role flags (``# PLANTED``: finding TOY1)."""
+    p = folder / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def command(client: LanguageClient, name: str, args: dict | None = None):
+    """``workspace/executeCommand`` with one object argument (awaitable)."""
+    return client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=[args or {}])
+    )
+
+
+async def sessions(client: LanguageClient) -> list[dict]:
+    res = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
+    )
+    return res["sessions"]
+
+
+def code_actions(client: LanguageClient, uri: str, line: int, diagnostics=(), only=None):
+    """``textDocument/codeAction`` at the start of ``line`` (awaitable)."""
+    return client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 0)),
+            context=types.CodeActionContext(diagnostics=list(diagnostics),
+                                            only=list(only) if only else None),
+        )
+    )

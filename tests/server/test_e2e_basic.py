@@ -28,27 +28,6 @@ async def test_run_qe_publishes_diagnostics_per_contract(lsp: LanguageClient, sh
     assert {by_code[c].severity for c in ("F401", "F841")} == {types.DiagnosticSeverity.Warning}
 
 
-@pytest.mark.parametrize("editor", EDITORS)
-async def test_hover_explains_the_finding_and_its_fix(lsp: LanguageClient, shop: Path, editor):
-    await start(lsp, shop, editor=editor)
-    uri = lsp.editor.open(shop / "shop" / "catalog.py")
-    await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
-    (d,) = [x for x in await wait_for(lambda: superqode_diags(lsp, uri), 30, "diags") if x.code == "F401"]
-    hover = await lsp.text_document_hover_async(
-        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=d.range.start)
-    )
-    # An untrusted folder runs no tests: the fix is checked by the tool only.
-    assert "F401" in hover.contents.value
-    assert "Fix available, tool-verified only" in hover.contents.value
-    formats = lsp.capabilities.text_document.hover.content_format or []
-    expected = types.MarkupKind.Markdown if types.MarkupKind.Markdown in formats else types.MarkupKind.PlainText
-    assert hover.contents.kind == expected
-    nothing = await lsp.text_document_hover_async(
-        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0))
-    )
-    assert nothing is None
-
-
 async def test_revert_session_stops_a_running_session(lsp: LanguageClient, shop: Path):
     await start(lsp, shop)
     sid = (await lsp.workspace_execute_command_async(

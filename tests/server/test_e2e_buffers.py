@@ -1,5 +1,6 @@
 """What the user sees: unsaved buffers, position encodings with non-ASCII
-text, diagnostics that follow edits, fixes on edited buffers."""
+text, diagnostics that follow edits, fixes on edited buffers (files changed on
+disk: test_watch.py)."""
 
 from __future__ import annotations
 
@@ -137,18 +138,3 @@ async def test_fix_not_offered_when_its_code_changed_since_the_run(lsp: Language
                                        arguments=[{"findingId": d.data["findingId"]}])
         )
     assert lsp.editor.applied == []
-
-
-async def test_findings_in_closed_files_follow_changes_on_disk(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop)
-    path = shop / "shop" / "marks.py"
-    path.write_text("a = 1\nb = 2  # PLANTED\nc = 3  # PLANTED\n", encoding="utf-8")
-    await run_and_wait(lsp, {"roles": ["toy_tester"]})
-    from pygls.uris import from_fs_path
-
-    uri = from_fs_path(str(path))
-    await wait_for(lambda: len(superqode_diags(lsp, uri)) == 2, 30, "two diagnostics")
-    # Another tool rewrites the file: two lines on top, the second marker gone.
-    path.write_text("# one\n# two\na = 1\nb = 2  # PLANTED\nc = 3\n", encoding="utf-8")
-    await wait_for(lambda: [d.range.start.line for d in superqode_diags(lsp, uri)] == [3], 30,
-                   "finding moved with its line, the other dropped")

@@ -8,90 +8,32 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities
 
-from .conftest import progress_ended, run_and_wait, run_qe, start, superqode_diags, wait_for
+from . import conftest
+from .conftest import (
+    caught_up,
+    command,
+    plant,
+    progress_ended,
+    run_and_wait,
+    run_qe,
+    sessions,
+    start,
+    superqode_diags,
+    wait_for,
+)
 
-
-def plant(folder: Path, rel: str = "shop/planted.py", text: str = "x = 1  # PLANTED\n") -> Path:
-    p = folder / rel
-    p.write_text(text, encoding="utf-8")
-    return p
-
-
-async def sessions(lsp: LanguageClient) -> list[dict]:
-    res = await lsp.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
-    )
-    return res["sessions"]
-
-
-def command(lsp: LanguageClient, name: str, args: dict | None = None):
-    return lsp.workspace_execute_command_async(
-        types.ExecuteCommandParams(command=name, arguments=[args or {}])
-    )
-
-
-def code_actions(lsp: LanguageClient, uri: str, line: int, diagnostics=(),
-                 only=(types.CodeActionKind.QuickFix,)):
-    return lsp.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 0)),
-            context=types.CodeActionContext(diagnostics=list(diagnostics),
-                                            only=list(only) if only else None),
-        )
-    )
+# Quick fixes only unless asked otherwise (the apply-the-fix flows).
+code_actions = partial(conftest.code_actions, only=(types.CodeActionKind.QuickFix,))
 
 
 # ---- 1. workspace findings reach a pull client --------------------------------------------
-async def test_workspace_pull_lists_findings_of_unopened_files(lsp: LanguageClient, shop: Path):
-    result = await start(lsp, shop, pull=True)
-    assert result.capabilities.diagnostic_provider.workspace_diagnostics is True
-    closed = from_fs_path(str(plant(shop)))
-    opened = lsp.editor.open(plant(shop, "shop/open_one.py", "y = 2  # PLANTED\n"))
-    await run_and_wait(lsp, {"roles": ["toy_tester"]})
-    await wait_for(lambda: lsp.diagnostic_refresh_count > 0, 10, "workspace/diagnostic/refresh")
-    assert closed not in lsp.diagnostics  # nothing pushed to a pull client
-
-    report = await lsp.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(previous_result_ids=[]))
-    by_uri = {r.uri: r for r in report.items}
-    # The file no editor opened is listed exactly like the open one.
-    for uri, version in ((closed, None), (opened, 1)):
-        r = by_uri[uri]
-        assert r.kind == "full" and r.version == version and r.result_id
-        (d,) = r.items
-        assert d.code == "TOY1" and d.source == "superqode"
-
-    # Asked again with the result ids: nothing changed, nothing resent.
-    again = await lsp.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(
-        previous_result_ids=[types.PreviousResultId(uri=r.uri, value=r.result_id) for r in report.items]))
-    assert {r.uri: r.kind for r in again.items if r.uri in (closed, opened)} == {
-        closed: "unchanged", opened: "unchanged"}
-
-    # With a partial result token the reports come as $/progress and the answer is empty.
-    partial: list = []
-    default = lsp.protocol.fm.features[types.PROGRESS]
-
-    def on_progress(params: types.ProgressParams):
-        if params.token == "pull-1":
-            partial.extend(params.value["items"])
-            return None
-        return default(params)
-
-    lsp.protocol.fm.features[types.PROGRESS] = on_progress
-    final = await lsp.workspace_diagnostic_async(
-        types.WorkspaceDiagnosticParams(previous_result_ids=[], partial_result_token="pull-1"))
-    assert list(final.items) == []
-    await wait_for(lambda: any(r["uri"] == closed for r in partial), 10, "partial results")
-    (r,) = [r for r in partial if r["uri"] == closed]
-    assert r["kind"] == "full" and [d["code"] for d in r["items"]] == ["TOY1"]
-
-
 # ---- 2. static roles never wait for trust -------------------------------------------------
 async def test_static_findings_show_while_the_trust_question_is_open(lsp: LanguageClient, shop: Path):
     await start(lsp, shop)
@@ -212,60 +154,6 @@ async def test_an_f401_fix_deleting_a_line_keeps_every_other_finding_moved(lsp: 
 
 
 # ---- 4. fix-all over open and unopened files, safe fixes only ---------------------------------
-async def test_fix_all_everywhere_names_the_files_and_the_unsafe_fix_it_left(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop, editor="emacs")
-    extra = plant(shop, "shop/extra.py", "import sys\nimport os\n\nprint(sys.argv)\n")
-    (shop / "examples").mkdir(exist_ok=True)
-    example = plant(shop, "examples/demo.py", "import os\n")  # a hint: never shown as a problem
-    catalog = shop / "shop" / "catalog.py"
-    uri = lsp.editor.open(catalog)  # one open buffer, one file nobody opened
-    await run_and_wait(lsp, {"roles": ["lint_tester"]})
-    await wait_for(lambda: superqode_diags(lsp, from_fs_path(str(extra))), 30, "extra.py finding")
-    (hint,) = await wait_for(lambda: superqode_diags(lsp, from_fs_path(str(example))), 30, "the example's")
-    assert hint.severity == types.DiagnosticSeverity.Hint
-    # A file nobody opened is edited only once the user says so.
-    lsp.editor.replies = [("Fix All would also edit", "Cancel")]
-    res = await command(lsp, "superqode.applyAllFixes", {})
-    assert res["applied"] == 0 and res["cancelled"] and "import os\n" in lsp.editor.text(uri)
-    (asked,) = lsp.editor.prompts
-    assert "1 file(s) no editor has open: shop/extra.py." in asked.message, asked.message
-    lsp.editor.replies = [("Fix All would also edit", "Edit all files")]
-    res = await command(lsp, "superqode.applyAllFixes", {"notify": True})
-    assert res["applied"] == 2 and sorted(res["files"]) == sorted([str(catalog), str(extra)])
-    assert sorted(res["relFiles"]) == ["shop/catalog.py", "shop/extra.py"]
-    assert example.read_text(encoding="utf-8") == "import os\n"  # the hint's fix was not taken
-    said = await wait_for(lambda: [m.message for m in lsp.messages if "applied 2 fixes" in m.message], 10, "said")
-    assert f"({res['counts']}) in shop/" in said[0] and "Skipped 1: F841 in shop/catalog.py" in said[0]
-    assert [(s["rule"], s["file"]) for s in res["skipped"]] == [("F841", "shop/catalog.py")]
-    assert "unsafe" in res["skipped"][0]["reason"]
-    assert "import os\n" not in lsp.editor.text(uri) and "count = len(matches)" in lsp.editor.text(uri)
-    assert extra.read_text(encoding="utf-8") == "import sys\n\nprint(sys.argv)\n"
-    # The unsafe fix is its own, labelled action.
-    f841 = next(d for d in superqode_diags(lsp, uri) if d.code == "F841")
-    titles = [a.title for a in await code_actions(lsp, uri, f841.range.start.line, [f841])]
-    assert any(t.startswith("SuperQode (F841): Remove assignment to unused variable") and "unsafe: review it" in t
-               for t in titles), titles
-
-
-async def test_fix_all_takes_unsafe_fixes_when_the_setting_says_so(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop, editor="emacs", settings={"fixAllUnsafe": True})
-    catalog = shop / "shop" / "catalog.py"
-    await run_and_wait(lsp, {"roles": ["lint_tester"]})
-    await wait_for(lambda: len(superqode_diags(lsp, from_fs_path(str(catalog)))) >= 2, 30, "findings")
-    res = await command(lsp, "superqode.applyAllFixes", {"uri": from_fs_path(str(catalog)), "notify": True})
-    assert {k: res[k] for k in ("applied", "files", "skipped", "relFiles")} == {
-        "applied": 2, "files": [str(catalog)], "skipped": [], "relFiles": ["shop/catalog.py"]}
-    assert lsp.editor.prompts == []  # one file, asked for by its uri: no question
-    text = catalog.read_text(encoding="utf-8")
-    assert "import os\n" not in text and "count = len(matches)" not in text
-    # The count in the words of the session's end and the report.
-    end = next(m.message for m in lsp.log_messages if "finding(s)," in m.message)
-    said = await wait_for(lambda: [m.message for m in lsp.messages if "applied 2 fixes" in m.message],
-                          10, "fix-all said")
-    assert f"applied 2 fixes ({res['counts']}) in shop/catalog.py." == said[0].removeprefix("SuperQode: ")
-    assert res["counts"] in end or res["counts"].split(",")[0] in end
-
-
 # ---- 5. the end of a session without progress -------------------------------------------------
 async def test_a_client_without_progress_gets_the_verdict_as_a_message(lsp: LanguageClient, shop: Path):
     caps = client_capabilities("emacs")
@@ -282,26 +170,6 @@ async def test_a_client_without_progress_gets_the_verdict_as_a_message(lsp: Lang
 
 
 # ---- 6. one message, the rule link, ignore this finding ---------------------------------------
-async def test_one_message_with_the_rule_link_and_a_hover_that_says_it_once(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop)
-    catalog = lsp.editor.open(shop / "shop" / "catalog.py")
-    await run_and_wait(lsp, {"roles": ["lint_tester", "security_tester"]})
-    f401 = next(d for d in await wait_for(lambda: superqode_diags(lsp, catalog), 30, "lint")
-                if d.code == "F401")
-    assert f401.message == "`os` imported but unused"
-    assert f401.code_description.href == "https://docs.astral.sh/ruff/rules/unused-import"
-    bandit = [d for uri in lsp.diagnostics for d in superqode_diags(lsp, uri)
-              if isinstance(d.code, str) and d.code.startswith("B") and d.code_description]
-    assert bandit, "a bandit finding with its rule page"
-    for d in bandit:
-        assert d.code not in d.message and "(" + d.code not in d.message
-        assert d.code_description.href.startswith("https://bandit.readthedocs.io/")
-    hover = await lsp.text_document_hover_async(
-        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=catalog), position=f401.range.start))
-    assert hover.contents.value.count("imported but unused") == 1
-    assert "https://docs.astral.sh/ruff/rules/unused-import" in hover.contents.value
-
-
 async def test_ignore_this_finding_with_the_tools_comment_and_in_the_baseline(lsp: LanguageClient, shop: Path):
     await start(lsp, shop, editor="neovim")
     path = shop / "shop" / "catalog.py"
@@ -344,7 +212,7 @@ async def test_ignore_this_finding_with_the_tools_comment_and_in_the_baseline(ls
     # The next run leaves both out: ruff reads the comment, the engine the baseline.
     lsp.editor.save(uri)
     await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
-    await asyncio.sleep(0)  # the final publish follows the progress end
+    await caught_up(lsp)  # the final publish follows the progress end
     await wait_for(lambda: lsp.editor.text(uri) and not [d for d in superqode_diags(lsp, uri)
                                                          if d.code in ("F401", "F841", "E501")], 10, "both ignored")
 

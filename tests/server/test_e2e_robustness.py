@@ -1,14 +1,11 @@
 """Bad input gets an LSP error or a logged line, never a crash or a hang;
---tcp works; startup does not load the engine."""
+startup does not load the engine (--tcp: test_tcp.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -111,51 +108,6 @@ async def test_malformed_requests_get_errors(lsp: LanguageClient, shop: Path):
         )
     )
     await alive(lsp)
-
-
-def _frame(payload: dict) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def _read_message(sock: socket.socket, deadline: float) -> dict:
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        if time.monotonic() > deadline:
-            raise AssertionError("no answer over TCP")
-        buf += sock.recv(65536)
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    length = int([h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0].split(b":")[1])
-    while len(rest) < length:
-        rest += sock.recv(65536)
-    return json.loads(rest[:length])
-
-
-def test_tcp_mode_answers_initialize(tmp_path):
-    """The client that holds this start's token (tests/redteam/test_tcp_auth.py
-    has the ones that do not)."""
-    from tests.redteam.test_tcp_auth import Server
-
-    server = Server()
-    try:
-        with server.connect() as sock:
-            sock.sendall(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                 "params": {"processId": None, "rootUri": from_fs_path(str(tmp_path)),
-                                            "capabilities": {},
-                                            "initializationOptions": {"token": server.token}}}))
-            msg = _read_message(sock, time.monotonic() + 30)
-            assert msg["id"] == 1
-            caps = msg["result"]["capabilities"]
-            assert "superqode.runQE" in caps["executeCommandProvider"]["commands"]
-            assert msg["result"]["serverInfo"]["name"] == "superqode-ls"
-    finally:
-        server.stop()
-
-
-def test_bad_tcp_argument_is_a_usage_error():
-    proc = subprocess.run([sys.executable, "-m", "superqode_ls.server", "--tcp", "host:notaport"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "not a port" in proc.stderr
 
 
 def test_startup_does_not_load_the_engine():

@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -22,6 +21,7 @@ from superqode_ls.workspace import landlock, namespaces
 
 from ..conftest import run_git
 from ..safety_helpers import content_fingerprint, leftovers, registrations
+from ..waiting import wait_for
 
 pytestmark = pytest.mark.skipif(
     landlock.abi() is None,
@@ -150,10 +150,14 @@ def test_setsid_daemon_is_ended_with_the_session(user_repo, isolated_home):
     before = _state(user_repo, isolated_home)
     proc = superqe("exec", str(user_repo), "--", "sh", "-c", line)
     assert proc.returncode == 0 and "Verified" in proc.stderr, proc.stderr
-    time.sleep(4)  # past the daemon's write
+
+    def alive() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+
+    # Once the daemon (the shell that would write after 3 s) is gone, its
+    # write can never come: no need to sleep past it.
+    wait_for(lambda: not alive(), 10, "the session's daemon to be ended")
     assert _state(user_repo, isolated_home) == before
-    alive = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
-    assert alive == []
 
 
 def test_a_killed_exec_leaves_no_process_behind(user_repo):
@@ -162,21 +166,15 @@ def test_a_killed_exec_leaves_no_process_behind(user_repo):
         [*SUPERQE, "exec", str(user_repo), "--", "sh", "-c",
          f"setsid sh -c 'exec sleep 60 # {marker}' & echo up; exec sleep 60"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
 
     def running() -> list[psutil.Process]:
         return [p for p in psutil.process_iter(["cmdline"])
                 if marker in " ".join(p.info["cmdline"] or [])]
 
-    while not running() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert running()
+    wait_for(running, 30, "the command's daemon to start")
     proc.kill()  # kill -9 of superqe: no revert, no cleanup of its own
     proc.communicate()
-    deadline = time.monotonic() + 5
-    while running() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert running() == []
+    wait_for(lambda: not running(), 5, "the orphaned daemon to be ended")
     clean = superqe("clean", "--force")
     assert clean.returncode == 0, clean.stderr
     assert leftovers() == []

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from superqode_ls.workspace.fingerprint import compare, take_fingerprint
 
 from ..conftest import run_git, write_files
 from ..safety_helpers import registrations
+from ..waiting import wait_for
 
 SUPERQE = [sys.executable, "-m", "superqode_ls"]
 
@@ -114,9 +114,7 @@ def _exec_and_meanwhile(home: Path, repo: Path, meanwhile) -> subprocess.Complet
                           f"echo changed > a.txt; mkdir -p {go.parent}; touch {go}; sleep 2"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not go.exists() and time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.05)
+        wait_for(lambda: go.exists() or p.poll() is not None, 60, "the command to start")
         assert go.exists(), "the command did not start"
         meanwhile()
         out, err = p.communicate(timeout=120)

@@ -25,6 +25,7 @@ from superqode_ls.workspace.paths import store_dir, working_root
 from superqode_ls.workspace.session import IsolatedSession
 
 from ..conftest import run_git
+from ..waiting import wait_for
 
 SUPERQE = [sys.executable, "-m", "superqode_ls"]
 
@@ -188,23 +189,15 @@ WAIT_FOR_SWAP = "touch ready; while [ ! -e go ]; do sleep 0.05; done"
 def _swap_from_outside(sandbox: Path, target: Path) -> None:
     """What the command itself does without a kernel barrier, done by a
     process outside the session (a barrier cannot stop that)."""
-    for _ in range(1200):
-        if (sandbox / "ready").exists():
-            break
-        time.sleep(0.05)
-    assert (sandbox / "ready").exists(), "the command never ran"
+    wait_for((sandbox / "ready").exists, 60, "the command to run")
     os.rename(sandbox, str(sandbox) + ".x")
     os.symlink(target, sandbox)
 
 
 def _running_sandbox() -> Path:
-    for _ in range(1200):
-        found = [p for p in working_root().glob("*/qe/qe-*") if p.suffix == ""
-                 and not p.name.endswith(".heartbeat")]
-        if found:
-            return found[0]
-        time.sleep(0.05)
-    raise AssertionError("no sandbox appeared")
+    found = wait_for(lambda: [p for p in working_root().glob("*/qe/qe-*") if p.suffix == ""
+                              and not p.name.endswith(".heartbeat")], 60, "a sandbox to appear")
+    return found[0]
 
 
 def _check_left_alone(stderr: str, sandbox: Path) -> None:
@@ -275,11 +268,7 @@ def test_kill_9_mid_command_then_clean_force_deletes_nothing(user_repo, tmp_path
         sandbox = _running_sandbox()
         if who == "outside":
             _swap_from_outside(sandbox, user_repo)
-        for _ in range(1200):
-            if sandbox.is_symlink():
-                break
-            time.sleep(0.05)
-        assert sandbox.is_symlink(), "the sandbox was never swapped"
+        wait_for(sandbox.is_symlink, 60, "the sandbox to be swapped")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # superqe and the command: no revert
         proc.wait()

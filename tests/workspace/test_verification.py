@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from superqode_ls.workspace.session import IsolatedSession, load_record, verify_
 
 from ..conftest import run_git
 from ..safety_helpers import crash_session, leftovers
+from ..waiting import WaitTimeout, wait_for
 
 
 def _session(repo: Path, barrier_abi: int | None = None) -> IsolatedSession:
@@ -252,12 +252,13 @@ def test_superqe_exec_keeps_what_the_user_changed_meanwhile(repo, capsys, monkey
     go = tmp_path / "go"
 
     def user() -> None:
-        for _ in range(2400):
-            if list(working_root().glob("*/qe/*/started")):
-                (repo / "a.py").write_text("a = 1\nedit\n")
-                break
-            time.sleep(0.05)
-        go.write_text("")
+        try:
+            wait_for(lambda: list(working_root().glob("*/qe/*/started")), 120, "the command to start")
+            (repo / "a.py").write_text("a = 1\nedit\n")
+        except WaitTimeout:
+            pass  # the session then ends unchanged and the assertions below say so
+        finally:
+            go.write_text("")
 
     t = threading.Thread(target=user)
     t.start()

@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
@@ -21,6 +21,7 @@ from superqode_ls.workspace.proc import supervise
 from superqode_ls.workspace.session import IsolatedSession
 
 from ..conftest import run_git
+from ..waiting import WaitTimeout, pid_gone, wait_for
 from .helpers import porcelain, tree_state, worktree_paths
 
 FILES = {"app.py": "x = 1\n", "pkg/__init__.py": "", "pkg/core.py": "def f():\n    return 1\n"}
@@ -101,7 +102,7 @@ while True:
         print("wrote", n, flush=True)
     except OSError as e:
         print("refused", type(e).__name__, flush=True)
-    time.sleep(0.02)
+    time.sleep(0.02)  # the straggler's pace: it keeps trying, not a wait of the test
 """
 
 
@@ -124,15 +125,30 @@ async def test_a_straggler_of_the_previous_session_cannot_write_into_the_next(ma
                               check=False).stdout.split()
         assert kids, "the writer runs below its supervisor"
         writer = int(kids[0])
+        said: list[str] = []  # the writer's lines, one per attempt (it shares the pipe)
+
+        def read() -> None:
+            for line in sup.stdout:
+                said.append(line)
+
+        threading.Thread(target=read, daemon=True).start()
         os.kill(sup.pid, signal.SIGKILL)
         sup.wait()
-        time.sleep(0.3)
+        wrote = len(said)
+        # Orphaned, it tries again; behind namespaces the supervisor's death
+        # ends its whole PID namespace instead, and there is no straggler.
+        wait_for(lambda: len(said) > wrote or pid_gone(writer), 30,
+                 "the orphaned writer to try again (or be gone with its namespace)")
         await first.close()
         second = await IsolatedSession.create(repo)
         try:
             # Reused at all: the writer's files would have failed the reset's proof.
             assert second.reused
-            time.sleep(0.5)  # the writer keeps trying
+            # The writer keeps trying: two attempts after the reuse (one may
+            # have been under way as it happened) were made against it.
+            tried = len(said)
+            wait_for(lambda: len(said) >= tried + 2 or pid_gone(writer), 30,
+                     "the writer to try the reused sandbox")
             leaks = [p.name for p in (second.sandbox / "pkg").iterdir() if p.name.startswith("leak-")]
             assert leaks == []
             assert (await second.changes()).empty
@@ -148,10 +164,8 @@ async def test_a_straggler_of_the_previous_session_cannot_write_into_the_next(ma
                 except ProcessLookupError:
                     pass
         if writer:
-            for _ in range(100):
-                try:
-                    os.kill(writer, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.02)
+            try:
+                wait_for(lambda: pid_gone(writer), 2, "the writer to exit")
+            except WaitTimeout:
+                pass  # conftest's leftover check names it
     assert run_git(repo, "status", "--porcelain") == ""

@@ -1,71 +1,17 @@
-"""Trust (fail-closed) and recovery of interrupted sessions, from the editor."""
+"""Recovery of interrupted sessions, from the editor (trust: test_trust.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
 from superqode_ls.workspace.paths import SessionPaths, new_session_id, repo_key
 from superqode_ls.workspace.records import SessionRecord, write_record
 
-from .conftest import progress_ended, run_and_wait, start, superqode_diags, wait_for
-
-
-def plant(folder: Path) -> str:
-    p = folder / "shop" / "planted.py"
-    p.write_text("x = 1  # PLANTED\n", encoding="utf-8")
-    return from_fs_path(str(p))
-
-
-async def session_info(lsp: LanguageClient, sid: str) -> dict:
-    res = await lsp.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="superqode.listSessions", arguments=[])
-    )
-    return next(s for s in res["sessions"] if s["sessionId"] == sid)
-
-
-async def test_untrusted_folder_runs_no_code_until_the_user_trusts_it(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop)
-    uri = plant(shop)
-    lsp.editor.replies = [("this repository's code", "Not now")]
-    sid = await run_and_wait(lsp, {"roles": ["toy_exec", "toy_tester"]})
-    assert len(lsp.editor.prompts) == 1 and "toy_exec" in lsp.editor.prompts[0].message
-    info = await session_info(lsp, sid)
-    assert info["trusted"] is False
-    # The static role ran; the code-executing one did not.
-    diags = await wait_for(lambda: superqode_diags(lsp, uri), 10, "static finding")
-    assert len(diags) == 1
-    assert any("not trusted" in m.message for m in lsp.log_messages)
-    # Declined once: not asked again in this server's lifetime.
-    sid = await run_and_wait(lsp, {"roles": ["toy_exec"]})
-    assert len(lsp.editor.prompts) == 1 and (await session_info(lsp, sid))["trusted"] is False
-    assert not (Path(os.environ["SUPERQODE_HOME"]) / "trusted-folders.json").exists()
-
-
-async def test_trust_prompt_answer_is_remembered(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop)
-    uri = plant(shop)
-    lsp.editor.replies = [("this repository's code", "Trust folder")]
-    sid = await run_and_wait(lsp, {"roles": ["toy_exec"]})
-    assert (await session_info(lsp, sid))["trusted"] is True
-    await wait_for(lambda: superqode_diags(lsp, uri), 10, "finding of the trusted role")
-    store = json.loads((Path(os.environ["SUPERQODE_HOME"]) / "trusted-folders.json").read_text())
-    assert store["folders"] == [str(shop.resolve())]
-    await run_and_wait(lsp, {"roles": ["toy_exec"]})
-    assert len(lsp.editor.prompts) == 1
-
-
-async def test_trusted_folders_setting_needs_no_prompt(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop, settings={"trustedFolders": [str(shop)]})
-    uri = plant(shop)
-    sid = await run_and_wait(lsp, {"roles": ["toy_exec"]})
-    assert lsp.editor.prompts == [] and (await session_info(lsp, sid))["trusted"] is True
-    await wait_for(lambda: superqode_diags(lsp, uri), 10, "finding")
+from .conftest import progress_ended, start, wait_for
 
 
 def interrupted_session(repo: Path) -> tuple[str, SessionPaths]:

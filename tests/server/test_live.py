@@ -5,12 +5,12 @@ run at a time per file, each trigger off by its setting."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from tests.waiting import wait_for_async
 
 from .conftest import start, superqode_diags, wait_for
 
@@ -32,13 +32,13 @@ async def live_status(lsp: LanguageClient) -> dict:
 
 async def until(lsp: LanguageClient, pred, what: str) -> dict:
     """Ask the server's automatic-run status until ``pred`` holds of it."""
-    deadline = time.monotonic() + 60
-    while True:
-        status = await live_status(lsp)
-        if pred(status):
-            return status
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {status}"
-        await asyncio.sleep(0.05)
+    seen: list[dict] = []
+
+    async def check():
+        seen[:] = [await live_status(lsp)]
+        return seen[0] if pred(seen[0]) else None
+
+    return await wait_for_async(check, 60, what, detail=lambda: f"status: {seen}")
 
 
 def settled(status: dict) -> bool:

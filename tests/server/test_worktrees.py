@@ -1,4 +1,4 @@
-"""End to end: superqode.newWorktree / openWorktree / listWorktrees on a real git repository."""
+"""server/worktrees.py: superqode.newWorktree / openWorktree / listWorktrees on a real git repository."""
 
 from __future__ import annotations
 

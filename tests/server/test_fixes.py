@@ -1,4 +1,4 @@
-"""Quick fixes end to end: code actions with versioned edits, applyFix /
+"""server/fixes.py: quick fixes end to end: code actions with versioned edits, applyFix /
 applyAllFixes via workspace/applyEdit, the resulting files checked on disk."""
 
 from __future__ import annotations
@@ -10,19 +10,9 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
-from .conftest import EDITORS, run_and_wait, start, superqode_diags, wait_for
+from .conftest import EDITORS, code_actions, run_and_wait, start, superqode_diags, wait_for
 
 PLANTED = "PLANTED"
-
-
-def code_actions(client: LanguageClient, uri: str, line: int, only=None, diagnostics=()):
-    return client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(line, 0), end=types.Position(line, 0)),
-            context=types.CodeActionContext(diagnostics=list(diagnostics), only=only),
-        )
-    )
 
 
 @pytest.mark.parametrize("editor", EDITORS)
@@ -137,11 +127,3 @@ async def test_apply_all_fixes_command_sends_workspace_apply_edit(lsp: LanguageC
     assert "import os\n" not in text and "count = len(matches)" in text
     await wait_for(lambda: [d.code for d in superqode_diags(lsp, uri)] == ["F841"], 10, "F401 cleared")
 
-
-async def test_run_qe_code_action_starts_a_session_on_the_file(lsp: LanguageClient, shop: Path):
-    await start(lsp, shop)
-    uri = lsp.editor.open(shop / "shop" / "pricing.py")
-    actions = await code_actions(lsp, uri, 0, only=["source.superqode.runQE"])
-    (action,) = actions
-    assert action.kind == "source.superqode.runQE" and action.command.command == "superqode.runQE"
-    assert list(action.command.arguments) == [{"uri": uri}]

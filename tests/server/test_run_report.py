@@ -1,0 +1,52 @@
+"""server/run_report.py: a run made of two engine sessions gets one report
+with one verdict over both, rewritten where the first phase wrote it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from superqode_ls.config import Config
+from superqode_ls.models import Patch, QualityReport, RoleRun, Severity
+from superqode_ls.server.registry import Run
+from superqode_ls.server.run_report import combine, rewrite_report
+from tests.server.findings import finding
+
+
+def report(sid: str, roles, findings=(), patches=(), **kw) -> QualityReport:
+    return QualityReport(session_id=sid, project="/p", mode="quick", isolation="snapshot",
+                         started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                         roles=[RoleRun(role=r, status="ok") for r in roles],
+                         findings=list(findings), patches=list(patches), **kw)
+
+
+def test_combined_report_holds_both_phases_and_one_verdict():
+    p = Patch(id="p1", description="d", diff="")
+    first = report("qe-1", ["lint_tester"], [finding(severity=Severity.low)], [p],
+                   duration_s=1.5, suppressed=2)
+    second = report("qe-2", ["unit_tester"], [finding(rule_id="B105", severity=Severity.high)],
+                    [p, Patch(id="p2", description="d", diff="")], duration_s=2.0, stale=True)
+    assert first.verdict == "pass" and second.verdict == "pass"  # as built: not yet computed
+    whole = combine(first, second, Config())
+    assert whole.session_id == "qe-1"
+    assert [r.role for r in whole.roles] == ["lint_tester", "unit_tester"]
+    assert [f.rule_id for f in whole.findings] == ["F401", "B105"]
+    assert [q.id for q in whole.patches] == ["p1", "p2"]  # a patch of both phases once
+    assert whole.duration_s == 3.5 and whole.suppressed == 2 and whole.stale
+    assert whole.verdict == "fail"  # the second phase's high finding fails the whole run
+    assert sum(whole.summary.values()) == 2
+
+
+def test_the_report_is_rewritten_where_the_first_phase_wrote_it(tmp_path):
+    run = Run(id="qe-1", folder=str(tmp_path), files=None, mode="quick", roles=None,
+              trigger="command")
+    whole = report("qe-1", ["lint_tester", "unit_tester"], [finding()])
+    js, md = tmp_path / "report.json", tmp_path / "report.md"
+    rewrite_report(run, whole, {"json": str(js), "markdown": str(md)})
+    assert json.loads(js.read_text())["session_id"] == "qe-1"
+    assert len(json.loads(js.read_text())["findings"]) == 1
+    assert "F401" in md.read_text() and run.markdown == str(md)
+    # A place that cannot be written is logged, not raised: the run still ends.
+    (tmp_path / "blocked").write_text("a file where a directory should be")
+    rewrite_report(run, whole, {"json": str(tmp_path / "blocked" / "r.json")})
+    assert not (tmp_path / "blocked").is_dir()

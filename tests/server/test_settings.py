@@ -1,0 +1,63 @@
+"""server/settings.py: the editor's superqode.* settings, checked and layered; through a real
+server over stdio, a change applies without a restart and a bad value keeps the previous."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient
+
+from superqode_ls.server import settings
+
+from .conftest import (
+    plant,
+    progress_ended,
+    run_and_wait,
+    run_qe,
+    sessions,
+    start,
+    superqode_diags,
+    wait_for,
+)
+
+
+def test_settings_accept_section_or_bare_and_reject_bad_values():
+    s = settings.parse({"superqode": {"mode": "deep", "runOnSave": True}})
+    assert s.mode == "deep" and s.runOnSave
+    layered = settings.parse({"roles": ["lint_tester"]}, s)
+    assert layered.mode == "deep" and layered.roles == ["lint_tester"]
+    with pytest.raises(settings.SettingsError, match="superqode.mode"):
+        settings.parse({"mode": "fast"})
+    with pytest.raises(settings.SettingsError):
+        settings.parse(["not", "an", "object"])
+
+
+async def test_settings_change_without_restart(lsp: LanguageClient, shop):
+    await start(lsp, shop, settings={"roles": ["lint_tester"]})
+    plant(shop)
+    sid = await run_and_wait(lsp)
+    catalog = from_fs_path(str(shop / "shop" / "catalog.py"))
+    planted = from_fs_path(str(shop / "shop" / "planted.py"))
+    assert superqode_diags(lsp, catalog) and not superqode_diags(lsp, planted)
+    lsp.set_configuration({"superqode": {"roles": ["toy_tester"], "mode": "deep"}})
+    lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    async def mode_of_next_run():
+        sid2 = await run_and_wait(lsp)
+        return sid2, next(s for s in await sessions(lsp) if s["sessionId"] == sid2)
+
+    sid2, s = await mode_of_next_run()
+    assert sid2 != sid and s["mode"] == "deep"
+    await wait_for(lambda: superqode_diags(lsp, planted), 10, "toy finding")
+    # A finished whole-folder run replaces the previous one's findings.
+    await wait_for(lambda: not superqode_diags(lsp, catalog), 10, "lint findings replaced")
+
+
+async def test_invalid_settings_are_reported_and_previous_kept(lsp: LanguageClient, shop):
+    await start(lsp, shop, settings={"mode": "sideways"})
+    await wait_for(lambda: any("superqode.mode" in m.message for m in lsp.log_messages), 10, "warning")
+    sid = await run_qe(lsp, {"roles": ["lint_tester"]})
+    (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
+    assert s["mode"] == "quick"
+    await wait_for(lambda: progress_ended(lsp, sid), 60, "end")
