@@ -8,7 +8,7 @@ import logging
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ..qe.roles import _bandit_warm
+from ..engine.runtime import start_warm_analyzer
 from . import settings as settings_mod
 from .base import ClientFeatures
 from .server import SuperQodeServer
@@ -122,17 +122,8 @@ def _prewarm() -> None:
     """Import the QE engine and the roles in a worker thread once the client is
     up: ``initialize`` stays fast, and the first Run QE does not stall the
     event loop on imports."""
-    import importlib
+    from ..engine import roles
 
-    from ..qe.roles import REGISTRY
-
-    for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report",
-                   "superqode_ls.workspace.session", "superqode_ls.qe.verifier"):
-        importlib.import_module(module)
-    for target in REGISTRY.values():
-        try:
-            importlib.import_module(target.partition(":")[0])
-        except ImportError as e:  # the role reports it when asked to run
-            log.info("prewarm: %s: %s", target, e)
+    roles.prewarm()
     # A file run in the editor otherwise waits on bandit's own start each time.
-    _bandit_warm.start()
+    start_warm_analyzer()
