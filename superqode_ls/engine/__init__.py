@@ -15,6 +15,7 @@ function):
 - ``worktrees``    long-lived branch worktrees
 - ``projects``     a project's root, its artifacts, the watcher on its files
 - ``protection``   the barrier level this machine gives sessions
+- ``trust``        which folders the user trusted (fail closed)
 - ``guard``        the git guard's verdict on a command
 - ``runtime``      process-wide knobs the front end sets at start (priority, CPUs, prompts)
 - ``errors``       the engine errors a front end catches by type
