@@ -69,12 +69,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_revert)
 
     p = sub.add_parser("recover", help="save an interrupted session's changes, or resume it",
-                       description="Save SESSION's changes as a patch artifact and remove it; "
-                                   "with --resume keep its sandbox to continue working there.")
+                       description="Save SESSION's changes as <ID>-recovered.patch under "
+                                   ".superqode/qe-artifacts/patches and remove it; with --resume "
+                                   "save them and keep its sandbox to continue working there "
+                                   "(the editor's Resume does the same).")
     p.add_argument("session", help="session id (see superqe status)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true",
-                   help="adopt the sandbox instead of removing it (state: kept)")
+                   help="save the changes and adopt the sandbox instead of removing it "
+                        "(state: kept)")
     g.add_argument("--keep", action="store_true", help="save the patch but keep the sandbox")
     p.set_defaults(func=cmd_recover)
 

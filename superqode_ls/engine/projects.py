@@ -56,7 +56,8 @@ def artifacts(project: Path, warnings: list[str] | None = None) -> list[dict[str
     return read_manifest(artifacts_root(project), warnings)["artifacts"]
 
 
-def clean_artifacts(project: Path, older_than_s: float, warnings: list[str] | None = None) -> list[str]:
+def clean_artifacts(project: Path, older_than_s: float,
+                    warnings: list[str] | None = None) -> list[str]:
     """Remove artifacts older than ``older_than_s``; their relative paths."""
     from ..workspace.artifacts import clean_artifacts as _clean
 

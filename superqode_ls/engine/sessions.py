@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # The API's types; loaded on first use (the recovery module loads the
     # sandbox code, which a server that never lists sessions does without).
+    from ..config import Config
+    from ..workspace.reaper import ReapReport
     from ..workspace.recovery import CleanReport, SessionInfo
 
 __all__ = [
@@ -139,7 +141,7 @@ def unstick_state() -> int:
     return n + sum(removal.unstick_tree(base, descend) for base in recovery.repo_bases())
 
 
-def reap_if_due(config=None):
+def reap_if_due(config: Config | None = None) -> ReapReport | None:
     """Remove idle sandboxes and orphans, at most hourly across processes
     (cheap to call at every start); the ReapReport, or None when skipped."""
     from ..workspace.reaper import maybe_reap

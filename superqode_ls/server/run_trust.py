@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from ..config import Config
 
 
-async def resolve_roles(ls: SuperQodeServer, run: Run, cfg: Config) -> tuple[list[str] | None, bool]:
+async def resolve_roles(ls: SuperQodeServer, run: Run,
+                        cfg: Config) -> tuple[list[str] | None, bool]:
     """Roles to run and whether the folder is trusted.
 
     Static roles never wait for the trust question: when some roles run the
@@ -67,30 +68,30 @@ def sparse_first(ls: SuperQodeServer, run: Run, cfg: Config, chosen: list[str] |
     return local
 
 
-def _say_skipped(ls: SuperQodeServer, folder: str, roles: list[str], reason: str) -> None:
+def _say_skipped(ls: SuperQodeServer, folder: str, skipped: list[str], reason: str) -> None:
     ls.log(
-        f"SuperQode: {folder} is not trusted ({reason}); skipping {', '.join(roles)} "
+        f"SuperQode: {folder} is not trusted ({reason}); skipping {', '.join(skipped)} "
         "(they run the project's code)",
         types.MessageType.Warning,
     )
 
 
-async def _trust_later(ls: SuperQodeServer, run: Run, roles: list[str]) -> None:
+async def _trust_later(ls: SuperQodeServer, run: Run, waiting: list[str]) -> None:
     """Ask while the static roles run; on "Trust folder" the roles that run
     code are the run's next phase (after the static one: one sandbox at a time
     per folder), else they are skipped with the reason shown. Either way the
     run ends once, after the answer."""
     answer = None
     try:
-        answer = await ask_trust_answer(ls, run.folder, roles)
+        answer = await ask_trust_answer(ls, run.folder, waiting)
     finally:
         trusted = answer == TRUST
         if run.next_roles is not None and not run.next_roles.done():
-            run.next_roles.set_result(roles if trusted else None)
-    names = ", ".join(roles)
+            run.next_roles.set_result(waiting if trusted else None)
+    names = ", ".join(waiting)
     if not trusted:
         run.trust_note = f"{names} skipped ({SKIP_REASON[answer]})"
-        _say_skipped(ls, run.folder, roles, SKIP_REASON[answer])
+        _say_skipped(ls, run.folder, waiting, SKIP_REASON[answer])
         ls.notify_user(f"SuperQode: skipped {names}: the folder is not trusted "
                        f"({SKIP_REASON[answer]})", types.MessageType.Warning)
         return

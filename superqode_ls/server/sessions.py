@@ -38,7 +38,8 @@ async def discard_session(ls: SuperQodeServer, session_id: str) -> str:
     (one of this server's own runs may go)."""
     info = await find(session_id)
     if info.alive and session_id not in ls.runs:
-        raise fail(f"session {session_id} belongs to a running process (pid {info.record.pid if info.record else '?'})")
+        pid = info.record.pid if info.record else "?"
+        raise fail(f"session {session_id} belongs to a running process (pid {pid})")
     try:
         report = await asyncio.to_thread(sessions.revert, [info], force=True)
     except Exception as e:
