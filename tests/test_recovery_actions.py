@@ -14,7 +14,8 @@ EDIT = {"app.py": "print('changed')\n"}
 
 
 def _patches(repo, sid):
-    return sorted(p.name for p in (repo / ".superqode" / "qe-artifacts" / "patches").glob(f"{sid}-*"))
+    folder = repo / ".superqode" / "qe-artifacts" / "patches"
+    return sorted(p.name for p in folder.glob(f"{sid}-*"))
 
 
 def test_save_changes_leaves_the_session_and_resume_keeps_it(make_repo):
