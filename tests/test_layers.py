@@ -2,7 +2,12 @@
 (imports inside functions count, typing-only ones too), no module over 800
 lines, and imports only go down the layers
 
-    server, cli  ->  qe  ->  agent  ->  workspace  ->  models, config, events, errors
+    server, cli  ->  engine  ->  qe  ->  agent  ->  workspace  ->  models, config, events, errors
+
+and the front ends (server, cli, __main__) reach the engine only through its
+front door, ``superqode_ls.engine``: besides their own modules they import
+nothing of the package but ``engine`` and the shared models, config, events
+and errors (FRONT_DOOR).
 
 Violations that other work is removing right now are listed in KNOWN_*, each
 with its owner; the lead empties the lists at merge. Anything not listed fails.
@@ -24,6 +29,7 @@ LAYERS = {
     "server": 4,
     "cli": 4,
     "__main__": 4,
+    "engine": 3.5,
     "qe": 3,
     "agent": 2,
     "workspace": 1,
@@ -43,6 +49,12 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 # Modules over MAX_LINES being split by their owner.
 KNOWN_LARGE: dict[str, str] = {}
+
+FRONT_ENDS = ("server", "cli", "__main__")
+# What a front end may import of the package besides the front ends
+# themselves: the engine API and the shared bottom layer (``runtime``: the
+# process settings the front end makes; ``__init__``: the version).
+FRONT_DOOR = ("engine", "models", "config", "events", "errors", "runtime", "__init__")
 
 
 def _modules() -> dict[str, Path]:
@@ -183,6 +195,24 @@ def test_no_module_over_the_line_limit():
     assert big == [], f"modules over {MAX_LINES} lines: {big}"
 
 
+def _behind_the_front_door(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(front-end module, module it imports) pairs that pass the engine by."""
+    return sorted(
+        (src, dst)
+        for src, dsts in graph.items()
+        if src.split(".")[0] in FRONT_ENDS
+        for dst in dsts
+        if dst.split(".")[0] not in FRONT_ENDS + FRONT_DOOR
+    )
+
+
+def test_front_ends_use_only_the_engine_api():
+    """server/, cli/ and __main__ import the engine only through
+    ``superqode_ls.engine`` (imports inside functions and under
+    TYPE_CHECKING count: ``ast.walk`` sees them all)."""
+    assert _behind_the_front_door(GRAPH) == []
+
+
 def test_known_lists_hold_only_what_is_still_there():
     """A violation that is gone leaves its KNOWN entry: drop it, so it cannot
     come back unnoticed."""
@@ -233,6 +263,30 @@ def test_an_upward_import_is_seen():
     )
     assert graph["models"] == {"qe.pipeline"} and graph["qe.pipeline"] == {"models"}
     assert _layer("qe.pipeline") > _layer("models")
+
+
+def test_a_front_end_passing_the_engine_by_is_seen():
+    graph = _tmp_graph(
+        {
+            "cli": "",
+            "cli.run": "from ..engine import runs\nfrom ..models import Finding\n",
+            "server": "",
+            "server.a": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from ..workspace.recovery import SessionInfo\n"
+                "def f():\n    from ..qe import baseline\n"
+            ),
+            "engine": "",
+            "engine.runs": "",
+            "models": "",
+            "qe": "",
+            "qe.baseline": "",
+            "workspace": "",
+            "workspace.recovery": "",
+        }
+    )
+    assert _behind_the_front_door(graph) == [
+        ("server.a", "qe.baseline"), ("server.a", "workspace.recovery")]
 
 
 @pytest.mark.parametrize("module", ["workspace.guard", "workspace.branches", "cli"])

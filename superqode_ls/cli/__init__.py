@@ -193,7 +193,7 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_USAGE
     try:
         if args.command in ("run", "exec"):
-            from ..workspace.paths import check_home
+            from ..engine.projects import check_home
 
             check_home()
             _log_to_file()
@@ -218,9 +218,9 @@ def _reap_quietly() -> None:
     (at most hourly, one process at a time); a failure here stops nothing."""
     try:
         from ..config import load_config
-        from ..workspace.reaper import maybe_reap
+        from ..engine.sessions import reap_if_due
 
-        maybe_reap(load_config(None))
+        reap_if_due(load_config(None))
     except ConfigError:
         return  # the command loads the same file and says what is wrong, once
     except Exception as e:  # noqa: BLE001

@@ -7,20 +7,12 @@ artifact, reverts, verifies, and exits with the command's status.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from ..config import load_config
-from ..errors import SuperQodeError
-from ..workspace.artifacts import Artifacts, check_superqode_dir
-from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError
-from ..workspace.proc import supervise
-from ..workspace.pyisolate import isolated_env, source_roots, write_isolation
-from ..workspace.session import IsolatedSession, resolve_project
+from ..engine.exec_ import open_sandbox
 from . import EXIT_FAILED, UsageError
 
 
@@ -80,24 +72,15 @@ def run_exec(args: argparse.Namespace) -> int:
     cmd = _split_command(args)
     if not cmd:
         raise UsageError("exec needs a command after --")
-    project, _ = resolve_project(Path(args.path))
-    config = load_config(project)
-    check_superqode_dir(project)
-    session = IsolatedSession.create_sync(project, config=config, isolation=args.isolation,
-                                          base_ref=args.base_ref, kind="exec")
+    box = open_sandbox(Path(args.path), isolation=args.isolation, base_ref=args.base_ref)
     old = {s: signal.signal(s, _on_term) for s in (signal.SIGTERM, signal.SIGHUP)}
     status = EXIT_FAILED
-    patch_line = "patch: none (no changes)"
     try:
-        print(f"session: {session.id}", file=sys.stderr)
-        print(f"sandbox: {session.sandbox}", file=sys.stderr)
+        print(f"session: {box.id}", file=sys.stderr)
+        print(f"sandbox: {box.sandbox}", file=sys.stderr)
         try:
-            # A Python the command starts (the project's .venv with the
-            # project installed editable) imports the sandbox's code, not
-            # the user's checkout (pyisolate).
-            iso = write_isolation(session.private / "scratch" / "isolation")
-            env = isolated_env(session.env(), iso, source_roots(session.sandbox), [project])
-            proc = subprocess.Popen(supervise(cmd, env), cwd=session.sandbox, env=env)
+            argv, env = box.command(cmd)
+            proc = subprocess.Popen(argv, cwd=box.sandbox, env=env)
         except OSError as e:
             print(f"superqe: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
             status = 127
@@ -112,28 +95,16 @@ def run_exec(args: argparse.Namespace) -> int:
                     proc.kill()
                     proc.wait()
                 status = 130
-        try:
-            changes = session.changes_sync()
-            if not changes.empty:
-                arts = Artifacts(project, session.id).prepare()
-                path = arts.write_patch("exec", changes.diff,
-                                        files=[c.path for c in changes.changes])
-                patch_line = f"patch: {path} ({len(changes.changes)} file(s) changed)"
-        except (WorkspaceError, GitError, OSError) as e:
-            # The sandbox was swapped or removed, the disk is full, the home
-            # went read-only: no patch, and still the revert and its verdict.
-            why = ("the sandbox was removed during the session"
-                   if not os.path.lexists(session.sandbox)
-                   else e.message if isinstance(e, SuperQodeError) else str(e))
-            patch_line = f"patch: none (the command's changes could not be saved: {why})"
+        patch_line, saved = box.save_changes()
+        if not saved:
             status = EXIT_FAILED
         print(patch_line, file=sys.stderr)
     finally:
-        verification = session.close_sync(keep=args.keep)
+        verification = box.close(keep=args.keep)
         for s, h in old.items():
             signal.signal(s, h)
     if args.keep:
-        print(f"kept: {session.sandbox} (superqe revert {session.id} removes it)", file=sys.stderr)
+        print(f"kept: {box.sandbox} (superqe revert {box.id} removes it)", file=sys.stderr)
     print(verification.line, file=sys.stderr)
     if not verification.verified:
         return EXIT_FAILED

@@ -19,7 +19,7 @@ import argparse
 from pathlib import Path
 
 from ..config import load_config
-from ..workspace.guard import _KNOWN_SUBCOMMANDS, _is_git_word, check_command_line
+from ..engine import guard
 from . import EXIT_FINDINGS, EXIT_OK, UsageError
 
 
@@ -61,14 +61,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.project is not None and not project.is_dir():
         raise UsageError(f"{project}: not a directory")
     cfg = load_config(project).qe.git_guard
-    if len(words) == 1 and any(c in words[0] for c in " \t\n;&|`$"):
-        verdicts = check_command_line(words[0], cfg)  # a whole shell command line
-    else:
-        if not _is_git_word(words[0]) and (
-            words[0] in _KNOWN_SUBCOMMANDS or words[0].startswith("-")
-        ):
-            words = ["git", *words]  # `superqe guard check -- commit -m x`
-        verdicts = check_command_line(words, cfg)
+    verdicts = guard.check(words, cfg)  # a shell line, or an argv (`-- commit -m x` too)
     if not verdicts:
         print("allowed: no git command found")
         return EXIT_OK

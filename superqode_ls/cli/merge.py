@@ -6,10 +6,9 @@ code ``superqe run`` would have given (0 ok, 1 findings at/above
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from ..workspace.artifacts import atomic_write
+from ..engine import reports
 from . import UsageError
 from .run import SEVERITIES, exit_code
 
@@ -41,22 +40,12 @@ def _target(flag: str, path: str | None) -> Path | None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from ..qe.merge import load_reports, merge_reports
-    from ..qe.report import render_markdown, to_sarif, write_json
-    from ..qe.report.verdict import DEFAULT_NEVER_FAIL
-
     out = _target("--output", args.output)
     md = _target("--markdown", args.markdown)
     sarif = _target("--sarif", args.sarif)
-    merged = merge_reports(load_reports([Path(p) for p in args.reports]), args.fail_on,
-                           DEFAULT_NEVER_FAIL)
-    if out is not None:
-        atomic_write(out, write_json(merged))
-    if md is not None:
-        atomic_write(md, render_markdown(merged))
-    if sarif is not None:
-        atomic_write(sarif, json.dumps(to_sarif(merged), indent=2) + "\n")
+    merged = reports.merge([Path(p) for p in args.reports], args.fail_on)
+    reports.write(merged, json_path=out, markdown=md, sarif_path=sarif)
     counts = ", ".join(f"{n} {sev}" for sev, n in merged.summary.items() if n)
     print(f"merged {len(merged.merged_from)} shard report(s): verdict: {merged.verdict}; "
           f"{len(merged.findings)} finding(s){f' ({counts})' if counts else ''}")
-    return exit_code(merged, args.fail_on, DEFAULT_NEVER_FAIL)
+    return exit_code(merged, args.fail_on, reports.DEFAULT_NEVER_FAIL)

@@ -21,11 +21,12 @@ import threading
 from pathlib import Path
 
 from ..config import ConfigError, load_config
+from ..engine import reports, roles, runs
+from ..engine.errors import WorkspaceError
+from ..engine.projects import files_under, repo_root, write_file
+from ..engine.reports import DEFAULT_NEVER_FAIL, did_not_work, fails
 from ..events import EventBus
 from ..models import QualityReport
-from ..qe.report.verdict import DEFAULT_NEVER_FAIL, did_not_work, fails
-from ..workspace.artifacts import atomic_write
-from ..workspace.errors import WorkspaceError
 from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file
 
 SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
@@ -97,10 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _shard(text: str) -> tuple[int, int]:
-    from ..qe.shard import parse_shard
-
     try:
-        return parse_shard(text)
+        return runs.parse_shard(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -123,9 +122,6 @@ def timings_line(report: QualityReport) -> str:
 def targets(paths: list[str]) -> tuple[Path, list[str] | None]:
     """``superqe run [PATH...]``: one folder is the project; files (or several
     paths) are a selection inside the git repository that holds them."""
-    from ..qe.roles._common import walk_files
-    from ..workspace.git import repo_root
-
     if not paths:
         return Path("."), None
     given = [Path(p).expanduser() for p in paths]
@@ -148,7 +144,7 @@ def targets(paths: list[str]) -> tuple[Path, list[str] | None]:
             raise UsageError(f"{p}: not inside the repository {root}")
         rel = p.resolve().relative_to(root)
         if p.is_dir():
-            files.extend((rel / f).as_posix() for f in walk_files(p.resolve()))
+            files.extend((rel / f).as_posix() for f in files_under(p.resolve()))
         else:
             files.append(rel.as_posix())
     return root, list(dict.fromkeys(files))
@@ -191,7 +187,7 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..workspace import proc
+    from ..engine.runtime import proc
 
     previous = proc.BACKGROUND_NICE
     _tools_at_user_priority()
@@ -202,8 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from ..qe.display import make_display, summary_lines
-    from ..qe.pipeline import QERequest, QESession, SessionFailed
+    from ..engine.runs import SessionFailed
 
     overrides: dict = {}
     if args.fail_on:
@@ -220,8 +215,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(f"--python {args.python}: no such file or folder")
         overrides.setdefault("roles", {})["python"] = str(chosen)
     config = load_config(project if project.is_dir() else None, overrides or None)
-    request = QERequest(
-        project=project,
+    request = runs.request(
+        project,
         files=files,
         since=args.since,
         shard=args.shard,
@@ -236,8 +231,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
     )
     bus = EventBus()
-    session = QESession(request, bus=bus)
-    display = make_display(jsonl=args.jsonl)
+    session = runs.session(request, bus=bus)
+    display = reports.display(jsonl=args.jsonl)
     held = _HoldStart(display, blocked_lines=args.jsonl)
     unsubscribe = bus.subscribe(held)
     failure: SessionFailed | None = None
@@ -255,11 +250,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         held.flush()
         display.close()
     if report is not None and sarif is not None:
-        from ..qe.report import to_sarif
-
-        atomic_write(sarif, json.dumps(to_sarif(report), indent=2) + "\n")
+        write_file(sarif, json.dumps(reports.sarif(report), indent=2) + "\n")
     if report is not None and not args.jsonl:
-        for line in summary_lines(report, show_noise=getattr(args, "show_noise", False)):
+        for line in reports.summary_lines(report, show_noise=getattr(args, "show_noise", False)):
             print(line)
         if report.artifacts.get("baseline") and args.update_baseline:
             print(f"baseline written: {report.artifacts['baseline']}")
@@ -326,15 +319,15 @@ class _HoldStart:
 
 def _terminal_asker():
     """Agent tools set to ``ask`` prompt on a terminal; piped runs deny."""
-    from ..agent.permissions import TerminalAsker
+    from ..engine.runtime import terminal_asker
 
-    return TerminalAsker() if TerminalAsker.available() else None
+    return terminal_asker()
 
 
 async def _run_with_signals(session, asker=None) -> QualityReport:
     """Ctrl-C and SIGTERM cancel the session through its revert path."""
     if asker is not None:
-        from ..agent.permissions import use_asker
+        from ..engine.runtime import use_asker
 
         with use_asker(asker):
             return await _run_with_signals(session)
@@ -398,7 +391,7 @@ def _tools_at_user_priority() -> None:
     machine: bandit took 5-10x as long as bandit alone (281 s against 50-88 s
     on sqlalchemy). SUPERQODE_NICE, when set, still decides."""
     if "SUPERQODE_NICE" not in os.environ:
-        from ..workspace import proc
+        from ..engine.runtime import proc
 
         proc.BACKGROUND_NICE = 0
 
@@ -415,10 +408,8 @@ def cmd_roles(args: argparse.Namespace) -> int:
     path = Path(args.path).expanduser()
     if not path.is_dir():
         raise UsageError(f"not a folder: {args.path}")
-    from ..qe.roles.listing import role_rows  # the roles' modules: only for this command
-
     config = load_config(path)
-    rows = role_rows(config)
+    rows = roles.rows(config)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK

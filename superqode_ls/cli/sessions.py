@@ -3,8 +3,9 @@
 ``status [--all] [--json]``         sessions of this project (or of every project)
 ``revert [--force] [ID]``            remove a session's sandbox (or every finished or
                                      interrupted one of this project) and verify the tree
-``recover ID [--resume] [--keep]``   save an interrupted session's changes as a patch
-                                     and remove it; --resume keeps it for you instead
+``recover ID [--resume] [--keep]``   save an interrupted session's changes as
+                                     <ID>-recovered.patch and remove it; --resume (or
+                                     --keep) saves them and keeps the sandbox for you
 ``clean [--force] [--older-than D]`` remove sandboxes of every project, our git worktree
                                      registrations and stale locks
 ``artifacts [-C PATH] list [--json]``          list this project's artifacts
@@ -21,12 +22,15 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import load_config
+from ..engine import projects, protection, recovery, sessions
 from ..errors import SuperQodeError
-from ..workspace import namespaces, pool, recovery
-from ..workspace.recovery import SessionInfo
 from . import EXIT_FAILED, UsageError
+
+if TYPE_CHECKING:
+    from ..engine.sessions import CleanReport, SessionInfo
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 # Counting a dead session's changes hashes its sandbox; do it for this many.
@@ -65,12 +69,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_revert)
 
     p = sub.add_parser("recover", help="save an interrupted session's changes, or resume it",
-                       description="Save SESSION's changes as a patch artifact and remove it; "
-                                   "with --resume keep its sandbox to continue working there.")
+                       description="Save SESSION's changes as <ID>-recovered.patch under "
+                                   ".superqode/qe-artifacts/patches and remove it; with --resume "
+                                   "save them and keep its sandbox to continue working there "
+                                   "(the editor's Resume does the same).")
     p.add_argument("session", help="session id (see superqe status)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true",
-                   help="adopt the sandbox instead of removing it (state: kept)")
+                   help="save the changes and adopt the sandbox instead of removing it "
+                        "(state: kept)")
     g.add_argument("--keep", action="store_true", help="save the patch but keep the sandbox")
     p.set_defaults(func=cmd_recover)
 
@@ -103,9 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- helpers ----------------------------------------------------------------
 
 def _project(path: str | Path = ".") -> Path:
-    from ..workspace.session import resolve_project
-
-    return resolve_project(Path(path))[0]
+    return projects.project_root(path)
 
 
 def _protection(args: argparse.Namespace) -> str:
@@ -116,15 +121,15 @@ def _protection(args: argparse.Namespace) -> str:
             config = load_config(_project("."))
         except SuperQodeError:
             config = None  # a broken superqode.yaml is said by the commands that use it
-    return namespaces.protection_level(config)
+    return protection.protection(config).level
 
 
 def _find(session_id: str) -> SessionInfo:
-    return recovery.find_session(session_id)
+    return sessions.find(session_id)
 
 
 def _age(info: SessionInfo, now: float) -> str:
-    return recovery.utc_age(info.age_s(now))
+    return sessions.age_text(info.age_s(now))
 
 
 def _repo_label(info: SessionInfo) -> str:
@@ -139,28 +144,28 @@ def _repo_label(info: SessionInfo) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     now = time.time()
-    sessions = recovery.scan() if args.all else recovery.scan(_project("."))
-    counted = {s.id: recovery.count_changes(s) if i < _COUNT_LIMIT else s.changes
-               for i, s in enumerate(sessions)}
+    found = sessions.list_sessions(None if args.all else _project("."))
+    counted = {s.id: sessions.changes_of(s) if i < _COUNT_LIMIT else s.changes
+               for i, s in enumerate(found)}
     if args.json:
-        print(json.dumps([{**s.to_json(now), "changes": counted[s.id]} for s in sessions],
+        print(json.dumps([{**s.to_json(now), "changes": counted[s.id]} for s in found],
                          indent=2))
         return 0
-    protection = f"protection: {_protection(args)}"
-    if not sessions:
+    level = f"protection: {_protection(args)}"
+    if not found:
         where = "" if args.all else " for this project (superqe status --all: every project)"
         print(f"no sessions{where}")
-        print(protection)
+        print(level)
         return 0
     rows = [("ID", "REPO", "MODE", "STATE", "AGE", "CHANGES")]
-    for s in sessions:
+    for s in found:
         rows.append((s.id, _repo_label(s), s.mode, s.state, _age(s, now),
                      "-" if counted[s.id] is None else str(counted[s.id])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    print(protection)
-    interrupted = [s for s in sessions if s.state == "interrupted"]
+    print(level)
+    interrupted = [s for s in found if s.state == "interrupted"]
     if interrupted:
         print(f"\n{len(interrupted)} interrupted: superqe recover ID saves its changes; "
               "superqe revert ID removes it", file=sys.stderr)
@@ -169,7 +174,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 # -- revert -----------------------------------------------------------------
 
-def _print_report(report: recovery.CleanReport, verb: str) -> None:
+def _print_report(report: CleanReport, verb: str) -> None:
     for info in report.removed:
         print(f"{verb} {info.id} ({_repo_label(info)})")
     for info, why in report.skipped:
@@ -182,17 +187,17 @@ def _print_report(report: recovery.CleanReport, verb: str) -> None:
 
 def cmd_revert(args: argparse.Namespace) -> int:
     if args.session:
-        sessions = [_find(args.session)]
+        chosen = [_find(args.session)]
     else:
-        sessions = recovery.scan(_project("."))
-        if not sessions:
+        chosen = sessions.list_sessions(_project("."))
+        if not chosen:
             print("no sessions to revert for this project")
             return 0
     if args.session and not args.force:
-        why = recovery.removable(sessions[0], force=False)
-        if why and sessions[0].alive:
+        why = sessions.removable(chosen[0])
+        if why and chosen[0].alive:
             raise UsageError(f"{args.session}: {why}; use --force to revert it anyway")
-    report = recovery.clean_sessions(sessions, force=args.force, verify_after=True)
+    report = sessions.revert(chosen, force=args.force)
     _print_report(report, "reverted")
     if report.pruned:
         print(f"removed {len(report.pruned)} git worktree registration(s)")
@@ -207,17 +212,20 @@ def cmd_revert(args: argparse.Namespace) -> int:
 
 def cmd_recover(args: argparse.Namespace) -> int:
     info = _find(args.session)
-    action = "resume" if args.resume else "extract"
-    result = recovery.recover(info, action, keep=args.keep)
-    if action == "resume":
-        print(f"resumed {info.id}: the sandbox is yours at {info.sandbox}")
-        print(f"superqe recover {info.id} saves its changes; superqe revert {info.id} removes it")
-        return 0
+    if args.resume:
+        result = recovery.resume(info)
+    else:
+        result = recovery.recover(info, keep=args.keep)
     if result.patch is not None:
         print(f"patch: {result.patch} ({result.files} file(s))")
         print(f"apply it with: git apply {result.patch}")
     else:
         print(f"{info.id}: no changes to recover")
+    if args.resume:
+        print(f"resumed {info.id}: the sandbox is yours at {info.sandbox}")
+        print(f"superqe recover {info.id} saves its changes again; superqe revert {info.id} "
+              "removes it")
+        return 0
     if result.kept:
         print(f"kept: {info.sandbox}")
         return 0
@@ -229,47 +237,12 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 # -- clean ------------------------------------------------------------------
 
-def _unstick_state() -> None:
-    """A root session can `chattr +i` SuperQode's own state (lock files, the
-    store, the folders sessions go in) and wedge every later session of the
-    repository: --force clears those flags first (sandboxes' content is left
-    to the removal, which clears what refuses to go)."""
-    from ..workspace import removal
-    from ..workspace.paths import working_root
-
-    def descend(rel: str) -> bool:
-        parts = rel.split("/")
-        return not (len(parts) == 2 and parts[0] == "qe" and not parts[1].startswith(".")
-                    or len(parts) == 3 and parts[0] == "parked" and parts[2] == "tree")
-
-    n = removal.unstick_tree(working_root(), lambda rel: False)
-    n += sum(removal.unstick_tree(base, descend) for base in recovery.repo_bases())
-    if n:
-        print(f"cleared the immutable/append-only flag of {n} of SuperQode's own file(s) "
-              "(set by a session)", file=sys.stderr)
-
-
 def cmd_clean(args: argparse.Namespace) -> int:
-    from ..workspace.reaper import ReapReport, _remove_repo_dir, repo_gone
-
-    if args.force:
-        _unstick_state()
-    sessions = recovery.scan()
-    # Sessions kept on purpose stay unless forced or explicitly aged out.
-    report = recovery.clean_sessions(sessions, force=args.force, older_than_s=args.older_than,
-                                     keep_kept=args.older_than is None)
-    # Repositories that were deleted: their folder goes once it is empty.
-    gone = ReapReport()
-    warm = 0
-    for base in recovery.repo_bases():
-        marker = recovery.read_repo_marker(base)
-        repo = Path(marker["repo"]) if marker and marker.get("repo") else None
-        if marker is not None and repo_gone(repo):
-            _remove_repo_dir(base, gone)
-        else:
-            if repo is not None and repo.is_dir():
-                warm += pool.discard_all(repo)  # parked sandboxes are nobody's session
-            report.pruned += recovery.tidy_repo(base, repo, report)
+    result = sessions.clean(force=args.force, older_than_s=args.older_than)
+    report, gone, warm = result.sessions, result.repo_dirs, result.warm
+    if result.unstuck:
+        print(f"cleared the immutable/append-only flag of {result.unstuck} of SuperQode's own "
+              "file(s) (set by a session)", file=sys.stderr)
     if args.json:
         print(json.dumps({
             "removed": [s.id for s in report.removed],
@@ -277,7 +250,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
             "errors": [{"what": w, "error": e} for w, e in report.errors],
             "worktree_registrations_removed": report.pruned,
             "stale_locks_cleared": report.locks_cleared,
-            "repo_dirs_removed": gone.repo_dirs,
+            "repo_dirs_removed": gone,
             "warm_sandboxes_removed": warm,
         }, indent=2))
     else:
@@ -285,8 +258,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
         print(f"removed {len(report.removed)} session(s) with their sandboxes and git worktree "
               f"registrations; cleared {len(report.pruned)} left-over registration(s) and "
               f"{report.locks_cleared} stale lock(s)"
-              + (f"; removed {len(gone.repo_dirs)} folder(s) of deleted projects"
-                 if gone.repo_dirs else "")
+              + (f"; removed {len(gone)} folder(s) of deleted projects" if gone else "")
               + (f"; removed {warm} warm sandbox(es)" if warm else ""))
         running = [s for s, why in report.skipped if s.alive]
         if running and not args.force:
@@ -323,9 +295,6 @@ def _artifacts_action(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def cmd_artifacts(args: argparse.Namespace) -> int:
-    from ..workspace.artifacts import clean_artifacts, read_manifest
-    from ..workspace.paths import artifacts_root
-
     action, path = _artifacts_action(args)
     project = Path(path).expanduser()
     if not project.is_dir():
@@ -334,15 +303,15 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
     if action == "clean":
         limit = args.older_than if args.older_than is not None else parse_duration("7d")
         warnings: list[str] = []
-        removed = clean_artifacts(project, limit, warnings=warnings)
+        removed = projects.clean_artifacts(project, limit, warnings=warnings)
         for line in warnings:
             print(f"superqe: warning: {line}", file=sys.stderr)
         for rel in removed:
             print(f"removed {rel}")
-        print(f"removed {len(removed)} artifact(s) older than {recovery.utc_age(limit)}")
+        print(f"removed {len(removed)} artifact(s) older than {sessions.age_text(limit)}")
         return 0
     warnings = []
-    entries = read_manifest(artifacts_root(project), warnings)["artifacts"]
+    entries = projects.artifacts(project, warnings)
     for line in warnings:
         print(f"superqe: warning: {line}", file=sys.stderr)
     if args.json:

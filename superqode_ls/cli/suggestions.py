@@ -14,29 +14,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SuperQodeError
-from ..models import Finding, Patch, QualityReport
-from ..workspace import ownfolder, patchseal
-from ..workspace.artifacts import read_artifact
-from ..workspace.paths import ARTIFACTS_DIR
+from ..engine import suggestions as fixes
+from ..engine.suggestions import (  # the API's names, used by this module's callers too
+    Suggestion,
+    check_sealed,
+    find_project,
+    lookup,
+    suggestions,
+)
+from ..models import Finding
 from . import EXIT_FINDINGS, EXIT_OK, UsageError
-
-
-class PatchNotSealed(SuperQodeError):
-    """The patch is not the one SuperQode stored (changed, or never its own)."""
-
-    exit_code = 2
-
-
-@dataclass
-class Suggestion:
-    patch: Patch
-    findings: list[Finding]
-    session_id: str
-    report_path: Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,73 +63,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _no_action(p: argparse.ArgumentParser) -> int:
     raise UsageError("suggestions needs an action: list, show ID or apply ID")
-
-
-def find_project(start: Path) -> Path:
-    start = start.expanduser()
-    if not start.is_dir():
-        raise UsageError(f"not a folder: {start}")
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if report_names(folder):
-            return folder
-    raise UsageError(f"no QE reports found in {start} or above it (run `superqe run` first)")
-
-
-def report_names(project: Path) -> list[str]:
-    """Report JSON file names, newest first (names sort by date and session
-    id), listed without following a link the project planted."""
-    try:
-        with ownfolder.folder(project, (*ARTIFACTS_DIR.parts, "qr")) as fd:
-            names = ownfolder.names_at(fd) if fd is not None else []
-    except OSError:
-        return []
-    names = [n for n in names if n.startswith("qr-") and n.endswith(".json")]
-    return sorted(names, key=lambda n: n.split("-", 2)[-1], reverse=True)
-
-
-def load_reports(project: Path, newest_only: bool) -> list[tuple[Path, QualityReport]]:
-    out = []
-    root = project / ARTIFACTS_DIR
-    for name in report_names(project):
-        raw = read_artifact(root, f"qr/{name}")
-        try:
-            report = QualityReport.model_validate_json(raw or b"")
-        except ValueError:
-            continue  # a half-written or foreign file is not a reason to fail
-        out.append((root / "qr" / name, report))
-        if newest_only:
-            break
-    return out
-
-
-def suggestions(project: Path, newest_only: bool = False) -> list[Suggestion]:
-    seen: set[str] = set()
-    out: list[Suggestion] = []
-    for path, report in load_reports(project, newest_only):
-        for patch in report.patches:
-            if patch.id in seen:
-                continue
-            seen.add(patch.id)
-            fixes = [f for f in report.findings if f.fix_patch_id == patch.id or f.id in patch.finding_ids]
-            out.append(Suggestion(patch, fixes, report.session_id, path))
-    return out
-
-
-def lookup(project: Path, ident: str) -> Suggestion:
-    every = suggestions(project)
-    exact = [s for s in every if s.patch.id == ident]
-    if exact:
-        return exact[0]
-    by_finding = [s for s in every if any(f.id == ident for f in s.findings)]
-    if by_finding:
-        return by_finding[0]
-    prefixed = {s.patch.id: s for s in every if s.patch.id.startswith(ident)}
-    if len(prefixed) == 1:
-        return next(iter(prefixed.values()))
-    if len(prefixed) > 1:
-        raise UsageError(f"{ident!r} is ambiguous: {', '.join(sorted(prefixed)[:5])}")
-    raise UsageError(f"no suggestion {ident!r} (see `superqe suggestions list --all`)")
 
 
 def _where(f: Finding) -> str:
@@ -181,16 +103,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def check_sealed(project: Path, s: Suggestion) -> None:
-    """Refuse (one line, nothing changed) a patch whose bytes are not the ones
-    its session wrote: the reports live in the project, which anything may
-    rewrite; the seal lives in $SUPERQODE_HOME. Every way of applying a
-    suggestion goes through here."""
-    why = patchseal.check(project, s.session_id, s.patch.id, s.patch.diff)
-    if why is not None:
-        raise PatchNotSealed(f"not applied: {why}")
-
-
 def _is_unsafe(s: Suggestion) -> bool:
     return any(t in ("fix:unsafe", "fix:display-only") for f in s.findings for t in f.tags)
 
@@ -228,8 +140,6 @@ def _line(s: Suggestion) -> int:
 def cmd_apply(args: argparse.Namespace) -> int:
     import sys
 
-    from ..qe.applying import apply_fixes
-
     project = find_project(Path(args.project))
     chosen, notes = _chosen(project, args)
     for s in chosen:
@@ -238,7 +148,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print("no fixes to apply" + (f" ({notes[0]})" if notes else ""))
         return EXIT_OK
     session_of = {s.patch.id: s.session_id for s in chosen}
-    out = apply_fixes(project, [s.patch for s in chosen], dry_run=args.dry_run)
+    out = fixes.apply(project, chosen, dry_run=args.dry_run)
     for pid, why in out.refused:
         print(f"superqe: not applied: {pid}: {why} (session {session_of.get(pid, '?')}; "
               "run `superqe run` again for a fresh fix)", file=sys.stderr)

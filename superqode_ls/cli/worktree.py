@@ -7,22 +7,19 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..config import Config, load_config
-from ..workspace import branches as br
-from ..workspace.git import repo_root
-from ..workspace.slug import clean_llm_name
+from ..config import load_config
+from ..engine import projects
+from ..engine import worktrees as br
 from . import EXIT_USAGE, UsageError
 
-NAMER_PROMPT = (
-    "Name a git branch for this task. Answer with the branch name only: lowercase, "
-    "words joined by '-', at most 5 words, optionally one prefix such as feat/ or fix/."
-)
+if TYPE_CHECKING:
+    from ..engine.worktrees import WorktreeInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -90,41 +87,13 @@ def _repo(cwd: str) -> Path:
     return br.main_repo(p)
 
 
-def llm_namer(config: Config) -> br.Namer | None:
-    """A namer through the configured provider; any failure gives None (the slug wins)."""
-    if not config.providers:
-        return None
-    from ..workspace.extras import lacking
-
-    why = lacking("httpx")  # the provider comes with the agents extra
-    if why:
-        raise UsageError(f"--llm-name {why}")
-    from ..agent.provider import Provider
-
-    cfg = config.provider(config.agent.provider) or config.providers[0]
-    cfg = cfg.model_copy(update={"max_retries": 0, "timeout": min(cfg.timeout, 10.0)})
-
-    def namer(task: str) -> str | None:
-        provider = Provider(cfg)
-        if provider.missing_key():
-            return None
-        messages = [
-            {"role": "system", "content": NAMER_PROMPT},
-            {"role": "user", "content": task},
-        ]
-        reply = asyncio.run(provider.chat(messages))
-        return clean_llm_name(reply.content or "")
-
-    return namer
-
-
 def cmd_new(args: argparse.Namespace) -> int:
     repo = _repo(args.cwd)
     namer = None
     if args.llm_name:
         if args.task is None:
             raise UsageError("--llm-name works with --task")
-        namer = llm_namer(load_config(repo))
+        namer = br.llm_namer(load_config(repo))
         if namer is None:
             print("superqe: no provider configured; naming from the task text", file=sys.stderr)
     rec = br.new_worktree(
@@ -155,7 +124,7 @@ def _ago(seconds: float) -> str:
     return f"{s}s"
 
 
-def _state(info: br.WorktreeInfo) -> str:
+def _state(info: WorktreeInfo) -> str:
     if info.orphan:
         return "orphan"
     if not info.exists:
@@ -225,7 +194,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 def cmd_promote(args: argparse.Namespace) -> int:
     here = Path(args.cwd).expanduser()
-    project = repo_root(here) if here.is_dir() else None
+    project = projects.repo_root(here) if here.is_dir() else None
     rec = br.promote_session(args.session, args.branch, project=project)
     print(f"worktree {rec.name}: branch {rec.branch} with the changes of {args.session}",
           file=sys.stderr)
@@ -234,7 +203,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    results = br.reap_branch_worktrees(dry_run=args.dry_run)
+    results = br.reap(dry_run=args.dry_run)
     for r in results:
         line = f"{r.action}: {r.name} ({r.kind}; {r.reason})"
         if r.patches:

@@ -44,7 +44,7 @@ def _keep_editor_cpus() -> None:
     lets them use all): the editor and this server answer from it at once."""
     import os
 
-    from ..workspace import proc
+    from ..engine.runtime import keep_cpus_free
 
     raw = os.environ.get("SUPERQODE_EDITOR_CPUS", "1")
     try:
@@ -52,7 +52,7 @@ def _keep_editor_cpus() -> None:
     except ValueError:
         logging.getLogger(__name__).warning("SUPERQODE_EDITOR_CPUS=%r is not a number; using 1", raw)
         n = 1
-    proc.keep_cpus_free(max(0, n))
+    keep_cpus_free(max(0, n))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
     _keep_editor_cpus()
-    from ..qe.roles import _bandit_warm
+    from ..engine.runtime import stop_warm_analyzer
     from .setup import create_server
     from .stdio import serve_stdio
     from .tcp import serve_tcp
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             serve_stdio(server)
     finally:
-        _bandit_warm.stop()
+        stop_warm_analyzer()
     return 0
 
 

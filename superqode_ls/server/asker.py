@@ -41,8 +41,8 @@ class LspAsker:
 
 def register(ls: SuperQodeServer) -> None:
     async def install() -> None:
-        from ..agent.permissions import set_default_asker
+        from ..engine.runtime import set_editor_asker
 
-        set_default_asker(LspAsker(ls))
+        set_editor_asker(LspAsker(ls))
 
     ls.on_initialized.append(install)

@@ -36,7 +36,7 @@ DISK_CACHE_MAX = 2000
 def session_root(folder: str) -> Path:
     """Sessions are kept per repository: a folder inside a git repository
     shares its repository's sessions."""
-    from ..workspace.git import repo_root
+    from ..engine.projects import repo_root
 
     try:
         return (repo_root(Path(folder)) or Path(folder)).resolve()

@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path, to_fs_path
 
-from ..workspace import ownfolder
+from ..engine import projects, roles
 from . import fix_all_scope, fixes, ignore, sessions
 from .args import Args, parse
 from .base import session_root
@@ -68,7 +68,7 @@ class ListRolesArgs(Args):
 
 class RecoverArgs(Args):
     sessionId: str
-    action: Literal["resume", "revert", "view"]
+    action: Literal["resume", "recover", "revert", "view"]
 
 
 def register(ls: SuperQodeServer) -> None:
@@ -206,13 +206,9 @@ def register(ls: SuperQodeServer) -> None:
 
 
 def start_from_args(ls: SuperQodeServer, a: RunQEArgs, *, trigger: str) -> dict[str, Any]:
-    from ..qe.roles import REGISTRY  # light: names only
-
-    for name in a.roles or []:
-        if name not in REGISTRY:
-            raise JsonRpcInvalidParams(
-                f"superqode.runQE: unknown role {name!r} (known: {', '.join(sorted(REGISTRY))})"
-            )
+    unknown = roles.check_names(a.roles)  # light: names only
+    if unknown:
+        raise JsonRpcInvalidParams(f"superqode.runQE: {unknown}")
     if a.uri:
         if not a.uri.startswith("file:"):
             raise JsonRpcInvalidParams(f"superqode.runQE: not a file URI: {a.uri}")
@@ -352,10 +348,10 @@ def list_all(ls: SuperQodeServer) -> list[dict[str, Any]]:
     out = [run.describe() for run in ls.runs if not run.quiet]
     known = {run.id for run in ls.runs}
     try:
-        from ..workspace import recovery
+        from ..engine import sessions as on_disk
 
         for folder in ls.folder_paths():
-            for info in recovery.scan(session_root(folder)):
+            for info in on_disk.list_sessions(session_root(folder)):
                 if info.id in known:
                     continue
                 known.add(info.id)
@@ -379,8 +375,7 @@ def report_path(ls: SuperQodeServer, session_id: str | None) -> str | None:
     for folder in ls.folder_paths():
         qr = Path(folder, ".superqode", "qe-artifacts", "qr")
         try:  # listed without following a link the project planted
-            with ownfolder.folder(Path(folder), qr.relative_to(folder).parts) as fd:
-                names = ownfolder.names_at(fd) if fd is not None else []
+            names = projects.report_files(Path(folder), qr.relative_to(folder).parts)
         except OSError:
             continue
         cands = sorted(n for n in names if n.endswith(".md")

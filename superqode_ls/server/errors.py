@@ -12,8 +12,7 @@ from __future__ import annotations
 from pygls.exceptions import JsonRpcException
 
 from ..config import ConfigError
-from ..workspace.errors import WorkspaceError
-from ..workspace.git import GitError
+from ..engine.errors import GitError, WorkspaceError
 
 # Errors whose text is written for the user: shown as they are, first line only.
 USER_ERRORS: tuple[type[Exception], ...] = (WorkspaceError, ConfigError, GitError)

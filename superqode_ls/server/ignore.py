@@ -28,7 +28,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..config import ConfigError, load_config
-from ..qe import baseline
+from ..engine import suggestions
 from .convert import to_client_col
 from .errors import fail
 from .server import SuperQodeServer
@@ -245,8 +245,7 @@ def _silenced(line: str, tool: str, rule: str) -> bool:
 
 def baseline_path(ls: SuperQodeServer, folder: str) -> Path:
     """The folder's configured baseline, else ``.superqode/baseline.json``."""
-    configured = load_config(Path(folder)).qe.baseline
-    return baseline.resolve_path(Path(folder), None, configured) or Path(folder) / baseline.DEFAULT_PATH
+    return suggestions.baseline_path(Path(folder), load_config(Path(folder)))
 
 
 def actions(ls: SuperQodeServer, t: Tracked, diag: types.Diagnostic | None, literal: bool,
@@ -273,7 +272,7 @@ def add_to_baseline(ls: SuperQodeServer, t: Tracked) -> Path:
     """Accept ``t`` into its folder's baseline (the ``superqode.ignoreFinding``
     command, off the event loop; a RequestFailed line on failure)."""
     try:
-        return baseline.add(baseline_path(ls, t.folder), [t.finding])
+        return suggestions.add_to_baseline(baseline_path(ls, t.folder), [t.finding])
     except (ConfigError, OSError) as e:
         raise fail(f"could not add {t.finding.rule_id} to the baseline: {e}") from None
 

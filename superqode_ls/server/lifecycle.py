@@ -8,7 +8,7 @@ import logging
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ..qe.roles import _bandit_warm
+from ..engine.runtime import start_warm_analyzer
 from . import settings as settings_mod
 from .base import ClientFeatures
 from .server import SuperQodeServer
@@ -51,7 +51,7 @@ def register(ls: SuperQodeServer) -> None:
         # bandit's warm process in a thread of its own, beside the imports: it
         # loads in its own process meanwhile, so the first file opened gets
         # its security findings from it instead of a cold bandit.
-        ls.background(asyncio.to_thread(_bandit_warm.start), "warm bandit")
+        ls.background(asyncio.to_thread(start_warm_analyzer), "warm bandit")
         ls.background(asyncio.to_thread(_prewarm), "prewarm")
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -126,19 +126,6 @@ def _prewarm() -> None:
     """Import the QE engine and the roles in a worker thread once the client is
     up: ``initialize`` stays fast, and the first Run QE does not stall the
     event loop on imports."""
-    import importlib
+    from ..engine import roles
 
-    from ..qe.roles import REGISTRY
-    from ..workspace import namespaces
-
-    # The namespace sandbox's probe starts bwrap once per process: here,
-    # rather than on the event loop when the first file is opened.
-    namespaces.backend()
-    for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report",
-                   "superqode_ls.workspace.session", "superqode_ls.qe.verifier"):
-        importlib.import_module(module)
-    for target in REGISTRY.values():
-        try:
-            importlib.import_module(target.partition(":")[0])
-        except ImportError as e:  # the role reports it when asked to run
-            log.info("prewarm: %s: %s", target, e)
+    roles.prewarm()

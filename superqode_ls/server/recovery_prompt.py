@@ -1,5 +1,6 @@
 """On start, offer the interrupted sessions of this workspace:
-Resume / Revert and discard / View changes (window/showMessageRequest)."""
+Resume / Revert and discard / View changes (window/showMessageRequest),
+each the engine's action of the same name (``server/sessions.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .server import SuperQodeServer
 from .sessions import act
 
 if TYPE_CHECKING:
-    from ..workspace.recovery import SessionInfo
+    from ..engine.sessions import SessionInfo
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,11 @@ def register(ls: SuperQodeServer) -> None:
 
 
 def _interrupted(folders: list[str]) -> list[tuple[str, SessionInfo]]:
-    from ..workspace import recovery
+    from ..engine import sessions
 
     out, seen = [], set()
     for folder in folders:
-        for info in recovery.interrupted_sessions(session_root(folder)):
+        for info in sessions.interrupted(session_root(folder)):
             if info.id not in seen:
                 seen.add(info.id)
                 out.append((folder, info))
@@ -83,16 +84,16 @@ async def offer_recovery(ls: SuperQodeServer) -> None:
 
 
 def _describe(info: SessionInfo) -> tuple[int | None, tuple[bool | None, str]]:
-    from ..workspace import recovery
+    from ..engine import sessions
 
-    return recovery.count_changes(info), recovery.verify(info)
+    return sessions.changes_of(info), sessions.verify(info)
 
 
 def _reap_quietly() -> None:
     """Idle sandboxes and orphans go when a server starts (at most hourly)."""
-    from ..workspace.reaper import maybe_reap
+    from ..engine.sessions import reap_if_due
 
     try:
-        maybe_reap()
+        reap_if_due()
     except Exception as e:  # noqa: BLE001 - never stop the server for this
         log.info("reaper skipped: %s", e)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, load_config
+from ..engine import roles as engine_roles
 from .errors import fail
 from .server import SuperQodeServer
 from .trust import is_trusted_folder
@@ -105,7 +106,5 @@ async def list_roles(ls: SuperQodeServer, uri: str | None) -> dict[str, Any]:
 
 def _read(folder: str, overrides: dict | None):
     # The roles' modules are imported here, off the event loop, on the first listing only.
-    from ..qe.roles.listing import acp_agents, role_rows
-
     cfg = load_config(Path(folder), overrides, overrides_source="editor setting superqode.provider")
-    return cfg, role_rows(cfg), acp_agents(cfg)
+    return cfg, engine_roles.rows(cfg), engine_roles.acp_agents(cfg)

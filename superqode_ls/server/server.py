@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..workspace.watcher import Watcher
 from .base import ServerBase
 from .publisher import Publisher
 from .registry import RunRegistry
+
+if TYPE_CHECKING:
+    from ..engine.projects import Watcher
 
 # Fix-all edits kept for the documents last asked about (editors ask for code
 # actions at every cursor move).

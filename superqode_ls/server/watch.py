@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 def ensure_watcher(ls: SuperQodeServer, folder: str) -> None:
     if folder in ls.watchers or ls.shutting_down:
         return
-    from ..workspace.watcher import Watcher
+    from ..engine.projects import watch
 
     loop = asyncio.get_running_loop()
     root = session_root(folder)
@@ -30,7 +30,7 @@ def ensure_watcher(ls: SuperQodeServer, folder: str) -> None:
         loop.call_soon_threadsafe(changed_on_disk, ls, paths)
 
     try:
-        ls.watchers[folder] = Watcher(root, on_change=on_change).start()
+        ls.watchers[folder] = watch(root, on_change)
     except Exception as e:  # e.g. out of inotify watches: findings just follow less
         ls.watchers[folder] = None
         ls.log(f"SuperQode: not watching {folder} for changes: {e}")

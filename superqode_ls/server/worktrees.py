@@ -1,7 +1,7 @@
 """workspace/executeCommand: branch worktrees from the editor.
 
 ``superqode.newWorktree``, ``superqode.openWorktree`` and ``superqode.listWorktrees``
-wrap ``workspace.branches``. The git work runs in a thread so the server keeps
+wrap ``engine.worktrees``. The git work runs in a thread so the server keeps
 answering while ``git worktree add`` checks files out. New and opened worktrees
 are offered to the editor with ``window/showDocument`` (``external``: a folder is
 a new window, not a buffer), and the path is always returned so an editor
@@ -24,7 +24,7 @@ from .errors import fail, request_error
 from .server import SuperQodeServer
 
 if TYPE_CHECKING:
-    from ..workspace.branches import WorktreeInfo
+    from ..engine.worktrees import WorktreeInfo
 
 SHOW_TIMEOUT_S = 30
 
@@ -62,14 +62,14 @@ def _repo(ls: SuperQodeServer, uri: str | None, command: str) -> Path:
 
 
 async def _engine(name: str, *args, **kwargs):
-    """Run ``workspace.branches.<name>`` off the event loop; its errors become
-    one-line responses. The module (it loads the sandbox engine) is imported
-    on first use, in the thread, so the server starts without it."""
+    """Run ``engine.worktrees.<name>`` off the event loop; its errors become
+    one-line responses. The branches code (it loads the sandbox engine) is
+    imported on first use, in the thread, so the server starts without it."""
 
     def call():
-        from ..workspace import branches
+        from ..engine import worktrees
 
-        return getattr(branches, name)(*args, **kwargs)
+        return getattr(worktrees, name)(*args, **kwargs)
 
     try:
         return await asyncio.to_thread(call)

@@ -119,7 +119,7 @@ def reap(config: Config | None = None, *, now: float | None = None,
                 report.errors.append((info.id, _one_line(e)))
         try:
             if marker is not None and repo_gone(marker_repo):
-                _remove_repo_dir(base, report)
+                remove_repo_dir(base, report)
             else:
                 tidy_repo(base, marker_repo)
         except Exception as e:
@@ -128,7 +128,7 @@ def reap(config: Config | None = None, *, now: float | None = None,
     return report
 
 
-def _remove_repo_dir(base: Path, report: ReapReport) -> None:
+def remove_repo_dir(base: Path, report: ReapReport) -> None:
     """The repository is gone; remove its folder once no session is left."""
     qe = base / "qe"
     leftovers = [p.name for p in qe.iterdir()] if qe.is_dir() else []

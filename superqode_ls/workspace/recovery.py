@@ -490,37 +490,29 @@ def utc_age(seconds: float) -> str:
 @dataclass
 class RecoverResult:
     id: str
-    action: str  # extract | resume | discard
+    action: str  # save | extract | resume | discard
     patch: Path | None = None  # where the changes were saved
     files: int = 0  # files the patch touches
-    kept: bool = False  # the sandbox is still there (state "kept")
+    kept: bool = False  # the sandbox is still there
     verified: bool | None = None
     line: str = ""  # the verification line, when the sandbox was removed
 
 
-def recover(info: SessionInfo, action: str = "extract", *, keep: bool = False) -> RecoverResult:
-    """What ``superqe recover`` and ``superqode.recover`` do with a session
-    whose owner is gone: ``extract`` saves its changes as a patch artifact
-    (then removes it unless ``keep``), ``resume`` adopts its sandbox,
-    ``discard`` removes it. Raises WorkspaceError with a one-line reason."""
-    if action not in ("extract", "resume", "discard"):
-        raise WorkspaceError(f"unknown recover action {action!r} (extract, resume or discard)")
-    if info.alive:
-        pid = info.record.pid if info.record else "?"
-        raise WorkspaceError(f"{info.id} is still running (pid {pid}); nothing to recover")
-    result = RecoverResult(info.id, action)
-    if action == "discard":
-        report = clean_sessions([info], force=True, verify_after=True)
-        _finish(result, report)
-        return result
+# One name for a recovered session's changes, whichever front end saves them:
+# ``<session-id>-recovered.patch`` under the project's patches artifacts.
+PATCH_NAME = "recovered"
+ACTIONS = ("save", "extract", "resume", "discard")
+
+
+def save_changes(info: SessionInfo, result: RecoverResult | None = None) -> RecoverResult:
+    """Write what the session changed in its sandbox to
+    ``<id>-recovered.patch`` (nothing when it changed nothing); the session
+    itself is left as it is. A change that cannot be read raises
+    WorkspaceError: it is never written into the patch."""
+    result = result or RecoverResult(info.id, "save", kept=True)
     if info.record is None:
         raise WorkspaceError(f"{info.id} was interrupted before it was set up; "
                              f"superqe revert {info.id} removes what is left")
-    if action == "resume":
-        mark_kept(info)
-        info.heartbeat.touch()  # resuming counts as activity for the reaper
-        result.kept = True
-        return result
     if info.repo is None or not info.repo.is_dir():
         raise WorkspaceError(f"{info.id}: its project {info.repo} is gone; superqe clean removes it")
     try:
@@ -530,8 +522,44 @@ def recover(info: SessionInfo, action: str = "extract", *, keep: bool = False) -
     if diff.strip():
         from .artifacts import Artifacts
 
-        result.patch = Artifacts(info.repo, info.id).prepare().write_patch("recovered", diff)
+        result.patch = Artifacts(info.repo, info.id).prepare().write_patch(PATCH_NAME, diff)
         result.files = sum(1 for ln in diff.splitlines() if ln.startswith("diff --git "))
+    return result
+
+
+def recover(info: SessionInfo, action: str = "extract", *, keep: bool = False) -> RecoverResult:
+    """The one recovery of a session whose owner is gone, for ``superqe
+    recover`` and the editor's ``superqode.recover`` alike:
+
+    - ``save``: its changes to ``<id>-recovered.patch``; the session stays as it is;
+    - ``extract``: the same, then the session is removed (unless ``keep``:
+      then it is kept for the user, state ``kept``);
+    - ``resume``: its changes saved the same way, and its sandbox adopted
+      (state ``kept``) to go on working there;
+    - ``discard``: removed, and the project verified.
+
+    Raises WorkspaceError with a one-line reason."""
+    if action not in ACTIONS:
+        raise WorkspaceError(f"unknown recover action {action!r} ({', '.join(ACTIONS)})")
+    if info.alive:
+        pid = info.record.pid if info.record else "?"
+        raise WorkspaceError(f"{info.id} is still running (pid {pid}); nothing to recover")
+    result = RecoverResult(info.id, action)
+    if action == "discard":
+        report = clean_sessions([info], force=True, verify_after=True)
+        _finish(result, report)
+        return result
+    if action == "resume" and info.record is not None and not info.sandbox.is_dir():
+        raise WorkspaceError(f"session {info.id} has no sandbox left to resume")
+    save_changes(info, result)
+    if action == "save":
+        result.kept = True
+        return result
+    if action == "resume":
+        mark_kept(info)
+        info.heartbeat.touch()  # resuming counts as activity for the reaper
+        result.kept = True
+        return result
     if keep:
         if info.state in ACTIVE_STATES or info.state == "interrupted":
             mark_kept(info)

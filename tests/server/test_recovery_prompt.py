@@ -11,7 +11,8 @@ from pytest_lsp import LanguageClient
 from superqode_ls.workspace.paths import SessionPaths, new_session_id, repo_key
 from superqode_ls.workspace.records import SessionRecord, write_record
 
-from .conftest import progress_ended, start, wait_for
+from ..safety_helpers import crash_session
+from .conftest import start, wait_for
 
 
 def interrupted_session(repo: Path) -> tuple[str, SessionPaths]:
@@ -41,30 +42,33 @@ async def test_interrupted_session_offered_on_start_and_discarded(lsp: LanguageC
 
 
 async def test_view_changes_and_resume_from_the_prompt(lsp: LanguageClient, shop: Path):
-    view_sid, view_paths = interrupted_session(shop)
+    view_sid = crash_session(shop, edits={"shop/catalog.py": "# work in progress\n"})
+    view_paths = SessionPaths(shop, view_sid)
     resume_sid, resume_paths = interrupted_session(shop)
     lsp.editor.replies = [(view_sid, "View changes"), (resume_sid, "Resume")]
     await start(lsp, shop)
-    # Both sessions are offered (the resumed run may add its own trust prompt).
     await wait_for(
         lambda: all(any(sid in p.message for p in lsp.editor.prompts) for sid in (view_sid, resume_sid)),
         30, "two recovery prompts",
     )
     offered = [p for p in lsp.editor.prompts if "was interrupted" in p.message]
     assert len(offered) == 2
+    # View: the changes saved as <id>-recovered.patch (engine.recovery) and shown.
     shown = await wait_for(lambda: lsp.shown_documents, 30, "changes shown")
-    assert view_sid in shown[0].uri
+    assert shown[0].uri.endswith(f"{view_sid}-recovered.patch")
+    patch = shop / ".superqode" / "qe-artifacts" / "patches" / f"{view_sid}-recovered.patch"
+    assert "+# work in progress" in patch.read_text()
     assert view_paths.record.exists()  # viewing keeps the session
-    # Resume: the old sandbox goes, a new session runs on the folder.
-    await wait_for(lambda: not resume_paths.record.exists(), 30, "old sandbox dropped")
-    started = await wait_for(
-        lambda: [t for t in lsp.progress_reports if t.startswith("superqode/qe-")], 30, "new run"
-    )
-    new_sid = started[0].split("/", 1)[1]
-    assert new_sid not in (view_sid, resume_sid)
-    await wait_for(lambda: progress_ended(lsp, new_sid), 120, "resumed run to end")
-    res = await lsp.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="superqode.recover",
-                                   arguments=[{"sessionId": view_sid, "action": "revert"}])
-    )
-    assert res["action"] == "revert" and not view_paths.record.exists()
+    # Resume: the sandbox is adopted (state kept), as `superqe recover --resume` does;
+    # it changed nothing the engine can read, so no patch is written.
+    await wait_for(lambda: any(resume_sid in m.message and "kept" in m.message
+                               for m in lsp.log_messages), 30, "resumed")
+    assert json.loads(resume_paths.record.read_text())["state"] == "kept"
+    assert resume_paths.sandbox.is_dir()
+    assert not list(patch.parent.glob(f"{resume_sid}-*"))
+    for sid, paths in ((view_sid, view_paths), (resume_sid, resume_paths)):
+        res = await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="superqode.recover",
+                                       arguments=[{"sessionId": sid, "action": "revert"}])
+        )
+        assert res["action"] == "revert" and not paths.record.exists()
