@@ -22,6 +22,7 @@ import jsonschema
 
 from ..config import AgentConfig
 from ..models import Evidence, Finding, Patch, Range, Severity
+from ..workspace.guard import command_is_blocked
 from ..workspace.proc import run_command
 from .changes import ChangeTracker, is_noise
 from .confine import Refused, relative, resolve_inside, shell_refusal
@@ -140,27 +141,10 @@ GuardCheck = Callable[[str], str | None]
 
 def workspace_guard_refusal(command: str, guard_config: Any = None) -> str | None:
     """The workspace git guard's verdict on a command line (None = allowed)."""
-    try:
-        from ..workspace.guard import check_command_line
-    except ImportError:
-        return _fallback_git_refusal(command)
-    for v in check_command_line(command, guard_config) or []:
-        if not getattr(v, "allowed", True):
-            reason = getattr(v, "reason", None) or str(v)
-            hint = getattr(v, "suggestion", None)
-            return f"git guard: {reason}" + (f" ({hint})" if hint else "")
-    return None
-
-
-_READ_ONLY_GIT = {"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}
-
-
-def _fallback_git_refusal(command: str) -> str | None:
-    # Until the workspace guard is importable, only read-only git runs.
-    for m in re.finditer(r"(?:^|[\s;&|(])git\s+(?:-\S+\s+)*([\w-]+)", command):
-        if m.group(1) not in _READ_ONLY_GIT:
-            return f"git guard: git {m.group(1)} is not allowed in the sandbox"
-    return None
+    v = command_is_blocked(command, guard_config)
+    if v is None:
+        return None
+    return f"git guard: {v.reason}" + (f" ({v.suggestion})" if v.suggestion else "")
 
 
 @dataclass
