@@ -40,12 +40,13 @@ from .finish import (
     sandbox_root,
     save_report,
 )
+from .fix_judge import suppression_reason
 from .noise import FileLines, NoiseResult, filter_findings
+from .patching import patch_files
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .roles import role_class
 from .roles._pyenv import wants_built_env
 from .roles.base import Role, RoleContext, RoleOutput, SandboxSession
-from .verifier import patch_files, suppression_reason
 
 __all__ = ["ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed", "resolve_request"]
 
