@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ..config import Config, load_config
 from ..events import EventBus
 from ..models import ChangeSet, Verification
 from . import landlock, namespaces, removal
 from . import worktree as wt
 from .artifacts import atomic_write
+from .coordinator import Coordinator
 from .errors import CreationAborted, WorkspaceError
 from .fingerprint import OWN
 from .git import GitError, repo_root
@@ -174,8 +175,6 @@ class IsolatedSession:
         session waits for running quick ones); 0 tries once. ``abort`` set
         (Ctrl-C) stops creation between steps with ``CreationAborted``, all
         of it taken down and ``verification`` of the project set."""
-        from ..config import load_config
-
         root, is_git = resolve_project(Path(project))
         check_home(root)
         config = config or load_config(root)
@@ -211,15 +210,11 @@ class IsolatedSession:
             raise CreationAborted("cancelled while the sandbox was being made")
 
     def _acquire_lock(self, timeout: float = 0) -> None:
-        from .coordinator import Coordinator
-
         self.lock = Coordinator(self.project).acquire(self.id, self.mode, timeout=timeout)
 
     def _release_lock(self) -> None:
         if self.lock is None:
             return
-        from .coordinator import Coordinator
-
         Coordinator(self.project).release(self.lock)
         self.lock = None
 
@@ -317,14 +312,8 @@ class IsolatedSession:
         """For SuperQode's own git writes in the sandbox (the guard lets them by)."""
         return self.guard.internal_env() if self.guard is not None else {}
 
-    def checkpoint_sync(self) -> str:
-        return self.tree.checkpoint()
-
     def changes_sync(self, since: str | None = None) -> ChangeSet:
         return self.tree.changes(since)
-
-    def restore_sync(self, snapshot_id: str) -> None:
-        self.tree.restore(snapshot_id)
 
     async def changes(self, since: str | None = None) -> ChangeSet:
         return await asyncio.to_thread(self.tree.changes, since)

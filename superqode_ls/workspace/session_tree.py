@@ -66,15 +66,8 @@ class SandboxTree:
 
     def restore(self, snapshot_id: str) -> None:
         assert self.store is not None
-        self.hash()
-        tree = self.store.tree(snapshot_id)
-        env = self.store.env(GIT_INDEX_FILE=str(self.index), GIT_NO_LAZY_FETCH="1",
-                             GIT_DIR=str(self.git_dir or self.store.path),
-                             GIT_WORK_TREE=str(self.sandbox))
-        wt.git(["read-tree", "--reset", "-u", tree], self.sandbox, env=env)
-        clean = ["clean", "-ffdq"]  # untracked, not ignored: caches survive a restore
-        wt.git(clean, self.sandbox, env=env)
-
+        self.check()
+        self.store.restore(snapshot_id, self.sandbox, self.index, git_dir=self.git_dir)
 
 def extract_patch(record: SessionRecord) -> str:
     """The sandbox's changes against what was carried in, as a git diff (a
