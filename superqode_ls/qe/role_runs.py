@@ -311,4 +311,4 @@ def _total(usages: Iterable[Usage]) -> Usage | None:
 
 def _needs_python(role: Role) -> bool:
     """Roles that run the project's code or ask its interpreter (types)."""
-    return role.executes_code or getattr(role, "uses_project_python", False)
+    return role.executes_code or role.uses_project_python

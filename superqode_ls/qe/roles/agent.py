@@ -249,10 +249,10 @@ class AgentRole(Role):
         return still
 
 
-def _project_python_first(env: dict[str, str], ctx: Any) -> dict[str, str]:
+def _project_python_first(env: dict[str, str], ctx: RoleContext) -> dict[str, str]:
     """The agent's shell finds the project's interpreter (``python``,
     ``pytest``...) first, as in an activated environment."""
-    py = getattr(ctx, "python", None)
+    py = ctx.python
     if py is None or py.own:
         return env
     out = dict(env)
