@@ -57,7 +57,3 @@ class EventBus:
                 sink(event)
             except Exception:  # a broken display must not break a session
                 log.exception("event sink failed for %s", event.type)
-
-
-def null_sink(_event: Event) -> None:
-    return None

@@ -59,16 +59,6 @@ class Range(Model):
     end_line: int | None = None
     end_col: int | None = None
 
-    def normalized(self) -> Range:
-        end_line = self.end_line if self.end_line is not None else self.start_line
-        end_col = self.end_col if self.end_col is not None else self.start_col
-        return Range(
-            start_line=self.start_line,
-            start_col=self.start_col,
-            end_line=end_line,
-            end_col=end_col,
-        )
-
 
 class Evidence(Model):
     message: str

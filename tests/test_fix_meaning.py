@@ -19,7 +19,7 @@ from superqode_ls.qe.roles._patches import unified_diff
 from superqode_ls.qe.roles._target import minimum_python, ruff_target
 from superqode_ls.qe.roles.base import tool_path
 from superqode_ls.qe.roles.lint import LintTester
-from superqode_ls.qe.verifier import _really_new
+from superqode_ls.qe.fix_judge import _really_new
 from tests.cli_helpers import superqe
 from tests.role_helpers import git_apply, make_ctx, run_role
 

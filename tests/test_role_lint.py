@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from superqode_ls.qe.roles._patches import TextEdit, apply_edits, unified_diff
+from superqode_ls.qe.roles._patches import TextEdit, edits_diff, unified_diff
 from superqode_ls.qe.roles.lint import LintTester, ruff_severity
 from tests.role_helpers import at, git_apply, git_apply_check, make_ctx, run_role, tree_state
 
@@ -116,11 +116,13 @@ def test_severity_mapping():
 
 def test_edits_and_diff_edge_cases():
     text = "a = 1\nb = 2"
-    assert apply_edits(text, [TextEdit(2, 1, 2, 6, "b = 3")]) == "a = 1\nb = 3"
+    assert edits_diff("f.py", text, [TextEdit(2, 1, 2, 6, "b = 3")]) == unified_diff(
+        "f.py", text, "a = 1\nb = 3")
     # edit reaching one past the last line means end of file
-    assert apply_edits("x\ny\n", [TextEdit(2, 1, 3, 1, "")]) == "x\n"
+    assert edits_diff("f.py", "x\ny\n", [TextEdit(2, 1, 3, 1, "")]) == unified_diff(
+        "f.py", "x\ny\n", "x\n")
     try:
-        apply_edits(text, [TextEdit(1, 1, 1, 4, ""), TextEdit(1, 2, 1, 3, "")])
+        edits_diff("f.py", text, [TextEdit(1, 1, 1, 4, ""), TextEdit(1, 2, 1, 3, "")])
     except ValueError:
         pass
     else:

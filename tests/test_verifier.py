@@ -10,9 +10,11 @@ import pytest
 
 from superqode_ls.config import Config
 from superqode_ls.models import Patch
+from superqode_ls.qe.fix_judge import base_id
+from superqode_ls.qe.patching import git_apply, patch_files
 from superqode_ls.qe.roles.base import RoleContext
 from superqode_ls.qe.roles.lint import LintTester
-from superqode_ls.qe.verifier import Verifier, base_id, git_apply, patch_files
+from superqode_ls.qe.verifier import Verifier
 from superqode_ls.workspace.artifacts import Artifacts
 from tests import qe_testroles
 from tests.conftest import run_git

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from ..models import Finding, Patch, Usage
 from .provider import ProviderChain, ProviderError, UsageMeter, json_object
 from .redact import Redactor
-from .tools import ToolBox, openai_tools
+from .tool_specs import openai_tools
+from .tools import ToolBox
 
 StopReason = Literal[
     "completed", "max_turns", "max_tokens", "timeout", "cancelled", "provider_error", "repeating"

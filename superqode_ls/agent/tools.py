@@ -22,11 +22,13 @@ import jsonschema
 
 from ..config import AgentConfig
 from ..models import Evidence, Finding, Patch, Range, Severity
+from ..workspace.guard import command_is_blocked
 from ..workspace.proc import run_command
 from .changes import ChangeTracker, is_noise
 from .confine import Refused, relative, resolve_inside, shell_refusal
 from .permissions import Permissions
 from .redact import Redactor
+from .tool_specs import SCHEMAS, TOOL_NAMES
 
 MAX_READ_CHARS = 40_000
 MAX_WRITE_BYTES = 1_000_000
@@ -36,94 +38,6 @@ MAX_SEARCH_FILE = 1_000_000
 AGENT_TOOL = "superqode-agent"
 REPRODUCER_PREFIX = "reproducer: "
 _EVENT_STR_CAP = 300
-
-_S = {"type": "string"}
-_I = {"type": "integer", "minimum": 1}
-
-SCHEMAS: dict[str, dict[str, Any]] = {
-    "read_file": {
-        "description": "Read a text file of the project (lines are numbered in the answer).",
-        "properties": {"path": _S, "start_line": _I, "end_line": _I},
-        "required": ["path"],
-    },
-    "list_files": {
-        "description": "List files under a directory of the project (recursive).",
-        "properties": {"path": _S},
-        "required": [],
-    },
-    "search": {
-        "description": "Search the project's text files with a Python regular expression.",
-        "properties": {"pattern": _S, "path": _S, "glob": _S},
-        "required": ["pattern"],
-    },
-    "write_file": {
-        "description": "Create or overwrite a file in the sandbox copy of the project.",
-        "properties": {"path": _S, "content": _S},
-        "required": ["path", "content"],
-    },
-    "edit_file": {
-        "description": "Replace one exact, unique occurrence of old_text with new_text.",
-        "properties": {"path": _S, "old_text": _S, "new_text": _S},
-        "required": ["path", "old_text", "new_text"],
-    },
-    "run_shell": {
-        "description": "Run a shell command in the sandbox root (git push and edits outside "
-        "the sandbox are refused). Returns exit code, stdout and stderr.",
-        "properties": {"command": _S, "timeout": {"type": "number", "exclusiveMinimum": 0}},
-        "required": ["command"],
-    },
-    "report_finding": {
-        "description": "Report one confirmed problem with evidence. Returns its finding_id.",
-        "properties": {
-            "file": _S,
-            "start_line": _I,
-            "end_line": _I,
-            "severity": {"enum": [s.value for s in Severity]},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "title": _S,
-            "message": _S,
-            "evidence": {"oneOf": [_S, {"type": "array", "items": _S}]},
-            "rule_id": _S,
-            "category": _S,
-            "reproducer": {
-                "type": "string",
-                "description": "A shell command that fails while the problem exists.",
-            },
-        },
-        "required": ["file", "start_line", "severity", "confidence", "title", "evidence"],
-    },
-    "propose_fix": {
-        "description": "Turn your edits so far into a patch for the user (optionally only "
-        "some files), linked to findings you reported.",
-        "properties": {
-            "description": _S,
-            "finding_ids": {"type": "array", "items": _S},
-            "files": {"type": "array", "items": _S},
-        },
-        "required": ["description"],
-    },
-}
-TOOL_NAMES = tuple(SCHEMAS)
-
-
-def openai_tools() -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": name,
-                "description": spec["description"],
-                "parameters": {
-                    "type": "object",
-                    "properties": spec["properties"],
-                    "required": spec["required"],
-                    "additionalProperties": False,
-                },
-            },
-        }
-        for name, spec in SCHEMAS.items()
-    ]
-
 
 @dataclass
 class ToolResult:
@@ -140,27 +54,10 @@ GuardCheck = Callable[[str], str | None]
 
 def workspace_guard_refusal(command: str, guard_config: Any = None) -> str | None:
     """The workspace git guard's verdict on a command line (None = allowed)."""
-    try:
-        from ..workspace.guard import check_command_line
-    except ImportError:
-        return _fallback_git_refusal(command)
-    for v in check_command_line(command, guard_config) or []:
-        if not getattr(v, "allowed", True):
-            reason = getattr(v, "reason", None) or str(v)
-            hint = getattr(v, "suggestion", None)
-            return f"git guard: {reason}" + (f" ({hint})" if hint else "")
-    return None
-
-
-_READ_ONLY_GIT = {"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}
-
-
-def _fallback_git_refusal(command: str) -> str | None:
-    # Until the workspace guard is importable, only read-only git runs.
-    for m in re.finditer(r"(?:^|[\s;&|(])git\s+(?:-\S+\s+)*([\w-]+)", command):
-        if m.group(1) not in _READ_ONLY_GIT:
-            return f"git guard: git {m.group(1)} is not allowed in the sandbox"
-    return None
+    v = command_is_blocked(command, guard_config)
+    if v is None:
+        return None
+    return f"git guard: {v.reason}" + (f" ({v.suggestion})" if v.suggestion else "")
 
 
 @dataclass

@@ -7,6 +7,11 @@ nothing new, AND the project's tests still pass: the whole suite in deep mode
 silences a finding (``# nosec``, ``usedforsecurity=False``) is a suppression
 and never verified as a fix (``suppression_reason``).
 
+The verifier decides how fixes are tried (batches of a role's fixes on
+different files, one optimistic round, merged copies); ``FixJudge``
+(fix_judge.py) says what a re-run of the role's check means for each fix,
+``FixTests`` (fix_tests.py) which tests judge it and runs them.
+
 Each patch is tried alone on the sandbox as the session found it: the files it
 touches are saved first and put back afterwards (a checkpoint of the whole
 sandbox when tests run, since tests may write anywhere).
@@ -15,14 +20,14 @@ sandbox when tests run, since tests may write anywhere).
 from __future__ import annotations
 
 import asyncio
-import re
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 from ..models import Finding, Patch
-from .covering import SUITE_BROKEN, CoveringTests, SuiteProbeLike
+from .covering import CoveringTests, SuiteProbeLike
+from .fix_judge import _NOT_APPLIED, FixJudge, VerifyResult, _demote, _tool_only, base_id
+from .fix_tests import FixTests, _restore
 from .patching import (
     FileBackup,
     apart,
@@ -37,47 +42,7 @@ from .roles._patches import split_lines
 from .roles.base import Role, RoleContext, SandboxSession
 from .verify_copies import Change, merged, pack, read_texts, split, written_by
 
-# Added text that makes a tool stop reporting without changing what the code
-# does (or, for usedforsecurity=False, declaring a hash harmless): never a fix.
-_SILENCERS = re.compile(
-    r"usedforsecurity\s*=\s*False|#\s*nosec\b|#\s*noqa\b|#\s*type:\s*ignore|"
-    r"#\s*pragma:\s*no\s*cover|#\s*pylint:\s*disable|#\s*nosemgrep|#\s*lgtm\b",
-    re.IGNORECASE,
-)
-
-
-def suppression_reason(diff: str) -> str | None:
-    """What a patch adds to silence its finding, or None for a real change."""
-    added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    removed = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
-    before = Counter(m.group(0).lower() for ln in removed for m in _SILENCERS.finditer(ln))
-    after = Counter(m.group(0).lower() for ln in added for m in _SILENCERS.finditer(ln))
-    gained = after - before
-    return f"adds {next(iter(gained))!r}" if gained else None
-
-# Roles number identical problems in one file "<id>", "<id>-2", ...: once one
-# is fixed the others renumber, so fixes are judged on the un-numbered id.
-_NUMBERED = re.compile(r"^(?P<base>.*-[0-9a-f]{12})(?:-\d+)?$")
-
-
-def base_id(finding_id: str) -> str:
-    m = _NUMBERED.match(finding_id)
-    return m.group("base") if m else finding_id
-
-
-async def _restore(session: SandboxSession | None, checkpoint: str) -> None:
-    # A checkpoint is only ever taken from a session.
-    assert session is not None
-    await session.restore(checkpoint)
-
-@dataclass
-class VerifyResult:
-    patch_id: str
-    verified: bool
-    message: str
-    removed: list[str] = field(default_factory=list)
-    new: list[str] = field(default_factory=list)
-    level: str | None = None  # "tests" (verified), "tool" (tool-verified only)
+__all__ = ["Verifier", "VerifyResult"]
 
 
 @dataclass
@@ -99,25 +64,32 @@ class Verifier:
     roles: dict[str, Role]
     contexts: dict[str, RoleContext]
     findings_by_role: dict[str, list[Finding]]
-    tests: str | None = None
+    # What judges the tests (fix_tests.py): read once, owned by ``fix_tests``.
+    tests: InitVar[str | None] = None
     session: SandboxSession | None = None  # checkpoint()/restore() between tries
     deadline: float | None = None
     # Tests for fixes when the whole suite is not re-run (quick mode); None
     # with ``no_tests_reason`` saying why (untrusted folder, no unit role).
-    covering: CoveringTests | None = None
-    no_tests_reason: str = "no tests were run"
+    covering: InitVar[CoveringTests | None] = None
+    no_tests_reason: InitVar[str] = "no tests were run"
+    # Whether the suite can start, learnt beside the roles (verify_step.SuiteProbe).
+    probe: InitVar[SuiteProbeLike | None] = None
     results: list[VerifyResult] = field(default_factory=list)
+    judge: FixJudge = field(init=False)
+    fix_tests: FixTests = field(init=False)
     _prefix: str | None = None
-    _by_file: dict[tuple[str, str], list[Finding]] | None = None
-    # Why pytest cannot start at all here (a conftest that does not import,
-    # a usage error): every later round would only pay to hear it again.
-    _suite_broken: str | None = None
-    # Whether it can start, learnt beside the roles (verify_step.SuiteProbe).
-    probe: SuiteProbeLike | None = None
     # The optimistic round's last re-run, and per file what failed there:
     # (patch ids, those whose own finding stayed, lines of new findings).
     _last_after: list[Finding] = field(default_factory=list)
     _hints: dict[str, tuple[set[str], set[str], list[int]]] = field(default_factory=dict)
+
+    def __post_init__(self, tests: str | None, covering: CoveringTests | None,
+                      no_tests_reason: str, probe: SuiteProbeLike | None) -> None:
+        self.judge = FixJudge(self.findings_by_role)
+        self.fix_tests = FixTests(
+            roles=self.roles, contexts=self.contexts, findings_by_role=self.findings_by_role,
+            tests=tests, covering=covering, no_tests_reason=no_tests_reason, probe=probe,
+            session=self.session, time_left=self._time_left)
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -127,10 +99,6 @@ class Verifier:
     def _out_of_time(self) -> bool:
         left = self._time_left()
         return left is not None and left <= 0
-
-    @property
-    def _run_tests(self) -> bool:
-        return self.tests is not None and self.tests in self.roles and self.tests in self.contexts
 
     async def verify(self, patch: Patch) -> VerifyResult:
         result = await self._verify_one(patch)
@@ -159,7 +127,7 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
-            if shares_files(group) and await self._no_tests_at_all():
+            if shares_files(group) and await self.fix_tests.none_at_all():
                 # Nothing to run the tests for: the copies alone settle it,
                 # and pack more fixes per round than git's context allows.
                 self._hints = {}
@@ -283,11 +251,11 @@ class Verifier:
                 backup.restore()
             for rel, copy in now.items():
                 found = [f for f in after if f.file == rel]
-                if not found and self._had_others(role, [(p, [rel]) for p, _ in copy]):
+                if not found and self.judge.had_others(role, [(p, [rel]) for p, _ in copy]):
                     rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
                     continue
                 claimed = {base_id(i) for p, _ in copy for i in p.finding_ids}
-                judged = [self._judge(p, role, [rel], found, claimed=claimed) for p, _ in copy]
+                judged = [self.judge.judge(p, role, [rel], found, claimed=claimed) for p, _ in copy]
                 if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
                     new = {i for r in judged for i in r.new}
                     at = [f.range.start_line for f in found if base_id(f.id) in new and f.range]
@@ -310,7 +278,7 @@ class Verifier:
                     continue
                 for (p, _), r in zip(copy, judged):
                     if r.verified:
-                        why = await self._no_tests(p, [rel])
+                        why = await self.fix_tests.why_none([rel])
                         if why is None:
                             rest.append(p)  # the tests can run: the careful rounds apply it for them
                             continue
@@ -318,40 +286,6 @@ class Verifier:
                     record(r)
         return rest
 
-    async def _probe_verdict(self) -> str | None:
-        """The suite probe's answer, waited for at most a quarter of the time
-        left: a suite that takes longer just to start leaves no time to run
-        tests for the fixes (sqlalchemy's took 25 s of a 60 s budget), and the
-        tool checks need that time."""
-        assert self.probe is not None
-        left = self._time_left()
-        if left is None:
-            return await self.probe.broken()
-        try:
-            return await asyncio.wait_for(self.probe.broken(), max(0.0, left / 4))
-        except TimeoutError:
-            return "tests not run: pytest had not started in the time left (it is slow to start here)"
-
-    async def _no_tests_at_all(self) -> bool:
-        if self._run_tests:
-            return False
-        if self.covering is not None and self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self._probe_verdict()
-        return self.covering is None or self._suite_broken is not None
-
-    async def _no_tests(self, p: Patch, files: list[str]) -> str | None:
-        """Why no test can judge ``p`` here, or None when tests would run."""
-        if self._run_tests:
-            return None
-        if self.covering is None:
-            return self.no_tests_reason
-        if self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self._probe_verdict()
-        if self._suite_broken is not None:
-            return self._suite_broken
-        if not await self.covering.for_files(files):
-            return "no tests import the changed code"
-        return None
 
     async def _verify_one(self, patch: Patch) -> VerifyResult:
         role = self.roles.get(patch.role or "")
@@ -377,7 +311,7 @@ class Verifier:
                 VerifyResult(p.id, False, "not verified: no time left in the session budget")
                 for p, _ in batch
             ]
-        run_tests = self._run_tests
+        run_tests = self.fix_tests.full_suite
         checkpoint = None
         if run_tests and self.session is not None:
             checkpoint = await self.session.checkpoint()
@@ -422,7 +356,7 @@ class Verifier:
                 self._last_after = after
                 check_failed = False
                 restored = False
-                if not after and self._had_others(role, applied):
+                if not after and self.judge.had_others(role, applied):
                     # Nothing at all, even where the fixes did not reach: either
                     # the fixes cleared everything or the check itself failed.
                     # The unpatched files tell which.
@@ -431,12 +365,12 @@ class Verifier:
                     check_failed = not await role.recheck(ctx, union)
                 claimed = {base_id(i) for p, _ in applied for i in p.finding_ids}
                 judged = [
-                    (p, files, self._judge(p, role, files, after, check_failed, claimed))
+                    (p, files, self.judge.judge(p, role, files, after, check_failed, claimed))
                     for p, files in applied
                 ]
                 broke: list[str] = []
                 if run_tests and any(r.verified for _, _, r in judged):
-                    broke, why = await self._tests_broken()
+                    broke, why = await self.fix_tests.suite_broken_by_fixes()
                     if why:
                         judged = _demote(judged, f"tests could not run ({why})")
                     elif broke:
@@ -469,166 +403,10 @@ class Verifier:
                     if restored:  # the check above put the files back: apply again for the tests
                         for p, _ in applied:
                             await git_apply(self.sandbox, p.diff, check_first=False, prefix=self._prefix)
-                    judged = await self._covering_step(judged, backup)
+                    judged = await self.fix_tests.covering_step(judged, backup)
             results.extend(r for _, _, r in judged)
             return results
         finally:
             if checkpoint is not None:
                 await _restore(self.session, checkpoint)
             backup.restore()
-
-    async def _covering_step(
-        self, judged: list[tuple[Patch, list[str], VerifyResult]], backup: FileBackup
-    ) -> list[tuple[Patch, list[str], VerifyResult]]:
-        """Tool-verified fixes (applied now) become verified when the tests
-        importing their files pass; a test failing after the fixes counts
-        only if it did not fail before them (checked by a second run with the
-        files put back, only when something failed)."""
-        tool_only = [(p, f, r) for p, f, r in judged if r.verified]
-        if self.covering is None:
-            return _demote(judged, self.no_tests_reason)
-        if self._suite_broken is None and self.probe is not None:
-            self._suite_broken = await self._probe_verdict()
-        if self._suite_broken is not None:
-            return _demote(judged, self._suite_broken)
-        tests_of = {p.id: await self.covering.for_files(f) for p, f, _ in tool_only}
-        tests = sorted({t for ts in tests_of.values() for t in ts})
-        if not tests:
-            return _demote(judged, "no tests import the changed code")
-        # Tests may write anywhere in the sandbox: checkpoint around them.
-        checkpoint = None
-        if self.session is not None:
-            checkpoint = await self.session.checkpoint()
-        try:
-            after = await self.covering.run(tests)
-            if after.status == "not_run":
-                if (after.reason or "").startswith(SUITE_BROKEN):
-                    self._suite_broken = after.reason
-                return _demote(judged, after.reason)
-            broken: set[str] = set()
-            if after.status == "failed":
-                if checkpoint is not None:
-                    await _restore(self.session, checkpoint)
-                backup.restore()
-                before = await self.covering.run(tests)
-                new = after.failures - before.failures if before.status != "not_run" else after.failures
-                broken = {after.files.get(i, "") for i in new}
-        finally:
-            if checkpoint is not None:
-                await asyncio.shield(_restore(self.session, checkpoint))
-        out = []
-        for p, f, r in judged:
-            if not r.verified:
-                out.append((p, f, r))
-            elif not tests_of[p.id]:
-                out.append((p, f, _tool_only(r, "no tests import the changed code")))
-            elif broken & set(tests_of[p.id]):
-                out.append((p, f, VerifyResult(
-                    p.id, False, f"not verified: tests fail after the fix ({', '.join(sorted(broken)[:5])})",
-                    removed=r.removed)))
-            else:
-                shown = ", ".join(tests_of[p.id][:3]) + (" ..." if len(tests_of[p.id]) > 3 else "")
-                out.append((p, f, VerifyResult(
-                    p.id, True, r.message.replace(", nothing new)", f", nothing new; covering tests pass: {shown})"),
-                    removed=r.removed, level="tests")))
-        return out
-
-    def _had_others(self, role: Role, applied: list[tuple[Patch, list[str]]]) -> bool:
-        targets = {base_id(i) for p, _ in applied for i in p.finding_ids}
-        files = {f for _, fs in applied for f in fs}
-        return any(
-            base_id(f.id) not in targets
-            for file in files for f in self._before(role.name, file)
-        )
-
-    def _before(self, role: str, file: str) -> list[Finding]:
-        """The role's findings in ``file`` (indexed once: thousands of patches
-        each scanning every finding is quadratic on a large tree)."""
-        if self._by_file is None:
-            self._by_file = {}
-            for name, fs in self.findings_by_role.items():
-                for f in fs:
-                    self._by_file.setdefault((name, f.file or ""), []).append(f)
-        return self._by_file.get((role, file), [])
-
-    def _judge(
-        self, patch: Patch, role: Role, files: list[str], after_all: list[Finding],
-        check_failed: bool = False, claimed: set[str] = frozenset(),  # type: ignore[assignment]
-    ) -> VerifyResult:
-        """``claimed``: the findings the fixes applied with this one fix (gone
-        for that reason, not renamed by this fix)."""
-        wanted = set(files)
-        before = Counter(base_id(f.id) for file in wanted for f in self._before(role.name, file))
-        after = Counter(base_id(f.id) for f in after_all if f.file in wanted)
-        targets = [i for i in patch.finding_ids if before[base_id(i)] > 0]
-        if not targets:
-            return VerifyResult(patch.id, False, "not verified: the findings it fixes were not reproduced")
-        fixed = Counter(base_id(i) for i in targets)
-        others = before - fixed
-        if check_failed:
-            return VerifyResult(patch.id, False, f"not verified: re-running {role.name} reported nothing")
-        still = [i for i in targets if after[base_id(i)] > others[base_id(i)]]
-        vanished = others - after
-        for i in claimed:
-            vanished.pop(i, None)
-        new = _really_new(
-            after - before, vanished,
-            [f for file in wanted for f in self._before(role.name, file)],
-            [f for f in after_all if f.file in wanted])
-        if still:
-            return VerifyResult(patch.id, False, f"not verified: {role.name} still reports {', '.join(still)}")
-        if new:
-            return VerifyResult(
-                patch.id, False, f"not verified: {role.name} reports new findings ({', '.join(new[:5])})",
-                removed=targets, new=new,
-            )
-        return VerifyResult(
-            patch.id, True,
-            f"verified: fixes {', '.join(targets)} ({role.name} re-run on {', '.join(files)}, nothing new)",
-            removed=targets,
-        )
-
-    async def _tests_broken(self) -> tuple[list[str], str | None]:
-        """(test findings that are new, why the tests could not run)."""
-        assert self.tests is not None
-        out = await self.roles[self.tests].run(self.contexts[self.tests])
-        if out.status not in ("ok", "failed"):
-            return [], out.reason or out.status
-        t_before = Counter(base_id(f.id) for f in self.findings_by_role.get(self.tests, []))
-        t_after = Counter(base_id(f.with_stable_id().id) for f in out.findings)
-        return sorted((t_after - t_before).keys()), None
-
-
-def _really_new(
-    appeared: Counter[str], vanished: Counter[str], before: list[Finding], after: list[Finding],
-) -> list[str]:
-    """The ids that appeared after a fix, less those that are a neighbour's
-    finding under a new id: a fix that edits a line another finding flags
-    changes that finding's text, hence its id (same rule, same file); a
-    finding of that rule that vanished without being fixed is the same one."""
-    rule_of = {base_id(f.id): f.rule_id for f in [*before, *after]}
-    renamed: Counter[str] = Counter()
-    for i, n in vanished.items():
-        renamed[rule_of.get(i, "")] += n
-    out = []
-    for i in sorted(appeared):
-        rule = rule_of.get(i, "")
-        take = min(appeared[i], renamed[rule])
-        renamed[rule] -= take
-        if appeared[i] > take:
-            out.append(i)
-    return out
-
-
-# The start of a result for a patch git would not apply.
-_NOT_APPLIED = "not verified: the patch does not apply"
-
-
-def _tool_only(r: VerifyResult, why: str) -> VerifyResult:
-    msg = r.message.removeprefix("verified: ")
-    return VerifyResult(r.patch_id, False, f"tool-verified only: {msg}; {why}",
-                        removed=r.removed, level="tool")
-
-
-def _demote(judged: list[tuple[Patch, list[str], VerifyResult]], why: str):
-    return [(p, f, _tool_only(r, why) if r.verified else r) for p, f, r in judged]

@@ -178,9 +178,18 @@ async def verify(
         covering, why = None, "tests not run: the sandbox holds the selected files only"
     else:
         covering, why = covering_tests(roles, contexts, trusted, root, python)
+    # Verification is bounded by the budget but never what makes a session
+    # time out: it stops a little before the deadline (a round under way is
+    # cancelled, its files put back) and the fixes it did not reach say so.
+    stop_at = deadline - _VERIFY_MARGIN_S
+    if covering is not None:
+        # The tests end themselves before the stop (their fixes then keep
+        # the tool's verdict, said so), rather than being cut off with it.
+        covering = dataclasses.replace(
+            covering, ctx=dataclasses.replace(covering.ctx, deadline=stop_at - 1.0))
     verifier = Verifier(
         sandbox=root, roles=roles, contexts=contexts, findings_by_role=found,
-        tests=TEST_ROLE if full_suite else None, session=session, deadline=deadline,
+        tests=TEST_ROLE if full_suite else None, session=session, deadline=stop_at,
         covering=covering, no_tests_reason=why or "no tests were run",
         probe=probe if covering is not None else None,
     )
@@ -202,16 +211,6 @@ async def verify(
             emit("progress", message=f"verifying fixes: {state['done']} of {total}",
                  done=state["done"], total=total)
 
-    # Verification is bounded by the budget but never what makes a session
-    # time out: it stops a little before the deadline (a round under way is
-    # cancelled, its files put back) and the fixes it did not reach say so.
-    stop_at = deadline - _VERIFY_MARGIN_S
-    verifier.deadline = stop_at
-    if covering is not None:
-        # The tests end themselves before the stop (their fixes then keep
-        # the tool's verdict, said so), rather than being cut off with it.
-        verifier.covering = dataclasses.replace(
-            covering, ctx=dataclasses.replace(covering.ctx, deadline=stop_at - 1.0))
     try:
         await asyncio.wait_for(_verify_all(verifier, todo, on_result, patches, roles, contexts, root,
                                            stop_at, python, emit),

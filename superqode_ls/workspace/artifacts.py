@@ -207,9 +207,6 @@ class Artifacts:
     def _patch_name(self, name: str) -> str:
         return f"{self.session_id}-{_safe(name)}.patch"
 
-    def patch_path(self, name: str) -> Path:
-        return self.root / "patches" / self._patch_name(name)
-
     def write_patch(self, name: str, diff: str, **extra: Any) -> Path:
         # In a batch the manifest lists the file only after it is whole, and
         # its name is this session's alone: written in place (O_EXCL), not
@@ -225,11 +222,6 @@ class Artifacts:
     def write_evidence(self, name: str, data: bytes | str) -> Path:
         path = self._write(("evidence",), f"{self.session_id}-{_safe(name)}", data)
         return self._record("evidence", path)
-
-    def generated_tests_dir(self) -> Path:
-        with folder(self.project, (*ART_PARTS, "generated-tests", self.session_id), create=True):
-            pass
-        return self.root / "generated-tests" / self.session_id
 
     def write_generated_test(self, rel_name: str, text: str) -> Path:
         path = self._write(("generated-tests", self.session_id), _safe(rel_name), text)

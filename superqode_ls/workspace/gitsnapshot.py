@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import carry
-from .changes import changes_between
-from .git import UNTRUSTED_TREE_ENV, GitError, alternates_line, git, git_out
+from .git import UNTRUSTED_TREE_ENV, alternates_line, git, git_out
 
 # Caches that tools create while they run; never part of a change.
 CACHE_PATTERNS = (
@@ -148,11 +147,6 @@ class SnapshotStore:
         self._store_git(["update-ref", ref, cid])
         return Snapshot(id=cid, tree=tree, parent_id=parent)
 
-    def take(self, work_tree: Path, index_file: Path, *, parent: str | None = None,
-             git_dir: Path | None = None, message: str = "snapshot") -> Snapshot:
-        tree = self.hash_tree(work_tree, index_file, git_dir=git_dir)
-        return self.commit(tree, parent, message)
-
     # -- letting them go ------------------------------------------------
     def drop_session(self, session: str) -> int:
         """Delete the refs of ``session``'s snapshots; returns how many. Read
@@ -206,45 +200,16 @@ class SnapshotStore:
                      input="".join(f"delete {r}\n" for r in gone).encode())
 
     # -- reading them ----------------------------------------------------
-    def parent_id(self, snapshot_id: str) -> str | None:
-        out = self._store_git(["rev-list", "--parents", "-n", "1", snapshot_id])
-        parts = out.split()
-        return parts[1] if len(parts) > 1 else None
-
     def tree(self, snapshot_id: str) -> str:
         return self._store_git(["rev-parse", f"{snapshot_id}^{{tree}}"])
 
-    def file_hashes(self, snapshot_id: str) -> dict[str, str]:
-        """path -> blob id (symlinks: the blob of the target text)."""
-        out = self.run(["ls-tree", "-r", "-z", "--full-tree", snapshot_id]).stdout
-        result: dict[str, str] = {}
-        for rec in out.split(b"\0"):
-            if not rec:
-                continue
-            meta, _, name = rec.partition(b"\t")
-            result[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
-        return result
-
-    def get_changes(self, snapshot_id: str, against: str | None = None):
-        """Changes from ``against`` (default: the parent) to ``snapshot_id``."""
-        base = against or self.parent_id(snapshot_id)
-        if base is None:
-            base = self._store_git(["hash-object", "-t", "tree", "/dev/null"])
-        return changes_between(self, base, snapshot_id)
-
     def restore(self, snapshot_id: str, work_tree: Path, index_file: Path,
-                *, git_dir: Path | None = None, keep: list[str] | None = None) -> None:
+                *, git_dir: Path | None = None) -> None:
         """Make ``work_tree`` hold exactly the snapshot: changed files are
-        rewritten, extra files removed (except ignored caches listed in ``keep``)."""
+        rewritten, untracked ones removed; ignored ones (caches) survive."""
         tree = self.tree(snapshot_id)
         env = self.env(GIT_INDEX_FILE=str(index_file), GIT_NO_LAZY_FETCH="1",
                        GIT_DIR=str(git_dir or self.path), GIT_WORK_TREE=str(work_tree))
         self.hash_tree(work_tree, index_file, git_dir=git_dir)  # index = what is there now
         git(["read-tree", "--reset", "-u", tree], work_tree, env=env)
-        clean = ["clean", "-ffdxq"]
-        for k in keep or []:
-            clean += ["-e", k]
-        try:
-            git(clean, work_tree, env=env)
-        except GitError:
-            pass
+        git(["clean", "-ffdq"], work_tree, env=env)

@@ -33,7 +33,6 @@ import json
 import os
 import secrets
 import shlex
-import shutil
 import stat
 import sys
 from collections.abc import Mapping, Sequence
@@ -456,7 +455,3 @@ class GuardEvents:
                 rec.pop("type", None)  # every record is a git.blocked event
                 out.append(rec)
         return out
-
-
-def remove_guard(private_dir: Path) -> None:
-    shutil.rmtree(Path(private_dir) / "guard", ignore_errors=True)

@@ -9,7 +9,7 @@ session claims it. ``index`` is SuperQode's own tracking index of the tree
 the old session's git dir is not kept: config, hooks, ``info/``, ``commondir``,
 alternates and objects a session wrote never reach the next one, which gets
 a private git dir made afresh (``worktree.seal``). A session that redirected
-its git is not parked at all (``IsolatedSession._git_untouched``). Reuse is
+its git is not parked at all (``session_end.SandboxDisposal._git_untouched``). Reuse is
 refused — and a cold sandbox made — unless all of these hold:
 
 - the tree is still the folder the old session made (device and inode);
@@ -20,7 +20,7 @@ refused — and a cold sandbox made — unless all of these hold:
   access beneath the folders it was given, by inode, so a straggler of the old
   session that the scan missed cannot write into the new session's files;
 - after the reset, the tree hashes to exactly the new session's state
-  (the caller proves that, see ``IsolatedSession._reset_reused``).
+  (the caller proves that, see ``session_build.SandboxBuilder._reset_reused``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import sys
 import pytest
 
 from superqode_ls.agent.provider import Provider, ProviderError
-from superqode_ls.agent.tools import TOOL_NAMES, openai_tools
+from superqode_ls.agent.tool_specs import TOOL_NAMES, openai_tools
 from superqode_ls.cli import main as cli_main
 from superqode_ls.config import ProviderConfig
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint

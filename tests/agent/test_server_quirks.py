@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from superqode_ls.agent.provider import ProviderError
-from superqode_ls.agent.tools import openai_tools
+from superqode_ls.agent.tool_specs import openai_tools
 from superqode_ls.qe.roles.agent import AgentE2eTester
 
 from .test_loop import _ctx

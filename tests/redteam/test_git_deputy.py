@@ -72,8 +72,8 @@ def live(s: IsolatedSession, world: dict, *args: str) -> None:
 def exercise(s: IsolatedSession) -> None:
     """SuperQode's own git on the sandbox, as a session's life drives it."""
     s.changes_sync()
-    cp = s.checkpoint_sync()
-    s.restore_sync(cp)
+    cp = s.tree.checkpoint()
+    s.tree.restore(cp)
     s.changes_sync()
 
 

@@ -1,12 +1,13 @@
-"""The private snapshot store: file_hashes, parent_id, get_changes, restore."""
+"""The private snapshot store: hash_tree, commit, changes between snapshots, restore."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 
-from superqode_ls.workspace.gitsnapshot import SnapshotStore
+from superqode_ls.workspace.changes import changes_between
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
+from superqode_ls.workspace.gitsnapshot import SnapshotStore
 
 from ..conftest import write_files
 
@@ -16,18 +17,19 @@ def test_snapshots_of_a_plain_folder(tmp_path):
     write_files(work, {"a.txt": "a\n", "d/b.txt": "b\n"})
     store = SnapshotStore(tmp_path / "store.git")
     idx = tmp_path / "index"
-    s1 = store.take(work, idx)
-    assert s1.parent_id is None and store.parent_id(s1.id) is None
-    hashes = store.file_hashes(s1.id)
+    s1 = store.commit(store.hash_tree(work, idx))
+    assert s1.parent_id is None
+    listing = subprocess.run(["git", "--git-dir", str(store.path), "ls-tree", "-r", s1.id],
+                             capture_output=True, text=True, check=True).stdout
     blob = subprocess.run(["git", "hash-object", str(work / "a.txt")], capture_output=True,
                           text=True).stdout.strip()
-    assert hashes == {"a.txt": blob, "d/b.txt": hashes["d/b.txt"]}
+    assert f"{blob}\ta.txt" in listing and "d/b.txt" in listing
     (work / "a.txt").write_text("A\n")
     (work / "d/b.txt").unlink()
     (work / "c.txt").write_text("c\n")
-    s2 = store.take(work, idx, parent=s1.id)
-    assert store.parent_id(s2.id) == s1.id
-    changes = store.get_changes(s2.id)
+    s2 = store.commit(store.hash_tree(work, idx), s1.id)
+    assert s2.parent_id == s1.id
+    changes = changes_between(store, s1.id, s2.id)
     assert {c.path: c.kind for c in changes.changes} == {
         "a.txt": "modified", "d/b.txt": "deleted", "c.txt": "created"}
     # restore brings back the first state, removing what it did not have

@@ -361,7 +361,7 @@ def test_session_snapshots_leave_the_store_with_the_session(make_repo):
     loose = store_dir(repo) / "objects" / blob[:2] / blob[2:]
     session = IsolatedSession.create_sync(repo)
     (session.sandbox / "new.txt").write_text("new\n")
-    session.checkpoint_sync()
+    session.tree.checkpoint()
     refs = run_git(store_dir(repo), "for-each-ref", "--format=%(refname)").split()
     assert len(refs) == 2 and all(r.startswith(f"refs/snapshots/{session.id}/") for r in refs)
     assert loose.is_file()

@@ -29,7 +29,7 @@ async def test_the_guards_settings_replace_the_users_in_every_sandbox(make_repo)
             assert _values(config, "receive.denyCurrentBranch") == ["refuse"]
             assert _values(config, "core.fsmonitor") == ["false"]
             assert _values(config, "gc.auto") == ["0"]
-            assert _values(config, "core.hooksPath") == [dict(s._guard.config_entries)["core.hooksPath"]]
+            assert _values(config, "core.hooksPath") == [dict(s.guard.config_entries)["core.hooksPath"]]
             assert _values(config, "superqode.test") == ["kept"]
             # git, run in the sandbox, reads the same
             got = subprocess.run(["git", "config", "protocol.ext.allow"], cwd=s.sandbox,

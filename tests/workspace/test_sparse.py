@@ -166,7 +166,7 @@ def test_when_the_run_is_not_sparse(repo):
 def test_the_fingerprint_comes_first_without_the_kernel_barrier(repo, monkeypatch):
     s = IsolatedSession.create_sync(repo, isolation="sparse", files=["pkg/app.py"])
     try:
-        beside = s._fp_thread is not None
+        beside = s.fingerprint.thread is not None
         assert beside == (landlock.abi() is not None)
     finally:
         v = s.close_sync()
@@ -175,7 +175,7 @@ def test_the_fingerprint_comes_first_without_the_kernel_barrier(repo, monkeypatc
     s = IsolatedSession.create_sync(repo, isolation="sparse", files=["pkg/app.py"])
     try:
         # Taken (and stored for recovery) before the sandbox was made.
-        assert s._fp_thread is None and s._fp_before is not None
+        assert s.fingerprint.thread is None and s.fingerprint.before is not None
         assert json.loads((s.private / "fingerprint.json").read_text())["files"]
         assert s.record is not None and s.record.isolation == "sparse"
     finally:
@@ -185,8 +185,8 @@ def test_the_fingerprint_comes_first_without_the_kernel_barrier(repo, monkeypatc
 
 def test_a_write_to_the_users_tree_during_a_sparse_session_is_caught(repo):
     s = IsolatedSession.create_sync(repo, isolation="sparse", files=["pkg/app.py"])
-    if s._fp_thread is not None:
-        s._fp_thread.join()  # the state the session started from, then a write
+    if s.fingerprint.thread is not None:
+        s.fingerprint.thread.join()  # the state the session started from, then a write
     (repo / "pkg" / "util.py").write_text("changed\n")
     v = s.close_sync()
     assert "pkg/util.py" in " ".join(v.differences + v.outside_changes)
@@ -265,8 +265,8 @@ def test_a_left_over_sparse_session_is_discarded_and_verified_by_recovery(repo):
     from superqode_ls.workspace import recovery
 
     s = IsolatedSession.create_sync(repo, isolation="sparse", files=["pkg/app.py"])
-    if s._fp_thread is not None:
-        s._fp_thread.join()
+    if s.fingerprint.thread is not None:
+        s.fingerprint.thread.join()
     s._release_lock()  # its owner "gone": what recovery finds after a crash
     info = recovery.find_session(s.id)
     assert info.sandbox.is_dir() and info.record is not None and info.record.isolation == "sparse"

@@ -77,12 +77,6 @@ def _splice(text: str, spans: list[tuple[int, int, str]], lo: int = 0, hi: int |
     return "".join(out)
 
 
-def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """``text`` with non-overlapping ``edits`` applied; raises ValueError if
-    two edits overlap."""
-    return _splice(text, _spans(text, edits))
-
-
 def edits_diff(rel: str, old: str, edits: list[TextEdit], context: int = 3) -> str:
     """The diff ``edits`` make to ``old`` ("" for none); ValueError when they
     overlap. Only the lines around the edits are rebuilt and compared: a tool

@@ -11,7 +11,6 @@ import fnmatch
 import hashlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -193,12 +192,6 @@ def python_env(
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
-
-
-def pytest_command(configured: list[str] | None, python: str | None = None) -> list[str]:
-    if configured:
-        return list(configured)
-    return [python or sys.executable, "-m", "pytest"]
 
 
 def module_name(rel: str) -> str | None:

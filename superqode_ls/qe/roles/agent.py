@@ -28,7 +28,7 @@ from ...agent.acp_worker import acp_problem, run_acp
 from ...agent.changes import ChangeTracker
 from ...agent.confine import shell_refusal
 from ...agent.loop import Agent, AgentResult, Budget
-from ...agent.permissions import Permissions, current_asker
+from ...agent.permissions import Permissions
 from ...agent.prompts import ROLE_FOCUS, system_prompt, task_prompt
 from ...agent.provider import ProviderError, build_chain, provider_problem
 from ...agent.redact import Redactor
@@ -142,9 +142,7 @@ class AgentRole(Role):
                 role=self.name,
                 config=acfg,
                 env=shell_env,
-                permissions=Permissions(
-                    acfg.permissions, asker or getattr(ctx, "asker", None) or current_asker()
-                ),
+                permissions=Permissions(acfg.permissions, asker),
                 redactor=redactor,
                 tracker=tracker,
                 emit=emit,
@@ -251,10 +249,10 @@ class AgentRole(Role):
         return still
 
 
-def _project_python_first(env: dict[str, str], ctx: Any) -> dict[str, str]:
+def _project_python_first(env: dict[str, str], ctx: RoleContext) -> dict[str, str]:
     """The agent's shell finds the project's interpreter (``python``,
     ``pytest``...) first, as in an activated environment."""
-    py = getattr(ctx, "python", None)
+    py = ctx.python
     if py is None or py.own:
         return env
     out = dict(env)

@@ -166,6 +166,9 @@ class Role:
     # only (no imports followed, nothing run): a run of such roles on a few
     # files may use a sparse sandbox (workspace/sparse.py).
     file_local: ClassVar[bool] = False
+    # Asks the project's interpreter without running the project (types):
+    # waits for it to be found, like the roles that execute code.
+    uses_project_python: ClassVar[bool] = False
 
     def unavailable(self, config: Config | None = None) -> str | None:
         """Why this role cannot run here (with this configuration), or None."""

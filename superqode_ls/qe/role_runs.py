@@ -1,0 +1,314 @@
+"""The roles of one QE session: which run (and why the others do not),
+fast ones first and in parallel, sandbox-modifying ones one at a time
+between a checkpoint and its restore; each one's findings normalised and
+its patches registered as it finishes (off the event loop). The tables
+filled here (runs, findings, patches, usage) are what the report is made of.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..events import EventBus
+from ..models import Finding, Patch, RoleRun, RoleStatus, Usage, utcnow
+from ..workspace.artifacts import Artifacts
+from ..workspace.pyenv import ProjectPython
+from ..workspace.pyenv_build import resolve_python
+from . import shard, verify_step
+from .covering import SuiteProbe
+from .finish import normalize_finding, poll_guard
+from .fix_judge import suppression_reason
+from .patching import patch_files
+from .request import QERequest, Resolved
+from .roles import role_class
+from .roles._pyenv import wants_built_env
+from .roles.base import Role, RoleContext, RoleOutput, SandboxSession
+from .session_control import SessionControl
+
+log = logging.getLogger(__name__)
+TEST_ROLE = verify_step.TEST_ROLE
+
+
+def why_not(role: Role, res: Resolved, trusted: bool) -> str | None:
+    """Why ``role`` does not run in this session, or None."""
+    if role.executes_code and not trusted:
+        return "folder not trusted (this role runs the project's code)"
+    if res.mode not in role.modes and not res.explicit:
+        return f"not part of {res.mode} mode"
+    return role.unavailable(res.config)
+
+
+class RoleRuns:
+    """The roles of one session and what they produced (``runs``, ``found``,
+    ``patches``, ``usage``); the project's interpreter (``python``) and the
+    suite probe (``probe``) started for them."""
+
+    def __init__(self, session_id: str, request: QERequest, bus: EventBus,
+                 control: SessionControl):
+        self.id = session_id
+        self.request = request
+        self.bus = bus
+        self.control = control
+        # --since: per changed file, the lines the roles look at.
+        self.since_lines: dict[str, frozenset[int]] | None = None
+        self.runs: dict[str, RoleRun] = {}
+        self.found: dict[str, list[Finding]] = {}
+        self.usage: dict[str, Usage] = {}  # what each model-driven role spent
+        self.patches: dict[str, Patch] = {}  # as the roles proposed them (ids made unique)
+        self.roles: dict[str, Role] = {}
+        self.contexts: dict[str, RoleContext] = {}
+        # Roles finish in worker threads (their findings are many on a large
+        # tree); this keeps the shared tables consistent between them.
+        self.lock = threading.Lock()
+        self.python: asyncio.Task[ProjectPython] | None = None
+        self.probe: SuiteProbe | None = None
+
+    async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
+        self.bus.emit("progress", message="environment: looking for the project's Python")
+        py = await resolve_python(
+            res.project, root, res.config, editor=self.request.python,
+            emit=lambda type, **data: self.bus.emit(type, **data), build=build,
+        )
+        line = py.label(res.project) + (f" ({py.note})" if py.note else "")
+        self.bus.emit("progress", message=f"environment: {line}", interpreter=py.python,
+                      source=py.source, version=py.version)
+        return py
+
+    async def run_all(
+        self, res: Resolved, s: SandboxSession, root: Path, artifacts: Artifacts, deadline: float
+    ) -> None:
+        total = len(res.roles)
+        plain: list[tuple[str, Role]] = []
+        modifying: list[tuple[str, Role]] = []
+        for name in res.roles:
+            try:
+                role = role_class(name)()
+            except (ImportError, AttributeError) as e:
+                self._skip(name, f"role not available ({e})", total, res.explicit)
+                continue
+            reason = why_not(role, res, self.request.trusted)
+            if reason:
+                self._skip(name, reason, total, res.explicit)
+                continue
+            self.roles[name] = role
+            (modifying if role.modifies_sandbox else plain).append((name, role))
+        # Fast roles first: when slots are few or the budget short, the
+        # quick analyzers finish and report instead of waiting behind a suite.
+        plain.sort(key=lambda nr: nr[1].cost)
+        for name, _ in plain + modifying:
+            self.runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
+        if (self.request.trusted and res.config.qe.verify_max_fixes > 0 and s.isolation != "sparse"
+                and not (res.mode == "deep" and TEST_ROLE in self.roles)):
+            # Fix verification runs the tests importing a fixed file: whether
+            # the suite can start at all is learnt now, beside the roles (a
+            # sparse sandbox holds no tests: none run there).
+            self.probe = verify_step.start_probe(RoleContext(
+                session_id=self.id, project=res.project, sandbox=root, config=res.config,
+                mode=res.mode, env=s.env(), artifacts=artifacts, deadline=deadline,
+                trusted=True, session=s), res.config)
+        if self.request.trusted and any(_needs_python(r) for _, r in plain + modifying):
+            # Found (or built) once, while the roles that need no interpreter
+            # already run; probing runs programs from the project, so only
+            # in trusted folders.
+            runs_code = [n for n, r in plain + modifying if r.executes_code]
+            build = await asyncio.to_thread(wants_built_env, runs_code, root)
+            self.python = asyncio.ensure_future(self._find_python(res, root, build))
+        sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
+
+        async def limited(name: str, role: Role) -> None:
+            async with sem:
+                await self._run_role(name, role, res, s, root, artifacts, deadline, total)
+
+        try:
+            await asyncio.gather(*(limited(n, r) for n, r in plain))
+            for name, role in modifying:
+                checkpoint = await s.checkpoint()
+                try:
+                    await self._run_role(name, role, res, s, root, artifacts, deadline, total)
+                finally:
+                    await asyncio.shield(s.restore(checkpoint))
+        finally:
+            # A build still running when the session stops is stopped with it.
+            if self.python is not None and not self.python.done():
+                self.python.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.python
+
+    def _skip(self, name: str, reason: str, total: int, requested: bool = False) -> None:
+        self.runs[name] = RoleRun(role=name, status="skipped", reason=reason, requested=requested)
+        self.bus.emit("role_complete", role=name, status="skipped", findings=0, duration_s=0.0,
+                      reason=reason, requested=requested)
+        self._progress(total)
+
+    def _progress(self, total: int) -> None:
+        done = sum(1 for r in self.runs.values() if r.reason != "not started")
+        self.bus.emit("progress", message=f"{done}/{total} roles done", done=done, total=total)
+
+    async def _run_role(
+        self, name: str, role: Role, res: Resolved, s: SandboxSession, root: Path,
+        artifacts: Artifacts,
+        deadline: float, total: int,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        role_deadline = deadline
+        per_role = res.config.execution.role_timeout_s
+        if per_role:
+            role_deadline = min(deadline, loop.time() + per_role)
+        ctx = RoleContext(
+            session_id=self.id,
+            project=res.project,
+            sandbox=root,
+            config=res.config,
+            mode=res.mode,
+            env=s.env(),
+            artifacts=artifacts,
+            files=res.files,
+            deadline=role_deadline,
+            emit=lambda type, **data: self.bus.emit(type, **{"role": name, **data}),
+            trusted=self.request.trusted,
+            session=s,
+            targets=shard.selector(self.request.shard),
+            lines=self.since_lines,
+        )
+        self.contexts[name] = ctx
+        started = utcnow()
+        t0 = time.monotonic()
+        self.bus.emit("role_start", role=name)
+        status: RoleStatus = "ok"
+        reason: str | None = None
+        crashed = False
+        out = RoleOutput()
+        try:
+            if self.python is not None and _needs_python(role):
+                ctx.python = await self.python
+            out = await asyncio.wait_for(role.run(ctx), timeout=max(0.0, role_deadline - loop.time()))
+            status, reason = out.status, out.reason
+        except TimeoutError:
+            status, reason = "timeout", "role ran out of time"
+        except asyncio.CancelledError:
+            status = "timeout" if self.control.timed_out else "cancelled"
+            reason = "session budget exhausted" if self.control.timed_out else "cancelled"
+            if self.python is not None and not self.python.done() and _needs_python(role):
+                reason += " while the project's environment was being built (the next run resumes it)"
+            self._finish_role(name, role, out, status, reason, started, t0, total, ctx.sandbox, res)
+            raise
+        except Exception as e:
+            log.exception("role %s crashed", name)
+            status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
+            crashed = True
+        await asyncio.to_thread(poll_guard, s)
+        # Thousands of findings to normalise and publish: a worker thread, so
+        # a signal (or an editor's request) is served meanwhile. A cancel
+        # waits for it (well under a second) so the tables stay whole.
+        done = asyncio.ensure_future(asyncio.to_thread(
+            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res,
+            crashed))
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:
+            await done
+            raise
+
+    def _finish_role(
+        self, name: str, role: Role, out: RoleOutput, status: RoleStatus, reason: str | None,
+        started, t0: float, total: int, sandbox: Path, res: Resolved, crashed: bool = False,
+    ) -> None:
+        # The role's own time: publishing its findings below is the session's.
+        duration = time.monotonic() - t0
+        findings = [normalize_finding(f, name, sandbox) for f in out.findings]
+        if res.files is not None:
+            wanted = set(res.files)
+            findings = [f for f in findings if f.file is None or f.file in wanted]
+        with self.lock:
+            patches = [self._register_patch(p, name, findings) for p in out.patches]
+        by_id = {f.id: f for f in findings}
+        for p in patches:
+            for fid in p.finding_ids:
+                f = by_id.get(fid)
+                if f is not None and f.fix_patch_id is None:
+                    by_id[fid] = f.model_copy(update={"fix_patch_id": p.id})
+        findings = [by_id.get(f.id, f) for f in findings]
+        with self.lock:
+            self.found[name] = findings
+            if out.usage is not None:
+                self.usage[name] = out.usage
+        # As found, for progress (the editor shows them while the run goes):
+        # severities not yet final. The report's findings go out as
+        # ``finding`` events at the end (_publish_findings).
+        for f in findings:
+            self.bus.emit("role_finding", finding=f.model_dump(mode="json", exclude_none=True))
+        self.runs[name] = RoleRun(
+            role=name, status=status, reason=reason, tool=out.tool or getattr(role, "tool", None),
+            started_at=started, duration_s=round(duration, 3), findings=len(findings), patches=len(patches),
+            requested=res.explicit,
+            crashed=crashed,
+        )
+        self.bus.emit(
+            "role_complete", role=name, status=status, findings=len(findings),
+            duration_s=round(duration, 3), reason=reason, requested=res.explicit,
+        )
+        self._progress(total)
+
+    def _register_patch(self, p: Patch, role: str, findings: list[Finding]) -> Patch:
+        update: dict[str, Any] = {}
+        if not p.role:
+            update["role"] = role
+        if not p.files:
+            update["files"] = patch_files(p.diff)
+        pid = p.id
+        n = 2
+        while pid in self.patches:
+            pid = f"{p.id}-{n}"
+            n += 1
+        if pid != p.id:
+            update["id"] = pid
+        if not p.finding_ids:
+            update["finding_ids"] = [f.id for f in findings if f.fix_patch_id == p.id]
+        silencer = suppression_reason(p.diff) if p.kind == "fix" else None
+        if silencer:
+            update["kind"] = "suppression"
+            update["description"] = f"Suppression ({silencer}), not a fix: {p.description}"
+        p = p.model_copy(update=update) if update else p
+        self.patches[p.id] = p
+        return p
+
+
+    def found_python(self) -> ProjectPython | None:
+        task = self.python
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
+
+
+    def all_findings(self) -> list[Finding]:
+        out: list[Finding] = []
+        for name in self.runs:
+            out.extend(self.found.get(name, []))
+        return out
+
+    def total_usage(self) -> Usage | None:
+        """Tokens and cost of the session's agent roles; None when none ran."""
+        return _total(self.usage.values())
+
+
+def _total(usages: Iterable[Usage]) -> Usage | None:
+    total: Usage | None = None
+    for u in usages:
+        total = total or Usage()
+        total.prompt_tokens += u.prompt_tokens
+        total.completion_tokens += u.completion_tokens
+        total.cost_usd = round(total.cost_usd + u.cost_usd, 6)
+        total.requests += u.requests
+    return total
+
+
+def _needs_python(role: Role) -> bool:
+    """Roles that run the project's code or ask its interpreter (types)."""
+    return role.executes_code or role.uses_project_python

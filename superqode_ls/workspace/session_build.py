@@ -1,0 +1,189 @@
+"""Filling a new sandbox with the user's current state: a sealed git worktree
+(made cold, or a parked one reset to the new state and proved), a directory
+copy, or the few files of a sparse sandbox; then the git guard inside it.
+
+The builder works on a ``SandboxTree`` (session_tree.py): it sets the tree's
+store and baseline; the session owns what comes out (``reused``, the guard).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import Config
+from ..events import EventBus
+from . import carry, pool, sparse
+from . import worktree as wt
+from .errors import WorkspaceError
+from .git import GitError, copy_index, head_commit, resolve_commit
+from .gitsnapshot import SnapshotStore
+from .guard_env import GuardInstall, install_guard
+from .paths import store_dir
+from .session_tree import SandboxTree
+from .snapshot import copy_tree, list_files
+from .teardown import git_registrations, remove_quietly
+
+
+def choose_isolation(root: Path, is_git: bool, config: Config, isolation: str | None,
+                     base_ref: str | None, files: list[str] | None) -> tuple[str, str | None]:
+    """(the isolation, the base commit) of a new session, or a one-line
+    ``WorkspaceError`` for a request that cannot be served, nothing made."""
+    choice = isolation or config.workspace.isolation
+    base_commit = head_commit(root) if is_git else None
+    if choice in ("auto", None):
+        choice = "worktree" if is_git and base_commit else "snapshot"
+    if choice == "sparse" and not files:
+        raise WorkspaceError("a sparse sandbox needs the files it is for")
+    if choice == "worktree" and not is_git:
+        raise WorkspaceError(f"{root}: not a git repository; use --snapshot")
+    if choice == "worktree" and base_commit is None:
+        raise WorkspaceError(f"{root}: the repository has no commit yet; use --snapshot")
+    if base_ref:
+        if not is_git:
+            raise WorkspaceError("--base-ref needs a git repository")
+        try:
+            base_commit = resolve_commit(root, base_ref)
+        except GitError:
+            raise WorkspaceError(f"--base-ref: unknown revision {base_ref!r}") from None
+        if choice != "worktree":
+            raise WorkspaceError("--base-ref works with worktree isolation only")
+    return choice, base_commit
+
+
+class SandboxBuilder:
+    """Makes one session's sandbox. ``check_abort`` raises between steps when
+    the session is cancelled while it is being made."""
+
+    def __init__(self, project: Path, config: Config, tree: SandboxTree, *, session_id: str,
+                 base_commit: str | None, bus: EventBus, check_abort: Callable[[], None]):
+        self.project = project
+        self.config = config
+        self.tree = tree
+        self.sandbox = tree.sandbox
+        self.private = tree.private
+        self.id = session_id
+        self.base_commit = base_commit
+        self.bus = bus
+        self.check_abort = check_abort
+        self.reused = False  # a parked sandbox was reset for this session (pool.py)
+        # The user's git configuration the session's git dir carries (wt.seal).
+        self._user_config: list[tuple[str, str | None]] = []
+
+    # -- the three kinds ------------------------------------------------------
+    def sparse(self, files: list[str], overlays: dict[str, bytes]) -> list[str]:
+        """The files the sparse sandbox holds (with their analyzers' configuration)."""
+        laid = sparse.lay_out(self.project, self.sandbox, files, overlays,
+                              self.config.workspace.max_size_mb)
+        self.tree.store = SnapshotStore(store_dir(self.project), session=self.id)
+        self.tree.set_baseline()
+        return laid
+
+    def snapshot(self, overlays: dict[str, bytes]) -> None:
+        is_git = (self.project / ".git").exists()
+        files = list_files(self.project, self.config.workspace.exclude_patterns, use_git=is_git)
+        copy_tree(self.project, self.sandbox, files, self.config.workspace.max_size_mb)
+        wt.retarget_links(self.sandbox, self.project,
+                          [str(f) for f in files if (self.sandbox / f).is_symlink()])
+        if overlays:
+            wt.write_overlays(self.sandbox, overlays)
+        self.tree.store = SnapshotStore(store_dir(self.project), session=self.id)
+        self.tree.set_baseline()
+
+    def worktree(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
+        _, cd = wt.user_git_dirs(self.project)
+        store = self.tree.store = SnapshotStore(store_dir(self.project), alternates=[cd / "objects"],
+                                                session=self.id)
+        (self.private / "git" / "common" / "objects").mkdir(parents=True, exist_ok=True)
+        if self.config.workspace.copy_uncommitted and not pinned_base:
+            state = wt.capture_user_state(self.project, store, self.private, True)
+            self.check_abort()
+        else:
+            tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
+            state = wt.UserState(staged_tree=tree, full_tree=tree)
+        sealed = wt.SealedGit(self.private / "git")
+        filters = carry.filter_names(self.project)
+        differ = False
+        if self.config.workspace.warm_sandboxes and pool.claim(
+                self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
+                f"superqode session {self.id}"):
+            self.reused = True
+            try:
+                proved = self._reset_reused(sealed, state, filters)
+            except (WorkspaceError, GitError, OSError) as e:
+                # What the old session left makes the reset fail (a link where
+                # a folder was): a cold sandbox, and the slot is gone.
+                self.bus.emit("workspace.reuse_refused", error=str(e))
+                proved = False
+            if not proved:
+                self.reused = False
+                with git_registrations(self.project):
+                    wt.remove_worktree(self.project, self.sandbox)
+                remove_quietly(sealed.root)
+        if not self.reused:
+            with git_registrations(self.project):
+                wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
+                                f"superqode session {self.id}")
+            self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
+                                        self.base_commit or "HEAD")
+            self.check_abort()
+            wt.checkout_staged(self.sandbox, state.staged_tree,
+                               sealed.env(self.sandbox, sealed.index, store), filters)
+            self.check_abort()
+            differ = wt.lay_over(self.sandbox, store, state.staged_tree, state.full_tree,
+                                 self.project)
+        if not self.reused:  # a reset carried them already, before its proof
+            differ |= wt.carry_extras(self.project, self.sandbox, store, state, sealed, filters)
+        if self.config.workspace.keep_gitignored:
+            wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,
+                             self.config.workspace.keep_gitignored_mode)
+        copy_index(sealed.index, self.tree.index)
+        moved = wt.retarget_links(self.sandbox, self.project,
+                                  wt.tree_links(store, state.full_tree))
+        if overlays:
+            wt.write_overlays(self.sandbox, overlays)
+        # The baseline is the sandbox as carried in: retargeted links are not
+        # the session's change and stay out of its patch.
+        self.tree.set_baseline(None if overlays or moved or differ else state.full_tree)
+
+    # -- warm sandboxes -------------------------------------------------------
+    def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState, filters: list[str]) -> bool:
+        """Bring a parked sandbox to the new state, changed files only, and prove it."""
+        store = self.tree.store
+        assert store is not None
+        keep = self.config.workspace.keep_gitignored
+        # The parked tree comes with SuperQode's tracking index of it (pool.py),
+        # never with the old session's git dir: both git dirs are made anew.
+        self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
+                                    self.base_commit or "HEAD")
+        env = sealed.env(self.sandbox, sealed.index, store)
+        wt.checkout_staged(self.sandbox, state.staged_tree, env, filters)
+        clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]
+        wt.git(clean, self.sandbox, env=env)
+        wt.lay_over(self.sandbox, store, state.staged_tree, state.full_tree, self.project)
+        wt.carry_extras(self.project, self.sandbox, store, state, sealed, filters)
+        copy_index(sealed.index, self.tree.index)
+        if self.tree.hash() != state.full_tree:
+            return False
+        # Untracked strays would have changed the tree above; ignored ones do not,
+        # so list those and allow only the caches config says to keep.
+        out = wt.git(["clean", "-ndX"], self.sandbox, env=env).stdout.decode("utf-8", "surrogateescape")
+        stray = [ln[len("Would remove "):].rstrip("/") for ln in out.splitlines() if ln]
+        return all(any(fnmatch.fnmatch(p, k.rstrip("/")) or fnmatch.fnmatch(p.split("/")[0], k.rstrip("/"))
+                       for k in keep) for p in stray)
+
+    # -- the guard --------------------------------------------------------------
+    def install_guard(self, worktree: bool) -> GuardInstall:
+        # Scope the guard to the user's repository and the sandbox: a project's
+        # own tests that git-init temporary repositories must keep working.
+        protect: list[Path] = [self.project, self.sandbox, self.private]
+        if worktree:
+            protect.append(wt.user_git_dirs(self.project)[1])
+        guard = install_guard(self.private / "guard", self.config.qe.git_guard, protect=protect)
+        if worktree:
+            # Nothing of the session has run yet: the config is written anew
+            # with the guard's settings last (one write, not a git call each).
+            wt.write_session_config(wt.SealedGit(self.private / "git"), self._user_config,
+                                    guard.config_entries)
+        return guard
