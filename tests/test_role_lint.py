@@ -111,6 +111,9 @@ def test_severity_mapping():
     assert ruff_severity("B004").value == "low" and ruff_severity("B018").value == "low"
     assert ruff_severity("B023").value == "medium"  # a closure over a loop variable: a bug
     assert ruff_severity("F401").value == "low"
+    # notes on annotations (ClassVar, implicit Optional), not on behaviour
+    assert ruff_severity("RUF012").value == "low" and ruff_severity("RUF013").value == "low"
+    assert ruff_severity("RUF006").value == "medium"  # a dangling asyncio task: a bug
     assert ruff_severity("E501").value == "info"
 
 
