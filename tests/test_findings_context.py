@@ -439,3 +439,20 @@ def test_a_noise_report_does_not_raise_the_one_worth_acting_on():
     real = _mk("B608", 3, Severity.high, tool="bandit", category="security")
     (out,), _ = merge_lines([lead, real])
     assert out.severity is Severity.high
+
+
+def test_hash_for_a_lookup_key_and_an_exec_advisory_are_noise(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def get_template_key(name):\n    return 'tmpl_' + sha1(name).hexdigest()\n"
+        "def get_secret_key(name):\n    return sha1(name).hexdigest()\n"
+        "os.execvpe(prog, args, env)\n"
+    )
+    findings = [
+        _mk("B324", 2, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("B324", 4, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("B606", 5, Severity.low, tool="bandit", category="security", file="m.py"),
+    ]
+    out = {f.range.start_line: f for f in _filtered(tmp_path, findings)}
+    assert out[2].noise and "cache key" in out[2].noise
+    assert out[4].noise is None  # a secret key's hash protects something
+    assert out[5].noise and "advisory" in out[5].noise

@@ -51,11 +51,13 @@ _SHELL = frozenset({"B602", "B604", "B605"})
 
 # bandit's advisories: "check this", not a flaw found. Noise unless the line
 # says what would make it one (B311: randomness for a secret).
-ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B607",
+ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B606", "B607",
                             *(f"B4{n:02d}" for n in range(1, 16))})
 # A weak hash whose output is a cache key, an ETag or a checksum protects nothing.
-_NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash)")
-_CACHE_KEY = re.compile(r"(?i)cache_?key")  # a key into a cache, not a secret key
+_NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash|"
+                             r"(template|module|lookup)_?key)")
+# a key into a cache or a lookup table, not a secret key
+_CACHE_KEY = re.compile(r"(?i)(cache|template|module|lookup)_?key")
 _SECRET_USE = re.compile(r"(?i)(token|passw|secret|key|nonce|salt|otp|session|csrf)")
 # Hashes a protocol or a file format mandates: not a choice the code can
 # change (RFC 6455's handshake is SHA-1 of the key and a fixed GUID).
@@ -402,7 +404,8 @@ def apply_context(
                 text += " " + (scopes.function_name(f.range.start_line) if scopes else "")
             module_text = "\n".join(lines(f.file) or []) if lines is not None else ""
             if _NOT_PROTECTING.search(text) and not _SECRET_USE.search(_CACHE_KEY.sub("", text)):
-                f = mark_noise(f, "a weak hash for a cache key or ETag, which protects nothing")
+                f = mark_noise(f, "a weak hash for a cache key, a lookup key or an ETag, which "
+                                  "protects nothing")
             elif why := _protocol_hash(f, text, module_text):
                 f = mark_noise(f, why, Severity.info)
         out.append(f)

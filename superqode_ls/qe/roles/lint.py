@@ -16,6 +16,7 @@ never verified nor part of fix-all (``verify_step.choose``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import re
 import tokenize
@@ -25,7 +26,7 @@ from typing import Any
 from ...models import Finding, Patch, Range, Severity
 from ._common import SourceCache, assign_ids, load_json, rel_to, selected_files, tail
 from ._patches import TextEdit, edits_diff, patch_of_diff
-from ._target import ruff_target
+from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -44,6 +45,7 @@ _MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF00
 _INFO = re.compile(r"^(E[1-5]\d\d|W\d+|I\d+|D\d+|N\d+|Q\d+|COM\d+|UP\d+|RUF022|ISC\d+)$")
 
 
+@functools.cache  # a few dozen codes, thousands of diagnostics
 def ruff_severity(code: str) -> Severity:
     if _HIGH.match(code):
         return Severity.high
@@ -54,6 +56,52 @@ def ruff_severity(code: str) -> Severity:
     if _INFO.match(code):
         return Severity.info
     return Severity.low
+
+
+# ruff's long-standing default rules: what a project without its own
+# selection has always been linted with.
+CLASSIC_DEFAULTS = ("E4", "E7", "E9", "F")
+
+
+def chosen_rules(root: Path) -> tuple[str, ...] | None:
+    """The rule selectors the project chose: ruff's classic defaults and
+    what its configuration adds with ``extend-select``; None when its
+    configuration ``select``s its own set (or extends another file): then
+    every rule that runs is one it chose. Newer ruff releases run more
+    rules by default than a project was written against."""
+    configs = [(_toml(root / name), ("lint",)) for name in ("ruff.toml", ".ruff.toml")]
+    tool = _toml(root / "pyproject.toml").get("tool", {})
+    ruff = tool.get("ruff") if isinstance(tool, dict) else None
+    if isinstance(ruff, dict):
+        configs.append((ruff, ("lint",)))
+    chosen: list[str] = list(CLASSIC_DEFAULTS)
+    for config, sections in configs:
+        if not config:
+            continue
+        if "extend" in config:
+            return None
+        for table in (config, *(config.get(s) for s in sections)):
+            if not isinstance(table, dict):
+                continue
+            if table.get("select"):
+                return None
+            if isinstance(table.get("extend-select"), list):
+                chosen += [str(x).upper() for x in table["extend-select"]]
+        break  # ruff reads the first configuration it finds
+    return tuple(chosen)
+
+
+def selected_by(code: str, selectors: tuple[str, ...]) -> bool:
+    """Whether ``code`` (``BLE001``) falls under one of ``selectors``
+    (``B`` is bugbear's prefix, not ``BLE``'s; ``PL`` is every pylint rule)."""
+    for sel in selectors:
+        if sel == "ALL":
+            return True
+        if code.startswith(sel) and (
+                len(code) == len(sel) or code[len(sel)].isdigit() or sel[-1].isdigit()
+                or sel == "PL"):
+            return True
+    return False
 
 
 class LintTester(FileCheckRole):
@@ -127,8 +175,10 @@ class LintTester(FileCheckRole):
         findings: list[Finding] = []
         fixes: list[tuple[int, dict[str, Any]]] = []
         unlinted: list[str] = []
+        rels = _Rels(root)
+        chosen = chosen_rules(root)
         for diag in data:
-            rel = rel_to(root, diag.get("filename", ""))
+            rel = rels(diag.get("filename", ""))
             code = diag.get("code") or diag.get("name") or "syntax-error"
             if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / rel):
                 # Valid Python in its declared encoding (PEP 263): ruff reads
@@ -144,30 +194,35 @@ class LintTester(FileCheckRole):
             tags = ["ruff"]
             if applicability:
                 tags.append(f"fix:{applicability}")
-            findings.append(
-                Finding(
-                    role=self.name,
-                    tool="ruff",
-                    rule_id=code,
-                    # The rule id is the diagnostic's code and its name is in
-                    # help_uri: the text says the problem once, as ruff does.
-                    title=diag.get("message") or name,
-                    message=diag.get("message") or name,
-                    severity=ruff_severity(code),
-                    confidence=0.9,
-                    category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
-                    file=rel,
-                    range=Range(
-                        start_line=max(1, line),
-                        start_col=max(1, int(loc.get("column") or 1)),
-                        end_line=max(1, int(end.get("row") or line)),
-                        end_col=max(1, int(end.get("column") or 1)),
-                    ),
-                    tags=tags,
-                    help_uri=diag.get("url"),
-                    snippet=src.line(rel, line),
-                )
+            finding = Finding(
+                role=self.name,
+                tool="ruff",
+                rule_id=code,
+                # The rule id is the diagnostic's code and its name is in
+                # help_uri: the text says the problem once, as ruff does.
+                title=diag.get("message") or name,
+                message=diag.get("message") or name,
+                severity=ruff_severity(code),
+                confidence=0.9,
+                category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
+                file=rel,
+                range=Range(
+                    start_line=max(1, line),
+                    start_col=max(1, int(loc.get("column") or 1)),
+                    end_line=max(1, int(end.get("row") or line)),
+                    end_col=max(1, int(end.get("column") or 1)),
+                ),
+                tags=tags,
+                help_uri=diag.get("url"),
+                snippet=src.line(rel, line),
             )
+            if (chosen is not None and finding.severity.rank <= Severity.low.rank
+                    and not selected_by(code, chosen)):
+                # style from ruff's newer defaults: the project never chose it
+                finding.noise = (f"a style rule the project has not chosen ({code} is in "
+                                 "ruff's defaults, not in its configuration)")
+            finding.id = finding.stable_id()  # in place: assign_ids copies none
+            findings.append(finding)
             if (
                 with_patches
                 and fix
@@ -204,6 +259,29 @@ class LintTester(FileCheckRole):
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
         return RoleOutput(findings=findings, patches=patches, tool="ruff",
                           reason=reason)
+
+
+class _Rels:
+    """ruff's file names (absolute, under the folder it ran in) as
+    root-relative paths: each name once, and a name under ``root`` as it
+    is spelt cut without resolving it (``rel_to`` resolves, a dozen system
+    calls per file: a third of the role's own time on gunicorn's tree)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.prefix = str(root).rstrip("/") + "/"
+        self.names: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        rel = self.names.get(name)
+        if rel is None:
+            rest = name[len(self.prefix):] if name.startswith(self.prefix) else None
+            if rest and "/../" not in f"/{rest}/" and "/./" not in f"/{rest}/":
+                rel = rest
+            else:
+                rel = rel_to(self.root, name)
+            self.names[name] = rel
+        return rel
 
 
 # ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.
