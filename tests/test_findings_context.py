@@ -456,3 +456,18 @@ def test_hash_for_a_lookup_key_and_an_exec_advisory_are_noise(tmp_path):
     assert out[2].noise and "cache key" in out[2].noise
     assert out[4].noise is None  # a secret key's hash protects something
     assert out[5].noise and "advisory" in out[5].noise
+
+
+@needs_ruff
+def test_env_default_converted_at_once_is_noise_kept_raw_it_stays(make_repo):
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["PLW1508"]\n',
+        "conf.py": ("import os\n\n"
+                    "WORKERS = int(os.environ.get('WEB_CONCURRENCY', 1))\n"
+                    "PORT = os.environ.get('PORT', 8000)\n"),
+    })
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    (conv,) = _at(found, "conf.py", 3, "PLW1508")
+    assert conv.noise and "converted at once" in conv.noise
+    (raw,) = _at(found, "conf.py", 4, "PLW1508")
+    assert raw.noise is None and raw.severity is Severity.medium

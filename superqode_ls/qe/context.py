@@ -74,6 +74,9 @@ _PROTOCOL_HASH = (
 _PASS_VERB = re.compile(r"(?i)\b_?(pass_(arg|args|through|context|eval_context|environment|"
                         r"env|fds|mode)|by_?pass\w*|compass\w*|pass_?thr(ough|u)\w*)\b")
 _PASSWORD_WORD = re.compile(r"(?i)pas+wo?r?d|passphrase|pwd|token|secret")
+# An environment variable's default converted at once: int(getenv("N", 1)).
+_CONVERTED_ENV = re.compile(
+    r"\b(int|float|bool|str)\(\s*(os\.)?(environ\.get|getenv)\(")
 # A cache the module both writes and reads (a bytecode cache).
 _CACHE_NAME = re.compile(r"(?i)cache|bucket")
 _DUMPS = re.compile(r"\b(pickle|marshal)\.dumps?\(")
@@ -392,6 +395,10 @@ def apply_context(
                                   "the cache's location is trusted)", Severity.low)
         elif rule in ("PLC0414", "F401") and f.noise is None and (why := _reexport(f, rule, lines)):
             f = mark_noise(f, why, Severity.info)
+        elif (rule == "PLW1508" and f.file and f.range and f.noise is None
+              and _CONVERTED_ENV.search(read_line(f.file, f.range.start_line) or "")):
+            f = mark_noise(f, "the value is converted at once (int(...)): a default that is no "
+                              "str works", Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
