@@ -338,14 +338,17 @@ def test_sha1_the_websocket_protocol_mandates_is_noise_other_sha1_stays(make_rep
             "def accept(ws_key):\n"
             "    return base64.b64encode(hashlib.sha1(ws_key + WS_GUID).digest())\n\n\n"
             "def store(password):\n"
+            "    return hashlib.sha1(password).hexdigest()\n\n\n"
+            "def git_object_id(password):\n"
             "    return hashlib.sha1(password).hexdigest()\n"
         ),
     })
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
     (ws,) = _at(found, "srv/ws.py", 8, "B324")
     assert ws.noise and "RFC 6455" in ws.noise and ws.severity is Severity.info
-    (pw,) = _at(found, "srv/ws.py", 12, "B324")
-    assert pw.noise is None and pw.severity.at_least(Severity.medium)
+    for line in (12, 16):  # a password's hash, also in a function named for git
+        (pw,) = _at(found, "srv/ws.py", line, "B324")
+        assert pw.noise is None and pw.severity.at_least(Severity.medium)
 
 
 @needs_bandit
@@ -362,14 +365,17 @@ def test_all_interfaces_address_only_shown_is_noise_bound_stays(make_repo):
             "    host = '0.0.0.0'\n"
             "    logger.info('binding %s', host)\n"
             "    sock = socket.socket()\n"
-            "    sock.bind((host, port))\n"
+            "    sock.bind((host, port))\n\n\n"
+            "def listen(server, port):\n"
+            "    server.listen('{}:{}'.format('0.0.0.0', port))\n"
         ),
     })
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
     (shown,) = _at(found, "srv/run.py", 8, "B104")
     assert shown.noise and "only shown" in shown.noise and shown.severity is Severity.info
-    (bound,) = _at(found, "srv/run.py", 15, "B104")
-    assert bound.noise is None and bound.severity is Severity.medium
+    for line in (15, 22):  # bound, also through a formatted address
+        (bound,) = _at(found, "srv/run.py", line, "B104")
+        assert bound.noise is None and bound.severity is Severity.medium
 
 
 @needs_bandit
@@ -386,14 +392,19 @@ def test_pickle_of_a_cache_the_module_writes_is_noise_of_request_data_stays(make
         "lib/api.py": (
             "import pickle\n\n\n"
             "def handle(request):\n"
-            "    return pickle.loads(request.body)\n"
+            "    return pickle.loads(request.body)\n\n\n"
+            "def load_cache(request):\n"
+            "    return pickle.loads(request.body)\n\n\n"
+            "def save_cache(obj):\n"
+            "    return pickle.dumps(obj)\n"
         ),
     })
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
     (own,) = _at(found, "lib/bccache.py", 6, "B301")
     assert own.noise and "cache the module writes itself" in own.noise
-    (bad,) = _at(found, "lib/api.py", 5, "B301")
-    assert bad.noise is None and bad.severity.at_least(Severity.medium)
+    for line in (5, 9):  # request data, also in a function named for a cache
+        (bad,) = _at(found, "lib/api.py", line, "B301")
+        assert bad.noise is None and bad.severity.at_least(Severity.medium)
 
 
 @needs_bandit
@@ -405,6 +416,8 @@ def test_pass_as_a_verb_is_no_password_a_password_stays(make_repo):
             "        return 1\n"
             "    if password == 'Xk29-prod!db':\n"
             "        return 2\n"
+            "    bypass_password = 'Zq81-prod!db'\n"
+            "    return bypass_password\n"
         ),
     })
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
@@ -412,6 +425,8 @@ def test_pass_as_a_verb_is_no_password_a_password_stays(make_repo):
     assert verb.noise and "pass (the verb)" in verb.noise
     (real,) = _at(found, "lib/compiler.py", 4, "B105")
     assert real.noise is None and real.severity.at_least(Severity.medium)
+    (named,) = _at(found, "lib/compiler.py", 6, "B105")  # "bypass" does not hide a password
+    assert named.noise is None
 
 
 @needs_ruff

@@ -14,11 +14,20 @@ worth acting on whatever the tool's confidence.
   code generation, low noise; code from a parameter, input, argv, the
   environment, request data or a file stays;
 - an all-interfaces address (B104) that is only compared against
-  (``if host == "0.0.0.0":``), never bound: info noise;
-- a weak hash (B324) whose output is a cache key, an ETag or a checksum
-  (the line or the name of the function it is in says so);
-- bandit's advisories (``assert``, try/except/pass, subprocess without a
-  shell, pseudo-random numbers not used for a secret, "consider the
+  (``if host == "0.0.0.0":``) or only shown (a log line, also through the
+  name it is assigned to), never bound: info noise;
+- ``Markup(...)`` (B704) on escaped or rendered text, or in a template
+  engine's own escaping (``qe/rendered.py``): low noise;
+- a weak hash (B324) whose output is a cache or lookup key, an ETag or a
+  checksum (the line or the name of the function it is in says so), or
+  that a protocol mandates (RFC 6455's SHA-1, HOTP/TOTP, git object ids);
+- ``pickle``/``marshal`` loads (B301/B302) of a cache the module writes
+  itself; "pass" the verb in a name bandit took for a password;
+- deliberate re-exports (PLC0414 ``import y as y``, F401 in an
+  ``__init__.py`` without ``__all__``); an environment default converted
+  at once (PLW1508 in ``int(os.environ.get("N", 1))``);
+- bandit's advisories (``assert``, try/except/pass, subprocess or exec
+  without a shell, pseudo-random numbers not used for a secret, "consider the
   implications of importing X"): noise;
 - a finding below ``qe.confidence_threshold``: noise, except the sinks
   (``SINK_RULES``), which stay;
@@ -71,8 +80,9 @@ _PROTOCOL_HASH = (
      "a git object id, which git defines as SHA-1"),
 )
 # Names where "pass" is the verb, not a password (jinja's ``pass_arg``).
+# Whole names only: ``bypass_password`` still names a password.
 _PASS_VERB = re.compile(r"(?i)\b_?(pass_(arg|args|through|context|eval_context|environment|"
-                        r"env|fds|mode)|by_?pass\w*|compass\w*|pass_?thr(ough|u)\w*)\b")
+                        r"env|fds|mode)|by_?pass(es|ed|ing)?|compass|pass_?thr(ough|u))\b")
 _PASSWORD_WORD = re.compile(r"(?i)pas+wo?r?d|passphrase|pwd|token|secret")
 # An environment variable's default converted at once: int(getenv("N", 1)).
 _CONVERTED_ENV = re.compile(
@@ -221,8 +231,9 @@ _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 
 
 # Calls that show a value to a person (a log line, a message), never bind it.
+# Not ``format`` or ``write``: a formatted address may still be bound.
 _DISPLAY_CALLS = frozenset({"print", "echo", "secho", "style", "info", "debug", "warning",
-                            "warn", "error", "critical", "exception", "log", "write", "format"})
+                            "warn", "error", "critical", "exception", "log"})
 
 
 def _not_bound(scopes: Scopes, line: int) -> str | None:
@@ -297,8 +308,16 @@ def _name_use(scopes: Scopes, name: str, scope: ast.AST, after: int) -> str:
         "compared" if uses == {"compared"} else "other")
 
 
+# What a protocol's hash never takes: a password or a secret.
+_PASSWORD_LIKE = re.compile(r"(?i)passw|pwd|secret|token|salt|credential")
+# What a cache of one's own is not read from.
+_FROM_OUTSIDE = re.compile(r"(?i)request|\breq\b|body|recv|socket|cookie|header|form|upload")
+
+
 def _protocol_hash(f: Finding, text: str, module_text: str) -> str | None:
-    if "sha1" not in text.lower() and "sha-1" not in text.lower() and "'sha1'" not in text:
+    if "sha1" not in text.lower() and "sha-1" not in text.lower():
+        return None
+    if _PASSWORD_LIKE.search(text):
         return None
     if _WS_GUID in module_text.upper() and (
             "GUID" in text.upper() or _PROTOCOL_HASH[0][0].search(text)):
@@ -323,6 +342,8 @@ def _own_cache(scopes: Scopes, line: int, module_text: str) -> bool:
         return False
     names = [scopes.function_name(line)]
     calls = scopes.calls_on(line)
+    if any(_FROM_OUTSIDE.search(ast.unparse(a)) for c in calls for a in c.args):
+        return False
     if calls:
         cls = scopes.class_of(calls[0])
         names.append(cls.name if cls is not None else "")
