@@ -106,6 +106,10 @@ class Finding(Model):
         """
         if self.id:
             return self
+        return self.model_copy(update={"id": self.stable_id()})
+
+    def stable_id(self) -> str:
+        """The id ``with_stable_id`` gives (for a role that sets it in place)."""
         basis = "\x1f".join(
             [
                 self.tool,
@@ -116,7 +120,7 @@ class Finding(Model):
             ]
         )
         digest = hashlib.sha256(basis.encode("utf-8", "surrogateescape")).hexdigest()
-        return self.model_copy(update={"id": f"{self.rule_id.lower()}-{digest[:12]}"})
+        return f"{self.rule_id.lower()}-{digest[:12]}"
 
 
 PatchKind = Literal["fix", "suppression"]

@@ -201,3 +201,17 @@ def test_weak_hash_in_a_cache_key_function_is_noise_a_signature_stays(make_repo)
     by_line = _by_line(repo, "B324")
     assert by_line[5].noise and "cache key" in by_line[5].noise
     assert by_line[10].noise is None
+
+
+def test_eval_of_a_forward_refs_code_object_is_noise_of_its_text_stays(make_repo):
+    # typing.ForwardRef compiles the annotation into __forward_code__;
+    # evaluating it is what get_type_hints does (pdoc's doc_types.py).
+    repo = make_repo({"apidoc/types.py": (
+        "def resolve(t, globalns, localns):\n"
+        "    return eval(t.__forward_code__, globalns, localns)\n\n\n"
+        "def resolve_text(t, globalns):\n"
+        "    return eval(t.source, globalns)\n"
+    )})
+    found = _by_line(repo, "B307")
+    assert found[2].noise and "code generation" in found[2].noise
+    assert found[6].noise is None and found[6].severity.rank >= Severity.medium.rank

@@ -244,3 +244,229 @@ def test_security_before_lint_within_a_severity():
     sec = _mk("B301", 9, Severity.medium, tool="bandit", category="security", file="z.py")
     high_lint = _mk("F821", 5, Severity.high, file="z.py")
     assert by_importance([lint, sec, high_lint]) == [high_lint, sec, lint]
+
+
+# -- context from the judged projects (jinja, pdoc, gunicorn, uvicorn, tomlkit) --
+
+def _security(repo):
+    return _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+
+
+def _lint(repo):
+    return _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+
+
+@needs_bandit
+def test_markup_on_escaped_or_rendered_text_is_noise_on_outside_text_stays(make_repo):
+    repo = make_repo({
+        "web/views.py": (
+            "import html\n"
+            "import pygments\n"
+            "from markupsafe import Markup, escape\n\n\n"
+            "def greet(name):\n"
+            "    return Markup(escape(name))\n\n\n"
+            "def code(src, lexer, fmt):\n"
+            "    return Markup(pygments.highlight(src, lexer, fmt))\n\n\n"
+            "def _quote(text):\n"
+            "    return html.escape(text)\n\n\n"
+            "def items(values):\n"
+            "    parts = []\n"
+            "    for v in values:\n"
+            "        part = _quote(v)\n"
+            "        part = f'<li>{part}</li>'\n"
+            "        parts.append(part)\n"
+            "    out = '<ul>' + ''.join(parts) + '</ul>'\n"
+            "    return Markup(out)\n\n\n"
+            "def comment(request):\n"
+            "    return Markup(request.args['text'])\n\n\n"
+            "def bio(text):\n"
+            "    return Markup(f'<p>{text}</p>')\n"
+        ),
+    })
+    found = _security(repo)
+    for line in (7, 11, 25):
+        (f,) = _at(found, "web/views.py", line, "B704")
+        assert f.noise and "already escaped or rendered" in f.noise and f.severity is Severity.low
+    for line in (29, 33):
+        (f,) = _at(found, "web/views.py", line, "B704")
+        assert f.noise is None and f.severity is Severity.medium
+
+
+@needs_bandit
+def test_markup_in_a_template_engines_own_escaping_is_noise(make_repo):
+    engine = (
+        "from markupsafe import Markup\n\n\n"
+        "def finish(eval_ctx, rv):\n"
+        "    if eval_ctx.autoescape:\n"
+        "        rv = Markup(rv)\n"
+        "    return rv\n\n\n"
+        "class Module:\n"
+        "    def __html__(self):\n"
+        "        return Markup(self.body)\n\n\n"
+        "def mark_safe(value):\n"
+        "    return Markup(value)\n"
+    )
+    repo = make_repo({"src/jinja2/filters.py": engine, "app/filters.py": engine})
+    found = _security(repo)
+    for line in (6, 12, 16):  # the engine's own package: it marks what it rendered
+        (f,) = _at(found, "src/jinja2/filters.py", line, "B704")
+        assert f.noise and "template engine's own" in f.noise
+    (f,) = _at(found, "app/filters.py", 6, "B704")
+    assert f.noise and "autoescaping produced" in f.noise
+    (f,) = _at(found, "app/filters.py", 12, "B704")
+    assert f.noise and "__html__" in f.noise
+    (f,) = _at(found, "app/filters.py", 16, "B704")  # outside an engine: a parameter marked safe
+    assert f.noise is None and f.severity is Severity.medium
+
+
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\n"
+       "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/Iz\n"
+       "-----END RSA PRIVATE KEY-----\n")
+
+
+@needs_bandit
+def test_private_key_in_test_data_is_noise_in_the_product_it_stays(make_repo):
+    repo = make_repo({"tests/certs/server.key": PEM, "examples/server.key": PEM,
+                      "deploy/server.key": PEM})
+    found = _security(repo)
+    for path in ("tests/certs/server.key", "examples/server.key"):
+        (f,) = [f for f in found if f.file == path]
+        assert f.noise and "key material" in f.noise
+    (real,) = [f for f in found if f.file == "deploy/server.key"]
+    assert real.noise is None and real.severity.at_least(Severity.high)
+    assert compute_verdict(found) == "fail"
+
+
+CONTEXT_CASES = {
+    # RFC 6455's handshake is SHA-1 of the key and a fixed GUID; a
+    # password's hash stays, also in a function named for git
+    "protocol-sha1": ({"srv/ws.py": (
+        "import base64\nimport hashlib\n\n"
+        "WS_GUID = b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11'\n\n\n"
+        "def accept(ws_key):\n"
+        "    return base64.b64encode(hashlib.sha1(ws_key + WS_GUID).digest())\n\n\n"
+        "def store(password):\n"
+        "    return hashlib.sha1(password).hexdigest()\n\n\n"
+        "def git_object_id(password):\n"
+        "    return hashlib.sha1(password).hexdigest()\n")},
+        [("srv/ws.py", 8, "B324", "RFC 6455")], [("srv/ws.py", 12, "B324"), ("srv/ws.py", 16, "B324")]),
+    # uvicorn's "running on" line; bound, also through a formatted address, stays
+    "address-shown": ({"srv/run.py": (
+        "import logging\nimport socket\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        "def announce(config):\n"
+        "    host = '0.0.0.0' if config.host is None else config.host\n"
+        "    if ':' in host:\n"
+        "        host = f'[{host}]'\n"
+        "    logger.info('running on http://%s:%d', host, config.port)\n\n\n"
+        "def serve(port):\n"
+        "    host = '0.0.0.0'\n"
+        "    logger.info('binding %s', host)\n"
+        "    sock = socket.socket()\n"
+        "    sock.bind((host, port))\n\n\n"
+        "def listen(server, port):\n"
+        "    server.listen('{}:{}'.format('0.0.0.0', port))\n")},
+        [("srv/run.py", 8, "B104", "only shown")], [("srv/run.py", 15, "B104"), ("srv/run.py", 22, "B104")]),
+    # jinja's bytecode cache; request data stays, also in a cache-named function
+    "own-cache": ({
+        "lib/bccache.py": (
+            "import pickle\n\n\n"
+            "class Bucket:\n"
+            "    def load(self, f):\n"
+            "        self.checksum = pickle.load(f)\n\n"
+            "    def dump(self, f):\n"
+            "        pickle.dump(self.checksum, f)\n"),
+        "lib/api.py": (
+            "import pickle\n\n\n"
+            "def handle(request):\n"
+            "    return pickle.loads(request.body)\n\n\n"
+            "def load_cache(request):\n"
+            "    return pickle.loads(request.body)\n\n\n"
+            "def save_cache(obj):\n"
+            "    return pickle.dumps(obj)\n")},
+        [("lib/bccache.py", 6, "B301", "cache the module writes itself")],
+        [("lib/api.py", 5, "B301"), ("lib/api.py", 9, "B301")]),
+    # jinja's ``pass_arg``; a password, also one whose name says "bypass", stays
+    "pass-verb": ({"lib/compiler.py": (
+        "def call(pass_arg, password):\n"
+        "    if pass_arg == 'environment':\n"
+        "        return 1\n"
+        "    if password == 'Xk29-prod!db':\n"
+        "        return 2\n"
+        "    bypass_password = 'Zq81-prod!db'\n"
+        "    return bypass_password\n")},
+        [("lib/compiler.py", 2, "B105", "pass (the verb)")],
+        [("lib/compiler.py", 4, "B105"), ("lib/compiler.py", 6, "B105")]),
+}
+
+
+@needs_bandit
+@pytest.mark.parametrize("case", sorted(CONTEXT_CASES))
+def test_context_marks_noise_and_the_real_one_stays(make_repo, case):
+    files, noise, kept = CONTEXT_CASES[case]
+    found = _security(make_repo(files))
+    for file, line, rule, why in noise:
+        (f,) = _at(found, file, line, rule)
+        assert f.noise and why in f.noise, (case, line, f.noise)
+        assert f.severity.rank <= Severity.low.rank
+    for file, line, rule in kept:
+        (f,) = _at(found, file, line, rule)
+        assert f.noise is None and f.severity.at_least(Severity.medium), (case, line, f.noise)
+
+
+@needs_ruff
+def test_deliberate_reexports_are_noise_an_unused_import_stays(make_repo):
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F401", "PLC0414"]\n',
+        "pkg/__init__.py": "from pkg.api import load\n",
+        "pkg/api.py": "from pkg.core import parse as parse\n\n\ndef load():\n    return 1\n",
+        "pkg/core.py": "import os\n\n\ndef parse():\n    return 2\n",
+    })
+    found = _lint(repo)
+    (init,) = _at(found, "pkg/__init__.py", 1, "F401")
+    assert init.noise and "re-exports" in init.noise
+    (alias,) = _at(found, "pkg/api.py", 1, "PLC0414")
+    assert alias.noise and "re-export" in alias.noise
+    (unused,) = _at(found, "pkg/core.py", 1, "F401")
+    assert unused.noise is None
+
+
+def test_a_noise_report_does_not_raise_the_one_worth_acting_on():
+    lead = _mk("BLE001", 3, Severity.low)
+    advisory = _mk("S110", 3, Severity.medium, noise="an advisory")
+    (out,), merged = merge_lines([lead, advisory])
+    assert merged == 1 and out.severity is Severity.low and out.related_rules == ["S110"]
+    real = _mk("B608", 3, Severity.high, tool="bandit", category="security")
+    (out,), _ = merge_lines([lead, real])
+    assert out.severity is Severity.high
+
+
+def test_hash_for_a_lookup_key_and_an_exec_advisory_are_noise(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def get_template_key(name):\n    return 'tmpl_' + sha1(name).hexdigest()\n"
+        "def get_secret_key(name):\n    return sha1(name).hexdigest()\n"
+        "os.execvpe(prog, args, env)\n"
+    )
+    findings = [
+        _mk("B324", 2, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("B324", 4, Severity.medium, tool="bandit", category="security", file="m.py"),
+        _mk("B606", 5, Severity.low, tool="bandit", category="security", file="m.py"),
+    ]
+    out = {f.range.start_line: f for f in _filtered(tmp_path, findings)}
+    assert out[2].noise and "cache key" in out[2].noise
+    assert out[4].noise is None  # a secret key's hash protects something
+    assert out[5].noise and "advisory" in out[5].noise
+
+
+@needs_ruff
+def test_env_default_converted_at_once_is_noise_kept_raw_it_stays(make_repo):
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["PLW1508"]\n',
+        "conf.py": ("import os\n\n"
+                    "WORKERS = int(os.environ.get('WEB_CONCURRENCY', 1))\n"
+                    "PORT = os.environ.get('PORT', 8000)\n"),
+    })
+    found = _lint(repo)
+    (conv,) = _at(found, "conf.py", 3, "PLW1508")
+    assert conv.noise and "converted at once" in conv.noise
+    (raw,) = _at(found, "conf.py", 4, "PLW1508")
+    assert raw.noise is None and raw.severity is Severity.medium

@@ -111,6 +111,9 @@ def test_severity_mapping():
     assert ruff_severity("B004").value == "low" and ruff_severity("B018").value == "low"
     assert ruff_severity("B023").value == "medium"  # a closure over a loop variable: a bug
     assert ruff_severity("F401").value == "low"
+    # notes on annotations (ClassVar, implicit Optional), not on behaviour
+    assert ruff_severity("RUF012").value == "low" and ruff_severity("RUF013").value == "low"
+    assert ruff_severity("RUF006").value == "medium"  # a dangling asyncio task: a bug
     assert ruff_severity("E501").value == "info"
 
 
@@ -131,3 +134,38 @@ def test_edits_and_diff_edge_cases():
     assert diff.startswith("diff --git a/f.py b/f.py\n--- a/f.py\n+++ b/f.py\n")
     assert diff.count("\\ No newline at end of file") == 2
     assert unified_diff("f.py", "same", "same") == ""
+
+
+BLIND = ("import os\n\n\ndef f(log):\n    try:\n        return os.getcwd()\n"
+         "    except Exception:\n        log('no cwd')\n")
+
+
+def test_style_rules_the_project_never_chose_are_noise_chosen_ones_stay(make_repo):
+    # ruff's newer defaults run rules (BLE001, a blind except) that a project
+    # configured only with extend-select never chose; its own rules stay.
+    repo = make_repo({"pyproject.toml": '[tool.ruff.lint]\nextend-select = ["B"]\n',
+                      "pkg/mod.py": BLIND + "import sys\n"})
+    by_rule = {f.rule_id: f for f in run_role(LintTester(), make_ctx(repo)).findings}
+    if "BLE001" not in by_rule:
+        import pytest
+        pytest.skip("this ruff does not run BLE001 by default")
+    assert by_rule["BLE001"].noise and "not chosen" in by_rule["BLE001"].noise
+    assert by_rule["F401"].noise is None  # F: ruff's classic defaults
+    chose = make_repo({"pyproject.toml": '[tool.ruff.lint]\nselect = ["BLE", "F"]\n',
+                       "pkg/mod.py": BLIND})
+    (ble,) = [f for f in run_role(LintTester(), make_ctx(chose)).findings
+              if f.rule_id == "BLE001"]
+    assert ble.noise is None
+
+
+def test_chosen_rules_and_selectors(tmp_path):
+    from superqode_ls.qe.roles.lint import chosen_rules, selected_by
+
+    assert chosen_rules(tmp_path) == ("E4", "E7", "E9", "F")
+    (tmp_path / "ruff.toml").write_text('[lint]\nextend-select = ["sim", "PL"]\n')
+    assert chosen_rules(tmp_path)[-2:] == ("SIM", "PL")
+    (tmp_path / "ruff.toml").write_text('select = ["E"]\n')
+    assert chosen_rules(tmp_path) is None
+    assert selected_by("B006", ("B",)) and not selected_by("BLE001", ("B",))
+    assert selected_by("PLR1711", ("PL",)) and selected_by("E741", ("E7",))
+    assert not selected_by("E501", ("E4", "E7", "E9"))

@@ -209,10 +209,11 @@ def test_run_fails_on_high_for_a_password_in_source_not_for_test_fixtures(make_r
     assert code == 0, report["findings"]
     sev = {f["rule_id"]: f["severity"] for f in report["findings"]}
     assert sev == {"secret-private-key": "high", "B101": "low"}
-    # --fail-on low: the assert is still not a reason to fail; the key is
+    # --fail-on low: neither the assert nor a key in test data (key material
+    # made for the tests: noise) is a reason to fail
     code = main(["run", str(fixtures), "-r", "security_tester", "--fail-on", "low", "--jsonl"])
     capsys.readouterr()
-    assert code == 1
+    assert code == 0
     lib_only = make_repo({"lib.py": "def f(x):\n    assert x\n    return x\n"})
     code = main(["run", str(lib_only), "-r", "security_tester", "--fail-on", "low", "--jsonl"])
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -33,6 +33,13 @@ SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
 EXIT_INTERRUPTED = 130
 
 
+async def _into(box: list, coro) -> None:
+    """Put ``coro``'s result in ``box`` and return None: asyncio.run (3.11)
+    builds the repr of its main task, result included, when it restores
+    SIGINT: the whole report's (0.2 s of CPU per 5,000 findings)."""
+    box.append(await coro)
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -238,7 +245,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     failure: SessionFailed | None = None
     report: QualityReport | None = None
     try:
-        report = asyncio.run(_run_with_signals(session, _terminal_asker()))
+        box: list[QualityReport] = []
+        asyncio.run(_into(box, _run_with_signals(session, _terminal_asker())))
+        report = box[0]
     except (ConfigError, WorkspaceError):
         held.drop()  # bad input: the error line alone (main prints it), no session banner
         raise

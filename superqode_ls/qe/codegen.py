@@ -109,6 +109,8 @@ class Scopes:
         if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
                 and e.func.attr == "replace"):  # code.replace(co_name=...), text.replace(...)
             return self.built(e.func.value, scope, depth - 1)
+        if isinstance(e, ast.Attribute) and e.attr == "__forward_code__":
+            return True  # typing.ForwardRef's code object, compiled from an annotation
         if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
                 and e.value.id == "self"):
             return self._attr_built(e.attr, scope, depth - 1)

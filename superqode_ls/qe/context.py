@@ -14,11 +14,20 @@ worth acting on whatever the tool's confidence.
   code generation, low noise; code from a parameter, input, argv, the
   environment, request data or a file stays;
 - an all-interfaces address (B104) that is only compared against
-  (``if host == "0.0.0.0":``), never bound: info noise;
-- a weak hash (B324) whose output is a cache key, an ETag or a checksum
-  (the line or the name of the function it is in says so);
-- bandit's advisories (``assert``, try/except/pass, subprocess without a
-  shell, pseudo-random numbers not used for a secret, "consider the
+  (``if host == "0.0.0.0":``) or only shown (a log line, also through the
+  name it is assigned to), never bound: info noise;
+- ``Markup(...)`` (B704) on escaped or rendered text, or in a template
+  engine's own escaping (``qe/rendered.py``): low noise;
+- a weak hash (B324) whose output is a cache or lookup key, an ETag or a
+  checksum (the line or the name of the function it is in says so), or
+  that a protocol mandates (RFC 6455's SHA-1, HOTP/TOTP, git object ids);
+- ``pickle``/``marshal`` loads (B301/B302) of a cache the module writes
+  itself; "pass" the verb in a name bandit took for a password;
+- deliberate re-exports (PLC0414 ``import y as y``, F401 in an
+  ``__init__.py`` without ``__all__``); an environment default converted
+  at once (PLW1508 in ``int(os.environ.get("N", 1))``);
+- bandit's advisories (``assert``, try/except/pass, subprocess or exec
+  without a shell, pseudo-random numbers not used for a secret, "consider the
   implications of importing X"): noise;
 - a finding below ``qe.confidence_threshold``: noise, except the sinks
   (``SINK_RULES``), which stay;
@@ -35,6 +44,7 @@ from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
 from .codegen import Scopes, generated_code
+from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
 # acting on whatever the tool's confidence in its own report.
@@ -50,12 +60,36 @@ _SHELL = frozenset({"B602", "B604", "B605"})
 
 # bandit's advisories: "check this", not a flaw found. Noise unless the line
 # says what would make it one (B311: randomness for a secret).
-ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B607",
+ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B606", "B607",
                             *(f"B4{n:02d}" for n in range(1, 16))})
 # A weak hash whose output is a cache key, an ETag or a checksum protects nothing.
-_NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash)")
-_CACHE_KEY = re.compile(r"(?i)cache_?key")  # a key into a cache, not a secret key
+_NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash|"
+                             r"(template|module|lookup)_?key)")
+# a key into a cache or a lookup table, not a secret key
+_CACHE_KEY = re.compile(r"(?i)(cache|template|module|lookup)_?key")
 _SECRET_USE = re.compile(r"(?i)(token|passw|secret|key|nonce|salt|otp|session|csrf)")
+# Hashes a protocol or a file format mandates: not a choice the code can
+# change (RFC 6455's handshake is SHA-1 of the key and a fixed GUID).
+_WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_PROTOCOL_HASH = (
+    (re.compile(r"(?i)websocket|ws_?accept|ws_?guid|handshake"),
+     "SHA-1 as the WebSocket handshake mandates (RFC 6455)"),
+    (re.compile(r"(?i)\b[th]otp\b|_[th]otp|[th]otp_|oauth1|hmac_sha1"),
+     "the hash a named protocol mandates (HOTP/TOTP, OAuth 1.0 HMAC-SHA1)"),
+    (re.compile(r"(?i)\bgit\b|git_|object_?id|\boid\b|b[\"']blob |[\"']blob %"),
+     "a git object id, which git defines as SHA-1"),
+)
+# Names where "pass" is the verb, not a password (jinja's ``pass_arg``).
+# Whole names only: ``bypass_password`` still names a password.
+_PASS_VERB = re.compile(r"(?i)\b_?(pass_(arg|args|through|context|eval_context|environment|"
+                        r"env|fds|mode)|by_?pass(es|ed|ing)?|compass|pass_?thr(ough|u))\b")
+_PASSWORD_WORD = re.compile(r"(?i)pas+wo?r?d|passphrase|pwd|token|secret")
+# An environment variable's default converted at once: int(getenv("N", 1)).
+_CONVERTED_ENV = re.compile(
+    r"\b(int|float|bool|str)\(\s*(os\.)?(environ\.get|getenv)\(")
+# A cache the module both writes and reads (a bytecode cache).
+_CACHE_NAME = re.compile(r"(?i)cache|bucket")
+_DUMPS = re.compile(r"\b(pickle|marshal)\.dumps?\(")
 _AUTOESCAPE_ON = re.compile(
     r"autoescape['\"]?\s*[,:=]\s*(?:True\b|(?:jinja2\.)?select_autoescape\b)")
 
@@ -196,20 +230,135 @@ def _autoescape_on_near(f: Finding, read_line: Callable[[str, int], str | None])
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 
 
-def _only_compared(scopes: Scopes, line: int) -> bool:
-    """Every all-interfaces address on ``line`` is an operand of a
-    comparison (``host == "0.0.0.0"``, ``host in {"0.0.0.0", "::"}``)."""
+# Calls that show a value to a person (a log line, a message), never bind it.
+# Not ``format`` or ``write``: a formatted address may still be bound.
+_DISPLAY_CALLS = frozenset({"print", "echo", "secho", "style", "info", "debug", "warning",
+                            "warn", "error", "critical", "exception", "log"})
+
+
+def _not_bound(scopes: Scopes, line: int) -> str | None:
+    """Why no all-interfaces address on ``line`` is bound: each is only
+    compared against (``host == "0.0.0.0"``) or only shown (a log line, a
+    message), also through the local name it is assigned to; None when one
+    may reach a bind (passed on, returned, stored) or the code is not
+    followed."""
     hits = [n for n in ast.walk(scopes.tree) if isinstance(n, ast.Constant)
-            and n.value in _ALL_INTERFACES and n.lineno == line]
+            and n.value in _ALL_INTERFACES and getattr(n, "lineno", 0) == line]
     if not hits:
+        return None
+    uses = {_use(scopes, node) for node in hits}
+    if uses == {"compared"}:
+        return "the address is compared against, not bound to"
+    if uses <= {"compared", "shown"}:
+        return "the address is only shown (a log line or message), not bound to"
+    return None
+
+
+def _use(scopes: Scopes, node: ast.AST, follow: bool = True) -> str:
+    """How a value is used: "compared", "shown" or "other"."""
+    up = scopes.parent.get(node)
+    while isinstance(up, (ast.Set, ast.Tuple, ast.List, ast.IfExp, ast.BoolOp,
+                          ast.FormattedValue, ast.JoinedStr)):
+        if isinstance(up, (ast.FormattedValue, ast.JoinedStr)):
+            return _text_use(scopes, up, follow)
+        node, up = up, scopes.parent.get(up)
+    if isinstance(up, ast.Compare):
+        return "compared"
+    if isinstance(up, ast.Call) and node in up.args and _display_call(up):
+        return "shown"
+    if (follow and isinstance(up, ast.Assign) and len(up.targets) == 1
+            and isinstance(up.targets[0], ast.Name)):
+        return _name_use(scopes, up.targets[0].id, scopes.function_of(up), up.lineno)
+    return "other"
+
+
+def _text_use(scopes: Scopes, node: ast.AST, follow: bool) -> str:
+    """A value inside an f-string is shown where the string is."""
+    while isinstance(scopes.parent.get(node), (ast.FormattedValue, ast.JoinedStr)):
+        node = scopes.parent[node]
+    return "shown" if _use(scopes, node, follow) in ("shown", "compared") else "other"
+
+
+def _assigns_back(scopes: Scopes, node: ast.AST, name: str) -> bool:
+    up = scopes.parent.get(node)
+    while up is not None and not isinstance(up, ast.stmt):
+        up = scopes.parent.get(up)
+    return isinstance(up, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == name for t in up.targets)
+
+
+def _display_call(call: ast.Call) -> bool:
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    return name in _DISPLAY_CALLS
+
+
+def _name_use(scopes: Scopes, name: str, scope: ast.AST, after: int) -> str:
+    """"shown" when every later read of ``name`` in its function is
+    compared or shown; "other" otherwise (also when it is never read)."""
+    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
+             and isinstance(n.ctx, ast.Load) and n.lineno >= after
+             and scopes.function_of(n) is scope]
+    if not reads or isinstance(scope, ast.Module):
+        return "other"
+    # ``host = f"[{host}]"`` rewrites the name: its later reads decide
+    reads = [n for n in reads if not _assigns_back(scopes, n, name)]
+    uses = {_use(scopes, n, follow=False) for n in reads}
+    return "shown" if uses <= {"compared", "shown"} and "shown" in uses else (
+        "compared" if uses == {"compared"} else "other")
+
+
+# What a protocol's hash never takes: a password or a secret.
+_PASSWORD_LIKE = re.compile(r"(?i)passw|pwd|secret|token|salt|credential")
+# What a cache of one's own is not read from.
+_FROM_OUTSIDE = re.compile(r"(?i)request|\breq\b|body|recv|socket|cookie|header|form|upload")
+
+
+def _protocol_hash(f: Finding, text: str, module_text: str) -> str | None:
+    if "sha1" not in text.lower() and "sha-1" not in text.lower():
+        return None
+    if _PASSWORD_LIKE.search(text):
+        return None
+    if _WS_GUID in module_text.upper() and (
+            "GUID" in text.upper() or _PROTOCOL_HASH[0][0].search(text)):
+        return _PROTOCOL_HASH[0][1]
+    for pattern, why in _PROTOCOL_HASH:
+        if pattern.search(text):
+            return why
+    return None
+
+
+def _pass_verb(text: str) -> bool:
+    """Bandit took a name with "pass" as the verb for a password's name."""
+    if not _PASS_VERB.search(text):
         return False
-    for node in hits:
-        up = scopes.parent.get(node)
-        while isinstance(up, (ast.Set, ast.Tuple, ast.List)):
-            up = scopes.parent.get(up)
-        if not isinstance(up, ast.Compare):
-            return False
-    return True
+    return not _PASSWORD_WORD.search(_PASS_VERB.sub("", text))
+
+
+def _own_cache(scopes: Scopes, line: int, module_text: str) -> bool:
+    """A load inside a cache class or function of a module that also
+    writes that cache with pickle/marshal."""
+    if not _DUMPS.search(module_text):
+        return False
+    names = [scopes.function_name(line)]
+    calls = scopes.calls_on(line)
+    if any(_FROM_OUTSIDE.search(ast.unparse(a)) for c in calls for a in c.args):
+        return False
+    if calls:
+        cls = scopes.class_of(calls[0])
+        names.append(cls.name if cls is not None else "")
+    return any(_CACHE_NAME.search(n) for n in names)
+
+
+def _reexport(f: Finding, rule: str, lines: Callable[[str], list[str] | None] | None) -> str | None:
+    """A lint finding about an import that is a deliberate re-export."""
+    if rule == "PLC0414":
+        return "a deliberate re-export (`import y as y` is PEP 484's explicit re-export)"
+    if rule == "F401" and f.file and f.file.rsplit("/", 1)[-1] == "__init__.py":
+        text = lines(f.file) if lines is not None else None
+        if text is not None and not any(re.match(r"\s*__all__\s*[:+]?=", t) for t in text):
+            return "a package's __init__.py re-exports what it imports (it has no __all__)"
+    return None
 
 
 def apply_context(
@@ -245,9 +394,32 @@ def apply_context(
         elif (rule == "B104" and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py")):
             scopes = modules.scopes(f.file)
-            if scopes is not None and _only_compared(scopes, f.range.start_line):
-                f = mark_noise(f, "the address is compared against, not bound to",
-                               Severity.info)
+            why = _not_bound(scopes, f.range.start_line) if scopes is not None else None
+            if why is not None:
+                f = mark_noise(f, why, Severity.info)
+        elif (rule == "B704" and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            why = already_safe(scopes, f.range.start_line, f.file) if scopes else None
+            if why is not None:
+                f = mark_noise(f, f"Markup on safe text: {why}", Severity.low)
+        elif (rule in ("B105", "B106", "B107") and f.file and f.range and f.noise is None
+              and _pass_verb(read_line(f.file, f.range.start_line) or "")):
+            f = mark_noise(f, "not a secret: the name says pass (the verb), not password",
+                           Severity.info)
+        elif (rule in ("B301", "B302") and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py") and lines is not None):
+            scopes = modules.scopes(f.file)
+            if scopes is not None and _own_cache(scopes, f.range.start_line,
+                                                 "\n".join(lines(f.file) or [])):
+                f = mark_noise(f, "it reads back a cache the module writes itself (safe while "
+                                  "the cache's location is trusted)", Severity.low)
+        elif rule in ("PLC0414", "F401") and f.noise is None and (why := _reexport(f, rule, lines)):
+            f = mark_noise(f, why, Severity.info)
+        elif (rule == "PLW1508" and f.file and f.range and f.noise is None
+              and _CONVERTED_ENV.search(read_line(f.file, f.range.start_line) or "")):
+            f = mark_noise(f, "the value is converted at once (int(...)): a default that is no "
+                              "str works", Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
@@ -258,7 +430,11 @@ def apply_context(
                 # the function it is in says what the hash is for: get_cache_key
                 scopes = modules.scopes(f.file)
                 text += " " + (scopes.function_name(f.range.start_line) if scopes else "")
+            module_text = "\n".join(lines(f.file) or []) if lines is not None else ""
             if _NOT_PROTECTING.search(text) and not _SECRET_USE.search(_CACHE_KEY.sub("", text)):
-                f = mark_noise(f, "a weak hash for a cache key or ETag, which protects nothing")
+                f = mark_noise(f, "a weak hash for a cache key, a lookup key or an ETag, which "
+                                  "protects nothing")
+            elif why := _protocol_hash(f, text, module_text):
+                f = mark_noise(f, why, Severity.info)
         out.append(f)
     return out

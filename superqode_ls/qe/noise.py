@@ -23,7 +23,8 @@ in this order:
 5. path classes (``qe.path_classes``): a static tool's finding (security,
    secrets, lint, syntax, types) in tests, fixtures, docs or examples is shown
    one level lower, the reason in ``severity_reason``, and is noise (except a
-   provider's token: a real key leaks wherever it is committed);
+   provider's token: a real key leaks wherever it is committed; a private key
+   there is key material made for the tests or the example, noise);
 6. the baseline (``qe/baseline.py``): findings already accepted are dropped;
 7. one line, one diagnostic: the static findings on one line are merged
    into the most important of them, which names the others' rules in
@@ -196,7 +197,10 @@ def merge_reports(best: Finding, others: list[Finding]) -> Finding:
     related = list(best.related_rules)
     fix = best.fix_patch_id
     update: dict = {}
-    top = max([best, *others], key=lambda f: f.severity.rank)
+    # A report that is noise (bandit's try/except/pass advisory on a blind
+    # except) does not raise one that is worth acting on.
+    raising = [o for o in others if o.noise is None or best.noise is not None]
+    top = max([best, *raising], key=lambda f: f.severity.rank)
     if top.severity.rank > best.severity.rank:
         update["severity"] = top.severity
         update["severity_reason"] = _join(
@@ -277,10 +281,25 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
         tags = list(f.tags) + ([f"path:{cls}"] if f"path:{cls}" not in f.tags else [])
         update = {"severity": lowered, "severity_reason": _join(f.severity_reason, reason),
                   "tags": tags}
-        if not _provider_token(f):
+        if _key_material(f) and cls in _TEST_DATA:
+            why = f"key material in {cls} data (a key made for them, not a credential)"
+            update["noise"] = _join(f.noise, why) if f.noise else why
+        elif not _provider_token(f):
             update["noise"] = _join(f.noise, f"in {cls} code") if f.noise else f"in {cls} code"
         out.append(f.model_copy(update=update))
     return out
+
+
+# Where a private key is a fixture: a TLS test server's key, an example's.
+_TEST_DATA = frozenset({"tests", "fixtures", "examples", "docs"})
+
+
+def _key_material(f: Finding) -> bool:
+    """A private key (PEM block) as the lead, with no provider token merged in."""
+    rules = {r.lower() for r in (f.rule_id, *f.related_rules)}
+    return "secret-private-key" in rules and not any(
+        _is_secret_scan(r) and r not in ("secret-private-key", "secret-generic",
+                                         "secret-config-password") for r in rules)
 
 
 def _provider_token(f: Finding) -> bool:

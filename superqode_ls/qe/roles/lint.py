@@ -16,16 +16,26 @@ never verified nor part of fix-all (``verify_step.choose``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
+import os
 import re
 import tokenize
 from pathlib import Path
 from typing import Any
 
 from ...models import Finding, Patch, Range, Severity
-from ._common import SourceCache, assign_ids, load_json, rel_to, selected_files, tail
+from ._common import (
+    SKIP_DIRS,
+    SourceCache,
+    assign_ids,
+    load_json,
+    rel_to,
+    selected_files,
+    tail,
+)
 from ._patches import TextEdit, edits_diff, patch_of_diff
-from ._target import ruff_target
+from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -36,12 +46,15 @@ _HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|inv
 # read for its side effect, hasattr(x, "__call__"), getattr with a constant
 # name, an unused loop variable, an abstract class without abstract methods).
 _IDIOM = re.compile(r"^B(004|007|009|010|018|024|027)$")
-# Likely bugs rather than style.
-_MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF0(06|12|13))$")
+# Likely bugs rather than style. Not RUF012/RUF013 (a mutable class
+# attribute without ``ClassVar``, an implicit ``Optional``): notes on the
+# annotations, not on what the code does.
+_MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF006)$")
 # Pure style/formatting: worth knowing, never a reason to fail.
 _INFO = re.compile(r"^(E[1-5]\d\d|W\d+|I\d+|D\d+|N\d+|Q\d+|COM\d+|UP\d+|RUF022|ISC\d+)$")
 
 
+@functools.cache  # a few dozen codes, thousands of diagnostics
 def ruff_severity(code: str) -> Severity:
     if _HIGH.match(code):
         return Severity.high
@@ -52,6 +65,52 @@ def ruff_severity(code: str) -> Severity:
     if _INFO.match(code):
         return Severity.info
     return Severity.low
+
+
+# ruff's long-standing default rules: what a project without its own
+# selection has always been linted with.
+CLASSIC_DEFAULTS = ("E4", "E7", "E9", "F")
+
+
+def chosen_rules(root: Path) -> tuple[str, ...] | None:
+    """The rule selectors the project chose: ruff's classic defaults and
+    what its configuration adds with ``extend-select``; None when its
+    configuration ``select``s its own set (or extends another file): then
+    every rule that runs is one it chose. Newer ruff releases run more
+    rules by default than a project was written against."""
+    configs = [(_toml(root / name), ("lint",)) for name in ("ruff.toml", ".ruff.toml")]
+    tool = _toml(root / "pyproject.toml").get("tool", {})
+    ruff = tool.get("ruff") if isinstance(tool, dict) else None
+    if isinstance(ruff, dict):
+        configs.append((ruff, ("lint",)))
+    chosen: list[str] = list(CLASSIC_DEFAULTS)
+    for config, sections in configs:
+        if not config:
+            continue
+        if "extend" in config:
+            return None
+        for table in (config, *(config.get(s) for s in sections)):
+            if not isinstance(table, dict):
+                continue
+            if table.get("select"):
+                return None
+            if isinstance(table.get("extend-select"), list):
+                chosen += [str(x).upper() for x in table["extend-select"]]
+        break  # ruff reads the first configuration it finds
+    return tuple(chosen)
+
+
+def selected_by(code: str, selectors: tuple[str, ...]) -> bool:
+    """Whether ``code`` (``BLE001``) falls under one of ``selectors``
+    (``B`` is bugbear's prefix, not ``BLE``'s; ``PL`` is every pylint rule)."""
+    for sel in selectors:
+        if sel == "ALL":
+            return True
+        if code.startswith(sel) and (
+                len(code) == len(sel) or code[len(sel)].isdigit() or sel[-1].isdigit()
+                or sel == "PL"):
+            return True
+    return False
 
 
 class LintTester(FileCheckRole):
@@ -78,7 +137,7 @@ class LintTester(FileCheckRole):
         if ruff is None:
             return RoleOutput(status="skipped", reason=self.unavailable(), tool="ruff")
         if files is None:
-            if not selected_files(ctx.sandbox, None, PY_SUFFIXES):
+            if not _any_python(ctx.sandbox):
                 return RoleOutput(status="skipped", reason="no Python files to lint", tool="ruff")
             targets = ["."]
         else:
@@ -125,8 +184,10 @@ class LintTester(FileCheckRole):
         findings: list[Finding] = []
         fixes: list[tuple[int, dict[str, Any]]] = []
         unlinted: list[str] = []
+        rels = _Rels(root)
+        chosen = chosen_rules(root)
         for diag in data:
-            rel = rel_to(root, diag.get("filename", ""))
+            rel = rels(diag.get("filename", ""))
             code = diag.get("code") or diag.get("name") or "syntax-error"
             if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / rel):
                 # Valid Python in its declared encoding (PEP 263): ruff reads
@@ -142,30 +203,35 @@ class LintTester(FileCheckRole):
             tags = ["ruff"]
             if applicability:
                 tags.append(f"fix:{applicability}")
-            findings.append(
-                Finding(
-                    role=self.name,
-                    tool="ruff",
-                    rule_id=code,
-                    # The rule id is the diagnostic's code and its name is in
-                    # help_uri: the text says the problem once, as ruff does.
-                    title=diag.get("message") or name,
-                    message=diag.get("message") or name,
-                    severity=ruff_severity(code),
-                    confidence=0.9,
-                    category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
-                    file=rel,
-                    range=Range(
-                        start_line=max(1, line),
-                        start_col=max(1, int(loc.get("column") or 1)),
-                        end_line=max(1, int(end.get("row") or line)),
-                        end_col=max(1, int(end.get("column") or 1)),
-                    ),
-                    tags=tags,
-                    help_uri=diag.get("url"),
-                    snippet=src.line(rel, line),
-                )
+            finding = Finding(
+                role=self.name,
+                tool="ruff",
+                rule_id=code,
+                # The rule id is the diagnostic's code and its name is in
+                # help_uri: the text says the problem once, as ruff does.
+                title=diag.get("message") or name,
+                message=diag.get("message") or name,
+                severity=ruff_severity(code),
+                confidence=0.9,
+                category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
+                file=rel,
+                range=Range(
+                    start_line=max(1, line),
+                    start_col=max(1, int(loc.get("column") or 1)),
+                    end_line=max(1, int(end.get("row") or line)),
+                    end_col=max(1, int(end.get("column") or 1)),
+                ),
+                tags=tags,
+                help_uri=diag.get("url"),
+                snippet=src.line(rel, line),
             )
+            if (chosen is not None and finding.severity.rank <= Severity.low.rank
+                    and not selected_by(code, chosen)):
+                # style from ruff's newer defaults: the project never chose it
+                finding.noise = ("a style rule the project has not chosen (in ruff's "
+                                 "defaults, not in its configuration)")
+            finding.id = finding.stable_id()  # in place: assign_ids copies none
+            findings.append(finding)
             if (
                 with_patches
                 and fix
@@ -202,6 +268,43 @@ class LintTester(FileCheckRole):
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
         return RoleOutput(findings=findings, patches=patches, tool="ruff",
                           reason=reason)
+
+
+def _any_python(root: Path) -> bool:
+    """Whether the tree holds a Python file (a regular one, outside the
+    folders no role analyses): the first one answers, where listing them
+    all (``walk_files``) cost a third of the role's own time."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")]
+        for name in filenames:
+            if name.endswith(PY_SUFFIXES):
+                path = os.path.join(dirpath, name)
+                if os.path.isfile(path) and not os.path.islink(path):
+                    return True
+    return False
+
+
+class _Rels:
+    """ruff's file names (absolute, under the folder it ran in) as
+    root-relative paths: each name once, and a name under ``root`` as it
+    is spelt cut without resolving it (``rel_to`` resolves, a dozen system
+    calls per file: a third of the role's own time on gunicorn's tree)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.prefix = str(root).rstrip("/") + "/"
+        self.names: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        rel = self.names.get(name)
+        if rel is None:
+            rest = name[len(self.prefix):] if name.startswith(self.prefix) else None
+            if rest and "/../" not in f"/{rest}/" and "/./" not in f"/{rest}/":
+                rel = rest
+            else:
+                rel = rel_to(self.root, name)
+            self.names[name] = rel
+        return rel
 
 
 # ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.

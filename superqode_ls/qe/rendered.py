@@ -1,0 +1,194 @@
+"""Is a ``markupsafe.Markup(...)`` call (bandit B704) marking text that is
+already HTML-safe? Markup is how code says "this is HTML, do not escape
+it"; the XSS bandit warns of is text from outside marked so. It is not one
+where the text was made safe on the way (``qe/context.py`` marks these as
+noise, saying which):
+
+- the text comes from an escape or render call (``escape``, ``html.escape``,
+  ``pygments.highlight``, ``render_template``, ``markdown``...), also through
+  local names, string templates, ``+``, ``"".join`` of a list the function
+  fills, string methods (``strip``, ``replace``) and local helper functions
+  whose every return is such text; a literal is safe too;
+- the call is a template engine's own escaping: inside ``if ...autoescape``
+  (the engine marks what its autoescaping produced), in an ``__html__``
+  method (the object renders itself), or in the engine's own package.
+
+Text from a parameter, request data or anything this module cannot follow
+keeps the finding (it is only marked on proof).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .codegen import Scopes, _own_nodes
+
+# Calls whose result is escaped or rendered HTML.
+_SAFE_CALL = re.compile(
+    r"(?i)^(escape|escape_html|html_escape|conditional_escape|xmlattr|highlight|"
+    r"render|render_template|render_to_string|render_string|markdown|markdownify|"
+    r"clean|sanitize|sanitize_html|linkify|urlize|striptags)$")
+# String methods that add no text of their own (a constant argument at most).
+_KEEPS = frozenset({"strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix",
+                    "lower", "upper", "rpartition", "partition"})
+# Template engines whose own modules mark their output safe by design.
+ENGINE_PACKAGES = frozenset({"jinja2", "markupsafe", "mako", "chameleon", "genshi"})
+_DEPTH = 12
+
+
+def _markup_call(call: ast.Call) -> bool:
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    return name == "Markup"
+
+
+def already_safe(scopes: Scopes, line: int, rel: str) -> str | None:
+    """Why every ``Markup(...)`` call on ``line`` marks safe text, or None
+    (also when there is no such call)."""
+    calls = [c for c in scopes.calls_on(line) if _markup_call(c)]
+    if not calls:
+        return None
+    parts = rel.split("/")
+    package = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
+    if package in ENGINE_PACKAGES:
+        return "the template engine's own escaping code (it marks what it rendered)"
+    reasons = set()
+    for call in calls:
+        why = _why(scopes, call)
+        if why is None:
+            return None
+        reasons.add(why)
+    return min(reasons)
+
+
+def _why(scopes: Scopes, call: ast.Call) -> str | None:
+    scope = scopes.function_of(call)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope.name == "__html__":
+        return "an __html__ method: the object renders itself as HTML"
+    if _under_autoescape(scopes, call):
+        return "the template engine marks what its autoescaping produced"
+    if call.args and _safe(scopes, call.args[0], scope, _DEPTH):
+        return "the text is already escaped or rendered (an escape or render call, or a literal)"
+    return None
+
+
+def _under_autoescape(scopes: Scopes, node: ast.AST) -> bool:
+    """Inside the body of an ``if`` whose test reads ``autoescape``."""
+    child = node
+    up = scopes.parent.get(node)
+    while up is not None:
+        if isinstance(up, ast.If) and child in up.body and any(
+                (isinstance(n, ast.Name) and n.id == "autoescape")
+                or (isinstance(n, ast.Attribute) and n.attr == "autoescape")
+                for n in ast.walk(up.test)):
+            return True
+        if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        child, up = up, scopes.parent.get(up)
+    return False
+
+
+def _call_name(e: ast.Call) -> str:
+    f = e.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
+          seen: frozenset[str] = frozenset()) -> bool:
+    """``e`` is HTML-safe text: a literal or built only from escaped or
+    rendered text. ``seen``: the names being followed (``s = f"<p>{s}</p>"``
+    is safe when the other values of ``s`` are)."""
+    if isinstance(e, ast.Name) and e.id in seen:
+        return True
+    if depth <= 0:
+        return False
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, str)
+    if isinstance(e, ast.JoinedStr):
+        return all(_safe(scopes, v.value, scope, depth - 1, seen)
+                   for v in e.values if isinstance(v, ast.FormattedValue))
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.left, e.right))
+    if isinstance(e, ast.IfExp):
+        return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.body, e.orelse))
+    if isinstance(e, ast.Call):
+        name = _call_name(e)
+        if _SAFE_CALL.match(name):
+            return True
+        if isinstance(e.func, ast.Attribute) and name in _KEEPS and all(
+                isinstance(a, ast.Constant) for a in e.args):
+            return _safe(scopes, e.func.value, scope, depth - 1, seen)
+        if isinstance(e.func, ast.Attribute) and name == "join" and len(e.args) == 1:
+            return (_safe(scopes, e.func.value, scope, depth - 1, seen)
+                    and _safe_items(scopes, e.args[0], scope, depth - 1, seen))
+        if isinstance(e.func, ast.Name):
+            helper = _local_function(scopes, e.func.id, scope)
+            return helper is not None and _returns_safe(scopes, helper, depth - 1)
+        return False
+    if isinstance(e, ast.Subscript):  # a part of safe text
+        return _safe(scopes, e.value, scope, depth - 1, seen)
+    if isinstance(e, ast.Name):
+        return _name_safe(scopes, e.id, scope, depth - 1, seen)
+    return False
+
+
+def _safe_items(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
+                seen: frozenset[str] = frozenset()) -> bool:
+    """Every item of the list ``e`` is safe text."""
+    if isinstance(e, (ast.List, ast.Tuple)):
+        return all(_safe(scopes, x, scope, depth, seen) for x in e.elts)
+    if isinstance(e, (ast.ListComp, ast.GeneratorExp)):
+        return _safe(scopes, e.elt, scope, depth, seen)
+    if isinstance(e, ast.Name) and depth > 0:
+        lists, items = _list_values(e.id, scope)
+        items += scopes._appended(e.id, scope)
+        seen = seen | {e.id}
+        return bool(lists) and all(
+            _safe_items(scopes, v, scope, depth - 1, seen) for v in lists) and all(
+            _safe(scopes, v, scope, depth - 1, seen) for v in items)
+    return False
+
+
+def _list_values(name: str, scope: ast.AST) -> tuple[list[ast.AST], list[ast.AST]]:
+    """What the list ``name`` is set to in ``scope`` and what its items
+    are set to (``name[i] = ...``); an unpacking or a loop gives a value
+    never safe."""
+    lists: list[ast.AST] = []
+    items: list[ast.AST] = []
+    for node in _own_nodes(scope):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id == name and not isinstance(node, ast.For):
+                if node.value is not None:
+                    lists.append(node.value)
+            elif (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                  and t.value.id == name and isinstance(node, ast.Assign)):
+                items.append(node.value)
+            elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                lists.append(ast.Name(id="<unknown>"))
+    return lists, items
+
+
+def _name_safe(scopes: Scopes, name: str, scope: ast.AST, depth: int,
+               seen: frozenset[str] = frozenset()) -> bool:
+    values = scopes._assigned(name, scope)
+    return bool(values) and all(_safe(scopes, v, scope, depth, seen | {name}) for v in values)
+
+
+def _local_function(scopes: Scopes, name: str, scope: ast.AST) -> ast.AST | None:
+    """A function defined in ``scope`` (a helper) or at module level."""
+    for where in (scope, scopes.tree):
+        for node in getattr(where, "body", []):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                return node
+    return None
+
+
+def _returns_safe(scopes: Scopes, func: ast.AST, depth: int) -> bool:
+    returns = [n for n in ast.walk(func) if isinstance(n, ast.Return)
+               and scopes.function_of(n) is func]
+    return bool(returns) and all(
+        r.value is not None and _safe(scopes, r.value, func, depth) for r in returns)
