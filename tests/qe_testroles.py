@@ -172,9 +172,11 @@ class ToyAsker(Role):
     description = "asks the user for permission to run a command"
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
-        from superqode_ls.agent.permissions import current_asker
+        from superqode_ls.agent.permissions import Permissions
 
-        allowed = await current_asker().ask("run_shell", "pytest -x tests/")
+        # As an agent role does: the front end's asker, from the runtime.
+        allowed, _why = await Permissions({"run_shell": "ask"}, ctx.runtime.asker).check(
+            "run_shell", "pytest -x tests/")
         return RoleOutput(status="ok", reason=f"permission {'granted' if allowed else 'denied'}")
 
 

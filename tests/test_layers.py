@@ -2,7 +2,7 @@
 (imports inside functions count, typing-only ones too), no module over 800
 lines, and imports only go down the layers
 
-    server, cli  ->  qe  ->  agent  ->  workspace  ->  models, config, events, errors
+    server, cli  ->  qe  ->  agent  ->  workspace  ->  models, config, events, errors, runtime
 
 Violations that other work is removing right now are listed in KNOWN_*, each
 with its owner; the lead empties the lists at merge. Anything not listed fails.
@@ -31,6 +31,7 @@ LAYERS = {
     "config": 0,
     "events": 0,
     "errors": 0,
+    "runtime": 0,
     "__init__": 0,
 }
 

@@ -14,7 +14,6 @@ import asyncio
 import concurrent.futures
 import gc
 import json
-import os
 import signal
 import sys
 import threading
@@ -24,6 +23,7 @@ from ..config import ConfigError, load_config
 from ..events import EventBus
 from ..models import QualityReport
 from ..qe.report.verdict import DEFAULT_NEVER_FAIL, did_not_work, fails
+from ..runtime import Runtime
 from ..workspace.artifacts import atomic_write
 from ..workspace.errors import WorkspaceError
 from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file
@@ -191,17 +191,6 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..workspace import proc
-
-    previous = proc.BACKGROUND_NICE
-    _tools_at_user_priority()
-    try:
-        return _cmd_run(args)
-    finally:
-        proc.BACKGROUND_NICE = previous  # in-process callers (tests) keep theirs
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
     from ..qe.display import make_display, summary_lines
     from ..qe.pipeline import QERequest, QESession, SessionFailed
 
@@ -234,6 +223,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         baseline=Path(args.baseline) if args.baseline else None,
         update_baseline=args.update_baseline,
         timeout=args.timeout,
+        # Tools at the user's own priority, agents' questions on the terminal.
+        runtime=Runtime.foreground(asker=_terminal_asker()),
     )
     bus = EventBus()
     session = QESession(request, bus=bus)
@@ -243,7 +234,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     failure: SessionFailed | None = None
     report: QualityReport | None = None
     try:
-        report = asyncio.run(_run_with_signals(session, _terminal_asker()))
+        report = asyncio.run(_run_with_signals(session))
     except (ConfigError, WorkspaceError):
         held.drop()  # bad input: the error line alone (main prints it), no session banner
         raise
@@ -331,13 +322,8 @@ def _terminal_asker():
     return TerminalAsker() if TerminalAsker.available() else None
 
 
-async def _run_with_signals(session, asker=None) -> QualityReport:
+async def _run_with_signals(session) -> QualityReport:
     """Ctrl-C and SIGTERM cancel the session through its revert path."""
-    if asker is not None:
-        from ..agent.permissions import use_asker
-
-        with use_asker(asker):
-            return await _run_with_signals(session)
     loop = asyncio.get_running_loop()
     loop.set_default_executor(_DaemonExecutor())
     installed = []
@@ -387,20 +373,6 @@ class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._closed = True
         super().shutdown(wait=False)
-
-
-def _tools_at_user_priority() -> None:
-    """``superqe run`` runs its tools as the user would run them by hand.
-
-    The background priority (nice +10 and a lowered scheduler group) keeps
-    tools below an editor's language server; in a terminal there is no editor
-    to protect, and the lowered group loses to every other process on a busy
-    machine: bandit took 5-10x as long as bandit alone (281 s against 50-88 s
-    on sqlalchemy). SUPERQODE_NICE, when set, still decides."""
-    if "SUPERQODE_NICE" not in os.environ:
-        from ..workspace import proc
-
-        proc.BACKGROUND_NICE = 0
 
 
 def _stop(session) -> None:

@@ -337,6 +337,7 @@ class QESession:
         py = await resolve_python(
             res.project, root, res.config, editor=self.request.python,
             emit=lambda type, **data: self.bus.emit(type, **data), build=build,
+            runtime=self.request.runtime,
         )
         line = py.label(res.project) + (f" ({py.note})" if py.note else "")
         self.bus.emit("progress", message=f"environment: {line}", interpreter=py.python,
@@ -375,7 +376,7 @@ class QESession:
             self._probe = verify_step.start_probe(RoleContext(
                 session_id=self.id, project=res.project, sandbox=root, config=res.config,
                 mode=res.mode, env=s.env(), artifacts=artifacts, deadline=deadline,
-                trusted=True, session=s), res.config)
+                trusted=True, session=s, runtime=self.request.runtime), res.config)
         if self.request.trusted and any(_needs_python(r) for _, r in plain + modifying):
             # Found (or built) once, while the roles that need no interpreter
             # already run; probing runs programs from the project, so only
@@ -446,6 +447,7 @@ class QESession:
             session=s,
             targets=shard.selector(self.request.shard),
             lines=self._base.since.lines if self._base is not None else None,
+            runtime=self.request.runtime,
         )
         self._contexts[name] = ctx
         started = utcnow()

@@ -39,20 +39,17 @@ def _use_pidfd_child_watcher() -> None:
         asyncio.get_event_loop_policy().set_child_watcher(asyncio.PidfdChildWatcher())
 
 
-def _keep_editor_cpus() -> None:
+def _editor_cpus() -> int:
     """Sessions' tools stay off one CPU (SUPERQODE_EDITOR_CPUS, default 1; 0
     lets them use all): the editor and this server answer from it at once."""
     import os
 
-    from ..workspace import proc
-
     raw = os.environ.get("SUPERQODE_EDITOR_CPUS", "1")
     try:
-        n = int(raw)
+        return max(0, int(raw))
     except ValueError:
         logging.getLogger(__name__).warning("SUPERQODE_EDITOR_CPUS=%r is not a number; using 1", raw)
-        n = 1
-    proc.keep_cpus_free(max(0, n))
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,13 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     # back to the event loop every 0.5 ms, not every 5, so requests stay quick.
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
-    _keep_editor_cpus()
-    from ..qe.roles import _bandit_warm
+    from ..runtime import Runtime
     from .setup import create_server
     from .stdio import serve_stdio
     from .tcp import serve_tcp
 
     server = create_server()
+    # The server's one Runtime: tools below the editor and off its CPU.
+    server.runtime = Runtime.background().sparing(_editor_cpus())
     try:
         if args.tcp:
             host, port = args.tcp
@@ -102,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             serve_stdio(server)
     finally:
-        _bandit_warm.stop()
+        if server.runtime.analyzer is not None:
+            server.runtime.analyzer.stop()
     return 0
 
 

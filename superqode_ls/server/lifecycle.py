@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from ..qe.roles import _bandit_warm
+from ..runtime import Runtime
 from . import settings as settings_mod
 from .base import ClientFeatures
 from .server import SuperQodeServer
@@ -48,7 +50,7 @@ def register(ls: SuperQodeServer) -> None:
                 await hook()
             except Exception:
                 log.exception("initialized hook %s failed", getattr(hook, "__qualname__", hook))
-        ls.background(asyncio.to_thread(_prewarm), "prewarm")
+        ls.background(_warm_up(ls), "prewarm")
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
@@ -118,7 +120,13 @@ async def refresh_settings(ls: SuperQodeServer) -> None:
             ls.log(f"SuperQode: settings for {folder} not applied: {e}", types.MessageType.Warning)
 
 
-def _prewarm() -> None:
+async def _warm_up(ls: SuperQodeServer) -> None:
+    warm = await asyncio.to_thread(_prewarm, ls.runtime)
+    if warm is not None:  # runs started from now on use it (the runtime's one owner: ls)
+        ls.runtime = dataclasses.replace(ls.runtime, analyzer=warm)
+
+
+def _prewarm(runtime: Runtime) -> _bandit_warm.WarmBandit | None:
     """Import the QE engine and the roles in a worker thread once the client is
     up: ``initialize`` stays fast, and the first Run QE does not stall the
     event loop on imports."""
@@ -135,4 +143,4 @@ def _prewarm() -> None:
         except ImportError as e:  # the role reports it when asked to run
             log.info("prewarm: %s: %s", target, e)
     # A file run in the editor otherwise waits on bandit's own start each time.
-    _bandit_warm.start()
+    return _bandit_warm.start(runtime)

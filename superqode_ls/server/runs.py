@@ -271,6 +271,7 @@ def build_request(
         baseline=baseline,
         # An automatic run per pause in typing writes no report files.
         save_artifacts=not run.quiet,
+        runtime=ls.runtime,
     )
 
 

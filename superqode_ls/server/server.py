@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from lsprotocol import types
 
+from ..runtime import Runtime
 from ..workspace.watcher import Watcher
 from .base import ServerBase
 from .publisher import Publisher
@@ -46,6 +47,9 @@ class SuperQodeServer(ServerBase):
         self.on_initialized: list[Hook] = []
         # The automatic runs' owner (live.LiveRunner), made at first use.
         self.live = None
+        # What every run this server starts is handed (runtime.py): made by
+        # __main__, its asker and warm analyzer put in as they come up.
+        self.runtime = Runtime.background()
 
     def cache_fix_all(self, uri: str, key: tuple, edit: types.WorkspaceEdit | None) -> None:
         self.fix_all_cache[uri] = (key, edit)

@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..runtime import Runtime
 from .artifacts import atomic_write
 from .paths import home
 from .namespaces import SPEC_ENV, scrub_env
@@ -119,7 +120,7 @@ def discard(target: Path) -> None:
 
 
 async def run_confined(cmd: Sequence[str], cwd: Path, env: dict[str, str], allow: Sequence[Path],
-                       timeout: float) -> ProcResult:
+                       timeout: float, runtime: Runtime | None = None) -> ProcResult:
     """``cmd`` behind the write barrier, allowed to write only ``allow``; in
     the namespace sandbox where there is one, with the host's network (the
     build downloads from the package index) and secrets masked."""
@@ -130,7 +131,7 @@ async def run_confined(cmd: Sequence[str], cwd: Path, env: dict[str, str], allow
     confined = scrub_env(env)
     confined[BARRIER_ENV] = json.dumps([str(p) for p in allow])
     confined[SPEC_ENV] = json.dumps({"network": "host"})
-    return await run_command(list(cmd), cwd, env=confined, timeout=timeout)
+    return await run_command(list(cmd), cwd, env=confined, timeout=timeout, runtime=runtime)
 
 
 def scratch() -> Path:

@@ -28,7 +28,7 @@ from ...agent.acp_worker import acp_problem, run_acp
 from ...agent.changes import ChangeTracker
 from ...agent.confine import shell_refusal
 from ...agent.loop import Agent, AgentResult, Budget
-from ...agent.permissions import Permissions, current_asker
+from ...agent.permissions import Permissions
 from ...agent.prompts import ROLE_FOCUS, system_prompt, task_prompt
 from ...agent.provider import ProviderError, build_chain, provider_problem
 from ...agent.redact import Redactor
@@ -142,14 +142,13 @@ class AgentRole(Role):
                 role=self.name,
                 config=acfg,
                 env=shell_env,
-                permissions=Permissions(
-                    acfg.permissions, asker or getattr(ctx, "asker", None) or current_asker()
-                ),
+                permissions=Permissions(acfg.permissions, asker or ctx.runtime.asker),
                 redactor=redactor,
                 tracker=tracker,
                 emit=emit,
                 guard=lambda c: workspace_guard_refusal(c, cfg.qe.git_guard),
                 category=category,
+                runtime=ctx.runtime,
             )
             if acfg.worker:
                 result = await run_acp(
@@ -243,6 +242,7 @@ class AgentRole(Role):
                     ctx.sandbox,
                     env=_project_python_first(_without_keys(ctx.env, ctx.config), ctx),
                     timeout=ctx.config.agent.shell_timeout_s,
+                    runtime=ctx.runtime,
                 )
             finally:
                 unplace(placed)

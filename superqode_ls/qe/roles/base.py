@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from ...config import Config
 from ...errors import EXIT_FAILED, SuperQodeError
 from ...models import ChangeSet, Finding, Patch, RoleStatus, Usage, Verification
+from ...runtime import Runtime
 from ...workspace.artifacts import Artifacts
 from ...workspace.coordinator import LockRecord
 from ...workspace.proc import ProcResult, run_command
@@ -102,6 +103,9 @@ class RoleContext:
     # ``--since``: per changed file, the lines the change added or modified;
     # roles that target code (mutants, generated tests) stay inside them.
     lines: dict[str, frozenset[int]] | None = None
+    # The front end's choices for the tools (priority, CPUs, who answers an
+    # agent's ``ask``, the warm analyzer): ``QERequest.runtime``, handed down.
+    runtime: Runtime = field(default_factory=Runtime.background)
 
     def remaining(self) -> float | None:
         if self.deadline is None:
@@ -136,7 +140,7 @@ class RoleContext:
         # make the role fail, so the cap here only guards against runaways.
         return await run_command(
             cmd, cwd or self.sandbox, env=env or self.env, timeout=timeout, input=input,
-            output_cap=256_000_000, below=below,
+            output_cap=256_000_000, below=below, runtime=self.runtime,
         )
 
 

@@ -209,7 +209,7 @@ class MutationTester(Role):
         workers: list[Worker] = []
         planned: dict[str, list[Item]] = {}
         # The role's own count (tests, bench/) or the forced/CPU count.
-        wanted = max(1, self.workers or worker_count(ctx.config))
+        wanted = max(1, self.workers or worker_count(ctx.config, ctx.runtime))
         try:
             started = time.monotonic()
             linemap: LineMap | str | None = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...models import Evidence, Finding, Patch, Range, RoleStatus, Severity
 from ..noise import merge_reports, path_class
-from . import _bandit_warm, _secrets, _web
+from . import _secrets, _web
 from ._batches import Plan, left_out_reason, plan_batches
 from ._common import (
     SKIP_DIRS,
@@ -153,7 +153,7 @@ class SecurityTester(FileCheckRole):
                 cmd += ["-c", "pyproject.toml"]
         if whole:
             cmd += ["-x", ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"]
-        plan = plan_batches(ctx.sandbox, py_files, worker_count(ctx.config), self._demoted(ctx))
+        plan = plan_batches(ctx.sandbox, py_files, worker_count(ctx.config, ctx.runtime), self._demoted(ctx))
         if plan is None:
             argv = cmd + (["-r", "."] if whole else ["--", *py_files])
             outs = [await self._bandit_run(ctx, argv, None)]
@@ -212,7 +212,7 @@ class SecurityTester(FileCheckRole):
 
     async def _bandit_run(self, ctx: RoleContext, argv: list[str], shard: str | None,
                           timeout: float | None = None) -> dict[str, Any]:
-        warm = _bandit_warm.current()
+        warm = ctx.runtime.analyzer
         res = None
         if timeout is None:
             timeout = ctx.remaining()
