@@ -94,12 +94,9 @@ class SecurityTester(FileCheckRole):
             elif bandit_files:
                 unscanned: list[str] = []
                 left_out: list[str] = []
-                try:
-                    bandit_out = await self._bandit(
-                        ctx, bandit, bandit_files, files is None, unscanned, left_out, stop_at
-                    )
-                except ToolFailed as e:
-                    return e.output()
+                bandit_out = await self._bandit(
+                    ctx, bandit, bandit_files, files is None, unscanned, left_out, stop_at
+                )
                 if unscanned:
                     reason = _unscanned_reason(unscanned)
                 if left_out:
@@ -199,7 +196,7 @@ class SecurityTester(FileCheckRole):
                 try:
                     done[k] = await self._bandit_run(ctx, argv, f"{k + 1}/{n}", timeout=left)
                 except ToolFailed as e:
-                    if e.output().status != "timeout":
+                    if e.status != "timeout":
                         raise
                     missed.append(k)
 
