@@ -260,7 +260,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(timings_line(report), file=sys.stderr if args.jsonl else sys.stdout)
     if failure is not None:
         # After the partial report, not through main: the report comes first.
-        print(f"superqe: session failed: {failure.message}", file=sys.stderr)
+        # The error's own line, as main (and the editor) would say it.
+        print(failure.cli_line(), file=sys.stderr)
         return failure.exit_code
     assert report is not None
     if report.timed_out:

@@ -85,14 +85,20 @@ def main(argv: list[str] | None = None) -> int:
     # back to the event loop every 0.5 ms, not every 5, so requests stay quick.
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
+    from ..errors import SuperQodeError, user_line
     from ..runtime import Runtime
+
+    try:
+        # The server's one Runtime: tools below the editor and off its CPU.
+        runtime = Runtime.background().sparing(_editor_cpus())
+    except SuperQodeError as e:  # a bad SUPERQODE_NICE: the line superqe says too
+        parser.exit(2, f"superqode-ls: {user_line(e)}\n")
     from .setup import create_server
     from .stdio import serve_stdio
     from .tcp import serve_tcp
 
     server = create_server()
-    # The server's one Runtime: tools below the editor and off its CPU.
-    server.runtime = Runtime.background().sparing(_editor_cpus())
+    server.runtime = runtime
     try:
         if args.tcp:
             host, port = args.tcp

@@ -48,8 +48,9 @@ class SuperQodeServer(ServerBase):
         # The automatic runs' owner (live.LiveRunner), made at first use.
         self.live = None
         # What every run this server starts is handed (runtime.py): made by
-        # __main__, its asker and warm analyzer put in as they come up.
-        self.runtime = Runtime.background()
+        # __main__ from the environment, its asker and warm analyzer put in
+        # as they come up.
+        self.runtime = Runtime()
 
     def cache_fix_all(self, uri: str, key: tuple, edit: types.WorkspaceEdit | None) -> None:
         self.fix_all_cache[uri] = (key, edit)
