@@ -131,3 +131,22 @@ def test_session_close_ends_processes_left_in_its_sandbox(make_repo):
                 p.kill()
                 p.wait()
     assert psutil.pid_exists(os.getpid())
+
+
+def test_no_front_end_setting_is_a_module_global():
+    """Priority, CPUs, the asker and the warm bandit travel in the front
+    end's Runtime: the modules that use them assign no global."""
+    import ast
+
+    import superqode_ls
+    from superqode_ls.agent import permissions
+    from superqode_ls.qe.roles import _bandit_warm, security
+
+    root = Path(superqode_ls.__file__).parent
+    for mod in (proc, permissions, _bandit_warm, security, root / "runtime.py"):
+        path = Path(mod if isinstance(mod, Path) else mod.__file__)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.Global)], path.name
+    for gone in ("BACKGROUND_NICE", "_tool_cpus", "keep_cpus_free", "tool_cpu_count"):
+        assert not hasattr(proc, gone)
+    assert not hasattr(permissions, "set_default_asker") and not hasattr(_bandit_warm, "current")
