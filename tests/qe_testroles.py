@@ -15,7 +15,7 @@ from pathlib import Path
 
 from superqode_ls.models import Finding, Patch, Range, Severity
 from superqode_ls.qe.roles import REGISTRY
-from superqode_ls.qe.roles.base import Role, RoleContext, RoleOutput
+from superqode_ls.qe.roles.base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 MARK = "PLANTED"
 
@@ -173,10 +173,48 @@ class ToyAsker(Role):
     description = "asks the user for permission to run a command"
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
-        from superqode_ls.agent.permissions import current_asker
+        from superqode_ls.agent.permissions import Permissions
 
-        allowed = await current_asker().ask("run_shell", "pytest -x tests/")
+        # As an agent role does: the front end's asker, from the runtime.
+        allowed, _why = await Permissions({"run_shell": "ask"}, ctx.runtime.asker).check(
+            "run_shell", "pytest -x tests/")
         return RoleOutput(status="ok", reason=f"permission {'granted' if allowed else 'denied'}")
 
 
 TOY_ROLES["toy_asker"] = "tests.qe_testroles:ToyAsker"
+
+
+class ToyBrokenTool(Role):
+    """Its tool exits with an error and no result: the role reports it the
+    one way every role does (``ToolFailed``, turned into its output)."""
+
+    name = "toy_broken_tool"
+    tool = "toytool"
+    description = "runs a tool that fails"
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        return await reported(self._check(ctx))
+
+    async def _check(self, ctx: RoleContext) -> RoleOutput:
+        res = await ctx.run([sys.executable, "-c",
+                             "import sys; sys.exit('toytool: cannot read its profile')"])
+        raise ToolFailed(self.tool, f"toytool failed: {res.stderr.strip()}")
+
+
+class ToyNice(Role):
+    """Reports the nice value its tool ran at (the front end's runtime)."""
+
+    name = "toy_nice"
+    tool = "nice"
+    description = "runs nice"
+
+    async def run(self, ctx: RoleContext) -> RoleOutput:
+        import os
+
+        res = await ctx.run(["nice"])
+        mine = os.getpriority(os.PRIO_PROCESS, os.getpid())
+        return RoleOutput(status="ok", reason=f"tool nice +{int(res.stdout) - mine}")
+
+
+TOY_ROLES["toy_broken_tool"] = "tests.qe_testroles:ToyBrokenTool"
+TOY_ROLES["toy_nice"] = "tests.qe_testroles:ToyNice"

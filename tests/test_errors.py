@@ -128,3 +128,103 @@ def test_a_ghostwriter_that_writes_nothing_fails_the_role_with_why(make_repo, mo
         "could not write tests: timed out",
         testgen.TOOL,
     )
+
+
+# Exceptions of the engine that never reach a user, each with why.
+INTERNAL = {
+    "superqode_ls.agent.confine.Refused": "its line goes back to the model as the tool's answer",
+    "superqode_ls.agent.stream.StreamError": "provider.py wraps it in a ProviderError",
+}
+
+
+def test_every_engine_error_derives_from_the_model():
+    """What the user can act on is a SuperQodeError, so both front ends map
+    it by the one base class (a full disk, a usage error, a failed tool are
+    not "a bug" in the editor). Private exceptions (``_X``) stay inside."""
+    found = set()
+    for mod in pkgutil.walk_packages(superqode_ls.__path__, "superqode_ls."):
+        if ".server" in mod.name or ".cli" in mod.name or mod.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(mod.name)
+        for name, obj in vars(module).items():
+            if (isinstance(obj, type) and issubclass(obj, BaseException)
+                    and obj.__module__ == module.__name__ and not name.startswith("_")
+                    and not issubclass(obj, SuperQodeError)):
+                found.add(f"{module.__name__}.{name}")
+    assert found == set(INTERNAL)
+
+
+def _kinds() -> list[SuperQodeError]:
+    from superqode_ls.agent.provider import ProviderError
+    from superqode_ls.qe.roles import UnknownRole
+
+    return [
+        SessionFailed("cannot write the artifacts: [Errno 28] No space left on device\nmore"),
+        UsageError("--sarif out: is a directory"),
+        ToolFailed("ruff", "ruff failed: cannot parse pyproject.toml"),
+        ConfigError("superqode.yaml: qe.fail_on: bad value"),
+        WorkspaceError("no such project folder: /nowhere"),
+        GitError(["rev-parse", "HEAD"], 128, "fatal: bad revision"),
+        ProviderError("provider local: environment variable KEY is not set"),
+        UnknownRole("no_such_role"),
+    ]
+
+
+@pytest.mark.parametrize("error", _kinds(), ids=lambda e: type(e).__name__)
+def test_the_editor_and_the_cli_say_the_same_line(error, capsys):
+    from superqode_ls.errors import user_line
+    from superqode_ls.server.errors import is_user_error, request_error, user_message
+
+    line = user_line(error)
+    assert line and "\n" not in line and not line.startswith(type(error).__name__ + ":")
+    assert user_message(error) == request_error(error).message == line
+    assert is_user_error(error)  # logged as the user's problem, not with a traceback
+    cli.error_exit(error)
+    assert capsys.readouterr().err == f"superqe: {line}\n"
+
+
+def test_anything_else_is_a_bug_and_says_its_type():
+    from superqode_ls.errors import user_line
+    from superqode_ls.server.errors import is_user_error, user_message
+
+    e = KeyError("x")
+    assert user_line(e) == user_message(e) == "KeyError: 'x'" and not is_user_error(e)
+    assert user_line(RuntimeError("\nboom\ntrace")) == "RuntimeError: boom"
+    assert user_line(RuntimeError()) == "RuntimeError"
+
+
+def test_no_role_builds_a_failed_output_by_hand():
+    """Roles report a failed tool one way: ``raise ToolFailed`` where the
+    result is read, ``reported`` (or ``e.output()``) at the entry. A
+    ``RoleOutput(status="failed"|"timeout", ...)`` written by hand would be
+    a second way."""
+    roles = Path(security.__file__).parent
+    found = []
+    for path in sorted(roles.glob("*.py")):
+        if path.name == "base.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "RoleOutput":
+                for kw in node.keywords:
+                    if (kw.arg == "status" and isinstance(kw.value, ast.Constant)
+                            and kw.value.value in ("failed", "timeout")):
+                        found.append(f"{path.name}:{node.lineno}")
+    assert found == []
+
+
+def test_a_failing_ruff_fails_the_role_through_tool_failed(make_repo, tmp_path, monkeypatch):
+    from superqode_ls.qe.roles import lint
+    from superqode_ls.qe.roles.lint import LintTester
+
+    repo = make_repo({"app.py": "import os\n"})
+    tool = tmp_path / "bin" / "ruff"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho 'ruff: bad configuration' >&2\nexit 2\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(lint, "tool_path", lambda name: str(tool) if name == "ruff" else None)
+    ctx = make_ctx(repo)
+    out = run_role(LintTester(), ctx)
+    assert (out.status, out.reason, out.tool) == ("failed", "ruff failed: ruff: bad configuration",
+                                                  "ruff")
+    # The verifier's recheck gets no findings from a failed check, not an exception.
+    assert asyncio.run(LintTester().recheck(ctx, ["app.py"])) == []

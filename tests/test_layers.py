@@ -2,12 +2,12 @@
 (imports inside functions count, typing-only ones too), no module over 800
 lines, and imports only go down the layers
 
-    server, cli  ->  engine  ->  qe  ->  agent  ->  workspace  ->  models, config, events, errors
+    server, cli  ->  engine  ->  qe  ->  agent  ->  workspace  ->  models, config, events, errors, runtime
 
 and the front ends (server, cli, __main__) reach the engine only through its
 front door, ``superqode_ls.engine``: besides their own modules they import
-nothing of the package but ``engine`` and the shared models, config, events
-and errors (FRONT_DOOR).
+nothing of the package but ``engine`` and the shared models, config, events,
+errors and runtime (FRONT_DOOR).
 
 Violations that other work is removing right now are listed in KNOWN_*, each
 with its owner; the lead empties the lists at merge. Anything not listed fails.
@@ -37,6 +37,7 @@ LAYERS = {
     "config": 0,
     "events": 0,
     "errors": 0,
+    "runtime": 0,
     "__init__": 0,
 }
 

@@ -52,7 +52,7 @@ def test_product_code_is_batched_before_tests(make_repo, monkeypatch):
 def test_a_batch_out_of_time_keeps_the_others_findings(make_repo, monkeypatch):
     repo = _project(make_repo)
     monkeypatch.setattr(_batches, "PIECE_BYTES", 8_000)
-    monkeypatch.setattr(security_mod, "worker_count", lambda config: 2)
+    monkeypatch.setattr(security_mod, "worker_count", lambda config, runtime: 2)
     real = SecurityTester._bandit_run
 
     async def slow_tests(self, ctx, argv, shard, timeout=None):

@@ -12,6 +12,7 @@ from superqode_ls.config import Config
 from superqode_ls.qe.roles import _common, _patterns, _secrets
 from superqode_ls.qe.roles._common import MAX_SHARDS, MIN_SHARD_BYTES, shard_count
 from superqode_ls.qe.roles.security import SecurityTester
+from superqode_ls.runtime import Runtime
 from tests.role_helpers import make_ctx, run_role
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,10 +169,10 @@ def test_bandit_split_gives_what_one_bandit_gives(tmp_path, monkeypatch, whole):
 def warm_bandit():
     from superqode_ls.qe.roles import _bandit_warm
 
-    warm = _bandit_warm.start()
+    warm = _bandit_warm.start(Runtime.background())
     assert warm is not None, "bandit is in SuperQode's environment"
     yield warm
-    _bandit_warm.stop()
+    warm.stop()
     assert warm._proc is None
 
 
@@ -185,14 +186,14 @@ def test_warm_bandit_gives_what_the_command_gives(tmp_path, warm_bandit):
 
     def run(files):
         ctx = make_ctx(root, tmp_path / "proj-project", files=files)
+        ctx.runtime = Runtime.background(analyzer=analyzer)
         ctx.emit = lambda kind, **data: calls.append({"kind": kind, **data})  # type: ignore[method-assign]
         return run_role(SecurityTester(), ctx)
 
+    analyzer = warm_bandit
     warm = run(None), run(["app.py"])
     assert [c.get("warm") for c in calls if c["kind"] == "tool_call"] == [True, True]
-    from superqode_ls.qe.roles import _bandit_warm
-
-    _bandit_warm.stop()
+    analyzer = None  # a runtime without one: the command runs
     calls.clear()
     cold = run(None), run(["app.py"])
     assert [c.get("warm") for c in calls if c["kind"] == "tool_call"] == [None, None]

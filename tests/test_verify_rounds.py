@@ -238,7 +238,7 @@ def test_the_suite_probe_verdict_is_kept_until_what_decides_it_changes(tmp_path,
 def test_work_below_the_tools_runs_in_a_lowered_cpu_group(tmp_path):
     from pathlib import Path
 
-    from superqode_ls.workspace import proc
+    from superqode_ls.runtime import Runtime
     from superqode_ls.workspace.proc import run_command
 
     if not Path("/proc/self/autogroup").exists():
@@ -249,6 +249,6 @@ def test_work_below_the_tools_runs_in_a_lowered_cpu_group(tmp_path):
     read = ["sh", "-c", "sleep 0.3; cat /proc/self/autogroup"]
     plain = asyncio.run(run_command(read, tmp_path))
     below = asyncio.run(run_command(read, tmp_path, below=10))
-    base = max(0, proc.BACKGROUND_NICE)
+    base = max(0, Runtime.background().nice)
     assert plain.stdout.split()[-1] == str(base), plain.stdout
     assert below.stdout.split()[-1] == str(min(19, base + 10)), below.stdout

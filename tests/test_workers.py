@@ -12,6 +12,7 @@ import pytest
 from superqode_ls.config import WORKERS_ENV, Config, ConfigError, load_config
 from superqode_ls.qe.roles._common import worker_count
 from superqode_ls.qe.roles.mutation import MutationTester
+from superqode_ls.runtime import Runtime
 
 from .deep_helpers import make_ctx, shared_pycache  # noqa: F401 (autouse fixture)
 
@@ -61,10 +62,10 @@ PROJECT = {
 
 
 def test_forced_workers_from_the_environment(monkeypatch, tmp_path):
-    assert worker_count(Config()) >= 1  # the CPUs tools may use
+    assert worker_count(Config(), Runtime()) >= 1  # the CPUs tools may use
     monkeypatch.setenv(WORKERS_ENV, "16")
     cfg = load_config(tmp_path)
-    assert cfg.execution.workers == 16 and worker_count(cfg) == 16
+    assert cfg.execution.workers == 16 and worker_count(cfg, Runtime().sparing(1)) == 16
     # The command line still beats the environment.
     assert load_config(tmp_path, {"execution": {"workers": 2}}).execution.workers == 2
     monkeypatch.setenv(WORKERS_ENV, "many")

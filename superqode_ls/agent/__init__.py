@@ -7,9 +7,6 @@ from .permissions import (
     DenyAsker,
     Permissions,
     TerminalAsker,
-    current_asker,
-    set_default_asker,
-    use_asker,
 )
 from .redact import Redactor
 
@@ -20,7 +17,4 @@ __all__ = [
     "Permissions",
     "Redactor",
     "TerminalAsker",
-    "current_asker",
-    "set_default_asker",
-    "use_asker",
 ]

@@ -1,27 +1,22 @@
 """Per-tool permissions: ``allow``, ``ask`` or ``deny`` (``agent.permissions``).
 
-``ask`` goes to whoever is watching: the language server plugs in an ``Asker``
-that sends ``window/showMessageRequest``, the CLI one that prompts on the
-terminal. Without one (CI, ``--jsonl``, scripts) the answer is no.
+``ask`` goes to whoever is watching: the front end puts its ``Asker`` in the
+``Runtime`` it hands down (the language server one that sends
+``window/showMessageRequest``, the CLI one that prompts on the terminal) and
+the agent role passes it here. Without one (CI, ``--jsonl``, scripts) the
+answer is no.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import sys
-from collections.abc import Iterator, Mapping
-from typing import Any, Literal, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ..runtime import Asker
 
 Decision = Literal["allow", "ask", "deny"]
-
-
-@runtime_checkable
-class Asker(Protocol):
-    async def ask(self, tool: str, summary: str) -> bool:
-        """True when the user allows ``tool`` to do what ``summary`` says."""
-        ...
 
 
 class DenyAsker:
@@ -63,36 +58,6 @@ class TerminalAsker:
             return line.strip().lower() in ("y", "yes")
 
 
-_current: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(
-    "superqode_agent_asker", default=None
-)
-
-
-@contextlib.contextmanager
-def use_asker(asker: Asker) -> Iterator[Asker]:
-    """Make ``asker`` answer ``ask`` permissions for agents started in this
-    context (asyncio tasks created inside inherit it)."""
-    token = _current.set(asker)
-    try:
-        yield asker
-    finally:
-        _current.reset(token)
-
-
-_default: Asker | None = None
-
-
-def set_default_asker(asker: Asker | None) -> None:
-    """Process-wide asker (a language server sets its own once at start-up);
-    ``use_asker`` still wins inside its block."""
-    global _default
-    _default = asker
-
-
-def current_asker() -> Asker:
-    return _current.get() or _default or DenyAsker()
-
-
 class Permissions:
     def __init__(self, policy: Mapping[str, str], asker: Asker | None = None):
         from ..config import AgentConfig
@@ -100,7 +65,8 @@ class Permissions:
         # A superqode.yaml that names one tool replaces the whole mapping when
         # layers merge; the other tools keep their defaults.
         self.policy = {**AgentConfig().permissions, **policy}
-        self.asker = asker or current_asker()
+        # Nobody to ask (no asker in the runtime) fails closed: no.
+        self.asker: Asker = asker or DenyAsker()
 
     def decision(self, tool: str) -> Decision:
         # A tool the configuration does not mention is asked about, not run.

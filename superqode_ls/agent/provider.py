@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..config import Config, ProviderConfig
+from ..errors import EXIT_FAILED, SuperQodeError
 from ..models import Usage
 from .redact import Redactor
 from .stream import StreamError, fold_sse
@@ -34,8 +35,11 @@ MAX_BACKOFF_S = 30.0
 _BODY_SNIPPET = 200
 
 
-class ProviderError(Exception):
-    """A provider call that failed; the message is one redacted line."""
+class ProviderError(SuperQodeError):
+    """A provider call that failed; the message is one redacted line (exit 3:
+    the run could not do what was asked)."""
+
+    exit_code = EXIT_FAILED
 
     def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
         super().__init__(message)

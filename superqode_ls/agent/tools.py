@@ -23,6 +23,7 @@ import jsonschema
 from ..config import AgentConfig
 from ..models import Evidence, Finding, Patch, Range, Severity
 from ..workspace.guard import command_is_blocked
+from ..runtime import Runtime
 from ..workspace.proc import run_command
 from .changes import ChangeTracker, is_noise
 from .confine import Refused, relative, resolve_inside, shell_refusal
@@ -73,6 +74,7 @@ class ToolBox:
     guard: GuardCheck = workspace_guard_refusal
     category: str = "quality"
     remaining: Callable[[], float | None] = lambda: None
+    runtime: Runtime | None = None  # the front end's priority and CPUs for run_shell
     findings: list[Finding] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)
     calls: int = 0
@@ -313,6 +315,7 @@ class ToolBox:
             env=self.env,
             timeout=timeout,
             output_cap=self.config.shell_output_cap,
+            runtime=self.runtime,
         )
         cap = self.config.shell_output_cap
         parts = [

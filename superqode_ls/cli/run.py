@@ -14,7 +14,6 @@ import asyncio
 import concurrent.futures
 import gc
 import json
-import os
 import signal
 import sys
 import threading
@@ -27,6 +26,7 @@ from ..engine.projects import files_under, repo_root, write_file
 from ..engine.reports import DEFAULT_NEVER_FAIL, did_not_work, fails
 from ..events import EventBus
 from ..models import QualityReport
+from ..runtime import Runtime
 from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file
 
 SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
@@ -194,17 +194,6 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..engine.runtime import proc
-
-    previous = proc.BACKGROUND_NICE
-    _tools_at_user_priority()
-    try:
-        return _cmd_run(args)
-    finally:
-        proc.BACKGROUND_NICE = previous  # in-process callers (tests) keep theirs
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
     from ..engine.runs import SessionFailed
 
     overrides: dict = {}
@@ -236,6 +225,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         baseline=Path(args.baseline) if args.baseline else None,
         update_baseline=args.update_baseline,
         timeout=args.timeout,
+        # Tools at the user's own priority, agents' questions on the terminal.
+        runtime=Runtime.foreground(asker=_terminal_asker()),
     )
     bus = EventBus()
     session = runs.session(request, bus=bus)
@@ -246,7 +237,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     report: QualityReport | None = None
     try:
         box: list[QualityReport] = []
-        asyncio.run(_into(box, _run_with_signals(session, _terminal_asker())))
+        asyncio.run(_into(box, _run_with_signals(session)))
         report = box[0]
     except (ConfigError, WorkspaceError):
         held.drop()  # bad input: the error line alone (main prints it), no session banner
@@ -271,7 +262,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(timings_line(report), file=sys.stderr if args.jsonl else sys.stdout)
     if failure is not None:
         # After the partial report, not through main: the report comes first.
-        print(f"superqe: session failed: {failure.message}", file=sys.stderr)
+        # The error's own line, as main (and the editor) would say it.
+        print(failure.cli_line(), file=sys.stderr)
         return failure.exit_code
     assert report is not None
     if report.timed_out:
@@ -333,13 +325,8 @@ def _terminal_asker():
     return terminal_asker()
 
 
-async def _run_with_signals(session, asker=None) -> QualityReport:
+async def _run_with_signals(session) -> QualityReport:
     """Ctrl-C and SIGTERM cancel the session through its revert path."""
-    if asker is not None:
-        from ..engine.runtime import use_asker
-
-        with use_asker(asker):
-            return await _run_with_signals(session)
     loop = asyncio.get_running_loop()
     loop.set_default_executor(_DaemonExecutor())
     installed = []
@@ -389,20 +376,6 @@ class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._closed = True
         super().shutdown(wait=False)
-
-
-def _tools_at_user_priority() -> None:
-    """``superqe run`` runs its tools as the user would run them by hand.
-
-    The background priority (nice +10 and a lowered scheduler group) keeps
-    tools below an editor's language server; in a terminal there is no editor
-    to protect, and the lowered group loses to every other process on a busy
-    machine: bandit took 5-10x as long as bandit alone (281 s against 50-88 s
-    on sqlalchemy). SUPERQODE_NICE, when set, still decides."""
-    if "SUPERQODE_NICE" not in os.environ:
-        from ..engine.runtime import proc
-
-        proc.BACKGROUND_NICE = 0
 
 
 def _stop(session) -> None:

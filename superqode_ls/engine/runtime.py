@@ -1,62 +1,30 @@
-"""Process-wide knobs a front end sets once, at its start: the priority and
-CPUs of tool processes, the warm analyzer, who answers an agent tool's
-permission prompt.
+"""What a front end needs to make its one ``Runtime`` (superqode_ls/runtime.py)
+beyond the object itself: who asks on a terminal, and the warm analyzer the
+language server keeps between runs.
 
-These are module state of the engine today (``workspace.proc``,
-``agent.permissions``, the warm bandit); the front ends reach them only here,
-so they can become one settings object passed down without touching the
-front ends' callers again."""
+The front end owns its ``Runtime`` and passes it down with each request;
+nothing here keeps state."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ..workspace import proc  # the tools' priority (BACKGROUND_NICE) and CPUs
+if TYPE_CHECKING:
+    from ..runtime import Asker, Runtime, WarmAnalyzer
 
-__all__ = [
-    "keep_cpus_free", "proc", "set_editor_asker", "start_warm_analyzer", "stop_warm_analyzer",
-    "terminal_asker", "use_asker",
-]
+__all__ = ["start_warm_analyzer", "terminal_asker"]
 
 
-def keep_cpus_free(n: int) -> None:
-    """Keep sessions' tools off ``n`` CPUs (the editor's and the server's)."""
-    proc.keep_cpus_free(max(0, n))
-
-
-def start_warm_analyzer() -> None:
-    """Start the warm bandit a file run in the editor uses (no-op without bandit)."""
-    from ..qe.roles import _bandit_warm
-
-    _bandit_warm.start()
-
-
-def stop_warm_analyzer() -> None:
-    from ..qe.roles import _bandit_warm
-
-    _bandit_warm.stop()
-
-
-def set_editor_asker(asker: Any) -> None:
-    """Who answers agent tools set to ``ask`` in this process (the editor)."""
-    from ..agent.permissions import set_default_asker
-
-    set_default_asker(asker)
-
-
-def terminal_asker() -> Any:
+def terminal_asker() -> Asker | None:
     """A prompt on the terminal when there is one (None: piped runs deny)."""
     from ..agent.permissions import TerminalAsker
 
     return TerminalAsker() if TerminalAsker.available() else None
 
 
-@contextmanager
-def use_asker(asker: Any) -> Iterator[Any]:
-    """``asker`` answers permission prompts inside the block."""
-    from ..agent.permissions import use_asker as _use
+def start_warm_analyzer(runtime: Runtime) -> WarmAnalyzer | None:
+    """Start the warm bandit the editor's file runs use (None without bandit);
+    its owner puts it in its Runtime (``analyzer``) and stops it at exit."""
+    from ..qe.roles import _bandit_warm
 
-    with _use(asker) as a:
-        yield a
+    return _bandit_warm.start(runtime)

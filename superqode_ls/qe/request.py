@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..config import Config, ConfigError, load_config
+from ..runtime import Runtime
 from ..workspace.artifacts import check_superqode_dir
 from ..workspace.errors import WorkspaceError
 from ..workspace.git import GitError, head_commit, repo_root, resolve_commit
@@ -40,6 +41,9 @@ class QERequest:
     # False: no report, patch or seal files (the editor's automatic runs,
     # one per pause in typing); the report and patches stay in memory.
     save_artifacts: bool = True
+    # The front end's choices for the tools and the agents' questions: made
+    # by the CLI or the language server, carried to every role (runtime.py).
+    runtime: Runtime = field(default_factory=Runtime.background)
 
 
 @dataclass

@@ -75,6 +75,7 @@ class RoleRuns:
         py = await resolve_python(
             res.project, root, res.config, editor=self.request.python,
             emit=lambda type, **data: self.bus.emit(type, **data), build=build,
+            runtime=self.request.runtime,
         )
         line = py.label(res.project) + (f" ({py.note})" if py.note else "")
         self.bus.emit("progress", message=f"environment: {line}", interpreter=py.python,
@@ -112,7 +113,7 @@ class RoleRuns:
             self.probe = verify_step.start_probe(RoleContext(
                 session_id=self.id, project=res.project, sandbox=root, config=res.config,
                 mode=res.mode, env=s.env(), artifacts=artifacts, deadline=deadline,
-                trusted=True, session=s), res.config)
+                trusted=True, session=s, runtime=self.request.runtime), res.config)
         if self.request.trusted and any(_needs_python(r) for _, r in plain + modifying):
             # Found (or built) once, while the roles that need no interpreter
             # already run; probing runs programs from the project, so only
@@ -176,6 +177,7 @@ class RoleRuns:
             session=s,
             targets=shard.selector(self.request.shard),
             lines=self.since_lines,
+            runtime=self.request.runtime,
         )
         self.contexts[name] = ctx
         started = utcnow()

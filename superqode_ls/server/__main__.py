@@ -39,20 +39,17 @@ def _use_pidfd_child_watcher() -> None:
         asyncio.get_event_loop_policy().set_child_watcher(asyncio.PidfdChildWatcher())
 
 
-def _keep_editor_cpus() -> None:
+def _editor_cpus() -> int:
     """Sessions' tools stay off one CPU (SUPERQODE_EDITOR_CPUS, default 1; 0
     lets them use all): the editor and this server answer from it at once."""
     import os
 
-    from ..engine.runtime import keep_cpus_free
-
     raw = os.environ.get("SUPERQODE_EDITOR_CPUS", "1")
     try:
-        n = int(raw)
+        return max(0, int(raw))
     except ValueError:
         logging.getLogger(__name__).warning("SUPERQODE_EDITOR_CPUS=%r is not a number; using 1", raw)
-        n = 1
-    keep_cpus_free(max(0, n))
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,13 +85,20 @@ def main(argv: list[str] | None = None) -> int:
     # back to the event loop every 0.5 ms, not every 5, so requests stay quick.
     sys.setswitchinterval(0.0005)
     _use_pidfd_child_watcher()
-    _keep_editor_cpus()
-    from ..engine.runtime import stop_warm_analyzer
+    from ..errors import SuperQodeError, user_line
+    from ..runtime import Runtime
+
+    try:
+        # The server's one Runtime: tools below the editor and off its CPU.
+        runtime = Runtime.background().sparing(_editor_cpus())
+    except SuperQodeError as e:  # a bad SUPERQODE_NICE: the line superqe says too
+        parser.exit(2, f"superqode-ls: {user_line(e)}\n")
     from .setup import create_server
     from .stdio import serve_stdio
     from .tcp import serve_tcp
 
     server = create_server()
+    server.runtime = runtime
     try:
         if args.tcp:
             host, port = args.tcp
@@ -102,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             serve_stdio(server)
     finally:
-        stop_warm_analyzer()
+        if server.runtime.analyzer is not None:
+            server.runtime.analyzer.stop()
     return 0
 
 

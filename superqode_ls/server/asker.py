@@ -5,6 +5,7 @@ does not answer in time, means no."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from lsprotocol import types
@@ -41,8 +42,6 @@ class LspAsker:
 
 def register(ls: SuperQodeServer) -> None:
     async def install() -> None:
-        from ..engine.runtime import set_editor_asker
-
-        set_editor_asker(LspAsker(ls))
+        ls.runtime = dataclasses.replace(ls.runtime, asker=LspAsker(ls))
 
     ls.on_initialized.append(install)

@@ -2,20 +2,17 @@
 
 A request that cannot be done answers with LSP ``RequestFailed`` and one line;
 work that runs outside a request (a session) shows the same line with
-``window/showMessage``. The engine's user errors (``WorkspaceError`` and the
-errors that carry a one-line message for the user) are mapped here and
-nowhere else, so a new engine error needs one change.
+``window/showMessage``. Errors are mapped by the one base class,
+``superqode_ls.errors.SuperQodeError``, and the line is the package's
+``user_line``: the very line ``superqe`` prints for the same error, so a new
+engine error needs no change here.
 """
 
 from __future__ import annotations
 
 from pygls.exceptions import JsonRpcException
 
-from ..config import ConfigError
-from ..engine.errors import GitError, WorkspaceError
-
-# Errors whose text is written for the user: shown as they are, first line only.
-USER_ERRORS: tuple[type[Exception], ...] = (WorkspaceError, ConfigError, GitError)
+from ..errors import is_expected, user_line
 
 
 class RequestFailed(JsonRpcException):
@@ -30,15 +27,11 @@ def fail(message: str) -> RequestFailed:
 
 
 def user_message(exc: BaseException) -> str:
-    """One line for the user: an engine user error as written, anything else
-    prefixed with its type (it is a bug, and the type helps report it)."""
+    """One line for the user: ``user_line`` (an engine error as written,
+    anything else prefixed with its type); a protocol error's own message."""
     if isinstance(exc, JsonRpcException):
         return str(exc.message or exc.MESSAGE)
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    if isinstance(exc, USER_ERRORS):
-        return first or type(exc).__name__
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return user_line(exc)
 
 
 def request_error(exc: BaseException) -> JsonRpcException:
@@ -50,4 +43,4 @@ def request_error(exc: BaseException) -> JsonRpcException:
 
 def is_user_error(exc: BaseException) -> bool:
     """An expected failure the user can act on (no traceback in the log)."""
-    return isinstance(exc, (*USER_ERRORS, OSError))
+    return is_expected(exc)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ..engine import roles
 from ..engine.runtime import start_warm_analyzer
 from . import settings as settings_mod
 from .base import ClientFeatures
@@ -48,11 +50,7 @@ def register(ls: SuperQodeServer) -> None:
                 await hook()
             except Exception:
                 log.exception("initialized hook %s failed", getattr(hook, "__qualname__", hook))
-        # bandit's warm process in a thread of its own, beside the imports: it
-        # loads in its own process meanwhile, so the first file opened gets
-        # its security findings from it instead of a cold bandit.
-        ls.background(asyncio.to_thread(start_warm_analyzer), "warm bandit")
-        ls.background(asyncio.to_thread(_prewarm), "prewarm")
+        ls.background(_warm_up(ls), "prewarm")
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
@@ -122,10 +120,16 @@ async def refresh_settings(ls: SuperQodeServer) -> None:
             ls.log(f"SuperQode: settings for {folder} not applied: {e}", types.MessageType.Warning)
 
 
-def _prewarm() -> None:
+async def _warm_up(ls: SuperQodeServer) -> None:
     """Import the QE engine and the roles in a worker thread once the client is
-    up: ``initialize`` stays fast, and the first Run QE does not stall the
-    event loop on imports."""
-    from ..engine import roles
-
-    roles.prewarm()
+    up (``initialize`` stays fast, and the first Run QE does not stall the
+    event loop on imports), and start bandit's warm process beside them: it
+    loads in its own process meanwhile, so the first file opened gets its
+    security findings from it instead of a cold bandit."""
+    imports = asyncio.ensure_future(asyncio.to_thread(roles.prewarm))
+    try:
+        warm = await asyncio.to_thread(start_warm_analyzer, ls.runtime)
+        if warm is not None:  # runs started from now on use it (the runtime's one owner: ls)
+            ls.runtime = dataclasses.replace(ls.runtime, analyzer=warm)
+    finally:
+        await imports

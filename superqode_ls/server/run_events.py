@@ -59,7 +59,8 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
             f"{data.get('role')} {data.get('status')} ({data.get('findings', 0)} finding(s)); "
             f"{progress.status()}"
         )
-        undone = data.get("status") in ("error", "ineffective", "incomplete") or (
+        undone = data.get("status") in ("error", "failed", "timeout", "ineffective",
+                                        "incomplete") or (
             data.get("status") == "skipped" and data.get("requested"))
         if undone and data.get("reason"):
             # Why a role did nothing must reach the user, not only the report file.

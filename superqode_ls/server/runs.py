@@ -130,6 +130,7 @@ def build_request(
         baseline=baseline,
         # An automatic run per pause in typing writes no report files.
         save_artifacts=not run.quiet,
+        runtime=ls.runtime,
     )
 
 

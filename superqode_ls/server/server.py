@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..runtime import Runtime
 from .base import ServerBase
 from .publisher import Publisher
 from .registry import RunRegistry
@@ -49,6 +50,10 @@ class SuperQodeServer(ServerBase):
         self.on_initialized: list[Hook] = []
         # The automatic runs' owner (live.LiveRunner), made at first use.
         self.live = None
+        # What every run this server starts is handed (runtime.py): made by
+        # __main__ from the environment, its asker and warm analyzer put in
+        # as they come up.
+        self.runtime = Runtime()
 
     def cache_fix_all(self, uri: str, key: tuple, edit: types.WorkspaceEdit | None) -> None:
         self.fix_all_cache[uri] = (key, edit)

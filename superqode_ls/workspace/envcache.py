@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..runtime import Runtime
 from .artifacts import atomic_write
 from .namespaces import SPEC_ENV, scrub_env
 from .paths import home
@@ -129,7 +130,7 @@ def discard(target: Path) -> None:
 
 
 async def run_confined(cmd: Sequence[str], cwd: Path, env: dict[str, str], allow: Sequence[Path],
-                       timeout: float) -> ProcResult:
+                       timeout: float, runtime: Runtime | None = None) -> ProcResult:
     """``cmd`` behind the write barrier, allowed to write only ``allow``; in
     the namespace sandbox where there is one, with the host's network (the
     build downloads from the package index) and secrets masked."""
@@ -140,7 +141,7 @@ async def run_confined(cmd: Sequence[str], cwd: Path, env: dict[str, str], allow
     confined = scrub_env(env)
     confined[BARRIER_ENV] = json.dumps([str(p) for p in allow])
     confined[SPEC_ENV] = json.dumps({"network": "host"})
-    return await run_command(list(cmd), cwd, env=confined, timeout=timeout)
+    return await run_command(list(cmd), cwd, env=confined, timeout=timeout, runtime=runtime)
 
 
 def scratch() -> Path:

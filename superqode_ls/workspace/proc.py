@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from ..runtime import Runtime
 from . import landlock, namespaces
 
 # Set by a session's env(): the folders its processes may write (JSON list).
@@ -27,66 +28,31 @@ from . import landlock, namespaces
 # barrier (landlock.py).
 BARRIER_ENV = landlock.ALLOW_ENV
 
-# QE work runs below the editor: a language server answering requests must not
-# wait for CPU behind the analyzers and test runs it started (0 turns it off).
-BACKGROUND_NICE = int(os.environ.get("SUPERQODE_NICE", "10"))
-# CPUs tools may run on; None: all of ours (see keep_cpus_free).
-_tool_cpus: frozenset[int] | None = None
+# How low and where tools run is the front end's choice (``runtime.Runtime``):
+# it travels with each call, so no setting here is process-wide.
 
 
-def keep_cpus_free(n: int) -> frozenset[int] | None:
-    """Run tools started from now on away from ``n`` of this process's CPUs.
-
-    Nice values decide who gets the CPU over time, not how soon a waking
-    process gets it: with every CPU busy running analyzers, each request the
-    language server answers waits a scheduler slice or two. A CPU kept free
-    of tools makes that wait go away, at the cost of the session's throughput
-    (most on a 2-CPU machine). No-op (None) without a CPU to spare.
-    """
-    global _tool_cpus
-    try:
-        mine = sorted(os.sched_getaffinity(0))
-    except (OSError, AttributeError):
-        mine = []
-    _tool_cpus = frozenset(mine[:-n]) if 0 < n < len(mine) else None
-    return _tool_cpus
-
-
-def tool_cpus() -> frozenset[int] | None:
-    return _tool_cpus
-
-
-def tool_cpu_count() -> int:
-    """How many CPUs the tools started from here may use at once."""
-    if _tool_cpus is not None:
-        return len(_tool_cpus)
-    try:
-        return len(os.sched_getaffinity(0))
-    except (OSError, AttributeError):
-        return os.cpu_count() or 1
-
-
-def _tool_nice() -> int:
+def _tool_nice(rt: Runtime) -> int:
     # From our main thread's nice: a calling thread may be a lowered one.
-    return min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICE)
+    return min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + rt.nice)
 
 
-def _limit_this_thread() -> set[int] | None:
+def _limit_this_thread(rt: Runtime) -> set[int] | None:
     """Give the calling (spawning) thread the tools' CPUs and priority: on
     Linux both are per thread and a forked child starts with them, so even a
     tool's first threads are created under them. Returns the CPUs to give the
     thread back once the child is started (its nice stays: only a privileged
     process may raise it again, and these threads only wait on tools)."""
     previous = None
-    if _tool_cpus is not None:
+    if rt.tool_cpus is not None:
         try:
             previous = os.sched_getaffinity(0)
-            os.sched_setaffinity(0, _tool_cpus)
+            os.sched_setaffinity(0, rt.tool_cpus)
         except (OSError, AttributeError):
             previous = None
-    if BACKGROUND_NICE > 0:
+    if rt.nice > 0:
         try:
-            want = _tool_nice()
+            want = _tool_nice(rt)
             if os.getpriority(os.PRIO_PROCESS, 0) < want:
                 os.setpriority(os.PRIO_PROCESS, 0, want)
         except (OSError, AttributeError):
@@ -102,27 +68,27 @@ def _autogroup(pid: int | str) -> str | None:
         return None
 
 
-def lower_priority(pid: int) -> None:
-    """Renice (and confine to the tools' CPUs) a just-started child; what it
-    forks later inherits both.
+def lower_priority(pid: int, rt: Runtime) -> None:
+    """Renice (and confine to the tools' CPUs) a just-started child, as
+    ``rt`` says; what it forks later inherits both.
 
     Tools start in their own session, and with the kernel's autogroup
     scheduling a new session is a new CPU group that competes with the
     server's group as an equal whatever its processes' nice values: the
     group's own nice is lowered too (only for a group that is not ours).
     """
-    if _tool_cpus is not None:
+    if rt.tool_cpus is not None:
         try:
-            os.sched_setaffinity(pid, _tool_cpus)
+            os.sched_setaffinity(pid, rt.tool_cpus)
         except (OSError, AttributeError):
             pass
-    if BACKGROUND_NICE <= 0:
+    if rt.nice <= 0:
         return
     try:
-        os.setpriority(os.PRIO_PROCESS, pid, _tool_nice())
+        os.setpriority(os.PRIO_PROCESS, pid, _tool_nice(rt))
     except (OSError, AttributeError):
         pass
-    _lower_group(pid, BACKGROUND_NICE)
+    _lower_group(pid, rt.nice)
 
 
 def _lower_group(pid: int, nice: int) -> None:
@@ -166,13 +132,17 @@ def supervise(cmd: list[str], env: Mapping[str, str] | None) -> list[str]:
 
 def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
                stdin: int = subprocess.DEVNULL, stdout: int = subprocess.PIPE,
-               stderr: int = subprocess.PIPE, below: int = 0) -> subprocess.Popen:
-    """Start a tool in its own process group, below the caller; blocks until
-    it has exec'd, so call it in a ``_PROCS`` thread, not on an event loop.
-    ``below``: nice steps under the other tools, for work that only fills CPU
-    they leave (its ``nice`` inside the command is not enough: each tool
-    starts a session, and sessions' CPU groups share the CPU as equals)."""
-    previous = _limit_this_thread()
+               stderr: int = subprocess.PIPE, below: int = 0,
+               runtime: Runtime | None = None) -> subprocess.Popen:
+    """Start a tool in its own process group, at the priority and on the
+    CPUs ``runtime`` gives tools (None: ``Runtime.background()``, for callers
+    outside a session); blocks until it has exec'd, so call it in a
+    ``_PROCS`` thread, not on an event loop. ``below``: nice steps under the
+    other tools, for work that only fills CPU they leave (its ``nice`` inside
+    the command is not enough: each tool starts a session, and sessions' CPU
+    groups share the CPU as equals)."""
+    rt = runtime if runtime is not None else Runtime.background()
+    previous = _limit_this_thread(rt)
     try:
         proc = subprocess.Popen(supervise(cmd, env), cwd=cwd, env=env, stdin=stdin, stdout=stdout,
                                 stderr=stderr, start_new_session=True)
@@ -182,16 +152,16 @@ def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
                 os.sched_setaffinity(0, previous)
             except OSError:
                 pass
-    lower_priority(proc.pid)
+    lower_priority(proc.pid, rt)
     if below > 0:
-        _lower_group(proc.pid, max(0, BACKGROUND_NICE) + below)
+        _lower_group(proc.pid, max(0, rt.nice) + below)
     return proc
 
 
 def _spawn(cmd: list[str], cwd: str, env: dict[str, str] | None, has_input: bool,
-           below: int = 0) -> subprocess.Popen:
+           below: int, runtime: Runtime | None) -> subprocess.Popen:
     return spawn_tool(cmd, cwd, env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
-                      below=below)
+                      below=below, runtime=runtime)
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -235,14 +205,16 @@ async def run_command(
     input: bytes | None = None,
     output_cap: int = 2_000_000,
     below: int = 0,
+    runtime: Runtime | None = None,
 ) -> ProcResult:
     """Run ``cmd``; on timeout the group is killed and ``timed_out`` set; on
-    cancellation the group is killed and CancelledError propagates. ``below``:
-    see :func:`spawn_tool`."""
+    cancellation the group is killed and CancelledError propagates. ``below``
+    and ``runtime``: see :func:`spawn_tool`."""
     loop = asyncio.get_running_loop()
     start = time.monotonic()
     spawn = loop.run_in_executor(_PROCS, _spawn, list(cmd), str(cwd),
-                                 dict(env) if env is not None else None, input is not None, below)
+                                 dict(env) if env is not None else None, input is not None, below,
+                                 runtime)
     try:
         proc = await asyncio.shield(spawn)
     except asyncio.CancelledError:
@@ -297,11 +269,12 @@ class PipedTool:
 
 
 async def start_piped(cmd: Sequence[str], cwd: Path | str, env: Mapping[str, str] | None = None,
-                      *, limit: int = 2**20) -> PipedTool:
+                      *, limit: int = 2**20, runtime: Runtime | None = None) -> PipedTool:
     loop = asyncio.get_running_loop()
     spawned = loop.run_in_executor(
         _PROCS, lambda: spawn_tool(list(cmd), str(cwd), dict(env) if env is not None else None,
-                                   stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                   stdin=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   runtime=runtime)
     )
     try:
         popen = await asyncio.shield(spawned)

@@ -32,6 +32,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..config import Config, superqode_home
+from ..runtime import Runtime
 from . import envcache
 from .extras import needs
 from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
@@ -163,11 +164,13 @@ async def resolve_python(
     environ: dict[str, str] | None = None,
     emit: Emit = lambda *a, **k: None,
     build: bool = True,
+    runtime: Runtime | None = None,
 ) -> ProjectPython:
     """The interpreter for this session's code-running roles (see pyenv).
     ``project`` is the user's folder (its environment), ``root`` the
     sandbox (the declarations are read there). ``build``: whether a role
-    will run the project's code (no tests: nothing is built)."""
+    will run the project's code (no tests: nothing is built). ``runtime``:
+    the front end's priority and CPUs for the build's tools."""
     found, tried = await asyncio.to_thread(
         discover, project, config.roles.python, editor, environ
     )
@@ -198,7 +201,7 @@ async def resolve_python(
     if not config.roles.build_env:
         why = f"no project environment found and roles.build_env is off; {CONFIGURE}"
         return own_python(_join(passed_over, why), tuple(tried))
-    built = await build_env(root, plan, config.roles.env_build_timeout_s, emit)
+    built = await build_env(root, plan, config.roles.env_build_timeout_s, emit, runtime)
     if isinstance(built, ProjectPython):
         return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried))
     setup = f"could not build the project's environment from {plan.describe()}: {built}"
@@ -271,7 +274,8 @@ def _uv() -> str | None:
         return shutil.which("uv")
 
 
-async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit) -> ProjectPython | str:
+async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
+                    runtime: Runtime | None = None) -> ProjectPython | str:
     """The cached environment for ``plan`` (built now if needed), or why not."""
     uv = _uv()
     if uv is None:
@@ -290,7 +294,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit) -> Proje
             return replace(cached, note=note)
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}")
-        why = await _install(root, plan, target, uv, python, timeout)
+        why = await _install(root, plan, target, uv, python, timeout, runtime)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
             return why
@@ -326,7 +330,7 @@ _SKIP_COPY = shutil.ignore_patterns(".git", ".venv", "venv", "node_modules", "__
 
 
 async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
-                   timeout: float) -> str | None:
+                   timeout: float, runtime: Runtime | None) -> str | None:
     """Create and fill ``target`` from a copy of the sandbox, confined."""
     tmp = await asyncio.to_thread(envcache.scratch)
     try:
@@ -344,7 +348,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         why = await _step([uv, "venv", "-q", "--allow-existing", "--python", python, str(target)],
-                          src, env, allow, deadline - loop.time(), timeout)
+                          src, env, allow, deadline - loop.time(), timeout, runtime)
         if why is not None:
             return why
         as_of = await asyncio.to_thread(_last_commit, root) if plan.kind != "uv.lock" else None
@@ -352,7 +356,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         # (an old project on a newer Python), today's.
         for when in dict.fromkeys([as_of, None]):
             for cmd in plan.commands(uv, venv_py, src, when):
-                why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout)
+                why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout, runtime)
                 if why is not None:
                     break
             if why is None or "did not finish" in why:
@@ -364,7 +368,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
             # Nothing the project declares brings pytest: the runner is added.
             pytest = [uv, "pip", "install", "-q", "--python", venv_py, "--compile-bytecode",
                       *(["--exclude-newer", as_of] if as_of else []), "pytest"]
-            return await _step(pytest, src, env, allow, deadline - loop.time(), timeout)
+            return await _step(pytest, src, env, allow, deadline - loop.time(), timeout, runtime)
         return None
     finally:
         await asyncio.to_thread(shutil.rmtree, tmp, True)
@@ -386,8 +390,9 @@ def _last_commit(root: Path) -> str | None:
 
 
 async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path], left: float,
-                timeout: float) -> str | None:
-    res = await envcache.run_confined(cmd, cwd, env, allow, timeout=max(1.0, left))
+                timeout: float, runtime: Runtime | None) -> str | None:
+    res = await envcache.run_confined(cmd, cwd, env, allow, timeout=max(1.0, left),
+                                      runtime=runtime)
     what = " ".join(Path(cmd[0]).name if i == 0 else c for i, c in enumerate(cmd[:3]))
     if res.timed_out:
         return f"{what} did not finish in {timeout:.0f} s"

@@ -107,7 +107,9 @@ async def test_ask_permission_without_a_user_denies(make_repo, scripted, events,
 
 
 async def test_ask_goes_to_the_plugged_in_asker(make_repo, scripted, events, tmp_path):
-    from superqode_ls.agent.permissions import use_asker
+    import dataclasses
+
+    from superqode_ls.runtime import Runtime
 
     from .conftest import copy_sandbox
 
@@ -132,8 +134,8 @@ async def test_ask_goes_to_the_plugged_in_asker(make_repo, scripted, events, tmp
     )
     cfg = agent_config([provider_entry(server)])
     sandbox = copy_sandbox(project, tmp_path / "sb")
-    with use_asker(Recorder()):
-        out = await AgentSecurityTester().run(make_ctx(project, sandbox, cfg, events))
+    ctx = dataclasses.replace(make_ctx(project, sandbox, cfg, events), runtime=Runtime(asker=Recorder()))
+    out = await AgentSecurityTester().run(ctx)
     assert out.status == "ok"
     assert asked == [
         ("run_shell", "run in the sandbox: echo yes > yes.txt"),

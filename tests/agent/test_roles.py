@@ -100,24 +100,15 @@ async def test_terminal_asker_reads_one_answer_per_question():
     assert out.getvalue().count("superqe: allow run_shell: run in the sandbox:") == 3
 
 
-async def test_default_asker_and_context_asker():
-    from superqode_ls.agent.permissions import (
-        AllowAsker,
-        DenyAsker,
-        current_asker,
-        set_default_asker,
-        use_asker,
-    )
+async def test_the_asker_comes_from_the_runtime_and_nobody_means_no():
+    from superqode_ls.agent.permissions import AllowAsker, DenyAsker, Permissions
+    from superqode_ls.runtime import Runtime
 
-    assert isinstance(current_asker(), DenyAsker)
+    nobody = Permissions({"run_shell": "ask"}, Runtime().asker)
+    assert isinstance(nobody.asker, DenyAsker)
+    assert await nobody.check("run_shell", "ls") == (False, "denied by the user")
     allow = AllowAsker()
-    set_default_asker(allow)
-    try:
-        assert current_asker() is allow
-        deny = DenyAsker()
-        with use_asker(deny):
-            assert current_asker() is deny
-        assert current_asker() is allow
-    finally:
-        set_default_asker(None)
-    assert isinstance(current_asker(), DenyAsker)
+    yes = Permissions({"run_shell": "ask"}, Runtime(asker=allow).asker)
+    assert yes.asker is allow and await yes.check("run_shell", "ls") == (True, "allowed by the user")
+    # One front end's asker is not another's: nothing process-wide was set.
+    assert isinstance(Permissions({}, Runtime().asker).asker, DenyAsker)

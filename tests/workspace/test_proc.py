@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from superqode_ls.runtime import Runtime
 from superqode_ls.workspace import proc
 from superqode_ls.workspace.proc import run_command
 
@@ -18,23 +19,24 @@ def _own_autogroup() -> str:
 
 
 def test_tools_run_below_the_caller(tmp_path):
-    if proc.BACKGROUND_NICE <= 0:
+    rt = Runtime.background()
+    if rt.nice <= 0:
         pytest.skip("SUPERQODE_NICE turns the renice off")
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     # The group is lowered just after the start: the tool waits (up to 5 s)
     # until that has happened rather than race it.
     script = ("nice; g=''; for i in $(seq 100); do g=$(cat /proc/self/autogroup 2>/dev/null); "
               "case \"$g\" in *' nice 0'|'') sleep 0.05;; *) break;; esac; done; echo \"$g\"")
-    res = asyncio.run(run_command(["sh", "-c", script], tmp_path))
+    res = asyncio.run(run_command(["sh", "-c", script], tmp_path, runtime=rt))
     lines = res.stdout.split("\n")
-    assert int(lines[0]) == min(19, mine + proc.BACKGROUND_NICE)
+    assert int(lines[0]) == min(19, mine + rt.nice)
     if AUTOGROUP.exists():
         before = _own_autogroup()
         # The tool leads its own session, so its own CPU group: that group is
         # lowered too, and ours is left as it was.
         group, _, nice = lines[1].rpartition(" nice ")
         assert group != before.rpartition(" nice ")[0]
-        assert int(nice) == min(19, proc.BACKGROUND_NICE)
+        assert int(nice) == min(19, rt.nice)
         assert _own_autogroup() == before
 
 
@@ -46,7 +48,7 @@ def test_lower_priority_leaves_a_child_in_our_group_alone(tmp_path):
     before = _own_autogroup()
     child = subprocess.Popen(["sleep", "5"])  # same session, so same CPU group as us
     try:
-        proc.lower_priority(child.pid)
+        proc.lower_priority(child.pid, Runtime(nice=10))
         assert Path(f"/proc/{child.pid}/autogroup").read_text().strip() == before
         assert _own_autogroup() == before
     finally:
@@ -54,7 +56,28 @@ def test_lower_priority_leaves_a_child_in_our_group_alone(tmp_path):
         child.wait()
 
 
-def test_keep_cpus_free_keeps_tools_and_their_threads_off_the_spared_cpu(tmp_path):
+def test_the_foreground_runtime_runs_tools_at_our_priority(tmp_path, monkeypatch):
+    """``superqe run``'s runtime: no renice, whatever another front end in
+    this process chose (the runtime travels with the call, not in a global)."""
+    monkeypatch.delenv("SUPERQODE_NICE", raising=False)
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    fg, bg = Runtime.foreground(), Runtime.background()
+    assert (fg.nice, bg.nice) == (0, 10)
+    res = asyncio.run(run_command(["nice"], tmp_path, runtime=fg))
+    assert int(res.stdout) == mine
+    monkeypatch.setenv("SUPERQODE_NICE", "3")
+    assert Runtime.foreground().nice == Runtime.background().nice == 3
+
+
+def test_a_bad_nice_setting_is_one_line_of_bad_input(monkeypatch):
+    from superqode_ls.errors import UsageError
+
+    monkeypatch.setenv("SUPERQODE_NICE", "low")
+    with pytest.raises(UsageError, match="SUPERQODE_NICE='low' is not a whole number"):
+        Runtime.background()
+
+
+def test_a_runtime_sparing_a_cpu_keeps_tools_and_their_threads_off_it(tmp_path):
     mine = sorted(os.sched_getaffinity(0))
     if len(mine) < 2:
         pytest.skip("one CPU: nothing to spare")
@@ -65,25 +88,23 @@ def test_keep_cpus_free_keeps_tools_and_their_threads_off_the_spared_cpu(tmp_pat
         "t.start(); t.join()\n"
         "print(sorted(os.sched_getaffinity(0)), out[0])\n"
     )
-    try:
-        assert proc.keep_cpus_free(1) == frozenset(mine[:-1])
-        res = asyncio.run(run_command([sys.executable, "-c", probe], tmp_path))
-        assert res.stdout.split() and res.stdout.strip() == f"{mine[:-1]} {mine[:-1]}"
-        # The caller itself (the language server) keeps every CPU.
-        assert sorted(os.sched_getaffinity(0)) == mine
-    finally:
-        assert proc.keep_cpus_free(0) is None
-    res = asyncio.run(run_command([sys.executable, "-c", probe], tmp_path))
+    spared = Runtime().sparing(1)
+    assert spared.tool_cpus == frozenset(mine[:-1]) and spared.cpu_count() == len(mine) - 1
+    res = asyncio.run(run_command([sys.executable, "-c", probe], tmp_path, runtime=spared))
+    assert res.stdout.split() and res.stdout.strip() == f"{mine[:-1]} {mine[:-1]}"
+    # The caller itself (the language server) keeps every CPU.
+    assert sorted(os.sched_getaffinity(0)) == mine
+    # A runtime that spares none, in the same process at the same time, is
+    # not affected by the other one.
+    assert spared.sparing(0).tool_cpus is None
+    res = asyncio.run(run_command([sys.executable, "-c", probe], tmp_path, runtime=Runtime()))
     assert res.stdout.strip() == f"{mine} {mine}"
 
 
-def test_keep_cpus_free_needs_a_cpu_to_spare():
+def test_sparing_needs_a_cpu_to_spare():
     n = len(os.sched_getaffinity(0))
-    try:
-        assert proc.keep_cpus_free(n) is None
-        assert proc.tool_cpus() is None
-    finally:
-        proc.keep_cpus_free(0)
+    assert Runtime().sparing(n).tool_cpus is None
+    assert Runtime().sparing(n).cpu_count() == n
 
 
 def test_session_close_ends_processes_left_in_its_sandbox(make_repo):
@@ -110,3 +131,22 @@ def test_session_close_ends_processes_left_in_its_sandbox(make_repo):
                 p.kill()
                 p.wait()
     assert psutil.pid_exists(os.getpid())
+
+
+def test_no_front_end_setting_is_a_module_global():
+    """Priority, CPUs, the asker and the warm bandit travel in the front
+    end's Runtime: the modules that use them assign no global."""
+    import ast
+
+    import superqode_ls
+    from superqode_ls.agent import permissions
+    from superqode_ls.qe.roles import _bandit_warm, security
+
+    root = Path(superqode_ls.__file__).parent
+    for mod in (proc, permissions, _bandit_warm, security, root / "runtime.py"):
+        path = Path(mod if isinstance(mod, Path) else mod.__file__)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.Global)], path.name
+    for gone in ("BACKGROUND_NICE", "_tool_cpus", "keep_cpus_free", "tool_cpu_count"):
+        assert not hasattr(proc, gone)
+    assert not hasattr(permissions, "set_default_asker") and not hasattr(_bandit_warm, "current")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 
 from ...workspace.extras import EXTRAS, needs
+from ...config import ConfigError
 from .base import Role, RoleContext, RoleOutput
 
 REGISTRY: dict[str, str] = {
@@ -23,7 +24,10 @@ REGISTRY: dict[str, str] = {
 }
 
 
-class UnknownRole(KeyError):
+class UnknownRole(ConfigError, KeyError):
+    """A role name SuperQode does not know: bad input (exit 2); still a
+    KeyError for the lookups that treat it as a missing entry."""
+
     def __str__(self) -> str:
         return f"unknown role {self.args[0]!r} (known: {', '.join(sorted(REGISTRY))})"
 

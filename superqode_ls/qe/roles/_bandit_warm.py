@@ -1,11 +1,13 @@
 """The language server's warm bandit (see ``_bandit_server.py``): started
 once by the server, used by security_tester for one bandit run at a time.
 
-The owner is the process that calls :func:`start` (the language server, at
-its prewarm) and :func:`stop` (at shutdown); one server process at most. The
+The owner is the front end that calls :func:`start` (the language server, at
+its prewarm): it puts the handle in its ``Runtime`` (``analyzer``), which
+every run it starts carries down to the role, and stops it at shutdown. The
 CLI never starts one: a single run would pay the start either way. Whenever
-it cannot serve (not started, busy with another run, gone, a different
-bandit than SuperQode's), the caller runs the ``bandit`` command as before.
+it cannot serve (none in the runtime, busy with another run, gone, a
+different bandit than SuperQode's), the caller runs the ``bandit`` command
+as before.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from ...runtime import Runtime
 from ...workspace import landlock
 from ...workspace.proc import BARRIER_ENV, ProcResult, lower_priority
 from . import _bandit_server
@@ -31,8 +34,9 @@ SERVER = Path(_bandit_server.__file__)
 
 
 class WarmBandit:
-    def __init__(self, python: str):
+    def __init__(self, python: str, runtime: Runtime):
         self.python = python
+        self.runtime = runtime  # its priority and CPUs: the runs' tools' own
         self._proc: subprocess.Popen | None = None
         self._ready = threading.Event()
         self._busy = asyncio.Lock()
@@ -44,7 +48,7 @@ class WarmBandit:
         proc = subprocess.Popen([self.python, "-I", str(SERVER)], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 start_new_session=True, text=True, bufsize=1)
-        lower_priority(proc.pid)
+        lower_priority(proc.pid, self.runtime)
         self._proc = proc
         line = proc.stdout.readline() if proc.stdout else ""
         if line.strip() == '{"ready": true}':
@@ -139,18 +143,14 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-_CURRENT: WarmBandit | None = None
-
-
-def start(python: str | None = None) -> WarmBandit | None:
-    """Start the process's warm bandit (once); None when bandit is missing."""
-    global _CURRENT
-    if _CURRENT is not None:
-        return _CURRENT
+def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:
+    """A started warm bandit whose analyses run as ``runtime`` says (the
+    caller owns it: it stops it); None when bandit is missing or did not
+    come up. Blocking: call it off the event loop."""
     python = python or sys.executable
     if not (Path(python).parent / "bandit").exists():
         return None
-    warm = WarmBandit(python)
+    warm = WarmBandit(python, runtime)
     try:
         warm.start()
     except OSError as e:
@@ -158,16 +158,4 @@ def start(python: str | None = None) -> WarmBandit | None:
         return None
     if not warm._ready.is_set():
         return None
-    _CURRENT = warm
     return warm
-
-
-def current() -> WarmBandit | None:
-    return _CURRENT
-
-
-def stop() -> None:
-    global _CURRENT
-    warm, _CURRENT = _CURRENT, None
-    if warm is not None:
-        warm.stop()

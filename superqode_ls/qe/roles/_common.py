@@ -15,7 +15,7 @@ from typing import Any
 
 from ...config import Config
 from ...models import Finding
-from ...workspace.proc import tool_cpu_count
+from ...runtime import Runtime
 
 # Directories no role analyses: VCS data, virtualenvs, caches, SuperQode's own.
 SKIP_DIRS = frozenset(
@@ -85,11 +85,11 @@ MIN_SHARD_BYTES = 160_000
 MAX_SHARDS = 8
 
 
-def worker_count(config: Config) -> int:
+def worker_count(config: Config, runtime: Runtime) -> int:
     """How many processes a role splits its work over: ``execution.workers``
     (or ``$SUPERQODE_WORKERS``, see config.load_config) when forced, else
-    the CPUs the tools may use."""
-    return config.execution.workers or tool_cpu_count()
+    the CPUs the tools may use (``runtime``'s)."""
+    return config.execution.workers or runtime.cpu_count()
 
 
 def shard_count(total_bytes: int, n_files: int, cpus: int) -> int:

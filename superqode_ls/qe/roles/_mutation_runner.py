@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...runtime import Runtime
 from ...workspace.proc import PipedTool, ProcResult, start_piped
 from ._mutation_cache import FileResult, MutationReport
 from ._mutators import Mutant, apply_edit
@@ -59,9 +60,10 @@ class WarmServer:
 
     @classmethod
     async def start(
-        cls, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float
+        cls, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
+        runtime: Runtime | None = None,
     ) -> WarmServer | None:
-        proc = await start_piped(cmd, cwd, env)
+        proc = await start_piped(cmd, cwd, env, runtime=runtime)
         server = cls(proc)
         try:
             hello = await server._read(timeout)
@@ -173,7 +175,8 @@ class Worker:
             self.started = True
             assert self.server_cmd is not None
             self.server = await WarmServer.start(
-                self.server_cmd, self.copy, self.server_env, self.start_timeout)
+                self.server_cmd, self.copy, self.server_env, self.start_timeout,
+                self.ctx.runtime)
             if self.server is None:
                 self.report.fallbacks["the warm worker did not start"] += 1
         return time.monotonic() - started if self.server is not None else None

@@ -60,7 +60,8 @@ async def project_python(ctx: RoleContext) -> ProjectPython:
     """The session's interpreter (set by the pipeline), or found now for a
     role run on its own, and kept in ``ctx``."""
     if ctx.python is None:
-        ctx.python = await resolve_python(ctx.project, ctx.sandbox, ctx.config, emit=ctx.emit)
+        ctx.python = await resolve_python(ctx.project, ctx.sandbox, ctx.config, emit=ctx.emit,
+                                          runtime=ctx.runtime)
     return ctx.python
 
 

@@ -142,12 +142,13 @@ class AgentRole(Role):
                 role=self.name,
                 config=acfg,
                 env=shell_env,
-                permissions=Permissions(acfg.permissions, asker),
+                permissions=Permissions(acfg.permissions, asker or ctx.runtime.asker),
                 redactor=redactor,
                 tracker=tracker,
                 emit=emit,
                 guard=lambda c: workspace_guard_refusal(c, cfg.qe.git_guard),
                 category=category,
+                runtime=ctx.runtime,
             )
             if acfg.worker:
                 result = await run_acp(
@@ -241,6 +242,7 @@ class AgentRole(Role):
                     ctx.sandbox,
                     env=_project_python_first(_without_keys(ctx.env, ctx.config), ctx),
                     timeout=ctx.config.agent.shell_timeout_s,
+                    runtime=ctx.runtime,
                 )
             finally:
                 unplace(placed)

@@ -14,20 +14,22 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from ...config import Config
-from ...errors import EXIT_FAILED, SuperQodeError
+from ...errors import EXIT_FAILED, SuperQodeError, user_line
 from ...models import ChangeSet, Finding, Patch, RoleStatus, Usage, Verification
+from ...runtime import Runtime
 from ...workspace.artifacts import Artifacts
 from ...workspace.coordinator import LockRecord
 from ...workspace.proc import ProcResult, run_command
 from ...workspace.pyenv import ProjectPython
 
 Emit = Callable[..., Any]
+_Out = TypeVar("_Out")
 
 
 class SandboxSession(Protocol):
@@ -55,18 +57,42 @@ class SandboxSession(Protocol):
 
 
 class ToolFailed(SuperQodeError):
-    """A role's tool gave no usable result (it failed or ran out of time):
-    raised inside the role, turned into the role's output by ``output()``."""
+    """A role's tool gave no usable result (it failed or ran out of time).
+
+    The one way a role reports that: raised where the tool's result is read,
+    turned into the role's output (status ``failed``/``timeout``, the reason
+    being the error's user line, the one the CLI and the editor show) by
+    :func:`reported` at the role's entry points. No role builds a failed
+    output by hand (tests/test_errors.py checks). ``findings``: what the tool
+    reported before it stopped (a test suite cut at its time limit)."""
 
     exit_code = EXIT_FAILED
 
-    def __init__(self, tool: str, reason: str, *, status: Literal["failed", "timeout"] = "failed"):
+    def __init__(self, tool: str, reason: str, *, status: Literal["failed", "timeout"] = "failed",
+                 findings: Sequence[Finding] = ()):
         super().__init__(reason)
         self.tool = tool
         self.status: Literal["failed", "timeout"] = status
+        self.findings = list(findings)
 
     def output(self) -> RoleOutput:
-        return RoleOutput(status=self.status, reason=self.message, tool=self.tool)
+        return RoleOutput(status=self.status, reason=user_line(self), tool=self.tool,
+                          findings=list(self.findings))
+
+    def noted(self, note: str) -> ToolFailed:
+        """The same failure with ``note`` added to its reason."""
+        return ToolFailed(self.tool, f"{self.message}; {note}", status=self.status,
+                          findings=self.findings)
+
+
+async def reported(work: Awaitable[_Out]) -> _Out | RoleOutput:
+    """``work``'s output, or the output of the ``ToolFailed`` it raised: a
+    role's entry points (run, recheck, ...) return through this, so the
+    pipeline, the verifier and the reports only ever see outputs."""
+    try:
+        return await work
+    except ToolFailed as e:
+        return e.output()
 
 
 def tool_path(name: str) -> str | None:
@@ -102,6 +128,9 @@ class RoleContext:
     # ``--since``: per changed file, the lines the change added or modified;
     # roles that target code (mutants, generated tests) stay inside them.
     lines: dict[str, frozenset[int]] | None = None
+    # The front end's choices for the tools (priority, CPUs, who answers an
+    # agent's ``ask``, the warm analyzer): ``QERequest.runtime``, handed down.
+    runtime: Runtime = field(default_factory=Runtime.background)
 
     def remaining(self) -> float | None:
         if self.deadline is None:
@@ -136,7 +165,7 @@ class RoleContext:
         # make the role fail, so the cap here only guards against runaways.
         return await run_command(
             cmd, cwd or self.sandbox, env=env or self.env, timeout=timeout, input=input,
-            output_cap=256_000_000, below=below,
+            output_cap=256_000_000, below=below, runtime=self.runtime,
         )
 
 
@@ -200,10 +229,13 @@ class FileCheckRole(Role):
     files it names."""
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
-        return await self._check(ctx, ctx.files)
+        return await reported(self._check(ctx, ctx.files))
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
-        return (await self._check(ctx, files)).findings
+        # A failed check has no findings: the verifier tells that from a
+        # cleared one by checking the files without the fix.
+        return (await reported(self._check(ctx, files))).findings
 
     async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
+        """One check; raises ``ToolFailed`` when the tool gives no result."""
         raise NotImplementedError

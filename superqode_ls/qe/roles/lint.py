@@ -36,7 +36,7 @@ from ._common import (
 )
 from ._patches import TextEdit, edits_diff, patch_of_diff
 from ._target import _toml, ruff_target
-from .base import FileCheckRole, RoleContext, RoleOutput, tool_path
+from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
 
@@ -128,7 +128,7 @@ class LintTester(FileCheckRole):
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
         # The verifier reads the findings only: no diff per fix (half of a
         # re-run's time on a large file).
-        return (await self._check(ctx, files, with_patches=False)).findings
+        return (await reported(self._check(ctx, files, with_patches=False))).findings
 
     async def _check(
         self, ctx: RoleContext, files: list[str] | None, with_patches: bool = True
@@ -165,14 +165,14 @@ class LintTester(FileCheckRole):
         ]
         res = await ctx.run(cmd)
         if res.timed_out:
-            return RoleOutput(status="timeout", reason="ruff ran out of time", tool="ruff")
+            raise ToolFailed("ruff", "ruff ran out of time", status="timeout")
         try:
             data = await asyncio.to_thread(load_json, res.stdout)
         except ValueError:
             data = None
         if res.returncode != 0 or not isinstance(data, list):
             reason = tail(res.stderr) or f"ruff exited with {res.returncode}"
-            return RoleOutput(status="failed", reason=f"ruff failed: {reason}", tool="ruff")
+            raise ToolFailed("ruff", f"ruff failed: {reason}")
         # Per-diagnostic work (a diff per fix) off the event loop: on a large
         # tree it is seconds, during which signals must still be served.
         return await asyncio.to_thread(self._parse, ctx.sandbox, data, with_patches)

@@ -29,7 +29,6 @@ import time
 from collections import deque
 from pathlib import Path
 
-from ...models import RoleStatus
 from ...workspace.extras import lacking
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
@@ -50,7 +49,7 @@ from ._mutation_sample import Unit, asserting_tests, choose, sample, units
 from ._mutators import Mutant, compiles, content_hash, find_mutants, function_units
 from ._pyenv import project_python, pytest_argv, tool_paths
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
-from .base import Role, RoleContext, RoleOutput
+from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
 
@@ -169,7 +168,7 @@ class MutationTester(Role):
             pending = [r for r in results if not r.from_cache]
             if pending:
                 scratch = _scratch.scratch_root(ctx.project, ctx.session_id, "mutation")
-                status = await self._mutate(ctx, scratch, pending, report)
+                status = await reported(self._mutate(ctx, scratch, pending, report))
                 if status is not None:
                     return status
         finally:
@@ -206,7 +205,7 @@ class MutationTester(Role):
         workers: list[Worker] = []
         planned: dict[str, list[Item]] = {}
         # The role's own count (tests, bench/) or the forced/CPU count.
-        wanted = max(1, self.workers or worker_count(ctx.config))
+        wanted = max(1, self.workers or worker_count(ctx.config, ctx.runtime))
         try:
             started = time.monotonic()
             linemap: LineMap | str | None = None
@@ -225,11 +224,10 @@ class MutationTester(Role):
                 linemap = await self._line_map(ctx, scratch, base)
             report.coverage_s = time.monotonic() - started
             if isinstance(linemap, str):
-                status: RoleStatus = (
-                    "timeout" if linemap == NO_TIME
-                    else "failed" if linemap.startswith("could not run") else "skipped"
-                )
-                return RoleOutput(status=status, reason=linemap, tool=TOOL)
+                if linemap == NO_TIME or linemap.startswith("could not run"):
+                    raise ToolFailed(TOOL, linemap,
+                                     status="timeout" if linemap == NO_TIME else "failed")
+                return RoleOutput(status="skipped", reason=linemap, tool=TOOL)
             self.linemap = linemap
 
             changed = await self._changed_lines(ctx, [fr.rel for fr in pending])

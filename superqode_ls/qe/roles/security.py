@@ -17,7 +17,7 @@ from typing import Any
 
 from ...models import Evidence, Finding, Patch, Range, RoleStatus, Severity
 from ..noise import merge_reports, path_class
-from . import _bandit_warm, _secrets, _web
+from . import _secrets, _web
 from ._batches import Plan, left_out_reason, plan_batches
 from ._common import (
     SKIP_DIRS,
@@ -94,12 +94,9 @@ class SecurityTester(FileCheckRole):
             elif bandit_files:
                 unscanned: list[str] = []
                 left_out: list[str] = []
-                try:
-                    bandit_out = await self._bandit(
-                        ctx, bandit, bandit_files, files is None, unscanned, left_out, stop_at
-                    )
-                except ToolFailed as e:
-                    return e.output()
+                bandit_out = await self._bandit(
+                    ctx, bandit, bandit_files, files is None, unscanned, left_out, stop_at
+                )
                 if unscanned:
                     reason = _unscanned_reason(unscanned)
                 if left_out:
@@ -153,7 +150,7 @@ class SecurityTester(FileCheckRole):
                 cmd += ["-c", "pyproject.toml"]
         if whole:
             cmd += ["-x", ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"]
-        plan = plan_batches(ctx.sandbox, py_files, worker_count(ctx.config), self._demoted(ctx))
+        plan = plan_batches(ctx.sandbox, py_files, worker_count(ctx.config, ctx.runtime), self._demoted(ctx))
         if plan is None:
             argv = cmd + (["-r", "."] if whole else ["--", *py_files])
             outs = [await self._bandit_run(ctx, argv, None)]
@@ -199,7 +196,7 @@ class SecurityTester(FileCheckRole):
                 try:
                     done[k] = await self._bandit_run(ctx, argv, f"{k + 1}/{n}", timeout=left)
                 except ToolFailed as e:
-                    if e.output().status != "timeout":
+                    if e.status != "timeout":
                         raise
                     missed.append(k)
 
@@ -212,7 +209,7 @@ class SecurityTester(FileCheckRole):
 
     async def _bandit_run(self, ctx: RoleContext, argv: list[str], shard: str | None,
                           timeout: float | None = None) -> dict[str, Any]:
-        warm = _bandit_warm.current()
+        warm = ctx.runtime.analyzer
         res = None
         if timeout is None:
             timeout = ctx.remaining()

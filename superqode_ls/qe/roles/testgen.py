@@ -107,7 +107,7 @@ class TestGenerator(Role):
             try:
                 records = await self._ghostwrite(ctx, scratch, tools, copy, modules, skipped)
             except ToolFailed as e:
-                return e.output()
+                return e.output()  # as ``reported`` does; the scratch goes in the finally
             generated = await asyncio.to_thread(self._write_tests, gen_dir, records, skipped)
             if generated:
                 await self._run_tests(ctx, tools, gen_dir, copy, generated)

@@ -27,7 +27,7 @@ from ...workspace.extras import needs
 from ...workspace.paths import repo_key
 from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail, walk_files
 from ._pyenv import project_python
-from .base import Role, RoleContext, RoleOutput, tool_path
+from .base import Role, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
 
@@ -97,13 +97,13 @@ class TypeTester(Role):
                 return RoleOutput(
                     status="skipped", reason="no Python package or module found", tool="mypy"
                 )
-            return await self._check(ctx, targets, None)
+            return await reported(self._check(ctx, targets, None))
         files = selected_files(ctx.sandbox, ctx.files, PY_SUFFIXES)
         if not files:
             return RoleOutput(
                 status="skipped", reason="none of the selected files is Python", tool="mypy"
             )
-        return await self._check(ctx, files, set(files))
+        return await reported(self._check(ctx, files, set(files)))
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
         return (await self.check_files(ctx, files)).findings
@@ -114,7 +114,7 @@ class TypeTester(Role):
         files = selected_files(ctx.sandbox, files, PY_SUFFIXES)
         if not files:
             return RoleOutput(tool="mypy")
-        return await self._check(ctx, files, set(files))
+        return await reported(self._check(ctx, files, set(files)))
 
     async def _check(
         self, ctx: RoleContext, targets: list[str], only: set[str] | None
@@ -160,11 +160,11 @@ class TypeTester(Role):
                 json_mode = False
                 res = await ctx.run([mypy, *common, "--", *targets])
         if res.timed_out:
-            return RoleOutput(status="timeout", reason="mypy ran out of time", tool="mypy")
+            raise ToolFailed("mypy", "mypy ran out of time", status="timeout")
         records = _parse_json(res.stdout) if json_mode else _parse_text(res.stdout)
         if res.returncode not in (0, 1) and not records:
             reason = tail(res.stderr or res.stdout) or f"mypy exited with {res.returncode}"
-            return RoleOutput(status="failed", reason=f"mypy failed: {reason}", tool="mypy")
+            raise ToolFailed("mypy", f"mypy failed: {reason}")
         findings = self._findings(ctx.sandbox, records, only)
         notes = [_undecodable_reason(undecodable) if undecodable else None, interpreter]
         return RoleOutput(findings=findings, tool="mypy", reason="; ".join(n for n in notes if n) or None)

@@ -44,7 +44,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import isolate, project_python, pytest_argv
-from .base import Role, RoleContext, RoleOutput
+from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
 _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
@@ -132,8 +132,7 @@ class UnitTester(Role):
             out, elapsed = await self._pytest(ctx, targets, limit)
         except OSError as e:  # not executable, bad interpreter line...
             prog = (ctx.config.roles.unit_test_command or [py.python])[0]
-            return RoleOutput(status="failed", tool="pytest",
-                              reason=f"cannot run {prog}: {e.strerror or e}")
+            return ToolFailed("pytest", f"cannot run {prog}: {e.strerror or e}").output()
         out.reason = _with_interpreter(out.reason, py, ctx)
         if not targets and out.status in ("ok", "timeout"):
             _record_duration(ctx.project, elapsed)
@@ -164,7 +163,9 @@ class UnitTester(Role):
         self, ctx: RoleContext, targets: list[str], limit: float | None = None,
         extra: list[str] | None = None,
     ) -> tuple[RoleOutput, float]:
-        """The run's output and how long the suite took."""
+        """The run's output and how long the suite took; a suite that did not
+        run (or not to its end) is ``_outcome``'s ``ToolFailed``, reported
+        here, the entry of run, recheck and can_start alike."""
         py = await project_python(ctx)
         res, records = await self._invoke(ctx, targets, limit, extra)
         output = res.stdout + res.stderr
@@ -181,14 +182,17 @@ class UnitTester(Role):
                 (line for line in output.splitlines() if "unrecognized arguments" in line), ""
             )
             res, records = await self._invoke(ctx, targets, limit, [*(extra or []), "-o", "addopts="])
-            out = await asyncio.to_thread(self._outcome, ctx, res, records)
             note = (
                 f"ran without the project's addopts ({bad.split('error:', 1)[-1].strip()}); "
                 "set roles.python to the project's interpreter to use its own environment"
             )
+            try:
+                out = await asyncio.to_thread(self._outcome, ctx, res, records)
+            except ToolFailed as e:
+                return e.noted(note).output(), res.duration_s
             out.reason = f"{out.reason}; {note}" if out.reason else note
             return out, res.duration_s
-        return await asyncio.to_thread(self._outcome, ctx, res, records), res.duration_s
+        return await reported(asyncio.to_thread(self._outcome, ctx, res, records)), res.duration_s
 
     async def _invoke(
         self,
@@ -244,11 +248,10 @@ class UnitTester(Role):
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
         findings = self._findings(ctx.sandbox, [r for r in records if r.get("kind") != "summary"])
         if res.timed_out:
-            return RoleOutput(
-                status="timeout",
-                reason=f"the test suite did not finish in time ({len(findings)} failure(s) recorded so far)",
-                findings=findings,
-                tool="pytest",
+            raise ToolFailed(
+                "pytest",
+                f"the test suite did not finish in time ({len(findings)} failure(s) recorded so far)",
+                status="timeout", findings=findings,
             )
         exit_code = summary["exitstatus"] if summary else res.returncode
         if summary is None and res.returncode != 0 and "No module named pytest" in output:
@@ -276,12 +279,7 @@ class UnitTester(Role):
         n_collect = sum(1 for f in findings if f.rule_id == "collection-error")
         if n_collect:
             head += f" ({n_collect} collection error(s))"
-        return RoleOutput(
-            status="failed",
-            reason=f"{head}: {pytest_message(output)}",
-            findings=findings,
-            tool="pytest",
-        )
+        raise ToolFailed("pytest", f"{head}: {pytest_message(output)}", findings=findings)
 
     def _findings(self, root: Path, records: list[dict[str, Any]]) -> list[Finding]:
         src = SourceCache(root)

@@ -1,0 +1,117 @@
+"""What a front end decides for the processes it runs: one ``Runtime``.
+
+The editor and the terminal want different things from the same engine: the
+language server keeps its tools below the editor (a nice value, a CPU kept
+free) and asks the user through the editor; ``superqe run`` runs tools as
+the user would by hand and asks on the terminal. Each front end makes one
+``Runtime`` and hands it down (``QERequest.runtime`` -> ``RoleContext.runtime``
+-> ``workspace.proc``); nothing below reads a module global for it, so two
+front ends (or two tests) in one process never see each other's choice.
+
+Frozen: a change (the server's asker, installed once the client is up; its
+warm analyzer, once started) is a new object that its one owner, the front
+end, puts in place of the old (``dataclasses.replace``); a run keeps the
+object it was started with.
+
+The bottom layer (stdlib and ``errors`` only): the engine's layers all read it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import UsageError
+
+# Tools started for the editor run this many nice steps below the server: a
+# language server answering requests must not wait for CPU behind them.
+BACKGROUND_NICE = 10
+NICE_ENV = "SUPERQODE_NICE"  # when set, decides in both front ends (0: no lowering)
+
+
+@runtime_checkable
+class Asker(Protocol):
+    """Answers an agent tool's ``ask`` permission (agent/permissions.py)."""
+
+    async def ask(self, tool: str, summary: str) -> bool:
+        """True when the user allows ``tool`` to do what ``summary`` says."""
+        ...
+
+
+class WarmAnalyzer(Protocol):
+    """An analyzer process kept running between runs (the language server's
+    warm bandit, qe/roles/_bandit_warm.py); a run that it cannot serve
+    starts the command instead."""
+
+    def serves(self, tool: str) -> bool: ...
+
+    async def run(self, argv: list[str], cwd: Path, env: dict[str, str],
+                  timeout: float | None) -> Any: ...  # workspace.proc.ProcResult or None
+
+    def stop(self) -> None: ...
+
+
+def nice_from_env(default: int, environ: Mapping[str, str] | None = None) -> int:
+    """``SUPERQODE_NICE`` when set, else ``default``; a value that is not a
+    whole number is bad input (one line, nothing started)."""
+    raw = (os.environ if environ is None else environ).get(NICE_ENV)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise UsageError(f"{NICE_ENV}={raw!r} is not a whole number") from None
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """``nice``: steps below this process for the tools (0 or less: none);
+    ``tool_cpus``: the CPUs tools may run on (None: all of ours); ``asker``:
+    who answers ``ask`` permissions (None: nobody, so no); ``analyzer``: the
+    warm bandit when the front end keeps one (None: the command runs)."""
+
+    nice: int = BACKGROUND_NICE
+    tool_cpus: frozenset[int] | None = None
+    asker: Asker | None = None
+    analyzer: WarmAnalyzer | None = None
+
+    @classmethod
+    def background(cls, **kw: Any) -> Runtime:
+        """The editor's (and a library caller's) default: tools below us."""
+        return cls(nice=nice_from_env(BACKGROUND_NICE), **kw)
+
+    @classmethod
+    def foreground(cls, **kw: Any) -> Runtime:
+        """The terminal's: tools at the user's own priority. The lowered
+        scheduler group loses to every other process on a busy machine
+        (bandit took 5-10x as long as bandit alone, 281 s against 50-88 s on
+        sqlalchemy), and there is no editor to protect."""
+        return cls(nice=nice_from_env(0), **kw)
+
+    def sparing(self, n: int) -> Runtime:
+        """This runtime with tools kept off ``n`` of this process's CPUs.
+
+        Nice values decide who gets the CPU over time, not how soon a waking
+        process gets it: with every CPU busy running analyzers, each request
+        the language server answers waits a scheduler slice or two. A CPU
+        kept free of tools makes that wait go away, at the cost of the
+        session's throughput (most on a 2-CPU machine). Without a CPU to
+        spare (or ``n`` <= 0) tools may use all of them."""
+        mine = _own_cpus()
+        return replace(self, tool_cpus=frozenset(mine[:-n]) if 0 < n < len(mine) else None)
+
+    def cpu_count(self) -> int:
+        """How many CPUs the tools started under this runtime may use at once."""
+        if self.tool_cpus is not None:
+            return len(self.tool_cpus)
+        return len(_own_cpus()) or os.cpu_count() or 1
+
+
+def _own_cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (OSError, AttributeError):
+        return []
