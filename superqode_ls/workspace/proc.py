@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -122,6 +123,25 @@ class ProcResult:
 # these threads, so an event loop (the language server's) never stalls on them.
 _PROCS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="superqode-proc")
 
+# A spawning thread keeps the nice it lowered itself to (only a privileged
+# process may raise it again), and a child starts with its thread's nice: a
+# tool for the terminal spawned from a thread that once started a background
+# tool would run lowered. So each nice value spawns from threads of its own
+# (at most 20 small pools: nice is 0-19).
+_SPAWNERS: dict[int, ThreadPoolExecutor] = {}
+_SPAWNERS_LOCK = threading.Lock()
+
+
+def _spawner(runtime: Runtime | None) -> ThreadPoolExecutor:
+    rt = runtime if runtime is not None else Runtime.background()
+    key = max(0, min(19, rt.nice))
+    with _SPAWNERS_LOCK:
+        pool = _SPAWNERS.get(key)
+        if pool is None:
+            pool = _SPAWNERS[key] = ThreadPoolExecutor(
+                max_workers=16, thread_name_prefix=f"superqode-spawn{key}")
+        return pool
+
 
 def supervise(cmd: list[str], env: Mapping[str, str] | None) -> list[str]:
     """``cmd`` behind the session's layers when ``env`` is a session's."""
@@ -137,7 +157,7 @@ def spawn_tool(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
     """Start a tool in its own process group, at the priority and on the
     CPUs ``runtime`` gives tools (None: ``Runtime.background()``, for callers
     outside a session); blocks until it has exec'd, so call it in a
-    ``_PROCS`` thread, not on an event loop. ``below``: nice steps under the
+    ``_spawner(runtime)`` thread, not on an event loop. ``below``: nice steps under the
     other tools, for work that only fills CPU they leave (its ``nice`` inside
     the command is not enough: each tool starts a session, and sessions' CPU
     groups share the CPU as equals)."""
@@ -212,7 +232,7 @@ async def run_command(
     and ``runtime``: see :func:`spawn_tool`."""
     loop = asyncio.get_running_loop()
     start = time.monotonic()
-    spawn = loop.run_in_executor(_PROCS, _spawn, list(cmd), str(cwd),
+    spawn = loop.run_in_executor(_spawner(runtime), _spawn, list(cmd), str(cwd),
                                  dict(env) if env is not None else None, input is not None, below,
                                  runtime)
     try:
@@ -272,7 +292,7 @@ async def start_piped(cmd: Sequence[str], cwd: Path | str, env: Mapping[str, str
                       *, limit: int = 2**20, runtime: Runtime | None = None) -> PipedTool:
     loop = asyncio.get_running_loop()
     spawned = loop.run_in_executor(
-        _PROCS, lambda: spawn_tool(list(cmd), str(cwd), dict(env) if env is not None else None,
+        _spawner(runtime), lambda: spawn_tool(list(cmd), str(cwd), dict(env) if env is not None else None,
                                    stdin=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    runtime=runtime)
     )
