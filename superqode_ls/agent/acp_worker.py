@@ -29,7 +29,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,6 @@ from typing import Any
 
 from ..config import AcpAgentConfig
 from ..models import Usage
-from ..workspace.extras import needs
 from ..workspace.namespaces import SPEC_ENV
 from ..workspace.proc import BARRIER_ENV, supervise
 from .loop import AgentResult, StopReason
@@ -67,18 +65,6 @@ the project root), start_line, severity (info|low|medium|high|critical),
 confidence (0-1), title, evidence (what you saw, with the code). An empty list
 when you found none. Edit files only to fix what you report; your edits become
 a patch the user may apply."""
-
-
-def acp_problem(name: str, cfg: AcpAgentConfig | None) -> str | None:
-    """Why the ACP agent ``name`` cannot run here, in one line, or None."""
-    if acp is None:
-        return needs("acp")
-    if cfg is None:
-        return f"agent worker {name!r} is not in agents: (superqode.yaml)"
-    exe = cfg.command[0]
-    if shutil.which(exe, path=cfg.env.get("PATH") or os.environ.get("PATH")) is None:
-        return f"ACP agent {name}: command {exe!r} not found (install it, or fix agents.{name}.command)"
-    return None
 
 
 @dataclass

@@ -22,8 +22,8 @@ import jsonschema
 
 from ..config import AgentConfig
 from ..models import Evidence, Finding, Patch, Range, Severity
-from ..workspace.guard import command_is_blocked
 from ..runtime import Runtime
+from ..workspace.guard import command_is_blocked
 from ..workspace.proc import run_command
 from .changes import ChangeTracker, is_noise
 from .confine import Refused, relative, resolve_inside, shell_refusal

@@ -43,6 +43,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
+from ..workspace.pyast import parse as parse_python
 from .codegen import Scopes, generated_code
 from .rendered import already_safe
 
@@ -130,7 +131,7 @@ class _Modules:
         if rel not in self._scopes:
             lines = self._lines(rel)
             try:
-                self._scopes[rel] = Scopes(ast.parse("\n".join(lines))) if lines else None
+                self._scopes[rel] = Scopes(parse_python("\n".join(lines))) if lines else None
             except (SyntaxError, ValueError):
                 self._scopes[rel] = None
         return self._scopes[rel]
@@ -153,7 +154,7 @@ class _Annotations:
         if lines is None:
             return None
         try:
-            tree = ast.parse("\n".join(lines))
+            tree = parse_python("\n".join(lines))
         except (SyntaxError, ValueError):
             return None
         lazy = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"

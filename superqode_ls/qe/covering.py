@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from ..workspace.pyast import parse as parse_python
 from . import probe_cache
 from .roles._pyenv import project_python
 from .roles.base import Role, RoleContext
@@ -52,7 +53,7 @@ def module_names(rel: str) -> set[str]:
 
 def _imports(text: str) -> set[str]:
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return set()
     out: set[str] = set()

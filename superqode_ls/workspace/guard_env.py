@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .guard_verdict import INTERNAL_ENV
 from .guard_shim import _env_config, _set_env_config, hook_main, shim_main, target_paths
+from .guard_verdict import INTERNAL_ENV
 
 __all__ = ["GuardEvents", "GuardInstall", "hook_main", "install_guard", "shim_main", "target_paths"]
 

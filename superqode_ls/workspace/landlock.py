@@ -27,9 +27,9 @@ signals) and this file must run with ``-I -S``, outside any virtualenv.
 
 from __future__ import annotations
 
+import _signal as signal  # the C module: `signal` pulls in enum, 5 ms a start
 import ctypes
 import os
-import _signal as signal  # the C module: `signal` pulls in enum, 5 ms a start
 import sys
 import time
 

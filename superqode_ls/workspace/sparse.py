@@ -22,6 +22,7 @@ import os
 import tomllib
 from pathlib import Path, PurePosixPath
 
+from .pyast import parse as parse_python
 from .snapshot import copy_tree
 
 # Files the analyzers read to decide what to report (ruff's hierarchical
@@ -155,7 +156,7 @@ def _imported(project: Path, rel: str, overlays: dict[str, bytes]) -> set[str]:
     """The top-level names a file imports (absolute imports only)."""
     try:
         data = overlays.get(rel)
-        tree = ast.parse(data if data is not None else (project / rel).read_bytes())
+        tree = parse_python(data if data is not None else (project / rel).read_bytes())
     except (OSError, SyntaxError, ValueError):
         return set()  # the analyzers report a file they cannot parse
     out: set[str] = set()

@@ -167,7 +167,7 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     assert data["end"]["buttons"] == ["Show Report", "Show Problems"]
     assert any("SuperQode (F401): Remove unused import" in o for o in data["offered"])
     assert data["status_running"].startswith("SuperQode qe-")  # the running session's id
-    assert data["status"] == "SuperQode 0 0 4"  # the status bar: 0 errors, 0 warnings, 4 infos
+    assert data["status"] == "SuperQode 0 4 0"  # the status bar: 0 errors, 4 warnings (ruff lint, as ruff shows it), 0 infos
 
     # After the F401 quick fix the other finding is still listed and squiggled, on its moved line.
     moved = CATALOG_LINT["F841"] - 1
@@ -323,7 +323,7 @@ def test_restricted_mode_answers_the_trust_question_with_not_now(example_copy: P
         "SuperQode: roles that run this folder's code are skipped in Restricted Mode.")
     assert data["restricted"]["buttons"] == ["Manage Workspace Trust"]
     assert data["asked"] is False  # no "Trust folder" question of SuperQode's own
-    assert data["status"] == "SuperQode 0 0 2"  # the two lint findings
+    assert data["status"] == "SuperQode 0 2 0"  # the two lint findings, Warnings as ruff shows them
     assert "2 finding(s)" in data["end"]["message"], data["end"]  # lint only: the tests never ran
     from superqode_ls.server.trust import remembered
 

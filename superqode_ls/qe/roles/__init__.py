@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib
 
-from ...workspace.extras import EXTRAS, needs
 from ...config import ConfigError
+from ...workspace.extras import EXTRAS, needs
 from .base import Role, RoleContext, RoleOutput
 
 REGISTRY: dict[str, str] = {

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
+from ...workspace.pyast import parse as parse_python
+
 SOURCE_ROOTS = ("", "src/", "lib/")
 
 
@@ -34,7 +36,7 @@ def _package_of(rel: str, name: str) -> list[str]:
 def imported_names(rel: str, source: str) -> set[str]:
     """Absolute dotted names ``source`` imports, relative imports resolved."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return set()
     own = module_names(rel)

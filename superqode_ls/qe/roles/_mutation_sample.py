@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...workspace.pyast import parse as parse_python
 from ._mutation_cache import JUDGED, FileResult, MutationReport
 from ._mutation_runner import LineMap
 from ._mutators import MODULE_UNIT, Mutant, function_units
@@ -96,7 +97,7 @@ def asserting_tests(root: Path, linemap: LineMap) -> dict[str, bool]:
     names: dict[tuple[str, str], bool] = {}
     for rel in files:
         try:
-            tree = ast.parse((root / rel).read_text(encoding="utf-8"))
+            tree = parse_python((root / rel).read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
             continue
         for node in ast.walk(tree):

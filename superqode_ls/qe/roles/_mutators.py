@@ -23,6 +23,7 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 
+from ...workspace.pyast import parse as parse_python
 from ._mutation_ops import mutations
 
 # Bump when operators change: cached results of an older mutator are stale.
@@ -204,7 +205,7 @@ def find_mutants(
     validate only those they pick (``compiles``). Raises SyntaxError for a
     file that does not parse.
     """
-    tree = ast.parse(text)
+    tree = parse_python(text)
     src = _Source(text)
     docstrings = _docstring_nodes(tree)
     skip = _skipped_subtrees(tree)
@@ -300,5 +301,5 @@ def function_units(text: str) -> dict[int, str]:
                 for handler in getattr(node, "handlers", []):
                     visit(handler.body, prefix)
 
-    visit(ast.parse(text).body, "")
+    visit(parse_python(text).body, "")
     return out

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 
 import httpx
 
-from ...agent.acp_worker import acp_problem, run_acp
+from ...agent.acp_check import acp_problem
+from ...agent.acp_worker import run_acp
 from ...agent.changes import ChangeTracker
 from ...agent.confine import shell_refusal
 from ...agent.loop import Agent, AgentResult, Budget

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...agent.acp_worker import acp_problem
+from ...agent.acp_check import acp_problem
 from ...config import Config
 from . import REGISTRY, role_class
 

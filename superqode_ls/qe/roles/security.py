@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models import Evidence, Finding, Patch, Range, RoleStatus, Severity
+from ...workspace.pyast import parse as parse_python
 from ..noise import merge_reports, path_class
 from . import _secrets, _web
 from ._batches import Plan, left_out_reason, plan_batches
@@ -403,7 +404,7 @@ class SecurityTester(FileCheckRole):
             if text is None or not (may_match(text) or _web.may_match(text)):
                 continue
             try:
-                tree = ast.parse(text)
+                tree = parse_python(text)
             except (SyntaxError, ValueError):
                 continue
             hits = [*patterns(tree), *_web.web_patterns(tree, rel, text)]
@@ -459,7 +460,7 @@ class SecurityTester(FileCheckRole):
                 continue
             if f.file not in trees:
                 try:
-                    trees[f.file] = _calls_by_line(ast.parse(text))
+                    trees[f.file] = _calls_by_line(parse_python(text))
                 except (SyntaxError, ValueError):
                     trees[f.file] = None
             tree = trees[f.file]
@@ -546,7 +547,7 @@ def _fix_call(text: str, calls: dict[int, list[ast.Call]], finding: Finding) -> 
             # One call expression replaced by another: the file stays valid
             # when the replacement parses as an expression (a re-parse of the
             # whole file per fix cost seconds on a large tree).
-            ast.parse(replacement, mode="eval")
+            parse_python(replacement, mode="eval")
         except SyntaxError:
             continue
         return new_text, description

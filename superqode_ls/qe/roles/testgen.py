@@ -24,6 +24,7 @@ from typing import Any
 
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.extras import lacking
+from ...workspace.pyast import parse as parse_python
 from . import _scratch
 from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
@@ -152,7 +153,7 @@ class TestGenerator(Role):
                 skipped.append((rel, "not an importable module"))
                 continue
             try:
-                tree = ast.parse((ctx.sandbox / rel).read_bytes())
+                tree = parse_python((ctx.sandbox / rel).read_bytes())
             except (SyntaxError, ValueError):
                 skipped.append((rel, "does not parse"))
                 continue

@@ -71,7 +71,9 @@ local HL = { [vim.log.levels.ERROR] = "ErrorMsg", [vim.log.levels.WARN] = "Warni
 --- when that takes more than one line.
 local function notify(msg, level, opts)
   level = level or vim.log.levels.INFO
-  msg = "SuperQode: " .. msg
+  if msg:sub(1, 11) ~= "SuperQode: " then -- the server's own lines already say who speaks
+    msg = "SuperQode: " .. msg
+  end
   table.insert(M.log, msg)
   if #M.log > LOG_MAX then
     table.remove(M.log, 1)
