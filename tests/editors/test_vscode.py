@@ -167,7 +167,7 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     assert data["end"]["buttons"] == ["Show Report", "Show Problems"]
     assert any("SuperQode (F401): Remove unused import" in o for o in data["offered"])
     assert data["status_running"].startswith("SuperQode qe-")  # the running session's id
-    assert data["status"] == "SuperQode 0 4 0"  # the status bar: 0 errors, 4 warnings (ruff lint, as ruff shows it), 0 infos
+    assert data["status"] == "SuperQode 0 4 0"  # 0 errors, 4 warnings (ruff lint, as ruff shows it)
 
     # After the F401 quick fix the other finding is still listed and squiggled, on its moved line.
     moved = CATALOG_LINT["F841"] - 1
