@@ -187,7 +187,7 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     assert data["fix_all_save_button"] is True
     (left,) = [r for r in data["problems_after_fix_all"] if r["level"] == 2]
     assert "F841" in left["text"] and f" at line {moved} " in left["label"], left
-    assert data["fix_all_status"] == "SuperQode 0 0 1"
+    assert data["fix_all_status"] == "SuperQode 0 1 0"
     for rel, text in planted.items():
         assert (example_copy / rel).read_text() == text, rel  # File: Save All wrote exactly the fix
     # The unsafe fix is its own, labelled action; taken, nothing is left.

@@ -21,8 +21,6 @@ import json
 import sys
 import warnings
 
-from ...workspace.pyast import parse as parse_python
-
 # Functions that touch the world outside their arguments are not fuzzed:
 # random paths, commands or hosts fed to them would do real damage.
 SIDE_EFFECT_CALLS = {
@@ -172,7 +170,7 @@ class _Siblings:
         if path not in self.trees:
             try:
                 with open(path, encoding="utf-8") as fh:
-                    self.trees[path] = parse_python(fh.read())
+                    self.trees[path] = ast.parse(fh.read())
             except (OSError, SyntaxError, ValueError):
                 self.trees[path] = None
         return self.trees[path]
@@ -288,7 +286,7 @@ def main():
         rel, name = entry["rel"], entry["module"]
         try:
             with open(entry["path"], encoding="utf-8") as fh:
-                tree = parse_python(fh.read())
+                tree = ast.parse(fh.read())
         except (OSError, SyntaxError, ValueError) as e:
             emit({"rel": rel, "module": name, "skipped": f"cannot parse: {e}"})
             continue
