@@ -61,8 +61,6 @@ class SandboxBuilder:
         self.project = project
         self.config = config
         self.tree = tree
-        self.sandbox = tree.sandbox
-        self.private = tree.private
         self.id = session_id
         self.base_commit = base_commit
         self.bus = bus
@@ -72,6 +70,15 @@ class SandboxBuilder:
         self._user_config: list[tuple[str, str | None]] = []
 
     # -- the three kinds ------------------------------------------------------
+
+    @property
+    def sandbox(self) -> Path:
+        return self.tree.sandbox  # the tree owns where the sandbox is
+
+    @property
+    def private(self) -> Path:
+        return self.tree.private
+
     def sparse(self, files: list[str], overlays: dict[str, bytes]) -> list[str]:
         """The files the sparse sandbox holds (with their analyzers' configuration)."""
         laid = sparse.lay_out(self.project, self.sandbox, files, overlays,

@@ -32,12 +32,18 @@ class SandboxDisposal:
         self.project = project
         self.config = config
         self.tree = tree
-        self.sandbox = tree.sandbox
-        self.private = tree.private
         self.id = session_id
         self.isolation = isolation
         self.bus = bus
         self.problem: str | None = None
+
+    @property
+    def sandbox(self) -> Path:
+        return self.tree.sandbox  # the tree owns where the sandbox is
+
+    @property
+    def private(self) -> Path:
+        return self.tree.private
 
     def end_processes(self) -> bool:
         """End what the session left running; True when the sandbox is still
