@@ -18,6 +18,7 @@ Two parts:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -234,6 +235,22 @@ def _outside(marker: str) -> list[int]:
     return out
 
 
+@contextlib.contextmanager
+def _started(argv: list[str]):
+    """``argv`` in a session of its own, its output piped; killed at the end
+    if still running."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 @needs_direct
 def test_killing_the_launcher_ends_the_whole_namespace():
     """kill -9 of whatever started the sandbox: nothing in it survives, a
@@ -244,11 +261,7 @@ def test_killing_the_launcher_ends_the_whole_namespace():
     daemon = (f"import os, time\nif os.fork() == 0:\n    os.setsid()\n"
               f"    os.execvp({sys.executable!r}, [{sys.executable!r}, '-I', '-S', '-c', "
               f"{sleeper!r}])\ntime.sleep(300)  # {marker}\n")
-    proc = subprocess.Popen([sys.executable, "-I", "-S", namespaces._UNSHARE, "--",
-                             sys.executable, "-I", "-S", "-c", daemon],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, text=True)
-    try:
+    with _started(namespaces._direct([sys.executable, "-I", "-S", "-c", daemon])) as proc:
         assert proc.stdout.readline() == "ready\n", proc.stderr.read()
         assert len(_outside(marker)) == 3  # the launcher (its argv), the command, the daemon
         os.kill(proc.pid, signal.SIGKILL)
@@ -256,12 +269,6 @@ def test_killing_the_launcher_ends_the_whole_namespace():
         # EOF once every process that held the pipe is gone.
         assert proc.stdout.read() == ""
         assert _outside(marker) == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
 
 
 @needs_direct
@@ -273,17 +280,8 @@ def test_sigterm_reaches_the_supervisor_and_the_status_is_the_signal(tmp_path):
     inner = landlock.supervised([sys.executable, "-I", "-S", "-c",
                                  "import time; print('ready', flush=True); time.sleep(300)"],
                                 allow)
-    proc = subprocess.Popen(namespaces._direct(inner, ops=[("bind", str(tmp_path))]),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, text=True)
-    try:
+    with _started(namespaces._direct(inner, ops=[("bind", str(tmp_path))])) as proc:
         assert proc.stdout.readline() == "ready\n", proc.stderr.read()
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(30) == -signal.SIGTERM
         assert proc.stdout.read() == ""
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
