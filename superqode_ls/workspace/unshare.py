@@ -293,6 +293,28 @@ def _drop_privileges() -> None:
     _ok(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
+def _group_nice() -> int:
+    """The nice of this process's CPU group (autogroup): proc.py lowers a
+    tool's as soon as the launcher has started, long before this runs."""
+    try:
+        with open("/proc/self/autogroup", encoding="ascii") as fh:
+            return int(fh.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _set_group_nice(nice: int) -> None:
+    """A new session is a new CPU group at nice 0, an equal of the editor's:
+    give it the group it left's nice (raising it needs no privilege)."""
+    if nice <= 0:
+        return
+    try:
+        with open("/proc/self/autogroup", "w", encoding="ascii") as fh:
+            fh.write(str(min(19, nice)))
+    except OSError:
+        pass  # no autogroup in this kernel: the processes' own nice still holds
+
+
 def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
     """The namespace's first process: build, drop, exec ``cmd``."""
     try:
@@ -304,7 +326,9 @@ def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
             _ok(_libc.unshare(_CLONE_NEWUSER), "unshare user")
             _map_ids(uid, 0, gid, 0)
         _drop_privileges()
+        nice = _group_nice()
         os.setsid()
+        _set_group_nice(nice)
         try:
             os.chdir(cwd)
         except OSError:

@@ -22,6 +22,7 @@ import contextlib
 import inspect
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -285,3 +286,17 @@ def test_sigterm_reaches_the_supervisor_and_the_status_is_the_signal(tmp_path):
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(30) == -signal.SIGTERM
         assert proc.stdout.read() == ""
+
+
+@needs_direct
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="no autogroup scheduling")
+def test_the_new_session_keeps_the_tools_cpu_group_nice():
+    """The sandbox's new session is a new CPU group: it keeps the nice of the
+    group proc.py lowered (else a tool competes with the editor as an
+    equal)."""
+    launch = shlex.join(namespaces._direct(["cat", "/proc/self/autogroup"]))
+    proc = subprocess.run(["setsid", "sh", "-c", f"echo 7 > /proc/self/autogroup && exec {launch}"],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-1] == "7"
