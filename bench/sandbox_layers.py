@@ -5,7 +5,8 @@
 Per process: ``true`` started 50 times (interleaved) with a session's
 environment at each level — plain (no supervisor), Landlock only (the
 supervisor, which applies the barrier and execs), namespaces + Landlock
-(bwrap around the supervisor) — median and p90 of one start-to-exit.
+(bwrap around the supervisor; and SuperQode's own launcher, unshare.py,
+where it can run) — median and p90 of one start-to-exit.
 Per session: ``superqe exec . -- true`` end to end at each level
 (``SUPERQODE_NAMESPACES=off`` for Landlock only), and the once-per-process
 detection of the namespace sandbox (bwrap's probe).
@@ -60,6 +61,10 @@ def per_process(repo: Path, runs: int) -> dict[str, dict[str, float]]:
             namespaces._detected = detected
             if namespaces.active():
                 levels["namespaces+landlock"] = (supervise(["true"], env), env)
+            if namespaces._probe(namespaces._direct([])) is None:
+                namespaces._detected = (namespaces.DIRECT, None)
+                levels["namespaces+landlock direct"] = (supervise(["true"], env), env)
+                namespaces._detected = detected
         times: dict[str, list[float]] = {k: [] for k in levels}
         for _ in range(runs):
             for name, (cmd, e) in levels.items():
@@ -76,6 +81,8 @@ def per_session(repo: Path, rounds: int) -> dict[str, float]:
     levels = {"landlock": {**os.environ, "SUPERQODE_NAMESPACES": "off"}}
     if namespaces.active():
         levels["namespaces+landlock"] = dict(os.environ)
+    if namespaces._probe(namespaces._direct([])) is None:
+        levels["namespaces+landlock_direct"] = {**os.environ, namespaces.BWRAP_ENV: "off"}
     times: dict[str, list[float]] = {k: [] for k in levels}
     for _ in range(rounds):
         for name, env in levels.items():

@@ -1,13 +1,13 @@
-"""The namespace sandbox around every process a session starts (bubblewrap).
+"""The namespace sandbox around every process a session starts.
 
 Landlock (landlock.py) keeps a session's processes from *writing* outside its
 folders; it does not cover chmod/chown, timestamps, xattrs and inode flags,
 reads, the network, or the desktop. This layer wraps the supervised command in
-``bwrap`` so that, inside:
+a namespace sandbox so that, inside:
 
-- the whole file system is a read-only bind (``--ro-bind / /``): metadata
-  calls on the user's tree, its ``.git`` and HOME fail with EROFS; only the
-  session's ``writable()`` folders are bound read-write;
+- the whole file system is a read-only bind: metadata calls on the user's
+  tree, its ``.git`` and HOME fail with EROFS; only the session's
+  ``writable()`` folders are bound read-write;
 - secrets (config.DEFAULT_HIDDEN plus ``sandbox.hide``) are masked by an
   empty tmpfs (folders) or ``/dev/null`` (files), as are the desktop's
   sockets (``$XDG_RUNTIME_DIR``, ``/tmp/.X11-unix``);
@@ -16,9 +16,15 @@ reads, the network, or the desktop. This layer wraps the supervised command in
   a new session (no TIOCSTI on the caller's terminal), no capabilities,
   and it dies with the process that started it.
 
-Landlock stays inside as the second layer: bwrap runs the supervisor, which
-applies the write barrier and execs the command (a Landlock domain may not
-mount, so the order cannot be the other way round).
+Two backends make it, chosen once per process by running each on ``true``:
+bubblewrap (``bwrap``) where it is installed and works, else SuperQode's own
+launcher (unshare.py: user + mount + pid + ipc + uts + net namespaces made
+directly; ``SUPERQODE_BWRAP=off`` picks it even where bwrap works). Both are
+built from one plan (``_plan``), so they bind, mask and isolate the same.
+
+Landlock stays inside as the second layer: the sandbox runs the supervisor,
+which applies the write barrier and execs the command (a Landlock domain may
+not mount, so the order cannot be the other way round).
 
 The environment is scrubbed where a session's environment is made
 (``scrub_env``, called by ``IsolatedSession.env``): provider keys, tokens and
@@ -44,10 +50,14 @@ from . import landlock
 # Set by a session's env(): {"network": "none"|"host", "hide": [absolute paths]}.
 SPEC_ENV = landlock.SPEC_ENV
 OFF_ENV = "SUPERQODE_NAMESPACES"  # "off": this layer is not used
+BWRAP_ENV = "SUPERQODE_BWRAP"  # "off": SuperQode's own launcher, even where bwrap works
+DIRECT = "direct"  # backend(): the namespaces are made by unshare.py, not bwrap
+_UNSHARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unshare.py")
 
 LEVEL_FULL = "namespaces + Landlock"
 LEVEL_LANDLOCK = "Landlock only (metadata, network and secrets open)"
 LEVEL_GUARD = "guard only"
+LEVEL_DIRECT = f"{LEVEL_FULL} (direct)"
 
 # What a scrubbed environment never carries (fnmatch-like, upper-cased names).
 _SECRET_NAMES = re.compile(
@@ -79,27 +89,57 @@ def _probe_args() -> list[str]:
     return ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_isolation("none")]
 
 
+def _probe(argv: list[str]) -> str | None:
+    """Why ``argv`` (a sandbox around ``true``, with the flags a session
+    uses) does not work here; None when it does. A kernel or AppArmor profile
+    that forbids unprivileged user namespaces fails here, once, not per run."""
+    try:
+        res = subprocess.run([*argv, shutil.which("true") or "/bin/true"], capture_output=True,
+                             check=False, timeout=20, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"does not start: {e}"
+    if res.returncode == 0:
+        return None
+    why = res.stderr.decode("utf-8", "replace").strip().splitlines()
+    return why[-1] if why else f"exit {res.returncode}"
+
+
+def _bwrap() -> tuple[str | None, str]:
+    if os.environ.get(BWRAP_ENV) == "off":
+        return None, f"{BWRAP_ENV}=off"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None, "bubblewrap (bwrap) is not installed"
+    why = _probe([bwrap, *_probe_args(), "--"])
+    return (bwrap, "") if why is None else (None, f"bwrap cannot make namespaces here: {why}")
+
+
+def _direct(cmd: list[str], network: str = "none", devices: str | None = None,
+            ops: list[tuple[str, str]] = ()) -> list[str]:
+    argv = [sys.executable, "-I", "-S", _UNSHARE]
+    if devices:
+        argv += ["--devices", devices]
+    for op, path in ops:
+        argv += [f"--{op}", path]
+    if network == "host":
+        argv.append("--share-net")
+    return [*argv, "--", *cmd]
+
+
 def _detect() -> tuple[str | None, str | None]:
     if sys.platform != "linux":
         return None, "not Linux"
     if os.environ.get(OFF_ENV) == "off":
         return None, f"{OFF_ENV}=off"
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return None, "bubblewrap (bwrap) is not installed"
-    true = shutil.which("true") or "/bin/true"
-    try:
-        # The same flags a session uses: a kernel or AppArmor profile that
-        # forbids unprivileged user namespaces fails here, once, not per run.
-        res = subprocess.run([bwrap, *_probe_args(), "--", true], capture_output=True, check=False,
-                             timeout=20, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return None, f"bwrap does not start: {e}"
-    if res.returncode != 0:
-        why = res.stderr.decode("utf-8", "replace").strip().splitlines()
-        return None, "bwrap cannot make namespaces here: " + (why[-1] if why else
-                                                               f"exit {res.returncode}")
-    return bwrap, None
+    bwrap, why_not = _bwrap()
+    if bwrap is not None:
+        return bwrap, None
+    # bwrap is preferred (docs/safety.md says why); without it, the same
+    # sandbox made directly.
+    why = _probe(_direct([]))
+    if why is None:
+        return DIRECT, None
+    return None, f"{why_not}; direct namespaces: {why}"
 
 
 def _state() -> tuple[str | None, str | None]:
@@ -111,8 +151,8 @@ def _state() -> tuple[str | None, str | None]:
 
 
 def backend() -> str | None:
-    """The bwrap executable used, or None where this layer is unavailable
-    (detected once per process)."""
+    """The bwrap executable used, ``DIRECT`` (SuperQode's own launcher), or
+    None where this layer is unavailable (detected once per process)."""
     return _state()[0]
 
 
@@ -130,11 +170,13 @@ def protection_level(config: Config | None = None) -> str:
     """One line for status, reports and the editor."""
     if landlock.abi() is None:
         return LEVEL_GUARD
-    if backend() is None:
+    which = backend()
+    if which is None:
         return LEVEL_LANDLOCK
+    tags = ["direct"] if which == DIRECT else []
     if config is not None and config.sandbox.network == "host":
-        return f"{LEVEL_FULL} (network: host)"
-    return LEVEL_FULL
+        tags.append("network: host")
+    return f"{LEVEL_FULL} ({', '.join(tags)})" if tags else LEVEL_FULL
 
 
 def refusal(config: Config) -> str | None:
@@ -210,8 +252,8 @@ def private_devices(folder: str) -> str | None:
     session's processes then own only its copies. ``folder`` must not be
     writable by them (the session's private dir, not one of its writable
     folders), and must allow device files (no ``nodev`` mount)."""
-    if os.geteuid() != 0 or not active():
-        return None
+    if os.geteuid() != 0 or not active() or backend() == DIRECT:
+        return None  # the direct launcher binds the host's nodes read-only
     try:
         os.makedirs(folder, mode=0o755, exist_ok=True)
         if os.statvfs(folder).f_flag & os.ST_NODEV:
@@ -248,38 +290,45 @@ def _masks(paths: list[str]) -> list[str]:
     return seen
 
 
-def wrap(cmd: list[str], allow: list[str], env: Mapping[str, str]) -> list[str]:
-    """``cmd`` (the supervisor's command line) inside the namespace sandbox
-    the session's ``env`` asks for. Call only when ``active()``."""
-    bwrap = backend()
-    assert bwrap is not None
+def _plan(allow: list[str], env: Mapping[str, str]
+          ) -> tuple[str, str | None, list[tuple[str, str]]]:
+    """(network, devices, ops) for the session's ``env``: ops, in order, are
+    ("bind", folder) read-write, ("hide-dir"|"hide-file", path)."""
     raw = env.get(SPEC_ENV)
     want = json.loads(raw) if raw else {}
-    network = want.get("network", "none")
     hide = want.get("hide")
     if hide is None:
         hide = hidden_paths(Config(), env)
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    devices = want.get("devices")
-    if devices:
-        args += [a for name, _, _ in _DEVICES
-                 for a in ("--dev-bind", os.path.join(devices, name), f"/dev/{name}")]
     # Bound where they lead: a writable folder reached through a link (a
     # cache linked elsewhere) cannot be a mount point, its target can; the
     # link itself resolves to it inside as outside.
     allow = list(dict.fromkeys(os.path.realpath(p) for p in allow))
-    for p in allow:
-        args += ["--bind-try", p, p]
+    ops = [("bind", p) for p in allow]
     # Masks after the binds: a secret is hidden even inside a writable folder;
     # a session folder that lies beneath a mask (a SUPERQODE_HOME under
     # $XDG_RUNTIME_DIR) is bound again on top, or the command could not run.
     masked = _masks(list(hide))
-    for m in masked:
-        # An empty folder over a folder, /dev/null over anything else.
-        args += ["--tmpfs", m] if os.path.isdir(m) else ["--ro-bind", "/dev/null", m]
-    for p in allow:
-        if any(p.startswith(m + "/") for m in masked):
-            args += ["--bind-try", p, p]
+    # An empty folder over a folder, /dev/null over anything else.
+    ops += [("hide-dir" if os.path.isdir(m) else "hide-file", m) for m in masked]
+    ops += [("bind", p) for p in allow if any(p.startswith(m + "/") for m in masked)]
+    return want.get("network", "none"), want.get("devices"), ops
+
+
+def wrap(cmd: list[str], allow: list[str], env: Mapping[str, str]) -> list[str]:
+    """``cmd`` (the supervisor's command line) inside the namespace sandbox
+    the session's ``env`` asks for. Call only when ``active()``."""
+    which = backend()
+    assert which is not None
+    network, devices, ops = _plan(allow, env)
+    if which == DIRECT:
+        return _direct(cmd, network, devices, ops)
+    args = [which, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if devices:
+        args += [a for name, _, _ in _DEVICES
+                 for a in ("--dev-bind", os.path.join(devices, name), f"/dev/{name}")]
+    for op, path in ops:
+        args += {"bind": ["--bind-try", path, path], "hide-dir": ["--tmpfs", path],
+                 "hide-file": ["--ro-bind", "/dev/null", path]}[op]
     args += _isolation(network)
     return [*args, "--", *cmd]
 

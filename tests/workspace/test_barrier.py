@@ -183,7 +183,8 @@ def test_a_killed_exec_leaves_no_process_behind(user_repo):
 def test_status_and_exec_name_the_protection_level(user_repo):
     status = superqe("status")
     assert f"protection: {namespaces.protection_level()}" in status.stdout
-    assert namespaces.protection_level() in (namespaces.LEVEL_FULL, namespaces.LEVEL_LANDLOCK)
+    assert namespaces.protection_level() in (namespaces.LEVEL_FULL, namespaces.LEVEL_DIRECT,
+                                            namespaces.LEVEL_LANDLOCK)
 
 
 def test_require_barrier_refuses_without_landlock(user_repo):

@@ -29,24 +29,31 @@ def test_hidden_paths_cover_both_homes_the_config_and_the_desktop(tmp_path):
     assert "/srv/keys" in paths and "/run/u" in paths and "/tmp/.X11-unix" in paths
 
 
-@pytest.mark.skipif(not namespaces.active(), reason=f"no namespace sandbox: "
-                    f"{namespaces.unavailable_reason() or 'no Landlock'}")
-def test_wrap_binds_then_masks_then_rebinds_a_session_folder_under_a_mask(tmp_path):
+def test_wrap_binds_then_masks_then_rebinds_a_session_folder_under_a_mask(tmp_path, monkeypatch):
     secret = tmp_path / "run"
     (secret / "sq").mkdir(parents=True)
     (tmp_path / ".netrc").write_text("x")
     writable = str(secret / "sq")
     env = {"HOME": str(tmp_path), namespaces.SPEC_ENV: json.dumps(
         {"network": "none", "hide": [str(secret), str(tmp_path / ".netrc"), "/nope"]})}
+    monkeypatch.setattr(namespaces, "_detected", ("/usr/bin/bwrap", None))
     argv = namespaces.wrap(["cmd"], [writable], env)
-    assert argv[:4] == [namespaces.backend(), "--ro-bind", "/", "/"]
+    assert argv[:4] == ["/usr/bin/bwrap", "--ro-bind", "/", "/"]
     first_bind = argv.index("--bind-try")
     mask = argv.index("--tmpfs")
     assert first_bind < mask < len(argv) - 1 - argv[::-1].index("--bind-try")
     assert ["--ro-bind", "/dev/null", str(tmp_path / ".netrc")] == argv[
         argv.index("/dev/null") - 1: argv.index("/dev/null") + 2]
     assert "/nope" not in argv and "--unshare-net" in argv and argv[-2:] == ["--", "cmd"]
+    # The direct launcher gets the same plan, in the same order.
+    monkeypatch.setattr(namespaces, "_detected", (namespaces.DIRECT, None))
+    direct = namespaces.wrap(["cmd"], [writable], env)
+    assert direct[1:4] == ["-I", "-S", namespaces._UNSHARE]
+    assert direct[4:] == ["--bind", writable, "--hide-dir", str(secret),
+                          "--hide-file", str(tmp_path / ".netrc"), "--bind", writable, "--", "cmd"]
     env[namespaces.SPEC_ENV] = json.dumps({"network": "host", "hide": []})
+    assert "--share-net" in namespaces.wrap(["cmd"], [writable], env)
+    monkeypatch.setattr(namespaces, "_detected", ("/usr/bin/bwrap", None))
     assert "--unshare-net" not in namespaces.wrap(["cmd"], [writable], env)
 
 
@@ -63,6 +70,11 @@ def test_levels_follow_the_layers(monkeypatch):
     if landlock.abi() is not None:
         host = Config.model_validate({"sandbox": {"network": "host"}})
         assert namespaces.protection_level(host) == "namespaces + Landlock (network: host)"
+    monkeypatch.setattr(namespaces, "_detected", (namespaces.DIRECT, None))
+    if landlock.abi() is not None:
+        assert namespaces.protection_level() == "namespaces + Landlock (direct)"
+        assert namespaces.protection_level(host) == (
+            "namespaces + Landlock (direct, network: host)")
 
 
 @pytest.mark.parametrize("bad", [{"sandbox": {"network": "lan"}}, {"sandbox": {"hide": ["rel"]}},
