@@ -284,6 +284,22 @@ def _child(cmd: list[str], allow: list[str], version: int | None, mask: set) -> 
         os._exit(127 if isinstance(e, FileNotFoundError) else 126)
 
 
+def _keep_nice_in_group() -> None:
+    """bwrap's ``--new-session`` puts us in a new CPU group (autogroup) at
+    nice 0, which competes with the editor as an equal whatever the nice our
+    process started with: give the group that nice (raising needs no
+    privilege; never lowered)."""
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        with open("/proc/self/autogroup", encoding="ascii") as fh:
+            group = int(fh.read().split()[-1])
+        if nice > group:
+            with open("/proc/self/autogroup", "w", encoding="ascii") as fh:
+                fh.write(str(min(19, nice)))
+    except (OSError, ValueError, IndexError):
+        pass  # no autogroup in this kernel: the processes' own nice still holds
+
+
 def main(argv: list[str]) -> None:
     allow: list[str] = []
     i = 0
@@ -298,6 +314,7 @@ def main(argv: list[str]) -> None:
     if not cmd:
         os.write(2, b"superqode barrier: no command\n")
         os._exit(2)
+    _keep_nice_in_group()
     version = abi()
     if version is None and os.environ.get("SUPERQODE_BARRIER_REQUIRED") == "1":
         os.write(2, b"superqode barrier: this kernel has no Landlock\n")

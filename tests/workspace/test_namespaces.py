@@ -4,6 +4,8 @@ masks, the command line bwrap gets, the levels and the configuration."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -83,3 +85,16 @@ def test_bad_sandbox_settings_are_one_line(bad):
     with pytest.raises(ConfigError) as e:
         validate_layer(bad, "superqode.yaml")
     assert "sandbox" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.skipif(not namespaces.active(), reason="no namespace backend on this system")
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="no autogroup scheduling")
+def test_a_tool_in_the_sandbox_keeps_its_nice_as_its_cpu_groups(tmp_path):
+    """Either backend starts a new session, i.e. a new CPU group at nice 0:
+    a tool started at nice 7 must not compete with the editor as an equal."""
+    env = {**os.environ, landlock.ALLOW_ENV: json.dumps([str(tmp_path)])}
+    cmd = namespaces.supervised(["cat", "/proc/self/autogroup"], env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False, env=env,
+                          stdin=subprocess.DEVNULL, preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 7))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-1] == "7"
