@@ -245,7 +245,7 @@ def test_squiggles_and_problems_on_open_and_save_without_a_command(example_copy:
     assert "SuperQode: ignore F401 on this line (# noqa: F401)" in data["live_offered"]
     assert second.read_text() == "import sys\n" + LIVE_TEXT and first.read_text() == LIVE_TEXT
     assert not (example_copy / ".superqode" / "qe-artifacts").exists()  # quiet: no session report
-    for name in ("vscode-live.png", "vscode-live-save.png", "vscode-live-quick-fix.png"):
+    for name in ("vscode-live.png", "vscode-live-quick-fix.png"):
         publish(Path(data["shots"]) / name)
 
 
