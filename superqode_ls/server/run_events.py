@@ -134,6 +134,10 @@ async def finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
                         ls.publisher.mark(uri)
         _hand_patches(ls, run)
         return
+    # An automatic run analysed the buffer at a known version (edits since are
+    # re-anchored by version): the save that started it moves the repository's
+    # epoch under it, which says nothing about the text it read.
+    stale = report.stale and not run.quiet
     new = []
     for n, f in enumerate(report.findings, 1):
         # A finding that already streamed in keeps its position, which edits
@@ -142,9 +146,9 @@ async def finish(ls: SuperQodeServer, run: Run, report: QualityReport) -> None:
         seen = ls.store.by_uri.get(where, {}).get(f.id) if where else None
         if seen is not None and seen.session_id == run.id:
             seen.finding = f
-            seen.run_stale = report.stale
+            seen.run_stale = stale
             new.append(seen)
-        elif (made := make_tracked(ls, run, f, run_stale=report.stale)) is not None:
+        elif (made := make_tracked(ls, run, f, run_stale=stale)) is not None:
             new.append(made)
         if n % EVENT_SLICE == 0:
             await asyncio.sleep(0)

@@ -126,3 +126,27 @@ def test_run_roles_picks_with_completion_and_runs_those(example_copy: Path, edit
     (qr,) = (example_copy / ".superqode" / "qe-artifacts" / "qr").glob(f"qr-*-{data['session']}.json")
     assert [r["role"] for r in json.loads(qr.read_text())["roles"]] == ["security_tester"]
     assert changed_files(example_copy) == []
+
+
+LIVE_TEXT = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
+
+
+def test_flymake_shows_findings_on_open_and_save_without_a_command(example_copy: Path, editor_env, tmp_path):
+    """The default settings (no roles, no command): opening a file with an
+    unused import and a shell=True call shows both in flymake; so does a
+    second file opened while the server runs; a save that adds a third
+    problem shows it."""
+    first, second = example_copy / "shop" / "live_planted.py", example_copy / "shop" / "live_second.py"
+    first.write_text(LIVE_TEXT)
+    second.write_text(LIVE_TEXT)
+    editor_env = {**editor_env, "SQ_SECOND": str(second)}
+    data = emacs("live", first, example_copy, editor_env, tmp_path)
+
+    def shown(key: str) -> set[tuple[str, int]]:
+        return {(d["code"], d["line"]) for d in data[key]}
+
+    assert {("F401", 1), ("B602", 6)} <= shown("on-open"), data["on-open"]
+    assert {("F401", 1), ("B602", 6)} <= shown("on-open-second"), data["on-open-second"]
+    assert {("F401", 1), ("F401", 2), ("B602", 7)} <= shown("after-save"), data["after-save"]
+    assert second.read_text() == "import sys\n" + LIVE_TEXT and first.read_text() == LIVE_TEXT
+    assert not (example_copy / ".superqode" / "qe-artifacts").exists()  # quiet: no report

@@ -215,22 +215,40 @@ def test_worktree_new_and_open_in_new_tabs(make_repo, editor_env, tmp_path):
     assert data["tabs"] == 3
 
 
-def test_diagnostics_appear_on_open_and_typing_without_a_command(example_copy: Path, editor_env, tmp_path):
-    """The default settings: ruff's and bandit's findings on open, then on a
-    typed (unsaved) line, with no :SuperQodeRun."""
-    target = example_copy / "shop" / "live_planted.py"
-    text = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
-    target.write_text(text)
-    data = nvim("live", "shop/live_planted.py", example_copy, editor_env, tmp_path)
+LIVE_TEXT = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
 
-    on_open = {(d["code"], d["lnum"] + 1) for d in data["on_open"]}
-    assert {("F401", 1), ("B602", 6)} <= on_open, on_open
+
+def plant_live(repo: Path) -> tuple[Path, Path]:
+    """Two new files, each with an unused import (F401, line 1) and a
+    shell=True call (B602, line 6)."""
+    first, second = repo / "shop" / "live_planted.py", repo / "shop" / "live_second.py"
+    first.write_text(LIVE_TEXT)
+    second.write_text(LIVE_TEXT)
+    return first, second
+
+
+def test_diagnostics_appear_on_open_save_and_typing_without_a_command(example_copy: Path, editor_env, tmp_path):
+    """The default settings: ruff's and bandit's findings on open (the first
+    file, then a second one), a third problem after a save, one more on a
+    typed (unsaved) line, with no :SuperQodeRun."""
+    first, second = plant_live(example_copy)
+    data = nvim("live", "shop/live_planted.py", example_copy, editor_env, tmp_path, SQ_SECOND=str(second))
+
+    def shown(key: str) -> set[tuple[str, int]]:
+        return {(d["code"], d["lnum"] + 1) for d in data[key]}
+
+    assert {("F401", 1), ("B602", 6)} <= shown("on_open"), data["on_open"]
     assert data["greyed"] == ["F401"]  # DiagnosticTag.Unnecessary, as ruff's server sets it
     assert data["no_command_ran"] is True
-    typed = {(d["code"], d["lnum"] + 1) for d in data["after_typing"]}
-    assert {("F401", 1), ("F401", 2), ("B602", 7)} <= typed, typed
-    assert data["modified"] is True and target.read_text() == text  # the buffer was analysed, not the disk
-
+    assert {("F401", 1), ("B602", 6)} <= shown("on_open_second"), data["on_open_second"]
+    # Saved: `import sys` on line 1, the others one line down.
+    assert {("F401", 1), ("F401", 2), ("B602", 7)} <= shown("after_save"), data["after_save"]
+    assert second.read_text() == "import sys\n" + LIVE_TEXT
+    typed = shown("after_typing")
+    assert {("F401", 1), ("F401", 2), ("F401", 3), ("B602", 8)} <= typed, typed
+    # The buffer was analysed, not the disk.
+    assert data["modified"] is True and second.read_text() == "import sys\n" + LIVE_TEXT
+    assert first.read_text() == LIVE_TEXT
 
 
 def _report_roles(repo: Path, sid: str) -> dict[str, dict]:

@@ -88,7 +88,7 @@ def user_settings(data: Path, extra: dict | None = None) -> None:
 
 def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, name: str,
                  settings: dict | None = None, timeout: float = 240,
-                 workspace_trust: bool = False) -> dict:
+                 workspace_trust: bool = False, open_file: str = "catalog.py") -> dict:
     """Install the .vsix into a fresh code-server, open ``folder`` and run the
     Playwright scenario ``name``; what it saw, as a dict."""
     node = require(shutil.which("node"), "node")
@@ -125,7 +125,7 @@ def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, na
             result = tmp_path / "vscode.json"
             env = {**editor_env, "SQ_PLAYWRIGHT": playwright, "SQ_URL": url, "SQ_FOLDER": str(folder),
                    "SQ_RESULT": str(result), "SQ_SHOTS": str(shots), "SQ_CHROMIUM": chromium,
-                   "SQ_SCENARIO": name}
+                   "SQ_SCENARIO": name, "SQ_OPEN": open_file}
             proc = run_editor([node, str(SCENARIO)], cwd=tmp_path, env=env, timeout=timeout)
         finally:
             kill_tree(server, grace=10)
@@ -213,6 +213,40 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
         shot = shots / name
         assert shot.stat().st_size > 10_000, name
         publish(shot)
+
+
+LIVE_TEXT = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
+
+
+@pytest.mark.slow
+def test_squiggles_and_problems_on_open_and_save_without_a_command(example_copy: Path, editor_env, tmp_path):
+    """The default settings (no superqode.roles, no command run): opening a
+    file with an unused import and a shell=True call squiggles both and lists
+    them in Problems; a second file opened likewise; a save that adds a third
+    problem shows it."""
+    first, second = example_copy / "shop" / "live_planted.py", example_copy / "shop" / "live_second.py"
+    first.write_text(LIVE_TEXT)
+    second.write_text(LIVE_TEXT)
+    data = run_scenario(example_copy, editor_env, tmp_path, name="live", open_file="live_planted.py",
+                        settings={"superqode.roles": None})
+    assert {1, 6} <= set(data["on_open_squiggles"]), data["on_open_squiggles"]
+    rows = [r["label"] for r in data["on_open_problems"] if r["level"] == 2]
+    assert any(r.startswith("Warning: `os` imported but unused at line 1 ") for r in rows), rows
+    assert any("shell=True" in r and " at line 6 " in r and r.startswith("Error: ") for r in rows), rows
+    assert data["no_command_ran"] is True
+    assert {1, 6} <= set(data["on_open_second_squiggles"]), data["on_open_second_squiggles"]
+    assert {1, 2, 7} <= set(data["after_save_squiggles"]), data["after_save_squiggles"]
+    saved = [r["label"] for r in data["after_save_problems"] if r["level"] == 2]
+    assert any("`sys` imported but unused at line 1 " in r for r in saved), saved
+    # The fix is titled by what it does, the first entry of Ctrl+.'s menu
+    # (under its "Quick Fix" heading); ignoring is further down, by ruff's own comment.
+    assert data["live_offered"][:2] == ["Quick Fix", "SuperQode (F401): Remove unused import: `sys`"], \
+        data["live_offered"]
+    assert "SuperQode: ignore F401 on this line (# noqa: F401)" in data["live_offered"]
+    assert second.read_text() == "import sys\n" + LIVE_TEXT and first.read_text() == LIVE_TEXT
+    assert not (example_copy / ".superqode" / "qe-artifacts").exists()  # quiet: no session report
+    for name in ("vscode-live.png", "vscode-live-quick-fix.png"):
+        publish(Path(data["shots"]) / name)
 
 
 @pytest.mark.slow

@@ -161,3 +161,26 @@ async def test_shutdown_mid_run_leaves_no_session_behind(lsp: LanguageClient, sh
     lsp.capabilities = None  # shut down already: the fixture has nothing left to stop
     working = isolated_home / ".superqode" / "working"
     assert not list(working.glob("*/qe/*.heartbeat")), list(working.glob("*/qe/*"))
+
+
+async def test_a_save_does_not_make_the_saved_files_findings_stale(lsp: LanguageClient, shop: Path):
+    """The editor writes the file, then says so: the watcher's change (the
+    repository's epoch moving under the run the save started) is the text that
+    run analysed, so its findings are current, and their fixes offered."""
+    target = planted(shop)
+    await start(lsp, shop, live=True)
+    editor = lsp.editor  # type: ignore[attr-defined]
+    uri = editor.open(target)
+    await wait_for(lambda: {"F401", "B602"} <= codes(lsp, uri), 60, "the findings on open")
+    await idle(lsp)
+    editor.edit(uri, (0, 0), (0, 0), "import sys\n")
+    editor.save(uri)
+    await wait_for(lambda: any("sys" in d.message for d in superqode_diags(lsp, uri)), 60, "F401 for sys")
+    await idle(lsp)
+    messages = [d.message for d in superqode_diags(lsp, uri)]
+    assert len(messages) >= 3 and not any(m.startswith("[stale") for m in messages), messages
+    sys_diag = next(d for d in superqode_diags(lsp, uri) if "sys" in d.message)
+    actions = await lsp.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=sys_diag.range,
+        context=types.CodeActionContext(diagnostics=[sys_diag], only=[types.CodeActionKind.QuickFix])))
+    assert [a.title for a in actions or []] == ["SuperQode (F401): Remove unused import: `sys`"]

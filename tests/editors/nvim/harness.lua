@@ -1,6 +1,12 @@
 -- Shared by the Neovim scenarios: loads the plugin from SQ_PLUGIN, records
 -- results as JSON in SQ_RESULT and exits with the verdict as status.
-local H = { result = { steps = {} } }
+local H = { result = { steps = {}, at = {} } }
+local t0 = vim.uv.hrtime()
+
+-- Milliseconds since the scenario started (step times, for bench/editors.py).
+function H.ms()
+  return (vim.uv.hrtime() - t0) / 1e6
+end
 
 vim.opt.rtp:prepend(vim.env.SQ_PLUGIN)
 vim.opt.swapfile = false
@@ -8,6 +14,7 @@ vim.opt.shortmess:append("F")
 
 function H.step(name, value)
   table.insert(H.result.steps, name)
+  H.result.at[name] = H.ms()
   if value ~= nil then
     H.result[name] = value
   end

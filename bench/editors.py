@@ -1,0 +1,169 @@
+"""Diagnostics without a button, from the user's seat in each real editor,
+beside ruff's own server (``ruff server``) where the editor can run it.
+
+Each round runs the editor test's own scenario (tests/editors/*/live.*) on a
+fresh git copy of examples/shop with two planted files (an unused import and a
+``shell=True`` call) and a home of its own, and reads the times it recorded:
+
+- open: the first file shows both problems, counted from the server attached
+  (Neovim, Emacs: the server is up) or from the file opened (VS Code: the
+  extension and the server start with it);
+- open 2: a second file opened while the server runs, until both show;
+- save: a saved ``import sys`` line, from the save to its F401;
+- Neovim only: type (an unsaved line, to its F401: 0.5 s of it is the pause
+  SuperQode waits for), and ``:SuperQodeRun file`` in a folder not yet trusted
+  (the project's quick roles include unit_tester; the answer is "Trust
+  folder"): to the run's first finding in the buffer, and to its end.
+
+ruff server gets the same scenario with ``extendSelect = ["S602"]`` so it has
+both problems; VS Code has no ruff extension here (offline), so only
+SuperQode is timed there.
+
+    .venv/bin/python bench/editors.py [--rounds 3] [--editors nvim,emacs,vscode]
+
+Needs what scripts/setup-editors.sh installs (as the editor tests do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TESTS = ROOT / "tests" / "editors"
+PLANTED = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
+RUFF_INIT = json.dumps({"settings": {"lint": {"extendSelect": ["S602"]}}})
+
+
+def say(msg: str) -> None:
+    print(f"[bench/editors] {msg}", file=sys.stderr, flush=True)
+
+
+def workspace() -> tuple[Path, Path, dict[str, str]]:
+    """A git copy of examples/shop with the two planted files, and the
+    environment of an editor that never touches the real home."""
+    work = Path(tempfile.mkdtemp(prefix="sqe-bench-"))
+    home = work / "home"
+    env = {**os.environ, "HOME": str(home), "SUPERQODE_HOME": str(home / ".superqode"),
+           "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
+           "XDG_STATE_HOME": str(home / ".state"), "XDG_DATA_HOME": str(home / ".data"),
+           "GIT_CONFIG_NOSYSTEM": "1", "TMPDIR": str(work), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@b"}
+    for sub in (".superqode", ".config", ".cache", ".state", ".data"):
+        (home / sub).mkdir(parents=True)
+    repo = work / "shop"
+    shutil.copytree(ROOT / "examples" / "shop", repo,
+                    ignore=shutil.ignore_patterns(".superqode", "__pycache__", ".pytest_cache"))
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "bench"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env)
+    for name in ("live_planted.py", "live_second.py"):
+        (repo / "shop" / name).write_text(PLANTED)
+    return work, repo, env
+
+
+def other_server(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "SQ_LSP_CMD": f"{BIN / 'ruff'} server", "SQ_LSP_INIT": RUFF_INIT, "SQ_SHELL": "S602"}
+
+
+def nvim(ruff: bool) -> dict[str, float]:
+    work, repo, env = workspace()
+    try:
+        result = work / "r.json"
+        env = {**env, "SQ_PLUGIN": str(ROOT / "editors" / "nvim"), "SQ_HARNESS": str(TESTS / "nvim" / "harness.lua"),
+               "SQ_SERVER": str(BIN / "superqode-ls"), "SQ_RESULT": str(result),
+               "SQ_SECOND": "shop/live_second.py", "SQ_RUN_QE": "1"}
+        if ruff:
+            env = other_server(env)
+        subprocess.run([str(BIN / "nvim"), "--headless", "--clean", "-n", "-S", str(TESTS / "nvim" / "live.lua"),
+                        "shop/live_planted.py"], cwd=repo, env=env, capture_output=True, timeout=600)
+        data = json.loads(result.read_text())
+        if data.get("exit") != 0:
+            raise RuntimeError(data.get("error"))
+        at = data["at"]
+        out = {"open": at["on_open"] - at["attached"], "open 2": at["on_open_second"] - at["open_second"],
+               "save": at["after_save"] - at["save"], "type": at["after_typing"] - at["type"]}
+        if "run_end" in at:
+            out["Run QE: first"] = at["run_first_diagnostic"] - at["run_qe"]
+            out["Run QE: end"] = at["run_end"] - at["run_qe"]
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def emacs(ruff: bool) -> dict[str, float]:
+    work, repo, env = workspace()
+    try:
+        result = work / "r.json"
+        env = {**env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(BIN / "superqode-ls"),
+               "SQ_RESULT": str(result), "SQ_FILE": str(repo / "shop" / "live_planted.py"),
+               "SQ_SECOND": str(repo / "shop" / "live_second.py")}
+        if ruff:
+            env = other_server(env)
+        subprocess.run(["emacs", "--batch", "-l", str(TESTS / "emacs" / "live.el")], cwd=repo, env=env,
+                       capture_output=True, timeout=600)
+        data = json.loads(result.read_text())
+        if data.get("exit") != 0:
+            raise RuntimeError(data.get("error"))
+        at = data["at"]
+        return {"open": at["on_open"] - at["attached"], "open 2": at["on_open_second"] - at["open_second"],
+                "save": at["after_save"] - at["save"]}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def vscode(ruff: bool) -> dict[str, float]:
+    """The VS Code editor test itself (code-server + Playwright); its times."""
+    assert not ruff
+    base = Path(tempfile.mkdtemp(prefix="sqe-bench-vs-"))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "--basetemp", str(base),
+             str(TESTS / "test_vscode.py"), "-k", "open_and_save"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600)
+        found = list(base.rglob("vscode.json"))
+        if proc.returncode != 0 or not found:
+            raise RuntimeError(proc.stdout[-2000:])
+        at = json.loads(found[0].read_text())["at"]
+        return {"open (with start)": at["on_open"], "open 2": at["on_open_second"] - at["open_second"],
+                "save": at["after_save"] - at["save"]}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+EDITORS = {"nvim": (nvim, True), "emacs": (emacs, True), "vscode": (vscode, False)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--editors", default="nvim,emacs,vscode")
+    args = ap.parse_args()
+    rows = []
+    for name in args.editors.split(","):
+        run, has_ruff = EDITORS[name]
+        for ruff in ([False, True] if has_ruff else [False]):
+            server = "ruff server" if ruff else "superqode-ls"
+            samples: dict[str, list[float]] = {}
+            for n in range(args.rounds):
+                say(f"{name} / {server}: round {n + 1} of {args.rounds}")
+                for key, ms in run(ruff).items():
+                    samples.setdefault(key, []).append(ms)
+            for key, values in samples.items():
+                rows.append((name, server, key, statistics.median(values), values))
+    print(f"{'editor':7} {'server':12} {'step':18} {'median ms':>10}  samples")
+    for name, server, key, median, values in rows:
+        print(f"{name:7} {server:12} {key:18} {median:10.0f}  {', '.join(f'{v:.0f}' for v in values)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
