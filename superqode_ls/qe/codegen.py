@@ -34,6 +34,26 @@ def generated_code(scopes: Scopes, line: int) -> bool:
         c.args and scopes.built(c.args[0], scopes.function_of(c), _DEPTH) for c in calls)
 
 
+# Calls that run or deserialise their first argument: remote code execution
+# when it is request data (bandit rates eval/exec, pickle and yaml medium).
+_LOADERS = frozenset({"eval", "exec", "loads", "load", "unsafe_load", "full_load"})
+# Web request data: Flask/Django/aiohttp's request, a handler's parsed query.
+_REQUEST_NAMES = frozenset({"request", "req", "params", "query_params"})
+_REQUEST_ATTRS = frozenset({"request", "GET", "POST", "FILES", "COOKIES", "form", "cookies",
+                            "files", "params", "query_params", "get_json"})
+
+
+def runs_request_data(scopes: Scopes, line: int) -> str | None:
+    """The call on ``line`` that runs or deserialises request data (its
+    name), or None."""
+    for call in scopes.calls_on(line):
+        name = _call_name(call)
+        if name in _LOADERS and call.args and scopes.from_request(
+                call.args[0], scopes.function_of(call), _DEPTH):
+            return name
+    return None
+
+
 def _runner(call: ast.Call) -> bool:
     f = call.func
     if isinstance(f, ast.Name):
@@ -137,6 +157,21 @@ class Scopes:
                    for v in (*self._assigned(node.id, scope), *self._appended(node.id, scope))
                    if not (isinstance(v, _Items) and isinstance(v.value, ast.Name)
                            and v.value.id in params))
+
+    def from_request(self, e: ast.AST, scope: ast.AST, depth: int) -> bool:
+        """``e`` holds web request data (``request.POST[...]``, a cookie, the
+        query's ``params``), also through the local names it is built from.
+        Narrower than ``outside``: a parameter is not request data."""
+        if depth <= 0:
+            return False
+        for node in ast.walk(e):
+            if isinstance(node, ast.Name) and node.id in _REQUEST_NAMES:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr in _REQUEST_ATTRS:
+                return True
+        return any(self.from_request(v, scope, depth - 1)
+                   for node in ast.walk(e) if isinstance(node, ast.Name)
+                   for v in self._assigned(node.id, scope))
 
     def _name_built(self, name: str, scope: ast.AST, depth: int) -> bool:
         if name in _params(scope):

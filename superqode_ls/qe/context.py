@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
-from .codegen import Scopes, generated_code
+from .codegen import Scopes, generated_code, runs_request_data
 from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
@@ -118,6 +118,21 @@ def mark_noise(f: Finding, why: str, severity: Severity | None = None) -> Findin
         reason = f"{severity.value}: {why}"
         update["severity_reason"] = f"{f.severity_reason}; {reason}" if f.severity_reason else reason
     return f.model_copy(update=update)
+
+
+def raise_to(f: Finding, severity: Severity, why: str) -> Finding:
+    """``f`` at ``severity`` at least, the reason recorded."""
+    if f.severity.rank >= severity.rank:
+        return f
+    reason = f"{f.tool} rates it {f.severity.value}; {why}"
+    return f.model_copy(update={
+        "severity": severity,
+        "severity_reason": f"{f.severity_reason}; {reason}" if f.severity_reason else reason})
+
+
+# Rules whose call runs or deserialises its argument: eval/exec, pickle,
+# marshal, yaml. Request data there is remote code execution.
+_RUNS_ARGUMENT = frozenset({"B307", "B102", "B301", "B302", "B506", "YAML-UNSAFE-LOAD"})
 
 
 class _Modules:
@@ -375,6 +390,13 @@ def apply_context(
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
+        if (rule in _RUNS_ARGUMENT and f.file and f.range and modules is not None
+                and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            name = runs_request_data(scopes, f.range.start_line) if scopes else None
+            if name is not None:
+                f = raise_to(f, Severity.high, f"{name}() of request data runs what the "
+                                               "sender wrote (remote code execution)")
         if f.file and f.range and f.rule_id.upper() in ("B701", "S701"):
             if _autoescape_on_near(f, read_line):
                 f = mark_noise(f, "autoescape is turned on next to the Environment",
