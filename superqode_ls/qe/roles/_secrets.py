@@ -223,6 +223,10 @@ def plausible(value: str, line: str | None = None) -> bool:
     return True
 
 
+# Names that hold *about* a secret, for bandit's password rules: narrower
+# than _NOT_SECRET_NAME (a password's hash is still worth a look).
+_ABOUT_SECRET = re.compile(r"(?i)[_.-](name|file|path|url|uri|env|var|field|label|header"
+                           r"|prefix|type|id|format|pattern|regex)s?$")
 # Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials".
 _IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+)$")
 
@@ -250,6 +254,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
     for q in ("'", '"'):
         at = (line or "").find(f"{q}{value}{q}")
         m = _TARGET.search(line[:at]) if line and at > 0 else None
+        if m and _ABOUT_SECRET.search(m.group(1)):
+            return f"held by a name about a secret ({m.group(1).rsplit('.', 1)[-1]}), not the secret"
         if m:
             name, squashed = _squash(m.group(1).rsplit(".", 1)[-1]), _squash(value)
             if squashed and (squashed in name or name in squashed):
