@@ -17,22 +17,14 @@ from __future__ import annotations
 import pytest
 
 from superqode_ls.models import Finding, Range, Severity
-from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.qe.roles.base import tool_path
-from superqode_ls.qe.roles.security import SecurityTester
-from tests.role_helpers import make_ctx, run_role
+from tests.test_context_raise import found_by_security
+from tests.test_findings_context import _at
 
 needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
 
 
-def _found(repo, extra=()):
-    findings = [*run_role(SecurityTester(), make_ctx(repo)).findings, *extra]
-    return filter_findings(findings, read_line=FileLines(repo)).findings
-
-
-def _at(findings, file, line, rule):
-    return [f for f in findings if f.file == file and f.range and f.range.start_line == line
-            and (f.rule_id == rule or rule in f.related_rules)]
+_found = found_by_security
 
 
 @needs_bandit

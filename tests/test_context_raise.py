@@ -24,18 +24,18 @@ from superqode_ls.qe.roles._secrets import built_in_credential
 from superqode_ls.qe.roles.base import tool_path
 from superqode_ls.qe.roles.security import SecurityTester
 from tests.role_helpers import make_ctx, run_role
+from tests.test_findings_context import _at
 
 needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
 
 
-def _found(repo):
-    findings = run_role(SecurityTester(), make_ctx(repo)).findings
+def found_by_security(repo, extra=()):
+    """security_tester's findings on ``repo`` (and ``extra``) after the noise filter."""
+    findings = [*run_role(SecurityTester(), make_ctx(repo)).findings, *extra]
     return filter_findings(findings, read_line=FileLines(repo)).findings
 
 
-def _at(findings, file, line, rule):
-    return [f for f in findings if f.file == file and f.range and f.range.start_line == line
-            and (f.rule_id == rule or rule in f.related_rules)]
+_found = found_by_security
 
 
 @needs_bandit
