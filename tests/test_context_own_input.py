@@ -114,3 +114,21 @@ def test_a_name_about_a_secret_is_noise_and_a_password_beside_it_stays(make_repo
     assert about.noise and "about a secret" in about.noise
     (real,) = _at(found, "app/config.py", 2, "B105")
     assert real.noise is None and real.severity is Severity.high
+
+
+@needs_bandit
+def test_a_credential_url_in_a_docstring_is_documentation_and_in_code_stays(make_repo):
+    repo = make_repo({
+        "lib/urls.py": (
+            "class URL:\n"
+            '    """\n'
+            '    url = URL("https://jo%40email.com:a%20secret@example.org:1234/path")\n'
+            '    """\n\n\n'
+            'DATABASE_URL = "postgres://app:Xk2-hunter2-prod@db.internal:5432/app"\n'  # 7
+        ),
+    })
+    found = found_by_security(repo)
+    hits = [f for f in found if "hardcoded-db-password" in (f.rule_id, *f.related_rules)]
+    assert [f.range.start_line for f in hits] == [7]
+    (real,) = hits
+    assert real.noise is None and real.severity is Severity.high

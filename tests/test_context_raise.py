@@ -60,7 +60,9 @@ def test_request_data_run_or_deserialised_is_high_and_a_parameter_keeps_its_rati
             "def load(target):\n"
             "    return eval(target)\n\n\n"  # 30
             "def restore(blob):\n"
-            "    return pickle.loads(blob)\n"  # 34
+            "    return pickle.loads(blob)\n\n\n"  # 34
+            "def copy(request):\n"
+            "    return pickle.loads(pickle.dumps(request))\n"  # 38
         ),
     })
     found = _found(repo)
@@ -74,6 +76,10 @@ def test_request_data_run_or_deserialised_is_high_and_a_parameter_keeps_its_rati
     assert param.severity is Severity.medium and "request data" not in (param.severity_reason or "")
     (blob,) = _at(found, "app/views.py", 34, "B301")
     assert blob.severity is Severity.medium
+    # A round trip copies the program's own object (requests' and httpx's
+    # tests pickle a Request): nothing was received.
+    (copy,) = _at(found, "app/views.py", 38, "B301")
+    assert copy.severity is Severity.medium
     assert compute_verdict(found) == "fail"
 
 
@@ -116,6 +122,9 @@ def test_built_in_credential_leaves_slots_and_about_names_alone():
     assert built_in_credential("x1", "bypass == 'x1'") is None  # "bypass" names no password
     assert built_in_credential("s3cr", "cookie_secret = 's3cr'")
     assert built_in_credential("hunter2", "if user_password != 'hunter2':")
+    # httpx reads the password from stdin when it is "-": a marker
+    assert built_in_credential("-", 'if password == "-":') is None
+    assert built_in_credential("*", 'if password == "*":') is None
 
 
 @needs_bandit

@@ -43,12 +43,17 @@ _REQUEST_ATTRS = frozenset({"request", "GET", "POST", "FILES", "COOKIES", "form"
                             "files", "params", "query_params", "get_json"})
 
 
+def _round_trip(arg: ast.AST) -> bool:
+    """``loads(dumps(x))``: the program's own object copied, not data received."""
+    return any(_call_name(n) in ("dumps", "dump") for n in ast.walk(arg))
+
+
 def runs_request_data(scopes: Scopes, line: int) -> str | None:
     """The call on ``line`` that runs or deserialises request data (its
     name), or None."""
     for call in scopes.calls_on(line):
         name = _call_name(call)
-        if name in _LOADERS and call.args and scopes.from_request(
+        if name in _LOADERS and call.args and not _round_trip(call.args[0]) and scopes.from_request(
                 call.args[0], scopes.function_of(call), _DEPTH):
             return name
     return None

@@ -300,8 +300,11 @@ def built_in_credential(value: str, line: str | None) -> str | None:
     name = _target(line, value, _ASSIGNED_TO)
     if name and _SIGNING_KEY.search(_squash(name)) and not _NOT_SECRET_NAME.search(name):
         return f"{name} is the key the app signs with: anyone with the source forges its tokens"
+    if not any(c.isalnum() for c in value):
+        return None
     name = _target(line, value, _COMPARED_TO)
-    if name and _PASSWORD_VAR.match(name):
+    # A marker is no password: ``password == "-"`` reads it from stdin.
+    if name and _PASSWORD_VAR.match(name) and len(value) >= 4 and not _PLACEHOLDER.match(value):
         return f"{name} is compared against a literal: a password built into the code"
     return None
 
