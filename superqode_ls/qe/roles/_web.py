@@ -13,7 +13,8 @@
 - ``insecure-cookie``: a session store or cookie made readable by JavaScript
   (``httponly=False``), ``SESSION_COOKIE_HTTPONLY = False``;
 - ``hardcoded-db-password``: a literal password in a config dict
-  (``{"password": "..."}``) or a connection URL/DSN with a password in it;
+  (``{"password": "..."}``) or a connection URL/DSN with a password in it
+  (not in a docstring: an example there is documentation);
 - ``weak-password-hash``: md5/sha1 over something named a password.
 
 These are syntax checks, not data flow across functions: each needs the
