@@ -47,6 +47,14 @@ def mk(rule="B105", tool="bandit", line=1, file="a.py", category="security", con
         ("x = 1  # superqode: ignore[E501]", mk("F401", "ruff", category="lint"), None),
         ("s = '# noqa'", mk("F401", "ruff", category="lint"), "noqa"),  # like ruff: text match
         ("x = 1", mk("F401", "ruff", category="lint"), None),
+        # detect-secrets' and gitleaks' opt-outs: for the password rules and
+        # the secrets scan only, never for an injection on the same line
+        ('"SECRET_KEY": "test_key",  # pragma: allowlist secret', mk("B105"), "allowlist secret"),
+        ("pw = 'x'  # gitleaks:allow", mk("S105", "ruff"), "allowlist secret"),
+        ("k = 'AKIA...'  # pragma: allowlist secret", mk("secret-aws-key", "superqode-secrets",
+                                                          category="secrets"), "allowlist secret"),
+        ("cur.execute(q % v)  # pragma: allowlist secret", mk("B608"), None),
+        ("import os  # pragma: allowlist secret", mk("F401", "ruff", category="lint"), None),
     ],
 )
 def test_suppressed_by(line, finding, expected):

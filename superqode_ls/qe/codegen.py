@@ -34,6 +34,53 @@ def generated_code(scopes: Scopes, line: int) -> bool:
         c.args and scopes.built(c.args[0], scopes.function_of(c), _DEPTH) for c in calls)
 
 
+# Calls that run or deserialise their first argument: remote code execution
+# when it is request data (bandit rates eval/exec, pickle and yaml medium).
+_LOADERS = frozenset({"eval", "exec", "loads", "load", "unsafe_load", "full_load"})
+# Web request data: Flask/Django/aiohttp's request, a handler's parsed query.
+_REQUEST_NAMES = frozenset({"request", "req", "params", "query_params"})
+_REQUEST_ATTRS = frozenset({"request", "GET", "POST", "FILES", "COOKIES", "form", "cookies",
+                            "files", "params", "query_params", "get_json"})
+
+
+def _round_trip(arg: ast.AST) -> bool:
+    """``loads(dumps(x))``: the program's own object copied, not data received."""
+    return any(_call_name(n) in ("dumps", "dump") for n in ast.walk(arg))
+
+
+def runs_request_data(scopes: Scopes, line: int) -> str | None:
+    """The call on ``line`` that runs or deserialises request data (its
+    name), or None."""
+    for call in scopes.calls_on(line):
+        name = _call_name(call)
+        if name in _LOADERS and call.args and not _round_trip(call.args[0]) and scopes.from_request(
+                call.args[0], scopes.function_of(call), _DEPTH):
+            return name
+    return None
+
+
+# The XML parsers bandit flags (B313-B320): what they read is the question.
+_XML_PARSE = frozenset({"parse", "fromstring", "XML", "iterparse", "parseString",
+                        "XMLID", "fromstringlist"})
+# Shell runners: a fixed command line is no injection.
+_SHELL_RUN = frozenset({"system", "popen", "Popen", "run", "call", "check_call",
+                        "check_output", "getoutput", "getstatusoutput"})
+
+
+def reads_own_constant(scopes: Scopes, line: int, names: frozenset[str] = _XML_PARSE) -> bool:
+    """Every parse (or shell) call on ``line`` reads text the module fixes
+    itself (a literal path, a module-level XML string); False when there is
+    none or one reads anything else."""
+    calls = [c for c in scopes.calls_on(line) if _call_name(c) in names and c.args]
+    return bool(calls) and all(
+        scopes.constant(c.args[0], scopes.function_of(c)) for c in calls)
+
+
+def fixed_command(scopes: Scopes, line: int) -> bool:
+    """Every shell call on ``line`` runs a command line fixed in the code."""
+    return reads_own_constant(scopes, line, _SHELL_RUN)
+
+
 def _runner(call: ast.Call) -> bool:
     f = call.func
     if isinstance(f, ast.Name):
@@ -137,6 +184,39 @@ class Scopes:
                    for v in (*self._assigned(node.id, scope), *self._appended(node.id, scope))
                    if not (isinstance(v, _Items) and isinstance(v.value, ast.Name)
                            and v.value.id in params))
+
+    def from_request(self, e: ast.AST, scope: ast.AST, depth: int) -> bool:
+        """``e`` holds web request data (``request.POST[...]``, a cookie, the
+        query's ``params``), also through the local names it is built from.
+        Narrower than ``outside``: a parameter is not request data."""
+        if depth <= 0:
+            return False
+        for node in ast.walk(e):
+            if isinstance(node, ast.Name) and node.id in _REQUEST_NAMES:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr in _REQUEST_ATTRS:
+                return True
+        return any(self.from_request(v, scope, depth - 1)
+                   for node in ast.walk(e) if isinstance(node, ast.Name)
+                   for v in self._assigned(node.id, scope))
+
+    def constant(self, e: ast.AST, scope: ast.AST, depth: int = _DEPTH) -> bool:
+        """``e`` is text the module fixes itself: a literal, constant text
+        joined, or a name (of the function or the module, not a parameter)
+        only ever given such text (``USERS_XML = "<users>..."``)."""
+        if depth <= 0:
+            return False
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (str, bytes))
+        if isinstance(e, ast.JoinedStr):
+            return all(isinstance(v, ast.Constant) for v in e.values)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+            return self.constant(e.left, scope, depth - 1) and self.constant(e.right, scope, depth - 1)
+        if isinstance(e, ast.Name) and e.id not in _params(scope):
+            values = self._assigned(e.id, scope) or (
+                self._assigned(e.id, self.tree) if scope is not self.tree else [])
+            return bool(values) and all(self.constant(v, self.tree, depth - 1) for v in values)
+        return False
 
     def _name_built(self, name: str, scope: ast.AST, depth: int) -> bool:
         if name in _params(scope):

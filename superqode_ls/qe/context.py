@@ -29,6 +29,10 @@ worth acting on whatever the tool's confidence.
 - bandit's advisories (``assert``, try/except/pass, subprocess or exec
   without a shell, pseudo-random numbers not used for a secret, "consider the
   implications of importing X"): noise;
+- raised, not lowered: ``eval``/``exec``, pickle/marshal or ``yaml.load``
+  of web request data (``request.POST[...]``, a cookie, the query's
+  ``params``, also through local names): high, as remote code execution
+  (bandit says medium); the same calls on a parameter keep bandit's rating;
 - a finding below ``qe.confidence_threshold``: noise, except the sinks
   (``SINK_RULES``), which stay;
 - a static finding in test code, fixtures, docs or examples (the path
@@ -44,7 +48,7 @@ from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
-from .codegen import Scopes, generated_code
+from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
 from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
@@ -118,6 +122,21 @@ def mark_noise(f: Finding, why: str, severity: Severity | None = None) -> Findin
         reason = f"{severity.value}: {why}"
         update["severity_reason"] = f"{f.severity_reason}; {reason}" if f.severity_reason else reason
     return f.model_copy(update=update)
+
+
+def raise_to(f: Finding, severity: Severity, why: str) -> Finding:
+    """``f`` at ``severity`` at least, the reason recorded."""
+    if f.severity.rank >= severity.rank:
+        return f
+    reason = f"{f.tool} rates it {f.severity.value}; {why}"
+    return f.model_copy(update={
+        "severity": severity,
+        "severity_reason": f"{f.severity_reason}; {reason}" if f.severity_reason else reason})
+
+
+# Rules whose call runs or deserialises its argument: eval/exec, pickle,
+# marshal, yaml. Request data there is remote code execution.
+_RUNS_ARGUMENT = frozenset({"B307", "B102", "B301", "B302", "B506", "YAML-UNSAFE-LOAD"})
 
 
 class _Modules:
@@ -362,6 +381,35 @@ def _reexport(f: Finding, rule: str, lines: Callable[[str], list[str] | None] | 
     return None
 
 
+# bandit's XML parser rules (B313-B320): a risk where the XML is untrusted.
+_XML_RULES = frozenset(f"B{n}" for n in range(313, 321))
+_SHELL_RULES = frozenset({"B602", "B604", "B605"})
+# A migration makemigrations wrote: its imports and style are the tool's.
+_MIGRATION = re.compile(r"(^|/)migrations/\d{4}_\w+\.py$")
+
+
+def _own_input(f: Finding, rule: str, modules: _Modules | None) -> str | None:
+    """Why the code the finding is about is the project's own fixed input
+    or generated code: an XML parser reading a literal path or a module's
+    XML constant, a shell running a fixed command line (bandit: "seems
+    safe"), lint in a Django migration. None otherwise."""
+    if not (f.file and f.range):
+        return None
+    if f.category == "lint" and _MIGRATION.search(f.file):
+        return "in a migration Django's makemigrations wrote (generated code)"
+    if rule not in _XML_RULES and rule not in _SHELL_RULES:
+        return None
+    scopes = modules.scopes(f.file) if modules is not None and f.file.endswith(".py") else None
+    if scopes is None:
+        return None
+    if rule in _XML_RULES and reads_own_constant(scopes, f.range.start_line):
+        return "it parses the project's own XML (a literal path or constant), not untrusted input"
+    if rule in _SHELL_RULES and f.severity.rank <= Severity.low.rank \
+            and fixed_command(scopes, f.range.start_line):
+        return "a fixed command line (bandit: seems safe); no input reaches the shell"
+    return None
+
+
 def apply_context(
     findings: Iterable[Finding], *, read_line: Callable[[str, int], str | None],
     lines: Callable[[str], list[str] | None] | None = None,
@@ -375,7 +423,16 @@ def apply_context(
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
-        if f.file and f.range and f.rule_id.upper() in ("B701", "S701"):
+        if (rule in _RUNS_ARGUMENT and f.file and f.range and modules is not None
+                and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            name = runs_request_data(scopes, f.range.start_line) if scopes else None
+            if name is not None:
+                f = raise_to(f, Severity.high, f"{name}() of request data runs what the "
+                                               "sender wrote (remote code execution)")
+        if f.noise is None and (why := _own_input(f, rule, modules)):
+            f = mark_noise(f, why, Severity.info)
+        elif f.file and f.range and f.rule_id.upper() in ("B701", "S701"):
             if _autoescape_on_near(f, read_line):
                 f = mark_noise(f, "autoescape is turned on next to the Environment",
                                Severity.info)

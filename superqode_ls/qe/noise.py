@@ -9,7 +9,8 @@ in this order:
 
 1. inline suppressions on the flagged line(s): ``# noqa`` / ``# noqa: CODE,...``,
    ``# nosec`` / ``# nosec CODE ...`` (security findings), ``# superqode: ignore`` /
-   ``# superqode: ignore[CODE,...]``;
+   ``# superqode: ignore[CODE,...]``; the secret scanners' ``# pragma: allowlist
+   secret`` / ``# gitleaks:allow`` (password rules and the secrets scan only);
 2. context (``qe/context.py``): what the code around a finding proves
    (autoescape on next to a jinja2 Environment, an undefined name only in an
    annotation) marks it as noise;
@@ -51,6 +52,9 @@ LineReader = Callable[[str, int], "str | None"]
 _NOQA = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[^#]*))?", re.IGNORECASE)
 _NOSEC = re.compile(r"#\s*nosec\b:?(?P<codes>[^#]*)", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*superqode:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+# The secret scanners' opt-outs (detect-secrets, gitleaks): the secrets scan
+# skips such a line, so bandit's password rules on it are suppressed too.
+_ALLOW_SECRET = re.compile(r"(pragma:\s*allowlist[ -]secret|gitleaks:allow)", re.IGNORECASE)
 # ruff's flake8-bandit rules reuse bandit's numbers: S105 is B105.
 _RUFF_BANDIT = re.compile(r"^S(\d{3})$")
 
@@ -115,6 +119,8 @@ def suppressed_by(line: str, finding: Finding) -> str | None:
         codes = _codes(m.group("codes"))
         if not codes or names & codes:
             return "noqa"
+    if _ALLOW_SECRET.search(line) and (rule in _PASSWORD_RULES or _is_secret_scan(rule)):
+        return "allowlist secret"
     m = _NOSEC.search(line)
     if m and finding.category == "security":
         codes = _codes(m.group("codes"))

@@ -223,6 +223,10 @@ def plausible(value: str, line: str | None = None) -> bool:
     return True
 
 
+# Names that hold *about* a secret, for bandit's password rules: narrower
+# than _NOT_SECRET_NAME (a password's hash is still worth a look).
+_ABOUT_SECRET = re.compile(r"(?i)[_.-](name|file|path|url|uri|env|var|field|label|header"
+                           r"|prefix|type|id|format|pattern|regex)s?$")
 # Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials".
 _IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+)$")
 
@@ -250,6 +254,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
     for q in ("'", '"'):
         at = (line or "").find(f"{q}{value}{q}")
         m = _TARGET.search(line[:at]) if line and at > 0 else None
+        if m and _ABOUT_SECRET.search(m.group(1)):
+            return f"held by a name about a secret ({m.group(1).rsplit('.', 1)[-1]}), not the secret"
         if m:
             name, squashed = _squash(m.group(1).rsplit(".", 1)[-1]), _squash(value)
             if squashed and (squashed in name or name in squashed):
@@ -257,6 +263,49 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
             word = value[1:] if value[:1] in "#@.:-" else value  # "#bygroup": a marker
             if word.isalpha() and word.islower() and not re.search(r"pass|pwd", name):
                 return "a plain word (a token type or mode, not a token)"
+    return None
+
+
+# A setting that IS a signing key (Flask's/Django's SECRET_KEY, a JWT or
+# HMAC secret): a literal there is the key the app signs with, however
+# short or placeholder-like ("aaaaaaa", "your-secret-key-here" forge
+# sessions as well as a random one).
+_SIGNING_KEY = re.compile(r"secretkey|jwtsecret|signingkey|hmackey|hmacsecret|cookiesecret"
+                          r"|sessionsecret|appsecret")
+_ASSIGNED_TO = re.compile(r"([\w.]+)['\"]?\]?\s*(?::=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
+# A password compared against a literal: a credential built into the code.
+_COMPARED_TO = re.compile(r"([\w.]+)['\"]?\]?\s*(?:==|!=)\s*[rbuf]{0,2}$", re.IGNORECASE)
+_PASSWORD_VAR = re.compile(r"(?i)^(?:\w*_)?(?:password|passwd|pwd|passphrase|pass)$")
+# Not a value at all: a template or format slot, an environment variable's name.
+_SLOT = re.compile(r"^(?:<.*>|\$\{.*\}|\$[A-Z_]+|%\(.*\)s|\{\{.*\}\}|\{.*\}|%s)$")
+
+
+def _target(line: str | None, value: str, pattern: re.Pattern[str]) -> str | None:
+    """The name ``value`` is assigned to (or compared with) on ``line``."""
+    for q in ("'", '"'):
+        at = (line or "").find(f"{q}{value}{q}")
+        m = pattern.search(line[:at]) if line and at > 0 else None
+        if m:
+            return m.group(1).rsplit(".", 1)[-1]
+    return None
+
+
+def built_in_credential(value: str, line: str | None) -> str | None:
+    """Why a literal is a credential the code runs with whatever it looks
+    like: assigned to a signing key's setting, or a password compared
+    against it (``password == 'admin_pass'``). None otherwise, and for an
+    empty value, a template slot or an environment variable's name."""
+    if not value.strip() or _SLOT.match(value) or _ENV_VAR_NAME.match(value):
+        return None
+    name = _target(line, value, _ASSIGNED_TO)
+    if name and _SIGNING_KEY.search(_squash(name)) and not _NOT_SECRET_NAME.search(name):
+        return f"{name} is the key the app signs with: anyone with the source forges its tokens"
+    if not any(c.isalnum() for c in value):
+        return None
+    name = _target(line, value, _COMPARED_TO)
+    # A marker is no password: ``password == "-"`` reads it from stdin.
+    if name and _PASSWORD_VAR.match(name) and len(value) >= 4 and not _PLACEHOLDER.match(value):
+        return f"{name} is compared against a literal: a password built into the code"
     return None
 
 

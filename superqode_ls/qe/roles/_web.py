@@ -13,7 +13,8 @@
 - ``insecure-cookie``: a session store or cookie made readable by JavaScript
   (``httponly=False``), ``SESSION_COOKIE_HTTPONLY = False``;
 - ``hardcoded-db-password``: a literal password in a config dict
-  (``{"password": "..."}``) or a connection URL/DSN with a password in it;
+  (``{"password": "..."}``) or a connection URL/DSN with a password in it
+  (not in a docstring: an example there is documentation);
 - ``weak-password-hash``: md5/sha1 over something named a password.
 
 These are syntax checks, not data flow across functions: each needs the
@@ -203,6 +204,10 @@ def _func_name(node: ast.Call) -> str:
 
 
 def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
+    # A docstring's example URL (httpx's "https://user:a%20secret@host") is
+    # documentation, not a connection the code makes.
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)
+            and _const_str(n.value) is not None}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             name = _func_name(node)
@@ -244,8 +249,8 @@ def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
                     yield from _literal_password(v, key)
         elif isinstance(node, ast.Assign):
             yield from _assignment(node, rel)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "=" in node.value \
-                or isinstance(node, ast.Constant) and isinstance(node.value, str) and "://" in node.value:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                and ("=" in node.value or "://" in node.value):
             m = _DSN_PASSWORD.search(node.value)
             secret = m and (m.group(1) or m.group(2))
             if secret and not _PLACEHOLDER.match(secret) and not secret.startswith(("$", "%", "{")):

@@ -262,8 +262,12 @@ class SecurityTester(FileCheckRole):
             if test_id in _PASSWORD_RULES:
                 # bandit quotes the password: mask the value only, never the
                 # words around it, and keep it out of the snippet and the id.
-                m = re.search(r": '(.+)'$", r.get("issue_text", ""))
-                if m:
+                m = re.search(r": '(.*)'$", r.get("issue_text", ""))
+                if m and not m.group(1).strip():
+                    noise = "not a secret: the value is empty"  # reset_token = ''
+                    severity_reason = f"bandit rates it {severity.value}; the value is empty"
+                    severity = Severity.info
+                elif m:
                     secret = m.group(1)
                     # A title cut inside the value (at ". ") holds part of
                     # it unquoted: then only the words before the value.
@@ -284,7 +288,12 @@ class SecurityTester(FileCheckRole):
                             )
                         )
                     why = _secrets.not_a_secret(secret, text)
-                    if why is not None:
+                    credential = _secrets.built_in_credential(secret, text)
+                    if credential is not None:
+                        if severity.rank < Severity.high.rank:
+                            severity_reason = f"bandit rates it {severity.value}; {credential}"
+                            severity = Severity.high
+                    elif why is not None:
                         noise = f"not a secret: the value is {why}"
                     elif _secrets.plausible(secret, text) and severity.rank < Severity.high.rank:
                         severity_reason = (
