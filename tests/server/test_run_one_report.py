@@ -65,6 +65,8 @@ async def test_an_untrusted_then_trusted_run_writes_one_report(lsp: LanguageClie
     # toy_exec, asked for by name, ran after the answer: its "skipped" of the
     # first phase is gone (it would make the verdict at least conditional).
     assert next(r for r in whole["roles"] if r["role"] == "toy_exec")["status"] == "ok"
+    # Nor was it logged as skipped while it waited for the answer.
+    assert not [m.message for m in lsp.log_messages if "toy_exec skipped" in m.message]
 
 
 async def test_a_file_run_on_an_untrusted_folder_writes_one_report(lsp: LanguageClient, shop: Path):
