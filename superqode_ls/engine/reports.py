@@ -99,26 +99,8 @@ def write(report: QualityReport, *, json_path: Path | None = None,
 
 
 def combine(first: QualityReport, second: QualityReport, cfg: Config) -> QualityReport:
-    """The report of a run made of two engine sessions on disjoint roles:
-    every finding, role and patch of both, one verdict over all of them."""
-    from ..models import summarize
-    from ..qe.report import compute_verdict
+    """The report of a run made of two engine sessions: every finding, role
+    (once, its final outcome) and patch of both, one verdict over all of them."""
+    from ..qe.report.phases import combine_phases
 
-    findings = [*first.findings, *second.findings]
-    whole = first.model_copy(update={
-        "findings": findings,
-        "roles": [*first.roles, *second.roles],
-        "patches": [*first.patches, *(p for p in second.patches
-                                      if p.id not in {q.id for q in first.patches})],
-        "summary": summarize(findings),
-        "suppressed": first.suppressed + second.suppressed,
-        "baseline_filtered": first.baseline_filtered + second.baseline_filtered,
-        "stale": first.stale or second.stale,
-        "cancelled": first.cancelled or second.cancelled,
-        "timed_out": first.timed_out or second.timed_out,
-        "finished_at": second.finished_at or first.finished_at,
-        "duration_s": first.duration_s + second.duration_s,
-        "verification": second.verification or first.verification,
-    })
-    whole.verdict = compute_verdict(whole, cfg.qe.fail_on, cfg.qe.never_fail)
-    return whole
+    return combine_phases(first, second, cfg.qe.fail_on, cfg.qe.never_fail)

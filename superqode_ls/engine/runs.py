@@ -47,7 +47,7 @@ def request(project: Path, **fields: Any) -> QERequest:
     editor's runQE arguments both end here. ``fields`` are QERequest's
     (mode, roles, files, overlays, isolation, base_ref, config_overrides,
     trusted, baseline, update_baseline, timeout, python, since, shard,
-    save_artifacts); everything is checked when the session starts."""
+    save_artifacts, part_of); everything is checked when the session starts."""
     from ..qe.request import QERequest
 
     return QERequest(project=Path(project), **fields)

@@ -155,7 +155,10 @@ def save_report(
             baseline_mod.save(res.baseline_path, noise.before_baseline)
             report.artifacts["baseline"] = str(res.baseline_path)
         # Sealed outside the project: `suggestions apply` applies only these bytes.
-        patchseal.seal(res.project, artifacts.session_id, {p.id: p.diff for p in report.patches})
+        patchseal.seal(res.project, request.part_of or artifacts.session_id,
+                       {p.id: p.diff for p in report.patches})
+        if request.part_of:
+            return  # the run's merged report is written under its own id
         when = report.started_at
         json_path = artifacts.report_path("json", when)
         md_path = artifacts.report_path("md", when)

@@ -41,6 +41,11 @@ class QERequest:
     # False: no report, patch or seal files (the editor's automatic runs,
     # one per pause in typing); the report and patches stay in memory.
     save_artifacts: bool = True
+    # A later session of the editor run with this id (the roles the trust
+    # answer let run, a file run's whole-tree roles): the run writes one
+    # report, merged, under its id, so this session writes none of its own
+    # and seals its fixes under that id, the id the merged report names.
+    part_of: str | None = None
     # The front end's choices for the tools and the agents' questions: made
     # by the CLI or the language server, carried to every role (runtime.py).
     runtime: Runtime = field(default_factory=Runtime.background)

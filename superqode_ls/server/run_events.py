@@ -62,7 +62,11 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
         undone = data.get("status") in ("error", "failed", "timeout", "ineffective",
                                         "incomplete") or (
             data.get("status") == "skipped" and data.get("requested"))
-        if undone and data.get("reason"):
+        # A role this phase leaves to the next (the trust answer's) is not
+        # undone: the run's end says what became of it.
+        later = run.next_roles is not None and run.only_roles is not None \
+            and data.get("role") not in run.only_roles
+        if undone and data.get("reason") and not later:
             # Why a role did nothing must reach the user, not only the report file.
             ls.log(f"SuperQode {data.get('role')} {data.get('status')}: {data.get('reason')}",
                    types.MessageType.Warning)
@@ -79,7 +83,8 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
         elif msg:
             progress.report(f"{msg}; {progress.status()}", now=False)
     elif kind == "session_complete":
-        run.markdown = data.get("markdown")
+        # A later phase writes no report of its own: the run's stays.
+        run.markdown = data.get("markdown") or run.markdown
 
 
 def make_tracked(ls: SuperQodeServer, run: Run, finding: Finding, *, run_stale: bool = False) -> Tracked | None:

@@ -1,6 +1,8 @@
 """The report of a run made of two engine sessions (a file run's whole-tree
 roles after its sparse phase; the roles the trust answer let run): one report,
-one verdict, where the run's first phase wrote it."""
+one verdict, each role once, where the run's first phase wrote it; the later
+phase writes no report of its own (``part_of``), so nothing else in
+``.superqode/qe-artifacts`` claims the run."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ log = logging.getLogger(__name__)
 
 
 def combine(first: QualityReport, second: QualityReport, cfg: Config) -> QualityReport:
-    """The report of a run made of two engine sessions on disjoint roles:
-    every finding, role and patch of both, one verdict over all of them."""
+    """The report of a run made of two engine sessions: every finding and
+    patch of both, each role once (a role the first only listed as skipped,
+    waiting for the trust answer, has the second's outcome), one verdict."""
     from ..engine import reports
 
     return reports.combine(first, second, cfg)
@@ -28,7 +31,8 @@ def combine(first: QualityReport, second: QualityReport, cfg: Config) -> Quality
 def rewrite_report(run: Run, report: QualityReport, artifacts: dict[str, str]) -> None:
     """The run's Quality Report (Markdown and JSON), rewritten where the first
     phase wrote it to hold both phases: what superqode.showReport opens for
-    the run's id. The second phase's own files stay beside it."""
+    the run's id. The second phase's logs and patch files stay beside it; it
+    wrote no report."""
     from ..engine import reports
 
     report.artifacts = {**report.artifacts, **artifacts}

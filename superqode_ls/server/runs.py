@@ -112,7 +112,7 @@ def _report_protection(ls: SuperQodeServer) -> None:
 
 def build_request(
     ls: SuperQodeServer, run: Run, roles: list[str] | None, trusted: bool,
-    baseline: Path | None = None,
+    baseline: Path | None = None, part_of: str | None = None,
 ):
     settings = ls.settings_for(run.folder)
     return runs.request(
@@ -130,6 +130,9 @@ def build_request(
         baseline=baseline,
         # An automatic run per pause in typing writes no report files.
         save_artifacts=not run.quiet,
+        # A later phase writes no report of its own: the run's one report,
+        # merged, is written under the run's id (run_report.rewrite_report).
+        part_of=part_of,
         runtime=ls.runtime,
     )
 
@@ -217,7 +220,8 @@ async def _phase(ls: SuperQodeServer, run: Run, progress: RunProgress, roles: li
 
     loop = asyncio.get_running_loop()
     loop_thread = threading.get_ident()
-    request = build_request(ls, run, roles, trusted, baseline)
+    request = build_request(ls, run, roles, trusted, baseline,
+                            part_of=run.id if session_id != run.id else None)
     bus = EventBus(session_id)
 
     def sink(event) -> None:

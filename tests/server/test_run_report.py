@@ -50,3 +50,24 @@ def test_the_report_is_rewritten_where_the_first_phase_wrote_it(tmp_path):
     (tmp_path / "blocked").write_text("a file where a directory should be")
     rewrite_report(run, whole, {"json": str(tmp_path / "blocked" / "r.json")})
     assert not (tmp_path / "blocked").is_dir()
+
+
+def test_a_role_the_first_phase_skipped_has_the_second_phases_outcome_once():
+    # A run on a folder not yet trusted: the first phase lists the role that
+    # runs code as skipped (asked for by name), the trust answer runs it.
+    first = report("qe-1", ["lint_tester", "unit_tester"], [finding(severity=Severity.low)])
+    first.roles[1] = RoleRun(role="unit_tester", status="skipped", requested=True,
+                             reason="folder not trusted")
+    first.artifacts = {"json": "/a/qr-qe-1.json", "markdown": "/a/qr-qe-1.md"}
+    second = report("qe-2", ["unit_tester"], artifacts={"json": "/a/qr-qe-2.json",
+                                                       "log:tests": "/a/tests.log"})
+    whole = combine(first, second, Config())
+    assert [(r.role, r.status) for r in whole.roles] == [("lint_tester", "ok"), ("unit_tester", "ok")]
+    # The skipped entry made the verdict conditional; its final "ok" does not.
+    assert whole.verdict == "conditional"  # the low finding, not the skip
+    whole_clean = combine(report("qe-1", []).model_copy(update={"roles": first.roles}),
+                          second, Config())
+    assert whole_clean.verdict == "pass"
+    # The run's report files are the first's; the second's logs are kept.
+    assert whole.artifacts == {"json": "/a/qr-qe-1.json", "markdown": "/a/qr-qe-1.md",
+                               "log:tests": "/a/tests.log"}
