@@ -75,11 +75,13 @@ def present(root: Path, rel: str) -> bool:
     return os.path.lexists(root / rel)
 
 
-def unflag_present(work_tree: Path, cwd: Path, env: Env | None = None) -> None:
+def unflag_present(work_tree: Path, cwd: Path, env: Env | None = None,
+                   bits: IndexBits | None = None) -> None:
     """Make ``git add`` read the flagged files that are on disk: their edits
     are part of what the user has. Absent skip-worktree files (a sparse
-    checkout) keep their bit, so they are not taken for deletions."""
-    bits = index_bits(cwd, env)
+    checkout) keep their bit, so they are not taken for deletions.
+    ``bits``: the index's flagged entries, when the caller has them."""
+    bits = index_bits(cwd, env) if bits is None else bits
     if not bits:
         return
     set_bits(cwd, [p for p in bits.skip_worktree if present(work_tree, p)],

@@ -127,7 +127,8 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
     env = {"GIT_INDEX_FILE": str(idx), "GIT_DIR": str(gd), "GIT_WORK_TREE": str(repo)}
     bits = carry.index_bits(repo, env) if idx.exists() else carry.IndexBits()
     nested = carry.nested_repos(repo, env)
-    full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested, users=True)
+    full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested, users=True,
+                           bits=bits if idx.exists() else None)
     return UserState(staged_tree=staged or full, full_tree=full, bits=bits, nested=nested)
 
 
