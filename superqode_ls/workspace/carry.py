@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .git import GitError, alternates_line, git
+from .git import ConfigEntry, GitError, alternates_line, git
 from .holes import copy_file
 
 Env = Mapping[str, str]
@@ -104,12 +104,19 @@ def mirror_bits(sandbox: Path, repo: Path, bits: IndexBits, env: Env | None = No
 
 
 # -- filters ---------------------------------------------------------------
-def filter_names(repo: Path) -> list[str]:
-    """Filter drivers the user's configuration defines."""
-    proc = git(["config", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"],
-               repo, check=False)
+_FILTER_KEY = re.compile(r"^filter\..*\.(clean|smudge|process)$")
+
+
+def filter_names(repo: Path, listing: list[ConfigEntry] | None = None) -> list[str]:
+    """Filter drivers the user's configuration defines (``listing``:
+    ``git.config_listing(repo)``, read already)."""
+    if listing is not None:
+        keys = [key for _, key, _ in listing if _FILTER_KEY.match(key)]
+    else:
+        proc = git(["config", "--name-only", "--get-regexp", _FILTER_KEY.pattern], repo, check=False)
+        keys = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     names = set()
-    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+    for line in keys:
         parts = line.split(".")
         if len(parts) >= 3:
             names.add(".".join(parts[1:-1]))

@@ -166,6 +166,29 @@ def repo_root(path: Path) -> Path | None:
     return Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
 
 
+ConfigEntry = tuple[str, str, "str | None"]  # (scope, key, value); value None: a bare key
+
+
+def config_listing(repo: Path) -> list[ConfigEntry]:
+    """Every configuration entry git reads in ``repo``, includes resolved
+    (an included file's entries carry the scope of the file that includes
+    it), in git's order; ``SAFE_CONFIG``'s own ``-c`` settings left out.
+    One git process where a session's making asked three (the user's
+    repository entries, the entries SuperQode's own git dir keeps, the
+    filter drivers); empty when git cannot read the configuration."""
+    proc = git(["config", "--list", "--includes", "--show-scope", "-z"], repo, check=False)
+    out: list[ConfigEntry] = []
+    if proc.returncode != 0:
+        return out
+    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    for scope, rec in zip(fields[0::2], fields[1::2], strict=False):  # scope NUL key LF value NUL
+        if scope == "command":
+            continue
+        key, nl, value = rec.partition("\n")
+        out.append((scope, key, value if nl else None))
+    return out
+
+
 def git_dir(repo: Path) -> Path:
     return Path(git_out(["rev-parse", "--absolute-git-dir"], repo))
 

@@ -358,7 +358,7 @@ class IsolatedSession:
         def verify() -> None:
             try:
                 verdict.append(self._verify())
-            except BaseException as e:  # raised below, in the closing thread, as before
+            except BaseException as e:  # noqa: BLE001 - raised below, in the closing thread
                 verdict.append(e)
 
         walk = threading.Thread(target=verify, daemon=True, name=f"verify {self.id}")

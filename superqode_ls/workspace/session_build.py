@@ -17,7 +17,7 @@ from ..events import EventBus
 from . import carry, pool, sparse
 from . import worktree as wt
 from .errors import WorkspaceError
-from .git import GitError, copy_index, head_commit, resolve_commit
+from .git import GitError, config_listing, copy_index, head_commit, resolve_commit
 from .gitsnapshot import SnapshotStore
 from .guard_env import GuardInstall, install_guard
 from .paths import store_dir
@@ -110,7 +110,8 @@ class SandboxBuilder:
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
             state = wt.UserState(staged_tree=tree, full_tree=tree)
         sealed = wt.SealedGit(self.private / "git")
-        filters = carry.filter_names(self.project)
+        listing = config_listing(self.project)  # the filters and a cold seal read it
+        filters = carry.filter_names(self.project, listing)
         differ = False
         if self.config.workspace.warm_sandboxes and pool.claim(
                 self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
@@ -133,7 +134,7 @@ class SandboxBuilder:
                 wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
                                 f"superqode session {self.id}")
             self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
-                                        self.base_commit or "HEAD")
+                                        self.base_commit or "HEAD", listing)
             self.check_abort()
             wt.checkout_staged(self.sandbox, state.staged_tree,
                                sealed.env(self.sandbox, sealed.index, store), filters)

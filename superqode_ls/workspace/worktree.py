@@ -26,7 +26,17 @@ from pathlib import Path
 from . import carry, holes, owngit, removal
 from .changes import iter_raw
 from .errors import WorkspaceError
-from .git import GitError, alternates_line, copy_index, git, git_env, git_out, registration_dirs
+from .git import (
+    ConfigEntry,
+    GitError,
+    alternates_line,
+    config_listing,
+    copy_index,
+    git,
+    git_env,
+    git_out,
+    registration_dirs,
+)
 from .gitsnapshot import SnapshotStore
 from .holes import copy_with_mode
 from .paths import working_root
@@ -139,7 +149,7 @@ def sealed_alternates(store: SnapshotStore, repo: Path) -> str:
 
 
 def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
-         base: str) -> list[tuple[str, str | None]]:
+         base: str, listing: list[ConfigEntry] | None = None) -> list[tuple[str, str | None]]:
     """Point ``sandbox/.git`` at a private git dir made afresh (see module
     doc), and write SuperQode's own git dir beside it (:mod:`owngit`). A
     reused sandbox gets new ones too: nothing a session wrote in its git dir
@@ -150,7 +160,8 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
     for d in ("objects/info", "refs/heads", "refs/tags", "info", "hooks"):
         (common / d).mkdir(parents=True, exist_ok=True)
     (common / "objects" / "info" / "alternates").write_text(sealed_alternates(store, repo))
-    entries = owngit.user_config(repo)
+    listing = config_listing(repo) if listing is None else listing  # one read for both
+    entries = owngit.user_config(repo, listing)
     write_session_config(sealed, entries, [])
     for name in ("exclude", "attributes"):
         src = cd / "info" / name
@@ -160,7 +171,7 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
     (common / "packed-refs").write_text(refs + ("\n" if refs else ""))
     head = cd / "HEAD"
     (common / "HEAD").write_text(head.read_text() if head.exists() else "ref: refs/heads/main\n")
-    owngit.make(sealed.own, repo, cd, base)
+    owngit.make(sealed.own, repo, cd, base, listing)
     sealed.wt.mkdir(parents=True, exist_ok=True)
     (sealed.wt / "commondir").write_text("../common\n")
     (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
