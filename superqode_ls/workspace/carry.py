@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .git import ConfigEntry, GitError, alternates_line, git
+from .git import ConfigEntry, GitError, alternates_line, git, tree_listing
 from .holes import copy_file
 
 Env = Mapping[str, str]
@@ -217,7 +217,7 @@ def _repos_below(repo: Path, rel: str) -> list[str]:
 
 def submodules(repo: Path, tree: str, env: Env | None = None) -> list[str]:
     """Gitlinks of ``tree`` the user has initialised (a ``.git`` inside)."""
-    out = git(["ls-tree", "-r", "-z", tree], repo, env=env).stdout
+    out = tree_listing(tree, repo, env=env)
     subs: list[str] = []
     if b"160000 commit " not in out:  # no gitlink at all: nothing to split
         return subs

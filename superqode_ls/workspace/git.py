@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -153,6 +154,35 @@ async def agit(
     if check and proc.returncode != 0:
         raise GitError(list(args), proc.returncode or 0, err.decode("utf-8", "replace"))
     return proc.returncode or 0, out, err
+
+
+# ``ls-tree -r -z`` of the trees read last, by tree id: a session asks for
+# the tree it carries in twice (its symlinks, its submodules), and the
+# listing of a tree id is the same in every store that has it. A few, so
+# the language server keeps at most a few listings of its last sessions.
+_LISTINGS: dict[str, bytes] = {}
+_LISTINGS_MAX = 2
+_listings_lock = threading.Lock()
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def tree_listing(tree: str, cwd: Path | str, *, env: Mapping[str, str] | None = None) -> bytes:
+    """``git ls-tree -r -z TREE``'s output; git runs once per tree id (a
+    name such as ``HEAD`` is always asked)."""
+    by_id = bool(_OBJECT_ID.fullmatch(tree))
+    if by_id:
+        with _listings_lock:
+            known = _LISTINGS.get(tree)
+        if known is not None:
+            return known
+    out = git(["ls-tree", "-r", "-z", tree], cwd, env=env).stdout
+    if by_id:
+        with _listings_lock:
+            _LISTINGS.pop(tree, None)
+            _LISTINGS[tree] = out
+            while len(_LISTINGS) > _LISTINGS_MAX:
+                del _LISTINGS[next(iter(_LISTINGS))]
+    return out
 
 
 def repo_root(path: Path) -> Path | None:

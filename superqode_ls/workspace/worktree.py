@@ -36,6 +36,7 @@ from .git import (
     git_env,
     git_out,
     registration_dirs,
+    tree_listing,
 )
 from .gitsnapshot import SnapshotStore
 from .holes import copy_with_mode
@@ -456,7 +457,7 @@ def retarget_links(sandbox: Path, project: Path, rels: list[str]) -> list[str]:
 
 def tree_links(store: SnapshotStore, tree: str) -> list[str]:
     """Paths of the symlinks in ``tree``."""
-    out = store.run(["ls-tree", "-r", "-z", tree]).stdout
+    out = tree_listing(tree, store.path, env=store.env(GIT_DIR=str(store.path)))
     links: list[str] = []
     if b"120000 blob " not in out:  # no link (20,000 records not split for nothing)
         return links

@@ -1,16 +1,18 @@
-"""One ``git config`` read serves the three questions a session's making
-asks of the user's configuration (their repository's entries, what
-SuperQode's own git dir keeps, the filter drivers): each answer from the
-one listing is the answer its own git call gives, includes and scopes
-included."""
+"""Git reads a session's making shares instead of repeating: one ``git
+config`` read serves the three questions asked of the user's configuration
+(their repository's entries, what SuperQode's own git dir keeps, the filter
+drivers), each answer the one its own git call gives, includes and scopes
+included; a tree's listing is read once per tree id."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from superqode_ls.workspace import carry, owngit
-from superqode_ls.workspace.git import config_listing
+from superqode_ls.workspace import git as gitmod
+from superqode_ls.workspace.git import config_listing, tree_listing
 
 from ..conftest import run_git
 
@@ -49,3 +51,26 @@ def test_an_unreadable_configuration_lists_nothing(make_repo):
     with open(repo / ".git" / "config", "a") as f:
         f.write("[broken\n")
     assert config_listing(repo) == []
+
+
+def test_a_tree_is_listed_once_by_id_and_a_name_always(make_repo, monkeypatch):
+    repo = make_repo({"a.py": "x = 1\n", "pkg/b.py": "y = 2\n"})
+    tree = run_git(repo, "rev-parse", "HEAD^{tree}").strip()
+    calls = []
+    real = gitmod.git
+
+    def counting(args, *a, **kw):
+        calls.append(list(args))
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(gitmod, "git", counting)
+    monkeypatch.setattr(gitmod, "_LISTINGS", {})  # another test may have listed the same tree
+    first = tree_listing(tree, repo)
+    assert first == subprocess.run(["git", "ls-tree", "-r", "-z", tree], cwd=repo,
+                                   capture_output=True, check=True).stdout
+    assert b"pkg/b.py" in first
+    assert tree_listing(tree, repo) == first and len(calls) == 1
+    # A name moves: asked every time.
+    tree_listing("HEAD", repo)
+    tree_listing("HEAD", repo)
+    assert len(calls) == 3
