@@ -10,7 +10,8 @@ one-file edit), and times raw ``git worktree add`` + ``remove`` beside them
 (bench/sandbox.py's rounds, disk settled between steps); which tree goes
 first alternates by round. Prints medians, the ratios against raw, and the
 git processes each session started (counted where ``subprocess.Popen``
-starts them). Same machine, same load, same repository: the two columns
+starts them) and each session's CPU time (its process and every child:
+steadier than wall time on a shared machine). Same machine, same load, same repository: the two columns
 can be compared where two separate runs of bench/sandbox.py could not.
 """
 
@@ -31,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 CHILD = r'''
-import json, os, subprocess, sys, time
+import json, os, resource, subprocess, sys, time
 src, repo, edit = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, src)
 counts = {"git": 0}
@@ -46,8 +47,12 @@ from superqode_ls.config import Config
 from superqode_ls.workspace import pool
 from superqode_ls.workspace.session import IsolatedSession
 repo, cfg, out = Path(repo), Config(), {}
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 def one(kind, reused):
     counts["git"] = 0
+    c = cpu()
     t = time.perf_counter()
     s = IsolatedSession.create_sync(repo, config=cfg)
     if s.reused != reused:
@@ -55,6 +60,7 @@ def one(kind, reused):
     v = s.close_sync()
     os.sync()
     out[kind] = time.perf_counter() - t
+    out[kind + "_cpu"] = cpu() - c
     out[kind + "_git"] = counts["git"]
     if not v.verified:
         raise SystemExit(f"{kind}: not verified: {v.differences[:5]}")
