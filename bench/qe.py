@@ -20,6 +20,12 @@ the default confidence threshold of 0.7 keeps), compared as (rule, file, line).
 ``--small``: small real projects from PyPI sdists, quiet and loaded
 (bench/qe_small.py).
 
+``--project PATH`` uses a real project instead (its files, without its
+``.git``, copied into a fresh git repository): vulpy and pygoat are the
+issue's two. ``--cli`` runs ``superqe`` as the user does, a new
+``python -m superqode_ls`` process per run (interpreter start and imports
+counted), rather than in this process.
+
 ``--large 600`` uses a generated project instead (tests/large_helpers.py:
 MODULES modules, each with ruff-fixable and bandit-flagged lines: thousands
 of findings and fixes) and compares the security role's time with bandit's.
@@ -93,6 +99,17 @@ def build_repo(dest: Path) -> int:
     return count
 
 
+def copy_project(src: Path, dest: Path) -> int:
+    """A real project's files (not its ``.git``) into ``dest``, a fresh git
+    repository with one commit; returns its Python files."""
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@localhost",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@localhost"}
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "bench"]):
+        subprocess.run(cmd, cwd=dest, check=True, env=env, capture_output=True)
+    return sum(1 for _ in dest.rglob("*.py"))
+
+
 def tool(name: str) -> str:
     local = Path(sys.executable).parent / name
     return str(local) if local.exists() else (shutil.which(name) or name)
@@ -143,17 +160,28 @@ def run_direct(repo: Path, parallel: bool) -> tuple[float, float, list, list]:
 LAST_EVENTS: list[dict] = []
 
 
+CLI = False  # --cli: a new process per run, as a user starts it
+
+
 def run_superqe(repo: Path) -> tuple[float, float, dict]:
     """(wall s, CPU s of this process and its children, the QR)."""
-    from superqode_ls.cli import main
-
+    # A generous budget: the bench measures the whole run, not the cap.
+    argv = ["run", str(repo), "--mode", "quick", "-r", "security_tester", "-r",
+            "lint_tester", "--jsonl", "--fail-on", "never", "--timeout", "1800"]
     out = io.StringIO()
     c0 = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    with contextlib.redirect_stdout(out):
-        # A generous budget: the bench measures the whole run, not the cap.
-        code = main(["run", str(repo), "--mode", "quick", "-r", "security_tester", "-r",
-                     "lint_tester", "--jsonl", "--fail-on", "never", "--timeout", "1800"])
+    if CLI:
+        proc = subprocess.run([sys.executable, "-m", "superqode_ls", *argv], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              capture_output=True, text=True, check=False)
+        out.write(proc.stdout)
+        code = proc.returncode
+    else:
+        from superqode_ls.cli import main
+
+        with contextlib.redirect_stdout(out):
+            code = main(argv)
     wall = time.perf_counter() - t0
     cpu = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) - c0
     if code != 0:
@@ -213,11 +241,21 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each, interleaved (median)")
     ap.add_argument("--write-doc", action="store_true", help="update docs/performance.md")
     ap.add_argument("--large", type=int, metavar="MODULES", help="a generated project instead")
+    ap.add_argument("--project", type=Path, metavar="PATH",
+                    help="a real project instead (copied, without its .git)")
+    ap.add_argument("--cli", action="store_true",
+                    help="run superqe as a new process each time (interpreter start counted)")
     args = ap.parse_args()
+    if args.write_doc and args.project:
+        ap.error("--write-doc describes the medium repository; --project figures go in by hand")
+    global CLI
+    CLI = args.cli
     with tempfile.TemporaryDirectory(prefix="sq-bench-") as tmp:
         os.environ["SUPERQODE_HOME"] = str(Path(tmp) / "home")  # never the real ~/.superqode
         repo = Path(tmp) / "medium-repo"
-        if args.large:
+        if args.project:
+            nfiles = copy_project(args.project.resolve(), repo)
+        elif args.large:
             from tests.large_helpers import make_large_project
 
             make_large_project(repo, modules=args.large)

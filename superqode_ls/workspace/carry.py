@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .git import GitError, alternates_line, git
+from .git import ConfigEntry, GitError, alternates_line, git, tree_listing
 from .holes import copy_file
 
 Env = Mapping[str, str]
@@ -75,11 +75,13 @@ def present(root: Path, rel: str) -> bool:
     return os.path.lexists(root / rel)
 
 
-def unflag_present(work_tree: Path, cwd: Path, env: Env | None = None) -> None:
+def unflag_present(work_tree: Path, cwd: Path, env: Env | None = None,
+                   bits: IndexBits | None = None) -> None:
     """Make ``git add`` read the flagged files that are on disk: their edits
     are part of what the user has. Absent skip-worktree files (a sparse
-    checkout) keep their bit, so they are not taken for deletions."""
-    bits = index_bits(cwd, env)
+    checkout) keep their bit, so they are not taken for deletions.
+    ``bits``: the index's flagged entries, when the caller has them."""
+    bits = index_bits(cwd, env) if bits is None else bits
     if not bits:
         return
     set_bits(cwd, [p for p in bits.skip_worktree if present(work_tree, p)],
@@ -102,12 +104,19 @@ def mirror_bits(sandbox: Path, repo: Path, bits: IndexBits, env: Env | None = No
 
 
 # -- filters ---------------------------------------------------------------
-def filter_names(repo: Path) -> list[str]:
-    """Filter drivers the user's configuration defines."""
-    proc = git(["config", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"],
-               repo, check=False)
+_FILTER_KEY = re.compile(r"^filter\..*\.(clean|smudge|process)$")
+
+
+def filter_names(repo: Path, listing: list[ConfigEntry] | None = None) -> list[str]:
+    """Filter drivers the user's configuration defines (``listing``:
+    ``git.config_listing(repo)``, read already)."""
+    if listing is not None:
+        keys = [key for _, key, _ in listing if _FILTER_KEY.match(key)]
+    else:
+        proc = git(["config", "--name-only", "--get-regexp", _FILTER_KEY.pattern], repo, check=False)
+        keys = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     names = set()
-    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+    for line in keys:
         parts = line.split(".")
         if len(parts) >= 3:
             names.add(".".join(parts[1:-1]))
@@ -208,7 +217,7 @@ def _repos_below(repo: Path, rel: str) -> list[str]:
 
 def submodules(repo: Path, tree: str, env: Env | None = None) -> list[str]:
     """Gitlinks of ``tree`` the user has initialised (a ``.git`` inside)."""
-    out = git(["ls-tree", "-r", "-z", tree], repo, env=env).stdout
+    out = tree_listing(tree, repo, env=env)
     subs: list[str] = []
     if b"160000 commit " not in out:  # no gitlink at all: nothing to split
         return subs

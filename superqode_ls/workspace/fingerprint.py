@@ -170,8 +170,20 @@ def _walk(root: str, out: dict[str, Entry], skip: set[str]) -> None:
 
 def _git_dirs(root: Path) -> tuple[Path, Path] | None:
     dot = root / ".git"
-    if not dot.exists() and not dot.is_symlink():
+    try:
+        st = dot.lstat()
+    except FileNotFoundError:
         return None
+    except OSError:
+        st = None
+    if (st is not None and stat.S_ISDIR(st.st_mode) and (dot / "HEAD").is_file()
+            and (dot / "objects").is_dir() and (dot / "refs").is_dir()
+            and not os.path.lexists(dot / "commondir")):
+        # A repository's own ``.git`` folder, as git recognises one (HEAD,
+        # objects, refs; not a link, not a linked worktree's git dir): the
+        # git dir git finds from ``root`` (resolved) and its own common dir,
+        # without a git process (a session asks at its start and its end).
+        return dot, dot
     # One path per call and no splitting: a path may hold a newline.
     proc = git(["rev-parse", "--absolute-git-dir"], root, check=False)
     out = proc.stdout.decode("utf-8", "surrogateescape")

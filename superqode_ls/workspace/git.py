@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -155,6 +156,35 @@ async def agit(
     return proc.returncode or 0, out, err
 
 
+# ``ls-tree -r -z`` of the trees read last, by tree id: a session asks for
+# the tree it carries in twice (its symlinks, its submodules), and the
+# listing of a tree id is the same in every store that has it. A few, so
+# the language server keeps at most a few listings of its last sessions.
+_LISTINGS: dict[str, bytes] = {}
+_LISTINGS_MAX = 2
+_listings_lock = threading.Lock()
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def tree_listing(tree: str, cwd: Path | str, *, env: Mapping[str, str] | None = None) -> bytes:
+    """``git ls-tree -r -z TREE``'s output; git runs once per tree id (a
+    name such as ``HEAD`` is always asked)."""
+    by_id = bool(_OBJECT_ID.fullmatch(tree))
+    if by_id:
+        with _listings_lock:
+            known = _LISTINGS.get(tree)
+        if known is not None:
+            return known
+    out = git(["ls-tree", "-r", "-z", tree], cwd, env=env).stdout
+    if by_id:
+        with _listings_lock:
+            _LISTINGS.pop(tree, None)
+            _LISTINGS[tree] = out
+            while len(_LISTINGS) > _LISTINGS_MAX:
+                del _LISTINGS[next(iter(_LISTINGS))]
+    return out
+
+
 def repo_root(path: Path) -> Path | None:
     """Top of the git work tree containing ``path``, or None outside git."""
     p = Path(path)
@@ -164,6 +194,29 @@ def repo_root(path: Path) -> Path | None:
     if proc.returncode != 0:
         return None
     return Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
+
+
+ConfigEntry = tuple[str, str, "str | None"]  # (scope, key, value); value None: a bare key
+
+
+def config_listing(repo: Path) -> list[ConfigEntry]:
+    """Every configuration entry git reads in ``repo``, includes resolved
+    (an included file's entries carry the scope of the file that includes
+    it), in git's order; ``SAFE_CONFIG``'s own ``-c`` settings left out.
+    One git process where a session's making asked three (the user's
+    repository entries, the entries SuperQode's own git dir keeps, the
+    filter drivers); empty when git cannot read the configuration."""
+    proc = git(["config", "--list", "--includes", "--show-scope", "-z"], repo, check=False)
+    out: list[ConfigEntry] = []
+    if proc.returncode != 0:
+        return out
+    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    for scope, rec in zip(fields[0::2], fields[1::2], strict=False):  # scope NUL key LF value NUL
+        if scope == "command":
+            continue
+        key, nl, value = rec.partition("\n")
+        out.append((scope, key, value if nl else None))
+    return out
 
 
 def git_dir(repo: Path) -> Path:

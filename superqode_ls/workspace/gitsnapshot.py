@@ -19,6 +19,7 @@ user's tree, the sandbox's index for the sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -114,6 +115,7 @@ class SnapshotStore:
         git_dir: Path | None = None,
         exclude: list[str] | None = None,
         users: bool = False,
+        bits: carry.IndexBits | None = None,
     ) -> str:
         """Tree id of ``work_tree`` (tracked + untracked, not ignored), updating
         ``index_file`` in place. ``git_dir`` decides config and ignore rules:
@@ -123,12 +125,14 @@ class SnapshotStore:
         Files the index marks skip-worktree or assume-unchanged are read like
         any other (their edits are the user's state); ``exclude``: folders
         left out (nested repositories); ``users``: ``work_tree`` is the user's,
-        hashed with all of their configuration (:meth:`env`)."""
+        hashed with all of their configuration (:meth:`env`); ``bits``: the
+        flagged entries of ``index_file`` when the caller has just read them
+        (``carry.index_bits``), so they are not listed a second time."""
         env = self.env(users=users, GIT_INDEX_FILE=str(index_file), GIT_NO_LAZY_FETCH="1",
                        GIT_DIR=str(git_dir or self.path), GIT_WORK_TREE=str(work_tree))
         cfg = ["-c", f"core.excludesFile={self.excludes_file}", "-c", "core.autocrlf=false"]
         if index_file.exists():
-            carry.unflag_present(work_tree, work_tree, env)
+            carry.unflag_present(work_tree, work_tree, env, bits)
         spec = ["."] + [f":(top,exclude,literal){p}" for p in exclude or []]
         git([*cfg, "add", "-A", "--ignore-errors", "--", *spec], work_tree, env=env)
         return git_out(["write-tree"], work_tree, env=env)
@@ -144,23 +148,52 @@ class SnapshotStore:
         env = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
         cid = self._store_git(args, env=env)
         ref = f"refs/snapshots/{self.session}/{cid}" if self.session else f"refs/snapshots/{cid}"
-        self._store_git(["update-ref", ref, cid])
+        self._set_ref(ref, cid)
         return Snapshot(id=cid, tree=tree, parent_id=parent)
+
+    def _loose_refs(self) -> bool:
+        """True when the store keeps its refs as files (``git init``'s files
+        backend); a store made under ``init.defaultRefFormat=reftable`` is
+        left to git."""
+        return not (self.path / "reftable").exists()
+
+    def _set_ref(self, ref: str, cid: str) -> None:
+        """One snapshot ref. The store is SuperQode's alone and each ref name
+        is new (it carries the commit id), so the loose ref file is written
+        the way ``update-ref`` would (new file, then rename), without a git
+        process per snapshot."""
+        if not self._loose_refs():
+            self._store_git(["update-ref", ref, cid])
+            return
+        path = self.path / ref
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(cid + "\n")
+        os.replace(tmp, path)
 
     # -- letting them go ------------------------------------------------
     def drop_session(self, session: str) -> int:
         """Delete the refs of ``session``'s snapshots; returns how many. Read
-        from the loose ref files (one git call per session end, not two): the
+        and removed as the loose ref files (no git call at a session's end): the
         store's refs are never packed by SuperQode, and any packed by hand go
         with the hourly prune (:meth:`prune`, ``live``)."""
+        folder = self.path / "refs" / "snapshots" / session
         try:
-            names = sorted(os.listdir(self.path / "refs" / "snapshots" / session))
+            names = sorted(n for n in os.listdir(folder) if not n.startswith("."))
         except (FileNotFoundError, NotADirectoryError):
             names = []
         refs = [f"refs/snapshots/{session}/{n}" for n in names]
-        if refs:
+        if refs and not self._loose_refs():
             self.run(["update-ref", "--stdin"],
                      input="".join(f"delete {r}\n" for r in refs).encode())
+        elif refs:
+            # The loose files themselves (what update-ref's delete removes;
+            # none of them is packed, see above): no git process.
+            for n in names:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(folder / n)
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
         return len(refs)
 
     def prune(self, *, every_s: float = PRUNE_EVERY_S, min_age_s: float = PRUNE_MIN_AGE_S,

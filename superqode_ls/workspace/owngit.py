@@ -44,7 +44,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from .git import UNTRUSTED_TREE_ENV, git
+from .git import UNTRUSTED_TREE_ENV, ConfigEntry, config_listing, git
 
 OWN_GIT = "own-git"
 # Not carried from the user's configuration: a path, a command or a repository
@@ -63,9 +63,12 @@ _PROGRAM_KEYS = frozenset({"core.sshcommand", "core.gitproxy", "core.askpass", "
                            "core.alternaterefsprefixes", "core.fsmonitorhookversion"})
 
 
-def user_config(repo: Path) -> list[tuple[str, str | None]]:
+def user_config(repo: Path, listing: list[ConfigEntry] | None = None) -> list[tuple[str, str | None]]:
     """The user's repository configuration, includes resolved where they are
-    (relative include paths mean the user's ``.git``), in file order."""
+    (relative include paths mean the user's ``.git``), in file order.
+    ``listing``: ``git.config_listing(repo)``, read already."""
+    if listing is not None:
+        return [(key, value) for scope, key, value in listing if scope == "local"]
     proc = git(["config", "--local", "--list", "--includes", "-z"], repo, check=False)
     out: list[tuple[str, str | None]] = []
     for rec in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
@@ -76,20 +79,15 @@ def user_config(repo: Path) -> list[tuple[str, str | None]]:
     return out
 
 
-def own_config(repo: Path) -> list[tuple[str, str | None]]:
+def own_config(repo: Path, listing: list[ConfigEntry] | None = None) -> list[tuple[str, str | None]]:
     """The user's configuration of every scope (system, global, the
     repository's), as git sees it, cut down to :data:`_KEPT_SECTIONS` less
     :data:`_PROGRAM_KEYS`: what own-git holds, and all git reads there."""
-    proc = git(["config", "--list", "--includes", "--show-scope", "-z"], repo, check=False)
     out: list[tuple[str, str | None]] = []
-    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    for scope, rec in zip(fields[0::2], fields[1::2]):  # scope NUL key LF value NUL
-        if scope == "command":  # SAFE_CONFIG's own -c settings
-            continue
-        key, nl, value = rec.partition("\n")
+    for _, key, value in config_listing(repo) if listing is None else listing:
         low = key.lower()
         if low.split(".", 1)[0] in _KEPT_SECTIONS and low not in _PROGRAM_KEYS:
-            out.append((key, value if nl else None))
+            out.append((key, value))
     return out
 
 
@@ -115,9 +113,10 @@ def config_text(entries: list[tuple[str, str | None]], extra: Mapping[str, str])
     return "\n".join(lines) + "\n"
 
 
-def make(own: Path, repo: Path, common: Path, base: str) -> None:
+def make(own: Path, repo: Path, common: Path, base: str,
+         listing: list[ConfigEntry] | None = None) -> None:
     """Write ``own`` (a fresh folder of SuperQode's) from the user's repository
-    (``common``: its common git dir)."""
+    (``common``: its common git dir; ``listing``: its configuration, read)."""
     if own.is_symlink():
         own.unlink()
     elif own.exists():
@@ -125,7 +124,7 @@ def make(own: Path, repo: Path, common: Path, base: str) -> None:
     for d in ("info", "refs", "objects"):
         (own / d).mkdir(parents=True)
     (own / "HEAD").write_text(base + "\n")
-    (own / "config").write_text(config_text(own_config(repo), {"core.bare": "false"}))
+    (own / "config").write_text(config_text(own_config(repo, listing), {"core.bare": "false"}))
     for name in ("exclude", "attributes"):
         src = common / "info" / name
         if src.is_file():

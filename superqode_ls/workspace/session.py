@@ -349,7 +349,28 @@ class IsolatedSession:
         self._note_state("reverting")
         intact = self.disposal.end_processes()
         parked = self.disposal.park_or_remove(intact=intact, reused=self.reused)
-        self.verification = self._verify()
+        # The sandbox is parked or gone: the verification's walk of the
+        # user's tree runs while SuperQode's own leftovers of the session
+        # (its private folder, its snapshot refs: nothing under the project)
+        # are removed, which is mostly waiting on the disk.
+        verdict: list = []
+
+        def verify() -> None:
+            try:
+                verdict.append(self._verify())
+            except BaseException as e:  # noqa: BLE001 - raised below, in the closing thread
+                verdict.append(e)
+
+        walk = threading.Thread(target=verify, daemon=True, name=f"verify {self.id}")
+        walk.start()
+        try:
+            _remove_quietly(self.private)
+            self._quietly(drop_snapshots, self.project, self.id)
+        finally:
+            walk.join()
+        if isinstance(verdict[0], BaseException):
+            raise verdict[0]
+        self.verification = verdict[0]
         if self.removal_problem:
             self.verification = self.verification.model_copy(update={
                 "verified": False,
@@ -357,8 +378,6 @@ class IsolatedSession:
         self.bus.emit("workspace.reverted", verified=self.verification.verified,
                       differences=self.verification.differences[:50],
                       outside_changes=self.verification.outside_changes[:50], parked=parked)
-        _remove_quietly(self.private)
-        self._quietly(drop_snapshots, self.project, self.id)
         self._quietly(self.paths.record.unlink, missing_ok=True)
         self._quietly(self.paths.heartbeat.unlink, missing_ok=True)
         self._quietly(self._release_lock)

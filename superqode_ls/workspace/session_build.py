@@ -17,7 +17,7 @@ from ..events import EventBus
 from . import carry, pool, sparse
 from . import worktree as wt
 from .errors import WorkspaceError
-from .git import GitError, copy_index, head_commit, resolve_commit
+from .git import ConfigEntry, GitError, config_listing, copy_index, head_commit, resolve_commit
 from .gitsnapshot import SnapshotStore
 from .guard_env import GuardInstall, install_guard
 from .paths import store_dir
@@ -68,6 +68,7 @@ class SandboxBuilder:
         self.reused = False  # a parked sandbox was reset for this session (pool.py)
         # The user's git configuration the session's git dir carries (wt.seal).
         self._user_config: list[tuple[str, str | None]] = []
+        self._config: list[ConfigEntry] | None = None  # git.config_listing, read once
 
     # -- the three kinds ------------------------------------------------------
 
@@ -110,7 +111,9 @@ class SandboxBuilder:
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
             state = wt.UserState(staged_tree=tree, full_tree=tree)
         sealed = wt.SealedGit(self.private / "git")
-        filters = carry.filter_names(self.project)
+        # The user's configuration, read once: the filters and the seal use it.
+        listing = self._config = config_listing(self.project)
+        filters = carry.filter_names(self.project, listing)
         differ = False
         if self.config.workspace.warm_sandboxes and pool.claim(
                 self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
@@ -133,7 +136,7 @@ class SandboxBuilder:
                 wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
                                 f"superqode session {self.id}")
             self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
-                                        self.base_commit or "HEAD")
+                                        self.base_commit or "HEAD", listing)
             self.check_abort()
             wt.checkout_staged(self.sandbox, state.staged_tree,
                                sealed.env(self.sandbox, sealed.index, store), filters)
@@ -163,7 +166,7 @@ class SandboxBuilder:
         # The parked tree comes with SuperQode's tracking index of it (pool.py),
         # never with the old session's git dir: both git dirs are made anew.
         self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
-                                    self.base_commit or "HEAD")
+                                    self.base_commit or "HEAD", self._config)
         env = sealed.env(self.sandbox, sealed.index, store)
         wt.checkout_staged(self.sandbox, state.staged_tree, env, filters)
         clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]

@@ -26,7 +26,18 @@ from pathlib import Path
 from . import carry, holes, owngit, removal
 from .changes import iter_raw
 from .errors import WorkspaceError
-from .git import GitError, alternates_line, copy_index, git, git_env, git_out, registration_dirs
+from .git import (
+    ConfigEntry,
+    GitError,
+    alternates_line,
+    config_listing,
+    copy_index,
+    git,
+    git_env,
+    git_out,
+    registration_dirs,
+    tree_listing,
+)
 from .gitsnapshot import SnapshotStore
 from .holes import copy_with_mode
 from .paths import working_root
@@ -127,7 +138,8 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
     env = {"GIT_INDEX_FILE": str(idx), "GIT_DIR": str(gd), "GIT_WORK_TREE": str(repo)}
     bits = carry.index_bits(repo, env) if idx.exists() else carry.IndexBits()
     nested = carry.nested_repos(repo, env)
-    full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested, users=True)
+    full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested, users=True,
+                           bits=bits if idx.exists() else None)
     return UserState(staged_tree=staged or full, full_tree=full, bits=bits, nested=nested)
 
 
@@ -138,7 +150,7 @@ def sealed_alternates(store: SnapshotStore, repo: Path) -> str:
 
 
 def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
-         base: str) -> list[tuple[str, str | None]]:
+         base: str, listing: list[ConfigEntry] | None = None) -> list[tuple[str, str | None]]:
     """Point ``sandbox/.git`` at a private git dir made afresh (see module
     doc), and write SuperQode's own git dir beside it (:mod:`owngit`). A
     reused sandbox gets new ones too: nothing a session wrote in its git dir
@@ -149,7 +161,8 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
     for d in ("objects/info", "refs/heads", "refs/tags", "info", "hooks"):
         (common / d).mkdir(parents=True, exist_ok=True)
     (common / "objects" / "info" / "alternates").write_text(sealed_alternates(store, repo))
-    entries = owngit.user_config(repo)
+    listing = config_listing(repo) if listing is None else listing  # one read for both
+    entries = owngit.user_config(repo, listing)
     write_session_config(sealed, entries, [])
     for name in ("exclude", "attributes"):
         src = cd / "info" / name
@@ -159,7 +172,7 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
     (common / "packed-refs").write_text(refs + ("\n" if refs else ""))
     head = cd / "HEAD"
     (common / "HEAD").write_text(head.read_text() if head.exists() else "ref: refs/heads/main\n")
-    owngit.make(sealed.own, repo, cd, base)
+    owngit.make(sealed.own, repo, cd, base, listing)
     sealed.wt.mkdir(parents=True, exist_ok=True)
     (sealed.wt / "commondir").write_text("../common\n")
     (sealed.wt / "gitdir").write_text(str(sandbox / ".git") + "\n")
@@ -444,7 +457,7 @@ def retarget_links(sandbox: Path, project: Path, rels: list[str]) -> list[str]:
 
 def tree_links(store: SnapshotStore, tree: str) -> list[str]:
     """Paths of the symlinks in ``tree``."""
-    out = store.run(["ls-tree", "-r", "-z", tree]).stdout
+    out = tree_listing(tree, store.path, env=store.env(GIT_DIR=str(store.path)))
     links: list[str] = []
     if b"120000 blob " not in out:  # no link (20,000 records not split for nothing)
         return links

@@ -1,0 +1,76 @@
+"""Git reads a session's making shares instead of repeating: one ``git
+config`` read serves the three questions asked of the user's configuration
+(their repository's entries, what SuperQode's own git dir keeps, the filter
+drivers), each answer the one its own git call gives, includes and scopes
+included; a tree's listing is read once per tree id."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from superqode_ls.workspace import carry, owngit
+from superqode_ls.workspace import git as gitmod
+from superqode_ls.workspace.git import config_listing, tree_listing
+
+from ..conftest import run_git
+
+
+def test_one_listing_answers_as_the_three_calls_did(make_repo, tmp_path):
+    repo = make_repo({"app.py": "x = 1\n", "big.bin": "data\n"})
+    home = Path(os.environ["HOME"])
+    with open(home / ".gitconfig", "a") as f:  # the user's global scope
+        f.write('[filter "lfs"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n'
+                "[core]\n\tprecomposeunicode = true\n\tpager = less\n")
+    included = tmp_path / "included.cfg"  # an include of the repository's config
+    included.write_text('[filter "crypt"]\n\tprocess = git-crypt filter\n[core]\n\tignorecase = false\n'
+                        "[superqode]\n\tfromInclude = yes\n")
+    run_git(repo, "config", "include.path", str(included))
+    run_git(repo, "config", "superqode.bare-value", "")
+    with open(repo / ".git" / "config", "a") as f:
+        f.write("[superqode]\n\tbare\n")  # a key without a value
+    run_git(repo, "config", "core.sshCommand", "ssh -i key")  # a program: never kept
+
+    listing = config_listing(repo)
+    scopes = {scope for scope, _, _ in listing}
+    assert {"global", "local"} <= scopes and "command" not in scopes
+
+    assert owngit.user_config(repo, listing) == owngit.user_config(repo)
+    assert ("superqode.fromInclude".lower(), "yes") in owngit.user_config(repo, listing)
+    assert ("superqode.bare", None) in owngit.user_config(repo, listing)
+    assert owngit.own_config(repo, listing) == owngit.own_config(repo)
+    kept = dict(owngit.own_config(repo, listing))
+    assert kept["core.ignorecase"] == "false" and kept["core.precomposeunicode"] == "true"
+    assert "core.sshcommand" not in kept and "core.pager" not in kept
+    assert carry.filter_names(repo, listing) == carry.filter_names(repo) == ["crypt", "lfs"]
+
+
+def test_an_unreadable_configuration_lists_nothing(make_repo):
+    repo = make_repo({"app.py": "x = 1\n"})
+    with open(repo / ".git" / "config", "a") as f:
+        f.write("[broken\n")
+    assert config_listing(repo) == []
+
+
+def test_a_tree_is_listed_once_by_id_and_a_name_always(make_repo, monkeypatch):
+    repo = make_repo({"a.py": "x = 1\n", "pkg/b.py": "y = 2\n"})
+    tree = run_git(repo, "rev-parse", "HEAD^{tree}").strip()
+    calls = []
+    real = gitmod.git
+
+    def counting(args, *a, **kw):
+        calls.append(list(args))
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(gitmod, "git", counting)
+    monkeypatch.setattr(gitmod, "_LISTINGS", {})  # another test may have listed the same tree
+    first = tree_listing(tree, repo)
+    assert first == subprocess.run(["git", "ls-tree", "-r", "-z", tree], cwd=repo,
+                                   capture_output=True, check=True).stdout
+    assert b"pkg/b.py" in first
+    assert tree_listing(tree, repo) == first and len(calls) == 1
+    # A name moves: asked every time.
+    tree_listing("HEAD", repo)
+    tree_listing("HEAD", repo)
+    assert len(calls) == 3
