@@ -1,0 +1,81 @@
+"""The environment build asks git nothing of the sandbox.
+
+Before resolving unpinned requirements, the build reads the date of the
+project's last commit. Asked of the sandbox, git would find the session's
+own git dir, and a session that wrote ``log.showSignature`` and a
+``gpg.program`` of its own into its config and committed a signed-looking
+commit would have that program run by SuperQode, outside the barrier. It is
+asked of the user's project, with no signature checked. No barrier is
+involved: this holds at every protection level.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from superqode_ls.workspace.pyenv_build import _last_commit
+
+from ..conftest import run_git
+
+
+def _planted(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder whose git (as a sandbox's private git dir would) runs a
+    program of the session's on ``git log``."""
+    marker = tmp_path / "outside" / "ran"
+    marker.parent.mkdir(parents=True)
+    tree = tmp_path / "sandbox"
+    tree.mkdir()
+    run_git(tree, "init", "-q")
+    evil = tmp_path / "sandbox" / "gpg"
+    evil.write_text(f"#!/bin/sh\necho ran >> '{marker}'\n")
+    evil.chmod(0o755)
+    empty = run_git(tree, "write-tree").strip()
+    body = (f"tree {empty}\nauthor a <a@a> 1700000000 +0000\ncommitter a <a@a> 1700000000 +0000\n"
+            "gpgsig -----BEGIN PGP SIGNATURE-----\n x\n -----END PGP SIGNATURE-----\n\nsigned\n")
+    commit = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=tree,
+                            input=body.encode(), capture_output=True, check=True).stdout.decode().strip()
+    run_git(tree, "update-ref", "HEAD", commit)
+    run_git(tree, "config", "log.showSignature", "true")
+    run_git(tree, "config", "gpg.program", str(evil))
+    return tree, marker
+
+
+def test_the_last_commit_date_runs_nothing_a_session_planted(tmp_path, isolated_home):
+    tree, marker = _planted(tmp_path)
+    # Live: plain git there runs the planted program.
+    subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=tree, capture_output=True,
+                   env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"})
+    assert marker.exists(), "the plant is not live"
+    marker.unlink()
+    assert _last_commit(tree) == "2023-11-15T22:13:20Z"
+    assert not marker.exists(), "SuperQode's git ran the session's gpg.program"
+
+
+def test_the_build_dates_the_users_project_not_the_sandbox(monkeypatch, tmp_path, make_repo):
+    """build_env passes the user's folder to the date, never the sandbox."""
+    import asyncio
+
+    from superqode_ls.workspace import pyenv_build
+    from superqode_ls.workspace.pyenv_plan import make_plan
+
+    project = make_repo({"requirements.txt": "sq-no-such-dist\n"}, name="user project")
+    sandbox = tmp_path / "sandbox-copy"
+    sandbox.mkdir()
+    (sandbox / "requirements.txt").write_text("sq-no-such-dist\n")
+    asked: list[Path] = []
+
+    def dated(where: Path) -> None:
+        asked.append(Path(where))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(pyenv_build, "_last_commit", dated)
+    plan = make_plan(sandbox)
+    assert plan is not None
+    try:
+        asyncio.run(pyenv_build.build_env(sandbox, plan, 120, lambda *a, **k: None,
+                                          project=project))
+    except RuntimeError:
+        pass
+    assert asked == [project.resolve()]
