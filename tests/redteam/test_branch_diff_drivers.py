@@ -41,7 +41,7 @@ def _armed(make_repo, tmp_path: Path, scope: str) -> tuple[Path, Path]:
 
 def _applies(repo: Path, patch: str, *extra: str) -> None:
     proc = subprocess.run(["git", "apply", "--check", *extra, "-"], cwd=repo,
-                          input=patch.encode(), capture_output=True)
+                          input=patch.encode(), capture_output=True, check=False)
     assert proc.returncode == 0, proc.stderr.decode()
 
 
@@ -54,9 +54,9 @@ def test_uncommitted_and_commit_patches_run_no_driver(make_repo, tmp_path, isola
         (repo / "app.py").write_text("x = 2\n")
         (repo / "new.txt").write_text("new\n")
         # Shown live: the user's own `git diff` runs the driver here.
-        subprocess.run(["git", "diff", "--cached", "HEAD"], cwd=repo, capture_output=True)
-        subprocess.run(["git", "add", "-N", "app.py"], cwd=repo)
-        subprocess.run(["git", "diff"], cwd=repo, capture_output=True)
+        subprocess.run(["git", "diff", "--cached", "HEAD"], cwd=repo, capture_output=True, check=False)
+        subprocess.run(["git", "add", "-N", "app.py"], cwd=repo, check=False)
+        subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=False)
         assert marker.exists(), "the plant is not live: git ran no driver"
         marker.unlink()
 
@@ -75,7 +75,7 @@ def test_uncommitted_and_commit_patches_run_no_driver(make_repo, tmp_path, isola
 
 
 def test_orphan_snapshot_patch_runs_no_driver(make_repo, tmp_path, isolated_home):
-    repo, marker = _armed(make_repo, tmp_path, "--global")
+    _repo, marker = _armed(make_repo, tmp_path, "--global")
     folder = tmp_path / "orphan"
     folder.mkdir()
     (folder / ".gitattributes").write_text("* diff=u\n")
