@@ -232,6 +232,15 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
+# What of the project's words goes to ``uv python find``: a version (or a
+# specifier), never a path or a program's name (nor an option of uv's). uv
+# runs the interpreter it is given, to ask what it is, here, outside the
+# barrier; a ``.python-version`` of ``./tools/python`` is the project's (or
+# a session's) program.
+_VERSION_REQUEST = re.compile(
+    r"(?:cpython|python|pypy|graalpy|cp|pp)?[@-]?\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?t?", re.IGNORECASE)
+
+
 def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str | None]:
     """(interpreter, its X.Y, a note when the request cannot be met). The
     base of SuperQode's own Python when it matches, else one uv finds."""
@@ -248,7 +257,8 @@ def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str
         return base, mine, None
     if spec is None and (request == mine or request.startswith(mine + ".")):
         return base, mine, None
-    if uv and not request.startswith("-"):  # the project's words: never an option of uv's
+    plain = not any(c in request for c in "/\\~$") and "===" not in request  # (=== takes any word)
+    if uv and plain and (spec is not None or _VERSION_REQUEST.fullmatch(request)):
         try:
             # --system: an activated environment is not an interpreter to build on.
             res = subprocess.run([uv, "python", "find", "--system", "--no-project",

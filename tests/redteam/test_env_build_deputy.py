@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from superqode_ls.workspace.pyenv_build import _last_commit
 
@@ -79,3 +82,31 @@ def test_the_build_dates_the_users_project_not_the_sandbox(monkeypatch, tmp_path
     except RuntimeError:
         pass
     assert asked == [project.resolve()]
+
+
+def test_a_python_version_that_names_a_program_is_never_run(tmp_path, monkeypatch):
+    """``.python-version`` is the project's (and a session can rewrite the
+    sandbox's): ``./tools/python`` or an absolute path there made ``uv python
+    find`` run that program, outside the barrier, to ask what it is."""
+    from superqode_ls.workspace.pyenv_build import _uv, pick_interpreter
+
+    uv = _uv()
+    if uv is None:
+        pytest.skip("uv is not installed (the [deep] extra)")
+    marker = tmp_path / "outside" / "ran"
+    marker.parent.mkdir()
+    tools = tmp_path / "project" / "tools"
+    tools.mkdir(parents=True)
+    fake = tools / "python"
+    fake.write_text(f"#!/bin/sh\necho ran >> '{marker}'\nexec {sys.executable} \"$@\"\n")
+    fake.chmod(0o755)
+    monkeypatch.chdir(tmp_path / "project")
+    # Live: uv itself runs it.
+    subprocess.run([uv, "python", "find", "--system", "--no-project", "--no-python-downloads",
+                    "./tools/python"], capture_output=True, check=False, timeout=60)
+    assert marker.exists(), "the plant is not live"
+    marker.unlink()
+    for request in ("./tools/python", str(fake), "===./tools/python", "tools/python"):
+        python, _version, note = pick_interpreter(request, uv)
+        assert not marker.exists(), f"{request!r}: the project's program ran"
+        assert note and python != str(fake)
