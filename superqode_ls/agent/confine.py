@@ -135,16 +135,21 @@ def _descend(fd: int, parts: list[str], *, create: bool, want_dir: bool) -> int 
                     if e.errno not in (errno.ELOOP, errno.ENOTDIR):
                         raise
                     try:
-                        return i, os.readlink(part, dir_fd=fd)
+                        target = os.readlink(part, dir_fd=fd)
                     except OSError:  # not a link: a file where a folder should be
                         raise NotADirectoryError(errno.ENOTDIR, "not a directory", part) from None
+                    os.close(fd)
+                    return i, target
                 os.close(fd)
                 fd = nxt
             else:  # the last component: a link there is followed (inside) too
                 try:
-                    return i, os.readlink(part, dir_fd=fd)
+                    target = os.readlink(part, dir_fd=fd)
                 except OSError:
                     pass
+                else:
+                    os.close(fd)
+                    return i, target
         return fd
     except BaseException:
         os.close(fd)
