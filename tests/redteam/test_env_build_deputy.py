@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from superqode_ls.workspace import landlock
 from superqode_ls.workspace.pyenv_build import _last_commit
 
 from ..conftest import run_git
@@ -110,3 +111,24 @@ def test_a_python_version_that_names_a_program_is_never_run(tmp_path, monkeypatc
         python, _version, note = pick_interpreter(request, uv)
         assert not marker.exists(), f"{request!r}: the project's program ran"
         assert note and python != str(fake)
+
+
+@pytest.mark.skipif(landlock.abi() is None,
+                    reason="no Landlock barrier (this kernel, or SUPERQODE_LANDLOCK=off): "
+                    "nothing confines the probe")
+def test_an_interpreter_the_repository_ships_is_probed_confined(tmp_path, isolated_home):
+    """A repository can ship ``.venv/bin/python`` (or a ``.pdm-python`` naming
+    a script of its own): discovery runs it to learn what it is, before any
+    session exists. It runs behind the barrier: it cannot write HOME."""
+    from superqode_ls.workspace.pyenv import discover
+
+    marker = isolated_home / ".bashrc-planted"
+    project = tmp_path / "cloned"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    fake = project / ".venv" / "bin" / "python"
+    fake.write_text(f"#!/bin/sh\necho ran >> '{marker}' 2>/dev/null\nexec {sys.executable} \"$@\"\n")
+    fake.chmod(0o755)
+    found, _tried = discover(project, environ={"PATH": os.environ.get("PATH", "")})
+    assert found is not None and found.python == str(fake)  # it still answers...
+    assert not marker.exists(), "the repository's interpreter wrote HOME, unconfined"  # ...confined
