@@ -150,3 +150,24 @@ def test_a_build_cannot_plant_in_the_package_cache_of_another_key(built, tmp_pat
     # Live: the shared layout would have let it through.
     assert build_b(cache_a).returncode == 0
     assert b"PWNED" in victim.read_bytes()
+
+
+def test_another_project_with_the_same_declarations_gets_its_own_environment(built, make_repo):
+    """A build installs the project itself (and runs its backend): with the
+    key made of the declarations alone, a hostile project that copies a
+    victim's ``pyproject.toml`` (a fork) builds *the* environment the victim's
+    sessions then run, its own code installed in it. Keyed by project too,
+    each has its own; the victim's environment holds none of the other's code."""
+    victim, python = built
+    files = {**project_files("victim", deps=[STUB]), "tests/test_a.py": "def test_a():\n    pass\n"}
+    files["victim/__init__.py"] = 'WHERE = "EVIL fork"\n'
+    fork = make_repo(files, name="fork")
+    assert (fork / "pyproject.toml").read_bytes() == (victim / "pyproject.toml").read_bytes()
+    other = resolve(fork)
+    assert other.source == "built", other
+    assert Path(other.python).parent.parent != python.parent.parent
+    installed = site_packages(python) / "victim" / "__init__.py"
+    assert "EVIL" not in installed.read_text()
+    assert "EVIL" in (site_packages(Path(other.python)) / "victim" / "__init__.py").read_text()
+    again = resolve(victim)
+    assert Path(again.python) == python and "EVIL" not in installed.read_text()

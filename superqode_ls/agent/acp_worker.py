@@ -38,6 +38,7 @@ from ..config import AcpAgentConfig
 from ..models import Usage
 from ..workspace.namespaces import SPEC_ENV
 from ..workspace.proc import BARRIER_ENV, supervise
+from .confine import Refused, read_inside, resolve_inside, write_inside
 from .loop import AgentResult, StopReason
 from .permissions import Permissions
 from .tools import ToolBox
@@ -91,13 +92,12 @@ class _Client:
         pass
 
     def _inside(self, path: str) -> Path:
-        p = Path(path)
-        p = (p if p.is_absolute() else self.root / p).resolve()
-        if p != self.root and self.root not in p.parents:
+        try:  # a check; each access walks again, no link followed out (confine.py)
+            return resolve_inside(self.root, path)
+        except Refused:
             self.served.refused.append(path)
             raise acp.RequestError.invalid_params(
-                {"path": path, "reason": "outside the sandbox: refused"})
-        return p
+                {"path": path, "reason": "outside the sandbox: refused"}) from None
 
     def _rel(self, p: Path) -> str:
         return p.relative_to(self.root).as_posix()
@@ -113,7 +113,9 @@ class _Client:
                              limit: int | None = None, **kw: Any) -> Any:
         p = self._inside(path)
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
+            text = read_inside(self.root, self._rel(p)).decode("utf-8", "replace")
+        except Refused as e:
+            raise acp.RequestError.invalid_params({"path": path, "reason": str(e)}) from None
         except OSError as e:
             raise acp.RequestError.invalid_params({"path": path, "reason": e.strerror}) from None
         if line is not None or limit is not None:
@@ -132,10 +134,10 @@ class _Client:
             self.served.refused.append(path)
             self._event("write_file", {"path": self._rel(p)}, "denied")
             raise acp.RequestError.invalid_params({"path": path, "reason": why})
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.superqode-acp")
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, p)
+        try:
+            write_inside(self.root, self._rel(p), content.encode("utf-8"))
+        except (Refused, OSError) as e:
+            raise acp.RequestError.invalid_params({"path": path, "reason": str(e)}) from None
         self.served.fs_ops += 1
         self._event("write_file", {"path": self._rel(p)}, "ok")
         return acp_schema.WriteTextFileResponse()

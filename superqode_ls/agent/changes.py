@@ -17,6 +17,8 @@ from typing import Any
 
 from unidiff import PatchSet
 
+from .confine import Refused, read_inside
+
 NOISE_DIRS = frozenset(
     {
         ".git",
@@ -85,8 +87,8 @@ class Checkpoint:
         after = _files(self.root)
         chunks: list[str] = []
         for rel in sorted(before | after):
-            old = _read(self.copy / rel) if rel in before else None
-            new = _read(self.root / rel) if rel in after else None
+            old = _read(self.copy, rel) if rel in before else None
+            new = _read(self.root, rel) if rel in after else None
             if old == new:
                 continue
             if old is False or new is False:
@@ -107,12 +109,15 @@ def _files(root: Path) -> set[str]:
     return out
 
 
-def _read(p: Path) -> str | bool | None:
-    """Text, False for binary, None when missing."""
+def _read(root: Path, rel: str) -> str | bool | None:
+    """Text, False for binary, None when missing. Read by the confined walk
+    (no link followed out of ``root``: the sandbox changes meanwhile)."""
     try:
-        data = p.read_bytes()
-    except FileNotFoundError:
+        data = read_inside(root, rel)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except Refused:
+        return False
     if b"\x00" in data:
         return False
     try:

@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jsonschema
@@ -26,7 +26,15 @@ from ..runtime import Runtime
 from ..workspace.guard import command_is_blocked
 from ..workspace.proc import run_command
 from .changes import ChangeTracker, is_noise
-from .confine import Refused, relative, resolve_inside, shell_refusal
+from .confine import (
+    Refused,
+    files_inside,
+    kind_inside,
+    read_inside,
+    resolve_inside,
+    shell_refusal,
+    write_inside,
+)
 from .permissions import Permissions
 from .redact import Redactor
 from .tool_specs import SCHEMAS, TOOL_NAMES
@@ -206,11 +214,10 @@ class ToolBox:
 
     # -- read-only tools ----------------------------------------------------
 
+    # Every access below walks from the root with no link followed out of it
+    # (agent/confine.py): the session's processes change the tree meanwhile.
     async def _read_file(self, a: dict[str, Any]) -> str:
-        path = resolve_inside(self.root, a["path"])
-        if not path.is_file():
-            raise _ToolError(f"{a['path']}: no such file")
-        text = _text(path)
+        text = _text(self.root, a["path"])
         lines = text.splitlines()
         start = a.get("start_line", 1)
         end = min(a.get("end_line", len(lines)), len(lines))
@@ -222,13 +229,12 @@ class ToolBox:
         return out or "(empty file)"
 
     async def _list_files(self, a: dict[str, Any]) -> str:
-        base = resolve_inside(self.root, a.get("path") or ".")
-        if not base.is_dir():
+        where = a.get("path") or "."
+        if kind_inside(self.root, where) != "d":
             raise _ToolError(f"{a.get('path')}: not a directory")
         out = []
-        for p in sorted(base.rglob("*")):
-            rel = p.relative_to(self.root).as_posix()
-            if is_noise(rel) or not p.is_file():
+        for rel in sorted(files_inside(self.root, where, prune=is_noise), key=PurePosixPath):
+            if is_noise(rel):
                 continue
             out.append(rel)
             if len(out) >= MAX_LIST:
@@ -241,18 +247,22 @@ class ToolBox:
             rx = re.compile(a["pattern"])
         except re.error as e:
             raise _ToolError(f"invalid regular expression: {e}") from None
-        base = resolve_inside(self.root, a.get("path") or ".")
-        files = [base] if base.is_file() else sorted(base.rglob(a.get("glob") or "*"))
+        where = a.get("path") or "."
+        if kind_inside(self.root, where) == "f":
+            files = [_rel(self.root, where)]
+        else:
+            base = _rel(self.root, where)
+            glob = a.get("glob") or "*"
+            files = sorted((f for f in files_inside(self.root, where, prune=is_noise)
+                            if PurePosixPath(f).relative_to(base if base != "." else "").match(glob)),
+                           key=PurePosixPath)
         hits: list[str] = []
-        for p in files:
-            rel = p.relative_to(self.root).as_posix()
-            if is_noise(rel) or not p.is_file() or p.is_symlink():
-                continue
-            if p.stat().st_size > MAX_SEARCH_FILE:
+        for rel in files:
+            if is_noise(rel):
                 continue
             try:
-                text = _text(p)
-            except _ToolError:
+                text = _text(self.root, rel, MAX_SEARCH_FILE)
+            except (_ToolError, Refused):
                 continue
             for n, line in enumerate(text.splitlines(), 1):
                 if rx.search(line):
@@ -265,25 +275,16 @@ class ToolBox:
     # -- editing tools ------------------------------------------------------
 
     async def _write_file(self, a: dict[str, Any]) -> str:
-        path = resolve_inside(self.root, a["path"], for_write=True)
         data = a["content"].encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
             raise _ToolError(f"content is larger than {MAX_WRITE_BYTES} bytes")
-        if path.is_dir():
-            raise _ToolError(f"{a['path']}: is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        existed = path.exists()
-        path.write_bytes(data)
-        rel = relative(self.root, path)
+        existed, rel = _write(self.root, a["path"], data)
         if not existed or rel in self.created:
             self.created[rel] = a["content"]
-        return f"{'overwrote' if existed else 'created'} {relative(self.root, path)} ({len(data)} bytes)"
+        return f"{'overwrote' if existed else 'created'} {rel} ({len(data)} bytes)"
 
     async def _edit_file(self, a: dict[str, Any]) -> str:
-        path = resolve_inside(self.root, a["path"], for_write=True)
-        if not path.is_file():
-            raise _ToolError(f"{a['path']}: no such file")
-        text = _text(path)
+        text = _text(self.root, a["path"])
         old = a["old_text"]
         if not old:
             raise _ToolError("old_text is empty")
@@ -296,11 +297,11 @@ class ToolBox:
             raise _ToolError(
                 f"old_text occurs {count} times in {a['path']}; include more surrounding lines so it is unique"
             )
-        path.write_text(text.replace(old, a["new_text"], 1), encoding="utf-8")
-        rel = relative(self.root, path)
+        new = text.replace(old, a["new_text"], 1)
+        _, rel = _write(self.root, a["path"], new.encode("utf-8"))
         if rel in self.created:
-            self.created[rel] = path.read_text(encoding="utf-8")
-        return f"edited {relative(self.root, path)}"
+            self.created[rel] = new
+        return f"edited {rel}"
 
     async def _run_shell(self, a: dict[str, Any]) -> str:
         timeout = min(
@@ -333,17 +334,17 @@ class ToolBox:
     # -- results ------------------------------------------------------------
 
     async def _report_finding(self, a: dict[str, Any]) -> str:
-        path = resolve_inside(self.root, a["file"])
-        if not path.is_file():
-            raise _ToolError(f"{a['file']}: no such file; findings must point at real code")
-        lines = _text(path).splitlines()
+        try:
+            lines = _text(self.root, a["file"]).splitlines()
+        except _ToolError as e:
+            raise _ToolError(f"{e}; findings must point at real code") from None
         start = a["start_line"]
         end = a.get("end_line", start)
         if start > len(lines) or end < start or end > len(lines):
             raise _ToolError(
                 f"{a['file']} has {len(lines)} lines; lines {start}-{end} do not exist"
             )
-        rel = relative(self.root, path)
+        rel = _rel(self.root, a["file"])
         snippet = "\n".join(lines[start - 1 : end])
         ev = a["evidence"]
         evidence = [
@@ -408,11 +409,28 @@ class _ToolError(Exception):
     pass
 
 
-def _text(path: Path) -> str:
-    data = path.read_bytes()
+def _text(root: Path, rel: str, limit: int | None = None) -> str:
+    try:
+        data = read_inside(root, rel, limit)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise _ToolError(f"{rel}: no such file") from None
+    except ValueError as e:
+        raise _ToolError(str(e)) from None
     if b"\x00" in data[:8192]:
-        raise _ToolError(f"{path.name}: binary file")
+        raise _ToolError(f"{PurePosixPath(rel).name}: binary file")
     return data.decode("utf-8", "replace")
+
+
+def _rel(root: Path, rel: str) -> str:
+    """Where ``rel`` leads, relative to ``root`` (links inside followed)."""
+    return resolve_inside(root, rel).relative_to(root).as_posix() or "."
+
+
+def _write(root: Path, rel: str, data: bytes) -> tuple[bool, str]:
+    try:
+        return write_inside(root, rel, data)
+    except IsADirectoryError:
+        raise _ToolError(f"{rel}: is a directory") from None
 
 
 def _cap(s: str, n: int) -> str:

@@ -133,11 +133,18 @@ def store_dir(repo: Path) -> Path:
 PRIVATE_WRITABLE = ("git", "guard", "scratch", "tmp")
 
 
-def tool_cache() -> Path:
-    """XDG_CACHE_HOME for session processes: tools keep their caches, the
-    user's ~/.cache stays out of reach. Its parent, ``$SUPERQODE_HOME/cache``,
-    is writable to every session (bytecode, hypothesis, mutation caches)."""
-    return home() / "cache" / "xdg"
+def project_cache(repo: Path) -> Path:
+    """``$SUPERQODE_HOME/cache/<repo-key>``: the one cache folder the
+    sessions of ``repo`` may write (tools' XDG caches, mypy's, hypothesis's).
+    Per project: what one project's session writes there (a mypy cache entry
+    that hides an error) never reaches another project's findings."""
+    return home() / "cache" / repo_key(repo)
+
+
+def tool_cache(repo: Path) -> Path:
+    """XDG_CACHE_HOME for the session processes of ``repo``: tools keep
+    their caches, the user's ~/.cache stays out of reach."""
+    return project_cache(repo) / "xdg"
 
 
 def parked_dir(repo: Path) -> Path:

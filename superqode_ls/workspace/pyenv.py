@@ -26,8 +26,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from ..config import Config
+from . import namespaces
+from .proc import BARRIER_ENV, supervise
 
 PROBE = (
     "import sys, importlib.util as u, json;"
@@ -89,10 +94,12 @@ def probe(python: str, source: str, env: dict[str, str] | None = None) -> Projec
         return f"{source}: {python} is not an executable file"
     run_env = {k: v for k, v in (env or os.environ).items() if not k.startswith("PYTHON")}
     try:
-        res = subprocess.run(
-            [str(path), "-I", "-c", PROBE], capture_output=True, text=True,
-            timeout=PROBE_TIMEOUT_S, env=run_env, stdin=subprocess.DEVNULL, check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="superqode-probe-") as tmp:
+            res = subprocess.run(
+                _confined([str(path), "-I", "-c", PROBE], run_env, tmp), capture_output=True,
+                text=True, timeout=PROBE_TIMEOUT_S, env=run_env, stdin=subprocess.DEVNULL,
+                check=False, cwd=tmp,
+            )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{source}: {python} does not start ({e})"
     try:
@@ -110,6 +117,21 @@ def probe(python: str, source: str, env: dict[str, str] | None = None) -> Projec
         has_pytest=bool(facts.get("pytest")),
         has_coverage=bool(facts.get("coverage")),
     )
+
+
+def _confined(cmd: list[str], env: dict[str, str], tmp: str) -> list[str]:
+    """The probe behind a session's layers, writing only ``tmp``: what it
+    runs is the project's (a ``.venv/bin/python`` or a ``.pdm-python`` the
+    repository ships, the ``.pth`` files of its site-packages), and it runs
+    before any session exists. Sets ``env`` for it (scrubbed of keys)."""
+    if sys.platform != "linux":
+        return cmd
+    clean = namespaces.scrub_env(env)
+    env.clear()
+    env.update(clean, TMPDIR=tmp)
+    env[BARRIER_ENV] = json.dumps([tmp])
+    env[namespaces.SPEC_ENV] = namespaces.spec(Config(), env)  # no network, secrets hidden
+    return supervise(cmd, env)
 
 
 def own_python(note: str | None = None, tried: tuple[str, ...] = ()) -> ProjectPython:

@@ -4,7 +4,7 @@ test extras and groups), with an interpreter that matches its
 ``.python-version`` / ``requires-python`` when one is installed.
 
 It goes to ``$SUPERQODE_HOME/envs/<key>`` (envcache: the key hashes every
-file the plan reads and the interpreter), is built once by a confined step
+file the plan reads, the interpreter and the project it is for), is built once by a confined step
 (writes allowed to that folder, a temporary copy of the sandbox and uv's
 cache for that key only), checked against its manifest before each use, and reused while
 the key matches. Nothing is built when no role would use it. A build that
@@ -32,9 +32,11 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..config import Config, superqode_home
+from ..errors import SuperQodeError
 from ..runtime import Runtime
 from . import envcache
 from .extras import needs
+from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
 from .pyenv_plan import Plan, make_plan, static_metadata
 
@@ -201,7 +203,8 @@ async def resolve_python(
     if not config.roles.build_env:
         why = f"no project environment found and roles.build_env is off; {CONFIGURE}"
         return own_python(_join(passed_over, why), tuple(tried))
-    built = await build_env(root, plan, config.roles.env_build_timeout_s, emit, runtime)
+    built = await build_env(root, plan, config.roles.env_build_timeout_s, emit, runtime,
+                            project=project)
     if isinstance(built, ProjectPython):
         return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried))
     setup = f"could not build the project's environment from {plan.describe()}: {built}"
@@ -229,6 +232,15 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
+# What of the project's words goes to ``uv python find``: a version (or a
+# specifier), never a path or a program's name (nor an option of uv's). uv
+# runs the interpreter it is given, to ask what it is, here, outside the
+# barrier; a ``.python-version`` of ``./tools/python`` is the project's (or
+# a session's) program.
+_VERSION_REQUEST = re.compile(
+    r"(?:cpython|python|pypy|graalpy|cp|pp)?[@-]?\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?t?", re.IGNORECASE)
+
+
 def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str | None]:
     """(interpreter, its X.Y, a note when the request cannot be met). The
     base of SuperQode's own Python when it matches, else one uv finds."""
@@ -245,7 +257,8 @@ def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str
         return base, mine, None
     if spec is None and (request == mine or request.startswith(mine + ".")):
         return base, mine, None
-    if uv and not request.startswith("-"):  # the project's words: never an option of uv's
+    plain = not any(c in request for c in "/\\~$") and "===" not in request  # (=== takes any word)
+    if uv and plain and (spec is not None or _VERSION_REQUEST.fullmatch(request)):
         try:
             # --system: an activated environment is not an interpreter to build on.
             res = subprocess.run([uv, "python", "find", "--system", "--no-project",
@@ -275,13 +288,17 @@ def _uv() -> str | None:
 
 
 async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
-                    runtime: Runtime | None = None) -> ProjectPython | str:
-    """The cached environment for ``plan`` (built now if needed), or why not."""
+                    runtime: Runtime | None = None, *, project: Path | None = None
+                    ) -> ProjectPython | str:
+    """The cached environment for ``plan`` (built now if needed), or why not.
+    ``root``: the sandbox (what is built); ``project``: the user's folder it
+    is for (the key's owner; without one, ``root``: an environment of its own)."""
     uv = _uv()
     if uv is None:
         return needs("uv")
     python, version, note = await asyncio.to_thread(pick_interpreter, plan.python_request, uv)
-    key = await asyncio.to_thread(plan.key, root, f"{version}:{python}")
+    owner = Path(project if project is not None else root).resolve()
+    key = await asyncio.to_thread(plan.key, root, f"{version}:{python}", str(owner))
     target = envcache.envs_dir() / key
     try:
         envcache.envs_dir().mkdir(parents=True, exist_ok=True)
@@ -294,7 +311,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
             return replace(cached, note=note)
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}")
-        why = await _install(root, plan, target, uv, python, timeout, runtime)
+        why = await _install(root, plan, target, uv, python, timeout, runtime, owner)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
             return why
@@ -330,7 +347,7 @@ _SKIP_COPY = shutil.ignore_patterns(".git", ".venv", "venv", "node_modules", "__
 
 
 async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
-                   timeout: float, runtime: Runtime | None) -> str | None:
+                   timeout: float, runtime: Runtime | None, owner: Path) -> str | None:
     """Create and fill ``target`` from a copy of the sandbox, confined."""
     tmp = await asyncio.to_thread(envcache.scratch)
     try:
@@ -351,7 +368,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                           src, env, allow, deadline - loop.time(), timeout, runtime)
         if why is not None:
             return why
-        as_of = await asyncio.to_thread(_last_commit, root) if plan.kind != "uv.lock" else None
+        as_of = await asyncio.to_thread(_last_commit, owner) if plan.kind != "uv.lock" else None
         # Releases up to the last commit first; when those do not resolve
         # (an old project on a newer Python), today's.
         for when in dict.fromkeys([as_of, None]):
@@ -374,16 +391,18 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         await asyncio.to_thread(shutil.rmtree, tmp, True)
 
 
-def _last_commit(root: Path) -> str | None:
+def _last_commit(project: Path) -> str | None:
     """The day after the checkout's last commit (UTC, RFC 3339), or None
     outside git: unpinned requirements resolve as they did for the
-    project's developers then, not to a release that came out since."""
+    project's developers then, not to a release that came out since.
+    Asked of the user's project, never of the sandbox: git there would
+    find the session's own git dir, whose config (``log.showSignature``
+    with a ``gpg.program`` of its own, on a commit it made) git would run
+    here, outside the barrier. No signature is checked either way."""
     try:
-        res = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%ct"],
-                             capture_output=True, text=True, timeout=10, check=False,
-                             stdin=subprocess.DEVNULL)
-        stamp = int(res.stdout.strip())
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+        out = git_out(["log", "-1", "--no-show-signature", "--format=%ct"], project)
+        stamp = int(out.strip())
+    except (SuperQodeError, OSError, ValueError):
         return None
     day = datetime.datetime.fromtimestamp(stamp, datetime.UTC) + datetime.timedelta(days=1)
     return day.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -15,7 +15,11 @@ The project itself is always installed (non-editable), so its metadata
 exists (``importlib.metadata.version``); its code is still imported from the
 sandbox, which the isolation puts first (pyisolate). ``poetry.lock`` and
 ``pdm.lock`` are read as plain ``pyproject.toml`` projects (their locks are
-not followed). The key of a plan hashes every file it reads.
+not followed). The key of a plan hashes every file it reads and the project
+it is for: a build runs that project's code (its ``setup.py``, its build
+backend, the project installed into the environment), so two projects with
+the same declarations never share an environment (docs/safety.md, *Shared
+caches*).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PLAN_FORMAT = "2"
+PLAN_FORMAT = "3"  # 3: keyed by project too
 TEST_NAMES = ("test", "tests", "testing", "dev")
 _REQ_GLOBS = ("requirements*.txt", "*requirements.txt", "requirements/*.txt", "requirements/*.in")
 # Requirement files that are for something else than running the tests.
@@ -57,8 +61,11 @@ class Plan:
             parts.append("groups " + ",".join(self.groups))
         return "; ".join(parts)
 
-    def key(self, root: Path, python_version: str) -> str:
+    def key(self, root: Path, python_version: str, project: str) -> str:
+        """``project``: the user's project the environment is for (its
+        resolved path): one project's build never feeds another's session."""
         h = hashlib.sha256(f"{PLAN_FORMAT}\0{python_version}\0{self.kind}\0".encode())
+        h.update(project.encode("utf-8", "surrogateescape") + b"\0")
         h.update(("\0".join([*self.extras, "|", *self.groups])).encode())
         for rel in sorted(self.inputs):
             try:

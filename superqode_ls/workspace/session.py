@@ -37,6 +37,7 @@ from .paths import (
     check_home,
     ensure_dir,
     new_session_id,
+    project_cache,
     repo_dir,
     repo_key,
     tool_cache,
@@ -264,7 +265,7 @@ class IsolatedSession:
         if beside:
             fp.start()
         self._check_abort()
-        for d in (*self.writable(), tool_cache()):
+        for d in (*self.writable(), tool_cache(self.project)):
             d.mkdir(parents=True, exist_ok=True)
         self.guard = build.install_guard(self.isolation == "worktree")
         # Before anything of the project's runs in it: what removal will check.
@@ -293,7 +294,7 @@ class IsolatedSession:
         tmp = self.private / "tmp"
         for k in ("TMPDIR", "TMP", "TEMP"):
             env[k] = str(tmp)
-        env["XDG_CACHE_HOME"] = str(tool_cache())
+        env["XDG_CACHE_HOME"] = str(tool_cache(self.project))
         if sys.platform == "linux":
             env[BARRIER_ENV] = json.dumps([str(p) for p in self.writable()])
             devices = namespaces.private_devices(str(self.private / "dev"))
@@ -306,7 +307,8 @@ class IsolatedSession:
         """Everything the session's processes may write; the rest of the
         file system (the user's tree and .git, HOME, other sandboxes) is
         read-only to them behind the kernel barrier."""
-        return [self.sandbox, *(self.private / d for d in PRIVATE_WRITABLE), tool_cache().parent]
+        return [self.sandbox, *(self.private / d for d in PRIVATE_WRITABLE),
+                project_cache(self.project)]
 
     def internal_env(self) -> dict[str, str]:
         """For SuperQode's own git writes in the sandbox (the guard lets them by)."""

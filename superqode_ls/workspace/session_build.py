@@ -169,8 +169,10 @@ class SandboxBuilder:
                                     self.base_commit or "HEAD", self._config)
         env = sealed.env(self.sandbox, sealed.index, store)
         wt.checkout_staged(self.sandbox, state.staged_tree, env, filters)
-        clean = ["clean", "-ffdxq"] + [a for k in keep for a in ("-e", k)]
-        wt.git(clean, self.sandbox, env=env)
+        # Ignored caches kept by config (.venv...) go too: the old session
+        # wrote them, and a planted .pth there would run in this one. They
+        # are carried afresh from the user's tree (carry_ignored), as cold.
+        wt.git(["clean", "-ffdxq"], self.sandbox, env=env)
         wt.lay_over(self.sandbox, store, state.staged_tree, state.full_tree, self.project)
         wt.carry_extras(self.project, self.sandbox, store, state, sealed, filters)
         copy_index(sealed.index, self.tree.index)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
+from superqode_ls.workspace.paths import tool_cache
 
 from ..conftest import run_git
 from .helpers import disk_state, worktree_paths
@@ -30,7 +31,7 @@ def test_exec_patch_applies_and_reproduces_the_change(make_repo, tmp_path):
     before = take_fingerprint(repo)
     # The command may write only its sandbox and SuperQode's caches (the
     # kernel barrier): it leaves its copy of the sandbox in the cache.
-    expected = Path(os.environ["SUPERQODE_HOME"]) / "cache" / "xdg" / "expected"
+    expected = tool_cache(repo) / "expected"
     script = (
         "printf 'x = 10\\ny = 2\\n' > app.py && rm gone.txt && printf 'new' > 'brand new.txt' "
         '&& chmod +x keep.txt && cp -a . "$XDG_CACHE_HOME/expected"'

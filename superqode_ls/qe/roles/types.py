@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.extras import needs
-from ...workspace.paths import repo_key
+from ...workspace.paths import project_cache
 from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail, walk_files
 from ._pyenv import project_python
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported, tool_path
@@ -255,11 +254,13 @@ def _undecodable_reason(files: list[str], shown: int = 5) -> str:
 
 @contextlib.contextmanager
 def _cache_dir(project: Path) -> Iterator[str]:
-    """mypy's cache for this project, outside every sandbox: mypy validates
-    entries by content hash and writes them atomically, so sessions share it
-    safely, and a warm cache (typeshed above all) makes mypy several times
-    faster. A temporary one when SuperQode's home is not writable."""
-    path = superqode_home() / "cache" / "mypy" / repo_key(project)
+    """mypy's cache for this project, outside every sandbox, in the project's
+    own cache folder (``paths.project_cache``): only this project's sessions
+    can write it, so an entry one of them planted (mypy trusts an entry whose
+    source is unchanged) cannot change another project's findings. A warm
+    cache (typeshed above all) makes mypy several times faster. A temporary
+    one when SuperQode's home is not writable."""
+    path = project_cache(project) / "mypy"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:

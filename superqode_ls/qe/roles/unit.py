@@ -32,7 +32,7 @@ from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.artifacts import atomic_write
 from ...workspace.extras import needs
-from ...workspace.paths import repo_key
+from ...workspace.paths import project_cache, repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from ._common import (
@@ -220,7 +220,7 @@ class UnitTester(Role):
             # table) in the working directory: keep it per project, outside.
             env.setdefault(
                 "HYPOTHESIS_STORAGE_DIRECTORY",
-                str(superqode_home() / "cache" / "hypothesis" / repo_key(ctx.project)),
+                str(project_cache(ctx.project) / "hypothesis"),
             )
             cmd = [
                 *self._command(ctx, env),

@@ -11,6 +11,12 @@ from ..git import copy_index, git, git_out
 from .gitquery import _common_dir, _gitdir, _not_elsewhere
 
 EMPTY_TREE_INPUT = b""
+# A patch is the bytes, never what a driver makes of them: a worktree's
+# ``.gitattributes`` (what a session promoted into it, or a repository's own)
+# would otherwise select any ``diff.<x>.textconv``/``command`` or
+# ``diff.external`` the configuration defines, and git would run it here,
+# outside every barrier (and a textconv'd patch does not apply).
+NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
 
 
 def uncommitted_patch(worktree: Path) -> str:
@@ -32,14 +38,14 @@ def uncommitted_patch(worktree: Path) -> str:
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects),
         }
         git(["add", "-A", "--", "."], worktree, env=env)
-        return git(["diff", "--cached", "--binary", "HEAD"], worktree, env=env).stdout.decode(
+        return git(["diff", *NO_DRIVERS, "--cached", "--binary", "HEAD"], worktree, env=env).stdout.decode(
             "utf-8", "surrogateescape"
         )
 
 
 def commits_patch(repo: Path, commit: str, own_branch: str | None) -> str:
     return git(
-        ["format-patch", "--stdout", "--binary", commit, *_not_elsewhere(own_branch)], repo
+        ["format-patch", *NO_DRIVERS, "--stdout", "--binary", commit, *_not_elsewhere(own_branch)], repo
     ).stdout.decode("utf-8", "surrogateescape")
 
 
@@ -54,6 +60,6 @@ def snapshot_patch(folder: Path) -> str:
         empty = git_out(
             [*base, "hash-object", "-t", "tree", "--stdin"], folder, input=EMPTY_TREE_INPUT
         )
-        return git([*base, "diff", "--cached", "--binary", empty], folder).stdout.decode(
+        return git([*base, "diff", *NO_DRIVERS, "--cached", "--binary", empty], folder).stdout.decode(
             "utf-8", "surrogateescape"
         )
