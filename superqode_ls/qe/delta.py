@@ -86,7 +86,7 @@ def changed_lines(project: Path, base: str, changed: list[str]) -> dict[str, fro
     diff's added lines for tracked files, every line of an untracked one."""
     if not changed:
         return {}
-    out = git(["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames", "--relative",
+    out = git(["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--relative",
                "--src-prefix=a/", "--dst-prefix=b/", base, "--", *changed], project, check=False)
     if out.returncode != 0:
         raise WorkspaceError(f"--since: cannot list the changed lines since {base[:12]}")
