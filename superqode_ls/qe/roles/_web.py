@@ -31,8 +31,8 @@ from collections.abc import Iterator
 
 from ...models import Severity
 from ._web_sinks import (
-    Hit, _const_str, _func_name, _in_order, _is_false, _is_true, _keyword, _non_constant,
-    _own_nodes, _scopes, built, sql_argument, sql_helpers, template_injection, xxe,
+    Hit, Scopes, _const_str, _func_name, _in_order, _is_false, _is_true, _keyword, _non_constant,
+    built, scoped, sql_argument, sql_helpers, template_injection, xxe,
 )
 
 _SQL = re.compile(r"(?is)\b(select\s.+\bfrom|insert\s+into|update\s.+\bset\b|delete\s+from"
@@ -48,9 +48,11 @@ _PLACEHOLDER = re.compile(r"(?i)^(|\*+|x+|<.*>|\$\{.*\}|\{.*\}|%\(.*\)s|%s|chang
 
 # What each check needs in the text: most files hold none of it and are not
 # walked (a walk of a large tree's syntax is seconds).
-# (also SQLAlchemy's text() and a project's query helper: query_db(...))
-_NEEDS_SQL = re.compile(r"(?i)(\.(execute|executemany|executescript|mogrify|raw|fetch\w*)"
-                        r"|\btext|\w*(sql|query|_db)\w*)\s*\(")
+_NEEDS_SQL = re.compile(r"(?i)\.(execute|executemany|executescript|mogrify|raw|fetch\w*)\s*\(")
+# SQL run through SQLAlchemy's text() or an imported query helper (_web_sinks)
+_NEEDS_SQL_TEXT = re.compile(r"\btext\s*\(")
+_NEEDS_SQL_HELPER = re.compile(r"(?i)\b(query_?db|db_?query|run_?(sql|query)|exec(ute)?_?(sql|query)"
+                               r"|raw_?query|sql_?(query|exec(ute)?))\b")
 _NEEDS_SQL_WORD = re.compile(r"(?i)\b(select|insert|update|delete|create|drop|alter|where)\b")
 _NEEDS_CALLS = re.compile(
     r"(?i)(autoescape\s*=\s*False|debug\s*=\s*True|httponly\s*=\s*False|set_cookie"
@@ -65,7 +67,9 @@ def may_match(text: str) -> bool:
 
 def _needs(text: str) -> set[str]:
     out = set()
-    if _NEEDS_SQL.search(text) and _NEEDS_SQL_WORD.search(text):
+    if (_NEEDS_SQL.search(text) or _NEEDS_SQL_HELPER.search(text)
+            or ("sqlalchemy" in text and _NEEDS_SQL_TEXT.search(text))) \
+            and _NEEDS_SQL_WORD.search(text):
         out.add("sql")
     if _NEEDS_CALLS.search(text):
         out.add("calls")
@@ -95,11 +99,10 @@ def _built_sql(node: ast.AST) -> bool:
 _SQL_PIECE = re.compile(r"(?i)(sql|query|stmt|statement|clause|where|^q)$")
 
 
-def _sql_injection(tree: ast.AST) -> Iterator[Hit]:
-    helpers = sql_helpers(tree)
-    for scope in _scopes(tree):
+def _sql_injection(scopes: Scopes) -> Iterator[Hit]:
+    helpers = sql_helpers(scopes)
+    for _scope, nodes in scopes:
         built_in: dict[str, ast.AST] = {}  # variable -> the expression that built SQL into it
-        nodes = list(_own_nodes(scope))
         runs = {id(n): a for n in nodes if isinstance(n, ast.Call)
                 and (a := sql_argument(n, helpers)) is not None}
         # Most scopes run no SQL: only those that do are put in source order
@@ -252,10 +255,11 @@ def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Itera
     """The hits in one file's tree; ``text`` (its source) lets checks that
     cannot match it be skipped."""
     needs = _needs(text) if text is not None and text.isascii() else {"sql", "calls", "sinks"}
+    scopes = scoped(tree) if needs & {"sql", "sinks"} else []
     if "sql" in needs:
-        yield from _sql_injection(tree)
+        yield from _sql_injection(scopes)
     if "calls" in needs:
         yield from _calls(tree, rel)
     if "sinks" in needs:
-        yield from template_injection(tree)
-        yield from xxe(tree)
+        yield from template_injection(scopes)
+        yield from xxe(scopes)

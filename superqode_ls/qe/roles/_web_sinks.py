@@ -88,22 +88,29 @@ def _name_of(node: ast.AST) -> str:
     return ""
 
 
-def _scopes(tree: ast.AST) -> Iterator[ast.AST]:
-    yield tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
+Scopes = list[tuple[ast.AST, list[ast.AST]]]
 
 
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope, not those of the functions inside it."""
-    todo = list(ast.iter_child_nodes(scope))
+def scoped(tree: ast.AST) -> Scopes:
+    """Each scope (the module, each function) with its own nodes, not those
+    of the functions inside it (nor of lambdas), in one walk of the tree:
+    the checks share it (a walk per check and function was most of the
+    scan's time)."""
+    own: dict[int, list[ast.AST]] = {id(tree): []}
+    out: Scopes = [(tree, own[id(tree)])]
+    todo = [(child, tree) for child in ast.iter_child_nodes(tree)]
     while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        node, scope = todo.pop()
+        if isinstance(node, ast.Lambda):
             continue
-        yield node
-        todo.extend(ast.iter_child_nodes(node))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own[id(node)] = []
+            out.append((node, own[id(node)]))
+            scope = node
+        else:
+            own[id(scope)].append(node)
+        todo.extend((child, scope) for child in ast.iter_child_nodes(node))
+    return out
 
 
 def _in_order(nodes: list[ast.AST]) -> list[ast.AST]:
@@ -163,20 +170,19 @@ def _bindings(nodes: list[ast.AST]) -> tuple[dict[str, ast.AST], set[str]]:
     return values, tainted
 
 
-def _string_imports(tree: ast.AST) -> set[str]:
-    """Names imported from ``string`` (its Template runs no code)."""
-    return {a.asname or a.name for n in ast.walk(tree)
-            if isinstance(n, ast.ImportFrom) and n.module == "string" for a in n.names}
+def _imports(scopes: Scopes) -> Iterator[ast.ImportFrom]:
+    for _scope, nodes in scopes:
+        yield from (n for n in nodes if isinstance(n, ast.ImportFrom))
 
 
 def _template_source(node: ast.Call) -> ast.AST | None:
     return node.args[0] if node.args else _keyword(node, "source")
 
 
-def template_injection(tree: ast.AST) -> Iterator[Hit]:
-    plain = _string_imports(tree)
-    for scope in _scopes(tree):
-        nodes = list(_own_nodes(scope))
+def template_injection(scopes: Scopes) -> Iterator[Hit]:
+    # names imported from ``string``: its Template runs no code
+    plain = {a.asname or a.name for n in _imports(scopes) if n.module == "string" for a in n.names}
+    for _scope, nodes in scopes:
         sinks = [n for n in nodes if isinstance(n, ast.Call) and _func_name(n) in _TEMPLATE_SINKS
                  and not (_func_name(n) == "Template" and isinstance(n.func, ast.Name)
                           and n.func.id in plain)
@@ -207,12 +213,12 @@ def _dangerous_parser(node: ast.AST) -> bool:
                  or _is_false(_keyword(node, "no_network"))))
 
 
-def xxe(tree: ast.AST) -> Iterator[Hit]:
-    for scope in _scopes(tree):
-        nodes = _in_order(list(_own_nodes(scope)))
-        parsers = [n for n in nodes if _dangerous_parser(n)]
+def xxe(scopes: Scopes) -> Iterator[Hit]:
+    for _scope, unordered in scopes:
+        parsers = [n for n in unordered if _dangerous_parser(n)]
         if not parsers:
             continue
+        nodes = _in_order(unordered)
         values, tainted = _bindings(nodes)
         used: set[int] = set()
         for call in nodes:
@@ -241,23 +247,22 @@ def xxe(tree: ast.AST) -> Iterator[Hit]:
                        Severity.medium)
 
 
-def sql_helpers(tree: ast.AST) -> dict[str, int]:
+def sql_helpers(scopes: Scopes) -> dict[str, int]:
     """Calls that run their argument as SQL, by name: the index of the SQL
     argument. A function of this file that hands a parameter to execute(),
     SQLAlchemy's text(), an imported query_db-like helper."""
     out: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                name = a.asname or a.name
-                if (a.name == "text" and (node.module or "").startswith("sqlalchemy")) \
-                        or (_SQL_HELPER.match(a.name) and a.name not in EXECUTE):
-                    out[name] = 0
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for node in _imports(scopes):
+        for a in node.names:
+            if (a.name == "text" and (node.module or "").startswith("sqlalchemy")) \
+                    or (_SQL_HELPER.match(a.name) and a.name not in EXECUTE):
+                out[a.asname or a.name] = 0
+    for node, nodes in scopes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             params = [a.arg for a in node.args.posonlyargs + node.args.args]
             if params and params[0] in ("self", "cls"):
                 params = params[1:]
-            for n in _own_nodes(node):
+            for n in nodes:
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
                         and n.func.attr in EXECUTE and n.args and isinstance(n.args[0], ast.Name) \
                         and n.args[0].id in params:
