@@ -22,39 +22,39 @@ def _hits(source: str) -> list[tuple[str, int, Severity]]:
 
 SHOWN = [
     # SSTI: request data into the template's source (through a local name)
-    ("from flask import request, render_template_string\n"
+    (("from flask import request, render_template_string\n"
      "def hello():\n    name = request.args.get('name')\n"
-     "    template = f'<h1>{name}</h1>'\n    return render_template_string(template)\n",
+     "    template = f'<h1>{name}</h1>'\n    return render_template_string(template)\n"),
      ("template-injection", 5, Severity.high)),
-    ("from flask import request, render_template_string\n"
-     "def page():\n    t = '<h3>%s</h3>' % request.url\n    return render_template_string(t)\n",
+    (("from flask import request, render_template_string\n"
+     "def page():\n    t = '<h3>%s</h3>' % request.url\n    return render_template_string(t)\n"),
      ("template-injection", 4, Severity.high)),
     ("import jinja2\ndef greet(user):\n    return jinja2.Template(f'Hi {user}').render()\n",
      ("template-injection", 3, Severity.medium)),
-    ("from jinja2 import Environment\ndef show(body):\n"
-     "    return Environment().from_string('<p>' + body + '</p>').render()\n",
+    (("from jinja2 import Environment\ndef show(body):\n"
+     "    return Environment().from_string('<p>' + body + '</p>').render()\n"),
      ("template-injection", 3, Severity.medium)),
     # SQL through SQLAlchemy's text()
-    ("from sqlalchemy.sql import text\ndef get_user(db, username):\n"
+    (("from sqlalchemy.sql import text\ndef get_user(db, username):\n"
      "    q = f\"SELECT * FROM users WHERE username = '{username}'\"\n"
-     "    return db.session.execute(text(q))\n",
+     "    return db.session.execute(text(q))\n"),
      ("sql-injection", 3, Severity.high)),
     # SQL through a helper of the file that hands its parameter to execute()
-    ("import sqlite3\ndef query_rows(sql, args=()):\n"
+    (("import sqlite3\ndef query_rows(sql, args=()):\n"
      "    return sqlite3.connect('x').cursor().execute(sql, args).fetchall()\n"
      "def login(u, p):\n"
      "    query = \"SELECT id FROM user WHERE name = '%s' AND pw = '%s'\" % (u, p)\n"
-     "    return query_rows(query)\n",
+     "    return query_rows(query)\n"),
      ("sql-injection", 5, Severity.high)),
     # ... and through an imported one (its body is in another module)
-    ("from . import query_db\ndef add(u):\n"
-     "    query_db(\"INSERT INTO user (name) VALUES ('%s')\" % u, [], False, True)\n",
+    (("from . import query_db\ndef add(u):\n"
+     "    query_db(\"INSERT INTO user (name) VALUES ('%s')\" % u, [], False, True)\n"),
      ("sql-injection", 3, Severity.high)),
     # XXE: request data parsed with entities on
-    ("import io, lxml.etree\nclass H:\n    def do_GET(self):\n"
+    (("import io, lxml.etree\nclass H:\n    def do_GET(self):\n"
      "        path, query = self.path.split('?', 1)\n        params = dict(q.split('=') for q in query.split('&'))\n"
      "        return lxml.etree.parse(io.BytesIO(params['xml'].encode()), "
-     "lxml.etree.XMLParser(load_dtd=True, resolve_entities=True, no_network=False))\n",
+     "lxml.etree.XMLParser(load_dtd=True, resolve_entities=True, no_network=False))\n"),
      ("xxe", 6, Severity.high)),
     ("from lxml import etree\nPARSER = etree.XMLParser(no_network=False)\n",
      ("xxe", 2, Severity.medium)),
@@ -62,24 +62,24 @@ SHOWN = [
 
 QUIET = [
     # a constant template, values given to render() as variables
-    "from flask import request, render_template_string\n"
+    ("from flask import request, render_template_string\n"
     "def hello():\n    name = request.args.get('name')\n"
-    "    return render_template_string('<h1>{{ name }}</h1>', name=name)\n",
+    "    return render_template_string('<h1>{{ name }}</h1>', name=name)\n"),
     "import jinja2\ndef greet(user):\n    return jinja2.Template('Hi {{ u }}').render(u=user)\n",
     # a template the caller hands in (a name, not built here)
     "from jinja2 import Environment\ndef show(source):\n    return Environment().from_string(source)\n",
     # string.Template runs no code
     "from string import Template\ndef hi(x):\n    return Template(f'$a {x}').substitute(a=1)\n",
     # bound parameters through text() and through a helper
-    "from sqlalchemy.sql import text\ndef get_user(db, username):\n"
-    "    return db.session.execute(text('SELECT * FROM users WHERE username = :u'), {'u': username})\n",
-    "from . import query_db\ndef add(u):\n"
-    "    query_db('INSERT INTO user (name) VALUES (?)', (u,))\n",
+    ("from sqlalchemy.sql import text\ndef get_user(db, username):\n"
+    "    return db.session.execute(text('SELECT * FROM users WHERE username = :u'), {'u': username})\n"),
+    ("from . import query_db\ndef add(u):\n"
+    "    query_db('INSERT INTO user (name) VALUES (?)', (u,))\n"),
     # SQL-looking text given to a function that runs none
     "import logging\ndef note(u):\n    logging.info('SELECT id FROM user WHERE name = %s' % u)\n",
     # entities off: the safe parser
-    "from lxml import etree\ndef read(request):\n"
-    "    return etree.fromstring(request.body, etree.XMLParser(resolve_entities=False, no_network=True))\n",
+    ("from lxml import etree\ndef read(request):\n"
+    "    return etree.fromstring(request.body, etree.XMLParser(resolve_entities=False, no_network=True))\n"),
 ]
 
 
@@ -112,3 +112,6 @@ def test_security_role_reports_them_at_their_lines(make_repo):
     assert ("app.py", 5, "template-injection") in got
     assert ("db.py", 3, "sql-injection") in got
     assert ("xml_in.py", 6, "xxe") in got
+    tags = {f.rule_id.split("+")[0]: set(f.tags) for f in out.findings
+            if f.tool == "superqode-patterns"}
+    assert "CWE-1336" in tags["template-injection"] and "CWE-611" in tags["xxe"]

@@ -30,10 +30,27 @@ import re
 from collections.abc import Iterator
 
 from ...models import Severity
+from ._web_sinks import CWE as _SINK_CWE
 from ._web_sinks import (
-    Hit, Scopes, _const_str, _func_name, _in_order, _is_false, _is_true, _keyword, _non_constant,
-    built, scoped, sql_argument, sql_helpers, template_injection, xxe,
+    Hit,
+    Scopes,
+    _const_str,
+    _func_name,
+    _in_order,
+    _is_false,
+    _is_true,
+    _keyword,
+    _non_constant,
+    built,
+    scoped,
+    sql_argument,
+    sql_helpers,
+    template_injection,
+    xxe,
 )
+
+# the weakness each rule reports (security_tester's tags for them)
+CWE = dict(_SINK_CWE)
 
 _SQL = re.compile(r"(?is)\b(select\s.+\bfrom|insert\s+into|update\s.+\bset\b|delete\s+from"
                   r"|create\s+table|drop\s+table|alter\s+table|where\s)\b")

@@ -29,6 +29,8 @@ from ...models import Severity
 
 # (node, rule id, title, message, severity)
 Hit = tuple[ast.AST, str, str, str, Severity]
+# the weakness each rule here reports (the finding's tags)
+CWE = {"template-injection": ("CWE-1336",), "xxe": ("CWE-611",)}
 
 EXECUTE = {"execute", "executemany", "executescript", "mogrify", "raw", "fetch", "fetchrow",
            "fetchval"}
@@ -273,10 +275,8 @@ def sql_helpers(scopes: Scopes) -> dict[str, int]:
 def sql_argument(node: ast.Call, helpers: dict[str, int]) -> ast.AST | None:
     """The SQL text a call runs (None for a call that runs none)."""
     f = node.func
-    if isinstance(f, ast.Attribute) and f.attr in EXECUTE:
-        index = 0
-    elif isinstance(f, ast.Attribute) and f.attr == "text" and _name_of(f.value) in (
-            "sqlalchemy", "sa", "sql"):
+    if isinstance(f, ast.Attribute) and (f.attr in EXECUTE or (
+            f.attr == "text" and _name_of(f.value) in ("sqlalchemy", "sa", "sql"))):
         index = 0
     else:
         index = helpers.get(_func_name(node), -1)
