@@ -46,6 +46,12 @@ SHOWN = [
      "    query = \"SELECT id FROM user WHERE name = '%s' AND pw = '%s'\" % (u, p)\n"
      "    return query_rows(query)\n"),
      ("sql-injection", 5, Severity.high)),
+    # ... also where the helper wraps it in text(), and called as a method
+    (("from sqlalchemy import text\nclass Repo:\n    def run(self, sql):\n"
+     "        return self.db.execute(text(sql))\n"
+     "    def find(self, name):\n"
+     "        return self.run('SELECT * FROM t WHERE name = ' + name)\n"),
+     ("sql-injection", 6, Severity.high)),
     # ... and through an imported one (its body is in another module)
     (("from . import query_db\ndef add(u):\n"
      "    query_db(\"INSERT INTO user (name) VALUES ('%s')\" % u, [], False, True)\n"),
@@ -101,10 +107,13 @@ def test_one_sql_text_run_twice_is_one_finding():
 
 
 def test_security_role_reports_them_at_their_lines(make_repo):
+    def case(text: str) -> str:
+        return next(source for source, _ in SHOWN if text in source)
+
     repo = make_repo({
-        "app.py": SHOWN[0][0],
-        "db.py": SHOWN[6][0],
-        "xml_in.py": SHOWN[7][0],
+        "app.py": case("request.args.get('name')"),
+        "db.py": case("from . import query_db"),
+        "xml_in.py": case("resolve_entities=True"),
     })
     out = run_role(SecurityTester(), make_ctx(repo))
     got = {(f.file, f.range.start_line, f.rule_id.split("+")[0])

@@ -265,10 +265,15 @@ def sql_helpers(scopes: Scopes) -> dict[str, int]:
             if params and params[0] in ("self", "cls"):
                 params = params[1:]
             for n in nodes:
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                        and n.func.attr in EXECUTE and n.args and isinstance(n.args[0], ast.Name) \
-                        and n.args[0].id in params:
-                    out.setdefault(node.name, params.index(n.args[0].id))
+                if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                        and n.func.attr in EXECUTE and n.args):
+                    continue
+                arg = n.args[0]
+                # execute(text(sql)): the parameter is text()'s argument
+                if isinstance(arg, ast.Call) and _func_name(arg) == "text" and arg.args:
+                    arg = arg.args[0]
+                if isinstance(arg, ast.Name) and arg.id in params:
+                    out.setdefault(node.name, params.index(arg.id))
     return out
 
 
