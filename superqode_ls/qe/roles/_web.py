@@ -75,7 +75,7 @@ _NEEDS_CALLS = re.compile(
     r"(?i)(autoescape\s*=\s*False|debug\s*=\s*True|httponly\s*=\s*False|set_cookie"
     r"|(pass(word|wd)?|pwd)['\"]?\s*[:=]\s*[rbu]?['\"]|://[^:/\s@'\"]+:[^@\s/'\"]+@"
     r"|password=[^\s{}'\"]|\b(md5|sha1|new)\s*\()")
-_NEEDS_SINKS = re.compile(r"render_template_string|Template\s*\(|from_string|XMLParser")
+_NEEDS_SINKS = re.compile(r"render_template_string|\bTemplate\s*\(|\.from_string\s*\(|XMLParser\s*\(")
 
 
 def may_match(text: str) -> bool:
