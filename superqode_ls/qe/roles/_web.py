@@ -2,9 +2,11 @@
 ``superqode-patterns`` tool), found on the syntax tree of one file:
 
 - ``sql-injection``: SQL text built by ``%``, ``.format``, an f-string or
-  ``+`` from a value that is not a constant, passed to ``execute()`` (also
-  through a local variable of the same function): high, whatever bandit's
+  ``+`` from a value that is not a constant, passed to ``execute()``,
+  SQLAlchemy's ``text()`` or a helper that runs it (``_web_sinks``), also
+  through a local variable of the same function: high, whatever bandit's
   confidence in its own B608;
+- ``template-injection`` and ``xxe``: see ``_web_sinks``;
 - ``template-autoescape-off``: ``autoescape=False`` given to a template
   engine (jinja2 ``Environment``, ``aiohttp_jinja2.setup``...), or
   ``env.autoescape = False``: stored XSS;
@@ -28,14 +30,30 @@ import re
 from collections.abc import Iterator
 
 from ...models import Severity
+from ._web_sinks import CWE as _SINK_CWE
+from ._web_sinks import (
+    Hit,
+    Scopes,
+    _const_str,
+    _func_name,
+    _in_order,
+    _is_false,
+    _is_true,
+    _keyword,
+    _non_constant,
+    built,
+    scoped,
+    sql_argument,
+    sql_helpers,
+    template_injection,
+    xxe,
+)
 
-# (node, rule id, title, message, severity)
-Hit = tuple[ast.AST, str, str, str, Severity]
+# the weakness each rule reports (security_tester's tags for them)
+CWE = dict(_SINK_CWE)
 
 _SQL = re.compile(r"(?is)\b(select\s.+\bfrom|insert\s+into|update\s.+\bset\b|delete\s+from"
                   r"|create\s+table|drop\s+table|alter\s+table|where\s)\b")
-_EXECUTE = {"execute", "executemany", "executescript", "mogrify", "raw", "fetch", "fetchrow",
-            "fetchval"}
 _PASSWORD_NAME = re.compile(r"(?i)(pass(word|wd)?|pwd)")
 _PASSWORD_KEY = re.compile(r"(?i)^(db_?|database_?)?(pass(word|wd)?|pwd)$")
 _DSN_PASSWORD = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://[^:/\s@]+:([^@\s/]+)@"
@@ -48,11 +66,16 @@ _PLACEHOLDER = re.compile(r"(?i)^(|\*+|x+|<.*>|\$\{.*\}|\{.*\}|%\(.*\)s|%s|chang
 # What each check needs in the text: most files hold none of it and are not
 # walked (a walk of a large tree's syntax is seconds).
 _NEEDS_SQL = re.compile(r"(?i)\.(execute|executemany|executescript|mogrify|raw|fetch\w*)\s*\(")
+# SQL run through SQLAlchemy's text() or an imported query helper (_web_sinks)
+_NEEDS_SQL_TEXT = re.compile(r"\btext\s*\(")
+_NEEDS_SQL_HELPER = re.compile(r"(?i)\b(query_?db|db_?query|run_?(sql|query)|exec(ute)?_?(sql|query)"
+                               r"|raw_?query|sql_?(query|exec(ute)?))\b")
 _NEEDS_SQL_WORD = re.compile(r"(?i)\b(select|insert|update|delete|create|drop|alter|where)\b")
 _NEEDS_CALLS = re.compile(
     r"(?i)(autoescape\s*=\s*False|debug\s*=\s*True|httponly\s*=\s*False|set_cookie"
     r"|(pass(word|wd)?|pwd)['\"]?\s*[:=]\s*[rbu]?['\"]|://[^:/\s@'\"]+:[^@\s/'\"]+@"
     r"|password=[^\s{}'\"]|\b(md5|sha1|new)\s*\()")
+_NEEDS_SINKS = re.compile(r"render_template_string|\bTemplate\s*\(|\.from_string\s*\(|XMLParser\s*\(")
 
 
 def may_match(text: str) -> bool:
@@ -61,23 +84,15 @@ def may_match(text: str) -> bool:
 
 def _needs(text: str) -> set[str]:
     out = set()
-    if _NEEDS_SQL.search(text) and _NEEDS_SQL_WORD.search(text):
+    if (_NEEDS_SQL.search(text) or _NEEDS_SQL_HELPER.search(text)
+            or ("sqlalchemy" in text and _NEEDS_SQL_TEXT.search(text))) \
+            and _NEEDS_SQL_WORD.search(text):
         out.add("sql")
     if _NEEDS_CALLS.search(text):
         out.add("calls")
+    if _NEEDS_SINKS.search(text):
+        out.add("sinks")
     return out
-
-
-def _const_str(node: ast.AST) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-def _is_false(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and node.value is False
-
-
-def _is_true(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and node.value is True
 
 
 def _sql_text(node: ast.AST) -> str:
@@ -91,116 +106,55 @@ def _sql_text(node: ast.AST) -> str:
     return _const_str(node) or ""
 
 
-def _non_constant(node: ast.AST) -> bool:
-    return not isinstance(node, ast.Constant) and not (
-        isinstance(node, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in node.elts)
-    )
-
-
 def _built_sql(node: ast.AST) -> bool:
-    """SQL text made from a non-constant value by formatting or ``+``."""
-    if isinstance(node, ast.JoinedStr):
-        dynamic = any(isinstance(v, ast.FormattedValue) for v in node.values)
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        dynamic = _const_str(node.left) is not None and _non_constant(node.right)
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        # Another piece of SQL text (``base_query + " WHERE id = %s"``) is
-        # not a value; anything else joined to SQL text is.
-        dynamic = any(_non_constant(p) and not _SQL_PIECE.search(_name_of(p))
-                      for p in _added(node))
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-          and node.func.attr == "format" and _const_str(node.func.value) is not None):
-        dynamic = bool(node.args or node.keywords)
-    else:
-        return False
-    return dynamic and bool(_SQL.search(_sql_text(node)))
+    """SQL text made from a non-constant value by formatting or ``+``.
+    Another piece of SQL text (``base_query + " WHERE id = %s"``) is not a
+    value; anything else joined to SQL text is."""
+    return built(node, _SQL_PIECE) and bool(_SQL.search(_sql_text(node)))
 
 
 _SQL_PIECE = re.compile(r"(?i)(sql|query|stmt|statement|clause|where|^q)$")
 
 
-def _added(node: ast.AST) -> list[ast.AST]:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _added(node.left) + _added(node.right)
-    return [node]
-
-
-def _name_of(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
-
-
-def _scopes(tree: ast.AST) -> Iterator[ast.AST]:
-    yield tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope, not those of the functions inside it."""
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        yield node
-        todo.extend(ast.iter_child_nodes(node))
-
-
-def _sql_injection(tree: ast.AST) -> Iterator[Hit]:
-    for scope in _scopes(tree):
-        built: dict[str, ast.AST] = {}  # variable -> the expression that built SQL into it
-        nodes = list(_own_nodes(scope))
+def _sql_injection(scopes: Scopes) -> Iterator[Hit]:
+    helpers = sql_helpers(scopes)
+    for _scope, nodes in scopes:
+        built_in: dict[str, ast.AST] = {}  # variable -> the expression that built SQL into it
+        runs = {id(n): a for n in nodes if isinstance(n, ast.Call)
+                and (a := sql_argument(n, helpers)) is not None}
         # Most scopes run no SQL: only those that do are put in source order
         # (the sort was half of the scan's time on a 700-file project).
-        if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                   and n.func.attr in _EXECUTE and n.args for n in nodes):
+        if not runs:
             continue
-        nodes.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
-        for node in nodes:
+        seen: set[int] = set()
+        for node in _in_order(nodes):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name):
                 if _built_sql(node.value):
-                    built[node.targets[0].id] = node.value
+                    built_in[node.targets[0].id] = node.value
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
                     and isinstance(node.op, ast.Add) and _non_constant(node.value) \
                     and not _const_str(node.value) and not isinstance(node.value, ast.Name):
-                if _built_sql(node.value) or node.target.id in built:
-                    built.setdefault(node.target.id, node.value)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in _EXECUTE and node.args:
-                arg = node.args[0]
+                if _built_sql(node.value) or node.target.id in built_in:
+                    built_in.setdefault(node.target.id, node.value)
+            elif id(node) in runs:
+                arg = runs[id(node)]
                 where: ast.AST | None = None
                 if _built_sql(arg):
                     where = arg
-                elif isinstance(arg, ast.Name) and arg.id in built:
-                    where = built[arg.id]
-                if where is not None:
+                elif isinstance(arg, ast.Name) and arg.id in built_in:
+                    where = built_in[arg.id]
+                # one SQL text run twice is one flaw
+                if where is not None and id(where) not in seen:
+                    seen.add(id(where))
+                    name = _func_name(node)
                     yield (
                         where, "sql-injection", "SQL built from a value by string formatting",
                         (f"This SQL text is built by formatting a value into it and run by "
-                         f"{node.func.attr}() (line {node.lineno}): SQL injection. Pass the "
+                         f"{name}() (line {node.lineno}): SQL injection. Pass the "
                          "values as query parameters instead."),
                         Severity.high,
                     )
-
-
-def _keyword(node: ast.Call, name: str) -> ast.AST | None:
-    for kw in node.keywords:
-        if kw.arg == name:
-            return kw.value
-    return None
-
-
-def _func_name(node: ast.Call) -> str:
-    f = node.func
-    if isinstance(f, ast.Attribute):
-        return f.attr
-    return f.id if isinstance(f, ast.Name) else ""
 
 
 def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
@@ -317,8 +271,12 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
 def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Iterator[Hit]:
     """The hits in one file's tree; ``text`` (its source) lets checks that
     cannot match it be skipped."""
-    needs = _needs(text) if text is not None and text.isascii() else {"sql", "calls"}
+    needs = _needs(text) if text is not None and text.isascii() else {"sql", "calls", "sinks"}
+    scopes = scoped(tree) if needs & {"sql", "sinks"} else []
     if "sql" in needs:
-        yield from _sql_injection(tree)
+        yield from _sql_injection(scopes)
     if "calls" in needs:
         yield from _calls(tree, rel)
+    if "sinks" in needs:
+        yield from template_injection(scopes)
+        yield from xxe(scopes)

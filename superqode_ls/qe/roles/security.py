@@ -46,7 +46,7 @@ _CWE = {
     "sql-injection": ("CWE-89",), "template-autoescape-off": ("CWE-79",),
     "debug-mode": ("CWE-489",), "insecure-cookie": ("CWE-1004",),
     "hardcoded-db-password": ("CWE-798",), "weak-password-hash": ("CWE-916",),
-}
+} | _web.CWE
 _WEAK_HASHES = {"md5", "sha1", "md4", "md2", "sha"}
 _SECRET_SUFFIXES = (
     ".py", ".pyi", ".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".env", ".txt",
