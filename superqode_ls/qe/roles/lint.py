@@ -146,23 +146,7 @@ class LintTester(FileCheckRole):
                 return RoleOutput(
                     status="skipped", reason="none of the selected files is Python", tool="ruff"
                 )
-        cmd = [
-            ruff,
-            "check",
-            # A project's ``fix = true`` (flask sets it) would make ruff edit
-            # the shared sandbox: counts would drop and bandit, running beside
-            # us, would read the edited files. Fixes come back as JSON edits.
-            "--no-fix",
-            "--no-fix-only",
-            "--no-cache",  # a cache dir would be a write into the shared sandbox
-            "--output-format",
-            "json",
-            "--exit-zero",
-            "--force-exclude",  # honour the project's excludes for explicit files too
-            *(["--target-version", target] if (target := ruff_target(ctx.sandbox)) else []),
-            "--",
-            *targets,
-        ]
+        cmd = ruff_command(ruff, ctx.sandbox, targets)
         res = await ctx.run(cmd)
         if res.timed_out:
             raise ToolFailed("ruff", "ruff ran out of time", status="timeout")
@@ -268,6 +252,28 @@ class LintTester(FileCheckRole):
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
         return RoleOutput(findings=findings, patches=patches, tool="ruff",
                           reason=reason)
+
+
+def ruff_command(ruff: str, root: Path, targets: list[str]) -> list[str]:
+    """The role's ruff command line on ``targets`` in ``root`` (bench/lint.py
+    times ruff alone with the same one)."""
+    return [
+        ruff,
+        "check",
+        # A project's ``fix = true`` (flask sets it) would make ruff edit
+        # the shared sandbox: counts would drop and bandit, running beside
+        # us, would read the edited files. Fixes come back as JSON edits.
+        "--no-fix",
+        "--no-fix-only",
+        "--no-cache",  # a cache dir would be a write into the shared sandbox
+        "--output-format",
+        "json",
+        "--exit-zero",
+        "--force-exclude",  # honour the project's excludes for explicit files too
+        *(["--target-version", target] if (target := ruff_target(root)) else []),
+        "--",
+        *targets,
+    ]
 
 
 def _any_python(root: Path) -> bool:
