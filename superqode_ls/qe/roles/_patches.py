@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import functools
 import hashlib
 import itertools
 import re
@@ -32,10 +31,7 @@ class TextEdit:
     content: str
 
 
-@functools.lru_cache(maxsize=4)
 def _line_starts(text: str) -> list[int]:
-    # Cached: a role applies one fix after another to the same file text
-    # (thousands on a large tree); callers never mutate the list.
     # map/accumulate over builtins: no Python frame per line (a file of
     # thousands of lines per fixed file on a large tree).
     return [0, *itertools.accumulate(map((1).__add__, map(len, text.split("\n"))))][:-1]
@@ -47,10 +43,9 @@ def _offset(starts: list[int], text: str, line: int, col: int) -> int:
     return min(starts[line - 1] + col - 1, len(text))
 
 
-def _spans(text: str, edits: list[TextEdit]) -> list[tuple[int, int, str]]:
+def _spans(starts: list[int], text: str, edits: list[TextEdit]) -> list[tuple[int, int, str]]:
     """The edits as sorted (start, end, content) offsets; ValueError when two
     overlap (the caller then offers no patch rather than a wrong one)."""
-    starts = _line_starts(text)
     spans = sorted(
         (
             _offset(starts, text, e.start_line, e.start_col),
@@ -79,27 +74,54 @@ def _splice(text: str, spans: list[tuple[int, int, str]], lo: int = 0, hi: int |
     return "".join(out)
 
 
+class FileText:
+    """One file's text, split into lines once for the diffs of every fix a
+    tool offers in it: a large tree has thousands of fixes in files of
+    thousands of lines, and splitting (or rebuilding) the text per fix was
+    most of the lint role's own time."""
+
+    __slots__ = ("rel", "text", "starts", "lines")
+
+    def __init__(self, rel: str, text: str):
+        self.rel = rel
+        self.text = text
+        self.starts = _line_starts(text)
+        self.lines = split_lines(text)
+
+    def diff(self, edits: list[TextEdit], context: int = 3) -> str:
+        """The diff ``edits`` make to the file ("" for none); ValueError when
+        they overlap. Only the lines the edits touch are rebuilt; the diff is
+        the one ``unified_diff`` gives for a change of one block, a valid one
+        otherwise."""
+        text, starts = self.text, self.starts
+        spans = _spans(starts, text, edits)
+        if not spans:
+            return ""
+        # The lines the edits touch: from the first one's start to the end
+        # of the line holding the last one's end (spans do not overlap, so
+        # the last span ends last).
+        first = bisect.bisect_right(starts, spans[0][0]) - 1
+        last = bisect.bisect_right(starts, spans[-1][1]) - 1
+        r_s = starts[first]
+        r_e = starts[last + 1] if last + 1 < len(starts) else len(text)
+        new = _splice(text, spans, r_s, r_e)
+        if new == text[r_s:r_e]:
+            return ""
+        # The window with ``context`` lines around: its old lines are the
+        # file's; the new ones the same with the touched lines replaced
+        # (those end in a newline unless they end the file, so the lists
+        # join as the window's text would split).
+        w0 = max(0, first - context)
+        w1 = last + 1 + context
+        lines = self.lines
+        return _diff_lines(self.rel, lines[w0:w1],
+                           [*lines[w0:first], *split_lines(new), *lines[last + 1:w1]], context, w0)
+
+
 def edits_diff(rel: str, old: str, edits: list[TextEdit], context: int = 3) -> str:
     """The diff ``edits`` make to ``old`` ("" for none); ValueError when they
-    overlap. Only the lines around the edits are rebuilt and compared: a tool
-    makes thousands of fixes to files of thousands of lines, and building and
-    splitting the whole file per fix was most of the lint role's time on a
-    large tree. The diff is the one ``unified_diff`` gives for a change of
-    one block, a valid one otherwise."""
-    spans = _spans(old, edits)
-    if not spans:
-        return ""
-    starts = _line_starts(old)
-    first = bisect.bisect_right(starts, spans[0][0]) - 1
-    last = bisect.bisect_right(starts, max(end for _, end, _ in spans)) - 1
-    w0 = max(0, first - context)
-    w1 = last + 1 + context
-    a_s = starts[w0]
-    a_e = starts[w1] if w1 < len(starts) else len(old)
-    old_w, new_w = old[a_s:a_e], _splice(old, spans, a_s, a_e)
-    if old_w == new_w:
-        return ""
-    return _diff_lines(rel, split_lines(old_w), split_lines(new_w), context, w0)
+    overlap. For many fixes to one file, ``FileText`` splits it once."""
+    return FileText(rel, old).diff(edits, context)
 
 
 def split_lines(text: str) -> list[str]:
@@ -138,6 +160,10 @@ def _diff_lines(rel: str, a: list[str], b: list[str], context: int, offset: int)
         tail += 1
     if len(a) - tail - head <= _SMALL and len(b) - tail - head <= _SMALL:
         lines = _one_hunk(rel, a, b, head, tail, context, offset)
+        if (not a or a[-1].endswith("\n")) and (not b or b[-1].endswith("\n")):
+            # every line ends in a newline: nothing to mark line by line
+            return (f"diff --git a/{rel} b/{rel}\n" + lines[0].rstrip("\n") + "\n"
+                    + lines[1].rstrip("\n") + "\n" + "".join(lines[2:]))
     else:
         lines = difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=context)
         if offset:
