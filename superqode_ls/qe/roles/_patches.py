@@ -12,17 +12,17 @@ import difflib
 import hashlib
 import itertools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...models import Finding, Patch
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
-@dataclass(frozen=True)
-class TextEdit:
+class TextEdit(NamedTuple):
     """Replace [start, end) with ``content``; lines and columns 1-based, columns
-    in code points (the convention of ruff's JSON and of our models)."""
+    in code points (the convention of ruff's JSON and of our models). A tuple:
+    a large tree's role makes tens of thousands."""
 
     start_line: int
     start_col: int
@@ -32,9 +32,14 @@ class TextEdit:
 
 
 def _line_starts(text: str) -> list[int]:
-    # map/accumulate over builtins: no Python frame per line (a file of
-    # thousands of lines per fixed file on a large tree).
-    return [0, *itertools.accumulate(map((1).__add__, map(len, text.split("\n"))))][:-1]
+    return _starts(text.split("\n"))
+
+
+def _starts(pieces: list[str]) -> list[int]:
+    """Offsets of the lines split at "\n" (``pieces``). map/accumulate over
+    builtins: no Python frame per line (a file of thousands of lines per
+    fixed file on a large tree)."""
+    return [0, *itertools.accumulate(map((1).__add__, map(len, pieces)))][:-1]
 
 
 def _offset(starts: list[int], text: str, line: int, col: int) -> int:
@@ -80,13 +85,24 @@ class FileText:
     thousands of lines, and splitting (or rebuilding) the text per fix was
     most of the lint role's own time."""
 
-    __slots__ = ("rel", "text", "starts", "lines")
+    __slots__ = ("rel", "text", "starts", "pieces")
 
     def __init__(self, rel: str, text: str):
         self.rel = rel
         self.text = text
-        self.starts = _line_starts(text)
-        self.lines = split_lines(text)
+        # Split at "\n" only, the ends put back per window (``lines``):
+        # most of a file's lines are never in one.
+        self.pieces = text.split("\n")
+        self.starts = _starts(self.pieces)
+
+    def lines(self, i: int, j: int) -> list[str]:
+        """``split_lines(text)[i:j]``."""
+        pieces = self.pieces
+        end = len(pieces) - 1  # the piece after the last "\n"
+        out = [p + "\n" for p in pieces[i:min(j, end)]]
+        if j > end >= i and pieces[end]:
+            out.append(pieces[end])
+        return out
 
     def diff(self, edits: list[TextEdit], context: int = 3) -> str:
         """The diff ``edits`` make to the file ("" for none); ValueError when
@@ -113,9 +129,9 @@ class FileText:
         # join as the window's text would split).
         w0 = max(0, first - context)
         w1 = last + 1 + context
-        lines = self.lines
-        return _diff_lines(self.rel, lines[w0:w1],
-                           [*lines[w0:first], *split_lines(new), *lines[last + 1:w1]], context, w0)
+        before, after = self.lines(w0, first), self.lines(last + 1, w1)
+        return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after],
+                           [*before, *split_lines(new), *after], context, w0)
 
 
 def edits_diff(rel: str, old: str, edits: list[TextEdit], context: int = 3) -> str:
