@@ -130,6 +130,15 @@ class FileText:
         w0 = max(0, first - context)
         w1 = last + 1 + context
         before, after = self.lines(w0, first), self.lines(last + 1, w1)
+        if (first == last and new.endswith("\n") and new.find("\n") == len(new) - 1
+                and last + 1 < len(starts) and (not after or after[-1].endswith("\n"))):
+            # One whole line (ending in a newline, as all around it do) made
+            # another: most fixes. The hunk ``_diff_lines`` writes for it.
+            n = len(before) + 1 + len(after)
+            return "".join([
+                _header(self.rel), f"@@ -{_range(w0, n)} +{_range(w0, n)} @@\n",
+                *[" " + ln for ln in before], "-", text[r_s:r_e], "+", new,
+                *[" " + ln for ln in after]])
         return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after],
                            [*before, *split_lines(new), *after], context, w0)
 
@@ -178,8 +187,7 @@ def _diff_lines(rel: str, a: list[str], b: list[str], context: int, offset: int)
         lines = _one_hunk(rel, a, b, head, tail, context, offset)
         if (not a or a[-1].endswith("\n")) and (not b or b[-1].endswith("\n")):
             # every line ends in a newline: nothing to mark line by line
-            return (f"diff --git a/{rel} b/{rel}\n" + lines[0].rstrip("\n") + "\n"
-                    + lines[1].rstrip("\n") + "\n" + "".join(lines[2:]))
+            return _header(rel) + "".join(lines[2:])
     else:
         lines = difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=context)
         if offset:
@@ -193,6 +201,13 @@ def _diff_lines(rel: str, a: list[str], b: list[str], context: int, offset: int)
         else:  # last line of a file without a final newline
             body.append(line + "\n" + NO_NEWLINE)
     return f"diff --git a/{rel} b/{rel}\n" + "".join(body)
+
+
+def _header(rel: str) -> str:
+    # as the line loop below writes ---/+++ (a newline at the end of a name
+    # is not kept)
+    return f"diff --git a/{rel} b/{rel}\n" + f"--- a/{rel}".rstrip("\n") + "\n" + \
+        f"+++ b/{rel}".rstrip("\n") + "\n"
 
 
 _SMALL = 12  # changed lines on either side for the direct one-hunk path

@@ -26,7 +26,7 @@ from typing import Any
 
 import pydantic_core
 
-from ...models import Finding, Patch, Range, Severity
+from ...models import Finding, Patch, Severity
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -172,6 +172,7 @@ class LintTester(FileCheckRole):
         unlinted: list[str] = []
         rels = _Rels(root)
         chosen = chosen_rules(root)
+        unchosen: dict[str, bool] = {}  # per code: a style rule the project never chose
         for diag in data:
             rel = rels(diag.get("filename", ""))
             code = diag.get("code") or diag.get("name") or "syntax-error"
@@ -189,6 +190,11 @@ class LintTester(FileCheckRole):
             tags = ["ruff"]
             if applicability:
                 tags.append(f"fix:{applicability}")
+            severity = ruff_severity(code)
+            quiet = unchosen.get(code)
+            if quiet is None:
+                quiet = unchosen[code] = (chosen is not None and severity.rank <= Severity.low.rank
+                                          and not selected_by(code, chosen))
             finding = Finding(
                 role=self.name,
                 tool="ruff",
@@ -197,25 +203,24 @@ class LintTester(FileCheckRole):
                 # help_uri: the text says the problem once, as ruff does.
                 title=diag.get("message") or name,
                 message=diag.get("message") or name,
-                severity=ruff_severity(code),
+                severity=severity,
                 confidence=0.9,
                 category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
                 file=rel,
-                range=Range(
-                    start_line=max(1, line),
-                    start_col=max(1, int(loc.get("column") or 1)),
-                    end_line=max(1, int(end.get("row") or line)),
-                    end_col=max(1, int(end.get("column") or 1)),
-                ),
+                # a mapping, validated with the finding (a Range made first
+                # is one more Python call per diagnostic)
+                range={
+                    "start_line": max(1, line),
+                    "start_col": max(1, int(loc.get("column") or 1)),
+                    "end_line": max(1, int(end.get("row") or line)),
+                    "end_col": max(1, int(end.get("column") or 1)),
+                },
                 tags=tags,
                 help_uri=diag.get("url"),
                 snippet=src.line(rel, line),
-            )
-            if (chosen is not None and finding.severity.rank <= Severity.low.rank
-                    and not selected_by(code, chosen)):
                 # style from ruff's newer defaults: the project never chose it
-                finding.noise = ("a style rule the project has not chosen (in ruff's "
-                                 "defaults, not in its configuration)")
+                **(_UNCHOSEN if quiet else {}),
+            )
             finding.id = finding.stable_id()  # in place: assign_ids copies none
             findings.append(finding)
             if (
@@ -328,6 +333,9 @@ class _Rels:
             self.names[name] = rel
         return rel
 
+
+_UNCHOSEN = {"noise": "a style rule the project has not chosen (in ruff's defaults, not in its "
+                      "configuration)"}
 
 # ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.
 _APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-only",
