@@ -233,3 +233,31 @@ def test_one_pass_diffs_match_the_window_diffs():
         assert got == want
 
     check()
+
+
+def test_gc_pause_resumes_once_and_only_where_it_was_on():
+    import gc
+
+    from superqode_ls.qe.roles.lint import _GcPause
+
+    pause = _GcPause()
+    assert gc.isenabled()
+    seen = []
+
+    def inner():
+        seen.append(gc.isenabled())
+        return pause.run(lambda: seen.append(gc.isenabled()) or "done")
+
+    assert pause.run(inner) == "done"
+    assert seen == [False, False] and gc.isenabled()  # resumed after the outer one
+    try:
+        pause.run(lambda: 1 / 0)
+    except ZeroDivisionError:
+        pass
+    assert gc.isenabled()  # resumed after a failure too
+    gc.disable()
+    try:
+        pause.run(lambda: None)
+        assert not gc.isenabled()  # it was off: left off
+    finally:
+        gc.enable()

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import io
 import os
 import re
+import threading
 import tokenize
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic_core
 
@@ -41,6 +44,7 @@ from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
+_T = TypeVar("_T")
 
 # Rules that mean the code is broken or will fail at run time.
 _HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|invalid-syntax)$")
@@ -153,7 +157,7 @@ class LintTester(FileCheckRole):
         if res.timed_out:
             raise ToolFailed("ruff", "ruff ran out of time", status="timeout")
         try:
-            data = await asyncio.to_thread(_load, res.stdout)
+            data = await asyncio.to_thread(_GC_PAUSE.run, _load, res.stdout)
         except ValueError:
             data = None
         if res.returncode != 0 or not isinstance(data, list):
@@ -161,7 +165,7 @@ class LintTester(FileCheckRole):
             raise ToolFailed("ruff", f"ruff failed: {reason}")
         # Per-diagnostic work (a diff per fix) off the event loop: on a large
         # tree it is seconds, during which signals must still be served.
-        return await asyncio.to_thread(self._parse, ctx.sandbox, data, with_patches)
+        return await asyncio.to_thread(_GC_PAUSE.run, self._parse, ctx.sandbox, data, with_patches)
 
     def _parse(
         self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
@@ -264,6 +268,36 @@ class LintTester(FileCheckRole):
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
         return RoleOutput(findings=findings, patches=patches, tool="ruff",
                           reason=reason)
+
+
+class _GcPause:
+    """Runs work with Python's cycle collector paused. A large tree's parse
+    makes some 100,000 containers (the JSON, the findings, the patches) that
+    all stay alive, and the collector's full passes over them took a sixth
+    of the parse; nothing here makes cycles. Counted, so that parses side by
+    side resume it once, after the last one, and never where it was off."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holders = 0
+        self.resume = False
+
+    def run(self, work: Callable[..., _T], *args: Any) -> _T:
+        with self.lock:
+            if self.holders == 0:
+                self.resume = gc.isenabled()
+                gc.disable()
+            self.holders += 1
+        try:
+            return work(*args)
+        finally:
+            with self.lock:
+                self.holders -= 1
+                if self.holders == 0 and self.resume:
+                    gc.enable()
+
+
+_GC_PAUSE = _GcPause()
 
 
 def _load(text: str) -> Any:
