@@ -47,7 +47,7 @@ def cpu():
 what, tree, scratch = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 if what == "ruff":
     ruff = lint.tool_path("ruff")
-    cmd = lint.ruff_command(ruff, tree, ["."]) if hasattr(lint, "ruff_command") else None
+    cmd = lint.ruff_command(ruff, tree, ["."])  # always this checkout's (sides["ruff"])
     t = cpu()
     out = subprocess.run(cmd, cwd=tree, capture_output=True, check=True).stdout
     used = cpu() - t
