@@ -169,3 +169,95 @@ def test_chosen_rules_and_selectors(tmp_path):
     assert selected_by("B006", ("B",)) and not selected_by("BLE001", ("B",))
     assert selected_by("PLR1711", ("PL",)) and selected_by("E741", ("E7",))
     assert not selected_by("E501", ("E4", "E7", "E9"))
+
+
+def _window_diff(rel, old, edits, context=3):
+    """The diff as the role built it before FileText: the whole window of
+    lines around the edits rebuilt as text and split again."""
+    import bisect
+
+    from superqode_ls.qe.roles._patches import _diff_lines, _line_starts, _spans, _splice, split_lines
+
+    starts = _line_starts(old)
+    spans = _spans(starts, old, edits)
+    if not spans:
+        return ""
+    first = bisect.bisect_right(starts, spans[0][0]) - 1
+    last = bisect.bisect_right(starts, max(end for _, end, _ in spans)) - 1
+    w0, w1 = max(0, first - context), last + 1 + context
+    a_s, a_e = starts[w0], starts[w1] if w1 < len(starts) else len(old)
+    old_w, new_w = old[a_s:a_e], _splice(old, spans, a_s, a_e)
+    if old_w == new_w:
+        return ""
+    return _diff_lines(rel, split_lines(old_w), split_lines(new_w), context, w0)
+
+
+def test_one_pass_diffs_match_the_window_diffs():
+    # FileText splits a file once for all its fixes; each diff must be the
+    # one the whole-window rebuild gave (ids hash the diff), through the
+    # file's edges, CRLF, a missing final newline, joined and deleted lines.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from superqode_ls.qe.roles._patches import FileText
+
+    line = st.sampled_from(["x = 1", "", "    y", "z\r", "import os", "é"])
+    content = st.sampled_from(["", "\n", "w", "x = 1\n", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\n"])
+
+    @st.composite
+    def case(draw):
+        lines = draw(st.lists(line, min_size=0, max_size=30))
+        text = "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+        n = len(lines) + 1
+        edits = []
+        for _ in range(draw(st.integers(1, 3))):
+            sl = draw(st.integers(1, n))
+            el = draw(st.integers(sl, min(n, sl + 3)))
+            sc = draw(st.integers(1, 8))
+            ec = draw(st.integers(sc if el == sl else 1, 9))
+            edits.append(TextEdit(sl, sc, el, ec, draw(content)))
+        return text, edits
+
+    @settings(max_examples=400, deadline=None)
+    @given(case())
+    def check(c):
+        text, edits = c
+        try:
+            want = _window_diff("p/f.py", text, edits)
+        except ValueError:
+            want = ValueError
+        try:
+            got = FileText("p/f.py", text).diff(edits)
+        except ValueError:
+            got = ValueError
+        assert got == want
+
+    check()
+
+
+def test_gc_pause_resumes_once_and_only_where_it_was_on():
+    import gc
+
+    from superqode_ls.qe.roles.lint import _GcPause
+
+    pause = _GcPause()
+    assert gc.isenabled()
+    seen = []
+
+    def inner():
+        seen.append(gc.isenabled())
+        return pause.run(lambda: seen.append(gc.isenabled()) or "done")
+
+    assert pause.run(inner) == "done"
+    assert seen == [False, False] and gc.isenabled()  # resumed after the outer one
+    try:
+        pause.run(lambda: 1 / 0)
+    except ZeroDivisionError:
+        pass
+    assert gc.isenabled()  # resumed after a failure too
+    gc.disable()
+    try:
+        pause.run(lambda: None)
+        assert not gc.isenabled()  # it was off: left off
+    finally:
+        gc.enable()

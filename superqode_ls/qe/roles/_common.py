@@ -191,9 +191,11 @@ def is_test_path(rel: str) -> bool:
     )
 
 
-def assign_ids(findings: Iterable[Finding]) -> list[Finding]:
+def assign_ids(findings: Iterable[Finding], in_place: bool = False) -> list[Finding]:
     """Stable ids; identical problems in one file (same rule, same text) get
-    ``-2``, ``-3``... in line order so every id stays unique."""
+    ``-2``, ``-3``... in line order so every id stays unique. ``in_place``:
+    the findings are the caller's own, just made (thousands of copies took
+    a second on a large tree)."""
     out = [f.with_stable_id() for f in findings]
     groups: dict[str, list[int]] = defaultdict(list)
     for i, f in enumerate(out):
@@ -203,7 +205,10 @@ def assign_ids(findings: Iterable[Finding]) -> list[Finding]:
             continue
         ids.sort(key=lambda i: (_line(out[i]), i))
         for n, i in enumerate(ids[1:], start=2):
-            out[i] = out[i].model_copy(update={"id": f"{out[i].id}-{n}"})
+            if in_place:
+                out[i].id = f"{out[i].id}-{n}"
+            else:
+                out[i] = out[i].model_copy(update={"id": f"{out[i].id}-{n}"})
     return out
 
 

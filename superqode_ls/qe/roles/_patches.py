@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import functools
 import hashlib
 import itertools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...models import Finding, Patch
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
-@dataclass(frozen=True)
-class TextEdit:
+class TextEdit(NamedTuple):
     """Replace [start, end) with ``content``; lines and columns 1-based, columns
-    in code points (the convention of ruff's JSON and of our models)."""
+    in code points (the convention of ruff's JSON and of our models). A tuple:
+    a large tree's role makes tens of thousands."""
 
     start_line: int
     start_col: int
@@ -32,13 +31,15 @@ class TextEdit:
     content: str
 
 
-@functools.lru_cache(maxsize=4)
 def _line_starts(text: str) -> list[int]:
-    # Cached: a role applies one fix after another to the same file text
-    # (thousands on a large tree); callers never mutate the list.
-    # map/accumulate over builtins: no Python frame per line (a file of
-    # thousands of lines per fixed file on a large tree).
-    return [0, *itertools.accumulate(map((1).__add__, map(len, text.split("\n"))))][:-1]
+    return _starts(text.split("\n"))
+
+
+def _starts(pieces: list[str]) -> list[int]:
+    """Offsets of the lines split at "\n" (``pieces``). map/accumulate over
+    builtins: no Python frame per line (a file of thousands of lines per
+    fixed file on a large tree)."""
+    return [0, *itertools.accumulate(map((1).__add__, map(len, pieces)))][:-1]
 
 
 def _offset(starts: list[int], text: str, line: int, col: int) -> int:
@@ -47,10 +48,9 @@ def _offset(starts: list[int], text: str, line: int, col: int) -> int:
     return min(starts[line - 1] + col - 1, len(text))
 
 
-def _spans(text: str, edits: list[TextEdit]) -> list[tuple[int, int, str]]:
+def _spans(starts: list[int], text: str, edits: list[TextEdit]) -> list[tuple[int, int, str]]:
     """The edits as sorted (start, end, content) offsets; ValueError when two
     overlap (the caller then offers no patch rather than a wrong one)."""
-    starts = _line_starts(text)
     spans = sorted(
         (
             _offset(starts, text, e.start_line, e.start_col),
@@ -79,27 +79,74 @@ def _splice(text: str, spans: list[tuple[int, int, str]], lo: int = 0, hi: int |
     return "".join(out)
 
 
+class FileText:
+    """One file's text, split into lines once for the diffs of every fix a
+    tool offers in it: a large tree has thousands of fixes in files of
+    thousands of lines, and splitting (or rebuilding) the text per fix was
+    most of the lint role's own time."""
+
+    __slots__ = ("rel", "text", "starts", "pieces")
+
+    def __init__(self, rel: str, text: str):
+        self.rel = rel
+        self.text = text
+        # Split at "\n" only, the ends put back per window (``lines``):
+        # most of a file's lines are never in one.
+        self.pieces = text.split("\n")
+        self.starts = _starts(self.pieces)
+
+    def lines(self, i: int, j: int) -> list[str]:
+        """``split_lines(text)[i:j]``."""
+        pieces = self.pieces
+        end = len(pieces) - 1  # the piece after the last "\n"
+        out = [p + "\n" for p in pieces[i:min(j, end)]]
+        if j > end >= i and pieces[end]:
+            out.append(pieces[end])
+        return out
+
+    def diff(self, edits: list[TextEdit], context: int = 3) -> str:
+        """The diff ``edits`` make to the file ("" for none); ValueError when
+        they overlap. Only the lines the edits touch are rebuilt; the diff is
+        the one ``unified_diff`` gives for a change of one block, a valid one
+        otherwise."""
+        text, starts = self.text, self.starts
+        spans = _spans(starts, text, edits)
+        if not spans:
+            return ""
+        # The lines the edits touch: from the first one's start to the end
+        # of the line holding the last one's end (spans do not overlap, so
+        # the last span ends last).
+        first = bisect.bisect_right(starts, spans[0][0]) - 1
+        last = bisect.bisect_right(starts, spans[-1][1]) - 1
+        r_s = starts[first]
+        r_e = starts[last + 1] if last + 1 < len(starts) else len(text)
+        new = _splice(text, spans, r_s, r_e)
+        if new == text[r_s:r_e]:
+            return ""
+        # The window with ``context`` lines around: its old lines are the
+        # file's; the new ones the same with the touched lines replaced
+        # (those end in a newline unless they end the file, so the lists
+        # join as the window's text would split).
+        w0 = max(0, first - context)
+        w1 = last + 1 + context
+        before, after = self.lines(w0, first), self.lines(last + 1, w1)
+        if (first == last and new.endswith("\n") and new.find("\n") == len(new) - 1
+                and last + 1 < len(starts) and (not after or after[-1].endswith("\n"))):
+            # One whole line (ending in a newline, as all around it do) made
+            # another: most fixes. The hunk ``_diff_lines`` writes for it.
+            n = len(before) + 1 + len(after)
+            return "".join([
+                _header(self.rel), f"@@ -{_range(w0, n)} +{_range(w0, n)} @@\n",
+                *[" " + ln for ln in before], "-", text[r_s:r_e], "+", new,
+                *[" " + ln for ln in after]])
+        return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after],
+                           [*before, *split_lines(new), *after], context, w0)
+
+
 def edits_diff(rel: str, old: str, edits: list[TextEdit], context: int = 3) -> str:
     """The diff ``edits`` make to ``old`` ("" for none); ValueError when they
-    overlap. Only the lines around the edits are rebuilt and compared: a tool
-    makes thousands of fixes to files of thousands of lines, and building and
-    splitting the whole file per fix was most of the lint role's time on a
-    large tree. The diff is the one ``unified_diff`` gives for a change of
-    one block, a valid one otherwise."""
-    spans = _spans(old, edits)
-    if not spans:
-        return ""
-    starts = _line_starts(old)
-    first = bisect.bisect_right(starts, spans[0][0]) - 1
-    last = bisect.bisect_right(starts, max(end for _, end, _ in spans)) - 1
-    w0 = max(0, first - context)
-    w1 = last + 1 + context
-    a_s = starts[w0]
-    a_e = starts[w1] if w1 < len(starts) else len(old)
-    old_w, new_w = old[a_s:a_e], _splice(old, spans, a_s, a_e)
-    if old_w == new_w:
-        return ""
-    return _diff_lines(rel, split_lines(old_w), split_lines(new_w), context, w0)
+    overlap. For many fixes to one file, ``FileText`` splits it once."""
+    return FileText(rel, old).diff(edits, context)
 
 
 def split_lines(text: str) -> list[str]:
@@ -138,6 +185,9 @@ def _diff_lines(rel: str, a: list[str], b: list[str], context: int, offset: int)
         tail += 1
     if len(a) - tail - head <= _SMALL and len(b) - tail - head <= _SMALL:
         lines = _one_hunk(rel, a, b, head, tail, context, offset)
+        if (not a or a[-1].endswith("\n")) and (not b or b[-1].endswith("\n")):
+            # every line ends in a newline: nothing to mark line by line
+            return _header(rel) + "".join(lines[2:])
     else:
         lines = difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=context)
         if offset:
@@ -151,6 +201,13 @@ def _diff_lines(rel: str, a: list[str], b: list[str], context: int, offset: int)
         else:  # last line of a file without a final newline
             body.append(line + "\n" + NO_NEWLINE)
     return f"diff --git a/{rel} b/{rel}\n" + "".join(body)
+
+
+def _header(rel: str) -> str:
+    # as the line loop below writes ---/+++ (a newline at the end of a name
+    # is not kept)
+    return f"diff --git a/{rel} b/{rel}\n" + f"--- a/{rel}".rstrip("\n") + "\n" + \
+        f"+++ b/{rel}".rstrip("\n") + "\n"
 
 
 _SMALL = 12  # changed lines on either side for the direct one-hunk path

@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import io
 import os
 import re
+import threading
 import tokenize
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ...models import Finding, Patch, Range, Severity
+import pydantic_core
+
+from ...models import Finding, Patch, Severity
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -34,11 +39,12 @@ from ._common import (
     selected_files,
     tail,
 )
-from ._patches import TextEdit, edits_diff, patch_of_diff
+from ._patches import FileText, TextEdit, patch_of_diff
 from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
+_T = TypeVar("_T")
 
 # Rules that mean the code is broken or will fail at run time.
 _HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|invalid-syntax)$")
@@ -146,28 +152,12 @@ class LintTester(FileCheckRole):
                 return RoleOutput(
                     status="skipped", reason="none of the selected files is Python", tool="ruff"
                 )
-        cmd = [
-            ruff,
-            "check",
-            # A project's ``fix = true`` (flask sets it) would make ruff edit
-            # the shared sandbox: counts would drop and bandit, running beside
-            # us, would read the edited files. Fixes come back as JSON edits.
-            "--no-fix",
-            "--no-fix-only",
-            "--no-cache",  # a cache dir would be a write into the shared sandbox
-            "--output-format",
-            "json",
-            "--exit-zero",
-            "--force-exclude",  # honour the project's excludes for explicit files too
-            *(["--target-version", target] if (target := ruff_target(ctx.sandbox)) else []),
-            "--",
-            *targets,
-        ]
+        cmd = ruff_command(ruff, ctx.sandbox, targets)
         res = await ctx.run(cmd)
         if res.timed_out:
             raise ToolFailed("ruff", "ruff ran out of time", status="timeout")
         try:
-            data = await asyncio.to_thread(load_json, res.stdout)
+            data = await asyncio.to_thread(_GC_PAUSE.run, _load, res.stdout)
         except ValueError:
             data = None
         if res.returncode != 0 or not isinstance(data, list):
@@ -175,7 +165,7 @@ class LintTester(FileCheckRole):
             raise ToolFailed("ruff", f"ruff failed: {reason}")
         # Per-diagnostic work (a diff per fix) off the event loop: on a large
         # tree it is seconds, during which signals must still be served.
-        return await asyncio.to_thread(self._parse, ctx.sandbox, data, with_patches)
+        return await asyncio.to_thread(_GC_PAUSE.run, self._parse, ctx.sandbox, data, with_patches)
 
     def _parse(
         self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
@@ -186,6 +176,7 @@ class LintTester(FileCheckRole):
         unlinted: list[str] = []
         rels = _Rels(root)
         chosen = chosen_rules(root)
+        unchosen: dict[str, bool] = {}  # per code: a style rule the project never chose
         for diag in data:
             rel = rels(diag.get("filename", ""))
             code = diag.get("code") or diag.get("name") or "syntax-error"
@@ -203,6 +194,11 @@ class LintTester(FileCheckRole):
             tags = ["ruff"]
             if applicability:
                 tags.append(f"fix:{applicability}")
+            severity = ruff_severity(code)
+            quiet = unchosen.get(code)
+            if quiet is None:
+                quiet = unchosen[code] = (chosen is not None and severity.rank <= Severity.low.rank
+                                          and not selected_by(code, chosen))
             finding = Finding(
                 role=self.name,
                 tool="ruff",
@@ -211,25 +207,24 @@ class LintTester(FileCheckRole):
                 # help_uri: the text says the problem once, as ruff does.
                 title=diag.get("message") or name,
                 message=diag.get("message") or name,
-                severity=ruff_severity(code),
+                severity=severity,
                 confidence=0.9,
                 category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
                 file=rel,
-                range=Range(
-                    start_line=max(1, line),
-                    start_col=max(1, int(loc.get("column") or 1)),
-                    end_line=max(1, int(end.get("row") or line)),
-                    end_col=max(1, int(end.get("column") or 1)),
-                ),
+                # a mapping, validated with the finding (a Range made first
+                # is one more Python call per diagnostic)
+                range={
+                    "start_line": max(1, line),
+                    "start_col": max(1, int(loc.get("column") or 1)),
+                    "end_line": max(1, int(end.get("row") or line)),
+                    "end_col": max(1, int(end.get("column") or 1)),
+                },
                 tags=tags,
                 help_uri=diag.get("url"),
                 snippet=src.line(rel, line),
-            )
-            if (chosen is not None and finding.severity.rank <= Severity.low.rank
-                    and not selected_by(code, chosen)):
                 # style from ruff's newer defaults: the project never chose it
-                finding.noise = ("a style rule the project has not chosen (in ruff's "
-                                 "defaults, not in its configuration)")
+                **(_UNCHOSEN if quiet else {}),
+            )
             finding.id = finding.stable_id()  # in place: assign_ids copies none
             findings.append(finding)
             if (
@@ -240,23 +235,28 @@ class LintTester(FileCheckRole):
                 and diag.get("cell") is None
             ):
                 fixes.append((len(findings) - 1, fix))
-        findings = assign_ids(findings)
+        findings = assign_ids(findings, in_place=True)
         patches: list[Patch] = []
+        text: FileText | None = None
         for index, fix in fixes:
             finding = findings[index]
-            assert finding.file is not None
-            old = src.text(finding.file)
-            if old is None:
-                continue
+            rel = finding.file
+            assert rel is not None
+            if text is None or text.rel != rel:
+                # ruff lists a file's diagnostics together: split each once
+                old = src.text(rel)
+                if old is None:
+                    continue
+                text = FileText(rel, old)
             try:
-                diff = edits_diff(finding.file, old, [_edit(e) for e in fix["edits"]])
+                diff = text.diff([_edit(e) for e in fix["edits"]])
             except (ValueError, KeyError, TypeError):
                 continue
             description = fix.get("message") or f"Fix {finding.rule_id}"
             kind = _APPLICABILITY.get(fix.get("applicability"))
             if kind != "safe":
                 description += f" (ruff marks this fix {kind}: review it)"
-            patch = patch_of_diff(finding, finding.file, diff, description)
+            patch = patch_of_diff(finding, rel, diff, description)
             if patch is not None:
                 patches.append(patch)
                 # In place: these findings were made here, just now (a copy
@@ -268,6 +268,67 @@ class LintTester(FileCheckRole):
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
         return RoleOutput(findings=findings, patches=patches, tool="ruff",
                           reason=reason)
+
+
+class _GcPause:
+    """Runs work with Python's cycle collector paused. A large tree's parse
+    makes some 100,000 containers (the JSON, the findings, the patches) that
+    all stay alive, and the collector's full passes over them took a sixth
+    of the parse; nothing here makes cycles. Counted, so that parses side by
+    side resume it once, after the last one, and never where it was off."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holders = 0
+        self.resume = False
+
+    def run(self, work: Callable[..., _T], *args: Any) -> _T:
+        with self.lock:
+            if self.holders == 0:
+                self.resume = gc.isenabled()
+                gc.disable()
+            self.holders += 1
+        try:
+            return work(*args)
+        finally:
+            with self.lock:
+                self.holders -= 1
+                if self.holders == 0 and self.resume:
+                    gc.enable()
+
+
+_GC_PAUSE = _GcPause()
+
+
+def _load(text: str) -> Any:
+    """ruff's JSON (tens of MB on a large tree): pydantic's parser, twice as
+    fast as the json module; the tolerant reader where that fails."""
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError:
+        return load_json(text)
+
+
+def ruff_command(ruff: str, root: Path, targets: list[str]) -> list[str]:
+    """The role's ruff command line on ``targets`` in ``root`` (bench/lint.py
+    times ruff alone with the same one)."""
+    return [
+        ruff,
+        "check",
+        # A project's ``fix = true`` (flask sets it) would make ruff edit
+        # the shared sandbox: counts would drop and bandit, running beside
+        # us, would read the edited files. Fixes come back as JSON edits.
+        "--no-fix",
+        "--no-fix-only",
+        "--no-cache",  # a cache dir would be a write into the shared sandbox
+        "--output-format",
+        "json",
+        "--exit-zero",
+        "--force-exclude",  # honour the project's excludes for explicit files too
+        *(["--target-version", target] if (target := ruff_target(root)) else []),
+        "--",
+        *targets,
+    ]
 
 
 def _any_python(root: Path) -> bool:
@@ -306,6 +367,9 @@ class _Rels:
             self.names[name] = rel
         return rel
 
+
+_UNCHOSEN = {"noise": "a style rule the project has not chosen (in ruff's defaults, not in its "
+                      "configuration)"}
 
 # ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.
 _APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-only",

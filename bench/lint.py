@@ -1,0 +1,169 @@
+"""The lint role's CPU against ``ruff check`` alone, side by side.
+
+For each tree: ``ruff check`` with exactly the role's arguments
+(``lint.ruff_command``), and the whole role (ruff, reading its JSON, the
+findings, a patch per fix), each in a fresh child process so that the two
+pay for the same things; CPU time (user + system, children included) of the
+measured part only, interpreter start and imports left out. Runs alternate
+(ruff, role, [baseline role]) and the medians are compared.
+
+``--baseline REV`` also runs the role of commit REV (its ``superqode_ls``
+from ``git archive``) in the same rounds: before/after under one load.
+
+    .venv/bin/python bench/lint.py [TREE ...] [--rounds 7] [--baseline REV] [--json]
+
+With no TREE it makes one: tests/large_helpers.py's generated project (500
+modules). A tree is any folder; it is linted where it is and left unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Run in a child: import the package found first on sys.path, time one thing.
+CHILD = r"""
+import asyncio, json, os, resource, subprocess, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from superqode_ls.config import Config
+from superqode_ls.qe.roles import lint
+from superqode_ls.qe.roles.base import RoleContext
+from superqode_ls.workspace.artifacts import Artifacts
+
+def cpu():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+what, tree, scratch = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+if what == "ruff":
+    ruff = lint.tool_path("ruff")
+    cmd = lint.ruff_command(ruff, tree, ["."])  # always this checkout's (sides["ruff"])
+    t = cpu()
+    out = subprocess.run(cmd, cwd=tree, capture_output=True, check=True).stdout
+    used = cpu() - t
+    print(json.dumps({"cpu": used, "findings": len(json.loads(out)), "patches": None}))
+else:
+    ctx = RoleContext(session_id="qe-20260101-000000-abcdef", project=scratch, sandbox=tree,
+                      config=Config(), mode="quick", env=os.environ.copy(),
+                      artifacts=Artifacts(scratch, "qe-20260101-000000-abcdef"))
+
+    async def go():
+        out = await lint.LintTester().run(ctx)
+        assert out.status == "ok", out.reason
+        return len(out.findings), len(out.patches)
+
+    t = cpu()
+    n, p = asyncio.run(go())
+    used = cpu() - t
+    print(json.dumps({"cpu": used, "findings": n, "patches": p}))
+"""
+
+
+def child(src: Path, what: str, tree: Path, scratch: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(src), what, str(tree), str(scratch)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{what} on {tree} failed: {out.stderr.strip()[-800:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def archive(rev: str, into: Path) -> Path:
+    """``superqode_ls`` of commit ``rev`` under ``into``."""
+    data = subprocess.run(["git", "archive", rev, "superqode_ls"], cwd=ROOT,
+                          capture_output=True, check=True).stdout
+    tar = into / "src.tar"
+    tar.write_bytes(data)
+    with tarfile.open(tar) as tf:
+        tf.extractall(into, filter="data")
+    return into
+
+
+def generated(into: Path) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from tests.large_helpers import make_large_project
+
+    return make_large_project(into / "generated")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trees", nargs="*", type=Path, help="folders to lint (default: a generated one)")
+    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (median)")
+    ap.add_argument("--baseline", metavar="REV", help="also time the role of this commit")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-lint-") as tmp:
+        tmpd = Path(tmp)
+        scratch = tmpd / "project"
+        scratch.mkdir()
+        trees = [t.resolve() for t in args.trees] or [generated(tmpd)]
+        sides = {"ruff": ROOT, "role": ROOT}
+        if args.baseline:
+            base = tmpd / "baseline"
+            base.mkdir()
+            sides["baseline"] = archive(args.baseline, base)
+        results = []
+        for tree in trees:
+            runs: dict[str, list[dict]] = {k: [] for k in sides}
+            for n in range(args.rounds):
+                # which role goes first alternates, so neither always follows ruff
+                order = list(sides) if n % 2 == 0 else ["ruff", *reversed(list(sides)[1:])]
+                for name in order:
+                    src = sides[name]
+                    runs[name].append(child(src, "ruff" if name == "ruff" else "role", tree, scratch))
+            med = {k: statistics.median(r["cpu"] for r in v) for k, v in runs.items()}
+            row = {
+                "tree": str(tree),
+                "files": sum(1 for _ in _py_files(tree)),
+                "diagnostics": runs["ruff"][0]["findings"],
+                "findings": runs["role"][0]["findings"],
+                "patches": runs["role"][0]["patches"],
+                "cpu": {k: round(v, 3) for k, v in med.items()},
+                "every": {k: [round(r["cpu"], 2) for r in v] for k, v in runs.items()},
+                "ratio": {k: round(med[k] / med["ruff"], 2) for k in med if k != "ruff"},
+            }
+            if "baseline" in runs:
+                row["baseline_findings"] = runs["baseline"][0]["findings"]
+                row["baseline_patches"] = runs["baseline"][0]["patches"]
+            results.append(row)
+    load = os.getloadavg()
+    if args.json:
+        print(json.dumps({"load": load, "results": results}, indent=1))
+        return 0
+    print(f"CPU seconds, medians of {args.rounds} alternating rounds; load {load[0]:.1f} at the end")
+    head = "| tree | files | findings / patches | ruff | role | x ruff |"
+    line = "| --- | ---: | ---: | ---: | ---: | ---: |"
+    if args.baseline:
+        head += f" role at {args.baseline} | x ruff |"
+        line += " ---: | ---: |"
+    print(head)
+    print(line)
+    for r in results:
+        cells = [Path(r["tree"]).name, str(r["files"]), f"{r['findings']} / {r['patches']}",
+                 f"{r['cpu']['ruff']:.2f}", f"{r['cpu']['role']:.2f}", f"{r['ratio']['role']:.2f}x"]
+        if "baseline" in r["cpu"]:
+            cells += [f"{r['cpu']['baseline']:.2f}", f"{r['ratio']['baseline']:.2f}x"]
+        print("| " + " | ".join(cells) + " |")
+    for r in results:
+        print(f"{Path(r['tree']).name}: every round {r['every']}")
+    return 0
+
+
+def _py_files(tree: Path):
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        yield from (f for f in filenames if f.endswith((".py", ".pyi")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
