@@ -124,3 +124,14 @@ def test_security_role_reports_them_at_their_lines(make_repo):
     tags = {f.rule_id.split("+")[0]: set(f.tags) for f in out.findings
             if f.tool == "superqode-patterns"}
     assert "CWE-1336" in tags["template-injection"] and "CWE-611" in tags["xxe"]
+
+
+@pytest.mark.parametrize("rule", ["template-injection", "xxe", "sql-injection"])
+def test_a_raised_confidence_threshold_never_hides_these_sinks(rule):
+    from superqode_ls.models import Finding
+    from superqode_ls.qe.context import is_sink
+    from superqode_ls.qe.noise import canonical_rule
+
+    f = Finding(id="x", role="security_tester", tool="superqode", rule_id=rule, title="t",
+                message="m", severity=Severity.medium, confidence=0.3, file="app.py")
+    assert is_sink(f, canonical_rule)

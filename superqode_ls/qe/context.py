@@ -57,7 +57,7 @@ SINK_RULES = frozenset({
     "B608", "SQL-INJECTION", "B506", "YAML-UNSAFE-LOAD", "B301", "B302", "B307", "B102",
     "TEMPLATE-AUTOESCAPE-OFF", "B701", "B201", "DEBUG-MODE", "WEAK-PASSWORD-HASH",
     "HARDCODED-DB-PASSWORD", "JWT-NO-VERIFY", "TLS-NO-HOSTNAME-CHECK", "INSECURE-COOKIE",
-    "B105", "B106", "B107", "B602", "B604", "B605", "B501",
+    "B105", "B106", "B107", "B602", "B604", "B605", "B501", "TEMPLATE-INJECTION", "XXE",
 })
 # Shell rules are sinks only where bandit saw non-constant input (it rates
 # those high; a constant command line is low).
