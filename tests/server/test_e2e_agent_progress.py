@@ -29,3 +29,13 @@ async def test_agent_calls_show_as_progress_and_tokens_at_the_end(lsp: LanguageC
     assert any("agent_unit_tester: turn 2: search shell=True" in m for m in messages)
     end = progress_ended(lsp, sid)
     assert end is not None and "model: 360 tokens" in (end.message or "")
+
+
+async def test_a_requested_role_that_cannot_run_says_why_in_the_verdict(lsp: LanguageClient,
+                                                                       shop: Path):
+    # No provider configured: not "pass", and the end message says which role and why.
+    await start(lsp, shop, settings={"trustedFolders": [str(shop)]})
+    sid = await run_and_wait(lsp, {"mode": "deep", "roles": ["agent_unit_tester"]})
+    end = progress_ended(lsp, sid)
+    assert end is not None
+    assert "conditional (agent_unit_tester skipped: no provider configured" in (end.message or "")
