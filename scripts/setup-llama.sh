@@ -55,6 +55,19 @@ ready() {
     && [ -f "$cache/tools.jinja" ]
 }
 
+# llama_options LEVEL: the cmake options of every build here (portable, no
+# curl, no tests) for one x86-64 level (v3 or the plain baseline), in $opts.
+llama_options() {
+  local on=OFF
+  [ "$1" = v3 ] && on=ON
+  opts=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF
+        -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF
+        -DGGML_BACKEND_DL=OFF -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF
+        -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF
+        -DGGML_SSE42=$on -DGGML_AVX=$on -DGGML_AVX2=$on -DGGML_FMA=$on -DGGML_F16C=$on
+        -DGGML_BMI2=$on)
+}
+
 # progress LABEL PID LOG: a line every 10 s while PID runs (long steps are otherwise silent).
 progress() {
   local t=0 pct
@@ -134,20 +147,12 @@ jobs="${SUPERQODE_BUILD_JOBS:-2}"
 
 # build LEVEL: configure and build llama-server for one instruction-set level.
 build() {
-  local level="$1" isa
-  if [ "$level" = v3 ]; then
-    isa=(-DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
-  else
-    isa=(-DGGML_SSE42=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_BMI2=OFF)
-  fi
+  local level="$1" opts
+  llama_options "$level"
   rm -rf "$cache/cmake"
   echo "scripts/setup-llama.sh: building llama-server for x86-64 $level (once, ~9-16 min on 2 cores) into $cache; log: $log" >&2
-  nice -n 10 cmake -S "$lsrc" -B "$cache/cmake" -DCMAKE_BUILD_TYPE=Release \
-      -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
-      -DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF \
-      -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
-      -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF "${isa[@]}" >"$log" 2>&1 \
+  nice -n 10 cmake -S "$lsrc" -B "$cache/cmake" "${opts[@]}" \
+      -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON >"$log" 2>&1 \
     || give_up "cmake configure of llama.cpp failed: $(tail -1 "$log")"
   # A progress line every 10 s: the build is long and otherwise silent.
   nice -n 10 cmake --build "$cache/cmake" --target llama-server -j "$jobs" >>"$log" 2>&1 &
@@ -226,12 +231,8 @@ py_give_up() {
 # shared_libs LEVEL: libllama and libggml* as shared libraries (what
 # llama-cpp-python's ctypes bindings load), same options as llama-server.
 shared_libs() {
-  local level="$1" isa
-  if [ "$level" = v3 ]; then
-    isa=(-DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
-  else
-    isa=(-DGGML_SSE42=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_BMI2=OFF)
-  fi
+  local level="$1" opts
+  llama_options "$level"
   if [ ! -f "$lsrc/CMakeLists.txt" ]; then
     rm -rf "$src" && mkdir -p "$src"
     tar xzf "$sdist" -C "$src" "llama_cpp_python-$LLAMA_PY_VERSION/vendor/llama.cpp" \
@@ -240,12 +241,8 @@ shared_libs() {
   rm -rf "$pydir/cmake" "$pydir/lib"
   echo "scripts/setup-llama.sh: building libllama for llama-cpp-python, x86-64 $level (once, ~10 min on 2 cores); log: $py_log" >&2
   # $ORIGIN: libllama finds libggml* beside it wherever the folder is.
-  nice -n 10 cmake -S "$lsrc" -B "$pydir/cmake" -DCMAKE_BUILD_TYPE=Release \
-      -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF \
-      -DLLAMA_BUILD_COMMON=OFF -DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF \
-      -DGGML_BACKEND_DL=OFF -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF \
-      -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF "${isa[@]}" \
+  nice -n 10 cmake -S "$lsrc" -B "$pydir/cmake" "${opts[@]}" -DBUILD_SHARED_LIBS=ON \
+      -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_COMMON=OFF \
       '-DCMAKE_INSTALL_RPATH=$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON >"$py_log" 2>&1 \
     || py_give_up "cmake configure of libllama failed: $(tail -1 "$py_log")"
   nice -n 10 cmake --build "$pydir/cmake" --target llama -j "$jobs" >>"$py_log" 2>&1 &
