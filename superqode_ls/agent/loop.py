@@ -241,7 +241,9 @@ class Agent:
                     last_key = key
                     if repeated is None and (in_a_row >= REPEAT_IN_A_ROW
                                              or seen[key] >= REPEAT_IN_ALL):
-                        repeated = key if len(key) <= 80 else key[:77] + "..."
+                        # One line: a broken call's raw arguments may hold newlines.
+                        flat = " ".join(key.split())
+                        repeated = flat if len(flat) <= 80 else flat[:77] + "..."
                 # Every tool_call id must get an answer or the next request is invalid.
                 messages.append({"role": "tool", "tool_call_id": tc.id, "content": content})
             if cancelled:

@@ -210,3 +210,14 @@ async def test_a_run_that_read_the_code_and_ended_by_itself_is_ok(make_repo, scr
                        {"content": "nothing to report"}])
     out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
     assert out.status == "ok" and out.reason is None
+
+
+async def test_a_repeated_broken_call_is_named_on_one_line(make_repo, scripted, events,
+                                                            tmp_path):
+    # SmolLM2 on llama-server's Functionary template: the same unfinished
+    # report_finding, its raw arguments spread over lines, five times.
+    broken = '{\n  "severity": "critical",\n  "title": "x'
+    server = scripted([{"tool_calls": [{"name": "report_finding", "arguments": broken}]}] * 5)
+    out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
+    assert out.status == "ineffective" and "\n" not in out.reason
+    assert 'repeated the same call (report_finding { "severity": "critical",' in out.reason
