@@ -18,8 +18,11 @@ from .tool_specs import openai_tools
 from .tools import ToolBox
 
 StopReason = Literal[
-    "completed", "max_turns", "max_tokens", "timeout", "cancelled", "provider_error", "repeating"
+    "completed", "max_turns", "max_tokens", "max_seconds", "timeout", "cancelled",
+    "provider_error", "repeating",
 ]
+# The caps a run may hit while it works: its findings stand, its silence on the rest does not.
+CAPS = ("max_turns", "max_tokens", "max_seconds")
 
 # Calls that look at the project's code: a run with none of them judged nothing.
 READING_TOOLS = frozenset({"read_file", "search", "run_shell"})
@@ -81,10 +84,17 @@ class AgentResult:
                 f"the model repeated the same call ({self.repeated}) and was stopped after "
                 f"{self.turns} turn(s); {self._calls()}"
             )
-        if self.stop_reason not in ("completed", "max_turns", "max_tokens"):
+        if self.stop_reason not in ("completed", *CAPS):
             return None
         if self.acp_agent and self.reads == 0:
             return f"the ACP agent {self.acp_agent} never read the code it was to judge"
+        if self.tool_calls == 0 and self.stop_reason == "max_seconds":
+            # Not a model that refused tools: one whose answers did not come in time.
+            return (
+                f"the model made no tool call within the time budget (agent.max_seconds) "
+                f"({self.turns} turn(s) asked, {self.usage.requests} answered): the server is "
+                "too slow for this model and max_tokens; see docs/agents.md"
+            )
         if self.tool_calls == 0:
             return (
                 "the model answered without calling a tool: does the server support tool "
@@ -231,7 +241,9 @@ class Agent:
                     last_key = key
                     if repeated is None and (in_a_row >= REPEAT_IN_A_ROW
                                              or seen[key] >= REPEAT_IN_ALL):
-                        repeated = key if len(key) <= 80 else key[:77] + "..."
+                        # One line: a broken call's raw arguments may hold newlines.
+                        flat = " ".join(key.split())
+                        repeated = flat if len(flat) <= 80 else flat[:77] + "..."
                 # Every tool_call id must get an answer or the next request is invalid.
                 messages.append({"role": "tool", "tool_call_id": tc.id, "content": content})
             if cancelled:

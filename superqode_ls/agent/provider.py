@@ -186,6 +186,7 @@ class Provider:
                                  messages: list[dict[str, Any]], why: str) -> ChatReply:
         self._stream_tools = False
         body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        why = why.removeprefix(f"provider {self.cfg.name}: ")
         if self._on_retry:
             self._on_retry(f"provider {self.cfg.name}: {why} with tools; asking without "
                            "streaming from now on (set stream: false to skip this)")
@@ -243,7 +244,9 @@ class Provider:
             ) from None
         except httpx.TransportError as e:
             raise ProviderError(
-                self.redactor.text(f"provider {name}: cannot reach {self.url}: {e}"),
+                # Some httpx errors have no message (a pooled connection the server closed).
+                self.redactor.text(f"provider {name}: cannot reach {self.url}: "
+                                   f"{str(e) or type(e).__name__}"),
                 retryable=True,
             ) from None
         except StreamError as e:

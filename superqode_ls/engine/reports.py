@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "agent_call_line", "combine", "did_not_work", "display", "fails",
-    "merge", "sarif", "summary_lines", "usage_line", "write",
+    "merge", "sarif", "summary_lines", "unfinished", "usage_line", "write",
 ]
 
 
@@ -57,6 +57,13 @@ def did_not_work(run: RoleRun) -> bool:
     from ..qe.report.verdict import did_not_work as _dnw
 
     return _dnw(run)
+
+
+def unfinished(run: RoleRun) -> bool:
+    """The role's silence is no evidence (it keeps the verdict from ``pass``)."""
+    from ..qe.report.verdict import unfinished as _unfinished
+
+    return _unfinished(run)
 
 
 def fails(findings: list, fail_on: Any, never_fail: Any) -> bool:

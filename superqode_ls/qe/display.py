@@ -170,6 +170,10 @@ class PlainDisplay:
         elif t == "tool_call" and str(d.get("role", "")).startswith("agent_"):
             # An agent's work is its calls: each one, with what it looked at.
             self._write(f"[{d['role']}] {agent_call_line(d)}")
+        elif t == "log" and d.get("level") == "warning" and str(d.get("role", "")).startswith(
+                "agent_"):
+            # A retry, a fallback, a server that cannot stream tool calls: why an agent waits.
+            self._write(f"[{d['role']}] warning: {d.get('message')}")
         elif t == "tool_call" and d.get("role"):
             key = (str(d["role"]), str(d.get("tool")))
             if key not in self._tools_seen:  # a role may call its tool per file or mutant

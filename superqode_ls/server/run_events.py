@@ -73,6 +73,11 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
     elif kind == "tool_call" and str(data.get("role", "")).startswith("agent_"):
         # 25-35 s of silence while an agent works reads as a hang: each call shows.
         progress.report(f"{data.get('role')}: {reports.agent_call_line(data)}; {progress.status()}")
+    elif kind == "log" and data.get("level") == "warning" and str(data.get("role", "")).startswith(
+            "agent_"):
+        # Why an agent waits (a retry, a fallback, no streamed tool calls), as it happens.
+        ls.log(f"SuperQode {data.get('role')}: {data.get('message')}", types.MessageType.Warning)
+        progress.report(f"{data.get('role')}: {data.get('message')}; {progress.status()}")
     elif kind == "progress":
         msg = data.get("message")
         if msg and str(msg).startswith("environment: tests:"):

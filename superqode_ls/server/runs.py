@@ -311,6 +311,12 @@ def _summary(run: Run, report: QualityReport) -> str:
         f"session {run.id}: {len(report.findings)} finding(s), "
         f"{fix_counts(report.patches)}, {state}"
     )
+    if state == "conditional":
+        # Why not "pass" when no finding says so: the roles that did not do their work.
+        held = [f"{r.role} {r.status}" + (f": {r.reason[:120]}" if r.reason else "")
+                for r in report.roles if reports.unfinished(r)]
+        if held:
+            line += " (" + "; ".join(held[:3]) + ")"
     if run.trust_note:
         line += f"; {run.trust_note}"
     used = reports.usage_line(report.usage)

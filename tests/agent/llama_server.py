@@ -58,27 +58,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class LlamaServer:
-    """One llama-server process; ``kill()`` is kill -9."""
+def require_llama_cpp_python() -> tuple[Path, Path, Path]:
+    """(its venv's python, the libllama folder, model.gguf) for llama-cpp-python's
+    own server, or skip with the reason scripts/setup-llama.sh gave."""
+    for name in ("llama-skip.txt", "llama-cpp-python-skip.txt"):
+        skip = _LOCAL / name
+        if skip.is_file():
+            pytest.skip(f"llama-cpp-python could not be set up: {skip.read_text().strip()}")
+    d = cache_dir() / "llama-cpp-python"
+    python, lib, model = d / "venv" / "bin" / "python", d / "lib", cache_dir() / "model.gguf"
+    if not (any(d.glob(".ready-*")) and python.is_file() and model.is_file()):
+        pytest.skip(f"llama-cpp-python is not set up in {d}: run scripts/setup.sh")
+    return python, lib, model
 
-    def __init__(self, *extra: str, log: Path, tools: bool = True, template: Path | None = None):
-        self.binary, self.model, qwen = require_llama()
-        template = template or qwen
-        self.port = free_port()
+
+class _Served:
+    """A model server process on 127.0.0.1; ``kill()`` is kill -9."""
+
+    port: int
+    health = "/health"
+
+    def _start(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
-        args = [
-            str(self.binary), "-m", str(self.model), "--host", "127.0.0.1",
-            "--port", str(self.port), "--alias", ALIAS, "--jinja",
-            # One slot: a request left generating would make the next one wait.
-            # One thread: on a shared 2-CPU machine a second one spin-waits
-            # and generation drops from ~50 to ~2 tokens/s.
-            "-np", "1", "-c", "4096", "-t", "1", "--no-webui", *extra,
-        ]
-        if tools:
-            args += ["--chat-template-file", str(template)]
         self._log = open(log, "wb")  # noqa: SIM115 - lives as long as the process
         self.proc = subprocess.Popen(
-            args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
         )
         self._wait_healthy()
 
@@ -90,24 +94,75 @@ class LlamaServer:
         def healthy() -> bool:
             if self.proc.poll() is not None:
                 self.close()
-                pytest.fail(f"llama-server exited {self.proc.returncode}: {self.tail()}")
+                pytest.fail(f"the model server exited {self.proc.returncode}: {self.tail()}")
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{self.health}",
+                                            timeout=2) as r:
                     return r.status == 200
             except OSError:
                 return False
 
         try:
-            wait_for(healthy, limit, "llama-server to become healthy", poll=0.2)
+            wait_for(healthy, limit, "the model server to become healthy", poll=0.2)
         except WaitTimeout:
             self.close()
-            pytest.fail(f"llama-server did not become healthy: {self.tail()}")
+            pytest.fail(f"the model server did not become healthy: {self.tail()}")
 
     def tail(self) -> str:
         try:
             return " | ".join(self.log.read_text(errors="replace").splitlines()[-5:])
         except OSError:
             return "?"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
+
+
+class LlamaCppPythonServer(_Served):
+    """``python -m llama_cpp.server`` with its defaults (the model's own chat
+    template, n_ctx 2048, streaming), plus ``extra`` options; the model's name
+    is its path, as that server lists it."""
+
+    health = "/v1/models"
+
+    def __init__(self, *extra: str, log: Path):
+        python, lib, model = require_llama_cpp_python()
+        self.model = str(model)
+        self.port = free_port()
+        env = {**os.environ, "LLAMA_CPP_LIB_PATH": str(lib)}
+        self._start([str(python), "-m", "llama_cpp.server", "--model", self.model,
+                     "--host", "127.0.0.1", "--port", str(self.port), *extra], log, env)
+
+
+class LlamaServer(_Served):
+    """One llama-server process."""
+
+    def __init__(self, *extra: str, log: Path, tools: bool = True, template: Path | None = None):
+        self.binary, self.model, qwen = require_llama()
+        template = template or qwen
+        self.port = free_port()
+        args = [
+            str(self.binary), "-m", str(self.model), "--host", "127.0.0.1",
+            "--port", str(self.port), "--alias", ALIAS, "--jinja",
+            # One slot: a request left generating would make the next one wait.
+            # One thread: on a shared 2-CPU machine a second one spin-waits
+            # and generation drops from ~50 to ~2 tokens/s.
+            "-np", "1", "-c", "4096", "-t", "1", "--no-webui", *extra,
+        ]
+        if tools:
+            args += ["--chat-template-file", str(template)]
+        self._start(args, log)
 
     def slots_busy(self) -> bool | None:
         """Whether a slot is generating (None: the server does not say)."""
@@ -123,17 +178,3 @@ class LlamaServer:
             return wait_for(lambda: self.slots_busy() is want, limit, f"a slot busy={want}")
         except WaitTimeout:
             return False
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._log.close()

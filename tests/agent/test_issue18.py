@@ -246,12 +246,27 @@ def test_each_agent_call_shows_as_it_happens_and_tokens_in_the_summary(make_repo
     server = scripted([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}],
                         "usage": [1200, 30]},
                        {"content": "nothing to report", "usage": [1300, 5]}])
+    captured, both = _cli_on_a_read(make_repo, server, capsys)
+    assert "[agent_unit_tester] turn 1: read_file a.py" in both
+    assert "model: 2,535 tokens (2,500 prompt, 35 completion) in 2 request(s)" in captured.out
+
+
+def test_why_an_agent_waits_shows_as_it_happens(make_repo, scripted, capsys):
+    # A retry (here HTTP 503) is a warning line of the role's, not silence.
+    server = scripted([{"status": 503, "body": "loading model"},
+                       {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+                       {"content": "nothing to report"}])
+    _, both = _cli_on_a_read(make_repo, server, capsys)
+    assert "[agent_unit_tester] warning: provider local: HTTP 503: loading model (retry 1/" in both
+
+
+def _cli_on_a_read(make_repo, server, capsys):
+    """``superqe run`` of agent_unit_tester on a one-file project against
+    ``server``: (what it printed, stdout and stderr together)."""
     project = make_repo({"a.py": "x = 1\n"})
     (project / "superqode.yaml").write_text(
         f"providers:\n  - {{name: local, base_url: '{server.base_url}', model: m,"
-        " stream: false}\n")
+        " stream: false, retry_backoff_s: 0.01}\n")
     assert _run_cli(project) == 0
     captured = capsys.readouterr()
-    both = captured.out + captured.err
-    assert "[agent_unit_tester] turn 1: read_file a.py" in both
-    assert "model: 2,535 tokens (2,500 prompt, 35 completion) in 2 request(s)" in captured.out
+    return captured, captured.out + captured.err

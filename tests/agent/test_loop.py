@@ -87,11 +87,25 @@ async def test_token_budget(make_repo, scripted, events, tmp_path):
 
 
 async def test_time_budget(make_repo, scripted, events, tmp_path):
+    # agent.max_seconds before the first answer: a server too slow for the
+    # model judged nothing (ineffective, and why), not a plain "timeout".
     server = scripted([{"delay": 10, "content": "late"}])
     ctx = _ctx(make_repo, tmp_path, server, events, max_seconds=0.5)
     out = await AgentPerformanceTester().run(ctx)
-    assert out.status == "timeout"
+    assert out.status == "ineffective"
+    assert out.reason.startswith("the model made no tool call within the time budget "
+                                 "(agent.max_seconds) (1 turn(s) asked, 0 answered)")
     assert len(server.requests) == 1
+
+
+async def test_the_time_cap_after_reading_is_incomplete(make_repo, scripted, events, tmp_path):
+    server = scripted([{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+                       {"delay": 30, "content": "late"}])
+    ctx = _ctx(make_repo, tmp_path, server, events, max_seconds=5)
+    out = await AgentPerformanceTester().run(ctx)
+    assert out.status == "incomplete"
+    assert out.reason == "stopped at the time budget (agent.max_seconds) before it finished"
+    assert len(server.requests) == 2
 
 
 async def test_cancel_during_a_provider_call(make_repo, scripted, events, tmp_path):
@@ -196,3 +210,14 @@ async def test_a_run_that_read_the_code_and_ended_by_itself_is_ok(make_repo, scr
                        {"content": "nothing to report"}])
     out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
     assert out.status == "ok" and out.reason is None
+
+
+async def test_a_repeated_broken_call_is_named_on_one_line(make_repo, scripted, events,
+                                                            tmp_path):
+    # SmolLM2 on llama-server's Functionary template: the same unfinished
+    # report_finding, its raw arguments spread over lines, five times.
+    broken = '{\n  "severity": "critical",\n  "title": "x'
+    server = scripted([{"tool_calls": [{"name": "report_finding", "arguments": broken}]}] * 5)
+    out = await AgentE2eTester().run(_ctx(make_repo, tmp_path, server, events))
+    assert out.status == "ineffective" and "\n" not in out.reason
+    assert 'repeated the same call (report_finding { "severity": "critical",' in out.reason

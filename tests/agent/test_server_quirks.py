@@ -101,6 +101,7 @@ async def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming
     assert server.requests[0]["body"]["stream"] is True
     assert "stream" not in server.requests[1]["body"]
     assert "asking without streaming from now on" in retries[0]
+    assert retries[0].count("provider primary:") == 1, retries[0]  # said once
     await provider.chat(MESSAGES, TOOLS_SPEC)
     assert "stream" not in server.requests[2]["body"]  # remembered
 

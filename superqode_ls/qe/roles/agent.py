@@ -46,6 +46,8 @@ _STATUS = {
     "completed": ("ok", None),
     "max_turns": ("incomplete", "stopped after {turns} turns (agent.max_turns) before it finished"),
     "max_tokens": ("incomplete", "stopped at the token budget (agent.max_tokens) before it finished"),
+    "max_seconds": ("incomplete",
+                    "stopped at the time budget (agent.max_seconds) before it finished"),
     "repeating": ("ineffective", None),
     "timeout": ("timeout", "stopped at the time budget"),
     "cancelled": ("cancelled", "cancelled"),
@@ -185,6 +187,9 @@ class AgentRole(Role):
                     cancel=cancel,
                 )
                 result = await agent.run(task_prompt(ctx.files, ctx.mode))
+            if result.stop_reason == "timeout" and budget_s >= acfg.max_seconds:
+                # Its own cap, not the session's budget running out.
+                result.stop_reason = "max_seconds"
             result.reproducer_files = dict(toolbox.reproducer_files)
             result.warnings = warnings + result.warnings
             await _drop_made_up(result, tracker)
