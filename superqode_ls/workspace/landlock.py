@@ -288,16 +288,31 @@ def _keep_nice_in_group() -> None:
     """bwrap's ``--new-session`` puts us in a new CPU group (autogroup) at
     nice 0, which competes with the editor as an equal whatever the nice our
     process started with: give the group that nice (raising needs no
-    privilege; never lowered)."""
+    privilege; never lowered). Without CAP_SYS_ADMIN the kernel takes one
+    such write per 100 ms machine-wide (EAGAIN): tools starting together
+    retry for up to ~0.6 s."""
     nice = os.getpriority(os.PRIO_PROCESS, 0)
     try:
         with open("/proc/self/autogroup", encoding="ascii") as fh:
             group = int(fh.read().split()[-1])
-        if nice > group:
-            with open("/proc/self/autogroup", "w", encoding="ascii") as fh:
-                fh.write(str(min(19, nice)))
     except (OSError, ValueError, IndexError):
-        pass  # no autogroup in this kernel: the processes' own nice still holds
+        return  # no autogroup in this kernel: the processes' own nice still holds
+    if nice <= group:
+        return
+    for _ in range(12):
+        try:
+            fd = os.open("/proc/self/autogroup", os.O_WRONLY)
+        except OSError:
+            return
+        try:
+            os.write(fd, str(min(19, nice)).encode())
+            return
+        except BlockingIOError:
+            time.sleep(0.05)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
 
 
 def main(argv: list[str]) -> None:
