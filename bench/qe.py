@@ -40,6 +40,7 @@ import io
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -207,11 +208,19 @@ def true_direct(repo: Path, bandit: list, ruff: list) -> set[tuple[str, str, int
 
 
 def found_by_superqe(report: dict) -> set[tuple[str, str, int]]:
-    return {
-        (f["rule_id"], f["file"], f["range"]["start_line"])
-        for f in report["findings"]
-        if f["tool"] in ("bandit", "ruff") and f.get("range")
-    }
+    """(rule, file, line) of every bandit/ruff result superqe shows: a line
+    with several rules is one finding that names the others in
+    ``related_rules``; bandit's low-confidence results (kept as noise) are not
+    in the direct set either."""
+    out = set()
+    for f in report["findings"]:
+        if not f.get("range"):
+            continue
+        where = (f["file"], f["range"]["start_line"])
+        if f["tool"] in ("bandit", "ruff") and not (f["tool"] == "bandit" and f.get("confidence", 1) < 0.7):
+            out.add((f["rule_id"], *where))
+        out.update((r, *where) for r in f.get("related_rules") or () if re.fullmatch(r"[A-Z]+[0-9]+", r))
+    return out
 
 
 def explain(repo: Path, item: tuple[str, str, int]) -> str:
