@@ -8,7 +8,9 @@ import ast
 
 import pytest
 
-from superqode_ls.models import Severity
+from superqode_ls.models import Finding, Severity
+from superqode_ls.qe.context import is_sink
+from superqode_ls.qe.noise import canonical_rule
 from superqode_ls.qe.roles._web import may_match, web_patterns
 from superqode_ls.qe.roles.security import SecurityTester
 from tests.role_helpers import make_ctx, run_role
@@ -128,10 +130,6 @@ def test_security_role_reports_them_at_their_lines(make_repo):
 
 @pytest.mark.parametrize("rule", ["template-injection", "xxe", "sql-injection"])
 def test_a_raised_confidence_threshold_never_hides_these_sinks(rule):
-    from superqode_ls.models import Finding
-    from superqode_ls.qe.context import is_sink
-    from superqode_ls.qe.noise import canonical_rule
-
     f = Finding(id="x", role="security_tester", tool="superqode", rule_id=rule, title="t",
                 message="m", severity=Severity.medium, confidence=0.3, file="app.py")
     assert is_sink(f, canonical_rule)

@@ -21,7 +21,7 @@ from .git import ConfigEntry, GitError, config_listing, copy_index, head_commit,
 from .gitsnapshot import SnapshotStore
 from .guard_env import GuardInstall, install_guard
 from .paths import store_dir
-from .session_tree import SandboxTree
+from .session_tree import OnTree, SandboxTree
 from .snapshot import copy_tree, list_files
 from .teardown import git_registrations, remove_quietly
 
@@ -52,7 +52,7 @@ def choose_isolation(root: Path, is_git: bool, config: Config, isolation: str | 
     return choice, base_commit
 
 
-class SandboxBuilder:
+class SandboxBuilder(OnTree):
     """Makes one session's sandbox. ``check_abort`` raises between steps when
     the session is cancelled while it is being made."""
 
@@ -71,14 +71,6 @@ class SandboxBuilder:
         self._config: list[ConfigEntry] | None = None  # git.config_listing, read once
 
     # -- the three kinds ------------------------------------------------------
-
-    @property
-    def sandbox(self) -> Path:
-        return self.tree.sandbox  # the tree owns where the sandbox is
-
-    @property
-    def private(self) -> Path:
-        return self.tree.private
 
     def sparse(self, files: list[str], overlays: dict[str, bytes]) -> list[str]:
         """The files the sparse sandbox holds (with their analyzers' configuration)."""

@@ -17,13 +17,13 @@ from .errors import WorkspaceError
 from .git import GitError
 from .paths import working_root
 from .proc import end_session_processes
-from .session_tree import SandboxTree
+from .session_tree import OnTree, SandboxTree
 from .teardown import git_registrations
 
 log = logging.getLogger(__name__)
 
 
-class SandboxDisposal:
+class SandboxDisposal(OnTree):
     """Takes one session's sandbox down. ``problem``: why the sandbox had to
     be left alone (it was swapped), for the session's verification."""
 
@@ -36,14 +36,6 @@ class SandboxDisposal:
         self.isolation = isolation
         self.bus = bus
         self.problem: str | None = None
-
-    @property
-    def sandbox(self) -> Path:
-        return self.tree.sandbox  # the tree owns where the sandbox is
-
-    @property
-    def private(self) -> Path:
-        return self.tree.private
 
     def end_processes(self) -> bool:
         """End what the session left running; True when the sandbox is still

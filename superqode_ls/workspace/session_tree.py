@@ -93,3 +93,18 @@ def extract_patch(record: SessionRecord) -> str:
     tree.store = SnapshotStore(store_dir(project), alternates=alternates, session=record.id)
     tree.baseline = record.baseline_snapshot
     return tree.changes().diff
+
+
+class OnTree:
+    """A part of a session that works on its :class:`SandboxTree`: where the
+    sandbox and its private folder are is read from the tree, never copied."""
+
+    tree: SandboxTree
+
+    @property
+    def sandbox(self) -> Path:
+        return self.tree.sandbox
+
+    @property
+    def private(self) -> Path:
+        return self.tree.private

@@ -306,15 +306,12 @@ def _group_nice() -> int:
 
 def _set_group_nice(nice: int) -> None:
     """A new session is a new CPU group at nice 0, an equal of the editor's:
-    give it the group it left's nice (raising it needs no privilege)."""
-    if nice > 0:
-        _write_group_nice(nice)
-
-
-def _write_group_nice(nice: int) -> None:
-    """Without CAP_SYS_ADMIN the kernel takes one autogroup nice write per
+    give it the group it left's nice (raising it needs no privilege).
+    Without CAP_SYS_ADMIN the kernel takes one autogroup nice write per
     100 ms machine-wide (EAGAIN otherwise): other tools starting at the same
     moment make a single try fail. Up to ~0.6 s of tries, then give up."""
+    if nice <= 0:
+        return
     for _ in range(12):
         try:
             fd = os.open("/proc/self/autogroup", os.O_WRONLY)
