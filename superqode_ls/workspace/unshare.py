@@ -417,6 +417,9 @@ def main(argv: list[str]) -> None:
     watched = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     alive_r, alive_w = os.pipe()  # EOF for the child: the launcher is gone
+    # Opened before the fork: the child's pivot_root changes the mount
+    # namespace we share, and /dev/null may not exist there for a moment.
+    null = os.open(os.devnull, os.O_RDWR)
     child = os.fork()
     if child == 0:
         os.close(alive_w)
@@ -424,7 +427,6 @@ def main(argv: list[str]) -> None:
     os.close(alive_r)
     # The launcher holds none of the command's pipes: their readers see EOF
     # when the command closes them.
-    null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     forwarded = 0
