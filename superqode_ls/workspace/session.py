@@ -366,6 +366,9 @@ class IsolatedSession:
         walk = threading.Thread(target=verify, daemon=True, name=f"verify {self.id}")
         walk.start()
         try:
+            # A fingerprint still being taken writes into the private folder;
+            # removed under it, the folder would be left behind.
+            self.fingerprint.join()
             _remove_quietly(self.private)
             self._quietly(drop_snapshots, self.project, self.id)
         finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from superqode_ls.qe.pipeline import QERequest, QESession
 from superqode_ls.qe.request import resolve_request
 from superqode_ls.qe.roles import REGISTRY, role_class
-from superqode_ls.workspace import landlock, sparse
+from superqode_ls.workspace import landlock, session_fingerprint, sparse
 from superqode_ls.workspace.fingerprint import take_fingerprint
 from superqode_ls.workspace.paths import repo_dir
 from superqode_ls.workspace.session import IsolatedSession
@@ -180,6 +181,24 @@ def test_the_fingerprint_comes_first_without_the_kernel_barrier(repo, monkeypatc
         assert s.record is not None and s.record.isolation == "sparse"
     finally:
         v = s.close_sync()
+    assert v.verified and _left_behind(repo) == []
+
+
+def test_a_session_closed_while_its_fingerprint_is_taken_leaves_nothing(repo, monkeypatch):
+    """The fingerprint beside the sandbox writes into the private folder: a
+    close that removed the folder under it left it behind."""
+    if landlock.abi() is None:
+        pytest.skip("the fingerprint is taken beside the sandbox only with the kernel barrier")
+    real = session_fingerprint.files_part
+
+    def slow(fp):
+        time.sleep(0.5)
+        return real(fp)
+
+    monkeypatch.setattr(session_fingerprint, "files_part", slow)
+    s = IsolatedSession.create_sync(repo, isolation="sparse", files=["pkg/app.py"])
+    assert s.fingerprint.thread is not None and s.fingerprint.thread.is_alive()
+    v = s.close_sync()
     assert v.verified and _left_behind(repo) == []
 
 
