@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import EXIT_FAILED, SuperQodeError
+
 SEARCH_WINDOW = 400
 
 
-class PatchError(Exception):
+class PatchError(SuperQodeError):
     """The patch cannot be applied to the current text (one-line reason)."""
+
+    exit_code = EXIT_FAILED
 
 
 def split_lines(text: str) -> list[str]:

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import SuperQodeError
+
 SECTION = "superqode"
 
 
@@ -35,8 +37,8 @@ class Settings(BaseModel):
     lintOnType: bool = True
 
 
-class SettingsError(ValueError):
-    pass
+class SettingsError(SuperQodeError, ValueError):
+    """Settings from the client that cannot be used (one line; exit 2 as configuration)."""
 
 
 def section_of(raw: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ import threading
 from pathlib import Path
 
 from ..config import superqode_home
+from ..errors import SuperQodeError
 from .stdio import Framer, pump
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ AUTH_TIMEOUT_S = 30.0
 FIRST_MESSAGE_LIMIT = 1 << 20  # an initialize bigger than this is not an editor's
 
 
-class TcpRefused(ValueError):
+class TcpRefused(SuperQodeError, ValueError):
     """A --tcp address the server will not listen on (one line)."""
 
 
