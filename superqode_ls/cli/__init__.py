@@ -19,7 +19,6 @@ import logging
 import os
 import sys
 
-from ..config import ConfigError, superqode_home
 from ..errors import (
     EXIT_FAILED,
     EXIT_FINDINGS,
@@ -39,6 +38,7 @@ COMMAND_MODULES = (
     "guard",
     "suggestions",
     "worktree",
+    "warm",
 )
 # The module that registers each command: a command line naming one imports
 # that module alone (``superqe run`` does not pay for exec's, the worktree
@@ -48,7 +48,7 @@ COMMAND_MODULE = {
     "run": "run", "roles": "run", "merge": "merge", "exec": "exec_",
     "status": "sessions", "revert": "sessions", "recover": "sessions", "clean": "sessions",
     "artifacts": "sessions", "guard": "guard", "suggestions": "suggestions",
-    "worktree": "worktree",
+    "worktree": "worktree", "warm": "warm",
 }
 
 __all__ = [
@@ -128,6 +128,10 @@ class QuietPipe:
 
 
 def log_file() -> str:
+    # Imported here: config brings pydantic, which a hand-off to the warm
+    # helper (main) never needs.
+    from ..config import superqode_home
+
     return str(superqode_home() / "logs" / "superqe.log")
 
 
@@ -162,6 +166,13 @@ def _log_to_file() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A warm helper that is up runs the command (same code, same output);
+    # None: it is not up or may not be used, and the command runs here.
+    from .warm_client import handoff
+
+    code = handoff(list(sys.argv[1:] if argv is None else argv))
+    if code is not None:
+        return code
     stdout = sys.stdout
     quiet = sys.stdout = QuietPipe(stdout)
     try:
@@ -216,8 +227,9 @@ def error_exit(e: SuperQodeError, override: int | None = None) -> int:
 def _reap_quietly() -> None:
     """Sandboxes idle past workspace.cleanup_after_hours and orphans go at start
     (at most hourly, one process at a time); a failure here stops nothing."""
+    from ..config import ConfigError, load_config
+
     try:
-        from ..config import load_config
         from ..engine.sessions import reap_if_due
 
         reap_if_due(load_config(None))
