@@ -58,9 +58,9 @@ class _InChild(BaseException):
         self.run = run
 
 
-def code_stamp() -> tuple:
+def code_stamp(root: str | None = None) -> tuple:
     """The package's modules on disk (path, size, mtime): a change ends the helper."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = []
     stack = [root]
     while stack:
@@ -511,6 +511,7 @@ def serve(idle_s: float, ready_fd: int | None = None) -> int:
         own = warm_peer.own_state()
         stamp = code_stamp()
         warm_up()
+        os.chdir("/")  # pins no folder of the user's; each run gets the client's
         # No thread may exist when the helper forks (a lock held by one
         # would stay held forever in the child).
         if threading.active_count() != 1:

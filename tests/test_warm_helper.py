@@ -1,0 +1,163 @@
+"""The warm helper (superqe warm): a command line handed to it prints the
+same, writes the same report and exits with the same code as the same
+command run in its own process; without a helper (or one it may not use)
+the command runs as before. Every helper a test starts is stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from superqode_ls.cli import warm_client, warm_server
+
+from .warm_helpers import SUPERQE, Warm, cold_env, state, superqe, wait_exit, warm  # noqa: F401
+
+FILES = {"app.py": "import os\nimport subprocess\n\n\ndef f(x):\n"
+                   "    return subprocess.call(x, shell=True)\n"}
+
+
+def _same(text: str) -> str:
+    """Output with what differs between any two runs (session ids, times) blanked."""
+    text = re.sub(r"qe-\d{8}-\d{6}-[0-9a-f]+", "ID", text)
+    text = re.sub(r"\d+\.\d+s\b", "Ts", text)
+    return re.sub(r'"(ts|time|duration_s|started|finished|elapsed_s)": [0-9.e+-]+', r'"\1": T', text)
+
+
+def _report(stdout: str) -> dict:
+    last = json.loads(stdout.splitlines()[-1])
+    return json.loads(Path(last["data"]["report"]).read_text())
+
+
+def test_a_run_handed_to_the_helper_is_the_same_run(make_repo, warm):
+    repo = make_repo(FILES)
+    args = ("run", str(repo), "--mode", "quick", "-r", "lint_tester", "-r", "security_tester",
+            "--fail-on", "low")
+    hot, cold = superqe(*args), superqe(*args, env=cold_env())
+    assert state()["runs"] == 1  # the first went through the helper, the second did not
+    assert hot.returncode == cold.returncode == 1
+    assert _same(hot.stdout) == _same(cold.stdout)
+    assert _same(hot.stderr) == _same(cold.stderr)
+    hot, cold = superqe(*args, "--jsonl"), superqe(*args, "--jsonl", env=cold_env())
+    assert state()["runs"] == 2
+    assert hot.returncode == cold.returncode == 1
+    assert [json.loads(x)["type"] for x in hot.stdout.splitlines()] == \
+        [json.loads(x)["type"] for x in cold.stdout.splitlines()]
+    a, b = _report(hot.stdout), _report(cold.stdout)
+    assert [f["rule_id"] for f in a["findings"]] == [f["rule_id"] for f in b["findings"]]
+    assert a["verdict"] == b["verdict"] and a["verification"] == b["verification"]
+
+
+def test_usage_errors_and_the_working_folder_come_through(make_repo, warm, tmp_path):
+    repo = make_repo(FILES)
+    hot, cold = (superqe("run", "no-such-folder", cwd=repo, env=env)
+                 for env in (None, cold_env()))
+    assert hot.returncode == cold.returncode == 2
+    assert hot.stderr == cold.stderr and "no-such-folder" in hot.stderr
+    # Relative paths are the client's: "." is the repository it runs in.
+    hot = superqe("roles", ".", "--json", cwd=repo)
+    assert hot.returncode == 0 and json.loads(hot.stdout)
+    assert state()["runs"] == 2
+
+
+def test_stdin_stdout_and_the_exit_status_of_exec(make_repo, warm):
+    repo = make_repo(FILES)
+    code = "import sys; data = sys.stdin.read(); print(data.upper()); sys.exit(7)"
+    hot = superqe("exec", str(repo), "--", sys.executable, "-c", code, input="through the helper")
+    assert state()["runs"] == 1
+    assert hot.returncode == 7, hot.stderr
+    assert hot.stdout.strip() == "THROUGH THE HELPER"
+    assert "verified" in hot.stderr.lower()
+
+
+def test_umask_and_environment_are_the_clients(make_repo, warm, tmp_path):
+    repo = make_repo(FILES)
+    code = ("import os; m = os.umask(0); print(oct(m), os.environ.get('WARM_PROBE'))")
+    res = subprocess.run(["sh", "-c", f'umask 027; exec "$@"', "sh", *SUPERQE, "exec",
+                          str(repo), "--", sys.executable, "-c", code],
+                         capture_output=True, text=True, timeout=180, check=False,
+                         env={**os.environ, "WARM_PROBE": "the client's"})
+    assert state()["runs"] == 1
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["0o27", "the", "client's"]
+
+
+def test_ctrl_c_reaches_the_run(make_repo, warm):
+    repo = make_repo(FILES)
+    code = "import time; print('ready', flush=True); time.sleep(120)"
+    proc = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", sys.executable, "-c", code],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "verified" in err.lower()  # the run left through its revert path
+    assert state()["runs"] == 1 and state()["running"] == 0
+
+
+def test_without_a_helper_the_command_runs_here(make_repo):
+    repo = make_repo(FILES)
+    res = superqe("roles", str(repo), env={**os.environ, "SUPERQODE_WARM": "verbose"})
+    assert res.returncode == 0
+    assert "warm helper not used: no warm helper" in res.stderr
+    assert superqe("warm", "status").returncode == 1
+
+
+def test_a_helper_it_may_not_use_means_the_normal_run(make_repo, warm):
+    repo = make_repo(FILES)
+    verbose = {**os.environ, "SUPERQODE_WARM": "verbose"}
+    # Another Python setting than the helper's (fixed when an interpreter starts).
+    res = superqe("roles", str(repo), env={**verbose, "PYTHONHASHSEED": "123"})
+    assert res.returncode == 0
+    assert "another interpreter, package or Python setting" in res.stderr
+    # A folder open to others is not trusted (anyone could have put the socket there).
+    folder = Path(warm_client.folder())
+    folder.chmod(0o755)
+    try:
+        res = superqe("roles", str(repo), env=verbose)
+    finally:
+        folder.chmod(0o700)
+    assert res.returncode == 0 and "open to others" in res.stderr
+    assert state()["runs"] == 0
+
+
+def test_start_is_idempotent_and_stop_ends_it():
+    helper = Warm().start()
+    try:
+        again = superqe("warm", "start")
+        assert again.returncode == 0 and f"already up (pid {helper.pid})" in again.stdout
+        assert superqe("warm", "status").returncode == 0
+        assert superqe("warm", "stop").returncode == 0
+        assert wait_exit(helper.pid, 30)
+        assert not (Path(warm_client.folder()) / warm_client.SOCKET_NAME).exists()
+        assert superqe("warm", "status").returncode == 1
+    finally:
+        helper.stop()
+
+
+def test_it_exits_when_idle():
+    helper = Warm(idle_min=0.02).start()  # 1.2 s
+    try:
+        assert wait_exit(helper.pid, 60)
+        assert "idle: exit" in (Path(warm_client.home()) / "logs" / "warm.log").read_text()
+    finally:
+        helper.stop()
+
+
+def test_the_code_stamp_sees_a_changed_module(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "sub" / "m.py").write_text("x = 1\n")
+    before = warm_server.code_stamp(str(pkg))
+    assert warm_server.code_stamp(str(pkg)) == before
+    (pkg / "sub" / "m.py").write_text("x = 22\n")
+    assert warm_server.code_stamp(str(pkg)) != before
