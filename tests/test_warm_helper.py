@@ -13,9 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from superqode_ls.cli import warm_client, warm_server
 
-from .warm_helpers import SUPERQE, Warm, cold_env, state, superqe, wait_exit, warm  # noqa: F401
+from .warm_helpers import SUPERQE, Warm, cold_env, running, state, superqe, wait_exit
+
+
+@pytest.fixture
+def warm():
+    yield from running()
 
 FILES = {"app.py": "import os\nimport subprocess\n\n\ndef f(x):\n"
                    "    return subprocess.call(x, shell=True)\n"}
@@ -77,7 +84,7 @@ def test_stdin_stdout_and_the_exit_status_of_exec(make_repo, warm):
 def test_umask_and_environment_are_the_clients(make_repo, warm, tmp_path):
     repo = make_repo(FILES)
     code = ("import os; m = os.umask(0); print(oct(m), os.environ.get('WARM_PROBE'))")
-    res = subprocess.run(["sh", "-c", f'umask 027; exec "$@"', "sh", *SUPERQE, "exec",
+    res = subprocess.run(["sh", "-c", 'umask 027; exec "$@"', "sh", *SUPERQE, "exec",
                           str(repo), "--", sys.executable, "-c", code],
                          capture_output=True, text=True, timeout=180, check=False,
                          env={**os.environ, "WARM_PROBE": "the client's"})
@@ -161,3 +168,17 @@ def test_the_code_stamp_sees_a_changed_module(tmp_path):
     assert warm_server.code_stamp(str(pkg)) == before
     (pkg / "sub" / "m.py").write_text("x = 22\n")
     assert warm_server.code_stamp(str(pkg)) != before
+
+
+def test_a_malformed_request_is_refused_and_the_helper_stays_up(warm):
+    for bad in ({"v": 1, "argv": [["run"]], "env": {}}, {"v": 1, "argv": ["run"], "env": []},
+                {"v": 1, "argv": ["suggestions", "apply"]}, ["not", "a", "dict"]):
+        with warm_client.connect() as sock:
+            cwd = os.open("/", os.O_PATH)
+            try:
+                warm_client.send(sock, bad, [0, 1, 2, cwd])
+            finally:
+                os.close(cwd)
+            reply = warm_client.receive(sock)
+        assert reply["ok"] is False, bad
+    assert state()["runs"] == 0

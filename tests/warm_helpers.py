@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 SUPERQE = [sys.executable, "-m", "superqode_ls"]
 TIMEOUT = 180
 
@@ -66,8 +64,8 @@ class Warm:
             wait_exit(self.pid, 30)
 
 
-@pytest.fixture
-def warm():
+def running():
+    """The body of each test file's ``warm`` fixture: a helper, stopped after."""
     helper = Warm().start()
     try:
         yield helper

@@ -237,7 +237,11 @@ class Helper:
         for fd in fds:
             os.set_inheritable(fd, False)
         try:
-            reply = self._handle(conn, data, fds, flags)
+            try:
+                reply = self._handle(conn, data, fds, flags)
+            except Exception as e:  # noqa: BLE001 - one bad request must not end the helper
+                log(f"request failed: {type(e).__name__}: {e}")
+                reply = {"ok": False, "why": "the request could not be handled"}
         finally:
             for fd in fds:
                 os.close(fd)
@@ -274,12 +278,16 @@ class Helper:
             return "the helper's code changed on disk"
         if msg.get("v") != wc.PROTOCOL:
             return "another protocol version"
+        if not _well_formed(msg):
+            return "a malformed request"
+        if not msg["argv"] or msg["argv"][0] not in wc.WARM_COMMANDS:
+            # Only what the client hands off: never ``suggestions apply``,
+            # ``revert`` or ``warm``, whoever asks.
+            return "not a command the helper runs"
         if flags & socket.MSG_CTRUNC or len(fds) != 4:
             return "the standard streams and working folder did not arrive"
         if msg.get("interpreter") != self.interpreter:
             return "another interpreter, package or Python setting than the helper's"
-        if not isinstance(msg.get("argv"), list) or not isinstance(msg.get("env"), dict):
-            return "a malformed request"
         if not isinstance(msg.get("nice"), int) or msg["nice"] < os.getpriority(os.PRIO_PROCESS, 0):
             return "the client runs at a higher priority than the helper may give"
         return None
@@ -356,6 +364,17 @@ class Helper:
         signal.set_wakeup_fd(-1)
         os.close(self.wake_r)
         os.close(self.wake_w)
+
+
+def _well_formed(msg: dict) -> bool:
+    def strings(xs) -> bool:
+        return all(isinstance(x, str) for x in xs)
+
+    env, argv = msg.get("env"), msg.get("argv")
+    return (isinstance(argv, list) and strings(argv) and isinstance(env, dict)
+            and strings(env) and strings(env.values()) and isinstance(msg.get("umask"), int)
+            and isinstance(msg.get("argv0"), str) and isinstance(msg.get("path0"), str)
+            and isinstance(msg.get("streams"), list))
 
 
 def _kill(pid: int | None, signum: int) -> None:
