@@ -27,10 +27,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import stat
-import struct
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket  # imported where used: a run without a helper does not pay for it
 
 # The commands a helper runs (where start-up is a noticeable share).
 WARM_COMMANDS = frozenset({"run", "exec", "roles", "status", "merge"})
@@ -88,6 +90,9 @@ def through(fd: int, name: str = SOCKET_NAME) -> str:
 
 def peer_uid(sock: socket.socket) -> tuple[int, int]:
     """(pid, uid) of the other end, from the kernel (SO_PEERCRED)."""
+    import socket
+    import struct
+
     pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                          struct.calcsize("3i")))
     return pid, uid
@@ -95,6 +100,8 @@ def peer_uid(sock: socket.socket) -> tuple[int, int]:
 
 def connect(timeout: float | None = ACK_TIMEOUT_S) -> socket.socket:
     """A connection to this user's helper; WarmError when there is none."""
+    import socket
+
     try:
         fd = open_folder()
     except FileNotFoundError:
@@ -120,6 +127,8 @@ def connect(timeout: float | None = ACK_TIMEOUT_S) -> socket.socket:
 
 
 def send(sock: socket.socket, msg: dict, fds: list[int] | None = None) -> None:
+    import socket
+
     data = json.dumps(msg).encode()
     if fds:
         socket.send_fds(sock, [data], fds)

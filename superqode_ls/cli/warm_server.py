@@ -122,6 +122,7 @@ class Helper:
         self.started = time.time()
         self.last = time.monotonic()
         self.runs = 0
+        self.cpu_s = 0.0  # CPU of the runs served (benches add it to the client's)
         self.stopping = False
         self.sel = selectors.DefaultSelector()
         self.conns: list[Conn] = []
@@ -315,7 +316,8 @@ class Helper:
     def _ended(self, conn: Conn) -> None:
         self.sel.unregister(conn.pidfd)
         os.close(conn.pidfd)
-        _, status = os.waitpid(conn.child, 0)
+        _, status, usage = os.wait4(conn.child, 0)
+        self.cpu_s += usage.ru_utime + usage.ru_stime  # its processes' too, all reaped by now
         conn.child = None
         if conn.go_w is not None:
             os.close(conn.go_w)
@@ -347,7 +349,7 @@ class Helper:
 
     def state(self) -> dict:
         return {"ok": True, "pid": os.getpid(), "since": self.started, "runs": self.runs,
-                "idle_s": self.idle_s, "running": sum(c.child is not None for c in self.conns),
+                "idle_s": self.idle_s, "cpu_s": self.cpu_s, "running": sum(c.child is not None for c in self.conns),
                 "idle_left_s": max(0.0, self.idle_s - (time.monotonic() - self.last))}
 
     def close_in_child(self) -> None:
