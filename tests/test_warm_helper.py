@@ -182,3 +182,23 @@ def test_a_malformed_request_is_refused_and_the_helper_stays_up(warm):
             reply = warm_client.receive(sock)
         assert reply["ok"] is False, bad
     assert state()["runs"] == 0
+
+
+def test_a_run_killed_by_a_signal_ends_the_client_with_it(make_repo, warm):
+    import psutil
+
+    repo = make_repo(FILES)
+    code = "import time; print('ready', flush=True); time.sleep(120)"
+    proc = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", sys.executable, "-c", code],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        (child,) = psutil.Process(warm.pid).children()
+        child.kill()
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert state()["running"] == 0
