@@ -93,20 +93,26 @@ def test_umask_and_environment_are_the_clients(make_repo, warm, tmp_path):
     assert res.stdout.split() == ["0o27", "the", "client's"]
 
 
-def test_ctrl_c_reaches_the_run(make_repo, warm):
-    repo = make_repo(FILES)
+def _exec_sleeping(repo: Path, act) -> tuple[int, str]:
+    """``superqe exec`` of a command that sleeps; ``act()`` once it runs.
+    (exit status, stderr)."""
     code = "import time; print('ready', flush=True); time.sleep(120)"
     proc = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", sys.executable, "-c", code],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGINT)
+        act(proc)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    return proc.returncode, err
+
+
+def test_ctrl_c_reaches_the_run(make_repo, warm):
+    code, err = _exec_sleeping(make_repo(FILES), lambda proc: proc.send_signal(signal.SIGINT))
+    assert code == 130, err
     assert "verified" in err.lower()  # the run left through its revert path
     assert state()["runs"] == 1 and state()["running"] == 0
 
@@ -187,18 +193,10 @@ def test_a_malformed_request_is_refused_and_the_helper_stays_up(warm):
 def test_a_run_killed_by_a_signal_ends_the_client_with_it(make_repo, warm):
     import psutil
 
-    repo = make_repo(FILES)
-    code = "import time; print('ready', flush=True); time.sleep(120)"
-    proc = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", sys.executable, "-c", code],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
+    def kill_the_run(_proc) -> None:
         (child,) = psutil.Process(warm.pid).children()
         child.kill()
-        proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+
+    code, _ = _exec_sleeping(make_repo(FILES), kill_the_run)
+    assert code == -signal.SIGKILL
     assert state()["running"] == 0

@@ -85,6 +85,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def positive(unit: str):
+    """An argparse type: a number of ``unit`` above 0 (``--timeout``, ``--idle``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of {unit}: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0 {unit} (got {text})")
+        return value
+
+    return parse
+
+
 class QuietPipe:
     """``sys.stdout`` while a command runs: when the reader has gone
     (BrokenPipeError), the stream is pointed at /dev/null and every later

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from . import EXIT_FINDINGS, EXIT_OK, UsageError
+from . import EXIT_FINDINGS, EXIT_OK, UsageError, positive
 from . import warm_client as wc
 
 START_TIMEOUT_S = 120.0  # the imports, on a loaded machine
@@ -26,23 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and merge hand their work to it while it is up (docs/cli.md).")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     start = verbs.add_parser("start", help="start the helper (nothing if it is up)")
-    start.add_argument("--idle", type=_minutes, default=15.0, metavar="MINUTES",
+    start.add_argument("--idle", type=positive("minutes"), default=15.0, metavar="MINUTES",
                        help="exit after this many minutes without a command (default 15)")
     start.set_defaults(func=cmd_start)
     verbs.add_parser("stop", help="stop the helper (runs under way finish)").set_defaults(
         func=cmd_stop)
     verbs.add_parser("status", help="is it up, since when, how many runs").set_defaults(
         func=cmd_status)
-
-
-def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 minutes (got {text})")
-    return value
 
 
 def ask(msg: dict) -> dict | None:

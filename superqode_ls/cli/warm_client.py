@@ -205,16 +205,27 @@ def handoff(argv: list[str]) -> int | None:
         return None
     with sock:
         try:
-            started = _start(sock, argv)
+            if not _offer(sock, argv):
+                return None
         except (OSError, ValueError, WarmError) as e:  # ValueError: a reply that is not JSON
             _say(str(e) or type(e).__name__)
             return None
-        if not started:
+        # Forwarding starts before "go": a signal from then on is the run's.
+        old = {s: signal.signal(s, _forwarder(sock)) for s in FORWARDED}
+        try:
+            send(sock, {"go": True})
+        except OSError as e:  # no "go" arrived: the helper runs nothing
+            _restore(old)
+            _say(f"the helper went away ({e.strerror})")
             return None
-        return _follow(sock)
+        try:
+            return _follow(sock)
+        finally:
+            _restore(old)
 
 
-def _start(sock: socket.socket, argv: list[str]) -> bool:
+def _offer(sock: socket.socket, argv: list[str]) -> bool:
+    """Send the request; True when the helper has a child ready for it."""
     cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for fd in (0, 1, 2):
@@ -226,38 +237,40 @@ def _start(sock: socket.socket, argv: list[str]) -> bool:
     if reply is None or not reply.get("ok"):
         _say((reply or {}).get("why", "the helper closed the connection"))
         return False
-    send(sock, {"go": True})
     return True
 
 
-def _follow(sock: socket.socket) -> int:
-    """Committed: the child runs. Forward signals, return its exit code."""
-    sock.settimeout(None)
-
+def _forwarder(sock: socket.socket):
     def forward(signum, _frame) -> None:
         try:
             send(sock, {"signal": signum})
         except OSError:
             pass  # the helper is gone; the end of the wait says so
 
-    old = {s: signal.signal(s, forward) for s in FORWARDED}
-    try:
-        while True:
-            try:
-                msg = receive(sock)
-            except (OSError, ValueError):
-                msg = None
-            if msg is None:
-                print("superqe: the warm helper went away during the run; its outcome is unknown",
-                      file=sys.stderr)
-                return EXIT_FAILED
-            if "exit" in msg:
-                return int(msg["exit"])
-            if "killed" in msg:
-                return _die_like(int(msg["killed"]))
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    return forward
+
+
+def _restore(old: dict) -> None:
+    for s, h in old.items():
+        signal.signal(s, h)
+
+
+def _follow(sock: socket.socket) -> int:
+    """Committed: the child runs. Its exit code (signals are forwarded)."""
+    sock.settimeout(None)
+    while True:
+        try:
+            msg = receive(sock)
+        except (OSError, ValueError):
+            msg = None
+        if msg is None:
+            print("superqe: the warm helper went away during the run; its outcome is unknown",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        if "exit" in msg:
+            return int(msg["exit"])
+        if "killed" in msg:
+            return _die_like(int(msg["killed"]))
 
 
 def _die_like(signum: int) -> int:
