@@ -200,3 +200,29 @@ def test_a_run_killed_by_a_signal_ends_the_client_with_it(make_repo, warm):
     code, _ = _exec_sleeping(make_repo(FILES), kill_the_run)
     assert code == -signal.SIGKILL
     assert state()["running"] == 0
+
+
+def test_a_reader_that_goes_away_ends_nothing_through_the_helper(make_repo, warm):
+    repo = make_repo(FILES)
+    line = (f"{' '.join(SUPERQE)} run {repo} --mode quick -r lint_tester --fail-on low | head -1;"
+            " echo \"status=${PIPESTATUS[0]}\"")
+    hot, cold = (subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=180,
+                                check=False, env=env) for env in (None, cold_env()))
+    assert state()["runs"] == 1
+    assert hot.stdout.splitlines()[-1] == cold.stdout.splitlines()[-1] == "status=1"
+    assert "BrokenPipeError" not in hot.stderr + cold.stderr
+
+
+def test_a_helper_that_died_leaves_a_socket_that_is_replaced(make_repo):
+    repo = make_repo(FILES)
+    helper = Warm().start()
+    try:
+        os.kill(helper.pid, signal.SIGKILL)
+        assert wait_exit(helper.pid, 30)
+        assert (Path(warm_client.folder()) / warm_client.SOCKET_NAME).exists()
+        res = superqe("roles", str(repo), env={**os.environ, "SUPERQODE_WARM": "verbose"})
+        assert res.returncode == 0 and "warm helper not used" in res.stderr
+        helper = Warm().start()  # binds again in place of the dead one's socket
+        assert state()["pid"] == helper.pid
+    finally:
+        helper.stop()
