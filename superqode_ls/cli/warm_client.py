@@ -230,7 +230,10 @@ def _offer(sock: socket.socket, argv: list[str]) -> bool:
     try:
         for fd in (0, 1, 2):
             os.fstat(fd)  # a closed standard stream: run here, as before
-        send(sock, request(argv), [0, 1, 2, cwd])
+        try:
+            send(sock, request(argv), [0, 1, 2, cwd])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused at connect: the helper closed, its reason is waiting below
     finally:
         os.close(cwd)
     reply = receive(sock)

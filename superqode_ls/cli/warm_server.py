@@ -15,10 +15,10 @@ warm_peer."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import importlib
-import io
 import json
 import os
 import selectors
@@ -30,6 +30,7 @@ import time
 
 from . import warm_client as wc
 from . import warm_peer
+from .warm_child import ChildRun
 
 # What a run imports (measured on a quick run): imported once, here. Names,
 # not imports: the helper prefetches them, it does not use them.
@@ -46,6 +47,8 @@ WARM_IMPORTS = (
 )
 DEFAULT_IDLE_S = 15 * 60
 TICK_S = 5.0  # how often the code on disk is compared while idle
+REFUSED_KEEP_S = 2.0  # a refused connection stays open this long, for its reason to be read
+MAX_REFUSED = 64
 
 
 class _InChild(BaseException):
@@ -126,6 +129,7 @@ class Helper:
         self.stopping = False
         self.sel = selectors.DefaultSelector()
         self.conns: list[Conn] = []
+        self.refused: list[tuple[socket.socket, float]] = []  # (socket, when)
         self.sel.register(listener, selectors.EVENT_READ, self._accept)
         # SIGTERM: a flag and a byte on this pipe (the selector wakes), never
         # an exception in the middle of a fork or a reply.
@@ -161,6 +165,8 @@ class Helper:
                 return
             for key, _ in self.sel.select(timeout=max(0.0, min(TICK_S, left if left > 0 else TICK_S))):
                 key.data(key.fileobj)
+            while self.refused and time.monotonic() - self.refused[0][1] > REFUSED_KEEP_S:
+                self.refused.pop(0)[0].close()
             if time.monotonic() - last_tick >= TICK_S:
                 last_tick = time.monotonic()
                 self._check_code()
@@ -185,6 +191,20 @@ class Helper:
             sock, _ = self.listener.accept()
         except OSError:
             return
+        try:
+            warm_peer.check(sock, self.own)
+        except (warm_peer.Refused, OSError) as e:
+            # At once, not at its first message: a refused peer is never
+            # read from, keeps the helper from nothing (not its idle exit)
+            # and is dropped soon (closing at once could reset the
+            # connection before the reason was read).
+            log(f"refused: {e}")
+            with contextlib.suppress(OSError):
+                wc.send(sock, {"ok": False, "why": f"refused: {e}"})
+            self.refused.append((sock, time.monotonic()))
+            while len(self.refused) > MAX_REFUSED:
+                self.refused.pop(0)[0].close()
+            return
         sock.setblocking(False)
         conn = Conn(sock)
         self.conns.append(conn)
@@ -207,6 +227,8 @@ class Helper:
         try:
             msg = json.loads(data)
         except ValueError:
+            return
+        if not isinstance(msg, dict):
             return
         if msg.get("go") and not conn.committed and conn.go_w is not None:
             conn.committed = True
@@ -304,7 +326,7 @@ class Helper:
         if pid == 0:
             os.close(go_w)
             # Copies: the caller closes ``fds`` on the way out of the loop.
-            raise _InChild(_ChildRun(msg, [os.dup(fd) for fd in fds], go_r, self))
+            raise _InChild(ChildRun(msg, [os.dup(fd) for fd in fds], go_r, self.close_in_child))
         os.close(go_r)
         conn.child, conn.go_w = pid, go_w
         conn.pidfd = os.pidfd_open(pid)
@@ -362,6 +384,8 @@ class Helper:
                 os.close(c.pidfd)
         if not self.stopping:
             self.listener.close()
+        for sock, _ in self.refused:
+            sock.close()
         self.sel.close()
         signal.set_wakeup_fd(-1)
         os.close(self.wake_r)
@@ -386,78 +410,6 @@ def _kill(pid: int | None, signum: int) -> None:
         os.kill(pid, signum)
     except ProcessLookupError:
         pass
-
-
-class _ChildRun:
-    """The forked child: wait for "go", become the client's process, run."""
-
-    def __init__(self, msg: dict, fds: list[int], go_r: int, helper: Helper):
-        self.msg, self.fds, self.go_r, self.helper = msg, fds, go_r, helper
-
-    def __call__(self) -> int:
-        self.helper.close_in_child()
-        self.helper = None
-        _reset_signals()
-        if os.read(self.go_r, 1) != b"g":
-            os._exit(0)  # the client never committed: nothing was done
-        os.close(self.go_r)
-        msg, (stdin, stdout, stderr, cwd) = self.msg, self.fds
-        for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.fchdir(cwd)
-        os.close(cwd)
-        os.umask(msg["umask"])
-        if msg["nice"] != os.getpriority(os.PRIO_PROCESS, 0):
-            os.setpriority(os.PRIO_PROCESS, 0, msg["nice"])
-        os.environ.clear()
-        os.environ.update(msg["env"])
-        time.tzset()
-        _locale()
-        sys.argv = [msg["argv0"], *msg["argv"]]
-        if sys.path:
-            sys.path[0] = msg["path0"]
-        _streams(msg["streams"])
-        wc.IN_HELPER = True
-        from . import main
-
-        return main(list(msg["argv"]))
-
-
-def _reset_signals() -> None:
-    """As a new interpreter has them."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-        signal.signal(s, signal.SIG_DFL)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-
-
-def _locale() -> None:
-    try:
-        import locale
-
-        locale.setlocale(locale.LC_CTYPE, "")
-    except Exception:  # noqa: BLE001, S110 - an unknown locale: Python's own start keeps C too
-        pass
-
-
-def _streams(streams: list) -> None:
-    """sys.stdin/stdout/stderr over fds 0/1/2 as the interpreter opens them
-    (line-buffered on a terminal; stderr always), with the client's encodings."""
-
-    def enc(i: int, default_errors: str) -> tuple[str | None, str]:
-        s = streams[i] if i < len(streams) and streams[i] else [None, default_errors]
-        return s[0], s[1] or default_errors
-
-    def text(fd: int, i: int, errors: str, line: bool) -> io.TextIOWrapper:
-        raw = io.FileIO(fd, "r" if fd == 0 else "w", closefd=False)
-        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
-        e, err = enc(i, errors)
-        return io.TextIOWrapper(buffered, encoding=e, errors=err, line_buffering=line)
-
-    sys.stdin = sys.__stdin__ = text(0, 0, "strict", False)
-    sys.stdout = sys.__stdout__ = text(1, 1, "strict", os.isatty(1))
-    sys.stderr = sys.__stderr__ = text(2, 2, "backslashreplace", True)
 
 
 def unlink_socket() -> None:

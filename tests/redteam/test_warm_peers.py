@@ -52,7 +52,10 @@ for argv in (["status"], ["suggestions", "apply", "--all"]):
         out[argv[0]] = {"connect": type(e).__name__}
         continue
     cwd = os.open(".", os.O_PATH)
-    wc.send(s, wc.request(argv), [0, 1, 2, cwd])
+    try:
+        wc.send(s, wc.request(argv), [0, 1, 2, cwd])
+    except OSError as e:
+        out.setdefault("send_errors", []).append(type(e).__name__)  # refused at connect
     reply = wc.receive(s)
     out[argv[0]] = {"connect": "ok", "reply": reply}
     s.close()  # never "go": a child the helper forked for us ends unrun
