@@ -226,3 +226,27 @@ def test_a_helper_that_died_leaves_a_socket_that_is_replaced(make_repo):
         assert state()["pid"] == helper.pid
     finally:
         helper.stop()
+
+
+def test_it_exits_when_its_code_changes_on_disk(tmp_path):
+    """A helper started from a copy of the package: a module of the copy
+    changes, and the helper ends (the next command runs in its own process)."""
+    import shutil
+
+    copy = tmp_path / "src"
+    shutil.copytree(Path(warm_server.__file__).parents[1], copy / "superqode_ls",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    res = superqe("warm", "start", env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    pid = int(res.stdout.split("(pid ", 1)[1].split(",", 1)[0])
+    try:
+        module = copy / "superqode_ls" / "cli" / "warm_peer.py"
+        module.write_text(module.read_text() + "\n# changed\n")
+        assert wait_exit(pid, 120)
+        assert "its code changed on disk" in (
+            Path(warm_client.home()) / "logs" / "warm.log").read_text()
+    finally:
+        if not wait_exit(pid, 0):
+            os.kill(pid, signal.SIGKILL)
+            wait_exit(pid, 30)
