@@ -24,7 +24,9 @@ the default confidence threshold of 0.7 keeps), compared as (rule, file, line).
 ``.git``, copied into a fresh git repository): vulpy and pygoat are the
 issue's two. ``--cli`` runs ``superqe`` as the user does, a new
 ``python -m superqode_ls`` process per run (interpreter start and imports
-counted), rather than in this process.
+counted), rather than in this process: each repeat runs it twice, without a
+warm helper and with one up (``superqe warm start``; the run is handed to it),
+and both are reported side by side.
 
 ``--large 600`` uses a generated project instead (tests/large_helpers.py:
 MODULES modules, each with ruff-fixable and bandit-flagged lines: thousands
@@ -164,8 +166,29 @@ LAST_EVENTS: list[dict] = []
 CLI = False  # --cli: a new process per run, as a user starts it
 
 
-def run_superqe(repo: Path) -> tuple[float, float, dict]:
-    """(wall s, CPU s of this process and its children, the QR)."""
+def _cli_env(warm: bool) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if not warm:
+        env["SUPERQODE_WARM"] = "off"
+    return env
+
+
+def warm_helper(verb: str) -> str:
+    """``superqe warm VERB`` with the environment the --cli runs have (the
+    helper serves only clients of the same interpreter settings)."""
+    proc = subprocess.run([sys.executable, "-m", "superqode_ls", "warm", verb, "--idle", "5"]
+                          if verb == "start" else
+                          [sys.executable, "-m", "superqode_ls", "warm", verb],
+                          cwd=ROOT, env=_cli_env(True), capture_output=True, text=True, check=False)
+    if verb == "start" and proc.returncode != 0:
+        raise SystemExit(f"superqe warm start: {proc.stdout}{proc.stderr}")
+    return proc.stdout.strip()
+
+
+def run_superqe(repo: Path, warm: bool = False) -> tuple[float, float, dict]:
+    """(wall s, CPU s of this process and its children, the QR). ``warm``
+    (--cli only): with the warm helper up (the caller adds the CPU of the
+    helper's child, which is not this process's)."""
     # A generous budget: the bench measures the whole run, not the cap.
     argv = ["run", str(repo), "--mode", "quick", "-r", "security_tester", "-r",
             "lint_tester", "--jsonl", "--fail-on", "never", "--timeout", "1800"]
@@ -174,8 +197,7 @@ def run_superqe(repo: Path) -> tuple[float, float, dict]:
     t0 = time.perf_counter()
     if CLI:
         proc = subprocess.run([sys.executable, "-m", "superqode_ls", *argv], cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)},
-                              capture_output=True, text=True, check=False)
+                              env=_cli_env(warm), capture_output=True, text=True, check=False)
         out.write(proc.stdout)
         code = proc.returncode
     else:
@@ -194,6 +216,14 @@ def run_superqe(repo: Path) -> tuple[float, float, dict]:
         if r["status"] != "ok":
             print(f"warning: role {r['role']} {r['status']}: {r.get('reason')}", file=sys.stderr)
     return wall, cpu, report
+
+
+def warm_helper_state() -> str:
+    """The helper's state as JSON (its count of runs served)."""
+    code = ("import json; from superqode_ls.cli.warm import ask; "
+            "print(json.dumps(ask({'ping': True})))")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_cli_env(True),
+                          capture_output=True, text=True, check=True).stdout
 
 
 def true_direct(repo: Path, bandit: list, ruff: list) -> set[tuple[str, str, int]]:
@@ -276,18 +306,35 @@ def main() -> int:
         print(f"repo: {nfiles} Python files, {lines} lines")
         run_direct(repo, False)  # warm the file cache and the tools' imports
         runs: dict[str, list[tuple[float, float]]] = {"seq": [], "par": [], "sq": []}
+        if CLI:
+            print(warm_helper("start"))
+            runs["sqw"] = []
         loads = []
         report: dict = {}
         runs_roles: list[dict] = []
-        for _ in range(args.repeat):
-            loads.append(os.getloadavg()[0])
-            w, c, b_res, r_res = run_direct(repo, False)
-            runs["seq"].append((w, c))
-            w, c, _, _ = run_direct(repo, True)
-            runs["par"].append((w, c))
-            w, c, report = run_superqe(repo)
-            runs["sq"].append((w, c))
-            runs_roles.append({r["role"]: r["duration_s"] for r in report["roles"]})
+        try:
+            for _ in range(args.repeat):
+                loads.append(os.getloadavg()[0])
+                w, c, b_res, r_res = run_direct(repo, False)
+                runs["seq"].append((w, c))
+                w, c, _, _ = run_direct(repo, True)
+                runs["par"].append((w, c))
+                w, c, report = run_superqe(repo)
+                runs["sq"].append((w, c))
+                if CLI:
+                    before = json.loads(warm_helper_state())
+                    w, c, warm_report = run_superqe(repo, warm=True)
+                    after = json.loads(warm_helper_state())
+                    if after["runs"] != before["runs"] + 1:
+                        raise SystemExit("the warm run was not handed to the helper")
+                    c += after["cpu_s"] - before["cpu_s"]  # the helper's child ran it
+                    if found_by_superqe(warm_report) != found_by_superqe(report):
+                        raise SystemExit("the warm run found other findings than the cold one")
+                    runs["sqw"].append((w, c))
+                runs_roles.append({r["role"]: r["duration_s"] for r in report["roles"]})
+        finally:
+            if CLI:
+                print(warm_helper("stop"))
         med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
                for k, v in runs.items()}
         direct = true_direct(repo, b_res, r_res)
@@ -309,6 +356,10 @@ def main() -> int:
             ("bandit and ruff together (direct, parallel)", *med["par"]),
             ("superqe run --mode quick (sandbox, roles, verify, report, revert)", *med["sq"]),
         ]
+        if CLI:
+            rows.append(("superqe run --mode quick, warm helper up", *med["sqw"]))
+            print(f"wall ratio superqe (warm helper) / direct sequential: "
+                  f"{med['sqw'][0] / med['seq'][0]:.2f}")
         print(f"{'run':<68} {'wall s':>8} {'CPU s':>8}")
         for name, w, c in rows:
             print(f"{name:<68} {w:>8.2f} {c:>8.2f}")

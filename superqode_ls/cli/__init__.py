@@ -19,7 +19,6 @@ import logging
 import os
 import sys
 
-from ..config import ConfigError, superqode_home
 from ..errors import (
     EXIT_FAILED,
     EXIT_FINDINGS,
@@ -39,6 +38,7 @@ COMMAND_MODULES = (
     "guard",
     "suggestions",
     "worktree",
+    "warm",
 )
 # The module that registers each command: a command line naming one imports
 # that module alone (``superqe run`` does not pay for exec's, the worktree
@@ -48,7 +48,7 @@ COMMAND_MODULE = {
     "run": "run", "roles": "run", "merge": "merge", "exec": "exec_",
     "status": "sessions", "revert": "sessions", "recover": "sessions", "clean": "sessions",
     "artifacts": "sessions", "guard": "guard", "suggestions": "suggestions",
-    "worktree": "worktree",
+    "worktree": "worktree", "warm": "warm",
 }
 
 __all__ = [
@@ -83,6 +83,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in (only,) if only else COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
+
+
+def positive(unit: str):
+    """An argparse type: a number of ``unit`` above 0 (``--timeout``, ``--idle``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of {unit}: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0 {unit} (got {text})")
+        return value
+
+    return parse
 
 
 class QuietPipe:
@@ -128,6 +143,10 @@ class QuietPipe:
 
 
 def log_file() -> str:
+    # Imported here: config brings pydantic, which a hand-off to the warm
+    # helper (main) never needs.
+    from ..config import superqode_home
+
     return str(superqode_home() / "logs" / "superqe.log")
 
 
@@ -162,6 +181,13 @@ def _log_to_file() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A warm helper that is up runs the command (same code, same output);
+    # None: it is not up or may not be used, and the command runs here.
+    from .warm_client import handoff
+
+    code = handoff(list(sys.argv[1:] if argv is None else argv))
+    if code is not None:
+        return code
     stdout = sys.stdout
     quiet = sys.stdout = QuietPipe(stdout)
     try:
@@ -216,8 +242,9 @@ def error_exit(e: SuperQodeError, override: int | None = None) -> int:
 def _reap_quietly() -> None:
     """Sandboxes idle past workspace.cleanup_after_hours and orphans go at start
     (at most hourly, one process at a time); a failure here stops nothing."""
+    from ..config import ConfigError, load_config
+
     try:
-        from ..config import load_config
         from ..engine.sessions import reap_if_due
 
         reap_if_due(load_config(None))

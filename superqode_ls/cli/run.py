@@ -27,7 +27,7 @@ from ..engine.reports import DEFAULT_NEVER_FAIL, did_not_work, fails
 from ..events import EventBus
 from ..models import QualityReport
 from ..runtime import Runtime
-from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file
+from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file, positive
 
 SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
 EXIT_INTERRUPTED = 130
@@ -40,14 +40,7 @@ async def _into(box: list, coro) -> None:
     box.append(await coro)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds (got {text})")
-    return value
+_positive = positive("seconds")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

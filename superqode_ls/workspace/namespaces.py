@@ -33,6 +33,7 @@ the desktop's addresses never reach the project's code, at any level.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -219,6 +220,10 @@ def hidden_paths(config: Config, env: Mapping[str, str]) -> list[str]:
     # SuperQode's own secrets: the language server's TCP tokens (a session
     # that read one could connect to the editor's server).
     own = str(superqode_home() / "run")
+    # Made when missing: only what exists is masked, and the warm helper's
+    # socket (cli/warm_server.py) may appear there after this session began.
+    with contextlib.suppress(OSError):
+        os.makedirs(own, mode=0o700, exist_ok=True)
     if own not in out:
         out.append(own)
     run = env.get("XDG_RUNTIME_DIR")
