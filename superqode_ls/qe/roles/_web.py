@@ -7,6 +7,8 @@
   through a local variable of the same function: high, whatever bandit's
   confidence in its own B608;
 - ``template-injection`` and ``xxe``: see ``_web_sinks``;
+- ``path-traversal``, ``open-redirect``, ``reflected-xss``,
+  ``xpath-injection``: see ``_web_flows``;
 - ``template-autoescape-off``: ``autoescape=False`` given to a template
   engine (jinja2 ``Environment``, ``aiohttp_jinja2.setup``...), or
   ``env.autoescape = False``: stored XSS;
@@ -30,6 +32,9 @@ import re
 from collections.abc import Iterator
 
 from ...models import Severity
+from ._web_flows import CWE as _FLOW_CWE
+from ._web_flows import NEEDS as _NEEDS_FLOWS
+from ._web_flows import request_flows
 from ._web_sinks import CWE as _SINK_CWE
 from ._web_sinks import (
     Hit,
@@ -50,7 +55,7 @@ from ._web_sinks import (
 )
 
 # the weakness each rule reports (security_tester's tags for them)
-CWE = dict(_SINK_CWE)
+CWE = _SINK_CWE | _FLOW_CWE
 
 _SQL = re.compile(r"(?is)\b(select\s.+\bfrom|insert\s+into|update\s.+\bset\b|delete\s+from"
                   r"|create\s+table|drop\s+table|alter\s+table|where\s)\b")
@@ -92,6 +97,8 @@ def _needs(text: str) -> set[str]:
         out.add("calls")
     if _NEEDS_SINKS.search(text):
         out.add("sinks")
+    if _NEEDS_FLOWS.search(text):
+        out.add("flows")
     return out
 
 
@@ -271,12 +278,15 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
 def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Iterator[Hit]:
     """The hits in one file's tree; ``text`` (its source) lets checks that
     cannot match it be skipped."""
-    needs = _needs(text) if text is not None and text.isascii() else {"sql", "calls", "sinks"}
-    scopes = scoped(tree) if needs & {"sql", "sinks"} else []
+    needs = (_needs(text) if text is not None and text.isascii()
+             else {"sql", "calls", "sinks", "flows"})
+    scopes = scoped(tree) if needs & {"sql", "sinks", "flows"} else []
     if "sql" in needs:
         yield from _sql_injection(scopes)
     if "calls" in needs:
         yield from _calls(tree, rel)
     if "sinks" in needs:
-        yield from template_injection(scopes)
-        yield from xxe(scopes)
+        yield from template_injection(scopes, rel)
+        yield from xxe(scopes, rel)
+    if "flows" in needs:
+        yield from request_flows(scopes, rel)
