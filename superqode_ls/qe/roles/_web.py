@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterator
 
 from ...models import Severity
+from ._secrets import MESSAGE
 from ._web_flows import CWE as _FLOW_CWE
 from ._web_flows import NEEDS as _NEEDS_FLOWS
 from ._web_flows import request_flows
@@ -228,7 +229,8 @@ def _session_cookie(node: ast.Call) -> bool:
 
 def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
     text = _const_str(value)
-    if text is None or _PLACEHOLDER.match(text) or text.lower() == key.lower():
+    if text is None or _PLACEHOLDER.match(text) or text.lower() == key.lower() \
+            or MESSAGE.match(text):
         return
     yield (value, "hardcoded-db-password", "Hard-coded password in configuration",
            (f"The {key!r} setting is a literal in the code; anyone with the source has it. "

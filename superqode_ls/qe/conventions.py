@@ -1,0 +1,121 @@
+"""Findings a framework's convention or the test environment explains
+(noise, kept and counted; ``qe/noise.py`` applies them after
+``qe/context.py``):
+
+- graphene's resolvers: ``@staticmethod def resolve_name(self, info)`` is
+  how graphene passes the parent object; ruff's PLW0211 ("first argument of
+  a static method named self") is its convention, not a slip. A static
+  method with ``self`` that is no resolver stays;
+- a bare ``except:`` (E722) whose handler answers the error (returns an
+  error response, logs, raises): a style opinion. One that swallows
+  everything with ``pass``/``continue`` inside a loop stays: the loop can
+  no longer be stopped with Ctrl-C (``KeyboardInterrupt`` is caught too);
+- a test module that cannot be imported because a third-party package is
+  missing (``ModuleNotFoundError: fastapi``): the test environment lacks
+  it, a setup problem and not a finding about the code. An import of the
+  project's own module that fails stays.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+
+from ..models import Finding, Severity
+from ..workspace.pyast import parse as parse_python
+from .context import mark_noise
+
+Lines = Callable[[str], "list[str] | None"]
+
+# "tests/test_main.py:4: in <module>\n    from fastapi.testclient import ..."
+_IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+class _Trees:
+    """Each file's syntax tree, parsed once (None where it does not parse)."""
+
+    def __init__(self, lines: Lines):
+        self.lines = lines
+        self._trees: dict[str, ast.AST | None] = {}
+
+    def get(self, rel: str) -> ast.AST | None:
+        if rel not in self._trees:
+            text = self.lines(rel)
+            try:
+                self._trees[rel] = parse_python("\n".join(text)) if text is not None else None
+            except (SyntaxError, ValueError):
+                self._trees[rel] = None
+        return self._trees[rel]
+
+
+def _function_at(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.lineno == line:
+            return node
+    return None
+
+
+def _graphene_resolver(tree: ast.AST, line: int) -> bool:
+    func = _function_at(tree, line)
+    if func is None:
+        return False
+    names = [a.arg for a in func.args.args]
+    return func.name.startswith("resolve_") or names[1:2] == ["info"]
+
+
+def _swallowed_in_loop(tree: ast.AST, line: int) -> bool:
+    """A bare except at ``line`` whose body only passes or continues, in a loop."""
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For | ast.While | ast.AsyncFor)]
+    for loop in loops:
+        for node in ast.walk(loop):
+            if isinstance(node, ast.ExceptHandler) and node.lineno == line and node.type is None:
+                return all(isinstance(s, ast.Pass | ast.Continue) for s in node.body)
+    return False
+
+
+def _missing_package(f: Finding, lines: Lines) -> str | None:
+    """The third-party package a test module's import error names, where the
+    project has no module of that name."""
+    text = "\n".join([f.message, *(e.message or "" for e in f.evidence)])
+    if "ImportError while importing test module" not in text and "No module named" not in text:
+        return None
+    m = _NO_MODULE.search(text)
+    name = m.group(1) if m else None
+    if name is None:
+        found = _IMPORT_LINE.findall(text.rsplit("<module>", 1)[-1])
+        name = next((a or b for a, b in found), None)
+    if not name or name.startswith("."):
+        return None
+    top = name.split(".")[0]
+    for where in (f"{top}.py", f"{top}/__init__.py", f"src/{top}/__init__.py", f"src/{top}.py",
+                  f"{top}/__main__.py"):
+        if lines(where) is not None:
+            return None  # the project's own module: its import failing is about the code
+    return top
+
+
+def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[Finding]:
+    out = []
+    trees = _Trees(lines) if lines is not None else None
+    for f in findings:
+        rule = f.rule_id.upper()
+        if f.noise is not None or trees is None or lines is None:
+            out.append(f)
+            continue
+        if rule == "PLW0211" and f.file and f.range and f.file.endswith(".py"):
+            tree = trees.get(f.file)
+            if tree is not None and _graphene_resolver(tree, f.range.start_line):
+                f = mark_noise(f, "a graphene resolver: a static method whose first argument "
+                                  "is the parent object, by the framework's convention",
+                               Severity.info)
+        elif rule == "E722" and f.file and f.range and f.file.endswith(".py"):
+            tree = trees.get(f.file)
+            if tree is not None and not _swallowed_in_loop(tree, f.range.start_line):
+                f = mark_noise(f, "a style opinion: the bare except answers the error")
+        elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
+            f = mark_noise(f, f"the test environment lacks the package {package!r}: a setup "
+                              "problem, not a finding about the code", Severity.info)
+        out.append(f)
+    return out
