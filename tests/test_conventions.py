@@ -153,3 +153,37 @@ def test_security_role_response_message_is_noise(make_repo):
     assert all(f.noise for f in got if f.range and f.range.start_line == 3)
     assert any(f.noise is None and f.severity.at_least(Severity.high)
                for f in got if f.range and f.range.start_line == 4)
+
+
+ARGPARSE = """import argparse
+import os
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--port', type=int, default=os.getenv('PORT', 65413))
+parser.add_argument('--ssl', action='store_true', default=os.getenv('SSL', 0))
+"""
+
+
+@needs_ruff
+def test_argparse_converted_default_is_noise_a_store_true_one_stays(make_repo):
+    repo = make_repo({"cli.py": ARGPARSE,
+                      "pyproject.toml": "[tool.ruff.lint]\nselect = ['PLW1508']\n"})
+    got = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    converted = _at(got, "cli.py", 5, "PLW1508")
+    kept = _at(got, "cli.py", 6, "PLW1508")
+    assert converted and converted[0].noise and "argparse" in converted[0].noise
+    assert kept and kept[0].noise is None
+
+
+@needs_ruff
+def test_startapp_stub_import_is_noise_another_unused_import_stays(make_repo):
+    repo = make_repo({
+        "shop/__init__.py": "",
+        "shop/models.py": "from django.db import models\nimport os\n\n# Create your models here.\n",
+        "shop/util.py": "from django.db import models\n",
+        "pyproject.toml": "[tool.ruff.lint]\nselect = ['F401']\n",
+    })
+    got = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    assert _at(got, "shop/models.py", 1, "F401")[0].noise
+    assert _at(got, "shop/models.py", 2, "F401")[0].noise is None
+    assert _at(got, "shop/util.py", 1, "F401")[0].noise is None

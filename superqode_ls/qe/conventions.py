@@ -10,6 +10,15 @@
   error response, logs, raises): a style opinion. One that swallows
   everything with ``pass``/``continue`` inside a loop stays: the loop can
   no longer be stopped with Ctrl-C (``KeyboardInterrupt`` is caught too);
+- an environment default of another type (PLW1508) given to argparse's
+  ``add_argument(..., type=int, default=os.getenv("PORT", 8000))``: argparse
+  converts a string default with ``type`` and keeps an int one, so both
+  work. Without ``type`` (``action="store_true", default=getenv("SSL", 0)``:
+  the string ``"0"`` is true) it stays;
+- the unused import Django's ``startapp`` writes into a new app's
+  ``admin.py``/``models.py``/``tests.py``/``views.py`` next to its
+  ``# Create your models here.`` comment: generated, not written. Another
+  unused import in that file stays;
 - a test module that cannot be imported because a third-party package is
   missing (``ModuleNotFoundError: fastapi``): the test environment lacks
   it, a setup problem and not a finding about the code. An import of the
@@ -75,6 +84,37 @@ def _swallowed_in_loop(tree: ast.AST, line: int) -> bool:
     return False
 
 
+# The stubs ``django-admin startapp`` writes: the import and its comment.
+_STARTAPP = {
+    "django.contrib.admin": "# Register your models here.",
+    "django.db.models": "# Create your models here.",
+    "django.test.TestCase": "# Create your tests here.",
+    "django.shortcuts.render": "# Create your views here.",
+}
+_UNUSED_NAME = re.compile(r"`([\w.]+)` imported but unused")
+
+
+def _startapp_stub(f: Finding, lines: Lines) -> bool:
+    m = _UNUSED_NAME.search(f.message or f.title or "")
+    comment = _STARTAPP.get(m.group(1)) if m else None
+    text = lines(f.file or "") if comment else None
+    return text is not None and any(line.strip() == comment for line in text)
+
+
+def _argparse_default(tree: ast.AST, line: int, col: int) -> bool:
+    """The flagged getenv() is the default of an add_argument() with a type."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "add_argument" \
+                and any(kw.arg == "type" for kw in node.keywords):
+            default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
+            if default is not None and any(
+                    getattr(n, "lineno", 0) == line and getattr(n, "col_offset", -9) <= col
+                    <= getattr(n, "end_col_offset", -9) for n in ast.walk(default)):
+                return True
+    return False
+
+
 def _missing_package(f: Finding, lines: Lines) -> str | None:
     """The third-party package a test module's import error names, where the
     project has no module of that name."""
@@ -114,6 +154,15 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
             tree = trees.get(f.file)
             if tree is not None and not _swallowed_in_loop(tree, f.range.start_line):
                 f = mark_noise(f, "a style opinion: the bare except answers the error")
+        elif rule == "PLW1508" and f.file and f.range and f.file.endswith(".py"):
+            tree = trees.get(f.file)
+            if tree is not None and _argparse_default(tree, f.range.start_line,
+                                                      f.range.start_col - 1):
+                f = mark_noise(f, "argparse converts the default (add_argument(type=...)): "
+                                  "a default that is no str works", Severity.info)
+        elif rule == "F401" and f.file and f.file.endswith(".py") and _startapp_stub(f, lines):
+            f = mark_noise(f, "the import Django's startapp writes into a new app (generated)",
+                           Severity.info)
         elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
             f = mark_noise(f, f"the test environment lacks the package {package!r}: a setup "
                               "problem, not a finding about the code", Severity.info)
