@@ -187,3 +187,59 @@ def test_startapp_stub_import_is_noise_another_unused_import_stays(make_repo):
     assert _at(got, "shop/models.py", 1, "F401")[0].noise
     assert _at(got, "shop/models.py", 2, "F401")[0].noise is None
     assert _at(got, "shop/util.py", 1, "F401")[0].noise is None
+
+
+def test_a_cut_traceback_still_names_the_missing_package_by_the_flagged_import(make_repo):
+    """pytest's report of a conftest that fails to import may end inside
+    importlib, before the ModuleNotFoundError: the flagged line names it."""
+    repo = make_repo({"app/__init__.py": "", "app/db.py": "x = 1\n",
+                      "app/tests/conftest.py": "import os\n\nfrom fastapi.testclient import C\n"
+                                               "from app.db import x\n"})
+    msg = ("/usr/lib/python3.11/importlib/__init__.py:126: in import_module\n"
+           "<frozen importlib._bootstrap>:1147: in _find_and_load_unlocked")
+    cut = _finding("collection-error", "app/tests/conftest.py", 3, role="unit_tester",
+                   tool="pytest", category="tests", severity=Severity.high, message=msg)
+    own = cut.model_copy(update={"id": "own", "range": Range(start_line=4, start_col=1)})
+    got = {f.id: f for f in _filtered(repo, [cut, own])}
+    assert got[cut.id].noise and "fastapi" in got[cut.id].noise
+    assert got["own"].noise is None
+
+
+FASTAPI = """from datetime import datetime
+
+from fastapi import Depends, Query
+from sqlalchemy.orm import Session
+
+
+def get_db():
+    return None
+
+
+def items(
+    db: Session = Depends(get_db),
+    q: list = Query(None),
+    when: datetime = datetime.now(),
+):
+    return [db, q, when]
+"""
+
+
+@needs_ruff
+def test_fastapi_parameter_defaults_are_noise_another_call_stays(make_repo):
+    repo = make_repo({"api.py": FASTAPI,
+                      "pyproject.toml": "[tool.ruff.lint]\nselect = ['B008']\n"})
+    got = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    b008 = sorted((f.range.start_line, f.noise) for f in got if f.rule_id == "B008")
+    assert len(b008) == 3
+    assert b008[0][1] and b008[1][1] and b008[2][1] is None
+
+
+def test_a_bound_query_parameter_is_no_connection_password():
+    import ast
+    source = ("def login(db, u, p):\n"
+              "    return db.execute('SELECT * FROM users WHERE username=:username "
+              "AND password=:password', {'username': u, 'password': p})\n"
+              "DSN = 'host=db user=app password=hunter2-prod'\n")
+    hits = [(r, n.lineno) for n, r, *_ in web_patterns(ast.parse(source), "app.py", source)]
+    assert ("hardcoded-db-password", 2) not in hits
+    assert ("hardcoded-db-password", 3) in hits

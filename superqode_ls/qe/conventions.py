@@ -19,6 +19,10 @@
   ``admin.py``/``models.py``/``tests.py``/``views.py`` next to its
   ``# Create your models here.`` comment: generated, not written. Another
   unused import in that file stays;
+- a FastAPI dependency or parameter declared as a default (B008 on
+  ``db: Session = Depends(get_db)``, ``Query(...)``, ``Body(...)``): how
+  FastAPI reads its parameters, not a shared mutable default. Another call
+  in a default (``datetime.now()``) stays;
 - a test module that cannot be imported because a third-party package is
   missing (``ModuleNotFoundError: fastapi``): the test environment lacks
   it, a setup problem and not a finding about the code. An import of the
@@ -40,6 +44,10 @@ Lines = Callable[[str], "list[str] | None"]
 # "tests/test_main.py:4: in <module>\n    from fastapi.testclient import ..."
 _IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+# what pytest's report of a failed import says (its traceback may be cut
+# before the ModuleNotFoundError line)
+_IMPORTING = ("ImportError while importing test module", "ImportError while loading conftest",
+              "No module named", "in import_module", "_find_and_load")
 
 
 class _Trees:
@@ -115,17 +123,35 @@ def _argparse_default(tree: ast.AST, line: int, col: int) -> bool:
     return False
 
 
+# FastAPI's parameter declarations (fastapi.params), made once by design
+_FASTAPI_PARAMS = {"Depends", "Security", "Query", "Path", "Body", "Header", "Cookie", "Form",
+                   "File"}
+_B008_CALL = re.compile(r"function call `([\w.]+)`")
+
+
+def _fastapi_default(f: Finding) -> bool:
+    m = _B008_CALL.search(f.message or f.title or "")
+    return bool(m) and m.group(1).rsplit(".", 1)[-1] in _FASTAPI_PARAMS
+
+
 def _missing_package(f: Finding, lines: Lines) -> str | None:
     """The third-party package a test module's import error names, where the
     project has no module of that name."""
     text = "\n".join([f.message, *(e.message or "" for e in f.evidence)])
-    if "ImportError while importing test module" not in text and "No module named" not in text:
+    if not any(w in text for w in _IMPORTING):
         return None
     m = _NO_MODULE.search(text)
     name = m.group(1) if m else None
     if name is None:
-        found = _IMPORT_LINE.findall(text.rsplit("<module>", 1)[-1])
-        name = next((a or b for a, b in found), None)
+        # the import statement pytest stopped at: the flagged line, or the
+        # last one the traceback quotes
+        file_lines = lines(f.file) if f.file else None
+        at = f.range.start_line if f.range else 0
+        flagged = file_lines[at - 1] if file_lines and 0 < at <= len(file_lines) else ""
+        snippets = [flagged, *(e.snippet or "" for e in f.evidence),
+                    text.rsplit("<module>", 1)[-1]]
+        found = [a or b for chunk in snippets for a, b in _IMPORT_LINE.findall(chunk)]
+        name = found[0] if found else None
     if not name or name.startswith("."):
         return None
     top = name.split(".")[0]
@@ -163,6 +189,9 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
         elif rule == "F401" and f.file and f.file.endswith(".py") and _startapp_stub(f, lines):
             f = mark_noise(f, "the import Django's startapp writes into a new app (generated)",
                            Severity.info)
+        elif rule == "B008" and _fastapi_default(f):
+            f = mark_noise(f, "a FastAPI parameter declaration (Depends/Query/Body...), "
+                              "which FastAPI reads from the default by design", Severity.info)
         elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
             f = mark_noise(f, f"the test environment lacks the package {package!r}: a setup "
                               "problem, not a finding about the code", Severity.info)

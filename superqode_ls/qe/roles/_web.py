@@ -215,7 +215,9 @@ def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
                 and ("=" in node.value or "://" in node.value):
             m = _DSN_PASSWORD.search(node.value)
             secret = m and (m.group(1) or m.group(2))
-            if secret and not _PLACEHOLDER.match(secret) and not secret.startswith(("$", "%", "{")):
+            # ":password", "?", "@pw": a bound parameter of a query, not a value
+            if secret and not _PLACEHOLDER.match(secret) \
+                    and not secret.startswith(("$", "%", "{", ":", "?", "@")):
                 yield (node, "hardcoded-db-password", "Password in a connection string",
                        ("A database/service password is written into a connection string in "
                         "the code; load it from the environment or a secret store."),
