@@ -33,11 +33,11 @@ def _at(findings, file, line, rule):
 
 
 def _finding(rule, file, line, **kw):
-    base = dict(id=f"{rule}-{file}-{line}", role="lint_tester", tool="ruff", rule_id=rule,
-                title=rule, message=rule, severity=Severity.medium, confidence=0.9,
-                category="lint", file=file, range=Range(start_line=line, start_col=1))
-    base.update(kw)
-    return Finding(**base)
+    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": "ruff",
+            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.medium,
+            "confidence": 0.9, "category": "lint", "file": file,
+            "range": Range(start_line=line, start_col=1)}
+    return Finding(**(base | kw))
 
 
 GRAPHENE = """import graphene
@@ -215,9 +215,15 @@ def get_db():
     return None
 
 
+class RoleChecker:
+    def __init__(self, roles):
+        self.roles = roles
+
+
 def items(
     db: Session = Depends(get_db),
     q: list = Query(None),
+    auth=Depends(RoleChecker(["chef"])),
     when: datetime = datetime.now(),
 ):
     return [db, q, when]
@@ -230,8 +236,8 @@ def test_fastapi_parameter_defaults_are_noise_another_call_stays(make_repo):
                       "pyproject.toml": "[tool.ruff.lint]\nselect = ['B008']\n"})
     got = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
     b008 = sorted((f.range.start_line, f.noise) for f in got if f.rule_id == "B008")
-    assert len(b008) == 3
-    assert b008[0][1] and b008[1][1] and b008[2][1] is None
+    assert len(b008) == 4
+    assert b008[0][1] and b008[1][1] and b008[2][1] and b008[3][1] is None
 
 
 def test_a_bound_query_parameter_is_no_connection_password():

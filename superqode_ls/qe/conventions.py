@@ -129,9 +129,19 @@ _FASTAPI_PARAMS = {"Depends", "Security", "Query", "Path", "Body", "Header", "Co
 _B008_CALL = re.compile(r"function call `([\w.]+)`")
 
 
-def _fastapi_default(f: Finding) -> bool:
+def _fastapi_default(f: Finding, lines: Lines) -> bool:
+    """B008 on a FastAPI parameter declaration, or on the call that makes
+    the dependency inside one (``Depends(RoleChecker([...]))``)."""
     m = _B008_CALL.search(f.message or f.title or "")
-    return bool(m) and m.group(1).rsplit(".", 1)[-1] in _FASTAPI_PARAMS
+    if not m:
+        return False
+    if m.group(1).rsplit(".", 1)[-1] in _FASTAPI_PARAMS:
+        return True
+    text = lines(f.file) if f.file and f.range else None
+    at = f.range.start_line if f.range else 0
+    line = text[at - 1] if text and 0 < at <= len(text) else ""
+    before = line[: max(0, (f.range.start_col if f.range else 1) - 1)].rstrip()
+    return before.endswith(tuple(f"{p}(" for p in _FASTAPI_PARAMS))
 
 
 def _missing_package(f: Finding, lines: Lines) -> str | None:
@@ -189,7 +199,7 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
         elif rule == "F401" and f.file and f.file.endswith(".py") and _startapp_stub(f, lines):
             f = mark_noise(f, "the import Django's startapp writes into a new app (generated)",
                            Severity.info)
-        elif rule == "B008" and _fastapi_default(f):
+        elif rule == "B008" and _fastapi_default(f, lines):
             f = mark_noise(f, "a FastAPI parameter declaration (Depends/Query/Body...), "
                               "which FastAPI reads from the default by design", Severity.info)
         elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
