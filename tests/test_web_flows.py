@@ -33,54 +33,54 @@ FLASK = "from flask import Flask, request, redirect, send_file, make_response\na
 
 SHOWN = [
     # path traversal: a query argument, through os.path.join
-    (FLASK + "@app.route('/read')\ndef read():\n    name = request.args.get('f')\n"
-     "    return open(os.path.join('files', name)).read()\n",
+    ((FLASK + "@app.route('/read')\ndef read():\n    name = request.args.get('f')\n"
+     "    return open(os.path.join('files', name)).read()\n"),
      ("path-traversal", 6, Severity.high)),
     # ... a Flask route's own argument
     (FLASK + "@app.route('/dl/<path:name>')\ndef dl(name):\n    return send_file('static/' + name)\n",
      ("path-traversal", 5, Severity.high)),
     # ... an http.server handler's query, split and decoded into a dict
-    ("import os\nclass H:\n    def do_GET(self):\n"
+    (("import os\nclass H:\n    def do_GET(self):\n"
      "        path, query = self.path.split('?', 1) if '?' in self.path else (self.path, '')\n"
      "        code, params = 200, dict(q.split('=') for q in query.split('&'))\n"
-     "        return open(os.path.abspath(params['path']), 'rb').read()\n",
+     "        return open(os.path.abspath(params['path']), 'rb').read()\n"),
      ("path-traversal", 6, Severity.high)),
     # open redirect: the whole URL from the request, also through a name
     (FLASK + "@app.route('/go')\ndef go():\n    return redirect(request.args.get('next'))\n",
      ("open-redirect", 5, Severity.medium)),
-    ("from django.shortcuts import redirect\ndef out(request):\n"
-     "    url = request.GET.get('url')\n    return redirect(url)\n",
+    (("from django.shortcuts import redirect\ndef out(request):\n"
+     "    url = request.GET.get('url')\n    return redirect(url)\n"),
      ("open-redirect", 4, Severity.medium)),
     # reflected XSS: a route returning request text as HTML, make_response of it
     (FLASK + "@app.route('/hi')\ndef hi():\n    return f\"<p>Hello {request.args['name']}</p>\"\n",
      ("reflected-xss", 5, Severity.high)),
-    (FLASK + "@app.route('/e')\ndef e():\n    q = request.args.get('q')\n"
-     "    return make_response('<b>' + q + '</b>')\n",
+    ((FLASK + "@app.route('/e')\ndef e():\n    q = request.args.get('q')\n"
+     "    return make_response('<b>' + q + '</b>')\n"),
      ("reflected-xss", 6, Severity.high)),
     # ... a FastAPI parameter added to an HTMLResponse
-    ("from fastapi import FastAPI\nfrom fastapi.responses import HTMLResponse\napp = FastAPI()\n"
+    (("from fastapi import FastAPI\nfrom fastapi.responses import HTMLResponse\napp = FastAPI()\n"
      "@app.get('/x')\nasync def x(user_input: str):\n    page = '<h1>hi</h1>'\n"
-     "    page += '<p>' + user_input + '</p>'\n    return HTMLResponse(page)\n",
+     "    page += '<p>' + user_input + '</p>'\n    return HTMLResponse(page)\n"),
      ("reflected-xss", 8, Severity.high)),
     # ... a Django view's URL argument
-    ("from django.http import HttpResponse\ndef show(request, slug):\n"
-     "    return HttpResponse('<h1>%s</h1>' % slug)\n",
+    (("from django.http import HttpResponse\ndef show(request, slug):\n"
+     "    return HttpResponse('<h1>%s</h1>' % slug)\n"),
      ("reflected-xss", 3, Severity.high)),
     # ... through the file's helper that returns request data
-    ("from django.http import HttpResponse\ndef _input(request):\n"
+    (("from django.http import HttpResponse\ndef _input(request):\n"
      "    return request.GET.get('q', '')\n"
-     "def page(request):\n    return HttpResponse('<p>' + _input(request) + '</p>')\n",
+     "def page(request):\n    return HttpResponse('<p>' + _input(request) + '</p>')\n"),
      ("reflected-xss", 5, Severity.high)),
     # XPath injection
-    ("import lxml.etree\ndef find(request):\n    name = request.GET['name']\n"
-     "    return TREE.xpath(\".//user[name/text()='%s']\" % name)\n",
+    (("import lxml.etree\ndef find(request):\n    name = request.GET['name']\n"
+     "    return TREE.xpath(\".//user[name/text()='%s']\" % name)\n"),
      ("xpath-injection", 4, Severity.high)),
     # lxml's default parser on request data
     ("from lxml import etree\ndef upload(request):\n    return etree.fromstring(request.body)\n",
      ("xxe", 3, Severity.medium)),
     # SSTI through a FastAPI query parameter is now request data: high
-    ("import jinja2\nfrom fastapi import FastAPI\napp = FastAPI()\n@app.get('/hello')\n"
-     "def hello(name: str):\n    return jinja2.Template(f'Hi {name}').render()\n",
+    (("import jinja2\nfrom fastapi import FastAPI\napp = FastAPI()\n@app.get('/hello')\n"
+     "def hello(name: str):\n    return jinja2.Template(f'Hi {name}').render()\n"),
      ("template-injection", 6, Severity.high)),
 ]
 
