@@ -228,7 +228,8 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
                 yield from _xpath(node, name, first, values, raw)
             elif lxml and name in _LXML_PARSE and isinstance(node.func, ast.Attribute) \
                     and _name_of(node.func.value) == "etree" and len(node.args) == 1 \
-                    and _keyword(node, "parser") is None and raw.text(first, True):
+                    and _keyword(node, "parser") is None and first is not None \
+                    and raw.text(first, True):
                 yield (node, "xxe", "XML from the request parsed with lxml's default parser",
                        (f"etree.{name}() parses request data with lxml's default parser, "
                         "which before lxml 5.0 resolves entities: a DOCTYPE in it reads local "

@@ -325,9 +325,9 @@ def sql_helpers(scopes: Scopes) -> dict[str, int]:
             if (a.name == "text" and (node.module or "").startswith("sqlalchemy")) \
                     or (_SQL_HELPER.match(a.name) and a.name not in EXECUTE):
                 out[a.asname or a.name] = 0
-    for node, nodes in scopes:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    for func, nodes in scopes:
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = [a.arg for a in func.args.posonlyargs + func.args.args]
             if params and params[0] in ("self", "cls"):
                 params = params[1:]
             for n in nodes:
@@ -339,7 +339,7 @@ def sql_helpers(scopes: Scopes) -> dict[str, int]:
                 if isinstance(arg, ast.Call) and _func_name(arg) == "text" and arg.args:
                     arg = arg.args[0]
                 if isinstance(arg, ast.Name) and arg.id in params:
-                    out.setdefault(node.name, params.index(arg.id))
+                    out.setdefault(func.name, params.index(arg.id))
     return out
 
 

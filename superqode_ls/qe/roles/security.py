@@ -64,7 +64,7 @@ class SecurityTester(FileCheckRole):
         bandit = tool_path("bandit")
         # The pure-Python scans run in a thread while bandit runs as a process:
         # on two cores that hides most of the scan's time.
-        stop, missed = threading.Event(), []
+        stop, missed = threading.Event(), list[str]()
         scan = asyncio.ensure_future(asyncio.to_thread(
             scan_files, self.name, root, SourceCache(root), py_files, text_files, stop, missed))
         stop_at = _stop_at(ctx)
