@@ -45,6 +45,10 @@ SHOWN = [
      "        code, params = 200, dict(q.split('=') for q in query.split('&'))\n"
      "        return open(os.path.abspath(params['path']), 'rb').read()\n"),
      ("path-traversal", 6, Severity.high)),
+    # ... a sanitiser on another part of the path hides nothing
+    (("import os\ndef read(request):\n"
+     "    return open(os.path.join(os.path.basename(BASE), request.GET['f'])).read()\n"),
+     ("path-traversal", 3, Severity.high)),
     # open redirect: the whole URL from the request, also through a name
     (FLASK + "@app.route('/go')\ndef go():\n    return redirect(request.args.get('next'))\n",
      ("open-redirect", 5, Severity.medium)),
@@ -146,7 +150,11 @@ def test_django_arguments_count_in_views_modules_only():
 
 
 def test_security_role_reports_them_with_their_weakness(make_repo):
-    repo = make_repo({"views.py": SHOWN[0][0], "go.py": SHOWN[3][0]})
+    def case(text: str) -> str:
+        return next(source for source, _ in SHOWN if text in source)
+
+    repo = make_repo({"views.py": case("request.args.get('f')"),
+                      "go.py": case("request.args.get('next')")})
     out = run_role(SecurityTester(), make_ctx(repo))
     got = {(f.file, f.range.start_line, f.rule_id.split("+")[0]): f for f in out.findings
            if f.tool == "superqode-patterns"}

@@ -54,7 +54,6 @@ CWE = {"path-traversal": ("CWE-22",), "open-redirect": ("CWE-601",),
        "reflected-xss": ("CWE-79",), "xpath-injection": ("CWE-643",)}
 
 _FILE_SINKS = {"open", "send_file", "FileResponse"}
-_SAFE_PATH = {"secure_filename", "basename", "safe_join"}
 _REDIRECTS = {"redirect", "RedirectResponse", "HttpResponseRedirect",
               "HttpResponsePermanentRedirect"}
 _SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
@@ -216,7 +215,7 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
             if name in _FILE_SINKS and first is not None and not (
                     name == "open" and isinstance(node.func, ast.Attribute)
                     and _name_of(node.func.value) not in ("io", "codecs", "os")):
-                yield from _path(node, first, values, raw)
+                yield from _path(node, first, raw)
             elif name in _REDIRECTS and not checked:
                 url = first if first is not None else _keyword(node, "url")
                 if url is not None:
@@ -268,12 +267,11 @@ def _resolved(node: ast.AST, values: dict[str, ast.AST]) -> ast.AST:
     return values.get(node.id, node) if isinstance(node, ast.Name) else node
 
 
-def _path(call: ast.Call, path: ast.AST, values: dict[str, ast.AST], raw: _Raw
-          ) -> Iterator[Hit]:
-    value = _resolved(path, values)
+def _path(call: ast.Call, path: ast.AST, raw: _Raw) -> Iterator[Hit]:
+    # secure_filename(), basename() and safe_join() are no carrying calls:
+    # the sender's text that went through one is no longer raw, and one
+    # applied to another part of the path hides nothing
     if not raw.text(path, True):
-        return
-    if _calls_named(path, _SAFE_PATH) or _calls_named(value, _SAFE_PATH):
         return
     name = _func_name(call)
     yield (call, "path-traversal", "File path taken from the request",
