@@ -40,15 +40,16 @@ SHOWN = [
     (FLASK + "@app.route('/dl/<path:name>')\ndef dl(name):\n    return send_file('static/' + name)\n",
      ("path-traversal", 5, Severity.high)),
     # ... an http.server handler's query, split and decoded into a dict
-    (("import os\nclass H:\n    def do_GET(self):\n"
-     "        path, query = self.path.split('?', 1) if '?' in self.path else (self.path, '')\n"
-     "        code, params = 200, dict(q.split('=') for q in query.split('&'))\n"
-     "        return open(os.path.abspath(params['path']), 'rb').read()\n"),
-     ("path-traversal", 6, Severity.high)),
+    (("import os\nfrom http.server import BaseHTTPRequestHandler\n"
+      "class H(BaseHTTPRequestHandler):\n    def do_GET(self):\n"
+      "        path, query = self.path.split('?', 1) if '?' in self.path else (self.path, '')\n"
+      "        code, params = 200, dict(q.split('=') for q in query.split('&'))\n"
+      "        return open(os.path.abspath(params['path']), 'rb').read()\n"),
+     ("path-traversal", 7, Severity.high)),
     # ... a sanitiser on another part of the path hides nothing
-    (("import os\ndef read(request):\n"
-     "    return open(os.path.join(os.path.basename(BASE), request.GET['f'])).read()\n"),
-     ("path-traversal", 3, Severity.high)),
+    (("import os\nfrom django.http import FileResponse\ndef read(request):\n"
+      "    return FileResponse(os.path.join(os.path.basename(BASE), request.GET['f']))\n"),
+     ("path-traversal", 4, Severity.high)),
     # open redirect: the whole URL from the request, also through a name
     (FLASK + "@app.route('/go')\ndef go():\n    return redirect(request.args.get('next'))\n",
      ("open-redirect", 5, Severity.medium)),
@@ -138,6 +139,15 @@ def test_flow_is_shown_at_its_line(source, expected):
 @pytest.mark.parametrize("source", QUIET)
 def test_safe_neighbour_stays_quiet(source):
     assert _hits(source, "views.py") == []
+
+
+def test_library_code_that_mentions_a_request_is_not_walked():
+    """Only a route, or a web framework's module (http.server, lxml) with
+    request data and a sink, is walked: a library's own code is not."""
+    source = "import os\ndef read(request):\n    return open(request.args['f']).read()\n"
+    assert _hits(source, "views.py") == []
+    assert _hits("from flask import request\n" + source, "views.py") == [
+        ("path-traversal", 4, Severity.high)]
 
 
 def test_django_arguments_count_in_views_modules_only():

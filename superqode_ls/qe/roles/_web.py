@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from ...models import Severity
 from ._secrets import MESSAGE
 from ._web_flows import CWE as _FLOW_CWE
-from ._web_flows import NEEDS as _NEEDS_FLOWS
+from ._web_flows import needs as _needs_flows
 from ._web_flows import request_flows
 from ._web_sinks import CWE as _SINK_CWE
 from ._web_sinks import (
@@ -98,7 +98,7 @@ def _needs(text: str) -> set[str]:
         out.add("calls")
     if _NEEDS_SINKS.search(text):
         out.add("sinks")
-    if _NEEDS_FLOWS.search(text):
+    if _needs_flows(text):
         out.add("flows")
     return out
 

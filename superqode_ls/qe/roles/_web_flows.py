@@ -43,7 +43,6 @@ from ._web_sinks import (
     _in_order,
     _keyword,
     _name_of,
-    bindings,
     built,
     from_request,
     request_params,
@@ -62,6 +61,7 @@ _RESPONSES = {"make_response", "HttpResponse", "HTMLResponse", "Response"}
 _XPATH = {"xpath", "XPath", "ETXPath"}
 _XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
 _LXML_PARSE = {"fromstring", "parse", "XML"}
+_SINK_NAMES = (_FILE_SINKS | _REDIRECTS | _RESPONSES | _XPATH | _XPATH_FIND | _LXML_PARSE)
 # str methods that keep what the text says
 _SAME_TEXT = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "replace", "decode",
               "encode", "format", "join"}
@@ -75,8 +75,29 @@ _CARRY = {"dict", "parse_qs", "parse_qsl", "unquote", "unquote_plus", "str", "by
           "normpath", "realpath", "expanduser", "Path", "PurePath", "urljoin", "BytesIO",
           "StringIO", "split", "rsplit", "partition", "splitlines", "get", "findall"}
 
-# what a file needs for these checks to find anything: request data
-NEEDS = re.compile(r"request|self\.path|@\w+\.(route|get|post|put|delete|patch)\(")
+# What a file needs for these checks to find anything (most files have
+# none and are not walked): a route, or request data and one of the sinks.
+_ROUTE_TEXT = re.compile(r"@\w+\.(route|get|post|put|delete|patch|api_route)\(")
+_REQUEST_TEXT = re.compile(
+    r"request\.(args|form|values|GET|POST|FILES|files|json|data|cookies|COOKIES|headers|body"
+    r"|query|query_params|path|url|get_json|get_data|params|match_info|stream|rfile|content)"
+    r"|self\.(path|rfile)\b|def \w+\(\s*(self,\s*)?request\b")
+_SINK_TEXT = re.compile(r"\b(open|send_file|FileResponse|redirect|RedirectResponse|HttpResponse\w*"
+                        r"|make_response|HTMLResponse|Response|xpath|XPath|find\w*|fromstring"
+                        r"|XML)\s*\(")
+
+
+# a web framework's (or http.server's, lxml's) module: library code that
+# only mentions a request is not walked
+_FRAMEWORK_TEXT = re.compile(
+    r"(?m)^[ \t]*(?:from|import)[ \t]+[^\n]*\b(?:flask|django|fastapi|bottle|starlette|aiohttp"
+    r"|pyramid|tornado|falcon|sanic|quart|werkzeug|http\.server|lxml)\b|BaseHTTPRequestHandler")
+
+
+def needs(text: str) -> bool:
+    return bool(_ROUTE_TEXT.search(text)
+                or (_REQUEST_TEXT.search(text) and _SINK_TEXT.search(text)
+                    and _FRAMEWORK_TEXT.search(text)))
 
 
 def _calls_named(node: ast.AST, names: set[str]) -> bool:
@@ -175,34 +196,31 @@ def _html_type(call: ast.Call) -> bool:
     return not (len(call.args) > 2 and _const_str(call.args[2]) not in (None, "text/html"))
 
 
-def _fastapi(scopes: Scopes) -> bool:
-    return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "fastapi"
-               or isinstance(n, ast.Import) and any(a.name.split(".")[0] == "fastapi"
+def _imported(scopes: Scopes, package: str) -> bool:
+    """The module imports ``package`` (at its top level, where imports are)."""
+    return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == package
+               or isinstance(n, ast.Import) and any(a.name.split(".")[0] == package
                                                     for a in n.names)
-               for _scope, nodes in scopes[:1] for n in nodes)
-
-
-def _lxml(scopes: Scopes) -> bool:
-    return any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("lxml")
-               or isinstance(n, ast.Import) and any(a.name.startswith("lxml") for a in n.names)
-               for _scope, nodes in scopes for n in nodes)
+               for n in scopes[0][1] if isinstance(n, ast.Import | ast.ImportFrom))
 
 
 def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
-    fastapi = _fastapi(scopes)
-    lxml = _lxml(scopes)
-    readers = _readers(scopes)
+    file_facts: tuple[bool, bool, frozenset[str]] | None = None
     for scope, unordered in scopes:
-        seed = request_params(scope, rel)
-        nodes = _in_order(unordered)
-        if not seed and not any(from_request(n, set()) for n in nodes
-                                if isinstance(n, ast.Call | ast.Return | ast.Assign)):
-            continue
-        values, _tainted = bindings(nodes, seed)
-        raw = _Raw(seed, readers)
-        checked = _calls_named(scope, _URL_CHECKS) if scope is not scopes[0][0] else False
         # a Flask or Bottle route's string is the page (a Django view's is no response)
         routed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and route(scope)
+        # most scopes call none of the sinks: skip them before any ordering
+        if not routed and not any(isinstance(n, ast.Call) and _func_name(n) in _SINK_NAMES
+                                  for n in unordered):
+            continue
+        if file_facts is None:
+            file_facts = (_imported(scopes, "fastapi"), _imported(scopes, "lxml"),
+                          _readers(scopes))
+        fastapi, lxml, readers = file_facts
+        nodes = _in_order(unordered)
+        values = _values(nodes)
+        raw = _Raw(request_params(scope, rel), readers)
+        checked = _calls_named(scope, _URL_CHECKS) if scope is not scopes[0][0] else False
         for node in nodes:
             raw.assign(node)
             if isinstance(node, ast.Return) and node.value is not None and routed \
@@ -234,6 +252,12 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
                         "which before lxml 5.0 resolves entities: a DOCTYPE in it reads local "
                         "files (XXE). Pass XMLParser(resolve_entities=False, no_network=True) "
                         "or use defusedxml."), Severity.medium)
+
+
+def _values(nodes: list[ast.AST]) -> dict[str, ast.AST]:
+    """Each name's last value in the scope (``url = request.GET["next"]``)."""
+    return {t.id: n.value for n in nodes if isinstance(n, ast.Assign)
+            for t in n.targets if isinstance(t, ast.Name)}
 
 
 def _readers(scopes: Scopes) -> frozenset[str]:
