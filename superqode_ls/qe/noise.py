@@ -11,9 +11,10 @@ in this order:
    ``# nosec`` / ``# nosec CODE ...`` (security findings), ``# superqode: ignore`` /
    ``# superqode: ignore[CODE,...]``; the secret scanners' ``# pragma: allowlist
    secret`` / ``# gitleaks:allow`` (password rules and the secrets scan only);
-2. context (``qe/context.py``): what the code around a finding proves
-   (autoescape on next to a jinja2 Environment, an undefined name only in an
-   annotation) marks it as noise;
+2. context (``qe/context.py``, ``qe/conventions.py``): what the code around
+   a finding proves (autoescape on next to a jinja2 Environment, an
+   undefined name only in an annotation, a graphene resolver, a package the
+   test environment lacks) marks it as noise;
 3. the confidence threshold (``qe.confidence_threshold``, default 0.7): a
    finding below it is noise, unless it is an injection sink, unsafe
    deserialisation or a secret (``context.SINK_RULES``), which stays;
@@ -22,7 +23,8 @@ in this order:
    by one tool is kept once: the strongest report is kept with the HIGHEST
    severity of the group and the other rule ids in ``related_rules``;
 5. path classes (``qe.path_classes``): a static tool's finding (security,
-   secrets, lint, syntax, types) in tests, fixtures, docs or examples is shown
+   secrets, lint, syntax, types) in tests (a behave harness under
+   ``features/`` too), fixtures, docs or examples is shown
    one level lower, the reason in ``severity_reason``, and is noise (except a
    provider's token: a real key leaks wherever it is committed; a private key
    there is key material made for the tests or the example, noise);
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
 from .context import apply_context, is_sink, mark_noise
+from .conventions import apply_conventions
 
 LineReader = Callable[[str, int], "str | None"]
 
@@ -276,6 +279,8 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
     for f in findings:
         static = f.category in PATH_CLASS_CATEGORIES
         hit = path_class(f.file, classes) if classes and static else None
+        if hit is None and static and "tests" in classes and _behave(f.file):
+            hit = ("tests", "features/steps/")
         if hit is None:
             out.append(f)
             continue
@@ -294,6 +299,14 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
             update["noise"] = _join(f.noise, f"in {cls} code") if f.noise else f"in {cls} code"
         out.append(f.model_copy(update=update))
     return out
+
+
+def _behave(path: str | None) -> bool:
+    """A behave harness (``features/steps/*.py``, ``features/environment.py``):
+    test code, wherever the project keeps it."""
+    parts = (path or "").split("/")
+    return "features" in parts[:-1] and (
+        "steps" in parts[parts.index("features") + 1:-1] or parts[-1] == "environment.py")
 
 
 # Where a private key is a fixture: a TLS test server's key, an example's.
@@ -402,6 +415,7 @@ def filter_findings(
             kept.append(f)
     lines = getattr(read_line, "lines", None)
     kept = apply_context(kept, read_line=read_line, lines=lines, canonical=canonical_rule)
+    kept = apply_conventions(kept, lines)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -235,6 +235,11 @@ def _squash(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+# A message shown to a user ("'Password': 'Updated.'" in a response): letters
+# in words, ending in a full stop or an exclamation mark; no digit or symbol.
+MESSAGE = re.compile(r"^[A-Za-z]+(?:[ ,'-][A-Za-z]+)*[.!?]$")
+
+
 def not_a_secret(value: str, line: str | None = None) -> str | None:
     """Why a value a tool calls a password is clearly none (a placeholder,
     an identifier, the name of the variable it is assigned to...), or None
@@ -251,6 +256,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "an identifier"
     if not any(c.isalnum() for c in value):
         return "punctuation only (a set of characters, not a secret)"
+    if MESSAGE.match(value):
+        return "a message (words and a full stop), not a secret"
     for q in ("'", '"'):
         at = (line or "").find(f"{q}{value}{q}")
         m = _TARGET.search(line[:at]) if line and at > 0 else None

@@ -7,6 +7,8 @@
   through a local variable of the same function: high, whatever bandit's
   confidence in its own B608;
 - ``template-injection`` and ``xxe``: see ``_web_sinks``;
+- ``path-traversal``, ``open-redirect``, ``reflected-xss``,
+  ``xpath-injection``: see ``_web_flows``;
 - ``template-autoescape-off``: ``autoescape=False`` given to a template
   engine (jinja2 ``Environment``, ``aiohttp_jinja2.setup``...), or
   ``env.autoescape = False``: stored XSS;
@@ -30,6 +32,10 @@ import re
 from collections.abc import Iterator
 
 from ...models import Severity
+from ._secrets import MESSAGE
+from ._web_flows import CWE as _FLOW_CWE
+from ._web_flows import needs as _needs_flows
+from ._web_flows import request_flows
 from ._web_sinks import CWE as _SINK_CWE
 from ._web_sinks import (
     Hit,
@@ -50,7 +56,7 @@ from ._web_sinks import (
 )
 
 # the weakness each rule reports (security_tester's tags for them)
-CWE = dict(_SINK_CWE)
+CWE = _SINK_CWE | _FLOW_CWE
 
 _SQL = re.compile(r"(?is)\b(select\s.+\bfrom|insert\s+into|update\s.+\bset\b|delete\s+from"
                   r"|create\s+table|drop\s+table|alter\s+table|where\s)\b")
@@ -92,6 +98,8 @@ def _needs(text: str) -> set[str]:
         out.add("calls")
     if _NEEDS_SINKS.search(text):
         out.add("sinks")
+    if _needs_flows(text):
+        out.add("flows")
     return out
 
 
@@ -207,7 +215,9 @@ def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
                 and ("=" in node.value or "://" in node.value):
             m = _DSN_PASSWORD.search(node.value)
             secret = m and (m.group(1) or m.group(2))
-            if secret and not _PLACEHOLDER.match(secret) and not secret.startswith(("$", "%", "{")):
+            # ":password", "?", "@pw": a bound parameter of a query, not a value
+            if secret and not _PLACEHOLDER.match(secret) \
+                    and not secret.startswith(("$", "%", "{", ":", "?", "@")):
                 yield (node, "hardcoded-db-password", "Password in a connection string",
                        ("A database/service password is written into a connection string in "
                         "the code; load it from the environment or a secret store."),
@@ -221,7 +231,8 @@ def _session_cookie(node: ast.Call) -> bool:
 
 def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
     text = _const_str(value)
-    if text is None or _PLACEHOLDER.match(text) or text.lower() == key.lower():
+    if text is None or _PLACEHOLDER.match(text) or text.lower() == key.lower() \
+            or MESSAGE.match(text):
         return
     yield (value, "hardcoded-db-password", "Hard-coded password in configuration",
            (f"The {key!r} setting is a literal in the code; anyone with the source has it. "
@@ -271,12 +282,15 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
 def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Iterator[Hit]:
     """The hits in one file's tree; ``text`` (its source) lets checks that
     cannot match it be skipped."""
-    needs = _needs(text) if text is not None and text.isascii() else {"sql", "calls", "sinks"}
-    scopes = scoped(tree) if needs & {"sql", "sinks"} else []
+    needs = (_needs(text) if text is not None and text.isascii()
+             else {"sql", "calls", "sinks", "flows"})
+    scopes = scoped(tree) if needs & {"sql", "sinks", "flows"} else []
     if "sql" in needs:
         yield from _sql_injection(scopes)
     if "calls" in needs:
         yield from _calls(tree, rel)
     if "sinks" in needs:
-        yield from template_injection(scopes)
-        yield from xxe(scopes)
+        yield from template_injection(scopes, rel)
+        yield from xxe(scopes, rel)
+    if "flows" in needs:
+        yield from request_flows(scopes, rel)

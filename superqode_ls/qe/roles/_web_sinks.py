@@ -42,6 +42,8 @@ _TEMPLATE_SINKS = {"render_template_string", "Template", "from_string"}
 _PARSE = {"parse", "fromstring", "XML", "iterparse", "XMLID", "fromstringlist"}
 # what a request handler reads from its client (http.server's handler)
 _HANDLER_INPUT = {"path", "headers", "rfile"}
+# what the server attached to a request, not what its sender wrote
+_SERVER_SIDE = {"app", "config", "config_dict", "settings", "user", "registry", "state"}
 
 
 def _const_str(node: ast.AST | None) -> str | None:
@@ -135,16 +137,78 @@ def built(node: ast.AST, piece: re.Pattern[str] | None = None) -> bool:
     return False
 
 
-def from_request(node: ast.AST, tainted: set[str]) -> bool:
+def from_request(node: ast.AST, tainted: set[str] | frozenset[str]) -> bool:
     """Whether an expression reads the request (``request.args``,
-    ``self.request``, a handler's ``self.path``) or a name that holds it."""
+    ``self.request``, a handler's ``self.path``) or a name that holds it.
+    What the server attached to the request is not the sender's
+    (``request.app``, ``request.user``, ``request.config``...)."""
+    own = {id(n.value) for n in ast.walk(node)
+           if isinstance(n, ast.Attribute) and n.attr in _SERVER_SIDE and _name_of(n.value) == "request"}
     for n in ast.walk(node):
+        if id(n) in own:
+            continue
         if isinstance(n, ast.Name) and (n.id == "request" or n.id in tainted):
             return True
         if isinstance(n, ast.Attribute) and (n.attr == "request" or (
                 n.attr in _HANDLER_INPUT and isinstance(n.value, ast.Name) and n.value.id == "self")):
             return True
     return False
+
+
+# A route's decorator (Flask, FastAPI, Bottle, Starlette's routers) and what
+# a FastAPI parameter is when it is no request data: an injected dependency.
+_ROUTE_DECORATORS = {"route", "get", "post", "put", "delete", "patch", "api_route", "view"}
+_INJECTED = {"Depends", "Security", "Session", "AsyncSession", "BackgroundTasks", "Response",
+             "Request", "WebSocket", "HTTPConnection", "SecurityScopes"}
+
+
+def route(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Decorated as a route: ``@app.route("/x/<name>")``, ``@router.get(...)``."""
+    return any(isinstance(d, ast.Call) and _name_of(d.func) in _ROUTE_DECORATORS
+               and isinstance(d.func, ast.Attribute | ast.Name) and (d.args or d.keywords)
+               and (not d.args or _const_str(d.args[0]) is None
+                    or str(_const_str(d.args[0])).startswith("/"))
+               for d in func.decorator_list)
+
+
+# a parameter that holds a number or an id, whatever the sender wrote
+_NUMBERS = {"int", "float", "bool", "UUID", "date", "datetime", "Decimal"}
+_CONVERTER = re.compile(r"<(?:int|float|uuid):(\w+)>|\{(\w+):(?:int|float|uuid)\}")
+
+
+def _converted(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Route parameters the framework converts to numbers (``<int:id>``)."""
+    return {m.group(1) or m.group(2) for d in func.decorator_list if isinstance(d, ast.Call)
+            for a in d.args[:1] if (text := _const_str(a)) for m in _CONVERTER.finditer(text)}
+
+
+def request_params(scope: ast.AST, rel: str = "") -> frozenset[str]:
+    """The parameters of a request handler that the sender fills in: a
+    route's path and query parameters and FastAPI's body models (not an
+    injected ``Depends(...)``), a Django view's URL arguments after
+    ``request`` (in a views module)."""
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return frozenset()
+    args = scope.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    defaults = dict(zip([a.arg for a in [*args.posonlyargs, *args.args]][::-1],
+                        args.defaults[::-1], strict=False))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d})
+    names = [a.arg for a in params]
+    if route(scope):
+        out = set()
+        for a in params:
+            if a.arg in ("self", "cls"):
+                continue
+            hints = {_name_of(n) for part in (a.annotation, defaults.get(a.arg)) if part is not None
+                     for n in ast.walk(part)}
+            if not hints & _INJECTED and _name_of(a.annotation or ast.Pass()) not in _NUMBERS \
+                    and a.arg not in _converted(scope):
+                out.add(a.arg)
+        return frozenset(out)
+    if "view" in rel.rsplit("/", 1)[-1] and "request" in names[:2]:
+        return frozenset(names[names.index("request") + 1:])
+    return frozenset()
 
 
 def _targets(node: ast.AST) -> Iterator[str]:
@@ -155,11 +219,13 @@ def _targets(node: ast.AST) -> Iterator[str]:
             yield from _targets(e)
 
 
-def _bindings(nodes: list[ast.AST]) -> tuple[dict[str, ast.AST], set[str]]:
+def bindings(nodes: list[ast.AST], seed: frozenset[str] = frozenset()
+             ) -> tuple[dict[str, ast.AST], set[str]]:
     """A scope's names: the value each was last given, and those that hold
-    request data (in source order, so ``a = request.x; b = a`` taints b)."""
+    request data (in source order, so ``a = request.x; b = a`` taints b),
+    starting from ``seed`` (the handler's ``request_params``)."""
     values: dict[str, ast.AST] = {}
-    tainted: set[str] = set()
+    tainted: set[str] = set(seed)
     for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -181,17 +247,17 @@ def _template_source(node: ast.Call) -> ast.AST | None:
     return node.args[0] if node.args else _keyword(node, "source")
 
 
-def template_injection(scopes: Scopes) -> Iterator[Hit]:
+def template_injection(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
     # names imported from ``string``: its Template runs no code
     plain = {a.asname or a.name for n in _imports(scopes) if n.module == "string" for a in n.names}
-    for _scope, nodes in scopes:
+    for scope, nodes in scopes:
         sinks = [n for n in nodes if isinstance(n, ast.Call) and _func_name(n) in _TEMPLATE_SINKS
                  and not (_func_name(n) == "Template" and isinstance(n.func, ast.Name)
                           and n.func.id in plain)
                  and not (isinstance(n.func, ast.Attribute) and _name_of(n.func.value) == "string")]
         if not sinks:
             continue
-        values, tainted = _bindings(_in_order(nodes))
+        values, tainted = bindings(_in_order(nodes), request_params(scope, rel))
         for call in sinks:
             source = _template_source(call)
             if source is None:
@@ -215,13 +281,13 @@ def _dangerous_parser(node: ast.AST) -> bool:
                  or _is_false(_keyword(node, "no_network"))))
 
 
-def xxe(scopes: Scopes) -> Iterator[Hit]:
-    for _scope, unordered in scopes:
+def xxe(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
+    for scope, unordered in scopes:
         parsers = [n for n in unordered if _dangerous_parser(n)]
         if not parsers:
             continue
         nodes = _in_order(unordered)
-        values, tainted = _bindings(nodes)
+        values, tainted = bindings(nodes, request_params(scope, rel))
         used: set[int] = set()
         for call in nodes:
             if not (isinstance(call, ast.Call) and _func_name(call) in _PARSE and call.args):
@@ -259,9 +325,9 @@ def sql_helpers(scopes: Scopes) -> dict[str, int]:
             if (a.name == "text" and (node.module or "").startswith("sqlalchemy")) \
                     or (_SQL_HELPER.match(a.name) and a.name not in EXECUTE):
                 out[a.asname or a.name] = 0
-    for node, nodes in scopes:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    for func, nodes in scopes:
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = [a.arg for a in func.args.posonlyargs + func.args.args]
             if params and params[0] in ("self", "cls"):
                 params = params[1:]
             for n in nodes:
@@ -273,7 +339,7 @@ def sql_helpers(scopes: Scopes) -> dict[str, int]:
                 if isinstance(arg, ast.Call) and _func_name(arg) == "text" and arg.args:
                     arg = arg.args[0]
                 if isinstance(arg, ast.Name) and arg.id in params:
-                    out.setdefault(node.name, params.index(arg.id))
+                    out.setdefault(func.name, params.index(arg.id))
     return out
 
 

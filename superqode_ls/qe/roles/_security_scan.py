@@ -1,0 +1,155 @@
+"""The scans that run beside bandit: the secrets scan over text files and
+the pattern and web-flaw checks over Python files, as findings; and the
+merge of bandit's hard-coded passwords with the secrets scan's hits."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from ...models import Evidence, Finding, Range
+from ...workspace.pyast import parse as parse_python
+from ..noise import merge_reports
+from . import _secrets, _web
+from ._bandit_results import PASSWORD_RULES
+from ._common import SourceCache, byte_col_to_char, fingerprint, is_test_path
+from ._patterns import may_match, patterns
+
+_CWE = {
+    "sql-injection": ("CWE-89",), "template-autoescape-off": ("CWE-79",),
+    "debug-mode": ("CWE-489",), "insecure-cookie": ("CWE-1004",),
+    "hardcoded-db-password": ("CWE-798",), "weak-password-hash": ("CWE-916",),
+} | _web.CWE
+# The files the secrets scan reads (besides those with no suffix and .env*).
+TEXT_SUFFIXES = (
+    ".py", ".pyi", ".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".env", ".txt",
+    ".sh", ".js", ".ts", ".properties", ".conf", ".xml", ".pem", ".key", ".md", ".rst",
+)  # fmt: skip
+
+
+def scan_files(
+    role: str,
+    root: Path,
+    src: SourceCache,
+    py_files: list[str],
+    text_files: list[str],
+    stop: threading.Event | None = None,
+    missed: list[str] | None = None,
+) -> list[Finding]:
+    """The secrets scan and the pattern scans; when ``stop`` is set it
+    ends after the file at hand and lists the files it did not reach
+    in ``missed``."""
+    # bandit's reports of the same lines are merged afterwards (merge_secrets).
+    out: list[Finding] = []
+    for k, rel in enumerate(text_files):
+        if stop is not None and stop.is_set():
+            if missed is not None:
+                missed.extend(text_files[k:])
+                seen = set(text_files)
+                missed.extend(f for f in py_files if f not in seen)
+            return out
+        for hit in _secrets.scan_file(root / rel, in_test=is_test_path(rel)):
+            out.append(
+                Finding(
+                    role=role,
+                    tool="superqode-secrets",
+                    rule_id=hit.rule.id,
+                    title=hit.rule.title,
+                    message=(
+                        f"{hit.rule.title}{hit.note}. Remove it, rotate it, and load it "
+                        "from the environment or a secret store."
+                    ),
+                    severity=hit.rule.severity,
+                    confidence=hit.confidence,
+                    category="secrets",
+                    file=rel,
+                    range=Range(
+                        start_line=hit.line,
+                        start_col=hit.start_col,
+                        end_line=hit.line,
+                        end_col=hit.end_col,
+                    ),
+                    tags=["secrets", "CWE-798"],
+                    # No snippet: it would hold the secret (and a masked
+                    # one never matches the editor's text). The id comes
+                    # from a digest of the secret; the masked line is
+                    # evidence.
+                    id=fingerprint(hit.rule.id, "superqode-secrets", rel, hit.digest),
+                    evidence=[
+                        Evidence(
+                            message="flagged line (secret masked)",
+                            file=rel,
+                            line=hit.line,
+                            snippet=hit.masked_line,
+                        )
+                    ],
+                )
+            )
+    for k, rel in enumerate(py_files):
+        if stop is not None and stop.is_set():
+            if missed is not None:
+                missed.extend(py_files[k:])
+            return out
+        text = src.text(rel)
+        if text is None or not (may_match(text) or _web.may_match(text)):
+            continue
+        try:
+            tree = parse_python(text)
+        except (SyntaxError, ValueError):
+            continue
+        hits = [*patterns(tree), *_web.web_patterns(tree, rel, text)]
+        for node, rule, title, message, severity in hits:
+            line_text = src.line(rel, node.lineno)
+            if line_text and _secrets._ALLOW.search(line_text):
+                continue
+            start = byte_col_to_char(line_text, node.col_offset) + 1
+            end_line = getattr(node, "end_lineno", None) or node.lineno
+            end_byte = getattr(node, "end_col_offset", None)
+            end = (
+                byte_col_to_char(src.line(rel, end_line), end_byte) + 1
+                if end_byte is not None
+                else None
+            )
+            out.append(
+                Finding(
+                    role=role,
+                    tool="superqode-patterns",
+                    rule_id=rule,
+                    title=title,
+                    message=message,
+                    severity=severity,
+                    confidence=0.8,
+                    category="security",
+                    file=rel,
+                    range=Range(
+                        start_line=node.lineno, start_col=start, end_line=end_line, end_col=end
+                    ),
+                    tags=["patterns", *_CWE.get(rule, ())],
+                    snippet=line_text,
+                )
+            )
+    return out
+
+
+def merge_secrets(bandit: list[Finding], extra: list[Finding]) -> list[Finding]:
+    """bandit's hard-coded password and the secrets scan on one line are one
+    finding: a recognised token (AWS, GitHub...) leads, otherwise bandit's
+    rule does; either way with the higher severity and both rule ids."""
+    by_line: dict[tuple, list[Finding]] = {}
+    for f in extra:
+        if f.tool == "superqode-secrets" and f.range:
+            by_line.setdefault((f.file, f.range.start_line), []).append(f)
+    out: list[Finding] = []
+    used: set[int] = set()
+    for f in bandit:
+        hits = by_line.get((f.file, f.range.start_line), []) if f.range else []
+        hits = [h for h in hits if id(h) not in used]
+        if f.rule_id not in PASSWORD_RULES or not hits:
+            out.append(f)
+            continue
+        group = [f, *hits]
+        lead = next((h for h in hits if h.rule_id != "secret-generic"), f)
+        used.update(id(h) for h in hits)
+        out.append(merge_reports(lead, [g for g in group if g is not lead]))
+    out.extend(f for f in extra if id(f) not in used)
+    return out
