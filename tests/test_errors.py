@@ -134,6 +134,7 @@ def test_a_ghostwriter_that_writes_nothing_fails_the_role_with_why(make_repo, mo
 INTERNAL = {
     "superqode_ls.agent.confine.Refused": "its line goes back to the model as the tool's answer",
     "superqode_ls.agent.stream.StreamError": "provider.py wraps it in a ProviderError",
+    "superqode_ls.cli.warm_client.WarmError": "the CLI falls back to its own run; the reason goes to SUPERQODE_WARM=verbose only",
     "superqode_ls.server.errors.RequestFailed": "the JSON-RPC error a request answers with; it carries a user_line",
 }
 
