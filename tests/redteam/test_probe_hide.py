@@ -67,8 +67,8 @@ def test_the_environment_build_cannot_read_what_the_user_hid(tmp_path, corp_secr
     build backend runs there) mask the user's list as a session does."""
     scratch = tmp_path / "scratch"
     cmd = [sys.executable, "-I", "-c",
-           f"import sys\ntry: print(open({str(corp_secret)!r}).read())\n"
-           "except OSError as e: print('refused', e.errno)"]
+           (f"import sys\ntry: print(open({str(corp_secret)!r}).read())\n"
+            "except OSError as e: print('refused', e.errno)")]
     env = dict(os.environ)
     res = asyncio.run(envcache.run_confined(cmd, tmp_path, env, [scratch], timeout=60,
                                             hide=["~/corp"]))
