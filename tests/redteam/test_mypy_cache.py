@@ -18,6 +18,7 @@ Needs the kernel barrier (at "guard only" a session can write any folder).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from superqode_ls.qe.roles.types import TypeTester, _cache_dir
 from superqode_ls.workspace import landlock
 from superqode_ls.workspace.artifacts import Artifacts
 from superqode_ls.workspace.paths import hypothesis_dir, project_cache
-from superqode_ls.workspace.proc import supervise
+from superqode_ls.workspace.proc import BARRIER_ENV, supervise
 from superqode_ls.workspace.pyenv import ProjectPython
 from superqode_ls.workspace.session import IsolatedSession
 
@@ -134,3 +135,23 @@ def test_a_plugin_the_configuration_names_gets_a_private_cache(make_repo):
     assert _entries(shared) == before  # the run wrote its private copy only
     assert [f.rule_id for f in out.findings] == ["assignment"], out.reason
     assert os.path.isdir(shared)
+
+
+
+def test_mypys_path_keeps_no_folder_a_session_may_write(make_repo):
+    """mypy looks ``python3.X`` up on PATH for a configuration's
+    ``python_version`` that is not its own (mypy 2.4's compiled build was not
+    seen doing it; older ones do), and the git guard's shim folder, first on
+    a session's PATH, is the session's to write."""
+    from superqode_ls.qe.roles._mypy_cache import _outside
+
+    repo = make_repo(BAD, name="victim")
+    with IsolatedSession.create_sync(repo) as s:
+        env = s.env()
+        allow = json.loads(env[BARRIER_ENV])
+        first = env["PATH"].split(os.pathsep)[0]
+        assert any(first.startswith(a) for a in allow)  # (what makes it matter)
+        kept = _outside(env["PATH"] + os.pathsep + "bin" + os.pathsep + str(s.sandbox), allow)
+    assert first not in kept.split(os.pathsep)
+    assert all(os.path.isabs(d) and not d.startswith(str(s.sandbox)) for d in kept.split(os.pathsep))
+    assert "/usr/bin" in kept.split(os.pathsep) or "/bin" in kept.split(os.pathsep)

@@ -17,6 +17,9 @@ runs code a session could have chosen:
   ``mypy.ini``, ``.mypy.ini``, ``pyproject.toml``, ``setup.cfg``; a plain
   word search, so a false alarm only costs speed) gets a private copy of the
   cache in the session's TMPDIR instead;
+- mypy looks ``python3.X`` up on ``PATH`` (a configuration's
+  ``python_version`` that is not its own): its ``PATH`` keeps no folder a
+  session may write (the git guard's shim folder is one);
 - mypy runs the project's interpreter (``--python-executable``) to ask for
   its search path, and that interpreter runs its environment's ``.pth``
   files: the question is asked here first, in the session's ordinary
@@ -39,7 +42,6 @@ import importlib.util
 import json
 import os
 import re
-import secrets
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -103,10 +105,11 @@ async def _search_dirs(ctx: RoleContext, python: str) -> str | None:
 
 
 def _answering_script(folder: Path, answer: str) -> str:
-    """An executable that prints ``answer`` whatever it is asked."""
-    end = f"SUPERQODE_{secrets.token_hex(8)}"
+    """An executable that prints ``answer`` whatever it is asked (with the
+    shell's builtin: nothing looked up on ``PATH``)."""
+    quoted = answer.replace("'", "'\\''")
     script = folder / "python"
-    script.write_text(f"#!/bin/sh\ncat <<'{end}'\n{answer}\n{end}\n", encoding="utf-8")
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' '{quoted}'\n", encoding="utf-8")
     script.chmod(0o755)
     return str(script)
 
@@ -115,6 +118,16 @@ async def _private_copy(ctx: RoleContext, shared: str) -> Path:
     private = ctx.mkdtemp("superqode-mypy-")
     await asyncio.to_thread(shutil.copytree, shared, private, symlinks=True, dirs_exist_ok=True)
     return private
+
+
+def _outside(path: str, allow: list[str]) -> str:
+    """``PATH`` without what a session may write (the guard's ``bin``, a
+    relative entry): mypy looks ``python3.X`` up on it when the
+    configuration's ``python_version`` is not its own."""
+    roots = [os.path.realpath(a) for a in allow]
+    keep = [d for d in path.split(os.pathsep) if os.path.isabs(d) and not any(
+        os.path.realpath(d) == r or os.path.realpath(d).startswith(r + "/") for r in roots)]
+    return os.pathsep.join(keep)
 
 
 @contextlib.asynccontextmanager
@@ -145,8 +158,10 @@ async def mypy_cache(ctx: RoleContext, shared: str, where: list[str]
             made.append(await _private_copy(ctx, shared))
             yield str(made[-1]), None, where
             return
+        allow = json.loads(ctx.env[BARRIER_ENV])
         env = dict(ctx.env)
-        env[BARRIER_ENV] = json.dumps([*json.loads(ctx.env[BARRIER_ENV]), shared])
+        env[BARRIER_ENV] = json.dumps([*allow, shared])
+        env["PATH"] = _outside(env.get("PATH", ""), allow)
         yield shared, env, where
     finally:
         for folder in made:
