@@ -28,7 +28,7 @@ from superqode_ls.workspace.session import IsolatedSession
 pytestmark = pytest.mark.skipif(
     not namespaces.active(),
     reason="no namespace sandbox (this system, SUPERQODE_NAMESPACES=off or "
-    "SUPERQODE_LANDLOCK=off): the warm bandit keeps Landlock only, as sessions do")
+    "SUPERQODE_LANDLOCK=off): the warm bandit keeps the level sessions have")
 
 
 @pytest.fixture
