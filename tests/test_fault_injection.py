@@ -25,7 +25,7 @@ import pytest
 
 from superqode_ls.cli import main
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
-from superqode_ls.workspace.paths import project_cache, working_root
+from superqode_ls.workspace.paths import tool_cache, working_root
 from superqode_ls.workspace.records import read_record
 from tests.conftest import run_git
 from tests.safety_helpers import content_fingerprint, leftovers, lock_holders, registrations
@@ -218,7 +218,7 @@ def test_sigkill_at_random_points_leaves_nothing_behind(make_repo, tmp_path, cap
         before_refs = run_git(repo, "for-each-ref")
         # The command may write only its sandbox and SuperQode's caches (the
         # kernel barrier): its "I am running" marker goes to the cache.
-        marker = project_cache(repo) / f"marker-{n}"
+        marker = tool_cache(repo) / f"marker-{n}"
         state = _run_scenario(repo, phase, rng, marker, in_close=(n // len(PHASES)) % 2 == 1)
         observed[f"{phase}:{state}"] += 1
         where = f"scenario {n} (seed {SEED}, phase {phase}, state {state}, ops {ops})"

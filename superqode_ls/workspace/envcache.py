@@ -27,9 +27,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..config import Config, SandboxConfig
 from ..runtime import Runtime
 from .artifacts import atomic_write
-from .namespaces import SPEC_ENV, scrub_env
+from .namespaces import SPEC_ENV, scrub_env, spec
 from .paths import home
 from .proc import BARRIER_ENV, ProcResult, run_command
 
@@ -130,17 +131,20 @@ def discard(target: Path) -> None:
 
 
 async def run_confined(cmd: Sequence[str], cwd: Path, env: dict[str, str], allow: Sequence[Path],
-                       timeout: float, runtime: Runtime | None = None) -> ProcResult:
+                       timeout: float, runtime: Runtime | None = None,
+                       hide: Sequence[str] = ()) -> ProcResult:
     """``cmd`` behind the write barrier, allowed to write only ``allow``; in
     the namespace sandbox where there is one, with the host's network (the
-    build downloads from the package index) and secrets masked."""
+    build downloads from the package index) and secrets masked: the
+    defaults and ``hide`` (the user's ``sandbox.hide``)."""
     for p in allow:
         # A folder to be bound writable must exist: inside, nothing can be
         # created under the read-only root.
         Path(p).mkdir(parents=True, exist_ok=True)
     confined = scrub_env(env)
     confined[BARRIER_ENV] = json.dumps([str(p) for p in allow])
-    confined[SPEC_ENV] = json.dumps({"network": "host"})
+    confined[SPEC_ENV] = spec(Config(sandbox=SandboxConfig(network="host", hide=list(hide))),
+                              confined)
     return await run_command(list(cmd), cwd, env=confined, timeout=timeout, runtime=runtime)
 
 

@@ -295,6 +295,12 @@ def _masks(paths: list[str]) -> list[str]:
     return seen
 
 
+def masked(paths: list[str]) -> list[str]:
+    """The real paths a spec's ``hide`` list masks now (for a long-lived
+    sandbox comparing its masks with a session's)."""
+    return _masks(list(paths))
+
+
 def _plan(allow: list[str], env: Mapping[str, str]
           ) -> tuple[str, str | None, list[tuple[str, str]]]:
     """(network, devices, ops) for the session's ``env``: ops, in order, are

@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,11 +135,22 @@ PRIVATE_WRITABLE = ("git", "guard", "scratch", "tmp")
 
 
 def project_cache(repo: Path) -> Path:
-    """``$SUPERQODE_HOME/cache/<repo-key>``: the one cache folder the
-    sessions of ``repo`` may write (tools' XDG caches, mypy's, hypothesis's).
-    Per project: what one project's session writes there (a mypy cache entry
-    that hides an error) never reaches another project's findings."""
+    """``$SUPERQODE_HOME/cache/<repo-key>``: the caches of ``repo``'s
+    sessions. Per project: what one project's session writes there never
+    reaches another project's findings. Of it, a session's processes may
+    write only ``xdg/`` (``tool_cache``); ``mypy/`` only the types role's
+    mypy process (qe/roles/_mypy_cache.py)."""
     return home() / "cache" / repo_key(repo)
+
+
+def hypothesis_dir(env: Mapping[str, str], fallback: Path) -> str:
+    """hypothesis' example database for a session's test run: in the
+    session's TMPDIR (``fallback`` outside a session), never shared. A
+    database shared by a project's sessions would let one session choose the
+    examples a later one replays; it is small, and what it costs to start
+    afresh is its unicode table, built once per session."""
+    tmp = env.get("TMPDIR")
+    return str(Path(tmp) / "hypothesis" if tmp and os.path.isabs(tmp) else fallback / "hypothesis")
 
 
 def tool_cache(repo: Path) -> Path:

@@ -27,10 +27,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..config import Config
+from ..config import Config, SandboxConfig
 from . import namespaces
 from .proc import BARRIER_ENV, supervise
 
@@ -85,8 +86,10 @@ class ProjectPython:
         return f"tests: {self.shown(project)}"
 
 
-def probe(python: str, source: str, env: dict[str, str] | None = None) -> ProjectPython | str:
-    """Run ``python`` once; its facts, or why it cannot be used (one line)."""
+def probe(python: str, source: str, env: dict[str, str] | None = None,
+          hide: Sequence[str] = ()) -> ProjectPython | str:
+    """Run ``python`` once; its facts, or why it cannot be used (one line).
+    ``hide``: the user's ``sandbox.hide``, masked for it as for a session."""
     path = Path(python)
     if not path.exists():
         return f"{source}: {python} does not exist"
@@ -96,7 +99,7 @@ def probe(python: str, source: str, env: dict[str, str] | None = None) -> Projec
     try:
         with tempfile.TemporaryDirectory(prefix="superqode-probe-") as tmp:
             res = subprocess.run(
-                _confined([str(path), "-I", "-c", PROBE], run_env, tmp), capture_output=True,
+                _confined([str(path), "-I", "-c", PROBE], run_env, tmp, hide), capture_output=True,
                 text=True, timeout=PROBE_TIMEOUT_S, env=run_env, stdin=subprocess.DEVNULL,
                 check=False, cwd=tmp,
             )
@@ -119,18 +122,22 @@ def probe(python: str, source: str, env: dict[str, str] | None = None) -> Projec
     )
 
 
-def _confined(cmd: list[str], env: dict[str, str], tmp: str) -> list[str]:
+def _confined(cmd: list[str], env: dict[str, str], tmp: str, hide: Sequence[str] = ()
+              ) -> list[str]:
     """The probe behind a session's layers, writing only ``tmp``: what it
     runs is the project's (a ``.venv/bin/python`` or a ``.pdm-python`` the
     repository ships, the ``.pth`` files of its site-packages), and it runs
-    before any session exists. Sets ``env`` for it (scrubbed of keys)."""
+    before any session exists. Sets ``env`` for it (scrubbed of keys). What
+    the user hides from sessions (``hide``, ``sandbox.hide``) it cannot read
+    either; the network stays off whatever ``sandbox.network`` says."""
     if sys.platform != "linux":
         return cmd
     clean = namespaces.scrub_env(env)
     env.clear()
     env.update(clean, TMPDIR=tmp)
     env[BARRIER_ENV] = json.dumps([tmp])
-    env[namespaces.SPEC_ENV] = namespaces.spec(Config(), env)  # no network, secrets hidden
+    # No network, secrets hidden: the defaults and the user's own list.
+    env[namespaces.SPEC_ENV] = namespaces.spec(Config(sandbox=SandboxConfig(hide=list(hide))), env)
     return supervise(cmd, env)
 
 
@@ -244,13 +251,14 @@ def discover(
     configured: str | None = None,
     editor: str | None = None,
     environ: dict[str, str] | None = None,
+    hide: Sequence[str] = (),
 ) -> tuple[ProjectPython | None, list[str]]:
     """The first candidate that starts (None when none does) and why the
     ones before it were passed over: a broken explicit setting is never
     skipped silently, its reason rides along in the result's ``note``."""
     tried: list[str] = []
     for source, python in candidates(project, configured, editor, environ):
-        found = probe(python, source, environ)
+        found = probe(python, source, environ, hide)
         if isinstance(found, ProjectPython):
             note = "; ".join(tried) or None
             return replace(found, note=note, tried=tuple(tried)), tried

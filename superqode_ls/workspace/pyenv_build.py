@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -174,7 +174,7 @@ async def resolve_python(
     will run the project's code (no tests: nothing is built). ``runtime``:
     the front end's priority and CPUs for the build's tools."""
     found, tried = await asyncio.to_thread(
-        discover, project, config.roles.python, editor, environ
+        discover, project, config.roles.python, editor, environ, config.sandbox.hide
     )
     if found is not None:
         return found
@@ -204,7 +204,7 @@ async def resolve_python(
         why = f"no project environment found and roles.build_env is off; {CONFIGURE}"
         return own_python(_join(passed_over, why), tuple(tried))
     built = await build_env(root, plan, config.roles.env_build_timeout_s, emit, runtime,
-                            project=project)
+                            project=project, hide=config.sandbox.hide)
     if isinstance(built, ProjectPython):
         return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried))
     setup = f"could not build the project's environment from {plan.describe()}: {built}"
@@ -241,9 +241,11 @@ _VERSION_REQUEST = re.compile(
     r"(?:cpython|python|pypy|graalpy|cp|pp)?[@-]?\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?t?", re.IGNORECASE)
 
 
-def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str | None]:
+def pick_interpreter(request: str | None, uv: str | None, hide: Sequence[str] = ()
+                     ) -> tuple[str, str, str | None]:
     """(interpreter, its X.Y, a note when the request cannot be met). The
-    base of SuperQode's own Python when it matches, else one uv finds."""
+    base of SuperQode's own Python when it matches, else one uv finds.
+    ``hide``: the user's ``sandbox.hide``, masked for the probe."""
     base = getattr(sys, "_base_executable", None) or sys.executable
     mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
     if not request:
@@ -268,7 +270,7 @@ def pick_interpreter(request: str | None, uv: str | None) -> tuple[str, str, str
         except (OSError, subprocess.TimeoutExpired):
             res = None
         if res is not None and res.returncode == 0 and res.stdout.strip():
-            found = probe(res.stdout.strip().splitlines()[-1], "uv")
+            found = probe(res.stdout.strip().splitlines()[-1], "uv", hide=hide)
             if isinstance(found, ProjectPython):
                 return found.python, found.version, None
     return base, mine, f"the project asks for Python {request}; none is installed, {mine} is used"
@@ -288,15 +290,17 @@ def _uv() -> str | None:
 
 
 async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
-                    runtime: Runtime | None = None, *, project: Path | None = None
-                    ) -> ProjectPython | str:
+                    runtime: Runtime | None = None, *, project: Path | None = None,
+                    hide: Sequence[str] = ()) -> ProjectPython | str:
     """The cached environment for ``plan`` (built now if needed), or why not.
     ``root``: the sandbox (what is built); ``project``: the user's folder it
-    is for (the key's owner; without one, ``root``: an environment of its own)."""
+    is for (the key's owner; without one, ``root``: an environment of its own).
+    ``hide``: the user's ``sandbox.hide``, masked for the build and probes."""
     uv = _uv()
     if uv is None:
         return needs("uv")
-    python, version, note = await asyncio.to_thread(pick_interpreter, plan.python_request, uv)
+    python, version, note = await asyncio.to_thread(pick_interpreter, plan.python_request, uv,
+                                                    hide)
     owner = Path(project if project is not None else root).resolve()
     key = await asyncio.to_thread(plan.key, root, f"{version}:{python}", str(owner))
     target = envcache.envs_dir() / key
@@ -305,25 +309,25 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
     except OSError as e:
         return f"cannot create {envcache.envs_dir()}: {e.strerror}"
     async with _locked(envcache.envs_dir() / f"{key}.lock"):
-        cached = await asyncio.to_thread(_ready, target, emit)
+        cached = await asyncio.to_thread(_ready, target, emit, hide)
         if cached is not None:
             emit("progress", message=f"environment: reusing {target} (cached, {plan.describe()})")
             return replace(cached, note=note)
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}")
-        why = await _install(root, plan, target, uv, python, timeout, runtime, owner)
+        why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
             return why
         await asyncio.to_thread(envcache.record, target)
         emit("progress", message=f"environment: built {target}")
-        built = await asyncio.to_thread(_ready, target, emit)
+        built = await asyncio.to_thread(_ready, target, emit, hide)
     if built is None:
         return f"the environment built in {target} does not start or has no pytest"
     return replace(built, note=note)
 
 
-def _ready(target: Path, emit: Emit) -> ProjectPython | None:
+def _ready(target: Path, emit: Emit, hide: Sequence[str] = ()) -> ProjectPython | None:
     """The environment at ``target`` when it is as built and starts; one
     that changed since it was built is discarded, unrun."""
     if not target.is_dir():
@@ -338,7 +342,7 @@ def _ready(target: Path, emit: Emit) -> ProjectPython | None:
         emit("progress", message=f"environment: {target}: {line}")
         envcache.discard(target)
         return None
-    found = probe(str(env_python(target)), "built")
+    found = probe(str(env_python(target)), "built", hide=hide)
     return found if isinstance(found, ProjectPython) and found.has_pytest else None
 
 
@@ -347,7 +351,8 @@ _SKIP_COPY = shutil.ignore_patterns(".git", ".venv", "venv", "node_modules", "__
 
 
 async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
-                   timeout: float, runtime: Runtime | None, owner: Path) -> str | None:
+                   timeout: float, runtime: Runtime | None, owner: Path,
+                   hide: Sequence[str] = ()) -> str | None:
     """Create and fill ``target`` from a copy of the sandbox, confined."""
     tmp = await asyncio.to_thread(envcache.scratch)
     try:
@@ -365,7 +370,8 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         why = await _step([uv, "venv", "-q", "--allow-existing", "--python", python, str(target)],
-                          src, env, allow, deadline - loop.time(), timeout, runtime)
+                          src, env, allow, deadline - loop.time(), timeout, runtime,
+                          hide)
         if why is not None:
             return why
         as_of = await asyncio.to_thread(_last_commit, owner) if plan.kind != "uv.lock" else None
@@ -373,19 +379,21 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         # (an old project on a newer Python), today's.
         for when in dict.fromkeys([as_of, None]):
             for cmd in plan.commands(uv, venv_py, src, when):
-                why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout, runtime)
+                why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout, runtime,
+                                  hide)
                 if why is not None:
                     break
             if why is None or "did not finish" in why:
                 break
         if why is not None:
             return why
-        facts = probe(venv_py, "built")
+        facts = probe(venv_py, "built", hide=hide)
         if isinstance(facts, ProjectPython) and not facts.has_pytest:
             # Nothing the project declares brings pytest: the runner is added.
             pytest = [uv, "pip", "install", "-q", "--python", venv_py, "--compile-bytecode",
                       *(["--exclude-newer", as_of] if as_of else []), "pytest"]
-            return await _step(pytest, src, env, allow, deadline - loop.time(), timeout, runtime)
+            return await _step(pytest, src, env, allow, deadline - loop.time(), timeout, runtime,
+                               hide)
         return None
     finally:
         await asyncio.to_thread(shutil.rmtree, tmp, True)
@@ -409,9 +417,9 @@ def _last_commit(project: Path) -> str | None:
 
 
 async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path], left: float,
-                timeout: float, runtime: Runtime | None) -> str | None:
+                timeout: float, runtime: Runtime | None, hide: Sequence[str] = ()) -> str | None:
     res = await envcache.run_confined(cmd, cwd, env, allow, timeout=max(1.0, left),
-                                      runtime=runtime)
+                                      runtime=runtime, hide=hide)
     what = " ".join(Path(cmd[0]).name if i == 0 else c for i, c in enumerate(cmd[:3]))
     if res.timed_out:
         return f"{what} did not finish in {timeout:.0f} s"

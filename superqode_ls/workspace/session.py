@@ -37,7 +37,6 @@ from .paths import (
     check_home,
     ensure_dir,
     new_session_id,
-    project_cache,
     repo_dir,
     repo_key,
     tool_cache,
@@ -307,8 +306,10 @@ class IsolatedSession:
         """Everything the session's processes may write; the rest of the
         file system (the user's tree and .git, HOME, other sandboxes) is
         read-only to them behind the kernel barrier."""
+        # Of the project's cache folder only the tools' XDG cache: mypy's
+        # cache is writable to the mypy process alone (qe/roles/_mypy_cache.py).
         return [self.sandbox, *(self.private / d for d in PRIVATE_WRITABLE),
-                project_cache(self.project)]
+                tool_cache(self.project)]
 
     def internal_env(self) -> dict[str, str]:
         """For SuperQode's own git writes in the sandbox (the guard lets them by)."""

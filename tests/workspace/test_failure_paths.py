@@ -109,7 +109,7 @@ def _exec_and_meanwhile(home: Path, repo: Path, meanwhile) -> subprocess.Complet
     """`superqe exec` of a command that edits a file, says it started (a
     marker in the cache, one of the few places it may write) and sleeps;
     ``meanwhile()`` runs then, while the session is in the middle."""
-    go = home / "cache" / repo_key(repo) / "go"  # the project's cache: writable to it
+    go = home / "cache" / repo_key(repo) / "xdg" / "go"  # the tools' cache: writable to it
     env = dict(os.environ, SUPERQODE_HOME=str(home))
     p = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", "sh", "-c",
                           f"echo changed > a.txt; mkdir -p {go.parent}; touch {go}; sleep 2"],

@@ -8,11 +8,22 @@ CLI never starts one: a single run would pay the start either way. Whenever
 it cannot serve (none in the runtime, busy with another run, gone, a
 different bandit than SuperQode's), the caller runs the ``bandit`` command
 as before.
+
+Where the namespace sandbox is available the server itself starts inside one
+of its own, for its whole life (``_sandboxed``): the whole file system
+read-only but the folders every session's lies in (``working/``, ``cache/``
+of SuperQode's home), the default secrets masked, no network, its own pid
+namespace; each request's child still applies its session's Landlock rules
+below that, which narrow the writable part to that session's own folders. A
+run whose session hides more than the server's sandbox does
+(``sandbox.hide``), or whose folder it cannot see, is not served: the
+command runs instead, in the session's own sandbox.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -23,9 +34,12 @@ import threading
 import time
 from pathlib import Path
 
+from ...config import Config
 from ...runtime import Runtime
-from ...workspace import landlock
-from ...workspace.proc import BARRIER_ENV, ProcResult, lower_priority
+from ...workspace import landlock, namespaces
+from ...workspace.namespaces import SPEC_ENV
+from ...workspace.paths import home, working_root
+from ...workspace.proc import BARRIER_ENV, ProcResult, _spawner, spawn_tool
 from . import _bandit_server
 
 log = logging.getLogger(__name__)
@@ -38,6 +52,10 @@ class WarmBandit:
         self.python = python
         self.runtime = runtime  # its priority and CPUs: the runs' tools' own
         self._proc: subprocess.Popen | None = None
+        self._in: io.TextIOWrapper | None = None  # the protocol over the server's pipes
+        self._out: io.TextIOWrapper | None = None
+        self._hidden: set[str] | None = None  # what its sandbox masks (None: no sandbox)
+        self._roots: list[str] = []  # what its sandbox binds writable
         self._ready = threading.Event()
         self._busy = asyncio.Lock()
         self._abi = landlock.abi()
@@ -45,12 +63,16 @@ class WarmBandit:
     def start(self) -> None:
         """Blocking (imports take a few tenths of a second): call it off the
         event loop."""
-        proc = subprocess.Popen([self.python, "-I", str(SERVER)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                start_new_session=True, text=True, bufsize=1)
-        lower_priority(proc.pid, self.runtime)
+        cmd, env, self._hidden, self._roots = _sandboxed([self.python, "-I", str(SERVER)])
+        # From a spawner thread at the tools' nice: what the launcher forks
+        # (the supervisor, the server) inherits it.
+        proc = _spawner(self.runtime).submit(
+            spawn_tool, cmd, "/", env, stdin=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, runtime=self.runtime).result()
         self._proc = proc
-        line = proc.stdout.readline() if proc.stdout else ""
+        self._in = io.TextIOWrapper(proc.stdin, encoding="utf-8", line_buffering=True)
+        self._out = io.TextIOWrapper(proc.stdout, encoding="utf-8")
+        line = self._out.readline()
         if line.strip() == '{"ready": true}':
             self._ready.set()
         else:
@@ -75,10 +97,13 @@ class WarmBandit:
             allow = json.loads(env[BARRIER_ENV]) if BARRIER_ENV in env else None
             if allow is not None and self._abi is None:
                 return None  # a barrier asked for that this kernel lacks: the supervisor decides
-            req = {"argv": argv, "cwd": str(cwd), "env": env, "allow": allow, "abi": self._abi}
+            if not self._covers(env, cwd):
+                return None  # the command, in the session's own sandbox, serves it
+            req = {"argv": argv, "cwd": str(cwd), "env": env, "allow": allow, "abi": self._abi,
+                   "timeout": timeout}
             t0 = time.monotonic()
             try:
-                reply = await asyncio.to_thread(self._exchange, proc, req, timeout)
+                reply = await asyncio.to_thread(self._exchange, req, timeout)
             except (OSError, ValueError) as e:
                 log.warning("warm bandit failed (%s); bandit runs as a command", e)
                 self.stop()
@@ -92,19 +117,34 @@ class WarmBandit:
                   else reply["rc"])
             return ProcResult(rc, reply["out"], reply["err"], time.monotonic() - t0)
 
-    @staticmethod
-    def _exchange(proc: subprocess.Popen, req: dict, timeout: float | None) -> dict | None:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(req) + "\n")
-        proc.stdin.flush()
-        pid = json.loads(proc.stdout.readline())["pid"]
+    def _covers(self, env: dict[str, str], cwd: Path) -> bool:
+        """Whether the server's sandbox hides all the session's does, and
+        shows the session's sandbox (not under one of its masks)."""
+        if self._hidden is None:
+            return True  # no namespace sandbox here: Landlock only, as sessions
+        try:
+            # No spec: not a session's run, which the command runs with no mask.
+            want = json.loads(env[SPEC_ENV]).get("hide", []) if SPEC_ENV in env else []
+        except (ValueError, AttributeError):
+            return False
+        if not isinstance(want, list) or not set(namespaces.masked(want)) <= self._hidden:
+            return False
+        where = os.path.realpath(cwd)
+        return (any(where == r or where.startswith(r + "/") for r in self._roots)
+                or not any(where == m or where.startswith(m + "/") for m in self._hidden))
+
+    def _exchange(self, req: dict, timeout: float | None) -> dict | None:
+        self._in.write(json.dumps(req) + "\n")
+        # The server kills the run's child on its timeout (only it knows
+        # the child's pid, in its pid namespace); this one ends a server
+        # that did not answer well after it.
         timer = None
         if timeout is not None:
-            timer = threading.Timer(max(0.0, timeout), _kill_group, (pid,))
+            timer = threading.Timer(max(0.0, timeout) + _GRACE_S, self.stop)
             timer.daemon = True
             timer.start()
         try:
-            line = proc.stdout.readline()
+            line = self._out.readline()
         finally:
             if timer is not None:
                 timer.cancel()
@@ -128,7 +168,7 @@ class WarmBandit:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (proc.stdin, proc.stdout):
+        for stream in (self._in, self._out):
             if stream is not None:
                 try:
                     stream.close()
@@ -136,11 +176,25 @@ class WarmBandit:
                     pass
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+_GRACE_S = 10.0
+
+
+def _sandboxed(cmd: list[str]
+               ) -> tuple[list[str], dict[str, str] | None, set[str] | None, list[str]]:
+    """(the command line, its environment, the real paths masked, those
+    bound writable) for the server: inside a namespace sandbox of its own
+    where there is one; else as it is (each request's child applies Landlock
+    itself: the "Landlock only" level of the sessions)."""
+    if not namespaces.active():
+        return cmd, None, None, []
+    roots = [working_root(), home() / "cache"]
+    for root in roots:
+        root.mkdir(parents=True, exist_ok=True)  # (a bind needs its folder)
+    env = namespaces.scrub_env(os.environ)
+    env[BARRIER_ENV] = json.dumps([str(r) for r in roots])
+    env[SPEC_ENV] = namespaces.spec(Config(), env)  # default masks, no network
+    hidden = set(namespaces.masked(json.loads(env[SPEC_ENV])["hide"]))
+    return cmd, env, hidden, [os.path.realpath(r) for r in roots]
 
 
 def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:

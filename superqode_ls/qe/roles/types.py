@@ -5,8 +5,8 @@ mypy resolves third-party imports in the project's own environment
 folders, since asking it runs it). Imports still missing there are ignored
 rather than reported; the project's own mypy settings
 (mypy.ini, setup.cfg, pyproject.toml) still apply. mypy's cache goes to a
-per-project directory under ``$SUPERQODE_HOME/cache/mypy``, never into the
-sandbox.
+per-project directory, ``$SUPERQODE_HOME/cache/<repo-key>/mypy``, never into
+the sandbox; only the mypy process may write it (``_mypy_cache``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from typing import Any
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.extras import needs
 from ...workspace.paths import project_cache
+from ...workspace.proc import ProcResult
 from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail, walk_files
+from ._mypy_cache import mypy_cache
 from ._pyenv import project_python
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
@@ -136,28 +138,10 @@ class TypeTester(Role):
             if not py.own:
                 where = ["--python-executable", py.python]
                 interpreter = f"imports resolved in {py.shown(ctx.project)}"
-        with _cache_dir(ctx.project) as cache:
-            common = [
-                *excludes,
-                *where,
-                "--cache-dir",
-                cache,
-                "--ignore-missing-imports",
-                "--follow-imports=silent",
-                "--show-column-numbers",
-                "--show-error-end",
-                "--show-error-codes",
-                "--no-error-summary",
-                "--hide-error-context",
-                "--no-color-output",
-                "--no-pretty",
-            ]
-            res = await ctx.run([mypy, "-O", "json", *common, "--", *targets])
-            json_mode = True
-            if res.returncode == 2 and "unrecognized arguments" in res.stderr:
-                # mypy older than 1.11 has no JSON output.
-                json_mode = False
-                res = await ctx.run([mypy, *common, "--", *targets])
+        with _cache_dir(ctx.project) as shared:
+            async with mypy_cache(ctx, shared, where) as (cache, env, where):
+                res, json_mode = await _run_mypy(
+                    ctx, [mypy, *excludes, *where, "--cache-dir", cache], targets, env)
         if res.timed_out:
             raise ToolFailed("mypy", "mypy ran out of time", status="timeout")
         records = _parse_json(res.stdout) if json_mode else _parse_text(res.stdout)
@@ -221,6 +205,27 @@ class TypeTester(Role):
                 )
             )
         return assign_ids(findings)
+
+
+async def _run_mypy(ctx: RoleContext, head: list[str], targets: list[str],
+                    env: dict[str, str] | None) -> tuple[ProcResult, bool]:
+    """mypy's result, and whether its output is JSON."""
+    common = [
+        "--ignore-missing-imports",
+        "--follow-imports=silent",
+        "--show-column-numbers",
+        "--show-error-end",
+        "--show-error-codes",
+        "--no-error-summary",
+        "--hide-error-context",
+        "--no-color-output",
+        "--no-pretty",
+    ]
+    res = await ctx.run([head[0], "-O", "json", *head[1:], *common, "--", *targets], env=env)
+    if res.returncode == 2 and "unrecognized arguments" in res.stderr:
+        # mypy older than 1.11 has no JSON output.
+        return await ctx.run([*head, *common, "--", *targets], env=env), False
+    return res, True
 
 
 def _undecodable(root: Path, targets: list[str]) -> list[str]:

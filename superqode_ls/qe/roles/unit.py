@@ -32,7 +32,7 @@ from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
 from ...workspace.artifacts import atomic_write
 from ...workspace.extras import needs
-from ...workspace.paths import project_cache, repo_key
+from ...workspace.paths import hypothesis_dir, repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from ._common import (
@@ -216,12 +216,9 @@ class UnitTester(Role):
                           tool_paths=meta)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
-            # hypothesis keeps its example database (and a costly unicode
-            # table) in the working directory: keep it per project, outside.
-            env.setdefault(
-                "HYPOTHESIS_STORAGE_DIRECTORY",
-                str(project_cache(ctx.project) / "hypothesis"),
-            )
+            # hypothesis keeps its example database (and a unicode table) in
+            # the working directory: keep it outside, per session (paths.py).
+            env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", hypothesis_dir(ctx.env, private))
             cmd = [
                 *self._command(ctx, env),
                 "-p",
