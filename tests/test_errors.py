@@ -135,6 +135,7 @@ INTERNAL = {
     "superqode_ls.agent.confine.Refused": "its line goes back to the model as the tool's answer",
     "superqode_ls.agent.stream.StreamError": "provider.py wraps it in a ProviderError",
     "superqode_ls.cli.warm_client.WarmError": "the CLI falls back to its own run; the reason goes to SUPERQODE_WARM=verbose only",
+    "superqode_ls.cli.warm_peer.Refused": "the warm helper answers a refused peer with its reason and drops it",
     "superqode_ls.server.errors.RequestFailed": "the JSON-RPC error a request answers with; it carries a user_line",
 }
 
