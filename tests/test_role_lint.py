@@ -261,3 +261,57 @@ def test_gc_pause_resumes_once_and_only_where_it_was_on():
         assert not gc.isenabled()  # it was off: left off
     finally:
         gc.enable()
+
+
+def test_one_line_fix_ids_read_from_the_fix_match_the_ids_of_the_diff():
+    # FileText.fix gives a one-line fix's id basis from its own lines, not
+    # from the diff: the id must be the one patch_id reads from the whole
+    # diff, also where a line holds a break str.splitlines knows ("\x0c",
+    # "\x0b", "\u2028", "\r"), where a changed line reads like a ---/+++
+    # header, and with the file's split handed in by the caller.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from superqode_ls.qe.roles._patches import FileText, patch_id
+
+    plain = ["x = 1", "", "    y", "-- g", "++ h", "import os"]
+    line = st.sampled_from([*plain * 6, "z\r", "a\x0c-b", "c\x0b+d", "e\u2028-f"])
+    content = st.sampled_from(["", "\n", "w", "x = 2", "-- k", "++ m", "n\x0c+o", "p\r"])
+
+    @st.composite
+    def case(draw):
+        lines = draw(st.lists(line, min_size=1, max_size=20))
+        text = "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+        n = len(lines)
+        edits = []
+        for _ in range(draw(st.integers(1, 2))):
+            sl = draw(st.integers(1, n))
+            el = draw(st.sampled_from([sl, min(n + 1, sl + 1)]))
+            sc = draw(st.integers(1, 6))
+            ec = draw(st.integers(sc if el == sl else 1, 7))
+            edits.append(TextEdit(sl, sc, el, ec, draw(content)))
+        return draw(st.sampled_from(["p/f.py", "p/\x0cf.py"])), text, edits
+
+    fast = 0
+
+    @settings(max_examples=600, deadline=None)
+    @given(case())
+    def check(c):
+        nonlocal fast
+        rel, text, edits = c
+        try:
+            want = _window_diff(rel, text, edits)
+        except ValueError:
+            want = None
+        try:
+            diff, basis = FileText(rel, text, text.split("\n")).fix(edits)
+        except ValueError:
+            assert want is None
+            return
+        assert diff == want
+        if diff:
+            fast += basis is not None
+            assert patch_id("lint-x", diff, basis) == patch_id("lint-x", diff)
+
+    check()
+    assert fast > 10  # the id read from the fix's own lines was exercised
