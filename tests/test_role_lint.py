@@ -315,3 +315,35 @@ def test_one_line_fix_ids_read_from_the_fix_match_the_ids_of_the_diff():
 
     check()
     assert fast > 10  # the id read from the fix's own lines was exercised
+
+
+def test_role_patch_ids_are_the_ids_of_their_diffs(make_repo):
+    # On a real ruff run the ids the role reads from a fix's own lines are
+    # the ones patch_id gives its whole diff, and each one-line fix's diff is
+    # the one unified_diff makes of the file and its fixed text; a form feed
+    # and a "\v" in context lines (breaks str.splitlines knows) and lines
+    # that read like diff headers included.
+    from superqode_ls.qe.roles._patches import patch_id
+
+    body = "".join(f"x{i} = {i}\n" for i in range(8))
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F401", "UP", "I"]\n',
+        "pkg/__init__.py": "",
+        "pkg/a.py": "import os\n" + body + "import sys\n" + body + "def f() -> 'int':\n    return 1\n",
+        "pkg/ff.py": "print((1))\n\x0c\nx = 1  # a\x0b-b\nprint((2))\ny = -- 1\nprint((3))\n",
+        "pkg/imports.py": "import sys\nimport os\nimport json\n\nprint(os, sys, json)\n",
+    })
+    out = run_role(LintTester(), make_ctx(repo))
+    assert out.status == "ok"
+    assert len([p for p in out.patches if p.files == ["pkg/ff.py"]]) == 3
+    for p in out.patches:
+        (fid,) = p.finding_ids
+        assert p.id == patch_id(fid, p.diff), p.diff
+        old = (repo / p.files[0]).read_bytes().decode()
+        if p.diff.count("\n-") == 1 and p.diff.count("\n+") == 2:  # one line made another
+            copy = repo.parent / "copy"
+            copy.mkdir(exist_ok=True)
+            (copy / "f.py").write_bytes(old.encode())
+            git_apply(copy, p.diff.replace(f"a/{p.files[0]}", "a/f.py").replace(f"b/{p.files[0]}", "b/f.py"))
+            new = (copy / "f.py").read_bytes().decode()
+            assert unified_diff(p.files[0], old, new) == p.diff
