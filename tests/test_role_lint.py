@@ -261,3 +261,89 @@ def test_gc_pause_resumes_once_and_only_where_it_was_on():
         assert not gc.isenabled()  # it was off: left off
     finally:
         gc.enable()
+
+
+def test_one_line_fix_ids_read_from_the_fix_match_the_ids_of_the_diff():
+    # FileText.fix gives a one-line fix's id basis from its own lines, not
+    # from the diff: the id must be the one patch_id reads from the whole
+    # diff, also where a line holds a break str.splitlines knows ("\x0c",
+    # "\x0b", "\u2028", "\r"), where a changed line reads like a ---/+++
+    # header, and with the file's split handed in by the caller.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from superqode_ls.qe.roles._patches import FileText, patch_id
+
+    plain = ["x = 1", "", "    y", "-- g", "++ h", "import os"]
+    line = st.sampled_from([*plain * 6, "z\r", "a\x0c-b", "c\x0b+d", "e\u2028-f"])
+    content = st.sampled_from(["", "\n", "w", "x = 2", "-- k", "++ m", "n\x0c+o", "p\r"])
+
+    @st.composite
+    def case(draw):
+        lines = draw(st.lists(line, min_size=1, max_size=20))
+        text = "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+        n = len(lines)
+        edits = []
+        for _ in range(draw(st.integers(1, 2))):
+            sl = draw(st.integers(1, n))
+            el = draw(st.sampled_from([sl, min(n + 1, sl + 1)]))
+            sc = draw(st.integers(1, 6))
+            ec = draw(st.integers(sc if el == sl else 1, 7))
+            edits.append(TextEdit(sl, sc, el, ec, draw(content)))
+        return draw(st.sampled_from(["p/f.py", "p/\x0cf.py"])), text, edits
+
+    fast = 0
+
+    @settings(max_examples=600, deadline=None)
+    @given(case())
+    def check(c):
+        nonlocal fast
+        rel, text, edits = c
+        try:
+            want = _window_diff(rel, text, edits)
+        except ValueError:
+            want = None
+        try:
+            diff, basis = FileText(rel, text, text.split("\n")).fix(edits)
+        except ValueError:
+            assert want is None
+            return
+        assert diff == want
+        if diff:
+            fast += basis is not None
+            assert patch_id("lint-x", diff, basis) == patch_id("lint-x", diff)
+
+    check()
+    assert fast > 10  # the id read from the fix's own lines was exercised
+
+
+def test_role_patch_ids_are_the_ids_of_their_diffs(make_repo):
+    # On a real ruff run the ids the role reads from a fix's own lines are
+    # the ones patch_id gives its whole diff, and each one-line fix's diff is
+    # the one unified_diff makes of the file and its fixed text; a form feed
+    # and a "\v" in context lines (breaks str.splitlines knows) and lines
+    # that read like diff headers included.
+    from superqode_ls.qe.roles._patches import patch_id
+
+    body = "".join(f"x{i} = {i}\n" for i in range(8))
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F401", "UP", "I"]\n',
+        "pkg/__init__.py": "",
+        "pkg/a.py": "import os\n" + body + "import sys\n" + body + "def f() -> 'int':\n    return 1\n",
+        "pkg/ff.py": "print((1))\n\x0c\nx = 1  # a\x0b-b\nprint((2))\ny = -- 1\nprint((3))\n",
+        "pkg/imports.py": "import sys\nimport os\nimport json\n\nprint(os, sys, json)\n",
+    })
+    out = run_role(LintTester(), make_ctx(repo))
+    assert out.status == "ok"
+    assert len([p for p in out.patches if p.files == ["pkg/ff.py"]]) == 3
+    for p in out.patches:
+        (fid,) = p.finding_ids
+        assert p.id == patch_id(fid, p.diff), p.diff
+        old = (repo / p.files[0]).read_bytes().decode()
+        if p.diff.count("\n-") == 1 and p.diff.count("\n+") == 2:  # one line made another
+            copy = repo.parent / "copy"
+            copy.mkdir(exist_ok=True)
+            (copy / "f.py").write_bytes(old.encode())
+            git_apply(copy, p.diff.replace(f"a/{p.files[0]}", "a/f.py").replace(f"b/{p.files[0]}", "b/f.py"))
+            new = (copy / "f.py").read_bytes().decode()
+            assert unified_diff(p.files[0], old, new) == p.diff

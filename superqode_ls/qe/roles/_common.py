@@ -161,13 +161,20 @@ class SourceCache:
                 self._texts[rel] = None
         return self._texts[rel]
 
-    def line(self, rel: str, line: int) -> str | None:
-        text = self.text(rel)
-        if text is None or line < 1:
-            return None
+    def split(self, rel: str) -> list[str] | None:
+        """The text split at "\n" (once: snippets and diffs share it)."""
         lines = self._lines.get(rel)
         if lines is None:
+            text = self.text(rel)
+            if text is None:
+                return None
             lines = self._lines[rel] = text.split("\n")
+        return lines
+
+    def line(self, rel: str, line: int) -> str | None:
+        lines = self.split(rel) if line >= 1 else None
+        if lines is None:
+            return None
         if line > len(lines):
             return None
         return lines[line - 1].rstrip("\r")

@@ -85,15 +85,19 @@ class FileText:
     thousands of lines, and splitting (or rebuilding) the text per fix was
     most of the lint role's own time."""
 
-    __slots__ = ("rel", "text", "starts", "pieces")
+    __slots__ = ("rel", "text", "starts", "pieces", "plain")  # one per fixed file
 
-    def __init__(self, rel: str, text: str):
+    def __init__(self, rel: str, text: str, pieces: list[str] | None = None):
         self.rel = rel
         self.text = text
         # Split at "\n" only, the ends put back per window (``lines``):
-        # most of a file's lines are never in one.
-        self.pieces = text.split("\n")
+        # most of a file's lines are never in one. ``pieces``: that split,
+        # where the caller already has it (the role's snippets).
+        self.pieces = text.split("\n") if pieces is None else pieces
         self.starts = _starts(self.pieces)
+        # Whether ``patch_id`` may read a one-line fix's header from its
+        # name (``_ODD``: see ``fix``).
+        self.plain = _ODD.search(rel) is None and "\n" not in rel
 
     def lines(self, i: int, j: int) -> list[str]:
         """``split_lines(text)[i:j]``."""
@@ -109,10 +113,23 @@ class FileText:
         they overlap. Only the lines the edits touch are rebuilt; the diff is
         the one ``unified_diff`` gives for a change of one block, a valid one
         otherwise."""
+        return self.fix(edits, context)[0]
+
+    def fix(self, edits: list[TextEdit], context: int = 3) -> tuple[str, str | None]:
+        """``diff(edits)`` and, where it is cheap to know, the basis of its
+        ``patch_id`` (None: read it from the diff)."""
         text, starts = self.text, self.starts
-        spans = _spans(starts, text, edits)
-        if not spans:
-            return ""
+        if len(edits) == 1:  # most fixes: no sort, nothing to overlap
+            e = edits[0]
+            start = _offset(starts, text, e.start_line, e.start_col)
+            end = _offset(starts, text, e.end_line, e.end_col)
+            if end < start:
+                raise ValueError("overlapping edits")
+            spans = [(start, end, e.content)]
+        else:
+            spans = _spans(starts, text, edits)
+            if not spans:
+                return "", None
         # The lines the edits touch: from the first one's start to the end
         # of the line holding the last one's end (spans do not overlap, so
         # the last span ends last).
@@ -122,25 +139,47 @@ class FileText:
         r_e = starts[last + 1] if last + 1 < len(starts) else len(text)
         new = _splice(text, spans, r_s, r_e)
         if new == text[r_s:r_e]:
-            return ""
+            return "", None
         # The window with ``context`` lines around: its old lines are the
         # file's; the new ones the same with the touched lines replaced
         # (those end in a newline unless they end the file, so the lists
         # join as the window's text would split).
         w0 = max(0, first - context)
         w1 = last + 1 + context
-        before, after = self.lines(w0, first), self.lines(last + 1, w1)
-        if (first == last and new.endswith("\n") and new.find("\n") == len(new) - 1
-                and last + 1 < len(starts) and (not after or after[-1].endswith("\n"))):
+        if first == last and last + 1 < len(starts) and new and new.find("\n") == len(new) - 1:
             # One whole line (ending in a newline, as all around it do) made
-            # another: most fixes. The hunk ``_diff_lines`` writes for it.
-            n = len(before) + 1 + len(after)
-            return "".join([
-                _header(self.rel), f"@@ -{_range(w0, n)} +{_range(w0, n)} @@\n",
-                *[" " + ln for ln in before], "-", text[r_s:r_e], "+", new,
-                *[" " + ln for ln in after]])
-        return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after],
-                           [*before, *split_lines(new), *after], context, w0)
+            # another: most fixes. The hunk ``_diff_lines`` writes for it,
+            # its context cut from the text as it stands (every line in it
+            # ends in a newline: no list of lines needed).
+            after = text[r_e:starts[w1] if w1 < len(starts) else len(text)]
+            if not after or after[-1] == "\n":
+                before = text[starts[w0]:r_s]
+                n = first - w0 + 1 + after.count("\n")
+                old = text[r_s:r_e]
+                head = _header(self.rel)
+                diff = "".join([
+                    head, f"@@ -{_range(w0, n)} +{_range(w0, n)} @@\n",
+                    _context(before), "-", old, "+", new, _context(after)])
+                if not self.plain or _ODD.search(before) or _ODD.search(after):
+                    # str.splitlines (``patch_id``'s) also breaks at these:
+                    # a context line holding one may add a "+"/"-" piece.
+                    return diff, None
+                # What ``patch_id`` reads of this diff: its first line and
+                # the two changed ones (split as it splits them).
+                return diff, _basis(head.split("\n", 1)[0] + "\n-" + old + "+" + new)
+        before, after_lines = self.lines(w0, first), self.lines(last + 1, w1)
+        return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after_lines],
+                           [*before, *split_lines(new), *after_lines], context, w0), None
+
+
+def _context(seg: str) -> str:
+    """Lines (each ending in a newline) as a hunk's context lines."""
+    return " " + seg[:-1].replace("\n", "\n ") + "\n" if seg else ""
+
+
+# The line breaks str.splitlines knows besides "\n" ("\r" among them, kept
+# inside lines by the diffs).
+_ODD = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def edits_diff(rel: str, old: str, edits: list[TextEdit], context: int = 3) -> str:
@@ -246,16 +285,22 @@ def _one_hunk(
     ]
 
 
-def patch_id(finding_id: str, diff: str) -> str:
+def patch_id(finding_id: str, diff: str, basis: str | None = None) -> str:
     """The fix's id: its finding's and what the diff changes -- the lines it
     removes and adds, per file -- not where (hunk headers) nor what is around
     it (context): a neighbouring fix that shifts or edits nearby lines must not
-    turn this fix into another one."""
-    basis = "\x1f".join(
+    turn this fix into another one. ``basis``: those lines as ``_basis`` reads
+    them, where the caller has them (``FileText.fix``)."""
+    if basis is None:
+        basis = _basis(diff)
+    return f"fix-{finding_id}-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+def _basis(diff: str) -> str:
+    return "\x1f".join(
         ln for ln in diff.splitlines()
         if ln.startswith(("+", "-", "diff --git ")) and not ln.startswith(("+++ ", "--- "))
     )
-    return f"fix-{finding_id}-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
 
 
 def make_patch(finding: Finding, rel: str, old: str, new: str, description: str) -> Patch | None:
@@ -263,11 +308,13 @@ def make_patch(finding: Finding, rel: str, old: str, new: str, description: str)
     return patch_of_diff(finding, rel, unified_diff(rel, old, new), description)
 
 
-def patch_of_diff(finding: Finding, rel: str, diff: str, description: str) -> Patch | None:
+def patch_of_diff(
+    finding: Finding, rel: str, diff: str, description: str, basis: str | None = None
+) -> Patch | None:
     if not diff:
         return None
     return Patch(
-        id=patch_id(finding.id, diff),
+        id=patch_id(finding.id, diff, basis),
         description=description,
         diff=diff,
         files=[rel],

@@ -247,16 +247,16 @@ class LintTester(FileCheckRole):
                 old = src.text(rel)
                 if old is None:
                     continue
-                text = FileText(rel, old)
+                text = FileText(rel, old, src.split(rel))
             try:
-                diff = text.diff([_edit(e) for e in fix["edits"]])
+                diff, basis = text.fix([_edit(e) for e in fix["edits"]])
             except (ValueError, KeyError, TypeError):
                 continue
             description = fix.get("message") or f"Fix {finding.rule_id}"
             kind = _APPLICABILITY.get(fix.get("applicability"))
             if kind != "safe":
                 description += f" (ruff marks this fix {kind}: review it)"
-            patch = patch_of_diff(finding, rel, diff, description)
+            patch = patch_of_diff(finding, rel, diff, description, basis)
             if patch is not None:
                 patches.append(patch)
                 # In place: these findings were made here, just now (a copy
