@@ -5,11 +5,15 @@ run at a time per file, each trigger off by its setting."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import psutil
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from superqode_ls.runtime import NICE_ENV, Runtime
+from superqode_ls.server.live_runtime import live_runtime
 from tests.waiting import wait_for_async
 
 from .conftest import start, superqode_diags, wait_for
@@ -184,3 +188,36 @@ async def test_a_save_does_not_make_the_saved_files_findings_stale(lsp: Language
         text_document=types.TextDocumentIdentifier(uri=uri), range=sys_diag.range,
         context=types.CodeActionContext(diagnostics=[sys_diag], only=[types.CodeActionKind.QuickFix])))
     assert [a.title for a in actions or []] == ["SuperQode (F401): Remove unused import: `sys`"]
+
+
+async def test_the_warm_bandit_starts_with_the_server_at_its_priority_off_the_spared_cpu(
+    lsp: LanguageClient, shop: Path,
+):
+    """bandit's warm process is started at initialize, before any file is
+    opened, at the server's own priority (an automatic run's tools are not
+    lowered: live_runtime.py), and still off the CPU kept for the editor."""
+    await start(lsp, shop, live=True)
+    server = psutil.Process(lsp._server.pid)  # type: ignore[attr-defined]
+
+    def warm() -> list[psutil.Process]:
+        return [c for c in server.children() if "_bandit_server.py" in " ".join(c.cmdline())]
+
+    (bandit,) = await wait_for(warm, 60, "the warm bandit")
+    assert bandit.nice() == server.nice()
+    cpus = sorted(server.cpu_affinity())
+    if len(cpus) > 1:
+        assert sorted(bandit.cpu_affinity()) == cpus[:-1]
+    target = planted(shop)
+    uri = lsp.editor.open(target)  # type: ignore[attr-defined]
+    await wait_for(lambda: {"F401", "B602"} <= codes(lsp, uri), 60, "F401 and B602 on open")
+    await idle(lsp)
+    assert warm() == [bandit]  # one warm process, still up for the next run
+
+
+def test_an_automatic_runs_tools_keep_the_spared_cpu_and_the_users_nice(monkeypatch):
+    monkeypatch.delenv(NICE_ENV, raising=False)
+    editor = Runtime(nice=10, tool_cpus=frozenset({0}))
+    assert live_runtime(editor) == dataclasses.replace(editor, nice=0)
+    assert live_runtime(Runtime(nice=0)) == Runtime(nice=0)
+    monkeypatch.setenv(NICE_ENV, "15")  # the user's choice, as for every run
+    assert live_runtime(Runtime(nice=15, tool_cpus=frozenset({0}))).nice == 15
