@@ -51,6 +51,7 @@ class LiveRunner:
         self.running: dict[str, Run] = {}
         self.started: Counter[str] = Counter()  # runs started per uri (tests, bench)
         self.dropped = 0  # waits dropped past MAX_WAITING
+        self.kept = 0  # saves that left the run in flight on the same text to finish
         self.skipped: Counter[str] = Counter()  # triggers turned off by a setting, per kind
         self.preparing = 0  # triggers due, not yet waiting or running (settings)
         self._quiet = asyncio.Event()  # nothing due, waiting or running
@@ -98,6 +99,13 @@ class LiveRunner:
             self.skipped[kind] += 1
             return
         if (old := self.running.get(uri)) is not None:
+            if kind == "save" and not old.cancel_requested and uri in old.versions \
+                    and old.versions[uri] == self.ls.document_version(uri):
+                # The run in flight (the pause in typing before the save)
+                # reads the very text saved: cancelling it to read the same
+                # again made the save's finding wait for a second run.
+                self.kept += 1
+                return
             old.cancel()  # its text is already out of date
         self.waiting[uri] = kind
         self.waiting.move_to_end(uri)
@@ -157,6 +165,7 @@ class LiveRunner:
             "running": sorted(self.running),
             "waiting": list(self.waiting),
             "dropped": self.dropped,
+            "kept": self.kept,
         }
 
 

@@ -13,7 +13,9 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from superqode_ls.runtime import NICE_ENV, Runtime
+from superqode_ls.server.live import LiveRunner
 from superqode_ls.server.live_runtime import live_runtime
+from superqode_ls.server.registry import LIVE, Run
 from tests.waiting import wait_for_async
 
 from .conftest import start, superqode_diags, wait_for
@@ -221,3 +223,37 @@ def test_an_automatic_runs_tools_keep_the_spared_cpu_and_the_users_nice(monkeypa
     assert live_runtime(Runtime(nice=0)) == Runtime(nice=0)
     monkeypatch.setenv(NICE_ENV, "15")  # the user's choice, as for every run
     assert live_runtime(Runtime(nice=15, tool_cpus=frozenset({0}))).nice == 15
+
+
+def test_a_save_leaves_the_run_in_flight_on_the_same_text_to_finish():
+    """A pause in typing started a run; the save that follows writes the text
+    that run reads: it goes on (its findings come once, not after a second
+    run). A save of a newer text cancels it, as every newer trigger does."""
+    uri, folder = "file:///w/shop/planted.py", "/w"
+
+    class Editor:  # the server's view of the document, nothing else
+        shutting_down = False
+        version = 3
+
+        def folder_for_uri(self, u):
+            return folder
+
+        def settings_for(self, f):
+            return _Settings()
+
+        def document_version(self, u):
+            return self.version
+
+    class _Settings:
+        lintOnSave = True
+
+    ls = Editor()
+    runner = LiveRunner(ls)  # type: ignore[arg-type]
+    typed = Run(id="qe-1", folder=folder, files=["shop/planted.py"], mode="quick", roles=None,
+                trigger=LIVE, versions={uri: 3})
+    runner.running[uri] = typed
+    runner._add(uri, "save")
+    assert (runner.kept, typed.cancel_requested, list(runner.waiting)) == (1, False, [])
+    ls.version = 4  # typed on before saving: the run reads an older text
+    runner._add(uri, "save")
+    assert (runner.kept, typed.cancel_requested, list(runner.waiting)) == (1, True, [uri])
