@@ -19,7 +19,7 @@ ruff server gets the same scenario with ``extendSelect = ["S602"]`` so it has
 both problems; VS Code has no ruff extension here (offline), so only
 SuperQode is timed there.
 
-    .venv/bin/python bench/editors.py [--rounds 3] [--editors nvim,emacs,vscode]
+    .venv/bin/python bench/editors.py [--rounds 3] [--editors nvim,emacs,vscode] [--no-ruff]
 
 Needs what scripts/setup-editors.sh installs (as the editor tests do).
 """
@@ -146,11 +146,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--editors", default="nvim,emacs,vscode")
+    ap.add_argument("--no-ruff", action="store_true", help="time SuperQode only (ruff server's figures change little)")
     args = ap.parse_args()
+    say(f"load {os.getloadavg()[0]:.1f} at start")
     rows = []
     for name in args.editors.split(","):
         run, has_ruff = EDITORS[name]
-        for ruff in ([False, True] if has_ruff else [False]):
+        for ruff in ([False, True] if has_ruff and not args.no_ruff else [False]):
             server = "ruff server" if ruff else "superqode-ls"
             samples: dict[str, list[float]] = {}
             for n in range(args.rounds):
@@ -162,6 +164,7 @@ def main() -> int:
     print(f"{'editor':7} {'server':12} {'step':18} {'median ms':>10}  samples")
     for name, server, key, median, values in rows:
         print(f"{name:7} {server:12} {key:18} {median:10.0f}  {', '.join(f'{v:.0f}' for v in values)}")
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 
