@@ -360,6 +360,13 @@ async function main() {
     step("workbench");
     // Quick Open the example file.
     await page.locator(".explorer-folders-view, .monaco-workbench .part.sidebar").first().waitFor();
+    if (process.env.SQ_READY_FIRST) {
+      // The window as a user finds it a moment after opening it: the
+      // extension (started by the Python workspace) and its server are up.
+      await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some(
+        (e) => e.innerText.includes("SuperQode") && !e.innerText.includes("starting")), null, { timeout: 60000, polling: 100 });
+      step("server_up");
+    }
     await page.keyboard.press("Control+P");
     const file = process.env.SQ_OPEN || "catalog.py";
     await page.locator(".quick-input-widget input").fill(file);
