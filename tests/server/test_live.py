@@ -5,7 +5,9 @@ run at a time per file, each trigger off by its setting."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import types as pytypes
 from pathlib import Path
 
 import psutil
@@ -223,6 +225,24 @@ def test_an_automatic_runs_tools_keep_the_spared_cpu_and_the_users_nice(monkeypa
     assert live_runtime(Runtime(nice=0)) == Runtime(nice=0)
     monkeypatch.setenv(NICE_ENV, "15")  # the user's choice, as for every run
     assert live_runtime(Runtime(nice=15, tool_cpus=frozenset({0}))).nice == 15
+
+
+async def test_the_role_imports_wait_for_the_automatic_runs_to_end():
+    """The warm-up's import of every role (lifecycle_warm.py) waits on
+    ``quiet``: it returns at once with nothing to do, and otherwise when the
+    last automatic run has ended."""
+    uri = "file:///w/shop/planted.py"
+    runner = LiveRunner(pytypes.SimpleNamespace(shutting_down=False))  # type: ignore[arg-type]
+    await runner.quiet(60)  # nothing due, waiting or running
+    run = Run(id="qe-1", folder="/w", files=["shop/planted.py"], mode="quick", roles=None, trigger=LIVE)
+    runner.running[uri] = run
+    runner._update_quiet()
+    waiting = asyncio.ensure_future(runner.quiet(60))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    runner._ended(uri, run)
+    await waiting
+    assert runner.status()["running"] == []
 
 
 def test_a_save_leaves_the_run_in_flight_on_the_same_text_to_finish():
