@@ -6,7 +6,7 @@ it is up gets a cold bandit: waiting for the warm one delayed ruff's
 findings and brought bandit's no sooner). It runs at the priority of the
 automatic runs it serves (live_runtime.py). The import of the engine and
 every role comes last, once the automatic runs the client's first files
-asked for are done: on two cores, that import (seconds under load), the
+asked for (and a Run QE already under way) are done: on two cores, that import (seconds under load), the
 warm bandit's start and a cold bandit loading at the same time made the
 first file's security findings take seconds more.
 """
@@ -52,15 +52,24 @@ class WarmUp:
     def start_imports(self, quiet: Callable[[float], Awaitable[None]]) -> None:
         """Import the engine and the roles in a worker thread (``initialize``
         stays fast and the first Run QE does not stall the event loop on
-        imports), after the warm bandit is up and ``quiet`` (the first
-        automatic runs done, at most QUIET_WAIT s) returned."""
+        imports), after the warm bandit is up, ``quiet`` (the first
+        automatic runs done, at most QUIET_WAIT s) returned and no other run
+        is under way."""
         if self.imports is None:
             self.imports = self.ls.background(self._imports(quiet), "prewarm")
 
     async def _imports(self, quiet: Callable[[float], Awaitable[None]]) -> None:
         if self.bandit is not None:
             await asyncio.wait([self.bandit])
-        await quiet(QUIET_WAIT)
+        while not self.ls.shutting_down:
+            await quiet(QUIET_WAIT)
+            # A Run QE already under way imports its own roles; the import of
+            # all of them beside it took CPU from its tools (below us): it
+            # waits for the run's end.
+            busy = [r.task for r in self.ls.runs.active() if r.task is not None and not r.task.done()]
+            if not busy:
+                break
+            await asyncio.wait(busy)
         if not self.ls.shutting_down:
             await asyncio.to_thread(roles.prewarm)
 
