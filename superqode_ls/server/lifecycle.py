@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ..engine import roles
-from ..engine.runtime import start_warm_analyzer
 from . import settings as settings_mod
 from .base import ClientFeatures
+from .lifecycle_warm import warm_of
+from .live import live_of
 from .server import SuperQodeServer
 from .watch import stop_watcher, stop_watchers
 
@@ -22,6 +21,9 @@ log = logging.getLogger(__name__)
 def register(ls: SuperQodeServer) -> None:
     @ls.feature(types.INITIALIZE)
     def initialize(ls: SuperQodeServer, params: types.InitializeParams) -> None:
+        # First of all: bandit's warm process loads while the client starts
+        # up and opens its first file (lifecycle_warm.py).
+        warm_of(ls).start_bandit()
         ls.client = ClientFeatures(params.capabilities)
         enc = ls.workspace.position_encoding
         ls.encoding = str(getattr(enc, "value", enc) or "utf-16")
@@ -50,7 +52,7 @@ def register(ls: SuperQodeServer) -> None:
                 await hook()
             except Exception:
                 log.exception("initialized hook %s failed", getattr(hook, "__qualname__", hook))
-        ls.background(_warm_up(ls), "prewarm")
+        warm_of(ls).start_imports(live_of(ls).quiet)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
@@ -118,18 +120,3 @@ async def refresh_settings(ls: SuperQodeServer) -> None:
             ls.folder_settings[folder] = settings_mod.parse(raw or {}, ls.init_settings)
         except settings_mod.SettingsError as e:
             ls.log(f"SuperQode: settings for {folder} not applied: {e}", types.MessageType.Warning)
-
-
-async def _warm_up(ls: SuperQodeServer) -> None:
-    """Import the QE engine and the roles in a worker thread once the client is
-    up (``initialize`` stays fast, and the first Run QE does not stall the
-    event loop on imports), and start bandit's warm process beside them: it
-    loads in its own process meanwhile, so the first file opened gets its
-    security findings from it instead of a cold bandit."""
-    imports = asyncio.ensure_future(asyncio.to_thread(roles.prewarm))
-    try:
-        warm = await asyncio.to_thread(start_warm_analyzer, ls.runtime)
-        if warm is not None:  # runs started from now on use it (the runtime's one owner: ls)
-            ls.runtime = dataclasses.replace(ls.runtime, analyzer=warm)
-    finally:
-        await imports

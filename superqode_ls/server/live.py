@@ -51,7 +51,11 @@ class LiveRunner:
         self.running: dict[str, Run] = {}
         self.started: Counter[str] = Counter()  # runs started per uri (tests, bench)
         self.dropped = 0  # waits dropped past MAX_WAITING
+        self.kept = 0  # saves that left the run in flight on the same text to finish
         self.skipped: Counter[str] = Counter()  # triggers turned off by a setting, per kind
+        self.preparing = 0  # triggers due, not yet waiting or running (settings)
+        self._quiet = asyncio.Event()  # nothing due, waiting or running
+        self._quiet.set()
 
     def trigger(self, uri: str, kind: str) -> None:
         """A document was opened, saved or changed: analyse it after the delay
@@ -63,6 +67,7 @@ class LiveRunner:
         delay = DELAYS[kind]
         loop = asyncio.get_running_loop()
         self.timers[uri] = loop.call_later(delay, self._due, uri, kind)
+        self._update_quiet()
 
     def forget(self, uri: str) -> None:
         """The document was closed: nothing more to do for it."""
@@ -71,13 +76,22 @@ class LiveRunner:
         self.waiting.pop(uri, None)
         if (run := self.running.get(uri)) is not None:
             run.cancel()
+        self._update_quiet()
 
     def _due(self, uri: str, kind: str) -> None:
         self.timers.pop(uri, None)
+        self.preparing += 1
         self.ls.background(self._enqueue(uri, kind), f"live analysis of {uri}")
 
     async def _enqueue(self, uri: str, kind: str) -> None:
-        await self.ls.settings_ready()
+        try:
+            await self.ls.settings_ready()
+            self._add(uri, kind)
+        finally:
+            self.preparing -= 1
+            self._update_quiet()
+
+    def _add(self, uri: str, kind: str) -> None:
         folder = self.ls.folder_for_uri(uri)
         if folder is None:
             return
@@ -85,6 +99,13 @@ class LiveRunner:
             self.skipped[kind] += 1
             return
         if (old := self.running.get(uri)) is not None:
+            if kind == "save" and not old.cancel_requested and uri in old.versions \
+                    and old.versions[uri] == self.ls.document_version(uri):
+                # The run in flight (the pause in typing before the save)
+                # reads the very text saved: cancelling it to read the same
+                # again made the save's finding wait for a second run.
+                self.kept += 1
+                return
             old.cancel()  # its text is already out of date
         self.waiting[uri] = kind
         self.waiting.move_to_end(uri)
@@ -120,6 +141,21 @@ class LiveRunner:
         if self.running.get(uri) is run:
             del self.running[uri]
         self._pump()
+        self._update_quiet()
+
+    def _update_quiet(self) -> None:
+        if self.timers or self.preparing or self.waiting or self.running:
+            self._quiet.clear()
+        else:
+            self._quiet.set()
+
+    async def quiet(self, timeout: float) -> None:
+        """Return once no automatic run is due, waiting or running, or after
+        ``timeout`` s."""
+        try:
+            await asyncio.wait_for(self._quiet.wait(), timeout)
+        except TimeoutError:
+            pass
 
     def status(self) -> dict:
         return {
@@ -129,6 +165,7 @@ class LiveRunner:
             "running": sorted(self.running),
             "waiting": list(self.waiting),
             "dropped": self.dropped,
+            "kept": self.kept,
         }
 
 

@@ -31,6 +31,7 @@ from ..engine.runs import finding_filter  # noqa: F401 - the filter streamed fin
 from ..models import QualityReport
 from .details import fix_counts
 from .errors import is_user_error, user_message
+from .live_runtime import live_runtime
 from .progress import RunProgress
 from .registry import Run
 from .role_list import agent_overrides
@@ -133,7 +134,8 @@ def build_request(
         # A later phase writes no report of its own: the run's one report,
         # merged, is written under the run's id (run_report.rewrite_report).
         part_of=part_of,
-        runtime=ls.runtime,
+        # An automatic run's tools at the server's priority (live_runtime.py).
+        runtime=live_runtime(ls.runtime) if run.quiet else ls.runtime,
     )
 
 

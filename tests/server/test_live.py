@@ -5,11 +5,19 @@ run at a time per file, each trigger off by its setting."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import types as pytypes
 from pathlib import Path
 
+import psutil
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from superqode_ls.runtime import NICE_ENV, Runtime
+from superqode_ls.server.live import LiveRunner
+from superqode_ls.server.live_runtime import live_runtime
+from superqode_ls.server.registry import LIVE, Run
 from tests.waiting import wait_for_async
 
 from .conftest import start, superqode_diags, wait_for
@@ -184,3 +192,88 @@ async def test_a_save_does_not_make_the_saved_files_findings_stale(lsp: Language
         text_document=types.TextDocumentIdentifier(uri=uri), range=sys_diag.range,
         context=types.CodeActionContext(diagnostics=[sys_diag], only=[types.CodeActionKind.QuickFix])))
     assert [a.title for a in actions or []] == ["SuperQode (F401): Remove unused import: `sys`"]
+
+
+async def test_the_warm_bandit_starts_with_the_server_at_its_priority_off_the_spared_cpu(
+    lsp: LanguageClient, shop: Path,
+):
+    """bandit's warm process is started at initialize, before any file is
+    opened, at the server's own priority (an automatic run's tools are not
+    lowered: live_runtime.py), and still off the CPU kept for the editor."""
+    await start(lsp, shop, live=True)
+    server = psutil.Process(lsp._server.pid)  # type: ignore[attr-defined]
+
+    def warm() -> list[psutil.Process]:
+        return [c for c in server.children() if "_bandit_server.py" in " ".join(c.cmdline())]
+
+    (bandit,) = await wait_for(warm, 60, "the warm bandit")
+    assert bandit.nice() == server.nice()
+    cpus = sorted(server.cpu_affinity())
+    if len(cpus) > 1:
+        assert sorted(bandit.cpu_affinity()) == cpus[:-1]
+    target = planted(shop)
+    uri = lsp.editor.open(target)  # type: ignore[attr-defined]
+    await wait_for(lambda: {"F401", "B602"} <= codes(lsp, uri), 60, "F401 and B602 on open")
+    await idle(lsp)
+    assert warm() == [bandit]  # one warm process, still up for the next run
+
+
+def test_an_automatic_runs_tools_keep_the_spared_cpu_and_the_users_nice(monkeypatch):
+    monkeypatch.delenv(NICE_ENV, raising=False)
+    editor = Runtime(nice=10, tool_cpus=frozenset({0}))
+    assert live_runtime(editor) == dataclasses.replace(editor, nice=0)
+    assert live_runtime(Runtime(nice=0)) == Runtime(nice=0)
+    monkeypatch.setenv(NICE_ENV, "15")  # the user's choice, as for every run
+    assert live_runtime(Runtime(nice=15, tool_cpus=frozenset({0}))).nice == 15
+
+
+async def test_the_role_imports_wait_for_the_automatic_runs_to_end():
+    """The warm-up's import of every role (lifecycle_warm.py) waits on
+    ``quiet``: it returns at once with nothing to do, and otherwise when the
+    last automatic run has ended."""
+    uri = "file:///w/shop/planted.py"
+    runner = LiveRunner(pytypes.SimpleNamespace(shutting_down=False))  # type: ignore[arg-type]
+    await runner.quiet(60)  # nothing due, waiting or running
+    run = Run(id="qe-1", folder="/w", files=["shop/planted.py"], mode="quick", roles=None, trigger=LIVE)
+    runner.running[uri] = run
+    runner._update_quiet()
+    waiting = asyncio.ensure_future(runner.quiet(60))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    runner._ended(uri, run)
+    await waiting
+    assert runner.status()["running"] == []
+
+
+def test_a_save_leaves_the_run_in_flight_on_the_same_text_to_finish():
+    """A pause in typing started a run; the save that follows writes the text
+    that run reads: it goes on (its findings come once, not after a second
+    run). A save of a newer text cancels it, as every newer trigger does."""
+    uri, folder = "file:///w/shop/planted.py", "/w"
+
+    class Editor:  # the server's view of the document, nothing else
+        shutting_down = False
+        version = 3
+
+        def folder_for_uri(self, u):
+            return folder
+
+        def settings_for(self, f):
+            return _Settings()
+
+        def document_version(self, u):
+            return self.version
+
+    class _Settings:
+        lintOnSave = True
+
+    ls = Editor()
+    runner = LiveRunner(ls)  # type: ignore[arg-type]
+    typed = Run(id="qe-1", folder=folder, files=["shop/planted.py"], mode="quick", roles=None,
+                trigger=LIVE, versions={uri: 3})
+    runner.running[uri] = typed
+    runner._add(uri, "save")
+    assert (runner.kept, typed.cancel_requested, list(runner.waiting)) == (1, False, [])
+    ls.version = 4  # typed on before saving: the run reads an older text
+    runner._add(uri, "save")
+    assert (runner.kept, typed.cancel_requested, list(runner.waiting)) == (1, True, [uri])

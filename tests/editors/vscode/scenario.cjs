@@ -24,13 +24,25 @@ async function lineOf(page, box) {
   return null;
 }
 
+// Read in the page in one go: a Playwright round trip per squiggle and per
+// gutter line took up to a second a read on a loaded machine, and that went
+// into every time the live scenario measures.
 async function squiggleLines(page) {
-  const lines = new Set();
-  for (const s of await page.locator(".monaco-editor .view-overlays [class*='squiggly-']").all()) {
-    const b = await s.boundingBox();
-    if (b) lines.add(await lineOf(page, b));
-  }
-  return [...lines].filter((l) => l !== null).sort((a, b) => a - b);
+  return page.evaluate(() => {
+    const gutter = [...document.querySelectorAll(".margin-view-overlays .line-numbers")].map((n) => {
+      const b = n.getBoundingClientRect();
+      return { top: b.top, bottom: b.bottom, line: Number(n.innerText.trim()) };
+    });
+    const lines = new Set();
+    for (const s of document.querySelectorAll(".monaco-editor .view-overlays [class*='squiggly-']")) {
+      const b = s.getBoundingClientRect();
+      if (!b.width && !b.height) continue;  // not rendered
+      const y = b.top + b.height / 2;
+      const row = gutter.find((g) => y >= g.top && y < g.bottom);
+      if (row) lines.add(row.line);
+    }
+    return [...lines].sort((a, b) => a - b);
+  });
 }
 
 // The Problems panel's rows as read out (aria-label), shown (text) and their
@@ -348,6 +360,13 @@ async function main() {
     step("workbench");
     // Quick Open the example file.
     await page.locator(".explorer-folders-view, .monaco-workbench .part.sidebar").first().waitFor();
+    if (process.env.SQ_READY_FIRST) {
+      // The window as a user finds it a moment after opening it: the
+      // extension (started by the Python workspace) and its server are up.
+      await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some(
+        (e) => e.innerText.includes("SuperQode") && !e.innerText.includes("starting")), null, { timeout: 60000, polling: 100 });
+      step("server_up");
+    }
     await page.keyboard.press("Control+P");
     const file = process.env.SQ_OPEN || "catalog.py";
     await page.locator(".quick-input-widget input").fill(file);
