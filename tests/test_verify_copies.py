@@ -165,3 +165,45 @@ def test_a_link_where_a_copy_would_go_is_never_written_through(tmp_path):
     role = _eight_fixes_and(project, '[tool.ruff.lint]\nselect = ["F541"]\n')
     assert not outside.exists()
     assert all(r == ["m.py"] for r in role.rechecks) and len(role.rechecks) == 2
+
+
+def test_a_copy_that_clears_the_whole_file_is_trusted_when_its_twin_reported(tmp_path):
+    """One fix rewrites both planted lines (clearing its neighbour's finding
+    too): its copy's answer is empty, which alone may be a failed check. The
+    unchanged twin in the same run reported the file's findings, so the check
+    ran: both fixes settle in that one run, as a round of their own would."""
+    text = "a = 'PLANTED'\nb = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    role = CountingToy()
+
+    def greedy(out):
+        p = next(p for p in out.patches if "b = 'fixed'" in p.diff)
+        both = p.model_copy(update={"id": "both", "diff": (
+            "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n-a = 'PLANTED'\n-b = 'PLANTED'\n"
+            "+a = 'fixed'\n+b = 'fixed'\n")})
+        return [q for q in out.patches if q is not p] + [both]
+
+    _, patches, results = _verify(tmp_path, role, greedy)
+    assert all(results[p.id].level == "tool" for p in patches), [r.message for r in results.values()]
+    assert len(role.rechecks) == 1, role.rechecks
+    assert (tmp_path / "a.py").read_text() == text and not list(tmp_path.glob("*sqcopy*"))
+
+
+class _Covering:
+    """Tests import a.py only."""
+
+    async def for_files(self, files):
+        return ["tests/test_a.py"] if "a.py" in files else []
+
+
+def test_no_test_at_all_for_these_files_when_none_imports_them():
+    from superqode_ls.qe.fix_tests import FixTests
+
+    ft = FixTests(roles={}, contexts={}, findings_by_role={}, tests=None, covering=_Covering(),
+                  no_tests_reason="", probe=None, session=None, time_left=lambda: None)
+
+    async def go():
+        return (await ft.none_at_all(), await ft.none_at_all(["b.py", "c.py"]),
+                await ft.none_at_all(["b.py", "a.py"]))
+
+    assert asyncio.run(go()) == (False, True, False)

@@ -129,9 +129,11 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
-            if shares_files(group) and await self.fix_tests.none_at_all():
-                # Nothing to run the tests for: the copies alone settle it,
-                # and pack more fixes per round than git's context allows.
+            if shares_files(group) and await self.fix_tests.none_at_all(
+                    [f for p in group for f in (p.files or patch_files(p.diff))]):
+                # Nothing to run the tests for (no test imports these files
+                # either): the copies alone settle it, and pack more fixes per
+                # round than git's context allows (the later ones beside).
                 self._hints = {}
                 pending = await self._on_copies(role, ctx, group, record)
             elif shares_files(group):
@@ -261,12 +263,14 @@ class Verifier:
     async def _settle(
         self, role: Role, rel: str, copy: list[tuple[Patch, list[Change]]], found: list[Finding],
         queues: dict[str, list[list[tuple[Patch, list[Change]]]]], rest: list[Patch],
-        record: Callable[[VerifyResult], None],
+        record: Callable[[VerifyResult], None], checked: bool = False,
     ) -> None:
         """The verdicts on one copy of ``rel`` from what the re-run found in
         it: settled fixes recorded, a copy not cleared split into ``queues``,
-        fixes the tests must judge added to ``rest``."""
-        if not found and self.judge.had_others(role, [(p, [rel]) for p, _ in copy]):
+        fixes the tests must judge added to ``rest``. ``checked``: the same
+        run reported the file's findings in its unchanged twin, so an empty
+        answer for this copy is not a failed check."""
+        if not found and not checked and self.judge.had_others(role, [(p, [rel]) for p, _ in copy]):
             rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
             return
         claimed = {base_id(i) for p, _ in copy for i in p.finding_ids}
@@ -345,7 +349,7 @@ class Verifier:
             if k >= 0:  # found in a copy beside: the file's finding, as at its own path
                 f = f.model_copy(update={"file": rel, "id": ""})
             found.setdefault((rel, k), []).append(f.with_stable_id())
-        twins_ok = {rel for rel, k in aside.values() if k == 0 and Counter(
+        twins_ok = {rel for rel, k in aside.values() if k == 0 and found.get((rel, 0)) and Counter(
             base_id(f.id) for f in found.get((rel, 0), [])) == Counter(
             base_id(f.id) for f in self.judge.before(role.name, rel))}
         copies = {rel: qs for rel, qs in queues.items()}
@@ -355,9 +359,10 @@ class Verifier:
             judged_here = [(k, later[k - 1]) for k in range(1, len(qs))] if rel in twins_ok else []
             if not judged_here:
                 queues[rel] = list(later)
-            await self._settle(role, rel, qs[0], found.get((rel, -1), []), queues, rest, record)
+            ok = rel in twins_ok
+            await self._settle(role, rel, qs[0], found.get((rel, -1), []), queues, rest, record, ok)
             for k, copy in judged_here:
-                await self._settle(role, rel, copy, found.get((rel, k), []), queues, rest, record)
+                await self._settle(role, rel, copy, found.get((rel, k), []), queues, rest, record, ok)
         for rel in [r for r, qs in queues.items() if not qs]:
             del queues[rel]
 
