@@ -315,7 +315,11 @@ class Verifier:
         judges a file by itself, and what it reports in that unchanged twin
         must be what it reported in the file, else the name changed its
         verdict (a per-file rule, an exclude) and the file keeps its rounds.
-        Copies judged here leave ``queues``; a copy split goes back in it."""
+        Copies judged here leave ``queues``; a copy split goes back in it.
+        What the twin cannot show: a pattern that silences a rule for the
+        new name only, on a finding the fix alone would bring (a glob such as
+        ``*_m.py`` for ``m.py``); the verdict here is "tool-verified only" at
+        most, never "verified"."""
         if self._out_of_time():
             return
         aside: dict[str, tuple[str, int]] = {}  # written path -> (file, copy number; 0 = the twin)

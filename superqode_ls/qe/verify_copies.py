@@ -12,7 +12,9 @@ and re-runs the tool once over all of them; a copy whose fixes are not all
 cleared is split for a later round (the fix nearest each new finding alone,
 the rest together), and a fix with a new finding on the very lines it wrote is
 rejected there (``written_by``): a handful of rounds however many fixes a file
-has. Where no test can run, the copies take every fix from the first round.
+has. Where no test can run, or none imports the files, the copies take every
+fix from the first round. Where no test judges a file's fixes, its later
+copies go beside it (``beside``) in that first round's one re-run.
 
 A diff that does not fit its file exactly (other context, no newline at the
 end) is left to the careful rounds, one fix per file per round.
