@@ -146,9 +146,10 @@ def test_verify_many_batches_patches_on_different_files(tmp_path):
     assert len(out.patches) == 4 and len(seen) == 5
     assert all(results[p.id].level == "tool" for p in out.patches), [r.message for r in results.values()]
     assert not results["broken"].verified
-    # a.py has two fixes: two rounds; round one re-checks the three files
-    # (not m.py: the broken patch never applied) at once.
-    assert role.rechecks == [["a.py", "b.py", "c.py"], ["a.py"]]
+    # a.py has two fixes that touch: two copies, the second beside it (with
+    # its unchanged twin), all in one re-run with the three files (not m.py:
+    # the broken patch never applied).
+    assert role.rechecks == [["a.py", "a_sqcopy0_a.py", "a_sqcopy1_a.py", "b.py", "c.py"]]
     assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\nb = 'PLANTED'\n"
     assert (tmp_path / "b.py").read_text() == "c = 'PLANTED'\n"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from superqode_ls.qe.roles._patches import split_lines
 from superqode_ls.qe.roles.lint import LintTester
 from superqode_ls.qe.verifier import Verifier
-from superqode_ls.qe.verify_copies import changes, fits, merged
+from superqode_ls.qe.verify_copies import beside, changes, fits, merged
 from tests.test_verifier import CountingToy, ctx_for
 
 # Four fixes on neighbouring lines: their diffs' context overlaps, so git
@@ -43,10 +43,11 @@ def _verify(root: Path, role, patches_of=None):
     return asyncio.run(go())
 
 
-def test_forty_ruff_fixes_on_neighbouring_lines_of_five_files_take_two_re_runs(tmp_path):
+def test_forty_ruff_fixes_on_neighbouring_lines_of_five_files_take_one_re_run(tmp_path):
     """Eight fixes on neighbouring lines per file: git applies one per file
     (their hunks' context overlaps), which was eight rounds; merged copies
-    hold every other line: two rounds, each one ruff run over the five files.
+    hold every other line: two copies per file, the second checked beside
+    the file with its unchanged twin: one ruff run over the five files.
     (No tests can run here, so no optimistic round in the sandbox first.)"""
     (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["F541"]\n')
     for i in range(5):
@@ -56,8 +57,9 @@ def test_forty_ruff_fixes_on_neighbouring_lines_of_five_files_take_two_re_runs(t
     assert len(out.patches) == 40 and len(results) == 40
     assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
     files = [f"m{i}.py" for i in range(5)]
-    assert role.rechecks == [files, files]
+    assert role.rechecks == [sorted(n for f in files for n in (f, *beside(f, 2)))]
     assert all((tmp_path / f).read_text() == BLOCK8 for f in files)  # put back
+    assert not list(tmp_path.glob("*sqcopy*"))  # the copies beside removed
 
 
 def test_a_fix_that_leaves_a_new_finding_is_split_out_the_rest_pass_together(tmp_path):
@@ -80,7 +82,8 @@ def test_a_fix_that_leaves_a_new_finding_is_split_out_the_rest_pass_together(tmp
     # One fix per round took eight rounds.
     assert "on the lines this fix writes" in results["bad"].message
     assert len(role.rechecks) <= 4, role.rechecks
-    assert all(r == ["a.py"] for r in role.rechecks)
+    assert all("a.py" in r for r in role.rechecks)
+    assert not list(tmp_path.glob("*sqcopy*"))
     assert (tmp_path / "a.py").read_text() == text
 
 
@@ -110,3 +113,97 @@ def test_a_diff_whose_context_is_not_in_the_file_is_not_copied():
     assert changes(split_lines("one\nthree\n"), diff) is None
     assert changes(split_lines("uno\ntwo\n"), diff) is None
     assert changes(split_lines("one\ntwo"), diff + "\\ No newline at end of file\n") is None
+
+
+def test_copies_beside_keep_the_name_patterns_and_skip_special_names():
+    names = beside("pkg/test_io.py", 3)
+    assert names == ["pkg/test_io_sqcopy0_test_io.py", "pkg/test_io_sqcopy1_test_io.py",
+                     "pkg/test_io_sqcopy2_test_io.py"]
+    # ``test_*.py`` and ``*_io.py`` still match every name
+    assert all(n.split("/")[1].startswith("test_") and n.endswith("_io.py") for n in names)
+    assert beside("pkg/__init__.py", 2) is None and beside("conftest.py", 2) is None
+
+
+def _eight_fixes_and(tmp_path, config: str, mode: int | None = None, head: str = ""):
+    (tmp_path / "pyproject.toml").write_text(config)
+    (tmp_path / "m.py").write_text(head + BLOCK8)
+    if mode is not None:
+        (tmp_path / "m.py").chmod(mode)
+    role = CountingLint()
+    _, _, results = _verify(tmp_path, role)
+    assert len(results) == 8 and all(r.level == "tool" for r in results.values()), results
+    assert (tmp_path / "m.py").read_text() == head + BLOCK8
+    assert not [n for n in tmp_path.glob("*sqcopy*") if not n.is_symlink()]
+    return role
+
+
+def test_a_name_that_changes_the_tools_verdict_keeps_the_files_rounds(tmp_path):
+    """A per-file ignore for m.py does not match the copies beside it: their
+    unchanged twin reports the F401 that m.py does not, so m.py's copies go
+    in rounds at its own path, as before."""
+    role = _eight_fixes_and(tmp_path, '[tool.ruff.lint]\nselect = ["F541", "F401"]\n'
+                            '[tool.ruff.lint.per-file-ignores]\n"m.py" = ["F401"]\n', head="import os\n")
+    assert len(role.rechecks) == 2
+    assert role.rechecks[1] == ["m.py"]
+
+
+def test_copies_beside_keep_the_files_mode(tmp_path):
+    """An executable file without a shebang (ruff's EXE002): the copies beside
+    it are executable too, so the twin agrees and one run settles all."""
+    role = _eight_fixes_and(tmp_path, '[tool.ruff.lint]\nselect = ["F541", "EXE002"]\n', mode=0o755)
+    assert len(role.rechecks) == 1
+
+
+def test_a_link_where_a_copy_would_go_is_never_written_through(tmp_path):
+    """Red team: the project plants a dangling link under the name of a copy
+    beside m.py, pointing out of the sandbox. The copy is not written there
+    (the file keeps its rounds at its own path) and the target stays absent."""
+    outside = tmp_path / "outside.py"
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "m_sqcopy1_m.py").symlink_to(outside)
+    role = _eight_fixes_and(project, '[tool.ruff.lint]\nselect = ["F541"]\n')
+    assert not outside.exists()
+    assert all(r == ["m.py"] for r in role.rechecks) and len(role.rechecks) == 2
+
+
+def test_a_copy_that_clears_the_whole_file_is_trusted_when_its_twin_reported(tmp_path):
+    """One fix rewrites both planted lines (clearing its neighbour's finding
+    too): its copy's answer is empty, which alone may be a failed check. The
+    unchanged twin in the same run reported the file's findings, so the check
+    ran: both fixes settle in that one run, as a round of their own would."""
+    text = "a = 'PLANTED'\nb = 'PLANTED'\n"
+    (tmp_path / "a.py").write_text(text)
+    role = CountingToy()
+
+    def greedy(out):
+        p = next(p for p in out.patches if "b = 'fixed'" in p.diff)
+        both = p.model_copy(update={"id": "both", "diff": (
+            "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n-a = 'PLANTED'\n-b = 'PLANTED'\n"
+            "+a = 'fixed'\n+b = 'fixed'\n")})
+        return [q for q in out.patches if q is not p] + [both]
+
+    _, patches, results = _verify(tmp_path, role, greedy)
+    assert all(results[p.id].level == "tool" for p in patches), [r.message for r in results.values()]
+    assert len(role.rechecks) == 1, role.rechecks
+    assert (tmp_path / "a.py").read_text() == text and not list(tmp_path.glob("*sqcopy*"))
+
+
+class _Covering:
+    """Tests import a.py only."""
+
+    async def for_files(self, files):
+        return ["tests/test_a.py"] if "a.py" in files else []
+
+
+def test_no_test_at_all_for_these_files_when_none_imports_them():
+    from superqode_ls.qe.fix_tests import FixTests
+
+    ft = FixTests(roles={}, contexts={}, findings_by_role={}, tests=None, covering=_Covering(),
+                  no_tests_reason="", probe=None, session=None, time_left=lambda: None)
+
+    async def go():
+        return (await ft.none_at_all(), await ft.none_at_all(["b.py", "c.py"]),
+                await ft.none_at_all(["b.py", "a.py"]))
+
+    assert asyncio.run(go()) == (False, True, False)

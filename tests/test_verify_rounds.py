@@ -136,8 +136,10 @@ def test_overlapping_fixes_wait_for_a_later_round_the_rest_go_together(tmp_path)
     out, results = _verify(tmp_path, role)
     assert len(out.patches) == 4
     assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
-    # Lines 1 and 2 touch: line 2's fix waits; lines 1 and 15 and b.py go at once.
-    assert role.rechecks == [["a.py", "b.py"], ["a.py"]]
+    # Lines 1 and 2 touch: line 2's fix goes in a second copy of a.py, checked
+    # beside it (no tests judge it here) in the same one run as the first copy.
+    assert role.rechecks == [["a.py", "a_sqcopy0_a.py", "a_sqcopy1_a.py", "b.py"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]  # the copies beside are gone
     assert (tmp_path / "a.py").read_text() == text
 
 

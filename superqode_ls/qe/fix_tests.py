@@ -76,13 +76,18 @@ class FixTests:
         except TimeoutError:
             return "tests not run: pytest had not started in the time left (it is slow to start here)"
 
-    async def none_at_all(self) -> bool:
-        """No test can judge any fix here."""
+    async def none_at_all(self, files: list[str] | None = None) -> bool:
+        """No test can judge any fix here (of ``files``: none imports them)."""
         if self.full_suite:
             return False
-        if self.covering is None:
+        if self.covering is None or await self._broken() is not None:
             return True
-        return await self._broken() is not None
+        if files is None:
+            return False
+        for rel in dict.fromkeys(files):
+            if await self.covering.for_files([rel]):
+                return False
+        return True
 
     async def why_none(self, files: list[str]) -> str | None:
         """Why no test can judge a fix of ``files`` here, or None when tests would run."""

@@ -20,6 +20,8 @@ sandbox when tests run, since tests may write anywhere).
 from __future__ import annotations
 
 import asyncio
+import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
@@ -40,7 +42,7 @@ from .patching import (
 )
 from .roles._patches import split_lines
 from .roles.base import Role, RoleContext, SandboxSession
-from .verify_copies import Change, merged, pack, read_texts, split, written_by
+from .verify_copies import Change, beside, merged, pack, read_texts, split, written_by
 
 __all__ = ["Verifier", "VerifyResult"]
 
@@ -127,9 +129,11 @@ class Verifier:
                     record(VerifyResult(p.id, False, f"not verified: role {role_name!r} did not run"))
                 continue
             pending = group
-            if shares_files(group) and await self.fix_tests.none_at_all():
-                # Nothing to run the tests for: the copies alone settle it,
-                # and pack more fixes per round than git's context allows.
+            if shares_files(group) and await self.fix_tests.none_at_all(
+                    [f for p in group for f in (p.files or patch_files(p.diff))]):
+                # Nothing to run the tests for (no test imports these files
+                # either): the copies alone settle it, and pack more fixes per
+                # round than git's context allows (the later ones beside).
                 self._hints = {}
                 pending = await self._on_copies(role, ctx, group, record)
             elif shares_files(group):
@@ -233,6 +237,8 @@ class Verifier:
             rest.extend(left + left2)
             if copies:
                 queues[rel] = copies
+        if any(len(qs) > 1 for qs in queues.values()):
+            await self._layers_at_once(role, ctx, queues, lines_of, rest, record)
         while queues:
             if self._out_of_time():
                 rest.extend(p for qs in queues.values() for copy in qs for p, _ in copy)
@@ -250,41 +256,119 @@ class Verifier:
             finally:
                 backup.restore()
             for rel, copy in now.items():
-                found = [f for f in after if f.file == rel]
-                if not found and self.judge.had_others(role, [(p, [rel]) for p, _ in copy]):
-                    rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
-                    continue
-                claimed = {base_id(i) for p, _ in copy for i in p.finding_ids}
-                judged = [self.judge.judge(p, role, [rel], found, claimed=claimed) for p, _ in copy]
-                if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
-                    new = {i for r in judged for i in r.new}
-                    at = [f.range.start_line for f in found if base_id(f.id) in new and f.range]
-                    # A new finding on lines a fix wrote is that fix's: rejected
-                    # now (never a verdict in its favour), the rest split.
-                    own = written_by(copy, at)
-                    for (p, _), r in zip(copy, judged):
-                        if p.diff in own:
-                            record(VerifyResult(
-                                p.id, False, f"not verified: {role.name} reports new findings "
-                                f"({', '.join(r.new[:5])}) on the lines this fix writes "
-                                f"(line {', '.join(map(str, own[p.diff][:3]))} with the fixes of its copy)",
-                                removed=r.removed, new=r.new))
-                    still = {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new}
-                    copy = [(p, cs) for p, cs in copy if p.diff not in own]
-                    at = [n for n in at if not any(n in ls for ls in own.values())]
-                    if copy:
-                        queues.setdefault(rel, []).extend(
-                            split(copy, still, at) if len({p.diff for p, _ in copy}) > 1 else [copy])
-                    continue
-                for (p, _), r in zip(copy, judged):
-                    if r.verified:
-                        why = await self.fix_tests.why_none([rel])
-                        if why is None:
-                            rest.append(p)  # the tests can run: the careful rounds apply it for them
-                            continue
-                        r = _tool_only(r, why)
-                    record(r)
+                await self._settle(role, rel, copy, [f for f in after if f.file == rel], queues, rest, record)
         return rest
+
+
+    async def _settle(
+        self, role: Role, rel: str, copy: list[tuple[Patch, list[Change]]], found: list[Finding],
+        queues: dict[str, list[list[tuple[Patch, list[Change]]]]], rest: list[Patch],
+        record: Callable[[VerifyResult], None], checked: bool = False,
+    ) -> None:
+        """The verdicts on one copy of ``rel`` from what the re-run found in
+        it: settled fixes recorded, a copy not cleared split into ``queues``,
+        fixes the tests must judge added to ``rest``. ``checked``: the same
+        run reported the file's findings in its unchanged twin, so an empty
+        answer for this copy is not a failed check."""
+        if not found and not checked and self.judge.had_others(role, [(p, [rel]) for p, _ in copy]):
+            rest.extend(p for p, _ in copy)  # an empty answer may be a failed check
+            return
+        claimed = {base_id(i) for p, _ in copy for i in p.finding_ids}
+        judged = [self.judge.judge(p, role, [rel], found, claimed=claimed) for p, _ in copy]
+        if len({p.diff for p, _ in copy}) > 1 and not all(r.verified for r in judged):
+            new = {i for r in judged for i in r.new}
+            at = [f.range.start_line for f in found if base_id(f.id) in new and f.range]
+            # A new finding on lines a fix wrote is that fix's: rejected
+            # now (never a verdict in its favour), the rest split.
+            own = written_by(copy, at)
+            for (p, _), r in zip(copy, judged):
+                if p.diff in own:
+                    record(VerifyResult(
+                        p.id, False, f"not verified: {role.name} reports new findings "
+                        f"({', '.join(r.new[:5])}) on the lines this fix writes "
+                        f"(line {', '.join(map(str, own[p.diff][:3]))} with the fixes of its copy)",
+                        removed=r.removed, new=r.new))
+            still = {p.diff for (p, _), r in zip(copy, judged) if not r.verified and not r.new}
+            copy = [(p, cs) for p, cs in copy if p.diff not in own]
+            at = [n for n in at if not any(n in ls for ls in own.values())]
+            if copy:
+                queues.setdefault(rel, []).extend(
+                    split(copy, still, at) if len({p.diff for p, _ in copy}) > 1 else [copy])
+            return
+        for (p, _), r in zip(copy, judged):
+            if r.verified:
+                why = await self.fix_tests.why_none([rel])
+                if why is None:
+                    rest.append(p)  # the tests can run: the careful rounds apply it for them
+                    continue
+                r = _tool_only(r, why)
+            record(r)
+
+    async def _layers_at_once(
+        self, role: Role, ctx: RoleContext, queues: dict[str, list[list[tuple[Patch, list[Change]]]]],
+        lines_of: dict[str, list[str]], rest: list[Patch], record: Callable[[VerifyResult], None],
+    ) -> None:
+        """The copies of a file that need a round each (their fixes touch),
+        all in the first round's re-run: where no test can judge the file's
+        fixes, each later copy is written beside it under another name
+        (``verify_copies.beside``) with the file itself as it is -- the tool
+        judges a file by itself, and what it reports in that unchanged twin
+        must be what it reported in the file, else the name changed its
+        verdict (a per-file rule, an exclude) and the file keeps its rounds.
+        Copies judged here leave ``queues``; a copy split goes back in it.
+        What the twin cannot show: a pattern that silences a rule for the
+        new name only, on a finding the fix alone would bring (a glob such as
+        ``*_m.py`` for ``m.py``); the verdict here is "tool-verified only" at
+        most, never "verified"."""
+        if self._out_of_time():
+            return
+        aside: dict[str, tuple[str, int]] = {}  # written path -> (file, copy number; 0 = the twin)
+        for rel, qs in queues.items():
+            if len(qs) < 2 or await self.fix_tests.why_none([rel]) is None:
+                continue  # tests would judge its fixes: the copies go the usual way
+            names = beside(rel, len(qs))
+            # lexists: a dangling link of that name would take the write elsewhere
+            if names is None or any(os.path.lexists(self.sandbox / n) for n in names):
+                continue
+            aside.update({n: (rel, k) for k, n in enumerate(names)})
+        if not aside:
+            return
+        first = {rel: qs[0] for rel, qs in queues.items()}
+        texts = {rel: merged(lines_of[rel], list({p.diff: cs for p, cs in copy}.values()))
+                 for rel, copy in first.items()}
+        for name, (rel, k) in aside.items():
+            texts[name] = ("".join(lines_of[rel]) if k == 0 else
+                           merged(lines_of[rel], list({p.diff: cs for p, cs in queues[rel][k]}.values())))
+        backup = FileBackup(self.sandbox, sorted(texts))  # the names beside are new: removed after
+        try:
+            write_copies(self.sandbox, texts)
+            for name, (rel, _) in aside.items():  # a rule may read the mode (ruff's EXE001)
+                (self.sandbox / name).chmod((self.sandbox / rel).stat().st_mode & 0o777)
+            after = await role.recheck(ctx, sorted(texts))
+        finally:
+            backup.restore()
+        found: dict[tuple[str, int], list[Finding]] = {}
+        for f in after:
+            rel, k = aside.get(f.file or "", (f.file or "", -1))
+            if k >= 0:  # found in a copy beside: the file's finding, as at its own path
+                f = f.model_copy(update={"file": rel, "id": ""})
+            found.setdefault((rel, k), []).append(f.with_stable_id())
+        twins_ok = {rel for rel, k in aside.values() if k == 0 and found.get((rel, 0)) and Counter(
+            base_id(f.id) for f in found.get((rel, 0), [])) == Counter(
+            base_id(f.id) for f in self.judge.before(role.name, rel))}
+        copies = {rel: qs for rel, qs in queues.items()}
+        queues.clear()
+        for rel, qs in copies.items():
+            later = qs[1:]
+            judged_here = [(k, later[k - 1]) for k in range(1, len(qs))] if rel in twins_ok else []
+            if not judged_here:
+                queues[rel] = list(later)
+            ok = rel in twins_ok
+            await self._settle(role, rel, qs[0], found.get((rel, -1), []), queues, rest, record, ok)
+            for k, copy in judged_here:
+                await self._settle(role, rel, copy, found.get((rel, k), []), queues, rest, record, ok)
+        for rel in [r for r, qs in queues.items() if not qs]:
+            del queues[rel]
 
 
     async def _verify_one(self, patch: Patch) -> VerifyResult:

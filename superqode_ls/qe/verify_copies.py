@@ -12,7 +12,9 @@ and re-runs the tool once over all of them; a copy whose fixes are not all
 cleared is split for a later round (the fix nearest each new finding alone,
 the rest together), and a fix with a new finding on the very lines it wrote is
 rejected there (``written_by``): a handful of rounds however many fixes a file
-has. Where no test can run, the copies take every fix from the first round.
+has. Where no test can run, or none imports the files, the copies take every
+fix from the first round. Where no test judges a file's fixes, its later
+copies go beside it (``beside``) in that first round's one re-run.
 
 A diff that does not fit its file exactly (other context, no newline at the
 end) is left to the careful rounds, one fix per file per round.
@@ -21,7 +23,7 @@ end) is left to the careful rounds, one fix per file per round.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
@@ -168,6 +170,18 @@ def split(
     others = [pc for pc in copy if pc[0].diff not in suspects]
     return [*([pc for pc in copy if pc[0].diff == d] for d in diffs if d in suspects),
             *([others] if others else [])]
+
+
+def beside(rel: str, n: int) -> list[str] | None:
+    """``n`` names in ``rel``'s folder for copies of it checked in one run
+    beside it (verifier._layers_at_once): each begins with the file's stem
+    and ends with its name, so that patterns such as ``test_*.py`` and
+    ``*_test.py`` still match; None for a name a tool treats by itself
+    (``__init__.py``, ``conftest.py``)."""
+    path = PurePosixPath(rel)
+    if path.name.startswith("__") or path.name == "conftest.py" or not path.suffix:
+        return None
+    return [(path.parent / f"{path.stem}_sqcopy{k}_{path.name}").as_posix() for k in range(n)]
 
 
 def read_texts(root: Path, rels: set[str]) -> dict[str, str | None]:
