@@ -127,4 +127,11 @@ async def test_a_published_acp_agent_fails_cleanly_without_credentials(make_repo
     assert run.status == "error"
     assert run.reason.startswith("ACP agent tester: ")
     assert "logged in" in run.reason and "\n" not in run.reason
-    assert report.verification.verified
+    v = report.verification
+    if v.barrier_abi is None:
+        # Guard only: nothing in the kernel stops the agent writing its state
+        # file beside the allowed ~/.claude; the verification names it.
+        assert not v.verified and v.differences
+        assert all(d.startswith("created: ~/.claude.json") for d in v.differences), v.differences
+    else:
+        assert v.verified, v.differences
