@@ -143,6 +143,14 @@ def _spawner(runtime: Runtime | None) -> ThreadPoolExecutor:
         return pool
 
 
+def spawn_tool_blocking(cmd: list[str], cwd: str, env: dict[str, str] | None, *,
+                        runtime: Runtime | None = None, **kw) -> subprocess.Popen:
+    """:func:`spawn_tool` from a caller that may wait (not an event loop):
+    run in the spawner thread of ``runtime``'s nice, so what the command
+    forks inherits the tools' priority too."""
+    return _spawner(runtime).submit(spawn_tool, cmd, cwd, env, runtime=runtime, **kw).result()
+
+
 def supervise(cmd: list[str], env: Mapping[str, str] | None) -> list[str]:
     """``cmd`` behind the session's layers when ``env`` is a session's."""
     if env is None or BARRIER_ENV not in env:

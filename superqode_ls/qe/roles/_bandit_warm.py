@@ -39,7 +39,7 @@ from ...runtime import Runtime
 from ...workspace import landlock, namespaces
 from ...workspace.namespaces import SPEC_ENV
 from ...workspace.paths import home, working_root
-from ...workspace.proc import BARRIER_ENV, ProcResult, _spawner, spawn_tool
+from ...workspace.proc import BARRIER_ENV, ProcResult, spawn_tool_blocking
 from . import _bandit_server
 
 log = logging.getLogger(__name__)
@@ -66,9 +66,8 @@ class WarmBandit:
         cmd, env, self._hidden, self._roots = _sandboxed([self.python, "-I", str(SERVER)])
         # From a spawner thread at the tools' nice: what the launcher forks
         # (the supervisor, the server) inherits it.
-        proc = _spawner(self.runtime).submit(
-            spawn_tool, cmd, "/", env, stdin=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, runtime=self.runtime).result()
+        proc = spawn_tool_blocking(cmd, "/", env, stdin=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, runtime=self.runtime)
         self._proc = proc
         self._in = io.TextIOWrapper(proc.stdin, encoding="utf-8", line_buffering=True)
         self._out = io.TextIOWrapper(proc.stdout, encoding="utf-8")
