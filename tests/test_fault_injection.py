@@ -155,8 +155,28 @@ def _wait(cond, limit: float) -> bool:
         return False
 
 
+def _calibrate(repo: Path, marker: Path) -> tuple[float, float]:
+    """(seconds to the session's record, seconds it stays "creating") of one
+    whole `superqe exec` here: the create phase's kills are aimed inside that
+    window, so that they land in it on a fast machine as on a slow one."""
+    env = dict(os.environ, FAULT_MARKER=str(marker), FAULT_PHASE="revert")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "superqode_ls", "exec", str(repo), "--", "sh", "-c", AGENT],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        _wait(lambda: bool(_records()) or proc.poll() is not None, 30)
+        t_record = time.monotonic() - t0
+        _wait(lambda: _state() not in ("none", "creating") or proc.poll() is not None, 30)
+        t_created = time.monotonic() - t0
+    finally:
+        proc.wait(60)
+    return t_record, max(t_created - t_record, 0.01)
+
+
 def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path,
-                  in_close: bool = False) -> str:
+                  in_close: bool = False, window: tuple[float, float] = (0.4, 0.25)) -> str:
     """Start `superqe exec`, SIGKILL it in ``phase``; returns the state the
     session record was in at the kill ("none" if there was no record).
     ``in_close``: in the revert phase, wait for close() itself rather than
@@ -172,11 +192,12 @@ def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path,
         # unforeseen moment of each phase, not a wait for something.
         if phase == "create":
             # Somewhere between "nothing yet" and "sandbox nearly ready".
+            # ``window``: this machine's time to the record and in "creating".
             if rng.random() < 0.3:
-                time.sleep(rng.uniform(0.0, 0.4))
+                time.sleep(rng.uniform(0.0, window[0]))
             else:
                 _wait(lambda: bool(_records()), 20)
-                time.sleep(rng.uniform(0.0, 0.25))
+                time.sleep(rng.uniform(0.0, 0.9 * window[1]))
         elif phase == "command":
             _wait(marker.exists, 30)
             time.sleep(rng.uniform(0.0, 0.3))
@@ -206,6 +227,10 @@ def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path,
 def test_sigkill_at_random_points_leaves_nothing_behind(make_repo, tmp_path, capsys):
     rng = random.Random(SEED)
     observed: Counter[str] = Counter()
+    calib = make_repo(BASE_FILES, name="calibration")
+    window = _calibrate(calib, tool_cache(calib) / "marker-calibration")
+    assert main(["clean", "--force"]) == 0
+    capsys.readouterr()
     for n in range(SCENARIOS):
         phase = PHASES[n % len(PHASES)]
         repo = make_repo(BASE_FILES, name=f"r{n}")
@@ -219,7 +244,8 @@ def test_sigkill_at_random_points_leaves_nothing_behind(make_repo, tmp_path, cap
         # The command may write only its sandbox and SuperQode's caches (the
         # kernel barrier): its "I am running" marker goes to the cache.
         marker = tool_cache(repo) / f"marker-{n}"
-        state = _run_scenario(repo, phase, rng, marker, in_close=(n // len(PHASES)) % 2 == 1)
+        state = _run_scenario(repo, phase, rng, marker, in_close=(n // len(PHASES)) % 2 == 1,
+                              window=window)
         observed[f"{phase}:{state}"] += 1
         where = f"scenario {n} (seed {SEED}, phase {phase}, state {state}, ops {ops})"
 
@@ -234,7 +260,8 @@ def test_sigkill_at_random_points_leaves_nothing_behind(make_repo, tmp_path, cap
         assert content_fingerprint(repo) == before_content, where
         assert run_git(repo, "for-each-ref") == before_refs, where
     with capsys.disabled():
-        print(f"\nfault injection: {SCENARIOS} scenarios (seed {SEED}); "
+        print(f"\nfault injection: {SCENARIOS} scenarios (seed {SEED}; to the record "
+              f"{window[0]:.2f} s, creating {window[1]:.2f} s); "
               f"phase:state at kill = {dict(sorted(observed.items()))}")
     # The kills must really have landed inside sessions, in every phase.
     assert sum(v for k, v in observed.items() if k.startswith("create:") and
