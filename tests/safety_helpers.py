@@ -112,3 +112,10 @@ def lock_holders() -> list[str]:
 def registrations(repo: Path) -> list[str]:
     wt = repo / ".git" / "worktrees"
     return sorted(os.listdir(wt)) if wt.is_dir() else []
+
+
+# A shell command that prints its CPU group (autogroup) once the group's nice
+# is no longer 0, or after 5 s: the supervisor lowers a new session's group
+# while the command runs (the kernel takes one such write per 100 ms).
+WAIT_FOR_GROUP_NICE = ("g=''; for i in $(seq 100); do g=$(cat /proc/self/autogroup); "
+                       "case \"$g\" in *' nice 0') sleep 0.05;; *) break;; esac; done; echo \"$g\"")

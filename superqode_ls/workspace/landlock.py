@@ -72,6 +72,7 @@ ALLOW_ENV = "SUPERQODE_BARRIER_ALLOW"
 SPEC_ENV = "SUPERQODE_CONFINE"
 _STOP_GRACE_S = 1.5
 _PARENT_POLL_S = 0.25
+_GROUP_RETRY_S = 0.05  # the kernel's autogroup rate limit is one write per 100 ms
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -284,35 +285,37 @@ def _child(cmd: list[str], allow: list[str], version: int | None, mask: set) -> 
         os._exit(127 if isinstance(e, FileNotFoundError) else 126)
 
 
-def _keep_nice_in_group() -> None:
+def _lower_group_once() -> bool:
     """bwrap's ``--new-session`` puts us in a new CPU group (autogroup) at
     nice 0, which competes with the editor as an equal whatever the nice our
     process started with: give the group that nice (raising needs no
-    privilege; never lowered). Without CAP_SYS_ADMIN the kernel takes one
-    such write per 100 ms machine-wide (EAGAIN): tools starting together
-    retry for up to ~0.6 s."""
+    privilege; never lowered). Whether it is still to be done: without
+    CAP_SYS_ADMIN the kernel takes one such write per 100 ms machine-wide
+    (EAGAIN). The caller tries again while the command runs rather than
+    holding its start: waiting here cost every sandboxed process ~0.1 s
+    whenever tools started faster than ten a second (a quiet 16-core machine:
+    125 ms per process)."""
     nice = os.getpriority(os.PRIO_PROCESS, 0)
     try:
         with open("/proc/self/autogroup", encoding="ascii") as fh:
             group = int(fh.read().split()[-1])
     except (OSError, ValueError, IndexError):
-        return  # no autogroup in this kernel: the processes' own nice still holds
+        return False  # no autogroup in this kernel: the processes' own nice still holds
     if nice <= group:
-        return
-    for _ in range(12):
-        try:
-            fd = os.open("/proc/self/autogroup", os.O_WRONLY)
-        except OSError:
-            return
-        try:
-            os.write(fd, str(min(19, nice)).encode())
-            return
-        except BlockingIOError:
-            time.sleep(0.05)
-        except OSError:
-            return
-        finally:
-            os.close(fd)
+        return False
+    try:
+        fd = os.open("/proc/self/autogroup", os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        os.write(fd, str(min(19, nice)).encode())
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def main(argv: list[str]) -> None:
@@ -329,7 +332,7 @@ def main(argv: list[str]) -> None:
     if not cmd:
         os.write(2, b"superqode barrier: no command\n")
         os._exit(2)
-    _keep_nice_in_group()
+    group_pending = _lower_group_once()
     version = abi()
     if version is None and os.environ.get("SUPERQODE_BARRIER_REQUIRED") == "1":
         os.write(2, b"superqode barrier: this kernel has no Landlock\n")
@@ -353,7 +356,9 @@ def main(argv: list[str]) -> None:
         os.dup2(null, fd)
     status = None
     while status is None:
-        got = signal.sigtimedwait(watched, _PARENT_POLL_S)
+        got = signal.sigtimedwait(watched, _GROUP_RETRY_S if group_pending else _PARENT_POLL_S)
+        if group_pending:  # the command shares our group: lowering it now lowers it too
+            group_pending = _lower_group_once()
         if got is not None and got.si_signo != signal.SIGCHLD:
             _end_tree(signal.SIGTERM, _STOP_GRACE_S)
             _die_by(got.si_signo)

@@ -38,7 +38,6 @@ import _signal as signal  # the C module: `signal` pulls in enum
 import ctypes
 import os
 import sys
-import time
 
 EXIT_FAILED = 126
 
@@ -306,26 +305,22 @@ def _group_nice() -> int:
 
 def _set_group_nice(nice: int) -> None:
     """A new session is a new CPU group at nice 0, an equal of the editor's:
-    give it the group it left's nice (raising it needs no privilege).
-    Without CAP_SYS_ADMIN the kernel takes one autogroup nice write per
-    100 ms machine-wide (EAGAIN otherwise): other tools starting at the same
-    moment make a single try fail. Up to ~0.6 s of tries, then give up."""
+    give it the group it left's nice (raising it needs no privilege). One
+    try: without CAP_SYS_ADMIN the kernel takes one autogroup nice write per
+    100 ms machine-wide, and the supervisor this execs (landlock.py) tries
+    again while the command runs instead of holding its start."""
     if nice <= 0:
         return
-    for _ in range(12):
-        try:
-            fd = os.open("/proc/self/autogroup", os.O_WRONLY)
-        except OSError:
-            return  # no autogroup in this kernel: the processes' own nice still holds
-        try:
-            os.write(fd, str(min(19, nice)).encode())
-            return
-        except BlockingIOError:
-            time.sleep(0.05)
-        except OSError:
-            return
-        finally:
-            os.close(fd)
+    try:
+        fd = os.open("/proc/self/autogroup", os.O_WRONLY)
+    except OSError:
+        return  # no autogroup in this kernel: the processes' own nice still holds
+    try:
+        os.write(fd, str(min(19, nice)).encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:

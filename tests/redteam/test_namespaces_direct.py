@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.workspace import landlock, namespaces
+from tests.safety_helpers import WAIT_FOR_GROUP_NICE
 
 from . import test_namespace_sandbox as base
 from .test_namespace_sandbox import user_repo  # noqa: F401 (the reruns' fixture)
@@ -295,7 +296,11 @@ def test_the_new_session_keeps_the_tools_cpu_group_nice():
     """The sandbox's new session is a new CPU group: it keeps the nice of the
     group proc.py lowered (else a tool competes with the editor as an
     equal)."""
-    launch = shlex.join(namespaces._direct(["cat", "/proc/self/autogroup"]))
+    # As proc.py starts a tool: the launcher execs the supervisor, which
+    # lowers the group while the command runs if the launcher's one try met
+    # the kernel's rate limit (one write per 100 ms; the echo just made one).
+    inner = landlock.supervised(["sh", "-c", WAIT_FOR_GROUP_NICE], [tempfile.gettempdir()])
+    launch = shlex.join(namespaces._direct(inner))
     proc = subprocess.run(["setsid", "sh", "-c", f"echo 7 > /proc/self/autogroup && exec {launch}"],
                           capture_output=True, text=True, timeout=60, check=False,
                           stdin=subprocess.DEVNULL)

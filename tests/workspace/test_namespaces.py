@@ -11,6 +11,7 @@ import pytest
 
 from superqode_ls.config import Config, ConfigError, validate_layer
 from superqode_ls.workspace import landlock, namespaces
+from tests.safety_helpers import WAIT_FOR_GROUP_NICE
 
 
 def test_scrub_drops_keys_tokens_and_desktop_and_keeps_the_rest():
@@ -93,7 +94,9 @@ def test_a_tool_in_the_sandbox_keeps_its_nice_as_its_cpu_groups(tmp_path):
     """Either backend starts a new session, i.e. a new CPU group at nice 0:
     a tool started at nice 7 must not compete with the editor as an equal."""
     env = {**os.environ, landlock.ALLOW_ENV: json.dumps([str(tmp_path)])}
-    cmd = namespaces.supervised(["cat", "/proc/self/autogroup"], env)
+    # The supervisor lowers the group while the command runs (the kernel takes
+    # one such write per 100 ms machine-wide): the tool waits until it has.
+    cmd = namespaces.supervised(["sh", "-c", WAIT_FOR_GROUP_NICE], env)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False, env=env,
                           stdin=subprocess.DEVNULL, preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 7))
     assert proc.returncode == 0, proc.stderr
