@@ -43,6 +43,8 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_CHILD_SUBREAPER = 36
 
 _WRITE_FILE = 1 << 1
+_READ_FILE = 1 << 2
+_READ_DIR = 1 << 3
 _REMOVE_DIR = 1 << 4
 _REMOVE_FILE = 1 << 5
 _MAKE_CHAR = 1 << 6
@@ -128,12 +130,16 @@ def handled_rights(version: int) -> int:
     return rights
 
 
-def restrict_self(allow: list[str], version: int) -> None:
+def restrict_self(allow: list[str], version: int, read: list[str] | None = None) -> None:
     """Allow writes only beneath ``allow`` (plus the device paths), for this
-    process and everything it starts from now on. Raises OSError; a missing
-    allowed path is skipped (nothing can be written there anyway)."""
+    process and everything it starts from now on. With ``read``, reads too
+    are allowed only beneath ``allow``, ``read`` and the device paths (the
+    warm bandit's children: a request reads its session's tree and the
+    interpreter's files, nothing else). Raises OSError; a missing allowed
+    path is skipped (nothing can be written there anyway)."""
     c = _c()
-    handled = handled_rights(version)
+    reads = 0 if read is None else _READ_FILE | _READ_DIR
+    handled = handled_rights(version) | reads
     attr = _RulesetAttr(handled, 0, _SCOPE_SIGNAL if version >= 6 else 0)
     fd = c.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                    ctypes.c_uint32(0))
@@ -141,14 +147,16 @@ def restrict_self(allow: list[str], version: int) -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
     try:
-        for path in [*allow, *DEVICE_PATHS]:
+        rules = [(p, handled) for p in [*allow, *DEVICE_PATHS]]
+        rules += [(p, reads) for p in read or ()]
+        for path, granted in rules:
             try:
                 pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue
             try:
                 is_dir = (os.fstat(pfd).st_mode & 0o170000) == 0o040000
-                rights = handled if is_dir else handled & _FILE_RIGHTS
+                rights = granted if is_dir else granted & (_FILE_RIGHTS | _READ_FILE)
                 rule = _PathBeneathAttr(rights, pfd)
                 if c.syscall(_SYS_ADD_RULE, ctypes.c_int(fd), ctypes.c_int(_RULE_PATH_BENEATH),
                              ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
