@@ -261,8 +261,9 @@ def _end_tree(sig: int, grace: float) -> None:
     _reap()
 
 
-def _die_by(sig: int) -> None:
-    """End the way the command did, so our parent reads the same status."""
+def die_by(sig: int) -> None:
+    """End the way the command did, so our parent reads the same status
+    (also unshare.py's)."""
     signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
     os.kill(os.getpid(), sig)
@@ -271,7 +272,7 @@ def _die_by(sig: int) -> None:
 
 def _exit_like(status: int) -> None:
     if os.WIFSIGNALED(status):
-        _die_by(os.WTERMSIG(status))
+        die_by(os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
@@ -296,22 +297,35 @@ def _keep_nice_in_group() -> None:
     """bwrap's ``--new-session`` puts us in a new CPU group (autogroup) at
     nice 0, which competes with the editor as an equal whatever the nice our
     process started with: give the group that nice (raising needs no
-    privilege; never lowered). Without CAP_SYS_ADMIN the kernel takes one
-    such write per 100 ms machine-wide (EAGAIN): tools starting together
-    retry for up to ~0.6 s."""
+    privilege; never lowered)."""
     nice = os.getpriority(os.PRIO_PROCESS, 0)
-    try:
-        with open("/proc/self/autogroup", encoding="ascii") as fh:
-            group = int(fh.read().split()[-1])
-    except (OSError, ValueError, IndexError):
+    group = group_nice()
+    if group is None:
         return  # no autogroup in this kernel: the processes' own nice still holds
     if nice <= group:
         return
+    set_group_nice(nice)
+
+
+def group_nice() -> int | None:
+    """The nice of this process's CPU group (autogroup); None where the
+    kernel has none. Also unshare.py's (the direct namespace launcher)."""
+    try:
+        with open("/proc/self/autogroup", encoding="ascii") as fh:
+            return int(fh.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def set_group_nice(nice: int) -> None:
+    """Give this process's CPU group ``nice`` (at most 19). Without
+    CAP_SYS_ADMIN the kernel takes one such write per 100 ms machine-wide
+    (EAGAIN): tools starting together retry for up to ~0.6 s, then give up."""
     for _ in range(12):
         try:
             fd = os.open("/proc/self/autogroup", os.O_WRONLY)
         except OSError:
-            return
+            return  # no autogroup in this kernel: the processes' own nice still holds
         try:
             os.write(fd, str(min(19, nice)).encode())
             return
@@ -364,7 +378,7 @@ def main(argv: list[str]) -> None:
         got = signal.sigtimedwait(watched, _PARENT_POLL_S)
         if got is not None and got.si_signo != signal.SIGCHLD:
             _end_tree(signal.SIGTERM, _STOP_GRACE_S)
-            _die_by(got.si_signo)
+            die_by(got.si_signo)
         if os.getppid() != parent:  # whoever started us is gone: so is the session
             _end_tree(signal.SIGKILL, 0)
             os._exit(128 + signal.SIGKILL)

@@ -38,7 +38,12 @@ import _signal as signal  # the C module: `signal` pulls in enum
 import ctypes
 import os
 import sys
-import time
+
+if __package__:
+    from . import landlock
+else:  # run as a script with -I: its sibling, by path (stdlib only as well)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import landlock
 
 EXIT_FAILED = 126
 
@@ -294,40 +299,6 @@ def _drop_privileges() -> None:
     _ok(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def _group_nice() -> int:
-    """The nice of this process's CPU group (autogroup): proc.py lowers a
-    tool's as soon as the launcher has started, long before this runs."""
-    try:
-        with open("/proc/self/autogroup", encoding="ascii") as fh:
-            return int(fh.read().split()[-1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _set_group_nice(nice: int) -> None:
-    """A new session is a new CPU group at nice 0, an equal of the editor's:
-    give it the group it left's nice (raising it needs no privilege).
-    Without CAP_SYS_ADMIN the kernel takes one autogroup nice write per
-    100 ms machine-wide (EAGAIN otherwise): other tools starting at the same
-    moment make a single try fail. Up to ~0.6 s of tries, then give up."""
-    if nice <= 0:
-        return
-    for _ in range(12):
-        try:
-            fd = os.open("/proc/self/autogroup", os.O_WRONLY)
-        except OSError:
-            return  # no autogroup in this kernel: the processes' own nice still holds
-        try:
-            os.write(fd, str(min(19, nice)).encode())
-            return
-        except BlockingIOError:
-            time.sleep(0.05)
-        except OSError:
-            return
-        finally:
-            os.close(fd)
-
-
 def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
     """The namespace's first process: build, drop, exec ``cmd``."""
     try:
@@ -339,9 +310,13 @@ def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
             _ok(_libc.unshare(_CLONE_NEWUSER), "unshare user")
             _map_ids(uid, 0, gid, 0)
         _drop_privileges()
-        nice = _group_nice()
+        # A new session is a new CPU group at nice 0, an equal of the
+        # editor's: give it the nice of the group it left (raising it needs
+        # no privilege).
+        nice = landlock.group_nice() or 0
         os.setsid()
-        _set_group_nice(nice)
+        if nice > 0:
+            landlock.set_group_nice(nice)
         try:
             os.chdir(cwd)
         except OSError:
@@ -374,13 +349,6 @@ def _unshare(net: bool) -> None:
     if _libc.unshare(flags | _CLONE_NEWCGROUP) == 0:
         return
     _ok(_libc.unshare(flags), "unshare")  # a kernel without cgroup namespaces
-
-
-def _die_by(sig: int) -> None:
-    signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-    os.kill(os.getpid(), sig)
-    os._exit(128 + sig)
 
 
 def _parse(argv: list[str]):
@@ -443,12 +411,12 @@ def main(argv: list[str]) -> None:
         if pid:
             break
     if os.WIFSIGNALED(status):
-        _die_by(os.WTERMSIG(status))
+        landlock.die_by(os.WTERMSIG(status))
     code = os.waitstatus_to_exitcode(status)
     # pid 1 cannot die by a signal it sends itself: the supervisor then exits
     # 128 + the signal; ended on our word, end the way the caller expects.
     if forwarded and code == 128 + forwarded:
-        _die_by(forwarded)
+        landlock.die_by(forwarded)
     os._exit(code)
 
 
