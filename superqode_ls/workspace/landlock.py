@@ -285,12 +285,18 @@ def _child(cmd: list[str], allow: list[str], version: int | None, mask: set) -> 
         os._exit(EXIT_BARRIER_FAILED)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+    exec_with(cmd, mask, 126)
+
+
+def exec_with(cmd: list[str], mask: set, failed: int) -> None:
+    """Exec ``cmd`` with the signal mask ``mask``; one line and exit 127 (not
+    found) or ``failed`` where it cannot run. Also unshare.py's."""
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     try:
         os.execvp(cmd[0], cmd)
     except OSError as e:
         os.write(2, f"superqe: cannot run {cmd[0]}: {e.strerror}\n".encode())
-        os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+        os._exit(127 if isinstance(e, FileNotFoundError) else failed)
 
 
 def _keep_nice_in_group() -> None:

@@ -335,12 +335,7 @@ def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
         os._exit(EXIT_FAILED)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    try:
-        os.execvp(cmd[0], cmd)
-    except OSError as e:
-        os.write(2, f"superqe: cannot run {cmd[0]}: {e.strerror}\n".encode())
-        os._exit(127 if isinstance(e, FileNotFoundError) else EXIT_FAILED)
+    landlock.exec_with(cmd, mask, EXIT_FAILED)
 
 
 def _unshare(net: bool) -> None:
