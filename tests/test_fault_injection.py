@@ -25,7 +25,7 @@ import pytest
 
 from superqode_ls.cli import main
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
-from superqode_ls.workspace.paths import tool_cache, working_root
+from superqode_ls.workspace.paths import working_root
 from superqode_ls.workspace.records import read_record
 from tests.conftest import run_git
 from tests.safety_helpers import content_fingerprint, leftovers, lock_holders, registrations
@@ -59,7 +59,7 @@ git config user.name evil >/dev/null 2>&1
 git reset --hard HEAD~1 >/dev/null 2>&1
 git tag agent-tag >/dev/null 2>&1
 echo more > README.md
-touch "$FAULT_MARKER"
+touch "$XDG_CACHE_HOME/$FAULT_MARKER"
 if [ "$FAULT_PHASE" = command ]; then sleep 30; fi
 """
 
@@ -155,7 +155,20 @@ def _wait(cond, limit: float) -> bool:
         return False
 
 
-def _calibrate(repo: Path, marker: Path) -> tuple[float, float]:
+class _Marker:
+    """The command's marker in its session's own XDG cache, wherever that is."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def exists(self) -> bool:
+        return any(working_root().glob(f"*/qe/.*.d/xdg/{self.name}"))
+
+
+def _calibrate(repo: Path, marker: _Marker) -> tuple[float, float]:
     """(seconds to the session's record, seconds it stays "creating") of one
     whole `superqe exec` here: the create phase's kills are aimed inside that
     window, so that they land in it on a fast machine as on a slow one."""
@@ -175,7 +188,7 @@ def _calibrate(repo: Path, marker: Path) -> tuple[float, float]:
     return t_record, max(t_created - t_record, 0.01)
 
 
-def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: Path,
+def _run_scenario(repo: Path, phase: str, rng: random.Random, marker: _Marker,
                   in_close: bool = False, window: tuple[float, float] = (0.4, 0.25)) -> str:
     """Start `superqe exec`, SIGKILL it in ``phase``; returns the state the
     session record was in at the kill ("none" if there was no record).
@@ -228,7 +241,7 @@ def test_sigkill_at_random_points_leaves_nothing_behind(make_repo, tmp_path, cap
     rng = random.Random(SEED)
     observed: Counter[str] = Counter()
     calib = make_repo(BASE_FILES, name="calibration")
-    window = _calibrate(calib, tool_cache(calib) / "marker-calibration")
+    window = _calibrate(calib, _Marker("marker-calibration"))
     assert main(["clean", "--force"]) == 0
     capsys.readouterr()
     for n in range(SCENARIOS):
@@ -241,9 +254,10 @@ def test_sigkill_at_random_points_leaves_nothing_behind(make_repo, tmp_path, cap
         before_stat = take_fingerprint(repo)
         before_content = content_fingerprint(repo)
         before_refs = run_git(repo, "for-each-ref")
-        # The command may write only its sandbox and SuperQode's caches (the
-        # kernel barrier): its "I am running" marker goes to the cache.
-        marker = tool_cache(repo) / f"marker-{n}"
+        # The command may write only its sandbox and its session's private
+        # folders (the kernel barrier): its "I am running" marker goes to its
+        # XDG cache there (the session's id is not known beforehand).
+        marker = _Marker(f"marker-{n}")
         state = _run_scenario(repo, phase, rng, marker, in_close=(n // len(PHASES)) % 2 == 1,
                               window=window)
         observed[f"{phase}:{state}"] += 1

@@ -43,6 +43,8 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_CHILD_SUBREAPER = 36
 
 _WRITE_FILE = 1 << 1
+_READ_FILE = 1 << 2
+_READ_DIR = 1 << 3
 _REMOVE_DIR = 1 << 4
 _REMOVE_FILE = 1 << 5
 _MAKE_CHAR = 1 << 6
@@ -129,12 +131,16 @@ def handled_rights(version: int) -> int:
     return rights
 
 
-def restrict_self(allow: list[str], version: int) -> None:
+def restrict_self(allow: list[str], version: int, read: list[str] | None = None) -> None:
     """Allow writes only beneath ``allow`` (plus the device paths), for this
-    process and everything it starts from now on. Raises OSError; a missing
-    allowed path is skipped (nothing can be written there anyway)."""
+    process and everything it starts from now on. With ``read``, reads too
+    are allowed only beneath ``allow``, ``read`` and the device paths (the
+    warm bandit's children: a request reads its session's tree and the
+    interpreter's files, nothing else). Raises OSError; a missing allowed
+    path is skipped (nothing can be written there anyway)."""
     c = _c()
-    handled = handled_rights(version)
+    reads = 0 if read is None else _READ_FILE | _READ_DIR
+    handled = handled_rights(version) | reads
     attr = _RulesetAttr(handled, 0, _SCOPE_SIGNAL if version >= 6 else 0)
     fd = c.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                    ctypes.c_uint32(0))
@@ -142,14 +148,16 @@ def restrict_self(allow: list[str], version: int) -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
     try:
-        for path in [*allow, *DEVICE_PATHS]:
+        rules = [(p, handled) for p in [*allow, *DEVICE_PATHS]]
+        rules += [(p, reads) for p in read or ()]
+        for path, granted in rules:
             try:
                 pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue
             try:
                 is_dir = (os.fstat(pfd).st_mode & 0o170000) == 0o040000
-                rights = handled if is_dir else handled & _FILE_RIGHTS
+                rights = granted if is_dir else granted & (_FILE_RIGHTS | _READ_FILE)
                 rule = _PathBeneathAttr(rights, pfd)
                 if c.syscall(_SYS_ADD_RULE, ctypes.c_int(fd), ctypes.c_int(_RULE_PATH_BENEATH),
                              ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
@@ -254,8 +262,9 @@ def _end_tree(sig: int, grace: float) -> None:
     _reap()
 
 
-def _die_by(sig: int) -> None:
-    """End the way the command did, so our parent reads the same status."""
+def die_by(sig: int) -> None:
+    """End the way the command did, so our parent reads the same status
+    (also unshare.py's)."""
     signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
     os.kill(os.getpid(), sig)
@@ -264,7 +273,7 @@ def _die_by(sig: int) -> None:
 
 def _exit_like(status: int) -> None:
     if os.WIFSIGNALED(status):
-        _die_by(os.WTERMSIG(status))
+        die_by(os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
@@ -277,36 +286,54 @@ def _child(cmd: list[str], allow: list[str], version: int | None, mask: set) -> 
         os._exit(EXIT_BARRIER_FAILED)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+    exec_with(cmd, mask, 126)
+
+
+def exec_with(cmd: list[str], mask: set, failed: int) -> None:
+    """Exec ``cmd`` with the signal mask ``mask``; one line and exit 127 (not
+    found) or ``failed`` where it cannot run. Also unshare.py's."""
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     try:
         os.execvp(cmd[0], cmd)
     except OSError as e:
         os.write(2, f"superqe: cannot run {cmd[0]}: {e.strerror}\n".encode())
-        os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+        os._exit(127 if isinstance(e, FileNotFoundError) else failed)
 
 
 def _lower_group_once() -> bool:
     """bwrap's ``--new-session`` puts us in a new CPU group (autogroup) at
     nice 0, which competes with the editor as an equal whatever the nice our
     process started with: give the group that nice (raising needs no
-    privilege; never lowered). Whether it is still to be done: without
-    CAP_SYS_ADMIN the kernel takes one such write per 100 ms machine-wide
-    (EAGAIN). The caller tries again while the command runs rather than
-    holding its start: waiting here cost every sandboxed process ~0.1 s
-    whenever tools started faster than ten a second (a quiet 16-core machine:
-    125 ms per process)."""
+    privilege; never lowered). Whether it is still to be done (the kernel's
+    rate limit, see set_group_nice): the caller tries again while the
+    command runs rather than holding its start. Waiting here cost every
+    sandboxed process ~0.1 s whenever tools started faster than ten a second
+    (a quiet 16-core machine: 125 ms per process)."""
     nice = os.getpriority(os.PRIO_PROCESS, 0)
+    group = group_nice()
+    if group is None or nice <= group:
+        return False  # no autogroup in this kernel: the processes' own nice still holds
+    return set_group_nice(nice)
+
+
+def group_nice() -> int | None:
+    """The nice of this process's CPU group (autogroup); None where the
+    kernel has none. Also unshare.py's (the direct namespace launcher)."""
     try:
         with open("/proc/self/autogroup", encoding="ascii") as fh:
-            group = int(fh.read().split()[-1])
+            return int(fh.read().split()[-1])
     except (OSError, ValueError, IndexError):
-        return False  # no autogroup in this kernel: the processes' own nice still holds
-    if nice <= group:
-        return False
+        return None
+
+
+def set_group_nice(nice: int) -> bool:
+    """One try to give this process's CPU group ``nice`` (at most 19);
+    whether to try again later. Without CAP_SYS_ADMIN the kernel takes one
+    such write per 100 ms machine-wide (EAGAIN)."""
     try:
         fd = os.open("/proc/self/autogroup", os.O_WRONLY)
     except OSError:
-        return False
+        return False  # no autogroup in this kernel: the processes' own nice still holds
     try:
         os.write(fd, str(min(19, nice)).encode())
         return False
@@ -361,7 +388,7 @@ def main(argv: list[str]) -> None:
             group_pending = _lower_group_once()
         if got is not None and got.si_signo != signal.SIGCHLD:
             _end_tree(signal.SIGTERM, _STOP_GRACE_S)
-            _die_by(got.si_signo)
+            die_by(got.si_signo)
         if os.getppid() != parent:  # whoever started us is gone: so is the session
             _end_tree(signal.SIGKILL, 0)
             os._exit(128 + signal.SIGKILL)

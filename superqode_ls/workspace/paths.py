@@ -123,23 +123,32 @@ class SessionPaths:
         """Session-private scratch (git shim, hooks, temp indexes); never in the sandbox."""
         return self.base / "qe" / f".{self.session_id}.d"
 
+    @property
+    def xdg(self) -> Path:
+        """XDG_CACHE_HOME of the session's processes: its own, removed with
+        it. Shared by a project's sessions, a hostile branch's tests could
+        plant what a later session's tools use there (a wheel in pip's cache,
+        an entry of a linter's cache that hides a finding)."""
+        return self.private / "xdg"
+
 
 def store_dir(repo: Path) -> Path:
     return repo_dir(repo) / "store.git"
 
 
 # What a session's processes may write inside its private dir (qe/.<id>.d/):
-# the sealed git dir, the guard's event log, role scratch copies, TMPDIR. Not
-# the fingerprint or the tracking index, which decide the verification.
-PRIVATE_WRITABLE = ("git", "guard", "scratch", "tmp")
+# the sealed git dir, the guard's event log, role scratch copies, TMPDIR, the
+# tools' XDG cache. Not the fingerprint or the tracking index, which decide
+# the verification.
+PRIVATE_WRITABLE = ("git", "guard", "scratch", "tmp", "xdg")
 
 
 def project_cache(repo: Path) -> Path:
     """``$SUPERQODE_HOME/cache/<repo-key>``: the caches of ``repo``'s
     sessions. Per project: what one project's session writes there never
-    reaches another project's findings. Of it, a session's processes may
-    write only ``xdg/`` (``tool_cache``); ``mypy/`` only the types role's
-    mypy process (qe/roles/_mypy_cache.py)."""
+    reaches another project's findings. A session's processes write none of
+    it (their XDG cache is their own, ``SessionPaths.xdg``); ``mypy/`` only
+    the types role's mypy process (qe/roles/_mypy_cache.py)."""
     return home() / "cache" / repo_key(repo)
 
 
@@ -151,12 +160,6 @@ def hypothesis_dir(env: Mapping[str, str], fallback: Path) -> str:
     afresh is its unicode table, built once per session."""
     tmp = env.get("TMPDIR")
     return str(Path(tmp) / "hypothesis" if tmp and os.path.isabs(tmp) else fallback / "hypothesis")
-
-
-def tool_cache(repo: Path) -> Path:
-    """XDG_CACHE_HOME for the session processes of ``repo``: tools keep
-    their caches, the user's ~/.cache stays out of reach."""
-    return project_cache(repo) / "xdg"
 
 
 def parked_dir(repo: Path) -> Path:

@@ -39,7 +39,6 @@ from .paths import (
     new_session_id,
     repo_dir,
     repo_key,
-    tool_cache,
 )
 from .proc import BARRIER_ENV
 from .records import SessionRecord, read_record, write_record
@@ -264,7 +263,7 @@ class IsolatedSession:
         if beside:
             fp.start()
         self._check_abort()
-        for d in (*self.writable(), tool_cache(self.project)):
+        for d in self.writable():
             d.mkdir(parents=True, exist_ok=True)
         self.guard = build.install_guard(self.isolation == "worktree")
         # Before anything of the project's runs in it: what removal will check.
@@ -293,7 +292,7 @@ class IsolatedSession:
         tmp = self.private / "tmp"
         for k in ("TMPDIR", "TMP", "TEMP"):
             env[k] = str(tmp)
-        env["XDG_CACHE_HOME"] = str(tool_cache(self.project))
+        env["XDG_CACHE_HOME"] = str(self.paths.xdg)
         if sys.platform == "linux":
             env[BARRIER_ENV] = json.dumps([str(p) for p in self.writable()])
             devices = namespaces.private_devices(str(self.private / "dev"))
@@ -306,10 +305,10 @@ class IsolatedSession:
         """Everything the session's processes may write; the rest of the
         file system (the user's tree and .git, HOME, other sandboxes) is
         read-only to them behind the kernel barrier."""
-        # Of the project's cache folder only the tools' XDG cache: mypy's
-        # cache is writable to the mypy process alone (qe/roles/_mypy_cache.py).
-        return [self.sandbox, *(self.private / d for d in PRIVATE_WRITABLE),
-                tool_cache(self.project)]
+        # Nothing of the project's cache folder (the tools' XDG cache is the
+        # session's own, in its private dir): mypy's cache is writable to the
+        # mypy process alone (qe/roles/_mypy_cache.py).
+        return [self.sandbox, *(self.private / d for d in PRIVATE_WRITABLE)]
 
     def internal_env(self) -> dict[str, str]:
         """For SuperQode's own git writes in the sandbox (the guard lets them by)."""

@@ -39,6 +39,12 @@ import ctypes
 import os
 import sys
 
+if __package__:
+    from . import landlock
+else:  # run as a script with -I: its sibling, by path (stdlib only as well)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import landlock
+
 EXIT_FAILED = 126
 
 _CLONE_NEWNS = 0x00020000
@@ -293,36 +299,6 @@ def _drop_privileges() -> None:
     _ok(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def _group_nice() -> int:
-    """The nice of this process's CPU group (autogroup): proc.py lowers a
-    tool's as soon as the launcher has started, long before this runs."""
-    try:
-        with open("/proc/self/autogroup", encoding="ascii") as fh:
-            return int(fh.read().split()[-1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _set_group_nice(nice: int) -> None:
-    """A new session is a new CPU group at nice 0, an equal of the editor's:
-    give it the group it left's nice (raising it needs no privilege). One
-    try: without CAP_SYS_ADMIN the kernel takes one autogroup nice write per
-    100 ms machine-wide, and the supervisor this execs (landlock.py) tries
-    again while the command runs instead of holding its start."""
-    if nice <= 0:
-        return
-    try:
-        fd = os.open("/proc/self/autogroup", os.O_WRONLY)
-    except OSError:
-        return  # no autogroup in this kernel: the processes' own nice still holds
-    try:
-        os.write(fd, str(min(19, nice)).encode())
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
     """The namespace's first process: build, drop, exec ``cmd``."""
     try:
@@ -334,9 +310,14 @@ def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
             _ok(_libc.unshare(_CLONE_NEWUSER), "unshare user")
             _map_ids(uid, 0, gid, 0)
         _drop_privileges()
-        nice = _group_nice()
+        # A new session is a new CPU group at nice 0, an equal of the
+        # editor's: give it the nice of the group it left (raising it needs
+        # no privilege). One try: where the kernel's rate limit refuses it,
+        # the supervisor this execs tries again while the command runs.
+        nice = landlock.group_nice() or 0
         os.setsid()
-        _set_group_nice(nice)
+        if nice > 0:
+            landlock.set_group_nice(nice)
         try:
             os.chdir(cwd)
         except OSError:
@@ -355,12 +336,7 @@ def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
         os._exit(EXIT_FAILED)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    try:
-        os.execvp(cmd[0], cmd)
-    except OSError as e:
-        os.write(2, f"superqe: cannot run {cmd[0]}: {e.strerror}\n".encode())
-        os._exit(127 if isinstance(e, FileNotFoundError) else EXIT_FAILED)
+    landlock.exec_with(cmd, mask, EXIT_FAILED)
 
 
 def _unshare(net: bool) -> None:
@@ -369,13 +345,6 @@ def _unshare(net: bool) -> None:
     if _libc.unshare(flags | _CLONE_NEWCGROUP) == 0:
         return
     _ok(_libc.unshare(flags), "unshare")  # a kernel without cgroup namespaces
-
-
-def _die_by(sig: int) -> None:
-    signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-    os.kill(os.getpid(), sig)
-    os._exit(128 + sig)
 
 
 def _parse(argv: list[str]):
@@ -438,12 +407,12 @@ def main(argv: list[str]) -> None:
         if pid:
             break
     if os.WIFSIGNALED(status):
-        _die_by(os.WTERMSIG(status))
+        landlock.die_by(os.WTERMSIG(status))
     code = os.waitstatus_to_exitcode(status)
     # pid 1 cannot die by a signal it sends itself: the supervisor then exits
     # 128 + the signal; ended on our word, end the way the caller expects.
     if forwarded and code == 128 + forwarded:
-        _die_by(forwarded)
+        landlock.die_by(forwarded)
     os._exit(code)
 
 

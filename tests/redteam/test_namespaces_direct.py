@@ -163,6 +163,8 @@ def layout():
             p.chmod(0o777)
         (d / "home" / ".ssh" / "id_rsa").chmod(0o644)
         shutil.copy(namespaces._UNSHARE, d / "unshare.py")
+        # (it loads its sibling, as beside it in SuperQode's package)
+        shutil.copy(Path(namespaces._UNSHARE).with_name("landlock.py"), d / "landlock.py")
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -19,7 +19,7 @@ import pytest
 
 from superqode_ls.qe.roles.types import _cache_dir
 from superqode_ls.workspace import landlock
-from superqode_ls.workspace.paths import project_cache, tool_cache
+from superqode_ls.workspace.paths import SessionPaths, project_cache
 from superqode_ls.workspace.proc import supervise
 from superqode_ls.workspace.session import IsolatedSession
 
@@ -43,11 +43,11 @@ def test_each_projects_caches_are_its_own(make_repo):
         assert mypy.startswith(str(project_cache(victim)))
     with IsolatedSession.create_sync(victim) as s:
         env = s.env()
-        assert env["XDG_CACHE_HOME"] == str(tool_cache(victim))
-        # Of its project's cache folder only the tools' XDG cache (mypy's: its
-        # process alone, tests/redteam/test_mypy_cache.py).
-        assert tool_cache(victim) in s.writable() and project_cache(victim) not in s.writable()
-        assert not any(p == project_cache(victim).parent for p in s.writable())
+        assert env["XDG_CACHE_HOME"] == str(SessionPaths(victim, s.id).xdg)
+        # Nothing of its project's cache folder (mypy's: its process alone,
+        # tests/redteam/test_mypy_cache.py; the tools' XDG cache is the
+        # session's own, tests/redteam/test_session_xdg.py).
+        assert not any(p.is_relative_to(project_cache(victim).parent) for p in s.writable())
 
 
 @pytest.mark.skipif(landlock.abi() is None,
@@ -61,14 +61,16 @@ def test_a_session_cannot_plant_in_another_projects_mypy_or_tool_cache(make_repo
         entry.parent.mkdir(parents=True, exist_ok=True)
         entry.write_text("{}")
     assert mypy == str(entry.parent.parent)
-    targets = [entry, entry.parent / "app.meta.json", tool_cache(victim) / "ruff" / "planted",
+    targets = [entry, entry.parent / "app.meta.json",
+               project_cache(victim) / "xdg" / "ruff" / "planted",
                project_cache(victim) / "hypothesis" / "planted"]
     with IsolatedSession.create_sync(attacker) as a:
         for target in targets:
             res = _as_session(a, _write(target))
             assert res.returncode != 0, f"{target} was writable to another project's session"
-        # Its own project's caches it may write (tools need them).
-        assert _as_session(a, _write(tool_cache(attacker) / "ruff" / "ok")).returncode == 0
+        # Its own tools' cache it may write (tools need one).
+        own = SessionPaths(attacker, a.id).xdg / "ruff" / "ok"
+        assert _as_session(a, _write(own)).returncode == 0
     assert entry.read_text() == "{}"
     assert not (entry.parent / "app.meta.json").exists()
-    assert not (tool_cache(victim) / "ruff" / "planted").exists()
+    assert not (project_cache(victim) / "xdg" / "ruff" / "planted").exists()

@@ -22,7 +22,7 @@ import pytest
 from superqode_ls.config import superqode_home
 from superqode_ls.qe.roles import _mutation_cache, _scratch, unit
 from superqode_ls.workspace import landlock
-from superqode_ls.workspace.paths import SessionPaths, tool_cache
+from superqode_ls.workspace.paths import SessionPaths
 from superqode_ls.workspace.proc import supervise
 from superqode_ls.workspace.session import IsolatedSession
 
@@ -85,7 +85,7 @@ def test_bytecode_planted_by_one_session_is_not_loaded_by_the_next(make_repo):
         mine = _scratch.pycache_dir(_scratch.scratch_root(repo, a.id, "mutation"))
         theirs = _scratch.pycache_dir(_scratch.scratch_root(other, b.id, "mutation"))
         # Live: what a shared, session-writable prefix allowed.
-        shared = tool_cache(repo) / "pycache"  # (the first project's sessions write it)
+        shared = SessionPaths(repo, a.id).xdg / "pycache"  # (a folder session a writes)
         assert _as_session(a, _plant_script(shared)).returncode == 0
         assert _imports(b, shared), "a planted unchecked .pyc should load from a shared prefix"
         # Its own prefix: it may write (its runs' cache)...

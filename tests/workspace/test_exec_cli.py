@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from superqode_ls.workspace.fingerprint import compare, take_fingerprint
-from superqode_ls.workspace.paths import tool_cache
 
 from ..conftest import run_git
 from .helpers import disk_state, worktree_paths
@@ -29,15 +31,18 @@ def test_exec_patch_applies_and_reproduces_the_change(make_repo, tmp_path):
     (repo / "app.py").write_text("x = 1\ny = 2\n")  # unstaged, carried in
     (repo / "notes ü.txt").write_text("untracked\n")
     before = take_fingerprint(repo)
-    # The command may write only its sandbox and SuperQode's caches (the
-    # kernel barrier): it leaves its copy of the sandbox in the cache.
-    expected = tool_cache(repo) / "expected"
+    # The command may write only its sandbox and its session's private
+    # folders (the kernel barrier), all removed with it: it hands its copy
+    # of the sandbox out on stdout.
+    expected = tmp_path / "expected"
     script = (
         "printf 'x = 10\\ny = 2\\n' > app.py && rm gone.txt && printf 'new' > 'brand new.txt' "
-        '&& chmod +x keep.txt && cp -a . "$XDG_CACHE_HOME/expected"'
+        "&& chmod +x keep.txt && tar -cf - . | base64"
     )
     proc = superqe("exec", str(repo), "--", "sh", "-c", script)
     assert proc.returncode == 0, proc.stderr
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(proc.stdout))) as tar:
+        tar.extractall(expected, filter="tar")
     sid = re.search(r"^session: (qe-\S+)$", proc.stderr, re.M).group(1)
     patch = Path(re.search(r"^patch: (\S+\.patch)", proc.stderr, re.M).group(1))
     assert sid in patch.name and patch.parent == repo / ".superqode/qe-artifacts/patches"

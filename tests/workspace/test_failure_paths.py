@@ -107,16 +107,21 @@ def test_disk_full_in_the_middle_of_a_session(small_home, repo):
 
 def _exec_and_meanwhile(home: Path, repo: Path, meanwhile) -> subprocess.CompletedProcess:
     """`superqe exec` of a command that edits a file, says it started (a
-    marker in the cache, one of the few places it may write) and sleeps;
-    ``meanwhile()`` runs then, while the session is in the middle."""
-    go = home / "cache" / repo_key(repo) / "xdg" / "go"  # the tools' cache: writable to it
+    marker in its session's own tools' cache, one of the few places it may
+    write) and sleeps; ``meanwhile()`` runs then, while the session is in
+    the middle."""
+    qe = home / "working" / repo_key(repo) / "qe"
+
+    def started() -> bool:
+        return any(qe.glob(".*.d/xdg/go"))
+
     env = dict(os.environ, SUPERQODE_HOME=str(home))
     p = subprocess.Popen([*SUPERQE, "exec", str(repo), "--", "sh", "-c",
-                          f"echo changed > a.txt; mkdir -p {go.parent}; touch {go}; sleep 2"],
+                          'echo changed > a.txt; touch "$XDG_CACHE_HOME/go"; sleep 2'],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: go.exists() or p.poll() is not None, 60, "the command to start")
-        assert go.exists(), "the command did not start"
+        wait_for(lambda: started() or p.poll() is not None, 60, "the command to start")
+        assert started(), "the command did not start"
         meanwhile()
         out, err = p.communicate(timeout=120)
     finally:

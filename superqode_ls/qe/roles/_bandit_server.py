@@ -4,18 +4,21 @@ child per request, which runs bandit's own command line.
 Run by the language server as ``python -I _bandit_server.py`` with the
 interpreter bandit is installed in (SuperQode's), inside a namespace sandbox
 of its own where there is one (``_bandit_warm``): the whole file system
-read-only, secrets masked, no network, nothing writable. Starting bandit costs about
+read-only (bandit prints its report on the pipe), secrets masked, no
+network. Starting bandit costs about
 0.12 s of CPU before it reads a file (imports, plugin discovery); a file run
 in the editor waits on exactly that. Each request's child applies the
-session's kernel barrier itself (the same Landlock rules the supervisor would
-apply: writes only beneath the session's folders), moves to the session's
+session's kernel barrier itself (the Landlock rules the supervisor would
+apply: writes only beneath the session's folders; and reads only beneath
+those and the interpreter's folders), moves to the session's
 sandbox and environment, and runs ``bandit.cli.main.main()`` with the
 request's arguments: the result is what the ``bandit`` command prints.
 
 Protocol, JSON lines on stdin/stdout: first {"ready": true}; request
-{"argv", "cwd", "env", "allow" (null: no barrier), "abi", "timeout" (seconds
-or null)} -> {"rc", "out", "err"}. rc 97: the barrier could not be applied,
-nothing ran; rc -9: the child ran out of time and was killed here (in a pid
+{"argv", "cwd", "env", "allow" (the session's folders), "abi", "timeout"
+(seconds or null)} -> {"rc", "out", "err"}. rc 97: the barrier could not be
+applied, or the request names no session (no "allow" or no "abi": fail
+closed), nothing ran; rc -9: the child ran out of time and was killed here (in a pid
 namespace its pid means nothing to the caller).
 
 Stdlib and bandit only: it runs with ``-I``, outside SuperQode's package.
@@ -47,12 +50,15 @@ def _child(req, out_w, err_w, landlock):
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
     try:
+        allow = _session_folders(req)
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req.get("env") or {})
-        if req.get("allow") is not None and req.get("abi"):
-            landlock.restrict_self(list(req["allow"]), int(req["abi"]))
-    except OSError as e:
+        # Writes only beneath the session's folders, reads beneath those and
+        # the interpreter's own: a request reads its session's tree, never
+        # your project, HOME or another session's.
+        landlock.restrict_self(allow, int(req["abi"]), read=_interpreter_paths())
+    except (OSError, ValueError, TypeError, KeyError) as e:
         os.write(2, f"superqode barrier: cannot apply Landlock: {e}\n".encode())
         os._exit(BARRIER_FAILED)
     for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -73,6 +79,24 @@ def _child(req, out_w, err_w, landlock):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _session_folders(req):
+    """The request's session folders; a request with none (no session behind
+    it, or no Landlock to hold it) is refused, not run unconfined."""
+    allow = req.get("allow")
+    if (not isinstance(allow, list) or not allow or not req.get("abi")
+            or not all(isinstance(p, str) and os.path.isabs(p) for p in allow)):
+        raise ValueError("the request names no session to confine it to; refused")
+    return allow
+
+
+def _interpreter_paths():
+    """What a child may read besides its session: the interpreter's and its
+    packages' folders (bandit imports its formatters as it runs)."""
+    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+             *(p for p in sys.path if p and os.path.isabs(p))}
+    return sorted(os.path.realpath(p) for p in paths if os.path.exists(p))
 
 
 def _collect(out_r, err_r, pid, timeout):

@@ -11,10 +11,12 @@ as before.
 
 Where the namespace sandbox is available the server itself starts inside one
 of its own, for its whole life (``_sandboxed``): the whole file system
-read-only but the folders every session's lies in (``working/``, ``cache/``
-of SuperQode's home), the default secrets masked, no network, its own pid
-namespace; each request's child still applies its session's Landlock rules
-below that, which narrow the writable part to that session's own folders. A
+read-only (nothing of a run is written: bandit's report comes back on the
+pipe), the default secrets masked, no network, its own pid namespace; each
+request's child applies its session's Landlock rules below that, which
+narrow what it reads to that session's tree and the interpreter's folders.
+A request with no session behind it, or where there is no Landlock, is not
+served (fail closed): the ``bandit`` command runs it, behind its own layers. A
 run whose session hides more than the server's sandbox does
 (``sandbox.hide``), or whose folder it cannot see, is not served: the
 command runs instead, in the session's own sandbox.
@@ -38,7 +40,6 @@ from ...config import Config
 from ...runtime import Runtime
 from ...workspace import landlock, namespaces
 from ...workspace.namespaces import SPEC_ENV
-from ...workspace.paths import home, working_root
 from ...workspace.proc import BARRIER_ENV, ProcResult, spawn_tool_blocking
 from . import _bandit_server
 
@@ -55,7 +56,6 @@ class WarmBandit:
         self._in: io.TextIOWrapper | None = None  # the protocol over the server's pipes
         self._out: io.TextIOWrapper | None = None
         self._hidden: set[str] | None = None  # what its sandbox masks (None: no sandbox)
-        self._roots: list[str] = []  # what its sandbox binds writable
         self._ready = threading.Event()
         self._busy = asyncio.Lock()
         self._abi = landlock.abi()
@@ -63,7 +63,7 @@ class WarmBandit:
     def start(self) -> None:
         """Blocking (imports take a few tenths of a second): call it off the
         event loop."""
-        cmd, env, self._hidden, self._roots = _sandboxed([self.python, "-I", str(SERVER)])
+        cmd, env, self._hidden = _sandboxed([self.python, "-I", str(SERVER)])
         # From a spawner thread at the tools' nice: what the launcher forks
         # (the supervisor, the server) inherits it.
         proc = spawn_tool_blocking(cmd, "/", env, stdin=subprocess.PIPE,
@@ -94,8 +94,11 @@ class WarmBandit:
             if proc is None or proc.poll() is not None or not self._ready.is_set():
                 return None
             allow = json.loads(env[BARRIER_ENV]) if BARRIER_ENV in env else None
-            if allow is not None and self._abi is None:
-                return None  # a barrier asked for that this kernel lacks: the supervisor decides
+            if not allow or self._abi is None:
+                # No session behind the run (nothing to confine it to), or no
+                # Landlock to hold its child: the command runs it, behind
+                # whatever layers its environment asks for (fail closed).
+                return None
             if not self._covers(env, cwd):
                 return None  # the command, in the session's own sandbox, serves it
             req = {"argv": argv, "cwd": str(cwd), "env": env, "allow": allow, "abi": self._abi,
@@ -129,8 +132,7 @@ class WarmBandit:
         if not isinstance(want, list) or not set(namespaces.masked(want)) <= self._hidden:
             return False
         where = os.path.realpath(cwd)
-        return (any(where == r or where.startswith(r + "/") for r in self._roots)
-                or not any(where == m or where.startswith(m + "/") for m in self._hidden))
+        return not any(where == m or where.startswith(m + "/") for m in self._hidden)
 
     def _exchange(self, req: dict, timeout: float | None) -> dict | None:
         self._in.write(json.dumps(req) + "\n")
@@ -178,22 +180,20 @@ class WarmBandit:
 _GRACE_S = 10.0
 
 
-def _sandboxed(cmd: list[str]
-               ) -> tuple[list[str], dict[str, str] | None, set[str] | None, list[str]]:
-    """(the command line, its environment, the real paths masked, those
-    bound writable) for the server: inside a namespace sandbox of its own
+def _sandboxed(cmd: list[str]) -> tuple[list[str], dict[str, str] | None, set[str] | None]:
+    """(the command line, its environment, the real paths masked) for the
+    server: inside a namespace sandbox of its own
     where there is one; else as it is (each request's child applies Landlock
     itself: the "Landlock only" level of the sessions)."""
     if not namespaces.active():
-        return cmd, None, None, []
-    roots = [working_root(), home() / "cache"]
-    for root in roots:
-        root.mkdir(parents=True, exist_ok=True)  # (a bind needs its folder)
+        return cmd, None, None
+    # Nothing writable: bandit prints its report on the pipe, and each
+    # child's Landlock rules narrow its reads to its session's tree.
     env = namespaces.scrub_env(os.environ)
-    env[BARRIER_ENV] = json.dumps([str(r) for r in roots])
+    env[BARRIER_ENV] = "[]"
     env[SPEC_ENV] = namespaces.spec(Config(), env)  # default masks, no network
     hidden = set(namespaces.masked(json.loads(env[SPEC_ENV])["hide"]))
-    return cmd, env, hidden, [os.path.realpath(r) for r in roots]
+    return cmd, env, hidden
 
 
 def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:

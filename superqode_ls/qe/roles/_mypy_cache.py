@@ -148,7 +148,7 @@ async def mypy_cache(ctx: RoleContext, shared: str, where: list[str]
                 why = "the project's interpreter gave no search path"
             else:
                 # In the project's cache folder, which sessions cannot write
-                # (only its xdg/ and, for mypy, mypy/).
+                # (only mypy, its mypy/).
                 runs = project_cache(ctx.project) / "mypy-python"
                 runs.mkdir(parents=True, exist_ok=True)
                 made.append(Path(tempfile.mkdtemp(dir=runs)))
