@@ -63,8 +63,8 @@ SHOWN = [
     (("MIDDLEWARE = ['django.contrib.sessions.middleware.SessionMiddleware',\n"
       "              'django.middleware.common.CommonMiddleware']\n"), "proj/settings.py",
      ("csrf-disabled", 1, Severity.medium)),
-    ("from core import helpers\ndef r(self, info, arg):\n"
-     "    return helpers.run_cmd('ps {}'.format(arg))\n", "views.py",
+    (("from core import helpers\ndef r(self, info, arg):\n"
+     "    return helpers.run_cmd('ps {}'.format(arg))\n"), "views.py",
      ("command-injection", 3, Severity.high)),
     ("from sqlalchemy import text\ndef r(q, f):\n    return q.filter(text(\"title = '%s'\" % f))\n",
      "views.py", ("sql-injection", 3, Severity.high)),

@@ -25,8 +25,17 @@ import re
 from collections.abc import Iterator
 
 from ...models import Severity
-from ._web_sinks import Hit, Scopes, _const_str, _func_name, _is_false, _is_true, _keyword, _name_of
-from ._web_sinks import from_request
+from ._web_sinks import (
+    Hit,
+    Scopes,
+    _const_str,
+    _func_name,
+    _is_false,
+    _is_true,
+    _keyword,
+    _name_of,
+    from_request,
+)
 
 CWE = {"cors-credentials": ("CWE-942",), "csrf-disabled": ("CWE-352",)}
 
