@@ -111,7 +111,12 @@ def _cors(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
                     "library answers each caller with its own Origin, so any site the user "
                     "visits reads their authenticated responses. Name the allowed origins."),
                    Severity.high)
-    headers = list(_headers(nodes))
+    # headers set together, unconditionally: the statements of the scope's
+    # own body (a CORS library sets each under its own option's ``if``)
+    body = getattr(scope, "body", [])
+    direct = [n for n in nodes if isinstance(n, ast.Dict)] + [
+        s.value if isinstance(s, ast.Expr) else s for s in body]
+    headers = list(_headers(direct))
     credentials = any(key == _CREDENTIALS and (_is_true(v) or str(_const_str(v)).lower() == "true")
                       for _n, key, v in headers)
     if credentials:
