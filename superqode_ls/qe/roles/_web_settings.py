@@ -13,8 +13,8 @@ the syntax tree of one file:
   list of origins with them;
 - ``csrf-disabled``: ``WTF_CSRF_ENABLED = False`` (Flask-WTF), Django's
   ``MIDDLEWARE`` with sessions but without ``CsrfViewMiddleware``, and
-  ``@csrf_exempt`` on a view that changes state (reads ``request.POST`` or
-  the body, saves, deletes, runs SQL): another site's form acts as the
+  ``@csrf_exempt`` on a view that changes state (saves, deletes, creates,
+  updates a queryset, runs SQL): another site's form acts as the
   logged-in user. An exempt view that only reads stays quiet.
 """
 
@@ -45,8 +45,8 @@ _ALLOW_ALL = {"CORS_ORIGIN_ALLOW_ALL", "CORS_ALLOW_ALL_ORIGINS"}
 _ORIGIN = "access-control-allow-origin"
 _CREDENTIALS = "access-control-allow-credentials"
 # what a view that changes state does
-_WRITES = {"save", "delete", "create", "update", "execute", "executemany", "commit",
-           "bulk_create", "get_or_create", "update_or_create", "remove", "add"}
+_WRITES = {"save", "delete", "create", "execute", "executemany", "commit", "bulk_create",
+           "get_or_create", "update_or_create", "set_password"}
 _SETTINGS_FILE = re.compile(r"(?i)(settings|config|conf)[^/]*\.py$")
 
 
@@ -181,9 +181,12 @@ def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
     mark = next((d for d in scope.decorator_list if _name_of(d) == "csrf_exempt"), None)
     if mark is None:
         return
-    writes = any(isinstance(n, ast.Call) and _func_name(n) in _WRITES for n in nodes) or any(
-        isinstance(n, ast.Attribute) and n.attr in ("POST", "body", "form")
-        and _name_of(n.value) == "request" for n in nodes)
+    # reading the POST body alone changes nothing; a write does (also a
+    # queryset's update(): ``User.objects.filter(...).update(...)``)
+    writes = any(isinstance(n, ast.Call) and (_func_name(n) in _WRITES or (
+        _func_name(n) == "update" and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Call)
+        and _func_name(n.func.value) in ("filter", "exclude", "all"))) for n in nodes)
     if writes:
         yield (mark, "csrf-disabled", "View that changes state exempt from CSRF",
                (f"@csrf_exempt on {scope.name}(), which changes state: another site's page "
