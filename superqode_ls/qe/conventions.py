@@ -26,7 +26,10 @@
 - a test module that cannot be imported because a third-party package is
   missing (``ModuleNotFoundError: fastapi``): the test environment lacks
   it, a setup problem and not a finding about the code. An import of the
-  project's own module that fails stays.
+  project's own module that fails stays;
+- a Python 2 file's syntax errors (``print "x"``, ``except E, e:``): one
+  cause, so the first is shown and the rest are noise that names it. A
+  Python 3 file's syntax errors all stay.
 """
 
 from __future__ import annotations
@@ -172,9 +175,25 @@ def _missing_package(f: Finding, lines: Lines) -> str | None:
     return top
 
 
+# Python 2 statements: print and exec without parentheses, except E, e:
+_PYTHON2 = re.compile(r"^\s*(?:print\s+[\"'\w%]|exec\s+[\"']|except\s+[\w.]+\s*,\s*\w+\s*:)")
+
+
+def _python2_firsts(findings: list[Finding], lines: Lines) -> dict[str, int]:
+    """Each Python 2 file with syntax errors: the line of its first one."""
+    firsts: dict[str, int] = {}
+    for f in findings:
+        if f.rule_id.upper() == "INVALID-SYNTAX" and f.file and f.range and f.noise is None:
+            firsts[f.file] = min(firsts.get(f.file, f.range.start_line), f.range.start_line)
+    return {rel: at for rel, at in firsts.items()
+            if (text := lines(rel)) is not None and any(_PYTHON2.match(t) for t in text)}
+
+
 def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[Finding]:
     out = []
     trees = _Trees(lines) if lines is not None else None
+    findings = list(findings)
+    python2 = _python2_firsts(findings, lines) if lines is not None else {}
     for f in findings:
         rule = f.rule_id.upper()
         if f.noise is not None or trees is None or lines is None:
@@ -202,6 +221,10 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
         elif rule == "B008" and _fastapi_default(f, lines):
             f = mark_noise(f, "a FastAPI parameter declaration (Depends/Query/Body...), "
                               "which FastAPI reads from the default by design", Severity.info)
+        elif rule == "INVALID-SYNTAX" and f.file in python2 and f.range \
+                and f.range.start_line != python2[f.file]:
+            f = mark_noise(f, f"the same cause as line {python2[f.file]}: a Python 2 file "
+                              "(one syntax error per Python 2 statement)")
         elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
             f = mark_noise(f, f"the test environment lacks the package {package!r}: a setup "
                               "problem, not a finding about the code", Severity.info)
