@@ -141,3 +141,19 @@ def test_the_role_tags_them_with_their_weakness(make_repo) -> None:
     assert "CWE-918" in got["ssrf"].tags
     assert "CWE-942" in got["cors-credentials"].tags
     assert "CWE-352" in got["csrf-disabled"].tags
+
+
+ADD_URL_RULE = ("from flask import Flask, send_file\napp = Flask(__name__)\n"
+                "def show(name):\n    return send_file('files/' + name)\n"
+                "def item(n):\n    return send_file('files/%d.txt' % n)\n"
+                "def other(name):\n    return send_file('files/' + name)\n"
+                "app.add_url_rule('/f/<name>', view_func=show)\n"
+                "app.add_url_rule('/i/<int:n>', 'item', item)\n")
+
+
+def test_a_view_registered_with_add_url_rule_is_a_route() -> None:
+    """Its path parameters are the sender's; a number converter's is not,
+    and an unregistered function's parameter is no request data."""
+    got = _hits(ADD_URL_RULE)
+    assert ("path-traversal", 4, Severity.high) in got
+    assert [h for h in got if h[1] in (6, 8)] == []

@@ -51,6 +51,7 @@ from ._web_sinks import (
     _name_of,
     built,
     from_request,
+    registered,
     request_params,
     route,
 )
@@ -94,7 +95,7 @@ _CARRY = {"dict", "parse_qs", "parse_qsl", "unquote", "unquote_plus", "str", "by
 
 # What a file needs for these checks to find anything (most files have
 # none and are not walked): a route, or request data and one of the sinks.
-_ROUTE_TEXT = re.compile(r"@\w+\.(route|get|post|put|delete|patch|api_route)\(")
+_ROUTE_TEXT = re.compile(r"@\w+\.(route|get|post|put|delete|patch|api_route)\(|\.add_url_rule\(")
 _REQUEST_TEXT = re.compile(
     r"request\.(args|form|values|GET|POST|FILES|files|json|data|cookies|COOKIES|headers|body"
     r"|query|query_params|path|url|get_json|get_data|params|match_info|stream|rfile|content)"
@@ -223,9 +224,10 @@ def _imported(scopes: Scopes, package: str) -> bool:
 
 def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
     file_facts: tuple[bool, bool, frozenset[str]] | None = None
+    views = registered(scopes)  # views registered with add_url_rule
     for scope, unordered in scopes:
         # a Flask or Bottle route's string is the page (a Django view's is no response)
-        routed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and route(scope)
+        routed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and route(scope, views)
         # most scopes call none of the sinks: skip them before any ordering
         if not routed and not any(isinstance(n, ast.Call) and _func_name(n) in _SINK_NAMES
                                   for n in unordered):
@@ -236,7 +238,7 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
         fastapi, lxml, readers = file_facts
         nodes = _in_order(unordered)
         values = _values(nodes)
-        raw = _Raw(request_params(scope, rel), readers)
+        raw = _Raw(request_params(scope, rel, views), readers)
         checked = _calls_named(scope, _URL_CHECKS) if scope is not scopes[0][0] else False
         host_checked = _host_checked(unordered)
         for node in nodes:
