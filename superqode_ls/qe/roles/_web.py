@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ...models import Severity
 from ._secrets import MESSAGE
@@ -317,9 +317,11 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
                    Severity.medium)
 
 
-def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Iterator[Hit]:
+def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None,
+                 read: Callable[[str], str | None] | None = None) -> Iterator[Hit]:
     """The hits in one file's tree; ``text`` (its source) lets checks that
-    cannot match it be skipped."""
+    cannot match it be skipped; ``read`` gives another file of the project
+    by its path (the templates a view renders)."""
     needs = (_needs(text) if text is not None and text.isascii()
              else {"sql", "calls", "sinks", "flows", "shell", "settings"})
     scopes = scoped(tree) if needs & {"sql", "sinks", "flows", "settings"} else []
@@ -331,7 +333,7 @@ def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Itera
         yield from template_injection(scopes, rel)
         yield from xxe(scopes, rel)
     if "flows" in needs:
-        yield from request_flows(scopes, rel)
+        yield from request_flows(scopes, rel, read)
     if "shell" in needs:
         yield from _shell_helpers(tree)
     if "settings" in needs:

@@ -15,7 +15,8 @@ tree of one file:
   ``make_response()``, ``HttpResponse()``, ``HTMLResponse()``, a Flask or
   Bottle route returning it (a FastAPI route's string is JSON, not HTML);
   text that passed through a call (``escape()``, ``render_template()``,
-  ``jsonify()``) is not raw;
+  ``jsonify()``) is not raw, unless the template prints it with ``|safe``
+  or under ``{% autoescape false %}`` (``_web_templates``);
 - ``xpath-injection``: an XPath expression built from request data
   (``tree.xpath("//user[name='%s']" % name)``);
 - ``ssrf``: ``requests.get()``, ``httpx.post()``, ``urlopen()``... of a URL
@@ -55,6 +56,7 @@ from ._web_sinks import (
     request_params,
     route,
 )
+from ._web_templates import RENDERS, Read, rendered, template_text, unsafe_line
 
 CWE = {"path-traversal": ("CWE-22",), "open-redirect": ("CWE-601",),
        "reflected-xss": ("CWE-79",), "xpath-injection": ("CWE-643",),
@@ -77,7 +79,7 @@ _CLIENTS = {"requests", "httpx"}
 # pathlib's own file calls on a path the request names (``Path(d + name).open()``)
 _PATH_METHODS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
 _SINK_NAMES = (_FILE_SINKS | _REDIRECTS | _RESPONSES | _XPATH | _XPATH_FIND | _LXML_PARSE
-               | _FETCH | _PATH_METHODS)
+               | _FETCH | _PATH_METHODS | set(RENDERS))
 # a constant scheme and host in front of the URL: the request picks a path
 _FIXED_HOST = re.compile(r"^[a-zA-Z][\w+.-]*://[^/{}%?#\s]+[/?#]")
 # str methods that keep what the text says
@@ -102,7 +104,7 @@ _REQUEST_TEXT = re.compile(
     r"|self\.(path|rfile)\b|def \w+\(\s*(self,\s*)?request\b")
 _SINK_TEXT = re.compile(r"\b(open|send_file|FileResponse|redirect|RedirectResponse|HttpResponse\w*"
                         r"|make_response|HTMLResponse|Response|xpath|XPath|find\w*|fromstring"
-                        r"|XML|urlopen|(requests|httpx)\.\w+)\s*\(")
+                        r"|XML|urlopen|(requests|httpx)\.\w+|render\w*|TemplateResponse)\s*\(")
 
 
 # a web framework's (or http.server's, lxml's) module: library code that
@@ -222,7 +224,7 @@ def _imported(scopes: Scopes, package: str) -> bool:
                for n in scopes[0][1] if isinstance(n, ast.Import | ast.ImportFrom))
 
 
-def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
+def request_flows(scopes: Scopes, rel: str = "", read: Read | None = None) -> Iterator[Hit]:
     file_facts: tuple[bool, bool, frozenset[str]] | None = None
     views = registered(scopes)  # views registered with add_url_rule
     for scope, unordered in scopes:
@@ -265,6 +267,9 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
             elif name in _RESPONSES and first is not None and raw.text(first) \
                     and _html_type(node) and not (name == "Response" and fastapi):
                 yield _xss(node, f"{name}() sends it")
+            elif read is not None and name in RENDERS \
+                    and (r := rendered(node, values)) is not None:
+                yield from _template_xss(node, r, rel, read, raw)
             elif name in _FETCH and not host_checked and (url := _fetched(node, name)) is not None:
                 yield from _ssrf(node, url, values, raw)
             elif name in _XPATH | _XPATH_FIND and first is not None:
@@ -344,6 +349,21 @@ def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: _Ra
             "this site forwards to any other (phishing, token theft). Redirect only to "
             "paths of this site (check with url_has_allowed_host_and_scheme) or to a "
             "name looked up in a list."), Severity.medium)
+
+
+def _template_xss(call: ast.Call, r: tuple[str, dict[str, ast.AST]], rel: str, read: Read,
+                  raw: _Raw) -> Iterator[Hit]:
+    name, context = r
+    keys = [k for k, v in context.items() if raw.text(v)]
+    found = template_text(rel, name, read) if keys else None
+    if found is None:
+        return
+    path, text = found
+    for key in keys:
+        line = unsafe_line(text, key)
+        if line is not None:
+            yield _xss(call, f"{path}:{line} prints {key!r} with |safe or autoescape off")
+            return
 
 
 def _fetched(call: ast.Call, name: str) -> ast.AST | None:
