@@ -64,3 +64,31 @@ def test_a_python2_files_syntax_errors_are_one_a_python3_files_all_stay(make_rep
         f = _one(got, "tools/old.py", n)
         assert f.noise and "line 3" in f.noise and "Python 2" in f.noise
     assert all(_one(got, "app/broken.py", n).noise is None for n in (1, 3))
+
+
+RUNS = """import subprocess
+
+
+def grep(name):
+    res = subprocess.run(["ps"], capture_output=True)
+    return res.stdout
+
+
+def fire(cmd):
+    subprocess.run(cmd)
+
+
+def keep(cmd):
+    out = subprocess.run(cmd)
+    return out
+"""
+
+
+def test_a_run_whose_result_is_read_is_style_a_dropped_one_stays(make_repo):
+    repo = make_repo({"app/tools.py": RUNS})
+    findings = [_finding("PLW1510", "app/tools.py", n, severity=Severity.medium)
+                for n in (5, 10, 14)]
+    got = _filtered(repo, findings)
+    assert _one(got, "app/tools.py", 5).noise
+    assert _one(got, "app/tools.py", 10).noise is None
+    assert _one(got, "app/tools.py", 14).noise is None

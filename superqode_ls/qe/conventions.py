@@ -27,6 +27,10 @@
   missing (``ModuleNotFoundError: fastapi``): the test environment lacks
   it, a setup problem and not a finding about the code. An import of the
   project's own module that fails stays;
+- ``subprocess.run`` without ``check`` (PLW1510) whose result the code
+  keeps and reads (``res = run(...)`` then ``res.returncode`` /
+  ``res.stdout``): the outcome is looked at, not silently dropped (a
+  style choice, ``info``). A call whose result is thrown away stays;
 - a Python 2 file's syntax errors (``print "x"``, ``except E, e:``): one
   cause, so the first is shown and the rest are noise that names it. A
   Python 3 file's syntax errors all stay.
@@ -110,6 +114,24 @@ def _startapp_stub(f: Finding, lines: Lines) -> bool:
     comment = _STARTAPP.get(m.group(1)) if m else None
     text = lines(f.file or "") if comment else None
     return text is not None and any(line.strip() == comment for line in text)
+
+
+def _result_read(tree: ast.AST, line: int) -> bool:
+    """The call at ``line`` is assigned to a name whose ``returncode``,
+    ``stdout`` or ``stderr`` the same function reads."""
+    # the innermost scope first: functions in the order of the walk, then the module
+    scopes = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for func in sorted(scopes, key=lambda n: -n.lineno) + [tree]:
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                    and node.value.lineno == line and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                           and n.value.id == name
+                           and n.attr in ("returncode", "stdout", "stderr")
+                           for n in ast.walk(func))
+    return False
 
 
 def _argparse_default(tree: ast.AST, line: int, col: int) -> bool:
@@ -215,6 +237,11 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
                                                       f.range.start_col - 1):
                 f = mark_noise(f, "argparse converts the default (add_argument(type=...)): "
                                   "a default that is no str works", Severity.info)
+        elif rule == "PLW1510" and f.file and f.range and f.file.endswith(".py"):
+            tree = trees.get(f.file)
+            if tree is not None and _result_read(tree, f.range.start_line):
+                f = mark_noise(f, "the code keeps the result and reads it (returncode/stdout): "
+                                  "its outcome is not dropped", Severity.info)
         elif rule == "F401" and f.file and f.file.endswith(".py") and _startapp_stub(f, lines):
             f = mark_noise(f, "the import Django's startapp writes into a new app (generated)",
                            Severity.info)
