@@ -26,7 +26,14 @@
 - a test module that cannot be imported because a third-party package is
   missing (``ModuleNotFoundError: fastapi``): the test environment lacks
   it, a setup problem and not a finding about the code. An import of the
-  project's own module that fails stays.
+  project's own module that fails stays;
+- ``subprocess.run`` without ``check`` (PLW1510) whose result the code
+  keeps and reads (``res = run(...)`` then ``res.returncode`` /
+  ``res.stdout``): the outcome is looked at, not silently dropped (a
+  style choice, ``info``). A call whose result is thrown away stays;
+- a Python 2 file's syntax errors (``print "x"``, ``except E, e:``): one
+  cause, so the first is shown and the rest are noise that names it. A
+  Python 3 file's syntax errors all stay.
 """
 
 from __future__ import annotations
@@ -109,6 +116,24 @@ def _startapp_stub(f: Finding, lines: Lines) -> bool:
     return text is not None and any(line.strip() == comment for line in text)
 
 
+def _result_read(tree: ast.AST, line: int) -> bool:
+    """The call at ``line`` is assigned to a name whose ``returncode``,
+    ``stdout`` or ``stderr`` the same function reads."""
+    # the innermost scope first: functions in the order of the walk, then the module
+    scopes = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for func in sorted(scopes, key=lambda n: -n.lineno) + [tree]:
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                    and node.value.lineno == line and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                           and n.value.id == name
+                           and n.attr in ("returncode", "stdout", "stderr")
+                           for n in ast.walk(func))
+    return False
+
+
 def _argparse_default(tree: ast.AST, line: int, col: int) -> bool:
     """The flagged getenv() is the default of an add_argument() with a type."""
     for node in ast.walk(tree):
@@ -172,9 +197,25 @@ def _missing_package(f: Finding, lines: Lines) -> str | None:
     return top
 
 
+# Python 2 statements: print and exec without parentheses, except E, e:
+_PYTHON2 = re.compile(r"^\s*(?:print\s+[\"'\w%]|exec\s+[\"']|except\s+[\w.]+\s*,\s*\w+\s*:)")
+
+
+def _python2_firsts(findings: list[Finding], lines: Lines) -> dict[str, int]:
+    """Each Python 2 file with syntax errors: the line of its first one."""
+    firsts: dict[str, int] = {}
+    for f in findings:
+        if f.rule_id.upper() == "INVALID-SYNTAX" and f.file and f.range and f.noise is None:
+            firsts[f.file] = min(firsts.get(f.file, f.range.start_line), f.range.start_line)
+    return {rel: at for rel, at in firsts.items()
+            if (text := lines(rel)) is not None and any(_PYTHON2.match(t) for t in text)}
+
+
 def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[Finding]:
     out = []
     trees = _Trees(lines) if lines is not None else None
+    findings = list(findings)
+    python2 = _python2_firsts(findings, lines) if lines is not None else {}
     for f in findings:
         rule = f.rule_id.upper()
         if f.noise is not None or trees is None or lines is None:
@@ -196,12 +237,21 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
                                                       f.range.start_col - 1):
                 f = mark_noise(f, "argparse converts the default (add_argument(type=...)): "
                                   "a default that is no str works", Severity.info)
+        elif rule == "PLW1510" and f.file and f.range and f.file.endswith(".py"):
+            tree = trees.get(f.file)
+            if tree is not None and _result_read(tree, f.range.start_line):
+                f = mark_noise(f, "the code keeps the result and reads it (returncode/stdout): "
+                                  "its outcome is not dropped", Severity.info)
         elif rule == "F401" and f.file and f.file.endswith(".py") and _startapp_stub(f, lines):
             f = mark_noise(f, "the import Django's startapp writes into a new app (generated)",
                            Severity.info)
         elif rule == "B008" and _fastapi_default(f, lines):
             f = mark_noise(f, "a FastAPI parameter declaration (Depends/Query/Body...), "
                               "which FastAPI reads from the default by design", Severity.info)
+        elif rule == "INVALID-SYNTAX" and f.file in python2 and f.range \
+                and f.range.start_line != python2[f.file]:
+            f = mark_noise(f, f"the same cause as line {python2[f.file]}: a Python 2 file "
+                              "(one syntax error per Python 2 statement)")
         elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
             f = mark_noise(f, f"the test environment lacks the package {package!r}: a setup "
                               "problem, not a finding about the code", Severity.info)

@@ -281,6 +281,8 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
         hit = path_class(f.file, classes) if classes and static else None
         if hit is None and static and "tests" in classes and _behave(f.file):
             hit = ("tests", "features/steps/")
+        if hit is None and static and "tests" in classes and _attack_script(f.file):
+            hit = ("tests", "exploits/")
         if hit is None:
             out.append(f)
             continue
@@ -307,6 +309,18 @@ def _behave(path: str | None) -> bool:
     parts = (path or "").split("/")
     return "features" in parts[:-1] and (
         "steps" in parts[parts.index("features") + 1:-1] or parts[-1] == "environment.py")
+
+
+# An attack script of a deliberately vulnerable application (its exploits,
+# proofs of concept): a test of the application, its payloads are no
+# configuration.
+_ATTACK_DIRS = frozenset({"exploit", "exploits", "poc", "pocs"})
+_ATTACK_FILE = re.compile(r"^(?:exploit|poc)(?:_\w+)?\.py$|_exploit\.py$")
+
+
+def _attack_script(path: str | None) -> bool:
+    parts = (path or "").split("/")
+    return bool(_ATTACK_DIRS & set(parts[:-1])) or bool(_ATTACK_FILE.search(parts[-1]))
 
 
 # Where a private key is a fixture: a TLS test server's key, an example's.

@@ -227,8 +227,9 @@ def plausible(value: str, line: str | None = None) -> bool:
 # than _NOT_SECRET_NAME (a password's hash is still worth a look).
 _ABOUT_SECRET = re.compile(r"(?i)[_.-](name|file|path|url|uri|env|var|field|label|header"
                            r"|prefix|type|id|format|pattern|regex)s?$")
-# Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials".
-_IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+)$")
+# Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials",
+# and a dotted path to where a value is read ("body.access_token").
+_IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:_[a-z]+)*(?:\.[a-z]+(?:_[a-z]+)*)+)$")
 
 
 def _squash(name: str) -> str:

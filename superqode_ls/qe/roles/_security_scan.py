@@ -97,7 +97,7 @@ def scan_files(
             tree = parse_python(text)
         except (SyntaxError, ValueError):
             continue
-        hits = [*patterns(tree), *_web.web_patterns(tree, rel, text)]
+        hits = [*patterns(tree), *_web.web_patterns(tree, rel, text, src.text)]
         for node, rule, title, message, severity in hits:
             line_text = src.line(rel, node.lineno)
             if line_text and _secrets._ALLOW.search(line_text):

@@ -19,7 +19,12 @@
 - ``hardcoded-db-password``: a literal password in a config dict
   (``{"password": "..."}``) or a connection URL/DSN with a password in it
   (not in a docstring: an example there is documentation);
-- ``weak-password-hash``: md5/sha1 over something named a password.
+- ``weak-password-hash``: md5/sha1 over something named a password;
+- ``command-injection``: a command line built from a value by formatting
+  and handed to a helper named for running one (``run_cmd(f"ps {arg}")``,
+  ``helpers.run_command("curl " + url)``): its body is often in another
+  module, where bandit sees only ``os.popen(cmd)`` of a parameter;
+- ``cors-credentials``, ``csrf-disabled``: see ``_web_settings``.
 
 These are syntax checks, not data flow across functions: each needs the
 dangerous construct and the non-constant value in one function.
@@ -29,13 +34,16 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ...models import Severity
 from ._secrets import MESSAGE
 from ._web_flows import CWE as _FLOW_CWE
 from ._web_flows import needs as _needs_flows
 from ._web_flows import request_flows
+from ._web_settings import CWE as _SETTINGS_CWE
+from ._web_settings import needs as _needs_settings
+from ._web_settings import web_settings
 from ._web_sinks import CWE as _SINK_CWE
 from ._web_sinks import (
     Hit,
@@ -46,6 +54,7 @@ from ._web_sinks import (
     _is_false,
     _is_true,
     _keyword,
+    _name_of,
     _non_constant,
     built,
     scoped,
@@ -56,7 +65,7 @@ from ._web_sinks import (
 )
 
 # the weakness each rule reports (security_tester's tags for them)
-CWE = _SINK_CWE | _FLOW_CWE
+CWE = _SINK_CWE | _FLOW_CWE | _SETTINGS_CWE | {"command-injection": ("CWE-78",)}
 
 _SQL = re.compile(r"(?is)\b(select\s.+\bfrom|insert\s+into|update\s.+\bset\b|delete\s+from"
                   r"|create\s+table|drop\s+table|alter\s+table|where\s)\b")
@@ -81,6 +90,11 @@ _NEEDS_CALLS = re.compile(
     r"(?i)(autoescape\s*=\s*False|debug\s*=\s*True|httponly\s*=\s*False|set_cookie"
     r"|(pass(word|wd)?|pwd)['\"]?\s*[:=]\s*[rbu]?['\"]|://[^:/\s@'\"]+:[^@\s/'\"]+@"
     r"|password=[^\s{}'\"]|\b(md5|sha1|new)\s*\()")
+# a helper that runs a command line, by its name (its body may be elsewhere)
+_SHELL_HELPER = re.compile(r"(?i)^(run_?(cmd|command|shell)|exec(ute)?_?(cmd|command|shell)"
+                           r"|shell_?(exec|run|cmd)|system_?(cmd|command))$")
+_NEEDS_SHELL = re.compile(r"(?i)\b(run_?(cmd|command|shell)|exec(ute)?_?(cmd|command|shell)"
+                          r"|shell_?(exec|run|cmd)|system_?(cmd|command))\s*\(")
 _NEEDS_SINKS = re.compile(r"render_template_string|\bTemplate\s*\(|\.from_string\s*\(|XMLParser\s*\(")
 
 
@@ -90,9 +104,9 @@ def may_match(text: str) -> bool:
 
 def _needs(text: str) -> set[str]:
     out = set()
-    if (_NEEDS_SQL.search(text) or _NEEDS_SQL_HELPER.search(text)
-            or ("sqlalchemy" in text and _NEEDS_SQL_TEXT.search(text))) \
-            and _NEEDS_SQL_WORD.search(text):
+    if ((_NEEDS_SQL.search(text) or _NEEDS_SQL_HELPER.search(text))
+            and _NEEDS_SQL_WORD.search(text)) \
+            or ("sqlalchemy" in text and _NEEDS_SQL_TEXT.search(text)):
         out.add("sql")
     if _NEEDS_CALLS.search(text):
         out.add("calls")
@@ -100,6 +114,10 @@ def _needs(text: str) -> set[str]:
         out.add("sinks")
     if _needs_flows(text):
         out.add("flows")
+    if _NEEDS_SHELL.search(text):
+        out.add("shell")
+    if _needs_settings(text):
+        out.add("settings")
     return out
 
 
@@ -130,6 +148,10 @@ def _sql_injection(scopes: Scopes) -> Iterator[Hit]:
         built_in: dict[str, ast.AST] = {}  # variable -> the expression that built SQL into it
         runs = {id(n): a for n in nodes if isinstance(n, ast.Call)
                 and (a := sql_argument(n, helpers)) is not None}
+        # SQLAlchemy's text() holds SQL whatever its words (a bare WHERE
+        # clause: filter(text("title = '%s'" % t)))
+        texts = {i for i, n in ((id(n), n) for n in nodes if isinstance(n, ast.Call))
+                 if i in runs and _func_name(n) == "text"}
         # Most scopes run no SQL: only those that do are put in source order
         # (the sort was half of the scan's time on a 700-file project).
         if not runs:
@@ -148,7 +170,7 @@ def _sql_injection(scopes: Scopes) -> Iterator[Hit]:
             elif id(node) in runs:
                 arg = runs[id(node)]
                 where: ast.AST | None = None
-                if _built_sql(arg):
+                if _built_sql(arg) or (id(node) in texts and built(arg, _SQL_PIECE)):
                     where = arg
                 elif isinstance(arg, ast.Name) and arg.id in built_in:
                     where = built_in[arg.id]
@@ -163,6 +185,22 @@ def _sql_injection(scopes: Scopes) -> Iterator[Hit]:
                          "values as query parameters instead."),
                         Severity.high,
                     )
+
+
+def _shell_helpers(tree: ast.AST) -> Iterator[Hit]:
+    """A command line built from a value, handed to a helper named for
+    running it; a constant command (``run_cmd("uptime")``) stays quiet."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and _SHELL_HELPER.match(_func_name(node)) \
+                and not (isinstance(node.func, ast.Attribute)
+                         and _name_of(node.func.value) in ("os", "subprocess")) \
+                and built(node.args[0]):
+            yield (node.args[0], "command-injection", "Command line built from a value",
+                   (f"This command line is built by formatting a value into it and run by "
+                    f"{_func_name(node)}() (line {node.lineno}): a quote or ';' in the value "
+                    "runs other commands (command injection). Pass an argument list without "
+                    "a shell (subprocess.run([...])) and never format values into a command."),
+                   Severity.high)
 
 
 def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
@@ -279,12 +317,14 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
                    Severity.medium)
 
 
-def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Iterator[Hit]:
+def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None,
+                 read: Callable[[str], str | None] | None = None) -> Iterator[Hit]:
     """The hits in one file's tree; ``text`` (its source) lets checks that
-    cannot match it be skipped."""
+    cannot match it be skipped; ``read`` gives another file of the project
+    by its path (the templates a view renders)."""
     needs = (_needs(text) if text is not None and text.isascii()
-             else {"sql", "calls", "sinks", "flows"})
-    scopes = scoped(tree) if needs & {"sql", "sinks", "flows"} else []
+             else {"sql", "calls", "sinks", "flows", "shell", "settings"})
+    scopes = scoped(tree) if needs & {"sql", "sinks", "flows", "settings"} else []
     if "sql" in needs:
         yield from _sql_injection(scopes)
     if "calls" in needs:
@@ -293,4 +333,8 @@ def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None) -> Itera
         yield from template_injection(scopes, rel)
         yield from xxe(scopes, rel)
     if "flows" in needs:
-        yield from request_flows(scopes, rel)
+        yield from request_flows(scopes, rel, read)
+    if "shell" in needs:
+        yield from _shell_helpers(tree)
+    if "settings" in needs:
+        yield from web_settings(scopes, rel)

@@ -15,9 +15,16 @@ tree of one file:
   ``make_response()``, ``HttpResponse()``, ``HTMLResponse()``, a Flask or
   Bottle route returning it (a FastAPI route's string is JSON, not HTML);
   text that passed through a call (``escape()``, ``render_template()``,
-  ``jsonify()``) is not raw;
+  ``jsonify()``) is not raw, unless the template prints it with ``|safe``
+  or under ``{% autoescape false %}`` (``_web_templates``);
 - ``xpath-injection``: an XPath expression built from request data
   (``tree.xpath("//user[name='%s']" % name)``);
+- ``ssrf``: ``requests.get()``, ``httpx.post()``, ``urlopen()``... of a URL
+  the request gives whole or names the host of (``"http://" + host``):
+  the server fetches addresses only it can reach (cloud metadata, admin
+  ports). A fixed scheme and host in front (``"https://api.x.com/" +
+  path``) or a check of the parsed URL's host in the function keeps it
+  quiet;
 - ``xxe`` (lxml's defaults): ``etree.fromstring()``/``parse()``/``XML()``
   of request data with lxml's default parser, which before lxml 5.0
   resolves entities (``_web_sinks`` covers a parser made unsafe on
@@ -45,12 +52,15 @@ from ._web_sinks import (
     _name_of,
     built,
     from_request,
+    registered,
     request_params,
     route,
 )
+from ._web_templates import RENDERS, Read, rendered, template_text, unsafe_line
 
 CWE = {"path-traversal": ("CWE-22",), "open-redirect": ("CWE-601",),
-       "reflected-xss": ("CWE-79",), "xpath-injection": ("CWE-643",)}
+       "reflected-xss": ("CWE-79",), "xpath-injection": ("CWE-643",),
+       "ssrf": ("CWE-918",)}
 
 _FILE_SINKS = {"open", "send_file", "FileResponse"}
 _REDIRECTS = {"redirect", "RedirectResponse", "HttpResponseRedirect",
@@ -61,7 +71,17 @@ _RESPONSES = {"make_response", "HttpResponse", "HTMLResponse", "Response"}
 _XPATH = {"xpath", "XPath", "ETXPath"}
 _XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
 _LXML_PARSE = {"fromstring", "parse", "XML"}
-_SINK_NAMES = (_FILE_SINKS | _REDIRECTS | _RESPONSES | _XPATH | _XPATH_FIND | _LXML_PARSE)
+# an HTTP client's calls (requests, httpx) and urllib's urlopen: where a URL
+# goes out from the server (SSRF)
+_FETCH = {"get", "post", "put", "patch", "delete", "head", "options", "request", "stream",
+          "urlopen"}
+_CLIENTS = {"requests", "httpx"}
+# pathlib's own file calls on a path the request names (``Path(d + name).open()``)
+_PATH_METHODS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
+_SINK_NAMES = (_FILE_SINKS | _REDIRECTS | _RESPONSES | _XPATH | _XPATH_FIND | _LXML_PARSE
+               | _FETCH | _PATH_METHODS | set(RENDERS))
+# a constant scheme and host in front of the URL: the request picks a path
+_FIXED_HOST = re.compile(r"^[a-zA-Z][\w+.-]*://[^/{}%?#\s]+[/?#]")
 # str methods that keep what the text says
 _SAME_TEXT = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "replace", "decode",
               "encode", "format", "join"}
@@ -77,14 +97,14 @@ _CARRY = {"dict", "parse_qs", "parse_qsl", "unquote", "unquote_plus", "str", "by
 
 # What a file needs for these checks to find anything (most files have
 # none and are not walked): a route, or request data and one of the sinks.
-_ROUTE_TEXT = re.compile(r"@\w+\.(route|get|post|put|delete|patch|api_route)\(")
+_ROUTE_TEXT = re.compile(r"@\w+\.(route|get|post|put|delete|patch|api_route)\(|\.add_url_rule\(")
 _REQUEST_TEXT = re.compile(
     r"request\.(args|form|values|GET|POST|FILES|files|json|data|cookies|COOKIES|headers|body"
     r"|query|query_params|path|url|get_json|get_data|params|match_info|stream|rfile|content)"
     r"|self\.(path|rfile)\b|def \w+\(\s*(self,\s*)?request\b")
 _SINK_TEXT = re.compile(r"\b(open|send_file|FileResponse|redirect|RedirectResponse|HttpResponse\w*"
                         r"|make_response|HTMLResponse|Response|xpath|XPath|find\w*|fromstring"
-                        r"|XML)\s*\(")
+                        r"|XML|urlopen|(requests|httpx)\.\w+|render\w*|TemplateResponse)\s*\(")
 
 
 # a web framework's (or http.server's, lxml's) module: library code that
@@ -204,11 +224,12 @@ def _imported(scopes: Scopes, package: str) -> bool:
                for n in scopes[0][1] if isinstance(n, ast.Import | ast.ImportFrom))
 
 
-def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
+def request_flows(scopes: Scopes, rel: str = "", read: Read | None = None) -> Iterator[Hit]:
     file_facts: tuple[bool, bool, frozenset[str]] | None = None
+    views = registered(scopes)  # views registered with add_url_rule
     for scope, unordered in scopes:
         # a Flask or Bottle route's string is the page (a Django view's is no response)
-        routed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and route(scope)
+        routed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and route(scope, views)
         # most scopes call none of the sinks: skip them before any ordering
         if not routed and not any(isinstance(n, ast.Call) and _func_name(n) in _SINK_NAMES
                                   for n in unordered):
@@ -219,8 +240,9 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
         fastapi, lxml, readers = file_facts
         nodes = _in_order(unordered)
         values = _values(nodes)
-        raw = _Raw(request_params(scope, rel), readers)
+        raw = _Raw(request_params(scope, rel, views), readers)
         checked = _calls_named(scope, _URL_CHECKS) if scope is not scopes[0][0] else False
+        host_checked = _host_checked(unordered)
         for node in nodes:
             raw.assign(node)
             if isinstance(node, ast.Return) and node.value is not None and routed \
@@ -234,6 +256,10 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
                     name == "open" and isinstance(node.func, ast.Attribute)
                     and _name_of(node.func.value) not in ("io", "codecs", "os")):
                 yield from _path(node, first, raw)
+            elif name in _PATH_METHODS and isinstance(node.func, ast.Attribute) \
+                    and _name_of(node.func.value) not in ("io", "codecs", "os") \
+                    and raw.text(node.func.value, True):
+                yield from _path(node, node.func.value, raw)
             elif name in _REDIRECTS and not checked:
                 url = first if first is not None else _keyword(node, "url")
                 if url is not None:
@@ -241,6 +267,11 @@ def request_flows(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
             elif name in _RESPONSES and first is not None and raw.text(first) \
                     and _html_type(node) and not (name == "Response" and fastapi):
                 yield _xss(node, f"{name}() sends it")
+            elif read is not None and name in RENDERS \
+                    and (r := rendered(node, values)) is not None:
+                yield from _template_xss(node, r, rel, read, raw)
+            elif name in _FETCH and not host_checked and (url := _fetched(node, name)) is not None:
+                yield from _ssrf(node, url, values, raw)
             elif name in _XPATH | _XPATH_FIND and first is not None:
                 yield from _xpath(node, name, first, values, raw)
             elif lxml and name in _LXML_PARSE and isinstance(node.func, ast.Attribute) \
@@ -318,6 +349,61 @@ def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: _Ra
             "this site forwards to any other (phishing, token theft). Redirect only to "
             "paths of this site (check with url_has_allowed_host_and_scheme) or to a "
             "name looked up in a list."), Severity.medium)
+
+
+def _template_xss(call: ast.Call, r: tuple[str, dict[str, ast.AST]], rel: str, read: Read,
+                  raw: _Raw) -> Iterator[Hit]:
+    name, context = r
+    keys = [k for k, v in context.items() if raw.text(v)]
+    found = template_text(rel, name, read) if keys else None
+    if found is None:
+        return
+    path, text = found
+    for key in keys:
+        line = unsafe_line(text, key)
+        if line is not None:
+            yield _xss(call, f"{path}:{line} prints {key!r} with |safe or autoescape off")
+            return
+
+
+def _fetched(call: ast.Call, name: str) -> ast.AST | None:
+    """The URL an HTTP client's call fetches: ``requests.get(url)``,
+    ``httpx.request("GET", url)``, ``urllib.request.urlopen(url)``; None for
+    any other object's ``get``."""
+    f = call.func
+    if name == "urlopen":
+        pass
+    elif not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+              and f.value.id in _CLIENTS):
+        return None
+    index = 1 if name in ("request", "stream") else 0
+    if len(call.args) > index:
+        return call.args[index]
+    return _keyword(call, "url")
+
+
+def _host_checked(nodes: list[ast.AST]) -> bool:
+    """The function compares a parsed URL's host (``urlparse(u).hostname in
+    ALLOWED``): an allow-list the check cannot judge, so it trusts it."""
+    return any(isinstance(n, ast.Compare) and any(
+        isinstance(m, ast.Attribute) and m.attr in ("hostname", "netloc", "host")
+        for part in (n.left, *n.comparators) for m in ast.walk(part)) for n in nodes)
+
+
+def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: _Raw) -> Iterator[Hit]:
+    value = _resolved(url, values)
+    for part in (url, value):
+        text = _template_text(part) if isinstance(part, ast.JoinedStr | ast.BinOp | ast.Call) \
+            else ""
+        if text and _FIXED_HOST.match(text) and _fixed_prefix(part):
+            return
+    if not raw.text(url, True):
+        return
+    yield (call, "ssrf", "Server fetches a URL the request gives",
+           (f"{_func_name(call)}() fetches a URL taken from the request: the server "
+            "requests addresses only it can reach (cloud metadata, internal admin ports) "
+            "for whoever sends it (SSRF). Fix the scheme and host, or check the parsed "
+            "host against an allow-list before fetching."), Severity.high)
 
 
 def _xpath(call: ast.Call, name: str, expr: ast.AST, values: dict[str, ast.AST],

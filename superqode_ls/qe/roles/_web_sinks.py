@@ -162,8 +162,25 @@ _INJECTED = {"Depends", "Security", "Session", "AsyncSession", "BackgroundTasks"
              "Request", "WebSocket", "HTTPConnection", "SecurityScopes"}
 
 
-def route(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Decorated as a route: ``@app.route("/x/<name>")``, ``@router.get(...)``."""
+def registered(scopes: Scopes) -> dict[str, str]:
+    """Functions registered as views without a decorator, with their rule:
+    ``app.add_url_rule("/x/<name>", view_func=show)`` or ``("/x", "x", show)``."""
+    out: dict[str, str] = {}
+    for _scope, nodes in scopes:
+        for n in nodes:
+            if isinstance(n, ast.Call) and _func_name(n) == "add_url_rule" and n.args:
+                view = _keyword(n, "view_func") or (n.args[2] if len(n.args) > 2 else None)
+                if isinstance(view, ast.Name):
+                    out[view.id] = _const_str(n.args[0]) or ""
+    return out
+
+
+def route(func: ast.FunctionDef | ast.AsyncFunctionDef,
+          views: dict[str, str] | None = None) -> bool:
+    """Decorated as a route: ``@app.route("/x/<name>")``, ``@router.get(...)``,
+    or registered with ``add_url_rule`` (``views``)."""
+    if views and func.name in views:
+        return True
     return any(isinstance(d, ast.Call) and _name_of(d.func) in _ROUTE_DECORATORS
                and isinstance(d.func, ast.Attribute | ast.Name) and (d.args or d.keywords)
                and (not d.args or _const_str(d.args[0]) is None
@@ -176,13 +193,15 @@ _NUMBERS = {"int", "float", "bool", "UUID", "date", "datetime", "Decimal"}
 _CONVERTER = re.compile(r"<(?:int|float|uuid):(\w+)>|\{(\w+):(?:int|float|uuid)\}")
 
 
-def _converted(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+def _converted(func: ast.FunctionDef | ast.AsyncFunctionDef, rule: str = "") -> set[str]:
     """Route parameters the framework converts to numbers (``<int:id>``)."""
     return {m.group(1) or m.group(2) for d in func.decorator_list if isinstance(d, ast.Call)
-            for a in d.args[:1] if (text := _const_str(a)) for m in _CONVERTER.finditer(text)}
+            for a in d.args[:1] if (text := _const_str(a)) for m in _CONVERTER.finditer(text)} \
+        | {m.group(1) or m.group(2) for m in _CONVERTER.finditer(rule)}
 
 
-def request_params(scope: ast.AST, rel: str = "") -> frozenset[str]:
+def request_params(scope: ast.AST, rel: str = "",
+                   views: dict[str, str] | None = None) -> frozenset[str]:
     """The parameters of a request handler that the sender fills in: a
     route's path and query parameters and FastAPI's body models (not an
     injected ``Depends(...)``), a Django view's URL arguments after
@@ -195,15 +214,16 @@ def request_params(scope: ast.AST, rel: str = "") -> frozenset[str]:
                         args.defaults[::-1], strict=False))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d})
     names = [a.arg for a in params]
-    if route(scope):
+    if route(scope, views):
         out = set()
+        converted = _converted(scope, (views or {}).get(scope.name, ""))
         for a in params:
             if a.arg in ("self", "cls"):
                 continue
             hints = {_name_of(n) for part in (a.annotation, defaults.get(a.arg)) if part is not None
                      for n in ast.walk(part)}
             if not hints & _INJECTED and _name_of(a.annotation or ast.Pass()) not in _NUMBERS \
-                    and a.arg not in _converted(scope):
+                    and a.arg not in converted:
                 out.add(a.arg)
         return frozenset(out)
     if "view" in rel.rsplit("/", 1)[-1] and "request" in names[:2]:

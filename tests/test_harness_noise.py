@@ -1,0 +1,94 @@
+"""Noise kinds set 4's judgement showed (after it, not tuned blind), each
+both ways: an attack script of a vulnerable application is test code (the
+application's own module of that name is not), a dotted path to where a
+token is read is no secret (a password with a dot is), and a Python 2
+file's syntax errors are one cause (a Python 3 file's all stay)."""
+
+from __future__ import annotations
+
+from superqode_ls.models import Finding, Range, Severity
+from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.roles._secrets import not_a_secret
+
+
+def _filtered(repo, findings):
+    return filter_findings(findings, read_line=FileLines(repo)).findings
+
+
+def _finding(rule, file, line, **kw):
+    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": "ruff",
+            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.high,
+            "confidence": 0.9, "category": "lint", "file": file,
+            "range": Range(start_line=line, start_col=1)}
+    return Finding(**(base | kw))
+
+
+def _one(findings, file, line):
+    return next(f for f in findings if f.file == file and f.range.start_line == line)
+
+
+def test_an_exploit_script_is_test_code_the_apps_module_is_not(make_repo):
+    repo = make_repo({"targets/web/exploits/exploit_all.py": "x = 1\n",
+                      "poc/run.py": "x = 1\n", "python/Mako/exploit.py": "x = 1\n",
+                      "app/exploitation.py": "x = 1\n"})
+    sec = {"category": "security", "tool": "superqode-patterns", "role": "security_tester"}
+    findings = [_finding("hardcoded-db-password", "targets/web/exploits/exploit_all.py", 1, **sec),
+                _finding("hardcoded-db-password", "poc/run.py", 1, **sec),
+                _finding("hardcoded-db-password", "python/Mako/exploit.py", 1, **sec),
+                _finding("hardcoded-db-password", "app/exploitation.py", 1, **sec)]
+    got = _filtered(repo, findings)
+    for rel in ("targets/web/exploits/exploit_all.py", "poc/run.py", "python/Mako/exploit.py"):
+        f = _one(got, rel, 1)
+        assert f.noise and "tests" in f.noise and f.severity is Severity.medium
+    assert _one(got, "app/exploitation.py", 1).noise is None
+
+
+def test_a_dotted_path_is_no_secret_a_dotted_password_may_be():
+    assert not_a_secret("body.access_token", '"grace_token": "body.access_token"')
+    assert not_a_secret("response.data.token", 'token = "response.data.token"')
+    assert not_a_secret("Prod.Key9x7", '"api_key": "Prod.Key9x7"') is None
+    assert not_a_secret("hunter2.secret", '"password": "hunter2.secret"') is None
+
+
+PY2 = 'import os\n\nprint "start"\nprint "x"\nif os.name:\n    print os.name\n'
+PY3 = "def f(:\n    pass\nx = = 1\n"
+
+
+def test_a_python2_files_syntax_errors_are_one_a_python3_files_all_stay(make_repo):
+    repo = make_repo({"tools/old.py": PY2, "app/broken.py": PY3})
+    findings = [_finding("invalid-syntax", "tools/old.py", n, category="syntax") for n in (3, 4, 6)]
+    findings += [_finding("invalid-syntax", "app/broken.py", n, category="syntax") for n in (1, 3)]
+    got = _filtered(repo, findings)
+    assert _one(got, "tools/old.py", 3).noise is None
+    for n in (4, 6):
+        f = _one(got, "tools/old.py", n)
+        assert f.noise and "line 3" in f.noise and "Python 2" in f.noise
+    assert all(_one(got, "app/broken.py", n).noise is None for n in (1, 3))
+
+
+RUNS = """import subprocess
+
+
+def grep(name):
+    res = subprocess.run(["ps"], capture_output=True)
+    return res.stdout
+
+
+def fire(cmd):
+    subprocess.run(cmd)
+
+
+def keep(cmd):
+    out = subprocess.run(cmd)
+    return out
+"""
+
+
+def test_a_run_whose_result_is_read_is_style_a_dropped_one_stays(make_repo):
+    repo = make_repo({"app/tools.py": RUNS})
+    findings = [_finding("PLW1510", "app/tools.py", n, severity=Severity.medium)
+                for n in (5, 10, 14)]
+    got = _filtered(repo, findings)
+    assert _one(got, "app/tools.py", 5).noise
+    assert _one(got, "app/tools.py", 10).noise is None
+    assert _one(got, "app/tools.py", 14).noise is None
