@@ -63,6 +63,26 @@ def acp_agents(cfg: Config) -> list[dict[str, Any]]:
     return _agents(cfg)
 
 
+def prewarm_live(names: list[str]) -> None:
+    """Import what a file run of ``names`` needs (the pipeline, those roles,
+    the folder watcher) and probe the sandbox, in a worker thread as soon as
+    the editor connects: the first file opened then waits for none of it on
+    the event loop. The rest waits for ``prewarm``."""
+    import importlib
+
+    from ..qe.roles import role_class
+    from ..workspace import namespaces
+
+    namespaces.backend()
+    for module in ("superqode_ls.qe.pipeline", "superqode_ls.workspace.watcher"):
+        importlib.import_module(module)
+    for name in names:
+        try:
+            role_class(name)
+        except Exception:  # noqa: BLE001 - the run says why it cannot load it
+            pass
+
+
 def prewarm() -> None:
     """Import the pipeline, the reports, the sandbox and every role (in a
     worker thread, once the editor is up): the first run then does not
