@@ -71,3 +71,28 @@ async def test_a_warm_bandit_that_did_not_come_up_leaves_the_run_to_the_command(
     assert await asking is None  # the caller runs the bandit command
     assert not starting.serves(BANDIT)
 
+
+
+async def test_the_role_imports_pause_while_a_file_is_analysed():
+    """The import of every role (in a thread) asks before each module
+    whether a file run is in flight and waits for it; it stops once the
+    server shuts down."""
+    from superqode_ls.engine import roles
+
+    ls = Server()
+    asked, done = asyncio.Event(), asyncio.Event()
+
+    async def quiet(timeout: float) -> None:  # LiveRunner.quiet: a file run in flight
+        asked.set()
+        await asyncio.wait_for(done.wait(), timeout)
+
+    between = WarmUp(ls)._between(quiet)  # type: ignore[arg-type]
+    waiting = asyncio.ensure_future(asyncio.to_thread(between))
+    await asked.wait()
+    assert not waiting.done()  # the import waits for the run
+    done.set()
+    assert await waiting is True
+    ls.shutting_down = True
+    calls: list[int] = []
+    roles.prewarm(lambda: calls.append(1) or between())
+    assert calls == [1]  # nothing imported once the server shuts down
