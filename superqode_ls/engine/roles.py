@@ -70,6 +70,7 @@ def prewarm_live(names: list[str]) -> None:
     the editor connects: the first file opened then waits for none of it on
     the event loop. The rest waits for ``prewarm``."""
     import importlib
+    import logging
 
     from ..qe.roles import role_class
     from ..workspace import namespaces
@@ -80,8 +81,8 @@ def prewarm_live(names: list[str]) -> None:
     for name in names:
         try:
             role_class(name)
-        except Exception:  # noqa: BLE001 - the run says why it cannot load it
-            pass
+        except Exception as e:  # noqa: BLE001 - the run says why it cannot load it
+            logging.getLogger(__name__).info("prewarm: %s: %s", name, e)
 
 
 def prewarm(between: Callable[[], bool] | None = None) -> None:

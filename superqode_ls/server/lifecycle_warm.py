@@ -158,16 +158,18 @@ class WarmUp:
 
     def _between(self, quiet: Callable[[float], Awaitable[None]]) -> Callable[[], bool]:
         """What the import thread calls before each module: a file opened
-        meanwhile has its run first (its 1.2 s of CPU beside the first file's
-        tools delayed its findings by as much); False once the server shuts
-        down."""
+        meanwhile has its run first (the import is 1.2 s of CPU, on the CPUs
+        the file's tools need); False once the server shuts down."""
         loop = asyncio.get_running_loop()
+
+        async def until_quiet() -> None:
+            await quiet(QUIET_WAIT)
 
         def between() -> bool:
             if self.ls.shutting_down:
                 return False
             try:
-                done = asyncio.run_coroutine_threadsafe(quiet(QUIET_WAIT), loop)
+                done = asyncio.run_coroutine_threadsafe(until_quiet(), loop)
             except RuntimeError:  # the loop is closed: the server is gone
                 return False
             # In short waits: a server that ends meanwhile is not held at exit.
