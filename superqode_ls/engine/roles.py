@@ -3,6 +3,7 @@ which run the project's code, and whether each can run here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -63,10 +64,33 @@ def acp_agents(cfg: Config) -> list[dict[str, Any]]:
     return _agents(cfg)
 
 
-def prewarm() -> None:
+def prewarm_live(names: list[str]) -> None:
+    """Import what a file run of ``names`` needs (the pipeline, those roles,
+    the folder watcher) and probe the sandbox, in a worker thread as soon as
+    the editor connects: the first file opened then waits for none of it on
+    the event loop. The rest waits for ``prewarm``."""
+    import importlib
+    import logging
+
+    from ..qe.roles import role_class
+    from ..workspace import namespaces
+
+    namespaces.backend()
+    for module in ("superqode_ls.qe.pipeline", "superqode_ls.workspace.watcher"):
+        importlib.import_module(module)
+    for name in names:
+        try:
+            role_class(name)
+        except Exception as e:  # noqa: BLE001 - the run says why it cannot load it
+            logging.getLogger(__name__).info("prewarm: %s: %s", name, e)
+
+
+def prewarm(between: Callable[[], bool] | None = None) -> None:
     """Import the pipeline, the reports, the sandbox and every role (in a
     worker thread, once the editor is up): the first run then does not
-    stall on imports. A role that cannot be imported says so when run."""
+    stall on imports. A role that cannot be imported says so when run.
+    ``between`` is called before each module (it may wait: the editor's
+    file runs go first); False stops the import there."""
     import importlib
     import logging
 
@@ -79,8 +103,12 @@ def prewarm() -> None:
     for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report",
                    "superqode_ls.workspace.session", "superqode_ls.qe.verifier",
                    "superqode_ls.workspace.watcher"):
+        if between is not None and not between():
+            return
         importlib.import_module(module)
     for target in REGISTRY.values():
+        if between is not None and not between():
+            return
         try:
             importlib.import_module(target.partition(":")[0])
         except ImportError as e:

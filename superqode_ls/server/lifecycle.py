@@ -11,7 +11,7 @@ from pygls.uris import from_fs_path
 from . import settings as settings_mod
 from .base import ClientFeatures
 from .lifecycle_warm import warm_of
-from .live import live_of
+from .live import LIVE_ROLES, live_of
 from .server import SuperQodeServer
 from .watch import stop_watcher, stop_watchers
 
@@ -21,9 +21,11 @@ log = logging.getLogger(__name__)
 def register(ls: SuperQodeServer) -> None:
     @ls.feature(types.INITIALIZE)
     def initialize(ls: SuperQodeServer, params: types.InitializeParams) -> None:
-        # First of all: bandit's warm process loads while the client starts
-        # up and opens its first file (lifecycle_warm.py).
+        # First of all: bandit's warm process loads, and what the first file
+        # run imports is imported, while the client starts up and opens its
+        # first file (lifecycle_warm.py).
         warm_of(ls).start_bandit()
+        warm_of(ls).import_first(LIVE_ROLES)
         ls.client = ClientFeatures(params.capabilities)
         enc = ls.workspace.position_encoding
         ls.encoding = str(getattr(enc, "value", enc) or "utf-16")

@@ -1,14 +1,26 @@
 """The server's warm-up, in the order the first file opened needs it.
 
-bandit's warm process starts first, at ``initialize``: it loads while the
-client finishes starting and the first file opens (a file analysed before
-it is up gets a cold bandit: waiting for the warm one delayed ruff's
-findings and brought bandit's no sooner). It runs at the priority of the
-automatic runs it serves (live_runtime.py). The import of the engine and
-every role comes last, once the automatic runs the client's first files
-asked for (and a Run QE already under way) are done: on two cores, that import (seconds under load), the
-warm bandit's start and a cold bandit loading at the same time made the
-first file's security findings take seconds more.
+At ``initialize``, in worker threads: bandit's warm process starts, and the
+imports a file run needs (the pipeline, the live roles, the folder watcher;
+the sandbox probe) are made. The client then still finishes starting and
+opens its first file; those imports on the event loop held the first file's
+run 0.5-1 s under load.
+
+A file run started while the warm bandit still loads is served by it once it
+is up (``StartingBandit``): before, such a run (in Neovim and Emacs, always
+the first file's) started a cold bandit, which loaded bandit a second time on
+the same CPUs beside the warm one, and the warm one came up a tenth of a
+second after the run had looked for it. Only bandit waits: ruff's findings
+are published as soon as they are there (the roles run side by side). The
+warm bandit runs at the priority of the automatic runs it serves
+(live_runtime.py).
+
+The import of the engine and every other role comes last, once the
+automatic runs the client's first files asked for (and a Run QE already
+under way) are done, and it pauses between modules while a file opened
+meanwhile is analysed: on two cores, that import (1.2 s of CPU, seconds
+under load) beside the first file's tools made its findings take seconds
+more.
 """
 
 from __future__ import annotations
@@ -16,7 +28,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from ..engine import roles
 from ..engine.runtime import start_warm_analyzer
@@ -25,9 +41,52 @@ from .server import SuperQodeServer
 
 log = logging.getLogger(__name__)
 
+# How long a run waits for the warm bandit still loading before it starts
+# bandit itself (a start that hangs must not hold the security role).
+STARTING_WAIT = 15.0
+
 # How long the role imports wait for the first automatic runs to end; past
 # it they go ahead (a user typing without pause keeps runs in flight).
 QUIET_WAIT = 10.0
+
+
+class StartingBandit:
+    """The warm bandit from ``initialize`` on, in the server's runtime while
+    it still loads: a run that asks for bandit meanwhile waits for it (at most
+    ``STARTING_WAIT``) and is served by it, or, when it did not come up, is
+    told to start the command (``run`` returns None). Once it is up the
+    runtime holds the warm bandit itself."""
+
+    def __init__(self, python: str, started: asyncio.Future):
+        self.python = python
+        self.started = started  # the warm bandit, or None when it did not come up
+
+    def _warm(self) -> Any:
+        if not self.started.done() or self.started.cancelled():
+            return None
+        return self.started.result()
+
+    def serves(self, tool: str) -> bool:
+        if self.started.done():
+            warm = self._warm()
+            return warm is not None and warm.serves(tool)
+        return Path(tool).parent == Path(self.python).parent
+
+    async def run(self, argv: list[str], cwd: Path, env: dict[str, str],
+                  timeout: float | None) -> Any:
+        wait = STARTING_WAIT if timeout is None else min(STARTING_WAIT, timeout)
+        try:
+            warm = await asyncio.wait_for(asyncio.shield(self.started), wait)
+        except TimeoutError:
+            return None
+        # (``argv`` is bandit's arguments: serves() asked about the tool.)
+        if warm is None or not warm.serves(str(Path(self.python).parent / "bandit")):
+            return None
+        return await warm.run(argv, cwd, env, timeout)
+
+    def stop(self) -> None:
+        if (warm := self._warm()) is not None:
+            warm.stop()
 
 
 class WarmUp:
@@ -37,17 +96,41 @@ class WarmUp:
         self.ls = ls
         self.bandit: asyncio.Task | None = None  # the warm bandit's start
         self.imports: asyncio.Task | None = None
+        self.first: asyncio.Task | None = None  # the first file run's imports
 
     def start_bandit(self) -> None:
         """Start the warm bandit in a worker thread (its start blocks while
-        bandit loads); runs started once it is up use it."""
-        if self.bandit is None and not self.ls.shutting_down:
-            self.bandit = self.ls.background(self._start_bandit(), "warm bandit")
+        bandit loads); runs started meanwhile wait for it (``StartingBandit``)
+        and the ones after use it."""
+        if self.bandit is not None or self.ls.shutting_down or self.ls.runtime.analyzer is not None:
+            return
+        python = sys.executable
+        if not (Path(python).parent / "bandit").exists():
+            return  # the security role says so itself
+        started = asyncio.get_running_loop().create_future()
+        # The runtime's one owner is the server (ls).
+        self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=StartingBandit(python, started))
+        self.bandit = self.ls.background(self._start_bandit(started), "warm bandit")
 
-    async def _start_bandit(self) -> None:
-        warm = await asyncio.to_thread(start_warm_analyzer, live_runtime(self.ls.runtime))
-        if warm is not None:  # the runtime's one owner is the server (ls)
-            self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=warm)
+    async def _start_bandit(self, started: asyncio.Future) -> None:
+        warm = None
+        try:
+            runtime = dataclasses.replace(live_runtime(self.ls.runtime), analyzer=None)
+            warm = await asyncio.to_thread(start_warm_analyzer, runtime)
+        finally:
+            if not started.done():
+                started.set_result(warm)
+            if isinstance(self.ls.runtime.analyzer, StartingBandit):
+                self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=warm)
+            if warm is not None and self.ls.shutting_down:
+                warm.stop()
+
+    def import_first(self, names: Sequence[str]) -> None:
+        """Import what a file run of the roles ``names`` needs, in a worker
+        thread (see the module's docstring)."""
+        if self.first is None and not self.ls.shutting_down:
+            self.first = self.ls.background(asyncio.to_thread(roles.prewarm_live, list(names)),
+                                            "first imports")
 
     def start_imports(self, quiet: Callable[[float], Awaitable[None]]) -> None:
         """Import the engine and the roles in a worker thread (``initialize``
@@ -71,7 +154,37 @@ class WarmUp:
                 break
             await asyncio.wait(busy)
         if not self.ls.shutting_down:
-            await asyncio.to_thread(roles.prewarm)
+            await asyncio.to_thread(roles.prewarm, self._between(quiet))
+
+    def _between(self, quiet: Callable[[float], Awaitable[None]]) -> Callable[[], bool]:
+        """What the import thread calls before each module: a file opened
+        meanwhile has its run first (the import is 1.2 s of CPU, on the CPUs
+        the file's tools need); False once the server shuts down."""
+        loop = asyncio.get_running_loop()
+
+        async def until_quiet() -> None:
+            await quiet(QUIET_WAIT)
+
+        def between() -> bool:
+            if self.ls.shutting_down:
+                return False
+            try:
+                done = asyncio.run_coroutine_threadsafe(until_quiet(), loop)
+            except RuntimeError:  # the loop is closed: the server is gone
+                return False
+            # In short waits: a server that ends meanwhile is not held at exit.
+            deadline = time.monotonic() + QUIET_WAIT + 1
+            while not self.ls.shutting_down and not loop.is_closed() and time.monotonic() < deadline:
+                try:
+                    done.result(0.5)
+                    break
+                except TimeoutError:
+                    continue
+                except Exception:  # noqa: BLE001 - quiet() failed: go on importing
+                    break
+            return not self.ls.shutting_down and not loop.is_closed()
+
+        return between
 
 
 def warm_of(ls: SuperQodeServer) -> WarmUp:

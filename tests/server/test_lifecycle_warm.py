@@ -1,0 +1,98 @@
+"""The server's warm-up (lifecycle_warm.py): a run that asks for bandit while
+the warm bandit still loads is served by it once it is up, not by a second
+bandit loaded beside it; when it does not come up, the run is told to start
+the command."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.runtime import Runtime
+from superqode_ls.server.lifecycle_warm import StartingBandit, WarmUp
+
+PLANTED = "import subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
+BANDIT = str(Path(sys.executable).parent / "bandit")
+
+
+class Server:
+    """What the warm-up uses of the language server: its runtime (whose one
+    owner it is) and its background tasks."""
+
+    def __init__(self) -> None:
+        self.runtime = Runtime(nice=0)
+        self.shutting_down = False
+        self.tasks: list[asyncio.Task] = []
+
+    def background(self, coro, name: str) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self.tasks.append(task)
+        return task
+
+
+@pytest.mark.skipif(not Path(BANDIT).exists(), reason="bandit is not installed beside this Python")
+async def test_a_run_while_the_warm_bandit_loads_is_served_by_it(tmp_path: Path, isolated_home: Path):
+    (tmp_path / "planted.py").write_text(PLANTED)
+    ls = Server()
+    warm_up = WarmUp(ls)  # type: ignore[arg-type]
+    warm_up.start_bandit()
+    starting = ls.runtime.analyzer
+    assert isinstance(starting, StartingBandit)
+    try:
+        # Asked at once, as the first file's run of an editor that opens it
+        # with the server's start: the warm bandit is still loading.
+        assert not starting.started.done()
+        assert starting.serves(BANDIT)
+        res = await starting.run(["-f", "json", "-q", "planted.py"], tmp_path,
+                                 {"PATH": "/usr/bin:/bin"}, 120)
+        assert res is not None  # served: no bandit command started beside it
+        assert res.returncode == 1 and "B602" in res.stdout, (res.returncode, res.stderr)
+        await asyncio.gather(*ls.tasks)
+        # Once up, the runtime holds the warm bandit itself.
+        assert ls.runtime.analyzer is starting.started.result()
+        assert ls.runtime.analyzer.serves(BANDIT)
+    finally:
+        await asyncio.gather(*ls.tasks, return_exceptions=True)
+        starting.stop()
+
+
+async def test_a_warm_bandit_that_did_not_come_up_leaves_the_run_to_the_command(tmp_path: Path):
+    started = asyncio.get_running_loop().create_future()
+    starting = StartingBandit(sys.executable, started)
+    assert starting.serves(BANDIT)
+    assert not starting.serves("/elsewhere/bin/bandit")  # another bandit than SuperQode's
+    asking = asyncio.ensure_future(starting.run(["-f", "json", "x.py"], tmp_path, {}, 60))
+    await asyncio.sleep(0)
+    assert not asking.done()  # waits for the start's outcome
+    started.set_result(None)  # bandit did not come up
+    assert await asking is None  # the caller runs the bandit command
+    assert not starting.serves(BANDIT)
+
+
+
+async def test_the_role_imports_pause_while_a_file_is_analysed():
+    """The import of every role (in a thread) asks before each module
+    whether a file run is in flight and waits for it; it stops once the
+    server shuts down."""
+    from superqode_ls.engine import roles
+
+    ls = Server()
+    asked, done = asyncio.Event(), asyncio.Event()
+
+    async def quiet(timeout: float) -> None:  # LiveRunner.quiet: a file run in flight
+        asked.set()
+        await asyncio.wait_for(done.wait(), timeout)
+
+    between = WarmUp(ls)._between(quiet)  # type: ignore[arg-type]
+    waiting = asyncio.ensure_future(asyncio.to_thread(between))
+    await asked.wait()
+    assert not waiting.done()  # the import waits for the run
+    done.set()
+    assert await waiting is True
+    ls.shutting_down = True
+    calls: list[int] = []
+    roles.prewarm(lambda: calls.append(1) or between())
+    assert calls == [1]  # nothing imported once the server shuts down
