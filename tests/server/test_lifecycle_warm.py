@@ -6,6 +6,7 @@ the command."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import pytest
 
 from superqode_ls.runtime import Runtime
 from superqode_ls.server.lifecycle_warm import StartingBandit, WarmUp
+from superqode_ls.workspace import landlock
+from superqode_ls.workspace.proc import BARRIER_ENV
 
 PLANTED = "import subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
 BANDIT = str(Path(sys.executable).parent / "bandit")
@@ -34,6 +37,7 @@ class Server:
 
 
 @pytest.mark.skipif(not Path(BANDIT).exists(), reason="bandit is not installed beside this Python")
+@pytest.mark.skipif(landlock.abi() is None, reason="without Landlock the warm bandit serves no run")
 async def test_a_run_while_the_warm_bandit_loads_is_served_by_it(tmp_path: Path, isolated_home: Path):
     (tmp_path / "planted.py").write_text(PLANTED)
     ls = Server()
@@ -46,8 +50,9 @@ async def test_a_run_while_the_warm_bandit_loads_is_served_by_it(tmp_path: Path,
         # with the server's start: the warm bandit is still loading.
         assert not starting.started.done()
         assert starting.serves(BANDIT)
-        res = await starting.run(["-f", "json", "-q", "planted.py"], tmp_path,
-                                 {"PATH": "/usr/bin:/bin"}, 120)
+        # A session's run (the warm bandit serves no other): its folder allowed.
+        env = {"PATH": "/usr/bin:/bin", BARRIER_ENV: json.dumps([str(tmp_path)])}
+        res = await starting.run(["-f", "json", "-q", "planted.py"], tmp_path, env, 120)
         assert res is not None  # served: no bandit command started beside it
         assert res.returncode == 1 and "B602" in res.stdout, (res.returncode, res.stderr)
         await asyncio.gather(*ls.tasks)
