@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import dataclasses
 import gc
 import json
+import os
 import signal
 import sys
 import threading
@@ -187,8 +189,6 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..engine.runs import SessionFailed
-
     overrides: dict = {}
     if args.fail_on:
         overrides.setdefault("qe", {})["fail_on"] = args.fail_on
@@ -204,6 +204,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(f"--python {args.python}: no such file or folder")
         overrides.setdefault("roles", {})["python"] = str(chosen)
     config = load_config(project if project.is_dir() else None, overrides or None)
+    runtime = Runtime.foreground(asker=_terminal_asker())
+    analyzer = _WarmBandit.beside(runtime, args.roles or roles.defaults(config, args.mode or config.mode))
+    if analyzer is not None:
+        runtime = dataclasses.replace(runtime, analyzer=analyzer)
+    try:
+        return _run(args, project, files, overrides, config, sarif, runtime)
+    finally:
+        if analyzer is not None:
+            analyzer.stop()
+
+
+def _run(args: argparse.Namespace, project: Path, files, overrides: dict, config, sarif,
+         runtime: Runtime) -> int:
+    from ..engine.runs import SessionFailed
+
     request = runs.request(
         project,
         files=files,
@@ -219,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         update_baseline=args.update_baseline,
         timeout=args.timeout,
         # Tools at the user's own priority, agents' questions on the terminal.
-        runtime=Runtime.foreground(asker=_terminal_asker()),
+        runtime=runtime,
     )
     bus = EventBus()
     session = runs.session(request, bus=bus)
@@ -309,6 +324,65 @@ class _HoldStart:
 
     def drop(self) -> None:
         self.held = None
+
+
+class _WarmBandit:
+    """The run's own warm bandit (the language server's kind), started beside
+    the sandbox's making: bandit's start and imports then overlap the git
+    work instead of coming after it, and the fix verification's re-run of
+    bandit finds it imported (pygoat: one start of bandit less, about half a
+    second). Same bandit, same arguments, same results: the role's run goes
+    through it exactly as the editor's runs do (qe/roles/_bandit_warm.py).
+
+    While it is starting, the first run asked of it waits for it; any other
+    asked meanwhile (bandit's shards) runs the command at once. Whatever it
+    cannot serve -- it did not come up, it is busy -- runs the command, as
+    without it. ``SUPERQODE_RUN_BANDIT=command`` turns it off."""
+
+    def __init__(self, runtime: Runtime):
+        self._warm = None
+        self._waiting = False
+        self._python_dir = Path(sys.executable).parent
+        self._thread = threading.Thread(target=self._start, args=(runtime,), daemon=True,
+                                        name="superqe-warm-bandit")
+        self._thread.start()
+
+    @classmethod
+    def beside(cls, runtime: Runtime, names: list[str]) -> _WarmBandit | None:
+        if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
+            return None
+        if not (Path(sys.executable).parent / "bandit").exists():
+            return None
+        return cls(runtime)
+
+    def _start(self, runtime: Runtime) -> None:
+        from ..engine.runtime import start_warm_analyzer
+
+        try:
+            self._warm = start_warm_analyzer(runtime)
+        except Exception:  # noqa: BLE001 - no warm bandit: the command runs, as without one
+            self._warm = None
+
+    def serves(self, tool: str) -> bool:
+        if self._thread.is_alive():
+            return not self._waiting and Path(tool).parent == self._python_dir
+        return self._warm is not None and self._warm.serves(tool)
+
+    async def run(self, argv, cwd, env, timeout):
+        if self._thread.is_alive():
+            self._waiting = True  # (before the first await: the next caller runs the command)
+            try:
+                await asyncio.to_thread(self._thread.join)
+            finally:
+                self._waiting = False
+        if self._warm is None:
+            return None
+        return await self._warm.run(argv, cwd, env, timeout)
+
+    def stop(self) -> None:
+        self._thread.join()
+        if self._warm is not None:
+            self._warm.stop()
 
 
 def _terminal_asker():
