@@ -96,6 +96,8 @@ def test_while_it_starts_the_first_caller_waits_and_the_others_run_the_command(m
     warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester", "lint_tester"])
     assert warm is not None
     assert cli_run._WarmBandit.beside(Runtime.foreground(), ["lint_tester"]) is None
+    assert not warm.serves(BANDIT)  # not begun (the session has not started): the command
+    warm.begin()
 
     async def scenario():
         assert warm.serves(BANDIT)
@@ -111,6 +113,32 @@ def test_while_it_starts_the_first_caller_waits_and_the_others_run_the_command(m
     warm.stop()
 
 
+def test_a_run_that_ends_while_it_starts_does_not_wait_and_leaves_nothing(monkeypatch):
+    from superqode_ls.engine import runtime as engine_runtime
+
+    release = threading.Event()
+    fake = _Fake()
+    stopped = []
+    fake.stop = lambda: stopped.append(True)
+
+    def slow_start(rt):
+        release.wait(30)
+        return fake
+
+    monkeypatch.setattr(engine_runtime, "start_warm_analyzer", slow_start)
+    monkeypatch.delenv("SUPERQODE_RUN_BANDIT", raising=False)
+    monkeypatch.setattr(cli_run.Path, "exists", lambda self: True)
+    warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester"])
+    warm.begin()
+    warm.stop()  # returns at once: an early error's line is not held back
+    assert not stopped
+    release.set()
+    warm._thread.join(30)
+    assert stopped == [True]  # what came up after the run ended is stopped
+    warm.begin()  # never again once stopped
+    assert not warm._thread.is_alive()
+
+
 def test_a_start_that_fails_leaves_the_command(monkeypatch):
     from superqode_ls.engine import runtime as engine_runtime
 
@@ -119,7 +147,9 @@ def test_a_start_that_fails_leaves_the_command(monkeypatch):
     monkeypatch.setattr(cli_run.Path, "exists", lambda self: True)
     warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester"])
     assert warm is not None
-    assert asyncio.run(warm.run(["-r", "."], Path("."), {}, None)) is None
+    assert asyncio.run(warm.run(["-r", "."], Path("."), {}, None)) is None  # not begun
+    warm.begin()
+    assert asyncio.run(warm.run(["-r", "."], Path("."), {}, None)) is None  # did not come up
     assert not warm.serves(BANDIT)
     warm.stop()
     monkeypatch.setenv("SUPERQODE_RUN_BANDIT", "command")

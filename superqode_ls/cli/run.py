@@ -237,6 +237,9 @@ def _run(args: argparse.Namespace, project: Path, files, overrides: dict, config
         runtime=runtime,
     )
     bus = EventBus()
+    analyzer = runtime.analyzer
+    if isinstance(analyzer, _WarmBandit):  # its request checked: started beside the sandbox
+        bus.subscribe(lambda e: analyzer.begin() if e.type == "session_start" else None)
     session = runs.session(request, bus=bus)
     display = reports.display(jsonl=args.jsonl)
     held = _HoldStart(display, blocked_lines=args.jsonl)
@@ -327,12 +330,13 @@ class _HoldStart:
 
 
 class _WarmBandit:
-    """The run's own warm bandit (the language server's kind), started beside
-    the sandbox's making: bandit's start and imports then overlap the git
-    work instead of coming after it, and the fix verification's re-run of
-    bandit finds it imported (pygoat: one start of bandit less, about half a
-    second). Same bandit, same arguments, same results: the role's run goes
-    through it exactly as the editor's runs do (qe/roles/_bandit_warm.py).
+    """The run's own warm bandit (the language server's kind), started when
+    the session starts (its request checked), beside the sandbox's making:
+    bandit's start and imports then overlap the git work instead of coming
+    after it, and the fix verification's re-run of bandit finds it imported
+    (pygoat: one start of bandit less, about half a second). Same bandit,
+    same arguments, same results: the role's run goes through it exactly as
+    the editor's runs do (qe/roles/_bandit_warm.py).
 
     While it is starting, the first run asked of it waits for it; any other
     asked meanwhile (bandit's shards) runs the command at once. Whatever it
@@ -340,12 +344,13 @@ class _WarmBandit:
     without it. ``SUPERQODE_RUN_BANDIT=command`` turns it off."""
 
     def __init__(self, runtime: Runtime):
+        self._runtime = runtime
         self._warm = None
         self._waiting = False
+        self._closed = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
         self._python_dir = Path(sys.executable).parent
-        self._thread = threading.Thread(target=self._start, args=(runtime,), daemon=True,
-                                        name="superqe-warm-bandit")
-        self._thread.start()
 
     @classmethod
     def beside(cls, runtime: Runtime, names: list[str]) -> _WarmBandit | None:
@@ -355,34 +360,62 @@ class _WarmBandit:
             return None
         return cls(runtime)
 
-    def _start(self, runtime: Runtime) -> None:
+    def begin(self) -> None:
+        """Start it (once; the session has started)."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(target=self._start, daemon=True,
+                                            name="superqe-warm-bandit")
+            self._thread.start()
+
+    def _start(self) -> None:
         from ..engine.runtime import start_warm_analyzer
 
         try:
-            self._warm = start_warm_analyzer(runtime)
+            warm = start_warm_analyzer(self._runtime)
         except Exception:  # noqa: BLE001 - no warm bandit: the command runs, as without one
-            self._warm = None
+            warm = None
+        with self._lock:
+            if not self._closed:
+                self._warm = warm
+                return
+        if warm is not None:  # the run ended while it started
+            warm.stop()
 
     def serves(self, tool: str) -> bool:
-        if self._thread.is_alive():
+        thread = self._thread
+        if thread is None:
+            return False
+        if thread.is_alive():
             return not self._waiting and Path(tool).parent == self._python_dir
-        return self._warm is not None and self._warm.serves(tool)
+        warm = self._warm
+        return warm is not None and warm.serves(tool)
 
     async def run(self, argv, cwd, env, timeout):
-        if self._thread.is_alive():
+        thread = self._thread
+        if thread is None:
+            return None
+        if thread.is_alive():
             self._waiting = True  # (before the first await: the next caller runs the command)
             try:
-                await asyncio.to_thread(self._thread.join)
+                await asyncio.to_thread(thread.join)
             finally:
                 self._waiting = False
-        if self._warm is None:
+        warm = self._warm
+        if warm is None:
             return None
-        return await self._warm.run(argv, cwd, env, timeout)
+        return await warm.run(argv, cwd, env, timeout)
 
     def stop(self) -> None:
-        self._thread.join()
-        if self._warm is not None:
-            self._warm.stop()
+        """Stop it; one still starting is stopped by its own thread once up
+        (an early error's line is not held back by bandit's imports), and
+        ends by itself when this process does (its input closes)."""
+        with self._lock:
+            self._closed = True
+            warm, self._warm = self._warm, None
+        if warm is not None:
+            warm.stop()
 
 
 def _terminal_asker():
