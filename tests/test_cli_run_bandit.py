@@ -80,19 +80,26 @@ class _Fake:
         pass
 
 
-def test_while_it_starts_the_first_caller_waits_and_the_others_run_the_command(monkeypatch):
+def _starting(monkeypatch, made) -> threading.Event:
+    """``start_warm_analyzer`` replaced by one that gives ``made`` once the
+    returned event is set; the bandit beside this Python taken as there."""
     from superqode_ls.engine import runtime as engine_runtime
 
     release = threading.Event()
-    fake = _Fake()
 
     def slow_start(rt):
         release.wait(30)
-        return fake
+        return made
 
     monkeypatch.setattr(engine_runtime, "start_warm_analyzer", slow_start)
     monkeypatch.delenv("SUPERQODE_RUN_BANDIT", raising=False)
     monkeypatch.setattr(cli_run.Path, "exists", lambda self: True)
+    return release
+
+
+def test_while_it_starts_the_first_caller_waits_and_the_others_run_the_command(monkeypatch):
+    fake = _Fake()
+    release = _starting(monkeypatch, fake)
     warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester", "lint_tester"])
     assert warm is not None
     assert cli_run._WarmBandit.beside(Runtime.foreground(), ["lint_tester"]) is None
@@ -114,20 +121,10 @@ def test_while_it_starts_the_first_caller_waits_and_the_others_run_the_command(m
 
 
 def test_a_run_that_ends_while_it_starts_does_not_wait_and_leaves_nothing(monkeypatch):
-    from superqode_ls.engine import runtime as engine_runtime
-
-    release = threading.Event()
     fake = _Fake()
     stopped = []
     fake.stop = lambda: stopped.append(True)
-
-    def slow_start(rt):
-        release.wait(30)
-        return fake
-
-    monkeypatch.setattr(engine_runtime, "start_warm_analyzer", slow_start)
-    monkeypatch.delenv("SUPERQODE_RUN_BANDIT", raising=False)
-    monkeypatch.setattr(cli_run.Path, "exists", lambda self: True)
+    release = _starting(monkeypatch, fake)
     warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester"])
     warm.begin()
     warm.stop()  # returns at once: an early error's line is not held back
