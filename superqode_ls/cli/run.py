@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import dataclasses
 import gc
 import json
+import os
 import signal
 import sys
 import threading
@@ -187,8 +189,6 @@ def exit_code(report: QualityReport, fail_on: str, never_fail=DEFAULT_NEVER_FAIL
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..engine.runs import SessionFailed
-
     overrides: dict = {}
     if args.fail_on:
         overrides.setdefault("qe", {})["fail_on"] = args.fail_on
@@ -204,6 +204,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(f"--python {args.python}: no such file or folder")
         overrides.setdefault("roles", {})["python"] = str(chosen)
     config = load_config(project if project.is_dir() else None, overrides or None)
+    runtime = Runtime.foreground(asker=_terminal_asker())
+    analyzer = _WarmBandit.beside(runtime, args.roles or roles.defaults(config, args.mode or config.mode))
+    if analyzer is not None:
+        runtime = dataclasses.replace(runtime, analyzer=analyzer)
+    try:
+        return _run(args, project, files, overrides, config, sarif, runtime)
+    finally:
+        if analyzer is not None:
+            analyzer.stop()
+
+
+def _run(args: argparse.Namespace, project: Path, files, overrides: dict, config, sarif,
+         runtime: Runtime) -> int:
+    from ..engine.runs import SessionFailed
+
     request = runs.request(
         project,
         files=files,
@@ -219,9 +234,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         update_baseline=args.update_baseline,
         timeout=args.timeout,
         # Tools at the user's own priority, agents' questions on the terminal.
-        runtime=Runtime.foreground(asker=_terminal_asker()),
+        runtime=runtime,
     )
     bus = EventBus()
+    analyzer = runtime.analyzer
+    if isinstance(analyzer, _WarmBandit):  # its request checked: started beside the sandbox
+        bus.subscribe(lambda e: analyzer.begin() if e.type == "session_start" else None)
     session = runs.session(request, bus=bus)
     display = reports.display(jsonl=args.jsonl)
     held = _HoldStart(display, blocked_lines=args.jsonl)
@@ -309,6 +327,95 @@ class _HoldStart:
 
     def drop(self) -> None:
         self.held = None
+
+
+class _WarmBandit:
+    """The run's own warm bandit (the language server's kind), started when
+    the session starts (its request checked), beside the sandbox's making:
+    bandit's start and imports then overlap the git work instead of coming
+    after it, and the fix verification's re-run of bandit finds it imported
+    (pygoat: one start of bandit less, about half a second). Same bandit,
+    same arguments, same results: the role's run goes through it exactly as
+    the editor's runs do (qe/roles/_bandit_warm.py).
+
+    While it is starting, the first run asked of it waits for it; any other
+    asked meanwhile (bandit's shards) runs the command at once. Whatever it
+    cannot serve -- it did not come up, it is busy -- runs the command, as
+    without it. ``SUPERQODE_RUN_BANDIT=command`` turns it off."""
+
+    def __init__(self, runtime: Runtime):
+        self._runtime = runtime
+        self._warm = None
+        self._waiting = False
+        self._closed = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._python_dir = Path(sys.executable).parent
+
+    @classmethod
+    def beside(cls, runtime: Runtime, names: list[str]) -> _WarmBandit | None:
+        if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
+            return None
+        if not (Path(sys.executable).parent / "bandit").exists():
+            return None
+        return cls(runtime)
+
+    def begin(self) -> None:
+        """Start it (once; the session has started)."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(target=self._start, daemon=True,
+                                            name="superqe-warm-bandit")
+            self._thread.start()
+
+    def _start(self) -> None:
+        from ..engine.runtime import start_warm_analyzer
+
+        try:
+            warm = start_warm_analyzer(self._runtime)
+        except Exception:  # noqa: BLE001 - no warm bandit: the command runs, as without one
+            warm = None
+        with self._lock:
+            if not self._closed:
+                self._warm = warm
+                return
+        if warm is not None:  # the run ended while it started
+            warm.stop()
+
+    def serves(self, tool: str) -> bool:
+        thread = self._thread
+        if thread is None:
+            return False
+        if thread.is_alive():
+            return not self._waiting and Path(tool).parent == self._python_dir
+        warm = self._warm
+        return warm is not None and warm.serves(tool)
+
+    async def run(self, argv, cwd, env, timeout):
+        thread = self._thread
+        if thread is None:
+            return None
+        if thread.is_alive():
+            self._waiting = True  # (before the first await: the next caller runs the command)
+            try:
+                await asyncio.to_thread(thread.join)
+            finally:
+                self._waiting = False
+        warm = self._warm
+        if warm is None:
+            return None
+        return await warm.run(argv, cwd, env, timeout)
+
+    def stop(self) -> None:
+        """Stop it; one still starting is stopped by its own thread once up
+        (an early error's line is not held back by bandit's imports), and
+        ends by itself when this process does (its input closes)."""
+        with self._lock:
+            self._closed = True
+            warm, self._warm = self._warm, None
+        if warm is not None:
+            warm.stop()
 
 
 def _terminal_asker():

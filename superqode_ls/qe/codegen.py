@@ -102,13 +102,20 @@ class Scopes:
     def __init__(self, tree: ast.Module):
         self.tree = tree
         self.parent: dict[ast.AST, ast.AST] = {}
+        # The calls and functions in walk order, listed in the one walk: a
+        # walk of the module per question was most of the noise filter's time.
+        self._calls: list[ast.Call] = []
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                self._calls.append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._functions.append(node)
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
 
     def calls_on(self, line: int) -> list[ast.Call]:
-        return [n for n in ast.walk(self.tree) if isinstance(n, ast.Call)
-                and n.lineno <= line <= (n.end_lineno or n.lineno)]
+        return [n for n in self._calls if n.lineno <= line <= (n.end_lineno or n.lineno)]
 
     def function_of(self, node: ast.AST) -> ast.AST:
         while node in self.parent:
@@ -120,9 +127,8 @@ class Scopes:
     def function_name(self, line: int) -> str:
         """The name of the innermost function around ``line`` ("" at module level)."""
         best = None
-        for node in ast.walk(self.tree):
-            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    and node.lineno <= line <= (node.end_lineno or node.lineno)
+        for node in self._functions:
+            if (node.lineno <= line <= (node.end_lineno or node.lineno)
                     and (best is None or node.lineno > best.lineno)):
                 best = node
         return best.name if best is not None else ""

@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,7 @@ def build_report(
         if run.reason == "not started":
             status = "timeout" if timed_out else "cancelled"
             runs[name] = run.model_copy(update={"status": status, "reason": f"not started ({status})"})
-    used = {f.fix_patch_id for f in findings if f.fix_patch_id}
-    # A patch goes with its findings (gone when they were filtered out);
-    # one that fixes no finding (a generated test, say) stands alone.
-    kept = [p for p in patches.values() if p.id in used or not p.finding_ids]
+    kept = kept_patches(findings, patches)
     report = QualityReport(
         session_id=session_id,
         project=str(res.project),
@@ -119,16 +117,33 @@ def build_report(
     return report
 
 
-def save_report(
-    request: QERequest, res: Resolved, report: QualityReport, artifacts: Artifacts,
-    noise: NoiseResult | None, stop: Callable[[], bool] = lambda: False,
-) -> None:
-    """Patches, baseline and reports, with ONE manifest update for all of them.
+def kept_patches(findings: list[Finding], patches: dict[str, Patch]) -> list[Patch]:
+    """The patches a report carries: each goes with its findings (gone when
+    they were filtered out); one that fixes no finding (a generated test,
+    say) stands alone."""
+    used = {f.fix_patch_id for f in findings if f.fix_patch_id}
+    return [p for p in patches.values() if p.id in used or not p.finding_ids]
 
-    ``stop()`` true (Ctrl-C while writing) skips the remaining patch files:
-    thousands take seconds on a slow disk, and every diff is in the report
-    anyway; the report is then marked cancelled."""
+
+@dataclass
+class PatchFiles:
+    """What ``save_patches`` wrote: ``report.artifacts`` entries, and whether
+    a stop cut the patch files short."""
+
+    paths: dict[str, str] = field(default_factory=dict)
+    cancelled: bool = False
+
+
+def save_patches(
+    request: QERequest, res: Resolved, patches: list[Patch], n_findings: int, artifacts: Artifacts,
+    noise: NoiseResult | None, stop: Callable[[], bool] = lambda: False,
+) -> PatchFiles:
+    """The first half of ``save_report``: a file per patch, the baseline and
+    the seals. Nothing of it depends on the revert's verdict, so the
+    pipeline writes it while the revert runs. ``patches``: the report's
+    (``kept_patches``); ``n_findings``: how many findings it has."""
     artifacts.prepare()
+    out = PatchFiles()
     # A file per fix the verifier tried (and per suppression); the thousands
     # over qe.verify_max_fixes live in the JSON report only (`superqe
     # suggestions show/apply` read them there): creating that many small
@@ -136,27 +151,48 @@ def save_report(
     # Not those the verifier never reached (the session ran out of time, or
     # they were never tried: ruff's unsafe fixes) on a run with more than
     # the JSON report lists: 14,000 files on a large project.
-    small = len(report.findings) <= JSON_MAX_FINDINGS
-    files = [p for p in report.patches if not (p.verification or "").startswith(OVER_CAP)
+    small = n_findings <= JSON_MAX_FINDINGS
+    files = [p for p in patches if not (p.verification or "").startswith(OVER_CAP)
              and (small or p.kind == "suppression" or _tried(p))]
     order = sorted(files, key=lambda p: (not p.verified, p.kind != "fix"))
     with artifacts.batch():
         for n, p in enumerate(order):
             if n % 64 == 0 and stop():
-                report.cancelled = True
-                report.verdict = compute_verdict(report, res.config.qe.fail_on, res.config.qe.never_fail)
+                out.cancelled = True
                 break
             path = artifacts.write_patch(p.id, p.diff, finding_ids=p.finding_ids, verified=p.verified,
                                          patch_kind=p.kind)
-            report.artifacts[f"patch:{p.id}"] = str(path)
+            out.paths[f"patch:{p.id}"] = str(path)
         if request.update_baseline and res.baseline_path is not None and noise is not None:
             if _inside(res.baseline_path, res.project / ".superqode"):
                 ensure_superqode_dir(res.project)
             baseline_mod.save(res.baseline_path, noise.before_baseline)
-            report.artifacts["baseline"] = str(res.baseline_path)
+            out.paths["baseline"] = str(res.baseline_path)
         # Sealed outside the project: `suggestions apply` applies only these bytes.
         patchseal.seal(res.project, request.part_of or artifacts.session_id,
-                       {p.id: p.diff for p in report.patches})
+                       {p.id: p.diff for p in patches})
+    return out
+
+
+def save_report(
+    request: QERequest, res: Resolved, report: QualityReport, artifacts: Artifacts,
+    noise: NoiseResult | None, stop: Callable[[], bool] = lambda: False,
+    written: PatchFiles | None = None,
+) -> None:
+    """Patches, baseline and reports, with ONE manifest update for all of them.
+
+    ``stop()`` true (Ctrl-C while writing) skips the remaining patch files:
+    thousands take seconds on a slow disk, and every diff is in the report
+    anyway; the report is then marked cancelled. ``written``: what
+    ``save_patches`` wrote already (the caller's batch holds its entries)."""
+    with artifacts.batch():
+        if written is None:
+            written = save_patches(request, res, report.patches, len(report.findings), artifacts,
+                                   noise, stop)
+        report.artifacts.update(written.paths)
+        if written.cancelled:
+            report.cancelled = True
+            report.verdict = compute_verdict(report, res.config.qe.fail_on, res.config.qe.never_fail)
         if request.part_of:
             return  # the run's merged report is written under its own id
         when = report.started_at

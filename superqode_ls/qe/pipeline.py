@@ -26,10 +26,13 @@ from ..workspace.paths import new_session_id
 from ..workspace.session import IsolatedSession
 from . import delta, sparse_plan, verify_step
 from .finish import (
+    PatchFiles,
     Stamp,
     build_report,
     epoch_moved,
+    kept_patches,
     sandbox_root,
+    save_patches,
     save_report,
 )
 from .noise import FileLines, NoiseResult, filter_findings
@@ -134,6 +137,7 @@ class QESession:
         # nothing created.
         sandbox_session: IsolatedSession | None = None
         aborted: CreationAborted | None = None
+        early: asyncio.Future[PatchFiles] | None = None  # the patch files, written beside the revert
         lap = self._lap("start", t0)
         try:
             sandbox_session = await self._create_sandbox(res)
@@ -176,6 +180,13 @@ class QESession:
                     if self.role_runs.probe is not None:  # never outlives the sandbox
                         await self.role_runs.probe.close()
                 self._epoch_moved = epoch_moved(s)
+                if failure is None and noise is not None and self.request.save_artifacts:
+                    # The patch files and seals need nothing of the revert:
+                    # written while it runs (its walk of the project leaves
+                    # SuperQode's own folders out, and the seals live in
+                    # SuperQode's home, which HOME's check leaves out too).
+                    early = asyncio.ensure_future(asyncio.to_thread(
+                        self._save_patches, res, noise, artifacts))
                 lap = time.monotonic()
             lap = self._lap("revert", lap)
             verification = sandbox_session.verification
@@ -192,11 +203,12 @@ class QESession:
         report.timings.update(self._timings)
         stop_collecting()
         try:
+            written = await early if early is not None else None
             if blocked and self.request.save_artifacts:
                 path = await asyncio.to_thread(artifacts.write_log, "guard", _blocked_log(blocked))
                 report.artifacts["guard_log"] = str(path)
             if self.request.save_artifacts:
-                await asyncio.to_thread(self._save, res, report, artifacts, noise)
+                await asyncio.to_thread(self._save, res, report, artifacts, noise, written)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
         self._lap("save", lap)  # after the JSON was written: in memory and --timings only
@@ -325,8 +337,18 @@ class QESession:
         return Interpreter(python=py.python, version=py.version, source=py.source,
                            label=py.label(res.project), note=py.note)
 
-    def _save(self, res: Resolved, report: QualityReport, artifacts: Artifacts, noise: NoiseResult | None) -> None:
-        save_report(self.request, res, report, artifacts, noise, stop=lambda: self.control.cancel_requested)
+    def _save(self, res: Resolved, report: QualityReport, artifacts: Artifacts, noise: NoiseResult | None,
+              written: PatchFiles | None = None) -> None:
+        save_report(self.request, res, report, artifacts, noise, stop=lambda: self.control.cancel_requested,
+                    written=written)
+
+    def _save_patches(self, res: Resolved, noise: NoiseResult, artifacts: Artifacts) -> PatchFiles:
+        """The report's patch files, baseline and seals (finish.save_patches)."""
+        r = self.role_runs
+        with r.lock:
+            patches = kept_patches(noise.findings, r.patches)
+        return save_patches(self.request, res, patches, len(noise.findings), artifacts, noise,
+                            stop=lambda: self.control.cancel_requested)
 
 
 def _blocked_log(records: list[dict]) -> str:

@@ -194,9 +194,10 @@ class SecurityTester(FileCheckRole):
         if timeout is None:
             timeout = ctx.remaining()
         if warm is not None and warm.serves(argv[0]):
+            # Said as it starts, as the command's is ("running bandit"); one
+            # it cannot serve after all says so again, as the command.
+            ctx.emit("tool_call", tool="bandit", argv=argv[:20], warm=True)
             res = await warm.run(argv[1:], ctx.sandbox, ctx.env, timeout)
-            if res is not None:
-                ctx.emit("tool_call", tool="bandit", argv=argv[:20], warm=True)
         if res is None:
             res = await ctx.run(argv, shard=shard, timeout=timeout)
         if res.timed_out:
