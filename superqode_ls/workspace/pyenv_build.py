@@ -186,7 +186,7 @@ async def resolve_python(
     # SuperQode's own Python serves when it has everything declared and the
     # project's metadata is known without building it; never over a lock
     # (its pinned versions are what the tests were written against).
-    if plan is None or (not missing and plan.kind != "uv.lock"
+    if plan is None or (not missing and not plan.locked
                         and (not plan.installable or meta is not None)):
         why = ("no project environment found; SuperQode's Python has every declared dependency"
                if reqs else "no project environment found and no dependencies declared")
@@ -365,6 +365,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                if not k.startswith(("PYTHON", "VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "CONDA"))}
         env.update(TMPDIR=str(tmp), UV_CACHE_DIR=str(cache), UV_PROJECT_ENVIRONMENT=str(target),
                    UV_PYTHON_DOWNLOADS="never", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        env.update(plan.tool_env(tmp))  # poetry/pdm export: their writes into tmp
         venv_py = str(env_python(target))
         allow = [target, tmp, cache]
         loop = asyncio.get_running_loop()
@@ -374,7 +375,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                           hide)
         if why is not None:
             return why
-        as_of = await asyncio.to_thread(_last_commit, owner) if plan.kind != "uv.lock" else None
+        as_of = await asyncio.to_thread(_last_commit, owner) if not plan.locked else None
         # Releases up to the last commit first; when those do not resolve
         # (an old project on a newer Python), today's.
         for when in dict.fromkeys([as_of, None]):
