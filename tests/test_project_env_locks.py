@@ -1,23 +1,21 @@
-"""Locks other than uv's (pyenv_plan): a poetry or pdm project's
-environment comes from its lock, exported by the lock's own tool; an
-application poetry would not package is not installed; a failed export is
-one setup line, never a finding. Offline: the export's tool cannot be
-fetched here, which is the failure path; the commands are checked as
-planned."""
+"""Layouts beyond uv's (pyenv_plan): a poetry or pdm project's environment
+comes from its lock, exported by the lock's own tool; an application
+poetry would not package is not installed; a failed export is one setup
+line, never a finding; a hatch test environment's dependencies and
+features. Offline: the export's tool cannot be fetched here, which is the
+failure path; its commands are checked as planned."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from superqode_ls.workspace import envcache
 from superqode_ls.workspace.pyenv_plan import POETRY, make_plan
+from tests.pyenv_helpers import STUB, project_files, run_unit_cli
 from tests.test_project_env import write
-from tests.test_project_env_build import offline, resolve, wheels  # noqa: F401 (fixtures)
+from tests.test_project_env_build import installed, offline, resolve, wheels  # noqa: F401
 
 # The layout of an application managed by poetry (Damn-Vulnerable-RESTaurant):
 # [tool.poetry] only, a name with spaces, no package folder, tests inside app/.
@@ -58,7 +56,7 @@ def test_a_poetry_application_is_planned_from_its_lock(tmp_path):
     assert Path(out).parent == src.parent  # in the build's tmp, never the project
     assert install[-2:] == ["-r", out] and "--no-editable" in install
     # Its tool writes only into the build's tmp.
-    env = plan.tool_env(tmp_path / "t")
+    env = plan.tool_env(tmp_path / "t", "/env/bin/python")
     assert all(v.startswith(str(tmp_path / "t")) for k, v in env.items() if k.endswith("_DIR"))
 
 
@@ -90,9 +88,14 @@ def test_a_pdm_project_is_planned_from_its_lock(tmp_path):
                           'lint = ["ruff"]\n',
         "pdm.lock": "# pdm\n", "p/__init__.py": ""})
     plan = make_plan(root)
-    assert (plan.kind, plan.groups, plan.installable) == ("pdm.lock", ("test",), True)
+    assert (plan.kind, plan.installable) == ("pdm.lock", True)
+    # pdm's default, as `pdm install`: every dev group; -G only for a test extra.
     export = plan.commands("uv", "/env/bin/python", root)[0]
-    assert "pdm" in export and export[export.index("-G") + 1] == "test"
+    assert "pdm" in export and "export" in export and "-G" not in export
+    write(root, {"pyproject.toml": root.joinpath("pyproject.toml").read_text().replace(
+        'docs = ["x"]', 'docs = ["x"]\ntest = ["idna"]')})
+    export = make_plan(root).commands("uv", "/env/bin/python", root)[0]
+    assert export[export.index("-G") + 1] == "test"
     # distribution = false: an application, not installed.
     write(root, {"pyproject.toml": root.joinpath("pyproject.toml").read_text()
                  + "[tool.pdm]\ndistribution = false\n"})
@@ -109,12 +112,7 @@ def test_a_failed_lock_export_is_one_setup_line(make_repo, offline):  # noqa: F8
     assert py.setup.startswith("could not build the project's environment from poetry.lock")
     assert "\n" not in py.setup and "uv tool run" in py.setup
     assert not list(envcache.envs_dir().glob("*/bin"))
-    proc = subprocess.run([sys.executable, "-m", "superqode_ls", "run", str(repo), "-r",
-                           "unit_tester", "--timeout", "200"], capture_output=True, text=True,
-                          timeout=300, check=False)
-    report = json.loads(max((repo / ".superqode" / "qe-artifacts").glob("qr/qr-*.json"))
-                        .read_text())
-    unit = next(r for r in report["roles"] if r["role"] == "unit_tester")
+    proc, report, unit = run_unit_cli(repo)
     assert unit["status"] == "skipped" and unit["reason"].startswith("setup:"), proc.stdout
     assert report["findings"] == [] and report["verdict"] != "fail"
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -126,3 +124,27 @@ def test_a_poetry_lock_needs_a_project_table(tmp_path, table):
     root = write(tmp_path / "p", {"poetry.lock": LOCK, "pyproject.toml": table, "a.py": "x = 1\n"})
     plan = make_plan(root)
     assert (plan is None) == (table == "")
+
+
+def test_a_hatch_test_environment_is_built(tmp_path, offline):  # noqa: F811
+    # hatch-vcs's layout: hatch.toml's default environment holds the test
+    # runner; a test env inherits it; context strings and options are left out.
+    root = write(tmp_path / "h", {
+        **project_files("hatched", extras={"fast": ["idna"]}),
+        "hatch.toml": '[envs.default]\ndependencies = ["pytest", "{root:uri}/x", "--index-url=x"]\n'
+                      f'[envs.test]\nextra-dependencies = ["{STUB}"]\nfeatures = ["fast"]\n'
+                      '[envs.lint]\ndetached = true\ndependencies = ["ruff"]\n',
+        "tests/test_a.py": "def test_a():\n    pass\n"})
+    plan = make_plan(root)
+    assert (plan.kind, plan.env_name) == ("hatch", "test") and "hatch.toml" in plan.inputs
+    assert plan.requirements == ("pytest", STUB) and plan.extras == ("fast",)
+    assert plan.describe().startswith("hatch environment test")
+    py = resolve(root)
+    assert py.source == "built", py
+    assert {"hatched", STUB.replace("-", "_"), "idna", "pytest"} <= installed(py.python)
+    # In pyproject.toml, hatch test's own environment first.
+    write(tmp_path / "t", {"pyproject.toml": '[project]\nname = "t"\nversion = "1"\n'
+                                             '[tool.hatch.envs.hatch-test]\n'
+                                             'extra-dependencies = ["certifi"]\n'})
+    plan = make_plan(tmp_path / "t")
+    assert (plan.env_name, plan.requirements) == ("hatch-test", ("certifi", "pytest"))

@@ -5,12 +5,10 @@ A real failure beside it stays high."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 from superqode_ls.qe.roles.unit import environment_cause
+from tests.pyenv_helpers import run_unit_cli
 
 NET_TEST = '''import socket
 
@@ -59,12 +57,7 @@ def test_an_environment_failure_is_not_a_finding_to_act_on(make_repo):
     if as_root:
         files["tests/test_perm.py"] = ROOT_TEST
     repo = make_repo(files)
-    proc = subprocess.run([sys.executable, "-m", "superqode_ls", "run", str(repo), "-r",
-                           "unit_tester", "--timeout", "200"], capture_output=True, text=True,
-                          timeout=300, check=False)
-    report = json.loads(max((repo / ".superqode" / "qe-artifacts").glob("qr/qr-*.json"))
-                        .read_text())
-    unit = next(r for r in report["roles"] if r["role"] == "unit_tester")
+    proc, report, unit = run_unit_cli(repo)
     by_test = {f["title"].rsplit("::", 1)[-1]: f for f in report["findings"]}
     bug, net = by_test["test_real_bug"], by_test["test_reaches_out"]
     assert bug["severity"] == "high" and bug["noise"] is None

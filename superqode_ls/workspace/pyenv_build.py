@@ -181,7 +181,7 @@ async def resolve_python(
     passed_over = "; ".join(tried)
     plan = await asyncio.to_thread(make_plan, root)
     reqs = await asyncio.to_thread(declared_requirements, root)
-    missing = await asyncio.to_thread(missing_in_own, reqs)
+    missing = await asyncio.to_thread(missing_in_own, [*reqs, *(plan.requirements if plan else ())])
     meta = await asyncio.to_thread(static_metadata, root)
     # SuperQode's own Python serves when it has everything declared and the
     # project's metadata is known without building it; never over a lock
@@ -365,8 +365,8 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                if not k.startswith(("PYTHON", "VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "CONDA"))}
         env.update(TMPDIR=str(tmp), UV_CACHE_DIR=str(cache), UV_PROJECT_ENVIRONMENT=str(target),
                    UV_PYTHON_DOWNLOADS="never", PIP_DISABLE_PIP_VERSION_CHECK="1")
-        env.update(plan.tool_env(tmp))  # poetry/pdm export: their writes into tmp
         venv_py = str(env_python(target))
+        env.update(plan.tool_env(tmp, venv_py))  # poetry/pdm export: their writes into tmp
         allow = [target, tmp, cache]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

@@ -12,6 +12,8 @@ In order of precedence:
 2. ``requirements*.txt`` (and ``requirements/*.txt``): ``uv pip install -r``
    with uv's own semantics (``-e .[extra]``, ``-r``/``-c`` includes), run from
    a copy of the sandbox so ``.`` is the project, never the user's checkout;
+   a hatch test environment (``hatch test``'s, ``test``, else ``default``):
+   its dependencies and features;
 3. ``pyproject.toml`` / ``setup.py``: the project with its test extras and
    PEP 735 test/dev groups.
 
@@ -34,6 +36,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 PLAN_FORMAT = "3"  # 3: keyed by project too
@@ -59,6 +62,8 @@ class Plan:
     requirement_files: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()  # a hatch environment's dependencies
+    env_name: str | None = None  # that hatch environment
     installable: bool = False  # the project itself can be built and installed
     python_request: str | None = None  # .python-version or requires-python
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -69,6 +74,7 @@ class Plan:
 
     def describe(self) -> str:
         what = {"uv.lock": "uv.lock", "poetry.lock": "poetry.lock", "pdm.lock": "pdm.lock",
+                "hatch": f"hatch environment {self.env_name}",
                 "requirements": ", ".join(self.requirement_files),
                 "pyproject": "pyproject.toml" if "pyproject.toml" in self.inputs else "setup.py"}
         parts = [what.get(self.kind, self.kind)]
@@ -112,7 +118,7 @@ class Plan:
             export = self._export(uv, exported)
             own = [*pip, "--no-deps", "."] if self.installable else []
             return [export, [*pip, "-r", str(exported)], *([own] if own else [])]
-        cmd = list(pip)
+        cmd = [*pip, *self.requirements]
         for rel in self.requirement_files:
             cmd += ["-r", str(src / rel)]
         for group in self.groups:
@@ -121,12 +127,13 @@ class Plan:
             cmd.append("." + (f"[{','.join(self.extras)}]" if self.extras else ""))
         return [cmd] if len(cmd) > len(pip) else []
 
-    def tool_env(self, tmp: Path) -> dict[str, str]:
+    def tool_env(self, tmp: Path, python: str) -> dict[str, str]:
         """Where the lock's tool may write (the build's tmp: the confined
-        step allows nothing else); the user's configuration stays read."""
+        step allows nothing else) and the interpreter it exports for (pdm
+        would make a venv of its own); the user's configuration stays read."""
         if self.kind not in ("poetry.lock", "pdm.lock"):
             return {}
-        return {"UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-tools-bin"),
+        return {"PDM_PYTHON": python, "PDM_IGNORE_SAVED_PYTHON": "1","UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-tools-bin"),
                 "POETRY_CACHE_DIR": str(tmp / "poetry-cache"),
                 "POETRY_DATA_DIR": str(tmp / "poetry-data"),
                 "POETRY_VIRTUALENVS_CREATE": "false", "PDM_CACHE_DIR": str(tmp / "pdm-cache"),
@@ -144,10 +151,13 @@ class Plan:
             for extra in self.extras:
                 cmd += ["--extras", extra]
             return cmd
+        # pdm's default: the default group and every dev group, as ``pdm
+        # install`` gives its developers; ``-G`` for the test extras only
+        # (a dev group named there would narrow the dev groups to it).
         cmd = [uv, "tool", "run", "-q", "--from", PDM, "pdm", "export", "--no-hashes",
                "-f", "requirements", "-o", str(out)]
-        for group in (*self.groups, *self.extras):
-            cmd += ["-G", group]
+        for extra in self.extras:
+            cmd += ["-G", extra]
         return cmd
 
     def _installs_itself(self, src: Path) -> bool:
@@ -185,10 +195,7 @@ def make_plan(root: Path) -> Plan | None:
                     installable=_poetry_packages(root, project, poetry),
                     python_request=request or _poetry_python(poetry), notes=notes)
     if (root / "pdm.lock").is_file() and project.get("name"):
-        pdm_groups = {**_table(data, "tool", "pdm", "dev-dependencies"),
-                      **_table(data, "dependency-groups")}
         return Plan("pdm.lock", ("pdm.lock", *base), extras=extras,
-                    groups=_for_tests(pdm_groups),
                     installable=_table(data, "tool", "pdm").get("distribution") is not False,
                     python_request=request, notes=notes)
     reqs = requirement_files(root)
@@ -196,6 +203,13 @@ def make_plan(root: Path) -> Plan | None:
         return Plan("requirements", (*reqs, *_included(root, reqs), *base),
                     requirement_files=tuple(reqs), extras=extras, groups=groups,
                     installable=installable, python_request=request, notes=notes)
+    hatch = _hatch_env(root, data)
+    if hatch is not None:
+        name, reqs, features = hatch
+        inputs = (*base, *(["hatch.toml"] if (root / "hatch.toml").is_file() else []))
+        return Plan("hatch", tuple(inputs), requirements=reqs,
+                    extras=features or (extras if installable else ()), groups=groups,
+                    installable=installable, python_request=request, notes=notes, env_name=name)
     if installable or groups:
         return Plan("pyproject", tuple(base), extras=extras if installable else (), groups=groups,
                     installable=installable, python_request=request, notes=notes)
@@ -253,6 +267,48 @@ def _poetry_python(poetry: dict) -> str | None:
     except InvalidSpecifier:
         return None
     return value
+
+
+HATCH_TEST_ENVS = ("hatch-test", "test", "tests", "testing", "default")
+
+
+def _hatch_env(root: Path, data: dict) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """The hatch environment the tests run in (``hatch test``'s, a test
+    one, else the default): its name, its dependencies (the default
+    environment's too, which the others inherit unless detached or made
+    from another template) and its features. None without one that
+    declares dependencies. Only PEP 508 requirements are taken: a context
+    string (``{root:uri}``) or anything uv would read as an option is left
+    out."""
+    hatch_toml = {}
+    if (root / "hatch.toml").is_file():
+        try:
+            hatch_toml = tomllib.loads(_text(root / "hatch.toml"))
+        except tomllib.TOMLDecodeError:
+            hatch_toml = {}
+    envs = _table(hatch_toml, "envs") or _table(data, "tool", "hatch", "envs")
+    name = next((n for n in HATCH_TEST_ENVS if isinstance(envs.get(n), dict)), None)
+    if name is None:
+        return None
+    env, default = envs[name], _table(envs, "default")
+    own = [*(env.get("dependencies") or []), *(env.get("extra-dependencies") or [])]
+    inherit = (name != "default" and not env.get("detached")
+               and env.get("template", "default") == "default")
+    reqs = [*(default.get("dependencies") or []), *own] if inherit else own
+    if name == "hatch-test":
+        reqs.append("pytest")  # hatch test's own runner
+    features = env.get("features") or (default.get("features") if inherit else None) or []
+    good = tuple(dict.fromkeys(r for r in reqs if isinstance(r, str) and _pep508(r)))
+    feats = tuple(f for f in features if isinstance(f, str) and re.fullmatch(r"[\w.-]+", f))
+    return (name, good, feats) if good or feats else None
+
+
+def _pep508(text: str) -> bool:
+    try:
+        Requirement(text)
+    except InvalidRequirement:
+        return False
+    return not text.lstrip().startswith("-")
 
 
 def static_metadata(root: Path) -> tuple[str, str] | None:
