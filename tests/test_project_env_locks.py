@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.workspace import envcache
-from superqode_ls.workspace.pyenv_plan import POETRY, make_plan
+from superqode_ls.workspace.pyenv_plan import POETRY, make_plan, scm_version
 from tests.pyenv_helpers import STUB, project_files, run_unit_cli
 from tests.test_project_env import write
 from tests.test_project_env_build import installed, offline, resolve, wheels  # noqa: F401
+
+from .conftest import run_git
 
 # The layout of an application managed by poetry (Damn-Vulnerable-RESTaurant):
 # [tool.poetry] only, a name with spaces, no package folder, tests inside app/.
@@ -148,3 +150,17 @@ def test_a_hatch_test_environment_is_built(tmp_path, offline):  # noqa: F811
                                              'extra-dependencies = ["certifi"]\n'})
     plan = make_plan(tmp_path / "t")
     assert (plan.env_name, plan.requirements) == ("hatch-test", ("certifi", "pytest"))
+
+
+def test_a_vcs_versioned_project_gets_its_version_from_the_users_git(make_repo):
+    # The build copies the sandbox without .git: setuptools-scm / hatch-vcs
+    # get the version git describe gives in the user's project instead.
+    repo = make_repo({"a.py": "x = 1\n"})
+    assert scm_version(repo) is None  # no tag
+    run_git(repo, "tag", "v1.2.3")
+    assert scm_version(repo) == "1.2.3"
+    (repo / "a.py").write_text("x = 2\n")
+    run_git(repo, "commit", "-qam", "next")
+    assert scm_version(repo) == "1.2.4.dev1"  # their default: the next patch's dev
+    run_git(repo, "tag", "not-a-version")  # a word is no version: the numbered tag stays
+    assert scm_version(repo) == "1.2.4.dev1"

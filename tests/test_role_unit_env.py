@@ -48,6 +48,10 @@ def test_causes_are_named_from_the_failure_text():
     root = {"message": "Failed: DID NOT RAISE <class 'PermissionError'>"}
     assert "root" in environment_cause(root, root=True)
     assert environment_cause(root, root=False) is None  # as a user it is the code's
+    guard = {"message": "Exception: superqode guard: blocked: Writing git configuration changes "
+                        "how the repository behaves (read settings with `git config --get KEY`)"}
+    assert environment_cause(guard) == ("SuperQode's guard refused it (Writing git configuration "
+                                        "changes how the repository behaves)")
     assert environment_cause({"message": "AssertionError: assert 2 == 3"}) is None
 
 

@@ -38,7 +38,7 @@ from . import envcache
 from .extras import needs
 from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
-from .pyenv_plan import Plan, make_plan, static_metadata
+from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
 
 Emit = Callable[..., Any]
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
@@ -376,6 +376,9 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         if why is not None:
             return why
         as_of = await asyncio.to_thread(_last_commit, owner) if not plan.locked else None
+        scm = await asyncio.to_thread(scm_version, owner)  # a VCS-versioned project builds
+        if scm is not None:
+            env.setdefault("SETUPTOOLS_SCM_PRETEND_VERSION", scm)
         # Releases up to the last commit first; when those do not resolve
         # (an old project on a newer Python), today's.
         for when in dict.fromkeys([as_of, None]):

@@ -38,6 +38,10 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from ..errors import SuperQodeError
+from .git import git_out
 
 PLAN_FORMAT = "3"  # 3: keyed by project too
 LOCKS = ("uv.lock", "poetry.lock", "pdm.lock")  # kinds whose versions are pinned
@@ -309,6 +313,31 @@ def _pep508(text: str) -> bool:
     except InvalidRequirement:
         return False
     return not text.lstrip().startswith("-")
+
+
+def scm_version(project: Path) -> str | None:
+    """The version setuptools-scm / hatch-vcs would give the checkout, for
+    ``SETUPTOOLS_SCM_PRETEND_VERSION``: the build copies the sandbox without
+    its ``.git`` (git there would read a session's config), and an
+    unsubstituted ``.git_archival.txt`` makes their build fail. From ``git
+    describe`` in the user's project (the nearest tag; past it, the next
+    patch's ``.devN``, their default scheme), or None (no tag, not git)."""
+    try:
+        out = git_out(["describe", "--tags", "--long", "--match", "*[0-9]*"], project)
+    except (SuperQodeError, OSError):
+        return None
+    m = re.fullmatch(r"v?(.+)-(\d+)-g[0-9a-f]+", out.strip())
+    if m is None:
+        return None
+    try:
+        tag = Version(m.group(1))
+    except InvalidVersion:
+        return None
+    distance = int(m.group(2))
+    if distance == 0:
+        return str(tag)
+    release = (*tag.release[:-1], tag.release[-1] + 1) if not tag.is_prerelease else tag.release
+    return f"{'.'.join(map(str, release))}.dev{distance}"
 
 
 def static_metadata(root: Path) -> tuple[str, str] | None:

@@ -65,11 +65,18 @@ _NO_NETWORK = re.compile(
 _AS_ROOT = re.compile(r"DID NOT RAISE <class '(?:PermissionError|OSError)'>")
 
 
+# SuperQode's own guard refused what the test does (writing git's
+# configuration, even of a repository the test made): the sandbox's policy.
+_GUARD = re.compile(r"superqode guard: blocked: ([^\n(]+)")
+
+
 def environment_cause(record: dict[str, Any], root: bool | None = None) -> str | None:
     """Why a failing test failed because of where it ran, or None."""
     text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
     if _NO_NETWORK.search(text):
         return "the sandbox has no network (the test reaches out)"
+    if m := _GUARD.search(text):
+        return f"SuperQode's guard refused it ({m.group(1).strip()[:120]})"
     as_root = (os.geteuid() == 0 if hasattr(os, "geteuid") else False) if root is None else root
     if as_root and _AS_ROOT.search(text):
         return "it runs as root, for whom file permissions do not apply"
