@@ -7,7 +7,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.metadata
+import json
 import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -148,3 +151,14 @@ def stub_wheel(dest: Path, name: str = STUB, version: str = "1.0") -> Path:
         for k, v in files.items():
             z.writestr(k, v)
     return out
+
+
+def run_unit_cli(repo: Path) -> tuple[subprocess.CompletedProcess, dict, dict]:
+    """``superqe run REPO -r unit_tester`` as a user runs it: the process,
+    the report it wrote and the unit role's entry there."""
+    proc = subprocess.run([sys.executable, "-m", "superqode_ls", "run", str(repo), "-r",
+                           "unit_tester", "--timeout", "200"], capture_output=True, text=True,
+                          timeout=300, check=False)
+    report = json.loads(max((repo / ".superqode" / "qe-artifacts").glob("qr/qr-*.json"))
+                        .read_text())
+    return proc, report, next(r for r in report["roles"] if r["role"] == "unit_tester")

@@ -38,7 +38,7 @@ from . import envcache
 from .extras import needs
 from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
-from .pyenv_plan import Plan, make_plan, static_metadata
+from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
 
 Emit = Callable[..., Any]
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
@@ -181,12 +181,12 @@ async def resolve_python(
     passed_over = "; ".join(tried)
     plan = await asyncio.to_thread(make_plan, root)
     reqs = await asyncio.to_thread(declared_requirements, root)
-    missing = await asyncio.to_thread(missing_in_own, reqs)
+    missing = await asyncio.to_thread(missing_in_own, [*reqs, *(plan.requirements if plan else ())])
     meta = await asyncio.to_thread(static_metadata, root)
     # SuperQode's own Python serves when it has everything declared and the
     # project's metadata is known without building it; never over a lock
     # (its pinned versions are what the tests were written against).
-    if plan is None or (not missing and plan.kind != "uv.lock"
+    if plan is None or (not missing and not plan.locked
                         and (not plan.installable or meta is not None)):
         why = ("no project environment found; SuperQode's Python has every declared dependency"
                if reqs else "no project environment found and no dependencies declared")
@@ -366,6 +366,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         env.update(TMPDIR=str(tmp), UV_CACHE_DIR=str(cache), UV_PROJECT_ENVIRONMENT=str(target),
                    UV_PYTHON_DOWNLOADS="never", PIP_DISABLE_PIP_VERSION_CHECK="1")
         venv_py = str(env_python(target))
+        env.update(plan.tool_env(tmp, venv_py))  # poetry/pdm export: their writes into tmp
         allow = [target, tmp, cache]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -374,7 +375,10 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                           hide)
         if why is not None:
             return why
-        as_of = await asyncio.to_thread(_last_commit, owner) if plan.kind != "uv.lock" else None
+        as_of = await asyncio.to_thread(_last_commit, owner) if not plan.locked else None
+        scm = await asyncio.to_thread(scm_version, owner)  # a VCS-versioned project builds
+        if scm is not None:
+            env.setdefault("SETUPTOOLS_SCM_PRETEND_VERSION", scm)
         # Releases up to the last commit first; when those do not resolve
         # (an old project on a newer Python), today's.
         for when in dict.fromkeys([as_of, None]):

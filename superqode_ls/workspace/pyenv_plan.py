@@ -5,17 +5,23 @@ In order of precedence:
 
 1. ``uv.lock``: ``uv sync --frozen`` (the locked versions, the test/dev
    dependency groups and extras the lock knows);
+   ``poetry.lock`` / ``pdm.lock``: the lock exported by its own tool
+   (``poetry export`` with its export plugin, ``pdm export``; run through
+   ``uv tool run``, so neither needs to be installed), then installed with
+   ``uv pip install -r``: the locked versions, no lock read by hand;
 2. ``requirements*.txt`` (and ``requirements/*.txt``): ``uv pip install -r``
    with uv's own semantics (``-e .[extra]``, ``-r``/``-c`` includes), run from
    a copy of the sandbox so ``.`` is the project, never the user's checkout;
+   a hatch test environment (``hatch test``'s, ``test``, else ``default``):
+   its dependencies and features;
 3. ``pyproject.toml`` / ``setup.py``: the project with its test extras and
    PEP 735 test/dev groups.
 
 The project itself is always installed (non-editable), so its metadata
 exists (``importlib.metadata.version``); its code is still imported from the
-sandbox, which the isolation puts first (pyisolate). ``poetry.lock`` and
-``pdm.lock`` are read as plain ``pyproject.toml`` projects (their locks are
-not followed). The key of a plan hashes every file it reads and the project
+sandbox, which the isolation puts first (pyisolate); an application that
+poetry would not package (``package-mode = false``, no package folder) is
+left out, as ``poetry install`` leaves it. The key of a plan hashes every file it reads and the project
 it is for: a build runs that project's code (its ``setup.py``, its build
 backend, the project installed into the environment), so two projects with
 the same declarations never share an environment (docs/safety.md, *Shared
@@ -30,7 +36,19 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from ..errors import SuperQodeError
+from .git import git_out
+
 PLAN_FORMAT = "3"  # 3: keyed by project too
+LOCKS = ("uv.lock", "poetry.lock", "pdm.lock")  # kinds whose versions are pinned
+# The lock's own tools, run by ``uv tool run`` (their exports are pinned
+# requirement files with markers).
+POETRY = ("poetry>=2,<3", "poetry-plugin-export>=1.8")
+PDM = "pdm>=2.17,<3"
 TEST_NAMES = ("test", "tests", "testing", "dev")
 _REQ_GLOBS = ("requirements*.txt", "*requirements.txt", "requirements/*.txt", "requirements/*.in")
 # Requirement files that are for something else than running the tests.
@@ -40,19 +58,28 @@ _NOT_FOR_TESTS = re.compile(r"(^|[-_/])(docs?|doc-requirements|typing|mypy|lint|
 
 @dataclass(frozen=True)
 class Plan:
-    """What to build. ``kind``: uv.lock | requirements | pyproject."""
+    """What to build. ``kind``: uv.lock | poetry.lock | pdm.lock |
+    requirements | pyproject."""
 
     kind: str
     inputs: tuple[str, ...]  # project-relative files the plan reads (they make the key)
     requirement_files: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()  # a hatch environment's dependencies
+    env_name: str | None = None  # that hatch environment
     installable: bool = False  # the project itself can be built and installed
     python_request: str | None = None  # .python-version or requires-python
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def locked(self) -> bool:
+        return self.kind in LOCKS
+
     def describe(self) -> str:
-        what = {"uv.lock": "uv.lock", "requirements": ", ".join(self.requirement_files),
+        what = {"uv.lock": "uv.lock", "poetry.lock": "poetry.lock", "pdm.lock": "pdm.lock",
+                "hatch": f"hatch environment {self.env_name}",
+                "requirements": ", ".join(self.requirement_files),
                 "pyproject": "pyproject.toml" if "pyproject.toml" in self.inputs else "setup.py"}
         parts = [what.get(self.kind, self.kind)]
         if self.extras:
@@ -90,7 +117,12 @@ class Plan:
             for group in self.groups:
                 cmd += ["--group", group]
             return [cmd]
-        cmd = list(pip)
+        if self.kind in ("poetry.lock", "pdm.lock"):
+            exported = src.parent / "exported-lock.txt"  # beside the copy, in the build's tmp
+            export = self._export(uv, exported)
+            own = [*pip, "--no-deps", "."] if self.installable else []
+            return [export, [*pip, "-r", str(exported)], *([own] if own else [])]
+        cmd = [*pip, *self.requirements]
         for rel in self.requirement_files:
             cmd += ["-r", str(src / rel)]
         for group in self.groups:
@@ -98,6 +130,39 @@ class Plan:
         if self.installable and not self._installs_itself(src):
             cmd.append("." + (f"[{','.join(self.extras)}]" if self.extras else ""))
         return [cmd] if len(cmd) > len(pip) else []
+
+    def tool_env(self, tmp: Path, python: str) -> dict[str, str]:
+        """Where the lock's tool may write (the build's tmp: the confined
+        step allows nothing else) and the interpreter it exports for (pdm
+        would make a venv of its own); the user's configuration stays read."""
+        if self.kind not in ("poetry.lock", "pdm.lock"):
+            return {}
+        return {"PDM_PYTHON": python, "PDM_IGNORE_SAVED_PYTHON": "1","UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-tools-bin"),
+                "POETRY_CACHE_DIR": str(tmp / "poetry-cache"),
+                "POETRY_DATA_DIR": str(tmp / "poetry-data"),
+                "POETRY_VIRTUALENVS_CREATE": "false", "PDM_CACHE_DIR": str(tmp / "pdm-cache"),
+                "PDM_CHECK_UPDATE": "false", "XDG_STATE_HOME": str(tmp / "state")}
+
+    def _export(self, uv: str, out: Path) -> list[str]:
+        """The lock as a requirements file, written by the lock's own tool
+        (hashes left out: the lock's sources are the index's)."""
+        if self.kind == "poetry.lock":
+            cmd = [uv, "tool", "run", "-q", "--from", POETRY[0], "--with", POETRY[1], "poetry",
+                   "export", "--no-interaction", "-f", "requirements.txt", "--without-hashes",
+                   "-o", str(out)]
+            if self.groups:
+                cmd += ["--with", ",".join(self.groups)]
+            for extra in self.extras:
+                cmd += ["--extras", extra]
+            return cmd
+        # pdm's default: the default group and every dev group, as ``pdm
+        # install`` gives its developers; ``-G`` for the test extras only
+        # (a dev group named there would narrow the dev groups to it).
+        cmd = [uv, "tool", "run", "-q", "--from", PDM, "pdm", "export", "--no-hashes",
+               "-f", "requirements", "-o", str(out)]
+        for extra in self.extras:
+            cmd += ["-G", extra]
+        return cmd
 
     def _installs_itself(self, src: Path) -> bool:
         """A requirements file already names the project (``-e .[full]``)."""
@@ -126,11 +191,29 @@ def make_plan(root: Path) -> Plan | None:
     if (root / "uv.lock").is_file() and project.get("name"):
         return Plan("uv.lock", ("uv.lock", *base), extras=extras, groups=groups,
                     installable=True, python_request=request, notes=notes)
+    poetry = _table(data, "tool", "poetry")
+    if (root / "poetry.lock").is_file() and (poetry or project.get("name")):
+        extras = _for_tests(project.get("optional-dependencies") or poetry.get("extras"))
+        return Plan("poetry.lock", ("poetry.lock", *base), extras=extras,
+                    groups=_for_tests(_poetry_groups(poetry)),
+                    installable=_poetry_packages(root, project, poetry),
+                    python_request=request or _poetry_python(poetry), notes=notes)
+    if (root / "pdm.lock").is_file() and project.get("name"):
+        return Plan("pdm.lock", ("pdm.lock", *base), extras=extras,
+                    installable=_table(data, "tool", "pdm").get("distribution") is not False,
+                    python_request=request, notes=notes)
     reqs = requirement_files(root)
     if reqs:
         return Plan("requirements", (*reqs, *_included(root, reqs), *base),
                     requirement_files=tuple(reqs), extras=extras, groups=groups,
                     installable=installable, python_request=request, notes=notes)
+    hatch = _hatch_env(root, data)
+    if hatch is not None:
+        name, reqs, features = hatch
+        inputs = (*base, *(["hatch.toml"] if (root / "hatch.toml").is_file() else []))
+        return Plan("hatch", tuple(inputs), requirements=reqs,
+                    extras=features or (extras if installable else ()), groups=groups,
+                    installable=installable, python_request=request, notes=notes, env_name=name)
     if installable or groups:
         return Plan("pyproject", tuple(base), extras=extras if installable else (), groups=groups,
                     installable=installable, python_request=request, notes=notes)
@@ -142,6 +225,119 @@ def _for_tests(table: object) -> tuple[str, ...]:
     (it often holds linters and release tools rather than test needs)."""
     names = [n for n in TEST_NAMES if isinstance(table, dict) and n in table]
     return tuple([n for n in names if n != "dev"] or names)
+
+
+def _table(data: dict, *keys: str) -> dict:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def _poetry_groups(poetry: dict) -> dict:
+    """Poetry's dependency groups (``dev-dependencies`` is the old ``dev``)."""
+    groups = dict(_table(poetry, "group"))
+    if isinstance(poetry.get("dev-dependencies"), dict):
+        groups.setdefault("dev", poetry["dev-dependencies"])
+    return groups
+
+
+def _poetry_packages(root: Path, project: dict, poetry: dict) -> bool:
+    """Whether poetry would install the project itself: not with
+    ``package-mode = false``, and only when poetry-core finds something to
+    package (``packages`` declared, or a package or module named after the
+    project, at the root or under ``src/``); an application without one is
+    left out, as ``poetry install`` does (it only warns)."""
+    if poetry.get("package-mode") is False:
+        return False
+    if poetry.get("packages"):
+        return True
+    name = project.get("name") or poetry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return False
+    module = re.sub(r"[-_. ]+", "_", name.strip()).lower()
+    return any((root / where / module).is_dir() or (root / where / f"{module}.py").is_file()
+               for where in (".", "src"))
+
+
+def _poetry_python(poetry: dict) -> str | None:
+    """``python`` of ``[tool.poetry.dependencies]`` when it is a PEP 440
+    specifier (poetry's ``^3.10`` is not one: then no request, and
+    SuperQode's own Python is tried first)."""
+    value = _table(poetry, "dependencies").get("python")
+    if not isinstance(value, str):
+        return None
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        return None
+    return value
+
+
+HATCH_TEST_ENVS = ("hatch-test", "test", "tests", "testing", "default")
+
+
+def _hatch_env(root: Path, data: dict) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """The hatch environment the tests run in (``hatch test``'s, a test
+    one, else the default): its name, its dependencies (the default
+    environment's too, which the others inherit unless detached or made
+    from another template) and its features. None without one that
+    declares dependencies. Only PEP 508 requirements are taken: a context
+    string (``{root:uri}``) or anything uv would read as an option is left
+    out."""
+    hatch_toml = {}
+    if (root / "hatch.toml").is_file():
+        try:
+            hatch_toml = tomllib.loads(_text(root / "hatch.toml"))
+        except tomllib.TOMLDecodeError:
+            hatch_toml = {}
+    envs = _table(hatch_toml, "envs") or _table(data, "tool", "hatch", "envs")
+    name = next((n for n in HATCH_TEST_ENVS if isinstance(envs.get(n), dict)), None)
+    if name is None:
+        return None
+    env, default = envs[name], _table(envs, "default")
+    own = [*(env.get("dependencies") or []), *(env.get("extra-dependencies") or [])]
+    inherit = (name != "default" and not env.get("detached")
+               and env.get("template", "default") == "default")
+    reqs = [*(default.get("dependencies") or []), *own] if inherit else own
+    if name == "hatch-test":
+        reqs.append("pytest")  # hatch test's own runner
+    features = env.get("features") or (default.get("features") if inherit else None) or []
+    good = tuple(dict.fromkeys(r for r in reqs if isinstance(r, str) and _pep508(r)))
+    feats = tuple(f for f in features if isinstance(f, str) and re.fullmatch(r"[\w.-]+", f))
+    return (name, good, feats) if good or feats else None
+
+
+def _pep508(text: str) -> bool:
+    try:
+        Requirement(text)
+    except InvalidRequirement:
+        return False
+    return not text.lstrip().startswith("-")
+
+
+def scm_version(project: Path) -> str | None:
+    """The version setuptools-scm / hatch-vcs would give the checkout, for
+    ``SETUPTOOLS_SCM_PRETEND_VERSION``: the build copies the sandbox without
+    its ``.git`` (git there would read a session's config), and an
+    unsubstituted ``.git_archival.txt`` makes their build fail. From ``git
+    describe`` in the user's project (the nearest tag; past it, the next
+    patch's ``.devN``, their default scheme), or None (no tag, not git)."""
+    try:
+        out = git_out(["describe", "--tags", "--long", "--match", "*[0-9]*"], project)
+    except (SuperQodeError, OSError):
+        return None
+    m = re.fullmatch(r"v?(.+)-(\d+)-g[0-9a-f]+", out.strip())
+    if m is None:
+        return None
+    try:
+        tag = Version(m.group(1))
+    except InvalidVersion:
+        return None
+    distance = int(m.group(2))
+    if distance == 0:
+        return str(tag)
+    release = (*tag.release[:-1], tag.release[-1] + 1) if not tag.is_prerelease else tag.release
+    return f"{'.'.join(map(str, release))}.dev{distance}"
 
 
 def static_metadata(root: Path) -> tuple[str, str] | None:

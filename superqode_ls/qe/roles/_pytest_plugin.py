@@ -12,6 +12,8 @@ import os
 import pytest
 
 _OUT = os.environ.get("SUPERQODE_PYTEST_REPORT")
+# Outcomes of the tests that ran, for the summary (how much of the suite ran).
+_COUNTS = {"passed": 0, "skipped": 0}
 
 
 def _write(record):
@@ -54,6 +56,13 @@ def pytest_runtest_makereport(item, call):
     _write(record)
 
 
+def pytest_runtest_logreport(report):
+    if report.skipped:
+        _COUNTS["skipped"] += 1
+    elif report.when == "call" and report.passed:
+        _COUNTS["passed"] += 1
+
+
 def pytest_collectreport(report):
     if report.failed:
         _write(
@@ -74,5 +83,6 @@ def pytest_sessionfinish(session, exitstatus):
             "exitstatus": int(exitstatus),
             "collected": session.testscollected,
             "failed": session.testsfailed,
+            **_COUNTS,
         }
     )

@@ -52,6 +52,37 @@ _FILE_LINE = re.compile(
     r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.MULTILINE
 )
 
+# A failure the sandbox explains, not the code: its network is off (no
+# route, no name resolution), so a test that reaches out fails there and
+# passes in the developer's CI. Connection refused is not among them: a
+# local server that did not start is the suite's own problem.
+_NO_NETWORK = re.compile(
+    r"\[Errno (?:101|-2|-3|-5)\]|Network is unreachable|Temporary failure in name resolution|"
+    r"Name or service not known|No address associated with hostname|"
+    r"nodename nor servname provided|getaddrinfo failed")
+# As root, a file made unreadable or unwritable stays readable: a test that
+# expects the permission error fails (its CI runs as a user).
+_AS_ROOT = re.compile(r"DID NOT RAISE <class '(?:PermissionError|OSError)'>")
+
+
+# SuperQode's own guard refused what the test does (writing git's
+# configuration, even of a repository the test made): the sandbox's policy.
+_GUARD = re.compile(r"superqode guard: blocked: ([^\n(]+)")
+
+
+def environment_cause(record: dict[str, Any], root: bool | None = None) -> str | None:
+    """Why a failing test failed because of where it ran, or None."""
+    text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
+    if _NO_NETWORK.search(text):
+        return "the sandbox has no network (the test reaches out)"
+    if m := _GUARD.search(text):
+        return f"SuperQode's guard refused it ({m.group(1).strip()[:120]})"
+    as_root = (os.geteuid() == 0 if hasattr(os, "geteuid") else False) if root is None else root
+    if as_root and _AS_ROOT.search(text):
+        return "it runs as root, for whom file permissions do not apply"
+    return None
+
+
 _RULES = {
     "call": ("test-failure", "Test fails"),
     "setup": ("test-error", "Test setup fails"),
@@ -266,6 +297,15 @@ class UnitTester(Role):
         if exit_code == 0 or (exit_code == 1 and (tests_failed or ran)):
             collected = summary.get("collected") if summary else None
             done = f"{collected} test(s) run" if collected is not None else None
+            if done and summary and "passed" in summary:
+                # How much of the suite really ran: a skip is often the
+                # environment's (no network, running as root).
+                done += (f" ({summary['passed']} passed, {summary.get('failed', 0)} failed, "
+                         f"{summary.get('skipped', 0)} skipped)")
+            causes = [f.noise.split(": ", 1)[-1] for f in findings if f.noise]
+            for cause in dict.fromkeys(causes):  # named, counted, never a finding to act on
+                done = (f"{done}; " if done else "") + (
+                    f"{causes.count(cause)} failure(s) the environment's: {cause}")
             return RoleOutput(findings=findings, tool="pytest", reason=done)
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
@@ -327,6 +367,7 @@ class UnitTester(Role):
                 key = fingerprint(rule_id, "pytest", file or "", nodeid, when)
             seen.add(key)
             title = f"{label}: {nodeid}" if nodeid else label
+            cause = environment_cause(r) if r.get("kind") != "collect" else None
             where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
             out.append(
                 Finding(
@@ -336,13 +377,15 @@ class UnitTester(Role):
                     rule_id=rule_id,
                     title=title,
                     message=f"{message}{where}",
-                    severity=Severity.high,
+                    severity=Severity.info if cause else Severity.high,
+                    severity_reason=f"info: the environment's, {cause}" if cause else None,
+                    noise=(f"the environment, not the code: {cause}" if cause else None),
                     confidence=0.95,
                     category="tests",
                     file=file,
                     range=_line_range(src.line(file, line), line) if file else None,
                     evidence=evidence,
-                    tags=["pytest", when],
+                    tags=["pytest", when, *(["environment"] if cause else [])],
                     snippet=src.line(file, line) if file else None,
                 )
             )

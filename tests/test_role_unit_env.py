@@ -1,0 +1,75 @@
+"""A test that fails because of where it ran (the sandbox has no network,
+SuperQode runs as root) is named for that cause, counted in the role's
+line and kept as noise at info: never a finding to act on, never a `fail`.
+A real failure beside it stays high."""
+
+from __future__ import annotations
+
+import os
+
+from superqode_ls.qe.roles.unit import environment_cause
+from tests.pyenv_helpers import run_unit_cli
+
+NET_TEST = '''import socket
+
+
+def test_reaches_out():
+    # an unroutable address: no route in a sandbox without network
+    socket.create_connection(("10.255.255.1", 80), timeout=5).close()
+
+
+def test_real_bug():
+    assert 1 + 1 == 3
+'''
+
+ROOT_TEST = '''import os
+
+import pytest
+
+
+def test_unreadable(tmp_path):
+    f = tmp_path / "secret"
+    f.write_text("x")
+    os.chmod(f, 0)
+    with pytest.raises(PermissionError):
+        f.read_text()
+'''
+
+
+def test_causes_are_named_from_the_failure_text():
+    unreachable = {"message": "requests.exceptions.ConnectionError: ... Failed to establish a "
+                              "new connection: [Errno 101] Network is unreachable"}
+    assert "no network" in environment_cause(unreachable)
+    dns = {"longrepr": "socket.gaierror: [Errno -3] Temporary failure in name resolution"}
+    assert "no network" in environment_cause(dns)
+    # A refused local connection is the suite's (its server did not start).
+    assert environment_cause({"message": "ConnectionRefusedError: [Errno 111] Connection "
+                                         "refused"}) is None
+    root = {"message": "Failed: DID NOT RAISE <class 'PermissionError'>"}
+    assert "root" in environment_cause(root, root=True)
+    assert environment_cause(root, root=False) is None  # as a user it is the code's
+    guard = {"message": "Exception: superqode guard: blocked: Writing git configuration changes "
+                        "how the repository behaves (read settings with `git config --get KEY`)"}
+    assert environment_cause(guard) == ("SuperQode's guard refused it (Writing git configuration "
+                                        "changes how the repository behaves)")
+    assert environment_cause({"message": "AssertionError: assert 2 == 3"}) is None
+
+
+def test_an_environment_failure_is_not_a_finding_to_act_on(make_repo):
+    files = {"tests/test_net.py": NET_TEST}
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if as_root:
+        files["tests/test_perm.py"] = ROOT_TEST
+    repo = make_repo(files)
+    proc, report, unit = run_unit_cli(repo)
+    by_test = {f["title"].rsplit("::", 1)[-1]: f for f in report["findings"]}
+    bug, net = by_test["test_real_bug"], by_test["test_reaches_out"]
+    assert bug["severity"] == "high" and bug["noise"] is None
+    assert net["severity"] == "info" and "no network" in net["noise"], net
+    assert "environment" in net["tags"]
+    assert "1 failure(s) the environment's: the sandbox has no network" in unit["reason"]
+    assert report["verdict"] == "fail"  # for the real bug only
+    if "test_unreadable" in by_test:  # where the sandbox leaves root its powers
+        perm = by_test["test_unreadable"]
+        assert perm["severity"] == "info" and "root" in perm["noise"]
+    assert proc.returncode == 1, proc.stdout + proc.stderr
