@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
-from pathlib import Path
 
 from superqode_ls.qe.covering import CoveringTests, _imports
+from tests.conftest import write_files
 
 # Every spelling of an import statement the scan must read as Python does.
 SOURCE = '''\
@@ -81,16 +81,9 @@ def test_an_import_written_inside_a_string_counts():
     assert _imports(text) == {"pkg.alpha", "pkg.alpha.one"}
 
 
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 def test_the_tests_of_a_changed_file(tmp_path):
-    root = _tree(tmp_path, {
+    root = tmp_path
+    write_files(root, {
         "src/pkg/__init__.py": "",
         "src/pkg/mod.py": "def f(): pass\n",
         "src/pkg/other.py": "def g(): pass\n",
