@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 import subprocess
 
+import pytest
+
 from superqode_ls.qe.roles._patches import unified_diff
 
 POOL = ["a", "b", "x = 1", "", "def f():", "    return 2", "c\r"]
@@ -55,3 +57,28 @@ def test_one_line_change_in_a_long_file_has_full_context():
     diff = unified_diff("m.py", old, old.replace("line 500\n", "LINE\n"))
     assert "@@ -498,7 +498,7 @@" in diff
     assert diff.count("\n ") == 6 and "-line 500\n+LINE\n" in diff
+
+
+def test_a_trusted_model_is_the_validated_one():
+    from pydantic import ValidationError
+
+    from superqode_ls.models import Finding, Patch, Range, Severity
+    from superqode_ls.qe.roles._patches import trusted
+
+    values = {"role": "lint_tester", "tool": "ruff", "rule_id": "F401", "title": "t", "message": "m",
+              "severity": Severity.low, "confidence": 0.9, "file": "a.py", "tags": ["ruff"],
+              "range": {"start_line": 2, "start_col": 1, "end_line": 2, "end_col": 5}}
+    made = trusted(Finding, {**values, "range": trusted(Range, values["range"])})
+    checked = Finding(**values)
+    assert made == checked and made.model_dump_json() == checked.model_dump_json()
+    assert made.model_fields_set == checked.model_fields_set
+    assert made.range.model_fields_set == checked.range.model_fields_set
+    # Defaults made by a factory are the model's own, never shared.
+    other = trusted(Finding, {**values, "range": None})
+    made.evidence.append("x")
+    assert other.evidence == [] and Finding.model_fields["evidence"].default_factory() == []
+    made.id = "f401-1"  # assignment works as on a validated model
+    assert "id" in made.model_fields_set
+    # A required field missing: validated as usual, and refused.
+    with pytest.raises(ValidationError):
+        trusted(Patch, {"id": "fix-1", "description": "d"})

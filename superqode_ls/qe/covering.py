@@ -2,10 +2,17 @@
 
 "Covering" is decided by imports, not by coverage data: a test file covers a
 source file when it imports that file's module (or something inside it), or
-when it is the changed file itself. That is cheap on a large tree (one parse
-per test file, once per session) and errs on the side of running a test. The
-tests run through the unit role, so they get its interpreter, plugins and
-sandbox-first import path.
+when it is the changed file itself. That is cheap on a large tree and errs on
+the side of running a test. The tests run through the unit role, so they get
+its interpreter, plugins and sandbox-first import path.
+
+The import index is built once per session, the first time a fix asks for
+its tests, from a line scan: only the import statements are parsed, not the
+test files (a whole-file parse of sqlalchemy's 239 test files, 12 MB, was
+13 s of CPU and most of a lint-only session's own work; the scan is a
+fraction of a second, so no cache across sessions is kept: one would be one
+more file that decides which tests judge a fix). An import statement inside
+a string counts too: a test run for nothing, never one missed.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ import ast
 import asyncio
 import contextlib
 import dataclasses
+import keyword
+import re
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -51,18 +60,117 @@ def module_names(rel: str) -> set[str]:
     return out
 
 
-def _imports(text: str) -> set[str]:
-    try:
-        tree = parse_python(text)
-    except (SyntaxError, ValueError):
-        return set()
-    out: set[str] = set()
-    for node in ast.walk(tree):
+# What may stand before an import statement's ``import`` on its line: the
+# indentation, a block's colon (``try: import x``), ``from module``.
+_HEAD = re.compile(r"[ \t]*(?:(?:try|else|finally|(?:el)?if\b[^\n:]*|except\b[^\n:]*)[ \t]*:[ \t]*)?"
+                   r"(from[ \t][\w. \t]*)?")
+_WORD = re.compile(r"\w").match  # a character that continues a word
+_COMMENT = re.compile(r"#[^\n]*")  # an import statement holds no string: "#" starts a comment
+_DOTTED = r"[^\W\d]\w*(?:[ \t]*\.[ \t]*[^\W\d]\w*)*"  # spaces around the dots are allowed
+_MODULE = re.compile(rf"[ \t]+({_DOTTED})[ \t]*")
+# One imported name and its alias: ``a.b``, ``a.b as c``, ``*``.
+_NAME = re.compile(rf"[ \t]*(\*|{_DOTTED})(?:[ \t]+as[ \t]+[^\W\d]\w*)?[ \t]*")
+
+
+def _statement(text: str, start: int, end: int) -> tuple[str, int]:
+    """The import statement from ``start`` (its keyword) whose first line ends
+    at ``end``, comments cut out, and where it ends: a parenthesised name list
+    runs to its ")", a backslash goes on to the next line."""
+    stmt = _COMMENT.sub("", text[start:end])
+    while True:
+        if stmt.count("(") > stmt.count(")"):
+            close = text.find(")", end)
+            if close < 0:
+                break
+        elif stmt.rstrip(" \t\r").endswith("\\"):
+            close = end + 1
+        else:
+            break
+        nl = text.find("\n", close)
+        nxt = len(text) if nl < 0 else nl
+        if nxt <= end:
+            break
+        end = nxt
+        stmt = _COMMENT.sub("", text[start:end])
+    return stmt.strip(), end
+
+
+def _simple(stmt: str, out: set[str]) -> bool:
+    """The names of a one-line statement of plain names (most of them) read
+    without a parse, as ``_names`` would; False for anything else."""
+    if "(" in stmt or "\\" in stmt or ";" in stmt:
+        return False
+    if stmt.startswith("import"):
+        module, rest = None, stmt[6:]
+    else:
+        module, sep, rest = stmt[4:].partition(" import")
+        m = _MODULE.fullmatch(module)
+        if not sep or m is None:
+            return False  # relative ("from . import x": ast for those), prose
+        module = "".join(m.group(1).split())
+        if not _dotted(module):
+            return False
+    found = []
+    for part in rest.split(","):
+        m = _NAME.fullmatch(part)
+        if m is None:
+            return False
+        name = "".join(m.group(1).split())
+        if (name == "*" and module is None) or not _dotted(name.replace("*", "a")):
+            return False
+        found.append(name)
+    if not found or (module is None and not rest[:1].isspace()):
+        return False
+    if module is None:
+        out.update(found)
+    else:
+        out.add(module)
+        out.update(f"{module}.{n}" for n in found)
+    return True
+
+
+def _dotted(name: str) -> bool:
+    return all(p.isidentifier() and not keyword.iskeyword(p) for p in name.split("."))
+
+
+def _names(tree: ast.Module, out: set[str]) -> None:
+    for node in tree.body:  # a statement or a few on one line: nothing nested
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             out.add(node.module)
             out.update(f"{node.module}.{a.name}" for a in node.names)
+
+
+def _imports(text: str) -> set[str]:
+    """The absolute module names ``text`` imports (and ``module.name`` for
+    each name a ``from`` import takes), from its import statements alone."""
+    out: set[str] = set()
+    done = 0  # the end of the last statement read: its lines are not read again
+    at = text.find("import")  # str.find: a regex search was most of the time
+    while at >= 0:
+        after = at + 6
+        if at < done or (at and _WORD(text[at - 1])) or (after < len(text) and _WORD(text[after])):
+            at = text.find("import", after)
+            continue
+        line = text.rfind("\n", 0, at) + 1
+        head = _HEAD.fullmatch(text, line, at)
+        if head is None:  # "import" inside some other line
+            at = text.find("import", after)
+            continue
+        start = head.start(1) if head.group(1) else at
+        nl = text.find("\n", after)
+        stmt, done = _statement(text, start, len(text) if nl < 0 else nl)
+        at = text.find("import", done)
+        if _simple(stmt, out):
+            continue
+        for candidate in (stmt, stmt.split(";", 1)[0]):
+            try:
+                tree = parse_python(candidate)
+            except (SyntaxError, ValueError):
+                continue  # prose that has "import" in it
+            _names(tree, out)
+            break
     return out
 
 
@@ -83,32 +191,35 @@ class CoveringTests:
     role: Role  # the unit role
     ctx: RoleContext  # its context; ``files`` is replaced per run
     timeout: float = DEFAULT_TIMEOUT_S
-    _index: dict[str, set[str]] | None = None  # test file -> names it imports
+    # A module name -> the test files importing it or a name inside it
+    # (``pkg.mod`` for ``from pkg.mod import f`` and ``from pkg import mod``);
+    # None until a fix first asks.
+    _index: dict[str, set[str]] | None = None
+    _tests: frozenset[str] = frozenset()
 
-    def _build_index(self) -> dict[str, set[str]]:
+    def _build_index(self) -> tuple[dict[str, set[str]], frozenset[str]]:
         index: dict[str, set[str]] = {}
+        tests: set[str] = set()
         for rel in find_test_files(self.sandbox):
             try:
                 text = (self.sandbox / rel).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            index[rel] = _imports(text)
-        return index
+            tests.add(rel)
+            for name in _imports(text):
+                # A name inside the module ("pkg.mod.func") counts; a package
+                # above it ("pkg") does not, or one `import pkg` would cover all.
+                index.setdefault(name, set()).add(rel)
+                index.setdefault(name.rsplit(".", 1)[0], set()).add(rel)
+        return index, frozenset(tests)
 
     async def for_files(self, files: list[str]) -> list[str]:
         if self._index is None:
-            self._index = await asyncio.to_thread(self._build_index)
-        wanted: set[str] = set()
+            self._index, self._tests = await asyncio.to_thread(self._build_index)
+        out = {rel for rel in files if rel in self._tests}
         for rel in files:
-            wanted |= module_names(rel)
-        out = []
-        for test, names in self._index.items():
-            # A name inside the module ("pkg.mod.func") counts; a package
-            # above it ("pkg") does not, or one `import pkg` would cover all.
-            if test in files or any(
-                n in wanted or n.rsplit(".", 1)[0] in wanted for n in names
-            ):
-                out.append(test)
+            for name in module_names(rel):
+                out |= self._index.get(name, set())
         return sorted(out)
 
     async def run(self, tests: list[str]) -> TestRun:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import pydantic_core
 
-from ...models import Finding, Patch, Severity
+from ...models import Finding, Patch, Range, Severity
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -39,7 +39,7 @@ from ._common import (
     selected_files,
     tail,
 )
-from ._patches import FileText, TextEdit, patch_of_diff
+from ._patches import FileText, TextEdit, patch_of_diff, trusted
 from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
@@ -179,7 +179,7 @@ class LintTester(FileCheckRole):
         unchosen: dict[str, bool] = {}  # per code: a style rule the project never chose
         for diag in data:
             rel = rels(diag.get("filename", ""))
-            code = diag.get("code") or diag.get("name") or "syntax-error"
+            code = _text(diag.get("code") or diag.get("name") or "syntax-error")
             if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / rel):
                 # Valid Python in its declared encoding (PEP 263): ruff reads
                 # UTF-8 only, so this is ruff's limit, not a fault in the file.
@@ -188,7 +188,7 @@ class LintTester(FileCheckRole):
             loc = diag.get("location") or {}
             end = diag.get("end_location") or loc
             line = int(loc.get("row") or 1)
-            name = diag.get("name") or code
+            name = _text(diag.get("name") or code)
             fix = diag.get("fix") or None
             applicability = _APPLICABILITY.get((fix or {}).get("applicability"))
             tags = ["ruff"]
@@ -199,32 +199,34 @@ class LintTester(FileCheckRole):
             if quiet is None:
                 quiet = unchosen[code] = (chosen is not None and severity.rank <= Severity.low.rank
                                           and not selected_by(code, chosen))
-            finding = Finding(
-                role=self.name,
-                tool="ruff",
-                rule_id=code,
+            said = _text(diag.get("message") or name)
+            url = diag.get("url")
+            # Made without validation (``trusted``): every value here is of
+            # its field's type (ruff's strings are checked as read).
+            finding = trusted(Finding, {
+                "role": self.name,
+                "tool": "ruff",
+                "rule_id": code,
                 # The rule id is the diagnostic's code and its name is in
                 # help_uri: the text says the problem once, as ruff does.
-                title=diag.get("message") or name,
-                message=diag.get("message") or name,
-                severity=severity,
-                confidence=0.9,
-                category="syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
-                file=rel,
-                # a mapping, validated with the finding (a Range made first
-                # is one more Python call per diagnostic)
-                range={
+                "title": said,
+                "message": said,
+                "severity": severity,
+                "confidence": 0.9,
+                "category": "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
+                "file": rel,
+                "range": trusted(Range, {
                     "start_line": max(1, line),
                     "start_col": max(1, int(loc.get("column") or 1)),
                     "end_line": max(1, int(end.get("row") or line)),
                     "end_col": max(1, int(end.get("column") or 1)),
-                },
-                tags=tags,
-                help_uri=diag.get("url"),
-                snippet=src.line(rel, line),
+                }),
+                "tags": tags,
+                "help_uri": url if isinstance(url, str) else None,
+                "snippet": src.line(rel, line),
                 # style from ruff's newer defaults: the project never chose it
                 **(_UNCHOSEN if quiet else {}),
-            )
+            })
             finding.id = finding.stable_id()  # in place: assign_ids copies none
             findings.append(finding)
             if (
@@ -385,6 +387,11 @@ def _declared_ok(path: Path) -> bool:
     except (OSError, SyntaxError, UnicodeError, LookupError):
         return False
     return encoding not in ("utf-8", "utf-8-sig")
+
+
+def _text(value: Any) -> str:
+    """A string of ruff's JSON as a string (validation did this)."""
+    return value if type(value) is str else str(value)
 
 
 def _edit(e: dict[str, Any]) -> TextEdit:
