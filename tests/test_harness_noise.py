@@ -30,17 +30,23 @@ def _one(findings, file, line):
 def test_an_exploit_script_is_test_code_the_apps_module_is_not(make_repo):
     repo = make_repo({"targets/web/exploits/exploit_all.py": "x = 1\n",
                       "poc/run.py": "x = 1\n", "python/Mako/exploit.py": "x = 1\n",
-                      "app/exploitation.py": "x = 1\n"})
+                      "app/exploitation.py": "x = 1\n", "traffic_generator.py": "x = 1\n",
+                      "locustfile.py": "x = 1\n", "app/traffic.py": "x = 1\n"})
     sec = {"category": "security", "tool": "superqode-patterns", "role": "security_tester"}
     findings = [_finding("hardcoded-db-password", "targets/web/exploits/exploit_all.py", 1, **sec),
                 _finding("hardcoded-db-password", "poc/run.py", 1, **sec),
                 _finding("hardcoded-db-password", "python/Mako/exploit.py", 1, **sec),
-                _finding("hardcoded-db-password", "app/exploitation.py", 1, **sec)]
+                _finding("hardcoded-db-password", "app/exploitation.py", 1, **sec),
+                _finding("hardcoded-db-password", "traffic_generator.py", 1, **sec),
+                _finding("hardcoded-db-password", "locustfile.py", 1, **sec),
+                _finding("hardcoded-db-password", "app/traffic.py", 1, **sec)]
     got = _filtered(repo, findings)
-    for rel in ("targets/web/exploits/exploit_all.py", "poc/run.py", "python/Mako/exploit.py"):
+    for rel in ("targets/web/exploits/exploit_all.py", "poc/run.py", "python/Mako/exploit.py",
+                "traffic_generator.py", "locustfile.py"):
         f = _one(got, rel, 1)
         assert f.noise and "tests" in f.noise and f.severity is Severity.medium
     assert _one(got, "app/exploitation.py", 1).noise is None
+    assert _one(got, "app/traffic.py", 1).noise is None
 
 
 def test_a_dotted_path_is_no_secret_a_dotted_password_may_be():
@@ -92,3 +98,41 @@ def test_a_run_whose_result_is_read_is_style_a_dropped_one_stays(make_repo):
     assert _one(got, "app/tools.py", 5).noise
     assert _one(got, "app/tools.py", 10).noise is None
     assert _one(got, "app/tools.py", 14).noise is None
+
+
+# Round 5, tuned on set 4's radware-vulnerable-api-application (not blind).
+def test_words_joined_by_dashes_are_a_label_a_passphrase_or_signing_key_is_not():
+    from superqode_ls.qe.roles._secrets import scan_text
+    assert not_a_secret("legacy-detour", '    "legacyToken": "legacy-detour"')
+    assert not_a_secret("read-only-mode", 'api_token = "read-only-mode"')
+    # a passphrase held by a password's name, a signing key, a generated token
+    assert not_a_secret("correct-horse-battery-staple",
+                        'password = "correct-horse-battery-staple"') is None
+    assert not_a_secret("shared-signing-words",
+                        'app.config["JWT_SECRET"] = "shared-signing-words"') is None
+    assert not_a_secret("xoxb-legacy-4f9Qz", '"legacyToken": "xoxb-legacy-4f9Qz"') is None
+    assert not_a_secret("k9x-detour-Q7", '"legacyToken": "k9x-detour-Q7"') is None
+    assert scan_text('{\n  "legacyToken": "legacy-detour"\n}\n') == []
+    hits = scan_text('{\n  "legacyToken": "Zq8-detour-w4PxL2"\n}\n')
+    assert [h.rule.id for h in hits] == ["secret-generic"]
+
+
+def test_recorded_traffic_is_test_data_a_provider_token_in_it_stays(make_repo):
+    files = {"Flows/Legit/michael.flow.json": "{}\n", "Flows/Attack/BLA_Checkout.json": "{}\n",
+             "captures/login.har": "{}\n", "api.postman_collection.json": "{}\n",
+             "app/flows.json": "{}\n", "flows/engine.py": "x = 1\n", "prepopulated_data.json": "{}\n"}
+    repo = make_repo(files)
+    sec = {"category": "secrets", "tool": "superqode-secrets", "role": "security_tester"}
+    findings = [_finding("secret-generic", rel, 1, **sec) for rel in files]
+    findings.append(_finding("secret-github-token", "Flows/Legit/admin.flow.json", 1,
+                             id="gh", **sec))
+    got = _filtered(repo, findings)
+    for rel in ("Flows/Legit/michael.flow.json", "Flows/Attack/BLA_Checkout.json",
+                "captures/login.har", "api.postman_collection.json"):
+        f = _one(got, rel, 1)
+        assert f.noise and "tests" in f.noise and f.severity is Severity.medium
+    # the app's own data and code named "flows" are not captures
+    for rel in ("app/flows.json", "flows/engine.py", "prepopulated_data.json"):
+        assert _one(got, rel, 1).noise is None
+    token = _one(got, "Flows/Legit/admin.flow.json", 1)
+    assert token.noise is None and token.severity is Severity.medium

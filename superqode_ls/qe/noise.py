@@ -283,6 +283,8 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
             hit = ("tests", "features/steps/")
         if hit is None and static and "tests" in classes and _attack_script(f.file):
             hit = ("tests", "exploits/")
+        if hit is None and static and "tests" in classes and _traffic_capture(f.file):
+            hit = ("tests", "recorded traffic")
         if hit is None:
             out.append(f)
             continue
@@ -315,12 +317,33 @@ def _behave(path: str | None) -> bool:
 # proofs of concept): a test of the application, its payloads are no
 # configuration.
 _ATTACK_DIRS = frozenset({"exploit", "exploits", "poc", "pocs"})
-_ATTACK_FILE = re.compile(r"^(?:exploit|poc)(?:_\w+)?\.py$|_exploit\.py$")
+# A traffic generator or load script drives the application like a test
+# (its generated users' passwords are no configuration).
+_ATTACK_FILE = re.compile(r"^(?:exploit|poc)(?:_\w+)?\.py$|_exploit\.py$"
+                          r"|^(?:traffic|load)_?gen(?:erator)?\w*\.py$|^locustfile\.py$")
 
 
 def _attack_script(path: str | None) -> bool:
     parts = (path or "").split("/")
     return bool(_ATTACK_DIRS & set(parts[:-1])) or bool(_ATTACK_FILE.search(parts[-1]))
+
+
+# A recorded or scripted exchange with the application (HAR captures,
+# Postman collections, traffic flows, VCR cassettes): the demo users'
+# passwords and tokens in it are test data. A provider token stays shown
+# (classify_paths keeps those out of the noise).
+_TRAFFIC_DIRS = frozenset({"flows", "captures", "recordings", "har", "postman", "cassettes",
+                           "traffic"})
+_TRAFFIC_FILE = re.compile(
+    r"(?i)\.har$|\.flow\.json$|\.postman_(?:collection|environment)\.json$")
+
+
+def _traffic_capture(path: str | None) -> bool:
+    parts = (path or "").split("/")
+    if _TRAFFIC_FILE.search(parts[-1]):
+        return True
+    return parts[-1].lower().endswith((".json", ".har", ".yaml", ".yml")) and bool(
+        _TRAFFIC_DIRS & {p.lower() for p in parts[:-1]})
 
 
 # Where a private key is a fixture: a TLS test server's key, an example's.

@@ -239,6 +239,9 @@ def _squash(name: str) -> str:
 # A message shown to a user ("'Password': 'Updated.'" in a response): letters
 # in words, ending in a full stop or an exclamation mark; no digit or symbol.
 MESSAGE = re.compile(r"^[A-Za-z]+(?:[ ,'-][A-Za-z]+)*[.!?]$")
+# Lowercase words joined by '-' ("legacy-detour", "read-only-mode"): no
+# digit, capital or symbol, which every generated token has.
+_HYPHEN_WORDS = re.compile(r"^[a-z]{2,}(?:-[a-z]{2,})+$")
 
 
 def not_a_secret(value: str, line: str | None = None) -> str | None:
@@ -259,6 +262,13 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "punctuation only (a set of characters, not a secret)"
     if MESSAGE.match(value):
         return "a message (words and a full stop), not a secret"
+    if _HYPHEN_WORDS.match(value) and entropy(value) < 4.0:
+        # "legacyToken": "legacy-detour" is a label or slug; a passphrase
+        # (words joined by '-') held by a password's name stays one.
+        name = _target(line, value, _ASSIGNED_TO) or _target(line, value, _COMPARED_TO) or ""
+        # A signing key's setting is the key whatever it looks like.
+        if not re.search(r"(?i)pass|pwd", name) and built_in_credential(value, line) is None:
+            return "words joined by '-' (a label or slug), not a secret"
     for q in ("'", '"'):
         at = (line or "").find(f"{q}{value}{q}")
         m = _TARGET.search(line[:at]) if line and at > 0 else None
