@@ -26,6 +26,13 @@ from tests.test_findings_context import _at
 FLASK = "import os\nimport sqlite3\nfrom flask import Flask, request\napp = Flask(__name__)\ndb = sqlite3.connect('x')\n"
 
 
+def _noise(findings, file, line, rule):
+    """The reports of ``rule`` at the line, each noise and at most low."""
+    hits = _at(findings, file, line, rule)
+    assert hits, f"{rule} at {file}:{line} not found"
+    assert all(f.noise and f.severity.rank <= Severity.low.rank for f in hits), (file, line)
+
+
 def _shown(findings, file, line, rule):
     hits = _at(findings, file, line, rule)
     assert hits, f"{rule} at {file}:{line} not found"
@@ -51,11 +58,20 @@ def test_sql_from_numbers_only_is_noise_and_text_segments_stay(make_repo):
         "@app.route('/r/<path:p>')\n"
         "def r(p):\n"
         "    return db.execute(f'SELECT * FROM files WHERE p = {p}').fetchall()\n"         # 21
+    ), "api.py": (
+        "import sqlite3\nfrom fastapi import FastAPI\napp = FastAPI()\ndb = sqlite3.connect('x')\n"
+        "@app.get('/u/{uid}')\n"
+        "def u(uid: int):\n"
+        "    return db.execute(f'SELECT * FROM users WHERE id = {uid}').fetchall()\n"        # 7
+        "@app.get('/s/{name}')\n"
+        "def s(name: str):\n"
+        "    return db.execute(f'SELECT * FROM users WHERE n = {name}').fetchall()\n"        # 10
     )})
     found = found_by_security(repo)
+    _noise(found, "api.py", 7, "sql-injection")
+    assert _shown(found, "api.py", 10, "sql-injection")
     for line in (8, 12):
-        hits = _at(found, "app.py", line, "sql-injection")
-        assert hits and all(f.noise and f.severity.rank <= Severity.low.rank for f in hits), line
+        _noise(found, "app.py", line, "sql-injection")
     for line in (15, 18, 21):
         assert any(f.severity == Severity.high for f in _shown(found, "app.py", line,
                                                                "sql-injection")), line
@@ -89,8 +105,7 @@ def test_pickle_of_the_projects_own_model_is_noise_and_request_data_stays(make_r
     })
     found = found_by_security(repo)
     for file, line in (("inspect_model.py", 4), ("detector.py", 10)):
-        hits = _at(found, file, line, "B301")
-        assert hits and all(f.noise and f.severity.rank <= Severity.low.rank for f in hits), file
+        _noise(found, file, line, "B301")
     for line in (9, 12):
         assert any(f.severity == Severity.high for f in _shown(found, "app.py", line, "B301"))
     # a path nobody in the module fixes keeps bandit's rating
@@ -117,8 +132,7 @@ def test_a_segment_with_a_fixed_suffix_is_noise_and_climbing_paths_stay(make_rep
         "    return open(os.path.join('d', kind + '.txt', request.args['f'])).read()\n"  # 20
     )})
     found = found_by_security(repo)
-    hits = _at(found, "app.py", 10, "path-traversal")
-    assert hits and all(f.noise for f in hits)
+    _noise(found, "app.py", 10, "path-traversal")
     for line in (14, 17, 20):
         assert _shown(found, "app.py", line, "path-traversal"), line
 
@@ -132,8 +146,7 @@ def test_all_interfaces_without_debug_is_noise_and_with_debug_stays(make_repo):
                    "if __name__ == '__main__':\n    app.run(host='0.0.0.0', debug=True)\n"),
     })
     found = found_by_security(repo)
-    hits = _at(found, "main.py", 4, "B104")
-    assert hits and all(f.noise and f.severity.rank <= Severity.low.rank for f in hits)
+    _noise(found, "main.py", 4, "B104")
     assert _shown(found, "dev.py", 4, "B104")
 
 
