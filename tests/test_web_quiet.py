@@ -101,7 +101,13 @@ def test_pickle_of_the_projects_own_model_is_noise_and_request_data_stays(make_r
             "    return str(pickle.load(request.files['f']))\n"                       # 12
             "def load_from(path):\n"
             "    with open(path, 'rb') as fh:\n"
-            "        return pickle.load(fh)\n"),                                      # 15
+            "        return pickle.load(fh)\n"                                        # 15
+            "MODEL = 'model.pkl'\n"
+            "@app.route('/many', methods=['POST'])\n"
+            "def many():\n"
+            "    for MODEL in request.files.getlist('f'):\n"
+            "        pickle.load(open(MODEL, 'rb'))\n"                                # 20
+            "    return 'ok'\n"),
     })
     found = found_by_security(repo)
     for file, line in (("inspect_model.py", 4), ("detector.py", 10)):
@@ -110,6 +116,8 @@ def test_pickle_of_the_projects_own_model_is_noise_and_request_data_stays(make_r
         assert any(f.severity == Severity.high for f in _shown(found, "app.py", line, "B301"))
     # a path nobody in the module fixes keeps bandit's rating
     assert _shown(found, "app.py", 15, "B301")
+    # a loop's name is not the module constant it shadows
+    assert _shown(found, "app.py", 20, "B301")
 
 
 @needs_bandit

@@ -16,7 +16,8 @@ away), never dropped.
 - ``path-traversal`` through a Flask route segment with the default
   converter followed by fixed text (``id + ".pickle"``): the converter
   refuses ``/``, and with text after it the segment is never ``..``:
-  low noise. ``<path:...>`` and query or body data stay;
+  low noise (a POSIX server's view: Windows also splits at ``\\``).
+  ``<path:...>`` and query or body data stay;
 - B104 (all interfaces) on an application server's run call (``app.run``,
   ``uvicorn.run``, ``run_app``) that does not turn debug on, in a module
   that never does: a deployment choice, low noise; with debug on it stays
@@ -217,8 +218,10 @@ def _fixed(s: Scopes, e: ast.AST, func: ast.AST, depth: int = _DEPTH) -> bool:
             return True
         if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) and e.id in _param_names(func):
             return _fixed_param(s, func, e.id, depth - 1)
-        values = _assigned(func, e.id) if func is not s.tree else None
-        if not values:
+        values = _assigned(func, e.id) if func is not s.tree else []
+        if values is None:  # a loop or unpacking target: not followed
+            return False
+        if not values:  # not given a value here: the module's name, if any
             values = _assigned(s.tree, e.id) if _module_name(s, e.id) else None
             func = s.tree
         return bool(values) and all(_fixed(s, v, func, depth - 1) for v in values)
