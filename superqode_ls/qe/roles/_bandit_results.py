@@ -89,6 +89,12 @@ def bandit_findings(
                         "code is at least high"
                     )
                     severity = Severity.high
+                elif (assigned := _secrets.assigned_password(secret, text)) is not None \
+                        and severity.rank < Severity.medium.rank:
+                    # a weak seeded password (``password = "admin"``): test
+                    # code's are lowered again as noise by the path classes
+                    severity_reason = f"bandit rates it {severity.value}; {assigned}"
+                    severity = Severity.medium
         elif test_id == "B324" and severity.rank > Severity.medium.rank:
             # A weak hash is a risk only where it protects something; a
             # cache key or an ETag is not. A secret in the code always is,

@@ -327,6 +327,21 @@ def built_in_credential(value: str, line: str | None) -> str | None:
     return None
 
 
+def assigned_password(value: str, line: str | None) -> str | None:
+    """Why a short literal is still a credential: a password's name is
+    given it (``password = "admin"`` for a seeded account, ``User(...,
+    password="admin")``). bandit rates those low when the word looks weak,
+    but a weak built-in password is the flaw. None for placeholders, slots,
+    an environment variable's name, a marker shorter than four characters."""
+    if len(value) < 4 or any(c.isspace() for c in value) or not any(c.isalnum() for c in value) \
+            or _SLOT.match(value) or _PLACEHOLDER.match(value) or _ENV_VAR_NAME.match(value):
+        return None
+    name = _target(line, value, _ASSIGNED_TO)
+    if name and _PASSWORD_VAR.match(name) and value.lower() != name.lower():
+        return f"{name} is given a literal: a password built into the code"
+    return None
+
+
 @dataclass
 class SecretHit:
     rule: SecretRule

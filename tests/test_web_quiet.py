@@ -1,0 +1,179 @@
+"""What a web application's own code proves harmless (qe/roles/_web_quiet.py)
+and a seeded password bandit under-rates, each rule both ways with real
+bandit on real files (the red-team side: the neighbour an attacker can
+reach stays shown):
+
+- SQL formatted only from a Flask ``<int:...>`` parameter or ``int(...)`` of
+  request data: noise; a ``<string>``/``<path>`` segment (also one a Flask
+  view annotates ``: int``, which Flask ignores) stays high;
+- pickle.load of the project's own model file at a fixed path (also through
+  a parameter whose default and every caller fix it): noise; of request
+  data or an upload: high;
+- path traversal through a default-converter segment followed by fixed
+  text: noise; ``<path:...>``, a bare segment and query data stay;
+- B104 without debug: noise; with ``debug=True``: shown;
+- ``password = "admin"`` in product code: at least medium; in a test
+  fixture: noise.
+"""
+
+from __future__ import annotations
+
+from superqode_ls.models import Severity
+from superqode_ls.qe.roles._secrets import assigned_password
+from tests.test_context_raise import found_by_security, needs_bandit
+from tests.test_findings_context import _at
+
+FLASK = "import os\nimport sqlite3\nfrom flask import Flask, request\napp = Flask(__name__)\ndb = sqlite3.connect('x')\n"
+
+
+def _noise(findings, file, line, rule):
+    """The reports of ``rule`` at the line, each noise and at most low."""
+    hits = _at(findings, file, line, rule)
+    assert hits, f"{rule} at {file}:{line} not found"
+    assert all(f.noise and f.severity.rank <= Severity.low.rank for f in hits), (file, line)
+
+
+def _shown(findings, file, line, rule):
+    hits = _at(findings, file, line, rule)
+    assert hits, f"{rule} at {file}:{line} not found"
+    return [f for f in hits if f.noise is None]
+
+
+@needs_bandit
+def test_sql_from_numbers_only_is_noise_and_text_segments_stay(make_repo):
+    repo = make_repo({"app.py": FLASK + (
+        "@app.route('/u/<int:user_id>')\n"                                       # 6
+        "def user(user_id):\n"
+        "    return db.execute(f'SELECT * FROM users WHERE id = {user_id}').fetchall()\n"  # 8
+        "@app.route('/n')\n"
+        "def note():\n"
+        "    nid = int(request.args['id'])\n"
+        "    return db.execute('SELECT * FROM notes WHERE id = %s' % nid).fetchall()\n"   # 12
+        "@app.route('/p/<name>')\n"
+        "def post(name):\n"
+        "    return db.execute(f'SELECT * FROM posts WHERE slug = {name}').fetchall()\n"   # 15
+        "@app.route('/q/<id>')\n"
+        "def q(id: int):\n"
+        "    return db.execute(f'SELECT * FROM posts WHERE id = {id}').fetchall()\n"       # 18
+        "@app.route('/r/<path:p>')\n"
+        "def r(p):\n"
+        "    return db.execute(f'SELECT * FROM files WHERE p = {p}').fetchall()\n"         # 21
+    ), "api.py": (
+        "import sqlite3\nfrom fastapi import FastAPI\napp = FastAPI()\ndb = sqlite3.connect('x')\n"
+        "@app.get('/u/{uid}')\n"
+        "def u(uid: int):\n"
+        "    return db.execute(f'SELECT * FROM users WHERE id = {uid}').fetchall()\n"        # 7
+        "@app.get('/s/{name}')\n"
+        "def s(name: str):\n"
+        "    return db.execute(f'SELECT * FROM users WHERE n = {name}').fetchall()\n"        # 10
+    )})
+    found = found_by_security(repo)
+    _noise(found, "api.py", 7, "sql-injection")
+    assert _shown(found, "api.py", 10, "sql-injection")
+    for line in (8, 12):
+        _noise(found, "app.py", line, "sql-injection")
+    for line in (15, 18, 21):
+        assert any(f.severity == Severity.high for f in _shown(found, "app.py", line,
+                                                               "sql-injection")), line
+
+
+@needs_bandit
+def test_pickle_of_the_projects_own_model_is_noise_and_request_data_stays(make_repo):
+    repo = make_repo({
+        "inspect_model.py": (
+            "import pickle\nMODEL_PATH = 'model.pkl'\n"
+            "with open(MODEL_PATH, 'rb') as f:\n    obj = pickle.load(f)\n"),        # 4
+        "detector.py": (
+            "import os\nimport pickle\n\n"
+            "class Detector:\n"
+            "    def __init__(self, model_path='model.pkl'):\n"
+            "        self._load(model_path)\n\n"
+            "    def _load(self, path):\n"
+            "        with open(os.path.join(os.path.dirname(__file__), path), 'rb') as fh:\n"
+            "            return pickle.load(fh)\n"),                                  # 10
+        "app.py": FLASK + (
+            "import pickle\n"
+            "@app.route('/load', methods=['POST'])\n"
+            "def load():\n"
+            "    return str(pickle.loads(request.data))\n"                            # 9
+            "@app.route('/up', methods=['POST'])\n"
+            "def up():\n"
+            "    return str(pickle.load(request.files['f']))\n"                       # 12
+            "def load_from(path):\n"
+            "    with open(path, 'rb') as fh:\n"
+            "        return pickle.load(fh)\n"                                        # 15
+            "MODEL = 'model.pkl'\n"
+            "@app.route('/many', methods=['POST'])\n"
+            "def many():\n"
+            "    for MODEL in request.files.getlist('f'):\n"
+            "        pickle.load(open(MODEL, 'rb'))\n"                                # 20
+            "    return 'ok'\n"),
+    })
+    found = found_by_security(repo)
+    for file, line in (("inspect_model.py", 4), ("detector.py", 10)):
+        _noise(found, file, line, "B301")
+    for line in (9, 12):
+        assert any(f.severity == Severity.high for f in _shown(found, "app.py", line, "B301"))
+    # a path nobody in the module fixes keeps bandit's rating
+    assert _shown(found, "app.py", 15, "B301")
+    # a loop's name is not the module constant it shadows
+    assert _shown(found, "app.py", 20, "B301")
+
+
+@needs_bandit
+def test_a_segment_with_a_fixed_suffix_is_noise_and_climbing_paths_stay(make_repo):
+    repo = make_repo({"app.py": FLASK + (
+        "@app.route('/archive/<id>', methods=['POST'])\n"
+        "def archive(id):\n"
+        "    filename = id + '.pickle'\n"
+        "    filepath = os.path.join(app.config['ATTACHMENTS_DIR'], filename)\n"
+        "    f = open(filepath, 'wb')\n"                                             # 10
+        "    return 'ok'\n"
+        "@app.route('/raw/<name>')\n"
+        "def raw(name):\n"
+        "    return open(os.path.join('files', name)).read()\n"                      # 14
+        "@app.route('/dl/<path:name>')\n"
+        "def dl(name):\n"
+        "    return open(name + '.txt').read()\n"                                    # 17
+        "@app.route('/q/<kind>')\n"
+        "def q(kind):\n"
+        "    return open(os.path.join('d', kind + '.txt', request.args['f'])).read()\n"  # 20
+    )})
+    found = found_by_security(repo)
+    _noise(found, "app.py", 10, "path-traversal")
+    for line in (14, 17, 20):
+        assert _shown(found, "app.py", line, "path-traversal"), line
+
+
+@needs_bandit
+def test_all_interfaces_without_debug_is_noise_and_with_debug_stays(make_repo):
+    repo = make_repo({
+        "main.py": ("from flask import Flask\napp = Flask(__name__)\n"
+                    "if __name__ == '__main__':\n    app.run(host='0.0.0.0', port=8081)\n"),
+        "dev.py": ("from flask import Flask\napp = Flask(__name__)\n"
+                   "if __name__ == '__main__':\n    app.run(host='0.0.0.0', debug=True)\n"),
+    })
+    found = found_by_security(repo)
+    _noise(found, "main.py", 4, "B104")
+    assert _shown(found, "dev.py", 4, "B104")
+
+
+@needs_bandit
+def test_a_seeded_admin_password_is_medium_and_a_test_fixtures_is_noise(make_repo):
+    seed = ("def create_admin(User):\n    email = 'admin@admin.com'\n"
+            "    password = 'admin'\n    return User(email=email, password=password)\n")
+    repo = make_repo({"application/__init__.py": seed, "tests/test_admin.py": seed})
+    found = found_by_security(repo)
+    shown = _shown(found, "application/__init__.py", 3, "B105")
+    assert shown and all(f.severity.rank >= Severity.medium.rank for f in shown)
+    fixture = _at(found, "tests/test_admin.py", 3, "B105")
+    assert fixture and all(f.noise for f in fixture)
+
+
+def test_assigned_password_leaves_placeholders_markers_and_other_names_alone():
+    assert assigned_password("admin", "    password = 'admin'")
+    assert assigned_password("admin", "    User(password='admin')")
+    for value, line in (("-", "password = '-'"), ("xxxx", "password = 'xxxx'"),
+                        ("{pw}", "password = '{pw}'"), ("admin", "username = 'admin'"),
+                        ("PASSWORD", "password = 'PASSWORD'"), ("abc", "password = 'abc'")):
+        assert assigned_password(value, line) is None, value
