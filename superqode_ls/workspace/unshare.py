@@ -313,10 +313,14 @@ def _first(ops, devices, net, cmd, uid, gid, alive_fd, mask) -> None:
         # A new session is a new CPU group at nice 0, an equal of the
         # editor's: give it the nice of the group it left (raising it needs
         # no privilege). One try: where the kernel's rate limit refuses it,
-        # the supervisor this execs tries again while the command runs.
+        # the supervisor this execs tries again while the command runs; it
+        # aims at its own nice, so that is raised to the group's first (a
+        # tool never runs above the group it came from).
         nice = landlock.group_nice() or 0
         os.setsid()
         if nice > 0:
+            if os.getpriority(os.PRIO_PROCESS, 0) < nice:
+                os.setpriority(os.PRIO_PROCESS, 0, min(19, nice))
             landlock.set_group_nice(nice)
         try:
             os.chdir(cwd)
