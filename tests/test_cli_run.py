@@ -206,12 +206,20 @@ def test_ctrl_c_cancels_reverts_and_keeps_partial_report(make_repo):
     try:
         deadline = time.monotonic() + 60
         seen = []
+        # The cancel comes once toy_tester has reported (its finding is the
+        # partial result) and toy_slow is inside its sleep: on a loaded
+        # machine toy_slow may start well before toy_tester ends.
+        def tester_done() -> bool:
+            return any(ln.startswith("[toy_tester] ")
+                       and not ln.startswith(("[toy_tester] started", "[toy_tester] running"))
+                       for ln in seen)
+
         while time.monotonic() < deadline:
             line = proc.stderr.readline()
             seen.append(line)
-            if "[toy_slow] started" in line:
+            if any("[toy_slow] started" in ln for ln in seen) and tester_done():
                 break
-        assert any("[toy_slow] started" in ln for ln in seen), seen
+        assert any("[toy_slow] started" in ln for ln in seen) and tester_done(), seen
         wait_for(lambda: descendants_running("time.sleep(60)", proc.pid), 60, "toy_slow's subprocess")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
