@@ -31,7 +31,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from ..config import Config, superqode_home
+from ..config import Config, ConfigError, load_config, superqode_home
 from ..errors import SuperQodeError
 from ..runtime import Runtime
 from . import envcache
@@ -210,6 +210,53 @@ async def resolve_python(
     setup = f"could not build the project's environment from {plan.describe()}: {built}"
     return replace(own_python(_join(passed_over, f"{setup}; {CONFIGURE}"), tuple(tried)),
                    setup=setup)
+
+
+def spawn_background_build(project: Path) -> tuple[subprocess.Popen, Path] | None:
+    """Go on building ``project``'s environment without the session: a
+    detached ``python -m superqode_ls.workspace.pyenv_build PROJECT`` (its
+    own process group, so the session's end or a Ctrl-C in its terminal
+    leaves it be), bounded by ``roles.env_build_timeout_s`` and confined as
+    every build is. It reads the project's declarations where the session's
+    sandbox read them (the same files in a quick run of the current state),
+    so it fills the key the next run looks up. Returns it and its log, or
+    None when it could not be started."""
+    log_path = superqode_home() / "logs" / "env-build.log"
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=str(project), start_new_session=True, close_fds=True)
+    except OSError:
+        return None
+    return proc, log_path
+
+
+async def build_in_background(project: Path) -> int:
+    """The detached builder's work (spawn_background_build): 0 when the
+    environment is ready (built now or by another), 1 when it could not be
+    built (the next run says why), 2 for a configuration it cannot read."""
+    def emit(_type: str, **data: Any) -> None:
+        print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%dT%H:%M:%SZ} {project}: "
+              f"{data.get('message', _type)}", flush=True)
+
+    try:
+        config = load_config(project)
+    except ConfigError as e:
+        emit("progress", message=f"not built: {e}")
+        return 2
+    plan = await asyncio.to_thread(make_plan, project)
+    if plan is None:
+        emit("progress", message="not built: nothing declared")
+        return 0
+    built = await build_env(project, plan, config.roles.env_build_timeout_s, emit,
+                            project=project, hide=config.sandbox.hide)
+    if isinstance(built, ProjectPython):
+        return 0
+    emit("progress", message=f"not built: {built}")
+    return 1
 
 
 def metadata_dir(name: str, version: str) -> str | None:
@@ -450,3 +497,7 @@ async def _locked(path: Path):
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+if __name__ == "__main__":  # the detached builder (spawn_background_build)
+    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve())))
