@@ -316,7 +316,7 @@ class RoleRuns:
         self.python.cancel()
         with contextlib.suppress(BaseException):
             await self.python
-        started = await asyncio.to_thread(spawn_background_build, project)
+        started = await asyncio.to_thread(spawn_background_build, project, self.request.runtime.nice)
         if started is not None:
             self.background_build = started[0]
         self.bus.emit("progress", message="environment: " + (

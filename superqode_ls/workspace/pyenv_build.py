@@ -212,21 +212,23 @@ async def resolve_python(
                    setup=setup)
 
 
-def spawn_background_build(project: Path) -> tuple[subprocess.Popen, Path] | None:
+def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Popen, Path] | None:
     """Go on building ``project``'s environment without the session: a
     detached ``python -m superqode_ls.workspace.pyenv_build PROJECT`` (its
     own process group, so the session's end or a Ctrl-C in its terminal
     leaves it be), bounded by ``roles.env_build_timeout_s`` and confined as
     every build is. It reads the project's declarations where the session's
     sandbox read them (the same files in a quick run of the current state),
-    so it fills the key the next run looks up. Returns it and its log, or
-    None when it could not be started."""
+    so it fills the key the next run looks up. ``nice``: the session's
+    steps below it for the build's tools (the terminal's 0, the editor's
+    +10), as the session's own build had. Returns it and its log, or None
+    when it could not be started."""
     log_path = superqode_home() / "logs" / "env-build.log"
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project)],
+                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project), str(nice)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 cwd=str(project), start_new_session=True, close_fds=True)
     except OSError:
@@ -234,7 +236,7 @@ def spawn_background_build(project: Path) -> tuple[subprocess.Popen, Path] | Non
     return proc, log_path
 
 
-async def build_in_background(project: Path) -> int:
+async def build_in_background(project: Path, nice: int = 0) -> int:
     """The detached builder's work (spawn_background_build): 0 when the
     environment is ready (built now or by another), 1 when it could not be
     built (the next run says why), 2 for a configuration it cannot read."""
@@ -252,7 +254,7 @@ async def build_in_background(project: Path) -> int:
         emit("progress", message="not built: nothing declared")
         return 0
     built = await build_env(project, plan, config.roles.env_build_timeout_s, emit,
-                            project=project, hide=config.sandbox.hide)
+                            Runtime(nice=nice), project=project, hide=config.sandbox.hide)
     if isinstance(built, ProjectPython):
         return 0
     emit("progress", message=f"not built: {built}")
@@ -500,4 +502,4 @@ async def _locked(path: Path):
 
 
 if __name__ == "__main__":  # the detached builder (spawn_background_build)
-    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve())))
+    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve(), int(sys.argv[2]))))
