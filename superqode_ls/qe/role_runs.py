@@ -76,14 +76,21 @@ class RoleRuns:
         self.python: asyncio.Task[ProjectPython] | None = None
         self.env_wait_until: float | None = None  # loop time; None: wait for the build
         self.env_deferred = False  # a role gave up waiting: the build goes on detached
+        self.env_building = asyncio.Event()  # a build (not a lookup) is under way
         self.background_build: subprocess.Popen | None = None  # that detached builder
         self.probe: SuiteProbe | None = None
 
     async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")
+        loop = asyncio.get_running_loop()
+
+        def emit(type: str, **data: Any) -> None:
+            if data.get("building"):  # (from a worker thread too)
+                loop.call_soon_threadsafe(self.env_building.set)
+            self.bus.emit(type, **data)
+
         py = await resolve_python(
-            res.project, root, res.config, editor=self.request.python,
-            emit=lambda type, **data: self.bus.emit(type, **data), build=build,
+            res.project, root, res.config, editor=self.request.python, emit=emit, build=build,
             runtime=self.request.runtime,
         )
         line = py.label(res.project) + (f" ({py.note})" if py.note else "")
@@ -298,18 +305,26 @@ class RoleRuns:
     async def _wait_python(self, loop: asyncio.AbstractEventLoop, project: Path) -> ProjectPython | None:
         """The project's interpreter, or None when it is still being built at
         ``env_wait_until`` (quick mode): then the build is handed to a
-        detached builder, once, and every role that needs it is skipped."""
+        detached builder, once, and every role that needs it is skipped
+        (one that starts building after that point is handed over at once)."""
         assert self.python is not None
         if self.env_deferred:
             return None
         if self.env_wait_until is None or self.python.done():
             return await self.python
+        # Finding or reusing an environment is waited for whole (a loaded
+        # machine can take seconds to check a cached one); a build, the share.
+        building = asyncio.ensure_future(self.env_building.wait())
         try:
-            return await asyncio.wait_for(asyncio.shield(self.python),
-                                          timeout=max(0.0, self.env_wait_until - loop.time()))
-        except TimeoutError:
-            if self.env_deferred:  # another role handed it over meanwhile
-                return None
+            await asyncio.wait({self.python, building}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            building.cancel()
+        if not self.python.done():
+            await asyncio.wait({self.python}, timeout=max(0.0, self.env_wait_until - loop.time()))
+        if self.env_deferred:  # another role handed it over meanwhile (the task is cancelled)
+            return None
+        if self.python.done():
+            return await self.python
         # Stopped here (its lock released, its processes killed) and finished
         # by a detached builder, bounded and confined alike, for the next run.
         self.env_deferred = True

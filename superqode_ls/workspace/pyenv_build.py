@@ -357,13 +357,18 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         envcache.envs_dir().mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return f"cannot create {envcache.envs_dir()}: {e.strerror}"
-    async with _locked(envcache.envs_dir() / f"{key}.lock"):
+    def waiting() -> None:  # another build of it (a detached one) is under way
+        emit("progress", message=f"environment: waiting for another build of {target}",
+             building=True)
+
+    async with _locked(envcache.envs_dir() / f"{key}.lock", waiting):
         cached = await asyncio.to_thread(_ready, target, emit, hide)
         if cached is not None:
             emit("progress", message=f"environment: reusing {target} (cached, {plan.describe()})")
             return replace(cached, note=note)
         await asyncio.to_thread(envcache.discard, target)
-        emit("progress", message=f"environment: building from {plan.describe()} into {target}")
+        emit("progress", message=f"environment: building from {plan.describe()} into {target}",
+             building=True)  # what a quick run's bounded wait is for (qe/role_runs.py)
         why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
@@ -486,15 +491,20 @@ async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path
 
 
 @contextlib.asynccontextmanager
-async def _locked(path: Path):
-    """An exclusive file lock, waited for without blocking the event loop."""
+async def _locked(path: Path, waiting: Callable[[], None] = lambda: None):
+    """An exclusive file lock, waited for without blocking the event loop;
+    ``waiting`` is called once when another holds it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
+        told = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not told:
+                    told = True
+                    waiting()
                 await asyncio.sleep(0.2)
         yield
     finally:
