@@ -515,10 +515,20 @@ def cmd_roles(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_started_once = False
+
+
 def _process_started() -> float | None:
     """``time.monotonic()`` when this process started (Linux): the session's
     budget then counts the CLI's own start (its imports, a second or two on
-    a loaded machine) too. None where it cannot be read."""
+    a loaded machine) too. Only for the first run of a process that is the
+    ``superqe`` command (not a test or a helper calling it in-process, which
+    started long before); None otherwise or where it cannot be read."""
+    global _started_once
+    first, _started_once = not _started_once, True
+    argv0 = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if not first or argv0 not in ("superqe", "__main__.py"):
+        return None
     try:
         after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
         ticks = int(after_name[19])  # field 22, starttime, in clock ticks since boot
