@@ -7,13 +7,17 @@ is real: the project's own build backend takes its time, offline."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 from pathlib import Path
 
 import pytest
 
 from superqode_ls.qe.pipeline import QERequest, QESession
+from superqode_ls.workspace import envcache
 from superqode_ls.qe.role_runs import ENV_DEFERRED
 from tests.pyenv_helpers import BACKEND, STUB, project_files, wheelhouse
+from tests.waiting import wait_for
 
 SLOW_S = 12  # the build backend's own time; the first run waits 3 s of its 9
 
@@ -31,6 +35,18 @@ def slow_project(make_repo) -> Path:
         head, head + f"    time.sleep({SLOW_S})\n")
     files["tests/test_a.py"] = "import slowpkg\n\n\ndef test_a():\n    assert slowpkg.WHERE\n"
     return make_repo(files)
+
+
+def builder_holds_the_lock() -> bool:
+    for lock in envcache.envs_dir().glob("*.lock"):
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # (releases it when it was ours)
+    return False
 
 
 def test_a_slow_first_build_is_left_to_the_background_and_the_next_run_uses_it(
@@ -54,6 +70,7 @@ def test_a_slow_first_build_is_left_to_the_background_and_the_next_run_uses_it(
         assert builder is not None
         # A run while the builder still builds waits the same share for it
         # (on its lock), then skips the same way: never the budget's end.
+        wait_for(builder_holds_the_lock, 120, "the detached builder's lock")
         again = QESession(QERequest(repo, roles=roles, timeout=9))
         report = asyncio.run(again.run())
         unit = next(r for r in report.roles if r.role == "unit_tester")
