@@ -5,6 +5,7 @@ fixes stay unverified); a role out of time still times the session out."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -48,3 +49,18 @@ def test_a_role_out_of_time_still_times_the_session_out(make_repo):
                         bus=EventBus())
     report = asyncio.run(session.run())
     assert report.timed_out
+
+
+def test_the_budget_counts_from_the_command_and_leaves_the_last_steps_their_share(make_repo):
+    """The roles' deadline is the command's start (``started``: its imports
+    before the session) plus the budget, less what the filter, verification,
+    the revert and the report are kept."""
+    repo = make_repo({"app.py": APP})
+    began = time.monotonic() - 0.5
+    session = QESession(QERequest(repo, roles=["toy_tester", "toy_slow"], timeout=10, started=began),
+                        bus=EventBus())
+    report = asyncio.run(session.run())
+    assert report.timed_out
+    deadline = session.role_runs.contexts["toy_slow"].deadline
+    assert deadline == pytest.approx(began + 10 - pipeline.tail_reserve(10), abs=0.01)
+    assert [pipeline.tail_reserve(b) for b in (2, 60, 1800)] == [1.0, 9.0, 120.0]

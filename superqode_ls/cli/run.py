@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from ..config import ConfigError, load_config
@@ -233,6 +234,7 @@ def _run(args: argparse.Namespace, project: Path, files, overrides: dict, config
         baseline=Path(args.baseline) if args.baseline else None,
         update_baseline=args.update_baseline,
         timeout=args.timeout,
+        started=_process_started(),
         # Tools at the user's own priority, agents' questions on the terminal.
         runtime=runtime,
     )
@@ -511,3 +513,26 @@ def cmd_roles(args: argparse.Namespace) -> int:
         if r.get("description"):
             print(f"{'':<{width}}  {r['description']}")
     return EXIT_OK
+
+
+_started_once = False
+
+
+def _process_started() -> float | None:
+    """``time.monotonic()`` when this process started (Linux): the session's
+    budget then counts the CLI's own start (its imports, a second or two on
+    a loaded machine) too. Only for the first run of a process that is the
+    ``superqe`` command (not a test or a helper calling it in-process, which
+    started long before); None otherwise or where it cannot be read."""
+    global _started_once
+    first, _started_once = not _started_once, True
+    argv0 = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if not first or argv0 not in ("superqe", "__main__.py"):
+        return None
+    try:
+        after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(after_name[19])  # field 22, starttime, in clock ticks since boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return time.monotonic() - age if 0 <= age < 60 else None

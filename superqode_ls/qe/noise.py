@@ -276,15 +276,18 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
     """Static findings in a path class shown one level lower, the reason
     recorded on each (and a ``path:CLASS`` tag); nothing is dropped."""
     out = []
+    # A path's class depends on the path alone: matched once per file, not
+    # per finding (sqlalchemy's 17,600 findings in 700 files took 3 s).
+    known: dict[str | None, tuple[str, str] | None] = {}
     for f in findings:
         static = f.category in PATH_CLASS_CATEGORIES
-        hit = path_class(f.file, classes) if classes and static else None
-        if hit is None and static and "tests" in classes and _behave(f.file):
-            hit = ("tests", "features/steps/")
-        if hit is None and static and "tests" in classes and _attack_script(f.file):
-            hit = ("tests", "exploits/")
-        if hit is None and static and "tests" in classes and _traffic_capture(f.file):
-            hit = ("tests", "recorded traffic")
+        if not static:
+            out.append(f)
+            continue
+        if f.file in known:
+            hit = known[f.file]
+        else:
+            hit = known[f.file] = _path_hit(f.file, classes)
         if hit is None:
             out.append(f)
             continue
@@ -303,6 +306,18 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
             update["noise"] = _join(f.noise, f"in {cls} code") if f.noise else f"in {cls} code"
         out.append(f.model_copy(update=update))
     return out
+
+
+def _path_hit(path: str | None, classes: dict[str, list[str]]) -> tuple[str, str] | None:
+    """The class (and why) of a static finding at ``path`` (classify_paths)."""
+    hit = path_class(path, classes) if classes else None
+    if hit is None and "tests" in classes and _behave(path):
+        hit = ("tests", "features/steps/")
+    if hit is None and "tests" in classes and _attack_script(path):
+        hit = ("tests", "exploits/")
+    if hit is None and "tests" in classes and _traffic_capture(path):
+        hit = ("tests", "recorded traffic")
+    return hit
 
 
 def _behave(path: str | None) -> bool:

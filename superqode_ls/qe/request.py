@@ -35,6 +35,7 @@ class QERequest:
     baseline: Path | None = None
     update_baseline: bool = False
     timeout: float | None = None
+    started: float | None = None  # time.monotonic() the command began: the budget counts from it
     python: str | None = None  # the interpreter the editor selected (roles.python wins)
     since: str | None = None  # report only what changed since the merge-base with this ref
     shard: tuple[int, int] | None = None  # (K, N): this run does the K-th of N shares (qe/shard.py)

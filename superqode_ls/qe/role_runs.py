@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import subprocess
 import threading
 import time
 from collections.abc import Iterable
@@ -20,7 +21,7 @@ from ..events import EventBus
 from ..models import Finding, Patch, RoleRun, RoleStatus, Usage, utcnow
 from ..workspace.artifacts import Artifacts
 from ..workspace.pyenv import ProjectPython
-from ..workspace.pyenv_build import resolve_python
+from ..workspace.pyenv_build import resolve_python, spawn_background_build
 from . import shard, verify_step
 from .covering import SuiteProbe
 from .finish import normalize_finding, poll_guard
@@ -34,6 +35,11 @@ from .session_control import SessionControl
 
 log = logging.getLogger(__name__)
 TEST_ROLE = verify_step.TEST_ROLE
+# The most of a session's budget its roles wait for the project's environment
+# to be built: a first run on a fresh clone ends in time with what the other
+# roles found, and the build goes on without the session (for the next run).
+ENV_WAIT_SHARE = 1 / 3
+ENV_DEFERRED = "setup: building the project's environment; the next run uses it"
 
 
 def why_not(role: Role, res: Resolved, trusted: bool) -> str | None:
@@ -68,13 +74,23 @@ class RoleRuns:
         # tree); this keeps the shared tables consistent between them.
         self.lock = threading.Lock()
         self.python: asyncio.Task[ProjectPython] | None = None
+        self.env_wait_until: float | None = None  # loop time; None: wait for the build
+        self.env_deferred = False  # a role gave up waiting: the build goes on detached
+        self.env_building = asyncio.Event()  # a build (not a lookup) is under way
+        self.background_build: subprocess.Popen | None = None  # that detached builder
         self.probe: SuiteProbe | None = None
 
     async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")
+        loop = asyncio.get_running_loop()
+
+        def emit(type: str, **data: Any) -> None:
+            if data.get("building"):  # (from a worker thread too)
+                loop.call_soon_threadsafe(self.env_building.set)
+            self.bus.emit(type, **data)
+
         py = await resolve_python(
-            res.project, root, res.config, editor=self.request.python,
-            emit=lambda type, **data: self.bus.emit(type, **data), build=build,
+            res.project, root, res.config, editor=self.request.python, emit=emit, build=build,
             runtime=self.request.runtime,
         )
         line = py.label(res.project) + (f" ({py.note})" if py.note else "")
@@ -121,6 +137,8 @@ class RoleRuns:
             runs_code = [n for n, r in plain + modifying if r.executes_code]
             build = await asyncio.to_thread(wants_built_env, runs_code, root)
             self.python = asyncio.ensure_future(self._find_python(res, root, build))
+            if res.mode == "quick":
+                self.env_wait_until = asyncio.get_running_loop().time() + res.budget * ENV_WAIT_SHARE
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
 
         async def limited(name: str, role: Role) -> None:
@@ -189,8 +207,11 @@ class RoleRuns:
         out = RoleOutput()
         try:
             if self.python is not None and _needs_python(role):
-                ctx.python = await self.python
-            out = await asyncio.wait_for(role.run(ctx), timeout=max(0.0, role_deadline - loop.time()))
+                ctx.python = await self._wait_python(loop, res.project)
+            if self.python is not None and _needs_python(role) and ctx.python is None:
+                out = RoleOutput(status="skipped", reason=ENV_DEFERRED)
+            else:
+                out = await asyncio.wait_for(role.run(ctx), timeout=max(0.0, role_deadline - loop.time()))
             status, reason = out.status, out.reason
         except TimeoutError:
             status, reason = "timeout", "role ran out of time"
@@ -281,6 +302,42 @@ class RoleRuns:
         self.patches[p.id] = p
         return p
 
+    async def _wait_python(self, loop: asyncio.AbstractEventLoop, project: Path) -> ProjectPython | None:
+        """The project's interpreter, or None when it is still being built at
+        ``env_wait_until`` (quick mode): then the build is handed to a
+        detached builder, once, and every role that needs it is skipped
+        (one that starts building after that point is handed over at once)."""
+        assert self.python is not None
+        if self.env_deferred:
+            return None
+        if self.env_wait_until is None or self.python.done():
+            return await self.python
+        # Finding or reusing an environment is waited for whole (a loaded
+        # machine can take seconds to check a cached one); a build, the share.
+        building = asyncio.ensure_future(self.env_building.wait())
+        try:
+            await asyncio.wait({self.python, building}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            building.cancel()
+        if not self.python.done():
+            await asyncio.wait({self.python}, timeout=max(0.0, self.env_wait_until - loop.time()))
+        if self.env_deferred:  # another role handed it over meanwhile (the task is cancelled)
+            return None
+        if self.python.done():
+            return await self.python
+        # Stopped here (its lock released, its processes killed) and finished
+        # by a detached builder, bounded and confined alike, for the next run.
+        self.env_deferred = True
+        self.python.cancel()
+        with contextlib.suppress(BaseException):
+            await self.python
+        started = await asyncio.to_thread(spawn_background_build, project, self.request.runtime.nice)
+        if started is not None:
+            self.background_build = started[0]
+        self.bus.emit("progress", message="environment: " + (
+            f"the build goes on in the background (log: {started[1]})" if started
+            else "the build could not go on in the background; the next run resumes it"))
+        return None
 
     def found_python(self) -> ProjectPython | None:
         task = self.python

@@ -31,7 +31,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from ..config import Config, superqode_home
+from ..config import Config, ConfigError, load_config, superqode_home
 from ..errors import SuperQodeError
 from ..runtime import Runtime
 from . import envcache
@@ -212,6 +212,55 @@ async def resolve_python(
                    setup=setup)
 
 
+def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Popen, Path] | None:
+    """Go on building ``project``'s environment without the session: a
+    detached ``python -m superqode_ls.workspace.pyenv_build PROJECT`` (its
+    own process group, so the session's end or a Ctrl-C in its terminal
+    leaves it be), bounded by ``roles.env_build_timeout_s`` and confined as
+    every build is. It reads the project's declarations where the session's
+    sandbox read them (the same files in a quick run of the current state),
+    so it fills the key the next run looks up. ``nice``: the session's
+    steps below it for the build's tools (the terminal's 0, the editor's
+    +10), as the session's own build had. Returns it and its log, or None
+    when it could not be started."""
+    log_path = superqode_home() / "logs" / "env-build.log"
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project), str(nice)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=str(project), start_new_session=True, close_fds=True)
+    except OSError:
+        return None
+    return proc, log_path
+
+
+async def build_in_background(project: Path, nice: int = 0) -> int:
+    """The detached builder's work (spawn_background_build): 0 when the
+    environment is ready (built now or by another), 1 when it could not be
+    built (the next run says why), 2 for a configuration it cannot read."""
+    def emit(_type: str, **data: Any) -> None:
+        print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%dT%H:%M:%SZ} {project}: "
+              f"{data.get('message', _type)}", flush=True)
+
+    try:
+        config = load_config(project)
+    except ConfigError as e:
+        emit("progress", message=f"not built: {e}")
+        return 2
+    plan = await asyncio.to_thread(make_plan, project)
+    if plan is None:
+        emit("progress", message="not built: nothing declared")
+        return 0
+    built = await build_env(project, plan, config.roles.env_build_timeout_s, emit,
+                            Runtime(nice=nice), project=project, hide=config.sandbox.hide)
+    if isinstance(built, ProjectPython):
+        return 0
+    emit("progress", message=f"not built: {built}")
+    return 1
+
+
 def metadata_dir(name: str, version: str) -> str | None:
     """A folder with a minimal dist-info of ``name`` ``version``, made by
     SuperQode (outside the folders sessions may write)."""
@@ -308,13 +357,18 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         envcache.envs_dir().mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return f"cannot create {envcache.envs_dir()}: {e.strerror}"
-    async with _locked(envcache.envs_dir() / f"{key}.lock"):
+    def waiting() -> None:  # another build of it (a detached one) is under way
+        emit("progress", message=f"environment: waiting for another build of {target}",
+             building=True)
+
+    async with _locked(envcache.envs_dir() / f"{key}.lock", waiting):
         cached = await asyncio.to_thread(_ready, target, emit, hide)
         if cached is not None:
             emit("progress", message=f"environment: reusing {target} (cached, {plan.describe()})")
             return replace(cached, note=note)
         await asyncio.to_thread(envcache.discard, target)
-        emit("progress", message=f"environment: building from {plan.describe()} into {target}")
+        emit("progress", message=f"environment: building from {plan.describe()} into {target}",
+             building=True)  # what a quick run's bounded wait is for (qe/role_runs.py)
         why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
@@ -437,16 +491,25 @@ async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path
 
 
 @contextlib.asynccontextmanager
-async def _locked(path: Path):
-    """An exclusive file lock, waited for without blocking the event loop."""
+async def _locked(path: Path, waiting: Callable[[], None] = lambda: None):
+    """An exclusive file lock, waited for without blocking the event loop;
+    ``waiting`` is called once when another holds it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
+        told = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not told:
+                    told = True
+                    waiting()
                 await asyncio.sleep(0.2)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+if __name__ == "__main__":  # the detached builder (spawn_background_build)
+    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve(), int(sys.argv[2]))))
