@@ -16,6 +16,7 @@ import pytest
 
 from superqode_ls.cli import run as cli_run
 from superqode_ls.runtime import Runtime
+from superqode_ls.workspace import landlock
 from tests.cli_helpers import superqe
 
 UNSAFE_YAML = (
@@ -44,6 +45,7 @@ def _verdicts(report: dict) -> tuple:
 
 
 @pytest.mark.skipif(not Path(BANDIT).exists(), reason="bandit is not installed beside this Python")
+@pytest.mark.skipif(landlock.abi() is None, reason="without Landlock the warm bandit serves no run")
 def test_the_scan_and_the_fix_recheck_go_through_it_with_the_commands_results(
         make_repo, capsys, monkeypatch):
     repo = make_repo({"app.py": UNSAFE_YAML})
