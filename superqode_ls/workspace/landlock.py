@@ -311,8 +311,10 @@ def _lower_group_once() -> bool:
     (a quiet 16-core machine: 125 ms per process)."""
     nice = os.getpriority(os.PRIO_PROCESS, 0)
     group = group_nice()
-    if group is None or nice <= group:
+    if group is None:
         return False  # no autogroup in this kernel: the processes' own nice still holds
+    if nice <= group:
+        return False  # already as low as we are (the launcher's or proc.py's write landed)
     return set_group_nice(nice)
 
 
