@@ -196,6 +196,9 @@ async def test_show_report_opens_the_markdown_quality_report(lsp: LanguageClient
 
 
 async def test_a_new_save_cancels_the_previous_on_save_run(lsp: LanguageClient, shop: Path):
+    # The saves' cancels must be what end both runs, not the default 60 s
+    # quick budget, which toy_slow (60 s at nice +10) can reach under load.
+    (shop / "superqode.yaml").write_text("qe:\n  budgets:\n    quick: 900\n", encoding="utf-8")
     await start(lsp, shop, settings={"runOnSave": True, "roles": ["toy_slow"]})
     uri = lsp.editor.open(shop / "shop" / "pricing.py")
     lsp.editor.save(uri)
