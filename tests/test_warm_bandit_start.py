@@ -170,16 +170,17 @@ def test_a_server_that_dies_mid_run_leaves_the_run_and_the_next_to_the_command(m
             top = psutil.Process(server._proc.pid)
             procs = [top, *top.children(recursive=True)]
             os.killpg(server._proc.pid, signal.SIGKILL)  # the server dies
-            try:
-                return await asking, procs
-            finally:
-                os.close(w)
+            return await asking, procs, w
 
-        res, procs = asyncio.run(scenario())
-        assert res is None  # the caller runs the command
-        assert not warm.serves(BANDIT)
-        assert asyncio.run(warm.run(["-f", "json", "app.py"], s.sandbox, s.env(), 60)) is None
-        # Nothing of it runs on: the run's child died with the server.
-        _, alive = psutil.wait_procs(procs, timeout=30)
-        assert not alive, alive
+        res, procs, w = asyncio.run(scenario())
+        try:
+            assert res is None  # the caller runs the command
+            assert not warm.serves(BANDIT)
+            assert asyncio.run(warm.run(["-f", "json", "app.py"], s.sandbox, s.env(), 60)) is None
+            # Nothing of it runs on: the run's child (in its own process
+            # group, still blocked on the FIFO) died with the server.
+            _, alive = psutil.wait_procs(procs, timeout=30)
+            assert not alive, alive
+        finally:
+            os.close(w)
     warm.stop()

@@ -28,8 +28,9 @@ from superqode_ls.workspace.session import IsolatedSession
 
 FINDING = "import subprocess\nsubprocess.call('x', shell=True)\n"  # bandit's B602
 OURS = Path(sysconfig.get_path("purelib"))  # where this environment's bandit lives
-pytestmark = pytest.mark.skipif(
-    landlock.abi() is None or not (Path(sys.executable).parent / "bandit").exists(),
+HAS_BANDIT = (Path(sys.executable).parent / "bandit").exists()
+needs_landlock = pytest.mark.skipif(
+    landlock.abi() is None or not HAS_BANDIT,
     reason="no Landlock (the warm bandit serves no run) or no bandit beside this Python")
 
 
@@ -43,6 +44,7 @@ def _venv(prefix: Path, *first: Path) -> Path:
     return prefix / "bin" / "python"
 
 
+@needs_landlock
 @pytest.mark.parametrize("layout", ["venv is HOME", "venv in HOME"])
 def test_a_run_reads_neither_the_prefix_nor_home(layout, isolated_home, make_repo):
     home = isolated_home
@@ -73,6 +75,7 @@ def test_a_run_reads_neither_the_prefix_nor_home(layout, isolated_home, make_rep
         warm.stop()
 
 
+@pytest.mark.skipif(not HAS_BANDIT, reason="no bandit beside this Python")
 def test_a_read_set_holding_home_starts_no_server(isolated_home):
     """A .pth naming HOME, with a bandit there: its children would read all
     of HOME, so the server says it cannot serve and the command runs."""

@@ -332,8 +332,10 @@ class StartingBandit:
 
 def starting(runtime: Runtime, python: str | None = None) -> StartingBandit | None:
     """A warm bandit to :meth:`~StartingBandit.begin`, for the interpreter
-    SuperQode runs in; None when no bandit is installed beside it."""
+    SuperQode runs in; None when no bandit is installed beside it, or where
+    there is no Landlock (``guard only``: it would serve no run, so nothing
+    is started for nothing)."""
     python = python or sys.executable
-    if not (Path(python).parent / "bandit").exists():
+    if not (Path(python).parent / "bandit").exists() or landlock.abi() is None:
         return None
     return StartingBandit(runtime, python)
