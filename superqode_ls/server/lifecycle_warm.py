@@ -1,6 +1,7 @@
 """The server's warm-up, in the order the first file opened needs it.
 
-At ``initialize``, in worker threads: bandit's warm process starts, and the
+At ``initialize``, in worker threads: bandit's warm process starts (its
+handle is made on the loop and put in the runtime at once), and the
 imports a file run needs (the pipeline, the live roles, the folder watcher;
 the sandbox probe) are made. The client then still finishes starting and
 opens its first file; those imports on the event loop held the first file's
@@ -59,7 +60,13 @@ class WarmUp:
         run started meanwhile waits for it (``StartingBandit``)."""
         if self.bandit is not None or self.ls.shutting_down or self.ls.runtime.analyzer is not None:
             return
-        # Its runs at the automatic runs' priority (live_runtime.py).
+        # Its runs at the automatic runs' priority (live_runtime.py). Made
+        # here, on the loop: a run keeps the runtime it started with, so the
+        # analyzer must be in it before the client can open a file. Its
+        # import (the qe and workspace modules, a tenth of a second or more
+        # under load) delays initialize's answer; the thread that started
+        # bandit made the same import first, and the first file's run
+        # needs those modules anyway (import_first).
         starting = warm_analyzer(dataclasses.replace(live_runtime(self.ls.runtime), analyzer=None))
         if starting is None:
             return  # no bandit: the security role says so itself
