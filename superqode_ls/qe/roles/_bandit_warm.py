@@ -52,6 +52,9 @@ SERVER = Path(_bandit_server.__file__)
 
 
 class WarmBandit:
+    """One started server (``start``; its front end reaches it through a
+    ``StartingBandit``): one run at a time, None for what it cannot serve."""
+
     def __init__(self, python: str, runtime: Runtime):
         self.python = python
         self.runtime = runtime  # its priority and CPUs: the runs' tools' own
