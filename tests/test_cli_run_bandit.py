@@ -1,14 +1,12 @@
-"""``superqe run``'s own warm bandit (cli/run.py ``_WarmBandit``): started
+"""``superqe run``'s own warm bandit (cli/run.py ``_warm_bandit``): begun
 beside the sandbox's making, it serves the security role's scan and the fix
-verification's re-run, with the same results as the command; the first run
-asked of it while it starts waits for it, any other runs the command."""
+verification's re-run, with the same results as the command. Its policy
+while it starts is the language server's (tests/test_warm_bandit_start.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import threading
 from pathlib import Path
 
 import psutil
@@ -67,89 +65,14 @@ def test_the_scan_and_the_fix_recheck_go_through_it_with_the_commands_results(
     assert _verdicts(report2) == _verdicts(report)
 
 
-class _Fake:
-    def __init__(self):
-        self.runs: list[list[str]] = []
-
-    def serves(self, tool: str) -> bool:
-        return True
-
-    async def run(self, argv, cwd, env, timeout):
-        self.runs.append(argv)
-        return "served"
-
-    def stop(self) -> None:
-        pass
-
-
-def _starting(monkeypatch, made) -> threading.Event:
-    """``start_warm_analyzer`` replaced by one that gives ``made`` once the
-    returned event is set; the bandit beside this Python taken as there."""
-    from superqode_ls.engine import runtime as engine_runtime
-
-    release = threading.Event()
-
-    def slow_start(rt):
-        release.wait(30)
-        return made
-
-    monkeypatch.setattr(engine_runtime, "start_warm_analyzer", slow_start)
+def test_only_a_run_with_the_security_role_gets_one(monkeypatch):
     monkeypatch.delenv("SUPERQODE_RUN_BANDIT", raising=False)
-    monkeypatch.setattr(cli_run.Path, "exists", lambda self: True)
-    return release
-
-
-def test_while_it_starts_the_first_caller_waits_and_the_others_run_the_command(monkeypatch):
-    fake = _Fake()
-    release = _starting(monkeypatch, fake)
-    warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester", "lint_tester"])
-    assert warm is not None
-    assert cli_run._WarmBandit.beside(Runtime.foreground(), ["lint_tester"]) is None
-    assert not warm.serves(BANDIT)  # not begun (the session has not started): the command
-    warm.begin()
-
-    async def scenario():
-        assert warm.serves(BANDIT)
-        first = asyncio.ensure_future(warm.run(["-r", "."], Path("."), {}, None))
-        await asyncio.sleep(0)  # the first run has asked: it waits for the start
-        assert not warm.serves(BANDIT)  # a second shard runs the command
-        assert not warm.serves("/elsewhere/bin/bandit")
-        release.set()
-        return await first
-
-    assert asyncio.run(scenario()) == "served"
-    assert fake.runs == [["-r", "."]]
-    warm.stop()
-
-
-def test_a_run_that_ends_while_it_starts_does_not_wait_and_leaves_nothing(monkeypatch):
-    fake = _Fake()
-    stopped = []
-    fake.stop = lambda: stopped.append(True)
-    release = _starting(monkeypatch, fake)
-    warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester"])
-    warm.begin()
-    warm.stop()  # returns at once: an early error's line is not held back
-    assert not stopped
-    release.set()
-    warm._thread.join(30)
-    assert stopped == [True]  # what came up after the run ended is stopped
-    warm.begin()  # never again once stopped
-    assert not warm._thread.is_alive()
-
-
-def test_a_start_that_fails_leaves_the_command(monkeypatch):
-    from superqode_ls.engine import runtime as engine_runtime
-
-    monkeypatch.setattr(engine_runtime, "start_warm_analyzer", lambda rt: None)
-    monkeypatch.delenv("SUPERQODE_RUN_BANDIT", raising=False)
-    monkeypatch.setattr(cli_run.Path, "exists", lambda self: True)
-    warm = cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester"])
-    assert warm is not None
-    assert asyncio.run(warm.run(["-r", "."], Path("."), {}, None)) is None  # not begun
-    warm.begin()
-    assert asyncio.run(warm.run(["-r", "."], Path("."), {}, None)) is None  # did not come up
-    assert not warm.serves(BANDIT)
-    warm.stop()
+    warm = cli_run._warm_bandit(Runtime.foreground(), ["security_tester", "lint_tester"])
+    if Path(BANDIT).exists() and landlock.abi() is not None:
+        assert warm is not None and not warm.serves(BANDIT)  # not begun: the session has not started
+        warm.stop()
+    else:  # no bandit, or guard only (it would serve no run): none started
+        assert warm is None
+    assert cli_run._warm_bandit(Runtime.foreground(), ["lint_tester"]) is None
     monkeypatch.setenv("SUPERQODE_RUN_BANDIT", "command")
-    assert cli_run._WarmBandit.beside(Runtime.foreground(), ["security_tester"]) is None
+    assert cli_run._warm_bandit(Runtime.foreground(), ["security_tester"]) is None

@@ -206,7 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides.setdefault("roles", {})["python"] = str(chosen)
     config = load_config(project if project.is_dir() else None, overrides or None)
     runtime = Runtime.foreground(asker=_terminal_asker())
-    analyzer = _WarmBandit.beside(runtime, args.roles or roles.defaults(config, args.mode or config.mode))
+    analyzer = _warm_bandit(runtime, args.roles or roles.defaults(config, args.mode or config.mode))
     if analyzer is not None:
         runtime = dataclasses.replace(runtime, analyzer=analyzer)
     try:
@@ -239,8 +239,8 @@ def _run(args: argparse.Namespace, project: Path, files, overrides: dict, config
         runtime=runtime,
     )
     bus = EventBus()
-    analyzer = runtime.analyzer
-    if isinstance(analyzer, _WarmBandit):  # its request checked: started beside the sandbox
+    analyzer = runtime.analyzer  # (only ever _warm_bandit's here)
+    if analyzer is not None:  # its request checked: started beside the sandbox
         bus.subscribe(lambda e: analyzer.begin() if e.type == "session_start" else None)
     session = runs.session(request, bus=bus)
     display = reports.display(jsonl=args.jsonl)
@@ -331,93 +331,21 @@ class _HoldStart:
         self.held = None
 
 
-class _WarmBandit:
-    """The run's own warm bandit (the language server's kind), started when
-    the session starts (its request checked), beside the sandbox's making:
+def _warm_bandit(runtime: Runtime, names: list[str]):
+    """The run's own warm bandit (the language server's kind), begun when the
+    session starts (its request checked), beside the sandbox's making:
     bandit's start and imports then overlap the git work instead of coming
     after it, and the fix verification's re-run of bandit finds it imported
     (pygoat: one start of bandit less, about half a second). Same bandit,
-    same arguments, same results: the role's run goes through it exactly as
-    the editor's runs do (qe/roles/_bandit_warm.py).
+    same arguments, same results, same policy while it starts as the
+    editor's (qe/roles/_bandit_warm.py ``StartingBandit``); whatever it
+    cannot serve runs the command. None without the security role, without
+    bandit, or with ``SUPERQODE_RUN_BANDIT=command``."""
+    if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
+        return None
+    from ..engine.runtime import warm_analyzer
 
-    While it is starting, the first run asked of it waits for it; any other
-    asked meanwhile (bandit's shards) runs the command at once. Whatever it
-    cannot serve -- it did not come up, it is busy -- runs the command, as
-    without it. ``SUPERQODE_RUN_BANDIT=command`` turns it off."""
-
-    def __init__(self, runtime: Runtime):
-        self._runtime = runtime
-        self._warm = None
-        self._waiting = False
-        self._closed = False
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._python_dir = Path(sys.executable).parent
-
-    @classmethod
-    def beside(cls, runtime: Runtime, names: list[str]) -> _WarmBandit | None:
-        if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
-            return None
-        if not (Path(sys.executable).parent / "bandit").exists():
-            return None
-        return cls(runtime)
-
-    def begin(self) -> None:
-        """Start it (once; the session has started)."""
-        with self._lock:
-            if self._thread is not None or self._closed:
-                return
-            self._thread = threading.Thread(target=self._start, daemon=True,
-                                            name="superqe-warm-bandit")
-            self._thread.start()
-
-    def _start(self) -> None:
-        from ..engine.runtime import start_warm_analyzer
-
-        try:
-            warm = start_warm_analyzer(self._runtime)
-        except Exception:  # noqa: BLE001 - no warm bandit: the command runs, as without one
-            warm = None
-        with self._lock:
-            if not self._closed:
-                self._warm = warm
-                return
-        if warm is not None:  # the run ended while it started
-            warm.stop()
-
-    def serves(self, tool: str) -> bool:
-        thread = self._thread
-        if thread is None:
-            return False
-        if thread.is_alive():
-            return not self._waiting and Path(tool).parent == self._python_dir
-        warm = self._warm
-        return warm is not None and warm.serves(tool)
-
-    async def run(self, argv, cwd, env, timeout):
-        thread = self._thread
-        if thread is None:
-            return None
-        if thread.is_alive():
-            self._waiting = True  # (before the first await: the next caller runs the command)
-            try:
-                await asyncio.to_thread(thread.join)
-            finally:
-                self._waiting = False
-        warm = self._warm
-        if warm is None:
-            return None
-        return await warm.run(argv, cwd, env, timeout)
-
-    def stop(self) -> None:
-        """Stop it; one still starting is stopped by its own thread once up
-        (an early error's line is not held back by bandit's imports), and
-        ends by itself when this process does (its input closes)."""
-        with self._lock:
-            self._closed = True
-            warm, self._warm = self._warm, None
-        if warm is not None:
-            warm.stop()
+    return warm_analyzer(runtime)
 
 
 def _terminal_asker():

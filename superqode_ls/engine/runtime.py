@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..runtime import Asker, Runtime, WarmAnalyzer
+    from ..qe.roles._bandit_warm import StartingBandit
+    from ..runtime import Asker, Runtime
 
-__all__ = ["start_warm_analyzer", "terminal_asker"]
+__all__ = ["terminal_asker", "warm_analyzer"]
 
 
 def terminal_asker() -> Asker | None:
@@ -22,9 +23,10 @@ def terminal_asker() -> Asker | None:
     return TerminalAsker() if TerminalAsker.available() else None
 
 
-def start_warm_analyzer(runtime: Runtime) -> WarmAnalyzer | None:
-    """Start the warm bandit the editor's file runs use (None without bandit);
-    its owner puts it in its Runtime (``analyzer``) and stops it at exit."""
+def warm_analyzer(runtime: Runtime) -> StartingBandit | None:
+    """The warm bandit, to be begun (``begin()``) when its owner wants it
+    started (None without bandit); its owner puts it in its Runtime
+    (``analyzer``) and stops it at exit. Its runs go as ``runtime`` says."""
     from ..qe.roles import _bandit_warm
 
-    return _bandit_warm.start(runtime)
+    return _bandit_warm.starting(runtime)

@@ -1,13 +1,15 @@
 """The server's warm-up, in the order the first file opened needs it.
 
-At ``initialize``, in worker threads: bandit's warm process starts, and the
+At ``initialize``, in worker threads: bandit's warm process starts (its
+handle is made on the loop and put in the runtime at once), and the
 imports a file run needs (the pipeline, the live roles, the folder watcher;
 the sandbox probe) are made. The client then still finishes starting and
 opens its first file; those imports on the event loop held the first file's
 run 0.5-1 s under load.
 
 A file run started while the warm bandit still loads is served by it once it
-is up (``StartingBandit``): before, such a run (in Neovim and Emacs, always
+is up (``qe/roles/_bandit_warm.py`` ``StartingBandit``, the policy the CLI's
+run shares): before, such a run (in Neovim and Emacs, always
 the first file's) started a cold bandit, which loaded bandit a second time on
 the same CPUs beside the warm one, and the warm one came up a tenth of a
 second after the run had looked for it. Only bandit waits: ruff's findings
@@ -28,65 +30,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 from ..engine import roles
-from ..engine.runtime import start_warm_analyzer
+from ..engine.runtime import warm_analyzer
 from .live_runtime import live_runtime
 from .server import SuperQodeServer
 
 log = logging.getLogger(__name__)
 
-# How long a run waits for the warm bandit still loading before it starts
-# bandit itself (a start that hangs must not hold the security role).
-STARTING_WAIT = 15.0
-
 # How long the role imports wait for the first automatic runs to end; past
 # it they go ahead (a user typing without pause keeps runs in flight).
 QUIET_WAIT = 10.0
-
-
-class StartingBandit:
-    """The warm bandit from ``initialize`` on, in the server's runtime while
-    it still loads: a run that asks for bandit meanwhile waits for it (at most
-    ``STARTING_WAIT``) and is served by it, or, when it did not come up, is
-    told to start the command (``run`` returns None). Once it is up the
-    runtime holds the warm bandit itself."""
-
-    def __init__(self, python: str, started: asyncio.Future):
-        self.python = python
-        self.started = started  # the warm bandit, or None when it did not come up
-
-    def _warm(self) -> Any:
-        if not self.started.done() or self.started.cancelled():
-            return None
-        return self.started.result()
-
-    def serves(self, tool: str) -> bool:
-        if self.started.done():
-            warm = self._warm()
-            return warm is not None and warm.serves(tool)
-        return Path(tool).parent == Path(self.python).parent
-
-    async def run(self, argv: list[str], cwd: Path, env: dict[str, str],
-                  timeout: float | None) -> Any:
-        wait = STARTING_WAIT if timeout is None else min(STARTING_WAIT, timeout)
-        try:
-            warm = await asyncio.wait_for(asyncio.shield(self.started), wait)
-        except TimeoutError:
-            return None
-        # (``argv`` is bandit's arguments: serves() asked about the tool.)
-        if warm is None or not warm.serves(str(Path(self.python).parent / "bandit")):
-            return None
-        return await warm.run(argv, cwd, env, timeout)
-
-    def stop(self) -> None:
-        if (warm := self._warm()) is not None:
-            warm.stop()
 
 
 class WarmUp:
@@ -99,31 +55,25 @@ class WarmUp:
         self.first: asyncio.Task | None = None  # the first file run's imports
 
     def start_bandit(self) -> None:
-        """Start the warm bandit in a worker thread (its start blocks while
-        bandit loads); runs started meanwhile wait for it (``StartingBandit``)
-        and the ones after use it."""
+        """Start the warm bandit (in a thread of its own: its start blocks
+        while bandit loads); it is the runtime's analyzer from now on, and a
+        run started meanwhile waits for it (``StartingBandit``)."""
         if self.bandit is not None or self.ls.shutting_down or self.ls.runtime.analyzer is not None:
             return
-        python = sys.executable
-        if not (Path(python).parent / "bandit").exists():
-            return  # the security role says so itself
-        started = asyncio.get_running_loop().create_future()
-        # The runtime's one owner is the server (ls).
-        self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=StartingBandit(python, started))
-        self.bandit = self.ls.background(self._start_bandit(started), "warm bandit")
-
-    async def _start_bandit(self, started: asyncio.Future) -> None:
-        warm = None
-        try:
-            runtime = dataclasses.replace(live_runtime(self.ls.runtime), analyzer=None)
-            warm = await asyncio.to_thread(start_warm_analyzer, runtime)
-        finally:
-            if not started.done():
-                started.set_result(warm)
-            if isinstance(self.ls.runtime.analyzer, StartingBandit):
-                self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=warm)
-            if warm is not None and self.ls.shutting_down:
-                warm.stop()
+        # Its runs at the automatic runs' priority (live_runtime.py). Made
+        # here, on the loop: a run keeps the runtime it started with, so the
+        # analyzer must be in it before the client can open a file. Its
+        # import (the qe and workspace modules, a tenth of a second or more
+        # under load) delays initialize's answer; the thread that started
+        # bandit made the same import first, and the first file's run
+        # needs those modules anyway (import_first).
+        starting = warm_analyzer(dataclasses.replace(live_runtime(self.ls.runtime), analyzer=None))
+        if starting is None:
+            return  # no bandit: the security role says so itself
+        # The runtime's one owner is the server (ls); it stops the analyzer at exit.
+        self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=starting)
+        starting.begin()
+        self.bandit = self.ls.background(starting.started(), "warm bandit")
 
     def import_first(self, names: Sequence[str]) -> None:
         """Import what a file run of the roles ``names`` needs, in a worker

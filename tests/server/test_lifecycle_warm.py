@@ -1,7 +1,6 @@
 """The server's warm-up (lifecycle_warm.py): a run that asks for bandit while
 the warm bandit still loads is served by it once it is up, not by a second
-bandit loaded beside it; when it does not come up, the run is told to start
-the command."""
+bandit loaded beside it (the policy itself: tests/test_warm_bandit_start.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from superqode_ls.qe.roles._bandit_warm import StartingBandit
 from superqode_ls.runtime import Runtime
-from superqode_ls.server.lifecycle_warm import StartingBandit, WarmUp
+from superqode_ls.server.lifecycle_warm import WarmUp
 from superqode_ls.workspace import landlock
 from superqode_ls.workspace.proc import BARRIER_ENV
 
@@ -48,7 +48,7 @@ async def test_a_run_while_the_warm_bandit_loads_is_served_by_it(tmp_path: Path,
     try:
         # Asked at once, as the first file's run of an editor that opens it
         # with the server's start: the warm bandit is still loading.
-        assert not starting.started.done()
+        assert not starting._started.done()
         assert starting.serves(BANDIT)
         # A session's run (the warm bandit serves no other): its folder allowed.
         env = {"PATH": "/usr/bin:/bin", BARRIER_ENV: json.dumps([str(tmp_path)])}
@@ -56,26 +56,12 @@ async def test_a_run_while_the_warm_bandit_loads_is_served_by_it(tmp_path: Path,
         assert res is not None  # served: no bandit command started beside it
         assert res.returncode == 1 and "B602" in res.stdout, (res.returncode, res.stderr)
         await asyncio.gather(*ls.tasks)
-        # Once up, the runtime holds the warm bandit itself.
-        assert ls.runtime.analyzer is starting.started.result()
+        # Once up, the runtime's analyzer is still the same one, serving.
+        assert ls.runtime.analyzer is starting and starting._warm() is not None
         assert ls.runtime.analyzer.serves(BANDIT)
     finally:
         await asyncio.gather(*ls.tasks, return_exceptions=True)
         starting.stop()
-
-
-async def test_a_warm_bandit_that_did_not_come_up_leaves_the_run_to_the_command(tmp_path: Path):
-    started = asyncio.get_running_loop().create_future()
-    starting = StartingBandit(sys.executable, started)
-    assert starting.serves(BANDIT)
-    assert not starting.serves("/elsewhere/bin/bandit")  # another bandit than SuperQode's
-    asking = asyncio.ensure_future(starting.run(["-f", "json", "x.py"], tmp_path, {}, 60))
-    await asyncio.sleep(0)
-    assert not asking.done()  # waits for the start's outcome
-    started.set_result(None)  # bandit did not come up
-    assert await asking is None  # the caller runs the bandit command
-    assert not starting.serves(BANDIT)
-
 
 
 async def test_the_role_imports_pause_while_a_file_is_analysed():

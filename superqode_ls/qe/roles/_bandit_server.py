@@ -10,11 +10,15 @@ network. Starting bandit costs about
 in the editor waits on exactly that. Each request's child applies the
 session's kernel barrier itself (the Landlock rules the supervisor would
 apply: writes only beneath the session's folders; and reads only beneath
-those and the interpreter's folders), moves to the session's
+those, the interpreter's standard library and the ``sys.path`` folders the
+server's own modules were loaded from: bandit, its plugins and their
+dependencies; see ``_read_paths``), moves to the session's
 sandbox and environment, and runs ``bandit.cli.main.main()`` with the
 request's arguments: the result is what the ``bandit`` command prints.
 
-Protocol, JSON lines on stdin/stdout: first {"ready": true}; request
+Protocol, JSON lines on stdin/stdout: first {"ready": true} (or {"ready":
+false, "error"} and the server ends: it cannot say what a child may read,
+so it serves nothing -- fail closed); request
 {"argv", "cwd", "env", "allow" (the session's folders), "abi", "timeout"
 (seconds or null)} -> {"rc", "out", "err"}. rc 97: the barrier could not be
 applied, or the request names no session (no "allow" or no "abi": fail
@@ -24,12 +28,15 @@ namespace its pid means nothing to the caller).
 Stdlib and bandit only: it runs with ``-I``, outside SuperQode's package.
 """
 
+import ctypes
 import importlib.util
 import json
 import os
+import pwd
 import selectors
 import signal
 import sys
+import sysconfig
 import time
 
 BARRIER_FAILED = 97
@@ -44,8 +51,16 @@ def _landlock():
     return mod
 
 
-def _child(req, out_w, err_w, landlock):
+_PR_SET_PDEATHSIG = 1
+
+
+def _child(req, out_w, err_w, landlock, reads, server):
     os.setpgid(0, 0)
+    # It dies with the server (its own process group escapes the server's
+    # kill; without a pid namespace around them it would run on unbounded).
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server:  # the server died before that
+        os._exit(BARRIER_FAILED)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the protocol is not bandit's input
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
@@ -55,9 +70,11 @@ def _child(req, out_w, err_w, landlock):
         os.environ.clear()
         os.environ.update(req.get("env") or {})
         # Writes only beneath the session's folders, reads beneath those and
-        # the interpreter's own: a request reads its session's tree, never
-        # your project, HOME or another session's.
-        landlock.restrict_self(allow, int(req["abi"]), read=_interpreter_paths())
+        # what bandit is made of: a request reads its session's tree, never
+        # your project, HOME, another session's or the rest of a prefix.
+        if not reads:
+            raise ValueError("no read set: refused")
+        landlock.restrict_self(allow, int(req["abi"]), read=reads)
     except (OSError, ValueError, TypeError, KeyError) as e:
         os.write(2, f"superqode barrier: cannot apply Landlock: {e}\n".encode())
         os._exit(BARRIER_FAILED)
@@ -91,12 +108,54 @@ def _session_folders(req):
     return allow
 
 
-def _interpreter_paths():
-    """What a child may read besides its session: the interpreter's and its
-    packages' folders (bandit imports its formatters as it runs)."""
-    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-             *(p for p in sys.path if p and os.path.isabs(p))}
-    return sorted(os.path.realpath(p) for p in paths if os.path.exists(p))
+def _read_paths(modules=None, path=None, home=None):
+    """What a child may read besides its session: the interpreter's standard
+    library, and each ``sys.path`` folder that one of the server's loaded
+    modules came from (called once bandit and its plugins are imported: its
+    site-packages and its dependencies'; a child imports formatters and
+    stdlib modules as it runs, from those folders). Not the interpreter's
+    prefixes: for a system Python that was all of /usr, for a venv or pyenv
+    Python in HOME the folders around it. Raises ValueError when it cannot
+    say -- no standard library found, bandit not under any folder, or a
+    folder that holds HOME (a venv made in HOME itself, a .pth naming it):
+    the server then serves nothing (fail closed)."""
+    modules = sys.modules if modules is None else modules
+    path = sys.path if path is None else path
+    homes = {os.path.realpath(h) for h in (home, os.environ.get("HOME"), _pw_home()) if h}
+    base = {"base": sys.base_prefix, "installed_base": sys.base_prefix,
+            "platbase": sys.base_exec_prefix, "installed_platbase": sys.base_exec_prefix}
+    found = {os.path.realpath(sysconfig.get_path(k, vars=base)) for k in ("stdlib", "platstdlib")}
+    found.add(os.path.dirname(os.path.realpath(os.__file__)))
+    found = {p for p in found if os.path.isdir(p)}
+    if not found:
+        raise ValueError("no standard library folder found")
+    # The deepest entry first: a site-packages inside a folder also on the path.
+    entries = sorted({os.path.realpath(p) for p in path if p and os.path.isabs(p)
+                      and os.path.exists(p)}, key=len, reverse=True)
+    bandit = None
+    for name, mod in list(modules.items()):
+        where = getattr(mod, "__file__", None)
+        if not where or name == "__main__":  # (this server: loaded already)
+            continue
+        where = os.path.realpath(where)
+        holder = next((e for e in entries if where.startswith(e + os.sep)), None)
+        if holder is not None:
+            found.add(holder)
+            if name == "bandit":
+                bandit = holder
+    if bandit is None:
+        raise ValueError("bandit was not loaded from a folder on sys.path")
+    for p in found:
+        if p == "/" or any(h == p or h.startswith(p + os.sep) for h in homes):
+            raise ValueError(f"{p} holds the home folder: a child would read all of it")
+    return sorted(found)
+
+
+def _pw_home():
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
 
 
 def _collect(out_r, err_r, pid, timeout):
@@ -139,6 +198,12 @@ def main():
     from bandit.core import extension_loader  # noqa: F401 - plugins found once
 
     landlock = _landlock()
+    try:
+        reads = _read_paths()
+    except ValueError as e:
+        _reply({"ready": False, "error": str(e)})
+        return
+    server = os.getpid()
     _reply({"ready": True})
     for line in sys.stdin:
         req = json.loads(line)
@@ -148,7 +213,7 @@ def main():
         if pid == 0:
             os.close(out_r)
             os.close(err_r)
-            _child(req, out_w, err_w, landlock)
+            _child(req, out_w, err_w, landlock, reads, server)
         os.close(out_w)
         os.close(err_w)
         out, err = _collect(out_r, err_r, pid, req.get("timeout"))

@@ -1,30 +1,32 @@
-"""The language server's warm bandit (see ``_bandit_server.py``): started
-once by the server, used by security_tester for one bandit run at a time.
+"""The warm bandit (see ``_bandit_server.py``): started once by a front end,
+used by security_tester for one bandit run at a time.
 
-The owner is the front end that calls :func:`start` (the language server, at
-its prewarm): it puts the handle in its ``Runtime`` (``analyzer``), which
-every run it starts carries down to the role, and stops it at shutdown. The
-CLI never starts one: a single run would pay the start either way. Whenever
-it cannot serve (none in the runtime, busy with another run, gone, a
-different bandit than SuperQode's), the caller runs the ``bandit`` command
-as before.
+The owner is the front end that makes a :class:`StartingBandit` (the
+language server at ``initialize``, ``superqe run`` once its session starts):
+it puts it in its ``Runtime`` (``analyzer``), which every run it starts
+carries down to the role, and stops it at exit. Whenever it cannot serve
+(still starting and another run already waits for it, did not come up,
+busy with another run, gone, a different bandit than SuperQode's), the
+caller runs the ``bandit`` command as before.
 
 Where the namespace sandbox is available the server itself starts inside one
 of its own, for its whole life (``_sandboxed``): the whole file system
 read-only (nothing of a run is written: bandit's report comes back on the
 pipe), the default secrets masked, no network, its own pid namespace; each
 request's child applies its session's Landlock rules below that, which
-narrow what it reads to that session's tree and the interpreter's folders.
-A request with no session behind it, or where there is no Landlock, is not
-served (fail closed): the ``bandit`` command runs it, behind its own layers. A
-run whose session hides more than the server's sandbox does
-(``sandbox.hide``), or whose folder it cannot see, is not served: the
-command runs instead, in the session's own sandbox.
+narrow what it reads to that session's tree, the interpreter's standard
+library and the folders bandit was loaded from. A request with no session
+behind it, or where there is no Landlock, is not served (fail closed): the
+``bandit`` command runs it, behind its own layers. A run whose session hides
+more than the server's sandbox does (``sandbox.hide``), or whose folder it
+cannot see, is not served: the command runs instead, in the session's own
+sandbox.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import io
 import json
 import logging
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ...config import Config
@@ -49,6 +52,9 @@ SERVER = Path(_bandit_server.__file__)
 
 
 class WarmBandit:
+    """One started server (``start``; its front end reaches it through a
+    ``StartingBandit``): one run at a time, None for what it cannot serve."""
+
     def __init__(self, python: str, runtime: Runtime):
         self.python = python
         self.runtime = runtime  # its priority and CPUs: the runs' tools' own
@@ -74,7 +80,8 @@ class WarmBandit:
         line = self._out.readline()
         if line.strip() == '{"ready": true}':
             self._ready.set()
-        else:
+        else:  # (it could not say what its children may read: it serves nothing)
+            log.warning("warm bandit not started: %s", line.strip() or "it ended")
             self.stop()
 
     def serves(self, tool: str) -> bool:
@@ -212,3 +219,126 @@ def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:
     if not warm._ready.is_set():
         return None
     return warm
+
+
+# How long at most a run waits for a warm bandit still starting (bandit's
+# imports: a few tenths of a second, seconds under load) before the command
+# runs it: a start that hangs must not hold the security role.
+STARTING_WAIT = 15.0
+
+
+class StartingBandit:
+    """The warm bandit from the moment its front end asks for it (the one
+    class both front ends use: the language server begins it at
+    ``initialize``, ``superqe run`` when its session starts, beside the
+    sandbox's making). The policy, the same for both:
+
+    - before :meth:`begin`, or once stopped, it serves nothing (the command);
+    - while it starts, ONE run waits for it: the one it would serve. The
+      server serves one run at a time, so a second waiter (bandit's shards,
+      two files opened together) would be sent to the command anyway once
+      the first holds it, only later: it runs the command at once instead;
+    - a run waits at most ``STARTING_WAIT`` s, or its own time left if less;
+      then the command runs it (the start goes on: later runs use it);
+    - a run with no session behind it is refused before any wait (the
+      server would refuse it: nothing to confine it to);
+    - a start that failed (no bandit, no "ready", an exception), or a
+      server that died (mid-run or between runs), leaves every later run to
+      the command, which is the sandboxed path: fail closed. A dead server
+      is not restarted (what killed it would likely kill the next).
+
+    ``starter`` makes the server (``start``; tests give their own)."""
+
+    def __init__(self, runtime: Runtime, python: str | None = None,
+                 starter: Callable[[Runtime, str], WarmBandit | None] | None = None):
+        self.python = python or sys.executable
+        self._runtime = runtime  # the runs' priority and CPUs (WarmBandit)
+        self._starter = starter or start
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._waiting = False  # a run waits for the start (only one does)
+        # The started WarmBandit, or None: set once by the start's thread.
+        self._started: concurrent.futures.Future = concurrent.futures.Future()
+
+    def begin(self) -> None:
+        """Start it, in a thread of its own (the start blocks while bandit
+        loads); once only, never after :meth:`stop`."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(target=self._start, daemon=True,
+                                            name="superqode-warm-bandit")
+            self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            warm = self._starter(self._runtime, self.python)
+        except Exception as e:  # noqa: BLE001 - no warm bandit: the command runs, as without one
+            log.info("warm bandit not started: %s", e)
+            warm = None
+        with self._lock:
+            late = warm if self._closed else None
+            self._started.set_result(None if late is not None else warm)
+        if late is not None:  # stopped while it started: nobody will use it
+            late.stop()
+
+    def _warm(self) -> WarmBandit | None:
+        return self._started.result() if self._started.done() else None
+
+    async def started(self) -> bool:
+        """Once the start is over: whether it came up."""
+        return await asyncio.wrap_future(self._started) is not None
+
+    def serves(self, tool: str) -> bool:
+        if self._thread is None or self._closed or Path(tool).parent != Path(self.python).parent:
+            return False
+        if not self._started.done():
+            return not self._waiting
+        warm = self._warm()
+        return warm is not None and warm.serves(tool)
+
+    async def run(self, argv: list[str], cwd: Path, env: dict[str, str],
+                  timeout: float | None) -> ProcResult | None:
+        """bandit's result, or None: the caller runs the command."""
+        if self._thread is None or self._closed or not env.get(BARRIER_ENV):
+            return None
+        if not self._started.done():
+            if self._waiting:
+                return None
+            self._waiting = True  # (before the first await: the next caller runs the command)
+            t0 = time.monotonic()
+            wait = STARTING_WAIT if timeout is None else max(0.0, min(STARTING_WAIT, timeout))
+            try:
+                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._started)), wait)
+            except TimeoutError:
+                return None
+            finally:
+                self._waiting = False
+            if timeout is not None:  # the run keeps to the caller's budget
+                timeout = max(0.0, timeout - (time.monotonic() - t0))
+        warm = self._warm()
+        if warm is None or self._closed:
+            return None
+        return await warm.run(argv, cwd, env, timeout)
+
+    def stop(self) -> None:
+        """Stop it; one still starting is stopped by its own thread once up
+        (an early error's line is not held back by bandit's imports, and a
+        server shutting down does not wait)."""
+        with self._lock:
+            self._closed = True
+            warm = self._warm()
+        if warm is not None:
+            warm.stop()
+
+
+def starting(runtime: Runtime, python: str | None = None) -> StartingBandit | None:
+    """A warm bandit to :meth:`~StartingBandit.begin`, for the interpreter
+    SuperQode runs in; None when no bandit is installed beside it, or where
+    there is no Landlock (``guard only``: it would serve no run, so nothing
+    is started for nothing)."""
+    python = python or sys.executable
+    if not (Path(python).parent / "bandit").exists() or landlock.abi() is None:
+        return None
+    return StartingBandit(runtime, python)
