@@ -78,6 +78,9 @@ def user_settings(data: Path, extra: dict | None = None) -> None:
         "chat.disableAIFeatures": True,
         "editor.minimap.enabled": False,
         "files.autoSave": "off",
+        # Enter typed by the scenario is a new line: under load the word
+        # suggestions' widget came up first and Enter took "import" from it.
+        "editor.acceptSuggestionOnEnter": "off",
         "git.enabled": False,
         **(extra or {}),
     }
