@@ -19,11 +19,22 @@ ruff server gets the same scenario with ``extendSelect = ["S602"]`` so it has
 both problems; VS Code has no ruff extension here (offline), so only
 SuperQode is timed there.
 
-    .venv/bin/python bench/editors.py [--rounds 3] [--editors nvim,emacs,vscode,vscode-ready] [--no-ruff]
+    .venv/bin/python bench/editors.py [--rounds 3] [--editors nvim,emacs,vscode,vscode-ready,vscode-trace] [--no-ruff]
 
 ``vscode-ready`` opens the first file once the extension's server is up
 (it starts with a Python workspace), as a user does a moment after opening
-the window; ``vscode`` opens it as soon as the window shows.
+the window; ``vscode`` opens it as soon as the window shows. VS Code's open
+counts from the Enter in Quick Open, so it holds VS Code's own opening of
+the file ("text shown": until the tab shows its text; Neovim's and Emacs's
+open counts from a buffer already shown); "from text shown" is the rest.
+``vscode-trace`` is ``vscode-ready`` with the server's debug log and the
+extension's stamps (``superqode.trace.server``), and the open's steps from
+them: didOpen sent, read by the server, the pull refresh that brought both
+problems, both at the extension, both on the screen (the logging costs a
+little itself).
+
+Each time is the page's clock when the squiggles first showed (checked at
+every frame in the page), not when a poll from this side next saw them.
 
 Needs what scripts/setup-editors.sh installs (as the editor tests do).
 """
@@ -33,11 +44,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,13 +137,17 @@ def emacs(ruff: bool) -> dict[str, float]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def vscode(ruff: bool, ready_first: bool = False) -> dict[str, float]:
+def vscode(ruff: bool, ready_first: bool = False, trace: bool = False) -> dict[str, float]:
     """The VS Code editor test itself (code-server + Playwright); its times.
     ``ready_first``: the file is opened once the extension's server is up
-    (the window a moment after it opened), not as soon as the window shows."""
+    (the window a moment after it opened), not as soon as the window shows.
+    ``trace``: the server's debug log and the extension's stamps too, and
+    where the first open's time went (``trace_steps``)."""
     assert not ruff
     base = Path(tempfile.mkdtemp(prefix="sqe-bench-vs-"))
-    env = {**os.environ, **({"SQ_READY_FIRST": "1"} if ready_first else {})}
+    logs = Path(tempfile.mkdtemp(prefix="sqe-bench-vs-trace-"))  # pytest empties its --basetemp
+    env = {**os.environ, **({"SQ_READY_FIRST": "1"} if ready_first else {}),
+           **({"SQ_VSCODE_TRACE": str(logs)} if trace else {})}
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "--basetemp", str(base),
@@ -139,16 +156,75 @@ def vscode(ruff: bool, ready_first: bool = False) -> dict[str, float]:
         found = list(base.rglob("vscode.json"))
         if proc.returncode != 0 or not found:
             raise RuntimeError(proc.stdout[-2000:])
-        at = json.loads(found[0].read_text())["at"]
+        data = json.loads(found[0].read_text())
+        at = data["at"]
         first = "open (server up)" if ready_first else "open (with start)"
-        return {first: at["on_open"], "open 2": at["on_open_second"] - at["open_second"],
-                "save": at["after_save"] - at["save"]}
+        out = {first: at["on_open"], "  text shown": at["text_shown"],
+               "  from text shown": at["on_open"] - at["text_shown"],
+               "open 2": at["on_open_second"] - at["open_second"], "save": at["after_save"] - at["save"]}
+        if trace:
+            out.update(trace_steps(logs, data))
+        return out
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+FIRST = "shop/live_planted.py"
+TIMING = re.compile(r"^\[timing (\S+)Z\] (.*)$")
+SERVER_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ \S+ (.*)$")
+
+
+def _epoch_ms(stamp: str, utc: bool = True) -> float:
+    """``stamp`` in ms since the epoch: the extension's are UTC, the server
+    log's local time (naive: ``timestamp`` reads it so)."""
+    when = datetime.fromisoformat(stamp)
+    return (when.replace(tzinfo=UTC) if utc else when).timestamp() * 1000
+
+
+def trace_steps(logs: Path, data: dict) -> dict[str, float]:
+    """Where the first file's open went, each step in ms since Enter (the
+    page's, the extension's and the server's clocks are the machine's): the
+    extension sends didOpen, the server reads it, the server asks VS Code to
+    pull (the last refresh before both problems reached the extension), the
+    extension has both (3 items: F401, B602, B404), the page shows both."""
+    opened = data["epoch"]["opened"]
+    steps: dict[str, float] = {}
+    ext = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("extension-*.log")))
+    for line in ext.splitlines():
+        m = TIMING.match(line)
+        if not m or FIRST not in m.group(2):
+            continue
+        t = _epoch_ms(m.group(1)) - opened
+        if m.group(2).startswith("didOpen sending") and "  ext: didOpen sent" not in steps:
+            steps["  ext: didOpen sent"] = t
+        got = re.search(r": (\d+) item", m.group(2))
+        if got and int(got.group(1)) >= 3 and "  ext: both received" not in steps:
+            steps["  ext: both received"] = t
+    server = (logs / "server.log").read_text(errors="replace") if (logs / "server.log").exists() else ""
+    refreshes = []
+    for line in server.splitlines():
+        m = SERVER_LINE.match(line)
+        if not m:
+            continue
+        t = _epoch_ms(f"{m.group(1).replace(' ', 'T')}.{m.group(2)}", utc=False) - opened
+        if "Notification 'textDocument/didOpen' received" in m.group(3) and "  server: didOpen read" not in steps:
+            steps["  server: didOpen read"] = t
+        elif "workspace/diagnostic/refresh None" in m.group(3):
+            refreshes.append(t)
+    both = steps.get("  ext: both received")
+    before = [t for t in refreshes if both is not None and t <= both]
+    if before:
+        steps["  server: refresh sent"] = before[-1]
+    steps["  page: both shown"] = data["at"]["on_open"]
+    order = ["  ext: didOpen sent", "  server: didOpen read", "  server: refresh sent", "  ext: both received",
+             "  page: both shown"]
+    return {k: steps[k] for k in order if k in steps}
 
 
 EDITORS = {"nvim": (nvim, True), "emacs": (emacs, True), "vscode": (vscode, False),
-           "vscode-ready": (lambda ruff: vscode(ruff, ready_first=True), False)}
+           "vscode-ready": (lambda ruff: vscode(ruff, ready_first=True), False),
+           "vscode-trace": (lambda ruff: vscode(ruff, ready_first=True, trace=True), False)}
 
 
 def main() -> int:

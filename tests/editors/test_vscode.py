@@ -78,6 +78,9 @@ def user_settings(data: Path, extra: dict | None = None) -> None:
         "chat.disableAIFeatures": True,
         "editor.minimap.enabled": False,
         "files.autoSave": "off",
+        # Enter typed by the scenario is a new line: under load the word
+        # suggestions' widget came up first and Enter took "import" from it.
+        "editor.acceptSuggestionOnEnter": "off",
         "git.enabled": False,
         **(extra or {}),
     }
@@ -97,6 +100,12 @@ def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, na
     chromium = require(shutil.which("chromium"), "chromium")
     vsix = require(VSIX, "editors/vscode/superqode.vsix")
     user_data, exts = tmp_path / "code-data", tmp_path / "code-ext"
+    trace = os.environ.get("SQ_VSCODE_TRACE")  # bench/editors.py --trace: a folder for both sides' logs
+    if trace:
+        traced = tmp_path / "superqode-ls-traced"
+        traced.write_text(f'#!/bin/sh\nexec "{SERVER}" -v --log-file "{trace}/server.log" "$@"\n')
+        traced.chmod(0o755)
+        settings = {**(settings or {}), "superqode.server.path": str(traced), "superqode.trace.server": "messages"}
     user_settings(user_data, settings)
     base = [node, entry, "--user-data-dir", str(user_data), "--extensions-dir", str(exts)]
     shots = artifact_dir("vscode" if name == "main" else f"vscode-{name}")
@@ -130,6 +139,9 @@ def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, na
         finally:
             kill_tree(server, grace=10)
     (shots / "scenario.log").write_text(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    if trace:
+        for n, ext_log in enumerate(user_data.rglob("*SuperQode*.log")):
+            shutil.copy(ext_log, Path(trace) / f"extension-{n}.log")
     data = json.loads(result.read_text()) if result.exists() else {}
     assert proc.returncode == 0 and data.get("exit") == 0, (
         f"{data.get('error')}\nsteps: {data.get('steps')}\n{proc.stderr[-3000:]}\nsee {shots}")

@@ -9,6 +9,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
+from superqode_ls.server.base import ClientFeatures
 from superqode_ls.server.diagnostics import workspace_reports
 from superqode_ls.server.server import SuperQodeServer
 from tests.server.findings import tracked
@@ -109,3 +110,40 @@ async def test_pull_diagnostics_with_result_ids_and_refresh(lsp: LanguageClient,
 async def test_push_only_clients_are_not_offered_pull(lsp: LanguageClient, shop: Path):
     result = await start(lsp, shop, editor="neovim")  # pull, but no refresh support
     assert result.capabilities.diagnostic_provider is None
+
+
+async def test_a_role_end_asks_a_pull_client_at_once_and_streamed_findings_wait_their_turn():
+    """VS Code pulls: each role's end (``flush(now=True)``) sends its refresh
+    at once, even right after the previous role's; findings streaming in
+    (``mark``) are asked for at most once per REFRESH_INTERVAL."""
+    import asyncio
+
+    ls = SuperQodeServer()
+    ls.client = ClientFeatures(types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(diagnostic=types.DiagnosticClientCapabilities()),
+        workspace=types.WorkspaceClientCapabilities(
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True))))
+    assert ls.client.pull_mode
+    asked: list[None] = []
+
+    async def refresh(_params) -> None:
+        asked.append(None)
+
+    ls.workspace_diagnostic_refresh_async = refresh
+    publisher = ls.publisher
+    try:
+        publisher.mark("file:///a.py")
+        publisher.flush(now=True)  # bandit's findings are all in
+        publisher.mark("file:///a.py")
+        publisher.flush(now=True)  # ruff's, a moment later
+        assert publisher._refresh_pending is None  # nothing left to wait out
+        await asyncio.gather(*ls._tasks)
+        assert len(asked) == 2
+        publisher.mark("file:///a.py")
+        publisher.flush()  # a finding streamed in: after the interval
+        assert publisher._refresh_pending is not None
+    finally:
+        if publisher._refresh_pending is not None:
+            publisher._refresh_pending.cancel()
+        await asyncio.gather(*ls._tasks, return_exceptions=True)
+    assert len(asked) == 2

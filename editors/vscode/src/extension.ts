@@ -5,6 +5,7 @@ import {
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
+  Middleware,
   ServerOptions,
   State,
   TransportKind,
@@ -121,6 +122,21 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     synchronize: { configurationSection: "superqode" },
     initializationOptions: { superqode: await initialSettings() },
     middleware: {
+      ...timingMiddleware(),
+      // A pull cancelled by a newer one (two refreshes close together, as at
+      // a run's end) comes back from vscode-languageclient as an empty
+      // report, which it sets until the newer pull answers: the file's
+      // diagnostics were cleared and refilled (10-20 ms apart in traces at
+      // load 10, longer when the server is busy). Cancelled, it sets nothing.
+      provideDiagnostics: async (document, previousResultId, token, next) => {
+        const report: any = await next(document, previousResultId, token);
+        if (token.isCancellationRequested) {
+          stampTiming?.(`diagnostics pull cancelled ${uriOf(document)}`);
+          throw new vscode.CancellationError();
+        }
+        stampTiming?.(`diagnostics received ${uriOf(document)}: ${report?.items ? `${report.items.length} item(s)` : report?.kind}`);
+        return report;
+      },
       // A finding's hover is VS Code's own diagnostic hover (message, rule
       // link, quick fix); the server's would say the same again below it.
       provideHover: () => undefined,
@@ -153,6 +169,36 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   trustQuestions = handleTrustQuestions(client, (line) => output.appendLine(line));
   status.setMissing(false);  // also ends "starting"
   status.setCounts(countFindings());
+}
+
+let stampTiming: ((what: string) => void) | undefined;
+
+function uriOf(document: vscode.TextDocument | vscode.Uri): string {
+  return (document instanceof vscode.Uri ? document : document.uri).toString();
+}
+
+/** With superqode.trace.server on: a line stamped to the millisecond (the
+ * trace's own stamps are to the second) for each open and save sent and each
+ * diagnostics answer received, to line up with the server's log and the
+ * screen (bench/editors.py --trace). */
+function timingMiddleware(): Middleware {
+  stampTiming = undefined;
+  if (vscode.workspace.getConfiguration("superqode").get<string>("trace.server", "off") === "off") {
+    return {};
+  }
+  const stamp = (what: string) => output.appendLine(`[timing ${new Date().toISOString()}] ${what}`);
+  stampTiming = stamp;
+  return {
+    didOpen: async (document, next) => {
+      stamp(`didOpen sending ${document.uri.toString()}`);
+      await next(document);
+      stamp(`didOpen sent ${document.uri.toString()}`);
+    },
+    didSave: async (document, next) => {
+      stamp(`didSave sending ${document.uri.toString()}`);
+      await next(document);
+    },
+  };
 }
 
 /** The superqode settings, with the interpreter the Python extension has

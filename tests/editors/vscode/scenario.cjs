@@ -6,7 +6,7 @@ const fs = require("fs");
 const path = require("path");
 const { chromium } = require(process.env.SQ_PLAYWRIGHT);
 
-const result = { steps: [] };
+const result = { steps: [], epoch: {} };
 const shots = process.env.SQ_SHOTS;
 const step = (name, value) => {
   result.steps.push(name);
@@ -27,22 +27,41 @@ async function lineOf(page, box) {
 // Read in the page in one go: a Playwright round trip per squiggle and per
 // gutter line took up to a second a read on a loaded machine, and that went
 // into every time the live scenario measures.
-async function squiggleLines(page) {
-  return page.evaluate(() => {
-    const gutter = [...document.querySelectorAll(".margin-view-overlays .line-numbers")].map((n) => {
-      const b = n.getBoundingClientRect();
-      return { top: b.top, bottom: b.bottom, line: Number(n.innerText.trim()) };
-    });
-    const lines = new Set();
-    for (const s of document.querySelectorAll(".monaco-editor .view-overlays [class*='squiggly-']")) {
-      const b = s.getBoundingClientRect();
-      if (!b.width && !b.height) continue;  // not rendered
-      const y = b.top + b.height / 2;
-      const row = gutter.find((g) => y >= g.top && y < g.bottom);
-      if (row) lines.add(row.line);
-    }
-    return [...lines].sort((a, b) => a - b);
+function linesInPage() {
+  const gutter = [...document.querySelectorAll(".margin-view-overlays .line-numbers")].map((n) => {
+    const b = n.getBoundingClientRect();
+    return { top: b.top, bottom: b.bottom, line: Number(n.innerText.trim()) };
   });
+  const lines = new Set();
+  for (const s of document.querySelectorAll(".monaco-editor .view-overlays [class*='squiggly-']")) {
+    const b = s.getBoundingClientRect();
+    if (!b.width && !b.height) continue;  // not rendered
+    const y = b.top + b.height / 2;
+    const row = gutter.find((g) => y >= g.top && y < g.bottom);
+    if (row) lines.add(row.line);
+  }
+  return [...lines].sort((a, b) => a - b);
+}
+
+async function squiggleLines(page) {
+  return page.evaluate(linesInPage);
+}
+
+// Wait in the page, checked at every frame (squiggles are drawn in one), for
+// squiggles on all of `want`; the lines and the page's clock when they first
+// showed. Read after a poll's round trip instead, a time measured the
+// round trip and the poll interval too.
+async function squigglesShown(page, want, timeout) {
+  await page.evaluate(`window.sqSquiggleLines = ${linesInPage.toString()}; window.sqSeen = { history: [], frames: [] };`);
+  const handle = await page.waitForFunction((want) => {
+    const lines = window.sqSquiggleLines();
+    const seen = window.sqSeen, now = Date.now(), key = lines.join(",");
+    // What showed when, and the frames' times (a busy page draws late).
+    if (!seen.history.length || seen.history[seen.history.length - 1].lines !== key) seen.history.push({ at: now, lines: key });
+    seen.frames.push(now);
+    return want.every((l) => lines.includes(l)) ? { lines, at: now, history: seen.history, frames: seen.frames } : null;
+  }, want, { polling: "raf", timeout });
+  return handle.jsonValue();
 }
 
 // The Problems panel's rows as read out (aria-label), shown (text) and their
@@ -269,20 +288,27 @@ async function unopenedProblems(page) {
 // that adds a third problem. `at` holds each step's time (ms since the file
 // was opened: bench/editors.py reads them).
 async function liveDiagnostics(page, opened) {
-  const at = {};
-  const mark = (name) => { at[name] = Date.now() - opened; };
-  const waitLines = async (want, what, timeout = 60000) => {
-    const deadline = Date.now() + timeout;
-    let lines = [];
-    while (Date.now() < deadline) {
-      lines = await squiggleLines(page);
-      if (want.every((l) => lines.includes(l))) return lines;
-      await page.waitForTimeout(50);
+  // `at`: ms since the file was opened, by the page's clock when the
+  // squiggles showed; `node_at`: when this script learnt it (the difference
+  // is the round trip). `epoch`: the open on the clock the server's and the
+  // extension's logs use (bench/editors.py --trace lines them up).
+  const at = {}, node_at = {};
+  result.epoch.opened = opened;
+  at.text_shown = result.epoch.text_shown - opened;
+  const waitLines = async (want, what, name, timeout = 60000) => {
+    try {
+      const seen = await squigglesShown(page, want, timeout);
+      at[name] = seen.at - opened;
+      const gaps = seen.frames.slice(1).map((f, i) => f - seen.frames[i]);
+      result.seen = { ...(result.seen || {}), [name]: { history: seen.history.map((h) => [h.at - opened, h.lines]),
+        frames: seen.frames.length, first_frame: seen.frames[0] - opened, longest_frame_gap: Math.max(0, ...gaps) } };
+      node_at[name] = Date.now() - opened;
+      return seen.lines;
+    } catch (e) {
+      throw new Error(`timed out waiting for ${what}: squiggles on ${JSON.stringify(await squiggleLines(page))}`);
     }
-    throw new Error(`timed out waiting for ${what}: squiggles on ${JSON.stringify(lines)}`);
   };
-  step("on_open_squiggles", await waitLines([1, 6], "squiggles on lines 1 and 6"));
-  mark("on_open");
+  step("on_open_squiggles", await waitLines([1, 6], "squiggles on lines 1 and 6", "on_open"));
   await page.keyboard.press("Control+Shift+M");
   step("on_open_problems", await waitRows(page, (rs) => rs.filter((r) => r.level === 2).length >= 2, "two Problems rows"));
   step("no_command_ran", !(await statusLabel(page)).includes("qe-"));
@@ -299,9 +325,8 @@ async function liveDiagnostics(page, opened) {
   const t = Date.now();
   await page.keyboard.press("Enter");
   await page.locator(".tab.active", { hasText: "live_second.py" }).waitFor();
-  step("on_open_second_squiggles", await waitLines([1, 6], "the second file's squiggles"));
   at.open_second = t - opened;
-  mark("on_open_second");
+  step("on_open_second_squiggles", await waitLines([1, 6], "the second file's squiggles", "on_open_second"));
 
   // A save that adds a third problem: `import sys` above the rest.
   await page.locator(".monaco-editor .view-lines").first().click({ position: { x: 5, y: 5 } });
@@ -310,11 +335,11 @@ async function liveDiagnostics(page, opened) {
   at.save = Date.now() - opened;
   await page.keyboard.press("Control+S");
   await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 15000 });
-  step("after_save_squiggles", await waitLines([1, 2, 7], "squiggles on lines 1, 2 and 7"));
-  mark("after_save");
+  step("after_save_squiggles", await waitLines([1, 2, 7], "squiggles on lines 1, 2 and 7", "after_save"));
   step("after_save_problems", await waitRows(page, (rs) => rs.some((r) => /`sys` imported but unused/.test(r.label)), "the `sys` row"));
   step("status", await statusLabel(page));
   step("at", at);
+  step("node_at", node_at);
   await page.mouse.move(900, 300);
   await page.waitForTimeout(300);
   await page.screenshot({ path: path.join(shots, "vscode-live-save.png") });
@@ -372,11 +397,19 @@ async function main() {
     await page.locator(".quick-input-widget input").fill(file);
     await page.locator(".quick-input-list .monaco-list-row", { hasText: file }).first().waitFor();
     const opened = Date.now();
+    // The live scenario notes, by the page's clock, when the file's text
+    // showed: VS Code's own part of an open, before any server hears of it.
+    const shown = process.env.SQ_SCENARIO === "live" ? page.waitForFunction((file) => {
+      const tab = document.querySelector(".tab.active");
+      const text = document.querySelector(".monaco-editor .view-lines");
+      return tab && tab.innerText.includes(file) && text && text.innerText.includes("import") ? Date.now() : null;
+    }, file, { polling: "raf", timeout: 30000 }) : null;
     await page.keyboard.press("Enter");
     await page.locator(".tab.active", { hasText: file }).waitFor();
     await page.locator(".monaco-editor .view-lines").first().waitFor();
     step("opened");
     if (process.env.SQ_SCENARIO === "live") {
+      result.epoch.text_shown = await (await shown).jsonValue();
       await liveDiagnostics(page, opened);
       result.exit = 0;
       return;
