@@ -12,6 +12,7 @@ import difflib
 import hashlib
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
@@ -327,7 +328,7 @@ def patch_of_diff(
 
 
 _M = TypeVar("_M", bound=BaseModel)
-_TEMPLATES: dict[type[BaseModel], tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = {}
+_MAKERS: dict[type[BaseModel], Callable[[dict[str, Any]], Any]] = {}
 
 
 def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -339,30 +340,41 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     values the caller checked or made (a tool's JSON is read into these
     types first); a model with a required field missing, or with private
     attributes, is validated as usual."""
-    template = _TEMPLATES.get(cls)
-    if template is None:
-        defaults: dict[str, Any] = {}
-        factories: dict[str, Any] = {}
-        for name, field in cls.model_fields.items():
-            defaults[name] = None if field.default_factory else field.default
-            if field.default_factory:
-                factories[name] = field.default_factory
-        required = frozenset(n for n, f in cls.model_fields.items() if f.is_required())
-        template = _TEMPLATES[cls] = (defaults, factories, required)
-    defaults, factories, required = template
-    if cls.__private_attributes__ or not required <= values.keys():
-        return cls(**values)
-    fields = {**defaults, **values}  # in the order of the model's fields, as validation leaves them
-    for name, factory in factories.items():
-        if name not in values:
-            fields[name] = factory()
-    obj = cls.__new__(cls)
-    # What pydantic's own model_construct sets (it took 0.5 ms a call here).
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
-    return obj
+    make = _MAKERS.get(cls)
+    if make is None:
+        make = _MAKERS[cls] = maker(cls)
+    return make(values)
+
+
+def maker(cls: type[_M]) -> Callable[[dict[str, Any]], _M]:
+    """``trusted`` for one model, its template prepared once (a role that
+    makes tens of thousands keeps this and calls it)."""
+    defaults: dict[str, Any] = {}
+    factories: dict[str, Any] = {}
+    for name, field in cls.model_fields.items():
+        defaults[name] = None if field.default_factory else field.default
+        if field.default_factory:
+            factories[name] = field.default_factory
+    required = frozenset(n for n, f in cls.model_fields.items() if f.is_required())
+    checked = bool(cls.__private_attributes__)
+    new, setattr_ = cls.__new__, object.__setattr__
+
+    def make(values: dict[str, Any]) -> _M:
+        if checked or not required <= values.keys():
+            return cls(**values)
+        fields = {**defaults, **values}  # in the order of the model's fields, as validation leaves them
+        for name, factory in factories.items():
+            if name not in values:
+                fields[name] = factory()
+        obj = new(cls)
+        # What pydantic's own model_construct sets (it took 0.5 ms a call here).
+        setattr_(obj, "__dict__", fields)
+        setattr_(obj, "__pydantic_fields_set__", set(values))
+        setattr_(obj, "__pydantic_extra__", None)
+        setattr_(obj, "__pydantic_private__", None)
+        return obj
+
+    return make
 
 
 def attach(findings: list[Finding], patches: list[Patch]) -> list[Finding]:
