@@ -171,20 +171,29 @@ class LintTester(FileCheckRole):
         self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
     ) -> RoleOutput:
         # One pass over ruff's diagnostics makes the findings, their ids
-        # and snippets; a second the patches (a finding's id, which its
-        # patch's id hashes, is final only once its whole file is read).
+        # and snippets, and once a file's are all made (a finding's id,
+        # which its patch's id hashes, is final only then) its patches.
         # Thousands of each on a large tree: per-item work is kept to the
-        # model, a hash and a diff (no validation, no helper per field).
-        src = SourceCache(root)
+        # model, a hash and a diff (no validation, no helper per field),
+        # and a file's text is read and split once, for its snippets and
+        # its fixes, and let go after it (all of a large tree's text and
+        # lines held at once made the role's memory, and its page faults,
+        # several times ruff's output).
         findings: list[Finding] = []
+        patches: list[Patch] = []
         fixes: list[tuple[Finding, dict[str, Any]]] = []
         unlinted: list[str] = []
         rels = _Rels(root)
         codes = _Codes(chosen_rules(root))
         groups: dict[str, list[Finding]] = {}  # id -> findings made with it
+        names = [rels(d.get("filename", "")) for d in data]
+        # ruff lists a file's diagnostics together; were it ever not to,
+        # every file is held to the end, as ids need all of a file's.
+        runs = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
+        apart = len(set(runs)) == len(runs)
+        src = SourceCache(root)
         rel = lines = None
-        for diag in data:
-            r = rels(diag.get("filename", ""))
+        for r, diag in zip(names, data):
             code = _text(diag.get("code") or diag.get("name") or "syntax-error")
             if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / r):
                 # Valid Python in its declared encoding (PEP 263): ruff reads
@@ -192,6 +201,10 @@ class LintTester(FileCheckRole):
                 unlinted.append(r)
                 continue
             if r != rel:
+                if apart and rel is not None:
+                    _number(groups)
+                    patches += self._patches(src, fixes)
+                    groups, fixes, src = {}, [], SourceCache(root)
                 rel, lines = r, src.split(r)
             kind = codes.get(code) or codes.add(code)
             loc = diag.get("location") or {}
@@ -249,7 +262,7 @@ class LintTester(FileCheckRole):
             ):
                 fixes.append((finding, fix))
         _number(groups)
-        patches = self._patches(src, fixes) if fixes else []
+        patches += self._patches(src, fixes)
         reason = None
         if unlinted:
             shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
