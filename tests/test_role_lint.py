@@ -392,6 +392,10 @@ def test_findings_and_fixes_the_same_when_ruff_lists_a_file_twice(make_repo):
     # lets its text go; ruff lists a file's diagnostics together. Were it
     # ever to list one in two places, the ids (numbered "-2" in line order
     # across the file) and the patches must be the same as listed together.
+    import subprocess
+
+    import pydantic_core
+
     from superqode_ls.qe.roles import lint
 
     dup = "import os\n"
@@ -401,9 +405,6 @@ def test_findings_and_fixes_the_same_when_ruff_lists_a_file_twice(make_repo):
         "b.py": "import sys\nX = '%s' % 2\n",
     })
     ctx = make_ctx(repo)
-    import subprocess
-    import pydantic_core
-
     cmd = lint.ruff_command(lint.tool_path("ruff"), ctx.sandbox, ["."])
     data = pydantic_core.from_json(subprocess.run(cmd, cwd=ctx.sandbox, capture_output=True,
                                                   check=True).stdout)
