@@ -294,7 +294,9 @@ def test_one_line_fix_ids_read_from_the_fix_match_the_ids_of_the_diff():
 
     fast = 0
 
-    @settings(max_examples=600, deadline=None)
+    # derandomized: the fast path is taken for plain lines only, a few
+    # percent of these cases, and the count below must not depend on luck
+    @settings(max_examples=600, deadline=None, derandomize=True)
     @given(case())
     def check(c):
         nonlocal fast
@@ -311,10 +313,10 @@ def test_one_line_fix_ids_read_from_the_fix_match_the_ids_of_the_diff():
         assert diff == want
         if diff:
             fast += basis is not None
-            assert patch_id("lint-x", diff, basis) == patch_id("lint-x", diff)
+            assert patch_id("lint-x", diff, basis) == patch_id("lint-x", diff) == _line_id(diff)
 
     check()
-    assert fast > 10  # the id read from the fix's own lines was exercised
+    assert fast > 3  # the id read from the fix's own lines was exercised
 
 
 def test_role_patch_ids_are_the_ids_of_their_diffs(make_repo):
@@ -347,3 +349,77 @@ def test_role_patch_ids_are_the_ids_of_their_diffs(make_repo):
             git_apply(copy, p.diff.replace(f"a/{p.files[0]}", "a/f.py").replace(f"b/{p.files[0]}", "b/f.py"))
             new = (copy / "f.py").read_bytes().decode()
             assert unified_diff(p.files[0], old, new) == p.diff
+
+
+def _line_id(diff: str) -> str:
+    """A fix's id as patch_id first defined it: its finding's id and the
+    lines the diff removes and adds, as str.splitlines splits it. Ids are
+    kept in reports and seals: a faster reading must give the same ones."""
+    import hashlib
+
+    basis = "\x1f".join(
+        ln for ln in diff.splitlines()
+        if ln.startswith(("+", "-", "diff --git ")) and not ln.startswith(("+++ ", "--- "))
+    )
+    return f"fix-lint-x-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+def test_patch_ids_of_many_line_diffs_are_the_line_ids():
+    # patch_id reads a diff with no odd line break in one regular-expression
+    # pass: on import blocks, header-like lines ("--- x" removed, "+++ y"
+    # added) and files without a final newline it gives the ids it gave.
+    import random
+
+    from superqode_ls.qe.roles._patches import patch_id
+
+    pool = ["import a", "-- x", "++ y", "+", "-", "", "diff --git q", "  --- z", "c\r", "d\x0c"]
+    rng = random.Random(3)
+    seen = 0
+    for _ in range(400):
+        old = "\n".join(rng.choice(pool) for _ in range(rng.randint(1, 25))) + rng.choice(["", "\n"])
+        lines = old.split("\n")
+        for _ in range(rng.randint(1, 4)):
+            lines.insert(rng.randint(0, len(lines)), rng.choice(pool))
+        diff = unified_diff(rng.choice(["m.py", "p/x y.py"]), old, "\n".join(lines))
+        if diff:
+            seen += 1
+            assert patch_id("lint-x", diff) == _line_id(diff), diff
+    assert seen > 300
+
+
+def test_findings_and_fixes_the_same_when_ruff_lists_a_file_twice(make_repo):
+    # The role makes a file's patches once its findings are all made, and
+    # lets its text go; ruff lists a file's diagnostics together. Were it
+    # ever to list one in two places, the ids (numbered "-2" in line order
+    # across the file) and the patches must be the same as listed together.
+    import subprocess
+
+    import pydantic_core
+
+    from superqode_ls.qe.roles import lint
+
+    dup = "import os\n"
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F401", "UP"]\n',
+        "a.py": f"{dup}def f():\n    {dup}    return 1\n\n\ndef g():\n    {dup}    return '%s' % 1\n",
+        "b.py": "import sys\nX = '%s' % 2\n",
+    })
+    ctx = make_ctx(repo)
+    cmd = lint.ruff_command(lint.tool_path("ruff"), ctx.sandbox, ["."])
+    data = pydantic_core.from_json(subprocess.run(cmd, cwd=ctx.sandbox, capture_output=True,
+                                                  check=True).stdout)
+    a = [d for d in data if d["filename"].endswith("a.py")]
+    b = [d for d in data if d["filename"].endswith("b.py")]
+    assert len(a) >= 4 and b
+    role = LintTester()
+    together = role._parse(ctx.sandbox, a + b)
+    apart = role._parse(ctx.sandbox, [*a[:2], *b, *a[2:]])
+
+    def key(out):
+        return (sorted((f.id, f.file, f.range.start_line, f.fix_patch_id) for f in out.findings),
+                sorted((p.id, p.diff) for p in out.patches))
+
+    assert key(apart) == key(together)
+    ids = [f.id for f in together.findings if f.rule_id == "F401" and f.file == "a.py"]
+    assert len(ids) == 3 and ids[1] == ids[0] + "-2" and ids[2] == ids[0] + "-3"
+    assert all(f.fix_patch_id for f in together.findings if f.file == "a.py")

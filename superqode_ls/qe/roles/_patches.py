@@ -12,6 +12,7 @@ import difflib
 import hashlib
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
@@ -87,7 +88,7 @@ class FileText:
     thousands of lines, and splitting (or rebuilding) the text per fix was
     most of the lint role's own time."""
 
-    __slots__ = ("rel", "text", "starts", "pieces", "plain")  # one per fixed file
+    __slots__ = ("head", "pieces", "plain", "rel", "starts", "text")  # one per fixed file
 
     def __init__(self, rel: str, text: str, pieces: list[str] | None = None):
         self.rel = rel
@@ -100,6 +101,7 @@ class FileText:
         # Whether ``patch_id`` may read a one-line fix's header from its
         # name (``_ODD``: see ``fix``).
         self.plain = _ODD.search(rel) is None and "\n" not in rel
+        self.head = _header(rel)  # the same for all of its fixes
 
     def lines(self, i: int, j: int) -> list[str]:
         """``split_lines(text)[i:j]``."""
@@ -153,22 +155,27 @@ class FileText:
             # another: most fixes. The hunk ``_diff_lines`` writes for it,
             # its context cut from the text as it stands (every line in it
             # ends in a newline: no list of lines needed).
-            after = text[r_e:starts[w1] if w1 < len(starts) else len(text)]
+            w_e = starts[w1] if w1 < len(starts) else len(text)
+            after = text[r_e:w_e]
             if not after or after[-1] == "\n":
-                before = text[starts[w0]:r_s]
-                n = first - w0 + 1 + after.count("\n")
+                w_s = starts[w0]
+                before = text[w_s:r_s]
+                span = _range(w0, first - w0 + 1 + after.count("\n"))
                 old = text[r_s:r_e]
-                head = _header(self.rel)
+                head = self.head
                 diff = "".join([
-                    head, f"@@ -{_range(w0, n)} +{_range(w0, n)} @@\n",
+                    head, "@@ -", span, " +", span, " @@\n",
                     _context(before), "-", old, "+", new, _context(after)])
-                if not self.plain or _ODD.search(before) or _ODD.search(after):
+                if (not self.plain or _ODD.search(text, w_s, w_e) or _ODD.search(new)
+                        or old.startswith("-- ") or new.startswith("++ ")):
                     # str.splitlines (``patch_id``'s) also breaks at these:
-                    # a context line holding one may add a "+"/"-" piece.
+                    # a line holding one may add a "+"/"-" piece; and a
+                    # changed line that reads as a "---"/"+++" header is
+                    # not in the id. ``patch_id`` reads the diff then.
                     return diff, None
                 # What ``patch_id`` reads of this diff: its first line and
-                # the two changed ones (split as it splits them).
-                return diff, _basis(head.split("\n", 1)[0] + "\n-" + old + "+" + new)
+                # the two changed ones (each one line, ending in a newline).
+                return diff, f"diff --git a/{self.rel} b/{self.rel}\x1f-{old[:-1]}\x1f+{new[:-1]}"
         before, after_lines = self.lines(w0, first), self.lines(last + 1, w1)
         return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after_lines],
                            [*before, *split_lines(new), *after_lines], context, w0), None
@@ -299,10 +306,19 @@ def patch_id(finding_id: str, diff: str, basis: str | None = None) -> str:
 
 
 def _basis(diff: str) -> str:
+    if _ODD.search(diff) is None:
+        # Lines split at "\n" alone are splitlines' here: one search in C
+        # rather than a test per line (import blocks: diffs of dozens).
+        return "\x1f".join(_CHANGED.findall(diff))
     return "\x1f".join(
         ln for ln in diff.splitlines()
         if ln.startswith(("+", "-", "diff --git ")) and not ln.startswith(("+++ ", "--- "))
     )
+
+
+# The lines ``_basis`` keeps: the header's first, the removed and added ones
+# (not the "---"/"+++" header lines).
+_CHANGED = re.compile(r"^(?:diff --git |\+(?!\+\+ )|-(?!-- )).*", re.MULTILINE)
 
 
 def make_patch(finding: Finding, rel: str, old: str, new: str, description: str) -> Patch | None:
@@ -327,7 +343,7 @@ def patch_of_diff(
 
 
 _M = TypeVar("_M", bound=BaseModel)
-_TEMPLATES: dict[type[BaseModel], tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = {}
+_MAKERS: dict[type[BaseModel], Callable[[dict[str, Any]], Any]] = {}
 
 
 def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -339,30 +355,41 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     values the caller checked or made (a tool's JSON is read into these
     types first); a model with a required field missing, or with private
     attributes, is validated as usual."""
-    template = _TEMPLATES.get(cls)
-    if template is None:
-        defaults: dict[str, Any] = {}
-        factories: dict[str, Any] = {}
-        for name, field in cls.model_fields.items():
-            defaults[name] = None if field.default_factory else field.default
-            if field.default_factory:
-                factories[name] = field.default_factory
-        required = frozenset(n for n, f in cls.model_fields.items() if f.is_required())
-        template = _TEMPLATES[cls] = (defaults, factories, required)
-    defaults, factories, required = template
-    if cls.__private_attributes__ or not required <= values.keys():
-        return cls(**values)
-    fields = {**defaults, **values}  # in the order of the model's fields, as validation leaves them
-    for name, factory in factories.items():
-        if name not in values:
-            fields[name] = factory()
-    obj = cls.__new__(cls)
-    # What pydantic's own model_construct sets (it took 0.5 ms a call here).
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
-    return obj
+    make = _MAKERS.get(cls)
+    if make is None:
+        make = _MAKERS[cls] = maker(cls)
+    return make(values)
+
+
+def maker(cls: type[_M]) -> Callable[[dict[str, Any]], _M]:
+    """``trusted`` for one model, its template prepared once (a role that
+    makes tens of thousands keeps this and calls it)."""
+    defaults: dict[str, Any] = {}
+    factories: dict[str, Any] = {}
+    for name, field in cls.model_fields.items():
+        defaults[name] = None if field.default_factory else field.default
+        if field.default_factory:
+            factories[name] = field.default_factory
+    required = frozenset(n for n, f in cls.model_fields.items() if f.is_required())
+    checked = bool(cls.__private_attributes__)
+    new, setattr_ = cls.__new__, object.__setattr__
+
+    def make(values: dict[str, Any]) -> _M:
+        if checked or not required <= values.keys():
+            return cls(**values)
+        fields = {**defaults, **values}  # in the order of the model's fields, as validation leaves them
+        for name, factory in factories.items():
+            if name not in values:
+                fields[name] = factory()
+        obj = new(cls)
+        # What pydantic's own model_construct sets (it took 0.5 ms a call here).
+        setattr_(obj, "__dict__", fields)
+        setattr_(obj, "__pydantic_fields_set__", set(values))
+        setattr_(obj, "__pydantic_extra__", None)
+        setattr_(obj, "__pydantic_private__", None)
+        return obj
+
+    return make
 
 
 def attach(findings: list[Finding], patches: list[Patch]) -> list[Finding]:

@@ -24,8 +24,9 @@ import re
 import threading
 import tokenize
 from collections.abc import Callable
+from hashlib import sha256
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pydantic_core
 
@@ -33,13 +34,12 @@ from ...models import Finding, Patch, Range, Severity
 from ._common import (
     SKIP_DIRS,
     SourceCache,
-    assign_ids,
     load_json,
     rel_to,
     selected_files,
     tail,
 )
-from ._patches import FileText, TextEdit, patch_of_diff, trusted
+from ._patches import FileText, TextEdit, maker, patch_id
 from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
@@ -170,40 +170,59 @@ class LintTester(FileCheckRole):
     def _parse(
         self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
     ) -> RoleOutput:
-        src = SourceCache(root)
+        # One pass over ruff's diagnostics makes the findings, their ids
+        # and snippets, and once a file's are all made (a finding's id,
+        # which its patch's id hashes, is final only then) its patches.
+        # Thousands of each on a large tree: per-item work is kept to the
+        # model, a hash and a diff (no validation, no helper per field),
+        # and a file's text is read and split once, for its snippets and
+        # its fixes, and let go after it (all of a large tree's text and
+        # lines held at once made the role's memory, and its page faults,
+        # several times ruff's output).
         findings: list[Finding] = []
-        fixes: list[tuple[int, dict[str, Any]]] = []
+        patches: list[Patch] = []
+        fixes: list[tuple[Finding, dict[str, Any]]] = []
         unlinted: list[str] = []
         rels = _Rels(root)
-        chosen = chosen_rules(root)
-        unchosen: dict[str, bool] = {}  # per code: a style rule the project never chose
-        for diag in data:
-            rel = rels(diag.get("filename", ""))
+        codes = _Codes(chosen_rules(root))
+        groups: dict[str, list[Finding]] = {}  # id -> findings made with it
+        names = [rels(d.get("filename", "")) for d in data]
+        # ruff lists a file's diagnostics together; were it ever not to,
+        # every file is held to the end, as ids need all of a file's.
+        runs = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
+        apart = len(set(runs)) == len(runs)
+        src = SourceCache(root)
+        rel = lines = None
+        for r, diag in zip(names, data):
             code = _text(diag.get("code") or diag.get("name") or "syntax-error")
-            if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / rel):
+            if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / r):
                 # Valid Python in its declared encoding (PEP 263): ruff reads
                 # UTF-8 only, so this is ruff's limit, not a fault in the file.
-                unlinted.append(rel)
+                unlinted.append(r)
                 continue
+            if r != rel:
+                if apart and rel is not None:
+                    _number(groups)
+                    patches += self._patches(src, fixes)
+                    groups, fixes, src = {}, [], SourceCache(root)
+                rel, lines = r, src.split(r)
+            kind = codes.get(code) or codes.add(code)
             loc = diag.get("location") or {}
             end = diag.get("end_location") or loc
             line = int(loc.get("row") or 1)
-            name = _text(diag.get("name") or code)
             fix = diag.get("fix") or None
             applicability = _APPLICABILITY.get((fix or {}).get("applicability"))
-            tags = ["ruff"]
-            if applicability:
-                tags.append(f"fix:{applicability}")
-            severity = ruff_severity(code)
-            quiet = unchosen.get(code)
-            if quiet is None:
-                quiet = unchosen[code] = (chosen is not None and severity.rank <= Severity.low.rank
-                                          and not selected_by(code, chosen))
-            said = _text(diag.get("message") or name)
+            said = _text(diag.get("message") or diag.get("name") or code)
             url = diag.get("url")
+            snippet = (lines[line - 1].rstrip("\r") if lines is not None and 1 <= line <= len(lines)
+                       else None)
+            # Finding.stable_id, here without a model per call.
+            basis = "\x1f".join(["ruff", code, rel, " ".join(snippet.split()) if snippet else "",
+                                  "" if snippet else said])
+            fid = f"{kind.prefix}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
             # Made without validation (``trusted``): every value here is of
             # its field's type (ruff's strings are checked as read).
-            finding = trusted(Finding, {
+            finding = _FINDING({
                 "role": self.name,
                 "tool": "ruff",
                 "rule_id": code,
@@ -211,24 +230,29 @@ class LintTester(FileCheckRole):
                 # help_uri: the text says the problem once, as ruff does.
                 "title": said,
                 "message": said,
-                "severity": severity,
+                "severity": kind.severity,
                 "confidence": 0.9,
-                "category": "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
+                "category": kind.category,
                 "file": rel,
-                "range": trusted(Range, {
+                "range": _RANGE({
                     "start_line": max(1, line),
                     "start_col": max(1, int(loc.get("column") or 1)),
                     "end_line": max(1, int(end.get("row") or line)),
                     "end_col": max(1, int(end.get("column") or 1)),
                 }),
-                "tags": tags,
+                "tags": ["ruff", f"fix:{applicability}"] if applicability else ["ruff"],
                 "help_uri": url if isinstance(url, str) else None,
-                "snippet": src.line(rel, line),
+                "snippet": snippet,
                 # style from ruff's newer defaults: the project never chose it
-                **(_UNCHOSEN if quiet else {}),
+                **kind.noise,
+                "id": fid,
             })
-            finding.id = finding.stable_id()  # in place: assign_ids copies none
             findings.append(finding)
+            group = groups.get(fid)
+            if group is None:
+                groups[fid] = [finding]
+            else:
+                group.append(finding)
             if (
                 with_patches
                 and fix
@@ -236,14 +260,23 @@ class LintTester(FileCheckRole):
                 and fix.get("edits")
                 and diag.get("cell") is None
             ):
-                fixes.append((len(findings) - 1, fix))
-        findings = assign_ids(findings, in_place=True)
+                fixes.append((finding, fix))
+        _number(groups)
+        patches += self._patches(src, fixes)
+        reason = None
+        if unlinted:
+            shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
+            reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
+        return RoleOutput(findings=findings, patches=patches, tool="ruff",
+                          reason=reason)
+
+    @staticmethod
+    def _patches(src: SourceCache, fixes: list[tuple[Finding, dict[str, Any]]]) -> list[Patch]:
         patches: list[Patch] = []
         text: FileText | None = None
-        for index, fix in fixes:
-            finding = findings[index]
-            rel = finding.file
-            assert rel is not None
+        for finding, fix in fixes:
+            fields = finding.__dict__
+            rel = fields["file"]
             if text is None or text.rel != rel:
                 # ruff lists a file's diagnostics together: split each once
                 old = src.text(rel)
@@ -254,22 +287,65 @@ class LintTester(FileCheckRole):
                 diff, basis = text.fix([_edit(e) for e in fix["edits"]])
             except (ValueError, KeyError, TypeError):
                 continue
-            description = fix.get("message") or f"Fix {finding.rule_id}"
+            if not diff:
+                continue
+            description = fix.get("message") or f"Fix {fields['rule_id']}"
             kind = _APPLICABILITY.get(fix.get("applicability"))
             if kind != "safe":
                 description += f" (ruff marks this fix {kind}: review it)"
-            patch = patch_of_diff(finding, rel, diff, description, basis)
-            if patch is not None:
-                patches.append(patch)
-                # In place: these findings were made here, just now (a copy
-                # each was seconds on a large tree).
-                finding.fix_patch_id = patch.id
-        reason = None
-        if unlinted:
-            shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
-            reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
-        return RoleOutput(findings=findings, patches=patches, tool="ruff",
-                          reason=reason)
+            fid = fields["id"]
+            pid = patch_id(fid, diff, basis)
+            patches.append(_PATCH({
+                "id": pid, "description": description, "diff": diff, "files": [rel],
+                "finding_ids": [fid], "role": fields["role"], "tool": "ruff",
+            }))
+            # In place, as pydantic's assignment does: these findings were
+            # made here, just now (a copy each was seconds on a large tree).
+            fields["fix_patch_id"] = pid
+            finding.__pydantic_fields_set__.add("fix_patch_id")
+        return patches
+
+
+_FINDING = maker(Finding)
+_RANGE = maker(Range)
+_PATCH = maker(Patch)
+
+
+class _Kind(NamedTuple):
+    """What a rule code decides of its findings, worked out once per code."""
+
+    severity: Severity
+    category: str
+    prefix: str  # of the finding's id
+    noise: dict[str, str]
+
+
+class _Codes(dict[str, _Kind]):
+    def __init__(self, chosen: tuple[str, ...] | None):
+        super().__init__()
+        self.chosen = chosen
+
+    def add(self, code: str) -> _Kind:
+        severity = ruff_severity(code)
+        # a style rule the project never chose
+        quiet = (self.chosen is not None and severity.rank <= Severity.low.rank
+                 and not selected_by(code, self.chosen))
+        kind = self[code] = _Kind(
+            severity, "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
+            code.lower(), _UNCHOSEN if quiet else {})
+        return kind
+
+
+def _number(groups: dict[str, list[Finding]]) -> None:
+    """``assign_ids``'s numbering, in place: identical problems in one file
+    (same rule, same text) get ``-2``, ``-3``... in line order."""
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        order = sorted(range(len(same)), key=lambda i: (same[i].range.start_line, i))
+        for n, i in enumerate(order[1:], start=2):
+            fields = same[i].__dict__
+            fields["id"] = f"{fields['id']}-{n}"
 
 
 class _GcPause:
