@@ -14,7 +14,9 @@ in this order:
 2. context (``qe/context.py``, ``qe/conventions.py``): what the code around
    a finding proves (autoescape on next to a jinja2 Environment, an
    undefined name only in an annotation, a graphene resolver, a package the
-   test environment lacks) marks it as noise;
+   test environment lacks) marks it as noise; one file at a time, so the
+   session's budget can end it between files (``filter_findings``' ``stop``:
+   the rest stay unchecked, tagged ``unfiltered``);
 3. the confidence threshold (``qe.confidence_threshold``, default 0.7): a
    finding below it is noise, unless it is an injection sink, unsafe
    deserialisation or a secret (``context.SINK_RULES``), which stays;
@@ -446,6 +448,39 @@ class NoiseResult:
     # Everything that survived suppressions, threshold and de-duplication:
     # what ``--update-baseline`` records.
     before_baseline: list[Finding] = field(default_factory=list)
+    # Findings the context step did not reach before ``stop`` (tagged UNFILTERED).
+    unfiltered: int = 0
+
+
+# The tag of a finding whose context the filter did not check (out of time).
+UNFILTERED = "unfiltered"
+
+
+def _in_context(
+    findings: list[Finding], read_line: LineReader, stop: Callable[[], bool] | None,
+) -> tuple[list[Finding], int]:
+    """Step 2, one file at a time (each check reads its finding's file only,
+    and what the checks keep -- parsed modules, a Python 2 file's first syntax
+    error -- is per file: the same results as one pass, in the same order),
+    so a ``stop`` ends it between files. Returns (findings, how many went
+    unchecked)."""
+    lines = getattr(read_line, "lines", None)
+    by_file: dict[str | None, list[int]] = {}
+    for i, f in enumerate(findings):
+        by_file.setdefault(f.file, []).append(i)
+    out: list[Finding | None] = [None] * len(findings)
+    unchecked = 0
+    for at in by_file.values():
+        group = [findings[i] for i in at]
+        if stop is not None and stop():
+            unchecked += len(group)
+            group = [f.model_copy(update={"tags": [*f.tags, UNFILTERED]}) for f in group]
+        else:
+            group = apply_context(group, read_line=read_line, lines=lines, canonical=canonical_rule)
+            group = apply_conventions(group, lines)
+        for i, f in zip(at, group, strict=True):
+            out[i] = f
+    return [f for f in out if f is not None], unchecked
 
 
 def filter_findings(
@@ -455,9 +490,13 @@ def filter_findings(
     threshold: float = 0.7,
     baseline: Counter[str] | None = None,
     path_classes: dict[str, list[str]] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> NoiseResult:
     """``path_classes`` None means the defaults (``DEFAULT_PATH_CLASSES``);
-    ``{}`` turns the step off."""
+    ``{}`` turns the step off. ``stop()`` true (the session's budget is
+    spent): the context step (2) ends between files, and the findings of the
+    files it did not reach go on unchecked, tagged ``UNFILTERED`` and counted
+    in ``NoiseResult.unfiltered``; every other step is linear and runs."""
     kept: list[Finding] = []
     suppressed = below = 0
     for f in findings:
@@ -465,9 +504,7 @@ def filter_findings(
             suppressed += 1
         else:
             kept.append(f)
-    lines = getattr(read_line, "lines", None)
-    kept = apply_context(kept, read_line=read_line, lines=lines, canonical=canonical_rule)
-    kept = apply_conventions(kept, lines)
+    kept, unfiltered = _in_context(kept, read_line, stop)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1
@@ -482,6 +519,7 @@ def filter_findings(
         below_threshold=below,
         duplicates=dups,
         before_baseline=list(deduped),
+        unfiltered=unfiltered,
     )
     if baseline:
         remaining = Counter(baseline)

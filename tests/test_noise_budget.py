@@ -1,0 +1,98 @@
+"""The noise filter within the session's budget: its context step runs one
+file at a time, with the same results as one pass over all findings, and a
+stop ends it between files; the findings it did not reach stay, unchecked
+and tagged, and suppressions, the threshold and de-duplication still apply."""
+
+from __future__ import annotations
+
+from superqode_ls.models import Finding, Range, Severity
+from superqode_ls.qe.context import apply_context
+from superqode_ls.qe.conventions import apply_conventions
+from superqode_ls.qe.noise import UNFILTERED, FileLines, _in_context, canonical_rule, filter_findings
+
+BARE = """import logging
+
+
+def handler(data):
+    try:
+        return int(data)
+    except:
+        logging.exception("bad input")
+        return None
+
+
+def poll(queue):
+    while True:
+        try:
+            queue.get()
+        except:
+            continue
+"""
+
+SERVER = 'import os\n\n\ndef main():\n    host = "0.0.0.0"\n    return host\n'
+
+PY2 = 'print "hello"\nprint "again"\nx = 1  # noqa\n'
+
+
+def _finding(rule, file, line, tool="ruff", **kw):
+    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": tool,
+            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.medium,
+            "confidence": 0.9, "category": "lint", "file": file,
+            "range": Range(start_line=line, start_col=1)}
+    return Finding(**(base | kw))
+
+
+def _project(tmp_path):
+    (tmp_path / "app.py").write_text(BARE)
+    (tmp_path / "srv.py").write_text(SERVER)
+    (tmp_path / "old.py").write_text(PY2)
+    # Interleaved across files, as two roles' findings come.
+    return [
+        _finding("E722", "app.py", 7, severity=Severity.low),
+        _finding("B104", "srv.py", 5, tool="bandit", category="security"),
+        _finding("invalid-syntax", "old.py", 1, category="syntax"),
+        _finding("E722", "app.py", 16, severity=Severity.low),
+        _finding("invalid-syntax", "old.py", 2, category="syntax"),
+        _finding("F401", "old.py", 3),
+        _finding("F401", None, 1),
+    ]
+
+
+def test_file_by_file_is_one_pass(tmp_path):
+    findings = _project(tmp_path)
+    read = FileLines(tmp_path)
+    one_pass = apply_conventions(
+        apply_context(findings, read_line=read, lines=read.lines, canonical=canonical_rule), read.lines)
+    got, unchecked = _in_context(findings, FileLines(tmp_path), stop=None)
+    assert unchecked == 0
+    assert got == one_pass
+    # the checks did something here, so the comparison means something
+    assert sum(1 for f in got if f.noise) == 2
+
+
+def test_a_stop_before_the_first_file_leaves_every_finding_unchecked_and_tagged(tmp_path):
+    findings = _project(tmp_path)
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop=lambda: True)
+    # The inline noqa still hides old.py:3; every other finding stays, unchecked.
+    assert out.suppressed == 1
+    assert out.unfiltered == len(findings) - 1
+    assert all(UNFILTERED in f.tags for f in out.findings)
+    bare = [f for f in out.findings if f.rule_id == "E722"]
+    assert len(bare) == 2 and all(f.noise is None for f in bare)  # the context would mark line 7
+
+
+def test_a_stop_between_files_keeps_what_was_checked(tmp_path):
+    findings = _project(tmp_path)
+    asked = []
+
+    def stop():
+        asked.append(True)
+        return len(asked) > 1  # app.py (the first file met) is checked, the rest not
+
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop=stop)
+    app = {f.range.start_line: f for f in out.findings if f.file == "app.py"}
+    assert app[7].noise and app[16].noise is None
+    assert all(UNFILTERED not in f.tags for f in app.values())
+    rest = [f for f in out.findings if f.file != "app.py"]
+    assert rest and all(UNFILTERED in f.tags for f in rest)
+    assert out.unfiltered == len(rest)
