@@ -5,10 +5,18 @@ and tagged, and suppressions, the threshold and de-duplication still apply."""
 
 from __future__ import annotations
 
+import time
+
 from superqode_ls.models import Finding, Range, Severity
 from superqode_ls.qe.context import apply_context
 from superqode_ls.qe.conventions import apply_conventions
-from superqode_ls.qe.noise import UNFILTERED, FileLines, _in_context, canonical_rule, filter_findings
+from superqode_ls.qe.noise import (
+    UNFILTERED,
+    FileLines,
+    _in_context,
+    canonical_rule,
+    filter_findings,
+)
 
 BARE = """import logging
 
@@ -72,7 +80,7 @@ def test_file_by_file_is_one_pass(tmp_path):
 
 def test_a_stop_before_the_first_file_leaves_every_finding_unchecked_and_tagged(tmp_path):
     findings = _project(tmp_path)
-    out = filter_findings(findings, read_line=FileLines(tmp_path), stop=lambda: True)
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic())
     # The inline noqa still hides old.py:3; every other finding stays, unchecked.
     assert out.suppressed == 1
     assert out.unfiltered == len(findings) - 1
@@ -89,10 +97,17 @@ def test_a_stop_between_files_keeps_what_was_checked(tmp_path):
         asked.append(True)
         return len(asked) > 1  # app.py (the first file met) is checked, the rest not
 
-    out = filter_findings(findings, read_line=FileLines(tmp_path), stop=stop)
-    app = {f.range.start_line: f for f in out.findings if f.file == "app.py"}
+    got, unchecked = _in_context(findings, FileLines(tmp_path), stop=stop)
+    app = {f.range.start_line: f for f in got if f.file == "app.py"}
     assert app[7].noise and app[16].noise is None
     assert all(UNFILTERED not in f.tags for f in app.values())
-    rest = [f for f in out.findings if f.file != "app.py"]
+    rest = [f for f in got if f.file != "app.py"]
     assert rest and all(UNFILTERED in f.tags for f in rest)
-    assert out.unfiltered == len(rest)
+    assert unchecked == len(rest)
+    assert [f.id for f in got] == [f.id for f in findings]  # the order kept
+
+
+def test_time_enough_checks_every_file(tmp_path):
+    findings = _project(tmp_path)
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic() + 3600)
+    assert out.unfiltered == 0 and not any(UNFILTERED in f.tags for f in out.findings)

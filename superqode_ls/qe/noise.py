@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -454,6 +455,12 @@ class NoiseResult:
 
 # The tag of a finding whose context the filter did not check (out of time).
 UNFILTERED = "unfiltered"
+# The steps after the context step (tagging what it did not reach, the
+# threshold, de-duplication, path classes, merging lines, the order) cost
+# 1.2x to 4x the suppression pass on sqlalchemy's 18,500 findings (1.9 to
+# 4.5 s against 1.2 to 1.6 s on a 2-core machine at load 15-17, the spread
+# mostly the garbage collector's).
+_REST_PER_PASS = 4.0
 
 
 def _in_context(
@@ -490,20 +497,29 @@ def filter_findings(
     threshold: float = 0.7,
     baseline: Counter[str] | None = None,
     path_classes: dict[str, list[str]] | None = None,
-    stop: Callable[[], bool] | None = None,
+    stop_at: float | None = None,
 ) -> NoiseResult:
     """``path_classes`` None means the defaults (``DEFAULT_PATH_CLASSES``);
-    ``{}`` turns the step off. ``stop()`` true (the session's budget is
-    spent): the context step (2) ends between files, and the findings of the
-    files it did not reach go on unchecked, tagged ``UNFILTERED`` and counted
-    in ``NoiseResult.unfiltered``; every other step is linear and runs."""
+    ``{}`` turns the step off. ``stop_at`` (``time.monotonic()``): the filter
+    ends by then; its context step (2) stops between files early enough to
+    leave the other steps, which are linear and always run, their time (as
+    long as the first linear pass took, times ``_REST_PER_PASS``); the
+    findings of the files it did not reach go on unchecked, tagged
+    ``UNFILTERED`` and counted in ``NoiseResult.unfiltered``."""
     kept: list[Finding] = []
     suppressed = below = 0
+    began = time.monotonic()
     for f in findings:
         if _is_suppressed(f, read_line):
             suppressed += 1
         else:
             kept.append(f)
+    stop = None
+    if stop_at is not None:
+        context_stop = stop_at - _REST_PER_PASS * (time.monotonic() - began)
+
+        def stop() -> bool:
+            return time.monotonic() >= context_stop
     kept, unfiltered = _in_context(kept, read_line, stop)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):

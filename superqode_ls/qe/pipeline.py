@@ -307,7 +307,7 @@ class QESession:
             threshold=res.config.qe.confidence_threshold,
             baseline=baseline,
             path_classes=res.config.qe.path_classes,
-            stop=None if stop_at is None else lambda: time.monotonic() >= stop_at,
+            stop_at=stop_at,
         )
 
     async def _verify(
