@@ -12,6 +12,7 @@ from superqode_ls.qe.context import apply_context
 from superqode_ls.qe.conventions import apply_conventions
 from superqode_ls.qe.noise import (
     UNFILTERED,
+    EarlyContext,
     FileLines,
     _in_context,
     canonical_rule,
@@ -111,3 +112,42 @@ def test_time_enough_checks_every_file(tmp_path):
     findings = _project(tmp_path)
     out = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic() + 3600)
     assert out.unfiltered == 0 and not any(UNFILTERED in f.tags for f in out.findings)
+
+
+def _filtered(root, findings, early=None):
+    out = filter_findings(findings, read_line=FileLines(root), early=early)
+    return [f.model_dump() for f in out.findings], out.unfiltered
+
+
+def test_checked_early_role_by_role_is_the_same_as_at_the_end(tmp_path):
+    """The first role's findings checked while another runs (EarlyContext),
+    the filter then takes those results: the same report as checking them
+    all at the end, Python 2 syntax errors (judged per file together) too."""
+    findings = _project(tmp_path)
+    first, second = findings[::2], findings[1::2]  # two roles, files shared between them
+    early = EarlyContext(tmp_path)
+    early.check(first)
+    assert early.taken("app.py", [findings[0]], FileLines(tmp_path).lines)  # it did check early
+    assert _filtered(tmp_path, first + second, early) == _filtered(tmp_path, first + second)
+
+
+def test_a_file_changed_since_the_early_check_is_checked_again(tmp_path):
+    findings = _project(tmp_path)
+    early = EarlyContext(tmp_path)
+    early.check(findings)
+    before, _ = _in_context(findings, FileLines(tmp_path), None)
+    # line 7's bare except now swallows in a loop: no longer noise
+    (tmp_path / "app.py").write_text(BARE.replace("def handler(data):\n    try:",
+                                                  "def handler(data):\n  while True:\n    try:"))
+    got, _ = _in_context(findings, FileLines(tmp_path), None, early)
+    fresh, _ = _in_context(findings, FileLines(tmp_path), None)
+    assert got == fresh and fresh != before  # the change matters, and was seen
+
+
+def test_a_stopped_early_check_leaves_the_rest_to_the_filter(tmp_path):
+    findings = _project(tmp_path)
+    early = EarlyContext(tmp_path)
+    early.stop.set()
+    early.check(findings)
+    assert not early.taken("app.py", findings[:1], FileLines(tmp_path).lines)
+    assert _filtered(tmp_path, findings, early) == _filtered(tmp_path, findings)

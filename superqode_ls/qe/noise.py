@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -465,11 +466,13 @@ _REST_PER_PASS = 4.0
 
 def _in_context(
     findings: list[Finding], read_line: LineReader, stop: Callable[[], bool] | None,
+    early: EarlyContext | None = None,
 ) -> tuple[list[Finding], int]:
     """Step 2, one file at a time (each check reads its finding's file only,
     and what the checks keep -- parsed modules, a Python 2 file's first syntax
     error -- is per file: the same results as one pass, in the same order),
-    so a ``stop`` ends it between files. Returns (findings, how many went
+    so a ``stop`` ends it between files. ``early``: results checked while the
+    roles ran, taken where they still hold. Returns (findings, how many went
     unchecked)."""
     lines = getattr(read_line, "lines", None)
     by_file: dict[str | None, list[int]] = {}
@@ -477,17 +480,70 @@ def _in_context(
         by_file.setdefault(f.file, []).append(i)
     out: list[Finding | None] = [None] * len(findings)
     unchecked = 0
-    for at in by_file.values():
-        group = [findings[i] for i in at]
+    for rel, at in by_file.items():
+        hits = early.taken(rel, [findings[i] for i in at], lines) if early is not None else {}
+        done = {at[n]: checked for n, checked in hits.items()}
+        todo = [i for i in at if i not in done] if done else at
+        for i, checked in done.items():
+            out[i] = checked
+        if not todo:
+            continue
+        group = [findings[i] for i in todo]
         if stop is not None and stop():
             unchecked += len(group)
             group = [f.model_copy(update={"tags": [*f.tags, UNFILTERED]}) for f in group]
         else:
             group = apply_context(group, read_line=read_line, lines=lines, canonical=canonical_rule)
             group = apply_conventions(group, lines)
-        for i, f in zip(at, group, strict=True):
+        for i, f in zip(todo, group, strict=True):
             out[i] = f
     return [f for f in out if f is not None], unchecked
+
+
+class EarlyContext:
+    """Step 2 for the findings of roles that finished while others still run
+    (``check``, in a worker thread; the pipeline's filter then takes what holds
+    instead of checking it again). Each check reads its finding's file only
+    and keeps nothing across findings but per-file caches, except a Python 2
+    file's syntax errors (judged together, so never checked early): a result
+    holds while the finding is the very one checked and its file still reads
+    the same. ``stop`` ends the checking between files."""
+
+    def __init__(self, root):
+        self._read = FileLines(root)
+        self._lock = threading.Lock()
+        self._checked: dict[int, tuple[Finding, Finding]] = {}  # id(finding) -> (it, checked)
+        self._texts: dict[str | None, list[str] | None] = {}  # the text each file was checked on
+        self.stop = threading.Event()
+
+    def check(self, findings: list[Finding]) -> None:
+        by_file: dict[str | None, list[Finding]] = {}
+        for f in findings:
+            if f.rule_id.upper() != "INVALID-SYNTAX" and not _is_suppressed(f, self._read):
+                by_file.setdefault(f.file, []).append(f)
+        for rel, group in by_file.items():
+            if self.stop.is_set():
+                return
+            text = self._read.lines(rel) if rel is not None else None
+            checked, _ = _in_context(group, self._read, None)
+            with self._lock:
+                self._texts[rel] = text
+                self._checked.update((id(f), (f, c)) for f, c in zip(group, checked, strict=True))
+
+    def taken(self, rel: str | None, group: list[Finding],
+              lines: Callable[[str], list[str] | None] | None) -> dict[int, Finding]:
+        """{index in ``group``: its early result} for those that hold."""
+        with self._lock:
+            if rel not in self._texts:
+                return {}
+            if rel is not None and (lines is None or lines(rel) != self._texts[rel]):
+                return {}
+            out = {}
+            for n, f in enumerate(group):
+                hit = self._checked.get(id(f))
+                if hit is not None and hit[0] is f:
+                    out[n] = hit[1]
+            return out
 
 
 def filter_findings(
@@ -498,6 +554,7 @@ def filter_findings(
     baseline: Counter[str] | None = None,
     path_classes: dict[str, list[str]] | None = None,
     stop_at: float | None = None,
+    early: EarlyContext | None = None,
 ) -> NoiseResult:
     """``path_classes`` None means the defaults (``DEFAULT_PATH_CLASSES``);
     ``{}`` turns the step off. ``stop_at`` (``time.monotonic()``): the filter
@@ -505,7 +562,8 @@ def filter_findings(
     leave the other steps, which are linear and always run, their time (as
     long as the first linear pass took, times ``_REST_PER_PASS``); the
     findings of the files it did not reach go on unchecked, tagged
-    ``UNFILTERED`` and counted in ``NoiseResult.unfiltered``."""
+    ``UNFILTERED`` and counted in ``NoiseResult.unfiltered``. ``early``: the
+    context step's results for findings checked while the roles ran."""
     kept: list[Finding] = []
     suppressed = below = 0
     began = time.monotonic()
@@ -520,7 +578,7 @@ def filter_findings(
 
         def stop() -> bool:
             return time.monotonic() >= context_stop
-    kept, unfiltered = _in_context(kept, read_line, stop)
+    kept, unfiltered = _in_context(kept, read_line, stop, early)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -35,7 +35,7 @@ from .finish import (
     save_patches,
     save_report,
 )
-from .noise import UNFILTERED, FileLines, NoiseResult, filter_findings
+from .noise import UNFILTERED, EarlyContext, FileLines, NoiseResult, filter_findings
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .role_runs import RoleRuns, why_not
 from .roles import role_class
@@ -165,12 +165,14 @@ class QESession:
                 try:
                     await self.control.guarded(
                         self.role_runs.run_all(res, s, root, artifacts, roles_deadline), roles_deadline)
+                    early = await self.role_runs.early_context()
                     lap = self._lap("roles", lap)
                     known = await self._base.known() if self._base is not None else None
                     lap = self._lap("since_base_wait", lap) if known is not None else lap
                     # Filtering, the report and the artifacts read and write files:
                     # in threads, so a language server's event loop stays free.
-                    noise = await asyncio.to_thread(self._filter, res, root, known, steps_deadline)
+                    noise = await asyncio.to_thread(self._filter, res, root, known, steps_deadline,
+                                                    early)
                     lap = self._lap("filter", lap)
                     if noise.unfiltered:
                         emit("progress", message=f"noise filter stopped at the session budget: "
@@ -189,6 +191,7 @@ class QESession:
                         except Exception:  # noqa: BLE001 - the first error is the one to report
                             noise = NoiseResult(findings=[])
                 finally:
+                    await self.role_runs.early_context()  # its threads read the sandbox
                     if self.role_runs.probe is not None:  # never outlives the sandbox
                         await self.role_runs.probe.close()
                 self._epoch_moved = epoch_moved(s)
@@ -294,10 +297,11 @@ class QESession:
     # ------------------------------------------------------- filter + verify
     def _filter(
         self, res: Resolved, sandbox: Path, known: Counter[str] | None = None,
-        stop_at: float | None = None,
+        stop_at: float | None = None, early: EarlyContext | None = None,
     ) -> NoiseResult:
         """``stop_at`` (``time.monotonic()``, the event loop's clock): the
-        filter's context step ends there (noise.filter_findings)."""
+        filter's context step ends there (noise.filter_findings); ``early``:
+        what it checked while the roles ran."""
         baseline = None if self.request.update_baseline else res.baseline
         if known is not None:  # --since: what the merge-base had is not new
             baseline = known + (baseline or Counter())
@@ -308,6 +312,7 @@ class QESession:
             baseline=baseline,
             path_classes=res.config.qe.path_classes,
             stop_at=stop_at,
+            early=early,
         )
 
     async def _verify(

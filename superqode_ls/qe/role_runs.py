@@ -26,6 +26,7 @@ from . import shard, verify_step
 from .covering import SuiteProbe
 from .finish import normalize_finding, poll_guard
 from .fix_judge import suppression_reason
+from .noise import EarlyContext
 from .patching import patch_files
 from .request import QERequest, Resolved
 from .roles import role_class
@@ -79,6 +80,10 @@ class RoleRuns:
         self.env_building = asyncio.Event()  # a build (not a lookup) is under way
         self.background_build: subprocess.Popen | None = None  # that detached builder
         self.probe: SuiteProbe | None = None
+        # The noise filter's context step for the roles done while others
+        # still run (noise.EarlyContext), and its checks under way.
+        self.early: EarlyContext | None = None
+        self._early_checks: list[asyncio.Future[None]] = []
 
     async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")
@@ -139,6 +144,7 @@ class RoleRuns:
             self.python = asyncio.ensure_future(self._find_python(res, root, build))
             if res.mode == "quick":
                 self.env_wait_until = asyncio.get_running_loop().time() + res.budget * ENV_WAIT_SHARE
+        self.early = EarlyContext(root)
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
 
         async def limited(name: str, role: Role) -> None:
@@ -238,6 +244,23 @@ class RoleRuns:
         except asyncio.CancelledError:
             await done
             raise
+        if self.early is not None and any(r.reason == "not started" for r in self.runs.values()):
+            # Others still run: the filter's per-file context checks of these
+            # findings meanwhile, not after them all.
+            self._early_checks.append(asyncio.ensure_future(
+                asyncio.to_thread(self.early.check, self.found.get(name, []))))
+
+    async def early_context(self) -> EarlyContext | None:
+        """The early context checks, stopped (each ends between files) and
+        waited for; what they finished is the filter's."""
+        if self.early is None:
+            return None
+        self.early.stop.set()
+        for r in await asyncio.gather(*self._early_checks, return_exceptions=True):
+            if isinstance(r, BaseException):  # the filter checks those findings itself
+                log.warning("early context check failed: %s", r)
+        self._early_checks.clear()
+        return self.early
 
     def _finish_role(
         self, name: str, role: Role, out: RoleOutput, status: RoleStatus, reason: str | None,
