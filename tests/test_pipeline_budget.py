@@ -94,3 +94,16 @@ def test_with_time_left_nothing_is_tagged_unfiltered(make_repo):
     assert not any(pipeline.UNFILTERED in f.tags for f in report.findings)
     assert report.patches and all(p.verification != pipeline.verify_step.NO_TIME
                                   for p in report.patches)
+
+
+def test_a_run_that_saves_nothing_ends_whole(make_repo):
+    """Two roles, one done first (its findings' context checked early), no
+    artifacts written (as the language server's file runs): the report is
+    whole and the early checks were taken."""
+    repo = make_repo({"app.py": APP})
+    session = QESession(QERequest(repo, roles=["toy_tester", "toy_badfix"], timeout=60,
+                                  save_artifacts=False), bus=EventBus())
+    report = asyncio.run(session.run())
+    assert {r.role: r.status for r in report.roles} == {"toy_tester": "ok", "toy_badfix": "ok"}
+    assert report.findings and not report.artifacts.get("json")
+    assert session.role_runs.early is not None and session.role_runs.early.stop.is_set()

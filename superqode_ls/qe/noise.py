@@ -48,6 +48,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from os import PathLike
 
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
@@ -509,7 +510,7 @@ class EarlyContext:
     holds while the finding is the very one checked and its file still reads
     the same. ``stop`` ends the checking between files."""
 
-    def __init__(self, root):
+    def __init__(self, root: str | PathLike[str]) -> None:
         self._read = FileLines(root)
         self._lock = threading.Lock()
         self._checked: dict[int, tuple[Finding, Finding]] = {}  # id(finding) -> (it, checked)

@@ -165,14 +165,14 @@ class QESession:
                 try:
                     await self.control.guarded(
                         self.role_runs.run_all(res, s, root, artifacts, roles_deadline), roles_deadline)
-                    early = await self.role_runs.early_context()
+                    checked_early = await self.role_runs.early_context()
                     lap = self._lap("roles", lap)
                     known = await self._base.known() if self._base is not None else None
                     lap = self._lap("since_base_wait", lap) if known is not None else lap
                     # Filtering, the report and the artifacts read and write files:
                     # in threads, so a language server's event loop stays free.
                     noise = await asyncio.to_thread(self._filter, res, root, known, steps_deadline,
-                                                    early)
+                                                    checked_early)
                     lap = self._lap("filter", lap)
                     if noise.unfiltered:
                         emit("progress", message=f"noise filter stopped at the session budget: "
