@@ -18,26 +18,9 @@ from superqode_ls.qe.noise import (
     canonical_rule,
     filter_findings,
 )
+from tests.test_conventions import BARE
 
-BARE = """import logging
-
-
-def handler(data):
-    try:
-        return int(data)
-    except:
-        logging.exception("bad input")
-        return None
-
-
-def poll(queue):
-    while True:
-        try:
-            queue.get()
-        except:
-            continue
-"""
-
+# BARE: a bare except that answers the error (line 7), one that swallows in a loop (16)
 SERVER = 'import os\n\n\ndef main():\n    host = "0.0.0.0"\n    return host\n'
 
 PY2 = 'print "hello"\nprint "again"\nx = 1  # noqa\n'
