@@ -107,3 +107,35 @@ def test_a_run_that_saves_nothing_ends_whole(make_repo):
     assert {r.role: r.status for r in report.roles} == {"toy_tester": "ok", "toy_badfix": "ok"}
     assert report.findings and not report.artifacts.get("json")
     assert session.role_runs.early is not None and session.role_runs.early.stop.is_set()
+
+
+def test_a_stop_while_a_finished_role_is_recorded_keeps_what_it_found(make_repo, monkeypatch):
+    """The session's stop (its budget, a cancel) landing just after a role
+    ended, while its guard events are read: the role is recorded as it
+    ended, with its findings, never as "not started"."""
+    import threading
+
+    from superqode_ls.qe import role_runs
+
+    repo = make_repo({"app.py": APP})
+    reading, release = threading.Event(), threading.Event()
+    real = role_runs.poll_guard
+
+    def slow_poll(s):
+        reading.set()
+        release.wait(30)
+        real(s)
+
+    monkeypatch.setattr(role_runs, "poll_guard", slow_poll)
+    session = QESession(QERequest(repo, roles=["toy_tester"], timeout=60), bus=EventBus())
+
+    def stop_then_release():
+        reading.wait(30)
+        session.cancel()
+        release.set()
+
+    threading.Thread(target=stop_then_release, daemon=True).start()
+    report = asyncio.run(session.run())
+    assert report.cancelled
+    assert {r.role: (r.status, r.reason) for r in report.roles} == {"toy_tester": ("ok", None)}
+    assert len(report.findings) == 2

@@ -232,13 +232,15 @@ class RoleRuns:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
             crashed = True
-        await asyncio.to_thread(poll_guard, s)
         # Thousands of findings to normalise and publish: a worker thread, so
         # a signal (or an editor's request) is served meanwhile. A cancel
-        # waits for it (well under a second) so the tables stay whole.
+        # waits for it (well under a second) so the tables stay whole; the
+        # guard's events are read in it too, so a cancel landing there (the
+        # session's budget ending as the role's own did) still records the
+        # role as it ended, not as never started.
         done = asyncio.ensure_future(asyncio.to_thread(
-            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res,
-            crashed))
+            self._polled_finish, s, name, role, out, status, reason, started, t0, total,
+            ctx.sandbox, res, crashed))
         try:
             await asyncio.shield(done)
         except asyncio.CancelledError:
@@ -261,6 +263,10 @@ class RoleRuns:
                 log.warning("early context check failed: %s", r)
         self._early_checks.clear()
         return self.early
+
+    def _polled_finish(self, s: SandboxSession, *args: Any) -> None:
+        poll_guard(s)
+        self._finish_role(*args)
 
     def _finish_role(
         self, name: str, role: Role, out: RoleOutput, status: RoleStatus, reason: str | None,
