@@ -134,3 +134,10 @@ def test_a_stopped_early_check_leaves_the_rest_to_the_filter(tmp_path):
     early.check(findings)
     assert not early.taken("app.py", findings[:1], FileLines(tmp_path).lines)
     assert _filtered(tmp_path, findings, early) == _filtered(tmp_path, findings)
+
+
+def test_an_early_check_past_its_time_checks_nothing(tmp_path):
+    findings = _project(tmp_path)
+    early = EarlyContext(tmp_path, stop_at=time.monotonic())
+    early.check(findings)
+    assert not early.taken("app.py", findings[:1], FileLines(tmp_path).lines)

@@ -508,10 +508,12 @@ class EarlyContext:
     and keeps nothing across findings but per-file caches, except a Python 2
     file's syntax errors (judged together, so never checked early): a result
     holds while the finding is the very one checked and its file still reads
-    the same. ``stop`` ends the checking between files."""
+    the same. ``stop`` (or ``stop_at``, ``time.monotonic()``) ends the
+    checking between files."""
 
-    def __init__(self, root: str | PathLike[str]) -> None:
+    def __init__(self, root: str | PathLike[str], stop_at: float | None = None) -> None:
         self._read = FileLines(root)
+        self.stop_at = stop_at
         self._lock = threading.Lock()
         self._checked: dict[int, tuple[Finding, Finding]] = {}  # id(finding) -> (it, checked)
         self._texts: dict[str | None, list[str] | None] = {}  # the text each file was checked on
@@ -523,7 +525,7 @@ class EarlyContext:
             if f.rule_id.upper() != "INVALID-SYNTAX" and not _is_suppressed(f, self._read):
                 by_file.setdefault(f.file, []).append(f)
         for rel, group in by_file.items():
-            if self.stop.is_set():
+            if self.stop.is_set() or (self.stop_at is not None and time.monotonic() >= self.stop_at):
                 return
             text = self._read.lines(rel) if rel is not None else None
             checked, _ = _in_context(group, self._read, None)

@@ -144,7 +144,11 @@ class RoleRuns:
             self.python = asyncio.ensure_future(self._find_python(res, root, build))
             if res.mode == "quick":
                 self.env_wait_until = asyncio.get_running_loop().time() + res.budget * ENV_WAIT_SHARE
-        self.early = EarlyContext(root)
+        # Checked early only until the roles start wrapping up (as the
+        # security role's tools stop: a tenth of the time left, at least 2 s
+        # before the deadline): from then on the GIL is theirs.
+        now = asyncio.get_running_loop().time()
+        self.early = EarlyContext(root, stop_at=deadline - max(2.0, 0.1 * (deadline - now)))
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
 
         async def limited(name: str, role: Role) -> None:
