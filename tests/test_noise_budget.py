@@ -10,14 +10,8 @@ import time
 from superqode_ls.models import Finding, Range, Severity
 from superqode_ls.qe.context import apply_context
 from superqode_ls.qe.conventions import apply_conventions
-from superqode_ls.qe.noise import (
-    UNFILTERED,
-    EarlyContext,
-    FileLines,
-    _in_context,
-    canonical_rule,
-    filter_findings,
-)
+from superqode_ls.qe.noise import FileLines, canonical_rule, early_context, filter_findings
+from superqode_ls.qe.noise_context import UNFILTERED, in_context
 from tests.test_conventions import BARE
 
 # BARE: a bare except that answers the error (line 7), one that swallows in a loop (16)
@@ -55,7 +49,7 @@ def test_file_by_file_is_one_pass(tmp_path):
     read = FileLines(tmp_path)
     one_pass = apply_conventions(
         apply_context(findings, read_line=read, lines=read.lines, canonical=canonical_rule), read.lines)
-    got, unchecked = _in_context(findings, FileLines(tmp_path), stop=None)
+    got, unchecked = in_context(findings, FileLines(tmp_path), stop=None, canonical=canonical_rule)
     assert unchecked == 0
     assert got == one_pass
     # the checks did something here, so the comparison means something
@@ -81,7 +75,7 @@ def test_a_stop_between_files_keeps_what_was_checked(tmp_path):
         asked.append(True)
         return len(asked) > 1  # app.py (the first file met) is checked, the rest not
 
-    got, unchecked = _in_context(findings, FileLines(tmp_path), stop=stop)
+    got, unchecked = in_context(findings, FileLines(tmp_path), stop=stop, canonical=canonical_rule)
     app = {f.range.start_line: f for f in got if f.file == "app.py"}
     assert app[7].noise and app[16].noise is None
     assert all(UNFILTERED not in f.tags for f in app.values())
@@ -108,7 +102,7 @@ def test_checked_early_role_by_role_is_the_same_as_at_the_end(tmp_path):
     all at the end, Python 2 syntax errors (judged per file together) too."""
     findings = _project(tmp_path)
     first, second = findings[::2], findings[1::2]  # two roles, files shared between them
-    early = EarlyContext(tmp_path)
+    early = early_context(tmp_path)
     early.check(first)
     assert early.taken("app.py", [findings[0]], FileLines(tmp_path).lines)  # it did check early
     assert _filtered(tmp_path, first + second, early) == _filtered(tmp_path, first + second)
@@ -116,20 +110,20 @@ def test_checked_early_role_by_role_is_the_same_as_at_the_end(tmp_path):
 
 def test_a_file_changed_since_the_early_check_is_checked_again(tmp_path):
     findings = _project(tmp_path)
-    early = EarlyContext(tmp_path)
+    early = early_context(tmp_path)
     early.check(findings)
-    before, _ = _in_context(findings, FileLines(tmp_path), None)
+    before, _ = in_context(findings, FileLines(tmp_path), None, canonical=canonical_rule)
     # line 7's bare except now swallows in a loop: no longer noise
     (tmp_path / "app.py").write_text(BARE.replace("def handler(data):\n    try:",
                                                   "def handler(data):\n  while True:\n    try:"))
-    got, _ = _in_context(findings, FileLines(tmp_path), None, early)
-    fresh, _ = _in_context(findings, FileLines(tmp_path), None)
+    got, _ = in_context(findings, FileLines(tmp_path), None, early, canonical=canonical_rule)
+    fresh, _ = in_context(findings, FileLines(tmp_path), None, canonical=canonical_rule)
     assert got == fresh and fresh != before  # the change matters, and was seen
 
 
 def test_a_stopped_early_check_leaves_the_rest_to_the_filter(tmp_path):
     findings = _project(tmp_path)
-    early = EarlyContext(tmp_path)
+    early = early_context(tmp_path)
     early.stop.set()
     early.check(findings)
     assert not early.taken("app.py", findings[:1], FileLines(tmp_path).lines)
@@ -138,6 +132,6 @@ def test_a_stopped_early_check_leaves_the_rest_to_the_filter(tmp_path):
 
 def test_an_early_check_past_its_time_checks_nothing(tmp_path):
     findings = _project(tmp_path)
-    early = EarlyContext(tmp_path, stop_at=time.monotonic())
+    early = early_context(tmp_path, stop_at=time.monotonic())
     early.check(findings)
     assert not early.taken("app.py", findings[:1], FileLines(tmp_path).lines)

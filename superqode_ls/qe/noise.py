@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -52,8 +51,8 @@ from os import PathLike
 
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
-from .context import apply_context, is_sink, mark_noise
-from .conventions import apply_conventions
+from .context import is_sink, mark_noise
+from .noise_context import EarlyContext, in_context
 
 LineReader = Callable[[str, int], "str | None"]
 
@@ -455,8 +454,6 @@ class NoiseResult:
     unfiltered: int = 0
 
 
-# The tag of a finding whose context the filter did not check (out of time).
-UNFILTERED = "unfiltered"
 # The steps after the context step (tagging what it did not reach, the
 # threshold, de-duplication, path classes, merging lines, the order) cost
 # 1.2x to 4x the suppression pass on sqlalchemy's 18,500 findings (1.9 to
@@ -465,88 +462,11 @@ UNFILTERED = "unfiltered"
 _REST_PER_PASS = 4.0
 
 
-def _in_context(
-    findings: list[Finding], read_line: LineReader, stop: Callable[[], bool] | None,
-    early: EarlyContext | None = None,
-) -> tuple[list[Finding], int]:
-    """Step 2, one file at a time (each check reads its finding's file only,
-    and what the checks keep -- parsed modules, a Python 2 file's first syntax
-    error -- is per file: the same results as one pass, in the same order),
-    so a ``stop`` ends it between files. ``early``: results checked while the
-    roles ran, taken where they still hold. Returns (findings, how many went
-    unchecked)."""
-    lines = getattr(read_line, "lines", None)
-    by_file: dict[str | None, list[int]] = {}
-    for i, f in enumerate(findings):
-        by_file.setdefault(f.file, []).append(i)
-    out: list[Finding | None] = [None] * len(findings)
-    unchecked = 0
-    for rel, at in by_file.items():
-        hits = early.taken(rel, [findings[i] for i in at], lines) if early is not None else {}
-        done = {at[n]: checked for n, checked in hits.items()}
-        todo = [i for i in at if i not in done] if done else at
-        for i, checked in done.items():
-            out[i] = checked
-        if not todo:
-            continue
-        group = [findings[i] for i in todo]
-        if stop is not None and stop():
-            unchecked += len(group)
-            group = [f.model_copy(update={"tags": [*f.tags, UNFILTERED]}) for f in group]
-        else:
-            group = apply_context(group, read_line=read_line, lines=lines, canonical=canonical_rule)
-            group = apply_conventions(group, lines)
-        for i, f in zip(todo, group, strict=True):
-            out[i] = f
-    return [f for f in out if f is not None], unchecked
-
-
-class EarlyContext:
-    """Step 2 for the findings of roles that finished while others still run
-    (``check``, in a worker thread; the pipeline's filter then takes what holds
-    instead of checking it again). Each check reads its finding's file only
-    and keeps nothing across findings but per-file caches, except a Python 2
-    file's syntax errors (judged together, so never checked early): a result
-    holds while the finding is the very one checked and its file still reads
-    the same. ``stop`` (or ``stop_at``, ``time.monotonic()``) ends the
-    checking between files."""
-
-    def __init__(self, root: str | PathLike[str], stop_at: float | None = None) -> None:
-        self._read = FileLines(root)
-        self.stop_at = stop_at
-        self._lock = threading.Lock()
-        self._checked: dict[int, tuple[Finding, Finding]] = {}  # id(finding) -> (it, checked)
-        self._texts: dict[str | None, list[str] | None] = {}  # the text each file was checked on
-        self.stop = threading.Event()
-
-    def check(self, findings: list[Finding]) -> None:
-        by_file: dict[str | None, list[Finding]] = {}
-        for f in findings:
-            if f.rule_id.upper() != "INVALID-SYNTAX" and not _is_suppressed(f, self._read):
-                by_file.setdefault(f.file, []).append(f)
-        for rel, group in by_file.items():
-            if self.stop.is_set() or (self.stop_at is not None and time.monotonic() >= self.stop_at):
-                return
-            text = self._read.lines(rel) if rel is not None else None
-            checked, _ = _in_context(group, self._read, None)
-            with self._lock:
-                self._texts[rel] = text
-                self._checked.update((id(f), (f, c)) for f, c in zip(group, checked, strict=True))
-
-    def taken(self, rel: str | None, group: list[Finding],
-              lines: Callable[[str], list[str] | None] | None) -> dict[int, Finding]:
-        """{index in ``group``: its early result} for those that hold."""
-        with self._lock:
-            if rel not in self._texts:
-                return {}
-            if rel is not None and (lines is None or lines(rel) != self._texts[rel]):
-                return {}
-            out = {}
-            for n, f in enumerate(group):
-                hit = self._checked.get(id(f))
-                if hit is not None and hit[0] is f:
-                    out[n] = hit[1]
-            return out
+def early_context(root: str | PathLike[str], stop_at: float | None = None) -> EarlyContext:
+    """The context step done early (noise_context.EarlyContext) over the files
+    under ``root``, with this filter's suppressions and rule names."""
+    return EarlyContext(FileLines(root), suppressed=_is_suppressed, canonical=canonical_rule,
+                        stop_at=stop_at)
 
 
 def filter_findings(
@@ -581,7 +501,7 @@ def filter_findings(
 
         def stop() -> bool:
             return time.monotonic() >= context_stop
-    kept, unfiltered = _in_context(kept, read_line, stop, early)
+    kept, unfiltered = in_context(kept, read_line, stop, early, canonical=canonical_rule)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

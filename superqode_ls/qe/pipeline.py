@@ -35,7 +35,8 @@ from .finish import (
     save_patches,
     save_report,
 )
-from .noise import UNFILTERED, EarlyContext, FileLines, NoiseResult, filter_findings
+from .noise import FileLines, NoiseResult, filter_findings
+from .noise_context import UNFILTERED, EarlyContext
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .role_runs import RoleRuns, why_not
 from .roles import role_class

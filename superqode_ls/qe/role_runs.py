@@ -26,7 +26,8 @@ from . import shard, verify_step
 from .covering import SuiteProbe
 from .finish import normalize_finding, poll_guard
 from .fix_judge import suppression_reason
-from .noise import EarlyContext
+from .noise import early_context
+from .noise_context import EarlyContext
 from .patching import patch_files
 from .request import QERequest, Resolved
 from .roles import role_class
@@ -148,7 +149,7 @@ class RoleRuns:
         # security role's tools stop: a tenth of the time left, at least 2 s
         # before the deadline): from then on the GIL is theirs.
         now = asyncio.get_running_loop().time()
-        self.early = EarlyContext(root, stop_at=deadline - max(2.0, 0.1 * (deadline - now)))
+        self.early = early_context(root, stop_at=deadline - max(2.0, 0.1 * (deadline - now)))
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
 
         async def limited(name: str, role: Role) -> None:
