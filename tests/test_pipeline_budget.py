@@ -64,3 +64,78 @@ def test_the_budget_counts_from_the_command_and_leaves_the_last_steps_their_shar
     deadline = session.role_runs.contexts["toy_slow"].deadline
     assert deadline == pytest.approx(began + 10 - pipeline.tail_reserve(10), abs=0.01)
     assert [pipeline.tail_reserve(b) for b in (2, 60, 1800)] == [1.0, 9.0, 120.0]
+    assert [pipeline.end_reserve(b) for b in (2, 60, 1800)] == [3.0, 6.0, 30.0]
+
+
+def test_the_steps_after_the_roles_stop_at_their_share_and_say_so(make_repo, monkeypatch):
+    """Out of time after the roles (here: the steps' share is all of the
+    budget), the noise filter and verification stop: the findings are all
+    there, unchecked and tagged, the fixes not verified and labelled so, the
+    session has not timed out and says what was cut."""
+    repo = make_repo({"app.py": APP})
+    monkeypatch.setattr(pipeline, "end_reserve", lambda budget: budget)
+    bus = EventBus()
+    said: list[str] = []
+    bus.subscribe(lambda e: said.append(e.data.get("message", "")) if e.type == "progress" else None)
+    report = asyncio.run(QESession(QERequest(repo, roles=["toy_tester"], timeout=30), bus=bus).run())
+    assert not report.timed_out and not report.cancelled
+    assert len(report.findings) == 2
+    assert all(pipeline.UNFILTERED in f.tags for f in report.findings)
+    assert any("noise filter stopped at the session budget: 2 finding(s)" in m for m in said)
+    assert report.patches and all(not p.verified for p in report.patches)
+    assert all(p.verification == pipeline.verify_step.NO_TIME for p in report.patches)
+
+
+def test_with_time_left_nothing_is_tagged_unfiltered(make_repo):
+    repo = make_repo({"app.py": APP})
+    report = asyncio.run(QESession(QERequest(repo, roles=["toy_tester"], timeout=60),
+                                   bus=EventBus()).run())
+    assert len(report.findings) == 2
+    assert not any(pipeline.UNFILTERED in f.tags for f in report.findings)
+    assert report.patches and all(p.verification != pipeline.verify_step.NO_TIME
+                                  for p in report.patches)
+
+
+def test_a_run_that_saves_nothing_ends_whole(make_repo):
+    """Two roles, one done first (its findings' context checked early), no
+    artifacts written (as the language server's file runs): the report is
+    whole and the early checks were taken."""
+    repo = make_repo({"app.py": APP})
+    session = QESession(QERequest(repo, roles=["toy_tester", "toy_badfix"], timeout=60,
+                                  save_artifacts=False), bus=EventBus())
+    report = asyncio.run(session.run())
+    assert {r.role: r.status for r in report.roles} == {"toy_tester": "ok", "toy_badfix": "ok"}
+    assert report.findings and not report.artifacts.get("json")
+    assert session.role_runs.early is not None and session.role_runs.early.stop.is_set()
+
+
+def test_a_stop_while_a_finished_role_is_recorded_keeps_what_it_found(make_repo, monkeypatch):
+    """The session's stop (its budget, a cancel) landing just after a role
+    ended, while its guard events are read: the role is recorded as it
+    ended, with its findings, never as "not started"."""
+    import threading
+
+    from superqode_ls.qe import role_runs
+
+    repo = make_repo({"app.py": APP})
+    reading, release = threading.Event(), threading.Event()
+    real = role_runs.poll_guard
+
+    def slow_poll(s):
+        reading.set()
+        release.wait(30)
+        real(s)
+
+    monkeypatch.setattr(role_runs, "poll_guard", slow_poll)
+    session = QESession(QERequest(repo, roles=["toy_tester"], timeout=60), bus=EventBus())
+
+    def stop_then_release():
+        reading.wait(30)
+        session.cancel()
+        release.set()
+
+    threading.Thread(target=stop_then_release, daemon=True).start()
+    report = asyncio.run(session.run())
+    assert report.cancelled
+    assert {r.role: (r.status, r.reason) for r in report.roles} == {"toy_tester": ("ok", None)}
+    assert len(report.findings) == 2

@@ -195,6 +195,8 @@ class PlainDisplay:
             else:
                 self._running.pop("verifying fixes", None)
             self._write(str(d.get("message")))
+        elif t == "progress" and str(d.get("message", "")).startswith("noise filter stopped"):
+            self._write(str(d.get("message")))  # the budget cut the filter short: said once
         elif t == "git.blocked":
             self._write(f"blocked git command in the sandbox: {d.get('command') or d.get('argv')}")
         elif t == "workspace.reverted":

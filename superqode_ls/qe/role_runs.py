@@ -26,6 +26,8 @@ from . import shard, verify_step
 from .covering import SuiteProbe
 from .finish import normalize_finding, poll_guard
 from .fix_judge import suppression_reason
+from .noise import early_context
+from .noise_context import EarlyContext
 from .patching import patch_files
 from .request import QERequest, Resolved
 from .roles import role_class
@@ -79,6 +81,10 @@ class RoleRuns:
         self.env_building = asyncio.Event()  # a build (not a lookup) is under way
         self.background_build: subprocess.Popen | None = None  # that detached builder
         self.probe: SuiteProbe | None = None
+        # The noise filter's context step for the roles done while others
+        # still run (noise.EarlyContext), and its checks under way.
+        self.early: EarlyContext | None = None
+        self._early_checks: list[asyncio.Future[None]] = []
 
     async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")
@@ -139,6 +145,11 @@ class RoleRuns:
             self.python = asyncio.ensure_future(self._find_python(res, root, build))
             if res.mode == "quick":
                 self.env_wait_until = asyncio.get_running_loop().time() + res.budget * ENV_WAIT_SHARE
+        # Checked early only until the roles start wrapping up (as the
+        # security role's tools stop: a tenth of the time left, at least 2 s
+        # before the deadline): from then on the GIL is theirs.
+        now = asyncio.get_running_loop().time()
+        self.early = early_context(root, stop_at=deadline - max(2.0, 0.1 * (deadline - now)))
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
 
         async def limited(name: str, role: Role) -> None:
@@ -226,18 +237,41 @@ class RoleRuns:
             log.exception("role %s crashed", name)
             status, reason = "error", f"{type(e).__name__}: {e}".splitlines()[0]
             crashed = True
-        await asyncio.to_thread(poll_guard, s)
         # Thousands of findings to normalise and publish: a worker thread, so
         # a signal (or an editor's request) is served meanwhile. A cancel
-        # waits for it (well under a second) so the tables stay whole.
+        # waits for it (well under a second) so the tables stay whole; the
+        # guard's events are read in it too, so a cancel landing there (the
+        # session's budget ending as the role's own did) still records the
+        # role as it ended, not as never started.
         done = asyncio.ensure_future(asyncio.to_thread(
-            self._finish_role, name, role, out, status, reason, started, t0, total, ctx.sandbox, res,
-            crashed))
+            self._polled_finish, s, name, role, out, status, reason, started, t0, total,
+            ctx.sandbox, res, crashed))
         try:
             await asyncio.shield(done)
         except asyncio.CancelledError:
             await done
             raise
+        if self.early is not None and any(r.reason == "not started" for r in self.runs.values()):
+            # Others still run: the filter's per-file context checks of these
+            # findings meanwhile, not after them all.
+            self._early_checks.append(asyncio.ensure_future(
+                asyncio.to_thread(self.early.check, self.found.get(name, []))))
+
+    async def early_context(self) -> EarlyContext | None:
+        """The early context checks, stopped (each ends between files) and
+        waited for; what they finished is the filter's."""
+        if self.early is None:
+            return None
+        self.early.stop.set()
+        for r in await asyncio.gather(*self._early_checks, return_exceptions=True):
+            if isinstance(r, BaseException):  # the filter checks those findings itself
+                log.warning("early context check failed: %s", r)
+        self._early_checks.clear()
+        return self.early
+
+    def _polled_finish(self, s: SandboxSession, *args: Any) -> None:
+        poll_guard(s)
+        self._finish_role(*args)
 
     def _finish_role(
         self, name: str, role: Role, out: RoleOutput, status: RoleStatus, reason: str | None,

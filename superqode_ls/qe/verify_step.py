@@ -119,9 +119,6 @@ async def _type_check(
     await type_gate(patches, [p.id for p in todo], root, role, ctx, deadline, check)
 
 
-# Seconds before the session's deadline at which verification stops: the
-# report and the revert come after it.
-_VERIFY_MARGIN_S = 3.0
 NO_TIME = "not verified: no time left in the session budget"
 
 
@@ -149,7 +146,8 @@ async def verify(
     deadline: float, cap: int, full_suite: bool, trusted: bool,
     emit: Callable[..., Any], python: Any = None, probe: SuiteProbe | None = None,
 ) -> None:
-    """Verify the chosen patches; ``patches`` is updated in place."""
+    """Verify the chosen patches by ``deadline`` (the event loop's clock);
+    ``patches`` is updated in place."""
     todo, over = choose(patches, findings, cap)
     for p in over:
         patches[p.id] = p.model_copy(update={
@@ -179,9 +177,11 @@ async def verify(
     else:
         covering, why = covering_tests(roles, contexts, trusted, root, python)
     # Verification is bounded by the budget but never what makes a session
-    # time out: it stops a little before the deadline (a round under way is
-    # cancelled, its files put back) and the fixes it did not reach say so.
-    stop_at = deadline - _VERIFY_MARGIN_S
+    # time out: it stops at ``deadline``, which the pipeline sets before the
+    # session's own (pipeline.end_reserve: the revert and the report come
+    # after it); a round under way is cancelled, its files put back, and the
+    # fixes it did not reach say so.
+    stop_at = deadline
     if covering is not None:
         # The tests end themselves before the stop (their fixes then keep
         # the tool's verdict, said so), rather than being cut off with it.
