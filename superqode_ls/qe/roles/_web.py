@@ -321,7 +321,19 @@ def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None,
                  read: Callable[[str], str | None] | None = None) -> Iterator[Hit]:
     """The hits in one file's tree; ``text`` (its source) lets checks that
     cannot match it be skipped; ``read`` gives another file of the project
-    by its path (the templates a view renders)."""
+    by its path (the templates a view renders, the modules it imports).
+    One rule on one line is one hit (a command line built for ``run_cmd``
+    from request data is both a built command and a flow to its shell)."""
+    seen: set[tuple[str, int]] = set()
+    for hit in _web_hits(tree, rel, text, read):
+        key = (hit[1], hit[0].lineno)
+        if key not in seen:
+            seen.add(key)
+            yield hit
+
+
+def _web_hits(tree: ast.AST, rel: str, text: str | None,
+              read: Callable[[str], str | None] | None) -> Iterator[Hit]:
     needs = (_needs(text) if text is not None and text.isascii()
              else {"sql", "calls", "sinks", "flows", "shell", "settings"})
     scopes = scoped(tree) if needs & {"sql", "sinks", "flows", "settings"} else []

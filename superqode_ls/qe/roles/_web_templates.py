@@ -73,3 +73,22 @@ def unsafe_line(text: str, key: str) -> int | None:
         if inner:
             return text.count("\n", 0, block.start(1) + inner.start()) + 1
     return None
+
+
+def safe_use(text: str, key: str) -> int | None:
+    """The line where the template prints ``key``, one of its fields
+    (``key.title``, ``key["body"]``) or an item of a loop over it (``{% for
+    c in key %}...{{ c.text|safe }}``) unescaped, if any (stored XSS)."""
+    names = {key} | {m.group(1) for m in re.finditer(
+        r"\{%-?\s*for\s+(\w+)(?:\s*,\s*\w+)?\s+in\s+" + re.escape(key) + r"\b", text)}
+    alt = "|".join(re.escape(n) for n in sorted(names))
+    value = r"\{\{-?\s*(?:" + alt + r")(?:\.\w+|\[[^\]]*\])*\s*"
+    m = re.search(value + r"\|\s*safe\b", text)
+    if m:
+        return text.count("\n", 0, m.start()) + 1
+    plain = re.compile(value + r"(?:-?\}\}|\|)")
+    for block in _AUTOESCAPE_OFF.finditer(text):
+        inner = plain.search(block.group(1))
+        if inner:
+            return text.count("\n", 0, block.start(1) + inner.start()) + 1
+    return None
