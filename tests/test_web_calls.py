@@ -71,12 +71,9 @@ SHOWN = [
     ({"core/helpers.py": HELPERS, "core/views.py": FLASK + "from core import helpers\n"
       "@app.route('/u')\ndef u():\n    helpers.save_file(request.args['n'], 'x')\n"},
      "core/views.py", ("path-traversal", 6, Severity.high)),
-    ({"core/helpers.py": HELPERS, "core/views.py": FLASK + "from core.helpers import run_cmd\n"
-      "@app.route('/c')\ndef c():\n    return run_cmd(request.args['cmd'])\n"},
-     "core/views.py", ("command-injection", 6, Severity.high)),
-    ({"core/helpers.py": HELPERS, "core/views.py": FLASK + "from .helpers import disk\n"
-      "@app.route('/d')\ndef d():\n    return str(disk(request.args.get('p', '')))\n"},
-     "core/views.py", ("command-injection", 6, Severity.high)),
+    ({"core/helpers.py": HELPERS, "core/views.py": FLASK + "from .helpers import fetch as get\n"
+      "@app.route('/g')\ndef g():\n    return get(url=request.args['u'])\n"},
+     "core/views.py", ("ssrf", 6, Severity.high)),
     ({"core/helpers.py": HELPERS, "core/views.py": FLASK + "import core.helpers as h\n"
       "@app.route('/f')\ndef f():\n    return h.fetch(request.args['url'])\n"},
      "core/views.py", ("ssrf", 6, Severity.high)),
@@ -87,9 +84,9 @@ SHOWN = [
     # a graphene resolver's and mutation's arguments are request data
     ({"core/helpers.py": HELPERS, "core/schema.py": "import graphene\nfrom core import helpers\n"
       "class Query(graphene.ObjectType):\n"
-      "    def resolve_diagnostics(self, info, cmd='whoami'):\n"
-      "        return helpers.run_cmd(cmd)\n"},
-     "core/schema.py", ("command-injection", 5, Severity.high)),
+      "    def resolve_image(self, info, url):\n"
+      "        return helpers.fetch(url)\n"},
+     "core/schema.py", ("ssrf", 5, Severity.high)),
     ({"core/helpers.py": HELPERS, "core/schema.py": "import graphene\nfrom core import helpers\n"
       "class Upload(graphene.Mutation):\n    def mutate(self, info, filename, content):\n"
       "        return helpers.save_file(filename, content)\n"},
@@ -117,11 +114,16 @@ QUIET = [
     ({"core/helpers.py": HELPERS, "core/views.py": FLASK + "from core import helpers\n"
       "@app.route('/u')\ndef u():\n    helpers.save_file('log.txt', request.form['text'])\n"},
      "core/views.py"),
-    # a graphene resolver's ``info`` and a view's ``self`` are no request text
+    # a graphene resolver's ``info`` is no request text
     ({"core/helpers.py": HELPERS, "core/schema.py": "import graphene\nfrom core import helpers\n"
       "class Query(graphene.ObjectType):\n    def resolve_x(self, info):\n"
-      "        return helpers.run_cmd(info.context.name)\n"},
+      "        return helpers.fetch(info.context.url)\n"},
      "core/schema.py"),
+    # a helper's shell call is bandit's finding at its own line (B605/B602):
+    # no second one at each caller
+    ({"core/helpers.py": HELPERS, "core/views.py": FLASK + "from core.helpers import run_cmd, disk\n"
+      "@app.route('/c')\ndef c():\n    return run_cmd(request.args['cmd']) + disk(request.args['p'])\n"},
+     "core/views.py"),
     # a method named get of a class that is no view
     ({"util.py": "from flask import send_file\nclass Cache:\n    def get(self, name):\n"
       "        return send_file('static/' + name)\n"}, "util.py"),
@@ -155,11 +157,12 @@ def test_the_finding_names_the_chain_to_the_sink():
 
 
 def test_one_rule_on_one_line_is_one_hit():
-    """A command line built for run_cmd() from request data is both a
-    built command and a flow to its shell: one hit."""
+    """Two flows of one rule on one line (two helpers, each reaching open())
+    are one hit."""
     files = {"core/helpers.py": HELPERS, "core/views.py": FLASK + "from core import helpers\n"
-             "@app.route('/c')\ndef c():\n    return helpers.run_cmd('ps ' + request.args['a'])\n"}
-    assert _hits(files, "core/views.py") == [("command-injection", 6, Severity.high)]
+             "@app.route('/c')\ndef c():\n"
+             "    return helpers.store(request.args['a'], '') or helpers.save_file(request.args['b'], '')\n"}
+    assert _hits(files, "core/views.py") == [("path-traversal", 6, Severity.high)]
 
 
 def test_imports_never_leave_the_project():

@@ -8,7 +8,7 @@
   confidence in its own B608;
 - ``template-injection`` and ``xxe``: see ``_web_sinks``;
 - ``path-traversal``, ``open-redirect``, ``reflected-xss``,
-  ``xpath-injection``: see ``_web_flows``;
+  ``xpath-injection``, ``ssrf``, ``stored-xss``: see ``_web_flows``;
 - ``template-autoescape-off``: ``autoescape=False`` given to a template
   engine (jinja2 ``Environment``, ``aiohttp_jinja2.setup``...), or
   ``env.autoescape = False``: stored XSS;
@@ -26,8 +26,9 @@
   module, where bandit sees only ``os.popen(cmd)`` of a parameter;
 - ``cors-credentials``, ``csrf-disabled``: see ``_web_settings``.
 
-These are syntax checks, not data flow across functions: each needs the
-dangerous construct and the non-constant value in one function.
+These are syntax checks; request data is followed through the project's
+own functions (``_web_calls``: a helper whose parameter reaches a sink is
+a sink for its callers) and stored XSS is ``_web_stored``'s.
 """
 
 from __future__ import annotations

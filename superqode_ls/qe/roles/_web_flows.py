@@ -30,16 +30,26 @@ tree of one file:
   resolves entities (``_web_sinks`` covers a parser made unsafe on
   purpose).
 
+- ``stored-xss``: a database read rendered through ``|safe``, autoescape
+  off or ``Markup()`` (``_web_stored``);
+- any of these through the project's own functions: request data handed
+  to a helper whose parameter reaches the sink is reported at the call
+  (``_web_calls``' summaries, which ``summarize`` makes with the same
+  checks seeded with one parameter). A helper's shell call is not one:
+  bandit reports every non-constant one at its own line (B602/B605), and a
+  second finding at each caller pushed other flaws out of the first ten.
+
 Request data is what ``_web_sinks.from_request`` knows (``request.*``, an
 ``http.server`` handler's ``self.path``) plus a handler's parameters the
-sender fills in (``_web_sinks.request_params``).
+sender fills in (``_web_sinks.request_params``: routes, class-based views,
+graphene resolvers).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from ...models import Severity
 from ._web_calls import (
@@ -53,16 +63,26 @@ from ._web_calls import (
     params_of,
     where,
 )
+from ._web_flow_sinks import (
+    _XPATH_FIND,
+    _fetched,
+    _host_checked,
+    _html_type,
+    _path,
+    _redirect,
+    _ssrf,
+    _template_xss,
+    _textual,
+    _xpath,
+    _xss,
+)
 from ._web_sinks import (
     Hit,
     Scopes,
-    _const_str,
     _func_name,
     _in_order,
-    _is_true,
     _keyword,
     _name_of,
-    built,
     class_handlers,
     registered,
     request_params,
@@ -70,26 +90,23 @@ from ._web_sinks import (
 )
 from ._web_stored import _MARK_SAFE, db_read, owners_of, stored_xss, writes
 from ._web_taint import Raw, readers
-from ._web_templates import RENDERS, Read, rendered, template_text, unsafe_line
+from ._web_templates import RENDERS, Read, rendered
 
 CWE = {"path-traversal": ("CWE-22",), "open-redirect": ("CWE-601",),
        "reflected-xss": ("CWE-79",), "xpath-injection": ("CWE-643",),
-       "ssrf": ("CWE-918",), "stored-xss": ("CWE-79",), "command-injection": ("CWE-78",)}
+       "ssrf": ("CWE-918",), "stored-xss": ("CWE-79",)}
 
 _FILE_SINKS = {"open", "send_file", "FileResponse"}
 _REDIRECTS = {"redirect", "RedirectResponse", "HttpResponseRedirect",
               "HttpResponsePermanentRedirect"}
-_SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
 _URL_CHECKS = {"url_has_allowed_host_and_scheme", "is_safe_url"}
 _RESPONSES = {"make_response", "HttpResponse", "HTMLResponse", "Response"}
 _XPATH = {"xpath", "XPath", "ETXPath"}
-_XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
 _LXML_PARSE = {"fromstring", "parse", "XML"}
 # an HTTP client's calls (requests, httpx) and urllib's urlopen: where a URL
 # goes out from the server (SSRF)
 _FETCH = {"get", "post", "put", "patch", "delete", "head", "options", "request", "stream",
           "urlopen"}
-_CLIENTS = {"requests", "httpx"}
 # pathlib's own file calls on a path the request names (``Path(d + name).open()``)
 _PATH_METHODS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
 # a summary's mark on a function whose every return is a database read (stored XSS)
@@ -99,8 +116,6 @@ _MAX_FUNCS = 400  # functions of one module summarised per pass
 _MAX_PARAMS = 8  # parameters of one function followed
 _SINK_NAMES = (_FILE_SINKS | _REDIRECTS | _RESPONSES | _XPATH | _XPATH_FIND | _LXML_PARSE
                | _FETCH | _PATH_METHODS | set(RENDERS) | _MARK_SAFE)
-# a constant scheme and host in front of the URL: the request picks a path
-_FIXED_HOST = re.compile(r"^[a-zA-Z][\w+.-]*://[^/{}%?#\s]+[/?#]")
 
 # What a file needs for these checks to find anything (most files have
 # none and are not walked): a route, or request data and one of the sinks.
@@ -138,33 +153,6 @@ def needs(text: str) -> bool:
 
 def _calls_named(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Call) and _func_name(n) in names for n in ast.walk(node))
-
-
-def _fixed_prefix(node: ast.AST) -> bool:
-    """A URL that starts with a constant (``"/user/" + name``)."""
-    if isinstance(node, ast.JoinedStr) and node.values:
-        return bool(_const_str(node.values[0]))
-    if isinstance(node, ast.BinOp):
-        left = node.left
-        while isinstance(left, ast.BinOp) and isinstance(node.op, ast.Add):
-            left = left.left
-        text = _const_str(left)
-        return bool(text) and not str(text).startswith("%s")
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr == "format":
-        text = _const_str(node.func.value)
-        return bool(text) and not str(text).startswith("{")
-    return False
-
-
-def _html_type(call: ast.Call) -> bool:
-    """A response whose content type, where given, is HTML."""
-    for key in ("mimetype", "content_type", "media_type"):
-        value = _keyword(call, key)
-        if value is not None:
-            text = _const_str(value)
-            return text is None or "html" in text
-    return not (len(call.args) > 2 and _const_str(call.args[2]) not in (None, "text/html"))
 
 
 def _imported(scopes: Scopes, package: str) -> bool:
@@ -214,10 +202,10 @@ class _File:
         return ""
 
 
-def _calls_sink(nodes: list[ast.AST], callees: Callees, commands: bool = False) -> bool:
+def _calls_sink(nodes: list[ast.AST], callees: Callees) -> bool:
     return any(isinstance(n, ast.Call) and (
-        _func_name(n) in _SINK_NAMES or (commands and _command(n) is not None)
-        or (callees and callees.lookup(n) is not None)) for n in nodes)
+        _func_name(n) in _SINK_NAMES or (callees and callees.lookup(n) is not None))
+        for n in nodes)
 
 
 def request_flows(scopes: Scopes, rel: str = "", read: Read | None = None) -> Iterator[Hit]:
@@ -264,7 +252,7 @@ def summarize(scopes: Scopes, rel: str, callees: Callees, rounds: int) -> Table:
             if scope.name not in table and _returns_db(unordered, file):
                 table[scope.name] = (params_of(scope), {_DB_RETURN: _DB_SUMMARY})
                 changed = True
-            if not _calls_sink(unordered, file.callees, commands=True):
+            if not _calls_sink(unordered, file.callees):
                 continue
             walked += 1
             if walked > _MAX_FUNCS:
@@ -340,14 +328,6 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
                       "which before lxml 5.0 resolves entities: a DOCTYPE in it reads local "
                       "files (XXE). Pass XMLParser(resolve_entities=False, no_network=True) "
                       "or use defusedxml."), Severity.medium)]
-        elif summary and (command := _command(node)) is not None and raw.text(command, True):
-            # a helper's own shell call is bandit's (B602/B605); its callers'
-            # request data reaching it is this check's
-            hits = [(node, "command-injection", "Command line built from request data",
-                     (f"{name}() runs a command line made from request data through a "
-                      "shell: a quote or ';' in it runs other commands (command injection). "
-                      "Pass an argument list without a shell (subprocess.run([...]))."),
-                     Severity.high)]
         elif file.callees and (found := file.callees.lookup(node)) is not None:
             yield from _through(node, found, raw)
             continue
@@ -377,25 +357,6 @@ def _through(call: ast.Call, found: tuple[str, FuncSummary], raw: Raw
                    f"parameter). {message}"), severity), chain
 
 
-# a call that runs its first argument through a shell
-_SHELL_CALLS = {"system", "popen", "getoutput", "getstatusoutput"}
-_SUBPROCESS = {"run", "call", "Popen", "check_output", "check_call"}
-
-
-def _command(call: ast.Call) -> ast.AST | None:
-    """The command line ``os.system(cmd)``, ``os.popen(cmd)``,
-    ``subprocess.run(cmd, shell=True)`` runs; None for any other call."""
-    f = call.func
-    if not (isinstance(f, ast.Attribute) and call.args):
-        return None
-    owner = _name_of(f.value)
-    if (owner in ("os", "commands", "subprocess") and f.attr in _SHELL_CALLS) or (
-            owner == "subprocess" and f.attr in _SUBPROCESS
-            and _is_true(_keyword(call, "shell"))):
-        return call.args[0]
-    return None
-
-
 def _returns_db(unordered: list[ast.AST], file: _File) -> bool:
     """A function whose every return is a database read (``return
     db.execute(...).fetchone()``, also through a local name)."""
@@ -417,131 +378,3 @@ def _values(nodes: list[ast.AST]) -> dict[str, ast.AST]:
             for t in n.targets if isinstance(t, ast.Name)}
 
 
-def _textual(node: ast.AST) -> bool:
-    """A string the route builds or passes on, not a dict or a call's result."""
-    return isinstance(node, ast.Name | ast.Subscript | ast.Attribute | ast.JoinedStr
-                      | ast.BinOp) or (isinstance(node, ast.Call) and built(node))
-
-
-def _xss(node: ast.AST, how: str) -> Hit:
-    return (node, "reflected-xss", "Request text sent back as HTML unescaped",
-            (f"Text from the request goes into the page unescaped ({how}): a link with "
-             "<script> in it runs in the victim's browser (reflected XSS). Render it through "
-             "an autoescaping template, or escape it (markupsafe.escape)."), Severity.high)
-
-
-def _resolved(node: ast.AST, values: dict[str, ast.AST]) -> ast.AST:
-    return values.get(node.id, node) if isinstance(node, ast.Name) else node
-
-
-def _path(call: ast.Call, path: ast.AST, raw: Raw) -> Iterator[Hit]:
-    # secure_filename(), basename() and safe_join() are no carrying calls:
-    # the sender's text that went through one is no longer raw, and one
-    # applied to another part of the path hides nothing
-    if not raw.text(path, True):
-        return
-    name = _func_name(call)
-    yield (call, "path-traversal", "File path taken from the request",
-           (f"{name}() opens a path the request names: '../' in it reaches any file the "
-            "server can read (path traversal). Pass the name through "
-            "werkzeug.utils.secure_filename / os.path.basename, or look it up in a list "
-            "of allowed files."), Severity.high)
-
-
-def _url_flow(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw,
-              safe: Callable[[ast.AST], bool], hit: Hit) -> Iterator[Hit]:
-    """``hit`` where the URL (or the value its name holds) is the request's
-    and no part of it is ``safe`` (a fixed prefix or host, url_for())."""
-    if not any(safe(part) for part in (url, _resolved(url, values))) and raw.text(url, True):
-        yield hit
-
-
-def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw
-              ) -> Iterator[Hit]:
-    yield from _url_flow(call, url, values, raw, lambda part: _fixed_prefix(part) or (
-        isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL), (
-        call, "open-redirect", "Redirect to a URL the request gives",
-        (f"{_func_name(call)}() sends the user to a URL taken from the request: a link to "
-         "this site forwards to any other (phishing, token theft). Redirect only to "
-         "paths of this site (check with url_has_allowed_host_and_scheme) or to a "
-         "name looked up in a list."), Severity.medium))
-
-
-def _fixed_host(part: ast.AST) -> bool:
-    text = _template_text(part) if isinstance(part, ast.JoinedStr | ast.BinOp | ast.Call) else ""
-    return bool(text and _FIXED_HOST.match(text) and _fixed_prefix(part))
-
-
-def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw) -> Iterator[Hit]:
-    yield from _url_flow(call, url, values, raw, _fixed_host, (
-        call, "ssrf", "Server fetches a URL the request gives",
-        (f"{_func_name(call)}() fetches a URL taken from the request: the server "
-         "requests addresses only it can reach (cloud metadata, internal admin ports) "
-         "for whoever sends it (SSRF). Fix the scheme and host, or check the parsed "
-         "host against an allow-list before fetching."), Severity.high))
-
-
-def _template_xss(call: ast.Call, r: tuple[str, dict[str, ast.AST]], rel: str, read: Read,
-                  raw: Raw) -> Iterator[Hit]:
-    name, context = r
-    keys = [k for k, v in context.items() if raw.text(v)]
-    found = template_text(rel, name, read) if keys else None
-    if found is None:
-        return
-    path, text = found
-    for key in keys:
-        line = unsafe_line(text, key)
-        if line is not None:
-            yield _xss(call, f"{path}:{line} prints {key!r} with |safe or autoescape off")
-            return
-
-
-def _fetched(call: ast.Call, name: str) -> ast.AST | None:
-    """The URL an HTTP client's call fetches: ``requests.get(url)``,
-    ``httpx.request("GET", url)``, ``urllib.request.urlopen(url)``; None for
-    any other object's ``get``."""
-    f = call.func
-    if name == "urlopen":
-        pass
-    elif not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
-              and f.value.id in _CLIENTS):
-        return None
-    index = 1 if name in ("request", "stream") else 0
-    if len(call.args) > index:
-        return call.args[index]
-    return _keyword(call, "url")
-
-
-def _host_checked(nodes: list[ast.AST]) -> bool:
-    """The function compares a parsed URL's host (``urlparse(u).hostname in
-    ALLOWED``): an allow-list the check cannot judge, so it trusts it."""
-    return any(isinstance(n, ast.Compare) and any(
-        isinstance(m, ast.Attribute) and m.attr in ("hostname", "netloc", "host")
-        for part in (n.left, *n.comparators) for m in ast.walk(part)) for n in nodes)
-
-
-def _xpath(call: ast.Call, name: str, expr: ast.AST, values: dict[str, ast.AST],
-           raw: Raw) -> Iterator[Hit]:
-    value = _resolved(expr, values)
-    text = next((t for t in (_template_text(expr), _template_text(value)) if t), "")
-    if not (built(expr) or built(value)):
-        return
-    if name in _XPATH_FIND and not ("[" in text or "@" in text):
-        return  # str.find(f"...") is no XPath
-    if not (raw.text(expr, True) or raw.text(value, True)):
-        return
-    yield (call, "xpath-injection", "XPath built from request data",
-           (f"{name}() evaluates an XPath expression built from request data: a quote in "
-            "it rewrites the query (XPath injection, e.g. ' or '1'='1). Pass the value as "
-            "an XPath variable (tree.xpath(\"//user[name=$n]\", n=name)) instead."),
-           Severity.high)
-
-
-def _template_text(node: ast.AST) -> str:
-    if isinstance(node, ast.JoinedStr):
-        return "".join(_const_str(v) or "" for v in node.values)
-    if isinstance(node, ast.BinOp):
-        return _template_text(node.left) + _template_text(node.right)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return _template_text(node.func.value)
-    return _const_str(node) or ""
