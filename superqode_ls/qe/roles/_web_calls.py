@@ -153,9 +153,10 @@ def _module(path: str, read: Read, summarize: Summarize, depth: int
 
 
 def imported(scopes: Scopes, rel: str, read: Read | None, summarize: Summarize,
-             depth: int = DEPTH - 1) -> Callees:
+             depth: int = DEPTH - 1, wanted: set[str] | None = None) -> Callees:
     """The summaries of the project modules this file imports (at its top
-    level): at most ``MAX_MODULES`` of them, each read once."""
+    level; only those bound to a ``wanted`` name where given): at most
+    ``MAX_MODULES`` of them, each read once."""
     out = Callees()
     if read is None or depth < 1:
         return out
@@ -183,16 +184,21 @@ def imported(scopes: Scopes, rel: str, read: Read | None, summarize: Summarize,
             for a in node.names:
                 if a.asname is None and "." in a.name:
                     continue  # ``import a.b`` binds ``a``: no module of ours by that name
+                if wanted is not None and (a.asname or a.name) not in wanted:
+                    continue
                 found = first(_candidates(rel, a.name, 0))
                 if found is not None:
                     out.modules[a.asname or a.name] = found[0]
         elif isinstance(node, ast.ImportFrom):
+            if wanted is not None and not any((a.asname or a.name) in wanted for a in node.names):
+                continue
             module = node.module or ""
             paths = _candidates(rel, module, node.level) if module or node.level else []
             owner = first(paths)
             package = owner is None or _package(paths, read_here)
             for a in node.names:
-                if a.name == "*" or full():
+                if a.name == "*" or full() or (wanted is not None
+                                               and (a.asname or a.name) not in wanted):
                     continue
                 alias = a.asname or a.name
                 # ``from core import helpers``: a module of a package

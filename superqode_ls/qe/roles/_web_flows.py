@@ -174,6 +174,16 @@ class _File:
         self.readers = readers(scopes, handlers)
         self.rel, self.read, self.callees = rel, read, callees
         self.scopes, self.handlers, self.views = scopes, handlers, views or {}
+        # the first pass's note of the names its calls go through (None: noting nothing)
+        self.wanted: set[str] | None = None
+        self._checked: dict[int, bool] = {}
+
+    def checked(self, scope: ast.AST) -> bool:
+        """The function checks a URL (url_has_allowed_host_and_scheme): once per function."""
+        if id(scope) not in self._checked:
+            self._checked[id(scope)] = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) \
+                and _calls_named(scope, _URL_CHECKS)
+        return self._checked[id(scope)]
 
     def returns_db(self, call: ast.Call) -> bool:
         """A call of a project function that returns a database read."""
@@ -209,33 +219,64 @@ def _calls_sink(nodes: list[ast.AST], callees: Callees) -> bool:
 
 
 def request_flows(scopes: Scopes, rel: str = "", read: Read | None = None) -> Iterator[Hit]:
+    """The file's hits: first with its sinks alone, noting the calls that
+    get request data (or feed a render); then, only if there are any, again
+    for those scopes with the summaries of just the functions they call."""
     views = registered(scopes)  # views registered with add_url_rule
     handlers = class_handlers(scopes)
     file: _File | None = None
-    callees: Callees | None = None
+    again: list[tuple[ast.AST, list[ast.AST], bool]] = []
     for scope, unordered in scopes:
         # a Flask or Bottle route's string is the page (a Django view's is no response)
         routed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and route(scope, views)
-        # most scopes call none of the sinks: skip them before any ordering
-        if not routed and not any(isinstance(n, ast.Call) and _func_name(n) in _SINK_NAMES
-                                  for n in unordered):
-            if callees is None:
-                callees = _callees(scopes, rel, read)
-            if not (callees and _calls_sink(unordered, callees)):
-                continue
+        params = request_params(scope, rel, views, handlers)
+        # most scopes call none of the sinks and read no request: skip them before any ordering
+        if not routed and not params and not any(
+                isinstance(n, ast.Call) and _func_name(n) in _SINK_NAMES
+                or isinstance(n, ast.Name | ast.Attribute) and _name_of(n) == "request"
+                for n in unordered):
+            continue
         if file is None:
-            if callees is None:
-                callees = _callees(scopes, rel, read)
-            file = _File(scopes, rel, read, callees, handlers, views)
+            file = _File(scopes, rel, read, Callees(), handlers, views)
+            file.wanted = set()
+        before = len(file.wanted)
+        for hit, _where in _scope_hits(scope, unordered, Raw(params, file.readers), file, routed):
+            yield hit
+        if len(file.wanted) > before or (file.wanted and _calls_any(unordered, file.wanted)):
+            again.append((scope, unordered, routed))
+    if file is None or not file.wanted:
+        return
+    file.callees = _callees(scopes, rel, read, file.wanted)
+    if not file.callees:
+        return
+    file.wanted = None
+    for scope, unordered, routed in again:
         raw = Raw(request_params(scope, rel, views, handlers), file.readers)
         for hit, _where in _scope_hits(scope, unordered, raw, file, routed):
-            yield hit
+            yield hit  # what the first pass found comes again: web_patterns keeps one
 
 
-def _callees(scopes: Scopes, rel: str, read: Read | None) -> Callees:
-    """The summaries this file's calls can use: its imports' and its own."""
-    outside = imported(scopes, rel, read, summarize)
-    return Callees(summarize(scopes, rel, outside, DEPTH), outside.names, outside.modules)
+def _root(call: ast.Call) -> str:
+    """The name a call goes through: ``f`` of ``f(x)``, ``helpers`` of ``helpers.f(x)``."""
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        return f.value.id
+    return ""
+
+
+def _calls_any(nodes: list[ast.AST], roots: set[str]) -> bool:
+    return any(isinstance(n, ast.Call) and _root(n) in roots for n in nodes)
+
+
+def _callees(scopes: Scopes, rel: str, read: Read | None, wanted: set[str]) -> Callees:
+    """The summaries of the functions this file calls with request data:
+    its imports' (only those ``wanted``) and its own."""
+    outside = imported(scopes, rel, read, summarize, wanted=wanted)
+    own = {s.name for s, _n in scopes if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    local = summarize(scopes, rel, outside, DEPTH) if wanted & (own | {"self", "cls"}) else {}
+    return Callees(local, outside.names, outside.modules)
 
 
 def summarize(scopes: Scopes, rel: str, callees: Callees, rounds: int) -> Table:
@@ -283,8 +324,7 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
     sink ("" where the sink is in the function itself)."""
     nodes = _in_order(unordered)
     values = _values(nodes)
-    checked = _calls_named(scope, _URL_CHECKS) if isinstance(scope, ast.FunctionDef
-                                                             | ast.AsyncFunctionDef) else False
+    checked = file.checked(scope)
     host_checked = _host_checked(unordered)
     fastapi, lxml, read, rel = file.fastapi, file.lxml, file.read, file.rel
     for node in nodes:
@@ -331,9 +371,15 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
         elif file.callees and (found := file.callees.lookup(node)) is not None:
             yield from _through(node, found, raw)
             continue
+        elif file.wanted is not None and (root := _root(node)) \
+                and any(raw.text(a, True) for a in [*node.args, *(k.value for k in node.keywords)]):
+            file.wanted.add(root)
         for hit in hits:
             yield hit, ""
         if not summary and name in RENDERS.keys() | _MARK_SAFE:
+            if file.wanted is not None:  # a project function may return what it renders
+                file.wanted.update(r for n in unordered if isinstance(n, ast.Call)
+                                   and (r := _root(n)))
             for hit in stored_xss(node, values, rel, read, file.returns_db,
                                   lambda v, k: file.write(owners_of(v, values), _names(v, k))):
                 yield hit, ""
