@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from ...models import Severity
 from ._web_sinks import Hit, _const_str, _func_name, _keyword, built
 from ._web_taint import Raw
-from ._web_templates import Read, template_text, unsafe_line
+from ._web_templates import Read, first_unsafe, unsafe_line
 
 _SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
 _XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
@@ -114,16 +114,11 @@ def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw) ->
 def _template_xss(call: ast.Call, r: tuple[str, dict[str, ast.AST]], rel: str, read: Read,
                   raw: Raw) -> Iterator[Hit]:
     name, context = r
-    keys = [k for k, v in context.items() if raw.text(v)]
-    found = template_text(rel, name, read) if keys else None
-    if found is None:
-        return
-    path, text = found
-    for key in keys:
-        line = unsafe_line(text, key)
-        if line is not None:
-            yield _xss(call, f"{path}:{line} prints {key!r} with |safe or autoescape off")
-            return
+    found = first_unsafe(rel, name, [k for k, v in context.items() if raw.text(v)], read,
+                         unsafe_line)
+    if found is not None:
+        key, path, line = found
+        yield _xss(call, f"{path}:{line} prints {key!r} with |safe or autoescape off")
 
 
 def _fetched(call: ast.Call, name: str) -> ast.AST | None:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 from ...models import Severity
 from ._web_sinks import Hit, _func_name
-from ._web_templates import Read, rendered, safe_use, template_text
+from ._web_templates import Read, first_unsafe, rendered, safe_use
 
 # a query's last call: what hands back rows
 _ROWS = {"fetchone", "fetchall", "fetchmany", "first", "one", "one_or_none", "scalar",
@@ -110,17 +110,12 @@ def stored_xss(call: ast.Call, values: dict[str, ast.AST], rel: str, read: Read 
     if found is None:
         return
     template, context = found
-    keys = [k for k, v in context.items() if db_read(v, values, returns)]
-    page = template_text(rel, template, read) if keys else None
-    if page is None:
-        return
-    path, text = page
-    for key in keys:
-        line = safe_use(text, key)
-        if line is not None:
-            yield _hit(call, f"{path}:{line} prints {key!r} with |safe or autoescape off",
-                       write(context[key], key))
-            return
+    unsafe = first_unsafe(rel, template, [k for k, v in context.items()
+                                          if db_read(v, values, returns)], read, safe_use)
+    if unsafe is not None:
+        key, path, line = unsafe
+        yield _hit(call, f"{path}:{line} prints {key!r} with |safe or autoescape off",
+                   write(context[key], key))
 
 
 def _hit(call: ast.Call, how: str, write: str) -> Hit:

@@ -61,6 +61,22 @@ def template_text(rel: str, name: str, read: Read) -> tuple[str, str] | None:
     return None
 
 
+def first_unsafe(rel: str, name: str, keys: list[str], read: Read,
+                 line_of: Callable[[str, str], int | None]) -> tuple[str, str, int] | None:
+    """The first of ``keys`` the template ``name`` (seen from ``rel``) prints
+    unescaped, by ``line_of`` (``unsafe_line``, ``safe_use``): key, the
+    template's path and the line."""
+    found = template_text(rel, name, read) if keys else None
+    if found is None:
+        return None
+    path, text = found
+    for key in keys:
+        line = line_of(text, key)
+        if line is not None:
+            return key, path, line
+    return None
+
+
 def unsafe_line(text: str, key: str) -> int | None:
     """The line where the template prints ``key`` unescaped, if any."""
     safe = re.compile(r"\{\{-?\s*" + re.escape(key) + r"\s*\|\s*safe\b")
