@@ -264,5 +264,9 @@ def test_stored_xss_neighbours_stay_quiet():
                               "@app.route('/o')\ndef o():\n"
                               "    return render_template('off.html', post=load_settings())\n")}
     assert _hits(files, "app/views.py") == []  # printed escaped; no database read
+    # Flask's session is the signed cookie, not a database read
+    files["app/templates/off.html"] = "{{ post|safe }}"
+    files["app/views.py"] = files["app/views.py"].replace("load_settings()", "session.get('u')")
+    assert _hits(files, "app/views.py") == []
     files["app/templates/post.html"] = "{% autoescape false %}{{ post['article'] }}{% endautoescape %}"
     assert _hits(files, "app/views.py") == [("stored-xss", 7, Severity.medium)]

@@ -35,8 +35,10 @@ _ROWS = {"fetchone", "fetchall", "fetchmany", "first", "one", "one_or_none", "sc
          "scalars", "all", "get", "filter", "filter_by", "get_or_404", "first_or_404",
          "order_by", "limit", "paginate", "exclude", "select_related", "values", "execute",
          "latest", "last", "earliest"}
-# what a query chain goes through (``Post.query``, ``Task.objects``, ``db.session``)
-_DB_OWNERS = {"query", "objects", "session", "cursor", "execute", "db", "conn", "connection"}
+# what a query chain goes through (``Post.query``, ``Task.objects``,
+# ``db.execute``); not ``session``: Flask's is the signed cookie
+# (``session.get("user")``), and SQLAlchemy's goes through query/execute
+_DB_OWNERS = {"query", "objects", "cursor", "execute", "db", "conn", "connection"}
 _DB_CALLS = {"get_object_or_404", "get_list_or_404", "query_db"}
 # a database row flask-login keeps for the request
 _DB_NAMES = {"current_user"}
