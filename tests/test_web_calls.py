@@ -15,7 +15,7 @@ import pytest
 
 from superqode_ls.models import Severity
 from superqode_ls.qe.roles._web import may_match, web_patterns
-from superqode_ls.qe.roles._web_calls import _candidates
+from superqode_ls.qe.roles._web_calls import _Cache, _candidates
 from superqode_ls.qe.roles.security import SecurityTester
 from tests.role_helpers import make_ctx, run_role
 
@@ -270,3 +270,11 @@ def test_stored_xss_neighbours_stay_quiet():
     assert _hits(files, "app/views.py") == []
     files["app/templates/post.html"] = "{% autoescape false %}{{ post['article'] }}{% endautoescape %}"
     assert _hits(files, "app/views.py") == [("stored-xss", 7, Severity.medium)]
+
+
+def test_the_module_cache_is_bounded():
+    cache = _Cache(size=2)
+    for n in range(3):
+        cache.put((f"m{n}.py", "digest", 2), ({}, frozenset()))
+    assert cache.get(("m0.py", "digest", 2)) is None  # the oldest went first
+    assert cache.get(("m2.py", "digest", 2)) == ({}, frozenset())

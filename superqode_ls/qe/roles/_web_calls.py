@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -92,17 +93,20 @@ class _Cache:
         self.size = size
         self._items: OrderedDict[tuple[str, str, int], tuple[Table, frozenset[str]]] = \
             OrderedDict()
+        self._lock = threading.Lock()  # the language server scans in threads
 
     def get(self, key: tuple[str, str, int]) -> tuple[Table, frozenset[str]] | None:
-        found = self._items.get(key)
-        if found is not None:
-            self._items.move_to_end(key)
-        return found
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
 
     def put(self, key: tuple[str, str, int], value: tuple[Table, frozenset[str]]) -> None:
-        self._items[key] = value
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
 
 _MODULES = _Cache()
