@@ -59,7 +59,7 @@ SINK_RULES = frozenset({
     "HARDCODED-DB-PASSWORD", "JWT-NO-VERIFY", "TLS-NO-HOSTNAME-CHECK", "INSECURE-COOKIE",
     "B105", "B106", "B107", "B602", "B604", "B605", "B501", "TEMPLATE-INJECTION", "XXE",
     "PATH-TRAVERSAL", "OPEN-REDIRECT", "REFLECTED-XSS", "XPATH-INJECTION",
-    "SSRF", "COMMAND-INJECTION", "CORS-CREDENTIALS", "CSRF-DISABLED",
+    "SSRF", "COMMAND-INJECTION", "CORS-CREDENTIALS", "CSRF-DISABLED", "STORED-XSS",
 })
 # Shell rules are sinks only where bandit saw non-constant input (it rates
 # those high; a constant command line is low).

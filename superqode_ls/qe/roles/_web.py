@@ -8,7 +8,7 @@
   confidence in its own B608;
 - ``template-injection`` and ``xxe``: see ``_web_sinks``;
 - ``path-traversal``, ``open-redirect``, ``reflected-xss``,
-  ``xpath-injection``: see ``_web_flows``;
+  ``xpath-injection``, ``ssrf``, ``stored-xss``: see ``_web_flows``;
 - ``template-autoescape-off``: ``autoescape=False`` given to a template
   engine (jinja2 ``Environment``, ``aiohttp_jinja2.setup``...), or
   ``env.autoescape = False``: stored XSS;
@@ -26,8 +26,9 @@
   module, where bandit sees only ``os.popen(cmd)`` of a parameter;
 - ``cors-credentials``, ``csrf-disabled``: see ``_web_settings``.
 
-These are syntax checks, not data flow across functions: each needs the
-dangerous construct and the non-constant value in one function.
+These are syntax checks; request data is followed through the project's
+own functions (``_web_calls``: a helper whose parameter reaches a sink is
+a sink for its callers) and stored XSS is ``_web_stored``'s.
 """
 
 from __future__ import annotations
@@ -321,7 +322,19 @@ def web_patterns(tree: ast.AST, rel: str = "", text: str | None = None,
                  read: Callable[[str], str | None] | None = None) -> Iterator[Hit]:
     """The hits in one file's tree; ``text`` (its source) lets checks that
     cannot match it be skipped; ``read`` gives another file of the project
-    by its path (the templates a view renders)."""
+    by its path (the templates a view renders, the modules it imports).
+    One rule on one line is one hit (a command line built for ``run_cmd``
+    from request data is both a built command and a flow to its shell)."""
+    seen: set[tuple[str, int]] = set()
+    for hit in _web_hits(tree, rel, text, read):
+        key = (hit[1], hit[0].lineno)
+        if key not in seen:
+            seen.add(key)
+            yield hit
+
+
+def _web_hits(tree: ast.AST, rel: str, text: str | None,
+              read: Callable[[str], str | None] | None) -> Iterator[Hit]:
     needs = (_needs(text) if text is not None and text.isascii()
              else {"sql", "calls", "sinks", "flows", "shell", "settings"})
     scopes = scoped(tree) if needs & {"sql", "sinks", "flows", "settings"} else []

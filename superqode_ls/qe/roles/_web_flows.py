@@ -30,9 +30,19 @@ tree of one file:
   resolves entities (``_web_sinks`` covers a parser made unsafe on
   purpose).
 
+- ``stored-xss``: a database read rendered through ``|safe``, autoescape
+  off or ``Markup()`` (``_web_stored``);
+- any of these through the project's own functions: request data handed
+  to a helper whose parameter reaches the sink is reported at the call
+  (``_web_calls``' summaries, which ``summarize`` makes with the same
+  checks seeded with one parameter). A helper's shell call is not one:
+  bandit reports every non-constant one at its own line (B602/B605), and a
+  second finding at each caller pushed other flaws out of the first ten.
+
 Request data is what ``_web_sinks.from_request`` knows (``request.*``, an
 ``http.server`` handler's ``self.path``) plus a handler's parameters the
-sender fills in (``_web_sinks.request_params``).
+sender fills in (``_web_sinks.request_params``: routes, class-based views,
+graphene resolvers).
 """
 
 from __future__ import annotations
@@ -42,58 +52,70 @@ import re
 from collections.abc import Iterator
 
 from ...models import Severity
+from ._web_calls import (
+    DEPTH,
+    Callees,
+    FuncSummary,
+    Summary,
+    Table,
+    arguments,
+    imported,
+    params_of,
+    where,
+)
+from ._web_flow_sinks import (
+    _XPATH_FIND,
+    _fetched,
+    _host_checked,
+    _html_type,
+    _path,
+    _redirect,
+    _ssrf,
+    _template_xss,
+    _textual,
+    _xpath,
+    _xss,
+)
 from ._web_sinks import (
     Hit,
     Scopes,
-    _const_str,
     _func_name,
     _in_order,
     _keyword,
     _name_of,
-    built,
-    from_request,
+    class_handlers,
     registered,
     request_params,
     route,
 )
-from ._web_templates import RENDERS, Read, rendered, template_text, unsafe_line
+from ._web_stored import _MARK_SAFE, db_read, owners_of, stored_xss, writes
+from ._web_taint import Raw, readers
+from ._web_templates import RENDERS, Read, rendered
 
 CWE = {"path-traversal": ("CWE-22",), "open-redirect": ("CWE-601",),
        "reflected-xss": ("CWE-79",), "xpath-injection": ("CWE-643",),
-       "ssrf": ("CWE-918",)}
+       "ssrf": ("CWE-918",), "stored-xss": ("CWE-79",)}
 
 _FILE_SINKS = {"open", "send_file", "FileResponse"}
 _REDIRECTS = {"redirect", "RedirectResponse", "HttpResponseRedirect",
               "HttpResponsePermanentRedirect"}
-_SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
 _URL_CHECKS = {"url_has_allowed_host_and_scheme", "is_safe_url"}
 _RESPONSES = {"make_response", "HttpResponse", "HTMLResponse", "Response"}
 _XPATH = {"xpath", "XPath", "ETXPath"}
-_XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
 _LXML_PARSE = {"fromstring", "parse", "XML"}
 # an HTTP client's calls (requests, httpx) and urllib's urlopen: where a URL
 # goes out from the server (SSRF)
 _FETCH = {"get", "post", "put", "patch", "delete", "head", "options", "request", "stream",
           "urlopen"}
-_CLIENTS = {"requests", "httpx"}
 # pathlib's own file calls on a path the request names (``Path(d + name).open()``)
 _PATH_METHODS = {"open", "read_text", "read_bytes", "write_text", "write_bytes"}
+# a summary's mark on a function whose every return is a database read (stored XSS)
+_DB_RETURN = "<db>"
+_DB_SUMMARY: Summary = ("db-read", "", "", Severity.info, "")
+_MAX_FUNCS = 400  # functions of one module summarised per pass
+_MAX_PARAMS = 8  # parameters of one function followed
 _SINK_NAMES = (_FILE_SINKS | _REDIRECTS | _RESPONSES | _XPATH | _XPATH_FIND | _LXML_PARSE
-               | _FETCH | _PATH_METHODS | set(RENDERS))
-# a constant scheme and host in front of the URL: the request picks a path
-_FIXED_HOST = re.compile(r"^[a-zA-Z][\w+.-]*://[^/{}%?#\s]+[/?#]")
-# str methods that keep what the text says
-_SAME_TEXT = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "replace", "decode",
-              "encode", "format", "join"}
-# a request's fields that are the sender's text (``request.args.get("q")``)
-_READS = {"get", "getlist", "getone", "get_data", "getvalue", "getfirst", "read"}
-# what a request says that is no text its sender chose
-_NOT_TEXT = {"method", "endpoint", "remote_addr", "scheme", "is_secure", "blueprint",
-             "url_rule", "host_url", "url_root", "content_length", "is_json"}
-# what keeps a path or a URL the sender's (os.path.join(DIR, name))
-_CARRY = {"dict", "parse_qs", "parse_qsl", "unquote", "unquote_plus", "str", "bytes", "abspath",
-          "normpath", "realpath", "expanduser", "Path", "PurePath", "urljoin", "BytesIO",
-          "StringIO", "split", "rsplit", "partition", "splitlines", "get", "findall"}
+               | _FETCH | _PATH_METHODS | set(RENDERS) | _MARK_SAFE)
 
 # What a file needs for these checks to find anything (most files have
 # none and are not walked): a route, or request data and one of the sinks.
@@ -111,109 +133,26 @@ _SINK_TEXT = re.compile(r"\b(open|send_file|FileResponse|redirect|RedirectRespon
 # only mentions a request is not walked
 _FRAMEWORK_TEXT = re.compile(
     r"(?m)^[ \t]*(?:from|import)[ \t]+[^\n]*\b(?:flask|django|fastapi|bottle|starlette|aiohttp"
-    r"|pyramid|tornado|falcon|sanic|quart|werkzeug|http\.server|lxml)\b|BaseHTTPRequestHandler")
+    r"|pyramid|tornado|falcon|sanic|quart|werkzeug|http\.server|lxml|graphene|rest_framework)\b"
+    r"|BaseHTTPRequestHandler")
+
+
+# a class-based view's or a graphene resolver's method (its arguments are request data)
+_HANDLER_TEXT = re.compile(r"def (?:resolve_\w+|mutate\w*)\(\s*\w+\s*,\s*info\b"
+                           r"|class \w+\([^)]*(?:View|ViewSet|RequestHandler)\b")
+# a call into the project's own modules (a summary may make it a sink)
+_PROJECT_CALL = re.compile(r"(?m)^(?:from|import)[ \t]+\.|\b\w+\.\w+\(")
 
 
 def needs(text: str) -> bool:
+    request = _REQUEST_TEXT.search(text) or _HANDLER_TEXT.search(text)
     return bool(_ROUTE_TEXT.search(text)
-                or (_REQUEST_TEXT.search(text) and _SINK_TEXT.search(text)
+                or (request and (_SINK_TEXT.search(text) or _PROJECT_CALL.search(text))
                     and _FRAMEWORK_TEXT.search(text)))
 
 
 def _calls_named(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Call) and _func_name(n) in names for n in ast.walk(node))
-
-
-class _Raw:
-    """Which names of one function hold the sender's text as it came, in
-    source order: a handler's parameter, ``request.args.get(...)``, text
-    formatted or joined from them, and (``carry``, for paths and URLs)
-    what ``os.path.join``, ``dict(parse_qsl(...))``, ``split`` make of it;
-    not what another call returns (a database row looked up by it)."""
-
-    def __init__(self, seed: frozenset[str], readers: frozenset[str] = frozenset()):
-        self.names = set(seed)
-        self.readers = readers  # the file's functions that return request data
-
-    def text(self, node: ast.AST, carry: bool = False) -> bool:
-        if isinstance(node, ast.Name):
-            return node.id in self.names
-        if isinstance(node, ast.Attribute) and node.attr in _NOT_TEXT:
-            return False
-        if isinstance(node, ast.Subscript | ast.Attribute):
-            return from_request(node, set()) or (isinstance(node, ast.Subscript) or carry) \
-                and self.text(node.value, carry)
-        if isinstance(node, ast.JoinedStr):
-            return any(isinstance(v, ast.FormattedValue) and self.text(v.value, carry)
-                       for v in node.values)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.text(node.left, carry) or self.text(node.right, carry)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            right = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
-            return any(self.text(r, carry) for r in right)
-        if isinstance(node, ast.IfExp):
-            return self.text(node.body, carry) or self.text(node.orelse, carry)
-        if carry and isinstance(node, ast.Tuple | ast.List):
-            return any(self.text(e, carry) for e in node.elts)
-        if carry and isinstance(node, ast.GeneratorExp | ast.ListComp):
-            return self.text(node.elt, carry) or any(self.text(g.iter, carry)
-                                                     for g in node.generators)
-        if isinstance(node, ast.Call):
-            name = _func_name(node)
-            if isinstance(node.func, ast.Name) and name in self.readers:
-                return True
-            if isinstance(node.func, ast.Attribute) and name in _READS:
-                return from_request(node.func.value, set()) or self.text(node.func.value, carry)
-            if name in _SAME_TEXT or (carry and name in _CARRY):
-                value = node.func.value if isinstance(node.func, ast.Attribute) else None
-                return (value is not None and self.text(value, carry)) \
-                    or any(self.text(a, carry) for a in node.args)
-        return False
-
-    def assign(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    (self.names.add if self.text(node.value, True) else self.names.discard)(t.id)
-                elif isinstance(t, ast.Tuple | ast.List):
-                    value = node.value
-                    if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(t.elts):
-                        pairs = list(zip(t.elts, value.elts, strict=True))  # a, b = x, y
-                    else:
-                        pairs = [(e, value) for e in t.elts]
-                    for e, v in pairs:
-                        if isinstance(e, ast.Name):
-                            (self.names.add if self.text(v, True) else self.names.discard)(e.id)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
-                and self.text(node.value, True):
-            self.names.add(node.target.id)
-
-
-def _fixed_prefix(node: ast.AST) -> bool:
-    """A URL that starts with a constant (``"/user/" + name``)."""
-    if isinstance(node, ast.JoinedStr) and node.values:
-        return bool(_const_str(node.values[0]))
-    if isinstance(node, ast.BinOp):
-        left = node.left
-        while isinstance(left, ast.BinOp) and isinstance(node.op, ast.Add):
-            left = left.left
-        text = _const_str(left)
-        return bool(text) and not str(text).startswith("%s")
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr == "format":
-        text = _const_str(node.func.value)
-        return bool(text) and not str(text).startswith("{")
-    return False
-
-
-def _html_type(call: ast.Call) -> bool:
-    """A response whose content type, where given, is HTML."""
-    for key in ("mimetype", "content_type", "media_type"):
-        value = _keyword(call, key)
-        if value is not None:
-            text = _const_str(value)
-            return text is None or "html" in text
-    return not (len(call.args) > 2 and _const_str(call.args[2]) not in (None, "text/html"))
 
 
 def _imported(scopes: Scopes, package: str) -> bool:
@@ -224,65 +163,259 @@ def _imported(scopes: Scopes, package: str) -> bool:
                for n in scopes[0][1] if isinstance(n, ast.Import | ast.ImportFrom))
 
 
+class _File:
+    """What one file's flow checks share (found once, for the scopes that
+    call a sink)."""
+
+    def __init__(self, scopes: Scopes, rel: str, read: Read | None, callees: Callees,
+                 handlers: dict[int, frozenset[str]], views: dict[str, str] | None = None):
+        self.fastapi = _imported(scopes, "fastapi")
+        self.lxml = _imported(scopes, "lxml")
+        self.readers = readers(scopes, handlers)
+        self.rel, self.read, self.callees = rel, read, callees
+        self.scopes, self.handlers, self.views = scopes, handlers, views or {}
+        # the first pass's note of the names its calls go through (None: noting nothing)
+        self.wanted: set[str] | None = None
+        self._checked: dict[int, bool] = {}
+
+    def checked(self, scope: ast.AST) -> bool:
+        """The function checks a URL (url_has_allowed_host_and_scheme): once per function."""
+        if id(scope) not in self._checked:
+            self._checked[id(scope)] = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) \
+                and _calls_named(scope, _URL_CHECKS)
+        return self._checked[id(scope)]
+
+    def returns_db(self, call: ast.Call) -> bool:
+        """A call of a project function that returns a database read."""
+        found = self.callees.lookup(call) if self.callees else None
+        return found is not None and _DB_RETURN in found[1][1]
+
+    def write(self, owners: set[str], names: set[str]) -> str:
+        """Where a function of this file saves request data into what a read
+        came from (``owners``), or into a row held by one of ``names``
+        (``task.text = request.POST["text"]``); "" if none is found."""
+        for scope, unordered in self.scopes:
+            if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            raw = Raw(request_params(scope, self.rel, self.views, self.handlers), self.readers)
+            nodes = _in_order(unordered)
+            values = _values(nodes)
+            for node in nodes:
+                raw.assign(node)
+                if isinstance(node, ast.Call) and writes(node, owners, values) and any(
+                        raw.text(a, True) for a in [*node.args, *(k.value for k in node.keywords)]):
+                    return f"{_func_name(node)}() at {self.rel}:{node.lineno}"
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Attribute) \
+                        and _name_of(node.targets[0].value) in names and raw.text(node.value, True):
+                    target = node.targets[0]
+                    return f"{_name_of(target.value)}.{target.attr} = ... at {self.rel}:{node.lineno}"
+        return ""
+
+
+def _calls_sink(nodes: list[ast.AST], callees: Callees) -> bool:
+    return any(isinstance(n, ast.Call) and (
+        _func_name(n) in _SINK_NAMES or (callees and callees.lookup(n) is not None))
+        for n in nodes)
+
+
 def request_flows(scopes: Scopes, rel: str = "", read: Read | None = None) -> Iterator[Hit]:
-    file_facts: tuple[bool, bool, frozenset[str]] | None = None
+    """The file's hits: first with its sinks alone, noting the calls that
+    get request data (or feed a render); then, only if there are any, again
+    for those scopes with the summaries of just the functions they call."""
     views = registered(scopes)  # views registered with add_url_rule
+    handlers = class_handlers(scopes)
+    file: _File | None = None
+    again: list[tuple[ast.AST, list[ast.AST], bool]] = []
     for scope, unordered in scopes:
         # a Flask or Bottle route's string is the page (a Django view's is no response)
         routed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and route(scope, views)
-        # most scopes call none of the sinks: skip them before any ordering
-        if not routed and not any(isinstance(n, ast.Call) and _func_name(n) in _SINK_NAMES
-                                  for n in unordered):
+        params = request_params(scope, rel, views, handlers)
+        # most scopes call none of the sinks and read no request: skip them before any ordering
+        if not routed and not params and not any(
+                isinstance(n, ast.Call) and _func_name(n) in _SINK_NAMES
+                or isinstance(n, ast.Name | ast.Attribute) and _name_of(n) == "request"
+                for n in unordered):
             continue
-        if file_facts is None:
-            file_facts = (_imported(scopes, "fastapi"), _imported(scopes, "lxml"),
-                          _readers(scopes))
-        fastapi, lxml, readers = file_facts
-        nodes = _in_order(unordered)
-        values = _values(nodes)
-        raw = _Raw(request_params(scope, rel, views), readers)
-        checked = _calls_named(scope, _URL_CHECKS) if scope is not scopes[0][0] else False
-        host_checked = _host_checked(unordered)
-        for node in nodes:
-            raw.assign(node)
-            if isinstance(node, ast.Return) and node.value is not None and routed \
-                    and not fastapi and raw.text(node.value) and _textual(node.value):
-                yield _xss(node.value, "this route returns it")
-            if not isinstance(node, ast.Call):
+        if file is None:
+            file = _File(scopes, rel, read, Callees(), handlers, views)
+            file.wanted = set()
+        before = len(file.wanted)
+        for hit, _where in _scope_hits(scope, unordered, Raw(params, file.readers), file, routed):
+            yield hit
+        if len(file.wanted) > before or (file.wanted and _calls_any(unordered, file.wanted)):
+            again.append((scope, unordered, routed))
+    if file is None or not file.wanted:
+        return
+    file.callees = _callees(scopes, rel, read, file.wanted)
+    if not file.callees:
+        return
+    file.wanted = None
+    for scope, unordered, routed in again:
+        raw = Raw(request_params(scope, rel, views, handlers), file.readers)
+        for hit, _where in _scope_hits(scope, unordered, raw, file, routed):
+            yield hit  # what the first pass found comes again: web_patterns keeps one
+
+
+def _root(call: ast.Call) -> str:
+    """The name a call goes through: ``f`` of ``f(x)``, ``helpers`` of ``helpers.f(x)``."""
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        return f.value.id
+    return ""
+
+
+def _calls_any(nodes: list[ast.AST], roots: set[str]) -> bool:
+    return any(isinstance(n, ast.Call) and _root(n) in roots for n in nodes)
+
+
+def _callees(scopes: Scopes, rel: str, read: Read | None, wanted: set[str]) -> Callees:
+    """The summaries of the functions this file calls with request data:
+    its imports' (only those ``wanted``) and its own."""
+    outside = imported(scopes, rel, read, summarize, wanted=wanted)
+    own = {s.name for s, _n in scopes if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    local = summarize(scopes, rel, outside, DEPTH) if wanted & (own | {"self", "cls"}) else {}
+    return Callees(local, outside.names, outside.modules)
+
+
+def summarize(scopes: Scopes, rel: str, callees: Callees, rounds: int) -> Table:
+    """Which parameters of the file's functions reach a sink, and which:
+    ``rounds`` passes, each also through the summaries the last one made
+    (a helper calling a helper), each function and parameter bounded."""
+    table: Table = {}
+    file = _File(scopes, rel, None, Callees(table, callees.names, callees.modules), {})
+    funcs = [(s, n) for s, n in scopes if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for _ in range(rounds):
+        changed = False
+        walked = 0
+        for scope, unordered in funcs:
+            if scope.name not in table and _returns_db(unordered, file):
+                table[scope.name] = (params_of(scope), {_DB_RETURN: _DB_SUMMARY})
+                changed = True
+            if not _calls_sink(unordered, file.callees):
                 continue
-            name = _func_name(node)
-            first = node.args[0] if node.args else None
-            if name in _FILE_SINKS and first is not None and not (
-                    name == "open" and isinstance(node.func, ast.Attribute)
-                    and _name_of(node.func.value) not in ("io", "codecs", "os")):
-                yield from _path(node, first, raw)
-            elif name in _PATH_METHODS and isinstance(node.func, ast.Attribute) \
-                    and _name_of(node.func.value) not in ("io", "codecs", "os") \
-                    and raw.text(node.func.value, True):
-                yield from _path(node, node.func.value, raw)
-            elif name in _REDIRECTS and not checked:
-                url = first if first is not None else _keyword(node, "url")
-                if url is not None:
-                    yield from _redirect(node, url, values, raw)
-            elif name in _RESPONSES and first is not None and raw.text(first) \
-                    and _html_type(node) and not (name == "Response" and fastapi):
-                yield _xss(node, f"{name}() sends it")
-            elif read is not None and name in RENDERS \
-                    and (r := rendered(node, values)) is not None:
-                yield from _template_xss(node, r, rel, read, raw)
-            elif name in _FETCH and not host_checked and (url := _fetched(node, name)) is not None:
-                yield from _ssrf(node, url, values, raw)
-            elif name in _XPATH | _XPATH_FIND and first is not None:
-                yield from _xpath(node, name, first, values, raw)
-            elif lxml and name in _LXML_PARSE and isinstance(node.func, ast.Attribute) \
-                    and _name_of(node.func.value) == "etree" and len(node.args) == 1 \
-                    and _keyword(node, "parser") is None and first is not None \
-                    and raw.text(first, True):
-                yield (node, "xxe", "XML from the request parsed with lxml's default parser",
-                       (f"etree.{name}() parses request data with lxml's default parser, "
-                        "which before lxml 5.0 resolves entities: a DOCTYPE in it reads local "
-                        "files (XXE). Pass XMLParser(resolve_entities=False, no_network=True) "
-                        "or use defusedxml."), Severity.medium)
+            walked += 1
+            if walked > _MAX_FUNCS:
+                break
+            params = params_of(scope)[:_MAX_PARAMS]
+            hits: dict[str, Summary] = {}
+            for p in params:
+                raw = Raw(frozenset({p}), requests=False)
+                for (node, rule, title, message, sev), at in _scope_hits(
+                        scope, unordered, raw, file, False, summary=True):
+                    hits[p] = (rule, title, message, sev,
+                               at or f"{_func_name(node)}() at {rel}:{node.lineno}")
+                    break
+            known = table.get(scope.name)
+            if hits and (known is None or known[0] == params and known[1].keys() < hits.keys()):
+                if known is not None and _DB_RETURN in known[1]:
+                    hits[_DB_RETURN] = _DB_SUMMARY
+                table[scope.name] = (params, hits)
+                changed = True
+        if not changed:
+            break
+    return table
+
+
+def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File, routed: bool,
+                summary: bool = False) -> Iterator[tuple[Hit, str]]:
+    """One function's hits, each with the chain of calls that led to its
+    sink ("" where the sink is in the function itself)."""
+    nodes = _in_order(unordered)
+    values = _values(nodes)
+    checked = file.checked(scope)
+    host_checked = _host_checked(unordered)
+    fastapi, lxml, read, rel = file.fastapi, file.lxml, file.read, file.rel
+    for node in nodes:
+        raw.assign(node)
+        if isinstance(node, ast.Return) and node.value is not None and routed \
+                and not fastapi and raw.text(node.value) and _textual(node.value):
+            yield _xss(node.value, "this route returns it"), ""
+        if not isinstance(node, ast.Call):
+            continue
+        name = _func_name(node)
+        first = node.args[0] if node.args else None
+        hits: Iterator[Hit] | list[Hit] = []
+        if name in _FILE_SINKS and first is not None and not (
+                name == "open" and isinstance(node.func, ast.Attribute)
+                and _name_of(node.func.value) not in ("io", "codecs", "os")):
+            hits = _path(node, first, raw)
+        elif name in _PATH_METHODS and isinstance(node.func, ast.Attribute) \
+                and _name_of(node.func.value) not in ("io", "codecs", "os") \
+                and raw.text(node.func.value, True):
+            hits = _path(node, node.func.value, raw)
+        elif name in _REDIRECTS and not checked:
+            url = first if first is not None else _keyword(node, "url")
+            if url is not None:
+                hits = _redirect(node, url, values, raw)
+        elif name in _RESPONSES and first is not None and raw.text(first) \
+                and _html_type(node) and not (name == "Response" and fastapi):
+            hits = [_xss(node, f"{name}() sends it")]
+        elif read is not None and name in RENDERS \
+                and (r := rendered(node, values)) is not None:
+            hits = _template_xss(node, r, rel, read, raw)
+        elif name in _FETCH and not host_checked and (url := _fetched(node, name)) is not None:
+            hits = _ssrf(node, url, values, raw)
+        elif name in _XPATH | _XPATH_FIND and first is not None:
+            hits = _xpath(node, name, first, values, raw)
+        elif lxml and name in _LXML_PARSE and isinstance(node.func, ast.Attribute) \
+                and _name_of(node.func.value) == "etree" and len(node.args) == 1 \
+                and _keyword(node, "parser") is None and first is not None \
+                and raw.text(first, True):
+            hits = [(node, "xxe", "XML from the request parsed with lxml's default parser",
+                     (f"etree.{name}() parses request data with lxml's default parser, "
+                      "which before lxml 5.0 resolves entities: a DOCTYPE in it reads local "
+                      "files (XXE). Pass XMLParser(resolve_entities=False, no_network=True) "
+                      "or use defusedxml."), Severity.medium)]
+        elif file.callees and (found := file.callees.lookup(node)) is not None:
+            yield from _through(node, found, raw)
+            continue
+        elif file.wanted is not None and (root := _root(node)) \
+                and any(raw.text(a, True) for a in [*node.args, *(k.value for k in node.keywords)]):
+            file.wanted.add(root)
+        for hit in hits:
+            yield hit, ""
+        if not summary and name in RENDERS.keys() | _MARK_SAFE:
+            if file.wanted is not None:  # a project function may return what it renders
+                file.wanted.update(r for n in unordered if isinstance(n, ast.Call)
+                                   and (r := _root(n)))
+            for hit in stored_xss(node, values, rel, read, file.returns_db,
+                                  lambda v, k: file.write(owners_of(v, values), _names(v, k))):
+                yield hit, ""
+
+
+def _through(call: ast.Call, found: tuple[str, FuncSummary], raw: Raw
+             ) -> Iterator[tuple[Hit, str]]:
+    """Request data handed to a function of the project whose parameter
+    reaches a sink: the sink's finding at the call, naming the chain."""
+    name, (params, sinks) = found
+    seen = set()
+    for param, arg in arguments(call, params).items():
+        summary = sinks.get(param)
+        if summary is None or summary[0] in seen:
+            continue
+        rule, title, message, severity, _at = summary
+        if raw.text(arg, rule != "reflected-xss"):
+            seen.add(rule)
+            chain = where(name, summary)
+            yield (call, rule, title, (f"Request data reaches {chain} (its {param!r} "
+                   f"parameter). {message}"), severity), chain
+
+
+def _returns_db(unordered: list[ast.AST], file: _File) -> bool:
+    """A function whose every return is a database read (``return
+    db.execute(...).fetchone()``, also through a local name)."""
+    returns = [n.value for n in unordered if isinstance(n, ast.Return)]
+    if not returns or any(r is None for r in returns):
+        return False
+    values = _values(_in_order(unordered))
+    return all(r is not None and db_read(r, values, file.returns_db) for r in returns)
+
+
+def _names(value: ast.AST, key: str) -> set[str]:
+    """The names a rendered value goes by (the template's key, the view's variables)."""
+    return {key} | {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - {""}
 
 
 def _values(nodes: list[ast.AST]) -> dict[str, ast.AST]:
@@ -291,143 +424,3 @@ def _values(nodes: list[ast.AST]) -> dict[str, ast.AST]:
             for t in n.targets if isinstance(t, ast.Name)}
 
 
-def _readers(scopes: Scopes) -> frozenset[str]:
-    """Functions of the file whose every return is request data
-    (``def user_input(): return request.args.get("q", "")``): a call of one
-    is request data, one call deep."""
-    out = set()
-    for scope, nodes in scopes:
-        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-            returns = [n.value for n in nodes if isinstance(n, ast.Return)]
-            raw = _Raw(request_params(scope))
-            if returns and all(r is not None and raw.text(r, True) for r in returns):
-                out.add(scope.name)
-    return frozenset(out)
-
-
-def _textual(node: ast.AST) -> bool:
-    """A string the route builds or passes on, not a dict or a call's result."""
-    return isinstance(node, ast.Name | ast.Subscript | ast.Attribute | ast.JoinedStr
-                      | ast.BinOp) or (isinstance(node, ast.Call) and built(node))
-
-
-def _xss(node: ast.AST, how: str) -> Hit:
-    return (node, "reflected-xss", "Request text sent back as HTML unescaped",
-            (f"Text from the request goes into the page unescaped ({how}): a link with "
-             "<script> in it runs in the victim's browser (reflected XSS). Render it through "
-             "an autoescaping template, or escape it (markupsafe.escape)."), Severity.high)
-
-
-def _resolved(node: ast.AST, values: dict[str, ast.AST]) -> ast.AST:
-    return values.get(node.id, node) if isinstance(node, ast.Name) else node
-
-
-def _path(call: ast.Call, path: ast.AST, raw: _Raw) -> Iterator[Hit]:
-    # secure_filename(), basename() and safe_join() are no carrying calls:
-    # the sender's text that went through one is no longer raw, and one
-    # applied to another part of the path hides nothing
-    if not raw.text(path, True):
-        return
-    name = _func_name(call)
-    yield (call, "path-traversal", "File path taken from the request",
-           (f"{name}() opens a path the request names: '../' in it reaches any file the "
-            "server can read (path traversal). Pass the name through "
-            "werkzeug.utils.secure_filename / os.path.basename, or look it up in a list "
-            "of allowed files."), Severity.high)
-
-
-def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: _Raw
-              ) -> Iterator[Hit]:
-    value = _resolved(url, values)
-    for part in (url, value):
-        if _fixed_prefix(part) or (isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL):
-            return
-    if not raw.text(url, True):
-        return
-    yield (call, "open-redirect", "Redirect to a URL the request gives",
-           (f"{_func_name(call)}() sends the user to a URL taken from the request: a link to "
-            "this site forwards to any other (phishing, token theft). Redirect only to "
-            "paths of this site (check with url_has_allowed_host_and_scheme) or to a "
-            "name looked up in a list."), Severity.medium)
-
-
-def _template_xss(call: ast.Call, r: tuple[str, dict[str, ast.AST]], rel: str, read: Read,
-                  raw: _Raw) -> Iterator[Hit]:
-    name, context = r
-    keys = [k for k, v in context.items() if raw.text(v)]
-    found = template_text(rel, name, read) if keys else None
-    if found is None:
-        return
-    path, text = found
-    for key in keys:
-        line = unsafe_line(text, key)
-        if line is not None:
-            yield _xss(call, f"{path}:{line} prints {key!r} with |safe or autoescape off")
-            return
-
-
-def _fetched(call: ast.Call, name: str) -> ast.AST | None:
-    """The URL an HTTP client's call fetches: ``requests.get(url)``,
-    ``httpx.request("GET", url)``, ``urllib.request.urlopen(url)``; None for
-    any other object's ``get``."""
-    f = call.func
-    if name == "urlopen":
-        pass
-    elif not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
-              and f.value.id in _CLIENTS):
-        return None
-    index = 1 if name in ("request", "stream") else 0
-    if len(call.args) > index:
-        return call.args[index]
-    return _keyword(call, "url")
-
-
-def _host_checked(nodes: list[ast.AST]) -> bool:
-    """The function compares a parsed URL's host (``urlparse(u).hostname in
-    ALLOWED``): an allow-list the check cannot judge, so it trusts it."""
-    return any(isinstance(n, ast.Compare) and any(
-        isinstance(m, ast.Attribute) and m.attr in ("hostname", "netloc", "host")
-        for part in (n.left, *n.comparators) for m in ast.walk(part)) for n in nodes)
-
-
-def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: _Raw) -> Iterator[Hit]:
-    value = _resolved(url, values)
-    for part in (url, value):
-        text = _template_text(part) if isinstance(part, ast.JoinedStr | ast.BinOp | ast.Call) \
-            else ""
-        if text and _FIXED_HOST.match(text) and _fixed_prefix(part):
-            return
-    if not raw.text(url, True):
-        return
-    yield (call, "ssrf", "Server fetches a URL the request gives",
-           (f"{_func_name(call)}() fetches a URL taken from the request: the server "
-            "requests addresses only it can reach (cloud metadata, internal admin ports) "
-            "for whoever sends it (SSRF). Fix the scheme and host, or check the parsed "
-            "host against an allow-list before fetching."), Severity.high)
-
-
-def _xpath(call: ast.Call, name: str, expr: ast.AST, values: dict[str, ast.AST],
-           raw: _Raw) -> Iterator[Hit]:
-    value = _resolved(expr, values)
-    text = next((t for t in (_template_text(expr), _template_text(value)) if t), "")
-    if not (built(expr) or built(value)):
-        return
-    if name in _XPATH_FIND and not ("[" in text or "@" in text):
-        return  # str.find(f"...") is no XPath
-    if not (raw.text(expr, True) or raw.text(value, True)):
-        return
-    yield (call, "xpath-injection", "XPath built from request data",
-           (f"{name}() evaluates an XPath expression built from request data: a quote in "
-            "it rewrites the query (XPath injection, e.g. ' or '1'='1). Pass the value as "
-            "an XPath variable (tree.xpath(\"//user[name=$n]\", n=name)) instead."),
-           Severity.high)
-
-
-def _template_text(node: ast.AST) -> str:
-    if isinstance(node, ast.JoinedStr):
-        return "".join(_const_str(v) or "" for v in node.values)
-    if isinstance(node, ast.BinOp):
-        return _template_text(node.left) + _template_text(node.right)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return _template_text(node.func.value)
-    return _const_str(node) or ""

@@ -200,14 +200,52 @@ def _converted(func: ast.FunctionDef | ast.AsyncFunctionDef, rule: str = "") -> 
         | {m.group(1) or m.group(2) for m in _CONVERTER.finditer(rule)}
 
 
+# Class-based views: a class deriving from one of these (or a name ending
+# in View/ViewSet/Handler) answers requests with its HTTP-method methods.
+_VIEW_BASE = re.compile(r"(View|ViewSet|APIView|RequestHandler|Resource)$")
+_HTTP_METHODS = {"get", "post", "put", "patch", "delete", "head", "options", "dispatch",
+                 "list", "create", "retrieve", "update", "partial_update", "destroy"}
+# graphene: a resolver's (and a mutation's) arguments after ``info`` are the query's
+_RESOLVER = re.compile(r"^(resolve_\w+|mutate|mutate_and_get_payload)$")
+
+
+def class_handlers(scopes: Scopes) -> dict[int, frozenset[str]]:
+    """Methods that answer a request, by id, with the parameters its sender
+    fills in: a class-based view's ``get(self, request, pk)``/``post``...
+    (Django ``View``/``APIView``, Flask ``MethodView``, Tornado handlers:
+    every parameter after ``self`` but ``request``) and a graphene
+    resolver's or mutation's arguments after ``info``."""
+    out: dict[int, frozenset[str]] = {}
+    for _scope, nodes in scopes:
+        for cls in nodes:
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            view = any(_VIEW_BASE.search(_name_of(b)) for b in cls.bases)
+            for f in cls.body:
+                if not isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                a = f.args
+                names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+                names += [v.arg for v in (a.vararg, a.kwarg) if v is not None]
+                if _RESOLVER.match(f.name) and "info" in names[:2]:
+                    out[id(f)] = frozenset(names[names.index("info") + 1:])
+                elif view and f.name in _HTTP_METHODS and names[:1] == ["self"]:
+                    out[id(f)] = frozenset(n for n in names[1:] if n != "request")
+    return out
+
+
 def request_params(scope: ast.AST, rel: str = "",
-                   views: dict[str, str] | None = None) -> frozenset[str]:
+                   views: dict[str, str] | None = None,
+                   handlers: dict[int, frozenset[str]] | None = None) -> frozenset[str]:
     """The parameters of a request handler that the sender fills in: a
     route's path and query parameters and FastAPI's body models (not an
     injected ``Depends(...)``), a Django view's URL arguments after
-    ``request`` (in a views module)."""
+    ``request`` (in a views module), a class-based view's or a graphene
+    resolver's (``handlers``, from ``class_handlers``)."""
     if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         return frozenset()
+    if handlers and id(scope) in handlers:
+        return handlers[id(scope)]
     args = scope.args
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     defaults = dict(zip([a.arg for a in [*args.posonlyargs, *args.args]][::-1],
@@ -270,6 +308,7 @@ def _template_source(node: ast.Call) -> ast.AST | None:
 def template_injection(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
     # names imported from ``string``: its Template runs no code
     plain = {a.asname or a.name for n in _imports(scopes) if n.module == "string" for a in n.names}
+    handlers = class_handlers(scopes)
     for scope, nodes in scopes:
         sinks = [n for n in nodes if isinstance(n, ast.Call) and _func_name(n) in _TEMPLATE_SINKS
                  and not (_func_name(n) == "Template" and isinstance(n.func, ast.Name)
@@ -277,7 +316,7 @@ def template_injection(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
                  and not (isinstance(n.func, ast.Attribute) and _name_of(n.func.value) == "string")]
         if not sinks:
             continue
-        values, tainted = bindings(_in_order(nodes), request_params(scope, rel))
+        values, tainted = bindings(_in_order(nodes), request_params(scope, rel, None, handlers))
         for call in sinks:
             source = _template_source(call)
             if source is None:
@@ -307,7 +346,8 @@ def xxe(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
         if not parsers:
             continue
         nodes = _in_order(unordered)
-        values, tainted = bindings(nodes, request_params(scope, rel))
+        handlers = class_handlers(scopes)
+        values, tainted = bindings(nodes, request_params(scope, rel, None, handlers))
         used: set[int] = set()
         for call in nodes:
             if not (isinstance(call, ast.Call) and _func_name(call) in _PARSE and call.args):

@@ -61,6 +61,22 @@ def template_text(rel: str, name: str, read: Read) -> tuple[str, str] | None:
     return None
 
 
+def first_unsafe(rel: str, name: str, keys: list[str], read: Read,
+                 line_of: Callable[[str, str], int | None]) -> tuple[str, str, int] | None:
+    """The first of ``keys`` the template ``name`` (seen from ``rel``) prints
+    unescaped, by ``line_of`` (``unsafe_line``, ``safe_use``): key, the
+    template's path and the line."""
+    found = template_text(rel, name, read) if keys else None
+    if found is None:
+        return None
+    path, text = found
+    for key in keys:
+        line = line_of(text, key)
+        if line is not None:
+            return key, path, line
+    return None
+
+
 def unsafe_line(text: str, key: str) -> int | None:
     """The line where the template prints ``key`` unescaped, if any."""
     safe = re.compile(r"\{\{-?\s*" + re.escape(key) + r"\s*\|\s*safe\b")
@@ -68,6 +84,25 @@ def unsafe_line(text: str, key: str) -> int | None:
     m = safe.search(text)
     if m:
         return text.count("\n", 0, m.start()) + 1
+    for block in _AUTOESCAPE_OFF.finditer(text):
+        inner = plain.search(block.group(1))
+        if inner:
+            return text.count("\n", 0, block.start(1) + inner.start()) + 1
+    return None
+
+
+def safe_use(text: str, key: str) -> int | None:
+    """The line where the template prints ``key``, one of its fields
+    (``key.title``, ``key["body"]``) or an item of a loop over it (``{% for
+    c in key %}...{{ c.text|safe }}``) unescaped, if any (stored XSS)."""
+    names = {key} | {m.group(1) for m in re.finditer(
+        r"\{%-?\s*for\s+(\w+)(?:\s*,\s*\w+)?\s+in\s+" + re.escape(key) + r"\b", text)}
+    alt = "|".join(re.escape(n) for n in sorted(names))
+    value = r"\{\{-?\s*(?:" + alt + r")(?:\.\w+|\[[^\]]*\])*\s*"
+    m = re.search(value + r"\|\s*safe\b", text)
+    if m:
+        return text.count("\n", 0, m.start()) + 1
+    plain = re.compile(value + r"(?:-?\}\}|\|)")
     for block in _AUTOESCAPE_OFF.finditer(text):
         inner = plain.search(block.group(1))
         if inner:

@@ -1,0 +1,172 @@
+"""How each of ``_web_flows``' sinks judges the value that reaches it:
+a sanitised path, a fixed URL prefix or host, an HTML content type, an
+XPath's own predicate, a template that prints a key unescaped."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterator
+
+from ...models import Severity
+from ._web_sinks import Hit, _const_str, _func_name, _keyword, built
+from ._web_taint import Raw
+from ._web_templates import Read, first_unsafe, unsafe_line
+
+_SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
+_XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
+_CLIENTS = {"requests", "httpx"}
+# a constant scheme and host in front of the URL: the request picks a path
+_FIXED_HOST = re.compile(r"^[a-zA-Z][\w+.-]*://[^/{}%?#\s]+[/?#]")
+
+
+def _fixed_prefix(node: ast.AST) -> bool:
+    """A URL that starts with a constant (``"/user/" + name``)."""
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return bool(_const_str(node.values[0]))
+    if isinstance(node, ast.BinOp):
+        left = node.left
+        while isinstance(left, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = left.left
+        text = _const_str(left)
+        return bool(text) and not str(text).startswith("%s")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "format":
+        text = _const_str(node.func.value)
+        return bool(text) and not str(text).startswith("{")
+    return False
+
+
+def _html_type(call: ast.Call) -> bool:
+    """A response whose content type, where given, is HTML."""
+    for key in ("mimetype", "content_type", "media_type"):
+        value = _keyword(call, key)
+        if value is not None:
+            text = _const_str(value)
+            return text is None or "html" in text
+    return not (len(call.args) > 2 and _const_str(call.args[2]) not in (None, "text/html"))
+
+
+def _textual(node: ast.AST) -> bool:
+    """A string the route builds or passes on, not a dict or a call's result."""
+    return isinstance(node, ast.Name | ast.Subscript | ast.Attribute | ast.JoinedStr
+                      | ast.BinOp) or (isinstance(node, ast.Call) and built(node))
+
+
+def _xss(node: ast.AST, how: str) -> Hit:
+    return (node, "reflected-xss", "Request text sent back as HTML unescaped",
+            (f"Text from the request goes into the page unescaped ({how}): a link with "
+             "<script> in it runs in the victim's browser (reflected XSS). Render it through "
+             "an autoescaping template, or escape it (markupsafe.escape)."), Severity.high)
+
+
+def _resolved(node: ast.AST, values: dict[str, ast.AST]) -> ast.AST:
+    return values.get(node.id, node) if isinstance(node, ast.Name) else node
+
+
+def _path(call: ast.Call, path: ast.AST, raw: Raw) -> Iterator[Hit]:
+    # secure_filename(), basename() and safe_join() are no carrying calls:
+    # the sender's text that went through one is no longer raw, and one
+    # applied to another part of the path hides nothing
+    if not raw.text(path, True):
+        return
+    name = _func_name(call)
+    yield (call, "path-traversal", "File path taken from the request",
+           (f"{name}() opens a path the request names: '../' in it reaches any file the "
+            "server can read (path traversal). Pass the name through "
+            "werkzeug.utils.secure_filename / os.path.basename, or look it up in a list "
+            "of allowed files."), Severity.high)
+
+
+def _url_flow(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw,
+              safe: Callable[[ast.AST], bool], hit: Hit) -> Iterator[Hit]:
+    """``hit`` where the URL (or the value its name holds) is the request's
+    and no part of it is ``safe`` (a fixed prefix or host, url_for())."""
+    if not any(safe(part) for part in (url, _resolved(url, values))) and raw.text(url, True):
+        yield hit
+
+
+def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw
+              ) -> Iterator[Hit]:
+    yield from _url_flow(call, url, values, raw, lambda part: _fixed_prefix(part) or (
+        isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL), (
+        call, "open-redirect", "Redirect to a URL the request gives",
+        (f"{_func_name(call)}() sends the user to a URL taken from the request: a link to "
+         "this site forwards to any other (phishing, token theft). Redirect only to "
+         "paths of this site (check with url_has_allowed_host_and_scheme) or to a "
+         "name looked up in a list."), Severity.medium))
+
+
+def _fixed_host(part: ast.AST) -> bool:
+    text = _template_text(part) if isinstance(part, ast.JoinedStr | ast.BinOp | ast.Call) else ""
+    return bool(text and _FIXED_HOST.match(text) and _fixed_prefix(part))
+
+
+def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw) -> Iterator[Hit]:
+    yield from _url_flow(call, url, values, raw, _fixed_host, (
+        call, "ssrf", "Server fetches a URL the request gives",
+        (f"{_func_name(call)}() fetches a URL taken from the request: the server "
+         "requests addresses only it can reach (cloud metadata, internal admin ports) "
+         "for whoever sends it (SSRF). Fix the scheme and host, or check the parsed "
+         "host against an allow-list before fetching."), Severity.high))
+
+
+def _template_xss(call: ast.Call, r: tuple[str, dict[str, ast.AST]], rel: str, read: Read,
+                  raw: Raw) -> Iterator[Hit]:
+    name, context = r
+    found = first_unsafe(rel, name, [k for k, v in context.items() if raw.text(v)], read,
+                         unsafe_line)
+    if found is not None:
+        key, path, line = found
+        yield _xss(call, f"{path}:{line} prints {key!r} with |safe or autoescape off")
+
+
+def _fetched(call: ast.Call, name: str) -> ast.AST | None:
+    """The URL an HTTP client's call fetches: ``requests.get(url)``,
+    ``httpx.request("GET", url)``, ``urllib.request.urlopen(url)``; None for
+    any other object's ``get``."""
+    f = call.func
+    if name == "urlopen":
+        pass
+    elif not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+              and f.value.id in _CLIENTS):
+        return None
+    index = 1 if name in ("request", "stream") else 0
+    if len(call.args) > index:
+        return call.args[index]
+    return _keyword(call, "url")
+
+
+def _host_checked(nodes: list[ast.AST]) -> bool:
+    """The function compares a parsed URL's host (``urlparse(u).hostname in
+    ALLOWED``): an allow-list the check cannot judge, so it trusts it."""
+    return any(isinstance(n, ast.Compare) and any(
+        isinstance(m, ast.Attribute) and m.attr in ("hostname", "netloc", "host")
+        for part in (n.left, *n.comparators) for m in ast.walk(part)) for n in nodes)
+
+
+def _xpath(call: ast.Call, name: str, expr: ast.AST, values: dict[str, ast.AST],
+           raw: Raw) -> Iterator[Hit]:
+    value = _resolved(expr, values)
+    text = next((t for t in (_template_text(expr), _template_text(value)) if t), "")
+    if not (built(expr) or built(value)):
+        return
+    if name in _XPATH_FIND and not ("[" in text or "@" in text):
+        return  # str.find(f"...") is no XPath
+    if not (raw.text(expr, True) or raw.text(value, True)):
+        return
+    yield (call, "xpath-injection", "XPath built from request data",
+           (f"{name}() evaluates an XPath expression built from request data: a quote in "
+            "it rewrites the query (XPath injection, e.g. ' or '1'='1). Pass the value as "
+            "an XPath variable (tree.xpath(\"//user[name=$n]\", n=name)) instead."),
+           Severity.high)
+
+
+def _template_text(node: ast.AST) -> str:
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_const_str(v) or "" for v in node.values)
+    if isinstance(node, ast.BinOp):
+        return _template_text(node.left) + _template_text(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _template_text(node.func.value)
+    return _const_str(node) or ""

@@ -1,0 +1,109 @@
+"""Which names of a function hold the sender's text as it came
+(``_web_flows``' taint): a handler's parameters, ``request.args.get(...)``,
+text formatted or joined from them, and what path and URL calls
+(``os.path.join``, ``dict(parse_qsl(...))``) make of it."""
+
+from __future__ import annotations
+
+import ast
+
+from ._web_sinks import Scopes, _func_name, from_request, request_params
+
+# str methods that keep what the text says
+_SAME_TEXT = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "replace", "decode",
+              "encode", "format", "join"}
+# a request's fields that are the sender's text (``request.args.get("q")``)
+_READS = {"get", "getlist", "getone", "get_data", "getvalue", "getfirst", "read"}
+# what a request says that is no text its sender chose
+_NOT_TEXT = {"method", "endpoint", "remote_addr", "scheme", "is_secure", "blueprint",
+             "url_rule", "host_url", "url_root", "content_length", "is_json"}
+# what keeps a path or a URL the sender's (os.path.join(DIR, name))
+_CARRY = {"dict", "parse_qs", "parse_qsl", "unquote", "unquote_plus", "str", "bytes", "abspath",
+          "normpath", "realpath", "expanduser", "Path", "PurePath", "urljoin", "BytesIO",
+          "StringIO", "split", "rsplit", "partition", "splitlines", "get", "findall"}
+
+
+class Raw:
+    """Which names of one function hold the sender's text as it came, in
+    source order: a handler's parameter, ``request.args.get(...)``, text
+    formatted or joined from them, and (``carry``, for paths and URLs)
+    what ``os.path.join``, ``dict(parse_qsl(...))``, ``split`` make of it;
+    not what another call returns (a database row looked up by it)."""
+
+    def __init__(self, seed: frozenset[str], readers: frozenset[str] = frozenset(),
+                 requests: bool = True):
+        self.names = set(seed)
+        self.readers = readers  # the file's functions that return request data
+        # False for a function's summary: only its parameter counts, not the
+        # request it may read itself (that is reported where it is read)
+        self.requests = requests
+
+    def _request(self, node: ast.AST) -> bool:
+        return self.requests and from_request(node, set())
+
+    def text(self, node: ast.AST, carry: bool = False) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in self.names
+        if isinstance(node, ast.Attribute) and node.attr in _NOT_TEXT:
+            return False
+        if isinstance(node, ast.Subscript | ast.Attribute):
+            return self._request(node) or (isinstance(node, ast.Subscript) or carry) \
+                and self.text(node.value, carry)
+        if isinstance(node, ast.JoinedStr):
+            return any(isinstance(v, ast.FormattedValue) and self.text(v.value, carry)
+                       for v in node.values)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.text(node.left, carry) or self.text(node.right, carry)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            right = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+            return any(self.text(r, carry) for r in right)
+        if isinstance(node, ast.IfExp):
+            return self.text(node.body, carry) or self.text(node.orelse, carry)
+        if carry and isinstance(node, ast.Tuple | ast.List):
+            return any(self.text(e, carry) for e in node.elts)
+        if carry and isinstance(node, ast.GeneratorExp | ast.ListComp):
+            return self.text(node.elt, carry) or any(self.text(g.iter, carry)
+                                                     for g in node.generators)
+        if isinstance(node, ast.Call):
+            name = _func_name(node)
+            if isinstance(node.func, ast.Name) and name in self.readers:
+                return True
+            if isinstance(node.func, ast.Attribute) and name in _READS:
+                return self._request(node.func.value) or self.text(node.func.value, carry)
+            if name in _SAME_TEXT or (carry and name in _CARRY):
+                value = node.func.value if isinstance(node.func, ast.Attribute) else None
+                return (value is not None and self.text(value, carry)) \
+                    or any(self.text(a, carry) for a in node.args)
+        return False
+
+    def assign(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    (self.names.add if self.text(node.value, True) else self.names.discard)(t.id)
+                elif isinstance(t, ast.Tuple | ast.List):
+                    value = node.value
+                    if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(t.elts):
+                        pairs = list(zip(t.elts, value.elts, strict=True))  # a, b = x, y
+                    else:
+                        pairs = [(e, value) for e in t.elts]
+                    for e, v in pairs:
+                        if isinstance(e, ast.Name):
+                            (self.names.add if self.text(v, True) else self.names.discard)(e.id)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
+                and self.text(node.value, True):
+            self.names.add(node.target.id)
+
+
+def readers(scopes: Scopes, handlers: dict[int, frozenset[str]]) -> frozenset[str]:
+    """Functions of the file whose every return is request data
+    (``def user_input(): return request.args.get("q", "")``): a call of one
+    is request data, one call deep."""
+    out = set()
+    for scope, nodes in scopes:
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            returns = [n.value for n in nodes if isinstance(n, ast.Return)]
+            raw = Raw(request_params(scope, "", None, handlers))
+            if returns and all(r is not None and raw.text(r, True) for r in returns):
+                out.add(scope.name)
+    return frozenset(out)
