@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from ...workspace.proc import ProcResult
@@ -26,7 +27,8 @@ NO_PASS = "no test passes on the unchanged code, so no mutant can be judged"
 
 
 async def trace_map(ctx: RoleContext, scratch: Path, workers: list[Worker],
-                    pending: list[FileResult], report: MutationReport) -> LineMap | str | None:
+                    pending: list[FileResult], report: MutationReport,
+                    on_ready: Callable[[], None] = lambda: None) -> LineMap | str | None:
     """The line map from the warm workers: each starts (in parallel) and
     runs its share of the suite, by test file, once in a forked child
     that records which lines of the files under test each test ran.
@@ -36,19 +38,25 @@ async def trace_map(ctx: RoleContext, scratch: Path, workers: list[Worker],
     limit = remaining if remaining is not None else 3600.0
     outs = [scratch / f"trace{i}.json" for i in range(len(workers))]
     first = asyncio.Event()
+    starting = set(range(len(workers)))
 
     async def one(i: int, w: Worker) -> tuple[float | None, ProcResult | None]:
-        if i:
-            # The first worker compiles the copy's modules and tests into
-            # the bytecode cache the others share (_scratch.share_pycache):
-            # they start once it is ready, without compiling again.
-            await first.wait()
-            if workers[0].server is None:
-                return None, None  # the first did not start: nor would this one
         try:
-            took = await w.warm_up()
+            if i:
+                # The first worker compiles the copy's modules and tests into
+                # the bytecode cache the others share (_scratch.share_pycache):
+                # they start once it is ready, without compiling again.
+                await first.wait()
+                if workers[0].server is None:
+                    return None, None  # the first did not start: nor would this one
+            try:
+                took = await w.warm_up()
+            finally:
+                first.set()
         finally:
-            first.set()
+            starting.discard(i)
+            if not starting:
+                on_ready()  # every worker is up (or failed): the rest is tracing
         if took is None:
             return None, None
         return took, await w.trace(rels, i, len(workers), outs[i], limit)

@@ -152,6 +152,8 @@ class Worker:
         self.server: WarmServer | None = None
         self.started = server_cmd is None
         self.trusted: dict[str, bool] = {}  # file -> the server passed its unmutated tests
+        self.start_s: float | None = None  # its warm server's start, once started
+        self.run_s: float | None = None  # a forked run's cost beyond its tests' time
 
     @property
     def known(self) -> LineMap:
@@ -179,7 +181,18 @@ class Worker:
                 self.ctx.runtime)
             if self.server is None:
                 self.report.fallbacks["the warm worker did not start"] += 1
+            else:
+                self.start_s = time.monotonic() - started
         return time.monotonic() - started if self.server is not None else None
+
+    async def per_run_s(self, fr: FileResult, tests: list[str]) -> float | None:
+        """What one forked run costs here beyond its tests' own time: from
+        the run of ``fr``'s unmutated tests that trusting the server for it
+        takes (done once, before its first mutant, in any case); None
+        without a warm server for it."""
+        if await self._server_for(fr, tests) is None:
+            return None
+        return self.run_s
 
     async def trace(self, rels: list[str], shard: int, shards: int, out: Path,
                     timeout: float) -> ProcResult | None:
@@ -202,6 +215,9 @@ class Worker:
             res = await self.server.run(self._request(fr, None, tests),
                                         time_limit(self.known, tests, self.factor, False))
             self.trusted[fr.rel] = isinstance(res, ProcResult) and res.ok
+            if isinstance(res, ProcResult) and self.run_s is None:
+                expected = sum(self.known.durations.get(t, 0.0) for t in tests)
+                self.run_s = max(0.0, res.duration_s - expected)
             if not self.trusted[fr.rel]:
                 self.report.fallbacks["the unmutated tests did not pass in the warm worker"] += 1
         return self.server if self.trusted[fr.rel] else None
