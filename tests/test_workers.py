@@ -160,3 +160,23 @@ def test_a_capped_whole_project_run_samples_whole_functions(make_repo):
     killed = role.report.statuses["killed"] + role.report.statuses["timeout"]
     assert out.reason.startswith(
         f"score {100 * killed / ran:.0f}% of {ran} mutant(s) in 1 function(s) (sample of 12)")
+
+
+class _Item:
+    def __init__(self, nodeid: str):
+        self.nodeid = nodeid
+
+
+@pytest.mark.parametrize("files, n", [(7, 16), (7, 4), (30, 16), (1, 2)])
+def test_trace_shards_split_the_suite_once_at_any_count(files, n):
+    """The line map's shards (whole test files, or runs of items when the
+    files are fewer): each item in exactly one shard, and a group of shards
+    (what one worker traces) is their union in collection order."""
+    from superqode_ls.qe.roles._forkserver import _shard
+
+    items = [_Item(f"tests/test_{f}.py::test_{i}") for f in range(files) for i in range(f % 3 + 1)]
+    shards = [_shard(items, k, n) for k in range(n)]
+    assert sorted(id(i) for s in shards for i in s) == sorted(id(i) for i in items)
+    group = list(range(1, n, 2))
+    assert _shard(items, group, n) == [i for i in items if any(i in shards[k] for k in group)]
+    assert _shard(items, list(range(n)), n) == items

@@ -81,6 +81,7 @@ class MutationReport:
     mutants_s: float = 0.0
     total_s: float = 0.0
     workers: int = 1
+    workers_cap: int = 1  # the forced count or the CPUs: at most this many ran
     fork_runs: int = 0  # mutants switched in place in a warm worker
     fresh_runs: int = 0  # mutants run in a fresh pytest process
     fallbacks: Counter = field(default_factory=Counter)  # why a mutant ran fresh

@@ -57,6 +57,7 @@ class WarmServer:
     def __init__(self, proc: PipedTool):
         self.proc = proc
         self.ok = True
+        self.items = 0  # the tests it collected
 
     @classmethod
     async def start(
@@ -73,6 +74,7 @@ class WarmServer:
         if not hello or not hello.get("ready"):
             await server.close()
             return None
+        server.items = int(hello.get("items") or 0)
         return server
 
     async def _read(self, timeout: float) -> dict[str, Any] | None:
@@ -185,6 +187,11 @@ class Worker:
                 self.start_s = time.monotonic() - started
         return time.monotonic() - started if self.server is not None else None
 
+    @property
+    def collected(self) -> int:
+        """The tests its warm server collected (0 without one)."""
+        return self.server.items if self.server is not None else 0
+
     async def per_run_s(self, fr: FileResult, tests: list[str]) -> float | None:
         """What one forked run costs here beyond its tests' own time: from
         the run of ``fr``'s unmutated tests that trusting the server for it
@@ -194,15 +201,15 @@ class Worker:
             return None
         return self.run_s
 
-    async def trace(self, rels: list[str], shard: int, shards: int, out: Path,
+    async def trace(self, rels: list[str], which: list[int], shards: int, out: Path,
                     timeout: float) -> ProcResult | None:
-        """Run shard ``shard`` of ``shards`` of the collected tests once in a
+        """Run shards ``which`` of ``shards`` of the collected tests once in a
         forked child, writing to ``out`` which lines of ``rels`` each test
         ran; None when the server cannot."""
         if self.server is None or not self.server.ok:
             return None
         res = await self.server.run(
-            {"trace": rels, "shard": [shard, shards], "out": str(out)}, timeout)
+            {"trace": rels, "shard": [which, shards], "out": str(out)}, timeout)
         return res if isinstance(res, ProcResult) else None
 
     async def _server_for(self, fr: FileResult, tests: list[str]) -> WarmServer | None:

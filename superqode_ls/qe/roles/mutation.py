@@ -27,7 +27,7 @@ import re
 import shutil
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ...workspace.extras import lacking
@@ -97,6 +97,8 @@ class MutationTester(Role):
         # read at each phase's end; None: phases get wall time only.
         self.cpu_clock: Callable[[], float] | None = None
         self._phase = (0.0, None)
+        self._copies = 0  # scratch copies handed to workers in this run
+        self._pool: list[Worker] = []  # every worker made in this run: closed at its end
 
     def _mark(self, name: str) -> None:
         """End phase ``name`` now (its time adds to earlier spells of it)."""
@@ -226,11 +228,16 @@ class MutationTester(Role):
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         self._mark("interpreter")
         base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
+        self._copies, self._pool = 0, []
+        self._mark("copy")
         workers: list[Worker] = []
         planned: dict[str, list[Item]] = {}
         # The forced count or the CPUs: a cap. How many workers run is what
         # the measured costs pay for (_mutation_pool.workers_that_pay).
-        cap = max(1, self.workers or worker_count(ctx.config, ctx.runtime))
+        cap = report.workers_cap = max(1, self.workers or worker_count(ctx.config, ctx.runtime))
+        # More workers than CPUs never pay (a forced count above them only
+        # splits the work, for tests: every_worker).
+        most = cap if self.every_worker else max(1, min(cap, ctx.runtime.cpu_count()))
         # Every file's mutants are found and compiled while the first worker
         # starts and maps lines, not after.
         candidates = Candidates(pending)
@@ -240,13 +247,19 @@ class MutationTester(Role):
             linemap: LineMap | str | None = None
             if (self.fork_server and self.map_in_workers
                     and not ctx.config.roles.unit_test_command):
-                # The first warm worker maps lines itself (it traces the
-                # suite once in a forked child), then runs mutants: no
-                # separate coverage pass, no second start-up and collection,
-                # and a map that costs the same at any worker count.
-                workers = await self._workers(ctx, scratch, base, pending, report, range(1))
-                linemap = await trace_map(ctx, scratch, workers, pending, report,
-                                          lambda: self._mark("starts"))
+                # The warm workers map lines themselves (each traces its
+                # share of the suite in a forked child), then run mutants: no
+                # separate coverage pass, no second start-up and collection;
+                # the suite is split only as wide as its tests' time repays
+                # the workers' starts, whatever the count.
+                first = await self._workers(ctx, scratch, base, pending, report, 1)
+
+                def spawn(k: int) -> Awaitable[list[Worker]]:
+                    return self._workers(ctx, scratch, base, pending, report, k)
+
+                linemap, workers = await trace_map(
+                    ctx, scratch, first[0], spawn, cap, most, self.every_worker, pending, report,
+                    lambda: self._mark("starts"))
                 self._mark("trace")
                 if linemap is None:
                     await _close(workers)
@@ -276,22 +289,26 @@ class MutationTester(Role):
             queue = deque(items)
             if queue:
                 if not workers:
-                    workers = await self._workers(ctx, scratch, base, pending, report,
-                                                  range(1), queue)
+                    workers = await self._workers(ctx, scratch, base, pending, report, 1, queue)
                 for w in workers:
                     w.linemap = linemap
-                n = await self._count(workers[0], cap, items, linemap, report)
+                n = await self._count(workers, most, items, linemap, report)
+                if self.every_worker:
+                    await _close(workers[n:])
+                    workers = workers[:n]
+                # Workers the map started are kept: their start is paid.
+                n = max(n, len(workers))
                 workers += await self._workers(ctx, scratch, base, pending, report,
-                                               range(1, n), queue)
+                                               n - len(workers), queue)
                 report.workers = n
                 for w in workers:
                     w.linemap = linemap
-                self._mark("extra copies")
+                self._mark("more workers")
                 await self._drain(ctx, workers, queue, report)
                 self._mark("mutants")
         finally:
             await asyncio.to_thread(candidates.stop)
-            await _close(workers)
+            await _close(self._pool)
         for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
             if fr.skip_reason:
                 continue
@@ -329,36 +346,38 @@ class MutationTester(Role):
                 tg.create_task(drain(w))
         report.mutants_s = time.monotonic() - started
 
-    async def _count(self, first: Worker, cap: int, items: list[Item], linemap: LineMap,
-                     report: MutationReport) -> int:
-        """How many workers the mutants pay for, up to ``cap``: from the
-        first worker's start and one measured forked run of its first file's
-        unmutated tests (which it does before that file's mutants anyway);
-        without a warm worker, a fresh process per mutant and no start."""
+    async def _count(self, workers: list[Worker], cap: int, items: list[Item],
+                     linemap: LineMap, report: MutationReport) -> int:
+        """How many workers the mutants pay for, up to ``cap``: from a
+        worker's measured start (one after the first, which also compiled
+        the bytecode, where one started) and one measured forked run of the
+        first file's unmutated tests (which the first worker does before
+        that file's mutants anyway); without a warm worker, a fresh process
+        per mutant and no start."""
         if cap <= 1 or len(items) <= 1:
             return 1
         if self.every_worker:
             return min(cap, len(items))
         fr, _, tests = items[0]
-        per_run = await first.per_run_s(fr, tests)
-        start_s = first.start_s or 0.0
+        per_run = await workers[0].per_run_s(fr, tests)
+        later = [w.start_s for w in workers[1:] if w.start_s is not None]
+        start_s = min(later) if later else workers[0].start_s or 0.0
         if per_run is None:  # fresh processes: each mutant pays a start, no worker does
             per_run, start_s = linemap.startup_s, 0.0
         report.run_s, report.start_s = per_run, start_s
         return workers_that_pay(cap, mutant_costs(items, linemap, per_run), start_s)
 
     async def _workers(self, ctx: RoleContext, scratch: Path, base: Path,
-                       pending: list[FileResult], report: MutationReport, which: range,
+                       pending: list[FileResult], report: MutationReport, count: int,
                        queue: deque[Item] | None = None) -> list[Worker]:
-        """Workers ``which`` (0 works in ``base``), one scratch copy each.
-        With a ``queue`` their servers collect only its tests' files, and
-        start on first use; without one they collect the whole suite (to
-        map it)."""
-        # A second call (the mutant phase after a line map that fell back
-        # to coverage) finds the copies of the first: they are reused, the
-        # missing ones made. Every mutant write is undone before a worker
-        # closes (Worker._once), so a kept copy is the sandbox's state.
-        # Made side by side (the loop's bounded thread pool).
+        """``count`` more workers, one scratch copy each (the run's first
+        works in ``base``). With a ``queue`` their servers collect only its
+        tests' files, and start on first use; without one they collect the
+        whole suite (to map it)."""
+        # Each copy is used by one worker only (a worker that did not start
+        # keeps its number); made side by side (the loop's bounded thread pool).
+        which = range(self._copies, self._copies + max(0, count))
+        self._copies = which.stop
         if not which:
             return []
         copies = list(await asyncio.gather(*(
@@ -366,7 +385,6 @@ class MutationTester(Role):
             asyncio.sleep(0, base) for i in which
         )))
         await asyncio.to_thread(_scratch.share_pycache, [base, *copies])
-        self._mark("copies")
         plugin = scratch / "plugins" / f"{SERVER_PLUGIN}.py"
         if not plugin.is_file():
             await asyncio.to_thread(plugin.parent.mkdir, exist_ok=True)
@@ -375,7 +393,9 @@ class MutationTester(Role):
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
         test_files = None if queue is None else sorted(
             {t.split("::")[0] for _, _, tests in queue for t in tests})
-        return [self._worker(ctx, scratch, copy, report, modules, test_files) for copy in copies]
+        made = [self._worker(ctx, scratch, copy, report, modules, test_files) for copy in copies]
+        self._pool += made
+        return made
 
     def _worker(self, ctx: RoleContext, scratch: Path, copy: Path, report: MutationReport,
                 modules: dict[str, str | None], test_files: list[str] | None) -> Worker:
