@@ -28,6 +28,16 @@ side-by-side baseline for that step), then mutmut on the same module, and
 prints mutants/s (mutant phase and whole run), wall, CPU per mutant,
 verdicts and the scores on the mutants both generate; --write-doc puts those
 rows into docs/performance.md.
+
+    .venv/bin/python bench/mutation.py --phases --workers 1 2 4 16 [--code DIR] [--json F]
+
+runs SuperQode alone, cold, on the same module at each forced count (a cap:
+the role uses fewer workers where more would not repay their start, and
+never more than the CPUs) and prints wall and CPU (this process and every
+process under it) per phase of the run, the workers used, and a digest of
+the verdicts, which must be the same at every count. --code DIR measures
+another checkout's superqode_ls (the code before a change) with this bench,
+so old and new can be run alternately under the same load.
 """
 
 from __future__ import annotations

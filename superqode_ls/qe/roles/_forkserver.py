@@ -368,10 +368,6 @@ def _serve(session):
         req = json.loads(line)
         if "trace" in req:
             files = {os.path.realpath(os.path.join(_ROOT, rel)): rel for rel in req["trace"]}
-            # Imported here, once, not in every trace's child (the server may
-            # trace several shards); the project's tests never see it started.
-            with contextlib.suppress(ImportError):
-                import coverage  # noqa: F401
             items = _shard(session.items, *req["shard"])
             _fork(float(req["timeout"]), _trace_child, session, items, files, req["out"])
             continue

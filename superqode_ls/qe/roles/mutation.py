@@ -1,16 +1,23 @@
 """mutation_tester: break the code on purpose and see whether the tests notice.
 
-1. Which tests cover which line: each worker (step 3) starts first, and runs
-   its share of the suite (whole test files) once in a forked child that
+1. Which tests cover which line: the workers (step 3) start first, and each
+   runs its share of the suite (whole test files) once in a forked child that
    traces the lines of the files under test per test; no separate pass of
-   the suite. A custom test command, no fork server, or a worker that cannot
-   do it (it did not start, its child broke) takes one run of the project's
-   tests under ``coverage`` with one coverage context per test instead.
+   the suite. The first traces one share, a second starts meanwhile, and the
+   rest is split over as many workers as its tests' time repays their start
+   (``_mutation_linemap``). A custom test command, no fork server, or a
+   worker that cannot do it (it did not start, its child broke) takes one
+   run of the project's tests under ``coverage`` with one coverage context
+   per test instead. Meanwhile a thread finds and compiles every candidate
+   mutant (``_mutation_pool.Candidates``).
 2. Mutants (``_mutators``, ``_mutation_ops``) only on covered lines of the
    code under test (``ctx.files`` when a quick/save run passes the changed
    files), each file's in order of risk: changed lines first, then lines no
    asserting test covers, then the rest, round-robin over lines.
-3. Each worker has its own scratch copy (the copies share their bytecode)
+3. The worker count (forced, or the CPUs) is a cap: a worker is added only
+   where its share of the mutants repays its measured start
+   (``_mutation_pool.workers_that_pay``), and never beyond the CPUs.
+   Each worker has its own scratch copy (the copies share their bytecode)
    and one warm pytest process of the project (``_forkserver``) that has
    collected the tests and imported the code once; a mutant is a forked child with the mutated
    functions' code swapped in place (``_mutation_runner``), under a time
