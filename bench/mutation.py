@@ -28,6 +28,16 @@ side-by-side baseline for that step), then mutmut on the same module, and
 prints mutants/s (mutant phase and whole run), wall, CPU per mutant,
 verdicts and the scores on the mutants both generate; --write-doc puts those
 rows into docs/performance.md.
+
+    .venv/bin/python bench/mutation.py --phases --workers 1 2 4 16 [--code DIR] [--json F]
+
+runs SuperQode alone, cold, on the same module at each forced count (a cap:
+the role uses fewer workers where more would not repay their start, and
+never more than the CPUs) and prints wall and CPU (this process and every
+process under it) per phase of the run, the workers used, and a digest of
+the verdicts, which must be the same at every count. --code DIR measures
+another checkout's superqode_ls (the code before a change) with this bench,
+so old and new can be run alternately under the same load.
 """
 
 from __future__ import annotations
@@ -47,7 +57,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# --code DIR: measure the superqode_ls of another checkout (the code before a
+# change) with this bench, alternating with this one's.
+_CODE = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--code"), None)
+sys.path.insert(0, str(Path(_CODE).resolve() if _CODE else Path(__file__).resolve().parents[1]))
 
 from superqode_ls.config import Config
 from superqode_ls.qe.roles import _scratch
@@ -117,6 +130,22 @@ def cpu_s() -> float:
     costs, whatever else the machine is doing (wall time follows the load)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds of this process and every process under it, live or
+    reaped: read at each phase's end, while the workers still run."""
+    import psutil
+
+    total = cpu_s()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        # Its own, and its reaped children's (a worker's forked mutants).
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 def scenario(name: str, project: Path, role: MutationTester, opts: argparse.Namespace) -> dict:
@@ -295,6 +324,53 @@ def compare(project: Path, module: str, ours: dict, theirs: list[dict]) -> dict:
     }
 
 
+def phases(args: argparse.Namespace) -> None:
+    """--phases: SuperQode alone on the --vs-mutmut project's module at each
+    --workers count (forced), cold: wall and CPU per phase, and a digest of
+    the verdicts (the same at every count, and before and after a change)."""
+    user_priority()
+    spec = PROJECTS[args.vs_mutmut or "toolz"]
+    src = ensure_sdist(spec[0])
+    tmp = Path(tempfile.mkdtemp(prefix="mutation-phases-"))
+    os.environ["SUPERQODE_HOME"] = str(tmp / "home")
+    out = {}
+    try:
+        project = tmp / src.name
+        shutil.copytree(src, project)
+        args.targets = [spec[1]]
+        for n in args.workers:
+            shutil.rmtree(cache_dir(), ignore_errors=True)
+            role = MutationTester(n)
+            role.cpu_clock = tree_cpu_s
+            load = os.getloadavg()[0]
+            row = scenario(f"N={n}", project, role, args)
+            results = json.loads(next(cache_dir().glob("*.json")).read_text())["results"]
+            verdicts = {k: v["status"] for k, v in sorted(results.items())}
+            r = role.report
+            parts = "  ".join(
+                f"{name} {wall:.2f}" + (f"/{cpu:.2f}" if cpu is not None else "")
+                for name, (wall, cpu) in getattr(r, "phases", {}).items())
+            print(f"  N={n}: used {r.workers} worker(s), wall {row['total']:.2f} s, CPU "
+                  f"{row['cpu']:.2f} s, {row['mutants']} mutants, "
+                  f"{row['mutants'] / row['total']:.1f} mutants/s whole run, load {load:.1f}; "
+                  f"verdicts {content_digest(verdicts)}")
+            if parts:
+                print(f"    phases (wall/CPU s): {parts}")
+            out[str(n)] = {"verdicts": verdicts, "wall": row["total"], "cpu": row["cpu"],
+                           "workers": r.workers, "load": load,
+                           "phases": getattr(r, "phases", {})}
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=1))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def content_digest(obj: object) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def user_priority() -> None:
     """SuperQode's tools at the priority ``superqe run`` gives them (the
     user's, unless SUPERQODE_NICE says otherwise), as mutmut's run: with the
@@ -430,12 +506,23 @@ def main() -> None:
     ap.add_argument("path", nargs="?", type=Path)
     ap.add_argument("--files", type=int, default=2, help="mutate the first N source files")
     ap.add_argument("--max-mutants", type=int, default=100_000)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--workers", type=int, nargs="+", default=[os.cpu_count() or 1],
+                    help="worker counts (forced; a cap: the role may use fewer "
+                         "where more would not pay); --phases runs each, the others the first")
+    ap.add_argument("--phases", action="store_true",
+                    help="SuperQode alone at each --workers count: wall and CPU per phase")
+    ap.add_argument("--json", type=Path, help="with --phases: write verdicts and times here")
+    ap.add_argument("--code", type=Path,
+                    help="measure the superqode_ls package of this checkout instead")
     ap.add_argument("--vs-mutmut", choices=sorted(PROJECTS),
                     help="side by side with mutmut on one module of a PyPI sdist")
     ap.add_argument("--write-doc", action="store_true",
                     help="with --vs-mutmut: refresh the project's rows in docs/performance.md")
     args = ap.parse_args()
+    if args.phases:
+        phases(args)
+        return
+    args.workers = args.workers[0]
     if args.vs_mutmut:
         versus(args)
         return

@@ -297,8 +297,9 @@ def test_the_mutant_limit_takes_whole_functions():
 @pytest.mark.slow
 def test_warm_workers_map_lines_without_a_separate_suite_pass(make_repo):
     """Two warm workers trace their shares of the suite (by test file) in
-    forked children: no process is started to map lines before the first
-    mutant, and the map and every verdict equal the coverage pass's."""
+    forked children (both forced to: a suite this small is mapped by the
+    first alone otherwise): no process is started to map lines before the
+    first mutant, and the map and every verdict equal the coverage pass's."""
     files = dict(STATEFUL)
     # A second test file (so each worker has a share), with a test that
     # fails on the unchanged code (it must judge no mutant either way) and
@@ -329,7 +330,8 @@ def test_warm_workers_map_lines_without_a_separate_suite_pass(make_repo):
     runs = {}
     for warm in (True, False):
         events: list[dict] = []
-        role = MutationTester(workers=2, use_cache=False, map_in_workers=warm)
+        role = MutationTester(workers=2, use_cache=False, map_in_workers=warm,
+                              every_worker=True)
         ctx = make_ctx(repo, files=["state.py"],
                        emit=lambda kind, _seen=events, **data: _seen.append({"kind": kind, **data}))
         out = asyncio.run(role.run(ctx))

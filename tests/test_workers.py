@@ -11,6 +11,9 @@ import pytest
 
 from superqode_ls.config import WORKERS_ENV, Config, ConfigError, load_config
 from superqode_ls.qe.roles._common import worker_count
+from superqode_ls.qe.roles._mutation_cache import FileResult
+from superqode_ls.qe.roles._mutation_pool import Candidates, workers_that_pay
+from superqode_ls.qe.roles._mutators import compiles, find_mutants, function_units
 from superqode_ls.qe.roles.mutation import MutationTester
 from superqode_ls.runtime import Runtime
 
@@ -76,10 +79,11 @@ def test_forced_workers_from_the_environment(monkeypatch, tmp_path):
         load_config(tmp_path)
 
 
-def _verdicts(repo, workers: int) -> tuple[MutationTester, dict[str, str]]:
+def _verdicts(repo, workers: int, every: bool = True) -> tuple[MutationTester, dict[str, str]]:
     cfg = Config()
     cfg.execution.workers = workers  # forced: not this machine's CPU count
-    role = MutationTester(use_cache=False)
+    # every: all of them run mutants, though on this small project fewer pay.
+    role = MutationTester(use_cache=False, every_worker=every)
     out = asyncio.run(role.run(make_ctx(repo, config=cfg)))
     assert out.status == "ok", out.reason
     log = next((repo / ".superqode" / "qe-artifacts" / "logs").glob("*mutation.log"))
@@ -103,6 +107,38 @@ def test_mutation_gives_the_same_verdicts_at_1_2_4_and_16_workers(make_repo):
         # As many workers as asked, while there are mutants for them.
         assert role.report.workers == min(workers, len(base))
         assert got == base, workers
+        # As a cap: the workers the measured costs pay for, the same verdicts.
+        role, got = _verdicts(repo, workers, every=False)
+        assert 1 <= role.report.workers <= min(workers, Runtime().cpu_count())
+        assert role.report.workers_cap == workers
+        assert got == base, workers
+
+
+def test_only_workers_whose_share_repays_their_start_are_used():
+    # Ten mutants of 0.25 s: a worker that starts in 1 s gets at least its
+    # start's worth (2 workers); one that starts in 3 s does not (1).
+    assert workers_that_pay(16, [0.25] * 10, 1.0) == 2
+    assert workers_that_pay(16, [0.25] * 10, 3.0) == 1
+    assert workers_that_pay(16, [0.25] * 10, 0.125) == 10  # never more than the mutants
+    assert workers_that_pay(4, [1.0] * 100, 0.5) == 4  # nor than the cap
+    assert workers_that_pay(1, [1.0] * 100, 0.0) == 1
+    assert workers_that_pay(8, [1.0] * 100, 0.0) == 8  # nothing to start (fresh processes)
+
+
+def test_candidates_found_ahead_are_the_mutants_on_the_covered_lines():
+    text = PROJECT["calc.py"]
+    fr = FileResult("calc.py", text, "k")
+    ahead = Candidates([fr])
+    ahead.start()
+    ahead.stop()  # wherever the thread got to, the rest is worked out when asked
+    for lines in ({2, 3}, {10}, set(range(1, 11)), set()):
+        found, names = ahead.on_lines(fr, lines)
+        assert found == find_mutants(text, "calc.py", lines, validate=False)
+        assert names == function_units(text)
+        assert [ahead.compiles(fr, m) for m in found] == [compiles(text, m) for m in found]
+    broken = FileResult("bad.py", "def f(:\n", "k")
+    with pytest.raises(SyntaxError):
+        Candidates([broken]).on_lines(broken, {1})
 
 
 def test_a_capped_whole_project_run_samples_whole_functions(make_repo):
@@ -124,3 +160,23 @@ def test_a_capped_whole_project_run_samples_whole_functions(make_repo):
     killed = role.report.statuses["killed"] + role.report.statuses["timeout"]
     assert out.reason.startswith(
         f"score {100 * killed / ran:.0f}% of {ran} mutant(s) in 1 function(s) (sample of 12)")
+
+
+class _Item:
+    def __init__(self, nodeid: str):
+        self.nodeid = nodeid
+
+
+@pytest.mark.parametrize("files, n", [(7, 16), (7, 4), (30, 16), (1, 2)])
+def test_trace_shards_split_the_suite_once_at_any_count(files, n):
+    """The line map's shards (whole test files, or runs of items when the
+    files are fewer): each item in exactly one shard, and a group of shards
+    (what one worker traces) is their union in collection order."""
+    from superqode_ls.qe.roles._forkserver import _shard
+
+    items = [_Item(f"tests/test_{f}.py::test_{i}") for f in range(files) for i in range(f % 3 + 1)]
+    shards = [_shard(items, k, n) for k in range(n)]
+    assert sorted(id(i) for s in shards for i in s) == sorted(id(i) for i in items)
+    group = list(range(1, n, 2))
+    assert _shard(items, group, n) == [i for i in items if any(i in shards[k] for k in group)]
+    assert _shard(items, list(range(n)), n) == items

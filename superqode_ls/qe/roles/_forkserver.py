@@ -248,23 +248,25 @@ def _child(session, items, swaps):
         os._exit(2 if session.testsfailed else 3)
 
 
-def _shard(items, k, n):
-    """The items of shard ``k`` of ``n``: whole test files (module-scoped
-    fixtures set up once), the biggest first onto the emptiest shard; the
-    same split in every worker, which all collected the same items. Fewer
-    files than shards (one big parametrized file): runs of adjacent items."""
+def _shard(items, ks, n):
+    """The items of shards ``ks`` (a list, or one index) of ``n``: whole test
+    files (module-scoped fixtures set up once), the biggest first onto the
+    emptiest shard; the same split in every worker, which all collected the
+    same items. Fewer files than shards (one big parametrized file): runs of
+    adjacent items. In collection order."""
+    ks = set(ks) if isinstance(ks, list) else {ks}
     files = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
     if len(files) < n:
         size = -(-len(items) // n)
-        return items[k * size:(k + 1) * size]
+        return [item for i, item in enumerate(items) if i // size in ks]
     load = [0] * n
     mine = set()
     for name in sorted(files, key=lambda f: (-len(files[f]), f)):
         i = load.index(min(load))
         load[i] += len(files[name])
-        if i == k:
+        if i in ks:
             mine.add(name)
     return [item for item in items if item.nodeid.split("::")[0] in mine]
 

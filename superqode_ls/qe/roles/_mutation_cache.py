@@ -81,6 +81,7 @@ class MutationReport:
     mutants_s: float = 0.0
     total_s: float = 0.0
     workers: int = 1
+    workers_cap: int = 1  # the forced count or the CPUs: at most this many ran
     fork_runs: int = 0  # mutants switched in place in a warm worker
     fresh_runs: int = 0  # mutants run in a fresh pytest process
     fallbacks: Counter = field(default_factory=Counter)  # why a mutant ran fresh
@@ -89,6 +90,13 @@ class MutationReport:
     functions: int = 0  # functions with a judged mutant
     unsampled: int = 0  # files none of whose functions the mutant limit took
     population: int = 0  # mutants on covered lines of the files looked at
+    # Wall seconds (and CPU seconds, where the role was given a CPU clock:
+    # bench/) per phase of the run, in order: where a run's time goes.
+    phases: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    # The measured costs the worker count rests on (_mutation_pool): a
+    # worker's start and a mutant run's cost beyond its tests' time.
+    start_s: float = 0.0
+    run_s: float = 0.0
 
     def score(self) -> str | None:
         """``score 71% of 48 mutants in 6 functions (sample of 672)``: the

@@ -99,7 +99,11 @@ def write_log(ctx: RoleContext, results: list[FileResult], report: MutationRepor
     lines = [
         f"mutation_tester: {report.summary()}",
         (
-            f"workers: {report.workers}; tests mapped to lines by "
+            f"workers: {report.workers}"
+            + (f" of at most {report.workers_cap} (the rest would not repay their start: "
+               f"{report.start_s:.2f}s a worker, {report.run_s:.3f}s a run beyond its tests)"
+               if report.workers < report.workers_cap else "")
+            + "; tests mapped to lines by "
             f"{report.line_map or 'nothing (all cached)'} in {report.coverage_s:.1f}s"
             + (f" (warm workers could not: {report.line_map_fallback})"
                if report.line_map_fallback else "") + "; "

@@ -57,6 +57,7 @@ class WarmServer:
     def __init__(self, proc: PipedTool):
         self.proc = proc
         self.ok = True
+        self.items = 0  # the tests it collected
 
     @classmethod
     async def start(
@@ -73,6 +74,7 @@ class WarmServer:
         if not hello or not hello.get("ready"):
             await server.close()
             return None
+        server.items = int(hello.get("items") or 0)
         return server
 
     async def _read(self, timeout: float) -> dict[str, Any] | None:
@@ -152,6 +154,8 @@ class Worker:
         self.server: WarmServer | None = None
         self.started = server_cmd is None
         self.trusted: dict[str, bool] = {}  # file -> the server passed its unmutated tests
+        self.start_s: float | None = None  # its warm server's start, once started
+        self.run_s: float | None = None  # a forked run's cost beyond its tests' time
 
     @property
     def known(self) -> LineMap:
@@ -179,17 +183,33 @@ class Worker:
                 self.ctx.runtime)
             if self.server is None:
                 self.report.fallbacks["the warm worker did not start"] += 1
+            else:
+                self.start_s = time.monotonic() - started
         return time.monotonic() - started if self.server is not None else None
 
-    async def trace(self, rels: list[str], shard: int, shards: int, out: Path,
+    @property
+    def collected(self) -> int:
+        """The tests its warm server collected (0 without one)."""
+        return self.server.items if self.server is not None else 0
+
+    async def per_run_s(self, fr: FileResult, tests: list[str]) -> float | None:
+        """What one forked run costs here beyond its tests' own time: from
+        the run of ``fr``'s unmutated tests that trusting the server for it
+        takes (done once, before its first mutant, in any case); None
+        without a warm server for it."""
+        if await self._server_for(fr, tests) is None:
+            return None
+        return self.run_s
+
+    async def trace(self, rels: list[str], which: list[int], shards: int, out: Path,
                     timeout: float) -> ProcResult | None:
-        """Run shard ``shard`` of ``shards`` of the collected tests once in a
+        """Run shards ``which`` of ``shards`` of the collected tests once in a
         forked child, writing to ``out`` which lines of ``rels`` each test
         ran; None when the server cannot."""
         if self.server is None or not self.server.ok:
             return None
         res = await self.server.run(
-            {"trace": rels, "shard": [shard, shards], "out": str(out)}, timeout)
+            {"trace": rels, "shard": [which, shards], "out": str(out)}, timeout)
         return res if isinstance(res, ProcResult) else None
 
     async def _server_for(self, fr: FileResult, tests: list[str]) -> WarmServer | None:
@@ -202,6 +222,9 @@ class Worker:
             res = await self.server.run(self._request(fr, None, tests),
                                         time_limit(self.known, tests, self.factor, False))
             self.trusted[fr.rel] = isinstance(res, ProcResult) and res.ok
+            if isinstance(res, ProcResult) and self.run_s is None:
+                expected = sum(self.known.durations.get(t, 0.0) for t in tests)
+                self.run_s = max(0.0, res.duration_s - expected)
             if not self.trusted[fr.rel]:
                 self.report.fallbacks["the unmutated tests did not pass in the warm worker"] += 1
         return self.server if self.trusted[fr.rel] else None

@@ -1,16 +1,23 @@
 """mutation_tester: break the code on purpose and see whether the tests notice.
 
-1. Which tests cover which line: each worker (step 3) starts first, and runs
-   its share of the suite (whole test files) once in a forked child that
+1. Which tests cover which line: the workers (step 3) start first, and each
+   runs its share of the suite (whole test files) once in a forked child that
    traces the lines of the files under test per test; no separate pass of
-   the suite. A custom test command, no fork server, or a worker that cannot
-   do it (it did not start, its child broke) takes one run of the project's
-   tests under ``coverage`` with one coverage context per test instead.
+   the suite. The first traces one share, a second starts meanwhile, and the
+   rest is split over as many workers as its tests' time repays their start
+   (``_mutation_linemap``). A custom test command, no fork server, or a
+   worker that cannot do it (it did not start, its child broke) takes one
+   run of the project's tests under ``coverage`` with one coverage context
+   per test instead. Meanwhile a thread finds and compiles every candidate
+   mutant (``_mutation_pool.Candidates``).
 2. Mutants (``_mutators``, ``_mutation_ops``) only on covered lines of the
    code under test (``ctx.files`` when a quick/save run passes the changed
    files), each file's in order of risk: changed lines first, then lines no
    asserting test covers, then the rest, round-robin over lines.
-3. Each worker has its own scratch copy (the copies share their bytecode)
+3. The worker count (forced, or the CPUs) is a cap: a worker is added only
+   where its share of the mutants repays its measured start
+   (``_mutation_pool.workers_that_pay``), and never beyond the CPUs.
+   Each worker has its own scratch copy (the copies share their bytecode)
    and one warm pytest process of the project (``_forkserver``) that has
    collected the tests and imported the code once; a mutant is a forked child with the mutated
    functions' code swapped in place (``_mutation_runner``), under a time
@@ -27,6 +34,7 @@ import re
 import shutil
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ...workspace.extras import lacking
@@ -43,10 +51,11 @@ from ._mutation_cache import (  # noqa: F401
     cache_key,
 )
 from ._mutation_linemap import NO_TIME, read_coverage, trace_map
+from ._mutation_pool import Candidates, mutant_costs, workers_that_pay
 from ._mutation_report import TOOL, findings, write_log
 from ._mutation_runner import SERVER_PLUGIN, LineMap, Worker
 from ._mutation_sample import Unit, asserting_tests, choose, sample, units
-from ._mutators import Mutant, compiles, content_hash, find_mutants, function_units
+from ._mutators import Mutant, content_hash
 from ._pyenv import project_python, pytest_argv, tool_paths
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
@@ -76,9 +85,12 @@ class MutationTester(Role):
 
     def __init__(
         self, workers: int | None = None, use_cache: bool = True, fork_server: bool = True,
-        map_in_workers: bool = True,
+        map_in_workers: bool = True, every_worker: bool = False,
     ):
         self.workers = workers
+        # True: all ``workers`` run mutants whether they pay or not (tests:
+        # each count's code path); else the count is a cap (_count).
+        self.every_worker = every_worker
         # False: a separate coverage pass maps lines (the path a custom test
         # command or a worker that cannot trace takes; a baseline in bench/).
         self.map_in_workers = map_in_workers
@@ -88,6 +100,22 @@ class MutationTester(Role):
         self._py: ProjectPython | None = None
         self._tools: list[Path] = []
         self.linemap: LineMap | None = None  # the last run's (tests, bench)
+        # CPU seconds of the run so far (bench/: the whole process tree),
+        # read at each phase's end; None: phases get wall time only.
+        self.cpu_clock: Callable[[], float] | None = None
+        self._phase = (0.0, None)
+        self._copies = 0  # scratch copies handed to workers in this run
+        self._pool: list[Worker] = []  # every worker made in this run: closed at its end
+
+    def _mark(self, name: str) -> None:
+        """End phase ``name`` now (its time adds to earlier spells of it)."""
+        now = (time.monotonic(), self.cpu_clock() if self.cpu_clock else None)
+        wall, cpu = self.report.phases.get(name, (0.0, None))
+        wall += now[0] - self._phase[0]
+        if now[1] is not None and self._phase[1] is not None:
+            cpu = (cpu or 0.0) + now[1] - self._phase[1]
+        self.report.phases[name] = (wall, cpu)
+        self._phase = now
 
     def unavailable(self, config=None) -> str | None:
         return lacking("coverage")
@@ -147,6 +175,7 @@ class MutationTester(Role):
     async def run(self, ctx: RoleContext) -> RoleOutput:
         self.report = report = MutationReport()
         started = time.monotonic()
+        self._phase = (started, self.cpu_clock() if self.cpu_clock else None)
         refused = self.refusal(ctx)
         if refused is not None:
             return refused
@@ -155,6 +184,7 @@ class MutationTester(Role):
         if isinstance(collected, RoleOutput):
             return collected
         results = collected
+        self._mark("collect")
         report.files = len(results)
         for r in results:
             if r.from_cache:
@@ -178,6 +208,7 @@ class MutationTester(Role):
                         _cache.save(r)
             if scratch is not None:
                 await asyncio.to_thread(_scratch.drop_scratch, scratch)
+            self._mark("close")
             report.total_s = time.monotonic() - started
 
         for r in results:
@@ -191,6 +222,7 @@ class MutationTester(Role):
         await asyncio.to_thread(sample, results, report)
         found = await asyncio.to_thread(findings, ctx, results, report)
         await asyncio.to_thread(write_log, ctx, results, report)
+        self._mark("report")
         return RoleOutput(status="ok", reason=report.summary(), findings=found, tool=TOOL)
 
     # -- the work -----------------------------------------------------------
@@ -201,21 +233,41 @@ class MutationTester(Role):
         why = await self._interpreter(ctx)
         if why is not None:
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
+        self._mark("interpreter")
         base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
+        self._copies, self._pool = 0, []
+        self._mark("copy")
         workers: list[Worker] = []
         planned: dict[str, list[Item]] = {}
-        # The role's own count (tests, bench/) or the forced/CPU count.
-        wanted = max(1, self.workers or worker_count(ctx.config, ctx.runtime))
+        # The forced count or the CPUs: a cap. How many workers run is what
+        # the measured costs pay for (_mutation_pool.workers_that_pay).
+        cap = report.workers_cap = max(1, self.workers or worker_count(ctx.config, ctx.runtime))
+        # More workers than CPUs never pay (a forced count above them only
+        # splits the work, for tests: every_worker).
+        most = cap if self.every_worker else max(1, min(cap, ctx.runtime.cpu_count()))
+        # Every file's mutants are found and compiled while the first worker
+        # starts and maps lines, not after.
+        candidates = Candidates(pending)
+        candidates.start()
         try:
             started = time.monotonic()
             linemap: LineMap | str | None = None
             if (self.fork_server and self.map_in_workers
                     and not ctx.config.roles.unit_test_command):
-                # The warm workers map lines themselves (each traces its share
-                # of the suite in a forked child), then run the mutants: no
-                # separate coverage pass, no second start-up and collection.
-                workers = await self._workers(ctx, scratch, base, pending, report, wanted)
-                linemap = await trace_map(ctx, scratch, workers, pending, report)
+                # The warm workers map lines themselves (each traces its
+                # share of the suite in a forked child), then run mutants: no
+                # separate coverage pass, no second start-up and collection;
+                # the suite is split only as wide as its tests' time repays
+                # the workers' starts, whatever the count.
+                first = await self._workers(ctx, scratch, base, pending, report, 1)
+
+                def spawn(k: int) -> Awaitable[list[Worker]]:
+                    return self._workers(ctx, scratch, base, pending, report, k)
+
+                linemap, workers = await trace_map(
+                    ctx, scratch, first[0], spawn, cap, most, self.every_worker, pending, report,
+                    lambda: self._mark("starts"))
+                self._mark("trace")
                 if linemap is None:
                     await _close(workers)
                     workers = []
@@ -231,28 +283,39 @@ class MutationTester(Role):
             self.linemap = linemap
 
             changed = await self._changed_lines(ctx, [fr.rel for fr in pending])
+            await asyncio.to_thread(candidates.stop)
             # Parsing, mutating and compiling every candidate is pure Python work:
             # done in a thread so an editor's requests are not queued behind it.
-            items = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report)
+            items = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report,
+                                            candidates)
+            self._mark("plan")
             for item in items:
                 planned.setdefault(item[0].rel, []).append(item)
             # Function by function: what a time budget cuts short is whole
             # functions at the end, never a bit of each.
             queue = deque(items)
             if queue:
-                n_workers = max(1, min(wanted, len(queue)))
-                if workers:
-                    await _close(workers[n_workers:])
-                    workers = workers[:n_workers]
-                else:
-                    workers = await self._workers(ctx, scratch, base, pending, report,
-                                                  n_workers, queue)
-                report.workers = n_workers
+                if not workers:
+                    workers = await self._workers(ctx, scratch, base, pending, report, 1, queue)
                 for w in workers:
                     w.linemap = linemap
+                n = await self._count(workers, most, items, linemap, report)
+                if self.every_worker:
+                    await _close(workers[n:])
+                    workers = workers[:n]
+                # Workers the map started are kept: their start is paid.
+                n = max(n, len(workers))
+                workers += await self._workers(ctx, scratch, base, pending, report,
+                                               n - len(workers), queue)
+                report.workers = n
+                for w in workers:
+                    w.linemap = linemap
+                self._mark("more workers")
                 await self._drain(ctx, workers, queue, report)
+                self._mark("mutants")
         finally:
-            await _close(workers)
+            await asyncio.to_thread(candidates.stop)
+            await _close(self._pool)
         for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
             if fr.skip_reason:
                 continue
@@ -290,31 +353,56 @@ class MutationTester(Role):
                 tg.create_task(drain(w))
         report.mutants_s = time.monotonic() - started
 
+    async def _count(self, workers: list[Worker], cap: int, items: list[Item],
+                     linemap: LineMap, report: MutationReport) -> int:
+        """How many workers the mutants pay for, up to ``cap``: from a
+        worker's measured start (one after the first, which also compiled
+        the bytecode, where one started) and one measured forked run of the
+        first file's unmutated tests (which the first worker does before
+        that file's mutants anyway); without a warm worker, a fresh process
+        per mutant and no start."""
+        if cap <= 1 or len(items) <= 1:
+            return 1
+        if self.every_worker:
+            return min(cap, len(items))
+        fr, _, tests = items[0]
+        per_run = await workers[0].per_run_s(fr, tests)
+        later = [w.start_s for w in workers[1:] if w.start_s is not None]
+        start_s = min(later) if later else workers[0].start_s or 0.0
+        if per_run is None:  # fresh processes: each mutant pays a start, no worker does
+            per_run, start_s = linemap.startup_s, 0.0
+        report.run_s, report.start_s = per_run, start_s
+        return workers_that_pay(cap, mutant_costs(items, linemap, per_run), start_s)
+
     async def _workers(self, ctx: RoleContext, scratch: Path, base: Path,
-                       pending: list[FileResult], report: MutationReport, n: int,
+                       pending: list[FileResult], report: MutationReport, count: int,
                        queue: deque[Item] | None = None) -> list[Worker]:
-        """``n`` workers, one scratch copy each (``base`` is the first). With
-        a ``queue`` their servers collect only its tests' files, and start
-        on first use; without one they collect the whole suite (to map it)."""
-        # A second call (the mutant phase after a line map that fell back
-        # to coverage) finds the copies of the first: they are reused, the
-        # missing ones made. Every mutant write is undone before a worker
-        # closes (Worker._once), so a kept copy is the sandbox's state.
-        # Made side by side (the loop's bounded thread pool): one after the
-        # other, 15 copies were most of what 16 workers' line map took
-        # beyond 4 workers' on a 16-core machine.
-        copies = [base, *await asyncio.gather(*(
-            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}")
-            for i in range(1, n)
-        ))]
-        await asyncio.to_thread(_scratch.share_pycache, copies)
-        await asyncio.to_thread((scratch / "plugins").mkdir, exist_ok=True)
-        await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
-                                scratch / "plugins" / f"{SERVER_PLUGIN}.py")
+        """``count`` more workers, one scratch copy each (the run's first
+        works in ``base``). With a ``queue`` their servers collect only its
+        tests' files, and start on first use; without one they collect the
+        whole suite (to map it)."""
+        # Each copy is used by one worker only (a worker that did not start
+        # keeps its number); made side by side (the loop's bounded thread pool).
+        which = range(self._copies, self._copies + max(0, count))
+        self._copies = which.stop
+        if not which:
+            return []
+        copies = list(await asyncio.gather(*(
+            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}") if i else
+            asyncio.sleep(0, base) for i in which
+        )))
+        await asyncio.to_thread(_scratch.share_pycache, [base, *copies])
+        plugin = scratch / "plugins" / f"{SERVER_PLUGIN}.py"
+        if not plugin.is_file():
+            await asyncio.to_thread(plugin.parent.mkdir, exist_ok=True)
+            await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
+                                    plugin)
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
         test_files = None if queue is None else sorted(
             {t.split("::")[0] for _, _, tests in queue for t in tests})
-        return [self._worker(ctx, scratch, copy, report, modules, test_files) for copy in copies]
+        made = [self._worker(ctx, scratch, copy, report, modules, test_files) for copy in copies]
+        self._pool += made
+        return made
 
     def _worker(self, ctx: RoleContext, scratch: Path, copy: Path, report: MutationReport,
                 modules: dict[str, str | None], test_files: list[str] | None) -> Worker:
@@ -334,7 +422,8 @@ class MutationTester(Role):
                       report, modules)
 
     def _plan(self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
-              changed: dict[str, set[int]], report: MutationReport) -> list[Item]:
+              changed: dict[str, set[int]], report: MutationReport,
+              candidates: Candidates) -> list[Item]:
         """The mutants to run, whole functions at a time (``_choose``); what
         is cached is not run again."""
         asserting = asserting_tests(ctx.sandbox, linemap)
@@ -354,8 +443,7 @@ class MutationTester(Role):
                     fr.complete = True
                     continue
             try:
-                found = find_mutants(fr.text, fr.rel, wanted, validate=False)
-                names = function_units(fr.text)
+                found, names = candidates.on_lines(fr, wanted)
             except (SyntaxError, ValueError):
                 report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
                 fr.complete = True
@@ -378,7 +466,7 @@ class MutationTester(Role):
         for u, n in chosen:
             todo = [m for m in u.mutants[:n] if m.key not in u.fr.results]
             report.mutants_cached += n - len(todo)
-            items += [(u.fr, m, u.lines[m.line]) for m in todo if compiles(u.fr.text, m)]
+            items += [(u.fr, m, u.lines[m.line]) for m in todo if candidates.compiles(u.fr, m)]
         return items
 
     async def _changed_lines(self, ctx: RoleContext, rels: list[str]) -> dict[str, set[int]]:
