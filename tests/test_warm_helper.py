@@ -45,6 +45,18 @@ def _by_role(text: str) -> tuple[list[str], dict[str, list[str]]]:
     return own, roles
 
 
+def _events_by_role(stdout: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The JSONL events' types: the session's own in order, and each role's in
+    order (the roles run side by side, so how theirs interleave is theirs)."""
+    own: list[str] = []
+    roles: dict[str, list[str]] = {}
+    for line in stdout.splitlines():
+        event = json.loads(line)
+        role = (event.get("data") or {}).get("role")
+        (roles.setdefault(role, []) if isinstance(role, str) else own).append(event["type"])
+    return own, roles
+
+
 def _report(stdout: str) -> dict:
     last = json.loads(stdout.splitlines()[-1])
     return json.loads(Path(last["data"]["report"]).read_text())
@@ -63,8 +75,7 @@ def test_a_run_handed_to_the_helper_is_the_same_run(make_repo, warm):
     hot, cold = superqe(*args, "--jsonl"), superqe(*args, "--jsonl", env=cold_env())
     assert state()["runs"] == 2
     assert hot.returncode == cold.returncode == 1
-    assert [json.loads(x)["type"] for x in hot.stdout.splitlines()] == \
-        [json.loads(x)["type"] for x in cold.stdout.splitlines()]
+    assert _events_by_role(hot.stdout) == _events_by_role(cold.stdout)
     a, b = _report(hot.stdout), _report(cold.stdout)
     assert [f["rule_id"] for f in a["findings"]] == [f["rule_id"] for f in b["findings"]]
     assert a["verdict"] == b["verdict"] and a["verification"] == b["verification"]
