@@ -482,6 +482,8 @@ async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path
     words = [Path(cmd[0]).name, *cmd[1:3]]
     if "-m" in cmd[:3]:  # python -I -m pip install: said as "pip install"
         words = cmd[cmd.index("-m") + 1:cmd.index("-m") + 3]
+    elif cmd[1:3] == ["tool", "run"] and "export" in cmd:  # the lock's tool, fetched by uv
+        words = [cmd[cmd.index("export") - 1], "export (uv tool run)"]
     what = " ".join(words)
     if res.timed_out:
         return f"{what} did not finish in {timeout:.0f} s"
