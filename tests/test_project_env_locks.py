@@ -113,6 +113,7 @@ def test_a_failed_lock_export_is_one_setup_line(make_repo, offline):  # noqa: F8
     assert py.own and py.setup is not None, py
     assert py.setup.startswith("could not build the project's environment from poetry.lock")
     assert "\n" not in py.setup and "uv tool run" in py.setup
+    assert "poetry export (uv tool run): " in py.setup  # what could not be done, named
     assert not list(envcache.envs_dir().glob("*/bin"))
     proc, report, unit = run_unit_cli(repo)
     assert unit["status"] == "skipped" and unit["reason"].startswith("setup:"), proc.stdout

@@ -348,8 +348,9 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
     uv = _uv()
     if uv is None:
         return needs("uv")
-    python, version, note = await asyncio.to_thread(pick_interpreter, plan.python_request, uv,
-                                                    hide)
+    python, version, asked = await asyncio.to_thread(pick_interpreter, plan.python_request, uv,
+                                                     hide)
+    note = _join(asked or "", *plan.notes) or None  # said with every use (uv refused: pip)
     owner = Path(project if project is not None else root).resolve()
     key = await asyncio.to_thread(plan.key, root, f"{version}:{python}", str(owner))
     target = envcache.envs_dir() / key
@@ -478,7 +479,12 @@ async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path
                 timeout: float, runtime: Runtime | None, hide: Sequence[str] = ()) -> str | None:
     res = await envcache.run_confined(cmd, cwd, env, allow, timeout=max(1.0, left),
                                       runtime=runtime, hide=hide)
-    what = " ".join(Path(cmd[0]).name if i == 0 else c for i, c in enumerate(cmd[:3]))
+    words = [Path(cmd[0]).name, *cmd[1:3]]
+    if "-m" in cmd[:3]:  # python -I -m pip install: said as "pip install"
+        words = cmd[cmd.index("-m") + 1:cmd.index("-m") + 3]
+    elif cmd[1:3] == ["tool", "run"] and "export" in cmd:  # the lock's tool, fetched by uv
+        words = [cmd[cmd.index("export") - 1], "export (uv tool run)"]
+    what = " ".join(words)
     if res.timed_out:
         return f"{what} did not finish in {timeout:.0f} s"
     if res.returncode != 0:

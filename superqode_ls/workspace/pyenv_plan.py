@@ -17,6 +17,13 @@ In order of precedence:
 3. ``pyproject.toml`` / ``setup.py``: the project with its test extras and
    PEP 735 test/dev groups.
 
+uv refuses a ``pyproject.toml`` whose extras repeat a name once normalized
+(PEP 685: SQLAlchemy keeps ``mssql_pymssql`` beside ``mssql-pymssql`` for old
+pip); pip, which tox and nox install with, reads it (the legacy spellings
+are ignored). Such a project is installed with pip in the environment
+(``installer``), its groups with pip's own ``--group``; uv still makes the
+environment and installs a lock's export.
+
 The project itself is always installed (non-editable), so its metadata
 exists (``importlib.metadata.version``); its code is still imported from the
 sandbox, which the isolation puts first (pyisolate); an application that
@@ -33,11 +40,12 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import SuperQodeError
@@ -49,6 +57,8 @@ LOCKS = ("uv.lock", "poetry.lock", "pdm.lock")  # kinds whose versions are pinne
 # requirement files with markers).
 POETRY = ("poetry>=2,<3", "poetry-plugin-export>=1.8")
 PDM = "pdm>=2.17,<3"
+# pip for a project uv refuses: ``--group`` is 25.1's, ``--uploaded-prior-to`` 26.0's.
+PIP = "pip>=26"
 TEST_NAMES = ("test", "tests", "testing", "dev")
 _REQ_GLOBS = ("requirements*.txt", "*requirements.txt", "requirements/*.txt", "requirements/*.in")
 # Requirement files that are for something else than running the tests.
@@ -71,6 +81,7 @@ class Plan:
     installable: bool = False  # the project itself can be built and installed
     python_request: str | None = None  # .python-version or requires-python
     notes: tuple[str, ...] = field(default_factory=tuple)
+    installer: str = "uv"  # "pip" where uv refuses pyproject.toml (see the module's doc)
 
     @property
     def locked(self) -> bool:
@@ -86,6 +97,8 @@ class Plan:
             parts.append("extras " + ",".join(self.extras))
         if self.groups:
             parts.append("groups " + ",".join(self.groups))
+        if self.installer == "pip":
+            parts.append("with pip")
         return "; ".join(parts)
 
     def key(self, root: Path, python_version: str, project: str) -> str:
@@ -109,6 +122,16 @@ class Plan:
         pip = [uv, "pip", "install", "-q", "--python", python, "--no-editable", "--compile-bytecode"]
         if as_of:
             pip += ["--exclude-newer", as_of]
+        seed: list[list[str]] = []
+        if self.installer == "pip" and self.kind != "uv.lock":
+            # pip itself is the tool's, not the project's: no --exclude-newer.
+            seed = [[uv, "pip", "install", "-q", "--python", python, PIP]]
+            # -I: the copy in the working folder is not on sys.path (as tox runs it).
+            own_pip = [python, "-I", "-m", "pip", "install", "-q", "--no-input"]
+            if as_of:
+                own_pip += ["--uploaded-prior-to", as_of]
+        else:
+            own_pip = pip
         if self.kind == "uv.lock":
             cmd = [uv, "sync", "-q", "--frozen", "--no-editable", "--compile-bytecode",
                    "--python", python, "--no-python-downloads"]
@@ -120,24 +143,27 @@ class Plan:
         if self.kind in ("poetry.lock", "pdm.lock"):
             exported = src.parent / "exported-lock.txt"  # beside the copy, in the build's tmp
             export = self._export(uv, exported)
-            own = [*pip, "--no-deps", "."] if self.installable else []
-            return [export, [*pip, "-r", str(exported)], *([own] if own else [])]
-        cmd = [*pip, *self.requirements]
+            own = [*seed, [*own_pip, "--no-deps", "."]] if self.installable else []
+            return [export, [*pip, "-r", str(exported)], *own]
+        cmd = [*own_pip, *self.requirements]
         for rel in self.requirement_files:
             cmd += ["-r", str(src / rel)]
         for group in self.groups:
             cmd += ["--group", f"pyproject.toml:{group}"]
         if self.installable and not self._installs_itself(src):
             cmd.append("." + (f"[{','.join(self.extras)}]" if self.extras else ""))
-        return [cmd] if len(cmd) > len(pip) else []
+        return [*seed, cmd] if len(cmd) > len(own_pip) else []
 
     def tool_env(self, tmp: Path, python: str) -> dict[str, str]:
         """Where the lock's tool may write (the build's tmp: the confined
         step allows nothing else) and the interpreter it exports for (pdm
         would make a venv of its own); the user's configuration stays read."""
+        # pip's cache and prompts (the pip installer): the build's tmp, none.
+        pip = ({"PIP_CACHE_DIR": str(tmp / "pip-cache"), "PIP_NO_INPUT": "1"}
+               if self.installer == "pip" else {})
         if self.kind not in ("poetry.lock", "pdm.lock"):
-            return {}
-        return {"PDM_PYTHON": python, "PDM_IGNORE_SAVED_PYTHON": "1","UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-tools-bin"),
+            return pip
+        return {**pip, "PDM_PYTHON": python, "PDM_IGNORE_SAVED_PYTHON": "1","UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-tools-bin"),
                 "POETRY_CACHE_DIR": str(tmp / "poetry-cache"),
                 "POETRY_DATA_DIR": str(tmp / "poetry-data"),
                 "POETRY_VIRTUALENVS_CREATE": "false", "PDM_CACHE_DIR": str(tmp / "pdm-cache"),
@@ -191,6 +217,34 @@ def make_plan(root: Path) -> Plan | None:
     if (root / "uv.lock").is_file() and project.get("name"):
         return Plan("uv.lock", ("uv.lock", *base), extras=extras, groups=groups,
                     installable=True, python_request=request, notes=notes)
+    plan = _make_plan(root, data, project, installable, extras, groups, request, base, notes)
+    dups = duplicate_extras(project)
+    if plan is None or not dups:
+        return plan
+    more = f" and {len(dups) - 1} more" if len(dups) > 1 else ""
+    said = (f"uv refuses pyproject.toml (extra {dups[0]}{more}: a name another extra has once "
+            "normalized, PEP 685); installed with pip, as tox and nox do")
+    return replace(plan, installer="pip", notes=(*plan.notes, said))
+
+
+def duplicate_extras(project: dict) -> tuple[str, ...]:
+    """The extras whose normalized name an earlier one already has (uv
+    refuses the file; pip ignores the later spelling)."""
+    table = project.get("optional-dependencies")
+    seen: set[str] = set()
+    dups: list[str] = []
+    for name in table if isinstance(table, dict) else ():
+        norm = canonicalize_name(str(name))
+        if norm in seen:
+            dups.append(str(name))
+        seen.add(norm)
+    return tuple(dups)
+
+
+def _make_plan(root: Path, data: dict, project: dict, installable: bool,
+               extras: tuple[str, ...], groups: tuple[str, ...], request: str | None,
+               base: list[str], notes: tuple[str, ...]) -> Plan | None:
+    """make_plan's choice after ``uv.lock``."""
     poetry = _table(data, "tool", "poetry")
     if (root / "poetry.lock").is_file() and (poetry or project.get("name")):
         extras = _for_tests(project.get("optional-dependencies") or poetry.get("extras"))
