@@ -52,6 +52,8 @@ def pytest_runtest_makereport(item, call):
         "message": (excinfo.exconly() if excinfo else str(report.longrepr))[:4000],
         "entries": _entries(excinfo) if excinfo else [],
         "longrepr": str(report.longrepr)[-6000:],
+        # What a re-run of this test costs (unit_tester re-runs failures once).
+        "duration": float(getattr(report, "duration", 0.0) or 0.0),
     }
     _write(record)
 
@@ -83,6 +85,8 @@ def pytest_sessionfinish(session, exitstatus):
             "exitstatus": int(exitstatus),
             "collected": session.testscollected,
             "failed": session.testsfailed,
+            # pytest-randomly reorders and reseeds: a re-run turns it off.
+            "randomly": session.config.pluginmanager.hasplugin("randomly"),
             **_COUNTS,
         }
     )

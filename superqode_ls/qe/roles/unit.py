@@ -44,6 +44,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import isolate, project_python, pytest_argv
+from ._unit_rerun import rerun_failed
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
@@ -159,8 +160,11 @@ class UnitTester(Role):
             # No project environment, and SuperQode's own has no pytest (a
             # lean install): one line naming the extra, nothing run.
             return RoleOutput(status="skipped", reason=needs("pytest"), tool="pytest")
+        trace: dict[str, Any] = {}
         try:
-            out, elapsed = await self._pytest(ctx, targets, limit)
+            out, elapsed = await self._pytest(ctx, targets, limit, trace=trace)
+            if out.status == "ok" and out.findings:
+                await rerun_failed(self._invoke, ctx, out, trace, elapsed)
         except OSError as e:  # not executable, bad interpreter line...
             prog = (ctx.config.roles.unit_test_command or [py.python])[0]
             return ToolFailed("pytest", f"cannot run {prog}: {e.strerror or e}").output()
@@ -192,13 +196,16 @@ class UnitTester(Role):
 
     async def _pytest(
         self, ctx: RoleContext, targets: list[str], limit: float | None = None,
-        extra: list[str] | None = None,
+        extra: list[str] | None = None, trace: dict[str, Any] | None = None,
     ) -> tuple[RoleOutput, float]:
         """The run's output and how long the suite took; a suite that did not
         run (or not to its end) is ``_outcome``'s ``ToolFailed``, reported
-        here, the entry of run, recheck and can_start alike."""
+        here, the entry of run, recheck and can_start alike. ``trace``, when
+        given, receives the run's records and extra arguments (for a re-run)."""
         py = await project_python(ctx)
+        trace = {} if trace is None else trace
         res, records = await self._invoke(ctx, targets, limit, extra)
+        trace.update(records=records, extra=list(extra or []))
         output = res.stdout + res.stderr
         if (
             res.returncode == 4
@@ -213,6 +220,7 @@ class UnitTester(Role):
                 (line for line in output.splitlines() if "unrecognized arguments" in line), ""
             )
             res, records = await self._invoke(ctx, targets, limit, [*(extra or []), "-o", "addopts="])
+            trace.update(records=records, extra=[*(extra or []), "-o", "addopts="])
             note = (
                 f"ran without the project's addopts ({bad.split('error:', 1)[-1].strip()}); "
                 "set roles.python to the project's interpreter to use its own environment"
