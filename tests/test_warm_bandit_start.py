@@ -184,3 +184,26 @@ def test_a_server_that_dies_mid_run_leaves_the_run_and_the_next_to_the_command(m
         finally:
             os.close(w)
     warm.stop()
+
+
+def test_a_front_end_exiting_while_it_starts_stops_it_cleanly():
+    """The language server cancels its task awaiting ``started()`` at exit,
+    then stops the analyzer: neither may raise, and the server that comes up
+    afterwards is stopped (a TCP server ended with exit 1 here)."""
+    fake = _Fake()
+    warm, release = _gated(fake)
+    warm.begin()
+
+    async def scenario():
+        waiter = asyncio.ensure_future(warm.started())
+        await asyncio.sleep(0)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+
+    asyncio.run(scenario())
+    warm.stop()  # while still starting: returns at once
+    release.set()
+    warm._thread.join(30)
+    assert not warm._thread.is_alive() and fake.stopped == 1
+    assert not warm.serves(BANDIT)

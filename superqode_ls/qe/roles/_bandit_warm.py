@@ -278,17 +278,24 @@ class StartingBandit:
             log.info("warm bandit not started: %s", e)
             warm = None
         with self._lock:
-            late = warm if self._closed else None
-            self._started.set_result(None if late is not None else warm)
+            # A cancelled future (nothing should cancel it: awaits are
+            # shielded) is a start nobody can take: stopped like a late one.
+            late = warm if self._closed or self._started.cancelled() else None
+            if not self._started.cancelled():
+                self._started.set_result(None if late is not None else warm)
         if late is not None:  # stopped while it started: nobody will use it
             late.stop()
 
     def _warm(self) -> WarmBandit | None:
-        return self._started.result() if self._started.done() else None
+        done = self._started.done() and not self._started.cancelled()
+        return self._started.result() if done else None
 
     async def started(self) -> bool:
-        """Once the start is over: whether it came up."""
-        return await asyncio.wrap_future(self._started) is not None
+        """Once the start is over: whether it came up. Shielded: the
+        awaiting task is cancelled when its front end exits, and an
+        unshielded await would cancel the start's own future with it (its
+        thread then failed to set it, and ``stop`` raised: exit 1)."""
+        return await asyncio.shield(asyncio.wrap_future(self._started)) is not None
 
     def serves(self, tool: str) -> bool:
         if self._thread is None or self._closed or Path(tool).parent != Path(self.python).parent:
