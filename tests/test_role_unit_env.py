@@ -78,3 +78,25 @@ def test_an_environment_failure_is_not_a_finding_to_act_on(make_repo):
         perm = by_test["test_unreadable"]
         assert perm["severity"] == "info" and "root" in perm["noise"]
     assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+PARAM_TEST = '''import pytest
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_variants(n):
+    assert n == 0, f"variant {n}"
+'''
+
+
+def test_each_failing_variant_of_a_test_is_its_own_finding(make_repo):
+    """Two variants of one parametrized test fail on the same line: the
+    report names both (requests' test_connect_timeout[timeout0] and
+    [timeout1] were one finding for two failures)."""
+    repo = make_repo({"tests/test_params.py": PARAM_TEST})
+    proc, report, unit = run_unit_cli(repo)
+    titles = sorted(f["title"] for f in report["findings"])
+    assert titles == ["Test fails: tests/test_params.py::test_variants[1]",
+                      "Test fails: tests/test_params.py::test_variants[2]"], titles
+    assert {f["range"]["start_line"] for f in report["findings"]} == {6}
+    assert "2 test(s) run (0 passed, 2 failed, 0 skipped)" in unit["reason"]

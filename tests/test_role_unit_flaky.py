@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from superqode_ls.models import Severity
 from superqode_ls.qe.roles import _unit_rerun
 from superqode_ls.qe.roles.unit import UnitTester
@@ -98,3 +100,67 @@ def test_rerun_proves_a_pass_or_changes_nothing():
     assert _unit_rerun.passed_again(ids, [{**summary, "skipped": 1, "passed": 1}], False) is None
     assert _unit_rerun.passed_again(ids, [{**summary, "exitstatus": 4}], False) is None
     assert _unit_rerun.passed_again(ids, [], False) is None
+
+
+# Every pytest run records how it was invoked (arguments and the environment
+# the role builds) into a log outside the repository: the re-run must be the
+# first run's command, plus only the failed node ids (and -p no:randomly).
+_RECORD_INVOCATION = (
+    "import json, os\n"
+    "\n"
+    "\n"
+    "def pytest_configure(config):\n"
+    "    keys = ('PYTHONPATH', 'PYTHONDONTWRITEBYTECODE', 'HYPOTHESIS_STORAGE_DIRECTORY',\n"
+    "            'FLAKY_MARKER', 'SUPERQODE_PYTEST_REPORT')\n"
+    "    with open(os.environ['INVOCATION_LOG'], 'a') as fh:\n"
+    "        fh.write(json.dumps({'args': list(config.invocation_params.args),\n"
+    "                             'env': {k: os.environ.get(k) for k in keys}}) + '\\n')\n"
+)
+
+
+def _runs(log) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _same_but_private(a: str | None, b: str | None, private: tuple[str, str]) -> bool:
+    """Equal once each run's private folder (the recorder's copy) is named alike."""
+    return (a or "").replace(private[0], "<private>") == (b or "").replace(private[1], "<private>")
+
+
+def test_rerun_is_the_first_runs_command(make_repo, tmp_path):
+    repo = make_repo({**SUITE, "conftest.py": _RECORD_INVOCATION})
+    marker, log = tmp_path / "marker", tmp_path / "invocations.jsonl"
+    ctx = make_ctx(repo)
+    ctx.env.update(FLAKY_MARKER=str(marker), INVOCATION_LOG=str(log))
+    out = run_role(UnitTester(), ctx)
+    assert "2 failed test(s) re-run: 1 flaky" in (out.reason or "")
+    first, again = _runs(log)
+    ids = ["tests/test_flaky.py::test_sometimes", "tests/test_flaky.py::test_always"]
+    # Same arguments, the failed node ids after them; nothing else added or lost.
+    assert again["args"] == [*first["args"], "--", *ids]
+    private = (str(Path(first["env"]["SUPERQODE_PYTEST_REPORT"]).parent),
+               str(Path(again["env"]["SUPERQODE_PYTEST_REPORT"]).parent))
+    assert private[0] != private[1]  # each run its own recorder folder, both removed
+    assert not Path(private[0]).exists() and not Path(private[1]).exists()
+    for key, value in first["env"].items():
+        assert _same_but_private(value, again["env"][key], private), key
+
+
+def test_rerun_keeps_the_first_runs_fallback(make_repo, tmp_path):
+    """The project's addopts name an option SuperQode's interpreter lacks: the
+    suite runs again without addopts, and so must the re-run (else pytest's
+    usage error would leave the flaky test unproven)."""
+    ini = "[pytest]\naddopts = --no-such-plugin-option-xyz\n"
+    repo = make_repo({**SUITE, "conftest.py": _RECORD_INVOCATION, "pytest.ini": ini})
+    marker, log = tmp_path / "marker", tmp_path / "invocations.jsonl"
+    ctx = make_ctx(repo)
+    ctx.env.update(FLAKY_MARKER=str(marker), INVOCATION_LOG=str(log))
+    out = run_role(UnitTester(), ctx)
+    assert "ran without the project's addopts" in (out.reason or "")
+    assert "2 failed test(s) re-run: 1 flaky" in (out.reason or ""), out.reason
+    runs = _runs(log)  # the run pytest refused never configured: two runs
+    assert len(runs) == 2 and all("addopts=" in r["args"] for r in runs)
+    flaky = [f for f in out.findings if "flaky" in f.tags]
+    assert [f.title for f in flaky] == ["Flaky test: tests/test_flaky.py::test_sometimes"]

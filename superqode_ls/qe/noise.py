@@ -182,7 +182,10 @@ def deduplicate(findings: Iterable[Finding]) -> tuple[list[Finding], int]:
         rule = canonical_rule(f.rule_id)
         if _is_secret_scan(f.rule_id):
             rule = password_at.get((f.file, line), rule)
-        key = (f.file, line, rule) if line is not None else ("id", f.id)
+        # A failing test is its own problem even on a line another test
+        # shares (a parametrized test's variants): kept apart, by its id.
+        same = line is not None and f.category != "tests"
+        key = (f.file, line, rule) if same else ("id", f.id)
         if key not in groups:
             groups[key] = []
             order.append(key)
