@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.qe.roles import _bandit_server, _bandit_warm
+from superqode_ls.qe.roles import _bandit_warm
 from superqode_ls.runtime import Runtime
 from superqode_ls.workspace import landlock
 from superqode_ls.workspace.session import IsolatedSession
@@ -83,18 +83,3 @@ def test_a_read_set_holding_home_starts_no_server(isolated_home):
     shutil.copytree(OURS / "bandit", home / "bandit")
     python = _venv(home / ".venv", home)
     assert _bandit_warm.start(Runtime.background(), str(python)) is None
-
-
-def test_the_read_set_is_computed_or_refused(tmp_path):
-    site = tmp_path / "site-packages"
-    (site / "bandit").mkdir(parents=True)
-    bandit = type(sys)("bandit")
-    bandit.__file__ = str(site / "bandit" / "__init__.py")
-    reads = _bandit_server._read_paths({"bandit": bandit, "os": sys.modules["os"]},
-                                       [str(site), *sys.path], home=str(tmp_path / "home"))
-    assert str(site.resolve()) in reads
-    assert sys.prefix not in reads and "/usr" not in reads  # no whole prefix
-    with pytest.raises(ValueError, match="bandit"):  # bandit not found: fail closed
-        _bandit_server._read_paths({"os": sys.modules["os"]}, sys.path)
-    with pytest.raises(ValueError, match="home"):  # a folder holding HOME
-        _bandit_server._read_paths({"bandit": bandit}, [str(site)], home=str(site / "x"))
