@@ -99,21 +99,37 @@ class WarmUp:
             # A Run QE already under way imports its own roles; the import of
             # all of them beside it took CPU from its tools (below us): it
             # waits for the run's end.
-            busy = [r.task for r in self.ls.runs.active() if r.task is not None and not r.task.done()]
+            busy = self._runs()
             if not busy:
                 break
             await asyncio.wait(busy)
         if not self.ls.shutting_down:
             await asyncio.to_thread(roles.prewarm, self._between(quiet))
 
+    def _runs(self) -> list[asyncio.Task]:
+        """The Run QE tasks under way (on the loop: the registry's owner)."""
+        return [r.task for r in self.ls.runs.active() if r.task is not None and not r.task.done()]
+
     def _between(self, quiet: Callable[[float], Awaitable[None]]) -> Callable[[], bool]:
         """What the import thread calls before each module: a file opened
-        meanwhile has its run first (the import is 1.2 s of CPU, on the CPUs
-        the file's tools need); False once the server shuts down."""
+        meanwhile, or a Run QE asked meanwhile ("Run QE on this file"), has
+        its run first (the import is 1.2 s of CPU, on the CPUs the file's
+        tools need, and holds the interpreter's lock the run's own threads
+        and event loop need); False once the server shuts down.
+
+        The import starts once the warm bandit is up, which takes longer in
+        its namespace sandbox than at "Landlock only": the editor's first
+        file run, asked a second or two after the server started, could run
+        beside the import's rest at the default level only (seen on a loaded
+        2-core machine; the first run there was 1.27x the other level's on
+        16 cores, the later runs equal)."""
         loop = asyncio.get_running_loop()
 
         async def until_quiet() -> None:
             await quiet(QUIET_WAIT)
+            runs = self._runs()
+            if runs:  # at most QUIET_WAIT: a long whole-project run lets it go on, slowly
+                await asyncio.wait(runs, timeout=QUIET_WAIT)
 
         def between() -> bool:
             if self.ls.shutting_down:
@@ -123,7 +139,7 @@ class WarmUp:
             except RuntimeError:  # the loop is closed: the server is gone
                 return False
             # In short waits: a server that ends meanwhile is not held at exit.
-            deadline = time.monotonic() + QUIET_WAIT + 1
+            deadline = time.monotonic() + 2 * QUIET_WAIT + 1
             while not self.ls.shutting_down and not loop.is_closed() and time.monotonic() < deadline:
                 try:
                     done.result(0.5)

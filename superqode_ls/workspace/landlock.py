@@ -131,12 +131,14 @@ def handled_rights(version: int) -> int:
     return rights
 
 
-def restrict_self(allow: list[str], version: int, read: list[str] | None = None) -> None:
+def restrict_self(allow: list[str], version: int, read: list[str] | None = None,
+                  list_only: list[str] | None = None) -> None:
     """Allow writes only beneath ``allow`` (plus the device paths), for this
     process and everything it starts from now on. With ``read``, reads too
     are allowed only beneath ``allow``, ``read`` and the device paths (the
     warm bandit's children: a request reads its session's tree and the
-    interpreter's files, nothing else). Raises OSError; a missing allowed
+    interpreter's files, nothing else), and folders beneath ``list_only``
+    may be listed, their files not read. Raises OSError; a missing allowed
     path is skipped (nothing can be written there anyway)."""
     c = _c()
     reads = 0 if read is None else _READ_FILE | _READ_DIR
@@ -150,6 +152,7 @@ def restrict_self(allow: list[str], version: int, read: list[str] | None = None)
     try:
         rules = [(p, handled) for p in [*allow, *DEVICE_PATHS]]
         rules += [(p, reads) for p in read or ()]
+        rules += [(p, _READ_DIR) for p in list_only or () if read is not None]
         for path, granted in rules:
             try:
                 pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -158,6 +161,8 @@ def restrict_self(allow: list[str], version: int, read: list[str] | None = None)
             try:
                 is_dir = (os.fstat(pfd).st_mode & 0o170000) == 0o040000
                 rights = granted if is_dir else granted & (_FILE_RIGHTS | _READ_FILE)
+                if not rights:
+                    continue  # (a file named to be listed: nothing to grant)
                 rule = _PathBeneathAttr(rights, pfd)
                 if c.syscall(_SYS_ADD_RULE, ctypes.c_int(fd), ctypes.c_int(_RULE_PATH_BENEATH),
                              ctypes.byref(rule), ctypes.c_uint32(0)) < 0:

@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,6 +22,18 @@ PLANTED = "import subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, 
 BANDIT = str(Path(sys.executable).parent / "bandit")
 
 
+class Runs:
+    """The server's run registry, as the warm-up reads it: the runs under way."""
+
+    def __init__(self) -> None:
+        self.under_way: list[SimpleNamespace] = []
+        self.asked = asyncio.Event()
+
+    def active(self) -> list[SimpleNamespace]:
+        self.asked.set()
+        return list(self.under_way)
+
+
 class Server:
     """What the warm-up uses of the language server: its runtime (whose one
     owner it is) and its background tasks."""
@@ -29,6 +42,7 @@ class Server:
         self.runtime = Runtime(nice=0)
         self.shutting_down = False
         self.tasks: list[asyncio.Task] = []
+        self.runs = Runs()
 
     def background(self, coro, name: str) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -87,3 +101,27 @@ async def test_the_role_imports_pause_while_a_file_is_analysed():
     calls: list[int] = []
     roles.prewarm(lambda: calls.append(1) or between())
     assert calls == [1]  # nothing imported once the server shuts down
+
+
+async def test_the_role_imports_pause_while_a_run_qe_is_under_way():
+    """"Run QE on this file" asked while the roles are imported: the import
+    waits before its next module until the run ends (it held the
+    interpreter's lock and CPU the run needs; it started later at the
+    default level, whose warm bandit comes up later in its sandbox, so the
+    editor's first file run there ran beside it)."""
+    ls = Server()
+
+    async def quiet(timeout: float) -> None:  # no automatic run in flight
+        return None
+
+    run = asyncio.get_running_loop().create_future()
+    ls.runs.under_way.append(SimpleNamespace(task=run))
+    between = WarmUp(ls)._between(quiet)  # type: ignore[arg-type]
+    waiting = asyncio.ensure_future(asyncio.to_thread(between))
+    await asyncio.wait_for(ls.runs.asked.wait(), 60)  # (on this loop: it now awaits the run)
+    assert not waiting.done()  # the import waits for the run
+    run.set_result(None)
+    assert await waiting is True
+    # No run under way: it goes on at once.
+    ls.runs.under_way.clear()
+    assert await asyncio.to_thread(between) is True

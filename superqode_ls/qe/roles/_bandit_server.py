@@ -10,9 +10,9 @@ network. Starting bandit costs about
 in the editor waits on exactly that. Each request's child applies the
 session's kernel barrier itself (the Landlock rules the supervisor would
 apply: writes only beneath the session's folders; and reads only beneath
-those, the interpreter's standard library and the ``sys.path`` folders the
-server's own modules were loaded from: bandit, its plugins and their
-dependencies; see ``_read_paths``), moves to the session's
+those, the interpreter's standard library and, of the site-packages
+folders, only the distributions the server's modules belong to: bandit, its
+plugins and their dependencies; see ``_read_paths``), moves to the session's
 sandbox and environment, and runs ``bandit.cli.main.main()`` with the
 request's arguments: the result is what the ``bandit`` command prints.
 
@@ -33,6 +33,7 @@ import importlib.util
 import json
 import os
 import pwd
+import re
 import selectors
 import signal
 import sys
@@ -72,9 +73,9 @@ def _child(req, out_w, err_w, landlock, reads, server):
         # Writes only beneath the session's folders, reads beneath those and
         # what bandit is made of: a request reads its session's tree, never
         # your project, HOME, another session's or the rest of a prefix.
-        if not reads:
+        if not reads[0]:
             raise ValueError("no read set: refused")
-        landlock.restrict_self(allow, int(req["abi"]), read=reads)
+        landlock.restrict_self(allow, int(req["abi"]), read=reads[0], list_only=reads[1])
     except (OSError, ValueError, TypeError, KeyError) as e:
         os.write(2, f"superqode barrier: cannot apply Landlock: {e}\n".encode())
         os._exit(BARRIER_FAILED)
@@ -109,19 +110,81 @@ def _session_folders(req):
 
 
 def _read_paths(modules=None, path=None, home=None):
-    """What a child may read besides its session: the interpreter's standard
-    library, and each ``sys.path`` folder that one of the server's loaded
-    modules came from (called once bandit and its plugins are imported: its
-    site-packages and its dependencies'; a child imports formatters and
-    stdlib modules as it runs, from those folders). Not the interpreter's
-    prefixes: for a system Python that was all of /usr, for a venv or pyenv
-    Python in HOME the folders around it. Raises ValueError when it cannot
-    say -- no standard library found, bandit not under any folder, or a
-    folder that holds HOME (a venv made in HOME itself, a .pth naming it):
-    the server then serves nothing (fail closed)."""
+    """What a child may read besides its session (called once bandit and its
+    plugins are imported): the interpreter's standard library, less any
+    site-packages folder inside it (a pyenv or python.org Python keeps one
+    there, with every package installed globally), and, of each
+    site-packages folder the server's modules came from, only the
+    distributions those modules belong to (``_distributions``): bandit, its
+    plugins and their dependencies, each its own top-level packages and
+    ``.dist-info``. Not the rest of such a folder (for a system Python all
+    of ``dist-packages``; its ``.pth`` files; other projects), nor the
+    interpreter's prefixes.
+
+    A child reads little of it: the json report of a run reads none of
+    these files (traced with strace: bandit, its plugins and formatters are
+    loaded by the server before it forks); it is what a lazy import or a
+    traceback's source lines may need.
+
+    Returns (read beneath, list only). Raises ValueError when it cannot say -- no standard library found,
+    bandit not under any folder, or a folder that holds HOME (a venv made in
+    HOME itself, a .pth naming it): the server then serves nothing (fail
+    closed)."""
     modules = sys.modules if modules is None else modules
     path = sys.path if path is None else path
     homes = {os.path.realpath(h) for h in (home, os.environ.get("HOME"), _pw_home()) if h}
+    stdlib = _stdlib()
+    # The deepest entry first: a site-packages inside a folder also on the path.
+    entries = sorted({os.path.realpath(p) for p in path if p and os.path.isabs(p)
+                      and os.path.isdir(p)}, key=len, reverse=True)
+    sites = {e for e in entries if e not in stdlib and not _inside_stdlib_proper(e, stdlib)}
+    loaded = {}  # a site-packages folder -> the names in it the server's modules came from
+    bandit = None
+    real = {}  # a module's folder -> where it leads (one realpath per folder: 400 modules)
+    for name, mod in list(modules.items()):
+        where = getattr(mod, "__file__", None)
+        if not where or name in ("__main__", _LANDLOCK):  # (this server's own: loaded)
+            continue
+        folder, base = os.path.split(os.path.abspath(where))
+        if folder not in real:
+            real[folder] = os.path.realpath(folder)
+        where = os.path.join(real[folder], base)
+        holder = next((e for e in entries if where.startswith(e + os.sep)), None)
+        if holder is None:
+            continue
+        if holder in sites:
+            loaded.setdefault(holder, set()).add(where[len(holder) + 1:].split(os.sep)[0])
+        if name == "bandit":
+            bandit = holder
+    if bandit is None or bandit not in sites:
+        raise ValueError("bandit was not loaded from a site-packages folder on sys.path")
+    found = set()
+    for holder, names in loaded.items():
+        if any(h == holder or h.startswith(holder + os.sep) for h in homes):
+            # (a .pth naming HOME): nothing read from there is trusted
+            raise ValueError(f"{holder} holds the home folder: bandit is not served from it")
+        found.update(_distributions(holder, names))
+    # A site-packages folder inside the standard library is not part of it.
+    holes = {h for h in sites | {os.path.join(s, n) for s in stdlib for n in _SITE_NAMES}
+             if os.path.isdir(h)}
+    for s in stdlib:
+        found.update(_cover(s, holes))
+    for p in found:
+        if p == "/" or any(h == p or h.startswith(p + os.sep) for h in homes):
+            raise ValueError(f"{p} holds the home folder: a child would read all of it")
+    # Listed, not read: a folder split above and each site-packages folder
+    # (an import's finder lists them again if one changed; its files' names
+    # are all a child learns there).
+    listed = {s for s in stdlib if s not in found} | set(loaded)
+    return sorted(found), sorted(listed)
+
+
+_LANDLOCK = "superqode_landlock"  # this server's copy of workspace/landlock.py
+_SITE_NAMES = ("site-packages", "dist-packages")
+_FIRST = re.compile(r'^"?([^/,"\n]+)', re.MULTILINE)
+
+
+def _stdlib():
     base = {"base": sys.base_prefix, "installed_base": sys.base_prefix,
             "platbase": sys.base_exec_prefix, "installed_platbase": sys.base_exec_prefix}
     found = {os.path.realpath(sysconfig.get_path(k, vars=base)) for k in ("stdlib", "platstdlib")}
@@ -129,26 +192,95 @@ def _read_paths(modules=None, path=None, home=None):
     found = {p for p in found if os.path.isdir(p)}
     if not found:
         raise ValueError("no standard library folder found")
-    # The deepest entry first: a site-packages inside a folder also on the path.
-    entries = sorted({os.path.realpath(p) for p in path if p and os.path.isabs(p)
-                      and os.path.exists(p)}, key=len, reverse=True)
-    bandit = None
-    for name, mod in list(modules.items()):
-        where = getattr(mod, "__file__", None)
-        if not where or name == "__main__":  # (this server: loaded already)
+    return found
+
+
+def _inside_stdlib_proper(entry, stdlib):
+    """Whether ``entry`` is a folder of the standard library itself (its
+    ``lib-dynload``), not a site-packages folder kept inside it."""
+    for s in stdlib:
+        if entry.startswith(s + os.sep):
+            rest = entry[len(s) + 1:].split(os.sep)
+            return not any(part in _SITE_NAMES for part in rest)
+    return False
+
+
+def _cover(root, holes):
+    """``root`` less the folders ``holes``: ``[root]`` when none is inside it,
+    else each of its entries that holds no hole, and those holding one split
+    the same way (each kept entry is read beneath, as ``root`` would be)."""
+    inside = [h for h in holes if h.startswith(root + os.sep)]
+    if not inside:
+        return [root]
+    out = []
+    for name in sorted(os.listdir(root)):
+        p = os.path.join(root, name)
+        if p in inside:
             continue
-        where = os.path.realpath(where)
-        holder = next((e for e in entries if where.startswith(e + os.sep)), None)
-        if holder is not None:
-            found.add(holder)
-            if name == "bandit":
-                bandit = holder
-    if bandit is None:
-        raise ValueError("bandit was not loaded from a folder on sys.path")
-    for p in found:
-        if p == "/" or any(h == p or h.startswith(p + os.sep) for h in homes):
-            raise ValueError(f"{p} holds the home folder: a child would read all of it")
-    return sorted(found)
+        if any(h.startswith(p + os.sep) for h in inside):
+            if os.path.isdir(p) and not os.path.islink(p):
+                out += _cover(p, inside)
+            continue
+        out.append(p)
+    return out
+
+
+def _distributions(site, names):
+    """Of the folder ``site``: the entries of the distributions that the
+    loaded ``names`` (entries of it) belong to -- each distribution's
+    top-level packages and modules and its metadata folder -- and the loaded
+    names no distribution claims. Never a ``.pth`` file (it was read when
+    the server started; a child has no use for it). Raises ValueError when a
+    distribution's metadata cannot be read."""
+    import importlib.metadata
+
+    listing = set(os.listdir(site))
+    by_stem = {}  # "yaml" -> {"yaml", "yaml.py", ...}: top_level.txt names what to claim
+    for entry in listing:
+        if not entry.endswith((".dist-info", ".egg-info", ".pth")):
+            by_stem.setdefault(entry.split(".", 1)[0], set()).add(entry)
+    needed = set(names)
+    out = set()
+    try:
+        for dist in importlib.metadata.distributions(path=[site]):
+            meta = getattr(dist, "_path", None)
+            if meta is None or os.path.realpath(os.path.dirname(str(meta))) != site:
+                continue  # not one of this folder's (an egg-link's elsewhere)
+            mine = _claims(dist, listing, by_stem)
+            if mine & needed:
+                out |= mine | {os.path.basename(str(meta))}
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"cannot read the distributions in {site}: {e}") from e
+    out |= needed
+    paths = []
+    for name in sorted(out):
+        if name.endswith(".pth") or name == "__pycache__" or name not in listing:
+            continue
+        paths.append(os.path.join(site, name))
+        if name.endswith(".py"):  # a top-level module's bytecode
+            cache = os.path.join(site, "__pycache__")
+            stem = name[:-3] + "."
+            if os.path.isdir(cache):
+                paths += [os.path.join(cache, c) for c in sorted(os.listdir(cache))
+                          if c.startswith(stem) and c.endswith(".pyc")]
+    return paths
+
+
+def _claims(dist, listing, by_stem):
+    """The entries of its folder (``listing``) a distribution installed:
+    the first part of each path in its RECORD (or an egg's
+    installed-files.txt), and its top_level.txt names (a Debian package's
+    egg-info has no file list)."""
+    # Each line's path up to its first "/" or ",": 10,000 lines in a venv.
+    claims = set(_FIRST.findall(dist.read_text("RECORD") or "")) & listing
+    for line in (dist.read_text("installed-files.txt") or "").splitlines():
+        parts = os.path.normpath(line).split(os.sep)
+        if len(parts) > 1 and parts[0] == os.pardir and parts[1] in listing:
+            claims.add(parts[1])
+    for top in (dist.read_text("top_level.txt") or "").splitlines():
+        claims |= by_stem.get(top.strip(), set())
+    claims.discard("__pycache__")
+    return claims
 
 
 def _pw_home():
