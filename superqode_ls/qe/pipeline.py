@@ -115,7 +115,6 @@ class QESession:
         emit = self.bus.emit
         started = utcnow()
         t0 = time.monotonic()
-        stamp = await asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays)
         artifacts = Artifacts(res.project, self.id)
         # Git commands the guard refused (most often the project's own tests
         # running git): kept in the session's log, beside the role logs.
@@ -130,6 +129,10 @@ class QESession:
             isolation=res.isolation or "auto",
             files=res.files,
         )
+        # After session_start: what its listeners begin on it (the CLI's warm
+        # bandit, which the security role waits for) starts while this lists
+        # and stats the user's files; still before the sandbox reads them.
+        stamp = await asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays)
         noise: NoiseResult | None = None
         failure: str | None = None
         isolation = res.isolation or "auto"
