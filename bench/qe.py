@@ -54,12 +54,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from lint import archive  # bench/lint.py: a commit's superqode_ls, unpacked
 from perfdoc import replace_section  # bench/perfdoc.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,18 +205,6 @@ def warm_helper(verb: str, side: Side = HERE) -> str:
     if verb == "start" and proc.returncode != 0:
         raise SystemExit(f"superqe warm start: {proc.stdout}{proc.stderr}")
     return proc.stdout.strip()
-
-
-def archive(rev: str, into: Path) -> Path:
-    """``superqode_ls`` of commit ``rev``, unpacked under ``into`` (returned)."""
-    data = subprocess.run(["git", "archive", rev, "superqode_ls"], cwd=ROOT,
-                          capture_output=True, check=True).stdout
-    into.mkdir(parents=True)
-    tar = into / "src.tar"
-    tar.write_bytes(data)
-    with tarfile.open(tar) as tf:
-        tf.extractall(into, filter="data")
-    return into
 
 
 def report_digest(report: dict) -> dict:
@@ -386,6 +374,7 @@ def main() -> int:
         runs: dict[str, list[tuple[float, float]]] = {"seq": [], "par": [], "sq": []}
         base: Side | None = None
         if args.baseline:
+            (Path(tmp) / "baseline").mkdir()
             base = Side(archive(args.baseline, Path(tmp) / "baseline"), Path(tmp) / "home-baseline")
             runs.update(sq_base=[], sqw_base=[])
         mismatches: list[str] = []
