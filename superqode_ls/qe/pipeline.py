@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
 from ..models import Interpreter, Patch, QualityReport, utcnow
+from ..workspace import namespaces
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
@@ -132,7 +133,11 @@ class QESession:
         # After session_start: what its listeners begin on it (the CLI's warm
         # bandit, which the security role waits for) starts while this lists
         # and stats the user's files; still before the sandbox reads them.
-        stamp = await asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays)
+        # Beside it, the namespace sandbox's one probe of this process (a
+        # sandboxed ``true``), which the sandbox's making would wait for.
+        stamp, _ = await asyncio.gather(
+            asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays),
+            asyncio.to_thread(namespaces.backend))
         noise: NoiseResult | None = None
         failure: str | None = None
         isolation = res.isolation or "auto"
