@@ -26,7 +26,16 @@ issue's two. ``--cli`` runs ``superqe`` as the user does, a new
 ``python -m superqode_ls`` process per run (interpreter start and imports
 counted), rather than in this process: each repeat runs it twice, without a
 warm helper and with one up (``superqe warm start``; the run is handed to it),
-and both are reported side by side.
+and both are reported side by side. ``--baseline REV`` (with ``--cli``) runs
+commit REV's ``superqode_ls`` too, alternating with this checkout's in every
+repeat (each side with its own SuperQode home: its own warm helper and warm
+sandboxes), and checks that both write the same report: the same findings
+(ids, rules, places, severities, noise), the same fixes with the same
+verdicts, the same verdict.
+The --cli runs import superqode_ls from bytecode compiled beforehand into
+the bench's own temporary folder, as an installed package does, whatever
+``PYTHONDONTWRITEBYTECODE`` says (set, it has each new process compile every
+module from source: 0.35-0.5 s of CPU per run on 2 cores).
 
 ``--large 600`` uses a generated project instead (tests/large_helpers.py:
 MODULES modules, each with ruff-fixable and bandit-flagged lines: thousands
@@ -38,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -53,6 +63,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from lint import archive  # bench/lint.py: a commit's superqode_ls, unpacked
 from perfdoc import replace_section  # bench/perfdoc.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,29 +177,87 @@ LAST_EVENTS: list[dict] = []
 CLI = False  # --cli: a new process per run, as a user starts it
 
 
-def _cli_env(warm: bool) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """Whose ``superqode_ls`` a --cli run imports (``src``: the folder holding
+    it), with which SuperQode home (None: the bench's own)."""
+
+    src: Path = ROOT
+    home: Path | None = None
+
+
+HERE = Side()
+# Where --cli runs keep their bytecode (set in main): an installed package runs
+# from bytecode, and an environment with PYTHONDONTWRITEBYTECODE=1 would
+# otherwise have every new process compile all of superqode_ls's modules
+# (about 130 on a quick run; 0.35-0.5 s of CPU measured on 2 cores).
+PYCACHE: Path | None = None
+
+
+def _cli_env(warm: bool, side: Side = HERE) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(side.src)}
+    if PYCACHE is not None:  # the bench's own folder: the checkout is left as it is
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    if side.home is not None:
+        env["SUPERQODE_HOME"] = str(side.home)
     if not warm:
         env["SUPERQODE_WARM"] = "off"
     return env
 
 
-def warm_helper(verb: str) -> str:
+def compile_side(side: Side = HERE) -> None:
+    """``side``'s superqode_ls compiled into PYCACHE, as an install is."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(side.src / "superqode_ls")],
+                   env=_cli_env(True, side), check=True, capture_output=True)
+
+
+def warm_helper(verb: str, side: Side = HERE) -> str:
     """``superqe warm VERB`` with the environment the --cli runs have (the
     helper serves only clients of the same interpreter settings)."""
     proc = subprocess.run([sys.executable, "-m", "superqode_ls", "warm", verb, "--idle", "5"]
                           if verb == "start" else
                           [sys.executable, "-m", "superqode_ls", "warm", verb],
-                          cwd=ROOT, env=_cli_env(True), capture_output=True, text=True, check=False)
+                          cwd=side.src, env=_cli_env(True, side), capture_output=True, text=True,
+                          check=False)
     if verb == "start" and proc.returncode != 0:
         raise SystemExit(f"superqe warm start: {proc.stdout}{proc.stderr}")
     return proc.stdout.strip()
 
 
-def run_superqe(repo: Path, warm: bool = False) -> tuple[float, float, dict]:
+def report_digest(report: dict) -> dict:
+    """What two runs on the same files must agree on: findings (ids, rules,
+    places, severities, noise, merged rules), fixes and their verdicts, the
+    verdict."""
+    findings = sorted(
+        (f["id"], f["rule_id"], f.get("file") or "", (f.get("range") or {}).get("start_line", 0),
+         f["severity"], f.get("noise") or "", tuple(f.get("related_rules") or ()),
+         f.get("fix_patch_id") or "")
+        for f in report["findings"])
+    patches = sorted((p["id"], bool(p.get("verified")), p.get("verified_by") or "",
+                      p.get("verification") or "") for p in report["patches"])
+    return {"findings": findings, "patches": patches, "verdict": report["verdict"]}
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """Lines saying where two reports' digests differ (empty: the same)."""
+    da, db = report_digest(a), report_digest(b)
+    out = []
+    if da["verdict"] != db["verdict"]:
+        out.append(f"verdict: {da['verdict']} / {db['verdict']}")
+    for key in ("findings", "patches"):
+        only_a = sorted(set(da[key]) - set(db[key]))
+        only_b = sorted(set(db[key]) - set(da[key]))
+        out += [f"{key} only in this checkout's: {x}" for x in only_a[:5]]
+        out += [f"{key} only in the baseline's: {x}" for x in only_b[:5]]
+    return out
+
+
+def run_superqe(repo: Path, warm: bool = False, side: Side = HERE) -> tuple[float, float, dict]:
     """(wall s, CPU s of this process and its children, the QR). ``warm``
     (--cli only): with the warm helper up (the caller adds the CPU of the
-    helper's child, which is not this process's)."""
+    helper's child, which is not this process's). ``side``: whose code runs
+    (--cli only)."""
     # A generous budget: the bench measures the whole run, not the cap.
     argv = ["run", str(repo), "--mode", "quick", "-r", "security_tester", "-r",
             "lint_tester", "--jsonl", "--fail-on", "never", "--timeout", "1800"]
@@ -196,8 +265,8 @@ def run_superqe(repo: Path, warm: bool = False) -> tuple[float, float, dict]:
     c0 = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     if CLI:
-        proc = subprocess.run([sys.executable, "-m", "superqode_ls", *argv], cwd=ROOT,
-                              env=_cli_env(warm), capture_output=True, text=True, check=False)
+        proc = subprocess.run([sys.executable, "-m", "superqode_ls", *argv], cwd=side.src,
+                              env=_cli_env(warm, side), capture_output=True, text=True, check=False)
         out.write(proc.stdout)
         code = proc.returncode
     else:
@@ -218,12 +287,22 @@ def run_superqe(repo: Path, warm: bool = False) -> tuple[float, float, dict]:
     return wall, cpu, report
 
 
-def warm_helper_state() -> str:
+def warm_helper_state(side: Side = HERE) -> str:
     """The helper's state as JSON (its count of runs served)."""
     code = ("import json; from superqode_ls.cli.warm import ask; "
             "print(json.dumps(ask({'ping': True})))")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_cli_env(True),
+    return subprocess.run([sys.executable, "-c", code], cwd=side.src, env=_cli_env(True, side),
                           capture_output=True, text=True, check=True).stdout
+
+
+def run_warm(repo: Path, side: Side = HERE) -> tuple[float, float, dict]:
+    """A run handed to ``side``'s warm helper (checked), its child's CPU added."""
+    before = json.loads(warm_helper_state(side))
+    w, c, report = run_superqe(repo, warm=True, side=side)
+    after = json.loads(warm_helper_state(side))
+    if after["runs"] != before["runs"] + 1:
+        raise SystemExit("the warm run was not handed to the helper")
+    return w, c + after["cpu_s"] - before["cpu_s"], report
 
 
 def true_direct(repo: Path, bandit: list, ruff: list) -> set[tuple[str, str, int]]:
@@ -284,10 +363,15 @@ def main() -> int:
                     help="a real project instead (copied, without its .git)")
     ap.add_argument("--cli", action="store_true",
                     help="run superqe as a new process each time (interpreter start counted)")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="with --cli: also run commit REV's superqode_ls, alternating, and "
+                         "check both write the same report")
     args = ap.parse_args()
     if args.write_doc and args.project:
         ap.error("--write-doc describes the medium repository; --project figures go in by hand")
-    global CLI
+    if args.baseline and not args.cli:
+        ap.error("--baseline needs --cli (each side runs as its own process)")
+    global CLI, PYCACHE
     CLI = args.cli
     with tempfile.TemporaryDirectory(prefix="sq-bench-") as tmp:
         os.environ["SUPERQODE_HOME"] = str(Path(tmp) / "home")  # never the real ~/.superqode
@@ -306,8 +390,21 @@ def main() -> int:
         print(f"repo: {nfiles} Python files, {lines} lines")
         run_direct(repo, False)  # warm the file cache and the tools' imports
         runs: dict[str, list[tuple[float, float]]] = {"seq": [], "par": [], "sq": []}
+        base: Side | None = None
+        if args.baseline:
+            (Path(tmp) / "baseline").mkdir()
+            base = Side(archive(args.baseline, Path(tmp) / "baseline"), Path(tmp) / "home-baseline")
+            runs.update(sq_base=[], sqw_base=[])
+        mismatches: list[str] = []
         if CLI:
+            PYCACHE = Path(tmp) / "pycache"
+            for side in (HERE, base) if base is not None else (HERE,):
+                compile_side(side)
+            print(f"bytecode: compiled into {PYCACHE} (PYTHONDONTWRITEBYTECODE="
+                  f"{os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')} here; not for the runs)")
             print(warm_helper("start"))
+            if base is not None:
+                print(warm_helper("start", base))
             runs["sqw"] = []
         loads = []
         report: dict = {}
@@ -319,22 +416,33 @@ def main() -> int:
                 runs["seq"].append((w, c))
                 w, c, _, _ = run_direct(repo, True)
                 runs["par"].append((w, c))
+                # With a baseline, the two sides take turns going first.
+                first_base = base is not None and len(loads) % 2 == 0
+                if first_base:
+                    w, c, base_report = run_superqe(repo, side=base)
+                    runs["sq_base"].append((w, c))
                 w, c, report = run_superqe(repo)
                 runs["sq"].append((w, c))
+                if base is not None and not first_base:
+                    w, c, base_report = run_superqe(repo, side=base)
+                    runs["sq_base"].append((w, c))
+                if base is not None:
+                    mismatches += differences(report, base_report)
                 if CLI:
-                    before = json.loads(warm_helper_state())
-                    w, c, warm_report = run_superqe(repo, warm=True)
-                    after = json.loads(warm_helper_state())
-                    if after["runs"] != before["runs"] + 1:
-                        raise SystemExit("the warm run was not handed to the helper")
-                    c += after["cpu_s"] - before["cpu_s"]  # the helper's child ran it
+                    if first_base:
+                        runs["sqw_base"].append(run_warm(repo, base)[:2])
+                    w, c, warm_report = run_warm(repo)
                     if found_by_superqe(warm_report) != found_by_superqe(report):
                         raise SystemExit("the warm run found other findings than the cold one")
                     runs["sqw"].append((w, c))
+                    if base is not None and not first_base:
+                        runs["sqw_base"].append(run_warm(repo, base)[:2])
                 runs_roles.append({r["role"]: r["duration_s"] for r in report["roles"]})
         finally:
             if CLI:
                 print(warm_helper("stop"))
+                if base is not None:
+                    print(warm_helper("stop", base))
         med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
                for k, v in runs.items()}
         direct = true_direct(repo, b_res, r_res)
@@ -360,6 +468,13 @@ def main() -> int:
             rows.append(("superqe run --mode quick, warm helper up", *med["sqw"]))
             print(f"wall ratio superqe (warm helper) / direct sequential: "
                   f"{med['sqw'][0] / med['seq'][0]:.2f}")
+        if base is not None:
+            rows += [(f"  the same at {args.baseline}, new process", *med["sq_base"]),
+                     (f"  the same at {args.baseline}, warm helper up", *med["sqw_base"])]
+            print(f"wall ratios new process / warm helper: this checkout "
+                  f"{med['sq'][0] / med['seq'][0]:.2f}x / {med['sqw'][0] / med['seq'][0]:.2f}x, "
+                  f"{args.baseline} {med['sq_base'][0] / med['seq'][0]:.2f}x / "
+                  f"{med['sqw_base'][0] / med['seq'][0]:.2f}x")
         print(f"{'run':<68} {'wall s':>8} {'CPU s':>8}")
         for name, w, c in rows:
             print(f"{name:<68} {w:>8.2f} {c:>8.2f}")
@@ -380,6 +495,10 @@ def main() -> int:
             print(f"  extra:   {item}")
         same = not unexplained and not extra
         print("same true findings:", "yes" if same else "NO")
+        if base is not None:
+            for line in mismatches[:20]:
+                print(f"  report differs: {line}")
+            print(f"same report as {args.baseline} in every repeat:", "NO" if mismatches else "yes")
         if args.write_doc:
             write_doc(nfiles, lines, rows, ratio_seq, ratio_par, ratio_cpu, runs, loads,
                       len(direct), len(ours), missing, why, extra, verified,

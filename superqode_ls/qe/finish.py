@@ -16,7 +16,7 @@ from ..workspace import namespaces, patchseal
 from ..workspace.artifacts import Artifacts, ensure_superqode_dir
 from ..workspace.coordinator import Coordinator
 from ..workspace.errors import WorkspaceError
-from ..workspace.git import git, repo_root
+from ..workspace.git import git
 from . import baseline as baseline_mod
 from .noise import NoiseResult
 from .report import compute_verdict, render_markdown, write_json
@@ -40,10 +40,14 @@ class Stamp:
 
     @staticmethod
     def _list(project: Path) -> list[str]:
-        if repo_root(project) is not None:
+        # git's listing where the folder is in a work tree; git itself says
+        # when it is not (one process: no ``rev-parse`` asked first).
+        try:
             out = git(["ls-files", "-z", "-co", "--exclude-standard", "--", "."], project, check=False)
-            if out.returncode == 0:
-                return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+        except OSError:  # no such folder (any more): nothing to list
+            out = None
+        if out is not None and out.returncode == 0:
+            return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
         from .roles._common import walk_files
 
         return walk_files(project)

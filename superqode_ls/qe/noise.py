@@ -41,7 +41,6 @@ in this order:
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import time
 from collections import Counter
@@ -53,6 +52,16 @@ from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
 from .context import is_sink, mark_noise
 from .noise_context import EarlyContext, in_context
+
+# path_class and classify_paths are the filter's step 5, and callers import
+# them from here (the filter's public names).
+from .noise_paths import (  # noqa: F401
+    PATH_CLASS_CATEGORIES,
+    classify_paths,
+    is_secret_scan,
+    join_reasons,
+    path_class,
+)
 
 LineReader = Callable[[str, int], "str | None"]
 
@@ -94,10 +103,6 @@ def canonical_rule(rule_id: str) -> str:
 _PASSWORD_RULES = ("B105", "B106", "B107")
 
 
-def _is_secret_scan(rule_id: str) -> bool:
-    return rule_id.lower().startswith("secret-")
-
-
 _CODE = re.compile(r"^[A-Za-z]+\d+$")
 
 
@@ -126,7 +131,7 @@ def suppressed_by(line: str, finding: Finding) -> str | None:
         codes = _codes(m.group("codes"))
         if not codes or names & codes:
             return "noqa"
-    if _ALLOW_SECRET.search(line) and (rule in _PASSWORD_RULES or _is_secret_scan(rule)):
+    if _ALLOW_SECRET.search(line) and (rule in _PASSWORD_RULES or is_secret_scan(rule)):
         return "allowlist secret"
     m = _NOSEC.search(line)
     if m and finding.category == "security":
@@ -180,7 +185,7 @@ def deduplicate(findings: Iterable[Finding]) -> tuple[list[Finding], int]:
     for f in findings:
         line = f.range.start_line if f.range else None
         rule = canonical_rule(f.rule_id)
-        if _is_secret_scan(f.rule_id):
+        if is_secret_scan(f.rule_id):
             rule = password_at.get((f.file, line), rule)
         # A failing test is its own problem even on a line another test
         # shares (a parametrized test's variants): kept apart, by its id.
@@ -219,7 +224,7 @@ def merge_reports(best: Finding, others: list[Finding]) -> Finding:
     top = max([best, *raising], key=lambda f: f.severity.rank)
     if top.severity.rank > best.severity.rank:
         update["severity"] = top.severity
-        update["severity_reason"] = _join(
+        update["severity_reason"] = join_reasons(
             best.severity_reason,
             f"{top.severity.value}, as {top.tool} {top.rule_id} rates the same line",
         )
@@ -238,153 +243,6 @@ def merge_reports(best: Finding, others: list[Finding]) -> Finding:
     if best.noise is not None and any(o.noise is None for o in others):
         update["noise"] = None  # one of the reports is worth acting on: so is the problem
     return best.model_copy(update=update)
-
-
-def _join(a: str | None, b: str) -> str:
-    return f"{a}; {b}" if a else b
-
-
-def path_class(path: str | None, classes: dict[str, list[str]]) -> tuple[str, str] | None:
-    """(class, pattern) of the first path class ``path`` falls in, or None.
-
-    A pattern ending in ``/`` names a folder anywhere in the path; one
-    without ``/`` a file name; any other is matched against the whole path.
-    """
-    if not path:
-        return None
-    parts = path.split("/")
-    name = parts[-1]
-    for cls, patterns in classes.items():
-        for pat in patterns:
-            if pat.endswith("/"):
-                folder = pat.rstrip("/")
-                if "/" in folder:
-                    hit = fnmatch.fnmatchcase(path, f"{folder}/*") or fnmatch.fnmatchcase(
-                        path, f"*/{folder}/*"
-                    )
-                else:
-                    hit = any(fnmatch.fnmatchcase(p, folder) for p in parts[:-1])
-            elif "/" in pat:
-                hit = fnmatch.fnmatchcase(path, pat)
-            else:
-                hit = fnmatch.fnmatchcase(name, pat)
-            if hit:
-                return cls, pat
-    return None
-
-
-# What a static tool says about the code of the file it points at. A failing
-# test (category "tests") points into tests/ but is about the product code,
-# and is not lowered; neither are generated-test crashes or mutants.
-PATH_CLASS_CATEGORIES = frozenset({"security", "secrets", "lint", "syntax", "types"})
-
-
-def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> list[Finding]:
-    """Static findings in a path class shown one level lower, the reason
-    recorded on each (and a ``path:CLASS`` tag); nothing is dropped."""
-    out = []
-    # A path's class depends on the path alone: matched once per file, not
-    # per finding (sqlalchemy's 17,600 findings in 700 files took 3 s).
-    known: dict[str | None, tuple[str, str] | None] = {}
-    for f in findings:
-        static = f.category in PATH_CLASS_CATEGORIES
-        if not static:
-            out.append(f)
-            continue
-        if f.file in known:
-            hit = known[f.file]
-        else:
-            hit = known[f.file] = _path_hit(f.file, classes)
-        if hit is None:
-            out.append(f)
-            continue
-        cls, pat = hit
-        lowered = f.severity.lower()
-        reason = f"in {cls} ({pat!r}): shown one level lower than {f.severity.value}"
-        if lowered is f.severity:
-            reason = f"in {cls} ({pat!r})"
-        tags = list(f.tags) + ([f"path:{cls}"] if f"path:{cls}" not in f.tags else [])
-        update = {"severity": lowered, "severity_reason": _join(f.severity_reason, reason),
-                  "tags": tags}
-        if _key_material(f) and cls in _TEST_DATA:
-            why = f"key material in {cls} data (a key made for them, not a credential)"
-            update["noise"] = _join(f.noise, why) if f.noise else why
-        elif not _provider_token(f):
-            update["noise"] = _join(f.noise, f"in {cls} code") if f.noise else f"in {cls} code"
-        out.append(f.model_copy(update=update))
-    return out
-
-
-def _path_hit(path: str | None, classes: dict[str, list[str]]) -> tuple[str, str] | None:
-    """The class (and why) of a static finding at ``path`` (classify_paths)."""
-    hit = path_class(path, classes) if classes else None
-    if hit is None and "tests" in classes and _behave(path):
-        hit = ("tests", "features/steps/")
-    if hit is None and "tests" in classes and _attack_script(path):
-        hit = ("tests", "exploits/")
-    if hit is None and "tests" in classes and _traffic_capture(path):
-        hit = ("tests", "recorded traffic")
-    return hit
-
-
-def _behave(path: str | None) -> bool:
-    """A behave harness (``features/steps/*.py``, ``features/environment.py``):
-    test code, wherever the project keeps it."""
-    parts = (path or "").split("/")
-    return "features" in parts[:-1] and (
-        "steps" in parts[parts.index("features") + 1:-1] or parts[-1] == "environment.py")
-
-
-# An attack script of a deliberately vulnerable application (its exploits,
-# proofs of concept): a test of the application, its payloads are no
-# configuration.
-_ATTACK_DIRS = frozenset({"exploit", "exploits", "poc", "pocs"})
-# A traffic generator or load script drives the application like a test
-# (its generated users' passwords are no configuration).
-_ATTACK_FILE = re.compile(r"^(?:exploit|poc)(?:_\w+)?\.py$|_exploit\.py$"
-                          r"|^(?:traffic|load)_?gen(?:erator)?\w*\.py$|^locustfile\.py$")
-
-
-def _attack_script(path: str | None) -> bool:
-    parts = (path or "").split("/")
-    return bool(_ATTACK_DIRS & set(parts[:-1])) or bool(_ATTACK_FILE.search(parts[-1]))
-
-
-# A recorded or scripted exchange with the application (HAR captures,
-# Postman collections, traffic flows, VCR cassettes): the demo users'
-# passwords and tokens in it are test data. A provider token stays shown
-# (classify_paths keeps those out of the noise).
-_TRAFFIC_DIRS = frozenset({"flows", "captures", "recordings", "har", "postman", "cassettes",
-                           "traffic"})
-_TRAFFIC_FILE = re.compile(
-    r"(?i)\.har$|\.flow\.json$|\.postman_(?:collection|environment)\.json$")
-
-
-def _traffic_capture(path: str | None) -> bool:
-    parts = (path or "").split("/")
-    if _TRAFFIC_FILE.search(parts[-1]):
-        return True
-    return parts[-1].lower().endswith((".json", ".har", ".yaml", ".yml")) and bool(
-        _TRAFFIC_DIRS & {p.lower() for p in parts[:-1]})
-
-
-# Where a private key is a fixture: a TLS test server's key, an example's.
-_TEST_DATA = frozenset({"tests", "fixtures", "examples", "docs"})
-
-
-def _key_material(f: Finding) -> bool:
-    """A private key (PEM block) as the lead, with no provider token merged in."""
-    rules = {r.lower() for r in (f.rule_id, *f.related_rules)}
-    return "secret-private-key" in rules and not any(
-        _is_secret_scan(r) and r not in ("secret-private-key", "secret-generic",
-                                         "secret-config-password") for r in rules)
-
-
-def _provider_token(f: Finding) -> bool:
-    """A recognised token (AWS, GitHub...), as lead or merged in."""
-    rules = (f.rule_id, *f.related_rules)
-    return any(_is_secret_scan(r) and r.lower() not in ("secret-generic", "secret-config-password")
-               for r in rules)
 
 
 # The categories whose findings on one line are one diagnostic: what static

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
 from ..models import Interpreter, Patch, QualityReport, utcnow
+from ..workspace import namespaces
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
@@ -115,7 +116,6 @@ class QESession:
         emit = self.bus.emit
         started = utcnow()
         t0 = time.monotonic()
-        stamp = await asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays)
         artifacts = Artifacts(res.project, self.id)
         # Git commands the guard refused (most often the project's own tests
         # running git): kept in the session's log, beside the role logs.
@@ -130,6 +130,14 @@ class QESession:
             isolation=res.isolation or "auto",
             files=res.files,
         )
+        # After session_start: what its listeners begin on it (the CLI's warm
+        # bandit, which the security role waits for) starts while this lists
+        # and stats the user's files; still before the sandbox reads them.
+        # Beside it, the namespace sandbox's one probe of this process (a
+        # sandboxed ``true``), which the sandbox's making would wait for.
+        stamp, _ = await asyncio.gather(
+            asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays),
+            asyncio.to_thread(namespaces.backend))
         noise: NoiseResult | None = None
         failure: str | None = None
         isolation = res.isolation or "auto"
