@@ -77,6 +77,23 @@ def test_verified_only_with_covering_tests_passing(make_repo):
     assert run_git(repo, "status", "--porcelain") == ""
 
 
+def test_deep_mode_whole_suite_verifies_only_fixes_that_tests_import(make_repo):
+    """In deep mode the whole suite is re-run after the fixes; a green suite
+    says nothing of a module no test imports, so that fix stays tool-verified
+    only, as in quick mode."""
+    repo = make_repo(FILES)
+    req = QERequest(repo, mode="deep", roles=["lint_tester", "unit_tester"], trusted=True)
+    session = QESession(req)
+    asyncio.run(session.run())
+    fixes = {p.files[0]: p for p in session.patches.values() if p.kind == "fix"}
+    calc, lonely = fixes["pkg/calc.py"], fixes["pkg/lonely.py"]
+    assert calc.verified and calc.verified_by == "tests", calc.verification
+    assert "tests re-run" in calc.verification
+    assert not lonely.verified and lonely.label == "tool-verified only", lonely.verification
+    assert "no tests import the changed code" in lonely.verification
+    assert run_git(repo, "status", "--porcelain") == ""
+
+
 def test_untrusted_folder_fixes_are_tool_verified_only(make_repo):
     repo = make_repo(FILES)
     _, fixes = _run(repo, trusted=False)

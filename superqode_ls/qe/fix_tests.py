@@ -29,8 +29,9 @@ async def _restore(session: SandboxSession | None, checkpoint: str) -> None:
 class FixTests:
     """``tests``: the role re-run after the fixes in deep mode (its failures
     before are in ``findings_by_role`` under its name). ``covering``: the
-    tests for fixes when the whole suite is not re-run (quick mode); None with
-    ``no_tests_reason`` saying why. ``probe``: whether the suite can start at
+    tests for fixes when the whole suite is not re-run (quick mode), and in
+    deep mode which tests import a fix's files; None with ``no_tests_reason``
+    saying why. ``probe``: whether the suite can start at
     all, learnt beside the roles (verify_step.SuiteProbe)."""
 
     def __init__(self, *, roles: dict[str, Role], contexts: dict[str, RoleContext],
@@ -155,6 +156,19 @@ class FixTests:
                 out.append((p, f, VerifyResult(
                     p.id, True, r.message.replace(", nothing new)", f", nothing new; covering tests pass: {shown})"),
                     removed=r.removed, level="tests")))
+        return out
+
+    async def without_importers(self, judged: Judged) -> Judged:
+        """Deep mode: the whole suite passing says nothing of a fix that no
+        test imports (flask's ``examples/`` lie outside its tests), so such a
+        fix is tool-verified only, as in quick mode."""
+        if self.covering is None:
+            return judged
+        out = []
+        for p, f, r in judged:
+            if r.verified and not await self.covering.for_files(f):
+                r = _tool_only(r, "no tests import the changed code")
+            out.append((p, f, r))
         return out
 
     async def suite_broken_by_fixes(self) -> tuple[list[str], str | None]:

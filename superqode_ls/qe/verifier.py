@@ -477,6 +477,7 @@ class Verifier:
                             for p, f, r in judged
                         ]
                     else:
+                        judged = await self.fix_tests.without_importers(judged)
                         judged = [
                             (p, f, r if not r.verified else VerifyResult(
                                 p.id, True, r.message.replace(", nothing new)", "; tests re-run, no new failures)"),

@@ -170,9 +170,7 @@ async def verify(
         return
     if probe is not None and python is None and full_suite is False:
         python = probe.ctx.python  # found (or built) by the probe, if it got that far
-    if full_suite:
-        covering, why = None, ""
-    elif session.isolation == "sparse":  # the project's tests are not in it: say so, run none
+    if session.isolation == "sparse":  # the project's tests are not in it: say so, run none
         covering, why = None, "tests not run: the sandbox holds the selected files only"
     else:
         covering, why = covering_tests(roles, contexts, trusted, root, python)
@@ -191,7 +189,7 @@ async def verify(
         sandbox=root, roles=roles, contexts=contexts, findings_by_role=found,
         tests=TEST_ROLE if full_suite else None, session=session, deadline=stop_at,
         covering=covering, no_tests_reason=why or "no tests were run",
-        probe=probe if covering is not None else None,
+        probe=probe if covering is not None and not full_suite else None,
     )
     total = len(todo)
     note = f" (the other {len(over)} over qe.verify_max_fixes)" if over else ""
