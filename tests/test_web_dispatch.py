@@ -193,3 +193,52 @@ def test_ssrf_through_a_helper_is_one_finding_naming_bandits_rule(make_repo):
     assert ("B310", 12) not in by_line
     # bandit's B310 where no request data is shown to reach it stays
     assert ("B310", 17) in by_line
+
+
+REDIRECTS = """from django.shortcuts import redirect
+from django.views.decorators.csrf import csrf_exempt
+from django.core.signing import TimestampSigner
+
+
+def sudo(request):
+    if request.POST.get('code') == '1':
+        request.session['sudo'] = 'on'
+        return redirect(request.path)
+
+
+def after_login(request):
+    url = request.GET.get('next')
+    if url and _allow_redirect(url):
+        return redirect(url)
+    return redirect('index')
+
+
+def unchecked(request):
+    return redirect(request.GET.get('next'))
+
+
+@csrf_exempt
+def unsubscribe(request, signed):
+    username = TimestampSigner().unsign(signed)
+    User.objects.filter(username=username).update(reports=False)
+
+
+@csrf_exempt
+def rename(request):
+    User.objects.filter(id=request.POST['id']).update(name=request.POST['n'])
+"""
+
+
+def test_redirects_to_this_page_or_through_the_projects_own_check_stay_quiet():
+    hits = _hits({"views.py": REDIRECTS}, "views.py")
+    # the neighbours: redirect(request.path) and a URL its own check passed
+    assert [h[1] for h in hits if h[0] == "open-redirect"] == [20]
+    # a view that checks a signed token is not exempt by mistake; one that is, is shown
+    assert [h[1] for h in hits if h[0] == "csrf-disabled"] == [29]
+
+
+def test_a_one_letter_password_filling_a_form_is_no_hard_coded_password():
+    source = ("import requests\nrequests.post(URL, data={'login': 'x', 'password': 'a'})\n"
+              "DB = {'user': 'app', 'password': 'Xk3-prod'}\n")
+    hits = _hits({"scripts.py": source}, "scripts.py")
+    assert [h[1] for h in hits if h[0] == "hardcoded-db-password"] == [3]

@@ -101,6 +101,11 @@ _FILE_SINKS = {"open", "send_file", "FileResponse"}
 _REDIRECTS = {"redirect", "RedirectResponse", "HttpResponseRedirect",
               "HttpResponsePermanentRedirect"}
 _URL_CHECKS = {"url_has_allowed_host_and_scheme", "is_safe_url"}
+# the project's own check of a URL, by its name (``_allow_redirect(url)``,
+# ``is_safe_redirect_url(next)``): a check the rule cannot judge, so it trusts it
+_URL_CHECK_NAME = re.compile(r"(?i)(allow|safe|valid|trust|permit).*(url|redirect|next|host|target"
+                             r"|domain|location)|(url|redirect|next|host|target)_?(is_)?"
+                             r"(allowed|safe|valid|trusted|permitted)")
 _RESPONSES = {"make_response", "HttpResponse", "HTMLResponse", "Response"}
 _XPATH = {"xpath", "XPath", "ETXPath"}
 _LXML_PARSE = {"fromstring", "parse", "XML"}
@@ -157,10 +162,6 @@ def needs(text: str) -> bool:
                     and _FRAMEWORK_TEXT.search(text)))
 
 
-def _calls_named(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Call) and _func_name(n) in names for n in ast.walk(node))
-
-
 def _imported(scopes: Scopes, package: str) -> bool:
     """The module imports ``package`` (at its top level, where imports are)."""
     return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == package
@@ -188,7 +189,9 @@ class _File:
         """The function checks a URL (url_has_allowed_host_and_scheme): once per function."""
         if id(scope) not in self._checked:
             self._checked[id(scope)] = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) \
-                and _calls_named(scope, _URL_CHECKS)
+                and any(isinstance(n, ast.Call) and (
+                    _func_name(n) in _URL_CHECKS or _URL_CHECK_NAME.search(_func_name(n)))
+                    for n in ast.walk(scope))
         return self._checked[id(scope)]
 
     def returns_db(self, call: ast.Call) -> bool:
