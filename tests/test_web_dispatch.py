@@ -16,6 +16,8 @@ from superqode_ls.models import Severity
 from superqode_ls.qe.roles._web import may_match, web_patterns
 from superqode_ls.qe.roles.security import SecurityTester
 from tests.role_helpers import make_ctx, run_role
+from tests.test_context_raise import found_by_security, needs_bandit
+from tests.test_web_quiet import _noise, _shown
 
 FLASK = "from flask import Flask, request\napp = Flask(__name__)\n"
 DB = """import sqlite3
@@ -242,3 +244,27 @@ def test_a_one_letter_password_filling_a_form_is_no_hard_coded_password():
               "DB = {'user': 'app', 'password': 'Xk3-prod'}\n")
     hits = _hits({"scripts.py": source}, "scripts.py")
     assert [h[1] for h in hits if h[0] == "hardcoded-db-password"] == [3]
+
+
+@needs_bandit
+def test_a_cli_commands_own_argument_and_a_fixed_http_url_are_noise(make_repo):
+    repo = make_repo({
+        "cli.py": ("import os\nimport click\n\n\n@click.command()\n@click.argument('lang')\n"
+                   "def init(lang):\n    os.system('pybabel init -l ' + lang)\n\n\n"
+                   "def hook():\n    os.system('notify ' + os.environ['WHO'])\n"),
+        "status.py": ("from urllib.request import Request, urlopen\n\n\ndef check(path):\n"
+                      "    url = f'http://localhost:8000{path}/status/'\n"
+                      "    return urlopen(Request(url)).status\n\n\n"
+                      "def fetch(url):\n    return urlopen(url).read()\n"),
+        "settings.py": ("class Config:\n    WTF_CSRF_ENABLED = True\n\n\n"
+                        "class TestingConfig(Config):\n    TESTING = True\n"
+                        "    WTF_CSRF_ENABLED = False\n\n\n"
+                        "class ProductionConfig(Config):\n    WTF_CSRF_ENABLED = False\n"),
+    })
+    found = found_by_security(repo)
+    _noise(found, "cli.py", 8, "B605")
+    assert _shown(found, "cli.py", 12, "B605")  # a value from elsewhere stays
+    _noise(found, "status.py", 6, "B310")
+    assert _shown(found, "status.py", 10, "B310")  # a parameter's URL may be file:
+    # CSRF off in the test configuration is quiet; in another one it is shown
+    assert [f.range.start_line for f in found if f.rule_id == "csrf-disabled"] == [11]

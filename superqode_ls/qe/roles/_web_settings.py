@@ -139,7 +139,24 @@ def _cors(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
                    Severity.high)
 
 
+def _for_tests(nodes: list[ast.AST]) -> list[tuple[int, int]]:
+    """The lines of the scope's test configuration: a class named for tests
+    (``class TestingConfig(BaseConfig)``), a call or dict that also sets
+    ``TESTING=True``. Flask-WTF's own docs turn CSRF off there for the test
+    client; the app's real configuration is elsewhere."""
+    out = [(n.lineno, n.end_lineno or n.lineno) for n in nodes
+           if isinstance(n, ast.ClassDef) and _TEST_CONFIG.search(n.name)]
+    for n in nodes:
+        pairs = [(kw.arg, kw.value) for kw in n.keywords] if isinstance(n, ast.Call) else (
+            [(_const_str(k), v) for k, v in zip(n.keys, n.values) if k is not None]
+            if isinstance(n, ast.Dict) else [])
+        if any(k == "TESTING" and _is_true(v) for k, v in pairs):
+            out.append((n.lineno, n.end_lineno or n.lineno))
+    return out
+
+
 def _csrf_off(nodes: list[ast.AST]) -> Iterator[Hit]:
+    tests: list[tuple[int, int]] | None = None
     for n in nodes:
         pairs: list[tuple[ast.AST, str | None, ast.AST]] = []
         if isinstance(n, ast.Assign):
@@ -153,6 +170,10 @@ def _csrf_off(nodes: list[ast.AST]) -> Iterator[Hit]:
             pairs.extend((n, _const_str(k), v) for k, v in zip(n.keys, n.values) if k is not None)
         for node, key, value in pairs:
             if key in _CSRF_FLAGS and _is_false(value):
+                if tests is None:
+                    tests = _for_tests(nodes)
+                if any(lo <= node.lineno <= hi for lo, hi in tests):
+                    continue
                 yield (node, "csrf-disabled", "CSRF protection turned off",
                        (f"{key} = False turns off the forms' CSRF tokens: another site's page "
                         "can submit them as the logged-in user. Keep it on (exempt only "
@@ -175,6 +196,7 @@ def _middleware(nodes: list[ast.AST], rel: str) -> Iterator[Hit]:
                         "Put it back."), Severity.medium)
 
 
+_TEST_CONFIG = re.compile(r"(?i)test")
 _SIGNED = {"unsign", "unsign_object", "compare_digest", "check_token", "verify_signature",
            "check_signature", "constant_time_compare"}
 
