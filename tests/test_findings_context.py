@@ -350,6 +350,15 @@ CONTEXT_CASES = {
         "def git_object_id(password):\n"
         "    return hashlib.sha1(password).hexdigest()\n")},
         [("srv/ws.py", 8, "B324", "RFC 6455")], [("srv/ws.py", 12, "B324"), ("srv/ws.py", 16, "B324")]),
+    # Gravatar's URL is the MD5 of an e-mail address; a token's MD5 stays
+    "gravatar-md5": ({"app/models.py": (
+        "from hashlib import md5\n\n\n"
+        "def avatar(email, size):\n"
+        "    digest = md5(email.lower().encode()).hexdigest()\n"
+        "    return f'https://www.gravatar.com/avatar/{digest}?s={size}'\n\n\n"
+        "def avatar_login(email, token):\n"
+        "    return md5((email + token).encode()).hexdigest()\n")},
+        [("app/models.py", 5, "B324", "Gravatar")], [("app/models.py", 10, "B324")]),
     # uvicorn's "running on" line; bound, also through a formatted address, stays
     "address-shown": ({"srv/run.py": (
         "import logging\nimport socket\n\nlogger = logging.getLogger(__name__)\n\n\n"
