@@ -268,3 +268,14 @@ def test_a_cli_commands_own_argument_and_a_fixed_http_url_are_noise(make_repo):
     assert _shown(found, "status.py", 10, "B310")  # a parameter's URL may be file:
     # CSRF off in the test configuration is quiet; in another one it is shown
     assert [f.range.start_line for f in found if f.rule_id == "csrf-disabled"] == [11]
+
+
+@needs_bandit
+def test_all_interfaces_as_an_options_default_is_noise_bound_in_code_stays(make_repo):
+    repo = make_repo({"smtpd.py": (
+        "import argparse\nimport socket\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--host', help='address', default='0.0.0.0')\n"
+        "sock = socket.socket()\nsock.bind(('0.0.0.0', 25))\n")})
+    found = found_by_security(repo)
+    _noise(found, "smtpd.py", 5, "B104")
+    assert _shown(found, "smtpd.py", 7, "B104")

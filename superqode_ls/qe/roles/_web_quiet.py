@@ -24,7 +24,8 @@ away), never dropped.
   (the debugger is then open to the network), and so does a socket bound by
   hand;
 - a command-line tool's shell call of its own arguments, ``urlopen`` of a
-  fixed http(s) URL: see ``_web_quiet_tools``.
+  fixed http(s) URL, B104 on a command-line option's default: see
+  ``_web_quiet_tools``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ...models import Finding, Severity
 from ...workspace.pyast import parse as parse_python
 from ..codegen import Scopes
 from ..context import mark_noise
-from ._web_quiet_tools import cli_argument_shell, fixed_scheme_urlopen
+from ._web_quiet_tools import cli_argument_shell, fixed_scheme_urlopen, option_default_address
 from ._web_sinks import from_request
 
 _SQL_RULES = frozenset({"sql-injection", "B608", "S608"})
@@ -86,7 +87,7 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None]) -> list[Fi
             elif "path-traversal" in rules:
                 why = _segment_with_suffix(s, line)
             elif rules & _BIND_RULES and not rules & {"B201", "debug-mode"}:
-                why = _bind_without_debug(s, line)
+                why = _bind_without_debug(s, line) or option_default_address(s, line)
             elif f.rule_id in _SHELL_RULES and "command-injection" not in rules:
                 why = cli_argument_shell(s, line)
             elif f.rule_id in _URLOPEN_RULES and "ssrf" not in rules:

@@ -10,7 +10,9 @@
   ``https://`` (a literal, an f-string or ``+`` starting with one, also
   through a local name or ``Request(url)``): B310 warns of ``file:`` and
   custom schemes, which such a URL cannot have. A URL from a parameter or
-  the request stays (and ``_web_flows`` reports the request's as ``ssrf``).
+  the request stays (and ``_web_flows`` reports the request's as ``ssrf``);
+- B104 (all interfaces) as a command-line option's default: the operator
+  picks where the server listens; an address bound in the code stays.
 """
 
 from __future__ import annotations
@@ -69,3 +71,19 @@ def fixed_scheme_urlopen(s: Scopes, line: int) -> str | None:
                             for c in opens):
         return None
     return "the URL's scheme is fixed to http(s) in the code: no file: or custom scheme reaches it"
+
+
+_OPTION_CALLS = frozenset({"add_argument", "option", "Option", "add_option"})
+
+
+def option_default_address(s: Scopes, line: int) -> str | None:
+    """B104 on a command-line option's default (``parser.add_argument("--host",
+    default="0.0.0.0")``, ``@click.option("--host", default=...)``): the
+    operator who starts the server picks where it listens."""
+    for c in s.calls_on(line):
+        if _decorator_name(c) in _OPTION_CALLS and any(
+                k.arg == "default" and isinstance(k.value, ast.Constant)
+                and k.value.value in ("0.0.0.0", "::") for k in c.keywords):
+            return ("it is a command-line option's default: where the server listens is the "
+                    "choice of whoever starts it")
+    return None
