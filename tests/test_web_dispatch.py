@@ -279,3 +279,37 @@ def test_all_interfaces_as_an_options_default_is_noise_bound_in_code_stays(make_
     found = found_by_security(repo)
     _noise(found, "smtpd.py", 5, "B104")
     assert _shown(found, "smtpd.py", 7, "B104")
+
+
+API_VIEWS = """from django.views.decorators.csrf import csrf_exempt
+from .decorators import authorize
+
+
+@csrf_exempt
+@authorize
+def pause(request, code):
+    Check.objects.filter(code=code).update(paused=True)
+
+
+@csrf_exempt
+def ping(request, ping_key, slug):
+    Ping.objects.create(key=ping_key, slug=slug)
+
+
+@csrf_exempt
+@authorize
+def rename(request, code):
+    Check.objects.filter(code=code, owner=request.user).update(name=request.POST['n'])
+
+
+@csrf_exempt
+def anyone(request):
+    Note.objects.create(text=request.POST['t'])
+"""
+
+
+def test_an_exempt_view_authenticated_by_its_own_key_is_quiet():
+    hits = _hits({"api/views.py": API_VIEWS}, "api/views.py")
+    # an API key (decorator) or a URL key: no cookie for another site to ride;
+    # the session's user, or no authentication at all (an intranet), stays
+    assert [h[1] for h in hits if h[0] == "csrf-disabled"] == [16, 22]

@@ -201,6 +201,46 @@ _SIGNED = {"unsign", "unsign_object", "compare_digest", "check_token", "verify_s
            "check_signature", "constant_time_compare"}
 
 
+# what acts as the browser's logged-in user: CSRF rides on that cookie
+_SESSION_NAMES = re.compile(r"(?i)login|is_authenticated|current_user|session|permission"
+                            r"|user_passes|staff|superuser|admin")
+
+
+def _session_user(scope: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> bool:
+    """The view acts as the session's user: it reads ``request.user`` or
+    ``request.session``, or a decorator or call names a login
+    (``@login_required``, ``@staff_member_required``). A view that does
+    neither (an API key in a header, a ping URL's key) gives another site's
+    page nothing its own request could not do."""
+    for d in scope.decorator_list:
+        if _SESSION_NAMES.search(_name_of(d.func if isinstance(d, ast.Call) else d) or ""):
+            return True
+    return any(isinstance(n, ast.Attribute) and (n.attr in ("user", "session", "auth")
+                                                 or _SESSION_NAMES.search(n.attr))
+               or isinstance(n, ast.Name) and _SESSION_NAMES.search(n.id)
+               for n in nodes)
+
+
+_TOKEN_NAMES = re.compile(r"(?i)auth|api_?key|token|signature|hmac")
+
+
+def _token_auth(scope: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> bool:
+    """The view is authenticated by what the request itself carries: a
+    decorator named for it (``@authorize``, ``@api_key_required``), a key or
+    token in its URL (``ping_key``), or a header it reads. A view with no
+    authentication at all stays: on an intranet, another site's page still
+    reaches it through the user's browser."""
+    if any(_TOKEN_NAMES.search(_name_of(d.func if isinstance(d, ast.Call) else d) or "")
+           for d in scope.decorator_list):
+        return True
+    a = scope.args
+    if any(_TOKEN_NAMES.search(p.arg) or p.arg.endswith("key")
+           for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)):
+        return True
+    return any(isinstance(n, ast.Attribute) and n.attr in ("headers", "META")
+               and _name_of(n.value) == "request" for n in nodes)
+
+
 def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
     if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         return
@@ -216,7 +256,8 @@ def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
     # a view that checks a signature of its own (an emailed link's signed
     # token, a webhook's HMAC) is authenticated by it, not by the cookie that
     # another site's page could send
-    if writes and not any(isinstance(n, ast.Call) and _func_name(n) in _SIGNED for n in nodes):
+    if writes and not any(isinstance(n, ast.Call) and _func_name(n) in _SIGNED for n in nodes) \
+            and (_session_user(scope, nodes) or not _token_auth(scope, nodes)):
         yield (mark, "csrf-disabled", "View that changes state exempt from CSRF",
                (f"@csrf_exempt on {scope.name}(), which changes state: another site's page "
                 "can make the logged-in user's browser call it. Keep the CSRF check (send "
