@@ -313,3 +313,31 @@ def test_an_exempt_view_authenticated_by_its_own_key_is_quiet():
     # an API key (decorator) or a URL key: no cookie for another site to ride;
     # the session's user, or no authentication at all (an intranet), stays
     assert [h[1] for h in hits if h[0] == "csrf-disabled"] == [16, 22]
+
+
+TORNADO = """import tornado.template
+import tornado.web
+
+
+class Hello(tornado.web.RequestHandler):
+    def get(self):
+        name = self.get_argument('name', '')
+        page = TEMPLATE.replace('NAMEHERE', name)
+        self.write(tornado.template.Template(page).generate())
+
+    def post(self):
+        self.redirect(self.get_body_argument('next'))
+
+    def put(self):
+        page = tornado.template.Template('<p>{{ name }}</p>')
+        self.write(page.generate(name=self.get_argument('n')))
+        self.redirect('/done?n=' + self.get_argument('n'))
+"""
+
+
+def test_a_tornado_handlers_arguments_are_request_data():
+    hits = _hits({"server.py": TORNADO}, "server.py")
+    # the argument pasted into a template's source; a redirect to the body's URL;
+    # quiet: the argument given to a constant template, a redirect with a fixed prefix
+    assert [(r, line) for r, line, _s in hits] == [("open-redirect", 12),
+                                                   ("template-injection", 9)]

@@ -73,6 +73,9 @@ class Raw:
             name = _func_name(node)
             if isinstance(node.func, ast.Name) and name in self.readers:
                 return True
+            if isinstance(node.func, ast.Attribute) and name.startswith("get_") \
+                    and name.endswith(("argument", "arguments")):
+                return self._request(node.func)  # Tornado's self.get_argument("q")
             if isinstance(node.func, ast.Attribute) and name in _READS:
                 return self._request(node.func.value) or self.text(node.func.value, carry)
             if name in _SAME_TEXT or (carry and name in _CARRY):
