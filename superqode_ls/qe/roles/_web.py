@@ -41,9 +41,8 @@ from ...models import Severity
 from ._secrets import MESSAGE
 from ._web_calls import Callees, arguments, imported, where
 from ._web_flows import CWE as _FLOW_CWE
-from ._web_flows import SQL_RULE, summarize
+from ._web_flows import SQL_RULE, _root, request_flows, summarize
 from ._web_flows import needs as _needs_flows
-from ._web_flows import request_flows
 from ._web_settings import CWE as _SETTINGS_CWE
 from ._web_settings import needs as _needs_settings
 from ._web_settings import web_settings
@@ -181,13 +180,6 @@ def _project_runs(scopes: Scopes, rel: str, read: Callable[[str], str | None] | 
                 out[id(call)] = (arg, where(name, summary))
                 break
     return out
-
-
-def _root(call: ast.Call) -> str:
-    f = call.func
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
-        return f.value.id
-    return f.id if isinstance(f, ast.Name) else ""
 
 
 def _sql_injection(scopes: Scopes, rel: str = "",

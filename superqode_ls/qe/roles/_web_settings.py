@@ -151,7 +151,8 @@ def _for_tests(nodes: list[ast.AST]) -> list[tuple[int, int]]:
             [(_const_str(k), v) for k, v in zip(n.keys, n.values) if k is not None]
             if isinstance(n, ast.Dict) else [])
         if any(k == "TESTING" and _is_true(v) for k, v in pairs):
-            out.append((n.lineno, n.end_lineno or n.lineno))
+            line = getattr(n, "lineno", 0)
+            out.append((line, getattr(n, "end_lineno", None) or line))
     return out
 
 
@@ -172,7 +173,7 @@ def _csrf_off(nodes: list[ast.AST]) -> Iterator[Hit]:
             if key in _CSRF_FLAGS and _is_false(value):
                 if tests is None:
                     tests = _for_tests(nodes)
-                if any(lo <= node.lineno <= hi for lo, hi in tests):
+                if any(lo <= getattr(node, "lineno", 0) <= hi for lo, hi in tests):
                     continue
                 yield (node, "csrf-disabled", "CSRF protection turned off",
                        (f"{key} = False turns off the forms' CSRF tokens: another site's page "
