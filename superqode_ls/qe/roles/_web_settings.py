@@ -198,8 +198,9 @@ def _middleware(nodes: list[ast.AST], rel: str) -> Iterator[Hit]:
 
 
 _TEST_CONFIG = re.compile(r"(?i)test")
-_SIGNED = {"unsign", "unsign_object", "compare_digest", "check_token", "verify_signature",
-           "check_signature", "constant_time_compare"}
+# a signature checked by the view (``unsign``, ``unsign_bounce_id``, ``compare_digest``)
+_SIGNED = re.compile(r"(?i)^unsign|compare_digest|^check_token$|^(verify|check)_?sig"
+                     r"|constant_time_compare")
 
 
 # what acts as the browser's logged-in user: CSRF rides on that cookie
@@ -235,7 +236,9 @@ def _token_auth(scope: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.A
            for d in scope.decorator_list):
         return True
     a = scope.args
+    # a key in the URL, also an unguessable UUID (``<uuid:code>``, ``code: UUID``)
     if any(_TOKEN_NAMES.search(p.arg) or p.arg.endswith("key")
+           or (p.annotation is not None and _name_of(p.annotation) == "UUID")
            for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)):
         return True
     return any(isinstance(n, ast.Attribute) and n.attr in ("headers", "META")
@@ -257,7 +260,7 @@ def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
     # a view that checks a signature of its own (an emailed link's signed
     # token, a webhook's HMAC) is authenticated by it, not by the cookie that
     # another site's page could send
-    if writes and not any(isinstance(n, ast.Call) and _func_name(n) in _SIGNED for n in nodes) \
+    if writes and not any(isinstance(n, ast.Call) and _SIGNED.search(_func_name(n)) for n in nodes) \
             and (_session_user(scope, nodes) or not _token_auth(scope, nodes)):
         yield (mark, "csrf-disabled", "View that changes state exempt from CSRF",
                (f"@csrf_exempt on {scope.name}(), which changes state: another site's page "
