@@ -257,6 +257,22 @@ def _lint(repo):
 
 
 @needs_bandit
+def test_django_mark_safe_of_escaped_text_is_noise_of_outside_text_stays(make_repo):
+    repo = make_repo({"app/templatetags/extras.py": (
+        "from django.utils.html import escape\n"
+        "from django.utils.safestring import mark_safe\n\n\n"
+        "def mangle_link(s):\n"
+        "    return mark_safe(escape(s).replace('.', '<span>.</span>'))\n\n\n"
+        "def raw(s):\n"
+        "    return mark_safe(s)\n")})
+    found = _security(repo)
+    noisy = [f for f in found if f.file.endswith("extras.py") and f.range.start_line == 6]
+    assert noisy and all(f.noise and "already escaped" in f.noise for f in noisy)
+    kept = [f for f in found if f.file.endswith("extras.py") and f.range.start_line == 10]
+    assert kept and all(f.noise is None for f in kept)
+
+
+@needs_bandit
 def test_markup_on_escaped_or_rendered_text_is_noise_on_outside_text_stays(make_repo):
     repo = make_repo({
         "web/views.py": (

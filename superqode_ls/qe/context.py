@@ -461,7 +461,7 @@ def apply_context(
             why = _not_bound(scopes, f.range.start_line) if scopes is not None else None
             if why is not None:
                 f = mark_noise(f, why, Severity.info)
-        elif (rule == "B704" and f.file and f.range and modules is not None
+        elif (rule in ("B704", "B308", "B703") and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py")):
             scopes = modules.scopes(f.file)
             why = already_safe(scopes, f.range.start_line, f.file) if scopes else None
