@@ -245,6 +245,18 @@ def _token_auth(scope: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.A
                and _name_of(n.value) == "request" for n in nodes)
 
 
+_READ_SQL = re.compile(r"(?is)^\s*(select|with)\b(?!.*\b(insert|update|delete)\b)")
+
+
+def _reads(call: ast.Call, constants: dict[str, str]) -> bool:
+    """An ``execute()`` of a constant query that only reads (``SELECT``)."""
+    if _func_name(call) not in ("execute", "executemany") or not call.args:
+        return False
+    sql = call.args[0]
+    text = constants.get(sql.id) if isinstance(sql, ast.Name) else _const_str(sql)
+    return bool(text and _READ_SQL.match(text))
+
+
 def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
     if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         return
@@ -253,7 +265,11 @@ def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
         return
     # reading the POST body alone changes nothing; a write does (also a
     # queryset's update(): ``User.objects.filter(...).update(...)``)
-    writes = any(isinstance(n, ast.Call) and (_func_name(n) in _WRITES or (
+    constants = {t.id: text for n in nodes if isinstance(n, ast.Assign)
+                 and (text := _const_str(n.value)) is not None
+                 for t in n.targets if isinstance(t, ast.Name)}
+    writes = any(isinstance(n, ast.Call) and ((_func_name(n) in _WRITES and not _reads(n, constants))
+                                              or (
         _func_name(n) == "update" and isinstance(n.func, ast.Attribute)
         and isinstance(n.func.value, ast.Call)
         and _func_name(n.func.value) in ("filter", "exclude", "all"))) for n in nodes)
