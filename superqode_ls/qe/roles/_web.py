@@ -154,16 +154,23 @@ def _project_runs(scopes: Scopes, rel: str, read: Callable[[str], str | None] | 
     ``execute()``/``text()``/``raw()`` (``_web_flows``' summaries), whatever
     its name, handed SQL text built in this file: each call's SQL argument
     and the chain to where it runs (``fetch_all() → execute() at db.py:4``)."""
-    if read is None:
+    if read is None or not scopes:
+        return {}
+    # only calls through a name the module imports can reach another module
+    bound = {a.asname or a.name.split(".")[0] for n in scopes[0][1]
+             if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    candidates = [n for _s, nodes in scopes for n in nodes
+                  if isinstance(n, ast.Call) and _root(n) in bound and (n.args or n.keywords)
+                  and sql_argument(n, helpers) is None]
+    if not candidates:
         return {}
     built_names = {t.id for _s, nodes in scopes for n in nodes
                    if isinstance(n, ast.Assign | ast.AugAssign) and _built_sql(n.value)
                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                    if isinstance(t, ast.Name)}
-    calls = [n for _s, nodes in scopes for n in nodes
-             if isinstance(n, ast.Call) and sql_argument(n, helpers) is None
-             and any(_built_sql(a) or isinstance(a, ast.Name) and a.id in built_names
-                     for a in [*n.args, *(k.value for k in n.keywords)])]
+    calls = [n for n in candidates
+             if any(_built_sql(a) or isinstance(a, ast.Name) and a.id in built_names
+                    for a in [*n.args, *(k.value for k in n.keywords)])]
     wanted = {r for c in calls if (r := _root(c))}
     if not wanted:
         return {}
