@@ -364,3 +364,11 @@ def test_a_tornado_handlers_arguments_are_request_data():
     # quiet: the argument given to a constant template, a redirect with a fixed prefix
     assert [(r, line) for r, line, _s in hits] == [("open-redirect", 12),
                                                    ("template-injection", 9)]
+
+
+@needs_bandit
+def test_a_chat_bots_command_is_no_command_line_tool(make_repo):
+    repo = make_repo({"bot.py": (
+        "import os\nfrom discord.ext import commands\n\nbot = commands.Bot('!')\n\n\n"
+        "@bot.command()\nasync def ping(ctx, host):\n    os.system('ping -c1 ' + host)\n")})
+    assert _shown(found_by_security(repo), "bot.py", 9, "B605")

@@ -2,7 +2,8 @@
 (``_web_quiet`` calls these; low noise, never dropped):
 
 - a shell call (B602/B604/B605) in a command-line command (``@click.command``,
-  ``@app.cli.command``, typer's ``@app.command``) built only from that
+  ``@app.cli.command``, typer's ``@app.command``; not a chat bot's
+  ``@bot.command``, whose arguments come from strangers) built only from that
   command's own arguments (``os.system("pybabel init -l " + lang)``): whoever
   passes the argument runs the tool in their own shell already. A value from
   anywhere else (a file, a setting, the network) stays;
@@ -30,13 +31,27 @@ def _decorator_name(d: ast.AST) -> str:
     return f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
 
 
+def _cli_decorator(d: ast.AST, tree: ast.AST) -> bool:
+    """A command-line framework's command: Flask's ``app.cli.command``, or a
+    module that imports click or typer. A chat bot's ``@bot.command()``
+    (discord.py) takes its arguments from strangers and is no such tool."""
+    text = ast.unparse(d.func if isinstance(d, ast.Call) else d)
+    if text.startswith(("click.", "cli.")) or ".cli." in text:
+        return True
+    return any(isinstance(n, ast.Import | ast.ImportFrom) and any(
+        m.split(".")[0] in ("click", "typer") for m in (
+            [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]))
+        for n in getattr(tree, "body", []))
+
+
 def cli_argument_shell(s: Scopes, line: int) -> str | None:
     calls = s.calls_on(line)
     if not calls:
         return None
     func = s.function_of(calls[0])
     if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) or not any(
-            _decorator_name(d) in _CLI_DECORATORS for d in func.decorator_list):
+            _decorator_name(d) in _CLI_DECORATORS and _cli_decorator(d, s.tree)
+            for d in func.decorator_list):
         return None
     a = func.args
     params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
