@@ -204,7 +204,7 @@ _SIGNED = re.compile(r"(?i)^unsign|compare_digest|^check_token$|^(verify|check)_
 
 
 # what acts as the browser's logged-in user: CSRF rides on that cookie
-_SESSION_NAMES = re.compile(r"(?i)login|is_authenticated|current_user|session|permission"
+_SESSION_NAMES = re.compile(r"(?i)login|authenticated|current_user|session|permission"
                             r"|user_passes|staff|superuser|admin")
 
 
