@@ -257,6 +257,22 @@ def _lint(repo):
 
 
 @needs_bandit
+def test_django_mark_safe_of_escaped_text_is_noise_of_outside_text_stays(make_repo):
+    repo = make_repo({"app/templatetags/extras.py": (
+        "from django.utils.html import escape\n"
+        "from django.utils.safestring import mark_safe\n\n\n"
+        "def mangle_link(s):\n"
+        "    return mark_safe(escape(s).replace('.', '<span>.</span>'))\n\n\n"
+        "def raw(s):\n"
+        "    return mark_safe(s)\n")})
+    found = _security(repo)
+    noisy = [f for f in found if f.file.endswith("extras.py") and f.range.start_line == 6]
+    assert noisy and all(f.noise and "already escaped" in f.noise for f in noisy)
+    kept = [f for f in found if f.file.endswith("extras.py") and f.range.start_line == 10]
+    assert kept and all(f.noise is None for f in kept)
+
+
+@needs_bandit
 def test_markup_on_escaped_or_rendered_text_is_noise_on_outside_text_stays(make_repo):
     repo = make_repo({
         "web/views.py": (
@@ -350,6 +366,15 @@ CONTEXT_CASES = {
         "def git_object_id(password):\n"
         "    return hashlib.sha1(password).hexdigest()\n")},
         [("srv/ws.py", 8, "B324", "RFC 6455")], [("srv/ws.py", 12, "B324"), ("srv/ws.py", 16, "B324")]),
+    # Gravatar's URL is the MD5 of an e-mail address; a token's MD5 stays
+    "gravatar-md5": ({"app/models.py": (
+        "from hashlib import md5\n\n\n"
+        "def avatar(email, size):\n"
+        "    digest = md5(email.lower().encode()).hexdigest()\n"
+        "    return f'https://www.gravatar.com/avatar/{digest}?s={size}'\n\n\n"
+        "def avatar_login(email, token):\n"
+        "    return md5((email + token).encode()).hexdigest()\n")},
+        [("app/models.py", 5, "B324", "Gravatar")], [("app/models.py", 10, "B324")]),
     # uvicorn's "running on" line; bound, also through a formatted address, stays
     "address-shown": ({"srv/run.py": (
         "import logging\nimport socket\n\nlogger = logging.getLogger(__name__)\n\n\n"

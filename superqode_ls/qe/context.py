@@ -332,11 +332,15 @@ def _name_use(scopes: Scopes, name: str, scope: ast.AST, after: int) -> str:
 
 # What a protocol's hash never takes: a password or a secret.
 _PASSWORD_LIKE = re.compile(r"(?i)passw|pwd|secret|token|salt|credential")
+# an avatar's e-mail digest (Gravatar's URLs are the MD5 of the address)
+_GRAVATAR = re.compile(r"(?i)avatar.*\bemail|\bemail\b.*avatar")
 # What a cache of one's own is not read from.
 _FROM_OUTSIDE = re.compile(r"(?i)request|\breq\b|body|recv|socket|cookie|header|form|upload")
 
 
 def _protocol_hash(f: Finding, text: str, module_text: str) -> str | None:
+    if "md5" in text.lower() and _GRAVATAR.search(text) and not _PASSWORD_LIKE.search(text):
+        return "the MD5 of an e-mail address, which Gravatar's avatar URL takes"
     if "sha1" not in text.lower() and "sha-1" not in text.lower():
         return None
     if _PASSWORD_LIKE.search(text):
@@ -457,7 +461,7 @@ def apply_context(
             why = _not_bound(scopes, f.range.start_line) if scopes is not None else None
             if why is not None:
                 f = mark_noise(f, why, Severity.info)
-        elif (rule == "B704" and f.file and f.range and modules is not None
+        elif (rule in ("B704", "B308", "B703") and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py")):
             scopes = modules.scopes(f.file)
             why = already_safe(scopes, f.range.start_line, f.file) if scopes else None

@@ -40,7 +40,7 @@ _DEPTH = 12
 def _markup_call(call: ast.Call) -> bool:
     f = call.func
     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-    return name == "Markup"
+    return name in ("Markup", "mark_safe")  # Django's mark_safe is B308/B703
 
 
 def already_safe(scopes: Scopes, line: int, rel: str) -> str | None:

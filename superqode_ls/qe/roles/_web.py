@@ -39,9 +39,10 @@ from collections.abc import Callable, Iterator
 
 from ...models import Severity
 from ._secrets import MESSAGE
+from ._web_calls import Callees, arguments, imported, where
 from ._web_flows import CWE as _FLOW_CWE
+from ._web_flows import SQL_RULE, _root, request_flows, summarize
 from ._web_flows import needs as _needs_flows
-from ._web_flows import request_flows
 from ._web_settings import CWE as _SETTINGS_CWE
 from ._web_settings import needs as _needs_settings
 from ._web_settings import web_settings
@@ -86,6 +87,9 @@ _NEEDS_SQL = re.compile(r"(?i)\.(execute|executemany|executescript|mogrify|raw|f
 _NEEDS_SQL_TEXT = re.compile(r"\btext\s*\(")
 _NEEDS_SQL_HELPER = re.compile(r"(?i)\b(query_?db|db_?query|run_?(sql|query)|exec(ute)?_?(sql|query)"
                                r"|raw_?query|sql_?(query|exec(ute)?))\b")
+# an SQL statement written in the file (it may be run by a project module's helper)
+_NEEDS_SQL_STATEMENT = re.compile(r"(?i)[\"'(]\s*(select\s[^\"']*\bfrom|insert\s+into|update\s+\w+\s+set"
+                                  r"|delete\s+from)\b")
 _NEEDS_SQL_WORD = re.compile(r"(?i)\b(select|insert|update|delete|create|drop|alter|where)\b")
 _NEEDS_CALLS = re.compile(
     r"(?i)(autoescape\s*=\s*False|debug\s*=\s*True|httponly\s*=\s*False|set_cookie"
@@ -107,7 +111,8 @@ def _needs(text: str) -> set[str]:
     out = set()
     if ((_NEEDS_SQL.search(text) or _NEEDS_SQL_HELPER.search(text))
             and _NEEDS_SQL_WORD.search(text)) \
-            or ("sqlalchemy" in text and _NEEDS_SQL_TEXT.search(text)):
+            or ("sqlalchemy" in text and _NEEDS_SQL_TEXT.search(text)) \
+            or _NEEDS_SQL_STATEMENT.search(text):
         out.add("sql")
     if _NEEDS_CALLS.search(text):
         out.add("calls")
@@ -143,12 +148,56 @@ def _built_sql(node: ast.AST) -> bool:
 _SQL_PIECE = re.compile(r"(?i)(sql|query|stmt|statement|clause|where|^q)$")
 
 
-def _sql_injection(scopes: Scopes) -> Iterator[Hit]:
+def _project_runs(scopes: Scopes, rel: str, read: Callable[[str], str | None] | None,
+                  helpers: dict[str, int]) -> dict[int, tuple[ast.AST, str]]:
+    """Calls of an imported project module's helper whose parameter reaches
+    ``execute()``/``text()``/``raw()`` (``_web_flows``' summaries), whatever
+    its name, handed SQL text built in this file: each call's SQL argument
+    and the chain to where it runs (``fetch_all() → execute() at db.py:4``)."""
+    if read is None or not scopes:
+        return {}
+    # only calls through a name the module imports can reach another module
+    bound = {a.asname or a.name.split(".")[0] for n in scopes[0][1]
+             if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    candidates = [n for _s, nodes in scopes for n in nodes
+                  if isinstance(n, ast.Call) and _root(n) in bound and (n.args or n.keywords)
+                  and sql_argument(n, helpers) is None]
+    if not candidates:
+        return {}
+    built_names = {t.id for _s, nodes in scopes for n in nodes
+                   if isinstance(n, ast.Assign | ast.AugAssign) and _built_sql(n.value)
+                   for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                   if isinstance(t, ast.Name)}
+    calls = [n for n in candidates
+             if any(_built_sql(a) or isinstance(a, ast.Name) and a.id in built_names
+                    for a in [*n.args, *(k.value for k in n.keywords)])]
+    wanted = {r for c in calls if (r := _root(c))}
+    if not wanted:
+        return {}
+    callees: Callees = imported(scopes, rel, read, summarize, wanted=wanted)
+    out: dict[int, tuple[ast.AST, str]] = {}
+    for call in calls:
+        found = callees.lookup(call)
+        if found is None:
+            continue
+        name, (params, sinks) = found
+        for param, arg in arguments(call, params).items():
+            summary = sinks.get(param)
+            if summary is not None and summary[0] == SQL_RULE:
+                out[id(call)] = (arg, where(name, summary))
+                break
+    return out
+
+
+def _sql_injection(scopes: Scopes, rel: str = "",
+                   read: Callable[[str], str | None] | None = None) -> Iterator[Hit]:
     helpers = sql_helpers(scopes)
+    project = _project_runs(scopes, rel, read, helpers)
     for _scope, nodes in scopes:
         built_in: dict[str, ast.AST] = {}  # variable -> the expression that built SQL into it
         runs = {id(n): a for n in nodes if isinstance(n, ast.Call)
                 and (a := sql_argument(n, helpers)) is not None}
+        runs.update({i: a for n in nodes if (i := id(n)) in project and (a := project[i][0])})
         # SQLAlchemy's text() holds SQL whatever its words (a bare WHERE
         # clause: filter(text("title = '%s'" % t)))
         texts = {i for i, n in ((id(n), n) for n in nodes if isinstance(n, ast.Call))
@@ -178,11 +227,11 @@ def _sql_injection(scopes: Scopes) -> Iterator[Hit]:
                 # one SQL text run twice is one flaw
                 if where is not None and id(where) not in seen:
                     seen.add(id(where))
-                    name = _func_name(node)
+                    name = project[id(node)][1] if id(node) in project else f"{_func_name(node)}()"
                     yield (
                         where, "sql-injection", "SQL built from a value by string formatting",
                         (f"This SQL text is built by formatting a value into it and run by "
-                         f"{name}() (line {node.lineno}): SQL injection. Pass the "
+                         f"{name} (line {node.lineno}): SQL injection. Pass the "
                          "values as query parameters instead."),
                         Severity.high,
                     )
@@ -270,8 +319,10 @@ def _session_cookie(node: ast.Call) -> bool:
 
 def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
     text = _const_str(value)
-    if text is None or _PLACEHOLDER.match(text) or text.lower() == key.lower() \
-            or MESSAGE.match(text):
+    # one to three characters ("a", "x1") fill a form in a script or a test:
+    # no password anyone deploys with
+    if text is None or len(text) < 4 or _PLACEHOLDER.match(text) \
+            or text.lower() == key.lower() or MESSAGE.match(text):
         return
     yield (value, "hardcoded-db-password", "Hard-coded password in configuration",
            (f"The {key!r} setting is a literal in the code; anyone with the source has it. "
@@ -339,7 +390,7 @@ def _web_hits(tree: ast.AST, rel: str, text: str | None,
              else {"sql", "calls", "sinks", "flows", "shell", "settings"})
     scopes = scoped(tree) if needs & {"sql", "sinks", "flows", "settings"} else []
     if "sql" in needs:
-        yield from _sql_injection(scopes)
+        yield from _sql_injection(scopes, rel, read)
     if "calls" in needs:
         yield from _calls(tree, rel)
     if "sinks" in needs:

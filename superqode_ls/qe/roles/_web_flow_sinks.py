@@ -9,11 +9,14 @@ import re
 from collections.abc import Callable, Iterator
 
 from ...models import Severity
-from ._web_sinks import Hit, _const_str, _func_name, _keyword, built
+from ._web_sinks import Hit, _const_str, _func_name, _keyword, _name_of, built
 from ._web_taint import Raw
 from ._web_templates import Read, first_unsafe, unsafe_line
 
 _SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
+# the request's own URL: attributes, and methods that give it
+_SELF_URLS = {"path", "path_info", "full_path", "url", "base_url"}
+_SELF_CALLS = {"get_full_path", "build_absolute_uri", "get_full_path_info"}
 _XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
 _CLIENTS = {"requests", "httpx"}
 # a constant scheme and host in front of the URL: the request picks a path
@@ -86,10 +89,21 @@ def _url_flow(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw
         yield hit
 
 
+def _this_page(node: ast.AST) -> bool:
+    """The URL of the request itself (``redirect(request.path)`` after a
+    POST): this site's page, wherever the link came from."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node, names = node.func, _SELF_CALLS
+    else:
+        names = _SELF_URLS
+    return isinstance(node, ast.Attribute) and node.attr in names \
+        and _name_of(node.value) == "request"
+
+
 def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw
               ) -> Iterator[Hit]:
     yield from _url_flow(call, url, values, raw, lambda part: _fixed_prefix(part) or (
-        isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL), (
+        isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL) or _this_page(part), (
         call, "open-redirect", "Redirect to a URL the request gives",
         (f"{_func_name(call)}() sends the user to a URL taken from the request: a link to "
          "this site forwards to any other (phishing, token theft). Redirect only to "

@@ -87,6 +87,7 @@ from ._web_sinks import (
     registered,
     request_params,
     route,
+    sql_argument,
 )
 from ._web_stored import _MARK_SAFE, db_read, owners_of, stored_xss, writes
 from ._web_taint import Raw, readers
@@ -100,6 +101,11 @@ _FILE_SINKS = {"open", "send_file", "FileResponse"}
 _REDIRECTS = {"redirect", "RedirectResponse", "HttpResponseRedirect",
               "HttpResponsePermanentRedirect"}
 _URL_CHECKS = {"url_has_allowed_host_and_scheme", "is_safe_url"}
+# the project's own check of a URL, by its name (``_allow_redirect(url)``,
+# ``is_safe_redirect_url(next)``): a check the rule cannot judge, so it trusts it
+_URL_CHECK_NAME = re.compile(r"(?i)(allow|safe|valid|trust|permit).*(url|redirect|next|host|target"
+                             r"|domain|location)|(url|redirect|next|host|target)_?(is_)?"
+                             r"(allowed|safe|valid|trusted|permitted)")
 _RESPONSES = {"make_response", "HttpResponse", "HTMLResponse", "Response"}
 _XPATH = {"xpath", "XPath", "ETXPath"}
 _LXML_PARSE = {"fromstring", "parse", "XML"}
@@ -114,6 +120,11 @@ _DB_RETURN = "<db>"
 _DB_SUMMARY: Summary = ("db-read", "", "", Severity.info, "")
 _MAX_FUNCS = 400  # functions of one module summarised per pass
 _MAX_PARAMS = 8  # parameters of one function followed
+# what runs SQL: a helper whose parameter reaches one runs SQL for its
+# callers, whatever its name (``_web``'s sql-injection at the caller)
+_SQL_RUNS = {"execute", "executemany", "executescript", "raw", "text", "fetch", "fetchrow",
+             "fetchval"}
+SQL_RULE = "sql-injection"
 _SINK_NAMES = (_FILE_SINKS | _REDIRECTS | _RESPONSES | _XPATH | _XPATH_FIND | _LXML_PARSE
                | _FETCH | _PATH_METHODS | set(RENDERS) | _MARK_SAFE)
 
@@ -151,10 +162,6 @@ def needs(text: str) -> bool:
                     and _FRAMEWORK_TEXT.search(text)))
 
 
-def _calls_named(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Call) and _func_name(n) in names for n in ast.walk(node))
-
-
 def _imported(scopes: Scopes, package: str) -> bool:
     """The module imports ``package`` (at its top level, where imports are)."""
     return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == package
@@ -182,7 +189,9 @@ class _File:
         """The function checks a URL (url_has_allowed_host_and_scheme): once per function."""
         if id(scope) not in self._checked:
             self._checked[id(scope)] = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) \
-                and _calls_named(scope, _URL_CHECKS)
+                and any(isinstance(n, ast.Call) and (
+                    _func_name(n) in _URL_CHECKS or _URL_CHECK_NAME.search(_func_name(n)))
+                    for n in ast.walk(scope))
         return self._checked[id(scope)]
 
     def returns_db(self, call: ast.Call) -> bool:
@@ -214,7 +223,7 @@ class _File:
 
 def _calls_sink(nodes: list[ast.AST], callees: Callees) -> bool:
     return any(isinstance(n, ast.Call) and (
-        _func_name(n) in _SINK_NAMES or (callees and callees.lookup(n) is not None))
+        _func_name(n) in _SINK_NAMES | _SQL_RUNS or (callees and callees.lookup(n) is not None))
         for n in nodes)
 
 
@@ -308,7 +317,10 @@ def summarize(scopes: Scopes, rel: str, callees: Callees, rounds: int) -> Table:
                                at or f"{_func_name(node)}() at {rel}:{node.lineno}")
                     break
             known = table.get(scope.name)
-            if hits and (known is None or known[0] == params and known[1].keys() < hits.keys()):
+            # a database read's mark is no parameter: a function both returns
+            # a read and runs its parameter (``return db.execute(q).fetchall()``)
+            if hits and (known is None or known[0] == params
+                         and known[1].keys() - {_DB_RETURN} < hits.keys()):
                 if known is not None and _DB_RETURN in known[1]:
                     hits[_DB_RETURN] = _DB_SUMMARY
                 table[scope.name] = (params, hits)
@@ -368,8 +380,15 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
                       "which before lxml 5.0 resolves entities: a DOCTYPE in it reads local "
                       "files (XXE). Pass XMLParser(resolve_entities=False, no_network=True) "
                       "or use defusedxml."), Severity.medium)]
+        elif summary and (sql := _sql_run(node)) is not None:
+            if raw.text(sql):
+                yield (node, SQL_RULE, "SQL text run", (
+                    f"{name}() runs it as SQL: a value formatted into it rewrites the query "
+                    "(SQL injection). Pass values as query parameters instead."),
+                    Severity.high), ""
+            continue
         elif file.callees and (found := file.callees.lookup(node)) is not None:
-            yield from _through(node, found, raw)
+            yield from _through(node, found, raw, summary)
             continue
         elif file.wanted is not None and (root := _root(node)) \
                 and any(raw.text(a, True) for a in [*node.args, *(k.value for k in node.keywords)]):
@@ -385,15 +404,18 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
                 yield hit, ""
 
 
-def _through(call: ast.Call, found: tuple[str, FuncSummary], raw: Raw
+def _through(call: ast.Call, found: tuple[str, FuncSummary], raw: Raw, summary_only: bool
              ) -> Iterator[tuple[Hit, str]]:
     """Request data handed to a function of the project whose parameter
-    reaches a sink: the sink's finding at the call, naming the chain."""
+    reaches a sink: the sink's finding at the call, naming the chain. A
+    parameter run as SQL only passes on to the caller's summary: SQL built
+    at a call is ``_web``'s sql-injection, whoever built it."""
     name, (params, sinks) = found
     seen = set()
     for param, arg in arguments(call, params).items():
         summary = sinks.get(param)
-        if summary is None or summary[0] in seen:
+        if summary is None or summary[0] in seen or (summary[0] == SQL_RULE
+                                                     and not summary_only):
             continue
         rule, title, message, severity, _at = summary
         if raw.text(arg, rule != "reflected-xss"):
@@ -401,6 +423,17 @@ def _through(call: ast.Call, found: tuple[str, FuncSummary], raw: Raw
             chain = where(name, summary)
             yield (call, rule, title, (f"Request data reaches {chain} (its {param!r} "
                    f"parameter). {message}"), severity), chain
+
+
+def _sql_run(call: ast.Call) -> ast.AST | None:
+    """The SQL text a call runs (``cur.execute(q)``, ``conn.execute(text(q))``,
+    ``Model.objects.raw(q)``); None for any other call."""
+    if _func_name(call) not in _SQL_RUNS or not call.args:
+        return None
+    arg = sql_argument(call, {}) if _func_name(call) != "text" else call.args[0]
+    if isinstance(arg, ast.Call) and _func_name(arg) == "text" and arg.args:
+        arg = arg.args[0]
+    return arg
 
 
 def _returns_db(unordered: list[ast.AST], file: _File) -> bool:

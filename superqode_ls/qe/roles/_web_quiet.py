@@ -22,7 +22,10 @@ away), never dropped.
   ``uvicorn.run``, ``run_app``) that does not turn debug on, in a module
   that never does: a deployment choice, low noise; with debug on it stays
   (the debugger is then open to the network), and so does a socket bound by
-  hand.
+  hand;
+- a command-line tool's shell call of its own arguments, ``urlopen`` of a
+  fixed http(s) URL, B104 on a command-line option's default: see
+  ``_web_quiet_tools``.
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ from ...models import Finding, Severity
 from ...workspace.pyast import parse as parse_python
 from ..codegen import Scopes
 from ..context import mark_noise
+from ._web_quiet_tools import cli_argument_shell, fixed_scheme_urlopen, option_default_address
 from ._web_sinks import from_request
 
 _SQL_RULES = frozenset({"sql-injection", "B608", "S608"})
 _PICKLE_RULES = frozenset({"B301", "B302", "S301", "S302"})
 _BIND_RULES = frozenset({"B104", "S104"})
+_SHELL_RULES = frozenset({"B602", "B604", "B605", "S602", "S604", "S605"})
+_URLOPEN_RULES = frozenset({"B310", "S310"})
 _NUMERIC = frozenset({"int", "float", "bool", "len"})
 _NUMBER_CONVERTER = re.compile(r"<(?:int|float):(\w+)>|\{(\w+):(?:int|float)\}")
 # a Flask segment the default converter (or ``string:``) fills: no "/" in it
@@ -69,7 +75,8 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None]) -> list[Fi
     for f in findings:
         rules = {f.rule_id, *f.related_rules}
         if f.noise is None and f.file and f.file.endswith(".py") and f.range \
-                and rules & (_SQL_RULES | _PICKLE_RULES | _BIND_RULES | {"path-traversal"}) \
+                and rules & (_SQL_RULES | _PICKLE_RULES | _BIND_RULES | _SHELL_RULES
+                             | _URLOPEN_RULES | {"path-traversal"}) \
                 and (s := scopes(f.file)) is not None:
             line = f.range.start_line
             why = None
@@ -80,7 +87,11 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None]) -> list[Fi
             elif "path-traversal" in rules:
                 why = _segment_with_suffix(s, line)
             elif rules & _BIND_RULES and not rules & {"B201", "debug-mode"}:
-                why = _bind_without_debug(s, line)
+                why = _bind_without_debug(s, line) or option_default_address(s, line)
+            elif f.rule_id in _SHELL_RULES and "command-injection" not in rules:
+                why = cli_argument_shell(s, line)
+            elif f.rule_id in _URLOPEN_RULES and "ssrf" not in rules:
+                why = fixed_scheme_urlopen(s, line)
             if why is not None:
                 f = mark_noise(f, why, Severity.low)
         out.append(f)

@@ -139,7 +139,25 @@ def _cors(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
                    Severity.high)
 
 
+def _for_tests(nodes: list[ast.AST]) -> list[tuple[int, int]]:
+    """The lines of the scope's test configuration: a class named for tests
+    (``class TestingConfig(BaseConfig)``), a call or dict that also sets
+    ``TESTING=True``. Flask-WTF's own docs turn CSRF off there for the test
+    client; the app's real configuration is elsewhere."""
+    out = [(n.lineno, n.end_lineno or n.lineno) for n in nodes
+           if isinstance(n, ast.ClassDef) and _TEST_CONFIG.search(n.name)]
+    for n in nodes:
+        pairs = [(kw.arg, kw.value) for kw in n.keywords] if isinstance(n, ast.Call) else (
+            [(_const_str(k), v) for k, v in zip(n.keys, n.values) if k is not None]
+            if isinstance(n, ast.Dict) else [])
+        if any(k == "TESTING" and _is_true(v) for k, v in pairs):
+            line = getattr(n, "lineno", 0)
+            out.append((line, getattr(n, "end_lineno", None) or line))
+    return out
+
+
 def _csrf_off(nodes: list[ast.AST]) -> Iterator[Hit]:
+    tests: list[tuple[int, int]] | None = None
     for n in nodes:
         pairs: list[tuple[ast.AST, str | None, ast.AST]] = []
         if isinstance(n, ast.Assign):
@@ -153,6 +171,10 @@ def _csrf_off(nodes: list[ast.AST]) -> Iterator[Hit]:
             pairs.extend((n, _const_str(k), v) for k, v in zip(n.keys, n.values) if k is not None)
         for node, key, value in pairs:
             if key in _CSRF_FLAGS and _is_false(value):
+                if tests is None:
+                    tests = _for_tests(nodes)
+                if any(lo <= getattr(node, "lineno", 0) <= hi for lo, hi in tests):
+                    continue
                 yield (node, "csrf-disabled", "CSRF protection turned off",
                        (f"{key} = False turns off the forms' CSRF tokens: another site's page "
                         "can submit them as the logged-in user. Keep it on (exempt only "
@@ -175,6 +197,66 @@ def _middleware(nodes: list[ast.AST], rel: str) -> Iterator[Hit]:
                         "Put it back."), Severity.medium)
 
 
+_TEST_CONFIG = re.compile(r"(?i)test")
+# a signature checked by the view (``unsign``, ``unsign_bounce_id``, ``compare_digest``)
+_SIGNED = re.compile(r"(?i)^unsign|compare_digest|^check_token$|^(verify|check)_?sig"
+                     r"|constant_time_compare")
+
+
+# what acts as the browser's logged-in user: CSRF rides on that cookie
+_SESSION_NAMES = re.compile(r"(?i)login|authenticated|current_user|session|permission"
+                            r"|user_passes|staff|superuser|admin")
+
+
+def _session_user(scope: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> bool:
+    """The view acts as the session's user: it reads ``request.user`` or
+    ``request.session``, or a decorator or call names a login
+    (``@login_required``, ``@staff_member_required``). A view that does
+    neither (an API key in a header, a ping URL's key) gives another site's
+    page nothing its own request could not do."""
+    for d in scope.decorator_list:
+        if _SESSION_NAMES.search(_name_of(d.func if isinstance(d, ast.Call) else d) or ""):
+            return True
+    return any(isinstance(n, ast.Attribute) and (n.attr in ("user", "session", "auth")
+                                                 or _SESSION_NAMES.search(n.attr))
+               or isinstance(n, ast.Name) and _SESSION_NAMES.search(n.id)
+               for n in nodes)
+
+
+_TOKEN_NAMES = re.compile(r"(?i)auth|api_?key|token|signature|hmac")
+
+
+def _token_auth(scope: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> bool:
+    """The view is authenticated by what the request itself carries: a
+    decorator named for it (``@authorize``, ``@api_key_required``), a key or
+    token in its URL (``ping_key``), or a header it reads. A view with no
+    authentication at all stays: on an intranet, another site's page still
+    reaches it through the user's browser."""
+    if any(_TOKEN_NAMES.search(_name_of(d.func if isinstance(d, ast.Call) else d) or "")
+           for d in scope.decorator_list):
+        return True
+    a = scope.args
+    # a key in the URL, also an unguessable UUID (``<uuid:code>``, ``code: UUID``)
+    if any(_TOKEN_NAMES.search(p.arg) or p.arg.endswith("key")
+           or (p.annotation is not None and _name_of(p.annotation) == "UUID")
+           for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)):
+        return True
+    return any(isinstance(n, ast.Attribute) and n.attr in ("headers", "META")
+               and _name_of(n.value) == "request" for n in nodes)
+
+
+_READ_SQL = re.compile(r"(?is)^\s*(select|with)\b(?!.*\b(insert|update|delete)\b)")
+
+
+def _reads(call: ast.Call, constants: dict[str, str]) -> bool:
+    """An ``execute()`` of a constant query that only reads (``SELECT``)."""
+    if _func_name(call) not in ("execute", "executemany") or not call.args:
+        return False
+    sql = call.args[0]
+    text = constants.get(sql.id) if isinstance(sql, ast.Name) else _const_str(sql)
+    return bool(text and _READ_SQL.match(text))
+
+
 def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
     if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         return
@@ -183,11 +265,19 @@ def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
         return
     # reading the POST body alone changes nothing; a write does (also a
     # queryset's update(): ``User.objects.filter(...).update(...)``)
-    writes = any(isinstance(n, ast.Call) and (_func_name(n) in _WRITES or (
+    constants = {t.id: text for n in nodes if isinstance(n, ast.Assign)
+                 and (text := _const_str(n.value)) is not None
+                 for t in n.targets if isinstance(t, ast.Name)}
+    writes = any(isinstance(n, ast.Call) and ((_func_name(n) in _WRITES and not _reads(n, constants))
+                                              or (
         _func_name(n) == "update" and isinstance(n.func, ast.Attribute)
         and isinstance(n.func.value, ast.Call)
         and _func_name(n.func.value) in ("filter", "exclude", "all"))) for n in nodes)
-    if writes:
+    # a view that checks a signature of its own (an emailed link's signed
+    # token, a webhook's HMAC) is authenticated by it, not by the cookie that
+    # another site's page could send
+    if writes and not any(isinstance(n, ast.Call) and _SIGNED.search(_func_name(n)) for n in nodes) \
+            and (_session_user(scope, nodes) or not _token_auth(scope, nodes)):
         yield (mark, "csrf-disabled", "View that changes state exempt from CSRF",
                (f"@csrf_exempt on {scope.name}(), which changes state: another site's page "
                 "can make the logged-in user's browser call it. Keep the CSRF check (send "

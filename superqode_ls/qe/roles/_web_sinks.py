@@ -41,7 +41,10 @@ _SQL_HELPER = re.compile(r"(?i)^(query_?db|db_?query|run_?(sql|query)|exec(ute)?
 _TEMPLATE_SINKS = {"render_template_string", "Template", "from_string"}
 _PARSE = {"parse", "fromstring", "XML", "iterparse", "XMLID", "fromstringlist"}
 # what a request handler reads from its client (http.server's handler)
-_HANDLER_INPUT = {"path", "headers", "rfile"}
+_HANDLER_INPUT = {"path", "headers", "rfile",
+                  # a Tornado handler's readers of the query and the body
+                  "get_argument", "get_arguments", "get_query_argument", "get_query_arguments",
+                  "get_body_argument", "get_body_arguments"}
 # what the server attached to a request, not what its sender wrote
 _SERVER_SIDE = {"app", "config", "config_dict", "settings", "user", "registry", "state"}
 

@@ -12,8 +12,11 @@ from ._web_sinks import Scopes, _func_name, from_request, request_params
 # str methods that keep what the text says
 _SAME_TEXT = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "replace", "decode",
               "encode", "format", "join"}
-# a request's fields that are the sender's text (``request.args.get("q")``)
-_READS = {"get", "getlist", "getone", "get_data", "getvalue", "getfirst", "read"}
+# a request's fields that are the sender's text (``request.args.get("q")``), and
+# the calls that give its body whole (``request.get_json()``, aiohttp's ``await
+# request.post()``/``json()``/``text()``): a dispatcher handed one gets it all
+_READS = {"get", "getlist", "getone", "get_data", "getvalue", "getfirst", "read", "get_json",
+          "json", "post", "text", "form", "multipart"}
 # what a request says that is no text its sender chose
 _NOT_TEXT = {"method", "endpoint", "remote_addr", "scheme", "is_secure", "blueprint",
              "url_rule", "host_url", "url_root", "content_length", "is_json"}
@@ -59,6 +62,8 @@ class Raw:
             return any(self.text(r, carry) for r in right)
         if isinstance(node, ast.IfExp):
             return self.text(node.body, carry) or self.text(node.orelse, carry)
+        if isinstance(node, ast.Await):  # ``await request.post()``: what it gives
+            return self.text(node.value, carry)
         if carry and isinstance(node, ast.Tuple | ast.List):
             return any(self.text(e, carry) for e in node.elts)
         if carry and isinstance(node, ast.GeneratorExp | ast.ListComp):
@@ -68,6 +73,9 @@ class Raw:
             name = _func_name(node)
             if isinstance(node.func, ast.Name) and name in self.readers:
                 return True
+            if isinstance(node.func, ast.Attribute) and name.startswith("get_") \
+                    and name.endswith(("argument", "arguments")):
+                return self._request(node.func)  # Tornado's self.get_argument("q")
             if isinstance(node.func, ast.Attribute) and name in _READS:
                 return self._request(node.func.value) or self.text(node.func.value, carry)
             if name in _SAME_TEXT or (carry and name in _CARRY):

@@ -30,6 +30,7 @@ from ._common import (
 from ._patches import attach
 from ._security_fixes import fixes
 from ._security_scan import TEXT_SUFFIXES, merge_secrets, scan_files
+from ._web_chains import merge_chains
 from ._web_quiet import quiet
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, tool_path
 
@@ -99,7 +100,8 @@ class SecurityTester(FileCheckRole):
         finally:
             stop.set()
         # what the code proves harmless is noise before ids and fixes are made
-        findings = quiet(merge_secrets(findings, extra), src.text)
+        # bandit's report of a sink a chain of calls reaches is that chain's finding
+        findings = quiet(merge_chains(merge_secrets(findings, extra)), src.text)
         findings = assign_ids(findings)
         patches = await asyncio.to_thread(fixes, src, findings)
         return RoleOutput(

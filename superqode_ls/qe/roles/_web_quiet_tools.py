@@ -1,0 +1,104 @@
+"""Two more things a project's own code proves about bandit's reports
+(``_web_quiet`` calls these; low noise, never dropped):
+
+- a shell call (B602/B604/B605) in a command-line command (``@click.command``,
+  ``@app.cli.command``, typer's ``@app.command``; not a chat bot's
+  ``@bot.command``, whose arguments come from strangers) built only from that
+  command's own arguments (``os.system("pybabel init -l " + lang)``): whoever
+  passes the argument runs the tool in their own shell already. A value from
+  anywhere else (a file, a setting, the network) stays;
+- ``urlopen`` (B310) of a URL whose scheme the code fixes to ``http://`` or
+  ``https://`` (a literal, an f-string or ``+`` starting with one, also
+  through a local name or ``Request(url)``): B310 warns of ``file:`` and
+  custom schemes, which such a URL cannot have. A URL from a parameter or
+  the request stays (and ``_web_flows`` reports the request's as ``ssrf``);
+- B104 (all interfaces) as a command-line option's default: the operator
+  picks where the server listens; an address bound in the code stays.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..codegen import Scopes
+
+_CLI_DECORATORS = frozenset({"command", "group"})
+_FIXED_SCHEMES = ("http://", "https://")
+
+
+def _decorator_name(d: ast.AST) -> str:
+    f = d.func if isinstance(d, ast.Call) else d
+    return f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+
+
+def _cli_decorator(d: ast.AST, tree: ast.AST) -> bool:
+    """A command-line framework's command: Flask's ``app.cli.command``, or a
+    module that imports click or typer. A chat bot's ``@bot.command()``
+    (discord.py) takes its arguments from strangers and is no such tool."""
+    text = ast.unparse(d.func if isinstance(d, ast.Call) else d)
+    if text.startswith(("click.", "cli.")) or ".cli." in text:
+        return True
+    return any(isinstance(n, ast.Import | ast.ImportFrom) and any(
+        m.split(".")[0] in ("click", "typer") for m in (
+            [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]))
+        for n in getattr(tree, "body", []))
+
+
+def cli_argument_shell(s: Scopes, line: int) -> str | None:
+    calls = s.calls_on(line)
+    if not calls:
+        return None
+    func = s.function_of(calls[0])
+    if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) or not any(
+            _decorator_name(d) in _CLI_DECORATORS and _cli_decorator(d, s.tree)
+            for d in func.decorator_list):
+        return None
+    a = func.args
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    names = {n.id for c in calls for arg in c.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    if not names or not names <= params:
+        return None
+    return ("the command line is built from this command-line tool's own arguments: whoever "
+            "passes them runs the tool in their own shell")
+
+
+def _fixed_scheme(e: ast.AST | None, func: ast.AST, depth: int = 3) -> bool:
+    if e is None:
+        return False
+    if isinstance(e, ast.Call) and _decorator_name(e) == "Request":
+        return _fixed_scheme(e.args[0] if e.args else None, func, depth)
+    if isinstance(e, ast.Name) and depth > 0:
+        values = [n.value for n in ast.walk(func) if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets)]
+        return bool(values) and all(_fixed_scheme(v, func, depth - 1) for v in values)
+    first: ast.AST = e
+    while isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add):
+        first = first.left
+    if isinstance(first, ast.JoinedStr) and first.values:
+        first = first.values[0]
+    return isinstance(first, ast.Constant) and isinstance(first.value, str) \
+        and first.value.lower().startswith(_FIXED_SCHEMES)
+
+
+def fixed_scheme_urlopen(s: Scopes, line: int) -> str | None:
+    opens = [c for c in s.calls_on(line) if _decorator_name(c) == "urlopen"]
+    if not opens or not all(_fixed_scheme(c.args[0] if c.args else None, s.function_of(c))
+                            for c in opens):
+        return None
+    return "the URL's scheme is fixed to http(s) in the code: no file: or custom scheme reaches it"
+
+
+_OPTION_CALLS = frozenset({"add_argument", "option", "Option", "add_option"})
+
+
+def option_default_address(s: Scopes, line: int) -> str | None:
+    """B104 on a command-line option's default (``parser.add_argument("--host",
+    default="0.0.0.0")``, ``@click.option("--host", default=...)``): the
+    operator who starts the server picks where it listens."""
+    for c in s.calls_on(line):
+        if _decorator_name(c) in _OPTION_CALLS and any(
+                k.arg == "default" and isinstance(k.value, ast.Constant)
+                and k.value.value in ("0.0.0.0", "::") for k in c.keywords):
+            return ("it is a command-line option's default: where the server listens is the "
+                    "choice of whoever starts it")
+    return None
