@@ -6,6 +6,7 @@ while it starts is the language server's (tests/test_warm_bandit_start.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import psutil
 import pytest
 
 from superqode_ls.cli import run as cli_run
+from superqode_ls.qe.roles._bandit_cache import cache_dir
 from superqode_ls.runtime import Runtime
 from superqode_ls.workspace import landlock
 from tests.cli_helpers import superqe
@@ -59,6 +61,8 @@ def test_the_scan_and_the_fix_recheck_go_through_it_with_the_commands_results(
     assert not [p for p in me.children(recursive=True) if "_bandit_server" in " ".join(p.cmdline())]
 
     monkeypatch.setenv("SUPERQODE_RUN_BANDIT", "command")
+    # the first run's bandit results are kept (_bandit_cache): the command must run again
+    shutil.rmtree(cache_dir(repo), ignore_errors=True)
     events2, report2 = _run(capsys, repo)
     calls2 = [e["data"] for e in events2 if e["type"] == "tool_call" and e["data"]["tool"] == "bandit"]
     assert len(calls2) == 2 and not any(c.get("warm") for c in calls2)

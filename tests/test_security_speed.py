@@ -4,12 +4,14 @@ match, and bandit split among several processes."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from superqode_ls.config import Config
 from superqode_ls.qe.roles import _common, _patterns, _secrets
+from superqode_ls.qe.roles._bandit_cache import cache_dir
 from superqode_ls.qe.roles._common import MAX_SHARDS, MIN_SHARD_BYTES, shard_count
 from superqode_ls.qe.roles.security import SecurityTester
 from superqode_ls.runtime import Runtime
@@ -145,6 +147,7 @@ def test_bandit_split_gives_what_one_bandit_gives(tmp_path, monkeypatch, whole):
         cfg = Config()
         cfg.execution.workers = workers  # forced: not this machine's CPU count
         calls.clear()
+        shutil.rmtree(cache_dir(root.parent / "proj-project"), ignore_errors=True)  # bandit runs each time
         ctx = make_ctx(root, root.parent / "proj-project", files=files, config=cfg)
         ctx.emit = lambda kind, **data: calls.append({"kind": kind, **data})  # type: ignore[method-assign]
         out = run_role(SecurityTester(), ctx)
@@ -190,6 +193,7 @@ def test_warm_bandit_gives_what_the_command_gives(tmp_path, warm_bandit):
     calls: list[dict] = []
 
     def run(files):
+        shutil.rmtree(cache_dir(tmp_path / "proj-project"), ignore_errors=True)  # bandit runs each time
         ctx = make_ctx(root, tmp_path / "proj-project", files=files)
         # A session's run names its folders: the warm bandit serves no other.
         ctx.env["SUPERQODE_BARRIER_ALLOW"] = f'["{root}"]'

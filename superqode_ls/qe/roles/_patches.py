@@ -88,11 +88,14 @@ class FileText:
     thousands of lines, and splitting (or rebuilding) the text per fix was
     most of the lint role's own time."""
 
-    __slots__ = ("head", "pieces", "plain", "rel", "starts", "text")  # one per fixed file
+    __slots__ = ("head", "line0", "pieces", "plain", "rel", "starts", "text")  # one per fixed file
 
-    def __init__(self, rel: str, text: str, pieces: list[str] | None = None):
+    def __init__(self, rel: str, text: str, pieces: list[str] | None = None, line0: int = 0):
         self.rel = rel
         self.text = text
+        # Lines of the file before ``text`` (a part of it): the diffs' hunks
+        # name the file's lines.
+        self.line0 = line0
         # Split at "\n" only, the ends put back per window (``lines``):
         # most of a file's lines are never in one. ``pieces``: that split,
         # where the caller already has it (the role's snippets).
@@ -160,7 +163,7 @@ class FileText:
             if not after or after[-1] == "\n":
                 w_s = starts[w0]
                 before = text[w_s:r_s]
-                span = _range(w0, first - w0 + 1 + after.count("\n"))
+                span = _range(w0 + self.line0, first - w0 + 1 + after.count("\n"))
                 old = text[r_s:r_e]
                 head = self.head
                 diff = "".join([
@@ -178,7 +181,7 @@ class FileText:
                 return diff, f"diff --git a/{self.rel} b/{self.rel}\x1f-{old[:-1]}\x1f+{new[:-1]}"
         before, after_lines = self.lines(w0, first), self.lines(last + 1, w1)
         return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after_lines],
-                           [*before, *split_lines(new), *after_lines], context, w0), None
+                           [*before, *split_lines(new), *after_lines], context, w0 + self.line0), None
 
 
 def _context(seg: str) -> str:

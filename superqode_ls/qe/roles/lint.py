@@ -18,28 +18,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-import io
 import os
 import re
 import threading
-import tokenize
 from collections.abc import Callable
-from hashlib import sha256
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import pydantic_core
 
-from ...models import Finding, Patch, Range, Severity
-from ._common import (
-    SKIP_DIRS,
-    SourceCache,
-    load_json,
-    rel_to,
-    selected_files,
-    tail,
-)
-from ._patches import FileText, TextEdit, maker, patch_id
+from ...models import Finding, Severity
+from ._common import SKIP_DIRS, load_json, selected_files, tail
+from ._lint_parse import Kind, parse
 from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
@@ -156,196 +146,57 @@ class LintTester(FileCheckRole):
         res = await ctx.run(cmd)
         if res.timed_out:
             raise ToolFailed("ruff", "ruff ran out of time", status="timeout")
-        try:
-            data = await asyncio.to_thread(_GC_PAUSE.run, _load, res.stdout)
-        except ValueError:
-            data = None
-        if res.returncode != 0 or not isinstance(data, list):
+        # Off the event loop (seconds on a large tree, during which signals
+        # must still be served), with the collector paused throughout.
+        out = await asyncio.to_thread(_GC_PAUSE.run, self._read, ctx.sandbox, res.stdout,
+                                      with_patches, res.returncode == 0)
+        if out is None:
             reason = tail(res.stderr) or f"ruff exited with {res.returncode}"
             raise ToolFailed("ruff", f"ruff failed: {reason}")
-        # Per-diagnostic work (a diff per fix) off the event loop: on a large
-        # tree it is seconds, during which signals must still be served.
-        return await asyncio.to_thread(_GC_PAUSE.run, self._parse, ctx.sandbox, data, with_patches)
+        return out
+
+    def _read(self, root: Path, text: str, with_patches: bool, ok: bool) -> RoleOutput | None:
+        """ruff's JSON as the role's output; None when it is not ruff's
+        list of diagnostics (or ruff failed). The JSON (some 200,000
+        containers on a large tree) is let go here, before the collector
+        resumes: kept until then, its first collections walked it all for
+        nothing to collect (0.2 s on sqlalchemy)."""
+        try:
+            data = _load(text)
+        except ValueError:
+            return None
+        if not ok or not isinstance(data, list):
+            return None
+        return self._parse(root, data, with_patches)
 
     def _parse(
         self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
     ) -> RoleOutput:
-        # One pass over ruff's diagnostics makes the findings, their ids
-        # and snippets, and once a file's are all made (a finding's id,
-        # which its patch's id hashes, is final only then) its patches.
-        # Thousands of each on a large tree: per-item work is kept to the
-        # model, a hash and a diff (no validation, no helper per field),
-        # and a file's text is read and split once, for its snippets and
-        # its fixes, and let go after it (all of a large tree's text and
-        # lines held at once made the role's memory, and its page faults,
-        # several times ruff's output).
-        findings: list[Finding] = []
-        patches: list[Patch] = []
-        fixes: list[tuple[Finding, dict[str, Any]]] = []
-        unlinted: list[str] = []
-        rels = _Rels(root)
-        codes = _Codes(chosen_rules(root))
-        groups: dict[str, list[Finding]] = {}  # id -> findings made with it
-        names = [rels(d.get("filename", "")) for d in data]
-        # ruff lists a file's diagnostics together; were it ever not to,
-        # every file is held to the end, as ids need all of a file's.
-        runs = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
-        apart = len(set(runs)) == len(runs)
-        src = SourceCache(root)
-        rel = lines = None
-        for r, diag in zip(names, data):
-            code = _text(diag.get("code") or diag.get("name") or "syntax-error")
-            if code == "E902" and "UTF-8" in str(diag.get("message")) and _declared_ok(root / r):
-                # Valid Python in its declared encoding (PEP 263): ruff reads
-                # UTF-8 only, so this is ruff's limit, not a fault in the file.
-                unlinted.append(r)
-                continue
-            if r != rel:
-                if apart and rel is not None:
-                    _number(groups)
-                    patches += self._patches(src, fixes)
-                    groups, fixes, src = {}, [], SourceCache(root)
-                rel, lines = r, src.split(r)
-            kind = codes.get(code) or codes.add(code)
-            loc = diag.get("location") or {}
-            end = diag.get("end_location") or loc
-            line = int(loc.get("row") or 1)
-            fix = diag.get("fix") or None
-            applicability = _APPLICABILITY.get((fix or {}).get("applicability"))
-            said = _text(diag.get("message") or diag.get("name") or code)
-            url = diag.get("url")
-            snippet = (lines[line - 1].rstrip("\r") if lines is not None and 1 <= line <= len(lines)
-                       else None)
-            # Finding.stable_id, here without a model per call.
-            basis = "\x1f".join(["ruff", code, rel, " ".join(snippet.split()) if snippet else "",
-                                  "" if snippet else said])
-            fid = f"{kind.prefix}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
-            # Made without validation (``trusted``): every value here is of
-            # its field's type (ruff's strings are checked as read).
-            finding = _FINDING({
-                "role": self.name,
-                "tool": "ruff",
-                "rule_id": code,
-                # The rule id is the diagnostic's code and its name is in
-                # help_uri: the text says the problem once, as ruff does.
-                "title": said,
-                "message": said,
-                "severity": kind.severity,
-                "confidence": 0.9,
-                "category": kind.category,
-                "file": rel,
-                "range": _RANGE({
-                    "start_line": max(1, line),
-                    "start_col": max(1, int(loc.get("column") or 1)),
-                    "end_line": max(1, int(end.get("row") or line)),
-                    "end_col": max(1, int(end.get("column") or 1)),
-                }),
-                "tags": ["ruff", f"fix:{applicability}"] if applicability else ["ruff"],
-                "help_uri": url if isinstance(url, str) else None,
-                "snippet": snippet,
-                # style from ruff's newer defaults: the project never chose it
-                **kind.noise,
-                "id": fid,
-            })
-            findings.append(finding)
-            group = groups.get(fid)
-            if group is None:
-                groups[fid] = [finding]
-            else:
-                group.append(finding)
-            if (
-                with_patches
-                and fix
-                and applicability is not None
-                and fix.get("edits")
-                and diag.get("cell") is None
-            ):
-                fixes.append((finding, fix))
-        _number(groups)
-        patches += self._patches(src, fixes)
+        # One pass over ruff's diagnostics makes the findings, their ids and
+        # snippets, and a file's patches once its findings are all made
+        # (``_lint_parse``).
+        parsed = parse(root, data, self.name, _Codes(chosen_rules(root)).kind, with_patches)
         reason = None
-        if unlinted:
+        if unlinted := parsed.unlinted:
             shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
             reason = f"ruff reads UTF-8 only; not linted (declared another encoding): {shown}"
-        return RoleOutput(findings=findings, patches=patches, tool="ruff",
+        return RoleOutput(findings=parsed.findings, patches=parsed.patches, tool="ruff",
                           reason=reason)
 
-    @staticmethod
-    def _patches(src: SourceCache, fixes: list[tuple[Finding, dict[str, Any]]]) -> list[Patch]:
-        patches: list[Patch] = []
-        text: FileText | None = None
-        for finding, fix in fixes:
-            fields = finding.__dict__
-            rel = fields["file"]
-            if text is None or text.rel != rel:
-                # ruff lists a file's diagnostics together: split each once
-                old = src.text(rel)
-                if old is None:
-                    continue
-                text = FileText(rel, old, src.split(rel))
-            try:
-                diff, basis = text.fix([_edit(e) for e in fix["edits"]])
-            except (ValueError, KeyError, TypeError):
-                continue
-            if not diff:
-                continue
-            description = fix.get("message") or f"Fix {fields['rule_id']}"
-            kind = _APPLICABILITY.get(fix.get("applicability"))
-            if kind != "safe":
-                description += f" (ruff marks this fix {kind}: review it)"
-            fid = fields["id"]
-            pid = patch_id(fid, diff, basis)
-            patches.append(_PATCH({
-                "id": pid, "description": description, "diff": diff, "files": [rel],
-                "finding_ids": [fid], "role": fields["role"], "tool": "ruff",
-            }))
-            # In place, as pydantic's assignment does: these findings were
-            # made here, just now (a copy each was seconds on a large tree).
-            fields["fix_patch_id"] = pid
-            finding.__pydantic_fields_set__.add("fix_patch_id")
-        return patches
 
+class _Codes:
+    """What each rule code decides of its findings (``Kind``)."""
 
-_FINDING = maker(Finding)
-_RANGE = maker(Range)
-_PATCH = maker(Patch)
-
-
-class _Kind(NamedTuple):
-    """What a rule code decides of its findings, worked out once per code."""
-
-    severity: Severity
-    category: str
-    prefix: str  # of the finding's id
-    noise: dict[str, str]
-
-
-class _Codes(dict[str, _Kind]):
     def __init__(self, chosen: tuple[str, ...] | None):
-        super().__init__()
         self.chosen = chosen
 
-    def add(self, code: str) -> _Kind:
+    def kind(self, code: str) -> Kind:
         severity = ruff_severity(code)
         # a style rule the project never chose
         quiet = (self.chosen is not None and severity.rank <= Severity.low.rank
                  and not selected_by(code, self.chosen))
-        kind = self[code] = _Kind(
-            severity, "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
-            code.lower(), _UNCHOSEN if quiet else {})
-        return kind
-
-
-def _number(groups: dict[str, list[Finding]]) -> None:
-    """``assign_ids``'s numbering, in place: identical problems in one file
-    (same rule, same text) get ``-2``, ``-3``... in line order."""
-    for same in groups.values():
-        if len(same) < 2:
-            continue
-        order = sorted(range(len(same)), key=lambda i: (same[i].range.start_line, i))
-        for n, i in enumerate(order[1:], start=2):
-            fields = same[i].__dict__
-            fields["id"] = f"{fields['id']}-{n}"
+        return Kind(severity, "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
+                    code.lower(), _UNCHOSEN if quiet else None)
 
 
 class _GcPause:
@@ -423,58 +274,5 @@ def _any_python(root: Path) -> bool:
     return False
 
 
-class _Rels:
-    """ruff's file names (absolute, under the folder it ran in) as
-    root-relative paths: each name once, and a name under ``root`` as it
-    is spelt cut without resolving it (``rel_to`` resolves, a dozen system
-    calls per file: a third of the role's own time on gunicorn's tree)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.prefix = str(root).rstrip("/") + "/"
-        self.names: dict[str, str] = {}
-
-    def __call__(self, name: str) -> str:
-        rel = self.names.get(name)
-        if rel is None:
-            rest = name[len(self.prefix):] if name.startswith(self.prefix) else None
-            if rest and "/../" not in f"/{rest}/" and "/./" not in f"/{rest}/":
-                rel = rest
-            else:
-                rel = rel_to(self.root, name)
-            self.names[name] = rel
-        return rel
-
-
-_UNCHOSEN = {"noise": "a style rule the project has not chosen (in ruff's defaults, not in its "
-                      "configuration)"}
-
-# ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.
-_APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-only",
-                  "displayonly": "display-only"}
-
-
-def _declared_ok(path: Path) -> bool:
-    """Whether Python can read the file in the encoding it declares."""
-    try:
-        data = path.read_bytes()
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        data.decode(encoding)
-    except (OSError, SyntaxError, UnicodeError, LookupError):
-        return False
-    return encoding not in ("utf-8", "utf-8-sig")
-
-
-def _text(value: Any) -> str:
-    """A string of ruff's JSON as a string (validation did this)."""
-    return value if type(value) is str else str(value)
-
-
-def _edit(e: dict[str, Any]) -> TextEdit:
-    return TextEdit(
-        start_line=int(e["location"]["row"]),
-        start_col=int(e["location"]["column"]),
-        end_line=int(e["end_location"]["row"]),
-        end_col=int(e["end_location"]["column"]),
-        content=e.get("content") or "",
-    )
+_UNCHOSEN = ("a style rule the project has not chosen (in ruff's defaults, not in its "
+             "configuration)")

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...models import Finding, RoleStatus
 from ..noise import path_class
+from ._bandit_cache import BanditCache, open_cache
 from ._bandit_results import bandit_findings
 from ._batches import Plan, left_out_reason, plan_batches
 from ._common import (
@@ -134,13 +135,28 @@ class SecurityTester(FileCheckRole):
                 cmd += ["-c", "pyproject.toml"]
         if whole:
             cmd += ["-x", ",".join(f"*/{d}/*" for d in sorted(SKIP_DIRS)) + ",*.egg-info/*"]
-        plan = plan_batches(ctx.sandbox, py_files, worker_count(ctx.config, ctx.runtime), self._demoted(ctx))
-        if plan is None:
-            argv = cmd + (["-r", "."] if whole else ["--", *py_files])
-            outs = [await self._bandit_run(ctx, argv, None)]
-        else:
-            outs = await self._bandit_batches(ctx, cmd, plan, left_out, stop_at)
+        # Files bandit scanned before, unchanged, answer from SuperQode's
+        # cache of its results (``_bandit_cache``); bandit scans the rest.
+        cache = open_cache(ctx.project, ctx.sandbox, bandit, cmd[1:])
         results: list[dict[str, Any]] = []
+        todo = py_files
+        if cache is not None:
+            results, todo = await asyncio.to_thread(cache.split, py_files)
+        plan = plan_batches(ctx.sandbox, todo, worker_count(ctx.config, ctx.runtime), self._demoted(ctx))
+        outs: list[dict[str, Any]] = []
+        if todo and plan is None and whole and (cache is None or not cache.hits):
+            # bandit's own walk (a small tree) also reads the tree's
+            # ``.bandit`` files: not kept, as the cache's key does not hold them
+            outs = [await self._bandit_run(ctx, cmd + ["-r", "."], None)]
+        elif todo and plan is None:
+            outs = [await self._bandit_run(ctx, cmd + ["--", *todo], None)]
+            if cache is not None:
+                await asyncio.to_thread(cache.store, todo, outs[0])
+        elif todo:
+            assert plan is not None
+            outs = await self._bandit_batches(ctx, cmd, plan, left_out, stop_at, cache)
+        if cache is not None and cache.written:
+            await asyncio.to_thread(cache.prune)
         for data in outs:
             results.extend(data.get("results") or [])
             if unscanned is not None:
@@ -148,8 +164,9 @@ class SecurityTester(FileCheckRole):
                     if isinstance(err, dict) and err.get("filename"):
                         rel = rel_to(ctx.sandbox, str(err["filename"]))
                         unscanned.append(f"{rel} ({err.get('reason') or 'unreadable'})")
-        if len(outs) > 1:  # one process lists its results by file name, stably
-            results.sort(key=lambda r: str(r.get("filename", "")))
+        if len(outs) > 1 or cache is not None and cache.hits:
+            # one process lists its results by file name, stably
+            results.sort(key=lambda r: rel_to(ctx.sandbox, str(r.get("filename", ""))))
         return results
 
     @staticmethod
@@ -158,8 +175,8 @@ class SecurityTester(FileCheckRole):
         return lambda rel: path_class(rel, classes) is not None
 
     async def _bandit_batches(self, ctx: RoleContext, cmd: list[str], plan: Plan,
-                              left_out: list[str] | None, stop: float | None
-                              ) -> list[dict[str, Any]]:
+                              left_out: list[str] | None, stop: float | None,
+                              cache: BanditCache | None = None) -> list[dict[str, Any]]:
         """bandit over ``plan``'s batches, ``plan.width`` at a time, in order.
         At ``stop`` (the deadline less the time to report what was found) the
         running batches stop: the finished ones' results come back and
@@ -183,6 +200,9 @@ class SecurityTester(FileCheckRole):
                     if e.status != "timeout":
                         raise
                     missed.append(k)
+                    continue
+                if cache is not None:  # kept as each batch ends: a later stop loses none of it
+                    await asyncio.to_thread(cache.store, batch, done[k])
 
         await asyncio.gather(*(worker() for _ in range(min(plan.width, n))))
         if not done:

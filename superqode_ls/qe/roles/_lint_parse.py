@@ -1,0 +1,267 @@
+"""ruff's diagnostics as the lint role's findings and patches, in one pass.
+
+A large tree gives some 17,600 diagnostics and 15,000 fixes, so the work
+per item is kept to what the result holds: each finding and range is made
+as validating it would leave it (its fields in the model's order, the same
+fields set) straight from a dict, each id is one hash, and a file is read
+and split at "\\n" once, for its snippets and its fixes (``_lint_fixes``),
+and let go once its patches are made.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tokenize
+from collections.abc import Callable
+from hashlib import sha256
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+
+from ...models import Finding, Patch, Range, Severity
+from ._common import rel_to
+from ._lint_fixes import FileFixes
+
+
+class Kind(NamedTuple):
+    """What a rule code decides of its findings, worked out once per code."""
+
+    severity: Severity
+    category: str
+    prefix: str  # of the finding's id
+    noise: str | None  # why it is noise (a style rule the project never chose)
+
+
+class Parsed(NamedTuple):
+    findings: list[Finding]
+    patches: list[Patch]
+    unlinted: list[str]  # files ruff could not read (declared another encoding)
+
+
+# ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.
+APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-only",
+                 "displayonly": "display-only"}
+
+
+def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[str], Kind],
+          with_patches: bool = True) -> Parsed:
+    """``data``: ruff's diagnostics (its JSON, read); ``kind_of``: a rule
+    code's ``Kind``. Findings in ruff's order, numbered as ``assign_ids``
+    numbers them; a file's patches made once all its findings are (a
+    finding's id, which its patch's id hashes, is final only then)."""
+    findings: list[Finding] = []
+    patches: list[Patch] = []
+    unlinted: list[str] = []
+    rels = _Rels(root)
+    names = [rels(d.get("filename", "")) for d in data]
+    # ruff lists a file's diagnostics together; were it ever not to,
+    # every file is held to the end, as ids need all of a file's.
+    runs = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
+    apart = len(set(runs)) == len(runs)
+    base = str(root)
+    files: dict[str, FileFixes | None] = {}
+    groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
+    fixes: list[tuple[Finding, dict[str, Any], str]] = []
+    kinds: dict[str, Kind] = {}
+    rel: str | None = None
+    lines: list[str] | None = None
+    count = 0
+    for r, diag in zip(names, data):
+        get = diag.get
+        code = get("code") or get("name") or "syntax-error"
+        if type(code) is not str:
+            code = str(code)
+        if code == "E902" and "UTF-8" in str(get("message")) and _declared_ok(root / r):
+            # Valid Python in its declared encoding (PEP 263): ruff reads
+            # UTF-8 only, so this is ruff's limit, not a fault in the file.
+            unlinted.append(r)
+            continue
+        if r != rel:
+            if apart and rel is not None:
+                _number(groups)
+                patches += _patches(fixes, files)
+                groups, fixes, files = {}, [], {}
+            rel = r
+            if r in files:
+                held = files[r]
+            else:
+                held = files[r] = _read(base, r)
+            lines = held.pieces if held is not None else None
+            count = len(lines) if lines is not None else 0
+        kind = kinds.get(code)
+        if kind is None:
+            kind = kinds[code] = kind_of(code)
+        loc = get("location") or _EMPTY
+        end = get("end_location") or loc
+        line = int(loc.get("row") or 1)
+        fix = get("fix") or None
+        applicability = APPLICABILITY.get(fix.get("applicability")) if fix else None
+        said = get("message") or get("name") or code
+        if type(said) is not str:
+            said = str(said)
+        url = get("url")
+        snippet = lines[line - 1].rstrip("\r") if 1 <= line <= count else None  # type: ignore[index]
+        # Finding.stable_id, without a model per call.
+        basis = "\x1f".join(("ruff", code, r, " ".join(snippet.split()) if snippet else "",
+                             "" if snippet else said))
+        fid = f"{kind.prefix}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+        span = _new(Range)
+        _set_dict(span, "__dict__", {
+            "start_line": max(1, line),
+            "start_col": max(1, int(loc.get("column") or 1)),
+            "end_line": max(1, int(end.get("row") or line)),
+            "end_col": max(1, int(end.get("column") or 1)),
+        })
+        _set_fields(span, set(_RANGE_SET))
+        _set_extra(span, None)
+        _set_private(span, None)
+        finding = _new(Finding)
+        # Every field, in the model's order, as validation leaves them: the
+        # rule id is the code and its name is in help_uri, so the text says
+        # the problem once, as ruff does.
+        _set_dict(finding, "__dict__", {
+            "id": fid, "role": role, "tool": "ruff", "rule_id": code, "title": said,
+            "message": said, "severity": kind.severity, "confidence": 0.9,
+            "category": kind.category, "file": r, "range": span, "evidence": [],
+            "fix_patch_id": None, "verified": False,
+            "tags": ["ruff", f"fix:{applicability}"] if applicability else ["ruff"],
+            "help_uri": url if isinstance(url, str) else None, "related_rules": [],
+            "severity_reason": None, "noise": kind.noise, "snippet": snippet,
+        })
+        _set_fields(finding, set(_NOISY_SET if kind.noise else _FINDING_SET))
+        _set_extra(finding, None)
+        _set_private(finding, None)
+        findings.append(finding)
+        group = groups.get(fid)
+        if group is None:
+            groups[fid] = [finding]
+        else:
+            group.append(finding)
+        if (with_patches and applicability is not None and fix.get("edits")  # type: ignore[union-attr]
+                and get("cell") is None):
+            fixes.append((finding, fix, applicability))  # type: ignore[arg-type]
+    _number(groups)
+    patches += _patches(fixes, files)
+    return Parsed(findings, patches, unlinted)
+
+
+def _patches(fixes: list[tuple[Finding, dict[str, Any], str]],
+             files: dict[str, FileFixes | None]) -> list[Patch]:
+    """A patch per fix (none where its edits change nothing or are
+    malformed), each finding's ``fix_patch_id`` set in place."""
+    patches: list[Patch] = []
+    for finding, fix, applicability in fixes:
+        fields = finding.__dict__
+        held = files.get(fields["file"])
+        if held is None:
+            continue
+        fid = fields["id"]
+        try:
+            made = held.fix(fid, fix["edits"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if made is None:
+            continue
+        diff, pid = made
+        description = fix.get("message") or f"Fix {fields['rule_id']}"
+        if applicability != "safe":
+            description += f" (ruff marks this fix {applicability}: review it)"
+        patch = _new(Patch)
+        _set_dict(patch, "__dict__", {
+            "id": pid, "description": description, "diff": diff, "files": [fields["file"]],
+            "finding_ids": [fid], "role": fields["role"], "tool": "ruff", "verified": False,
+            "verification": None, "kind": "fix", "verified_by": None,
+        })
+        _set_fields(patch, set(_PATCH_SET))
+        _set_extra(patch, None)
+        _set_private(patch, None)
+        patches.append(patch)
+        # In place, as pydantic's assignment does: these findings were
+        # made here, just now.
+        fields["fix_patch_id"] = pid
+        finding.__pydantic_fields_set__.add("fix_patch_id")
+    return patches
+
+
+def _read(base: str, rel: str) -> FileFixes | None:
+    """The file's text, as on disk (no newline translation), and its split;
+    None when it cannot be read as UTF-8."""
+    try:
+        with open(os.path.join(base, rel), "rb") as fh:
+            text = fh.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return FileFixes(rel, text, text.split("\n"))
+
+
+def _number(groups: dict[str, list[Finding]]) -> None:
+    """``assign_ids``'s numbering, in place: identical problems in one file
+    (same rule, same text) get ``-2``, ``-3``... in line order."""
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        order = sorted(range(len(same)), key=lambda i: (same[i].range.start_line, i))
+        for n, i in enumerate(order[1:], start=2):
+            fields = same[i].__dict__
+            fields["id"] = f"{fields['id']}-{n}"
+
+
+class _Rels:
+    """ruff's file names (absolute, under the folder it ran in) as
+    root-relative paths: each name once, and a name under ``root`` as it
+    is spelt cut without resolving it (``rel_to`` resolves, a dozen system
+    calls per file: a third of the role's own time on gunicorn's tree)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.prefix = str(root).rstrip("/") + "/"
+        self.names: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        rel = self.names.get(name)
+        if rel is None:
+            rest = name[len(self.prefix):] if name.startswith(self.prefix) else None
+            if rest and "/../" not in f"/{rest}/" and "/./" not in f"/{rest}/":
+                rel = rest
+            else:
+                rel = rel_to(self.root, name)
+            self.names[name] = rel
+        return rel
+
+
+def _declared_ok(path: Path) -> bool:
+    """Whether Python can read the file in the encoding it declares."""
+    try:
+        data = path.read_bytes()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        data.decode(encoding)
+    except (OSError, SyntaxError, UnicodeError, LookupError):
+        return False
+    return encoding not in ("utf-8", "utf-8-sig")
+
+
+_EMPTY: dict[str, Any] = {}
+# The fields a finding, range and patch made here have set, as validating
+# the values given would leave them (the rest hold their defaults).
+_FINDING_SET = frozenset({"id", "role", "tool", "rule_id", "title", "message", "severity",
+                          "confidence", "category", "file", "range", "tags", "help_uri",
+                          "snippet"})
+_NOISY_SET = _FINDING_SET | {"noise"}
+_RANGE_SET = frozenset({"start_line", "start_col", "end_line", "end_col"})
+_PATCH_SET = frozenset({"id", "description", "diff", "files", "finding_ids", "role", "tool"})
+# What pydantic's own model_construct sets, through the slots' own setters
+# (model_construct took 0.5 ms a call; these, a few hundred ns).
+_new = object.__new__
+_set_dict = object.__setattr__  # called as _set_dict(obj, "__dict__", fields)
+_SLOTS = BaseModel.__dict__
+
+
+def _setter(slot: str) -> Callable[[Any, Any], None]:
+    return _SLOTS[slot].__set__  # type: ignore[no-any-return]
+
+
+_set_fields = _setter("__pydantic_fields_set__")
+_set_extra = _setter("__pydantic_extra__")
+_set_private = _setter("__pydantic_private__")

@@ -1,0 +1,140 @@
+"""bandit's results kept per file by SuperQode (``_bandit_cache``): a second
+run of an unchanged project scans nothing again, a changed file is scanned
+again, and an entry that does not hold what it claims is never used."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+
+import pytest
+
+from superqode_ls.config import Config
+from superqode_ls.qe.roles import _bandit_cache
+from superqode_ls.qe.roles._bandit_cache import cache_dir, open_cache
+from superqode_ls.qe.roles.base import tool_path
+from superqode_ls.qe.roles.security import SecurityTester
+from tests.role_helpers import make_ctx
+
+pytestmark = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit is not installed")
+
+SHELL = "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n"
+CLEAN = "def add(a, b):\n    return a + b\n"
+PICKLE = "import pickle\n\n\ndef load(raw):\n    return pickle.loads(raw)\n"
+
+
+def _run(ctx):
+    """The role's findings and the files each bandit process it started was given."""
+    calls: list[list[str]] = []
+
+    def emit(kind, **data):
+        if kind == "tool_call" and data.get("tool") == "bandit":
+            calls.append(data["argv"])
+
+    ctx.emit = emit
+    out = asyncio.run(SecurityTester().run(ctx))
+    assert out.status == "ok", out.reason
+    scanned = sorted(a.removeprefix("./") for argv in calls for a in argv[argv.index("--") + 1:])
+    return out, scanned
+
+
+def _bandit_keys(out):
+    return sorted((f.id, f.file, f.range.start_line, f.severity) for f in out.findings
+                  if f.tool == "bandit")
+
+
+def _entries(project):
+    return sorted(p for p in cache_dir(project).rglob("*.json"))
+
+
+def test_a_second_run_scans_only_the_changed_file(make_repo):
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN, "c.py": CLEAN})
+    files = ["a.py", "b.py", "c.py"]
+    first, scanned = _run(make_ctx(repo, files=files))
+    assert scanned == files
+    assert any(f.rule_id == "B602" and f.file == "a.py" for f in first.findings)
+    project = make_ctx(repo).project
+    assert len(_entries(project)) == 3
+
+    again, scanned = _run(make_ctx(repo, files=files))
+    assert scanned == []  # every file answered from the cache
+    assert _bandit_keys(again) == _bandit_keys(first)
+
+    (repo / "b.py").write_text(PICKLE)
+    third, scanned = _run(make_ctx(repo, files=files))
+    assert scanned == ["b.py"]
+    assert any(f.rule_id == "B301" and f.file == "b.py" for f in third.findings)
+    assert any(f.rule_id == "B602" and f.file == "a.py" for f in third.findings)
+
+
+def test_a_whole_tree_in_batches_is_kept_batch_by_batch(make_repo):
+    # Two bandit processes over a tree large enough for batches: the next
+    # run of the whole tree starts none.
+    body = "".join(f"value_{i} = {i} * 2\n" for i in range(1400))
+    tree = {f"pkg/m{i:02d}.py": body for i in range(16)}
+    tree["pkg/shell.py"] = SHELL
+    repo = make_repo(tree)
+    config = Config.model_validate({"execution": {"workers": 2}})
+    first, scanned = _run(make_ctx(repo, config=config))
+    assert len(scanned) == 17
+    again, scanned = _run(make_ctx(repo, config=config))
+    assert scanned == []
+    assert _bandit_keys(again) == _bandit_keys(first)
+    assert any(f.rule_id == "B602" for f in again.findings)
+
+
+def test_an_entry_is_used_only_for_the_bytes_it_was_made_from(make_repo):
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN})
+    _run(make_ctx(repo, files=["a.py", "b.py"]))
+    project = make_ctx(repo).project
+    # An entry rewritten to say a.py is clean (as a planted one would) no
+    # longer names what it was made from: a miss, and bandit runs again.
+    for path in _entries(project):
+        entry = json.loads(path.read_text())
+        if entry["file"] == "a.py":
+            entry["results"] = []
+            entry["digest"] = "0" * 64
+            path.write_text(json.dumps(entry))
+    out, scanned = _run(make_ctx(repo, files=["a.py", "b.py"]))
+    assert scanned == ["a.py"]
+    assert any(f.rule_id == "B602" for f in out.findings)
+    # Results of another file's, or not of bandit's shape: misses too.
+    for path in _entries(project):
+        entry = json.loads(path.read_text())
+        if entry["file"] == "a.py":
+            entry["results"] = [{**entry["results"][0], "filename": "./b.py"}]
+        else:
+            entry["results"] = [{"filename": "./b.py", "line_number": "1"}]
+        path.write_text(json.dumps(entry))
+    _, scanned = _run(make_ctx(repo, files=["a.py", "b.py"]))
+    assert scanned == ["a.py", "b.py"]
+
+
+def test_a_file_changed_while_bandit_reads_it_is_not_kept(make_repo):
+    # A session's tests run beside bandit and may rewrite a file while it
+    # is read: what bandit said is then kept under no digest.
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN})
+    bandit = tool_path("bandit")
+    cache = open_cache(repo, repo, bandit, ["-f", "json", "-q"])
+    assert cache is not None
+    kept, todo = cache.split(["a.py", "b.py"])
+    assert kept == [] and todo == ["a.py", "b.py"]
+    (repo / "a.py").write_text(CLEAN)  # benign while "scanned"...
+    data = {"results": [], "errors": [], "metrics": {"./a.py": {}, "./b.py": {}, "_totals": {}}}
+    (repo / "a.py").write_text(SHELL)  # ...and back, the same bytes as digested
+    cache.store(["a.py", "b.py"], data)
+    assert cache.written == 1  # b.py only
+    again = open_cache(repo, repo, bandit, ["-f", "json", "-q"])
+    _, todo = again.split(["a.py", "b.py"])
+    assert todo == ["a.py"]
+
+
+def test_entries_are_bounded(make_repo, monkeypatch):
+    monkeypatch.setattr(_bandit_cache, "MAX_ENTRIES", 2)
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN, "c.py": PICKLE})
+    _run(make_ctx(repo, files=["a.py", "b.py", "c.py"]))
+    assert len(_entries(make_ctx(repo).project)) == 2
+    shutil.rmtree(cache_dir(make_ctx(repo).project))
+    _, scanned = _run(make_ctx(repo, files=["a.py"]))
+    assert scanned == ["a.py"]
