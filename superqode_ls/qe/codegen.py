@@ -114,6 +114,11 @@ class Scopes:
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
 
+    @property
+    def functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The module's functions, nested ones too, in walk order."""
+        return self._functions
+
     def calls_on(self, line: int) -> list[ast.Call]:
         return [n for n in self._calls if n.lineno <= line <= (n.end_lineno or n.lineno)]
 

@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from collections.abc import Callable
 
 from ...models import Finding, Severity
 from ...workspace.pyast import parse as parse_python
 from ..codegen import Scopes
 from ..context import mark_noise
+from ..noise_context import UNFILTERED
 from ._web_quiet_tools import cli_argument_shell, fixed_scheme_urlopen, option_default_address
 from ._web_sinks import from_request
 
@@ -57,13 +59,20 @@ _DEPTH = 6
 _SERVER_RUN = frozenset({"run", "run_app", "run_simple", "serve"})
 
 
-def quiet(findings: list[Finding], text: Callable[[str], str | None]) -> list[Finding]:
+def quiet(findings: list[Finding], text: Callable[[str], str | None],
+          stop: float | None = None, late: list[Finding] | None = None) -> list[Finding]:
     """``findings`` with those the code proves harmless marked as noise;
-    ``text`` gives a project file's source by its path."""
+    ``text`` gives a project file's source by its path. Past ``stop``
+    (``time.monotonic()``) no further file is parsed: a finding of such a
+    file is kept as it is, tagged ``unfiltered`` and added to ``late`` (on
+    sqlalchemy this step parsed 65 large modules, 4-5 s on a loaded 2-core
+    machine, after the role's tools had stopped)."""
     modules: dict[str, Scopes | None] = {}
 
     def scopes(rel: str) -> Scopes | None:
         if rel not in modules:
+            if stop is not None and time.monotonic() > stop:
+                return _LATE
             source = text(rel)
             try:
                 modules[rel] = Scopes(parse_python(source)) if source else None
@@ -78,6 +87,12 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None]) -> list[Fi
                 and rules & (_SQL_RULES | _PICKLE_RULES | _BIND_RULES | _SHELL_RULES
                              | _URLOPEN_RULES | {"path-traversal"}) \
                 and (s := scopes(f.file)) is not None:
+            if s is _LATE:
+                f = f.model_copy(update={"tags": [*f.tags, UNFILTERED]})
+                if late is not None:
+                    late.append(f)
+                out.append(f)
+                continue
             line = f.range.start_line
             why = None
             if rules & _SQL_RULES:
@@ -95,21 +110,17 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None]) -> list[Fi
             if why is not None:
                 f = mark_noise(f, why, Severity.low)
         out.append(f)
-    _FUNCTIONS.clear()  # bounded by one call: the trees it keys go with ``modules``
     return out
 
 
-_FUNCTIONS: dict[int, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+_LATE = Scopes(ast.Module(body=[], type_ignores=[]))  # a file reached after ``stop``
 
 
 def _function(s: Scopes, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost function around ``line`` (a module's functions are
-    listed once per ``quiet`` call: a large file may hold hundreds of B608)."""
-    if id(s.tree) not in _FUNCTIONS:
-        _FUNCTIONS[id(s.tree)] = [n for n in ast.walk(s.tree)
-                                  if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    """The innermost function around ``line`` (from the functions ``Scopes``
+    listed in its one walk: a large file may hold hundreds of B608)."""
     best = None
-    for node in _FUNCTIONS[id(s.tree)]:
+    for node in s.functions:
         if node.lineno <= line <= (node.end_lineno or node.lineno) \
                 and (best is None or node.lineno > best.lineno):
             best = node
