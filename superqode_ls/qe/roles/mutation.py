@@ -366,10 +366,12 @@ class MutationTester(Role):
         copies = [scratch / f"w{i}" for i in which]
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
         assert self._py is not None
-        made = [Worker(ctx, copy, self._env(ctx, copy),
-                       pytest_argv(self._py, ctx.config.roles.unit_test_command,
-                                   self._env(ctx, copy), copy),
-                       report, modules) for copy in copies]
+        made = []
+        for copy in copies:
+            env = self._env(ctx, copy)
+            # pytest_argv sets the plugin environment in ``env`` as it goes.
+            fresh = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
+            made.append(Worker(ctx, copy, env, fresh, report, modules))
         self._pool += made
         if self._zygote is None:
             return made
