@@ -393,7 +393,7 @@ def _spawn(session, ids, dirs, routes):
             global _IN, _W
             try:
                 os.close(w)
-                for fd, _ in routes.values():
+                for fd in routes.values():
                     os.close(fd)
                 _IN.close()
                 _IN, _W = os.fdopen(r, "r", encoding="utf-8"), wid
@@ -408,7 +408,7 @@ def _spawn(session, ids, dirs, routes):
             finally:
                 os._exit(0)
         os.close(r)
-        routes[wid] = (w, pid)
+        routes[wid] = w
 
 
 def _route(session, req):
@@ -423,7 +423,7 @@ def _route(session, req):
             _spawn(session, req["spawn"], req.get("dirs") or [None] * len(req["spawn"]), routes)
         else:
             wid = req.get("w")
-            fd, pid = routes.get(wid, (None, None))
+            fd = routes.get(wid)
             if fd is not None and req.get("close"):
                 os.close(fd)
                 del routes[wid]
@@ -445,11 +445,11 @@ def _route(session, req):
         if not line:
             # Workers end when their input closes; waiting for them makes
             # their CPU time part of this process's (what a bench counts).
-            for fd, _ in routes.values():
+            for fd in routes.values():
                 os.close(fd)
-            for _, pid in routes.values():
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, 0)
+            with contextlib.suppress(ChildProcessError):
+                while True:  # every worker, also those closed earlier
+                    os.waitpid(-1, 0)
             os._exit(0)
         req = json.loads(line)
 
