@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.config import Config
-from superqode_ls.qe.roles import _mutation_runner, _scratch, get_role, mutation
+from superqode_ls.qe.roles import _mutation_cache, _mutation_runner, _scratch, get_role, mutation
 from superqode_ls.qe.roles._mutators import apply_edit, find_mutants, mutated_line, select
 from superqode_ls.qe.roles.mutation import MutationTester, cache_dir
 from superqode_ls.workspace.paths import SessionPaths
@@ -424,8 +424,8 @@ def test_cache_key_follows_the_modules_a_file_imports(make_repo):
     })
 
     def key() -> str:
-        role = MutationTester(use_cache=False)
-        results = role._collect(make_ctx(repo, files=["calc.py"]), mutation.MutationReport())
+        results = _mutation_cache.collect(make_ctx(repo, files=["calc.py"]),
+                                          mutation.MutationReport(), use_cache=False)
         (fr,) = results
         return fr.key
 

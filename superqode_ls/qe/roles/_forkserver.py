@@ -28,7 +28,17 @@ broke. Before any mutant, request {"trace": [files], "shard": [k, n], "out",
 in a forked child that records (coverage.py, one context per test, only
 ``files`` measured) which lines of ``files`` each test runs and
 writes {"tests": {nodeid: {"passed", "duration", "lines": {file: [line]}}}}
-to ``out``: the line map, with no separate pass of the suite. It imports nothing from SuperQode: it runs in the project's Python.
+to ``out``: the line map, with no separate pass of the suite.
+
+Workers: request {"spawn": [ids], "dirs": [dir per id]} makes this first
+process fork one worker per id (the session collected once, shared copy on
+write), each in its own directory, and from then on route each request
+that names a worker ({"w": id, ...}) to it, running nothing itself;
+{"w": id, "close": true} ends one. A worker says {"ready": true, "w": id,
+"items": n, "errors": k} and tags every reply with its id; all write to
+the one stdout, each reply in one write() under PIPE_BUF bytes, so none
+interleave. A request for a worker that is gone gets {"w": id, "gone":
+true}. It imports nothing from SuperQode: it runs in the project's Python.
 """
 
 import contextlib
@@ -49,15 +59,24 @@ _IN = _OUT = None
 if __name__ == "superqode_forkserver":  # loaded by pytest -p, not imported by SuperQode
     # Taken before pytest's capture replaces fds 0 and 1.
     _IN = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    _OUT = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    _OUT = os.dup(1)
     os.dup2(2, 1)  # terminal output must not reach the protocol
 
 _ROOT = os.path.realpath(os.getcwd())
+_W = None  # this worker's id in a forked worker (see _spawn); None in the first process
+# Forked workers share the first process's stdout: one write() of at most
+# PIPE_BUF bytes to a pipe is never interleaved with another's.
+_PIPE_BUF = 4096
 
 
 def _reply(obj):
-    _OUT.write(json.dumps(obj) + "\n")
-    _OUT.flush()
+    if _W is not None:
+        obj = {**obj, "w": _W}
+    data = (json.dumps(obj) + "\n").encode()
+    if len(data) > _PIPE_BUF and "fallback" in obj:
+        return _reply({"fallback": str(obj["fallback"])[:200]})
+    while data:
+        data = data[os.write(_OUT, data):]
 
 
 def _key(code):
@@ -361,11 +380,88 @@ def _fork(timeout, child, *args):
     _reply({"rc": rc, "timed_out": timed_out, "duration": time.monotonic() - start})
 
 
+def _spawn(session, ids, dirs, routes):
+    """Fork one worker per id, each serving the requests the first process
+    routes to it (``_route``) from the same collected session (copy on
+    write: no second start, import or collection), in its own directory."""
+    for wid, cwd in zip(ids, dirs):
+        r, w = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # fork() in a threaded process (3.12)
+            pid = os.fork()
+        if pid == 0:
+            global _IN, _W
+            try:
+                os.close(w)
+                for fd in routes.values():
+                    os.close(fd)
+                _IN.close()
+                _IN, _W = os.fdopen(r, "r", encoding="utf-8"), wid
+                if cwd:
+                    # The tests' own relative files and writes: its own copy,
+                    # as a worker started there would have. The code under
+                    # test stays the first process's, already imported.
+                    os.chdir(cwd)
+                _reply({"ready": True, "items": len(session.items),
+                        "errors": session.testsfailed})
+                _serve(session)
+            finally:
+                os._exit(0)
+        os.close(r)
+        routes[wid] = w
+
+
+def _route(session, req):
+    """The first process, once asked to spawn: from then on it runs no test
+    and only forks workers and passes each request to the worker it names
+    (its replies go straight to the shared stdout). A worker closed or gone
+    gets {"gone": true} for anything sent to it. At the end of its input it
+    waits for its workers and exits."""
+    routes = {}
+    while True:
+        if "spawn" in req:
+            _spawn(session, req["spawn"], req.get("dirs") or [None] * len(req["spawn"]), routes)
+        else:
+            wid = req.get("w")
+            fd = routes.get(wid)
+            if fd is not None and req.get("close"):
+                os.close(fd)
+                del routes[wid]
+            elif fd is not None:
+                data = (json.dumps(req) + "\n").encode()
+                try:
+                    while data:
+                        data = data[os.write(fd, data):]
+                except OSError:
+                    os.close(fd)
+                    del routes[wid]
+                    fd = None
+            if fd is None and not req.get("close"):
+                os.write(_OUT, (json.dumps({"w": wid, "gone": True}) + "\n").encode())
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        line = _IN.readline()
+        if not line:
+            # Workers end when their input closes; waiting for them makes
+            # their CPU time part of this process's (what a bench counts).
+            for fd in routes.values():
+                os.close(fd)
+            with contextlib.suppress(ChildProcessError):
+                while True:  # every worker, also those closed earlier
+                    os.waitpid(-1, 0)
+            os._exit(0)
+        req = json.loads(line)
+
+
 def _serve(session):
     by_id = {item.nodeid: item for item in session.items}
     targets = {}
     for line in _IN:
         req = json.loads(line)
+        if "spawn" in req and _W is None:
+            _route(session, req)
+            return
         if "trace" in req:
             files = {os.path.realpath(os.path.join(_ROOT, rel)): rel for rel in req["trace"]}
             items = _shard(session.items, *req["shard"])

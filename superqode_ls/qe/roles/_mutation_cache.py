@@ -18,7 +18,10 @@ from typing import Any
 
 from ...config import superqode_home
 from ...workspace.artifacts import atomic_write
+from . import _scratch
+from ._imports import import_closure
 from ._mutators import MUTATOR_VERSION, content_hash
+from .base import RoleContext
 
 # Verdicts that say something about the tests ("error": they could not run).
 JUDGED = ("killed", "timeout", "survived")
@@ -177,3 +180,60 @@ def save(fr: FileResult) -> None:
         atomic_write(cache_dir() / f"{fr.key}.json", json.dumps(data, indent=1))
     except OSError:
         pass
+
+
+def _utf8(raw: bytes | None) -> str | None:
+    try:
+        return raw.decode("utf-8") if raw is not None else None
+    except UnicodeDecodeError:
+        return None
+
+
+def collect(ctx: RoleContext, report: MutationReport, use_cache: bool) -> list[FileResult] | str:
+    """The files to mutate, each with its cache key and any cached results
+    (``use_cache``); or why there is nothing to mutate."""
+    files = _scratch.python_files(ctx.sandbox)
+    test_files = [f for f in files if _scratch.is_test_file(f)]
+    if not any(f.rsplit("/", 1)[-1] != "conftest.py" for f in test_files):
+        return "no Python tests to judge mutants with"
+    targets = [f for f in files if _scratch.is_source_file(f)]
+    if ctx.files is not None:
+        wanted = set(ctx.files)
+        targets = [f for f in targets if f in wanted]
+    if ctx.targets is not None:  # --shard: this run's share of the files
+        targets = [f for f in targets if ctx.targets(f)]
+    if not targets:
+        return "no Python source files to mutate"
+
+    tests_hash = _scratch.tests_fingerprint(ctx.sandbox, files)
+    # Every source file is read once: for its imports and for its hash.
+    raws: dict[str, bytes | None] = {}
+    wanted_targets = set(targets)
+    for rel in files:
+        if not _scratch.is_test_file(rel):
+            try:
+                raws[rel] = (ctx.sandbox / rel).read_bytes()
+            except OSError:
+                if rel in wanted_targets:
+                    raise
+                raws[rel] = None
+    texts = {rel: _utf8(raw) for rel, raw in raws.items()}
+    reaches = import_closure(texts)
+
+    def file_hash(rel: str) -> str:
+        raw = raws.get(rel)
+        return content_hash(raw) if raw is not None else "-"
+
+    results: list[FileResult] = []
+    for rel in targets:
+        text = texts[rel]
+        if text is None:
+            report.skipped_files[rel] = "not UTF-8"
+            continue
+        # What the file imports is part of what its mutants run against.
+        deps = "".join(f"{d}\0{file_hash(d)}\0" for d in sorted(reaches.get(rel, ())))
+        fr = FileResult(rel, text, cache_key(rel, file_hash(rel), tests_hash, deps))
+        if use_cache:
+            load(fr, ctx.config.roles.mutation_max_mutants)
+        results.append(fr)
+    return results

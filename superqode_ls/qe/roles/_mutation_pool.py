@@ -1,12 +1,13 @@
 """How many mutation workers pay, and the work done while the first starts.
 
-A worker costs a fixed start (the project's pytest: interpreter, imports,
-collection) before its first mutant. A second worker repays that only when
-its share of the mutants takes longer than its start: on a small module the
-whole run is seconds and the starts decide it; that a machine has 16 cores
-says nothing about whether 16 starts pay. So the count (``execution.workers``
+A worker costs a fixed start before its first mutant: a fork of the run's
+warm pytest process (``_mutation_spawn``) and one run of its first file's
+unmutated tests, which trusting it for that file takes. A further worker
+repays that only when its share of the mutants takes longer than its start:
+on a small module the whole run is seconds; that a machine has 16 cores
+says nothing about whether 16 workers pay. So the count (``execution.workers``
 or the CPUs) is a cap, and the role uses as many workers as the measured
-costs pay for (``workers_that_pay``): the first worker's start, and per
+costs pay for (``workers_that_pay``): a worker's measured start, and per
 mutant its covering tests' traced durations plus the measured cost of one
 forked run around them.
 

@@ -1,6 +1,7 @@
-"""Running mutants: one warm worker per scratch copy (``_forkserver``, loaded
-into the project's own pytest command), a fresh pytest process for what it
-cannot switch in place.
+"""Running mutants: one worker per scratch copy, a fork of the run's warm
+pytest process (``_forkserver``, loaded into the project's own pytest
+command; ``_mutation_spawn``), and a fresh pytest process in its copy for
+what it cannot switch in place.
 
 Time limits come from the covering tests' measured durations: a multiple of
 them plus a small floor (and pytest's start-up for a fresh process). A
@@ -12,18 +13,13 @@ into killed mutants.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import json
 import os
-import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ...runtime import Runtime
-from ...workspace.proc import PipedTool, ProcResult, start_piped
+from ...workspace.proc import ProcResult
 from ._mutation_cache import FileResult, MutationReport
 from ._mutators import Mutant, apply_edit
 from .base import RoleContext
@@ -42,79 +38,29 @@ class LineMap:
     startup_s: float
 
 
-def time_limit(linemap: LineMap, tests: list[str], factor: float, fresh: bool) -> float:
+def time_limit(linemap: LineMap, tests: list[str], factor: float, fresh: bool,
+               overhead: float = 0.0) -> float:
+    """``overhead``: a forked run's measured cost beyond its tests' time (the
+    fork, its copy-on-write faults, its exit): small on a quiet machine,
+    seconds when many workers share few CPUs, where a limit without it
+    would take slow tests for a hang."""
     expected = sum(linemap.durations.get(t, 0.0) for t in tests)
     if fresh:
         expected += linemap.startup_s
-    return MIN_MUTANT_TIMEOUT_S + factor * expected
+    return MIN_MUTANT_TIMEOUT_S + factor * (expected + overhead)
 
 
-class WarmServer:
-    """The client side of ``_forkserver``. ``run`` returns a ProcResult, a
-    reason (str) when the mutant must run fresh, or None when the server
-    broke (then it is closed and not used again)."""
+class Server(Protocol):
+    """A warm worker's server: a forked ``_mutation_spawn.Channel``. ``run``
+    returns a ProcResult, a reason (str) when the mutant must run fresh, or
+    None when the server broke (then it is closed and not used again)."""
 
-    def __init__(self, proc: PipedTool):
-        self.proc = proc
-        self.ok = True
-        self.items = 0  # the tests it collected
+    ok: bool
+    items: int
 
-    @classmethod
-    async def start(
-        cls, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
-        runtime: Runtime | None = None,
-    ) -> WarmServer | None:
-        proc = await start_piped(cmd, cwd, env, runtime=runtime)
-        server = cls(proc)
-        try:
-            hello = await server._read(timeout)
-        except BaseException:
-            await asyncio.shield(server.close())
-            raise
-        if not hello or not hello.get("ready"):
-            await server.close()
-            return None
-        server.items = int(hello.get("items") or 0)
-        return server
+    async def run(self, request: dict[str, Any], timeout: float) -> ProcResult | str | None: ...
 
-    async def _read(self, timeout: float) -> dict[str, Any] | None:
-        assert self.proc.stdout is not None
-        try:
-            line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
-            return json.loads(line) if line else None
-        except (TimeoutError, ValueError):
-            return None
-
-    async def run(self, request: dict[str, Any], timeout: float) -> ProcResult | str | None:
-        if not self.ok or self.proc.returncode is not None:
-            return None
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write((json.dumps({**request, "timeout": timeout}) + "\n").encode())
-            await self.proc.stdin.drain()
-        except (ConnectionError, RuntimeError):
-            await self.close()
-            return None
-        reply = await self._read(timeout + 30)
-        if reply is not None and "fallback" in reply:
-            return str(reply["fallback"])
-        if reply is None or "rc" not in reply:
-            await self.close()
-            return None
-        return ProcResult(
-            returncode=int(reply["rc"]),
-            stdout="",
-            stderr="",
-            duration_s=float(reply["duration"]),
-            timed_out=bool(reply["timed_out"]),
-        )
-
-    async def close(self) -> None:
-        self.ok = False
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        await self.proc.wait()
+    async def close(self) -> None: ...
 
 
 def status_of(res: ProcResult, warm: bool) -> str:
@@ -144,15 +90,12 @@ class Worker:
     _stamps = itertools.count(1)
 
     def __init__(self, ctx: RoleContext, copy: Path, env: dict[str, str], fresh_cmd: list[str],
-                 server_cmd: list[str] | None, server_env: dict[str, str], start_timeout: float,
-                 linemap: LineMap | None, report: MutationReport,
-                 modules: dict[str, str | None]):
+                 report: MutationReport, modules: dict[str, str | None]):
         self.ctx, self.copy, self.env, self.fresh_cmd = ctx, copy, env, fresh_cmd
-        self.server_cmd, self.server_env, self.start_timeout = server_cmd, server_env, start_timeout
-        self.linemap, self.report, self.modules = linemap, report, modules
+        self.linemap: LineMap | None = None
+        self.report, self.modules = report, modules
         self.factor = ctx.config.roles.mutation_timeout_factor
-        self.server: WarmServer | None = None
-        self.started = server_cmd is None
+        self.server: Server | None = None  # its warm server (``attach``); None: fresh only
         self.trusted: dict[str, bool] = {}  # file -> the server passed its unmutated tests
         self.start_s: float | None = None  # its warm server's start, once started
         self.run_s: float | None = None  # a forked run's cost beyond its tests' time
@@ -165,32 +108,19 @@ class Worker:
 
     def limit(self, tests: list[str]) -> float:
         """The time a mutant may take on the path it will most likely run."""
-        return time_limit(self.known, tests, self.factor, fresh=self.started and not self.server)
+        if self.server is None:
+            return time_limit(self.known, tests, self.factor, True)
+        return time_limit(self.known, tests, self.factor, False, self.run_s or 0.0)
 
     async def close(self) -> None:
         if self.server is not None:
             await self.server.close()
 
-    async def warm_up(self) -> float | None:
-        """Start the warm server (once); the seconds it took to be ready
-        (pytest's start-up and collection), None when there is none."""
-        started = time.monotonic()
-        if not self.started:
-            self.started = True
-            assert self.server_cmd is not None
-            self.server = await WarmServer.start(
-                self.server_cmd, self.copy, self.server_env, self.start_timeout,
-                self.ctx.runtime)
-            if self.server is None:
-                self.report.fallbacks["the warm worker did not start"] += 1
-            else:
-                self.start_s = time.monotonic() - started
-        return time.monotonic() - started if self.server is not None else None
-
-    @property
-    def collected(self) -> int:
-        """The tests its warm server collected (0 without one)."""
-        return self.server.items if self.server is not None else 0
+    def attach(self, server: Server | None) -> None:
+        """A warm server started for it (a forked worker: ``start_s``, its
+        fork's measured start, read from it)."""
+        self.server = server
+        self.start_s = getattr(server, "start_s", None)
 
     async def per_run_s(self, fr: FileResult, tests: list[str]) -> float | None:
         """What one forked run costs here beyond its tests' own time: from
@@ -212,15 +142,17 @@ class Worker:
             {"trace": rels, "shard": [which, shards], "out": str(out)}, timeout)
         return res if isinstance(res, ProcResult) else None
 
-    async def _server_for(self, fr: FileResult, tests: list[str]) -> WarmServer | None:
-        await self.warm_up()
+    async def _server_for(self, fr: FileResult, tests: list[str]) -> Server | None:
         if self.server is None or not self.server.ok:
             return None
         if fr.rel not in self.trusted:
             # The warm worker must agree with a fresh process on the unmutated
             # code (these tests passed under coverage), or it is not used for it.
-            res = await self.server.run(self._request(fr, None, tests),
-                                        time_limit(self.known, tests, self.factor, False))
+            # It judges the worker, not a mutant: the time a fresh process
+            # would get, so that workers starting together on a loaded
+            # machine are not taken for broken ones.
+            limit = time_limit(self.known, tests, self.factor, True)
+            res = await self.server.run(self._request(fr, None, tests), limit)
             self.trusted[fr.rel] = isinstance(res, ProcResult) and res.ok
             if isinstance(res, ProcResult) and self.run_s is None:
                 expected = sum(self.known.durations.get(t, 0.0) for t in tests)
@@ -250,7 +182,8 @@ class Worker:
         mutated = apply_edit(fr.text, m.edit)
         server = await self._server_for(fr, tests)
         if server is not None:
-            limit = stretch * time_limit(self.known, tests, self.factor, False)
+            limit = stretch * time_limit(self.known, tests, self.factor, False,
+                                         self.run_s or 0.0)
             res = await server.run(self._request(fr, mutated, tests), limit)
             if isinstance(res, ProcResult):
                 self.report.fork_runs += stretch == 1.0

@@ -1,10 +1,10 @@
 """mutation_tester: break the code on purpose and see whether the tests notice.
 
-1. Which tests cover which line: the workers (step 3) start first, and each
-   runs its share of the suite (whole test files) once in a forked child that
-   traces the lines of the files under test per test; no separate pass of
-   the suite. The first traces one share, a second starts meanwhile, and the
-   rest is split over as many workers as its tests' time repays their start
+1. Which tests cover which line: the project's pytest starts once (the
+   zygote, ``_mutation_spawn``: the suite imported and collected) and the
+   workers (step 3) are its forks; each runs its share of the suite (whole
+   test files) once in a forked child that traces the lines of the files
+   under test per test, all at once; no separate pass of the suite
    (``_mutation_linemap``). A custom test command, no fork server, or a
    worker that cannot do it (it did not start, its child broke) takes one
    run of the project's tests under ``coverage`` with one coverage context
@@ -14,14 +14,14 @@
    code under test (``ctx.files`` when a quick/save run passes the changed
    files), each file's in order of risk: changed lines first, then lines no
    asserting test covers, then the rest, round-robin over lines.
-3. The worker count (forced, or the CPUs) is a cap: a worker is added only
-   where its share of the mutants repays its measured start
-   (``_mutation_pool.workers_that_pay``), and never beyond the CPUs.
-   Each worker has its own scratch copy (the copies share their bytecode)
-   and one warm pytest process of the project (``_forkserver``) that has
-   collected the tests and imported the code once; a mutant is a forked child with the mutated
-   functions' code swapped in place (``_mutation_runner``), under a time
-   limit derived from those tests' durations.
+3. The worker count (forced, or the CPUs) is a cap: a worker runs mutants
+   only where its share of them repays its measured start (its fork and
+   first unmutated run; ``_mutation_pool.workers_that_pay``), and never
+   beyond the CPUs. Each worker has its own scratch copy (its working
+   directory and where a fresh run writes a mutant); a mutant is a forked
+   child of it with the mutated functions' code swapped in place
+   (``_forkserver``, ``_mutation_runner``), under a time limit derived from
+   those tests' durations.
 4. A mutant the tests survive is a finding at its line, unless it is marked
    likely equivalent; results are cached per file (``_mutation_cache``), so a
    re-run of unchanged files costs no test run at all.
@@ -34,7 +34,7 @@ import re
 import shutil
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from ...workspace.extras import lacking
@@ -43,37 +43,25 @@ from ...workspace.pyenv import ProjectPython
 from . import _mutation_cache as _cache
 from . import _scratch
 from ._common import worker_count
-from ._imports import import_closure
 from ._mutation_cache import (  # noqa: F401
     FileResult,
     MutationReport,
     cache_dir,
     cache_key,
 )
-from ._mutation_linemap import NO_TIME, read_coverage, trace_map
+from ._mutation_linemap import NO_TIME, coverage_map, trace_map
 from ._mutation_pool import Candidates, mutant_costs, workers_that_pay
 from ._mutation_report import TOOL, findings, write_log
 from ._mutation_runner import SERVER_PLUGIN, LineMap, Worker
 from ._mutation_sample import Unit, asserting_tests, choose, sample, units
-from ._mutators import Mutant, content_hash
+from ._mutation_spawn import Zygote
+from ._mutators import Mutant
 from ._pyenv import project_python, pytest_argv, tool_paths
-from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
 
 Item = tuple[FileResult, Mutant, list[str]]
-
-
-def _rc(path: Path) -> str:
-    return str(path).replace("$", "$$")
-
-
-def _utf8(raw: bytes | None) -> str | None:
-    try:
-        return raw.decode("utf-8") if raw is not None else None
-    except UnicodeDecodeError:
-        return None
 
 
 class MutationTester(Role):
@@ -106,6 +94,8 @@ class MutationTester(Role):
         self._phase = (0.0, None)
         self._copies = 0  # scratch copies handed to workers in this run
         self._pool: list[Worker] = []  # every worker made in this run: closed at its end
+        self._zygote: Zygote | None = None  # the run's warm pytest, its workers' parent
+        self._zygote_s = 0.0  # its start: pytest, imports, collection
 
     def _mark(self, name: str) -> None:
         """End phase ``name`` now (its time adds to earlier spells of it)."""
@@ -120,58 +110,6 @@ class MutationTester(Role):
     def unavailable(self, config=None) -> str | None:
         return lacking("coverage")
 
-    def _collect(self, ctx: RoleContext, report: MutationReport) -> list[FileResult] | RoleOutput:
-        """The files to mutate, each with its cache key and any cached results."""
-        files = _scratch.python_files(ctx.sandbox)
-        test_files = [f for f in files if _scratch.is_test_file(f)]
-        if not any(f.rsplit("/", 1)[-1] != "conftest.py" for f in test_files):
-            return RoleOutput(
-                status="skipped", reason="no Python tests to judge mutants with", tool=TOOL
-            )
-        targets = [f for f in files if _scratch.is_source_file(f)]
-        if ctx.files is not None:
-            wanted = set(ctx.files)
-            targets = [f for f in targets if f in wanted]
-        if ctx.targets is not None:  # --shard: this run's share of the files
-            targets = [f for f in targets if ctx.targets(f)]
-        if not targets:
-            return RoleOutput(
-                status="skipped", reason="no Python source files to mutate", tool=TOOL
-            )
-
-        tests_hash = _scratch.tests_fingerprint(ctx.sandbox, files)
-        # Every source file is read once: for its imports and for its hash.
-        raws: dict[str, bytes | None] = {}
-        wanted_targets = set(targets)
-        for rel in files:
-            if not _scratch.is_test_file(rel):
-                try:
-                    raws[rel] = (ctx.sandbox / rel).read_bytes()
-                except OSError:
-                    if rel in wanted_targets:
-                        raise
-                    raws[rel] = None
-        texts = {rel: _utf8(raw) for rel, raw in raws.items()}
-        reaches = import_closure(texts)
-
-        def file_hash(rel: str) -> str:
-            raw = raws.get(rel)
-            return content_hash(raw) if raw is not None else "-"
-
-        results: list[FileResult] = []
-        for rel in targets:
-            text = texts[rel]
-            if text is None:
-                report.skipped_files[rel] = "not UTF-8"
-                continue
-            # What the file imports is part of what its mutants run against.
-            deps = "".join(f"{d}\0{file_hash(d)}\0" for d in sorted(reaches.get(rel, ())))
-            fr = FileResult(rel, text, cache_key(rel, file_hash(rel), tests_hash, deps))
-            if self.use_cache:
-                _cache.load(fr, ctx.config.roles.mutation_max_mutants)
-            results.append(fr)
-        return results
-
     async def run(self, ctx: RoleContext) -> RoleOutput:
         self.report = report = MutationReport()
         started = time.monotonic()
@@ -180,9 +118,9 @@ class MutationTester(Role):
         if refused is not None:
             return refused
         # Walking, reading and hashing the project is file work: off the loop.
-        collected = await asyncio.to_thread(self._collect, ctx, report)
-        if isinstance(collected, RoleOutput):
-            return collected
+        collected = await asyncio.to_thread(_cache.collect, ctx, report, self.use_cache)
+        if isinstance(collected, str):
+            return RoleOutput(status="skipped", reason=collected, tool=TOOL)
         results = collected
         self._mark("collect")
         report.files = len(results)
@@ -235,7 +173,7 @@ class MutationTester(Role):
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         self._mark("interpreter")
         base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
-        self._copies, self._pool = 0, []
+        self._copies, self._pool, self._zygote = 1, [], None
         self._mark("copy")
         workers: list[Worker] = []
         planned: dict[str, list[Item]] = {}
@@ -252,28 +190,36 @@ class MutationTester(Role):
         try:
             started = time.monotonic()
             linemap: LineMap | str | None = None
-            if (self.fork_server and self.map_in_workers
-                    and not ctx.config.roles.unit_test_command):
-                # The warm workers map lines themselves (each traces its
-                # share of the suite in a forked child), then run mutants: no
-                # separate coverage pass, no second start-up and collection;
-                # the suite is split only as wide as its tests' time repays
-                # the workers' starts, whatever the count.
-                first = await self._workers(ctx, scratch, base, pending, report, 1)
-
-                def spawn(k: int) -> Awaitable[list[Worker]]:
-                    return self._workers(ctx, scratch, base, pending, report, k)
-
-                linemap, workers = await trace_map(
-                    ctx, scratch, first[0], spawn, cap, most, self.every_worker, pending, report,
-                    lambda: self._mark("starts"))
-                self._mark("trace")
-                if linemap is None:
-                    await _close(workers)
-                    workers = []
+            if self.fork_server and not ctx.config.roles.unit_test_command:
+                # One pytest start for the whole run: the workers are its
+                # forks (_mutation_spawn); their copies are made meanwhile.
+                copies = asyncio.create_task(self._copies_for(base, scratch, most))
+                try:
+                    self._zygote = await self._start_zygote(ctx, scratch, base, pending, report)
+                finally:
+                    await copies
+                self._mark("starts")
+                if self._zygote is not None and self.map_in_workers:
+                    # Each traces its share of the suite at once: no separate
+                    # coverage pass, no second start-up and collection.
+                    workers = await self._workers(ctx, base, pending, report, most)
+                    remaining = ctx.remaining()
+                    if workers:
+                        linemap = await trace_map(
+                            scratch, workers, self._zygote_s, remaining or 3600.0, pending, report)
+                    else:
+                        report.line_map_fallback = "a warm worker did not start"
+                    self._mark("trace")
+                    if linemap is None:
+                        await _close(workers)
+                        workers = []
+                elif self._zygote is None:
+                    report.line_map_fallback = "a warm worker did not start"
             if linemap is None:
                 report.line_map = "coverage"
-                linemap = await self._line_map(ctx, scratch, base)
+                assert self._py is not None
+                linemap = await coverage_map(ctx, self._py, scratch, base,
+                                             lambda c, x: self._env(ctx, c, x), report)
             report.coverage_s = time.monotonic() - started
             if isinstance(linemap, str):
                 if linemap == NO_TIME or linemap.startswith("could not run"):
@@ -296,18 +242,14 @@ class MutationTester(Role):
             queue = deque(items)
             if queue:
                 if not workers:
-                    workers = await self._workers(ctx, scratch, base, pending, report, 1, queue)
+                    workers = await self._workers(ctx, base, pending, report, 1)
                 for w in workers:
                     w.linemap = linemap
                 n = await self._count(workers, most, items, linemap, report)
-                if self.every_worker:
-                    await _close(workers[n:])
-                    workers = workers[:n]
-                # Workers the map started are kept: their start is paid.
-                n = max(n, len(workers))
-                workers += await self._workers(ctx, scratch, base, pending, report,
-                                               n - len(workers), queue)
-                report.workers = n
+                await _close(workers[n:])
+                workers = workers[:n]
+                workers += await self._workers(ctx, base, pending, report, n - len(workers))
+                report.workers = len(workers)
                 for w in workers:
                     w.linemap = linemap
                 self._mark("more workers")
@@ -316,6 +258,8 @@ class MutationTester(Role):
         finally:
             await asyncio.to_thread(candidates.stop)
             await _close(self._pool)
+            if self._zygote is not None:
+                await asyncio.shield(self._zygote.close())
         for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
             if fr.skip_reason:
                 continue
@@ -355,71 +299,88 @@ class MutationTester(Role):
 
     async def _count(self, workers: list[Worker], cap: int, items: list[Item],
                      linemap: LineMap, report: MutationReport) -> int:
-        """How many workers the mutants pay for, up to ``cap``: from a
-        worker's measured start (one after the first, which also compiled
-        the bytecode, where one started) and one measured forked run of the
-        first file's unmutated tests (which the first worker does before
-        that file's mutants anyway); without a warm worker, a fresh process
-        per mutant and no start."""
-        if cap <= 1 or len(items) <= 1:
-            return 1
+        """How many workers the mutants pay for, up to ``cap``: a forked
+        worker's measured start (its fork, and its first run of a file's
+        unmutated tests, which trusting it for that file takes) against the
+        mutants' expected costs, from one measured forked run of the first
+        file's unmutated tests (which the first worker does before that
+        file's mutants anyway); without a warm worker, a fresh process per
+        mutant and no start."""
         if self.every_worker:
             return min(cap, len(items))
+        if cap <= 1 or len(items) <= 1:
+            return 1
         fr, _, tests = items[0]
         per_run = await workers[0].per_run_s(fr, tests)
-        later = [w.start_s for w in workers[1:] if w.start_s is not None]
-        start_s = min(later) if later else workers[0].start_s or 0.0
         if per_run is None:  # fresh processes: each mutant pays a start, no worker does
             per_run, start_s = linemap.startup_s, 0.0
+        else:
+            forks = [w.start_s for w in workers if w.start_s is not None]
+            start_s = min(forks, default=0.0) + mutant_costs(items[:1], linemap, per_run)[0]
         report.run_s, report.start_s = per_run, start_s
         return workers_that_pay(cap, mutant_costs(items, linemap, per_run), start_s)
 
-    async def _workers(self, ctx: RoleContext, scratch: Path, base: Path,
-                       pending: list[FileResult], report: MutationReport, count: int,
-                       queue: deque[Item] | None = None) -> list[Worker]:
-        """``count`` more workers, one scratch copy each (the run's first
-        works in ``base``). With a ``queue`` their servers collect only its
-        tests' files, and start on first use; without one they collect the
-        whole suite (to map it)."""
-        # Each copy is used by one worker only (a worker that did not start
-        # keeps its number); made side by side (the loop's bounded thread pool).
+    async def _copies_for(self, base: Path, scratch: Path, count: int) -> None:
+        """Scratch copies w1.. for ``count`` more workers, side by side (the
+        loop's bounded thread pool), sharing the first's bytecode."""
+        made = list(await asyncio.gather(*(
+            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}")
+            for i in range(1, 1 + max(0, count)))))
+        await asyncio.to_thread(_scratch.share_pycache, [base, *made])
+
+    async def _start_zygote(self, ctx: RoleContext, scratch: Path, base: Path,
+                            pending: list[FileResult], report: MutationReport) -> Zygote | None:
+        """The run's one warm pytest process (the whole suite collected), in
+        the first copy; None when it did not start."""
+        plugin = scratch / "plugins" / f"{SERVER_PLUGIN}.py"
+        await asyncio.to_thread(plugin.parent.mkdir, exist_ok=True)
+        await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
+                                plugin)
+        env = self._env(ctx, base, [scratch / "plugins"])
+        assert self._py is not None
+        cmd = pytest_argv(self._py, None, env, base)
+        cmd += ["-p", SERVER_PLUGIN, "-p", "no:cacheprovider", "-q", "--no-header"]
+        remaining = ctx.remaining()
+        started = time.monotonic()
+        zygote = await Zygote.start(cmd, base, env, min(remaining or 600.0, 600.0),
+                                    ctx.runtime)
+        self._zygote_s = time.monotonic() - started
+        if zygote is None:
+            report.fallbacks["the warm worker did not start"] += 1
+        return zygote
+
+    async def _workers(self, ctx: RoleContext, base: Path, pending: list[FileResult],
+                       report: MutationReport, count: int) -> list[Worker]:
+        """``count`` more workers, one scratch copy each (w1, w2, ...):
+        forks of the zygote where it runs (those that did not start are left
+        out), else fresh processes only. ``base`` (w0) is never written: the
+        zygote and every worker import the code under test from it, also
+        modules a test imports late, so a mutated file written there for a
+        fresh run would reach them all."""
         which = range(self._copies, self._copies + max(0, count))
         self._copies = which.stop
         if not which:
             return []
-        copies = list(await asyncio.gather(*(
-            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}") if i else
-            asyncio.sleep(0, base) for i in which
-        )))
-        await asyncio.to_thread(_scratch.share_pycache, [base, *copies])
-        plugin = scratch / "plugins" / f"{SERVER_PLUGIN}.py"
-        if not plugin.is_file():
-            await asyncio.to_thread(plugin.parent.mkdir, exist_ok=True)
-            await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
-                                    plugin)
+        scratch = base.parent
+        await self._copies_for(base, scratch, which.stop - 1)
+        copies = [scratch / f"w{i}" for i in which]
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
-        test_files = None if queue is None else sorted(
-            {t.split("::")[0] for _, _, tests in queue for t in tests})
-        made = [self._worker(ctx, scratch, copy, report, modules, test_files) for copy in copies]
-        self._pool += made
-        return made
-
-    def _worker(self, ctx: RoleContext, scratch: Path, copy: Path, report: MutationReport,
-                modules: dict[str, str | None], test_files: list[str] | None) -> Worker:
-        env = self._env(ctx, copy)
         assert self._py is not None
-        fresh = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
-        server_cmd = None
-        server_env = self._env(ctx, copy, [scratch / "plugins"])
-        if self.fork_server and not ctx.config.roles.unit_test_command:
-            server_cmd = pytest_argv(self._py, None, server_env, copy)
-            server_cmd += ["-p", SERVER_PLUGIN, "-p", "no:cacheprovider", "-q", "--no-header",
-                           *(test_files or [])]
-        remaining = ctx.remaining()
-        start_timeout = (60.0 + 2 * report.coverage_s if test_files is not None
-                         else min(remaining, 600.0) if remaining is not None else 600.0)
-        return Worker(ctx, copy, env, fresh, server_cmd, server_env, start_timeout, None,
-                      report, modules)
+        made = []
+        for copy in copies:
+            env = self._env(ctx, copy)
+            # pytest_argv sets the plugin environment in ``env`` as it goes.
+            fresh = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
+            made.append(Worker(ctx, copy, env, fresh, report, modules))
+        self._pool += made
+        if self._zygote is None:
+            return made
+        channels = await self._zygote.spawn(copies, 60.0)
+        for w, channel in zip(made, channels):
+            w.attach(channel)
+        if None in channels:
+            report.fallbacks["the warm worker did not start"] += channels.count(None)
+        return [w for w, channel in zip(made, channels) if channel is not None]
 
     def _plan(self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
               changed: dict[str, set[int]], report: MutationReport,
@@ -492,22 +453,6 @@ class MutationTester(Role):
         self._tools = lent
         return None
 
-    async def _line_map(self, ctx: RoleContext, scratch: Path, base: Path) -> LineMap | str:
-        data_file = scratch / "coverage.data"
-        out_file = scratch / "linemap.json"
-        plugin, env = await asyncio.to_thread(self._prepare_line_map, ctx, scratch, base, data_file, out_file)
-        rc = scratch / "coveragerc"
-        assert self._py is not None
-        # The project's pytest (its plugins, never SuperQode's), under coverage.
-        argv = pytest_argv(self._py, None, env, base)
-        cmd = [argv[0], "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest", *argv[3:]]
-        cmd += ["-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
-        res = await ctx.run(cmd, cwd=base, env=env)
-        if res.timed_out:
-            return NO_TIME
-        # Reading coverage's SQLite data is a few hundred syscalls: off the loop.
-        return await asyncio.to_thread(read_coverage, res, base, data_file, out_file, self.report)
-
     def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
         """A copy's environment: its sources ahead of the user's project and
         the sandbox (editable installs), SuperQode's coverage lent if needed."""
@@ -516,19 +461,6 @@ class MutationTester(Role):
             shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
         )
 
-    def _prepare_line_map(
-        self, ctx: RoleContext, scratch: Path, base: Path, data_file: Path, out_file: Path
-    ) -> tuple[str, dict[str, str]]:
-        plugin_dir = scratch / "plugins"
-        plugin = write_plugin(plugin_dir, "superqode_linemap", LINEMAP_PLUGIN)
-        (scratch / "coveragerc").write_text(
-            # coverage expands $VAR in its config: a literal $ is written $$.
-            f"[run]\ndata_file = {_rc(data_file)}\nsource = {_rc(base)}\nbranch = false\n",
-            encoding="utf-8",
-        )
-        env = self._env(ctx, base, [plugin_dir])
-        env["SUPERQODE_LINEMAP_OUT"] = str(out_file)
-        return plugin, env
 
 async def _close(workers: list[Worker]) -> None:
     await asyncio.shield(asyncio.gather(*(w.close() for w in workers)))
