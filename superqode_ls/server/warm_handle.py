@@ -22,12 +22,11 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..runtime import WarmAnalyzer
+from ..runtime import OneWaiter, WarmAnalyzer
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +52,10 @@ class LateAnalyzer:
         self._make = make
         self._lock = threading.Lock()
         self._closed = False
-        self._waiting = False  # a run waits for the handle (only one does)
         self._thread: threading.Thread | None = None
         # The handle, or None: set once by the making thread.
         self._made: concurrent.futures.Future = concurrent.futures.Future()
+        self._gate = OneWaiter(self._made, MAKE_WAIT)  # one run waits for the handle
 
     def begin(self) -> None:
         with self._lock:
@@ -91,7 +90,7 @@ class LateAnalyzer:
         if self._thread is None or self._closed:
             return False
         if not self._made.done():
-            return not self._waiting
+            return self._gate.free()
         handle = self.handle()
         return handle is not None and handle.serves(tool)
 
@@ -100,20 +99,9 @@ class LateAnalyzer:
         """The handle's result, or None: the caller runs the command."""
         if self._thread is None or self._closed:
             return None
-        if not self._made.done():
-            if self._waiting:
-                return None
-            self._waiting = True  # (before the first await: the next caller runs the command)
-            t0 = time.monotonic()
-            wait = MAKE_WAIT if timeout is None else max(0.0, min(MAKE_WAIT, timeout))
-            try:
-                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._made)), wait)
-            except TimeoutError:
-                return None
-            finally:
-                self._waiting = False
-            if timeout is not None:  # the run keeps to the caller's budget
-                timeout = max(0.0, timeout - (time.monotonic() - t0))
+        over, timeout = await self._gate.wait(timeout)
+        if not over:
+            return None  # another run waits, or the making took too long: the command
         handle = self.handle()
         if handle is None or self._closed:
             return None
