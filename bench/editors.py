@@ -7,7 +7,9 @@ fresh git copy of examples/shop with two planted files (an unused import and a
 
 - open: the first file shows both problems, counted from the server attached
   (Neovim, Emacs: the server is up) or from the file opened (VS Code: the
-  extension and the server start with it);
+  extension and the server start with it); Neovim's and Emacs's "open (with
+  start)" counts from the file shown, before the server started (the plugin
+  starts it with the first Python file: its start and ``initialize`` are in it);
 - open 2: a second file opened while the server runs, until both show;
 - save: a saved ``import sys`` line, from the save to its F401;
 - Neovim only: type (an unsaved line, to its F401: 0.5 s of it is the pause
@@ -106,7 +108,8 @@ def nvim(ruff: bool) -> dict[str, float]:
         if data.get("exit") != 0:
             raise RuntimeError(data.get("error"))
         at = data["at"]
-        out = {"open": at["on_open"] - at["attached"], "open 2": at["on_open_second"] - at["open_second"],
+        out = {"open": at["on_open"] - at["attached"], "open (with start)": at["on_open"],
+               "open 2": at["on_open_second"] - at["open_second"],
                "save": at["after_save"] - at["save"], "type": at["after_typing"] - at["type"]}
         if "run_end" in at:
             out["Run QE: first"] = at["run_first_diagnostic"] - at["run_qe"]
@@ -131,7 +134,8 @@ def emacs(ruff: bool) -> dict[str, float]:
         if data.get("exit") != 0:
             raise RuntimeError(data.get("error"))
         at = data["at"]
-        return {"open": at["on_open"] - at["attached"], "open 2": at["on_open_second"] - at["open_second"],
+        return {"open": at["on_open"] - at["attached"], "open (with start)": at["on_open"],
+                "open 2": at["on_open_second"] - at["open_second"],
                 "save": at["after_save"] - at["save"]}
     finally:
         shutil.rmtree(work, ignore_errors=True)

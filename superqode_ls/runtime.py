@@ -18,7 +18,10 @@ The bottom layer (stdlib and ``errors`` only): the engine's layers all read it.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,6 +55,43 @@ class WarmAnalyzer(Protocol):
                   timeout: float | None) -> Any: ...  # workspace.proc.ProcResult or None
 
     def stop(self) -> None: ...
+
+
+class OneWaiter:
+    """While something starts in a thread (``started``), ONE caller waits for
+    it (the one it would serve), at most ``limit`` s or the caller's own time
+    left; any other is told at once not to wait (it runs the command). The one
+    policy of the warm bandit's start (``StartingBandit``) and of its handle
+    being made (``server/warm_handle.py``)."""
+
+    def __init__(self, started: concurrent.futures.Future, limit: float):
+        self._started = started
+        self._limit = limit
+        self._waiting = False
+
+    def free(self) -> bool:
+        """Whether a caller now would not be turned away (none waits, or it is over)."""
+        return self._started.done() or not self._waiting
+
+    async def wait(self, timeout: float | None) -> tuple[bool, float | None]:
+        """(whether the start is over, the caller's time left). Shielded: a
+        cancelled caller does not cancel the start's own future."""
+        if self._started.done():
+            return True, timeout
+        if self._waiting:
+            return False, timeout
+        self._waiting = True  # (before the first await: the next caller is turned away)
+        t0 = time.monotonic()
+        wait = self._limit if timeout is None else max(0.0, min(self._limit, timeout))
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._started)), wait)
+        except TimeoutError:
+            return False, timeout
+        finally:
+            self._waiting = False
+        if timeout is not None:  # the run keeps to the caller's budget
+            timeout = max(0.0, timeout - (time.monotonic() - t0))
+        return True, timeout
 
 
 def nice_from_env(default: int, environ: Mapping[str, str] | None = None) -> int:

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..config import AcpAgentConfig
 from ..models import Usage
+from ..workspace import pyast
 from ..workspace.namespaces import SPEC_ENV
 from ..workspace.proc import BARRIER_ENV, supervise
 from .confine import Refused, read_inside, resolve_inside, write_inside
@@ -44,8 +45,9 @@ from .permissions import Permissions
 from .tools import ToolBox
 
 try:  # the agents extra; its absence is one line, not an ImportError
-    import acp
-    from acp import schema as acp_schema
+    with pyast.serialized():  # acp's import parses (workspace/pyast.py)
+        import acp
+        from acp import schema as acp_schema
 except ImportError:  # pragma: no cover - exercised by installs without the extra
     acp = None  # type: ignore[assignment]
     acp_schema = None  # type: ignore[assignment]

@@ -1,7 +1,8 @@
 """The server's warm-up, in the order the first file opened needs it.
 
 At ``initialize``, in worker threads: bandit's warm process starts (its
-handle is made on the loop and put in the runtime at once), and the
+handle is made in a thread too; what stands for it until then,
+``warm_handle.LateAnalyzer``, is put in the runtime at once), and the
 imports a file run needs (the pipeline, the live roles, the folder watcher;
 the sandbox probe) are made. The client then still finishes starting and
 opens its first file; those imports on the event loop held the first file's
@@ -37,6 +38,7 @@ from ..engine import roles
 from ..engine.runtime import warm_analyzer
 from .live_runtime import live_runtime
 from .server import SuperQodeServer
+from .warm_handle import Handle, LateAnalyzer
 
 log = logging.getLogger(__name__)
 
@@ -55,25 +57,37 @@ class WarmUp:
         self.first: asyncio.Task | None = None  # the first file run's imports
 
     def start_bandit(self) -> None:
-        """Start the warm bandit (in a thread of its own: its start blocks
-        while bandit loads); it is the runtime's analyzer from now on, and a
-        run started meanwhile waits for it (``StartingBandit``)."""
+        """Start the warm bandit: its handle is made and begun in a thread
+        (the import it needs, a tenth of a second or more under load, held
+        ``initialize``'s answer on the loop); what stands for it in the
+        runtime (``warm_handle.LateAnalyzer``) is there at once, so a file
+        opened meanwhile is served by it, and a run started meanwhile waits
+        for it (``StartingBandit``'s policy)."""
         if self.bandit is not None or self.ls.shutting_down or self.ls.runtime.analyzer is not None:
             return
-        # Its runs at the automatic runs' priority (live_runtime.py). Made
-        # here, on the loop: a run keeps the runtime it started with, so the
-        # analyzer must be in it before the client can open a file. Its
-        # import (the qe and workspace modules, a tenth of a second or more
-        # under load) delays initialize's answer; the thread that started
-        # bandit made the same import first, and the first file's run
-        # needs those modules anyway (import_first).
-        starting = warm_analyzer(dataclasses.replace(live_runtime(self.ls.runtime), analyzer=None))
-        if starting is None:
-            return  # no bandit: the security role says so itself
-        # The runtime's one owner is the server (ls); it stops the analyzer at exit.
-        self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=starting)
-        starting.begin()
-        self.bandit = self.ls.background(starting.started(), "warm bandit")
+        # Its runs at the automatic runs' priority (live_runtime.py).
+        runtime = dataclasses.replace(live_runtime(self.ls.runtime), analyzer=None)
+
+        def make() -> Handle | None:
+            starting = warm_analyzer(runtime)
+            if starting is not None:  # None: no bandit, the security role says so itself
+                starting.begin()
+            return starting
+
+        late = LateAnalyzer(make)
+        # In the runtime before the client can open a file (a run keeps the
+        # runtime it started with). Its one owner is the server (ls); it
+        # stops the analyzer at exit.
+        self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=late)
+        late.begin()
+        self.bandit = self.ls.background(self._bandit_up(late), "warm bandit")
+
+    @staticmethod
+    async def _bandit_up(late: LateAnalyzer) -> None:
+        """Once the warm bandit is up, or will not be (its handle's start)."""
+        handle = late.handle() if await late.made() else None
+        if handle is not None:
+            await handle.started()
 
     def import_first(self, names: Sequence[str]) -> None:
         """Import what a file run of the roles ``names`` needs, in a worker

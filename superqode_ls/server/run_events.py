@@ -85,6 +85,10 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
             # kept in the log (a coalesced progress line may be replaced).
             ls.log(f"SuperQode {msg}")
             progress.report(f"{msg}; {progress.status()}")
+        elif msg and str(msg).endswith(" roles done"):
+            # The engine's role count ("1/2 roles done") is the status's own
+            # first words: said once (Neovim showed "1/2 roles done; 1/2 roles done, ...").
+            progress.report(progress.status(), now=False)
         elif msg:
             progress.report(f"{msg}; {progress.status()}", now=False)
     elif kind == "session_complete":

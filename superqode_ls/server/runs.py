@@ -227,6 +227,10 @@ async def _phase(ls: SuperQodeServer, run: Run, progress: RunProgress, roles: li
     bus = EventBus(session_id)
 
     def sink(event) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            # Stamped as emitted (``-v --log-file``): where a slow squiggle's time went.
+            log.debug("%s event %s %s", session_id, event.type,
+                      {k: v for k, v in event.data.items() if k in ("role", "tool", "status", "phase", "warm")})
         # Taken in right away (tens of microseconds a finding): the engine
         # emits a role's findings in one synchronous burst, and anything
         # deferred would wait behind its next synchronous step.

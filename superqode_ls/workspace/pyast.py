@@ -10,7 +10,9 @@ shows."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 _LOCK = threading.Lock()
@@ -20,3 +22,13 @@ def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec", 
     """``ast.parse``, serialized across threads (same arguments, same errors)."""
     with _LOCK:
         return ast.parse(source, filename, mode, **kw)
+
+
+@contextlib.contextmanager
+def serialized() -> Iterator[None]:
+    """Hold the parse lock around an import that parses as it loads (acp's
+    models read their field docstrings with ``ast.parse``, pydantic's
+    ``use_attribute_docstrings``): a parse in another thread meanwhile
+    failed the language server's role listing."""
+    with _LOCK:
+        yield

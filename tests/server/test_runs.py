@@ -39,3 +39,10 @@ def test_the_interpreter_line_reaches_the_editor_at_once_and_its_log():
     _on_event(ls, None, progress, SimpleNamespace(type="progress", data={"message": "mutant 3"}))
     assert logged == [f"SuperQode {line}"]
     assert shown == [(f"{line}; 1/3 roles done", True), ("mutant 3; 1/3 roles done", False)]
+    # The engine's role count is the status's own words: not said twice.
+    shown.clear()
+    count = {"message": "1/3 roles done", "done": 1, "total": 3}
+    _on_event(ls, None, progress, SimpleNamespace(type="progress", data=count))
+    fixes = {"message": "verifying fixes: 1 of 2", "done": 1, "total": 2}
+    _on_event(ls, None, progress, SimpleNamespace(type="progress", data=fixes))
+    assert shown == [("1/3 roles done", False), ("verifying fixes: 1 of 2; 1/3 roles done", False)]

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...config import Config
-from ...runtime import Runtime
+from ...runtime import OneWaiter, Runtime
 from ...workspace import landlock, namespaces
 from ...workspace.namespaces import SPEC_ENV
 from ...workspace.proc import BARRIER_ENV, ProcResult, spawn_tool_blocking
@@ -257,9 +257,9 @@ class StartingBandit:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._waiting = False  # a run waits for the start (only one does)
         # The started WarmBandit, or None: set once by the start's thread.
         self._started: concurrent.futures.Future = concurrent.futures.Future()
+        self._gate = OneWaiter(self._started, STARTING_WAIT)  # one run waits for the start
 
     def begin(self) -> None:
         """Start it, in a thread of its own (the start blocks while bandit
@@ -301,7 +301,7 @@ class StartingBandit:
         if self._thread is None or self._closed or Path(tool).parent != Path(self.python).parent:
             return False
         if not self._started.done():
-            return not self._waiting
+            return self._gate.free()
         warm = self._warm()
         return warm is not None and warm.serves(tool)
 
@@ -310,20 +310,9 @@ class StartingBandit:
         """bandit's result, or None: the caller runs the command."""
         if self._thread is None or self._closed or not env.get(BARRIER_ENV):
             return None
-        if not self._started.done():
-            if self._waiting:
-                return None
-            self._waiting = True  # (before the first await: the next caller runs the command)
-            t0 = time.monotonic()
-            wait = STARTING_WAIT if timeout is None else max(0.0, min(STARTING_WAIT, timeout))
-            try:
-                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._started)), wait)
-            except TimeoutError:
-                return None
-            finally:
-                self._waiting = False
-            if timeout is not None:  # the run keeps to the caller's budget
-                timeout = max(0.0, timeout - (time.monotonic() - t0))
+        over, timeout = await self._gate.wait(timeout)
+        if not over:
+            return None  # another run waits, or the start took too long: the command
         warm = self._warm()
         if warm is None or self._closed:
             return None
