@@ -1,0 +1,196 @@
+"""Findings judged by hand on a clean, well-kept Django app (healthchecks):
+placeholders in example files, a CI job's test database, a weak hash that
+only makes a rate-limit or cache key, mark_safe of URL-encoded text. Each
+case has a neighbour that must stay worth acting on."""
+
+from __future__ import annotations
+
+import pytest
+
+from superqode_ls.models import Severity
+from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.noise_rules import example_file
+from superqode_ls.qe.roles.base import tool_path
+from superqode_ls.qe.roles.security import SecurityTester
+from tests.role_helpers import make_ctx, run_role
+
+needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
+
+
+def _security(repo):
+    found = run_role(SecurityTester(), make_ctx(repo)).findings
+    return filter_findings(found, read_line=FileLines(repo), threshold=0.7).findings
+
+
+def _at(findings, file, line, rule=None):
+    return [f for f in findings if f.file == file and f.range and f.range.start_line == line
+            and (rule is None or f.rule_id == rule or rule in f.related_rules)]
+
+
+def _kept(found, file, line, rule=None):
+    hits = _at(found, file, line, rule)
+    assert hits, (file, line, [(f.file, f.range and f.range.start_line, f.rule_id) for f in found])
+    assert all(f.noise is None for f in hits), [f.noise for f in hits]
+    return hits
+
+
+def _noise(found, file, line, why, rule=None):
+    hits = _at(found, file, line, rule)
+    assert hits, (file, line, [(f.file, f.range and f.range.start_line, f.rule_id) for f in found])
+    for f in hits:
+        assert f.noise and why in f.noise, f.noise
+        assert f.severity.rank <= Severity.low.rank
+
+
+def test_example_file_names():
+    for name in (".env.example", "docker/.env.example", "config.sample.yml", "example.env",
+                 "settings.ini.dist", "env-template", "app.conf.tmpl"):
+        assert example_file(name), name
+    for name in (".env", "config.yml", "example.py", "templates/base.html", "docs/example.md",
+                 "exampleapp.cfg"):
+        assert not example_file(name), name
+
+
+AKIA = "AKIA" + "Q3HZKWDRNQ7Z2BKT"  # split: no key-shaped literal in the source
+
+
+def test_a_placeholder_in_an_example_file_is_noise_a_real_key_there_stays(make_repo):
+    repo = make_repo({
+        "docker/.env.example": ("DB=postgres\nDB_PASSWORD=fixme-postgres-password\n"
+                                f"AWS_ACCESS_KEY_ID={AKIA}\n"),
+        "deploy/.env": "DB_PASSWORD=fixme-postgres-password\n",
+    })
+    found = _security(repo)
+    _noise(found, "docker/.env.example", 2, "example or template file")
+    (key,) = _kept(found, "docker/.env.example", 3)
+    assert key.severity.at_least(Severity.high)
+    _kept(found, "deploy/.env", 1)
+
+
+TESTS_YML = """name: tests
+on: [push]
+jobs:
+    test:
+        runs-on: ubuntu-latest
+        strategy:
+            matrix:
+                include:
+                    - db: mysql
+                      db_password: root
+        services:
+            postgres:
+                image: postgres:16
+                env:
+                    POSTGRES_PASSWORD: hc-ci-password
+        steps:
+            - run: python manage.py test
+"""
+DEPLOY_YML = """name: ship
+on: [push]
+jobs:
+    deploy:
+        runs-on: ubuntu-latest
+        env:
+            DB_PASSWORD: Prod-db-Pa55word
+        steps:
+            - run: ./deploy.sh
+"""
+
+
+def test_a_ci_test_database_password_is_noise_a_deploy_secret_stays(make_repo):
+    repo = make_repo({".github/workflows/tests.yml": TESTS_YML,
+                      ".github/workflows/deploy.yml": DEPLOY_YML})
+    found = _security(repo)
+    _noise(found, ".github/workflows/tests.yml", 10, "test database")
+    _noise(found, ".github/workflows/tests.yml", 15, "test database")
+    _kept(found, ".github/workflows/deploy.yml", 7)
+
+
+MODELS = """import hashlib
+
+from django.conf import settings
+from django.core.cache import cache
+
+
+class Check:
+    @property
+    def unique_key(self):
+        code_half = self.code.hex[:16]
+        return hashlib.sha1(code_half.encode()).hexdigest()
+
+
+def authorize_login_email(email):
+    salted_encoded = (email + settings.SECRET_KEY).encode()
+    hashed = hashlib.sha1(salted_encoded).hexdigest()
+    return TokenBucket.authorize(f"em-{hashed}", 10, 3600)
+
+
+def cached_page(url):
+    key = hashlib.md5(url.encode()).hexdigest()
+    return cache.get("page:" + key)
+
+
+def webhook_ok(request, body):
+    hashed = hashlib.sha1((settings.SECRET_KEY + body).encode()).hexdigest()
+    return hashed == request.headers["X-Signature"]
+
+
+def sign(data):
+    return hashlib.sha1((settings.SECRET_KEY + data).encode()).hexdigest()
+
+
+def store(user, password):
+    user.key = hashlib.md5(password.encode()).hexdigest()
+"""
+
+
+@needs_bandit
+def test_a_hash_that_only_makes_a_key_is_noise_a_signature_or_password_stays(make_repo):
+    repo = make_repo({"hc/api/models.py": MODELS})
+    found = _security(repo)
+    for line in (11, 16, 21):
+        _noise(found, "hc/api/models.py", line, "identifier", "B324")
+    for line in (26, 31, 35):
+        _kept(found, "hc/api/models.py", line, "B324")
+
+
+TAGS = """import json
+import shlex
+from urllib.parse import quote
+
+from django.utils.safestring import mark_safe
+
+
+def sort_url(context, sort):
+    q = context["request"].GET.copy()
+    q["sort"] = sort
+    urlencoded = q.urlencode()
+    return mark_safe("?" + urlencoded)
+
+
+def link(name):
+    return mark_safe(f'<a href="/u/{quote(name)}">x</a>')
+
+
+def data(obj):
+    return mark_safe(json.dumps(obj))
+
+
+def cmd(name):
+    return mark_safe(shlex.quote(name))
+
+
+def loose(name):
+    return mark_safe(quote(name, safe="<>"))
+"""
+
+
+@needs_bandit
+def test_mark_safe_of_url_encoded_text_is_noise_json_or_shell_quoting_stays(make_repo):
+    repo = make_repo({"hc/front/templatetags/hc_extras.py": TAGS})
+    found = _security(repo)
+    path = "hc/front/templatetags/hc_extras.py"
+    _noise(found, path, 12, "Markup on safe text")
+    _noise(found, path, 16, "Markup on safe text")
+    for line in (20, 24, 28):
+        _kept(found, path, line)
