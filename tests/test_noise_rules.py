@@ -194,3 +194,16 @@ def test_mark_safe_of_url_encoded_text_is_noise_json_or_shell_quoting_stays(make
     _noise(found, path, 16, "Markup on safe text")
     for line in (20, 24, 28):
         _kept(found, path, line)
+
+
+@needs_bandit
+def test_a_password_status_word_is_noise_a_password_in_a_subscript_stays(make_repo):
+    repo = make_repo({"hc/accounts/views.py": (
+        "def profile(request, ctx):\n"
+        "    if request.session.pop('changed_password', False):\n"
+        "        ctx['email_password_status'] = 'success'\n"
+        "    ctx['email_password'] = 'Xk29-prod!db'\n"
+        "    return ctx\n")})
+    found = _security(repo)
+    _noise(found, "hc/accounts/views.py", 3, "not a secret", "B105")
+    _kept(found, "hc/accounts/views.py", 4, "B105")

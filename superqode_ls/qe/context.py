@@ -21,6 +21,8 @@ worth acting on whatever the tool's confidence.
 - a weak hash (B324) whose output is a cache or lookup key, an ETag or a
   checksum (the line or the name of the function it is in says so), or
   that a protocol mandates (RFC 6455's SHA-1, HOTP/TOTP, git object ids);
+- a password in an example file or a CI job's test database, a weak hash
+  that only makes a rate-limit or cache key (``qe/noise_rules.py``);
 - ``pickle``/``marshal`` loads (B301/B302) of a cache the module writes
   itself; "pass" the verb in a name bandit took for a password;
 - deliberate re-exports (PLC0414 ``import y as y``, F401 in an

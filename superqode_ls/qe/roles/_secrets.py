@@ -195,7 +195,8 @@ def mask_quoted(text: str, value: str) -> str | None:
     return out if found else None
 
 
-_TARGET = re.compile(r"([\w.]+)['\"\]]?\s*(?::=|==|!=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
+# ``ctx["password_status"] = "..."``: a subscript's quote and bracket too
+_TARGET = re.compile(r"([\w.]+)['\"]?\]?\s*(?::=|==|!=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
 
 
 def plausible(value: str, line: str | None = None) -> bool:
@@ -226,7 +227,7 @@ def plausible(value: str, line: str | None = None) -> bool:
 # Names that hold *about* a secret, for bandit's password rules: narrower
 # than _NOT_SECRET_NAME (a password's hash is still worth a look).
 _ABOUT_SECRET = re.compile(r"(?i)[_.-](name|file|path|url|uri|env|var|field|label|header"
-                           r"|prefix|type|id|format|pattern|regex)s?$")
+                           r"|prefix|type|id|format|pattern|regex|status|state|msg|message)s?$")
 # Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials",
 # and a dotted path to where a value is read ("body.access_token").
 _IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:_[a-z]+)*(?:\.[a-z]+(?:_[a-z]+)*)+)$")
