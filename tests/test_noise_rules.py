@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from superqode_ls.models import Severity
+from superqode_ls.models import Finding, Range, Severity
 from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.qe.noise_rules import example_file
 from superqode_ls.qe.roles.base import tool_path
@@ -207,3 +207,23 @@ def test_a_password_status_word_is_noise_a_password_in_a_subscript_stays(make_re
     found = _security(repo)
     _noise(found, "hc/accounts/views.py", 3, "not a secret", "B105")
     _kept(found, "hc/accounts/views.py", 4, "B105")
+
+
+def test_self_read_again_under_a_lock_is_noise_self_replaced_stays(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "class Check:\n"
+        "    def ping(self):\n"
+        "        self = Check.objects.select_for_update().get(id=self.id)\n"
+        "        return self\n\n"
+        "    def swap(self, other):\n"
+        "        self = other\n"
+        "        return self\n")
+    found = [Finding(role="lint_tester", tool="ruff", rule_id="PLW0642", title="t",
+                     message="Reassigned `self` variable in instance method",
+                     severity=Severity.medium, confidence=0.9, category="lint", file="m.py",
+                     range=Range(start_line=n, start_col=9, end_line=n, end_col=13))
+             for n in (3, 7)]
+    out = {f.range.start_line: f for f in filter_findings(
+        found, read_line=FileLines(tmp_path), threshold=0.7).findings}
+    assert out[3].noise and "own identity" in out[3].noise
+    assert out[7].noise is None and out[7].severity is Severity.medium

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
-from .noise_rules import ci_test_database, example_placeholder, identifier_hash
+from .noise_rules import ci_test_database, example_placeholder, identifier_hash, self_reread
 from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
@@ -491,6 +491,11 @@ def apply_context(
                 why := example_placeholder(f) or ci_test_database(
                     f, lines(f.file) if lines is not None and f.file else None)):
             f = mark_noise(f, why, Severity.low)
+        elif (rule == "PLW0642" and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            if scopes is not None and (why := self_reread(scopes, f.range.start_line)):
+                f = mark_noise(f, why, Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):

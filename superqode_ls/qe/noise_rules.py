@@ -200,3 +200,17 @@ def _key_use(scopes: Scopes, use: ast.AST) -> bool:
     owner = ast.unparse(f.value)
     return f.attr in ("authorize", "ratelimit", "rate_limit", "throttle", "consume",
                       "check_rate") or bool(_CACHE_OWNER.search(owner))
+
+
+def self_reread(scopes: Scopes, line: int) -> str | None:
+    """Why ``self = ...`` (ruff's PLW0642) on ``line`` is deliberate: the
+    new value is the same object read again from its own identity (Django's
+    ``Check.objects.select_for_update().get(id=self.id)`` under a lock,
+    ``self.copy()``, ``type(self)(...)``). ``self = other`` stays."""
+    for node in ast.walk(scopes.tree):
+        if (isinstance(node, ast.Assign) and node.lineno <= line <= (node.end_lineno or line)
+                and any(isinstance(t, ast.Name) and t.id in ("self", "cls") for t in node.targets)):
+            target = next(t.id for t in node.targets if isinstance(t, ast.Name))
+            if any(isinstance(n, ast.Name) and n.id == target for n in ast.walk(node.value)):
+                return f"{target} is read again from its own identity (a fresh or locked copy)"
+    return None
