@@ -227,3 +227,19 @@ def test_self_read_again_under_a_lock_is_noise_self_replaced_stays(tmp_path):
         found, read_line=FileLines(tmp_path), threshold=0.7).findings}
     assert out[3].noise and "own identity" in out[3].noise
     assert out[7].noise is None and out[7].severity is Severity.medium
+
+
+@needs_bandit
+def test_a_password_compared_after_a_username_with_the_same_word_stays(make_repo):
+    # secDevLabs a8: the first "admin" is the username's, the second the password's
+    repo = make_repo({"app/app.py": (
+        "def login(request):\n"
+        "    username = request.values.get('username')\n"
+        "    password = request.values.get('password')\n"
+        "    if username == 'admin' and password == 'admin':\n"
+        "        return True\n"
+        "    if password == '-':\n"
+        "        return None\n")})
+    found = _security(repo)
+    (f,) = _kept(found, "app/app.py", 4, "B105")
+    assert f.severity.at_least(Severity.high)

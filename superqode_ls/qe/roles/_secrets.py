@@ -321,11 +321,26 @@ def built_in_credential(value: str, line: str | None) -> str | None:
         return f"{name} is the key the app signs with: anyone with the source forges its tokens"
     if not any(c.isalnum() for c in value):
         return None
-    name = _target(line, value, _COMPARED_TO)
-    # A marker is no password: ``password == "-"`` reads it from stdin.
-    if name and _PASSWORD_VAR.match(name) and len(value) >= 4 and not _PLACEHOLDER.match(value):
-        return f"{name} is compared against a literal: a password built into the code"
+    # Every place the literal is compared: ``username == "admin" and
+    # password == "admin"`` compares the password too.
+    for name in _compared_names(line, value):
+        # A marker is no password: ``password == "-"`` reads it from stdin.
+        if _PASSWORD_VAR.match(name) and len(value) >= 4 and not _PLACEHOLDER.match(value):
+            return f"{name} is compared against a literal: a password built into the code"
     return None
+
+
+def _compared_names(line: str | None, value: str) -> list[str]:
+    """The names compared with ``value`` anywhere on ``line``."""
+    names = []
+    for q in ("'", '"'):
+        at = (line or "").find(f"{q}{value}{q}")
+        while line and at > 0:
+            m = _COMPARED_TO.search(line[:at])
+            if m:
+                names.append(m.group(1).rsplit(".", 1)[-1])
+            at = line.find(f"{q}{value}{q}", at + 1)
+    return names
 
 
 def assigned_password(value: str, line: str | None) -> str | None:
