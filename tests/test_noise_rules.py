@@ -84,6 +84,7 @@ jobs:
                     POSTGRES_PASSWORD: hc-ci-password
         steps:
             - run: python manage.py test
+            - uses: actions/upload-artifact@v4
 """
 DEPLOY_YML = """name: ship
 on: [push]

@@ -74,7 +74,7 @@ _DB_PASSWORD_KEY = re.compile(
     r"sql|mssql|sa|oracle|clickhouse|rabbitmq|test_?db)_?(?:root_?|user_?|initdb_?root_?)?"
     r"(?:password|passwd|pwd)|pgpassword|sa_password)[\"']?\s*[:=]")
 # A job that ships something: its secrets are no test database's.
-_DEPLOYS = re.compile(r"(?i)\b(deploy|publish|release|upload)\b")
+_DEPLOYS = re.compile(r"(?i)\b(deploy|publish|release)\b")  # not "upload": coverage and artifacts
 _RUNS_TESTS = re.compile(r"(?i)\b(test|tests|pytest|tox|nox|unittest|check)\b")
 
 
