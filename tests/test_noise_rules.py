@@ -265,3 +265,28 @@ def test_a_signing_keys_fallback_literal_is_shown_in_the_product_noise_in_tests(
     assert not _at(found, "site/settings.py", 2)  # its commented-out copy: one finding
     _noise(found, "tests/settings.py", 4, "tests", "secret-signing-key-default", lowered=False)
     assert not [g for g in found if g.file == "config.py" and g.range.start_line in (6, 7)]
+
+
+PROD_OK = ("import os\nimport random\nimport string\n\nfrom .base import *  # noqa\n\n"
+           "if 'DJANGO_SECRET_KEY' in os.environ:\n"
+           "    SECRET_KEY = os.environ['DJANGO_SECRET_KEY']\n"
+           "else:\n"
+           "    SECRET_KEY = ''.join(\n"
+           "        [random.SystemRandom().choice(string.printable) for i in range(50)]\n"
+           "    )\n")
+PROD_FALLS_BACK = ("import os\n\nfrom .base import *  # noqa\n\n"
+                   "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', SECRET_KEY)\n")
+BASE = "DEBUG = True\nSECRET_KEY = 'c6u0-9c!7nilj_ysatsda0(f@e_2mws2f!6m0n^o*4#*q#kzp)'\n"
+
+
+@needs_bandit
+def test_a_dev_settings_key_that_production_replaces_is_noise_one_it_falls_back_to_stays(
+        make_repo):
+    # wagtail's bakerydemo: settings/base.py and settings/production.py
+    repo = make_repo({"bakery/settings/base.py": BASE, "bakery/settings/production.py": PROD_OK,
+                      "shop/settings/base.py": BASE, "shop/settings/production.py": PROD_FALLS_BACK,
+                      "solo/settings/base.py": BASE})
+    found = _security(repo)
+    _noise(found, "bakery/settings/base.py", 2, "development key")
+    _kept(found, "shop/settings/base.py", 2)
+    _kept(found, "solo/settings/base.py", 2)

@@ -51,7 +51,8 @@ from collections.abc import Callable, Iterable
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
-from .noise_rules import ci_test_database, example_placeholder, identifier_hash, self_reread
+from .noise_rules import (ci_test_database, dev_settings_key, example_placeholder,
+                          identifier_hash, self_reread)
 from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
@@ -490,6 +491,10 @@ def apply_context(
         elif f.noise is None and f.rule_id.lower().startswith("secret-") and (
                 why := example_placeholder(f) or ci_test_database(
                     f, lines(f.file) if lines is not None and f.file else None)):
+            f = mark_noise(f, why, Severity.low)
+        elif (f.noise is None and lines is not None and (
+                rule in ("B105", "B106") or f.rule_id.lower().startswith("secret-"))
+              and (why := dev_settings_key(f, lines))):
             f = mark_noise(f, why, Severity.low)
         elif (rule == "PLW0642" and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py")):

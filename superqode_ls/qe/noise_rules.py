@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from ..models import Finding
 from .codegen import Scopes, _own_nodes
@@ -213,4 +214,42 @@ def self_reread(scopes: Scopes, line: int) -> str | None:
             target = next(t.id for t in node.targets if isinstance(t, ast.Name))
             if any(isinstance(n, ast.Name) and n.id == target for n in ast.walk(node.value)):
                 return f"{target} is read again from its own identity (a fresh or locked copy)"
+    return None
+
+
+# Django's split settings: base.py (or dev.py) holds a development key and the
+# production module, next to it, sets its own. Only production modules that
+# read the key from the environment or make a random one, never falling back
+# to the development key, count.
+_PROD_SETTINGS = ("production.py", "prod.py", "live.py", "deploy.py")
+_KEY_ASSIGN = re.compile(r"^\s*SECRET_KEY\s*=(.*)$")
+_FROM_ENV = re.compile(r"^\s*(?:os\.)?(?:environ\[\s*['\"]\w+['\"]\s*\]|(?:environ\.get|getenv)"
+                       r"\(\s*['\"]\w+['\"]\s*\))\s*(?:#.*)?$")
+_RANDOM = re.compile(r"get_random_secret_key\(|\bsecrets\.|\brandom\.|token_(?:hex|urlsafe)\(")
+_SETTINGS_KEY = re.compile(r"^\s*SECRET_KEY\s*=\s*[rbu]?['\"]")
+
+
+def dev_settings_key(f: Finding, lines: Callable[[str], list[str] | None]) -> str | None:
+    """Why a literal ``SECRET_KEY`` in a settings package's base or
+    development module is no production key, or None."""
+    if not (f.file and f.range and "/settings/" in f"/{f.file}"):
+        return None
+    own = lines(f.file) or []
+    n = f.range.start_line
+    if not (1 <= n <= len(own) and _SETTINGS_KEY.match(own[n - 1])):
+        return None
+    folder = f.file.rsplit("/", 1)[0]
+    for name in _PROD_SETTINGS:
+        prod = lines(f"{folder}/{name}")
+        prod = prod or []
+        values = []
+        for k, m in enumerate(map(_KEY_ASSIGN.match, prod)):
+            if m:
+                value = m.group(1)
+                if value.count("(") > value.count(")"):  # wrapped: the next two lines too
+                    value = " ".join([value, *prod[k + 1:k + 3]])
+                values.append(value)
+        if values and all(_FROM_ENV.match(v) or _RANDOM.search(v) for v in values):
+            return (f"a development key: the production settings ({folder}/{name}) read "
+                    "SECRET_KEY from the environment or make a random one")
     return None
