@@ -21,6 +21,8 @@ worth acting on whatever the tool's confidence.
 - a weak hash (B324) whose output is a cache or lookup key, an ETag or a
   checksum (the line or the name of the function it is in says so), or
   that a protocol mandates (RFC 6455's SHA-1, HOTP/TOTP, git object ids);
+- a password in an example file or a CI job's test database, a weak hash
+  that only makes a rate-limit or cache key (``qe/noise_rules.py``);
 - ``pickle``/``marshal`` loads (B301/B302) of a cache the module writes
   itself; "pass" the verb in a name bandit took for a password;
 - deliberate re-exports (PLC0414 ``import y as y``, F401 in an
@@ -49,6 +51,8 @@ from collections.abc import Callable, Iterable
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
+from .noise_rules import (ci_test_database, dev_settings_key, example_placeholder,
+                          identifier_hash, self_reread)
 from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
@@ -484,12 +488,26 @@ def apply_context(
               and _CONVERTED_ENV.search(read_line(f.file, f.range.start_line) or "")):
             f = mark_noise(f, "the value is converted at once (int(...)): a default that is no "
                               "str works", Severity.info)
+        elif f.noise is None and f.rule_id.lower().startswith("secret-") and (
+                why := example_placeholder(f) or ci_test_database(
+                    f, lines(f.file) if lines is not None and f.file else None)):
+            f = mark_noise(f, why, Severity.low)
+        elif (f.noise is None and lines is not None and (
+                rule in ("B105", "B106") or f.rule_id.lower().startswith("secret-"))
+              and (why := dev_settings_key(f, lines))):
+            f = mark_noise(f, why, Severity.low)
+        elif (rule == "PLW0642" and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")):
+            scopes = modules.scopes(f.file)
+            if scopes is not None and (why := self_reread(scopes, f.range.start_line)):
+                f = mark_noise(f, why, Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):
                 f = mark_noise(f, "an advisory (bandit asks for a check, found no flaw)")
         elif f.rule_id.upper() in ("B324", "S324") and f.file and f.range and f.noise is None:
             text = read_line(f.file, f.range.start_line) or ""
+            scopes = None
             if modules is not None and f.file.endswith(".py"):
                 # the function it is in says what the hash is for: get_cache_key
                 scopes = modules.scopes(f.file)
@@ -500,5 +518,7 @@ def apply_context(
                                   "protects nothing")
             elif why := _protocol_hash(f, text, module_text):
                 f = mark_noise(f, why, Severity.info)
+            elif scopes is not None and (why := identifier_hash(scopes, f.range.start_line)):
+                f = mark_noise(f, why, Severity.low)
         out.append(f)
     return out

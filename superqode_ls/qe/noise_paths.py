@@ -160,5 +160,6 @@ def _key_material(f: Finding) -> bool:
 def _provider_token(f: Finding) -> bool:
     """A recognised token (AWS, GitHub...), as lead or merged in."""
     rules = (f.rule_id, *f.related_rules)
-    return any(is_secret_scan(r) and r.lower() not in ("secret-generic", "secret-config-password")
+    return any(is_secret_scan(r) and r.lower() not in ("secret-generic", "secret-config-password",
+                                                       "secret-signing-key-default")
                for r in rules)

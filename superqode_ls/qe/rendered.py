@@ -29,6 +29,35 @@ _SAFE_CALL = re.compile(
     r"(?i)^(escape|escape_html|html_escape|conditional_escape|xmlattr|highlight|"
     r"render|render_template|render_to_string|render_string|markdown|markdownify|"
     r"clean|sanitize|sanitize_html|linkify|urlize|striptags)$")
+# URL-encoding calls: their output is letters, digits, ``%XX`` and
+# ``_.-~/+=&`` (never ``<>"'``), so safe in HTML text and a quoted attribute
+# -- unless a ``safe=`` argument lets such characters through. ``json.dumps``
+# is not one: it leaves ``</script>`` and ``<`` in strings as they are.
+_URL_QUOTE = re.compile(r"^(urlencode|quote|quote_plus|urlquote|urlquote_plus|iri_to_uri)$")
+_HTML_SPECIAL = frozenset('<>"\'')
+
+
+def _quotes_html(call: ast.Call) -> bool:
+    """The URL-encoding ``call`` leaves no HTML-special character: no
+    ``safe`` argument, or a constant one without any."""
+    extra = [k.value for k in call.keywords if k.arg == "safe"]
+    if call.args[1:] and _call_name(call) in ("quote", "quote_plus", "urlquote"):
+        extra.append(call.args[1])
+    return all(isinstance(v, ast.Constant) and isinstance(v.value, str)
+               and not _HTML_SPECIAL & set(v.value) for v in extra)
+
+
+def _shell_quote(scopes: Scopes, call: ast.Call) -> bool:
+    """``shlex.quote`` (or ``pipes.quote``): a shell's quoting, which keeps
+    ``<`` and adds ``'``, no URL encoding."""
+    f = call.func
+    if isinstance(f, ast.Attribute):
+        return ast.unparse(f.value) in ("shlex", "pipes")
+    return isinstance(f, ast.Name) and any(
+        isinstance(n, ast.ImportFrom) and n.module in ("shlex", "pipes")
+        and any((a.asname or a.name) == f.id for a in n.names) for n in ast.walk(scopes.tree))
+
+
 # String methods that add no text of their own (a constant argument at most).
 _KEEPS = frozenset({"strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix",
                     "lower", "upper", "rpartition", "partition"})
@@ -115,6 +144,8 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
     if isinstance(e, ast.Call):
         name = _call_name(e)
         if _SAFE_CALL.match(name):
+            return True
+        if _URL_QUOTE.match(name) and _quotes_html(e) and not _shell_quote(scopes, e):
             return True
         if isinstance(e.func, ast.Attribute) and name in _KEEPS and all(
                 isinstance(a, ast.Constant) for a in e.args):

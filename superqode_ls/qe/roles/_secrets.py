@@ -141,6 +141,25 @@ CONFIG_PASSWORD = SecretRule(
     2,
     hints=("pass", "pwd"),
 )
+# A signing key's fallback in Python settings: ``SECRET_KEY =
+# os.environ.get("SECRET_KEY", "dev-key")`` or ``... or "you-will-never-guess"``.
+# Wherever the variable is not set (a forgotten deployment setting) the app
+# signs sessions with a key anyone with the source has: whatever the literal
+# looks like, it is the key (see _SIGNING_KEY). Spans lines (a wrapped call).
+SIGNING_KEY_DEFAULT = SecretRule(
+    "secret-signing-key-default",
+    "Signing key with a hard-coded fallback",
+    re.compile(
+        r"(?m)^[ \t]*(?:[\w.]+\[\s*['\"])?([A-Z_]*(?:SECRET_KEY|JWT_SECRET(?:_KEY)?|SIGNING_KEY"
+        r"|SESSION_SECRET|COOKIE_SECRET))(?:['\"]\s*\])?\s*=\s*"
+        r"(?:os\.)?(?:environ\.get|getenv|env\.str|env|config)\(\s*['\"][\w.-]+['\"]\s*"
+        r"(?:,\s*(?:default\s*=\s*)?[rbu]?(['\"])([^'\"\n]+)\2\s*\)"
+        r"|\)\s*or\s*[rbu]?(['\"])([^'\"\n]+)\4)"),
+    Severity.high,
+    0.8,
+    3,
+    hints=("SECRET", "SIGNING_KEY"),
+)
 CONFIG_SUFFIXES = (".yaml", ".yml", ".ini", ".cfg", ".toml", ".env", ".conf", ".properties")
 # Names that hold *about* a secret, not the secret: api_key_env = "MY_VAR".
 _NOT_SECRET_NAME = re.compile(
@@ -195,7 +214,8 @@ def mask_quoted(text: str, value: str) -> str | None:
     return out if found else None
 
 
-_TARGET = re.compile(r"([\w.]+)['\"\]]?\s*(?::=|==|!=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
+# ``ctx["password_status"] = "..."``: a subscript's quote and bracket too
+_TARGET = re.compile(r"([\w.]+)['\"]?\]?\s*(?::=|==|!=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
 
 
 def plausible(value: str, line: str | None = None) -> bool:
@@ -226,7 +246,7 @@ def plausible(value: str, line: str | None = None) -> bool:
 # Names that hold *about* a secret, for bandit's password rules: narrower
 # than _NOT_SECRET_NAME (a password's hash is still worth a look).
 _ABOUT_SECRET = re.compile(r"(?i)[_.-](name|file|path|url|uri|env|var|field|label|header"
-                           r"|prefix|type|id|format|pattern|regex)s?$")
+                           r"|prefix|type|id|format|pattern|regex|status|state|msg|message)s?$")
 # Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials",
 # and a dotted path to where a value is read ("body.access_token").
 _IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:_[a-z]+)*(?:\.[a-z]+(?:_[a-z]+)*)+)$")
@@ -320,11 +340,26 @@ def built_in_credential(value: str, line: str | None) -> str | None:
         return f"{name} is the key the app signs with: anyone with the source forges its tokens"
     if not any(c.isalnum() for c in value):
         return None
-    name = _target(line, value, _COMPARED_TO)
-    # A marker is no password: ``password == "-"`` reads it from stdin.
-    if name and _PASSWORD_VAR.match(name) and len(value) >= 4 and not _PLACEHOLDER.match(value):
-        return f"{name} is compared against a literal: a password built into the code"
+    # Every place the literal is compared: ``username == "admin" and
+    # password == "admin"`` compares the password too.
+    for name in _compared_names(line, value):
+        # A marker is no password: ``password == "-"`` reads it from stdin.
+        if _PASSWORD_VAR.match(name) and len(value) >= 4 and not _PLACEHOLDER.match(value):
+            return f"{name} is compared against a literal: a password built into the code"
     return None
+
+
+def _compared_names(line: str | None, value: str) -> list[str]:
+    """The names compared with ``value`` anywhere on ``line``."""
+    names = []
+    for q in ("'", '"'):
+        at = (line or "").find(f"{q}{value}{q}")
+        while line and at > 0:
+            m = _COMPARED_TO.search(line[:at])
+            if m:
+                names.append(m.group(1).rsplit(".", 1)[-1])
+            at = line.find(f"{q}{value}{q}", at + 1)
+    return names
 
 
 def assigned_password(value: str, line: str | None) -> str | None:
@@ -418,15 +453,41 @@ def _config_password(line: str, lineno: int, in_test: bool) -> SecretHit | None:
     return _hit(CONFIG_PASSWORD, lineno, line, m.start(2), m.end(2), round(confidence, 2), "")
 
 
-def scan_text(text: str, in_test: bool = False, config: bool = False) -> list[SecretHit]:
+def _signing_defaults(text: str, in_test: bool) -> list[SecretHit]:
+    """SIGNING_KEY_DEFAULT's hits in Python source."""
+    if not any(h in text for h in SIGNING_KEY_DEFAULT.hints):
+        return []
+    hits = []
+    for m in SIGNING_KEY_DEFAULT.pattern.finditer(text):
+        group = 3 if m.group(3) is not None else 5
+        value = m.group(group)
+        if not value.strip() or _SLOT.match(value) or _ENV_VAR_NAME.match(value):
+            continue
+        lineno = text.count("\n", 0, m.start(group)) + 1
+        start = text.rfind("\n", 0, m.start(group)) + 1
+        end = text.find("\n", m.start(group))
+        line = text[start:end if end >= 0 else len(text)].rstrip("\r")
+        if _ALLOW.search(line):
+            continue
+        col = m.start(group) - start
+        confidence = SIGNING_KEY_DEFAULT.confidence - (TEST_PENALTY if in_test else 0.0)
+        hits.append(_hit(SIGNING_KEY_DEFAULT, lineno, line, col, col + len(value),
+                         round(confidence, 2), ""))
+    return hits
+
+
+def scan_text(text: str, in_test: bool = False, config: bool = False,
+              python: bool = False) -> list[SecretHit]:
     """``config``: the text is a configuration file (YAML, INI, TOML,
-    .env): an unquoted ``password: value`` counts there too."""
-    hits: list[SecretHit] = []
+    .env): an unquoted ``password: value`` counts there too. ``python``:
+    Python source, where a signing key's fallback literal counts."""
+    hits: list[SecretHit] = _signing_defaults(text, in_test) if python else []
+    taken = {h.line for h in hits}
     lines: list[str] = []
     candidates = _candidates(text, lines)
     for lineno in sorted(candidates):
         line = lines[lineno - 1].rstrip("\r")
-        if len(line) > 2000 or _ALLOW.search(line):
+        if len(line) > 2000 or _ALLOW.search(line) or lineno in taken:
             continue
         found_specific = False
         rules = candidates[lineno]
@@ -485,7 +546,10 @@ def scan_text(text: str, in_test: bool = False, config: bool = False) -> list[Se
                     f" (entropy {e:.1f} bits/char)",
                 )
             )
-    return hits
+    # The same key written out again (a commented-out copy of the fallback):
+    # one finding, at the line that uses it.
+    fallbacks = {h.digest for h in hits if h.rule is SIGNING_KEY_DEFAULT}
+    return [h for h in hits if h.rule is not GENERIC or h.digest not in fallbacks]
 
 
 def _hit(
@@ -513,4 +577,5 @@ def scan_file(path: Path, in_test: bool = False) -> list[SecretHit]:
     if not _is_text(raw):
         return []
     config = path.suffix.lower() in CONFIG_SUFFIXES or path.name.startswith(".env")
-    return scan_text(raw.decode("utf-8", "replace"), in_test=in_test, config=config)
+    return scan_text(raw.decode("utf-8", "replace"), in_test=in_test, config=config,
+                     python=path.suffix == ".py")

@@ -1,0 +1,255 @@
+"""Noise rules for secrets written where they are no credential and for a
+weak hash that makes an identifier (called from ``qe/context.py``):
+
+- a password in an example or template file (``.env.example``,
+  ``config.sample.yml``, ``settings.py.dist``, ``example.env``...): a
+  placeholder the reader replaces. Only the password rules of the secrets
+  scan (``secret-generic``, ``secret-config-password``) are lowered: a value
+  in a real credential format (an AWS key id, a private key block, a GitHub
+  or Slack token) is caught by its own rule and stays shown;
+- a database password in a CI workflow that runs tests
+  (``.github/workflows/*.yml``, ``.gitlab-ci.yml``...): the throwaway
+  database of the job's service container or test matrix
+  (``services: postgres: env: POSTGRES_PASSWORD``, ``db_password: root``).
+  Any other secret there (a deploy token), a workflow that deploys, and a
+  provider token stay;
+- MD5/SHA-1 (B324) whose result is an identifier: returned by a function
+  named for a key or id (``unique_key``, ``cache_key``) or held in a name
+  that is only used to build a rate-limit or cache key (``hashed`` passed
+  to ``TokenBucket.authorize(f"em-{hashed}", ...)`` or ``cache.set``).
+  A hash of a password, one compared with a stored value, or one that
+  names a signature, token or MAC stays (a keyed ``sha1(secret + data)``
+  as a signature is exactly the flaw B324 warns of).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+from ..models import Finding
+from .codegen import Scopes, _own_nodes
+
+# The secrets scan's password rules: a value a person typed, which in an
+# example file is a placeholder. Provider-format rules are not here.
+PASSWORD_SECRET_RULES = frozenset({"secret-generic", "secret-config-password"})
+
+# An example or template file: the word as a dotted or dashed part of the
+# file's name (``.env.example``, ``config.sample.yml``, ``env-example``,
+# ``example.env``). A Python module named ``example.py`` or
+# ``template.py`` is code, not a template of a configuration file.
+_EXAMPLE_WORD = r"(?:example|examples|sample|template|tmpl|tpl|dist|default)"
+_EXAMPLE_NAME = re.compile(rf"(?i)(?:^|[._-]){_EXAMPLE_WORD}(?:$|[._-])")
+_CODE_SUFFIX = (".py", ".pyi", ".js", ".ts", ".go", ".rb", ".java", ".php", ".html", ".md")
+
+
+def example_file(path: str | None) -> bool:
+    """``path`` is an example or template of a configuration file."""
+    if not path:
+        return False
+    name = path.rsplit("/", 1)[-1]
+    if name.lower().endswith(_CODE_SUFFIX):
+        return False
+    return bool(_EXAMPLE_NAME.search(name))
+
+
+def example_placeholder(f: Finding) -> str | None:
+    """Why a password in an example file is noise, or None."""
+    if f.rule_id.lower() not in PASSWORD_SECRET_RULES or any(
+            r.lower().startswith("secret-") and r.lower() not in PASSWORD_SECRET_RULES
+            for r in f.related_rules):
+        return None
+    if not example_file(f.file):
+        return None
+    return "a placeholder in an example or template file (the reader puts their own value)"
+
+
+_CI_FILE = re.compile(r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|"
+                      r"\.circleci/config\.ya?ml|\.travis\.ya?ml|bitbucket-pipelines\.ya?ml|"
+                      r"azure-pipelines\.ya?ml|\.drone\.ya?ml|\.woodpecker\.ya?ml)$")
+# The key of a database's password: POSTGRES_PASSWORD, MYSQL_ROOT_PASSWORD,
+# db_password, PGPASSWORD, MONGO_INITDB_ROOT_PASSWORD, REDIS_PASSWORD.
+_DB_PASSWORD_KEY = re.compile(
+    r"(?i)^\s*-?\s*[\"']?((?:postgres(?:ql)?|pg|mysql|mariadb|mongo\w*|redis|db|database|"
+    r"sql|mssql|sa|oracle|clickhouse|rabbitmq|test_?db)_?(?:root_?|user_?|initdb_?root_?)?"
+    r"(?:password|passwd|pwd)|pgpassword|sa_password)[\"']?\s*[:=]")
+# A job that ships something: its secrets are no test database's.
+_DEPLOYS = re.compile(r"(?i)\b(deploy|publish|release)\b")  # not "upload": coverage and artifacts
+_RUNS_TESTS = re.compile(r"(?i)\b(test|tests|pytest|tox|nox|unittest|check)\b")
+
+
+def ci_test_database(f: Finding, lines: list[str] | None) -> str | None:
+    """Why a password in a CI workflow is its test database's, or None."""
+    if f.rule_id.lower() not in PASSWORD_SECRET_RULES or not f.range or not lines:
+        return None
+    if not (f.file and _CI_FILE.search(f.file)):
+        return None
+    n = f.range.start_line
+    if not 1 <= n <= len(lines):
+        return None
+    text = "\n".join(lines)
+    if _DEPLOYS.search(text) or not _RUNS_TESTS.search(text):
+        return None
+    line = lines[n - 1]
+    if _DB_PASSWORD_KEY.match(line):
+        return "the test database's password in a CI workflow (a throwaway service, no credential)"
+    if _under_services(lines, n) and re.search(r"(?i)passw|pwd", line):
+        return "a CI service container's password (a throwaway database, no credential)"
+    return None
+
+
+def _under_services(lines: list[str], n: int) -> bool:
+    """Line ``n`` is inside a ``services:`` block (by indentation)."""
+    indent = len(lines[n - 1]) - len(lines[n - 1].lstrip())
+    for k in range(n - 2, -1, -1):
+        line = lines[k]
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        own = len(line) - len(line.lstrip())
+        if own < indent:
+            if re.match(r"\s*services\s*:", line):
+                return True
+            indent = own
+            if own == 0:
+                return False
+    return False
+
+
+# What an identifier's name says; and what a protecting value's says.
+_ID_NAME = re.compile(r"(?i)(^|_)(key|id|ident|identifier|etag|cache|bucket|slug|uid|uuid|"
+                      r"fingerprint|checksum|hashed|digest|hash)(_|$|s$)|(cache|lookup|unique|"
+                      r"bucket|rate|limit|throttle)_?key")
+_PROTECTS_NAME = re.compile(r"(?i)sign|token|passw|pwd|secret|mac|auth_?key|api_?key|"
+                            r"private|verify|nonce|salt|otp|csrf|session")
+# Calls that take a key to count or cache under, not to check.
+_KEY_CALL = re.compile(r"(?i)^(authorize|ratelimit|rate_limit|throttle|limit|incr|incr_by|"
+                       r"get|set|add|delete|get_or_set|get_many|set_many|touch|exists|expire|"
+                       r"setdefault|hit|consume|allow|check_rate)$")
+_CACHE_OWNER = re.compile(r"(?i)cache|bucket|redis|limit|throttl|memo|store|counter")
+_HASH_CALL = frozenset({"md5", "sha1", "new"})
+
+
+def identifier_hash(scopes: Scopes, line: int) -> str | None:
+    """Why every weak hash on ``line`` only makes an identifier, or None."""
+    calls = [c for c in scopes.calls_on(line) if _hash_call(c)]
+    if not calls:
+        return None
+    for call in calls:
+        if any(re.search(r"(?i)passw|pwd|token", ast.unparse(a)) for a in call.args):
+            return None  # a hash of a password or a token
+        if not _only_identifier(scopes, call):
+            return None
+    return "the hash makes an identifier (a key to count or cache under), protecting nothing"
+
+
+def _hash_call(call: ast.Call) -> bool:
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    return name in _HASH_CALL
+
+
+def _statement(scopes: Scopes, node: ast.AST) -> ast.AST:
+    while node in scopes.parent and not isinstance(node, ast.stmt):
+        node = scopes.parent[node]
+    return node
+
+
+def _only_identifier(scopes: Scopes, call: ast.Call) -> bool:
+    stmt = _statement(scopes, call)
+    scope = scopes.function_of(call)
+    if _compared(scopes, call):
+        return False
+    if isinstance(stmt, ast.Return):
+        name = getattr(scope, "name", "")
+        return bool(_ID_NAME.search(name)) and not _PROTECTS_NAME.search(name)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(
+            stmt.targets[0], ast.Name):
+        name = stmt.targets[0].id
+        if _PROTECTS_NAME.search(name) or not _ID_NAME.search(name):
+            return False
+        uses = [n for n in _own_nodes(scope) if isinstance(n, ast.Name) and n.id == name
+                and isinstance(n.ctx, ast.Load)]
+        return bool(uses) and all(_key_use(scopes, u) for u in uses)
+    return False
+
+
+def _compared(scopes: Scopes, node: ast.AST) -> bool:
+    up = scopes.parent.get(node)
+    while up is not None and not isinstance(up, ast.stmt):
+        if isinstance(up, ast.Compare) or (isinstance(up, ast.Call) and re.search(
+                r"compare_digest|verify|check", ast.unparse(up.func))):
+            return True
+        up = scopes.parent.get(up)
+    return False
+
+
+def _key_use(scopes: Scopes, use: ast.AST) -> bool:
+    """``use`` (a load of the hash's name) goes, perhaps through an
+    f-string or ``+``, into a call that counts or caches under a key."""
+    node = use
+    up = scopes.parent.get(node)
+    while isinstance(up, (ast.FormattedValue, ast.JoinedStr, ast.BinOp)):
+        node, up = up, scopes.parent.get(up)
+    if not isinstance(up, ast.Call) or node is up.func:
+        return False
+    f = up.func
+    if not isinstance(f, ast.Attribute):
+        return isinstance(f, ast.Name) and bool(_KEY_CALL.match(f.id)) and f.id != "get"
+    if not _KEY_CALL.match(f.attr):
+        return False
+    owner = ast.unparse(f.value)
+    return f.attr in ("authorize", "ratelimit", "rate_limit", "throttle", "consume",
+                      "check_rate") or bool(_CACHE_OWNER.search(owner))
+
+
+def self_reread(scopes: Scopes, line: int) -> str | None:
+    """Why ``self = ...`` (ruff's PLW0642) on ``line`` is deliberate: the
+    new value is the same object read again from its own identity (Django's
+    ``Check.objects.select_for_update().get(id=self.id)`` under a lock,
+    ``self.copy()``, ``type(self)(...)``). ``self = other`` stays."""
+    for node in ast.walk(scopes.tree):
+        if (isinstance(node, ast.Assign) and node.lineno <= line <= (node.end_lineno or line)
+                and any(isinstance(t, ast.Name) and t.id in ("self", "cls") for t in node.targets)):
+            target = next(t.id for t in node.targets if isinstance(t, ast.Name))
+            if any(isinstance(n, ast.Name) and n.id == target for n in ast.walk(node.value)):
+                return f"{target} is read again from its own identity (a fresh or locked copy)"
+    return None
+
+
+# Django's split settings: base.py (or dev.py) holds a development key and the
+# production module, next to it, sets its own. Only production modules that
+# read the key from the environment or make a random one, never falling back
+# to the development key, count.
+_PROD_SETTINGS = ("production.py", "prod.py", "live.py", "deploy.py")
+_KEY_ASSIGN = re.compile(r"^\s*SECRET_KEY\s*=(.*)$")
+_FROM_ENV = re.compile(r"^\s*(?:os\.)?(?:environ\[\s*['\"]\w+['\"]\s*\]|(?:environ\.get|getenv)"
+                       r"\(\s*['\"]\w+['\"]\s*\))\s*(?:#.*)?$")
+_RANDOM = re.compile(r"get_random_secret_key\(|\bsecrets\.|\brandom\.|token_(?:hex|urlsafe)\(")
+_SETTINGS_KEY = re.compile(r"^\s*SECRET_KEY\s*=\s*[rbu]?['\"]")
+
+
+def dev_settings_key(f: Finding, lines: Callable[[str], list[str] | None]) -> str | None:
+    """Why a literal ``SECRET_KEY`` in a settings package's base or
+    development module is no production key, or None."""
+    if not (f.file and f.range and "/settings/" in f"/{f.file}"):
+        return None
+    own = lines(f.file) or []
+    n = f.range.start_line
+    if not (1 <= n <= len(own) and _SETTINGS_KEY.match(own[n - 1])):
+        return None
+    folder = f.file.rsplit("/", 1)[0]
+    for name in _PROD_SETTINGS:
+        prod = lines(f"{folder}/{name}")
+        prod = prod or []
+        values = []
+        for k, m in enumerate(map(_KEY_ASSIGN.match, prod)):
+            if m:
+                value = m.group(1)
+                if value.count("(") > value.count(")"):  # wrapped: the next two lines too
+                    value = " ".join([value, *prod[k + 1:k + 3]])
+                values.append(value)
+        if values and all(_FROM_ENV.match(v) or _RANDOM.search(v) for v in values):
+            return (f"a development key: the production settings ({folder}/{name}) read "
+                    "SECRET_KEY from the environment or make a random one")
+    return None
