@@ -169,7 +169,7 @@ def test_real_cli_with_bandit_and_ruff(make_repo):
     """The installed command, real analyzers, a real pipe."""
     repo = make_repo({
         "pkg/__init__.py": "",
-        "pkg/db.py": 'import os\nimport hashlib\n\n\ndef key(s):\n    return hashlib.md5(s.encode()).hexdigest()\n',
+        "pkg/db.py": 'import os\nimport hashlib\n\n\ndef sign(s):\n    return hashlib.md5(s.encode()).hexdigest()\n',
     })
     exe = Path(sys.executable).parent / "superqe"
     proc = subprocess.run(

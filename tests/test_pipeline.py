@@ -275,6 +275,9 @@ def test_deep_mode_fix_that_breaks_the_tests_is_not_verified(make_repo):
         "lib/__init__.py": "",
         "tests/test_values.py": "from lib.values import marker\n\n\ndef test_marker():\n"
                                 "    assert marker() == 'PLANT' + 'ED'\n",
+        # a fix is verified by tests only where a test imports its module
+        "tests/test_other.py": "from lib.other import other\n\n\ndef test_other():\n"
+                               "    assert other()\n",
     })
     _, report, _ = run_session(QERequest(repo, mode="deep", roles=["toy_tester", "unit_tester"]))
     assert {r.role: r.status for r in report.roles}["unit_tester"] == "ok"

@@ -17,7 +17,7 @@ def load_settings(path: Path) -> dict:
         return yaml.load(fh)
 
 
-def order_key(order_id: str) -> str:
+def receipt_signature(order_id: str) -> str:
     return hashlib.md5(order_id.encode("utf-8")).hexdigest()
 
 
@@ -26,6 +26,6 @@ def backup(directory: str) -> int:
 
 
 def save_order(root: Path, order_id: str, payload: str) -> Path:
-    path = root / f"{order_key(order_id)}.json"
+    path = root / f"{order_id}.{receipt_signature(order_id)}.json"
     path.write_text(payload, encoding="utf-8")
     return path
