@@ -6,9 +6,14 @@ ruff, bandit and mypy in CI stay quiet too, not only SuperQode:
 - a bandit rule: ``# nosec BXXX`` (joined likewise);
 - a mypy error: ``# type: ignore[code]``;
 - anything else (SuperQode's own rules, the secrets scan, test failures), and
-  any comment that would push the line past the project's line length (ruff's
-  ``line-length``, default 88): an entry in the folder's baseline file
-  (``superqode.ignoreFinding``), which editor runs then use.
+  any comment that would push the line past the line length of a checker the
+  project configures that counts such comments (flake8/pycodestyle, pylint,
+  black): an entry in the folder's baseline file (``superqode.ignoreFinding``),
+  which editor runs then use.
+
+ruff leaves pragma comments (``# noqa``, ``# nosec``, ``# type: ignore``) out
+of a line's length, so where ruff is the only judge of line length the
+comment always goes on the line: bandit in CI reads nothing else.
 
 SuperQode's engine honours the same comments (``qe/noise.py``); the old
 ``# superqode: ignore[...]`` comment is still read there, never written.
@@ -16,6 +21,7 @@ SuperQode's engine honours the same comments (``qe/noise.py``); the old
 
 from __future__ import annotations
 
+import configparser
 import io
 import re
 import tokenize
@@ -34,7 +40,6 @@ from .errors import fail
 from .server import SuperQodeServer
 from .store import Tracked
 
-DEFAULT_LINE_LENGTH = 88  # ruff's and black's default
 _PY = {".py", ".pyi", ".pyw"}
 _CODE = r"[A-Za-z]+[0-9]+"
 _MYPY_CODE = r"[a-z][a-z0-9-]*"
@@ -75,38 +80,69 @@ def pragma_for(tool: str, rule: str) -> Pragma | None:
     return p if re.fullmatch(pattern, rule) else None
 
 
-def _ruff_length(path: Path) -> int | None:
-    """``line-length`` of one ruff config file; None: the file does not set
-    ruff's options (a pyproject without ``[tool.ruff]``), keep looking up."""
+# Checkers that count a trailing pragma comment in a line's length, with the
+# length each uses when its config does not set one.
+_COUNTING_DEFAULTS = {"flake8": 79, "pycodestyle": 79, "pep8": 79, "pylint": 100, "black": 88}
+_INI_SECTIONS = {"flake8": "flake8", "pycodestyle": "pycodestyle", "pep8": "pep8",
+                 "pylint.format": "pylint", "format": "pylint"}
+
+
+def _ini_limits(path: Path, sections: dict[str, str]) -> list[int]:
+    cp = configparser.ConfigParser(interpolation=None)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        cp.read_string(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, configparser.Error):
+        return []
+    out = []
+    for name in cp.sections():
+        checker = sections.get(name.lower())
+        if checker is None:
+            continue
+        raw = cp[name].get("max-line-length", cp[name].get("max_line_length"))
+        out.append(int(raw) if raw and raw.strip().isdigit() else _COUNTING_DEFAULTS[checker])
+    return out
+
+
+def _pyproject_limits(path: Path) -> list[int]:
+    try:
+        tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("ruff")
-        if not isinstance(data, dict):
-            return None
-    value = data.get("line-length")
-    # A config without line-length still decides: ruff uses its default then.
-    return value if isinstance(value, int) and value > 0 else DEFAULT_LINE_LENGTH
+        return []
+    out = []
+    for checker, key in (("black", "line-length"), ("flake8", "max-line-length"), ("pylint", "max-line-length")):
+        table = tool.get(checker)
+        if not isinstance(table, dict):
+            continue
+        if checker == "pylint":
+            table = table.get("format", table) if isinstance(table.get("format"), dict) else table
+        value = table.get(key)
+        out.append(value if isinstance(value, int) and value > 0 else _COUNTING_DEFAULTS[checker])
+    return out
 
 
-def line_length(folder: str | Path, file: str | Path) -> int:
-    """The line length ruff applies to ``file``: the closest ruff config
-    (``.ruff.toml``, ``ruff.toml``, ``pyproject.toml`` with ``[tool.ruff]``)
-    between the file and the workspace folder, else 88."""
+def comment_limit(folder: str | Path, file: str | Path) -> int | None:
+    """The line length an added pragma comment must keep ``file`` within: the
+    shortest of the checkers configured between the file and the workspace
+    folder that count such comments (flake8, pycodestyle, pylint, black);
+    None where none is (ruff does not count them: any length will do)."""
     root = Path(folder).resolve()
     here = Path(file).resolve().parent
+    limits: list[int] = []
     while True:
-        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
-            cfg = here / name
-            if cfg.is_file():
-                found = _ruff_length(cfg)
-                if found is not None:
-                    return found
+        if (here / ".flake8").is_file():
+            limits += _ini_limits(here / ".flake8", {"flake8": "flake8"})
+        for name in ("setup.cfg", "tox.ini"):
+            if (here / name).is_file():
+                limits += _ini_limits(here / name, _INI_SECTIONS)
+        for name in (".pylintrc", "pylintrc"):
+            if (here / name).is_file():
+                limits += _ini_limits(here / name, {"format": "pylint"}) or [_COUNTING_DEFAULTS["pylint"]]
+        if (here / "pyproject.toml").is_file():
+            limits += _pyproject_limits(here / "pyproject.toml")
         if here == root or root not in here.parents:
-            return DEFAULT_LINE_LENGTH
+            break
         here = here.parent
+    return min(limits) if limits else None
 
 
 def comment_slot(lines: list[str], row: int) -> int | None:
@@ -164,7 +200,7 @@ def comment_change(lines: list[str], row: int, tool: str, rule: str,
         start, end = len(line.rstrip()), len(line)  # trailing blanks go
         new = f"  {p.fresh.format(code=rule)}"
     grown = line[:start] + new + line[end:]
-    if len(grown) > limit and not (tool == "ruff" and rule == "E501"):
+    if limit is not None and len(grown) > limit and not (tool == "ruff" and rule == "E501"):
         return None
     return start, end, new
 
@@ -182,7 +218,7 @@ def inline_edit(ls: SuperQodeServer, t: Tracked) -> tuple[types.WorkspaceEdit, s
     if path is None:
         return None
     change = line_change(lines, t.sl, [(f.tool, f.rule_id), *_related(f.related_rules)],
-                         line_length(t.folder, path))
+                         comment_limit(t.folder, path))
     if change is None:
         return None
     start, end, new, shown = change
@@ -211,7 +247,7 @@ def _related(rules: list[str]) -> list[tuple[str, str]]:
 
 
 def line_change(lines: list[str], row: int, rules: list[tuple[str, str]],
-                limit: int) -> tuple[int, int, str, str] | None:
+                limit: int | None) -> tuple[int, int, str, str] | None:
     """One edit of line ``row`` that silences every (tool, rule) of ``rules``
     with its tool's comment: (start, end, new text, the comment as shown).
     None when the first has no comment, or any of them does not fit: then

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.server.ignore import comment_change, line_change, line_length
+from superqode_ls.server.ignore import comment_change, comment_limit, line_change
 
 BIN = Path(sys.executable).parent
 
@@ -24,7 +24,7 @@ def tool(name: str) -> str:
     return str(exe)
 
 
-def apply(lines: list[str], row: int, tool_name: str, rule: str, limit: int = 88) -> list[str]:
+def apply(lines: list[str], row: int, tool_name: str, rule: str, limit: int | None = 88) -> list[str]:
     change = comment_change(lines, row, tool_name, rule, limit)
     assert change is not None, f"no comment for {rule}"
     start, end, new = change
@@ -67,19 +67,41 @@ def test_a_comment_that_would_overflow_goes_nowhere(tmp_path: Path):
     assert comment_change(["x = '" + "y" * 100 + "'"], 0, "ruff", "E501", 88) is not None
 
 
-def test_the_project_line_length_is_ruffs(tmp_path: Path):
+def test_only_checkers_that_count_comments_set_a_limit(tmp_path: Path):
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     f = tmp_path / "pkg" / "sub" / "m.py"
     f.write_text("x = 1\n")
-    assert line_length(tmp_path, f) == 88
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    assert line_length(tmp_path, f) == 88  # no [tool.ruff]: ruff's default
+    assert comment_limit(tmp_path, f) is None  # nothing configured
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
-    assert line_length(tmp_path, f) == 100
-    (tmp_path / "pkg" / "ruff.toml").write_text("line-length = 120\n")
-    assert line_length(tmp_path, f) == 120  # the closest config wins, as in ruff
-    (tmp_path / "pkg" / "ruff.toml").write_text("line-length = [\n")
-    assert line_length(tmp_path, f) == 100  # a broken one is skipped
+    assert comment_limit(tmp_path, f) is None  # ruff leaves pragma comments out
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n[tool.black]\n")
+    assert comment_limit(tmp_path, f) == 88  # black counts them, at its default
+    (tmp_path / "pkg" / "setup.cfg").write_text("[flake8]\nmax-line-length = 120\n")
+    assert comment_limit(tmp_path, f) == 88  # the shortest of those configured
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert comment_limit(tmp_path, f) == 120
+    (tmp_path / "pkg" / "sub" / "tox.ini").write_text("[pycodestyle]\n")
+    assert comment_limit(tmp_path, f) == 79  # pycodestyle's default
+    (tmp_path / "pkg" / "sub" / "tox.ini").write_text("[pycodestyle\n")
+    assert comment_limit(tmp_path, f) == 120  # a broken one is skipped
+
+
+def test_a_long_line_under_ruff_takes_the_comment_and_ci_stays_quiet(tmp_path: Path):
+    # 86 columns of code: a "# nosec B602" takes it to 100. ruff measures the
+    # line without the pragma (no E501), and bandit in CI reads only the comment.
+    code = '    return subprocess.run("ssh " + host + " deploy", shell=True, env={"PW": password})'
+    lines = ["import subprocess", "", "", "def deploy(host, password):", code]
+    assert len(code) == 86
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 88\n")
+    limit = comment_limit(tmp_path, tmp_path / "mod.py")
+    assert limit is None
+    edited = apply(lines, 4, "bandit", "B602", limit)
+    assert edited[4] == code + "  # nosec B602"
+    assert [c for c, _ in bandit_codes(tmp_path, edited) if c == "B602"] == []
+    assert ruff_codes(tmp_path, edited, "E501", "W505") == []
+    # Where flake8 judges the length, the same comment would be its E501: the baseline.
+    (tmp_path / ".flake8").write_text("[flake8]\nmax-line-length = 88\n")
+    assert comment_change(lines, 4, "bandit", "B602", comment_limit(tmp_path, tmp_path / "mod.py")) is None
 
 
 def test_b602_gets_nosec_that_bandit_honours(tmp_path: Path):
