@@ -144,5 +144,15 @@ def _fix_actions(ls: SuperQodeServer, t, diag, literal: bool) -> list:
         return []  # the code changed since the run: no fix rather than a wrong one
     return [types.CodeAction(
         title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diag], edit=edit,
-        is_preferred=bool(fix.verified and fix.kind == "fix" and not fixes.is_unsafe(t)),
+        is_preferred=_default_fix(t, fix),
     )]
+
+
+def _default_fix(t, fix) -> bool:
+    """A fix is the default action when tests verified it, or when ruff marks
+    it safe (it keeps what the code does) and ruff, run again on the edited
+    file, went quiet: the fix ruff's own server offers first. Never a
+    suppression, never an unsafe fix."""
+    if fix.kind != "fix" or fixes.is_unsafe(t):
+        return False
+    return bool(fix.verified or (fix.verified_by == "tool" and t.finding.tool == "ruff"))

@@ -179,12 +179,12 @@ async def test_ignore_this_finding_with_the_tools_comment_and_in_the_baseline(ls
     f401 = next(d for d in diags if d.code == "F401")
     f841 = next(d for d in diags if d.code == "F841")
     # Everything on the line (a light bulb, a code-action menu): the default
-    # first (the fix is tool-verified only, no tests ran: its details), then
-    # the fix, then the ignores, never the default.
+    # first (ruff marks the fix safe and went quiet on it: the fix, as ruff's
+    # own server offers it), then the details, then the ignores, never the default.
     actions = await code_actions(lsp, uri, f401.range.start.line, [f401], only=None)
     titles = [a.title for a in actions if a.diagnostics]
     inline_title = "SuperQode: ignore F401 on this line (# noqa: F401)"
-    assert titles == ["SuperQode: show details of F401", "SuperQode (F401): Remove unused import: `os`",
+    assert titles == ["SuperQode (F401): Remove unused import: `os`", "SuperQode: show details of F401",
                       inline_title, "SuperQode: ignore F401 (add to the baseline)"]
     assert [a.title for a in actions if a.is_preferred] == [titles[0]]
     inline = actions[titles.index(inline_title)]
