@@ -200,7 +200,15 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def _terminate_sync(proc: subprocess.Popen) -> None:
+    # Listed first, with the leader stopped so it forks no more: a member in
+    # a session of its own (bwrap's sandbox, started with --new-session) is
+    # out of the group's reach, and one the leader made just before its end
+    # may have missed bwrap's --die-with-parent. Left running, it would hold
+    # the output pipes open and the cancel would wait for it.
+    tree = _stopped_tree(proc.pid) if proc.poll() is None else []
     _signal_group(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGCONT)
     try:
         proc.wait(3)
     except subprocess.TimeoutExpired:
@@ -208,6 +216,32 @@ def _terminate_sync(proc: subprocess.Popen) -> None:
         proc.wait()
     # Children that ignored SIGTERM outlive the leader; end them too.
     _signal_group(proc.pid, signal.SIGKILL)
+    _kill_leftovers(tree)
+
+
+def _stopped_tree(pid: int) -> list[psutil.Process]:
+    """``pid``'s descendants, ``pid`` itself stopped (SIGCONT resumes it)."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        return psutil.Process(pid).children(recursive=True)
+    except (ProcessLookupError, psutil.Error):
+        return []
+
+
+def _kill_leftovers(tree: list[psutil.Process]) -> None:
+    """Kill what of ``tree`` outlived its leader, and their own descendants
+    (psutil checks each is still the process listed, not a reused pid)."""
+    left: list[psutil.Process] = []
+    for p in tree:
+        try:
+            if p.is_running():
+                left += [p, *p.children(recursive=True)]
+        except psutil.Error:
+            pass
+    for p in left:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs([p for p in left if _parent_pid(p) != os.getpid()], timeout=2)
 
 
 def _communicate(proc: subprocess.Popen, data: bytes | None, timeout: float | None

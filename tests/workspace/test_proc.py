@@ -150,3 +150,40 @@ def test_no_front_end_setting_is_a_module_global():
     for gone in ("BACKGROUND_NICE", "_tool_cpus", "keep_cpus_free", "tool_cpu_count"):
         assert not hasattr(proc, gone)
     assert not hasattr(permissions, "set_default_asker") and not hasattr(_bandit_warm, "current")
+
+
+def test_a_cancel_ends_a_member_in_a_session_of_its_own(tmp_path):
+    """bwrap's sandbox runs in a session of its own (--new-session): out of
+    the tool's process group. A cancel landing as the tool starts (before
+    bwrap's --die-with-parent holds) must still end it, or it keeps the
+    output pipes open and the cancel waits for it: a Ctrl-C that did nothing
+    until the session's budget ran out."""
+    pidfile = tmp_path / "pid"
+    code = ("import subprocess, sys, time\n"
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+            " start_new_session=True)\n"
+            f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+            "time.sleep(120)\n")
+
+    async def main() -> int:
+        task = asyncio.ensure_future(run_command([sys.executable, "-c", code], tmp_path, timeout=300))
+        while not (pidfile.exists() and pidfile.read_text()):
+            await asyncio.sleep(0.05)
+        task.cancel()
+        # Bounded so a regression fails here instead of hanging for 120 s.
+        done, _ = await asyncio.wait({task}, timeout=60)
+        assert done, "the cancel is still waiting on the detached member's pipes"
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return int(pidfile.read_text())
+
+    orphan = asyncio.run(main())
+    assert not _alive(orphan)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
