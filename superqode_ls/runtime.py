@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from .errors import UsageError
 
@@ -97,7 +97,10 @@ class OneWaiter:
         return True, timeout
 
 
-class MadeInThread:
+_Made = TypeVar("_Made", bound=WarmAnalyzer)
+
+
+class MadeInThread(Generic[_Made]):
     """A ``WarmAnalyzer`` standing for the one ``_make`` makes in a thread of
     its own (:meth:`begin`; the making blocks while it imports). The part
     shared by the warm bandit's start (``qe/roles/_bandit_warm.py``
@@ -121,7 +124,7 @@ class MadeInThread:
         self._made: concurrent.futures.Future = concurrent.futures.Future()
         self._gate = OneWaiter(self._made, limit)  # one run waits for the making
 
-    def _make(self) -> WarmAnalyzer | None:
+    def _make(self) -> _Made | None:
         """Blocking, in the thread: the analyzer, or None where there is none."""
         raise NotImplementedError
 
@@ -149,7 +152,7 @@ class MadeInThread:
         if late is not None:  # stopped while it was made: nobody will use it
             late.stop()
 
-    def current(self) -> WarmAnalyzer | None:
+    def current(self) -> _Made | None:
         """What was made, once made (None before, or when there is none)."""
         done = self._made.done() and not self._made.cancelled()
         return self._made.result() if done else None

@@ -27,7 +27,7 @@ class LazyAnnotations:
     def covers(self, rel: str, line: int, col: int) -> bool:
         """Whether (``line``, ``col``) of ``rel`` is in such an annotation."""
         spans = self.spans(rel)
-        return bool(spans) and any(_inside(s, line, col) for s in spans)
+        return spans is not None and any(_inside(s, line, col) for s in spans)
 
     def _compute(self, rel: str) -> list[tuple[int, int, int, int]] | None:
         lines = self._lines(rel)
@@ -39,7 +39,7 @@ class LazyAnnotations:
             return None
         lazy = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
                    and any(a.name == "annotations" for a in n.names) for n in tree.body)
-        out = []
+        out: list[tuple[int, int, int, int]] = []
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 # A local variable's annotation is never evaluated (PEP 526).

@@ -37,7 +37,7 @@ class Handle(WarmAnalyzer, Protocol):
         ...
 
 
-class LateAnalyzer(MadeInThread):
+class LateAnalyzer(MadeInThread[Handle]):
     """A ``WarmAnalyzer`` whose handle ``make`` returns, made in a thread of
     its own by :meth:`begin` (``make`` also begins it). It adds nothing to
     ``MadeInThread``'s policy: what the handle serves, the handle decides."""

@@ -226,7 +226,7 @@ def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:
 STARTING_WAIT = 15.0
 
 
-class StartingBandit(MadeInThread):
+class StartingBandit(MadeInThread[WarmBandit]):
     """The warm bandit from the moment its front end asks for it (the one
     class both front ends use: the language server begins it at
     ``initialize``, ``superqe run`` when its session starts, beside the
