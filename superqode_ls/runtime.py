@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from .errors import UsageError
+
+log = logging.getLogger(__name__)
 
 # Tools started for the editor run this many nice steps below the server: a
 # language server answering requests must not wait for CPU behind them.
@@ -60,9 +64,8 @@ class WarmAnalyzer(Protocol):
 class OneWaiter:
     """While something starts in a thread (``started``), ONE caller waits for
     it (the one it would serve), at most ``limit`` s or the caller's own time
-    left; any other is told at once not to wait (it runs the command). The one
-    policy of the warm bandit's start (``StartingBandit``) and of its handle
-    being made (``server/warm_handle.py``)."""
+    left; any other is told at once not to wait (it runs the command). The
+    wait of ``MadeInThread`` (the warm bandit's start, its handle's making)."""
 
     def __init__(self, started: concurrent.futures.Future, limit: float):
         self._started = started
@@ -92,6 +95,103 @@ class OneWaiter:
         if timeout is not None:  # the run keeps to the caller's budget
             timeout = max(0.0, timeout - (time.monotonic() - t0))
         return True, timeout
+
+
+_Made = TypeVar("_Made", bound=WarmAnalyzer)
+
+
+class MadeInThread(Generic[_Made]):
+    """A ``WarmAnalyzer`` standing for the one ``_make`` makes in a thread of
+    its own (:meth:`begin`; the making blocks while it imports). The part
+    shared by the warm bandit's start (``qe/roles/_bandit_warm.py``
+    ``StartingBandit``) and its handle's making (``server/warm_handle.py``
+    ``LateAnalyzer``); each adds its own refusals in front of ``serves`` and
+    ``run``. The policy:
+
+    - before :meth:`begin`, or once stopped, it serves nothing (the command);
+    - while it is made, ONE run waits for it (``OneWaiter``: at most
+      ``limit`` s or the run's own time left), any other runs the command;
+    - once made it hands every call to what was made; nothing made (None, an
+      exception) leaves every run to the command: fail closed;
+    - stopped while it is made: its thread stops what comes, nobody uses it."""
+
+    def __init__(self, limit: float, thread_name: str):
+        self._thread_name = thread_name
+        self._lock = threading.Lock()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        # What was made, or None: set once by the making thread.
+        self._made: concurrent.futures.Future = concurrent.futures.Future()
+        self._gate = OneWaiter(self._made, limit)  # one run waits for the making
+
+    def _make(self) -> _Made | None:
+        """Blocking, in the thread: the analyzer, or None where there is none."""
+        raise NotImplementedError
+
+    def begin(self) -> None:
+        """Make it, in a thread of its own; once only, never after :meth:`stop`."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(target=self._run_make, daemon=True,
+                                            name=self._thread_name)
+            self._thread.start()
+
+    def _run_make(self) -> None:
+        try:
+            made = self._make()
+        except Exception as e:  # noqa: BLE001 - none made: the command runs, as without one
+            log.info("%s: none made: %s", self._thread_name, e)
+            made = None
+        with self._lock:
+            # A cancelled future (nothing should cancel it: awaits are
+            # shielded) is a making nobody can take: stopped like a late one.
+            late = made if self._closed or self._made.cancelled() else None
+            if not self._made.cancelled():
+                self._made.set_result(None if late is not None else made)
+        if late is not None:  # stopped while it was made: nobody will use it
+            late.stop()
+
+    def current(self) -> _Made | None:
+        """What was made, once made (None before, or when there is none)."""
+        done = self._made.done() and not self._made.cancelled()
+        return self._made.result() if done else None
+
+    async def made(self) -> bool:
+        """Once the making is over: whether something was made. Shielded: the
+        awaiting task is cancelled when its front end exits, and an
+        unshielded await would cancel the thread's own future with it."""
+        return await asyncio.shield(asyncio.wrap_future(self._made)) is not None
+
+    def serves(self, tool: str) -> bool:
+        if self._thread is None or self._closed:
+            return False
+        if not self._made.done():
+            return self._gate.free()
+        made = self.current()
+        return made is not None and made.serves(tool)
+
+    async def run(self, argv: list[str], cwd: Path, env: dict[str, str],
+                  timeout: float | None) -> Any:
+        """The made analyzer's result, or None: the caller runs the command."""
+        if self._thread is None or self._closed:
+            return None
+        over, timeout = await self._gate.wait(timeout)
+        if not over:
+            return None  # another run waits, or the making took too long: the command
+        made = self.current()
+        if made is None or self._closed:
+            return None
+        return await made.run(argv, cwd, env, timeout)
+
+    def stop(self) -> None:
+        """Stop what was made; one still being made is stopped by its thread
+        once it comes (a front end shutting down does not wait for it)."""
+        with self._lock:
+            self._closed = True
+            made = self.current()
+        if made is not None:
+            made.stop()
 
 
 def nice_from_env(default: int, environ: Mapping[str, str] | None = None) -> int:

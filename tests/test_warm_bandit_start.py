@@ -79,6 +79,7 @@ def test_while_it_starts_one_run_waits_and_is_served_the_others_run_the_command(
     (argv, left), = fake.runs
     assert argv == ["-r", "."] and left is not None and left <= 60  # the wait came off its time
     assert warm.serves(BANDIT)  # up: the next runs use it
+    assert not warm.serves("/elsewhere/bin/bandit")  # the server would serve it: not ours
     warm.stop()
     assert fake.stopped == 1 and not warm.serves(BANDIT)
 
@@ -162,7 +163,7 @@ def test_a_server_that_dies_mid_run_leaves_the_run_and_the_next_to_the_command(m
 
         async def scenario():
             assert await warm.started()
-            server = warm._warm()
+            server = warm.current()
             asking = asyncio.ensure_future(warm.run(["-f", "json", "-q", "slow.py"], s.sandbox,
                                                     s.env(), 120))
             # Returns once the run's child opened the FIFO: the run is mid-way.

@@ -8,7 +8,7 @@ worth acting on whatever the tool's confidence.
   True)`` on the line above): wrong, shown as info noise;
 - an undefined name (F821) used only in an annotation that is never
   evaluated (``from __future__ import annotations``, a string annotation, a
-  local variable's annotation): info noise;
+  local variable's annotation, ``qe/lazy_annotations.py``): info noise;
 - ``eval``/``exec`` (B307, B102) of code the module writes itself (a
   literal, a code template, a ``compile(...)`` result: ``qe/codegen.py``):
   code generation, low noise; code from a parameter, input, argv, the
@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
+from .lazy_annotations import LazyAnnotations
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
 from .noise_rules import (ci_test_database, dev_settings_key, example_placeholder,
                           identifier_hash, self_reread)
@@ -160,76 +161,6 @@ class _Modules:
             except (SyntaxError, ValueError):
                 self._scopes[rel] = None
         return self._scopes[rel]
-
-
-class _Annotations:
-    """Per file: the spans of annotations Python never evaluates."""
-
-    def __init__(self, lines: Callable[[str], list[str] | None]):
-        self._lines = lines
-        self._spans: dict[str, list[tuple[int, int, int, int]] | None] = {}
-
-    def spans(self, rel: str) -> list[tuple[int, int, int, int]] | None:
-        if rel not in self._spans:
-            self._spans[rel] = self._compute(rel)
-        return self._spans[rel]
-
-    def _compute(self, rel: str) -> list[tuple[int, int, int, int]] | None:
-        lines = self._lines(rel)
-        if lines is None:
-            return None
-        try:
-            tree = parse_python("\n".join(lines))
-        except (SyntaxError, ValueError):
-            return None
-        lazy = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
-                   and any(a.name == "annotations" for a in n.names) for n in tree.body)
-        out = []
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                # A local variable's annotation is never evaluated (PEP 526).
-                out.extend(_span(n.annotation) for n in _local_annotations(node))
-            annotations: list[ast.AST | None] = []
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                a = node.args
-                annotations = [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs,
-                                                      a.vararg, a.kwarg) if x is not None]
-                annotations.append(node.returns)
-            elif isinstance(node, ast.AnnAssign):
-                annotations = [node.annotation]
-            for ann in annotations:
-                if ann is None:
-                    continue
-                if lazy:
-                    out.append(_span(ann))
-                else:  # evaluated at definition time, except the strings in it
-                    out.extend(_span(s) for s in ast.walk(ann)
-                               if isinstance(s, ast.Constant) and isinstance(s.value, str))
-        return out
-
-
-def _local_annotations(func: ast.AST) -> list[ast.AnnAssign]:
-    """``x: T = ...`` statements of a function's own body (not of a class
-    or function inside it)."""
-    out, todo = [], list(getattr(func, "body", []))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            out.append(node)
-        todo.extend(ast.iter_child_nodes(node))
-    return out
-
-
-def _span(node: ast.AST) -> tuple[int, int, int, int]:
-    return (node.lineno, node.col_offset, node.end_lineno or node.lineno,  # type: ignore[attr-defined]
-            node.end_col_offset or 0)  # type: ignore[attr-defined]
-
-
-def _inside(span: tuple[int, int, int, int], line: int, col: int) -> bool:
-    sl, sc, el, ec = span
-    return (sl, sc) <= (line, col) <= (el, ec)
 
 
 _AUTOESCAPE_OFF = re.compile(r"autoescape\s*=\s*False\b")
@@ -428,7 +359,7 @@ def apply_context(
     """The findings with what their context proves (see the module doc);
     ``canonical`` names a rule the same whichever tool reports it (ruff's
     S110 is bandit's B110)."""
-    annotations = _Annotations(lines) if lines is not None else None
+    annotations = LazyAnnotations(lines) if lines is not None else None
     modules = _Modules(lines) if lines is not None else None
     out = []
     for f in findings:
@@ -448,9 +379,8 @@ def apply_context(
                                Severity.info)
         elif (f.file and f.range and annotations is not None
               and rule in ("F821", "NAME-DEFINED") and f.file.endswith((".py", ".pyi"))):
-            spans = annotations.spans(f.file)
             col = f.range.start_col - 1  # ruff counts code points; close enough in code
-            if spans and any(_inside(s, f.range.start_line, col) for s in spans):
+            if annotations.covers(f.file, f.range.start_line, col):
                 f = mark_noise(f, "the name is used only in an annotation Python does not "
                                   "evaluate", Severity.info)
         elif (rule in ("B307", "B102") and f.file and f.range and modules is not None

@@ -74,7 +74,7 @@ async def test_a_run_while_the_warm_bandit_loads_is_served_by_it(tmp_path: Path,
         await asyncio.gather(*ls.tasks)
         # Once up, the runtime's analyzer is still the same one, serving.
         starting = late.handle()
-        assert isinstance(starting, StartingBandit) and starting._warm() is not None
+        assert isinstance(starting, StartingBandit) and starting.current() is not None
         assert ls.runtime.analyzer is late and late.serves(BANDIT)
     finally:
         await asyncio.gather(*ls.tasks, return_exceptions=True)

@@ -26,7 +26,6 @@ sandbox.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import io
 import json
 import logging
@@ -40,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...config import Config
-from ...runtime import OneWaiter, Runtime
+from ...runtime import MadeInThread, Runtime
 from ...workspace import landlock, namespaces
 from ...workspace.namespaces import SPEC_ENV
 from ...workspace.proc import BARRIER_ENV, ProcResult, spawn_tool_blocking
@@ -227,11 +226,12 @@ def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:
 STARTING_WAIT = 15.0
 
 
-class StartingBandit:
+class StartingBandit(MadeInThread[WarmBandit]):
     """The warm bandit from the moment its front end asks for it (the one
     class both front ends use: the language server begins it at
     ``initialize``, ``superqe run`` when its session starts, beside the
-    sandbox's making). The policy, the same for both:
+    sandbox's making). The policy, the same for both (``MadeInThread``'s,
+    with two refusals of its own):
 
     - before :meth:`begin`, or once stopped, it serves nothing (the command);
     - while it starts, ONE run waits for it: the one it would serve. The
@@ -240,8 +240,9 @@ class StartingBandit:
       the first holds it, only later: it runs the command at once instead;
     - a run waits at most ``STARTING_WAIT`` s, or its own time left if less;
       then the command runs it (the start goes on: later runs use it);
+    - only the bandit beside its interpreter is served (:meth:`serves`);
     - a run with no session behind it is refused before any wait (the
-      server would refuse it: nothing to confine it to);
+      server would refuse it: nothing to confine it to) (:meth:`run`);
     - a start that failed (no bandit, no "ready", an exception), or a
       server that died (mid-run or between runs), leaves every later run to
       the command, which is the sandboxed path: fail closed. A dead server
@@ -251,82 +252,32 @@ class StartingBandit:
 
     def __init__(self, runtime: Runtime, python: str | None = None,
                  starter: Callable[[Runtime, str], WarmBandit | None] | None = None):
+        super().__init__(STARTING_WAIT, "superqode-warm-bandit")
         self.python = python or sys.executable
         self._runtime = runtime  # the runs' priority and CPUs (WarmBandit)
         self._starter = starter or start
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-        # The started WarmBandit, or None: set once by the start's thread.
-        self._started: concurrent.futures.Future = concurrent.futures.Future()
-        self._gate = OneWaiter(self._started, STARTING_WAIT)  # one run waits for the start
 
-    def begin(self) -> None:
-        """Start it, in a thread of its own (the start blocks while bandit
-        loads); once only, never after :meth:`stop`."""
-        with self._lock:
-            if self._thread is not None or self._closed:
-                return
-            self._thread = threading.Thread(target=self._start, daemon=True,
-                                            name="superqode-warm-bandit")
-            self._thread.start()
-
-    def _start(self) -> None:
-        try:
-            warm = self._starter(self._runtime, self.python)
-        except Exception as e:  # noqa: BLE001 - no warm bandit: the command runs, as without one
-            log.info("warm bandit not started: %s", e)
-            warm = None
-        with self._lock:
-            # A cancelled future (nothing should cancel it: awaits are
-            # shielded) is a start nobody can take: stopped like a late one.
-            late = warm if self._closed or self._started.cancelled() else None
-            if not self._started.cancelled():
-                self._started.set_result(None if late is not None else warm)
-        if late is not None:  # stopped while it started: nobody will use it
-            late.stop()
-
-    def _warm(self) -> WarmBandit | None:
-        done = self._started.done() and not self._started.cancelled()
-        return self._started.result() if done else None
+    def _make(self) -> WarmBandit | None:
+        return self._starter(self._runtime, self.python)
 
     async def started(self) -> bool:
-        """Once the start is over: whether it came up. Shielded: the
-        awaiting task is cancelled when its front end exits, and an
-        unshielded await would cancel the start's own future with it (its
-        thread then failed to set it, and ``stop`` raised: exit 1)."""
-        return await asyncio.shield(asyncio.wrap_future(self._started)) is not None
+        """Once the start is over: whether it came up (shielded: a front end
+        cancelling its await at exit must not fail the start's thread)."""
+        return await self.made()
 
     def serves(self, tool: str) -> bool:
-        if self._thread is None or self._closed or Path(tool).parent != Path(self.python).parent:
-            return False
-        if not self._started.done():
-            return self._gate.free()
-        warm = self._warm()
-        return warm is not None and warm.serves(tool)
+        if Path(tool).parent != Path(self.python).parent:
+            return False  # a different bandit than SuperQode's
+        return super().serves(tool)
 
     async def run(self, argv: list[str], cwd: Path, env: dict[str, str],
                   timeout: float | None) -> ProcResult | None:
         """bandit's result, or None: the caller runs the command."""
-        if self._thread is None or self._closed or not env.get(BARRIER_ENV):
+        if not env.get(BARRIER_ENV):
+            # No session behind the run: the server would refuse it, so it
+            # does not take the one wait either (fail closed).
             return None
-        over, timeout = await self._gate.wait(timeout)
-        if not over:
-            return None  # another run waits, or the start took too long: the command
-        warm = self._warm()
-        if warm is None or self._closed:
-            return None
-        return await warm.run(argv, cwd, env, timeout)
-
-    def stop(self) -> None:
-        """Stop it; one still starting is stopped by its own thread once up
-        (an early error's line is not held back by bandit's imports, and a
-        server shutting down does not wait)."""
-        with self._lock:
-            self._closed = True
-            warm = self._warm()
-        if warm is not None:
-            warm.stop()
+        return await super().run(argv, cwd, env, timeout)
 
 
 def starting(runtime: Runtime, python: str | None = None) -> StartingBandit | None:
