@@ -51,8 +51,9 @@ from collections.abc import Callable, Iterable
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
-from .noise_rules import (ci_test_database, dev_settings_key, example_placeholder,
-                          identifier_hash, self_reread)
+from .noise_rules import (ci_test_database, cli_argument_code, dev_settings_key,
+                          example_placeholder, identifier_hash, self_reread,
+                          unused_import_redefined, unused_imports)
 from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
@@ -430,6 +431,8 @@ def apply_context(
     S110 is bandit's B110)."""
     annotations = _Annotations(lines) if lines is not None else None
     modules = _Modules(lines) if lines is not None else None
+    findings = list(findings)
+    unused = unused_imports(findings)
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
@@ -459,6 +462,8 @@ def apply_context(
             if scopes is not None and generated_code(scopes, f.range.start_line):
                 f = mark_noise(f, "code generation: it runs code the module writes itself",
                                Severity.low)
+            elif scopes is not None and (why := cli_argument_code(scopes, f.range.start_line)):
+                f = mark_noise(f, why, Severity.low)
         elif (rule == "B104" and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py")):
             scopes = modules.scopes(f.file)
@@ -488,6 +493,8 @@ def apply_context(
               and _CONVERTED_ENV.search(read_line(f.file, f.range.start_line) or "")):
             f = mark_noise(f, "the value is converted at once (int(...)): a default that is no "
                               "str works", Severity.info)
+        elif rule == "F811" and f.noise is None and (why := unused_import_redefined(f, unused)):
+            f = mark_noise(f, why, Severity.info)
         elif f.noise is None and f.rule_id.lower().startswith("secret-") and (
                 why := example_placeholder(f) or ci_test_database(
                     f, lines(f.file) if lines is not None and f.file else None)):
