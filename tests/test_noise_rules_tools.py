@@ -91,3 +91,36 @@ def test_a_value_that_says_change_this_is_a_placeholder_a_signing_key_stays():
     assert keystore.rule.id == "secret-config-password"
     # a signing key's setting is the key the app signs with whatever it says
     assert built_in_credential("changethis", 'SECRET_KEY = "changethis"') is not None
+
+
+@needs_ruff
+def test_bare_raise_in_a_helper_called_only_from_handlers_is_noise_elsewhere_stays(make_repo):
+    # httpie's main(): handle_generic_error(e) re-raises under --traceback
+    repo = make_repo({"tool/core.py": (
+        "def main(run, traceback):\n"
+        "    def handle_error(e):\n"
+        "        print(e)\n"
+        "        if traceback:\n"
+        "            raise\n\n"
+        "    try:\n"
+        "        run()\n"
+        "    except KeyError as e:\n"
+        "        handle_error(e)\n"
+        "    except Exception as e:\n"
+        "        handle_error(e)\n\n\n"
+        "def check(value):\n"
+        "    if not value:\n"
+        "        raise\n\n\n"
+        "def caller(v):\n"
+        "    try:\n"
+        "        check(v)\n"
+        "    except ValueError:\n"
+        "        check(None)\n"
+    )})
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    (helper,) = _at(found, "tool/core.py", 5, "PLE0704")
+    assert helper.noise and "only from except handlers" in helper.noise
+    assert helper.severity is Severity.info
+    # check() is also called outside a handler: the raise fails there
+    (plain,) = _at(found, "tool/core.py", 17, "PLE0704")
+    assert plain.noise is None and plain.severity is Severity.high

@@ -52,7 +52,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
 from .noise_rules import (ci_test_database, cli_argument_code, dev_settings_key,
-                          example_placeholder, identifier_hash, self_reread,
+                          example_placeholder, identifier_hash, reraise_helper, self_reread,
                           unused_import_redefined, unused_imports)
 from .rendered import already_safe
 
@@ -508,6 +508,11 @@ def apply_context(
             scopes = modules.scopes(f.file)
             if scopes is not None and (why := self_reread(scopes, f.range.start_line)):
                 f = mark_noise(f, why, Severity.info)
+        elif (rule == "PLE0704" and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")
+              and (scopes := modules.scopes(f.file)) is not None
+              and (why := reraise_helper(scopes, f.range.start_line))):
+            f = mark_noise(f, why, Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):

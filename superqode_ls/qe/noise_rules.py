@@ -311,3 +311,37 @@ def unused_imports(findings: list[Finding]) -> set[tuple[str, int, str]]:
             out |= {(f.file, f.range.start_line, n)
                     for n in (full, full.rsplit(".", 1)[-1], full.split(".", 1)[0])}
     return out
+
+
+def reraise_helper(scopes: Scopes, line: int) -> str | None:
+    """Why a bare ``raise`` outside an ``except`` (ruff's PLE0704) works: it
+    is in a function that the module calls only from ``except`` handlers
+    (httpie's ``handle_generic_error(e)``, a nested helper of ``main``), so
+    an exception is being handled whenever it runs and the ``raise``
+    re-raises it. A function called anywhere else, or not called in its
+    module at all (who calls it cannot be seen), stays."""
+    func = None
+    for node in scopes.functions:
+        if node.lineno <= line <= (node.end_lineno or node.lineno) \
+                and (func is None or node.lineno > func.lineno):
+            func = node
+    if func is None:
+        return None
+    calls = [n for n in ast.walk(scopes.tree) if isinstance(n, ast.Call) and (
+        (isinstance(n.func, ast.Name) and n.func.id == func.name)
+        or (isinstance(n.func, ast.Attribute) and n.func.attr == func.name))]
+    if not calls or not all(_in_handler(scopes, c) for c in calls):
+        return None
+    return (f"{func.name}() is called only from except handlers: the bare raise re-raises the "
+            "exception being handled")
+
+
+def _in_handler(scopes: Scopes, node: ast.AST) -> bool:
+    """``node`` runs inside an ``except`` block of its own function."""
+    up = scopes.parent.get(node)
+    while up is not None and not isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef
+                                            | ast.Lambda | ast.ClassDef | ast.Module):
+        if isinstance(up, ast.ExceptHandler):
+            return True
+        up = scopes.parent.get(up)
+    return False
