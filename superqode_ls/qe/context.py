@@ -52,8 +52,9 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .lazy_annotations import LazyAnnotations
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
-from .noise_rules import (ci_test_database, dev_settings_key, example_placeholder,
-                          identifier_hash, self_reread)
+from .noise_rules import (ci_test_database, cli_argument_code, dev_settings_key,
+                          example_placeholder, identifier_hash, reraise_helper, self_reread,
+                          unused_import_redefined, unused_imports)
 from .rendered import already_safe
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
@@ -361,6 +362,8 @@ def apply_context(
     S110 is bandit's B110)."""
     annotations = LazyAnnotations(lines) if lines is not None else None
     modules = _Modules(lines) if lines is not None else None
+    findings = list(findings)
+    unused = unused_imports(findings)
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
@@ -389,6 +392,8 @@ def apply_context(
             if scopes is not None and generated_code(scopes, f.range.start_line):
                 f = mark_noise(f, "code generation: it runs code the module writes itself",
                                Severity.low)
+            elif scopes is not None and (why := cli_argument_code(scopes, f.range.start_line)):
+                f = mark_noise(f, why, Severity.low)
         elif (rule == "B104" and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py")):
             scopes = modules.scopes(f.file)
@@ -418,6 +423,8 @@ def apply_context(
               and _CONVERTED_ENV.search(read_line(f.file, f.range.start_line) or "")):
             f = mark_noise(f, "the value is converted at once (int(...)): a default that is no "
                               "str works", Severity.info)
+        elif rule == "F811" and f.noise is None and (why := unused_import_redefined(f, unused)):
+            f = mark_noise(f, why, Severity.info)
         elif f.noise is None and f.rule_id.lower().startswith("secret-") and (
                 why := example_placeholder(f) or ci_test_database(
                     f, lines(f.file) if lines is not None and f.file else None)):
@@ -431,6 +438,11 @@ def apply_context(
             scopes = modules.scopes(f.file)
             if scopes is not None and (why := self_reread(scopes, f.range.start_line)):
                 f = mark_noise(f, why, Severity.info)
+        elif (rule == "PLE0704" and f.file and f.range and modules is not None
+              and f.noise is None and f.file.endswith(".py")
+              and (scopes := modules.scopes(f.file)) is not None
+              and (why := reraise_helper(scopes, f.range.start_line))):
+            f = mark_noise(f, why, Severity.info)
         elif rule in ADVISORY_RULES and f.noise is None:
             text = read_line(f.file, f.range.start_line) if f.file and f.range else None
             if not (rule == "B311" and text and _SECRET_USE.search(text)):

@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from ..models import Finding
 from .codegen import Scopes, _own_nodes
+from .roles._web_quiet_tools import cli_own_arguments
 
 # The secrets scan's password rules: a value a person typed, which in an
 # example file is a placeholder. Provider-format rules are not here.
@@ -253,3 +254,94 @@ def dev_settings_key(f: Finding, lines: Callable[[str], list[str] | None]) -> st
             return (f"a development key: the production settings ({folder}/{name}) read "
                     "SECRET_KEY from the environment or make a random one")
     return None
+
+
+def cli_argument_code(scopes: Scopes, line: int) -> str | None:
+    """Why ``eval``/``exec`` (B307, B102) on ``line`` is the tool's own
+    feature: a command-line command (click, typer, Flask's ``cli``) runs an
+    expression its own argument gives as it is (rich-cli's ``rich
+    --inspect "EXPR"``), like ``python -c``: whoever passes it runs Python
+    already. The argument must reach the call without another call between:
+    ``eval(open(path).read())`` runs a file's contents, which may come from
+    anyone, and stays; so does a value from a setting, a file or the network."""
+    calls = [c for c in scopes.calls_on(line) if isinstance(c.func, ast.Name)
+             and c.func.id in ("eval", "exec")]
+    if not calls or any(isinstance(n, ast.Call) for c in calls for a in c.args
+                        for n in ast.walk(a)):
+        return None
+    if not cli_own_arguments(scopes, line):
+        return None
+    return ("it runs the expression this command-line tool's own argument gives (its feature, "
+            "like python -c): whoever passes it runs Python already")
+
+
+# ruff's F811 on a name bound by an import no one used: "Redefinition of
+# unused `itemgetter` from line 1".
+_REDEFINED = re.compile(r"[Rr]edefinition of unused `([^`]+)` from line (\d+)")
+
+
+def unused_import_redefined(f: Finding, unused: set[tuple[str, int, str]]) -> str | None:
+    """Why F811 is the same cause as an F401 shown at the first binding:
+    ``unused`` holds (file, line, name) of each unused import (F401) in the
+    findings. Removing that import fixes both; one finding says it. An F811
+    whose first binding is a function or a used import stays."""
+    if f.rule_id.upper() != "F811" or not f.file:
+        return None
+    m = _REDEFINED.search(f.message or "")
+    if m is None:
+        return None
+    name, first = m.group(1), int(m.group(2))
+    if (f.file, first, name) not in unused:
+        return None
+    return f"the same unused import as F401 on line {first}: removing it there fixes this too"
+
+
+_UNUSED_IMPORT = re.compile(r"^`([^`]+)` imported but unused")
+
+
+def unused_imports(findings: list[Finding]) -> set[tuple[str, int, str]]:
+    """(file, line, name) of each F401 in ``findings``: the imported name
+    (``operator.itemgetter`` binds ``itemgetter``; ``import os.path`` binds
+    ``os``) and its full dotted form."""
+    out = set()
+    for f in findings:
+        m = _UNUSED_IMPORT.match(f.message or "") if f.rule_id.upper() == "F401" else None
+        if m and f.file and f.range:
+            full = m.group(1).split(" as ")[-1]
+            out |= {(f.file, f.range.start_line, n)
+                    for n in (full, full.rsplit(".", 1)[-1], full.split(".", 1)[0])}
+    return out
+
+
+def reraise_helper(scopes: Scopes, line: int) -> str | None:
+    """Why a bare ``raise`` outside an ``except`` (ruff's PLE0704) works: it
+    is in a function that the module calls only from ``except`` handlers
+    (httpie's ``handle_generic_error(e)``, a nested helper of ``main``), so
+    an exception is being handled whenever it runs and the ``raise``
+    re-raises it. A function called anywhere else, or not called in its
+    module at all (who calls it cannot be seen), stays."""
+    func = None
+    for node in scopes.functions:
+        if node.lineno <= line <= (node.end_lineno or node.lineno) \
+                and (func is None or node.lineno > func.lineno):
+            func = node
+    if func is None:
+        return None
+    calls = [n for n in ast.walk(scopes.tree) if isinstance(n, ast.Call) and (
+        (isinstance(n.func, ast.Name) and n.func.id == func.name)
+        or (isinstance(n.func, ast.Attribute) and n.func.attr == func.name))]
+    if not calls or not all(_in_handler(scopes, c) for c in calls):
+        return None
+    return (f"{func.name}() is called only from except handlers: the bare raise re-raises the "
+            "exception being handled")
+
+
+def _in_handler(scopes: Scopes, node: ast.AST) -> bool:
+    """``node`` runs inside an ``except`` block of its own function."""
+    up = scopes.parent.get(node)
+    while up is not None and not isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef
+                                            | ast.Lambda | ast.ClassDef | ast.Module):
+        if isinstance(up, ast.ExceptHandler):
+            return True
+        up = scopes.parent.get(up)
+    return False

@@ -7,14 +7,30 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import math
 import re
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...models import Severity
+from ._secrets_values import (
+    _ENV_VAR_NAME,
+    _NOT_SECRET_NAME,
+    _PLACEHOLDER,
+    _SLOT,
+    MESSAGE,
+    assigned_password,
+    built_in_credential,
+    entropy,
+    not_a_secret,
+    plausible,
+)
+
+# What a value is (placeholder, identifier, built-in credential...) is
+# _secrets_values' question; the names other modules read here stay here.
+__all__ = ["GENERIC", "MESSAGE", "RULES", "SecretHit", "SecretRule", "assigned_password",
+           "built_in_credential", "digest", "entropy", "mask", "mask_quoted", "not_a_secret",
+           "plausible", "scan_file", "scan_text"]
 
 MAX_BYTES = 2_000_000
 
@@ -161,30 +177,14 @@ SIGNING_KEY_DEFAULT = SecretRule(
     hints=("SECRET", "SIGNING_KEY"),
 )
 CONFIG_SUFFIXES = (".yaml", ".yml", ".ini", ".cfg", ".toml", ".env", ".conf", ".properties")
-# Names that hold *about* a secret, not the secret: api_key_env = "MY_VAR".
-_NOT_SECRET_NAME = re.compile(
-    r"(?i)[_.-]?(env|name|file|path|url|uri|header|type|field|id|prefix|len|length|var"
-    r"|setting|label|param|hash|format|pattern|regex|policy|expiry|expires|ttl)s?$"
-)
-_ENV_VAR_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
 # Provider tokens in test files are usually fixtures.
 TEST_PENALTY = 0.15
 
-_PLACEHOLDER = re.compile(
-    r"(?i)^(?:<.*>|\$\{.*\}|\$[A-Z_]+|%\(.*\)s|\{\{.*\}\}|\{.*\}|x{4,}|\*{3,}|\.{3,}"
-    r"|change[_-]?me.*|your[_-].*|dummy.*|fake.*|test.*|example.*|sample.*|placeholder.*"
-    r"|none|null|true|false|redacted.*)$"
-)
 # Lines that opt out, in the spellings other scanners use too.
 _ALLOW = re.compile(
     r"(?i)(#\s*nosec|pragma:\s*allowlist[ -]secret|superqode:\s*ignore|gitleaks:allow)"
 )
 
-
-def entropy(value: str) -> float:
-    counts = Counter(value)
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
 def digest(value: str) -> str:
@@ -214,167 +214,6 @@ def mask_quoted(text: str, value: str) -> str | None:
     return out if found else None
 
 
-# ``ctx["password_status"] = "..."``: a subscript's quote and bracket too
-_TARGET = re.compile(r"([\w.]+)['\"]?\]?\s*(?::=|==|!=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
-
-
-def plausible(value: str, line: str | None = None) -> bool:
-    """Whether a value bandit calls a password could be one: not empty, a
-    placeholder, an environment variable's name, a number, a sentence, a URL
-    without credentials or a short low-entropy word ("bearer"), and (when the
-    source ``line`` is given) not assigned to a name that holds *about* a
-    secret (``TOKEN_URL``, ``password_field``)."""
-    if not (
-        len(value) >= 6
-        and not any(c.isspace() for c in value)
-        and not _PLACEHOLDER.match(value)
-        and not _ENV_VAR_NAME.match(value)
-        and not value.isdigit()
-        and not ("://" in value and "@" not in value)
-        and entropy(value) >= 2.5
-    ):
-        return False
-    if line:
-        for q in ("'", '"'):
-            at = line.find(f"{q}{value}{q}")
-            m = _TARGET.search(line[:at]) if at > 0 else None
-            if m and _NOT_SECRET_NAME.search(m.group(1)):
-                return False
-    return True
-
-
-# Names that hold *about* a secret, for bandit's password rules: narrower
-# than _NOT_SECRET_NAME (a password's hash is still worth a look).
-_ABOUT_SECRET = re.compile(r"(?i)[_.-](name|file|path|url|uri|env|var|field|label|header"
-                           r"|prefix|type|id|format|pattern|regex|status|state|msg|message)s?$")
-# Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials",
-# and a dotted path to where a value is read ("body.access_token").
-_IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:_[a-z]+)*(?:\.[a-z]+(?:_[a-z]+)*)+)$")
-
-
-def _squash(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
-# A message shown to a user ("'Password': 'Updated.'" in a response): letters
-# in words, ending in a full stop or an exclamation mark; no digit or symbol.
-MESSAGE = re.compile(r"^[A-Za-z]+(?:[ ,'-][A-Za-z]+)*[.!?]$")
-# Lowercase words joined by '-' ("legacy-detour", "read-only-mode"): no
-# digit, capital or symbol, which every generated token has.
-_HYPHEN_WORDS = re.compile(r"^[a-z]{2,}(?:-[a-z]{2,})+$")
-
-
-def not_a_secret(value: str, line: str | None = None) -> str | None:
-    """Why a value a tool calls a password is clearly none (a placeholder,
-    an identifier, the name of the variable it is assigned to...), or None
-    when it may be one."""
-    if not value.strip():
-        return "empty"
-    if _PLACEHOLDER.match(value):
-        return "a placeholder"
-    if len(value) < 4:
-        return "too short to be a secret"
-    if _ENV_VAR_NAME.match(value):
-        return "the name of an environment variable"
-    if _IDENTIFIER.match(value):
-        return "an identifier"
-    if not any(c.isalnum() for c in value):
-        return "punctuation only (a set of characters, not a secret)"
-    if MESSAGE.match(value):
-        return "a message (words and a full stop), not a secret"
-    if _HYPHEN_WORDS.match(value) and entropy(value) < 4.0:
-        # "legacyToken": "legacy-detour" is a label or slug; a passphrase
-        # (words joined by '-') held by a password's name stays one.
-        name = _target(line, value, _ASSIGNED_TO) or _target(line, value, _COMPARED_TO) or ""
-        # A signing key's setting is the key whatever it looks like.
-        if not re.search(r"(?i)pass|pwd", name) and built_in_credential(value, line) is None:
-            return "words joined by '-' (a label or slug), not a secret"
-    for q in ("'", '"'):
-        at = (line or "").find(f"{q}{value}{q}")
-        m = _TARGET.search(line[:at]) if line and at > 0 else None
-        if m and _ABOUT_SECRET.search(m.group(1)):
-            return f"held by a name about a secret ({m.group(1).rsplit('.', 1)[-1]}), not the secret"
-        if m:
-            name, squashed = _squash(m.group(1).rsplit(".", 1)[-1]), _squash(value)
-            if squashed and (squashed in name or name in squashed):
-                return "its own variable's name (an enum-like constant)"
-            word = value[1:] if value[:1] in "#@.:-" else value  # "#bygroup": a marker
-            if word.isalpha() and word.islower() and not re.search(r"pass|pwd", name):
-                return "a plain word (a token type or mode, not a token)"
-    return None
-
-
-# A setting that IS a signing key (Flask's/Django's SECRET_KEY, a JWT or
-# HMAC secret): a literal there is the key the app signs with, however
-# short or placeholder-like ("aaaaaaa", "your-secret-key-here" forge
-# sessions as well as a random one).
-_SIGNING_KEY = re.compile(r"secretkey|jwtsecret|signingkey|hmackey|hmacsecret|cookiesecret"
-                          r"|sessionsecret|appsecret")
-_ASSIGNED_TO = re.compile(r"([\w.]+)['\"]?\]?\s*(?::=|=|:)\s*[rbuf]{0,2}$", re.IGNORECASE)
-# A password compared against a literal: a credential built into the code.
-_COMPARED_TO = re.compile(r"([\w.]+)['\"]?\]?\s*(?:==|!=)\s*[rbuf]{0,2}$", re.IGNORECASE)
-_PASSWORD_VAR = re.compile(r"(?i)^(?:\w*_)?(?:password|passwd|pwd|passphrase|pass)$")
-# Not a value at all: a template or format slot, an environment variable's name.
-_SLOT = re.compile(r"^(?:<.*>|\$\{.*\}|\$[A-Z_]+|%\(.*\)s|\{\{.*\}\}|\{.*\}|%s)$")
-
-
-def _target(line: str | None, value: str, pattern: re.Pattern[str]) -> str | None:
-    """The name ``value`` is assigned to (or compared with) on ``line``."""
-    for q in ("'", '"'):
-        at = (line or "").find(f"{q}{value}{q}")
-        m = pattern.search(line[:at]) if line and at > 0 else None
-        if m:
-            return m.group(1).rsplit(".", 1)[-1]
-    return None
-
-
-def built_in_credential(value: str, line: str | None) -> str | None:
-    """Why a literal is a credential the code runs with whatever it looks
-    like: assigned to a signing key's setting, or a password compared
-    against it (``password == 'admin_pass'``). None otherwise, and for an
-    empty value, a template slot or an environment variable's name."""
-    if not value.strip() or _SLOT.match(value) or _ENV_VAR_NAME.match(value):
-        return None
-    name = _target(line, value, _ASSIGNED_TO)
-    if name and _SIGNING_KEY.search(_squash(name)) and not _NOT_SECRET_NAME.search(name):
-        return f"{name} is the key the app signs with: anyone with the source forges its tokens"
-    if not any(c.isalnum() for c in value):
-        return None
-    # Every place the literal is compared: ``username == "admin" and
-    # password == "admin"`` compares the password too.
-    for name in _compared_names(line, value):
-        # A marker is no password: ``password == "-"`` reads it from stdin.
-        if _PASSWORD_VAR.match(name) and len(value) >= 4 and not _PLACEHOLDER.match(value):
-            return f"{name} is compared against a literal: a password built into the code"
-    return None
-
-
-def _compared_names(line: str | None, value: str) -> list[str]:
-    """The names compared with ``value`` anywhere on ``line``."""
-    names = []
-    for q in ("'", '"'):
-        at = (line or "").find(f"{q}{value}{q}")
-        while line and at > 0:
-            m = _COMPARED_TO.search(line[:at])
-            if m:
-                names.append(m.group(1).rsplit(".", 1)[-1])
-            at = line.find(f"{q}{value}{q}", at + 1)
-    return names
-
-
-def assigned_password(value: str, line: str | None) -> str | None:
-    """Why a short literal is still a credential: a password's name is
-    given it (``password = "admin"`` for a seeded account, ``User(...,
-    password="admin")``). bandit rates those low when the word looks weak,
-    but a weak built-in password is the flaw. None for placeholders, slots,
-    an environment variable's name, a marker shorter than four characters."""
-    if len(value) < 4 or any(c.isspace() for c in value) or not any(c.isalnum() for c in value) \
-            or _SLOT.match(value) or _PLACEHOLDER.match(value) or _ENV_VAR_NAME.match(value):
-        return None
-    name = _target(line, value, _ASSIGNED_TO)
-    if name and _PASSWORD_VAR.match(name) and value.lower() != name.lower():
-        return f"{name} is given a literal: a password built into the code"
-    return None
 
 
 @dataclass

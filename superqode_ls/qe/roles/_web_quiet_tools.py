@@ -45,21 +45,27 @@ def _cli_decorator(d: ast.AST, tree: ast.AST) -> bool:
 
 
 def cli_argument_shell(s: Scopes, line: int) -> str | None:
+    if not cli_own_arguments(s, line):
+        return None
+    return ("the command line is built from this command-line tool's own arguments: whoever "
+            "passes them runs the tool in their own shell")
+
+
+def cli_own_arguments(s: Scopes, line: int) -> bool:
+    """The call on ``line`` is in a command-line command and takes only that
+    command's own arguments (also the context step's question for ``eval``)."""
     calls = s.calls_on(line)
     if not calls:
-        return None
+        return False
     func = s.function_of(calls[0])
     if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) or not any(
             _decorator_name(d) in _CLI_DECORATORS and _cli_decorator(d, s.tree)
             for d in func.decorator_list):
-        return None
+        return False
     a = func.args
     params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
     names = {n.id for c in calls for arg in c.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
-    if not names or not names <= params:
-        return None
-    return ("the command line is built from this command-line tool's own arguments: whoever "
-            "passes them runs the tool in their own shell")
+    return bool(names) and names <= params
 
 
 def _fixed_scheme(e: ast.AST | None, func: ast.AST, depth: int = 3) -> bool:
