@@ -158,6 +158,26 @@ def test_style_rules_the_project_never_chose_are_noise_chosen_ones_stay(make_rep
     assert ble.noise is None
 
 
+def test_medium_rules_the_project_never_chose_are_noise_unless_likely_bugs(make_repo):
+    # B008 (a call in a default: FastAPI's and typer's way to declare) and
+    # PLW1510 (subprocess.run without check) are ruff defaults now, not rules
+    # the project chose; B006 (a mutable default) is most often a bug: shown.
+    code = ("import subprocess\n\n\ndef f(a=[], b=subprocess.list2cmdline([])):\n"
+            "    subprocess.run(['true'])\n    return a, b\n")
+    repo = make_repo({"pkg/mod.py": code})
+    by_rule = {f.rule_id: f for f in run_role(LintTester(), make_ctx(repo)).findings}
+    if "B008" not in by_rule:
+        import pytest
+        pytest.skip("this ruff does not run B008 by default")
+    assert by_rule["B008"].noise and "not chosen" in by_rule["B008"].noise
+    assert by_rule["B006"].noise is None and by_rule["B006"].severity.value == "medium"
+    if "PLW1510" in by_rule:
+        assert by_rule["PLW1510"].noise
+    chose = make_repo({"pyproject.toml": '[tool.ruff.lint]\nextend-select = ["B"]\n', "pkg/mod.py": code})
+    (b008,) = [f for f in run_role(LintTester(), make_ctx(chose)).findings if f.rule_id == "B008"]
+    assert b008.noise is None
+
+
 def test_chosen_rules_and_selectors(tmp_path):
     from superqode_ls.qe.roles.lint import chosen_rules, selected_by
 

@@ -46,6 +46,11 @@ _IDIOM = re.compile(r"^B(004|007|009|010|018|024|027)$")
 # attribute without ``ClassVar``, an implicit ``Optional``): notes on the
 # annotations, not on what the code does.
 _MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF006)$")
+# Of the medium rules, those that are most often a bug wherever they fire:
+# shown even where the project never chose them (ruff runs them by default).
+_LIKELY_BUG = re.compile(
+    r"^(B00[2356]|B01[2569]|B02[1359]|B03[01235]|B039|PLW01(27|28|29|31|33|77)|PLW0211|PLW0245|"
+    r"PLW0406|PLW0711|PLW150[178]|PLW2101|ASYNC\d+|RUF006|S\d+|F\d+)$")
 # Pure style/formatting: worth knowing, never a reason to fail.
 _INFO = re.compile(r"^(E[1-5]\d\d|W\d+|I\d+|D\d+|N\d+|Q\d+|COM\d+|UP\d+|RUF022|ISC\d+)$")
 
@@ -192,9 +197,12 @@ class _Codes:
 
     def kind(self, code: str) -> Kind:
         severity = ruff_severity(code)
-        # a style rule the project never chose
-        quiet = (self.chosen is not None and severity.rank <= Severity.low.rank
-                 and not selected_by(code, self.chosen))
+        # A rule the project never chose (ruff's newer defaults): style, or
+        # a medium one that is more often a deliberate idiom than a bug
+        # (B008's call in a default is how FastAPI and typer declare).
+        quiet = (self.chosen is not None and not selected_by(code, self.chosen)
+                 and (severity.rank <= Severity.low.rank
+                      or (severity is Severity.medium and not _LIKELY_BUG.match(code))))
         return Kind(severity, "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
                     code.lower(), _UNCHOSEN if quiet else None)
 
@@ -274,5 +282,5 @@ def _any_python(root: Path) -> bool:
     return False
 
 
-_UNCHOSEN = ("a style rule the project has not chosen (in ruff's defaults, not in its "
-             "configuration)")
+_UNCHOSEN = ("a rule the project has not chosen (in ruff's defaults, not in its "
+             "configuration), style or a deliberate idiom more often than a bug")
