@@ -20,15 +20,16 @@ swapped; the reply says so and the caller runs it in a fresh process.
 
 Protocol (JSON lines on the fds that were stdin/stdout when pytest started;
 pytest's own output goes to stderr): first {"ready": true, "items": n,
-"errors": k}; then request {"file", "module", "source" (null: unmutated),
+"errors": k, "loaded", "at"} (wall clock when this plugin was loaded and
+when collection ended: the start's split); then request {"file", "module", "source" (null: unmutated),
 "tests", "timeout"} -> reply {"rc", "timed_out", "duration"} or
 {"fallback": why}. rc: 0 every test passed, 1 a test failed, 3 the harness
 broke. Before any mutant, request {"trace": [files], "shard": [k, n], "out",
 "timeout"} runs shard k of n of the collected tests (whole test files) once
 in a forked child that records (coverage.py, one context per test, only
 ``files`` measured) which lines of ``files`` each test runs and
-writes {"tests": {nodeid: {"passed", "duration", "lines": {file: [line]}}}}
-to ``out``: the line map, with no separate pass of the suite.
+writes {"tests": {nodeid: {"passed", "duration", "lines": {file: [line]}}},
+"times": {step: monotonic seconds}} to ``out``: the line map, with no separate pass of the suite.
 
 Workers: request {"spawn": [ids], "dirs": [dir per id]} makes this first
 process fork one worker per id (the session collected once, shared copy on
