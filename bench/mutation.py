@@ -356,9 +356,14 @@ def phases(args: argparse.Namespace) -> None:
                   f"verdicts {content_digest(verdicts)}")
             if parts:
                 print(f"    phases (wall/CPU s): {parts}")
+            split = getattr(r, "map_split", {})
+            if split:
+                print("    map split (wall s): "
+                      + "  ".join(f"{k} {v:.2f}" for k, v in split.items()))
             out[str(n)] = {"verdicts": verdicts, "wall": row["total"], "cpu": row["cpu"],
                            "workers": r.workers, "load": load,
-                           "phases": getattr(r, "phases", {})}
+                           "phases": getattr(r, "phases", {}),
+                           "map_split": getattr(r, "map_split", {})}
         if args.json:
             args.json.write_text(json.dumps(out, indent=1))
     finally:

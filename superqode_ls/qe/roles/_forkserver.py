@@ -20,15 +20,16 @@ swapped; the reply says so and the caller runs it in a fresh process.
 
 Protocol (JSON lines on the fds that were stdin/stdout when pytest started;
 pytest's own output goes to stderr): first {"ready": true, "items": n,
-"errors": k}; then request {"file", "module", "source" (null: unmutated),
+"errors": k, "loaded", "at"} (wall clock when this plugin was loaded and
+when collection ended: the start's split); then request {"file", "module", "source" (null: unmutated),
 "tests", "timeout"} -> reply {"rc", "timed_out", "duration"} or
 {"fallback": why}. rc: 0 every test passed, 1 a test failed, 3 the harness
 broke. Before any mutant, request {"trace": [files], "shard": [k, n], "out",
 "timeout"} runs shard k of n of the collected tests (whole test files) once
 in a forked child that records (coverage.py, one context per test, only
 ``files`` measured) which lines of ``files`` each test runs and
-writes {"tests": {nodeid: {"passed", "duration", "lines": {file: [line]}}}}
-to ``out``: the line map, with no separate pass of the suite.
+writes {"tests": {nodeid: {"passed", "duration", "lines": {file: [line]}}},
+"times": {step: monotonic seconds}} to ``out``: the line map, with no separate pass of the suite.
 
 Workers: request {"spawn": [ids], "dirs": [dir per id]} makes this first
 process fork one worker per id (the session collected once, shared copy on
@@ -63,6 +64,7 @@ if __name__ == "superqode_forkserver":  # loaded by pytest -p, not imported by S
     os.dup2(2, 1)  # terminal output must not reach the protocol
 
 _ROOT = os.path.realpath(os.getcwd())
+_LOADED = time.time()  # this plugin is loaded once pytest is imported: the start's split
 _W = None  # this worker's id in a forked worker (see _spawn); None in the first process
 # Forked workers share the first process's stdout: one write() of at most
 # PIPE_BUF bytes to a pipe is never interleaved with another's.
@@ -316,15 +318,17 @@ def _coverage(files):
                              config_file=False)
 
 
-def _coverage_lines(cov, session, items, files):
+def _coverage_lines(cov, session, items, files, times):
     """Lines per test with one coverage context per test (as the coverage
-    pass's plugin switches them)."""
+    pass's plugin switches them); ``times``: when the tests start and end."""
     cov.start()
+    times["tests"] = time.monotonic()
     hook = session.config.hook
     for i, item in enumerate(items):
         cov.switch_context(item.nodeid)
         nextitem = items[i + 1] if i + 1 < len(items) else None
         hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+    times["ran"] = time.monotonic()
     cov.switch_context("")
     with warnings.catch_warnings():
         # A shard whose tests never reach the files under test collects no
@@ -350,17 +354,19 @@ def _trace_child(session, items, files, out):
     relative) each of them ran. Lines run at import time belong to no test,
     as with per-test coverage contexts: those modules are imported already."""
     try:
+        times = {"started": time.monotonic()}
         outcomes = _Outcomes()
         session.config.pluginmanager.register(outcomes, "superqode_trace_outcomes")
-        per_test = _coverage_lines(_coverage(files), session, items, files)
+        per_test = _coverage_lines(_coverage(files), session, items, files, times)
         result = {}
         for nodeid, t in outcomes.tests.items():
             by_file = {}
             for rel, line in per_test.get(nodeid, ()):
                 by_file.setdefault(rel, []).append(line)
             result[nodeid] = {**t, "lines": by_file}
+        times["written"] = time.monotonic()
         with open(out, "w", encoding="utf-8") as fh:
-            json.dump({"tests": result}, fh)
+            json.dump({"tests": result, "times": times}, fh)
         os._exit(0)
     except BaseException:  # noqa: BLE001 - pytest.exit, os._exit in a test, our bug
         os._exit(3)
@@ -493,6 +499,7 @@ def _serve(session):
 def pytest_runtestloop(session):
     if _OUT is None:
         return None
-    _reply({"ready": True, "items": len(session.items), "errors": session.testsfailed})
+    _reply({"ready": True, "items": len(session.items), "errors": session.testsfailed,
+            "loaded": _LOADED, "at": time.time()})
     _serve(session)
     return True

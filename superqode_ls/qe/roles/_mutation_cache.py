@@ -96,6 +96,10 @@ class MutationReport:
     # Wall seconds (and CPU seconds, where the role was given a CPU clock:
     # bench/) per phase of the run, in order: where a run's time goes.
     phases: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    # Wall seconds within the line map: the warm pytest's start (python and
+    # pytest's import, then the suite's collection) and the slowest trace
+    # child's steps (the tracer's start, the tests, reading its lines out).
+    map_split: dict[str, float] = field(default_factory=dict)
     # The measured costs the worker count rests on (_mutation_pool): a
     # worker's start and a mutant run's cost beyond its tests' time.
     start_s: float = 0.0

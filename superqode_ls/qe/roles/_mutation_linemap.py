@@ -22,7 +22,7 @@ from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from ._common import pytest_message
 from ._mutation_cache import FileResult, MutationReport
-from ._mutation_runner import LineMap, Worker
+from ._mutation_runner import PLAIN, LineMap, Worker
 from ._pyenv import pytest_argv
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import RoleContext
@@ -59,7 +59,9 @@ def read_traces(outs: list[Path], startup: float, report: MutationReport) -> Lin
     tests: dict[str, dict] = {}
     try:
         for out in outs:
-            tests.update(json.loads(out.read_text(encoding="utf-8"))["tests"])
+            got = json.loads(out.read_text(encoding="utf-8"))
+            tests.update(got["tests"])
+            _split(got.get("times"), report)
     except (OSError, ValueError, KeyError, TypeError):
         report.line_map_fallback = "a warm worker's line map could not be read"
         return None
@@ -76,6 +78,17 @@ def read_traces(outs: list[Path], startup: float, report: MutationReport) -> Lin
                     per.setdefault(line, []).append(nodeid)
     durations = {t: v["duration"] for t, v in tests.items()}
     return LineMap(by_line, durations, max(0.5, startup))
+
+
+def _split(times: dict | None, report: MutationReport) -> None:
+    """The slowest trace child's steps (bench/: where the map's time goes)."""
+    if not isinstance(times, dict):
+        return
+    steps = (("trace: tracer start", "started", "tests"), ("trace: tests", "tests", "ran"),
+             ("trace: lines out", "ran", "written"))
+    for name, a, b in steps:
+        if isinstance(times.get(a), float) and isinstance(times.get(b), float):
+            report.map_split[name] = max(report.map_split.get(name, 0.0), times[b] - times[a])
 
 
 def _rc(path: Path) -> str:
@@ -105,7 +118,8 @@ async def coverage_map(ctx: RoleContext, py: ProjectPython, scratch: Path, base:
     plugin, env = await asyncio.to_thread(prepare)
     argv = pytest_argv(py, None, env, base)
     cmd = [argv[0], "-m", "coverage", "run", f"--rcfile={scratch / 'coveragerc'}", "-m",
-           "pytest", *argv[3:], "-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header"]
+           "pytest", *argv[3:], "-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header",
+           *PLAIN]
     res = await ctx.run(cmd, cwd=base, env=env)
     if res.timed_out:
         return NO_TIME

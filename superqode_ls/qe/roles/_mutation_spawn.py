@@ -41,10 +41,13 @@ class Zygote:
         self._lock = asyncio.Lock()
         self._reader: asyncio.Task[None] | None = None
         self.busy = 0  # requests sent and not answered
+        # Its start's wall seconds: python and pytest's import, collection.
+        self.split: dict[str, float] = {}
 
     @classmethod
     async def start(cls, cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
                     runtime: Runtime | None = None) -> Zygote | None:
+        began = time.time()
         proc = await start_piped(cmd, cwd, env, runtime=runtime)
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), timeout)
@@ -58,6 +61,9 @@ class Zygote:
             await _end(proc)
             return None
         zygote = cls(proc, int(hello.get("items") or 0))
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            loaded, at = float(hello["loaded"]), float(hello["at"])
+            zygote.split = {"python+pytest import": loaded - began, "collection": at - loaded}
         zygote._reader = asyncio.create_task(zygote._read())
         return zygote
 

@@ -79,12 +79,13 @@ def pytest_argv(py: ProjectPython, configured: list[str] | None, env: dict[str, 
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     cmd = [py.python, "-m", "pytest"]
     declared = declared_plugins(root)
-    # An async plugin the suite does not use is not loaded: pytest-asyncio
+    # A plugin for what the suite does not use is not loaded: pytest-asyncio
     # warns at configure time, which `filterwarnings = error` turns into an
-    # internal error of a suite that has no async test at all.
-    skip_async = not uses_async_tests(root)
+    # internal error of a suite that has no async test at all; hypothesis's
+    # imports much of hypothesis (a quarter second of CPU per pytest start).
+    used = hinted_plugins(root)
     for module in (*OWN_ENV_PLUGINS, *declared):
-        if module in ASYNC_PLUGINS and skip_async and module not in declared:
+        if module in _HINTS and module not in used and module not in declared:
             continue
         if importlib.util.find_spec(module.split(".")[0]) is not None and module not in cmd:
             cmd += ["-p", module]
@@ -93,10 +94,14 @@ def pytest_argv(py: ProjectPython, configured: list[str] | None, env: dict[str, 
 
 ASYNC_PLUGINS = frozenset({"pytest_asyncio.plugin", "anyio.pytest_plugin"})
 _ASYNC_HINT = re.compile(r"async def test|mark\.(asyncio|anyio)|asyncio_mode|anyio_backend")
+_HINTS = {**dict.fromkeys(ASYNC_PLUGINS, _ASYNC_HINT),
+          "_hypothesis_pytestplugin": re.compile(r"hypothesis")}
 
 
-def uses_async_tests(root: Path) -> bool:
-    """Whether the project's tests or test configuration look async."""
+def hinted_plugins(root: Path) -> set[str]:
+    """Of the plugins loaded only where used (``_HINTS``): those the
+    project's tests or test configuration mention."""
+    found: set[str] = set()
     for rel in walk_files(root, (".py", ".toml", ".ini", ".cfg")):
         if rel.endswith(".py") and not is_test_path(rel):
             continue
@@ -106,9 +111,10 @@ def uses_async_tests(root: Path) -> bool:
             text = (root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if _ASYNC_HINT.search(text):
-            return True
-    return False
+        found |= {m for m, hint in _HINTS.items() if m not in found and hint.search(text)}
+        if len(found) == len(_HINTS):
+            break
+    return found
 
 
 def declared_plugins(root: Path) -> list[str]:

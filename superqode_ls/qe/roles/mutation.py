@@ -52,13 +52,14 @@ from ._mutation_cache import (  # noqa: F401
 from ._mutation_linemap import NO_TIME, coverage_map, trace_map
 from ._mutation_pool import Candidates, mutant_costs, workers_that_pay
 from ._mutation_report import TOOL, findings, write_log
-from ._mutation_runner import SERVER_PLUGIN, LineMap, Worker
+from ._mutation_runner import PLAIN, SERVER_PLUGIN, LineMap, Worker
 from ._mutation_sample import Unit, asserting_tests, choose, sample, units
 from ._mutation_spawn import Zygote
 from ._mutators import Mutant
 from ._pyenv import project_python, pytest_argv, tool_paths
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
+LAUNCHER = "superqode_launch"  # _mutation_launch, as the zygote's script
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
 
 Item = tuple[FileResult, Mutant, list[str]]
@@ -332,14 +333,18 @@ class MutationTester(Role):
                             pending: list[FileResult], report: MutationReport) -> Zygote | None:
         """The run's one warm pytest process (the whole suite collected), in
         the first copy; None when it did not start."""
-        plugin = scratch / "plugins" / f"{SERVER_PLUGIN}.py"
-        await asyncio.to_thread(plugin.parent.mkdir, exist_ok=True)
-        await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name("_forkserver.py"),
-                                plugin)
-        env = self._env(ctx, base, [scratch / "plugins"])
+        plugins = scratch / "plugins"
+        await asyncio.to_thread(plugins.mkdir, exist_ok=True)
+        for name, own in ((SERVER_PLUGIN, "_forkserver.py"), (LAUNCHER, "_mutation_launch.py")):
+            await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name(own),
+                                    plugins / f"{name}.py")
+        env = self._env(ctx, base, [plugins])
         assert self._py is not None
         cmd = pytest_argv(self._py, None, env, base)
-        cmd += ["-p", SERVER_PLUGIN, "-p", "no:cacheprovider", "-q", "--no-header"]
+        if cmd[1:3] == ["-m", "pytest"]:
+            # Reads the installed bytecode in place (_mutation_launch).
+            cmd[1:3] = [str(plugins / f"{LAUNCHER}.py")]
+        cmd += ["-p", SERVER_PLUGIN, "-p", "no:cacheprovider", "-q", "--no-header", *PLAIN]
         remaining = ctx.remaining()
         started = time.monotonic()
         zygote = await Zygote.start(cmd, base, env, min(remaining or 600.0, 600.0),
@@ -347,6 +352,8 @@ class MutationTester(Role):
         self._zygote_s = time.monotonic() - started
         if zygote is None:
             report.fallbacks["the warm worker did not start"] += 1
+        else:
+            report.map_split.update(zygote.split)
         return zygote
 
     async def _workers(self, ctx: RoleContext, base: Path, pending: list[FileResult],
@@ -371,6 +378,8 @@ class MutationTester(Role):
             env = self._env(ctx, copy)
             # pytest_argv sets the plugin environment in ``env`` as it goes.
             fresh = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
+            if not ctx.config.roles.unit_test_command:
+                fresh += PLAIN
             made.append(Worker(ctx, copy, env, fresh, report, modules))
         self._pool += made
         if self._zygote is None:
