@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # Before the protocol's imports: bandit loads in its own process on
         # the other CPU meanwhile (lifecycle_early.py).
-        runtime = begin_warm_bandit(runtime)
+        runtime = begin_warm_bandit(runtime, now=True)
     from .setup import create_server
     from .stdio import serve_stdio
     from .tcp import serve_tcp

@@ -37,11 +37,20 @@ def _bandit_maker(runtime: Runtime) -> Callable[[], Handle | None]:
     return make
 
 
-def begin_warm_bandit(runtime: Runtime) -> Runtime:
-    """``runtime`` with the warm bandit begun now (its handle is made in a
-    thread: what stands for it, the ``LateAnalyzer``, serves at once)."""
+def begin_warm_bandit(runtime: Runtime, *, now: bool = False) -> Runtime:
+    """``runtime`` with the warm bandit begun: its handle is made in a thread
+    (what stands for it, the ``LateAnalyzer``, serves at once), or with
+    ``now`` here, before this returns. At the server's first line it is made
+    here: made in a thread beside the protocol's imports, the two took turns
+    on the interpreter's lock every half millisecond (the server's switch
+    interval), which cost more CPU than the handle's own imports."""
     if runtime.analyzer is not None:
         return runtime
-    late = LateAnalyzer(_bandit_maker(runtime))
+    make = _bandit_maker(runtime)
+    if now:
+        handle = make()
+        late = LateAnalyzer(lambda: handle)
+    else:
+        late = LateAnalyzer(make)
     late.begin()
     return dataclasses.replace(runtime, analyzer=late)
