@@ -298,7 +298,13 @@ def compare(editors: list[str], rounds: int, baseline: Path) -> int:
                     SERVERS["current"] = sources[which]
                     load = os.getloadavg()[0]
                     say(f"{name} / {which}: round {n + 1} of {rounds} (load {load:.1f})")
-                    for key, ms in run(False).items():
+                    try:
+                        got = run(False)
+                    except Exception as e:  # noqa: BLE001 - one failed round: said, the others kept
+                        say(f"{name} / {which}: round {n + 1} failed: {str(e).strip().splitlines()[-1:]}")
+                        continue
+                    say(f"{name} / {which}: " + ", ".join(f"{k.strip()} {v:.0f}" for k, v in got.items()))
+                    for key, ms in got.items():
                         samples.setdefault((key, which), []).append((ms, load))
             for (key, which), values in samples.items():
                 rows.append((name, which, key, statistics.median(v for v, _ in values), values))
