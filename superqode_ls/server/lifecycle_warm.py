@@ -89,8 +89,13 @@ class WarmUp:
         """Import what a file run of the roles ``names`` needs, in a worker
         thread (see the module's docstring)."""
         if self.first is None and not self.ls.shutting_down:
-            self.first = self.ls.background(asyncio.to_thread(roles.prewarm_live, list(names)),
-                                            "first imports")
+            self.first = self.ls.background(self._first(list(names)), "first imports")
+
+    @staticmethod
+    async def _first(names: list[str]) -> None:
+        log.debug("first imports begin")
+        await asyncio.to_thread(roles.prewarm_live, names)
+        log.debug("first imports done")
 
     def start_imports(self, quiet: Callable[[float], Awaitable[None]]) -> None:
         """Import the engine and the roles in a worker thread (``initialize``
@@ -114,7 +119,9 @@ class WarmUp:
                 break
             await asyncio.wait(busy)
         if not self.ls.shutting_down:
+            log.debug("role imports begin")
             await asyncio.to_thread(roles.prewarm, self._between(quiet))
+            log.debug("role imports done")
 
     def _runs(self) -> list[asyncio.Task]:
         """The Run QE tasks under way (on the loop: the registry's owner)."""
