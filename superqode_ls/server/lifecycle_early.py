@@ -14,12 +14,15 @@ Landlock rules its child applies, and is stopped by the server at exit.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 
 from ..engine.runtime import warm_analyzer
 from ..runtime import Runtime
 from .live_runtime import live_runtime
 from .warm_handle import Handle, LateAnalyzer
+
+log = logging.getLogger(__name__)
 
 
 def _bandit_maker(runtime: Runtime) -> Callable[[], Handle | None]:
@@ -48,7 +51,11 @@ def begin_warm_bandit(runtime: Runtime, *, now: bool = False) -> Runtime:
         return runtime
     make = _bandit_maker(runtime)
     if now:
-        handle = make()
+        try:
+            handle = make()
+        except Exception as e:  # noqa: BLE001 - no handle: the command runs, as without one
+            log.info("warm bandit not made: %s", e)
+            handle = None
         late = LateAnalyzer(lambda: handle)
     else:
         late = LateAnalyzer(make)
