@@ -152,8 +152,10 @@ async def measure(rounds: int, baseline: Path | None = None, ruff_too: bool = Tr
         ruff_version = (await asyncio.to_thread(subprocess.run, [ruff, "--version"], capture_output=True,
                                                 text=True, check=False)).stdout.strip() if ruff else None
         results: dict[str, dict[str, list[float]]] = {}
-        order = [(name, n) for n in range(rounds) for name in servers] if baseline is not None \
-            else [(name, n) for name in servers for n in range(rounds)]
+        names = list(servers)
+        # In turn, ABBA: the first start of all (colder caches) is not always the same one's.
+        order = [(name, n) for n in range(rounds) for name in (names if n % 2 == 0 else names[::-1])] \
+            if baseline is not None else [(name, n) for name in names for n in range(rounds)]
         for name, n in order:
             cmd, security, *source = servers[name]
             round_env = {**env, "PYTHONPATH": str(source[0])} if source else env
