@@ -38,6 +38,11 @@ little itself).
 Each time is the page's clock when the squiggles first showed (checked at
 every frame in the page), not when a poll from this side next saw them.
 
+``--baseline DIR``: an older checkout (``git worktree add DIR main``) timed
+beside this one, round by round in turn (ABBA), each server started from its
+own source through the same launcher (``PYTHONPATH``), with this
+environment's packages; ruff server is then left out.
+
 Needs what scripts/setup-editors.sh installs (as the editor tests do).
 """
 
@@ -60,6 +65,24 @@ BIN = Path(sys.executable).parent
 TESTS = ROOT / "tests" / "editors"
 PLANTED = "import os\nimport subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
 RUFF_INIT = json.dumps({"settings": {"lint": {"extendSelect": ["S602"]}}})
+
+
+# The superqode-ls an editor starts (``--baseline``: a launcher per source).
+SERVERS: dict[str, Path] = {}
+
+
+def launcher(source: Path, folder: Path) -> Path:
+    """A superqode-ls that runs ``source``'s package."""
+    script = folder / f"superqode-ls-{len(SERVERS)}"
+    code = (f"import sys; sys.path.insert(0, {str(source)!r}); "
+            "from superqode_ls.server.__main__ import main; sys.exit(main())")
+    script.write_text(f'#!/bin/sh\nPYTHONPATH={source} exec {sys.executable} -c "{code}" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def server() -> Path:
+    return SERVERS.get("current", BIN / "superqode-ls")
 
 
 def say(msg: str) -> None:
@@ -98,7 +121,7 @@ def nvim(ruff: bool) -> dict[str, float]:
     try:
         result = work / "r.json"
         env = {**env, "SQ_PLUGIN": str(ROOT / "editors" / "nvim"), "SQ_HARNESS": str(TESTS / "nvim" / "harness.lua"),
-               "SQ_SERVER": str(BIN / "superqode-ls"), "SQ_RESULT": str(result),
+               "SQ_SERVER": str(server()), "SQ_RESULT": str(result),
                "SQ_SECOND": "shop/live_second.py", "SQ_RUN_QE": "1"}
         if ruff:
             env = other_server(env)
@@ -123,7 +146,7 @@ def emacs(ruff: bool) -> dict[str, float]:
     work, repo, env = workspace()
     try:
         result = work / "r.json"
-        env = {**env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(BIN / "superqode-ls"),
+        env = {**env, "SQ_PACKAGE": str(ROOT / "editors" / "emacs"), "SQ_SERVER": str(server()),
                "SQ_RESULT": str(result), "SQ_FILE": str(repo / "shop" / "live_planted.py"),
                "SQ_SECOND": str(repo / "shop" / "live_second.py")}
         if ruff:
@@ -151,7 +174,8 @@ def vscode(ruff: bool, ready_first: bool = False, trace: bool = False) -> dict[s
     base = Path(tempfile.mkdtemp(prefix="sqe-bench-vs-"))
     logs = Path(tempfile.mkdtemp(prefix="sqe-bench-vs-trace-"))  # pytest empties its --basetemp
     env = {**os.environ, **({"SQ_READY_FIRST": "1"} if ready_first else {}),
-           **({"SQ_VSCODE_TRACE": str(logs)} if trace else {})}
+           **({"SQ_VSCODE_TRACE": str(logs)} if trace else {}),
+           **({"SQ_BENCH_SERVER": str(SERVERS["current"])} if "current" in SERVERS else {})}
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "--basetemp", str(base),
@@ -236,8 +260,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--editors", default="nvim,emacs,vscode")
     ap.add_argument("--no-ruff", action="store_true", help="time SuperQode only (ruff server's figures change little)")
+    ap.add_argument("--baseline", type=Path, help="an older checkout, timed in turn with this one")
     args = ap.parse_args()
     say(f"load {os.getloadavg()[0]:.1f} at start")
+    if args.baseline is not None:
+        return compare(args.editors.split(","), args.rounds, args.baseline)
     rows = []
     for name in args.editors.split(","):
         run, has_ruff = EDITORS[name]
@@ -253,6 +280,40 @@ def main() -> int:
     print(f"{'editor':7} {'server':12} {'step':18} {'median ms':>10}  samples")
     for name, server, key, median, values in rows:
         print(f"{name:7} {server:12} {key:18} {median:10.0f}  {', '.join(f'{v:.0f}' for v in values)}")
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
+    return 0
+
+
+def compare(editors: list[str], rounds: int, baseline: Path) -> int:
+    """This checkout and ``baseline`` in turn (ABBA...), each round's load kept."""
+    folder = Path(tempfile.mkdtemp(prefix="sqe-bench-servers-"))
+    sources = {"new": launcher(ROOT, folder), "old": launcher(baseline.resolve(), folder)}
+    rows = []
+    try:
+        for name in editors:
+            run, _ = EDITORS[name]
+            samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+            for n in range(rounds):
+                for which in (("new", "old") if n % 2 == 0 else ("old", "new")):
+                    SERVERS["current"] = sources[which]
+                    load = os.getloadavg()[0]
+                    say(f"{name} / {which}: round {n + 1} of {rounds} (load {load:.1f})")
+                    try:
+                        got = run(False)
+                    except Exception as e:  # noqa: BLE001 - one failed round: said, the others kept
+                        say(f"{name} / {which}: round {n + 1} failed: {str(e).strip().splitlines()[-1:]}")
+                        continue
+                    say(f"{name} / {which}: " + ", ".join(f"{k.strip()} {v:.0f}" for k, v in got.items()))
+                    for key, ms in got.items():
+                        samples.setdefault((key, which), []).append((ms, load))
+            for (key, which), values in samples.items():
+                rows.append((name, which, key, statistics.median(v for v, _ in values), values))
+    finally:
+        SERVERS.pop("current", None)
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"{'editor':12} {'code':4} {'step':18} {'median ms':>10}  samples (load)")
+    for name, which, key, median, values in sorted(rows, key=lambda r: (r[0], r[2], r[1])):
+        print(f"{name:12} {which:4} {key:18} {median:10.0f}  {', '.join(f'{v:.0f} ({load:.1f})' for v, load in values)}")
     print(f"load {os.getloadavg()[0]:.1f} at the end")
     return 0
 

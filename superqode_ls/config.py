@@ -24,7 +24,7 @@ class ConfigError(SuperQodeError):
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
 
 class WorkspaceConfig(Section):

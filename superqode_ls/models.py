@@ -50,7 +50,7 @@ _BY_RANK = {rank: sev for sev, rank in _SEVERITY_RANK.items()}
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class Range(Model):

@@ -93,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         runtime = Runtime.background().sparing(_editor_cpus())
     except SuperQodeError as e:  # a bad SUPERQODE_NICE: the line superqe says too
         parser.exit(2, f"superqode-ls: {user_line(e)}\n")
+    if not args.tcp:  # an editor's server: its client initializes at once
+        from .lifecycle_early import begin_warm_bandit
+
+        # Before the protocol's imports: bandit loads in its own process on
+        # the other CPU meanwhile (lifecycle_early.py).
+        runtime = begin_warm_bandit(runtime, now=True)
     from .setup import create_server
     from .stdio import serve_stdio
     from .tcp import serve_tcp

@@ -11,7 +11,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 
 class Args(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 A = TypeVar("A", bound=Args)

@@ -54,7 +54,7 @@ def register(ls: SuperQodeServer) -> None:
                 await hook()
             except Exception:
                 log.exception("initialized hook %s failed", getattr(hook, "__qualname__", hook))
-        warm_of(ls).start_imports(live_of(ls).quiet)
+        warm_of(ls).start_imports(live_of(ls).settled)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(

@@ -1,6 +1,7 @@
 """The server's warm-up, in the order the first file opened needs it.
 
-At ``initialize``, in worker threads: bandit's warm process starts (its
+At ``initialize``, in worker threads: bandit's warm process starts, unless
+``superqode-ls`` began it at its first line (lifecycle_early.py) (its
 handle is made in a thread too; what stands for it until then,
 ``warm_handle.LateAnalyzer``, is put in the runtime at once), and the
 imports a file run needs (the pipeline, the live roles, the folder watcher;
@@ -29,16 +30,14 @@ more.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..engine import roles
-from ..engine.runtime import warm_analyzer
-from .live_runtime import live_runtime
+from .lifecycle_early import begin_warm_bandit
 from .server import SuperQodeServer
-from .warm_handle import Handle, LateAnalyzer
+from .warm_handle import LateAnalyzer
 
 log = logging.getLogger(__name__)
 
@@ -63,23 +62,20 @@ class WarmUp:
         runtime (``warm_handle.LateAnalyzer``) is there at once, so a file
         opened meanwhile is served by it, and a run started meanwhile waits
         for it (``StartingBandit``'s policy)."""
-        if self.bandit is not None or self.ls.shutting_down or self.ls.runtime.analyzer is not None:
+        if self.bandit is not None or self.ls.shutting_down:
             return
-        # Its runs at the automatic runs' priority (live_runtime.py).
-        runtime = dataclasses.replace(live_runtime(self.ls.runtime), analyzer=None)
-
-        def make() -> Handle | None:
-            starting = warm_analyzer(runtime)
-            if starting is not None:  # None: no bandit, the security role says so itself
-                starting.begin()
-            return starting
-
-        late = LateAnalyzer(make)
+        current = self.ls.runtime.analyzer
+        if isinstance(current, LateAnalyzer):  # begun at the server's first line (lifecycle_early.py)
+            self.bandit = self.ls.background(self._bandit_up(current), "warm bandit")
+            return
+        if current is not None:
+            return
         # In the runtime before the client can open a file (a run keeps the
         # runtime it started with). Its one owner is the server (ls); it
         # stops the analyzer at exit.
-        self.ls.runtime = dataclasses.replace(self.ls.runtime, analyzer=late)
-        late.begin()
+        self.ls.runtime = begin_warm_bandit(self.ls.runtime)
+        late = self.ls.runtime.analyzer
+        assert isinstance(late, LateAnalyzer)
         self.bandit = self.ls.background(self._bandit_up(late), "warm bandit")
 
     @staticmethod
@@ -93,8 +89,13 @@ class WarmUp:
         """Import what a file run of the roles ``names`` needs, in a worker
         thread (see the module's docstring)."""
         if self.first is None and not self.ls.shutting_down:
-            self.first = self.ls.background(asyncio.to_thread(roles.prewarm_live, list(names)),
-                                            "first imports")
+            self.first = self.ls.background(self._first(list(names)), "first imports")
+
+    @staticmethod
+    async def _first(names: list[str]) -> None:
+        log.debug("first imports begin")
+        await asyncio.to_thread(roles.prewarm_live, names)
+        log.debug("first imports done")
 
     def start_imports(self, quiet: Callable[[float], Awaitable[None]]) -> None:
         """Import the engine and the roles in a worker thread (``initialize``
@@ -118,7 +119,9 @@ class WarmUp:
                 break
             await asyncio.wait(busy)
         if not self.ls.shutting_down:
+            log.debug("role imports begin")
             await asyncio.to_thread(roles.prewarm, self._between(quiet))
+            log.debug("role imports done")
 
     def _runs(self) -> list[asyncio.Task]:
         """The Run QE tasks under way (on the loop: the registry's owner)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter, OrderedDict
 
 from .registry import LIVE, Run
@@ -35,6 +36,11 @@ TYPE_DEBOUNCE = 0.5
 # queue: MAX_PARALLEL, MAX_WAITING); the first diagnostic waits for nothing.
 EVENT_DELAY = 0.05
 DELAYS = {"open": 0.0, "save": EVENT_DELAY, "type": TYPE_DEBOUNCE}
+# How long the automatic runs stay quiet before the warm-up's role imports
+# go on (settled()): begun at the first quiet moment, right after the first
+# file's findings, the import (1.2 s of CPU) held the user's next change's
+# run seconds on a loaded two-core machine.
+SETTLE = 3.0
 MAX_PARALLEL = 2
 MAX_WAITING = 8
 TRIGGERS = {"open": "lintOnOpen", "save": "lintOnSave", "type": "lintOnType"}
@@ -56,6 +62,7 @@ class LiveRunner:
         self.preparing = 0  # triggers due, not yet waiting or running (settings)
         self._quiet = asyncio.Event()  # nothing due, waiting or running
         self._quiet.set()
+        self._quiet_since = time.monotonic()  # when it last became quiet (settled())
 
     def trigger(self, uri: str, kind: str) -> None:
         """A document was opened, saved or changed: analyse it after the delay
@@ -146,7 +153,8 @@ class LiveRunner:
     def _update_quiet(self) -> None:
         if self.timers or self.preparing or self.waiting or self.running:
             self._quiet.clear()
-        else:
+        elif not self._quiet.is_set():
+            self._quiet_since = time.monotonic()
             self._quiet.set()
 
     async def quiet(self, timeout: float) -> None:
@@ -156,6 +164,22 @@ class LiveRunner:
             await asyncio.wait_for(self._quiet.wait(), timeout)
         except TimeoutError:
             pass
+
+    async def settled(self, timeout: float, settle: float = SETTLE) -> None:
+        """Return once no automatic run has been due, waiting or running for
+        ``settle`` s, or after ``timeout`` s. The user's next edit or save
+        often follows a file's findings within a second or two; the server's
+        warm-up waits for this, not for the first quiet moment
+        (lifecycle_warm.py)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            await self.quiet(left)
+            if not self._quiet.is_set():
+                continue
+            rest = self._quiet_since + settle - time.monotonic()
+            if rest <= 0:
+                return
+            await asyncio.sleep(min(rest, max(0.0, deadline - time.monotonic())))
 
     def status(self) -> dict:
         return {

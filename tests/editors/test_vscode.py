@@ -100,6 +100,9 @@ def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, na
     chromium = require(shutil.which("chromium"), "chromium")
     vsix = require(VSIX, "editors/vscode/superqode.vsix")
     user_data, exts = tmp_path / "code-data", tmp_path / "code-ext"
+    bench_server = os.environ.get("SQ_BENCH_SERVER")  # bench/editors.py --baseline: the superqode-ls timed
+    if bench_server:
+        settings = {**(settings or {}), "superqode.server.path": bench_server}
     trace = os.environ.get("SQ_VSCODE_TRACE")  # bench/editors.py --trace: a folder for both sides' logs
     if trace:
         traced = tmp_path / "superqode-ls-traced"

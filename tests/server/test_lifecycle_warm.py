@@ -14,6 +14,7 @@ import pytest
 
 from superqode_ls.qe.roles._bandit_warm import StartingBandit
 from superqode_ls.runtime import Runtime
+from superqode_ls.server.lifecycle_early import begin_warm_bandit
 from superqode_ls.server.lifecycle_warm import WarmUp
 from superqode_ls.server.warm_handle import LateAnalyzer
 from superqode_ls.workspace import landlock
@@ -76,6 +77,33 @@ async def test_a_run_while_the_warm_bandit_loads_is_served_by_it(tmp_path: Path,
         starting = late.handle()
         assert isinstance(starting, StartingBandit) and starting.current() is not None
         assert ls.runtime.analyzer is late and late.serves(BANDIT)
+    finally:
+        await asyncio.gather(*ls.tasks, return_exceptions=True)
+        late.stop()
+
+
+@pytest.mark.skipif(not Path(BANDIT).exists(), reason="bandit is not installed beside this Python")
+@pytest.mark.skipif(landlock.abi() is None, reason="without Landlock the warm bandit serves no run")
+async def test_a_warm_bandit_begun_at_the_first_line_is_taken_over(tmp_path: Path, isolated_home: Path):
+    """superqode-ls begins the warm bandit before its protocol imports
+    (lifecycle_early.py); initialize then takes that one over, starts no
+    second, and a session's run is served by it."""
+    (tmp_path / "planted.py").write_text(PLANTED)
+    ls = Server()
+    ls.runtime = begin_warm_bandit(ls.runtime)
+    late = ls.runtime.analyzer
+    assert isinstance(late, LateAnalyzer)
+    assert begin_warm_bandit(ls.runtime) is ls.runtime  # one per server
+    warm_up = WarmUp(ls)  # type: ignore[arg-type]
+    warm_up.start_bandit()
+    try:
+        assert ls.runtime.analyzer is late and warm_up.bandit is not None
+        await asyncio.gather(*ls.tasks)  # the start is awaited through the same task
+        starting = late.handle()
+        assert isinstance(starting, StartingBandit) and starting._warm() is not None
+        env = {"PATH": "/usr/bin:/bin", BARRIER_ENV: json.dumps([str(tmp_path)])}
+        res = await late.run(["-f", "json", "-q", "planted.py"], tmp_path, env, 120)
+        assert res is not None and res.returncode == 1 and "B602" in res.stdout
     finally:
         await asyncio.gather(*ls.tasks, return_exceptions=True)
         late.stop()

@@ -255,6 +255,31 @@ async def test_the_role_imports_wait_for_the_automatic_runs_to_end():
     assert runner.status()["running"] == []
 
 
+async def test_the_role_imports_wait_until_the_automatic_runs_have_settled():
+    """``settled`` (what the warm-up's role imports wait on) returns only once
+    no automatic run has been in flight for ``settle`` s: not at the first
+    quiet moment after a file's findings, when the user's next change comes;
+    at once when quiet has lasted that long; at ``timeout`` when runs go on."""
+    uri = "file:///w/shop/planted.py"
+    runner = LiveRunner(pytypes.SimpleNamespace(shutting_down=False))  # type: ignore[arg-type]
+    run = Run(id="qe-1", folder="/w", files=["shop/planted.py"], mode="quick", roles=None, trigger=LIVE)
+    runner.running[uri] = run
+    runner._update_quiet()
+    waiting = asyncio.ensure_future(runner.settled(60, settle=3600))
+    await asyncio.sleep(0)
+    runner._ended(uri, run)  # quiet now, not yet for an hour
+    await runner.quiet(60)
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    waiting.cancel()
+    runner._quiet_since -= 3600  # quiet for an hour: no wait
+    await asyncio.wait_for(runner.settled(60, settle=3600), 60)
+    runner.running[uri] = run  # a run that goes on: the timeout ends the wait
+    runner._update_quiet()
+    await runner.settled(0.05, settle=0.01)
+    assert not runner._quiet.is_set()
+
+
 def test_a_save_leaves_the_run_in_flight_on_the_same_text_to_finish():
     """A pause in typing started a run; the save that follows writes the text
     that run reads: it goes on (its findings come once, not after a second

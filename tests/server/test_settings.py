@@ -3,6 +3,10 @@ server over stdio, a change applies without a restart and a bad value keeps the 
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
+
 import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -31,6 +35,37 @@ def test_settings_accept_section_or_bare_and_reject_bad_values():
         settings.parse({"mode": "fast"})
     with pytest.raises(settings.SettingsError):
         settings.parse(["not", "an", "object"])
+
+
+def test_settings_fast_path_decides_as_the_pydantic_model():
+    """Payloads of exact types skip pydantic; every other payload gets the
+    model's own answer (coerced, or the same one-line error)."""
+    cases = [{}, {"mode": "deep", "roles": ["lint_tester"], "trustedFolders": ["/a"], "python": "/p",
+                  "isolation": "snapshot", "lintOnType": False, "unknownKey": 3},
+             {"runOnSave": "yes"}, {"lintOnOpen": 0}, {"roles": ("a", "b")}, {"mode": "fast"},
+             {"roles": "lint_tester"}, {"trustedFolders": [1]}, {"isolation": "sideways"},
+             {"provider": 5}, {"runOnSave": "maybe"}, {"mode": None}]
+    for payload in cases:
+        try:
+            want = settings._validated().model_validate(
+                {k: v for k, v in payload.items() if v is not None}).model_dump()
+        except Exception:
+            want = None
+        try:
+            got = dataclasses.asdict(settings.parse(payload))
+        except settings.SettingsError as e:
+            assert want is None, (payload, e)
+            assert str(e).startswith("superqode.") and "\n" not in str(e)
+            continue
+        assert got == want, payload
+
+
+def test_settings_parse_does_not_import_pydantic_for_exact_payloads():
+    code = ("import sys; from superqode_ls.server import settings; "
+            "s = settings.parse({'superqode': {'mode': 'deep', 'roles': ['lint_tester'], 'runOnSave': True}}); "
+            "assert s.mode == 'deep'; print('pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 async def test_settings_change_without_restart(lsp: LanguageClient, shop):
