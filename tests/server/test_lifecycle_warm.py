@@ -100,7 +100,7 @@ async def test_a_warm_bandit_begun_at_the_first_line_is_taken_over(tmp_path: Pat
         assert ls.runtime.analyzer is late and warm_up.bandit is not None
         await asyncio.gather(*ls.tasks)  # the start is awaited through the same task
         starting = late.handle()
-        assert isinstance(starting, StartingBandit) and starting._warm() is not None
+        assert isinstance(starting, StartingBandit) and starting.current() is not None
         env = {"PATH": "/usr/bin:/bin", BARRIER_ENV: json.dumps([str(tmp_path)])}
         res = await late.run(["-f", "json", "-q", "planted.py"], tmp_path, env, 120)
         assert res is not None and res.returncode == 1 and "B602" in res.stdout
