@@ -33,6 +33,19 @@ INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "shop"]
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}}
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+TEST_RUNNER = "site_conf.runner.ProjectRunner"
+'''
+
+# The project's own runner sets what its tests need (healthchecks' sets its
+# mail backends): SuperQode's runner builds on it.
+RUNNER = '''from django.conf import settings
+from django.test.runner import DiscoverRunner
+
+
+class ProjectRunner(DiscoverRunner):
+    def __init__(self, *args, **kwargs):
+        settings.SHOP_READY = True
+        super().__init__(*args, **kwargs)
 '''
 
 MODELS = '''from django.db import models
@@ -58,6 +71,10 @@ class ItemTest(TestCase):
 
     def test_label(self):
         self.assertEqual(Item(name="b").label(), "b")
+
+    def test_the_projects_runner_ran(self):
+        from django.conf import settings
+        self.assertTrue(settings.SHOP_READY)
 '''
 
 BROKEN_OWN = '''from django.test import TestCase
@@ -73,7 +90,8 @@ class HelperTest(TestCase):
 
 def django_project(make_repo, extra: dict[str, str] | None = None):
     files = {"manage.py": MANAGE, "site_conf/__init__.py": "",
-             "site_conf/settings.py": SETTINGS, "shop/__init__.py": "",
+             "site_conf/settings.py": SETTINGS, "site_conf/runner.py": RUNNER,
+             "shop/__init__.py": "",
              "shop/models.py": MODELS, "shop/tests.py": TESTS, **(extra or {})}
     return make_repo(files)
 
@@ -148,7 +166,7 @@ def test_a_django_project_runs_its_suite_with_manage_py_test(make_repo):
     assert unit["status"] == "ok", unit
     assert "Django's runner (manage.py test, site_conf.settings)" in unit["reason"]
     # tests.py ran (pytest would not have collected it), under the settings.
-    assert ("2 test(s) run (1 passed, 1 failed, 0 skipped, 1 test module(s) not imported)"
+    assert ("3 test(s) run (2 passed, 1 failed, 0 skipped, 1 test module(s) not imported)"
             in unit["reason"]), unit["reason"]
     # The failure re-ran with Django's runner (its label), and failed again.
     assert "1 failed test(s) re-run: 0 flaky" in unit["reason"]

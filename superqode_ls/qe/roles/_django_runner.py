@@ -2,8 +2,9 @@
 
 It is copied to a private directory (never into the sandbox) and imported by
 the project's interpreter, so it needs only Django and the standard library.
-It is Django's own DiscoverRunner (the project's settings, its test
-database, its discovery), with a result class that appends each failure to
+It is the project's own runner (``TEST_RUNNER``, else Django's
+DiscoverRunner: the project's settings, its test database, its
+discovery), with a result class that appends each failure to
 ``$SUPERQODE_PYTEST_REPORT`` as one JSON line, in the records the pytest
 recorder writes (``_pytest_plugin.py``), so one parser reads both. A module
 that cannot be imported is a "collect" record; an error before any test ran
@@ -20,7 +21,19 @@ import time
 import traceback
 import unittest
 
+from django.conf import settings
 from django.test.runner import DiscoverRunner
+from django.test.utils import get_runner
+
+# The project's own runner (settings.TEST_RUNNER: healthchecks' sets up its
+# mail backends there), which SuperQode's builds on; Django's by default.
+# Imported by ``manage.py test``, so the settings are configured by now.
+try:
+    _BASE = get_runner(settings)
+except Exception:  # noqa: BLE001 - a runner that does not import: Django's own
+    _BASE = DiscoverRunner
+if not (isinstance(_BASE, type) and issubclass(_BASE, DiscoverRunner)):
+    _BASE = DiscoverRunner
 
 _OUT = os.environ.get("SUPERQODE_PYTEST_REPORT")
 _COUNTS = {"passed": 0, "skipped": 0, "failed": 0, "collect": 0}
@@ -166,7 +179,7 @@ def _manifest_storage():
     return not (root and os.path.isfile(os.path.join(root, cls.manifest_name)))
 
 
-class Runner(DiscoverRunner):
+class Runner(_BASE):
     _static = None
 
     def get_resultclass(self):
