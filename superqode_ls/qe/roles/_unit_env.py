@@ -91,3 +91,15 @@ def own_module(root: Path, dotted: str) -> bool:
         if (base / top).is_dir() or (base / f"{top}.py").is_file():
             return True
     return False
+
+
+def only_environment(records: list[dict[str, Any]], root: Path) -> bool:
+    """Whether pytest stopped at collection (exit 2, no test run) and only
+    for modules the environment cannot import."""
+    summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
+    if summary is None or summary.get("exitstatus") != 2:
+        return False
+    kinds = [r.get("kind") for r in records if r.get("kind") != "summary"]
+    collect = [r for r in records if r.get("kind") == "collect"]
+    return (bool(collect) and kinds.count("collect") == len(kinds)
+            and all(environment_problem(r, root) for r in collect))

@@ -45,7 +45,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import isolate, project_python, pytest_argv
-from ._unit_env import environment_problem
+from ._unit_env import environment_problem, only_environment
 from ._unit_rerun import rerun_failed
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
@@ -211,6 +211,11 @@ class UnitTester(Role):
         py = await project_python(ctx)
         trace = {} if trace is None else trace
         res, records = await self._invoke(ctx, targets, limit, extra)
+        if only_environment(records, ctx.sandbox):
+            # pytest stopped at modules the environment cannot import: the
+            # rest of the suite runs, those modules counted as the setup's.
+            extra = [*(extra or []), "--continue-on-collection-errors"]
+            res, records = await self._invoke(ctx, targets, limit, extra)
         trace.update(records=records, extra=list(extra or []))
         output = res.stdout + res.stderr
         if (
@@ -324,8 +329,15 @@ class UnitTester(Role):
             return RoleOutput(status="skipped", reason=f"no tests: {tool} collected no tests",
                               tool=tool)
         collect = [f for f in findings if f.rule_id == "collection-error"]
-        tests_failed = summary is not None and summary.get("failed", 0) > 0
         ran = [f for f in findings if f.rule_id != "collection-error"]
+        nothing_ran = exit_code == 2 or (summary is not None and not summary.get("collected"))
+        if nothing_ran and collect and all(f.noise for f in collect) and not ran:
+            # Only the environment kept the tests from being collected: a
+            # setup problem, said once; the records stay, counted, as noise.
+            causes = "; ".join(dict.fromkeys(f.noise.split(": ", 1)[-1] for f in collect))
+            return RoleOutput(status="skipped", findings=findings, tool=tool, reason=(
+                f"setup: {len(collect)} test module(s) cannot be imported here: {causes}"))
+        tests_failed = summary is not None and summary.get("failed", 0) > 0
         if exit_code == 0 or (exit_code == 1 and (tests_failed or ran)):
             collected = summary.get("collected") if summary else None
             done = f"{collected} test(s) run" if collected is not None else None
@@ -342,12 +354,6 @@ class UnitTester(Role):
                 done = (f"{done}; " if done else "") + (
                     f"{causes.count(cause)} failure(s) the environment's: {cause}")
             return RoleOutput(findings=findings, tool=tool, reason=done)
-        if exit_code == 2 and collect and all(f.noise for f in collect) and not ran:
-            # Only the environment kept the tests from being collected: a
-            # setup problem, said once; the records stay, counted, as noise.
-            causes = "; ".join(dict.fromkeys(f.noise.split(": ", 1)[-1] for f in collect))
-            return RoleOutput(status="skipped", findings=findings, tool=tool, reason=(
-                f"setup: {len(collect)} test module(s) cannot be imported here: {causes}"))
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
         # error, 4 usage error: the suite did not run.
