@@ -151,10 +151,15 @@ def test_environment_problems_are_told_from_the_codes(tmp_path):
                             "localhost:6379. Connection refused.")
     assert "MySQL" in cause("OperationalError: (2002, \"Can't connect to MySQL server on "
                             "'localhost' (111)\")")
+    assert "needs an older Python" in cause(
+        "ImportError: cannot import name 'Iterator' from 'collections' "
+        "(/usr/lib/python3.11/collections/__init__.py)")
     # The neighbours that stay the code's: its own module, a name it lacks,
     # a local server of its own (any other port), a plain assertion.
     assert cause("ModuleNotFoundError: No module named 'shop.helpers'") is None
     assert cause("ImportError: cannot import name 'x' from 'shop.models'") is None
+    assert cause("ImportError: cannot import name 'x' from 'shop.models' "
+                 f"({tmp_path}/shop/models.py)") is None
     assert cause("ConnectionRefusedError: [Errno 111] Connection refused (localhost:8765)") is None
     assert cause("AssertionError: assert 2 == 3") is None
 
@@ -258,3 +263,13 @@ def test_a_broken_import_of_the_projects_own_module_stays_a_finding(make_repo):
     assert by_file["tests/test_env.py"]["noise"]  # its neighbour: the environment's
     assert report["verdict"] == "fail"
     assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+def test_a_django_tests_py_is_worth_building_an_environment_for(tmp_path):
+    from superqode_ls.qe.roles._pyenv import has_test_files, wants_built_env
+
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "tests.py").write_text("from django.test import TestCase\n")
+    assert not has_test_files(tmp_path)  # no manage.py: pytest would not collect it
+    (tmp_path / "manage.py").write_text(MANAGE)
+    assert has_test_files(tmp_path) and wants_built_env(["unit_tester"], tmp_path)

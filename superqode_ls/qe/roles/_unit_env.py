@@ -8,6 +8,8 @@ problem, counted and named in the role's line, never a finding to act on:
   yet"): the settings the project documents are not there;
 - ``No module named 'x'`` where ``x`` is not the project's own code: a
   package the environment lacks (the project may declare it or not);
+- an installed package importing what the standard library no longer has
+  (Django 1.8's ``from collections import Iterator`` on Python 3.11);
 - a database or cache service the tests connect to is not running
   (connection refused on its well-known port, or its driver's own words).
 
@@ -30,6 +32,9 @@ from ._unit_django import settings_module
 
 _DJANGO = re.compile(
     r"(?:django\.core\.exceptions\.)?(ImproperlyConfigured|AppRegistryNotReady): ?([^\n]*)")
+# A name the standard library no longer has (collections.Iterator, gone in
+# 3.10): the pinned packages are older than the interpreter.
+_GONE = re.compile(r"cannot import name '(\w+)' from '([\w.]+)' \(([^)]+)\)")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 SERVICES = {5432: "PostgreSQL", 3306: "MySQL", 6379: "Redis", 27017: "MongoDB",
             11211: "memcached", 5672: "RabbitMQ", 9200: "Elasticsearch"}
@@ -59,6 +64,10 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
         return f"Django is not configured here ({m.group(1)}: {what})"
     if service := missing_service(text):
         return service
+    if m := _GONE.search(text):
+        if "site-packages" not in m.group(3) and "/lib/python" in m.group(3):
+            return (f"an installed package needs an older Python (it imports {m.group(1)!r} "
+                    f"from the standard library's {m.group(2)}, which this Python no longer has)")
     for m in _NO_MODULE.finditer(text):
         name = m.group(1)
         if own_module(root, name):

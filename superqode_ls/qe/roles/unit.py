@@ -210,6 +210,7 @@ class UnitTester(Role):
         given, receives the run's records and extra arguments (for a re-run)."""
         py = await project_python(ctx)
         trace = {} if trace is None else trace
+        runner = "django" if _django(ctx, extra) else "pytest"
         res, records = await self._invoke(ctx, targets, limit, extra)
         if only_environment(records, ctx.sandbox):
             # pytest stopped at modules the environment cannot import: the
@@ -237,12 +238,13 @@ class UnitTester(Role):
                 "set roles.python to the project's interpreter to use its own environment"
             )
             try:
-                out = await asyncio.to_thread(self._outcome, ctx, res, records)
+                out = await asyncio.to_thread(self._outcome, ctx, res, records, runner)
             except ToolFailed as e:
                 return e.noted(note).output(), res.duration_s
             out.reason = f"{out.reason}; {note}" if out.reason else note
             return out, res.duration_s
-        return await reported(asyncio.to_thread(self._outcome, ctx, res, records)), res.duration_s
+        return (await reported(asyncio.to_thread(self._outcome, ctx, res, records, runner)),
+                res.duration_s)
 
     async def _invoke(
         self,
@@ -293,12 +295,13 @@ class UnitTester(Role):
         return res, records
 
     def _outcome(
-        self, ctx: RoleContext, res: ProcResult, records: list[dict[str, Any]]
+        self, ctx: RoleContext, res: ProcResult, records: list[dict[str, Any]],
+        runner: str = "pytest",
     ) -> RoleOutput:
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
         setup = next((r for r in records if r.get("kind") == "setup"), None)
-        tool = "django" if any(r.get("runner") == "django" for r in records) else "pytest"
+        tool = runner
         findings = self._findings(ctx.sandbox, [r for r in records
                                                 if r.get("kind") not in ("summary", "setup")], tool)
         if res.timed_out:
@@ -360,6 +363,8 @@ class UnitTester(Role):
         what = {1: "pytest stopped before running the tests", 2: "pytest was interrupted",
                 3: "pytest hit an internal error", 4: "pytest usage or configuration error"}
         head = what.get(exit_code, f"pytest exited with {exit_code}")
+        if tool == "django":  # Django's runner exits 1 for any failure
+            head = "manage.py test stopped before running the tests"
         n_collect = sum(1 for f in findings if f.rule_id == "collection-error")
         if n_collect:
             head += f" ({n_collect} collection error(s))"
