@@ -315,3 +315,18 @@ def test_the_python_the_resolver_asks_for_is_found_when_installed():
     assert _python_for(said.format(v=VERSION), _uv(), base) is None  # the one it had
     assert _python_for(said.format(v="9.9"), _uv(), "/no/such/python3.0") is None  # none here
     assert _python_for("No solution found: no-such-dist-xyz", _uv(), base) is None
+
+
+def test_pyenvs_installed_versions_are_searched_not_its_shims(tmp_path, monkeypatch):
+    """A pyenv shim of a version not selected fails, and uv's search stops
+    there: the versions' own folders are searched instead; other tools'
+    folders stay as they are."""
+    from superqode_ls.workspace.pyenv_build import _search_env
+
+    root = tmp_path / "pyenv"
+    for v in ("3.12.1", "3.13.0"):
+        (root / "versions" / v / "bin").mkdir(parents=True)
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("PATH", f"{root}/shims:/opt/asdf/shims:/usr/bin")
+    assert _search_env()["PATH"].split(":") == [
+        "/opt/asdf/shims", "/usr/bin", f"{root}/versions/3.12.1/bin", f"{root}/versions/3.13.0/bin"]

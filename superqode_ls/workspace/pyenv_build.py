@@ -315,7 +315,7 @@ def pick_interpreter(request: str | None, uv: str | None, hide: Sequence[str] = 
             res = subprocess.run([uv, "python", "find", "--system", "--no-project",
                                   "--no-python-downloads", request],
                                  capture_output=True, text=True, timeout=30, check=False,
-                                 stdin=subprocess.DEVNULL)
+                                 stdin=subprocess.DEVNULL, env=_search_env())
         except (OSError, subprocess.TimeoutExpired):
             res = None
         if res is not None and res.returncode == 0 and res.stdout.strip():
@@ -337,6 +337,20 @@ def _python_for(why: str | None, uv: str, python: str, hide: Sequence[str] = ())
         return None
     other, _, asked = pick_interpreter(m.group(1).strip().rstrip(","), uv, hide)
     return other if asked is None and other != python else None
+
+
+def _search_env() -> dict[str, str]:
+    """The environment ``uv python find`` searches with: pyenv's installed
+    versions instead of its shims. A shim of a version that is not selected
+    fails ("pyenv: python3.12: command not found") and uv stops there
+    instead of looking further."""
+    env = dict(os.environ)
+    root = Path(env.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    dirs = [d for d in env.get("PATH", os.defpath).split(os.pathsep)
+            if d and not (d.startswith(str(root)) and d.rstrip("/").endswith("/shims"))]
+    versions = sorted(str(b) for b in (root / "versions").glob("*/bin")) if root.is_dir() else []
+    env["PATH"] = os.pathsep.join([*dirs, *versions])
+    return env
 
 
 MAX_LEFT_OUT = 3
