@@ -245,3 +245,88 @@ def test_own_interpreter_gets_the_projects_metadata_without_a_build(tmp_path):
     assert out.status == "ok" and out.findings == [], out.reason
     assert "1 test(s) run" in out.reason and "SuperQode's own Python" in out.reason
     assert not envcache.envs_dir().exists()
+
+
+# -- what this machine cannot build ----------------------------------------------
+
+BROKEN_BACKEND = '''
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise SystemExit("mysql_config not found: the system libraries are missing")
+'''
+
+
+def broken_sdist(dest: Path, name: str = "sq-needs-syslibs", version: str = "1.0") -> Path:
+    """An sdist whose build fails, as mysqlclient's does without MySQL's headers."""
+    import io
+    import tarfile
+
+    base = f"{name.replace('-', '_')}-{version}"
+    files = {"pyproject.toml": ('[build-system]\nrequires = []\nbuild-backend = "brokenbackend"\n'
+                                f'backend-path = ["."]\n[project]\nname = "{name}"\n'
+                                f'version = "{version}"\n'),
+             "brokenbackend.py": BROKEN_BACKEND,
+             "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"}
+    out = dest / f"{base}.tar.gz"
+    with tarfile.open(out, "w:gz") as tar:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{base}/{rel}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out
+
+
+def test_a_package_that_cannot_be_built_here_is_left_out_and_said(make_repo, offline):
+    broken_sdist(offline)
+    repo = make_repo({**project_files("app", deps=[STUB]),
+                      "requirements.txt": "sq-needs-syslibs==1.0\nidna\n",
+                      "tests/test_a.py": "import app\n\n\ndef test_a():\n    assert app\n",
+                      "tests/test_driver.py": "import sq_needs_syslibs\n\n\ndef test_b():\n"
+                                              "    assert sq_needs_syslibs\n"})
+    py = resolve(repo)
+    assert py.source == "built" and py.setup is None, py
+    assert "left out sq-needs-syslibs: could not be built here" in (py.note or ""), py.note
+    assert "idna" in installed(py.python) and "sq_needs_syslibs" not in installed(py.python)
+    # Its neighbour's tests run; the module needing it is the environment's.
+    ctx = make_ctx(repo, repo)
+    ctx.python = py
+    out = run_role(UnitTester(), ctx)
+    assert out.status == "ok", out.reason
+    assert out.reason.startswith(
+        "1 test(s) run (1 passed, 0 failed, 0 skipped, 1 test module(s) not imported); "
+        "1 failure(s) the environment's: package 'sq_needs_syslibs' is not installed in the "
+        "test environment"), out.reason
+    assert [(f.severity.value, f.file) for f in out.findings] == [("info", "tests/test_driver.py")]
+    # The cached environment says it again.
+    assert "left out sq-needs-syslibs" in (resolve(repo).note or "")
+
+
+def test_the_python_the_resolver_asks_for_is_found_when_installed():
+    from superqode_ls.workspace.pyenv_build import _python_for, _uv
+
+    said = ("Because the current Python version (3.0.1) does not satisfy Python>={v} and you "
+            "require django==6.1, we can conclude that your requirements are unsatisfiable.")
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    assert _python_for(said.format(v=VERSION), _uv(), "/no/such/python3.0") == base
+    assert _python_for(said.format(v=VERSION), _uv(), base) is None  # the one it had
+    assert _python_for(said.format(v="9.9"), _uv(), "/no/such/python3.0") is None  # none here
+    assert _python_for("No solution found: no-such-dist-xyz", _uv(), base) is None
+
+
+def test_pyenvs_installed_versions_are_searched_not_its_shims(tmp_path, monkeypatch):
+    """A pyenv shim of a version not selected fails, and uv's search stops
+    there: the versions' own folders are searched instead; other tools'
+    folders stay as they are."""
+    from superqode_ls.workspace.pyenv_build import _search_env
+
+    root = tmp_path / "pyenv"
+    for v in ("3.12.1", "3.13.0"):
+        (root / "versions" / v / "bin").mkdir(parents=True)
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("PATH", f"{root}/shims:/opt/asdf/shims:/usr/bin")
+    assert _search_env()["PATH"].split(":") == [
+        "/opt/asdf/shims", "/usr/bin", f"{root}/versions/3.12.1/bin", f"{root}/versions/3.13.0/bin"]

@@ -315,7 +315,7 @@ def pick_interpreter(request: str | None, uv: str | None, hide: Sequence[str] = 
             res = subprocess.run([uv, "python", "find", "--system", "--no-project",
                                   "--no-python-downloads", request],
                                  capture_output=True, text=True, timeout=30, check=False,
-                                 stdin=subprocess.DEVNULL)
+                                 stdin=subprocess.DEVNULL, env=_search_env())
         except (OSError, subprocess.TimeoutExpired):
             res = None
         if res is not None and res.returncode == 0 and res.stdout.strip():
@@ -323,6 +323,57 @@ def pick_interpreter(request: str | None, uv: str | None, hide: Sequence[str] = 
             if isinstance(found, ProjectPython):
                 return found.python, found.version, None
     return base, mine, f"the project asks for Python {request}; none is installed, {mine} is used"
+
+
+_NEEDS_PYTHON = re.compile(r"current Python version \([\d.]+\) does not satisfy "
+                           r"Python((?:[<>=!~]=?[\d.*]+,?\s?)+)")
+
+
+def _python_for(why: str | None, uv: str, python: str, hide: Sequence[str] = ()) -> str | None:
+    """Another installed interpreter satisfying the Python range the
+    resolver said the requirements need (``why``), or None."""
+    m = _NEEDS_PYTHON.search(why or "")
+    if m is None:
+        return None
+    other, _, asked = pick_interpreter(m.group(1).strip().rstrip(","), uv, hide)
+    return other if asked is None and other != python else None
+
+
+def _search_env() -> dict[str, str]:
+    """The environment ``uv python find`` searches with: pyenv's installed
+    versions instead of its shims. A shim of a version that is not selected
+    fails ("pyenv: python3.12: command not found") and uv stops there
+    instead of looking further."""
+    env = dict(os.environ)
+    root = Path(env.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    dirs = [d for d in env.get("PATH", os.defpath).split(os.pathsep)
+            if d and not (d.startswith(str(root)) and d.rstrip("/").endswith("/shims"))]
+    versions = sorted(str(b) for b in (root / "versions").glob("*/bin")) if root.is_dir() else []
+    env["PATH"] = os.pathsep.join([*dirs, *versions])
+    return env
+
+
+MAX_LEFT_OUT = 3
+LEFT_OUT = "superqode-left-out.txt"  # in the environment: its manifest covers it
+_UNBUILDABLE = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def left_out_note(target: Path) -> str:
+    """What the environment at ``target`` lacks of the declared packages."""
+    try:
+        names = (target / LEFT_OUT).read_text(encoding="utf-8").split()
+    except OSError:
+        return ""
+    return (f"left out {', '.join(names)}: could not be built here (system libraries missing)"
+            if names else "")
+
+
+def _empty(folder: Path) -> None:
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def _uv() -> str | None:
@@ -366,7 +417,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         cached = await asyncio.to_thread(_ready, target, emit, hide)
         if cached is not None:
             emit("progress", message=f"environment: reusing {target} (cached, {plan.describe()})")
-            return replace(cached, note=note)
+            return replace(cached, note=_join(note or "", left_out_note(target)) or None)
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}",
              building=True)  # what a quick run's bounded wait is for (qe/role_runs.py)
@@ -379,7 +430,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         built = await asyncio.to_thread(_ready, target, emit, hide)
     if built is None:
         return f"the environment built in {target} does not start or has no pytest"
-    return replace(built, note=note)
+    return replace(built, note=_join(note or "", left_out_note(target)) or None)
 
 
 def _ready(target: Path, emit: Emit, hide: Sequence[str] = ()) -> ProjectPython | None:
@@ -434,18 +485,50 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         scm = await asyncio.to_thread(scm_version, owner)  # a VCS-versioned project builds
         if scm is not None:
             env.setdefault("SETUPTOOLS_SCM_PRETEND_VERSION", scm)
-        # Releases up to the last commit first; when those do not resolve
-        # (an old project on a newer Python), today's.
-        for when in dict.fromkeys([as_of, None]):
-            for cmd in plan.commands(uv, venv_py, src, when):
-                why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout, runtime,
-                                  hide)
-                if why is not None:
+
+        async def fill() -> str | None:
+            # Releases up to the last commit first; when those do not resolve
+            # (an old project on a newer Python), today's.
+            why = None
+            for when in dict.fromkeys([as_of, None]):
+                for cmd in plan.commands(uv, venv_py, src, when):
+                    why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout,
+                                      runtime, hide)
+                    if why is not None:
+                        break
+                if why is None or "did not finish" in why:
                     break
-            if why is None or "did not finish" in why:
+            return why
+
+        why = await fill()
+        other = await asyncio.to_thread(_python_for, why, uv, python, hide)
+        if other is not None:
+            # The pinned packages need another Python than the one chosen
+            # (Django 6 needs 3.12, and nothing declares it): made again
+            # with one that satisfies them, when one is installed.
+            # Emptied here: the confined uv may write in it, not remove it.
+            await asyncio.to_thread(_empty, target)
+            why = await _step([uv, "venv", "-q", "--allow-existing", "--python", other,
+                               str(target)],
+                              src, env, allow, deadline - loop.time(), timeout, runtime, hide)
+            why = why or await fill()
+        # A package whose source build needs system libraries this machine
+        # lacks (mysqlclient without MySQL's headers: a driver for a service
+        # the default settings do not use): left out, said with every use;
+        # a test that imports it fails as the environment's, not the code's.
+        left: list[str] = []
+        while why is not None and len(left) < MAX_LEFT_OUT:
+            m = _UNBUILDABLE.search(why)
+            if m is None or m.group(1) in left:
                 break
+            left.append(m.group(1))
+            (tmp / "excludes.txt").write_text("\n".join(left) + "\n", encoding="utf-8")
+            env["UV_EXCLUDE"] = str(tmp / "excludes.txt")
+            why = await fill()
         if why is not None:
             return why
+        if left:
+            (target / LEFT_OUT).write_text("\n".join(left) + "\n", encoding="utf-8")
         facts = probe(venv_py, "built", hide=hide)
         if isinstance(facts, ProjectPython) and not facts.has_pytest:
             # Nothing the project declares brings pytest: the runner is added.

@@ -25,6 +25,7 @@ from ...workspace.pyenv import ProjectPython, requirement_name
 from ...workspace.pyenv_build import declared_requirements, resolve_python
 from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
 from ._common import is_test_path, walk_files
+from ._unit_django import django_runner, find_tests
 from .base import RoleContext
 
 # Plugins a project's tests commonly rely on, loaded when the suite runs under
@@ -42,9 +43,12 @@ TEST_RUNNERS = frozenset({"unit_tester", "mutation_tester"})
 
 
 def has_test_files(root: Path) -> bool:
-    """Whether ``root`` holds a pytest-style test file (test_*.py / *_test.py)."""
-    return any(Path(rel).name.startswith("test_") or rel.endswith("_test.py")
-               for rel in walk_files(root, (".py",)))
+    """Whether ``root`` holds a pytest-style test file (test_*.py / *_test.py),
+    or, in a Django project run by manage.py test, one of Django's (tests.py)."""
+    if any(Path(rel).name.startswith("test_") or rel.endswith("_test.py")
+           for rel in walk_files(root, (".py",))):
+        return True
+    return django_runner(root) is not None and bool(find_tests(root))
 
 
 def wants_built_env(runs_code: list[str], root: Path) -> bool:

@@ -13,7 +13,7 @@ import pytest
 
 _OUT = os.environ.get("SUPERQODE_PYTEST_REPORT")
 # Outcomes of the tests that ran, for the summary (how much of the suite ran).
-_COUNTS = {"passed": 0, "skipped": 0}
+_COUNTS = {"passed": 0, "skipped": 0, "collect_errors": 0}
 
 
 def _write(record):
@@ -67,6 +67,7 @@ def pytest_runtest_logreport(report):
 
 def pytest_collectreport(report):
     if report.failed:
+        _COUNTS["collect_errors"] += 1
         _write(
             {
                 "kind": "collect",

@@ -35,6 +35,7 @@ from ...workspace.extras import needs
 from ...workspace.paths import hypothesis_dir, repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
+from . import _unit_django as django
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -44,6 +45,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import isolate, project_python, pytest_argv
+from ._unit_env import environment_problem, only_environment
 from ._unit_rerun import rerun_failed
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
@@ -123,7 +125,8 @@ class UnitTester(Role):
     executes_code = True
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
-        all_tests = find_test_files(ctx.sandbox)
+        find = django.find_tests if _django(ctx) else find_test_files
+        all_tests = find(ctx.sandbox)
         if not all_tests:
             return RoleOutput(
                 status="skipped", reason="no tests: no test files (test_*.py / *_test.py)",
@@ -133,7 +136,7 @@ class UnitTester(Role):
         # file alone can be covered by any test, so then the whole suite runs.
         targets: list[str] = []
         if ctx.files is not None:
-            targets = find_test_files(ctx.sandbox, ctx.files)
+            targets = find(ctx.sandbox, ctx.files)
         limit = None
         if ctx.mode == "quick" and not targets:
             # Quick mode runs the suite only when it is fast.
@@ -179,7 +182,8 @@ class UnitTester(Role):
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
-        out, _ = await self._pytest(ctx, find_test_files(ctx.sandbox, files))
+        find = django.find_tests if _django(ctx) else find_test_files
+        out, _ = await self._pytest(ctx, find(ctx.sandbox, files))
         return out.findings
 
     async def can_start(self, ctx: RoleContext, folders: list[str]) -> RoleOutput:
@@ -192,6 +196,8 @@ class UnitTester(Role):
 
     def _command(self, ctx: RoleContext, env: dict[str, str]) -> list[str]:
         assert ctx.python is not None
+        if settings := django.pytest_settings(ctx.sandbox):
+            env.setdefault("DJANGO_SETTINGS_MODULE", settings)
         return pytest_argv(ctx.python, ctx.config.roles.unit_test_command, env, ctx.sandbox)
 
     async def _pytest(
@@ -204,7 +210,13 @@ class UnitTester(Role):
         given, receives the run's records and extra arguments (for a re-run)."""
         py = await project_python(ctx)
         trace = {} if trace is None else trace
+        runner = "django" if _django(ctx, extra) else "pytest"
         res, records = await self._invoke(ctx, targets, limit, extra)
+        if only_environment(records, ctx.sandbox):
+            # pytest stopped at modules the environment cannot import: the
+            # rest of the suite runs, those modules counted as the setup's.
+            extra = [*(extra or []), "--continue-on-collection-errors"]
+            res, records = await self._invoke(ctx, targets, limit, extra)
         trace.update(records=records, extra=list(extra or []))
         output = res.stdout + res.stderr
         if (
@@ -226,12 +238,13 @@ class UnitTester(Role):
                 "set roles.python to the project's interpreter to use its own environment"
             )
             try:
-                out = await asyncio.to_thread(self._outcome, ctx, res, records)
+                out = await asyncio.to_thread(self._outcome, ctx, res, records, runner)
             except ToolFailed as e:
                 return e.noted(note).output(), res.duration_s
             out.reason = f"{out.reason}; {note}" if out.reason else note
             return out, res.duration_s
-        return await reported(asyncio.to_thread(self._outcome, ctx, res, records)), res.duration_s
+        return (await reported(asyncio.to_thread(self._outcome, ctx, res, records, runner)),
+                res.duration_s)
 
     async def _invoke(
         self,
@@ -243,6 +256,9 @@ class UnitTester(Role):
         private = ctx.mkdtemp("superqode-pytest-")
         try:
             shutil.copyfile(_PLUGIN_SOURCE, private / f"{PLUGIN_MODULE}.py")
+            with_django = _django(ctx, extra)
+            if with_django:
+                shutil.copyfile(django.RUNNER_SOURCE, private / f"{django.RUNNER_MODULE}.py")
             records_path = private / "records.jsonl"
             # The sandbox's code first, so an editable install of the user's
             # project cannot shadow it (pyisolate); the recorder beside it.
@@ -258,7 +274,8 @@ class UnitTester(Role):
             # hypothesis keeps its example database (and a unicode table) in
             # the working directory: keep it outside, per session (paths.py).
             env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", hypothesis_dir(ctx.env, private))
-            cmd = [
+            assert ctx.python is not None
+            cmd = django.argv(ctx.python.python, targets) if with_django else [
                 *self._command(ctx, env),
                 "-p",
                 PLUGIN_MODULE,
@@ -278,11 +295,15 @@ class UnitTester(Role):
         return res, records
 
     def _outcome(
-        self, ctx: RoleContext, res: ProcResult, records: list[dict[str, Any]]
+        self, ctx: RoleContext, res: ProcResult, records: list[dict[str, Any]],
+        runner: str = "pytest",
     ) -> RoleOutput:
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
-        findings = self._findings(ctx.sandbox, [r for r in records if r.get("kind") != "summary"])
+        setup = next((r for r in records if r.get("kind") == "setup"), None)
+        tool = runner
+        findings = self._findings(ctx.sandbox, [r for r in records
+                                                if r.get("kind") not in ("summary", "setup")], tool)
         if res.timed_out:
             raise ToolFailed(
                 "pytest",
@@ -297,36 +318,60 @@ class UnitTester(Role):
                 "project's environment or set roles.python",
                 tool="pytest",
             )
+        if summary is None and res.returncode != 0:
+            # The suite could not start for want of something in its
+            # environment (a service, a package, the settings): one line.
+            problem = environment_problem({"message": (setup or {}).get("longrepr") or output},
+                                          ctx.sandbox)
+            if problem:
+                return RoleOutput(status="skipped", reason=f"setup: {problem}", tool=tool)
+            if setup is not None:
+                raise ToolFailed(tool, "manage.py test stopped before running the tests: "
+                                 f"{_short_message(str(setup.get('message') or ''))}")
         if exit_code == 5:
-            return RoleOutput(status="skipped", reason="no tests: pytest collected no tests",
-                              tool="pytest")
-        tests_failed = summary is not None and summary.get("failed", 0) > 0
+            return RoleOutput(status="skipped", reason=f"no tests: {tool} collected no tests",
+                              tool=tool)
+        collect = [f for f in findings if f.rule_id == "collection-error"]
         ran = [f for f in findings if f.rule_id != "collection-error"]
+        nothing_ran = exit_code == 2 or (summary is not None and not summary.get("collected"))
+        if nothing_ran and collect and all(f.noise for f in collect) and not ran:
+            # Only the environment kept the tests from being collected: a
+            # setup problem, said once; the records stay, counted, as noise.
+            causes = "; ".join(dict.fromkeys(f.noise.split(": ", 1)[-1] for f in collect))
+            return RoleOutput(status="skipped", findings=findings, tool=tool, reason=(
+                f"setup: {len(collect)} test module(s) cannot be imported here: {causes}"))
+        tests_failed = summary is not None and summary.get("failed", 0) > 0
         if exit_code == 0 or (exit_code == 1 and (tests_failed or ran)):
             collected = summary.get("collected") if summary else None
             done = f"{collected} test(s) run" if collected is not None else None
             if done and summary and "passed" in summary:
                 # How much of the suite really ran: a skip is often the
                 # environment's (no network, running as root).
-                done += (f" ({summary['passed']} passed, {summary.get('failed', 0)} failed, "
-                         f"{summary.get('skipped', 0)} skipped)")
+                # Django's runner goes on past a module it cannot import.
+                broken = summary.get("collect_errors", 0)
+                done += (f" ({summary['passed']} passed, {summary.get('failed', 0) - broken} "
+                         f"failed, {summary.get('skipped', 0)} skipped"
+                         + (f", {broken} test module(s) not imported)" if broken else ")"))
             causes = [f.noise.split(": ", 1)[-1] for f in findings if f.noise]
             for cause in dict.fromkeys(causes):  # named, counted, never a finding to act on
                 done = (f"{done}; " if done else "") + (
                     f"{causes.count(cause)} failure(s) the environment's: {cause}")
-            return RoleOutput(findings=findings, tool="pytest", reason=done)
+            return RoleOutput(findings=findings, tool=tool, reason=done)
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
         # error, 4 usage error: the suite did not run.
         what = {1: "pytest stopped before running the tests", 2: "pytest was interrupted",
                 3: "pytest hit an internal error", 4: "pytest usage or configuration error"}
         head = what.get(exit_code, f"pytest exited with {exit_code}")
+        if tool == "django":  # Django's runner exits 1 for any failure
+            head = "manage.py test stopped before running the tests"
         n_collect = sum(1 for f in findings if f.rule_id == "collection-error")
         if n_collect:
             head += f" ({n_collect} collection error(s))"
         raise ToolFailed("pytest", f"{head}: {pytest_message(output)}", findings=findings)
 
-    def _findings(self, root: Path, records: list[dict[str, Any]]) -> list[Finding]:
+    def _findings(self, root: Path, records: list[dict[str, Any]],
+                  tool: str = "pytest") -> list[Finding]:
         src = SourceCache(root)
         out: list[Finding] = []
         seen: set[str] = set()
@@ -375,13 +420,14 @@ class UnitTester(Role):
                 key = fingerprint(rule_id, "pytest", file or "", nodeid, when)
             seen.add(key)
             title = f"{label}: {nodeid}" if nodeid else label
-            cause = environment_cause(r) if r.get("kind") != "collect" else None
+            cause = (environment_cause(r) if r.get("kind") != "collect" else None
+                     ) or environment_problem(r, root)
             where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
             out.append(
                 Finding(
                     id=key,
                     role=self.name,
-                    tool="pytest",
+                    tool=tool,
                     rule_id=rule_id,
                     title=title,
                     message=f"{message}{where}",
@@ -393,17 +439,28 @@ class UnitTester(Role):
                     file=file,
                     range=_line_range(src.line(file, line), line) if file else None,
                     evidence=evidence,
-                    tags=["pytest", when, *(["environment"] if cause else [])],
+                    tags=[tool, when, *(["environment"] if cause else [])],
                     snippet=src.line(file, line) if file else None,
                 )
             )
         return out
 
 
+def _django(ctx: RoleContext, extra: list[str] | None = None) -> str | None:
+    """The settings module when this run is Django's own runner: a Django
+    project without pytest-django, no unit_test_command configured, and not
+    a pytest-only probe (``extra``: can_start's collect-only)."""
+    if ctx.config.roles.unit_test_command or extra:
+        return None
+    return django.django_runner(ctx.sandbox)
+
+
 def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -> str:
     where = (f"ran {' '.join(ctx.config.roles.unit_test_command[:3])}"
              if ctx.config.roles.unit_test_command else py.label(ctx.project))
     parts = [reason, where]
+    if settings := _django(ctx):
+        parts.append(f"Django's runner (manage.py test, {settings})")
     if py.note and not ctx.config.roles.unit_test_command:
         parts.append(py.note)
     return "; ".join(p for p in parts if p)

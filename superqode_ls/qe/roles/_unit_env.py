@@ -1,0 +1,114 @@
+"""Test errors whose cause is the environment the suite ran in, not the code.
+
+Every project, whatever its runner: a test module or a test that fails
+because the environment lacks something the project needs is a setup
+problem, counted and named in the role's line, never a finding to act on:
+
+- Django not configured (``ImproperlyConfigured``, "Apps aren't loaded
+  yet"): the settings the project documents are not there;
+- ``No module named 'x'`` where ``x`` is not the project's own code: a
+  package the environment lacks (the project may declare it or not);
+- an installed package importing what the standard library no longer has
+  (Django 1.8's ``from collections import Iterator`` on Python 3.11);
+- a database or cache service the tests connect to is not running
+  (connection refused on its well-known port, or its driver's own words).
+
+What stays a finding: an ImportError of the project's own module (a module
+that is not there, a name it does not define), and a connection refused on
+any other port (a local server the suite itself failed to start).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from ...workspace.pyenv import requirement_name
+from ...workspace.pyenv_build import declared_requirements
+from ._unit_django import settings_module
+
+_DJANGO = re.compile(
+    r"(?:django\.core\.exceptions\.)?(ImproperlyConfigured|AppRegistryNotReady): ?([^\n]*)")
+# A name the standard library no longer has (collections.Iterator, gone in
+# 3.10): the pinned packages are older than the interpreter.
+_GONE = re.compile(r"cannot import name '(\w+)' from '([\w.]+)' \(([^)]+)\)")
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+SERVICES = {5432: "PostgreSQL", 3306: "MySQL", 6379: "Redis", 27017: "MongoDB",
+            11211: "memcached", 5672: "RabbitMQ", 9200: "Elasticsearch"}
+_REFUSED = re.compile(r"Connection refused|Errno 111|ECONNREFUSED|actively refused", re.IGNORECASE)
+_PORT = re.compile(r"(?:port |:)(\d{4,5})\b")
+# Drivers that do not name the port when the server is not there.
+_DRIVERS = (
+    (re.compile(r"Is the server running on (?:host|that host)|could not connect to server|"
+                r"psycopg2?\.OperationalError: connection"), "PostgreSQL"),
+    (re.compile(r"Can't connect to (?:local )?MySQL server"), "MySQL"),
+    (re.compile(r"Error \d+ connecting to [\w.]+:6379|redis\.exceptions\.ConnectionError"),
+     "Redis"),
+)
+
+
+def environment_problem(record: dict[str, Any], root: Path) -> str | None:
+    """Why a failing test (or test module) failed for want of something in
+    its environment, or None when the code is to blame."""
+    text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
+    if m := _DJANGO.search(text):
+        what = m.group(2).strip().split(". ")[0][:160]
+        if "settings are not configured" in what or m.group(1) == "AppRegistryNotReady":
+            settings = settings_module(root)
+            return ("Django's settings are not loaded (the tests need "
+                    + (f"DJANGO_SETTINGS_MODULE={settings})" if settings else
+                       "DJANGO_SETTINGS_MODULE)"))
+        return f"Django is not configured here ({m.group(1)}: {what})"
+    if service := missing_service(text):
+        return service
+    if m := _GONE.search(text):
+        if "site-packages" not in m.group(3) and "/lib/python" in m.group(3):
+            return (f"an installed package needs an older Python (it imports {m.group(1)!r} "
+                    f"from the standard library's {m.group(2)}, which this Python no longer has)")
+    for m in _NO_MODULE.finditer(text):
+        name = m.group(1)
+        if own_module(root, name):
+            continue  # the project's own module: its import is broken
+        top = name.split(".")[0]
+        declared = {requirement_name(r) for r in declared_requirements(root)}
+        said = ("the project declares it" if canonicalize_name(top) in declared
+                else "the project does not declare it under that name")
+        return f"package {top!r} is not installed in the test environment ({said})"
+    return None
+
+
+def missing_service(text: str) -> str | None:
+    """"the tests need PostgreSQL (localhost:5432), which is not running", or None."""
+    if _REFUSED.search(text):
+        for m in _PORT.finditer(text):
+            port = int(m.group(1))
+            if port in SERVICES:
+                return f"the tests need {SERVICES[port]} (port {port}), which is not running"
+    for pattern, name in _DRIVERS:
+        if pattern.search(text):
+            return f"the tests need {name}, which is not running"
+    return None
+
+
+def own_module(root: Path, dotted: str) -> bool:
+    """Whether ``dotted``'s top-level package is the project's own code."""
+    top = dotted.split(".")[0]
+    for base in (root, root / "src"):
+        if (base / top).is_dir() or (base / f"{top}.py").is_file():
+            return True
+    return False
+
+
+def only_environment(records: list[dict[str, Any]], root: Path) -> bool:
+    """Whether pytest stopped at collection (exit 2, no test run) and only
+    for modules the environment cannot import."""
+    summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
+    if summary is None or summary.get("exitstatus") != 2:
+        return False
+    kinds = [r.get("kind") for r in records if r.get("kind") != "summary"]
+    collect = [r for r in records if r.get("kind") == "collect"]
+    return (bool(collect) and kinds.count("collect") == len(kinds)
+            and all(environment_problem(r, root) for r in collect))

@@ -1,0 +1,275 @@
+"""Django projects run their tests with Django's own runner (manage.py test),
+and a test that fails for want of something in its environment (Django's
+settings, a package, a database service) is a setup problem, counted and
+named, never a finding to act on; the project's own broken import stays one."""
+
+from __future__ import annotations
+
+import pytest
+
+from superqode_ls.qe.roles import _unit_django as dj
+from superqode_ls.qe.roles._unit_env import environment_problem
+from tests.pyenv_helpers import run_unit_cli
+
+MANAGE = '''#!/usr/bin/env python
+import os
+import sys
+
+# os.environ.setdefault("DJANGO_SETTINGS_MODULE", "wrong.settings")
+
+
+def main():
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "site_conf.settings")
+    from django.core.management import execute_from_command_line
+    execute_from_command_line(sys.argv)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+SETTINGS = '''SECRET_KEY = "test-only"
+INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "shop"]
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}}
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+TEST_RUNNER = "site_conf.runner.ProjectRunner"
+'''
+
+# The project's own runner sets what its tests need (healthchecks' sets its
+# mail backends): SuperQode's runner builds on it.
+RUNNER = '''from django.conf import settings
+from django.test.runner import DiscoverRunner
+
+
+class ProjectRunner(DiscoverRunner):
+    def __init__(self, *args, **kwargs):
+        settings.SHOP_READY = True
+        super().__init__(*args, **kwargs)
+'''
+
+MODELS = '''from django.db import models
+
+
+class Item(models.Model):
+    name = models.CharField(max_length=20)
+
+    def label(self):
+        return self.name.upper()
+'''
+
+# Django's discovery (test*.py) finds tests.py, which pytest would not.
+TESTS = '''from django.test import TestCase
+
+from shop.models import Item
+
+
+class ItemTest(TestCase):
+    def test_saved(self):
+        Item.objects.create(name="a")
+        self.assertEqual(Item.objects.count(), 1)
+
+    def test_label(self):
+        self.assertEqual(Item(name="b").label(), "b")
+
+    def test_the_projects_runner_ran(self):
+        from django.conf import settings
+        self.assertTrue(settings.SHOP_READY)
+'''
+
+BROKEN_OWN = '''from django.test import TestCase
+
+from shop.helpers import nothing_here
+
+
+class HelperTest(TestCase):
+    def test_helper(self):
+        self.assertTrue(nothing_here)
+'''
+
+
+def django_project(make_repo, extra: dict[str, str] | None = None):
+    files = {"manage.py": MANAGE, "site_conf/__init__.py": "",
+             "site_conf/settings.py": SETTINGS, "site_conf/runner.py": RUNNER,
+             "shop/__init__.py": "",
+             "shop/models.py": MODELS, "shop/tests.py": TESTS, **(extra or {})}
+    return make_repo(files)
+
+
+def test_the_settings_module_is_read_as_manage_py_sets_it(tmp_path):
+    (tmp_path / "manage.py").write_text(MANAGE)
+    assert dj.settings_module(tmp_path) == "site_conf.settings"  # not the comment's
+    (tmp_path / "manage.py").write_text(
+        'import os\nos.environ["DJANGO_SETTINGS_MODULE"] = "conf.test"\n')
+    assert dj.settings_module(tmp_path) == "conf.test"
+    (tmp_path / "manage.py").write_text('import os\nos.environ.setdefault("OTHER", "x.y")\n')
+    assert dj.settings_module(tmp_path) is None
+    (tmp_path / "manage.py").write_text("def broken(:\n")
+    assert dj.settings_module(tmp_path) is None
+
+
+def test_pytest_django_projects_keep_pytest(tmp_path):
+    (tmp_path / "manage.py").write_text(MANAGE)
+    assert dj.django_runner(tmp_path) == "site_conf.settings"
+    (tmp_path / "requirements.txt").write_text("Django>=4.2\npytest-django==4.9\n")
+    assert dj.django_runner(tmp_path) is None
+    assert dj.pytest_settings(tmp_path) == "site_conf.settings"  # none in its ini
+    (tmp_path / "pytest.ini").write_text("[pytest]\nDJANGO_SETTINGS_MODULE = site_conf.test\n")
+    assert dj.django_runner(tmp_path) is None
+    assert dj.pytest_settings(tmp_path) is None  # its ini's wins
+    (tmp_path / "requirements.txt").write_text("Django>=4.2\n")
+    assert dj.django_runner(tmp_path) is None  # the ini alone says pytest
+
+
+def test_labels_are_dotted_test_names():
+    assert dj.label("shop/tests.py") == "shop.tests"
+    assert dj.label("shop/tests/__init__.py") == "shop.tests"
+    assert (dj.label("shop/tests/test_a.py::ItemTest::test_x [n=1]")
+            == "shop.tests.test_a.ItemTest.test_x")
+
+
+def test_environment_problems_are_told_from_the_codes(tmp_path):
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "requirements.txt").write_text("redis==5.0\n")
+    (tmp_path / "manage.py").write_text(MANAGE)
+
+    def cause(text: str) -> str | None:
+        return environment_problem({"message": text}, tmp_path)
+
+    assert "DJANGO_SETTINGS_MODULE=site_conf.settings" in cause(
+        "django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but "
+        "settings are not configured. You must either define the environment variable ...")
+    assert "settings are not loaded" in cause(
+        "django.core.exceptions.AppRegistryNotReady: Apps aren't loaded yet.")
+    assert cause("ModuleNotFoundError: No module named 'redis'") == (
+        "package 'redis' is not installed in the test environment (the project declares it)")
+    assert "does not declare" in cause("ModuleNotFoundError: No module named 'yaml'")
+    assert "PostgreSQL (port 5432)" in cause(
+        'psycopg.OperationalError: connection failed: connection to server at "127.0.0.1", '
+        "port 5432 failed: Connection refused")
+    assert "Redis" in cause("redis.exceptions.ConnectionError: Error 111 connecting to "
+                            "localhost:6379. Connection refused.")
+    assert "MySQL" in cause("OperationalError: (2002, \"Can't connect to MySQL server on "
+                            "'localhost' (111)\")")
+    assert "needs an older Python" in cause(
+        "ImportError: cannot import name 'Iterator' from 'collections' "
+        "(/usr/lib/python3.11/collections/__init__.py)")
+    # The neighbours that stay the code's: its own module, a name it lacks,
+    # a local server of its own (any other port), a plain assertion.
+    assert cause("ModuleNotFoundError: No module named 'shop.helpers'") is None
+    assert cause("ImportError: cannot import name 'x' from 'shop.models'") is None
+    assert cause("ImportError: cannot import name 'x' from 'shop.models' "
+                 f"({tmp_path}/shop/models.py)") is None
+    assert cause("ConnectionRefusedError: [Errno 111] Connection refused (localhost:8765)") is None
+    assert cause("AssertionError: assert 2 == 3") is None
+
+
+def test_a_django_project_runs_its_suite_with_manage_py_test(make_repo):
+    pytest.importorskip("django")
+    repo = django_project(make_repo, {"shop/test_helpers.py": BROKEN_OWN})
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "ok", unit
+    assert "Django's runner (manage.py test, site_conf.settings)" in unit["reason"]
+    # tests.py ran (pytest would not have collected it), under the settings.
+    assert ("3 test(s) run (2 passed, 1 failed, 0 skipped, 1 test module(s) not imported)"
+            in unit["reason"]), unit["reason"]
+    # The failure re-ran with Django's runner (its label), and failed again.
+    assert "1 failed test(s) re-run: 0 flaky" in unit["reason"]
+    by_title = {f["title"]: f for f in report["findings"]}
+    fail = by_title["Test fails: shop/tests.py::ItemTest::test_label"]
+    assert fail["severity"] == "high" and fail["noise"] is None and fail["tool"] == "django"
+    assert fail["file"] == "shop/tests.py" and fail["range"]["start_line"] == 12
+    assert "AssertionError: 'B' != 'b'" in fail["message"]
+    # The project's own module that is not there: a finding, not the environment's.
+    broken = by_title["Tests cannot be collected: shop/test_helpers.py"]
+    assert broken["severity"] == "high" and broken["noise"] is None, broken
+    assert "shop.helpers" in broken["message"]
+    assert not any("ImproperlyConfigured" in f["message"] for f in report["findings"])
+    assert report["verdict"] == "fail"
+    assert not (repo / "db.sqlite3").exists()  # the test database is Django's, in memory
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+def test_a_missing_database_service_is_one_setup_line(make_repo):
+    pytest.importorskip("django")
+    settings = SETTINGS.replace(
+        '{"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}',
+        '{"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}, "other": '
+        '{"ENGINE": "site_conf.pgdown", "NAME": "x"}')
+    # A backend that fails the way a PostgreSQL driver does when no server
+    # listens (no driver needed here).
+    backend = '''from django.db.backends.sqlite3.base import DatabaseWrapper as Base
+
+
+class DatabaseWrapper(Base):
+    def get_new_connection(self, conn_params):
+        from django.db import OperationalError
+        raise OperationalError('connection to server at "localhost" (127.0.0.1), '
+                               'port 5432 failed: Connection refused')
+'''
+    multi = TESTS.replace("class ItemTest(TestCase):",
+                          'class ItemTest(TestCase):\n    databases = {"default", "other"}\n')
+    repo = django_project(make_repo, {"site_conf/settings.py": settings,
+                                      "site_conf/pgdown/__init__.py": "",
+                                      "site_conf/pgdown/base.py": backend,
+                                      "shop/tests.py": multi})
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "skipped", unit
+    assert unit["reason"].startswith(
+        "setup: the tests need PostgreSQL (port 5432), which is not running"), unit["reason"]
+    assert report["findings"] == []
+    assert report["verdict"] != "fail"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+PLAIN_ENV = '''import package_the_env_lacks_xyz
+
+
+def test_uses_it():
+    assert package_the_env_lacks_xyz
+'''
+
+PLAIN_OWN = '''from mylib.missing_part import thing
+
+
+def test_thing():
+    assert thing
+'''
+
+
+def test_a_package_the_environment_lacks_is_not_a_finding(make_repo):
+    """pytest, any project: a test module that cannot import a package the
+    environment lacks is a setup problem; neighbour below keeps its own."""
+    repo = make_repo({"mylib/__init__.py": "", "tests/test_env.py": PLAIN_ENV})
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "skipped", unit
+    assert unit["reason"].startswith(
+        "setup: 1 test module(s) cannot be imported here: package "
+        "'package_the_env_lacks_xyz' is not installed in the test environment"), unit["reason"]
+    (finding,) = report["findings"]
+    assert finding["severity"] == "info" and finding["noise"], finding
+    assert report["verdict"] != "fail"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_broken_import_of_the_projects_own_module_stays_a_finding(make_repo):
+    repo = make_repo({"mylib/__init__.py": "", "tests/test_env.py": PLAIN_ENV,
+                      "tests/test_own.py": PLAIN_OWN})
+    proc, report, _ = run_unit_cli(repo)
+    by_file = {f["file"]: f for f in report["findings"]}
+    own = by_file["tests/test_own.py"]
+    assert own["rule_id"] == "collection-error" and own["severity"] == "high"
+    assert own["noise"] is None
+    assert by_file["tests/test_env.py"]["noise"]  # its neighbour: the environment's
+    assert report["verdict"] == "fail"
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+def test_a_django_tests_py_is_worth_building_an_environment_for(tmp_path):
+    from superqode_ls.qe.roles._pyenv import has_test_files, wants_built_env
+
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "tests.py").write_text("from django.test import TestCase\n")
+    assert not has_test_files(tmp_path)  # no manage.py: pytest would not collect it
+    (tmp_path / "manage.py").write_text(MANAGE)
+    assert has_test_files(tmp_path) and wants_built_env(["unit_tester"], tmp_path)
