@@ -15,6 +15,8 @@ from tests.pyenv_helpers import run_unit_cli
 
 NET_TEST = '''import socket
 
+import pytest
+
 
 def test_reaches_out():
     # an unroutable address: no route in a sandbox without network
@@ -23,6 +25,12 @@ def test_reaches_out():
 
 def test_real_bug():
     assert 1 + 1 == 3
+
+
+@pytest.mark.network
+def test_marked_network():
+    # what pip says when its index cannot be reached (pip-tools' own tests)
+    raise RuntimeError("No matching distribution found for six==1.15.0")
 '''
 
 ROOT_TEST = '''import os
@@ -56,6 +64,11 @@ def test_causes_are_named_from_the_failure_text():
     assert environment_cause(guard) == ("SuperQode's guard refused it (Writing git configuration "
                                         "changes how the repository behaves)")
     assert environment_cause({"message": "AssertionError: assert 2 == 3"}) is None
+    # A test the project marks as needing the network, in a sandbox without it.
+    marked = {"message": "RuntimeError: No matching distribution found for six", "markers": ["network"]}
+    assert "marks the test `network`" in environment_cause(marked, offline=True)
+    assert environment_cause(marked, offline=False) is None  # with a network it is the code's
+    assert environment_cause({**marked, "markers": ["slow"]}, offline=True) is None
 
 
 @pytest.mark.skipif(not namespaces.active(),
@@ -71,8 +84,11 @@ def test_an_environment_failure_is_not_a_finding_to_act_on(make_repo):
     bug, net = by_test["test_real_bug"], by_test["test_reaches_out"]
     assert bug["severity"] == "high" and bug["noise"] is None
     assert net["severity"] == "info" and "no network" in net["noise"], net
+    marked = by_test["test_marked_network"]
+    assert marked["severity"] == "info" and "marks the test `network`" in marked["noise"], marked
     assert "environment" in net["tags"]
-    assert "1 failure(s) the environment's: the sandbox has no network" in unit["reason"]
+    assert "1 failure(s) the environment's: the sandbox has no network (the test reaches" in unit["reason"]
+    assert "1 failure(s) the environment's: the sandbox has no network (the project marks" in unit["reason"]
     assert report["verdict"] == "fail"  # for the real bug only
     if "test_unreadable" in by_test:  # where the sandbox leaves root its powers
         perm = by_test["test_unreadable"]

@@ -54,6 +54,8 @@ def pytest_runtest_makereport(item, call):
         "longrepr": str(report.longrepr)[-6000:],
         # What a re-run of this test costs (unit_tester re-runs failures once).
         "duration": float(getattr(report, "duration", 0.0) or 0.0),
+        # A test the project marks as needing the network (``network``...).
+        "markers": sorted({m.name for m in item.iter_markers()})[:20],
     }
     _write(record)
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from ...config import superqode_home
 from ...models import Evidence, Finding, Range, Severity
+from ...workspace import namespaces
 from ...workspace.artifacts import atomic_write
 from ...workspace.extras import needs
 from ...workspace.paths import hypothesis_dir, repo_key
@@ -73,11 +74,22 @@ _AS_ROOT = re.compile(r"DID NOT RAISE <class '(?:PermissionError|OSError)'>")
 _GUARD = re.compile(r"superqode guard: blocked: ([^\n(]+)")
 
 
-def environment_cause(record: dict[str, Any], root: bool | None = None) -> str | None:
-    """Why a failing test failed because of where it ran, or None."""
+# Markers projects put on the tests that need the network (pip-tools,
+# pytest-socket's users, astropy's ``remote_data``...).
+_NETWORK_MARKERS = {"network", "online", "internet", "needs_network", "requires_network",
+                    "remote_data", "webtest", "requires_internet"}
+
+
+def environment_cause(record: dict[str, Any], root: bool | None = None,
+                      offline: bool = False) -> str | None:
+    """Why a failing test failed because of where it ran, or None.
+    ``offline``: the sandbox had no network."""
     text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
     if _NO_NETWORK.search(text):
         return "the sandbox has no network (the test reaches out)"
+    marked = _NETWORK_MARKERS.intersection(record.get("markers") or ())
+    if offline and marked:
+        return f"the sandbox has no network (the project marks the test `{min(marked)}`)"
     if m := _GUARD.search(text):
         return f"SuperQode's guard refused it ({m.group(1).strip()[:120]})"
     as_root = (os.geteuid() == 0 if hasattr(os, "geteuid") else False) if root is None else root
@@ -303,7 +315,8 @@ class UnitTester(Role):
         setup = next((r for r in records if r.get("kind") == "setup"), None)
         tool = runner
         findings = self._findings(ctx.sandbox, [r for r in records
-                                                if r.get("kind") not in ("summary", "setup")], tool)
+                                                if r.get("kind") not in ("summary", "setup")], tool,
+                                  offline=namespaces.active() and ctx.config.sandbox.network != "host")
         if res.timed_out:
             raise ToolFailed(
                 "pytest",
@@ -371,7 +384,7 @@ class UnitTester(Role):
         raise ToolFailed("pytest", f"{head}: {pytest_message(output)}", findings=findings)
 
     def _findings(self, root: Path, records: list[dict[str, Any]],
-                  tool: str = "pytest") -> list[Finding]:
+                  tool: str = "pytest", offline: bool = False) -> list[Finding]:
         src = SourceCache(root)
         out: list[Finding] = []
         seen: set[str] = set()
@@ -420,7 +433,7 @@ class UnitTester(Role):
                 key = fingerprint(rule_id, "pytest", file or "", nodeid, when)
             seen.add(key)
             title = f"{label}: {nodeid}" if nodeid else label
-            cause = (environment_cause(r) if r.get("kind") != "collect" else None
+            cause = (environment_cause(r, offline=offline) if r.get("kind") != "collect" else None
                      ) or environment_problem(r, root)
             where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
             out.append(
