@@ -10,9 +10,9 @@ renamed into a folder of the session's own that its processes cannot write
 (its private folder, on the same file system), its copy is created new in its
 place with the file's mode, and after the re-run the copy is removed and the
 file renamed back: the very file, its bytes, mode and times untouched. A
-symlink, a file with other links or one that cannot be renamed is written
-over and back as before (``FileBackup``); a name that did not exist is
-removed after.
+symlink, a file with other links, one reached through a link out of the tree
+or one that cannot be renamed is written over and back as before
+(``FileBackup``); a name that did not exist is removed after.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class CopiesAside:
                 over[rel] = text
                 continue
             if st is not None and (self.private is None or not stat.S_ISREG(st.st_mode)
-                                   or st.st_nlink != 1):
+                                   or st.st_nlink != 1 or not self._inside(path)):
                 over[rel] = text
                 continue
             if st is not None:
@@ -69,6 +69,14 @@ class CopiesAside:
         if over:
             self._over = FileBackup(self.root, sorted(over))
             write_copies(self.root, over)
+
+    def _inside(self, path: Path) -> bool:
+        """Whether ``path``'s folder is in the tree itself, not reached through
+        a link out of it: a file held aside is in the session's private
+        folder, which goes with the session, so only the tree's own files are
+        moved there (the rest is written over and back, as before)."""
+        top = os.path.realpath(self.root)
+        return (os.path.realpath(path.parent) + os.sep).startswith(top + os.sep)
 
     def _aside(self) -> Path:
         if self._dir is None:
