@@ -12,7 +12,9 @@ place with the file's mode, and after the re-run the copy is removed and the
 file renamed back: the very file, its bytes, mode and times untouched. A
 symlink, a file with other links, one reached through a link out of the tree
 or one that cannot be renamed is written over and back as before
-(``FileBackup``); a name that did not exist is removed after.
+(``FileBackup``); a name that did not exist is removed after. Putting back
+goes through the folders' descriptors, taken before the re-run: a folder the
+re-run swapped for a link to elsewhere is not followed.
 """
 
 from __future__ import annotations
@@ -30,38 +32,45 @@ class CopiesAside:
         self.root = root
         self.private = private
         self._dir: Path | None = None
-        self._held: dict[str, Path] = {}  # rel -> where the file waits
-        self._made: list[str] = []  # names created here (a copy, or a new name)
+        self._dir_fd: int | None = None  # the aside folder, opened
+        self._folders: dict[str, int] = {}  # the tree's folders, opened once each
+        self._held: list[tuple[int, str, str]] = []  # (folder, name, name aside)
+        self._made: list[tuple[int, str]] = []  # (folder, name) created here
         self._over: FileBackup | None = None  # files written over, the old way
 
     def write(self, texts: dict[str, str]) -> None:
         """Put ``texts`` (rel -> the copy's text) in place; ``restore`` undoes
-        whatever of it was done, also after an error here."""
+        whatever of it was done, also after an error here. Every step after
+        the first look goes through the folders' descriptors: a folder the
+        re-run swapped for a link is never followed when putting back."""
         over: dict[str, str] = {}
         for rel, text in texts.items():
             path = self.root / rel
+            folder = None if self.private is None else self._folder(path.parent)
+            if folder is None:
+                over[rel] = text
+                continue
             try:
-                st = os.lstat(path)
+                st = os.lstat(path.name, dir_fd=folder)
             except FileNotFoundError:
                 st = None
             except OSError:
                 over[rel] = text
                 continue
-            if st is not None and (self.private is None or not stat.S_ISREG(st.st_mode)
-                                   or st.st_nlink != 1 or not self._inside(path)):
+            if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1):
                 over[rel] = text
                 continue
             if st is not None:
-                held = self._aside() / str(len(self._held))
+                held = str(len(self._held))
                 try:
-                    os.rename(path, held)
+                    os.rename(path.name, held, src_dir_fd=folder, dst_dir_fd=self._aside())
                 except OSError:
                     over[rel] = text
                     continue
-                self._held[rel] = held
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o666)  # as open() makes a file: the umask applies
-            self._made.append(rel)  # (only what was made here is removed)
+                self._held.append((folder, path.name, held))
+            fd = os.open(path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o666, dir_fd=folder)  # as open() makes a file: the umask applies
+            self._made.append((folder, path.name))  # (only what was made here is removed)
             with open(fd, "wb") as fh:
                 if st is not None:
                     os.fchmod(fd, stat.S_IMODE(st.st_mode))  # a rule may read the mode (EXE001)
@@ -70,33 +79,51 @@ class CopiesAside:
             self._over = FileBackup(self.root, sorted(over))
             write_copies(self.root, over)
 
-    def _inside(self, path: Path) -> bool:
-        """Whether ``path``'s folder is in the tree itself, not reached through
-        a link out of it: a file held aside is in the session's private
-        folder, which goes with the session, so only the tree's own files are
-        moved there (the rest is written over and back, as before)."""
-        top = os.path.realpath(self.root)
-        return (os.path.realpath(path.parent) + os.sep).startswith(top + os.sep)
+    def _folder(self, where: Path) -> int | None:
+        """``where`` opened, when it is in the tree itself, not reached
+        through a link out of it: a file held aside is in the session's
+        private folder, which goes with the session, so only the tree's own
+        files are moved there (the rest is written over and back, as before)."""
+        key = str(where)
+        if key not in self._folders:
+            top = os.path.realpath(self.root)
+            if not (os.path.realpath(where) + os.sep).startswith(top + os.sep):
+                return None
+            try:
+                fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                return None
+            if not (os.path.realpath(f"/proc/self/fd/{fd}") + os.sep).startswith(top + os.sep):
+                os.close(fd)  # swapped between the look and the open
+                return None
+            self._folders[key] = fd
+        return self._folders[key]
 
-    def _aside(self) -> Path:
-        if self._dir is None:
+    def _aside(self) -> int:
+        if self._dir_fd is None:
             assert self.private is not None
             self.private.mkdir(parents=True, exist_ok=True)
             self._dir = Path(tempfile.mkdtemp(prefix="verify-aside-", dir=self.private))
-        return self._dir
+            self._dir_fd = os.open(self._dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        return self._dir_fd
 
     def restore(self) -> None:
-        for rel in self._made:
-            try:
-                os.unlink(self.root / rel)
-            except FileNotFoundError:
-                pass
-        for rel, held in self._held.items():
-            os.rename(held, self.root / rel)
-        self._made, self._held = [], {}
-        if self._over is not None:
-            self._over.restore()
-            self._over = None
-        if self._dir is not None:
-            os.rmdir(self._dir)
-            self._dir = None
+        try:
+            for folder, name in self._made:
+                try:
+                    os.unlink(name, dir_fd=folder)
+                except FileNotFoundError:
+                    pass
+            for folder, name, held in self._held:
+                os.rename(held, name, src_dir_fd=self._dir_fd, dst_dir_fd=folder)
+            self._made, self._held = [], []
+            if self._over is not None:
+                self._over.restore()
+                self._over = None
+            if self._dir is not None:
+                os.rmdir(self._dir)
+                self._dir = None
+        finally:
+            for fd in [*self._folders.values(), *([self._dir_fd] if self._dir_fd is not None else [])]:
+                os.close(fd)
+            self._folders, self._dir_fd = {}, None
