@@ -31,7 +31,6 @@ from .covering import CoveringTests, SuiteProbeLike
 from .fix_judge import _NOT_APPLIED, FixJudge, VerifyResult, _demote, _tool_only, base_id
 from .fix_tests import FixTests, _restore
 from .patching import (
-    FileBackup,
     apart,
     git_apply,
     patch_files,
@@ -41,7 +40,7 @@ from .patching import (
 )
 from .roles._patches import split_lines
 from .roles.base import Role, RoleContext, SandboxSession
-from .verify_aside import CopiesAside
+from .verify_aside import CopiesAside, TreeBackup
 from .verify_copies import Change, beside, merged, pack, read_texts, split, written_by
 
 __all__ = ["Verifier", "VerifyResult"]
@@ -404,7 +403,8 @@ class Verifier:
         checkpoint = None
         if run_tests and self.session is not None:
             checkpoint = await self.session.checkpoint()
-        backup = FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
+        # The tests run before it is put back: never through a link (verify_aside.py).
+        backup = TreeBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
         results: list[VerifyResult] = []
         judged: list[tuple[Patch, list[str], VerifyResult]] = []
         try:

@@ -10,9 +10,11 @@ renamed into a folder of the session's own that its processes cannot write
 (its private folder, on the same file system), its copy is created new in its
 place with the file's mode, and after the re-run the copy is removed and the
 file renamed back: the very file, its bytes, mode and times untouched. A
-symlink, a file with other links, one reached through a link out of the tree
-or one that cannot be renamed is written over and back as before
-(``FileBackup``); a name that did not exist is removed after. Putting back
+symlink, a file with other links or one that cannot be renamed is written
+over and back as before (``TreeBackup``); a name that did not exist is
+removed after. A file reached through a link out of the tree (a folder
+linking to the user's files) is not written at all: SuperQode's own writes
+are not behind the barrier. Putting back
 goes through the folders' descriptors, taken before the re-run: a folder the
 re-run swapped for a link to elsewhere is not followed.
 """
@@ -27,6 +29,36 @@ from pathlib import Path
 from .patching import FileBackup, write_copies
 
 
+def _inside(top: str, path: str) -> bool:
+    return (path + os.sep).startswith(top + os.sep)
+
+
+class TreeBackup(FileBackup):
+    """``FileBackup`` whose putting back never goes out of the tree: the
+    project's tests run between the saving and the putting back, free to
+    write the sandbox, and may swap a folder (or the file) for a link to the
+    user's files; SuperQode's own process is not behind the barrier, so a
+    write by path would land there. Nothing of the session runs while this
+    puts back (each command's tree ends with it), so a look at where a path
+    leads, just before, holds. A file whose place now leads out of the tree
+    is left as the session made it (the sandbox is the session's own)."""
+
+    def restore(self) -> None:
+        top = os.path.realpath(self.root)
+        for rel, data in self.saved.items():
+            p = self.root / rel
+            if not _inside(top, os.path.realpath(p.parent)):
+                continue
+            if data is None:
+                if p.is_file() or p.is_symlink():
+                    p.unlink()  # the entry itself, never what a link names
+                continue
+            if p.is_symlink() and not _inside(top, os.path.realpath(p)):
+                p.unlink()  # a link planted in place of the file: the file comes back
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+
+
 class CopiesAside:
     def __init__(self, root: Path, private: Path | None):
         self.root = root
@@ -36,7 +68,7 @@ class CopiesAside:
         self._folders: dict[str, int] = {}  # the tree's folders, opened once each
         self._held: list[tuple[int, str, str]] = []  # (folder, name, name aside)
         self._made: list[tuple[int, str]] = []  # (folder, name) created here
-        self._over: FileBackup | None = None  # files written over, the old way
+        self._over: TreeBackup | None = None  # files written over, the old way
 
     def write(self, texts: dict[str, str]) -> None:
         """Put ``texts`` (rel -> the copy's text) in place; ``restore`` undoes
@@ -46,6 +78,8 @@ class CopiesAside:
         over: dict[str, str] = {}
         for rel, text in texts.items():
             path = self.root / rel
+            if not _inside(os.path.realpath(self.root), os.path.realpath(path.parent)):
+                continue  # reached through a link out of the tree: never written (its fix keeps its finding)
             folder = None if self.private is None else self._folder(path.parent)
             if folder is None:
                 over[rel] = text
@@ -57,6 +91,9 @@ class CopiesAside:
             except OSError:
                 over[rel] = text
                 continue
+            if st is not None and stat.S_ISLNK(st.st_mode) and not _inside(
+                    os.path.realpath(self.root), os.path.realpath(path)):
+                continue  # a link out of the tree: likewise never written through
             if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1):
                 over[rel] = text
                 continue
@@ -76,7 +113,7 @@ class CopiesAside:
                     os.fchmod(fd, stat.S_IMODE(st.st_mode))  # a rule may read the mode (EXE001)
                 fh.write(text.encode("utf-8"))
         if over:
-            self._over = FileBackup(self.root, sorted(over))
+            self._over = TreeBackup(self.root, sorted(over))
             write_copies(self.root, over)
 
     def _folder(self, where: Path) -> int | None:
@@ -87,13 +124,13 @@ class CopiesAside:
         key = str(where)
         if key not in self._folders:
             top = os.path.realpath(self.root)
-            if not (os.path.realpath(where) + os.sep).startswith(top + os.sep):
+            if not _inside(top, os.path.realpath(where)):
                 return None
             try:
                 fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             except OSError:
                 return None
-            if not (os.path.realpath(f"/proc/self/fd/{fd}") + os.sep).startswith(top + os.sep):
+            if not _inside(top, os.path.realpath(f"/proc/self/fd/{fd}")):
                 os.close(fd)  # swapped between the look and the open
                 return None
             self._folders[key] = fd

@@ -31,3 +31,35 @@ def test_putting_back_never_follows_a_folder_swapped_for_a_link(tmp_path):
     # The sandbox's file went back where it was taken from (the moved folder).
     assert (box / "moved" / "core.py").read_bytes() == b"def f():\n    return 1\n"
     assert sorted(os.listdir(box / "moved")) == ["core.py"]
+
+
+def test_the_careful_rounds_put_back_nothing_through_a_link(tmp_path):
+    """The careful rounds run the project's tests between saving the fixed
+    files and putting them back (TreeBackup): a folder swapped for a link to
+    the user's files, or the file itself swapped for one, is not written
+    through, and a file the fix created is not removed through a link."""
+    from superqode_ls.qe.verify_aside import TreeBackup
+
+    user = tmp_path / "user repo"
+    (user / "pkg").mkdir(parents=True)
+    (user / "pkg" / "core.py").write_bytes(b"the user's own\n")
+    (user / "pkg" / "new.py").write_bytes(b"the user's new\n")
+    (user / "app.py").write_bytes(b"the user's app\n")
+    box = tmp_path / "sandbox"
+    (box / "pkg").mkdir(parents=True)
+    (box / "pkg" / "core.py").write_bytes(b"sandbox core\n")
+    (box / "app.py").write_bytes(b"sandbox app\n")
+    (box / "ok.py").write_bytes(b"sandbox ok\n")
+    backup = TreeBackup(box, ["app.py", "ok.py", "pkg/core.py", "pkg/new.py"])
+    # The fix wrote; then the project's tests planted the links.
+    (box / "ok.py").write_bytes(b"fixed\n")
+    os.rename(box / "pkg", box / "moved")
+    (box / "pkg").symlink_to(user / "pkg")
+    (box / "app.py").unlink()
+    (box / "app.py").symlink_to(user / "app.py")
+    backup.restore()
+    assert (user / "pkg" / "core.py").read_bytes() == b"the user's own\n"
+    assert (user / "pkg" / "new.py").read_bytes() == b"the user's new\n"
+    assert (user / "app.py").read_bytes() == b"the user's app\n"
+    assert not (box / "app.py").is_symlink() and (box / "app.py").read_bytes() == b"sandbox app\n"
+    assert (box / "ok.py").read_bytes() == b"sandbox ok\n"
