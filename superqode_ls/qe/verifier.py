@@ -31,17 +31,16 @@ from .covering import CoveringTests, SuiteProbeLike
 from .fix_judge import _NOT_APPLIED, FixJudge, VerifyResult, _demote, _tool_only, base_id
 from .fix_tests import FixTests, _restore
 from .patching import (
-    FileBackup,
     apart,
     git_apply,
     patch_files,
     repo_prefix,
     shares_files,
     strip_level,
-    write_copies,
 )
 from .roles._patches import split_lines
 from .roles.base import Role, RoleContext, SandboxSession
+from .verify_aside import CopiesAside, TreeBackup
 from .verify_copies import Change, beside, merged, pack, read_texts, split, written_by
 
 __all__ = ["Verifier", "VerifyResult"]
@@ -92,6 +91,11 @@ class Verifier:
             roles=self.roles, contexts=self.contexts, findings_by_role=self.findings_by_role,
             tests=tests, covering=covering, no_tests_reason=no_tests_reason, probe=probe,
             session=self.session, time_left=self._time_left)
+
+    def _aside(self) -> CopiesAside:
+        """Copies in place of their files for one re-run (verify_aside.py);
+        the files wait in the session's private folder."""
+        return CopiesAside(self.sandbox, getattr(self.session, "private", None))
 
     def _time_left(self) -> float | None:
         if self.deadline is None:
@@ -245,11 +249,11 @@ class Verifier:
                 break
             now = {rel: qs.pop(0) for rel, qs in queues.items()}
             queues = {rel: qs for rel, qs in queues.items() if qs}
-            backup = FileBackup(self.sandbox, sorted(now))
+            backup = self._aside()
             try:
                 # On the event loop, not in a thread: a cancel must not find a
                 # write still going after the files were put back.
-                write_copies(self.sandbox, {
+                backup.write({
                     rel: merged(lines_of[rel], list({p.diff: cs for p, cs in copy}.values()))
                     for rel, copy in now.items()})
                 after = [f.with_stable_id() for f in await role.recheck(ctx, sorted(now))]
@@ -339,9 +343,9 @@ class Verifier:
         for name, (rel, k) in aside.items():
             texts[name] = ("".join(lines_of[rel]) if k == 0 else
                            merged(lines_of[rel], list({p.diff: cs for p, cs in queues[rel][k]}.values())))
-        backup = FileBackup(self.sandbox, sorted(texts))  # the names beside are new: removed after
+        backup = self._aside()  # the names beside are new: removed after
         try:
-            write_copies(self.sandbox, texts)
+            backup.write(texts)
             for name, (rel, _) in aside.items():  # a rule may read the mode (ruff's EXE001)
                 (self.sandbox / name).chmod((self.sandbox / rel).stat().st_mode & 0o777)
             after = await role.recheck(ctx, sorted(texts))
@@ -399,7 +403,8 @@ class Verifier:
         checkpoint = None
         if run_tests and self.session is not None:
             checkpoint = await self.session.checkpoint()
-        backup = FileBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
+        # The tests run before it is put back: never through a link (verify_aside.py).
+        backup = TreeBackup(self.sandbox, sorted({f for _, files in batch for f in files}))
         results: list[VerifyResult] = []
         judged: list[tuple[Patch, list[str], VerifyResult]] = []
         try:

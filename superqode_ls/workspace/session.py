@@ -240,13 +240,15 @@ class IsolatedSession:
         # Without the barrier it comes first, strictly.
         beside = self.isolation == "sparse" and self.barrier_abi is not None
         if self.isolation == "worktree":
-            # The git section first, before the registration is written; the
-            # walk of the files (20,000 lstat calls on a large repository)
-            # goes on beside the checkout, which writes only the sandbox and
-            # SuperQode's store, and ends before anything of the project runs.
-            fp.start(fp.git_part())
+            # The git section first, before the registration is written (the
+            # build waits for it there), then the walk of the files (20,000
+            # lstat calls on a large repository): both in a thread beside
+            # the reading of the user's state and the checkout, which write
+            # only the sandbox and SuperQode's store; the walk ends before
+            # anything of the project runs.
+            fp.start()
             self._check_abort()  # (an abort's verification joins the walk)
-            build.worktree(pinned_base, overlays)
+            build.worktree(pinned_base, overlays, before_register=fp.wait_git)
             self.reused = build.reused
             fp.join()
             if fp.before is None:

@@ -9,6 +9,7 @@ store and baseline; the session owns what comes out (``reused``, the guard).
 from __future__ import annotations
 
 import fnmatch
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,14 @@ from .paths import store_dir
 from .session_tree import OnTree, SandboxTree
 from .snapshot import copy_tree, list_files
 from .teardown import git_registrations, remove_quietly
+
+
+def _into(box: list, fn: Callable, *args) -> None:
+    """``fn(*args)``'s result, or what it raised, into ``box`` (a thread's)."""
+    try:
+        box.append(fn(*args))
+    except BaseException as e:  # noqa: BLE001 - raised again by the waiting thread
+        box.append(e)
 
 
 def choose_isolation(root: Path, is_git: bool, config: Config, isolation: str | None,
@@ -91,7 +100,16 @@ class SandboxBuilder(OnTree):
         self.tree.store = SnapshotStore(store_dir(self.project), session=self.id)
         self.tree.set_baseline()
 
-    def worktree(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
+    def worktree(self, pinned_base: bool, overlays: dict[str, bytes],
+                 before_register: Callable[[], None] = lambda: None) -> None:
+        """``before_register``: waited for before the sandbox's worktree is
+        registered in the user's git (the fingerprint's git section)."""
+        # The user's configuration, read once (the filters and the seal use
+        # it): one git process, beside the reading of the user's state.
+        listing_box: list = []
+        reader = threading.Thread(target=_into, args=(listing_box, config_listing, self.project),
+                                  daemon=True, name=f"git config {self.id}")
+        reader.start()
         _, cd = wt.user_git_dirs(self.project)
         store = self.tree.store = SnapshotStore(store_dir(self.project), alternates=[cd / "objects"],
                                                 session=self.id)
@@ -103,10 +121,13 @@ class SandboxBuilder(OnTree):
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
             state = wt.UserState(staged_tree=tree, full_tree=tree)
         sealed = wt.SealedGit(self.private / "git")
-        # The user's configuration, read once: the filters and the seal use it.
-        listing = self._config = config_listing(self.project)
+        reader.join()
+        if isinstance(listing_box[0], BaseException):
+            raise listing_box[0]
+        listing = self._config = listing_box[0]
         filters = carry.filter_names(self.project, listing)
         differ = False
+        before_register()
         if self.config.workspace.warm_sandboxes and pool.claim(
                 self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
                 f"superqode session {self.id}"):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..models import Verification
 from .artifacts import atomic_write
+from .errors import WorkspaceError
 from .fingerprint import Fingerprint, files_part, git_part
 from .records import SessionRecord
 from .verification import verify_state
@@ -32,6 +33,8 @@ class SessionFingerprint:
         self.session_id = session_id
         self.before: Fingerprint | None = None
         self.thread: threading.Thread | None = None
+        self._git_ready = threading.Event()  # the git section is taken (or failed)
+        self._git_ok = False
 
     def git_part(self) -> Fingerprint:
         """The git section alone (taken before a worktree is registered)."""
@@ -46,16 +49,34 @@ class SessionFingerprint:
         self.before = fp
 
     def start(self, fp: Fingerprint | None = None) -> None:
-        """:meth:`take` in a thread; joined by :meth:`join` and :meth:`verify`."""
+        """:meth:`take` in a thread; joined by :meth:`join` and :meth:`verify`.
+        Without ``fp`` the thread takes the git section first:
+        :meth:`wait_git` waits for it."""
+        if fp is not None:
+            self._git_ok = True
+            self._git_ready.set()
         self.thread = threading.Thread(target=self._beside, args=(fp,), daemon=True,
                                        name=f"fingerprint {self.session_id}")
         self.thread.start()
 
     def _beside(self, fp: Fingerprint | None) -> None:
         try:
+            if fp is None:
+                fp = self.git_part()
+                self._git_ok = True
+                self._git_ready.set()
             self.take(fp)
         except Exception:  # no fingerprint: unverified, or creation stops
             log.exception("session %s: the fingerprint could not be taken", self.session_id)
+        finally:
+            self._git_ready.set()
+
+    def wait_git(self) -> None:
+        """Return once the git section is taken (a worktree may be registered
+        from then on); raise when it could not be, before anything is."""
+        self._git_ready.wait()
+        if not self._git_ok:
+            raise WorkspaceError("the fingerprint of the project could not be taken")
 
     def join(self) -> None:
         if self.thread is not None:

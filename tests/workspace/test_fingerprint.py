@@ -159,3 +159,50 @@ def test_superqode_registrations_come_and_go_a_users_qe_worktree_is_compared(rep
     run_git(tmp_path / "qe-mine", "add", "new.txt")
     diffs = compare(mid, take_fingerprint(repo))
     assert diffs == ["created: .git/worktrees/qe-mine/index new.txt"], diffs
+
+
+def test_the_git_section_comes_before_the_worktree_is_registered(repo, monkeypatch):
+    """The fingerprint's git section is taken in a thread beside the reading
+    of the user's state; the sandbox's worktree is registered in the user's
+    git only once it is taken, and not at all when it could not be."""
+    from superqode_ls.workspace import pool, session_fingerprint
+    from superqode_ls.workspace import worktree as wt
+    from superqode_ls.workspace.errors import WorkspaceError
+    from superqode_ls.workspace.session import IsolatedSession
+
+    taken = []
+    real_part = session_fingerprint.SessionFingerprint.git_part
+    real_add, real_claim = wt.add_worktree, pool.claim
+
+    def part(self):
+        fp = real_part(self)
+        taken.append("git section")
+        return fp
+
+    def add(*a, **kw):
+        taken.append("registered")
+        return real_add(*a, **kw)
+
+    def claim(*a, **kw):
+        taken.append("claim")
+        return real_claim(*a, **kw)
+
+    monkeypatch.setattr(session_fingerprint.SessionFingerprint, "git_part", part)
+    monkeypatch.setattr(wt, "add_worktree", add)
+    monkeypatch.setattr(pool, "claim", claim)
+    s = IsolatedSession.create_sync(repo)
+    try:
+        assert taken[0] == "git section" and "registered" in taken
+    finally:
+        assert s.close_sync().verified
+
+    def broken(self):
+        raise OSError("no git section")
+
+    monkeypatch.setattr(session_fingerprint.SessionFingerprint, "git_part", broken)
+    before = run_git(repo, "worktree", "list", "--porcelain")
+    taken.clear()
+    with pytest.raises(WorkspaceError, match="fingerprint"):
+        IsolatedSession.create_sync(repo)
+    assert "registered" not in taken and "claim" not in taken
+    assert run_git(repo, "worktree", "list", "--porcelain") == before

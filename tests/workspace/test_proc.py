@@ -133,6 +133,42 @@ def test_session_close_ends_processes_left_in_its_sandbox(make_repo):
     assert psutil.pid_exists(os.getpid())
 
 
+def test_only_the_sessions_own_processes_are_ended(tmp_path):
+    """The /proc scan matches what psutil matched: the session's id as a
+    whole entry of the environment, or a working folder beneath the
+    sandbox; a longer id, another variable holding the id, or a folder
+    beside the sandbox whose name merely begins the same are not ours."""
+    import subprocess
+
+    box = tmp_path / "qe-1"
+    twin = tmp_path / "qe-1x"
+    box.mkdir()
+    twin.mkdir()
+    base = {k: v for k, v in os.environ.items() if k != "SUPERQODE_SESSION_ID"}
+
+    def start(cwd, **env):
+        return subprocess.Popen(["sleep", "60"], cwd=cwd, env={**base, **env}, start_new_session=True)
+
+    ours = [start(box), start(tmp_path, SUPERQODE_SESSION_ID="qe-1")]
+    others = [start(twin), start(tmp_path, SUPERQODE_SESSION_ID="qe-10"),
+              start(tmp_path, OTHER="SUPERQODE_SESSION_ID=qe-1")]
+    try:
+        ended = proc.end_session_processes("qe-1", box)
+        assert sorted(ended) == sorted(p.pid for p in ours)
+        assert [p.wait(5) for p in ours] == [-9, -9]
+        assert [p.poll() for p in others] == [None, None, None]
+        # The same answer as the portable scan, for a session with survivors.
+        me = os.getpid()
+        root = str(twin) + os.sep
+        assert sorted(proc._matching("qe-10", root, me)) == sorted(
+            proc._matching_psutil("qe-10", root, me, None)) == sorted(p.pid for p in others[:2])
+    finally:
+        for p in ours + others:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_no_front_end_setting_is_a_module_global():
     """Priority, CPUs, the asker and the warm bandit travel in the front
     end's Runtime: the modules that use them assign no global."""
