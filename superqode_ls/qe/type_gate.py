@@ -23,9 +23,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..models import Finding, Patch
-from .patching import FileBackup, patch_files, write_copies
+from .patching import patch_files, write_copies
 from .roles._patches import split_lines
 from .roles.base import Role, RoleContext, RoleOutput
+from .verify_aside import TreeBackup, leads_out
 from .verify_copies import merged, pack, read_texts
 
 # Seconds a gate needs at least: below that it is not started (and said).
@@ -94,6 +95,13 @@ async def type_gate(
         if first:
             copies[rel] = merged(lines, list({p.diff: cs for p, cs in first}.values()))
             checked[rel] = list({p.id: p for p, _ in first}.values())
+    for rel in [rel for rel in copies if leads_out(root, rel)]:
+        # The project's tests ran before this: one may have swapped the file
+        # (or its folder) for a link to the user's files, and SuperQode's own
+        # process, which writes the copy, is not behind the barrier.
+        del copies[rel]
+        for p in checked.pop(rel):
+            patches[p.id] = _rejected(p, "its file now leads out of the sandbox")
     if not copies:
         return
     files = sorted(copies)
@@ -105,7 +113,7 @@ async def type_gate(
     before = await check(ctx, files)
     after = None
     if before.status == "ok":
-        backup = FileBackup(root, files)
+        backup = TreeBackup(root, files)  # mypy's plugins are the project's code
         try:
             write_copies(root, copies)
             after = await check(ctx, files)

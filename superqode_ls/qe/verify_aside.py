@@ -33,6 +33,12 @@ def _inside(top: str, path: str) -> bool:
     return (path + os.sep).startswith(top + os.sep)
 
 
+def leads_out(root: Path, rel: str) -> bool:
+    """Whether ``rel`` (its folders or the file itself) now leads out of the
+    tree at ``root``: a write there by path would land outside it."""
+    return not _inside(os.path.realpath(root), os.path.realpath(root / rel))
+
+
 class TreeBackup(FileBackup):
     """``FileBackup`` whose putting back never goes out of the tree: the
     project's tests run between the saving and the putting back, free to

@@ -63,3 +63,42 @@ def test_the_careful_rounds_put_back_nothing_through_a_link(tmp_path):
     assert (user / "app.py").read_bytes() == b"the user's app\n"
     assert not (box / "app.py").is_symlink() and (box / "app.py").read_bytes() == b"sandbox app\n"
     assert (box / "ok.py").read_bytes() == b"sandbox ok\n"
+
+
+def test_the_type_gate_writes_no_copy_through_a_link_out_of_the_sandbox(tmp_path):
+    """The project's tests ran before the type check of the accepted fixes:
+    one swapped the fixed file's folder for a link to the user's copy of it
+    (the same text: the sandbox is a snapshot of the user's tree). The gate's
+    copy is written by SuperQode's own process, outside the barrier: it must
+    not land in the user's file, and that fix is not verified."""
+    import asyncio
+
+    from superqode_ls.models import Patch
+    from superqode_ls.qe.roles.base import RoleOutput
+    from superqode_ls.qe.type_gate import type_gate
+
+    text = b"import os\n\n\ndef f():\n    return 1\n"
+    user = tmp_path / "user repo" / "pkg"
+    user.mkdir(parents=True)
+    (user / "core.py").write_bytes(text)
+    box = tmp_path / "sandbox"
+    (box / "moved").mkdir(parents=True)
+    (box / "moved" / "core.py").write_bytes(text)
+    (box / "pkg").symlink_to(user)
+    diff = ("diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n"
+            "@@ -1,3 +1,1 @@\n-import os\n-\n-\n+\n")
+    patches = {"p1": Patch(id="p1", description="Remove unused import", diff=diff, files=["pkg/core.py"],
+                           role="lint_tester", verified_by="tool", verification="tool-verified only: ruff")}
+    checked: list[list[str]] = []
+
+    async def check(ctx, files):
+        checked.append(list(files))
+        return RoleOutput(status="ok")
+
+    class Role:
+        name = "type_tester"
+
+    asyncio.run(type_gate(patches, ["p1"], box, Role(), None, None, check))
+    assert (user / "core.py").read_bytes() == text
+    assert checked == []
+    assert patches["p1"].verified_by is None and "leads out of the sandbox" in patches["p1"].verification
