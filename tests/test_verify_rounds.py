@@ -115,7 +115,7 @@ def test_a_test_suite_that_cannot_start_is_tried_once(make_repo, monkeypatch):
         "pkg/__init__.py": "",
         # Adjacent unused imports: their fixes overlap, so they take rounds.
         "pkg/calc.py": "import os\nimport sys\nimport json\n\n\ndef add(a, b):\n    return a + b\n",
-        "conftest.py": "import not_a_module_anywhere\n\nnot_a_module_anywhere.setup()\n",
+        "conftest.py": "raise RuntimeError('this conftest is broken')\n",
         "tests/__init__.py": "",
         "tests/test_calc.py": "from pkg.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
     })
@@ -174,10 +174,14 @@ def test_the_suite_probe_loads_conftests_and_imports_no_test(tmp_path):
 
     assert _probe_once(ctx) is None
     assert not (tmp_path / "imported").exists()  # no test module was imported
-    (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
+    (tmp_path / "tests" / "conftest.py").write_text("raise RuntimeError('broken conftest')\n")
     why = _probe_once(ctx)
     assert why is not None and why.startswith("pytest usage or configuration error"), why
     assert not (tmp_path / "imported").exists()
+    # A conftest importing a package the environment lacks: a setup problem, also "cannot start".
+    (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
+    why = _probe_once(ctx)
+    assert why is not None and why.startswith("setup:") and "not_a_module_anywhere" in why, why
 
 
 def test_the_suite_probe_verdict_is_kept_until_what_decides_it_changes(tmp_path, monkeypatch):
@@ -202,7 +206,7 @@ def test_the_suite_probe_verdict_is_kept_until_what_decides_it_changes(tmp_path,
 
     assert _probe_once(ctx) is None and len(starts) == 1
     assert _probe_once(ctx) is None and len(starts) == 1  # kept
-    (tmp_path / "tests" / "conftest.py").write_text("import not_a_module_anywhere\n")
+    (tmp_path / "tests" / "conftest.py").write_text("raise RuntimeError('broken conftest')\n")
     why = _probe_once(ctx)
     assert len(starts) == 2 and why is not None and why.startswith("pytest usage")
     assert _probe_once(ctx) == why and len(starts) == 2  # "cannot start" is kept too

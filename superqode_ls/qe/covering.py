@@ -308,7 +308,10 @@ class SuiteProbe:
                 return broken
         out = await can_start(ctx, folders)
         reason = out.reason or ""
-        broken = reason if out.status == "failed" and reason.startswith(SUITE_BROKEN) else None
+        # Broken: pytest's own error, or a setup problem the role names (a
+        # conftest importing a package the environment lacks).
+        broken = reason if ((out.status == "failed" and reason.startswith(SUITE_BROKEN))
+                            or (out.status == "skipped" and reason.startswith("setup:"))) else None
         # pytest started ("skipped": it collected nothing, as asked) or could
         # not: a verdict. A timeout or an error of ours is not one.
         if k is not None and (out.status in ("ok", "skipped") or broken is not None):
