@@ -319,8 +319,11 @@ def test_cancel_kills_test_processes_and_cleans_scratch(make_repo):
 
     async def go():
         task = asyncio.create_task(MutationTester(workers=1).run(make_ctx(repo)))
-        await wait_for_async(lambda: descendants_running("-m pytest") or task.done(), 120,
-                             "the project's tests to run")
+        # The warm pytest starts through SuperQode's launcher script, the
+        # fresh-process fallback as ``-m pytest``.
+        await wait_for_async(lambda: descendants_running("superqode_launch") or descendants_running("-m pytest")
+                             or task.done(), 120, "the project's tests to run")
+        assert not task.done(), "the run ended before its tests ran: nothing was cancelled"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -404,11 +404,11 @@ def test_a_missing_server_is_said_once_with_the_way_to_fix_it(example_copy: Path
 
 
 def test_the_extension_contributes_every_server_setting_and_the_commands():
-    from superqode_ls.server.settings import Settings
+    from superqode_ls.server.settings import FIELDS
 
     manifest = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
     props = manifest["contributes"]["configuration"]["properties"]
-    for name in Settings.model_fields:
+    for name in sorted(FIELDS):
         prop = props[f"superqode.{name}"]
         assert prop.get("description") or prop.get("markdownDescription"), name
     titles = {f"{c['category']}: {c['title']}" for c in manifest["contributes"]["commands"]}
