@@ -84,8 +84,8 @@ class CopiesAside:
         over: dict[str, str] = {}
         for rel, text in texts.items():
             path = self.root / rel
-            if not _inside(os.path.realpath(self.root), os.path.realpath(path.parent)):
-                continue  # reached through a link out of the tree: never written (its fix keeps its finding)
+            if leads_out(self.root, rel):
+                continue  # through a link out of the tree (a folder or the file): never written (its fix keeps its finding)
             folder = None if self.private is None else self._folder(path.parent)
             if folder is None:
                 over[rel] = text
@@ -97,9 +97,6 @@ class CopiesAside:
             except OSError:
                 over[rel] = text
                 continue
-            if st is not None and stat.S_ISLNK(st.st_mode) and not _inside(
-                    os.path.realpath(self.root), os.path.realpath(path)):
-                continue  # a link out of the tree: likewise never written through
             if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1):
                 over[rel] = text
                 continue
