@@ -16,10 +16,14 @@ problem, counted and named in the role's line, never a finding to act on:
 What stays a finding: an ImportError of the project's own module (a module
 that is not there, a name it does not define), and a connection refused on
 any other port (a local server the suite itself failed to start).
+
+A failing test whose cause is where it ran (``environment_cause``): no
+network in the sandbox, SuperQode's guard, running as root.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,49 @@ _DJANGO = re.compile(
 # 3.10): the pinned packages are older than the interpreter.
 _GONE = re.compile(r"cannot import name '(\w+)' from '([\w.]+)' \(([^)]+)\)")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+# A failure the sandbox explains, not the code: its network is off (no
+# route, no name resolution), so a test that reaches out fails there and
+# passes in the developer's CI. Connection refused is not among them: a
+# local server that did not start is the suite's own problem.
+_NO_NETWORK = re.compile(
+    r"\[Errno (?:101|-2|-3|-5)\]|Network is unreachable|Temporary failure in name resolution|"
+    r"Name or service not known|No address associated with hostname|"
+    r"nodename nor servname provided|getaddrinfo failed")
+# As root, a file made unreadable or unwritable stays readable: a test that
+# expects the permission error fails (its CI runs as a user).
+_AS_ROOT = re.compile(r"DID NOT RAISE <class '(?:PermissionError|OSError)'>")
+
+
+# SuperQode's own guard refused what the test does (writing git's
+# configuration, even of a repository the test made): the sandbox's policy.
+_GUARD = re.compile(r"superqode guard: blocked: ([^\n(]+)")
+
+
+# Markers projects put on the tests that need the network (pip-tools,
+# pytest-socket's users, astropy's ``remote_data``...).
+_NETWORK_MARKERS = {"network", "online", "internet", "needs_network", "requires_network",
+                    "remote_data", "webtest", "requires_internet"}
+
+
+def environment_cause(record: dict[str, Any], root: bool | None = None,
+                      offline: bool = False) -> str | None:
+    """Why a failing test failed because of where it ran, or None.
+    ``offline``: the sandbox had no network."""
+    text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
+    if _NO_NETWORK.search(text):
+        return "the sandbox has no network (the test reaches out)"
+    marked = _NETWORK_MARKERS.intersection(record.get("markers") or ())
+    if offline and marked:
+        return f"the sandbox has no network (the project marks the test `{min(marked)}`)"
+    if m := _GUARD.search(text):
+        return f"SuperQode's guard refused it ({m.group(1).strip()[:120]})"
+    as_root = (os.geteuid() == 0 if hasattr(os, "geteuid") else False) if root is None else root
+    if as_root and _AS_ROOT.search(text):
+        return "it runs as root, for whom file permissions do not apply"
+    return None
+
+
 SERVICES = {5432: "PostgreSQL", 3306: "MySQL", 6379: "Redis", 27017: "MongoDB",
             11211: "memcached", 5672: "RabbitMQ", 9200: "Elasticsearch"}
 _REFUSED = re.compile(r"Connection refused|Errno 111|ECONNREFUSED|actively refused", re.IGNORECASE)
