@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from superqode_ls.qe.roles.unit import environment_cause
+from superqode_ls.qe.roles._unit_env import environment_cause
 from superqode_ls.workspace import namespaces
 from tests.pyenv_helpers import run_unit_cli
 
