@@ -7,6 +7,9 @@ pay for the same things; CPU time (user + system, children included) of the
 measured part only, interpreter start and imports left out. Runs alternate
 (ruff, role, [baseline role]) and the medians are compared.
 
+``--floor`` also times the role making no patch (the findings alone): the
+fixes' diffs and ids are the difference.
+
 ``--baseline REV`` also runs the role of commit REV (its ``superqode_ls``
 from ``git archive``) in the same rounds: before/after under one load; the
 two roles' findings and patches (as JSON) must then be identical, or the
@@ -62,7 +65,10 @@ else:
     got = []
 
     async def go():
-        out = await lint.LintTester().run(ctx)
+        if what == "floor":  # the same run with no patch made: what the fixes cost
+            out = await lint.LintTester()._check(ctx, None, with_patches=False)
+        else:
+            out = await lint.LintTester().run(ctx)
         assert out.status == "ok", out.reason
         got.append(out)  # not returned: asyncio.run's end may repr the main task's result
 
@@ -112,6 +118,8 @@ def main() -> int:
     ap.add_argument("trees", nargs="*", type=Path, help="folders to lint (default: a generated one)")
     ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (median)")
     ap.add_argument("--baseline", metavar="REV", help="also time the role of this commit")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time this checkout's role making no patches (the fixes' share)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-lint-") as tmp:
@@ -120,6 +128,8 @@ def main() -> int:
         scratch.mkdir()
         trees = [t.resolve() for t in args.trees] or [generated(tmpd)]
         sides = {"ruff": ROOT, "role": ROOT}
+        if args.floor:
+            sides["floor"] = ROOT
         if args.baseline:
             base = tmpd / "baseline"
             base.mkdir()
@@ -132,7 +142,8 @@ def main() -> int:
                 order = list(sides) if n % 2 == 0 else ["ruff", *reversed(list(sides)[1:])]
                 for name in order:
                     src = sides[name]
-                    runs[name].append(child(src, "ruff" if name == "ruff" else "role", tree, scratch))
+                    what = name if name in ("ruff", "floor") else "role"
+                    runs[name].append(child(src, what, tree, scratch))
             med = {k: statistics.median(r["cpu"] for r in v) for k, v in runs.items()}
             row = {
                 "tree": str(tree),
@@ -161,6 +172,9 @@ def main() -> int:
     if args.baseline:
         head += f" role at {args.baseline} | x ruff |"
         line += " ---: | ---: |"
+    if args.floor:
+        head += " role, no patches | x ruff |"
+        line += " ---: | ---: |"
     print(head)
     print(line)
     for r in results:
@@ -168,6 +182,8 @@ def main() -> int:
                  f"{r['cpu']['ruff']:.2f}", f"{r['cpu']['role']:.2f}", f"{r['ratio']['role']:.2f}x"]
         if "baseline" in r["cpu"]:
             cells += [f"{r['cpu']['baseline']:.2f}", f"{r['ratio']['baseline']:.2f}x"]
+        if "floor" in r["cpu"]:
+            cells += [f"{r['cpu']['floor']:.2f}", f"{r['ratio']['floor']:.2f}x"]
         print("| " + " | ".join(cells) + " |")
     for r in results:
         print(f"{Path(r['tree']).name}: every round {r['every']}")
