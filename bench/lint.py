@@ -7,8 +7,13 @@ pay for the same things; CPU time (user + system, children included) of the
 measured part only, interpreter start and imports left out. Runs alternate
 (ruff, role, [baseline role]) and the medians are compared.
 
+``--floor`` also times the role making no patch (the findings alone): the
+fixes' diffs and ids are the difference.
+
 ``--baseline REV`` also runs the role of commit REV (its ``superqode_ls``
-from ``git archive``) in the same rounds: before/after under one load.
+from ``git archive``) in the same rounds: before/after under one load; the
+two roles' findings and patches (as JSON) must then be identical, or the
+bench says so and exits 1.
 
     .venv/bin/python bench/lint.py [TREE ...] [--rounds 7] [--baseline REV] [--json]
 
@@ -32,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Run in a child: import the package found first on sys.path, time one thing.
 CHILD = r"""
-import asyncio, json, os, resource, subprocess, sys
+import asyncio, hashlib, json, os, resource, subprocess, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from superqode_ls.config import Config
@@ -51,21 +56,34 @@ if what == "ruff":
     t = cpu()
     out = subprocess.run(cmd, cwd=tree, capture_output=True, check=True).stdout
     used = cpu() - t
-    print(json.dumps({"cpu": used, "findings": len(json.loads(out)), "patches": None}))
+    print(json.dumps({"cpu": used, "findings": len(json.loads(out)), "patches": None, "output": None}))
 else:
     ctx = RoleContext(session_id="qe-20260101-000000-abcdef", project=scratch, sandbox=tree,
                       config=Config(), mode="quick", env=os.environ.copy(),
                       artifacts=Artifacts(scratch, "qe-20260101-000000-abcdef"))
 
+    got = []
+
     async def go():
-        out = await lint.LintTester().run(ctx)
+        if what == "floor":  # the same run with no patch made: what the fixes cost
+            out = await lint.LintTester()._check(ctx, None, with_patches=False)
+        else:
+            out = await lint.LintTester().run(ctx)
         assert out.status == "ok", out.reason
-        return len(out.findings), len(out.patches)
+        got.append(out)  # not returned: asyncio.run's end may repr the main task's result
 
     t = cpu()
-    n, p = asyncio.run(go())
+    asyncio.run(go())
     used = cpu() - t
-    print(json.dumps({"cpu": used, "findings": n, "patches": p}))
+    out = got[0]
+    # What the role gave, as the session serialises it (after the timing):
+    # the sides must agree byte for byte.
+    h = hashlib.sha256(repr((out.status, out.reason, out.tool)).encode())
+    for m in (*out.findings, *out.patches):
+        h.update(m.model_dump_json().encode())
+        h.update(repr(sorted(m.model_fields_set)).encode())
+    print(json.dumps({"cpu": used, "findings": len(out.findings), "patches": len(out.patches),
+                      "output": h.hexdigest()}))
 """
 
 
@@ -100,6 +118,8 @@ def main() -> int:
     ap.add_argument("trees", nargs="*", type=Path, help="folders to lint (default: a generated one)")
     ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (median)")
     ap.add_argument("--baseline", metavar="REV", help="also time the role of this commit")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time this checkout's role making no patches (the fixes' share)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-lint-") as tmp:
@@ -108,6 +128,8 @@ def main() -> int:
         scratch.mkdir()
         trees = [t.resolve() for t in args.trees] or [generated(tmpd)]
         sides = {"ruff": ROOT, "role": ROOT}
+        if args.floor:
+            sides["floor"] = ROOT
         if args.baseline:
             base = tmpd / "baseline"
             base.mkdir()
@@ -120,7 +142,8 @@ def main() -> int:
                 order = list(sides) if n % 2 == 0 else ["ruff", *reversed(list(sides)[1:])]
                 for name in order:
                     src = sides[name]
-                    runs[name].append(child(src, "ruff" if name == "ruff" else "role", tree, scratch))
+                    what = name if name in ("ruff", "floor") else "role"
+                    runs[name].append(child(src, what, tree, scratch))
             med = {k: statistics.median(r["cpu"] for r in v) for k, v in runs.items()}
             row = {
                 "tree": str(tree),
@@ -135,16 +158,22 @@ def main() -> int:
             if "baseline" in runs:
                 row["baseline_findings"] = runs["baseline"][0]["findings"]
                 row["baseline_patches"] = runs["baseline"][0]["patches"]
+                outputs = {r["output"] for k in ("role", "baseline") for r in runs[k]}
+                row["same_output"] = len(outputs) == 1
             results.append(row)
     load = os.getloadavg()
+    same = all(r.get("same_output", True) for r in results)
     if args.json:
         print(json.dumps({"load": load, "results": results}, indent=1))
-        return 0
+        return 0 if same else 1
     print(f"CPU seconds, medians of {args.rounds} alternating rounds; load {load[0]:.1f} at the end")
     head = "| tree | files | findings / patches | ruff | role | x ruff |"
     line = "| --- | ---: | ---: | ---: | ---: | ---: |"
     if args.baseline:
         head += f" role at {args.baseline} | x ruff |"
+        line += " ---: | ---: |"
+    if args.floor:
+        head += " role, no patches | x ruff |"
         line += " ---: | ---: |"
     print(head)
     print(line)
@@ -153,10 +182,15 @@ def main() -> int:
                  f"{r['cpu']['ruff']:.2f}", f"{r['cpu']['role']:.2f}", f"{r['ratio']['role']:.2f}x"]
         if "baseline" in r["cpu"]:
             cells += [f"{r['cpu']['baseline']:.2f}", f"{r['ratio']['baseline']:.2f}x"]
+        if "floor" in r["cpu"]:
+            cells += [f"{r['cpu']['floor']:.2f}", f"{r['ratio']['floor']:.2f}x"]
         print("| " + " | ".join(cells) + " |")
     for r in results:
         print(f"{Path(r['tree']).name}: every round {r['every']}")
-    return 0
+        if "same_output" in r:
+            print(f"{Path(r['tree']).name}: findings and patches "
+                  + ("identical to the baseline's" if r["same_output"] else "DIFFER from the baseline's"))
+    return 0 if all(r.get("same_output", True) for r in results) else 1
 
 
 def _py_files(tree: Path):

@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import configparser
 import io
+import os
 import re
+import stat
+import threading
 import tokenize
 import tomllib
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,20 +133,75 @@ def comment_limit(folder: str | Path, file: str | Path) -> int | None:
     here = Path(file).resolve().parent
     limits: list[int] = []
     while True:
-        if (here / ".flake8").is_file():
-            limits += _ini_limits(here / ".flake8", {"flake8": "flake8"})
-        for name in ("setup.cfg", "tox.ini"):
-            if (here / name).is_file():
-                limits += _ini_limits(here / name, _INI_SECTIONS)
-        for name in (".pylintrc", "pylintrc"):
-            if (here / name).is_file():
-                limits += _ini_limits(here / name, {"format": "pylint"}) or [_COUNTING_DEFAULTS["pylint"]]
-        if (here / "pyproject.toml").is_file():
-            limits += _pyproject_limits(here / "pyproject.toml")
+        limits += FOLDER_LIMITS.limits(here)
         if here == root or root not in here.parents:
             break
         here = here.parent
     return min(limits) if limits else None
+
+
+# The files of one folder that may set a limit, in the order they are read.
+_LIMIT_FILES = (".flake8", "setup.cfg", "tox.ini", ".pylintrc", "pylintrc", "pyproject.toml")
+_Stamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None: not a regular file
+
+
+def _stamp(path: Path) -> _Stamp:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _folder_limits(here: Path, stamps: tuple[_Stamp, ...]) -> list[int]:
+    """The limits the configuration files of ``here`` (those ``stamps``
+    finds) set."""
+    found = dict(zip(_LIMIT_FILES, stamps))
+    limits: list[int] = []
+    if found[".flake8"]:
+        limits += _ini_limits(here / ".flake8", {"flake8": "flake8"})
+    for name in ("setup.cfg", "tox.ini"):
+        if found[name]:
+            limits += _ini_limits(here / name, _INI_SECTIONS)
+    for name in (".pylintrc", "pylintrc"):
+        if found[name]:
+            limits += _ini_limits(here / name, {"format": "pylint"}) or [_COUNTING_DEFAULTS["pylint"]]
+    if found["pyproject.toml"]:
+        limits += _pyproject_limits(here / "pyproject.toml")
+    return limits
+
+
+class FolderLimits:
+    """Each folder's limits, read again only when one of its configuration
+    files changes (its mtime, size or inode) or appears or goes: editors ask
+    for code actions at each cursor move, and parsing setup.cfg, tox.ini and
+    pyproject.toml of every folder up to the root each time was most of that
+    request. The least recently asked folders go past ``bound``."""
+
+    def __init__(self, bound: int = 256):
+        self.bound = bound
+        self._lock = threading.Lock()  # code actions run on worker threads too
+        self._held: OrderedDict[Path, tuple[tuple[_Stamp, ...], list[int]]] = OrderedDict()
+
+    def limits(self, here: Path) -> list[int]:
+        # Stamped before reading: a file changed in between is read new
+        # and stamped old, so the next request reads it again.
+        stamps = tuple(_stamp(here / name) for name in _LIMIT_FILES)
+        with self._lock:
+            held = self._held.get(here)
+            if held is not None and held[0] == stamps:
+                self._held.move_to_end(here)
+                return list(held[1])
+        limits = _folder_limits(here, stamps) if any(stamps) else []
+        with self._lock:
+            self._held[here] = (stamps, limits)
+            self._held.move_to_end(here)
+            while len(self._held) > self.bound:
+                self._held.popitem(last=False)
+        return list(limits)
+
+
+FOLDER_LIMITS = FolderLimits()
 
 
 def comment_slot(lines: list[str], row: int) -> int | None:

@@ -6,13 +6,15 @@ default. The real tools judge the edited files."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from superqode_ls.server.ignore import comment_change, comment_limit, line_change
+from superqode_ls.server import ignore
+from superqode_ls.server.ignore import FolderLimits, comment_change, comment_limit, line_change
 
 BIN = Path(sys.executable).parent
 
@@ -84,6 +86,59 @@ def test_only_checkers_that_count_comments_set_a_limit(tmp_path: Path):
     assert comment_limit(tmp_path, f) == 79  # pycodestyle's default
     (tmp_path / "pkg" / "sub" / "tox.ini").write_text("[pycodestyle\n")
     assert comment_limit(tmp_path, f) == 120  # a broken one is skipped
+
+
+def test_the_limits_are_read_again_only_when_a_config_file_changes(tmp_path: Path, monkeypatch):
+    # Editors ask for code actions at each cursor move: an unchanged
+    # setup.cfg / pyproject.toml is not parsed again; any change is seen.
+    reads: list[str] = []
+    ini, pyproject = ignore._ini_limits, ignore._pyproject_limits
+    monkeypatch.setattr(ignore, "_ini_limits", lambda p, s: reads.append(p.name) or ini(p, s))
+    monkeypatch.setattr(ignore, "_pyproject_limits", lambda p: reads.append(p.name) or pyproject(p))
+    (tmp_path / "pkg").mkdir()
+    f = tmp_path / "pkg" / "m.py"
+    f.write_text("x = 1\n")
+    cfg = tmp_path / "setup.cfg"
+    cfg.write_text("[flake8]\nmax-line-length = 120\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    assert comment_limit(tmp_path, f) == 120
+    assert sorted(reads) == ["pyproject.toml", "setup.cfg"]
+    for _ in range(3):
+        assert comment_limit(tmp_path, f) == 120
+    assert len(reads) == 2  # nothing read again
+    # The same size, a later save (set explicitly: two writes may share a clock tick).
+    cfg.write_text("[flake8]\nmax-line-length = 110\n")
+    st = cfg.stat()
+    os.utime(cfg, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert comment_limit(tmp_path, f) == 110
+    assert reads.count("setup.cfg") == 2  # its folder read once more
+    cfg.write_text("[flake8]\nmax-line-length = 99\n")  # another size
+    assert comment_limit(tmp_path, f) == 99
+    # Replaced by a rename, as editors save: another inode, same size and time.
+    new = tmp_path / "setup.new"
+    new.write_text("[flake8]\nmax-line-length = 98\n")
+    os.utime(new, ns=(cfg.stat().st_atime_ns, cfg.stat().st_mtime_ns))
+    new.replace(cfg)
+    assert comment_limit(tmp_path, f) == 98
+    # A file that appears in a folder on the way, and one that goes.
+    (tmp_path / "pkg" / "tox.ini").write_text("[pycodestyle]\n")
+    assert comment_limit(tmp_path, f) == 79
+    (tmp_path / "pkg" / "tox.ini").unlink()
+    cfg.unlink()
+    assert comment_limit(tmp_path, f) is None
+    (tmp_path / "pyproject.toml").write_text("[tool.black]\n")
+    assert comment_limit(tmp_path, f) == 88
+
+
+def test_the_folder_limits_are_bounded(tmp_path: Path):
+    held = FolderLimits(bound=2)
+    for n in range(5):
+        d = tmp_path / f"d{n}"
+        d.mkdir()
+        (d / "setup.cfg").write_text(f"[flake8]\nmax-line-length = {100 + n}\n")
+        assert held.limits(d) == [100 + n]
+    assert len(held._held) == 2
+    assert held.limits(tmp_path / "d0") == [100]  # gone, read again
 
 
 def test_a_long_line_under_ruff_takes_the_comment_and_ci_stays_quiet(tmp_path: Path):
