@@ -30,8 +30,8 @@ import time
 
 from . import warm_client as wc
 from . import warm_peer
-from .warm_child import ChildRun
 from .ending import end_process
+from .warm_child import ChildRun
 
 # What a run imports (measured on a quick run): imported once, here. Names,
 # not imports: the helper prefetches them, it does not use them.
