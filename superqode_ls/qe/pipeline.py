@@ -384,7 +384,7 @@ class QESession:
         with r.lock:
             patches = kept_patches(noise.findings, r.patches)
         return save_patches(self.request, res, patches, len(noise.findings), artifacts, noise,
-                            stop=lambda: self.control.cancel_requested)
+                            stop=lambda: self.control.cancel_requested, hold=True)
 
 
 def tail_reserve(budget: float) -> float:
