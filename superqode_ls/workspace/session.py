@@ -113,9 +113,8 @@ class IsolatedSession:
         self.guard: GuardInstall | None = None
         self._heartbeat: asyncio.Task | None = None
         self._closed = False
-        # True: close() returns once the user's tree is verified, and the
-        # removal of SuperQode's own leftovers goes on beside the caller's
-        # next steps (a run's report) until wait_leftovers().
+        # True: close() returns once the user's tree is verified; SuperQode's own
+        # leftovers go beside the caller's next steps, until wait_leftovers().
         self.defer_leftovers = False
         self._leftovers: threading.Thread | None = None
         self.lock: Any = None
@@ -408,11 +407,9 @@ class IsolatedSession:
 
     def _remove_leftovers(self, settled: threading.Event | None = None,
                           forget: list[bool] | None = None) -> None:
-        """SuperQode's own folder and snapshot refs of the session (nothing
-        under the project). Deferred (``settled`` given): then, once the
-        verdict is said, the record, the heartbeat and the lock, as
-        close_sync does without deferral; a verification that failed
-        leaves them for recovery, as it does there."""
+        """SuperQode's own folder and snapshot refs of the session. Deferred
+        (``settled`` given): then, once the verdict is said, the record,
+        heartbeat and lock, as a plain close does (kept if it failed)."""
         try:
             _remove_quietly(self.private)
             self._quietly(drop_snapshots, self.project, self.id)
@@ -428,8 +425,7 @@ class IsolatedSession:
         self._quietly(self._release_lock)
 
     def wait_leftovers(self) -> None:
-        """Until the deferred removal (``defer_leftovers``) is done."""
-        if self._leftovers is not None:
+        if self._leftovers is not None:  # (defer_leftovers)
             self._leftovers.join()
 
     def _note_state(self, state: str) -> None:
