@@ -56,3 +56,26 @@ def test_patch_files_are_written_beside_the_revert_and_all_listed(make_repo, mon
     saved = json.loads(Path(report.artifacts["json"]).read_text())
     assert saved["verification"]["verified"] and len(saved["patches"]) == len(patches)
 
+
+
+def test_a_run_rewrites_the_manifest_once(make_repo, monkeypatch):
+    """The manifest grows with every run kept and is rewritten whole: the
+    patch files (written beside the revert) and the reports are listed in
+    one update, not one each."""
+    from superqode_ls.workspace import artifacts
+
+    repo = make_repo({"app.py": APP, "b.py": "y = 1  # PLANTED\n"})
+    _run(repo)  # a run before: the manifest has entries to carry
+    updates: list[int] = []
+    real = artifacts.update_manifest
+
+    def counting(root, *entries):
+        updates.append(len(entries))
+        return real(root, *entries)
+
+    monkeypatch.setattr(artifacts, "update_manifest", counting)
+    report, listed = _run(repo)
+    patches = [k for k in report.artifacts if k.startswith("patch:")]
+    assert patches
+    assert updates == [len(listed)] and len(listed) == len(patches) + 2  # + the JSON and Markdown
+    assert sorted(a["kind"] for a in listed).count("patch") == len(patches)

@@ -181,6 +181,18 @@ def _log_to_file() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``superqe`` command. Without ``argv`` it is the process's entry
+    point (the console script, ``python -m superqode_ls``) and ends the
+    process itself (ending.py); with it, it returns the exit code."""
+    code = _command(argv)
+    if argv is None:
+        from .ending import end_process
+
+        end_process(code)
+    return code
+
+
+def _command(argv: list[str] | None) -> int:
     # A warm helper that is up runs the command (same code, same output);
     # None: it is not up or may not be used, and the command runs here.
     from .warm_client import handoff

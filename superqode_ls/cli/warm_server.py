@@ -30,6 +30,7 @@ import time
 
 from . import warm_client as wc
 from . import warm_peer
+from .ending import end_process
 from .warm_child import ChildRun
 
 # What a run imports (measured on a quick run): imported once, here. Names,
@@ -476,7 +477,7 @@ def warm_up() -> None:
 
 def serve(idle_s: float, ready_fd: int | None = None) -> int:
     """Run the helper until idle, stopped or its code changed. In a forked
-    child this returns the run's exit code instead."""
+    child this runs the command and ends the process with its exit code."""
     wc.IN_HELPER = True
     me = os.getpid()
     child = None
@@ -506,7 +507,8 @@ def serve(idle_s: float, ready_fd: int | None = None) -> int:
             helper._stop_listening()
             log("down")
     if child is not None:
-        return child()
+        # The run is done: its client hears of it when this process ends.
+        end_process(child())
     return 0
 
 

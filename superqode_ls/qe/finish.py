@@ -136,16 +136,19 @@ class PatchFiles:
 
     paths: dict[str, str] = field(default_factory=dict)
     cancelled: bool = False
+    # Their manifest entries, when written with ``hold``: save_report lists them.
+    entries: list[dict[str, Any]] = field(default_factory=list)
 
 
 def save_patches(
     request: QERequest, res: Resolved, patches: list[Patch], n_findings: int, artifacts: Artifacts,
-    noise: NoiseResult | None, stop: Callable[[], bool] = lambda: False,
+    noise: NoiseResult | None, stop: Callable[[], bool] = lambda: False, hold: bool = False,
 ) -> PatchFiles:
     """The first half of ``save_report``: a file per patch, the baseline and
     the seals. Nothing of it depends on the revert's verdict, so the
     pipeline writes it while the revert runs. ``patches``: the report's
-    (``kept_patches``); ``n_findings``: how many findings it has."""
+    (``kept_patches``); ``n_findings``: how many findings it has. ``hold``:
+    the manifest entries stay in the result, for save_report to list."""
     artifacts.prepare()
     out = PatchFiles()
     # A file per fix the verifier tried (and per suppression); the thousands
@@ -159,7 +162,7 @@ def save_patches(
     files = [p for p in patches if not (p.verification or "").startswith(OVER_CAP)
              and (small or p.kind == "suppression" or _tried(p))]
     order = sorted(files, key=lambda p: (not p.verified, p.kind != "fix"))
-    with artifacts.batch():
+    with artifacts.batch(held=out.entries if hold else None):
         for n, p in enumerate(order):
             if n % 64 == 0 and stop():
                 out.cancelled = True
@@ -193,6 +196,7 @@ def save_report(
         if written is None:
             written = save_patches(request, res, report.patches, len(report.findings), artifacts,
                                    noise, stop)
+        artifacts.list_with(written.entries)
         report.artifacts.update(written.paths)
         if written.cancelled:
             report.cancelled = True

@@ -160,6 +160,10 @@ class QESession:
         lap = self._lap("start", t0)
         try:
             sandbox_session = await self._create_sandbox(res)
+            # SuperQode's own leftovers of the session (its private folder,
+            # its snapshot refs) are removed while the report is made and
+            # written; waited for before the session is said complete.
+            sandbox_session.defer_leftovers = True
         except CreationAborted as e:
             aborted = e  # nothing to revert: its verification is all there is
         lap = self._lap("sandbox", lap)
@@ -235,6 +239,8 @@ class QESession:
                 await asyncio.to_thread(self._save, res, report, artifacts, noise, written)
         except OSError as e:  # a full disk or a read-only project: say so, keep the report in memory
             failure = failure or f"cannot write the artifacts: {e}"
+        if sandbox_session is not None:
+            await asyncio.to_thread(sandbox_session.wait_leftovers)
         self._lap("save", lap)  # after the JSON was written: in memory and --timings only
         report.timings.update(self._timings, total=round(time.monotonic() - t0, 3))
         self.report = report
@@ -378,7 +384,7 @@ class QESession:
         with r.lock:
             patches = kept_patches(noise.findings, r.patches)
         return save_patches(self.request, res, patches, len(noise.findings), artifacts, noise,
-                            stop=lambda: self.control.cancel_requested)
+                            stop=lambda: self.control.cancel_requested, hold=True)
 
 
 def tail_reserve(budget: float) -> float:

@@ -160,10 +160,13 @@ class Artifacts:
         self._pending: list[dict[str, Any]] | None = None
 
     @contextmanager
-    def batch(self) -> Iterator[Artifacts]:
+    def batch(self, held: list[dict[str, Any]] | None = None) -> Iterator[Artifacts]:
         """Record everything written inside the block in ONE manifest update:
         the manifest is rewritten whole each time, so thousands of patches
-        written one by one cost quadratic time."""
+        written one by one cost quadratic time. ``held`` (an outermost
+        batch): its entries go into that list instead, for a later batch to
+        list with its own (``list_with``): the manifest, which every run
+        kept makes longer, is read and rewritten once for both."""
         outer = self._pending is not None
         if not outer:
             self._pending = []
@@ -172,8 +175,18 @@ class Artifacts:
         finally:
             if not outer:
                 pending, self._pending = self._pending or [], None
-                if pending:
+                if held is not None:
+                    held.extend(pending)
+                elif pending:
                     update_manifest(self.root, *pending)
+
+    def list_with(self, entries: list[dict[str, Any]]) -> None:
+        """Entries a batch held (``batch(held=...)``): listed with this batch's."""
+        if self._pending is None:
+            if entries:
+                update_manifest(self.root, *entries)
+        else:
+            self._pending.extend(entries)
 
     def prepare(self) -> Artifacts:
         ensure_superqode_dir(self.project)

@@ -210,12 +210,18 @@ def take_fingerprint(root: Path, own: list[str] | None = None) -> Fingerprint:
 
 def fingerprint_with_proof(root: Path, own: list[str] | None = None) -> tuple[Fingerprint, list[str]]:
     """The fingerprint and :func:`proof_of_objects` of the state it records.
-    The object check (one git process, tens of ms on a large index) runs
-    while the files are walked, so a session's end waits for the longer of
-    the two, not both."""
-    fp = git_part(root, own)
+    The git section and then the object check (git processes, tens of ms
+    each on a loaded machine) run while the files are walked, so a session's
+    end waits for the longer of the two, not their sum. (Nothing of the
+    session runs any more: the order of the reads changes nothing.)"""
+    fp = _empty(root, own)
+
+    def git_then_proof() -> list[str]:
+        _fill_git(fp)
+        return proof_of_objects(fp)
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        proof = pool.submit(proof_of_objects, fp)
+        proof = pool.submit(git_then_proof)
         files_part(fp)
         return fp, proof.result()
 
@@ -224,14 +230,22 @@ def git_part(root: Path, own: list[str] | None) -> Fingerprint:
     """The git section alone (``files`` empty): taken before a session
     registers its worktree, while :func:`files_part` may walk the tree beside
     the sandbox's checkout, which writes nothing under the project."""
-    root = Path(root).resolve()
-    fp = Fingerprint(root=str(root), own=list(own or [OWN]))
+    fp = _empty(root, own)
+    _fill_git(fp)
+    return fp
+
+
+def _empty(root: Path, own: list[str] | None) -> Fingerprint:
+    return Fingerprint(root=str(Path(root).resolve()), own=list(own or [OWN]))
+
+
+def _fill_git(fp: Fingerprint) -> None:
+    root = Path(fp.root)
     dirs = _git_dirs(root)
     if dirs is not None:
         gd, cd = dirs
         fp.common_dir = str(cd)
         fp.git = git_state(root, gd, cd, working_root())
-    return fp
 
 
 def files_part(fp: Fingerprint) -> None:

@@ -113,6 +113,10 @@ class IsolatedSession:
         self.guard: GuardInstall | None = None
         self._heartbeat: asyncio.Task | None = None
         self._closed = False
+        # True: close() returns once the user's tree is verified; SuperQode's own
+        # leftovers go beside the caller's next steps, until wait_leftovers().
+        self.defer_leftovers = False
+        self._leftovers: threading.Thread | None = None
         self.lock: Any = None
         # The Landlock ABI every process of the session runs under; None: no
         # kernel barrier here, the guard is all there is (say so).
@@ -367,28 +371,62 @@ class IsolatedSession:
 
         walk = threading.Thread(target=verify, daemon=True, name=f"verify {self.id}")
         walk.start()
+        settled = threading.Event()  # the verdict is known (and said): the record may go
+        forget: list[bool] = []
         try:
-            # A fingerprint still being taken writes into the private folder;
-            # removed under it, the folder would be left behind.
-            self.fingerprint.join()
+            try:
+                # A fingerprint still being taken writes into the private folder;
+                # removed under it, the folder would be left behind.
+                self.fingerprint.join()
+                if self.defer_leftovers:
+                    # Not a daemon: a process ending meanwhile waits for it.
+                    self._leftovers = threading.Thread(
+                        target=self._remove_leftovers, args=(settled, forget),
+                        name=f"leftovers {self.id}")
+                    self._leftovers.start()
+                else:
+                    self._remove_leftovers()
+            finally:
+                walk.join()
+            if isinstance(verdict[0], BaseException):
+                raise verdict[0]  # the record stays: recovery verifies again
+            self.verification = verdict[0]
+            if self.removal_problem:
+                self.verification = self.verification.model_copy(update={
+                    "verified": False,
+                    "differences": [self.removal_problem, *self.verification.differences]})
+            self.bus.emit("workspace.reverted", verified=self.verification.verified,
+                          differences=self.verification.differences[:50],
+                          outside_changes=self.verification.outside_changes[:50], parked=parked)
+            forget.append(True)
+        finally:
+            settled.set()
+        if self._leftovers is None:
+            self._forget()
+        return self.verification
+
+    def _remove_leftovers(self, settled: threading.Event | None = None,
+                          forget: list[bool] | None = None) -> None:
+        """SuperQode's own folder and snapshot refs of the session. Deferred
+        (``settled`` given): then, once the verdict is said, the record,
+        heartbeat and lock, as a plain close does (kept if it failed)."""
+        try:
             _remove_quietly(self.private)
             self._quietly(drop_snapshots, self.project, self.id)
         finally:
-            walk.join()
-        if isinstance(verdict[0], BaseException):
-            raise verdict[0]
-        self.verification = verdict[0]
-        if self.removal_problem:
-            self.verification = self.verification.model_copy(update={
-                "verified": False,
-                "differences": [self.removal_problem, *self.verification.differences]})
-        self.bus.emit("workspace.reverted", verified=self.verification.verified,
-                      differences=self.verification.differences[:50],
-                      outside_changes=self.verification.outside_changes[:50], parked=parked)
+            if settled is not None:
+                settled.wait()
+                if forget:
+                    self._forget()
+
+    def _forget(self) -> None:
         self._quietly(self.paths.record.unlink, missing_ok=True)
         self._quietly(self.paths.heartbeat.unlink, missing_ok=True)
         self._quietly(self._release_lock)
-        return self.verification
+
+    def wait_leftovers(self) -> None:
+        if self._leftovers is not None:  # (defer_leftovers)
+            self._leftovers.join()
 
     def _note_state(self, state: str) -> None:
         if self.record is not None:
