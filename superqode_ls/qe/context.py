@@ -23,6 +23,10 @@ worth acting on whatever the tool's confidence.
   that a protocol mandates (RFC 6455's SHA-1, HOTP/TOTP, git object ids);
 - a password in an example file or a CI job's test database, a weak hash
   that only makes a rate-limit or cache key (``qe/noise_rules.py``);
+- a weak hash of fresh randomness or as an HMAC's digest, a module-level
+  ``x = x`` re-export, a mutable default only read, debug on in a
+  development configuration whose production one has it off, newer syntax
+  in a development script (``qe/noise_idioms.py``);
 - ``pickle``/``marshal`` loads (B301/B302) of a cache the module writes
   itself; "pass" the verb in a name bandit took for a password;
 - deliberate re-exports (PLC0414 ``import y as y``, F401 in an
@@ -52,6 +56,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .lazy_annotations import LazyAnnotations
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
+from .noise_idioms import IDIOM_RULES, idiom_noise
 from .noise_rules import (ci_test_database, cli_argument_code, dev_settings_key,
                           example_placeholder, identifier_hash, reraise_helper, self_reread,
                           unused_import_redefined, unused_imports)
@@ -462,5 +467,9 @@ def apply_context(
                 f = mark_noise(f, why, Severity.info)
             elif scopes is not None and (why := identifier_hash(scopes, f.range.start_line)):
                 f = mark_noise(f, why, Severity.low)
+        if rule in IDIOM_RULES and f.noise is None and f.file and (hit := idiom_noise(
+                f, rule, modules.scopes(f.file) if modules and f.file.endswith(".py") else None,
+                lines)):
+            f = mark_noise(f, *hit)
         out.append(f)
     return out

@@ -1,0 +1,236 @@
+"""Noise rules judged on web apps and libraries none of the other rules were
+tuned on (a Flask RealWorld app, a forms library, a one-file web
+framework): each rule with the finding that must become noise and the
+neighbour that must stay worth acting on, on real files and real bandit /
+ruff / pattern output."""
+
+from __future__ import annotations
+
+import pytest
+
+from superqode_ls.models import Finding, Range, Severity
+from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.roles.base import tool_path
+from superqode_ls.qe.roles.lint import LintTester
+from superqode_ls.qe.roles.security import SecurityTester
+from tests.role_helpers import make_ctx, run_role
+
+needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
+needs_ruff = pytest.mark.skipif(tool_path("ruff") is None, reason="ruff not installed")
+
+
+def _filtered(repo, findings):
+    return filter_findings(findings, read_line=FileLines(repo), threshold=0.7).findings
+
+
+def _at(findings, file, line, rule):
+    hits = [f for f in findings if f.file == file and f.range and f.range.start_line == line
+            and (f.rule_id == rule or rule in f.related_rules)]
+    assert hits, (file, line, rule, [(f.file, f.range and f.range.start_line, f.rule_id)
+                                     for f in findings])
+    return hits
+
+
+def _noise(findings, file, line, rule, why):
+    for f in _at(findings, file, line, rule):
+        assert f.noise and why in f.noise, f.noise
+        assert f.severity.rank <= Severity.low.rank
+
+
+def _kept(findings, file, line, rule, at_least=Severity.medium):
+    for f in _at(findings, file, line, rule):
+        assert f.noise is None, f.noise
+        assert f.severity.at_least(at_least), f.severity
+
+
+HASHES = """import hashlib
+import hmac
+import os
+import uuid
+from hashlib import sha1
+
+
+def new_csrf(session):
+    session["csrf"] = sha1(os.urandom(64)).hexdigest()
+
+
+def new_nonce():
+    return hashlib.md5(str(uuid.uuid4()).encode()).hexdigest()
+
+
+def hash_password(password):
+    return hashlib.sha1(password.encode()).hexdigest()
+
+
+def salted(user_id):
+    return hashlib.sha1(os.urandom(8) + user_id.encode()).hexdigest()
+
+
+def _lazy_sha1(string=b""):
+    return hashlib.sha1(string)
+
+
+class Signer:
+    digest_method = staticmethod(_lazy_sha1)
+
+
+def _lazy_md5(string=b""):
+    return hashlib.md5(string)
+
+
+class OldSigner:
+    digest_method = staticmethod(_lazy_md5)
+
+
+def _sha1_too(data=b""):
+    return hashlib.sha1(data)
+
+
+def sign(key, msg):
+    return hmac.new(key, msg, _sha1_too).hexdigest(), _sha1_too(msg).hexdigest()
+"""
+
+
+@needs_bandit
+def test_a_weak_hash_of_randomness_or_as_an_hmac_digest_is_noise_others_stay(make_repo):
+    repo = make_repo({"app/crypto.py": HASHES})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    _noise(found, "app/crypto.py", 9, "B324", "randomness")  # sha1(os.urandom(64))
+    _noise(found, "app/crypto.py", 13, "B324", "randomness")  # md5(str(uuid4()))
+    _noise(found, "app/crypto.py", 25, "B324", "HMAC")  # digest_method = staticmethod(f)
+    _kept(found, "app/crypto.py", 17, "B324", Severity.high)  # a password
+    _kept(found, "app/crypto.py", 21, "B324")  # randomness and a user id
+    _kept(found, "app/crypto.py", 33, "B324")  # MD5, even as an HMAC's digest
+    _kept(found, "app/crypto.py", 41, "B324")  # also called for a hash of its own
+
+
+LINT_CONFIG = '[tool.ruff.lint]\nselect = ["B006", "PLW0127"]\n'
+
+DEFAULTS = """from sqlalchemy.orm import relationship
+
+relationship = relationship
+
+
+def prepare(env, filters=None, globals={}, **kwargs):
+    if globals:
+        env.globals.update(globals)
+    for k in globals:
+        print(k, globals[k], globals.get(k))
+    return len(globals)
+
+
+def remember(item, seen=[]):
+    seen.append(item)
+    return seen
+
+
+def hand_out(options={}):
+    return options
+
+
+def helper():
+    value = 1
+    value = value
+    return value
+"""
+
+
+@needs_ruff
+def test_a_default_only_read_and_a_module_reexport_are_noise_mutation_stays(make_repo):
+    repo = make_repo({"pyproject.toml": LINT_CONFIG, "lib/db.py": DEFAULTS})
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    _noise(found, "lib/db.py", 3, "PLW0127", "re-exports")
+    _noise(found, "lib/db.py", 6, "B006", "only read")
+    _kept(found, "lib/db.py", 14, "B006", Severity.low)  # appended to: the classic bug
+    _kept(found, "lib/db.py", 19, "B006", Severity.low)  # returned: callers may change it
+    _kept(found, "lib/db.py", 25, "PLW0127", Severity.low)  # a local self-assignment
+
+
+FLASK_SETTINGS = """import os
+
+
+class Config(object):
+    SECRET_KEY = os.environ.get('APP_SECRET', 'secret-key')
+
+
+class ProdConfig(Config):
+    DEBUG = False
+
+
+class DevConfig(Config):
+    DEBUG = True
+
+
+class TestConfig(Config):
+    TESTING = True
+    DEBUG = True
+"""
+
+LEAKY_SETTINGS = """class Config:
+    DEBUG = True
+
+
+class DevConfig(Config):
+    DEBUG = True
+
+
+class ProductionConfig(Config):
+    SECRET_KEY = None
+"""
+
+
+def test_debug_on_in_a_dev_config_is_noise_when_production_has_it_off(make_repo):
+    repo = make_repo({"conduit/settings.py": FLASK_SETTINGS, "other/settings.py": LEAKY_SETTINGS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    _noise(found, "conduit/settings.py", 13, "debug-mode", "development or test")
+    _noise(found, "conduit/settings.py", 18, "debug-mode", "development or test")
+    # the production class inherits debug on: both stay
+    _kept(found, "other/settings.py", 2, "debug-mode")
+    _kept(found, "other/settings.py", 6, "debug-mode")
+
+
+def _debug_finding(file: str) -> Finding:
+    return Finding(role="security_tester", tool="superqode-patterns", rule_id="debug-mode",
+                   title="Debug mode on in the settings", message="DEBUG = True",
+                   severity=Severity.medium, confidence=0.9, category="security", file=file,
+                   range=Range(start_line=1, start_col=1, end_line=1, end_col=13))
+
+
+def test_debug_in_django_dev_settings_is_noise_unless_production_turns_it_on(tmp_path):
+    good = tmp_path / "site/settings"
+    good.mkdir(parents=True)
+    (good / "dev.py").write_text("DEBUG = True\n")
+    (good / "base.py").write_text("DEBUG = False\n")
+    (good / "production.py").write_text("from .base import *\nALLOWED_HOSTS = ['x']\n")
+    bad = tmp_path / "leak/settings"
+    bad.mkdir(parents=True)
+    (bad / "local.py").write_text("DEBUG = True\n")
+    (bad / "base.py").write_text("DEBUG = True\n")
+    (bad / "production.py").write_text("from .base import *\n")
+    (tmp_path / "solo").mkdir()
+    (tmp_path / "solo/settings.py").write_text("DEBUG = True\n")
+    out = {f.file: f for f in _filtered(tmp_path, [
+        _debug_finding(p) for p in ("site/settings/dev.py", "leak/settings/local.py",
+                                    "solo/settings.py")])}
+    assert out["site/settings/dev.py"].noise and "production settings" in out[
+        "site/settings/dev.py"].noise
+    assert out["leak/settings/local.py"].noise is None
+    assert out["solo/settings.py"].noise is None
+    assert out["solo/settings.py"].severity is Severity.medium
+
+
+WALRUS = "import os\n\nif cmd := os.getenv('CMD'):\n    print(cmd)\n"
+
+
+@needs_ruff
+def test_newer_syntax_in_a_dev_script_is_noise_in_the_package_it_stays(make_repo):
+    # httpie's extras/profiling/benchmarks.py: a walrus in a project for 3.7.
+    repo = make_repo({
+        "pyproject.toml": ('[project]\nname = "pkg"\nversion = "1"\nrequires-python = ">=3.7"\n'
+                           '[tool.ruff]\ntarget-version = "py37"\n'),
+        "extras/profiling/bench.py": WALRUS,
+        "pkg/__init__.py": "", "pkg/cli.py": WALRUS,
+    })
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    _noise(found, "extras/profiling/bench.py", 3, "invalid-syntax", "development script")
+    _kept(found, "pkg/cli.py", 3, "invalid-syntax", Severity.high)
