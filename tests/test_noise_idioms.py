@@ -234,3 +234,32 @@ def test_newer_syntax_in_a_dev_script_is_noise_in_the_package_it_stays(make_repo
     found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
     _noise(found, "extras/profiling/bench.py", 3, "invalid-syntax", "development script")
     _kept(found, "pkg/cli.py", 3, "invalid-syntax", Severity.high)
+
+
+TAGS = """from markupsafe import Markup
+
+
+class TagMarkup:
+    def to_json(self, value):
+        return str(value.__html__())
+
+    def to_python(self, value):
+        return Markup(value)
+
+
+class TagText:
+    def to_json(self, value):
+        return str(value)
+
+    def to_python(self, value):
+        return Markup(value)
+"""
+
+
+@needs_bandit
+def test_markup_restoring_what_html_serialised_is_noise_markup_of_plain_text_stays(make_repo):
+    # flask's json/tag.py: the session serialiser's tag for Markup.
+    repo = make_repo({"app/tag.py": TAGS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    _noise(found, "app/tag.py", 9, "B704", "round trip")
+    _kept(found, "app/tag.py", 17, "B704")

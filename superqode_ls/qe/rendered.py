@@ -11,7 +11,10 @@ noise, saying which):
   whose every return is such text; a literal is safe too;
 - the call is a template engine's own escaping: inside ``if ...autoescape``
   (the engine marks what its autoescaping produced), in an ``__html__``
-  method (the object renders itself), or in the engine's own package.
+  method (the object renders itself), or in the engine's own package;
+- ``return Markup(value)`` in a method of a class whose other method
+  serialised ``value`` from an object's ``__html__()`` (flask's session tag
+  for Markup): a round trip of HTML already marked safe.
 
 Text from a parameter, request data or anything this module cannot follow
 keeps the finding (it is only marked on proof).
@@ -97,6 +100,9 @@ def _why(scopes: Scopes, call: ast.Call) -> str | None:
         return "an __html__ method: the object renders itself as HTML"
     if _under_autoescape(scopes, call):
         return "the template engine marks what its autoescaping produced"
+    if _html_round_trip(scopes, call):
+        return ("it restores text its own class serialised from an object's __html__() "
+                "(a round trip of HTML already marked safe)")
     if call.args and _safe(scopes, call.args[0], scope, _DEPTH):
         return "the text is already escaped or rendered (an escape or render call, or a literal)"
     return None
@@ -115,6 +121,28 @@ def _under_autoescape(scopes: Scopes, node: ast.AST) -> bool:
         if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return False
         child, up = up, scopes.parent.get(up)
+    return False
+
+
+def _html_round_trip(scopes: Scopes, call: ast.Call) -> bool:
+    """``return Markup(value)`` in a method whose class has another method
+    returning ``value.__html__()`` (flask's session tag for Markup: the
+    serialiser writes what ``__html__`` gave, the loader marks it again)."""
+    scope = scopes.function_of(call)
+    cls = scopes.class_of(call)
+    if cls is None or not isinstance(scopes.parent.get(call), ast.Return) or not (
+            call.args and isinstance(call.args[0], ast.Name) and isinstance(
+            scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and call.args[0].id in {a.arg for a in scope.args.args}):
+        return False
+    for method in cls.body:
+        if method is scope or not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Return) and node.value is not None and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "__html__" for n in ast.walk(node.value)):
+                return True
     return False
 
 
