@@ -263,3 +263,20 @@ def test_markup_restoring_what_html_serialised_is_noise_markup_of_plain_text_sta
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
     _noise(found, "app/tag.py", 9, "B704", "round trip")
     _kept(found, "app/tag.py", 17, "B704")
+
+
+HOSTS = """ALLOWED_HOSTS = ["localhost", "0.0.0.0", "127.0.0.1"]
+CSRF_TRUSTED_ORIGINS = ("0.0.0.0",)
+LISTEN = ["0.0.0.0", "::"]
+"""
+
+
+@needs_bandit
+def test_all_interfaces_in_allowed_hosts_is_noise_a_listen_list_stays(make_repo):
+    # djangox's settings: ALLOWED_HOSTS is checked against the Host header.
+    repo = make_repo({"site/settings.py": HOSTS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    for line in (1, 2):
+        assert all(f.noise and "compared" in f.noise for f in _at(found, "site/settings.py",
+                                                                   line, "B104"))
+    _kept(found, "site/settings.py", 3, "B104")

@@ -14,8 +14,9 @@ worth acting on whatever the tool's confidence.
   code generation, low noise; code from a parameter, input, argv, the
   environment, request data or a file stays;
 - an all-interfaces address (B104) that is only compared against
-  (``if host == "0.0.0.0":``) or only shown (a log line, also through the
-  name it is assigned to), never bound: info noise;
+  (``if host == "0.0.0.0":``, an item of ``ALLOWED_HOSTS``) or only shown
+  (a log line, also through the name it is assigned to), never bound: info
+  noise;
 - ``Markup(...)`` (B704) on escaped or rendered text, or in a template
   engine's own escaping (``qe/rendered.py``): low noise;
 - a weak hash (B324) whose output is a cache or lookup key, an ETag or a
@@ -199,6 +200,12 @@ _DISPLAY_CALLS = frozenset({"print", "echo", "secho", "style", "info", "debug", 
                             "warn", "error", "critical", "exception", "log"})
 
 
+# Settings that list the hosts or origins a request may name (Django's
+# ALLOWED_HOSTS, INTERNAL_IPS, CSRF_TRUSTED_ORIGINS, django-cors-headers'
+# lists): the framework compares each request against them, it binds nothing.
+_ALLOW_LIST = re.compile(r"(?i)allowed_hosts|internal_ips|trusted_origins|cors_\w*(origin|host)")
+
+
 def _not_bound(scopes: Scopes, line: int) -> str | None:
     """Why no all-interfaces address on ``line`` is bound: each is only
     compared against (``host == "0.0.0.0"``) or only shown (a log line, a
@@ -227,6 +234,9 @@ def _use(scopes: Scopes, node: ast.AST, follow: bool = True) -> str:
         node, up = up, scopes.parent.get(up)
     if isinstance(up, ast.Compare):
         return "compared"
+    if (isinstance(up, ast.Assign) and isinstance(node, (ast.List, ast.Tuple, ast.Set))
+            and any(_ALLOW_LIST.search(ast.unparse(t)) for t in up.targets)):
+        return "compared"  # requests' Host or Origin is checked against the list
     if isinstance(up, ast.Call) and node in up.args and _display_call(up):
         return "shown"
     if (follow and isinstance(up, ast.Assign) and len(up.targets) == 1
