@@ -132,6 +132,11 @@ def helper():
     value = 1
     value = value
     return value
+
+
+def nested(key, table={"a": []}):
+    table[key].append(1)
+    return len(table)
 """
 
 
@@ -144,6 +149,7 @@ def test_a_default_only_read_and_a_module_reexport_are_noise_mutation_stays(make
     _kept(found, "lib/db.py", 14, "B006", Severity.low)  # appended to: the classic bug
     _kept(found, "lib/db.py", 19, "B006", Severity.low)  # returned: callers may change it
     _kept(found, "lib/db.py", 25, "PLW0127", Severity.low)  # a local self-assignment
+    _kept(found, "lib/db.py", 29, "B006", Severity.low)  # a list inside it is changed
 
 
 FLASK_SETTINGS = """import os

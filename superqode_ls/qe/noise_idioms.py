@@ -12,9 +12,9 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
 - a module-level ``name = name`` (PLW0127) of an imported name: the
   re-export idiom (it marks the import used); inside a function, or of a
   name no import binds, it stays;
-- a mutable default (B006) the function only reads (iterates, tests,
-  subscripts, unpacks, passes to ``len``/``dict``/``x.update(...)``):
-  nothing can change the shared object. A default that is mutated,
+- a mutable default (B006), empty or of constants only, that the function
+  only reads (iterates, tests, subscripts, unpacks, passes to
+  ``len``/``dict``/``x.update(...)``): nothing can change the shared object. A default that is mutated,
   returned, stored or passed anywhere else stays;
 - ``DEBUG = True`` (``debug-mode``) in a development or test
   configuration: a config class named for it (``DevConfig``, ``TestingConfig``)
@@ -234,7 +234,7 @@ def default_only_read(scopes: Scopes, line: int, col: int) -> str | None:
                   if d is not None]
         for arg, default in pairs:
             if default.lineno == line and default.col_offset <= col <= (
-                    default.end_col_offset or default.col_offset):
+                    default.end_col_offset or default.col_offset) and _flat(default):
                 uses = [n for stmt in func.body for n in ast.walk(stmt)
                         if isinstance(n, ast.Name) and n.id == arg.arg]
                 if all(_reads(scopes, u) for u in uses):
@@ -242,6 +242,21 @@ def default_only_read(scopes: Scopes, line: int, col: int) -> str | None:
                             "returned or stored: no call can see another's changes")
                 return None
     return None
+
+
+def _flat(default: ast.AST) -> bool:
+    """An empty or constant-only ``[]``/``{}``/``set()``: no object inside it
+    that a read (``d["k"]``, ``d.get("k")``) could hand out to be changed."""
+    if isinstance(default, ast.Call):
+        return isinstance(default.func, ast.Name) and default.func.id in (
+            "list", "dict", "set") and not default.args and not default.keywords
+    if isinstance(default, ast.Dict):
+        items = [*default.keys, *default.values]
+    elif isinstance(default, (ast.List, ast.Set)):
+        items = list(default.elts)
+    else:
+        return False
+    return all(isinstance(i, ast.Constant) for i in items)
 
 
 def _reads(scopes: Scopes, use: ast.Name) -> bool:
