@@ -286,3 +286,21 @@ def test_all_interfaces_in_allowed_hosts_is_noise_a_listen_list_stays(make_repo)
         assert all(f.noise and "compared" in f.noise for f in _at(found, "site/settings.py",
                                                                    line, "B104"))
     _kept(found, "site/settings.py", 3, "B104")
+
+
+ESCAPED_KEY = r"""from flask import Flask
+
+app = Flask(__name__)
+app.secret_key = 'F12Zr47j\3yX R~X@H!jmM]Lwf/,?KT'
+app.secret_word = 'F12Zr47j\3yX R~X@H!jmM]Lwf/,?KT'
+"""
+
+
+@needs_bandit
+def test_a_signing_key_literal_with_an_escape_is_still_raised_a_secret_word_is_not(make_repo):
+    # Flask's documented example key has an escape (\3): the source spells
+    # the value otherwise than bandit reports it.
+    repo = make_repo({"app/app.py": ESCAPED_KEY})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    _kept(found, "app/app.py", 4, "B105", Severity.high)
+    assert all(f.severity.rank < Severity.high.rank for f in _at(found, "app/app.py", 5, "B105"))

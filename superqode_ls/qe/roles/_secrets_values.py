@@ -143,9 +143,23 @@ def _target(line: str | None, value: str, pattern: re.Pattern[str]) -> str | Non
     """The name ``value`` is assigned to (or compared with) on ``line``."""
     for q in ("'", '"'):
         at = (line or "").find(f"{q}{value}{q}")
+        if at < 0 and (head := _source_head(value)):
+            # an escape in the literal (``'F12Zr47j\\3yX'``): the source
+            # spells the value otherwise; its head up to the escape is the same
+            at = (line or "").find(f"{q}{head}")
         m = pattern.search(line[:at]) if line and at > 0 else None
         if m:
             return m.group(1).rsplit(".", 1)[-1]
+    return None
+
+
+def _source_head(value: str) -> str | None:
+    """The part of ``value`` before its first character that the source
+    writes as an escape (a control character, a backslash), when that part
+    is long enough to find the literal by (eight characters)."""
+    for i, c in enumerate(value):
+        if not c.isprintable() or c in "\\'\"":
+            return value[:i] if i >= 8 else None
     return None
 
 
