@@ -304,3 +304,46 @@ def test_a_signing_key_literal_with_an_escape_is_still_raised_a_secret_word_is_n
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
     _kept(found, "app/app.py", 4, "B105", Severity.high)
     assert all(f.severity.rank < Severity.high.rank for f in _at(found, "app/app.py", 5, "B105"))
+
+
+ZWSP = "\u200b"
+LOCALE = f'''DAYS = ["ວັນ{ZWSP}ສຸກ", "ວັນເສົາ"]
+ADMIN = "admin{ZWSP}"
+'''
+
+MANAGE = """import sys
+
+try:
+    from django.core.management import execute_from_command_line
+except ImportError:
+    try:
+        import django
+    except ImportError:
+        raise ImportError("Couldn't import Django.")
+    raise
+import os
+"""
+
+NOTEBOOK = ('{"cells": [{"cell_type": "code", "execution_count": null, "metadata": {}, '
+            '"outputs": [], "source": ["import os\\n", "\\n", "# your code here\\n", "os."]}], '
+            '"metadata": {}, "nbformat": 4, "nbformat_minor": 4}\n')
+
+
+@needs_ruff
+def test_text_zwsp_availability_import_and_demo_notebook_are_noise_neighbours_stay(make_repo):
+    # arrow's Lao day names, Django's manage.py, tqdm's DEMO.ipynb exercise cell.
+    config = '[project]\nname = "lib"\nversion = "1"\n[tool.ruff.lint]\nselect = ["F", "PLE"]\n'
+    repo = make_repo({"pyproject.toml": config, "lib/__init__.py": "",
+                      "lib/locales.py": LOCALE, "manage.py": MANAGE, "DEMO.ipynb": NOTEBOOK})
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    _noise(found, "lib/locales.py", 1, "PLE2515", "natural-language text")
+    _kept(found, "lib/locales.py", 2, "PLE2515", Severity.high)
+    _noise(found, "manage.py", 7, "F401", "installed")
+    _kept(found, "manage.py", 11, "F401", Severity.low)
+    notebook = [f for f in found if f.file == "DEMO.ipynb" and f.category == "syntax"]
+    assert notebook and all(f.noise and "notebook" in f.noise for f in notebook)
+    # a notebook that is the project itself (its helpers beside it, no package)
+    bare = make_repo({"analysis.ipynb": NOTEBOOK, "helpers.py": "X = 1\n"})
+    kept = [f for f in _filtered(bare, run_role(LintTester(), make_ctx(bare)).findings)
+            if f.category == "syntax"]
+    assert kept and all(f.noise is None for f in kept)

@@ -478,8 +478,8 @@ def apply_context(
             elif scopes is not None and (why := identifier_hash(scopes, f.range.start_line)):
                 f = mark_noise(f, why, Severity.low)
         if rule in IDIOM_RULES and f.noise is None and f.file and (hit := idiom_noise(
-                f, rule, modules.scopes(f.file) if modules and f.file.endswith(".py") else None,
-                lines)):
+                f, rule, lambda f=f: modules.scopes(f.file) if modules is not None and f.file
+                and f.file.endswith(".py") else None, lines)):
             f = mark_noise(f, *hit)
         out.append(f)
     return out

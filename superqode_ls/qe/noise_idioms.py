@@ -27,7 +27,15 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   a script outside the project's packages and root (``extras/profiling/``,
   no ``__init__.py``): a developer's tool run with a newer Python, which no
   user installs. In a package, under ``src/``, at the root (``setup.py``),
-  or any other syntax error, it stays.
+  or any other syntax error, it stays;
+- a syntax error in a notebook (``.ipynb``) of a project that ships a
+  package: a demo run cell by cell (tqdm's exercise cell ``tqdm.`` under
+  "# your code here"), never imported;
+- an unused import inside ``try``/``except ImportError`` (ruff's F401 "to
+  test for availability", Django's ``manage.py``): the import is the check;
+- a zero-width space (PLE2515) in a string of natural-language text (Lao,
+  Thai, Khmer and other scripts break words with it): the character is the
+  text's own; in a string of ASCII text it stays.
 """
 
 from __future__ import annotations
@@ -42,17 +50,29 @@ from .codegen import Scopes
 Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
-IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "DEBUG-MODE", "INVALID-SYNTAX"})
+IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
+                         "PLE2515"})
 
 
-def idiom_noise(f: Finding, rule: str, scopes: Scopes | None,
+def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
                 lines: Lines | None) -> tuple[str, Severity] | None:
     """(why, the severity to show) when ``f`` is noise by one of the rules
-    above, or None. ``rule``: the canonical rule id; ``scopes``: the parsed
-    module of ``f.file`` (None when it is not Python or does not parse)."""
+    above, or None. ``rule``: the canonical rule id; ``parsed()``: the
+    parsed module of ``f.file`` (None when it is not Python or does not
+    parse), asked for only by the rules that need it."""
     if f.noise is not None or not f.file or not f.range:
         return None
     line = f.range.start_line
+    if rule == "F401":
+        return (_AVAILABILITY, Severity.info) if "test for availability" in (
+            f.message or "") else None
+    if rule == "PLE2515":
+        why = zero_width_space_in_text(f, lines) if lines is not None else None
+        return (why, Severity.info) if why else None
+    if rule == "INVALID-SYNTAX" and f.file.endswith(".ipynb"):
+        why = notebook_beside_a_package(f, lines) if lines is not None else None
+        return (why, Severity.low) if why else None
+    scopes = parsed()
     if f.rule_id.lower() == "debug-mode":
         why = (_dev_config_class(scopes, line) if scopes is not None else None) or (
             _dev_settings_module(f.file, lines) if lines is not None else None)
@@ -399,3 +419,29 @@ def newer_python_script(f: Finding, lines: Lines) -> str | None:
         return None  # a package's module: users import it on the oldest Python
     return (f"a development script outside the project's packages ({folder}/) written for "
             "a newer Python than the project's oldest: no user installs or imports it")
+
+
+_AVAILABILITY = ("the import tests whether the package is installed (inside try/except "
+                 "ImportError): the import is the check")
+_PACKAGE_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def notebook_beside_a_package(f: Finding, lines: Lines) -> str | None:
+    """Why a notebook's syntax error is a demo's, or None."""
+    if not any(lines(p) is not None for p in _PACKAGE_FILES):
+        return None
+    return ("a syntax error in a notebook cell beside the project's package: a demo run cell "
+            "by cell (an exercise left to the reader), never imported")
+
+
+def zero_width_space_in_text(f: Finding, lines: Lines) -> str | None:
+    """Why a zero-width space on the finding's line is natural-language
+    text's own: the line has letters of a script outside ASCII."""
+    text = lines(f.file) if f.file and f.range else None
+    n = f.range.start_line if f.range else 0
+    if not text or not 1 <= n <= len(text):
+        return None
+    if not any(c.isalpha() and ord(c) > 0x2FF for c in text[n - 1]):
+        return None
+    return ("a zero-width space in natural-language text (scripts such as Lao, Thai or Khmer "
+            "mark word breaks with it): the character is the text's own")
