@@ -347,3 +347,65 @@ def test_text_zwsp_availability_import_and_demo_notebook_are_noise_neighbours_st
     kept = [f for f in _filtered(bare, run_role(LintTester(), make_ctx(bare)).findings)
             if f.category == "syntax"]
     assert kept and all(f.noise is None for f in kept)
+
+
+def test_vendored_code_is_noise_the_projects_own_code_stays(make_repo):
+    # bleach's _vendor/html5lib: another project's code copied in.
+    code = "def f(data):\n    data = data\n    return data\n"
+    config = '[tool.ruff.lint]\nselect = ["PLW0127"]\n'
+    repo = make_repo({"pyproject.toml": config, "pkg/__init__.py": "",
+                      "pkg/_vendor/html5lib/base.py": code, "pkg/base.py": code,
+                      "pkg/vendor/models.py": code})
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    assert all(f.noise and "vendored" in f.noise
+               for f in _at(found, "pkg/_vendor/html5lib/base.py", 2, "PLW0127"))
+    _kept(found, "pkg/base.py", 2, "PLW0127", Severity.low)
+    _kept(found, "pkg/vendor/models.py", 2, "PLW0127", Severity.low)  # a shop's sellers app
+
+
+def test_a_missing_build_generated_version_module_is_a_setup_problem(make_repo):
+    # hatch-vcs writes src/humanize/_version.py at build time.
+    repo = make_repo({
+        "pyproject.toml": 'build.hooks.vcs.version-file = "src/lib/_version.py"\n',
+        "src/lib/__init__.py": "from ._version import __version__\nfrom ._helpers import x\n",
+    })
+
+    def error(line):
+        return Finding(id=f"collect-{line}", role="unit_tester", tool="pytest",
+                       rule_id="collection-error", title="Tests cannot be collected", message="ImportError while importing "
+                       "test module 'tests/test_x.py'.", severity=Severity.high, confidence=0.95,
+                       category="tests", file="src/lib/__init__.py",
+                       range=Range(start_line=line, start_col=1, end_line=line, end_col=30))
+    out = {f.range.start_line: f for f in _filtered(repo, [error(1), error(2)])}
+    assert out[1].noise and "built" in out[1].noise and out[1].severity is Severity.info
+    assert out[2].noise is None and out[2].severity is Severity.high  # a module the code lacks
+
+
+COOKIES = """from bottle import response
+
+
+def logout():
+    response.set_cookie('session_id', '', expires=0)
+
+
+def login(sid):
+    response.set_cookie('session_id', sid)
+"""
+
+
+def test_deleting_a_session_cookie_is_not_an_insecure_cookie_setting_one_is(make_repo):
+    repo = make_repo({"config/login.py": COOKIES})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    assert not [f for f in found if f.rule_id == "insecure-cookie" and f.range
+                and f.range.start_line == 5]
+    _kept(found, "config/login.py", 9, "insecure-cookie")
+
+
+@needs_ruff
+def test_a_missing_copyright_notice_under_an_spdx_header_is_noise(make_repo):
+    spdx = "# SPDX-License-Identifier: MIT OR Apache-2.0\n\nX = 1\n"
+    config = '[tool.ruff.lint]\nselect = ["CPY001"]\npreview = true\n'
+    repo = make_repo({"pyproject.toml": config, "pkg/a.py": spdx, "pkg/b.py": "X = 1\n" * 40})
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    _noise(found, "pkg/a.py", 1, "CPY001", "SPDX")
+    _kept(found, "pkg/b.py", 1, "CPY001", Severity.low)

@@ -33,6 +33,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   "# your code here"), never imported;
 - an unused import inside ``try``/``except ImportError`` (ruff's F401 "to
   test for availability", Django's ``manage.py``): the import is the check;
+- a missing copyright notice (CPY001) in a file whose header is an SPDX
+  license identifier: the notice is there in the standard form;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -51,7 +53,7 @@ Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
 IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
-                         "PLE2515"})
+                         "PLE2515", "CPY001"})
 
 
 def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
@@ -66,6 +68,10 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
     if rule == "F401":
         return (_AVAILABILITY, Severity.info) if "test for availability" in (
             f.message or "") else None
+    if rule == "CPY001":
+        head = (lines(f.file) or [])[:10] if lines is not None else []
+        return (_SPDX, Severity.info) if any("SPDX-License-Identifier" in t for t in head) \
+            else None
     if rule == "PLE2515":
         why = zero_width_space_in_text(f, lines) if lines is not None else None
         return (why, Severity.info) if why else None
@@ -421,6 +427,8 @@ def newer_python_script(f: Finding, lines: Lines) -> str | None:
             "a newer Python than the project's oldest: no user installs or imports it")
 
 
+_SPDX = ("the file declares its license and holders by an SPDX header (SPDX-License-"
+         "Identifier), which the rule's copyright pattern does not read")
 _AVAILABILITY = ("the import tests whether the package is installed (inside try/except "
                  "ImportError): the import is the check")
 _PACKAGE_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
