@@ -409,3 +409,83 @@ def test_a_missing_copyright_notice_under_an_spdx_header_is_noise(make_repo):
     found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
     _noise(found, "pkg/a.py", 1, "CPY001", "SPDX")
     _kept(found, "pkg/b.py", 1, "CPY001", Severity.low)
+
+
+ADMIN = """import os
+
+from flask import Flask, abort, render_template_string, request
+
+app = Flask(__name__)
+
+
+@app.route("/admin/plugins/<plugin>")
+def plugin(plugin):
+    plugins_path = os.path.join(app.root_path, "plugins")
+    known = [n for n in os.listdir(plugins_path)]
+    if plugin in known:
+        config_html = open(os.path.join(app.root_path, "plugins", plugin, "config.html")).read()
+        return render_template_string(config_html)
+    abort(404)
+
+
+@app.route("/admin/raw/<name>")
+def raw(name):
+    html = open(os.path.join(app.root_path, "plugins", name, "config.html")).read()
+    return render_template_string(html)
+
+
+if __name__ == "__main__":
+    app.run(debug=True, threaded=True, host="127.0.0.1", port=4000)
+"""
+
+EXPOSED = """from flask import Flask
+
+app = Flask(__name__)
+app.run(debug=True, host="0.0.0.0")
+"""
+
+
+def test_allow_listed_values_and_a_loopback_debug_server_are_noise_neighbours_stay(make_repo):
+    # CTFd's admin plugin page and its serve.py / wsgi.py runners.
+    repo = make_repo({"ctf/admin.py": ADMIN, "ctf/exposed.py": EXPOSED})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    for line in (13, 14):
+        assert all(f.noise and "list the server made" in f.noise for f in found
+                   if f.file == "ctf/admin.py" and f.range and f.range.start_line == line)
+    assert [f for f in found if f.file == "ctf/admin.py" and f.range
+            and f.range.start_line == 13], "the guarded path is still reported (as noise)"
+    unguarded = [f for f in found if f.file == "ctf/admin.py" and f.range
+                 and f.range.start_line in (20, 21)]
+    assert unguarded and all(f.noise is None for f in unguarded)
+    _noise(found, "ctf/admin.py", 25, "B201", "loopback")
+    _kept(found, "ctf/exposed.py", 4, "B201", Severity.high)
+
+
+EXAMPLE_KEYS = """name: tests
+on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - run: make test
+        env:
+          AWS_ACCESS_KEY_ID: AKIAIOSFODNN7EXAMPLE
+          AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+          OTHER_KEY_ID: {real}
+"""
+
+
+def test_aws_documentation_example_keys_are_noise_a_real_shaped_key_stays(make_repo):
+    real = "AKIA" + "Q3HZKWDRNQ7Z2BKT"  # split: no key-shaped literal in the source
+    repo = make_repo({".github/workflows/tests.yml": EXAMPLE_KEYS.format(real=real),
+                      "tests/test_s3.py": ('def test_s3(app):\n    app.config["AWS_SECRET_ACCESS_'
+                                           'KEY"] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n')})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    for file, line in ((".github/workflows/tests.yml", 9), ("tests/test_s3.py", 2)):
+        hits = [f for f in found if f.file == file and f.range and f.range.start_line == line]
+        assert hits and all(f.noise and "documentation example" in f.noise for f in hits), (
+            file, line, [(f.file, f.range and f.range.start_line, f.rule_id) for f in found])
+    real_hits = [f for f in found if f.file == ".github/workflows/tests.yml" and f.range
+                 and f.range.start_line == 11]
+    assert real_hits and all(f.noise is None and f.severity.at_least(Severity.high)
+                             for f in real_hits)

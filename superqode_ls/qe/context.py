@@ -57,7 +57,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .lazy_annotations import LazyAnnotations
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
-from .noise_idioms import IDIOM_RULES, idiom_noise
+from .noise_idioms import idiom_noise, is_idiom_rule
 from .noise_rules import (ci_test_database, cli_argument_code, dev_settings_key,
                           example_placeholder, identifier_hash, reraise_helper, self_reread,
                           unused_import_redefined, unused_imports)
@@ -477,7 +477,7 @@ def apply_context(
                 f = mark_noise(f, why, Severity.info)
             elif scopes is not None and (why := identifier_hash(scopes, f.range.start_line)):
                 f = mark_noise(f, why, Severity.low)
-        if rule in IDIOM_RULES and f.noise is None and f.file and (hit := idiom_noise(
+        if is_idiom_rule(rule) and f.noise is None and f.file and (hit := idiom_noise(
                 f, rule, lambda f=f: modules.scopes(f.file) if modules is not None and f.file
                 and f.file.endswith(".py") else None, lines)):
             f = mark_noise(f, *hit)

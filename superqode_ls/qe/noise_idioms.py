@@ -35,6 +35,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   test for availability", Django's ``manage.py``): the import is the check;
 - a missing copyright notice (CPY001) in a file whose header is an SPDX
   license identifier: the notice is there in the standard form;
+- a guarded web value, a debug server on the loopback address, a
+  documentation example key: see ``qe/noise_guards.py``;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -48,12 +50,21 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .codegen import Scopes
+from .noise_guards import (DEBUG_RULES, GUARDED_RULES, allow_listed, documentation_example,
+                           local_debug_server)
 
 Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
+# (a secret-* rule too: ``is_idiom_rule``)
 IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
-                         "PLE2515", "CPY001"})
+                         "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
+                         *DEBUG_RULES})
+
+
+def is_idiom_rule(rule: str) -> bool:
+    """``rule`` (canonical) is one these checks judge."""
+    return rule in IDIOM_RULES or rule.startswith("SECRET-")
 
 
 def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
@@ -78,10 +89,18 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
     if rule == "INVALID-SYNTAX" and f.file.endswith(".ipynb"):
         why = notebook_beside_a_package(f, lines) if lines is not None else None
         return (why, Severity.low) if why else None
+    if rule.startswith("SECRET-") or rule in ("B105", "B106", "B107"):
+        text = lines(f.file) if lines is not None else None
+        why = documentation_example(text[line - 1] if text and 0 < line <= len(text) else None)
+        return (why, Severity.info) if why else None
     scopes = parsed()
-    if f.rule_id.lower() == "debug-mode":
-        why = (_dev_config_class(scopes, line) if scopes is not None else None) or (
-            _dev_settings_module(f.file, lines) if lines is not None else None)
+    if rule in DEBUG_RULES:
+        why = (_dev_config_class(scopes, line) or local_debug_server(scopes, line)
+               if scopes is not None else None) or (
+            _dev_settings_module(f.file, lines) if lines is not None and rule != "B201" else None)
+        return (why, Severity.low) if why else None
+    if rule in GUARDED_RULES:
+        why = allow_listed(scopes, line) if scopes is not None else None
         return (why, Severity.low) if why else None
     if rule == "INVALID-SYNTAX":
         why = newer_python_script(f, lines) if lines is not None else None
