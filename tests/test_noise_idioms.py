@@ -489,3 +489,38 @@ def test_aws_documentation_example_keys_are_noise_a_real_shaped_key_stays(make_r
                  and f.range.start_line == 11]
     assert real_hits and all(f.noise is None and f.severity.at_least(Severity.high)
                              for f in real_hits)
+
+
+POSTGRES = """class Backend:
+    def destroy(self, cursor):
+        for table in ['alerts', 'blackouts', 'customers']:
+            cursor.execute(f'DROP TABLE IF EXISTS {table}')
+
+    def get_status(self, cursor, alert):
+        select = '''
+            SELECT status FROM alerts WHERE resource=%(resource)s AND {customer}
+            '''.format(customer='customer=%(customer)s' if alert.customer else 'customer IS NULL')
+        cursor.execute(select, vars(alert))
+
+    def find(self, cursor, name):
+        select = "SELECT * FROM alerts WHERE {where}".format(where=name)
+        cursor.execute(select)
+
+    def drop(self, cursor, tables):
+        for table in tables:
+            cursor.execute(f'DROP TABLE IF EXISTS {table}')
+"""
+
+
+def test_sql_formatted_from_the_codes_own_text_is_noise_a_parameter_stays(make_repo):
+    # alerta's postgres backend: psycopg placeholders plus a choice of literals.
+    repo = make_repo({"db/base.py": POSTGRES})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    for line in (4, 7):
+        hits = [f for f in found if f.file == "db/base.py" and f.range
+                and f.range.start_line == line and f.category == "security"]
+        assert hits and all(f.noise and "own text" in f.noise for f in hits), (line, hits)
+    for line in (13, 18):
+        hits = [f for f in found if f.file == "db/base.py" and f.range
+                and f.range.start_line == line and f.category == "security"]
+        assert hits and any(f.noise is None for f in hits), (line, hits)
