@@ -524,3 +524,24 @@ def test_sql_formatted_from_the_codes_own_text_is_noise_a_parameter_stays(make_r
         hits = [f for f in found if f.file == "db/base.py" and f.range
                 and f.range.start_line == line and f.category == "security"]
         assert hits and any(f.noise is None for f in hits), (line, hits)
+
+
+URLS = """def sync_token(etag):
+    token = "http://radicale.org/ns/sync/%s" % etag.strip('"')
+    return token
+
+
+token_endpoint = 'https://github.com/login/oauth/access_token'
+api_token = "Zx8fK2pQ9vL4mN7rT3wY"
+"""
+
+
+def test_a_url_held_by_a_token_name_is_not_a_secret_a_token_value_is(make_repo):
+    # Radicale's sync tokens and alerta's OAuth token endpoint.
+    repo = make_repo({"app/sync.py": URLS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    for line in (2, 6):
+        assert all(f.noise for f in found if f.file == "app/sync.py" and f.range
+                   and f.range.start_line == line and f.category in ("security", "secrets"))
+    kept = [f for f in found if f.file == "app/sync.py" and f.range and f.range.start_line == 7]
+    assert kept and any(f.noise is None and f.severity.at_least(Severity.high) for f in kept)

@@ -85,6 +85,11 @@ MESSAGE = re.compile(r"^[A-Za-z]+(?:[ ,'-][A-Za-z]+)*[.!?]$")
 _HYPHEN_WORDS = re.compile(r"^[a-z]{2,}(?:-[a-z]{2,})+$")
 
 
+# An address (an OAuth token endpoint, a sync token's namespace URL): no
+# user:password@ part and no query, where an API key would ride.
+_PLAIN_URL = re.compile(r"(?i)^https?://[\w.-]+(?::\d+)?(?:/[\w./%~-]*)?$")
+
+
 def not_a_secret(value: str, line: str | None = None) -> str | None:
     """Why a value a tool calls a password is clearly none (a placeholder,
     an identifier, the name of the variable it is assigned to...), or None
@@ -101,6 +106,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "an identifier"
     if not any(c.isalnum() for c in value):
         return "punctuation only (a set of characters, not a secret)"
+    if _PLAIN_URL.match(value):
+        return "a URL with no credentials in it (an address, not a secret)"
     if MESSAGE.match(value):
         return "a message (words and a full stop), not a secret"
     if _HYPHEN_WORDS.match(value) and entropy(value) < 4.0:
