@@ -545,3 +545,15 @@ def test_a_url_held_by_a_token_name_is_not_a_secret_a_token_value_is(make_repo):
                    and f.range.start_line == line and f.category in ("security", "secrets"))
     kept = [f for f in found if f.file == "app/sync.py" and f.range and f.range.start_line == 7]
     assert kept and any(f.noise is None and f.severity.at_least(Severity.high) for f in kept)
+
+
+def test_a_token_that_says_it_is_fake_is_noise_a_real_shaped_one_stays(make_repo):
+    # a demo platform's canary tokens: ghp_FAKE..., ...DoNotUse...
+    real = "ghp_" + "9dK2mQ7vL3pX8rT4wY6zA1bC5eF0gH2jK4lM"  # split: no token in the source
+    fake = "ghp_" + "FAKEdvapCanaryGithubToken000000000000"
+    repo = make_repo({"seeds/synthetic.env": f"GITHUB_CANARY_TOKEN={fake}\nGITHUB_TOKEN={real}\n"})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    fakes = [f for f in found if f.range and f.range.start_line == 1]
+    assert fakes and all(f.noise and "fake" in f.noise for f in fakes)
+    reals = [f for f in found if f.range and f.range.start_line == 2]
+    assert reals and all(f.noise is None and f.severity.at_least(Severity.high) for f in reals)

@@ -12,8 +12,9 @@ are documentation's, not secrets (called through ``qe/noise_idioms.py``):
   none given where the server's default is not named, it stays;
 - AWS's documented example keys (``AKIAIOSFODNN7EXAMPLE``,
   ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``) and other token-shaped values
-  that spell ``EXAMPLE`` in capitals: documentation's values, which no
-  account accepts; in CI files and tests as anywhere else.
+  that spell ``EXAMPLE`` in capitals, or say they are fake (``FAKE``,
+  ``DoNotUse``): documentation's or a demo's values, which no account
+  accepts; in CI files and tests as anywhere else.
 """
 
 from __future__ import annotations
@@ -106,13 +107,19 @@ def local_debug_server(scopes: Scopes, line: int) -> str | None:
 
 
 # A token-shaped value that spells EXAMPLE in capitals, as AWS's
-# documentation does (AKIAIOSFODNN7EXAMPLE, ...bPxRfiCYEXAMPLEKEY).
+# documentation does (AKIAIOSFODNN7EXAMPLE, ...bPxRfiCYEXAMPLEKEY), or says
+# it is fake (ghp_FAKEdvapCanaryGithubToken000..., ...KeyDoNotUse000FAKE).
 _EXAMPLE_TOKEN = re.compile(r"[A-Za-z0-9/+]{6,}EXAMPLE(?:KEY)?\b")
+_FAKE_TOKEN = re.compile(r"(?<![\w/+-])(?=[\w/+-]{16,})[\w/+-]*(?:FAKE|(?i:do_?not_?use))[\w/+-]*")
 
 
 def documentation_example(text: str | None) -> str | None:
     """Why the secret on a line of ``text`` is documentation's example."""
-    if not text or not _EXAMPLE_TOKEN.search(text):
+    if not text:
         return None
-    return ("a documentation example value (it spells EXAMPLE, as AWS's documented keys do): "
-            "no account accepts it")
+    if _EXAMPLE_TOKEN.search(text):
+        return ("a documentation example value (it spells EXAMPLE, as AWS's documented keys "
+                "do): no account accepts it")
+    if _FAKE_TOKEN.search(text):
+        return "a value that says it is fake (FAKE, DoNotUse): made for tests or a demo"
+    return None
