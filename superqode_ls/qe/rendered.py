@@ -5,7 +5,9 @@ where the text was made safe on the way (``qe/context.py`` marks these as
 noise, saying which):
 
 - the text comes from an escape or render call (``escape``, ``html.escape``,
-  ``pygments.highlight``, ``render_template``, ``markdown``...), also through
+  Django's ``format_html``, ``pygments.highlight``, ``render_template``,
+  ``markdown``...), a literal filled (``%``, ``.format``) with such text, or
+  one literal of a dict of literals (``{True: 'true'}[value]``), also through
   local names, string templates, ``+``, ``"".join`` of a list the function
   fills, string methods (``strip``, ``replace``) and local helper functions
   whose every return is such text; a literal is safe too;
@@ -29,7 +31,7 @@ from .codegen import Scopes, _own_nodes
 
 # Calls whose result is escaped or rendered HTML.
 _SAFE_CALL = re.compile(
-    r"(?i)^(escape|escape_html|html_escape|conditional_escape|xmlattr|highlight|"
+    r"(?i)^(escape|escape_html|html_escape|conditional_escape|format_html|xmlattr|highlight|"
     r"render|render_template|render_to_string|render_string|markdown|markdownify|"
     r"clean|sanitize|sanitize_html|linkify|urlize|striptags)$")
 # URL-encoding calls: their output is letters, digits, ``%XX`` and
@@ -167,6 +169,12 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
                    for v in e.values if isinstance(v, ast.FormattedValue))
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.left, e.right))
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and isinstance(e.left, ast.Constant):
+        # '<pre>%s</pre>' % escape(value): a literal filled with safe text
+        items = e.right.elts if isinstance(e.right, ast.Tuple) else [e.right]
+        return all(_safe(scopes, x, scope, depth - 1, seen) for x in items)
+    if isinstance(e, ast.Dict):  # {True: 'true', None: 'null'}[value]: one of its literals
+        return all(v is not None and _safe(scopes, v, scope, depth - 1, seen) for v in e.values)
     if isinstance(e, ast.IfExp):
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.body, e.orelse))
     if isinstance(e, ast.Call):
@@ -178,6 +186,10 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
         if isinstance(e.func, ast.Attribute) and name in _KEEPS and all(
                 isinstance(a, ast.Constant) for a in e.args):
             return _safe(scopes, e.func.value, scope, depth - 1, seen)
+        if isinstance(e.func, ast.Attribute) and name == "format" and isinstance(
+                e.func.value, ast.Constant):  # '<a href="{v}">'.format(v=escape(v))
+            return all(_safe(scopes, x, scope, depth - 1, seen)
+                       for x in [*e.args, *(k.value for k in e.keywords)])
         if isinstance(e.func, ast.Attribute) and name == "join" and len(e.args) == 1:
             return (_safe(scopes, e.func.value, scope, depth - 1, seen)
                     and _safe_items(scopes, e.args[0], scope, depth - 1, seen))
