@@ -597,3 +597,14 @@ def test_mark_safe_of_format_html_or_escaped_fills_is_noise_a_raw_value_stays(ma
         assert hits and all(f.noise and "safe" in f.noise for f in hits), (line, hits)
     raw = [f for f in found if f.range and f.range.start_line == 24 and f.category == "security"]
     assert raw and any(f.noise is None for f in raw)
+
+
+@needs_bandit
+def test_markup_of_a_call_inside_a_lambda_is_judged_not_crashed(make_repo):
+    # flaskbb: the filter raised TypeError (a lambda's body is no list) and the
+    # whole run ended with no findings.
+    repo = make_repo({"app/filters.py": ("from markupsafe import Markup\n\n"
+                                         "render = lambda text: Markup(to_html(text))\n")})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    hits = [f for f in found if f.file == "app/filters.py" and f.rule_id == "B704"]
+    assert hits and all(f.noise is None for f in hits)

@@ -252,7 +252,9 @@ def _name_safe(scopes: Scopes, name: str, scope: ast.AST, depth: int,
 def _local_function(scopes: Scopes, name: str, scope: ast.AST) -> ast.AST | None:
     """A function defined in ``scope`` (a helper) or at module level."""
     for where in (scope, scopes.tree):
-        for node in getattr(where, "body", []):
+        body = getattr(where, "body", [])
+        # a lambda's body is one expression, with no function defined in it
+        for node in body if isinstance(body, list) else []:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
                 return node
     return None
