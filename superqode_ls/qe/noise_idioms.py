@@ -50,8 +50,13 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .codegen import Scopes
-from .noise_guards import (DEBUG_RULES, GUARDED_RULES, allow_listed, documentation_example,
-                           local_debug_server)
+from .noise_guards import (
+    DEBUG_RULES,
+    GUARDED_RULES,
+    allow_listed,
+    documentation_example,
+    local_debug_server,
+)
 
 Lines = Callable[[str], "list[str] | None"]
 
@@ -230,10 +235,8 @@ def _as_digest(scopes: Scopes, use: ast.Name) -> bool:
         return bool(up.arg and _DIGEST_TARGET.search(up.arg))
     if isinstance(up, ast.Assign) and node is up.value:
         return all(_DIGEST_TARGET.search(ast.unparse(t)) for t in up.targets)
-    if isinstance(up, ast.Call) and node in up.args[2:3] and ast.unparse(up.func) in (
-            "hmac.new", "hmac.HMAC", "HMAC"):
-        return True
-    return False
+    return isinstance(up, ast.Call) and node in up.args[2:3] and ast.unparse(up.func) in (
+        "hmac.new", "hmac.HMAC", "HMAC")
 
 
 # -- lint idioms -----------------------------------------------------------
