@@ -608,3 +608,16 @@ def test_markup_of_a_call_inside_a_lambda_is_judged_not_crashed(make_repo):
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
     hits = [f for f in found if f.file == "app/filters.py" and f.rule_id == "B704"]
     assert hits and all(f.noise is None for f in hits)
+
+
+def test_a_provider_prefix_followed_by_xs_is_a_placeholder_a_real_shaped_key_stays(make_repo):
+    # a teaching app's config: "stripe": "sk_live_xxxxxxxxxxxxxxxxxxxxx" shown critical.
+    real = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"  # split: no key-shaped literal in the source
+    repo = make_repo({"api/app.py": ('KEYS = {\n    "stripe": "sk_live_xxxxxxxxxxxxxxxxxxxxx",\n'
+                                     f'    "live": "{real}",\n}}\n')})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    placeholders = [f for f in found if f.range and f.range.start_line == 2
+                    and f.category in ("security", "secrets")]
+    assert all(f.noise and "placeholder" in f.noise for f in placeholders)
+    reals = [f for f in found if f.range and f.range.start_line == 3]
+    assert reals and all(f.noise is None and f.severity.at_least(Severity.high) for f in reals)

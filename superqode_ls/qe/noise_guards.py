@@ -12,9 +12,10 @@ are documentation's, not secrets (called through ``qe/noise_idioms.py``):
   none given where the server's default is not named, it stays;
 - AWS's documented example keys (``AKIAIOSFODNN7EXAMPLE``,
   ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``) and other token-shaped values
-  that spell ``EXAMPLE`` in capitals, or say they are fake (``FAKE``,
-  ``DoNotUse``): documentation's or a demo's values, which no account
-  accepts; in CI files and tests as anywhere else.
+  that spell ``EXAMPLE`` in capitals, say they are fake (``FAKE``,
+  ``DoNotUse``) or hold x's where the key would be (``sk_live_xxxxxxxx``):
+  documentation's or a demo's values, which no account accepts; in CI
+  files and tests as anywhere else.
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ _EXAMPLE_TOKEN = re.compile(r"[A-Za-z0-9/+]{6,}EXAMPLE(?:KEY)?\b")
 _FAKE_TOKEN = re.compile(r"(?<![\w/+-])(?=[\w/+-]{16,})[\w/+-]*(?:FAKE|(?i:do_?not_?use))[\w/+-]*")
 
 
+# A provider's prefix and then x's where the key would be.
+_X_RUN = re.compile(r"(?<![\w/+])[A-Za-z]{2,8}[_.-](?:[A-Za-z]{2,8}[_.-])?[xX]{8,}(?![\w/+])")
+
+
 def documentation_example(text: str | None) -> str | None:
     """Why the secret on a line of ``text`` is documentation's example."""
     if not text:
@@ -122,4 +127,6 @@ def documentation_example(text: str | None) -> str | None:
                 "do): no account accepts it")
     if _FAKE_TOKEN.search(text):
         return "a value that says it is fake (FAKE, DoNotUse): made for tests or a demo"
+    if _X_RUN.search(text):
+        return "a placeholder: the token's body is a run of x's (sk_live_xxxxxxxx...)"
     return None
