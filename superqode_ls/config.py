@@ -95,6 +95,10 @@ DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
     # the project's own dev tooling: runs on a developer's machine, not shipped
     # (not tasks.py / tasks/: in a Celery app that is the product)
     "tooling": ["noxfile.py", "fabfile.py", "bench/", "benchmarks/", "bench.py"],
+    # another project's code copied in (bleach's _vendor/html5lib): fixed
+    # upstream, not here (not vendor/: in a shop that is the sellers' app)
+    "vendored": ["_vendor/", "_vendored/", "vendored/", "third_party/", "thirdparty/",
+                 "_extern/"],
 }
 
 

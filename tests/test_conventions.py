@@ -249,3 +249,24 @@ def test_a_bound_query_parameter_is_no_connection_password():
     hits = [(r, n.lineno) for n, r, *_ in web_patterns(ast.parse(source), "app.py", source)]
     assert ("hardcoded-db-password", 2) not in hits
     assert ("hardcoded-db-password", 3) in hits
+
+
+def test_an_import_of_a_name_the_installed_version_lacks_is_not_called_a_missing_package(
+        make_repo):
+    """``from wtforms import TextField`` under wtforms 3 (TextField was
+    removed): the package is installed, its version is not the one the
+    import was written for; a truly missing package keeps its label."""
+    repo = make_repo({"tests/test_forms.py": "from wtforms import TextField\n",
+                      "tests/test_mail.py": "import email_validator\n"})
+    stale = _finding("collection-error", "tests/test_forms.py", 1, role="unit_tester",
+                     tool="pytest", category="tests", severity=Severity.high,
+                     message=("ImportError while importing test module\nE   ImportError: cannot "
+                              "import name 'TextField' from 'wtforms' (/venv/wtforms/__init__.py)"))
+    missing = _finding("collection-error", "tests/test_mail.py", 1, role="unit_tester",
+                       tool="pytest", category="tests", severity=Severity.high,
+                       message=("ImportError while importing test module\nE   "
+                                "ModuleNotFoundError: No module named 'email_validator'"))
+    got = {f.file: f for f in _filtered(repo, [stale, missing])}
+    assert "has no 'TextField'" in got["tests/test_forms.py"].noise
+    assert "lacks" not in got["tests/test_forms.py"].noise
+    assert "lacks the package 'email_validator'" in got["tests/test_mail.py"].noise

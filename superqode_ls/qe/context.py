@@ -14,8 +14,9 @@ worth acting on whatever the tool's confidence.
   code generation, low noise; code from a parameter, input, argv, the
   environment, request data or a file stays;
 - an all-interfaces address (B104) that is only compared against
-  (``if host == "0.0.0.0":``) or only shown (a log line, also through the
-  name it is assigned to), never bound: info noise;
+  (``if host == "0.0.0.0":``, an item of ``ALLOWED_HOSTS``) or only shown
+  (a log line, also through the name it is assigned to), never bound: info
+  noise;
 - ``Markup(...)`` (B704) on escaped or rendered text, or in a template
   engine's own escaping (``qe/rendered.py``): low noise;
 - a weak hash (B324) whose output is a cache or lookup key, an ETag or a
@@ -23,6 +24,10 @@ worth acting on whatever the tool's confidence.
   that a protocol mandates (RFC 6455's SHA-1, HOTP/TOTP, git object ids);
 - a password in an example file or a CI job's test database, a weak hash
   that only makes a rate-limit or cache key (``qe/noise_rules.py``);
+- a weak hash of fresh randomness or as an HMAC's digest, a module-level
+  ``x = x`` re-export, a mutable default only read, debug on in a
+  development configuration whose production one has it off, newer syntax
+  in a development script (``qe/noise_idioms.py``);
 - ``pickle``/``marshal`` loads (B301/B302) of a cache the module writes
   itself; "pass" the verb in a name bandit took for a password;
 - deliberate re-exports (PLC0414 ``import y as y``, F401 in an
@@ -52,6 +57,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .lazy_annotations import LazyAnnotations
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
+from .noise_idioms import idiom_noise, is_idiom_rule
 from .noise_rules import (ci_test_database, cli_argument_code, dev_settings_key,
                           example_placeholder, identifier_hash, reraise_helper, self_reread,
                           unused_import_redefined, unused_imports)
@@ -194,6 +200,12 @@ _DISPLAY_CALLS = frozenset({"print", "echo", "secho", "style", "info", "debug", 
                             "warn", "error", "critical", "exception", "log"})
 
 
+# Settings that list the hosts or origins a request may name (Django's
+# ALLOWED_HOSTS, INTERNAL_IPS, CSRF_TRUSTED_ORIGINS, django-cors-headers'
+# lists): the framework compares each request against them, it binds nothing.
+_ALLOW_LIST = re.compile(r"(?i)allowed_hosts|internal_ips|trusted_origins|cors_\w*(origin|host)")
+
+
 def _not_bound(scopes: Scopes, line: int) -> str | None:
     """Why no all-interfaces address on ``line`` is bound: each is only
     compared against (``host == "0.0.0.0"``) or only shown (a log line, a
@@ -222,6 +234,9 @@ def _use(scopes: Scopes, node: ast.AST, follow: bool = True) -> str:
         node, up = up, scopes.parent.get(up)
     if isinstance(up, ast.Compare):
         return "compared"
+    if (isinstance(up, ast.Assign) and isinstance(node, (ast.List, ast.Tuple, ast.Set))
+            and any(_ALLOW_LIST.search(ast.unparse(t)) for t in up.targets)):
+        return "compared"  # requests' Host or Origin is checked against the list
     if isinstance(up, ast.Call) and node in up.args and _display_call(up):
         return "shown"
     if (follow and isinstance(up, ast.Assign) and len(up.targets) == 1
@@ -462,5 +477,9 @@ def apply_context(
                 f = mark_noise(f, why, Severity.info)
             elif scopes is not None and (why := identifier_hash(scopes, f.range.start_line)):
                 f = mark_noise(f, why, Severity.low)
+        if is_idiom_rule(rule) and f.noise is None and f.file and (hit := idiom_noise(
+                f, rule, lambda f=f: modules.scopes(f.file) if modules is not None and f.file
+                and f.file.endswith(".py") else None, lines)):
+            f = mark_noise(f, *hit)
         out.append(f)
     return out

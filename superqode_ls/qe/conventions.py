@@ -51,6 +51,8 @@ Lines = Callable[[str], "list[str] | None"]
 # "tests/test_main.py:4: in <module>\n    from fastapi.testclient import ..."
 _IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+# an installed package without the imported name (a version mismatch)
+_NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 # what pytest's report of a failed import says (its traceback may be cut
 # before the ModuleNotFoundError line)
 _IMPORTING = ("ImportError while importing test module", "ImportError while loading conftest",
@@ -205,6 +207,33 @@ def _missing_package(f: Finding, lines: Lines) -> str | None:
     return top
 
 
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)(\w+)\s+import\b")
+_BUILD_FILES = ("pyproject.toml", "setup.cfg", "setup.py", ".gitignore")
+
+
+def _generated_module(f: Finding, lines: Lines) -> str | None:
+    """The path of the module a project file's import fails on where the
+    checkout lacks it and the build writes it (hatch-vcs' or setuptools-scm's
+    ``_version.py``: ``version-file``/``write_to`` names it, or .gitignore)."""
+    if not (f.file and f.range and f.file.endswith(".py")):
+        return None
+    own = lines(f.file) or []
+    n = f.range.start_line
+    m = _RELATIVE_IMPORT.match(own[n - 1]) if 1 <= n <= len(own) else None
+    if m is None or len(m.group(1)) != 1:
+        return None
+    path = f"{f.file.rsplit('/', 1)[0]}/{m.group(2)}.py" if "/" in f.file else f"{m.group(2)}.py"
+    if lines(path) is not None or lines(path[:-3] + "/__init__.py") is not None:
+        return None
+    name = path.rsplit("/", 1)[-1]
+    for build in _BUILD_FILES:
+        text = "\n".join(lines(build) or [])
+        if path in text or (build == ".gitignore" and re.search(
+                rf"(?m)^[^#\n]*(?:^|/){re.escape(name)}\s*$", text)):
+            return path
+    return None
+
+
 # Python 2 statements: print and exec without parentheses, except E, e:
 _PYTHON2 = re.compile(r"^\s*(?:print\s+[\"'\w%]|exec\s+[\"']|except\s+[\w.]+\s*,\s*\w+\s*:)")
 
@@ -260,8 +289,21 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
                 and f.range.start_line != python2[f.file]:
             f = mark_noise(f, f"the same cause as line {python2[f.file]}: a Python 2 file "
                               "(one syntax error per Python 2 statement)")
+        elif rule == "COLLECTION-ERROR" and (generated := _generated_module(f, lines)):
+            f = mark_noise(f, f"{generated} is written when the project is built (its build "
+                              "configuration names it); the test environment did not build the "
+                              "project: a setup problem, not a finding about the code",
+                           Severity.info)
         elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
-            f = mark_noise(f, f"the test environment lacks the package {package!r}: a setup "
-                              "problem, not a finding about the code", Severity.info)
+            missing = _NO_NAME.search("\n".join([f.message, *(e.message or "" for e in f.evidence)]))
+            if missing and missing.group(2).split(".")[0] == package:
+                # the package is there, in a version without the name
+                why = (f"the installed {package!r} has no {missing.group(1)!r}: the test "
+                       "environment's version of it is not the one this import was written for "
+                       "(pin the version the project needs, or update the import)")
+            else:
+                why = (f"the test environment lacks the package {package!r}: a setup problem, "
+                       "not a finding about the code")
+            f = mark_noise(f, why, Severity.info)
         out.append(f)
     return out

@@ -5,13 +5,18 @@ where the text was made safe on the way (``qe/context.py`` marks these as
 noise, saying which):
 
 - the text comes from an escape or render call (``escape``, ``html.escape``,
-  ``pygments.highlight``, ``render_template``, ``markdown``...), also through
+  Django's ``format_html``, ``pygments.highlight``, ``render_template``,
+  ``markdown``...), a literal filled (``%``, ``.format``) with such text, or
+  one literal of a dict of literals (``{True: 'true'}[value]``), also through
   local names, string templates, ``+``, ``"".join`` of a list the function
   fills, string methods (``strip``, ``replace``) and local helper functions
   whose every return is such text; a literal is safe too;
 - the call is a template engine's own escaping: inside ``if ...autoescape``
   (the engine marks what its autoescaping produced), in an ``__html__``
-  method (the object renders itself), or in the engine's own package.
+  method (the object renders itself), or in the engine's own package;
+- ``return Markup(value)`` in a method of a class whose other method
+  serialised ``value`` from an object's ``__html__()`` (flask's session tag
+  for Markup): a round trip of HTML already marked safe.
 
 Text from a parameter, request data or anything this module cannot follow
 keeps the finding (it is only marked on proof).
@@ -26,7 +31,7 @@ from .codegen import Scopes, _own_nodes
 
 # Calls whose result is escaped or rendered HTML.
 _SAFE_CALL = re.compile(
-    r"(?i)^(escape|escape_html|html_escape|conditional_escape|xmlattr|highlight|"
+    r"(?i)^(escape|escape_html|html_escape|conditional_escape|format_html|xmlattr|highlight|"
     r"render|render_template|render_to_string|render_string|markdown|markdownify|"
     r"clean|sanitize|sanitize_html|linkify|urlize|striptags)$")
 # URL-encoding calls: their output is letters, digits, ``%XX`` and
@@ -97,6 +102,9 @@ def _why(scopes: Scopes, call: ast.Call) -> str | None:
         return "an __html__ method: the object renders itself as HTML"
     if _under_autoescape(scopes, call):
         return "the template engine marks what its autoescaping produced"
+    if _html_round_trip(scopes, call):
+        return ("it restores text its own class serialised from an object's __html__() "
+                "(a round trip of HTML already marked safe)")
     if call.args and _safe(scopes, call.args[0], scope, _DEPTH):
         return "the text is already escaped or rendered (an escape or render call, or a literal)"
     return None
@@ -115,6 +123,28 @@ def _under_autoescape(scopes: Scopes, node: ast.AST) -> bool:
         if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return False
         child, up = up, scopes.parent.get(up)
+    return False
+
+
+def _html_round_trip(scopes: Scopes, call: ast.Call) -> bool:
+    """``return Markup(value)`` in a method whose class has another method
+    returning ``value.__html__()`` (flask's session tag for Markup: the
+    serialiser writes what ``__html__`` gave, the loader marks it again)."""
+    scope = scopes.function_of(call)
+    cls = scopes.class_of(call)
+    if cls is None or not isinstance(scopes.parent.get(call), ast.Return) or not (
+            call.args and isinstance(call.args[0], ast.Name) and isinstance(
+            scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and call.args[0].id in {a.arg for a in scope.args.args}):
+        return False
+    for method in cls.body:
+        if method is scope or not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Return) and node.value is not None and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "__html__" for n in ast.walk(node.value)):
+                return True
     return False
 
 
@@ -139,6 +169,12 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
                    for v in e.values if isinstance(v, ast.FormattedValue))
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.left, e.right))
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and isinstance(e.left, ast.Constant):
+        # '<pre>%s</pre>' % escape(value): a literal filled with safe text
+        items = e.right.elts if isinstance(e.right, ast.Tuple) else [e.right]
+        return all(_safe(scopes, x, scope, depth - 1, seen) for x in items)
+    if isinstance(e, ast.Dict):  # {True: 'true', None: 'null'}[value]: one of its literals
+        return all(v is not None and _safe(scopes, v, scope, depth - 1, seen) for v in e.values)
     if isinstance(e, ast.IfExp):
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.body, e.orelse))
     if isinstance(e, ast.Call):
@@ -150,6 +186,10 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
         if isinstance(e.func, ast.Attribute) and name in _KEEPS and all(
                 isinstance(a, ast.Constant) for a in e.args):
             return _safe(scopes, e.func.value, scope, depth - 1, seen)
+        if isinstance(e.func, ast.Attribute) and name == "format" and isinstance(
+                e.func.value, ast.Constant):  # '<a href="{v}">'.format(v=escape(v))
+            return all(_safe(scopes, x, scope, depth - 1, seen)
+                       for x in [*e.args, *(k.value for k in e.keywords)])
         if isinstance(e.func, ast.Attribute) and name == "join" and len(e.args) == 1:
             return (_safe(scopes, e.func.value, scope, depth - 1, seen)
                     and _safe_items(scopes, e.args[0], scope, depth - 1, seen))
@@ -212,7 +252,9 @@ def _name_safe(scopes: Scopes, name: str, scope: ast.AST, depth: int,
 def _local_function(scopes: Scopes, name: str, scope: ast.AST) -> ast.AST | None:
     """A function defined in ``scope`` (a helper) or at module level."""
     for where in (scope, scopes.tree):
-        for node in getattr(where, "body", []):
+        body = getattr(where, "body", [])
+        # a lambda's body is one expression, with no function defined in it
+        for node in body if isinstance(body, list) else []:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
                 return node
     return None

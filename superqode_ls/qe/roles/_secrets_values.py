@@ -85,6 +85,11 @@ MESSAGE = re.compile(r"^[A-Za-z]+(?:[ ,'-][A-Za-z]+)*[.!?]$")
 _HYPHEN_WORDS = re.compile(r"^[a-z]{2,}(?:-[a-z]{2,})+$")
 
 
+# An address (an OAuth token endpoint, a sync token's namespace URL): no
+# user:password@ part and no query, where an API key would ride.
+_PLAIN_URL = re.compile(r"(?i)^https?://[\w.-]+(?::\d+)?(?:/[\w./%~-]*)?$")
+
+
 def not_a_secret(value: str, line: str | None = None) -> str | None:
     """Why a value a tool calls a password is clearly none (a placeholder,
     an identifier, the name of the variable it is assigned to...), or None
@@ -101,6 +106,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "an identifier"
     if not any(c.isalnum() for c in value):
         return "punctuation only (a set of characters, not a secret)"
+    if _PLAIN_URL.match(value):
+        return "a URL with no credentials in it (an address, not a secret)"
     if MESSAGE.match(value):
         return "a message (words and a full stop), not a secret"
     if _HYPHEN_WORDS.match(value) and entropy(value) < 4.0:
@@ -143,9 +150,23 @@ def _target(line: str | None, value: str, pattern: re.Pattern[str]) -> str | Non
     """The name ``value`` is assigned to (or compared with) on ``line``."""
     for q in ("'", '"'):
         at = (line or "").find(f"{q}{value}{q}")
+        if at < 0 and (head := _source_head(value)):
+            # an escape in the literal (``'F12Zr47j\\3yX'``): the source
+            # spells the value otherwise; its head up to the escape is the same
+            at = (line or "").find(f"{q}{head}")
         m = pattern.search(line[:at]) if line and at > 0 else None
         if m:
             return m.group(1).rsplit(".", 1)[-1]
+    return None
+
+
+def _source_head(value: str) -> str | None:
+    """The part of ``value`` before its first character that the source
+    writes as an escape (a control character, a backslash), when that part
+    is long enough to find the literal by (eight characters)."""
+    for i, c in enumerate(value):
+        if not c.isprintable() or c in "\\'\"":
+            return value[:i] if i >= 8 else None
     return None
 
 

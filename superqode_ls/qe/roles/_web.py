@@ -283,7 +283,8 @@ def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
                 yield (node, "insecure-cookie", "Cookie readable by JavaScript (httponly=False)",
                        (f"{name}(httponly=False) lets any script on the page read the cookie: "
                         "one XSS steals the session. Leave httponly on."), Severity.medium)
-            elif name == "set_cookie" and _session_cookie(node) and _keyword(node, "httponly") is None:
+            elif name == "set_cookie" and _session_cookie(node) and _keyword(node, "httponly") is None \
+                    and not _clears_cookie(node):
                 yield (node, "insecure-cookie", "Session cookie set without httponly",
                        ("set_cookie for a session cookie without httponly=True: scripts on "
                         "the page can read it. Add httponly=True (and secure=True)."),
@@ -327,6 +328,15 @@ def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
     yield (value, "hardcoded-db-password", "Hard-coded password in configuration",
            (f"The {key!r} setting is a literal in the code; anyone with the source has it. "
             "Load it from the environment or a secret store."), Severity.high)
+
+
+def _clears_cookie(call: ast.Call) -> bool:
+    """``set_cookie(name, "", expires=0)``: the cookie is deleted (an empty
+    value that expires at once), no session a script could read."""
+    value = call.args[1] if len(call.args) > 1 else _keyword(call, "value")
+    ends = [_keyword(call, k) for k in ("expires", "max_age")]
+    return _const_str(value) == "" and any(
+        isinstance(e, ast.Constant) and e.value in (0, "0") for e in ends)
 
 
 def _password_hash(node: ast.Call) -> Iterator[Hit]:

@@ -3,6 +3,8 @@ findings, after bandit's and the pattern checks' reports are merged: a
 finding the code shows cannot be exploited is noise (counted, one click
 away), never dropped.
 
+- SQL formatted only from the code's own text (literals, a choice between
+  literals, a loop over a literal list of table names): low noise;
 - SQL formatted only from numbers (``sql-injection``, bandit's B608): a
   Flask/FastAPI route parameter the framework converts (``<int:id>``,
   ``id: int``) or ``int(...)``/``float(...)`` of request data cannot carry
@@ -226,7 +228,38 @@ def _numbers_only_sql(s: Scopes, line: int) -> str | None:
     if all(_numeric(v, func, params) for v in values):
         return ("only numbers are formatted into this SQL (a converted route parameter, "
                 "int(...)): they cannot carry SQL")
+    if all(_numeric(v, func, params) or _constant_text(v, func) for v in values):
+        return ("only the code's own text is formatted into this SQL (literals, a choice "
+                "between literals, a loop over a literal list): no value from outside")
     return None
+
+
+def _constant_text(e: ast.AST, func: ast.AST, depth: int = 3) -> bool:
+    """A literal, a choice between literals (``'customer=%(customer)s' if x
+    else 'customer IS NULL'``), or a local only given such values or
+    looped over a literal list (``for table in ['alerts', ...]``)."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.IfExp):
+        return _constant_text(e.body, func, depth) and _constant_text(e.orelse, func, depth)
+    if isinstance(e, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) for v in e.values)
+    if not isinstance(e, ast.Name) or depth <= 0:
+        return False
+    loops = [n for n in ast.walk(func) if isinstance(n, ast.For | ast.comprehension)
+             and isinstance(n.target, ast.Name) and n.target.id == e.id]
+    if loops:
+        # no other binding of the name (an assignment, a with ... as)
+        others = [n for n in ast.walk(func) if isinstance(n, ast.Assign | ast.AnnAssign
+                                                          | ast.AugAssign | ast.withitem
+                                                          | ast.NamedExpr)
+                  and any(isinstance(x, ast.Name) and x.id == e.id for x in ast.walk(n)
+                          if x is not getattr(n, "value", None))]
+        return not others and all(isinstance(n.iter, ast.List | ast.Tuple | ast.Set)
+                                  and all(isinstance(x, ast.Constant) for x in n.iter.elts)
+                                  for n in loops)
+    values = _assigned(func, e.id) if func is not None else None
+    return bool(values) and all(_constant_text(v, func, depth - 1) for v in values)
 
 
 def _fixed(s: Scopes, e: ast.AST, func: ast.AST, depth: int = _DEPTH) -> bool:

@@ -1,0 +1,477 @@
+"""Noise rules for findings that are true to the letter but that the code
+around them proves harmless or deliberate (called from ``qe/context.py``):
+
+- a weak hash (B324) of fresh cryptographic randomness only
+  (``sha1(os.urandom(64)).hexdigest()`` for a CSRF token): the digest is
+  as unguessable as its input, the hash only formats it. A hash of
+  anything else (a password, a user id next to the randomness) stays;
+- a weak hash (B324) in a function the module uses only as an HMAC's
+  digest (``digest_method = staticmethod(_lazy_sha1)``, ``digestmod=``):
+  HMAC-SHA1 rests on no collision resistance and is still sound (RFC 2104,
+  RFC 6194). MD5 there, and a SHA-1 used anywhere else, stay;
+- a module-level ``name = name`` (PLW0127) of an imported name: the
+  re-export idiom (it marks the import used); inside a function, or of a
+  name no import binds, it stays;
+- a mutable default (B006), empty or of constants only, that the function
+  only reads (iterates, tests, subscripts, unpacks, passes to
+  ``len``/``dict``/``x.update(...)``): nothing can change the shared object. A default that is mutated,
+  returned, stored or passed anywhere else stays;
+- ``DEBUG = True`` (``debug-mode``) in a development or test
+  configuration: a config class named for it (``DevConfig``, ``TestingConfig``)
+  in a module whose production class (``ProdConfig``) has debug off, or a
+  settings package's development module (``settings/dev.py``) next to a
+  production module that does not turn it on. A lone ``Config`` or
+  ``settings.py`` with debug on, or a production class inheriting it, stays;
+- syntax newer than the project's oldest Python (ruff: "Cannot use named
+  assignment expression on Python 3.7 (syntax was added in Python 3.8)") in
+  a script outside the project's packages and root (``extras/profiling/``,
+  no ``__init__.py``): a developer's tool run with a newer Python, which no
+  user installs. In a package, under ``src/``, at the root (``setup.py``),
+  or any other syntax error, it stays;
+- a syntax error in a notebook (``.ipynb``) of a project that ships a
+  package: a demo run cell by cell (tqdm's exercise cell ``tqdm.`` under
+  "# your code here"), never imported;
+- an unused import inside ``try``/``except ImportError`` (ruff's F401 "to
+  test for availability", Django's ``manage.py``): the import is the check;
+- a missing copyright notice (CPY001) in a file whose header is an SPDX
+  license identifier: the notice is there in the standard form;
+- a guarded web value, a debug server on the loopback address, a
+  documentation example key: see ``qe/noise_guards.py``;
+- a zero-width space (PLE2515) in a string of natural-language text (Lao,
+  Thai, Khmer and other scripts break words with it): the character is the
+  text's own; in a string of ASCII text it stays.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+from ..models import Finding, Severity
+from .codegen import Scopes
+from .noise_guards import (
+    DEBUG_RULES,
+    GUARDED_RULES,
+    allow_listed,
+    documentation_example,
+    local_debug_server,
+)
+
+Lines = Callable[[str], "list[str] | None"]
+
+# The rules (canonical ids) these checks judge: only their files are parsed.
+# (a secret-* rule too: ``is_idiom_rule``)
+IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
+                         "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
+                         *DEBUG_RULES})
+
+
+def is_idiom_rule(rule: str) -> bool:
+    """``rule`` (canonical) is one these checks judge."""
+    return rule in IDIOM_RULES or rule.startswith("SECRET-")
+
+
+def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
+                lines: Lines | None) -> tuple[str, Severity] | None:
+    """(why, the severity to show) when ``f`` is noise by one of the rules
+    above, or None. ``rule``: the canonical rule id; ``parsed()``: the
+    parsed module of ``f.file`` (None when it is not Python or does not
+    parse), asked for only by the rules that need it."""
+    if f.noise is not None or not f.file or not f.range:
+        return None
+    line = f.range.start_line
+    if rule == "F401":
+        return (_AVAILABILITY, Severity.info) if "test for availability" in (
+            f.message or "") else None
+    if rule == "CPY001":
+        head = (lines(f.file) or [])[:10] if lines is not None else []
+        return (_SPDX, Severity.info) if any("SPDX-License-Identifier" in t for t in head) \
+            else None
+    if rule == "PLE2515":
+        why = zero_width_space_in_text(f, lines) if lines is not None else None
+        return (why, Severity.info) if why else None
+    if rule == "INVALID-SYNTAX" and f.file.endswith(".ipynb"):
+        why = notebook_beside_a_package(f, lines) if lines is not None else None
+        return (why, Severity.low) if why else None
+    if rule.startswith("SECRET-") or rule in ("B105", "B106", "B107"):
+        text = lines(f.file) if lines is not None else None
+        why = documentation_example(text[line - 1] if text and 0 < line <= len(text) else None)
+        return (why, Severity.info) if why else None
+    scopes = parsed()
+    if rule in DEBUG_RULES:
+        why = (_dev_config_class(scopes, line) or local_debug_server(scopes, line)
+               if scopes is not None else None) or (
+            _dev_settings_module(f.file, lines) if lines is not None and rule != "B201" else None)
+        return (why, Severity.low) if why else None
+    if rule in GUARDED_RULES:
+        why = allow_listed(scopes, line) if scopes is not None else None
+        return (why, Severity.low) if why else None
+    if rule == "INVALID-SYNTAX":
+        why = newer_python_script(f, lines) if lines is not None else None
+        return (why, Severity.low) if why else None
+    if scopes is None:
+        return None
+    if rule == "B324" and f.rule_id.lower() != "weak-password-hash":
+        why = random_input_hash(scopes, line) or hmac_digest(scopes, line)
+        return (why, Severity.low) if why else None
+    if rule == "PLW0127":
+        why = reexport_self_assignment(scopes, line)
+        return (why, Severity.info) if why else None
+    if rule == "B006":
+        why = default_only_read(scopes, line, f.range.start_col - 1)
+        return (why, Severity.info) if why else None
+    return None
+
+
+# -- weak hashes -----------------------------------------------------------
+
+_WEAK = frozenset({"md5", "sha1"})
+# Cryptographic randomness: what a call of these returns cannot be guessed.
+_RANDOM_CALL = re.compile(r"^(?:os\.urandom|urandom|secrets\.token_(?:bytes|hex|urlsafe)|"
+                          r"token_(?:bytes|hex|urlsafe)|uuid\.uuid4|uuid4|"
+                          r"(?:random\.)?SystemRandom\(\)\.\w+|secrets\.\w+)$")
+# Calls that only change the form of a value (they add nothing guessable).
+_FORMAT_CALL = frozenset({"str", "bytes", "repr", "encode", "hex", "format", "bytearray"})
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _weak_hash_calls(scopes: Scopes, line: int) -> list[ast.Call]:
+    out = []
+    for call in scopes.calls_on(line):
+        name = _callee(call)
+        if name == "new" and call.args and isinstance(call.args[0], ast.Constant):
+            name = str(call.args[0].value).lower()
+        if name in _WEAK:
+            out.append(call)
+    return out
+
+
+def random_input_hash(scopes: Scopes, line: int) -> str | None:
+    """Why every weak hash on ``line`` hashes fresh randomness only, or None."""
+    calls = _weak_hash_calls(scopes, line)
+    if not calls:
+        return None
+    for call in calls:
+        data = call.args[1:] if _callee(call) == "new" else call.args
+        if not data or not all(_only_random(a) for a in data):
+            return None
+    return ("it hashes fresh cryptographic randomness only (os.urandom, secrets, uuid4): the "
+            "digest is as unguessable as its input, the hash only formats it")
+
+
+def _only_random(e: ast.AST) -> bool:
+    """``e`` is built from cryptographic randomness, literals and calls that
+    only change a value's form; at least one random call in it."""
+    random = False
+    for node in ast.walk(e):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if _RANDOM_CALL.match(name):
+                random = True
+            elif _callee(node) not in _FORMAT_CALL:
+                return False
+        elif isinstance(node, ast.Name) and not _in_callee(node, e):
+            return False  # a variable: what it holds is not known here
+    return random
+
+
+def _in_callee(name: ast.Name, root: ast.AST) -> bool:
+    """``name`` names the function called: a builtin (``str``) or the
+    module of a random call (``os`` in ``os.urandom``); not the value whose
+    method is called (``user_id`` in ``user_id.encode()``)."""
+    for node in ast.walk(root):
+        if isinstance(node, ast.Call) and (node.func is name or (
+                _RANDOM_CALL.match(ast.unparse(node.func))
+                and any(n is name for n in ast.walk(node.func)))):
+            return True
+    return False
+
+
+_DIGEST_TARGET = re.compile(r"(?i)digest|hash_?func|hashfunc|digestmod")
+
+
+def hmac_digest(scopes: Scopes, line: int) -> str | None:
+    """Why a SHA-1 on ``line`` is only an HMAC's digest function, or None:
+    it is returned by a function whose every mention in the module hands it
+    over as a digest (``digest_method = staticmethod(f)``, ``digestmod=f``,
+    ``hmac.new(key, msg, f)``), never called for a hash of its own."""
+    calls = _weak_hash_calls(scopes, line)
+    if not calls or any(_hash_name(c) != "sha1" for c in calls):
+        return None
+    for call in calls:
+        stmt = call
+        while stmt in scopes.parent and not isinstance(stmt, ast.stmt):
+            stmt = scopes.parent[stmt]
+        func = scopes.function_of(call)
+        if not isinstance(stmt, ast.Return) or not isinstance(
+                func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        uses = [n for n in ast.walk(scopes.tree) if isinstance(n, ast.Name)
+                and n.id == func.name and isinstance(n.ctx, ast.Load)]
+        if not uses or not all(_as_digest(scopes, u) for u in uses):
+            return None
+    return ("SHA-1 as an HMAC's digest (the function is only handed to a signer as its "
+            "digest): HMAC-SHA1 needs no collision resistance and is still sound")
+
+
+def _hash_name(call: ast.Call) -> str:
+    name = _callee(call)
+    if name == "new" and call.args and isinstance(call.args[0], ast.Constant):
+        return str(call.args[0].value).lower()
+    return name
+
+
+def _as_digest(scopes: Scopes, use: ast.Name) -> bool:
+    node: ast.AST = use
+    up = scopes.parent.get(node)
+    if isinstance(up, ast.Call) and _callee(up) == "staticmethod" and node in up.args:
+        node, up = up, scopes.parent.get(up)
+    if isinstance(up, ast.keyword):
+        return bool(up.arg and _DIGEST_TARGET.search(up.arg))
+    if isinstance(up, ast.Assign) and node is up.value:
+        return all(_DIGEST_TARGET.search(ast.unparse(t)) for t in up.targets)
+    return isinstance(up, ast.Call) and node in up.args[2:3] and ast.unparse(up.func) in (
+        "hmac.new", "hmac.HMAC", "HMAC")
+
+
+# -- lint idioms -----------------------------------------------------------
+
+def reexport_self_assignment(scopes: Scopes, line: int) -> str | None:
+    """Why ``name = name`` on ``line`` re-exports an import, or None."""
+    for stmt in scopes.tree.body:
+        if not (isinstance(stmt, ast.Assign) and stmt.lineno <= line <= (stmt.end_lineno or 0)):
+            continue
+        if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Name) and stmt.value.id == stmt.targets[0].id):
+            return None
+        name = stmt.value.id
+        imported = any(isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno < stmt.lineno
+                       and any((a.asname or a.name.split(".")[0]) == name for a in n.names)
+                       for n in scopes.tree.body)
+        if imported:
+            return (f"{name} = {name} re-exports the imported name at module level (the "
+                    "assignment marks the import used): deliberate")
+    return None
+
+
+# Builtins that read their argument and never change it.
+_READERS = frozenset({"len", "list", "dict", "set", "frozenset", "tuple", "sorted", "iter",
+                      "any", "all", "sum", "min", "max", "bool", "str", "repr", "enumerate",
+                      "zip", "isinstance", "reversed", "deepcopy", "copy"})
+# Methods of the default that only read it.
+_READ_METHODS = frozenset({"get", "items", "keys", "values", "copy", "count", "index",
+                           "issubset", "issuperset", "union", "intersection", "difference"})
+# Methods of another object that read what they are given.
+_TAKES_COPY = frozenset({"update", "extend", "union", "intersection", "difference",
+                         "issubset", "issuperset", "fromkeys"})
+
+
+def default_only_read(scopes: Scopes, line: int, col: int) -> str | None:
+    """Why the mutable default at ``line``:``col`` is never changed, or None."""
+    for func in scopes.functions:
+        args = func.args
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults,
+                         strict=True))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                  if d is not None]
+        for arg, default in pairs:
+            if default.lineno == line and default.col_offset <= col <= (
+                    default.end_col_offset or default.col_offset) and _flat(default):
+                uses = [n for stmt in func.body for n in ast.walk(stmt)
+                        if isinstance(n, ast.Name) and n.id == arg.arg]
+                if all(_reads(scopes, u) for u in uses):
+                    return (f"the default of {arg.arg!r} is only read, never changed, "
+                            "returned or stored: no call can see another's changes")
+                return None
+    return None
+
+
+def _flat(default: ast.AST) -> bool:
+    """An empty or constant-only ``[]``/``{}``/``set()``: no object inside it
+    that a read (``d["k"]``, ``d.get("k")``) could hand out to be changed."""
+    if isinstance(default, ast.Call):
+        return isinstance(default.func, ast.Name) and default.func.id in (
+            "list", "dict", "set") and not default.args and not default.keywords
+    if isinstance(default, ast.Dict):
+        items = [*default.keys, *default.values]
+    elif isinstance(default, (ast.List, ast.Set)):
+        items = list(default.elts)
+    else:
+        return False
+    return all(isinstance(i, ast.Constant) for i in items)
+
+
+def _reads(scopes: Scopes, use: ast.Name) -> bool:
+    """``use`` of the default's name only reads the object."""
+    if not isinstance(use.ctx, ast.Load):
+        return isinstance(use.ctx, ast.Store) and _rebound_fresh(scopes, use)
+    up = scopes.parent.get(use)
+    if isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is use:
+        return True
+    if isinstance(up, (ast.BoolOp, ast.Compare, ast.FormattedValue)):
+        return not isinstance(up, ast.BoolOp) or _bool_read(scopes, up)
+    if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+        return True
+    if isinstance(up, (ast.For, ast.comprehension)) and up.iter is use:
+        return True
+    if isinstance(up, ast.Subscript) and up.value is use:
+        return isinstance(up.ctx, ast.Load)
+    if isinstance(up, ast.Attribute) and up.value is use:
+        call = scopes.parent.get(up)
+        return up.attr in _READ_METHODS and isinstance(call, ast.Call) and call.func is up
+    if isinstance(up, ast.keyword) and up.arg is None:
+        return True  # f(**default): unpacked into a new dict
+    if isinstance(up, ast.Starred):
+        return True
+    if isinstance(up, ast.Call) and use in up.args:
+        name = _callee(up)
+        if isinstance(up.func, ast.Name):
+            return name in _READERS
+        return name in _TAKES_COPY
+    return False
+
+
+def _bool_read(scopes: Scopes, op: ast.BoolOp) -> bool:
+    """``default or x`` / ``default and x`` as a test only (its value, which
+    may be the default itself, is not kept)."""
+    up = scopes.parent.get(op)
+    return isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is op or (
+        isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not))
+
+
+def _rebound_fresh(scopes: Scopes, target: ast.Name) -> bool:
+    """``name = <anything but the name>``: from then on the name no longer
+    holds the default (its later uses are checked all the same)."""
+    up = scopes.parent.get(target)
+    return isinstance(up, ast.Assign) and not any(
+        isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(up.value))
+
+
+# -- debug on in a development configuration --------------------------------
+
+_DEV_NAME = re.compile(r"(?i)dev|develop|test|local|debug")
+_PROD_NAME = re.compile(r"(?i)prod|live|deploy|release")
+
+
+def _dev_config_class(scopes: Scopes, line: int) -> str | None:
+    classes = {c.name: c for c in scopes.tree.body if isinstance(c, ast.ClassDef)}
+    own = next((c for c in classes.values()
+                if c.lineno <= line <= (c.end_lineno or c.lineno)), None)
+    if own is None or not _DEV_NAME.search(own.name) or _PROD_NAME.search(own.name):
+        return None
+    prods = [c for c in classes.values() if _PROD_NAME.search(c.name)]
+    if not prods or any(_debug_of(c, classes, 0) is not False for c in prods):
+        return None
+    return (f"debug on in {own.name}, a development or test configuration: the production "
+            f"one ({prods[0].name}) has it off")
+
+
+def _debug_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], depth: int) -> bool | None:
+    """The class's DEBUG as a literal (its own, else its bases' in this
+    module); None when not known."""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "DEBUG" for t in stmt.targets):
+            value = stmt.value
+            return bool(value.value) if isinstance(value, ast.Constant) else None
+    if depth > 8:
+        return None
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in classes:
+            return _debug_of(classes[base.id], classes, depth + 1)
+    # only base classes from outside the module (object, a framework's
+    # Config): Flask, Django and the like default to debug off
+    return False if all(isinstance(b, ast.Name) and b.id == "object" for b in cls.bases) \
+        else None
+
+
+_DEV_MODULES = ("dev.py", "development.py", "local.py", "test.py", "tests.py", "testing.py",
+                "ci.py", "debug.py")
+_PROD_MODULES = ("production.py", "prod.py", "live.py", "deploy.py")
+# A literal that turns debug on; a value read from the environment is the
+# deployment's choice, off unless it is set.
+_DEBUG_ON = re.compile(r"^\s*DEBUG\s*=\s*(?:True\b|1\b|[\"']\w)")
+_STAR_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import\s+\*")
+
+
+def _dev_settings_module(rel: str, lines: Lines) -> str | None:
+    """``settings/dev.py`` with debug on, next to a production module that
+    does not set DEBUG to anything but False, nor star-imports a module that
+    does."""
+    parts = rel.split("/")
+    if len(parts) < 2 or parts[-2] != "settings" or parts[-1] not in _DEV_MODULES:
+        return None
+    folder = "/".join(parts[:-1])
+    for name in _PROD_MODULES:
+        if lines(f"{folder}/{name}") is None:
+            continue
+        if _turns_debug_on(folder, name, lines, 0):
+            return None
+        return (f"debug on in a development settings module: the production settings "
+                f"({folder}/{name}) do not turn it on")
+    return None
+
+
+def _turns_debug_on(folder: str, name: str, lines: Lines, depth: int) -> bool:
+    """The settings module ``name`` (or one it star-imports from its
+    package) may set DEBUG to anything but False; unknown counts as on."""
+    text = lines(f"{folder}/{name}")
+    if text is None or depth > 4:
+        return True
+    if any(_DEBUG_ON.match(t) for t in text):
+        return True
+    return any(_turns_debug_on(folder, f"{m.group(1)}.py", lines, depth + 1)
+               for t in text if (m := _STAR_IMPORT.match(t)))
+
+
+# ruff's report of syntax a newer Python accepts: "... on Python 3.7 (syntax
+# was added in Python 3.8)".
+_NEWER_SYNTAX = re.compile(r"on Python 3\.\d+ \(syntax was (?:added|changed) in Python 3\.\d+")
+
+
+def newer_python_script(f: Finding, lines: Lines) -> str | None:
+    """Why a syntax error is a development script's newer syntax, or None."""
+    if not f.file or not _NEWER_SYNTAX.search(f"{f.message} {f.title}"):
+        return None
+    parts = f.file.split("/")
+    if len(parts) < 2 or parts[0] == "src" or not parts[-1].endswith(".py"):
+        return None
+    folder = "/".join(parts[:-1])
+    if lines(f"{folder}/__init__.py") is not None:
+        return None  # a package's module: users import it on the oldest Python
+    return (f"a development script outside the project's packages ({folder}/) written for "
+            "a newer Python than the project's oldest: no user installs or imports it")
+
+
+_SPDX = ("the file declares its license and holders by an SPDX header (SPDX-License-"
+         "Identifier), which the rule's copyright pattern does not read")
+_AVAILABILITY = ("the import tests whether the package is installed (inside try/except "
+                 "ImportError): the import is the check")
+_PACKAGE_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def notebook_beside_a_package(f: Finding, lines: Lines) -> str | None:
+    """Why a notebook's syntax error is a demo's, or None."""
+    if not any(lines(p) is not None for p in _PACKAGE_FILES):
+        return None
+    return ("a syntax error in a notebook cell beside the project's package: a demo run cell "
+            "by cell (an exercise left to the reader), never imported")
+
+
+def zero_width_space_in_text(f: Finding, lines: Lines) -> str | None:
+    """Why a zero-width space on the finding's line is natural-language
+    text's own: the line has letters of a script outside ASCII."""
+    text = lines(f.file) if f.file and f.range else None
+    n = f.range.start_line if f.range else 0
+    if not text or not 1 <= n <= len(text):
+        return None
+    if not any(c.isalpha() and ord(c) > 0x2FF for c in text[n - 1]):
+        return None
+    return ("a zero-width space in natural-language text (scripts such as Lao, Thai or Khmer "
+            "mark word breaks with it): the character is the text's own")
