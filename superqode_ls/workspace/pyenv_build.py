@@ -17,19 +17,15 @@ import asyncio
 import contextlib
 import datetime
 import fcntl
-import importlib.metadata
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..config import Config, ConfigError, load_config, superqode_home
 from ..errors import SuperQodeError
@@ -37,125 +33,16 @@ from ..runtime import Runtime
 from . import envcache
 from .extras import needs
 from .git import git_out
-from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
+from .pyenv import ProjectPython, discover, env_python, own_python, probe
+from .pyenv_declared import declared_requirements, missing_in_own
+from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
 
+__all__ = ["build_env", "declared_requirements", "pick_interpreter", "resolve_python",
+           "spawn_background_build"]
+
 Emit = Callable[..., Any]
-TEST_EXTRAS = ("test", "tests", "testing", "dev")
-REQUIREMENT_FILES = (
-    "requirements.txt", "requirements-dev.txt", "requirements_dev.txt", "dev-requirements.txt",
-    "requirements-test.txt", "requirements_test.txt", "requirements-tests.txt",
-    "test-requirements.txt", "requirements/test.txt", "requirements/tests.txt",
-    "requirements/dev.txt", "requirements/testing.txt",
-)
 CONFIGURE = "set roles.python (superqode.yaml) or the editor's superqode.python to the project's interpreter"
-
-
-def declared_requirements(root: Path) -> list[str]:
-    """Requirement strings the project declares (deduplicated, in order)."""
-    reqs: list[str] = []
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            data = {}
-        project: dict = data["project"] if isinstance(data.get("project"), dict) else {}
-        reqs += [r for r in project.get("dependencies") or [] if isinstance(r, str)]
-        extras = project.get("optional-dependencies") or {}
-        groups = data.get("dependency-groups") or {}
-        for name in TEST_EXTRAS:
-            reqs += [r for r in extras.get(name) or [] if isinstance(r, str)]
-            reqs += _group(groups, name, set())
-    for rel in REQUIREMENT_FILES:
-        reqs += _requirements_file(root, root / rel, set())
-    # The project itself is never installed (its name may appear in a
-    # group like ``dev = ["myproj[test]"]``): the sandbox's copy is used.
-    own = _project_name(root)
-    out = []
-    for r in dict.fromkeys(r.strip() for r in reqs if r.strip()):
-        if own is not None and requirement_name(r) == own:
-            continue
-        out.append(r)
-    return out
-
-
-def _project_name(root: Path) -> str | None:
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-        return requirement_name(str(data["project"]["name"]))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError):
-        return None
-
-
-def _group(groups: dict, name: str, seen: set[str]) -> list[str]:
-    if name in seen or not isinstance(groups.get(name), list):
-        return []
-    seen.add(name)
-    out: list[str] = []
-    for item in groups[name]:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
-            out += _group(groups, item["include-group"], seen)
-    return out
-
-
-def _requirements_file(root: Path, path: Path, seen: set[Path]) -> list[str]:
-    """Plain requirement lines; ``-r`` includes inside the project are
-    followed. Editable/local paths (``-e .``) and options are left out:
-    installing them would build in (and write to) the user's tree."""
-    try:
-        real = path.resolve()
-        real.relative_to(root.resolve())
-    except (OSError, ValueError):
-        return []
-    if real in seen or not real.is_file():
-        return []
-    seen.add(real)
-    try:
-        lines = real.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    out: list[str] = []
-    for raw in lines:
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith(("-r ", "--requirement ")):
-            out += _requirements_file(root, real.parent / line.split(None, 1)[1].strip(), seen)
-            continue
-        if line.startswith(("-", ".", "/")) or "://" in line:
-            continue
-        out.append(line)
-    return out
-
-
-def missing_in_own(reqs: list[str]) -> list[str]:
-    """Declared requirements SuperQode's own environment does not satisfy."""
-    from packaging.requirements import InvalidRequirement, Requirement  # pytest needs packaging
-
-    missing = []
-    for text in reqs:
-        name = requirement_name(text)
-        if name is None:
-            continue
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            missing.append(text)
-            continue
-        if req.marker is not None and not req.marker.evaluate():
-            continue
-        try:
-            version = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(text)
-            continue
-        if not req.specifier.contains(version, prereleases=True):
-            missing.append(text)
-    return missing
-
 
 async def resolve_python(
     project: Path,
@@ -279,78 +166,6 @@ def metadata_dir(name: str, version: str) -> str | None:
 
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
-
-
-# What of the project's words goes to ``uv python find``: a version (or a
-# specifier), never a path or a program's name (nor an option of uv's). uv
-# runs the interpreter it is given, to ask what it is, here, outside the
-# barrier; a ``.python-version`` of ``./tools/python`` is the project's (or
-# a session's) program.
-_VERSION_REQUEST = re.compile(
-    r"(?:cpython|python|pypy|graalpy|cp|pp)?[@-]?\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?t?", re.IGNORECASE)
-
-
-def pick_interpreter(request: str | None, uv: str | None, hide: Sequence[str] = ()
-                     ) -> tuple[str, str, str | None]:
-    """(interpreter, its X.Y, a note when the request cannot be met). The
-    base of SuperQode's own Python when it matches, else one uv finds.
-    ``hide``: the user's ``sandbox.hide``, masked for the probe."""
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if not request:
-        return base, mine, None
-    try:
-        spec = SpecifierSet(request)
-    except InvalidSpecifier:
-        spec = None
-    full = ".".join(str(n) for n in sys.version_info[:3])
-    if spec is not None and spec.contains(full, prereleases=True):
-        return base, mine, None
-    if spec is None and (request == mine or request.startswith(mine + ".")):
-        return base, mine, None
-    plain = not any(c in request for c in "/\\~$") and "===" not in request  # (=== takes any word)
-    if uv and plain and (spec is not None or _VERSION_REQUEST.fullmatch(request)):
-        try:
-            # --system: an activated environment is not an interpreter to build on.
-            res = subprocess.run([uv, "python", "find", "--system", "--no-project",
-                                  "--no-python-downloads", request],
-                                 capture_output=True, text=True, timeout=30, check=False,
-                                 stdin=subprocess.DEVNULL, env=_search_env())
-        except (OSError, subprocess.TimeoutExpired):
-            res = None
-        if res is not None and res.returncode == 0 and res.stdout.strip():
-            found = probe(res.stdout.strip().splitlines()[-1], "uv", hide=hide)
-            if isinstance(found, ProjectPython):
-                return found.python, found.version, None
-    return base, mine, f"the project asks for Python {request}; none is installed, {mine} is used"
-
-
-_NEEDS_PYTHON = re.compile(r"current Python version \([\d.]+\) does not satisfy "
-                           r"Python((?:[<>=!~]=?[\d.*]+,?\s?)+)")
-
-
-def _python_for(why: str | None, uv: str, python: str, hide: Sequence[str] = ()) -> str | None:
-    """Another installed interpreter satisfying the Python range the
-    resolver said the requirements need (``why``), or None."""
-    m = _NEEDS_PYTHON.search(why or "")
-    if m is None:
-        return None
-    other, _, asked = pick_interpreter(m.group(1).strip().rstrip(","), uv, hide)
-    return other if asked is None and other != python else None
-
-
-def _search_env() -> dict[str, str]:
-    """The environment ``uv python find`` searches with: pyenv's installed
-    versions instead of its shims. A shim of a version that is not selected
-    fails ("pyenv: python3.12: command not found") and uv stops there
-    instead of looking further."""
-    env = dict(os.environ)
-    root = Path(env.get("PYENV_ROOT") or Path.home() / ".pyenv")
-    dirs = [d for d in env.get("PATH", os.defpath).split(os.pathsep)
-            if d and not (d.startswith(str(root)) and d.rstrip("/").endswith("/shims"))]
-    versions = sorted(str(b) for b in (root / "versions").glob("*/bin")) if root.is_dir() else []
-    env["PATH"] = os.pathsep.join([*dirs, *versions])
-    return env
 
 
 MAX_LEFT_OUT = 3
@@ -501,7 +316,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
             return why
 
         why = await fill()
-        other = await asyncio.to_thread(_python_for, why, uv, python, hide)
+        other = await asyncio.to_thread(python_for, why, uv, python, hide)
         if other is not None:
             # The pinned packages need another Python than the one chosen
             # (Django 6 needs 3.12, and nothing declares it): made again

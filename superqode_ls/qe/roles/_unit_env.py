@@ -31,7 +31,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ...workspace.pyenv import requirement_name
-from ...workspace.pyenv_build import declared_requirements
+from ...workspace.pyenv_declared import declared_requirements
 from ._unit_django import settings_module
 
 _DJANGO = re.compile(
