@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import datetime
 import fcntl
+import functools
 import os
 import re
 import shutil
@@ -37,6 +38,7 @@ from .pyenv import ProjectPython, discover, env_python, own_python, probe
 from .pyenv_declared import declared_requirements, missing_in_own
 from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
+from .pyprojects import python_projects
 
 __all__ = ["build_env", "declared_requirements", "pick_interpreter", "resolve_python",
            "spawn_background_build"]
@@ -54,22 +56,29 @@ async def resolve_python(
     emit: Emit = lambda *a, **k: None,
     build: bool = True,
     runtime: Runtime | None = None,
+    sub: str | None = None,
 ) -> ProjectPython:
     """The interpreter for this session's code-running roles (see pyenv).
     ``project`` is the user's folder (its environment), ``root`` the
     sandbox (the declarations are read there). ``build``: whether a role
     will run the project's code (no tests: nothing is built). ``runtime``:
-    the front end's priority and CPUs for the build's tools."""
+    the front end's priority and CPUs for the build's tools. ``sub``: in a
+    monorepo, the Python project's folder below them (pyprojects); None:
+    the root's project, else the first one below it."""
+    if sub is None:
+        sub = (await asyncio.to_thread(python_projects, root))[0]
     found, tried = await asyncio.to_thread(
-        discover, project, config.roles.python, editor, environ, config.sandbox.hide
-    )
+        discover, project / sub if sub else project, config.roles.python, editor, environ,
+        config.sandbox.hide)
     if found is not None:
-        return found
+        return replace(found, folder=sub)
     passed_over = "; ".join(tried)
-    plan = await asyncio.to_thread(make_plan, root)
-    reqs = await asyncio.to_thread(declared_requirements, root)
+    folder = root / sub if sub else root
+    plan = await asyncio.to_thread(make_plan, root, sub)
+    reqs = await asyncio.to_thread(declared_requirements, folder)
     missing = await asyncio.to_thread(missing_in_own, [*reqs, *(plan.requirements if plan else ())])
-    meta = await asyncio.to_thread(static_metadata, root)
+    meta = await asyncio.to_thread(static_metadata, folder)
+    own = functools.partial(own_python, folder=sub)
     # SuperQode's own Python serves when it has everything declared and the
     # project's metadata is known without building it; never over a lock
     # (its pinned versions are what the tests were written against).
@@ -79,23 +88,24 @@ async def resolve_python(
                if reqs else "no project environment found and no dependencies declared")
         # Its metadata (importlib.metadata.version) without installing it.
         lent = await asyncio.to_thread(metadata_dir, *meta) if meta is not None else None
-        return replace(own_python(_join(passed_over, why), tuple(tried)), metadata=lent)
+        return replace(own(_join(passed_over, why), tuple(tried)), metadata=lent)
     if not build:
         why = "no project environment found; none built (no role runs the project's code)"
-        return own_python(_join(passed_over, why), tuple(tried))
+        return own(_join(passed_over, why), tuple(tried))
     if config.roles.unit_test_command:
         why = ("no project environment found; roles.unit_test_command runs the tests, so none "
                "is built (set roles.python for the other roles)")
-        return own_python(_join(passed_over, why), tuple(tried))
+        return own(_join(passed_over, why), tuple(tried))
     if not config.roles.build_env:
         why = f"no project environment found and roles.build_env is off; {CONFIGURE}"
-        return own_python(_join(passed_over, why), tuple(tried))
+        return own(_join(passed_over, why), tuple(tried))
     built = await build_env(root, plan, config.roles.env_build_timeout_s, emit, runtime,
                             project=project, hide=config.sandbox.hide)
     if isinstance(built, ProjectPython):
-        return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried))
+        return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried),
+                       folder=sub)
     setup = f"could not build the project's environment from {plan.describe()}: {built}"
-    return replace(own_python(_join(passed_over, f"{setup}; {CONFIGURE}"), tuple(tried)),
+    return replace(own(_join(passed_over, f"{setup}; {CONFIGURE}"), tuple(tried)),
                    setup=setup)
 
 
@@ -136,7 +146,8 @@ async def build_in_background(project: Path, nice: int = 0) -> int:
     except ConfigError as e:
         emit("progress", message=f"not built: {e}")
         return 2
-    plan = await asyncio.to_thread(make_plan, project)
+    sub = (await asyncio.to_thread(python_projects, project))[0]
+    plan = await asyncio.to_thread(make_plan, project, sub)
     if plan is None:
         emit("progress", message="not built: nothing declared")
         return 0
@@ -239,7 +250,8 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
-            return why
+            # The Python it asked for and did not get is most often why.
+            return _join(asked or "", why)
         await asyncio.to_thread(envcache.record, target)
         emit("progress", message=f"environment: built {target}")
         built = await asyncio.to_thread(_ready, target, emit, hide)
@@ -307,7 +319,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
             why = None
             for when in dict.fromkeys([as_of, None]):
                 for cmd in plan.commands(uv, venv_py, src, when):
-                    why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout,
+                    why = await _step(cmd, src / plan.cwd, env, allow, deadline - loop.time(), timeout,
                                       runtime, hide)
                     if why is not None:
                         break

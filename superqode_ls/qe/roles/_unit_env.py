@@ -14,8 +14,13 @@ problem, counted and named in the role's line, never a finding to act on:
   (connection refused on its well-known port, or its driver's own words).
 
 What stays a finding: an ImportError of the project's own module (a module
-that is not there, a name it does not define), and a connection refused on
-any other port (a local server the suite itself failed to start).
+that is not there, a name it does not define), a connection refused on
+any other port (a local server the suite itself failed to start), and a
+name missing from an installed third-party package (``cannot import name
+'TextField' from 'wtforms'``: wtforms 3 dropped it). That package is there;
+the project's code uses an API its dependency no longer (or not yet) has,
+in the version its declarations let in: ``dependency_api`` says so, with
+the installed version and what the project declares.
 
 A failing test whose cause is where it ran (``environment_cause``): no
 network in the sandbox, SuperQode's guard, running as root.
@@ -124,6 +129,49 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
         said = ("the project declares it" if canonicalize_name(top) in declared
                 else "the project does not declare it under that name")
         return f"package {top!r} is not installed in the test environment ({said})"
+    return None
+
+
+def dependency_api(record: dict[str, Any], root: Path) -> str | None:
+    """"wtforms 3.1.2 is installed and has no 'TextField' ..." for an import
+    of a name a third-party package does not define, or None."""
+    text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
+    for m in _GONE.finditer(text):
+        name, module, where = m.groups()
+        if not re.search(r"[/\\](?:site|dist)-packages[/\\]", where) or own_module(root, module):
+            continue
+        top = module.split(".")[0]
+        version = _installed_version(where, top)
+        said = next((r for r in declared_requirements(root)
+                     if requirement_name(r) == canonicalize_name(top)), None)
+        if said is None:
+            declared = "the project does not declare it"
+        elif re.search(r"[<>=~!]", said):
+            declared = f"the project declares {said!r}, which lets this version in"
+        else:
+            declared = f"the project declares {said!r} unpinned, which lets this version in"
+        return (f"{top}{' ' + version if version else ''} is installed and has no {name!r} "
+                f"(imported from {module}): the project's code uses a name its dependency no "
+                f"longer (or not yet) has; {declared}: pin the version the code was written for, "
+                "or update the code to its API")
+    return None
+
+
+def _installed_version(where: str, top: str) -> str | None:
+    """The version of the distribution named ``top`` installed in the
+    site-packages holding ``where`` (a module's file), or None."""
+    parts = Path(where).parts
+    cut = max(i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages"))
+    site = Path(*parts[:cut + 1])
+    want = canonicalize_name(top)
+    try:
+        infos = list(site.glob("*.dist-info"))
+    except OSError:
+        return None
+    for info in infos:
+        dist, _, version = info.name[:-len(".dist-info")].partition("-")
+        if canonicalize_name(dist) == want and version:
+            return version
     return None
 
 

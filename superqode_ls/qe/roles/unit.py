@@ -36,6 +36,7 @@ from ...workspace.extras import needs
 from ...workspace.paths import hypothesis_dir, repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
+from ...workspace.pyprojects import python_projects
 from . import _unit_django as django
 from ._common import (
     SKIP_DIRS,
@@ -46,7 +47,8 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import isolate, project_python, pytest_argv
-from ._unit_env import environment_cause, environment_problem, only_environment
+from ._unit_env import dependency_api, environment_cause, environment_problem, only_environment
+from ._unit_projects import each_project, files_in, moved, sub_context
 from ._unit_rerun import rerun_failed
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
@@ -95,6 +97,12 @@ class UnitTester(Role):
     executes_code = True
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
+        subs = await asyncio.to_thread(python_projects, ctx.sandbox)
+        if subs != [""]:  # a monorepo: each Python project from its own folder
+            return await each_project(ctx, subs, self._run_project)
+        return await self._run_project(ctx)
+
+    async def _run_project(self, ctx: RoleContext) -> RoleOutput:
         find = django.find_tests if _django(ctx) else find_test_files
         all_tests = find(ctx.sandbox)
         if not all_tests:
@@ -152,6 +160,17 @@ class UnitTester(Role):
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        subs = await asyncio.to_thread(python_projects, ctx.sandbox)
+        if subs == [""]:
+            return await self._recheck(ctx, files)
+        found: list[Finding] = []
+        for sub in subs:
+            if mine := files_in(files, sub):
+                sub_ctx = await sub_context(ctx, sub, mine)
+                found += moved(await self._recheck(sub_ctx, mine), sub)
+        return found
+
+    async def _recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
         find = django.find_tests if _django(ctx) else find_test_files
         out, _ = await self._pytest(ctx, find(ctx.sandbox, files))
         return out.findings
@@ -393,6 +412,11 @@ class UnitTester(Role):
             title = f"{label}: {nodeid}" if nodeid else label
             cause = (environment_cause(r, offline=offline) if r.get("kind") != "collect" else None
                      ) or environment_problem(r, root)
+            # A name an installed package lacks: the code's (or its unpinned
+            # dependency's API change), said as such, never "not installed".
+            api = dependency_api(r, root) if cause is None else None
+            if api:
+                message = f"{api}\n{message}"
             where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
             out.append(
                 Finding(
@@ -410,7 +434,8 @@ class UnitTester(Role):
                     file=file,
                     range=_line_range(src.line(file, line), line) if file else None,
                     evidence=evidence,
-                    tags=[tool, when, *(["environment"] if cause else [])],
+                    tags=[tool, when, *(["environment"] if cause else []),
+                          *(["dependency-api"] if api else [])],
                     snippet=src.line(file, line) if file else None,
                 )
             )

@@ -1,0 +1,159 @@
+"""A repository whose Python projects live in subfolders (a monorepo:
+fastapi's full-stack template keeps its backend in ``backend/`` with its own
+``pyproject.toml``, the root being a uv workspace with the ``uv.lock``):
+each project is found as a developer finds it, built with its own declared
+tooling (the workspace's lock for a member) and tested from its own folder;
+findings come back with repository paths. A root that is itself the project
+(flask, with ``examples/tutorial`` beside its tests) stays one project.
+Offline: wheels come from SuperQode's own environment."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+from superqode_ls.config import Config
+from superqode_ls.workspace.pyenv_build import _uv, resolve_python
+from superqode_ls.workspace.pyenv_plan import make_plan
+from superqode_ls.workspace.pyprojects import python_projects, uv_workspace
+from tests.pyenv_helpers import STUB, project_files, run_unit_cli
+from tests.test_project_env import write
+from tests.test_project_env_build import installed, offline, wheels  # noqa: F401
+
+TEST = "def test_a():\n    pass\n"
+WORKSPACE = '[dependency-groups]\ndev = ["typer"]\n\n[tool.uv.workspace]\nmembers = ["backend"]\n'
+
+
+def under(folder: str, files: dict[str, str]) -> dict[str, str]:
+    return {f"{folder}/{rel}": text for rel, text in files.items()}
+
+
+def test_projects_are_found_where_their_declarations_and_tests_are(tmp_path):
+    # The template's layout: a uv workspace root (no [project]), tests in backend/.
+    mono = write(tmp_path / "mono", {
+        "pyproject.toml": WORKSPACE, "uv.lock": "version = 1\n",
+        **under("backend", {**project_files("app"), "tests/api/test_login.py": TEST}),
+        "frontend/package.json": "{}\n",
+        "services/worker/requirements.txt": "idna\n", "services/worker/test_jobs.py": TEST,
+        "docs/requirements.txt": "sphinx\n",  # declares, holds no tests: not a project to test
+        "node_modules/x/setup.py": "", "node_modules/x/test_x.py": TEST,
+    })
+    assert python_projects(mono) == ["backend", "services/worker"]
+    assert uv_workspace(mono, "backend") == "" and uv_workspace(mono, "services/worker") is None
+    # A root that is the project with tests of its own: that project only
+    # (flask: examples/tutorial has its own pyproject.toml and tests).
+    lib = write(tmp_path / "lib", {**project_files("lib"), "tests/test_lib.py": TEST,
+                                   **under("examples/tutorial", {**project_files("flaskr"),
+                                                                 "tests/test_db.py": TEST})})
+    assert python_projects(lib) == [""]
+    # Loose tests with nothing declared, or nothing at all: the root, as before.
+    assert python_projects(write(tmp_path / "loose", {"test_x.py": TEST})) == [""]
+    assert python_projects(write(tmp_path / "empty", {"README.md": "x\n"})) == [""]
+    # A root project without tests of its own, its subproject with tests.
+    app = write(tmp_path / "app", {"requirements.txt": "idna\n",
+                                   **under("api", {"setup.py": "", "tests/test_api.py": TEST})})
+    assert python_projects(app) == ["api"]
+
+
+def test_a_workspace_member_is_built_from_the_workspace_lock(tmp_path):
+    root = write(tmp_path / "mono", {
+        "pyproject.toml": WORKSPACE, "uv.lock": "version = 1\n", ".python-version": "3.12\n",
+        **under("backend", {**project_files("app", extra_toml='[dependency-groups]\n'
+                                                          'dev = ["pytest"]\n'),
+                            "tests/test_a.py": TEST})})
+    plan = make_plan(root, "backend")
+    assert (plan.kind, plan.package, plan.folder, plan.lock_dir) == ("uv.lock", "app", "backend", "")
+    assert plan.groups == ("dev",) and plan.python_request == "3.12"  # the workspace's pin
+    assert set(plan.inputs) == {"uv.lock", "pyproject.toml", ".python-version",
+                                "backend/pyproject.toml"}
+    assert plan.cwd == ""  # uv sync runs where the lock is
+    (cmd,) = plan.commands("uv", "/env/bin/python", tmp_path / "src")
+    assert cmd[:4] == ["uv", "sync", "-q", "--frozen"]
+    assert cmd[cmd.index("--package") + 1] == "app" and cmd[-2:] == ["--group", "dev"]
+    assert plan.describe() == "backend: uv.lock (workspace member app); groups dev"
+    # The root's own plan keeps the key it had: the folder changes only a member's.
+    assert make_plan(root) is not None and make_plan(root).folder == ""
+    # Without the workspace table the lock is another project's: the member's own declarations.
+    write(root, {"pyproject.toml": '[tool.ruff]\nline-length = 99\n'})
+    plan = make_plan(root, "backend")
+    assert (plan.kind, plan.folder, plan.package) == ("pyproject", "backend", None)
+    assert plan.inputs == ("backend/pyproject.toml",) and plan.cwd == "backend"
+
+
+def test_a_workspace_members_environment_is_synced_from_the_lock(tmp_path, offline):
+    uv = _uv()
+    root = write(tmp_path / "mono", {
+        # (resolved for this platform only: the offline wheels are this one's)
+        "pyproject.toml": WORKSPACE.replace('"typer"', '"idna"')
+        + "\n[tool.uv]\nenvironments = [\"sys_platform == 'linux'\"]\n",
+        **under("backend", {**project_files("app", deps=[STUB], extra_toml=(
+            '[dependency-groups]\ndev = ["pytest"]\n')), "tests/test_a.py": TEST})})
+    subprocess.run([uv, "lock", "-q", "--offline"], cwd=root, check=True, env={
+        **os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache")})
+    progress: list[str] = []
+    py = asyncio.run(resolve_python(root, root, Config(), environ={"PATH": ""},
+                                    emit=lambda t, **d: progress.append(str(d.get("message")))))
+    assert py.source == "built" and py.setup is None and py.folder == "backend", py
+    # The member, its dependency and its dev group; not the workspace root's group.
+    assert {"app", "sq_stub_dep", "pytest"} <= installed(py.python)
+    assert "idna" not in installed(py.python)
+    assert any("workspace member app" in m for m in progress), progress
+
+
+BACKEND_TEST = '''import importlib.metadata
+
+import app
+
+
+def test_runs_from_its_own_folder():
+    # the developers' `cd backend && pytest`: paths relative to backend/
+    assert open("settings.ini").read() == "backend"
+
+
+def test_imports_the_sandbox_copy():
+    assert app.WHERE == "sandbox" and importlib.metadata.version("app") == "1.2.3"
+
+
+def test_bug():
+    assert app.WHERE == "elsewhere"
+'''
+
+
+def test_each_project_of_a_monorepo_is_tested_from_its_folder(make_repo, offline):
+    repo = make_repo({
+        "README.md": "a monorepo\n", "frontend/package.json": "{}\n",
+        **under("backend", {**project_files("app", deps=[STUB]), "settings.ini": "backend",
+                            "tests/__init__.py": "", "tests/test_app.py": BACKEND_TEST}),
+        **under("worker", {"requirements.txt": "idna\n", "tests/test_jobs.py": (
+            "import os\n\n\ndef test_here():\n    assert os.path.basename(os.getcwd()) == "
+            "'worker'\n")}),
+    })
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "ok", unit
+    reason = unit["reason"]
+    assert "backend/: 3 test(s) run (2 passed, 1 failed, 0 skipped)" in reason, reason
+    assert "worker/: 1 test(s) run (1 passed, 0 failed, 0 skipped)" in reason, reason
+    assert "tests of backend/:" in reason and "built from the declared dependencies" in reason
+    (bug,) = [f for f in report["findings"] if f["role"] == "unit_tester"]
+    assert bug["title"] == "Test fails: backend/tests/test_app.py::test_bug", bug
+    assert bug["file"] == "backend/tests/test_app.py" and bug["severity"] == "high"
+    assert (repo / bug["file"]).is_file()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+def test_a_project_that_cannot_be_built_is_a_setup_line(make_repo, offline):
+    repo = make_repo({
+        "README.md": "x\n",
+        **under("api", {**project_files("api", extra_toml=""), "tests/test_api.py": TEST})})
+    text = (repo / "api" / "pyproject.toml").read_text()
+    (repo / "api" / "pyproject.toml").write_text(
+        text.replace('version = "1.2.3"', 'version = "1.2.3"\nrequires-python = "<3.0"')
+        .replace("dependencies = []", f'dependencies = ["{STUB}==9.9"]'))
+    subprocess.run(["git", "commit", "-qam", "py2"], cwd=repo, check=True)
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "skipped" and unit["reason"].startswith("setup: api/: "), unit
+    assert "the project asks for Python <3.0" in unit["reason"], unit["reason"]
+    assert not [f for f in report["findings"] if f["role"] == "unit_tester"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
