@@ -157,3 +157,31 @@ def test_a_project_that_cannot_be_built_is_a_setup_line(make_repo, offline):
     assert "the project asks for Python <3.0" in unit["reason"], unit["reason"]
     assert not [f for f in report["findings"] if f["role"] == "unit_tester"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+DB_CONFTEST = '''import pytest
+
+
+@pytest.fixture(autouse=True)
+def db():
+    # what psycopg says when no PostgreSQL server listens
+    raise ConnectionRefusedError('connection to server at "localhost" (127.0.0.1), port 5432 '
+                                 "failed: Connection refused")
+'''
+
+
+def test_a_subproject_whose_database_is_absent_is_a_setup_line(make_repo):
+    """Every test of ``api/`` errors for want of its database: its suite did
+    not run here; that is said once, as setup, and is no pass and no
+    finding (the template's 60 tests against PostgreSQL)."""
+    repo = make_repo({
+        "README.md": "x\n",
+        **under("api", {"requirements.txt": "idna\n", "tests/conftest.py": DB_CONFTEST,
+                        "tests/test_items.py": TEST + "\n\ndef test_b():\n    pass\n"})})
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "skipped", unit
+    reason = unit["reason"]
+    assert reason.startswith("setup: api/: no test could run here; 2 test(s) run (0 passed"), reason
+    assert "2 failure(s) the environment's: the tests need PostgreSQL (port 5432)" in reason
+    assert all(f["noise"] for f in report["findings"]) and report["verdict"] != "fail"
+    assert proc.returncode == 0, proc.stdout + proc.stderr

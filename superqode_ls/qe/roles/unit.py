@@ -346,6 +346,13 @@ class UnitTester(Role):
             for cause in dict.fromkeys(causes):  # named, counted, never a finding to act on
                 done = (f"{done}; " if done else "") + (
                     f"{causes.count(cause)} failure(s) the environment's: {cause}")
+            if (summary and not summary.get("passed") and findings and len(causes) == len(findings)
+                    and summary.get("failed", 0) > 0):
+                # Not one test passed, every failure the environment's (the
+                # database the suite needs is not running): the suite did
+                # not run here, a setup problem and no pass.
+                return RoleOutput(status="skipped", findings=findings, tool=tool,
+                                  reason=f"setup: no test could run here; {done}")
             return RoleOutput(findings=findings, tool=tool, reason=done)
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
