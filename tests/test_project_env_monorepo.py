@@ -185,3 +185,28 @@ def test_a_subproject_whose_database_is_absent_is_a_setup_line(make_repo):
     assert "2 failure(s) the environment's: the tests need PostgreSQL (port 5432)" in reason
     assert all(f["noise"] for f in report["findings"]) and report["verdict"] != "fail"
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_fix_is_rechecked_with_its_own_projects_tests(tmp_path):
+    """Verification asks the unit role again about some files (recheck) and
+    whether the suite can start at all (can_start): in a monorepo each
+    answer comes from that project's folder, with repository paths."""
+    import asyncio as aio
+
+    from superqode_ls.qe.roles.unit import UnitTester
+    from tests.role_helpers import make_ctx
+
+    root = write(tmp_path / "mono", {
+        "README.md": "x\n",
+        **under("worker", {"requirements.txt": "idna\n", "settings.ini": "worker",
+                           "tests/test_jobs.py": (
+                               "def test_reads_its_folder():\n"
+                               "    assert open('settings.ini').read() == 'elsewhere'\n")})})
+    ctx = make_ctx(root)
+    (found,) = aio.run(UnitTester().recheck(ctx, ["worker/tests/test_jobs.py"]))
+    assert found.file == "worker/tests/test_jobs.py", found
+    assert found.title == "Test fails: worker/tests/test_jobs.py::test_reads_its_folder"
+    assert "'worker' == 'elsewhere'" in found.message  # it ran from worker/
+    assert aio.run(UnitTester().recheck(ctx, ["README.md"])) == []
+    started = aio.run(UnitTester().can_start(ctx, ["worker/tests"]))
+    assert started.status in ("ok", "skipped") and not (started.reason or "").startswith("setup")

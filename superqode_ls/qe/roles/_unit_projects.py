@@ -27,7 +27,7 @@ def files_in(files: list[str] | None, sub: str) -> list[str] | None:
     None when the run is not restricted to files."""
     if files is None:
         return None
-    return [f[len(sub) + 1:] for f in files if f.startswith(sub + "/")]
+    return [f[len(sub) + 1:] or "." for f in files if f == sub or f.startswith(sub + "/")]
 
 
 async def sub_context(ctx: RoleContext, sub: str, files: list[str] | None) -> RoleContext:
