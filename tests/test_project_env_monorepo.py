@@ -210,3 +210,39 @@ def test_a_fix_is_rechecked_with_its_own_projects_tests(tmp_path):
     assert aio.run(UnitTester().recheck(ctx, ["README.md"])) == []
     started = aio.run(UnitTester().can_start(ctx, ["worker/tests"]))
     assert started.status in ("ok", "skipped") and not (started.reason or "").startswith("setup")
+
+
+FRONTEND_CONFTEST = '''from pathlib import Path
+
+FRONTEND = Path(__file__).resolve().parent.parent / "app" / "frontend"
+if not FRONTEND.is_dir():  # (fastapi's template serves its built frontend from there)
+    raise RuntimeError(f"Frontend directory '{FRONTEND}' does not exist.")
+'''
+
+
+def test_a_build_output_the_repository_ignores_is_a_setup_line(make_repo, tmp_path):
+    """fastapi's template: the backend's conftest imports the app, which
+    needs ``backend/app/frontend`` — built by the frontend's build, ignored
+    by git, absent from a fresh checkout. The suite cannot start: a setup
+    line naming that folder, no finding; a missing path git does not ignore
+    stays the code's."""
+    from superqode_ls.qe.roles._unit_env import ignored_output
+
+    repo = make_repo({
+        ".gitignore": "node_modules\nbackend/app/frontend/\n",
+        **under("backend", {"requirements.txt": "idna\n", "app/__init__.py": "",
+                            "tests/conftest.py": FRONTEND_CONFTEST, "tests/test_a.py": TEST})})
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "skipped", unit
+    assert unit["reason"].startswith(
+        "setup: backend/: the tests need app/frontend, which the repository ignores"), unit
+    assert not [f for f in report["findings"] if f["role"] == "unit_tester" and not f["noise"]]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    backend = repo / "backend"
+    said = f"RuntimeError: Frontend directory '{backend}/app/frontend' does not exist."
+    assert ignored_output(said, backend).startswith("the tests need app/frontend")
+    # Not ignored: a path the code should have and has not is the code's.
+    assert ignored_output(said.replace("app/frontend", "app/templates"), backend) is None
+    # There: whatever failed, it is not its absence.
+    (backend / "app" / "frontend").mkdir()
+    assert ignored_output(said, backend) is None

@@ -11,7 +11,9 @@ problem, counted and named in the role's line, never a finding to act on:
 - an installed package importing what the standard library no longer has
   (Django 1.8's ``from collections import Iterator`` on Python 3.11);
 - a database or cache service the tests connect to is not running
-  (connection refused on its well-known port, or its driver's own words).
+  (connection refused on its well-known port, or its driver's own words);
+- a path the tests need that git ignores and the checkout lacks: a build
+  step's output (a built frontend, compiled assets).
 
 What stays a finding: an ImportError of the project's own module (a module
 that is not there, a name it does not define), a connection refused on
@@ -33,6 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pathspec
 from packaging.utils import canonicalize_name
 
 from ...workspace.pyenv import requirement_name
@@ -116,6 +119,8 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
         return f"Django is not configured here ({m.group(1)}: {what})"
     if service := missing_service(text):
         return service
+    if built := ignored_output(text, root):
+        return built
     if m := _GONE.search(text):
         if "site-packages" not in m.group(3) and "/lib/python" in m.group(3):
             return (f"an installed package needs an older Python (it imports {m.group(1)!r} "
@@ -130,6 +135,41 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
                 else "the project does not declare it under that name")
         return f"package {top!r} is not installed in the test environment ({said})"
     return None
+
+
+def ignored_output(text: str, root: Path) -> str | None:
+    """"the tests need app/frontend, which the repository ignores ..." when
+    ``text`` names a path in ``root`` that is not there and that git
+    ignores: a build step's output (fastapi's template serves its built
+    frontend from ``backend/app/frontend``) that a fresh checkout lacks.
+    The ignore files are read, never git run (the sandbox's git dir is the
+    session's)."""
+    for m in re.finditer(re.escape(str(root)) + r"/([^\s'\"():,]+)", text):
+        rel = m.group(1).rstrip(".")
+        path = root / rel
+        if not path.exists() and _git_ignored(path):
+            return (f"the tests need {rel}, which the repository ignores: the output of a build "
+                    "step of the project's that has not run here")
+    return None
+
+
+def _git_ignored(path: Path) -> bool:
+    """Whether a ``.gitignore`` between the checkout's top (the nearest
+    folder with a ``.git``) and ``path`` ignores it (as a file or a folder)."""
+    top = next((d for d in path.parents if (d / ".git").exists()), None)
+    if top is None:
+        return False
+    folders = [top, *reversed([d for d in path.parents if top in d.parents])]
+    for folder in folders:
+        try:
+            lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        spec = pathspec.GitIgnoreSpec.from_lines(lines.splitlines())
+        rel = path.relative_to(folder).as_posix()
+        if spec.match_file(rel) or spec.match_file(rel + "/"):
+            return True
+    return False
 
 
 def dependency_api(record: dict[str, Any], root: Path) -> str | None:
