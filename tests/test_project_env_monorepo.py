@@ -246,3 +246,29 @@ def test_a_build_output_the_repository_ignores_is_a_setup_line(make_repo, tmp_pa
     # There: whatever failed, it is not its absence.
     (backend / "app" / "frontend").mkdir()
     assert ignored_output(said, backend) is None
+
+
+def test_a_slow_projects_build_goes_on_detached_while_the_others_are_tested(
+        tmp_path, offline, monkeypatch):
+    """Within a run's budget, one project's environment still building after
+    a third of the time left is handed to the detached builder (the next
+    run uses it) and the other projects' suites run meanwhile: the role
+    does not spend the run's budget on it and end with nothing."""
+    from superqode_ls.qe.roles import _unit_projects
+    from superqode_ls.qe.roles.unit import UnitTester
+    from tests.role_helpers import make_ctx, run_role
+
+    slow = project_files("slow", deps=[STUB])
+    slow["testbackend.py"] = "import time\ntime.sleep(120)\n" + slow["testbackend.py"]
+    root = write(tmp_path / "mono", {
+        "README.md": "x\n", **under("slow", {**slow, "tests/test_s.py": TEST}),
+        **under("worker", {"requirements.txt": "idna\n", "tests/test_w.py": TEST})})
+    handed: list[tuple] = []
+    # The detached builder itself is pyenv_build's (tested there); here, that it is asked.
+    monkeypatch.setattr(_unit_projects, "spawn_background_build",
+                        lambda project, nice, sub: handed.append((project, sub)) or None)
+    out = run_role(UnitTester(), make_ctx(root, deadline_in=30))
+    assert handed == [(root.parent / "mono-project", "slow")], handed
+    assert out.status == "ok", out.reason
+    assert out.reason.startswith("slow/: setup: building its environment; worker/: 1 test(s) "
+                                 "run (1 passed"), out.reason

@@ -109,7 +109,8 @@ async def resolve_python(
                    setup=setup)
 
 
-def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Popen, Path] | None:
+def spawn_background_build(project: Path, nice: int = 0, sub: str = ""
+                           ) -> tuple[subprocess.Popen, Path] | None:
     """Go on building ``project``'s environment without the session: a
     detached ``python -m superqode_ls.workspace.pyenv_build PROJECT`` (its
     own process group, so the session's end or a Ctrl-C in its terminal
@@ -125,7 +126,8 @@ def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Pop
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project), str(nice)],
+                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project), str(nice),
+                 *([sub] if sub else [])],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 cwd=str(project), start_new_session=True, close_fds=True)
     except OSError:
@@ -133,7 +135,7 @@ def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Pop
     return proc, log_path
 
 
-async def build_in_background(project: Path, nice: int = 0) -> int:
+async def build_in_background(project: Path, nice: int = 0, sub: str | None = None) -> int:
     """The detached builder's work (spawn_background_build): 0 when the
     environment is ready (built now or by another), 1 when it could not be
     built (the next run says why), 2 for a configuration it cannot read."""
@@ -146,7 +148,8 @@ async def build_in_background(project: Path, nice: int = 0) -> int:
     except ConfigError as e:
         emit("progress", message=f"not built: {e}")
         return 2
-    sub = (await asyncio.to_thread(python_projects, project))[0]
+    subs = await asyncio.to_thread(python_projects, project)
+    sub = sub if sub in subs else subs[0]  # (a monorepo's project; by default the first)
     plan = await asyncio.to_thread(make_plan, project, sub)
     if plan is None:
         emit("progress", message="not built: nothing declared")
@@ -428,4 +431,5 @@ async def _locked(path: Path, waiting: Callable[[], None] = lambda: None):
 
 
 if __name__ == "__main__":  # the detached builder (spawn_background_build)
-    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve(), int(sys.argv[2]))))
+    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve(), int(sys.argv[2]),
+                                             *sys.argv[3:4])))

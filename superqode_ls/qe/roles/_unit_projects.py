@@ -10,16 +10,18 @@ others, never a finding.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from ...models import Finding
-from ...workspace.pyenv_build import resolve_python
+from ...workspace.pyenv_build import resolve_python, spawn_background_build
 from ._common import fingerprint
 from .base import RoleContext, RoleOutput
 
 SETUP = "setup: "
+ENV_WAIT_SHARE = 1 / 3  # of a budgeted run's time left, for one project's environment
 
 
 def files_in(files: list[str] | None, sub: str) -> list[str] | None:
@@ -45,13 +47,27 @@ async def sub_context(ctx: RoleContext, sub: str, files: list[str] | None) -> Ro
 async def each_project(ctx: RoleContext, subs: list[str],
                        run_one: Callable[[RoleContext], Awaitable[RoleOutput]]) -> RoleOutput:
     """``run_one`` on every project in ``subs``, one after the other (each
-    is a whole suite: side by side they would only share the CPUs)."""
+    is a whole suite: side by side they would only share the CPUs). In a
+    run with a budget, a project's environment still building after a third
+    of what is left goes on detached, for the next run (as the session's
+    first one does), and the others are tested meanwhile."""
     parts: list[tuple[str, RoleOutput]] = []
     for sub in subs:
         files = files_in(ctx.files, sub)
         if files == []:
             continue  # nothing of this project is in the run
-        out = await run_one(await sub_context(ctx, sub, files))
+        left = ctx.remaining()
+        try:
+            sub_ctx = await asyncio.wait_for(sub_context(ctx, sub, files),
+                                             None if left is None else left * ENV_WAIT_SHARE)
+        except TimeoutError:
+            started = await asyncio.to_thread(spawn_background_build, ctx.project,
+                                              ctx.runtime.nice, sub)
+            parts.append((sub, RoleOutput(status="skipped", tool="pytest", reason=(
+                SETUP + "building its environment" + (" goes on in the background; the next "
+                                                      "run uses it" if started else "")))))
+            continue
+        out = await run_one(sub_ctx)
         parts.append((sub, replace(out, findings=moved(out.findings, sub))))
     if not parts:
         return RoleOutput(status="skipped", tool="pytest", reason=(
