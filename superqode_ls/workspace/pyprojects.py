@@ -132,7 +132,11 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _text(path: Path) -> str:
+    """A regular file's text, else "" (a FIFO planted in a sandbox would
+    block the read)."""
     try:
+        if path.is_symlink() or not path.is_file():
+            return ""
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""

@@ -161,8 +161,11 @@ def _git_ignored(path: Path) -> bool:
         return False
     folders = [top, *reversed([d for d in path.parents if top in d.parents])]
     for folder in folders:
+        ignore = folder / ".gitignore"
+        if ignore.is_symlink() or not ignore.is_file():
+            continue  # (a FIFO a session planted would block the read)
         try:
-            lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+            lines = ignore.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         spec = pathspec.GitIgnoreSpec.from_lines(lines.splitlines())
