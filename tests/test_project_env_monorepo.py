@@ -80,6 +80,11 @@ def test_a_workspace_member_is_built_from_the_workspace_lock(tmp_path):
     plan = make_plan(root, "backend")
     assert (plan.kind, plan.folder, plan.package) == ("pyproject", "backend", None)
     assert plan.inputs == ("backend/pyproject.toml",) and plan.cwd == "backend"
+    # A project with a lock of its own is synced where that lock is.
+    write(root, {"backend/uv.lock": "version = 1\n"})
+    plan = make_plan(root, "backend")
+    assert (plan.kind, plan.package, plan.cwd) == ("uv.lock", None, "backend")
+    assert plan.inputs[0] == "backend/uv.lock"
 
 
 def test_a_workspace_members_environment_is_synced_from_the_lock(tmp_path, offline):

@@ -236,7 +236,7 @@ def make_plan(root: Path, sub: str = "") -> Plan | None:
     if plan is None or plan.folder:
         return plan
     moved = tuple(f"{sub}/{rel}" for rel in plan.inputs)
-    return replace(plan, inputs=moved, folder=sub)
+    return replace(plan, inputs=moved, folder=sub, lock_dir=sub)  # (its own lock, if any)
 
 
 def _member_plan(root: Path, sub: str) -> Plan | None:
