@@ -277,3 +277,24 @@ def test_a_slow_projects_build_goes_on_detached_while_the_others_are_tested(
     assert out.status == "ok", out.reason
     assert out.reason.startswith("slow/: setup: building its environment; worker/: 1 test(s) "
                                  "run (1 passed"), out.reason
+
+
+def test_a_configured_test_command_still_runs_from_the_root(tmp_path):
+    """``roles.unit_test_command`` is how the user runs the tests: the role
+    runs it from the repository's root, not once per project."""
+    import sys
+
+    from superqode_ls.config import RoleOptions
+    from superqode_ls.qe.roles.unit import UnitTester
+    from tests.role_helpers import make_ctx, run_role
+
+    root = write(tmp_path / "mono", {
+        "README.md": "x\n",
+        **under("worker", {"requirements.txt": "idna\n", "tests/test_jobs.py": (
+            "import os\n\n\ndef test_here():\n    assert os.path.basename(os.getcwd()) == "
+            "'worker'\n")})})
+    config = Config(roles=RoleOptions(unit_test_command=[sys.executable, "-m", "pytest"]))
+    out = run_role(UnitTester(), make_ctx(root, config=config))
+    (found,) = out.findings
+    assert found.title == "Test fails: worker/tests/test_jobs.py::test_here", found.title
+    assert not out.reason.startswith("worker/"), out.reason

@@ -98,7 +98,7 @@ class UnitTester(Role):
     executes_code = True
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
-        subs = await asyncio.to_thread(python_projects, ctx.sandbox)
+        subs = await _projects(ctx)
         if subs != [""]:  # a monorepo: each Python project from its own folder
             return await each_project(ctx, subs, self._run_project)
         return await self._run_project(ctx)
@@ -161,7 +161,7 @@ class UnitTester(Role):
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
-        subs = await asyncio.to_thread(python_projects, ctx.sandbox)
+        subs = await _projects(ctx)
         if subs == [""]:
             return await self._recheck(ctx, files)
         found: list[Finding] = []
@@ -182,7 +182,7 @@ class UnitTester(Role):
         (covering.SuiteProbe). Status "failed" with pytest's usage or
         internal error when it cannot."""
         extra = ["--collect-only", "--ignore-glob=*.py"]
-        subs = await asyncio.to_thread(python_projects, ctx.sandbox)
+        subs = await _projects(ctx)
         if subs == [""]:
             return (await self._pytest(ctx, folders, extra=extra))[0]
         out = RoleOutput(status="skipped", reason="no tests: no test folder", tool="pytest")
@@ -457,6 +457,15 @@ class UnitTester(Role):
                 )
             )
         return out
+
+
+async def _projects(ctx: RoleContext) -> list[str]:
+    """The Python projects whose suites the role runs (workspace/pyprojects;
+    ``[""]``: the repository's). A configured ``roles.unit_test_command``
+    is how the user runs the tests: from the root, as it always was."""
+    if ctx.config.roles.unit_test_command:
+        return [""]
+    return await asyncio.to_thread(python_projects, ctx.sandbox)
 
 
 def _django(ctx: RoleContext, extra: list[str] | None = None) -> str | None:
