@@ -55,6 +55,14 @@ def test_projects_are_found_where_their_declarations_and_tests_are(tmp_path):
     app = write(tmp_path / "app", {"requirements.txt": "idna\n",
                                    **under("api", {"setup.py": "", "tests/test_api.py": TEST})})
     assert python_projects(app) == ["api"]
+    # Django's manage.py marks its project's root (tests.py are Django's tests).
+    site = write(tmp_path / "site", {"requirements.txt": "Django\n", "web/manage.py": "",
+                                     "web/shop/tests.py": TEST, "frontend/package.json": "{}"})
+    assert python_projects(site) == ["web"]
+    # Declaring nothing itself, web/ is built from the nearest declarations above it.
+    plan = make_plan(site, "web")
+    assert (plan.kind, plan.folder, plan.requirement_files) == ("requirements", "",
+                                                                ("requirements.txt",))
 
 
 def test_a_workspace_member_is_built_from_the_workspace_lock(tmp_path):

@@ -73,8 +73,10 @@ async def resolve_python(
     if found is not None:
         return replace(found, folder=sub)
     passed_over = "; ".join(tried)
-    folder = root / sub if sub else root
     plan = await asyncio.to_thread(make_plan, root, sub)
+    # Where the declarations are: the project's folder, or the one above it
+    # that declares for it.
+    folder = root / plan.folder if plan is not None else root / sub
     reqs = await asyncio.to_thread(declared_requirements, folder)
     missing = await asyncio.to_thread(missing_in_own, [*reqs, *(plan.requirements if plan else ())])
     meta = await asyncio.to_thread(static_metadata, folder)

@@ -41,7 +41,7 @@ import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -231,12 +231,17 @@ def make_plan(root: Path, sub: str = "") -> Plan | None:
     workspace's member from the workspace's lock."""
     if not sub:
         return _plan_in(root)
-    folder = root / sub
-    plan = _member_plan(root, sub) or _plan_in(folder)
-    if plan is None or plan.folder:
+    plan = _member_plan(root, sub)
+    if plan is not None:
         return plan
-    moved = tuple(f"{sub}/{rel}" for rel in plan.inputs)
-    return replace(plan, inputs=moved, folder=sub, lock_dir=sub)  # (its own lock, if any)
+    # Its own declarations, else the nearest folder above it that has some
+    # (a Django backend/ whose requirements.txt is the repository's).
+    for up in (sub, *(str(p) for p in PurePosixPath(sub).parents if str(p) != ".")):
+        plan = _plan_in(root / up)
+        if plan is not None:
+            moved = tuple(f"{up}/{rel}" for rel in plan.inputs)
+            return replace(plan, inputs=moved, folder=up, lock_dir=up)  # (its own lock, if any)
+    return _plan_in(root)
 
 
 def _member_plan(root: Path, sub: str) -> Plan | None:

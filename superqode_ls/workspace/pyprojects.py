@@ -1,7 +1,8 @@
 """Where a repository's Python projects are, found as a developer finds
 them: a folder that declares a Python project (``pyproject.toml`` with a
 ``[project]``, ``[tool.poetry]`` or build system, ``setup.py``,
-``setup.cfg`` with metadata, or requirement files) and holds tests
+``setup.cfg`` with metadata, requirement files, or Django's ``manage.py``)
+and holds tests
 (``test_*.py`` / ``*_test.py``, Django's ``tests.py``) below it.
 
 The repository's root is the project when it is one and has tests of its
@@ -46,8 +47,8 @@ def python_projects(root: Path) -> list[str]:
 def is_project(folder: Path) -> bool:
     """Whether ``folder`` declares a Python project of its own (a uv
     workspace's root that lists members and no ``[project]`` does not)."""
-    if (folder / "setup.py").is_file():
-        return True
+    if (folder / "setup.py").is_file() or (folder / "manage.py").is_file():
+        return True  # (a Django project's root: its developers run manage.py test there)
     if (folder / "setup.cfg").is_file() and "[metadata]" in _text(folder / "setup.cfg"):
         return True
     if (folder / "requirements").is_dir() or any(
