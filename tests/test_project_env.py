@@ -16,7 +16,8 @@ from superqode_ls.qe.roles._pyenv import _top_levels
 from superqode_ls.qe.roles.mutation import MutationTester
 from superqode_ls.qe.roles.unit import UnitTester
 from superqode_ls.workspace.pyenv import candidates, discover
-from superqode_ls.workspace.pyenv_build import declared_requirements, resolve_python
+from superqode_ls.workspace.pyenv_build import resolve_python
+from superqode_ls.workspace.pyenv_declared import declared_requirements
 from tests.role_helpers import make_ctx, run_role
 
 BASE_PYTHON = getattr(sys, "_base_executable", None) or sys.executable

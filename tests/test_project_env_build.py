@@ -18,7 +18,8 @@ import pytest
 from superqode_ls.config import Config
 from superqode_ls.qe.roles.unit import UnitTester
 from superqode_ls.workspace import envcache
-from superqode_ls.workspace.pyenv_build import pick_interpreter, resolve_python
+from superqode_ls.workspace.pyenv_build import resolve_python
+from superqode_ls.workspace.pyenv_interp import pick_interpreter
 from superqode_ls.workspace.pyenv_plan import make_plan
 from superqode_ls.workspace.pyisolate import isolated_env, source_roots, write_isolation
 from tests.pyenv_helpers import STUB, project_files, wheel_of, wheelhouse
@@ -306,7 +307,8 @@ def test_a_package_that_cannot_be_built_here_is_left_out_and_said(make_repo, off
 
 
 def test_the_python_the_resolver_asks_for_is_found_when_installed():
-    from superqode_ls.workspace.pyenv_build import _python_for, _uv
+    from superqode_ls.workspace.pyenv_build import _uv
+    from superqode_ls.workspace.pyenv_interp import python_for as _python_for
 
     said = ("Because the current Python version (3.0.1) does not satisfy Python>={v} and you "
             "require django==6.1, we can conclude that your requirements are unsatisfiable.")
@@ -321,7 +323,7 @@ def test_pyenvs_installed_versions_are_searched_not_its_shims(tmp_path, monkeypa
     """A pyenv shim of a version not selected fails, and uv's search stops
     there: the versions' own folders are searched instead; other tools'
     folders stay as they are."""
-    from superqode_ls.workspace.pyenv_build import _search_env
+    from superqode_ls.workspace.pyenv_interp import _search_env
 
     root = tmp_path / "pyenv"
     for v in ("3.12.1", "3.13.0"):

@@ -273,3 +273,24 @@ def test_a_django_tests_py_is_worth_building_an_environment_for(tmp_path):
     assert not has_test_files(tmp_path)  # no manage.py: pytest would not collect it
     (tmp_path / "manage.py").write_text(MANAGE)
     assert has_test_files(tmp_path) and wants_built_env(["unit_tester"], tmp_path)
+
+
+def test_a_django_backend_in_a_subfolder_runs_from_there(make_repo):
+    """A repository with ``backend/manage.py`` (and a ``frontend/``), its
+    requirements at the root: the developers' ``cd backend && python
+    manage.py test``. Its tests ran from the root, where pytest finds no
+    ``tests.py`` and Django's runner no ``manage.py``."""
+    pytest.importorskip("django")
+    files = {"manage.py": MANAGE, "site_conf/__init__.py": "",
+             "site_conf/settings.py": SETTINGS, "site_conf/runner.py": RUNNER,
+             "shop/__init__.py": "", "shop/models.py": MODELS, "shop/tests.py": TESTS}
+    repo = make_repo({"requirements.txt": "Django\n", "frontend/package.json": "{}\n",
+                      **{f"backend/{rel}": text for rel, text in files.items()}})
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "ok", unit
+    assert unit["reason"].startswith("backend/: 3 test(s) run (2 passed, 1 failed"), unit["reason"]
+    assert "Django's runner (manage.py test, site_conf.settings)" in unit["reason"]
+    (fail,) = [f for f in report["findings"] if f["role"] == "unit_tester"]
+    assert fail["title"] == "Test fails: backend/shop/tests.py::ItemTest::test_label", fail
+    assert fail["file"] == "backend/shop/tests.py" and fail["severity"] == "high"
+    assert proc.returncode == 1, proc.stdout + proc.stderr

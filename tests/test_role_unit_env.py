@@ -116,3 +116,55 @@ def test_each_failing_variant_of_a_test_is_its_own_finding(make_repo):
                       "Test fails: tests/test_params.py::test_variants[2]"], titles
     assert {f["range"]["start_line"] for f in report["findings"]} == {6}
     assert "2 test(s) run (0 passed, 2 failed, 0 skipped)" in unit["reason"]
+
+
+def test_a_name_an_installed_package_lacks_is_named_as_an_api_change(tmp_path):
+    """``cannot import name 'TextField' from 'wtforms'`` with wtforms 3
+    installed: the package is there; the project's code (or its unpinned
+    dependency's API change) is why, not a missing package."""
+    from superqode_ls.qe.roles._unit_env import dependency_api, environment_problem
+
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    (site / "WTForms-3.1.2.dist-info").mkdir(parents=True)
+    project = tmp_path / "p"
+    (project / "app").mkdir(parents=True)
+    (project / "requirements.txt").write_text("flask\nwtforms\n")
+    record = {"kind": "collect", "longrepr": (
+        "ImportError while importing test module 'tests/test_forms.py'.\n"
+        "tests/test_forms.py:1: in <module>\n    from app.forms import LoginForm\n"
+        "app/forms.py:2: in <module>\n    from wtforms import TextField\n"
+        f"E   ImportError: cannot import name 'TextField' from 'wtforms' ({site}/wtforms/__init__.py)")}
+    said = dependency_api(record, project)
+    assert said.startswith("wtforms 3.1.2 is installed and has no 'TextField'"), said
+    assert "the project declares 'wtforms' unpinned" in said and "pin the version" in said
+    assert environment_problem(record, project) is None  # not the environment's: a finding
+    # The project's own module lacking a name is about its code, said as pytest says it.
+    own = {"longrepr": f"cannot import name 'x' from 'app' ({site}/app/__init__.py)"}
+    assert dependency_api(own, project) is None
+    # The standard library's missing name stays the interpreter's (an older Python needed).
+    stdlib = {"longrepr": "cannot import name 'Iterator' from 'collections' "
+                          "(/usr/lib/python3.11/collections/__init__.py)"}
+    assert dependency_api(stdlib, project) is None
+    (project / "requirements.txt").write_text("wtforms<3\n")
+    assert "declares 'wtforms<3', which lets this version in" in dependency_api(record, project)
+
+
+FORM_TEST = '''from idna import TextField
+
+
+def test_form():
+    assert TextField
+'''
+
+
+def test_an_api_change_is_a_finding_that_says_so_never_a_missing_package(make_repo):
+    repo = make_repo({"pyproject.toml": '[project]\nname = "p"\nversion = "1"\n'
+                                        'dependencies = ["idna"]\n',
+                      "tests/test_form.py": FORM_TEST,
+                      "tests/test_ok.py": "def test_ok():\n    pass\n"})
+    proc, report, unit = run_unit_cli(repo)
+    (found,) = [f for f in report["findings"] if f["role"] == "unit_tester"]
+    assert found["file"] == "tests/test_form.py" and found["noise"] is None, found
+    assert "is installed and has no 'TextField'" in found["message"], found["message"]
+    assert "the project declares 'idna' unpinned" in found["message"]
+    assert "lacks the package" not in str(found) and "dependency-api" in found["tags"]

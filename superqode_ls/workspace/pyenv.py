@@ -62,6 +62,9 @@ class ProjectPython:
     # interpreter that does not have the project installed.
     metadata: str | None = None
     tried: tuple[str, ...] = field(default_factory=tuple)
+    # In a monorepo, the Python project's folder it is for (pyprojects,
+    # relative to the repository); "" for the root's project.
+    folder: str = ""
 
     @property
     def own(self) -> bool:
@@ -83,7 +86,8 @@ class ProjectPython:
         return f"{path} {self.version}".strip()
 
     def label(self, project: Path | None = None) -> str:
-        return f"tests: {self.shown(project)}"
+        where = f" of {self.folder}/" if self.folder else ""
+        return f"tests{where}: {self.shown(project)}"
 
 
 def probe(python: str, source: str, env: dict[str, str] | None = None,
@@ -141,7 +145,8 @@ def _confined(cmd: list[str], env: dict[str, str], tmp: str, hide: Sequence[str]
     return supervise(cmd, env)
 
 
-def own_python(note: str | None = None, tried: tuple[str, ...] = ()) -> ProjectPython:
+def own_python(note: str | None = None, tried: tuple[str, ...] = (), folder: str = ""
+               ) -> ProjectPython:
     import importlib.util
 
     return ProjectPython(
@@ -149,7 +154,7 @@ def own_python(note: str | None = None, tried: tuple[str, ...] = ()) -> ProjectP
         version=f"{sys.version_info[0]}.{sys.version_info[1]}", prefix=sys.prefix,
         has_pytest=importlib.util.find_spec("pytest") is not None,
         has_coverage=importlib.util.find_spec("coverage") is not None,
-        note=note, tried=tried,
+        note=note, tried=tried, folder=folder,
     )
 
 

@@ -17,19 +17,16 @@ import asyncio
 import contextlib
 import datetime
 import fcntl
-import importlib.metadata
+import functools
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..config import Config, ConfigError, load_config, superqode_home
 from ..errors import SuperQodeError
@@ -37,125 +34,17 @@ from ..runtime import Runtime
 from . import envcache
 from .extras import needs
 from .git import git_out
-from .pyenv import ProjectPython, discover, env_python, own_python, probe, requirement_name
+from .pyenv import ProjectPython, discover, env_python, own_python, probe
+from .pyenv_declared import declared_requirements, missing_in_own
+from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
+from .pyprojects import python_projects
+
+__all__ = ["build_env", "declared_requirements", "pick_interpreter", "resolve_python",
+           "spawn_background_build"]
 
 Emit = Callable[..., Any]
-TEST_EXTRAS = ("test", "tests", "testing", "dev")
-REQUIREMENT_FILES = (
-    "requirements.txt", "requirements-dev.txt", "requirements_dev.txt", "dev-requirements.txt",
-    "requirements-test.txt", "requirements_test.txt", "requirements-tests.txt",
-    "test-requirements.txt", "requirements/test.txt", "requirements/tests.txt",
-    "requirements/dev.txt", "requirements/testing.txt",
-)
 CONFIGURE = "set roles.python (superqode.yaml) or the editor's superqode.python to the project's interpreter"
-
-
-def declared_requirements(root: Path) -> list[str]:
-    """Requirement strings the project declares (deduplicated, in order)."""
-    reqs: list[str] = []
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            data = {}
-        project: dict = data["project"] if isinstance(data.get("project"), dict) else {}
-        reqs += [r for r in project.get("dependencies") or [] if isinstance(r, str)]
-        extras = project.get("optional-dependencies") or {}
-        groups = data.get("dependency-groups") or {}
-        for name in TEST_EXTRAS:
-            reqs += [r for r in extras.get(name) or [] if isinstance(r, str)]
-            reqs += _group(groups, name, set())
-    for rel in REQUIREMENT_FILES:
-        reqs += _requirements_file(root, root / rel, set())
-    # The project itself is never installed (its name may appear in a
-    # group like ``dev = ["myproj[test]"]``): the sandbox's copy is used.
-    own = _project_name(root)
-    out = []
-    for r in dict.fromkeys(r.strip() for r in reqs if r.strip()):
-        if own is not None and requirement_name(r) == own:
-            continue
-        out.append(r)
-    return out
-
-
-def _project_name(root: Path) -> str | None:
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-        return requirement_name(str(data["project"]["name"]))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError):
-        return None
-
-
-def _group(groups: dict, name: str, seen: set[str]) -> list[str]:
-    if name in seen or not isinstance(groups.get(name), list):
-        return []
-    seen.add(name)
-    out: list[str] = []
-    for item in groups[name]:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
-            out += _group(groups, item["include-group"], seen)
-    return out
-
-
-def _requirements_file(root: Path, path: Path, seen: set[Path]) -> list[str]:
-    """Plain requirement lines; ``-r`` includes inside the project are
-    followed. Editable/local paths (``-e .``) and options are left out:
-    installing them would build in (and write to) the user's tree."""
-    try:
-        real = path.resolve()
-        real.relative_to(root.resolve())
-    except (OSError, ValueError):
-        return []
-    if real in seen or not real.is_file():
-        return []
-    seen.add(real)
-    try:
-        lines = real.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    out: list[str] = []
-    for raw in lines:
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith(("-r ", "--requirement ")):
-            out += _requirements_file(root, real.parent / line.split(None, 1)[1].strip(), seen)
-            continue
-        if line.startswith(("-", ".", "/")) or "://" in line:
-            continue
-        out.append(line)
-    return out
-
-
-def missing_in_own(reqs: list[str]) -> list[str]:
-    """Declared requirements SuperQode's own environment does not satisfy."""
-    from packaging.requirements import InvalidRequirement, Requirement  # pytest needs packaging
-
-    missing = []
-    for text in reqs:
-        name = requirement_name(text)
-        if name is None:
-            continue
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            missing.append(text)
-            continue
-        if req.marker is not None and not req.marker.evaluate():
-            continue
-        try:
-            version = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(text)
-            continue
-        if not req.specifier.contains(version, prereleases=True):
-            missing.append(text)
-    return missing
-
 
 async def resolve_python(
     project: Path,
@@ -167,22 +56,31 @@ async def resolve_python(
     emit: Emit = lambda *a, **k: None,
     build: bool = True,
     runtime: Runtime | None = None,
+    sub: str | None = None,
 ) -> ProjectPython:
     """The interpreter for this session's code-running roles (see pyenv).
     ``project`` is the user's folder (its environment), ``root`` the
     sandbox (the declarations are read there). ``build``: whether a role
     will run the project's code (no tests: nothing is built). ``runtime``:
-    the front end's priority and CPUs for the build's tools."""
+    the front end's priority and CPUs for the build's tools. ``sub``: in a
+    monorepo, the Python project's folder below them (pyprojects); None:
+    the root's project, else the first one below it."""
+    if sub is None:
+        sub = (await asyncio.to_thread(python_projects, root))[0]
     found, tried = await asyncio.to_thread(
-        discover, project, config.roles.python, editor, environ, config.sandbox.hide
-    )
+        discover, project / sub if sub else project, config.roles.python, editor, environ,
+        config.sandbox.hide)
     if found is not None:
-        return found
+        return replace(found, folder=sub)
     passed_over = "; ".join(tried)
-    plan = await asyncio.to_thread(make_plan, root)
-    reqs = await asyncio.to_thread(declared_requirements, root)
+    plan = await asyncio.to_thread(make_plan, root, sub)
+    # Where the declarations are: the project's folder, or the one above it
+    # that declares for it.
+    folder = root / plan.folder if plan is not None else root / sub
+    reqs = await asyncio.to_thread(declared_requirements, folder)
     missing = await asyncio.to_thread(missing_in_own, [*reqs, *(plan.requirements if plan else ())])
-    meta = await asyncio.to_thread(static_metadata, root)
+    meta = await asyncio.to_thread(static_metadata, folder)
+    own = functools.partial(own_python, folder=sub)
     # SuperQode's own Python serves when it has everything declared and the
     # project's metadata is known without building it; never over a lock
     # (its pinned versions are what the tests were written against).
@@ -192,27 +90,29 @@ async def resolve_python(
                if reqs else "no project environment found and no dependencies declared")
         # Its metadata (importlib.metadata.version) without installing it.
         lent = await asyncio.to_thread(metadata_dir, *meta) if meta is not None else None
-        return replace(own_python(_join(passed_over, why), tuple(tried)), metadata=lent)
+        return replace(own(_join(passed_over, why), tuple(tried)), metadata=lent)
     if not build:
         why = "no project environment found; none built (no role runs the project's code)"
-        return own_python(_join(passed_over, why), tuple(tried))
+        return own(_join(passed_over, why), tuple(tried))
     if config.roles.unit_test_command:
         why = ("no project environment found; roles.unit_test_command runs the tests, so none "
                "is built (set roles.python for the other roles)")
-        return own_python(_join(passed_over, why), tuple(tried))
+        return own(_join(passed_over, why), tuple(tried))
     if not config.roles.build_env:
         why = f"no project environment found and roles.build_env is off; {CONFIGURE}"
-        return own_python(_join(passed_over, why), tuple(tried))
+        return own(_join(passed_over, why), tuple(tried))
     built = await build_env(root, plan, config.roles.env_build_timeout_s, emit, runtime,
                             project=project, hide=config.sandbox.hide)
     if isinstance(built, ProjectPython):
-        return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried))
+        return replace(built, note=_join(passed_over, built.note or "") or None, tried=tuple(tried),
+                       folder=sub)
     setup = f"could not build the project's environment from {plan.describe()}: {built}"
-    return replace(own_python(_join(passed_over, f"{setup}; {CONFIGURE}"), tuple(tried)),
+    return replace(own(_join(passed_over, f"{setup}; {CONFIGURE}"), tuple(tried)),
                    setup=setup)
 
 
-def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Popen, Path] | None:
+def spawn_background_build(project: Path, nice: int = 0, sub: str = ""
+                           ) -> tuple[subprocess.Popen, Path] | None:
     """Go on building ``project``'s environment without the session: a
     detached ``python -m superqode_ls.workspace.pyenv_build PROJECT`` (its
     own process group, so the session's end or a Ctrl-C in its terminal
@@ -228,7 +128,8 @@ def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Pop
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project), str(nice)],
+                [sys.executable, "-m", "superqode_ls.workspace.pyenv_build", str(project), str(nice),
+                 *([sub] if sub else [])],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 cwd=str(project), start_new_session=True, close_fds=True)
     except OSError:
@@ -236,7 +137,7 @@ def spawn_background_build(project: Path, nice: int = 0) -> tuple[subprocess.Pop
     return proc, log_path
 
 
-async def build_in_background(project: Path, nice: int = 0) -> int:
+async def build_in_background(project: Path, nice: int = 0, sub: str | None = None) -> int:
     """The detached builder's work (spawn_background_build): 0 when the
     environment is ready (built now or by another), 1 when it could not be
     built (the next run says why), 2 for a configuration it cannot read."""
@@ -249,7 +150,9 @@ async def build_in_background(project: Path, nice: int = 0) -> int:
     except ConfigError as e:
         emit("progress", message=f"not built: {e}")
         return 2
-    plan = await asyncio.to_thread(make_plan, project)
+    subs = await asyncio.to_thread(python_projects, project)
+    sub = sub if sub in subs else subs[0]  # (a monorepo's project; by default the first)
+    plan = await asyncio.to_thread(make_plan, project, sub)
     if plan is None:
         emit("progress", message="not built: nothing declared")
         return 0
@@ -279,78 +182,6 @@ def metadata_dir(name: str, version: str) -> str | None:
 
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
-
-
-# What of the project's words goes to ``uv python find``: a version (or a
-# specifier), never a path or a program's name (nor an option of uv's). uv
-# runs the interpreter it is given, to ask what it is, here, outside the
-# barrier; a ``.python-version`` of ``./tools/python`` is the project's (or
-# a session's) program.
-_VERSION_REQUEST = re.compile(
-    r"(?:cpython|python|pypy|graalpy|cp|pp)?[@-]?\d+(?:\.\d+){0,2}(?:(?:a|b|rc)\d+)?t?", re.IGNORECASE)
-
-
-def pick_interpreter(request: str | None, uv: str | None, hide: Sequence[str] = ()
-                     ) -> tuple[str, str, str | None]:
-    """(interpreter, its X.Y, a note when the request cannot be met). The
-    base of SuperQode's own Python when it matches, else one uv finds.
-    ``hide``: the user's ``sandbox.hide``, masked for the probe."""
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if not request:
-        return base, mine, None
-    try:
-        spec = SpecifierSet(request)
-    except InvalidSpecifier:
-        spec = None
-    full = ".".join(str(n) for n in sys.version_info[:3])
-    if spec is not None and spec.contains(full, prereleases=True):
-        return base, mine, None
-    if spec is None and (request == mine or request.startswith(mine + ".")):
-        return base, mine, None
-    plain = not any(c in request for c in "/\\~$") and "===" not in request  # (=== takes any word)
-    if uv and plain and (spec is not None or _VERSION_REQUEST.fullmatch(request)):
-        try:
-            # --system: an activated environment is not an interpreter to build on.
-            res = subprocess.run([uv, "python", "find", "--system", "--no-project",
-                                  "--no-python-downloads", request],
-                                 capture_output=True, text=True, timeout=30, check=False,
-                                 stdin=subprocess.DEVNULL, env=_search_env())
-        except (OSError, subprocess.TimeoutExpired):
-            res = None
-        if res is not None and res.returncode == 0 and res.stdout.strip():
-            found = probe(res.stdout.strip().splitlines()[-1], "uv", hide=hide)
-            if isinstance(found, ProjectPython):
-                return found.python, found.version, None
-    return base, mine, f"the project asks for Python {request}; none is installed, {mine} is used"
-
-
-_NEEDS_PYTHON = re.compile(r"current Python version \([\d.]+\) does not satisfy "
-                           r"Python((?:[<>=!~]=?[\d.*]+,?\s?)+)")
-
-
-def _python_for(why: str | None, uv: str, python: str, hide: Sequence[str] = ()) -> str | None:
-    """Another installed interpreter satisfying the Python range the
-    resolver said the requirements need (``why``), or None."""
-    m = _NEEDS_PYTHON.search(why or "")
-    if m is None:
-        return None
-    other, _, asked = pick_interpreter(m.group(1).strip().rstrip(","), uv, hide)
-    return other if asked is None and other != python else None
-
-
-def _search_env() -> dict[str, str]:
-    """The environment ``uv python find`` searches with: pyenv's installed
-    versions instead of its shims. A shim of a version that is not selected
-    fails ("pyenv: python3.12: command not found") and uv stops there
-    instead of looking further."""
-    env = dict(os.environ)
-    root = Path(env.get("PYENV_ROOT") or Path.home() / ".pyenv")
-    dirs = [d for d in env.get("PATH", os.defpath).split(os.pathsep)
-            if d and not (d.startswith(str(root)) and d.rstrip("/").endswith("/shims"))]
-    versions = sorted(str(b) for b in (root / "versions").glob("*/bin")) if root.is_dir() else []
-    env["PATH"] = os.pathsep.join([*dirs, *versions])
-    return env
 
 
 MAX_LEFT_OUT = 3
@@ -424,7 +255,8 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
-            return why
+            # The Python it asked for and did not get is most often why.
+            return _join(asked or "", why)
         await asyncio.to_thread(envcache.record, target)
         emit("progress", message=f"environment: built {target}")
         built = await asyncio.to_thread(_ready, target, emit, hide)
@@ -492,7 +324,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
             why = None
             for when in dict.fromkeys([as_of, None]):
                 for cmd in plan.commands(uv, venv_py, src, when):
-                    why = await _step(cmd, src, env, allow, deadline - loop.time(), timeout,
+                    why = await _step(cmd, src / plan.cwd, env, allow, deadline - loop.time(), timeout,
                                       runtime, hide)
                     if why is not None:
                         break
@@ -501,7 +333,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
             return why
 
         why = await fill()
-        other = await asyncio.to_thread(_python_for, why, uv, python, hide)
+        other = await asyncio.to_thread(python_for, why, uv, python, hide)
         if other is not None:
             # The pinned packages need another Python than the one chosen
             # (Django 6 needs 3.12, and nothing declares it): made again
@@ -601,4 +433,5 @@ async def _locked(path: Path, waiting: Callable[[], None] = lambda: None):
 
 
 if __name__ == "__main__":  # the detached builder (spawn_background_build)
-    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve(), int(sys.argv[2]))))
+    sys.exit(asyncio.run(build_in_background(Path(sys.argv[1]).resolve(), int(sys.argv[2]),
+                                             *sys.argv[3:4])))

@@ -41,7 +41,7 @@ import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -50,6 +50,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import SuperQodeError
 from .git import git_out
+from .pyprojects import uv_workspace
 
 PLAN_FORMAT = "3"  # 3: keyed by project too
 LOCKS = ("uv.lock", "poetry.lock", "pdm.lock")  # kinds whose versions are pinned
@@ -82,6 +83,18 @@ class Plan:
     python_request: str | None = None  # .python-version or requires-python
     notes: tuple[str, ...] = field(default_factory=tuple)
     installer: str = "uv"  # "pip" where uv refuses pyproject.toml (see the module's doc)
+    # In a monorepo (pyprojects): the project's folder in the copy of the
+    # sandbox, where its commands run; for a uv workspace's member, the
+    # member's name (``uv sync --package``) and the workspace's folder,
+    # where the lock is and ``uv sync`` runs. "" / None: the root's project.
+    folder: str = ""
+    package: str | None = None
+    lock_dir: str = ""
+
+    @property
+    def cwd(self) -> str:
+        """Where the install commands run, relative to the copy."""
+        return self.lock_dir if self.kind == "uv.lock" else self.folder
 
     @property
     def locked(self) -> bool:
@@ -97,8 +110,12 @@ class Plan:
             parts.append("extras " + ",".join(self.extras))
         if self.groups:
             parts.append("groups " + ",".join(self.groups))
+        if self.package:
+            parts[0] += f" (workspace member {self.package})"
         if self.installer == "pip":
             parts.append("with pip")
+        if self.folder:
+            parts[0] = f"{self.folder}: {parts[0]}"
         return "; ".join(parts)
 
     def key(self, root: Path, python_version: str, project: str) -> str:
@@ -107,6 +124,8 @@ class Plan:
         h = hashlib.sha256(f"{PLAN_FORMAT}\0{python_version}\0{self.kind}\0".encode())
         h.update(project.encode("utf-8", "surrogateescape") + b"\0")
         h.update(("\0".join([*self.extras, "|", *self.groups])).encode())
+        if self.folder or self.package:  # (the root's keys stay as they were)
+            h.update(f"\0{self.folder}\0{self.package or ''}\0{self.lock_dir}\0".encode())
         for rel in sorted(self.inputs):
             try:
                 h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
@@ -135,6 +154,8 @@ class Plan:
         if self.kind == "uv.lock":
             cmd = [uv, "sync", "-q", "--frozen", "--no-editable", "--compile-bytecode",
                    "--python", python, "--no-python-downloads"]
+            if self.package:
+                cmd += ["--package", self.package]
             for extra in self.extras:
                 cmd += ["--extra", extra]
             for group in self.groups:
@@ -147,7 +168,7 @@ class Plan:
             return [export, [*pip, "-r", str(exported)], *own]
         cmd = [*own_pip, *self.requirements]
         for rel in self.requirement_files:
-            cmd += ["-r", str(src / rel)]
+            cmd += ["-r", str(src / self.folder / rel)]
         for group in self.groups:
             cmd += ["--group", f"pyproject.toml:{group}"]
         if self.installable and not self._installs_itself(src):
@@ -194,7 +215,7 @@ class Plan:
         """A requirements file already names the project (``-e .[full]``)."""
         for rel in self.requirement_files:
             try:
-                text = (src / rel).read_text(encoding="utf-8", errors="replace")
+                text = (src / self.folder / rel).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
             if re.search(r"^\s*(-e\s+|--editable[ =]\s*)?\.(\[[^\]]*\])?\s*(#.*)?$", text, re.MULTILINE):
@@ -202,9 +223,53 @@ class Plan:
         return False
 
 
-def make_plan(root: Path) -> Plan | None:
+def make_plan(root: Path, sub: str = "") -> Plan | None:
     """The plan for the project in ``root``, or None when it declares
-    nothing to install (not a Python project, or only loose scripts)."""
+    nothing to install (not a Python project, or only loose scripts).
+    ``sub``: in a monorepo, the project's folder below ``root`` (pyprojects);
+    its plan is ``root``'s to build (its inputs relative to ``root``), a uv
+    workspace's member from the workspace's lock."""
+    if not sub:
+        return _plan_in(root)
+    plan = _member_plan(root, sub)
+    if plan is not None:
+        return plan
+    # Its own declarations, else the nearest folder above it that has some
+    # (a Django backend/ whose requirements.txt is the repository's).
+    for up in (sub, *(str(p) for p in PurePosixPath(sub).parents if str(p) != ".")):
+        plan = _plan_in(root / up)
+        if plan is not None:
+            moved = tuple(f"{up}/{rel}" for rel in plan.inputs)
+            return replace(plan, inputs=moved, folder=up, lock_dir=up)  # (its own lock, if any)
+    return _plan_in(root)
+
+
+def _member_plan(root: Path, sub: str) -> Plan | None:
+    """A uv workspace member's plan: the workspace's ``uv.lock``, synced
+    for that member (``uv sync --package``) in the workspace's folder."""
+    lock_dir = uv_workspace(root, sub)
+    project = _pyproject(root / sub).get("project")
+    if lock_dir is None or not isinstance(project, dict) or not project.get("name"):
+        return None
+    data = _pyproject(root / sub)
+    # Its own .python-version, else the workspace's (uv reads that), else
+    # its requires-python.
+    request = (_python_request(root / sub, {})[0] or _python_request(root / lock_dir, {})[0]
+               or _python_request(root / sub, project)[0])
+    notes: tuple[str, ...] = ()
+    at = f"{lock_dir}/" if lock_dir else ""
+    inputs = [f"{at}{p}" for p in ("uv.lock", "pyproject.toml", ".python-version")
+              if (root / lock_dir / p).is_file()]
+    inputs += [f"{sub}/{p}" for p in ("pyproject.toml", ".python-version")
+               if (root / sub / p).is_file()]
+    return Plan("uv.lock", tuple(inputs), extras=_for_tests(project.get("optional-dependencies")),
+                groups=_for_tests(data.get("dependency-groups")), installable=True,
+                python_request=request, notes=notes, folder=sub,
+                package=str(project["name"]), lock_dir=lock_dir)
+
+
+def _plan_in(root: Path) -> Plan | None:
+    """make_plan for the project whose folder is ``root``."""
     data = _pyproject(root)
     project = data.get("project") if isinstance(data.get("project"), dict) else {}
     installable = bool(project.get("name")) or (root / "setup.py").is_file() or (

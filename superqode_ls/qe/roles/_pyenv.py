@@ -22,7 +22,8 @@ from pathlib import Path
 
 from ...config import superqode_home
 from ...workspace.pyenv import ProjectPython, requirement_name
-from ...workspace.pyenv_build import declared_requirements, resolve_python
+from ...workspace.pyenv_build import resolve_python
+from ...workspace.pyenv_declared import declared_requirements
 from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
 from ._common import is_test_path, walk_files
 from ._unit_django import django_runner, find_tests

@@ -28,7 +28,7 @@ import tomllib
 from pathlib import Path
 
 from ...workspace.pyenv import requirement_name
-from ...workspace.pyenv_build import declared_requirements
+from ...workspace.pyenv_declared import declared_requirements
 from ._common import selected_files
 
 RUNNER_MODULE = "superqode_django_runner"

@@ -11,11 +11,18 @@ problem, counted and named in the role's line, never a finding to act on:
 - an installed package importing what the standard library no longer has
   (Django 1.8's ``from collections import Iterator`` on Python 3.11);
 - a database or cache service the tests connect to is not running
-  (connection refused on its well-known port, or its driver's own words).
+  (connection refused on its well-known port, or its driver's own words);
+- a path the tests need that git ignores and the checkout lacks: a build
+  step's output (a built frontend, compiled assets).
 
 What stays a finding: an ImportError of the project's own module (a module
-that is not there, a name it does not define), and a connection refused on
-any other port (a local server the suite itself failed to start).
+that is not there, a name it does not define), a connection refused on
+any other port (a local server the suite itself failed to start), and a
+name missing from an installed third-party package (``cannot import name
+'TextField' from 'wtforms'``: wtforms 3 dropped it). That package is there;
+the project's code uses an API its dependency no longer (or not yet) has,
+in the version its declarations let in: ``dependency_api`` says so, with
+the installed version and what the project declares.
 
 A failing test whose cause is where it ran (``environment_cause``): no
 network in the sandbox, SuperQode's guard, running as root.
@@ -28,10 +35,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pathspec
 from packaging.utils import canonicalize_name
 
 from ...workspace.pyenv import requirement_name
-from ...workspace.pyenv_build import declared_requirements
+from ...workspace.pyenv_declared import declared_requirements
 from ._unit_django import settings_module
 
 _DJANGO = re.compile(
@@ -111,6 +119,8 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
         return f"Django is not configured here ({m.group(1)}: {what})"
     if service := missing_service(text):
         return service
+    if built := ignored_output(text, root):
+        return built
     if m := _GONE.search(text):
         if "site-packages" not in m.group(3) and "/lib/python" in m.group(3):
             return (f"an installed package needs an older Python (it imports {m.group(1)!r} "
@@ -124,6 +134,87 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
         said = ("the project declares it" if canonicalize_name(top) in declared
                 else "the project does not declare it under that name")
         return f"package {top!r} is not installed in the test environment ({said})"
+    return None
+
+
+def ignored_output(text: str, root: Path) -> str | None:
+    """"the tests need app/frontend, which the repository ignores ..." when
+    ``text`` names a path in ``root`` that is not there and that git
+    ignores: a build step's output (fastapi's template serves its built
+    frontend from ``backend/app/frontend``) that a fresh checkout lacks.
+    The ignore files are read, never git run (the sandbox's git dir is the
+    session's)."""
+    for m in re.finditer(re.escape(str(root)) + r"/([^\s'\"():,]+)", text):
+        rel = m.group(1).rstrip(".")
+        path = root / rel
+        if not path.exists() and _git_ignored(path):
+            return (f"the tests need {rel}, which the repository ignores: the output of a build "
+                    "step of the project's that has not run here")
+    return None
+
+
+def _git_ignored(path: Path) -> bool:
+    """Whether a ``.gitignore`` between the checkout's top (the nearest
+    folder with a ``.git``) and ``path`` ignores it (as a file or a folder)."""
+    top = next((d for d in path.parents if (d / ".git").exists()), None)
+    if top is None:
+        return False
+    folders = [top, *reversed([d for d in path.parents if top in d.parents])]
+    for folder in folders:
+        ignore = folder / ".gitignore"
+        if ignore.is_symlink() or not ignore.is_file():
+            continue  # (a FIFO a session planted would block the read)
+        try:
+            lines = ignore.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        spec = pathspec.GitIgnoreSpec.from_lines(lines.splitlines())
+        rel = path.relative_to(folder).as_posix()
+        if spec.match_file(rel) or spec.match_file(rel + "/"):
+            return True
+    return False
+
+
+def dependency_api(record: dict[str, Any], root: Path) -> str | None:
+    """"wtforms 3.1.2 is installed and has no 'TextField' ..." for an import
+    of a name a third-party package does not define, or None."""
+    text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
+    for m in _GONE.finditer(text):
+        name, module, where = m.groups()
+        if not re.search(r"[/\\](?:site|dist)-packages[/\\]", where) or own_module(root, module):
+            continue
+        top = module.split(".")[0]
+        version = _installed_version(where, top)
+        said = next((r for r in declared_requirements(root)
+                     if requirement_name(r) == canonicalize_name(top)), None)
+        if said is None:
+            declared = "the project does not declare it"
+        elif re.search(r"[<>=~!]", said):
+            declared = f"the project declares {said!r}, which lets this version in"
+        else:
+            declared = f"the project declares {said!r} unpinned, which lets this version in"
+        return (f"{top}{' ' + version if version else ''} is installed and has no {name!r} "
+                f"(imported from {module}): the project's code uses a name its dependency no "
+                f"longer (or not yet) has; {declared}: pin the version the code was written for, "
+                "or update the code to its API")
+    return None
+
+
+def _installed_version(where: str, top: str) -> str | None:
+    """The version of the distribution named ``top`` installed in the
+    site-packages holding ``where`` (a module's file), or None."""
+    parts = Path(where).parts
+    cut = max(i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages"))
+    site = Path(*parts[:cut + 1])
+    want = canonicalize_name(top)
+    try:
+        infos = list(site.glob("*.dist-info"))
+    except OSError:
+        return None
+    for info in infos:
+        dist, _, version = info.name[:-len(".dist-info")].partition("-")
+        if canonicalize_name(dist) == want and version:
+            return version
     return None
 
 

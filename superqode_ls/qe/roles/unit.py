@@ -20,25 +20,23 @@ no test collected is "no tests" (skipped), never a pass.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ...config import superqode_home
-from ...models import Evidence, Finding, Range, Severity
+from ...models import Evidence, Finding, Severity
 from ...workspace import namespaces
 from ...workspace.artifacts import atomic_write
 from ...workspace.extras import needs
 from ...workspace.paths import hypothesis_dir, repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
+from ...workspace.pyprojects import python_projects
 from . import _unit_django as django
 from ._common import (
-    SKIP_DIRS,
     SourceCache,
     fingerprint,
     is_test_path,
@@ -46,15 +44,20 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import isolate, project_python, pytest_argv
-from ._unit_env import environment_cause, environment_problem, only_environment
+from ._unit_env import dependency_api, environment_cause, environment_problem, only_environment
+from ._unit_projects import each_project, files_in, moved, sub_context
+from ._unit_records import (
+    collect_location,
+    line_range,
+    project_rel,
+    read_records,
+    short_message,
+)
 from ._unit_rerun import rerun_failed
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
 _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
-_FILE_LINE = re.compile(
-    r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.MULTILINE
-)
 
 _RULES = {
     "call": ("test-failure", "Test fails"),
@@ -95,6 +98,12 @@ class UnitTester(Role):
     executes_code = True
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
+        subs = await _projects(ctx)
+        if subs != [""]:  # a monorepo: each Python project from its own folder
+            return await each_project(ctx, subs, self._run_project)
+        return await self._run_project(ctx)
+
+    async def _run_project(self, ctx: RoleContext) -> RoleOutput:
         find = django.find_tests if _django(ctx) else find_test_files
         all_tests = find(ctx.sandbox)
         if not all_tests:
@@ -152,6 +161,17 @@ class UnitTester(Role):
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
+        subs = await _projects(ctx)
+        if subs == [""]:
+            return await self._recheck(ctx, files)
+        found: list[Finding] = []
+        for sub in subs:
+            if mine := files_in(files, sub):
+                sub_ctx = await sub_context(ctx, sub, mine)
+                found += moved(await self._recheck(sub_ctx, mine), sub)
+        return found
+
+    async def _recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
         find = django.find_tests if _django(ctx) else find_test_files
         out, _ = await self._pytest(ctx, find(ctx.sandbox, files))
         return out.findings
@@ -161,7 +181,16 @@ class UnitTester(Role):
         test module imported or run: whether the suite can start at all
         (covering.SuiteProbe). Status "failed" with pytest's usage or
         internal error when it cannot."""
-        out, _ = await self._pytest(ctx, folders, extra=["--collect-only", "--ignore-glob=*.py"])
+        extra = ["--collect-only", "--ignore-glob=*.py"]
+        subs = await _projects(ctx)
+        if subs == [""]:
+            return (await self._pytest(ctx, folders, extra=extra))[0]
+        out = RoleOutput(status="skipped", reason="no tests: no test folder", tool="pytest")
+        for sub in subs:  # a monorepo: each project's conftests, from its folder
+            if mine := files_in(folders, sub):
+                out, _ = await self._pytest(await sub_context(ctx, sub, mine), mine, extra=extra)
+                if out.status not in ("ok", "skipped") or (out.reason or "").startswith("setup:"):
+                    return out  # (its reason as the probe reads it: "setup: ...")
         return out
 
     def _command(self, ctx: RoleContext, env: dict[str, str]) -> list[str]:
@@ -259,7 +288,7 @@ class UnitTester(Role):
                 *(["--", *targets] if targets else []),
             ]
             res = await ctx.run(cmd, env=env, timeout=limit)
-            records = _read_records(records_path)
+            records = read_records(records_path)
         finally:
             shutil.rmtree(private, ignore_errors=True)
         return res, records
@@ -298,7 +327,7 @@ class UnitTester(Role):
                 return RoleOutput(status="skipped", reason=f"setup: {problem}", tool=tool)
             if setup is not None:
                 raise ToolFailed(tool, "manage.py test stopped before running the tests: "
-                                 f"{_short_message(str(setup.get('message') or ''))}")
+                                 f"{short_message(str(setup.get('message') or ''))}")
         if exit_code == 5:
             return RoleOutput(status="skipped", reason=f"no tests: {tool} collected no tests",
                               tool=tool)
@@ -327,6 +356,13 @@ class UnitTester(Role):
             for cause in dict.fromkeys(causes):  # named, counted, never a finding to act on
                 done = (f"{done}; " if done else "") + (
                     f"{causes.count(cause)} failure(s) the environment's: {cause}")
+            if (summary and not summary.get("passed") and findings and len(causes) == len(findings)
+                    and summary.get("failed", 0) > 0):
+                # Not one test passed, every failure the environment's (the
+                # database the suite needs is not running): the suite did
+                # not run here, a setup problem and no pass.
+                return RoleOutput(status="skipped", findings=findings, tool=tool,
+                                  reason=f"setup: no test could run here; {done}")
             return RoleOutput(findings=findings, tool=tool, reason=done)
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
@@ -353,11 +389,11 @@ class UnitTester(Role):
             frames = [
                 (rel, int(e["lineno"]), e.get("name") or "")
                 for e in r.get("entries") or []
-                if (rel := _project_rel(root, str(e.get("path") or ""))) is not None
+                if (rel := project_rel(root, str(e.get("path") or ""))) is not None
             ]
             test_file = nodeid.split("::", 1)[0] or None
             if r.get("kind") == "collect":
-                file, line = _collect_location(root, r.get("message") or "", test_file)
+                file, line = collect_location(root, r.get("message") or "", test_file)
                 frames = []
             else:
                 test_frames = [f for f in frames if is_test_path(f[0]) or f[0] == test_file]
@@ -365,7 +401,7 @@ class UnitTester(Role):
                     file, line = test_frames[-1][0], test_frames[-1][1]
                 else:
                     file, line = test_file, int(r.get("test_line") or 1)
-            message = _short_message(str(r.get("message") or ""))
+            message = short_message(str(r.get("message") or ""))
             evidence = [
                 Evidence(
                     message=message,
@@ -393,6 +429,11 @@ class UnitTester(Role):
             title = f"{label}: {nodeid}" if nodeid else label
             cause = (environment_cause(r, offline=offline) if r.get("kind") != "collect" else None
                      ) or environment_problem(r, root)
+            # A name an installed package lacks: the code's (or its unpinned
+            # dependency's API change), said as such, never "not installed".
+            api = dependency_api(r, root) if cause is None else None
+            if api:
+                message = f"{api}\n{message}"
             where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
             out.append(
                 Finding(
@@ -408,13 +449,23 @@ class UnitTester(Role):
                     confidence=0.95,
                     category="tests",
                     file=file,
-                    range=_line_range(src.line(file, line), line) if file else None,
+                    range=line_range(src.line(file, line), line) if file else None,
                     evidence=evidence,
-                    tags=[tool, when, *(["environment"] if cause else [])],
+                    tags=[tool, when, *(["environment"] if cause else []),
+                          *(["dependency-api"] if api else [])],
                     snippet=src.line(file, line) if file else None,
                 )
             )
         return out
+
+
+async def _projects(ctx: RoleContext) -> list[str]:
+    """The Python projects whose suites the role runs (workspace/pyprojects;
+    ``[""]``: the repository's). A configured ``roles.unit_test_command``
+    is how the user runs the tests: from the root, as it always was."""
+    if ctx.config.roles.unit_test_command:
+        return [""]
+    return await asyncio.to_thread(python_projects, ctx.sandbox)
 
 
 def _django(ctx: RoleContext, extra: list[str] | None = None) -> str | None:
@@ -437,57 +488,9 @@ def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -
     return "; ".join(p for p in parts if p)
 
 
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    out = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return []
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a kill at the deadline
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
 
 
-def _project_rel(root: Path, path: str) -> str | None:
-    """Sandbox-relative path of a traceback frame in project code, else None."""
-    if not path:
-        return None
-    try:
-        rel = Path(os.path.realpath(path)).relative_to(_real(root))
-    except (ValueError, OSError):
-        return None
-    if any(part in SKIP_DIRS for part in rel.parts[:-1]):
-        return None
-    return rel.as_posix()
 
-
-def _collect_location(root: Path, text: str, default: str | None) -> tuple[str | None, int]:
-    for m in reversed(list(_FILE_LINE.finditer(text))):
-        path = m.group("path") or m.group("p2")
-        line = int(m.group("line") or m.group("l2"))
-        rel = _project_rel(root, path if Path(path).is_absolute() else str(root / path))
-        if rel is not None:
-            return rel, line
-    return default, 1
-
-
-def _short_message(text: str) -> str:
-    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(lines[:8])[:1500] or "test failed"
-
-
-def _line_range(text: str | None, line: int) -> Range:
-    """The code on the line, without its indentation."""
-    line = max(1, line)
-    if not text or not text.strip():
-        return Range(start_line=line)
-    start = len(text) - len(text.lstrip()) + 1
-    return Range(start_line=line, start_col=start, end_line=line, end_col=len(text.rstrip()) + 1)
 
 
 def _durations_file(project: Path) -> Path:
@@ -509,8 +512,3 @@ def _record_duration(project: Path, seconds: float) -> None:
         atomic_write(path, json.dumps({"seconds": round(seconds, 3)}))
     except OSError:
         pass  # only an optimisation for quick mode
-
-
-@functools.lru_cache(maxsize=64)
-def _real(root: Path) -> Path:
-    return Path(os.path.realpath(root))

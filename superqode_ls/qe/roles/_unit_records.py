@@ -1,0 +1,77 @@
+"""What the unit role reads back from a pytest run: the recorder's JSON
+lines, traceback paths made sandbox-relative, the location of a collection
+error, a failure message cut to what a report shows."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ...models import Range
+from ._common import SKIP_DIRS
+
+_FILE_LINE = re.compile(
+    r'File "(?P<path>[^"]+)", line (?P<line>\d+)|^(?P<p2>[^\s:]+\.py):(?P<l2>\d+)', re.MULTILINE
+)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    out = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a kill at the deadline
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def project_rel(root: Path, path: str) -> str | None:
+    """Sandbox-relative path of a traceback frame in project code, else None."""
+    if not path:
+        return None
+    try:
+        rel = Path(os.path.realpath(path)).relative_to(_real(root))
+    except (ValueError, OSError):
+        return None
+    if any(part in SKIP_DIRS for part in rel.parts[:-1]):
+        return None
+    return rel.as_posix()
+
+
+def collect_location(root: Path, text: str, default: str | None) -> tuple[str | None, int]:
+    for m in reversed(list(_FILE_LINE.finditer(text))):
+        path = m.group("path") or m.group("p2")
+        line = int(m.group("line") or m.group("l2"))
+        rel = project_rel(root, path if Path(path).is_absolute() else str(root / path))
+        if rel is not None:
+            return rel, line
+    return default, 1
+
+
+def short_message(text: str) -> str:
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(lines[:8])[:1500] or "test failed"
+
+
+def line_range(text: str | None, line: int) -> Range:
+    """The code on the line, without its indentation."""
+    line = max(1, line)
+    if not text or not text.strip():
+        return Range(start_line=line)
+    start = len(text) - len(text.lstrip()) + 1
+    return Range(start_line=line, start_col=start, end_line=line, end_col=len(text.rstrip()) + 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _real(root: Path) -> Path:
+    return Path(os.path.realpath(root))
