@@ -51,8 +51,6 @@ Lines = Callable[[str], "list[str] | None"]
 # "tests/test_main.py:4: in <module>\n    from fastapi.testclient import ..."
 _IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
-# an installed package without the imported name (a version mismatch)
-_NO_NAME = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 # what pytest's report of a failed import says (its traceback may be cut
 # before the ModuleNotFoundError line)
 _IMPORTING = ("ImportError while importing test module", "ImportError while loading conftest",
@@ -297,15 +295,7 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None) -> list[
                               "project: a setup problem, not a finding about the code",
                            Severity.info)
         elif rule == "COLLECTION-ERROR" and (package := _missing_package(f, lines)):
-            missing = _NO_NAME.search("\n".join([f.message, *(e.message or "" for e in f.evidence)]))
-            if missing and missing.group(2).split(".")[0] == package:
-                # the package is there, in a version without the name
-                why = (f"the installed {package!r} has no {missing.group(1)!r}: the test "
-                       "environment's version of it is not the one this import was written for "
-                       "(pin the version the project needs, or update the import)")
-            else:
-                why = (f"the test environment lacks the package {package!r}: a setup problem, "
-                       "not a finding about the code")
-            f = mark_noise(f, why, Severity.info)
+            f = mark_noise(f, f"the test environment lacks the package {package!r}: a setup "
+                              "problem, not a finding about the code", Severity.info)
         out.append(f)
     return out
