@@ -173,7 +173,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             report = await _next_phases(ls, run, progress, report, cfg, own_baseline)
         run.report = report
         await ls.publisher.drain()
-        summary = _summary(run, report)
+        summary = run.summary = _summary(run, report)
         progress.end(summary, tell=not quiet)
         if quiet:
             log.debug("live %s", summary)

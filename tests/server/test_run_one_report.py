@@ -47,6 +47,9 @@ async def one_run_one_report(lsp: LanguageClient, folder: Path, sid: str) -> dic
     n = len(whole["findings"])
     assert int(said.group(2)) == n == listed[0]["findings"]
     assert said.group(3) == whole["verdict"] == listed[0]["verdict"]
+    # The end line in the list is the end message word for word (Emacs,
+    # which takes no progress, shows it: the same fix counts everywhere).
+    assert listed[0]["end"] == end.message
     md = files[1].read_text(encoding="utf-8")
     for f in whole["findings"]:
         assert f["rule_id"] in md
