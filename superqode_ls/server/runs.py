@@ -312,12 +312,15 @@ def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> 
 
 
 def _summary(run: Run, report: QualityReport) -> str:
-    state = "cancelled" if report.cancelled else ("stale" if report.stale else report.verdict)
+    # The report's verdict, as its title says it; a stale run says so beside
+    # it ("conditional, stale"), not in its place: one verdict everywhere.
+    state = "cancelled" if report.cancelled else (
+        f"{report.verdict}, stale" if report.stale else report.verdict)
     line = (
         f"session {run.id}: {len(report.findings)} finding(s), "
         f"{fix_counts(report.patches)}, {state}"
     )
-    if state == "conditional":
+    if report.verdict == "conditional" and not report.cancelled:
         # Why not "pass" when no finding says so: the roles that did not do their work.
         held = [f"{r.role} {r.status}" + (f": {r.reason[:120]}" if r.reason else "")
                 for r in report.roles if reports.unfinished(r)]
