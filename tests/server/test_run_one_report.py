@@ -63,6 +63,10 @@ async def test_an_untrusted_then_trusted_run_writes_one_report(lsp: LanguageClie
     sid = await run_qe(lsp, {"roles": ["lint_tester", "toy_exec"]})
     whole = await one_run_one_report(lsp, shop, sid)
     assert sorted(r["role"] for r in whole["roles"]) == ["lint_tester", "toy_exec"]
+    # "Not now" first: eglot pre-fills the first action, and a bare Enter must
+    # not let the repository's code run (a red-team check: it did, in Emacs).
+    (asked,) = [p for p in lsp.editor.prompts if "this repository's code" in p.message]
+    assert [a.title for a in asked.actions] == ["Not now", "Trust folder"]
     rules = {f["rule_id"] for f in whole["findings"]}
     assert {"F401", "TOY1"} <= rules
     # toy_exec, asked for by name, ran after the answer: its "skipped" of the
