@@ -54,6 +54,9 @@ class Run:
     task: asyncio.Task | None = None
     # While it runs: whether a streamed finding is kept (suppressions, threshold).
     keep: Callable[[Finding], bool] | None = None
+    # While it runs: a streamed finding as the report will level it (path
+    # classes: a finding in tests/ or docs/ one level lower, as noise).
+    shape: Callable[[Finding], Finding] | None = None
     report: QualityReport | None = None
     patches: dict[str, Patch] = field(default_factory=dict)
     findings: int = 0

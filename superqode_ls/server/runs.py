@@ -159,6 +159,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         counts = await asyncio.to_thread(runs.load_baseline, run.folder, cfg, own_baseline)
         run.keep = runs.finding_filter(run.folder, run.overlays, cfg.qe.confidence_threshold,
                                        counts)
+        run.shape = runs.finding_shape(cfg.qe.path_classes)
         roles, trusted = await resolve_roles(ls, run, cfg)
         roles = sparse_first(ls, run, cfg, roles, trusted)
         run.trusted = trusted
@@ -205,7 +206,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         # What only a running session needs goes now; the registry decides
         # how long the rest (report, patches) is kept.
         run.session = None
-        run.keep = None
+        run.keep = run.shape = None
         run.overlays = {}
         ls.forget_disk_cache()
         ls.publisher.flush()
