@@ -175,15 +175,27 @@ WORKER, who does the agent roles' work: the built-in loop or an ACP agent."
     (or picked (user-error "SuperQode: no role picked"))))
 
 (defun superqode--end-line (s)
-  "The end of session S (a plist) in one line: findings and verdict."
-  (let ((state (plist-get s :state))
+  "The end of session S (a plist) in one line: findings, fixes and verdict.
+The server's own words when it gives them (`:end'): the same counts as its
+report and its end message."
+  (let ((said (plist-get s :end))
+        (state (plist-get s :state))
         (verdict (plist-get s :verdict))
         (n (plist-get s :findings)))
-    (format "SuperQode: session %s %s: %s finding(s)%s"
-            (plist-get s :sessionId)
-            (if (equal state "done") "ended" state)
-            (if (numberp n) n "?")
-            (if (stringp verdict) (concat ", " verdict) ""))))
+    (if (stringp said)
+        (concat "SuperQode: " said)
+      (format "SuperQode: session %s %s: %s finding(s)%s"
+              (plist-get s :sessionId)
+              (if (equal state "done") "ended" state)
+              (if (numberp n) n "?")
+              (if (stringp verdict) (concat ", " verdict) "")))))
+
+(defun superqode--ended-p (s)
+  "Whether session S (a plist) has ended and said so: a finished run has
+its end line (`:end') once the server has counted its fixes."
+  (let ((state (plist-get s :state)))
+    (or (member state '("cancelled" "failed"))
+        (and (equal state "done") (stringp (plist-get s :end))))))
 
 (defun superqode--watch (server id)
   "Poll SERVER until session ID is no longer running, then announce its end."
@@ -202,7 +214,7 @@ WORKER, who does the agent roles' work: the built-in loop or an ACP agent."
                 (lambda (result)
                   (let ((s (cl-find id (append (plist-get result :sessions) nil)
                                     :key (lambda (x) (plist-get x :sessionId)) :test #'equal)))
-                    (when (and s (member (plist-get s :state) '("done" "cancelled" "failed"))
+                    (when (and s (superqode--ended-p s)
                                (memq timer timer-list))
                       (cancel-timer timer)
                       (setq superqode-status (superqode--end-line s))
@@ -237,6 +249,10 @@ so eglot applies them without a second prompt.  Files it visits for the
 edits are left unsaved, and named (\\[save-some-buffers] saves them)."
   (interactive "P")
   (let* ((before (cl-remove-if-not #'buffer-modified-p (buffer-list)))
+         ;; Files are named by their path in the workspace, as the server
+         ;; names them: two files of one name in two folders stay apart.
+         (root (let ((server (eglot-current-server)))
+                 (and server (expand-file-name (project-root (eglot--project server))))))
          (eglot-confirm-server-initiated-edits nil)
          (arg (and (not everywhere) buffer-file-name
                    (list :uri (eglot--path-to-uri buffer-file-name))))
@@ -245,7 +261,9 @@ edits are left unsaved, and named (\\[save-some-buffers] saves them)."
          (unsaved (cl-loop for b in (buffer-list)
                            when (and (buffer-file-name b) (buffer-modified-p b)
                                      (not (memq b before)) (not (get-buffer-window b t)))
-                           collect (file-name-nondirectory (buffer-file-name b)))))
+                           collect (if (and root (file-in-directory-p (buffer-file-name b) root))
+                                       (file-relative-name (buffer-file-name b) root)
+                                     (abbreviate-file-name (buffer-file-name b))))))
     (message "SuperQode: %s%s" (superqode--fix-all-line result)
              (if unsaved
                  (format " Unsaved: %s (C-x s saves them)." (mapconcat #'identity (sort unsaved #'string<) ", "))

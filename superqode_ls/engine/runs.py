@@ -89,6 +89,18 @@ def finding_filter(
     return keep
 
 
+def finding_shape(classes: dict[str, list[str]]) -> Callable[[Finding], Finding]:
+    """A streamed finding levelled as the report will level it by its path
+    (``qe.path_classes``: a static finding in tests/ or docs/ one level
+    lower, as noise); one finding at a time, the class depends on its path."""
+    from ..qe.noise_paths import classify_paths
+
+    def shape(f: Finding) -> Finding:
+        return classify_paths([f], classes)[0] if classes else f
+
+    return shape
+
+
 def load_baseline(folder: str, cfg: Config, editor_path: Path | None = None) -> Counter[str] | None:
     """The folder's configured baseline (else the editor's, ``editor_path``);
     None when there is none or it cannot be read (the session then fails with

@@ -119,6 +119,9 @@ def fix_title(t, fix) -> str:
     suppression says it silences."""
     rule = t.finding.rule_id
     if fix.kind == "suppression":
+        added = _added_text(fix.diff)
+        if added:  # what the edit writes, so it reads as no fix
+            return f"SuperQode ({rule}): add `{added}` (silences it, does not fix it)"
         return f"SuperQode: suppress {rule} ({t.finding.title})"
     said = (fix.description or "").strip()
     if not said or said == f"Fix {rule}":  # the role's placeholder
@@ -126,6 +129,27 @@ def fix_title(t, fix) -> str:
     if fixes.is_unsafe(t) and "unsafe" not in said:
         said += " (unsafe: review it)"
     return f"SuperQode ({rule}): {said}"
+
+
+def _added_text(diff: str, most: int = 60) -> str | None:
+    """The text a one-line patch adds to its line (``usedforsecurity=False``
+    in ``hashlib.sha1(s)`` -> ``hashlib.sha1(s, usedforsecurity=False)``),
+    as written: None for any other patch, or one that also removes text."""
+    minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    if len(minus) != 1 or len(plus) != 1:
+        return None
+    old, new = minus[0], plus[0]
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    if head + tail != len(old):
+        return None  # something of the line went too
+    added = new[head:len(new) - tail].strip(" ,")
+    return added if added and len(added) <= most and "`" not in added else None
 
 
 def _fix_actions(ls: SuperQodeServer, t, diag, literal: bool) -> list:

@@ -128,6 +128,9 @@ def register(ls: SuperQodeServer) -> None:
         # The folder's config is read and the file written off the event loop.
         path = await asyncio.to_thread(ignore.add_to_baseline, ls, t)
         ignore.forget(ls, t)
+        # The finding leaves the editor at once: say where it went and how it
+        # comes back, or an ignore looks like a fix.
+        ls.notify_user(ignore.baseline_note(t, path))
         return {"findingId": t.id, "baseline": str(path)}
 
     @ls.command("superqode.showFinding")

@@ -49,7 +49,9 @@ async def confirm(ls: SuperQodeServer, uris: list[str]) -> list[str] | None:
         type=types.MessageType.Warning,
         message=f"SuperQode: Fix All would also edit {len(closed)} file(s) no editor has open: "
                 f"{listed}. Edit them too?",
-        actions=[types.MessageActionItem(title=t) for t in (EDIT_ALL, OPEN_ONLY, CANCEL)],
+        # The narrow answer first: eglot pre-fills the first action, so a
+        # bare Enter there must not widen the edit to files no one opened.
+        actions=[types.MessageActionItem(title=t) for t in (OPEN_ONLY, EDIT_ALL, CANCEL)],
     )
     try:
         answer = await asyncio.wait_for(ls.window_show_message_request_async(params), ANSWER_TIMEOUT_S)

@@ -372,6 +372,18 @@ def add_to_baseline(ls: SuperQodeServer, t: Tracked) -> Path:
         raise fail(f"could not add {t.finding.rule_id} to the baseline: {e}") from None
 
 
+def baseline_note(t: Tracked, path: Path) -> str:
+    """What the user is told once ``t`` is in the baseline: where, and that
+    SuperQode alone reads it."""
+    try:
+        where = path.relative_to(Path(t.folder)).as_posix()
+    except ValueError:
+        where = str(path)
+    f = t.finding
+    return (f"SuperQode: {f.rule_id} in {f.file}:{t.sl + 1} added to the baseline ({where}): "
+            "SuperQode no longer reports it, other tools still do; remove its entry there to see it again.")
+
+
 def forget(ls: SuperQodeServer, t: Tracked) -> None:
     """Stop showing ``t`` (it is in the baseline now)."""
     ls.store.by_uri.get(t.uri, {}).pop(t.id, None)

@@ -54,6 +54,9 @@ class Run:
     task: asyncio.Task | None = None
     # While it runs: whether a streamed finding is kept (suppressions, threshold).
     keep: Callable[[Finding], bool] | None = None
+    # While it runs: a streamed finding as the report will level it (path
+    # classes: a finding in tests/ or docs/ one level lower, as noise).
+    shape: Callable[[Finding], Finding] | None = None
     report: QualityReport | None = None
     patches: dict[str, Patch] = field(default_factory=dict)
     findings: int = 0
@@ -73,6 +76,9 @@ class Run:
     # What became of the roles that wait for the trust answer while this run
     # goes (said at its end): waiting, following, or skipped and why.
     trust_note: str | None = None
+    # The end as the run said it (findings, fix counts, verdict): a client
+    # that polls (Emacs) shows these words, not a count of its own.
+    summary: str | None = None
     # The roles this run goes on with after its first engine session (the
     # whole-tree roles of a file run; those the trust answer lets run, None
     # when it says no): still one run, one progress, one end, one report.
@@ -114,6 +120,7 @@ class Run:
             "stale": self.report.stale if self.report else False,
             "trusted": self.trusted,
             "error": self.error,
+            "end": self.summary,
         }
 
 

@@ -35,6 +35,10 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
             return
         if run.keep is not None and not run.keep(finding):
             return  # suppressed inline or below the threshold: the report drops it too
+        if run.shape is not None:
+            # At the level the report gives it: 41 errors in tests/ flashed
+            # in Problems on flask, to become hints at the run's end.
+            finding = run.shape(finding)
         t = make_tracked(ls, run, finding)
         progress.findings += 1
         run.findings += 1

@@ -159,6 +159,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         counts = await asyncio.to_thread(runs.load_baseline, run.folder, cfg, own_baseline)
         run.keep = runs.finding_filter(run.folder, run.overlays, cfg.qe.confidence_threshold,
                                        counts)
+        run.shape = runs.finding_shape(cfg.qe.path_classes)
         roles, trusted = await resolve_roles(ls, run, cfg)
         roles = sparse_first(ls, run, cfg, roles, trusted)
         run.trusted = trusted
@@ -173,7 +174,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
             report = await _next_phases(ls, run, progress, report, cfg, own_baseline)
         run.report = report
         await ls.publisher.drain()
-        summary = _summary(run, report)
+        summary = run.summary = _summary(run, report)
         progress.end(summary, tell=not quiet)
         if quiet:
             log.debug("live %s", summary)
@@ -205,7 +206,7 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         # What only a running session needs goes now; the registry decides
         # how long the rest (report, patches) is kept.
         run.session = None
-        run.keep = None
+        run.keep = run.shape = None
         run.overlays = {}
         ls.forget_disk_cache()
         ls.publisher.flush()
@@ -312,12 +313,15 @@ def _tell_verification(ls: SuperQodeServer, run: Run, report: QualityReport) -> 
 
 
 def _summary(run: Run, report: QualityReport) -> str:
-    state = "cancelled" if report.cancelled else ("stale" if report.stale else report.verdict)
+    # The report's verdict, as its title says it; a stale run says so beside
+    # it ("conditional, stale"), not in its place: one verdict everywhere.
+    state = "cancelled" if report.cancelled else (
+        f"{report.verdict}, stale" if report.stale else report.verdict)
     line = (
         f"session {run.id}: {len(report.findings)} finding(s), "
         f"{fix_counts(report.patches)}, {state}"
     )
-    if state == "conditional":
+    if report.verdict == "conditional" and not report.cancelled:
         # Why not "pass" when no finding says so: the roles that did not do their work.
         held = [f"{r.role} {r.status}" + (f": {r.reason[:120]}" if r.reason else "")
                 for r in report.roles if reports.unfinished(r)]

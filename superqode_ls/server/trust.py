@@ -59,7 +59,9 @@ async def _ask(ls, folder: str, roles: list[str]) -> str:
             f"SuperQode: {', '.join(roles)} {verb} this repository's code (tests, agents). "
             f"Trust {folder}?"
         ),
-        actions=[types.MessageActionItem(title=TRUST), types.MessageActionItem(title=NOT_NOW)],
+        # "Not now" first: eglot pre-fills the first action, and a bare Enter
+        # must not let the repository's code run (fail closed).
+        actions=[types.MessageActionItem(title=NOT_NOW), types.MessageActionItem(title=TRUST)],
     )
     try:
         answer = await asyncio.wait_for(

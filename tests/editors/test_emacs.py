@@ -56,7 +56,11 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     # The end of the session reaches the echo area once, with its verdict
     # (eglot 1.9 shows no $/progress).
     (end,) = data["end-messages"]
-    assert end.startswith("SuperQode: session qe-") and end.endswith(": 4 finding(s), conditional"), end
+    # The server's own end line, with the fix counts its report and end
+    # message give (not a shorter line of the package's own).
+    assert end.startswith("SuperQode: session qe-") and end.endswith(", conditional"), end
+    assert ": 4 finding(s), 0 verified fix(es), " in end and "tool-verified only" in end, end
+    assert end == f"SuperQode: {data['server-end']}"
     assert data["status"] == end
     assert data["actions"] == ["SuperQode (F401): Remove unused import: `os`"]
     assert data["line6"] == "from dataclasses import dataclass, field"
@@ -73,7 +77,7 @@ def test_flymake_shows_planted_findings_and_quick_fixes_apply(example_copy: Path
     assert said.startswith("SuperQode: applied 2 fixes (") and "Skipped 1: F841" in said, said
     assert ") in shop/pricing.py, shop/stats.py." in said, said
     assert "2 file(s) no editor has open: shop/pricing.py, shop/stats.py" in data["fix-all-asked"]
-    assert said.endswith(" Unsaved: pricing.py, stats.py (C-x s saves them)."), said
+    assert said.endswith(" Unsaved: shop/pricing.py, shop/stats.py (C-x s saves them)."), said
     assert list(data["modified"]) == ["pricing.py", "stats.py"]  # (beside catalog.py) unsaved until saved
     assert [d["line"] for d in data["after-fix-all"]] == [moved]
     for rel, text in planted.items():

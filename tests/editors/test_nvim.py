@@ -290,3 +290,16 @@ def test_run_completes_role_names_and_the_bang_picks_them(example_copy: Path, ed
     (unknown,) = [n for n in data["notes"] if "no_such_role" in n]
     assert "unknown role 'no_such_role'" in unknown and "lint_tester" in unknown, unknown
     assert changed_files(example_copy) == ["?? superqode.yaml"]
+
+
+def test_run_typed_while_the_server_starts_runs_once_it_is_up(example_copy: Path, editor_env, tmp_path):
+    """:SuperQodeRun right after opening a file (the server still answering
+    `initialize`, which Neovim 0.11+ lists no client for) used to say "the
+    server is not running for this buffer" and run nothing."""
+    data = nvim("early_run", "shop/catalog.py", example_copy, editor_env, tmp_path)
+    assert data["client_before"] is False  # typed before the client was listed
+    assert any("the server is starting" in n for n in data["notes"]), data["notes"]
+    assert not any("not running" in n for n in data["notes"]), data["notes"]
+    assert data["session"].startswith("qe-") and data["ended"]["done"]
+    assert "finding(s)" in data["ended"]["message"], data["ended"]
+

@@ -198,7 +198,9 @@ def test_run_qe_from_the_palette_squiggles_problems_and_a_quick_fix(
     assert "shop/pricing.py" in said and "shop/stats.py" in said and "Skipped 1: F841 (ruff marks the fix unsafe" in said, said
     # The files it edited but no editor had open are named as unsaved, and the
     # message's own button writes them (checked on disk below).
-    assert said.endswith(" Unsaved: pricing.py, stats.py.") or said.endswith(" Unsaved: stats.py, pricing.py."), said
+    # By workspace path, as the server names them (not bare names that two folders share).
+    assert said.endswith(" Unsaved: shop/pricing.py, shop/stats.py.") \
+        or said.endswith(" Unsaved: shop/stats.py, shop/pricing.py."), said
     assert data["fix_all_save_button"] is True
     (left,) = [r for r in data["problems_after_fix_all"] if r["level"] == 2]
     assert "F841" in left["text"] and f" at line {moved} " in left["label"], left

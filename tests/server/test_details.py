@@ -67,3 +67,19 @@ def test_fix_counts_say_verified_only_for_tested_fixes():
              patch("e", kind="suppression", verified=True)]
     assert fix_counts(fixes) == "1 verified fix(es), 2 tool-verified only"
     assert fix_counts(iter(fixes[:1])) == "1 verified fix(es)"
+
+
+def test_a_suppression_is_titled_by_what_it_writes():
+    """"SuperQode: suppress B324 (...)" said neither what the edit writes nor
+    that it is no fix; a one-line suppression says both."""
+    from superqode_ls.server.code_actions import fix_title
+
+    diff = ("--- a/s.py\n+++ b/s.py\n@@ -1 +1 @@\n-    return hashlib.sha1(string)\n"
+            "+    return hashlib.sha1(string, usedforsecurity=False)\n")
+    t = with_fix(patch(kind="suppression"), rule_id="B324", title="Use of weak SHA1 hash for security")
+    t.patch = t.patch.model_copy(update={"diff": diff})
+    assert fix_title(t, t.patch) == \
+        "SuperQode (B324): add `usedforsecurity=False` (silences it, does not fix it)"
+    # A patch that rewrites more than it adds keeps the general title.
+    t.patch = t.patch.model_copy(update={"diff": diff.replace("-    return hashlib", "-    return other")})
+    assert fix_title(t, t.patch) == "SuperQode: suppress B324 (Use of weak SHA1 hash for security)"

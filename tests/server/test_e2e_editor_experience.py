@@ -208,6 +208,10 @@ async def test_ignore_this_finding_with_the_tools_comment_and_in_the_baseline(ls
     entries = json.loads(Path(res["baseline"]).read_text(encoding="utf-8"))["findings"]
     assert res["baseline"] == str(shop / ".superqode" / "baseline.json")
     assert [e["rule_id"] for e in entries] == ["F841"]
+    # Said, with where it went and how it comes back (the squiggle just goes).
+    assert any(m.message.startswith(f"SuperQode: F841 in shop/catalog.py:{f841.range.start.line + 1} added "
+                                    "to the baseline (.superqode/baseline.json)") for m in lsp.messages), \
+        [m.message for m in lsp.messages]
     await wait_for(lambda: all(d.code != "F841" for d in superqode_diags(lsp, uri)), 10, "F841 hidden")
     # The next run leaves both out: ruff reads the comment, the engine the baseline.
     lsp.editor.save(uri)

@@ -29,6 +29,9 @@ async def test_fix_all_everywhere_names_the_files_and_the_unsafe_fix_it_left(lsp
     assert res["applied"] == 0 and res["cancelled"] and "import os\n" in lsp.editor.text(uri)
     (asked,) = lsp.editor.prompts
     assert "1 file(s) no editor has open: shop/extra.py." in asked.message, asked.message
+    # The narrow answer first: eglot pre-fills the first action as the one
+    # Enter takes, and Enter must not edit files no one opened.
+    assert [a.title for a in asked.actions] == ["Open files only", "Edit all files", "Cancel"]
     lsp.editor.replies = [("Fix All would also edit", "Edit all files")]
     res = await command(lsp, "superqode.applyAllFixes", {"notify": True})
     assert res["applied"] == 2 and sorted(res["files"]) == sorted([str(catalog), str(extra)])

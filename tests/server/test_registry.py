@@ -169,3 +169,37 @@ def test_a_documents_diagnostics_are_most_important_first_noise_as_hints(tmp_pat
     diags = asyncio.run(go())
     assert [d["code"] for d in diags] == ["R3", "R4", "R1", "R2"]
     assert diags[-1]["severity"] == 4 and "[noise: in tests code]" in diags[-1]["message"]
+
+
+def test_streamed_findings_come_at_the_level_the_report_gives_them(tmp_path):
+    """A finding in tests/ streams in one level lower and as noise (a hint),
+    as the report will have it: on flask, 41 errors in tests/ and docs/
+    flashed in Problems during the run and became hints at its end."""
+    from superqode_ls.config import DEFAULT_PATH_CLASSES
+    from superqode_ls.engine.runs import finding_shape
+    from superqode_ls.server.runs import _on_event
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("x = 'hunter2'\n", encoding="utf-8")
+    (tmp_path / "a.py").write_text("x = 'hunter2'\n", encoding="utf-8")
+
+    def b105(file: str) -> Finding:
+        return Finding(role="security_tester", tool="bandit", rule_id="B105", title="password",
+                       message="hard-coded password", severity=Severity.high, file=file,
+                       category="security", confidence=0.9, snippet="x = 'hunter2'",
+                       range=Range(start_line=1, start_col=1, end_line=1, end_col=5)).with_stable_id()
+
+    async def go():
+        ls, folder = _server(tmp_path)
+        r = Run(id="qe-s", folder=folder, files=None, mode="quick", roles=None, trigger="command")
+        r.shape = finding_shape(DEFAULT_PATH_CLASSES)
+        ls.runs.add(r)
+        progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
+        for f in (b105("tests/test_a.py"), b105("a.py")):
+            data = {"finding": f.model_dump(mode="json", exclude_none=True)}
+            _on_event(ls, r, progress, Event(type="role_finding", session_id="qe-s", data=data))
+        await ls.publisher.drain()
+        return {t.finding.file: (t.finding.severity, t.finding.noise is not None)
+                for uri in ls.store.uris() for t in ls.store.get(uri)}
+
+    assert asyncio.run(go()) == {"tests/test_a.py": (Severity.medium, True), "a.py": (Severity.high, False)}

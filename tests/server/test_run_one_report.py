@@ -47,6 +47,9 @@ async def one_run_one_report(lsp: LanguageClient, folder: Path, sid: str) -> dic
     n = len(whole["findings"])
     assert int(said.group(2)) == n == listed[0]["findings"]
     assert said.group(3) == whole["verdict"] == listed[0]["verdict"]
+    # The end line in the list is the end message word for word (Emacs,
+    # which takes no progress, shows it: the same fix counts everywhere).
+    assert listed[0]["end"] == end.message
     md = files[1].read_text(encoding="utf-8")
     for f in whole["findings"]:
         assert f["rule_id"] in md
@@ -60,6 +63,10 @@ async def test_an_untrusted_then_trusted_run_writes_one_report(lsp: LanguageClie
     sid = await run_qe(lsp, {"roles": ["lint_tester", "toy_exec"]})
     whole = await one_run_one_report(lsp, shop, sid)
     assert sorted(r["role"] for r in whole["roles"]) == ["lint_tester", "toy_exec"]
+    # "Not now" first: eglot pre-fills the first action, and a bare Enter must
+    # not let the repository's code run (a red-team check: it did, in Emacs).
+    (asked,) = [p for p in lsp.editor.prompts if "this repository's code" in p.message]
+    assert [a.title for a in asked.actions] == ["Not now", "Trust folder"]
     rules = {f["rule_id"] for f in whole["findings"]}
     assert {"F401", "TOY1"} <= rules
     # toy_exec, asked for by name, ran after the answer: its "skipped" of the

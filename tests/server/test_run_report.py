@@ -71,3 +71,17 @@ def test_a_role_the_first_phase_skipped_has_the_second_phases_outcome_once():
     # The run's report files are the first's; the second's logs are kept.
     assert whole.artifacts == {"json": "/a/qr-qe-1.json", "markdown": "/a/qr-qe-1.md",
                                "log:tests": "/a/tests.log"}
+
+
+def test_the_end_line_says_the_reports_verdict_also_when_stale():
+    """A run whose files changed under it ended "..., stale" while its report
+    said CONDITIONAL: the end line keeps the verdict and says stale beside it."""
+    from superqode_ls.server.runs import _summary
+
+    run = Run(id="qe-1", folder="/p", files=None, mode="quick", roles=None, trigger="command")
+    r = report("qe-1", ["lint_tester"], [finding(severity=Severity.medium)], stale=True)
+    r.verdict = "conditional"
+    line = _summary(run, r)
+    assert line.startswith("session qe-1: 1 finding(s), 0 verified fix(es), conditional, stale"), line
+    r.stale = False
+    assert _summary(run, r).endswith(", conditional"), _summary(run, r)

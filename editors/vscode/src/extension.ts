@@ -473,7 +473,9 @@ async function fixAll(everywhere: boolean): Promise<void> {
   const edited = new Set((result.files ?? []).map((f) => vscode.Uri.file(f).toString()));
   const unsaved = vscode.workspace.textDocuments
     .filter((d) => d.isDirty && edited.has(d.uri.toString()))
-    .map((d) => d.uri.path.replace(/^.*\//, ""));
+    // By their path in the workspace, as the server names them: two files of
+    // one name in two folders stay apart.
+    .map((d) => vscode.workspace.asRelativePath(d.uri, false));
   let text = `SuperQode: ${fixAllMessage(result)}`;
   if (unsaved.length) {
     text += ` Unsaved: ${unsaved.join(", ")}.`;

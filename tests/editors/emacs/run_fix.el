@@ -37,9 +37,10 @@
                  "superqode diagnostics on lines 6 and 37"))
       (sq-wait 20 (lambda () sq-ended) "the end of the session to be announced")
       (sq-step 'end-messages (vconcat (cl-remove-if-not
-                                      (lambda (m) (string-match-p "SuperQode: session .* ended" m))
+                                      (lambda (m) (string-match-p "\\`SuperQode: session qe-.* finding(s)" m))
                                       (reverse sq-messages))))
       (sq-step 'status superqode-status)
+      (sq-step 'server-end (plist-get sq-ended :end))
       (sq-step 'diagnostics (vconcat (sq-diags)))
       ;; The quick fix on `import os' (line 6), as M-x eglot-code-actions would.
       (goto-char (point-min))

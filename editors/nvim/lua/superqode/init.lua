@@ -146,10 +146,57 @@ local function request(client, method, params, handler, bufnr)
   return client.request(method, params, handler, bufnr)
 end
 
+-- Seconds a command typed while the server starts waits for it.
+M.start_wait_s = 60
+
+--- Whether a server for `bufnr` is on its way: the plugin starts one for
+--- its filetypes, and Neovim lists a client only once it is initialized
+--- (1-3 s after the file opened; longer on a busy machine).
+local function starting(bufnr)
+  return M.cmd ~= nil and vim.bo[bufnr].buftype == ""
+    and vim.tbl_contains(M.options.filetypes or {}, vim.bo[bufnr].filetype)
+end
+
+--- Run `fn` once a SuperQode client attaches to `bufnr` (true), or say after
+--- M.start_wait_s that none did.
+local function when_attached(bufnr, what, fn)
+  local done = false
+  local id
+  id = vim.api.nvim_create_autocmd("LspAttach", {
+    buffer = bufnr,
+    callback = function(ev)
+      local c = vim.lsp.get_client_by_id(ev.data.client_id)
+      if done or not c or c.name ~= M.name then
+        return
+      end
+      done = true
+      vim.schedule(fn)
+      return true -- removes this autocmd
+    end,
+  })
+  vim.defer_fn(function()
+    if not done then
+      done = true
+      pcall(vim.api.nvim_del_autocmd, id)
+      notify(what .. ": the server did not start (:checkhealth superqode)", vim.log.levels.WARN)
+    end
+  end, M.start_wait_s * 1000)
+end
+
 --- workspace/executeCommand on the SuperQode server; `on_result(result)` on success.
+--- Typed while the server starts, the command waits for it instead of
+--- failing ("the server is not running" right after opening a file).
 function M.execute(command, arg, on_result, bufnr)
   local client = M.client(bufnr)
   if not client then
+    local buf = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+    if starting(buf) then
+      notify("the server is starting; the command runs once it is up")
+      when_attached(buf, command, function()
+        M.execute(command, arg, on_result, buf)
+      end)
+      return true
+    end
     notify("the server is not running for this buffer (:checkhealth superqode)", vim.log.levels.WARN)
     return false
   end
