@@ -6,6 +6,7 @@ import asyncio
 import os
 import queue
 import shutil
+import time
 
 import pytest
 
@@ -125,6 +126,42 @@ def test_session_started_after_quiet_tree_is_not_stale(make_repo):
     assert c.is_result_stale(lock)
     fresh = c.acquire("qe-b", "quick")
     assert not c.is_result_stale(fresh)
+
+
+def test_a_session_started_after_a_save_inside_the_window_is_not_stale(make_repo):
+    """A save, then "Run QE" before the watcher's batch is delivered: the
+    sandbox has the saved file, so the result is current. The batch's
+    delivery used to bump the epoch again and call it stale."""
+    repo = make_repo({"app.py": "x = 1\n"})
+    c = Coordinator(repo)
+    q: queue.Queue = queue.Queue()
+    with Watcher(repo, q.put, debounce=1.0, coordinator=c):
+        (repo / "app.py").write_text("x = 2\n")
+        wait_for(lambda: c.epoch() >= 1, WAIT)
+        time.sleep(0.1)  # past the bump gap: every event of the save is counted
+        lock = c.acquire("qe-a", "quick")
+        batch = q.get(timeout=WAIT)  # delivered after the session began
+        assert "app.py" in {e.path for e in batch.events}
+        assert not c.is_result_stale(lock)
+        (repo / "app.py").write_text("x = 3\n")  # a change after the start
+        wait_for(lambda: c.is_result_stale(lock), WAIT)
+    c.release(lock)
+
+
+def test_a_change_right_after_a_bump_still_makes_a_session_stale(make_repo):
+    """Bumps are spaced out; an event inside the gap owes one, paid at its
+    end, so a session begun between the two events is still told."""
+    repo = make_repo()
+    c = Coordinator(repo)
+    q: queue.Queue = queue.Queue()
+    with Watcher(repo, q.put, debounce=5.0, coordinator=c):
+        (repo / "a.txt").write_text("a")
+        wait_for(lambda: c.epoch() >= 1, WAIT)
+        lock = c.acquire("qe-a", "quick")
+        (repo / "b.txt").write_text("b")
+        wait_for(lambda: c.is_result_stale(lock), WAIT)
+        assert q.empty()  # told as the change came, not when the batch was delivered
+    c.release(lock)
 
 
 def test_coalescing_rules():

@@ -7,9 +7,11 @@ path and delivered as one batch once the tree has been quiet for ``debounce``
 seconds (or ``max_delay`` after the first event when it never quiets down).
 
 Each change bumps the repository's epoch (``Coordinator.bump_epoch``) so a
-session can tell its result is stale: once when the first event of a batch
-arrives (so a session that starts later sees the new epoch) and once when the
-batch is delivered (so a session that started inside the window does too).
+session can tell its result is stale: as the event arrives, at most once per
+``_BUMP_GAP`` (a burst owes one more bump at the gap's end). Not again when
+the batch is delivered: a session started after a save, inside the debounce
+window, snapshotted the saved file, and a bump at delivery called its result
+stale although no change came after its start.
 
 Two ways to consume: ``Watcher(repo, on_change=callback)`` calls back from the
 watcher's thread; ``async for batch in watcher.batches()`` yields batches on
@@ -52,6 +54,10 @@ warnings.filterwarnings("ignore", message="Callback with id .* already exists fo
                         category=RuntimeWarning, module=r"watchdog\.observers\..*")
 
 log = logging.getLogger(__name__)
+# The epoch is a file under a lock: a checkout's thousands of events bump it
+# at most this often, and a session starting within the gap after a bump
+# still sees the owed bump of an event that came after it.
+_BUMP_GAP = 0.02
 
 EventKind = Literal["created", "modified", "deleted", "moved"]
 
@@ -154,6 +160,8 @@ class Watcher:
         self._pending: dict[str, FileEvent] = {}
         self._first_at: float | None = None
         self._last_at = 0.0
+        self._bumped_at = float("-inf")
+        self._bump_owed = False
         self._cond = threading.Condition()
         self._stopping = False
         self._observer: Observer | None = None  # type: ignore[valid-type]
@@ -235,19 +243,31 @@ class Watcher:
         self._add(FileEvent(kind, rel, is_dir))
 
     def _add(self, ev: FileEvent) -> None:
-        first = False
         with self._cond:
             now = time.monotonic()
             if self._first_at is None:
                 self._first_at = now
-                first = True
             self._last_at = now
             merged = _coalesce(self._pending.pop(ev.path, None), ev)
             if merged is not None:
                 self._pending[ev.path] = merged
+            bump = now - self._bumped_at >= _BUMP_GAP
+            if bump:
+                self._bumped_at = now
+            else:
+                self._bump_owed = True  # the flush loop pays it at the gap's end
             self._cond.notify_all()
-        if first:
+        if bump:
             self._bump()
+
+    def _epoch(self) -> int | None:
+        if self.coordinator is None:
+            return None
+        try:
+            return self.coordinator.epoch()
+        except OSError:
+            log.exception("watcher: cannot read the epoch")
+            return None
 
     def _bump(self) -> int | None:
         if self.coordinator is None:
@@ -267,14 +287,26 @@ class Watcher:
                 if first is None:  # stopping with nothing pending
                     return
                 now = time.monotonic()
-                due = min(self._last_at + self.debounce, first + self.max_delay)
-                if now < due and not self._stopping:
-                    self._cond.wait(due - now)
-                    continue
-                events = list(self._pending.values())
-                self._pending.clear()
-                self._first_at = None
-            epoch = self._bump()
+                owed_at = self._bumped_at + _BUMP_GAP if self._bump_owed else None
+                if owed_at is not None and now >= owed_at:
+                    self._bump_owed = False
+                    self._bumped_at = now
+                else:
+                    due = min(self._last_at + self.debounce, first + self.max_delay)
+                    if owed_at is not None:
+                        due = min(due, owed_at)
+                    if now < due and not self._stopping:
+                        self._cond.wait(due - now)
+                        continue
+                    owed_at = None
+                    events = list(self._pending.values())
+                    self._pending.clear()
+                    self._first_at = None
+                    owed, self._bump_owed = self._bump_owed, False
+            if owed_at is not None:  # an owed bump, the batch still open
+                self._bump()
+                continue
+            epoch = self._bump() if owed else self._epoch()
             if events:
                 batch = ChangeBatch(events=events, epoch=epoch)
                 for cb in list(self._callbacks):
