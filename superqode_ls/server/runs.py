@@ -162,6 +162,9 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         roles, trusted = await resolve_roles(ls, run, cfg)
         roles = sparse_first(ls, run, cfg, roles, trusted)
         run.trusted = trusted
+        if run.next_roles is not None and run.next_roles.done():
+            # The whole-tree roles that follow a file's: counted from the start.
+            progress.expect(run.next_roles.result())
         if run.cancel_requested:
             raise asyncio.CancelledError
         report = await _phase(ls, run, progress, roles, trusted, own_baseline, run.id)
@@ -274,6 +277,7 @@ async def _next_phases(ls: SuperQodeServer, run: Run, progress: RunProgress, rep
     roles = await run.next_roles
     run.next_roles = None
     if not roles or run.cancel_requested or ls.shutting_down:
+        progress.none_left()
         run.state = "done"
         return report
     first_artifacts = dict(report.artifacts)
