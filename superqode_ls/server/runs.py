@@ -131,6 +131,9 @@ def build_request(
         baseline=baseline,
         # An automatic run per pause in typing writes no report files.
         save_artifacts=not run.quiet,
+        # Nor does it type-check its fixes with the project's mypy: seconds
+        # of CPU per pause in typing, beside the next change's run.
+        type_gate=not run.quiet,
         # A later phase writes no report of its own: the run's one report,
         # merged, is written under the run's id (run_report.rewrite_report).
         part_of=part_of,
