@@ -116,7 +116,6 @@ class CodeCache:
         self.misses = 0
         self._saved_misses = 0
         self._lock = threading.Lock()
-        self._patched: list[types.ModuleType] = []
 
     def compiler(self, inherited: int):
         """A ``compile`` for a module whose own calls inherit the
@@ -153,13 +152,6 @@ class CodeCache:
             if "compile" in vars(module):  # a name of its own: leave it
                 continue
             module.compile = self.compiler(_future_flags(module))
-            self._patched.append(module)
-
-    def uninstall(self) -> None:
-        for module in self._patched:
-            with contextlib.suppress(AttributeError):
-                del module.compile
-        self._patched.clear()
 
     def save(self) -> bool:
         """Write the entries used so far, when enough were compiled since
