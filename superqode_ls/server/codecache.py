@@ -196,6 +196,8 @@ def begin() -> CodeCache | None:
 
 
 def save() -> None:
-    """Write what this process compiled (at exit, and once the server is up)."""
+    """Write what this process compiled, at the server's exit: not while the
+    editor's first files are analysed (a write of a megabyte or two, and
+    the interpreter's lock while it is serialised)."""
     if _CACHE is not None:
         _CACHE.save()

@@ -35,7 +35,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..engine import roles
-from . import codecache
 from .lifecycle_early import begin_warm_bandit
 from .server import SuperQodeServer
 from .warm_handle import LateAnalyzer
@@ -120,9 +119,6 @@ class WarmUp:
                 break
             await asyncio.wait(busy)
         if not self.ls.shutting_down:
-            # The protocol's generated code of this start, kept for the next
-            # (codecache.py): its first files' messages have been read and sent.
-            await asyncio.to_thread(codecache.save)
             log.debug("role imports begin")
             await asyncio.to_thread(roles.prewarm, self._between(quiet))
             log.debug("role imports done")

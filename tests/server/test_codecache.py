@@ -139,3 +139,26 @@ def test_a_broken_cache_is_ignored(content):
     path.chmod(0o600)
     assert codecache.CodeCache(path).stored == {}
     assert start()["ok"]
+
+
+def _frame(obj: dict) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_the_server_keeps_its_code_at_exit(tmp_path):
+    """superqode-ls over stdio: initialize, shutdown, exit; the next start
+    finds the cache its exit wrote."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "method": "exit", "params": None},
+    ]
+    out = subprocess.run([sys.executable, "-m", "superqode_ls.server"],
+                         input=b"".join(_frame(m) for m in messages), capture_output=True,
+                         timeout=120, check=False)
+    assert b'"id": 1' in out.stdout or b'"id":1' in out.stdout, out.stderr[-2000:]
+    path = codecache.cache_path()
+    assert path.is_file() and len(codecache.CodeCache(path).stored) > 300
