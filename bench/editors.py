@@ -38,7 +38,12 @@ little itself).
 Each time is the page's clock when the squiggles first showed (checked at
 every frame in the page), not when a poll from this side next saw them.
 
-``--baseline DIR``: an older checkout (``git worktree add DIR main``) timed
+``--cold``: no server code cache of an earlier start in the rounds' homes
+(server/codecache.py; by default each home gets the one this checkout makes).
+
+``--baseline DIR``: an older checkout (``git worktree add DIR main``; put it
+under this checkout, e.g. ``build/``, not under /tmp: the same code from /tmp
+came out 0.2-0.3 s faster at the first open in Emacs) timed
 beside this one, round by round in turn (ABBA), each server started from its
 own source through the same launcher (``PYTHONPATH``), with this
 environment's packages; ruff server is then left out.
