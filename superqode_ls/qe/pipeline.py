@@ -342,7 +342,7 @@ class QESession:
             contexts=r.contexts, found=r.found, session=s, root=root, deadline=deadline,
             cap=res.config.qe.verify_max_fixes, full_suite=full_suite,
             trusted=self.request.trusted, emit=self.bus.emit, python=r.found_python(),
-            probe=r.probe,
+            probe=r.probe, type_gate=self.request.type_gate,
         )
 
     # ----------------------------------------------------------------- report

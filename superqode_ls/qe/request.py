@@ -42,6 +42,11 @@ class QERequest:
     # False: no report, patch or seal files (the editor's automatic runs,
     # one per pause in typing); the report and patches stay in memory.
     save_artifacts: bool = True
+    # False: the accepted fixes are not type-checked with the project's mypy
+    # (the editor's automatic runs: a whole-program check, seconds of CPU per
+    # pause in typing on the cores the next change's run needs; "Run QE"
+    # keeps it). Their fixes say what did verify them.
+    type_gate: bool = True
     # A later session of the editor run with this id (the roles the trust
     # answer let run, a file run's whole-tree roles): the run writes one
     # report, merged, under its id, so this session writes none of its own

@@ -122,9 +122,11 @@ async def _type_check(
 NO_TIME = "not verified: no time left in the session budget"
 
 
-async def _verify_all(verifier, todo, on_result, patches, roles, contexts, root, deadline, python, emit):
+async def _verify_all(verifier, todo, on_result, patches, roles, contexts, root, deadline, python, emit,
+                      type_gate=True):
     await verifier.verify_many(todo, on_result)
-    await _type_check(patches, todo, roles, contexts, root, deadline, python, emit)
+    if type_gate:
+        await _type_check(patches, todo, roles, contexts, root, deadline, python, emit)
 
 
 def start_probe(ctx: RoleContext, config: Any) -> SuiteProbe | None:
@@ -145,9 +147,11 @@ async def verify(
     contexts: dict[str, RoleContext], found: dict[str, list[Finding]], session: SandboxSession, root: Path,
     deadline: float, cap: int, full_suite: bool, trusted: bool,
     emit: Callable[..., Any], python: Any = None, probe: SuiteProbe | None = None,
+    type_gate: bool = True,
 ) -> None:
     """Verify the chosen patches by ``deadline`` (the event loop's clock);
-    ``patches`` is updated in place."""
+    ``patches`` is updated in place; ``type_gate`` False: without the
+    project's mypy (QERequest.type_gate)."""
     todo, over = choose(patches, findings, cap)
     for p in over:
         patches[p.id] = p.model_copy(update={
@@ -211,7 +215,7 @@ async def verify(
 
     try:
         await asyncio.wait_for(_verify_all(verifier, todo, on_result, patches, roles, contexts, root,
-                                           stop_at, python, emit),
+                                           stop_at, python, emit, type_gate),
                                max(0.0, stop_at - loop.time()))
     except TimeoutError:
         pass

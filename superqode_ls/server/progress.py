@@ -24,8 +24,13 @@ class RunProgress:
         self.active = False
         self.began = False  # the client showed a progress for this run
         self.ended = False
-        self.roles_started: list[str] = []
-        self.roles_done = 0
+        # The run's roles as far as known, in order -> "waiting", "running"
+        # or "done". Every role a run will run is counted from the moment it
+        # is known (the session's plan, the roles a trust answer or a full
+        # sandbox adds later): the count never goes back nor changes its
+        # total while a role joins ("3/3 roles done" then "3/4" read as a
+        # run that ended and started again).
+        self.roles: dict[str, str] = {}
         self.findings = 0
         self._last_sent = 0.0
         self._pending: str | None = None
@@ -49,6 +54,34 @@ class RunProgress:
         if fut is not None:
             # The client's window/workDoneProgress/cancel cancels this future.
             fut.add_done_callback(lambda f: f.cancelled() and self.on_cancel())
+
+    def expect(self, names) -> None:
+        """Roles the run will run (a phase's plan, a later phase's roles)."""
+        for name in names or ():
+            self.roles.setdefault(str(name), "waiting")
+
+    def role_started(self, name: str) -> None:
+        if self.roles.get(name) != "done":
+            self.roles[name] = "running"
+
+    def role_done(self, name: str) -> None:
+        self.roles[name] = "done"
+
+    def role_left(self, name: str) -> None:
+        """A role this phase leaves to a later one: counted, not done."""
+        if self.roles.get(name) != "done":
+            self.roles[name] = "waiting"
+
+    def none_left(self) -> None:
+        """No later phase after all (the trust answer said no): the roles
+        left to it are over (skipped; the end message says why)."""
+        for name, state in self.roles.items():
+            if state == "waiting":
+                self.roles[name] = "done"
+
+    @property
+    def roles_done(self) -> int:
+        return sum(1 for state in self.roles.values() if state == "done")
 
     def report(self, message: str, *, now: bool = True) -> None:
         """Send ``message``; with ``now=False`` (a count went up) at most one
@@ -74,16 +107,16 @@ class RunProgress:
             self._timer = None
         self._pending = None
         self._last_sent = asyncio.get_running_loop().time()
-        total = max(len(self.roles_started), 1)
-        pct = min(99, int(100 * self.roles_done / total)) if self.roles_started else 0
+        total = max(len(self.roles), 1)
+        pct = min(99, int(100 * self.roles_done / total)) if self.roles else 0
         self.ls.work_done_progress.report(
             self.token, types.WorkDoneProgressReport(message=message, percentage=pct)
         )
 
     def status(self) -> str:
-        running = len(self.roles_started) - self.roles_done
+        running = sum(1 for state in self.roles.values() if state == "running")
         return (
-            f"{self.roles_done}/{len(self.roles_started)} roles done, {running} running, "
+            f"{self.roles_done}/{len(self.roles)} roles done, {running} running, "
             f"{self.findings} finding(s)"
         )
 

@@ -49,13 +49,20 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
             ls.store.add(t)
             ls.publisher.mark(t.uri)
         progress.report(progress.status(), now=False)
+    elif kind == "session_start":
+        progress.expect(data.get("roles") or [])
     elif kind == "role_start":
-        progress.roles_started.append(str(data.get("role")))
+        progress.role_started(str(data.get("role")))
         progress.report(f"{data.get('role')} started; {progress.status()}")
     elif kind == "role_complete":
-        if data.get("role") not in progress.roles_started:
-            progress.roles_started.append(str(data.get("role")))
-        progress.roles_done += 1
+        # A role this phase leaves to the next (the trust answer's) is not
+        # undone: the run's end says what became of it.
+        later = run.next_roles is not None and run.only_roles is not None \
+            and data.get("role") not in run.only_roles
+        if later:
+            progress.role_left(str(data.get("role")))
+        else:
+            progress.role_done(str(data.get("role")))
         # The role's findings are all in: show them now, not after the engine's
         # next (possibly long) synchronous step.
         ls.publisher.flush(now=True)
@@ -66,10 +73,6 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
         undone = data.get("status") in ("error", "failed", "timeout", "ineffective",
                                         "incomplete") or (
             data.get("status") == "skipped" and data.get("requested"))
-        # A role this phase leaves to the next (the trust answer's) is not
-        # undone: the run's end says what became of it.
-        later = run.next_roles is not None and run.only_roles is not None \
-            and data.get("role") not in run.only_roles
         if undone and data.get("reason") and not later:
             # Why a role did nothing must reach the user, not only the report file.
             ls.log(f"SuperQode {data.get('role')} {data.get('status')}: {data.get('reason')}",

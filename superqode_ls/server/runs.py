@@ -131,6 +131,9 @@ def build_request(
         baseline=baseline,
         # An automatic run per pause in typing writes no report files.
         save_artifacts=not run.quiet,
+        # Nor does it type-check its fixes with the project's mypy: seconds
+        # of CPU per pause in typing, beside the next change's run.
+        type_gate=not run.quiet,
         # A later phase writes no report of its own: the run's one report,
         # merged, is written under the run's id (run_report.rewrite_report).
         part_of=part_of,
@@ -163,6 +166,9 @@ async def _drive(ls: SuperQodeServer, run: Run) -> None:
         roles, trusted = await resolve_roles(ls, run, cfg)
         roles = sparse_first(ls, run, cfg, roles, trusted)
         run.trusted = trusted
+        if run.next_roles is not None and run.next_roles.done():
+            # The whole-tree roles that follow a file's: counted from the start.
+            progress.expect(run.next_roles.result())
         if run.cancel_requested:
             raise asyncio.CancelledError
         report = await _phase(ls, run, progress, roles, trusted, own_baseline, run.id)
@@ -275,6 +281,7 @@ async def _next_phases(ls: SuperQodeServer, run: Run, progress: RunProgress, rep
     roles = await run.next_roles
     run.next_roles = None
     if not roles or run.cancel_requested or ls.shutting_down:
+        progress.none_left()
         run.state = "done"
         return report
     first_artifacts = dict(report.artifacts)
