@@ -260,22 +260,14 @@ class Watcher:
         if bump:
             self._bump()
 
-    def _epoch(self) -> int | None:
+    def _bump(self, *, read_only: bool = False) -> int | None:
+        """Bump the epoch (or, ``read_only``, read it); None without one."""
         if self.coordinator is None:
             return None
         try:
-            return self.coordinator.epoch()
+            return self.coordinator.epoch() if read_only else self.coordinator.bump_epoch()
         except OSError:
-            log.exception("watcher: cannot read the epoch")
-            return None
-
-    def _bump(self) -> int | None:
-        if self.coordinator is None:
-            return None
-        try:
-            return self.coordinator.bump_epoch()
-        except OSError:
-            log.exception("watcher: cannot bump the epoch")
+            log.exception("watcher: cannot %s the epoch", "read" if read_only else "bump")
             return None
 
     def _flush_loop(self) -> None:
@@ -306,7 +298,7 @@ class Watcher:
             if owed_at is not None:  # an owed bump, the batch still open
                 self._bump()
                 continue
-            epoch = self._bump() if owed else self._epoch()
+            epoch = self._bump(read_only=not owed)
             if events:
                 batch = ChangeBatch(events=events, epoch=epoch)
                 for cb in list(self._callbacks):
