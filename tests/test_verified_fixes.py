@@ -105,7 +105,7 @@ def test_untrusted_folder_fixes_are_tool_verified_only(make_repo):
 def test_suppression_reason_and_module_names():
     diff = ("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-h = hashlib.md5(x)\n"
             "+h = hashlib.md5(x, usedforsecurity=False)\n")
-    assert suppression_reason(diff) and "usedforsecurity" in suppression_reason(diff)
+    assert suppression_reason(diff) == "adds 'usedforsecurity=False'"  # as written, valid Python
     assert suppression_reason(diff.replace("usedforsecurity=False", "y")) is None
     nosec = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 1  # nosec\n"
     assert suppression_reason(nosec)

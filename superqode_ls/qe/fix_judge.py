@@ -37,7 +37,14 @@ def suppression_reason(diff: str) -> str | None:
     before = Counter(m.group(0).lower() for ln in lines if ln.startswith("-") and not ln.startswith("---")
                      for m in _SILENCERS.finditer(ln, 1))
     gained = after - before
-    return f"adds {next(iter(gained))!r}" if gained else None
+    if not gained:
+        return None
+    # Counted case-blind (``# NOQA`` is ``# noqa``), said as written: the
+    # lowered ``usedforsecurity=false`` is not Python.
+    first = next(iter(gained))
+    said = next((m.group(0) for ln in lines if ln.startswith("+") and not ln.startswith("+++")
+                 for m in _SILENCERS.finditer(ln, 1) if m.group(0).lower() == first), first)
+    return f"adds {said!r}"
 
 # Roles number identical problems in one file "<id>", "<id>-2", ...: once one
 # is fixed the others renumber, so fixes are judged on the un-numbered id.
@@ -50,7 +57,6 @@ def base_id(finding_id: str) -> str:
 
 
 
-@dataclass
 @dataclass
 class VerifyResult:
     patch_id: str
