@@ -170,14 +170,19 @@ class Artifacts:
         outer = self._pending is not None
         if not outer:
             self._pending = []
+        done = False
         try:
             yield self
+            done = True
         finally:
             if not outer:
                 pending, self._pending = self._pending or [], None
-                if held is not None:
+                if held is not None and done:
                     held.extend(pending)
                 elif pending:
+                    # Also when held but the block failed (a full disk midway):
+                    # its caller gets no result to list them with, and a file
+                    # the manifest does not name is one `artifacts --clean` leaves.
                     update_manifest(self.root, *pending)
 
     def list_with(self, entries: list[dict[str, Any]]) -> None:

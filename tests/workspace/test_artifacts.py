@@ -49,3 +49,24 @@ def test_batch_writes_the_manifest_once_with_every_entry(tmp_path):
     entries = read_manifest(a.root)["artifacts"]
     assert [e["kind"] for e in entries] == ["patch"] * 50 + ["report"]
     assert paths[7].read_text() == "diff 7\n"
+
+
+def test_a_held_batch_that_fails_midway_still_lists_what_it_wrote(tmp_path):
+    """Patch files written beside the revert hold their manifest entries for
+    the report's update; a failure midway (a full disk) gives that caller no
+    result to list them with, and an unlisted file is one ``--clean`` leaves."""
+    a = Artifacts(tmp_path, "qe-20260101-100000-aaaaaa").prepare()
+    held: list = []
+    try:
+        with a.batch(held=held):
+            written = [a.write_patch(f"fix-{i}", f"diff {i}\n") for i in range(3)]
+            raise OSError(28, "No space left on device")
+    except OSError:
+        pass
+    listed = {e["path"] for e in read_manifest(a.root)["artifacts"]}
+    assert {str(p.relative_to(a.root)) for p in written} <= listed
+    assert held == []  # listed already: not listed twice by a later batch
+    # A held batch that ends well lists nothing itself (one update later).
+    with a.batch(held=held):
+        a.write_patch("fix-ok", "diff ok\n")
+    assert len(held) == 1 and len(read_manifest(a.root)["artifacts"]) == 3
