@@ -46,6 +46,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from os import PathLike
 
 from ..config import DEFAULT_PATH_CLASSES
@@ -89,6 +90,9 @@ _SAME_CHECK = {
 }
 
 
+# Rule ids are few (a project's 17,600 lint findings name ~300): asked
+# three times per finding, each name is worked out once.
+@lru_cache(maxsize=4096)
 def canonical_rule(rule_id: str) -> str:
     """One name for a rule that several tools implement."""
     rule = rule_id.strip().upper()
@@ -154,6 +158,14 @@ def _lines_of(f: Finding) -> range:
 def _is_suppressed(f: Finding, read_line: LineReader) -> bool:
     if not f.file:
         return False
+    lines = getattr(read_line, "lines", None)
+    if lines is not None:
+        # the file's lines at once (FileLines): one call per finding, not per line
+        text = lines(f.file)
+        span = _lines_of(f)
+        return text is not None and any(
+            "#" in t and suppressed_by(t, f)
+            for t in text[max(span.start, 1) - 1:max(span.stop - 1, 0)])
     for n in _lines_of(f):
         text = read_line(f.file, n)
         if text is not None and "#" in text and suppressed_by(text, f):
