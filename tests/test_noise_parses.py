@@ -170,3 +170,25 @@ def test_suppression_over_the_file_lines_reads_what_the_line_reader_does(
     fast = filter_findings([f], read_line=lines).suppressed
     slow = filter_findings([f], read_line=read_line).suppressed
     assert fast == slow == int(suppressed)
+
+
+def test_the_collector_is_paused_while_the_filter_runs_and_left_as_it_was(tmp_path):
+    import gc
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    seen = []
+
+    def read_line(rel, n):  # called by the filter's first step
+        seen.append(gc.isenabled())
+        return FileLines(tmp_path)(rel, n)
+
+    assert gc.isenabled()
+    filter_findings([_finding("F401", "a.py", 1)], read_line=read_line)
+    assert seen and not any(seen)  # off while the filter ran
+    assert gc.isenabled()  # and on again after it
+    gc.disable()
+    try:
+        filter_findings([_finding("F401", "a.py", 1)], read_line=read_line)
+        assert not gc.isenabled()  # off before: the filter does not turn it on
+    finally:
+        gc.enable()
