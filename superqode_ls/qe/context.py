@@ -153,20 +153,30 @@ def raise_to(f: Finding, severity: Severity, why: str) -> Finding:
 _RUNS_ARGUMENT = frozenset({"B307", "B102", "B301", "B302", "B506", "YAML-UNSAFE-LOAD"})
 
 
-class _Modules:
-    """Per file: the parsed module for the code-generation question."""
+class ParsedModules:
+    """Per file: the parsed module, and its ``Scopes`` for the code-generation
+    question; one parse for the context and the conventions checks."""
 
     def __init__(self, lines: Callable[[str], list[str] | None]):
         self._lines = lines
+        self._trees: dict[str, ast.Module | None] = {}
         self._scopes: dict[str, Scopes | None] = {}
+
+    def tree(self, rel: str) -> ast.Module | None:
+        """``rel``'s syntax tree, None where it does not parse."""
+        if rel not in self._trees:
+            lines = self._lines(rel)
+            try:
+                self._trees[rel] = parse_python("\n".join(lines)) if lines is not None else None
+            except (SyntaxError, ValueError):
+                self._trees[rel] = None
+        return self._trees[rel]
 
     def scopes(self, rel: str) -> Scopes | None:
         if rel not in self._scopes:
-            lines = self._lines(rel)
-            try:
-                self._scopes[rel] = Scopes(parse_python("\n".join(lines))) if lines else None
-            except (SyntaxError, ValueError):
-                self._scopes[rel] = None
+            # an empty file has no scopes to ask about
+            tree = self.tree(rel) if self._lines(rel) else None
+            self._scopes[rel] = Scopes(tree) if tree is not None else None
         return self._scopes[rel]
 
 
@@ -345,7 +355,7 @@ _SHELL_RULES = frozenset({"B602", "B604", "B605"})
 _MIGRATION = re.compile(r"(^|/)migrations/\d{4}_\w+\.py$")
 
 
-def _own_input(f: Finding, rule: str, modules: _Modules | None) -> str | None:
+def _own_input(f: Finding, rule: str, modules: ParsedModules | None) -> str | None:
     """Why the code the finding is about is the project's own fixed input
     or generated code: an XML parser reading a literal path or a module's
     XML constant, a shell running a fixed command line (bandit: "seems
@@ -370,13 +380,14 @@ def _own_input(f: Finding, rule: str, modules: _Modules | None) -> str | None:
 def apply_context(
     findings: Iterable[Finding], *, read_line: Callable[[str, int], str | None],
     lines: Callable[[str], list[str] | None] | None = None,
-    canonical: Callable[[str], str] = str.upper,
+    canonical: Callable[[str], str] = str.upper, modules: ParsedModules | None = None,
 ) -> list[Finding]:
     """The findings with what their context proves (see the module doc);
     ``canonical`` names a rule the same whichever tool reports it (ruff's
-    S110 is bandit's B110)."""
+    S110 is bandit's B110); ``modules``: the parses to share (over ``lines``)."""
     annotations = LazyAnnotations(lines) if lines is not None else None
-    modules = _Modules(lines) if lines is not None else None
+    if modules is None and lines is not None:
+        modules = ParsedModules(lines)
     findings = list(findings)
     unused = unused_imports(findings)
     out = []

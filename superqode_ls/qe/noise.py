@@ -41,11 +41,14 @@ in this order:
 
 from __future__ import annotations
 
+import gc
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from os import PathLike
 
 from ..config import DEFAULT_PATH_CLASSES
@@ -89,6 +92,9 @@ _SAME_CHECK = {
 }
 
 
+# Rule ids are few (a project's 17,600 lint findings name ~300): asked
+# three times per finding, each name is worked out once.
+@lru_cache(maxsize=4096)
 def canonical_rule(rule_id: str) -> str:
     """One name for a rule that several tools implement."""
     rule = rule_id.strip().upper()
@@ -154,6 +160,14 @@ def _lines_of(f: Finding) -> range:
 def _is_suppressed(f: Finding, read_line: LineReader) -> bool:
     if not f.file:
         return False
+    lines = getattr(read_line, "lines", None)
+    if lines is not None:
+        # the file's lines at once (FileLines): one call per finding, not per line
+        text = lines(f.file)
+        span = _lines_of(f)
+        return text is not None and any(
+            "#" in t and suppressed_by(t, f)
+            for t in text[max(span.start, 1) - 1:max(span.stop - 1, 0)])
     for n in _lines_of(f):
         text = read_line(f.file, n)
         if text is not None and "#" in text and suppressed_by(text, f):
@@ -330,6 +344,36 @@ def early_context(root: str | PathLike[str], stop_at: float | None = None) -> Ea
                         stop_at=stop_at)
 
 
+class _GcPause:
+    """The cyclic garbage collector off while a filter runs (the context
+    step's parses allocate millions of syntax-tree nodes, none of them in a
+    cycle; each full collection they set off walked every finding and the
+    rest of the heap: a third of the filter's CPU on sqlalchemy). Filters
+    running side by side share one pause: the first off, the last one
+    resumes it, and never where it was off before."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._resume = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._holders == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._holders += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._holders -= 1
+            if self._holders == 0 and self._resume:
+                gc.enable()
+
+
+_GC_PAUSE = _GcPause()
+
+
 def filter_findings(
     findings: Iterable[Finding],
     *,
@@ -348,6 +392,21 @@ def filter_findings(
     findings of the files it did not reach go on unchecked, tagged
     ``UNFILTERED`` and counted in ``NoiseResult.unfiltered``. ``early``: the
     context step's results for findings checked while the roles ran."""
+    with _GC_PAUSE:
+        return _filter(findings, read_line=read_line, threshold=threshold, baseline=baseline,
+                       path_classes=path_classes, stop_at=stop_at, early=early)
+
+
+def _filter(
+    findings: Iterable[Finding],
+    *,
+    read_line: LineReader,
+    threshold: float = 0.7,
+    baseline: Counter[str] | None = None,
+    path_classes: dict[str, list[str]] | None = None,
+    stop_at: float | None = None,
+    early: EarlyContext | None = None,
+) -> NoiseResult:
     kept: list[Finding] = []
     suppressed = below = 0
     began = time.monotonic()

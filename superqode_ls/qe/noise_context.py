@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..models import Finding
-from .context import apply_context
+from .context import ParsedModules, apply_context
 from .conventions import apply_conventions
 
 LineReader = Callable[[str, int], "str | None"]
@@ -58,8 +58,11 @@ def in_context(
             unchecked += len(group)
             group = [f.model_copy(update={"tags": [*f.tags, UNFILTERED]}) for f in group]
         else:
-            group = apply_context(group, read_line=read_line, lines=lines, canonical=canonical)
-            group = apply_conventions(group, lines)
+            # one parse of the file for both steps' checks
+            modules = ParsedModules(lines) if lines is not None else None
+            group = apply_context(group, read_line=read_line, lines=lines, canonical=canonical,
+                                  modules=modules)
+            group = apply_conventions(group, lines, modules)
         for i, f in zip(todo, group, strict=True):
             out[i] = f
     return [f for f in out if f is not None], unchecked

@@ -98,6 +98,10 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         text = lines(f.file) if lines is not None else None
         why = documentation_example(text[line - 1] if text and 0 < line <= len(text) else None)
         return (why, Severity.info) if why else None
+    if rule == "INVALID-SYNTAX":
+        # judged on its text: no parse (the file mostly does not parse anyway)
+        why = newer_python_script(f, lines) if lines is not None else None
+        return (why, Severity.low) if why else None
     scopes = parsed()
     if rule in DEBUG_RULES:
         why = (_dev_config_class(scopes, line) or local_debug_server(scopes, line)
@@ -106,9 +110,6 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         return (why, Severity.low) if why else None
     if rule in GUARDED_RULES:
         why = allow_listed(scopes, line) if scopes is not None else None
-        return (why, Severity.low) if why else None
-    if rule == "INVALID-SYNTAX":
-        why = newer_python_script(f, lines) if lines is not None else None
         return (why, Severity.low) if why else None
     if scopes is None:
         return None
