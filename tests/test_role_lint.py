@@ -258,9 +258,9 @@ def test_one_pass_diffs_match_the_window_diffs():
 def test_gc_pause_resumes_once_and_only_where_it_was_on():
     import gc
 
-    from superqode_ls.qe.roles.lint import _GcPause
+    from superqode_ls.qe.gc_pause import GcPause
 
-    pause = _GcPause()
+    pause = GcPause()
     assert gc.isenabled()
     seen = []
 
@@ -443,3 +443,12 @@ def test_findings_and_fixes_the_same_when_ruff_lists_a_file_twice(make_repo):
     ids = [f.id for f in together.findings if f.rule_id == "F401" and f.file == "a.py"]
     assert len(ids) == 3 and ids[1] == ids[0] + "-2" and ids[2] == ids[0] + "-3"
     assert all(f.fix_patch_id for f in together.findings if f.file == "a.py")
+
+
+def test_the_lint_parse_and_the_noise_filter_share_one_pause():
+    """Two pauses with counters of their own could resume the collector
+    under the other's work; there is one for the process."""
+    from superqode_ls.qe import gc_pause, noise
+    from superqode_ls.qe.roles import lint
+
+    assert lint.PAUSE is noise.PAUSE is gc_pause.PAUSE

@@ -41,9 +41,7 @@ in this order:
 
 from __future__ import annotations
 
-import gc
 import re
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -54,6 +52,7 @@ from os import PathLike
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
 from .context import is_sink, mark_noise
+from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context
 
 # path_class and classify_paths are the filter's step 5, and callers import
@@ -344,36 +343,6 @@ def early_context(root: str | PathLike[str], stop_at: float | None = None) -> Ea
                         stop_at=stop_at)
 
 
-class _GcPause:
-    """The cyclic garbage collector off while a filter runs (the context
-    step's parses allocate millions of syntax-tree nodes, none of them in a
-    cycle; each full collection they set off walked every finding and the
-    rest of the heap: a third of the filter's CPU on sqlalchemy). Filters
-    running side by side share one pause: the first off, the last one
-    resumes it, and never where it was off before."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._holders = 0
-        self._resume = False
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._holders == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._holders += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._holders -= 1
-            if self._holders == 0 and self._resume:
-                gc.enable()
-
-
-_GC_PAUSE = _GcPause()
-
-
 def filter_findings(
     findings: Iterable[Finding],
     *,
@@ -392,7 +361,7 @@ def filter_findings(
     findings of the files it did not reach go on unchecked, tagged
     ``UNFILTERED`` and counted in ``NoiseResult.unfiltered``. ``early``: the
     context step's results for findings checked while the roles ran."""
-    with _GC_PAUSE:
+    with PAUSE:
         return _filter(findings, read_line=read_line, threshold=threshold, baseline=baseline,
                        path_classes=path_classes, stop_at=stop_at, early=early)
 

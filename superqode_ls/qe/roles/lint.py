@@ -17,24 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import os
 import re
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pydantic_core
 
 from ...models import Finding, Severity
+from ..gc_pause import PAUSE
 from ._common import SKIP_DIRS, load_json, selected_files, tail
 from ._lint_parse import Kind, parse
 from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
-_T = TypeVar("_T")
 
 # Rules that mean the code is broken or will fail at run time.
 _HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|invalid-syntax)$")
@@ -153,7 +150,7 @@ class LintTester(FileCheckRole):
             raise ToolFailed("ruff", "ruff ran out of time", status="timeout")
         # Off the event loop (seconds on a large tree, during which signals
         # must still be served), with the collector paused throughout.
-        out = await asyncio.to_thread(_GC_PAUSE.run, self._read, ctx.sandbox, res.stdout,
+        out = await asyncio.to_thread(PAUSE.run, self._read, ctx.sandbox, res.stdout,
                                       with_patches, res.returncode == 0)
         if out is None:
             reason = tail(res.stderr) or f"ruff exited with {res.returncode}"
@@ -205,36 +202,6 @@ class _Codes:
                       or (severity is Severity.medium and not _LIKELY_BUG.match(code))))
         return Kind(severity, "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
                     code.lower(), _UNCHOSEN if quiet else None)
-
-
-class _GcPause:
-    """Runs work with Python's cycle collector paused. A large tree's parse
-    makes some 100,000 containers (the JSON, the findings, the patches) that
-    all stay alive, and the collector's full passes over them took a sixth
-    of the parse; nothing here makes cycles. Counted, so that parses side by
-    side resume it once, after the last one, and never where it was off."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.holders = 0
-        self.resume = False
-
-    def run(self, work: Callable[..., _T], *args: Any) -> _T:
-        with self.lock:
-            if self.holders == 0:
-                self.resume = gc.isenabled()
-                gc.disable()
-            self.holders += 1
-        try:
-            return work(*args)
-        finally:
-            with self.lock:
-                self.holders -= 1
-                if self.holders == 0 and self.resume:
-                    gc.enable()
-
-
-_GC_PAUSE = _GcPause()
 
 
 def _load(text: str) -> Any:

@@ -1,0 +1,46 @@
+"""Python's cycle collector paused while large, acyclic work runs.
+
+A large project's lint output (sqlalchemy: 17,600 findings, 14,900 patches)
+and the noise filter's syntax-tree parses make hundreds of thousands of
+containers that stay alive and form no cycles; each full collection they set
+off walked all of them and the rest of the heap (a sixth of the lint role's
+parse, a third of the filter's CPU). One pause for the whole process: work
+running side by side shares it, the first turns the collector off, the last
+resumes it, and never where it was off before.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+
+class GcPause:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._resume = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._holders == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._holders += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._holders -= 1
+            if self._holders == 0 and self._resume:
+                gc.enable()
+
+    def run(self, work: Callable[..., _T], *args: Any) -> _T:
+        with self:
+            return work(*args)
+
+
+PAUSE = GcPause()
