@@ -14,12 +14,15 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable
+from contextlib import ContextDecorator
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
 
-class GcPause:
+class GcPause(ContextDecorator):
+    """A context manager, and a decorator for a function run under it."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._holders = 0

@@ -343,6 +343,7 @@ def early_context(root: str | PathLike[str], stop_at: float | None = None) -> Ea
                         stop_at=stop_at)
 
 
+@PAUSE  # the context step's parses set off full collections over every finding
 def filter_findings(
     findings: Iterable[Finding],
     *,
@@ -361,21 +362,6 @@ def filter_findings(
     findings of the files it did not reach go on unchecked, tagged
     ``UNFILTERED`` and counted in ``NoiseResult.unfiltered``. ``early``: the
     context step's results for findings checked while the roles ran."""
-    with PAUSE:
-        return _filter(findings, read_line=read_line, threshold=threshold, baseline=baseline,
-                       path_classes=path_classes, stop_at=stop_at, early=early)
-
-
-def _filter(
-    findings: Iterable[Finding],
-    *,
-    read_line: LineReader,
-    threshold: float = 0.7,
-    baseline: Counter[str] | None = None,
-    path_classes: dict[str, list[str]] | None = None,
-    stop_at: float | None = None,
-    early: EarlyContext | None = None,
-) -> NoiseResult:
     kept: list[Finding] = []
     suppressed = below = 0
     began = time.monotonic()
