@@ -37,11 +37,17 @@ M.last_session = nil
 M.last_end = nil
 
 -- Every message said, in full (:SuperQodeMessages), the last 100; messages.lua owns it.
-local messages = require("superqode.messages")
-M.log = messages.log
-M.fit = messages.fit
-local notify = messages.notify
-M.notify = notify
+--- `names` of module `mod`, offered on `require("superqode")` as before the
+--- client was split into modules.
+local function reexport(mod, names)
+  local from = require(mod)
+  for _, name in ipairs(names) do
+    M[name] = from[name]
+  end
+  return from
+end
+
+local notify = reexport("superqode.messages", { "log", "fit", "notify" }).notify
 
 local function has(version)
   return vim.fn.has("nvim-" .. version) == 1
@@ -182,22 +188,10 @@ function M.buf_uri(bufnr)
   return vim.uri_from_fname(name)
 end
 
-local sessions = require("superqode.sessions")
-M.run = sessions.run
-M.running = sessions.running
-M.cancel = sessions.cancel
-M.fix_all_message = sessions.fix_all_message
-M.fix_all = sessions.fix_all
-M.report = sessions.report
-M.describe = sessions.describe
-M.list_sessions = sessions.list_sessions
-
-local worktrees = require("superqode.worktrees")
-M.open_folder = worktrees.open_folder
-M.new_worktree = worktrees.new_worktree
-M.worktree_label = worktrees.worktree_label
-M.open_worktree = worktrees.open_worktree
-M.parse_worktree_args = worktrees.parse_worktree_args
+reexport("superqode.sessions", { "run", "running", "cancel", "fix_all_message", "fix_all",
+  "report", "describe", "list_sessions" })
+reexport("superqode.worktrees", { "open_folder", "new_worktree", "worktree_label",
+  "open_worktree", "parse_worktree_args" })
 
 --- A command's result, waited for (at most `timeout_ms`, 2 s by default):
 --- for completion, which must answer at once. nil when there is no server
@@ -223,8 +217,7 @@ function M.execute_sync(command, arg, timeout_ms)
   return nil
 end
 
-local progress = require("superqode.progress")
-M.status = progress.status
+local progress = reexport("superqode.progress", { "status" })
 
 -- Hovers as plain text: Neovim renders Markdown hovers, where a masked
 -- secret ('****************') turns into emphasis markers and a rule.
