@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from superqode_ls.config import Config
+from superqode_ls.models import Finding, Range, Severity
 from superqode_ls.qe.roles.base import Role, RoleContext, RoleOutput
 from superqode_ls.workspace.artifacts import Artifacts
 
@@ -92,3 +93,13 @@ def at(findings, rule_id: str, file: str, line: int):
         for f in findings
         if f.rule_id == rule_id and f.file == file and f.range and f.range.start_line == line
     ]
+
+
+def lint_finding(rule, file, line, **kw) -> Finding:
+    """A finding of ``rule`` at ``file``:``line`` as the lint role reports
+    one (ruff, medium, confidence 0.9); ``kw`` sets any other field."""
+    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": "ruff",
+            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.medium,
+            "confidence": 0.9, "category": "lint", "file": file,
+            "range": Range(start_line=line, start_col=1)}
+    return Finding(**(base | kw))

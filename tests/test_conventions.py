@@ -17,7 +17,7 @@ from superqode_ls.qe.roles._web import web_patterns
 from superqode_ls.qe.roles.base import tool_path
 from superqode_ls.qe.roles.lint import LintTester
 from superqode_ls.qe.roles.security import SecurityTester
-from tests.role_helpers import make_ctx, run_role
+from tests.role_helpers import lint_finding, make_ctx, run_role
 
 needs_ruff = pytest.mark.skipif(tool_path("ruff") is None, reason="ruff not installed")
 needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
@@ -32,12 +32,7 @@ def _at(findings, file, line, rule):
             and (f.rule_id == rule or rule in f.related_rules)]
 
 
-def _finding(rule, file, line, **kw):
-    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": "ruff",
-            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.medium,
-            "confidence": 0.9, "category": "lint", "file": file,
-            "range": Range(start_line=line, start_col=1)}
-    return Finding(**(base | kw))
+_finding = lint_finding
 
 
 GRAPHENE = """import graphene

@@ -6,21 +6,19 @@ file's syntax errors are one cause (a Python 3 file's all stay)."""
 
 from __future__ import annotations
 
-from superqode_ls.models import Finding, Range, Severity
+import functools
+
+from superqode_ls.models import Severity
 from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.qe.roles._secrets import not_a_secret
+from tests.role_helpers import lint_finding
 
 
 def _filtered(repo, findings):
     return filter_findings(findings, read_line=FileLines(repo)).findings
 
 
-def _finding(rule, file, line, **kw):
-    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": "ruff",
-            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.high,
-            "confidence": 0.9, "category": "lint", "file": file,
-            "range": Range(start_line=line, start_col=1)}
-    return Finding(**(base | kw))
+_finding = functools.partial(lint_finding, severity=Severity.high)
 
 
 def _one(findings, file, line):

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import time
 
-from superqode_ls.models import Finding, Range, Severity
+from superqode_ls.models import Severity
 from superqode_ls.qe.context import apply_context
 from superqode_ls.qe.conventions import apply_conventions
 from superqode_ls.qe.noise import FileLines, canonical_rule, early_context, filter_findings
 from superqode_ls.qe.noise_context import UNFILTERED, in_context
+from tests.role_helpers import lint_finding
 from tests.test_conventions import BARE
 
 # BARE: a bare except that answers the error (line 7), one that swallows in a loop (16)
@@ -20,12 +21,7 @@ SERVER = 'import os\n\n\ndef main():\n    host = "0.0.0.0"\n    return host\n'
 PY2 = 'print "hello"\nprint "again"\nx = 1  # noqa\n'
 
 
-def _finding(rule, file, line, tool="ruff", **kw):
-    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": tool,
-            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.medium,
-            "confidence": 0.9, "category": "lint", "file": file,
-            "range": Range(start_line=line, start_col=1)}
-    return Finding(**(base | kw))
+_finding = lint_finding
 
 
 def _project(tmp_path):

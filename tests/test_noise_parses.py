@@ -7,17 +7,12 @@ import ast
 
 import pytest
 
-from superqode_ls.models import Finding, Range, Severity
+from superqode_ls.models import Range
 from superqode_ls.qe.conventions import _swallowed_in_loop
 from superqode_ls.qe.noise import FileLines, filter_findings
+from tests.role_helpers import lint_finding
 
-
-def _finding(rule, file, line, **kw):
-    base = {"id": f"{rule}-{file}-{line}", "role": "lint_tester", "tool": "ruff",
-            "rule_id": rule, "title": rule, "message": rule, "severity": Severity.medium,
-            "confidence": 0.9, "category": "lint", "file": file,
-            "range": Range(start_line=line, start_col=1)}
-    return Finding(**(base | kw))
+_finding = lint_finding
 
 
 @pytest.fixture
