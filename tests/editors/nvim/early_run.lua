@@ -5,12 +5,7 @@ local H = dofile(vim.env.SQ_HARNESS)
 
 H.run(function()
   local sq = require("superqode")
-  local notes = {}
-  local notify = vim.notify
-  vim.notify = function(msg, level)
-    table.insert(notes, msg)
-    notify(msg, level)
-  end
+  local notes = H.capture_notes()
   sq.setup({ cmd = { vim.env.SQ_SERVER }, settings = {
     roles = { "lint_tester" }, lintOnOpen = false, lintOnSave = false, lintOnType = false,
   } })

@@ -45,16 +45,24 @@ function H.said(notes, text)
   return false
 end
 
--- Runs a fix-all command and returns what it told the user (vim.notify),
--- once it has said what it applied; `answer` picks the reply to the server's
--- question before it edits files no window shows (H.asked has the question).
-function H.fix_all(cmd, answer)
+-- Every message said from now on (vim.notify), in a list that is returned;
+-- each still goes on to the editor's own vim.notify.
+function H.capture_notes()
   local notes = {}
-  local notify, select = vim.notify, vim.ui.select
+  local notify = vim.notify
   vim.notify = function(msg, level)
     table.insert(notes, msg)
     notify(msg, level)
   end
+  return notes
+end
+
+-- Runs a fix-all command and returns what it told the user (vim.notify),
+-- once it has said what it applied; `answer` picks the reply to the server's
+-- question before it edits files no window shows (H.asked has the question).
+function H.fix_all(cmd, answer)
+  local notify, select = vim.notify, vim.ui.select
+  local notes = H.capture_notes()
   vim.ui.select = function(items, opts, on_choice)
     H.asked = opts.prompt
     for _, item in ipairs(items) do

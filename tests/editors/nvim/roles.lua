@@ -16,12 +16,7 @@ end
 
 H.run(function()
   local sq = require("superqode")
-  local notes = {}
-  local notify = vim.notify
-  vim.notify = function(msg, level)
-    table.insert(notes, msg)
-    notify(msg, level)
-  end
+  local notes = H.capture_notes()
   sq.setup({ cmd = { vim.env.SQ_SERVER }, settings = {
     roles = { "lint_tester" }, trustedFolders = { vim.fn.getcwd() },
     lintOnOpen = false, lintOnSave = false, lintOnType = false,
