@@ -43,6 +43,10 @@ class WorkspaceConfig(Section):
     # true = namespaces + Landlock, "landlock" = at least the Landlock barrier.
     require_barrier: bool | Literal["landlock"] = False
     detached_worktree_idle_days: float = Field(default=30, gt=0)
+    # QE runs whose reports, logs and fix patches stay in
+    # .superqode/qe-artifacts (older ones are removed as a run ends); 0 keeps
+    # all. Recovered work and `exec` patches are never removed this way.
+    keep_artifact_runs: int = Field(default=30, ge=0)
     branch_worktree_idle_days: float = Field(default=90, gt=0)
 
 

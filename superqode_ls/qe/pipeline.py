@@ -116,7 +116,8 @@ class QESession:
         emit = self.bus.emit
         started = utcnow()
         t0 = time.monotonic()
-        artifacts = Artifacts(res.project, self.id)
+        artifacts = Artifacts(res.project, self.id,
+                              keep_runs=res.config.workspace.keep_artifact_runs)
         # Git commands the guard refused (most often the project's own tests
         # running git): kept in the session's log, beside the role logs.
         blocked: list[dict] = []

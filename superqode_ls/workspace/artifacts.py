@@ -152,10 +152,12 @@ class Artifacts:
     """Writer for one session's artifacts (every write through ``ownfolder``:
     no link below the project is followed)."""
 
-    def __init__(self, project: Path, session_id: str):
+    def __init__(self, project: Path, session_id: str, keep_runs: int | None = None):
         self.project = Path(project)
         self.session_id = session_id
         self.root = artifacts_root(self.project)
+        # QE runs whose outputs the manifest keeps (see ``_prune``); None = all.
+        self.keep_runs = keep_runs
         # Entries waiting for one manifest write (see ``batch``); None = write each.
         self._pending: list[dict[str, Any]] | None = None
 
@@ -183,13 +185,13 @@ class Artifacts:
                     # Also when held but the block failed (a full disk midway):
                     # its caller gets no result to list them with, and a file
                     # the manifest does not name is one `artifacts --clean` leaves.
-                    update_manifest(self.root, *pending)
+                    update_manifest(self.root, *pending, keep_runs=self.keep_runs)
 
     def list_with(self, entries: list[dict[str, Any]]) -> None:
         """Entries a batch held (``batch(held=...)``): listed with this batch's."""
         if self._pending is None:
             if entries:
-                update_manifest(self.root, *entries)
+                update_manifest(self.root, *entries, keep_runs=self.keep_runs)
         else:
             self._pending.extend(entries)
 
@@ -219,7 +221,7 @@ class Artifacts:
         if self._pending is not None:
             self._pending.append(entry)
         else:
-            update_manifest(self.root, entry)
+            update_manifest(self.root, entry, keep_runs=self.keep_runs)
         return path
 
     def _patch_name(self, name: str) -> str:
@@ -341,12 +343,55 @@ def _write_manifest(fd: int, data: dict[str, Any]) -> None:
     write_at(fd, "manifest.json", (json.dumps(data, indent=2) + "\n").encode())
 
 
-def update_manifest(root: Path, *entries: dict[str, Any]) -> None:
+def update_manifest(root: Path, *entries: dict[str, Any], keep_runs: int | None = None) -> None:
+    """List ``entries``; with ``keep_runs``, also drop the outputs of all but
+    the newest ``keep_runs`` QE runs (``_prune``), in the same rewrite."""
     with _locked_manifest(root, create=True) as fd:
         assert fd is not None
         data = _manifest_at(fd, None)  # through the descriptor the lock was taken in
         data["artifacts"].extend(entries)
+        if keep_runs:
+            _prune(fd, data, keep_runs)
         _write_manifest(fd, data)
+
+
+# What a QE run writes and can write again by running again. Never pruned:
+# patches without findings -- a recovered session's work, `exec`'s changes, a
+# disposed worktree's commits -- which nobody could make again.
+_RUN_OUTPUTS = frozenset({"report", "log", "evidence", "generated-test"})
+
+
+def _prunable(entry: dict[str, Any]) -> bool:
+    kind = entry.get("kind")
+    return kind in _RUN_OUTPUTS or (kind == "patch" and "finding_ids" in entry)
+
+
+def _prune(fd: int, data: dict[str, Any], keep_runs: int) -> None:
+    """Remove the outputs of QE runs older than the newest ``keep_runs``: the
+    folder and its manifest would otherwise grow with every run (the
+    manifest is read and rewritten whole at each). A run is a session that
+    listed a report; runs are ordered as the manifest lists them, which is
+    the order they ended. A file that cannot be removed stays listed."""
+    runs: dict[str, None] = {}
+    for entry in data["artifacts"]:
+        if entry.get("kind") == "report":
+            runs.setdefault(str(entry.get("session_id")), None)
+    if len(runs) <= keep_runs:
+        return
+    old = set(list(runs)[:len(runs) - keep_runs])
+    keep = []
+    for entry in data["artifacts"]:
+        if str(entry.get("session_id")) not in old or not _prunable(entry):
+            keep.append(entry)
+            continue
+        parts = entry_parts(entry["path"])
+        assert parts is not None  # _manifest_at kept only valid paths
+        try:
+            _remove_if_old(fd, parts, float("inf"))
+        except OSError:
+            keep.append(entry)
+    data["artifacts"] = keep
+    _drop_empty_generated(fd)
 
 
 def clean_artifacts(project: Path, older_than_s: float, now: float | None = None,

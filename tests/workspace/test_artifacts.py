@@ -70,3 +70,57 @@ def test_a_held_batch_that_fails_midway_still_lists_what_it_wrote(tmp_path):
     with a.batch(held=held):
         a.write_patch("fix-ok", "diff ok\n")
     assert len(held) == 1 and len(read_manifest(a.root)["artifacts"]) == 3
+
+
+def _run(project, sid, keep_runs):
+    """One QE run's outputs, written as the pipeline writes them: one batch."""
+    a = Artifacts(project, sid, keep_runs=keep_runs).prepare()
+    with a.batch():
+        patch = a.write_patch("fix-F401-abc", "diff\n", finding_ids=["F401"], verified=False)
+        log = a.write_log("lint", "log")
+        gen = a.write_generated_test("test_x.py", "def test(): pass\n")
+        report = a.write_report("json", "{}")
+    return [patch, log, gen, report]
+
+
+def test_only_the_newest_runs_outputs_are_kept(tmp_path):
+    """A run's reports, logs, generated tests and fix patches go once
+    ``keep_runs`` newer runs have ended; work nobody could make again (a
+    recovered session's patch, an `exec` patch) stays whatever its age."""
+    sids = [f"qe-20260101-10000{i}-aaaaaa" for i in range(4)]
+    recovered = Artifacts(tmp_path, sids[0]).prepare().write_patch("recovered", "user work\n")
+    exec_patch = Artifacts(tmp_path, "exec-1").prepare().write_patch("exec", "agent work\n")
+    runs = [_run(tmp_path, sid, keep_runs=2) for sid in sids]
+    for gone in runs[:2]:
+        assert not any(p.exists() for p in gone)
+    for kept in runs[2:]:
+        assert all(p.is_file() for p in kept)
+    assert recovered.read_text() == "user work\n" and exec_patch.read_text() == "agent work\n"
+    root = runs[0][0].parents[1]
+    listed = {e["path"] for e in read_manifest(root)["artifacts"]}
+    assert listed == {str(p.relative_to(root)) for p in [recovered, exec_patch, *runs[2], *runs[3]]}
+    # The emptied generated-tests folders go too.
+    assert sorted(d.name for d in (root / "generated-tests").iterdir()) == sids[2:]
+
+
+def test_keep_runs_none_keeps_every_run(tmp_path):
+    runs = [_run(tmp_path, f"qe-20260101-10000{i}-aaaaaa", keep_runs=None) for i in range(3)]
+    runs.append(_run(tmp_path, "qe-20260101-100009-aaaaaa", keep_runs=0))
+    assert all(p.is_file() for run in runs for p in run)
+
+
+def test_pruning_an_old_run_removes_a_planted_link_not_its_target(tmp_path):
+    """A repository may ship `.superqode/` with an old run's report as a link
+    to a file in HOME: pruning removes the link, never what it points to."""
+    home_file = tmp_path / "home" / ".bashrc"
+    home_file.parent.mkdir()
+    home_file.write_text("mine\n")
+    project = tmp_path / "p"
+    project.mkdir()
+    first = _run(project, "qe-20260101-100000-aaaaaa", keep_runs=None)
+    report = first[3]
+    report.unlink()
+    report.symlink_to(home_file)
+    _run(project, "qe-20260101-100001-aaaaaa", keep_runs=1)
+    assert home_file.read_text() == "mine\n"
+    assert not os.path.lexists(report)
