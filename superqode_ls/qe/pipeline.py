@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
 from ..models import Interpreter, Patch, QualityReport, utcnow
-from ..workspace import namespaces
+from ..workspace import namespaces, patchseal
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
@@ -116,8 +116,9 @@ class QESession:
         emit = self.bus.emit
         started = utcnow()
         t0 = time.monotonic()
-        artifacts = Artifacts(res.project, self.id,
-                              keep_runs=res.config.workspace.keep_artifact_runs)
+        artifacts = Artifacts(
+            res.project, self.id, keep_runs=res.config.workspace.keep_artifact_runs,
+            on_prune=lambda sids: patchseal.drop(res.project, sids))
         # Git commands the guard refused (most often the project's own tests
         # running git): kept in the session's log, beside the role logs.
         blocked: list[dict] = []

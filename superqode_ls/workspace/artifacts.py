@@ -22,7 +22,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -152,12 +152,16 @@ class Artifacts:
     """Writer for one session's artifacts (every write through ``ownfolder``:
     no link below the project is followed)."""
 
-    def __init__(self, project: Path, session_id: str, keep_runs: int | None = None):
+    def __init__(self, project: Path, session_id: str, keep_runs: int | None = None,
+                 on_prune: Callable[[list[str]], None] | None = None):
         self.project = Path(project)
         self.session_id = session_id
         self.root = artifacts_root(self.project)
         # QE runs whose outputs the manifest keeps (see ``_prune``); None = all.
         self.keep_runs = keep_runs
+        # Told the session ids of the runs whose outputs an update removed
+        # (the pipeline drops their patch seals: ``patchseal.drop``).
+        self._on_prune = on_prune
         # Entries waiting for one manifest write (see ``batch``); None = write each.
         self._pending: list[dict[str, Any]] | None = None
 
@@ -185,15 +189,20 @@ class Artifacts:
                     # Also when held but the block failed (a full disk midway):
                     # its caller gets no result to list them with, and a file
                     # the manifest does not name is one `artifacts --clean` leaves.
-                    update_manifest(self.root, *pending, keep_runs=self.keep_runs)
+                    self._update(pending)
 
     def list_with(self, entries: list[dict[str, Any]]) -> None:
         """Entries a batch held (``batch(held=...)``): listed with this batch's."""
         if self._pending is None:
             if entries:
-                update_manifest(self.root, *entries, keep_runs=self.keep_runs)
+                self._update(entries)
         else:
             self._pending.extend(entries)
+
+    def _update(self, entries: list[dict[str, Any]]) -> None:
+        pruned = update_manifest(self.root, *entries, keep_runs=self.keep_runs)
+        if pruned and self._on_prune is not None:
+            self._on_prune(pruned)
 
     def prepare(self) -> Artifacts:
         ensure_superqode_dir(self.project)
@@ -221,7 +230,7 @@ class Artifacts:
         if self._pending is not None:
             self._pending.append(entry)
         else:
-            update_manifest(self.root, entry, keep_runs=self.keep_runs)
+            self._update([entry])
         return path
 
     def _patch_name(self, name: str) -> str:
@@ -343,16 +352,18 @@ def _write_manifest(fd: int, data: dict[str, Any]) -> None:
     write_at(fd, "manifest.json", (json.dumps(data, indent=2) + "\n").encode())
 
 
-def update_manifest(root: Path, *entries: dict[str, Any], keep_runs: int | None = None) -> None:
+def update_manifest(root: Path, *entries: dict[str, Any],
+                    keep_runs: int | None = None) -> list[str]:
     """List ``entries``; with ``keep_runs``, also drop the outputs of all but
-    the newest ``keep_runs`` QE runs (``_prune``), in the same rewrite."""
+    the newest ``keep_runs`` QE runs (``_prune``), in the same rewrite.
+    Returns the session ids of the runs dropped."""
     with _locked_manifest(root, create=True) as fd:
         assert fd is not None
         data = _manifest_at(fd, None)  # through the descriptor the lock was taken in
         data["artifacts"].extend(entries)
-        if keep_runs:
-            _prune(fd, data, keep_runs)
+        pruned = _prune(fd, data, keep_runs) if keep_runs else []
         _write_manifest(fd, data)
+    return pruned
 
 
 # What a QE run writes and can write again by running again. Never pruned:
@@ -366,7 +377,7 @@ def _prunable(entry: dict[str, Any]) -> bool:
     return kind in _RUN_OUTPUTS or (kind == "patch" and "finding_ids" in entry)
 
 
-def _prune(fd: int, data: dict[str, Any], keep_runs: int) -> None:
+def _prune(fd: int, data: dict[str, Any], keep_runs: int) -> list[str]:
     """Remove the outputs of QE runs older than the newest ``keep_runs``: the
     folder and its manifest would otherwise grow with every run (the
     manifest is read and rewritten whole at each). A run is a session that
@@ -377,8 +388,9 @@ def _prune(fd: int, data: dict[str, Any], keep_runs: int) -> None:
         if entry.get("kind") == "report":
             runs.setdefault(str(entry.get("session_id")), None)
     if len(runs) <= keep_runs:
-        return
-    old = set(list(runs)[:len(runs) - keep_runs])
+        return []
+    old_runs = list(runs)[:len(runs) - keep_runs]
+    old = set(old_runs)
     keep = []
     for entry in data["artifacts"]:
         if str(entry.get("session_id")) not in old or not _prunable(entry):
@@ -392,6 +404,7 @@ def _prune(fd: int, data: dict[str, Any], keep_runs: int) -> None:
             keep.append(entry)
     data["artifacts"] = keep
     _drop_empty_generated(fd)
+    return old_runs
 
 
 def clean_artifacts(project: Path, older_than_s: float, now: float | None = None,

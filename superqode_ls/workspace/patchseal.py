@@ -41,6 +41,15 @@ def seal(project: Path, session_id: str, patches: Mapping[str, str]) -> None:
     atomic_write(path, json.dumps(known, indent=0, sort_keys=True) + "\n")
 
 
+def drop(project: Path, session_ids: list[str]) -> None:
+    """Forget the seals of runs whose patches are gone (the artifacts'
+    retention): one small file each, else kept for ever."""
+    for sid in session_ids:
+        path = _file(project, sid)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+
 def _load(path: Path) -> dict[str, str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

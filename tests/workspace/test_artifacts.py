@@ -124,3 +124,22 @@ def test_pruning_an_old_run_removes_a_planted_link_not_its_target(tmp_path):
     _run(project, "qe-20260101-100001-aaaaaa", keep_runs=1)
     assert home_file.read_text() == "mine\n"
     assert not os.path.lexists(report)
+
+
+def test_a_pruned_runs_patch_seal_goes_with_it(tmp_path, monkeypatch):
+    """Seals live in SUPERQODE_HOME, one file per run that saved fixes; the
+    pipeline drops a run's seal when the retention removes its patches."""
+    from superqode_ls.workspace import patchseal
+
+    monkeypatch.setenv("SUPERQODE_HOME", str(tmp_path / "home"))
+    project = tmp_path / "p"
+    project.mkdir()
+    sids = [f"qe-20260101-10000{i}-aaaaaa" for i in range(3)]
+    for sid in sids:
+        patchseal.seal(project, sid, {"fix-F401-abc": "diff\n"})
+        a = Artifacts(project, sid, keep_runs=1,
+                      on_prune=lambda gone: patchseal.drop(project, gone))
+        a.prepare().write_report("json", "{}")
+    assert patchseal.check(project, sids[0], "fix-F401-abc", "diff\n") is not None
+    assert patchseal.check(project, sids[1], "fix-F401-abc", "diff\n") is not None
+    assert patchseal.check(project, sids[2], "fix-F401-abc", "diff\n") is None
