@@ -118,7 +118,7 @@ class QESession:
         t0 = time.monotonic()
         artifacts = Artifacts(
             res.project, self.id, keep_runs=res.config.workspace.keep_artifact_runs,
-            on_prune=lambda sids: patchseal.drop(res.project, sids))
+            run_id=self.request.part_of, on_prune=lambda sids: patchseal.drop(res.project, sids))
         # Git commands the guard refused (most often the project's own tests
         # running git): kept in the session's log, beside the role logs.
         blocked: list[dict] = []

@@ -153,12 +153,16 @@ class Artifacts:
     no link below the project is followed)."""
 
     def __init__(self, project: Path, session_id: str, keep_runs: int | None = None,
+                 run_id: str | None = None,
                  on_prune: Callable[[list[str]], None] | None = None):
         self.project = Path(project)
         self.session_id = session_id
         self.root = artifacts_root(self.project)
         # QE runs whose outputs the manifest keeps (see ``_prune``); None = all.
         self.keep_runs = keep_runs
+        # A later phase of a run (the roles after the trust answer) writes no
+        # report of its own: its entries name the run whose report holds it.
+        self.run_id = run_id
         # Told the session ids of the runs whose outputs an update removed
         # (the pipeline drops their patch seals: ``patchseal.drop``).
         self._on_prune = on_prune
@@ -225,6 +229,7 @@ class Artifacts:
             "kind": kind,
             "path": path.relative_to(self.root).as_posix(),
             "created": datetime.now(UTC).isoformat(),
+            **({"run": self.run_id} if self.run_id else {}),
             **extra,
         }
         if self._pending is not None:
@@ -377,6 +382,10 @@ def _prunable(entry: dict[str, Any]) -> bool:
     return kind in _RUN_OUTPUTS or (kind == "patch" and "finding_ids" in entry)
 
 
+def _run_of(entry: dict[str, Any]) -> str:
+    return str(entry.get("run") or entry.get("session_id"))
+
+
 def _prune(fd: int, data: dict[str, Any], keep_runs: int) -> list[str]:
     """Remove the outputs of QE runs older than the newest ``keep_runs``: the
     folder and its manifest would otherwise grow with every run (the
@@ -386,14 +395,14 @@ def _prune(fd: int, data: dict[str, Any], keep_runs: int) -> list[str]:
     runs: dict[str, None] = {}
     for entry in data["artifacts"]:
         if entry.get("kind") == "report":
-            runs.setdefault(str(entry.get("session_id")), None)
+            runs.setdefault(_run_of(entry), None)
     if len(runs) <= keep_runs:
         return []
     old_runs = list(runs)[:len(runs) - keep_runs]
     old = set(old_runs)
     keep = []
     for entry in data["artifacts"]:
-        if str(entry.get("session_id")) not in old or not _prunable(entry):
+        if _run_of(entry) not in old or not _prunable(entry):
             keep.append(entry)
             continue
         parts = entry_parts(entry["path"])

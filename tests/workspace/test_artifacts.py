@@ -72,15 +72,21 @@ def test_a_held_batch_that_fails_midway_still_lists_what_it_wrote(tmp_path):
     assert len(held) == 1 and len(read_manifest(a.root)["artifacts"]) == 3
 
 
-def _run(project, sid, keep_runs):
-    """One QE run's outputs, written as the pipeline writes them: one batch."""
+def _run(project, sid, keep_runs, later_phase=None):
+    """One QE run's outputs, written as the pipeline writes them: one batch;
+    ``later_phase``: also a second phase's (no report of its own)."""
     a = Artifacts(project, sid, keep_runs=keep_runs).prepare()
+    extra = []
+    if later_phase:
+        b = Artifacts(project, later_phase, keep_runs=keep_runs, run_id=sid).prepare()
+        extra = [b.write_patch("fix-B602-abc", "diff\n", finding_ids=["B602"]),
+                 b.write_log("unit", "log")]
     with a.batch():
         patch = a.write_patch("fix-F401-abc", "diff\n", finding_ids=["F401"], verified=False)
         log = a.write_log("lint", "log")
         gen = a.write_generated_test("test_x.py", "def test(): pass\n")
         report = a.write_report("json", "{}")
-    return [patch, log, gen, report]
+    return [patch, log, gen, report, *extra]
 
 
 def test_only_the_newest_runs_outputs_are_kept(tmp_path):
@@ -90,7 +96,8 @@ def test_only_the_newest_runs_outputs_are_kept(tmp_path):
     sids = [f"qe-20260101-10000{i}-aaaaaa" for i in range(4)]
     recovered = Artifacts(tmp_path, sids[0]).prepare().write_patch("recovered", "user work\n")
     exec_patch = Artifacts(tmp_path, "exec-1").prepare().write_patch("exec", "agent work\n")
-    runs = [_run(tmp_path, sid, keep_runs=2) for sid in sids]
+    runs = [_run(tmp_path, sid, keep_runs=2, later_phase=sid.replace("aaaaaa", "bbbbbb"))
+            for sid in sids]
     for gone in runs[:2]:
         assert not any(p.exists() for p in gone)
     for kept in runs[2:]:
@@ -101,6 +108,8 @@ def test_only_the_newest_runs_outputs_are_kept(tmp_path):
     assert listed == {str(p.relative_to(root)) for p in [recovered, exec_patch, *runs[2], *runs[3]]}
     # The emptied generated-tests folders go too.
     assert sorted(d.name for d in (root / "generated-tests").iterdir()) == sids[2:]
+    # A later phase's patches and logs went with their run (they name it).
+    assert len(runs[0]) == 6 and not runs[0][4].exists()
 
 
 def test_keep_runs_none_keeps_every_run(tmp_path):
