@@ -97,6 +97,8 @@ _PROTOCOL_HASH = (
      "the hash a named protocol mandates (HOTP/TOTP, OAuth 1.0 HMAC-SHA1)"),
     (re.compile(r"(?i)\bgit\b|git_|object_?id|\boid\b|b[\"']blob |[\"']blob %"),
      "a git object id, which git defines as SHA-1"),
+    (re.compile(r"(?i)kex|key_?exchange|exchange_?hash"),
+     "the exchange hash an SSH key exchange defines (RFC 4253, 4462: SHA-1 groups)"),
 )
 # Names where "pass" is the verb, not a password (jinja's ``pass_arg``).
 # Whole names only: ``bypass_password`` still names a password.

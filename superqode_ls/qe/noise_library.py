@@ -1,0 +1,330 @@
+"""What a library's own code proves harmless (noise.py, after the context
+step), each judged from the flagged module alone:
+
+- a weak hash (B324) whose line only asks an empty hash object for its size
+  or name (``os.urandom(sha1().digest_size)``): nothing is hashed;
+- ``yaml.load`` (B506) with a loader the module derives from PyYAML's
+  ``SafeLoader`` (``class Loader(yaml.SafeLoader)``, returned by a helper):
+  bandit only knows the loaders by name; ``yaml.Loader``, ``FullLoader``,
+  ``UnsafeLoader`` and a module with no safe loader class of its own stay;
+- an undefined name (F821) in a module that defines names at run time
+  through ``globals()[...] = ...`` or ``globals().update(...)`` (a script
+  turning its options into globals): pyflakes cannot see them;
+- an unused import (F401) in a ``try:`` whose ``except`` catches
+  ``ImportError`` (or any exception): the import tests that the module is
+  there (``import readline`` to know whether line editing is on), its
+  handler records the answer; a dead import elsewhere stays;
+- a shell call (B601, B602, B605) whose command is a method's own
+  ``command``/``cmd`` parameter passed on unchanged, in a project that is no
+  web application (no module imports a web framework): the class's API
+  runs what its caller asks (invoke's ``Local.start``, paramiko's
+  ``SSHClient.exec_command``); the caller's input is what to check. A
+  module's helper (``def run_cmd(cmd): os.popen(cmd)``), the same method in
+  a web application, and a command the method builds (``f"git log {ref}"``)
+  stay;
+- ``urlopen`` (B310: bandit asks to audit the URL's scheme) in a project
+  that is no web application: no remote request chooses the URL; in a web
+  application it stays (SSRF);
+- a jinja2 ``Environment`` without autoescape (B701) in a project that is
+  no web application: its templates turn the author's own content into
+  documents (a static site or report generator: mkdocs' theme), no request
+  reaches them; in a web application it stays (XSS);
+- ``pickle.loads`` (B301) in the reconstructor a class's ``__reduce__``
+  returns (``return (Cls._from_pickled, (..., pickle.dumps(v)))``): it runs
+  only while a pickle is already being loaded, and reads what ``__reduce__``
+  wrote, so it adds nothing to what loading that pickle does anyway.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ..models import Finding, Severity
+from ..workspace.pyast import parse as parse_python
+from .context import mark_noise
+from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
+
+_EMPTY_HASH_ATTR = re.compile(
+    r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
+_HASH_WITH_DATA = re.compile(r"\b(?:hashlib\.)?(?:md5|sha1)\(\s*[^)\s]")
+_GLOBALS_WRITE = re.compile(r"\bglobals\(\)\s*(?:\[[^\]]+\]\s*=[^=]|\.update\(|\.setdefault\()")
+_SAFE_BASES = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
+
+
+def _module(lines: list[str]) -> ast.Module | None:
+    try:
+        return parse_python("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _base_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _safe_loader_classes(tree: ast.Module) -> set[str]:
+    """Classes of the module derived (directly or through each other) from a safe loader."""
+    safe: set[str] = set()
+    changed = True
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    while changed:
+        changed = False
+        for c in classes:
+            if c.name not in safe and any(_base_name(b) in _SAFE_BASES | safe for b in c.bases):
+                safe.add(c.name)
+                changed = True
+    return safe
+
+
+_UNSAFE_LOADER = re.compile(r"\byaml\.C?Loader\b|\bC?UnsafeLoader\b|\bC?FullLoader\b|"
+                            r"\bfrom\s+yaml\s+import\b[^\n]*\bC?Loader\b")
+_LOADER_ARG = re.compile(r"\bLoader\s*=\s*([\w.]+)|,\s*([\w.]+)\s*\)\s*$")
+
+
+def _safe_loader(line: str, lines: list[str], tree: Callable[[], ast.Module | None]) -> bool:
+    """The loader passed on ``line`` is a class the module derives from a
+    safe loader, or a variable in a module that names no unsafe loader at
+    all and derives one of its own."""
+    m = _LOADER_ARG.search(line)
+    if m is None:
+        return False  # yaml.load(data) with no loader: unsafe before PyYAML 6
+    name = (m.group(1) or m.group(2)).rsplit(".", 1)[-1]
+    if _UNSAFE_LOADER.search("\n".join(lines)) or (t := tree()) is None:
+        return False
+    safe = _safe_loader_classes(t)
+    return name in safe or (bool(safe) and name[:1].islower())
+
+
+def _reconstructors(tree: ast.Module) -> set[str]:
+    """Names of functions a ``__reduce__``/``__reduce_ex__`` returns as the
+    callable of its tuple."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in ("__reduce__", "__reduce_ex__"):
+            for ret in ast.walk(node):
+                if (isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)
+                        and ret.value.elts):
+                    name = _base_name(ret.value.elts[0])
+                    if name:
+                        out.add(name)
+    return out
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _probe_import(tree: ast.Module, line: int) -> bool:
+    """The import on ``line`` is in a try body whose handler catches its absence."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try) or not node.body:
+            continue
+        if not node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
+            continue
+        if not any(isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == line
+                   for n in node.body):
+            continue
+        for h in node.handlers:
+            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+            if h.type is None or any(t is not None and _base_name(t) in _IMPORT_ERRORS
+                                     for t in types):
+                return True
+    return False
+
+
+def _enclosing_function(tree: ast.Module, line: int) -> str | None:
+    best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)
+                and (best is None or node.lineno > best.lineno)):
+            best = node
+    return best.name if best else None
+
+
+def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module | None],
+         web: Callable[[], bool]) -> str | None:
+    assert f.range is not None
+    n = f.range.start_line
+    text = lines[n - 1] if 0 < n <= len(lines) else ""
+    if rule == "B324":
+        if _EMPTY_HASH_ATTR.search(text) and not _HASH_WITH_DATA.search(text):
+            return "the line only reads an empty hash object's size or name: nothing is hashed"
+    elif rule == "B506":
+        if _safe_loader(text, lines, tree):
+            return ("the loader is one the module derives from yaml's SafeLoader "
+                    "(bandit only knows loaders by name)")
+    elif rule == "F401":
+        if (t := tree()) is not None and _probe_import(t, n):
+            return ("an import tried for its availability: the except branch handles the "
+                    "module's absence")
+    elif rule == "F821":
+        if any(_GLOBALS_WRITE.search(x) for x in lines):
+            return "the module defines names at run time through globals(), which pyflakes cannot see"
+    elif rule in _SHELL_RULES:
+        if (t := tree()) is not None and (param := _passed_parameter(t, n)) and not web():
+            return (f"a command-running API: it runs the `{param}` its caller passes, unchanged "
+                    "(no web framework in the project); the caller's input is what to check")
+    elif rule == "B701":
+        if not web():
+            return ("templates without autoescape in a project with no web framework: they "
+                    "render the author's own content into documents, no request reaches them")
+    elif rule == "B310":
+        if not web():
+            return ("a URL opened by a project with no web framework: no remote request chooses "
+                    "it (bandit asks to audit its scheme)")
+    elif rule in ("B301", "B302"):
+        if (t := tree()) is not None and (fn := _enclosing_function(t, n)) and fn in _reconstructors(t):
+            return (f"{fn}() is the reconstructor __reduce__ returns: it runs only while a pickle "
+                    "is being loaded, and reads what __reduce__ wrote")
+    return None
+
+
+_COMMAND_PARAM = re.compile(r"(?i)^(?:cmd|command|commands|cmdline|command_line|shell_command)$")
+_SHELL_RULES = frozenset({"B601", "B602", "B605"})
+_FRAMEWORK = re.compile(
+    rb"(?m)^[ \t]*(?:from|import)[ \t]+[^\n]*\b(?:flask|django|fastapi|bottle|starlette|aiohttp"
+    rb"|pyramid|tornado|falcon|sanic|quart|werkzeug|http\.server|graphene|rest_framework|cherrypy"
+    rb"|web2py|litestar|connexion|wsgiref)\b|BaseHTTPRequestHandler")
+_SKIP_DIRS = frozenset({".git", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox",
+                        ".nox", "build", "dist", "site-packages", ".superqode"})
+_MAX_FILES = 3000
+
+
+def is_web_project(root: Path) -> bool:
+    """Whether any Python module of the project imports a web framework (its
+    first 16 KB read; the walk bounded). Unknown (too many files) counts as
+    a web project: the rule that asks this then keeps the finding shown."""
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+        for name in filenames:
+            if not name.endswith(".py"):
+                continue
+            seen += 1
+            if seen > _MAX_FILES:
+                return True
+            try:
+                with open(os.path.join(dirpath, name), "rb") as fh:
+                    head = fh.read(16384)
+            except OSError:
+                continue
+            if _FRAMEWORK.search(head):
+                return True
+    return False
+
+
+def _passed_parameter(tree: ast.Module, line: int) -> str | None:
+    """The command parameter of the function around ``line`` when a call on
+    that line gets it unchanged as its command (first argument or ``args=``)."""
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in cls.body:  # a method: a class's API, not a module's helper
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and node.lineno <= line <= (node.end_lineno or node.lineno)
+                    and (fn is None or node.lineno > fn.lineno)):
+                fn = node
+    if fn is None:
+        return None
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        first = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("args", "command", "cmd")), None)
+        if (isinstance(first, ast.Name) and first.id in params and _COMMAND_PARAM.match(first.id)
+                and not _rebound(fn, first.id)):
+            return first.id
+    return None
+
+
+def _rebound(fn: ast.AST, name: str) -> bool:
+    """``name`` is assigned in ``fn`` (then it may no longer be what the caller passed)."""
+    for node in ast.walk(fn):
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
+_RULES = frozenset({"B701", "B310", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+
+
+def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
+                  canonical: Callable[[str], str]) -> list[Finding]:
+    """``findings`` with what the flagged module proves harmless marked as noise."""
+    if lines_of is None:
+        return findings
+    trees: dict[str, ast.Module | None] = {}
+    root = getattr(getattr(lines_of, "__self__", None), "root", None)  # FileLines.lines
+    webs: list[bool] = []
+
+    def web() -> bool:
+        if not webs:
+            webs.append(root is None or is_web_project(Path(root)))
+        return webs[0]
+
+    out = []
+    for f in findings:
+        rule = canonical(f.rule_id)
+        if (f.noise is None and rule in _RULES and f.file and f.range
+                and f.file.endswith(".py") and (lines := lines_of(f.file)) is not None):
+            file = f.file
+
+            def tree(file=file, lines=lines) -> ast.Module | None:
+                if file not in trees:
+                    trees[file] = _module(lines)
+                return trees[file]
+
+            if why := _why(f, rule, lines, tree, web):
+                low = rule in ("B301", "B302", "B310", "B701") or rule in _SHELL_RULES
+                f = mark_noise(f, why, Severity.low if low else Severity.info)
+        out.append(f)
+    return out
+
+
+def _vendor_of_packages(folder: Path) -> bool:
+    """A ``vendor/`` folder that holds other projects' packages only: no
+    module of its own but ``__init__.py`` (a Django app named vendor has its
+    models.py, views.py...)."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    modules = [e for e in entries if e.suffix == ".py" and e.name != "__init__.py"]
+    return not modules and any(e.is_dir() and not e.name.startswith((".", "__")) for e in entries)
+
+
+def vendored(findings: list[Finding], root: str | os.PathLike[str] | None) -> list[Finding]:
+    """A static finding in a package under a ``vendor/`` folder of packages
+    (invoke's ``invoke/vendor/yaml/``): another project's code copied in,
+    fixed upstream; shown one level lower and noise, as ``vendored/`` is."""
+    if root is None:
+        return findings
+    known: dict[str, bool] = {}
+    out = []
+    for f in findings:
+        parts = (f.file or "").split("/")
+        at = parts.index("vendor") if "vendor" in parts[:-2] else -1
+        if at >= 0 and f.category in PATH_CLASS_CATEGORIES and "path:vendored" not in f.tags:
+            folder = "/".join(parts[:at + 1])
+            if folder not in known:
+                known[folder] = _vendor_of_packages(Path(root) / folder)
+            if known[folder]:
+                lowered = f.severity.lower()
+                why = f"in vendored code ({folder + '/'!r} holds other projects' packages)"
+                f = f.model_copy(update={
+                    "severity": lowered, "tags": [*f.tags, "path:vendored"],
+                    "severity_reason": join_reasons(f.severity_reason, f"{why}: shown one level "
+                                                    f"lower than {f.severity.value}"),
+                    "noise": join_reasons(f.noise, why) if f.noise else why})
+        out.append(f)
+    return out
