@@ -22,9 +22,6 @@ step), each judged from the flagged module alone:
   module's helper (``def run_cmd(cmd): os.popen(cmd)``), the same method in
   a web application, and a command the method builds (``f"git log {ref}"``)
   stay;
-- ``urlopen`` (B310: bandit asks to audit the URL's scheme) in a project
-  that is no web application: no remote request chooses the URL; in a web
-  application it stays (SSRF);
 - a jinja2 ``Environment`` without autoescape (B701) in a project that is
   no web application: its templates turn the author's own content into
   documents (a static site or report generator: mkdocs' theme), no request
@@ -174,10 +171,6 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
         if not web():
             return ("templates without autoescape in a project with no web framework: they "
                     "render the author's own content into documents, no request reaches them")
-    elif rule == "B310":
-        if not web():
-            return ("a URL opened by a project with no web framework: no remote request chooses "
-                    "it (bandit asks to audit its scheme)")
     elif rule in ("B301", "B302"):
         if (t := tree()) is not None and (fn := _enclosing_function(t, n)) and fn in _reconstructors(t):
             return (f"{fn}() is the reconstructor __reduce__ returns: it runs only while a pickle "
@@ -255,7 +248,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"B701", "B310", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"B701", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
@@ -285,7 +278,7 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
                 return trees[file]
 
             if why := _why(f, rule, lines, tree, web):
-                low = rule in ("B301", "B302", "B310", "B701") or rule in _SHELL_RULES
+                low = rule in ("B301", "B302", "B701") or rule in _SHELL_RULES
                 f = mark_noise(f, why, Severity.low if low else Severity.info)
         out.append(f)
     return out

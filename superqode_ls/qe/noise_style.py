@@ -13,6 +13,11 @@ away, never first. What stays shown:
   the security rules, pylint's warnings and errors, undefined names...);
 - pyflakes (``F``): dead imports and variables, a shadowed name, an unused
   f-string are true of the code whoever selected them;
+- a medium rule that is most often a bug wherever it fires (the lint
+  role's list: a mutable default, a loop variable a closure keeps...).
+  Another medium rule (``B905`` zip without ``strict=``, ``PLW0603`` a
+  ``global`` statement) that fires in ``TOLERATED`` places or more of the
+  project's own code is evidently tolerated there: noise, its count said;
 - a debugger call left in (``T100``), ``sys.version`` misuse (``YTT``), a
   bare ``except:`` and a type compared with ``==`` (``E722``, ``E721``).
 """
@@ -21,8 +26,12 @@ from __future__ import annotations
 
 import re
 
+from collections import Counter
+
 from ..models import Finding, Severity
 from .context import mark_noise
+# the lint role's own list of the medium rules that are most often a bug
+from .roles.lint import _LIKELY_BUG
 
 # Rules that speak of what the code does, at whatever severity ruff's rating
 # gives them.
@@ -43,8 +52,26 @@ def is_style(f: Finding) -> bool:
     return not _BEHAVIOUR.match(f.rule_id.upper())
 
 
+TOLERATED = 5
+
+
+def _opinion(f: Finding) -> bool:
+    """A medium lint rule that is not most often a bug."""
+    return (f.category == "lint" and f.role == "lint_tester" and f.severity is Severity.medium
+            and not _LIKELY_BUG.match(f.rule_id.upper()))
+
+
 def style_noise(findings: list[Finding]) -> list[Finding]:
-    """``findings`` with each style finding that is not yet noise marked so
-    (its severity kept: the project may still want to see it)."""
-    return [mark_noise(f, STYLE_REASON) if f.noise is None and is_style(f) else f
-            for f in findings]
+    """``findings`` with each style finding that is not yet noise marked so,
+    and each opinion the project's code holds in ``TOLERATED`` places or
+    more (severities kept: the project may still want to see them)."""
+    counts = Counter(f.rule_id.upper() for f in findings if f.noise is None and _opinion(f))
+    out = []
+    for f in findings:
+        if f.noise is None and is_style(f):
+            f = mark_noise(f, STYLE_REASON)
+        elif f.noise is None and _opinion(f) and (n := counts[f.rule_id.upper()]) >= TOLERATED:
+            f = mark_noise(f, f"tolerated by the project: {f.rule_id} fires in {n} places "
+                              "of its code")
+        out.append(f)
+    return out
