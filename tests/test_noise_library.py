@@ -274,3 +274,42 @@ def test_an_opinion_the_project_holds_in_many_places_is_tolerated_a_likely_bug_i
     noise = {f.rule_id for f in found if f.noise}
     assert noise == {"PLW0603"}, [(f.rule_id, f.noise) for f in found]
     assert "fires in 5 places" in next(f.noise for f in found if f.rule_id == "PLW0603")
+
+
+def test_a_preview_server_through_http_server_makes_a_web_project(tmp_path):
+    from superqode_ls.qe.noise_library import is_web_project
+    _write(tmp_path, {"site/server.py": "import ssl\nfrom http import server\n"})
+    assert is_web_project(tmp_path)
+    _write(tmp_path / "lib", {"pkg/cookies.py": "from http import cookies\n"})
+    assert not is_web_project(tmp_path / "lib")
+
+
+def test_markup_that_only_strips_tags_is_plain_text_rendered_markup_stays(tmp_path):
+    _write(tmp_path, {"writers.py": (
+        "from markupsafe import Markup\n"
+        "title = Markup(item.title).striptags()\n"
+        "body = Markup(item.body)\n")})
+    found = _by_id(_filtered(tmp_path, [_sec("B704", "writers.py", 2, id="strip"),
+                                        _sec("B704", "writers.py", 3, id="kept")]))
+    assert "plain text" in found["strip"].noise
+    assert found["kept"].noise is None
+
+
+@pytest.mark.parametrize("mode,quiet", [("493", True), ("0o755", True), ("0o700", True),
+                                        ("0o775", False), ("0o777", False), ("0o666", False)])
+def test_a_mode_only_the_owner_can_write_is_not_permissive(tmp_path, mode, quiet):
+    _write(tmp_path, {"themes.py": f"import os\nos.chmod(dname, {mode})\n"})
+    (f,) = _filtered(tmp_path, [_sec("B103", "themes.py", 2)])
+    assert (f.noise is not None) is quiet, f.noise
+
+
+def test_a_command_fixed_but_for_the_interpreter_is_noise_a_filled_in_name_stays(tmp_path):
+    _write(tmp_path, {"setup.py": (
+        "import os, sys\n"
+        'os.system("{} setup.py sdist bdist_wheel".format(sys.executable))\n'
+        'os.system(f"{sys.executable} -m twine upload {dist}")\n')})
+    found = _by_id(_filtered(tmp_path, [
+        _sec("B605", "setup.py", 2, id="fixed", severity=Severity.high),
+        _sec("B605", "setup.py", 3, id="filled", severity=Severity.high)]))
+    assert "interpreter" in found["fixed"].noise
+    assert found["filled"].noise is None and found["filled"].severity is Severity.high

@@ -26,6 +26,16 @@ step), each judged from the flagged module alone:
   no web application: its templates turn the author's own content into
   documents (a static site or report generator: mkdocs' theme), no request
   reaches them; in a web application it stays (XSS);
+- ``Markup(x).striptags()`` (B704): the Markup only strips the tags, the
+  result is plain text that is never rendered as markup; ``Markup(x)``
+  itself stays;
+- ``os.chmod(path, 0o755)`` (B103): bandit counts execute for others as
+  permissive, but only the owner can write (the mode of every directory
+  and installed program); a mode that lets the group or others write
+  (``0o775``, ``0o777``, ``0o666``) stays;
+- a shell command fixed in the code but for the running interpreter's path
+  (``os.system("{} setup.py sdist".format(sys.executable))``, B602/B605):
+  nothing from outside reaches it; any other value filled in stays;
 - ``pickle.loads`` (B301) in the reconstructor a class's ``__reduce__``
   returns (``return (Cls._from_pickled, (..., pickle.dumps(v)))``): it runs
   only while a pickle is already being loaded, and reads what ``__reduce__``
@@ -164,9 +174,19 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
         if any(_GLOBALS_WRITE.search(x) for x in lines):
             return "the module defines names at run time through globals(), which pyflakes cannot see"
     elif rule in _SHELL_RULES:
+        if "sys.executable" in text and (t := tree()) is not None and _interpreter_only(t, n):
+            return "the command is fixed in the code but for the running interpreter's path"
         if (t := tree()) is not None and (param := _passed_parameter(t, n)) and not web():
             return (f"a command-running API: it runs the `{param}` its caller passes, unchanged "
                     "(no web framework in the project); the caller's input is what to check")
+    elif rule == "B704":
+        if _STRIPTAGS.search(text) and not _MARKUP_KEPT.search(_STRIPTAGS.sub("", text)):
+            return "Markup only strips the tags: the result is plain text, not rendered as markup"
+    elif rule == "B103":
+        m = _CHMOD.search(text)
+        if m and (mode := _mode(m.group(1))) is not None and not mode & 0o022:
+            return (f"mode {mode:#o}: only the owner can write (execute for others is what a "
+                    "directory or a program needs)")
     elif rule == "B701":
         if not web():
             return ("templates without autoescape in a project with no web framework: they "
@@ -178,12 +198,25 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
     return None
 
 
+_STRIPTAGS = re.compile(r"\bMarkup\((?:[^()]|\([^()]*\))*\)\.striptags\(\)")
+_MARKUP_KEPT = re.compile(r"\bMarkup\(")
+_CHMOD = re.compile(r"\bchmod\([^,]+,\s*(0o[0-7]+|0[0-7]+|\d+)\s*\)")
+
+
+def _mode(text: str) -> int | None:
+    try:
+        return int(text, 8) if text.startswith("0") and text != "0" else int(text)
+    except ValueError:
+        return None
+
+
 _COMMAND_PARAM = re.compile(r"(?i)^(?:cmd|command|commands|cmdline|command_line|shell_command)$")
 _SHELL_RULES = frozenset({"B601", "B602", "B605"})
 _FRAMEWORK = re.compile(
     rb"(?m)^[ \t]*(?:from|import)[ \t]+[^\n]*\b(?:flask|django|fastapi|bottle|starlette|aiohttp"
     rb"|pyramid|tornado|falcon|sanic|quart|werkzeug|http\.server|graphene|rest_framework|cherrypy"
-    rb"|web2py|litestar|connexion|wsgiref)\b|BaseHTTPRequestHandler")
+    rb"|web2py|litestar|connexion|wsgiref)\b|BaseHTTPRequestHandler"
+    rb"|^[ \t]*from[ \t]+http[ \t]+import[ \t]+[^\n]*\bserver\b")
 _SKIP_DIRS = frozenset({".git", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox",
                         ".nox", "build", "dist", "site-packages", ".superqode"})
 _MAX_FILES = 3000
@@ -238,6 +271,39 @@ def _passed_parameter(tree: ast.Module, line: int) -> str | None:
     return None
 
 
+def _is_executable(e: ast.AST) -> bool:
+    return (isinstance(e, ast.Attribute) and e.attr == "executable"
+            and isinstance(e.value, ast.Name) and e.value.id == "sys")
+
+
+def _fixed_but_interpreter(e: ast.AST) -> bool:
+    """Text built from literals and ``sys.executable`` only."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, str)
+    if _is_executable(e):
+        return True
+    if isinstance(e, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) or (isinstance(v, ast.FormattedValue)
+                                                   and _is_executable(v.value)) for v in e.values)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mod)):
+        right = e.right.elts if isinstance(e.right, ast.Tuple) else [e.right]
+        return _fixed_but_interpreter(e.left) and all(_fixed_but_interpreter(r) for r in right)
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "format"
+            and isinstance(e.func.value, ast.Constant) and not e.keywords):
+        return all(_fixed_but_interpreter(a) for a in e.args)
+    return False
+
+
+def _interpreter_only(tree: ast.Module, line: int) -> bool:
+    """A call on ``line`` whose command mentions ``sys.executable`` and is otherwise literal."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == line and node.args:
+            first = node.args[0]
+            if any(_is_executable(x) for x in ast.walk(first)) and _fixed_but_interpreter(first):
+                return True
+    return False
+
+
 def _rebound(fn: ast.AST, name: str) -> bool:
     """``name`` is assigned in ``fn`` (then it may no longer be what the caller passed)."""
     for node in ast.walk(fn):
@@ -248,7 +314,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"B701", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
