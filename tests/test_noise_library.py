@@ -259,10 +259,13 @@ def test_a_document_generators_templates_are_no_xss_a_web_apps_are(tmp_path):
     lib, web = tmp_path / "lib", tmp_path / "web"
     _write(lib, {"site/theme.py": code})
     _write(web, {"site/theme.py": code, "site/server.py": "from aiohttp import web\n"})
+    _write(lib, {"site/off.py": "import jinja2\nenv = jinja2.Environment(autoescape=False)\n"})
     (quiet,) = _filtered(lib, [_sec("B701", "site/theme.py", 3, severity=Severity.high)])
     (shown,) = _filtered(web, [_sec("B701", "site/theme.py", 3, severity=Severity.high)])
+    (off,) = _filtered(lib, [_sec("B701", "site/off.py", 2, severity=Severity.high)])
     assert "no web framework" in quiet.noise and quiet.severity is Severity.low
     assert shown.noise is None and shown.severity is Severity.high
+    assert off.noise is None and off.severity is Severity.high  # turned off on purpose
 
 
 def test_an_opinion_the_project_holds_in_many_places_is_tolerated_a_likely_bug_is_not(tmp_path):

@@ -22,10 +22,11 @@ step), each judged from the flagged module alone:
   module's helper (``def run_cmd(cmd): os.popen(cmd)``), the same method in
   a web application, and a command the method builds (``f"git log {ref}"``)
   stay;
-- a jinja2 ``Environment`` without autoescape (B701) in a project that is
-  no web application: its templates turn the author's own content into
+- a jinja2 ``Environment`` left at jinja2's default, no autoescape (B701),
+  in a project that is no web application: its templates turn the author's own content into
   documents (a static site or report generator: mkdocs' theme), no request
-  reaches them; in a web application it stays (XSS);
+  reaches them; an explicit ``autoescape=False`` and any in a web
+  application stay (XSS);
 - ``Markup(x).striptags()`` (B704): the Markup only strips the tags, the
   result is plain text that is never rendered as markup; ``Markup(x)``
   itself stays;
@@ -188,7 +189,9 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
             return (f"mode {mode:#o}: only the owner can write (execute for others is what a "
                     "directory or a program needs)")
     elif rule == "B701":
-        if not web():
+        end = max(f.range.end_line or n, n)
+        # jinja2's default, not an explicit ``autoescape=False`` (a choice that stays shown)
+        if not any("autoescape" in x for x in lines[n - 1:end]) and not web():
             return ("templates without autoescape in a project with no web framework: they "
                     "render the author's own content into documents, no request reaches them")
     elif rule in ("B301", "B302"):
