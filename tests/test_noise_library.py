@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.models import Severity
+from superqode_ls.models import Range, Severity
 from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.qe.noise_style import STYLE_REASON, is_style
 from superqode_ls.qe.roles._secrets import scan_text
@@ -316,3 +316,84 @@ def test_a_command_fixed_but_for_the_interpreter_is_noise_a_filled_in_name_stays
         _sec("B605", "setup.py", 3, id="filled", severity=Severity.high)]))
     assert "interpreter" in found["fixed"].noise
     assert found["filled"].noise is None and found["filled"].severity is Severity.high
+
+
+# Round 2, tuned on set B (pexpect, archivy, linkding): not blind.
+def test_a_python2_builtin_in_a_version_branch_is_noise_without_one_it_stays(tmp_path):
+    _write(tmp_path, {
+        "spawnbase.py": "import sys\nPY3 = (sys.version_info[0] >= 3)\n"
+                        "text_type = str if PY3 else unicode\n",
+        "old.py": "def name(x):\n    return unicode(x)\n",
+    })
+    def f821(file, line, id):
+        return lint_finding("F821", file, line, id=id, severity=Severity.high,
+                            message="Undefined name `unicode`")
+    found = _by_id(_filtered(tmp_path, [f821("spawnbase.py", 3, "compat"), f821("old.py", 2, "bug")]))
+    assert "Python 2 builtin" in found["compat"].noise
+    assert found["bug"].noise is None and found["bug"].severity is Severity.high
+
+
+def test_a_default_only_added_to_is_read(tmp_path):
+    _write(tmp_path, {"index.py": (
+        "def tree(node, ancestors=[]):\n"
+        "    path = ancestors + [node]\n"
+        "    return [tree(c, ancestors[:]) for c in node] + path\n"
+        "def grow(node, seen=[]):\n"
+        "    seen += [node]\n"
+        "    return seen\n")})
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("B006", "index.py", 1, id="read", severity=Severity.medium,
+                     range=Range(start_line=1, start_col=28)),
+        lint_finding("B006", "index.py", 4, id="grown", severity=Severity.medium,
+                     range=Range(start_line=4, start_col=20))]))
+    assert "only read" in (found["read"].noise or "")
+    assert found["grown"].noise is None
+
+
+def test_sql_filled_with_placeholders_only_is_noise_a_value_filled_in_stays(tmp_path):
+    _write(tmp_path, {"migrate.py": (
+        "def clean(cursor, done, table):\n"
+        "    placeholders = ', '.join('?' for _ in done)\n"
+        "    sql = f'DELETE FROM background_task WHERE id IN ({placeholders})'\n"
+        "    cursor.execute(sql, done)\n"
+        "    cursor.execute(f'DELETE FROM {table} WHERE id IN ({placeholders})', done)\n"
+        "    marks = ','.join(['%s'] * len(done))\n"
+        "    cursor.execute('SELECT * FROM t WHERE id IN (%s)' % marks, done)\n")})
+    sql = dict(role="security_tester", tool="superqode-patterns", category="security",
+               severity=Severity.high)
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("sql-injection", "migrate.py", 3, id="marks", **sql),
+        lint_finding("sql-injection", "migrate.py", 5, id="table", **sql),
+        lint_finding("B608", "migrate.py", 7, id="percent", **sql)]))
+    assert "placeholders" in found["marks"].noise
+    assert "placeholders" in found["percent"].noise
+    assert found["table"].noise is None and found["table"].severity is Severity.high
+
+
+def test_a_weak_hash_for_a_content_hash_or_a_file_name_is_noise_a_password_hash_stays(tmp_path):
+    _write(tmp_path, {"models.py": (
+        "import hashlib\n"
+        "def save(self):\n"
+        "    self.custom_css_hash = hashlib.md5(self.custom_css.encode()).hexdigest()\n"
+        "def _url_to_filename(url):\n"
+        "    return hashlib.md5(url.encode()).hexdigest()\n"
+        "def store(user, pw):\n"
+        "    user.password_hash = hashlib.md5(pw.encode()).hexdigest()\n")})
+    found = _by_id(_filtered(tmp_path, [_sec("B324", "models.py", 3, id="css"),
+                                        _sec("B324", "models.py", 5, id="name"),
+                                        _sec("B324", "models.py", 7, id="pw")]))
+    assert found["css"].noise and found["name"].noise
+    assert found["pw"].noise is None
+
+
+def test_a_test_environment_folder_is_test_code_a_testimonials_folder_is_not(tmp_path):
+    _write(tmp_path, {"scripts/test-environments/oidc/configuration.yml": "a: 1\n",
+                      "app/testimonials/views.py": "x = 1\n"})
+    sec = dict(role="security_tester", tool="superqode-secrets", category="secrets",
+               severity=Severity.high)
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("secret-generic", "scripts/test-environments/oidc/configuration.yml", 1,
+                     id="env", **sec),
+        lint_finding("secret-generic", "app/testimonials/views.py", 1, id="app", **sec)]))
+    assert found["env"].noise == "in tests code" and found["env"].severity is Severity.medium
+    assert found["app"].noise is None and found["app"].severity is Severity.high

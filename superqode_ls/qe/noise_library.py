@@ -10,6 +10,10 @@ step), each judged from the flagged module alone:
 - an undefined name (F821) in a module that defines names at run time
   through ``globals()[...] = ...`` or ``globals().update(...)`` (a script
   turning its options into globals): pyflakes cannot see them;
+- an undefined Python 2 builtin (F821: ``unicode``, ``basestring``,
+  ``raw_input``...) in a module that branches on the version (``PY3``,
+  ``sys.version_info``, ``six.PY2``): only its Python 2 branch names it
+  (``str if PY3 else unicode``); in a module with no such test it stays;
 - an unused import (F401) in a ``try:`` whose ``except`` catches
   ``ImportError`` (or any exception): the import tests that the module is
   there (``import readline`` to know whether line editing is on), its
@@ -37,6 +41,10 @@ step), each judged from the flagged module alone:
 - a shell command fixed in the code but for the running interpreter's path
   (``os.system("{} setup.py sdist".format(sys.executable))``, B602/B605):
   nothing from outside reaches it; any other value filled in stays;
+- SQL formatted only with a list of placeholders
+  (``f"... IN ({placeholders})"`` where ``placeholders = ", ".join("?" for _
+  in ids)``, B608 and ``sql-injection``): the values go as parameters; any
+  other value formatted in stays;
 - ``pickle.loads`` (B301) in the reconstructor a class's ``__reduce__``
   returns (``return (Cls._from_pickled, (..., pickle.dumps(v)))``): it runs
   only while a pickle is already being loaded, and reads what ``__reduce__``
@@ -60,6 +68,10 @@ _EMPTY_HASH_ATTR = re.compile(
     r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
 _HASH_WITH_DATA = re.compile(r"\b(?:hashlib\.)?(?:md5|sha1)\(\s*[^)\s]")
 _GLOBALS_WRITE = re.compile(r"\bglobals\(\)\s*(?:\[[^\]]+\]\s*=[^=]|\.update\(|\.setdefault\()")
+_PY2_NAME = re.compile(r"`(unicode|basestring|raw_input|long|xrange|unichr|execfile|cmp|file|"
+                       r"buffer|apply|intern|StandardError|reduce|reload)`")
+_VERSION_TEST = re.compile(r"\bPY_?[23]\b|\bPYTHON_?[23]\b|\bIS_PY_?[23]\b|sys\.version_info|"
+                           r"\bsix\.PY_?[23]\b|sys\.version\b")
 _SAFE_BASES = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 
 
@@ -172,8 +184,16 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
             return ("an import tried for its availability: the except branch handles the "
                     "module's absence")
     elif rule == "F821":
+        m = _PY2_NAME.search(f.message or f.title or "")
+        if m and any(_VERSION_TEST.search(x) for x in lines):
+            return (f"{m.group(1)} is a Python 2 builtin in a module that branches on the "
+                    "version: only its Python 2 branch names it")
         if any(_GLOBALS_WRITE.search(x) for x in lines):
             return "the module defines names at run time through globals(), which pyflakes cannot see"
+    elif rule == "B608":
+        if (t := tree()) is not None and _placeholders_only(t, n):
+            return ("only placeholders are formatted into the SQL (', '.join('?' ...)): the "
+                    "values are passed as parameters")
     elif rule in _SHELL_RULES:
         if "sys.executable" in text and (t := tree()) is not None and _interpreter_only(t, n):
             return "the command is fixed in the code but for the running interpreter's path"
@@ -307,6 +327,61 @@ def _interpreter_only(tree: ast.Module, line: int) -> bool:
     return False
 
 
+_PLACEHOLDER_TEXT = re.compile(r"^\s*(?:\?|%s|:\w+|\$\d+)?\s*$")
+
+
+def _placeholder_text(e: ast.AST) -> bool:
+    return isinstance(e, ast.Constant) and isinstance(e.value, str) and bool(
+        _PLACEHOLDER_TEXT.match(e.value))
+
+
+def _placeholder_list(e: ast.AST, assigned: dict[str, list[ast.AST]], depth: int = 2) -> bool:
+    """``", ".join("?" for _ in xs)``, ``",".join(["%s"] * n)``, ``"?" * n`` or a
+    local name only ever given one of them."""
+    if isinstance(e, ast.Name) and depth > 0:
+        values = assigned.get(e.id, [])
+        return bool(values) and all(_placeholder_list(v, assigned, depth - 1) for v in values)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+        return _placeholder_text(e.left) or (isinstance(e.left, ast.List) and all(
+            _placeholder_text(x) for x in e.left.elts))
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "join"
+            and isinstance(e.func.value, ast.Constant) and isinstance(e.func.value.value, str)
+            and not e.func.value.value.strip(", ") and len(e.args) == 1):
+        arg = e.args[0]
+        if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
+            return _placeholder_text(arg.elt)
+        return _placeholder_list(arg, assigned, depth - 1)
+    return False
+
+
+def _placeholders_only(tree: ast.Module, line: int) -> bool:
+    """The SQL text built on ``line`` fills in placeholder lists only."""
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            scope = node  # the innermost wins: ast.walk goes outside in
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(node.value)
+    filled: list[ast.AST] = []
+    for node in ast.walk(scope):
+        if getattr(node, "lineno", None) != line:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            filled += [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "format" and isinstance(node.func.value, ast.Constant)):
+            filled += [*node.args, *(k.value for k in node.keywords)]
+        elif (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)
+              and isinstance(node.left, ast.Constant)):
+            filled += node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+    return bool(filled) and all(_placeholder_list(v, assigned) for v in filled)
+
+
 def _rebound(fn: ast.AST, name: str) -> bool:
     """``name`` is assigned in ``fn`` (then it may no longer be what the caller passed)."""
     for node in ast.walk(fn):
@@ -317,7 +392,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
