@@ -397,3 +397,31 @@ def test_a_test_environment_folder_is_test_code_a_testimonials_folder_is_not(tmp
         lint_finding("secret-generic", "app/testimonials/views.py", 1, id="app", **sec)]))
     assert found["env"].noise == "in tests code" and found["env"].severity is Severity.medium
     assert found["app"].noise is None and found["app"].severity is Severity.high
+
+
+# Round 3, tuned on set C (toot, dateutil): not blind.
+def test_returning_the_parents_init_is_harmless_returning_a_value_is_not(tmp_path):
+    _write(tmp_path, {"widgets.py": (
+        "class Button(Base):\n"
+        "    def __init__(self, label):\n"
+        "        return super().__init__(label, 'button')\n"
+        "class Bad:\n"
+        "    def __init__(self):\n"
+        "        return 1\n")})
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("PLE0101", "widgets.py", 3, id="super", severity=Severity.high),
+        lint_finding("PLE0101", "widgets.py", 6, id="value", severity=Severity.high)]))
+    assert "None" in found["super"].noise
+    assert found["value"].noise is None and found["value"].severity is Severity.high
+
+
+def test_importing_a_docstring_sets_it_another_unused_name_stays(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": "from ._parser import __doc__\nfrom ._parser import warn\n"
+                                         "__all__ = ['parse']\n"})
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("F401", "pkg/__init__.py", 1, id="doc", severity=Severity.low,
+                     message="`._parser.__doc__` imported but unused"),
+        lint_finding("F401", "pkg/__init__.py", 2, id="warn", severity=Severity.low,
+                     message="`._parser.warn` imported but unused")]))
+    assert "docstring" in found["doc"].noise
+    assert found["warn"].noise is None

@@ -45,6 +45,9 @@ step), each judged from the flagged module alone:
   (``f"... IN ({placeholders})"`` where ``placeholders = ", ".join("?" for _
   in ids)``, B608 and ``sql-injection``): the values go as parameters; any
   other value formatted in stays;
+- ``return super().__init__(...)`` in ``__init__`` (PLE0101): it returns what
+  ``__init__`` returns, None, which Python accepts; returning a value stays;
+- ``from ._parser import __doc__`` (F401): it sets the module's docstring;
 - ``pickle.loads`` (B301) in the reconstructor a class's ``__reduce__``
   returns (``return (Cls._from_pickled, (..., pickle.dumps(v)))``): it runs
   only while a pickle is already being loaded, and reads what ``__reduce__``
@@ -72,6 +75,8 @@ _PY2_NAME = re.compile(r"`(unicode|basestring|raw_input|long|xrange|unichr|execf
                        r"buffer|apply|intern|StandardError|reduce|reload)`")
 _VERSION_TEST = re.compile(r"\bPY_?[23]\b|\bPYTHON_?[23]\b|\bIS_PY_?[23]\b|sys\.version_info|"
                            r"\bsix\.PY_?[23]\b|sys\.version\b")
+_RETURN_INIT = re.compile(r"^\s*return\s+(?:super\([^)]*\)|[\w.]+)\.__init__\(")
+_IMPORT_DOC = re.compile(r"^\s*from\s+[\w.]+\s+import\s+[^#]*\b__doc__\b")
 _SAFE_BASES = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 
 
@@ -180,9 +185,14 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
             return ("the loader is one the module derives from yaml's SafeLoader "
                     "(bandit only knows loaders by name)")
     elif rule == "F401":
+        if _IMPORT_DOC.search(text) and "__doc__" in (f.message or f.title or ""):
+            return "it sets the module's docstring from the module that holds it"
         if (t := tree()) is not None and _probe_import(t, n):
             return ("an import tried for its availability: the except branch handles the "
                     "module's absence")
+    elif rule == "PLE0101":
+        if _RETURN_INIT.search(text):
+            return "it returns what __init__ returns (None), which Python accepts"
     elif rule == "F821":
         m = _PY2_NAME.search(f.message or f.title or "")
         if m and any(_VERSION_TEST.search(x) for x in lines):
@@ -392,7 +402,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"PLE0101", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
