@@ -359,8 +359,8 @@ def test_sql_filled_with_placeholders_only_is_noise_a_value_filled_in_stays(tmp_
         "    cursor.execute(f'DELETE FROM {table} WHERE id IN ({placeholders})', done)\n"
         "    marks = ','.join(['%s'] * len(done))\n"
         "    cursor.execute('SELECT * FROM t WHERE id IN (%s)' % marks, done)\n")})
-    sql = dict(role="security_tester", tool="superqode-patterns", category="security",
-               severity=Severity.high)
+    sql = {"role": "security_tester", "tool": "superqode-patterns", "category": "security",
+               "severity": Severity.high}
     found = _by_id(_filtered(tmp_path, [
         lint_finding("sql-injection", "migrate.py", 3, id="marks", **sql),
         lint_finding("sql-injection", "migrate.py", 5, id="table", **sql),
@@ -389,8 +389,8 @@ def test_a_weak_hash_for_a_content_hash_or_a_file_name_is_noise_a_password_hash_
 def test_a_test_environment_folder_is_test_code_a_testimonials_folder_is_not(tmp_path):
     _write(tmp_path, {"scripts/test-environments/oidc/configuration.yml": "a: 1\n",
                       "app/testimonials/views.py": "x = 1\n"})
-    sec = dict(role="security_tester", tool="superqode-secrets", category="secrets",
-               severity=Severity.high)
+    sec = {"role": "security_tester", "tool": "superqode-secrets", "category": "secrets",
+               "severity": Severity.high}
     found = _by_id(_filtered(tmp_path, [
         lint_finding("secret-generic", "scripts/test-environments/oidc/configuration.yml", 1,
                      id="env", **sec),

@@ -57,7 +57,6 @@ from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context
 from .noise_library import library_noise, vendored
-from .noise_style import style_noise
 
 # path_class and classify_paths are the filter's step 5, and callers import
 # them from here (the filter's public names).
@@ -68,6 +67,7 @@ from .noise_paths import (  # noqa: F401
     join_reasons,
     path_class,
 )
+from .noise_style import style_noise
 
 LineReader = Callable[[str, int], "str | None"]
 

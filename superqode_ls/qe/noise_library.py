@@ -224,10 +224,10 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
         if not any("autoescape" in x for x in lines[n - 1:end]) and not web():
             return ("templates without autoescape in a project with no web framework: they "
                     "render the author's own content into documents, no request reaches them")
-    elif rule in ("B301", "B302"):
-        if (t := tree()) is not None and (fn := _enclosing_function(t, n)) and fn in _reconstructors(t):
-            return (f"{fn}() is the reconstructor __reduce__ returns: it runs only while a pickle "
-                    "is being loaded, and reads what __reduce__ wrote")
+    elif (rule in ("B301", "B302") and (t := tree()) is not None
+          and (fn := _enclosing_function(t, n)) and fn in _reconstructors(t)):
+        return (f"{fn}() is the reconstructor __reduce__ returns: it runs only while a pickle "
+                "is being loaded, and reads what __reduce__ wrote")
     return None
 
 

@@ -25,13 +25,11 @@ away, never first. What stays shown:
 from __future__ import annotations
 
 import re
-
 from collections import Counter
+from functools import cache
 
 from ..models import Finding, Severity
 from .context import mark_noise
-# the lint role's own list of the medium rules that are most often a bug
-from .roles.lint import _LIKELY_BUG
 
 # Rules that speak of what the code does, at whatever severity ruff's rating
 # gives them.
@@ -55,10 +53,18 @@ def is_style(f: Finding) -> bool:
 TOLERATED = 5
 
 
+@cache
+def _likely_bug(rule: str) -> bool:
+    # The lint role's own list; imported when a lint finding is judged, not
+    # with the filter (the server imports this module at start; no cycle).
+    from .roles.lint import _LIKELY_BUG
+    return bool(_LIKELY_BUG.match(rule))
+
+
 def _opinion(f: Finding) -> bool:
     """A medium lint rule that is not most often a bug."""
     return (f.category == "lint" and f.role == "lint_tester" and f.severity is Severity.medium
-            and not _LIKELY_BUG.match(f.rule_id.upper()))
+            and not _likely_bug(f.rule_id.upper()))
 
 
 def style_noise(findings: list[Finding]) -> list[Finding]:
