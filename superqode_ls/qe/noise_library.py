@@ -187,7 +187,7 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
     elif rule == "F401":
         if _IMPORT_DOC.search(text) and "__doc__" in (f.message or f.title or ""):
             return "it sets the module's docstring from the module that holds it"
-        if (t := tree()) is not None and _probe_import(t, n):
+        if text[:1] in (" ", "\t") and (t := tree()) is not None and _probe_import(t, n):
             return ("an import tried for its availability: the except branch handles the "
                     "module's absence")
     elif rule == "PLE0101":
@@ -207,7 +207,8 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
     elif rule in _SHELL_RULES:
         if "sys.executable" in text and (t := tree()) is not None and _interpreter_only(t, n):
             return "the command is fixed in the code but for the running interpreter's path"
-        if (t := tree()) is not None and (param := _passed_parameter(t, n)) and not web():
+        if (_COMMAND_WORD.search(text) and (t := tree()) is not None
+                and (param := _passed_parameter(t, n)) and not web()):
             return (f"a command-running API: it runs the `{param}` its caller passes, unchanged "
                     "(no web framework in the project); the caller's input is what to check")
     elif rule == "B704":
@@ -278,13 +279,31 @@ def is_web_project(root: Path) -> bool:
     return False
 
 
+_COMMAND_WORD = re.compile(r"\b(?:cmd|command|commands|cmdline|command_line|shell_command)\b",
+                           re.IGNORECASE)
+
+
+def _classes(tree: ast.Module) -> list[ast.ClassDef]:
+    """The module's classes (nested in classes or module-level blocks too),
+    without walking into functions: the whole tree is walked for none."""
+    out: list[ast.ClassDef] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ClassDef):
+            out.append(node)
+            todo.extend(node.body)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            todo.extend([*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
+                         *(s for h in getattr(node, "handlers", []) for s in h.body)])
+    return out
+
+
 def _passed_parameter(tree: ast.Module, line: int) -> str | None:
     """The command parameter of the function around ``line`` when a call on
     that line gets it unchanged as its command (first argument or ``args=``)."""
     fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    for cls in ast.walk(tree):
-        if not isinstance(cls, ast.ClassDef):
-            continue
+    for cls in _classes(tree):
         for node in cls.body:  # a method: a class's API, not a module's helper
             if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and node.lineno <= line <= (node.end_lineno or node.lineno)
