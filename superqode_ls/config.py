@@ -92,10 +92,12 @@ class BudgetConfig(Section):
 # Where code is not the product: findings there are shown one level lower,
 # with the reason, never dropped (qe.path_classes; docs/roles.md).
 DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
-    "tests": ["tests/", "test/", "testing/", "test_*.py", "*_test.py", "conftest.py"],
+    # test-*/: a test environment or test app folder (scripts/test-environments/)
+    "tests": ["tests/", "test/", "testing/", "test-*/", "test_*.py", "*_test.py", "conftest.py"],
     "fixtures": ["fixtures/", "testdata/", "test_data/"],
     "docs": ["docs/", "doc/", "*.rst", "*.md"],
-    "examples": ["examples/", "example/"],
+    # demos/: scripts that show the API (paramiko's), with their own demo keys
+    "examples": ["examples/", "example/", "demos/"],
     # the project's own dev tooling: runs on a developer's machine, not shipped
     # (not tasks.py / tasks/: in a Celery app that is the product)
     "tooling": ["noxfile.py", "fabfile.py", "bench/", "benchmarks/", "bench.py"],

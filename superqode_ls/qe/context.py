@@ -83,6 +83,7 @@ ADVISORY_RULES = frozenset({"B101", "B110", "B112", "B311", "B603", "B606", "B60
                             *(f"B4{n:02d}" for n in range(1, 16))})
 # A weak hash whose output is a cache key, an ETag or a checksum protects nothing.
 _NOT_PROTECTING = re.compile(r"(?i)(etag|cache|checksum|fingerprint|digest_key|file_?hash|"
+                             r"[a-z]_hash\b|file_?name|"
                              r"(template|module|lookup)_?key)")
 # a key into a cache or a lookup table, not a secret key
 _CACHE_KEY = re.compile(r"(?i)(cache|template|module|lookup)_?key")
@@ -97,6 +98,8 @@ _PROTOCOL_HASH = (
      "the hash a named protocol mandates (HOTP/TOTP, OAuth 1.0 HMAC-SHA1)"),
     (re.compile(r"(?i)\bgit\b|git_|object_?id|\boid\b|b[\"']blob |[\"']blob %"),
      "a git object id, which git defines as SHA-1"),
+    (re.compile(r"(?i)kex|key_?exchange|exchange_?hash"),
+     "the exchange hash an SSH key exchange defines (RFC 4253, 4462: SHA-1 groups)"),
 )
 # Names where "pass" is the verb, not a password (jinja's ``pass_arg``).
 # Whole names only: ``bypass_password`` still names a password.

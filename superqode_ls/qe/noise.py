@@ -29,7 +29,9 @@ in this order:
    ``features/`` too), fixtures, docs or examples is shown
    one level lower, the reason in ``severity_reason``, and is noise (except a
    provider's token: a real key leaks wherever it is committed; a private key
-   there is key material made for the tests or the example, noise);
+   there is key material made for the tests or the example, noise); then a
+   lint rule about how the code is written (style, complexity, modernisation:
+   ``noise_style``), not what it does, is noise even where the project selects it;
 6. the baseline (``qe/baseline.py``): findings already accepted are dropped;
 7. one line, one diagnostic: the static findings on one line are merged
    into the most important of them, which names the others' rules in
@@ -54,6 +56,7 @@ from ..models import Finding
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context
+from .noise_library import library_noise, vendored
 
 # path_class and classify_paths are the filter's step 5, and callers import
 # them from here (the filter's public names).
@@ -64,6 +67,7 @@ from .noise_paths import (  # noqa: F401
     join_reasons,
     path_class,
 )
+from .noise_style import style_noise
 
 LineReader = Callable[[str, int], "str | None"]
 
@@ -377,6 +381,7 @@ def filter_findings(
         def stop() -> bool:
             return time.monotonic() >= context_stop
     kept, unfiltered = in_context(kept, read_line, stop, early, canonical=canonical_rule)
+    kept = library_noise(kept, getattr(read_line, "lines", None), canonical_rule)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1
@@ -385,6 +390,9 @@ def filter_findings(
     classes = DEFAULT_PATH_CLASSES if path_classes is None else path_classes
     if classes:
         deduped = classify_paths(deduped, classes)
+        if "vendored" in classes:
+            deduped = vendored(deduped, getattr(read_line, "root", None))
+    deduped = style_noise(deduped)
     result = NoiseResult(
         findings=deduped,
         suppressed=suppressed,

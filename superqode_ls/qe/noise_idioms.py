@@ -315,6 +315,8 @@ def _reads(scopes: Scopes, use: ast.Name) -> bool:
     up = scopes.parent.get(use)
     if isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is use:
         return True
+    if isinstance(up, ast.BinOp):
+        return True  # default + [node], default * 2: a new object, the default unchanged
     if isinstance(up, (ast.BoolOp, ast.Compare, ast.FormattedValue)):
         return not isinstance(up, ast.BoolOp) or _bool_read(scopes, up)
     if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):

@@ -90,6 +90,16 @@ _HYPHEN_WORDS = re.compile(r"^[a-z]{2,}(?:-[a-z]{2,})+$")
 _PLAIN_URL = re.compile(r"(?i)^https?://[\w.-]+(?::\d+)?(?:/[\w./%~-]*)?$")
 
 
+# A regular expression (a lexer's token table, `tokens = r"H{1,2}|h{1,2}|..."`):
+# alternatives with a quantifier, a group or a class escape, which no
+# generated key holds.
+_REGEX_PART = re.compile(r"\{\d+(?:,\d*)?\}|\(\?[:=!<P]|\\[dswbDSWB]|\[\^?[^\]]+\][*+?]")
+
+
+def is_regex(value: str) -> bool:
+    return "|" in value and len(_REGEX_PART.findall(value)) >= 2
+
+
 def not_a_secret(value: str, line: str | None = None) -> str | None:
     """Why a value a tool calls a password is clearly none (a placeholder,
     an identifier, the name of the variable it is assigned to...), or None
@@ -104,6 +114,8 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "the name of an environment variable"
     if _IDENTIFIER.match(value):
         return "an identifier"
+    if is_regex(value):
+        return "a regular expression (alternatives and quantifiers), not a secret"
     if not any(c.isalnum() for c in value):
         return "punctuation only (a set of characters, not a secret)"
     if _PLAIN_URL.match(value):

@@ -1,0 +1,496 @@
+"""What a library's own code proves harmless (noise.py, after the context
+step), each judged from the flagged module alone:
+
+- a weak hash (B324) whose line only asks an empty hash object for its size
+  or name (``os.urandom(sha1().digest_size)``): nothing is hashed;
+- ``yaml.load`` (B506) with a loader the module derives from PyYAML's
+  ``SafeLoader`` (``class Loader(yaml.SafeLoader)``, returned by a helper):
+  bandit only knows the loaders by name; ``yaml.Loader``, ``FullLoader``,
+  ``UnsafeLoader`` and a module with no safe loader class of its own stay;
+- an undefined name (F821) in a module that defines names at run time
+  through ``globals()[...] = ...`` or ``globals().update(...)`` (a script
+  turning its options into globals): pyflakes cannot see them;
+- an undefined Python 2 builtin (F821: ``unicode``, ``basestring``,
+  ``raw_input``...) in a module that branches on the version (``PY3``,
+  ``sys.version_info``, ``six.PY2``): only its Python 2 branch names it
+  (``str if PY3 else unicode``); in a module with no such test it stays;
+- an unused import (F401) in a ``try:`` whose ``except`` catches
+  ``ImportError`` (or any exception): the import tests that the module is
+  there (``import readline`` to know whether line editing is on), its
+  handler records the answer; a dead import elsewhere stays;
+- a shell call (B601, B602, B605) whose command is a method's own
+  ``command``/``cmd`` parameter passed on unchanged, in a project that is no
+  web application (no module imports a web framework): the class's API
+  runs what its caller asks (invoke's ``Local.start``, paramiko's
+  ``SSHClient.exec_command``); the caller's input is what to check. A
+  module's helper (``def run_cmd(cmd): os.popen(cmd)``), the same method in
+  a web application, and a command the method builds (``f"git log {ref}"``)
+  stay;
+- a jinja2 ``Environment`` left at jinja2's default, no autoescape (B701),
+  in a project that is no web application: its templates turn the author's own content into
+  documents (a static site or report generator: mkdocs' theme), no request
+  reaches them; an explicit ``autoescape=False`` and any in a web
+  application stay (XSS);
+- ``Markup(x).striptags()`` (B704): the Markup only strips the tags, the
+  result is plain text that is never rendered as markup; ``Markup(x)``
+  itself stays;
+- ``os.chmod(path, 0o755)`` (B103): bandit counts execute for others as
+  permissive, but only the owner can write (the mode of every directory
+  and installed program); a mode that lets the group or others write
+  (``0o775``, ``0o777``, ``0o666``) stays;
+- a shell command fixed in the code but for the running interpreter's path
+  (``os.system("{} setup.py sdist".format(sys.executable))``, B602/B605):
+  nothing from outside reaches it; any other value filled in stays;
+- SQL formatted only with a list of placeholders
+  (``f"... IN ({placeholders})"`` where ``placeholders = ", ".join("?" for _
+  in ids)``, B608 and ``sql-injection``): the values go as parameters; any
+  other value formatted in stays;
+- ``return super().__init__(...)`` in ``__init__`` (PLE0101): it returns what
+  ``__init__`` returns, None, which Python accepts; returning a value stays;
+- ``from ._parser import __doc__`` (F401): it sets the module's docstring;
+- ``pickle.loads`` (B301) in the reconstructor a class's ``__reduce__``
+  returns (``return (Cls._from_pickled, (..., pickle.dumps(v)))``): it runs
+  only while a pickle is already being loaded, and reads what ``__reduce__``
+  wrote, so it adds nothing to what loading that pickle does anyway.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ..models import Finding, Severity
+from ..workspace.pyast import parse as parse_python
+from .context import mark_noise
+from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
+
+_EMPTY_HASH_ATTR = re.compile(
+    r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
+_HASH_WITH_DATA = re.compile(r"\b(?:hashlib\.)?(?:md5|sha1)\(\s*[^)\s]")
+_GLOBALS_WRITE = re.compile(r"\bglobals\(\)\s*(?:\[[^\]]+\]\s*=[^=]|\.update\(|\.setdefault\()")
+_PY2_NAME = re.compile(r"`(unicode|basestring|raw_input|long|xrange|unichr|execfile|cmp|file|"
+                       r"buffer|apply|intern|StandardError|reduce|reload)`")
+_VERSION_TEST = re.compile(r"\bPY_?[23]\b|\bPYTHON_?[23]\b|\bIS_PY_?[23]\b|sys\.version_info|"
+                           r"\bsix\.PY_?[23]\b|sys\.version\b")
+_RETURN_INIT = re.compile(r"^\s*return\s+(?:super\([^)]*\)|[\w.]+)\.__init__\(")
+_IMPORT_DOC = re.compile(r"^\s*from\s+[\w.]+\s+import\s+[^#]*\b__doc__\b")
+_SAFE_BASES = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
+
+
+def _module(lines: list[str]) -> ast.Module | None:
+    try:
+        return parse_python("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _base_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _safe_loader_classes(tree: ast.Module) -> set[str]:
+    """Classes of the module derived (directly or through each other) from a safe loader."""
+    safe: set[str] = set()
+    changed = True
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    while changed:
+        changed = False
+        for c in classes:
+            if c.name not in safe and any(_base_name(b) in _SAFE_BASES | safe for b in c.bases):
+                safe.add(c.name)
+                changed = True
+    return safe
+
+
+_UNSAFE_LOADER = re.compile(r"\byaml\.C?Loader\b|\bC?UnsafeLoader\b|\bC?FullLoader\b|"
+                            r"\bfrom\s+yaml\s+import\b[^\n]*\bC?Loader\b")
+_LOADER_ARG = re.compile(r"\bLoader\s*=\s*([\w.]+)|,\s*([\w.]+)\s*\)\s*$")
+
+
+def _safe_loader(line: str, lines: list[str], tree: Callable[[], ast.Module | None]) -> bool:
+    """The loader passed on ``line`` is a class the module derives from a
+    safe loader, or a variable in a module that names no unsafe loader at
+    all and derives one of its own."""
+    m = _LOADER_ARG.search(line)
+    if m is None:
+        return False  # yaml.load(data) with no loader: unsafe before PyYAML 6
+    name = (m.group(1) or m.group(2)).rsplit(".", 1)[-1]
+    if _UNSAFE_LOADER.search("\n".join(lines)) or (t := tree()) is None:
+        return False
+    safe = _safe_loader_classes(t)
+    return name in safe or (bool(safe) and name[:1].islower())
+
+
+def _reconstructors(tree: ast.Module) -> set[str]:
+    """Names of functions a ``__reduce__``/``__reduce_ex__`` returns as the
+    callable of its tuple."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in ("__reduce__", "__reduce_ex__"):
+            for ret in ast.walk(node):
+                if (isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)
+                        and ret.value.elts):
+                    name = _base_name(ret.value.elts[0])
+                    if name:
+                        out.add(name)
+    return out
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _probe_import(tree: ast.Module, line: int) -> bool:
+    """The import on ``line`` is in a try body whose handler catches its absence."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try) or not node.body:
+            continue
+        if not node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
+            continue
+        if not any(isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == line
+                   for n in node.body):
+            continue
+        for h in node.handlers:
+            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+            if h.type is None or any(t is not None and _base_name(t) in _IMPORT_ERRORS
+                                     for t in types):
+                return True
+    return False
+
+
+def _enclosing_function(tree: ast.Module, line: int) -> str | None:
+    best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)
+                and (best is None or node.lineno > best.lineno)):
+            best = node
+    return best.name if best else None
+
+
+def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module | None],
+         web: Callable[[], bool]) -> str | None:
+    assert f.range is not None
+    n = f.range.start_line
+    text = lines[n - 1] if 0 < n <= len(lines) else ""
+    if rule == "B324":
+        if _EMPTY_HASH_ATTR.search(text) and not _HASH_WITH_DATA.search(text):
+            return "the line only reads an empty hash object's size or name: nothing is hashed"
+    elif rule == "B506":
+        if _safe_loader(text, lines, tree):
+            return ("the loader is one the module derives from yaml's SafeLoader "
+                    "(bandit only knows loaders by name)")
+    elif rule == "F401":
+        if _IMPORT_DOC.search(text) and "__doc__" in (f.message or f.title or ""):
+            return "it sets the module's docstring from the module that holds it"
+        if text[:1] in (" ", "\t") and (t := tree()) is not None and _probe_import(t, n):
+            return ("an import tried for its availability: the except branch handles the "
+                    "module's absence")
+    elif rule == "PLE0101":
+        if _RETURN_INIT.search(text):
+            return "it returns what __init__ returns (None), which Python accepts"
+    elif rule == "F821":
+        m = _PY2_NAME.search(f.message or f.title or "")
+        if m and any(_VERSION_TEST.search(x) for x in lines):
+            return (f"{m.group(1)} is a Python 2 builtin in a module that branches on the "
+                    "version: only its Python 2 branch names it")
+        if any(_GLOBALS_WRITE.search(x) for x in lines):
+            return "the module defines names at run time through globals(), which pyflakes cannot see"
+    elif rule == "B608":
+        if (t := tree()) is not None and _placeholders_only(t, n):
+            return ("only placeholders are formatted into the SQL (', '.join('?' ...)): the "
+                    "values are passed as parameters")
+    elif rule in _SHELL_RULES:
+        if "sys.executable" in text and (t := tree()) is not None and _interpreter_only(t, n):
+            return "the command is fixed in the code but for the running interpreter's path"
+        if (_COMMAND_WORD.search(text) and (t := tree()) is not None
+                and (param := _passed_parameter(t, n)) and not web()):
+            return (f"a command-running API: it runs the `{param}` its caller passes, unchanged "
+                    "(no web framework in the project); the caller's input is what to check")
+    elif rule == "B704":
+        if _STRIPTAGS.search(text) and not _MARKUP_KEPT.search(_STRIPTAGS.sub("", text)):
+            return "Markup only strips the tags: the result is plain text, not rendered as markup"
+    elif rule == "B103":
+        m = _CHMOD.search(text)
+        if m and (mode := _mode(m.group(1))) is not None and not mode & 0o022:
+            return (f"mode {mode:#o}: only the owner can write (execute for others is what a "
+                    "directory or a program needs)")
+    elif rule == "B701":
+        end = max(f.range.end_line or n, n)
+        # jinja2's default, not an explicit ``autoescape=False`` (a choice that stays shown)
+        if not any("autoescape" in x for x in lines[n - 1:end]) and not web():
+            return ("templates without autoescape in a project with no web framework: they "
+                    "render the author's own content into documents, no request reaches them")
+    elif (rule in ("B301", "B302") and (t := tree()) is not None
+          and (fn := _enclosing_function(t, n)) and fn in _reconstructors(t)):
+        return (f"{fn}() is the reconstructor __reduce__ returns: it runs only while a pickle "
+                "is being loaded, and reads what __reduce__ wrote")
+    return None
+
+
+_STRIPTAGS = re.compile(r"\bMarkup\((?:[^()]|\([^()]*\))*\)\.striptags\(\)")
+_MARKUP_KEPT = re.compile(r"\bMarkup\(")
+_CHMOD = re.compile(r"\bchmod\([^,]+,\s*(0o[0-7]+|0[0-7]+|\d+)\s*\)")
+
+
+def _mode(text: str) -> int | None:
+    try:
+        return int(text, 8) if text.startswith("0") and text != "0" else int(text)
+    except ValueError:
+        return None
+
+
+_COMMAND_PARAM = re.compile(r"(?i)^(?:cmd|command|commands|cmdline|command_line|shell_command)$")
+_SHELL_RULES = frozenset({"B601", "B602", "B605"})
+_FRAMEWORK = re.compile(
+    rb"(?m)^[ \t]*(?:from|import)[ \t]+[^\n]*\b(?:flask|django|fastapi|bottle|starlette|aiohttp"
+    rb"|pyramid|tornado|falcon|sanic|quart|werkzeug|http\.server|graphene|rest_framework|cherrypy"
+    rb"|web2py|litestar|connexion|wsgiref)\b|BaseHTTPRequestHandler"
+    rb"|^[ \t]*from[ \t]+http[ \t]+import[ \t]+[^\n]*\bserver\b")
+_SKIP_DIRS = frozenset({".git", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox",
+                        ".nox", "build", "dist", "site-packages", ".superqode"})
+_MAX_FILES = 3000
+
+
+def is_web_project(root: Path) -> bool:
+    """Whether any Python module of the project imports a web framework (its
+    first 16 KB read; the walk bounded). Unknown (too many files) counts as
+    a web project: the rule that asks this then keeps the finding shown."""
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+        for name in filenames:
+            if not name.endswith(".py"):
+                continue
+            seen += 1
+            if seen > _MAX_FILES:
+                return True
+            try:
+                with open(os.path.join(dirpath, name), "rb") as fh:
+                    head = fh.read(16384)
+            except OSError:
+                continue
+            if _FRAMEWORK.search(head):
+                return True
+    return False
+
+
+_COMMAND_WORD = re.compile(r"\b(?:cmd|command|commands|cmdline|command_line|shell_command)\b",
+                           re.IGNORECASE)
+
+
+def _classes(tree: ast.Module) -> list[ast.ClassDef]:
+    """The module's classes (nested in classes or module-level blocks too),
+    without walking into functions: the whole tree is walked for none."""
+    out: list[ast.ClassDef] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ClassDef):
+            out.append(node)
+            todo.extend(node.body)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            todo.extend([*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
+                         *(s for h in getattr(node, "handlers", []) for s in h.body)])
+    return out
+
+
+def _passed_parameter(tree: ast.Module, line: int) -> str | None:
+    """The command parameter of the function around ``line`` when a call on
+    that line gets it unchanged as its command (first argument or ``args=``)."""
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for cls in _classes(tree):
+        for node in cls.body:  # a method: a class's API, not a module's helper
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and node.lineno <= line <= (node.end_lineno or node.lineno)
+                    and (fn is None or node.lineno > fn.lineno)):
+                fn = node
+    if fn is None:
+        return None
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        first = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("args", "command", "cmd")), None)
+        if (isinstance(first, ast.Name) and first.id in params and _COMMAND_PARAM.match(first.id)
+                and not _rebound(fn, first.id)):
+            return first.id
+    return None
+
+
+def _is_executable(e: ast.AST) -> bool:
+    return (isinstance(e, ast.Attribute) and e.attr == "executable"
+            and isinstance(e.value, ast.Name) and e.value.id == "sys")
+
+
+def _fixed_but_interpreter(e: ast.AST) -> bool:
+    """Text built from literals and ``sys.executable`` only."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, str)
+    if _is_executable(e):
+        return True
+    if isinstance(e, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) or (isinstance(v, ast.FormattedValue)
+                                                   and _is_executable(v.value)) for v in e.values)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mod)):
+        right = e.right.elts if isinstance(e.right, ast.Tuple) else [e.right]
+        return _fixed_but_interpreter(e.left) and all(_fixed_but_interpreter(r) for r in right)
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "format"
+            and isinstance(e.func.value, ast.Constant) and not e.keywords):
+        return all(_fixed_but_interpreter(a) for a in e.args)
+    return False
+
+
+def _interpreter_only(tree: ast.Module, line: int) -> bool:
+    """A call on ``line`` whose command mentions ``sys.executable`` and is otherwise literal."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == line and node.args:
+            first = node.args[0]
+            if any(_is_executable(x) for x in ast.walk(first)) and _fixed_but_interpreter(first):
+                return True
+    return False
+
+
+_PLACEHOLDER_TEXT = re.compile(r"^\s*(?:\?|%s|:\w+|\$\d+)?\s*$")
+
+
+def _placeholder_text(e: ast.AST) -> bool:
+    return isinstance(e, ast.Constant) and isinstance(e.value, str) and bool(
+        _PLACEHOLDER_TEXT.match(e.value))
+
+
+def _placeholder_list(e: ast.AST, assigned: dict[str, list[ast.AST]], depth: int = 2) -> bool:
+    """``", ".join("?" for _ in xs)``, ``",".join(["%s"] * n)``, ``"?" * n`` or a
+    local name only ever given one of them."""
+    if isinstance(e, ast.Name) and depth > 0:
+        values = assigned.get(e.id, [])
+        return bool(values) and all(_placeholder_list(v, assigned, depth - 1) for v in values)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+        return _placeholder_text(e.left) or (isinstance(e.left, ast.List) and all(
+            _placeholder_text(x) for x in e.left.elts))
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "join"
+            and isinstance(e.func.value, ast.Constant) and isinstance(e.func.value.value, str)
+            and not e.func.value.value.strip(", ") and len(e.args) == 1):
+        arg = e.args[0]
+        if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
+            return _placeholder_text(arg.elt)
+        return _placeholder_list(arg, assigned, depth - 1)
+    return False
+
+
+def _placeholders_only(tree: ast.Module, line: int) -> bool:
+    """The SQL text built on ``line`` fills in placeholder lists only."""
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            scope = node  # the innermost wins: ast.walk goes outside in
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(node.value)
+    filled: list[ast.AST] = []
+    for node in ast.walk(scope):
+        if getattr(node, "lineno", None) != line:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            filled += [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "format" and isinstance(node.func.value, ast.Constant)):
+            filled += [*node.args, *(k.value for k in node.keywords)]
+        elif (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)
+              and isinstance(node.left, ast.Constant)):
+            filled += node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+    return bool(filled) and all(_placeholder_list(v, assigned) for v in filled)
+
+
+def _rebound(fn: ast.AST, name: str) -> bool:
+    """``name`` is assigned in ``fn`` (then it may no longer be what the caller passed)."""
+    for node in ast.walk(fn):
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
+_RULES = frozenset({"PLE0101", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+
+
+def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
+                  canonical: Callable[[str], str]) -> list[Finding]:
+    """``findings`` with what the flagged module proves harmless marked as noise."""
+    if lines_of is None:
+        return findings
+    trees: dict[str, ast.Module | None] = {}
+    root = getattr(getattr(lines_of, "__self__", None), "root", None)  # FileLines.lines
+    webs: list[bool] = []
+
+    def web() -> bool:
+        if not webs:
+            webs.append(root is None or is_web_project(Path(root)))
+        return webs[0]
+
+    out = []
+    for f in findings:
+        rule = canonical(f.rule_id)
+        if (f.noise is None and rule in _RULES and f.file and f.range
+                and f.file.endswith(".py") and (lines := lines_of(f.file)) is not None):
+            file = f.file
+
+            def tree(file=file, lines=lines) -> ast.Module | None:
+                if file not in trees:
+                    trees[file] = _module(lines)
+                return trees[file]
+
+            if why := _why(f, rule, lines, tree, web):
+                low = rule in ("B301", "B302", "B701") or rule in _SHELL_RULES
+                f = mark_noise(f, why, Severity.low if low else Severity.info)
+        out.append(f)
+    return out
+
+
+def _vendor_of_packages(folder: Path) -> bool:
+    """A ``vendor/`` folder that holds other projects' packages only: no
+    module of its own but ``__init__.py`` (a Django app named vendor has its
+    models.py, views.py...)."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    modules = [e for e in entries if e.suffix == ".py" and e.name != "__init__.py"]
+    return not modules and any(e.is_dir() and not e.name.startswith((".", "__")) for e in entries)
+
+
+def vendored(findings: list[Finding], root: str | os.PathLike[str] | None) -> list[Finding]:
+    """A static finding in a package under a ``vendor/`` folder of packages
+    (invoke's ``invoke/vendor/yaml/``): another project's code copied in,
+    fixed upstream; shown one level lower and noise, as ``vendored/`` is."""
+    if root is None:
+        return findings
+    known: dict[str, bool] = {}
+    out = []
+    for f in findings:
+        parts = (f.file or "").split("/")
+        at = parts.index("vendor") if "vendor" in parts[:-2] else -1
+        if at >= 0 and f.category in PATH_CLASS_CATEGORIES and "path:vendored" not in f.tags:
+            folder = "/".join(parts[:at + 1])
+            if folder not in known:
+                known[folder] = _vendor_of_packages(Path(root) / folder)
+            if known[folder]:
+                lowered = f.severity.lower()
+                why = f"in vendored code ({folder + '/'!r} holds other projects' packages)"
+                f = f.model_copy(update={
+                    "severity": lowered, "tags": [*f.tags, "path:vendored"],
+                    "severity_reason": join_reasons(f.severity_reason, f"{why}: shown one level "
+                                                    f"lower than {f.severity.value}"),
+                    "noise": join_reasons(f.noise, why) if f.noise else why})
+        out.append(f)
+    return out

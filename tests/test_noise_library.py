@@ -1,0 +1,427 @@
+"""The default view of an ordinary, well-kept library: what its maintainer
+acts on is shown, the project's taste and what the module itself proves
+harmless is counted as noise. Tuned on loguru, tenacity, paramiko and mkdocs
+(judged by hand); each rule has a case that must be quiet and a neighbour
+that must stay shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from superqode_ls.models import Range, Severity
+from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.noise_style import STYLE_REASON, is_style
+from superqode_ls.qe.roles._secrets import scan_text
+from superqode_ls.qe.roles._secrets_values import not_a_secret
+from tests.role_helpers import lint_finding
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _filtered(root: Path, findings):
+    return filter_findings(findings, read_line=FileLines(root), threshold=0.7).findings
+
+
+def _sec(rule, file, line, **kw):
+    return lint_finding(rule, file, line, role="security_tester", tool="bandit",
+                        category="security", **kw)
+
+
+def _by_id(found):
+    return {f.id: f for f in found}
+
+
+# --- style, complexity and modernisation rules: the project's taste -------------
+
+@pytest.mark.parametrize("rule,severity", [
+    ("RUF036", Severity.low),    # `None` not at the end of a union (tenacity selects RUF)
+    ("PLC0415", Severity.low),   # an import inside a function (mkdocs selects PLC)
+    ("CPY001", Severity.low),    # no copyright header (`select = ["ALL"]`)
+    ("PLR0917", Severity.low),   # too many positional arguments
+    ("D209", Severity.info),     # docstring layout
+])
+def test_a_style_rule_the_project_selects_is_noise_with_its_severity_kept(tmp_path, rule, severity):
+    _write(tmp_path, {"pkg/mod.py": "import os\nx = 1\n"})
+    (f,) = _filtered(tmp_path, [lint_finding(rule, "pkg/mod.py", 2, severity=severity)])
+    assert f.noise == STYLE_REASON
+    assert f.severity is severity
+
+
+@pytest.mark.parametrize("rule,severity", [
+    ("F401", Severity.low),      # a dead import: true of the code whoever selected it
+    ("F841", Severity.low),      # a dead local variable
+    ("T100", Severity.low),      # a debugger call left in
+    ("B006", Severity.medium),   # a mutable default the function changes
+    ("PLW0127", Severity.medium),
+    ("F821", Severity.high),
+])
+def test_a_rule_about_what_the_code_does_stays_shown(tmp_path, rule, severity):
+    _write(tmp_path, {"pkg/mod.py": "import os\nx = 1\n"})
+    (f,) = _filtered(tmp_path, [lint_finding(rule, "pkg/mod.py", 2, severity=severity)])
+    assert f.noise is None, f.noise
+    assert f.severity is severity
+
+
+def test_style_is_only_the_linters_a_security_low_finding_is_not_style():
+    assert not is_style(_sec("B311", "a.py", 1, severity=Severity.low))
+    assert is_style(lint_finding("SIM108", "a.py", 1, severity=Severity.low))
+
+
+def test_a_style_finding_ranks_after_every_finding_worth_acting_on(tmp_path):
+    _write(tmp_path, {"a.py": "import os\n" * 5})
+    found = _filtered(tmp_path, [lint_finding("RUF036", "a.py", 1, severity=Severity.low),
+                                 lint_finding("F401", "a.py", 3, severity=Severity.low)])
+    assert [f.rule_id for f in found] == ["F401", "RUF036"]
+
+
+# --- a regular expression held by a name with "token" in it ---------------------
+
+def test_a_lexers_token_regex_is_no_secret_a_token_with_a_bar_still_is():
+    regex = r"H{1,2}|h{1,2}|m{1,2}|s{1,2}|S+|YYYY|YY|M{1,4}|D{1,4}|Z{1,2}|zz|A|X|x|E|Q|dddd"
+    line = f'tokens = r"{regex}"'
+    assert not_a_secret(regex, line).startswith("a regular expression")
+    assert scan_text(line + "\n") == []
+    assert not_a_secret("Zq8|xW3pL9rT2mK7v", 'token = "Zq8|xW3pL9rT2mK7v"') is None
+    assert [h.rule.id for h in scan_text('token = "Zq8|xW3pL9rT2mK7vB4nQ"\n')] == ["secret-generic"]
+
+
+# --- what the module proves harmless ---------------------------------------------
+
+def test_an_empty_hash_objects_size_hashes_nothing_a_digest_of_data_stays(tmp_path):
+    _write(tmp_path, {"hostkeys.py": (
+        "from hashlib import sha1\n"
+        "import os\n"
+        "salt = os.urandom(sha1().digest_size)\n"
+        "digest = sha1(salt + b'host').hexdigest()\n")})
+    found = _by_id(_filtered(tmp_path, [_sec("B324", "hostkeys.py", 3, id="size"),
+                                        _sec("B324", "hostkeys.py", 4, id="data")]))
+    assert "nothing is hashed" in found["size"].noise
+    assert found["size"].severity is Severity.info
+    assert found["data"].noise is None
+
+
+def test_an_ssh_key_exchange_hash_is_the_protocols_a_password_hash_is_not(tmp_path):
+    _write(tmp_path, {"kex.py": (
+        "from hashlib import sha1\n"
+        "def _parse_kexgss_complete(self, m):\n"
+        "    H = sha1(hm.asbytes()).digest()\n"
+        "def check(self, password):\n"
+        "    H = sha1(password.encode()).digest()\n")})
+    found = _by_id(_filtered(tmp_path, [_sec("B324", "kex.py", 3, id="kex"),
+                                        _sec("B324", "kex.py", 5, id="pw")]))
+    assert "key exchange" in found["kex"].noise
+    assert found["pw"].noise is None
+
+
+_SAFE_YAML = (
+    "import yaml\n"
+    "def get_yaml_loader():\n"
+    "    class Loader(yaml.SafeLoader):\n"
+    "        pass\n"
+    "    return Loader\n"
+    "def yaml_load(source, loader=None):\n"
+    "    loader = loader or get_yaml_loader()\n"
+    "    return yaml.load(source, Loader=loader)\n"
+)
+
+
+def test_yaml_load_with_the_modules_own_safe_loader_is_noise_an_unsafe_one_stays(tmp_path):
+    _write(tmp_path, {
+        "safe.py": _SAFE_YAML,
+        # the same module, but the default loader is yaml's full one
+        "full.py": _SAFE_YAML.replace("get_yaml_loader()", "yaml.FullLoader"),
+        "bare.py": "import yaml\nclass L(yaml.SafeLoader):\n    pass\nyaml.load(open('c'))\n",
+    })
+    found = _by_id(_filtered(tmp_path, [_sec("B506", "safe.py", 8, id="safe"),
+                                        _sec("B506", "full.py", 8, id="full"),
+                                        _sec("B506", "bare.py", 4, id="bare")]))
+    assert "SafeLoader" in found["safe"].noise
+    assert found["full"].noise is None
+    assert found["bare"].noise is None
+
+
+def test_names_a_script_defines_through_globals_are_not_undefined(tmp_path):
+    body = "def main():\n    print(ktype)\n"
+    _write(tmp_path, {
+        "keygen.py": "def setup(options):\n    for o in options:\n"
+                     "        globals()[o] = options[o]\n" + body,
+        "plain.py": "options = {}\n\n\n" + body,
+    })
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("F821", "keygen.py", 5, id="dyn", severity=Severity.high),
+        lint_finding("F821", "plain.py", 5, id="typo", severity=Severity.high)]))
+    assert "globals()" in found["dyn"].noise
+    assert found["typo"].noise is None and found["typo"].severity is Severity.high
+
+
+def test_the_reconstructor_reduce_returns_unpickles_its_own_bytes(tmp_path):
+    _write(tmp_path, {"rec.py": (
+        "import pickle\n"
+        "class RecordException:\n"
+        "    def __reduce__(self):\n"
+        "        return (RecordException._from_pickled_value, (pickle.dumps(self.value),))\n"
+        "    @classmethod\n"
+        "    def _from_pickled_value(cls, pickled_value):\n"
+        "        return cls(pickle.loads(pickled_value))\n"
+        "    @classmethod\n"
+        "    def from_wire(cls, data):\n"
+        "        return cls(pickle.loads(data))\n")})
+    found = _by_id(_filtered(tmp_path, [_sec("B301", "rec.py", 7, id="own"),
+                                        _sec("B301", "rec.py", 10, id="wire")]))
+    assert "reconstructor" in found["own"].noise
+    assert found["wire"].noise is None
+
+
+def test_demo_scripts_are_examples_their_keys_are_shown_lower(tmp_path):
+    _write(tmp_path, {"demos/demo.py": "client.set_missing_host_key_policy(AutoAddPolicy())\n",
+                      "pkg/demos.py": "client.set_missing_host_key_policy(AutoAddPolicy())\n"})
+    found = _by_id(_filtered(tmp_path, [
+        _sec("B507", "demos/demo.py", 1, id="demo", severity=Severity.high),
+        _sec("B507", "pkg/demos.py", 1, id="product", severity=Severity.high)]))
+    assert found["demo"].noise and found["demo"].severity is Severity.medium
+    assert found["product"].noise is None and found["product"].severity is Severity.high
+
+
+def test_an_import_tried_for_its_availability_is_no_dead_import(tmp_path):
+    _write(tmp_path, {"eco.py": (
+        "import codecs\n"
+        "HAVE_READLINE = True\n"
+        "try:\n"
+        "    import readline\n"
+        "except Exception:\n"
+        "    HAVE_READLINE = False\n"
+        "try:\n"
+        "    import json\n"
+        "    x = {}['k']\n"
+        "except KeyError:\n"
+        "    pass\n")})
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("F401", "eco.py", 4, id="probe", severity=Severity.low),
+        lint_finding("F401", "eco.py", 1, id="dead", severity=Severity.low),
+        lint_finding("F401", "eco.py", 8, id="dead-in-try", severity=Severity.low)]))
+    assert "availability" in found["probe"].noise
+    assert found["dead"].noise is None
+    assert found["dead-in-try"].noise is None
+
+
+_RUNNER = (
+    "from subprocess import Popen\n"
+    "class Local:\n"
+    "    def start(self, command, shell, env):\n"
+    "        self.process = Popen(command, shell=True, executable=shell, env=env)\n"
+    "    def log(self, ref):\n"
+    "        Popen(f'git log {ref}', shell=True)\n"
+    "    def wrapped(self, command):\n"
+    "        command = 'sudo ' + command\n"
+    "        Popen(command, shell=True)\n"
+)
+
+
+def _shell(file, line, id):
+    return _sec("B602", file, line, id=id, severity=Severity.high)
+
+
+def test_a_librarys_command_running_api_is_noise_a_built_command_stays(tmp_path):
+    _write(tmp_path, {"invoke/runners.py": _RUNNER})
+    found = _by_id(_filtered(tmp_path, [_shell("invoke/runners.py", 4, "api"),
+                                        _shell("invoke/runners.py", 6, "built"),
+                                        _shell("invoke/runners.py", 9, "rebound")]))
+    assert "command-running API" in found["api"].noise
+    assert found["api"].severity is Severity.low
+    assert found["built"].noise is None and found["built"].severity is Severity.high
+    assert found["rebound"].noise is None
+
+
+def test_the_same_helper_in_a_web_application_stays_shown(tmp_path):
+    _write(tmp_path, {"core/runner.py": _RUNNER,
+                      "core/helpers.py": "import os\ndef run_cmd(cmd):\n    return os.popen(cmd).read()\n",
+                      "app.py": "from flask import Flask\napp = Flask(__name__)\n"})
+    found = _filtered(tmp_path, [_shell("core/runner.py", 4, "method")])
+    assert found[0].noise is None and found[0].severity is Severity.high
+
+
+def test_a_modules_shell_helper_stays_shown_in_a_library_too(tmp_path):
+    _write(tmp_path, {"core/helpers.py": "import os\ndef run_cmd(cmd):\n    return os.popen(cmd).read()\n"})
+    (f,) = _filtered(tmp_path, [_sec("B605", "core/helpers.py", 3, severity=Severity.high)])
+    assert f.noise is None and f.severity is Severity.high
+
+
+def test_a_document_generators_templates_are_no_xss_a_web_apps_are(tmp_path):
+    code = ("import jinja2\ndef get_env(dirs):\n"
+            "    return jinja2.Environment(loader=jinja2.FileSystemLoader(dirs))\n")
+    lib, web = tmp_path / "lib", tmp_path / "web"
+    _write(lib, {"site/theme.py": code})
+    _write(web, {"site/theme.py": code, "site/server.py": "from aiohttp import web\n"})
+    _write(lib, {"site/off.py": "import jinja2\nenv = jinja2.Environment(autoescape=False)\n"})
+    (quiet,) = _filtered(lib, [_sec("B701", "site/theme.py", 3, severity=Severity.high)])
+    (shown,) = _filtered(web, [_sec("B701", "site/theme.py", 3, severity=Severity.high)])
+    (off,) = _filtered(lib, [_sec("B701", "site/off.py", 2, severity=Severity.high)])
+    assert "no web framework" in quiet.noise and quiet.severity is Severity.low
+    assert shown.noise is None and shown.severity is Severity.high
+    assert off.noise is None and off.severity is Severity.high  # turned off on purpose
+
+
+def test_an_opinion_the_project_holds_in_many_places_is_tolerated_a_likely_bug_is_not(tmp_path):
+    _write(tmp_path, {"pkg/mod.py": "x = 1\n" * 20})
+    found = _filtered(tmp_path, [
+        *(lint_finding("PLW0603", "pkg/mod.py", n, id=f"g{n}") for n in range(1, 6)),
+        *(lint_finding("B006", "pkg/mod.py", n, id=f"b{n}") for n in range(6, 12)),
+        *(lint_finding("B905", "pkg/mod.py", n, id=f"z{n}") for n in range(12, 16))])
+    noise = {f.rule_id for f in found if f.noise}
+    assert noise == {"PLW0603"}, [(f.rule_id, f.noise) for f in found]
+    assert "fires in 5 places" in next(f.noise for f in found if f.rule_id == "PLW0603")
+
+
+def test_a_preview_server_through_http_server_makes_a_web_project(tmp_path):
+    from superqode_ls.qe.noise_library import is_web_project
+    _write(tmp_path, {"site/server.py": "import ssl\nfrom http import server\n"})
+    assert is_web_project(tmp_path)
+    _write(tmp_path / "lib", {"pkg/cookies.py": "from http import cookies\n"})
+    assert not is_web_project(tmp_path / "lib")
+
+
+def test_markup_that_only_strips_tags_is_plain_text_rendered_markup_stays(tmp_path):
+    _write(tmp_path, {"writers.py": (
+        "from markupsafe import Markup\n"
+        "title = Markup(item.title).striptags()\n"
+        "body = Markup(item.body)\n")})
+    found = _by_id(_filtered(tmp_path, [_sec("B704", "writers.py", 2, id="strip"),
+                                        _sec("B704", "writers.py", 3, id="kept")]))
+    assert "plain text" in found["strip"].noise
+    assert found["kept"].noise is None
+
+
+@pytest.mark.parametrize("mode,quiet", [("493", True), ("0o755", True), ("0o700", True),
+                                        ("0o775", False), ("0o777", False), ("0o666", False)])
+def test_a_mode_only_the_owner_can_write_is_not_permissive(tmp_path, mode, quiet):
+    _write(tmp_path, {"themes.py": f"import os\nos.chmod(dname, {mode})\n"})
+    (f,) = _filtered(tmp_path, [_sec("B103", "themes.py", 2)])
+    assert (f.noise is not None) is quiet, f.noise
+
+
+def test_a_command_fixed_but_for_the_interpreter_is_noise_a_filled_in_name_stays(tmp_path):
+    _write(tmp_path, {"setup.py": (
+        "import os, sys\n"
+        'os.system("{} setup.py sdist bdist_wheel".format(sys.executable))\n'
+        'os.system(f"{sys.executable} -m twine upload {dist}")\n')})
+    found = _by_id(_filtered(tmp_path, [
+        _sec("B605", "setup.py", 2, id="fixed", severity=Severity.high),
+        _sec("B605", "setup.py", 3, id="filled", severity=Severity.high)]))
+    assert "interpreter" in found["fixed"].noise
+    assert found["filled"].noise is None and found["filled"].severity is Severity.high
+
+
+# Round 2, tuned on set B (pexpect, archivy, linkding): not blind.
+def test_a_python2_builtin_in_a_version_branch_is_noise_without_one_it_stays(tmp_path):
+    _write(tmp_path, {
+        "spawnbase.py": "import sys\nPY3 = (sys.version_info[0] >= 3)\n"
+                        "text_type = str if PY3 else unicode\n",
+        "old.py": "def name(x):\n    return unicode(x)\n",
+    })
+    def f821(file, line, id):
+        return lint_finding("F821", file, line, id=id, severity=Severity.high,
+                            message="Undefined name `unicode`")
+    found = _by_id(_filtered(tmp_path, [f821("spawnbase.py", 3, "compat"), f821("old.py", 2, "bug")]))
+    assert "Python 2 builtin" in found["compat"].noise
+    assert found["bug"].noise is None and found["bug"].severity is Severity.high
+
+
+def test_a_default_only_added_to_is_read(tmp_path):
+    _write(tmp_path, {"index.py": (
+        "def tree(node, ancestors=[]):\n"
+        "    path = ancestors + [node]\n"
+        "    return [tree(c, ancestors[:]) for c in node] + path\n"
+        "def grow(node, seen=[]):\n"
+        "    seen += [node]\n"
+        "    return seen\n")})
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("B006", "index.py", 1, id="read", severity=Severity.medium,
+                     range=Range(start_line=1, start_col=28)),
+        lint_finding("B006", "index.py", 4, id="grown", severity=Severity.medium,
+                     range=Range(start_line=4, start_col=20))]))
+    assert "only read" in (found["read"].noise or "")
+    assert found["grown"].noise is None
+
+
+def test_sql_filled_with_placeholders_only_is_noise_a_value_filled_in_stays(tmp_path):
+    _write(tmp_path, {"migrate.py": (
+        "def clean(cursor, done, table):\n"
+        "    placeholders = ', '.join('?' for _ in done)\n"
+        "    sql = f'DELETE FROM background_task WHERE id IN ({placeholders})'\n"
+        "    cursor.execute(sql, done)\n"
+        "    cursor.execute(f'DELETE FROM {table} WHERE id IN ({placeholders})', done)\n"
+        "    marks = ','.join(['%s'] * len(done))\n"
+        "    cursor.execute('SELECT * FROM t WHERE id IN (%s)' % marks, done)\n")})
+    sql = {"role": "security_tester", "tool": "superqode-patterns", "category": "security",
+               "severity": Severity.high}
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("sql-injection", "migrate.py", 3, id="marks", **sql),
+        lint_finding("sql-injection", "migrate.py", 5, id="table", **sql),
+        lint_finding("B608", "migrate.py", 7, id="percent", **sql)]))
+    assert "placeholders" in found["marks"].noise
+    assert "placeholders" in found["percent"].noise
+    assert found["table"].noise is None and found["table"].severity is Severity.high
+
+
+def test_a_weak_hash_for_a_content_hash_or_a_file_name_is_noise_a_password_hash_stays(tmp_path):
+    _write(tmp_path, {"models.py": (
+        "import hashlib\n"
+        "def save(self):\n"
+        "    self.custom_css_hash = hashlib.md5(self.custom_css.encode()).hexdigest()\n"
+        "def _url_to_filename(url):\n"
+        "    return hashlib.md5(url.encode()).hexdigest()\n"
+        "def store(user, pw):\n"
+        "    user.password_hash = hashlib.md5(pw.encode()).hexdigest()\n")})
+    found = _by_id(_filtered(tmp_path, [_sec("B324", "models.py", 3, id="css"),
+                                        _sec("B324", "models.py", 5, id="name"),
+                                        _sec("B324", "models.py", 7, id="pw")]))
+    assert found["css"].noise and found["name"].noise
+    assert found["pw"].noise is None
+
+
+def test_a_test_environment_folder_is_test_code_a_testimonials_folder_is_not(tmp_path):
+    _write(tmp_path, {"scripts/test-environments/oidc/configuration.yml": "a: 1\n",
+                      "app/testimonials/views.py": "x = 1\n"})
+    sec = {"role": "security_tester", "tool": "superqode-secrets", "category": "secrets",
+               "severity": Severity.high}
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("secret-generic", "scripts/test-environments/oidc/configuration.yml", 1,
+                     id="env", **sec),
+        lint_finding("secret-generic", "app/testimonials/views.py", 1, id="app", **sec)]))
+    assert found["env"].noise == "in tests code" and found["env"].severity is Severity.medium
+    assert found["app"].noise is None and found["app"].severity is Severity.high
+
+
+# Round 3, tuned on set C (toot, dateutil): not blind.
+def test_returning_the_parents_init_is_harmless_returning_a_value_is_not(tmp_path):
+    _write(tmp_path, {"widgets.py": (
+        "class Button(Base):\n"
+        "    def __init__(self, label):\n"
+        "        return super().__init__(label, 'button')\n"
+        "class Bad:\n"
+        "    def __init__(self):\n"
+        "        return 1\n")})
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("PLE0101", "widgets.py", 3, id="super", severity=Severity.high),
+        lint_finding("PLE0101", "widgets.py", 6, id="value", severity=Severity.high)]))
+    assert "None" in found["super"].noise
+    assert found["value"].noise is None and found["value"].severity is Severity.high
+
+
+def test_importing_a_docstring_sets_it_another_unused_name_stays(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": "from ._parser import __doc__\nfrom ._parser import warn\n"
+                                         "__all__ = ['parse']\n"})
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("F401", "pkg/__init__.py", 1, id="doc", severity=Severity.low,
+                     message="`._parser.__doc__` imported but unused"),
+        lint_finding("F401", "pkg/__init__.py", 2, id="warn", severity=Severity.low,
+                     message="`._parser.warn` imported but unused")]))
+    assert "docstring" in found["doc"].noise
+    assert found["warn"].noise is None
