@@ -39,6 +39,7 @@ interface SessionInfo {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("SuperQode");
+  stamp("activate");
   status = new StatusBar();
   context.subscriptions.push(output, status);
 
@@ -158,8 +159,10 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     },
   };
   client = new LanguageClient("superqode", "SuperQode", serverOptions, clientOptions);
+  stamp("server starting");
   try {
     await client.start();
+    stamp("server started");
   } catch (e) {
     status.setMissing();
     void vscode.window.showErrorMessage(`SuperQode: the server did not start: ${e}. ${INSTALL_HINT}`);
@@ -172,6 +175,14 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
 }
 
 let stampTiming: ((what: string) => void) | undefined;
+
+/** The extension's own steps (activation, the server's start), stamped as
+ * timingMiddleware stamps the messages, with superqode.trace.server on. */
+function stamp(what: string): void {
+  if (vscode.workspace.getConfiguration("superqode").get<string>("trace.server", "off") !== "off") {
+    output.appendLine(`[timing ${new Date().toISOString()}] ${what}`);
+  }
+}
 
 function uriOf(document: vscode.TextDocument | vscode.Uri): string {
   return (document instanceof vscode.Uri ? document : document.uri).toString();
