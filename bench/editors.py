@@ -205,7 +205,8 @@ def vscode(ruff: bool, ready_first: bool = False, trace: bool = False) -> dict[s
     logs = Path(tempfile.mkdtemp(prefix="sqe-bench-vs-trace-"))  # pytest empties its --basetemp
     env = {**os.environ, **({"SQ_READY_FIRST": "1"} if ready_first else {}),
            **({"SQ_VSCODE_TRACE": str(logs)} if trace else {}),
-           **({"SQ_BENCH_SERVER": str(SERVERS["current"])} if "current" in SERVERS else {})}
+           **({"SQ_BENCH_SERVER": str(SERVERS["current"])} if "current" in SERVERS else {}),
+           **({"SQ_BENCH_CODE_CACHE": str(cache)} if not COLD and (cache := code_cache()) is not None else {})}
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "--basetemp", str(base),
@@ -240,6 +241,14 @@ def _epoch_ms(stamp: str, utc: bool = True) -> float:
     return (when.replace(tzinfo=UTC) if utc else when).timestamp() * 1000
 
 
+# The start's steps in both logs (extension.ts stamp(), the server's -v log).
+EXT_STEPS = {"activate": "  ext: activated", "server starting": "  ext: server spawned",
+             "server started": "  ext: server up (initialized)"}
+SERVER_STEPS = {"superqode-ls main": "  server: main", "Request 'initialize' received": "  server: initialize read",
+                "first imports done": "  server: first imports done", "event session_start": "  server: first run began",
+                "event role_complete": "  server: first role done"}
+
+
 def trace_steps(logs: Path, data: dict) -> dict[str, float]:
     """Where the first file's open went, each step in ms since Enter (the
     page's, the extension's and the server's clocks are the machine's): the
@@ -251,6 +260,8 @@ def trace_steps(logs: Path, data: dict) -> dict[str, float]:
     ext = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("extension-*.log")))
     for line in ext.splitlines():
         m = TIMING.match(line)
+        if m and m.group(2) in EXT_STEPS and EXT_STEPS[m.group(2)] not in steps:
+            steps[EXT_STEPS[m.group(2)]] = _epoch_ms(m.group(1)) - opened
         if not m or FIRST not in m.group(2):
             continue
         t = _epoch_ms(m.group(1)) - opened
@@ -266,6 +277,9 @@ def trace_steps(logs: Path, data: dict) -> dict[str, float]:
         if not m:
             continue
         t = _epoch_ms(f"{m.group(1).replace(' ', 'T')}.{m.group(2)}", utc=False) - opened
+        for said, step in SERVER_STEPS.items():
+            if said in m.group(3) and step not in steps:
+                steps[step] = t
         if "Notification 'textDocument/didOpen' received" in m.group(3) and "  server: didOpen read" not in steps:
             steps["  server: didOpen read"] = t
         elif "workspace/diagnostic/refresh None" in m.group(3):
@@ -275,14 +289,16 @@ def trace_steps(logs: Path, data: dict) -> dict[str, float]:
     if before:
         steps["  server: refresh sent"] = before[-1]
     steps["  page: both shown"] = data["at"]["on_open"]
-    order = ["  ext: didOpen sent", "  server: didOpen read", "  server: refresh sent", "  ext: both received",
-             "  page: both shown"]
+    order = [*EXT_STEPS.values(), *SERVER_STEPS.values(), "  ext: didOpen sent", "  server: didOpen read",
+             "  server: refresh sent", "  ext: both received", "  page: both shown"]
+    order.sort(key=lambda k: steps.get(k, 0))
     return {k: steps[k] for k in order if k in steps}
 
 
 EDITORS = {"nvim": (nvim, True), "emacs": (emacs, True), "vscode": (vscode, False),
            "vscode-ready": (lambda ruff: vscode(ruff, ready_first=True), False),
-           "vscode-trace": (lambda ruff: vscode(ruff, ready_first=True, trace=True), False)}
+           "vscode-trace": (lambda ruff: vscode(ruff, ready_first=True, trace=True), False),
+           "vscode-open-trace": (lambda ruff: vscode(ruff, trace=True), False)}
 
 
 def main() -> int:

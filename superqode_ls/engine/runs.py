@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "editor_baseline", "finding_filter", "load_baseline", "new_session_id",
-    "request", "session",
+    "problem_counter", "request", "session",
 ]
 
 
@@ -87,6 +87,38 @@ def finding_filter(
         return True
 
     return keep
+
+
+def problem_counter() -> Callable[[Finding], int]:
+    """A count of streamed findings as the report will count them: each call
+    adds one and returns the total. The report merges one problem that two
+    tools report (ruff ``S602`` and bandit ``B602`` on one line) and the
+    static findings of one line (noise.py, steps 4 and 7) only at the end, so
+    a count of every streamed finding came out above the end's ("89 findings"
+    in progress, "87" at the end). Both merges join findings of one line only:
+    the merged count of each line is kept, and only the new finding's line
+    counted again."""
+    from ..qe.noise import deduplicate, merge_lines
+
+    lines: dict[tuple, list[Finding]] = {}
+    counted: dict[tuple, int] = {}
+    total = 0
+
+    def add(f: Finding) -> int:
+        nonlocal total
+        # A finding without a line merges with nothing; a failing test is
+        # kept apart on a shared line (noise.deduplicate) and never joins a
+        # line's merge (its category is not a static one).
+        line = f.range.start_line if f.range else None
+        key = (f.file, line) if line is not None and f.category != "tests" else ("id", f.id)
+        group = lines.setdefault(key, [])
+        group.append(f)
+        n = len(merge_lines(deduplicate(group)[0])[0])
+        total += n - counted.get(key, 0)
+        counted[key] = n
+        return total
+
+    return add
 
 
 def finding_shape(classes: dict[str, list[str]]) -> Callable[[Finding], Finding]:

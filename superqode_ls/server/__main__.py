@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=handlers,
     )
+    logging.getLogger(__name__).debug("superqode-ls main")  # the start's first stamp (-v)
     # Sessions do some Python work in threads (snapshots, scans): hand the GIL
     # back to the event loop every 0.5 ms, not every 5, so requests stay quick.
     sys.setswitchinterval(0.0005)

@@ -154,6 +154,10 @@ class ServerBase(LanguageServer):
         self.shutting_down = False
         self._tasks: set[asyncio.Task] = set()
         self._settings_loaded: asyncio.Event | None = None
+        # workspace/configuration requests sent and not yet answered, and
+        # whether ``initialized`` has sent its first (lifecycle.py)
+        self.config_pending = 0
+        self.config_asked = False
 
     # ---- folders and paths -------------------------------------------------
     def realpath(self, path: str) -> str:

@@ -43,6 +43,7 @@ def register(ls: SuperQodeServer) -> None:
 
     @ls.feature(types.INITIALIZED)
     async def initialized(ls: SuperQodeServer, params: types.InitializedParams) -> None:
+        ls.config_asked = True
         try:
             await refresh_settings(ls)
         finally:
@@ -57,16 +58,22 @@ def register(ls: SuperQodeServer) -> None:
         warm_of(ls).start_imports(live_of(ls).settled)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(
-        ls: SuperQodeServer, params: types.DidChangeConfigurationParams
-    ) -> None:
+    def did_change_configuration(ls: SuperQodeServer, params: types.DidChangeConfigurationParams) -> None:
+        # Not a coroutine: decided as the message is read, before an answer
+        # read after it (in the same chunk) counts its request off.
         if ls.client.configuration:
+            if ls.config_pending or not ls.config_asked:
+                # A request of ours is unanswered, or ``initialized``'s is still
+                # to be sent: the client sent this before that answer (one
+                # ordered stream), so the answer, made when it is sent, holds
+                # the change already. VS Code sends one right after
+                # ``initialized``: asking again held the first file's run for a
+                # second round trip to a client still busy starting.
+                log.debug("settings: a request is under way; not asked again")
+                return
             # Runs asked for meanwhile wait for the new settings (settings_ready).
             ls.settings_loaded.clear()
-            try:
-                await refresh_settings(ls)
-            finally:
-                ls.settings_loaded.set()
+            ls.background(_refresh_changed(ls), "settings")
             return
         try:
             new = settings_mod.parse(params.settings, ls.init_settings)
@@ -101,6 +108,13 @@ def register(ls: SuperQodeServer) -> None:
         await stop_watchers(ls)
 
 
+async def _refresh_changed(ls: SuperQodeServer) -> None:
+    try:
+        await refresh_settings(ls)
+    finally:
+        ls.settings_loaded.set()
+
+
 async def refresh_settings(ls: SuperQodeServer) -> None:
     """Fetch ``superqode`` settings for every folder via workspace/configuration."""
     folders = ls.folder_paths()
@@ -110,13 +124,26 @@ async def refresh_settings(ls: SuperQodeServer) -> None:
         types.ConfigurationItem(scope_uri=from_fs_path(f), section=settings_mod.SECTION)
         for f in folders
     ]
+    answered = False
+
+    def done(_fut) -> None:
+        # Counted off as the answer is read, before anything read after it
+        # (a didChangeConfiguration) is handled: that one then asks again.
+        nonlocal answered
+        if not answered:
+            answered = True
+            ls.config_pending -= 1
+
+    ls.config_pending += 1
+    request = ls.protocol.send_request(types.WORKSPACE_CONFIGURATION, types.ConfigurationParams(items=items))
+    request.add_done_callback(done)
     try:
-        result = await asyncio.wait_for(
-            ls.workspace_configuration_async(types.ConfigurationParams(items=items)), 10
-        )
+        result = await asyncio.wait_for(asyncio.wrap_future(request), 10)
     except Exception as e:  # the client may not answer; keep what we have
         ls.log(f"SuperQode: could not read settings: {e}", types.MessageType.Warning)
         return
+    finally:
+        done(None)
     for folder, raw in zip(folders, result or []):
         try:
             ls.folder_settings[folder] = settings_mod.parse(raw or {}, ls.init_settings)

@@ -32,6 +32,9 @@ class RunProgress:
         # run that ended and started again).
         self.roles: dict[str, str] = {}
         self.findings = 0
+        # The run's streamed findings as its report will count them (all of
+        # its phases: engine.runs.problem_counter), made at the first one.
+        self.count: Callable[[object], int] | None = None
         self._last_sent = 0.0
         self._pending: str | None = None
         self._timer: asyncio.TimerHandle | None = None

@@ -11,7 +11,7 @@ import time
 
 from lsprotocol import types
 
-from ..engine import reports
+from ..engine import reports, runs
 from ..models import Finding, QualityReport
 from . import tracking
 from .convert import model_range_to_points
@@ -40,8 +40,11 @@ def on_event(ls: SuperQodeServer, run: Run, progress: RunProgress, event) -> Non
             # in Problems on flask, to become hints at the run's end.
             finding = run.shape(finding)
         t = make_tracked(ls, run, finding)
-        progress.findings += 1
-        run.findings += 1
+        # Counted as the report will count it (one problem two tools report
+        # is one finding): the progress, the end and the report say one number.
+        if progress.count is None:
+            progress.count = runs.problem_counter()
+        progress.findings = run.findings = progress.count(finding)
         if t is not None:
             if run.first_finding_s is None:
                 run.first_finding_s = time.monotonic() - run.started

@@ -110,6 +110,11 @@ def run_scenario(folder: Path, editor_env: dict[str, str], tmp_path: Path, *, na
         traced.chmod(0o755)
         settings = {**(settings or {}), "superqode.server.path": str(traced), "superqode.trace.server": "messages"}
     user_settings(user_data, settings)
+    cache = os.environ.get("SQ_BENCH_CODE_CACHE")  # bench/editors.py: a second start's code cache
+    if cache:
+        run_dir = Path(editor_env["SUPERQODE_HOME"]) / "run"
+        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        shutil.copy2(cache, run_dir / Path(cache).name)
     base = [node, entry, "--user-data-dir", str(user_data), "--extensions-dir", str(exts)]
     shots = artifact_dir("vscode" if name == "main" else f"vscode-{name}")
     log = shots / "code-server.log"

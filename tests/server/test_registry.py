@@ -123,7 +123,7 @@ def test_streamed_findings_are_filtered_as_the_report_filters_them(tmp_path):
         # Line 3's finding is baselined once: the first copy hides, a second shows.
         r.keep = finding_filter(folder, overlays, 0.7, Counter({f401(3).id: 1}))
         ls.runs.add(r)
-        progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
+        progress = SimpleNamespace(findings=0, count=None, status=lambda: "", report=lambda *a, **k: None)
         for f in (f401(1), f401(2), f401(4, confidence=0.3), f401(3), f401(3)):
             data = {"finding": f.model_dump(mode="json", exclude_none=True)}
             _on_event(ls, r, progress, Event(type="role_finding", session_id="qe-s", data=data))
@@ -157,7 +157,7 @@ def test_a_documents_diagnostics_are_most_important_first_noise_as_hints(tmp_pat
                 trigger="command", overlays={})
         r.keep = finding_filter(folder, {}, 0.7)
         ls.runs.add(r)
-        progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
+        progress = SimpleNamespace(findings=0, count=None, status=lambda: "", report=lambda *a, **k: None)
         for f in (mk(1, Severity.low), mk(2, Severity.critical, noise="in tests code"),
                   mk(3, Severity.high), mk(4, Severity.medium)):
             data = {"finding": f.model_dump(mode="json", exclude_none=True)}
@@ -194,7 +194,7 @@ def test_streamed_findings_come_at_the_level_the_report_gives_them(tmp_path):
         r = Run(id="qe-s", folder=folder, files=None, mode="quick", roles=None, trigger="command")
         r.shape = finding_shape(DEFAULT_PATH_CLASSES)
         ls.runs.add(r)
-        progress = SimpleNamespace(findings=0, status=lambda: "", report=lambda *a, **k: None)
+        progress = SimpleNamespace(findings=0, count=None, status=lambda: "", report=lambda *a, **k: None)
         for f in (b105("tests/test_a.py"), b105("a.py")):
             data = {"finding": f.model_dump(mode="json", exclude_none=True)}
             _on_event(ls, r, progress, Event(type="role_finding", session_id="qe-s", data=data))

@@ -15,6 +15,7 @@ from pytest_lsp import LanguageClient
 from superqode_ls.server import settings
 
 from .conftest import (
+    caught_up,
     plant,
     progress_ended,
     run_and_wait,
@@ -96,3 +97,32 @@ async def test_invalid_settings_are_reported_and_previous_kept(lsp: LanguageClie
     (s,) = [s for s in await sessions(lsp) if s["sessionId"] == sid]
     assert s["mode"] == "quick"
     await wait_for(lambda: progress_ended(lsp, sid), 60, "end")
+
+
+async def test_a_settings_change_sent_before_the_answer_to_the_servers_request_is_not_asked_again(
+    lsp: LanguageClient, shop
+):
+    """VS Code sends workspace/didChangeConfiguration right after
+    ``initialized``, before it answers the server's first
+    workspace/configuration: that answer holds the change already, and asking
+    again held the first file's run for a second round trip. A change sent
+    after the answer is asked for."""
+    asked: list[str | None] = []
+    answer = lsp.get_configuration
+
+    def counted(*args, **kwargs):
+        asked.append(kwargs.get("section"))
+        if len(asked) == 1:  # as VS Code at its start: the notification, then the answer
+            lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+        return answer(*args, **kwargs)
+
+    lsp.get_configuration = counted  # type: ignore[method-assign]
+    await start(lsp, shop, settings={"roles": ["lint_tester"]})
+    await wait_for(lambda: asked, 10, "the first request")
+    await caught_up(lsp)
+    assert asked == ["superqode"]
+    lsp.set_configuration({"superqode": {"roles": ["toy_tester"], "mode": "deep"}})
+    lsp.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await wait_for(lambda: len(asked) == 2, 10, "the second request")
+    sid = await run_and_wait(lsp)
+    assert next(s for s in await sessions(lsp) if s["sessionId"] == sid)["mode"] == "deep"

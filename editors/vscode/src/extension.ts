@@ -2,6 +2,7 @@
 // the running session and the finding counts in the status bar.
 import * as vscode from "vscode";
 import {
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -39,6 +40,7 @@ interface SessionInfo {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("SuperQode");
+  stamp("activate");
   status = new StatusBar();
   context.subscriptions.push(output, status);
 
@@ -120,7 +122,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     outputChannel: output,
     traceOutputChannel: output,
     synchronize: { configurationSection: "superqode" },
-    initializationOptions: { superqode: await initialSettings() },
+    initializationOptions: { superqode: initialSettings() },
     middleware: {
       ...timingMiddleware(),
       // A pull cancelled by a newer one (two refreshes close together, as at
@@ -136,6 +138,9 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
         }
         stampTiming?.(`diagnostics received ${uriOf(document)}: ${report?.items ? `${report.items.length} item(s)` : report?.kind}`);
         return report;
+      },
+      workspace: {
+        configuration: async (params, token, next) => withInterpreter(params, await next(params, token)) as any,
       },
       // A finding's hover is VS Code's own diagnostic hover (message, rule
       // link, quick fix); the server's would say the same again below it.
@@ -158,13 +163,16 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     },
   };
   client = new LanguageClient("superqode", "SuperQode", serverOptions, clientOptions);
+  stamp("server starting");
   try {
     await client.start();
+    stamp("server started");
   } catch (e) {
     status.setMissing();
     void vscode.window.showErrorMessage(`SuperQode: the server did not start: ${e}. ${INSTALL_HINT}`);
     return;
   }
+  void learnPython(client);
   trackProgress(client);
   trustQuestions = handleTrustQuestions(client, (line) => output.appendLine(line));
   status.setMissing(false);  // also ends "starting"
@@ -172,6 +180,14 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
 }
 
 let stampTiming: ((what: string) => void) | undefined;
+
+/** The extension's own steps (activation, the server's start), stamped as
+ * timingMiddleware stamps the messages, with superqode.trace.server on. */
+function stamp(what: string): void {
+  if (vscode.workspace.getConfiguration("superqode").get<string>("trace.server", "off") !== "off") {
+    output.appendLine(`[timing ${new Date().toISOString()}] ${what}`);
+  }
+}
 
 function uriOf(document: vscode.TextDocument | vscode.Uri): string {
   return (document instanceof vscode.Uri ? document : document.uri).toString();
@@ -201,14 +217,46 @@ function timingMiddleware(): Middleware {
   };
 }
 
+// The interpreter the Python extension has selected, once it said (learnPython).
+let selectedInterpreter: string | undefined;
+
 /** The superqode settings, with the interpreter the Python extension has
  * selected as `python` when superqode.python is not set (the server runs the
- * project's tests with it unless roles.python says otherwise). */
-async function initialSettings(): Promise<Record<string, unknown>> {
+ * project's tests with it unless roles.python says otherwise), as far as
+ * known now: the server starts without waiting for the Python extension. */
+function initialSettings(): Record<string, unknown> {
   const settings = vscode.workspace.getConfiguration("superqode");
   const plain = JSON.parse(JSON.stringify(settings)) as Record<string, unknown>;
-  plain.python = settings.get<string | null>("python") ?? (await selectedPython()) ?? null;
+  plain.python = settings.get<string | null>("python") ?? selectedInterpreter ?? null;
   return plain;
+}
+
+/** The Python extension's interpreter, asked beside the server's start: its
+ * activation (seconds in a large workspace) held the server's spawn, and
+ * with it the first file's findings, which need no interpreter. Once known,
+ * the server is told the settings changed and reads it from the answer to
+ * its workspace/configuration (withInterpreter). */
+async function learnPython(c: LanguageClient): Promise<void> {
+  const found = await selectedPython();
+  if (found === undefined || found === selectedInterpreter) {
+    return;
+  }
+  selectedInterpreter = found;
+  if (client === c && c.isRunning()) {
+    await c.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
+  }
+}
+
+/** A workspace/configuration answer with the selected interpreter as the
+ * superqode section's `python` where the user set none. */
+function withInterpreter(params: { items: { section?: string }[] }, result: unknown): unknown {
+  if (!Array.isArray(result) || selectedInterpreter === undefined) {
+    return result;
+  }
+  return result.map((value, i) =>
+    params.items[i]?.section === "superqode" && value && typeof value === "object" && value.python == null
+      ? { ...value, python: selectedInterpreter }
+      : value);
 }
 
 async function selectedPython(): Promise<string | undefined> {
