@@ -1,6 +1,7 @@
-"""The lint role's fixes made from a file's lines (``_lint_fixes``) are the
-diffs and ids ``FileText`` gives the whole file: ids are kept in reports and
-seals, and a faster way of making them must not change one."""
+"""The lint role's fixes made from a file's lines (``_lint_fixes``): the
+diffs ``FileText`` gives the whole file, made only when read, and ids made
+from what each edit replaces and with what (``fix_id``), the same however
+the fix is taken."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from superqode_ls.qe.roles import _lint_fixes
 from superqode_ls.qe.roles._lint_fixes import FileFixes
-from superqode_ls.qe.roles._patches import FileText, TextEdit, patch_id
+from superqode_ls.qe.roles._patches import FileText, TextEdit, _line_starts, _offset, fix_id
 
 LINES = ["x = 1", "", "    y", "z\r", "import os", "é", "-- g", "++ h", "a\x0c-b", "c\x0b+d"]
 CONTENT = ["", "\n", "w", "x = 2", "-- k", "++ m", "p\r", "n\x0c+o",
@@ -23,9 +24,20 @@ def _json(e: TextEdit) -> dict:
 
 
 def _whole(rel: str, text: str, edits: list[TextEdit]):
-    """What the role gave before: the whole file's FileText."""
-    diff, basis = FileText(rel, text, text.split("\n")).fix(edits)
-    return (diff, patch_id("lint-x", diff, basis)) if diff else None
+    """The whole file's diff, and the id of what each edit replaces (its
+    offsets read from the file's lines here, in the file's order)."""
+    diff = FileText(rel, text, text.split("\n")).diff(edits)
+    if not diff:
+        return None
+    starts = _line_starts(text)
+    spans = sorted((_offset(starts, text, e.start_line, e.start_col),
+                    _offset(starts, text, e.end_line, e.end_col), e.content) for e in edits)
+    return diff, fix_id("lint-x", [(text[a:b], c) for a, b, c in spans])
+
+
+def _made(got):
+    """A fix as ``FileFixes.fix`` gives it, its diff read."""
+    return None if got is None else (got[0].text(), got[1])
 
 
 @st.composite
@@ -52,20 +64,20 @@ def test_line_fixes_are_the_whole_file_fixes(monkeypatch):
     # lines past their ends, overlapping edits, lines that read like diff
     # headers or hold breaks str.splitlines knows: the same diff and id, or
     # the same refusal; both ways of making them taken many times.
-    taken = {"line": 0, "part": 0}
-    one_line, whole_of = FileFixes._one_line, FileText.fix
+    taken = {"line": 0, "whole": 0}
+    one_line, whole_of = FileFixes._one_line, FileText.diff
 
     def counted_line(self, *a):
         made = one_line(self, *a)
-        taken["line"] += made is not False
+        taken["line"] += made is not None
         return made
 
-    def counted_part(self, edits, context=3):
-        taken["part"] += self.line0 > 0
+    def counted_whole(self, edits, context=3):
+        taken["whole"] += 1
         return whole_of(self, edits, context)
 
     monkeypatch.setattr(FileFixes, "_one_line", counted_line)
-    monkeypatch.setattr(FileText, "fix", counted_part)
+    monkeypatch.setattr(FileText, "diff", counted_whole)
 
     @settings(max_examples=1000, deadline=None, derandomize=True)
     @given(case())
@@ -76,13 +88,13 @@ def test_line_fixes_are_the_whole_file_fixes(monkeypatch):
         except ValueError:
             want = ValueError
         try:
-            got = FileFixes(rel, text, text.split("\n")).fix("lint-x", [_json(e) for e in edits])
+            got = _made(FileFixes(rel, text, text.split("\n")).fix("lint-x", [_json(e) for e in edits]))
         except ValueError:
             got = ValueError
         assert got == want, (text, edits)
 
     check()
-    assert taken["line"] > 100 and taken["part"] > 20, taken
+    assert taken["line"] > 50 and taken["whole"] > 1000, taken
 
 
 def test_malformed_edits_are_refused_as_before():
@@ -103,7 +115,7 @@ def test_a_part_of_the_file_names_the_files_lines():
     # lines, as the whole file's diff does.
     text = "".join(f"v{i} = {i}\n" for i in range(40))
     edit = TextEdit(30, 1, 31, 8, "joined = 1")
-    got = FileFixes("m.py", text, text.split("\n")).fix("lint-x", [_json(edit)])
+    got = _made(FileFixes("m.py", text, text.split("\n")).fix("lint-x", [_json(edit)]))
     assert got == _whole("m.py", text, [edit])
     assert "@@ -27,8 +27,7 @@" in got[0]
     assert _lint_fixes.CONTEXT == 3
