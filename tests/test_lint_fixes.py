@@ -119,3 +119,50 @@ def test_a_part_of_the_file_names_the_files_lines():
     assert got == _whole("m.py", text, [edit])
     assert "@@ -27,8 +27,7 @@" in got[0]
     assert _lint_fixes.CONTEXT == 3
+
+
+def test_the_role_makes_no_diff_until_one_is_read(make_repo, monkeypatch):
+    # Fixes are named without their diffs (a large tree offers 15,000, most
+    # never read): none is made by the role; reading a patch's diff makes
+    # it, the same as the diff a patch holding it as text serialises to.
+    from superqode_ls.models import Patch
+    from superqode_ls.qe.roles.lint import LintTester
+    from tests.role_helpers import git_apply_check, make_ctx, run_role
+
+    made = []
+    line_diff, whole_diff = FileFixes._one_line, FileText.diff
+    monkeypatch.setattr(FileFixes, "_one_line", lambda self, e: made.append(e) or line_diff(self, e))
+    monkeypatch.setattr(FileText, "diff", lambda self, *a: made.append(a) or whole_diff(self, *a))
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F401", "UP", "I"]\n',
+        "a.py": "import sys\nimport os\nimport json\n\nprint(os, sys, json)\nprint((1))\n",
+    })
+    out = run_role(LintTester(), make_ctx(repo))
+    assert len(out.patches) >= 2 and made == []
+    for p in out.patches:
+        text = p.diff
+        assert text.startswith("diff --git a/a.py b/a.py\n")
+        assert git_apply_check(repo, text).returncode == 0
+        eager = Patch(**{**p.model_dump(), "diff": text})
+        assert p.model_dump_json() == eager.model_dump_json() and p == eager
+        assert p.model_copy(update={"verified": True}).diff == text
+    assert made
+
+
+def test_made_diffs_are_held_up_to_a_bound(monkeypatch):
+    # A diff read twice is made once while it is among the most recently
+    # made ones that fit MEMO_CHARS; older ones are let go and made again.
+    from superqode_ls.qe.roles import _patches
+
+    text = "".join(f"v{i} = {i}\n" for i in range(50))
+    fixes = FileFixes("m.py", text, text.split("\n"))
+    lazy = [fixes.fix("lint-x", [_json(TextEdit(i, 1, i, 2, "w"))])[0] for i in range(1, 40)]
+    made = []
+    monkeypatch.setattr(FileFixes, "diff", lambda self, edits: made.append(edits) or f"{edits[0].start_line:04d}" * 25)
+    monkeypatch.setattr(_patches, "MEMO_CHARS", 500)
+    monkeypatch.setattr(_patches, "_MEMO", type(_patches._MEMO)())
+    monkeypatch.setattr(_patches, "_memo_size", 0)
+    firsts = [d.text() for d in lazy]
+    assert len(made) == len(lazy) and len(_patches._MEMO) == 5 and _patches._memo_size == 500
+    assert [d.text() for d in lazy[-5:]] == firsts[-5:] and len(made) == len(lazy)  # held
+    assert lazy[0].text() == firsts[0] == "0001" * 25 and len(made) == len(lazy) + 1  # made again

@@ -344,7 +344,13 @@ class LazyDiff:
         return self.text()
 
     def __repr__(self) -> str:
-        return repr(self.text())
+        # Not made for a repr: asyncio's run reprs a task's result on its
+        # way out (a role's output, thousands of patches).
+        with _MEMO_LOCK:
+            held = _MEMO.get(id(self))
+        if held is not None and held[0] is self:
+            return repr(held[1])
+        return f"<diff of {len(self.edits)} edit(s) to {getattr(self.source, 'rel', '?')}, made when read>"
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, LazyDiff | str):
