@@ -199,7 +199,7 @@ def _context(seg: str) -> str:
 
 
 # The line breaks str.splitlines knows besides "\n" ("\r" among them, kept
-# inside lines by the diffs).
+# inside lines by the diffs): ``_basis`` reads such a diff line by line.
 _ODD = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
@@ -387,7 +387,8 @@ def patch_id(finding_id: str, diff: str, basis: str | None = None) -> str:
     removes and adds, per file -- not where (hunk headers) nor what is around
     it (context): a neighbouring fix that shifts or edits nearby lines must not
     turn this fix into another one. ``basis``: those lines as ``_basis`` reads
-    them, where the caller has them (``FileText.fix``)."""
+    them, where the caller has them. Fixes made of edits are named by
+    ``fix_id``."""
     if basis is None:
         basis = _basis(diff)
     return f"fix-{finding_id}-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
