@@ -11,11 +11,13 @@ measured part only, interpreter start and imports left out. Runs alternate
 fixes' diffs and ids are the difference.
 
 ``--baseline REV`` also runs the role of commit REV (its ``superqode_ls``
-from ``git archive``) in the same rounds: before/after under one load; the
-two roles' findings and patches (as JSON) must then be identical, or the
-bench says so and exits 1.
+from ``git archive``; or of a checkout, given its folder) in the same
+rounds: before/after under one load; the two roles' findings and patches
+(as JSON) must then be identical but for the fix ids, or the bench says so
+and exits 1. This checkout's fix ids must be the same in every round and
+unique (exit 1 otherwise).
 
-    .venv/bin/python bench/lint.py [TREE ...] [--rounds 7] [--baseline REV] [--json]
+    .venv/bin/python bench/lint.py [TREE ...] [--rounds 7] [--baseline REV|DIR] [--json]
 
 With no TREE it makes one: tests/large_helpers.py's generated project (500
 modules). A tree is any folder; it is linted where it is and left unchanged.
@@ -76,14 +78,23 @@ else:
     asyncio.run(go())
     used = cpu() - t
     out = got[0]
-    # What the role gave, as the session serialises it (after the timing):
-    # the sides must agree byte for byte.
+    # What the role gave, as the session serialises it (after the timing),
+    # but for the fix ids (each fix named by its place in the list, so the
+    # findings' links to them still count): the sides must agree byte for
+    # byte. The ids apart: stable from run to run, unique.
     h = hashlib.sha256(repr((out.status, out.reason, out.tool)).encode())
-    for m in (*out.findings, *out.patches):
-        h.update(m.model_dump_json().encode())
+    place = {p.id: f"fix#{n}" for n, p in enumerate(out.patches)}
+    for m in out.findings:
+        link = place.get(m.fix_patch_id, m.fix_patch_id and "?")
+        h.update(m.model_dump_json(exclude={"fix_patch_id"}).encode() + repr(link).encode())
         h.update(repr(sorted(m.model_fields_set)).encode())
+    for n, m in enumerate(out.patches):
+        h.update(m.model_dump_json(exclude={"id"}).encode() + f"fix#{n}".encode())
+        h.update(repr(sorted(m.model_fields_set)).encode())
+    ids = [p.id for p in out.patches]
     print(json.dumps({"cpu": used, "findings": len(out.findings), "patches": len(out.patches),
-                      "output": h.hexdigest()}))
+                      "output": h.hexdigest(), "ids": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
+                      "unique_ids": len(set(ids)) == len(ids)}))
 """
 
 
@@ -117,7 +128,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trees", nargs="*", type=Path, help="folders to lint (default: a generated one)")
     ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (median)")
-    ap.add_argument("--baseline", metavar="REV", help="also time the role of this commit")
+    ap.add_argument("--baseline", metavar="REV", help="also time the role of this commit (or checkout folder)")
     ap.add_argument("--floor", action="store_true",
                     help="also time this checkout's role making no patches (the fixes' share)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -131,9 +142,12 @@ def main() -> int:
         if args.floor:
             sides["floor"] = ROOT
         if args.baseline:
-            base = tmpd / "baseline"
-            base.mkdir()
-            sides["baseline"] = archive(args.baseline, base)
+            if (Path(args.baseline) / "superqode_ls").is_dir():  # a checkout (a worktree of main)
+                sides["baseline"] = Path(args.baseline).resolve()
+            else:
+                base = tmpd / "baseline"
+                base.mkdir()
+                sides["baseline"] = archive(args.baseline, base)
         results = []
         for tree in trees:
             runs: dict[str, list[dict]] = {k: [] for k in sides}
@@ -155,14 +169,18 @@ def main() -> int:
                 "every": {k: [round(r["cpu"], 2) for r in v] for k, v in runs.items()},
                 "ratio": {k: round(med[k] / med["ruff"], 2) for k in med if k != "ruff"},
             }
+            # This checkout's fix ids: the same every round, none twice.
+            row["ids_stable"] = len({r["ids"] for r in runs["role"]}) == 1
+            row["ids_unique"] = all(r["unique_ids"] for r in runs["role"])
             if "baseline" in runs:
                 row["baseline_findings"] = runs["baseline"][0]["findings"]
                 row["baseline_patches"] = runs["baseline"][0]["patches"]
+                # everything but the fix ids (a baseline may name them otherwise)
                 outputs = {r["output"] for k in ("role", "baseline") for r in runs[k]}
                 row["same_output"] = len(outputs) == 1
             results.append(row)
     load = os.getloadavg()
-    same = all(r.get("same_output", True) for r in results)
+    same = all(r.get("same_output", True) and r["ids_stable"] and r["ids_unique"] for r in results)
     if args.json:
         print(json.dumps({"load": load, "results": results}, indent=1))
         return 0 if same else 1
@@ -188,9 +206,12 @@ def main() -> int:
     for r in results:
         print(f"{Path(r['tree']).name}: every round {r['every']}")
         if "same_output" in r:
-            print(f"{Path(r['tree']).name}: findings and patches "
+            print(f"{Path(r['tree']).name}: findings and patches (but for the fix ids) "
                   + ("identical to the baseline's" if r["same_output"] else "DIFFER from the baseline's"))
-    return 0 if all(r.get("same_output", True) for r in results) else 1
+        print(f"{Path(r['tree']).name}: fix ids "
+              + ("stable across rounds" if r["ids_stable"] else "CHANGE between rounds") + ", "
+              + ("unique" if r["ids_unique"] else "NOT unique"))
+    return 0 if same else 1
 
 
 def _py_files(tree: Path):

@@ -261,3 +261,27 @@ def test_the_projects_mypy_must_pass_no_worse(make_repo):
     out = asyncio.run(go(0))
     assert all(not p.verified and p.verified_by == "tool" and "no time left" in p.verification
                for p in out.values())
+
+
+@needs_ruff
+def test_a_fix_id_of_the_old_form_is_no_such_suggestion(make_repo, capsys):
+    # Fix ids were once hashed from the diff's lines; a stored one of that
+    # form names no fix now: one line, exit 2, the file unchanged.
+    from superqode_ls.qe.roles._patches import patch_id
+
+    repo = make_repo({"pyproject.toml": '[tool.ruff.lint]\nselect = ["F401"]\n',
+                      "m.py": "import os\n\nX = 1\n"})
+    superqe(capsys, "run", str(repo), "-r", "lint_tester")
+    code, out, _ = superqe(capsys, "suggestions", "-C", str(repo), "list")
+    assert code == 0 and out.count("\n") == 1
+    pid = out.split()[0]
+    code, out, _ = superqe(capsys, "suggestions", "show", pid, "-C", str(repo))
+    assert code == 0
+    fid = pid[len("fix-"):-len("-123456")]
+    old = patch_id(fid, out[out.index("diff --git"):])
+    assert old != pid
+    code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", old)
+    assert code == 2 and "no suggestion" in err and err.strip().count("\n") == 0
+    assert (repo / "m.py").read_text() == "import os\n\nX = 1\n"
+    code, _, _ = superqe(capsys, "suggestions", "-C", str(repo), "apply", pid)
+    assert code == 0 and (repo / "m.py").read_text() == "\nX = 1\n"

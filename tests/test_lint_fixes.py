@@ -1,6 +1,7 @@
-"""The lint role's fixes made from a file's lines (``_lint_fixes``) are the
-diffs and ids ``FileText`` gives the whole file: ids are kept in reports and
-seals, and a faster way of making them must not change one."""
+"""The lint role's fixes made from a file's lines (``_lint_fixes``): the
+diffs ``FileText`` gives the whole file, made only when read, and ids made
+from what each edit replaces and with what (``fix_id``), the same however
+the fix is taken."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from superqode_ls.qe.roles import _lint_fixes
 from superqode_ls.qe.roles._lint_fixes import FileFixes
-from superqode_ls.qe.roles._patches import FileText, TextEdit, patch_id
+from superqode_ls.qe.roles._patches import FileText, TextEdit, _line_starts, _offset, fix_id
 
 LINES = ["x = 1", "", "    y", "z\r", "import os", "é", "-- g", "++ h", "a\x0c-b", "c\x0b+d"]
 CONTENT = ["", "\n", "w", "x = 2", "-- k", "++ m", "p\r", "n\x0c+o",
@@ -23,9 +24,20 @@ def _json(e: TextEdit) -> dict:
 
 
 def _whole(rel: str, text: str, edits: list[TextEdit]):
-    """What the role gave before: the whole file's FileText."""
-    diff, basis = FileText(rel, text, text.split("\n")).fix(edits)
-    return (diff, patch_id("lint-x", diff, basis)) if diff else None
+    """The whole file's diff, and the id of what each edit replaces (its
+    offsets read from the file's lines here, in the file's order)."""
+    diff = FileText(rel, text, text.split("\n")).diff(edits)
+    if not diff:
+        return None
+    starts = _line_starts(text)
+    spans = sorted((_offset(starts, text, e.start_line, e.start_col),
+                    _offset(starts, text, e.end_line, e.end_col), e.content) for e in edits)
+    return diff, fix_id("lint-x", [(text[a:b], c) for a, b, c in spans])
+
+
+def _made(got):
+    """A fix as ``FileFixes.fix`` gives it, its diff read."""
+    return None if got is None else (got[0].text(), got[1])
 
 
 @st.composite
@@ -52,20 +64,20 @@ def test_line_fixes_are_the_whole_file_fixes(monkeypatch):
     # lines past their ends, overlapping edits, lines that read like diff
     # headers or hold breaks str.splitlines knows: the same diff and id, or
     # the same refusal; both ways of making them taken many times.
-    taken = {"line": 0, "part": 0}
-    one_line, whole_of = FileFixes._one_line, FileText.fix
+    taken = {"line": 0, "whole": 0}
+    one_line, whole_of = FileFixes._one_line, FileText.diff
 
     def counted_line(self, *a):
         made = one_line(self, *a)
-        taken["line"] += made is not False
+        taken["line"] += made is not None
         return made
 
-    def counted_part(self, edits, context=3):
-        taken["part"] += self.line0 > 0
+    def counted_whole(self, edits, context=3):
+        taken["whole"] += 1
         return whole_of(self, edits, context)
 
     monkeypatch.setattr(FileFixes, "_one_line", counted_line)
-    monkeypatch.setattr(FileText, "fix", counted_part)
+    monkeypatch.setattr(FileText, "diff", counted_whole)
 
     @settings(max_examples=1000, deadline=None, derandomize=True)
     @given(case())
@@ -76,13 +88,13 @@ def test_line_fixes_are_the_whole_file_fixes(monkeypatch):
         except ValueError:
             want = ValueError
         try:
-            got = FileFixes(rel, text, text.split("\n")).fix("lint-x", [_json(e) for e in edits])
+            got = _made(FileFixes(rel, text, text.split("\n")).fix("lint-x", [_json(e) for e in edits]))
         except ValueError:
             got = ValueError
         assert got == want, (text, edits)
 
     check()
-    assert taken["line"] > 100 and taken["part"] > 20, taken
+    assert taken["line"] > 50 and taken["whole"] > 1000, taken
 
 
 def test_malformed_edits_are_refused_as_before():
@@ -103,7 +115,54 @@ def test_a_part_of_the_file_names_the_files_lines():
     # lines, as the whole file's diff does.
     text = "".join(f"v{i} = {i}\n" for i in range(40))
     edit = TextEdit(30, 1, 31, 8, "joined = 1")
-    got = FileFixes("m.py", text, text.split("\n")).fix("lint-x", [_json(edit)])
+    got = _made(FileFixes("m.py", text, text.split("\n")).fix("lint-x", [_json(edit)]))
     assert got == _whole("m.py", text, [edit])
     assert "@@ -27,8 +27,7 @@" in got[0]
     assert _lint_fixes.CONTEXT == 3
+
+
+def test_the_role_makes_no_diff_until_one_is_read(make_repo, monkeypatch):
+    # Fixes are named without their diffs (a large tree offers 15,000, most
+    # never read): none is made by the role; reading a patch's diff makes
+    # it, the same as the diff a patch holding it as text serialises to.
+    from superqode_ls.models import Patch
+    from superqode_ls.qe.roles.lint import LintTester
+    from tests.role_helpers import git_apply_check, make_ctx, run_role
+
+    made = []
+    line_diff, whole_diff = FileFixes._one_line, FileText.diff
+    monkeypatch.setattr(FileFixes, "_one_line", lambda self, e: made.append(e) or line_diff(self, e))
+    monkeypatch.setattr(FileText, "diff", lambda self, *a: made.append(a) or whole_diff(self, *a))
+    repo = make_repo({
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F401", "UP", "I"]\n',
+        "a.py": "import sys\nimport os\nimport json\n\nprint(os, sys, json)\nprint((1))\n",
+    })
+    out = run_role(LintTester(), make_ctx(repo))
+    assert len(out.patches) >= 2 and made == []
+    for p in out.patches:
+        text = p.diff
+        assert text.startswith("diff --git a/a.py b/a.py\n")
+        assert git_apply_check(repo, text).returncode == 0
+        eager = Patch(**{**p.model_dump(), "diff": text})
+        assert p.model_dump_json() == eager.model_dump_json() and p == eager
+        assert p.model_copy(update={"verified": True}).diff == text
+    assert made
+
+
+def test_made_diffs_are_held_up_to_a_bound(monkeypatch):
+    # A diff read twice is made once while it is among the most recently
+    # made ones that fit MEMO_CHARS; older ones are let go and made again.
+    from superqode_ls.qe.roles import _patches
+
+    text = "".join(f"v{i} = {i}\n" for i in range(50))
+    fixes = FileFixes("m.py", text, text.split("\n"))
+    lazy = [fixes.fix("lint-x", [_json(TextEdit(i, 1, i, 2, "w"))])[0] for i in range(1, 40)]
+    made = []
+    monkeypatch.setattr(FileFixes, "diff", lambda self, edits: made.append(edits) or f"{edits[0].start_line:04d}" * 25)
+    monkeypatch.setattr(_patches, "MEMO_CHARS", 500)
+    monkeypatch.setattr(_patches, "_MEMO", type(_patches._MEMO)())
+    monkeypatch.setattr(_patches, "_memo_size", 0)
+    firsts = [d.text() for d in lazy]
+    assert len(made) == len(lazy) and len(_patches._MEMO) == 5 and _patches._memo_size == 500
+    assert [d.text() for d in lazy[-5:]] == firsts[-5:] and len(made) == len(lazy)  # held
+    assert lazy[0].text() == firsts[0] == "0001" * 25 and len(made) == len(lazy) + 1  # made again

@@ -283,20 +283,20 @@ def test_gc_pause_resumes_once_and_only_where_it_was_on():
         gc.enable()
 
 
-def test_one_line_fix_ids_read_from_the_fix_match_the_ids_of_the_diff():
-    # FileText.fix gives a one-line fix's id basis from its own lines, not
-    # from the diff: the id must be the one patch_id reads from the whole
-    # diff, also where a line holds a break str.splitlines knows ("\x0c",
-    # "\x0b", "\u2028", "\r"), where a changed line reads like a ---/+++
-    # header, and with the file's split handed in by the caller.
+def test_what_a_fix_changes_is_what_its_diff_changes():
+    # A fix's id is made from FileText.changes, without its diff: it must
+    # say "no change" exactly where the diff is empty, refuse exactly where
+    # the diff does, and otherwise name each edit's replaced text and new
+    # text in the file's order; through CRLF, breaks str.splitlines knows,
+    # lines that read like diff headers, the file's edges.
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from superqode_ls.qe.roles._patches import FileText, patch_id
+    from superqode_ls.qe.roles._patches import FileText
 
     plain = ["x = 1", "", "    y", "-- g", "++ h", "import os"]
     line = st.sampled_from([*plain * 6, "z\r", "a\x0c-b", "c\x0b+d", "e\u2028-f"])
-    content = st.sampled_from(["", "\n", "w", "x = 2", "-- k", "++ m", "n\x0c+o", "p\r"])
+    content = st.sampled_from(["", "\n", "w", "x = 2", "-- k", "++ m", "n\x0c+o", "p\r", "x"])
 
     @st.composite
     def case(draw):
@@ -310,42 +310,53 @@ def test_one_line_fix_ids_read_from_the_fix_match_the_ids_of_the_diff():
             sc = draw(st.integers(1, 6))
             ec = draw(st.integers(sc if el == sl else 1, 7))
             edits.append(TextEdit(sl, sc, el, ec, draw(content)))
-        return draw(st.sampled_from(["p/f.py", "p/\x0cf.py"])), text, edits
+        return text, edits
 
-    fast = 0
+    seen = {"none": 0, "some": 0}
 
-    # derandomized: the fast path is taken for plain lines only, a few
-    # percent of these cases, and the count below must not depend on luck
     @settings(max_examples=600, deadline=None, derandomize=True)
     @given(case())
     def check(c):
-        nonlocal fast
-        rel, text, edits = c
+        text, edits = c
         try:
-            want = _window_diff(rel, text, edits)
+            want = _window_diff("p/f.py", text, edits)
         except ValueError:
-            want = None
+            want = ValueError
         try:
-            diff, basis = FileText(rel, text, text.split("\n")).fix(edits)
+            got = FileText("p/f.py", text, text.split("\n")).changes(edits)
         except ValueError:
-            assert want is None
+            got = ValueError
+        if want is ValueError or not want:
+            assert got == (want if want is ValueError else None), (text, edits)
+            seen["none"] += want is not ValueError
             return
-        assert diff == want
-        if diff:
-            fast += basis is not None
-            assert patch_id("lint-x", diff, basis) == patch_id("lint-x", diff) == _line_id(diff)
+        seen["some"] += 1
+        lines = text.split("\n")
+
+        def at(line, col):
+            return min(len(text), sum(len(ln) + 1 for ln in lines[:line - 1]) + col - 1)
+
+        spans = sorted((at(e.start_line, e.start_col), at(e.end_line, e.end_col), e.content)
+                       for e in edits)
+        assert got == [(text[i:j], new) for i, j, new in spans], (text, edits)
 
     check()
-    assert fast > 3  # the id read from the fix's own lines was exercised
+    assert seen["none"] > 5 and seen["some"] > 100, seen
 
 
-def test_role_patch_ids_are_the_ids_of_their_diffs(make_repo):
-    # On a real ruff run the ids the role reads from a fix's own lines are
-    # the ones patch_id gives its whole diff, and each one-line fix's diff is
-    # the one unified_diff makes of the file and its fixed text; a form feed
-    # and a "\v" in context lines (breaks str.splitlines knows) and lines
-    # that read like diff headers included.
-    from superqode_ls.qe.roles._patches import patch_id
+def test_role_patch_ids_are_the_ids_of_their_edits(make_repo):
+    # On a real ruff run each fix's id is its finding's and what ruff's
+    # edits replace and with what (no positions, no context), and each
+    # one-line fix's diff, made when read, is the one unified_diff makes of
+    # the file and its fixed text; a form feed and a "\v" in context lines
+    # (breaks str.splitlines knows) and lines that read like diff headers
+    # included.
+    import subprocess
+
+    import pydantic_core
+
+    from superqode_ls.qe.roles import lint
+    from superqode_ls.qe.roles._patches import fix_id
 
     body = "".join(f"x{i} = {i}\n" for i in range(8))
     repo = make_repo({
@@ -355,12 +366,30 @@ def test_role_patch_ids_are_the_ids_of_their_diffs(make_repo):
         "pkg/ff.py": "print((1))\n\x0c\nx = 1  # a\x0b-b\nprint((2))\ny = -- 1\nprint((3))\n",
         "pkg/imports.py": "import sys\nimport os\nimport json\n\nprint(os, sys, json)\n",
     })
-    out = run_role(LintTester(), make_ctx(repo))
+    ctx = make_ctx(repo)
+    out = run_role(LintTester(), ctx)
     assert out.status == "ok"
     assert len([p for p in out.patches if p.files == ["pkg/ff.py"]]) == 3
+    cmd = lint.ruff_command(lint.tool_path("ruff"), ctx.sandbox, ["."])
+    data = pydantic_core.from_json(subprocess.run(cmd, cwd=ctx.sandbox, capture_output=True,
+                                                  check=True).stdout)
+    by_place = {(f.file, f.rule_id, f.range.start_line, f.range.start_col): f.id for f in out.findings}
+    want = set()
+    for d in data:
+        if not (d.get("fix") or {}).get("edits"):
+            continue
+        rel = d["filename"][len(str(ctx.sandbox)) + 1:]
+        text = (ctx.sandbox / rel).read_bytes().decode()
+        lines = text.split("\n")
+
+        def at(loc, lines=lines):
+            return sum(len(ln) + 1 for ln in lines[:loc["row"] - 1]) + loc["column"] - 1
+
+        edits = sorted((at(e["location"]), at(e["end_location"]), e["content"]) for e in d["fix"]["edits"])
+        fid = by_place[(rel, d["code"], d["location"]["row"], d["location"]["column"])]
+        want.add(fix_id(fid, [(text[i:j], new) for i, j, new in edits]))
+    assert {p.id for p in out.patches} == want and len(want) == len(out.patches) > 5
     for p in out.patches:
-        (fid,) = p.finding_ids
-        assert p.id == patch_id(fid, p.diff), p.diff
         old = (repo / p.files[0]).read_bytes().decode()
         if p.diff.count("\n-") == 1 and p.diff.count("\n+") == 2:  # one line made another
             copy = repo.parent / "copy"
@@ -372,9 +401,9 @@ def test_role_patch_ids_are_the_ids_of_their_diffs(make_repo):
 
 
 def _line_id(diff: str) -> str:
-    """A fix's id as patch_id first defined it: its finding's id and the
-    lines the diff removes and adds, as str.splitlines splits it. Ids are
-    kept in reports and seals: a faster reading must give the same ones."""
+    """A diff-made fix's id (the security role's) as patch_id first defined
+    it: its finding's id and the lines the diff removes and adds, as
+    str.splitlines splits it. A faster reading must give the same ones."""
     import hashlib
 
     basis = "\x1f".join(

@@ -4,8 +4,9 @@ A large tree gives some 17,600 diagnostics and 15,000 fixes, so the work
 per item is kept to what the result holds: each finding and range is made
 as validating it would leave it (its fields in the model's order, the same
 fields set) straight from a dict, each id is one hash, and a file is read
-and split at "\\n" once, for its snippets and its fixes (``_lint_fixes``),
-and let go once its patches are made.
+and split at "\\n" once, for its snippets and its fixes (``_lint_fixes``):
+a fix's diff is made from that text when something reads it, so a file
+with fixes is held as long as their patches are.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ import difflib
 import hashlib
 import itertools
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
@@ -88,7 +90,7 @@ class FileText:
     thousands of lines, and splitting (or rebuilding) the text per fix was
     most of the lint role's own time."""
 
-    __slots__ = ("head", "line0", "pieces", "plain", "rel", "starts", "text")  # one per fixed file
+    __slots__ = ("head", "line0", "pieces", "rel", "starts", "text")  # one per fixed file
 
     def __init__(self, rel: str, text: str, pieces: list[str] | None = None, line0: int = 0):
         self.rel = rel
@@ -101,9 +103,6 @@ class FileText:
         # where the caller already has it (the role's snippets).
         self.pieces = text.split("\n") if pieces is None else pieces
         self.starts = _starts(self.pieces)
-        # Whether ``patch_id`` may read a one-line fix's header from its
-        # name (``_ODD``: see ``fix``).
-        self.plain = _ODD.search(rel) is None and "\n" not in rel
         self.head = _header(rel)  # the same for all of its fixes
 
     def lines(self, i: int, j: int) -> list[str]:
@@ -120,11 +119,6 @@ class FileText:
         they overlap. Only the lines the edits touch are rebuilt; the diff is
         the one ``unified_diff`` gives for a change of one block, a valid one
         otherwise."""
-        return self.fix(edits, context)[0]
-
-    def fix(self, edits: list[TextEdit], context: int = 3) -> tuple[str, str | None]:
-        """``diff(edits)`` and, where it is cheap to know, the basis of its
-        ``patch_id`` (None: read it from the diff)."""
         text, starts = self.text, self.starts
         if len(edits) == 1:  # most fixes: no sort, nothing to overlap
             e = edits[0]
@@ -136,7 +130,7 @@ class FileText:
         else:
             spans = _spans(starts, text, edits)
             if not spans:
-                return "", None
+                return ""
         # The lines the edits touch: from the first one's start to the end
         # of the line holding the last one's end (spans do not overlap, so
         # the last span ends last).
@@ -146,7 +140,7 @@ class FileText:
         r_e = starts[last + 1] if last + 1 < len(starts) else len(text)
         new = _splice(text, spans, r_s, r_e)
         if new == text[r_s:r_e]:
-            return "", None
+            return ""
         # The window with ``context`` lines around: its old lines are the
         # file's; the new ones the same with the touched lines replaced
         # (those end in a newline unless they end the file, so the lists
@@ -165,23 +159,38 @@ class FileText:
                 before = text[w_s:r_s]
                 span = _range(w0 + self.line0, first - w0 + 1 + after.count("\n"))
                 old = text[r_s:r_e]
-                head = self.head
-                diff = "".join([
-                    head, "@@ -", span, " +", span, " @@\n",
+                return "".join([
+                    self.head, "@@ -", span, " +", span, " @@\n",
                     _context(before), "-", old, "+", new, _context(after)])
-                if (not self.plain or _ODD.search(text, w_s, w_e) or _ODD.search(new)
-                        or old.startswith("-- ") or new.startswith("++ ")):
-                    # str.splitlines (``patch_id``'s) also breaks at these:
-                    # a line holding one may add a "+"/"-" piece; and a
-                    # changed line that reads as a "---"/"+++" header is
-                    # not in the id. ``patch_id`` reads the diff then.
-                    return diff, None
-                # What ``patch_id`` reads of this diff: its first line and
-                # the two changed ones (each one line, ending in a newline).
-                return diff, f"diff --git a/{self.rel} b/{self.rel}\x1f-{old[:-1]}\x1f+{new[:-1]}"
         before, after_lines = self.lines(w0, first), self.lines(last + 1, w1)
         return _diff_lines(self.rel, [*before, *self.lines(first, last + 1), *after_lines],
-                           [*before, *split_lines(new), *after_lines], context, w0 + self.line0), None
+                           [*before, *split_lines(new), *after_lines], context, w0 + self.line0)
+
+
+    def changes(self, edits: list[TextEdit]) -> list[tuple[str, str]] | None:
+        """What ``edits`` change, for the fix's id: each one's original text
+        and new text, in the file's order; None when they change nothing
+        (``diff`` gives "" then) and ValueError when they overlap, as
+        ``diff`` decides, without making the diff."""
+        text = self.text
+        if len(edits) == 1:  # as ``diff`` reads one edit
+            e = edits[0]
+            start = _offset(self.starts, text, e.start_line, e.start_col)
+            end = _offset(self.starts, text, e.end_line, e.end_col)
+            if end < start:
+                raise ValueError("overlapping edits")
+            spans = [(start, end, e.content)]
+        else:
+            spans = _spans(self.starts, text, edits)
+            if not spans:
+                return None
+        lo, hi = spans[0][0], spans[-1][1]
+        if len(spans) == 1:
+            if text[lo:hi] == spans[0][2]:
+                return None
+        elif _splice(text, spans, lo, hi) == text[lo:hi]:
+            return None
+        return [(text[start:end], content) for start, end, content in spans]
 
 
 def _context(seg: str) -> str:
@@ -190,7 +199,7 @@ def _context(seg: str) -> str:
 
 
 # The line breaks str.splitlines knows besides "\n" ("\r" among them, kept
-# inside lines by the diffs).
+# inside lines by the diffs): ``_basis`` reads such a diff line by line.
 _ODD = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
@@ -297,12 +306,89 @@ def _one_hunk(
     ]
 
 
+def fix_id(finding_id: str, changes: Iterable[tuple[str, str]]) -> str:
+    """A fix's id from its finding's and what its edits change: each edit's
+    original text (of the range it replaces) and new text, in the file's
+    order. Not where (positions) nor what is around it (context): a
+    neighbouring fix that shifts or edits nearby lines must not turn this
+    fix into another one; and no diff is needed to name a fix."""
+    basis = "\x1f".join([f"{old}\x1e{new}" for old, new in changes])
+    return f"fix-{finding_id}-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+class LazyDiff:
+    """A patch's diff, made when something reads it (``models._Diff``):
+    ``source.diff(edits)`` over the file's text as the role read it. Made
+    diffs are memoised, most recent first, up to ``MEMO_CHARS`` characters
+    in all (a session reads each fix's diff a few times: registering,
+    sealing, reporting)."""
+
+    __slots__ = ("edits", "source")
+
+    def __init__(self, source: Any, edits: list[TextEdit]):
+        self.source = source
+        self.edits = edits
+
+    def text(self) -> str:
+        key = id(self)
+        with _MEMO_LOCK:
+            held = _MEMO.get(key)
+            if held is not None and held[0] is self:
+                _MEMO.move_to_end(key)
+                return held[1]
+        made = self.source.diff(self.edits)
+        _remember(key, self, made)
+        return made
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        # Not made for a repr: asyncio's run reprs a task's result on its
+        # way out (a role's output, thousands of patches).
+        with _MEMO_LOCK:
+            held = _MEMO.get(id(self))
+        if held is not None and held[0] is self:
+            return repr(held[1])
+        return f"<diff of {len(self.edits)} edit(s) to {getattr(self.source, 'rel', '?')}, made when read>"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyDiff | str):
+            return self.text() == str(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal by text, which is made on demand
+
+
+MEMO_CHARS = 32 << 20
+_MEMO: OrderedDict[int, tuple[LazyDiff, str]] = OrderedDict()  # id -> (the maker, its diff)
+_MEMO_LOCK = threading.Lock()
+_memo_size = 0
+
+
+def _remember(key: int, lazy: LazyDiff, made: str) -> None:
+    global _memo_size
+    with _MEMO_LOCK:
+        old = _MEMO.pop(key, None)
+        if old is not None:
+            _memo_size -= len(old[1])
+        # The maker is held with its diff, so its id is not reused while
+        # the entry stands.
+        _MEMO[key] = (lazy, made)
+        _memo_size += len(made)
+        while _memo_size > MEMO_CHARS and len(_MEMO) > 1:
+            _, (_, gone) = _MEMO.popitem(last=False)
+            _memo_size -= len(gone)
+
+
 def patch_id(finding_id: str, diff: str, basis: str | None = None) -> str:
-    """The fix's id: its finding's and what the diff changes -- the lines it
+    """The id of a fix known by its diff only (a whole new text: the
+    security role's): its finding's and what the diff changes -- the lines it
     removes and adds, per file -- not where (hunk headers) nor what is around
     it (context): a neighbouring fix that shifts or edits nearby lines must not
     turn this fix into another one. ``basis``: those lines as ``_basis`` reads
-    them, where the caller has them (``FileText.fix``)."""
+    them, where the caller has them. Fixes made of edits are named by
+    ``fix_id``."""
     if basis is None:
         basis = _basis(diff)
     return f"fix-{finding_id}-{hashlib.sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
