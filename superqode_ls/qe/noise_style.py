@@ -30,6 +30,7 @@ from functools import cache
 
 from ..models import Finding, Severity
 from .context import mark_noise
+from .ruff_rules import LIKELY_BUG
 
 # Rules that speak of what the code does, at whatever severity ruff's rating
 # gives them.
@@ -55,10 +56,7 @@ TOLERATED = 5
 
 @cache
 def _likely_bug(rule: str) -> bool:
-    # The lint role's own list; imported when a lint finding is judged, not
-    # with the filter (the server imports this module at start; no cycle).
-    from .roles.lint import _LIKELY_BUG
-    return bool(_LIKELY_BUG.match(rule))
+    return bool(LIKELY_BUG.match(rule))
 
 
 def _opinion(f: Finding) -> bool:

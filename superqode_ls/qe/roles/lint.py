@@ -16,9 +16,7 @@ never verified nor part of fix-all (``verify_step.choose``).
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,44 +24,13 @@ import pydantic_core
 
 from ...models import Finding, Severity
 from ..gc_pause import PAUSE
+from ..ruff_rules import LIKELY_BUG, ruff_severity
 from ._common import SKIP_DIRS, load_json, selected_files, tail
 from ._lint_parse import Kind, parse
 from ._target import _toml, ruff_target
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
-
-# Rules that mean the code is broken or will fail at run time.
-_HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|invalid-syntax)$")
-# bugbear's idiom notes: true, rarely a bug, often deliberate (an attribute
-# read for its side effect, hasattr(x, "__call__"), getattr with a constant
-# name, an unused loop variable, an abstract class without abstract methods).
-_IDIOM = re.compile(r"^B(004|007|009|010|018|024|027)$")
-# Likely bugs rather than style. Not RUF012/RUF013 (a mutable class
-# attribute without ``ClassVar``, an implicit ``Optional``): notes on the
-# annotations, not on what the code does.
-_MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF006)$")
-# Of the medium rules, those that are most often a bug wherever they fire:
-# shown even where the project never chose them (ruff runs them by default).
-_LIKELY_BUG = re.compile(
-    r"^(B00[2356]|B01[2569]|B02[1359]|B03[01235]|B039|PLW01(27|28|29|31|33|77)|PLW0211|PLW0245|"
-    r"PLW0406|PLW0711|PLW150[178]|PLW2101|ASYNC\d+|RUF006|S\d+|F\d+)$")
-# Pure style/formatting: worth knowing, never a reason to fail.
-_INFO = re.compile(r"^(E[1-5]\d\d|W\d+|I\d+|D\d+|N\d+|Q\d+|COM\d+|UP\d+|RUF022|ISC\d+)$")
-
-
-@functools.cache  # a few dozen codes, thousands of diagnostics
-def ruff_severity(code: str) -> Severity:
-    if _HIGH.match(code):
-        return Severity.high
-    if _IDIOM.match(code):
-        return Severity.low
-    if _MEDIUM.match(code):
-        return Severity.medium
-    if _INFO.match(code):
-        return Severity.info
-    return Severity.low
-
 
 # ruff's long-standing default rules: what a project without its own
 # selection has always been linted with.
@@ -199,7 +166,7 @@ class _Codes:
         # (B008's call in a default is how FastAPI and typer declare).
         quiet = (self.chosen is not None and not selected_by(code, self.chosen)
                  and (severity.rank <= Severity.low.rank
-                      or (severity is Severity.medium and not _LIKELY_BUG.match(code))))
+                      or (severity is Severity.medium and not LIKELY_BUG.match(code))))
         return Kind(severity, "syntax" if code in ("syntax-error", "invalid-syntax") else "lint",
                     code.lower(), _UNCHOSEN if quiet else None)
 
