@@ -30,7 +30,7 @@ from ..engine.reports import DEFAULT_NEVER_FAIL, did_not_work, fails
 from ..events import EventBus
 from ..models import QualityReport
 from ..runtime import Runtime
-from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file, positive
+from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file, positive, warm_spare
 
 SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
 EXIT_INTERRUPTED = 130
@@ -342,7 +342,11 @@ def _warm_bandit(runtime: Runtime, names: list[str]):
     cannot serve runs the command. None without the security role, without
     bandit, or with ``SUPERQODE_RUN_BANDIT=command``."""
     if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
+        warm_spare.drop()
         return None
+    spare = warm_spare.adopt(runtime)  # the warm helper's, started ahead of this run
+    if spare is not None:
+        return spare
     from ..engine.runtime import warm_analyzer
 
     return warm_analyzer(runtime)

@@ -32,6 +32,7 @@ from . import warm_peer
 from .ending import end_process
 from .warm_child import ChildRun
 from .warm_place import code_stamp, listen, log, unlink_socket
+from .warm_spare import Spare
 
 # What a run imports (measured on a quick run): imported once, here. Names,
 # not imports: the helper prefetches them, it does not use them.
@@ -86,6 +87,7 @@ class Helper:
         self.conns: list[Conn] = []
         self.refused: list[tuple[socket.socket, float]] = []  # (socket, when)
         self.sel.register(listener, selectors.EVENT_READ, self._accept)
+        self.spare = Spare(self.sel)  # a bandit server started ahead of the next run
         # SIGTERM: a flag and a byte on this pipe (the selector wakes), never
         # an exception in the middle of a fork or a reply.
         self.term = False
@@ -280,9 +282,11 @@ class Helper:
         pid = os.fork()
         if pid == 0:
             os.close(go_w)
+            self.spare.in_child()
             # Copies: the caller closes ``fds`` on the way out of the loop.
             raise _InChild(ChildRun(msg, [os.dup(fd) for fd in fds], go_r, self.close_in_child))
         os.close(go_r)
+        self.spare.given_away()
         conn.child, conn.go_w = pid, go_w
         conn.pidfd = os.pidfd_open(pid)
         self.sel.register(conn.pidfd, selectors.EVENT_READ, lambda _fd, c=conn: self._ended(c))
@@ -303,6 +307,8 @@ class Helper:
         self._reply(conn, {"exit": code} if code >= 0 else {"killed": -code})
         self._close(conn)
         self.last = time.monotonic()
+        if not self.stopping and not any(c.child is not None for c in self.conns):
+            self.spare.launch()  # the next run's, while none is under way
 
     def _reply(self, conn: Conn, msg: dict) -> None:
         try:
@@ -326,7 +332,7 @@ class Helper:
 
     def state(self) -> dict:
         return {"ok": True, "pid": os.getpid(), "since": self.started, "runs": self.runs,
-                "idle_s": self.idle_s, "cpu_s": self.cpu_s, "running": sum(c.child is not None for c in self.conns),
+                "idle_s": self.idle_s, "cpu_s": self.cpu_s, "spare": self.spare.ready, "running": sum(c.child is not None for c in self.conns),
                 "idle_left_s": max(0.0, self.idle_s - (time.monotonic() - self.last))}
 
     def close_in_child(self) -> None:
@@ -398,6 +404,7 @@ def serve(idle_s: float, ready_fd: int | None = None) -> int:
     gc.freeze()  # what the imports made is shared with every child, not copied by the collector
     log(f"up: idle exit after {idle_s:g} s")
     _ready(ready_fd, f"ok {me}")
+    helper.spare.launch()
     try:
         helper.loop()
     except _InChild as c:
@@ -405,6 +412,7 @@ def serve(idle_s: float, ready_fd: int | None = None) -> int:
     finally:
         if os.getpid() == me:
             helper._stop_listening()
+            helper.spare.stop()
             log("down")
     if child is not None:
         # The run is done: its client hears of it when this process ends.

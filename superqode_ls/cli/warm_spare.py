@@ -1,0 +1,157 @@
+"""A warm bandit server the warm helper starts ahead of a run, for the next
+run to take (qe/roles/_bandit_warm.py): a run handed to the helper then
+finds bandit imported instead of starting its own server beside the
+sandbox's making (bandit's imports, about 0.4 s of CPU, off every run).
+
+One at a time, and each serves ONE run: the child forked for a run takes
+the spare that is ready at its fork, the helper drops its own ends of the
+server's pipes at once and starts the next spare only once no run is under
+way (so no other run's child holds the new one's pipes). Nothing of a run
+reaches another run's server. The server is the same as a run's own:
+started outside any session like the language server's, inside its own
+read-only namespace sandbox, each request's child behind that request's
+session's Landlock rules (fail closed: a run with no session behind it is
+not served). It ends when the run's child stops it or exits (its stdin
+closes), or with the helper. The helper reaps it (pidfd).
+
+A run takes it only where its own warm bandit would be the same: the
+same interpreter (the helper's, checked at the handoff), the same tools'
+priority and CPUs (``Runtime``), the process's own nice unchanged, and
+``SUPERQODE_RUN_BANDIT`` not ``command``; otherwise it stops the spare and
+starts its own as before."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..qe.roles._bandit_warm import StartingBandit, WarmBandit
+    from ..runtime import Runtime
+
+# In a run's child only: the spare it took at its fork, until the run takes
+# it (``adopt``) or it is stopped. The child's one owner of it.
+_TAKEN: tuple[WarmBandit, Runtime, int] | None = None
+
+
+class Spare:
+    """The helper's side: at most one spare server, and the pidfds of the
+    ones handed to runs, until each is reaped."""
+
+    def __init__(self, sel: selectors.BaseSelector):
+        self.sel = sel
+        self.warm: WarmBandit | None = None
+        self.ready = False
+        self.runtime: Runtime | None = None
+        self.nice = 0
+        self.pidfd: int | None = None
+        self.given: dict[int, int] = {}  # pidfd -> pid, handed to runs, not yet reaped
+
+    def launch(self) -> None:
+        """Start one (not blocking: its ready line is read when it comes)."""
+        if self.warm is not None or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
+            return
+        from ..qe.roles import _bandit_warm
+        from ..runtime import Runtime
+        from ..workspace.proc import spawn_tool
+
+        rt = Runtime.foreground()
+        if _bandit_warm.starting(rt) is None:
+            return  # no bandit beside this interpreter, or no Landlock: none would serve
+        warm = _bandit_warm.WarmBandit(sys.executable, rt)
+        try:
+            # spawn_tool in this (the helper's only) thread: no spawner
+            # thread may exist when the helper forks.
+            fd = warm.launch(spawn_tool)
+            self.pidfd = os.pidfd_open(warm.pid())
+        except OSError:
+            warm.stop()
+            return
+        os.set_inheritable(self.pidfd, False)
+        self.warm, self.ready, self.runtime = warm, False, rt
+        self.nice = os.getpriority(os.PRIO_PROCESS, 0)
+        self.sel.register(fd, selectors.EVENT_READ, self._first_line)
+
+    def _first_line(self, fd) -> None:
+        self.sel.unregister(fd)
+        if self.warm is not None and self.warm.await_ready():
+            self.ready = True
+        else:
+            self.stop()
+
+    def in_child(self) -> None:
+        """In a run's forked child: take the spare if it is ready; drop
+        every other descriptor of the helper's side."""
+        global _TAKEN
+        for fd in self.given:
+            os.close(fd)
+        if self.warm is not None and self.ready and self.pidfd is not None:
+            self.warm.hand_over(self.pidfd)
+            _TAKEN = (self.warm, self.runtime, self.nice)
+        elif self.warm is not None:
+            self.warm.release()  # not ready: it stays the helper's
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+        self.warm = None
+
+    def given_away(self) -> None:
+        """In the helper, after a fork whose child took the spare: the
+        server is that run's; only its reaping stays here."""
+        if self.warm is None or not self.ready or self.pidfd is None:
+            return
+        pid, fd = self.warm.pid(), self.pidfd
+        self.warm.release()
+        self.warm, self.ready, self.pidfd = None, False, None
+        self.given[fd] = pid
+        self.sel.register(fd, selectors.EVENT_READ, self._reap)
+
+    def _reap(self, fd) -> None:
+        self.sel.unregister(fd)
+        pid = self.given.pop(fd)
+        os.close(fd)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+    def stop(self) -> None:
+        """The spare not given (the helper ends, or it did not come up)."""
+        warm, self.warm, self.ready = self.warm, None, False
+        if warm is not None:
+            if not warm._ready.is_set() and warm._out is not None:
+                try:
+                    self.sel.unregister(warm._out.fileno())
+                except (KeyError, ValueError):
+                    pass
+            warm.stop()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+def adopt(runtime: Runtime) -> StartingBandit | None:
+    """In a run handed to the helper: the spare it took, as the run's own
+    warm bandit (already started), when it is the one the run would start;
+    else None (a spare taken but not fit is stopped)."""
+    global _TAKEN
+    taken, _TAKEN = _TAKEN, None
+    if taken is None:
+        return None
+    warm, rt, nice = taken
+    if (rt.nice, rt.tool_cpus) != (runtime.nice, runtime.tool_cpus) \
+            or os.getpriority(os.PRIO_PROCESS, 0) != nice:
+        warm.stop()
+        return None
+    from ..qe.roles._bandit_warm import StartingBandit
+
+    return StartingBandit(runtime, warm.python, starter=lambda _rt, _py: warm)
+
+
+def drop() -> None:
+    """A run that takes no warm bandit stops the spare it took."""
+    global _TAKEN
+    taken, _TAKEN = _TAKEN, None
+    if taken is not None:
+        taken[0].stop()
