@@ -74,6 +74,10 @@ class Spare:
         self.nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.sel.register(fd, selectors.EVENT_READ, self._first_line)
 
+    def ready_pid(self) -> int | None:
+        """The pid of the spare ready for the next run (None: none is)."""
+        return self.warm.pid() if self.warm is not None and self.ready else None
+
     def _first_line(self, fd) -> None:
         self.sel.unregister(fd)
         if self.warm is not None and self.warm.await_ready():
