@@ -332,7 +332,7 @@ class Helper:
 
     def state(self) -> dict:
         return {"ok": True, "pid": os.getpid(), "since": self.started, "runs": self.runs,
-                "idle_s": self.idle_s, "cpu_s": self.cpu_s, "spare": self.spare.ready_pid(),
+                "idle_s": self.idle_s, "cpu_s": self.cpu_s + self.spare.cpu_s, "spare": self.spare.ready_pid(),
                 "running": sum(c.child is not None for c in self.conns),
                 "idle_left_s": max(0.0, self.idle_s - (time.monotonic() - self.last))}
 

@@ -48,6 +48,7 @@ class Spare:
         self.nice = 0
         self.pidfd: int | None = None
         self.given: dict[int, int] = {}  # pidfd -> pid, handed to runs, not yet reaped
+        self.cpu_s = 0.0  # of the servers handed to runs, reaped
 
     def launch(self) -> None:
         """Start one (not blocking: its ready line is read when it comes)."""
@@ -116,9 +117,12 @@ class Spare:
         pid = self.given.pop(fd)
         os.close(fd)
         try:
-            os.waitpid(pid, 0)
+            usage = os.wait4(pid, 0)[2]
         except ChildProcessError:
-            pass
+            return
+        # Counted with the runs' CPU (``state``): the server and the
+        # analyses it ran were a run's, though started here.
+        self.cpu_s += usage.ru_utime + usage.ru_stime
 
     def stop(self) -> None:
         """The spare not given (the helper ends, or it did not come up)."""
