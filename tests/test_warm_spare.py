@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import time
 
 import pytest
 
+from superqode_ls.cli import warm_spare
+from superqode_ls.cli.warm_spare import Spare
 from superqode_ls.qe.roles import _bandit_warm
 from superqode_ls.runtime import Runtime
+from superqode_ls.workspace import landlock, namespaces
 
 from .warm_helpers import cold_env, running, state, superqe, wait_exit
 
@@ -73,3 +77,38 @@ def test_a_run_that_runs_bandit_as_a_command_stops_the_spare(make_repo, warm):
     assert [c.get("warm") for c in bandit_calls(res.stdout)] == [None]
     assert wait_exit(first, 30)
     assert spare_pid(other_than=first) != first
+
+
+def test_a_command_that_runs_no_bandit_leaves_the_spare_to_the_next_run(make_repo, warm):
+    repo = make_repo(FILES)
+    first = spare_pid()
+    res = superqe("exec", str(repo), "--", "true")
+    assert res.returncode == 0, res.stderr
+    assert state()["runs"] == 1
+    assert state()["spare"] == first
+
+
+@pytest.mark.skipif(not namespaces.active(), reason="no namespace sandbox to compare")
+def test_a_spare_less_sandboxed_than_the_runs_own_is_not_taken(monkeypatch):
+    """A helper started with SUPERQODE_NAMESPACES=off starts its spare with
+    no namespace sandbox; a run whose client has the sandbox stops it and
+    starts its own."""
+    sel = selectors.DefaultSelector()
+    spare = Spare(sel)
+    monkeypatch.setenv(namespaces.OFF_ENV, "off")
+    try:
+        spare.launch()
+        while spare.fd is not None:
+            for key, _ in sel.select(timeout=120):
+                key.data(key.fileobj)
+        pid = spare.ready_pid()
+        assert pid is not None
+        monkeypatch.delenv(namespaces.OFF_ENV)
+        spare.in_child()  # as the run's child takes it
+        assert warm_spare.adopt(Runtime.foreground()) is None
+        assert wait_exit(pid, 30)  # stopped, not left running
+    finally:
+        spare.stop()
+        sel.close()
+        namespaces.forget()
+        landlock.forget()

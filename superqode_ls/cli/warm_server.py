@@ -282,11 +282,12 @@ class Helper:
         pid = os.fork()
         if pid == 0:
             os.close(go_w)
-            self.spare.in_child()
+            self.spare.in_child(take=msg["argv"][0] == "run")
             # Copies: the caller closes ``fds`` on the way out of the loop.
             raise _InChild(ChildRun(msg, [os.dup(fd) for fd in fds], go_r, self.close_in_child))
         os.close(go_r)
-        self.spare.given_away()
+        if msg["argv"][0] == "run":  # (the only command that runs bandit)
+            self.spare.given_away()
         conn.child, conn.go_w = pid, go_w
         conn.pidfd = os.pidfd_open(pid)
         self.sel.register(conn.pidfd, selectors.EVENT_READ, lambda _fd, c=conn: self._ended(c))

@@ -47,6 +47,7 @@ class Spare:
         self.runtime: Runtime | None = None
         self.nice = 0
         self.pidfd: int | None = None
+        self.fd: int | None = None  # its ready line comes on this (registered until it does)
         self.given: dict[int, int] = {}  # pidfd -> pid, handed to runs, not yet reaped
         self.cpu_s = 0.0  # of the servers handed to runs, reaped
 
@@ -56,22 +57,31 @@ class Spare:
             return
         from ..qe.roles import _bandit_warm
         from ..runtime import Runtime
+        from ..workspace import landlock, namespaces
         from ..workspace.proc import spawn_tool
 
         rt = Runtime.foreground()
-        if _bandit_warm.starting(rt) is None:
-            return  # no bandit beside this interpreter, or no Landlock: none would serve
-        warm = _bandit_warm.WarmBandit(sys.executable, rt)
+        landlock.forget()  # detected with this environment, as the spare starts now
+        namespaces.forget()
         try:
-            # spawn_tool in this (the helper's only) thread: no spawner
-            # thread may exist when the helper forks.
-            fd = warm.launch(spawn_tool)
-            self.pidfd = os.pidfd_open(warm.pid())
-        except OSError:
-            warm.stop()
-            return
+            if _bandit_warm.starting(rt) is None:
+                return  # no bandit beside this interpreter, or no Landlock: none would serve
+            warm = _bandit_warm.WarmBandit(sys.executable, rt)
+            try:
+                # spawn_tool in this (the helper's only) thread: no spawner
+                # thread may exist when the helper forks.
+                fd = warm.launch(spawn_tool)
+                self.pidfd = os.pidfd_open(warm.pid())
+            except OSError:
+                warm.stop()
+                return
+        finally:
+            # What the start detected was detected with the helper's
+            # environment: each run detects again with its client's.
+            landlock.forget()
+            namespaces.forget()
         os.set_inheritable(self.pidfd, False)
-        self.warm, self.ready, self.runtime = warm, False, rt
+        self.warm, self.ready, self.runtime, self.fd = warm, False, rt, fd
         self.nice = os.getpriority(os.PRIO_PROCESS, 0)
         self.sel.register(fd, selectors.EVENT_READ, self._first_line)
 
@@ -81,22 +91,23 @@ class Spare:
 
     def _first_line(self, fd) -> None:
         self.sel.unregister(fd)
+        self.fd = None
         if self.warm is not None and self.warm.await_ready():
             self.ready = True
         else:
             self.stop()
 
-    def in_child(self) -> None:
-        """In a run's forked child: take the spare if it is ready; drop
-        every other descriptor of the helper's side."""
+    def in_child(self, take: bool = True) -> None:
+        """In a forked child: take the spare if it is ready and ``take`` (a
+        ``superqe run``); drop every other descriptor of the helper's side."""
         global _TAKEN
         for fd in self.given:
             os.close(fd)
-        if self.warm is not None and self.ready and self.pidfd is not None:
+        if take and self.warm is not None and self.ready and self.pidfd is not None:
             self.warm.hand_over(self.pidfd)
             _TAKEN = (self.warm, self.runtime, self.nice)
         elif self.warm is not None:
-            self.warm.release()  # not ready: it stays the helper's
+            self.warm.release()  # not taken: it stays the helper's
             if self.pidfd is not None:
                 os.close(self.pidfd)
         self.warm = None
@@ -127,12 +138,10 @@ class Spare:
     def stop(self) -> None:
         """The spare not given (the helper ends, or it did not come up)."""
         warm, self.warm, self.ready = self.warm, None, False
+        if self.fd is not None:
+            self.sel.unregister(self.fd)
+            self.fd = None
         if warm is not None:
-            if not warm._ready.is_set() and warm._out is not None:
-                try:
-                    self.sel.unregister(warm._out.fileno())
-                except (KeyError, ValueError):
-                    pass
             warm.stop()
         if self.pidfd is not None:
             os.close(self.pidfd)
@@ -148,13 +157,16 @@ def adopt(runtime: Runtime) -> StartingBandit | None:
     if taken is None:
         return None
     warm, rt, nice = taken
-    if (rt.nice, rt.tool_cpus) != (runtime.nice, runtime.tool_cpus) \
-            or os.getpriority(os.PRIO_PROCESS, 0) != nice:
+    from ..qe.roles import _bandit_warm
+
+    # The server this run would start itself, from its client's environment
+    # (detected anew in this child): the same sandbox, priority and CPUs.
+    if (_bandit_warm.starting(runtime) is None or _bandit_warm.server_masks() != warm.masks
+            or (rt.nice, rt.tool_cpus) != (runtime.nice, runtime.tool_cpus)
+            or os.getpriority(os.PRIO_PROCESS, 0) != nice):
         warm.stop()
         return None
-    from ..qe.roles._bandit_warm import StartingBandit
-
-    return StartingBandit(runtime, warm.python, starter=lambda _rt, _py: warm)
+    return _bandit_warm.StartingBandit(runtime, warm.python, starter=lambda _rt, _py: warm)
 
 
 def drop() -> None:

@@ -25,10 +25,10 @@ import pytest
 
 from superqode_ls.qe.roles import _bandit_warm
 from superqode_ls.runtime import Runtime
-from superqode_ls.workspace import landlock
+from superqode_ls.workspace import landlock, namespaces
 
 from ..test_warm_spare import spare_pid
-from ..warm_helpers import running, state, superqe
+from ..warm_helpers import Warm, running, state, superqe
 
 pytestmark = pytest.mark.skipif(
     landlock.abi() is None or _bandit_warm.starting(Runtime.foreground()) is None,
@@ -85,3 +85,28 @@ def test_a_sessions_process_cannot_reach_the_spare_servers_channel(make_repo, wa
     seen = json.loads(res.stdout.strip().splitlines()[-1])
     assert seen["inherited"] == [], seen
     assert seen["opened"] == [], seen
+
+
+@pytest.mark.skipif(not namespaces.active(), reason="no namespace sandbox to lose")
+def test_a_helper_started_without_namespaces_does_not_lend_that_to_a_run(make_repo):
+    """The helper detects the sandbox's layers to start its spare, with its
+    own environment: a run it forks must detect them again with its
+    client's, not inherit "SUPERQODE_NAMESPACES=off" from whoever started
+    the helper (a spare less sandboxed than the run's own is not taken:
+    test_warm_spare)."""
+    repo = make_repo({"app.py": "x = 1\n"})
+    env = {**os.environ, namespaces.OFF_ENV: "off"}
+    started = superqe("warm", "start", "--idle", "10", env=env)
+    assert started.returncode == 0, started.stderr
+    helper = Warm()
+    helper.pid = int(started.stdout.split("(pid ", 1)[1].split(",", 1)[0])
+    try:
+        spare_pid()  # its spare (no namespace sandbox) is up: the detection happened
+        mine = os.readlink("/proc/self/ns/pid")
+        env = {k: v for k, v in os.environ.items() if k != namespaces.OFF_ENV}
+        res = superqe("exec", str(repo), "--", "readlink", "/proc/self/ns/pid", env=env)
+        assert state()["runs"] == 1, res.stderr
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() != mine, "the run's command was not in its own namespaces"
+    finally:
+        helper.stop()

@@ -98,6 +98,11 @@ class WarmBandit:
         self.stop()
         return False
 
+    @property
+    def masks(self) -> set[str] | None:
+        """The real paths its sandbox masks (None: it has no namespace sandbox)."""
+        return self._hidden
+
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
@@ -265,6 +270,13 @@ def _sandboxed(cmd: list[str]) -> tuple[list[str], dict[str, str] | None, set[st
     env[SPEC_ENV] = namespaces.spec(Config(), env)  # default masks, no network
     hidden = set(namespaces.masked(json.loads(env[SPEC_ENV])["hide"]))
     return cmd, env, hidden
+
+
+def server_masks() -> set[str] | None:
+    """What a server started now, from this environment, would mask (None:
+    no namespace sandbox): a server started elsewhere serves as this
+    process's own only where it is the same."""
+    return _sandboxed([])[2]
 
 
 def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:
