@@ -1,4 +1,4 @@
-"""The warm helper starts a bandit server ahead of each run (cli/warm_spare.py):
+"""The warm helper starts a bandit server ahead of each run (qe/roles/_bandit_spare.py):
 the run handed to it next takes that server as its own warm bandit, and
 only that run uses it."""
 
@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from superqode_ls.cli import warm_spare
-from superqode_ls.cli.warm_spare import Spare
-from superqode_ls.qe.roles import _bandit_warm
+from superqode_ls.qe.roles import _bandit_spare, _bandit_warm
+from superqode_ls.qe.roles._bandit_spare import Spare
 from superqode_ls.runtime import Runtime
 from superqode_ls.workspace import landlock, namespaces
 
@@ -105,7 +104,7 @@ def test_a_spare_less_sandboxed_than_the_runs_own_is_not_taken(monkeypatch):
         assert pid is not None
         monkeypatch.delenv(namespaces.OFF_ENV)
         spare.in_child()  # as the run's child takes it
-        assert warm_spare.adopt(Runtime.foreground()) is None
+        assert _bandit_spare.adopt(Runtime.foreground()) is None
         assert wait_exit(pid, 30)  # stopped, not left running
     finally:
         spare.stop()

@@ -30,7 +30,7 @@ from ..engine.reports import DEFAULT_NEVER_FAIL, did_not_work, fails
 from ..events import EventBus
 from ..models import QualityReport
 from ..runtime import Runtime
-from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file, positive, warm_spare
+from . import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, UsageError, log_file, positive
 
 SEVERITIES = ("critical", "high", "medium", "low", "info", "never")
 EXIT_INTERRUPTED = 130
@@ -341,15 +341,13 @@ def _warm_bandit(runtime: Runtime, names: list[str]):
     editor's (qe/roles/_bandit_warm.py ``StartingBandit``); whatever it
     cannot serve runs the command. None without the security role, without
     bandit, or with ``SUPERQODE_RUN_BANDIT=command``."""
-    if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
-        warm_spare.drop()
-        return None
-    spare = warm_spare.adopt(runtime)  # the warm helper's, started ahead of this run
-    if spare is not None:
-        return spare
-    from ..engine.runtime import warm_analyzer
+    from ..engine.runtime import adopt_spare_analyzer, drop_spare_analyzer, warm_analyzer
 
-    return warm_analyzer(runtime)
+    if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
+        drop_spare_analyzer()
+        return None
+    # The warm helper's, started ahead of this run (None in a new process).
+    return adopt_spare_analyzer(runtime) or warm_analyzer(runtime)
 
 
 def _terminal_asker():

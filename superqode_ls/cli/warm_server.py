@@ -27,12 +27,12 @@ import sys
 import threading
 import time
 
+from ..engine import runtime as engine_runtime
 from . import warm_client as wc
 from . import warm_peer
 from .ending import end_process
 from .warm_child import ChildRun
 from .warm_place import code_stamp, listen, log, unlink_socket
-from .warm_spare import Spare
 
 # What a run imports (measured on a quick run): imported once, here. Names,
 # not imports: the helper prefetches them, it does not use them.
@@ -87,7 +87,8 @@ class Helper:
         self.conns: list[Conn] = []
         self.refused: list[tuple[socket.socket, float]] = []  # (socket, when)
         self.sel.register(listener, selectors.EVENT_READ, self._accept)
-        self.spare = Spare(self.sel)  # a bandit server started ahead of the next run
+        # A bandit server started ahead of the next run.
+        self.spare = engine_runtime.spare_analyzer(self.sel)
         # SIGTERM: a flag and a byte on this pipe (the selector wakes), never
         # an exception in the middle of a fork or a reply.
         self.term = False

@@ -1,5 +1,5 @@
 """Red team: the warm helper holds a bandit server started ahead of the next
-run (cli/warm_spare.py). Its stdin is a channel that asks for bandit children
+run (qe/roles/_bandit_spare.py). Its stdin is a channel that asks for bandit children
 with whatever Landlock rules a request names, so a session's process that
 could write to it could have a process started under rules of its choosing.
 From inside a real session handed to the helper (``superqe exec``), a

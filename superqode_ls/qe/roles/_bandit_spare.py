@@ -1,5 +1,5 @@
-"""A warm bandit server the warm helper starts ahead of a run, for the next
-run to take (qe/roles/_bandit_warm.py): a run handed to the helper then
+"""A warm bandit server the warm helper (cli/warm_server.py) starts ahead
+of a run, for the next run to take (``_bandit_warm``): a run handed to the helper then
 finds bandit imported instead of starting its own server beside the
 sandbox's making (bandit's imports, about 0.4 s of CPU, off every run).
 
@@ -27,9 +27,13 @@ import selectors
 import sys
 from typing import TYPE_CHECKING
 
+from ...runtime import Runtime
+from ...workspace import landlock, namespaces
+from ...workspace.proc import spawn_tool
+from . import _bandit_warm
+
 if TYPE_CHECKING:
-    from ..qe.roles._bandit_warm import StartingBandit, WarmBandit
-    from ..runtime import Runtime
+    from ._bandit_warm import StartingBandit, WarmBandit
 
 # In a run's child only: the spare it took at its fork, until the run takes
 # it (``adopt``) or it is stopped. The child's one owner of it.
@@ -55,11 +59,6 @@ class Spare:
         """Start one (not blocking: its ready line is read when it comes)."""
         if self.warm is not None or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
             return
-        from ..qe.roles import _bandit_warm
-        from ..runtime import Runtime
-        from ..workspace import landlock, namespaces
-        from ..workspace.proc import spawn_tool
-
         rt = Runtime.foreground()
         landlock.forget()  # detected with this environment, as the spare starts now
         namespaces.forget()
@@ -157,8 +156,6 @@ def adopt(runtime: Runtime) -> StartingBandit | None:
     if taken is None:
         return None
     warm, rt, nice = taken
-    from ..qe.roles import _bandit_warm
-
     # The server this run would start itself, from its client's environment
     # (detected anew in this child): the same sandbox, priority and CPUs.
     if (_bandit_warm.starting(runtime) is None or _bandit_warm.server_masks() != warm.masks
