@@ -70,6 +70,7 @@ class Conn:
         self.pidfd: int | None = None
         self.go_w: int | None = None  # the child waits on this for "go"
         self.committed = False
+        self.spare: int | None = None  # the spare bandit server handed to its run
 
 
 class Helper:
@@ -288,7 +289,7 @@ class Helper:
             raise _InChild(ChildRun(msg, [os.dup(fd) for fd in fds], go_r, self.close_in_child))
         os.close(go_r)
         if msg["argv"][0] == "run":  # (the only command that runs bandit)
-            self.spare.given_away()
+            conn.spare = self.spare.given_away()
         conn.child, conn.go_w = pid, go_w
         conn.pidfd = os.pidfd_open(pid)
         self.sel.register(conn.pidfd, selectors.EVENT_READ, lambda _fd, c=conn: self._ended(c))
@@ -301,6 +302,7 @@ class Helper:
         os.close(conn.pidfd)
         _, status, usage = os.wait4(conn.child, 0)
         self.cpu_s += usage.ru_utime + usage.ru_stime  # its processes' too, all reaped by now
+        self.spare.end_with_run(conn.spare)
         conn.child = None
         if conn.go_w is not None:
             os.close(conn.go_w)

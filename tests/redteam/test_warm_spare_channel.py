@@ -28,7 +28,7 @@ from superqode_ls.runtime import Runtime
 from superqode_ls.workspace import landlock, namespaces
 
 from ..test_warm_spare import spare_pid
-from ..warm_helpers import Warm, running, state, superqe
+from ..warm_helpers import SUPERQE, Warm, running, state, superqe
 
 pytestmark = pytest.mark.skipif(
     landlock.abi() is None or _bandit_warm.starting(Runtime.foreground()) is None,
@@ -110,3 +110,37 @@ def test_a_helper_started_without_namespaces_does_not_lend_that_to_a_run(make_re
         assert res.stdout.strip() != mine, "the run's command was not in its own namespaces"
     finally:
         helper.stop()
+
+
+def test_a_run_killed_mid_bandit_takes_its_server_with_it(make_repo, warm):
+    """The run's own server died with it (bwrap --die-with-parent); the
+    spare's parent is the helper, so the helper ends it when the run ends,
+    before the client hears of the end: no analysis of that session's files
+    goes on after the session's process is gone."""
+    import subprocess
+
+    import psutil
+
+    body = "import subprocess\n\n\n" + "".join(
+        f"def f{i}(x):\n    return subprocess.call(x, shell=True)\n\n\n" for i in range(150))
+    repo = make_repo({f"pkg/m{n}.py": body for n in range(120)})
+    server = spare_pid()
+    proc = subprocess.Popen([*SUPERQE, "run", str(repo), "--mode", "quick", "-r", "security_tester",
+                             "--jsonl"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    try:
+        for line in proc.stdout:
+            if '"tool_call"' in line and '"warm":true' in line:
+                break  # bandit is being served by the spare
+        else:
+            raise AssertionError("the run's bandit was not served warm")
+        helper = psutil.Process(warm.pid)
+        (run,) = [c for c in helper.children() if c.cmdline() == helper.cmdline()]
+        run.kill()
+        proc.stdout.read()
+        assert proc.wait(timeout=60) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not psutil.pid_exists(server), "the spare server outlived the run it served"

@@ -22,8 +22,10 @@ starts its own as before."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -111,16 +113,31 @@ class Spare:
                 os.close(self.pidfd)
         self.warm = None
 
-    def given_away(self) -> None:
+    def given_away(self) -> int | None:
         """In the helper, after a fork whose child took the spare: the
-        server is that run's; only its reaping stays here."""
+        server is that run's; only its end (:meth:`end_with_run`) and its
+        reaping stay here. Returns what ``end_with_run`` takes (None: the
+        child took none)."""
         if self.warm is None or not self.ready or self.pidfd is None:
-            return
+            return None
         pid, fd = self.warm.pid(), self.pidfd
         self.warm.release()
         self.warm, self.ready, self.pidfd = None, False, None
         self.given[fd] = pid
         self.sel.register(fd, selectors.EVENT_READ, self._reap)
+        return fd
+
+    def end_with_run(self, fd: int | None) -> None:
+        """The run the server was handed to has ended, and so does the
+        server, whatever it was doing: a run's own server dies with it
+        (bwrap's --die-with-parent), but this one's parent is the helper.
+        Reaped here, before the run's end is reported."""
+        if fd is None or fd not in self.given:
+            return  # reaped already: it had ended
+        # Not reaped yet, so its pid and group cannot be another process's.
+        with contextlib.suppress(OSError):
+            os.killpg(self.given[fd], signal.SIGKILL)
+        self._reap(fd)
 
     def _reap(self, fd) -> None:
         self.sel.unregister(fd)
