@@ -16,7 +16,7 @@ from superqode_ls.qe.roles._bandit_spare import Spare
 from superqode_ls.runtime import Runtime
 from superqode_ls.workspace import landlock, namespaces
 
-from .warm_helpers import cold_env, running, state, superqe, wait_exit
+from .warm_helpers import Warm, cold_env, running, state, superqe, wait_exit
 
 pytestmark = pytest.mark.skipif(_bandit_warm.starting(Runtime.foreground()) is None,
                                 reason="no bandit beside this interpreter, or no Landlock")
@@ -111,3 +111,21 @@ def test_a_spare_less_sandboxed_than_the_runs_own_is_not_taken(monkeypatch):
         sel.close()
         namespaces.forget()
         landlock.forget()
+
+
+def test_a_helper_whose_spare_cannot_start_still_serves_runs(make_repo):
+    """SUPERQODE_NICE that is not a number in the helper's environment: no
+    spare (the run starts its own bandit), and the helper stays up."""
+    env = {**os.environ, "SUPERQODE_NICE": "high"}
+    started = superqe("warm", "start", "--idle", "10", env=env)
+    assert started.returncode == 0, started.stderr
+    helper = Warm()
+    helper.pid = int(started.stdout.split("(pid ", 1)[1].split(",", 1)[0])
+    try:
+        repo = make_repo(FILES)
+        res = superqe("run", str(repo), *ARGS)
+        assert res.returncode == 1, res.stderr
+        assert state()["runs"] == 1 and state()["spare"] is None
+        assert [c.get("warm") for c in bandit_calls(res.stdout)] == [True]  # its own server
+    finally:
+        helper.stop()

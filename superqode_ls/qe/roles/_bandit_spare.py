@@ -23,6 +23,7 @@ starts its own as before."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import selectors
 import signal
@@ -36,6 +37,8 @@ from . import _bandit_warm
 
 if TYPE_CHECKING:
     from ._bandit_warm import StartingBandit, WarmBandit
+
+log = logging.getLogger(__name__)
 
 # In a run's child only: the spare it took at its fork, until the run takes
 # it (``adopt``) or it is stopped. The child's one owner of it.
@@ -58,10 +61,18 @@ class Spare:
         self.cpu_s = 0.0  # of the servers handed to runs, reaped
 
     def launch(self) -> None:
-        """Start one (not blocking: its ready line is read when it comes)."""
+        """Start one (not blocking: its ready line is read when it comes).
+        Whatever goes wrong leaves no spare (each run starts its own, as
+        before), never an error in the helper's loop."""
         if self.warm is not None or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
             return
-        rt = Runtime.foreground()
+        try:
+            self._launch()
+        except Exception as e:  # noqa: BLE001 - no spare is the fallback, not a helper that ends
+            log.info("no spare bandit server: %s: %s", type(e).__name__, e)
+
+    def _launch(self) -> None:
+        rt = Runtime.foreground()  # (a malformed SUPERQODE_NICE raises: no spare)
         landlock.forget()  # detected with this environment, as the spare starts now
         namespaces.forget()
         try:
