@@ -1,24 +1,28 @@
 """A warm bandit server the warm helper (cli/warm_server.py) starts ahead
-of a run, for the next run to take (``_bandit_warm``): a run handed to the helper then
-finds bandit imported instead of starting its own server beside the
-sandbox's making (bandit's imports, about 0.4 s of CPU, off every run).
+of a run, for the next run to take (``_bandit_warm``): a run handed to the
+helper then finds bandit imported instead of starting its own server beside
+the sandbox's making (bandit's imports, about 0.4 s of CPU, are paid before
+the run, while nobody waits, instead of on its critical path).
 
-One at a time, and each serves ONE run: the child forked for a run takes
-the spare that is ready at its fork, the helper drops its own ends of the
-server's pipes at once and starts the next spare only once no run is under
-way (so no other run's child holds the new one's pipes). Nothing of a run
-reaches another run's server. The server is the same as a run's own:
-started outside any session like the language server's, inside its own
-read-only namespace sandbox, each request's child behind that request's
-session's Landlock rules (fail closed: a run with no session behind it is
-not served). It ends when the run's child stops it or exits (its stdin
-closes), or with the helper. The helper reaps it (pidfd).
+One at a time, and each serves ONE run: the child forked for a
+``superqe run`` takes the spare that is ready at its fork, the helper drops
+its own ends of the server's pipes at once and starts the next spare only
+once no run is under way (so no other run's child holds the new one's
+pipes). Nothing of a run reaches another run's server. The server is the
+same as a run's own: started outside any session like the language
+server's, inside its own read-only namespace sandbox, each request's child
+behind that request's session's Landlock rules (fail closed: a run with no
+session behind it is not served). It ends with its run: the run stops it,
+its stdin closes when the run's process exits, and the helper kills and
+reaps it when that process ends (``end_with_run``), before the client hears
+of the end; a spare not given ends with the helper.
 
-A run takes it only where its own warm bandit would be the same: the
-same interpreter (the helper's, checked at the handoff), the same tools'
-priority and CPUs (``Runtime``), the process's own nice unchanged, and
-``SUPERQODE_RUN_BANDIT`` not ``command``; otherwise it stops the spare and
-starts its own as before."""
+A run takes it only where its own warm bandit would be the same: the same
+interpreter (the helper's, checked at the handoff), the same tools'
+priority and CPUs (``Runtime``), the process's own nice unchanged, the same
+sandbox for the server (``server_masks``, detected in the run with its
+client's environment), and ``SUPERQODE_RUN_BANDIT`` not ``command``;
+otherwise it stops the spare and starts its own as before."""
 
 from __future__ import annotations
 
