@@ -216,7 +216,9 @@ def test_a_run_killed_by_a_signal_ends_the_client_with_it(make_repo, warm):
     import psutil
 
     def kill_the_run(_proc) -> None:
-        (child,) = psutil.Process(warm.pid).children()
+        # A fork of the helper (not the bandit server it starts for the next run).
+        helper = psutil.Process(warm.pid)
+        (child,) = [c for c in helper.children() if c.cmdline() == helper.cmdline()]
         child.kill()
 
     code, _ = _exec_sleeping(make_repo(FILES), kill_the_run)

@@ -341,11 +341,13 @@ def _warm_bandit(runtime: Runtime, names: list[str]):
     editor's (qe/roles/_bandit_warm.py ``StartingBandit``); whatever it
     cannot serve runs the command. None without the security role, without
     bandit, or with ``SUPERQODE_RUN_BANDIT=command``."""
-    if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
-        return None
-    from ..engine.runtime import warm_analyzer
+    from ..engine.runtime import adopt_spare_analyzer, drop_spare_analyzer, warm_analyzer
 
-    return warm_analyzer(runtime)
+    if "security_tester" not in names or os.environ.get("SUPERQODE_RUN_BANDIT") == "command":
+        drop_spare_analyzer()
+        return None
+    # The warm helper's, started ahead of this run (None in a new process).
+    return adopt_spare_analyzer(runtime) or warm_analyzer(runtime)
 
 
 def _terminal_asker():

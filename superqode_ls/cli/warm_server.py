@@ -16,7 +16,6 @@ warm_peer."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import importlib
 import json
@@ -28,10 +27,12 @@ import sys
 import threading
 import time
 
+from ..engine import runtime as engine_runtime
 from . import warm_client as wc
 from . import warm_peer
 from .ending import end_process
 from .warm_child import ChildRun
+from .warm_place import code_stamp, listen, log, unlink_socket
 
 # What a run imports (measured on a quick run): imported once, here. Names,
 # not imports: the helper prefetches them, it does not use them.
@@ -62,52 +63,6 @@ class _InChild(BaseException):
         self.run = run
 
 
-def code_stamp(root: str | None = None) -> tuple:
-    """The package's modules on disk (path, size, mtime): a change ends the helper."""
-    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = []
-    stack = [root]
-    while stack:
-        top = stack.pop()
-        try:
-            entries = list(os.scandir(top))
-        except OSError:
-            continue
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                if e.name != "__pycache__":
-                    stack.append(e.path)
-            elif e.name.endswith(".py"):
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                out.append((e.path, st.st_size, st.st_mtime_ns))
-    return tuple(sorted(out))
-
-
-def log(text: str) -> None:
-    """One line in $SUPERQODE_HOME/logs/warm.log (refusals, start, end)."""
-    try:
-        path = os.path.join(wc.home(), "logs", "warm.log")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} [{os.getpid()}] {text}\n")
-    except OSError:
-        pass  # a log that cannot be written stops nothing
-
-
-def make_folder() -> int:
-    """$SUPERQODE_HOME/run/warm, 0700, checked (warm_client.open_folder)."""
-    run = os.path.join(wc.home(), "run")
-    os.makedirs(run, mode=0o700, exist_ok=True)
-    try:
-        os.mkdir(wc.folder(), 0o700)
-    except FileExistsError:
-        pass
-    return wc.open_folder()
-
-
 class Conn:
     def __init__(self, sock: socket.socket):
         self.sock = sock
@@ -115,6 +70,7 @@ class Conn:
         self.pidfd: int | None = None
         self.go_w: int | None = None  # the child waits on this for "go"
         self.committed = False
+        self.spare: int | None = None  # the spare bandit server handed to its run
 
 
 class Helper:
@@ -132,6 +88,8 @@ class Helper:
         self.conns: list[Conn] = []
         self.refused: list[tuple[socket.socket, float]] = []  # (socket, when)
         self.sel.register(listener, selectors.EVENT_READ, self._accept)
+        # A bandit server started ahead of the next run.
+        self.spare = engine_runtime.spare_analyzer(self.sel)
         # SIGTERM: a flag and a byte on this pipe (the selector wakes), never
         # an exception in the middle of a fork or a reply.
         self.term = False
@@ -326,9 +284,12 @@ class Helper:
         pid = os.fork()
         if pid == 0:
             os.close(go_w)
+            self.spare.in_child(take=msg["argv"][0] == "run")
             # Copies: the caller closes ``fds`` on the way out of the loop.
             raise _InChild(ChildRun(msg, [os.dup(fd) for fd in fds], go_r, self.close_in_child))
         os.close(go_r)
+        if msg["argv"][0] == "run":  # (the only command that runs bandit)
+            conn.spare = self.spare.given_away()
         conn.child, conn.go_w = pid, go_w
         conn.pidfd = os.pidfd_open(pid)
         self.sel.register(conn.pidfd, selectors.EVENT_READ, lambda _fd, c=conn: self._ended(c))
@@ -341,6 +302,7 @@ class Helper:
         os.close(conn.pidfd)
         _, status, usage = os.wait4(conn.child, 0)
         self.cpu_s += usage.ru_utime + usage.ru_stime  # its processes' too, all reaped by now
+        self.spare.end_with_run(conn.spare)
         conn.child = None
         if conn.go_w is not None:
             os.close(conn.go_w)
@@ -349,6 +311,8 @@ class Helper:
         self._reply(conn, {"exit": code} if code >= 0 else {"killed": -code})
         self._close(conn)
         self.last = time.monotonic()
+        if not self.stopping and not any(c.child is not None for c in self.conns):
+            self.spare.launch()  # the next run's, while none is under way
 
     def _reply(self, conn: Conn, msg: dict) -> None:
         try:
@@ -372,7 +336,8 @@ class Helper:
 
     def state(self) -> dict:
         return {"ok": True, "pid": os.getpid(), "since": self.started, "runs": self.runs,
-                "idle_s": self.idle_s, "cpu_s": self.cpu_s, "running": sum(c.child is not None for c in self.conns),
+                "idle_s": self.idle_s, "cpu_s": self.cpu_s + self.spare.cpu_s, "spare": self.spare.ready_pid(),
+                "running": sum(c.child is not None for c in self.conns),
                 "idle_left_s": max(0.0, self.idle_s - (time.monotonic() - self.last))}
 
     def close_in_child(self) -> None:
@@ -413,60 +378,6 @@ def _kill(pid: int | None, signum: int) -> None:
         pass
 
 
-def unlink_socket() -> None:
-    try:
-        fd = wc.open_folder()
-    except OSError:
-        return
-    try:
-        os.unlink(wc.SOCKET_NAME, dir_fd=fd)
-    except FileNotFoundError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def listen() -> socket.socket:
-    """The helper's socket, bound inside its checked folder. A socket left by
-    a helper that died is replaced; a live one means another helper."""
-    fd = make_folder()
-    try:
-        addr = wc.through(fd)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            old = os.umask(0o177)
-            try:
-                sock.bind(addr)
-            except OSError as e:
-                if e.errno != errno.EADDRINUSE:
-                    raise
-                if _alive(addr):
-                    raise wc.WarmError("a warm helper is already up") from None
-                os.unlink(wc.SOCKET_NAME, dir_fd=fd)
-                sock.bind(addr)
-            finally:
-                os.umask(old)
-            sock.listen(16)
-        except BaseException:
-            sock.close()
-            raise
-        sock.setblocking(False)
-        return sock
-    finally:
-        os.close(fd)
-
-
-def _alive(addr: str) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        probe.connect(addr)
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.close()
-
-
 def warm_up() -> None:
     for name in WARM_IMPORTS:
         try:
@@ -498,6 +409,7 @@ def serve(idle_s: float, ready_fd: int | None = None) -> int:
     gc.freeze()  # what the imports made is shared with every child, not copied by the collector
     log(f"up: idle exit after {idle_s:g} s")
     _ready(ready_fd, f"ok {me}")
+    helper.spare.launch()
     try:
         helper.loop()
     except _InChild as c:
@@ -505,6 +417,7 @@ def serve(idle_s: float, ready_fd: int | None = None) -> int:
     finally:
         if os.getpid() == me:
             helper._stop_listening()
+            helper.spare.stop()
             log("down")
     if child is not None:
         # The run is done: its client hears of it when this process ends.

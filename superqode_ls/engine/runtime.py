@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import selectors
+
+    from ..qe.roles._bandit_spare import Spare
     from ..qe.roles._bandit_warm import StartingBandit
     from ..runtime import Asker, Runtime
 
-__all__ = ["terminal_asker", "warm_analyzer"]
+__all__ = ["adopt_spare_analyzer", "drop_spare_analyzer", "spare_analyzer", "terminal_asker",
+           "warm_analyzer"]
 
 
 def terminal_asker() -> Asker | None:
@@ -30,3 +34,26 @@ def warm_analyzer(runtime: Runtime) -> StartingBandit | None:
     from ..qe.roles import _bandit_warm
 
     return _bandit_warm.starting(runtime)
+
+
+def spare_analyzer(sel: selectors.BaseSelector) -> Spare:
+    """The warm helper's holder of a warm bandit started ahead of each run
+    (qe/roles/_bandit_spare.py): the helper owns it, on its selector."""
+    from ..qe.roles._bandit_spare import Spare
+
+    return Spare(sel)
+
+
+def adopt_spare_analyzer(runtime: Runtime) -> StartingBandit | None:
+    """In a run the warm helper forked: the spare it took, as the run's warm
+    analyzer, where it is the one the run would start (else None)."""
+    from ..qe.roles import _bandit_spare
+
+    return _bandit_spare.adopt(runtime)
+
+
+def drop_spare_analyzer() -> None:
+    """In a run that uses no warm analyzer: stop the spare it took, if any."""
+    from ..qe.roles import _bandit_spare
+
+    _bandit_spare.drop()

@@ -101,6 +101,12 @@ def _c():
     return _libc
 
 
+def forget() -> None:
+    """Ask the kernel again at the next ``abi()`` (namespaces.forget says why)."""
+    global _abi, _abi_known
+    _abi, _abi_known = None, False
+
+
 def abi() -> int | None:
     """The kernel's Landlock ABI version, or None where there is none
     (older kernels, Landlock not in the LSM list, not Linux)."""

@@ -151,6 +151,15 @@ def _state() -> tuple[str | None, str | None]:
         return _detected
 
 
+def forget() -> None:
+    """Detect again at the next question: the warm helper, which started a
+    process before its forks, leaves each forked run to detect with its own
+    client's environment (``SUPERQODE_NAMESPACES``, PATH), as a new process."""
+    global _detected
+    with _detecting:
+        _detected = None
+
+
 def backend() -> str | None:
     """The bwrap executable used, ``DIRECT`` (SuperQode's own launcher), or
     None where this layer is unavailable (detected once per process)."""

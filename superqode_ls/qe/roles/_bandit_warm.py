@@ -30,6 +30,7 @@ import io
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -68,20 +69,64 @@ class WarmBandit:
     def start(self) -> None:
         """Blocking (imports take a few tenths of a second): call it off the
         event loop."""
-        cmd, env, self._hidden = _sandboxed([self.python, "-I", str(SERVER)])
         # From a spawner thread at the tools' nice: what the launcher forks
         # (the supervisor, the server) inherits it.
-        proc = spawn_tool_blocking(cmd, "/", env, stdin=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, runtime=self.runtime)
+        self.launch(spawn_tool_blocking)
+        self.await_ready()
+
+    def launch(self, spawn: Callable[..., subprocess.Popen]) -> int:
+        """Start the server's process with ``spawn`` (``spawn_tool_blocking``,
+        or ``spawn_tool`` from a thread that may take the tools' nice and
+        CPUs); returns the descriptor its ready line comes on
+        (:meth:`await_ready` reads it)."""
+        cmd, env, self._hidden = _sandboxed([self.python, "-I", str(SERVER)])
+        proc = spawn(cmd, "/", env, stdin=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                     runtime=self.runtime)
         self._proc = proc
         self._in = io.TextIOWrapper(proc.stdin, encoding="utf-8", line_buffering=True)
         self._out = io.TextIOWrapper(proc.stdout, encoding="utf-8")
-        line = self._out.readline()
+        return proc.stdout.fileno()
+
+    def await_ready(self) -> bool:
+        """Blocking: the server's first line; whether it serves."""
+        line = self._out.readline() if self._out is not None else ""
         if line.strip() == '{"ready": true}':
             self._ready.set()
-        else:  # (it could not say what its children may read: it serves nothing)
-            log.warning("warm bandit not started: %s", line.strip() or "it ended")
-            self.stop()
+            return True
+        # (it could not say what its children may read: it serves nothing)
+        log.warning("warm bandit not started: %s", line.strip() or "it ended")
+        self.stop()
+        return False
+
+    @property
+    def masks(self) -> set[str] | None:
+        """The real paths its sandbox masks (None: it has no namespace sandbox)."""
+        return self._hidden
+
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def hand_over(self, pidfd: int) -> None:
+        """In a forked child of the process that started the server (the warm
+        helper): the server is this process's now, though not its child (its
+        parent reaps it). ``pidfd`` (the server's, inherited) says when it
+        ends, which ``poll`` cannot say of another's child."""
+        if self._proc is not None:
+            self._proc = _NotMyChild(self._proc, pidfd)
+
+    def release(self) -> None:
+        """In the process that started it, once a forked child took it over
+        (:meth:`hand_over`): drop this side's pipes, nothing else. The
+        server ends when the child closes its own (or stops it)."""
+        for stream in (self._in, self._out):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._in = self._out = None
+        self._ready.clear()
+        self._proc = None
 
     def serves(self, tool: str) -> bool:
         """Whether ``tool`` is the bandit this server runs (the same environment)."""
@@ -186,6 +231,31 @@ class WarmBandit:
 _GRACE_S = 10.0
 
 
+class _NotMyChild:
+    """The parts of a ``Popen`` a :class:`WarmBandit` uses, for a server whose
+    parent is another process: its end is read from a pidfd (``Popen.poll``
+    would take "not my child" for "ended")."""
+
+    def __init__(self, proc: subprocess.Popen, pidfd: int):
+        self._popen = proc  # kept: its pipes, and no reaping from here
+        self.pid, self.stdin, self.stdout, self._pidfd = proc.pid, proc.stdin, proc.stdout, pidfd
+
+    def poll(self) -> int | None:
+        return None if not _readable(self._pidfd, 0) else -signal.SIGKILL
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not _readable(self._pidfd, timeout):
+            raise subprocess.TimeoutExpired("warm bandit", timeout or 0)
+        return -signal.SIGKILL
+
+
+def _readable(fd: int, timeout: float | None) -> bool:
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    except (OSError, ValueError):
+        return True  # no pidfd to ask: taken as ended (it serves nothing more)
+
+
 def _sandboxed(cmd: list[str]) -> tuple[list[str], dict[str, str] | None, set[str] | None]:
     """(the command line, its environment, the real paths masked) for the
     server: inside a namespace sandbox of its own
@@ -200,6 +270,13 @@ def _sandboxed(cmd: list[str]) -> tuple[list[str], dict[str, str] | None, set[st
     env[SPEC_ENV] = namespaces.spec(Config(), env)  # default masks, no network
     hidden = set(namespaces.masked(json.loads(env[SPEC_ENV])["hide"]))
     return cmd, env, hidden
+
+
+def server_masks() -> set[str] | None:
+    """What a server started now, from this environment, would mask (None:
+    no namespace sandbox): a server started elsewhere serves as this
+    process's own only where it is the same."""
+    return _sandboxed([])[2]
 
 
 def start(runtime: Runtime, python: str | None = None) -> WarmBandit | None:
