@@ -34,7 +34,7 @@ from ...workspace.extras import needs
 from ...workspace.paths import hypothesis_dir, repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
-from ...workspace.pyprojects import python_projects
+from ...workspace.pyprojects import loose_tests, python_projects
 from . import _unit_django as django
 from ._common import (
     pytest_message,
@@ -43,7 +43,7 @@ from ._common import (
 from ._pyenv import isolate, project_python, pytest_argv
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
-from ._unit_projects import each_project, files_in, moved, sub_context
+from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
 from ._unit_records import (
     read_records,
     short_message,
@@ -88,7 +88,9 @@ class UnitTester(Role):
     async def run(self, ctx: RoleContext) -> RoleOutput:
         subs = await _projects(ctx)
         if subs != [""]:  # a monorepo: each Python project from its own folder
-            return await each_project(ctx, subs, self._run_project)
+            loose = await asyncio.to_thread(loose_tests, ctx.sandbox, subs)
+            return await each_project(ctx, [ROOT, *subs] if loose else subs,
+                                      self._run_project, root_files=loose)
         return await self._run_project(ctx)
 
     async def _run_project(self, ctx: RoleContext) -> RoleOutput:
@@ -153,8 +155,11 @@ class UnitTester(Role):
         if subs == [""]:
             return await self._recheck(ctx, files)
         found: list[Finding] = []
-        for sub in subs:
-            if mine := files_in(files, sub):
+        for sub in [ROOT, *subs]:  # (ROOT: the loose tests among the files)
+            mine = files_in(files, sub, subs)
+            if sub == ROOT:  # only the loose tests named (a source file's would be every test)
+                mine = find_test_files(ctx.sandbox, mine)
+            if mine:
                 sub_ctx = await sub_context(ctx, sub, mine)
                 found += moved(await self._recheck(sub_ctx, mine), sub)
         return found
@@ -174,8 +179,8 @@ class UnitTester(Role):
         if subs == [""]:
             return (await self._pytest(ctx, folders, extra=extra))[0]
         out = RoleOutput(status="skipped", reason="no tests: no test folder", tool="pytest")
-        for sub in subs:  # a monorepo: each project's conftests, from its folder
-            if mine := files_in(folders, sub):
+        for sub in [*subs, ROOT]:  # a monorepo: each project's conftests, from its folder
+            if mine := files_in(folders, sub, subs):
                 out, _ = await self._pytest(await sub_context(ctx, sub, mine), mine, extra=extra)
                 if out.status not in ("ok", "skipped") or (out.reason or "").startswith("setup:"):
                     return out  # (its reason as the probe reads it: "setup: ...")
