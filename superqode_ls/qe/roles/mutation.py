@@ -57,6 +57,7 @@ from ._mutation_sample import Unit, asserting_tests, choose, sample, units
 from ._mutation_spawn import Zygote
 from ._mutators import Mutant
 from ._pyenv import project_python, pytest_argv, tool_paths
+from ._unit_projects import each_project, projects
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 LAUNCHER = "superqode_launch"  # _mutation_launch, as the zygote's script
@@ -112,6 +113,14 @@ class MutationTester(Role):
         return lacking("coverage")
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
+        subs = None if ctx.config.roles.unit_test_command else await projects(ctx)
+        if subs is not None:  # a monorepo: each project's code against its own tests
+            refused = self.refusal(ctx)
+            return refused or await each_project(ctx, subs, self._run_one, tool=TOOL,
+                                                 nothing="nothing to mutate")
+        return await self._run_one(ctx)
+
+    async def _run_one(self, ctx: RoleContext) -> RoleOutput:
         self.report = report = MutationReport()
         started = time.monotonic()
         self._phase = (started, self.cpu_clock() if self.cpu_clock else None)

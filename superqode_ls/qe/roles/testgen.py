@@ -29,6 +29,7 @@ from . import _scratch
 from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
 from ._pytest_plugins import CRASH_PLUGIN, collect_reason, write_plugin
+from ._unit_projects import each_project, projects
 from .base import Role, RoleContext, RoleOutput, ToolFailed
 
 TOOL = "hypothesis-ghostwriter"
@@ -82,6 +83,13 @@ class TestGenerator(Role):
         refused = self.refusal(ctx)
         if refused is not None:
             return refused
+        subs = await projects(ctx)
+        if subs is not None:  # a monorepo: each project's functions with its own interpreter
+            return await each_project(ctx, subs, self._run_one, tool=TOOL,
+                                      nothing="nothing to test")
+        return await self._run_one(ctx)
+
+    async def _run_one(self, ctx: RoleContext) -> RoleOutput:
         skipped: list[tuple[str, str]] = []  # (what, why)
         # Parsing every module is pure Python: off the event loop the server
         # answers requests from.
