@@ -63,6 +63,15 @@ def monorepo(root: Path) -> Path:
     })
 
 
+def assert_scratch_is_the_repositorys(root: Path) -> None:
+    """Scratch copies go to the session's private folder, the repository's
+    (the one the barrier leaves writable), never to one of a project's own
+    (a second, unwritable session folder under working/)."""
+    working = Path(os.environ["SUPERQODE_HOME"]) / "working"
+    owners = sorted(p.name for p in working.iterdir()) if working.is_dir() else []
+    assert len(owners) == 1 and owners[0].startswith(f"{root.name}-project-"), owners
+
+
 def trusted_ctx(root: Path, **kw):
     return dataclasses.replace(make_ctx(root, **kw), trusted=True)
 
@@ -108,6 +117,7 @@ def test_mutation_runs_each_projects_tests_from_its_folder(tmp_path, offline):
     root = monorepo(tmp_path / "mono")
     out = run_role(MutationTester(), trusted_ctx(root))
     assert out.status == "ok", out.reason
+    assert_scratch_is_the_repositorys(root)
     survived = [f for f in out.findings if f.file == "api/api_pkg/core.py"]
     assert survived and all(f.range.start_line == 7 for f in survived), [
         (f.file, f.range, f.title) for f in out.findings]
@@ -125,6 +135,7 @@ def test_generated_tests_run_per_project(tmp_path, offline):
     root = monorepo(tmp_path / "mono")
     out = run_role(TestGenerator(), trusted_ctx(root))
     assert out.status == "ok", out.reason
+    assert_scratch_is_the_repositorys(root)
     parts = [p for p in out.reason.split("; ") if "generated" in p]
     assert [p.split(": ", 1)[0] for p in parts] == ["api/", "worker/"], out.reason
     assert not [p for p in parts if p.split(": ", 1)[1].startswith("0 test(s)")], out.reason
@@ -202,3 +213,32 @@ def test_a_full_run_then_a_file_run_build_one_environment(make_repo, tmp_path, o
     assert any(m.startswith("environment: reusing") for m in said), said
     env = home / "envs" / next(iter(first))
     assert {"app", "pytest"} <= installed(str(env / "bin" / "python"))
+
+
+def test_one_environment_whichever_way_its_python_is_spelled(tmp_path, offline, monkeypatch):
+    """The same interpreter reached through a link (SuperQode installed
+    twice, an editor's launcher, pyenv's path beside /usr/bin) is one
+    environment for one lock: the second resolution reuses the first's
+    build. Before, the spelling was in the key: a second build."""
+    from superqode_ls.config import Config
+    from superqode_ls.workspace.pyenv_build import resolve_python
+
+    root = write(tmp_path / "proj", {**project_files("app", deps=[STUB]),
+                                     "tests/test_a.py": "def test_a():\n    pass\n"})
+    said: list[str] = []
+
+    def resolve():
+        return asyncio_run(resolve_python(root, root, Config(), environ={"PATH": ""},
+                                          emit=lambda t, **d: said.append(str(d.get("message")))))
+
+    first = resolve()
+    assert first.source == "built", first
+    real = getattr(sys, "_base_executable", None) or sys.executable
+    link = tmp_path / "bin" / "python3"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    monkeypatch.setattr(sys, "_base_executable", str(link))
+    second = resolve()
+    assert second.python == first.python, (first, second)
+    assert len([m for m in said if m.startswith("environment: building")]) == 1, said
+    assert said[-1].startswith("environment: reusing"), said

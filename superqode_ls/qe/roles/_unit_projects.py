@@ -61,7 +61,7 @@ async def sub_context(ctx: RoleContext, sub: str, files: list[str] | None,
         py = await resolve_python(ctx.project, ctx.sandbox, ctx.config, emit=ctx.emit,
                                   runtime=ctx.runtime, sub=sub)
     return replace(ctx, project=ctx.project / sub, sandbox=ctx.sandbox / sub, files=files,
-                   python=py, targets=None, lines=None)
+                   python=py, targets=None, lines=None, repository=ctx.repository or ctx.project)
 
 
 async def each_project(ctx: RoleContext, subs: list[str],

@@ -145,7 +145,7 @@ class MutationTester(Role):
         try:
             pending = [r for r in results if not r.from_cache]
             if pending:
-                scratch = _scratch.scratch_root(ctx.project, ctx.session_id, "mutation")
+                scratch = _scratch.scratch_root(ctx.repository or ctx.project, ctx.session_id, "mutation")
                 status = await reported(self._mutate(ctx, scratch, pending, report))
                 if status is not None:
                     return status

@@ -107,7 +107,7 @@ class TestGenerator(Role):
                 f"hypothesis and black cannot be lent to {py.shown(ctx.project)} "
                 f"(another Python version than SuperQode's); set roles.python"))
         self._python, self._tools = py.python, lent
-        scratch = _scratch.scratch_root(ctx.project, ctx.session_id, "testgen")
+        scratch = _scratch.scratch_root(ctx.repository or ctx.project, ctx.session_id, "testgen")
         try:
             copy = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "copy")
             tools = scratch / "tools"
