@@ -29,6 +29,7 @@ from tests.test_project_env_monorepo import WORKSPACE, under
 API_CORE = '''import importlib.metadata
 
 STUB = importlib.metadata.version("sq-stub-dep")  # (only api's environment has it)
+SHARED = open("../shared.ini").read()  # the repository's, read from api/ (a template's ../.env)
 
 
 def big(x: int) -> bool:
@@ -54,7 +55,7 @@ WORKER_TEST = ("import os\n\nfrom worker_pkg.jobs import untyped\n\n\ndef test_h
 
 def monorepo(root: Path) -> Path:
     return write(root, {
-        "README.md": "two projects\n",
+        "README.md": "two projects\n", "shared.ini": "shared",
         **under("api", {**project_files("api_pkg", deps=[STUB], extra_toml=(
             "\n[tool.mypy]\ndisallow_untyped_defs = true\n")),
             "api_pkg/core.py": API_CORE, "settings.ini": "api", "tests/test_core.py": API_TEST}),
@@ -111,7 +112,8 @@ def test_mutation_runs_each_projects_tests_from_its_folder(tmp_path, offline):
     the boundary mutant of ``big`` survives them and is reported at
     ``api/api_pkg/core.py``. Before, mutation ran every test from the root,
     where api's test fails: no passing test covered a line, nothing was
-    mutated."""
+    mutated. api's code reads ``../shared.ini`` (as the template's settings
+    read ``../.env``): the copies keep the files above the project."""
     from superqode_ls.qe.roles.mutation import MutationTester
 
     root = monorepo(tmp_path / "mono")
@@ -119,7 +121,7 @@ def test_mutation_runs_each_projects_tests_from_its_folder(tmp_path, offline):
     assert out.status == "ok", out.reason
     assert_scratch_is_the_repositorys(root)
     survived = [f for f in out.findings if f.file == "api/api_pkg/core.py"]
-    assert survived and all(f.range.start_line == 7 for f in survived), [
+    assert survived and all(f.range.start_line == 8 for f in survived), [
         (f.file, f.range, f.title) for f in out.findings]
     assert out.reason.startswith("api/: "), out.reason
     assert "worker/: " in out.reason, out.reason

@@ -136,6 +136,14 @@ class RoleContext:
     # scratch folder is the one the barrier leaves writable).
     repository: Path | None = None
 
+    @property
+    def folder(self) -> str:
+        """The project's folder below the repository (POSIX; "" for the
+        repository itself)."""
+        if self.repository is None or self.repository == self.project:
+            return ""
+        return self.project.relative_to(self.repository).as_posix()
+
     def remaining(self) -> float | None:
         if self.deadline is None:
             return None

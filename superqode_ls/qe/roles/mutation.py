@@ -182,7 +182,8 @@ class MutationTester(Role):
         if why is not None:
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         self._mark("interpreter")
-        base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
+        self._folder = ctx.folder  # (a monorepo's project: copied with what is above it)
+        base = await asyncio.to_thread(_scratch.copy_within, ctx.sandbox, ctx.folder, scratch / "w0")
         self._copies, self._pool, self._zygote = 1, [], None
         self._mark("copy")
         workers: list[Worker] = []
@@ -330,13 +331,15 @@ class MutationTester(Role):
         report.run_s, report.start_s = per_run, start_s
         return workers_that_pay(cap, mutant_costs(items, linemap, per_run), start_s)
 
+    _folder = ""  # the project's folder below the repository (RoleContext.folder)
+
     async def _copies_for(self, base: Path, scratch: Path, count: int) -> None:
         """Scratch copies w1.. for ``count`` more workers, side by side (the
         loop's bounded thread pool), sharing the first's bytecode."""
         made = list(await asyncio.gather(*(
-            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}")
+            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}", self._folder)
             for i in range(1, 1 + max(0, count)))))
-        await asyncio.to_thread(_scratch.share_pycache, [base, *made])
+        await asyncio.to_thread(_scratch.share_pycache, [base, *made], self._folder)
 
     async def _start_zygote(self, ctx: RoleContext, scratch: Path, base: Path,
                             pending: list[FileResult], report: MutationReport) -> Zygote | None:
@@ -377,9 +380,10 @@ class MutationTester(Role):
         self._copies = which.stop
         if not which:
             return []
-        scratch = base.parent
+        scratch = _scratch.copy_root(base, self._folder).parent
         await self._copies_for(base, scratch, which.stop - 1)
-        copies = [scratch / f"w{i}" for i in which]
+        copies = [scratch / f"w{i}" / self._folder if self._folder else scratch / f"w{i}"
+                  for i in which]
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
         assert self._py is not None
         made = []
@@ -475,7 +479,8 @@ class MutationTester(Role):
         """A copy's environment: its sources ahead of the user's project and
         the sandbox (editable installs), SuperQode's coverage lent if needed."""
         return _scratch.python_env(
-            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(copy.parent),
+            ctx.env, copy, extra or [],
+            pycache=_scratch.pycache_dir(_scratch.copy_root(copy, self._folder).parent),
             shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
         )
 

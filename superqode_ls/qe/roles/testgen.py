@@ -109,7 +109,8 @@ class TestGenerator(Role):
         self._python, self._tools = py.python, lent
         scratch = _scratch.scratch_root(ctx.repository or ctx.project, ctx.session_id, "testgen")
         try:
-            copy = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "copy")
+            copy = await asyncio.to_thread(_scratch.copy_within, ctx.sandbox, ctx.folder,
+                                           scratch / "copy")
             tools = scratch / "tools"
             gen_dir = scratch / "generated"
             gen_dir.mkdir()
@@ -141,7 +142,8 @@ class TestGenerator(Role):
 
     def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
         return _scratch.python_env(
-            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(copy.parent),
+            ctx.env, copy, extra or [],
+            pycache=_scratch.pycache_dir(_scratch.copy_root(copy, ctx.folder).parent),
             shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
         )
 
