@@ -244,3 +244,21 @@ def test_one_environment_whichever_way_its_python_is_spelled(tmp_path, offline, 
     assert second.python == first.python, (first, second)
     assert len([m for m in said if m.startswith("environment: building")]) == 1, said
     assert said[-1].startswith("environment: reusing"), said
+
+
+def test_a_scratch_copy_keeps_a_build_folder_below_the_top(tmp_path):
+    """Mutation's and testgen's copies leave out build outputs at the
+    project's top (setuptools' build/, dist/) but keep a ``build`` folder of
+    the project's own files deeper down (fastapi's template reads
+    app/email-templates/build/*.html: without it, a generated test's
+    FileNotFoundError was reported as a crash of the code)."""
+    from superqode_ls.qe.roles import _scratch
+
+    src = write(tmp_path / "api", {"build/lib/x.py": "", "dist/x.whl": "",
+                                   "app/email-templates/build/test_email.html": "<p>",
+                                   "app/__pycache__/x.pyc": "", "app/main.py": ""})
+    copy = _scratch.copy_within(src, "", tmp_path / "copy")
+    assert (copy / "app/email-templates/build/test_email.html").is_file()
+    assert (copy / "app/main.py").is_file()
+    assert not (copy / "build").exists() and not (copy / "dist").exists()
+    assert not (copy / "app/__pycache__").exists()

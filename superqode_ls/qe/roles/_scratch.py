@@ -153,11 +153,20 @@ def drop_scratch(scratch: Path) -> None:
     shutil.rmtree(_mirror(scratch, scratch), ignore_errors=True)
 
 
+# Build outputs where packaging tools write them (the project's top); a
+# ``build`` folder deeper down is often the project's own files (fastapi's
+# template keeps its compiled e-mail templates in app/email-templates/build).
+_TOP_ONLY = frozenset({"build", "dist"})
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
-    """Copy ``src`` to ``dst`` leaving out SKIP_DIRS; symlinks stay links."""
+    """Copy ``src`` to ``dst`` leaving out SKIP_DIRS (``build``/``dist`` at
+    its top only); symlinks stay links."""
+    top = os.fspath(src)
 
     def ignore(dirpath: str, names: list[str]) -> list[str]:
-        return [n for n in names if _skip_dir(n) and os.path.isdir(os.path.join(dirpath, n))]
+        return [n for n in names if _skip_dir(n) and os.path.isdir(os.path.join(dirpath, n))
+                and (n not in _TOP_ONLY or os.path.samefile(dirpath, top))]
 
     shutil.copytree(src, dst, symlinks=True, ignore=ignore)
     return dst
