@@ -234,7 +234,11 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
                                                      hide)
     note = _join(asked or "", *plan.notes) or None  # said with every use (uv refused: pip)
     owner = Path(project if project is not None else root).resolve()
-    key = await asyncio.to_thread(plan.key, root, f"{version}:{python}", str(owner))
+    # The interpreter by what it is, not how it was spelled: SuperQode's own
+    # base reached through a link (another install of SuperQode, an editor's
+    # launcher) or the same Python found on another PATH is one environment.
+    key = await asyncio.to_thread(plan.key, root, f"{version}:{os.path.realpath(python)}",
+                                  str(owner))
     target = envcache.envs_dir() / key
     try:
         envcache.envs_dir().mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,28 @@ def python_projects(root: Path) -> list[str]:
     return with_tests[:MAX_PROJECTS] or [""]
 
 
+def loose_tests(root: Path, subs: list[str]) -> list[str]:
+    """Test files of ``root`` (POSIX, relative) that lie in none of the
+    projects ``subs`` (python_projects' answer): a monorepo's tests of the
+    whole, run from the root beside each project's own. [] when the root is
+    itself the project (``[""]``: its tests are all of them)."""
+    if "" in subs:
+        return []
+    found: list[str] = []
+    inside = set(subs)
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root).as_posix()
+        rel = "" if rel == "." else rel
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP and not d.startswith(".")
+                             and (f"{rel}/{d}" if rel else d) not in inside)
+        found += [f"{rel}/{n}" if rel else n for n in sorted(filenames) if _is_test(n)]
+    return found
+
+
+def _is_test(name: str) -> bool:
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
 def is_project(folder: Path) -> bool:
     """Whether ``folder`` declares a Python project of its own (a uv
     workspace's root that lists members and no ``[project]`` does not)."""
@@ -119,8 +141,7 @@ def _has_tests(folder: Path, exclude: set[str]) -> bool:
         rel = Path(dirpath).relative_to(folder).as_posix()
         dirnames[:] = [d for d in dirnames if d not in _SKIP and not d.startswith(".")
                        and (f"{d}" if rel == "." else f"{rel}/{d}") not in exclude]
-        if any(n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py")
-                                      or n == "tests.py") for n in filenames):
+        if any(_is_test(n) or n == "tests.py" for n in filenames):
             return True
     return False
 

@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ...workspace.paths import SessionPaths, ensure_dir
 from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
@@ -121,7 +121,13 @@ def _mirror(scratch: Path, path: Path) -> Path:
     return pycache_dir(scratch) / Path(os.path.realpath(path)).relative_to("/")
 
 
-def share_pycache(copies: list[Path]) -> None:
+def copy_root(copy: Path, sub: str = "") -> Path:
+    """The scratch copy ``copy`` (a project's copy_within) belongs to: its
+    folder in the role's scratch dir (``copy`` itself for the repository's)."""
+    return copy.parents[len(PurePosixPath(sub).parts) - 1] if sub else copy
+
+
+def share_pycache(copies: list[Path], sub: str = "") -> None:
     """Let copies of one tree (children of one scratch dir) share its
     bytecode: each copy's mirror in the bytecode cache becomes a link to the
     first's, so a module (or an assertion-rewritten test) compiled in one
@@ -132,7 +138,7 @@ def share_pycache(copies: list[Path]) -> None:
     passes for another version of the file."""
     if len(copies) < 2:
         return
-    scratch = copies[0].parent
+    scratch = copy_root(copies[0], sub).parent
     shared = ensure_dir(_mirror(scratch, copies[0]))
     for copy in copies[1:]:
         mirror = _mirror(scratch, copy)
@@ -147,22 +153,52 @@ def drop_scratch(scratch: Path) -> None:
     shutil.rmtree(_mirror(scratch, scratch), ignore_errors=True)
 
 
+# Build outputs where packaging tools write them (the project's top); a
+# ``build`` folder deeper down is often the project's own files (fastapi's
+# template keeps its compiled e-mail templates in app/email-templates/build).
+_TOP_ONLY = frozenset({"build", "dist"})
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
-    """Copy ``src`` to ``dst`` leaving out SKIP_DIRS; symlinks stay links."""
+    """Copy ``src`` to ``dst`` leaving out SKIP_DIRS (``build``/``dist`` at
+    its top only); symlinks stay links."""
+    top = os.fspath(src)
 
     def ignore(dirpath: str, names: list[str]) -> list[str]:
-        return [n for n in names if _skip_dir(n) and os.path.isdir(os.path.join(dirpath, n))]
+        return [n for n in names if _skip_dir(n) and os.path.isdir(os.path.join(dirpath, n))
+                and (n not in _TOP_ONLY or os.path.samefile(dirpath, top))]
 
     shutil.copytree(src, dst, symlinks=True, ignore=ignore)
     return dst
 
 
-def reuse_or_copy(src: Path, dst: Path) -> Path:
-    """``dst`` as a copy of ``src``: the one made earlier in this scratch
-    dir, or a new one."""
-    if dst.is_dir() and not dst.is_symlink():
-        return dst
-    return copy_tree(src, dst)
+def copy_within(src: Path, sub: str, dst: Path) -> Path:
+    """``src``, the project at ``sub`` below its repository's tree, copied
+    to ``dst/sub`` with the plain files of each folder above it at their
+    places (``../.env`` that fastapi's template reads from ``backend/``, a
+    workspace's ``pyproject.toml``): what the project reads from its parents,
+    run from its folder, it finds in the copy too. The project's copy is
+    returned; ``sub`` "": ``dst`` itself."""
+    parts = PurePosixPath(sub).parts if sub else ()
+    here, out = src, dst
+    for _ in parts:
+        here = here.parent
+    for part in parts:
+        out.mkdir(parents=True, exist_ok=True)
+        for f in here.iterdir():
+            if f.is_file() and not f.is_symlink():
+                shutil.copy2(f, out / f.name)
+        here, out = here / part, out / part
+    return copy_tree(src, out)
+
+
+def reuse_or_copy(src: Path, dst: Path, sub: str = "") -> Path:
+    """The project's copy in ``dst`` (copy_within): the one made earlier in
+    this scratch dir, or a new one."""
+    mine = dst / sub if sub else dst
+    if mine.is_dir() and not mine.is_symlink():
+        return mine
+    return copy_within(src, sub, dst)
 
 
 def python_env(

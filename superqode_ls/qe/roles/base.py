@@ -131,6 +131,18 @@ class RoleContext:
     # The front end's choices for the tools (priority, CPUs, who answers an
     # agent's ``ask``, the warm analyzer): ``QERequest.runtime``, handed down.
     runtime: Runtime = field(default_factory=Runtime.background)
+    # In a monorepo's project (``project``/``sandbox`` narrowed to its
+    # folder): the user's repository, whose session this is (its private
+    # scratch folder is the one the barrier leaves writable).
+    repository: Path | None = None
+
+    @property
+    def folder(self) -> str:
+        """The project's folder below the repository (POSIX; "" for the
+        repository itself)."""
+        if self.repository is None or self.repository == self.project:
+            return ""
+        return self.project.relative_to(self.repository).as_posix()
 
     def remaining(self) -> float | None:
         if self.deadline is None:

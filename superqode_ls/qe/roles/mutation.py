@@ -57,6 +57,7 @@ from ._mutation_sample import Unit, asserting_tests, choose, sample, units
 from ._mutation_spawn import Zygote
 from ._mutators import Mutant
 from ._pyenv import project_python, pytest_argv, tool_paths
+from ._unit_projects import each_project, projects
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 LAUNCHER = "superqode_launch"  # _mutation_launch, as the zygote's script
@@ -112,6 +113,14 @@ class MutationTester(Role):
         return lacking("coverage")
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
+        subs = None if ctx.config.roles.unit_test_command else await projects(ctx)
+        if subs is not None:  # a monorepo: each project's code against its own tests
+            refused = self.refusal(ctx)
+            return refused or await each_project(ctx, subs, self._run_one, tool=TOOL,
+                                                 nothing="nothing to mutate")
+        return await self._run_one(ctx)
+
+    async def _run_one(self, ctx: RoleContext) -> RoleOutput:
         self.report = report = MutationReport()
         started = time.monotonic()
         self._phase = (started, self.cpu_clock() if self.cpu_clock else None)
@@ -136,7 +145,7 @@ class MutationTester(Role):
         try:
             pending = [r for r in results if not r.from_cache]
             if pending:
-                scratch = _scratch.scratch_root(ctx.project, ctx.session_id, "mutation")
+                scratch = _scratch.scratch_root(ctx.repository or ctx.project, ctx.session_id, "mutation")
                 status = await reported(self._mutate(ctx, scratch, pending, report))
                 if status is not None:
                     return status
@@ -173,7 +182,8 @@ class MutationTester(Role):
         if why is not None:
             return RoleOutput(status="skipped", reason=why, tool=TOOL)
         self._mark("interpreter")
-        base = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "w0")
+        self._folder = ctx.folder  # (a monorepo's project: copied with what is above it)
+        base = await asyncio.to_thread(_scratch.copy_within, ctx.sandbox, ctx.folder, scratch / "w0")
         self._copies, self._pool, self._zygote = 1, [], None
         self._mark("copy")
         workers: list[Worker] = []
@@ -321,13 +331,15 @@ class MutationTester(Role):
         report.run_s, report.start_s = per_run, start_s
         return workers_that_pay(cap, mutant_costs(items, linemap, per_run), start_s)
 
+    _folder = ""  # the project's folder below the repository (RoleContext.folder)
+
     async def _copies_for(self, base: Path, scratch: Path, count: int) -> None:
         """Scratch copies w1.. for ``count`` more workers, side by side (the
         loop's bounded thread pool), sharing the first's bytecode."""
         made = list(await asyncio.gather(*(
-            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}")
+            asyncio.to_thread(_scratch.reuse_or_copy, base, scratch / f"w{i}", self._folder)
             for i in range(1, 1 + max(0, count)))))
-        await asyncio.to_thread(_scratch.share_pycache, [base, *made])
+        await asyncio.to_thread(_scratch.share_pycache, [base, *made], self._folder)
 
     async def _start_zygote(self, ctx: RoleContext, scratch: Path, base: Path,
                             pending: list[FileResult], report: MutationReport) -> Zygote | None:
@@ -368,9 +380,10 @@ class MutationTester(Role):
         self._copies = which.stop
         if not which:
             return []
-        scratch = base.parent
+        scratch = _scratch.copy_root(base, self._folder).parent
         await self._copies_for(base, scratch, which.stop - 1)
-        copies = [scratch / f"w{i}" for i in which]
+        copies = [scratch / f"w{i}" / self._folder if self._folder else scratch / f"w{i}"
+                  for i in which]
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
         assert self._py is not None
         made = []
@@ -466,7 +479,8 @@ class MutationTester(Role):
         """A copy's environment: its sources ahead of the user's project and
         the sandbox (editable installs), SuperQode's coverage lent if needed."""
         return _scratch.python_env(
-            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(copy.parent),
+            ctx.env, copy, extra or [],
+            pycache=_scratch.pycache_dir(_scratch.copy_root(copy, self._folder).parent),
             shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
         )
 

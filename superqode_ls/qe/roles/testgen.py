@@ -29,6 +29,7 @@ from . import _scratch
 from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
 from ._pytest_plugins import CRASH_PLUGIN, collect_reason, write_plugin
+from ._unit_projects import each_project, projects
 from .base import Role, RoleContext, RoleOutput, ToolFailed
 
 TOOL = "hypothesis-ghostwriter"
@@ -82,6 +83,13 @@ class TestGenerator(Role):
         refused = self.refusal(ctx)
         if refused is not None:
             return refused
+        subs = await projects(ctx)
+        if subs is not None:  # a monorepo: each project's functions with its own interpreter
+            return await each_project(ctx, subs, self._run_one, tool=TOOL,
+                                      nothing="nothing to test")
+        return await self._run_one(ctx)
+
+    async def _run_one(self, ctx: RoleContext) -> RoleOutput:
         skipped: list[tuple[str, str]] = []  # (what, why)
         # Parsing every module is pure Python: off the event loop the server
         # answers requests from.
@@ -99,9 +107,10 @@ class TestGenerator(Role):
                 f"hypothesis and black cannot be lent to {py.shown(ctx.project)} "
                 f"(another Python version than SuperQode's); set roles.python"))
         self._python, self._tools = py.python, lent
-        scratch = _scratch.scratch_root(ctx.project, ctx.session_id, "testgen")
+        scratch = _scratch.scratch_root(ctx.repository or ctx.project, ctx.session_id, "testgen")
         try:
-            copy = await asyncio.to_thread(_scratch.copy_tree, ctx.sandbox, scratch / "copy")
+            copy = await asyncio.to_thread(_scratch.copy_within, ctx.sandbox, ctx.folder,
+                                           scratch / "copy")
             tools = scratch / "tools"
             gen_dir = scratch / "generated"
             gen_dir.mkdir()
@@ -133,7 +142,8 @@ class TestGenerator(Role):
 
     def _env(self, ctx: RoleContext, copy: Path, extra: list[Path] | None = None) -> dict[str, str]:
         return _scratch.python_env(
-            ctx.env, copy, extra or [], pycache=_scratch.pycache_dir(copy.parent),
+            ctx.env, copy, extra or [],
+            pycache=_scratch.pycache_dir(_scratch.copy_root(copy, ctx.folder).parent),
             shadowed=[ctx.project, ctx.sandbox], tool_paths=self._tools,
         )
 

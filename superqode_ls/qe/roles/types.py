@@ -18,6 +18,7 @@ import re
 import tempfile
 import tokenize
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ...workspace.proc import ProcResult
 from ._common import SKIP_DIRS, SourceCache, assign_ids, rel_to, selected_files, tail, walk_files
 from ._mypy_cache import mypy_cache
 from ._pyenv import project_python
+from ._unit_projects import each_project, files_in, merged, moved, projects, sub_context
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -92,6 +94,13 @@ class TypeTester(Role):
         return None
 
     async def run(self, ctx: RoleContext) -> RoleOutput:
+        subs = await projects(ctx)
+        if subs is not None:  # a monorepo: each project from its folder, with its interpreter
+            return await each_project(ctx, subs, self._run_one, tool="mypy", python=ctx.trusted,
+                                      nothing="nothing to check")
+        return await self._run_one(ctx)
+
+    async def _run_one(self, ctx: RoleContext) -> RoleOutput:
         if ctx.files is None:
             targets = find_targets(ctx.sandbox)
             if not targets:
@@ -111,7 +120,17 @@ class TypeTester(Role):
 
     async def check_files(self, ctx: RoleContext, files: list[str]) -> RoleOutput:
         """mypy on ``files`` with the project's configuration, with its
-        status (the fix verifier's type check fails closed on a failed run)."""
+        status (the fix verifier's type check fails closed on a failed run).
+        In a monorepo, each project's files with that project's."""
+        subs = await projects(ctx)
+        if subs is not None:
+            parts: list[tuple[str, RoleOutput]] = []
+            for sub in subs:
+                if mine := files_in(files, sub):
+                    out = await self.check_files(
+                        await sub_context(ctx, sub, mine, python=ctx.trusted), mine)
+                    parts.append((sub, replace(out, findings=moved(out.findings, sub))))
+            return merged(parts) if parts else RoleOutput(tool="mypy")
         files = selected_files(ctx.sandbox, files, PY_SUFFIXES)
         if not files:
             return RoleOutput(tool="mypy")

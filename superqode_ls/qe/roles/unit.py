@@ -27,29 +27,24 @@ from pathlib import Path
 from typing import Any
 
 from ...config import superqode_home
-from ...models import Evidence, Finding, Severity
+from ...models import Finding
 from ...workspace import namespaces
 from ...workspace.artifacts import atomic_write
 from ...workspace.extras import needs
 from ...workspace.paths import hypothesis_dir, repo_key
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
-from ...workspace.pyprojects import python_projects
+from ...workspace.pyprojects import loose_tests, python_projects
 from . import _unit_django as django
 from ._common import (
-    SourceCache,
-    fingerprint,
-    is_test_path,
     pytest_message,
     selected_files,
 )
 from ._pyenv import isolate, project_python, pytest_argv
-from ._unit_env import dependency_api, environment_cause, environment_problem, only_environment
-from ._unit_projects import each_project, files_in, moved, sub_context
+from ._unit_env import environment_problem, only_environment
+from ._unit_findings import failure_findings
+from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
 from ._unit_records import (
-    collect_location,
-    line_range,
-    project_rel,
     read_records,
     short_message,
 )
@@ -58,13 +53,6 @@ from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
 _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
-
-_RULES = {
-    "call": ("test-failure", "Test fails"),
-    "setup": ("test-error", "Test setup fails"),
-    "teardown": ("test-error", "Test teardown fails"),
-    "collect": ("collection-error", "Tests cannot be collected"),
-}
 
 
 def find_test_files(root: Path, files: list[str] | None = None) -> list[str]:
@@ -100,7 +88,9 @@ class UnitTester(Role):
     async def run(self, ctx: RoleContext) -> RoleOutput:
         subs = await _projects(ctx)
         if subs != [""]:  # a monorepo: each Python project from its own folder
-            return await each_project(ctx, subs, self._run_project)
+            loose = await asyncio.to_thread(loose_tests, ctx.sandbox, subs)
+            return await each_project(ctx, [ROOT, *subs] if loose else subs,
+                                      self._run_project, root_files=loose)
         return await self._run_project(ctx)
 
     async def _run_project(self, ctx: RoleContext) -> RoleOutput:
@@ -165,8 +155,11 @@ class UnitTester(Role):
         if subs == [""]:
             return await self._recheck(ctx, files)
         found: list[Finding] = []
-        for sub in subs:
-            if mine := files_in(files, sub):
+        for sub in [ROOT, *subs]:  # (ROOT: the loose tests among the files)
+            mine = files_in(files, sub, subs)
+            if sub == ROOT:  # only the loose tests named (a source file's would be every test)
+                mine = find_test_files(ctx.sandbox, mine)
+            if mine:
                 sub_ctx = await sub_context(ctx, sub, mine)
                 found += moved(await self._recheck(sub_ctx, mine), sub)
         return found
@@ -186,8 +179,8 @@ class UnitTester(Role):
         if subs == [""]:
             return (await self._pytest(ctx, folders, extra=extra))[0]
         out = RoleOutput(status="skipped", reason="no tests: no test folder", tool="pytest")
-        for sub in subs:  # a monorepo: each project's conftests, from its folder
-            if mine := files_in(folders, sub):
+        for sub in [*subs, ROOT]:  # a monorepo: each project's conftests, from its folder
+            if mine := files_in(folders, sub, subs):
                 out, _ = await self._pytest(await sub_context(ctx, sub, mine), mine, extra=extra)
                 if out.status not in ("ok", "skipped") or (out.reason or "").startswith("setup:"):
                     return out  # (its reason as the probe reads it: "setup: ...")
@@ -301,9 +294,10 @@ class UnitTester(Role):
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
         setup = next((r for r in records if r.get("kind") == "setup"), None)
         tool = runner
-        findings = self._findings(ctx.sandbox, [r for r in records
-                                                if r.get("kind") not in ("summary", "setup")], tool,
-                                  offline=namespaces.active() and ctx.config.sandbox.network != "host")
+        failed = [r for r in records if r.get("kind") not in ("summary", "setup")]
+        findings = failure_findings(
+            self.name, ctx.sandbox, failed, tool,
+            offline=namespaces.active() and ctx.config.sandbox.network != "host")
         if res.timed_out:
             raise ToolFailed(
                 "pytest",
@@ -377,87 +371,6 @@ class UnitTester(Role):
             head += f" ({n_collect} collection error(s))"
         raise ToolFailed("pytest", f"{head}: {pytest_message(output)}", findings=findings)
 
-    def _findings(self, root: Path, records: list[dict[str, Any]],
-                  tool: str = "pytest", offline: bool = False) -> list[Finding]:
-        src = SourceCache(root)
-        out: list[Finding] = []
-        seen: set[str] = set()
-        for r in records:
-            when = r.get("when") or "call"
-            rule_id, label = _RULES.get(when, _RULES["call"])
-            nodeid = str(r.get("nodeid") or "")
-            frames = [
-                (rel, int(e["lineno"]), e.get("name") or "")
-                for e in r.get("entries") or []
-                if (rel := project_rel(root, str(e.get("path") or ""))) is not None
-            ]
-            test_file = nodeid.split("::", 1)[0] or None
-            if r.get("kind") == "collect":
-                file, line = collect_location(root, r.get("message") or "", test_file)
-                frames = []
-            else:
-                test_frames = [f for f in frames if is_test_path(f[0]) or f[0] == test_file]
-                if test_frames:
-                    file, line = test_frames[-1][0], test_frames[-1][1]
-                else:
-                    file, line = test_file, int(r.get("test_line") or 1)
-            message = short_message(str(r.get("message") or ""))
-            evidence = [
-                Evidence(
-                    message=message,
-                    file=file,
-                    line=line,
-                    snippet=src.line(file, line) if file else None,
-                )
-            ]
-            user_frames = [f for f in frames if not is_test_path(f[0]) and f[0] != test_file]
-            if user_frames:
-                ufile, uline, uname = user_frames[-1]
-                exc = r.get("exc_type") or "the error"
-                evidence.append(
-                    Evidence(
-                        message=f"{exc} raised in project code: {uname}() at {ufile}:{uline}",
-                        file=ufile,
-                        line=uline,
-                        snippet=src.line(ufile, uline),
-                    )
-                )
-            key = fingerprint(rule_id, "pytest", file or "", nodeid)
-            if key in seen:  # e.g. a test failing in call and again in teardown
-                key = fingerprint(rule_id, "pytest", file or "", nodeid, when)
-            seen.add(key)
-            title = f"{label}: {nodeid}" if nodeid else label
-            cause = (environment_cause(r, offline=offline) if r.get("kind") != "collect" else None
-                     ) or environment_problem(r, root)
-            # A name an installed package lacks: the code's (or its unpinned
-            # dependency's API change), said as such, never "not installed".
-            api = dependency_api(r, root) if cause is None else None
-            if api:
-                message = f"{api}\n{message}"
-            where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
-            out.append(
-                Finding(
-                    id=key,
-                    role=self.name,
-                    tool=tool,
-                    rule_id=rule_id,
-                    title=title,
-                    message=f"{message}{where}",
-                    severity=Severity.info if cause else Severity.high,
-                    severity_reason=f"info: the environment's, {cause}" if cause else None,
-                    noise=(f"the environment, not the code: {cause}" if cause else None),
-                    confidence=0.95,
-                    category="tests",
-                    file=file,
-                    range=line_range(src.line(file, line), line) if file else None,
-                    evidence=evidence,
-                    tags=[tool, when, *(["environment"] if cause else []),
-                          *(["dependency-api"] if api else [])],
-                    snippet=src.line(file, line) if file else None,
-                )
-            )
-        return out
-
 
 async def _projects(ctx: RoleContext) -> list[str]:
     """The Python projects whose suites the role runs (workspace/pyprojects;
@@ -486,11 +399,6 @@ def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -
     if py.note and not ctx.config.roles.unit_test_command:
         parts.append(py.note)
     return "; ".join(p for p in parts if p)
-
-
-
-
-
 
 
 def _durations_file(project: Path) -> Path:

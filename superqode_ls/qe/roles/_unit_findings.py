@@ -1,0 +1,107 @@
+"""The unit role's findings: what the recorder plugin wrote about each
+failing test, collection error and setup error, made into findings at the
+lines a developer fixes, the environment's failures named as such."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...models import Evidence, Finding, Severity
+from ._common import SourceCache, fingerprint, is_test_path
+from ._unit_env import dependency_api, environment_cause, environment_problem
+from ._unit_records import collect_location, line_range, project_rel, short_message
+
+_RULES = {
+    "call": ("test-failure", "Test fails"),
+    "setup": ("test-error", "Test setup fails"),
+    "teardown": ("test-error", "Test teardown fails"),
+    "collect": ("collection-error", "Tests cannot be collected"),
+}
+
+
+def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
+                     tool: str = "pytest", offline: bool = False) -> list[Finding]:
+    """One finding per failing test, collection or setup error in
+    ``records`` (the recorder's): at the failing line of the test file, with
+    evidence at the deepest frame of the project's own code; a failure the
+    environment caused (network, a service, a missing package) is marked
+    noise and said as such, never a finding to act on."""
+    src = SourceCache(root)
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for r in records:
+        when = r.get("when") or "call"
+        rule_id, label = _RULES.get(when, _RULES["call"])
+        nodeid = str(r.get("nodeid") or "")
+        frames = [
+            (rel, int(e["lineno"]), e.get("name") or "")
+            for e in r.get("entries") or []
+            if (rel := project_rel(root, str(e.get("path") or ""))) is not None
+        ]
+        test_file = nodeid.split("::", 1)[0] or None
+        if r.get("kind") == "collect":
+            file, line = collect_location(root, r.get("message") or "", test_file)
+            frames = []
+        else:
+            test_frames = [f for f in frames if is_test_path(f[0]) or f[0] == test_file]
+            if test_frames:
+                file, line = test_frames[-1][0], test_frames[-1][1]
+            else:
+                file, line = test_file, int(r.get("test_line") or 1)
+        message = short_message(str(r.get("message") or ""))
+        evidence = [
+            Evidence(
+                message=message,
+                file=file,
+                line=line,
+                snippet=src.line(file, line) if file else None,
+            )
+        ]
+        user_frames = [f for f in frames if not is_test_path(f[0]) and f[0] != test_file]
+        if user_frames:
+            ufile, uline, uname = user_frames[-1]
+            exc = r.get("exc_type") or "the error"
+            evidence.append(
+                Evidence(
+                    message=f"{exc} raised in project code: {uname}() at {ufile}:{uline}",
+                    file=ufile,
+                    line=uline,
+                    snippet=src.line(ufile, uline),
+                )
+            )
+        key = fingerprint(rule_id, "pytest", file or "", nodeid)
+        if key in seen:  # e.g. a test failing in call and again in teardown
+            key = fingerprint(rule_id, "pytest", file or "", nodeid, when)
+        seen.add(key)
+        title = f"{label}: {nodeid}" if nodeid else label
+        cause = (environment_cause(r, offline=offline) if r.get("kind") != "collect" else None
+                 ) or environment_problem(r, root)
+        # A name an installed package lacks: the code's (or its unpinned
+        # dependency's API change), said as such, never "not installed".
+        api = dependency_api(r, root) if cause is None else None
+        if api:
+            message = f"{api}\n{message}"
+        where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
+        out.append(
+            Finding(
+                id=key,
+                role=role,
+                tool=tool,
+                rule_id=rule_id,
+                title=title,
+                message=f"{message}{where}",
+                severity=Severity.info if cause else Severity.high,
+                severity_reason=f"info: the environment's, {cause}" if cause else None,
+                noise=(f"the environment, not the code: {cause}" if cause else None),
+                confidence=0.95,
+                category="tests",
+                file=file,
+                range=line_range(src.line(file, line), line) if file else None,
+                evidence=evidence,
+                tags=[tool, when, *(["environment"] if cause else []),
+                      *(["dependency-api"] if api else [])],
+                snippet=src.line(file, line) if file else None,
+            )
+        )
+    return out
