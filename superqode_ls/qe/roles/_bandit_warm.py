@@ -118,15 +118,18 @@ class WarmBandit:
         """In the process that started it, once a forked child took it over
         (:meth:`hand_over`): drop this side's pipes, nothing else. The
         server ends when the child closes its own (or stops it)."""
+        self._close_pipes()
+        self._in = self._out = None
+        self._ready.clear()
+        self._proc = None
+
+    def _close_pipes(self) -> None:
         for stream in (self._in, self._out):
             if stream is not None:
                 try:
                     stream.close()
                 except OSError:
                     pass
-        self._in = self._out = None
-        self._ready.clear()
-        self._proc = None
 
     def serves(self, tool: str) -> bool:
         """Whether ``tool`` is the bandit this server runs (the same environment)."""
@@ -220,12 +223,7 @@ class WarmBandit:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (self._in, self._out):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+        self._close_pipes()
 
 
 _GRACE_S = 10.0
