@@ -53,9 +53,12 @@ def test_mail_and_network_sends_are_seen_through_helpers(tmp_path):
     for src in ("import emails\n\ndef f(x: str):\n    return emails.Message(html=x)\n",
                 "from django.core.mail import send_mail as m\n\ndef f(x: str):\n    m('s', x)\n",
                 "def f(conn, x: str):\n    conn.sendmail('a', [x], 'body')\n",
-                "def f(sock, x: bytes):\n    sock.send(x)\n",
+                "def f(sock, x: bytes):\n    sock.sendto(x, ('h', 1))\n",
                 "import requests as r\n\ndef f(u: str):\n    return r.get(u)\n"):
         assert _why(tmp_path / "d", {"m.py": src}, "m.py", "f"), src
+    # A signal sent in-process (flask's template_rendered.send) is not a send.
+    assert _why(tmp_path / "d", {"m.py": "def f(sig, x: int):\n    sig.send(x)\n    return x\n"},
+                "m.py", "f") is None
     # Modules that import each other end without a loop.
     files = {"p/__init__.py": "", "p/a.py": "from p.b import g\n\ndef f(x: int):\n    return g(x)\n",
              "p/b.py": "from p.a import f\n\ndef g(x):\n    return f(x)\n"}

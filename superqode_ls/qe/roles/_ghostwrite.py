@@ -37,8 +37,10 @@ SIDE_EFFECT_CALLS = {
     "execve", "execvpe", "posix_spawn", "posix_spawnp", "create_subprocess_exec",
     "create_subprocess_shell", "create_connection", "request", "urlretrieve", "getaddrinfo",
     # Mail and messages leave the machine whatever object sends them
-    # (``emails.Message(...).send(...)``, Django's ``send_mail``).
-    "send", "sendto", "sendmail", "send_message", "send_mail", "send_mass_mail",
+    # (smtplib's ``sendmail``, Django's ``send_mail``). A bare ``.send()`` is
+    # not one: flask's and Django's signals send in-process (``emails``'
+    # ``Message(...).send()`` is seen by its module).
+    "sendto", "sendmail", "send_message", "send_mail", "send_mass_mail",
     "mail_admins", "mail_managers", "starttls",
 }  # fmt: skip
 # ``os.<anything>`` is a side effect except these read-only helpers.
