@@ -125,6 +125,10 @@ def test_mutation_runs_each_projects_tests_from_its_folder(tmp_path, offline):
         (f.file, f.range, f.title) for f in out.findings]
     assert out.reason.startswith("api/: "), out.reason
     assert "worker/: " in out.reason, out.reason
+    logs = root.parent / f"{root.name}-project" / ".superqode" / "qe-artifacts" / "logs"
+    # Each project's log is its own (before, worker's run overwrote api's).
+    assert "api_pkg/core.py" in next(logs.glob("*-mutation-api.log")).read_text()
+    assert next(logs.glob("*-mutation-worker.log")).is_file()
 
 
 def test_generated_tests_run_per_project(tmp_path, offline):
@@ -141,6 +145,11 @@ def test_generated_tests_run_per_project(tmp_path, offline):
     parts = [p for p in out.reason.split("; ") if "generated" in p]
     assert [p.split(": ", 1)[0] for p in parts] == ["api/", "worker/"], out.reason
     assert not [p for p in parts if p.split(": ", 1)[1].startswith("0 test(s)")], out.reason
+    artifacts = root.parent / f"{root.name}-project" / ".superqode" / "qe-artifacts"
+    assert {p.name.rsplit("-", 1)[-1] for p in (artifacts / "logs").glob("*test-generator-*.log")} == {
+        "api.log", "worker.log"}
+    kept = [p.name for p in (artifacts / "generated-tests").rglob("*.py")]
+    assert any(n.startswith("test_api_") for n in kept) and any(n.startswith("test_worker_") for n in kept), kept
 
 
 LOOSE_TEST = ("import os\n\n\ndef test_from_the_root():\n"

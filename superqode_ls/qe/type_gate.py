@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..models import Finding, Patch
+from ..workspace.pyprojects import python_projects
 from .patching import patch_files, write_copies
 from .roles._patches import split_lines
 from .roles.base import Role, RoleContext, RoleOutput
@@ -49,6 +50,19 @@ def mypy_declared(root: Path) -> bool:
     except (configparser.Error, UnicodeDecodeError):
         return False
     return cfg.has_section("mypy")
+
+
+def mypy_projects(root: Path) -> list[str]:
+    """The folders (relative, POSIX; ``""``: the root) whose own
+    configuration declares mypy: the root and each Python project below it
+    (a monorepo's ``backend/`` with its ``[tool.mypy]``)."""
+    folders = dict.fromkeys(["", *python_projects(root)])
+    return [f for f in folders if mypy_declared(root / f if f else root)]
+
+
+def in_projects(rel: str, folders: list[str]) -> bool:
+    """Whether the repository-relative ``rel`` lies in one of ``folders``."""
+    return any(not f or rel.startswith(f + "/") for f in folders)
 
 
 def _demote(p: Patch, why: str) -> Patch:

@@ -12,9 +12,10 @@ from typing import Any
 
 from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
+from .patching import patch_files
 from .roles import role_class
 from .roles.base import Role, RoleContext, SandboxSession
-from .type_gate import mypy_declared, type_gate
+from .type_gate import in_projects, mypy_projects, type_gate
 from .verifier import Verifier
 
 TEST_ROLE = "unit_tester"
@@ -100,8 +101,14 @@ async def _type_check(
     emit: Callable[..., Any],
 ) -> None:
     """The project's declared mypy configuration on the accepted fixes
-    (type_gate.py); nothing where the project declares none."""
-    if not contexts or not mypy_declared(root):
+    (type_gate.py), per project: the fixes of the projects that declare
+    one; nothing where none does."""
+    if not contexts:
+        return
+    declared = await asyncio.to_thread(mypy_projects, root)
+    todo = [p for p in todo if declared and all(in_projects(f, declared)
+                                                for f in (p.files or patch_files(p.diff)))]
+    if not todo:
         return
     role = roles.get(TYPE_ROLE)
     ctx = contexts.get(TYPE_ROLE)

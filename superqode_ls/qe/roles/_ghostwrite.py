@@ -36,6 +36,12 @@ SIDE_EFFECT_CALLS = {
     "prompt", "confirm", "spawn", "spawnl", "spawnlp", "spawnvp", "execl", "execlp",
     "execve", "execvpe", "posix_spawn", "posix_spawnp", "create_subprocess_exec",
     "create_subprocess_shell", "create_connection", "request", "urlretrieve", "getaddrinfo",
+    # Mail and messages leave the machine whatever object sends them
+    # (smtplib's ``sendmail``, Django's ``send_mail``). A bare ``.send()`` is
+    # not one: flask's and Django's signals send in-process (``emails``'
+    # ``Message(...).send()`` is seen by its module).
+    "sendto", "sendmail", "send_message", "send_mail", "send_mass_mail",
+    "mail_admins", "mail_managers", "starttls",
 }  # fmt: skip
 # ``os.<anything>`` is a side effect except these read-only helpers.
 OS_READ_ONLY = {"fspath", "getenv", "getcwd", "cpu_count", "fsdecode", "fsencode"}
@@ -45,12 +51,25 @@ SIDE_EFFECT_MODULES = {
     "tempfile", "webbrowser", "pty", "pexpect", "aiohttp", "urllib3", "xmlrpc", "telnetlib",
     "poplib", "imaplib", "nntplib", "paramiko", "ssl", "tkinter", "turtle", "pyautogui",
     "pyperclip", "winreg", "_winapi", "_posixsubprocess", "selectors", "grpc", "websockets",
+    # Mail, network clients and services reached over the network.
+    "emails", "aiosmtplib", "yagmail", "smtpd", "sendgrid", "fastapi_mail", "flask_mail",
+    "django.core.mail", "mailjet_rest", "postmarker", "twilio", "slack_sdk", "boto3", "botocore",
+    "aiobotocore", "pycurl", "httplib2", "treq", "tornado.httpclient", "redis", "pika",
+    "aio_pika", "kombu", "celery", "paho", "zmq", "nats", "kafka", "aiokafka", "pymongo",
+    "motor", "psycopg", "psycopg2", "pymysql", "asyncpg", "aiomysql", "dns", "ldap3",
+    "google.cloud", "azure", "stripe", "ntplib",
 }  # fmt: skip
 SIDE_EFFECT_NAMES = (
     "main", "run", "write", "save", "delete", "remove", "send", "upload", "download",
     "install", "kill", "backup", "deploy", "serve", "start", "stop", "exec", "open",
     "connect", "publish", "push", "sync", "migrate", "drop", "purge", "clean",
 )  # fmt: skip
+
+
+def _effect_module(dotted):
+    """Whether ``dotted`` is, or is inside, a module that touches the world."""
+    parts = dotted.split(".")
+    return any(".".join(parts[:i]) in SIDE_EFFECT_MODULES for i in range(1, len(parts) + 1))
 
 
 def _call_name(node):
@@ -86,13 +105,14 @@ def _aliases(tree):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.split(".")[0] in SIDE_EFFECT_MODULES:
+                if _effect_module(a.name):
                     out[(a.asname or a.name).split(".")[0]] = a.name
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            if node.module.split(".")[0] in SIDE_EFFECT_MODULES:
+            if node.module != "os":
                 for a in node.names:
-                    out[a.asname or a.name] = f"{node.module}.{a.name}"
-            elif node.module == "os":
+                    if _effect_module(f"{node.module}.{a.name}"):
+                        out[a.asname or a.name] = f"{node.module}.{a.name}"
+            else:
                 for a in node.names:
                     if a.name not in OS_READ_ONLY:
                         out[a.asname or a.name] = f"os.{a.name}"
@@ -118,10 +138,15 @@ def _side_effect(nodes, aliases=None, sibling=None):
                     and f.attr not in OS_READ_ONLY
                 ):
                     return f"calls os.{f.attr}()"
-                if isinstance(f, ast.Name) and sibling is not None:
-                    why = sibling(f.id)
+                if sibling is not None:
+                    called = None
+                    if isinstance(f, ast.Name):
+                        called = f.id
+                    elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                        called = f"{f.value.id}.{f.attr}"
+                    why = sibling(called) if called else None
                     if why:
-                        return f"calls {f.id}(), which {why}"
+                        return f"calls {called}(), which {why}"
             if isinstance(sub, ast.Name) and sub.id in SIDE_EFFECT_MODULES:
                 return f"uses {sub.id}"
             if isinstance(sub, ast.Name) and sub.id in aliases:
@@ -158,25 +183,46 @@ def _module_file(path, module, node):
     return None
 
 
+def _module_name(module, path, node):
+    """The dotted name of the module a ``from ... import`` names."""
+    if not node.level:
+        return node.module
+    parts = module.split(".")
+    if not path.endswith("__init__.py"):
+        parts = parts[:-1]
+    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
 class _Siblings:
     """Side effects of functions a module imports from the project's other
-    modules, one module deep, each file parsed once (click's ``launch``
-    calls ``open_url`` from ``_termui_impl``, which starts a process)."""
+    modules, followed from module to module (the route ``test_email`` calls
+    ``app.utils.send_email``, which sends through ``emails``; click's
+    ``launch`` calls ``_termui_impl.open_url``, which starts a process).
+    Each file is parsed once, at most MAX_FILES of them."""
+
+    MAX_FILES = 300
 
     def __init__(self):
         self.trees = {}
+        self.checkers = {}
 
     def _tree(self, path):
         if path not in self.trees:
+            self.trees[path] = None
+            if len(self.trees) > self.MAX_FILES:
+                return None
             try:
                 with open(path, encoding="utf-8") as fh:
                     self.trees[path] = ast.parse(fh.read())
             except (OSError, SyntaxError, ValueError):
-                self.trees[path] = None
+                pass
         return self.trees[path]
 
     def checker(self, tree, path, module):
-        imported = {}
+        if path in self.checkers:
+            return self.checkers[path]
+        imported = {}  # local name -> (ImportFrom node, its name there)
         for node in tree.body:
             if isinstance(node, ast.ImportFrom):
                 for a in node.names:
@@ -184,20 +230,30 @@ class _Siblings:
         cache = {}
 
         def sibling(name):
-            if name not in imported:
+            """``name``: a function imported from the project, or ``mod.func``
+            with ``mod`` a project module imported by ``from pkg import mod``."""
+            head, _, attr = name.partition(".")
+            if head not in imported:
                 return None
             if name not in cache:
-                node, real = imported[name]
-                cache[name] = None
+                cache[name] = None  # a cycle between modules ends here
+                node, real = imported[head]
+                if attr:  # ``from pkg import mod`` then ``mod.func()``
+                    sub = ast.ImportFrom(module=f"{node.module}.{real}" if node.module else real,
+                                         names=[], level=node.level)
+                    node, real = sub, attr
                 target = _module_file(path, module, node)
                 other = self._tree(target) if target else None
                 if other is not None:
                     defs = {n.name: n for n in other.body
                             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
                     if real in defs:
-                        cache[name] = _side_effect(_reachable(defs[real], defs), _aliases(other))
+                        inner = self.checker(other, target, _module_name(module, path, node))
+                        cache[name] = _side_effect(_reachable(defs[real], defs), _aliases(other),
+                                                   inner)
             return cache[name]
 
+        self.checkers[path] = sibling
         return sibling
 
 

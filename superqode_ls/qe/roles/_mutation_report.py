@@ -71,7 +71,9 @@ def _finding(
         for m in ms
     )
     try:
-        ctx.artifacts.write_evidence(f"mutant-{fr.rel}-L{line}.diff", diff)
+        # The repository's path: in a monorepo two projects may both have a ``core.py``.
+        where = f"{ctx.folder}/{fr.rel}" if ctx.folder else fr.rel
+        ctx.artifacts.write_evidence(f"mutant-{where}-L{line}.diff", diff)
     except OSError:
         pass
     return Finding(
@@ -134,7 +136,9 @@ def write_log(ctx: RoleContext, results: list[FileResult], report: MutationRepor
             eq = f" (likely equivalent: {v['equivalent']})" if v.get("equivalent") else ""
             lines.append(f"  {key}: {v['status']}{eq}")
     try:
-        ctx.artifacts.write_log("mutation", "\n".join(lines) + "\n")
+        # One log per project of a monorepo (each project's run is its own).
+        name = f"mutation-{ctx.folder}" if ctx.folder else "mutation"
+        ctx.artifacts.write_log(name, "\n".join(lines) + "\n")
     except OSError:
         pass
 

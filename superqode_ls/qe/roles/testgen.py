@@ -333,7 +333,7 @@ class TestGenerator(Role):
                     f"# for {g.module}.{g.function}; it passed {MAX_EXAMPLES} examples on the "
                     "code as it was.\n# Copy it into your tests to keep it.\n"
                 )
-                ctx.artifacts.write_generated_test(g.test_file, header + g.source)
+                ctx.artifacts.write_generated_test(_in_project(ctx, g.test_file), header + g.source)
                 kept += 1
             elif g.outcome == "failed":
                 crash = self._crash(copy, gen_dir, g)
@@ -377,7 +377,7 @@ class TestGenerator(Role):
         example = _falsifying(crash.get("notes", []), g)
         msg = crash["message"]
         exc = f"{crash['type']}: {msg}" if msg else crash["type"]
-        evidence_name = f"generated-crash-{g.module}-{g.function}.py"
+        evidence_name = _in_project(ctx, f"generated-crash-{g.module}-{g.function}.py")
         try:
             ctx.artifacts.write_evidence(evidence_name, g.source)
             reproducer = f" The failing test is saved as evidence/{ctx.session_id}-{evidence_name}."
@@ -425,7 +425,20 @@ class TestGenerator(Role):
             lines += ["", "skipped:"]
             lines += [f"  {what}: {why}" for what, why in skipped]
         with contextlib.suppress(OSError):
-            ctx.artifacts.write_log("test-generator", "\n".join(lines) + "\n")
+            ctx.artifacts.write_log(_in_project(ctx, "test-generator"), "\n".join(lines) + "\n")
+
+
+def _in_project(ctx: RoleContext, name: str) -> str:
+    """An artifact's name that tells a monorepo's projects apart (each
+    project's run writes its own; ``app.utils`` may be in two of them):
+    ``test_x.py`` -> ``test_api_x.py``, ``log`` -> ``log-api``."""
+    if not ctx.folder:
+        return name
+    tag = re.sub(r"\W+", "_", ctx.folder).strip("_")
+    for prefix in ("test_", "generated-crash-"):
+        if name.startswith(prefix):
+            return f"{prefix}{tag}_{name[len(prefix):]}"
+    return f"{name}-{tag}"
 
 
 def _runs_code_at_import(tree: ast.Module) -> bool:
