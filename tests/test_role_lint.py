@@ -283,6 +283,51 @@ def test_gc_pause_resumes_once_and_only_where_it_was_on():
         gc.enable()
 
 
+def test_gc_pause_leaves_its_work_old_and_nothing_frozen():
+    """What the paused work made goes to the oldest generation when the
+    pause ends (the young collections after it would walk it all for
+    nothing), yet nothing stays frozen: a cycle made under the pause is
+    still collected, and a freeze made by someone else is left alone."""
+    import gc
+    import weakref
+
+    from superqode_ls.qe.gc_pause import GcPause
+
+    class Node:
+        pass
+
+    pause = GcPause()
+    made: list = []
+
+    def work():
+        for _ in range(2000):
+            a, b = Node(), Node()
+            a.other, b.other = b, a  # a cycle: only the collector frees it
+            made.append(a)
+
+    gc.collect()
+    pause.run(work)
+    assert gc.get_freeze_count() == 0
+    young = {id(o) for o in gc.get_objects(generation=0)} | {
+        id(o) for o in gc.get_objects(generation=1)}
+    assert not any(id(a) in young or id(a.other) in young for a in made)
+    assert id(made[0]) in {id(o) for o in gc.get_objects(generation=2)}
+    gone = [weakref.ref(a) for a in made]
+    made.clear()
+    gc.collect()
+    assert all(r() is None for r in gone)  # the cycles were collected
+    keep = Node()
+    gc.freeze()  # someone else's freeze (a pre-forking host)
+    try:
+        frozen = gc.get_freeze_count()
+        pause.run(work)
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
+        made.clear()
+        del keep
+
+
 def test_what_a_fix_changes_is_what_its_diff_changes():
     # A fix's id is made from FileText.changes, without its diff: it must
     # say "no change" exactly where the diff is empty, refuse exactly where
