@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from superqode_ls.qe.roles._patches import TextEdit, edits_diff, unified_diff
 from superqode_ls.qe.roles.lint import LintTester, ruff_severity
 from tests.role_helpers import at, git_apply, git_apply_check, make_ctx, run_role, tree_state
@@ -526,3 +528,16 @@ def test_the_lint_parse_and_the_noise_filter_share_one_pause():
     from superqode_ls.qe.roles import lint
 
     assert lint.PAUSE is noise.PAUSE is gc_pause.PAUSE
+
+
+def test_ruffs_output_is_read_from_its_bytes_banner_and_bad_utf8_too():
+    """The role parses ruff's stdout as bytes: what the text reader took
+    (a banner line before the JSON, a byte that is not UTF-8) still reads,
+    and what is not JSON is still refused."""
+    from superqode_ls.qe.roles.lint import _load
+
+    assert _load(b'[{"code": "F401", "message": "caf\xc3\xa9"}]') == [
+        {"code": "F401", "message": "caf\u00e9"}]
+    assert _load(b'warning: something\n[{"message": "x\xff"}]') == [{"message": "x\ufffd"}]
+    with pytest.raises(ValueError):
+        _load(b"ruff: not json at all")
