@@ -541,3 +541,23 @@ def test_ruffs_output_is_read_from_its_bytes_banner_and_bad_utf8_too():
     assert _load(b'warning: something\n[{"message": "x\xff"}]') == [{"message": "x\ufffd"}]
     with pytest.raises(ValueError):
         _load(b"ruff: not json at all")
+
+
+def test_pyproject_is_read_again_once_it_changes(tmp_path):
+    """pyproject.toml's parse is kept between the role's reads of it: an
+    edit on disk (even one of the same size) must still be seen."""
+    import os
+
+    from superqode_ls.qe.roles._target import _toml, ruff_target
+    from superqode_ls.qe.roles.lint import chosen_rules
+
+    py = tmp_path / "pyproject.toml"
+    py.write_text('[project]\nrequires-python = ">=3.8"\n[tool.ruff.lint]\nextend-select = ["B"]\n')
+    assert ruff_target(tmp_path) == "py38" and chosen_rules(tmp_path)[-1] == "B"
+    assert _toml(py) is _toml(py)  # kept while unchanged
+    st = py.stat()
+    py.write_text('[project]\nrequires-python = ">=3.9"\n[tool.ruff.lint]\nextend-select = ["C"]\n')
+    os.utime(py, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same time stamp
+    assert ruff_target(tmp_path) == "py39" and chosen_rules(tmp_path)[-1] == "C"
+    py.write_text("not toml [")
+    assert _toml(py) == {} and chosen_rules(tmp_path) == ("E4", "E7", "E9", "F")
