@@ -300,6 +300,9 @@ def test_gc_pause_leaves_its_work_old_and_nothing_frozen():
 
     pause = GcPause()
     made: list = []
+    # A freeze left in this process (superqe run's, on a cancel) would turn
+    # the move off, as it should: start from none.
+    gc.unfreeze()
 
     def work():
         for _ in range(2000):
