@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from superqode_ls.qe.roles._patches import TextEdit, edits_diff, unified_diff
 from superqode_ls.qe.roles.lint import LintTester, ruff_severity
 from tests.role_helpers import at, git_apply, git_apply_check, make_ctx, run_role, tree_state
@@ -283,6 +285,54 @@ def test_gc_pause_resumes_once_and_only_where_it_was_on():
         gc.enable()
 
 
+def test_gc_pause_leaves_its_work_old_and_nothing_frozen():
+    """What the paused work made goes to the oldest generation when the
+    pause ends (the young collections after it would walk it all for
+    nothing), yet nothing stays frozen: a cycle made under the pause is
+    still collected, and a freeze made by someone else is left alone."""
+    import gc
+    import weakref
+
+    from superqode_ls.qe.gc_pause import GcPause
+
+    class Node:
+        pass
+
+    pause = GcPause()
+    made: list = []
+    # A freeze left in this process (superqe run's, on a cancel) would turn
+    # the move off, as it should: start from none.
+    gc.unfreeze()
+
+    def work():
+        for _ in range(2000):
+            a, b = Node(), Node()
+            a.other, b.other = b, a  # a cycle: only the collector frees it
+            made.append(a)
+
+    gc.collect()
+    pause.run(work)
+    assert gc.get_freeze_count() == 0
+    young = {id(o) for o in gc.get_objects(generation=0)} | {
+        id(o) for o in gc.get_objects(generation=1)}
+    assert not any(id(a) in young or id(a.other) in young for a in made)
+    assert id(made[0]) in {id(o) for o in gc.get_objects(generation=2)}
+    gone = [weakref.ref(a) for a in made]
+    made.clear()
+    gc.collect()
+    assert all(r() is None for r in gone)  # the cycles were collected
+    keep = Node()
+    gc.freeze()  # someone else's freeze (a pre-forking host)
+    try:
+        frozen = gc.get_freeze_count()
+        pause.run(work)
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
+        made.clear()
+        del keep
+
+
 def test_what_a_fix_changes_is_what_its_diff_changes():
     # A fix's id is made from FileText.changes, without its diff: it must
     # say "no change" exactly where the diff is empty, refuse exactly where
@@ -481,3 +531,36 @@ def test_the_lint_parse_and_the_noise_filter_share_one_pause():
     from superqode_ls.qe.roles import lint
 
     assert lint.PAUSE is noise.PAUSE is gc_pause.PAUSE
+
+
+def test_ruffs_output_is_read_from_its_bytes_banner_and_bad_utf8_too():
+    """The role parses ruff's stdout as bytes: what the text reader took
+    (a banner line before the JSON, a byte that is not UTF-8) still reads,
+    and what is not JSON is still refused."""
+    from superqode_ls.qe.roles.lint import _load
+
+    assert _load(b'[{"code": "F401", "message": "caf\xc3\xa9"}]') == [
+        {"code": "F401", "message": "caf\u00e9"}]
+    assert _load(b'warning: something\n[{"message": "x\xff"}]') == [{"message": "x\ufffd"}]
+    with pytest.raises(ValueError):
+        _load(b"ruff: not json at all")
+
+
+def test_pyproject_is_read_again_once_it_changes(tmp_path):
+    """pyproject.toml's parse is kept between the role's reads of it: an
+    edit on disk (even one of the same size) must still be seen."""
+    import os
+
+    from superqode_ls.qe.roles._target import _toml, ruff_target
+    from superqode_ls.qe.roles.lint import chosen_rules
+
+    py = tmp_path / "pyproject.toml"
+    py.write_text('[project]\nrequires-python = ">=3.8"\n[tool.ruff.lint]\nextend-select = ["B"]\n')
+    assert ruff_target(tmp_path) == "py38" and chosen_rules(tmp_path)[-1] == "B"
+    assert _toml(py) is _toml(py)  # kept while unchanged
+    st = py.stat()
+    py.write_text('[project]\nrequires-python = ">=3.9"\n[tool.ruff.lint]\nextend-select = ["C"]\n')
+    os.utime(py, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same time stamp
+    assert ruff_target(tmp_path) == "py39" and chosen_rules(tmp_path)[-1] == "C"
+    py.write_text("not toml [")
+    assert _toml(py) == {} and chosen_rules(tmp_path) == ("E4", "E7", "E9", "F")

@@ -113,6 +113,10 @@ class ProcResult:
     duration_s: float
     timed_out: bool = False
     truncated: bool = False
+    # Set, and ``stdout`` left "", where the caller asked for the bytes
+    # (``run_command(raw_stdout=True)``): a parser of tens of MB of JSON
+    # reads them as they are, without a decode first.
+    stdout_bytes: bytes | None = None
 
     @property
     def ok(self) -> bool:
@@ -270,10 +274,12 @@ async def run_command(
     output_cap: int = 2_000_000,
     below: int = 0,
     runtime: Runtime | None = None,
+    raw_stdout: bool = False,
 ) -> ProcResult:
     """Run ``cmd``; on timeout the group is killed and ``timed_out`` set; on
     cancellation the group is killed and CancelledError propagates. ``below``
-    and ``runtime``: see :func:`spawn_tool`."""
+    and ``runtime``: see :func:`spawn_tool`; ``raw_stdout``: the output as
+    ``stdout_bytes``, not decoded."""
     loop = asyncio.get_running_loop()
     start = time.monotonic()
     spawn = loop.run_in_executor(_spawner(runtime), _spawn, list(cmd), str(cwd),
@@ -301,11 +307,12 @@ async def run_command(
     truncated = len(out) > output_cap or len(err) > output_cap
     return ProcResult(
         returncode=proc.returncode if proc.returncode is not None else -1,
-        stdout=out[:output_cap].decode("utf-8", "replace"),
+        stdout="" if raw_stdout else out[:output_cap].decode("utf-8", "replace"),
         stderr=err[:output_cap].decode("utf-8", "replace"),
         duration_s=time.monotonic() - start,
         timed_out=timed_out,
         truncated=truncated,
+        stdout_bytes=out[:output_cap] if raw_stdout else None,
     )
 
 

@@ -229,3 +229,14 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_raw_stdout_gives_the_bytes_as_written_and_no_text(tmp_path):
+    # The lint role parses ruff's JSON from these bytes: they must be the
+    # tool's exact output (not a decode and re-encode, which would turn
+    # invalid UTF-8 into U+FFFD), and the text left empty, never decoded.
+    script = "import sys; sys.stdout.buffer.write(b'[\"caf\\xc3\\xa9\", \"\\xff\"]')"
+    res = asyncio.run(run_command([sys.executable, "-c", script], tmp_path, raw_stdout=True))
+    assert res.stdout_bytes == b'["caf\xc3\xa9", "\xff"]' and res.stdout == ""
+    plain = asyncio.run(run_command([sys.executable, "-c", script], tmp_path))
+    assert plain.stdout_bytes is None and plain.stdout == '["caf\u00e9", "\ufffd"]'

@@ -28,11 +28,30 @@ _CANDIDATES = [(3, m) for m in range(20)] + [(2, 7)]
 
 
 def _toml(path: Path) -> dict[str, Any]:
+    """The file's TOML ({} when it is missing or not TOML), to be read, not
+    changed: the lint role reads pyproject.toml three times per run (its
+    target, its rules), each parse some 5 ms on a large project's, so the
+    last few parses are kept, each for exactly the bytes it was made from
+    (a time stamp may not change between two quick edits)."""
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            raw = fh.read()
+        name = str(path)
+        held = _PARSED.get(name)
+        if held is not None and held[0] == raw:
+            return held[1]
+        data = tomllib.loads(raw.decode())
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return {}
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.pop(next(iter(_PARSED)), None)
+    _PARSED[name] = (raw, data)
+    return data
+
+
+# path -> (the bytes parsed, their TOML); the oldest goes first.
+_PARSED: dict[str, tuple[bytes, dict[str, Any]]] = {}
+_PARSED_MAX = 8
 
 
 def ruff_sets_target(root: Path) -> bool:

@@ -165,9 +165,11 @@ class RoleContext:
         input: bytes | None = None,
         shard: str | None = None,
         below: int = 0,
+        raw_stdout: bool = False,
     ) -> ProcResult:
         """``shard``: ``"k/n"`` when this is one of n processes sharing one
-        check; ``below``: nice steps under the other tools (proc.spawn_tool)."""
+        check; ``below``: nice steps under the other tools (proc.spawn_tool);
+        ``raw_stdout``: the output as bytes (``ProcResult.stdout_bytes``)."""
         budget = self.remaining()
         if timeout is None or (budget is not None and budget < timeout):
             timeout = budget
@@ -177,7 +179,7 @@ class RoleContext:
         # make the role fail, so the cap here only guards against runaways.
         return await run_command(
             cmd, cwd or self.sandbox, env=env or self.env, timeout=timeout, input=input,
-            output_cap=256_000_000, below=below, runtime=self.runtime,
+            output_cap=256_000_000, below=below, runtime=self.runtime, raw_stdout=raw_stdout,
         )
 
 

@@ -112,19 +112,22 @@ class LintTester(FileCheckRole):
                     status="skipped", reason="none of the selected files is Python", tool="ruff"
                 )
         cmd = ruff_command(ruff, ctx.sandbox, targets)
-        res = await ctx.run(cmd)
+        # Bytes: pydantic's parser reads them as they are (decoding tens of
+        # MB to text first cost a third of the parse).
+        res = await ctx.run(cmd, raw_stdout=True)
         if res.timed_out:
             raise ToolFailed("ruff", "ruff ran out of time", status="timeout")
         # Off the event loop (seconds on a large tree, during which signals
         # must still be served), with the collector paused throughout.
-        out = await asyncio.to_thread(PAUSE.run, self._read, ctx.sandbox, res.stdout,
+        out = await asyncio.to_thread(PAUSE.run, self._read, ctx.sandbox, res.stdout_bytes or b"",
                                       with_patches, res.returncode == 0)
         if out is None:
             reason = tail(res.stderr) or f"ruff exited with {res.returncode}"
             raise ToolFailed("ruff", f"ruff failed: {reason}")
         return out
 
-    def _read(self, root: Path, text: str, with_patches: bool, ok: bool) -> RoleOutput | None:
+    def _read(self, root: Path, text: bytes | str, with_patches: bool, ok: bool
+              ) -> RoleOutput | None:
         """ruff's JSON as the role's output; None when it is not ruff's
         list of diagnostics (or ruff failed). The JSON (some 200,000
         containers on a large tree) is let go here, before the collector
@@ -171,12 +174,15 @@ class _Codes:
                     code.lower(), _UNCHOSEN if quiet else None)
 
 
-def _load(text: str) -> Any:
+def _load(text: bytes | str) -> Any:
     """ruff's JSON (tens of MB on a large tree): pydantic's parser, twice as
-    fast as the json module; the tolerant reader where that fails."""
+    fast as the json module; the tolerant reader where that fails (on the
+    text as ``run_command`` decodes it otherwise)."""
     try:
         return pydantic_core.from_json(text)
     except ValueError:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
         return load_json(text)
 
 
