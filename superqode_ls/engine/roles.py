@@ -100,7 +100,8 @@ def prewarm(between: Callable[[], bool] | None = None) -> None:
     # The namespace sandbox's probe starts bwrap once per process: here,
     # rather than on the event loop when the first file is opened.
     namespaces.backend()
-    for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report",
+    for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report.json_report",
+                   "superqode_ls.qe.report.markdown", "superqode_ls.qe.report.sarif",
                    "superqode_ls.workspace.session", "superqode_ls.qe.verifier",
                    "superqode_ls.workspace.watcher"):
         if between is not None and not between():
