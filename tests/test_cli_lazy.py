@@ -83,3 +83,14 @@ def test_a_run_reaches_session_start_before_the_session_s_later_imports(make_rep
     got = json.loads(line[-1])
     assert got["at_start"] == [[]]
     assert set(got["after"]) == set(LATER) - {"superqode_ls.qe.report.sarif"}  # no --sarif
+
+
+def test_the_server_s_prewarm_imports_what_the_pipeline_imports_late():
+    """The language server imports the pipeline's late modules ahead of its
+    first run (engine.roles.prewarm): that run does not stall on them."""
+    code = ("import sys; from superqode_ls.engine import roles; roles.prewarm();"
+            "from superqode_ls.qe import pipeline;"
+            f"want = set(pipeline.AFTER_START) | set({LATER!r});"
+            "print(sorted(m for m in want if m not in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -44,6 +44,16 @@ if TYPE_CHECKING:
 
 __all__ = ["ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed", "resolve_request"]
 
+# The modules imported above only where they are used: a language server
+# imports them ahead of its first run (engine.roles.prewarm_roles), so that
+# run does not stall on them.
+AFTER_START = (
+    "superqode_ls.qe.delta", "superqode_ls.qe.finish", "superqode_ls.qe.noise",
+    "superqode_ls.qe.noise_context", "superqode_ls.qe.role_runs", "superqode_ls.qe.roles",
+    "superqode_ls.qe.roles.base", "superqode_ls.qe.sparse_plan", "superqode_ls.qe.verify_step",
+    "superqode_ls.workspace.namespaces", "superqode_ls.workspace.session",
+)
+
 log = logging.getLogger(__name__)
 
 
