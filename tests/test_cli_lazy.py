@@ -94,3 +94,15 @@ def test_the_server_s_prewarm_imports_what_the_pipeline_imports_late():
             "print(sorted(m for m in want if m not in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_warm_helper_imports_what_the_pipeline_imports_late():
+    """The warm helper's runs (forked from it) find the pipeline's late
+    modules imported, as they found them when the pipeline imported them at
+    its top."""
+    code = ("import sys; from superqode_ls.cli import warm_server; warm_server.warm_up();"
+            "from superqode_ls.qe import pipeline;"
+            f"want = set(pipeline.AFTER_START) | set({LATER!r});"
+            "print(sorted(m for m in want if m not in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
