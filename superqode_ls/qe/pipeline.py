@@ -152,18 +152,20 @@ class QESession:
             files=res.files,
         )
         from ..workspace import namespaces
-        from .finish import Stamp, epoch_moved, sandbox_root
-        from .noise import NoiseResult
-        from .noise_context import UNFILTERED
 
         # After session_start: what its listeners begin on it (the CLI's warm
         # bandit, which the security role waits for) starts while this lists
         # and stats the user's files; still before the sandbox reads them.
         # Beside it, the namespace sandbox's one probe of this process (a
-        # sandboxed ``true``), which the sandbox's making would wait for.
+        # sandboxed ``true``), which the sandbox's making would wait for: it
+        # starts first, and the session's later imports are made while it runs.
+        probe = asyncio.ensure_future(asyncio.to_thread(namespaces.backend))
+        from .finish import Stamp, epoch_moved, sandbox_root
+        from .noise import NoiseResult
+        from .noise_context import UNFILTERED
+
         stamp, _ = await asyncio.gather(
-            asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays),
-            asyncio.to_thread(namespaces.backend))
+            asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays), probe)
         noise: NoiseResult | None = None
         failure: str | None = None
         isolation = res.isolation or "auto"
