@@ -10,7 +10,8 @@ import time
 import pytest
 
 from superqode_ls.events import EventBus
-from superqode_ls.qe import pipeline
+from superqode_ls.qe import pipeline, verify_step
+from superqode_ls.qe.noise_context import UNFILTERED
 from superqode_ls.qe.pipeline import QERequest, QESession
 from tests import qe_testroles
 
@@ -33,7 +34,7 @@ def test_verification_out_of_time_is_no_session_timeout(make_repo, monkeypatch):
             stopped.append(True)
             raise
 
-    monkeypatch.setattr(pipeline.verify_step, "verify", endless_verify)
+    monkeypatch.setattr(verify_step, "verify", endless_verify)
     session = QESession(QERequest(repo, roles=["toy_tester"], timeout=2), bus=EventBus())
     report = asyncio.run(session.run())
     assert stopped == [True]  # verification ran and was stopped at the budget
@@ -80,10 +81,10 @@ def test_the_steps_after_the_roles_stop_at_their_share_and_say_so(make_repo, mon
     report = asyncio.run(QESession(QERequest(repo, roles=["toy_tester"], timeout=30), bus=bus).run())
     assert not report.timed_out and not report.cancelled
     assert len(report.findings) == 2
-    assert all(pipeline.UNFILTERED in f.tags for f in report.findings)
+    assert all(UNFILTERED in f.tags for f in report.findings)
     assert any("noise filter stopped at the session budget: 2 finding(s)" in m for m in said)
     assert report.patches and all(not p.verified for p in report.patches)
-    assert all(p.verification == pipeline.verify_step.NO_TIME for p in report.patches)
+    assert all(p.verification == verify_step.NO_TIME for p in report.patches)
 
 
 def test_with_time_left_nothing_is_tagged_unfiltered(make_repo):
@@ -91,8 +92,8 @@ def test_with_time_left_nothing_is_tagged_unfiltered(make_repo):
     report = asyncio.run(QESession(QERequest(repo, roles=["toy_tester"], timeout=60),
                                    bus=EventBus()).run())
     assert len(report.findings) == 2
-    assert not any(pipeline.UNFILTERED in f.tags for f in report.findings)
-    assert report.patches and all(p.verification != pipeline.verify_step.NO_TIME
+    assert not any(UNFILTERED in f.tags for f in report.findings)
+    assert report.patches and all(p.verification != verify_step.NO_TIME
                                   for p in report.patches)
 
 

@@ -40,7 +40,7 @@ def test_patch_files_are_written_beside_the_revert_and_all_listed(make_repo, mon
         early_calls.append(kw.get("stop") is not None)
         return real(*a, **kw)
 
-    monkeypatch.setattr("superqode_ls.qe.pipeline.save_patches", counting)
+    monkeypatch.setattr(finish, "save_patches", counting)
     report, listed = _run(repo)
     assert early_calls == [True]  # written beside the revert, once
     assert report.verification is not None and report.verification.verified
@@ -69,9 +69,9 @@ def test_a_run_rewrites_the_manifest_once(make_repo, monkeypatch):
     updates: list[int] = []
     real = artifacts.update_manifest
 
-    def counting(root, *entries):
+    def counting(root, *entries, **kw):
         updates.append(len(entries))
-        return real(root, *entries)
+        return real(root, *entries, **kw)
 
     monkeypatch.setattr(artifacts, "update_manifest", counting)
     report, listed = _run(repo)

@@ -42,6 +42,8 @@ WARM_IMPORTS = (
     "superqode_ls.engine.runs", "superqode_ls.engine.sessions", "superqode_ls.engine.reports",
     "superqode_ls.engine.roles", "superqode_ls.engine.runtime",
     "superqode_ls.qe.pipeline", "superqode_ls.qe.verifier", "superqode_ls.qe.display",
+    "superqode_ls.qe.report.json_report", "superqode_ls.qe.report.markdown",
+    "superqode_ls.qe.report.sarif",
     "superqode_ls.qe.roles.security", "superqode_ls.qe.roles.lint", "superqode_ls.qe.roles.unit",
     "superqode_ls.workspace.reaper", "superqode_ls.workspace.recovery",
     "superqode_ls.agent.permissions", "packaging.requirements", "packaging.tags",
@@ -379,11 +381,14 @@ def _kill(pid: int | None, signum: int) -> None:
 
 
 def warm_up() -> None:
-    for name in WARM_IMPORTS:
+    names = list(WARM_IMPORTS)
+    for name in names:
         try:
-            importlib.import_module(name)
+            module = importlib.import_module(name)
         except ImportError:
-            pass  # an extra not installed: its runs import it (and fail) as before
+            continue  # an extra not installed: its runs import it (and fail) as before
+        # The pipeline's modules a run imports only after session_start.
+        names += getattr(module, "AFTER_START", ())
 
 
 def serve(idle_s: float, ready_fd: int | None = None) -> int:

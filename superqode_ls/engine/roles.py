@@ -100,12 +100,15 @@ def prewarm(between: Callable[[], bool] | None = None) -> None:
     # The namespace sandbox's probe starts bwrap once per process: here,
     # rather than on the event loop when the first file is opened.
     namespaces.backend()
-    for module in ("superqode_ls.qe.pipeline", "superqode_ls.qe.report",
-                   "superqode_ls.workspace.session", "superqode_ls.qe.verifier",
-                   "superqode_ls.workspace.watcher"):
+    modules = ["superqode_ls.qe.pipeline", "superqode_ls.qe.report.json_report",
+               "superqode_ls.qe.report.markdown", "superqode_ls.qe.report.sarif",
+               "superqode_ls.qe.verifier", "superqode_ls.workspace.watcher"]
+    for module in modules:
         if between is not None and not between():
             return
-        importlib.import_module(module)
+        imported = importlib.import_module(module)
+        # What the pipeline imports only once a session has started.
+        modules += getattr(imported, "AFTER_START", ())
     for target in REGISTRY.values():
         if between is not None and not between():
             return

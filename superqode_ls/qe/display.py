@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import TextIO
 
 from ..models import Event, Finding, QualityReport, Usage
-from .noise import by_importance
 
 _ROLE_STATUS = {
     "ok": "done",
@@ -356,6 +355,10 @@ def _noise_kind(reason: str | None) -> str:
 def summary_lines(report: QualityReport, show_noise: bool = False) -> list[str]:
     """Most important first (the report's order): what is worth acting on,
     then (``show_noise``) the noise, else a count of it by reason."""
+    # Here, not at the top: the display is made before a run's session
+    # starts, and the noise modules are the session's to import after that.
+    from .noise import by_importance
+
     findings = by_importance(report.findings)
     if not show_noise:
         findings = [f for f in findings if f.noise is None]

@@ -16,38 +16,45 @@ import logging
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import EXIT_FAILED, SuperQodeError
 from ..events import EventBus
 from ..models import Interpreter, Patch, QualityReport, utcnow
-from ..workspace import namespaces, patchseal
+from ..workspace import patchseal
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
-from ..workspace.session import IsolatedSession
-from . import delta, sparse_plan, verify_step
-from .finish import (
-    PatchFiles,
-    Stamp,
-    build_report,
-    epoch_moved,
-    kept_patches,
-    sandbox_root,
-    save_patches,
-    save_report,
-)
-from .noise import FileLines, NoiseResult, filter_findings
-from .noise_context import UNFILTERED, EarlyContext
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
-from .role_runs import RoleRuns, why_not
-from .roles import role_class
-from .roles.base import SandboxSession
 from .session_control import SessionControl
+
+# What a session needs only once it has started (the sandbox, the roles, the
+# filter, verification, the report's writing) is imported where it is used,
+# after ``session_start``: a new ``superqe run`` process then reaches that
+# event -- which begins its warm bandit -- before it pays for these imports,
+# and they run beside bandit's start instead of ahead of it.
+if TYPE_CHECKING:
+    from ..workspace.session import IsolatedSession
+    from . import delta
+    from .finish import PatchFiles, Stamp
+    from .noise import NoiseResult
+    from .noise_context import EarlyContext
+    from .role_runs import RoleRuns
+    from .roles.base import SandboxSession
 
 __all__ = ["ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed", "resolve_request"]
 
+# The modules imported above only where they are used: a language server
+# imports them ahead of its first run (engine.roles.prewarm_roles), so that
+# run does not stall on them.
+AFTER_START = (
+    "superqode_ls.qe.delta", "superqode_ls.qe.finish", "superqode_ls.qe.noise",
+    "superqode_ls.qe.noise_context", "superqode_ls.qe.role_runs", "superqode_ls.qe.roles",
+    "superqode_ls.qe.roles.base", "superqode_ls.qe.sparse_plan", "superqode_ls.qe.verify_step",
+    "superqode_ls.workspace.namespaces", "superqode_ls.workspace.session",
+)
+
 log = logging.getLogger(__name__)
-TEST_ROLE = verify_step.TEST_ROLE
 
 
 class SessionFailed(SuperQodeError):
@@ -74,10 +81,20 @@ class QESession:
         self.report: QualityReport | None = None
         self.patches: dict[str, Patch] = {}
         self.control = SessionControl(self.id)  # the cancel switch and the budget
-        self.role_runs = RoleRuns(self.id, request, self.bus, self.control)
+        self._role_runs: RoleRuns | None = None
         self._epoch_moved = False
         self._base: delta.BaseRun | None = None  # --since: the merge-base's run
         self._timings: dict[str, float] = {}  # step -> seconds (the report's ``timings``)
+
+    @property
+    def role_runs(self) -> RoleRuns:
+        """The session's roles, their runs and findings: made on first use
+        (after ``session_start``, or for ``--since`` before it)."""
+        if self._role_runs is None:
+            from .role_runs import RoleRuns
+
+            self._role_runs = RoleRuns(self.id, self.request, self.bus, self.control)
+        return self._role_runs
 
     # ----------------------------------------------------------------- control
     def cancel(self) -> None:
@@ -95,6 +112,8 @@ class QESession:
         res = resolve_request(self.request)
         self.control.loop = asyncio.get_running_loop()
         if self.request.since:
+            from . import delta
+
             since = await asyncio.to_thread(delta.resolve_since, res.project, self.request.since)
             self._base = delta.BaseRun(since, self.request, QESession)
             self.role_runs.since_lines = since.lines
@@ -132,14 +151,21 @@ class QESession:
             isolation=res.isolation or "auto",
             files=res.files,
         )
+        from ..workspace import namespaces
+
         # After session_start: what its listeners begin on it (the CLI's warm
         # bandit, which the security role waits for) starts while this lists
         # and stats the user's files; still before the sandbox reads them.
         # Beside it, the namespace sandbox's one probe of this process (a
-        # sandboxed ``true``), which the sandbox's making would wait for.
+        # sandboxed ``true``), which the sandbox's making would wait for: it
+        # starts first, and the session's later imports are made while it runs.
+        probe = asyncio.ensure_future(asyncio.to_thread(namespaces.backend))
+        from .finish import Stamp, epoch_moved, sandbox_root
+        from .noise import NoiseResult
+        from .noise_context import UNFILTERED
+
         stamp, _ = await asyncio.gather(
-            asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays),
-            asyncio.to_thread(namespaces.backend))
+            asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays), probe)
         noise: NoiseResult | None = None
         failure: str | None = None
         isolation = res.isolation or "auto"
@@ -275,6 +301,8 @@ class QESession:
             self.bus.emit("finding", finding=f.model_dump(mode="json", exclude_none=True))
 
     async def _create_sandbox(self, res: Resolved) -> IsolatedSession:
+        from ..workspace.session import IsolatedSession
+
         sparse = await asyncio.to_thread(self._sparse, res)
         create = asyncio.ensure_future(
             IsolatedSession.create(
@@ -299,6 +327,10 @@ class QESession:
         """A sandbox of the requested files only (workspace/sparse.py): when
         the isolation is left to SuperQode, the sandbox is to hold the
         current state, and every role that will run reads single files only."""
+        from . import sparse_plan
+        from .role_runs import why_not
+        from .roles import role_class
+
         if not sparse_plan.allowed(res.project, res.files, self.request.overlays, res.config,
                                    isolation=res.isolation, base_ref=self.request.base_ref):
             return False
@@ -319,6 +351,8 @@ class QESession:
         """``stop_at`` (``time.monotonic()``, the event loop's clock): the
         filter's context step ends there (noise.filter_findings); ``early``:
         what it checked while the roles ran."""
+        from .noise import FileLines, filter_findings
+
         baseline = None if self.request.update_baseline else res.baseline
         if known is not None:  # --since: what the merge-base had is not new
             baseline = known + (baseline or Counter())
@@ -335,6 +369,9 @@ class QESession:
     async def _verify(
         self, res: Resolved, s: SandboxSession, root: Path, noise: NoiseResult, deadline: float
     ) -> None:
+        from . import verify_step
+        from .verify_step import TEST_ROLE
+
         r = self.role_runs
         unit = r.runs.get(TEST_ROLE)
         full_suite = (res.mode == "deep" and TEST_ROLE in r.roles
@@ -352,6 +389,8 @@ class QESession:
         self, res: Resolved, started, t0: float, isolation: str, base_commit: str | None,
         noise: NoiseResult, verification, stamp: Stamp,
     ) -> QualityReport:
+        from .finish import build_report
+
         r = self.role_runs
         with r.lock:
             report = build_report(
@@ -377,11 +416,15 @@ class QESession:
 
     def _save(self, res: Resolved, report: QualityReport, artifacts: Artifacts, noise: NoiseResult | None,
               written: PatchFiles | None = None) -> None:
+        from .finish import save_report
+
         save_report(self.request, res, report, artifacts, noise, stop=lambda: self.control.cancel_requested,
                     written=written)
 
     def _save_patches(self, res: Resolved, noise: NoiseResult, artifacts: Artifacts) -> PatchFiles:
         """The report's patch files, baseline and seals (finish.save_patches)."""
+        from .finish import kept_patches, save_patches
+
         r = self.role_runs
         with r.lock:
             patches = kept_patches(noise.findings, r.patches)
