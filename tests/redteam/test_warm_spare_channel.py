@@ -74,11 +74,27 @@ print(json.dumps({"inherited": reached, "opened": opened, "fds": sorted(mine)}))
 """
 
 
+def channel_of(spare: int) -> tuple[int, str]:
+    """The process of the spare's tree that reads the requests, and its stdin
+    (the request pipe): the spare itself under bubblewrap; below SuperQode's
+    own namespace launcher and the Landlock supervisor without it (their
+    stdin is /dev/null; the pipe is handed on to the server)."""
+    import psutil
+
+    top = psutil.Process(spare)
+    for proc in [top, *top.children(recursive=True)]:
+        try:
+            link = os.readlink(f"/proc/{proc.pid}/fd/0")
+        except OSError:
+            continue
+        if link.startswith("pipe:"):
+            return proc.pid, link
+    raise AssertionError(f"no process of the spare {spare} reads a pipe")
+
+
 def test_a_sessions_process_cannot_reach_the_spare_servers_channel(make_repo, warm):
     repo = make_repo({"app.py": "x = 1\n"})
-    server = spare_pid()
-    channel = os.readlink(f"/proc/{server}/fd/0")  # its stdin: the request pipe
-    assert channel.startswith("pipe:")
+    server, channel = channel_of(spare_pid())
     res = superqe("exec", str(repo), "--", sys.executable, "-c", ATTACK, str(server), channel)
     assert state()["runs"] == 1, res.stderr  # handed to the helper, whose run took the server
     assert res.returncode == 0, res.stderr
