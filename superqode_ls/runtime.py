@@ -147,10 +147,15 @@ class MadeInThread(Generic[_Made]):
             # A cancelled future (nothing should cancel it: awaits are
             # shielded) is a making nobody can take: stopped like a late one.
             late = made if self._closed or self._made.cancelled() else None
-            if not self._made.cancelled():
-                self._made.set_result(None if late is not None else made)
-        if late is not None:  # stopped while it was made: nobody will use it
+            if late is None and not self._made.cancelled():
+                self._made.set_result(made)
+        if late is not None:
+            # Stopped while it was made: nobody will use it. Stopped before
+            # anyone hears there is none, so a run told "none" never leaves
+            # a server of its own still starting.
             late.stop()
+            if not self._made.cancelled():
+                self._made.set_result(None)
 
     def current(self) -> _Made | None:
         """What was made, once made (None before, or when there is none)."""

@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 import threading
+import time
 
 from superqode_ls.qe.roles._bandit_warm import StartingBandit
 from superqode_ls.runtime import Runtime
@@ -93,8 +94,19 @@ async def test_a_handle_that_could_not_be_made_leaves_every_run_to_the_command()
     assert await none.run(["-q", "a.py"], "/", SESSION, 60) is None
 
 
+class _SlowToStop(_Served):
+    """Its stop takes a while (a server killed and reaped)."""
+
+    def stop(self) -> None:
+        time.sleep(0.3)
+        super().stop()
+
+
 async def test_a_handle_made_after_stop_is_stopped_and_serves_nothing():
-    served = _Served()
+    """A run told "none" never leaves the late handle still running: it is
+    stopped before the run hears (it was told first, then the handle
+    stopped, and a loaded CI saw the run's check before the stop)."""
+    served = _SlowToStop()
     late, release = _late(lambda: served)
     late.begin()
     waiting = asyncio.create_task(late.run(["-q", "a.py"], "/", SESSION, 60))
