@@ -103,8 +103,8 @@ async def _type_check(
     """The project's declared mypy configuration on the accepted fixes
     (type_gate.py), per project: the fixes of the projects that declare
     one; nothing where none does."""
-    if not contexts:
-        return
+    if not contexts or not todo:
+        return  # no fix to check: no walk of the repository for its projects
     declared = await asyncio.to_thread(mypy_projects, root)
     todo = [p for p in todo if declared and all(in_projects(f, declared)
                                                 for f in (p.files or patch_files(p.diff)))]
