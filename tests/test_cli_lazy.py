@@ -88,21 +88,23 @@ def test_a_run_reaches_session_start_before_the_session_s_later_imports(make_rep
 def test_the_server_s_prewarm_imports_what_the_pipeline_imports_late():
     """The language server imports the pipeline's late modules ahead of its
     first run (engine.roles.prewarm): that run does not stall on them."""
-    code = ("import sys; from superqode_ls.engine import roles; roles.prewarm();"
-            "from superqode_ls.qe import pipeline;"
-            f"want = set(pipeline.AFTER_START) | set({LATER!r});"
-            "print(sorted(m for m in want if m not in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert _late_modules_missing_after("from superqode_ls.engine import roles; roles.prewarm()") == "[]"
 
 
 def test_the_warm_helper_imports_what_the_pipeline_imports_late():
     """The warm helper's runs (forked from it) find the pipeline's late
     modules imported, as they found them when the pipeline imported them at
     its top."""
-    code = ("import sys; from superqode_ls.cli import warm_server; warm_server.warm_up();"
+    assert _late_modules_missing_after(
+        "from superqode_ls.cli import warm_server; warm_server.warm_up()") == "[]"
+
+
+def _late_modules_missing_after(warm: str) -> str:
+    """In a new interpreter, after the statement ``warm``: the pipeline's late
+    modules (and LATER) not imported, as a printed sorted list."""
+    code = (f"import sys; {warm};"
             "from superqode_ls.qe import pipeline;"
             f"want = set(pipeline.AFTER_START) | set({LATER!r});"
             "print(sorted(m for m in want if m not in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    return out.stdout.strip()
