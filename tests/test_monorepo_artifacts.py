@@ -52,3 +52,16 @@ def test_each_projects_generated_tests_and_evidence_are_its_own(make_repo):
     texts = {p.name: p.read_text() for p in kept.glob("*.py")}
     assert sorted(texts) == ["test_api_app_utils_f.py", "test_worker_app_utils_f.py"], sorted(texts)
     assert "# worker" in texts["test_worker_app_utils_f.py"] and "# api" in texts["test_api_app_utils_f.py"]
+
+
+def test_a_nested_projects_logs_carry_one_spelling_of_its_folder(make_repo):
+    repo = make_repo({"packages/api/core.py": "x = 1\n"})
+    ctx = make_ctx(repo)
+    (sub,) = [asyncio.run(sub_context(ctx, "packages/api", None, python=False))]
+    logs = ctx.project / ".superqode" / "qe-artifacts" / "logs"
+    write_log(sub, [], MutationReport(files=1))
+    TestGenerator()._write_log(sub, [], [], "done")
+    assert testgen._in_project(sub, "test_x.py") == "test_packages_api_x.py"
+    # Before: "mutation-packages-api" beside "test-generator-packages_api".
+    names = sorted(p.name.split("-", 4)[-1] for p in logs.glob("*.log"))
+    assert names == ["mutation-packages_api.log", "test-generator-packages_api.log"], names

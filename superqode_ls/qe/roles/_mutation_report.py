@@ -137,7 +137,7 @@ def write_log(ctx: RoleContext, results: list[FileResult], report: MutationRepor
             lines.append(f"  {key}: {v['status']}{eq}")
     try:
         # One log per project of a monorepo (each project's run is its own).
-        name = f"mutation-{ctx.folder}" if ctx.folder else "mutation"
+        name = f"mutation-{ctx.project_tag}" if ctx.project_tag else "mutation"
         ctx.artifacts.write_log(name, "\n".join(lines) + "\n")
     except OSError:
         pass

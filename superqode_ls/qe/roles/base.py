@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -143,6 +144,13 @@ class RoleContext:
         if self.repository is None or self.repository == self.project:
             return ""
         return self.project.relative_to(self.repository).as_posix()
+
+    @property
+    def project_tag(self) -> str:
+        """The project's folder as one word for artifact names ("" for the
+        repository itself): every role's logs and files name a monorepo's
+        project the same way (``packages/api`` -> ``packages_api``)."""
+        return re.sub(r"\W+", "_", self.folder).strip("_")
 
     def remaining(self) -> float | None:
         if self.deadline is None:

@@ -432,9 +432,9 @@ def _in_project(ctx: RoleContext, name: str) -> str:
     """An artifact's name that tells a monorepo's projects apart (each
     project's run writes its own; ``app.utils`` may be in two of them):
     ``test_x.py`` -> ``test_api_x.py``, ``log`` -> ``log-api``."""
-    if not ctx.folder:
+    tag = ctx.project_tag
+    if not tag:
         return name
-    tag = re.sub(r"\W+", "_", ctx.folder).strip("_")
     for prefix in ("test_", "generated-crash-"):
         if name.startswith(prefix):
             return f"{prefix}{tag}_{name[len(prefix):]}"
