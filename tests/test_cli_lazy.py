@@ -120,22 +120,31 @@ NOT_AT_START = ("superqode_ls.workspace.reaper", "superqode_ls.workspace.recover
 
 _START_COST = """
 import json, sys
-from superqode_ls import config, events
+from superqode_ls import config, events, models
 from superqode_ls.cli import main
 watch_for = {watch!r}
 seen = []
+from superqode_ls.qe import ahead
+started = []
+import_ahead = ahead.import_ahead
+def record(roles):
+    thread = import_ahead(roles)
+    started.append([sorted(roles), thread.name if thread else None])
+    return thread
+ahead.import_ahead = record  # before the pipeline binds it
 publish = events.EventBus.publish
 def watch(self, event):
     if event.type == "session_start" and not seen:
         seen.append({{"imported": sorted(m for m in watch_for if m in sys.modules),
-                     "config_validator_built": config.Config.__pydantic_complete__}})
+                     "config_validator_built": config.Config.__pydantic_complete__,
+                     "event_validator_built": models.Event.__pydantic_complete__}})
     return publish(self, event)
 events.EventBus.publish = watch
 code = main(["run", {repo!r}, "-r", "security_tester", "-r", "lint_tester", "--jsonl"])
 print(json.dumps({{"at_start": seen, "code": code,
                   "after": sorted(m for m in watch_for if m in sys.modules),
-                  "config_validator_built": config.Config.__pydantic_complete__}}),
-      file=sys.stderr)
+                  "config_validator_built": config.Config.__pydantic_complete__,
+                  "ahead": started}}), file=sys.stderr)
 """
 
 
@@ -158,18 +167,22 @@ def test_a_new_run_process_starts_without_the_reaper_the_roles_base_or_config_va
     """A new ``superqe run`` with no configuration file and no reap due: at
     ``session_start`` the reaper and the recovery modules are not imported
     (they never are in this run), nor the roles' base (it comes after, for
-    the roles), and the configuration's validators were never built (nothing
-    to validate). The old start imported all of them first and built the
-    validators of every section."""
+    the roles); the configuration's validators were never built (nothing
+    to validate), nor the events' (an event is made, not validated). The old
+    start imported all of them first and built both validators."""
     repo = make_repo({"app.py": "import os\nimport subprocess\nsubprocess.call('ls', shell=True)\n"})
     got = _start_cost(repo)
     assert got["code"] in (0, 1), got
-    assert got["at_start"] == [{"imported": [], "config_validator_built": False}]
+    assert got["at_start"] == [{"imported": [], "config_validator_built": False,
+                                "event_validator_built": False}]
     # The run did use the roles' base afterwards; the reaper, never.
     assert "superqode_ls.qe.roles.base" in got["after"]
     assert not {"superqode_ls.workspace.reaper", "superqode_ls.workspace.recovery"} & set(
         got["after"])
     assert got["config_validator_built"] is False
+    # What comes after the sandbox is imported beside its making, in a thread
+    # started after session_start (``at_start``: not imported before it).
+    assert got["ahead"] == [[["lint_tester", "security_tester"], "superqode-imports"]]
 
 
 def test_a_run_with_a_config_file_still_validates_it(make_repo):
@@ -208,3 +221,16 @@ print(json.dumps([first is None, before, type(second).__name__,
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert json.loads(out.stdout) == [True, False, "ReapReport", True]
+
+
+def test_import_ahead_imports_the_session_s_later_modules_and_the_roles_in_a_thread():
+    code = """
+import sys
+from superqode_ls.qe import ahead
+thread = ahead.import_ahead(["security_tester", "no_such_role"])
+thread.join()
+print(thread.name, thread.daemon, all(m in sys.modules for m in ahead.AHEAD),
+      "superqode_ls.qe.roles.security" in sys.modules, ahead.import_ahead(["security_tester"]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["superqode-imports", "True", "True", "True", "None"]
