@@ -45,7 +45,10 @@ class EventBus:
         return unsubscribe
 
     def emit(self, type: str, **data: Any) -> Event:
-        event = Event(type=type, session_id=self.session_id, data=data)
+        # Made, not validated: the fields are a name, an id and a fresh dict
+        # of keywords, and a new process's first validation of an Event (its
+        # validator's build) came before ``session_start`` reached anyone.
+        event = Event.model_construct(type=type, session_id=self.session_id, data=data)
         self.publish(event)
         return event
 

@@ -144,6 +144,14 @@ def unstick_state() -> int:
 def reap_if_due(config: Config | None = None) -> ReapReport | None:
     """Remove idle sandboxes and orphans, at most hourly across processes
     (cheap to call at every start); the ReapReport, or None when skipped."""
-    from ..workspace.reaper import maybe_reap
+    import time
 
-    return maybe_reap(config)
+    from ..workspace.reap_stamp import if_due
+
+    def run(now: float) -> ReapReport:
+        # Only when due: the reaper brings the recovery scan and the teardown.
+        from ..workspace.reaper import reap
+
+        return reap(config, now=now)
+
+    return if_due(run, now=time.time())

@@ -4,7 +4,6 @@ found (complete or not), and everything written in one batch."""
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,64 +15,16 @@ from ..workspace import namespaces, patchseal
 from ..workspace.artifacts import Artifacts, ensure_superqode_dir
 from ..workspace.coordinator import Coordinator
 from ..workspace.errors import WorkspaceError
-from ..workspace.git import git
 from . import baseline as baseline_mod
 from .noise import NoiseResult
 from .report import compute_verdict, render_markdown, write_json
 from .report.bounded import JSON_MAX_FINDINGS, MD_MAX_FINDINGS, bounded
 from .request import QERequest, Resolved
 from .roles.base import SandboxSession
+from .stamp import Stamp
 from .verify_step import OVER_CAP, UNSAFE_PREFIXES
 
 log = logging.getLogger(__name__)
-
-
-class Stamp:
-    """What the user's files looked like when the session started (stat only),
-    to tell at the end whether the results still describe them."""
-
-    def __init__(self, project: Path, files: list[str] | None, overlays: dict[str, bytes]):
-        self.project = project
-        self.overlays = overlays
-        self.files = files if files is not None else self._list(project)
-        self.stats = {rel: self._stat(rel) for rel in self.files}
-
-    @staticmethod
-    def _list(project: Path) -> list[str]:
-        # git's listing where the folder is in a work tree; git itself says
-        # when it is not (one process: no ``rev-parse`` asked first).
-        try:
-            out = git(["ls-files", "-z", "-co", "--exclude-standard", "--", "."], project, check=False)
-        except OSError:  # no such folder (any more): nothing to list
-            out = None
-        if out is not None and out.returncode == 0:
-            return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
-        from .roles._common import walk_files
-
-        return walk_files(project)
-
-    def _stat(self, rel: str) -> tuple | None:
-        try:
-            st = os.lstat(self.project / rel)
-        except OSError:
-            return None
-        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-
-    def changed(self) -> list[str]:
-        out = []
-        for rel, before in self.stats.items():
-            now = self._stat(rel)
-            if now == before:
-                continue
-            overlay = self.overlays.get(rel)
-            if overlay is not None:  # the editor saved the buffer the session analysed
-                try:
-                    if (self.project / rel).read_bytes() == overlay:
-                        continue
-                except OSError:
-                    pass
-            out.append(rel)
-        return out
 
 
 def build_report(

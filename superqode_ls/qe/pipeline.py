@@ -25,6 +25,7 @@ from ..workspace import patchseal
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
+from .ahead import import_ahead
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .session_control import SessionControl
 
@@ -36,11 +37,12 @@ from .session_control import SessionControl
 if TYPE_CHECKING:
     from ..workspace.session import IsolatedSession
     from . import delta
-    from .finish import PatchFiles, Stamp
+    from .finish import PatchFiles
     from .noise import NoiseResult
     from .noise_context import EarlyContext
     from .role_runs import RoleRuns
     from .roles.base import SandboxSession
+    from .stamp import Stamp
 
 __all__ = ["ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed", "resolve_request"]
 
@@ -52,6 +54,7 @@ AFTER_START = (
     "superqode_ls.qe.noise_context", "superqode_ls.qe.role_runs", "superqode_ls.qe.roles",
     "superqode_ls.qe.roles.base", "superqode_ls.qe.sparse_plan", "superqode_ls.qe.verify_step",
     "superqode_ls.workspace.namespaces", "superqode_ls.workspace.session",
+    "superqode_ls.qe.stamp",
 )
 
 log = logging.getLogger(__name__)
@@ -158,11 +161,11 @@ class QESession:
         # and stats the user's files; still before the sandbox reads them.
         # Beside it, the namespace sandbox's one probe of this process (a
         # sandboxed ``true``), which the sandbox's making would wait for: it
-        # starts first, and the session's later imports are made while it runs.
+        # starts first; the session's later imports are made in a thread
+        # while it, the stamp's listing and the sandbox's making run.
         probe = asyncio.ensure_future(asyncio.to_thread(namespaces.backend))
-        from .finish import Stamp, epoch_moved, sandbox_root
-        from .noise import NoiseResult
-        from .noise_context import UNFILTERED
+        import_ahead(res.roles)
+        from .stamp import Stamp
 
         stamp, _ = await asyncio.gather(
             asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays), probe)
@@ -200,6 +203,12 @@ class QESession:
                 raise aborted
             assert sandbox_session is not None
             async with sandbox_session as s:
+                # Imported beside the sandbox's making (import_ahead); here,
+                # where a failure still reverts the sandbox.
+                from .finish import epoch_moved, sandbox_root
+                from .noise import NoiseResult
+                from .noise_context import UNFILTERED
+
                 isolation = s.isolation
                 base_commit = s.base_commit
                 root = sandbox_root(s, res.project)
@@ -251,6 +260,8 @@ class QESession:
         except (WorkspaceError, OSError) as e:
             verification = sandbox_session.verification if sandbox_session else None
             failure = failure or str(e)
+        from .noise import NoiseResult
+
         report = await asyncio.to_thread(
             self._build_report, res, started, t0, isolation, base_commit,
             noise or NoiseResult(findings=[]), verification, stamp,

@@ -45,7 +45,7 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from ..config import DEFAULT_HIDDEN, Config, superqode_home
+from ..config import DEFAULT_HIDDEN, Config, defaults, superqode_home
 from . import landlock
 
 # Set by a session's env(): {"network": "none"|"host", "hide": [absolute paths]}.
@@ -318,7 +318,7 @@ def _plan(allow: list[str], env: Mapping[str, str]
     want = json.loads(raw) if raw else {}
     hide = want.get("hide")
     if hide is None:
-        hide = hidden_paths(Config(), env)
+        hide = hidden_paths(defaults(), env)
     # Bound where they lead: a writable folder reached through a link (a
     # cache linked elsewhere) cannot be a mount point, its target can; the
     # link itself resolves to it inside as outside.

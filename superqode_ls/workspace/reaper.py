@@ -19,7 +19,6 @@ No single failure stops it: each one is reported and the rest carries on.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import time
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config
-from . import removal
+from . import reap_stamp, removal
 from .paths import working_root
 from .recovery import (
     SessionInfo,
@@ -42,8 +41,8 @@ from .recovery import (
 if TYPE_CHECKING:
     from . import branches
 
-STAMP = ".reaper-stamp"
-DEFAULT_INTERVAL_S = 3600.0
+STAMP = reap_stamp.STAMP
+DEFAULT_INTERVAL_S = reap_stamp.DEFAULT_INTERVAL_S
 
 log = logging.getLogger(__name__)
 
@@ -173,33 +172,11 @@ def _one_line(e: BaseException) -> str:
 
 def maybe_reap(config: Config | None = None, *, interval_s: float = DEFAULT_INTERVAL_S,
                now: float | None = None) -> ReapReport | None:
-    """Reap unless another process did within ``interval_s``; cheap enough to
-    call at every start of the CLI or the server. None when skipped."""
-    root = working_root()
-    if not root.is_dir():
-        return None
-    stamp = root / STAMP
-    now = now or time.time()
-    with open(stamp, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None  # another process is reaping right now
-        try:
-            fh.seek(0)
-            try:
-                last = float(fh.read().strip() or 0)
-            except ValueError:
-                last = 0.0
-            if 0 <= now - last < interval_s:
-                return None
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"{now}\n")
-            fh.flush()
-            return reap(config, now=now)
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    """Reap unless another process did within ``interval_s``; None when
+    skipped. (A front end asks ``reap_stamp`` first, so that it imports this
+    module only when a reap is due.)"""
+    return reap_stamp.if_due(lambda t: reap(config, now=t), now=now or time.time(),
+                             interval_s=interval_s)
 
 
 def on_start(config: Config | None = None, repo: Path | None = None

@@ -4,10 +4,27 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from ...config import ConfigError
 from ...workspace.extras import EXTRAS, needs
-from .base import Role, RoleContext, RoleOutput
+
+if TYPE_CHECKING:
+    from .base import Role
+
+# The roles' base (the project's environment, the sandbox's records and
+# locks) is not imported with the registry: a new ``superqe run`` reaches
+# ``session_start`` -- which begins its warm bandit, a module of this
+# package -- without it, and imports it beside the sandbox's making.
+_FROM_BASE = ("Role", "RoleContext", "RoleOutput")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_BASE:
+        from . import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 REGISTRY: dict[str, str] = {
     "security_tester": "superqode_ls.qe.roles.security:SecurityTester",
@@ -50,6 +67,8 @@ def role_class(name: str) -> type[Role]:
 
 
 def _lacking(name: str, why: str) -> type[Role]:
+    from .base import Role, RoleContext, RoleOutput
+
     class Lacking(Role):
         tool = "-"
         description = ""

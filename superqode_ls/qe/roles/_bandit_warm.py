@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ...config import Config
+from ...config import defaults as default_config
 from ...runtime import MadeInThread, Runtime
 from ...workspace import landlock, namespaces
 from ...workspace.namespaces import SPEC_ENV
@@ -265,7 +265,7 @@ def _sandboxed(cmd: list[str]) -> tuple[list[str], dict[str, str] | None, set[st
     # child's Landlock rules narrow its reads to its session's tree.
     env = namespaces.scrub_env(os.environ)
     env[BARRIER_ENV] = "[]"
-    env[SPEC_ENV] = namespaces.spec(Config(), env)  # default masks, no network
+    env[SPEC_ENV] = namespaces.spec(default_config(), env)  # default masks, no network
     hidden = set(namespaces.masked(json.loads(env[SPEC_ENV])["hide"]))
     return cmd, env, hidden
 
