@@ -130,6 +130,10 @@ def test_a_maintainers_script_is_noise_beside_a_package_and_stays_in_a_web_app(m
     found = _security(shipped)
     _kept(found, "update_data.py", 9, "B301")
     _kept(found, "scripts/dump_data.py", 9, "B301")  # a package: product code
+    # a namespace package (no __init__.py) that the product imports
+    spaced = make_repo({"pkg/__init__.py": "from ns.dump_data import main\n",
+                        "ns/dump_data.py": SCRIPT})
+    _kept(_security(spaced), "ns/dump_data.py", 9, "B301")
     # One file and no package (a one-file application): its own code.
     single = make_repo({"app.py": SCRIPT})
     _kept(_security(single), "app.py", 9, "B301")

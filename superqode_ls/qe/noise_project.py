@@ -142,11 +142,14 @@ def _maintainer_script(rel: str, lines_of: Lines, root: Path | None, web: Callab
     if not _ships_package(root) or web():
         return None
     stem = parts[-1][:-3]
+    # a top-level folder that any module imports is a package (a namespace
+    # package has no __init__.py), not a folder of scripts
+    names = [stem] if len(parts) == 1 else [stem, parts[0]]
     if _named_by_packaging(root, rel, stem):
         return None
     if not imports:
         imports.append(imported_names(root))
-    if imports[0] is None or stem in imports[0]:
+    if imports[0] is None or any(name in imports[0] for name in names):
         return None
     where = f"the {parts[0]}/ folder (no package)" if len(parts) == 2 else "the top level"
     return (f"a maintainer's script in {where}: the project ships a package that never "
