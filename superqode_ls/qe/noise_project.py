@@ -20,6 +20,8 @@
   ``hooks.py`` in their data folder: whoever writes that file chooses what
   runs in any case; a path a caller passes, code from a request, the
   network or a string built in the code stays;
+- **a password rule's value that is itself a password setting's name**
+  (B105-B107: ``{"password": "passwd"}`` renames a key): no password;
 - **``pickle.load`` of the package's own data file** (B301): the file is
   opened on a path made from the module's ``__file__`` (babel's locale
   data), directly or through a module-level name or a function of the
@@ -48,7 +50,10 @@ _INVOKE_TASK = re.compile(r"^\s*from\s+invoke\s+import\s+[^\n]*\btask\b", re.MUL
 _MAIN_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]", re.MULTILINE)
 _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
 _SCRIPT_CATEGORIES = frozenset({"security", "secrets"})
-_RULES = frozenset({"F401", "B102", "B301"})
+_RULES = frozenset({"F401", "B102", "B301", "B105", "B106", "B107"})
+# a value that is itself the name of a password setting ({"password":
+# "passwd"}) renames a key: it is no password
+_PASSWORD_NAME = re.compile(r"(?i)^(db_?|database_?)?(pass(word|wd)?|pwd)$")
 
 
 def project_noise(findings: list[Finding], lines_of: Lines | None,
@@ -103,6 +108,11 @@ def _module(lines: list[str]) -> ast.Module | None:
 def _why(f: Finding, rule: str, tree: ast.Module) -> str | None:
     assert f.file is not None and f.range is not None
     line = f.range.start_line
+    if rule in ("B105", "B106", "B107"):
+        if (value := _password_name_value(tree, line)) is not None:
+            return (f"the value {value!r} is the name of a password setting (a key "
+                    "renamed or looked up), not a password")
+        return None
     if rule == "F401" and f.file.rsplit("/", 1)[-1] == "__init__.py":
         if _own_import(tree, line, f.file):
             return ("a package's __init__ importing from its own modules makes the name "
@@ -114,6 +124,28 @@ def _why(f: Finding, rule: str, tree: ast.Module) -> str | None:
     elif rule == "B301" and _own_data_load(tree, line):
         return ("pickle of the package's own data file (its path is made from the "
                 "module's __file__), not of anything a user or the network gives")
+    return None
+
+
+def _password_name_value(tree: ast.Module, line: int) -> str | None:
+    """The value on ``line`` given to a password key, when every such value
+    there is itself a password setting's name (``{"password": "passwd"}``)."""
+    pairs: list[tuple[ast.AST | None, ast.AST]] = []
+    for n in ast.walk(tree):
+        if getattr(n, "lineno", None) != line:
+            continue
+        if isinstance(n, ast.Dict):
+            pairs += list(zip(n.keys, n.values, strict=True))
+        elif isinstance(n, ast.keyword) and n.arg:
+            pairs.append((ast.Constant(n.arg), n.value))
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(
+                n.targets[0], ast.Name):
+            pairs.append((ast.Constant(n.targets[0].id), n.value))
+    values = [v.value for k, v in pairs if isinstance(k, ast.Constant) and isinstance(
+        k.value, str) and _PASSWORD_NAME.match(k.value.lower().rsplit("_", 1)[-1])
+              and isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    if values and all(_PASSWORD_NAME.match(v) for v in values):
+        return values[0]
     return None
 
 
