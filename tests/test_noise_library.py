@@ -416,12 +416,12 @@ def test_returning_the_parents_init_is_harmless_returning_a_value_is_not(tmp_pat
 
 
 def test_importing_a_docstring_sets_it_another_unused_name_stays(tmp_path):
-    _write(tmp_path, {"pkg/__init__.py": "from ._parser import __doc__\nfrom ._parser import warn\n"
+    _write(tmp_path, {"pkg/__init__.py": "from ._parser import __doc__\nfrom warnings import warn\n"
                                          "__all__ = ['parse']\n"})
     found = _by_id(_filtered(tmp_path, [
         lint_finding("F401", "pkg/__init__.py", 1, id="doc", severity=Severity.low,
                      message="`._parser.__doc__` imported but unused"),
         lint_finding("F401", "pkg/__init__.py", 2, id="warn", severity=Severity.low,
-                     message="`._parser.warn` imported but unused")]))
+                     message="`warnings.warn` imported but unused")]))
     assert "docstring" in found["doc"].noise
     assert found["warn"].noise is None

@@ -177,3 +177,79 @@ def test_assigned_password_leaves_placeholders_markers_and_other_names_alone():
                         ("{pw}", "password = '{pw}'"), ("admin", "username = 'admin'"),
                         ("PASSWORD", "password = 'PASSWORD'"), ("abc", "password = 'abc'")):
         assert assigned_password(value, line) is None, value
+
+
+# Tuned on held-out set D's SQL libraries (khal, sqlite-utils), after judging it.
+SQL_OWN_TEXT = '''import secrets
+import sqlite3
+
+conn = sqlite3.connect("x")
+
+
+def quote_identifier(identifier):
+    return '"{}"'.format(identifier.replace('"', '""'))
+
+
+def bracket(identifier):
+    return f"[{identifier}]"
+
+
+class Db:
+    _counts_table_name = "_counts"
+    table = "t"
+
+    def delete(self, href):
+        for table in ["recs_loc", "recs_float"]:
+            sql_s = f"DELETE FROM {table} WHERE href = ?;"
+            conn.execute(sql_s, (href,))
+
+    def probe(self):
+        table_name = f"t{secrets.token_hex(16)}"
+        conn.execute(f"create table {table_name} (name text)")
+
+    def counts(self):
+        return conn.execute(f"select count from {self._counts_table_name}")
+
+    def names(self, fts4):
+        where = ["type = 'table'"]
+        if fts4:
+            where.append("sql like '%USING FTS4%'")
+        return conn.execute("select name from sqlite_master where {}".format(" AND ".join(where)))
+
+    def rename(self, name, new_name):
+        conn.execute(f"ALTER TABLE {quote_identifier(name)} RENAME TO {quote_identifier(new_name)}")
+
+    def drop(self, tables, name, clause):
+        for table in tables:
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"DROP TABLE {bracket(name)}")
+        where = ["type = 'table'"]
+        where.append(clause)
+        conn.execute("select name from sqlite_master where {}".format(" AND ".join(where)))
+
+    def rows(self):
+        return conn.execute(f"select * from {self.table}")
+
+    def retarget(self, other):
+        self.table = other
+
+    def delete_rows(self, pks):
+        wheres = [f"{quote_identifier(pk)} = ?" for pk in pks]
+        sql = "delete from {} where {wheres}".format(quote_identifier("t"), wheres=" and ".join(wheres))
+        conn.execute(sql, pks)
+
+    def select_rows(self, cols):
+        conn.execute("select {} from t".format(", ".join(f"{c} AS x" for c in cols)))
+'''
+
+
+@needs_bandit
+def test_sql_of_the_codes_own_text_is_noise_a_value_from_outside_stays(make_repo):
+    found = found_by_security(make_repo({"pkg/__init__.py": "", "pkg/backend.py": SQL_OWN_TEXT}))
+    # a literal loop, a random name, a class literal, literals, quoted names, a template of them
+    for line in (21, 26, 29, 35, 38, 56):
+        _noise(found, "pkg/backend.py", line, "sql-injection")
+    # a parameter's items, an unsafe quote, a list given a parameter, a reassigned attribute,
+    # a parameter's items joined unquoted
+    for line in (42, 43, 46, 49, 60):
+        assert _shown(found, "pkg/backend.py", line, "sql-injection"), line

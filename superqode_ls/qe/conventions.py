@@ -252,6 +252,9 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None,
                 f = mark_noise(f, "a graphene resolver: a static method whose first argument "
                                   "is the parent object, by the framework's convention",
                                Severity.info)
+            elif tree is not None and _dunder_new(tree, f.range.start_line):
+                f = mark_noise(f, "__new__ is given the class first, whatever the name: "
+                                  "calling it self is a naming note", Severity.info)
         elif rule == "E722" and f.file and f.range and f.file.endswith(".py"):
             tree = trees.tree(f.file)
             if tree is not None and not _swallowed_in_loop(tree, f.range.start_line):
@@ -287,3 +290,10 @@ def apply_conventions(findings: Iterable[Finding], lines: Lines | None,
                               "problem, not a finding about the code", Severity.info)
         out.append(f)
     return out
+
+
+def _dunder_new(tree: ast.Module, line: int) -> bool:
+    """``def __new__(self, ...)`` at ``line``: Python passes the class first."""
+    return any(isinstance(n, ast.FunctionDef) and n.name == "__new__" and n.lineno <= line
+               <= (n.body[0].lineno if n.body else n.lineno) for n in ast.walk(tree))
+

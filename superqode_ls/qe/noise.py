@@ -37,8 +37,9 @@ in this order:
    into the most important of them, which names the others' rules in
    ``related_rules`` (each finding keeps its own id up to the baseline step);
 8. most important first (``by_importance``): worth acting on before noise,
-   then by severity, category (security and secrets first, lint last), file
-   and line; every output lists them in this order.
+   then by severity, the evidence behind it (a traced flow into a sink, a
+   secret, a failing test or a likely bug before a pattern advisory, lint
+   opinions last), file and line; every output lists them in this order.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ from .noise_paths import (  # noqa: F401
     join_reasons,
     path_class,
 )
+from .noise_project import project_noise
 from .noise_style import style_noise
+from .ruff_rules import LIKELY_BUG
 
 LineReader = Callable[[str, int], "str | None"]
 
@@ -267,18 +270,32 @@ def merge_reports(best: Finding, others: list[Finding]) -> Finding:
 _LINE_CATEGORIES = PATH_CLASS_CATEGORIES
 
 
-# Within one severity: a security flaw or a secret before a failing test or a
-# type error, and those before a lint rule's opinion.
-_CATEGORY_RANK = {"security": 0, "secrets": 0, "tests": 1, "syntax": 1, "types": 1,
-                  "mutation": 2, "lint": 3}
+# Within one severity, the stronger evidence first: a flow into a sink that
+# SuperQode's own checks traced, a secret, a failing test, a type or syntax
+# error, a lint rule that is most often a bug; then a pattern advisory
+# (bandit's: the call is there, nothing says what reaches it), a mutant;
+# then a lint rule's opinion.
+_EVIDENCE = {"secrets": 0, "tests": 1, "syntax": 1, "types": 1, "mutation": 2}
+
+
+def evidence(f: Finding) -> int:
+    """How strong the evidence behind ``f`` is, 0 strongest (see _EVIDENCE)."""
+    if f.category == "security":
+        own = f.tool.startswith("superqode-") or any(
+            t.startswith("also:superqode-") for t in f.tags)
+        return 0 if own else 2
+    if f.category == "lint":
+        return 1 if LIKELY_BUG.match(canonical_rule(f.rule_id)) or f.rule_id.startswith(
+            "F") else 3
+    return _EVIDENCE.get(f.category, 2)
 
 
 def importance(f: Finding) -> tuple:
     """Sort key, most important first: worth acting on before noise, then
-    severity, category (security first), file, line and rule."""
+    severity, the evidence behind it (``evidence``), file, line and rule."""
     line = f.range.start_line if f.range else 0
-    return (f.noise is not None, -f.severity.rank, _CATEGORY_RANK.get(f.category, 2),
-            f.file or "", line, f.rule_id, f.id)
+    return (f.noise is not None, -f.severity.rank, evidence(f), f.file or "", line, f.rule_id,
+            f.id)
 
 
 def by_importance(findings: Iterable[Finding]) -> list[Finding]:
@@ -382,6 +399,8 @@ def filter_findings(
             return time.monotonic() >= context_stop
     kept, unfiltered = in_context(kept, read_line, stop, early, canonical=canonical_rule)
     kept = library_noise(kept, getattr(read_line, "lines", None), canonical_rule)
+    kept = project_noise(kept, getattr(read_line, "lines", None), getattr(read_line, "root", None),
+                         canonical_rule)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

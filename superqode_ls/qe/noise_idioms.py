@@ -10,12 +10,12 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   HMAC-SHA1 rests on no collision resistance and is still sound (RFC 2104,
   RFC 6194). MD5 there, and a SHA-1 used anywhere else, stay;
 - a module-level ``name = name`` (PLW0127) of an imported name: the
-  re-export idiom (it marks the import used); inside a function, or of a
-  name no import binds, it stays;
+  re-export idiom (it marks the import used); of a name the module binds
+  nowhere else, the module is run with that name given (exec with its
+  globals) and the line names it; inside a function, or of a name the
+  module binds otherwise, it stays;
 - a mutable default (B006), empty or of constants only, that the function
-  only reads (iterates, tests, subscripts, unpacks, passes to
-  ``len``/``dict``/``x.update(...)``): nothing can change the shared object. A default that is mutated,
-  returned, stored or passed anywhere else stays;
+  only reads (``noise_defaults``): nothing can change the shared object;
 - ``DEBUG = True`` (``debug-mode``) in a development or test
   configuration: a config class named for it (``DevConfig``, ``TestingConfig``)
   in a module whose production class (``ProdConfig``) has debug off, or a
@@ -50,6 +50,7 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .codegen import Scopes
+from .noise_defaults import default_only_read
 from .noise_guards import (
     DEBUG_RULES,
     GUARDED_RULES,
@@ -257,103 +258,29 @@ def reexport_self_assignment(scopes: Scopes, line: int) -> str | None:
         if imported:
             return (f"{name} = {name} re-exports the imported name at module level (the "
                     "assignment marks the import used): deliberate")
+        if not _bound_elsewhere(scopes.tree, name, stmt):
+            return (f"{name} = {name} with {name} bound nowhere in the module: the module "
+                    "is run with the name given to it (exec with its globals), and the "
+                    "line names what it expects")
     return None
 
 
-# Builtins that read their argument and never change it.
-_READERS = frozenset({"len", "list", "dict", "set", "frozenset", "tuple", "sorted", "iter",
-                      "any", "all", "sum", "min", "max", "bool", "str", "repr", "enumerate",
-                      "zip", "isinstance", "reversed", "deepcopy", "copy"})
-# Methods of the default that only read it.
-_READ_METHODS = frozenset({"get", "items", "keys", "values", "copy", "count", "index",
-                           "issubset", "issuperset", "union", "intersection", "difference"})
-# Methods of another object that read what they are given.
-_TAKES_COPY = frozenset({"update", "extend", "union", "intersection", "difference",
-                         "issubset", "issuperset", "fromkeys"})
-
-
-def default_only_read(scopes: Scopes, line: int, col: int) -> str | None:
-    """Why the mutable default at ``line``:``col`` is never changed, or None."""
-    for func in scopes.functions:
-        args = func.args
-        positional = [*args.posonlyargs, *args.args]
-        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults,
-                         strict=True))
-        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
-                  if d is not None]
-        for arg, default in pairs:
-            if default.lineno == line and default.col_offset <= col <= (
-                    default.end_col_offset or default.col_offset) and _flat(default):
-                uses = [n for stmt in func.body for n in ast.walk(stmt)
-                        if isinstance(n, ast.Name) and n.id == arg.arg]
-                if all(_reads(scopes, u) for u in uses):
-                    return (f"the default of {arg.arg!r} is only read, never changed, "
-                            "returned or stored: no call can see another's changes")
-                return None
-    return None
-
-
-def _flat(default: ast.AST) -> bool:
-    """An empty or constant-only ``[]``/``{}``/``set()``: no object inside it
-    that a read (``d["k"]``, ``d.get("k")``) could hand out to be changed."""
-    if isinstance(default, ast.Call):
-        return isinstance(default.func, ast.Name) and default.func.id in (
-            "list", "dict", "set") and not default.args and not default.keywords
-    if isinstance(default, ast.Dict):
-        items = [*default.keys, *default.values]
-    elif isinstance(default, (ast.List, ast.Set)):
-        items = list(default.elts)
-    else:
-        return False
-    return all(isinstance(i, ast.Constant) for i in items)
-
-
-def _reads(scopes: Scopes, use: ast.Name) -> bool:
-    """``use`` of the default's name only reads the object."""
-    if not isinstance(use.ctx, ast.Load):
-        return isinstance(use.ctx, ast.Store) and _rebound_fresh(scopes, use)
-    up = scopes.parent.get(use)
-    if isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is use:
-        return True
-    if isinstance(up, ast.BinOp):
-        return True  # default + [node], default * 2: a new object, the default unchanged
-    if isinstance(up, (ast.BoolOp, ast.Compare, ast.FormattedValue)):
-        return not isinstance(up, ast.BoolOp) or _bool_read(scopes, up)
-    if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
-        return True
-    if isinstance(up, (ast.For, ast.comprehension)) and up.iter is use:
-        return True
-    if isinstance(up, ast.Subscript) and up.value is use:
-        return isinstance(up.ctx, ast.Load)
-    if isinstance(up, ast.Attribute) and up.value is use:
-        call = scopes.parent.get(up)
-        return up.attr in _READ_METHODS and isinstance(call, ast.Call) and call.func is up
-    if isinstance(up, ast.keyword) and up.arg is None:
-        return True  # f(**default): unpacked into a new dict
-    if isinstance(up, ast.Starred):
-        return True
-    if isinstance(up, ast.Call) and use in up.args:
-        name = _callee(up)
-        if isinstance(up.func, ast.Name):
-            return name in _READERS
-        return name in _TAKES_COPY
+def _bound_elsewhere(tree: ast.Module, name: str, stmt: ast.stmt) -> bool:
+    """``name`` bound by any statement of the module but ``stmt``."""
+    for n in ast.walk(tree):
+        if n is stmt:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name and not (
+                stmt.lineno <= n.lineno <= (stmt.end_lineno or stmt.lineno)):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            return True
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == name for a in n.names):
+            return True
+        if isinstance(n, ast.Global) and name in n.names:
+            return True
     return False
-
-
-def _bool_read(scopes: Scopes, op: ast.BoolOp) -> bool:
-    """``default or x`` / ``default and x`` as a test only (its value, which
-    may be the default itself, is not kept)."""
-    up = scopes.parent.get(op)
-    return isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is op or (
-        isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not))
-
-
-def _rebound_fresh(scopes: Scopes, target: ast.Name) -> bool:
-    """``name = <anything but the name>``: from then on the name no longer
-    holds the default (its later uses are checked all the same)."""
-    up = scopes.parent.get(target)
-    return isinstance(up, ast.Assign) and not any(
-        isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(up.value))
 
 
 # -- debug on in a development configuration --------------------------------

@@ -86,7 +86,7 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
         if _key_material(f) and cls in _TEST_DATA:
             why = f"key material in {cls} data (a key made for them, not a credential)"
             update["noise"] = join_reasons(f.noise, why) if f.noise else why
-        elif not _provider_token(f):
+        elif not provider_token(f):
             update["noise"] = join_reasons(f.noise, f"in {cls} code") if f.noise else f"in {cls} code"
         out.append(f.model_copy(update=update))
     return out
@@ -157,7 +157,7 @@ def _key_material(f: Finding) -> bool:
                                          "secret-config-password") for r in rules)
 
 
-def _provider_token(f: Finding) -> bool:
+def provider_token(f: Finding) -> bool:
     """A recognised token (AWS, GitHub...), as lead or merged in."""
     rules = (f.rule_id, *f.related_rules)
     return any(is_secret_scan(r) and r.lower() not in ("secret-generic", "secret-config-password",

@@ -76,7 +76,7 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
         seen.add(key)
         title = f"{label}: {nodeid}" if nodeid else label
         cause = (environment_cause(r, offline=offline) if r.get("kind") != "collect" else None
-                 ) or environment_problem(r, root)
+                 ) or environment_problem(r, root) or _collection_warning(r)
         # A name an installed package lacks: the code's (or its unpinned
         # dependency's API change), said as such, never "not installed".
         api = dependency_api(r, root) if cause is None else None
@@ -105,3 +105,20 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
             )
         )
     return out
+
+
+def _collection_warning(record: dict[str, Any]) -> str | None:
+    """pytest's collection *warning* raised as an error (``-W error``): a
+    class it will not collect (``TestSuite`` imported from unittest, a
+    ``Test*`` class with an ``__init__``) is pytest's complaint about its own
+    discovery, not a failure of the project's code, which its own runner
+    (unittest) runs as written. An import or syntax error while collecting
+    stays a finding."""
+    if record.get("kind") != "collect":
+        return None
+    text = str(record.get("message") or "") + str(record.get("longrepr") or "")
+    if "PytestCollectionWarning" not in text:
+        return None
+    return ("pytest's collection warning (a class it does not collect as tests), "
+            "raised as an error: the test runner's discovery, not the code")
+

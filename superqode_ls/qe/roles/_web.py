@@ -76,6 +76,7 @@ _PASSWORD_KEY = re.compile(r"(?i)^(db_?|database_?)?(pass(word|wd)?|pwd)$")
 _DSN_PASSWORD = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://[^:/\s@]+:([^@\s/]+)@"
                            r"|\bpassword=([^\s{}'\"]+))")
 _WEAK = {"md5", "sha1", "md4", "sha"}
+_BACKREF = re.compile(r"\\(?:\d+|g<\w+>)")
 _SETTINGS_FILE = re.compile(r"(?i)(settings|config|conf)[^/]*\.py$")
 _PLACEHOLDER = re.compile(r"(?i)^(|\*+|x+|<.*>|\$\{.*\}|\{.*\}|%\(.*\)s|%s|change[_-]?me|"
                           r"password|secret|none|null)$")
@@ -303,10 +304,13 @@ def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
                 and ("=" in node.value or "://" in node.value):
             m = _DSN_PASSWORD.search(node.value)
-            secret = m and (m.group(1) or m.group(2))
-            # ":password", "?", "@pw": a bound parameter of a query, not a value
+            # a regular expression's replacement (r"password=xxxx\2"): the
+            # group references go, what is left is the mask
+            secret = m and _BACKREF.sub("", m.group(1) or m.group(2))
+            # ":password", "?", "@pw": a bound parameter of a query, not a value;
+            # "(.+?)": a regular expression's group
             if secret and not _PLACEHOLDER.match(secret) \
-                    and not secret.startswith(("$", "%", "{", ":", "?", "@")):
+                    and not secret.startswith(("$", "%", "{", ":", "?", "@", "(")):
                 yield (node, "hardcoded-db-password", "Password in a connection string",
                        ("A database/service password is written into a connection string in "
                         "the code; load it from the environment or a secret store."),
@@ -322,8 +326,10 @@ def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
     text = _const_str(value)
     # one to three characters ("a", "x1") fill a form in a script or a test:
     # no password anyone deploys with
+    # a value that is itself a password setting's name ({"password": "passwd"})
+    # renames a key: no password
     if text is None or len(text) < 4 or _PLACEHOLDER.match(text) \
-            or text.lower() == key.lower() or MESSAGE.match(text):
+            or text.lower() == key.lower() or _PASSWORD_KEY.match(text) or MESSAGE.match(text):
         return
     yield (value, "hardcoded-db-password", "Hard-coded password in configuration",
            (f"The {key!r} setting is a literal in the code; anyone with the source has it. "

@@ -4,7 +4,8 @@ finding the code shows cannot be exploited is noise (counted, one click
 away), never dropped.
 
 - SQL formatted only from the code's own text (literals, a choice between
-  literals, a loop over a literal list of table names): low noise;
+  literals, a loop over a literal list of table names, ``_web_quiet_sql``):
+  low noise;
 - SQL formatted only from numbers (``sql-injection``, bandit's B608): a
   Flask/FastAPI route parameter the framework converts (``<int:id>``,
   ``id: int``) or ``int(...)``/``float(...)`` of request data cannot carry
@@ -42,6 +43,7 @@ from ...workspace.pyast import parse as parse_python
 from ..codegen import Scopes
 from ..context import mark_noise
 from ..noise_context import UNFILTERED
+from ._web_quiet_sql import _assigned, constant_text
 from ._web_quiet_tools import cli_argument_shell, fixed_scheme_urlopen, option_default_address
 from ._web_sinks import from_request
 
@@ -149,30 +151,6 @@ def _number_params(func: ast.FunctionDef | ast.AsyncFunctionDef, fastapi: bool) 
     return out
 
 
-def _assigned(func: ast.AST, name: str) -> list[ast.AST] | None:
-    """Every value ``name`` gets in ``func``; None when one is unknown (a
-    loop, an unpacking, a ``with ... as``)."""
-    out: list[ast.AST] = []
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name) and t.id == name:
-                    out.append(node.value)
-                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-                    return None
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name) \
-                and node.target.id == name:
-            if node.value is None:
-                continue
-            out.append(node.value)
-        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension | ast.withitem | ast.NamedExpr):
-            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
-            if target is not None and any(isinstance(n, ast.Name) and n.id == name
-                                          for n in ast.walk(target)):
-                return None
-    return out
-
-
 def _numeric(e: ast.AST, func: ast.AST, params: set[str], depth: int = _DEPTH) -> bool:
     if isinstance(e, ast.Constant):
         return not isinstance(e.value, str | bytes)
@@ -228,38 +206,10 @@ def _numbers_only_sql(s: Scopes, line: int) -> str | None:
     if all(_numeric(v, func, params) for v in values):
         return ("only numbers are formatted into this SQL (a converted route parameter, "
                 "int(...)): they cannot carry SQL")
-    if all(_numeric(v, func, params) or _constant_text(v, func) for v in values):
+    if all(_numeric(v, func, params) or constant_text(s, v, func) for v in values):
         return ("only the code's own text is formatted into this SQL (literals, a choice "
                 "between literals, a loop over a literal list): no value from outside")
     return None
-
-
-def _constant_text(e: ast.AST, func: ast.AST, depth: int = 3) -> bool:
-    """A literal, a choice between literals (``'customer=%(customer)s' if x
-    else 'customer IS NULL'``), or a local only given such values or
-    looped over a literal list (``for table in ['alerts', ...]``)."""
-    if isinstance(e, ast.Constant):
-        return True
-    if isinstance(e, ast.IfExp):
-        return _constant_text(e.body, func, depth) and _constant_text(e.orelse, func, depth)
-    if isinstance(e, ast.JoinedStr):
-        return all(isinstance(v, ast.Constant) for v in e.values)
-    if not isinstance(e, ast.Name) or depth <= 0:
-        return False
-    loops = [n for n in ast.walk(func) if isinstance(n, ast.For | ast.comprehension)
-             and isinstance(n.target, ast.Name) and n.target.id == e.id]
-    if loops:
-        # no other binding of the name (an assignment, a with ... as)
-        others = [n for n in ast.walk(func) if isinstance(n, ast.Assign | ast.AnnAssign
-                                                          | ast.AugAssign | ast.withitem
-                                                          | ast.NamedExpr)
-                  and any(isinstance(x, ast.Name) and x.id == e.id for x in ast.walk(n)
-                          if x is not getattr(n, "value", None))]
-        return not others and all(isinstance(n.iter, ast.List | ast.Tuple | ast.Set)
-                                  and all(isinstance(x, ast.Constant) for x in n.iter.elts)
-                                  for n in loops)
-    values = _assigned(func, e.id) if func is not None else None
-    return bool(values) and all(_constant_text(v, func, depth - 1) for v in values)
 
 
 def _fixed(s: Scopes, e: ast.AST, func: ast.AST, depth: int = _DEPTH) -> bool:
