@@ -5,7 +5,10 @@ Every fix was made against the files as the session found them. Each hunk is
 anchored on the file as it is now: its removed lines and context must appear
 verbatim near the recorded line; when a neighbouring fix already applied
 changed a context line, the context is trimmed (the removed lines must still
-match), as ``patch`` does with fuzz. The fixes are then taken in order; one
+match), as ``patch`` does with fuzz; when it changed other characters of the
+removed lines themselves (two findings on one line), the fix's own change is
+made on those lines as they are now, if the two changes do not meet
+(``rebase``). The fixes are then taken in order; one
 whose changed lines touch those of a fix already taken is refused with one
 line (applied together they may form code neither was checked as, e.g. an
 emptied import). Each file is written whole and atomically (a temporary file
@@ -24,6 +27,7 @@ from unidiff.errors import UnidiffParseError
 from ..errors import EXIT_FINDINGS, SuperQodeError
 from ..models import Patch
 from ..workspace.artifacts import atomic_write
+from .rebase import relocate
 from .roles._patches import split_lines
 from .verify_copies import Change, fits, merged
 
@@ -120,6 +124,18 @@ def _anchor(lines: list[str], hunk, drift: int) -> tuple[Change, int]:
         new = [v for t, v in part if t != "-"]
         if left + right and new and _find(lines, new, expected + (lead - left)) is not None:
             raise _Already()
+    # A neighbouring fix applied since changed other characters of these
+    # lines (two findings on one line): the same change made on them as
+    # they are, from this diff's own lines (``rebase``).
+    before, after = [v for _, v in items[:lead]], [v for _, v in items[len(items) - trail:]]
+    old_core = [v for t, v in core if t != "+"]
+    moved = relocate(lines, before, old_core, list(new_core), after, expected, "".join, split_lines)
+    if moved is not None:
+        start, end, made = moved
+        return Change(start, end, tuple(made)), start - lead - (expected - drift)
+    # ... or it is there, beside such a change (undoing it alone is possible).
+    if relocate(lines, before, list(new_core), old_core, after, expected, "".join, split_lines):
+        raise _Already()
     raise _Refused(f"no longer fits the code: the code near line {hunk.source_start} changed since the run")
 
 

@@ -63,7 +63,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     apart = len(set(runs)) == len(runs)
     base = str(root)
     files: dict[str, FileFixes | None] = {}
-    groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
+    made: list[tuple[Finding, int, Any]] = []  # (finding, its line, ruff's fix) until numbered
     fixes: list[tuple[Finding, dict[str, Any], str]] = []
     kinds: dict[str, Kind] = {}
     rel: str | None = None
@@ -81,9 +81,9 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             continue
         if r != rel:
             if apart and rel is not None:
-                _number(groups)
+                _number(made, files)
                 patches += _patches(fixes, files)
-                groups, fixes, files = {}, [], {}
+                made, fixes, files = [], [], {}
             rel = r
             if r in files:
                 held = files[r]
@@ -135,15 +135,11 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
         _set_extra(finding, None)
         _set_private(finding, None)
         findings.append(finding)
-        group = groups.get(fid)
-        if group is None:
-            groups[fid] = [finding]
-        else:
-            group.append(finding)
+        made.append((finding, line, fix if get("cell") is None else None))
         if (with_patches and applicability is not None and fix.get("edits")  # type: ignore[union-attr]
                 and get("cell") is None):
             fixes.append((finding, fix, applicability))  # type: ignore[arg-type]
-    _number(groups)
+    _number(made, files)
     patches += _patches(fixes, files)
     return Parsed(findings, patches, unlinted)
 
@@ -197,9 +193,28 @@ def _read(base: str, rel: str) -> FileFixes | None:
     return FileFixes(rel, text, text.split("\n"))
 
 
-def _number(groups: dict[str, list[Finding]]) -> None:
-    """``assign_ids``'s numbering, in place: identical problems in one file
-    (same rule, same text) get ``-2``, ``-3``... in line order."""
+def _number(held: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | None]) -> None:
+    """The ids made final, in place: a finding that shares its line with
+    another one's fix is anchored on the line as that fix leaves it
+    (``_crowded``); then ``assign_ids``'s numbering: identical problems in
+    one file (same rule, same text) get ``-2``, ``-3``... in line order."""
+    lines: dict[tuple[str, int], int] = {}
+    crowded = False
+    for finding, line, _ in held:
+        key = (finding.__dict__["file"], line)
+        n = lines.get(key, 0)
+        lines[key] = n + 1
+        crowded = crowded or n > 0
+    if crowded:
+        _crowded(held, lines, files)
+    groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
+    for finding, _, _ in held:
+        fid = finding.__dict__["id"]
+        group = groups.get(fid)
+        if group is None:
+            groups[fid] = [finding]
+        else:
+            group.append(finding)
     for same in groups.values():
         if len(same) < 2:
             continue
@@ -207,6 +222,91 @@ def _number(groups: dict[str, list[Finding]]) -> None:
         for n, i in enumerate(order[1:], start=2):
             fields = same[i].__dict__
             fields["id"] = f"{fields['id']}-{n}"
+
+
+def _crowded(held: list[tuple[Finding, int, Any]], lines: dict[tuple[str, int], int],
+             files: dict[str, FileFixes | None]) -> None:
+    """Ids of findings on a line with other findings whose fix stays on that
+    line: each anchored on the line with those others' fixes made, so that
+    applying one of them (the line then reads just so) leaves the others'
+    ids, and their fixes' ids, as they were."""
+    on: dict[tuple[str, int], list[tuple[Finding, list[tuple[int, int, str]] | None]]] = {}
+    for finding, line, fix in held:
+        key = (finding.__dict__["file"], line)
+        if lines[key] > 1:
+            on.setdefault(key, []).append((finding, _in_line(fix, line)))
+    for (rel, line), here in on.items():
+        if not any(edits for _, edits in here):
+            continue
+        held_file = files.get(rel)
+        pieces = held_file.pieces if held_file is not None else None
+        if pieces is None or not 1 <= line <= len(pieces):
+            continue
+        text = pieces[line - 1]
+        for finding, mine in here:
+            # A fix that is the same as this finding's would fix it too.
+            others: list[list[tuple[int, int, str]]] = []
+            for _, e in here:
+                if e and e != mine and e not in others:
+                    others.append(e)
+            if not others:
+                continue
+            made = _made(text, others)
+            if made is None:
+                continue
+            fields = finding.__dict__
+            anchor = " ".join(made.rstrip("\r").split())
+            basis = "\x1f".join(("ruff", fields["rule_id"], rel, anchor,
+                                  "" if anchor else fields["title"]))
+            prefix = fields["id"].rsplit("-", 1)[0]
+            fields["id"] = f"{prefix}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
+def _in_line(fix: Any, line: int) -> list[tuple[int, int, str]] | None:
+    """A fix's edits as (start, end column, text), when all of them lie in
+    ``line``; None otherwise (or when malformed)."""
+    if not fix:
+        return None
+    try:
+        out = []
+        for e in fix.get("edits") or ():
+            start, end = e["location"], e["end_location"]
+            if int(start["row"]) != line or int(end["row"]) != line:
+                return None
+            content = e.get("content") or ""
+            if type(content) is not str:
+                return None
+            out.append((int(start["column"]), int(end["column"]), content))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return sorted(out) or None
+
+
+def _made(text: str, fixes: list[list[tuple[int, int, str]]]) -> str | None:
+    """``text`` with ``fixes`` made, left to right, a fix that overlaps one
+    made before left out; None when none could be made."""
+    spans: list[tuple[int, int, str]] = []
+    for edits in sorted(fixes):
+        if any(not 1 <= s <= e <= len(text) + 1 for s, e, _ in edits):
+            continue
+        pos = spans[-1][1] if spans else 0
+        ok = True
+        for s, e, _ in edits:
+            if s < pos:
+                ok = False
+                break
+            pos = e
+        if ok and (not spans or edits[0][0] >= spans[-1][1]):
+            spans.extend(edits)
+    if not spans:
+        return None
+    out, pos = [], 1
+    for s, e, content in spans:
+        out.append(text[pos - 1:s - 1])
+        out.append(content)
+        pos = e
+    out.append(text[pos - 1:])
+    return "".join(out)
 
 
 class _Rels:
