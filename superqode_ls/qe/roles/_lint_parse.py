@@ -63,7 +63,12 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     apart = len(set(runs)) == len(runs)
     base = str(root)
     files: dict[str, FileFixes | None] = {}
-    made: list[tuple[Finding, int, Any]] = []  # (finding, its line, ruff's fix) until numbered
+    groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
+    # Findings on one line, ruff's neighbours (it lists them by place):
+    # [(finding, its line, ruff's fix), ...] per line with more than one.
+    runs: list[list[tuple[Finding, int, Any]]] = []
+    run: list[tuple[Finding, int, Any]] | None = None
+    last: tuple[Finding, int, Any] | None = None
     fixes: list[tuple[Finding, dict[str, Any], str]] = []
     kinds: dict[str, Kind] = {}
     rel: str | None = None
@@ -81,9 +86,9 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             continue
         if r != rel:
             if apart and rel is not None:
-                _number(made, files)
+                _number(groups, runs, files)
                 patches += _patches(fixes, files)
-                made, fixes, files = [], [], {}
+                groups, runs, fixes, files = {}, [], [], {}
             rel = r
             if r in files:
                 held = files[r]
@@ -91,6 +96,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
                 held = files[r] = _read(base, r)
             lines = held.pieces if held is not None else None
             count = len(lines) if lines is not None else 0
+            last = run = None
         kind = kinds.get(code)
         if kind is None:
             kind = kinds[code] = kind_of(code)
@@ -135,11 +141,24 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
         _set_extra(finding, None)
         _set_private(finding, None)
         findings.append(finding)
-        made.append((finding, line, fix if get("cell") is None else None))
+        group = groups.get(fid)
+        if group is None:
+            groups[fid] = [finding]
+        else:
+            group.append(finding)
+        item = (finding, line, fix if get("cell") is None else None)
+        if last is not None and last[1] == line:
+            if run is None:
+                run = [last]
+                runs.append(run)
+            run.append(item)
+        else:
+            run = None
+        last = item
         if (with_patches and applicability is not None and fix.get("edits")  # type: ignore[union-attr]
                 and get("cell") is None):
             fixes.append((finding, fix, applicability))  # type: ignore[arg-type]
-    _number(made, files)
+    _number(groups, runs, files)
     patches += _patches(fixes, files)
     return Parsed(findings, patches, unlinted)
 
@@ -193,28 +212,19 @@ def _read(base: str, rel: str) -> FileFixes | None:
     return FileFixes(rel, text, text.split("\n"))
 
 
-def _number(held: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | None]) -> None:
+def _number(groups: dict[str, list[Finding]], runs: list[list[tuple[Finding, int, Any]]],
+            files: dict[str, FileFixes | None]) -> None:
     """The ids made final, in place: a finding that shares its line with
     another one's fix is anchored on the line as that fix leaves it
     (``_crowded``); then ``assign_ids``'s numbering: identical problems in
     one file (same rule, same text) get ``-2``, ``-3``... in line order."""
-    lines: dict[tuple[str, int], int] = {}
-    crowded = False
-    for finding, line, _ in held:
-        key = (finding.__dict__["file"], line)
-        n = lines.get(key, 0)
-        lines[key] = n + 1
-        crowded = crowded or n > 0
-    if crowded:
-        _crowded(held, lines, files)
-    groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
-    for finding, _, _ in held:
-        fid = finding.__dict__["id"]
-        group = groups.get(fid)
-        if group is None:
-            groups[fid] = [finding]
-        else:
-            group.append(finding)
+    for run in runs:
+        for finding, old in _crowded(run, files):
+            same = groups[old]
+            del same[next(k for k, f in enumerate(same) if f is finding)]  # not ==: by fields
+            if not same:
+                del groups[old]
+            groups.setdefault(finding.__dict__["id"], []).append(finding)
     for same in groups.values():
         if len(same) < 2:
             continue
@@ -224,42 +234,42 @@ def _number(held: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | N
             fields["id"] = f"{fields['id']}-{n}"
 
 
-def _crowded(held: list[tuple[Finding, int, Any]], lines: dict[tuple[str, int], int],
-             files: dict[str, FileFixes | None]) -> None:
-    """Ids of findings on a line with other findings whose fix stays on that
-    line: each anchored on the line with those others' fixes made, so that
-    applying one of them (the line then reads just so) leaves the others'
-    ids, and their fixes' ids, as they were."""
-    on: dict[tuple[str, int], list[tuple[Finding, list[tuple[int, int, str]] | None]]] = {}
-    for finding, line, fix in held:
-        key = (finding.__dict__["file"], line)
-        if lines[key] > 1:
-            on.setdefault(key, []).append((finding, _in_line(fix, line)))
-    for (rel, line), here in on.items():
-        if not any(edits for _, edits in here):
+def _crowded(run: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | None]
+             ) -> list[tuple[Finding, str]]:
+    """Findings of one line (``run``) whose line holds other findings' fixes
+    that stay on it: each is anchored on the line with those fixes made, so
+    that applying one of them (the line then reads just so) leaves the
+    others' ids, and their fixes' ids, as they were. The findings whose id
+    changed, each with its id before."""
+    finding, line, _ = run[0]
+    rel = finding.__dict__["file"]
+    here = [(f, _in_line(fix, line)) for f, _, fix in run]
+    if not any(edits for _, edits in here):
+        return []
+    held = files.get(rel)
+    pieces = held.pieces if held is not None else None
+    if pieces is None or not 1 <= line <= len(pieces):
+        return []
+    text = pieces[line - 1]
+    moved: list[tuple[Finding, str]] = []
+    for finding, mine in here:
+        # A fix that is the same as this finding's would fix it too.
+        others: list[list[tuple[int, int, str]]] = []
+        for _, e in here:
+            if e and e != mine and e not in others:
+                others.append(e)
+        if not others:
             continue
-        held_file = files.get(rel)
-        pieces = held_file.pieces if held_file is not None else None
-        if pieces is None or not 1 <= line <= len(pieces):
+        made = _made(text, others)
+        if made is None:
             continue
-        text = pieces[line - 1]
-        for finding, mine in here:
-            # A fix that is the same as this finding's would fix it too.
-            others: list[list[tuple[int, int, str]]] = []
-            for _, e in here:
-                if e and e != mine and e not in others:
-                    others.append(e)
-            if not others:
-                continue
-            made = _made(text, others)
-            if made is None:
-                continue
-            fields = finding.__dict__
-            anchor = " ".join(made.rstrip("\r").split())
-            basis = "\x1f".join(("ruff", fields["rule_id"], rel, anchor,
-                                  "" if anchor else fields["title"]))
-            prefix = fields["id"].rsplit("-", 1)[0]
-            fields["id"] = f"{prefix}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+        fields = finding.__dict__
+        anchor = " ".join(made.split())
+        basis = "\x1f".join(("ruff", fields["rule_id"], rel, anchor, "" if anchor else fields["title"]))
+        old = fields["id"]
+        fields["id"] = f"{old.rsplit('-', 1)[0]}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+        moved.append((finding, old))
+    return moved
 
 
 def _in_line(fix: Any, line: int) -> list[tuple[int, int, str]] | None:
