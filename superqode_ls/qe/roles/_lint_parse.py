@@ -47,11 +47,13 @@ APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-on
 
 
 def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[str], Kind],
-          with_patches: bool = True) -> Parsed:
+          with_patches: bool = True, named: Callable[[str], str] | None = None) -> Parsed:
     """``data``: ruff's diagnostics (its JSON, read); ``kind_of``: a rule
     code's ``Kind``. Findings in ruff's order, numbered as ``assign_ids``
     numbers them; a file's patches made once all its findings are (a
-    finding's id, which its patch's id hashes, is final only then)."""
+    finding's id, which its patch's id hashes, is final only then).
+    ``named``: the file name a file's ids are made with, where it is not
+    its own (a copy checked beside its file: ``lint.copy_of``)."""
     findings: list[Finding] = []
     patches: list[Patch] = []
     unlinted: list[str] = []
@@ -72,6 +74,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     fixes: list[tuple[Finding, dict[str, Any], str]] = []
     kinds: dict[str, Kind] = {}
     rel: str | None = None
+    hashed = ""
     lines: list[str] | None = None
     count = 0
     for r, diag in zip(names, data):
@@ -86,7 +89,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             continue
         if r != rel:
             if apart and rel is not None:
-                _number(groups, runs, files)
+                _number(groups, runs, files, named)
                 patches += _patches(fixes, files)
                 groups, runs, fixes, files = {}, [], [], {}
             rel = r
@@ -97,6 +100,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             lines = held.pieces if held is not None else None
             count = len(lines) if lines is not None else 0
             last = run = None
+            hashed = named(r) if named is not None else r
         kind = kinds.get(code)
         if kind is None:
             kind = kinds[code] = kind_of(code)
@@ -111,7 +115,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
         url = get("url")
         snippet = lines[line - 1].rstrip("\r") if 1 <= line <= count else None  # type: ignore[index]
         # Finding.stable_id, without a model per call.
-        basis = "\x1f".join(("ruff", code, r, " ".join(snippet.split()) if snippet else "",
+        basis = "\x1f".join(("ruff", code, hashed, " ".join(snippet.split()) if snippet else "",
                              "" if snippet else said))
         fid = f"{kind.prefix}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
         span = _new(Range)
@@ -158,7 +162,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
         if (with_patches and applicability is not None and fix.get("edits")  # type: ignore[union-attr]
                 and get("cell") is None):
             fixes.append((finding, fix, applicability))  # type: ignore[arg-type]
-    _number(groups, runs, files)
+    _number(groups, runs, files, named)
     patches += _patches(fixes, files)
     return Parsed(findings, patches, unlinted)
 
@@ -213,13 +217,13 @@ def _read(base: str, rel: str) -> FileFixes | None:
 
 
 def _number(groups: dict[str, list[Finding]], runs: list[list[tuple[Finding, int, Any]]],
-            files: dict[str, FileFixes | None]) -> None:
+            files: dict[str, FileFixes | None], named: Callable[[str], str] | None = None) -> None:
     """The ids made final, in place: a finding that shares its line with
     another one's fix is anchored on the line as that fix leaves it
     (``_crowded``); then ``assign_ids``'s numbering: identical problems in
     one file (same rule, same text) get ``-2``, ``-3``... in line order."""
     for run in runs:
-        for finding, old in _crowded(run, files):
+        for finding, old in _crowded(run, files, named):
             same = groups[old]
             del same[next(k for k, f in enumerate(same) if f is finding)]  # not ==: by fields
             if not same:
@@ -234,8 +238,8 @@ def _number(groups: dict[str, list[Finding]], runs: list[list[tuple[Finding, int
             fields["id"] = f"{fields['id']}-{n}"
 
 
-def _crowded(run: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | None]
-             ) -> list[tuple[Finding, str]]:
+def _crowded(run: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | None],
+             named: Callable[[str], str] | None = None) -> list[tuple[Finding, str]]:
     """Findings of one line (``run``) whose line holds other findings' fixes
     that stay on it: each is anchored on the line with those fixes made, so
     that applying one of them (the line then reads just so) leaves the
@@ -265,7 +269,7 @@ def _crowded(run: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | N
             continue
         fields = finding.__dict__
         anchor = " ".join(made.split())
-        basis = "\x1f".join(("ruff", fields["rule_id"], rel, anchor, "" if anchor else fields["title"]))
+        basis = "\x1f".join(("ruff", fields["rule_id"], named(rel) if named else rel, anchor, "" if anchor else fields["title"]))
         old = fields["id"]
         fields["id"] = f"{old.rsplit('-', 1)[0]}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
         moved.append((finding, old))
