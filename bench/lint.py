@@ -211,7 +211,7 @@ def main() -> int:
     for r in results:
         print(f"{Path(r['tree']).name}: every round {r['every']}")
         if "same_output" in r:
-            print(f"{Path(r['tree']).name}: findings and patches (but for the fix ids) "
+            print(f"{Path(r['tree']).name}: findings and patches (but for the ids) "
                   + ("identical to the baseline's" if r["same_output"] else "DIFFER from the baseline's"))
         print(f"{Path(r['tree']).name}: fix ids "
               + ("stable across rounds" if r["ids_stable"] else "CHANGE between rounds") + ", "

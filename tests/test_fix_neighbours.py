@@ -109,3 +109,19 @@ def test_a_same_line_fix_whose_characters_the_user_changed_is_refused(make_repo,
     code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", left)
     assert code == 1 and "no longer fits the code" in err and err.strip().count("\n") == 0
     assert (repo / "m.py").read_text() == edited
+
+
+@needs_ruff
+def test_two_same_line_fixes_apply_together(make_repo, capsys):
+    repo = make_repo({"pyproject.toml": COND_CONFIG, "m.py": COND})
+    superqe(capsys, "run", str(repo), "-r", "lint_tester")
+    left, right = _fixes(repo)
+    code, out, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", left, right)
+    assert code == 0 and "refused" not in out + err, out + err
+    assert (repo / "m.py").read_text() == COND.replace("b == True", "b").replace("a == None", "a is None")
+    # And with --all (both are unsafe: --unsafe takes them).
+    repo2 = make_repo({"pyproject.toml": COND_CONFIG, "m.py": COND})
+    superqe(capsys, "run", str(repo2), "-r", "lint_tester")
+    code, out, err = superqe(capsys, "suggestions", "-C", str(repo2), "apply", "--all", "--unsafe")
+    assert code == 0, out + err
+    assert (repo2 / "m.py").read_text() == COND.replace("b == True", "b").replace("a == None", "a is None")
