@@ -13,9 +13,10 @@ fixes' diffs and ids are the difference.
 ``--baseline REV`` also runs the role of commit REV (its ``superqode_ls``
 from ``git archive``; or of a checkout, given its folder) in the same
 rounds: before/after under one load; the two roles' findings and patches
-(as JSON) must then be identical but for the fix ids, or the bench says so
-and exits 1. This checkout's fix ids must be the same in every round and
-unique (exit 1 otherwise).
+(as JSON) must then be identical but for the ids (fix and finding ids; the
+links between them are compared), or the bench says so and exits 1. This
+checkout's ids must be the same in every round and unique (exit 1
+otherwise).
 
     .venv/bin/python bench/lint.py [TREE ...] [--rounds 7] [--baseline REV|DIR] [--json]
 
@@ -84,14 +85,18 @@ else:
     # byte. The ids apart: stable from run to run, unique.
     h = hashlib.sha256(repr((out.status, out.reason, out.tool)).encode())
     place = {p.id: f"fix#{n}" for n, p in enumerate(out.patches)}
+    # Finding ids too: a finding that shares its line with another's fix is
+    # anchored otherwise since 2026-11-27 (the links still compared).
+    spot = {m.id: f"finding#{n}" for n, m in enumerate(out.findings)}
     for m in out.findings:
         link = place.get(m.fix_patch_id, m.fix_patch_id and "?")
-        h.update(m.model_dump_json(exclude={"fix_patch_id"}).encode() + repr(link).encode())
+        h.update(m.model_dump_json(exclude={"fix_patch_id", "id"}).encode() + repr(link).encode())
         h.update(repr(sorted(m.model_fields_set)).encode())
     for n, m in enumerate(out.patches):
-        h.update(m.model_dump_json(exclude={"id"}).encode() + f"fix#{n}".encode())
+        h.update(m.model_dump_json(exclude={"id", "finding_ids"}).encode() + f"fix#{n}".encode()
+                 + repr([spot.get(i, "?") for i in m.finding_ids]).encode())
         h.update(repr(sorted(m.model_fields_set)).encode())
-    ids = [p.id for p in out.patches]
+    ids = [p.id for p in out.patches] + [m.id for m in out.findings]
     print(json.dumps({"cpu": used, "findings": len(out.findings), "patches": len(out.patches),
                       "output": h.hexdigest(), "ids": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
                       "unique_ids": len(set(ids)) == len(ids)}))
@@ -206,7 +211,7 @@ def main() -> int:
     for r in results:
         print(f"{Path(r['tree']).name}: every round {r['every']}")
         if "same_output" in r:
-            print(f"{Path(r['tree']).name}: findings and patches (but for the fix ids) "
+            print(f"{Path(r['tree']).name}: findings and patches (but for the ids) "
                   + ("identical to the baseline's" if r["same_output"] else "DIFFER from the baseline's"))
         print(f"{Path(r['tree']).name}: fix ids "
               + ("stable across rounds" if r["ids_stable"] else "CHANGE between rounds") + ", "

@@ -207,3 +207,19 @@ def test_no_test_at_all_for_these_files_when_none_imports_them():
                 await ft.none_at_all(["b.py", "a.py"]))
 
     assert asyncio.run(go()) == (False, True, False)
+
+
+def test_copies_beside_give_same_line_findings_the_ids_they_have_in_the_file(tmp_path):
+    """Two F541 on every line: each finding's id is anchored on its line as
+    the other's fix leaves it (``_lint_parse._crowded``), which the finding
+    alone cannot give again; the copies beside get the ids the file's own
+    findings have, so their twin agrees and one ruff run settles all."""
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["F541"]\n')
+    text = "".join(f"v{i} = (f'{i}', f'x{i}')\n" for i in range(4))
+    (tmp_path / "m.py").write_text(text)
+    role = CountingLint()
+    out, _, results = _verify(tmp_path, role)
+    assert len(out.patches) == 8 and len(results) == 8
+    assert all(r.level == "tool" for r in results.values()), [r.message for r in results.values()]
+    assert len(role.rechecks) == 1 and role.rechecks[0][0] == "m.py"
+    assert (tmp_path / "m.py").read_text() == text

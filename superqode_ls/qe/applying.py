@@ -5,12 +5,17 @@ Every fix was made against the files as the session found them. Each hunk is
 anchored on the file as it is now: its removed lines and context must appear
 verbatim near the recorded line; when a neighbouring fix already applied
 changed a context line, the context is trimmed (the removed lines must still
-match), as ``patch`` does with fuzz. The fixes are then taken in order; one
+match), as ``patch`` does with fuzz; when it changed other characters of the
+removed lines themselves (two findings on one line), the fix's own change is
+made on those lines as they are now, if the two changes do not meet
+(``rebase``). The fixes are then taken in order; one
 whose changed lines touch those of a fix already taken is refused with one
 line (applied together they may form code neither was checked as, e.g. an
-emptied import). Each file is written whole and atomically (a temporary file
-renamed over it); a fix is applied to all its files or to none, and the files
-are re-read just before writing: if one changed meanwhile, nothing is written.
+emptied import), unless the two change the same lines in characters that do
+not meet (two findings on one line): then both changes are made. Each file
+is written whole and atomically (a temporary file renamed over it); a fix is
+applied to all its files or to none, and the files are re-read just before
+writing: if one changed meanwhile, nothing is written.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from unidiff.errors import UnidiffParseError
 from ..errors import EXIT_FINDINGS, SuperQodeError
 from ..models import Patch
 from ..workspace.artifacts import atomic_write
+from .rebase import merge, relocate
 from .roles._patches import split_lines
 from .verify_copies import Change, fits, merged
 
@@ -120,6 +126,18 @@ def _anchor(lines: list[str], hunk, drift: int) -> tuple[Change, int]:
         new = [v for t, v in part if t != "-"]
         if left + right and new and _find(lines, new, expected + (lead - left)) is not None:
             raise _Already()
+    # A neighbouring fix applied since changed other characters of these
+    # lines (two findings on one line): the same change made on them as
+    # they are, from this diff's own lines (``rebase``).
+    before, after = [v for _, v in items[:lead]], [v for _, v in items[len(items) - trail:]]
+    old_core = [v for t, v in core if t != "+"]
+    moved = relocate(lines, before, old_core, list(new_core), after, expected, "".join, split_lines)
+    if moved is not None:
+        start, end, made = moved
+        return Change(start, end, tuple(made)), start - lead - (expected - drift)
+    # ... or it is there, beside such a change (undoing it alone is possible).
+    if relocate(lines, before, list(new_core), old_core, after, expected, "".join, split_lines):
+        raise _Already()
     raise _Refused(f"no longer fits the code: the code near line {hunk.source_start} changed since the run")
 
 
@@ -158,6 +176,25 @@ def _plan_patch(patch: Patch, read, project: Path) -> dict[str, list[Change]]:
     return out
 
 
+def _joined(lines: list[str], theirs: list[Change], cs: list[Change]) -> tuple[int, Change] | None:
+    """(which of ``theirs``, the change both make) where ``cs`` is one
+    change of exactly the lines one of ``theirs`` changes, and the two
+    change other characters of them; None otherwise."""
+    if len(cs) != 1:
+        return None
+    c = cs[0]
+    meet = [i for i, t in enumerate(theirs) if not fits([t], cs)]
+    if len(meet) != 1:
+        return None
+    t = theirs[meet[0]]
+    if (t.start, t.end) != (c.start, c.end) or t.start == t.end:
+        return None
+    made = merge("".join(lines[t.start:t.end]), "".join(c.new), "".join(t.new))
+    if made is None:
+        return None
+    return meet[0], Change(t.start, t.end, tuple(split_lines(made)))
+
+
 def plan(project: Path, patches: list[Patch]) -> tuple[ApplyOutcome, dict[str, str], dict[str, str]]:
     """(outcome, the files' texts now, their texts with the taken fixes)."""
     project = Path(project)
@@ -184,21 +221,33 @@ def plan(project: Path, patches: list[Patch]) -> tuple[ApplyOutcome, dict[str, s
         if patch.id in seen:
             continue
         seen.add(patch.id)
+        joins: list[tuple[list[Change], int, Change]] = []  # (a taken fix's changes, which, made)
         try:
             changes = _plan_patch(patch, read, project)
             for rel, cs in changes.items():
                 for other, theirs in taken.get(rel, []):
-                    if not fits(theirs, cs):
+                    if fits(theirs, cs):
+                        continue
+                    # The same lines, other characters of them (two findings
+                    # on one line): both changes made on them, if they do
+                    # not meet (``rebase.merge``); any other touch, refused.
+                    joined = _joined(lines_of[rel], theirs, cs)
+                    if joined is None:
                         raise _Refused(f"touches the lines fix {other} changes in {rel}: "
                                        "apply it on its own afterwards")
+                    joins.append((theirs, *joined))
+                    changes[rel] = cs = []
         except _Already:
             out.already.append(patch.id)
             continue
         except _Refused as e:
             out.refused.append((patch.id, str(e)))
             continue
+        for theirs, i, made in joins:
+            theirs[i] = made
         for rel, cs in changes.items():
-            taken.setdefault(rel, []).append((patch.id, cs))
+            if cs:
+                taken.setdefault(rel, []).append((patch.id, cs))
         out.applied.append(patch.id)
     new_texts = {rel: merged(lines_of[rel], [cs for _, cs in parts]) for rel, parts in taken.items()}
     out.files = sorted(new_texts)

@@ -355,7 +355,8 @@ class Verifier:
         for f in after:
             rel, k = aside.get(f.file or "", (f.file or "", -1))
             if k >= 0:  # found in a copy beside: the file's finding, as at its own path
-                f = f.model_copy(update={"file": rel, "id": ""})
+                f = f.model_copy(update={"file": rel} if getattr(role, "ids_follow_copies", False)
+                                 else {"file": rel, "id": ""})
             found.setdefault((rel, k), []).append(f.with_stable_id())
         twins_ok = {rel for rel, k in aside.values() if k == 0 and found.get((rel, 0)) and Counter(
             base_id(f.id) for f in found.get((rel, 0), [])) == Counter(

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import EXIT_FAILED, SuperQodeError
+from ..qe.rebase import relocate
 
 SEARCH_WINDOW = 400
 
@@ -127,6 +128,27 @@ def _fuzzy(
     return None, old, new
 
 
+def _moved(lines: list[str], hunk, old: list[str], new: list[str], expected: int
+           ) -> tuple[int, int, list[str], int] | None:
+    """(start, end, new lines, where its context starts) of a hunk whose removed lines a neighbouring
+    fix changed elsewhere (``qe.rebase.relocate``); None when it cannot be."""
+    kinds = [ln.line_type for ln in hunk if ln.line_type in (" ", "-", "+")]
+    lead = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
+    trail = next((i for i, k in enumerate(reversed(kinds)) if k != " "), 0)
+    if lead + trail >= len(kinds):
+        return None
+    core = kinds[lead:len(kinds) - trail]
+    n_old = sum(1 for k in core if k != "+")
+    n_new = sum(1 for k in core if k != "-")
+    got = relocate(lines, old[:lead], old[lead:lead + n_old], new[lead:lead + n_new],
+                   old[lead + n_old:], expected, "\n".join, _split)
+    return None if got is None else (*got, got[0] - lead)
+
+
+def _split(text: str) -> list[str]:
+    return text.split("\n")
+
+
 def file_edits(diff: str, read_text: Callable[[str], str | None]) -> list[FileEdits]:
     """Edits for every file of ``diff`` against the texts ``read_text(path)`` gives
     (None: the file does not exist). Raises PatchError when a hunk does not fit."""
@@ -167,6 +189,17 @@ def file_edits(diff: str, read_text: Callable[[str], str | None]) -> list[FileEd
                 # A fix applied before this one may have changed a context
                 # line (its neighbour): trimmed context, as patch's fuzz.
                 at, old, new = _fuzzy(lines, hunk, old, new, expected)
+            if at is None and old:
+                # ... or changed other characters of its removed lines (two
+                # findings on one line): the fix's change made on them as
+                # they are (``qe.rebase``).
+                moved = None if new_no_eol else _moved(lines, hunk, old, new, expected)
+                if moved is not None and moved[0] >= floor:
+                    at, end, made, top = moved
+                    edits.append(LineEdit(at, end, "".join(ln + eol for ln in made)))
+                    drift = top - max(hunk.source_start - 1, 0)
+                    floor = end
+                    continue
             if at is None or at < floor:
                 raise PatchError(
                     f"{path}: the code near line {hunk.source_start} changed since the run"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from difflib import SequenceMatcher
 
+from .patches import PatchError, file_edits
 from .store import Tracked
 
 REANCHOR_WINDOW = 200
@@ -171,7 +172,8 @@ def follow(
         targets = [mapped.get(i) if i <= last else i + delta for i in lines]
         start = targets[0]
         if start is None or targets != list(range(start, start + len(targets))):
-            t.stale = True  # its own text changed
+            if not (delta == 0 and t.sl == end and _beside(t, before[t.sl], after)):
+                t.stale = True  # its own text changed
             changed = True
             continue
         if start != t.sl:
@@ -180,6 +182,33 @@ def follow(
             t.el += shift
             changed = True
     return changed
+
+
+def _beside(t: Tracked, old: str, after: Sequence[str]) -> bool:
+    """Whether a one-line finding whose line changed still stands: its fix
+    (two findings on one line: the user applied the other's) is still the
+    same change on the line as it is now (``patches.file_edits``
+    re-derives it); its columns then move with what changed before it."""
+    if t.patch is None or t.patch.kind != "fix" or not 0 <= t.sl < len(after):
+        return False
+    try:
+        file_edits(t.patch.diff, lambda _rel: "\n".join(after))
+    except (PatchError, ValueError):
+        return False
+    new = after[t.sl]
+    p = 0
+    n = min(len(old), len(new))
+    while p < n and old[p] == new[p]:
+        p += 1
+    s = 0
+    while s < n - p and old[-1 - s] == new[-1 - s]:
+        s += 1
+    if len(old) - s <= t.sc:  # what changed ends before the finding starts
+        t.sc += len(new) - len(old)
+        t.ec += len(new) - len(old)
+    elif p < t.ec:
+        return False  # its own characters changed
+    return True
 
 
 def _equal_lines(old: Sequence[str], new: Sequence[str], base: int) -> dict[int, int]:

@@ -47,11 +47,13 @@ APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-on
 
 
 def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[str], Kind],
-          with_patches: bool = True) -> Parsed:
+          with_patches: bool = True, named: Callable[[str], str] | None = None) -> Parsed:
     """``data``: ruff's diagnostics (its JSON, read); ``kind_of``: a rule
     code's ``Kind``. Findings in ruff's order, numbered as ``assign_ids``
     numbers them; a file's patches made once all its findings are (a
-    finding's id, which its patch's id hashes, is final only then)."""
+    finding's id, which its patch's id hashes, is final only then).
+    ``named``: the file name a file's ids are made with, where it is not
+    its own (a copy checked beside its file: ``lint.copy_of``)."""
     findings: list[Finding] = []
     patches: list[Patch] = []
     unlinted: list[str] = []
@@ -64,9 +66,15 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     base = str(root)
     files: dict[str, FileFixes | None] = {}
     groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
+    # Findings on one line, ruff's neighbours (it lists them by place):
+    # [(finding, its line, ruff's fix), ...] per line with more than one.
+    runs: list[list[tuple[Finding, int, Any]]] = []
+    run: list[tuple[Finding, int, Any]] | None = None
+    last: tuple[Finding, int, Any] | None = None
     fixes: list[tuple[Finding, dict[str, Any], str]] = []
     kinds: dict[str, Kind] = {}
     rel: str | None = None
+    hashed = ""
     lines: list[str] | None = None
     count = 0
     for r, diag in zip(names, data):
@@ -81,9 +89,9 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             continue
         if r != rel:
             if apart and rel is not None:
-                _number(groups)
+                _number(groups, runs, files, named)
                 patches += _patches(fixes, files)
-                groups, fixes, files = {}, [], {}
+                groups, runs, fixes, files = {}, [], [], {}
             rel = r
             if r in files:
                 held = files[r]
@@ -91,6 +99,8 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
                 held = files[r] = _read(base, r)
             lines = held.pieces if held is not None else None
             count = len(lines) if lines is not None else 0
+            last = run = None
+            hashed = named(r) if named is not None else r
         kind = kinds.get(code)
         if kind is None:
             kind = kinds[code] = kind_of(code)
@@ -105,7 +115,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
         url = get("url")
         snippet = lines[line - 1].rstrip("\r") if 1 <= line <= count else None  # type: ignore[index]
         # Finding.stable_id, without a model per call.
-        basis = "\x1f".join(("ruff", code, r, " ".join(snippet.split()) if snippet else "",
+        basis = "\x1f".join(("ruff", code, hashed, " ".join(snippet.split()) if snippet else "",
                              "" if snippet else said))
         fid = f"{kind.prefix}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
         span = _new(Range)
@@ -140,10 +150,19 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             groups[fid] = [finding]
         else:
             group.append(finding)
+        item = (finding, line, fix if get("cell") is None else None)
+        if last is not None and last[1] == line:
+            if run is None:
+                run = [last]
+                runs.append(run)
+            run.append(item)
+        else:
+            run = None
+        last = item
         if (with_patches and applicability is not None and fix.get("edits")  # type: ignore[union-attr]
                 and get("cell") is None):
             fixes.append((finding, fix, applicability))  # type: ignore[arg-type]
-    _number(groups)
+    _number(groups, runs, files, named)
     patches += _patches(fixes, files)
     return Parsed(findings, patches, unlinted)
 
@@ -197,9 +216,19 @@ def _read(base: str, rel: str) -> FileFixes | None:
     return FileFixes(rel, text, text.split("\n"))
 
 
-def _number(groups: dict[str, list[Finding]]) -> None:
-    """``assign_ids``'s numbering, in place: identical problems in one file
-    (same rule, same text) get ``-2``, ``-3``... in line order."""
+def _number(groups: dict[str, list[Finding]], runs: list[list[tuple[Finding, int, Any]]],
+            files: dict[str, FileFixes | None], named: Callable[[str], str] | None = None) -> None:
+    """The ids made final, in place: a finding that shares its line with
+    another one's fix is anchored on the line as that fix leaves it
+    (``_crowded``); then ``assign_ids``'s numbering: identical problems in
+    one file (same rule, same text) get ``-2``, ``-3``... in line order."""
+    for run in runs:
+        for finding, old in _crowded(run, files, named):
+            same = groups[old]
+            del same[next(k for k, f in enumerate(same) if f is finding)]  # not ==: by fields
+            if not same:
+                del groups[old]
+            groups.setdefault(finding.__dict__["id"], []).append(finding)
     for same in groups.values():
         if len(same) < 2:
             continue
@@ -207,6 +236,91 @@ def _number(groups: dict[str, list[Finding]]) -> None:
         for n, i in enumerate(order[1:], start=2):
             fields = same[i].__dict__
             fields["id"] = f"{fields['id']}-{n}"
+
+
+def _crowded(run: list[tuple[Finding, int, Any]], files: dict[str, FileFixes | None],
+             named: Callable[[str], str] | None = None) -> list[tuple[Finding, str]]:
+    """Findings of one line (``run``) whose line holds other findings' fixes
+    that stay on it: each is anchored on the line with those fixes made, so
+    that applying one of them (the line then reads just so) leaves the
+    others' ids, and their fixes' ids, as they were. The findings whose id
+    changed, each with its id before."""
+    finding, line, _ = run[0]
+    rel = finding.__dict__["file"]
+    here = [(f, _in_line(fix, line)) for f, _, fix in run]
+    if not any(edits for _, edits in here):
+        return []
+    held = files.get(rel)
+    pieces = held.pieces if held is not None else None
+    if pieces is None or not 1 <= line <= len(pieces):
+        return []
+    text = pieces[line - 1]
+    moved: list[tuple[Finding, str]] = []
+    for finding, mine in here:
+        # A fix that is the same as this finding's would fix it too.
+        others: list[list[tuple[int, int, str]]] = []
+        for _, e in here:
+            if e and e != mine and e not in others:
+                others.append(e)
+        if not others:
+            continue
+        made = _made(text, others)
+        if made is None:
+            continue
+        fields = finding.__dict__
+        anchor = " ".join(made.split())
+        basis = "\x1f".join(("ruff", fields["rule_id"], named(rel) if named else rel, anchor, "" if anchor else fields["title"]))
+        old = fields["id"]
+        fields["id"] = f"{old.rsplit('-', 1)[0]}-{sha256(basis.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+        moved.append((finding, old))
+    return moved
+
+
+def _in_line(fix: Any, line: int) -> list[tuple[int, int, str]] | None:
+    """A fix's edits as (start, end column, text), when all of them lie in
+    ``line``; None otherwise (or when malformed)."""
+    if not fix:
+        return None
+    try:
+        out = []
+        for e in fix.get("edits") or ():
+            start, end = e["location"], e["end_location"]
+            if int(start["row"]) != line or int(end["row"]) != line:
+                return None
+            content = e.get("content") or ""
+            if type(content) is not str:
+                return None
+            out.append((int(start["column"]), int(end["column"]), content))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return sorted(out) or None
+
+
+def _made(text: str, fixes: list[list[tuple[int, int, str]]]) -> str | None:
+    """``text`` with ``fixes`` made, left to right, a fix that overlaps one
+    made before left out; None when none could be made."""
+    spans: list[tuple[int, int, str]] = []
+    for edits in sorted(fixes):
+        if any(not 1 <= s <= e <= len(text) + 1 for s, e, _ in edits):
+            continue
+        pos = spans[-1][1] if spans else 0
+        ok = True
+        for s, e, _ in edits:
+            if s < pos:
+                ok = False
+                break
+            pos = e
+        if ok and (not spans or edits[0][0] >= spans[-1][1]):
+            spans.extend(edits)
+    if not spans:
+        return None
+    out, pos = [], 1
+    for s, e, content in spans:
+        out.append(text[pos - 1:s - 1])
+        out.append(content)
+        pos = e
+    out.append(text[pos - 1:])
+    return "".join(out)
 
 
 class _Rels:

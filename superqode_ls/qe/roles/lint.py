@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +91,20 @@ class LintTester(FileCheckRole):
             return "ruff is not installed in SuperQode's environment"
         return None
 
+    # A copy the verifier checks beside its file (``verify_copies.beside``)
+    # gets the ids its findings would have in that file: a finding's id can
+    # depend on its line's other findings (``_lint_parse._crowded``), so it
+    # cannot be made again from the finding alone.
+    ids_follow_copies = True
+
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
         # The verifier reads the findings only: no diff per fix (half of a
         # re-run's time on a large file).
-        return (await reported(self._check(ctx, files, with_patches=False))).findings
+        return (await reported(self._check(ctx, files, with_patches=False, copies=True))).findings
 
     async def _check(
-        self, ctx: RoleContext, files: list[str] | None, with_patches: bool = True
+        self, ctx: RoleContext, files: list[str] | None, with_patches: bool = True,
+        copies: bool = False,
     ) -> RoleOutput:
         ruff = tool_path("ruff")
         if ruff is None:
@@ -120,14 +128,14 @@ class LintTester(FileCheckRole):
         # Off the event loop (seconds on a large tree, during which signals
         # must still be served), with the collector paused throughout.
         out = await asyncio.to_thread(PAUSE.run, self._read, ctx.sandbox, res.stdout_bytes or b"",
-                                      with_patches, res.returncode == 0)
+                                      with_patches, res.returncode == 0, copies)
         if out is None:
             reason = tail(res.stderr) or f"ruff exited with {res.returncode}"
             raise ToolFailed("ruff", f"ruff failed: {reason}")
         return out
 
-    def _read(self, root: Path, text: bytes | str, with_patches: bool, ok: bool
-              ) -> RoleOutput | None:
+    def _read(self, root: Path, text: bytes | str, with_patches: bool, ok: bool,
+              copies: bool = False) -> RoleOutput | None:
         """ruff's JSON as the role's output; None when it is not ruff's
         list of diagnostics (or ruff failed). The JSON (some 200,000
         containers on a large tree) is let go here, before the collector
@@ -139,15 +147,17 @@ class LintTester(FileCheckRole):
             return None
         if not ok or not isinstance(data, list):
             return None
-        return self._parse(root, data, with_patches)
+        return self._parse(root, data, with_patches, copies)
 
     def _parse(
-        self, root: Path, data: list[dict[str, Any]], with_patches: bool = True
+        self, root: Path, data: list[dict[str, Any]], with_patches: bool = True,
+        copies: bool = False,
     ) -> RoleOutput:
         # One pass over ruff's diagnostics makes the findings, their ids and
         # snippets, and a file's patches once its findings are all made
         # (``_lint_parse``).
-        parsed = parse(root, data, self.name, _Codes(chosen_rules(root)).kind, with_patches)
+        parsed = parse(root, data, self.name, _Codes(chosen_rules(root)).kind, with_patches,
+                       copy_of if copies else None)
         reason = None
         if unlinted := parsed.unlinted:
             shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
@@ -206,6 +216,16 @@ def ruff_command(ruff: str, root: Path, targets: list[str]) -> list[str]:
         "--",
         *targets,
     ]
+
+
+def copy_of(rel: str) -> str:
+    """The file a copy named by ``verify_copies.beside`` stands for
+    (``a/m_sqcopy1_m.py`` -> ``a/m.py``); any other name, itself."""
+    m = _COPY.match(rel)
+    return f"{m['dir']}{m['stem']}{m['suffix']}" if m else rel
+
+
+_COPY = re.compile(r"(?P<dir>(?:.*/)?)(?P<stem>[^/]+)_sqcopy\d+_(?P=stem)(?P<suffix>\.[^/.]+)\Z")
 
 
 def _any_python(root: Path) -> bool:
