@@ -18,7 +18,7 @@ from ...models import Finding, RoleStatus
 from ..noise import path_class
 from ._bandit_cache import BanditCache, open_cache
 from ._bandit_results import bandit_findings
-from ._batches import Plan, left_out_reason, plan_batches
+from ._batches import Plan, by_folder, left_out_reason, plan_batches
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -31,10 +31,14 @@ from ._common import (
 )
 from ._patches import attach
 from ._security_fixes import fixes
-from ._security_scan import TEXT_SUFFIXES, merge_secrets, scan_files
+from ._security_scan import TEXT_SUFFIXES, Progress, merge_secrets, scan_files
 from ._web_chains import merge_chains
 from ._web_quiet import quiet
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, tool_path
+
+# How long the role waits, once its scans are told to stop, for the file at
+# hand to be finished before it takes what the others found.
+SCAN_GRACE_S = 1.0
 
 
 class SecurityTester(FileCheckRole):
@@ -68,9 +72,12 @@ class SecurityTester(FileCheckRole):
         bandit = tool_path("bandit")
         # The pure-Python scans run in a thread while bandit runs as a process:
         # on two cores that hides most of the scan's time.
-        stop, missed = threading.Event(), list[str]()
+        stop, missed, progress = threading.Event(), list[str](), Progress()
+        # product code first, as bandit's batches: a stop leaves the tests
+        scan_order = sorted(py_files, key=self._demoted(ctx))
         scan = asyncio.ensure_future(asyncio.to_thread(
-            scan_files, self.name, root, SourceCache(root), py_files, text_files, stop, missed))
+            scan_files, self.name, root, SourceCache(root), scan_order, text_files, stop, missed,
+            progress))
         stop_at = _stop_at(ctx)
         try:
             if bandit is None:
@@ -94,10 +101,17 @@ class SecurityTester(FileCheckRole):
                                                if left is not None else None)
             except TimeoutError:
                 stop.set()  # ends after the file at hand, with what it found
-                extra = await scan
+                try:
+                    extra = await asyncio.wait_for(asyncio.shield(scan), SCAN_GRACE_S)
+                except TimeoutError:
+                    # a large file's checks at a loaded machine's pace: what
+                    # the finished files found (the thread ends at the next one)
+                    extra, missed = progress.so_far(scan_order, text_files)
+            extra = _in_file_order(extra, py_files)
             if missed:
                 status = "incomplete"
-                why = f"the secrets and pattern scans ran out of time: {len(missed)} files not scanned"
+                why = (f"the secrets and pattern scans ran out of time: {len(missed)} files not "
+                       f"scanned ({by_folder(missed)}); product code was scanned first")
                 reason = "; ".join(filter(None, (why, reason)))
         finally:
             stop.set()
@@ -246,6 +260,16 @@ class SecurityTester(FileCheckRole):
             why = tail(res.stderr) or f"exit code {res.returncode}"
             raise ToolFailed("bandit", f"bandit failed: {why}")
         return data
+
+def _in_file_order(found: list[Finding], py_files: list[str]) -> list[Finding]:
+    """The scan's findings as a scan in ``py_files``' order lists them (the
+    secrets scan's first, then the patterns' file by file): the same report
+    whichever order the files were scanned in."""
+    rank = {f: i for i, f in enumerate(py_files)}
+    patterns = sorted((f for f in found if f.tool == "superqode-patterns"),
+                      key=lambda f: rank.get(f.file or "", -1))
+    return [f for f in found if f.tool != "superqode-patterns"] + patterns
+
 
 def _unscanned_reason(unscanned: list[str], shown: int = 5) -> str:
     more = f" and {len(unscanned) - shown} more" if len(unscanned) > shown else ""
