@@ -18,7 +18,7 @@ from typing import Any
 from ...models import Finding, RoleStatus
 from ..noise import path_class
 from ._bandit_cache import BanditCache, open_cache
-from ._bandit_results import bandit_findings
+from ._bandit_results import bandit_findings, never_shown
 from ._batches import Plan, by_folder, left_out_reason, plan_batches
 from ._common import (
     SKIP_DIRS,
@@ -267,6 +267,8 @@ class SecurityTester(FileCheckRole):
         if res.returncode not in (0, 1) or not isinstance(data, dict):
             why = tail(res.stderr) or f"exit code {res.returncode}"
             raise ToolFailed("bandit", f"bandit failed: {why}")
+        if isinstance(data.get("results"), list):
+            data["results"] = [r for r in data["results"] if not never_shown(ctx.sandbox, r)]
         return data
 
 def _in_file_order(found: list[Finding], py_files: list[str]) -> list[Finding]:
