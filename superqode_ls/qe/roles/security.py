@@ -298,13 +298,13 @@ def _stop_at(ctx: RoleContext) -> float | None:
 
 
 def busy(cpus: int) -> float:
-    """1 to 3: how much longer than on a quiet machine the role's own work
+    """1 to 2: how much longer than on a quiet machine the role's own work
     after its tools (bandit's results read, the context checks, the fixes)
-    takes now. At a load of 20 on 2 cores it took over three times the
-    tenth of the time kept for it, and the role ran past its deadline (its
+    takes now. At a load of 20-25 on 2 cores it took over twice the tenth
+    of the time kept for it, and the role ran past its deadline (its
     findings lost, the session out of time)."""
     try:
         load = os.getloadavg()[0]
     except OSError:
         return 1.0
-    return min(3.0, max(1.0, load / max(1, cpus) / 4))
+    return min(2.0, max(1.0, load / max(1, cpus) / 5))
