@@ -120,13 +120,15 @@ class SecurityTester(FileCheckRole):
             stop.set()
         # what the code proves harmless is noise before ids and fixes are made
         # bandit's report of a sink a chain of calls reaches is that chain's finding;
-        # in a thread, and ending a second before the role's deadline: it parses
-        # every module with a finding it checks
+        # in a thread, and ending 2 s before the role's deadline (up to 4 s on a
+        # busy machine: the module it is parsing then may take that long): it
+        # parses every module with a finding it checks
         left = ctx.remaining()
         late: list[Finding] = []
         merged = merge_chains(merge_secrets(findings, extra))
+        keep = 2.0 * busy(ctx.runtime.cpu_count())
         findings = await asyncio.to_thread(
-            quiet, merged, src.text, None if left is None else time.monotonic() + left - 1.0, late)
+            quiet, merged, src.text, None if left is None else time.monotonic() + left - keep, late)
         if late:
             status = "incomplete"
             why = (f"the web context checks ran out of time: {len(late)} finding(s) not "
