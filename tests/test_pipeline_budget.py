@@ -110,6 +110,8 @@ def test_the_budget_counts_from_the_command_and_leaves_the_last_steps_their_shar
     roles_end = began + 10 - pipeline.tail_reserve(10)
     assert role_runs.FINISH_MIN_S - 0.01 <= roles_end - deadline \
         <= max(role_runs.FINISH_MIN_S, role_runs.FINISH_SHARE * 10) + 0.01
+    # a share of what is left, within bounds (a deep run's 30 minutes lose 5 s)
+    assert [role_runs.finish_reserve(x) for x in (5, 50, 100, 1500)] == [1.0, 1.5, 3.0, 5.0]
     assert [pipeline.tail_reserve(b) for b in (2, 60, 1800)] == [1.0, 9.0, 120.0]
     assert [pipeline.end_reserve(b) for b in (2, 60, 1800)] == [3.0, 6.0, 30.0]
 

@@ -48,14 +48,16 @@ ENV_DEFERRED = "setup: building the project's environment; the next run uses it"
 # and recorded (thousands, in a thread, at a loaded machine's pace) before
 # the roles' phase ends, so running short of time costs what it did not
 # reach, never the session's time-out. Only a role that does not return by
-# the roles' deadline itself times the session out.
-FINISH_SHARE, FINISH_MIN_S = 0.03, 1.0
+# the roles' deadline itself times the session out. At most FINISH_MAX_S:
+# recording sqlalchemy's 17,600 lint findings takes 2-3 s at load 20, and a
+# deep run's roles should not lose 45 s of its 30 minutes to it.
+FINISH_SHARE, FINISH_MIN_S, FINISH_MAX_S = 0.03, 1.0, 5.0
 
 
 def finish_reserve(left: float) -> float:
     """How much earlier than the roles' deadline (``left`` seconds away) a
     role is told to be done."""
-    return max(FINISH_MIN_S, FINISH_SHARE * max(0.0, left))
+    return min(FINISH_MAX_S, max(FINISH_MIN_S, FINISH_SHARE * max(0.0, left)))
 
 
 def why_not(role: Role, res: Resolved, trusted: bool) -> str | None:
