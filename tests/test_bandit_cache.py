@@ -138,3 +138,26 @@ def test_entries_are_bounded(make_repo, monkeypatch):
     shutil.rmtree(cache_dir(make_ctx(repo).project))
     _, scanned = _run(make_ctx(repo, files=["a.py"]))
     assert scanned == ["a.py"]
+
+
+def test_asserts_in_tests_are_not_kept(make_repo):
+    """bandit's ``assert`` results in test files make no finding: they are
+    dropped as its output is read, so the cache holds none of them (on
+    sqlalchemy they were most of its bytes, read back on every later run);
+    an assert in product code is kept, and a second run reports the same."""
+    checks = "def check(x):\n    assert x > 0\n    return x\n"
+    tests = "def test_a():\n    assert 1 + 1 == 2\n    assert 2 * 2 == 4\n"
+    repo = make_repo({"app.py": checks, "tests/test_app.py": tests})
+    files = ["app.py", "tests/test_app.py"]
+    first, scanned = _run(make_ctx(repo, files=files))
+    assert scanned == files
+    project = make_ctx(repo).project
+    kept = {json.loads(p.read_text())["file"]: json.loads(p.read_text())["results"]
+            for p in _entries(project)}
+    assert set(kept) == set(files)
+    assert kept["tests/test_app.py"] == []
+    assert [r["test_id"] for r in kept["app.py"]] == ["B101"]
+    again, scanned = _run(make_ctx(repo, files=files))
+    assert scanned == []
+    assert _bandit_keys(again) == _bandit_keys(first)
+    assert [f.file for f in first.findings if f.rule_id == "B101"] == ["app.py"]

@@ -213,8 +213,12 @@ class QESession:
                 base_commit = s.base_commit
                 root = sandbox_root(s, res.project)
                 try:
+                    # The roles return by their deadline (role_runs.finish_reserve);
+                    # their findings still being recorded then may take half of
+                    # the filter's share before the session is out of time.
                     await self.control.guarded(
-                        self.role_runs.run_all(res, s, root, artifacts, roles_deadline), roles_deadline)
+                        self.role_runs.run_all(res, s, root, artifacts, roles_deadline),
+                        roles_deadline + max(0.0, (steps_deadline - roles_deadline) / 2))
                     checked_early = await self.role_runs.early_context()
                     lap = self._lap("roles", lap)
                     known = await self._base.known() if self._base is not None else None

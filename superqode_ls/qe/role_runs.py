@@ -42,6 +42,22 @@ TEST_ROLE = verify_step.TEST_ROLE
 # roles found, and the build goes on without the session (for the next run).
 ENV_WAIT_SHARE = 1 / 3
 ENV_DEFERRED = "setup: building the project's environment; the next run uses it"
+# What a role is told of its time is short of the roles' deadline by this
+# share of what is left when the roles start (at least FINISH_MIN_S): a role
+# that stops at the deadline it was given then has its findings normalised
+# and recorded (thousands, in a thread, at a loaded machine's pace) before
+# the roles' phase ends, so running short of time costs what it did not
+# reach, never the session's time-out. Only a role that does not return by
+# the roles' deadline itself times the session out. At most FINISH_MAX_S:
+# recording sqlalchemy's 17,600 lint findings takes 2-3 s at load 20, and a
+# deep run's roles should not lose 45 s of its 30 minutes to it.
+FINISH_SHARE, FINISH_MIN_S, FINISH_MAX_S = 0.03, 1.0, 5.0
+
+
+def finish_reserve(left: float) -> float:
+    """How much earlier than the roles' deadline (``left`` seconds away) a
+    role is told to be done."""
+    return min(FINISH_MAX_S, max(FINISH_MIN_S, FINISH_SHARE * max(0.0, left)))
 
 
 def why_not(role: Role, res: Resolved, trusted: bool) -> str | None:
@@ -151,17 +167,19 @@ class RoleRuns:
         now = asyncio.get_running_loop().time()
         self.early = early_context(root, stop_at=deadline - max(2.0, 0.1 * (deadline - now)))
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
+        told = deadline - finish_reserve(deadline - now)
 
         async def limited(name: str, role: Role) -> None:
             async with sem:
-                await self._run_role(name, role, res, s, root, artifacts, deadline, total)
+                await self._run_role(name, role, res, s, root, artifacts, deadline, total, told)
 
         try:
             await asyncio.gather(*(limited(n, r) for n, r in plain))
             for name, role in modifying:
                 checkpoint = await s.checkpoint()
                 try:
-                    await self._run_role(name, role, res, s, root, artifacts, deadline, total)
+                    await self._run_role(name, role, res, s, root, artifacts, deadline, total,
+                                         told)
                 finally:
                     await asyncio.shield(s.restore(checkpoint))
         finally:
@@ -184,13 +202,18 @@ class RoleRuns:
     async def _run_role(
         self, name: str, role: Role, res: Resolved, s: SandboxSession, root: Path,
         artifacts: Artifacts,
-        deadline: float, total: int,
+        deadline: float, total: int, told: float | None = None,
     ) -> None:
+        """``deadline``: when the role must have returned; ``told``: the
+        deadline it is given (earlier: its findings are recorded in between)."""
         loop = asyncio.get_running_loop()
         role_deadline = deadline
         per_role = res.config.execution.role_timeout_s
         if per_role:
             role_deadline = min(deadline, loop.time() + per_role)
+        hard = role_deadline
+        if told is not None:
+            role_deadline = min(role_deadline, told)
         ctx = RoleContext(
             session_id=self.id,
             project=res.project,
@@ -222,10 +245,18 @@ class RoleRuns:
             if self.python is not None and _needs_python(role) and ctx.python is None:
                 out = RoleOutput(status="skipped", reason=ENV_DEFERRED)
             else:
-                out = await asyncio.wait_for(role.run(ctx), timeout=max(0.0, role_deadline - loop.time()))
+                out = await asyncio.wait_for(role.run(ctx), timeout=max(0.0, hard - loop.time()))
             status, reason = out.status, out.reason
+            if status == "timeout" and hard >= deadline:
+                # Out of the session's time with nothing to show (one that ran
+                # short with part of its work done says "incomplete").
+                self.control.timed_out = True
         except TimeoutError:
             status, reason = "timeout", "role ran out of time"
+            if hard >= deadline:
+                # It did not return by the roles' own deadline: the session is
+                # out of time, as when the phase itself ends (its last resort).
+                self.control.timed_out = True
         except asyncio.CancelledError:
             status = "timeout" if self.control.timed_out else "cancelled"
             reason = "session budget exhausted" if self.control.timed_out else "cancelled"

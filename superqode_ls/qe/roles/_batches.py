@@ -85,9 +85,9 @@ def _pieces(root: Path, files: list[str]) -> list[list[str]]:
     return out
 
 
-def left_out_reason(files: list[str], shown: int = 3) -> str:
-    """Which files bandit had no time for, by top folder (tests and docs
-    come last, so they are what a tight budget leaves out)."""
+def by_folder(files: list[str], shown: int = 3) -> str:
+    """``test/ 227, doc/ 12 and 2 more places``: how many of ``files`` are
+    in each top folder, the largest first."""
     folders: dict[str, int] = {}
     for f in files:
         top = f.split("/", 1)[0] + "/" if "/" in f else f
@@ -95,5 +95,11 @@ def left_out_reason(files: list[str], shown: int = 3) -> str:
     top = sorted(folders.items(), key=lambda kv: (-kv[1], kv[0]))
     named = ", ".join(f"{k} {n}" for k, n in top[:shown])
     more = f" and {len(top) - shown} more places" if len(top) > shown else ""
-    return (f"bandit ran out of time: {len(files)} files not scanned ({named}{more}); "
+    return named + more
+
+
+def left_out_reason(files: list[str], shown: int = 3) -> str:
+    """Which files bandit had no time for, by top folder (tests and docs
+    come last, so they are what a tight budget leaves out)."""
+    return (f"bandit ran out of time: {len(files)} files not scanned ({by_folder(files, shown)}); "
             "product code was scanned first")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from ...models import Severity
+from ._web_sinks import walk
 
 
 def call_name(node: ast.Call) -> tuple[str | None, str | None]:
@@ -32,7 +33,7 @@ def may_match(text: str) -> bool:
 
 def patterns(tree: ast.AST):
     """(node, rule id, title, message, severity) for what bandit misses."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             mod, name = call_name(node)
             if mod == "yaml" and name == "unsafe_load":

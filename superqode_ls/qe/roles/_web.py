@@ -34,6 +34,7 @@ a sink for its callers) and stored XSS is ``_web_stored``'s.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterator
 
@@ -63,6 +64,7 @@ from ._web_sinks import (
     sql_argument,
     sql_helpers,
     template_injection,
+    walk,
     xxe,
 )
 
@@ -108,7 +110,10 @@ def may_match(text: str) -> bool:
     return not text.isascii() or bool(_needs(text))
 
 
-def _needs(text: str) -> set[str]:
+@functools.lru_cache(maxsize=2)
+def _needs(text: str) -> frozenset[str]:
+    # Asked twice of each file (may_match, then web_patterns): its regular
+    # expressions over a large file cost more than most checks it gates.
     out = set()
     if ((_NEEDS_SQL.search(text) or _NEEDS_SQL_HELPER.search(text))
             and _NEEDS_SQL_WORD.search(text)) \
@@ -125,7 +130,7 @@ def _needs(text: str) -> set[str]:
         out.add("shell")
     if _needs_settings(text):
         out.add("settings")
-    return out
+    return frozenset(out)
 
 
 def _sql_text(node: ast.AST) -> str:
@@ -241,7 +246,7 @@ def _sql_injection(scopes: Scopes, rel: str = "",
 def _shell_helpers(tree: ast.AST) -> Iterator[Hit]:
     """A command line built from a value, handed to a helper named for
     running it; a constant command (``run_cmd("uptime")``) stays quiet."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and node.args and _SHELL_HELPER.match(_func_name(node)) \
                 and not (isinstance(node.func, ast.Attribute)
                          and _name_of(node.func.value) in ("os", "subprocess")) \
@@ -257,9 +262,9 @@ def _shell_helpers(tree: ast.AST) -> Iterator[Hit]:
 def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
     # A docstring's example URL (httpx's "https://user:a%20secret@host") is
     # documentation, not a connection the code makes.
-    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)
+    docs = {id(n.value) for n in walk(tree) if isinstance(n, ast.Expr)
             and _const_str(n.value) is not None}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             name = _func_name(node)
             if _is_false(_keyword(node, "autoescape")):

@@ -9,6 +9,7 @@ move to sha256 instead, which the finding says).
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from pathlib import Path
@@ -17,8 +18,8 @@ from typing import Any
 from ...models import Finding, RoleStatus
 from ..noise import path_class
 from ._bandit_cache import BanditCache, open_cache
-from ._bandit_results import bandit_findings
-from ._batches import Plan, left_out_reason, plan_batches
+from ._bandit_results import bandit_findings, never_shown
+from ._batches import Plan, by_folder, left_out_reason, plan_batches
 from ._common import (
     SKIP_DIRS,
     SourceCache,
@@ -31,10 +32,16 @@ from ._common import (
 )
 from ._patches import attach
 from ._security_fixes import fixes
-from ._security_scan import TEXT_SUFFIXES, merge_secrets, scan_files
+from ._security_scan import TEXT_SUFFIXES, Progress, merge_secrets, scan_files
 from ._web_chains import merge_chains
 from ._web_quiet import quiet
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, tool_path
+
+# How long the role waits, once its scans are told to stop, for the file at
+# hand to be finished before it takes what the others found.
+SCAN_GRACE_S = 1.0
+# the rules _security_fixes makes patches for
+FIXABLE = ("B506", "B324", "yaml-unsafe-load")
 
 
 class SecurityTester(FileCheckRole):
@@ -68,9 +75,12 @@ class SecurityTester(FileCheckRole):
         bandit = tool_path("bandit")
         # The pure-Python scans run in a thread while bandit runs as a process:
         # on two cores that hides most of the scan's time.
-        stop, missed = threading.Event(), list[str]()
+        stop, missed, progress = threading.Event(), list[str](), Progress()
+        # product code first, as bandit's batches: a stop leaves the tests
+        scan_order = sorted(py_files, key=self._demoted(ctx))
         scan = asyncio.ensure_future(asyncio.to_thread(
-            scan_files, self.name, root, SourceCache(root), py_files, text_files, stop, missed))
+            scan_files, self.name, root, SourceCache(root), scan_order, text_files, stop, missed,
+            progress))
         stop_at = _stop_at(ctx)
         try:
             if bandit is None:
@@ -94,29 +104,43 @@ class SecurityTester(FileCheckRole):
                                                if left is not None else None)
             except TimeoutError:
                 stop.set()  # ends after the file at hand, with what it found
-                extra = await scan
+                try:
+                    extra = await asyncio.wait_for(asyncio.shield(scan), SCAN_GRACE_S)
+                except TimeoutError:
+                    # a large file's checks at a loaded machine's pace: what
+                    # the finished files found (the thread ends at the next one)
+                    extra, missed = progress.so_far(scan_order, text_files)
+            extra = _in_file_order(extra, py_files)
             if missed:
                 status = "incomplete"
-                why = f"the secrets and pattern scans ran out of time: {len(missed)} files not scanned"
+                why = (f"the secrets and pattern scans ran out of time: {len(missed)} files not "
+                       f"scanned ({by_folder(missed)}); product code was scanned first")
                 reason = "; ".join(filter(None, (why, reason)))
         finally:
             stop.set()
         # what the code proves harmless is noise before ids and fixes are made
         # bandit's report of a sink a chain of calls reaches is that chain's finding;
-        # in a thread, and ending a second before the role's deadline: it parses
-        # every module with a finding it checks
+        # in a thread, and ending 2 s before the role's deadline (up to 4 s on a
+        # busy machine: the module it is parsing then may take that long): it
+        # parses every module with a finding it checks
         left = ctx.remaining()
         late: list[Finding] = []
         merged = merge_chains(merge_secrets(findings, extra))
+        keep = 2.0 * busy(ctx.runtime.cpu_count())
         findings = await asyncio.to_thread(
-            quiet, merged, src.text, None if left is None else time.monotonic() + left - 1.0, late)
+            quiet, merged, src.text, None if left is None else time.monotonic() + left - keep, late)
         if late:
             status = "incomplete"
             why = (f"the web context checks ran out of time: {len(late)} finding(s) not "
                    "checked (tagged 'unfiltered')")
             reason = "; ".join(filter(None, (reason, why)))
         findings = assign_ids(findings)
-        patches = await asyncio.to_thread(fixes, src, findings)
+        patches = []
+        if ctx.remaining() != 0.0:
+            patches = await asyncio.to_thread(fixes, src, findings)
+        elif any(f.rule_id in FIXABLE for f in findings):
+            # past its deadline: the findings now, no fixes (they parse files)
+            reason = "; ".join(filter(None, (reason, "no time left to make fixes")))
         return RoleOutput(
             findings=attach(findings, patches), patches=patches, tool="bandit", reason=reason,
             status=status,
@@ -245,7 +269,19 @@ class SecurityTester(FileCheckRole):
         if res.returncode not in (0, 1) or not isinstance(data, dict):
             why = tail(res.stderr) or f"exit code {res.returncode}"
             raise ToolFailed("bandit", f"bandit failed: {why}")
+        if isinstance(data.get("results"), list):
+            data["results"] = [r for r in data["results"] if not never_shown(ctx.sandbox, r)]
         return data
+
+def _in_file_order(found: list[Finding], py_files: list[str]) -> list[Finding]:
+    """The scan's findings as a scan in ``py_files``' order lists them (the
+    secrets scan's first, then the patterns' file by file): the same report
+    whichever order the files were scanned in."""
+    rank = {f: i for i, f in enumerate(py_files)}
+    patterns = sorted((f for f in found if f.tool == "superqode-patterns"),
+                      key=lambda f: rank.get(f.file or "", -1))
+    return [f for f in found if f.tool != "superqode-patterns"] + patterns
+
 
 def _unscanned_reason(unscanned: list[str], shown: int = 5) -> str:
     more = f" and {len(unscanned) - shown} more" if len(unscanned) > shown else ""
@@ -254,8 +290,23 @@ def _unscanned_reason(unscanned: list[str], shown: int = 5) -> str:
 
 def _stop_at(ctx: RoleContext) -> float | None:
     """When the role's tools stop (event-loop time): its deadline less the
-    time to report what they found (a tenth of the time left, at least 2 s)."""
+    time to report what they found (a tenth of the time left, at least 2 s),
+    more on a machine busier than its CPUs (``busy``)."""
     remaining = ctx.remaining()
     if remaining is None:
         return None
-    return asyncio.get_running_loop().time() + remaining - max(2.0, 0.1 * remaining)
+    margin = max(2.0, 0.1 * remaining) * busy(ctx.runtime.cpu_count())
+    return asyncio.get_running_loop().time() + remaining - min(margin, 0.5 * remaining)
+
+
+def busy(cpus: int) -> float:
+    """1 to 2: how much longer than on a quiet machine the role's own work
+    after its tools (bandit's results read, the context checks, the fixes)
+    takes now. At a load of 20-25 on 2 cores it took over twice the tenth
+    of the time kept for it, and the role ran past its deadline (its
+    findings lost, the session out of time)."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1.0
+    return min(2.0, max(1.0, load / max(1, cpus) / 5))
