@@ -64,6 +64,7 @@ from pathlib import Path
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
+from .ast_index import index
 from .context import mark_noise
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
 
@@ -163,12 +164,7 @@ def _probe_import(tree: ast.Module, line: int) -> bool:
 
 
 def _enclosing_function(tree: ast.Module, line: int) -> str | None:
-    best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    for node in ast.walk(tree):
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and node.lineno <= line <= (node.end_lineno or node.lineno)
-                and (best is None or node.lineno > best.lineno)):
-            best = node
+    best = index(tree).function_at(line)
     return best.name if best else None
 
 
@@ -348,8 +344,8 @@ def _fixed_but_interpreter(e: ast.AST) -> bool:
 
 def _interpreter_only(tree: ast.Module, line: int) -> bool:
     """A call on ``line`` whose command mentions ``sys.executable`` and is otherwise literal."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno == line and node.args:
+    for node in index(tree).nodes_at(line):
+        if isinstance(node, ast.Call) and node.args:
             first = node.args[0]
             if any(_is_executable(x) for x in ast.walk(first)) and _fixed_but_interpreter(first):
                 return True
@@ -385,21 +381,11 @@ def _placeholder_list(e: ast.AST, assigned: dict[str, list[ast.AST]], depth: int
 
 def _placeholders_only(tree: ast.Module, line: int) -> bool:
     """The SQL text built on ``line`` fills in placeholder lists only."""
-    scope: ast.AST = tree
-    for node in ast.walk(tree):
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and node.lineno <= line <= (node.end_lineno or node.lineno)):
-            scope = node  # the innermost wins: ast.walk goes outside in
-    assigned: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    assigned.setdefault(t.id, []).append(node.value)
+    at = index(tree)
+    scope: ast.AST = at.function_at(line) or tree
+    assigned = at.assigned(scope)
     filled: list[ast.AST] = []
-    for node in ast.walk(scope):
-        if getattr(node, "lineno", None) != line:
-            continue
+    for node in at.nodes_at(line):
         if isinstance(node, ast.JoinedStr):
             filled += [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
+from .ast_index import index
 from .context import mark_noise
 from .noise_library import is_web_project
 from .noise_paths import provider_token
@@ -272,8 +273,7 @@ def _own_import(tree: ast.Module, line: int, rel: str) -> bool:
 
 
 def _calls_at(tree: ast.Module, line: int, name: str) -> list[ast.Call]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= line
-            <= (n.end_lineno or n.lineno) and _name(n.func) == name]
+    return [n for n in index(tree).calls_over(line) if _name(n.func) == name]
 
 
 def _name(e: ast.AST) -> str:
@@ -285,13 +285,7 @@ def _name(e: ast.AST) -> str:
 
 
 def _function_at(tree: ast.Module, line: int) -> ast.AST:
-    best: ast.AST = tree
-    for node in ast.walk(tree):
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and node.lineno <= line <= (node.end_lineno or node.lineno)
-                and (best is tree or node.lineno > getattr(best, "lineno", 0))):
-            best = node
-    return best
+    return index(tree).function_at(line) or tree
 
 
 def _mentions_request(scope: ast.AST) -> bool:

@@ -1,0 +1,86 @@
+"""One walk of a parsed module answers the noise rules' questions by line.
+
+The rules ask, per finding, which function holds a line, which calls span
+it and which nodes start on it. Walking the whole module for each finding
+made the filter quadratic in a large module's findings (sqlalchemy: seconds
+at the end of a run, past the budget). A module is walked once here; the
+last few modules' indexes are kept, which is what the filter needs (its
+findings come file by file) with a bound for the long-lived server.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from threading import Lock
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class TreeIndex:
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self._calls: list[ast.Call] = []
+        self._at: dict[int, list[ast.AST]] = {}
+        self._assigned: dict[int, dict[str, list[ast.AST]]] = {}
+        for node in ast.walk(tree):  # outside in: a node's parents come first
+            line = getattr(node, "lineno", None)
+            if line is not None:
+                self._at.setdefault(line, []).append(node)
+            if isinstance(node, _FUNCTIONS):
+                self._functions.append(node)
+            elif isinstance(node, ast.Call):
+                self._calls.append(node)
+
+    def function_at(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The innermost function whose lines hold ``line`` (a nested one
+        starts after the function around it)."""
+        best = None
+        for node in self._functions:
+            if (node.lineno <= line <= (node.end_lineno or node.lineno)
+                    and (best is None or node.lineno > best.lineno)):
+                best = node
+        return best
+
+    def calls_over(self, line: int) -> list[ast.Call]:
+        """The calls whose lines hold ``line``, in walk order."""
+        return [n for n in self._calls if n.lineno <= line <= (n.end_lineno or n.lineno)]
+
+    def nodes_at(self, line: int) -> list[ast.AST]:
+        """The nodes that start on ``line``, in walk order."""
+        return self._at.get(line, [])
+
+    def assigned(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
+        """Each plain name ``scope`` assigns (``x = ...``), with its values."""
+        key = id(scope)
+        if key not in self._assigned:
+            out: dict[str, list[ast.AST]] = {}
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            out.setdefault(t.id, []).append(node.value)
+            self._assigned[key] = out
+        return self._assigned[key]
+
+
+_KEEP = 8
+_recent: OrderedDict[int, TreeIndex] = OrderedDict()
+_lock = Lock()
+
+
+def index(tree: ast.Module) -> TreeIndex:
+    """``tree``'s index, made once while it is among the last few asked for
+    (the index holds its tree, so an id seen here is that tree's)."""
+    with _lock:
+        got = _recent.get(id(tree))
+        if got is not None and got.tree is tree:
+            _recent.move_to_end(id(tree))
+            return got
+    made = TreeIndex(tree)
+    with _lock:
+        _recent[id(tree)] = made
+        while len(_recent) > _KEEP:
+            _recent.popitem(last=False)
+    return made

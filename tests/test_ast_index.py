@@ -1,0 +1,61 @@
+"""The noise rules' questions by line, answered from one walk of a module:
+the same answers as walking the module for each finding, one index per
+module while it is recent, and a bound on how many are kept."""
+
+from __future__ import annotations
+
+import ast
+
+from superqode_ls.qe import ast_index
+
+SRC = '''\
+def outer(c, t):
+    q = "?"
+    def inner(x):
+        return run(x, f"SELECT {t}")
+    c.execute("SELECT %s" % q, run(
+        t))
+    return inner
+
+class K:
+    async def m(self):
+        exec(open("hooks.py").read())
+x = 1
+'''
+
+
+def _naive_function_at(tree, line):
+    best = None
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)
+                and (best is None or node.lineno > best.lineno)):
+            best = node
+    return best
+
+
+def test_each_answer_is_the_one_a_walk_per_line_gives():
+    tree = ast.parse(SRC)
+    at = ast_index.index(tree)
+    for line in range(1, SRC.count("\n") + 2):
+        assert at.function_at(line) is _naive_function_at(tree, line), line
+        assert at.nodes_at(line) == [n for n in ast.walk(tree) if getattr(n, "lineno", None) == line]
+        assert at.calls_over(line) == [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                                       and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    assert at.function_at(4).name == "inner" and at.function_at(5).name == "outer"
+    assert at.function_at(11).name == "m" and at.function_at(12) is None
+    assert [c.lineno for c in at.calls_over(6)] == [5, 5]  # the two calls that span two lines
+    assert set(at.assigned(at.function_at(2))) == {"q"}
+    assert set(at.assigned(tree)) == {"q", "x"}
+
+
+def test_a_module_is_indexed_once_while_recent_and_the_kept_are_bounded():
+    trees = [ast.parse(SRC) for _ in range(ast_index._KEEP + 3)]
+    first = ast_index.index(trees[0])
+    assert ast_index.index(trees[0]) is first
+    for t in trees[1:]:
+        ast_index.index(t)
+    assert len(ast_index._recent) <= ast_index._KEEP
+    # The oldest was let go: asked again, it is indexed anew (its answers the same).
+    again = ast_index.index(trees[0])
+    assert again is not first and again.function_at(4).name == "inner"
