@@ -229,6 +229,10 @@ class QESession:
                         await self.control.guarded(
                             self._verify(res, s, root, noise, steps_deadline), deadline, optional=True)
                     lap = self._lap("verify", lap)
+                    early_verify = self.role_runs.early_verify
+                    if early_verify is not None and early_verify.took is not None:
+                        key = "verify_early" if early_verify.taken else "verify_early_unused"
+                        self._timings[key] = early_verify.took
                 except Exception as e:  # a bug in a role or here: report, still revert
                     log.exception("QE session %s failed", self.id)
                     failure = f"{type(e).__name__}: {e}"

@@ -288,7 +288,8 @@ class RoleRuns:
 
         covering = verify_step.covering_tests(self.roles, dict(self.contexts), self.request.trusted,
                                               root, self.found_python())
-        early.offer(role, ctx, self.found, pick, covering, self.probe)
+        candidates = sorted({f for p in mine.values() for f in (p.files or patch_files(p.diff))})
+        early.offer(role, ctx, self.found, pick, candidates, covering, self.probe)
 
     async def early_context(self) -> EarlyContext | None:
         """The early context checks, stopped (each ends between files) and

@@ -123,16 +123,21 @@ class EarlyVerify:
     _task: asyncio.Task[Early | None] | None = None
     _tree: Path | None = None
     _offered: bool = field(default=False)
+    # For the report's timings: how long it ran (s), and whether the step
+    # after the roles took its verdicts.
+    took: float | None = None
+    taken: bool = False
 
     def offer(
         self, role: Role, ctx: RoleContext, found: dict[str, list[Finding]],
-        pick: Callable[[], tuple[list[Patch], list[Patch]]], covering: tuple[Any, str],
-        probe: SuiteProbeLike | None,
+        pick: Callable[[], tuple[list[Patch], list[Patch]]], candidates: list[str],
+        covering: tuple[Any, str], probe: SuiteProbeLike | None,
     ) -> bool:
         """Start judging ``role``'s fixes now: those ``pick`` returns (in a
         thread: (the fixes verify_step.choose would pick from the role's
         findings as the noise filter leaves them, those past the cap)); its
-        findings are in ``found``. False where this session's early
+        findings are in ``found``; ``candidates``: the files of all its fixes.
+        False where this session's early
         verification is spent or cannot be done here."""
         if self._offered or ctx.sandbox != self.root or self.cap <= 0:
             return False
@@ -140,27 +145,40 @@ class EarlyVerify:
         if private is None or getattr(self.session, "isolation", None) == "sparse":
             return False
         self._offered = True
-        self._task = asyncio.ensure_future(self._run(role, ctx, found, pick, Path(private), covering, probe))
+        self._task = asyncio.ensure_future(self._run(role, ctx, found, pick, candidates, Path(private),
+                                               covering, probe))
         return True
 
     async def _run(
         self, role: Role, ctx: RoleContext, found: dict[str, list[Finding]],
-        pick: Callable[[], tuple[list[Patch], list[Patch]]], private: Path,
+        pick: Callable[[], tuple[list[Patch], list[Patch]]], candidates: list[str], private: Path,
         covering: tuple[Any, str], probe: SuiteProbeLike | None,
     ) -> Early | None:
-        todo, over = await asyncio.to_thread(pick)
-        if over or not todo or not shares_files(todo):
-            return None  # git applies these one round at a time: the step after the roles does it
-        files = sorted({f for p in todo for f in (p.files or patch_files(p.diff))})
-        if any(len(p.files or patch_files(p.diff)) != 1 for p in todo):
-            return None
+        began = asyncio.get_running_loop().time()
+        try:
+            return await self._judge(role, ctx, found, pick, candidates, private, covering, probe)
+        finally:
+            self.took = round(asyncio.get_running_loop().time() - began, 3)
+
+    async def _judge(
+        self, role: Role, ctx: RoleContext, found: dict[str, list[Finding]],
+        pick: Callable[[], tuple[list[Patch], list[Patch]]], candidates: list[str], private: Path,
+        covering: tuple[Any, str], probe: SuiteProbeLike | None,
+    ) -> Early | None:
         private.mkdir(parents=True, exist_ok=True)
         dest = Path(tempfile.mkdtemp(prefix="verify-early-", dir=private))
         self._tree = dest
-        tree = await asyncio.to_thread(build_tree, self.root, files, dest)
-        if tree is None:
-            return None
         tests, why = covering
+        # The fixes to judge, the tree (for every file the role offers a fix
+        # in: most are picked) and the index of what the tests import, at once.
+        (todo, over), tree, _ = await asyncio.gather(
+            asyncio.to_thread(pick), asyncio.to_thread(build_tree, self.root, candidates, dest),
+            tests.for_files([]) if tests is not None else asyncio.sleep(0))
+        if over or not todo or not shares_files(todo) or tree is None:
+            return None  # git applies these one round at a time: the step after the roles does it
+        files = sorted({f for p in todo for f in (p.files or patch_files(p.diff))})
+        if any(len(p.files or patch_files(p.diff)) != 1 for p in todo) or not set(files) <= set(candidates):
+            return None
         verifier = Verifier(
             sandbox=tree, roles={role.name: role}, contexts={role.name: replace(ctx, sandbox=tree)},
             findings_by_role=found, session=self.session, deadline=self.deadline, covering=tests,
@@ -188,6 +206,7 @@ class EarlyVerify:
         for rel, why in early.whys.items():
             if why is None or await fix_tests.why_none([rel]) != why:
                 return None
+        self.taken = True
         return early.role, early.results
 
     async def _result(self) -> Early | None:
