@@ -90,6 +90,10 @@ def build_tree(sandbox: Path, files: list[str], dest: Path) -> Path | None:
                     continue  # a folder of the tree: made real in its turn
                 if rel in made:
                     shutil.copy2(os.path.join(top, rel), out / name, follow_symlinks=False)
+                    if not stat.S_ISREG(os.lstat(out / name).st_mode):
+                        # swapped for a link since the look above (the session's
+                        # processes run meanwhile): SuperQode never reads through it
+                        raise OSError(f"{rel} is no longer a plain file")
                 else:
                     os.symlink(os.path.join(top, rel), out / name)
     except OSError:

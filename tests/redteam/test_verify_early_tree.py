@@ -67,3 +67,35 @@ def test_a_sessions_process_cannot_write_the_early_verification_tree(make_repo, 
         assert not (tree / "pkg" / "a.py").is_symlink()
         assert sorted(p.name for p in (tree / "pkg").iterdir()) == ["__init__.py", "a.py", "b.py"]
     assert user.read_text() == "the user's own\n"
+
+
+def test_a_fixed_file_swapped_for_a_link_while_the_tree_is_made_is_not_copied(tmp_path, monkeypatch):
+    """The session's processes run while SuperQode makes the tree: a fixed
+    file swapped for a link to the user's file between SuperQode's look and
+    its copy gives no tree (nothing of it read through the link), and the
+    step after the roles verifies those fixes itself."""
+    import os
+    import shutil
+
+    from superqode_ls.qe import verify_early
+
+    user = tmp_path / "user" / "secret.py"
+    user.parent.mkdir()
+    user.write_text("the user's own\n")
+    sandbox = tmp_path / "sandbox"
+    (sandbox / "pkg").mkdir(parents=True)
+    (sandbox / "pkg" / "a.py").write_text("import os\n")
+    real = shutil.copy2
+
+    def swap_then_copy(src, dst, *, follow_symlinks=True):
+        if os.path.basename(src) == "a.py" and not os.path.islink(src):
+            os.unlink(src)
+            os.symlink(user, src)  # as a process of the session would, meanwhile
+        return real(src, dst, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(verify_early.shutil, "copy2", swap_then_copy)
+    dest = tmp_path / "tree"
+    dest.mkdir()
+    assert build_tree(sandbox, ["pkg/a.py"], dest) is None
+    assert not dest.exists() or not any(dest.rglob("*"))
+    assert user.read_text() == "the user's own\n"
