@@ -271,6 +271,8 @@ class RoleRuns:
         on a tree of the session's own, which the roles still running never read."""
         early = self.early_verify
         assert early is not None
+        if not early.open_to(ctx):
+            return  # (a sparse sandbox, a project's folder: the step after the roles verifies)
         with self.lock:
             mine = {p.id: p for p in self.patches.values() if p.role == name}
         if not mine:

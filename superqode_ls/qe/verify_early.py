@@ -143,15 +143,20 @@ class EarlyVerify:
         findings are in ``found``; ``candidates``: the files of all its fixes.
         False where this session's early
         verification is spent or cannot be done here."""
-        if self._offered or ctx.sandbox != self.root or self.cap <= 0:
-            return False
         private = getattr(self.session, "private", None)
-        if private is None or getattr(self.session, "isolation", None) == "sparse":
+        if not self.open_to(ctx) or private is None:
             return False
         self._offered = True
         self._task = asyncio.ensure_future(self._run(role, ctx, found, pick, candidates, Path(private),
                                                covering, probe))
         return True
+
+    def open_to(self, ctx: RoleContext) -> bool:
+        """Whether a role run in ``ctx`` may still be offered (asked before
+        anything is prepared for it)."""
+        return (not self._offered and ctx.sandbox == self.root and self.cap > 0
+                and getattr(self.session, "private", None) is not None
+                and getattr(self.session, "isolation", None) != "sparse")
 
     async def _run(
         self, role: Role, ctx: RoleContext, found: dict[str, list[Finding]],
