@@ -38,6 +38,11 @@ class ChildRun:
             os.setpriority(os.PRIO_PROCESS, 0, msg["nice"])
         os.environ.clear()
         os.environ.update(msg["env"])
+        from ..workspace import namespaces
+
+        # The helper's probe of the namespace sandbox, where the client's
+        # environment reads the same (else this run probes, as a new process).
+        namespaces.reuse_kept()
         time.tzset()
         _locale()
         sys.argv = [msg["argv0"], *msg["argv"]]

@@ -212,6 +212,12 @@ class QESession:
                 isolation = s.isolation
                 base_commit = s.base_commit
                 root = sandbox_root(s, res.project)
+                if self._early_verify_wanted(res):
+                    from .verify_early import EarlyVerify
+
+                    self.role_runs.early_verify = EarlyVerify(
+                        session=s, root=root, deadline=steps_deadline,
+                        cap=res.config.qe.verify_max_fixes, trusted=self.request.trusted)
                 try:
                     # The roles return by their deadline (role_runs.finish_reserve);
                     # their findings still being recorded then may take half of
@@ -236,6 +242,10 @@ class QESession:
                         await self.control.guarded(
                             self._verify(res, s, root, noise, steps_deadline), deadline, optional=True)
                     lap = self._lap("verify", lap)
+                    early_verify = self.role_runs.early_verify
+                    if early_verify is not None and early_verify.took is not None:
+                        key = "verify_early" if early_verify.taken else "verify_early_unused"
+                        self._timings[key] = early_verify.took
                 except Exception as e:  # a bug in a role or here: report, still revert
                     log.exception("QE session %s failed", self.id)
                     failure = f"{type(e).__name__}: {e}"
@@ -248,6 +258,8 @@ class QESession:
                     await self.role_runs.early_context()  # its threads read the sandbox
                     if self.role_runs.probe is not None:  # never outlives the sandbox
                         await self.role_runs.probe.close()
+                    if self.role_runs.early_verify is not None:  # nor does its re-run
+                        await self.role_runs.early_verify.close()
                 self._epoch_moved = epoch_moved(s)
                 if failure is None and noise is not None and self.request.save_artifacts:
                     # The patch files and seals need nothing of the revert:
@@ -396,8 +408,17 @@ class QESession:
             contexts=r.contexts, found=r.found, session=s, root=root, deadline=deadline,
             cap=res.config.qe.verify_max_fixes, full_suite=full_suite,
             trusted=self.request.trusted, emit=self.bus.emit, python=r.found_python(),
-            probe=r.probe, type_gate=self.request.type_gate,
+            probe=r.probe, type_gate=self.request.type_gate, early=r.early_verify,
         )
+
+    def _early_verify_wanted(self, res: Resolved) -> bool:
+        """Fix verification may begin while roles still run: quick
+        verification (no whole suite re-run), fixes to verify, a full sandbox."""
+        from .verify_step import TEST_ROLE
+
+        return (res.config.qe.verify_max_fixes > 0 and not self.control.stopped
+                and (res.isolation or "auto") != "sparse"
+                and not (res.mode == "deep" and TEST_ROLE in res.roles))
 
     # ----------------------------------------------------------------- report
     def _build_report(

@@ -26,7 +26,7 @@ from . import shard, verify_step
 from .covering import SuiteProbe
 from .finish import normalize_finding, poll_guard
 from .fix_judge import suppression_reason
-from .noise import early_context
+from .noise import FileLines, early_context, filter_findings
 from .noise_context import EarlyContext
 from .patching import patch_files
 from .request import QERequest, Resolved
@@ -34,6 +34,7 @@ from .roles import role_class
 from .roles._pyenv import wants_built_env
 from .roles.base import Role, RoleContext, RoleOutput, SandboxSession
 from .session_control import SessionControl
+from .verify_early import EarlyVerify
 
 log = logging.getLogger(__name__)
 TEST_ROLE = verify_step.TEST_ROLE
@@ -101,6 +102,10 @@ class RoleRuns:
         # still run (noise.EarlyContext), and its checks under way.
         self.early: EarlyContext | None = None
         self._early_checks: list[asyncio.Future[None]] = []
+        # Quick mode's fix verification of the first role with fixes to end
+        # while others still run (verify_early.py); set by the pipeline.
+        self.early_verify: EarlyVerify | None = None
+        self._modifying = False
 
     async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
         self.bus.emit("progress", message="environment: looking for the project's Python")
@@ -141,6 +146,7 @@ class RoleRuns:
         # Fast roles first: when slots are few or the budget short, the
         # quick analyzers finish and report instead of waiting behind a suite.
         plain.sort(key=lambda nr: nr[1].cost)
+        self._modifying = bool(modifying)
         for name, _ in plain + modifying:
             self.runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
         if (self.request.trusted and res.config.qe.verify_max_fixes > 0 and s.isolation != "sparse"
@@ -287,6 +293,36 @@ class RoleRuns:
             # findings meanwhile, not after them all.
             self._early_checks.append(asyncio.ensure_future(
                 asyncio.to_thread(self.early.check, self.found.get(name, []))))
+        if (self.early_verify is not None and not self._modifying and status == "ok"
+                and any(r.reason == "not started" for r in self.runs.values())):
+            self._verify_early(name, role, ctx, root, res)
+
+    def _verify_early(self, name: str, role: Role, ctx: RoleContext, root: Path, res: Resolved) -> None:
+        """This role's fixes judged now, while the others run (verify_early.py):
+        on a tree of the session's own, which the roles still running never read."""
+        early = self.early_verify
+        assert early is not None
+        if not early.open_to(ctx):
+            return  # (a sparse sandbox, a project's folder: the step after the roles verifies)
+        with self.lock:
+            mine = {p.id: p for p in self.patches.values() if p.role == name}
+        if not mine:
+            return
+        findings = list(self.found.get(name, []))
+
+        def pick() -> tuple[list[Patch], list[Patch]]:
+            # The fixes the verification step will pick for this role, as far
+            # as its findings alone tell (the filter merges one problem's
+            # reports; those merged away bring no fix of their own).
+            kept = filter_findings(findings, read_line=FileLines(root),
+                                   threshold=res.config.qe.confidence_threshold,
+                                   path_classes=res.config.qe.path_classes).findings
+            return verify_step.choose(mine, kept, early.cap)
+
+        covering = verify_step.covering_tests(self.roles, dict(self.contexts), self.request.trusted,
+                                              root, self.found_python())
+        candidates = sorted({f for p in mine.values() for f in (p.files or patch_files(p.diff))})
+        early.offer(role, ctx, self.found, pick, candidates, covering, self.probe)
 
     async def early_context(self) -> EarlyContext | None:
         """The early context checks, stopped (each ends between files) and

@@ -220,6 +220,10 @@ class Verifier:
         not settled."""
         if self._out_of_time():
             return group
+        # An order of its own: the copies and their rounds are the same
+        # whatever order the noise filter left the fixes in (verify_early.py
+        # judges a role's fixes before that filter has run).
+        group = sorted(group, key=lambda p: p.id)
         files_of = {p.id: (p.files or patch_files(p.diff)) for p in group}
         one_file = [p for p in group if len(files_of[p.id]) == 1]
         rest = [p for p in group if len(files_of[p.id]) != 1]

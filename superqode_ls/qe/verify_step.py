@@ -17,6 +17,7 @@ from .roles import role_class
 from .roles.base import Role, RoleContext, SandboxSession
 from .type_gate import in_projects, mypy_projects, type_gate
 from .verifier import Verifier
+from .verify_early import EarlyVerify
 
 TEST_ROLE = "unit_tester"
 OVER_CAP = "not verified: over the verification cap"
@@ -130,8 +131,16 @@ NO_TIME = "not verified: no time left in the session budget"
 
 
 async def _verify_all(verifier, todo, on_result, patches, roles, contexts, root, deadline, python, emit,
-                      type_gate=True):
-    await verifier.verify_many(todo, on_result)
+                      type_gate=True, early: EarlyVerify | None = None):
+    rest = todo
+    taken = await early.take(todo, verifier.fix_tests) if early is not None else None
+    if taken is not None:  # one role's fixes judged while the others ran (verify_early.py)
+        name, results = taken
+        for r in results:
+            verifier.results.append(r)
+            on_result(r)
+        rest = [p for p in todo if p.role != name]
+    await verifier.verify_many(rest, on_result)
     if type_gate:
         await _type_check(patches, todo, roles, contexts, root, deadline, python, emit)
 
@@ -154,11 +163,12 @@ async def verify(
     contexts: dict[str, RoleContext], found: dict[str, list[Finding]], session: SandboxSession, root: Path,
     deadline: float, cap: int, full_suite: bool, trusted: bool,
     emit: Callable[..., Any], python: Any = None, probe: SuiteProbe | None = None,
-    type_gate: bool = True,
+    type_gate: bool = True, early: EarlyVerify | None = None,
 ) -> None:
     """Verify the chosen patches by ``deadline`` (the event loop's clock);
     ``patches`` is updated in place; ``type_gate`` False: without the
-    project's mypy (QERequest.type_gate)."""
+    project's mypy (QERequest.type_gate); ``early``: a role's fixes judged
+    while the others ran, taken where they are what this step would reach."""
     todo, over = choose(patches, findings, cap)
     for p in over:
         patches[p.id] = p.model_copy(update={
@@ -222,7 +232,7 @@ async def verify(
 
     try:
         await asyncio.wait_for(_verify_all(verifier, todo, on_result, patches, roles, contexts, root,
-                                           stop_at, python, emit, type_gate),
+                                           stop_at, python, emit, type_gate, early),
                                max(0.0, stop_at - loop.time()))
     except TimeoutError:
         pass

@@ -160,6 +160,37 @@ def forget() -> None:
         _detected = None
 
 
+# What detection reads besides the interpreter and the kernel.
+_READS = (OFF_ENV, BWRAP_ENV, "PATH")
+# The warm helper's detection of a working sandbox, with the variables it was
+# made under (``keep``): a forked run whose client's are the same takes it
+# (``reuse_kept``) instead of probing again (a sandboxed ``true``, 20-350 ms
+# on a run's critical path).
+_kept: tuple[tuple[str | None, ...], tuple[str | None, str | None]] | None = None
+
+
+def keep() -> None:
+    """Remember what was detected in this process, with the variables it
+    read; only a sandbox that worked (a layer found missing is probed again
+    by each run, so a fixed system is not left at a lower level)."""
+    global _kept
+    with _detecting:
+        if _detected is not None and _detected[0] is not None:
+            _kept = (tuple(os.environ.get(k) for k in _READS), _detected)
+
+
+def reuse_kept() -> bool:
+    """In a warm helper's forked run, its client's environment in place: the
+    helper's detection where it read the same variables (True), else left to
+    be made anew (False)."""
+    global _detected
+    with _detecting:
+        if _kept is None or _kept[0] != tuple(os.environ.get(k) for k in _READS):
+            return False
+        _detected = _kept[1]
+        return True
+
+
 def backend() -> str | None:
     """The bwrap executable used, ``DIRECT`` (SuperQode's own launcher), or
     None where this layer is unavailable (detected once per process)."""

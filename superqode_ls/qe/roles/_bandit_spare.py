@@ -93,8 +93,11 @@ class Spare:
                 return
         finally:
             # What the start detected was detected with the helper's
-            # environment: each run detects again with its client's.
+            # environment: each run detects again with its client's (the
+            # namespace probe's answer is kept for a run whose client reads
+            # it the same: namespaces.reuse_kept).
             landlock.forget()
+            namespaces.keep()
             namespaces.forget()
         os.set_inheritable(self.pidfd, False)
         self.warm, self.ready, self.runtime, self.fd = warm, False, rt, fd
