@@ -38,11 +38,11 @@ class ChildRun:
             os.setpriority(os.PRIO_PROCESS, 0, msg["nice"])
         os.environ.clear()
         os.environ.update(msg["env"])
-        from ..workspace import namespaces
+        from ..engine.runtime import reuse_kept_probe
 
         # The helper's probe of the namespace sandbox, where the client's
         # environment reads the same (else this run probes, as a new process).
-        namespaces.reuse_kept()
+        reuse_kept_probe()
         time.tzset()
         _locale()
         sys.argv = [msg["argv0"], *msg["argv"]]

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from ..qe.roles._bandit_warm import StartingBandit
     from ..runtime import Asker, Runtime
 
-__all__ = ["adopt_spare_analyzer", "drop_spare_analyzer", "spare_analyzer", "terminal_asker",
-           "warm_analyzer"]
+__all__ = ["adopt_spare_analyzer", "drop_spare_analyzer", "reuse_kept_probe", "spare_analyzer",
+           "terminal_asker", "warm_analyzer"]
 
 
 def terminal_asker() -> Asker | None:
@@ -57,3 +57,12 @@ def drop_spare_analyzer() -> None:
     from ..qe.roles import _bandit_spare
 
     _bandit_spare.drop()
+
+
+def reuse_kept_probe() -> None:
+    """In a run the warm helper forked: the helper's probe of the namespace
+    sandbox, where the client's environment reads the same variables (else
+    the run probes anew, as a new process)."""
+    from ..workspace import namespaces
+
+    namespaces.reuse_kept()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import SuperQodeError, UsageError
 from ..models import Finding, Patch, QualityReport
+from ..qe.rebase import relocate  # the editor's quick fix re-derives a hunk its neighbour moved
 
 if TYPE_CHECKING:
     from ..config import Config

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import EXIT_FAILED, SuperQodeError
-from ..qe.rebase import relocate
+from ..engine.suggestions import relocate
 
 SEARCH_WINDOW = 400
 
