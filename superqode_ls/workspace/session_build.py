@@ -183,11 +183,12 @@ class SandboxBuilder(OnTree):
         self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
                                     self.base_commit or "HEAD", self._config)
         env = sealed.env(self.sandbox, sealed.index, store)
+        listing = warmreset.unflag(self.sandbox, env)
         if not (filters or state.bits or state.nested):
             # Two scans of the sandbox and the files that differ (warmreset.py);
             # None: the index or the state holds what only the path below carries.
             proved = warmreset.reset(self.sandbox, store, sealed, env, state, self.project,
-                                     self.tree.index)
+                                     self.tree.index, listing)
             if proved is not None:
                 self._tracked = proved
                 return proved

@@ -5,8 +5,9 @@ tree ``T`` it held when SuperQode's git last looked, with stat data. The new
 state is ``F`` (the user's whole working state) over ``S`` (their staged
 state). The reset:
 
-1. lists the tracking index (its flags and gitlinks; the entries themselves
-   are compared with ``F``'s listing in Python: no diff process);
+1. lists the tracking index and clears the bits the old state left on it
+   (:func:`unflag`; the entries themselves are compared with ``F``'s
+   listing in Python: no diff process);
 2. ``git clean -ffdxq``: every untracked and ignored entry of the old session
    goes (git removes without following links, empty folders included);
 3. one ``git status --porcelain=v2``: the tracked files that differ from
@@ -20,7 +21,8 @@ state). The reset:
    the untouched entries were proved by step 3.
 
 Where the state needs what only the full path does (filter drivers,
-skip-worktree or assume-unchanged bits, nested repositories, submodules),
+skip-worktree or assume-unchanged bits of the new state, nested
+repositories, submodules),
 :func:`reset` answers None and the caller takes that path.
 """
 
@@ -30,7 +32,7 @@ import os
 import stat
 from pathlib import Path
 
-from . import removal
+from . import carry, removal
 from . import worktree as wt
 from .errors import WorkspaceError
 from .git import copy_index, git, git_out, tree_listing
@@ -40,21 +42,47 @@ from .gitsnapshot import SnapshotStore
 # size kept and its mtime set back still moves its ctime, which the user's
 # ``core.trustctime=false`` or ``core.checkStat=minimal`` would ignore. The
 # untracked cache trusts folder mtimes, which ``utime`` sets back.
+_MODES = (b"100644", b"100755", b"120000")  # a file or a link; anything else takes the full path
 _PROOF_CONFIG = ("-c", "core.trustctime=true", "-c", "core.checkStat=default",
                  "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false",
                  "-c", "core.autocrlf=false")
 
 
+def unflag(sandbox: Path, env: dict[str, str]) -> bytes:
+    """List the parked tracking index (``ls-files -s -v -z``) and clear the
+    skip-worktree and assume-unchanged bits the old state left on it: git
+    would neither compare nor rewrite those files (a sparse file of the old
+    state would stay missing in the new one). Returns the listing."""
+    listing = git(["ls-files", "-s", "-v", "-z"], sandbox, env=env).stdout
+    skip: list[str] = []
+    assume: list[str] = []
+    for rec in listing.split(b"\0"):
+        tag = rec[:1]
+        if tag in (b"S", b"s") or tag.islower():
+            path = rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+            if tag in (b"S", b"s"):
+                skip.append(path)
+            if tag.islower():
+                assume.append(path)
+    carry.set_bits(sandbox, skip, "--no-skip-worktree", env)
+    carry.set_bits(sandbox, assume, "--no-assume-unchanged", env)
+    return listing
+
+
 def _entries_of_index(listing: bytes) -> dict[bytes, bytes] | None:
-    """``ls-files -s -v -z`` records -> {path: b"mode sha"}; None when an entry
-    is flagged (skip-worktree, assume-unchanged), unmerged or a gitlink."""
+    """``ls-files -s -v -z`` records (of an index :func:`unflag` cleared) ->
+    {path: b"mode sha"}; None when an entry is unmerged, a gitlink or a
+    sparse index's folder."""
     out: dict[bytes, bytes] = {}
     for rec in listing.split(b"\0"):
         if not rec:
             continue
         meta, _, path = rec.partition(b"\t")
-        tag, mode, sha, stage = meta.split(b" ")
-        if tag != b"H" or stage != b"0" or mode == b"160000":
+        try:
+            tag, mode, sha, stage = meta.split(b" ")
+        except ValueError:  # not a record of the form asked for
+            return None
+        if tag not in (b"H", b"S", b"s", b"h") or stage != b"0" or mode not in _MODES:
             return None
         out[path] = mode + b" " + sha
     return out
@@ -67,8 +95,11 @@ def _entries_of_tree(listing: bytes) -> dict[bytes, bytes] | None:
         if not rec:
             continue
         meta, _, path = rec.partition(b"\t")
-        mode, kind, sha = meta.split(b" ")
-        if kind != b"blob":
+        try:
+            mode, kind, sha = meta.split(b" ")
+        except ValueError:
+            return None
+        if kind != b"blob" or mode not in _MODES:
             return None
         out[path] = mode + b" " + sha
     return out
@@ -85,6 +116,8 @@ def _dirty(status: bytes) -> dict[bytes, bytes] | None:
         if rec[:2] != b"1 ":
             return None  # "? ", "! ", renames, unmerged: not a proven state
         fields = rec.split(b" ", 8)
+        if len(fields) != 9:
+            return None
         xy, m_index, h_index, path = fields[1], fields[4], fields[7], fields[8]
         if xy[1:2] != b".":
             out[path] = m_index + b" " + h_index
@@ -124,13 +157,13 @@ def _prune_empty(sandbox: Path, rel: str) -> None:
 
 
 def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[str, str],
-          state: wt.UserState, project: Path, tracking: Path) -> bool | None:
+          state: wt.UserState, project: Path, tracking: Path, listing: bytes) -> bool | None:
     """Bring ``sandbox`` to ``state`` (module doc). ``env``: SuperQode's own git
     on the sandbox naming ``sealed.index``, which holds the parked tracking
-    index; afterwards it holds ``S`` and ``tracking`` holds ``F``, both with
+    index, unflagged (``listing``: :func:`unflag`'s); afterwards it holds ``S`` and ``tracking`` holds ``F``, both with
     stat data. True: reset and proved; False: the proof failed (a cold
     sandbox is made); None: not a state for this path (nothing was changed)."""
-    index = _entries_of_index(git(["ls-files", "-s", "-v", "-z"], sandbox, env=env).stdout)
+    index = _entries_of_index(listing)
     if index is None:
         return None
     full = _entries_of_tree(tree_listing(state.full_tree, store.path,

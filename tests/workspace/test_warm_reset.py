@@ -120,3 +120,35 @@ def test_ignored_leftovers_and_empty_folders_of_the_previous_session_go(make_rep
             assert not (s.sandbox / rel).exists(), rel
         assert tree_state(s.sandbox) == tree_state(repo)
         assert porcelain(s.sandbox) == porcelain(repo)
+
+
+def test_index_bits_of_the_previous_state_take_the_full_reset(make_repo):
+    """The parked tracking index carries the old state's skip-worktree bit (a
+    sparse file, absent on disk: git does not compare it); the next state
+    has the file back: the reset that trusts a status of the index must not
+    be the one taken, or the file would stay missing."""
+    repo = make_repo(FILES)
+    run_git(repo, "update-index", "--skip-worktree", "pkg/util.py")
+    (repo / "pkg" / "util.py").unlink()  # sparse: not on disk, not a deletion
+    with IsolatedSession.create_sync(repo) as first:
+        assert not (first.sandbox / "pkg" / "util.py").exists()
+    run_git(repo, "update-index", "--no-skip-worktree", "pkg/util.py")
+    run_git(repo, "checkout", "--", "pkg/util.py")
+    with IsolatedSession.create_sync(repo) as s:
+        assert s.reused
+        assert (s.sandbox / "pkg" / "util.py").read_text() == "U = 1\n"
+        assert tree_state(s.sandbox) == tree_state(repo)
+        assert porcelain(s.sandbox) == porcelain(repo)
+
+
+def test_a_file_the_user_has_in_crlf_is_their_bytes_after_the_reset(make_repo):
+    repo = make_repo({"app.py": "x = 1\n", ".gitattributes": "*.txt text eol=crlf\n",
+                      "notes.txt": "one\r\ntwo\r\n"})
+    with IsolatedSession.create_sync(repo):
+        pass
+    (repo / "notes.txt").write_bytes(b"one\r\nthree\r\n")
+    with IsolatedSession.create_sync(repo) as s:
+        assert s.reused
+        assert (s.sandbox / "notes.txt").read_bytes() == b"one\r\nthree\r\n"
+        assert tree_state(s.sandbox) == tree_state(repo)
+        assert s.changes_sync().empty
