@@ -120,7 +120,27 @@ def settle(where: Path | None = None) -> None:
         last = now
 
 
+GIT_STARTS = [0]  # git processes started by this process (counted around a session)
+_popen_init = subprocess.Popen.__init__
+
+
+def _counting_init(self, args, *a, **kw):  # type: ignore[no-untyped-def]
+    if isinstance(args, (list, tuple)) and args and os.path.basename(str(args[0])) == "git":
+        GIT_STARTS[0] += 1
+    _popen_init(self, args, *a, **kw)
+
+
+subprocess.Popen.__init__ = _counting_init  # type: ignore[method-assign]
+SESSION_STATS: dict[str, list[float]] = {}  # per kind: git processes, CPU seconds
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
+    starts, cpu = GIT_STARTS[0], _cpu()
     t = time.perf_counter()
     s = IsolatedSession.create_sync(repo, config=cfg)
     if reused is not None and s.reused != reused:
@@ -130,6 +150,9 @@ def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
     elapsed = time.perf_counter() - t
     if not v.verified:
         raise SystemExit(f"verification failed: {v.differences[:5]}")
+    kind = "warm" if s.reused else "cold"
+    SESSION_STATS.setdefault(f"{kind}_git", []).append(GIT_STARTS[0] - starts)
+    SESSION_STATS.setdefault(f"{kind}_cpu", []).append(_cpu() - cpu)
     return elapsed
 
 
@@ -224,6 +247,7 @@ def main() -> None:
             "rounds_s": {"raw": raw, "durable": durable, "par": parallel, "cold": cold,
                          "warm": warm},
         }
+        result.update({f"{k}_median": statistics.median(v) for k, v in SESSION_STATS.items()})
         result["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
         result["protection"] = namespaces.protection_level()
         result.update(barrier_cost(repo, args.spawns))
@@ -250,6 +274,11 @@ def main() -> None:
             print(f"against raw git with 4 checkout workers, on disk: first "
                   f"{result['cold_ratio_parallel']:.2f}x, next {result['warm_ratio_parallel']:.2f}x")
             print(f"fingerprint                 : {result['fingerprint_s']:.3f} s (target < 0.5)")
+            for kind in ("cold", "warm"):
+                if f"{kind}_git_median" in result:
+                    print(f"{'first' if kind == 'cold' else 'next'} session, git processes / CPU s "
+                          f"(this process and its children): {result[f'{kind}_git_median']:.0f} / "
+                          f"{result[f'{kind}_cpu_median']:.2f}")
             for name, values in result["rounds_s"].items():
                 print(f"  {name:<5} rounds: {', '.join(f'{v:.2f}' for v in values)}")
             print(f"protection                  : {result['protection']}")
