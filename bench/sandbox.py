@@ -189,6 +189,41 @@ def barrier_cost(repo: Path, n: int) -> dict[str, float]:
     return out
 
 
+def next_only(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="sq-bench-"))
+    os.environ["SUPERQODE_HOME"] = str(tmp / "home")
+    try:
+        if args.repo is not None:
+            if not (args.repo / "big repo").is_dir():
+                args.repo.mkdir(parents=True, exist_ok=True)
+                make_repo(args.repo, args.files)
+            repo = args.repo / "big repo"
+        else:
+            repo = make_repo(tmp, args.files)
+        load = [os.getloadavg()[0]]
+        session_round(repo, Config(), reused=False)
+        SESSION_STATS.clear()
+        times = []
+        for i in range(args.rounds):
+            (repo / "pkg0000" / "mod000.py").write_text(f"# the user edits, {time.time()}\n")
+            times.append(session_round(repo, Config(), reused=True))
+        (repo / "pkg0000" / "mod000.py").write_text("CHANGED = 0\n")
+        load.append(os.getloadavg()[0])
+        result = {"next_session_s": statistics.median(times), "rounds_s": times,
+                  "git_processes": statistics.median(SESSION_STATS["warm_git"]),
+                  "cpu_s": statistics.median(SESSION_STATS["warm_cpu"]),
+                  "load_1min": [round(x, 2) for x in load]}
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"next session create+revert: {result['next_session_s']:.3f} s (median of "
+                  f"{args.rounds}: {', '.join(f'{t:.2f}' for t in times)}); CPU "
+                  f"{result['cpu_s']:.2f} s; {result['git_processes']:.0f} git processes; "
+                  f"load {load[0]:.1f} -> {load[1]:.1f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     global SETTLE_MAX_S
     ap = argparse.ArgumentParser()
@@ -199,8 +234,18 @@ def main() -> None:
     ap.add_argument("--settle-max", type=float, default=60.0, metavar="S",
                     help="longest wait for the disk to go idle between steps (a disk other "
                          "work keeps busy never does: each step would wait this long)")
+    ap.add_argument("--next-only", action="store_true",
+                    help="only next sessions: one untimed first session, then --rounds next "
+                         "ones, each after a user edit (wall, CPU, git processes); for "
+                         "comparing two versions of SuperQode run one after the other")
+    ap.add_argument("--repo", type=Path, metavar="DIR",
+                    help="with --next-only: this generated repository (made there when "
+                         "missing and kept), so that runs of two versions share it")
     args = ap.parse_args()
     SETTLE_MAX_S = args.settle_max
+    if args.next_only:
+        next_only(args)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="sq-bench-"))
     os.environ["SUPERQODE_HOME"] = str(tmp / "home")
     load_before = os.getloadavg()[0]
