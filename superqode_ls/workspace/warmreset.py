@@ -22,8 +22,8 @@ state). The reset:
 
 Where the state needs what only the full path does (filter drivers,
 skip-worktree or assume-unchanged bits of the new state, nested
-repositories, submodules),
-:func:`reset` answers None and the caller takes that path.
+repositories, submodules), :func:`reset` answers None and the caller takes
+that path.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ from .gitsnapshot import SnapshotStore
 # ``core.trustctime=false`` or ``core.checkStat=minimal`` would ignore. The
 # untracked cache trusts folder mtimes, which ``utime`` sets back.
 _MODES = (b"100644", b"100755", b"120000")  # a file or a link; anything else takes the full path
+# ``core.fileMode=false`` would let an exec bit the session set stand.
 _PROOF_CONFIG = ("-c", "core.trustctime=true", "-c", "core.checkStat=default",
+                 "-c", "core.fileMode=true",
                  "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false",
                  "-c", "core.autocrlf=false")
 
@@ -160,8 +162,8 @@ def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[s
           state: wt.UserState, project: Path, tracking: Path, listing: bytes) -> bool | None:
     """Bring ``sandbox`` to ``state`` (module doc). ``env``: SuperQode's own git
     on the sandbox naming ``sealed.index``, which holds the parked tracking
-    index, unflagged (``listing``: :func:`unflag`'s); afterwards it holds ``S`` and ``tracking`` holds ``F``, both with
-    stat data. True: reset and proved; False: the proof failed (a cold
+    index, unflagged (``listing``: :func:`unflag`'s); afterwards it holds
+    ``S`` and ``tracking`` holds ``F``, both with stat data. True: reset and proved; False: the proof failed (a cold
     sandbox is made); None: not a state for this path (nothing was changed)."""
     index = _entries_of_index(listing)
     if index is None:

@@ -106,6 +106,19 @@ def test_a_file_rewritten_with_its_size_and_mtime_kept_is_found(make_repo):
         assert tree_state(s.sandbox) == tree_state(repo)
 
 
+def test_an_exec_bit_the_previous_session_set_is_gone(make_repo):
+    """With the user's ``core.fileMode=false`` carried, a stat comparison
+    would let a mode the session changed stand."""
+    repo = make_repo(FILES)
+    run_git(repo, "config", "core.fileMode", "false")
+    with IsolatedSession.create_sync(repo) as first:
+        os.chmod(first.sandbox / "pkg" / "util.py", 0o755)
+    with IsolatedSession.create_sync(repo) as s:
+        assert s.reused
+        assert not os.stat(s.sandbox / "pkg" / "util.py").st_mode & 0o111
+        assert tree_state(s.sandbox) == tree_state(repo)
+
+
 def test_ignored_leftovers_and_empty_folders_of_the_previous_session_go(make_repo):
     repo = make_repo({**FILES, ".gitignore": "build/\n*.log\n"})
     with IsolatedSession.create_sync(repo) as first:
