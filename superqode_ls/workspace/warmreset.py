@@ -6,8 +6,8 @@ state is ``F`` (the user's whole working state) over ``S`` (their staged
 state). The reset:
 
 1. lists the tracking index and clears the bits the old state left on it
-   (:func:`unflag`; the entries themselves are compared with ``F``'s
-   listing in Python: no diff process);
+   (:func:`unflag`); ``diff-index --cached`` names the entries where it
+   and ``F`` differ;
 2. ``git clean -ffdxq``: every untracked and ignored entry of the old session
    goes (git removes without following links, empty folders included);
 3. one ``git status --porcelain=v2``: the tracked files that differ from
@@ -29,11 +29,13 @@ that path.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
 from . import carry, removal
 from . import worktree as wt
+from .changes import iter_raw
 from .errors import WorkspaceError
 from .git import copy_index, git, git_out, tree_listing
 from .gitsnapshot import SnapshotStore
@@ -42,7 +44,6 @@ from .gitsnapshot import SnapshotStore
 # size kept and its mtime set back still moves its ctime, which the user's
 # ``core.trustctime=false`` or ``core.checkStat=minimal`` would ignore. The
 # untracked cache trusts folder mtimes, which ``utime`` sets back.
-_MODES = (b"100644", b"100755", b"120000")  # a file or a link; anything else takes the full path
 # ``core.fileMode=false`` would let an exec bit the session set stand.
 _PROOF_CONFIG = ("-c", "core.trustctime=true", "-c", "core.checkStat=default",
                  "-c", "core.fileMode=true",
@@ -71,40 +72,10 @@ def unflag(sandbox: Path, env: dict[str, str]) -> bytes:
     return listing
 
 
-def _entries_of_index(listing: bytes) -> dict[bytes, bytes] | None:
-    """``ls-files -s -v -z`` records (of an index :func:`unflag` cleared) ->
-    {path: b"mode sha"}; None when an entry is unmerged, a gitlink or a
-    sparse index's folder."""
-    out: dict[bytes, bytes] = {}
-    for rec in listing.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, path = rec.partition(b"\t")
-        try:
-            tag, mode, sha, stage = meta.split(b" ")
-        except ValueError:  # not a record of the form asked for
-            return None
-        if tag not in (b"H", b"S", b"s", b"h") or stage != b"0" or mode not in _MODES:
-            return None
-        out[path] = mode + b" " + sha
-    return out
-
-
-def _entries_of_tree(listing: bytes) -> dict[bytes, bytes] | None:
-    """``ls-tree -r -z`` records -> {path: b"mode sha"}; None with a gitlink."""
-    out: dict[bytes, bytes] = {}
-    for rec in listing.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, path = rec.partition(b"\t")
-        try:
-            mode, kind, sha = meta.split(b" ")
-        except ValueError:
-            return None
-        if kind != b"blob" or mode not in _MODES:
-            return None
-        out[path] = mode + b" " + sha
-    return out
+# A record of ``ls-files -s -v -z`` (after :func:`unflag`) or of ``ls-tree -r -z``
+# that this path cannot take: unmerged, a gitlink, a sparse index's folder.
+_ODD_INDEX = re.compile(rb"(?:^|\0)(?=[^\0])(?![HSsh] (?:100644|100755|120000) [0-9a-f]+ 0\t)")
+_ODD_TREE = re.compile(rb"(?:^|\0)(?=[^\0])(?!(?:100644|100755|120000) blob )")
 
 
 def _dirty(status: bytes) -> dict[bytes, bytes] | None:
@@ -165,13 +136,13 @@ def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[s
     index, unflagged (``listing``: :func:`unflag`'s); afterwards it holds
     ``S`` and ``tracking`` holds ``F``, both with stat data. True: reset and proved; False: the proof failed (a cold
     sandbox is made); None: not a state for this path (nothing was changed)."""
-    index = _entries_of_index(listing)
-    if index is None:
+    if _ODD_INDEX.search(listing) or _ODD_TREE.search(
+            tree_listing(state.full_tree, store.path, env=store.env(GIT_DIR=str(store.path)))):
         return None
-    full = _entries_of_tree(tree_listing(state.full_tree, store.path,
-                                         env=store.env(GIT_DIR=str(store.path))))
-    if full is None:
-        return None
+    # T against F: what differs between the parked index and the new state
+    # (the listing above only decided the path; git compares, not Python).
+    diff = git(["diff-index", "--cached", "-R", "-z", "--no-renames", state.full_tree],
+               sandbox, env=env).stdout
     cfg = ["-c", f"core.excludesFile={store.excludes_file}", *_PROOF_CONFIG]
     git(["clean", "-ffdxq"], sandbox, env=env, check=False)  # the status below proves it
     out = git([*cfg, "status", "--porcelain=v2", "-z", "--untracked-files=all",
@@ -181,12 +152,13 @@ def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[s
         return False
     deletes: list[str] = []
     writes: list[tuple[str, str, str]] = []
-    for path in sorted(index.keys() - full.keys()):
-        deletes.append(_dec(path))
-    for path, entry in sorted(full.items()):
-        old = index.get(path)
-        if old == entry and path not in dirty:
-            continue  # the same in T and F, and on disk as in T
+    for e in iter_raw(diff):
+        if e.letter == "D":
+            deletes.append(wt._safe_rel(e.path_a))
+        else:
+            writes.append((wt._safe_rel(e.path_a), e.new_mode, e.new_sha))
+        dirty.pop(e.path_a.encode("utf-8", "surrogateescape"), None)
+    for path, entry in dirty.items():  # the same in T and F, not on disk as in T
         mode, sha = entry.decode().split(" ")
         writes.append((_dec(path), mode, sha))
     for rel in deletes:
