@@ -120,7 +120,27 @@ def settle(where: Path | None = None) -> None:
         last = now
 
 
+GIT_STARTS = [0]  # git processes started by this process (counted around a session)
+_popen_init = subprocess.Popen.__init__
+
+
+def _counting_init(self, args, *a, **kw):  # type: ignore[no-untyped-def]
+    if isinstance(args, (list, tuple)) and args and os.path.basename(str(args[0])) == "git":
+        GIT_STARTS[0] += 1
+    _popen_init(self, args, *a, **kw)
+
+
+subprocess.Popen.__init__ = _counting_init  # type: ignore[method-assign]
+SESSION_STATS: dict[str, list[float]] = {}  # per kind: git processes, CPU seconds
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
+    starts, cpu = GIT_STARTS[0], _cpu()
     t = time.perf_counter()
     s = IsolatedSession.create_sync(repo, config=cfg)
     if reused is not None and s.reused != reused:
@@ -130,6 +150,9 @@ def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
     elapsed = time.perf_counter() - t
     if not v.verified:
         raise SystemExit(f"verification failed: {v.differences[:5]}")
+    kind = "warm" if s.reused else "cold"
+    SESSION_STATS.setdefault(f"{kind}_git", []).append(GIT_STARTS[0] - starts)
+    SESSION_STATS.setdefault(f"{kind}_cpu", []).append(_cpu() - cpu)
     return elapsed
 
 
@@ -166,6 +189,41 @@ def barrier_cost(repo: Path, n: int) -> dict[str, float]:
     return out
 
 
+def next_only(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="sq-bench-"))
+    os.environ["SUPERQODE_HOME"] = str(tmp / "home")
+    try:
+        if args.repo is not None:
+            if not (args.repo / "big repo").is_dir():
+                args.repo.mkdir(parents=True, exist_ok=True)
+                make_repo(args.repo, args.files)
+            repo = args.repo / "big repo"
+        else:
+            repo = make_repo(tmp, args.files)
+        load = [os.getloadavg()[0]]
+        session_round(repo, Config(), reused=False)
+        SESSION_STATS.clear()
+        times = []
+        for i in range(args.rounds):
+            (repo / "pkg0000" / "mod000.py").write_text(f"# the user edits, {time.time()}\n")
+            times.append(session_round(repo, Config(), reused=True))
+        (repo / "pkg0000" / "mod000.py").write_text("CHANGED = 0\n")
+        load.append(os.getloadavg()[0])
+        result = {"next_session_s": statistics.median(times), "rounds_s": times,
+                  "git_processes": statistics.median(SESSION_STATS["warm_git"]),
+                  "cpu_s": statistics.median(SESSION_STATS["warm_cpu"]),
+                  "load_1min": [round(x, 2) for x in load]}
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"next session create+revert: {result['next_session_s']:.3f} s (median of "
+                  f"{args.rounds}: {', '.join(f'{t:.2f}' for t in times)}); CPU "
+                  f"{result['cpu_s']:.2f} s; {result['git_processes']:.0f} git processes; "
+                  f"load {load[0]:.1f} -> {load[1]:.1f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     global SETTLE_MAX_S
     ap = argparse.ArgumentParser()
@@ -176,8 +234,18 @@ def main() -> None:
     ap.add_argument("--settle-max", type=float, default=60.0, metavar="S",
                     help="longest wait for the disk to go idle between steps (a disk other "
                          "work keeps busy never does: each step would wait this long)")
+    ap.add_argument("--next-only", action="store_true",
+                    help="only next sessions: one untimed first session, then --rounds next "
+                         "ones, each after a user edit (wall, CPU, git processes); for "
+                         "comparing two versions of SuperQode run one after the other")
+    ap.add_argument("--repo", type=Path, metavar="DIR",
+                    help="with --next-only: this generated repository (made there when "
+                         "missing and kept), so that runs of two versions share it")
     args = ap.parse_args()
     SETTLE_MAX_S = args.settle_max
+    if args.next_only:
+        next_only(args)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="sq-bench-"))
     os.environ["SUPERQODE_HOME"] = str(tmp / "home")
     load_before = os.getloadavg()[0]
@@ -224,6 +292,7 @@ def main() -> None:
             "rounds_s": {"raw": raw, "durable": durable, "par": parallel, "cold": cold,
                          "warm": warm},
         }
+        result.update({f"{k}_median": statistics.median(v) for k, v in SESSION_STATS.items()})
         result["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
         result["protection"] = namespaces.protection_level()
         result.update(barrier_cost(repo, args.spawns))
@@ -250,6 +319,11 @@ def main() -> None:
             print(f"against raw git with 4 checkout workers, on disk: first "
                   f"{result['cold_ratio_parallel']:.2f}x, next {result['warm_ratio_parallel']:.2f}x")
             print(f"fingerprint                 : {result['fingerprint_s']:.3f} s (target < 0.5)")
+            for kind in ("cold", "warm"):
+                if f"{kind}_git_median" in result:
+                    print(f"{'first' if kind == 'cold' else 'next'} session, git processes / CPU s "
+                          f"(this process and its children): {result[f'{kind}_git_median']:.0f} / "
+                          f"{result[f'{kind}_cpu_median']:.2f}")
             for name, values in result["rounds_s"].items():
                 print(f"  {name:<5} rounds: {', '.join(f'{v:.2f}' for v in values)}")
             print(f"protection                  : {result['protection']}")

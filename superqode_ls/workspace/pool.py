@@ -20,7 +20,8 @@ refused — and a cold sandbox made — unless all of these hold:
   access beneath the folders it was given, by inode, so a straggler of the old
   session that the scan missed cannot write into the new session's files;
 - after the reset, the tree hashes to exactly the new session's state
-  (the caller proves that, see ``session_build.SandboxBuilder._reset_reused``).
+  (the caller proves that, see ``session_build.SandboxBuilder._reset_reused``
+  and ``warmreset``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..events import EventBus
-from . import carry, pool, sparse
+from . import carry, pool, sparse, warmreset
 from . import worktree as wt
 from .errors import WorkspaceError
 from .git import ConfigEntry, GitError, config_listing, copy_index, head_commit, resolve_commit
@@ -78,6 +78,7 @@ class SandboxBuilder(OnTree):
         # The user's git configuration the session's git dir carries (wt.seal).
         self._user_config: list[tuple[str, str | None]] = []
         self._config: list[ConfigEntry] | None = None  # git.config_listing, read once
+        self._tracked = False  # the reset wrote the tracking index itself (warmreset.py)
 
     # -- the three kinds ------------------------------------------------------
 
@@ -161,7 +162,8 @@ class SandboxBuilder(OnTree):
         if self.config.workspace.keep_gitignored:
             wt.carry_ignored(self.project, self.sandbox, self.config.workspace.keep_gitignored,
                              self.config.workspace.keep_gitignored_mode)
-        copy_index(sealed.index, self.tree.index)
+        if not self._tracked:
+            copy_index(sealed.index, self.tree.index)
         moved = wt.retarget_links(self.sandbox, self.project,
                                   wt.tree_links(store, state.full_tree))
         if overlays:
@@ -181,6 +183,15 @@ class SandboxBuilder(OnTree):
         self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
                                     self.base_commit or "HEAD", self._config)
         env = sealed.env(self.sandbox, sealed.index, store)
+        listing = warmreset.unflag(self.sandbox, env)
+        if not (filters or state.bits or state.nested):
+            # Two scans of the sandbox and the files that differ (warmreset.py);
+            # None: the index or the state holds what only the path below carries.
+            proved = warmreset.reset(self.sandbox, store, sealed, env, state, self.project,
+                                     self.tree.index, listing)
+            if proved is not None:
+                self._tracked = proved
+                return proved
         wt.checkout_staged(self.sandbox, state.staged_tree, env, filters)
         # Ignored caches kept by config (.venv...) go too: the old session
         # wrote them, and a planted .pth there would run in this one. They

@@ -1,0 +1,188 @@
+"""A parked sandbox brought to a new session's state with two scans of it.
+
+The parked tree comes with SuperQode's tracking index of it (pool.py): the
+tree ``T`` it held when SuperQode's git last looked, with stat data. The new
+state is ``F`` (the user's whole working state) over ``S`` (their staged
+state). The reset:
+
+1. lists the tracking index and clears the bits the old state left on it
+   (:func:`unflag`); ``diff-index --cached`` names the entries where it
+   and ``F`` differ;
+2. ``git clean -ffdxq``: every untracked and ignored entry of the old session
+   goes (git removes without following links, empty folders included);
+3. one ``git status --porcelain=v2``: the tracked files that differ from
+   ``T`` on disk, and the proof that clean left no untracked or ignored
+   entry. Stat data is trusted only as far as a session cannot forge it
+   (ctime compared, the untracked cache off);
+4. writes only the files where ``T`` and ``F`` differ or the disk differs
+   from ``T`` (one ``cat-file --batch``), never through a link;
+5. re-hashes just those paths into the tracking index
+   (``update-index --stdin``) and proves the whole with ``write-tree == F``:
+   the untouched entries were proved by step 3.
+
+Where the state needs what only the full path does (filter drivers,
+skip-worktree or assume-unchanged bits of the new state, nested
+repositories, submodules), :func:`reset` answers None and the caller takes
+that path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from . import carry, removal
+from . import worktree as wt
+from .changes import iter_raw
+from .errors import WorkspaceError
+from .git import copy_index, git, git_out, tree_listing
+from .gitsnapshot import SnapshotStore
+
+# Stat data a session can forge is not trusted: a file rewritten with its
+# size kept and its mtime set back still moves its ctime, which the user's
+# ``core.trustctime=false`` or ``core.checkStat=minimal`` would ignore. The
+# untracked cache trusts folder mtimes, which ``utime`` sets back.
+# ``core.fileMode=false`` would let an exec bit the session set stand.
+_PROOF_CONFIG = ("-c", "core.trustctime=true", "-c", "core.checkStat=default",
+                 "-c", "core.fileMode=true",
+                 "-c", "core.untrackedCache=false", "-c", "core.ignoreStat=false",
+                 "-c", "core.autocrlf=false")
+
+
+def unflag(sandbox: Path, env: dict[str, str]) -> bytes:
+    """List the parked tracking index (``ls-files -s -v -z``) and clear the
+    skip-worktree and assume-unchanged bits the old state left on it: git
+    would neither compare nor rewrite those files (a sparse file of the old
+    state would stay missing in the new one). Returns the listing."""
+    listing = git(["ls-files", "-s", "-v", "-z"], sandbox, env=env).stdout
+    skip: list[str] = []
+    assume: list[str] = []
+    for rec in listing.split(b"\0"):
+        tag = rec[:1]
+        if tag in (b"S", b"s") or tag.islower():
+            path = rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+            if tag in (b"S", b"s"):
+                skip.append(path)
+            if tag.islower():
+                assume.append(path)
+    carry.set_bits(sandbox, skip, "--no-skip-worktree", env)
+    carry.set_bits(sandbox, assume, "--no-assume-unchanged", env)
+    return listing
+
+
+# A record of ``ls-files -s -v -z`` (after :func:`unflag`) or of ``ls-tree -r -z``
+# that this path cannot take: unmerged, a gitlink, a sparse index's folder.
+_ODD_INDEX = re.compile(rb"(?:^|\0)(?=[^\0])(?![HSsh] (?:100644|100755|120000) [0-9a-f]+ 0\t)")
+_ODD_TREE = re.compile(rb"(?:^|\0)(?=[^\0])(?!(?:100644|100755|120000) blob )")
+
+
+def _dirty(status: bytes) -> dict[bytes, bytes] | None:
+    """Tracked paths whose file differs from the index, with the index's
+    ``mode sha``; None when anything untracked or ignored is left (clean did
+    not remove it) or a record is one a plain tracking index cannot give."""
+    out: dict[bytes, bytes] = {}
+    for rec in status.split(b"\0"):
+        if not rec:
+            continue
+        if rec[:2] != b"1 ":
+            return None  # "? ", "! ", renames, unmerged: not a proven state
+        fields = rec.split(b" ", 8)
+        if len(fields) != 9:
+            return None
+        xy, m_index, h_index, path = fields[1], fields[4], fields[7], fields[8]
+        if xy[1:2] != b".":
+            out[path] = m_index + b" " + h_index
+    return out
+
+
+def _dec(path: bytes) -> str:
+    return wt._safe_rel(path.decode("utf-8", "surrogateescape"))
+
+
+def _real_parents(sandbox: Path, rel: str, known: set[str]) -> None:
+    """Raise unless every folder above ``rel`` is a real folder or missing (then
+    made by mkdir): a write must never go through a link the old session left."""
+    cur = ""
+    for part in rel.split("/")[:-1]:
+        cur = f"{cur}/{part}" if cur else part
+        if cur in known:
+            continue
+        try:
+            st = os.lstat(sandbox / cur)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            raise WorkspaceError(f"the reused sandbox has a non-folder at {cur}")
+        known.add(cur)
+
+
+def _prune_empty(sandbox: Path, rel: str) -> None:
+    """The folders above a removed file that it leaves empty (as git does)."""
+    parent = os.path.dirname(rel)
+    while parent:
+        try:
+            os.rmdir(sandbox / parent)
+        except OSError:
+            return
+        parent = os.path.dirname(parent)
+
+
+def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[str, str],
+          state: wt.UserState, project: Path, tracking: Path, listing: bytes) -> bool | None:
+    """Bring ``sandbox`` to ``state`` (module doc). ``env``: SuperQode's own git
+    on the sandbox naming ``sealed.index``, which holds the parked tracking
+    index, unflagged (``listing``: :func:`unflag`'s); afterwards it holds
+    ``S`` and ``tracking`` holds ``F``, both with stat data. True: reset and proved; False: the proof failed (a cold
+    sandbox is made); None: not a state for this path (nothing was changed)."""
+    if _ODD_INDEX.search(listing) or _ODD_TREE.search(
+            tree_listing(state.full_tree, store.path, env=store.env(GIT_DIR=str(store.path)))):
+        return None
+    # T against F: what differs between the parked index and the new state
+    # (the listing above only decided the path; git compares, not Python).
+    diff = git(["diff-index", "--cached", "-R", "-z", "--no-renames", state.full_tree],
+               sandbox, env=env).stdout
+    cfg = ["-c", f"core.excludesFile={store.excludes_file}", *_PROOF_CONFIG]
+    git(["clean", "-ffdxq"], sandbox, env=env, check=False)  # the status below proves it
+    out = git([*cfg, "status", "--porcelain=v2", "-z", "--untracked-files=all",
+               "--ignored=matching", "--no-renames"], sandbox, env=env).stdout
+    dirty = _dirty(out)
+    if dirty is None:
+        return False
+    deletes: list[str] = []
+    writes: list[tuple[str, str, str]] = []
+    for e in iter_raw(diff):
+        if e.letter == "D":
+            deletes.append(wt._safe_rel(e.path_a))
+        else:
+            writes.append((wt._safe_rel(e.path_a), e.new_mode, e.new_sha))
+        dirty.pop(e.path_a.encode("utf-8", "surrogateescape"), None)
+    for path, entry in dirty.items():  # the same in T and F, not on disk as in T
+        mode, sha = entry.decode().split(" ")
+        writes.append((_dec(path), mode, sha))
+    for rel in deletes:
+        removal.remove_tree(sandbox / rel, sandbox, link_ok=True)
+        _prune_empty(sandbox, rel)
+    known: set[str] = set()
+    for rel, _, _ in writes:
+        _real_parents(sandbox, rel, known)
+    if writes:
+        # A file whose bytes the user has in another form than the blob
+        # (eol attributes) is carried as theirs; the proof below hashes it
+        # as git would add it.
+        wt._write_blobs(sandbox, store, writes, project)
+    touched = deletes + [rel for rel, _, _ in writes]
+    if touched:
+        data = b"".join(os.fsencode(p) + b"\0" for p in touched)
+        git([*cfg, "update-index", "--add", "--remove", "--replace", "-z", "--stdin"],
+            sandbox, env=env, input=data)
+    if git_out([*cfg, "write-tree"], sandbox, env=env) != state.full_tree:
+        return False
+    copy_index(sealed.index, tracking)
+    if state.staged_tree != state.full_tree:
+        # The session's index is the user's staged state; entries F shares
+        # with S keep the stat data just proved.
+        git(["read-tree", "--reset", state.staged_tree], sandbox, env=env)
+    return True
+
