@@ -58,6 +58,7 @@ from .pyenv_read import (
     static_metadata,
     subtable,
 )
+from .pyenv_tox import tox_testenv
 from .pyprojects import uv_workspace
 
 # (scm_version, static_metadata, duplicate_extras: importable from here as before)
@@ -97,6 +98,7 @@ class Plan:
     folder: str = ""
     package: str | None = None
     lock_dir: str = ""
+    tox: str = ""  # the file whose tox [testenv] deps are added (not with a lock)
 
     @property
     def cwd(self) -> str:
@@ -110,6 +112,7 @@ class Plan:
     def describe(self) -> str:
         what = {"uv.lock": "uv.lock", "poetry.lock": "poetry.lock", "pdm.lock": "pdm.lock",
                 "hatch": f"hatch environment {self.env_name}",
+                "tox": f"tox [testenv] deps from {self.tox}",
                 "requirements": ", ".join(self.requirement_files),
                 "pyproject": "pyproject.toml" if "pyproject.toml" in self.inputs else "setup.py"}
         parts = [what.get(self.kind, self.kind)]
@@ -119,6 +122,8 @@ class Plan:
             parts.append("groups " + ",".join(self.groups))
         if self.package:
             parts[0] += f" (workspace member {self.package})"
+        if self.tox and self.kind != "tox":
+            parts.append(f"tox [testenv] deps from {self.tox}")
         if self.installer == "pip":
             parts.append("with pip")
         if self.folder:
@@ -289,7 +294,9 @@ def _plan_in(root: Path) -> Plan | None:
     if (root / "uv.lock").is_file() and project.get("name"):
         return Plan("uv.lock", ("uv.lock", *base), extras=extras, groups=groups,
                     installable=True, python_request=request, notes=notes)
-    plan = _make_plan(root, data, project, installable, extras, groups, request, base, notes)
+    plan = _with_tox(root, data, _make_plan(root, data, project, installable, extras, groups,
+                                            request, base, notes),
+                     installable, request, base, notes)
     dups = duplicate_extras(project)
     if plan is None or not dups:
         return plan
@@ -297,6 +304,30 @@ def _plan_in(root: Path) -> Plan | None:
     said = (f"uv refuses pyproject.toml (extra {dups[0]}{more}: a name another extra has once "
             "normalized, PEP 685); installed with pip, as tox and nox do")
     return replace(plan, installer="pip", notes=(*plan.notes, said))
+
+
+def _with_tox(root: Path, data: dict, plan: Plan | None, installable: bool,
+              request: str | None, base: list[str], notes: tuple[str, ...]) -> Plan | None:
+    """``plan`` with what tox's base test environment adds (a lock is the
+    developers' whole environment: left as it is)."""
+    if plan is not None and plan.locked:
+        return plan
+    tox = tox_testenv(root, data)
+    if tox is None:
+        return plan
+    files = tuple(f for f in tox.requirement_files
+                  if plan is None or f not in plan.requirement_files)
+    inputs = (tox.file, *files, *included_files(root, list(files)))
+    if plan is None:
+        return Plan("tox", tuple(dict.fromkeys((*inputs, *base))), requirement_files=files,
+                    requirements=tox.requirements,
+                    extras=tox.extras if installable else (), installable=installable,
+                    python_request=request, notes=notes, tox=tox.file)
+    extras = (*plan.extras, *tox.extras) if plan.installable else plan.extras
+    return replace(plan, inputs=tuple(dict.fromkeys((*plan.inputs, *inputs))),
+                   requirement_files=(*plan.requirement_files, *files),
+                   requirements=tuple(dict.fromkeys((*plan.requirements, *tox.requirements))),
+                   extras=tuple(dict.fromkeys(extras)), tox=tox.file)
 
 
 def _make_plan(root: Path, data: dict, project: dict, installable: bool,

@@ -48,6 +48,10 @@ _DJANGO = re.compile(
 # 3.10): the pinned packages are older than the interpreter.
 _GONE = re.compile(r"cannot import name '(\w+)' from '([\w.]+)' \(([^)]+)\)")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+# pytest's own answer to an async test with no plugin to run it: the plugin
+# is the environment's (the project declares it where its tests run: tox,
+# a requirements file), never the test's fault.
+_NO_ASYNC_PLUGIN = re.compile(r"async def functions are not natively supported")
 
 # A failure the sandbox explains, not the code: its network is off (no
 # route, no name resolution), so a test that reaches out fails there and
@@ -117,6 +121,9 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
                     + (f"DJANGO_SETTINGS_MODULE={settings})" if settings else
                        "DJANGO_SETTINGS_MODULE)"))
         return f"Django is not configured here ({m.group(1)}: {what})"
+    if _NO_ASYNC_PLUGIN.search(text):
+        return ("no async test plugin is installed in the test environment (pytest-asyncio, "
+                "anyio's or trio's): pytest cannot run the project's async tests")
     if service := missing_service(text):
         return service
     if built := ignored_output(text, root):

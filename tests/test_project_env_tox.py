@@ -1,0 +1,100 @@
+"""A project that tests with tox declares its test dependencies there
+(python-socketio's pytest-asyncio, twine's pytest-socket): the environment
+gets tox's base test environment's deps and extras, from tox.ini,
+setup.cfg or pyproject.toml; what only some of tox's environments install,
+and what tox would substitute, is left out; a lock stays the whole
+environment. An async test failing for want of a plugin is the
+environment's problem, not a finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from superqode_ls.qe.roles._unit_env import environment_problem
+from superqode_ls.workspace.pyenv_plan import make_plan
+from tests.test_project_env import write
+
+PROJECT = '[project]\nname = "p"\nversion = "1"\n[project.optional-dependencies]\nfast = ["idna"]\n'
+TOX = """[tox]
+envlist = py{310,311},lint
+
+[testenv]
+deps =
+    pytest
+    pytest-asyncio>=0.23  # runs the async tests
+    -r{toxinidir}/ci/testdeps.txt
+    py310: backports.zoneinfo
+    {env:EXTRA_DEP:}
+    --index-url=https://example.invalid
+    .[fast]
+extras = cli
+commands = pytest {posargs}
+
+[testenv:lint]
+deps = ruff
+
+[testenv:integration]
+deps =
+    {[testenv]deps}
+    pytest-rerunfailures
+"""
+
+
+def test_tox_ini_testenv_deps_join_the_environment(tmp_path: Path):
+    root = write(tmp_path / "p", {"pyproject.toml": PROJECT, "tox.ini": TOX,
+                                  "ci/testdeps.txt": "pretend\n", "p/__init__.py": ""})
+    plan = make_plan(root)
+    assert plan.kind == "pyproject" and plan.tox == "tox.ini"
+    # Before: tox.ini was not read; the suite ran without pytest-asyncio.
+    assert plan.requirements == ("pytest", "pytest-asyncio>=0.23")
+    assert plan.requirement_files == ("ci/testdeps.txt",)
+    assert set(plan.extras) == {"fast", "cli"}
+    assert {"tox.ini", "ci/testdeps.txt"} <= set(plan.inputs)  # they make the key
+    assert "tox [testenv] deps from tox.ini" in plan.describe()
+    cmd = plan.commands("uv", "/venv/bin/python", root)[-1]
+    assert "pytest-asyncio>=0.23" in cmd and str(root / "ci/testdeps.txt") in cmd
+    assert not any("ruff" in c or "zoneinfo" in c or "example.invalid" in c or "rerun" in c
+                   for c in cmd)
+    before = plan.key(root, "3.11", str(root))
+    (root / "tox.ini").write_text(TOX.replace("pytest-asyncio>=0.23", "pytest-asyncio>=0.24"))
+    assert make_plan(root).key(root, "3.11", str(root)) != before
+
+
+def test_tox_in_setup_cfg_or_pyproject_and_a_tox_only_project(tmp_path: Path):
+    cfg = write(tmp_path / "c", {"setup.cfg": "[metadata]\nname = c\n[tox:tox]\nenvlist = py\n"
+                                              "[testenv]\ndeps = pytest-socket\n",
+                                 "setup.py": "from setuptools import setup\nsetup()\n"})
+    assert make_plan(cfg).requirements == ("pytest-socket",)
+    legacy = write(tmp_path / "l", {"pyproject.toml": PROJECT + '[tool.tox]\nlegacy_tox_ini = """\n'
+                                    '[testenv]\ndeps = pretend\n"""\n'})
+    assert make_plan(legacy).requirements == ("pretend",)
+    native = write(tmp_path / "n", {"pyproject.toml": PROJECT + '[tool.tox.env_run_base]\n'
+                                    'deps = ["anyio", "-r req.txt"]\nextras = ["fast"]\n',
+                                    "req.txt": "idna\n"})
+    plan = make_plan(native)
+    assert plan.requirements == ("anyio",) and plan.requirement_files == ("req.txt",)
+    # Nothing but tox.ini (an application, not a package): a plan of its own.
+    app = write(tmp_path / "a", {"tox.ini": "[testenv]\ndeps = pytest\n    -rrequirements.txt\n",
+                                 "requirements.txt": "idna\n", "app.py": "x = 1\n"})
+    plan = make_plan(app)
+    assert plan.kind in ("requirements", "tox") and "pytest" in plan.requirements
+    assert make_plan(write(tmp_path / "z", {"tox.ini": "[testenv]\ncommands = pytest\n",
+                                            "app.py": "x = 1\n"})) is None
+    # A -r file outside the project is never read.
+    out = write(tmp_path / "o", {"pyproject.toml": PROJECT,
+                                 "tox.ini": "[testenv]\ndeps = -r../secret.txt\n    /etc/x\n"})
+    assert make_plan(out).requirement_files == ()
+
+
+def test_a_lock_stays_the_whole_environment(tmp_path: Path):
+    root = write(tmp_path / "p", {"pyproject.toml": PROJECT, "tox.ini": TOX, "uv.lock": "version = 1\n"})
+    plan = make_plan(root)
+    assert plan.kind == "uv.lock" and not plan.tox and not plan.requirements
+
+
+def test_an_async_test_without_its_plugin_is_the_environments_problem(tmp_path: Path):
+    said = environment_problem({"message": "Failed: async def functions are not natively "
+                                           "supported.\nYou need to install a suitable plugin"},
+                               tmp_path)
+    assert said and "no async test plugin" in said
+    assert environment_problem({"message": "AssertionError: assert 1 == 2"}, tmp_path) is None
