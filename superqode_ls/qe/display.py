@@ -343,7 +343,11 @@ def noise_line(findings: list[Finding], shown: bool = False) -> str | None:
         return None
     n = sum(reasons.values())
     why = ", ".join(f"{c} {r}" for r, c in reasons.most_common())
-    where = "listed above" if shown else "--show-noise lists them; all are in the JSON/SARIF report"
+    # The JSON report keeps the most important 500 on a large project
+    # (report/bounded.py): SARIF and the event stream carry every one.
+    where = (
+        "listed above" if shown
+        else "--show-noise lists them; --sarif FILE and --jsonl carry every finding")
     return f"{n} more (noise): {why} ({where})"
 
 

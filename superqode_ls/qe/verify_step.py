@@ -213,8 +213,15 @@ async def verify(
         probe=probe if covering is not None and not full_suite else None,
     )
     total = len(todo)
-    note = f" (the other {len(over)} over qe.verify_max_fixes)" if over else ""
-    emit("progress", message=f"verifying {total} fix(es){note}", done=0, total=total)
+    # Every suggested fix is accounted for: the count a user read above adds up.
+    never = len(patches) - total - len(over)
+    parts = [f"{len(over)} over qe.verify_max_fixes"] if over else []
+    if never:
+        parts.append(f"{never} never verified: unsafe by their tool, suppressions, or tied "
+                     "to no finding")
+    note = f" ({'; '.join(parts)})" if parts else ""
+    emit("progress", message=f"verifying {total} of {len(patches)} fix(es){note}", done=0,
+         total=total)
     loop = asyncio.get_running_loop()
     state = {"done": 0, "last": loop.time()}
 
