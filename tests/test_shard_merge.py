@@ -143,3 +143,21 @@ def test_shard_split_is_stable_and_complete():
     assert sorted(k for c in chosen for k in c) == sorted(keys)  # every file in exactly one shard
     assert all(chosen)  # and no shard empty on 60 files
     assert [owner(k, 3) for k in keys] == [owner(k, 3) for k in keys]
+
+
+def test_merged_roles_take_the_worst_status_incomplete_and_ineffective_included():
+    from superqode_ls.models import RoleRun
+    from superqode_ls.qe.merge import _roles
+
+    class _R:  # a shard report, as far as the roles' merge reads it
+        shard = None
+
+        def __init__(self, status):
+            self.roles = [RoleRun(role="unit_tester", status=status)]
+
+    # Before: "incomplete" (quick mode's test cap, the security role's
+    # stop) was not in the order, and superqe merge raised ValueError.
+    merged = _roles([_R("ok"), _R("incomplete"), _R("skipped")], Counter())
+    assert [r.status for r in merged] == ["incomplete"]
+    assert [r.status for r in _roles([_R("incomplete"), _R("timeout")], Counter())] == ["timeout"]
+    assert [r.status for r in _roles([_R("ok"), _R("ineffective")], Counter())] == ["ineffective"]

@@ -18,7 +18,8 @@ from ..models import Finding, Patch, QualityReport, RoleRun, Verification, summa
 from .noise import by_importance
 from .report import compute_verdict, read_json
 
-_STATUS_ORDER = ("error", "timeout", "cancelled", "failed", "ok", "skipped")
+_STATUS_ORDER = ("error", "timeout", "cancelled", "failed", "ineffective", "incomplete", "ok",
+                 "skipped")
 
 
 def load_reports(paths: list[Path]) -> list[QualityReport]:

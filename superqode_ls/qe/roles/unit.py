@@ -144,6 +144,9 @@ class UnitTester(Role):
         if not targets and out.status in ("ok", "timeout"):
             _record_duration(ctx.project, elapsed)
         if limit is not None and out.status == "timeout":
+            # Quick mode's own cap, not the session's time: what ran stands,
+            # the rest is deep mode's (a session out of time is exit 3).
+            out.status = "incomplete"
             out.reason = (
                 f"quick mode stops the test suite after {limit:.0f} s "
                 f"({len(out.findings)} failure(s) recorded); it runs fully in deep mode"
