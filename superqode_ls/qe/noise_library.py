@@ -207,6 +207,12 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
                 and (param := _passed_parameter(t, n)) and not web()):
             return (f"a command-running API: it runs the `{param}` its caller passes, unchanged "
                     "(no web framework in the project); the caller's input is what to check")
+    elif rule == "B106":
+        m = _LOCAL_DEFAULT_ACCOUNT.search(text)
+        if m and m.group(1) == m.group(2):
+            return (f"{m.group(1)}:{m.group(2)}@{m.group(3)} is a service's default local account "
+                    "(RabbitMQ's guest:guest answers only on the same machine): a default the "
+                    "caller replaces, not a credential")
     elif rule == "B704":
         if _STRIPTAGS.search(text) and not _MARKUP_KEPT.search(_STRIPTAGS.sub("", text)):
             return "Markup only strips the tags: the result is plain text, not rendered as markup"
@@ -228,6 +234,10 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
     return None
 
 
+# scheme://user:password@host with the password the user's own name, on this
+# machine only: a broker's or database's out-of-the-box account.
+_LOCAL_DEFAULT_ACCOUNT = re.compile(
+    r"\w+://(\w+):(\w+)@(localhost|127\.0\.0\.1|\[::1\])(?::\d+)?(?:[/\"']|$)")
 _STRIPTAGS = re.compile(r"\bMarkup\((?:[^()]|\([^()]*\))*\)\.striptags\(\)")
 _MARKUP_KEPT = re.compile(r"\bMarkup\(")
 _CHMOD = re.compile(r"\bchmod\([^,]+,\s*(0o[0-7]+|0[0-7]+|\d+)\s*\)")
@@ -407,7 +417,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"PLE0101", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"PLE0101", "B106", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
