@@ -301,6 +301,12 @@ def test_within_a_severity_stronger_evidence_comes_first():
     # a bandit report merged with SuperQode's own check counts as the check
     merged = _finding("B608", "security", "bandit", tags=["also:superqode-patterns:sql"])
     assert evidence(merged) == evidence(flow) < evidence(advisory)
+    # A rule that means the code fails at run time (__str__ returning a
+    # tuple: calibre-web's PLE0307 came after ten pattern advisories and
+    # was ranked an opinion) is as strong as a likely bug, ahead of bandit's.
+    broken = lint_finding("PLE0307", "m.py", 7, severity=Severity.high)
+    assert evidence(broken) == evidence(likely_bug) < evidence(high_advisory) < evidence(opinion)
+    assert [f.rule_id for f in by_importance([high_advisory, broken])] == ["PLE0307", "B602"]
 
 
 def test_a_pytest_collection_warning_is_the_runners_an_import_error_stays(tmp_path):

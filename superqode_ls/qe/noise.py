@@ -53,7 +53,7 @@ from functools import lru_cache
 from os import PathLike
 
 from ..config import DEFAULT_PATH_CLASSES
-from ..models import Finding
+from ..models import Finding, Severity
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context
@@ -70,7 +70,7 @@ from .noise_paths import (  # noqa: F401
 )
 from .noise_project import project_noise
 from .noise_style import style_noise
-from .ruff_rules import LIKELY_BUG
+from .ruff_rules import LIKELY_BUG, ruff_severity
 
 LineReader = Callable[[str, int], "str | None"]
 
@@ -285,8 +285,11 @@ def evidence(f: Finding) -> int:
             t.startswith("also:superqode-") for t in f.tags)
         return 0 if own else 2
     if f.category == "lint":
-        return 1 if LIKELY_BUG.match(canonical_rule(f.rule_id)) or f.rule_id.startswith(
-            "F") else 3
+        # A rule that means the code fails (PLE, E9, F82x: high by itself)
+        # is a bug as surely as one most often a bug; it was ranked an opinion.
+        rule = canonical_rule(f.rule_id)
+        return 1 if (LIKELY_BUG.match(rule) or f.rule_id.startswith("F")
+                     or ruff_severity(rule) is Severity.high) else 3
     return _EVIDENCE.get(f.category, 2)
 
 
