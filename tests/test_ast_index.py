@@ -59,3 +59,15 @@ def test_a_module_is_indexed_once_while_recent_and_the_kept_are_bounded():
     # The oldest was let go: asked again, it is indexed anew (its answers the same).
     again = ast_index.index(trees[0])
     assert again is not first and again.function_at(4).name == "inner"
+
+
+def test_the_filter_lets_the_modules_go_when_it_ends(tmp_path):
+    from superqode_ls.qe.noise import FileLines, filter_findings
+    from tests.role_helpers import lint_finding
+
+    (tmp_path / "m.py").write_text("def f(c, t):\n    c.execute(f'SELECT * FROM {t}')\n")
+    ast_index.index(ast.parse(SRC))
+    found = lint_finding("B608", "m.py", 2, role="security_tester", tool="bandit",
+                         category="security")
+    filter_findings([found], read_line=FileLines(tmp_path))
+    assert not ast_index._recent  # the long-lived server keeps no tree between runs

@@ -5,7 +5,9 @@ it and which nodes start on it. Walking the whole module for each finding
 made the filter quadratic in a large module's findings (sqlalchemy: seconds
 at the end of a run, past the budget). A module is walked once here; the
 last few modules' indexes are kept, which is what the filter needs (its
-findings come file by file) with a bound for the long-lived server.
+findings come file by file) with a bound; the filter lets them go when it
+ends (``clear``), so the long-lived server holds no module's tree between
+runs.
 """
 
 from __future__ import annotations
@@ -84,3 +86,9 @@ def index(tree: ast.Module) -> TreeIndex:
         while len(_recent) > _KEEP:
             _recent.popitem(last=False)
     return made
+
+
+def clear() -> None:
+    """Let every kept index (and its tree) go."""
+    with _lock:
+        _recent.clear()

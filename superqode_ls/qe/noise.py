@@ -54,6 +54,7 @@ from os import PathLike
 
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding, Severity
+from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context
@@ -401,9 +402,12 @@ def filter_findings(
         def stop() -> bool:
             return time.monotonic() >= context_stop
     kept, unfiltered = in_context(kept, read_line, stop, early, canonical=canonical_rule)
-    kept = library_noise(kept, getattr(read_line, "lines", None), canonical_rule)
-    kept = project_noise(kept, getattr(read_line, "lines", None), getattr(read_line, "root", None),
-                         canonical_rule)
+    try:
+        kept = library_noise(kept, getattr(read_line, "lines", None), canonical_rule)
+        kept = project_noise(kept, getattr(read_line, "lines", None),
+                             getattr(read_line, "root", None), canonical_rule)
+    finally:
+        ast_index.clear()  # the modules' trees are this filter's only
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -132,9 +132,7 @@ def _password_name_value(tree: ast.Module, line: int) -> str | None:
     """The value on ``line`` given to a password key, when every such value
     there is itself a password setting's name (``{"password": "passwd"}``)."""
     pairs: list[tuple[ast.AST | None, ast.AST]] = []
-    for n in ast.walk(tree):
-        if getattr(n, "lineno", None) != line:
-            continue
+    for n in index(tree).nodes_at(line):
         if isinstance(n, ast.Dict):
             pairs += list(zip(n.keys, n.values, strict=True))
         elif isinstance(n, ast.keyword) and n.arg:
