@@ -8,35 +8,17 @@ the neighbour that must stay, on real bandit / ruff output."""
 
 from __future__ import annotations
 
-import pytest
-
 from superqode_ls.models import Finding, Range, Severity
 from superqode_ls.qe.noise import FileLines, by_importance, evidence, filter_findings
 from superqode_ls.qe.roles._unit_findings import failure_findings
-from superqode_ls.qe.roles.base import tool_path
 from superqode_ls.qe.roles.lint import LintTester
 from superqode_ls.qe.roles.security import SecurityTester
 from tests.role_helpers import lint_finding, make_ctx, run_role
-
-needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
-needs_ruff = pytest.mark.skipif(tool_path("ruff") is None, reason="ruff not installed")
+from tests.test_noise_idioms import _at, _noise, needs_bandit, needs_ruff  # one set of helpers
 
 
 def _filtered(repo, findings):
     return filter_findings(findings, read_line=FileLines(repo), threshold=0.0).findings
-
-
-def _at(findings, file, line, rule):
-    hits = [f for f in findings if f.file == file and f.range and f.range.start_line == line
-            and (f.rule_id == rule or rule in f.related_rules)]
-    assert hits, (file, line, rule, [(f.file, f.range and f.range.start_line, f.rule_id)
-                                     for f in findings])
-    return hits
-
-
-def _noise(findings, file, line, rule, why):
-    for f in _at(findings, file, line, rule):
-        assert f.noise and why in f.noise, f.noise
 
 
 def _kept(findings, file, line, rule):
