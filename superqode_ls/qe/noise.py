@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from os import PathLike
@@ -56,7 +56,7 @@ from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
-from .noise_context import UNFILTERED, EarlyContext, in_context, unfiltered
+from .noise_context import EarlyContext, in_context, until_stop
 from .noise_library import library_noise, vendored
 
 # path_class and classify_paths are the filter's step 5, and callers import
@@ -403,9 +403,9 @@ def filter_findings(
         # The library and project rules parse and walk the flagged modules
         # too (2.8 and 1.9 s of CPU on sqlalchemy's second run, after the
         # context step's stop): bounded by the same stop.
-        kept, late = _until(stop, kept, lambda now: library_noise(now, lines, canonical_rule))
+        kept, late = until_stop(stop, kept, lambda now: library_noise(now, lines, canonical_rule))
         unfiltered += late
-        kept, late = _until(stop, kept, lambda now: project_noise(
+        kept, late = until_stop(stop, kept, lambda now: project_noise(
             now, lines, getattr(read_line, "root", None), canonical_rule))
         unfiltered += late
     for i, f in enumerate(kept):
@@ -440,40 +440,6 @@ def filter_findings(
     merged, result.merged_lines = merge_lines(result.findings)
     result.findings = by_importance(merged)
     return result
-
-
-def _until(stop: Callable[[], bool] | None, findings: list[Finding],
-           step: Callable[[Iterable[Finding]], list[Finding]]) -> tuple[list[Finding], int]:
-    """``step`` (one finding out for each in, in order; a finding already
-    marked as noise passes it unchanged, so it is not given one) over
-    ``findings`` until ``stop`` says so, asked at each change of file; the
-    rest go on unchecked, tagged UNFILTERED, in their places. Returns
-    (findings, how many were newly tagged)."""
-    at = [n for n, f in enumerate(findings) if f.noise is None]
-    reached = 0
-
-    def feed() -> Iterator[Finding]:
-        nonlocal reached
-        last: object = None
-        for f in (findings[n] for n in at):
-            if stop is not None and f.file != last:
-                last = f.file
-                if stop():
-                    return
-            reached += 1
-            yield f
-
-    done = step(feed())
-    if len(done) != reached:
-        raise AssertionError("a noise step must return one finding for each it is given")
-    out = list(findings)
-    for n, f in zip(at, done):
-        out[n] = f
-    late = 0
-    for n in at[reached:]:
-        late += UNFILTERED not in out[n].tags
-        out[n] = unfiltered(out[n])
-    return out, late
 
 
 class FileLines:

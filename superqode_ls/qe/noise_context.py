@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -93,6 +93,40 @@ def in_context(
         for i, f in zip(todo, group, strict=True):
             out[i] = f
     return [f for f in out if f is not None], unchecked
+
+
+def until_stop(stop: Callable[[], bool] | None, findings: list[Finding],
+           step: Callable[[Iterable[Finding]], list[Finding]]) -> tuple[list[Finding], int]:
+    """``step`` (one finding out for each in, in order; a finding already
+    marked as noise passes it unchanged, so it is not given one) over
+    ``findings`` until ``stop`` says so, asked at each change of file; the
+    rest go on unchecked, tagged UNFILTERED, in their places. Returns
+    (findings, how many were newly tagged)."""
+    at = [n for n, f in enumerate(findings) if f.noise is None]
+    reached = 0
+
+    def feed() -> Iterator[Finding]:
+        nonlocal reached
+        last: object = None
+        for f in (findings[n] for n in at):
+            if stop is not None and f.file != last:
+                last = f.file
+                if stop():
+                    return
+            reached += 1
+            yield f
+
+    done = step(feed())
+    if len(done) != reached:
+        raise AssertionError("a noise step must return one finding for each it is given")
+    out = list(findings)
+    for n, f in zip(at, done):
+        out[n] = f
+    late = 0
+    for n in at[reached:]:
+        late += UNFILTERED not in out[n].tags
+        out[n] = unfiltered(out[n])
+    return out, late
 
 
 class EarlyContext:
