@@ -131,3 +131,22 @@ def test_an_early_check_past_its_time_checks_nothing(tmp_path):
     early = early_context(tmp_path, stop_at=time.monotonic())
     early.check(findings)
     assert not early.taken("app.py", findings[:1], FileLines(tmp_path).lines)
+
+
+def test_the_library_and_project_rules_stop_with_the_context_step(tmp_path):
+    """The library and project rules parse and walk whole modules (seconds
+    on a large project): past the stop they are not run either; their
+    findings stay unchecked and tagged, counted once."""
+    from tests.test_noise_library import _SAFE_YAML, _sec
+
+    (tmp_path / "safe.py").write_text(_SAFE_YAML)
+    (tmp_path / "cfg.py").write_text('DB = {"password": "passwd"}\n')
+    findings = [_sec("B506", "safe.py", 8, id="yaml"), _sec("B105", "cfg.py", 1, id="pw")]
+    with_time = filter_findings(findings, read_line=FileLines(tmp_path),
+                                stop_at=time.monotonic() + 3600)
+    # with time, the library rule (yaml's safe loader) and the project rule
+    # (a password setting's name) each mark theirs
+    assert all(f.noise for f in with_time.findings) and with_time.unfiltered == 0
+    late = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic())
+    assert late.unfiltered == 2
+    assert all(f.noise is None and f.tags.count(UNFILTERED) == 1 for f in late.findings)

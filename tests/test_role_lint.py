@@ -564,3 +564,31 @@ def test_pyproject_is_read_again_once_it_changes(tmp_path):
     assert ruff_target(tmp_path) == "py39" and chosen_rules(tmp_path)[-1] == "C"
     py.write_text("not toml [")
     assert _toml(py) == {} and chosen_rules(tmp_path) == ("E4", "E7", "E9", "F")
+
+
+def test_past_its_deadline_the_role_returns_every_finding_without_fixes(make_repo):
+    """Told to stop, the role keeps what ruff found: the findings all come
+    back, the fixes (most of its time on a large tree) are not made, and
+    its reason says so."""
+    import json
+    import subprocess
+    import time
+
+    from superqode_ls.qe.roles.base import tool_path
+    from superqode_ls.qe.roles.lint import ruff_command
+
+    repo = make_repo({
+        "pyproject.toml": RUFF_CONFIG,
+        "a.py": "import os\nimport sys\n\nprint(sys.argv)\n",
+        "b.py": "import json\nimport re\n",
+    })
+    data = json.loads(subprocess.run(ruff_command(tool_path("ruff"), repo, ["."]), cwd=repo,
+                                     capture_output=True, check=True).stdout)
+    role = LintTester()
+    full = role._parse(repo, json.loads(json.dumps(data)))
+    late = role._parse(repo, data, patch_until=time.monotonic() - 1)
+    assert full.patches and full.reason is None  # there were fixes to make
+    assert [(f.id, f.rule_id, f.file) for f in late.findings] == [
+        (f.id, f.rule_id, f.file) for f in full.findings]
+    assert late.patches == [] and all(f.fix_patch_id is None for f in late.findings)
+    assert late.reason and "no time left to make fixes" in late.reason

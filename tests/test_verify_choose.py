@@ -23,3 +23,46 @@ def test_the_cap_goes_to_findings_worth_acting_on_first():
     todo, over = choose(patches, findings, cap=2)
     assert [p.id for p in todo] == ["fix-3", "fix-2"]
     assert [p.id for p in over] == ["fix-4", "fix-1"]
+
+
+def test_over_the_cap_counts_only_the_fixes_that_may_be_verified():
+    from superqode_ls.qe.verify_step import over_the_cap
+
+    pairs = [_pair(n, Severity.low) for n in range(3)]
+    findings = [f for f, _ in pairs]
+    patches = [p for _, p in pairs]
+    assert over_the_cap(patches, findings, cap=2) and not over_the_cap(patches, findings, cap=3)
+    # an unsafe fix and a suppression are never verified: not counted
+    findings[0] = findings[0].model_copy(update={"tags": ["fix:unsafe"]})
+    patches[1] = patches[1].model_copy(update={"kind": "suppression"})
+    assert not over_the_cap(patches, findings, cap=1)
+
+
+def test_with_no_time_left_the_step_labels_the_fixes_and_prepares_nothing(monkeypatch, tmp_path):
+    """Past its deadline nothing can be verified: the fixes say so, over the
+    cap or out of time, and no tests are looked for, no verifier made."""
+    import asyncio
+
+    from superqode_ls.qe import verify_step
+
+    def refused(*a, **k):
+        raise AssertionError("prepared a verification that cannot run")
+
+    monkeypatch.setattr(verify_step, "covering_tests", refused)
+    monkeypatch.setattr(verify_step, "Verifier", refused)
+    pairs = [_pair(n, Severity.medium) for n in range(3)]
+    patches = {p.id: p for _, p in pairs}
+
+    class Session:
+        isolation = "full"
+
+    async def go():
+        await verify_step.verify(
+            patches=patches, findings=[f for f, _ in pairs], roles={}, contexts={}, found={},
+            session=Session(), root=tmp_path, deadline=asyncio.get_running_loop().time() - 1,
+            cap=2, full_suite=False, trusted=True, emit=lambda *a, **k: None)
+
+    asyncio.run(go())
+    said = sorted(p.verification for p in patches.values())
+    assert said[:2] == [verify_step.NO_TIME] * 2 and said[2].startswith(verify_step.OVER_CAP)
+    assert not any(p.verified for p in patches.values())

@@ -124,7 +124,11 @@ def test_fixes_are_judged_while_the_roles_run_with_the_same_verdicts(make_repo, 
 def test_a_cap_below_the_fixes_leaves_them_to_the_step_after_the_roles(make_repo, monkeypatch):
     report, events, seen = _run(make_repo(FILES), monkeypatch, trusted=False,
                                 overrides={"qe": {"verify_max_fixes": 2}})
-    assert seen.get("early_ran") is False
+    # More fixes than the cap: nothing is started beside the roles (its
+    # verdicts would never be taken), no tree, no filter run for it.
+    assert "early_ran" not in seen
+    early = seen["session"].role_runs.early_verify
+    assert early._offered and early._task is None and early._tree is None
     assert _reruns_after_roles(events) >= 1
     over = [p for p in report.patches if (p.verification or "").startswith("not verified: over the verification cap")]
     assert over

@@ -57,7 +57,7 @@ from ..models import Finding, Severity
 from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
-from .noise_context import EarlyContext, in_context
+from .noise_context import EarlyContext, in_context, until_stop
 from .noise_library import library_noise, vendored
 
 # path_class and classify_paths are the filter's step 5, and callers import
@@ -402,12 +402,20 @@ def filter_findings(
         def stop() -> bool:
             return time.monotonic() >= context_stop
     kept, unfiltered = in_context(kept, read_line, stop, early, canonical=canonical_rule)
-    try:
-        kept = library_noise(kept, getattr(read_line, "lines", None), canonical_rule)
-        kept = project_noise(kept, getattr(read_line, "lines", None),
-                             getattr(read_line, "root", None), canonical_rule)
-    finally:
-        ast_index.clear()  # the modules' trees are this filter's only
+    lines = getattr(read_line, "lines", None)
+    if lines is not None:
+        # The library and project rules parse and walk the flagged modules
+        # too (2.8 and 1.9 s of CPU on sqlalchemy's second run, after the
+        # context step's stop): bounded by the same stop.
+        try:
+            kept, late = until_stop(stop, kept, lambda now: library_noise(now, lines,
+                                                                          canonical_rule))
+            unfiltered += late
+            kept, late = until_stop(stop, kept, lambda now: project_noise(
+                now, lines, getattr(read_line, "root", None), canonical_rule))
+            unfiltered += late
+        finally:
+            ast_index.clear()  # the modules' trees are this filter's only
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
+
+from pydantic import BaseModel
 
 from ..models import Finding
 from .context import ParsedModules, apply_context
@@ -26,6 +28,31 @@ class FileReader(Protocol):
 
 # The tag of a finding whose context the filter did not check (out of time).
 UNFILTERED = "unfiltered"
+
+
+_new = object.__new__
+_set_dict = object.__setattr__
+_SLOTS = BaseModel.__dict__
+_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+
+
+def unfiltered(f: Finding) -> Finding:
+    """``f`` tagged UNFILTERED (itself when it already is): a copy with one
+    field set, the way ``model_copy`` makes it (same fields, same fields set)
+    without its generic steps -- thousands are tagged when a large run's
+    filter is out of time."""
+    if UNFILTERED in f.tags:
+        return f
+    copy = _new(type(f))
+    fields = f.__dict__.copy()
+    fields["tags"] = [*f.tags, UNFILTERED]
+    _set_dict(copy, "__dict__", fields)
+    _set_fields(copy, f.__pydantic_fields_set__ | {"tags"})
+    _set_extra(copy, f.__pydantic_extra__)
+    _set_private(copy, f.__pydantic_private__)
+    return copy
 
 
 def in_context(
@@ -56,7 +83,7 @@ def in_context(
         group = [findings[i] for i in todo]
         if stop is not None and stop():
             unchecked += len(group)
-            group = [f.model_copy(update={"tags": [*f.tags, UNFILTERED]}) for f in group]
+            group = [unfiltered(f) for f in group]
         else:
             # one parse of the file for both steps' checks
             modules = ParsedModules(lines) if lines is not None else None
@@ -66,6 +93,40 @@ def in_context(
         for i, f in zip(todo, group, strict=True):
             out[i] = f
     return [f for f in out if f is not None], unchecked
+
+
+def until_stop(stop: Callable[[], bool] | None, findings: list[Finding],
+           step: Callable[[Iterable[Finding]], list[Finding]]) -> tuple[list[Finding], int]:
+    """``step`` (one finding out for each in, in order; a finding already
+    marked as noise passes it unchanged, so it is not given one) over
+    ``findings`` until ``stop`` says so, asked at each change of file; the
+    rest go on unchecked, tagged UNFILTERED, in their places. Returns
+    (findings, how many were newly tagged)."""
+    at = [n for n, f in enumerate(findings) if f.noise is None]
+    reached = 0
+
+    def feed() -> Iterator[Finding]:
+        nonlocal reached
+        last: object = None
+        for f in (findings[n] for n in at):
+            if stop is not None and f.file != last:
+                last = f.file
+                if stop():
+                    return
+            reached += 1
+            yield f
+
+    done = step(feed())
+    if len(done) != reached:
+        raise AssertionError("a noise step must return one finding for each it is given")
+    out = list(findings)
+    for n, f in zip(at, done):
+        out[n] = f
+    late = 0
+    for n in at[reached:]:
+        late += UNFILTERED not in out[n].tags
+        out[n] = unfiltered(out[n])
+    return out, late
 
 
 class EarlyContext:

@@ -309,6 +309,9 @@ class RoleRuns:
         if not mine:
             return
         findings = list(self.found.get(name, []))
+        if verify_step.over_the_cap(mine.values(), findings, early.cap):
+            early.decline()  # its verdicts would never be taken: nothing started
+            return
 
         def pick() -> tuple[list[Patch], list[Patch]]:
             # The fixes the verification step will pick for this role, as far

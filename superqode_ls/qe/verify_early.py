@@ -151,6 +151,11 @@ class EarlyVerify:
                                                covering, probe))
         return True
 
+    def decline(self) -> None:
+        """Spent without starting anything: the first role with fixes offers
+        more than the cap (verify_step.over_the_cap)."""
+        self._offered = True
+
     def open_to(self, ctx: RoleContext) -> bool:
         """Whether a role run in ``ctx`` may still be offered (asked before
         anything is prepared for it)."""

@@ -17,6 +17,7 @@ import tokenize
 from collections.abc import Callable
 from hashlib import sha256
 from pathlib import Path
+from time import monotonic
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -39,6 +40,7 @@ class Parsed(NamedTuple):
     findings: list[Finding]
     patches: list[Patch]
     unlinted: list[str]  # files ruff could not read (declared another encoding)
+    unpatched: bool = False  # patch-making stopped at ``patch_until``
 
 
 # ruff's fix applicability (spelt "displayonly" by newer ruff) -> our tag.
@@ -47,13 +49,17 @@ APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-on
 
 
 def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[str], Kind],
-          with_patches: bool = True, named: Callable[[str], str] | None = None) -> Parsed:
+          with_patches: bool = True, named: Callable[[str], str] | None = None,
+          patch_until: float | None = None) -> Parsed:
     """``data``: ruff's diagnostics (its JSON, read); ``kind_of``: a rule
     code's ``Kind``. Findings in ruff's order, numbered as ``assign_ids``
     numbers them; a file's patches made once all its findings are (a
     finding's id, which its patch's id hashes, is final only then).
     ``named``: the file name a file's ids are made with, where it is not
-    its own (a copy checked beside its file: ``lint.copy_of``)."""
+    its own (a copy checked beside its file: ``lint.copy_of``).
+    ``patch_until`` (``time.monotonic()``): from then on no more patches
+    are made (asked at each file; ``Parsed.unpatched`` says so), the
+    findings all are."""
     findings: list[Finding] = []
     patches: list[Patch] = []
     unlinted: list[str] = []
@@ -77,6 +83,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     hashed = ""
     lines: list[str] | None = None
     count = 0
+    unpatched = False
     for r, diag in zip(names, data):
         get = diag.get
         code = get("code") or get("name") or "syntax-error"
@@ -88,6 +95,8 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             unlinted.append(r)
             continue
         if r != rel:
+            if with_patches and patch_until is not None and monotonic() >= patch_until:
+                with_patches, fixes, unpatched = False, [], True
             if apart and rel is not None:
                 _number(groups, runs, files, named)
                 patches += _patches(fixes, files)
@@ -162,9 +171,11 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
         if (with_patches and applicability is not None and fix.get("edits")  # type: ignore[union-attr]
                 and get("cell") is None):
             fixes.append((finding, fix, applicability))  # type: ignore[arg-type]
+    if with_patches and patch_until is not None and monotonic() >= patch_until:
+        fixes, unpatched = [], True
     _number(groups, runs, files, named)
     patches += _patches(fixes, files)
-    return Parsed(findings, patches, unlinted)
+    return Parsed(findings, patches, unlinted, unpatched)
 
 
 def _patches(fixes: list[tuple[Finding, dict[str, Any], str]],
