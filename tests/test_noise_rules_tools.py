@@ -84,6 +84,11 @@ def test_a_value_that_says_change_this_is_a_placeholder_a_signing_key_stays():
     # "changethis" outside a local environment.
     assert scan_text("POSTGRES_PASSWORD=changethis\n", config=True) == []
     assert scan_text("POSTGRES_PASSWORD=change_this\n", config=True) == []
+    # isso's shipped config: the value asks the admin to choose one.
+    assert scan_text("password = please_choose_a_strong_password\n", config=True) == []
+    assert scan_text("password = enter_your_password_here\n", config=True) == []
+    (chosen,) = scan_text("password = choose_wisely_42\n", config=True)  # no article: a value
+    assert chosen.rule.id == "secret-config-password"
     (real,) = scan_text("POSTGRES_PASSWORD=Zq8kChangeThisW4\n", config=True)
     assert real.rule.id == "secret-config-password"
     # Java's default keystore password is a real default, no placeholder

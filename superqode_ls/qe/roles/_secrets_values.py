@@ -19,11 +19,13 @@ _NOT_SECRET_NAME = re.compile(
 _ENV_VAR_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
 
 # A value that tells the reader to replace it ("changeme", "changethis",
-# "your-password"): a vocabulary, not a proof. Java's "changeit" is a real
-# default keystore password and is not in it.
+# "your-password", isso's "please_choose_a_strong_password"): a vocabulary,
+# not a proof. Java's "changeit" is a real default keystore password and is
+# not in it.
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:<.*>|\$\{.*\}|\$[A-Z_]+|%\(.*\)s|\{\{.*\}\}|\{.*\}|x{4,}|\*{3,}|\.{3,}"
     r"|change[_-]?(?:me|this).*|your[_-].*|dummy.*|fake.*|test.*|example.*|sample.*|placeholder.*"
+    r"|please[_-].*|(?:choose|enter|insert|replace|put)[_-](?:a|an|the|your)[_-].*"
     r"|none|null|true|false|redacted.*)$"
 )
 
