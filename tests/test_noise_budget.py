@@ -150,3 +150,18 @@ def test_the_library_and_project_rules_stop_with_the_context_step(tmp_path):
     late = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic())
     assert late.unfiltered == 2
     assert all(f.noise is None and f.tags.count(UNFILTERED) == 1 for f in late.findings)
+
+
+def test_a_quick_copy_is_the_copy_model_copy_makes():
+    from superqode_ls.models import Patch
+    from tests.role_helpers import lint_finding
+
+    f = lint_finding("F401", "a.py", 3)
+    for update in ({"tags": ["unfiltered"]}, {"noise": "why", "tags": []}):
+        fast, slow = f.quick_copy(update), f.model_copy(update=update)
+        assert type(fast) is type(slow) and fast == slow
+        assert fast.model_fields_set == slow.model_fields_set
+        assert fast.model_dump_json() == slow.model_dump_json()
+        assert f.tags == [] or f.tags is not fast.tags  # the original is left as it was
+    p = Patch(id="fix-1", description="d", role="lint_tester", tool="ruff", files=["a.py"], diff="")
+    assert p.quick_copy({"verified": False}) == p.model_copy(update={"verified": False})

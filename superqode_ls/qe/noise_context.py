@@ -9,8 +9,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from ..models import Finding
 from .context import ParsedModules, apply_context
 from .conventions import apply_conventions
@@ -30,14 +28,6 @@ class FileReader(Protocol):
 UNFILTERED = "unfiltered"
 
 
-_new = object.__new__
-_set_dict = object.__setattr__
-_SLOTS = BaseModel.__dict__
-_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
-_set_extra = _SLOTS["__pydantic_extra__"].__set__
-_set_private = _SLOTS["__pydantic_private__"].__set__
-
-
 def unfiltered(f: Finding) -> Finding:
     """``f`` tagged UNFILTERED (itself when it already is): a copy with one
     field set, the way ``model_copy`` makes it (same fields, same fields set)
@@ -45,14 +35,7 @@ def unfiltered(f: Finding) -> Finding:
     filter is out of time."""
     if UNFILTERED in f.tags:
         return f
-    copy = _new(type(f))
-    fields = f.__dict__.copy()
-    fields["tags"] = [*f.tags, UNFILTERED]
-    _set_dict(copy, "__dict__", fields)
-    _set_fields(copy, f.__pydantic_fields_set__ | {"tags"})
-    _set_extra(copy, f.__pydantic_extra__)
-    _set_private(copy, f.__pydantic_private__)
-    return copy
+    return f.quick_copy({"tags": [*f.tags, UNFILTERED]})
 
 
 def in_context(

@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
 from .patching import patch_files
@@ -88,26 +86,11 @@ def over_the_cap(patches: Iterable[Patch], findings: Iterable[Finding], cap: int
     return False
 
 
-_new = object.__new__
-_set_dict = object.__setattr__
-_SLOTS = BaseModel.__dict__
-_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
-_set_extra = _SLOTS["__pydantic_extra__"].__set__
-_set_private = _SLOTS["__pydantic_private__"].__set__
-
-
 def _updated(p: Patch, update: dict[str, Any]) -> Patch:
     """``p.model_copy(update=update)`` without its generic steps (the same
     fields and fields set): thousands of fixes over the cap are labelled
     each session on a large project."""
-    copy = _new(type(p))
-    fields = p.__dict__.copy()
-    fields.update(update)
-    _set_dict(copy, "__dict__", fields)
-    _set_fields(copy, p.__pydantic_fields_set__ | update.keys())
-    _set_extra(copy, p.__pydantic_extra__)
-    _set_private(copy, p.__pydantic_private__)
-    return copy
+    return p.quick_copy(update)
 
 
 def covering_tests(
