@@ -262,26 +262,37 @@ _SKIP_DIRS = frozenset({".git", ".venv", "venv", "env", "node_modules", "__pycac
 _MAX_FILES = 3000
 
 
-def is_web_project(root: Path) -> bool:
-    """Whether any Python module of the project imports a web framework (its
-    first 16 KB read; the walk bounded). Unknown (too many files) counts as
-    a web project: the rule that asks this then keeps the finding shown."""
+def python_files(root: str | os.PathLike[str], skip: frozenset[str], limit: int):
+    """Each Python file under ``root`` (folders in ``skip`` or hidden left
+    out), then None once and no more past ``limit`` files: the noise rules'
+    bounded walks of a project."""
     seen = 0
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+        dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith(".")]
         for name in filenames:
             if not name.endswith(".py"):
                 continue
             seen += 1
-            if seen > _MAX_FILES:
-                return True
-            try:
-                with open(os.path.join(dirpath, name), "rb") as fh:
-                    head = fh.read(16384)
-            except OSError:
-                continue
-            if _FRAMEWORK.search(head):
-                return True
+            if seen > limit:
+                yield None
+                return
+            yield os.path.join(dirpath, name)
+
+
+def is_web_project(root: Path) -> bool:
+    """Whether any Python module of the project imports a web framework (its
+    first 16 KB read; the walk bounded). Unknown (too many files) counts as
+    a web project: the rule that asks this then keeps the finding shown."""
+    for path in python_files(root, _SKIP_DIRS, _MAX_FILES):
+        if path is None:
+            return True
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(16384)
+        except OSError:
+            continue
+        if _FRAMEWORK.search(head):
+            return True
     return False
 
 

@@ -41,7 +41,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
-from .noise_library import is_web_project
+from .noise_library import is_web_project, python_files
 from .noise_paths import provider_token
 
 Lines = Callable[[str], "list[str] | None"]
@@ -230,26 +230,20 @@ def imported_names(root: Path, limit: int = 3000) -> set[str] | None:
     too (``from a.b import c``: ``a``, ``a.b``), read in one bounded walk;
     None past the bound (then every script counts as imported and stays)."""
     names: set[str] = set()
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP and not d.startswith(".")]
-        for name in filenames:
-            if not name.endswith(".py"):
-                continue
-            seen += 1
-            if seen > limit:
-                return None
-            try:
-                with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read(65536)
-            except OSError:
-                continue
-            for m in _IMPORT_LINE.finditer(text):
-                mods = [m.group(1)] if m.group(1) else [
-                    part.split(" as ")[0].strip() for part in m.group(2).split(",")]
-                for mod in mods:
-                    parts = mod.strip("() ").split(".")
-                    names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    for path in python_files(root, _SKIP, limit):
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read(65536)
+        except OSError:
+            continue
+        for m in _IMPORT_LINE.finditer(text):
+            mods = [m.group(1)] if m.group(1) else [
+                part.split(" as ")[0].strip() for part in m.group(2).split(",")]
+            for mod in mods:
+                parts = mod.strip("() ").split(".")
+                names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
     return names
 
 
