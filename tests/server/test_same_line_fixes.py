@@ -22,7 +22,8 @@ async def _fix(lsp: LanguageClient, uri: str, diag: types.Diagnostic) -> types.C
                  and a.edit is not None), None)
 
 
-async def test_the_other_same_line_quick_fix_applies_after_the_first(lsp: LanguageClient, shop: Path):
+async def _both_findings(lsp: LanguageClient, shop: Path) -> tuple[str, list[types.Diagnostic]]:
+    """COND open in the editor after a lint run: its E711 and E712 on one line."""
     path = shop / "shop" / "cond.py"
     path.write_text(COND, encoding="utf-8")
     await start(lsp, shop)
@@ -30,6 +31,11 @@ async def test_the_other_same_line_quick_fix_applies_after_the_first(lsp: Langua
     await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
     diags = await wait_for(lambda: (d := superqode_diags(lsp, uri)) and {"E711", "E712"} <= {x.code for x in d}
                            and d, 30, "E711 and E712")
+    return uri, diags
+
+
+async def test_the_other_same_line_quick_fix_applies_after_the_first(lsp: LanguageClient, shop: Path):
+    uri, diags = await _both_findings(lsp, shop)
     e711 = next(d for d in diags if d.code == "E711")
     e712 = next(d for d in diags if d.code == "E712")
     first = await _fix(lsp, uri, e712)
@@ -46,13 +52,7 @@ async def test_the_other_same_line_quick_fix_applies_after_the_first(lsp: Langua
 
 async def test_a_same_line_quick_fix_is_not_offered_where_its_characters_changed(
         lsp: LanguageClient, shop: Path):
-    path = shop / "shop" / "cond.py"
-    path.write_text(COND, encoding="utf-8")
-    await start(lsp, shop)
-    uri = lsp.editor.open(path)
-    await run_and_wait(lsp, {"uri": uri, "roles": ["lint_tester"]})
-    diags = await wait_for(lambda: (d := superqode_diags(lsp, uri)) and {"E711", "E712"} <= {x.code for x in d}
-                           and d, 30, "E711 and E712")
+    uri, diags = await _both_findings(lsp, shop)
     e711 = next(d for d in diags if d.code == "E711")
     col = COND.splitlines()[1].index("==")
     lsp.editor.edit(uri, (1, col), (1, col + 2), "!=")  # the user's own edit of those characters
