@@ -10,12 +10,17 @@ import logging
 import sys
 import threading
 
-# In the order a session needs them (not ``delta``: ``--since`` only).
-AHEAD = (
+# The modules the pipeline imports only where it uses them (pipeline.py
+# names this list AFTER_START: a language server and the warm helper import
+# them ahead of a first run), in the order a session needs them.
+AFTER_START = (
+    "superqode_ls.workspace.namespaces", "superqode_ls.qe.stamp", "superqode_ls.qe.roles",
     "superqode_ls.workspace.session", "superqode_ls.qe.sparse_plan", "superqode_ls.qe.role_runs",
     "superqode_ls.qe.roles.base", "superqode_ls.qe.noise_context", "superqode_ls.qe.noise",
-    "superqode_ls.qe.verify_step", "superqode_ls.qe.finish",
+    "superqode_ls.qe.verify_step", "superqode_ls.qe.finish", "superqode_ls.qe.delta",
 )
+# A session's thread: all of them but ``delta`` (``--since`` only).
+AHEAD = tuple(m for m in AFTER_START if m != "superqode_ls.qe.delta")
 
 log = logging.getLogger(__name__)
 

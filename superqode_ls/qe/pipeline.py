@@ -25,7 +25,7 @@ from ..workspace import patchseal
 from ..workspace.artifacts import Artifacts
 from ..workspace.errors import CreationAborted, WorkspaceError
 from ..workspace.paths import new_session_id
-from .ahead import import_ahead
+from .ahead import AFTER_START, import_ahead
 from .request import ISOLATIONS, MODES, QERequest, Resolved, resolve_request
 from .session_control import SessionControl
 
@@ -44,18 +44,12 @@ if TYPE_CHECKING:
     from .roles.base import SandboxSession
     from .stamp import Stamp
 
-__all__ = ["ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed", "resolve_request"]
-
-# The modules imported above only where they are used: a language server
-# imports them ahead of its first run (engine.roles.prewarm_roles), so that
-# run does not stall on them.
-AFTER_START = (
-    "superqode_ls.qe.delta", "superqode_ls.qe.finish", "superqode_ls.qe.noise",
-    "superqode_ls.qe.noise_context", "superqode_ls.qe.role_runs", "superqode_ls.qe.roles",
-    "superqode_ls.qe.roles.base", "superqode_ls.qe.sparse_plan", "superqode_ls.qe.verify_step",
-    "superqode_ls.workspace.namespaces", "superqode_ls.workspace.session",
-    "superqode_ls.qe.stamp",
-)
+# AFTER_START: the modules imported here only where they are used; a
+# language server imports them ahead of its first run
+# (engine.roles.prewarm_roles), a session's own thread beside its sandbox's
+# making (import_ahead); qe/ahead.py keeps the one list.
+__all__ = ["AFTER_START", "ISOLATIONS", "MODES", "QERequest", "QESession", "SessionFailed",
+           "resolve_request"]
 
 log = logging.getLogger(__name__)
 
