@@ -86,13 +86,6 @@ def over_the_cap(patches: Iterable[Patch], findings: Iterable[Finding], cap: int
     return False
 
 
-def _updated(p: Patch, update: dict[str, Any]) -> Patch:
-    """``p.model_copy(update=update)`` without its generic steps (the same
-    fields and fields set): thousands of fixes over the cap are labelled
-    each session on a large project."""
-    return p.quick_copy(update)
-
-
 def covering_tests(
     roles: dict[str, Role], contexts: dict[str, RoleContext], trusted: bool, root: Path,
     python: Any = None,
@@ -199,7 +192,7 @@ async def verify(
     over_cap = {"verified": False, "verified_by": None,
                 "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying"}
     for p in over:
-        patches[p.id] = _updated(p, over_cap)
+        patches[p.id] = p.quick_copy(over_cap)  # thousands on a large project
     by_patch: dict[str, list[Finding]] = {}
     for f in findings:
         if f.fix_patch_id:
@@ -219,7 +212,7 @@ async def verify(
         no_time = {"verified": False, "verified_by": None, "verification": NO_TIME}
         for p in todo:
             if patches[p.id].verification is None:
-                patches[p.id] = _updated(patches[p.id], no_time)
+                patches[p.id] = patches[p.id].quick_copy(no_time)
         emit("progress", message=f"fixes verified: 0 of {len(todo)}", done=len(todo),
              total=len(todo))
         return
