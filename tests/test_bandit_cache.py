@@ -161,3 +161,73 @@ def test_asserts_in_tests_are_not_kept(make_repo):
     assert scanned == []
     assert _bandit_keys(again) == _bandit_keys(first)
     assert [f.file for f in first.findings if f.rule_id == "B101"] == ["app.py"]
+
+
+def _bandit_calls(ctx):
+    """The role's output and the argv of each bandit process it started."""
+    calls: list[list[str]] = []
+
+    def emit(kind, **data):
+        if kind == "tool_call" and data.get("tool") == "bandit":
+            calls.append(data["argv"])
+
+    ctx.emit = emit
+    out = asyncio.run(SecurityTester().run(ctx))
+    assert out.status == "ok", out.reason
+    return out, calls
+
+
+def test_a_whole_small_tree_is_kept_and_its_next_run_starts_no_bandit(make_repo):
+    # A small tree goes to bandit's own walk (``-r .``), whose results were
+    # never kept: every run of an unchanged project started bandit again.
+    repo = make_repo({"a.py": SHELL, "pkg/b.py": CLEAN, "pkg/c.py": PICKLE})
+    first, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1 and calls[0][-2:] == ["-r", "."]
+    assert len(_entries(make_ctx(repo).project)) == 3
+    again, calls = _bandit_calls(make_ctx(repo))
+    assert calls == []
+    assert _bandit_keys(again) == _bandit_keys(first)
+    assert [f.message for f in again.findings] == [f.message for f in first.findings]
+    (repo / "pkg" / "b.py").write_text(SHELL)
+    third, calls = _bandit_calls(make_ctx(repo))
+    assert [argv[argv.index("--") + 1:] for argv in calls] == [["pkg/b.py"]]
+    assert {f.file for f in third.findings if f.rule_id == "B602"} == {"a.py", "pkg/b.py"}
+
+
+def test_a_tree_with_a_bandit_file_is_never_kept(make_repo):
+    # bandit's walk takes its options from a ``.bandit`` file anywhere in the
+    # tree, which the cache's key does not hold: such a run is not kept (a
+    # later run without the file must not get results it skipped).
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN, "conf/.bandit": "[bandit]\nskips = B602\n"})
+    first, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1
+    assert not any(f.rule_id == "B602" for f in first.findings)  # the file was read
+    assert _entries(make_ctx(repo).project) == []
+    (repo / "conf" / ".bandit").unlink()
+    second, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1
+    assert any(f.rule_id == "B602" for f in second.findings)
+
+
+def test_a_walk_is_kept_only_as_a_run_over_the_role_s_files(make_repo):
+    # What ``bandit -r .`` said is kept only where it equals a run over the
+    # role's own list: no ``.bandit`` before it (a session's process could
+    # add one for bandit's walk and remove it after), none after, and the
+    # same files scanned.
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN})
+    bandit = tool_path("bandit")
+    data = {"results": [], "errors": [], "metrics": {"./a.py": {}, "./b.py": {}, "_totals": {}}}
+
+    def kept(files, data, before):
+        cache = open_cache(repo, repo, bandit, ["-f", "json", "-q"])
+        cache.split(["a.py", "b.py"])
+        _bandit_cache.store_walk(cache, files, data, before)
+        return cache.written
+
+    assert kept(["a.py", "b.py"], data, before=True) == 0
+    assert kept(["a.py"], data, before=False) == 0  # bandit scanned a file the role did not list
+    (repo / "sub").mkdir()
+    (repo / "sub" / ".bandit").write_text("[bandit]\n")
+    assert kept(["a.py", "b.py"], data, before=False) == 0
+    (repo / "sub" / ".bandit").unlink()
+    assert kept(["a.py", "b.py"], data, before=False) == 2

@@ -186,6 +186,33 @@ class BanditCache:
                 os.unlink(path)
 
 
+def bandit_ini_in(root: Path) -> bool:
+    """Whether bandit's own walk of ``root`` (``bandit -r .``, which looks
+    for a ``.bandit`` file anywhere below its target, as ``os.walk`` lists
+    it) would find one: its options then come from there, which the cache's
+    key does not hold. Names only, no link followed; unreadable: yes."""
+    failed: list[OSError] = []
+    for _, _, names in os.walk(root, onerror=failed.append):
+        if ".bandit" in names:
+            return True
+    return bool(failed)
+
+
+def store_walk(cache: BanditCache, files: list[str], data: dict[str, Any], before: bool) -> None:
+    """Keep what ``bandit -r .`` over a whole small tree said of ``files``
+    (the role's list of them) only where it is what a run over that list
+    gives: no ``.bandit`` in the tree before the run (``before``) nor after
+    it, and bandit scanned exactly ``files``. A later run of the unchanged
+    tree then starts no bandit (``split``)."""
+    metrics = data.get("metrics")
+    if before or not isinstance(metrics, dict):
+        return
+    scanned = {rel_to(cache.root, str(k)) for k in metrics if k != "_totals"}
+    if scanned != set(files) or bandit_ini_in(cache.root):
+        return
+    cache.store(files, data)
+
+
 def open_cache(project: Path, root: Path, bandit: str, options: list[str]) -> BanditCache | None:
     ident = identity(bandit, options, root)
     if ident is None:
