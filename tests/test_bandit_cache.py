@@ -211,23 +211,33 @@ def test_a_tree_with_a_bandit_file_is_never_kept(make_repo):
 
 def test_a_walk_is_kept_only_as_a_run_over_the_role_s_files(make_repo):
     # What ``bandit -r .`` said is kept only where it equals a run over the
-    # role's own list: no ``.bandit`` before it (a session's process could
-    # add one for bandit's walk and remove it after), none after, and the
+    # role's own list: no ``.bandit`` in the tree, none that came and went
+    # while bandit walked (a session's process beside it could add one for
+    # bandit's walk and remove it before SuperQode looks again), and the
     # same files scanned.
-    repo = make_repo({"a.py": SHELL, "b.py": CLEAN})
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN, "sub/c.py": CLEAN})
     bandit = tool_path("bandit")
-    data = {"results": [], "errors": [], "metrics": {"./a.py": {}, "./b.py": {}, "_totals": {}}}
+    data = {"results": [], "errors": [],
+            "metrics": {"./a.py": {}, "./b.py": {}, "./sub/c.py": {}, "_totals": {}}}
+    files = ["a.py", "b.py", "sub/c.py"]
 
-    def kept(files, data, before):
+    def kept(files, during=None):
         cache = open_cache(repo, repo, bandit, ["-f", "json", "-q"])
-        cache.split(["a.py", "b.py"])
+        cache.split(files)
+        before = _bandit_cache.tree_folders(repo)
+        if during is not None:
+            during()
         _bandit_cache.store_walk(cache, files, data, before)
         return cache.written
 
-    assert kept(["a.py", "b.py"], data, before=True) == 0
-    assert kept(["a.py"], data, before=False) == 0  # bandit scanned a file the role did not list
-    (repo / "sub").mkdir()
+    def came_and_went():
+        (repo / "sub" / ".bandit").write_text("[bandit]\nskips = B602\n")
+        (repo / "sub" / ".bandit").unlink()
+
+    assert kept(files, came_and_went) == 0
+    assert kept(["a.py", "b.py"]) == 0  # bandit scanned a file the role did not list
     (repo / "sub" / ".bandit").write_text("[bandit]\n")
-    assert kept(["a.py", "b.py"], data, before=False) == 0
+    assert _bandit_cache.tree_folders(repo) is None
+    assert kept(files) == 0
     (repo / "sub" / ".bandit").unlink()
-    assert kept(["a.py", "b.py"], data, before=False) == 2
+    assert kept(files) == 3

@@ -186,29 +186,40 @@ class BanditCache:
                 os.unlink(path)
 
 
-def bandit_ini_in(root: Path) -> bool:
-    """Whether bandit's own walk of ``root`` (``bandit -r .``, which looks
-    for a ``.bandit`` file anywhere below its target, as ``os.walk`` lists
-    it) would find one: its options then come from there, which the cache's
-    key does not hold. Names only, no link followed; unreadable: yes."""
+def tree_folders(root: Path) -> dict[str, tuple[int, ...]] | None:
+    """Each folder of ``root`` as bandit's own walk (``bandit -r .``) lists
+    it, with what changes when an entry is added, removed or renamed in it
+    (its change time moves, whatever a process does to its times); None
+    where bandit's walk would find a ``.bandit`` file (its options then come
+    from there, which the cache's key does not hold) or a folder cannot be
+    read. Names only, no link followed."""
     failed: list[OSError] = []
-    for _, _, names in os.walk(root, onerror=failed.append):
+    folders: dict[str, tuple[int, ...]] = {}
+    for top, _, names in os.walk(root, onerror=failed.append):
         if ".bandit" in names:
-            return True
-    return bool(failed)
+            return None
+        try:
+            st = os.stat(top, follow_symlinks=False)
+        except OSError:
+            return None
+        folders[top] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    return None if failed else folders
 
 
-def store_walk(cache: BanditCache, files: list[str], data: dict[str, Any], before: bool) -> None:
+def store_walk(cache: BanditCache, files: list[str], data: dict[str, Any],
+               before: dict[str, tuple[int, ...]] | None) -> None:
     """Keep what ``bandit -r .`` over a whole small tree said of ``files``
     (the role's list of them) only where it is what a run over that list
-    gives: no ``.bandit`` in the tree before the run (``before``) nor after
-    it, and bandit scanned exactly ``files``. A later run of the unchanged
-    tree then starts no bandit (``split``)."""
+    gives: no ``.bandit`` in the tree and no entry of any folder added,
+    removed or renamed from before the run (``before``: ``tree_folders``)
+    to after it (so no ``.bandit`` came and went while bandit walked), and
+    bandit scanned exactly ``files``. A later run of the unchanged tree then
+    starts no bandit (``split``)."""
     metrics = data.get("metrics")
-    if before or not isinstance(metrics, dict):
+    if before is None or not isinstance(metrics, dict):
         return
     scanned = {rel_to(cache.root, str(k)) for k in metrics if k != "_totals"}
-    if scanned != set(files) or bandit_ini_in(cache.root):
+    if scanned != set(files) or tree_folders(cache.root) != before:
         return
     cache.store(files, data)
 
