@@ -194,6 +194,19 @@ def test_a_whole_small_tree_is_kept_and_its_next_run_starts_no_bandit(make_repo)
     assert {f.file for f in third.findings if f.rule_id == "B602"} == {"a.py", "pkg/b.py"}
 
 
+def test_a_small_tree_in_a_large_one_is_not_walked_to_its_end(make_repo, monkeypatch):
+    # The walks for ``.bandit`` files are bounded: a few Python files beside
+    # a large folder (node_modules) keep the old behaviour, nothing kept.
+    repo = make_repo({"a.py": SHELL, **{f"node_modules/m{i}.js": "x" for i in range(30)}})
+    monkeypatch.setattr(_bandit_cache, "MAX_WALK", 20)
+    assert _bandit_cache.tree_folders(repo) is None
+    _, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1
+    assert _entries(make_ctx(repo).project) == []
+    monkeypatch.setattr(_bandit_cache, "MAX_WALK", 1000)
+    assert _bandit_cache.tree_folders(repo) is not None
+
+
 def test_a_tree_with_a_bandit_file_is_never_kept(make_repo):
     # bandit's walk takes its options from a ``.bandit`` file anywhere in the
     # tree, which the cache's key does not hold: such a run is not kept (a

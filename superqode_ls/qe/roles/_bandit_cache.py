@@ -46,6 +46,10 @@ from ._common import rel_to
 VERSION = 1  # of the entries' format
 MAX_ENTRIES = 20_000  # per project: sqlalchemy has 668 files
 MAX_ENTRY_BYTES = 1_000_000
+# Entries of a small tree walked twice for ``.bandit`` files (``tree_folders``)
+# before its bandit walk is kept; past it, the walks would cost more than
+# they save.
+MAX_WALK = 20_000
 _SUFFIX = ".json"
 
 
@@ -195,9 +199,13 @@ def tree_folders(root: Path) -> dict[str, tuple[int, ...]] | None:
     read. Names only, no link followed."""
     failed: list[OSError] = []
     folders: dict[str, tuple[int, ...]] = {}
-    for top, _, names in os.walk(root, onerror=failed.append):
+    seen = 0
+    for top, dirs, names in os.walk(root, onerror=failed.append):
         if ".bandit" in names:
             return None
+        seen += len(dirs) + len(names)
+        if seen > MAX_WALK:
+            return None  # a small Python tree in a large one (node_modules): not kept
         try:
             st = os.stat(top, follow_symlinks=False)
         except OSError:
