@@ -161,3 +161,96 @@ def test_asserts_in_tests_are_not_kept(make_repo):
     assert scanned == []
     assert _bandit_keys(again) == _bandit_keys(first)
     assert [f.file for f in first.findings if f.rule_id == "B101"] == ["app.py"]
+
+
+def _bandit_calls(ctx):
+    """The role's output and the argv of each bandit process it started."""
+    calls: list[list[str]] = []
+
+    def emit(kind, **data):
+        if kind == "tool_call" and data.get("tool") == "bandit":
+            calls.append(data["argv"])
+
+    ctx.emit = emit
+    out = asyncio.run(SecurityTester().run(ctx))
+    assert out.status == "ok", out.reason
+    return out, calls
+
+
+def test_a_whole_small_tree_is_kept_and_its_next_run_starts_no_bandit(make_repo):
+    # A small tree goes to bandit's own walk (``-r .``), whose results were
+    # never kept: every run of an unchanged project started bandit again.
+    repo = make_repo({"a.py": SHELL, "pkg/b.py": CLEAN, "pkg/c.py": PICKLE})
+    first, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1 and calls[0][-2:] == ["-r", "."]
+    assert len(_entries(make_ctx(repo).project)) == 3
+    again, calls = _bandit_calls(make_ctx(repo))
+    assert calls == []
+    assert _bandit_keys(again) == _bandit_keys(first)
+    assert [f.message for f in again.findings] == [f.message for f in first.findings]
+    (repo / "pkg" / "b.py").write_text(SHELL)
+    third, calls = _bandit_calls(make_ctx(repo))
+    assert [argv[argv.index("--") + 1:] for argv in calls] == [["pkg/b.py"]]
+    assert {f.file for f in third.findings if f.rule_id == "B602"} == {"a.py", "pkg/b.py"}
+
+
+def test_a_small_tree_in_a_large_one_is_not_walked_to_its_end(make_repo, monkeypatch):
+    # The walks for ``.bandit`` files are bounded: a few Python files beside
+    # a large folder (node_modules) keep the old behaviour, nothing kept.
+    repo = make_repo({"a.py": SHELL, **{f"node_modules/m{i}.js": "x" for i in range(30)}})
+    monkeypatch.setattr(_bandit_cache, "MAX_WALK", 20)
+    assert _bandit_cache.tree_folders(repo) is None
+    _, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1
+    assert _entries(make_ctx(repo).project) == []
+    monkeypatch.setattr(_bandit_cache, "MAX_WALK", 1000)
+    assert _bandit_cache.tree_folders(repo) is not None
+
+
+def test_a_tree_with_a_bandit_file_is_never_kept(make_repo):
+    # bandit's walk takes its options from a ``.bandit`` file anywhere in the
+    # tree, which the cache's key does not hold: such a run is not kept (a
+    # later run without the file must not get results it skipped).
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN, "conf/.bandit": "[bandit]\nskips = B602\n"})
+    first, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1
+    assert not any(f.rule_id == "B602" for f in first.findings)  # the file was read
+    assert _entries(make_ctx(repo).project) == []
+    (repo / "conf" / ".bandit").unlink()
+    second, calls = _bandit_calls(make_ctx(repo))
+    assert len(calls) == 1
+    assert any(f.rule_id == "B602" for f in second.findings)
+
+
+def test_a_walk_is_kept_only_as_a_run_over_the_role_s_files(make_repo):
+    # What ``bandit -r .`` said is kept only where it equals a run over the
+    # role's own list: no ``.bandit`` in the tree, none that came and went
+    # while bandit walked (a session's process beside it could add one for
+    # bandit's walk and remove it before SuperQode looks again), and the
+    # same files scanned.
+    repo = make_repo({"a.py": SHELL, "b.py": CLEAN, "sub/c.py": CLEAN})
+    bandit = tool_path("bandit")
+    data = {"results": [], "errors": [],
+            "metrics": {"./a.py": {}, "./b.py": {}, "./sub/c.py": {}, "_totals": {}}}
+    files = ["a.py", "b.py", "sub/c.py"]
+
+    def kept(files, during=None):
+        cache = open_cache(repo, repo, bandit, ["-f", "json", "-q"])
+        cache.split(files)
+        before = _bandit_cache.tree_folders(repo)
+        if during is not None:
+            during()
+        _bandit_cache.store_walk(cache, files, data, before)
+        return cache.written
+
+    def came_and_went():
+        (repo / "sub" / ".bandit").write_text("[bandit]\nskips = B602\n")
+        (repo / "sub" / ".bandit").unlink()
+
+    assert kept(files, came_and_went) == 0
+    assert kept(["a.py", "b.py"]) == 0  # bandit scanned a file the role did not list
+    (repo / "sub" / ".bandit").write_text("[bandit]\n")
+    assert _bandit_cache.tree_folders(repo) is None
+    assert kept(files) == 0
+    (repo / "sub" / ".bandit").unlink()
+    assert kept(files) == 3

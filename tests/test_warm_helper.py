@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.cli import warm_client, warm_server
+from superqode_ls.config import superqode_home
 
 from .warm_helpers import SUPERQE, Warm, cold_env, running, state, superqe, wait_exit
 
@@ -62,17 +64,28 @@ def _report(stdout: str) -> dict:
     return json.loads(Path(last["data"]["report"]).read_text())
 
 
+def _forget_bandit_results() -> None:
+    shutil.rmtree(superqode_home() / "bandit-results", ignore_errors=True)
+
+
 def test_a_run_handed_to_the_helper_is_the_same_run(make_repo, warm):
     repo = make_repo(FILES)
     args = ("run", str(repo), "--mode", "quick", "-r", "lint_tester", "-r", "security_tester",
             "--fail-on", "low")
-    hot, cold = superqe(*args), superqe(*args, env=cold_env())
+    # Each run starts from the same state: bandit's results kept by the one
+    # before would spare the next its bandit (qe/roles/_bandit_cache.py).
+    hot = superqe(*args)
+    _forget_bandit_results()
+    cold = superqe(*args, env=cold_env())
     assert state()["runs"] == 1  # the first went through the helper, the second did not
     assert hot.returncode == cold.returncode == 1
     assert _same(hot.stdout) == _same(cold.stdout)
     # The roles run side by side: the order their lines come in is theirs.
     assert _by_role(_same(hot.stderr)) == _by_role(_same(cold.stderr))
-    hot, cold = superqe(*args, "--jsonl"), superqe(*args, "--jsonl", env=cold_env())
+    _forget_bandit_results()
+    hot = superqe(*args, "--jsonl")
+    _forget_bandit_results()
+    cold = superqe(*args, "--jsonl", env=cold_env())
     assert state()["runs"] == 2
     assert hot.returncode == cold.returncode == 1
     assert _events_by_role(hot.stdout) == _events_by_role(cold.stdout)

@@ -46,6 +46,10 @@ from ._common import rel_to
 VERSION = 1  # of the entries' format
 MAX_ENTRIES = 20_000  # per project: sqlalchemy has 668 files
 MAX_ENTRY_BYTES = 1_000_000
+# Entries of a small tree walked twice for ``.bandit`` files (``tree_folders``)
+# before its bandit walk is kept; past it, the walks would cost more than
+# they save.
+MAX_WALK = 20_000
 _SUFFIX = ".json"
 
 
@@ -184,6 +188,48 @@ class BanditCache:
         for _, path in entries[:len(entries) - MAX_ENTRIES]:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def tree_folders(root: Path) -> dict[str, tuple[int, ...]] | None:
+    """Each folder of ``root`` as bandit's own walk (``bandit -r .``) lists
+    it, with what changes when an entry is added, removed or renamed in it
+    (its change time moves, whatever a process does to its times); None
+    where bandit's walk would find a ``.bandit`` file (its options then come
+    from there, which the cache's key does not hold) or a folder cannot be
+    read. Names only, no link followed."""
+    failed: list[OSError] = []
+    folders: dict[str, tuple[int, ...]] = {}
+    seen = 0
+    for top, dirs, names in os.walk(root, onerror=failed.append):
+        if ".bandit" in names:
+            return None
+        seen += len(dirs) + len(names)
+        if seen > MAX_WALK:
+            return None  # a small Python tree in a large one (node_modules): not kept
+        try:
+            st = os.stat(top, follow_symlinks=False)
+        except OSError:
+            return None
+        folders[top] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    return None if failed else folders
+
+
+def store_walk(cache: BanditCache, files: list[str], data: dict[str, Any],
+               before: dict[str, tuple[int, ...]] | None) -> None:
+    """Keep what ``bandit -r .`` over a whole small tree said of ``files``
+    (the role's list of them) only where it is what a run over that list
+    gives: no ``.bandit`` in the tree and no entry of any folder added,
+    removed or renamed from before the run (``before``: ``tree_folders``)
+    to after it (so no ``.bandit`` came and went while bandit walked), and
+    bandit scanned exactly ``files``. A later run of the unchanged tree then
+    starts no bandit (``split``)."""
+    metrics = data.get("metrics")
+    if before is None or not isinstance(metrics, dict):
+        return
+    scanned = {rel_to(cache.root, str(k)) for k in metrics if k != "_totals"}
+    if scanned != set(files) or tree_folders(cache.root) != before:
+        return
+    cache.store(files, data)
 
 
 def open_cache(project: Path, root: Path, bandit: str, options: list[str]) -> BanditCache | None:

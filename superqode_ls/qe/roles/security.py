@@ -17,7 +17,7 @@ from typing import Any
 
 from ...models import Finding, RoleStatus
 from ..noise import path_class
-from ._bandit_cache import BanditCache, open_cache
+from ._bandit_cache import BanditCache, open_cache, store_walk, tree_folders
 from ._bandit_results import bandit_findings, never_shown
 from ._batches import Plan, by_folder, left_out_reason, plan_batches
 from ._common import (
@@ -182,8 +182,12 @@ class SecurityTester(FileCheckRole):
         outs: list[dict[str, Any]] = []
         if todo and plan is None and whole and (cache is None or not cache.hits):
             # bandit's own walk (a small tree) also reads the tree's
-            # ``.bandit`` files: not kept, as the cache's key does not hold them
+            # ``.bandit`` files: kept only where there was none and none
+            # came and went meanwhile, as the cache's key does not hold them
+            folders = await asyncio.to_thread(tree_folders, ctx.sandbox) if cache is not None else None
             outs = [await self._bandit_run(ctx, cmd + ["-r", "."], None)]
+            if folders is not None:
+                await asyncio.to_thread(store_walk, cache, todo, outs[0], folders)
         elif todo and plan is None:
             outs = [await self._bandit_run(ctx, cmd + ["--", *todo], None)]
             if cache is not None:
