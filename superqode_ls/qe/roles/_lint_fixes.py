@@ -24,13 +24,16 @@ CONTEXT = 3  # lines around a change, as ``FileText.diff`` writes them
 
 class FileFixes:
     """The fixes of one file (``text`` as read, ``pieces`` its split at
-    "\\n"), each as ``(diff, patch id)``, the diff made when read."""
+    "\\n"), each as ``(diff, patch id)``, the diff made when read.
 
-    __slots__ = ("full", "head", "pieces", "rel", "text")
+    Only the split is held: the text is joined again from it for the few
+    diffs that need the whole file (``FileText``). Held, the 20 MB of a
+    large tree's text took new pages for every file read after it."""
+
+    __slots__ = ("full", "head", "pieces", "rel")
 
     def __init__(self, rel: str, text: str, pieces: list[str]):
         self.rel = rel
-        self.text = text
         self.pieces = pieces
         self.head = _header(rel)
         self.full: FileText | None = None  # for the fixes the line path does not take
@@ -115,7 +118,7 @@ class FileFixes:
     def _full(self) -> FileText:
         full = self.full
         if full is None:
-            full = self.full = FileText(self.rel, self.text, self.pieces)
+            full = self.full = FileText(self.rel, "\n".join(self.pieces), self.pieces)
         return full
 
     def _one_line(self, e: TextEdit) -> str | None:
