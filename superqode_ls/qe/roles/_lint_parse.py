@@ -70,8 +70,8 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     names = [rels(d.get("filename", "")) for d in data]
     # ruff lists a file's diagnostics together; were it ever not to,
     # every file is held to the end, as ids need all of a file's.
-    runs = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
-    apart = len(set(runs)) == len(runs)
+    visits = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
+    apart = len(set(visits)) == len(visits)
     base = str(root)
     files: dict[str, FileFixes | None] = {}
     groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
