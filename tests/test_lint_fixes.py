@@ -166,3 +166,17 @@ def test_made_diffs_are_held_up_to_a_bound(monkeypatch):
     assert len(made) == len(lazy) and len(_patches._MEMO) == 5 and _patches._memo_size == 500
     assert [d.text() for d in lazy[-5:]] == firsts[-5:] and len(made) == len(lazy)  # held
     assert lazy[0].text() == firsts[0] == "0001" * 25 and len(made) == len(lazy) + 1  # made again
+
+
+def test_a_files_fixes_hold_its_lines_not_a_second_copy_of_its_text():
+    """A file's fixes are held until their diffs are read (a large tree:
+    20 MB of text): only its split is kept, and a diff that needs the whole
+    file (an edit across lines) is the one the whole text gives."""
+    import gc
+
+    text = "import os\nimport sys\n\nx = 1\n" * 50
+    held = FileFixes("p/f.py", text, text.split("\n"))
+    assert not any(r is text for r in gc.get_referents(held))
+    edits = [TextEdit(1, 1, 3, 1, "import sys\nimport os\n")]
+    got = held.fix("lint-x", [_json(e) for e in edits])
+    assert _made(got) == _whole("p/f.py", text, edits)

@@ -592,3 +592,33 @@ def test_past_its_deadline_the_role_returns_every_finding_without_fixes(make_rep
         (f.id, f.rule_id, f.file) for f in full.findings]
     assert late.patches == [] and all(f.fix_patch_id is None for f in late.findings)
     assert late.reason and "no time left to make fixes" in late.reason
+
+
+def test_the_role_lets_go_of_ruffs_json_as_it_reads_it(make_repo):
+    """The role's own read of ruff's output lets go of each diagnostic once
+    made into a finding (its memory then holds what is made next, not new
+    pages): the list it read is left empty of them, and the findings and
+    patches are those of a parse that keeps the list whole."""
+    import json
+    import subprocess
+
+    from superqode_ls.qe.roles._lint_parse import parse
+    from superqode_ls.qe.roles.base import tool_path
+    from superqode_ls.qe.roles.lint import _Codes, ruff_command
+
+    repo = make_repo({
+        "pyproject.toml": RUFF_CONFIG,
+        "a.py": "import os\nimport sys\n\nif sys.argv == None and os.sep == None:\n    pass\n",
+        "b.py": "import json\nimport re\n",
+    })
+    raw = subprocess.run(ruff_command(tool_path("ruff"), repo, ["."]), cwd=repo,
+                         capture_output=True, check=True).stdout
+    kept = json.loads(raw)
+    whole = parse(repo, kept, "lint_tester", _Codes(None).kind)
+    data = json.loads(raw)
+    eaten = parse(repo, data, "lint_tester", _Codes(None).kind, consume=True)
+    assert len(kept) >= 4 and all(d is not None for d in kept)
+    assert data == [None] * len(kept)
+    assert [f.model_dump() for f in eaten.findings] == [f.model_dump() for f in whole.findings]
+    assert [(p.id, str(p.diff)) for p in eaten.patches] == [(p.id, str(p.diff)) for p in whole.patches]
+    assert eaten.patches

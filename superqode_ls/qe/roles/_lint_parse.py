@@ -50,7 +50,7 @@ APPLICABILITY = {"safe": "safe", "unsafe": "unsafe", "display-only": "display-on
 
 def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[str], Kind],
           with_patches: bool = True, named: Callable[[str], str] | None = None,
-          patch_until: float | None = None) -> Parsed:
+          patch_until: float | None = None, consume: bool = False) -> Parsed:
     """``data``: ruff's diagnostics (its JSON, read); ``kind_of``: a rule
     code's ``Kind``. Findings in ruff's order, numbered as ``assign_ids``
     numbers them; a file's patches made once all its findings are (a
@@ -59,7 +59,10 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     its own (a copy checked beside its file: ``lint.copy_of``).
     ``patch_until`` (``time.monotonic()``): from then on no more patches
     are made (asked at each file; ``Parsed.unpatched`` says so), the
-    findings all are."""
+    findings all are. ``consume``: each diagnostic is let go of in ``data``
+    once read (its list then holds None there), so that what is made next
+    takes the memory it held: the findings of a large tree otherwise each
+    took new pages from the system."""
     findings: list[Finding] = []
     patches: list[Patch] = []
     unlinted: list[str] = []
@@ -67,8 +70,8 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     names = [rels(d.get("filename", "")) for d in data]
     # ruff lists a file's diagnostics together; were it ever not to,
     # every file is held to the end, as ids need all of a file's.
-    runs = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
-    apart = len(set(runs)) == len(runs)
+    visits = [r for i, r in enumerate(names) if not i or r != names[i - 1]]
+    apart = len(set(visits)) == len(visits)
     base = str(root)
     files: dict[str, FileFixes | None] = {}
     groups: dict[str, list[Finding]] = {}  # id -> the findings made with it
@@ -84,7 +87,9 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
     lines: list[str] | None = None
     count = 0
     unpatched = False
-    for r, diag in zip(names, data):
+    for i, (r, diag) in enumerate(zip(names, data)):
+        if consume:
+            data[i] = None  # type: ignore[call-overload]
         get = diag.get
         code = get("code") or get("name") or "syntax-error"
         if type(code) is not str:

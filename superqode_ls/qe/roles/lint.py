@@ -153,17 +153,18 @@ class LintTester(FileCheckRole):
             return None
         if not ok or not isinstance(data, list):
             return None
-        return self._parse(root, data, with_patches, copies, patch_until)
+        # ``data`` is this call's own: let go of as it is read.
+        return self._parse(root, data, with_patches, copies, patch_until, consume=True)
 
     def _parse(
         self, root: Path, data: list[dict[str, Any]], with_patches: bool = True,
-        copies: bool = False, patch_until: float | None = None,
+        copies: bool = False, patch_until: float | None = None, consume: bool = False,
     ) -> RoleOutput:
         # One pass over ruff's diagnostics makes the findings, their ids and
         # snippets, and a file's patches once its findings are all made
         # (``_lint_parse``).
         parsed = parse(root, data, self.name, _Codes(chosen_rules(root)).kind, with_patches,
-                       copy_of if copies else None, patch_until)
+                       copy_of if copies else None, patch_until, consume)
         reason = None
         if unlinted := parsed.unlinted:
             shown = ", ".join(unlinted[:5]) + (f" and {len(unlinted) - 5} more" if len(unlinted) > 5 else "")
