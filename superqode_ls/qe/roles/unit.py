@@ -45,6 +45,8 @@ from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
 from ._unit_records import (
+    progress_said,
+    read_progress,
     read_records,
     short_message,
 )
@@ -147,9 +149,11 @@ class UnitTester(Role):
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
             out.status = "incomplete"
+            ran = progress_said(trace.get("records") or [])
             out.reason = (
                 f"quick mode stops the test suite after {limit:.0f} s "
-                f"({len(out.findings)} failure(s) recorded); it runs fully in deep mode"
+                f"({ran + ', ' if ran else ''}{len(out.findings)} failure(s) recorded); "
+                "it runs fully in deep mode"
             )
         return out
 
@@ -266,6 +270,7 @@ class UnitTester(Role):
                           tool_paths=meta)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
+            env["SUPERQODE_PYTEST_PROGRESS"] = str(private / "progress")
             # hypothesis keeps its example database (and a unicode table) in
             # the working directory: keep it outside, per session (paths.py).
             env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", hypothesis_dir(ctx.env, private))
@@ -285,6 +290,9 @@ class UnitTester(Role):
             ]
             res = await ctx.run(cmd, env=env, timeout=limit)
             records = read_records(records_path)
+            # Stopped before its end: how far it got, for the role's line.
+            if res.timed_out and (progress := read_progress(private / "progress")):
+                records.append(progress)
         finally:
             shutil.rmtree(private, ignore_errors=True)
         return res, records
@@ -297,14 +305,16 @@ class UnitTester(Role):
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
         setup = next((r for r in records if r.get("kind") == "setup"), None)
         tool = runner
-        failed = [r for r in records if r.get("kind") not in ("summary", "setup")]
+        failed = [r for r in records if r.get("kind") not in ("summary", "setup", "progress")]
         findings = failure_findings(
             self.name, ctx.sandbox, failed, tool,
             offline=namespaces.active() and ctx.config.sandbox.network != "host")
         if res.timed_out:
             raise ToolFailed(
                 "pytest",
-                f"the test suite did not finish in time ({len(findings)} failure(s) recorded so far)",
+                "the test suite did not finish in time ("
+                + "".join(f"{ran}, " for ran in [progress_said(records)] if ran)
+                + f"{len(findings)} failure(s) recorded so far)",
                 status="timeout", findings=findings,
             )
         exit_code = summary["exitstatus"] if summary else res.returncode
