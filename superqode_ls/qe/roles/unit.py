@@ -112,14 +112,17 @@ class UnitTester(Role):
         if ctx.mode == "quick" and not targets:
             # Quick mode runs the suite only when it is fast.
             limit = ctx.config.qe.quick_unit_test_max_s
-            last = _last_duration(ctx.project)
+            last, stopped = _last_duration(ctx.project)
             if last is not None and last > limit:
+                # "took 20 s ... only under 20 s" read as a contradiction
+                # when the last run was the one stopped at the cap.
+                took = (f"quick mode stopped the test suite at {limit:.0f} s last time"
+                        f"{f' ({stopped})' if stopped else ''}" if stopped is not None
+                        else f"the test suite took {last:.0f} s last time")
                 return RoleOutput(
                     status="skipped",
-                    reason=(
-                        f"the test suite took {last:.0f} s last time; quick mode runs it only "
-                        f"under {limit:.0f} s (it runs in deep mode)"
-                    ),
+                    reason=f"{took}; quick mode runs it only under {limit:.0f} s "
+                           "(it runs in deep mode)",
                     tool="pytest",
                 )
         missing = _missing_program(ctx)
@@ -144,7 +147,9 @@ class UnitTester(Role):
             return ToolFailed("pytest", f"cannot run {prog}: {e.strerror or e}").output()
         out.reason = _with_interpreter(out.reason, py, ctx)
         if not targets and out.status in ("ok", "timeout"):
-            _record_duration(ctx.project, elapsed)
+            stopped = (progress_said(trace.get("records") or []) or ""
+                       ) if limit is not None and out.status == "timeout" else None
+            _record_duration(ctx.project, elapsed, stopped)
         if limit is not None and out.status == "timeout":
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
@@ -418,18 +423,22 @@ def _durations_file(project: Path) -> Path:
     return superqode_home() / "unit-durations" / f"{repo_key(project)}.json"  # not session-writable
 
 
-def _last_duration(project: Path) -> float | None:
+def _last_duration(project: Path) -> tuple[float | None, str | None]:
+    """(seconds, how far a run stopped at quick mode's cap got: "" when not
+    known, None when the run was not stopped)."""
     try:
         data = json.loads(_durations_file(project).read_text(encoding="utf-8"))
-        return float(data["seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        stopped = data.get("stopped")
+        return float(data["seconds"]), stopped if isinstance(stopped, str) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, None
 
 
-def _record_duration(project: Path, seconds: float) -> None:
+def _record_duration(project: Path, seconds: float, stopped: str | None = None) -> None:
     path = _durations_file(project)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps({"seconds": round(seconds, 3)}))
+        atomic_write(path, json.dumps({"seconds": round(seconds, 3),
+                                       **({"stopped": stopped} if stopped is not None else {})}))
     except OSError:
         pass  # only an optimisation for quick mode
