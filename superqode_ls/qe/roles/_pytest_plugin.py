@@ -25,7 +25,9 @@ _STATE = {"fd": None, "collected": 0, "done": 0}
 
 
 def _progress():
-    if not _PROGRESS:
+    # Under pytest-xdist only the controller counts: it sees every worker's
+    # reports; a worker knows only its own share.
+    if not _PROGRESS or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     try:
         if _STATE["fd"] is None:
@@ -81,6 +83,13 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_collection_finish(session):
     _STATE["collected"] = len(session.items)
+    _progress()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    # The controller collects nothing itself: each worker's list is the suite.
+    _STATE["collected"] = max(_STATE["collected"], len(ids))
     _progress()
 
 
