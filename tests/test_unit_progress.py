@@ -32,7 +32,8 @@ def _run(tmp_path: Path, *extra: str) -> dict | None:
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "plugins"),
            "SUPERQODE_PYTEST_REPORT": str(tmp_path / "records.jsonl"),
            "SUPERQODE_PYTEST_PROGRESS": str(tmp_path / "progress")}
-    env.pop("PYTEST_XDIST_WORKER", None)  # (this test may itself run in a worker)
+    # (kept: this test may itself run in an xdist worker, and the recorder
+    # must count even when its caller's environment says so)
     env.pop("PYTEST_ADDOPTS", None)
     subprocess.run([sys.executable, "-m", "pytest", "-p", unit.PLUGIN_MODULE, "-p",
                     "no:cacheprovider", "-q", *extra, "tests"],

@@ -21,13 +21,15 @@ _PROGRESS = os.environ.get("SUPERQODE_PYTEST_PROGRESS")
 # much of the suite ran. One fixed-width pwrite at offset 0 per test (about a
 # microsecond): no file made and renamed per test, no thread in the tests'
 # process.
-_STATE = {"fd": None, "collected": 0, "done": 0}
+_STATE = {"fd": None, "collected": 0, "done": 0, "worker": False}
 
 
 def _progress():
     # Under pytest-xdist only the controller counts: it sees every worker's
-    # reports; a worker knows only its own share.
-    if not _PROGRESS or os.environ.get("PYTEST_XDIST_WORKER"):
+    # reports; a worker knows only its own share. (Asked of the run's own
+    # configuration: an environment variable may come from whatever started
+    # SuperQode, itself a worker of another xdist run.)
+    if not _PROGRESS or _STATE["worker"]:
         return
     try:
         if _STATE["fd"] is None:
@@ -79,6 +81,10 @@ def pytest_runtest_makereport(item, call):
         "markers": sorted({m.name for m in item.iter_markers()})[:20],
     }
     _write(record)
+
+
+def pytest_configure(config):
+    _STATE["worker"] = hasattr(config, "workerinput")
 
 
 def pytest_collection_finish(session):
