@@ -35,6 +35,25 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def read_progress(path: Path) -> dict[str, Any] | None:
+    """The recorder's progress file (tests collected, tests done) as a
+    ``progress`` record, or None when the suite never got that far."""
+    try:
+        fields = path.read_bytes().split()
+        collected, done = int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return {"kind": "progress", "collected": collected, "done": done}
+
+
+def progress_said(records: list[dict[str, Any]]) -> str | None:
+    """"1,234 of 2,016 tests run" from a stopped run's progress record."""
+    rec = next((r for r in records if r.get("kind") == "progress"), None)
+    if rec is None or not rec.get("collected"):
+        return None
+    return f"{rec['done']:,} of {rec['collected']:,} tests run"
+
+
 def project_rel(root: Path, path: str) -> str | None:
     """Sandbox-relative path of a traceback frame in project code, else None."""
     if not path:

@@ -45,6 +45,8 @@ from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
 from ._unit_records import (
+    progress_said,
+    read_progress,
     read_records,
     short_message,
 )
@@ -110,14 +112,17 @@ class UnitTester(Role):
         if ctx.mode == "quick" and not targets:
             # Quick mode runs the suite only when it is fast.
             limit = ctx.config.qe.quick_unit_test_max_s
-            last = _last_duration(ctx.project)
+            last, stopped = _last_duration(ctx.project)
             if last is not None and last > limit:
+                # "took 20 s ... only under 20 s" read as a contradiction
+                # when the last run was the one stopped at the cap.
+                took = (f"quick mode stopped the test suite at {limit:.0f} s last time"
+                        f"{f' ({stopped})' if stopped else ''}" if stopped is not None
+                        else f"the test suite took {last:.0f} s last time")
                 return RoleOutput(
                     status="skipped",
-                    reason=(
-                        f"the test suite took {last:.0f} s last time; quick mode runs it only "
-                        f"under {limit:.0f} s (it runs in deep mode)"
-                    ),
+                    reason=f"{took}; quick mode runs it only under {limit:.0f} s "
+                           "(it runs in deep mode)",
                     tool="pytest",
                 )
         missing = _missing_program(ctx)
@@ -142,14 +147,18 @@ class UnitTester(Role):
             return ToolFailed("pytest", f"cannot run {prog}: {e.strerror or e}").output()
         out.reason = _with_interpreter(out.reason, py, ctx)
         if not targets and out.status in ("ok", "timeout"):
-            _record_duration(ctx.project, elapsed)
+            stopped = (progress_said(trace.get("records") or []) or ""
+                       ) if limit is not None and out.status == "timeout" else None
+            _record_duration(ctx.project, elapsed, stopped)
         if limit is not None and out.status == "timeout":
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
             out.status = "incomplete"
+            ran = progress_said(trace.get("records") or [])
             out.reason = (
                 f"quick mode stops the test suite after {limit:.0f} s "
-                f"({len(out.findings)} failure(s) recorded); it runs fully in deep mode"
+                f"({ran + ', ' if ran else ''}{len(out.findings)} failure(s) recorded); "
+                "it runs fully in deep mode"
             )
         return out
 
@@ -266,6 +275,7 @@ class UnitTester(Role):
                           tool_paths=meta)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
+            env["SUPERQODE_PYTEST_PROGRESS"] = str(private / "progress")
             # hypothesis keeps its example database (and a unicode table) in
             # the working directory: keep it outside, per session (paths.py).
             env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", hypothesis_dir(ctx.env, private))
@@ -285,6 +295,9 @@ class UnitTester(Role):
             ]
             res = await ctx.run(cmd, env=env, timeout=limit)
             records = read_records(records_path)
+            # Stopped before its end: how far it got, for the role's line.
+            if res.timed_out and (progress := read_progress(private / "progress")):
+                records.append(progress)
         finally:
             shutil.rmtree(private, ignore_errors=True)
         return res, records
@@ -297,14 +310,16 @@ class UnitTester(Role):
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), None)
         setup = next((r for r in records if r.get("kind") == "setup"), None)
         tool = runner
-        failed = [r for r in records if r.get("kind") not in ("summary", "setup")]
+        failed = [r for r in records if r.get("kind") not in ("summary", "setup", "progress")]
         findings = failure_findings(
             self.name, ctx.sandbox, failed, tool,
             offline=namespaces.active() and ctx.config.sandbox.network != "host")
         if res.timed_out:
             raise ToolFailed(
                 "pytest",
-                f"the test suite did not finish in time ({len(findings)} failure(s) recorded so far)",
+                "the test suite did not finish in time ("
+                + "".join(f"{ran}, " for ran in [progress_said(records)] if ran)
+                + f"{len(findings)} failure(s) recorded so far)",
                 status="timeout", findings=findings,
             )
         exit_code = summary["exitstatus"] if summary else res.returncode
@@ -408,18 +423,22 @@ def _durations_file(project: Path) -> Path:
     return superqode_home() / "unit-durations" / f"{repo_key(project)}.json"  # not session-writable
 
 
-def _last_duration(project: Path) -> float | None:
+def _last_duration(project: Path) -> tuple[float | None, str | None]:
+    """(seconds, how far a run stopped at quick mode's cap got: "" when not
+    known, None when the run was not stopped)."""
     try:
         data = json.loads(_durations_file(project).read_text(encoding="utf-8"))
-        return float(data["seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        stopped = data.get("stopped")
+        return float(data["seconds"]), stopped if isinstance(stopped, str) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, None
 
 
-def _record_duration(project: Path, seconds: float) -> None:
+def _record_duration(project: Path, seconds: float, stopped: str | None = None) -> None:
     path = _durations_file(project)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps({"seconds": round(seconds, 3)}))
+        atomic_write(path, json.dumps({"seconds": round(seconds, 3),
+                                       **({"stopped": stopped} if stopped is not None else {})}))
     except OSError:
         pass  # only an optimisation for quick mode
