@@ -18,6 +18,7 @@ import pytest
 
 from superqode_ls.models import Severity
 from superqode_ls.qe.codegen import Scopes
+from superqode_ls.qe.roles._web import web_patterns
 from superqode_ls.qe.roles._web_quiet import _numbers_only_sql
 from tests.test_context_raise import found_by_security, needs_bandit
 from tests.test_findings_context import _at
@@ -247,3 +248,45 @@ def test_checked_escaped_and_owned_sql_is_noise_and_injectable_sql_stays_high(ma
     for line, tag in _marked("BAD").items():
         hits = [f for f in _at(found, "shop/app.py", line, "sql-injection") if f.noise is None]
         assert any(f.severity == Severity.high for f in hits), tag
+
+
+INSPECT = "def inspect_hash(path):\n    with open(path, 'rb') as f:\n        return hash(f.read())\n"
+SERVER = (
+    "from http.server import BaseHTTPRequestHandler\n"
+    "from pathlib import Path\n\n"
+    "from .inspect import inspect_hash\n\n\n"
+    "class Database:\n"
+    "    def __init__(self, path, cache):\n"
+    "        self.path, self.cache = path, cache\n\n"
+    "    def hash(self):\n"
+    "        if self.cache.get('hash'):\n"
+    "            return self.cache['hash']\n"
+    "        return inspect_hash(Path(self.path))\n\n\n"  # 14
+    "class Files(BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        if self.headers.get('x-skip'):\n"
+    "            return\n"
+    "        self.wfile.write(str(inspect_hash(Path(self.path))).encode())\n"  # 21
+)
+
+
+def _flows(tmp_path, rel: str, source: str) -> list[tuple[int, str, str]]:
+    (tmp_path / "pkg").mkdir(exist_ok=True)
+    for name, text in (("inspect.py", INSPECT), (rel, source)):
+        (tmp_path / "pkg" / name).write_text(text)
+
+    def read(path: str) -> str | None:
+        target = tmp_path / path
+        return target.read_text() if target.is_file() else None
+
+    return [(h[0].lineno, h[1], h[3]) for h in web_patterns(ast.parse(source), f"pkg/{rel}",
+                                                             source, read)]
+
+
+def test_a_path_the_class_sets_itself_is_not_request_data_and_a_handlers_path_is(tmp_path):
+    """``self.path`` read by an http.server handler is what the client asked
+    for; a database class's ``self.path = path`` is its own file, and
+    "Request data reaches ..." said of it was false (datasette's
+    ``Database.hash``)."""
+    hits = [h for h in _flows(tmp_path, "server.py", SERVER) if h[1] == "path-traversal"]
+    assert [h[0] for h in hits] == [21] and hits[0][2].startswith("Request data reaches")
