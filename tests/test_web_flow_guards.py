@@ -206,6 +206,19 @@ def set_mode():
 @app.route("/u")
 def constant_order():
     return db.execute(f"SELECT * FROM {TABLE} ORDER BY {COLUMNS[0]}").fetchall()  # SAFE-module-constant
+
+
+def top(limit: int = 10):
+    return db.execute(f"SELECT * FROM t LIMIT {limit}").fetchall()  # SAFE-typed-int-library
+
+
+@app.route("/v/<limit>")
+def top_view(limit: int):
+    return db.execute(f"SELECT * FROM t LIMIT {limit}").fetchall()  # BAD-typed-int-flask-view
+
+
+def top_by(order: str, limit: int = 10):
+    return db.execute(f"SELECT * FROM t ORDER BY {order} LIMIT {limit}").fetchall()  # BAD-typed-str
 '''
 
 MODELS = (

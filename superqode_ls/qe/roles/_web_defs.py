@@ -22,7 +22,8 @@ sink:
   ``ORDER.get(key, "x")``), the ORM's own metadata (``__tablename__``,
   ``__table__``, ``_meta``, a class's ``__dict__``, ``inspect(...)``),
   placeholders (``", ".join("?" * n)``), random scratch names
-  (``uuid4().hex``, ``secrets.token_hex``).
+  (``uuid4().hex``, ``secrets.token_hex``), a library function's parameter
+  annotated ``int`` (not a view's: see ``_typed_numbers``).
 
 A check that does not dominate the sink, ``replace("'", "")``, or a value
 joined in after the check stays a finding.
@@ -47,6 +48,9 @@ _META = frozenset({"__table__", "__tablename__", "__mapper__", "__dict__", "_met
 _PASS = frozenset({"str", "sorted", "list", "tuple", "set", "frozenset", "reversed"})
 _DEPTH = 8
 _QUOTES = ("'", '"', "`", "]")
+_HTTP = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
+_ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "api_route", "view",
+                     "websocket"})
 
 
 class _Flow:
@@ -268,6 +272,9 @@ class _Flow:
         args = [*e.args, *(k.value for k in e.keywords)]
         if name in _NUMBERS and isinstance(e.func, ast.Name) or _random(e) or _meta(e):
             return True
+        if name == "getattr" and len(e.args) >= 2 and isinstance(e.args[1], ast.Constant) \
+                and e.args[1].value in _META:  # getattr(fn, "__name__", "fn")
+            return all(self.safe(a, state, d) for a in e.args[2:])
         if _ESCAPE.search(name) and not name.lower().startswith("un") or _quoted_identifier(self.s, e) or _doubles(e):
             return True
         if name in _PASS and isinstance(e.func, ast.Name):
@@ -292,11 +299,27 @@ def safe_at(s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.A
     flow = _Flow(s, func, sink)
     params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
     flow.bound |= params | {a.arg for a in (func.args.vararg, func.args.kwarg) if a}
-    flow.block(func.body, frozenset())
+    flow.block(func.body, _typed_numbers(func))
     if not flow.at_sink:
         return False
     state = frozenset.intersection(*flow.at_sink)
     return all(flow.safe(v, state) for v in values)
+
+
+def _typed_numbers(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Safe:
+    """A library function's parameters annotated ``int``/``float``/``bool``
+    (``common_limit: int = 10``): its callers' contract. Not a view's: Flask
+    ignores ``def view(id: int)`` on ``/<id>``, Django passes text, so a
+    function with a route decorator, a ``request`` parameter or an HTTP
+    method's name keeps its parameters unchecked."""
+    a = func.args
+    params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+    if func.name in _HTTP or any(p.arg in ("request", "req") for p in params) or any(
+            isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in _ROUTES
+            for d in func.decorator_list):
+        return frozenset()
+    return frozenset(p.arg for p in params if isinstance(p.annotation, ast.Name)
+                     and p.annotation.id in ("int", "float", "bool"))
 
 
 def _doubles(e: ast.Call) -> bool:

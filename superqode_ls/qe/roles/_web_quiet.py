@@ -217,8 +217,9 @@ def _numbers_only_sql(s: Scopes, line: int) -> str | None:
     if all(safe_at(s, func, n, _formatted(n) or []) for n in built):
         return ("every value formatted into this SQL is checked or owned by the code where the "
                 "query runs (a whitelist check before it, a quote-doubling or escaping helper, "
-                "a lookup in a dict of literals, the ORM's own table and column names): no "
-                "text from outside reaches it unchecked")
+                "a lookup in a dict of literals, the ORM's own table and column names, a "
+                "library parameter typed as a number): no text from outside reaches it "
+                "unchecked")
     return None
 
 
