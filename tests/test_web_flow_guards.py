@@ -219,6 +219,47 @@ def top_view(limit: int):
 
 def top_by(order: str, limit: int = 10):
     return db.execute(f"SELECT * FROM t ORDER BY {order} LIMIT {limit}").fetchall()  # BAD-typed-str
+
+
+def schema_table(schema):
+    if schema in (None, "main"):
+        return "sqlite_master"
+    return '"{}".sqlite_master'.format(schema.replace('"', '""'))
+
+
+def raw_table(schema):
+    return schema + ".sqlite_master"
+
+
+@app.route("/w")
+def schema_names():
+    schema = request.args["schema"]
+    own = db.execute("SELECT name FROM {}".format(schema_table(schema))).fetchall()  # SAFE-module-function
+    raw = db.execute("SELECT name FROM {}".format(raw_table(schema))).fetchall()  # BAD-module-function-raw
+    return own + raw
+
+
+@app.route("/x")
+def stale_catalog():
+    tables = ("catalog_tables", "catalog_views")
+    chosen = request.args["table"]
+
+    def delete(conn):
+        for table in tables:
+            conn.execute("DELETE FROM {} WHERE stale = 1".format(table))  # SAFE-closure
+        conn.execute("DELETE FROM {} WHERE stale = 1".format(chosen))  # BAD-closure-request
+    delete(db)
+    return "ok"
+
+
+class Counter:
+    count_limit = 1000
+
+    def count(self, table):
+        return db.execute(f"SELECT count(*) FROM (SELECT * FROM {quote_identifier(table)} LIMIT {self.count_limit + 1})").fetchone()  # SAFE-number-plus-one
+
+    def label(self, suffix):
+        return db.execute("SELECT * FROM t WHERE n = '%s'" % (suffix + "1")).fetchone()  # BAD-text-plus-text
 '''
 
 MODELS = (

@@ -22,7 +22,9 @@ sink:
   ``ORDER.get(key, "x")``), the ORM's own metadata (``__tablename__``,
   ``__table__``, ``_meta``, a class's ``__dict__``, ``inspect(...)``),
   placeholders (``", ".join("?" * n)``), random scratch names
-  (``uuid4().hex``, ``secrets.token_hex``), a library function's parameter
+  (``uuid4().hex``, ``secrets.token_hex``), a name the enclosing function
+  gives only literals, a module function whose every return is such text,
+  a number plus a number literal, a library function's parameter
   annotated ``int`` (not a view's: see ``_typed_numbers``).
 
 A check that does not dominate the sink, ``replace("'", "")``, or a value
@@ -54,12 +56,13 @@ _ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "api_rout
 
 
 class _Flow:
-    def __init__(self, s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef,
-                 sink: ast.stmt) -> None:
+    def __init__(self, s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef | None,
+                 sink: ast.stmt | None) -> None:
         self.s = s
+        self.func = func
         self.sink = sink
         self.at_sink: list[Safe] = []
-        self.bound = _bound_names(func)
+        self.bound = _bound_names(func) if func is not None else set()
         self.loops: list[tuple[list[Safe], list[Safe]]] = []  # (continues, breaks)
 
     # -- statements ---------------------------------------------------------
@@ -228,7 +231,8 @@ class _Flow:
         if isinstance(e, ast.Name):
             if e.id in state:
                 return True
-            return e.id not in self.bound and _module_constant(self.s, e.id, d)
+            return e.id not in self.bound and (_module_constant(self.s, e.id, d)
+                                               or self.closure(e.id, d))
         if isinstance(e, ast.JoinedStr):
             return all(isinstance(v, ast.Constant) or self.safe(v.value, state, d)
                        for v in e.values)
@@ -238,6 +242,10 @@ class _Flow:
                            or isinstance(x, ast.List | ast.Tuple) and self.safe(x, state, d)
                            for x in (e.left, e.right)) or (
                     self.safe(e.left, state, d) and self.safe(e.right, state, d))
+            if isinstance(e.op, ast.Add) and any(
+                    isinstance(x, ast.Constant) and type(x.value) in (int, float)
+                    for x in (e.left, e.right)):
+                return True  # ``self.count_limit + 1``: a number, or a TypeError
             if isinstance(e.op, ast.Add | ast.Mod | ast.BitOr | ast.BitAnd):
                 return self.safe(e.left, state, d) and self.safe(e.right, state, d)
             return True  # arithmetic: a number, or a TypeError
@@ -267,6 +275,24 @@ class _Flow:
             return self.call(e, state, d)
         return False
 
+    def closure(self, name: str, d: int) -> bool:
+        """``name`` of the function around a nested one, given only the
+        code's own text there (every assignment, whenever the inner one runs)."""
+        outer = self.s.function_of(self.func) if self.func is not None else None
+        if not isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef) or d <= 0:
+            return False
+        a = outer.args
+        if name in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}:
+            return False
+        values = [n.value for n in ast.walk(outer) if isinstance(n, ast.Assign) and any(
+            isinstance(x, ast.Name) and x.id == name for x in n.targets)]
+        if not values or len(values) != sum(
+                1 for n in ast.walk(outer) if isinstance(n, ast.Name) and n.id == name
+                and isinstance(n.ctx, ast.Store)):
+            return False  # a loop, an unpacking or a with binds it too
+        inner = _Flow(self.s, outer, None)
+        return all(inner.safe(v, frozenset(), d) for v in values)
+
     def call(self, e: ast.Call, state: Safe, d: int) -> bool:
         name = _call_name(e)
         args = [*e.args, *(k.value for k in e.keywords)]
@@ -279,6 +305,8 @@ class _Flow:
             return True
         if name in _PASS and isinstance(e.func, ast.Name):
             return all(self.safe(a, state, d) for a in args)
+        if isinstance(e.func, ast.Name) and _returns_own(self.s, name, d):
+            return True
         if isinstance(e.func, ast.Attribute):
             base = e.func.value
             if name == "get" and e.args and self.safe(base, state, d):
@@ -304,6 +332,28 @@ def safe_at(s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.A
         return False
     state = frozenset.intersection(*flow.at_sink)
     return all(flow.safe(v, state) for v in values)
+
+
+_RETURNS: weakref.WeakKeyDictionary[Scopes, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def _returns_own(s: Scopes, name: str, depth: int) -> bool:
+    """``name`` is a function of the module whose every return is the code's
+    own text, whatever its arguments (``_sqlite_schema_table(schema)``:
+    ``"sqlite_master"`` or a quoted identifier); once a module and name."""
+    known = _RETURNS.setdefault(s, {})
+    if name in known or depth <= 2:
+        return known.get(name, False)
+    defs = [n for n in s.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.name == name]
+    known[name] = False  # a recursive call proves nothing
+    if len(defs) != 1:
+        return False
+    returns = [r for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
+    ok = bool(returns) and all(r.value is not None and safe_at(s, defs[0], r, [r.value])
+                               for r in returns)
+    known[name] = ok
+    return ok
 
 
 def _typed_numbers(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Safe:
@@ -428,5 +478,4 @@ class _Module(_Flow):
     """Module-level values: nothing bound in a function."""
 
     def __init__(self, s: Scopes) -> None:
-        self.s = s
-        self.bound = set()
+        super().__init__(s, None, None)
