@@ -38,7 +38,7 @@ import re
 import weakref
 
 from ..codegen import Scopes
-from ._web_quiet_sql import _class_constant, _quoted_identifier, _random
+from ._web_quiet_sql import _quoted_identifier, _random
 
 Safe = frozenset[str]
 _NUMBERS = frozenset({"int", "float", "len", "bool", "round", "abs", "ord", "hash"})
@@ -270,7 +270,8 @@ class _Flow:
         if isinstance(e, ast.Subscript):
             return self.safe(e.value, state, d)
         if isinstance(e, ast.Attribute):
-            return _class_constant(self.s, e) or _meta(e) or self.safe(e.value, state, d)
+            return isinstance(e.value, ast.Name) and _class_constants(self.s).get(e.attr, False) \
+                or _meta(e) or self.safe(e.value, state, d)
         if isinstance(e, ast.Call):
             return self.call(e, state, d)
         return False
@@ -441,9 +442,49 @@ def _class_like(e: ast.AST) -> bool:
     return name == "cls" or "class" in name.lower() or name[:1].isupper()
 
 
+_CLASS: weakref.WeakKeyDictionary[Scopes, dict[str, bool]] = weakref.WeakKeyDictionary()
+_CONSTANT: weakref.WeakKeyDictionary[Scopes, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def _class_constants(s: Scopes) -> dict[str, bool]:
+    """By attribute name: given only string literals in class bodies and
+    assigned nowhere else in the module (``_counts_table_name = "_counts"``
+    read as ``self._counts_table_name``). The same one walk of the module
+    notes the names a function declares ``global`` (``_globals``)."""
+    if s not in _CLASS:
+        given: dict[str, bool] = {}
+        stored: set[str] = set()
+        declared: set[str] = set()
+        for n in ast.walk(s.tree):
+            if isinstance(n, ast.ClassDef):
+                for a in n.body:
+                    if isinstance(a, ast.Assign):
+                        for x in a.targets:
+                            if isinstance(x, ast.Name):
+                                given[x.id] = given.get(x.id, True) and isinstance(
+                                    a.value, ast.Constant) and isinstance(a.value.value, str)
+            elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                stored.add(n.attr)
+            elif isinstance(n, ast.Global):
+                declared.update(n.names)
+        _CLASS[s] = {k: v and k not in stored for k, v in given.items()}
+        _GLOBALS[s] = frozenset(declared)
+    return _CLASS[s]
+
+
 def _module_constant(s: Scopes, name: str, depth: int) -> bool:
     """``name`` is given only the code's own text at module level (and is no
-    function, class or import)."""
+    function, class or import); once a module and name."""
+    known = _CONSTANT.setdefault(s, {})
+    if name not in known:
+        if depth <= 2:
+            return False
+        known[name] = False  # a name defined through itself proves nothing
+        known[name] = _module_constant_of(s, name, depth)
+    return known[name]
+
+
+def _module_constant_of(s: Scopes, name: str, depth: int) -> bool:
     if name in _globals(s):
         return False  # a function may rebind it
     values = []
@@ -467,10 +508,9 @@ _GLOBALS: weakref.WeakKeyDictionary[Scopes, frozenset[str]] = weakref.WeakKeyDic
 
 
 def _globals(s: Scopes) -> frozenset[str]:
-    """Names some function of the module declares ``global`` (one walk a module)."""
+    """Names some function of the module declares ``global``."""
     if s not in _GLOBALS:
-        _GLOBALS[s] = frozenset(x for n in ast.walk(s.tree) if isinstance(n, ast.Global)
-                                for x in n.names)
+        _class_constants(s)
     return _GLOBALS[s]
 
 
