@@ -90,7 +90,7 @@ from ._web_sinks import (
     sql_argument,
 )
 from ._web_stored import _MARK_SAFE, db_read, owners_of, stored_xss, writes
-from ._web_taint import Raw, readers
+from ._web_taint import Raw, own_attributes, readers
 from ._web_templates import RENDERS, Read, rendered
 
 CWE = {"path-traversal": ("CWE-22",), "open-redirect": ("CWE-601",),
@@ -181,6 +181,7 @@ class _File:
         self.readers = readers(scopes, handlers)
         self.rel, self.read, self.callees = rel, read, callees
         self.scopes, self.handlers, self.views = scopes, handlers, views or {}
+        self.own = own_attributes(scopes)
         # the first pass's note of the names its calls go through (None: noting nothing)
         self.wanted: set[str] | None = None
         self._checked: dict[int, bool] = {}
@@ -206,7 +207,8 @@ class _File:
         for scope, unordered in self.scopes:
             if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
-            raw = Raw(request_params(scope, self.rel, self.views, self.handlers), self.readers)
+            raw = Raw(request_params(scope, self.rel, self.views, self.handlers), self.readers,
+                      own=self.own.get(id(scope), frozenset()))
             nodes = _in_order(unordered)
             values = _values(nodes)
             for node in nodes:
@@ -249,7 +251,9 @@ def request_flows(scopes: Scopes, rel: str = "", read: Read | None = None) -> It
             file = _File(scopes, rel, read, Callees(), handlers, views)
             file.wanted = set()
         before = len(file.wanted)
-        for hit, _where in _scope_hits(scope, unordered, Raw(params, file.readers), file, routed):
+        for hit, _where in _scope_hits(scope, unordered, Raw(params, file.readers,
+                                                           own=file.own.get(id(scope), frozenset())),
+                                       file, routed):
             yield hit
         if len(file.wanted) > before or (file.wanted and _calls_any(unordered, file.wanted)):
             again.append((scope, unordered, routed))
@@ -260,7 +264,8 @@ def request_flows(scopes: Scopes, rel: str = "", read: Read | None = None) -> It
         return
     file.wanted = None
     for scope, unordered, routed in again:
-        raw = Raw(request_params(scope, rel, views, handlers), file.readers)
+        raw = Raw(request_params(scope, rel, views, handlers), file.readers,
+                  own=file.own.get(id(scope), frozenset()))
         for hit, _where in _scope_hits(scope, unordered, raw, file, routed):
             yield hit  # what the first pass found comes again: web_patterns keeps one
 

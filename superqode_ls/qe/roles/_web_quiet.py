@@ -6,6 +6,10 @@ away), never dropped.
 - SQL formatted only from the code's own text (literals, a choice between
   literals, a loop over a literal list of table names, ``_web_quiet_sql``):
   low noise;
+- SQL formatted only from values a data-flow check inside the function
+  proves checked or owned where the query runs (``_web_defs``: a
+  whitelist check that dominates the sink, an escaping helper, the ORM's
+  own names, placeholders): low noise;
 - SQL formatted only from numbers (``sql-injection``, bandit's B608): a
   Flask/FastAPI route parameter the framework converts (``<int:id>``,
   ``id: int``) or ``int(...)``/``float(...)`` of request data cannot carry
@@ -43,6 +47,7 @@ from ...workspace.pyast import parse as parse_python
 from ..codegen import Scopes
 from ..context import mark_noise
 from ..noise_context import UNFILTERED
+from ._web_defs import safe_at
 from ._web_quiet_sql import _assigned, constant_text
 from ._web_quiet_tools import cli_argument_shell, fixed_scheme_urlopen, option_default_address
 from ._web_sinks import from_request
@@ -209,6 +214,12 @@ def _numbers_only_sql(s: Scopes, line: int) -> str | None:
     if all(_numeric(v, func, params) or constant_text(s, v, func) for v in values):
         return ("only the code's own text is formatted into this SQL (literals, a choice "
                 "between literals, a loop over a literal list): no value from outside")
+    if all(safe_at(s, func, n, _formatted(n) or []) for n in built):
+        return ("every value formatted into this SQL is checked or owned by the code where the "
+                "query runs (a whitelist check before it, a quote-doubling or escaping helper, "
+                "a lookup in a dict of literals, the ORM's own table and column names, a "
+                "library parameter typed as a number): no text from outside reaches it "
+                "unchecked")
     return None
 
 

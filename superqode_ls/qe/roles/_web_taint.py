@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ._web_sinks import Scopes, _func_name, from_request, request_params
+from ._web_sinks import _HANDLER_INPUT, Scopes, _func_name, from_request, request_params
 
 # str methods that keep what the text says
 _SAME_TEXT = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "replace", "decode",
@@ -34,14 +34,23 @@ class Raw:
     not what another call returns (a database row looked up by it)."""
 
     def __init__(self, seed: frozenset[str], readers: frozenset[str] = frozenset(),
-                 requests: bool = True):
+                 requests: bool = True, own: frozenset[str] = frozenset()):
         self.names = set(seed)
+        # ``self.path``/``self.headers`` the module's classes set themselves
+        # (a database's file path): the code's own value, not a handler's input
+        self.own = own
         self.readers = readers  # the file's functions that return request data
         # False for a function's summary: only its parameter counts, not the
         # request it may read itself (that is reported where it is read)
         self.requests = requests
 
     def _request(self, node: ast.AST) -> bool:
+        if self.own and not any(isinstance(n, ast.Name) and n.id == "request"
+                                or isinstance(n, ast.Attribute) and n.attr == "request"
+                                for n in ast.walk(node)) and any(
+                isinstance(n, ast.Attribute) and n.attr in self.own
+                and isinstance(n.value, ast.Name) and n.value.id == "self" for n in ast.walk(node)):
+            return False
         return self.requests and from_request(node, set())
 
     def text(self, node: ast.AST, carry: bool = False) -> bool:
@@ -103,15 +112,37 @@ class Raw:
             self.names.add(node.target.id)
 
 
+def own_attributes(scopes: Scopes) -> dict[int, frozenset[str]]:
+    """By method id: the handler-input names (``path``, ``headers``,
+    ``rfile``) its class's own code assigns on ``self`` (``self.path = path``
+    in a database class's ``__init__``): there they are the object's state,
+    not what a client sent to an ``http.server`` handler (whose base class
+    sets them)."""
+    out: dict[int, frozenset[str]] = {}
+    for _scope, nodes in scopes:
+        for cls in nodes:
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            own = frozenset(t.attr for n in ast.walk(cls) if isinstance(n, ast.Assign | ast.AnnAssign)
+                            for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                            for t in ast.walk(target) if isinstance(t, ast.Attribute) and t.attr in _HANDLER_INPUT
+                            and isinstance(t.value, ast.Name) and t.value.id == "self")
+            if own:
+                out.update((id(f), own) for f in cls.body
+                           if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef))
+    return out
+
+
 def readers(scopes: Scopes, handlers: dict[int, frozenset[str]]) -> frozenset[str]:
     """Functions of the file whose every return is request data
     (``def user_input(): return request.args.get("q", "")``): a call of one
     is request data, one call deep."""
     out = set()
+    own = own_attributes(scopes)
     for scope, nodes in scopes:
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
             returns = [n.value for n in nodes if isinstance(n, ast.Return)]
-            raw = Raw(request_params(scope, "", None, handlers))
+            raw = Raw(request_params(scope, "", None, handlers), own=own.get(id(scope), frozenset()))
             if returns and all(r is not None and raw.text(r, True) for r in returns):
                 out.add(scope.name)
     return frozenset(out)
