@@ -67,6 +67,7 @@ from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
+from .noise_trusted import TRUSTED_RULES, declares_script, trusted_why
 
 _EMPTY_HASH_ATTR = re.compile(
     r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
@@ -445,10 +446,17 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
             webs.append(root is None or is_web_project(Path(root)))
         return webs[0]
 
+    commands: list[bool] = []
+
+    def one_command() -> bool:
+        if not commands:
+            commands.append(root is not None and not web() and declares_script(Path(root)))
+        return commands[0]
+
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
-        if (f.noise is None and rule in _RULES and f.file and f.range
+        if (f.noise is None and (rule in _RULES or rule in TRUSTED_RULES) and f.file and f.range
                 and f.file.endswith(".py") and (lines := lines_of(f.file)) is not None):
             file = f.file
 
@@ -457,8 +465,9 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
                     trees[file] = _module(lines)
                 return trees[file]
 
-            if why := _why(f, rule, lines, tree, web):
-                low = rule in ("B301", "B302", "B701") or rule in _SHELL_RULES
+            if why := _why(f, rule, lines, tree, web) or trusted_why(f, rule, lines, tree,
+                                                                     one_command):
+                low = rule in ("B301", "B302", "B701", *TRUSTED_RULES) or rule in _SHELL_RULES
                 f = mark_noise(f, why, Severity.low if low else Severity.info)
         out.append(f)
     return out

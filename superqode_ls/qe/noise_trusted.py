@@ -1,0 +1,229 @@
+"""What the flagged module proves about where a value comes from or how long
+an object lives (noise_library.py calls it, after the context step):
+
+- an all-interfaces address (B104) in a module that binds nothing (no
+  ``bind``, ``listen``, ``run``/``serve``, server or socket call) and not
+  held under a host/bind/listen name or key: the address is a value (isso's
+  ``anonymize`` returns ``"0.0.0.0"`` for an address it cannot parse), not
+  where a server listens. ``app.run(host="0.0.0.0")``, ``HOST = "0.0.0.0"``
+  and ``{"bind": "0.0.0.0"}`` stay;
+- the standard library's XML parsers (B313, B314, B318, B405, B408) on XML
+  the function builds from its own text (WeasyPrint's bleed marks written
+  as an SVG string), or in a module that takes nothing from a request or the
+  network (no web framework's request, HTTP client, socket or fetch): a
+  migration of the user's own export, a playlist or a font's SVG table. The
+  standard library's parser resolves no external entity; what B314 warns of
+  is a document an attacker writes. A module that fetches or takes a
+  request keeps it (WeasyPrint's ``images.py`` parses what ``fetch`` got);
+  lxml (B320, B410) is not here: it can resolve entities;
+- ``urlopen`` (B310) of a module constant that is an ``http(s)://`` URL
+  (pipx's ``GITHUB_API_URL``): no ``file:`` or custom scheme can reach it;
+- ``__all__`` (PLE0604) annotated as strings (``__all__: list[str] =
+  [HistoryPanel.panel_id]``): the items are read at run time (a class
+  property that returns the class's name), which ruff cannot follow; the
+  project's type checker holds the annotation. An unannotated ``__all__``
+  of objects stays;
+- ``functools.lru_cache`` on a method (B019) of a class the module makes
+  once, at module level, and nowhere else (a singleton): the cache keeps
+  that one instance alive, which the module does anyway; or in a project
+  that is a command-line tool (a console script declared, no web framework
+  in any module): twine's ``Resolver``, made once per upload, lives as long
+  as the process anyway. A class made per request or per call in a server
+  or a library with no script stays.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ..models import Finding
+
+_ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
+# A call that listens: the bind address goes here.
+_BINDS = re.compile(r"\b(?:bind|listen|serve|serve_forever|run|run_simple|make_server|"
+                    r"create_server|start_server|socket|HTTPServer|TCPServer|UDPServer|"
+                    r"WSGIServer|uvicorn|gunicorn|hypercorn|waitress|Server|Site|TCPSite)\s*\(")
+_BIND_NAME = re.compile(r"(?i)host|bind|listen|interface|server|address|addr$|^ip$|iface")
+_XML_RULES = frozenset({"B313", "B314", "B318", "B405", "B408"})
+# What brings data from outside into a module: a request, an HTTP client, a
+# socket, a fetch.
+_OUTSIDE = re.compile(r"\b(?:request|requests|urlopen|urllib\.request|urllib3|httpx|aiohttp|"
+                      r"http\.client|HTTPConnection|socket|recv|fetch|url_fetcher|flask|django|"
+                      r"starlette|fastapi|tornado|werkzeug|websocket|websockets)\b")
+_STR_ALL = re.compile(r"^(?:list|List|tuple|Tuple|Sequence|typing\.Sequence|"
+                      r"collections\.abc\.Sequence)\[\s*str\s*(?:,\s*\.\.\.\s*)?\]$")
+TRUSTED_RULES = frozenset({"B104", "B310", "PLE0604", "B019", *_XML_RULES})
+
+
+def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module | None],
+                one_command: Callable[[], bool]) -> str | None:
+    """Why the module proves ``f`` harmless, or None."""
+    assert f.range is not None
+    n = f.range.start_line
+    t = tree()
+    if t is None:
+        return None
+    if rule == "B104":
+        return _address_value(t, lines, n)
+    if rule in _XML_RULES:
+        return _trusted_xml(t, lines, n, rule)
+    if rule == "B310":
+        return _constant_url(t, n)
+    if rule == "PLE0604":
+        return _annotated_all(t, n)
+    if rule == "B019":
+        if one_command():
+            return ("a command-line tool's process (a console script, no web framework or "
+                    "server): it ends with the command, and the instances the cache keeps with it")
+        return _singleton_cache(t, n)
+    return None
+
+
+def _at(tree: ast.Module, line: int, kind: type) -> list:
+    return [x for x in ast.walk(tree) if isinstance(x, kind) and getattr(x, "lineno", 0) == line]
+
+
+def _parents(tree: ast.Module) -> dict[ast.AST, ast.AST]:
+    return {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+
+
+def _address_value(tree: ast.Module, lines: list[str], line: int) -> str | None:
+    hits = [c for c in _at(tree, line, ast.Constant) if c.value in _ALL_INTERFACES]
+    if not hits or any(_BINDS.search(x) for x in lines):
+        return None
+    parent = _parents(tree)
+    for c in hits:
+        node, up = c, parent.get(c)
+        while isinstance(up, (ast.IfExp, ast.BoolOp, ast.Tuple, ast.List, ast.Set)):
+            node, up = up, parent.get(up)
+        if isinstance(up, ast.keyword) and up.arg and _BIND_NAME.search(up.arg):
+            return None
+        if isinstance(up, ast.Dict) and any(
+                v is node and isinstance(k, ast.Constant) and isinstance(k.value, str)
+                and _BIND_NAME.search(k.value) for k, v in zip(up.keys, up.values)):
+            return None
+        if isinstance(up, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+            if any(_BIND_NAME.search(ast.unparse(x)) for x in targets):
+                return None
+        if isinstance(up, ast.arguments):  # a parameter's default: def serve(host="0.0.0.0")
+            return None
+    return ("the address is a value (an IP it returns, compares or passes on), and the module "
+            "binds nothing: no server, socket or listen call")
+
+
+def _trusted_xml(tree: ast.Module, lines: list[str], line: int, rule: str) -> str | None:
+    if rule in ("B313", "B314", "B318"):
+        for call in _at(tree, line, ast.Call):
+            if call.args and _built_here(tree, call, call.args[0]):
+                return ("the XML is text the function builds itself: no document from "
+                        "outside reaches the parser")
+    if any(_OUTSIDE.search(x) for x in lines if not x.lstrip().startswith("#")):
+        return None
+    return ("the module takes nothing from a request or the network: it parses the project's "
+            "or the user's own files, and the standard library's parser resolves no "
+            "external entity")
+
+
+def _built_here(tree: ast.Module, call: ast.Call, arg: ast.AST) -> bool:
+    if _text_only(arg):
+        return True
+    if not isinstance(arg, ast.Name):
+        return False
+    func = next((x for x in ast.walk(tree) if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and x.lineno <= call.lineno <= (x.end_lineno or x.lineno)
+                 and not any(isinstance(y, (ast.FunctionDef, ast.AsyncFunctionDef)) and y is not x
+                             and y.lineno <= call.lineno <= (y.end_lineno or y.lineno)
+                             for y in ast.walk(x))), None)
+    if func is None or arg.id in {a.arg for a in func.args.args + func.args.kwonlyargs}:
+        return False
+    writes = []
+    for x in ast.walk(func):
+        if isinstance(x, ast.Assign) and any(isinstance(t, ast.Name) and t.id == arg.id
+                                             for t in x.targets):
+            writes.append(x.value)
+        elif isinstance(x, (ast.AugAssign, ast.AnnAssign)) and isinstance(x.target, ast.Name) \
+                and x.target.id == arg.id:
+            writes.append(x.value)
+        elif isinstance(x, (ast.For, ast.With, ast.NamedExpr)) and arg.id in {
+                n.id for n in ast.walk(getattr(x, "target", x)) if isinstance(n, ast.Name)}:
+            return False
+    return bool(writes) and all(w is not None and _text_only(w) for w in writes)
+
+
+def _text_only(e: ast.AST) -> bool:
+    """A string the code writes: literals, f-strings and their concatenation
+    (the values formatted in are numbers and names of its own drawing)."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, str)
+    if isinstance(e, ast.JoinedStr):
+        return True
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        return _text_only(e.left) and _text_only(e.right)
+    return False
+
+
+def _constant_url(tree: ast.Module, line: int) -> str | None:
+    urls = {t.id for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+            if isinstance(t, ast.Name) and isinstance(s.value, ast.Constant)
+            and isinstance(s.value.value, str) and s.value.value.startswith(("https://", "http://"))}
+    rebound = {t.id for x in ast.walk(tree) for t in getattr(x, "targets", [])
+               if isinstance(t, ast.Name) and x not in tree.body}
+    for call in _at(tree, line, ast.Call):
+        if (call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in urls
+                and call.args[0].id not in rebound):
+            return (f"the URL is the module's constant {call.args[0].id}, an http(s) address: "
+                    "no file: or custom scheme reaches it")
+    return None
+
+
+def _annotated_all(tree: ast.Module, line: int) -> str | None:
+    for s in tree.body:
+        if (isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                and s.target.id == "__all__" and s.lineno <= line <= (s.end_lineno or s.lineno)
+                and _STR_ALL.match(ast.unparse(s.annotation))):
+            return ("__all__ is annotated as strings and its items are read at run time (a "
+                    "property or class property returning a name), which ruff cannot follow")
+    return None
+
+
+def _singleton_cache(tree: ast.Module, line: int) -> str | None:
+    cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                and c.lineno <= line <= (c.end_lineno or c.lineno)), None)
+    if cls is None:
+        return None
+    made = [x for x in ast.walk(tree) if isinstance(x, ast.Call)
+            and isinstance(x.func, ast.Name) and x.func.id == cls.name]
+    top = {id(x) for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+           for x in ast.walk(s) if isinstance(x, ast.Call)}
+    if len(made) == 1 and id(made[0]) in top and not _named_elsewhere(tree, cls, made[0]):
+        return (f"{cls.name} is made once, at module level (a singleton): the cache keeps alive "
+                "only the instance the module keeps anyway")
+    return None
+
+
+def _named_elsewhere(tree: ast.Module, cls: ast.ClassDef, made: ast.Call) -> bool:
+    """The class is used by name other than in its one construction and its
+    own body (a subclass, a factory passing it on): it may be made elsewhere."""
+    inside = {id(x) for x in ast.walk(cls)}
+    return any(isinstance(x, ast.Name) and x.id == cls.name and x is not made.func
+               and id(x) not in inside for x in ast.walk(tree))
+
+
+_SCRIPTS = re.compile(r"(?m)^\[project\.scripts\]|^\[tool\.poetry\.scripts\]|console_scripts")
+
+
+def declares_script(root: Path) -> bool:
+    """The project installs a command (``[project.scripts]``, poetry's
+    scripts, setuptools' ``console_scripts``)."""
+    for name in ("pyproject.toml", "setup.cfg", "setup.py"):
+        try:
+            if _SCRIPTS.search((root / name).read_text(errors="replace")[:200_000]):
+                return True
+        except OSError:
+            continue
+    return False

@@ -1,0 +1,239 @@
+"""What the flagged module proves about where a value comes from or how long
+an object lives (qe/noise_trusted.py). Each case comes from a project judged
+by hand (isso, WeasyPrint, mopidy, pipx, django-debug-toolbar, twine), with
+the dangerous shape beside it that must stay shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from superqode_ls.qe.noise import FileLines, filter_findings
+from tests.role_helpers import lint_finding
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _sec(rule, file, line, **kw):
+    return lint_finding(rule, file, line, role="security_tester", tool="bandit",
+                        category="security", **kw)
+
+
+def _noise(root: Path, findings) -> dict[tuple[str, int], str | None]:
+    found = filter_findings(findings, read_line=FileLines(root), threshold=0.7).findings
+    return {(f.file, f.range.start_line): f.noise for f in found}
+
+
+ANONYMIZE = '''import ipaddress
+
+
+def anonymize(remote_addr):
+    try:
+        ipv4 = ipaddress.IPv4Address(remote_addr)
+        return u''.join(ipv4.exploded.rsplit('.', 1)[0]) + '.' + '0'
+    except ipaddress.AddressValueError:
+        return "0.0.0.0"
+
+
+def migrate(ip):
+    return {"remote_addr": anonymize(ip if ip is not None else "0.0.0.0")}
+'''
+
+SERVER = '''import socket
+from http.server import HTTPServer
+
+
+def listen_all():
+    sock = socket.socket()
+    sock.bind(("0.0.0.0", 8080))
+    return sock
+
+
+def defaults():
+    return {"host": "0.0.0.0"}
+'''
+
+CONFIG = '''HOST = "0.0.0.0"
+SETTINGS = {"bind": "0.0.0.0"}
+'''
+
+
+def test_an_all_interfaces_address_used_as_a_value_is_noise_a_bind_stays(tmp_path):
+    _write(tmp_path, {"isso/utils.py": ANONYMIZE, "app/server.py": SERVER,
+                      "app/config.py": CONFIG})
+    got = _noise(tmp_path, [_sec("B104", "isso/utils.py", 9), _sec("B104", "isso/utils.py", 13),
+                            _sec("B104", "app/server.py", 7), _sec("B104", "app/server.py", 12),
+                            _sec("B104", "app/config.py", 1), _sec("B104", "app/config.py", 2)])
+    assert "binds nothing" in got[("isso/utils.py", 9)]  # the anonymised IP it returns
+    assert "binds nothing" in got[("isso/utils.py", 13)]  # passed on to anonymize()
+    assert got[("app/server.py", 7)] is None  # sock.bind(("0.0.0.0", ...))
+    assert got[("app/server.py", 12)] is None  # a host default in a server module
+    assert got[("app/config.py", 1)] is None  # HOST = ...: read by whatever binds
+    assert got[("app/config.py", 2)] is None  # {"bind": ...}
+
+
+BLEED = '''from xml.etree import ElementTree
+
+
+def draw_bleed(width, height):
+    svg = f\'\'\'<svg height="{height}" width="{width}">\'\'\'
+    svg += f\'<path d="M0,0 h{width}" />\'
+    svg += '</svg>'
+    tree = ElementTree.fromstring(svg)
+    return tree
+
+
+def draw_glyph(svg):
+    return ElementTree.fromstring(svg)
+'''
+
+IMAGES = '''from xml.etree import ElementTree
+
+from .urls import fetch
+
+
+def load(url):
+    with fetch(url) as result:
+        return ElementTree.fromstring(result["string"])
+'''
+
+VIEWS = '''from xml.etree import ElementTree
+
+from flask import request
+
+
+def upload():
+    return ElementTree.fromstring(request.data)
+'''
+
+PLAYLIST = '''import io
+import urllib.parse
+from xml.etree import ElementTree as ET
+
+
+def parse_xspf(data):
+    for _event, element in ET.iterparse(io.BytesIO(data)):
+        yield element.text
+'''
+
+LXML = '''from lxml import etree
+
+
+def parse(path):
+    return etree.parse(path)
+'''
+
+
+def test_stdlib_xml_on_its_own_text_or_own_files_is_noise_a_request_or_fetch_stays(tmp_path):
+    _write(tmp_path, {"pkg/draw.py": BLEED, "pkg/images.py": IMAGES, "pkg/views.py": VIEWS,
+                      "pkg/parsers.py": PLAYLIST, "pkg/lx.py": LXML})
+    got = _noise(tmp_path, [_sec("B314", "pkg/draw.py", 8), _sec("B314", "pkg/draw.py", 13),
+                            _sec("B314", "pkg/images.py", 8), _sec("B314", "pkg/views.py", 7),
+                            _sec("B314", "pkg/parsers.py", 7), _sec("B405", "pkg/parsers.py", 3),
+                            _sec("B320", "pkg/lx.py", 5)])
+    assert "builds itself" in got[("pkg/draw.py", 8)]  # WeasyPrint's bleed marks
+    assert "nothing from a request" in got[("pkg/draw.py", 13)]  # a font's SVG table
+    assert "nothing from a request" in got[("pkg/parsers.py", 7)]  # mopidy's playlists
+    assert got[("pkg/parsers.py", 3)] is not None  # the import: an advisory already
+    assert got[("pkg/images.py", 8)] is None  # what fetch() brought from the network
+    assert got[("pkg/views.py", 7)] is None  # a request's body
+    assert got[("pkg/lx.py", 5)] is None  # lxml can resolve entities: not this rule's
+
+
+URLS = '''from urllib.request import urlopen
+
+GITHUB_API_URL = "https://api.github.com/repos/astral-sh/python-build-standalone/releases"
+MIRROR = "ftp://example.org/index"
+
+
+def releases():
+    with urlopen(GITHUB_API_URL, timeout=30) as response:
+        return response.read()
+
+
+def mirror():
+    return urlopen(MIRROR)
+
+
+def anything(url):
+    return urlopen(url)
+'''
+
+
+def test_urlopen_of_a_constant_https_url_is_noise_a_variable_or_other_scheme_stays(tmp_path):
+    _write(tmp_path, {"pipx/standalone.py": URLS})
+    got = _noise(tmp_path, [_sec("B310", "pipx/standalone.py", 8),
+                            _sec("B310", "pipx/standalone.py", 13),
+                            _sec("B310", "pipx/standalone.py", 17)])
+    assert "GITHUB_API_URL" in got[("pipx/standalone.py", 8)]
+    assert got[("pipx/standalone.py", 13)] is None  # ftp://: not http(s)
+    assert got[("pipx/standalone.py", 17)] is None  # whatever the caller passes
+
+
+def test_all_annotated_as_strings_is_noise_objects_in_all_stay(tmp_path):
+    _write(tmp_path, {
+        "dt/history/__init__.py": "from dt.history.panel import HistoryPanel\n\n"
+                                  "__all__: list[str] = [HistoryPanel.panel_id]\n",
+        "dt/sql/__init__.py": "from dt.sql.panel import SQLPanel\n\n__all__ = [SQLPanel]\n"})
+    got = _noise(tmp_path, [lint_finding("PLE0604", "dt/history/__init__.py", 3),
+                            lint_finding("PLE0604", "dt/sql/__init__.py", 3)])
+    assert "annotated as strings" in got[("dt/history/__init__.py", 3)]
+    assert got[("dt/sql/__init__.py", 3)] is None  # a class in __all__: import * fails
+
+
+SINGLETON = '''import functools
+
+
+class Registry:
+    @functools.lru_cache()
+    def lookup(self, name):
+        return name.upper()
+
+
+REGISTRY = Registry()
+
+
+class PerCall:
+    @functools.lru_cache()
+    def lookup(self, name):
+        return name.upper()
+
+
+def handle(name):
+    return PerCall().lookup(name)
+'''
+
+
+def test_a_method_cache_on_a_singleton_is_noise_one_made_per_call_stays(tmp_path):
+    _write(tmp_path, {"pkg/reg.py": SINGLETON})
+    got = _noise(tmp_path, [lint_finding("B019", "pkg/reg.py", 5),
+                            lint_finding("B019", "pkg/reg.py", 14)])
+    assert "singleton" in got[("pkg/reg.py", 5)]
+    assert got[("pkg/reg.py", 14)] is None
+
+
+RESOLVER = '''import functools
+
+
+class Resolver:
+    @functools.lru_cache()
+    def username(self):
+        return "me"
+'''
+
+
+def test_a_method_cache_in_a_command_line_tool_is_noise_in_a_web_app_it_stays(tmp_path):
+    cli, web = tmp_path / "cli", tmp_path / "web"
+    _write(cli, {"twine/auth.py": RESOLVER,
+                 "pyproject.toml": '[project]\nname = "twine"\n\n[project.scripts]\n'
+                                   'twine = "twine.__main__:main"\n'})
+    _write(web, {"app/auth.py": RESOLVER, "app/views.py": "from flask import Flask\n",
+                 "pyproject.toml": '[project]\nname = "app"\n\n[project.scripts]\n'
+                                   'app = "app.cli:main"\n'})
+    assert "command-line tool" in _noise(cli, [lint_finding("B019", "twine/auth.py", 5)])[
+        ("twine/auth.py", 5)]
+    assert _noise(web, [lint_finding("B019", "app/auth.py", 5)])[("app/auth.py", 5)] is None
