@@ -237,3 +237,55 @@ def test_a_method_cache_in_a_command_line_tool_is_noise_in_a_web_app_it_stays(tm
     assert "command-line tool" in _noise(cli, [lint_finding("B019", "twine/auth.py", 5)])[
         ("twine/auth.py", 5)]
     assert _noise(web, [lint_finding("B019", "app/auth.py", 5)])[("app/auth.py", 5)] is None
+
+
+HELPERS = '''from markupsafe import Markup
+
+
+def highlight(code):
+    return Markup(code)
+
+
+def linkify(code):
+    return Markup(code.replace("x", "<a>x</a>"))
+
+
+def minify_css(css):
+    return Markup(css.replace("<style", "<style"))
+
+
+def link(spec, text=None):
+    return Markup(f'<a href="{spec}">{text}</a>')
+'''
+
+RENDER = '''import jinja2
+
+from pdoc.helpers import highlight, link, linkify, minify_css
+
+env = jinja2.Environment(loader=jinja2.PackageLoader("pdoc"), autoescape=True)
+env.filters["highlight"] = highlight
+env.filters["linkify"] = linkify
+env.filters["minify_css"] = minify_css
+env.filters["link"] = link
+'''
+
+FRAME = '''<style>{% filter minify_css %}{% include "theme.css" %}{% endfilter %}</style>
+<pre>{{ doc | highlight | linkify }}</pre>
+<span>{{ var.annotation | escape | linkify }}</span>
+<li>{{ submodule.taken_from | link(text=submodule.name) }}</li>
+'''
+
+
+def test_markup_in_a_filter_that_only_receives_markup_is_noise_on_a_bare_variable_it_stays(
+        tmp_path):
+    _write(tmp_path, {"pdoc/helpers.py": HELPERS, "pdoc/render.py": RENDER,
+                      "pdoc/templates/frame.html.jinja2": FRAME})
+    got = _noise(tmp_path, [_sec("B704", "pdoc/helpers.py", 9), _sec("B704", "pdoc/helpers.py", 13),
+                            _sec("B704", "pdoc/helpers.py", 17)])
+    assert "only receives markup" in got[("pdoc/helpers.py", 9)]  # after highlight or escape
+    assert "only receives markup" in got[("pdoc/helpers.py", 13)]  # a {% filter %} block
+    assert got[("pdoc/helpers.py", 17)] is None  # {{ spec | link }}: a bare variable
+    # the same filters where autoescape is off: the blocks are not escaped
+    _write(tmp_path, {"pdoc/render.py": RENDER.replace("autoescape=True", "autoescape=False")})
+    got = _noise(tmp_path, [_sec("B704", "pdoc/helpers.py", 13)])
+    assert got[("pdoc/helpers.py", 13)] is None

@@ -67,7 +67,7 @@ from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
-from .noise_trusted import TRUSTED_RULES, declares_script, trusted_why
+from .noise_trusted import TRUSTED_RULES, declares_script, project_filters, trusted_why
 
 _EMPTY_HASH_ATTR = re.compile(
     r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
@@ -447,6 +447,12 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
         return webs[0]
 
     commands: list[bool] = []
+    filters: list[tuple[list[str], dict[str, str]]] = []
+
+    def project() -> tuple[list[str], dict[str, str]]:
+        if not filters:
+            filters.append(project_filters(Path(root)) if root is not None else ([], {}))
+        return filters[0]
 
     def one_command() -> bool:
         if not commands:
@@ -465,8 +471,8 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
                     trees[file] = _module(lines)
                 return trees[file]
 
-            if why := _why(f, rule, lines, tree, web) or trusted_why(f, rule, lines, tree,
-                                                                     one_command):
+            if why := _why(f, rule, lines, tree, web) or trusted_why(
+                    f, rule, lines, tree, one_command, project):
                 low = rule in ("B301", "B302", "B701", *TRUSTED_RULES) or rule in _SHELL_RULES
                 f = mark_noise(f, why, Severity.low if low else Severity.info)
         out.append(f)

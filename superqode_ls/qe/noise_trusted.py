@@ -29,7 +29,14 @@ an object lives (noise_library.py calls it, after the context step):
   that is a command-line tool (a console script declared, no web framework
   in any module): twine's ``Resolver``, made once per upload, lives as long
   as the process anyway. A class made per request or per call in a server
-  or a library with no script stays.
+  or a library with no script stays;
+- ``Markup(...)`` (B704) in a jinja2 filter this module registers
+  (``env.filters["minify_css"] = minify_css``) on an environment with
+  autoescape on, where every use in the project's templates gives it markup
+  already: a ``{% filter minify_css %}`` block (rendered, so escaped), or a
+  chain whose previous filter escapes or is one of this module's own
+  (``var.annotation_str | escape | linkify``, ``to_html | linkify``). A use
+  on a bare variable (``{{ spec | link }}``) or after ``safe`` keeps it.
 """
 
 from __future__ import annotations
@@ -55,11 +62,18 @@ _OUTSIDE = re.compile(r"\b(?:request|requests|urlopen|urllib\.request|urllib3|ht
                       r"starlette|fastapi|tornado|werkzeug|websocket|websockets)\b")
 _STR_ALL = re.compile(r"^(?:list|List|tuple|Tuple|Sequence|typing\.Sequence|"
                       r"collections\.abc\.Sequence)\[\s*str\s*(?:,\s*\.\.\.\s*)?\]$")
-TRUSTED_RULES = frozenset({"B104", "B310", "PLE0604", "B019", *_XML_RULES})
+TRUSTED_RULES = frozenset({"B104", "B310", "PLE0604", "B019", "B704", *_XML_RULES})
+_AUTOESCAPE_ON = re.compile(r"\bautoescape\s*=\s*(?:True\b|select_autoescape\()")
+_ESCAPES = frozenset({"escape", "e", "forceescape"})
+_TEMPLATE_SUFFIXES = (".jinja2", ".jinja", ".j2", ".html", ".htm", ".xml", ".txt")
+_TEMPLATE_SKIP = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox",
+                            ".nox", "build", "dist", "site-packages", ".superqode"})
 
 
 def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module | None],
-                one_command: Callable[[], bool]) -> str | None:
+                one_command: Callable[[], bool],
+                project: Callable[[], tuple[list[str], dict[str, str]]] = lambda: ([], {})
+                ) -> str | None:
     """Why the module proves ``f`` harmless, or None."""
     assert f.range is not None
     n = f.range.start_line
@@ -74,6 +88,8 @@ def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.
         return _constant_url(t, n)
     if rule == "PLE0604":
         return _annotated_all(t, n)
+    if rule == "B704":
+        return _filter_of_rendered(t, lines, n, project)
     if rule == "B019":
         if one_command():
             return ("a command-line tool's process (a console script, no web framework or "
@@ -227,3 +243,73 @@ def declares_script(root: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+def _filter_of_rendered(tree: ast.Module, lines: list[str], line: int,
+                        project: Callable[[], tuple[list[str], dict[str, str]]]) -> str | None:
+    func = next((x for x in tree.body if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and x.lineno <= line <= (x.end_lineno or x.lineno)), None)
+    if func is None:
+        return None
+    templates, filters = project()
+    names = {k for k, v in filters.items() if v == func.name}
+    if not names:
+        return None
+    uses = 0
+    for text in templates:
+        for name in names:
+            uses += len(re.findall(rf"\{{%-?\s*filter\s+{re.escape(name)}\b", text))
+            for m in re.finditer(rf"\|\s*{re.escape(name)}\b", text):
+                start = text.rfind("{{", 0, m.start())
+                before = re.findall(r"\|\s*(\w+)", text[start:m.start()] if start >= 0 else "")
+                if not before or (before[-1] not in _ESCAPES and before[-1] not in filters):
+                    return None
+                uses += 1
+    if not uses:
+        return None
+    return ("the filter only receives markup: a rendered {% filter %} block or the output of an "
+            "escape or of the project's own filters, in an environment with autoescape on")
+
+
+# ``env.filters["minify_css"] = minify_css`` (or ``= render_helpers.minify_css``)
+_REGISTERED = re.compile(r"\.filters\[\s*['\"](\w+)['\"]\s*\]\s*=\s*(?:[\w.]+\.)?(\w+)\s*$",
+                         re.MULTILINE)
+
+
+def project_filters(root: Path) -> tuple[list[str], dict[str, str]]:
+    """The project's templates, and the jinja2 filters its modules register
+    (filter name -> function name) in a module that turns autoescape on."""
+    texts = _texts(root, _TEMPLATE_SUFFIXES, lambda t: "{{" in t or "{%" in t)
+    filters: dict[str, str] = {}
+    for text in _texts(root, (".py",), lambda t: ".filters[" in t and "autoescape" in t):
+        if _AUTOESCAPE_ON.search(text):
+            filters.update((m.group(1), m.group(2)) for m in _REGISTERED.finditer(text))
+    return texts, filters
+
+
+def _texts(root: Path, suffixes: tuple[str, ...], keep: Callable[[str], bool],
+           limit_files: int = 2000, limit_bytes: int = 8_000_000) -> list[str]:
+    """The text of the project's files with these suffixes that ``keep``
+    accepts (the walk and what is read bounded)."""
+    out: list[str] = []
+    total = 0
+    stack = [root]
+    while stack and len(out) < limit_files and total < limit_bytes:
+        folder = stack.pop()
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir() and not e.is_symlink():
+                if e.name not in _TEMPLATE_SKIP and not e.name.startswith("."):
+                    stack.append(e)
+            elif e.name.endswith(suffixes) and e.is_file():
+                try:
+                    text = e.read_text(errors="replace")[:200_000]
+                except OSError:
+                    continue
+                if keep(text):
+                    out.append(text)
+                    total += len(text)
+    return out
