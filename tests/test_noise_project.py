@@ -297,6 +297,10 @@ def test_within_a_severity_stronger_evidence_comes_first():
     traced = _finding("sql-injection", "security", "superqode-patterns", Severity.high,
                       tags=["data-flow"])
     assert evidence(traced) == evidence(broken)
+    # a closure reading the loop's last value is a bug at medium too
+    closure = lint_finding("B023", "m.py", 8)
+    redirect = _finding("open-redirect", "security", "superqode-patterns", line=2)
+    assert [f.rule_id for f in by_importance([redirect, closure])] == ["B023", "open-redirect"]
 
 
 def test_a_pytest_collection_warning_is_the_runners_an_import_error_stays(tmp_path):

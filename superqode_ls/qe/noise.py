@@ -290,6 +290,9 @@ _LINE_CATEGORIES = PATH_CLASS_CATEGORIES
 # pattern findings that the code around them proved harmless.
 _EVIDENCE = {"secrets": 1, "tests": 2, "syntax": 2, "types": 2, "mutation": 3}
 _FLOW_TAGS = frozenset({"data-flow", "dataflow", "taint"})
+# Medium or low by themselves, yet wrong wherever they fire: a closure that
+# reads the loop's last value (B023), a name bound twice (F811).
+_DEFINITE_BUGS = frozenset({"B023", "F811"})
 
 
 def evidence(f: Finding) -> int:
@@ -302,7 +305,7 @@ def evidence(f: Finding) -> int:
         return 1 if own else 3
     if f.category == "lint":
         rule = canonical_rule(f.rule_id)
-        if ruff_severity(rule) is Severity.high:
+        if ruff_severity(rule) is Severity.high or rule in _DEFINITE_BUGS:
             return 0  # the code fails when it runs: a bug, not a pattern
         return 2 if (LIKELY_BUG.match(rule) or f.rule_id.startswith("F")) else 4
     return _EVIDENCE.get(f.category, 3)
