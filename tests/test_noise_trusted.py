@@ -185,6 +185,23 @@ def test_all_annotated_as_strings_is_noise_objects_in_all_stay(tmp_path):
     assert got[("dt/sql/__init__.py", 3)] is None  # a class in __all__: import * fails
 
 
+def test_all_of_class_properties_declared_str_is_noise_another_attribute_stays(tmp_path):
+    _write(tmp_path, {
+        "dt/panels/__init__.py": "class classproperty(property):\n    pass\n\n\n"
+                                 "class Panel:\n    @classproperty\n"
+                                 "    def panel_id(cls) -> str:\n        return cls.__name__\n\n"
+                                 "    @classproperty\n    def weight(cls) -> int:\n"
+                                 "        return 1\n",
+        "dt/panels/sql/__init__.py": "from dt.panels.sql.panel import SQLPanel\n\n"
+                                     "__all__ = [SQLPanel.panel_id]\n",
+        "dt/panels/timer/__init__.py": "from dt.panels.timer.panel import TimerPanel\n\n"
+                                       "__all__ = [TimerPanel.weight]\n"})
+    got = _noise(tmp_path, [lint_finding("PLE0604", "dt/panels/sql/__init__.py", 3),
+                            lint_finding("PLE0604", "dt/panels/timer/__init__.py", 3)])
+    assert "declares to return str" in got[("dt/panels/sql/__init__.py", 3)]
+    assert got[("dt/panels/timer/__init__.py", 3)] is None  # an int property: import * fails
+
+
 SINGLETON = '''import functools
 
 

@@ -447,12 +447,13 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
         return webs[0]
 
     commands: list[bool] = []
-    filters: list[tuple[list[str], dict[str, str]]] = []
+    facts: list[tuple] = []
 
-    def project() -> tuple[list[str], dict[str, str]]:
-        if not filters:
-            filters.append(project_filters(Path(root)) if root is not None else ([], {}))
-        return filters[0]
+    def project() -> tuple:
+        if not facts:
+            facts.append(project_filters(Path(root)) if root is not None
+                         else ([], {}, frozenset()))
+        return facts[0]
 
     def one_command() -> bool:
         if not commands:

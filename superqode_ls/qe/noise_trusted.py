@@ -72,8 +72,7 @@ _TEMPLATE_SKIP = frozenset({".git", ".venv", "venv", "node_modules", "__pycache_
 
 def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module | None],
                 one_command: Callable[[], bool],
-                project: Callable[[], tuple[list[str], dict[str, str]]] = lambda: ([], {})
-                ) -> str | None:
+                project: Callable[[], tuple] = lambda: ([], {}, frozenset())) -> str | None:
     """Why the module proves ``f`` harmless, or None."""
     assert f.range is not None
     n = f.range.start_line
@@ -87,7 +86,7 @@ def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.
     if rule == "B310":
         return _constant_url(t, n)
     if rule == "PLE0604":
-        return _annotated_all(t, n)
+        return _annotated_all(t, n) or _property_names(t, n, project()[2])
     if rule == "B704":
         return _filter_of_rendered(t, lines, n, project)
     if rule == "B019":
@@ -207,6 +206,24 @@ def _annotated_all(tree: ast.Module, line: int) -> str | None:
     return None
 
 
+def _property_names(tree: ast.Module, line: int, props: frozenset[str]) -> str | None:
+    """Every item of ``__all__`` is ``Imported.attr`` where the project
+    defines ``attr`` as a property returning ``str`` (``panel_id``)."""
+    imported = {a.asname or a.name for s in tree.body if isinstance(s, ast.ImportFrom)
+                for a in s.names}
+    for s in tree.body:
+        if (isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                              for t in s.targets)
+                and s.lineno <= line <= (s.end_lineno or s.lineno)
+                and isinstance(s.value, (ast.List, ast.Tuple)) and s.value.elts
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                        or isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
+                        and e.value.id in imported and e.attr in props for e in s.value.elts)):
+            return ("__all__'s items are read at run time from a property the project declares "
+                    "to return str, which ruff cannot follow")
+    return None
+
+
 def _singleton_cache(tree: ast.Module, line: int) -> str | None:
     cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
                 and c.lineno <= line <= (c.end_lineno or c.lineno)), None)
@@ -246,12 +263,12 @@ def declares_script(root: Path) -> bool:
 
 
 def _filter_of_rendered(tree: ast.Module, lines: list[str], line: int,
-                        project: Callable[[], tuple[list[str], dict[str, str]]]) -> str | None:
+                        project: Callable[[], tuple]) -> str | None:
     func = next((x for x in tree.body if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and x.lineno <= line <= (x.end_lineno or x.lineno)), None)
     if func is None:
         return None
-    templates, filters = project()
+    templates, filters, _ = project()
     names = {k for k, v in filters.items() if v == func.name}
     if not names:
         return None
@@ -276,15 +293,22 @@ _REGISTERED = re.compile(r"\.filters\[\s*['\"](\w+)['\"]\s*\]\s*=\s*(?:[\w.]+\.)
                          re.MULTILINE)
 
 
-def project_filters(root: Path) -> tuple[list[str], dict[str, str]]:
-    """The project's templates, and the jinja2 filters its modules register
-    (filter name -> function name) in a module that turns autoescape on."""
+def project_filters(root: Path) -> tuple[list[str], dict[str, str], frozenset[str]]:
+    """The project's templates, the jinja2 filters its modules register
+    (filter name -> function name) in a module that turns autoescape on, and
+    the names of the properties that say they return ``str``."""
     texts = _texts(root, _TEMPLATE_SUFFIXES, lambda t: "{{" in t or "{%" in t)
     filters: dict[str, str] = {}
-    for text in _texts(root, (".py",), lambda t: ".filters[" in t and "autoescape" in t):
-        if _AUTOESCAPE_ON.search(text):
+    props: set[str] = set()
+    for text in _texts(root, (".py",), lambda t: ".filters[" in t or "property" in t):
+        if ".filters[" in text and _AUTOESCAPE_ON.search(text):
             filters.update((m.group(1), m.group(2)) for m in _REGISTERED.finditer(text))
-    return texts, filters
+        props.update(_STR_PROPERTY.findall(text))
+    return texts, filters, frozenset(props)
+
+
+# ``@classproperty`` / ``@property`` over ``def panel_id(cls) -> str:``
+_STR_PROPERTY = re.compile(r"@\w*property\s*\n\s*def\s+(\w+)\(\s*(?:cls|self)\s*\)\s*->\s*str\s*:")
 
 
 def _texts(root: Path, suffixes: tuple[str, ...], keep: Callable[[str], bool],
