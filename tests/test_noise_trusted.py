@@ -79,11 +79,12 @@ def test_an_all_interfaces_address_used_as_a_value_is_noise_a_bind_stays(tmp_pat
 BLEED = '''from xml.etree import ElementTree
 
 
-def draw_bleed(width, height):
-    svg = f\'\'\'<svg height="{height}" width="{width}">\'\'\'
-    svg += f\'<path d="M0,0 h{width}" />\'
-    svg += '</svg>'
-    tree = ElementTree.fromstring(svg)
+def draw_bleed(stream, width, height):
+    with stream.artifact():
+        svg = f\'\'\'<svg height="{height}" width="{width}">\'\'\'
+        svg += f\'<path d="M0,0 h{width}" />\'
+        svg += '</svg>'
+        tree = ElementTree.fromstring(svg)
     return tree
 
 
@@ -131,12 +132,12 @@ def parse(path):
 def test_stdlib_xml_on_its_own_text_or_own_files_is_noise_a_request_or_fetch_stays(tmp_path):
     _write(tmp_path, {"pkg/draw.py": BLEED, "pkg/images.py": IMAGES, "pkg/views.py": VIEWS,
                       "pkg/parsers.py": PLAYLIST, "pkg/lx.py": LXML})
-    got = _noise(tmp_path, [_sec("B314", "pkg/draw.py", 8), _sec("B314", "pkg/draw.py", 13),
+    got = _noise(tmp_path, [_sec("B314", "pkg/draw.py", 9), _sec("B314", "pkg/draw.py", 14),
                             _sec("B314", "pkg/images.py", 8), _sec("B314", "pkg/views.py", 7),
                             _sec("B314", "pkg/parsers.py", 7), _sec("B405", "pkg/parsers.py", 3),
                             _sec("B320", "pkg/lx.py", 5)])
-    assert "builds itself" in got[("pkg/draw.py", 8)]  # WeasyPrint's bleed marks
-    assert "nothing from a request" in got[("pkg/draw.py", 13)]  # a font's SVG table
+    assert "builds itself" in got[("pkg/draw.py", 9)]  # WeasyPrint's bleed marks
+    assert "nothing from a request" in got[("pkg/draw.py", 14)]  # a font's SVG table
     assert "nothing from a request" in got[("pkg/parsers.py", 7)]  # mopidy's playlists
     assert got[("pkg/parsers.py", 3)] is not None  # the import: an advisory already
     assert got[("pkg/images.py", 8)] is None  # what fetch() brought from the network

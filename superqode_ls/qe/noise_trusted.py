@@ -163,10 +163,20 @@ def _built_here(tree: ast.Module, call: ast.Call, arg: ast.AST) -> bool:
         elif isinstance(x, (ast.AugAssign, ast.AnnAssign)) and isinstance(x.target, ast.Name) \
                 and x.target.id == arg.id:
             writes.append(x.value)
-        elif isinstance(x, (ast.For, ast.With, ast.NamedExpr)) and arg.id in {
-                n.id for n in ast.walk(getattr(x, "target", x)) if isinstance(n, ast.Name)}:
+        elif arg.id in _bound_by(x):
             return False
     return bool(writes) and all(w is not None and _text_only(w) for w in writes)
+
+
+def _bound_by(x: ast.AST) -> set[str]:
+    """Names a loop, ``with ... as`` or ``:=`` binds (to values not written here)."""
+    if isinstance(x, (ast.For, ast.AsyncFor, ast.NamedExpr, ast.comprehension)):
+        targets = [x.target]
+    elif isinstance(x, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in x.items if i.optional_vars is not None]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _text_only(e: ast.AST) -> bool:
