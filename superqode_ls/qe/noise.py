@@ -290,9 +290,10 @@ _LINE_CATEGORIES = PATH_CLASS_CATEGORIES
 # pattern findings that the code around them proved harmless.
 _EVIDENCE = {"secrets": 1, "tests": 2, "syntax": 2, "types": 2, "mutation": 3}
 _FLOW_TAGS = frozenset({"data-flow", "dataflow", "taint"})
-# Medium or low by themselves, yet wrong wherever they fire: a closure that
-# reads the loop's last value (B023), a name bound twice (F811).
-_DEFINITE_BUGS = frozenset({"B023", "F811"})
+# Medium by itself, yet wrong wherever it fires: a closure that reads the
+# loop's last value. (F811 stays a likely bug: ranked first it would lead
+# the line it shares with F401 and split the line's one diagnostic in two.)
+_DEFINITE_BUGS = frozenset({"B023"})
 
 
 def evidence(f: Finding) -> int:
