@@ -307,3 +307,56 @@ def test_markup_in_a_filter_that_only_receives_markup_is_noise_on_a_bare_variabl
     _write(tmp_path, {"pdoc/render.py": RENDER.replace("autoescape=True", "autoescape=False")})
     got = _noise(tmp_path, [_sec("B704", "pdoc/helpers.py", 13)])
     assert got[("pdoc/helpers.py", 13)] is None
+
+
+CHECKED = '''import urllib.parse
+import urllib.request
+
+
+def fetch(url):
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(url)
+    return urllib.request.urlopen(url)
+
+
+def _get(url):
+    return urllib.request.urlopen(url)
+
+
+def read(spec):
+    if urllib.parse.urlparse(spec).scheme in ("http", "https"):
+        return _get(spec)
+    return None
+
+
+def _any(url):
+    return urllib.request.urlopen(url)
+
+
+def run(app):
+    if urllib.parse.urlparse(app).scheme:
+        return _any(app)
+    return None
+
+
+def _half(url):
+    return urllib.request.urlopen(url)
+
+
+def one(spec):
+    if urllib.parse.urlparse(spec).scheme == "https":
+        return _half(spec)
+
+
+def other(spec):
+    return _half(spec)
+'''
+
+
+def test_urlopen_after_a_scheme_check_here_or_in_every_caller_is_noise(tmp_path):
+    _write(tmp_path, {"pkg/net.py": CHECKED})
+    got = _noise(tmp_path, [_sec("B310", "pkg/net.py", n) for n in (8, 12, 22, 32)])
+    assert "checked to be http(s)" in got[("pkg/net.py", 8)]  # the function's own check
+    assert "every call of _get()" in got[("pkg/net.py", 12)]  # the caller's check
+    assert got[("pkg/net.py", 22)] is None  # any scheme passes (pipx's run.py check)
+    assert got[("pkg/net.py", 32)] is None  # one caller does not check

@@ -79,8 +79,9 @@ LineReader = Callable[[str, int], "str | None"]
 _NOQA = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[^#]*))?", re.IGNORECASE)
 _NOSEC = re.compile(r"#\s*nosec\b:?(?P<codes>[^#]*)", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*superqode:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
-# ruff's own line comment (``# ruff: ignore[S310]``, ``# ruff:ignore[suspicious-url-open-usage]``):
-# codes, or rule names under ruff's preview; brackets required, as ruff reads it.
+# ruff's own line comment ("ruff: ignore" with the codes in brackets, or the
+# rules' names under ruff's preview: pipx's suspicious-url-open-usage);
+# brackets required, as ruff reads it.
 _RUFF_IGNORE = re.compile(r"#\s*ruff:\s*ignore\[(?P<codes>[^\]]*)\]")
 # The secret scanners' opt-outs (detect-secrets, gitleaks): the secrets scan
 # skips such a line, so bandit's password rules on it are suppressed too.
