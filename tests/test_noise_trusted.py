@@ -64,16 +64,20 @@ SETTINGS = {"bind": "0.0.0.0"}
 
 def test_an_all_interfaces_address_used_as_a_value_is_noise_a_bind_stays(tmp_path):
     _write(tmp_path, {"isso/utils.py": ANONYMIZE, "app/server.py": SERVER,
-                      "app/config.py": CONFIG})
+                      "app/config.py": CONFIG,
+                      "app/main.py": "from aiohttp import web\n\n\ndef main(app):\n"
+                                     "    web.run_app(app, \"0.0.0.0\", 8080)\n"})
     got = _noise(tmp_path, [_sec("B104", "isso/utils.py", 9), _sec("B104", "isso/utils.py", 13),
                             _sec("B104", "app/server.py", 7), _sec("B104", "app/server.py", 12),
-                            _sec("B104", "app/config.py", 1), _sec("B104", "app/config.py", 2)])
+                            _sec("B104", "app/config.py", 1), _sec("B104", "app/config.py", 2),
+                            _sec("B104", "app/main.py", 5)])
     assert "binds nothing" in got[("isso/utils.py", 9)]  # the anonymised IP it returns
     assert "binds nothing" in got[("isso/utils.py", 13)]  # passed on to anonymize()
     assert got[("app/server.py", 7)] is None  # sock.bind(("0.0.0.0", ...))
     assert got[("app/server.py", 12)] is None  # a host default in a server module
     assert got[("app/config.py", 1)] is None  # HOST = ...: read by whatever binds
     assert got[("app/config.py", 2)] is None  # {"bind": ...}
+    assert got[("app/main.py", 5)] is None  # run_app(app, "0.0.0.0"): the host, by position
 
 
 BLEED = '''from xml.etree import ElementTree

@@ -56,9 +56,12 @@ from ..models import Finding
 
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 # A call that listens: the bind address goes here.
-_BINDS = re.compile(r"\b(?:bind|listen|serve|serve_forever|run|run_simple|make_server|"
-                    r"create_server|start_server|socket|HTTPServer|TCPServer|UDPServer|"
-                    r"WSGIServer|uvicorn|gunicorn|hypercorn|waitress|Server|Site|TCPSite)\s*\(")
+# A call that may listen (the bind address goes there): any call whose name
+# says bind, listen, serve, run, server or socket (``run_app``,
+# ``serve_forever``, ``make_server``, ``create_connection``'s peers), broad
+# on purpose: a module with one keeps its B104 shown.
+_BINDS = re.compile(r"(?i)\b\w*(?:bind|listen|serve|run|server|socket|site|uvicorn|gunicorn|"
+                    r"hypercorn|waitress)\w*\s*\(")
 _BIND_NAME = re.compile(r"(?i)host|bind|listen|interface|server|address|addr$|^ip$|iface")
 _XML_RULES = frozenset({"B313", "B314", "B318", "B405", "B408"})
 # What brings data from outside into a module: a request, an HTTP client, a
