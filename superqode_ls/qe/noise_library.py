@@ -68,6 +68,7 @@ from .ast_index import index
 from .context import mark_noise
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
 from .noise_trusted import TRUSTED_RULES, declares_script, project_filters, trusted_why
+from .noise_trusted import clear as let_trusted_facts_go
 
 _EMPTY_HASH_ATTR = re.compile(
     r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
@@ -477,6 +478,7 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
                 low = rule in ("B301", "B302", "B701", *TRUSTED_RULES) or rule in _SHELL_RULES
                 f = mark_noise(f, why, Severity.low if low else Severity.info)
         out.append(f)
+    let_trusted_facts_go()
     return out
 
 

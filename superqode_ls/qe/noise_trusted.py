@@ -49,10 +49,12 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 from ..models import Finding
+from .ast_index import index
 
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 # A call that listens: the bind address goes here.
@@ -107,16 +109,58 @@ def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.
 
 
 def _at(tree: ast.Module, line: int, kind: type) -> list:
-    return [x for x in ast.walk(tree) if isinstance(x, kind) and getattr(x, "lineno", 0) == line]
+    return [x for x in index(tree).nodes_at(line) if isinstance(x, kind)]
+
+
+# What the rules ask of a whole module (each node's parent, the calls by
+# name, whether a line binds or fetches...), for the last few modules (their
+# findings come file by file): one walk per module, not one per finding.
+_FACTS: OrderedDict[int, tuple[ast.Module, dict]] = OrderedDict()
+_FACTS_KEPT = 4
+
+
+def _facts(tree: ast.Module) -> dict:
+    held = _FACTS.get(id(tree))
+    if held is not None and held[0] is tree:
+        _FACTS.move_to_end(id(tree))
+        return held[1]
+    facts: dict = {}
+    _FACTS[id(tree)] = (tree, facts)
+    while len(_FACTS) > _FACTS_KEPT:
+        _FACTS.popitem(last=False)
+    return facts
+
+
+def _once(tree: ast.Module, key: str, make: Callable[[], object]):
+    facts = _facts(tree)
+    if key not in facts:
+        facts[key] = make()
+    return facts[key]
 
 
 def _parents(tree: ast.Module) -> dict[ast.AST, ast.AST]:
-    return {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    return _once(tree, "parents", lambda: {c: p for p in ast.walk(tree)
+                                           for c in ast.iter_child_nodes(p)})
+
+
+def _calls_of(tree: ast.Module) -> dict[str, list[ast.Call]]:
+    def make() -> dict[str, list[ast.Call]]:
+        out: dict[str, list[ast.Call]] = {}
+        for c in ast.walk(tree):
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name):
+                out.setdefault(c.func.id, []).append(c)
+        return out
+    return _once(tree, "calls", make)
+
+
+def clear() -> None:
+    """Let the modules' facts go (the filter's end)."""
+    _FACTS.clear()
 
 
 def _address_value(tree: ast.Module, lines: list[str], line: int) -> str | None:
     hits = [c for c in _at(tree, line, ast.Constant) if c.value in _ALL_INTERFACES]
-    if not hits or any(_BINDS.search(x) for x in lines):
+    if not hits or _once(tree, "binds", lambda: any(_BINDS.search(x) for x in lines)):
         return None
     parent = _parents(tree)
     for c in hits:
@@ -145,7 +189,8 @@ def _trusted_xml(tree: ast.Module, lines: list[str], line: int, rule: str) -> st
             if call.args and _built_here(tree, call, call.args[0]):
                 return ("the XML is text the function builds itself: no document from "
                         "outside reaches the parser")
-    if any(_OUTSIDE.search(x) for x in lines if not x.lstrip().startswith("#")):
+    if _once(tree, "outside", lambda: any(_OUTSIDE.search(x) for x in lines
+                                          if not x.lstrip().startswith("#"))):
         return None
     return ("the module takes nothing from a request or the network: it parses the project's "
             "or the user's own files, and the standard library's parser resolves no "
@@ -157,11 +202,7 @@ def _built_here(tree: ast.Module, call: ast.Call, arg: ast.AST) -> bool:
         return True
     if not isinstance(arg, ast.Name):
         return False
-    func = next((x for x in ast.walk(tree) if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and x.lineno <= call.lineno <= (x.end_lineno or x.lineno)
-                 and not any(isinstance(y, (ast.FunctionDef, ast.AsyncFunctionDef)) and y is not x
-                             and y.lineno <= call.lineno <= (y.end_lineno or y.lineno)
-                             for y in ast.walk(x))), None)
+    func = index(tree).function_at(call.lineno)
     if func is None or arg.id in {a.arg for a in func.args.args + func.args.kwonlyargs}:
         return False
     writes = []
@@ -199,15 +240,19 @@ def _text_only(e: ast.AST) -> bool:
 
 
 def _constant_url(tree: ast.Module, line: int) -> str | None:
-    urls = {t.id for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
-            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
-            if isinstance(t, ast.Name) and isinstance(s.value, ast.Constant)
-            and isinstance(s.value.value, str) and s.value.value.startswith(("https://", "http://"))}
-    rebound = {t.id for x in ast.walk(tree) for t in getattr(x, "targets", [])
-               if isinstance(t, ast.Name) and x not in tree.body}
+    def make() -> set[str]:
+        urls = {t.id for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+                for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                if isinstance(t, ast.Name) and isinstance(s.value, ast.Constant)
+                and isinstance(s.value.value, str)
+                and s.value.value.startswith(("https://", "http://"))}
+        top = {id(s) for s in tree.body}
+        rebound = {t.id for x in ast.walk(tree) if id(x) not in top
+                   for t in getattr(x, "targets", []) if isinstance(t, ast.Name)}
+        return urls - rebound
+    urls = _once(tree, "urls", make)
     for call in _at(tree, line, ast.Call):
-        if (call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in urls
-                and call.args[0].id not in rebound):
+        if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in urls:
             return (f"the URL is the module's constant {call.args[0].id}, an http(s) address: "
                     "no file: or custom scheme reaches it")
     return None
@@ -246,8 +291,7 @@ def _singleton_cache(tree: ast.Module, line: int) -> str | None:
                 and c.lineno <= line <= (c.end_lineno or c.lineno)), None)
     if cls is None:
         return None
-    made = [x for x in ast.walk(tree) if isinstance(x, ast.Call)
-            and isinstance(x.func, ast.Name) and x.func.id == cls.name]
+    made = _calls_of(tree).get(cls.name, [])
     top = {id(x) for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
            for x in ast.walk(s) if isinstance(x, ast.Call)}
     if len(made) == 1 and id(made[0]) in top and not _named_elsewhere(tree, cls, made[0]):
@@ -372,8 +416,7 @@ def _scheme_checked(tree: ast.Module, line: int) -> str | None:
             continue
         position = [a.arg for a in func.args.args].index(arg.id) if arg.id in [
             a.arg for a in func.args.args] else None
-        calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call)
-                 and isinstance(c.func, ast.Name) and c.func.id == func.name]
+        calls = _calls_of(tree).get(func.name, [])
         if calls and all(_passes_checked(parent, c, arg.id, position) for c in calls):
             return (f"every call of {func.name}() in the module checks the URL's scheme is "
                     "http(s) first")
