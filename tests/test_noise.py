@@ -55,6 +55,16 @@ def mk(rule="B105", tool="bandit", line=1, file="a.py", category="security", con
                                                           category="secrets"), "allowlist secret"),
         ("cur.execute(q % v)  # pragma: allowlist secret", mk("B608"), None),
         ("import os  # pragma: allowlist secret", mk("F401", "ruff", category="lint"), None),
+        # ruff's own comment, by code or (ruff's preview) by rule name: pipx
+        # silences S310 this way, and bandit's B310 is the same check
+        ("urlopen(url)  # ruff:ignore[suspicious-url-open-usage]  # http(s) only", mk("B310"),
+         "ruff: ignore"),
+        ("urlopen(url)  # ruff: ignore[S310]", mk("B310"), "ruff: ignore"),
+        ("import os  # ruff: ignore[F401, E501]", mk("F401", "ruff", category="lint"),
+         "ruff: ignore"),
+        ("urlopen(url)  # ruff:ignore[print]", mk("B310"), None),  # another rule: stays
+        ("urlopen(url)  # ruff: ignore", mk("B310"), None),  # no rule named: ruff reads none
+        ("eval(x)  # ruff:ignore[suspicious-url-open-usage]", mk("B307"), None),
     ],
 )
 def test_suppressed_by(line, finding, expected):

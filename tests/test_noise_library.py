@@ -447,3 +447,18 @@ def test_a_default_local_account_in_a_connection_string_is_noise_a_real_one_stay
     # A password of its own, or the default account on another host: shown.
     assert by_line[4].noise is None and by_line[4].severity == Severity.high
     assert by_line[5].noise is None
+
+
+def test_a_token_formatted_from_a_name_with_words_around_it_is_no_secret():
+    # WeasyPrint's CSS token: f'string-set::{string_name}' (a property name
+    # and the name of the string set); a key's written half stays found.
+    src = ("def f(string_name, suffix, token):\n"
+           "    css_token = f'string-set::{string_name}'\n"
+           "    auth_token = f'Bearer {token}'\n"
+           "    api_token = f'sk_live_9aF3kLm2Qx7Zp1Rt{suffix}'\n"
+           "    raw_token = 'string-set::{string_name}9aF3kLm2'\n")
+    lines = {h.line for h in scan_text(src, "weasyprint/formatting_structure/build.py")}
+    assert 2 not in lines and 3 not in lines
+    assert {4, 5} <= lines  # a literal run of a key's letters and digits; not an f-string
+    assert not_a_secret("string-set::{string_name}",
+                        "    css_token = f'string-set::{string_name}'").startswith("built at run")

@@ -284,11 +284,23 @@ def test_within_a_severity_stronger_evidence_comes_first():
     merged = _finding("B608", "security", "bandit", tags=["also:superqode-patterns:sql"])
     assert evidence(merged) == evidence(flow) < evidence(advisory)
     # A rule that means the code fails at run time (__str__ returning a
-    # tuple: calibre-web's PLE0307 came after ten pattern advisories and
-    # was ranked an opinion) is as strong as a likely bug, ahead of bandit's.
+    # tuple, a log format with an argument too few: calibre-web's real bugs
+    # came 11th and 12th, behind ten high pattern findings) comes first in
+    # its severity, ahead of SuperQode's own patterns and bandit's advisories.
     broken = lint_finding("PLE0307", "m.py", 7, severity=Severity.high)
-    assert evidence(broken) == evidence(likely_bug) < evidence(high_advisory) < evidence(opinion)
-    assert [f.rule_id for f in by_importance([high_advisory, broken])] == ["PLE0307", "B602"]
+    pattern = _finding("sql-injection", "security", "superqode-patterns", Severity.high, line=1)
+    assert evidence(broken) < evidence(pattern) < evidence(high_advisory) < evidence(opinion)
+    assert evidence(broken) < evidence(likely_bug)
+    assert [f.rule_id for f in by_importance([high_advisory, pattern, broken])] == [
+        "PLE0307", "sql-injection", "B602"]
+    # a sink a data-flow check traced stays as strong as a definite bug
+    traced = _finding("sql-injection", "security", "superqode-patterns", Severity.high,
+                      tags=["data-flow"])
+    assert evidence(traced) == evidence(broken)
+    # a closure reading the loop's last value is a bug at medium too
+    closure = lint_finding("B023", "m.py", 8)
+    redirect = _finding("open-redirect", "security", "superqode-patterns", line=2)
+    assert [f.rule_id for f in by_importance([redirect, closure])] == ["B023", "open-redirect"]
 
 
 def test_a_pytest_collection_warning_is_the_runners_an_import_error_stays(tmp_path):

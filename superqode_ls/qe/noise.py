@@ -59,6 +59,7 @@ from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context, until_stop
 from .noise_library import library_noise, vendored
+from .noise_names import RUFF_BANDIT_NAMES
 
 # path_class and classify_paths are the filter's step 5, and callers import
 # them from here (the filter's public names).
@@ -78,6 +79,10 @@ LineReader = Callable[[str, int], "str | None"]
 _NOQA = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[^#]*))?", re.IGNORECASE)
 _NOSEC = re.compile(r"#\s*nosec\b:?(?P<codes>[^#]*)", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*superqode:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+# ruff's own line comment ("ruff: ignore" with the codes in brackets, or the
+# rules' names under ruff's preview: pipx's suspicious-url-open-usage);
+# brackets required, as ruff reads it.
+_RUFF_IGNORE = re.compile(r"#\s*ruff:\s*ignore\[(?P<codes>[^\]]*)\]")
 # The secret scanners' opt-outs (detect-secrets, gitleaks): the secrets scan
 # skips such a line, so bandit's password rules on it are suppressed too.
 _ALLOW_SECRET = re.compile(r"(pragma:\s*allowlist[ -]secret|gitleaks:allow)", re.IGNORECASE)
@@ -144,6 +149,10 @@ def suppressed_by(line: str, finding: Finding) -> str | None:
         codes = _codes(m.group("codes"))
         if not codes or names & codes:
             return "noqa"
+    m = _RUFF_IGNORE.search(line)
+    if m and names & {canonical_rule(RUFF_BANDIT_NAMES.get(c, c))
+                      for c in re.split(r"[\s,]+", m.group("codes")) if c}:
+        return "ruff: ignore"
     if _ALLOW_SECRET.search(line) and (rule in _PASSWORD_RULES or is_secret_scan(rule)):
         return "allowlist secret"
     m = _NOSEC.search(line)
@@ -271,27 +280,37 @@ def merge_reports(best: Finding, others: list[Finding]) -> Finding:
 _LINE_CATEGORIES = PATH_CLASS_CATEGORIES
 
 
-# Within one severity, the stronger evidence first: a flow into a sink that
-# SuperQode's own checks traced, a secret, a failing test, a type or syntax
-# error, a lint rule that is most often a bug; then a pattern advisory
-# (bandit's: the call is there, nothing says what reaches it), a mutant;
-# then a lint rule's opinion.
-_EVIDENCE = {"secrets": 0, "tests": 1, "syntax": 1, "types": 1, "mutation": 2}
+# Within one severity, the stronger evidence first: a lint rule that means
+# the code fails at run time (``__str__`` returning a tuple, a log format
+# with an argument too few: PLE, E9, F82x, high by itself) or a flow into a
+# sink that a data-flow check traced (tag ``data-flow``); then SuperQode's
+# own pattern checks and a secret; a failing test, a type or syntax error, a
+# lint rule that is most often a bug; then a pattern advisory (bandit's: the
+# call is there, nothing says what reaches it), a mutant; then a lint rule's
+# opinion. calibre-web's two real bugs came 11th and 12th, behind ten
+# pattern findings that the code around them proved harmless.
+_EVIDENCE = {"secrets": 1, "tests": 2, "syntax": 2, "types": 2, "mutation": 3}
+_FLOW_TAGS = frozenset({"data-flow", "dataflow", "taint"})
+# Medium by itself, yet wrong wherever it fires: a closure that reads the
+# loop's last value. (F811 stays a likely bug: ranked first it would lead
+# the line it shares with F401 and split the line's one diagnostic in two.)
+_DEFINITE_BUGS = frozenset({"B023"})
 
 
 def evidence(f: Finding) -> int:
     """How strong the evidence behind ``f`` is, 0 strongest (see _EVIDENCE)."""
     if f.category == "security":
+        if any(t in _FLOW_TAGS for t in f.tags):
+            return 0
         own = f.tool.startswith("superqode-") or any(
             t.startswith("also:superqode-") for t in f.tags)
-        return 0 if own else 2
+        return 1 if own else 3
     if f.category == "lint":
-        # A rule that means the code fails (PLE, E9, F82x: high by itself)
-        # is a bug as surely as one most often a bug; it was ranked an opinion.
         rule = canonical_rule(f.rule_id)
-        return 1 if (LIKELY_BUG.match(rule) or f.rule_id.startswith("F")
-                     or ruff_severity(rule) is Severity.high) else 3
-    return _EVIDENCE.get(f.category, 2)
+        if ruff_severity(rule) is Severity.high or rule in _DEFINITE_BUGS:
+            return 0  # the code fails when it runs: a bug, not a pattern
+        return 2 if (LIKELY_BUG.match(rule) or f.rule_id.startswith("F")) else 4
+    return _EVIDENCE.get(f.category, 3)
 
 
 def importance(f: Finding) -> tuple:

@@ -67,6 +67,8 @@ from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
+from .noise_trusted import TRUSTED_RULES, declares_script, project_filters, trusted_why
+from .noise_trusted import clear as let_trusted_facts_go
 
 _EMPTY_HASH_ATTR = re.compile(
     r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
@@ -445,10 +447,24 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
             webs.append(root is None or is_web_project(Path(root)))
         return webs[0]
 
+    commands: list[bool] = []
+    facts: list[tuple] = []
+
+    def project() -> tuple:
+        if not facts:
+            facts.append(project_filters(Path(root)) if root is not None
+                         else ([], {}, frozenset()))
+        return facts[0]
+
+    def one_command() -> bool:
+        if not commands:
+            commands.append(root is not None and not web() and declares_script(Path(root)))
+        return commands[0]
+
     out = []
     for f in findings:
         rule = canonical(f.rule_id)
-        if (f.noise is None and rule in _RULES and f.file and f.range
+        if (f.noise is None and (rule in _RULES or rule in TRUSTED_RULES) and f.file and f.range
                 and f.file.endswith(".py") and (lines := lines_of(f.file)) is not None):
             file = f.file
 
@@ -457,10 +473,12 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
                     trees[file] = _module(lines)
                 return trees[file]
 
-            if why := _why(f, rule, lines, tree, web):
-                low = rule in ("B301", "B302", "B701") or rule in _SHELL_RULES
+            if why := _why(f, rule, lines, tree, web) or trusted_why(
+                    f, rule, lines, tree, one_command, project):
+                low = rule in ("B301", "B302", "B701", *TRUSTED_RULES) or rule in _SHELL_RULES
                 f = mark_noise(f, why, Severity.low if low else Severity.info)
         out.append(f)
+    let_trusted_facts_go()
     return out
 
 

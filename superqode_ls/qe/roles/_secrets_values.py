@@ -124,6 +124,9 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "a URL with no credentials in it (an address, not a secret)"
     if MESSAGE.match(value):
         return "a message (words and a full stop), not a secret"
+    if (slot := _formatted_words(value, line)) is not None:
+        return (f"built at run time from {slot}: what is written is words and punctuation "
+                "(a CSS property, a grammar symbol), no secret")
     if _HYPHEN_WORDS.match(value) and entropy(value) < 4.0:
         # "legacyToken": "legacy-detour" is a label or slug; a passphrase
         # (words joined by '-') held by a password's name stays one.
@@ -144,6 +147,28 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
             if word.isalpha() and word.islower() and not re.search(r"pass|pwd", name):
                 return "a plain word (a token type or mode, not a token)"
     return None
+
+
+# An f-string's written part: letters and punctuation only (WeasyPrint's
+# ``css_token = f'string-set::{string_name}'``). A digit or a long run of
+# letters and digits mixed (``f'sk_live_9aF3{suffix}'``) may be a key's
+# written half, so it stays.
+_WORDS_AND_MARKS = re.compile(r"^[A-Za-z:;,./_ ()-]{0,40}$")
+_SLOTS = re.compile(r"\{([A-Za-z_][\w.]*)(?:![rsa])?(?::[^{}]*)?\}")
+
+
+def _formatted_words(value: str, line: str | None) -> str | None:
+    """The name an f-string formats in, when the rest of it is words and marks."""
+    if not line or "{" not in value:
+        return None
+    at = max(line.find(f"'{value}'"), line.find(f'"{value}"'))
+    if at <= 0 or line[at - 1] not in "fF":
+        return None
+    slots = _SLOTS.findall(value)
+    rest = _SLOTS.sub("", value)
+    if not slots or "{" in rest or not _WORDS_AND_MARKS.match(rest):
+        return None
+    return slots[0]
 
 
 # A setting that IS a signing key (Flask's/Django's SECRET_KEY, a JWT or
