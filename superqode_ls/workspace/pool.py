@@ -97,7 +97,9 @@ def _plain_file(p: Path) -> bool:
 
 def _move_into(src: Path, dest: Path) -> None:
     """``src``'s entries into the new folder ``dest`` (git's ``.git`` file there
-    is replaced by the caller)."""
+    is replaced by the caller). An entry at a time, never the tree's own
+    folder: a straggler's Landlock rule names that folder, and would reach
+    the next session's files through it."""
     for name in os.listdir(src):
         if name == ".git" and (dest / ".git").exists():
             continue
