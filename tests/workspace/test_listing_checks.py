@@ -92,3 +92,26 @@ def test_flagged_entries_are_found_wherever_they_are(make_repo, first):
     skip, assume = _flagged(listing)
     assert (bits.skip_worktree, bits.assume_unchanged) == (skip, assume)
     assert first in bits.skip_worktree and "H 160000 x 1\tq.py" in bits.assume_unchanged
+
+
+def _flagged_staged(listing: bytes) -> tuple[list[str], list[str]]:
+    skip, assume = [], []
+    for r in listing.split(b"\0"):
+        tag, path = r[:1], r.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+        if tag in (b"S", b"s"):
+            skip.append(path)
+        if tag.islower():
+            assume.append(path)
+    return skip, assume
+
+
+@pytest.mark.parametrize("first", ["b.py", "m m.py", "y.py"])
+def test_the_parked_index_flags_are_found_wherever_they_are(make_repo, first):
+    repo = _repo(make_repo, f"parked-{first.replace(' ', '_')}")
+    assert warmreset.flagged(_out(repo, "ls-files", "-s", "-v", "-z")) == ([], [])
+    run_git(repo, "update-index", "--skip-worktree", first, "H 160000 x 1\tq.py")
+    run_git(repo, "update-index", "--assume-unchanged", "y.py")
+    listing = _out(repo, "ls-files", "-s", "-v", "-z")
+    skip, assume = warmreset.flagged(listing)
+    assert (skip, assume) == _flagged_staged(listing)
+    assert first in skip and "H 160000 x 1\tq.py" in skip and assume == ["y.py"]
