@@ -51,31 +51,50 @@ _PROOF_CONFIG = ("-c", "core.trustctime=true", "-c", "core.checkStat=default",
                  "-c", "core.autocrlf=false")
 
 
+# A record of ``ls-files -s -v -z`` with a skip-worktree (S, s) or
+# assume-unchanged (lower case) tag, found from NUL to NUL (see _ODD_INDEX).
+_FLAGGED_RECORD = re.compile(rb"\0([a-zS])([^\0]*)")
+
+
 def unflag(sandbox: Path, env: dict[str, str]) -> bytes:
     """List the parked tracking index (``ls-files -s -v -z``) and clear the
     skip-worktree and assume-unchanged bits the old state left on it: git
     would neither compare nor rewrite those files (a sparse file of the old
     state would stay missing in the new one). Returns the listing."""
     listing = git(["ls-files", "-s", "-v", "-z"], sandbox, env=env).stdout
-    skip: list[str] = []
-    assume: list[str] = []
-    for rec in listing.split(b"\0"):
-        tag = rec[:1]
-        if tag in (b"S", b"s") or tag.islower():
-            path = rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")
-            if tag in (b"S", b"s"):
-                skip.append(path)
-            if tag.islower():
-                assume.append(path)
+    skip, assume = flagged(listing)
     carry.set_bits(sandbox, skip, "--no-skip-worktree", env)
     carry.set_bits(sandbox, assume, "--no-assume-unchanged", env)
     return listing
 
 
+def flagged(listing: bytes) -> tuple[list[str], list[str]]:
+    """The skip-worktree and the assume-unchanged paths of an ``ls-files -s
+    -v -z`` listing. Only the flagged records are looked at: a record by
+    record loop over 20,000 was 37 ms of a next session under the profiler."""
+    skip: list[str] = []
+    assume: list[str] = []
+    for m in _FLAGGED_RECORD.finditer(b"\0" + listing):
+        tag = m.group(1)
+        path = m.group(2).partition(b"\t")[2].decode("utf-8", "surrogateescape")
+        if tag in (b"S", b"s"):
+            skip.append(path)
+        if tag.islower():
+            assume.append(path)
+    return skip, assume
+
+
 # A record of ``ls-files -s -v -z`` (after :func:`unflag`) or of ``ls-tree -r -z``
 # that this path cannot take: unmerged, a gitlink, a sparse index's folder.
-_ODD_INDEX = re.compile(rb"(?:^|\0)(?=[^\0])(?![HSsh] (?:100644|100755|120000) [0-9a-f]+ 0\t)")
-_ODD_TREE = re.compile(rb"(?:^|\0)(?=[^\0])(?!(?:100644|100755|120000) blob )")
+# Searched in the listing with a NUL put before it (:func:`_odd`): a pattern
+# that starts with a literal lets the regex engine jump from NUL to NUL, where
+# ``(?:^|\0)`` was tried at every byte (38 ms a 20,000-file index, now 9 ms).
+_ODD_INDEX = re.compile(rb"\0(?=[^\0])(?![HSsh] (?:100644|100755|120000) [0-9a-f]+ 0\t)")
+_ODD_TREE = re.compile(rb"\0(?=[^\0])(?!(?:100644|100755|120000) blob )")
+
+
+def _odd(pattern: re.Pattern[bytes], listing: bytes) -> bool:
+    return pattern.search(b"\0" + listing) is not None
 
 
 def _dirty(status: bytes) -> dict[bytes, bytes] | None:
@@ -136,8 +155,8 @@ def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[s
     index, unflagged (``listing``: :func:`unflag`'s); afterwards it holds
     ``S`` and ``tracking`` holds ``F``, both with stat data. True: reset and proved; False: the proof failed (a cold
     sandbox is made); None: not a state for this path (nothing was changed)."""
-    if _ODD_INDEX.search(listing) or _ODD_TREE.search(
-            tree_listing(state.full_tree, store.path, env=store.env(GIT_DIR=str(store.path)))):
+    if _odd(_ODD_INDEX, listing) or _odd(_ODD_TREE, tree_listing(
+            state.full_tree, store.path, env=store.env(GIT_DIR=str(store.path)))):
         return None
     # T against F: what differs between the parked index and the new state
     # (the listing above only decided the path; git compares, not Python).
