@@ -37,6 +37,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   license identifier: the notice is there in the standard form;
 - a guarded web value, a debug server on the loopback address, a
   documentation example key: see ``qe/noise_guards.py``;
+- a closure that never outlives its iteration (B023), an undefined name
+  asked for under ``except NameError`` (F821): see ``qe/noise_closures.py``;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -50,6 +52,7 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .codegen import Scopes
+from .noise_closures import closure_used_in_iteration, name_error_handled
 from .noise_defaults import default_only_read
 from .noise_guards import (
     DEBUG_RULES,
@@ -63,7 +66,7 @@ Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
 # (a secret-* rule too: ``is_idiom_rule``)
-IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
+IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
                          "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
                          *DEBUG_RULES})
 
@@ -123,6 +126,12 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
     if rule == "B006":
         why = default_only_read(scopes, line, f.range.start_col - 1)
         return (why, Severity.info) if why else None
+    if rule == "B023":
+        why = closure_used_in_iteration(scopes, line, f.range.start_col - 1)
+        return (why, Severity.info) if why else None
+    if rule == "F821":
+        why = name_error_handled(scopes, line, f.message or f.title or "")
+        return (why, Severity.low) if why else None
     return None
 
 
@@ -245,7 +254,8 @@ def _as_digest(scopes: Scopes, use: ast.Name) -> bool:
 
 def reexport_self_assignment(scopes: Scopes, line: int) -> str | None:
     """Why ``name = name`` on ``line`` re-exports an import, or None."""
-    for stmt in scopes.tree.body:
+    top = _module_level(scopes.tree)
+    for stmt in top:
         if not (isinstance(stmt, ast.Assign) and stmt.lineno <= line <= (stmt.end_lineno or 0)):
             continue
         if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
@@ -254,7 +264,7 @@ def reexport_self_assignment(scopes: Scopes, line: int) -> str | None:
         name = stmt.value.id
         imported = any(isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno < stmt.lineno
                        and any((a.asname or a.name.split(".")[0]) == name for a in n.names)
-                       for n in scopes.tree.body)
+                       for n in top)
         if imported:
             return (f"{name} = {name} re-exports the imported name at module level (the "
                     "assignment marks the import used): deliberate")
@@ -263,6 +273,23 @@ def reexport_self_assignment(scopes: Scopes, line: int) -> str | None:
                     "is run with the name given to it (exec with its globals), and the "
                     "line names what it expects")
     return None
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module's own statements, also those inside its top-level ``with``,
+    ``try`` and ``if`` blocks (pyramid imports and re-exports under
+    ``with warnings.catch_warnings():``), not those of functions or classes."""
+    out: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        stmt = todo.pop(0)
+        out.append(stmt)
+        if isinstance(stmt, (ast.With, ast.If, ast.Try, ast.TryStar)):
+            for part in ("body", "orelse", "finalbody"):
+                todo.extend(getattr(stmt, part, []))
+            for h in getattr(stmt, "handlers", []):
+                todo.extend(h.body)
+    return out
 
 
 def _bound_elsewhere(tree: ast.Module, name: str, stmt: ast.stmt) -> bool:

@@ -1,0 +1,174 @@
+"""Noise rules on what a name's uses prove (called from ``qe/noise_idioms.py``):
+
+- a loop variable read by a closure (B023) where the closure never outlives
+  the iteration that made it: a function defined in the loop body whose name
+  is only ever called there (directly, in a list comprehension, or as the
+  ``key=`` of a sort), or a lambda given straight to ``sorted()``/``min()``/
+  ``max()``/``.sort()`` or as a ``key=``. B023's late binding cannot bite: the
+  closure runs before the variable moves on. A closure that is stored,
+  returned, appended, passed anywhere else, or called from a generator or
+  another closure (which may run later) stays;
+- an undefined name (F821) read inside ``try`` whose handler catches
+  ``NameError`` (or ``Exception``, or everything): the code asks whether the
+  name exists (``get_ipython`` under IPython) and handles its absence.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .codegen import Scopes
+
+# Calls that run a key or function they are given before they return.
+_EAGER = frozenset({"sorted", "min", "max", "sort", "nsmallest", "nlargest"})
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Where a call may run after the statement that wrote it (a later iteration).
+_LATER = (ast.GeneratorExp, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_NAME_ERRORS = frozenset({"NameError", "Exception", "BaseException"})
+_UNDEFINED = re.compile(r"[Uu]ndefined name [`'\"]?([A-Za-z_]\w*)")
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _closure_at(scopes: Scopes, line: int, col: int) -> ast.AST | None:
+    """The innermost function or lambda whose body holds (line, col)."""
+    best: ast.AST | None = None
+    for node in ast.walk(scopes.tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        start, end = (node.lineno, node.col_offset), (node.end_lineno or node.lineno,
+                                                       node.end_col_offset or 0)
+        if start <= (line, col) <= end and (best is None or (
+                (best.lineno, best.col_offset) <= start)):
+            best = node
+    return best
+
+
+def _loop_body_of(scopes: Scopes, node: ast.AST) -> ast.AST | None:
+    """The loop whose body holds ``node`` directly (no function between)."""
+    child = node
+    while child in scopes.parent:
+        parent = scopes.parent[child]
+        if isinstance(parent, _LOOPS) and child in parent.body:
+            return parent
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                               ast.ClassDef, ast.Module)):
+            return None
+        child = parent
+    return None
+
+
+def _within(scopes: Scopes, node: ast.AST, top: ast.AST) -> bool:
+    """``node`` is inside ``top``, with nothing between that runs later."""
+    child = node
+    while child in scopes.parent:
+        child = scopes.parent[child]
+        if child is top:
+            return True
+        if isinstance(child, _LATER):
+            return False
+    return False
+
+
+def _eager_argument(scopes: Scopes, node: ast.AST) -> bool:
+    """``node`` is given to a call that runs it before returning: a ``key=``
+    of any call, or an argument of ``sorted``/``min``/``max``/``.sort``."""
+    parent = scopes.parent.get(node)
+    if isinstance(parent, ast.keyword) and parent.arg == "key":
+        return True
+    return isinstance(parent, ast.Call) and node in parent.args and _callee(parent) in _EAGER
+
+
+def _scope_of(scopes: Scopes, node: ast.AST) -> ast.AST:
+    child = node
+    while child in scopes.parent:
+        child = scopes.parent[child]
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            return child
+    return scopes.tree
+
+
+def closure_used_in_iteration(scopes: Scopes, line: int, col: int) -> str | None:
+    """Why the closure that B023 names at (line, col) runs within the
+    iteration that made it, or None."""
+    closure = _closure_at(scopes, line, col)
+    if closure is None or (loop := _loop_body_of(scopes, closure)) is None:
+        return None
+    if isinstance(closure, ast.Lambda):
+        if _eager_argument(scopes, closure):
+            return ("the lambda is given straight to a sort/min/max key and runs before the "
+                    "loop moves on: the loop variable it reads is the current one")
+        target = scopes.parent.get(closure)
+        if not (isinstance(target, ast.Assign) and len(target.targets) == 1
+                and isinstance(target.targets[0], ast.Name)):
+            return None
+        name = target.targets[0].id
+    else:
+        name = closure.name
+    uses = [n for n in ast.walk(_scope_of(scopes, closure))
+            if isinstance(n, ast.Name) and n.id == name]
+    loads = [n for n in uses if isinstance(n.ctx, ast.Load)]
+    if not loads or len(uses) - len(loads) > (1 if isinstance(closure, ast.Lambda) else 0):
+        return None  # rebound elsewhere, or never used: not provably local
+    for use in loads:
+        if not _within(scopes, use, loop):
+            return None
+        parent = scopes.parent.get(use)
+        called = isinstance(parent, ast.Call) and parent.func is use
+        if not (called or _eager_argument(scopes, use)):
+            return None  # stored, returned or passed on: it may run later
+    return (f"{name}() is only called within the iteration that defines it (directly, in a "
+            "list comprehension or as a sort key): it never sees a later value of the loop "
+            "variable")
+
+
+def _catches_name_error(t: ast.Try) -> bool:
+    for h in t.handlers:
+        types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        if h.type is None or any(
+                (n.id if isinstance(n, ast.Name) else getattr(n, "attr", "")) in _NAME_ERRORS
+                for n in types if n is not None):
+            return True
+    return False
+
+
+def _exits(t: ast.Try) -> bool:
+    """Every handler of ``t`` that catches NameError leaves the block."""
+    return all(h.body and isinstance(h.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+               for h in t.handlers if _catches_name_error(ast.Try(body=[], handlers=[h],
+                                                                   orelse=[], finalbody=[])))
+
+
+def name_error_handled(scopes: Scopes, line: int, message: str) -> str | None:
+    """Why the undefined name on ``line`` is asked for under a handler of its
+    absence, or None: the line is inside ``try`` with a handler for
+    ``NameError`` (or ``Exception``), or an earlier ``try`` of the same
+    function reads the name and leaves the function when it is missing
+    (rich's ``try: get_ipython / except NameError: return False``)."""
+    m = _UNDEFINED.search(message)
+    name = m.group(1) if m else None
+    scope = None
+    for fn in scopes.functions:
+        if fn.lineno <= line <= (fn.end_lineno or fn.lineno) and (
+                scope is None or fn.lineno >= scope.lineno):
+            scope = fn
+    for node in ast.walk(scope or scopes.tree):
+        if not isinstance(node, ast.Try) or not node.body or not _catches_name_error(node):
+            continue
+        if scope is not None and scopes.function_of(node) is not scope:
+            continue
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        if first <= line <= last:
+            return ("the name is read inside try with a handler for NameError: the code "
+                    "asks whether it exists (a builtin of another runtime) and handles "
+                    "its absence")
+        if name and (node.end_lineno or last) < line and _exits(node) and any(
+                isinstance(n, ast.Name) and n.id == name
+                for stmt in node.body for n in ast.walk(stmt)):
+            return (f"an earlier try reads {name} and returns when it is missing "
+                    "(except NameError): it exists wherever this line runs")
+    return None

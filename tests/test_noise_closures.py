@@ -1,0 +1,158 @@
+"""A closure that never outlives its iteration (B023), an undefined name asked
+for under ``except NameError`` (F821), and a re-export inside a top-level
+``with`` block (PLW0127): noise; the shapes where the rule is right stay shown.
+Real ruff output on real files."""
+
+from __future__ import annotations
+
+import pytest
+
+from superqode_ls.models import Severity
+from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.roles.base import tool_path
+from superqode_ls.qe.roles.lint import LintTester
+from tests.role_helpers import make_ctx, run_role
+
+needs_ruff = pytest.mark.skipif(tool_path("ruff") is None, reason="ruff not installed")
+
+CONFIG = '[tool.ruff.lint]\nselect = ["B023", "F821", "PLW0127"]\n'
+
+LOOPS = """def table(rows, widths):
+    out = []
+    for row in rows:
+        height = len(row)
+
+        def align(cell):
+            return cell.ljust(height)
+
+        out.append([align(c) for c in row])
+    return out
+
+
+def order(groups):
+    for name, actions in groups:
+        def bypath(action):
+            return (name, action)
+
+        actions.sort(key=bypath)
+        best = max(actions, key=lambda a: (name, a))
+    return best
+
+
+def handlers(names):
+    out = []
+    for name in names:
+        def handle():
+            return name
+
+        out.append(handle)
+    return out
+
+
+def later(names):
+    gens = []
+    for name in names:
+        def show():
+            return name
+
+        gens.append(show() for _ in range(2))
+    return gens
+
+
+def lazies(names):
+    return [lambda: name for name in names]
+"""
+
+GUARDED = """def shell():
+    try:
+        get_ipython
+    except NameError:
+        return None
+    return get_ipython()
+
+
+def other():
+    try:
+        return get_ipython()
+    except KeyError:
+        return None
+
+
+def plain():
+    return get_ipython()
+
+
+def broad():
+    try:
+        return get_ipython().kernel
+    except Exception:
+        return None
+"""
+
+REEXPORT = """import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from os.path import join, split
+
+join = join
+
+
+def local():
+    value = 1
+    value = value
+    return value
+"""
+
+
+def _found(repo):
+    findings = run_role(LintTester(), make_ctx(repo)).findings
+    return filter_findings(findings, read_line=FileLines(repo), threshold=0.7).findings
+
+
+def _at(found, file, line, rule):
+    hits = [f for f in found if f.file == file and f.range and f.range.start_line == line
+            and (f.rule_id == rule or rule in f.related_rules)]
+    assert hits, (file, line, rule, [(f.file, f.range and f.range.start_line, f.rule_id)
+                                     for f in found])
+    return hits
+
+
+def _noise(found, file, line, rule, why):
+    for f in _at(found, file, line, rule):
+        assert f.noise and why in f.noise, f.noise
+        assert f.severity.rank <= Severity.low.rank
+
+
+def _shown(found, file, line, rule):
+    for f in _at(found, file, line, rule):
+        assert f.noise is None, f.noise
+
+
+@needs_ruff
+def test_a_closure_called_within_its_iteration_is_noise_one_kept_for_later_stays(make_repo):
+    repo = make_repo({"pyproject.toml": CONFIG, "lib/loops.py": LOOPS})
+    found = _found(repo)
+    _noise(found, "lib/loops.py", 7, "B023", "only called within the iteration")
+    _noise(found, "lib/loops.py", 16, "B023", "only called within the iteration")  # sort key
+    _shown(found, "lib/loops.py", 27, "B023")  # appended: runs after the loop
+    _shown(found, "lib/loops.py", 37, "B023")  # called from a generator kept for later
+    _shown(found, "lib/loops.py", 44, "B023")  # lambdas kept in a list
+
+
+@needs_ruff
+def test_a_name_asked_for_under_except_name_error_is_noise_others_stay(make_repo):
+    repo = make_repo({"pyproject.toml": CONFIG, "lib/shell.py": GUARDED})
+    found = _found(repo)
+    _noise(found, "lib/shell.py", 6, "F821", "returns when it is missing")
+    _noise(found, "lib/shell.py", 22, "F821", "handler for NameError")
+    _shown(found, "lib/shell.py", 11, "F821")  # KeyError does not handle it
+    _shown(found, "lib/shell.py", 17, "F821")
+
+
+@needs_ruff
+def test_a_reexport_inside_a_top_level_with_block_is_noise_a_local_one_stays(make_repo):
+    repo = make_repo({"pyproject.toml": CONFIG, "lib/api.py": REEXPORT})
+    found = _found(repo)
+    _noise(found, "lib/api.py", 7, "PLW0127", "re-exports")
+    _shown(found, "lib/api.py", 12, "PLW0127")
