@@ -41,6 +41,14 @@ def anonymize(remote_addr):
 
 def migrate(ip):
     return {"remote_addr": anonymize(ip if ip is not None else "0.0.0.0")}
+
+
+def ticket(environ, include_ip):
+    if include_ip:
+        remote_addr = environ["REMOTE_ADDR"]
+    else:
+        remote_addr = "0.0.0.0"
+    return remote_addr
 '''
 
 SERVER = '''import socket
@@ -68,11 +76,13 @@ def test_an_all_interfaces_address_used_as_a_value_is_noise_a_bind_stays(tmp_pat
                       "app/main.py": "from aiohttp import web\n\n\ndef main(app):\n"
                                      "    web.run_app(app, \"0.0.0.0\", 8080)\n"})
     got = _noise(tmp_path, [_sec("B104", "isso/utils.py", 9), _sec("B104", "isso/utils.py", 13),
+                            _sec("B104", "isso/utils.py", 20),
                             _sec("B104", "app/server.py", 7), _sec("B104", "app/server.py", 12),
                             _sec("B104", "app/config.py", 1), _sec("B104", "app/config.py", 2),
                             _sec("B104", "app/main.py", 5)])
     assert "binds nothing" in got[("isso/utils.py", 9)]  # the anonymised IP it returns
     assert "binds nothing" in got[("isso/utils.py", 13)]  # passed on to anonymize()
+    assert "binds nothing" in got[("isso/utils.py", 20)]  # the peer's address left out
     assert got[("app/server.py", 7)] is None  # sock.bind(("0.0.0.0", ...))
     assert got[("app/server.py", 12)] is None  # a host default in a server module
     assert got[("app/config.py", 1)] is None  # HOST = ...: read by whatever binds

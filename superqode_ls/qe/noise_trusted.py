@@ -65,6 +65,9 @@ _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 _BINDS = re.compile(r"(?i)\b\w*(?:bind|listen|serve|run|server|socket|site|uvicorn|gunicorn|"
                     r"hypercorn|waitress)\w*\s*\(")
 _BIND_NAME = re.compile(r"(?i)host|bind|listen|interface|server|address|addr$|^ip$|iface")
+# The other end's address (pyramid's ``remote_addr = '0.0.0.0'`` hashed into a
+# ticket when the IP is left out): a value read or stood in for, never bound.
+_PEER_NAME = re.compile(r"(?i)remote|client|peer|forwarded|^src_|source_ip")
 _XML_RULES = frozenset({"B313", "B314", "B318", "B405", "B408"})
 # What brings data from outside into a module: a request, an HTTP client, a
 # socket, a fetch.
@@ -175,7 +178,8 @@ def _address_value(tree: ast.Module, lines: list[str], line: int) -> str | None:
             return None
         if isinstance(up, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = up.targets if isinstance(up, ast.Assign) else [up.target]
-            if any(_BIND_NAME.search(ast.unparse(x)) for x in targets):
+            if any(_BIND_NAME.search(t := ast.unparse(x)) and not _PEER_NAME.search(t)
+                   for x in targets):
                 return None
         if isinstance(up, ast.arguments):  # a parameter's default: def serve(host="0.0.0.0")
             return None
