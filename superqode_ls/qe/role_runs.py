@@ -42,7 +42,10 @@ TEST_ROLE = verify_step.TEST_ROLE
 # to be built: a first run on a fresh clone ends in time with what the other
 # roles found, and the build goes on without the session (for the next run).
 ENV_WAIT_SHARE = 1 / 3
-ENV_DEFERRED = "setup: building the project's environment; the next run uses it"
+# The build goes on after this run ends, so its outcome is not known here: say
+# where it will be written (a build that fails is said by the next run too).
+ENV_DEFERRED = ("setup: building the project's environment in the background; the next run "
+                "uses it (how it went: logs/env-build.log in SuperQode's home)")
 # What a role is told of its time is short of the roles' deadline by this
 # share of what is left when the roles start (at least FINISH_MIN_S): a role
 # that stops at the deadline it was given then has its findings normalised
