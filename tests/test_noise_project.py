@@ -343,3 +343,24 @@ def test_a_password_keys_name_and_a_regex_mask_are_no_passwords_real_ones_stay(m
                 and f.noise is None]  # the pattern's group and the x's of its replacement
     _kept(found, "pkg/main.py", 13, "hardcoded-db-password")
     _kept(found, "pkg/main.py", 14, "hardcoded-db-password")
+
+
+PRECOMMIT = "exclude: ^(profiling/|tests/data/)\nrepos: []\n"
+UNDEFINED = "def run():\n    return some.value\n"
+
+
+@needs_ruff
+def test_a_file_the_projects_precommit_excludes_is_noise_the_rest_stays(make_repo):
+    """black's profiling inputs (``some`` undefined, never run) sit under its
+    pre-commit ``exclude:``: the project's own linters never read them. The
+    same code in the package stays, and a pattern that could backtrack for
+    ever on a path is not used at all."""
+    files = {"pyproject.toml": '[tool.ruff.lint]\nselect = ["F821"]\n',
+             "profiling/mix_small.py": UNDEFINED, "src/pkg/core.py": UNDEFINED,
+             "src/pkg/__init__.py": ""}
+    found = _lint(make_repo({**files, ".pre-commit-config.yaml": PRECOMMIT}))
+    _noise(found, "profiling/mix_small.py", 2, "F821", "pre-commit configuration excludes")
+    _kept(found, "src/pkg/core.py", 2, "F821")
+    hostile = _lint(make_repo({**files, ".pre-commit-config.yaml":
+                               "exclude: ^(p+)+rofiling/\nrepos: []\n"}))
+    _kept(hostile, "profiling/mix_small.py", 2, "F821")

@@ -25,7 +25,11 @@
 - **``pickle.load`` of the package's own data file** (B301): the file is
   opened on a path made from the module's ``__file__`` (babel's locale
   data), directly or through a module-level name or a function of the
-  module; a path from anywhere else stays.
+  module; a path from anywhere else stays;
+- **a file the project's pre-commit configuration excludes from every hook**
+  (a top-level ``exclude:``, black's ``^(profiling/|tests/data/)``): a
+  linter's or bandit's finding there is in data or scripts the project's
+  own linters never read; a provider's token stays.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+
+import yaml
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
@@ -76,10 +82,17 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
             webs.append(base is None or is_web_project(base))
         return webs[0]
 
+    excluded = precommit_exclude(base) if base is not None else None
     out = []
     for f in findings:
         if f.noise is not None or not f.file or not f.file.endswith(".py"):
             out.append(f)
+            continue
+        if (excluded is not None and f.tool in _LINTERS and not provider_token(f)
+                and excluded.search(f.file)):
+            out.append(mark_noise(f, f"the project's pre-commit configuration excludes the file "
+                                  f"from every hook (exclude: {excluded.pattern}): data or "
+                                  "scripts its own linters never read", Severity.info))
             continue
         if f.category in _SCRIPT_CATEGORIES and not provider_token(f):
             if f.file not in scripts:
@@ -97,6 +110,36 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
                 f = mark_noise(f, why, Severity.info if rule == "F401" else Severity.low)
         out.append(f)
     return out
+
+
+_LINTERS = frozenset({"ruff", "bandit", "mypy"})
+_PRECOMMIT = ".pre-commit-config.yaml"
+# pre-commit's exclude is a Python regex the project wrote: only a plain one
+# is used (no quantified group, few quantifiers, short), so that a hostile
+# pattern cannot make the filter backtrack for ever on a path.
+_RISKY_REGEX = re.compile(r"\)[*+?{]|\{|\(\?[^:]")
+
+
+def precommit_exclude(root: Path) -> re.Pattern[str] | None:
+    """The top-level ``exclude:`` regex of the project's pre-commit
+    configuration (black's ``^(profiling/|tests/data/)``), or None when
+    there is none, it is not a plain pattern, or the file is unreadable."""
+    path = root / _PRECOMMIT
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 256_000:
+            return None
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    pat = data.get("exclude") if isinstance(data, dict) else None
+    if not isinstance(pat, str) or not pat.strip() or pat.strip() == "^$" or len(pat) > 300:
+        return None
+    if _RISKY_REGEX.search(pat) or sum(pat.count(q) for q in "*+?") > 4:
+        return None
+    try:
+        return re.compile(pat)
+    except re.error:
+        return None
 
 
 def _module(lines: list[str]) -> ast.Module | None:
