@@ -5,6 +5,8 @@ where the text was made safe on the way (``qe/context.py`` marks these as
 noise, saying which):
 
 - the text comes from an escape or render call (``escape``, ``html.escape``,
+  a number (``str(int(...))``), text already marked safe (a helper's
+  ``SafeString(...)`` of such text),
   Django's ``format_html``, ``pygments.highlight``, ``render_template``,
   ``markdown``...), a literal filled (``%``, ``.format``) with such text, or
   one literal of a dict of literals (``{True: 'true'}[value]``), also through
@@ -40,6 +42,8 @@ _SAFE_CALL = re.compile(
 # is not one: it leaves ``</script>`` and ``<`` in strings as they are.
 _URL_QUOTE = re.compile(r"^(urlencode|quote|quote_plus|urlquote|urlquote_plus|iri_to_uri)$")
 _HTML_SPECIAL = frozenset('<>"\'')
+# Calls whose result is a number: its text is digits, a sign and a point.
+_NUMBER_CALL = frozenset({"int", "float", "len", "round", "abs"})
 
 
 def _quotes_html(call: ast.Call) -> bool:
@@ -74,7 +78,8 @@ _DEPTH = 12
 def _markup_call(call: ast.Call) -> bool:
     f = call.func
     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-    return name in ("Markup", "mark_safe")  # Django's mark_safe is B308/B703
+    # Django's mark_safe is B308/B703, and so is its SafeString class
+    return name in ("Markup", "mark_safe", "SafeString", "SafeText")
 
 
 def already_safe(scopes: Scopes, line: int, rel: str) -> str | None:
@@ -179,8 +184,11 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.body, e.orelse))
     if isinstance(e, ast.Call):
         name = _call_name(e)
-        if _SAFE_CALL.match(name):
+        if _SAFE_CALL.match(name) or name in _NUMBER_CALL:
             return True
+        if (_markup_call(e) or name == "str") and len(e.args) == 1 and not e.keywords:
+            # text already marked (or made a string) is as safe as what it marks
+            return _safe(scopes, e.args[0], scope, depth - 1, seen)
         if _URL_QUOTE.match(name) and _quotes_html(e) and not _shell_quote(scopes, e):
             return True
         if isinstance(e.func, ast.Attribute) and name in _KEEPS and all(

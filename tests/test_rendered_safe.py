@@ -1,0 +1,47 @@
+"""Markup over text already made safe (qe/rendered.py): Django's SafeString
+over an f-string of escaped values and of a helper's own SafeString, and
+over a number's text, is noise; a raw value inside stays. Real bandit."""
+
+from __future__ import annotations
+
+import pytest
+
+from superqode_ls.qe.roles.base import tool_path
+from superqode_ls.qe.roles.security import SecurityTester
+from tests.role_helpers import make_ctx, run_role
+from tests.test_noise_idioms import _filtered
+
+needs_bandit = pytest.mark.skipif(tool_path("bandit") is None, reason="bandit not installed")
+
+HELPERS = '''from django.utils.html import escape
+from django.utils.safestring import SafeString
+
+
+def iconify(text):
+    domain = text + ".com"
+    return SafeString(f'<img src="https://icons.example/{escape(domain)}.ico">')
+
+
+def urldisplay(url):
+    return SafeString(f"<a href='{escape(url)}'>{iconify(url)}</a>")
+
+
+def percent(start, end):
+    change = int(round(100 * abs(end - start) / max(start, 1)))
+    return SafeString(str(change) + "%")
+
+
+def raw(url):
+    return SafeString(f"<a href='{url}'>{iconify(url)}</a>")
+'''
+
+
+@needs_bandit
+def test_safestring_over_escaped_or_numeric_text_is_noise_a_raw_value_stays(make_repo):
+    repo = make_repo({"dash/templatetags/helpers.py": HELPERS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    by_line = {f.range.start_line: f for f in found
+               if f.file == "dash/templatetags/helpers.py" and f.range}
+    for line in (7, 11, 16):
+        assert by_line[line].noise and "Markup on safe text" in by_line[line].noise, by_line[line]
+    assert by_line[20].noise is None, by_line[20].noise
