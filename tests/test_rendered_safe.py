@@ -45,3 +45,32 @@ def test_safestring_over_escaped_or_numeric_text_is_noise_a_raw_value_stays(make
     for line in (7, 11, 16):
         assert by_line[line].noise and "Markup on safe text" in by_line[line].noise, by_line[line]
     assert by_line[20].noise is None, by_line[20].noise
+
+
+CURL = '''from django.template import Context, Template
+
+curl_template = """curl {% if method %}-X {{ method }}{% endif %} '{{ body }}' {{ url }}"""
+page_template = """<p>{{ body }}</p>"""
+
+
+def curl_cmd(url, method, body):
+    t = Template(curl_template)
+    return t.render(Context({"url": url, "method": method, "body": body}, autoescape=False))
+
+
+def page(body):
+    t = Template(page_template)
+    return t.render(Context({"body": body}, autoescape=False))
+'''
+
+
+@needs_bandit
+def test_autoescape_off_over_a_plain_text_template_is_noise_over_html_it_stays(make_repo):
+    """django-silk renders a curl command and test code with autoescape off:
+    no HTML, nothing to escape. The same over a template with markup stays."""
+    repo = make_repo({"silk/code_generation/curl.py": CURL, "silk/__init__.py": ""})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    hits = {f.range.start_line: f for f in found if f.file == "silk/code_generation/curl.py"
+            and f.range and f.rule_id == "template-autoescape-off"}
+    assert hits[9].noise and "plain text with no HTML" in hits[9].noise, hits[9]
+    assert hits[14].noise is None, hits[14].noise

@@ -55,13 +55,21 @@ from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
-from .lazy_annotations import LazyAnnotations
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
+from .lazy_annotations import LazyAnnotations
 from .noise_idioms import idiom_noise, is_idiom_rule
-from .noise_rules import (ci_test_database, cli_argument_code, dev_settings_key,
-                          example_placeholder, identifier_hash, reraise_helper, self_reread,
-                          unused_import_redefined, unused_imports)
-from .rendered import already_safe
+from .noise_rules import (
+    ci_test_database,
+    cli_argument_code,
+    dev_settings_key,
+    example_placeholder,
+    identifier_hash,
+    reraise_helper,
+    self_reread,
+    unused_import_redefined,
+    unused_imports,
+)
+from .rendered import already_safe, text_template
 
 # Injection sinks, unsafe deserialisation, secrets and the web flaws: worth
 # acting on whatever the tool's confidence in its own report.
@@ -409,6 +417,10 @@ def apply_context(
             if _autoescape_on_near(f, read_line):
                 f = mark_noise(f, "autoescape is turned on next to the Environment",
                                Severity.info)
+        elif (rule == "B701" and f.file and f.range and modules is not None
+              and f.file.endswith(".py") and (scopes := modules.scopes(f.file)) is not None
+              and (why := text_template(scopes, f.range.start_line))):
+            f = mark_noise(f, why, Severity.low)
         elif (f.file and f.range and annotations is not None
               and rule in ("F821", "NAME-DEFINED") and f.file.endswith((".py", ".pyi"))):
             col = f.range.start_col - 1  # ruff counts code points; close enough in code
@@ -456,9 +468,7 @@ def apply_context(
             f = mark_noise(f, why, Severity.info)
         elif f.noise is None and f.rule_id.lower().startswith("secret-") and (
                 why := example_placeholder(f) or ci_test_database(
-                    f, lines(f.file) if lines is not None and f.file else None)):
-            f = mark_noise(f, why, Severity.low)
-        elif (f.noise is None and lines is not None and (
+                    f, lines(f.file) if lines is not None and f.file else None)) or (f.noise is None and lines is not None and (
                 rule in ("B105", "B106") or f.rule_id.lower().startswith("secret-"))
               and (why := dev_settings_key(f, lines))):
             f = mark_noise(f, why, Severity.low)

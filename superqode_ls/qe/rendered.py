@@ -273,3 +273,58 @@ def _returns_safe(scopes: Scopes, func: ast.AST, depth: int) -> bool:
                and scopes.function_of(n) is func]
     return bool(returns) and all(
         r.value is not None and _safe(scopes, r.value, func, depth) for r in returns)
+
+
+# Where a template's source goes in: its text is the first argument.
+_TEMPLATE_FROM_TEXT = frozenset({"Template", "from_string"})
+_TEMPLATE_LOADERS = frozenset({"get_template", "select_template", "render_template",
+                               "render_to_string", "TemplateResponse",
+                               "get_or_select_template"})
+
+
+def _module_text(scopes: Scopes, name: str) -> str | None:
+    """The string a module-level ``name = "..."`` holds, or None."""
+    found = None
+    for stmt in scopes.tree.body:
+        if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            if found is not None or not (isinstance(stmt.value, ast.Constant)
+                                         and isinstance(stmt.value.value, str)):
+                return None  # bound twice, or not to a literal
+            found = stmt.value.value
+    return found
+
+
+def text_template(scopes: Scopes, line: int) -> str | None:
+    """Why ``autoescape=False`` on ``line`` renders no HTML, or None: every
+    template its function renders is a literal of the module (given inline
+    or by a module-level name) with no ``<`` in it -- django-silk's curl
+    command and generated test code. A template from a file, a loader, a
+    parameter or with any markup in it keeps the finding."""
+    calls = [c for c in scopes.calls_on(line) if any(
+        k.arg == "autoescape" and isinstance(k.value, ast.Constant) and k.value.value is False
+        for k in c.keywords)]
+    if not calls:
+        return None
+    scope = scopes.function_of(calls[0])
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    texts = []
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node)
+        if name in _TEMPLATE_LOADERS or (isinstance(node.func, ast.Name) and name == "render"):
+            return None  # a template from a file (Django's render(request, "x.html"))
+        if name in _TEMPLATE_FROM_TEXT:
+            arg = node.args[0] if node.args else None
+            text = (arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                    else _module_text(scopes, arg.id) if isinstance(arg, ast.Name) else None)
+            if text is None or "<" in text:
+                return None
+            texts.append(text)
+    if not texts:
+        return None
+    return ("the template it renders is the module's own plain text with no HTML in it (a "
+            "command line, code): there is no markup to escape, and HTML escaping would "
+            "corrupt the text")
