@@ -26,15 +26,7 @@ PICKLE = "import pickle\n\n\ndef load(raw):\n    return pickle.loads(raw)\n"
 
 def _run(ctx):
     """The role's findings and the files each bandit process it started was given."""
-    calls: list[list[str]] = []
-
-    def emit(kind, **data):
-        if kind == "tool_call" and data.get("tool") == "bandit":
-            calls.append(data["argv"])
-
-    ctx.emit = emit
-    out = asyncio.run(SecurityTester().run(ctx))
-    assert out.status == "ok", out.reason
+    out, calls = _bandit_calls(ctx)
     scanned = sorted(a.removeprefix("./") for argv in calls for a in argv[argv.index("--") + 1:])
     return out, scanned
 

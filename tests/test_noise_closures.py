@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from superqode_ls.models import Severity
 from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.qe.roles.base import tool_path
 from superqode_ls.qe.roles.lint import LintTester
 from tests.role_helpers import make_ctx, run_role
+from tests.test_noise_idioms import _at, _noise  # one set of helpers
 
 needs_ruff = pytest.mark.skipif(tool_path("ruff") is None, reason="ruff not installed")
 
@@ -108,20 +108,6 @@ def local():
 def _found(repo):
     findings = run_role(LintTester(), make_ctx(repo)).findings
     return filter_findings(findings, read_line=FileLines(repo), threshold=0.7).findings
-
-
-def _at(found, file, line, rule):
-    hits = [f for f in found if f.file == file and f.range and f.range.start_line == line
-            and (f.rule_id == rule or rule in f.related_rules)]
-    assert hits, (file, line, rule, [(f.file, f.range and f.range.start_line, f.rule_id)
-                                     for f in found])
-    return hits
-
-
-def _noise(found, file, line, rule, why):
-    for f in _at(found, file, line, rule):
-        assert f.noise and why in f.noise, f.noise
-        assert f.severity.rank <= Severity.low.rank
 
 
 def _shown(found, file, line, rule):
