@@ -149,7 +149,9 @@ def save_report(
                                    noise, stop)
         artifacts.list_with(written.entries)
         report.artifacts.update(written.paths)
-        if written.cancelled:
+        # A Ctrl-C after the patch files but before the report is still the
+        # user's stop: the report says so (exit 130), as during the patches.
+        if written.cancelled or (stop() and not report.cancelled):
             report.cancelled = True
             report.verdict = compute_verdict(report, res.config.qe.fail_on, res.config.qe.never_fail)
         if request.part_of:

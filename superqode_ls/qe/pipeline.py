@@ -296,6 +296,10 @@ class QESession:
         # Thousands of events on a large tree: in a thread, so a Ctrl-C is
         # served at once (and stops the rest; the report file has them all).
         await asyncio.to_thread(self._publish_findings, report)
+        if self.control.cancel_requested and not report.cancelled:
+            # Ctrl-C while the report was written: the run ends as a stop
+            # (exit 130) although the files hold every finding.
+            report.cancelled = True
         emit(
             "session_complete",
             verdict=report.verdict,
