@@ -364,3 +364,23 @@ def test_a_file_the_projects_precommit_excludes_is_noise_the_rest_stays(make_rep
     hostile = _lint(make_repo({**files, ".pre-commit-config.yaml":
                                "exclude: ^(p+)+rofiling/\nrepos: []\n"}))
     _kept(hostile, "profiling/mix_small.py", 2, "F821")
+
+
+ALEMBIC_ENV = """from alembic import context
+from microblog import app
+
+config = context.config
+"""
+
+
+@needs_ruff
+def test_an_unused_import_in_alembics_env_is_noise_elsewhere_it_stays(make_repo):
+    """microblog-api's ``migrations/env.py`` imports the app for its side
+    effect (it configures the database): its F401 fix breaks the migrations.
+    The same import in an ordinary module stays."""
+    found = _lint(make_repo({"pyproject.toml": '[tool.ruff.lint]\nselect = ["F401"]\n',
+                             "migrations/env.py": ALEMBIC_ENV,
+                             "microblog/__init__.py": "app = object()\n",
+                             "microblog/cli.py": "from microblog import app\n"}))
+    _noise(found, "migrations/env.py", 2, "F401", "alembic's env.py")
+    _kept(found, "microblog/cli.py", 1, "F401")
