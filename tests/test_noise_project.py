@@ -384,3 +384,33 @@ def test_an_unused_import_in_alembics_env_is_noise_elsewhere_it_stays(make_repo)
                              "microblog/cli.py": "from microblog import app\n"}))
     _noise(found, "migrations/env.py", 2, "F401", "alembic's env.py")
     _kept(found, "microblog/cli.py", 1, "F401")
+
+
+REFUSED = """from flask import Flask, request, send_file
+app = Flask(__name__)
+FILES = ["a.txt", "b.txt"]
+
+@app.route("/get")
+def get():
+    name = request.args.get("name")
+    if name and name not in FILES:
+        raise PermissionError(name)
+    return send_file(name)
+
+@app.route("/raw")
+def raw():
+    name = request.args.get("name")
+    if name and name not in FILES:
+        print("odd")
+    return send_file(name)
+"""
+
+
+@needs_bandit
+def test_a_path_refused_first_unless_listed_is_noise_a_check_that_lets_it_through_stays(make_repo):
+    """django-silk's ``if file_path and file_path not in files: raise
+    PermissionDenied`` before the file is read: only a listed path (or an
+    empty one, which opens nothing) gets there. A check that only logs stays."""
+    found = _security(make_repo({"app.py": REFUSED}))
+    _noise(found, "app.py", 10, "path-traversal", "refused first")
+    _kept(found, "app.py", 17, "path-traversal")

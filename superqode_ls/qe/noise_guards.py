@@ -56,6 +56,37 @@ def allow_listed(scopes: Scopes, line: int) -> str | None:
                 return (f"{name} is checked against a list the server made first (if {name} in "
                         "...): only a value it chose gets here")
         up = scopes.parent.get(up)
+    fn = up
+    if fn is not None and (name := _rejected_before(fn, stmt)):
+        return (f"{name} is refused first unless it is in a list the server made (if {name} "
+                "not in ...: raise): only a value it chose gets here")
+    return None
+
+
+def _rejected_before(fn: ast.AST, stmt: ast.stmt) -> str | None:
+    """A name ``stmt`` reads that a statement of the function's own body
+    before it refuses unless it is in a list the server made: ``if name not
+    in X: raise`` (or return), also ``if name and name not in X:`` -- an
+    empty value gets past, and opens nothing (django-silk's file_path)."""
+    loads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for node in getattr(fn, "body", []):
+        if node.lineno >= stmt.lineno:
+            break
+        if not (isinstance(node, ast.If) and node.body and not node.orelse
+                and isinstance(node.body[-1], (ast.Raise, ast.Return))):
+            continue
+        parts = node.test.values if (isinstance(node.test, ast.BoolOp)
+                                     and isinstance(node.test.op, ast.And)) else [node.test]
+        tests = [t for t in parts if not isinstance(t, ast.Name)]
+        if len(tests) != 1:
+            continue
+        t = tests[0]
+        if (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and len(t.ops) == 1
+                and isinstance(t.ops[0], ast.NotIn)
+                and all(isinstance(x, ast.Name) and x.id == t.left.id for x in parts if x is not t)
+                and "request" not in ast.unparse(t.comparators[0])
+                and t.left.id in loads):
+            return t.left.id
     return None
 
 
