@@ -19,6 +19,7 @@ import ast
 import re
 
 from .codegen import Scopes
+from .noise_defaults import callee
 
 # Calls that run a key or function they are given before they return.
 _EAGER = frozenset({"sorted", "min", "max", "sort", "nsmallest", "nlargest"})
@@ -27,11 +28,6 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _LATER = (ast.GeneratorExp, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _NAME_ERRORS = frozenset({"NameError", "Exception", "BaseException"})
 _UNDEFINED = re.compile(r"[Uu]ndefined name [`'\"]?([A-Za-z_]\w*)")
-
-
-def _callee(call: ast.Call) -> str:
-    f = call.func
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
 def _closure_at(scopes: Scopes, line: int, col: int) -> ast.AST | None:
@@ -80,7 +76,7 @@ def _eager_argument(scopes: Scopes, node: ast.AST) -> bool:
     parent = scopes.parent.get(node)
     if isinstance(parent, ast.keyword) and parent.arg == "key":
         return True
-    return isinstance(parent, ast.Call) and node in parent.args and _callee(parent) in _EAGER
+    return isinstance(parent, ast.Call) and node in parent.args and callee(parent) in _EAGER
 
 
 def _scope_of(scopes: Scopes, node: ast.AST) -> ast.AST:
@@ -126,21 +122,22 @@ def closure_used_in_iteration(scopes: Scopes, line: int, col: int) -> str | None
             "variable")
 
 
+def _catches(h: ast.ExceptHandler) -> bool:
+    """The handler catches NameError (bare, NameError, or one of its bases)."""
+    types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+    return h.type is None or any(
+        (n.id if isinstance(n, ast.Name) else getattr(n, "attr", "")) in _NAME_ERRORS
+        for n in types if n is not None)
+
+
 def _catches_name_error(t: ast.Try) -> bool:
-    for h in t.handlers:
-        types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
-        if h.type is None or any(
-                (n.id if isinstance(n, ast.Name) else getattr(n, "attr", "")) in _NAME_ERRORS
-                for n in types if n is not None):
-            return True
-    return False
+    return any(_catches(h) for h in t.handlers)
 
 
 def _exits(t: ast.Try) -> bool:
     """Every handler of ``t`` that catches NameError leaves the block."""
     return all(h.body and isinstance(h.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
-               for h in t.handlers if _catches_name_error(ast.Try(body=[], handlers=[h],
-                                                                   orelse=[], finalbody=[])))
+               for h in t.handlers if _catches(h))
 
 
 def name_error_handled(scopes: Scopes, line: int, message: str) -> str | None:

@@ -14,7 +14,8 @@ import ast
 from .codegen import Scopes
 
 
-def _callee(call: ast.Call) -> str:
+def callee(call: ast.Call) -> str:
+    """The called name: ``f`` of ``f(...)`` or ``obj.f(...)``, else empty."""
     f = call.func
     return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
@@ -88,7 +89,7 @@ def _passed_to_reader(scopes: Scopes, use: ast.Name, depth: int) -> bool:
     if not isinstance(up, ast.Call) or isinstance(up.func, ast.Attribute) and not (
             isinstance(up.func.value, ast.Name) and up.func.value.id in ("self", "cls")):
         return False
-    named = [fn for fn in scopes.functions if fn.name == _callee(up)]
+    named = [fn for fn in scopes.functions if fn.name == callee(up)]
     if len(named) != 1:
         return False
     param = _parameter(named[0], up, use)
@@ -151,7 +152,7 @@ def _reads(scopes: Scopes, use: ast.Name) -> bool:
     if isinstance(up, ast.Starred):
         return True
     if isinstance(up, ast.Call) and use in up.args:
-        name = _callee(up)
+        name = callee(up)
         if isinstance(up.func, ast.Name):
             return name in _READERS
         return name in _TAKES_COPY

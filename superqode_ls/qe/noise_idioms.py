@@ -53,7 +53,7 @@ from collections.abc import Callable
 from ..models import Finding, Severity
 from .codegen import Scopes
 from .noise_closures import closure_used_in_iteration, name_error_handled
-from .noise_defaults import default_only_read
+from .noise_defaults import callee, default_only_read
 from .noise_guards import (
     DEBUG_RULES,
     GUARDED_RULES,
@@ -146,15 +146,10 @@ _RANDOM_CALL = re.compile(r"^(?:os\.urandom|urandom|secrets\.token_(?:bytes|hex|
 _FORMAT_CALL = frozenset({"str", "bytes", "repr", "encode", "hex", "format", "bytearray"})
 
 
-def _callee(call: ast.Call) -> str:
-    f = call.func
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-
-
 def _weak_hash_calls(scopes: Scopes, line: int) -> list[ast.Call]:
     out = []
     for call in scopes.calls_on(line):
-        name = _callee(call)
+        name = callee(call)
         if name == "new" and call.args and isinstance(call.args[0], ast.Constant):
             name = str(call.args[0].value).lower()
         if name in _WEAK:
@@ -168,7 +163,7 @@ def random_input_hash(scopes: Scopes, line: int) -> str | None:
     if not calls:
         return None
     for call in calls:
-        data = call.args[1:] if _callee(call) == "new" else call.args
+        data = call.args[1:] if callee(call) == "new" else call.args
         if not data or not all(_only_random(a) for a in data):
             return None
     return ("it hashes fresh cryptographic randomness only (os.urandom, secrets, uuid4): the "
@@ -184,7 +179,7 @@ def _only_random(e: ast.AST) -> bool:
             name = ast.unparse(node.func)
             if _RANDOM_CALL.match(name):
                 random = True
-            elif _callee(node) not in _FORMAT_CALL:
+            elif callee(node) not in _FORMAT_CALL:
                 return False
         elif isinstance(node, ast.Name) and not _in_callee(node, e):
             return False  # a variable: what it holds is not known here
@@ -231,7 +226,7 @@ def hmac_digest(scopes: Scopes, line: int) -> str | None:
 
 
 def _hash_name(call: ast.Call) -> str:
-    name = _callee(call)
+    name = callee(call)
     if name == "new" and call.args and isinstance(call.args[0], ast.Constant):
         return str(call.args[0].value).lower()
     return name
@@ -240,7 +235,7 @@ def _hash_name(call: ast.Call) -> str:
 def _as_digest(scopes: Scopes, use: ast.Name) -> bool:
     node: ast.AST = use
     up = scopes.parent.get(node)
-    if isinstance(up, ast.Call) and _callee(up) == "staticmethod" and node in up.args:
+    if isinstance(up, ast.Call) and callee(up) == "staticmethod" and node in up.args:
         node, up = up, scopes.parent.get(up)
     if isinstance(up, ast.keyword):
         return bool(up.arg and _DIGEST_TARGET.search(up.arg))
