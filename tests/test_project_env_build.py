@@ -306,6 +306,37 @@ def test_a_package_that_cannot_be_built_here_is_left_out_and_said(make_repo, off
     assert "left out sq-needs-syslibs" in (resolve(repo).note or "")
 
 
+def test_a_project_whose_own_build_fails_gets_its_dependencies_and_runs_from_the_sandbox(
+        make_repo, offline):
+    # keyring's build backend downloads its licence text while building:
+    # offline, the project itself cannot be built. Its declared dependencies
+    # (and its test extra's) are installed without it, its metadata is lent,
+    # and its tests run its code from the sandbox instead of failing to import
+    # what it needs.
+    files = project_files("selfbroken", version="2.5.0", deps=[STUB], extras={"test": ["idna"]})
+    files["testbackend.py"] = BROKEN_BACKEND
+    files["tests/test_a.py"] = (
+        "import importlib.metadata\n\nimport idna\nimport selfbroken\n\n\n"
+        "def test_a():\n    assert selfbroken.WHERE == 'sandbox' and idna\n"
+        "    assert importlib.metadata.version('selfbroken') == '2.5.0'\n")
+    repo = make_repo(files)
+    py = resolve(repo)
+    assert py.source == "built" and py.setup is None, py
+    assert "the project itself could not be built here" in (py.note or ""), py.note
+    assert "system libraries" not in (py.note or "")
+    assert {"idna", STUB.replace("-", "_")} <= installed(py.python), installed(py.python)
+    assert "selfbroken" not in installed(py.python)
+    ctx = make_ctx(repo, repo)
+    ctx.python = py
+    out = run_role(UnitTester(), ctx)
+    assert out.status == "ok" and out.findings == [], out.reason
+    assert out.reason.startswith("1 test(s) run (1 passed"), out.reason
+    # The cached environment says it again and lends the metadata again.
+    again = resolve(repo)
+    assert "the project itself could not be built here" in (again.note or "")
+    assert again.metadata == py.metadata and py.metadata
+
+
 def test_the_python_the_resolver_asks_for_is_found_when_installed():
     from superqode_ls.workspace.pyenv_build import _uv
     from superqode_ls.workspace.pyenv_interp import python_for as _python_for

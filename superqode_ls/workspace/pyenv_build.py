@@ -28,6 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name as _canonical
+
 from ..config import Config, ConfigError, load_config, superqode_home
 from ..errors import SuperQodeError
 from ..runtime import Runtime
@@ -38,6 +40,7 @@ from .pyenv import ProjectPython, discover, env_python, own_python, probe
 from .pyenv_declared import declared_requirements, missing_in_own
 from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
+from .pyenv_read import read_pyproject
 from .pyprojects import python_projects
 
 __all__ = ["build_env", "declared_requirements", "pick_interpreter", "resolve_python",
@@ -189,14 +192,53 @@ LEFT_OUT = "superqode-left-out.txt"  # in the environment: its manifest covers i
 _UNBUILDABLE = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
+def _left_out(target: Path) -> list[tuple[str, bool]]:
+    """(name, whether it is the project itself) of each package left out."""
+    try:
+        lines = (target / LEFT_OUT).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    return [(ln.split()[0], ln.split()[1:] == ["project"]) for ln in lines if ln.strip()]
+
+
 def left_out_note(target: Path) -> str:
     """What the environment at ``target`` lacks of the declared packages."""
-    try:
-        names = (target / LEFT_OUT).read_text(encoding="utf-8").split()
-    except OSError:
-        return ""
-    return (f"left out {', '.join(names)}: could not be built here (system libraries missing)"
-            if names else "")
+    left = _left_out(target)
+    others = [name for name, own in left if not own]
+    parts = []
+    if any(own for _, own in left):
+        parts.append("the project itself could not be built here (its build backend failed); its "
+                     "declared dependencies are installed and its code runs from the sandbox")
+    if others:
+        parts.append(f"left out {', '.join(others)}: could not be built here (a source build "
+                     "needing system libraries or a download this machine lacks)")
+    return "; ".join(parts)
+
+
+def _own_metadata(target: Path, folder: Path, owner: Path) -> str | None:
+    """The project's metadata lent to its tests when its own build failed
+    (its tests may read their version): name and version as declared,
+    else as its VCS says."""
+    if not any(own for _, own in _left_out(target)):
+        return None
+    name = _declared_name(folder)
+    if name is None:
+        return None
+    meta = static_metadata(folder)
+    version = meta[1] if meta is not None else (scm_version(owner) or "0")
+    return metadata_dir(name, version)
+
+
+def _project_dropped(target: Path, root: Path, plan: Plan) -> bool:
+    name = _declared_name(root / plan.folder) if plan.deps_without_project else None
+    return name is not None and any(_canonical(n) == _canonical(name) and not own
+                                    for n, own in _left_out(target))
+
+
+def _declared_name(folder: Path) -> str | None:
+    project = read_pyproject(folder).get("project")
+    name = project.get("name") if isinstance(project, dict) else None
+    return name.strip() if isinstance(name, str) and name.strip() else None
 
 
 def _empty(folder: Path) -> None:
@@ -250,9 +292,13 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
 
     async with _locked(envcache.envs_dir() / f"{key}.lock", waiting):
         cached = await asyncio.to_thread(_ready, target, emit, hide)
+        if cached is not None and await asyncio.to_thread(_project_dropped, target, root, plan):
+            cached = None  # an older build left the project out with its dependencies
         if cached is not None:
             emit("progress", message=f"environment: reusing {target} (cached, {plan.describe()})")
-            return replace(cached, note=_join(note or "", left_out_note(target)) or None)
+            return replace(cached, note=_join(note or "", left_out_note(target)) or None,
+                           metadata=await asyncio.to_thread(_own_metadata, target,
+                                                            root / plan.folder, owner))
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}",
              building=True)  # what a quick run's bounded wait is for (qe/role_runs.py)
@@ -266,7 +312,9 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         built = await asyncio.to_thread(_ready, target, emit, hide)
     if built is None:
         return f"the environment built in {target} does not start or has no pytest"
-    return replace(built, note=_join(note or "", left_out_note(target)) or None)
+    return replace(built, note=_join(note or "", left_out_note(target)) or None,
+                   metadata=await asyncio.to_thread(_own_metadata, target, root / plan.folder,
+                                                    owner))
 
 
 def _ready(target: Path, emit: Emit, hide: Sequence[str] = ()) -> ProjectPython | None:
@@ -353,13 +401,21 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         # the default settings do not use): left out, said with every use;
         # a test that imports it fails as the environment's, not the code's.
         left: list[str] = []
+        own_name = _declared_name(src / plan.folder) if plan.deps_without_project else None
         while why is not None and len(left) < MAX_LEFT_OUT:
             m = _UNBUILDABLE.search(why)
-            if m is None or m.group(1) in left:
+            if m is None or m.group(1) in left or f"{m.group(1)} project" in left:
                 break
-            left.append(m.group(1))
-            (tmp / "excludes.txt").write_text("\n".join(left) + "\n", encoding="utf-8")
-            env["UV_EXCLUDE"] = str(tmp / "excludes.txt")
+            if own_name is not None and _canonical(m.group(1)) == _canonical(own_name):
+                # The project itself (keyring's backend downloads its licence
+                # text while building): its dependencies, without it.
+                plan = replace(plan, own_deps=True)
+                left.append(f"{m.group(1)} project")
+            else:
+                left.append(m.group(1))
+                excluded = [n for n in left if not n.endswith(" project")]
+                (tmp / "excludes.txt").write_text("\n".join(excluded) + "\n", encoding="utf-8")
+                env["UV_EXCLUDE"] = str(tmp / "excludes.txt")
             why = await fill()
         if why is not None:
             return why

@@ -99,6 +99,17 @@ class Plan:
     package: str | None = None
     lock_dir: str = ""
     tox: str = ""  # the file whose tox [testenv] deps are added (not with a lock)
+    # The project's own build failed here (a backend that downloads at build
+    # time, a compiler it lacks): its declared dependencies are installed
+    # from pyproject.toml's tables instead, read by uv without a build; its
+    # code runs from the sandbox either way (pyisolate).
+    own_deps: bool = False
+
+    @property
+    def deps_without_project(self) -> bool:
+        """Whether the project's dependencies can be installed without it."""
+        return (self.installable and self.installer == "uv" and not self.locked
+                and any(PurePosixPath(i).name == "pyproject.toml" for i in self.inputs))
 
     @property
     def cwd(self) -> str:
@@ -184,7 +195,11 @@ class Plan:
         for group in self.groups:
             cmd += ["--group", f"pyproject.toml:{group}"]
         if self.installable and not self._installs_itself(src):
-            cmd.append("." + (f"[{','.join(self.extras)}]" if self.extras else ""))
+            if self.own_deps:
+                cmd += ["-r", str(src / self.folder / "pyproject.toml"),
+                        *(f"--extra={e}" for e in self.extras)]
+            else:
+                cmd.append("." + (f"[{','.join(self.extras)}]" if self.extras else ""))
         return [*seed, cmd] if len(cmd) > len(own_pip) else []
 
     def tool_env(self, tmp: Path, python: str) -> dict[str, str]:
