@@ -344,3 +344,30 @@ def test_a_path_the_class_sets_itself_is_not_request_data_and_a_handlers_path_is
     ``Database.hash``)."""
     hits = [h for h in _flows(tmp_path, "server.py", SERVER) if h[1] == "path-traversal"]
     assert [h[0] for h in hits] == [21] and hits[0][2].startswith("Request data reaches")
+
+
+FIELDS = (
+    "from dataclasses import dataclass\n"
+    "from http.server import BaseHTTPRequestHandler\n"
+    "from pathlib import Path\n\n\n"
+    "@dataclass\n"
+    "class Attachment:\n"
+    "    type: str | None = None\n"
+    "    path: str | None = None\n\n"
+    "    def content_bytes(self):\n"
+    "        if self.path:\n"
+    "            return Path(self.path).read_bytes()\n"  # 13
+    "        return b''\n\n\n"
+    "class Files(BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        self.wfile.write(Path(self.path).read_bytes())\n"  # 19
+)
+
+
+def test_a_dataclass_path_field_is_not_request_data_and_a_handlers_path_is(tmp_path):
+    """A dataclass's (attrs', pydantic's) own ``path`` field is set by the
+    program that builds the object: "File path taken from the request" said
+    of llm's ``Attachment.content_bytes`` was false. The http.server
+    handler beside it, which declares no ``path``, stays shown."""
+    hits = [h for h in _flows(tmp_path, "fields.py", FIELDS) if h[1] == "path-traversal"]
+    assert [h[0] for h in hits] == [19]
