@@ -263,6 +263,8 @@ def _chosen_escaper(scopes: Scopes, name: str, scope: ast.AST) -> bool:
     template's author asked for). Every value must be an escaper, or that
     pick made from ``autoescape``; a helper that never escapes keeps the
     finding."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False  # a lambda's body assigns nothing
     values = scopes._assigned(name, scope)
     if not values:
         return False
