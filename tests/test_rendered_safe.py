@@ -74,3 +74,63 @@ def test_autoescape_off_over_a_plain_text_template_is_noise_over_html_it_stays(m
             and f.range and f.rule_id == "template-autoescape-off"}
     assert hits[9].noise and "plain text with no HTML" in hits[9].noise, hits[9]
     assert hits[14].noise is None, hits[14].noise
+
+
+FILTERS = '''from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
+
+
+def _no_op(x):
+    return x
+
+
+def _esc_func(autoescape):
+    if autoescape:
+        return conditional_escape
+    return _no_op
+
+
+def _never(flag):
+    return _no_op
+
+
+def spacify(value, autoescape=None):
+    esc = _esc_func(autoescape)
+    val = esc(value).replace(" ", "&nbsp;")
+    return mark_safe(val)
+
+
+def tabify(value, autoescape=None):
+    if autoescape:
+        esc = conditional_escape
+    else:
+        esc = lambda x: x
+    return mark_safe(esc(value).replace("\\t", "    "))
+
+
+def raw(value, autoescape=None):
+    esc = _never(autoescape)
+    return mark_safe(esc(value))
+
+
+def chosen(value, flag=None):
+    esc = conditional_escape if flag else _no_op
+    return mark_safe(esc(value))
+'''
+
+
+@needs_bandit
+def test_mark_safe_over_the_escaper_autoescape_picks_is_noise_a_no_op_stays(make_repo):
+    """django-silk's ``spacify``: ``esc = _esc_func(autoescape)`` gives
+    ``conditional_escape``, or no change where the template turned
+    autoescaping off (Django's own filter pattern): the text is escaped.
+    A helper that never escapes, or a pick made from anything but the
+    ``autoescape`` flag, keeps the finding."""
+    repo = make_repo({"silk/templatetags/filters.py": FILTERS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    by_line = {f.range.start_line: f for f in found
+               if f.file == "silk/templatetags/filters.py" and f.range}
+    for line in (22, 30):
+        assert by_line[line].noise and "Markup on safe text" in by_line[line].noise, by_line[line]
+    for line in (35, 40):
+        assert by_line[line].noise is None, by_line[line].noise

@@ -344,3 +344,98 @@ def test_a_path_the_class_sets_itself_is_not_request_data_and_a_handlers_path_is
     ``Database.hash``)."""
     hits = [h for h in _flows(tmp_path, "server.py", SERVER) if h[1] == "path-traversal"]
     assert [h[0] for h in hits] == [21] and hits[0][2].startswith("Request data reaches")
+
+
+FIELDS = (
+    "from dataclasses import dataclass\n"
+    "from http.server import BaseHTTPRequestHandler\n"
+    "from pathlib import Path\n\n\n"
+    "@dataclass\n"
+    "class Attachment:\n"
+    "    type: str | None = None\n"
+    "    path: str | None = None\n\n"
+    "    def content_bytes(self):\n"
+    "        if self.path:\n"
+    "            return Path(self.path).read_bytes()\n"  # 13
+    "        return b''\n\n\n"
+    "class Files(BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        self.wfile.write(Path(self.path).read_bytes())\n"  # 19
+)
+
+
+def test_a_dataclass_path_field_is_not_request_data_and_a_handlers_path_is(tmp_path):
+    """A dataclass's (attrs', pydantic's) own ``path`` field is set by the
+    program that builds the object: "File path taken from the request" said
+    of llm's ``Attachment.content_bytes`` was false. The http.server
+    handler beside it, which declares no ``path``, stays shown."""
+    hits = [h for h in _flows(tmp_path, "fields.py", FIELDS) if h[1] == "path-traversal"]
+    assert [h[0] for h in hits] == [19]
+
+
+LIB = '''\
+import click
+from flask import Flask
+
+app = Flask(__name__)
+
+
+class Table:
+    def rows_where(self, where=None, select="*"):
+        """Rows of the table.
+
+        :param where: SQL where fragment to use, for example ``id > ?``
+        :param select: Comma-separated list of columns to select
+        """
+        return self.db.execute(f"select {select} from t where {where}")  # SAFE-documented-sql
+
+    def count_where(self, where: str = ""):
+        """Count rows.
+
+        Args:
+            where (str): a clause of SQL the caller writes
+        """
+        return self.db.execute("select count(*) from t where " + where)  # SAFE-google-doc
+
+    def find(self, name):
+        """Rows by name.
+
+        :param name: the user's name
+        """
+        return self.db.execute(f"select * from t where name = '{name}'")  # BAD-documented-text
+
+    def by_id(self, user_id):
+        return self.db.execute("select * from users where id = %s" % user_id)  # BAD-undocumented
+
+
+@click.command()
+@click.argument("path")
+@click.option("--where", help="Optional where clause")
+def convert(path, where):
+    db = open_db(path)
+    db.execute(f"update t set x = 1 where {where}")  # SAFE-cli-option
+
+
+@app.route("/rows")
+def rows(where):
+    """:param where: SQL where fragment"""
+    return db.execute(f"select * from t where {where}")  # BAD-view-doc
+
+
+def search(request, where):
+    """:param where: SQL where fragment"""
+    return db.execute(f"select * from t where {where}")  # BAD-request-param
+'''
+
+
+def test_sql_the_caller_writes_by_contract_is_noise_a_plain_parameter_stays():
+    """sqlite-utils' ``rows_where(where=..., select=...)`` and its CLI's
+    ``--where``: SQL the library's documented contract (or the command line
+    of the person running it) asks its caller for; no request reaches it
+    here. A parameter documented as plain text, an undocumented one (dvpwa's
+    DAO), and a view's or a request handler's parameter stay shown."""
+    scopes = Scopes(ast.parse(LIB))
+    for i, line in enumerate(LIB.splitlines(), 1):
+        if "# SAFE-" in line or "# BAD-" in line:
+            why = _numbers_only_sql(scopes, i)
+            assert (why is not None) == ("# SAFE-" in line), line

@@ -133,3 +133,20 @@ def test_a_raised_confidence_threshold_never_hides_these_sinks(rule):
     f = Finding(id="x", role="security_tester", tool="superqode", rule_id=rule, title="t",
                 message="m", severity=Severity.medium, confidence=0.3, file="app.py")
     assert is_sink(f, canonical_rule)
+
+
+def test_md5_of_a_stored_password_hash_is_no_password_hash_md5_of_the_password_is():
+    """redash's ``get_id`` hashes ``email,password_hash`` into a session id:
+    the password was hashed already, md5 over that hash gives no password
+    back ("Password hashed with md5" was false). md5 over the password, or
+    over the password beside the hash, stays high."""
+    source = ("import hashlib\n"
+              "class User:\n"
+              "    def get_id(self):\n"
+              "        return hashlib.md5(f'{self.email},{self.password_hash}'.encode()).hexdigest()\n"
+              "    def set_password(self, password):\n"
+              "        self.pw = hashlib.md5(password.encode()).hexdigest()\n"
+              "    def both(self, password):\n"
+              "        return hashlib.md5((password + self.password_hash).encode()).hexdigest()\n")
+    hits = [(line, sev) for rule, line, sev in _hits(source) if rule == "weak-password-hash"]
+    assert hits == [(6, Severity.high), (8, Severity.high)]

@@ -12,7 +12,10 @@ noise, saying which):
   one literal of a dict of literals (``{True: 'true'}[value]``), also through
   local names, string templates, ``+``, ``"".join`` of a list the function
   fills, string methods (``strip``, ``replace``) and local helper functions
-  whose every return is such text; a literal is safe too;
+  whose every return is such text; a literal is safe too; so is what
+  ``esc(value)`` gives when ``esc`` is Django's escaper picked by the
+  ``autoescape`` flag (``conditional_escape``, or no change where the
+  template turned autoescaping off);
 - the call is a template engine's own escaping: inside ``if ...autoescape``
   (the engine marks what its autoescaping produced), in an ``__html__``
   method (the object renders itself), or in the engine's own package;
@@ -202,6 +205,8 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
             return (_safe(scopes, e.func.value, scope, depth - 1, seen)
                     and _safe_items(scopes, e.args[0], scope, depth - 1, seen))
         if isinstance(e.func, ast.Name):
+            if _chosen_escaper(scopes, e.func.id, scope):
+                return True
             helper = _local_function(scopes, e.func.id, scope)
             return helper is not None and _returns_safe(scopes, helper, depth - 1)
         return False
@@ -226,6 +231,68 @@ def _safe_items(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
         return bool(lists) and all(
             _safe_items(scopes, v, scope, depth - 1, seen) for v in lists) and all(
             _safe(scopes, v, scope, depth - 1, seen) for v in items)
+    return False
+
+
+def _escaper(e: ast.AST) -> bool:
+    """``e`` names an escaping function (``conditional_escape``)."""
+    name = e.id if isinstance(e, ast.Name) else e.attr if isinstance(e, ast.Attribute) else ""
+    return bool(_SAFE_CALL.match(name)) and not name.startswith("render")
+
+
+def _identity(scopes: Scopes, e: ast.AST, scope: ast.AST) -> bool:
+    """``e`` is a function that gives back its one argument unchanged
+    (``lambda x: x``, ``def _no_op(x): return x``)."""
+    func = e if isinstance(e, ast.Lambda) else (
+        _local_function(scopes, e.id, scope) if isinstance(e, ast.Name) else None)
+    if func is None or len(func.args.args) != 1:
+        return False
+    arg = func.args.args[0].arg
+    if isinstance(func, ast.Lambda):
+        return isinstance(func.body, ast.Name) and func.body.id == arg
+    body = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return (len(body) == 1 and isinstance(body[0], ast.Return)
+            and isinstance(body[0].value, ast.Name) and body[0].value.id == arg)
+
+
+def _chosen_escaper(scopes: Scopes, name: str, scope: ast.AST) -> bool:
+    """The local ``name`` holds the escaping function Django's filters pick
+    by the template's ``autoescape`` flag: ``esc = _esc_func(autoescape)``
+    whose helper returns ``conditional_escape`` or, when the template
+    turned autoescaping off, a function that changes nothing (what the
+    template's author asked for). Every value must be an escaper, or that
+    pick made from ``autoescape``; a helper that never escapes keeps the
+    finding."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False  # a lambda's body assigns nothing
+    values = scopes._assigned(name, scope)
+    if not values:
+        return False
+    for v in values:
+        if _escaper(v) or (_identity(scopes, v, scope) and _autoescape_branch(scopes, v)):
+            continue
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and any(
+                isinstance(n, ast.Name) and n.id == "autoescape"
+                for a in [*v.args, *(k.value for k in v.keywords)] for n in ast.walk(a))):
+            return False
+        helper = _local_function(scopes, v.func.id, scope)
+        returns = [n.value for n in ast.walk(helper) if isinstance(n, ast.Return)
+                   and scopes.function_of(n) is helper] if helper is not None else []
+        if not returns or not any(r is not None and _escaper(r) for r in returns) or not all(
+                r is not None and (_escaper(r) or _identity(scopes, r, helper)) for r in returns):
+            return False
+    return True
+
+
+def _autoescape_branch(scopes: Scopes, node: ast.AST) -> bool:
+    """Inside either branch of an ``if`` whose test reads ``autoescape``
+    (``if autoescape: esc = conditional_escape`` / ``else: esc = lambda x: x``)."""
+    up = scopes.parent.get(node)
+    while up is not None and not isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(up, ast.If) and any(isinstance(n, ast.Name) and n.id == "autoescape"
+                                          for n in ast.walk(up.test)):
+            return True
+        up = scopes.parent.get(up)
     return False
 
 

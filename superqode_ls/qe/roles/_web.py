@@ -78,6 +78,7 @@ _PASSWORD_KEY = re.compile(r"(?i)^(db_?|database_?)?(pass(word|wd)?|pwd)$")
 _DSN_PASSWORD = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://[^:/\s@]+:([^@\s/]+)@"
                            r"|\bpassword=([^\s{}'\"]+))")
 _WEAK = {"md5", "sha1", "md4", "sha"}
+_ALREADY_HASHED = re.compile(r"(?i)(hash|digest)")
 _BACKREF = re.compile(r"\\(?:\d+|g<\w+>)")
 _SETTINGS_FILE = re.compile(r"(?i)(settings|config|conf)[^/]*\.py$")
 _PLACEHOLDER = re.compile(r"(?i)^(|\*+|x+|<.*>|\$\{.*\}|\{.*\}|%\(.*\)s|%s|change[_-]?me|"
@@ -359,7 +360,9 @@ def _password_hash(node: ast.Call) -> Iterator[Hit]:
         return
     names = [getattr(n, "id", None) or getattr(n, "attr", None) or ""
              for a in node.args for n in ast.walk(a) if isinstance(n, (ast.Name, ast.Attribute))]
-    if _PASSWORD_NAME.search(" ".join(names)):
+    # the stored hash of a password hashed again (redash's session id,
+    # md5 of ``email,password_hash``) gives no password back
+    if any(_PASSWORD_NAME.search(n) and not _ALREADY_HASHED.search(n) for n in names):
         yield (node, "weak-password-hash", f"Password hashed with {name}",
                (f"{name} is fast and unsalted: stolen hashes give back the passwords in "
                 "seconds. Hash passwords with a slow salted scheme (bcrypt, scrypt, argon2, "

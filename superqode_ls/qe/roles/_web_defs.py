@@ -42,6 +42,7 @@ from ._web_defs_facts import (
     _META,
     _bound_names,
     _call_name,
+    _callers_sql,
     _class_constants,
     _doubles,
     _globals,
@@ -333,7 +334,7 @@ def safe_at(s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.A
     flow = _Flow(s, func, sink)
     params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
     flow.bound |= params | {a.arg for a in (func.args.vararg, func.args.kwarg) if a}
-    flow.block(func.body, _typed_numbers(func))
+    flow.block(func.body, _typed_numbers(func) | _callers_sql(func))
     if not flow.at_sink:
         return False
     state = frozenset.intersection(*flow.at_sink)

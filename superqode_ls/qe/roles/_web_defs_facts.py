@@ -6,6 +6,7 @@ class constants and ``global`` names (one cached walk a module)."""
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 
 from ..codegen import Scopes
@@ -128,3 +129,33 @@ def _class_constants(s: Scopes) -> dict[str, bool]:
         _CLASS[s] = {k: v and k not in stored for k, v in given.items()}
         _GLOBALS[s] = frozenset(declared)
     return _CLASS[s]
+
+
+# ``:param where: SQL where fragment`` (reST), ``where: SQL ...`` or
+# ``where (str): SQL ...`` (Google style): the parameter's documented
+# contract is SQL its caller writes
+_SQL_DOC = r"(?im)^\s*(?::param\s+(?:\w+\s+)?{0}:|{0}\s*(?:\([^)]*\))?\s*:)[^\n]*" \
+           r"\b(SQL|fragment|clause|expression|columns)\b"
+_CLI = frozenset({"option", "argument"})
+
+
+def _callers_sql(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Safe:
+    """Parameters whose SQL is the caller's by contract: a library function's
+    parameter its docstring documents as SQL (sqlite-utils'
+    ``rows_where(where=...)``: ":param where: SQL where fragment"), and a
+    click command's options and arguments (the command line of the person
+    running it on their own database). Not a view's (as ``_typed_numbers``):
+    there the caller is whoever sends the request."""
+    a = func.args
+    params = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if not params or func.name in _HTTP or any(p in ("request", "req") for p in params) or any(
+            isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in _ROUTES
+            for d in func.decorator_list):
+        return frozenset()
+    if any(isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in _CLI
+           and isinstance(d.func.value, ast.Name) and d.func.value.id in ("click", "typer")
+           for d in func.decorator_list):
+        return frozenset(params)
+    doc = ast.get_docstring(func) or ""
+    return frozenset(p for p in params if p not in ("self", "cls")
+                     and re.search(_SQL_DOC.format(re.escape(p)), doc))

@@ -115,7 +115,8 @@ class Raw:
 def own_attributes(scopes: Scopes) -> dict[int, frozenset[str]]:
     """By method id: the handler-input names (``path``, ``headers``,
     ``rfile``) its class's own code assigns on ``self`` (``self.path = path``
-    in a database class's ``__init__``): there they are the object's state,
+    in a database class's ``__init__``) or declares as a field (a
+    dataclass's ``path: str``): there they are the object's state,
     not what a client sent to an ``http.server`` handler (whose base class
     sets them)."""
     out: dict[int, frozenset[str]] = {}
@@ -127,6 +128,13 @@ def own_attributes(scopes: Scopes) -> dict[int, frozenset[str]]:
                             for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
                             for t in ast.walk(target) if isinstance(t, ast.Attribute) and t.attr in _HANDLER_INPUT
                             and isinstance(t.value, ast.Name) and t.value.id == "self")
+            # a field the class declares itself (a dataclass's, attrs' or
+            # pydantic's ``path: str | None = None``) is set by whoever builds
+            # the object; an ``http.server`` handler declares no ``path``
+            own |= frozenset(t.id for n in cls.body
+                             if isinstance(n, ast.AnnAssign | ast.Assign)
+                             for t in ([n.target] if isinstance(n, ast.AnnAssign) else n.targets)
+                             if isinstance(t, ast.Name) and t.id in _HANDLER_INPUT)
             if own:
                 out.update((id(f), own) for f in cls.body
                            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef))
