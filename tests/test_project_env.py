@@ -305,3 +305,17 @@ def test_own_interpreter_leaves_async_plugins_out_of_a_suite_without_async_tests
     out = run_role(UnitTester(), make_ctx(sandbox))
     assert out.status == "ok", out.reason
     assert "1 test(s) run" in out.reason and "SuperQode's own Python" in out.reason
+
+
+def test_tests_run_as_in_the_projects_activated_environment(venv_project):
+    # sqlmodel's tests run `coverage` by name in a subprocess: its developers
+    # run them in an activated venv, so the environment's bin comes first.
+    project, sandbox = venv_project
+    write(sandbox, {"test_env.py": (
+        "import os, shutil, sys\n\n\ndef test_env():\n"
+        "    here = os.path.dirname(sys.executable)\n"
+        "    assert os.path.dirname(shutil.which('python')) == here\n"
+        "    assert os.environ['VIRTUAL_ENV'] == sys.prefix\n")})
+    out = run_role(UnitTester(), make_ctx(sandbox, project))
+    assert out.status == "ok" and out.findings == [], (out.reason, out.findings)
+    assert out.reason.startswith("1 test(s) run (1 passed"), out.reason

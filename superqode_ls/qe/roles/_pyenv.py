@@ -133,6 +133,18 @@ def declared_plugins(root: Path) -> list[str]:
     return out
 
 
+def activated(env: dict[str, str], py: ProjectPython | None) -> dict[str, str]:
+    """``env`` as in the project's activated environment: its ``bin`` first
+    on PATH (a test that runs ``coverage`` or ``python`` by name finds the
+    environment's, as in its developers' shell), ``VIRTUAL_ENV`` set."""
+    if py is None or py.own:
+        return env
+    out = dict(env)
+    out["PATH"] = os.pathsep.join([str(Path(py.python).parent), env.get("PATH", os.defpath)])
+    out["VIRTUAL_ENV"] = py.prefix
+    return out
+
+
 def isolate(
     env: dict[str, str],
     scratch: Path,

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
@@ -38,6 +36,7 @@ from ...agent.tools import ToolBox, workspace_guard_refusal
 from ...config import Config
 from ...models import Finding, Usage
 from ...workspace.proc import run_command
+from ._pyenv import activated
 from .base import Role, RoleContext, RoleOutput
 
 __all__ = ["AGENT_ROLES", "AgentRole", "provider_problem", "reproducer"]
@@ -139,7 +138,7 @@ class AgentRole(Role):
         client = self.http_client or httpx.AsyncClient()
         warnings: list[str] = []
         try:
-            shell_env = _project_python_first(_without_keys(ctx.env, cfg), ctx)
+            shell_env = activated(_without_keys(ctx.env, cfg), ctx.python)
             toolbox = ToolBox(
                 root=ctx.sandbox,
                 role=self.name,
@@ -246,7 +245,7 @@ class AgentRole(Role):
                 res = await run_command(
                     ["/bin/sh", "-c", cmd],
                     ctx.sandbox,
-                    env=_project_python_first(_without_keys(ctx.env, ctx.config), ctx),
+                    env=activated(_without_keys(ctx.env, ctx.config), ctx.python),
                     timeout=ctx.config.agent.shell_timeout_s,
                     runtime=ctx.runtime,
                 )
@@ -255,18 +254,6 @@ class AgentRole(Role):
             if not res.ok:
                 still.append(f)
         return still
-
-
-def _project_python_first(env: dict[str, str], ctx: RoleContext) -> dict[str, str]:
-    """The agent's shell finds the project's interpreter (``python``,
-    ``pytest``...) first, as in an activated environment."""
-    py = ctx.python
-    if py is None or py.own:
-        return env
-    out = dict(env)
-    out["PATH"] = os.pathsep.join([str(Path(py.python).parent), env.get("PATH", os.defpath)])
-    out["VIRTUAL_ENV"] = py.prefix
-    return out
 
 
 def _without_keys(env: dict[str, str], cfg: Config) -> dict[str, str]:

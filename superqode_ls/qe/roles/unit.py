@@ -40,7 +40,7 @@ from ._common import (
     pytest_message,
     selected_files,
 )
-from ._pyenv import isolate, project_python, pytest_argv
+from ._pyenv import activated, isolate, project_python, pytest_argv
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
@@ -271,8 +271,8 @@ class UnitTester(Role):
             # (version() in its tests), after site-packages.
             py = ctx.python
             meta = [Path(py.metadata)] if py is not None and py.metadata else []
-            env = isolate(dict(ctx.env), private, ctx.sandbox, shadowed, extra_paths=[private],
-                          tool_paths=meta)
+            env = isolate(activated(dict(ctx.env), py), private, ctx.sandbox, shadowed,
+                          extra_paths=[private], tool_paths=meta)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
             env["SUPERQODE_PYTEST_PROGRESS"] = str(private / "progress")
