@@ -35,12 +35,23 @@ def _into(box: list, fn: Callable, *args) -> None:
         box.append(e)
 
 
+_ASK = object()  # choose_isolation's HEAD not read yet
+
+
 def choose_isolation(root: Path, is_git: bool, config: Config, isolation: str | None,
-                     base_ref: str | None, files: list[str] | None) -> tuple[str, str | None]:
+                     base_ref: str | None, files: list[str] | None, *,
+                     head: str | None | object = _ASK) -> tuple[str, str | None]:
     """(the isolation, the base commit) of a new session, or a one-line
-    ``WorkspaceError`` for a request that cannot be served, nothing made."""
+    ``WorkspaceError`` for a request that cannot be served, nothing made.
+    ``head``: HEAD's commit of ``root`` as the caller read it (None: unborn);
+    read here when not given."""
     choice = isolation or config.workspace.isolation
-    base_commit = head_commit(root) if is_git else None
+    if not is_git:
+        base_commit = None
+    elif head is _ASK:
+        base_commit = head_commit(root)
+    else:
+        base_commit = head if isinstance(head, str) else None
     if choice in ("auto", None):
         choice = "worktree" if is_git and base_commit else "snapshot"
     if choice == "sparse" and not files:
