@@ -136,8 +136,7 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
     if not carry_dirty:
         return UserState(staged_tree=staged or "", full_tree=staged or "")
     env = {"GIT_INDEX_FILE": str(idx), "GIT_DIR": str(gd), "GIT_WORK_TREE": str(repo)}
-    bits = carry.index_bits(repo, env) if idx.exists() else carry.IndexBits()
-    nested = carry.nested_repos(repo, env)
+    bits, nested = carry.bits_and_nested(repo, env)
     full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested, users=True,
                            bits=bits if idx.exists() else None)
     return UserState(staged_tree=staged or full, full_tree=full, bits=bits, nested=nested)
