@@ -6,6 +6,7 @@ included; a tree's listing is read once per tree id."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -135,3 +136,30 @@ def test_root_and_head_in_one_process_answer_as_the_two_calls(make_repo, tmp_pat
     assert len(answers[sha256][1] or "") == 64
     assert answers[damaged] == (damaged, None)
     assert answers[born / ".git"][0] is None
+
+
+def test_the_seal_s_refs_from_the_fingerprint_s_listing_equal_git_s(make_repo):
+    from superqode_ls.workspace.fingerprint import Fingerprint, git_part
+    from superqode_ls.workspace.gitstate import refs_listing
+
+    repo = make_repo({"a.py": "x = 1\n"}, name="refs")
+    run_git(repo, "branch", "feature/é-name")
+    run_git(repo, "tag", "light")
+    run_git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "tag", "-a", "annotated", "-m", "t")
+    run_git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    run_git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    run_git(repo, "stash", "list")  # no stash: its ref stays absent
+
+    fp = git_part(repo, None)
+    assert fp.refs is not None and "refs/remotes/origin/HEAD refs/remotes/origin/main" in fp.refs
+    want = gitmod.git_out(["for-each-ref", "--format=%(objectname) %(refname)"], repo)
+    assert refs_listing(fp.refs) == want
+    assert "refs/tags/annotated" in want and "feature/é-name" in want
+    # The listing rides beside the fingerprint: never stored, never compared.
+    assert "refs" not in json.loads(fp.to_json())
+    again = Fingerprint.from_json(fp.to_json())
+    assert again.refs is None and again == fp
+    empty = make_repo({"b.py": "y = 1\n"}, name="no-refs")
+    run_git(empty, "update-ref", "-d", "HEAD")
+    fp = git_part(empty, None)
+    assert refs_listing(fp.refs or "") == "" == gitmod.git_out(["for-each-ref"], empty)
