@@ -45,7 +45,10 @@ def index_bits(cwd: Path, env: Env | None = None) -> IndexBits:
     """The paths of the index (``GIT_INDEX_FILE`` in ``env``) git does not
     compare with the working tree. ``ls-files -v`` tags them ``S`` (skip-
     worktree) and lower case (assume-unchanged)."""
-    out = git(["ls-files", "-v", "-z"], cwd, env=env).stdout
+    return _bits_of(git(["ls-files", "-v", "-z"], cwd, env=env).stdout)
+
+
+def _bits_of(out: bytes) -> IndexBits:
     bits = IndexBits()
     # Only flagged records are looked at: most of an index is "H", and
     # splitting 20,000 records in Python cost a session 30 ms each time.
@@ -193,8 +196,26 @@ def nested_repos(repo: Path, env: Env | None = None) -> list[str]:
     leaves them out of change tracking."""
     out = git(["ls-files", "-z", "--others", "--directory", "--exclude-standard"],
               repo, env=env).stdout
+    return _nested_of(repo, out.split(b"\0"))
+
+
+def bits_and_nested(repo: Path, env: Env | None = None) -> tuple[IndexBits, list[str]]:
+    """:func:`index_bits` and :func:`nested_repos` of the user's state from one
+    ``ls-files`` where a session's start ran two: ``-v`` tags each untracked
+    record ``?`` and each index entry as ``index_bits`` reads it (an index
+    that does not exist lists no entry, and no bit)."""
+    out = git(["ls-files", "-v", "-z", "--cached", "--others", "--directory", "--exclude-standard"],
+              repo, env=env).stdout
+    return _bits_of(out), _nested_of(repo, _UNTRACKED.findall(b"\0" + out))
+
+
+# An untracked record of ``ls-files -v -z --others``, found as _FLAGGED is.
+_UNTRACKED = re.compile(rb"\0\? ([^\0]*)")
+
+
+def _nested_of(repo: Path, untracked: list[bytes]) -> list[str]:
     found = []
-    for raw in out.split(b"\0"):
+    for raw in untracked:
         if raw.endswith(b"/"):
             rel = raw[:-1].decode("utf-8", "surrogateescape")
             if os.path.lexists(repo / rel / ".git"):

@@ -54,6 +54,10 @@ class Fingerprint:
     own: list[str] = field(default_factory=lambda: [OWN])
     common_dir: str | None = None
     home: dict[str, Entry] = field(default_factory=dict)
+    # git's listing of the refs as the git section read it; for the session's
+    # seal (gitstate.refs_listing), not part of the fingerprint: not stored,
+    # not compared.
+    refs: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def digest(self) -> str:
@@ -245,7 +249,9 @@ def _fill_git(fp: Fingerprint) -> None:
     if dirs is not None:
         gd, cd = dirs
         fp.common_dir = str(cd)
-        fp.git = git_state(root, gd, cd, working_root())
+        raw: list[str] = []
+        fp.git = git_state(root, gd, cd, working_root(), raw)
+        fp.refs = raw[0] if raw else None
 
 
 def files_part(fp: Fingerprint) -> None:

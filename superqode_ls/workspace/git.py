@@ -196,6 +196,26 @@ def repo_root(path: Path) -> Path | None:
     return Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
 
 
+_HEAD_LINE = re.compile(rb"\n([0-9a-f]{40}(?:[0-9a-f]{24})?)\n\Z")
+
+
+def repo_root_head(folder: Path) -> tuple[Path | None, str | None]:
+    """(:func:`repo_root` of ``folder``, :func:`head_commit` there) from one
+    git process where a session's start ran two: ``--show-toplevel`` prints
+    the top (a path may hold a newline) and a newline first, then HEAD's
+    commit; an unborn HEAD prints nothing more and exits 1. Any other answer
+    (not a repository, git's own folder, a damaged HEAD) is asked again the
+    old way, two processes, so that it is answered as those two functions do."""
+    proc = git(["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD^{commit}"], folder, check=False)
+    out = proc.stdout
+    if proc.returncode == 0 and (m := _HEAD_LINE.search(out)) is not None and m.start() > 0:
+        return Path(out[:m.start()].decode("utf-8", "surrogateescape")), m.group(1).decode()
+    if proc.returncode == 1 and len(out) > 1 and out.endswith(b"\n") and not proc.stderr:
+        return Path(out[:-1].decode("utf-8", "surrogateescape")), None
+    root = repo_root(folder)
+    return root, (head_commit(root) if root is not None else None)
+
+
 ConfigEntry = tuple[str, str, "str | None"]  # (scope, key, value); value None: a bare key
 
 

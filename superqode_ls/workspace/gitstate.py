@@ -93,8 +93,10 @@ def _stash_log(cd: Path, out: dict[str, tuple]) -> None:
         out[f"stash@{{{n}}}"] = ("stash", oid)
 
 
-def _refs(root: Path, out: dict[str, tuple]) -> None:
+def _refs(root: Path, out: dict[str, tuple], raw: list[str] | None) -> None:
     proc = git(["for-each-ref", "--format=%(objectname) %(refname) %(symref)"], root, check=False)
+    if raw is not None and proc.returncode == 0:
+        raw.append(proc.stdout.decode("utf-8", "surrogateescape"))
     if proc.returncode != 0:
         # Fail closed: an unreadable ref store is recorded as such, and it
         # will differ from a readable one.
@@ -105,6 +107,14 @@ def _refs(root: Path, out: dict[str, tuple]) -> None:
         if name.startswith(_HOUSEKEEPING_REFS):
             continue
         out[f"ref {name}"] = ("ref", oid, symref)
+
+
+def refs_listing(raw: str) -> str:
+    """``for-each-ref --format='%(objectname) %(refname)'``'s output (as
+    ``git_out`` strips it) from the fingerprint's listing, which adds
+    ``%(symref)``: a session's seal writes it as its git dir's packed-refs
+    without asking git again. A ref name holds no space (git refuses one)."""
+    return "\n".join(" ".join(line.split(" ", 2)[:2]) for line in raw.splitlines()).strip()
 
 
 # ``git ls-files -s -v -z``: tag (H, S skip-worktree, lowercase assume-unchanged),
@@ -148,9 +158,11 @@ def superqode_registration(entry: Path, working: str) -> bool:
     return real == working or real.startswith(working + os.sep)
 
 
-def git_state(root: Path, gd: Path, cd: Path, working: Path) -> dict[str, tuple]:
+def git_state(root: Path, gd: Path, cd: Path, working: Path,
+              refs: list[str] | None = None) -> dict[str, tuple]:
     """The logical state of the repository at ``root`` (git dir ``gd``,
-    common dir ``cd``), keyed by what a user would call it."""
+    common dir ``cd``), keyed by what a user would call it. ``refs``: gets
+    git's listing of the refs, as read (:func:`refs_listing`)."""
     out: dict[str, tuple] = {}
     try:
         out["HEAD"] = ("head", (gd / "HEAD").read_bytes().decode("utf-8", "surrogateescape").strip())
@@ -159,7 +171,7 @@ def git_state(root: Path, gd: Path, cd: Path, working: Path) -> dict[str, tuple]
     # The current worktree's HEAD is recorded above by its meaning.
     current = _LOGICAL | _HOUSEKEEPING | {"HEAD"}
     _walk_content(cd, out, ".git/", current if gd == cd else _LOGICAL | _HOUSEKEEPING)
-    _refs(root, out)
+    _refs(root, out, refs)
     _stash_log(cd, out)
     if not _index(root, out, "") and (gd / "index").exists():
         out["index"] = ("error", "unreadable index")

@@ -28,7 +28,7 @@ from .artifacts import atomic_write
 from .coordinator import Coordinator
 from .errors import CreationAborted, WorkspaceError
 from .fingerprint import OWN
-from .git import GitError, repo_root
+from .git import GitError, repo_root, repo_root_head
 from .gitsnapshot import SnapshotStore
 from .guard_env import GuardInstall
 from .paths import (
@@ -63,16 +63,30 @@ def _write_repo_marker(project: Path) -> None:
 
 def resolve_project(path: Path | str) -> tuple[Path, bool]:
     """(project root, is git): a path inside a git repo means the whole repo."""
+    p = _project_folder(path)
+    root = repo_root(p)
+    if root is not None:
+        return root.resolve(), True
+    return p, False
+
+
+def _project_folder(path: Path | str) -> Path:
     p = Path(path).expanduser()
     if not p.exists():
         raise WorkspaceError(f"{p}: no such directory")
     if not p.is_dir():
         raise WorkspaceError(f"{p}: not a directory")
-    p = p.resolve()
-    root = repo_root(p)
+    return p.resolve()
+
+
+def _resolve_with_head(path: Path | str) -> tuple[Path, bool, str | None]:
+    """:func:`resolve_project` and HEAD's commit (None: unborn, or no git)
+    from one git process (git.repo_root_head)."""
+    p = _project_folder(path)
+    root, head = repo_root_head(p)
     if root is not None:
-        return root.resolve(), True
-    return p, False
+        return root.resolve(), True, head
+    return p, False, None
 
 
 def own_folders(root: Path, requested: Path) -> list[str]:
@@ -178,10 +192,10 @@ class IsolatedSession:
         session waits for running quick ones); 0 tries once. ``abort`` set
         (Ctrl-C) stops creation between steps with ``CreationAborted``, all
         of it taken down and ``verification`` of the project set."""
-        root, is_git = resolve_project(Path(project))
+        root, is_git, head = _resolve_with_head(Path(project))
         check_home(root)
         config = config or load_config(root)
-        choice, base_commit = choose_isolation(root, is_git, config, isolation, base_ref, files)
+        choice, base_commit = choose_isolation(root, is_git, config, isolation, base_ref, files, head=head)
         overlays = dict(overlays or {})
         for rel in overlays:
             wt._safe_rel(rel)

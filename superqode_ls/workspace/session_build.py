@@ -20,6 +20,7 @@ from . import worktree as wt
 from .errors import WorkspaceError
 from .git import ConfigEntry, GitError, config_listing, copy_index, head_commit, resolve_commit
 from .gitsnapshot import SnapshotStore
+from .gitstate import refs_listing
 from .guard_env import GuardInstall, install_guard
 from .paths import store_dir
 from .session_tree import OnTree, SandboxTree
@@ -35,12 +36,23 @@ def _into(box: list, fn: Callable, *args) -> None:
         box.append(e)
 
 
+_ASK = object()  # choose_isolation's HEAD not read yet
+
+
 def choose_isolation(root: Path, is_git: bool, config: Config, isolation: str | None,
-                     base_ref: str | None, files: list[str] | None) -> tuple[str, str | None]:
+                     base_ref: str | None, files: list[str] | None, *,
+                     head: str | None | object = _ASK) -> tuple[str, str | None]:
     """(the isolation, the base commit) of a new session, or a one-line
-    ``WorkspaceError`` for a request that cannot be served, nothing made."""
+    ``WorkspaceError`` for a request that cannot be served, nothing made.
+    ``head``: HEAD's commit of ``root`` as the caller read it (None: unborn);
+    read here when not given."""
     choice = isolation or config.workspace.isolation
-    base_commit = head_commit(root) if is_git else None
+    if not is_git:
+        base_commit = None
+    elif head is _ASK:
+        base_commit = head_commit(root)
+    else:
+        base_commit = head if isinstance(head, str) else None
     if choice in ("auto", None):
         choice = "worktree" if is_git and base_commit else "snapshot"
     if choice == "sparse" and not files:
@@ -78,6 +90,7 @@ class SandboxBuilder(OnTree):
         # The user's git configuration the session's git dir carries (wt.seal).
         self._user_config: list[tuple[str, str | None]] = []
         self._config: list[ConfigEntry] | None = None  # git.config_listing, read once
+        self._refs: str | None = None  # the user's refs, as the fingerprint listed them
         self._tracked = False  # the reset wrote the tracking index itself (warmreset.py)
 
     # -- the three kinds ------------------------------------------------------
@@ -102,9 +115,10 @@ class SandboxBuilder(OnTree):
         self.tree.set_baseline()
 
     def worktree(self, pinned_base: bool, overlays: dict[str, bytes],
-                 before_register: Callable[[], None] = lambda: None) -> None:
+                 before_register: Callable[[], str | None] = lambda: None) -> None:
         """``before_register``: waited for before the sandbox's worktree is
-        registered in the user's git (the fingerprint's git section)."""
+        registered in the user's git (the fingerprint's git section); it may
+        return the user's refs as that section listed them (for the seal)."""
         # The user's configuration, read once (the filters and the seal use
         # it): one git process, beside the reading of the user's state.
         listing_box: list = []
@@ -128,7 +142,8 @@ class SandboxBuilder(OnTree):
         listing = self._config = listing_box[0]
         filters = carry.filter_names(self.project, listing)
         differ = False
-        before_register()
+        refs = before_register()
+        self._refs = refs_listing(refs) if refs is not None else None
         if self.config.workspace.warm_sandboxes and pool.claim(
                 self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
                 f"superqode session {self.id}"):
@@ -150,7 +165,7 @@ class SandboxBuilder(OnTree):
                 wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
                                 f"superqode session {self.id}")
             self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
-                                        self.base_commit or "HEAD", listing)
+                                        self.base_commit or "HEAD", listing, self._refs)
             self.check_abort()
             wt.checkout_staged(self.sandbox, state.staged_tree,
                                sealed.env(self.sandbox, sealed.index, store), filters)
@@ -181,7 +196,7 @@ class SandboxBuilder(OnTree):
         # The parked tree comes with SuperQode's tracking index of it (pool.py),
         # never with the old session's git dir: both git dirs are made anew.
         self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
-                                    self.base_commit or "HEAD", self._config)
+                                    self.base_commit or "HEAD", self._config, self._refs)
         env = sealed.env(self.sandbox, sealed.index, store)
         listing = warmreset.unflag(self.sandbox, env)
         if not (filters or state.bits or state.nested):

@@ -35,6 +35,7 @@ class SessionFingerprint:
         self.thread: threading.Thread | None = None
         self._git_ready = threading.Event()  # the git section is taken (or failed)
         self._git_ok = False
+        self._refs: str | None = None  # the git section's ref listing
 
     def git_part(self) -> Fingerprint:
         """The git section alone (taken before a worktree is registered)."""
@@ -53,6 +54,7 @@ class SessionFingerprint:
         Without ``fp`` the thread takes the git section first:
         :meth:`wait_git` waits for it."""
         if fp is not None:
+            self._refs = fp.refs
             self._git_ok = True
             self._git_ready.set()
         self.thread = threading.Thread(target=self._beside, args=(fp,), daemon=True,
@@ -63,6 +65,7 @@ class SessionFingerprint:
         try:
             if fp is None:
                 fp = self.git_part()
+                self._refs = fp.refs
                 self._git_ok = True
                 self._git_ready.set()
             self.take(fp)
@@ -71,12 +74,15 @@ class SessionFingerprint:
         finally:
             self._git_ready.set()
 
-    def wait_git(self) -> None:
+    def wait_git(self) -> str | None:
         """Return once the git section is taken (a worktree may be registered
-        from then on); raise when it could not be, before anything is."""
+        from then on); raise when it could not be, before anything is. Returns
+        git's listing of the project's refs as the section read it (None: not
+        read), which the session's seal uses instead of reading it again."""
         self._git_ready.wait()
         if not self._git_ok:
             raise WorkspaceError("the fingerprint of the project could not be taken")
+        return self._refs
 
     def join(self) -> None:
         if self.thread is not None:

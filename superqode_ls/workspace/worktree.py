@@ -136,8 +136,7 @@ def capture_user_state(repo: Path, store: SnapshotStore, scratch: Path, carry_di
     if not carry_dirty:
         return UserState(staged_tree=staged or "", full_tree=staged or "")
     env = {"GIT_INDEX_FILE": str(idx), "GIT_DIR": str(gd), "GIT_WORK_TREE": str(repo)}
-    bits = carry.index_bits(repo, env) if idx.exists() else carry.IndexBits()
-    nested = carry.nested_repos(repo, env)
+    bits, nested = carry.bits_and_nested(repo, env)
     full = store.hash_tree(repo, idx, git_dir=gd, exclude=nested, users=True,
                            bits=bits if idx.exists() else None)
     return UserState(staged_tree=staged or full, full_tree=full, bits=bits, nested=nested)
@@ -150,12 +149,15 @@ def sealed_alternates(store: SnapshotStore, repo: Path) -> str:
 
 
 def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
-         base: str, listing: list[ConfigEntry] | None = None) -> list[tuple[str, str | None]]:
+         base: str, listing: list[ConfigEntry] | None = None,
+         refs: str | None = None) -> list[tuple[str, str | None]]:
     """Point ``sandbox/.git`` at a private git dir made afresh (see module
     doc), and write SuperQode's own git dir beside it (:mod:`owngit`). A
     reused sandbox gets new ones too: nothing a session wrote in its git dir
     reaches the next session, or SuperQode's git. Returns the user's
-    configuration it carried (:func:`write_session_config` writes it again)."""
+    configuration it carried (:func:`write_session_config` writes it again).
+    ``refs``: the user's refs (``for-each-ref --format='%(objectname)
+    %(refname)'``) when the caller has just listed them."""
     _, cd = user_git_dirs(repo)
     common = sealed.common
     for d in ("objects/info", "refs/heads", "refs/tags", "info", "hooks"):
@@ -168,7 +170,8 @@ def seal(sandbox: Path, sealed: SealedGit, repo: Path, store: SnapshotStore,
         src = cd / "info" / name
         if src.is_file():
             shutil.copyfile(src, common / "info" / name)
-    refs = git_out(["for-each-ref", "--format=%(objectname) %(refname)"], repo)
+    if refs is None:
+        refs = git_out(["for-each-ref", "--format=%(objectname) %(refname)"], repo)
     (common / "packed-refs").write_text(refs + ("\n" if refs else ""))
     head = cd / "HEAD"
     (common / "HEAD").write_text(head.read_text() if head.exists() else "ref: refs/heads/main\n")

@@ -6,6 +6,7 @@ included; a tree's listing is read once per tree id."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -74,3 +75,91 @@ def test_a_tree_is_listed_once_by_id_and_a_name_always(make_repo, monkeypatch):
     tree_listing("HEAD", repo)
     tree_listing("HEAD", repo)
     assert len(calls) == 3
+
+
+def _two_calls(folder: Path) -> tuple[Path | None, str | None]:
+    root = gitmod.repo_root(folder)
+    return root, (gitmod.head_commit(root) if root is not None else None)
+
+
+def test_root_and_head_in_one_process_answer_as_the_two_calls(make_repo, tmp_path, monkeypatch):
+    born = make_repo({"a.py": "x = 1\n", "pkg/b.py": "y = 2\n"}, name="born")
+    unborn = tmp_path / "unborn"
+    unborn.mkdir()
+    run_git(unborn, "init", "-q")
+    odd = tmp_path / "odd\nname"  # a newline in the top's path
+    odd.mkdir()
+    run_git(odd, "init", "-q")
+    (odd / "f").write_text("1\n")
+    run_git(odd, "add", "f")
+    run_git(odd, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    odd_unborn = tmp_path / "odd\nunborn"
+    odd_unborn.mkdir()
+    run_git(odd_unborn, "init", "-q")
+    sha256 = tmp_path / "sha256"
+    sha256.mkdir()
+    run_git(sha256, "init", "-q", "--object-format=sha256")
+    (sha256 / "f").write_text("1\n")
+    run_git(sha256, "add", "f")
+    run_git(sha256, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    detached = make_repo({"a.py": "x = 1\n"}, name="detached")
+    run_git(detached, "checkout", "-q", "--detach", "HEAD")
+    damaged = make_repo({"a.py": "x = 1\n"}, name="damaged")  # HEAD names a missing object
+    run_git(damaged, "update-ref", "--no-deref", "HEAD", "1" * 40, check=False)
+    (damaged / ".git" / "HEAD").write_text("1" * 40 + "\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+
+    folders = [born, born / "pkg", born / ".git", unborn, odd, odd_unborn, sha256, detached,
+               damaged, plain]
+    calls: list[list[str]] = []
+    real = gitmod.git
+
+    def counting(args, *a, **kw):
+        calls.append(list(args))
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(gitmod, "git", counting)
+    answers = {}
+    for folder in folders:
+        calls.clear()
+        got = gitmod.repo_root_head(folder)
+        one = len(calls)
+        answers[folder] = got
+        assert got == _two_calls(folder), folder
+        if folder in (born, born / "pkg", unborn, odd, odd_unborn, sha256, detached):
+            assert one == 1, (folder, calls)  # the common cases: one git process
+    assert answers[born] == (born, run_git(born, "rev-parse", "HEAD").strip())
+    assert answers[born / "pkg"] == answers[born]
+    assert answers[unborn] == (unborn, None)
+    assert answers[odd][0] == odd and answers[odd_unborn] == (odd_unborn, None)
+    assert len(answers[sha256][1] or "") == 64
+    assert answers[damaged] == (damaged, None)
+    assert answers[born / ".git"][0] is None
+
+
+def test_the_seal_s_refs_from_the_fingerprint_s_listing_equal_git_s(make_repo):
+    from superqode_ls.workspace.fingerprint import Fingerprint, git_part
+    from superqode_ls.workspace.gitstate import refs_listing
+
+    repo = make_repo({"a.py": "x = 1\n"}, name="refs")
+    run_git(repo, "branch", "feature/é-name")
+    run_git(repo, "tag", "light")
+    run_git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "tag", "-a", "annotated", "-m", "t")
+    run_git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    run_git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    run_git(repo, "stash", "list")  # no stash: its ref stays absent
+
+    fp = git_part(repo, None)
+    assert fp.refs is not None and "refs/remotes/origin/HEAD refs/remotes/origin/main" in fp.refs
+    want = gitmod.git_out(["for-each-ref", "--format=%(objectname) %(refname)"], repo)
+    assert refs_listing(fp.refs) == want
+    assert "refs/tags/annotated" in want and "feature/é-name" in want
+    # The listing rides beside the fingerprint: never stored, never compared.
+    assert "refs" not in json.loads(fp.to_json())
+    again = Fingerprint.from_json(fp.to_json())
+    assert again.refs is None and again == fp
+    empty = make_repo({"b.py": "y = 1\n"}, name="no-refs")
+    run_git(empty, "update-ref", "-d", "HEAD")
+    fp = git_part(empty, None)
+    assert refs_listing(fp.refs or "") == "" == gitmod.git_out(["for-each-ref"], empty)

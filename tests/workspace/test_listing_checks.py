@@ -115,3 +115,48 @@ def test_the_parked_index_flags_are_found_wherever_they_are(make_repo, first):
     skip, assume = warmreset.flagged(listing)
     assert (skip, assume) == _flagged_staged(listing)
     assert first in skip and "H 160000 x 1\tq.py" in skip and assume == ["y.py"]
+
+
+def _user_env(repo, index):
+    return {"GIT_INDEX_FILE": str(index), "GIT_DIR": str(repo / ".git"), "GIT_WORK_TREE": str(repo)}
+
+
+def test_bits_and_nested_from_one_listing_equal_the_two_listings(make_repo, tmp_path):
+    """The user's state read by one ``ls-files --cached --others`` gives the
+    flagged entries and the nested repositories the two calls gave: ignored
+    files and repositories, nested ones deeper in untracked folders, a
+    submodule, links, empty folders, names that look like records."""
+    repo = _repo(make_repo, "both")
+    sub = make_repo({"s.py": "s = 1\n"}, name="sub-origin")
+    run_git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "mods/sub")
+    run_git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "sub")
+    run_git(repo, "update-index", "--skip-worktree", "b.py")
+    run_git(repo, "update-index", "--assume-unchanged", "y.py", "H 160000 x 1\tq.py")
+    run_git(repo, "update-index", "--skip-worktree", "y.py")
+    (repo / ".gitignore").write_text("ignored/\n*.log\n")
+    for rel in ("clone", "ignored/repo", "untracked/deep/inner", "? x/repo"):
+        (repo / rel).mkdir(parents=True)
+        run_git(repo / rel, "init", "-q")
+    (repo / "untracked" / "plain.txt").write_text("u\n")
+    (repo / "empty" / "folder").mkdir(parents=True)
+    (repo / "a.log").write_text("ignored\n")
+    (repo / "? u.py").write_text("looks like a record\n")
+    (repo / "new\nline.py").write_text("odd name\n")
+    (repo / "link").symlink_to("untracked")
+    (repo / "dangling").symlink_to("nowhere")
+    index = tmp_path / "user-index"
+    subprocess.run(["cp", "-p", str(repo / ".git" / "index"), str(index)], check=True)
+    env = _user_env(repo, index)
+
+    bits, nested = carry.bits_and_nested(repo, env)
+    old_bits, old_nested = carry.index_bits(repo, env), carry.nested_repos(repo, env)
+    assert (bits.skip_worktree, bits.assume_unchanged) == (old_bits.skip_worktree,
+                                                           old_bits.assume_unchanged)
+    assert nested == old_nested
+    assert sorted(nested) == ["? x/repo", "clone", "untracked/deep/inner"]
+    assert sorted(bits.skip_worktree) == ["b.py", "y.py"]
+    assert sorted(bits.assume_unchanged) == ["H 160000 x 1\tq.py", "y.py"]
+
+    index.unlink()  # no index yet: no bit, the same nested repositories
+    bits, nested = carry.bits_and_nested(repo, env)
+    assert not bits and nested == carry.nested_repos(repo, env)
