@@ -208,7 +208,7 @@ def _load(cache: WebCache, data: Any) -> None:
         raise ValueError("another format or other checks")
     local, tree = data["local"], data["tree"]
     if not (isinstance(local, dict) and isinstance(tree, dict)):
-        raise ValueError("shape")
+        raise TypeError("shape")
     for rel, (d, hits) in local.items():
         if not (isinstance(d, str) and _relative(rel)):
             raise ValueError("digest")
