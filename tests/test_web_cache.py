@@ -160,3 +160,19 @@ def test_a_run_over_a_few_files_keeps_the_whole_trees_hits(root):
     (root / "core/views.py").write_text(FILES["core/views.py"])
     cache = _same_both_ways(root)
     assert cache.computed == 0 and cache.hits == len(PY)
+
+
+def test_the_security_role_reports_the_same_from_the_cache(root):
+    from superqode_ls.qe.roles.security import SecurityTester
+    from tests.role_helpers import make_ctx, run_role
+
+    def findings(ctx) -> list[dict]:
+        _MODULES._items.clear()
+        out = run_role(SecurityTester(), ctx)
+        return sorted((f.model_dump() for f in out.findings), key=lambda f: json.dumps(f, default=str))
+
+    ctx = make_ctx(root)
+    first = findings(ctx)
+    assert any(f["tool"] == "superqode-patterns" for f in first)
+    assert "settings.py" in open_cache(ctx.project).local  # the role kept its hits
+    assert findings(make_ctx(root, project=ctx.project)) == first
