@@ -29,9 +29,9 @@ def test_product_code_is_scanned_first_and_reported_in_file_order(make_repo, mon
     orders: list[list[str]] = []
     real = security_mod.scan_files
 
-    def recorded(role, root, src, py_files, *rest):
+    def recorded(role, root, src, py_files, *rest, **kw):
         orders.append(list(py_files))
-        return real(role, root, src, py_files, *rest)
+        return real(role, root, src, py_files, *rest, **kw)
 
     monkeypatch.setattr(security_mod, "scan_files", recorded)
     out = run_role(SecurityTester(), make_ctx(repo))

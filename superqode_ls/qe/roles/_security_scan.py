@@ -15,6 +15,7 @@ from . import _secrets, _web
 from ._bandit_results import PASSWORD_RULES
 from ._common import SourceCache, byte_col_to_char, fingerprint, is_test_path
 from ._patterns import may_match, patterns
+from ._web_cache import Hit, WebCache, digest
 
 _CWE = {
     "sql-injection": ("CWE-89",), "template-autoescape-off": ("CWE-79",),
@@ -37,11 +38,14 @@ def scan_files(
     stop: threading.Event | None = None,
     missed: list[str] | None = None,
     progress: Progress | None = None,
+    cache: WebCache | None = None,
 ) -> list[Finding]:
     """The secrets scan and the pattern scans; when ``stop`` is set it
     ends after the file at hand and lists the files it did not reach
     in ``missed``. ``progress`` has what it found so far, file by file,
-    for a caller that cannot wait for the file at hand."""
+    for a caller that cannot wait for the file at hand. ``cache``: the
+    pattern scans' hits kept from earlier runs (``_web_cache``), taken
+    where still valid and updated with what was checked anew."""
     # bandit's reports of the same lines are merged afterwards (merge_secrets).
     out: list[Finding] = progress.found if progress is not None else []
     for k, rel in enumerate(text_files):
@@ -90,34 +94,39 @@ def scan_files(
                     ],
                 )
             )
+    if cache is not None:
+        digests = _Digests(src)
+        cache.begin({rel: digests(rel) for rel in py_files}, digests)
+    try:
+        _scan_python(role, src, py_files, len(text_files), out, stop, missed, progress, cache)
+    finally:
+        if cache is not None:
+            cache.save()
+    return out
+
+
+def _scan_python(role: str, src: SourceCache, py_files: list[str], text_done: int,
+                 out: list[Finding], stop: threading.Event | None, missed: list[str] | None,
+                 progress: Progress | None, cache: WebCache | None) -> None:
     for k, rel in enumerate(py_files):
         if progress is not None:
-            progress.state = (len(text_files), k, len(out))
+            progress.state = (text_done, k, len(out))
         if stop is not None and stop.is_set():
             if missed is not None:
                 missed.extend(py_files[k:])
-            return out
+            return
         text = src.text(rel)
         if text is None:
             continue
-        # each scan only where its words are (a tree walk per scan and file
-        # was most of this thread's time on a 700-file project)
-        own, web = may_match(text), _web.may_match(text)
-        if not (own or web):
-            continue
-        try:
-            tree = parse_python(text)
-        except (SyntaxError, ValueError):
-            continue
-        hits = [*(patterns(tree) if own else ()),
-                *(_web.web_patterns(tree, rel, text, src.text) if web else ())]
-        for node, rule, title, message, severity in hits:
-            line_text = src.line(rel, node.lineno)
+        hits = cache.get(rel) if cache is not None else None
+        if hits is None:
+            hits = module_hits(rel, text, src, cache)
+        for line, col, end_line, end_byte, rule, title, message, severity in hits:
+            line_text = src.line(rel, line)
             if line_text and _secrets._ALLOW.search(line_text):
                 continue
-            start = byte_col_to_char(line_text, node.col_offset) + 1
-            end_line = getattr(node, "end_lineno", None) or node.lineno
-            end_byte = getattr(node, "end_col_offset", None)
+            start = byte_col_to_char(line_text, col) + 1
+            end_line = end_line or line
             end = (
                 byte_col_to_char(src.line(rel, end_line), end_byte) + 1
                 if end_byte is not None
@@ -135,15 +144,54 @@ def scan_files(
                     category="security",
                     file=rel,
                     range=Range(
-                        start_line=node.lineno, start_col=start, end_line=end_line, end_col=end
+                        start_line=line, start_col=start, end_line=end_line, end_col=end
                     ),
                     tags=["patterns", *_CWE.get(rule, ())],
                     snippet=line_text,
                 )
             )
-    return out
 
 
+def module_hits(rel: str, text: str, src: SourceCache, cache: WebCache | None = None) -> list[Hit]:
+    """The pattern and web checks' hits in one module, in the order they
+    come; kept in ``cache`` with the files the checks read besides it."""
+    # each scan only where its words are (a tree walk per scan and file
+    # was most of this thread's time on a 700-file project)
+    own, web = may_match(text), _web.may_match(text)
+    found: list[Hit] = []
+    reads: dict[str, str | None] = {}
+    if own or web:
+        try:
+            tree = parse_python(text)
+        except (SyntaxError, ValueError):
+            tree = None
+        if tree is not None:
+            def read(path: str) -> str | None:
+                got = src.text(path)
+                reads[path] = digest(got)
+                return got
+
+            hits = [*(patterns(tree) if own else ()),
+                    *(_web.web_patterns(tree, rel, text, read) if web else ())]
+            found = [(node.lineno, node.col_offset, getattr(node, "end_lineno", None),
+                      getattr(node, "end_col_offset", None), rule, title, message, severity)
+                     for node, rule, title, message, severity in hits]
+    if cache is not None:
+        cache.put(rel, found, reads)
+    return found
+
+
+class _Digests:
+    """Each file's digest once a run (of the text the scan reads)."""
+
+    def __init__(self, src: SourceCache):
+        self.src = src
+        self._seen: dict[str, str | None] = {}
+
+    def __call__(self, rel: str) -> str | None:
+        if rel not in self._seen:
+            self._seen[rel] = digest(self.src.text(rel))
+        return self._seen[rel]
 @dataclass
 class Progress:
     """How far a scan got: the files finished (the text files' secrets scan

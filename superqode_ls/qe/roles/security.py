@@ -33,6 +33,7 @@ from ._common import (
 from ._patches import attach
 from ._security_fixes import fixes
 from ._security_scan import TEXT_SUFFIXES, Progress, merge_secrets, scan_files
+from ._web_cache import open_cache as open_web_cache
 from ._web_chains import merge_chains
 from ._web_quiet import quiet
 from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, tool_path
@@ -79,8 +80,8 @@ class SecurityTester(FileCheckRole):
         # product code first, as bandit's batches: a stop leaves the tests
         scan_order = sorted(py_files, key=self._demoted(ctx))
         scan = asyncio.ensure_future(asyncio.to_thread(
-            scan_files, self.name, root, SourceCache(root), scan_order, text_files, stop, missed,
-            progress))
+            _scan, ctx.project, self.name, root, SourceCache(root), scan_order, text_files, stop,
+            missed, progress))
         stop_at = _stop_at(ctx)
         try:
             if bandit is None:
@@ -290,6 +291,12 @@ def _in_file_order(found: list[Finding], py_files: list[str]) -> list[Finding]:
 def _unscanned_reason(unscanned: list[str], shown: int = 5) -> str:
     more = f" and {len(unscanned) - shown} more" if len(unscanned) > shown else ""
     return f"bandit skipped {len(unscanned)} file(s): {'; '.join(unscanned[:shown])}{more}"
+
+
+def _scan(project: Path, *args: Any) -> list[Finding]:
+    """The scans beside bandit, with the pattern scans' hits kept between
+    runs (read here, on the scan's thread, not the event loop's)."""
+    return scan_files(*args, cache=open_web_cache(project))
 
 
 def _stop_at(ctx: RoleContext) -> float | None:
