@@ -58,6 +58,7 @@ from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context, until_stop
+from .noise_injected import injected_noise
 from .noise_library import library_noise, vendored
 from .noise_names import RUFF_BANDIT_NAMES
 
@@ -433,6 +434,8 @@ def filter_findings(
             kept, late = until_stop(stop, kept, lambda now: project_noise(
                 now, lines, getattr(read_line, "root", None), canonical_rule))
             unfiltered += late
+            # (project-wide: a walk only when three sibling modules lack one name)
+            kept = injected_noise(kept, getattr(read_line, "root", None), canonical_rule)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
     for i, f in enumerate(kept):
