@@ -223,3 +223,24 @@ def test_nothing_to_scan_is_skipped(make_repo):
     repo = make_repo({"logo.png": b"\x89PNG\x00\x00"})
     out = run_role(SecurityTester(), make_ctx(repo))
     assert out.status == "skipped" and out.reason
+
+
+def test_a_translation_catalogs_labels_are_no_secrets_a_lone_config_file_keeps_them(tmp_path):
+    # mealie's frontend/lang/messages/*.json: "user-password": "Benutzerpasswort"
+    # is a label, in a file named for a locale beside other locales' files.
+    messages = tmp_path / "lang" / "messages"
+    messages.mkdir(parents=True)
+    entry = '{\n  "user-password": "Benutzerpasswort9x",\n  "aws": "AKIAQWERTYUIOPASDFGH"\n}\n'
+    for locale in ("de-DE", "ja-JP", "en-US"):
+        (messages / f"{locale}.json").write_text(entry, encoding="utf-8")
+    hits = _secrets.scan_file(messages / "de-DE.json")
+    assert [h.rule.id for h in hits] == ["secret-aws-access-key-id"], hits  # a key format still counts
+    # The same text in a file no catalog holds: the password stays a finding.
+    (tmp_path / "settings.json").write_text(entry, encoding="utf-8")
+    assert "secret-generic" in [h.rule.id for h in _secrets.scan_file(tmp_path / "settings.json")]
+    # A locale-named file alone (one sibling) is no catalog.
+    lone = tmp_path / "one"
+    lone.mkdir()
+    for locale in ("de", "fr"):
+        (lone / f"{locale}.json").write_text(entry, encoding="utf-8")
+    assert "secret-generic" in [h.rule.id for h in _secrets.scan_file(lone / "de.json")]

@@ -416,5 +416,31 @@ def scan_file(path: Path, in_test: bool = False) -> list[SecretHit]:
     if not _is_text(raw):
         return []
     config = path.suffix.lower() in CONFIG_SUFFIXES or path.name.startswith(".env")
-    return scan_text(raw.decode("utf-8", "replace"), in_test=in_test, config=config,
+    hits = scan_text(raw.decode("utf-8", "replace"), in_test=in_test, config=config,
                      python=path.suffix == ".py")
+    if hits and translation_catalog(path):
+        # "user-password": "Benutzerpasswort" is a label for the user; a key
+        # in a known format (AWS, a private key block) still counts there.
+        hits = [h for h in hits if h.rule is not GENERIC and h.rule is not CONFIG_PASSWORD]
+    return hits
+
+
+# A locale's name: en, de-DE, pt_BR, zh-Hant-TW.
+_LOCALE = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z]{2,4}){0,2}$")
+_CATALOG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".properties", ".ini"})
+
+
+def translation_catalog(path: Path) -> bool:
+    """Whether ``path`` is one language's file of a translation catalog:
+    named for a locale, beside at least two more locales' files of the same
+    kind (mealie's frontend/lang/messages/de-DE.json, ja-JP.json...)."""
+    suffix = path.suffix.lower()
+    if suffix not in _CATALOG_SUFFIXES or not _LOCALE.match(path.stem):
+        return False
+    try:
+        siblings = sum(1 for p in path.parent.iterdir()
+                       if p.suffix.lower() == suffix and p.name != path.name
+                       and _LOCALE.match(p.stem))
+    except OSError:
+        return False
+    return siblings >= 2
