@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -144,6 +145,25 @@ def _rel_to(root: str, path: str) -> str:
     return Path(os.path.normpath(path)).as_posix()
 
 
+def read_regular(path: Path) -> str | None:
+    """``path``'s text when it is a regular file, else None. The sandbox's
+    files are read while the session's processes still run there: a link
+    swapped in after the walk is not followed, a FIFO does not block."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, encoding="utf-8", newline="", closefd=False) as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
+
+
 class SourceCache:
     """Reads each file once (text as on disk, newlines kept)."""
 
@@ -154,11 +174,7 @@ class SourceCache:
 
     def text(self, rel: str) -> str | None:
         if rel not in self._texts:
-            try:
-                with open(self.root / rel, encoding="utf-8", newline="") as fh:
-                    self._texts[rel] = fh.read()
-            except (OSError, UnicodeDecodeError):
-                self._texts[rel] = None
+            self._texts[rel] = read_regular(self.root / rel)
         return self._texts[rel]
 
     def split(self, rel: str) -> list[str] | None:
