@@ -92,8 +92,7 @@ class FileFixes:
         pieces = self.pieces
         sparse: list[str] = [None] * len(pieces)  # type: ignore[list-item]
         for a, b in keep:
-            if a < 0:
-                a = 0
+            a = max(a, 0)
             sparse[a:b] = pieces[a:b]
         sparse[-1] = pieces[-1]
         self.pieces = sparse
