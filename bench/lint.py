@@ -7,6 +7,10 @@ pay for the same things; CPU time (user + system, children included) of the
 measured part only, interpreter start and imports left out. Runs alternate
 (ruff, role, [baseline role]) and the medians are compared.
 
+Each side's own CPU (the bench process's, ruff's apart) is printed too: the
+role's own work, which the ratio's spread (ruff's CPU varies most under
+load) can hide.
+
 ``--floor`` also times the role making no patch (the findings alone): the
 fixes' diffs and ids are the difference.
 
@@ -52,14 +56,19 @@ def cpu():
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
+def own():  # this process's alone: ruff's CPU, which varies most with load, apart
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    return s.ru_utime + s.ru_stime
+
 what, tree, scratch = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 if what == "ruff":
     ruff = lint.tool_path("ruff")
     cmd = lint.ruff_command(ruff, tree, ["."])  # always this checkout's (sides["ruff"])
-    t = cpu()
+    t, o = cpu(), own()
     out = subprocess.run(cmd, cwd=tree, capture_output=True, check=True).stdout
-    used = cpu() - t
-    print(json.dumps({"cpu": used, "findings": len(json.loads(out)), "patches": None, "output": None}))
+    used, mine = cpu() - t, own() - o
+    print(json.dumps({"cpu": used, "own": mine, "findings": len(json.loads(out)), "patches": None,
+                      "output": None}))
 else:
     ctx = RoleContext(session_id="qe-20260101-000000-abcdef", project=scratch, sandbox=tree,
                       config=Config(), mode="quick", env=os.environ.copy(),
@@ -75,9 +84,9 @@ else:
         assert out.status == "ok", out.reason
         got.append(out)  # not returned: asyncio.run's end may repr the main task's result
 
-    t = cpu()
+    t, o = cpu(), own()
     asyncio.run(go())
-    used = cpu() - t
+    used, mine = cpu() - t, own() - o
     out = got[0]
     # What the role gave, as the session serialises it (after the timing),
     # but for the fix ids (each fix named by its place in the list, so the
@@ -97,7 +106,7 @@ else:
                  + repr([spot.get(i, "?") for i in m.finding_ids]).encode())
         h.update(repr(sorted(m.model_fields_set)).encode())
     ids = [p.id for p in out.patches] + [m.id for m in out.findings]
-    print(json.dumps({"cpu": used, "findings": len(out.findings), "patches": len(out.patches),
+    print(json.dumps({"cpu": used, "own": mine, "findings": len(out.findings), "patches": len(out.patches),
                       "output": h.hexdigest(), "ids": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
                       "unique_ids": len(set(ids)) == len(ids)}))
 """
@@ -172,6 +181,10 @@ def main() -> int:
                 "patches": runs["role"][0]["patches"],
                 "cpu": {k: round(v, 3) for k, v in med.items()},
                 "every": {k: [round(r["cpu"], 2) for r in v] for k, v in runs.items()},
+                # The bench process's own CPU (ruff's apart): what the role's
+                # own work costs, which ruff's spread under load hides in
+                # the ratios (the ruff side's is its pipe read).
+                "own": {k: round(statistics.median(r["own"] for r in v), 3) for k, v in runs.items()},
                 "ratio": {k: round(med[k] / med["ruff"], 2) for k in med if k != "ruff"},
             }
             # This checkout's fix ids: the same every round, none twice.
@@ -210,6 +223,7 @@ def main() -> int:
         print("| " + " | ".join(cells) + " |")
     for r in results:
         print(f"{Path(r['tree']).name}: every round {r['every']}")
+        print(f"{Path(r['tree']).name}: own CPU, ruff's apart (medians) {r['own']}")
         if "same_output" in r:
             print(f"{Path(r['tree']).name}: findings and patches (but for the ids) "
                   + ("identical to the baseline's" if r["same_output"] else "DIFFER from the baseline's"))

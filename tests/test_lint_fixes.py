@@ -97,6 +97,53 @@ def test_line_fixes_are_the_whole_file_fixes(monkeypatch):
     assert taken["line"] > 50 and taken["whole"] > 1000, taken
 
 
+@st.composite
+def several(draw):
+    """A file and a few fixes to it (each one or more edits)."""
+    rel, text, first = draw(case())
+    fixes = [first] + [draw(case())[2] for _ in range(draw(st.integers(0, 3)))]
+    return rel, text, fixes
+
+
+def test_diffs_read_after_the_unread_lines_are_let_go():
+    # Once a file's fixes are named the role lets go of the lines no diff
+    # reads (``release``): every diff read afterwards is still the whole
+    # file's, near the file's edges, across lines, past line ends (there
+    # the whole file is kept).
+    @settings(max_examples=600, deadline=None, derandomize=True)
+    @given(several())
+    def check(c):
+        rel, text, fixes = c
+        held = FileFixes(rel, text, text.split("\n"))
+        made = []
+        for edits in fixes:
+            try:
+                got = held.fix("lint-x", [_json(e) for e in edits])
+            except ValueError:
+                continue
+            if got is not None:
+                made.append((got, _whole(rel, text, edits)))
+        held.release()
+        for got, want in made:
+            assert _made(got) == want, (text, fixes)
+
+    check()
+
+
+def test_a_files_fixes_keep_only_the_lines_their_diffs_read():
+    # 400 lines, two one-line fixes and an import block: the lines far from
+    # them are let go of once the fixes are named; the diffs are the same.
+    text = "import sys\nimport os\n" + "".join(f"v{i} = {i}\n" for i in range(400))
+    held = FileFixes("m.py", text, text.split("\n"))
+    edits = [[TextEdit(1, 1, 3, 1, "import os\nimport sys\n")], [TextEdit(100, 1, 100, 3, "w")],
+             [TextEdit(402, 6, 402, 9, "0")]]
+    made = [held.fix("lint-x", [_json(e) for e in fix]) for fix in edits]
+    held.release()
+    kept = [i for i, line in enumerate(held.pieces) if line is not None]
+    assert kept == [*range(6), *range(96, 103), *range(398, 403)], kept
+    assert [_made(m) for m in made] == [_whole("m.py", text, fix) for fix in edits]
+
+
 def test_malformed_edits_are_refused_as_before():
     fixes = FileFixes("m.py", "x = 1\ny = 2\n", ["x = 1", "y = 2", ""])
     for bad in ({"location": {"row": 1}}, {"content": "z"}, "text",

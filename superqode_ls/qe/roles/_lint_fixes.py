@@ -10,6 +10,11 @@ their diffs when read. Anything else (several edits, an edit across lines,
 a column past its line's end, a file without a final newline near the fix)
 goes to ``FileText``, built once per file and only when one of its fixes
 needs it.
+
+Once a file's fixes are all named, its fixes keep only the lines their
+diffs read (``FileFixes.release``): each fix's lines and the context around
+them. A large tree's 633,000 lines, held until the patches are let go of,
+took 60 MB of new pages; the windows are a tenth of that.
 """
 
 from __future__ import annotations
@@ -30,13 +35,17 @@ class FileFixes:
     diffs that need the whole file (``FileText``). Held, the 20 MB of a
     large tree's text took new pages for every file read after it."""
 
-    __slots__ = ("full", "head", "pieces", "rel")
+    __slots__ = ("full", "head", "keep", "pieces", "rel", "sparse")
 
     def __init__(self, rel: str, text: str, pieces: list[str]):
         self.rel = rel
         self.pieces = pieces
         self.head = _header(rel)
         self.full: FileText | None = None  # for the fixes the line path does not take
+        # The lines (0-based, end excluded) each fix's diff reads: its own
+        # and ``CONTEXT`` around them (``release``).
+        self.keep: list[tuple[int, int]] = []
+        self.sparse = False  # only ``keep``'s lines are left in ``pieces``
 
     def fix(self, finding_id: str, edits: list[dict[str, Any]]) -> tuple[LazyDiff, str] | None:
         """The diff (to be made when read) and patch id of ``edits`` (ruff's
@@ -57,13 +66,37 @@ class FileFixes:
                     if old == new:
                         return None
                     basis = f"{old}\x1e{new}".encode("utf-8", "surrogateescape")
+                    self.keep.append((line - 1 - CONTEXT, line + CONTEXT))
                     return LazyDiff(self, made), f"fix-{finding_id}-{_sha256(basis).hexdigest()[:6]}"
         else:
             made = [_edit(e) for e in edits]
         changes = self._changes(made) if self.full is None else self.full.changes(made)
         if changes is None:
             return None
+        # In range (``_changes`` took the lines): from the first edit's
+        # line to the last one's, as ``FileText.diff`` reads them.
+        self.keep.append((min(e.start_line for e in made) - 1 - CONTEXT,
+                          max(e.end_line for e in made) + CONTEXT))
         return LazyDiff(self, made), fix_id(finding_id, changes)
+
+    def release(self) -> None:
+        """Once all of the file's fixes are named: let go of the lines no
+        diff of theirs reads (each fix's lines and the ``CONTEXT`` around
+        them are kept, and the last piece, which says whether the file ends
+        in a newline). Not where a fix needed the whole file (a place past
+        its line or past the file: ``FileText`` of the whole text decides
+        those)."""
+        keep, self.keep = self.keep, []
+        if self.full is not None or not keep or self.sparse:
+            return
+        pieces = self.pieces
+        sparse: list[str] = [None] * len(pieces)  # type: ignore[list-item]
+        for a, b in keep:
+            a = max(a, 0)
+            sparse[a:b] = pieces[a:b]
+        sparse[-1] = pieces[-1]
+        self.pieces = sparse
+        self.sparse = True
 
     def _changes(self, edits: list[TextEdit]) -> list[tuple[str, str]] | None:
         """``FileText.changes`` read from the lines alone, without the
@@ -113,7 +146,23 @@ class FileFixes:
             made = self._one_line(edits[0])
             if made is not None:
                 return made
+        if self.sparse:
+            return self._window(edits)
         return self._full().diff(edits)
+
+    def _window(self, edits: list[TextEdit]) -> str:
+        """The diff ``FileText.diff`` of the whole file gives ``edits`` (all
+        in range), from the lines it reads: ``CONTEXT`` lines before the
+        first edit's line to ``CONTEXT`` after the last one's, ending as
+        the file does where they reach its end, else after a newline; the
+        edits' lines counted from the first of them, the hunks' from the
+        file's (``line0``)."""
+        pieces = self.pieces
+        w0 = max(0, min(e.start_line for e in edits) - 1 - CONTEXT)
+        w1 = max(e.end_line for e in edits) + CONTEXT
+        part = pieces[w0:] if w1 >= len(pieces) else [*pieces[w0:w1], ""]
+        moved = [e._replace(start_line=e.start_line - w0, end_line=e.end_line - w0) for e in edits]
+        return FileText(self.rel, "\n".join(part), part, w0).diff(moved)
 
     def _full(self) -> FileText:
         full = self.full

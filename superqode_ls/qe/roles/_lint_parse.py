@@ -105,6 +105,7 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
             if apart and rel is not None:
                 _number(groups, runs, files, named)
                 patches += _patches(fixes, files)
+                _release(files)
                 groups, runs, fixes, files = {}, [], [], {}
             rel = r
             if r in files:
@@ -180,7 +181,16 @@ def parse(root: Path, data: list[dict[str, Any]], role: str, kind_of: Callable[[
         fixes, unpatched = [], True
     _number(groups, runs, files, named)
     patches += _patches(fixes, files)
+    _release(files)
     return Parsed(findings, patches, unlinted, unpatched)
+
+
+def _release(files: dict[str, FileFixes | None]) -> None:
+    """The files' lines that no fix's diff reads let go of (their fixes are
+    all named, so the whole split is needed no more)."""
+    for held in files.values():
+        if held is not None:
+            held.release()
 
 
 def _patches(fixes: list[tuple[Finding, dict[str, Any], str]],
