@@ -59,6 +59,7 @@ from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context, until_stop
 from .noise_injected import injected_noise
+from .noise_migrations import migration_noise
 from .noise_library import library_noise, vendored
 from .noise_names import RUFF_BANDIT_NAMES
 
@@ -436,6 +437,7 @@ def filter_findings(
             unfiltered += late
             # (project-wide: a walk only when three sibling modules lack one name)
             kept = injected_noise(kept, getattr(read_line, "root", None), canonical_rule)
+            kept = migration_noise(kept, lines, canonical_rule)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
     for i, f in enumerate(kept):

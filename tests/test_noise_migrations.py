@@ -1,0 +1,72 @@
+"""Formatted SQL in a schema migration (an alembic revision, a Django
+migration) is noise, said why; the same function in the application's own
+module stays an injection finding. Real bandit and SuperQode's web checks
+on real files."""
+
+from __future__ import annotations
+
+from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.roles.security import SecurityTester
+from tests.role_helpers import make_ctx, run_role
+from tests.test_noise_idioms import _at, needs_bandit
+
+PURGE = '''import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+
+def purge(session: Session, table: str, column: str):
+    session.execute(sa.text(f"DELETE FROM {table} WHERE {column} IS NULL"))
+'''
+
+ALEMBIC = '''"""drop orphans
+
+Revision ID: 0a1b2c
+"""
+from alembic import op
+''' + PURGE.replace("import sqlalchemy", "\nimport sqlalchemy") + '''
+
+revision = "0a1b2c"
+down_revision = "ffee00"
+
+
+def upgrade():
+    purge(Session(bind=op.get_bind()), "recipes_to_tags", "tag_id")
+
+
+def downgrade():
+    pass
+'''
+
+DJANGO = '''from django.db import connection, migrations
+
+
+def purge(apps, schema_editor, table="app_item"):
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE owner_id IS NULL")
+
+
+class Migration(migrations.Migration):
+    dependencies = [("app", "0001_initial")]
+    operations = [migrations.RunPython(purge)]
+'''
+
+
+def _sql(findings, file):
+    return [f for f in findings if f.file == file
+            and ({f.rule_id, *f.related_rules} & {"sql-injection", "B608"})]
+
+
+@needs_bandit
+def test_sql_formatted_in_a_migration_is_noise_the_applications_stays(make_repo):
+    repo = make_repo({"alembic/versions/0a1b2c_drop_orphans.py": ALEMBIC,
+                      "app/migrations/0002_purge.py": DJANGO,
+                      "app/db.py": PURGE})
+    found = run_role(SecurityTester(), make_ctx(repo)).findings
+    kept = filter_findings(found, read_line=FileLines(repo), threshold=0.7).findings
+    for file in ("alembic/versions/0a1b2c_drop_orphans.py", "app/migrations/0002_purge.py"):
+        hits = _sql(kept, file)
+        assert hits, (file, [(f.file, f.rule_id) for f in kept])
+        assert all(f.noise and "schema migration" in f.noise for f in hits), hits
+    app = _sql(kept, "app/db.py")
+    assert app and all(f.noise is None for f in app), [(f.rule_id, f.noise) for f in app]
+    assert _at(kept, "app/db.py", 6, app[0].rule_id)
