@@ -117,8 +117,9 @@ def _class_constants(s: Scopes) -> dict[str, bool]:
         for n in ast.walk(s.tree):
             if isinstance(n, ast.ClassDef):
                 for a in n.body:
-                    if isinstance(a, ast.Assign):
-                        for x in a.targets:
+                    # (``PREFIX: str = "CACHE-TABLE"`` too: searxng's cache tables)
+                    if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None:
+                        for x in a.targets if isinstance(a, ast.Assign) else [a.target]:
                             if isinstance(x, ast.Name):
                                 given[x.id] = given.get(x.id, True) and isinstance(
                                     a.value, ast.Constant) and isinstance(a.value.value, str)
