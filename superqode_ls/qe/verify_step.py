@@ -14,6 +14,7 @@ from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
 from .patching import patch_files
 from .roles import role_class
+from .roles._target import declared_python, ruff_sets_target
 from .roles.base import Role, RoleContext, SandboxSession
 from .type_gate import in_projects, mypy_projects, type_gate
 from .verifier import Verifier
@@ -27,8 +28,45 @@ OVER_CAP = "not verified: over the verification cap"
 UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
 
 
+# A pyupgrade rewrite (ruff's UP rules: ``Optional[int]`` -> ``int | None``)
+# is made for a target Python. Where the project declares none, ruff assumes
+# its own default (3.10 and later), and the rewrite may not run on the Python
+# the project is used with (dvpwa's NamedTuple fields on its Dockerfile's
+# 3.7): the tests here run on whatever Python was found, so they cannot show
+# it keeps meaning.
+ASSUMED_TARGET = "pyupgrade"
+
 # How a fix the tool calls unsafe is labelled (unsafe_note).
-UNSAFE_PREFIXES = tuple(f"{kind} (" for kind in UNSAFE_TAGS.values())
+UNSAFE_PREFIXES = (*(f"{kind} (" for kind in UNSAFE_TAGS.values()), f"{ASSUMED_TARGET} (")
+
+
+def assumes_target(f: Finding, root: Path, seen: dict[Path, bool] | None = None) -> bool:
+    """Whether ``f``'s fix rewrites code for a Python version the project
+    does not declare: a ruff UP rule where neither the file's project nor
+    the repository names one (requires-python, python_requires,
+    .python-version, ruff's target-version). ``seen``: folders already read
+    (whether each declares one), for the many fixes of one run."""
+    if f.tool != "ruff" or not (f.rule_id or "").startswith("UP") or not f.file:
+        return False
+    seen = {} if seen is None else seen
+    top = root.resolve()
+    folder = (top / f.file).parent
+    while folder.is_relative_to(top):
+        if folder not in seen:
+            seen[folder] = bool(declared_python(folder) or ruff_sets_target(folder))
+        if seen[folder]:
+            return False
+        if folder == top:
+            break
+        folder = folder.parent
+    return True
+
+
+def assumed_target_note(f: Finding) -> str:
+    return (f"{ASSUMED_TARGET} ({f.tool}): not verified -- the project declares no Python version "
+            f"(requires-python, .python-version or ruff's target-version), so this {f.rule_id} "
+            "rewrite assumes ruff's default and may not run on the Python the project uses; "
+            "review it before applying")
 
 
 def unsafe_kind(findings: list[Finding]) -> str | None:
@@ -188,7 +226,10 @@ async def verify(
     ``patches`` is updated in place; ``type_gate`` False: without the
     project's mypy (QERequest.type_gate); ``early``: a role's fixes judged
     while the others ran, taken where they are what this step would reach."""
-    todo, over = choose(patches, findings, cap)
+    seen: dict[Path, bool] = {}
+    assumed = {f.fix_patch_id: f for f in findings
+               if f.fix_patch_id in patches and assumes_target(f, root, seen)}
+    todo, over = choose({k: v for k, v in patches.items() if k not in assumed}, findings, cap)
     over_cap = {"verified": False, "verified_by": None,
                 "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying"}
     for p in over:
@@ -202,6 +243,10 @@ async def verify(
         if kind and p.kind == "fix":
             patches[p.id] = p.model_copy(update={
                 "verified": False, "verified_by": None, "verification": unsafe_note(kind, p.tool)})
+        elif p.id in assumed and p.kind == "fix":
+            patches[p.id] = p.model_copy(update={
+                "verified": False, "verified_by": None,
+                "verification": assumed_target_note(assumed[p.id])})
         if p.kind == "suppression" and not p.verification:
             patches[p.id] = p.model_copy(update={"verification": "suppression: silences the finding, "
                                                                  "does not fix it"})
