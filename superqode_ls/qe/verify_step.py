@@ -4,6 +4,7 @@ them, and progress that stays readable with thousands of fixes."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable
@@ -35,9 +36,11 @@ UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
 # 3.7): the tests here run on whatever Python was found, so they cannot show
 # it keeps meaning.
 ASSUMED_TARGET = "pyupgrade"
+REEXPORT = "re-export"  # facade(), below
 
 # How a fix the tool calls unsafe is labelled (unsafe_note).
-UNSAFE_PREFIXES = (*(f"{kind} (" for kind in UNSAFE_TAGS.values()), f"{ASSUMED_TARGET} (")
+UNSAFE_PREFIXES = (*(f"{kind} (" for kind in UNSAFE_TAGS.values()), f"{ASSUMED_TARGET} (",
+                   f"{REEXPORT} (")
 
 
 def assumes_target(f: Finding, root: Path, seen: dict[Path, bool] | None = None) -> bool:
@@ -60,6 +63,42 @@ def assumes_target(f: Finding, root: Path, seen: dict[Path, bool] | None = None)
             break
         folder = folder.parent
     return True
+
+
+# A module whose body is nothing but imports is there to re-export them (the
+# API's facade: sqlalchemy/events.py, documented as sqlalchemy.events.PoolEvents):
+# every import looks unused and dropping one removes a public name, as ruff
+# says of an ``__init__.py`` (where it calls that fix unsafe). No test of the
+# module's own code can show the name is still needed.
+_FACADE_OK = (ast.Import, ast.ImportFrom)
+
+
+def facade(root: Path, rel: str, seen: dict[str, bool] | None = None) -> bool:
+    """Whether the module at ``rel`` holds only imports (a docstring and
+    dunder assignments such as ``__all__`` aside)."""
+    if seen is not None and rel in seen:
+        return seen[rel]
+    try:
+        tree = ast.parse((root / rel).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+    body = tree.body if tree is not None else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    only = bool(body) and all(
+        isinstance(n, _FACADE_OK) or (isinstance(n, (ast.Assign, ast.AnnAssign)) and all(
+            isinstance(t, ast.Name) and t.id.startswith("__") and t.id.endswith("__")
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])))
+        for n in body)
+    if seen is not None:
+        seen[rel] = only
+    return only
+
+
+def reexport_note(f: Finding) -> str:
+    return (f"{REEXPORT} ({f.tool}): not verified -- {f.file} holds only imports, so it is there "
+            f"to re-export them; this {f.rule_id} fix removes a public name (as in an "
+            "__init__.py); review it before applying")
 
 
 def assumed_target_note(f: Finding) -> str:
@@ -227,8 +266,15 @@ async def verify(
     project's mypy (QERequest.type_gate); ``early``: a role's fixes judged
     while the others ran, taken where they are what this step would reach."""
     seen: dict[Path, bool] = {}
-    assumed = {f.fix_patch_id: f for f in findings
+    facades: dict[str, bool] = {}
+    # Fixes no re-run can judge (the Python they were made for is not
+    # declared; they drop a facade's public name): offered, never verified.
+    assumed = {f.fix_patch_id: assumed_target_note(f) for f in findings
                if f.fix_patch_id in patches and assumes_target(f, root, seen)}
+    assumed.update({f.fix_patch_id: reexport_note(f) for f in findings
+                    if f.fix_patch_id in patches and f.fix_patch_id not in assumed
+                    and f.tool == "ruff" and f.rule_id == "F401" and f.file
+                    and f.file.endswith(".py") and facade(root, f.file, facades)})
     todo, over = choose({k: v for k, v in patches.items() if k not in assumed}, findings, cap)
     over_cap = {"verified": False, "verified_by": None,
                 "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying"}
@@ -246,7 +292,7 @@ async def verify(
         elif p.id in assumed and p.kind == "fix":
             patches[p.id] = p.model_copy(update={
                 "verified": False, "verified_by": None,
-                "verification": assumed_target_note(assumed[p.id])})
+                "verification": assumed[p.id]})
         if p.kind == "suppression" and not p.verification:
             patches[p.id] = p.model_copy(update={"verification": "suppression: silences the finding, "
                                                                  "does not fix it"})
