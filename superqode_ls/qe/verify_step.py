@@ -124,11 +124,33 @@ def unsafe_note(kind: str, tool: str | None) -> str:
 _PROGRESS_EVERY_S = 0.5
 
 
-def choose(patches: dict[str, Patch], findings: list[Finding], cap: int) -> tuple[list[Patch], list[Patch]]:
-    """(patches to verify, patches over the cap): suppressions and fixes
-    their tool calls unsafe are never verified; the rest go worth acting on
-    before noise, then most severe finding first (the cap is spent where the
-    user will look)."""
+def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
+                     root: Path | None) -> dict[str, str]:
+    """Fix id -> its label, for fixes no re-run can judge though their tool
+    calls them safe: the Python they were made for is not declared
+    (assumes_target), or they drop a facade module's public name (facade).
+    Nothing without ``root`` (the sandbox, where the files are read)."""
+    if root is None:
+        return {}
+    seen: dict[Path, bool] = {}
+    facades: dict[str, bool] = {}
+    out = {f.fix_patch_id: assumed_target_note(f) for f in findings
+           if f.fix_patch_id in patches and assumes_target(f, root, seen)}
+    out.update({f.fix_patch_id: reexport_note(f) for f in findings
+                if f.fix_patch_id in patches and f.fix_patch_id not in out
+                and f.tool == "ruff" and f.rule_id == "F401" and f.file
+                and f.file.endswith(".py") and facade(root, f.file, facades)})
+    return out
+
+
+def choose(patches: dict[str, Patch], findings: list[Finding], cap: int,
+           root: Path | None = None) -> tuple[list[Patch], list[Patch]]:
+    """(patches to verify, patches over the cap): suppressions, fixes their
+    tool calls unsafe and those ``never_verifiable`` in ``root`` are never
+    verified; the rest go worth acting on before noise, then most severe
+    finding first (the cap is spent where the user will look)."""
+    never = never_verifiable(patches, findings, root)
+    patches = {k: v for k, v in patches.items() if k not in never}
     rank: dict[str, int] = {}
     worth: set[str] = set()
     unsafe: set[str] = set()
@@ -265,16 +287,8 @@ async def verify(
     ``patches`` is updated in place; ``type_gate`` False: without the
     project's mypy (QERequest.type_gate); ``early``: a role's fixes judged
     while the others ran, taken where they are what this step would reach."""
-    seen: dict[Path, bool] = {}
-    facades: dict[str, bool] = {}
-    # Fixes no re-run can judge (the Python they were made for is not
-    # declared; they drop a facade's public name): offered, never verified.
-    assumed = {f.fix_patch_id: assumed_target_note(f) for f in findings
-               if f.fix_patch_id in patches and assumes_target(f, root, seen)}
-    assumed.update({f.fix_patch_id: reexport_note(f) for f in findings
-                    if f.fix_patch_id in patches and f.fix_patch_id not in assumed
-                    and f.tool == "ruff" and f.rule_id == "F401" and f.file
-                    and f.file.endswith(".py") and facade(root, f.file, facades)})
+    # Offered, never verified (never_verifiable): labelled below.
+    assumed = never_verifiable(patches, findings, root)
     todo, over = choose({k: v for k, v in patches.items() if k not in assumed}, findings, cap)
     over_cap = {"verified": False, "verified_by": None,
                 "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying"}
