@@ -285,3 +285,63 @@ def test_a_fix_id_of_the_old_form_is_no_such_suggestion(make_repo, capsys):
     assert (repo / "m.py").read_text() == "import os\n\nX = 1\n"
     code, _, _ = superqe(capsys, "suggestions", "-C", str(repo), "apply", pid)
     assert code == 0 and (repo / "m.py").read_text() == "\nX = 1\n"
+
+
+# dvpwa's model: a NamedTuple whose field annotation is evaluated when the
+# class is made; ``str | None`` there fails on any Python before 3.10.
+ROW = ("from typing import NamedTuple, Optional\n\n\n"
+       "class Row(NamedTuple):\n    id: int\n    note: Optional[str]\n")
+
+
+@needs_ruff
+@pytest.mark.parametrize("declared", [
+    {},  # nothing: ruff's default target decides the rewrite
+    {"sub/pyproject.toml": '[project]\nname = "s"\nversion = "0"\nrequires-python = ">=3.10"\n'},
+])
+def test_a_pyupgrade_rewrite_is_verified_only_for_a_declared_python(make_repo, capsys, declared):
+    repo = make_repo({"sub/row.py": ROW, "ruff.toml": '[lint]\nselect = ["UP045"]\n', **declared})
+    report = asyncio.run(QESession(QERequest(repo, roles=["lint_tester"], trusted=False)).run())
+    finding = next(f for f in report.findings if f.rule_id == "UP045")
+    patch = next(p for p in report.patches if p.id == finding.fix_patch_id)
+    assert "str | None" in patch.diff
+    code, out, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", "--all")
+    assert code == 0, err
+    if declared:  # the project's own Python has the syntax: ruff's word stands
+        assert patch.verified_by == "tool", patch.verification
+        assert "str | None" in (repo / "sub/row.py").read_text()
+        return
+    assert not patch.verified and patch.verified_by is None
+    assert patch.verification.startswith("pyupgrade (ruff): not verified -- the project declares no")
+    # fix-all leaves it out (counted); the user's file keeps the old annotation.
+    assert "1 not verified" in out
+    assert "Optional[str]" in (repo / "sub/row.py").read_text()
+
+
+@needs_ruff
+def test_dropping_an_import_of_a_facade_module_is_never_verified(make_repo, capsys):
+    # sqlalchemy/events.py's shape: only imports, the API's documented names
+    # (sqlalchemy.events.PoolEvents); ruff's F401 fix there is "safe".
+    repo = make_repo({
+        "pyproject.toml": '[project]\nname = "p"\nversion = "0"\nrequires-python = ">=3.10"\n\n'
+                          '[tool.ruff.lint]\nselect = ["F401"]\n',
+        "pkg/__init__.py": "",
+        "pkg/_impl.py": "class PoolEvents:\n    pass\n\n\nclass DDLEvents:\n    pass\n",
+        "pkg/events.py": '"""Core event interfaces."""\n\nfrom __future__ import annotations\n\n'
+                         "from ._impl import DDLEvents\nfrom ._impl import PoolEvents\n",
+        # A module with code of its own: its unused import is just unused.
+        "pkg/use.py": "import os\n\nfrom ._impl import PoolEvents\n\n\n"
+                      "def make():\n    return PoolEvents()\n",
+    })
+    report = asyncio.run(QESession(QERequest(repo, roles=["lint_tester"], trusted=False)).run())
+    patches = {p.id: p for p in report.patches}
+    facade = [patches[f.fix_patch_id] for f in report.findings if f.file == "pkg/events.py"]
+    plain = [patches[f.fix_patch_id] for f in report.findings if f.file == "pkg/use.py"]
+    assert len(facade) == 2 and len(plain) == 1
+    assert all(not p.verified and p.verified_by is None for p in facade)
+    assert all(p.verification.startswith("re-export (ruff): not verified") for p in facade)
+    assert plain[0].verified_by == "tool", plain[0].verification
+    code, out, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", "--all")
+    assert code == 0, err
+    assert "2 not verified" in out
+    assert (repo / "pkg/events.py").read_text().count("import") == 3  # the API kept
+    assert "import os" not in (repo / "pkg/use.py").read_text()

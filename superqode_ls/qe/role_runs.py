@@ -323,7 +323,7 @@ class RoleRuns:
             kept = filter_findings(findings, read_line=FileLines(root),
                                    threshold=res.config.qe.confidence_threshold,
                                    path_classes=res.config.qe.path_classes).findings
-            return verify_step.choose(mine, kept, early.cap)
+            return verify_step.choose(mine, kept, early.cap, root)
 
         covering = verify_step.covering_tests(self.roles, dict(self.contexts), self.request.trusted,
                                               root, self.found_python())

@@ -4,6 +4,7 @@ them, and progress that stays readable with thousands of fixes."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable
@@ -14,6 +15,7 @@ from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
 from .patching import patch_files
 from .roles import role_class
+from .roles._target import declared_python, ruff_sets_target
 from .roles.base import Role, RoleContext, SandboxSession
 from .type_gate import in_projects, mypy_projects, type_gate
 from .verifier import Verifier
@@ -27,8 +29,83 @@ OVER_CAP = "not verified: over the verification cap"
 UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
 
 
+# A pyupgrade rewrite (ruff's UP rules: ``Optional[int]`` -> ``int | None``)
+# is made for a target Python. Where the project declares none, ruff assumes
+# its own default (3.10 and later), and the rewrite may not run on the Python
+# the project is used with (dvpwa's NamedTuple fields on its Dockerfile's
+# 3.7): the tests here run on whatever Python was found, so they cannot show
+# it keeps meaning.
+ASSUMED_TARGET = "pyupgrade"
+REEXPORT = "re-export"  # facade(), below
+
 # How a fix the tool calls unsafe is labelled (unsafe_note).
-UNSAFE_PREFIXES = tuple(f"{kind} (" for kind in UNSAFE_TAGS.values())
+UNSAFE_PREFIXES = (*(f"{kind} (" for kind in UNSAFE_TAGS.values()), f"{ASSUMED_TARGET} (",
+                   f"{REEXPORT} (")
+
+
+def assumes_target(f: Finding, root: Path, seen: dict[Path, bool] | None = None) -> bool:
+    """Whether ``f``'s fix rewrites code for a Python version the project
+    does not declare: a ruff UP rule where neither the file's project nor
+    the repository names one (requires-python, python_requires,
+    .python-version, ruff's target-version). ``seen``: folders already read
+    (whether each declares one), for the many fixes of one run."""
+    if f.tool != "ruff" or not (f.rule_id or "").startswith("UP") or not f.file:
+        return False
+    seen = {} if seen is None else seen
+    top = root.resolve()
+    folder = (top / f.file).parent
+    while folder.is_relative_to(top):
+        if folder not in seen:
+            seen[folder] = bool(declared_python(folder) or ruff_sets_target(folder))
+        if seen[folder]:
+            return False
+        if folder == top:
+            break
+        folder = folder.parent
+    return True
+
+
+# A module whose body is nothing but imports is there to re-export them (the
+# API's facade: sqlalchemy/events.py, documented as sqlalchemy.events.PoolEvents):
+# every import looks unused and dropping one removes a public name, as ruff
+# says of an ``__init__.py`` (where it calls that fix unsafe). No test of the
+# module's own code can show the name is still needed.
+_FACADE_OK = (ast.Import, ast.ImportFrom)
+
+
+def facade(root: Path, rel: str, seen: dict[str, bool] | None = None) -> bool:
+    """Whether the module at ``rel`` holds only imports (a docstring and
+    dunder assignments such as ``__all__`` aside)."""
+    if seen is not None and rel in seen:
+        return seen[rel]
+    try:
+        tree = ast.parse((root / rel).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+    body = tree.body if tree is not None else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    only = bool(body) and all(
+        isinstance(n, _FACADE_OK) or (isinstance(n, (ast.Assign, ast.AnnAssign)) and all(
+            isinstance(t, ast.Name) and t.id.startswith("__") and t.id.endswith("__")
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])))
+        for n in body)
+    if seen is not None:
+        seen[rel] = only
+    return only
+
+
+def reexport_note(f: Finding) -> str:
+    return (f"{REEXPORT} ({f.tool}): not verified -- {f.file} holds only imports, so it is there "
+            f"to re-export them; this {f.rule_id} fix removes a public name (as in an "
+            "__init__.py); review it before applying")
+
+
+def assumed_target_note(f: Finding) -> str:
+    return (f"{ASSUMED_TARGET} ({f.tool}): not verified -- the project declares no Python version "
+            f"(requires-python, .python-version or ruff's target-version), so this {f.rule_id} "
+            "rewrite assumes ruff's default and may not run on the Python the project uses; "
+            "review it before applying")
 
 
 def unsafe_kind(findings: list[Finding]) -> str | None:
@@ -47,11 +124,33 @@ def unsafe_note(kind: str, tool: str | None) -> str:
 _PROGRESS_EVERY_S = 0.5
 
 
-def choose(patches: dict[str, Patch], findings: list[Finding], cap: int) -> tuple[list[Patch], list[Patch]]:
-    """(patches to verify, patches over the cap): suppressions and fixes
-    their tool calls unsafe are never verified; the rest go worth acting on
-    before noise, then most severe finding first (the cap is spent where the
-    user will look)."""
+def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
+                     root: Path | None) -> dict[str, str]:
+    """Fix id -> its label, for fixes no re-run can judge though their tool
+    calls them safe: the Python they were made for is not declared
+    (assumes_target), or they drop a facade module's public name (facade).
+    Nothing without ``root`` (the sandbox, where the files are read)."""
+    if root is None:
+        return {}
+    seen: dict[Path, bool] = {}
+    facades: dict[str, bool] = {}
+    out = {f.fix_patch_id: assumed_target_note(f) for f in findings
+           if f.fix_patch_id in patches and assumes_target(f, root, seen)}
+    out.update({f.fix_patch_id: reexport_note(f) for f in findings
+                if f.fix_patch_id in patches and f.fix_patch_id not in out
+                and f.tool == "ruff" and f.rule_id == "F401" and f.file
+                and f.file.endswith(".py") and facade(root, f.file, facades)})
+    return out
+
+
+def choose(patches: dict[str, Patch], findings: list[Finding], cap: int,
+           root: Path | None = None) -> tuple[list[Patch], list[Patch]]:
+    """(patches to verify, patches over the cap): suppressions, fixes their
+    tool calls unsafe and those ``never_verifiable`` in ``root`` are never
+    verified; the rest go worth acting on before noise, then most severe
+    finding first (the cap is spent where the user will look)."""
+    never = never_verifiable(patches, findings, root)
+    patches = {k: v for k, v in patches.items() if k not in never}
     rank: dict[str, int] = {}
     worth: set[str] = set()
     unsafe: set[str] = set()
@@ -188,7 +287,9 @@ async def verify(
     ``patches`` is updated in place; ``type_gate`` False: without the
     project's mypy (QERequest.type_gate); ``early``: a role's fixes judged
     while the others ran, taken where they are what this step would reach."""
-    todo, over = choose(patches, findings, cap)
+    # Offered, never verified (never_verifiable): labelled below.
+    assumed = never_verifiable(patches, findings, root)
+    todo, over = choose({k: v for k, v in patches.items() if k not in assumed}, findings, cap)
     over_cap = {"verified": False, "verified_by": None,
                 "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying"}
     for p in over:
@@ -202,6 +303,10 @@ async def verify(
         if kind and p.kind == "fix":
             patches[p.id] = p.model_copy(update={
                 "verified": False, "verified_by": None, "verification": unsafe_note(kind, p.tool)})
+        elif p.id in assumed and p.kind == "fix":
+            patches[p.id] = p.model_copy(update={
+                "verified": False, "verified_by": None,
+                "verification": assumed[p.id]})
         if p.kind == "suppression" and not p.verification:
             patches[p.id] = p.model_copy(update={"verification": "suppression: silences the finding, "
                                                                  "does not fix it"})

@@ -38,6 +38,7 @@ from .extras import needs
 from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe
 from .pyenv_declared import declared_requirements, missing_in_own
+from .pyenv_disk import disk_full, is_disk_full
 from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
 from .pyenv_read import read_pyproject
@@ -347,7 +348,18 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
     tmp = await asyncio.to_thread(envcache.scratch)
     try:
         src = tmp / "src"
-        await asyncio.to_thread(shutil.copytree, root, src, symlinks=True, ignore=_SKIP_COPY)
+        try:
+            await asyncio.to_thread(shutil.copytree, root, src, symlinks=True, ignore=_SKIP_COPY)
+        except shutil.Error as e:
+            # copytree gathers each file's error; a full disk is said once.
+            full = disk_full(str(e), "copying the project", [tmp])
+            if full is None:
+                raise
+            return full
+        except OSError as e:
+            if is_disk_full(e):
+                return disk_full(str(e), "copying the project", [tmp])
+            raise
         target.mkdir(parents=True, exist_ok=True)
         cache = envcache.package_cache(target)
         cache.mkdir(parents=True, exist_ok=True)
@@ -463,6 +475,9 @@ async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path
     if res.timed_out:
         return f"{what} did not finish in {timeout:.0f} s"
     if res.returncode != 0:
+        full = disk_full(f"{res.stderr}\n{res.stdout}", what, allow)
+        if full is not None:
+            return full
         lines = [ln.strip(" ×╰─▶") for ln in (res.stderr or res.stdout).splitlines() if ln.strip()]
         # uv's error and its first cause ("Because x was not found...").
         first = next((i for i, ln in enumerate(lines) if "error" in ln.lower()), max(0, len(lines) - 2))
