@@ -52,7 +52,7 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .codegen import Scopes
-from .noise_closures import closure_used_in_iteration, name_error_handled
+from .noise_closures import closure_used_in_iteration, group_not_reused, name_error_handled
 from .noise_defaults import callee, default_only_read
 from .noise_guards import (
     DEBUG_RULES,
@@ -66,7 +66,7 @@ Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
 # (a secret-* rule too: ``is_idiom_rule``)
-IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
+IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "B031", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
                          "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
                          *DEBUG_RULES})
 
@@ -128,6 +128,9 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         return (why, Severity.info) if why else None
     if rule == "B023":
         why = closure_used_in_iteration(scopes, line, f.range.start_col - 1)
+        return (why, Severity.info) if why else None
+    if rule == "B031":
+        why = group_not_reused(scopes, line, f.range.start_col - 1)
         return (why, Severity.info) if why else None
     if rule == "F821":
         why = name_error_handled(scopes, line, f.message or f.title or "")
