@@ -165,3 +165,20 @@ def test_a_quick_copy_is_the_copy_model_copy_makes():
         assert f.tags == [] or f.tags is not fast.tags  # the original is left as it was
     p = Patch(id="fix-1", description="d", role="lint_tester", tool="ruff", files=["a.py"], diff="")
     assert p.quick_copy({"verified": False}) == p.model_copy(update={"verified": False})
+
+
+def test_a_packages_own_reexports_are_noise_even_when_the_budget_stops_the_filter(tmp_path):
+    # sqlalchemy's quick run: the stop came before the project step, and the
+    # package's re-exports were shown as unused imports
+    pkg = tmp_path / "lib" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "ext.py").write_text("def to_tsquery():\n    pass\n")
+    (pkg / "__init__.py").write_text("import json\nfrom .ext import (\n    to_tsquery,\n)\n"
+                                     "from pkg.ext import to_tsquery as q\n")
+    findings = [_finding("F401", "lib/pkg/__init__.py", line, severity=Severity.low)
+                for line in (1, 3, 5)]
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic())
+    by_line = {f.range.start_line: f for f in out.findings}
+    assert "importable from the package" in (by_line[3].noise or "")
+    assert "importable from the package" in (by_line[5].noise or "")
+    assert by_line[1].noise is None  # another package's unused import stays shown
