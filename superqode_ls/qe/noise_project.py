@@ -30,6 +30,8 @@
   ``from alembic import context``): it is imported for its side effects
   (microblog-api's ``from microblog import app`` configures the database);
   the same import elsewhere stays;
+- **a demo Django site's settings the package does not ship** (django-silk's
+  ``project/``): see ``noise_demo``;
 - **a file the project's pre-commit configuration excludes from every hook**
   (a top-level ``exclude:``, black's ``^(profiling/|tests/data/)``): a
   linter's or bandit's finding there is in data or scripts the project's
@@ -51,6 +53,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
+from .noise_demo import DemoSites, demo_settings
 from .noise_library import is_web_project, python_files
 from .noise_paths import provider_token
 
@@ -87,6 +90,7 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
         return webs[0]
 
     excluded = precommit_exclude(base) if base is not None else None
+    sites = DemoSites(base)
     out = []
     for f in findings:
         if f.noise is not None or not f.file or not f.file.endswith(".py"):
@@ -97,6 +101,9 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
             out.append(mark_noise(f, f"the project's pre-commit configuration excludes the file "
                                   f"from every hook (exclude: {excluded.pattern}): data or "
                                   "scripts its own linters never read", Severity.info))
+            continue
+        if why := demo_settings(f, sites, lines_of):
+            out.append(mark_noise(f, why, Severity.low))
             continue
         if f.category in _SCRIPT_CATEGORIES and not provider_token(f):
             if f.file not in scripts:
