@@ -182,3 +182,19 @@ def test_a_packages_own_reexports_are_noise_even_when_the_budget_stops_the_filte
     assert "importable from the package" in (by_line[3].noise or "")
     assert "importable from the package" in (by_line[5].noise or "")
     assert by_line[1].noise is None  # another package's unused import stays shown
+
+
+def test_a_module_made_only_of_its_packages_imports_is_a_reexport_one_that_does_more_stays(
+        tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "ext.py").write_text("class Events:\n    pass\n")
+    (pkg / "events.py").write_text('"""Event interfaces."""\n\nfrom __future__ import annotations\n\n'
+                                   "from .ext import Events\n")
+    (pkg / "helpers.py").write_text("from .ext import Events\n\n\ndef run():\n    return 1\n")
+    findings = [_finding("F401", "pkg/events.py", 5, severity=Severity.low),
+                _finding("F401", "pkg/helpers.py", 1, severity=Severity.low)]
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic())
+    by_file = {f.file: f for f in out.findings}
+    assert "made only of imports" in (by_file["pkg/events.py"].noise or "")
+    assert by_file["pkg/helpers.py"].noise is None  # a dead import in working code stays

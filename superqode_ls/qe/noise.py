@@ -70,7 +70,8 @@ from .noise_paths import (  # noqa: F401
     join_reasons,
     path_class,
 )
-from .noise_project import package_reexports, project_noise
+from .noise_project import project_noise
+from .noise_reexports import package_reexports
 from .noise_style import style_noise
 from .ruff_rules import LIKELY_BUG, ruff_severity
 

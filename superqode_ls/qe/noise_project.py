@@ -56,6 +56,7 @@ from .context import mark_noise
 from .noise_demo import DemoSites, demo_settings
 from .noise_library import is_web_project, python_files
 from .noise_paths import provider_token
+from .noise_reexports import OWN_REEXPORT, own_import
 
 Lines = Callable[[str], "list[str] | None"]
 
@@ -123,32 +124,6 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
     return out
 
 
-_OWN_REEXPORT = ("a package's __init__ importing from its own modules makes the name "
-                 "importable from the package (its API, or a name kept for compatibility)")
-
-
-def package_reexports(findings: list[Finding], lines_of: Lines,
-                      canonical: Callable[[str], str]) -> list[Finding]:
-    """The re-export rule above alone, for the filter to run before its
-    context step: it parses only the ``__init__.py`` files with an unused
-    import (sqlalchemy: 30 of 668 files), so it always finishes, where the
-    whole project step came after the context step and a large project's
-    run stopped before it (its re-exports were shown as findings)."""
-    trees: dict[str, ast.Module | None] = {}
-    out = []
-    for f in findings:
-        if (f.noise is None and f.file and f.range and f.file.endswith("__init__.py")
-                and f.file.rsplit("/", 1)[-1] == "__init__.py" and canonical(f.rule_id) == "F401"):
-            if f.file not in trees:
-                lines = lines_of(f.file)
-                trees[f.file] = _module(lines) if lines is not None else None
-            tree = trees[f.file]
-            if tree is not None and _own_import(tree, f.range.start_line, f.file):
-                f = mark_noise(f, _OWN_REEXPORT, Severity.info)
-        out.append(f)
-    return out
-
-
 _LINTERS = frozenset({"ruff", "bandit", "mypy"})
 _PRECOMMIT = ".pre-commit-config.yaml"
 # pre-commit's exclude is a Python regex the project wrote: only a plain one
@@ -195,7 +170,7 @@ def _why(f: Finding, rule: str, tree: ast.Module) -> str | None:
                     "renamed or looked up), not a password")
         return None
     if rule == "F401" and f.file.rsplit("/", 1)[-1] == "__init__.py":
-        return _OWN_REEXPORT if _own_import(tree, line, f.file) else None
+        return OWN_REEXPORT if own_import(tree, line, f.file) else None
     elif rule == "F401" and f.file.rsplit("/", 1)[-1] == "env.py" and _alembic_env(tree):
         return ("alembic's env.py imports the application and its models for their side "
                 "effects (they configure the database and register the tables autogenerate "
@@ -337,20 +312,6 @@ def imported_names(root: Path, limit: int = 3000) -> set[str] | None:
 
 
 # -- the module's own code ---------------------------------------------------
-
-
-def _own_import(tree: ast.Module, line: int, rel: str) -> bool:
-    """The import at ``line`` takes a name from the package's own modules
-    (``from ._parser import X``, ``from pkg.sub import X``)."""
-    folders = rel.split("/")[:-1]
-    for node in tree.body:
-        if (isinstance(node, ast.ImportFrom)
-                and node.lineno <= line <= (node.end_lineno or node.lineno)):
-            if node.level > 0:
-                return True
-            top = (node.module or "").split(".")[0]
-            return bool(top) and top in folders
-    return False
 
 
 def _calls_at(tree: ast.Module, line: int, name: str) -> list[ast.Call]:
