@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from itertools import pairwise
 
 from .ast_index import index
 from .codegen import Scopes
@@ -210,10 +211,10 @@ def _repeated(path: list[ast.AST]) -> bool:
     """A read on ``path`` may run more than once per iteration of the
     outer loop: it sits in an inner loop's body, a comprehension past its
     first iterable, or a function that may run later."""
-    for child, parent in zip(path, path[1:-1]):
+    for child, parent in pairwise(path[:-1]):
         if isinstance(parent, (ast.For, ast.AsyncFor)) and child is not parent.iter:
             return True
-        if isinstance(parent, ast.While) or isinstance(parent, _LATER):
+        if isinstance(parent, (ast.While, *_LATER)):
             return True
         if isinstance(parent, _COMPREHENSIONS) and not (
                 isinstance(child, ast.comprehension) and child is parent.generators[0]):
@@ -226,7 +227,7 @@ def _repeated(path: list[ast.AST]) -> bool:
 def _leaving_block(path: list[ast.AST]) -> list[ast.stmt] | None:
     """The innermost branch of an ``if`` (or an ``else``) on ``path`` whose
     last statement leaves the iteration (return, raise, continue, break)."""
-    for child, parent in zip(path, path[1:]):
+    for child, parent in pairwise(path):
         for block in (getattr(parent, "body", None), getattr(parent, "orelse", None)):
             if (isinstance(parent, ast.If) and isinstance(block, list) and child in block
                     and isinstance(block[-1], _LEAVES)):

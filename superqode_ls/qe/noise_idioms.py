@@ -39,6 +39,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   documentation example key: see ``qe/noise_guards.py``;
 - a closure that never outlives its iteration (B023), an undefined name
   asked for under ``except NameError`` (F821): see ``qe/noise_closures.py``;
+- TLS hostname checks turned off in the branch a setting chooses, beside one
+  that turns them on: see ``qe/noise_tls.py``;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -61,12 +63,13 @@ from .noise_guards import (
     documentation_example,
     local_debug_server,
 )
+from .noise_tls import verify_chosen
 
 Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
 # (a secret-* rule too: ``is_idiom_rule``)
-IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "B031", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
+IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "B031", "TLS-NO-HOSTNAME-CHECK", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
                          "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
                          *DEBUG_RULES})
 
@@ -129,6 +132,9 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
     if rule == "B023":
         why = closure_used_in_iteration(scopes, line, f.range.start_col - 1)
         return (why, Severity.info) if why else None
+    if rule == "TLS-NO-HOSTNAME-CHECK":
+        why = verify_chosen(scopes, line)
+        return (why, Severity.low) if why else None
     if rule == "B031":
         why = group_not_reused(scopes, line, f.range.start_col - 1)
         return (why, Severity.info) if why else None
