@@ -59,6 +59,7 @@ from .ast_index import index
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
 from .lazy_annotations import LazyAnnotations
 from .noise_idioms import idiom_noise, is_idiom_rule
+from .noise_pylint import pylint_disabled
 from .noise_rules import (
     ci_test_database,
     cli_argument_code,
@@ -508,5 +509,9 @@ def apply_context(
                 f, rule, lambda f=f: modules.scopes(f.file) if modules is not None and f.file
                 and f.file.endswith(".py") else None, lines)):
             f = mark_noise(f, *hit)
+        if (f.noise is None and f.file and f.range and "pylint" in (
+                text := read_line(f.file, f.range.start_line) or "")
+                and (why := pylint_disabled(rule, text))):
+            f = mark_noise(f, why, Severity.low)
         out.append(f)
     return out
