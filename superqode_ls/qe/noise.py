@@ -421,12 +421,8 @@ def filter_findings(
 
         def stop() -> bool:
             return time.monotonic() >= context_stop
-    lines = getattr(read_line, "lines", None)
-    if lines is not None:
-        # cheap and certain, so first: a large run's stop often ends the
-        # steps below before the project step's re-export rule is reached
-        kept = package_reexports(kept, lines, canonical_rule)
     kept, unfiltered = in_context(kept, read_line, stop, early, canonical=canonical_rule)
+    lines = getattr(read_line, "lines", None)
     if lines is not None:
         # The library and project rules parse and walk the flagged modules
         # too (2.8 and 1.9 s of CPU on sqlalchemy's second run, after the
@@ -440,6 +436,10 @@ def filter_findings(
             unfiltered += late
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
+        # Cheap and certain, so past the stop: a large run's stop often ends
+        # the steps above before the project step's re-export rule is
+        # reached; the rules above, where they ran, came first.
+        kept = package_reexports(kept, lines, canonical_rule)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

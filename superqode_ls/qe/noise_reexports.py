@@ -1,8 +1,8 @@
-"""A module whose unused imports are its API (noise.py runs this before
-its context step, so that a large project's run, which the budget may stop
-before the project step, still judges them): a package's ``__init__``
-importing from the package's own modules, or a module made only of such
-imports (sqlalchemy's ``events.py``). An unused import of another package
+"""A module whose unused imports are its API (noise.py runs this after
+its other steps, past their stop, so that a large project's run, which the
+budget stops before the project step, still judges them): a package's
+``__init__`` importing from the package's own modules, or a module made
+only of relative imports (sqlalchemy's ``events.py``). An unused import of another package
 there, or in a module that does anything else, stays."""
 
 from __future__ import annotations
@@ -37,14 +37,16 @@ def package_reexports(findings: list[Finding], lines_of: Lines,
             if f.file not in trees:
                 trees[f.file] = _reexporting(f.file, lines_of(f.file))
             tree = trees[f.file]
-            if tree is not None and own_import(tree, f.range.start_line, f.file):
+            init = f.file.rsplit("/", 1)[-1] == "__init__.py"
+            if tree is not None and own_import(tree, f.range.start_line, f.file,
+                                               relative_only=not init):
                 f = mark_noise(f, OWN_REEXPORT if f.file.endswith("__init__.py")
                                else _IMPORTS_ONLY, Severity.info)
         out.append(f)
     return out
 
 
-_IMPORTS_ONLY = ("a module made only of imports from its own package (sqlalchemy's "
+_IMPORTS_ONLY = ("a module made only of relative imports from its own package (sqlalchemy's "
                  "events.py) exists to make those names importable from it")
 # A statement that does more than import: such a module is not only a re-export.
 _DOES_MORE = re.compile(r"^(?!(?:from|import)\s)(?:def|class|async|if|for|while|try|with|@|"
@@ -73,9 +75,10 @@ def _reexporting(rel: str, lines: list[str] | None) -> ast.Module | None:
     return tree
 
 
-def own_import(tree: ast.Module, line: int, rel: str) -> bool:
+def own_import(tree: ast.Module, line: int, rel: str, relative_only: bool = False) -> bool:
     """The import at ``line`` takes a name from the package's own modules
-    (``from ._parser import X``, ``from pkg.sub import X``)."""
+    (``from ._parser import X``, ``from pkg.sub import X``; only the first
+    form with ``relative_only``)."""
     folders = rel.split("/")[:-1]
     for node in tree.body:
         if (isinstance(node, ast.ImportFrom)
@@ -83,7 +86,7 @@ def own_import(tree: ast.Module, line: int, rel: str) -> bool:
             if node.level > 0:
                 return True
             top = (node.module or "").split(".")[0]
-            return bool(top) and top in folders
+            return not relative_only and bool(top) and top in folders
     return False
 
 
