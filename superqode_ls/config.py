@@ -92,8 +92,10 @@ class BudgetConfig(Section):
 # Where code is not the product: findings there are shown one level lower,
 # with the reason, never dropped (qe.path_classes; docs/roles.md).
 DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
-    # test-*/: a test environment or test app folder (scripts/test-environments/)
-    "tests": ["tests/", "test/", "testing/", "test-*/", "test_*.py", "*_test.py", "conftest.py"],
+    # test-*/: a test environment or test app folder (scripts/test-environments/);
+    # tests_*/, *_tests/: a second test tree (dynaconf's tests_functional/)
+    "tests": ["tests/", "test/", "testing/", "test-*/", "tests_*/", "*_tests/", "test_*.py",
+              "*_test.py", "conftest.py"],
     "fixtures": ["fixtures/", "testdata/", "test_data/"],
     "docs": ["docs/", "doc/", "*.rst", "*.md"],
     # demos/: scripts that show the API (paramiko's), with their own demo keys

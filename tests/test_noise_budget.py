@@ -165,3 +165,36 @@ def test_a_quick_copy_is_the_copy_model_copy_makes():
         assert f.tags == [] or f.tags is not fast.tags  # the original is left as it was
     p = Patch(id="fix-1", description="d", role="lint_tester", tool="ruff", files=["a.py"], diff="")
     assert p.quick_copy({"verified": False}) == p.model_copy(update={"verified": False})
+
+
+def test_a_packages_own_reexports_are_noise_even_when_the_budget_stops_the_filter(tmp_path):
+    # sqlalchemy's quick run: the stop came before the project step, and the
+    # package's re-exports were shown as unused imports
+    pkg = tmp_path / "lib" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "ext.py").write_text("def to_tsquery():\n    pass\n")
+    (pkg / "__init__.py").write_text("import json\nfrom .ext import (\n    to_tsquery,\n)\n"
+                                     "from pkg.ext import to_tsquery as q\n")
+    findings = [_finding("F401", "lib/pkg/__init__.py", line, severity=Severity.low)
+                for line in (1, 3, 5)]
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic())
+    by_line = {f.range.start_line: f for f in out.findings}
+    assert "importable from the package" in (by_line[3].noise or "")
+    assert "importable from the package" in (by_line[5].noise or "")
+    assert by_line[1].noise is None  # another package's unused import stays shown
+
+
+def test_a_module_made_only_of_its_packages_imports_is_a_reexport_one_that_does_more_stays(
+        tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "ext.py").write_text("class Events:\n    pass\n")
+    (pkg / "events.py").write_text('"""Event interfaces."""\n\nfrom __future__ import annotations\n\n'
+                                   "from .ext import Events\n")
+    (pkg / "helpers.py").write_text("from .ext import Events\n\n\ndef run():\n    return 1\n")
+    findings = [_finding("F401", "pkg/events.py", 5, severity=Severity.low),
+                _finding("F401", "pkg/helpers.py", 1, severity=Severity.low)]
+    out = filter_findings(findings, read_line=FileLines(tmp_path), stop_at=time.monotonic())
+    by_file = {f.file: f for f in out.findings}
+    assert "made only of relative imports" in (by_file["pkg/events.py"].noise or "")
+    assert by_file["pkg/helpers.py"].noise is None  # a dead import in working code stays

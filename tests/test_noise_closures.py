@@ -142,3 +142,51 @@ def test_a_reexport_inside_a_top_level_with_block_is_noise_a_local_one_stays(mak
     found = _found(repo)
     _noise(found, "lib/api.py", 7, "PLW0127", "re-exports")
     _shown(found, "lib/api.py", 12, "PLW0127")
+
+
+GROUPS = """import itertools
+
+
+def resolve(actions, low):
+    for order, group in itertools.groupby(actions, len):
+        if order < low:
+            lines = [str(a) for a in group]
+            raise ValueError(lines)
+        for action in group:
+            print(action)
+
+
+def twice(actions):
+    for order, group in itertools.groupby(actions, len):
+        first = list(group)
+        for action in group:
+            print(order, first, action)
+
+
+def logged(actions, low):
+    for order, group in itertools.groupby(actions, len):
+        if order < low:
+            print([str(a) for a in group])
+        for action in group:
+            print(action)
+
+
+def nested(actions, rows):
+    for order, group in itertools.groupby(actions, len):
+        if order < 0:
+            raise ValueError(list(group))
+        for row in rows:
+            print(row, list(group))
+"""
+
+
+@needs_ruff
+def test_a_groupby_group_read_again_only_after_a_branch_that_left_is_noise_others_stay(
+        make_repo):
+    repo = make_repo({"pyproject.toml": '[tool.ruff.lint]\nselect = ["B031"]\n',
+                      "lib/groups.py": GROUPS})
+    found = _found(repo)
+    _noise(found, "lib/groups.py", 9, "B031", "leaves the iteration")  # pyramid's raise
+    _shown(found, "lib/groups.py", 16, "B031")  # read twice: the second read is empty
+    _shown(found, "lib/groups.py", 24, "B031")  # the branch only logs, then reads again
+    _shown(found, "lib/groups.py", 33, "B031")  # read once per row

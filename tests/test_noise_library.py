@@ -462,3 +462,19 @@ def test_a_token_formatted_from_a_name_with_words_around_it_is_no_secret():
     assert {4, 5} <= lines  # a literal run of a key's letters and digits; not an f-string
     assert not_a_secret("string-set::{string_name}",
                         "    css_token = f'string-set::{string_name}'").startswith("built at run")
+
+
+def test_a_second_test_tree_is_test_code_a_tests_module_in_the_package_is_not(tmp_path):
+    # dynaconf's tests_functional/: its Django apps' SECRET_KEYs led quick mode
+    _write(tmp_path, {"tests_functional/django_app/settings.py": "SECRET_KEY = 'x'\n",
+                      "integration_tests/app.py": "x = 1\n",
+                      "app/tests_helpers.py": "x = 1\n"})
+    sec = {"role": "security_tester", "tool": "bandit", "category": "security",
+           "severity": Severity.high}
+    found = _by_id(_filtered(tmp_path, [
+        lint_finding("B105", "tests_functional/django_app/settings.py", 1, id="fn", **sec),
+        lint_finding("B105", "integration_tests/app.py", 1, id="it", **sec),
+        lint_finding("B105", "app/tests_helpers.py", 1, id="app", **sec)]))
+    assert found["fn"].noise == "in tests code" and found["fn"].severity is Severity.medium
+    assert found["it"].noise == "in tests code"
+    assert found["app"].noise is None and found["app"].severity is Severity.high

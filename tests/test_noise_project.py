@@ -414,3 +414,19 @@ def test_a_path_refused_first_unless_listed_is_noise_a_check_that_lets_it_throug
     found = _security(make_repo({"app.py": REFUSED}))
     _noise(found, "app.py", 10, "path-traversal", "refused first")
     _kept(found, "app.py", 17, "path-traversal")
+
+
+def test_pytests_import_file_mismatch_is_the_runners_layout_an_import_error_stays(tmp_path):
+    # dynaconf's tests_functional/*/app_test.py: one name in many non-package folders
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "app_test.py").write_text("def test_a():\n    pass\n")
+    clash = {"kind": "collect", "nodeid": "a/app_test.py", "when": "collect",
+             "message": "import file mismatch:\nimported module 'app_test' has this __file__ "
+                        "attribute:\n  /x/b/app_test.py\nwhich is not the same as the test file "
+                        "we want to collect:\n  /x/a/app_test.py", "entries": []}
+    broken = {"kind": "collect", "nodeid": "a/app_test.py", "when": "collect",
+              "message": "E   NameError: name 'undefined_helper' is not defined", "entries": []}
+    mismatch, error = failure_findings("unit_tester", tmp_path, [clash, broken])
+    assert mismatch.noise and "import file mismatch" in mismatch.noise
+    assert mismatch.severity is Severity.info
+    assert error.noise is None and error.severity is Severity.high

@@ -73,6 +73,7 @@ from .noise_paths import (  # noqa: F401
     path_class,
 )
 from .noise_project import project_noise
+from .noise_reexports import package_reexports
 from .noise_style import style_noise
 from .ruff_rules import LIKELY_BUG, ruff_severity
 
@@ -440,6 +441,10 @@ def filter_findings(
             kept = migration_noise(kept, lines, canonical_rule)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
+        # Cheap and certain, so past the stop: a large run's stop often ends
+        # the steps above before the project step's re-export rule is
+        # reached; the rules above, where they ran, came first.
+        kept = package_reexports(kept, lines, canonical_rule)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -10,14 +10,21 @@
   another closure (which may run later) stays;
 - an undefined name (F821) read inside ``try`` whose handler catches
   ``NameError`` (or ``Exception``, or everything): the code asks whether the
-  name exists (``get_ipython`` under IPython) and handles its absence.
+  name exists (``get_ipython`` under IPython) and handles its absence;
+- a ``groupby`` group read again (B031) where every earlier read of it in
+  the iteration is in a branch that then leaves it (pyramid's loop that
+  lists a group's actions and raises): the flagged read never runs after
+  another. A group read twice on one path, after a branch that only logs,
+  or in an inner loop stays.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from itertools import pairwise
 
+from .ast_index import index
 from .codegen import Scopes
 from .noise_defaults import callee
 
@@ -169,3 +176,89 @@ def name_error_handled(scopes: Scopes, line: int, message: str) -> str | None:
             return (f"an earlier try reads {name} and returns when it is missing "
                     "(except NameError): it exists wherever this line runs")
     return None
+
+
+# Statements that leave the loop's iteration: the group is not read again in it.
+_LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _groupby_loop(scopes: Scopes, use: ast.Name) -> ast.For | ast.AsyncFor | None:
+    """The ``for key, group in groupby(...)`` whose group ``use`` reads (no
+    function between)."""
+    child: ast.AST = use
+    while child in scopes.parent:
+        child = scopes.parent[child]
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if (isinstance(child, (ast.For, ast.AsyncFor)) and isinstance(child.iter, ast.Call)
+                and callee(child.iter) == "groupby" and isinstance(child.target, ast.Tuple)
+                and len(child.target.elts) == 2 and isinstance(child.target.elts[1], ast.Name)
+                and child.target.elts[1].id == use.id):
+            return child
+    return None
+
+
+def _path(scopes: Scopes, node: ast.AST, top: ast.AST) -> list[ast.AST]:
+    """``node``'s ancestors up to ``top`` (nearest first), ``node`` first."""
+    out = [node]
+    while out[-1] is not top and out[-1] in scopes.parent:
+        out.append(scopes.parent[out[-1]])
+    return out
+
+
+def _repeated(path: list[ast.AST]) -> bool:
+    """A read on ``path`` may run more than once per iteration of the
+    outer loop: it sits in an inner loop's body, a comprehension past its
+    first iterable, or a function that may run later."""
+    for child, parent in pairwise(path[:-1]):
+        if isinstance(parent, (ast.For, ast.AsyncFor)) and child is not parent.iter:
+            return True
+        if isinstance(parent, (ast.While, *_LATER)):
+            return True
+        if isinstance(parent, _COMPREHENSIONS) and not (
+                isinstance(child, ast.comprehension) and child is parent.generators[0]):
+            return True
+        if isinstance(parent, ast.comprehension) and child is not parent.iter:
+            return True
+    return False
+
+
+def _leaving_block(path: list[ast.AST]) -> list[ast.stmt] | None:
+    """The innermost branch of an ``if`` (or an ``else``) on ``path`` whose
+    last statement leaves the iteration (return, raise, continue, break)."""
+    for child, parent in pairwise(path):
+        for block in (getattr(parent, "body", None), getattr(parent, "orelse", None)):
+            if (isinstance(parent, ast.If) and isinstance(block, list) and child in block
+                    and isinstance(block[-1], _LEAVES)):
+                return block
+    return None
+
+
+def group_not_reused(scopes: Scopes, line: int, col: int) -> str | None:
+    """Why the ``itertools.groupby`` group that B031 names at (line, col) is
+    read once per iteration, or None: every earlier read of it in the loop
+    is in a branch that then leaves the iteration (pyramid's ``for ... in
+    actiongroup: ...; raise ConfigurationError``), so the flagged read never
+    runs after it; the flagged read is in no inner loop."""
+    use = next((n for n in index(scopes.tree).nodes_at(line) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load) and n.col_offset == col), None)
+    if use is None or (loop := _groupby_loop(scopes, use)) is None:
+        return None
+    mine = _path(scopes, use, loop)
+    if _repeated(mine):
+        return None
+    others = [n for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name)
+              and n.id == use.id and n is not use]
+    if not others:
+        return None
+    for other in others:
+        if not isinstance(other.ctx, ast.Load) or (other.lineno, other.col_offset) > (
+                use.lineno, use.col_offset):
+            return None  # rebound, or read after the flagged read
+        path = _path(scopes, other, loop)
+        block = _leaving_block(path)
+        if block is None or _repeated(path) or any(stmt in mine for stmt in block):
+            return None
+    return (f"each earlier read of the group {use.id} is in a branch that leaves the "
+            "iteration (raise, return, continue, break): the group is read once per key")

@@ -39,6 +39,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   documentation example key: see ``qe/noise_guards.py``;
 - a closure that never outlives its iteration (B023), an undefined name
   asked for under ``except NameError`` (F821): see ``qe/noise_closures.py``;
+- TLS hostname checks turned off in the branch a setting chooses, beside one
+  that turns them on: see ``qe/noise_tls.py``;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -52,7 +54,7 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .codegen import Scopes
-from .noise_closures import closure_used_in_iteration, name_error_handled
+from .noise_closures import closure_used_in_iteration, group_not_reused, name_error_handled
 from .noise_defaults import callee, default_only_read
 from .noise_guards import (
     DEBUG_RULES,
@@ -61,12 +63,13 @@ from .noise_guards import (
     documentation_example,
     local_debug_server,
 )
+from .noise_tls import verify_chosen
 
 Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
 # (a secret-* rule too: ``is_idiom_rule``)
-IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
+IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "B031", "TLS-NO-HOSTNAME-CHECK", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
                          "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
                          *DEBUG_RULES})
 
@@ -128,6 +131,12 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         return (why, Severity.info) if why else None
     if rule == "B023":
         why = closure_used_in_iteration(scopes, line, f.range.start_col - 1)
+        return (why, Severity.info) if why else None
+    if rule == "TLS-NO-HOSTNAME-CHECK":
+        why = verify_chosen(scopes, line)
+        return (why, Severity.low) if why else None
+    if rule == "B031":
+        why = group_not_reused(scopes, line, f.range.start_col - 1)
         return (why, Severity.info) if why else None
     if rule == "F821":
         why = name_error_handled(scopes, line, f.message or f.title or "")

@@ -30,6 +30,8 @@
   ``from alembic import context``): it is imported for its side effects
   (microblog-api's ``from microblog import app`` configures the database);
   the same import elsewhere stays;
+- **a demo Django site's settings the package does not ship** (django-silk's
+  ``project/``): see ``noise_demo``;
 - **a file the project's pre-commit configuration excludes from every hook**
   (a top-level ``exclude:``, black's ``^(profiling/|tests/data/)``): a
   linter's or bandit's finding there is in data or scripts the project's
@@ -51,8 +53,10 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
+from .noise_demo import DemoSites, demo_settings
 from .noise_library import is_web_project, python_files
 from .noise_paths import provider_token
+from .noise_reexports import OWN_REEXPORT, own_import
 
 Lines = Callable[[str], "list[str] | None"]
 
@@ -87,6 +91,7 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
         return webs[0]
 
     excluded = precommit_exclude(base) if base is not None else None
+    sites = DemoSites(base)
     out = []
     for f in findings:
         if f.noise is not None or not f.file or not f.file.endswith(".py"):
@@ -97,6 +102,9 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
             out.append(mark_noise(f, f"the project's pre-commit configuration excludes the file "
                                   f"from every hook (exclude: {excluded.pattern}): data or "
                                   "scripts its own linters never read", Severity.info))
+            continue
+        if why := demo_settings(f, sites, lines_of):
+            out.append(mark_noise(f, why, Severity.low))
             continue
         if f.category in _SCRIPT_CATEGORIES and not provider_token(f):
             if f.file not in scripts:
@@ -162,9 +170,7 @@ def _why(f: Finding, rule: str, tree: ast.Module) -> str | None:
                     "renamed or looked up), not a password")
         return None
     if rule == "F401" and f.file.rsplit("/", 1)[-1] == "__init__.py":
-        if _own_import(tree, line, f.file):
-            return ("a package's __init__ importing from its own modules makes the name "
-                    "importable from the package (its API, or a name kept for compatibility)")
+        return OWN_REEXPORT if own_import(tree, line, f.file) else None
     elif rule == "F401" and f.file.rsplit("/", 1)[-1] == "env.py" and _alembic_env(tree):
         return ("alembic's env.py imports the application and its models for their side "
                 "effects (they configure the database and register the tables autogenerate "
@@ -306,20 +312,6 @@ def imported_names(root: Path, limit: int = 3000) -> set[str] | None:
 
 
 # -- the module's own code ---------------------------------------------------
-
-
-def _own_import(tree: ast.Module, line: int, rel: str) -> bool:
-    """The import at ``line`` takes a name from the package's own modules
-    (``from ._parser import X``, ``from pkg.sub import X``)."""
-    folders = rel.split("/")[:-1]
-    for node in tree.body:
-        if (isinstance(node, ast.ImportFrom)
-                and node.lineno <= line <= (node.end_lineno or node.lineno)):
-            if node.level > 0:
-                return True
-            top = (node.module or "").split(".")[0]
-            return bool(top) and top in folders
-    return False
 
 
 def _calls_at(tree: ast.Module, line: int, name: str) -> list[ast.Call]:

@@ -117,6 +117,12 @@ def _collection_warning(record: dict[str, Any]) -> str | None:
     if record.get("kind") != "collect":
         return None
     text = str(record.get("message") or "") + str(record.get("longrepr") or "")
+    if "ImportPathMismatchError" in text or "import file mismatch" in text:
+        # two test files of one name in folders that are no packages
+        # (dynaconf's tests_functional/*/app_test.py, each run on its own):
+        # pytest cannot import both in one session; each imports as written
+        return ("pytest's import file mismatch (two test modules of the same name outside "
+                "packages, collected in one session): the runner's layout, not the code")
     if "PytestCollectionWarning" not in text:
         return None
     return ("pytest's collection warning (a class it does not collect as tests), "

@@ -1,0 +1,60 @@
+"""TLS checks turned off on the user's say (called from ``qe/noise_idioms.py``):
+``check_hostname = False`` (tls-no-hostname-check) in one branch of an
+``if`` whose other branch turns the checks on (``check_hostname = True`` or
+``verify_mode = CERT_REQUIRED``): scrapy's ``if verify_setting: ... else:
+ctx.check_hostname = False``. The code verifies by default and a setting
+the user writes decides, so the off branch is a documented choice, not a
+hole. Turned off unconditionally, or with no branch that turns the checks
+on, it stays."""
+
+from __future__ import annotations
+
+import ast
+
+from .ast_index import index
+from .codegen import Scopes
+
+
+def _turns_on(stmts: list[ast.stmt]) -> bool:
+    """One of ``stmts`` (or a statement inside them) sets
+    ``check_hostname = True`` or ``verify_mode = CERT_REQUIRED``."""
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if not isinstance(n, ast.Assign):
+                continue
+            for t in n.targets:
+                if not isinstance(t, ast.Attribute):
+                    continue
+                if (t.attr == "check_hostname" and isinstance(n.value, ast.Constant)
+                        and n.value.value is True):
+                    return True
+                v = n.value
+                name = v.attr if isinstance(v, ast.Attribute) else getattr(v, "id", "")
+                if t.attr == "verify_mode" and name == "CERT_REQUIRED":
+                    return True
+    return False
+
+
+def verify_chosen(scopes: Scopes, line: int) -> str | None:
+    """Why ``check_hostname = False`` on ``line`` is the user's choice, or None."""
+    assign = next((n for n in index(scopes.tree).nodes_at(line) if isinstance(n, ast.Assign)),
+                  None)
+    if assign is None:
+        return None
+    child: ast.AST = assign
+    while child in scopes.parent:
+        parent = scopes.parent[child]
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+                               ast.Module)):
+            return None
+        if isinstance(parent, ast.If) and parent.orelse:
+            mine, other = ((parent.body, parent.orelse) if child in parent.body
+                           else (parent.orelse, parent.body) if child in parent.orelse
+                           else (None, None))
+            if mine is not None and other is not None and _turns_on(other) \
+                    and not _turns_on(mine):
+                test = ast.unparse(parent.test)
+                return (f"the checks are off only where `{test}` says so; the other branch "
+                        "turns them on: a setting the user chooses, verified by default")
+        child = parent
+    return None
