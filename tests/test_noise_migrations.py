@@ -70,3 +70,32 @@ def test_sql_formatted_in_a_migration_is_noise_the_applications_stays(make_repo)
     app = _sql(kept, "app/db.py")
     assert app and all(f.noise is None for f in app), [(f.rule_id, f.noise) for f in app]
     assert _at(kept, "app/db.py", 6, app[0].rule_id)
+
+
+ROWS = '''from django.db import connection, migrations
+
+
+def rename(apps, schema_editor):
+    table = apps.get_model("shop", "Item").objects.first().name
+    schema_editor.execute("DELETE FROM %s WHERE id = 1" % table)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT label FROM shop_kind")
+        kind = cursor.fetchone()[0]
+        cursor.execute(f"UPDATE shop_item SET kind = '{kind}'")
+
+
+class Migration(migrations.Migration):
+    operations = [migrations.RunPython(rename)]
+'''
+
+
+@needs_bandit
+def test_a_rows_value_formatted_into_a_migrations_sql_stays(make_repo):
+    repo = make_repo({"shop/migrations/0003_rename.py": ROWS})
+    found = run_role(SecurityTester(), make_ctx(repo)).findings
+    kept = filter_findings(found, read_line=FileLines(repo), threshold=0.7).findings
+    for line in (6, 10):
+        hits = [f for f in _sql(kept, "shop/migrations/0003_rename.py")
+                if f.range.start_line == line]
+        assert hits and all(f.noise is None for f in hits), (line, [(f.range.start_line, f.noise)
+                                                                     for f in kept])

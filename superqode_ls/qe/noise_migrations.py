@@ -7,7 +7,10 @@ deploys, against the database's own rows and the literals written in it:
 mealie's ``DELETE FROM {table_meta.tablename}`` over a literal list of
 tables, ``INSERT INTO households ({columns})`` from a dict's own keys. No
 request reaches it, so formatted SQL there is noise (said why), not an
-injection; the same text in a module that is not a migration stays shown.
+injection. A value the migration reads from the database's rows and formats
+into SQL (``apps.get_model(...).objects.first().name``, a ``fetchone()``'s
+column) is second-order input and stays shown, as does the same text in a
+module that is not a migration.
 """
 
 from __future__ import annotations
@@ -26,27 +29,76 @@ WHY = ("SQL composed in a schema migration: the operator runs it once against th
 
 def migration_noise(findings: list[Finding], lines_of: Lines,
                     canonical: Callable[[str], str]) -> list[Finding]:
-    verdicts: dict[str, bool] = {}
+    trees: dict[str, ast.Module | None] = {}
     out = []
     for f in findings:
-        if (f.noise is None and f.file and f.file.endswith(".py")
+        if (f.noise is None and f.file and f.file.endswith(".py") and f.range
                 and ({canonical(f.rule_id), *f.related_rules} & _SQL_RULES)):
-            if f.file not in verdicts:
-                verdicts[f.file] = _is_migration(lines_of(f.file))
-            if verdicts[f.file]:
+            if f.file not in trees:
+                trees[f.file] = _migration(lines_of(f.file))
+            tree = trees[f.file]
+            if tree is not None and not _from_rows(tree, f.range.start_line):
                 f = mark_noise(f, WHY, Severity.low)
         out.append(f)
     return out
 
 
-def _is_migration(lines: list[str] | None) -> bool:
+def _migration(lines: list[str] | None) -> ast.Module | None:
+    """The module's tree when it is a schema migration, else None."""
     if lines is None:
-        return False
+        return None
     try:
         tree = ast.parse("\n".join(lines))
     except (SyntaxError, ValueError):
-        return False
-    return _alembic_revision(tree) or _django_migration(tree)
+        return None
+    return tree if _alembic_revision(tree) or _django_migration(tree) else None
+
+
+# What reads the database's rows (Django's manager, DB-API and SQLAlchemy results).
+_ROWS = frozenset({"objects", "fetchone", "fetchall", "fetchmany", "first", "scalar",
+                   "scalars", "one", "one_or_none", "execute", "raw", "values_list", "query"})
+
+
+def _from_rows(tree: ast.Module, line: int) -> bool:
+    """Whether a value formatted into the SQL on ``line`` comes, through the
+    enclosing function's assignments, from the database's rows."""
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.lineno <= line <= (node.end_lineno or node.lineno)
+                and node.lineno >= getattr(scope, "lineno", 0)):
+            scope = node
+    formatted = [n for n in ast.walk(scope) if _formats(n)
+                 and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    given: dict[str, list[ast.AST]] = {}
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for name in ast.walk(t):
+                    if isinstance(name, ast.Name):
+                        given.setdefault(name.id, []).append(n.value)
+        elif isinstance(n, (ast.For, ast.comprehension)):
+            for name in ast.walk(n.target):
+                if isinstance(name, ast.Name):
+                    given.setdefault(name.id, []).append(n.iter)
+    todo, seen = list(formatted), set()
+    while todo:
+        expr = todo.pop()
+        for x in ast.walk(expr):
+            if isinstance(x, ast.Attribute) and x.attr in _ROWS:
+                return True
+            if isinstance(x, ast.Name) and x.id not in seen:
+                seen.add(x.id)
+                todo.extend(given.get(x.id, ()))
+    return False
+
+
+def _formats(n: ast.AST) -> bool:
+    """An f-string, a ``%`` or a ``.format()``: where values enter the text."""
+    return (isinstance(n, ast.JoinedStr)
+            or (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod))
+            or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "format"))
 
 
 def _alembic_revision(tree: ast.Module) -> bool:
