@@ -70,27 +70,51 @@ def _from_rows(tree: ast.Module, line: int) -> bool:
             scope = node
     formatted = [n for n in ast.walk(scope) if _formats(n)
                  and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    given: dict[str, list[ast.AST]] = {}
+    given: dict[str, list[ast.AST]] = {}  # a name's assigned values
+    keys: dict[str, list[ast.AST]] = {}  # a dict's keys, where only they are read
     for n in ast.walk(scope):
         if isinstance(n, ast.Assign):
             for t in n.targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    keys.setdefault(t.value.id, []).append(t.slice)  # d[k] = v: k a key
+                    continue
                 for name in ast.walk(t):
                     if isinstance(name, ast.Name):
                         given.setdefault(name.id, []).append(n.value)
+                        keys.setdefault(name.id, []).extend(
+                            [k for k in n.value.keys if k is not None]
+                            if isinstance(n.value, ast.Dict) else [n.value])
         elif isinstance(n, (ast.For, ast.comprehension)):
             for name in ast.walk(n.target):
                 if isinstance(name, ast.Name):
                     given.setdefault(name.id, []).append(n.iter)
-    todo, seen = list(formatted), set()
+    todo: list[tuple[ast.AST, bool]] = [(e, False) for e in formatted]
+    seen: set[tuple[str, bool]] = set()
     while todo:
-        expr = todo.pop()
-        for x in ast.walk(expr):
+        expr, only_keys = todo.pop()
+        for x in _reads(expr, only_keys):
             if isinstance(x, ast.Attribute) and x.attr in _ROWS:
                 return True
-            if isinstance(x, ast.Name) and x.id not in seen:
-                seen.add(x.id)
-                todo.extend(given.get(x.id, ()))
+            if isinstance(x, tuple) and x not in seen:  # (name, keys only)
+                seen.add(x)
+                todo.extend((e, False) for e in (keys if x[1] else given).get(x[0], ()))
     return False
+
+
+def _reads(expr: ast.AST, only_keys: bool):
+    """The attributes ``expr`` reads and the names it reads, each as (name,
+    whether only its keys reach the text: ``d.keys()``, a join over ``d``)."""
+    if isinstance(expr, ast.Name):
+        yield (expr.id, only_keys)
+        return
+    if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "keys" and isinstance(expr.func.value, ast.Name)):
+        yield (expr.func.value.id, True)
+        return
+    if isinstance(expr, ast.Attribute):
+        yield expr
+    for child in ast.iter_child_nodes(expr):
+        yield from _reads(child, False)
 
 
 def _formats(n: ast.AST) -> bool:
