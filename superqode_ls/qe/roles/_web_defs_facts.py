@@ -106,7 +106,7 @@ def _globals(s: Scopes) -> frozenset[str]:
 
 
 def _class_constants(s: Scopes) -> dict[str, bool]:
-    """By attribute name: given only string literals in class bodies and
+    """By attribute name: given only string (or number) literals in class bodies and
     assigned nowhere else in the module (``_counts_table_name = "_counts"``
     read as ``self._counts_table_name``). The same one walk of the module
     notes the names a function declares ``global`` (``_globals``)."""
@@ -122,7 +122,8 @@ def _class_constants(s: Scopes) -> dict[str, bool]:
                         for x in a.targets if isinstance(a, ast.Assign) else [a.target]:
                             if isinstance(x, ast.Name):
                                 given[x.id] = given.get(x.id, True) and isinstance(
-                                    a.value, ast.Constant) and isinstance(a.value.value, str)
+                                    a.value, ast.Constant) and isinstance(a.value.value,
+                                                                          (str, int, float))
             elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
                 stored.add(n.attr)
             elif isinstance(n, ast.Global):
