@@ -244,3 +244,31 @@ def test_a_translation_catalogs_labels_are_no_secrets_a_lone_config_file_keeps_t
     for locale in ("de", "fr"):
         (lone / f"{locale}.json").write_text(entry, encoding="utf-8")
     assert "secret-generic" in [h.rule.id for h in _secrets.scan_file(lone / "de.json")]
+
+
+@pytest.mark.skipif(security.tool_path("bandit") is None, reason="bandit not installed")
+def test_a_token_types_name_is_no_secret_where_bandit_names_the_defs_first_line(make_repo):
+    # alembic's configure(..., upgrade_token: str = "upgrades", ...) over
+    # several lines: bandit's B107 names the def's first line. oauthlib's
+    # default_token="Bearer" is the token type's name.
+    repo = make_repo({"lib/ops.py": (
+        "def configure(\n"
+        "    url,\n"
+        '    upgrade_token: str = "upgrades",\n'
+        "):\n"
+        "    return url\n\n\n"
+        "def connect(\n"
+        "    url,\n"
+        '    api_token: str = "q8F2xLm9Vt4Rz7aa",\n'
+        "):\n"
+        "    return url\n\n\n"
+        "def endpoint(server):\n"
+        '    return server(default_token="Bearer")\n')})
+    found = run_role(SecurityTester(), make_ctx(repo)).findings
+    by_rule = {}
+    for f in found:
+        if f.rule_id in ("B106", "B107"):
+            by_rule.setdefault(f.rule_id, []).append(f)
+    assert all(f.noise and "plain word" in f.noise for f in by_rule["B106"]), by_rule
+    b107 = by_rule["B107"]
+    assert sorted(bool(f.noise) for f in b107) == [False, True], [(f.message, f.noise) for f in b107]

@@ -84,7 +84,12 @@ def bandit_findings(
                             snippet=masked,
                         )
                     )
-                why = _secrets.not_a_secret(secret, text)
+                # B107 names the function's first line; the default is on a
+                # later line of a signature written over several.
+                said = next((t for n in range(line, end_line + 1)
+                             if (t := src.line(rel, n)) and (f"'{secret}'" in t
+                                                             or f'"{secret}"' in t)), text)
+                why = _secrets.not_a_secret(secret, said)
                 credential = _secrets.built_in_credential(secret, text)
                 if credential is not None:
                     if severity.rank < Severity.high.rank:

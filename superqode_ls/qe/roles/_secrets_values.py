@@ -144,7 +144,9 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
             if squashed and (squashed in name or name in squashed):
                 return "its own variable's name (an enum-like constant)"
             word = value[1:] if value[:1] in "#@.:-" else value  # "#bygroup": a marker
-            if word.isalpha() and word.islower() and not re.search(r"pass|pwd", name):
+            # ("Bearer": oauthlib's default_token, a token type's name)
+            if (word.isalpha() and (word.islower() or word.istitle())
+                    and not re.search(r"pass|pwd", name)):
                 return "a plain word (a token type or mode, not a token)"
     return None
 
