@@ -272,3 +272,17 @@ def test_a_token_types_name_is_no_secret_where_bandit_names_the_defs_first_line(
     assert all(f.noise and "plain word" in f.noise for f in by_rule["B106"]), by_rule
     b107 = by_rule["B107"]
     assert sorted(bool(f.noise) for f in b107) == [False, True], [(f.message, f.noise) for f in b107]
+
+
+def test_a_generic_secret_in_a_docstring_is_documentations_example(tmp_path):
+    # oauthlib's RFC 6749 example response in a docstring
+    (tmp_path / "params.py").write_text(
+        'def parse(body):\n'
+        '    """Parse the token response::\n\n'
+        '        {"access_token": "2YotnFZFEjr1zCsicMWpAA"}\n'
+        '    """\n'
+        '    access_token = "tGzv3JOkF0XG5Qx2TlKWIA"\n'
+        '    return body, access_token\n', encoding="utf-8")
+    hits = {h.line: h for h in _secrets.scan_file(tmp_path / "params.py")}
+    assert hits[4].confidence <= 0.3 and "docstring" in hits[4].note, hits
+    assert hits[6].confidence >= 0.5 and "docstring" not in hits[6].note, hits

@@ -5,11 +5,12 @@ flagged line with the secret replaced."""
 
 from __future__ import annotations
 
+import ast
 import bisect
 import hashlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...models import Severity
@@ -416,13 +417,35 @@ def scan_file(path: Path, in_test: bool = False) -> list[SecretHit]:
     if not _is_text(raw):
         return []
     config = path.suffix.lower() in CONFIG_SUFFIXES or path.name.startswith(".env")
-    hits = scan_text(raw.decode("utf-8", "replace"), in_test=in_test, config=config,
-                     python=path.suffix == ".py")
+    text = raw.decode("utf-8", "replace")
+    hits = scan_text(text, in_test=in_test, config=config, python=path.suffix == ".py")
+    if path.suffix == ".py" and any(h.rule is GENERIC for h in hits):
+        hits = _docstring_examples(hits, text)
     if hits and translation_catalog(path):
         # "user-password": "Benutzerpasswort" is a label for the user; a key
         # in a known format (AWS, a private key block) still counts there.
         hits = [h for h in hits if h.rule is not GENERIC and h.rule is not CONFIG_PASSWORD]
     return hits
+
+
+def _docstring_examples(hits: list[SecretHit], text: str) -> list[SecretHit]:
+    """A generic hit inside a docstring is documentation's example
+    (oauthlib's RFC 6749 response, ``"access_token":"2YotnFZFEjr1zCsicMWpAA"``):
+    its confidence lowered as "EXAMPLE" values' are; a key in a known
+    format keeps its own."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return hits
+    spans = [(n.body[0].lineno, n.body[0].end_lineno or n.body[0].lineno)
+             for n in ast.walk(tree)
+             if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+             and n.body and isinstance(n.body[0], ast.Expr)
+             and isinstance(n.body[0].value, ast.Constant) and isinstance(n.body[0].value.value, str)]
+    return [replace(h, confidence=min(h.confidence, 0.3),
+                    note=" (in a docstring: documentation's example)")
+            if h.rule is GENERIC and any(a <= h.line <= b for a, b in spans) else h
+            for h in hits]
 
 
 # A locale's name: en, de-DE, pt_BR, zh-Hant-TW.
