@@ -449,6 +449,25 @@ def test_a_default_local_account_in_a_connection_string_is_noise_a_real_one_stay
     assert by_line[5].noise is None
 
 
+def test_a_default_local_account_in_a_dict_is_noise_another_host_or_password_stays(tmp_path):
+    # kombu's librabbitmq transport: default_connection_params
+    _write(tmp_path, {"pkg/conn.py": (
+        "def defaults():\n"
+        "    return {\n"
+        "        'userid': 'guest',\n"
+        "        'password': 'guest',\n"
+        "        'hostname': 'localhost',\n"
+        "    }\n"
+        "REMOTE = {'userid': 'guest', 'password': 'guest', 'hostname': 'mq.internal'}\n"
+        "OWN = {'user': 'app', 'password': 's3cretPw9', 'host': 'localhost'}\n")})
+    found = _by_id(_filtered(tmp_path, [
+        _sec("hardcoded-db-password", "pkg/conn.py", n, severity=Severity.high, confidence=0.9)
+        for n in (4, 7, 8)]))
+    by_line = {f.range.start_line: f for f in found.values()}
+    assert by_line[4].noise and "guest:guest@localhost" in by_line[4].noise
+    assert by_line[7].noise is None and by_line[8].noise is None
+
+
 def test_a_token_formatted_from_a_name_with_words_around_it_is_no_secret():
     # WeasyPrint's CSS token: f'string-set::{string_name}' (a property name
     # and the name of the string set); a key's written half stays found.

@@ -211,10 +211,12 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
                     "(no web framework in the project); the caller's input is what to check")
     elif rule == "B106":
         m = _LOCAL_DEFAULT_ACCOUNT.search(text)
-        if m and m.group(1) == m.group(2):
-            return (f"{m.group(1)}:{m.group(2)}@{m.group(3)} is a service's default local account "
-                    "(RabbitMQ's guest:guest answers only on the same machine): a default the "
-                    "caller replaces, not a credential")
+        account = ((m.group(1), m.group(2), m.group(3)) if m
+                   else (t := tree()) is not None and _local_account_dict(t, n))
+        if account and account[0] == account[1]:
+            return (f"{account[0]}:{account[1]}@{account[2]} is a service's default local "
+                    "account: it answers only on this machine, a default the caller replaces, "
+                    "not a credential")
     elif rule == "B704":
         if _STRIPTAGS.search(text) and not _MARKUP_KEPT.search(_STRIPTAGS.sub("", text)):
             return "Markup only strips the tags: the result is plain text, not rendered as markup"
@@ -238,6 +240,31 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
 
 # scheme://user:password@host with the password the user's own name, on this
 # machine only: a broker's or database's out-of-the-box account.
+_USER_KEYS = ("userid", "user", "username", "login", "user_id")
+_PASSWORD_KEYS = ("password", "passwd", "pwd")
+_HOST_KEYS = ("hostname", "host", "server")
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _local_account_dict(tree: ast.Module, line: int) -> tuple[str, str, str] | None:
+    """(user, password, host) of a dict literal on ``line`` that names a
+    user, its password and this machine as host (kombu's
+    ``default_connection_params``: ``'userid': 'guest', 'password': 'guest',
+    'hostname': 'localhost'``)."""
+    for d in ast.walk(tree):
+        if not (isinstance(d, ast.Dict) and d.lineno <= line <= (d.end_lineno or d.lineno)):
+            continue
+        given = {k.value: v.value for k, v in zip(d.keys, d.values, strict=True)
+                 if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                 and isinstance(v, ast.Constant) and isinstance(v.value, str)}
+        user = next((given[k] for k in _USER_KEYS if k in given), None)
+        password = next((given[k] for k in _PASSWORD_KEYS if k in given), None)
+        host = next((given[k] for k in _HOST_KEYS if k in given), None)
+        if user and password and host in _LOCAL_HOSTS:
+            return user, password, host
+    return None
+
+
 _LOCAL_DEFAULT_ACCOUNT = re.compile(
     r"\w+://(\w+):(\w+)@(localhost|127\.0\.0\.1|\[::1\])(?::\d+)?(?:[/\"']|$)")
 _STRIPTAGS = re.compile(r"\bMarkup\((?:[^()]|\([^()]*\))*\)\.striptags\(\)")
