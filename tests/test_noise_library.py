@@ -497,3 +497,33 @@ def test_a_second_test_tree_is_test_code_a_tests_module_in_the_package_is_not(tm
     assert found["fn"].noise == "in tests code" and found["fn"].severity is Severity.medium
     assert found["it"].noise == "in tests code"
     assert found["app"].noise is None and found["app"].severity is Severity.high
+
+
+def test_a_non_django_extra_and_a_sum_of_exception_tuples_are_noise_the_real_ones_stay(tmp_path):
+    _write(tmp_path, {
+        # anyio's typed attributes; a Django queryset's extra() stays
+        "pkg/tls.py": ("class Stream:\n"
+                       "    def version(self):\n"
+                       "        return self.extra('tls_version')\n"),
+        "app/views.py": ("from django.db import models\n\n\n"
+                         "def rows(qs, where):\n"
+                         "    return qs.extra(where=[where])\n"),
+        # kombu: connection_errors + channel_errors; a call in except stays
+        "pkg/retry.py": ("def go(conn, fn):\n"
+                         "    try:\n"
+                         "        fn()\n"
+                         "    except conn.connection_errors + conn.channel_errors + (OSError,):\n"
+                         "        pass\n"
+                         "    try:\n"
+                         "        fn()\n"
+                         "    except conn.errors():\n"
+                         "        pass\n"),
+    })
+    found = _filtered(tmp_path, [
+        _sec("B610", "pkg/tls.py", 3), _sec("B610", "app/views.py", 5),
+        lint_finding("B030", "pkg/retry.py", 4), lint_finding("B030", "pkg/retry.py", 8)])
+    by = {(f.file, f.range.start_line): f for f in found}
+    assert by[("pkg/tls.py", 3)].noise and "nothing of Django" in by[("pkg/tls.py", 3)].noise
+    assert by[("app/views.py", 5)].noise is None
+    assert by[("pkg/retry.py", 4)].noise and "concatenation" in by[("pkg/retry.py", 4)].noise
+    assert by[("pkg/retry.py", 8)].noise is None

@@ -217,6 +217,14 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
             return (f"{account[0]}:{account[1]}@{account[2]} is a service's default local "
                     "account: it answers only on this machine, a default the caller replaces, "
                     "not a credential")
+    elif rule in ("B610", "B611"):
+        if not any(_DJANGO_IMPORT.match(x) for x in lines):
+            return ("the module imports nothing of Django: `.extra()` / `RawSQL` here is another "
+                    "API's (anyio's typed attributes), not a QuerySet's")
+    elif rule == "B030":
+        if _EXCEPT_SUM.search(text):
+            return ("the handler catches a concatenation of exception tuples (kombu's "
+                    "connection_errors + channel_errors), which Python accepts")
     elif rule == "B704":
         if _STRIPTAGS.search(text) and not _MARKUP_KEPT.search(_STRIPTAGS.sub("", text)):
             return "Markup only strips the tags: the result is plain text, not rendered as markup"
@@ -265,6 +273,8 @@ def _local_account_dict(tree: ast.Module, line: int) -> tuple[str, str, str] | N
     return None
 
 
+_DJANGO_IMPORT = re.compile(r"\s*(?:from|import)\s+django\b")
+_EXCEPT_SUM = re.compile(r"^\s*except\s*\(?\s*[\w.]+(?:\s*\+\s*(?:[\w.]+|\([^()]*\)))+")
 _LOCAL_DEFAULT_ACCOUNT = re.compile(
     r"\w+://(\w+):(\w+)@(localhost|127\.0\.0\.1|\[::1\])(?::\d+)?(?:[/\"']|$)")
 _STRIPTAGS = re.compile(r"\bMarkup\((?:[^()]|\([^()]*\))*\)\.striptags\(\)")
@@ -457,7 +467,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"PLE0101", "B106", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"PLE0101", "B106", "B610", "B611", "B030", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
