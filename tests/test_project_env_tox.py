@@ -98,3 +98,13 @@ def test_an_async_test_without_its_plugin_is_the_environments_problem(tmp_path: 
                                tmp_path)
     assert said and "no async test plugin" in said
     assert environment_problem({"message": "AssertionError: assert 1 == 2"}, tmp_path) is None
+
+
+def test_a_broker_that_is_not_running_is_the_environments_a_code_error_is_not(tmp_path):
+    # dramatiq's RabbitMQ broker through pika: no port in the words
+    said = environment_problem({"message": (
+        "dramatiq.errors.ConnectionClosed: AMQPConnectionError: (AMQPConnectorSocketConnectError: "
+        "ConnectionRefusedError(111, 'Connection refused'),)")}, tmp_path)
+    assert said == "the tests need RabbitMQ, which is not running", said
+    assert environment_problem({"message": "dramatiq.errors.ConnectionClosed: channel closed "
+                                           "by the test itself"}, tmp_path) is None

@@ -106,6 +106,8 @@ _DRIVERS = (
     (re.compile(r"Can't connect to (?:local )?MySQL server"), "MySQL"),
     (re.compile(r"Error \d+ connecting to [\w.]+:6379|redis\.exceptions\.ConnectionError"),
      "Redis"),
+    # pika's words (dramatiq's RabbitMQ broker), which name no port
+    (re.compile(r"AMQPConnect(?:ion|or)\w*Error|AMQPConnectionWorkflowFailed"), "RabbitMQ"),
 )
 
 
