@@ -13,7 +13,9 @@ sink:
   ``return``/``raise``/``abort()``) before the sink, ``if v in [literals]:``
   or ``elif v == "x":`` around it, ``assert v in (...)``, a value checked
   against the ORM's own column names (``Model.__table__.columns.keys()``),
-  ``isinstance(v, int)``, ``v.isdigit()``;
+  ``isinstance(v, int)``, ``v.isdigit()``, a name looped over or checked to
+  be in ``self.table_names`` whose class records only the names it ran as
+  ``CREATE TABLE``'s (``_web_registry``);
 - **escaping helpers**: ``value.replace("'", "''")`` (the quote doubled),
   a call whose name says quote/escape (``quote_identifier``,
   ``escape_sqlite``, ``conn.escape_string``), ``int()``/``float()``/``len()``;
@@ -50,6 +52,7 @@ from ._web_defs_facts import (
     _typed_numbers,
 )
 from ._web_quiet_sql import _quoted_identifier, _random
+from ._web_registry import created_names
 
 Safe = frozenset[str]
 _NUMBERS = frozenset({"int", "float", "len", "bool", "round", "abs", "ord", "hash"})
@@ -137,7 +140,7 @@ class _Flow:
 
     def target(self, target: ast.AST, it: ast.AST, state: Safe) -> Safe:
         names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-        if self.safe(it, state) or _meta(it):
+        if self.safe(it, state) or _meta(it) or self.created(it):
             return state | names
         return state - names
 
@@ -210,7 +213,8 @@ class _Flow:
             if isinstance(op, ast.Eq | ast.NotEq) and isinstance(right, ast.Name) \
                     and not isinstance(left, ast.Name):
                 left, right = right, left
-            if not isinstance(left, ast.Name) or not (self.safe(right, state) or _meta(right)):
+            if not isinstance(left, ast.Name) or not (
+                    self.safe(right, state) or _meta(right) or self.created(right)):
                 return state
             holds = {ast.In: True, ast.Eq: True, ast.Is: True,
                      ast.NotIn: False, ast.NotEq: False, ast.IsNot: False}.get(type(op))
@@ -225,6 +229,11 @@ class _Flow:
                     and isinstance(test.func.value, ast.Name):
                 return state | {test.func.value.id}
         return state
+
+    def created(self, e: ast.AST) -> bool:
+        """``self.table_names``: names the class ran as ``CREATE TABLE``'s
+        (``_web_registry``); only a loop over it or a check against it."""
+        return self.func is not None and created_names(self.s, self.func, e)
 
     # -- values -------------------------------------------------------------
     def safe(self, e: ast.AST, state: Safe, depth: int = _DEPTH) -> bool:
