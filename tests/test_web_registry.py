@@ -128,3 +128,39 @@ def test_a_recorded_value_that_was_not_the_created_name_stays(make_repo):
     # it is recorded, and the prefix also keys a note's free text
     for line in (19, 44):
         assert _shown(found, "pkg/labels.py", line, "sql-injection"), line
+
+
+IMPORT = '''import sqlite3
+
+
+def load_firefox(path, out, name):
+    conn = sqlite3.connect('file:%s?mode=ro' % path, uri=True)
+    cur = conn.cursor()
+    res = cur.execute('SELECT DISTINCT fk, parent, title FROM moz_bookmarks WHERE type=1')
+    for row in res.fetchall():
+        res = cur.execute('SELECT url FROM moz_places where id={}'.format(row[0]))  # 9
+        parent = cur.execute('SELECT title, parent FROM moz_bookmarks').fetchone()
+        title, parent_id = parent
+        cur.execute('SELECT title FROM moz_bookmarks WHERE id={}'.format(parent_id))  # 12
+        out.execute("INSERT INTO bookmarks (title) VALUES ('{}')".format(title))  # 13
+        cur.execute("SELECT url FROM moz_places WHERE title = '{}'".format(name))  # 14
+
+
+def load_writable(path):
+    conn = sqlite3.connect('file:%s' % path, uri=True)
+    cur = conn.cursor()
+    for row in cur.execute('SELECT fk FROM moz_bookmarks').fetchall():
+        cur.execute('DELETE FROM moz_places where id={}'.format(row[0]))  # 21
+'''
+
+
+@needs_bandit
+def test_rows_of_a_read_only_database_in_its_own_sql_are_noise_written_elsewhere_stay(make_repo):
+    found = found_by_security(make_repo({"pkg/__init__.py": "", "pkg/imp.py": IMPORT}))
+    # an id read from the read-only database, formatted into a query of that same database
+    for line in (9, 12):
+        _noise(found, "pkg/imp.py", line, "sql-injection")
+    # the same rows' text in another connection's SQL, a parameter in the read-only
+    # query, rows of a database opened writable
+    for line in (13, 14, 21):
+        assert _shown(found, "pkg/imp.py", line, "sql-injection"), line

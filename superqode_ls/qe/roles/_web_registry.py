@@ -1,4 +1,7 @@
-"""Table names a class reads back from where only it records them
+"""Values a database's own code proves it wrote, where SQL is built
+(``_web_defs``' SQL rule).
+
+Table names a class reads back from where only it records them
 (``_web_defs``' SQL rule): ``self.table_names``, a property or method of the
 class whose one query is the code's own text and reads rows keyed by a class
 constant (``... WHERE name LIKE '{self.PREFIX}%'``), where every other use of
@@ -14,6 +17,11 @@ every later read of it. Rows keyed otherwise (a user's text stored in a row,
 read back: second-order input), a constant used anywhere else, a recorded
 value that was not first a created table's name, or a method that takes
 arguments, prove nothing.
+
+Rows of a database opened read-only (``sqlite3.connect("file:...?mode=ro",
+uri=True)``) formatted into a query run on that same connection's cursor
+(``read_only_cursor``): one statement that can only read the file the rows
+came from. Those rows in another connection's SQL stay.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import weakref
 from ..codegen import Scopes
 from ._web_defs_facts import _class_constants
 
+_READ_ONLY = re.compile(r"[?&]mode=ro\b")
 _CREATE = re.compile(r"(?is)\bcreate\s+table\s+(?:if\s+not\s+exists\s+)?$")
 _KNOWN: weakref.WeakKeyDictionary[Scopes, dict[tuple[int, str], bool]] = \
     weakref.WeakKeyDictionary()
@@ -144,3 +153,61 @@ def _created_before(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str, lin
                         and isinstance(v.value, ast.Name) and v.value.id == name:
                     return True
     return False
+
+
+def read_only_cursor(func: ast.FunctionDef | ast.AsyncFunctionDef, sink: ast.stmt,
+                     node: ast.AST) -> str | None:
+    """The cursor ``sink`` runs ``node`` on, where every binding of it in
+    ``func`` is ``conn.cursor()`` of a connection opened read-only
+    (``sqlite3.connect('file:%s?mode=ro' % path, uri=True)``, buku's import of
+    Firefox's places.sqlite). ``execute`` runs one statement, so SQL formatted
+    from that database's own rows can only read the same file the rows came
+    from: no write, no other database. Rows written into another connection's
+    SQL are not this."""
+    runs = [n for n in ast.walk(sink) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and n.func.attr == "execute"
+            and isinstance(n.func.value, ast.Name) and n.args
+            and any(x is node for x in ast.walk(n.args[0]))]
+    if len(runs) != 1:
+        return None
+    cursor = runs[0].func.value.id  # type: ignore[union-attr]
+    conns = _only_values(func, cursor)
+    if not conns or not all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                            and v.func.attr == "cursor" and not v.args
+                            and isinstance(v.func.value, ast.Name) for v in conns):
+        return None
+    for conn in {v.func.value.id for v in conns}:  # type: ignore[union-attr]
+        opened = _only_values(func, conn)
+        if not opened or not all(_read_only_connect(v) for v in opened):
+            return None
+    return cursor
+
+
+def _only_values(func: ast.AST, name: str) -> list[ast.AST]:
+    """Every value ``name`` is given in ``func``; empty when any binding is not
+    a plain assignment (a loop, a with, a parameter, an unpacking)."""
+    values = [n.value for n in ast.walk(func) if isinstance(n, ast.Assign)
+              and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+              and n.targets[0].id == name]
+    stores = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name
+              and not isinstance(n.ctx, ast.Load)]
+    params = {p.arg for p in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)} \
+        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) else set()
+    return values if len(values) == len(stores) and name not in params else []
+
+
+def _read_only_connect(v: ast.AST) -> bool:
+    """``sqlite3.connect(<literal with ?mode=ro>, uri=True)``."""
+    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "connect" and isinstance(v.func.value, ast.Name)
+            and v.func.value.id == "sqlite3" and v.args):
+        return False
+    if not any(k.arg == "uri" and isinstance(k.value, ast.Constant) and k.value.value is True
+               for k in v.keywords):
+        return False
+    target = v.args[0]
+    if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Mod):
+        target = target.left
+    text = "".join(x.value for x in ast.walk(target)
+                   if isinstance(x, ast.Constant) and isinstance(x.value, str))
+    return bool(_READ_ONLY.search(text))
