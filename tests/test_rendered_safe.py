@@ -134,3 +134,55 @@ def test_mark_safe_over_the_escaper_autoescape_picks_is_noise_a_no_op_stays(make
         assert by_line[line].noise and "Markup on safe text" in by_line[line].noise, by_line[line]
     for line in (35, 40):
         assert by_line[line].noise is None, by_line[line].noise
+
+
+FORMATTERS = '''from markupsafe import Markup, escape
+from flask import url_for
+from wtforms.widgets import html_params
+
+
+def grid_formatter(view, value):
+    return Markup(
+        ('<a href="%(url)s" target="_blank">' +
+         '<i class="icon-file"></i>%(name)s' +
+         '</a> %(size)dk') %
+        {
+            'url': view.get_url('.api_file_view', id=value.grid_id),
+            'name': escape(value.name),
+            'size': value.length // 1024,
+        })
+
+
+def field(value, **kwargs):
+    return Markup('<input %s><a href="%s">x</a>' % (html_params(**kwargs), url_for('.edit')))
+
+
+def raw_name(view, value):
+    return Markup(
+        ('<a href="%(url)s">' + '%(name)s</a>') %
+        {'url': view.get_url('.api_file_view'), 'name': value.name})
+
+
+def raw_url(view, value):
+    return Markup('<a href="%s">x</a>' % view.get_url(value.endpoint))
+
+
+def doubled(value):
+    return Markup('<b>%s</b>' % (value.name * 2))
+'''
+
+
+@needs_bandit
+def test_markup_over_escaped_values_urls_and_html_params_is_noise_a_raw_value_stays(make_repo):
+    """flask-admin's formatters: literals joined by ``+`` and filled from a
+    dict of ``escape()``d values, a number and ``view.get_url('.endpoint')``;
+    ``html_params()`` and ``url_for()``: the text is escaped or a routed URL.
+    A raw attribute among them, an endpoint the value picks, or text
+    repeated by ``*`` keeps the finding."""
+    repo = make_repo({"admin/typefmt.py": FORMATTERS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    by_line = {f.range.start_line: f for f in found if f.file == "admin/typefmt.py" and f.range}
+    for line in (7, 19):
+        assert by_line[line].noise and "Markup on safe text" in by_line[line].noise, by_line[line]
+    for line in (23, 29, 33):
+        assert by_line[line].noise is None, by_line[line].noise

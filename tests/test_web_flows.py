@@ -56,6 +56,15 @@ SHOWN = [
     (("from django.shortcuts import redirect\ndef out(request):\n"
      "    url = request.GET.get('url')\n    return redirect(url)\n"),
      ("open-redirect", 4, Severity.medium)),
+    # ... this site's route with a path from the request after it ('/' then '/evil.com'),
+    # or the request's text in front of the route
+    (("from django.http import HttpResponseRedirect\nfrom django.urls import reverse\n"
+      "def go(request):\n    return HttpResponseRedirect(reverse('index') + request.GET['to'])\n"),
+     ("open-redirect", 4, Severity.medium)),
+    (("from django.http import HttpResponseRedirect\nfrom django.urls import reverse\n"
+      "def go(request):\n"
+      "    return HttpResponseRedirect(f\"{request.GET['to']}{reverse('index')}?a=1\")\n"),
+     ("open-redirect", 4, Severity.medium)),
     # reflected XSS: a route returning request text as HTML, make_response of it
     (FLASK + "@app.route('/hi')\ndef hi():\n    return f\"<p>Hello {request.args['name']}</p>\"\n",
      ("reflected-xss", 5, Severity.high)),
@@ -103,6 +112,13 @@ QUIET = [
     # a redirect with a fixed prefix, to url_for, or checked first
     (FLASK + "@app.route('/u')\ndef u():\n    return redirect('/user/' + request.args['id'])\n"),
     (FLASK + "@app.route('/u')\ndef u():\n    return redirect(url_for('user', id=request.args['id']))\n"),
+    # the login page's route, then only a query string (wger's generic_views.py:89)
+    ("from django.http import HttpResponseRedirect\nfrom django.urls import reverse_lazy\n"
+      "def dispatch(request):\n    return HttpResponseRedirect(\n"
+      "        reverse_lazy('core:user:login') + f'?next={request.GET[\"n\"]}')\n"),
+    ("from django.http import HttpResponseRedirect\nfrom django.urls import reverse\n"
+      "def go(request):\n"
+      "    return HttpResponseRedirect(f\"{reverse('login')}#{request.GET['n']}\")\n"),
     ("from django.utils.http import url_has_allowed_host_and_scheme\ndef out(request):\n"
      "    url = request.GET.get('next')\n"
      "    if not url_has_allowed_host_and_scheme(url, None):\n        url = '/'\n"

@@ -8,7 +8,9 @@ noise, saying which):
   a number (``str(int(...))``), text already marked safe (a helper's
   ``SafeString(...)`` of such text),
   Django's ``format_html``, ``pygments.highlight``, ``render_template``,
-  ``markdown``...), a literal filled (``%``, ``.format``) with such text, or
+  ``markdown``, wtforms' ``html_params``...), a routed URL (``url_for``, a
+  view's ``get_url('.endpoint')``), a number (``size // 1024``), a literal
+  (or literals joined by ``+``) filled (``%``, ``.format``) with such text, or
   one literal of a dict of literals (``{True: 'true'}[value]``), also through
   local names, string templates, ``+``, ``"".join`` of a list the function
   fills, string methods (``strip``, ``replace``) and local helper functions
@@ -38,7 +40,7 @@ from .codegen import Scopes, _own_nodes
 _SAFE_CALL = re.compile(
     r"(?i)^(escape|escape_html|html_escape|conditional_escape|format_html|xmlattr|highlight|"
     r"render|render_template|render_to_string|render_string|markdown|markdownify|"
-    r"clean|sanitize|sanitize_html|linkify|urlize|striptags)$")
+    r"clean|sanitize|sanitize_html|linkify|urlize|striptags|html_params)$")
 # URL-encoding calls: their output is letters, digits, ``%XX`` and
 # ``_.-~/+=&`` (never ``<>"'``), so safe in HTML text and a quoted attribute
 # -- unless a ``safe=`` argument lets such characters through. ``json.dumps``
@@ -76,6 +78,8 @@ _KEEPS = frozenset({"strip", "lstrip", "rstrip", "replace", "removeprefix", "rem
 # Template engines whose own modules mark their output safe by design.
 ENGINE_PACKAGES = frozenset({"jinja2", "markupsafe", "mako", "chameleon", "genshi"})
 _DEPTH = 12
+# Arithmetic other than ``+``/``*``/``%`` gives a number (or raises), never text.
+_ARITHMETIC = (ast.FloorDiv, ast.Div, ast.Sub, ast.Pow)
 
 
 def _markup_call(call: ast.Call) -> bool:
@@ -177,17 +181,20 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
                    for v in e.values if isinstance(v, ast.FormattedValue))
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.left, e.right))
-    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and isinstance(e.left, ast.Constant):
-        # '<pre>%s</pre>' % escape(value): a literal filled with safe text
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mod) and _literal(e.left):
+        # '<pre>%s</pre>' % escape(value): a literal filled with safe text (also one
+        # written as literals joined by +, filled from a dict of safe values)
         items = e.right.elts if isinstance(e.right, ast.Tuple) else [e.right]
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in items)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, _ARITHMETIC):
+        return True  # ``value.length // 1024``: a number, or a TypeError
     if isinstance(e, ast.Dict):  # {True: 'true', None: 'null'}[value]: one of its literals
         return all(v is not None and _safe(scopes, v, scope, depth - 1, seen) for v in e.values)
     if isinstance(e, ast.IfExp):
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.body, e.orelse))
     if isinstance(e, ast.Call):
         name = _call_name(e)
-        if _SAFE_CALL.match(name) or name in _NUMBER_CALL:
+        if _SAFE_CALL.match(name) or name in _NUMBER_CALL or _routed_url(e):
             return True
         if (_markup_call(e) or name == "str") and len(e.args) == 1 and not e.keywords:
             # text already marked (or made a string) is as safe as what it marks
@@ -215,6 +222,25 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
     if isinstance(e, ast.Name):
         return _name_safe(scopes, e.id, scope, depth - 1, seen)
     return False
+
+
+def _literal(e: ast.AST) -> bool:
+    """A string literal, or literals joined by ``+``."""
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        return _literal(e.left) and _literal(e.right)
+    return isinstance(e, ast.Constant) and isinstance(e.value, str)
+
+
+def _routed_url(e: ast.Call) -> bool:
+    """``url_for(...)``, or a view's ``get_url('.endpoint', ...)`` of a literal
+    endpoint (flask-admin's wrapper of url_for): a URL the router builds, its
+    arguments URL-quoted, so no ``<>"'`` in it."""
+    name = _call_name(e)
+    if name == "url_for":
+        return True
+    return name == "get_url" and isinstance(e.func, ast.Attribute) and bool(e.args) \
+        and isinstance(e.args[0], ast.Constant) and isinstance(e.args[0].value, str) \
+        and e.args[0].value.startswith(".")
 
 
 def _safe_items(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,

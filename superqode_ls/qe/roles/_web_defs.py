@@ -13,7 +13,11 @@ sink:
   ``return``/``raise``/``abort()``) before the sink, ``if v in [literals]:``
   or ``elif v == "x":`` around it, ``assert v in (...)``, a value checked
   against the ORM's own column names (``Model.__table__.columns.keys()``),
-  ``isinstance(v, int)``, ``v.isdigit()``;
+  ``isinstance(v, int)``, ``v.isdigit()``, a name looped over or checked to
+  be in ``self.table_names`` whose class records only the names it ran as
+  ``CREATE TABLE``'s (``_web_registry``), rows of a database opened
+  read-only in a query of that same cursor (``read_only_cursor``), and the
+  parts of a safe value unpacked (``title, parent_id = row``);
 - **escaping helpers**: ``value.replace("'", "''")`` (the quote doubled),
   a call whose name says quote/escape (``quote_identifier``,
   ``escape_sqlite``, ``conn.escape_string``), ``int()``/``float()``/``len()``;
@@ -50,6 +54,7 @@ from ._web_defs_facts import (
     _typed_numbers,
 )
 from ._web_quiet_sql import _quoted_identifier, _random
+from ._web_registry import created_names, read_only_cursor
 
 Safe = frozenset[str]
 _NUMBERS = frozenset({"int", "float", "len", "bool", "round", "abs", "ord", "hash"})
@@ -70,6 +75,9 @@ class _Flow:
         self.at_sink: list[Safe] = []
         self.bound = _bound_names(func) if func is not None else set()
         self.loops: list[tuple[list[Safe], list[Safe]]] = []  # (continues, breaks)
+        # the cursor the sink runs on, where it reads a database opened read-only
+        # (``sqlite3.connect("file:...?mode=ro", uri=True)``): its own rows are safe there
+        self.rows_of: str | None = None
 
     # -- statements ---------------------------------------------------------
     def block(self, body: list[ast.stmt], state: Safe | None) -> Safe | None:
@@ -137,7 +145,7 @@ class _Flow:
 
     def target(self, target: ast.AST, it: ast.AST, state: Safe) -> Safe:
         names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-        if self.safe(it, state) or _meta(it):
+        if self.safe(it, state) or _meta(it) or self.created(it):
             return state | names
         return state - names
 
@@ -176,8 +184,9 @@ class _Flow:
             for t, v in zip(target.elts, value.elts, strict=True):
                 state = self.assign(t, v, state)
             return state
-        if isinstance(target, ast.Tuple | ast.List):
-            return state - _bound_names(target)
+        if isinstance(target, ast.Tuple | ast.List):  # unpacked: parts of what it is
+            names = _bound_names(target)
+            return state | names if self.safe(value, state) else state - names
         return self.mutated(target, value, state)
 
     def mutated(self, target: ast.AST, value: ast.AST, state: Safe) -> Safe:
@@ -210,7 +219,8 @@ class _Flow:
             if isinstance(op, ast.Eq | ast.NotEq) and isinstance(right, ast.Name) \
                     and not isinstance(left, ast.Name):
                 left, right = right, left
-            if not isinstance(left, ast.Name) or not (self.safe(right, state) or _meta(right)):
+            if not isinstance(left, ast.Name) or not (
+                    self.safe(right, state) or _meta(right) or self.created(right)):
                 return state
             holds = {ast.In: True, ast.Eq: True, ast.Is: True,
                      ast.NotIn: False, ast.NotEq: False, ast.IsNot: False}.get(type(op))
@@ -225,6 +235,11 @@ class _Flow:
                     and isinstance(test.func.value, ast.Name):
                 return state | {test.func.value.id}
         return state
+
+    def created(self, e: ast.AST) -> bool:
+        """``self.table_names``: names the class ran as ``CREATE TABLE``'s
+        (``_web_registry``); only a loop over it or a check against it."""
+        return self.func is not None and created_names(self.s, self.func, e)
 
     # -- values -------------------------------------------------------------
     def safe(self, e: ast.AST, state: Safe, depth: int = _DEPTH) -> bool:
@@ -303,6 +318,9 @@ class _Flow:
     def call(self, e: ast.Call, state: Safe, d: int) -> bool:
         name = _call_name(e)
         args = [*e.args, *(k.value for k in e.keywords)]
+        if name == "execute" and self.rows_of is not None and isinstance(e.func, ast.Attribute) \
+                and isinstance(e.func.value, ast.Name) and e.func.value.id == self.rows_of:
+            return True  # rows of the read-only database the sink queries itself
         if name in _NUMBERS and isinstance(e.func, ast.Name) or _random(e) or _meta(e):
             return True
         if name == "getattr" and len(e.args) >= 2 and isinstance(e.args[1], ast.Constant) \
@@ -332,6 +350,7 @@ def safe_at(s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.A
     if not isinstance(sink, ast.stmt):
         return False
     flow = _Flow(s, func, sink)
+    flow.rows_of = read_only_cursor(func, sink, node)
     params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
     flow.bound |= params | {a.arg for a in (func.args.vararg, func.args.kwarg) if a}
     flow.block(func.body, _typed_numbers(func) | _callers_sql(func))

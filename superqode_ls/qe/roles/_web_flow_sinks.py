@@ -100,10 +100,38 @@ def _this_page(node: ast.AST) -> bool:
         and _name_of(node.value) == "request"
 
 
+def _route_then_query(node: ast.AST) -> bool:
+    """``reverse_lazy('core:user:login') + f'?next={request.path}'``: this
+    site's own route, followed at once by a query string or fragment the
+    code writes: the request picks no part of where the user goes (wger's
+    login redirect). A route followed by a path (``url_for('index') + name``:
+    ``/`` then ``/evil.com``) is not this."""
+    parts: list[ast.AST] = []
+    if isinstance(node, ast.JoinedStr):
+        parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left: ast.AST = node
+        rights: list[ast.AST] = []
+        while isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add):
+            rights.append(left.right)
+            left = left.left
+        parts = [left, *reversed(rights)]
+    if len(parts) < 2 or not (isinstance(parts[0], ast.Call) and _func_name(parts[0]) in _SAFE_URL):
+        return False
+    after = parts[1]
+    if isinstance(after, ast.JoinedStr) and after.values:
+        after = after.values[0]
+    while isinstance(after, ast.BinOp) and isinstance(after.op, ast.Add):
+        after = after.left
+    text = _const_str(after)
+    return bool(text) and str(text)[0] in "?#"
+
+
 def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw
               ) -> Iterator[Hit]:
     yield from _url_flow(call, url, values, raw, lambda part: _fixed_prefix(part) or (
-        isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL) or _this_page(part), (
+        isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL) or _this_page(part)
+        or _route_then_query(part), (
         call, "open-redirect", "Redirect to a URL the request gives",
         (f"{_func_name(call)}() sends the user to a URL taken from the request: a link to "
          "this site forwards to any other (phishing, token theft). Redirect only to "
