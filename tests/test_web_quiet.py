@@ -266,3 +266,33 @@ def test_sql_of_the_codes_own_text_is_noise_a_value_from_outside_stays(make_repo
     # a parameter's items joined unquoted
     for line in (42, 43, 46, 49, 60):
         assert _shown(found, "pkg/backend.py", line, "sql-injection"), line
+
+
+COUNTERS = '''def authorized(conn, bound_permissions):
+    params, values = {}, []
+    for i, (obj, perm) in enumerate(bound_permissions):
+        params[f"obj_{i}"] = obj
+        values.append(f"(:obj_{i}, :perm_{i})")
+    return conn.execute(f"SELECT p FROM acl WHERE (o, p) IN ({','.join(values)})", params)
+
+
+def named(conn, ids):
+    marks = [f":id_{n}" for n in range(len(ids))]
+    return conn.execute(f"SELECT * FROM t WHERE id IN ({', '.join(marks)})", ids)
+
+
+def items(conn, names):
+    cols = []
+    for i, name in enumerate(names):
+        cols.append(f"{name} AS c{i}")
+    return conn.execute(f"SELECT {', '.join(cols)} FROM t")
+'''
+
+
+@needs_bandit
+def test_placeholders_named_by_a_counter_are_noise_the_items_stay(make_repo):
+    # kinto's permission backend: ":obj_{i}" with i from enumerate/range
+    found = found_by_security(make_repo({"pkg/__init__.py": "", "pkg/acl.py": COUNTERS}))
+    for line in (6, 11):
+        _noise(found, "pkg/acl.py", line, "sql-injection")
+    assert _shown(found, "pkg/acl.py", 18, "sql-injection")  # the item itself, not its index

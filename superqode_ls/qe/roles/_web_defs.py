@@ -145,6 +145,15 @@ class _Flow:
 
     def target(self, target: ast.AST, it: ast.AST, state: Safe) -> Safe:
         names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        counter = it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) \
+            and it.args and it.func.id not in self.bound else None
+        if counter == "range":  # numbers
+            return state | names
+        if counter == "enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            # kinto's ``for i, (obj, perm) in enumerate(...)``: the index is a
+            # number (``:obj_{i}``, a placeholder's name); the item is the iterable's
+            index = {n.id for n in ast.walk(target.elts[0]) if isinstance(n, ast.Name)}
+            return self.target(target.elts[1], it.args[0], state | index)
         if self.safe(it, state) or _meta(it) or self.created(it):
             return state | names
         return state - names
