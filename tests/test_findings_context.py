@@ -53,6 +53,31 @@ def test_b701_with_autoescape_on_nearby_is_noise_and_off_stays(make_repo):
 
 
 @needs_bandit
+def test_b701_over_options_spread_from_a_dict_with_autoescape_on_is_noise(make_repo):
+    # jupyterhub's init_tornado_settings: the options are made lines above
+    filler = "".join(f"    step{i} = {i}\n" for i in range(8))
+    repo = make_repo({
+        "app/web.py": (
+            "import jinja2\n\n\n"
+            "def settings(loader, extra):\n"
+            "    jinja_options = dict(autoescape=True, enable_async=True)\n"
+            "    jinja_options.update(extra)\n"
+            + filler +
+            "    env = jinja2.Environment(loader=loader, **jinja_options)\n"  # 15
+            "    other = dict(enable_async=True)\n"
+            + filler +
+            "    return env, jinja2.Environment(loader=loader, **other)\n"  # 25
+        ),
+        "app/views.py": "from flask import Flask\n",  # a web project: no library rule
+    })
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    (ok,) = _at(found, "app/web.py", 15, "B701")
+    assert ok.noise and "autoescape is turned on" in ok.noise
+    (bad,) = _at(found, "app/web.py", 25, "B701")
+    assert bad.noise is None
+
+
+@needs_bandit
 def test_password_names_with_values_that_are_no_secret_are_noise(make_repo):
     repo = make_repo({
         "lib/engine.py": (

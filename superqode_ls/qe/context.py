@@ -206,12 +206,19 @@ def _autoescape_on_near(f: Finding, read_line: Callable[[str, int], str | None])
     if any(_AUTOESCAPE_OFF.search(text) for text in own):
         return False
     above = []
-    for n in range(f.range.start_line - 1, max(0, f.range.start_line - 7), -1):
+    # jupyterhub's ``Environment(loader=loader, **jinja_options)`` with
+    # ``jinja_options = dict(autoescape=True, ...)`` further up the function
+    spread = [m.group(1) for text in own for m in _SPREAD.finditer(text)]
+    for n in range(f.range.start_line - 1, max(0, f.range.start_line - 200), -1):
         text = read_line(f.file, n) or ""
         if _DEF.match(text):
             break
-        above.append(text)
+        if len(above) < 6 or any(re.match(rf"\s*{name}\s*=", text) for name in spread):
+            above.append(text)
     return any(_AUTOESCAPE_ON.search(text) for text in [*own, *above])
+
+
+_SPREAD = re.compile(r"\*\*([A-Za-z_]\w*)\b")
 
 
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
