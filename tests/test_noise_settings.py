@@ -93,8 +93,8 @@ def test_side_settings_the_project_runs_with_stay_shown(make_repo):
     star = _security(_site(make_repo, main=MAIN + "from .local_dev import *\n"))
     _kept(star, "settings/local_dev.py", 5, "B105")
     # a Dockerfile at the top deploys the CI module
-    docker = _security(_site(make_repo, **{
-        "Dockerfile": "FROM python:3.12\nENV DJANGO_SETTINGS_MODULE=settings.ci\n"}))
+    dockerfile = "FROM python:3.12\nENV DJANGO_SETTINGS_MODULE=settings.ci\n"
+    docker = _security(_site(make_repo, Dockerfile=dockerfile))
     _kept(docker, "settings/ci.py", 4, "B105")
     # no entry point names a default: nothing proves which module runs
     bare = _security(_site(make_repo, manage="import sys\n", wsgi="import os\n"))
