@@ -68,6 +68,7 @@ from .noise_rules import (
     identifier_hash,
     reraise_helper,
     self_reread,
+    storage_key,
     unused_import_redefined,
     unused_imports,
 )
@@ -455,6 +456,11 @@ def apply_context(
               and _pass_verb(read_line(f.file, f.range.start_line) or "")):
             f = mark_noise(f, "not a secret: the name says pass (the verb), not password",
                            Severity.info)
+        elif ((rule == "B105" or f.rule_id.lower() == "secret-generic") and f.file and f.range
+              and modules is not None and f.noise is None and f.file.endswith(".py")
+              and (scopes := modules.scopes(f.file)) is not None
+              and (why := storage_key(scopes, f.range.start_line))):
+            f = mark_noise(f, why, Severity.info)
         elif (rule in ("B301", "B302") and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py") and lines is not None):
             scopes = modules.scopes(f.file)

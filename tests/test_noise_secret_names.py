@@ -1,0 +1,67 @@
+"""Password rules on values that name something rather than hold a secret
+(judged by hand on a fitness web app and a metasearch engine): a dotted path
+to the class a setting loads, and the name a token is stored under in a
+key-value store. Each with the neighbour that must stay a finding: a real
+token under a token's name, and the same constant once it is sent as a
+credential. Real bandit and secrets-scan output on real files."""
+
+from __future__ import annotations
+
+from tests.test_noise_rules import _at, _kept, _security, needs_bandit
+
+SETTINGS = """HEADLESS_CLIENTS = ('app',)
+HEADLESS_TOKEN_STRATEGY = 'wger.utils.headless_auth.WgerJWTTokenStrategy'
+HEADLESS_JWT_ALGORITHM = 'RS256'
+HEADLESS_TOKEN_SECRET = 'Zq8pLm2vR5xT9wKe3Hs7Yb'
+"""
+
+LINK_TOKEN = '''"""Tokens a page must load before the search is answered."""
+import secrets
+
+TOKEN_LIVE_TIME = 600
+TOKEN_KEY = 'SearXNG_limiter.token'
+"""Key for which the current token is stored in the DB"""
+
+
+def get_token(valkey_client) -> str:
+    token = valkey_client.get(TOKEN_KEY)
+    if token:
+        return token.decode("utf-8")
+    token = secrets.token_hex(16)
+    valkey_client.set(TOKEN_KEY, token, ex=TOKEN_LIVE_TIME)
+    return token
+'''
+
+# The same constant, but sent as the credential: a token after all.
+SENT = '''import requests
+
+API_TOKEN = 'SearXNG_limiter.token'
+
+
+def fetch(cache, url):
+    cache.set(API_TOKEN, url)
+    return requests.get(url, headers={"Authorization": API_TOKEN}, timeout=5)
+'''
+
+
+def _noise_all(found, file, line, why):
+    hits = _at(found, file, line)
+    assert hits, (file, line, [(f.file, f.range and f.range.start_line, f.rule_id) for f in found])
+    for f in hits:
+        assert f.noise and why in f.noise, (f.rule_id, f.noise)
+
+
+@needs_bandit
+def test_a_dotted_class_path_is_noise_a_token_beside_it_stays(make_repo):
+    found = _security(make_repo({"app/__init__.py": "", "app/settings_global.py": SETTINGS}))
+    _noise_all(found, "app/settings_global.py", 2, "a dotted path to a class")
+    _kept(found, "app/settings_global.py", 4, "B105")
+
+
+@needs_bandit
+def test_the_name_a_token_is_stored_under_is_noise_a_sent_one_stays(make_repo):
+    found = _security(make_repo({"botdetection/__init__.py": "",
+                                 "botdetection/link_token.py": LINK_TOKEN,
+                                 "client.py": SENT}))
+    _noise_all(found, "botdetection/link_token.py", 5, "the name a value is stored under")
+    _kept(found, "client.py", 3)
