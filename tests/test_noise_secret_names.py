@@ -65,3 +65,62 @@ def test_the_name_a_token_is_stored_under_is_noise_a_sent_one_stays(make_repo):
                                  "client.py": SENT}))
     _noise_all(found, "botdetection/link_token.py", 5, "the name a value is stored under")
     _kept(found, "client.py", 3)
+
+
+# A chat bot's configuration template: the tokens' formats shown cut short.
+TEMPLATE = '''BOT_IDENTITY = {
+    ## Slack mode (comment the others above if using this mode)
+    # "token": "xoxb-4426949411-aEM7...",
+    ## Telegram mode (comment the others above if using this mode)
+    # "token": "103419016:AAbcd1234...",
+}
+'''
+
+REAL = '''BOT_IDENTITY = {
+    "token": "xoxb-4426949411-aEM7Zq8pLm2vR5xT9wKe3Hs7",
+    "api_token": "103419016:AAbcd1234Zq8pLm2vR5xT9wKe3",
+}
+'''
+
+
+@needs_bandit
+def test_a_token_cut_short_in_a_template_is_no_secret_a_whole_one_stays(make_repo):
+    found = _security(make_repo({"bot/__init__.py": "", "bot/config-template.py": TEMPLATE,
+                                 "bot/config.py": REAL}))
+    assert not _at(found, "bot/config-template.py", 3)
+    assert not _at(found, "bot/config-template.py", 5)
+    _kept(found, "bot/config.py", 2)
+    _kept(found, "bot/config.py", 3)
+
+
+UTIL = '''import tarfile
+from pathlib import Path
+
+
+def safe_extractall(tar: tarfile.TarFile, path: Path) -> None:
+    tar.extractall(path=str(path), filter="data")
+'''
+
+BUILDER = '''import tarfile
+from pathlib import Path
+
+from .util import safe_extractall
+
+
+def unpack(sdist: Path, work_dir: Path) -> None:
+    with tarfile.open(str(sdist), "r:gz") as tar:
+        safe_extractall(tar, work_dir)
+
+
+def unpack_raw(sdist: Path, work_dir: Path) -> None:
+    with tarfile.open(str(sdist), "r:gz") as tar:
+        tar.extractall(work_dir)
+'''
+
+
+@needs_bandit
+def test_the_projects_own_safe_extractall_is_noise_tarfiles_method_stays(make_repo):
+    found = _security(make_repo({"pkg/__init__.py": "", "pkg/util.py": UTIL,
+                                 "pkg/builder.py": BUILDER}))
+    _noise_all(found, "pkg/builder.py", 9, "not tarfile's extractall")
+    _kept(found, "pkg/builder.py", 14, "B202")

@@ -41,6 +41,9 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   asked for under ``except NameError`` (F821): see ``qe/noise_closures.py``;
 - TLS hostname checks turned off in the branch a setting chooses, beside one
   that turns them on: see ``qe/noise_tls.py``;
+- tarfile's unchecked extraction (B202) on a call of the project's own
+  function named for it (tox's ``safe_extractall(tar, path)``): bandit
+  matches the name; the function's own ``extractall`` is judged where it is;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -70,7 +73,7 @@ Lines = Callable[[str], "list[str] | None"]
 # The rules (canonical ids) these checks judge: only their files are parsed.
 # (a secret-* rule too: ``is_idiom_rule``)
 IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "B031", "TLS-NO-HOSTNAME-CHECK", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
-                         "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
+                         "PLE2515", "CPY001", "B105", "B106", "B107", "B202", *GUARDED_RULES,
                          *DEBUG_RULES})
 
 
@@ -141,7 +144,42 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
     if rule == "F821":
         why = name_error_handled(scopes, line, f.message or f.title or "")
         return (why, Severity.low) if why else None
+    if rule == "B202":
+        why = own_extract_helper(scopes, line)
+        return (why, Severity.info) if why else None
     return None
+
+
+def own_extract_helper(scopes: Scopes, line: int) -> str | None:
+    """Why tarfile's unchecked extraction (B202) on ``line`` is no such call:
+    bandit matched a function of the project's own by its name (tox's
+    ``safe_extractall(tar, work_dir)``, defined in the module or imported
+    from the project's). Its body, where ``TarFile.extractall`` is called,
+    is judged there. A method call (``tar.extractall()``), a bound method
+    kept in a name, or a function from another package stays."""
+    calls = [c for c in scopes.calls_on(line) if isinstance(c.func, ast.Name)
+             and c.func.id.endswith("extractall")]
+    if not calls or any(isinstance(c.func, ast.Attribute) and c.func.attr.endswith(
+            "extractall") for c in scopes.calls_on(line)):
+        return None
+    name = calls[0].func.id  # type: ignore[attr-defined]
+    source = None
+    for node in ast.walk(scopes.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            source = "defined in this module"
+        elif isinstance(node, ast.ImportFrom) and any(
+                (a.asname or a.name) == name for a in node.names):
+            if node.level == 0:
+                return None  # another package's: nothing here says what it checks
+            source = f"imported from {'.' * node.level}{node.module or ''}"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and any(
+                isinstance(t, ast.Name) and t.id == name for t in ast.walk(node)
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)):
+            return None  # ``extractall = tar.extractall``: the method itself
+    if source is None:
+        return None
+    return (f"not tarfile's extractall: {name}() is the project's own function ({source}); "
+            "the extraction it makes is judged where it calls TarFile.extractall")
 
 
 # -- weak hashes -----------------------------------------------------------

@@ -120,6 +120,9 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "too short to be a secret"
     if _ENV_VAR_NAME.match(value):
         return "the name of an environment variable"
+    if value.endswith(("...", "\u2026")):
+        return ("cut short with '...' (an example of the format in a comment or a "
+                "template), not a secret")
     if _IDENTIFIER.match(value):
         return "an identifier"
     if _CLASS_PATH.match(value):
