@@ -124,3 +124,35 @@ def test_the_projects_own_safe_extractall_is_noise_tarfiles_method_stays(make_re
                                  "pkg/builder.py": BUILDER}))
     _noise_all(found, "pkg/builder.py", 9, "not tarfile's extractall")
     _kept(found, "pkg/builder.py", 14, "B202")
+
+
+GIT = '''import subprocess
+import sys
+
+WINDOWS = sys.platform == "win32"
+
+
+def executable() -> str:
+    if WINDOWS:
+        # Finding git via where.exe
+        where = "%WINDIR%\\\\System32\\\\where.exe"
+        paths = subprocess.check_output(
+            [where, "git"], shell=True, encoding="oem"
+        ).split("\\n")
+        return paths[0]
+    return "git"
+
+
+def run_tool(tool: str) -> str:
+    where = "%WINDIR%\\\\System32\\\\where.exe"
+    return subprocess.check_output(
+        [where, tool], shell=True, encoding="oem"
+    )
+'''
+
+
+@needs_bandit
+def test_a_fixed_command_that_needs_the_shell_is_noise_a_parameter_in_it_stays(make_repo):
+    found = _security(make_repo({"vcs/__init__.py": "", "vcs/git.py": GIT}))
+    _noise_all(found, "vcs/git.py", 12, "needs the shell (it expands %WINDIR%)")
+    _kept(found, "vcs/git.py", 21, "B602")

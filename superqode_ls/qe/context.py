@@ -65,6 +65,7 @@ from .noise_rules import (
     cli_argument_code,
     dev_settings_key,
     example_placeholder,
+    fixed_shell_list,
     identifier_hash,
     reraise_helper,
     self_reread,
@@ -390,6 +391,8 @@ def _own_input(f: Finding, rule: str, modules: ParsedModules | None) -> str | No
     if rule in _SHELL_RULES and f.severity.rank <= Severity.low.rank \
             and fixed_command(scopes, f.range.start_line):
         return "a fixed command line (bandit: seems safe); no input reaches the shell"
+    if rule == "B602" and (why := fixed_shell_list(scopes, f.range.start_line)):
+        return why
     return None
 
 

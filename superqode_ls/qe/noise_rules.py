@@ -396,3 +396,48 @@ def storage_key(scopes: Scopes, line: int) -> str | None:
     if written is None or not uses:
         return None
     return f"the name a value is stored under ({written}), not a secret"
+
+
+# What only a shell does with a command line: expand a variable (cmd.exe's
+# %WINDIR%, a POSIX $HOME), a glob, a pipe or a redirection, a list.
+_NEEDS_SHELL = re.compile(r"%\w+%|\$\{?\w+|[*?|<>;&`~]")
+_SHELL_CALLS = frozenset({"Popen", "run", "call", "check_call", "check_output"})
+
+
+def fixed_shell_list(scopes: Scopes, line: int) -> str | None:
+    """Why ``shell=True`` (B602) on ``line`` runs a fixed command that needs
+    the shell: poetry-core's ``check_output([where, "git"], shell=True)``
+    with ``where = "%WINDIR%\\System32\\where.exe"``, which only cmd.exe
+    expands. Every word is text the module fixes (a literal, or a name only
+    given literals); bandit rates a list high as it does not read names. A
+    parameter, an attribute or a call in the command stays."""
+    calls = [c for c in scopes.calls_on(line) if _shell_true(c)]
+    if not calls:
+        return None
+    words: list[str] = []
+    for call in calls:
+        if not call.args or not isinstance(call.args[0], (ast.List, ast.Tuple)):
+            return None
+        scope = scopes.function_of(call)
+        for e in call.args[0].elts:
+            if not scopes.constant(e, scope):
+                return None
+            if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                words.append(e.value)
+            elif isinstance(e, ast.Name):
+                words += [v.value for v in scopes._assigned(e.id, scope) or
+                          scopes._assigned(e.id, scopes.tree)
+                          if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    needs = next((m.group(0) for w in words if (m := _NEEDS_SHELL.search(w))), None)
+    if needs is None:
+        return None
+    return (f"a command fixed in the code that needs the shell (it expands {needs}): no "
+            "input reaches it")
+
+
+def _shell_true(call: ast.Call) -> bool:
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return name in _SHELL_CALLS and any(
+        k.arg == "shell" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in call.keywords)
