@@ -33,6 +33,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   "# your code here"), never imported;
 - an unused import inside ``try``/``except ImportError`` (ruff's F401 "to
   test for availability", Django's ``manage.py``): the import is the check;
+  an app's own module imported in its ``AppConfig.ready()`` (wger's
+  ``import wger.core.signals``): Django's side-effect import;
 - a missing copyright notice (CPY001) in a file whose header is an SPDX
   license identifier: the notice is there in the standard form;
 - a guarded web value, a debug server on the loopback address, a
@@ -66,6 +68,7 @@ from .noise_guards import (
     documentation_example,
     local_debug_server,
 )
+from .noise_helpers import app_ready_import, own_extract_helper
 from .noise_tls import verify_chosen
 
 Lines = Callable[[str], "list[str] | None"]
@@ -92,8 +95,11 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         return None
     line = f.range.start_line
     if rule == "F401":
-        return (_AVAILABILITY, Severity.info) if "test for availability" in (
-            f.message or "") else None
+        if "test for availability" in (f.message or ""):
+            return _AVAILABILITY, Severity.info
+        scopes = parsed()
+        why = app_ready_import(scopes, line) if scopes is not None else None
+        return (why, Severity.info) if why else None
     if rule == "CPY001":
         head = (lines(f.file) or [])[:10] if lines is not None else []
         return (_SPDX, Severity.info) if any("SPDX-License-Identifier" in t for t in head) \
@@ -148,38 +154,6 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         why = own_extract_helper(scopes, line)
         return (why, Severity.info) if why else None
     return None
-
-
-def own_extract_helper(scopes: Scopes, line: int) -> str | None:
-    """Why tarfile's unchecked extraction (B202) on ``line`` is no such call:
-    bandit matched a function of the project's own by its name (tox's
-    ``safe_extractall(tar, work_dir)``, defined in the module or imported
-    from the project's). Its body, where ``TarFile.extractall`` is called,
-    is judged there. A method call (``tar.extractall()``), a bound method
-    kept in a name, or a function from another package stays."""
-    calls = [c for c in scopes.calls_on(line) if isinstance(c.func, ast.Name)
-             and c.func.id.endswith("extractall")]
-    if not calls or any(isinstance(c.func, ast.Attribute) and c.func.attr.endswith(
-            "extractall") for c in scopes.calls_on(line)):
-        return None
-    name = calls[0].func.id  # type: ignore[attr-defined]
-    source = None
-    for node in ast.walk(scopes.tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            source = "defined in this module"
-        elif isinstance(node, ast.ImportFrom) and any(
-                (a.asname or a.name) == name for a in node.names):
-            if node.level == 0:
-                return None  # another package's: nothing here says what it checks
-            source = f"imported from {'.' * node.level}{node.module or ''}"
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and any(
-                isinstance(t, ast.Name) and t.id == name for t in ast.walk(node)
-                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)):
-            return None  # ``extractall = tar.extractall``: the method itself
-    if source is None:
-        return None
-    return (f"not tarfile's extractall: {name}() is the project's own function ({source}); "
-            "the extraction it makes is judged where it calls TarFile.extractall")
 
 
 # -- weak hashes -----------------------------------------------------------
