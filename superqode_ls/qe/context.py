@@ -65,9 +65,11 @@ from .noise_rules import (
     cli_argument_code,
     dev_settings_key,
     example_placeholder,
+    fixed_shell_list,
     identifier_hash,
     reraise_helper,
     self_reread,
+    storage_key,
     unused_import_redefined,
     unused_imports,
 )
@@ -396,6 +398,8 @@ def _own_input(f: Finding, rule: str, modules: ParsedModules | None) -> str | No
     if rule in _SHELL_RULES and f.severity.rank <= Severity.low.rank \
             and fixed_command(scopes, f.range.start_line):
         return "a fixed command line (bandit: seems safe); no input reaches the shell"
+    if rule == "B602" and (why := fixed_shell_list(scopes, f.range.start_line)):
+        return why
     return None
 
 
@@ -462,6 +466,11 @@ def apply_context(
               and _pass_verb(read_line(f.file, f.range.start_line) or "")):
             f = mark_noise(f, "not a secret: the name says pass (the verb), not password",
                            Severity.info)
+        elif ((rule == "B105" or f.rule_id.lower() == "secret-generic") and f.file and f.range
+              and modules is not None and f.noise is None and f.file.endswith(".py")
+              and (scopes := modules.scopes(f.file)) is not None
+              and (why := storage_key(scopes, f.range.start_line))):
+            f = mark_noise(f, why, Severity.info)
         elif (rule in ("B301", "B302") and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py") and lines is not None):
             scopes = modules.scopes(f.file)

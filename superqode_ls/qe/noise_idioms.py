@@ -33,6 +33,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   "# your code here"), never imported;
 - an unused import inside ``try``/``except ImportError`` (ruff's F401 "to
   test for availability", Django's ``manage.py``): the import is the check;
+  an app's own module imported in its ``AppConfig.ready()`` (wger's
+  ``import wger.core.signals``): Django's side-effect import;
 - a missing copyright notice (CPY001) in a file whose header is an SPDX
   license identifier: the notice is there in the standard form;
 - a guarded web value, a debug server on the loopback address, a
@@ -41,6 +43,9 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   asked for under ``except NameError`` (F821): see ``qe/noise_closures.py``;
 - TLS hostname checks turned off in the branch a setting chooses, beside one
   that turns them on: see ``qe/noise_tls.py``;
+- tarfile's unchecked extraction (B202) on a call of the project's own
+  function named for it (tox's ``safe_extractall(tar, path)``): bandit
+  matches the name; the function's own ``extractall`` is judged where it is;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -63,6 +68,7 @@ from .noise_guards import (
     documentation_example,
     local_debug_server,
 )
+from .noise_helpers import app_ready_import, own_extract_helper
 from .noise_tls import verify_chosen
 
 Lines = Callable[[str], "list[str] | None"]
@@ -70,7 +76,7 @@ Lines = Callable[[str], "list[str] | None"]
 # The rules (canonical ids) these checks judge: only their files are parsed.
 # (a secret-* rule too: ``is_idiom_rule``)
 IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "B031", "TLS-NO-HOSTNAME-CHECK", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
-                         "PLE2515", "CPY001", "B105", "B106", "B107", *GUARDED_RULES,
+                         "PLE2515", "CPY001", "B105", "B106", "B107", "B202", *GUARDED_RULES,
                          *DEBUG_RULES})
 
 
@@ -89,8 +95,11 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         return None
     line = f.range.start_line
     if rule == "F401":
-        return (_AVAILABILITY, Severity.info) if "test for availability" in (
-            f.message or "") else None
+        if "test for availability" in (f.message or ""):
+            return _AVAILABILITY, Severity.info
+        scopes = parsed()
+        why = app_ready_import(scopes, line) if scopes is not None else None
+        return (why, Severity.info) if why else None
     if rule == "CPY001":
         head = (lines(f.file) or [])[:10] if lines is not None else []
         return (_SPDX, Severity.info) if any("SPDX-License-Identifier" in t for t in head) \
@@ -141,6 +150,9 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
     if rule == "F821":
         why = name_error_handled(scopes, line, f.message or f.title or "")
         return (why, Severity.low) if why else None
+    if rule == "B202":
+        why = own_extract_helper(scopes, line)
+        return (why, Severity.info) if why else None
     return None
 
 

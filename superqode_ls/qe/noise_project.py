@@ -31,7 +31,9 @@
   (microblog-api's ``from microblog import app`` configures the database);
   the same import elsewhere stays;
 - **a demo Django site's settings the package does not ship** (django-silk's
-  ``project/``): see ``noise_demo``;
+  ``project/``): see ``noise_demo``; a settings module for CI or a
+  developer's machine beside the one the entry points use (wger's
+  ``settings/ci.py``): see ``noise_settings``;
 - **a file the project's pre-commit configuration excludes from every hook**
   (a top-level ``exclude:``, black's ``^(profiling/|tests/data/)``): a
   linter's or bandit's finding there is in data or scripts the project's
@@ -57,6 +59,7 @@ from .noise_demo import DemoSites, demo_settings
 from .noise_library import is_web_project, python_files
 from .noise_paths import provider_token
 from .noise_reexports import OWN_REEXPORT, own_import
+from .noise_settings import side_settings
 
 Lines = Callable[[str], "list[str] | None"]
 
@@ -103,7 +106,8 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
                                   f"from every hook (exclude: {excluded.pattern}): data or "
                                   "scripts its own linters never read", Severity.info))
             continue
-        if why := demo_settings(f, sites, lines_of):
+        if (why := demo_settings(f, sites, lines_of)) or (
+                why := side_settings(f, base, lines_of)):
             out.append(mark_noise(f, why, Severity.low))
             continue
         if f.category in _SCRIPT_CATEGORIES and not provider_token(f):

@@ -345,3 +345,99 @@ def _in_handler(scopes: Scopes, node: ast.AST) -> bool:
             return True
         up = scopes.parent.get(up)
     return False
+
+
+# A store's calls that take a key first (a cache's, valkey's/redis's, a
+# dict's): ``valkey_client.set(TOKEN_KEY, token, ex=...)`` stores the token
+# under the name, the name is no token.
+_STORE_READ = frozenset({"get", "delete", "exists", "expire", "ttl", "incr", "decr", "hget",
+                         "hgetall", "hdel", "persist", "pop", "getdel", "touch"})
+_STORE_WRITE = frozenset({"set", "setex", "setnx", "hset", "getset", "set_many", "add",
+                          "get_or_set"})
+
+
+def storage_key(scopes: Scopes, line: int) -> str | None:
+    """Why the module-level string constant assigned on ``line`` is the key
+    a value is stored under (searxng's ``TOKEN_KEY = 'SearXNG_limiter.token'``
+    read back with ``valkey_client.get(TOKEN_KEY)``, the token written with
+    ``.set(TOKEN_KEY, token, ex=...)``), or None. Every use of the name in
+    the module must be a store's key, and one a write of another value under
+    it; a use anywhere else (a header, a signing call) keeps it a secret."""
+    target = None
+    for node in scopes.tree.body:
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno <= line
+                <= (node.end_lineno or node.lineno) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                target = targets[0].id
+    if target is None:
+        return None
+    written = None
+    uses = 0
+    for node in ast.walk(scopes.tree):
+        if not (isinstance(node, ast.Name) and node.id == target):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            if node.lineno != line:
+                return None  # assigned again elsewhere: not one constant
+            continue
+        uses += 1
+        call = scopes.parent.get(node)
+        if not (isinstance(call, ast.Call) and call.args and call.args[0] is node
+                and isinstance(call.func, ast.Attribute)):
+            return None
+        verb = call.func.attr
+        if verb in _STORE_WRITE and len(call.args) >= 2 and not (
+                isinstance(call.args[1], ast.Name) and call.args[1].id == target):
+            written = f"{ast.unparse(call.func)}({target}, {ast.unparse(call.args[1])})"
+        elif verb not in _STORE_READ and verb not in _STORE_WRITE:
+            return None
+    if written is None or not uses:
+        return None
+    return f"the name a value is stored under ({written}), not a secret"
+
+
+# What only a shell does with a command line: expand a variable (cmd.exe's
+# %WINDIR%, a POSIX $HOME), a glob, a pipe or a redirection, a list.
+_NEEDS_SHELL = re.compile(r"%\w+%|\$\{?\w+|[*?|<>;&`~]")
+_SHELL_CALLS = frozenset({"Popen", "run", "call", "check_call", "check_output"})
+
+
+def fixed_shell_list(scopes: Scopes, line: int) -> str | None:
+    """Why ``shell=True`` (B602) on ``line`` runs a fixed command that needs
+    the shell: poetry-core's ``check_output([where, "git"], shell=True)``
+    with ``where = "%WINDIR%\\System32\\where.exe"``, which only cmd.exe
+    expands. Every word is text the module fixes (a literal, or a name only
+    given literals); bandit rates a list high as it does not read names. A
+    parameter, an attribute or a call in the command stays."""
+    calls = [c for c in scopes.calls_on(line) if _shell_true(c)]
+    if not calls:
+        return None
+    words: list[str] = []
+    for call in calls:
+        if not call.args or not isinstance(call.args[0], (ast.List, ast.Tuple)):
+            return None
+        scope = scopes.function_of(call)
+        for e in call.args[0].elts:
+            if not scopes.constant(e, scope):
+                return None
+            if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                words.append(e.value)
+            elif isinstance(e, ast.Name):
+                words += [v.value for v in scopes._assigned(e.id, scope) or
+                          scopes._assigned(e.id, scopes.tree)
+                          if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    needs = next((m.group(0) for w in words if (m := _NEEDS_SHELL.search(w))), None)
+    if needs is None:
+        return None
+    return (f"a command fixed in the code that needs the shell (it expands {needs}): no "
+            "input reaches it")
+
+
+def _shell_true(call: ast.Call) -> bool:
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return name in _SHELL_CALLS and any(
+        k.arg == "shell" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in call.keywords)

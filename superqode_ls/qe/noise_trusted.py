@@ -23,7 +23,8 @@ an object lives (noise_library.py calls it, after the context step):
   ``if urlparse(url).scheme in ("http", "https"):``) or, for a parameter,
   before every call of the function in the module: only http(s) reaches
   it. A check that lets any scheme through (``if urlparse(app).scheme:``)
-  or a caller without the check keeps it;
+  or a caller without the check keeps it; a URL rooted at a literal address
+  through parameters and attributes: see ``noise_urls``;
 - ``__all__`` (PLE0604) annotated as strings (``__all__: list[str] =
   [HistoryPanel.panel_id]``): the items are read at run time (a class
   property that returns the class's name), which ruff cannot follow; the
@@ -55,6 +56,7 @@ from pathlib import Path
 
 from ..models import Finding
 from .ast_index import index
+from .noise_urls import default_url
 
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 # A call that listens: the bind address goes here.
@@ -98,7 +100,7 @@ def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.
     if rule in _XML_RULES:
         return _trusted_xml(t, lines, n, rule)
     if rule == "B310":
-        return _constant_url(t, n) or _scheme_checked(t, n)
+        return _constant_url(t, n) or _scheme_checked(t, n) or default_url(t, n)
     if rule == "PLE0604":
         return _annotated_all(t, n) or _property_names(t, n, project()[2])
     if rule == "B704":

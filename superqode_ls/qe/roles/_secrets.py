@@ -336,6 +336,10 @@ def scan_text(text: str, in_test: bool = False, config: bool = False,
                 continue
             for m in rule.pattern.finditer(line):
                 value = m.group(rule.group)
+                if line[m.end(rule.group):].startswith(("...", "\u2026")):
+                    # cut short ("xoxb-4426949411-aEM7..." in a config
+                    # template's comment): the format's example, no key
+                    continue
                 confidence = rule.confidence
                 note = ""
                 if "EXAMPLE" in value.upper():

@@ -73,6 +73,12 @@ _ABOUT_SECRET = re.compile(r"(?i)[_.-](name|file|path|url|uri|env|var|field|labe
 # Identifiers, not secrets: "_sa_default", "refresh_token", "client_credentials",
 # and a dotted path to where a value is read ("body.access_token").
 _IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:_[a-z]+)*(?:\.[a-z]+(?:_[a-z]+)*)+)$")
+# Python's dotted path to a class, as a setting names the class to load
+# (wger's ``HEADLESS_TOKEN_STRATEGY = 'wger.utils.headless_auth.WgerJWTTokenStrategy'``):
+# lowercase module names, then a capitalised class name. A JWT's or a key's
+# dotted parts are base64, with capitals and digits throughout: the class
+# name is words (an acronym among them), a digit at most at its end.
+_CLASS_PATH = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][a-z]+(?:[A-Z]+[a-z]+)*[A-Z]*\d?$")
 
 
 def _squash(name: str) -> str:
@@ -114,8 +120,13 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "too short to be a secret"
     if _ENV_VAR_NAME.match(value):
         return "the name of an environment variable"
+    if value.endswith(("...", "\u2026")):
+        return ("cut short with '...' (an example of the format in a comment or a "
+                "template), not a secret")
     if _IDENTIFIER.match(value):
         return "an identifier"
+    if _CLASS_PATH.match(value):
+        return "a dotted path to a class (the class a setting loads), not a secret"
     if is_regex(value):
         return "a regular expression (alternatives and quantifiers), not a secret"
     if not any(c.isalnum() for c in value):

@@ -1,0 +1,126 @@
+"""A Django settings module for CI or a developer's machine (noise_project.py's
+project step): wger's ``settings/ci.py`` and ``settings/local_dev.py`` beside
+``settings/main.py``. Their literal ``SECRET_KEY``, ``DEBUG = True`` and
+database password are the test run's and the laptop's, never the site's.
+
+Decided by what the tree proves, not by the file's name alone: the module's
+name says CI, local, development or tests (``ci``, ``local_dev``,
+``settings_test``); it sets Django settings itself; the project's entry points
+(``manage.py``, ``wsgi.py``, ``asgi.py``, at the top or above the module) name
+their default settings (``os.environ.setdefault("DJANGO_SETTINGS_MODULE",
+"settings.main")``) and every default is another module of the same folder
+that exists and never imports this one; no container or process file at the
+top (``Dockerfile``, ``docker-compose.yml``, ``Procfile``, ``.env``) selects
+it. Otherwise (no entry point, a default that is this module, a production
+module that star-imports it) the findings stay; so does a provider's token.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ..models import Finding
+from .noise_paths import provider_token
+
+_CATEGORIES = frozenset({"security", "secrets"})
+# The words of a module's name that say where it runs: CI, a developer's
+# machine, the tests.
+_SIDE_WORDS = frozenset({"ci", "local", "dev", "develop", "development", "localdev", "test",
+                         "tests", "testing"})
+# ...and words that say production: ``dev_prod.py`` is no side module.
+_PROD_WORDS = frozenset({"prod", "production", "live", "deploy", "main", "base", "common",
+                         "global", "staging"})
+_SETS_SETTINGS = re.compile(r"^(SECRET_KEY|DEBUG|DATABASES|ALLOWED_HOSTS|INSTALLED_APPS)\s*=",
+                            re.MULTILINE)
+_DEFAULT = re.compile(r"DJANGO_SETTINGS_MODULE['\"]\s*(?:,|\]\s*=)\s*['\"]([\w.]+)['\"]")
+_ENTRY_POINTS = ("manage.py", "wsgi.py", "asgi.py")
+# Files at the top that choose the settings a deployed process runs with.
+_DEPLOY_FILES = ("Dockerfile", "docker-compose.yml", "docker-compose.yaml", "compose.yml",
+                 "compose.yaml", "Procfile", ".env", "app.yaml", "fly.toml")
+
+
+def side_settings(f: Finding, root: Path | None,
+                  lines_of: Callable[[str], list[str] | None]) -> str | None:
+    """Why ``f`` (a security or secrets finding) is in a settings module for
+    CI or a developer's machine that the project's entry points do not use,
+    or None."""
+    if (root is None or not f.file or not f.file.endswith(".py")
+            or f.category not in _CATEGORIES or provider_token(f)):
+        return None
+    parts = f.file.split("/")
+    stem = parts[-1][:-3]
+    words = set(re.split(r"[_\-]+", stem.lower()))
+    if not words & _SIDE_WORDS or words & _PROD_WORDS:
+        return None
+    own = lines_of(f.file)
+    if own is None or not _SETS_SETTINGS.search("\n".join(own)):
+        return None
+    defaults = _defaults(root, parts[:-1])
+    if not defaults:
+        return None
+    folder = "/".join(parts[:-1])
+    module = ".".join([*parts[:-1], stem])
+    for entry_dir, name in defaults:
+        target = _resolve(root, entry_dir, name)
+        if target is None or target == f.file or target.rsplit("/", 1)[0] != folder:
+            return None
+        text = "\n".join(lines_of(target) or [])
+        if re.search(rf"(?m)^\s*(?:from\s+[\w.]*\.?{re.escape(stem)}\s+import|import\s+"
+                     rf"[\w.]*{re.escape(stem)}\b)", text):
+            return None  # production takes this module's values
+    if _deployed(root, stem, module):
+        return None
+    chosen = ", ".join(sorted({n for _, n in defaults}))
+    return (f"a settings module for CI or a developer's machine ({parts[-1]}): the project's "
+            f"entry points run with {chosen} by default, which does not import it")
+
+
+def _defaults(root: Path, folder: list[str]) -> list[tuple[str, str]]:
+    """(the entry point's folder, the settings module it names by default)
+    for each entry point at the top, in the module's folders above it, and
+    in the top folder's packages (``wger/wsgi.py``)."""
+    dirs = {"/".join(folder[:n]) for n in range(len(folder) + 1)}
+    try:
+        dirs.update(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+    found = []
+    for d in sorted(dirs):
+        for name in _ENTRY_POINTS:
+            path = root / d / name if d else root / name
+            try:
+                if path.is_symlink() or not path.is_file() or path.stat().st_size > 100_000:
+                    continue
+                text = path.read_text("utf-8", "replace")
+            except OSError:
+                continue
+            found += [(d, m) for m in _DEFAULT.findall(text)]
+    return found
+
+
+def _resolve(root: Path, entry_dir: str, name: str) -> str | None:
+    """The module's file, relative to the root: from the entry point's folder
+    (manage.py puts it on sys.path) or from the top."""
+    rel = name.replace(".", "/")
+    for base in dict.fromkeys([entry_dir, ""]):
+        for cand in (f"{rel}.py", f"{rel}/__init__.py"):
+            path = f"{base}/{cand}" if base else cand
+            if (root / path).is_file():
+                return path
+    return None
+
+
+def _deployed(root: Path, stem: str, module: str) -> bool:
+    """A file at the top that starts a deployed process names the module."""
+    pattern = re.compile(rf"DJANGO_SETTINGS_MODULE\W+[\w.]*\b{re.escape(stem)}\b|"
+                         rf"\b{re.escape(module)}\b")
+    for name in _DEPLOY_FILES:
+        try:
+            text = (root / name).read_text("utf-8", "replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            return True
+    return False
