@@ -192,3 +192,19 @@ def test_a_fifo_or_a_tree_past_the_bounds_is_not_read(tmp_path, monkeypatch):
     n = runs.n
     _cached(tmp_path, root, runs)
     assert runs.n == n + 1
+
+
+def test_a_tree_too_large_for_its_findings_is_never_walked_whole(tmp_path):
+    """At most ``FILES_A_FINDING`` entries a finding are read: past that the
+    walk stops and the filter runs, so few findings in a large tree (the
+    editor's file in a large repository) never pay a whole tree's read."""
+    root = _tree(tmp_path)
+    for n in range(20):
+        (root / f"extra{n}.txt").write_text("x")
+    one = FINDINGS[1:2]
+    runs = Runs(root)
+    for _ in range(2):
+        noise_cache.cached(tmp_path, root, list(one), SETTINGS, runs, files=1)
+    assert runs.n == 2 and not noise_cache.cache_file(tmp_path).exists()
+    assert noise_cache.tree_state(root, contents=True, limit=8) is None
+    assert noise_cache.tree_state(root, contents=True, limit=100) is not None

@@ -91,9 +91,11 @@ def _stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
 
-def tree_state(root: Path, *, contents: bool) -> tuple[str, dict[str, tuple]] | None:
+def tree_state(root: Path, *, contents: bool, limit: int | None = None) -> tuple[str, dict[str, tuple]] | None:
     """(the digest of the tree, every entry's stamp) where ``contents``, else
-    ("", stamps); None past the bounds or where the tree cannot be read."""
+    ("", stamps); None past the bounds (``limit`` entries, at most
+    ``MAX_FILES``) or where the tree cannot be read."""
+    limit = MAX_FILES if limit is None else min(limit, MAX_FILES)
     h = hashlib.sha256()
     stamps: dict[str, tuple] = {}
     total = 0
@@ -108,7 +110,7 @@ def tree_state(root: Path, *, contents: bool) -> tuple[str, dict[str, tuple]] | 
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
                 st = os.lstat(path)
                 stamps[rel] = _stamp(st)
-                if len(stamps) > MAX_FILES:
+                if len(stamps) > limit:
                     return None
                 if not contents:
                     continue
@@ -127,6 +129,8 @@ def tree_state(root: Path, *, contents: bool) -> tuple[str, dict[str, tuple]] | 
                 rel = d if rel_dir == "." else f"{rel_dir}/{d}"
                 if rel not in stamps:  # links to folders were listed (and are not walked)
                     stamps[rel] = _stamp(os.lstat(os.path.join(dirpath, d)))
+                    if len(stamps) > limit:
+                        return None
                     if contents:
                         h.update(b"d\0" + rel.encode("utf-8", "surrogateescape") + b"\0")
     except OSError:
@@ -150,7 +154,9 @@ def _file_digest(path: str, st: os.stat_result, top_git: bool = False) -> bytes:
         now = os.fstat(fh.fileno())
         if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
             raise OSError("changed while read")
-        raw = fh.read()
+        raw = fh.read(st.st_size + 1)
+        if len(raw) != st.st_size:
+            raise OSError("changed while read")
         if top_git and raw.startswith(b"gitdir: ") and raw.count(b"\n") <= 1 and raw.endswith(b"\n"):
             raw = b"gitdir: (the sandbox's)\n"
         d = hashlib.blake2b(raw, digest_size=16)
@@ -179,7 +185,9 @@ def cached(project: Path, root: Path, findings: list[Finding], settings: dict[st
     user's tree has (``worth_it``)."""
     if not worth_it(len(findings), files):
         return run(findings)
-    state = tree_state(root, contents=True)
+    # a tree past the bound stops the walk there: never more than the filter's cost
+    limit = FILES_A_FINDING * len(findings)
+    state = tree_state(root, contents=True, limit=limit)
     if state is None:
         return run(findings)
     key = result_key(state[0], findings, settings)
@@ -194,7 +202,7 @@ def cached(project: Path, root: Path, findings: list[Finding], settings: dict[st
     result = run(findings)
     if result.unfiltered:
         return result
-    after = tree_state(root, contents=False)
+    after = tree_state(root, contents=False, limit=limit)
     if after is None or after[1] != state[1]:
         return result  # changed while the filter read it
     entries.pop(key, None)

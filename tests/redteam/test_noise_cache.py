@@ -41,11 +41,16 @@ def test_a_session_cannot_write_the_noise_results_superqode_keeps(make_repo):
     path = noise_cache.cache_file(repo)
     assert not path.is_relative_to(superqode_home() / "cache")
 
+    # the tree the filter reads (a sandbox's: the repository's files, no git folder)
+    tree = repo.parent / "tree"
+    tree.mkdir()
+    (tree / "app.py").write_text(APP)
+
     def run(found):
-        return filter_findings(found, read_line=FileLines(repo), threshold=0.7)
+        return filter_findings(found, read_line=FileLines(tree), threshold=0.7)
 
     settings = {"threshold": 0.7, "path_classes": None, "baseline": None}
-    first = noise_cache.cached(repo, repo, _findings(), settings, run, files=1)
+    first = noise_cache.cached(repo, tree, _findings(), settings, run, files=1)
     assert first.findings and first.findings[0].noise is None
     kept = path.read_bytes()
     # what a forged file would say: the flaw is noise
@@ -69,7 +74,7 @@ def test_a_session_cannot_write_the_noise_results_superqode_keeps(make_repo):
         assert res.returncode != 0, res.stderr
     assert path.read_bytes() == kept
     calls = []
-    again = noise_cache.cached(repo, repo, _findings(), settings,
+    again = noise_cache.cached(repo, tree, _findings(), settings,
                                lambda found: calls.append(1) or run(found), files=1)
     assert not calls and again.findings[0].noise is None
 
