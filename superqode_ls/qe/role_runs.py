@@ -22,7 +22,7 @@ from ..models import Finding, Patch, RoleRun, RoleStatus, Usage, utcnow
 from ..workspace.artifacts import Artifacts
 from ..workspace.pyenv import ProjectPython
 from ..workspace.pyenv_build import resolve_python, spawn_background_build
-from . import noise_cache, shard, verify_step
+from . import shard, verify_step
 from .covering import SuiteProbe
 from .finish import normalize_finding, poll_guard
 from .fix_judge import suppression_reason
@@ -323,6 +323,8 @@ class RoleRuns:
             # The fixes the verification step will pick for this role, as far
             # as its findings alone tell (the filter merges one problem's
             # reports; those merged away bring no fix of their own).
+            from . import noise_cache  # imported ahead (ahead.AFTER_START), off the roles' path
+
             threshold, classes = res.config.qe.confidence_threshold, res.config.qe.path_classes
             kept = noise_cache.cached(
                 res.project, root, findings,
