@@ -163,6 +163,7 @@ class QESession:
 
         stamp, _ = await asyncio.gather(
             asyncio.to_thread(Stamp, res.project, res.files, self.request.overlays), probe)
+        self.role_runs.tree_files = len(stamp.files)
         noise: NoiseResult | None = None
         failure: str | None = None
         isolation = res.isolation or "auto"
@@ -376,20 +377,21 @@ class QESession:
         """``stop_at`` (``time.monotonic()``, the event loop's clock): the
         filter's context step ends there (noise.filter_findings); ``early``:
         what it checked while the roles ran."""
+        from . import noise_cache
         from .noise import FileLines, filter_findings
 
         baseline = None if self.request.update_baseline else res.baseline
         if known is not None:  # --since: what the merge-base had is not new
             baseline = known + (baseline or Counter())
-        return filter_findings(
-            self.role_runs.all_findings(),
-            read_line=FileLines(sandbox),
-            threshold=res.config.qe.confidence_threshold,
-            baseline=baseline,
-            path_classes=res.config.qe.path_classes,
-            stop_at=stop_at,
-            early=early,
-        )
+        threshold, classes = res.config.qe.confidence_threshold, res.config.qe.path_classes
+        settings = {"threshold": threshold, "path_classes": classes,
+                    "baseline": sorted(baseline.items()) if baseline else None}
+        return noise_cache.cached(
+            res.project, sandbox, self.role_runs.all_findings(), settings,
+            lambda findings: filter_findings(
+                findings, read_line=FileLines(sandbox), threshold=threshold, baseline=baseline,
+                path_classes=classes, stop_at=stop_at, early=early),
+            files=self.role_runs.tree_files)
 
     async def _verify(
         self, res: Resolved, s: SandboxSession, root: Path, noise: NoiseResult, deadline: float

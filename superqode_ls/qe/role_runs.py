@@ -108,6 +108,9 @@ class RoleRuns:
         # Quick mode's fix verification of the first role with fixes to end
         # while others still run (verify_early.py); set by the pipeline.
         self.early_verify: EarlyVerify | None = None
+        # How many files the user's tree has (the session's stamp): whether
+        # keeping the filter's results can pay (noise_cache.worth_it).
+        self.tree_files: int | None = None
         self._modifying = False
 
     async def _find_python(self, res: Resolved, root: Path, build: bool) -> ProjectPython:
@@ -320,9 +323,15 @@ class RoleRuns:
             # The fixes the verification step will pick for this role, as far
             # as its findings alone tell (the filter merges one problem's
             # reports; those merged away bring no fix of their own).
-            kept = filter_findings(findings, read_line=FileLines(root),
-                                   threshold=res.config.qe.confidence_threshold,
-                                   path_classes=res.config.qe.path_classes).findings
+            from . import noise_cache  # imported ahead (ahead.AFTER_START), off the roles' path
+
+            threshold, classes = res.config.qe.confidence_threshold, res.config.qe.path_classes
+            kept = noise_cache.cached(
+                res.project, root, findings,
+                {"threshold": threshold, "path_classes": classes, "baseline": None},
+                lambda found: filter_findings(found, read_line=FileLines(root), threshold=threshold,
+                                              path_classes=classes),
+                files=self.tree_files).findings
             return verify_step.choose(mine, kept, early.cap, root)
 
         covering = verify_step.covering_tests(self.roles, dict(self.contexts), self.request.trusted,
