@@ -168,3 +168,30 @@ def test_an_api_change_is_a_finding_that_says_so_never_a_missing_package(make_re
     assert "is installed and has no 'TextField'" in found["message"], found["message"]
     assert "the project declares 'idna' unpinned" in found["message"]
     assert "lacks the package" not in str(found) and "dependency-api" in found["tags"]
+
+
+def test_an_unbuilt_extension_of_the_projects_is_the_environments_said_once(make_repo):
+    """yarl's tests import ``yarl._quoting_c``, compiled from the
+    ``_quoting_c.pyx`` beside it; the sandbox has the sources only. Before:
+    a high collection error, twice at one line (pytest collects the module
+    for its tests and, with --doctest-modules, for its doctests). A module
+    of the project's that is simply not there stays a finding."""
+    repo = make_repo({
+        "pytest.ini": "[pytest]\naddopts = --doctest-modules\n",
+        "fastlib/__init__.py": "", "fastlib/_speed_py.py": "def add(a, b):\n    return a + b\n",
+        "fastlib/_speed_c.pyx": "def add(int a, int b):\n    return a + b\n",
+        "tests/test_speed.py": "from fastlib._speed_c import add\n\n\ndef test_add():\n"
+                               "    assert add(1, 2) == 3\n",
+        "tests/test_gone.py": "from fastlib._nowhere import add\n\n\ndef test_add():\n"
+                              "    assert add(1, 2) == 3\n",
+        "tests/test_py.py": "from fastlib._speed_py import add\n\n\ndef test_add():\n"
+                            "    assert add(1, 2) == 3\n"})
+    proc, report, unit = run_unit_cli(repo)
+    speed = [f for f in report["findings"] if f["file"] == "tests/test_speed.py"]
+    assert len(speed) == 1, [f["id"] for f in speed]
+    assert speed[0]["severity"] == "info", speed[0]
+    assert "compiled extension fastlib._speed_c is not built here" in speed[0]["noise"]
+    assert "fastlib/_speed_c.pyx" in speed[0]["noise"]
+    gone = [f for f in report["findings"] if f["file"] == "tests/test_gone.py"]
+    assert len(gone) == 1 and gone[0]["severity"] == "high" and gone[0]["noise"] is None, gone
+    assert report["verdict"] == "fail"  # for the missing module only
