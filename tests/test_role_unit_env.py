@@ -234,7 +234,7 @@ def test_a_pyenv_shim_of_a_version_not_selected_is_not_an_interpreter(make_repo,
     monkeypatch.delenv("PYENV_VERSION", raising=False)
     monkeypatch.setenv("PATH", f"{root / 'shims'}{os.pathsep}{os.environ['PATH']}")
     repo = make_repo({"tests/test_py310.py": NEEDS_310})
-    proc, report, unit = run_unit_cli(repo)
+    _proc, report, unit = run_unit_cli(repo)
     titles = {f["title"]: f for f in report["findings"]}
     assert "Test fails: tests/test_py310.py::test_runs_on_310" not in titles, titles
     assert "1 skipped" in unit["reason"], unit["reason"]
