@@ -108,3 +108,47 @@ def test_a_broker_that_is_not_running_is_the_environments_a_code_error_is_not(tm
     assert said == "the tests need RabbitMQ, which is not running", said
     assert environment_problem({"message": "dramatiq.errors.ConnectionClosed: channel closed "
                                            "by the test itself"}, tmp_path) is None
+
+
+CONSTANCE = """[tox]
+envlist =
+    py{38,39,310,311,312}-dj{42}-{unittest,pytest,checkmigrations}
+    py{310,311,312,313}-dj{51}-{unittest,pytest,checkmigrations}
+    docs
+
+[testenv]
+deps =
+    redis
+    dj42: django>=4.2,<4.3
+    dj51: django>=5.1,<5.2
+    djmain: https://github.com/django/django/archive/main.tar.gz
+    pytest: pytest-django
+    {py310,py311}-!dj51: tomli
+    unittest,checkmigrations: coverage
+extras =
+    pytest: redis
+commands = pytest
+
+[testenv:docs]
+deps = sphinx
+"""
+
+
+def test_factor_bound_deps_of_one_environment_the_python_satisfies(tmp_path: Path):
+    from superqode_ls.workspace.pyenv_tox import tox_testenv
+
+    root = write(tmp_path / "c", {"pyproject.toml": PROJECT, "tox.ini": CONSTANCE,
+                                  "c/__init__.py": ""})
+    # Before: every factor-bound line was dropped, Django with them, and
+    # django-constance's whole suite was skipped ("django is not installed").
+    env = tox_testenv(root, {}, "3.11")
+    assert env.requirements == ("redis", "django>=4.2,<4.3", "pytest-django", "tomli")
+    assert env.extras == ("redis",)
+    # 3.13 is only in the dj51 line; 3.7 in none: factor lines left out.
+    assert tox_testenv(root, {}, "3.13").requirements == (
+        "redis", "django>=5.1,<5.2", "pytest-django")
+    assert tox_testenv(root, {}, "3.7").requirements == ("redis",)
+    plan = make_plan(root)  # SuperQode's own Python chooses
+    assert "pytest-django" in plan.requirements
+    assert any(r.startswith("django>=") for r in plan.requirements)
+    assert "sphinx" not in plan.requirements and not any("archive" in r for r in plan.requirements)

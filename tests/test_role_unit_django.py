@@ -294,3 +294,59 @@ def test_a_django_backend_in_a_subfolder_runs_from_there(make_repo):
     assert fail["title"] == "Test fails: backend/shop/tests.py::ItemTest::test_label", fail
     assert fail["file"] == "backend/shop/tests.py" and fail["severity"] == "high"
     assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+WORKFLOW = """name: CI
+on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    env:
+      DJANGO_SETTINGS_MODULE: site_conf.settings  # the suite's settings
+    steps:
+      - run: python manage.py test
+"""
+# manage.py's default needs a database server named in the environment
+# (wger's settings.main): the suite cannot start under it.
+SERVER_SETTINGS = '''from django.core.exceptions import ImproperlyConfigured
+raise ImproperlyConfigured("Set the DJANGO_DB_ENGINE environment variable")
+'''
+
+
+def test_the_declared_test_settings_come_before_manage_pys_default(tmp_path):
+    (tmp_path / "manage.py").write_text(MANAGE.replace("site_conf.settings", "site_conf.main"))
+    for rel in ("site_conf/__init__.py", "site_conf/main.py", "site_conf/settings.py",
+                "site_conf/tox.py", "site_conf/ini.py"):
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert dj.django_runner(tmp_path) == "site_conf.main"
+    (tmp_path / ".github/workflows").mkdir(parents=True)
+    (tmp_path / ".github/workflows/ci.yml").write_text(WORKFLOW)
+    # Before: manage.py's default, whatever the project's CI tests with.
+    assert dj.django_runner(tmp_path) == "site_conf.settings"
+    (tmp_path / "tox.ini").write_text("[testenv]\nsetenv =\n    PYTHONPATH = {toxinidir}\n"
+                                      "    DJANGO_SETTINGS_MODULE = site_conf.tox\n")
+    assert dj.django_runner(tmp_path) == "site_conf.tox"  # tox's before CI's
+    assert dj.pytest_settings(tmp_path) == "site_conf.tox"  # pytest without a manage.py too
+    (tmp_path / "tox.ini").write_text("[testenv]\nsetenv = DJANGO_SETTINGS_MODULE = nowhere.x\n")
+    assert dj.django_runner(tmp_path) == "site_conf.settings"  # not a module of the project
+    (tmp_path / "pytest.ini").write_text("[pytest]\nDJANGO_SETTINGS_MODULE = site_conf.ini\n")
+    assert dj.declared_settings(tmp_path) == "site_conf.ini"
+    assert dj.pytest_settings(tmp_path) is None  # pytest-django reads its ini itself
+
+
+def test_a_django_suite_runs_under_the_settings_its_ci_declares(make_repo):
+    pytest.importorskip("django")
+    repo = django_project(make_repo, {
+        "manage.py": MANAGE.replace("site_conf.settings", "site_conf.main"),
+        "site_conf/main.py": SERVER_SETTINGS, ".github/workflows/ci.yml": WORKFLOW})
+    proc, report, unit = run_unit_cli(repo)
+    # Before: manage.py test under site_conf.main, which cannot be imported.
+    assert unit["status"] == "ok", unit
+    assert "Django's runner (manage.py test, site_conf.settings)" in unit["reason"]
+    assert "3 test(s) run (2 passed, 1 failed" in unit["reason"], unit["reason"]
+    # The code's own failure stays a finding under the right settings.
+    fail = {f["title"]: f for f in report["findings"]}["Test fails: shop/tests.py::ItemTest::test_label"]
+    assert fail["severity"] == "high" and fail["noise"] is None
+    assert not any("DJANGO_DB_ENGINE" in f["message"] for f in report["findings"])
+    assert proc.returncode == 1, proc.stdout + proc.stderr

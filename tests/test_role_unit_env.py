@@ -168,3 +168,75 @@ def test_an_api_change_is_a_finding_that_says_so_never_a_missing_package(make_re
     assert "is installed and has no 'TextField'" in found["message"], found["message"]
     assert "the project declares 'idna' unpinned" in found["message"]
     assert "lacks the package" not in str(found) and "dependency-api" in found["tags"]
+
+
+def test_an_unbuilt_extension_of_the_projects_is_the_environments_said_once(make_repo):
+    """yarl's tests import ``yarl._quoting_c``, compiled from the
+    ``_quoting_c.pyx`` beside it; the sandbox has the sources only. Before:
+    a high collection error, twice at one line (pytest collects the module
+    for its tests and, with --doctest-modules, for its doctests). A module
+    of the project's that is simply not there stays a finding."""
+    repo = make_repo({
+        "pytest.ini": "[pytest]\naddopts = --doctest-modules\n",
+        "fastlib/__init__.py": "", "fastlib/_speed_py.py": "def add(a, b):\n    return a + b\n",
+        "fastlib/_speed_c.pyx": "def add(int a, int b):\n    return a + b\n",
+        "tests/test_speed.py": "from fastlib._speed_c import add\n\n\ndef test_add():\n"
+                               "    assert add(1, 2) == 3\n",
+        "tests/test_gone.py": "from fastlib._nowhere import add\n\n\ndef test_add():\n"
+                              "    assert add(1, 2) == 3\n",
+        "tests/test_py.py": "from fastlib._speed_py import add\n\n\ndef test_add():\n"
+                            "    assert add(1, 2) == 3\n"})
+    proc, report, unit = run_unit_cli(repo)
+    speed = [f for f in report["findings"] if f["file"] == "tests/test_speed.py"]
+    assert len(speed) == 1, [f["id"] for f in speed]
+    assert speed[0]["severity"] == "info", speed[0]
+    assert "compiled extension fastlib._speed_c is not built here" in speed[0]["noise"]
+    assert "fastlib/_speed_c.pyx" in speed[0]["noise"]
+    gone = [f for f in report["findings"] if f["file"] == "tests/test_gone.py"]
+    assert len(gone) == 1 and gone[0]["severity"] == "high" and gone[0]["noise"] is None, gone
+    assert report["verdict"] == "fail"  # for the missing module only
+
+
+SHIM = """#!/bin/sh
+echo "pyenv: $(basename "$0"): command not found" >&2
+exit 127
+"""
+NEEDS_310 = '''import shutil
+import subprocess
+
+import pytest
+
+
+@pytest.mark.skipif(shutil.which("python3.10") is None, reason="Python 3.10 required")
+def test_runs_on_310():
+    assert subprocess.run(["python3.10", "-c", "pass"], check=False).returncode == 0
+
+
+def test_real_bug():
+    assert 1 == 2
+'''
+
+
+def test_a_pyenv_shim_of_a_version_not_selected_is_not_an_interpreter(make_repo, tmp_path,
+                                                                      monkeypatch):
+    """nox's tests skip what needs python3.10 when it is not on PATH; pyenv's
+    shim is on PATH for every installed version and fails for those not
+    selected. Before: a high "Test fails" for the machine's reason. Now the
+    tests see the selected versions' folders, not the shims: skipped."""
+    root = tmp_path / "pyenv"
+    (root / "shims").mkdir(parents=True)
+    (root / "versions" / "3.11.7" / "bin").mkdir(parents=True)
+    (root / "version").write_text("3.11.7\n")
+    shim = root / "shims" / "python3.10"
+    shim.write_text(SHIM)
+    shim.chmod(0o755)
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.delenv("PYENV_VERSION", raising=False)
+    monkeypatch.setenv("PATH", f"{root / 'shims'}{os.pathsep}{os.environ['PATH']}")
+    repo = make_repo({"tests/test_py310.py": NEEDS_310})
+    _proc, report, unit = run_unit_cli(repo)
+    titles = {f["title"]: f for f in report["findings"]}
+    assert "Test fails: tests/test_py310.py::test_runs_on_310" not in titles, titles
+    assert "1 skipped" in unit["reason"], unit["reason"]
+    bug = titles["Test fails: tests/test_py310.py::test_real_bug"]
+    assert bug["severity"] == "high" and bug["noise"] is None

@@ -38,7 +38,7 @@ from .extras import needs
 from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe
 from .pyenv_declared import declared_requirements, missing_in_own
-from .pyenv_disk import disk_full, is_disk_full
+from .pyenv_disk import disk_full, failure_words, is_disk_full
 from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
 from .pyenv_read import read_pyproject
@@ -478,10 +478,7 @@ async def _step(cmd: list[str], cwd: Path, env: dict[str, str], allow: list[Path
         full = disk_full(f"{res.stderr}\n{res.stdout}", what, allow)
         if full is not None:
             return full
-        lines = [ln.strip(" ×╰─▶") for ln in (res.stderr or res.stdout).splitlines() if ln.strip()]
-        # uv's error and its first cause ("Because x was not found...").
-        first = next((i for i, ln in enumerate(lines) if "error" in ln.lower()), max(0, len(lines) - 2))
-        shown = " ".join(lines[first:first + 2])[:400]
+        shown = failure_words(res.stderr or res.stdout)
         return f"{what}: {shown or f'exit {res.returncode}'}"
     return None
 

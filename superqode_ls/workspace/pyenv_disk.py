@@ -4,6 +4,10 @@ uv reports a full disk as "Failed to extract archive" or "failed to write
 ... No space left on device (os error 28)", often several "Caused by" lines
 below its first error line, which is all a one-line setup message keeps:
 the user read an archive error with no hint that freeing space is the fix.
+
+Also which lines of a failed step's output the one-line message keeps: the
+error, not a build backend's deprecation warning printed before it
+(setuptools' "... to avoid build errors in the future" on sqlalchemy).
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ _FULL = re.compile(r"No space left on device|os error 28\b|Errno 28\b|ENOSPC|Dis
 # uv's archive error without its cause: a full disk only when space is short now.
 _EXTRACT = re.compile(r"Failed to extract archive", re.IGNORECASE)
 _LOW = 1 << 30  # bytes: below this, a failed extraction is taken for a full disk
+# An error line proper: "error: ...", "ERROR: ...", "ModuleNotFoundError: ...".
+_ERROR_LINE = re.compile(r"^(?:error\b|(?:[\w.]+\.)?\w*Error:)", re.IGNORECASE)
+_WORD_ERROR = re.compile(r"\berror\b", re.IGNORECASE)  # "returned an error", not "errors"
+_WARNING = re.compile(r"warning|deprecat", re.IGNORECASE)
 
 
 def _free(path: Path) -> int | None:
@@ -60,3 +68,18 @@ def disk_full(output: str, what: str, paths: Sequence[Path]) -> str | None:
 
 def is_disk_full(exc: OSError) -> bool:
     return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def failure_words(output: str) -> str:
+    """The two lines of a failed step's ``output`` that say why: the first
+    error line proper, else the first other line naming an error that is
+    not a warning (uv's "returned an error" and its cause), else the last
+    two lines."""
+    lines = [ln.strip(" \u00d7\u2570\u251c\u2502\u2500\u25b6") for ln in output.splitlines()]
+    lines = [ln for ln in lines if ln]
+    for test in (_ERROR_LINE.match,
+                 lambda ln: _WORD_ERROR.search(ln) and not _WARNING.search(ln)):
+        first = next((i for i, ln in enumerate(lines) if test(ln)), None)
+        if first is not None:
+            return " ".join(lines[first:first + 2])[:400]
+    return " ".join(lines[-2:])[:400]

@@ -7,15 +7,21 @@ suite fails for the environment's reason, not the code's. Read here: the
 environment) from ``tox.ini``, ``setup.cfg``'s tox sections, or
 ``pyproject.toml`` (``legacy_tox_ini``, or tox 4's ``env_run_base``), in
 tox's own order. Only what installs the same everywhere is taken: PEP 508
-requirements, ``-r`` files inside the project, ``.[extras]``; a line bound to
-a factor (``py38: x``), a substitution other than ``{[section]deps}`` or
-``{toxinidir}``, and any other option are left out.
+requirements, ``-r`` files inside the project, ``.[extras]``; a substitution
+other than ``{[section]deps}`` or ``{toxinidir}``, and any other option are
+left out. A line bound to factors (``dj42: django>=4.2,<4.3``) is taken for
+one environment of ``envlist``, the first that the Python in use satisfies
+(a ``pyXY`` factor of its version, or none), preferring one tox runs with
+``[testenv]`` itself and one named for pytest: django-constance declares
+Django only that way, and without it every test is skipped.
 """
 
 from __future__ import annotations
 
 import configparser
+import itertools
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -23,9 +29,12 @@ from .pyenv_read import pep508, read_text, subtable
 
 __all__ = ["ToxEnv", "tox_testenv"]
 
-_FACTOR = re.compile(r"^!?[\w.{},-]+:\s")  # "py38: x", "!pypy: x", "{py310,py311}: x"
+_FACTOR = re.compile(r"^[\w.{},!-]+:\s")  # "py38: x", "!pypy: x", "{py310,py311}: x"
 _SECTION_DEPS = re.compile(r"^\{\[([^\]]+)\]deps\}$")
 _SELF = re.compile(r"^(?:-e\s*)?\.(?:\[([\w.,\s-]+)\])?$")
+_PY_FACTOR = re.compile(r"^py(\d)(\d*)$")  # py311, py3; not pypy3
+_TEST_FACTORS = frozenset({"pytest", "test", "tests", "unit", "unittests"})
+_MAX_ENVS = 512  # py{38..314}-dj{42..main}-{...}: a few dozen; a bound on brace products
 
 
 @dataclass(frozen=True)
@@ -36,14 +45,18 @@ class ToxEnv:
     extras: tuple[str, ...]
 
 
-def tox_testenv(root: Path, data: dict) -> ToxEnv | None:
+def tox_testenv(root: Path, data: dict, python: str | None = None) -> ToxEnv | None:
     """``[testenv]``'s dependencies in ``root``; None where tox is not
-    configured or its base environment declares nothing this can take."""
+    configured or its base environment declares nothing this can take.
+    ``python``: the X.Y that factor-bound lines are chosen for (SuperQode's
+    own, the one an environment is built on unless the project asks for
+    another, by default)."""
     parser, file = _ini(root, data)
     if parser is not None and parser.has_section("testenv"):
         section = dict(parser.items("testenv", raw=True))
-        deps = _lines(parser, section.get("deps", ""), depth=2)
-        extras = _words(section.get("extras", ""))
+        factors = _factors(parser, python or f"{sys.version_info[0]}.{sys.version_info[1]}")
+        deps = _lines(parser, section.get("deps", ""), depth=2, factors=factors)
+        extras = _words(section.get("extras", ""), factors)
         return _made(root, file, deps, extras)
     base = subtable(data, "tool", "tox", "env_run_base")
     if base:
@@ -73,24 +86,88 @@ def _ini(root: Path, data: dict) -> tuple[configparser.RawConfigParser | None, s
     return None, ""
 
 
-def _lines(parser: configparser.RawConfigParser, value: str, depth: int) -> list[str]:
+def _expand(text: str) -> list[str]:
+    """tox's brace expansion: ``py{310,311}-dj42`` is two names; commas
+    outside braces separate names too."""
+    items, depth, start = [], 0, 0
+    for i, c in enumerate(text + ","):
+        depth += (c == "{") - (c == "}")
+        if depth == 0 and c in ",\n":
+            items.append(text[start:i].strip())
+            start = i + 1
+    out: list[str] = []
+    for item in filter(None, items):
+        parts = re.split(r"(\{[^{}]*\})", item)
+        choices = [p[1:-1].split(",") if p.startswith("{") else [p] for p in parts]
+        for combo in itertools.islice(itertools.product(*choices), _MAX_ENVS):
+            out.append("".join(x.strip() for x in combo))
+        if len(out) >= _MAX_ENVS:
+            break
+    return out[:_MAX_ENVS]
+
+
+def _factors(parser: configparser.RawConfigParser, python: str) -> frozenset[str] | None:
+    """The factors of the ``envlist`` environment chosen for ``python``;
+    None where none fits (factor-bound lines are then all left out)."""
+    envlist = parser.get("tox", "envlist", raw=True, fallback=None) or parser.get(
+        "tox", "env_list", raw=True, fallback="")
+    major, _, minor = python.partition(".")
+    best: tuple[tuple[bool, bool, int], frozenset[str]] | None = None
+    for i, name in enumerate(_expand(envlist)):
+        factors = frozenset(name.split("-"))
+        pys = [m for f in factors if (m := _PY_FACTOR.match(f))]
+        if any(m.group(1) != major or (m.group(2) and m.group(2) != minor) for m in pys):
+            continue
+        rank = (parser.has_section(f"testenv:{name}"), not factors & _TEST_FACTORS, i)
+        if best is None or rank < best[0]:
+            best = (rank, factors)
+    return best[1] if best is not None else None
+
+
+def _holds(condition: str, factors: frozenset[str] | None) -> bool:
+    """Whether ``dj42``, ``!pypy``, ``py38,py39``, ``{py310,py311}-dj42``
+    (a comma: either; a dash: both) holds for ``factors``."""
+    if factors is None:
+        return False
+    for alternative in _expand(condition):
+        wanted = [f for f in alternative.split("-") if f]
+        if wanted and all((f[1:] not in factors) if f.startswith("!") else (f in factors)
+                          for f in wanted):
+            return True
+    return False
+
+
+def _lines(parser: configparser.RawConfigParser, value: str, depth: int,
+           factors: frozenset[str] | None = None) -> list[str]:
     out: list[str] = []
     for raw in value.splitlines():
         line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#") or _FACTOR.match(line):
+        if not line or line.startswith("#"):
             continue
+        if _FACTOR.match(line):
+            condition, _, line = line.partition(":")
+            line = line.strip()
+            if not line or not _holds(condition, factors):
+                continue
         m = _SECTION_DEPS.match(line)
         if m:
             if depth > 0 and parser.has_section(m.group(1)):
                 out += _lines(parser, parser.get(m.group(1), "deps", raw=True, fallback=""),
-                              depth - 1)
+                              depth - 1, factors)
             continue
         out.append(line.replace("{toxinidir}/", "").replace("{toxinidir}", "."))
     return out
 
 
-def _words(value: str) -> list[str]:
-    return [w for w in re.split(r"[\s,]+", value) if w and not _FACTOR.match(w + " ")]
+def _words(value: str, factors: frozenset[str] | None = None) -> list[str]:
+    out: list[str] = []
+    for line in value.splitlines():
+        if _FACTOR.match(line.strip() + " "):
+            condition, _, line = line.strip().partition(":")
+            if not _holds(condition, factors):
+                continue
+        out += [w for w in re.split(r"[\s,]+", line) if w and not _FACTOR.match(w + " ")]
+    return out
 
 
 def _made(root: Path, file: str, deps: list[str], extras: list[str]) -> ToxEnv | None:

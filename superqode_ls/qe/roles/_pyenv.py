@@ -136,13 +136,52 @@ def declared_plugins(root: Path) -> list[str]:
 def activated(env: dict[str, str], py: ProjectPython | None) -> dict[str, str]:
     """``env`` as in the project's activated environment: its ``bin`` first
     on PATH (a test that runs ``coverage`` or ``python`` by name finds the
-    environment's, as in its developers' shell), ``VIRTUAL_ENV`` set."""
-    if py is None or py.own:
-        return env
+    environment's, as in its developers' shell), ``VIRTUAL_ENV`` set; pyenv's
+    shims replaced by the versions they run (``without_shims``)."""
     out = dict(env)
-    out["PATH"] = os.pathsep.join([str(Path(py.python).parent), env.get("PATH", os.defpath)])
+    if "PATH" in env:
+        out["PATH"] = without_shims(env["PATH"], env)
+    if py is None or py.own:
+        return out
+    out["PATH"] = os.pathsep.join([str(Path(py.python).parent), out.get("PATH", os.defpath)])
     out["VIRTUAL_ENV"] = py.prefix
     return out
+
+
+def without_shims(path: str, env: dict[str, str]) -> str:
+    """``path`` with pyenv's shim folders replaced by the ``bin`` folders of
+    the versions pyenv selects (``PYENV_VERSION``, else its global
+    ``version`` file; a project's ``.python-version`` is the sandbox's, not
+    read). A shim answers for every installed version and fails for those not
+    selected ("pyenv: python3.10: command not found"): nox's tests find
+    ``python3.10`` on PATH, run it, and fail for the machine's reason; with
+    the versions themselves a program that is not there is not found."""
+    root = Path(env.get("PYENV_ROOT") or Path(env.get("HOME") or Path.home()) / ".pyenv")
+    dirs = path.split(os.pathsep)
+    if not any(_is_shims(d, root) for d in dirs):
+        return path
+    chosen = env.get("PYENV_VERSION") or ""
+    if not chosen:
+        try:
+            chosen = (root / "version").read_text(encoding="utf-8", errors="replace")[:1000]
+        except OSError:
+            chosen = ""
+    names = [n for n in re.split(r"[\s:]+", chosen) if n and n != "system" and "/" not in n
+             and n not in (".", "..")]
+    versions = [str(root / "versions" / n / "bin") for n in names[:8]
+                if (root / "versions" / n / "bin").is_dir()]
+    out: list[str] = []
+    for d in dirs:
+        out.extend(versions if _is_shims(d, root) else [d])
+    return os.pathsep.join(dict.fromkeys(out))
+
+
+def _is_shims(folder: str, root: Path) -> bool:
+    """pyenv's shims (and its plugins'), or another pyenv's beside its
+    ``versions``."""
+    if not folder.rstrip("/").endswith("/shims"):
+        return False
+    return folder.startswith(str(root)) or (Path(folder).parent / "versions").is_dir()
 
 
 def isolate(

@@ -14,9 +14,14 @@ A project that declares pytest-django, or whose pytest configuration names
 ``DJANGO_SETTINGS_MODULE``, runs with pytest as it does; the settings module
 from ``manage.py`` is set in the environment when its configuration has none.
 
-The settings module is read the way ``manage.py`` sets it
-(``os.environ.setdefault("DJANGO_SETTINGS_MODULE", ...)``), from its syntax
-tree, never by running it.
+The settings module is the one the project's test configuration declares
+(its pytest configuration, tox's ``[testenv] setenv``, its CI workflow's
+``env``), else the one ``manage.py`` sets by default
+(``os.environ.setdefault("DJANGO_SETTINGS_MODULE", ...)``): wger's default,
+``settings.main``, needs a database server named in the environment, and its
+CI tests with ``settings.ci``. All are read as text (``manage.py`` from its
+syntax tree), never run; a declared module is taken only when it is a file
+of the project.
 """
 
 from __future__ import annotations
@@ -35,6 +40,10 @@ RUNNER_MODULE = "superqode_django_runner"
 RUNNER_SOURCE = Path(__file__).with_name("_django_runner.py")
 _KEY = "DJANGO_SETTINGS_MODULE"
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
+# A workflow's ``env:`` entry: ``DJANGO_SETTINGS_MODULE: settings.ci``.
+_WORKFLOW_ENV = re.compile(r"^\s*DJANGO_SETTINGS_MODULE\s*:\s*['\"]?([\w.]+)['\"]?\s*(?:#.*)?$",
+                           re.MULTILINE)
+_MAX_WORKFLOWS = 50
 
 
 def settings_module(root: Path) -> str | None:
@@ -66,40 +75,102 @@ def declares_pytest_django(root: Path) -> bool:
     return any(requirement_name(r) == "pytest-django" for r in declared_requirements(root))
 
 
-def ini_names_settings(root: Path) -> bool:
-    """Whether the project's pytest configuration names the settings module."""
+def _ini_value(root: Path, name: str, section: str, key: str) -> str | None:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(root / name, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    value = parser.get(section, key, fallback=None)  # option names are case-folded
+    return value.strip() if isinstance(value, str) else None
+
+
+def _pytest_ini_settings(root: Path) -> str | None:
+    """What the project's pytest configuration sets the settings module to
+    ("" when named without a value this can read)."""
     for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"),
                           ("setup.cfg", "tool:pytest")):
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(root / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_option(section, _KEY):  # option names are case-folded
-            return True
+        if (value := _ini_value(root, name, section, _KEY)) is not None:
+            return value
     try:
         data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
+        return None
     opts = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
-    return isinstance(opts, dict) and _KEY in opts
+    if not isinstance(opts, dict) or _KEY not in opts:
+        return None
+    return opts[_KEY] if isinstance(opts[_KEY], str) else ""
+
+
+def ini_names_settings(root: Path) -> bool:
+    """Whether the project's pytest configuration names the settings module."""
+    return _pytest_ini_settings(root) is not None
+
+
+def _tox_settings(root: Path) -> str | None:
+    for line in (_ini_value(root, "tox.ini", "testenv", "setenv") or "").splitlines():
+        key, eq, value = line.partition("=")
+        if eq and key.strip() == _KEY:
+            return value.strip()
+    return None
+
+
+def _workflow_settings(root: Path) -> str | None:
+    folder = root / ".github" / "workflows"
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml"))
+    except OSError:
+        return None
+    for path in files[:_MAX_WORKFLOWS]:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if m := _WORKFLOW_ENV.search(text):
+            return m.group(1)
+    return None
+
+
+def _is_module(root: Path, dotted: str) -> bool:
+    path = root.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def declared_settings(root: Path) -> str | None:
+    """The settings module the project's test configuration declares, in
+    the order its developers' tools read it: pytest's configuration, tox's
+    ``[testenv] setenv``, a CI workflow's ``env``."""
+    for read in (_pytest_ini_settings, _tox_settings, _workflow_settings):
+        value = read(root)
+        if value and _DOTTED.match(value) and _is_module(root, value):
+            return value
+    return None
+
+
+def test_settings(root: Path) -> str | None:
+    """The settings module the tests run with: the declared one, else
+    manage.py's default."""
+    return declared_settings(root) or settings_module(root)
 
 
 def pytest_settings(root: Path) -> str | None:
-    """For a project that runs Django tests with pytest-django and whose
-    configuration does not name the settings: manage.py's, to set in the
-    environment (which pytest-django would let override its ini)."""
-    if ini_names_settings(root) or not declares_pytest_django(root):
+    """For a project whose pytest configuration does not name the settings:
+    the ones tox or CI declare, else manage.py's for one that declares
+    pytest-django; set in the environment (which pytest-django would let
+    override its ini)."""
+    if ini_names_settings(root):
         return None
-    return settings_module(root)
+    if declared := declared_settings(root):  # tox's setenv (django-constance)
+        return declared
+    return settings_module(root) if declares_pytest_django(root) else None
 
 
 def django_runner(root: Path) -> str | None:
     """The settings module when the suite runs with ``manage.py test``."""
-    settings = settings_module(root)
-    if settings is None or declares_pytest_django(root) or ini_names_settings(root):
+    if (settings_module(root) is None or declares_pytest_django(root)
+            or ini_names_settings(root)):
         return None
-    return settings
+    return test_settings(root)
 
 
 def find_tests(root: Path, files: list[str] | None = None) -> list[str]:

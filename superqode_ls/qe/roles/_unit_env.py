@@ -14,6 +14,9 @@ problem, counted and named in the role's line, never a finding to act on:
   (connection refused on its well-known port, or its driver's own words);
 - a path the tests need that git ignores and the checkout lacks: a build
   step's output (a built frontend, compiled assets).
+- the project's own compiled extension that is not built (yarl's
+  ``yarl._quoting_c``: its ``.pyx`` source is there, no built module): the
+  sandbox holds the sources only, and compiling them is a build step.
 
 What stays a finding: an ImportError of the project's own module (a module
 that is not there, a name it does not define), a connection refused on
@@ -137,6 +140,8 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
     for m in _NO_MODULE.finditer(text):
         name = m.group(1)
         if own_module(root, name):
+            if unbuilt := unbuilt_extension(root, name):
+                return unbuilt
             continue  # the project's own module: its import is broken
         top = name.split(".")[0]
         declared = {requirement_name(r) for r in declared_requirements(root)}
@@ -237,6 +242,37 @@ def missing_service(text: str) -> str | None:
     for pattern, name in _DRIVERS:
         if pattern.search(text):
             return f"the tests need {name}, which is not running"
+    return None
+
+
+_EXTENSION_SOURCES = (".pyx", ".c", ".cpp")
+
+
+def unbuilt_extension(root: Path, dotted: str) -> str | None:
+    """"the project's compiled extension ... is not built here" when the
+    module ``dotted`` of the project has an extension's source beside where
+    it would be (``_quoting_c.pyx``) and neither a built module nor Python
+    source; None otherwise (a module that is simply not there stays the
+    code's)."""
+    parts = dotted.split(".")
+    for base in (root, root / "src"):
+        path = base.joinpath(*parts)
+        try:
+            if path.with_suffix(".py").is_file() or path.is_dir():
+                return None
+            source = next((path.with_suffix(s) for s in _EXTENSION_SOURCES
+                           if path.with_suffix(s).is_file()), None)
+            if source is None:
+                continue
+            if any(path.parent.glob(f"{parts[-1]}.*.so")) or any(
+                    path.parent.glob(f"{parts[-1]}*.pyd")):
+                return None
+        except (OSError, ValueError):
+            return None
+        rel = source.relative_to(root).as_posix()
+        return (f"the project's compiled extension {dotted} is not built here (its source "
+                f"{rel} is): compiling it is a build step of the project's that has not run "
+                "in the sandbox")
     return None
 
 

@@ -30,8 +30,16 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
     src = SourceCache(root)
     out: list[Finding] = []
     seen: set[str] = set()
+    collected: set[tuple[str, str]] = set()
     for r in records:
         when = r.get("when") or "call"
+        if r.get("kind") == "collect":
+            # One module, two collectors (its tests and, with
+            # --doctest-modules, its doctests: yarl): one import error.
+            said = (str(r.get("nodeid") or ""), str(r.get("message") or ""))
+            if said in collected:
+                continue
+            collected.add(said)
         rule_id, label = _RULES.get(when, _RULES["call"])
         nodeid = str(r.get("nodeid") or "")
         frames = [

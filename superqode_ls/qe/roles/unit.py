@@ -279,6 +279,8 @@ class UnitTester(Role):
             # hypothesis keeps its example database (and a unicode table) in
             # the working directory: keep it outside, per session (paths.py).
             env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", hypothesis_dir(ctx.env, private))
+            if with_django:  # manage.py's setdefault yields to the declared settings
+                env.setdefault("DJANGO_SETTINGS_MODULE", with_django)
             assert ctx.python is not None
             cmd = django.argv(ctx.python.python, targets) if with_django else [
                 *self._command(ctx, env),
