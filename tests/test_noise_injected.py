@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.qe.roles.base import tool_path
-from superqode_ls.qe.roles.lint import LintTester
-from tests.role_helpers import make_ctx, run_role
-from tests.test_noise_idioms import _at, _noise
+from tests.test_noise_closures import _found, _shown
+from tests.test_noise_idioms import _noise
 
 needs_ruff = pytest.mark.skipif(tool_path("ruff") is None, reason="ruff not installed")
 
@@ -52,16 +50,6 @@ HOLDER = """class Holder:
     def __init__(self):
         self.log = None
 """
-
-
-def _found(repo):
-    findings = run_role(LintTester(), make_ctx(repo)).findings
-    return filter_findings(findings, read_line=FileLines(repo), threshold=0.7).findings
-
-
-def _shown(found, file, line, rule):
-    for f in _at(found, file, line, rule):
-        assert f.noise is None, f.noise
 
 
 @needs_ruff

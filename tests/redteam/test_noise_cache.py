@@ -11,9 +11,6 @@ while the filter reads it (then puts it back) gets nothing kept."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from superqode_ls.config import superqode_home
@@ -21,8 +18,7 @@ from superqode_ls.models import Finding, Range, Severity
 from superqode_ls.qe import noise_cache
 from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.workspace import landlock
-from superqode_ls.workspace.proc import supervise
-from superqode_ls.workspace.session import IsolatedSession
+from tests.redteam.cache_attacks import session_cannot_plant
 
 APP = "import subprocess\n\ndef run(cmd):\n    subprocess.call(cmd, shell=True)\n"
 
@@ -56,22 +52,7 @@ def test_a_session_cannot_write_the_noise_results_superqode_keeps(make_repo):
     # what a forged file would say: the flaw is noise
     forged = kept.replace(b'"noise":null', b'"noise":"planted"')
     assert forged != kept
-    with IsolatedSession.create_sync(repo) as s:
-        for target in (path, path.parent / "other.json",
-                       path.parent.parent / "other-project" / "results.json"):
-            script = (f"import os; os.makedirs({str(target.parent)!r}, exist_ok=True); "
-                      f"open({str(target)!r}, 'wb').write({forged!r})")
-            env = s.env()
-            res = subprocess.run(supervise([sys.executable, "-c", script], env), cwd=s.sandbox,
-                                 env=env, capture_output=True, text=True, timeout=60, check=False)
-            assert res.returncode != 0 and "Error" in res.stderr, (target, res.stderr)
-        # nor swap the file for one it wrote in its sandbox
-        script = (f"open('planted.json', 'wb').write({forged!r}); import os; "
-                  f"os.replace('planted.json', {str(path)!r})")
-        env = s.env()
-        res = subprocess.run(supervise([sys.executable, "-c", script], env), cwd=s.sandbox,
-                             env=env, capture_output=True, text=True, timeout=60, check=False)
-        assert res.returncode != 0, res.stderr
+    session_cannot_plant(repo, path, forged)
     assert path.read_bytes() == kept
     calls = []
     again = noise_cache.cached(repo, tree, _findings(), settings,

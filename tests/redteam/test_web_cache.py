@@ -10,9 +10,6 @@ processes see SuperQode's home read-only."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from superqode_ls.config import superqode_home
@@ -20,8 +17,7 @@ from superqode_ls.qe.roles._common import SourceCache
 from superqode_ls.qe.roles._security_scan import scan_files
 from superqode_ls.qe.roles._web_cache import cache_file, open_cache
 from superqode_ls.workspace import landlock
-from superqode_ls.workspace.proc import supervise
-from superqode_ls.workspace.session import IsolatedSession
+from tests.redteam.cache_attacks import session_cannot_plant
 
 SETTINGS = "DEBUG = True\n"
 
@@ -38,23 +34,7 @@ def test_a_session_cannot_write_the_web_check_results_superqode_keeps(make_repo)
                cache=open_cache(repo))
     kept = path.read_bytes()
     assert b"debug-mode" in kept
-    with IsolatedSession.create_sync(repo) as s:
-        forged = '{"version": 1, "local": {}}'
-        for target in (path, path.parent / "other.json",
-                       path.parent.parent / "other-project" / "hits.json"):
-            script = (f"import os; os.makedirs({str(target.parent)!r}, exist_ok=True); "
-                      f"open({str(target)!r}, 'w').write({forged!r})")
-            env = s.env()
-            res = subprocess.run(supervise([sys.executable, "-c", script], env), cwd=s.sandbox,
-                                 env=env, capture_output=True, text=True, timeout=60, check=False)
-            assert res.returncode != 0 and "Error" in res.stderr, (target, res.stderr)
-        # nor swap the file for a link to one it wrote in its sandbox
-        script = (f"import os; open('planted.json', 'w').write('{{}}'); "
-                  f"os.replace('planted.json', {str(path)!r})")
-        env = s.env()
-        res = subprocess.run(supervise([sys.executable, "-c", script], env), cwd=s.sandbox,
-                             env=env, capture_output=True, text=True, timeout=60, check=False)
-        assert res.returncode != 0, res.stderr
+    session_cannot_plant(repo, path, b'{"version": 1, "local": {}}')
     assert path.read_bytes() == kept
     assert not (path.parent / "other.json").exists()
     assert "settings.py" in open_cache(repo).local
