@@ -209,7 +209,7 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
                 and (param := _passed_parameter(t, n)) and not web()):
             return (f"a command-running API: it runs the `{param}` its caller passes, unchanged "
                     "(no web framework in the project); the caller's input is what to check")
-    elif rule == "B106":
+    elif rule in ("B105", "B106"):
         m = _LOCAL_DEFAULT_ACCOUNT.search(text)
         account = ((m.group(1), m.group(2), m.group(3)) if m
                    else (t := tree()) is not None and _local_account_dict(t, n))
@@ -467,7 +467,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"PLE0101", "B106", "B610", "B611", "B030", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"PLE0101", "B105", "B106", "B610", "B611", "B030", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
