@@ -240,3 +240,34 @@ def test_a_pyenv_shim_of_a_version_not_selected_is_not_an_interpreter(make_repo,
     assert "1 skipped" in unit["reason"], unit["reason"]
     bug = titles["Test fails: tests/test_py310.py::test_real_bug"]
     assert bug["severity"] == "high" and bug["noise"] is None
+
+
+SHARED_FIXTURE = '''import pytest
+
+
+@pytest.fixture
+def app():
+    raise RuntimeError("the proxy did not start")  # jupyterhub's MockHub
+
+
+@pytest.mark.parametrize("n", range(5))
+def test_uses_app(app, n):
+    assert app
+
+
+def test_own_bug():
+    assert 1 == 2
+'''
+
+
+def test_tests_failing_the_same_way_at_one_line_are_one_finding(make_repo):
+    repo = make_repo({"tests/test_app.py": SHARED_FIXTURE})
+    _proc, report, _unit = run_unit_cli(repo)
+    shown = [f for f in report["findings"] if not f.get("noise")]
+    assert len(shown) == 2, [(f["title"], f["message"][:80], f["range"]) for f in shown]
+    fixture = next(f for f in shown if f["rule_id"] == "test-error")
+    assert fixture["message"].startswith("5 tests fail here the same way (tests/test_app.py::"
+                                         "test_uses_app[0]"), fixture["message"]
+    same = [f for f in report["findings"] if (f.get("noise") or "").startswith("the same failure")]
+    assert len(same) == 4 and all(f["severity"] == "info" for f in same)
+    assert any(f["rule_id"] == "test-failure" for f in shown)  # its own bug stays its own

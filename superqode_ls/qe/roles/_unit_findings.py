@@ -112,6 +112,39 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
                 snippet=src.line(file, line) if file else None,
             )
         )
+    return _same_failure_once(out)
+
+
+_SAME_SHOWN = 3  # tests named in the one finding
+
+
+def _same_failure_once(found: list[Finding]) -> list[Finding]:
+    """Tests failing at one line with one message (a shared fixture's
+    error: jupyterhub's 158 setup errors where its proxy would not start)
+    are one failure to act on: the first is shown and names how many, the
+    rest stay in the report as noise pointing at it."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in found:
+        if f.noise is None and f.file and f.range:
+            groups.setdefault((f.rule_id, f.message, f.file, f.range.start_line), []).append(f)
+    out = []
+    for f in found:
+        group = groups.get((f.rule_id, f.message, f.file, f.range.start_line)) \
+            if f.noise is None and f.file and f.range else None
+        if group and len(group) > 1:
+            first = group[0]
+            if f is first:
+                names = ", ".join(g.title.split(": ", 1)[-1] for g in group[:_SAME_SHOWN])
+                more = f" and {len(group) - _SAME_SHOWN} more" if len(group) > _SAME_SHOWN else ""
+                f = f.model_copy(update={"message": f"{len(group)} tests fail here the same "
+                                                    f"way ({names}{more}): {f.message}"})
+            else:
+                f = f.model_copy(update={
+                    "noise": f"the same failure as {first.title.split(': ', 1)[-1]} "
+                             f"({first.file}:{first.range.start_line}), counted there",
+                    "severity": Severity.info,
+                    "severity_reason": "info: one failure, shown once"})
+        out.append(f)
     return out
 
 
