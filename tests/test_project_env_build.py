@@ -337,6 +337,19 @@ def test_a_project_whose_own_build_fails_gets_its_dependencies_and_runs_from_the
     assert again.metadata == py.metadata and py.metadata
 
 
+def test_a_requirements_file_uv_cannot_read_is_left_out_and_said(make_repo, offline):
+    # kombu's requirements/dev.txt lists GitHub zipball URLs (no file
+    # extension): uv refuses the whole install; the other files stand.
+    repo = make_repo({**project_files("app", deps=[STUB]),
+                      "requirements/test.txt": "idna\n",
+                      "requirements/dev.txt": "https://github.com/celery/py-amqp/zipball/main\n",
+                      "tests/test_a.py": "import idna\n\n\ndef test_a():\n    assert idna\n"})
+    py = resolve(repo)
+    assert py.source == "built" and py.setup is None, py
+    assert "left out requirements/dev.txt: uv cannot read it" in (py.note or ""), py.note
+    assert "idna" in installed(py.python)
+
+
 def test_the_python_the_resolver_asks_for_is_found_when_installed():
     from superqode_ls.workspace.pyenv_build import _uv
     from superqode_ls.workspace.pyenv_interp import python_for as _python_for

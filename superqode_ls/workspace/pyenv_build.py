@@ -191,28 +191,34 @@ def _join(*parts: str) -> str:
 MAX_LEFT_OUT = 3
 LEFT_OUT = "superqode-left-out.txt"  # in the environment: its manifest covers it
 _UNBUILDABLE = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
+_UNREADABLE = re.compile(r"Couldn't parse requirement in `([^`]+)`")
 
 
-def _left_out(target: Path) -> list[tuple[str, bool]]:
-    """(name, whether it is the project itself) of each package left out."""
+def _left_out(target: Path) -> list[tuple[str, str]]:
+    """(name, what) of each thing left out: a package (""), the project
+    itself ("project") or a requirements file uv cannot read ("file")."""
     try:
         lines = (target / LEFT_OUT).read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
-    return [(ln.split()[0], ln.split()[1:] == ["project"]) for ln in lines if ln.strip()]
+    return [(ln.split()[0], " ".join(ln.split()[1:2])) for ln in lines if ln.strip()]
 
 
 def left_out_note(target: Path) -> str:
     """What the environment at ``target`` lacks of the declared packages."""
     left = _left_out(target)
-    others = [name for name, own in left if not own]
+    others = [name for name, what in left if not what]
+    files = [name for name, what in left if what == "file"]
     parts = []
-    if any(own for _, own in left):
+    if any(what == "project" for _, what in left):
         parts.append("the project itself could not be built here (its build backend failed); its "
                      "declared dependencies are installed and its code runs from the sandbox")
     if others:
         parts.append(f"left out {', '.join(others)}: could not be built here (a source build "
                      "needing system libraries or a download this machine lacks)")
+    if files:
+        parts.append(f"left out {', '.join(files)}: uv cannot read it (a requirement it cannot "
+                     "parse, such as a source archive URL with no file extension)")
     return "; ".join(parts)
 
 
@@ -220,7 +226,7 @@ def _own_metadata(target: Path, folder: Path, owner: Path) -> str | None:
     """The project's metadata lent to its tests when its own build failed
     (its tests may read their version): name and version as declared,
     else as its VCS says."""
-    if not any(own for _, own in _left_out(target)):
+    if not any(what == "project" for _, what in _left_out(target)):
         return None
     name = _declared_name(folder)
     if name is None:
@@ -232,8 +238,8 @@ def _own_metadata(target: Path, folder: Path, owner: Path) -> str | None:
 
 def _project_dropped(target: Path, root: Path, plan: Plan) -> bool:
     name = _declared_name(root / plan.folder) if plan.deps_without_project else None
-    return name is not None and any(_canonical(n) == _canonical(name) and not own
-                                    for n, own in _left_out(target))
+    return name is not None and any(_canonical(n) == _canonical(name) and not what
+                                    for n, what in _left_out(target))
 
 
 def _declared_name(folder: Path) -> str | None:
@@ -415,6 +421,18 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         left: list[str] = []
         own_name = _declared_name(src / plan.folder) if plan.deps_without_project else None
         while why is not None and len(left) < MAX_LEFT_OUT:
+            unread = _UNREADABLE.search(why)
+            said = unread.group(1) if unread else ""
+            bad = next((r for r in plan.requirement_files
+                        if said == r or said.endswith(f"/{r}")), None)
+            if bad is not None and len(plan.requirement_files) > 1:
+                # kombu's requirements/dev.txt (GitHub zipball URLs of its
+                # own libraries' development heads): the other files stand.
+                plan = replace(plan, requirement_files=tuple(
+                    r for r in plan.requirement_files if r != bad))
+                left.append(f"{bad} file")
+                why = await fill()
+                continue
             m = _UNBUILDABLE.search(why)
             if m is None or m.group(1) in left or f"{m.group(1)} project" in left:
                 break
@@ -425,7 +443,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                 left.append(f"{m.group(1)} project")
             else:
                 left.append(m.group(1))
-                excluded = [n for n in left if not n.endswith(" project")]
+                excluded = [n for n in left if " " not in n]
                 (tmp / "excludes.txt").write_text("\n".join(excluded) + "\n", encoding="utf-8")
                 env["UV_EXCLUDE"] = str(tmp / "excludes.txt")
             why = await fill()
