@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..models import Finding, Severity
+from ..workspace.pyast import parse as parse_python
 from .context import mark_noise
 from .noise_library import python_files
 
@@ -101,7 +102,7 @@ def _setters(root: Path, names: set[str]) -> dict[str, list[tuple[str, int]]]:
         if not quick.search(text):
             continue
         try:
-            tree = ast.parse(text)
+            tree = parse_python(text)
         except (SyntaxError, ValueError):
             continue
         rel = os.path.relpath(path, root).replace(os.sep, "/")

@@ -83,7 +83,9 @@ _IMPORT_DOC = re.compile(r"^\s*from\s+[\w.]+\s+import\s+[^#]*\b__doc__\b")
 _SAFE_BASES = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 
 
-def _module(lines: list[str]) -> ast.Module | None:
+def module_of(lines: list[str]) -> ast.Module | None:
+    """A flagged module's tree from its lines (the serialized parse), or
+    None when it does not parse: the noise rules' one way to parse."""
     try:
         return parse_python("\n".join(lines))
     except (SyntaxError, ValueError):
@@ -507,7 +509,7 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
 
             def tree(file=file, lines=lines) -> ast.Module | None:
                 if file not in trees:
-                    trees[file] = _module(lines)
+                    trees[file] = module_of(lines)
                 return trees[file]
 
             if why := _why(f, rule, lines, tree, web) or trusted_why(

@@ -19,7 +19,9 @@ import ast
 from collections.abc import Callable
 
 from ..models import Finding, Severity
+from .ast_index import index
 from .context import mark_noise
+from .noise_library import module_of
 
 Lines = Callable[[str], "list[str] | None"]
 _SQL_RULES = frozenset({"sql-injection", "B608", "S608"})
@@ -45,13 +47,9 @@ def migration_noise(findings: list[Finding], lines_of: Lines,
 
 def _migration(lines: list[str] | None) -> ast.Module | None:
     """The module's tree when it is a schema migration, else None."""
-    if lines is None:
-        return None
-    try:
-        tree = ast.parse("\n".join(lines))
-    except (SyntaxError, ValueError):
-        return None
-    return tree if _alembic_revision(tree) or _django_migration(tree) else None
+    tree = module_of(lines) if lines is not None else None
+    return tree if tree is not None and (_alembic_revision(tree) or _django_migration(tree)) \
+        else None
 
 
 # What reads the database's rows (Django's manager, DB-API and SQLAlchemy results).
@@ -62,12 +60,7 @@ _ROWS = frozenset({"objects", "fetchone", "fetchall", "fetchmany", "first", "sca
 def _from_rows(tree: ast.Module, line: int) -> bool:
     """Whether a value formatted into the SQL on ``line`` comes, through the
     enclosing function's assignments, from the database's rows."""
-    scope: ast.AST = tree
-    for node in ast.walk(tree):
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and node.lineno <= line <= (node.end_lineno or node.lineno)
-                and node.lineno >= getattr(scope, "lineno", 0)):
-            scope = node
+    scope: ast.AST = index(tree).function_at(line) or tree
     formatted = [n for n in ast.walk(scope) if _formats(n)
                  and n.lineno <= line <= (n.end_lineno or n.lineno)]
     given: dict[str, list[ast.AST]] = {}  # a name's assigned values

@@ -52,11 +52,10 @@ from pathlib import Path
 import yaml
 
 from ..models import Finding, Severity
-from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
 from .noise_demo import DemoSites, demo_settings
-from .noise_library import is_web_project, python_files
+from .noise_library import is_web_project, module_of, python_files
 from .noise_paths import provider_token
 from .noise_reexports import OWN_REEXPORT, own_import
 from .noise_settings import side_settings
@@ -119,7 +118,7 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
         rule = canonical(f.rule_id)
         if rule in _RULES and f.range and (lines := lines_of(f.file)) is not None:
             if f.file not in trees:
-                trees[f.file] = _module(lines)
+                trees[f.file] = module_of(lines)
             tree = trees[f.file]
             why = None if tree is None else _why(f, rule, tree)
             if why:
@@ -155,13 +154,6 @@ def precommit_exclude(root: Path) -> re.Pattern[str] | None:
     try:
         return re.compile(pat)
     except re.error:
-        return None
-
-
-def _module(lines: list[str]) -> ast.Module | None:
-    try:
-        return parse_python("\n".join(lines))
-    except (SyntaxError, ValueError):
         return None
 
 

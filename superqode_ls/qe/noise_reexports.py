@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 
 from ..models import Finding, Severity
-from ..workspace.pyast import parse as parse_python
 from .context import mark_noise
+from .noise_library import module_of
 
 Lines = Callable[[str], "list[str] | None"]
 
@@ -63,10 +63,10 @@ def _reexporting(rel: str, lines: list[str] | None) -> ast.Module | None:
         return None
     text = "\n".join(lines)
     if rel.rsplit("/", 1)[-1] == "__init__.py":
-        return _module(lines)
+        return module_of(lines)
     if _DOES_MORE.search(text):
         return None
-    tree = _module(lines)
+    tree = module_of(lines)
     if tree is None or not all(
             isinstance(n, (ast.Import, ast.ImportFrom)) or (
                 isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
@@ -90,8 +90,3 @@ def own_import(tree: ast.Module, line: int, rel: str, relative_only: bool = Fals
     return False
 
 
-def _module(lines: list[str]) -> ast.Module | None:
-    try:
-        return parse_python("\n".join(lines))
-    except (SyntaxError, ValueError):
-        return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...models import Severity
+from ...workspace.pyast import parse as parse_python
 from ._secrets_values import (
     _ENV_VAR_NAME,
     _NOT_SECRET_NAME,
@@ -438,7 +439,7 @@ def _docstring_examples(hits: list[SecretHit], text: str) -> list[SecretHit]:
     its confidence lowered as "EXAMPLE" values' are; a key in a known
     format keeps its own."""
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return hits
     spans = [(n.body[0].lineno, n.body[0].end_lineno or n.body[0].lineno)
