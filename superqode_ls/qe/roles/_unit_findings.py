@@ -123,14 +123,17 @@ def _same_failure_once(found: list[Finding]) -> list[Finding]:
     error: jupyterhub's 158 setup errors where its proxy would not start)
     are one failure to act on: the first is shown and names how many, the
     rest stay in the report as noise pointing at it."""
+    def place(f: Finding) -> tuple | None:
+        return ((f.rule_id, f.message, f.file, f.range.start_line)
+                if f.noise is None and f.file and f.range else None)
+
     groups: dict[tuple, list[Finding]] = {}
     for f in found:
-        if f.noise is None and f.file and f.range:
-            groups.setdefault((f.rule_id, f.message, f.file, f.range.start_line), []).append(f)
+        if (key := place(f)) is not None:
+            groups.setdefault(key, []).append(f)
     out = []
     for f in found:
-        group = groups.get((f.rule_id, f.message, f.file, f.range.start_line)) \
-            if f.noise is None and f.file and f.range else None
+        group = groups.get(place(f))
         if group and len(group) > 1:
             first = group[0]
             if f is first:
