@@ -268,6 +268,31 @@ def test_a_document_generators_templates_are_no_xss_a_web_apps_are(tmp_path):
     assert off.noise is None and off.severity is Severity.high  # turned off on purpose
 
 
+def test_mako_templates_of_code_or_escaped_are_noise_a_web_apps_html_stays(tmp_path):
+    lib, web = tmp_path / "lib", tmp_path / "web"
+    gen = ("from mako.template import Template\n"
+           "def render(path, **kw):\n"
+           "    return Template(filename=path).render(**kw)\n")
+    _write(lib, {"tool/gen.py": gen})
+    _write(web, {"site/gen.py": gen, "site/app.py": "from flask import Flask\n",
+                 "site/script.py": ("from mako.template import Template\n"
+                                    "t = Template(filename='script.py.mako')\n"),
+                 "site/esc.py": ("from mako.template import Template\n"
+                                 "t = Template(text, default_filters=['h'])\n"),
+                 "site/page.py": ("from mako.template import Template\n"
+                                  "t = Template(filename='templates/page.html')\n")})
+    (quiet,) = _filtered(lib, [_sec("B702", "tool/gen.py", 3, severity=Severity.medium)])
+    (code,) = _filtered(web, [_sec("B702", "site/script.py", 2, severity=Severity.medium)])
+    (esc,) = _filtered(web, [_sec("B702", "site/esc.py", 2, severity=Severity.medium)])
+    (html,) = _filtered(web, [_sec("B702", "site/page.py", 2, severity=Severity.medium)])
+    (served,) = _filtered(web, [_sec("B702", "site/gen.py", 3, severity=Severity.medium)])
+    assert "no web framework" in quiet.noise and quiet.severity is Severity.low
+    assert "'script.py.mako', not HTML" in code.noise
+    assert "default filters include `h`" in esc.noise
+    assert html.noise is None and html.severity is Severity.medium
+    assert served.noise is None  # a web app's template of unknown kind stays shown
+
+
 def test_an_opinion_the_project_holds_in_many_places_is_tolerated_a_likely_bug_is_not(tmp_path):
     _write(tmp_path, {"pkg/mod.py": "x = 1\n" * 20})
     found = _filtered(tmp_path, [

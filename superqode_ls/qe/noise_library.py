@@ -241,6 +241,16 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
         if not any("autoescape" in x for x in lines[n - 1:end]) and not web():
             return ("templates without autoescape in a project with no web framework: they "
                     "render the author's own content into documents, no request reaches them")
+    elif rule == "B702":
+        call = "\n".join(lines[n - 1:max(f.range.end_line or n, n)])
+        if _MAKO_ESCAPES.search(call):
+            return "the template's default filters include `h`: every expression is HTML-escaped"
+        if (m := _MAKO_FILE.search(call)) and _not_html(m.group(1)):
+            return (f"the template renders {m.group(1)!r}, not HTML: HTML-escaping would "
+                    "corrupt it, and no browser reads it")
+        if not web():
+            return ("Mako templates in a project with no web framework: they render the "
+                    "author's own files (code, configuration), no request reaches them")
     elif (rule in ("B301", "B302") and (t := tree()) is not None
           and (fn := _enclosing_function(t, n)) and fn in _reconstructors(t)):
         return (f"{fn}() is the reconstructor __reduce__ returns: it runs only while a pickle "
@@ -281,6 +291,19 @@ _LOCAL_DEFAULT_ACCOUNT = re.compile(
     r"\w+://(\w+):(\w+)@(localhost|127\.0\.0\.1|\[::1\])(?::\d+)?(?:[/\"']|$)")
 _STRIPTAGS = re.compile(r"\bMarkup\((?:[^()]|\([^()]*\))*\)\.striptags\(\)")
 _MARKUP_KEPT = re.compile(r"\bMarkup\(")
+# Mako's escaping is a default filter, not a flag: ``default_filters=['h']``.
+_MAKO_ESCAPES = re.compile(r"default_filters\s*=\s*[\[(][^\])]*['\"]h['\"]")
+_MAKO_FILE = re.compile(r"(?:filename|uri)\s*=\s*['\"]([^'\"]+)['\"]")
+_TEMPLATE_EXT = re.compile(r"(?i)\.(?:mako|tmpl|tpl|jinja2?|j2)$")
+_TEXT_EXT = re.compile(r"(?i)\.(?:py|pyi|sql|ini|cfg|toml|ya?ml|json|txt|rst|md|sh|csv)$")
+
+
+def _not_html(name: str) -> bool:
+    """A template file whose output is not HTML, by its name: ``script.py.mako``
+    (``.mako`` stripped, ``.py`` left); a bare ``page.mako`` is unknown."""
+    return bool(_TEXT_EXT.search(_TEMPLATE_EXT.sub("", name)))
+
+
 _CHMOD = re.compile(r"\bchmod\([^,]+,\s*(0o[0-7]+|0[0-7]+|\d+)\s*\)")
 
 
@@ -469,7 +492,7 @@ def _rebound(fn: ast.AST, name: str) -> bool:
     return False
 
 
-_RULES = frozenset({"PLE0101", "B105", "B106", "B610", "B611", "B030", "B608", "B701", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
+_RULES = frozenset({"PLE0101", "B105", "B106", "B610", "B611", "B030", "B608", "B701", "B702", "B704", "B103", "B324", "B506", "F401", "F821", "B301", "B302", *_SHELL_RULES})
 
 
 def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] | None] | None,
@@ -514,7 +537,7 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
 
             if why := _why(f, rule, lines, tree, web) or trusted_why(
                     f, rule, lines, tree, one_command, project):
-                low = rule in ("B301", "B302", "B701", *TRUSTED_RULES) or rule in _SHELL_RULES
+                low = rule in ("B301", "B302", "B701", "B702", *TRUSTED_RULES) or rule in _SHELL_RULES
                 f = mark_noise(f, why, Severity.low if low else Severity.info)
         out.append(f)
     let_trusted_facts_go()
