@@ -74,6 +74,7 @@ from .noise_paths import (  # noqa: F401
 )
 from .noise_project import project_noise
 from .noise_reexports import package_reexports
+from .noise_shipped import unshipped
 from .noise_style import style_noise
 from .ruff_rules import LIKELY_BUG, ruff_severity
 
@@ -455,6 +456,8 @@ def filter_findings(
         deduped = classify_paths(deduped, classes)
         if "vendored" in classes:
             deduped = vendored(deduped, getattr(read_line, "root", None))
+        if "tooling" in classes:
+            deduped = unshipped(deduped, getattr(read_line, "root", None))
     deduped = style_noise(deduped)
     result = NoiseResult(
         findings=deduped,
