@@ -72,8 +72,9 @@ _QUEUES = frozenset({"celery", "dramatiq", "huey", "rq"})
 
 # What reads from outside: web request data and the network.
 _REQUEST_NAMES = frozenset({"request", "req"})
-_READS = frozenset({"urlopen", "recv", "recvfrom", "recv_into", "open", "read", "read_text",
-                    "read_bytes", "readline", "readlines", "input"})
+_READS = frozenset({"urlopen", "recv", "recvfrom", "recv_into"})
+_FILE_READS = frozenset({"open", "read", "read_text", "read_bytes", "readline", "readlines",
+                         "input", "load", "loads"})
 _NETWORK_CALLS = frozenset({"urlopen", "recv", "recvfrom", "recv_into", "accept", "get", "post",
                             "request", "fetch", "ClientSession", "Client", "AsyncClient"})
 _NETWORK_MODULES = frozenset({"requests", "httpx", "urllib", "aiohttp", "socket", "urllib3"})
@@ -118,7 +119,8 @@ def operator_code(rel: str, tree: ast.Module, line: int, *, sql: bool = False) -
     if where is None:
         return None
     scope: ast.AST = index(tree).function_at(line) or tree
-    if _reads_outside(scope) or (sql and _from_rows(tree, line)):
+    if _reads_outside(scope) or _file_contents(tree, scope, line) or (
+            sql and _from_rows(tree, line)):
         return None
     return OPERATOR_WHY.format(where=where)
 
@@ -168,9 +170,25 @@ def _parses_argv(func: ast.AST) -> bool:
                for n in ast.walk(func))
 
 
+def _file_contents(tree: ast.Module, scope: ast.AST, line: int) -> bool:
+    """A file's contents reach the sink on ``line`` (anyone may have written
+    it: ``eval(open(path).read())`` stays), also through the function's names."""
+    assigned = index(tree).assigned(scope)
+    todo: list[ast.AST] = [a for c in index(tree).calls_over(line)
+                           for a in [*c.args, *(k.value for k in c.keywords)]]
+    seen: set[str] = set()
+    while todo:
+        for n in ast.walk(todo.pop()):
+            if isinstance(n, ast.Call) and _name(n.func) in _FILE_READS:
+                return True
+            if isinstance(n, ast.Name) and n.id not in seen:
+                seen.add(n.id)
+                todo.extend(assigned.get(n.id, ()))
+    return False
+
+
 def _reads_outside(scope: ast.AST) -> bool:
-    """``scope`` reads web request data, the network or a file's contents
-    (which anyone may have written: ``eval(open(path).read())`` stays)."""
+    """``scope`` reads web request data or the network."""
     for n in ast.walk(scope):
         if isinstance(n, ast.Name) and n.id in _REQUEST_NAMES:
             return True
