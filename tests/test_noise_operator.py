@@ -101,12 +101,18 @@ def test_a_top_level_script_and_an_invoke_task_are_noise_a_celery_task_stays(mak
     shell = 'import os\nimport sys\n\nos.system("tar czf backup.tgz " + sys.argv[1])\n'
     task = ('import os\nfrom {m} import {d}\n\n\n@{d}\n'
             'def backup(c, where):\n    os.system("tar czf " + where)\n')
+    fetch = ("import sys\nimport urllib.request\n\n"
+             "resp = urllib.request.urlopen(sys.argv[1])\nprint(resp.read())\n")
     repo = make_repo({"scripts/backup.py": shell, "app/backup.py": shell,
+                      "scripts/fetch.py": fetch, "app/fetch.py": fetch,
                       "tasks.py": task.format(m="invoke", d="task"),
                       "app/tasks.py": task.format(m="celery", d="shared_task")})
     kept = _filtered(repo)
     (script,) = _hits(kept, "scripts/backup.py", _SHELL)
     assert script.noise and "operator already controls (a script)" in script.noise
+    (opened,) = _hits(kept, "scripts/fetch.py", {"B310"})
+    assert opened.noise and "operator already controls" in opened.noise
+    assert [f.noise for f in _hits(kept, "app/fetch.py", {"B310"})] == [None]
     (invoke,) = _hits(kept, "tasks.py", _SHELL)
     assert invoke.noise and "invoke task" in invoke.noise
     for file in ("app/backup.py", "app/tasks.py"):  # a package's module; a queue's task

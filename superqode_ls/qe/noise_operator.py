@@ -49,6 +49,7 @@ from .roles._web_quiet_tools import _CLI_DECORATORS, _cli_decorator, _decorator_
 Lines = Callable[[str], "list[str] | None"]
 
 SQL_RULES = frozenset({"B608", "SQL-INJECTION"})
+_URL_RULES = frozenset({"B310", "SSRF"})
 OPERATOR_RULES = frozenset({*SQL_RULES, "B602", "B604", "B605", "B609", "COMMAND-INJECTION",
                             "B307", "B102", "B310", "SSRF"})
 MARKUP_RULES = frozenset({"B703", "B704", "B308"})
@@ -75,6 +76,7 @@ _REQUEST_NAMES = frozenset({"request", "req"})
 _READS = frozenset({"urlopen", "recv", "recvfrom", "recv_into"})
 _FILE_READS = frozenset({"open", "read", "read_text", "read_bytes", "readline", "readlines",
                          "input", "load", "loads"})
+_URLLIB_CALLS = frozenset({"urlopen", "Request", "urlretrieve", "build_opener"})
 _NETWORK_CALLS = frozenset({"urlopen", "recv", "recvfrom", "recv_into", "accept", "get", "post",
                             "request", "fetch", "ClientSession", "Client", "AsyncClient"})
 _NETWORK_MODULES = frozenset({"requests", "httpx", "urllib", "aiohttp", "socket", "urllib3"})
@@ -98,7 +100,8 @@ def operator_noise(findings: list[Finding], lines_of: Lines, root: str | Path | 
             if tree is not None:
                 line = f.range.start_line
                 if rules & OPERATOR_RULES:
-                    why = operator_code(f.file, tree, line, sql=bool(rules & SQL_RULES))
+                    why = operator_code(f.file, tree, line, sql=bool(rules & SQL_RULES),
+                                        url_open=bool(rules & _URL_RULES))
                 if why is None and rules & MARKUP_RULES and own_text_markup(tree, line):
                     why = MARKUP_WHY
                 if why is None and rules & _DEV_SERVER_RULES and deployed is not None:
@@ -112,14 +115,16 @@ def operator_noise(findings: list[Finding], lines_of: Lines, root: str | Path | 
 
 # -- operator-only code ----------------------------------------------------
 
-def operator_code(rel: str, tree: ast.Module, line: int, *, sql: bool = False) -> str | None:
+def operator_code(rel: str, tree: ast.Module, line: int, *, sql: bool = False,
+                  url_open: bool = False) -> str | None:
     """Why the sink on ``line`` of ``rel`` takes only what the operator gives
     (the OPERATOR_WHY text), or None."""
     where = _operator_where(rel, tree, line)
     if where is None:
         return None
     scope: ast.AST = index(tree).function_at(line) or tree
-    if _reads_outside(scope) or _file_contents(tree, scope, line) or (
+    # (a URL-open finding's own call is the sink, not the input)
+    if _reads_outside(scope, line if url_open else None) or _file_contents(tree, scope, line) or (
             sql and _from_rows(tree, line)):
         return None
     return OPERATOR_WHY.format(where=where)
@@ -187,9 +192,15 @@ def _file_contents(tree: ast.Module, scope: ast.AST, line: int) -> bool:
     return False
 
 
-def _reads_outside(scope: ast.AST) -> bool:
-    """``scope`` reads web request data or the network."""
+def _reads_outside(scope: ast.AST, sink_line: int | None = None) -> bool:
+    """``scope`` reads web request data or the network (other than by a
+    call on ``sink_line``)."""
+    urllib = set()  # ``urllib.request`` and what it binds: the module, no request
     for n in ast.walk(scope):
+        if isinstance(n, ast.Attribute) and n.attr in _URLLIB_CALLS:
+            urllib.add(id(n.value))
+        if isinstance(n, (ast.Name, ast.Attribute)) and id(n) in urllib:
+            continue
         if isinstance(n, ast.Name) and n.id in _REQUEST_NAMES:
             return True
         if isinstance(n, ast.Attribute) and n.attr == "request":  # self.request.GET
@@ -199,6 +210,8 @@ def _reads_outside(scope: ast.AST) -> bool:
             name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) \
                 else ""
             owner = ast.unparse(f.value).split(".")[0] if isinstance(f, ast.Attribute) else ""
+            if sink_line is not None and n.lineno <= sink_line <= (n.end_lineno or n.lineno):
+                continue
             if name in _READS or (
                     owner in _NETWORK_MODULES and name in _NETWORK_CALLS):
                 return True
@@ -291,6 +304,8 @@ def _own(e: ast.AST, scope: ast.AST, tree: ast.Module, depth: int,
             values = index(tree).assigned(tree).get(e.id) if not _bound_otherwise(
                 e.id, scope) else None
             values = [v for v in values or [] if _module_level(tree, v)]
+            if values and scope is not tree and _bound_otherwise(e.id, tree):
+                return False
         if not values or _bound_otherwise(e.id, scope):
             return False
         return all(_own(v, scope, tree, d, seen | {e.id}) for v in values)
