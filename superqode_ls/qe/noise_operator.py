@@ -9,9 +9,10 @@ nothing does (each marked noise, said why, kept and counted):
   SQL, a shell, ``eval``/``exec``, ``urlopen``) in code only the person who
   runs the program reaches: a Django management command, a click/typer
   command, a ``cli.py``/``__main__.py`` that reads its own argv, a top-level
-  ``scripts/``, ``tools/`` or ``bin/`` file, ``manage.py``, ``setup.py``,
-  ``noxfile.py``, ``fabfile.py``, a root ``tasks.py`` (invoke's; not a
-  Celery one), ``docs/conf.py``. Whoever passes the option owns the
+  ``scripts/``, ``tools/`` or ``bin/`` file, ``manage.py``, ``noxfile.py``,
+  ``fabfile.py``, a root ``tasks.py`` (invoke's; not a Celery one),
+  ``docs/conf.py`` (a ``setup.py`` that calls ``setup()`` is
+  ``noise_project``'s maintainer script; one that does not stays shown). Whoever passes the option owns the
   database or the shell already. It stays shown when the same function
   reads request data or the network, or (SQL) formats a value read from
   the database's rows (second-order input: another user may have written
@@ -64,9 +65,11 @@ DEBUG_WHY = ("{what} at the development entry point: the __main__ block of {modu
              "the project deploys {deployed}")
 
 # Files only the operator runs, by name (anywhere) or by top-level folder.
-_OPERATOR_FILES = {"manage.py": "manage.py", "setup.py": "setup.py", "noxfile.py": "a nox file",
+_OPERATOR_FILES = {"manage.py": "manage.py", "noxfile.py": "a nox file",
                    "fabfile.py": "a fabric file"}
 _OPERATOR_DIRS = {"scripts": "a script", "tools": "a developer tool", "bin": "a script"}
+# A command-line entry point's module: there a function that parses argv is the command.
+_CLI_MODULES = frozenset({"cli.py", "__main__.py"})
 _COMMANDS = re.compile(r"(^|/)management/commands/[^/]+\.py$")
 # A task queue's task takes its arguments from whoever queued it (a view).
 _QUEUES = frozenset({"celery", "dramatiq", "huey", "rq"})
@@ -146,7 +149,7 @@ def _operator_where(rel: str, tree: ast.Module, line: int) -> str | None:
     func = index(tree).function_at(line)
     if func is not None and _cli_command(func, tree):
         return "a command-line command's own options"
-    if func is not None and _parses_argv(func):
+    if func is not None and name in _CLI_MODULES and _parses_argv(func):
         return "the command line this function parses itself"
     return None
 
