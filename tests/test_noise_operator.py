@@ -171,8 +171,18 @@ def echo():
 
 @needs_bandit
 def test_markup_over_translated_literals_is_noise_a_value_from_outside_stays(make_repo):
-    repo = make_repo({"app/forms.py": MARKUP})
+    repo = make_repo({"app/forms.py": MARKUP, "shop/admin.py": (
+        "from django.utils.safestring import mark_safe\n"
+        "from django.utils.translation import gettext_lazy as _\n\n\n"
+        "def saved():\n"
+        "    return mark_safe(_(\"<b>Saved.</b>\") + \" \" + str(3))\n\n\n"
+        "def owner(item):\n"
+        "    return mark_safe(_(\"Owner: %s\") % item.owner.name)\n")})
     kept = _filtered(repo)
+    (own,) = _hits(kept, "shop/admin.py", {"B308", "B703"}, 6)
+    assert own.noise and "project's own text" in own.noise
+    # a database value (another user's name) keeps it shown
+    assert [f.noise for f in _hits(kept, "shop/admin.py", {"B308", "B703"}, 10)] == [None]
     for line in (8, 12):
         (own,) = _hits(kept, "app/forms.py", {"B704"}, line)
         assert own.noise and "project's own text" in own.noise, (line, own.noise)

@@ -288,6 +288,8 @@ def _own(e: ast.AST, scope: ast.AST, tree: ast.Module, depth: int,
         name = _name(e.func)
         if name in _ESCAPES or name in _NUMBERS:
             return True
+        if name in ("str", *_MARKUP_CALLS) and len(e.args) == 1 and not e.keywords:
+            return _own(e.args[0], scope, tree, d, seen)
         if name in _TRANSLATIONS and isinstance(e.func, ast.Name):
             count = _COUNT_AT.get(name)
             return bool(e.args) and all(
