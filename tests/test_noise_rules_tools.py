@@ -47,7 +47,7 @@ def test_eval_of_a_cli_commands_own_argument_is_noise_a_files_contents_stays(mak
     )})
     found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
     (own,) = _at(found, "tool/__main__.py", 9, "B307")
-    assert own.noise and "command-line tool's own argument" in own.noise
+    assert own.noise and "operator already controls (a command-line command" in own.noise
     assert own.severity is Severity.low
     # a file's contents may come from anyone; a plain function's parameter
     # is whoever calls it: both stay

@@ -62,7 +62,6 @@ from .noise_idioms import idiom_noise, is_idiom_rule
 from .noise_pylint import pylint_disabled
 from .noise_rules import (
     ci_test_database,
-    cli_argument_code,
     dev_settings_key,
     example_placeholder,
     fixed_shell_list,
@@ -448,8 +447,6 @@ def apply_context(
             if scopes is not None and generated_code(scopes, f.range.start_line):
                 f = mark_noise(f, "code generation: it runs code the module writes itself",
                                Severity.low)
-            elif scopes is not None and (why := cli_argument_code(scopes, f.range.start_line)):
-                f = mark_noise(f, why, Severity.low)
         elif (rule == "B104" and f.file and f.range and modules is not None
               and f.noise is None and f.file.endswith(".py")):
             scopes = modules.scopes(f.file)

@@ -30,7 +30,6 @@ from collections.abc import Callable
 
 from ..models import Finding
 from .codegen import Scopes, _own_nodes
-from .roles._web_quiet_tools import cli_own_arguments
 
 # The secrets scan's password rules: a value a person typed, which in an
 # example file is a placeholder. Provider-format rules are not here.
@@ -254,25 +253,6 @@ def dev_settings_key(f: Finding, lines: Callable[[str], list[str] | None]) -> st
             return (f"a development key: the production settings ({folder}/{name}) read "
                     "SECRET_KEY from the environment or make a random one")
     return None
-
-
-def cli_argument_code(scopes: Scopes, line: int) -> str | None:
-    """Why ``eval``/``exec`` (B307, B102) on ``line`` is the tool's own
-    feature: a command-line command (click, typer, Flask's ``cli``) runs an
-    expression its own argument gives as it is (rich-cli's ``rich
-    --inspect "EXPR"``), like ``python -c``: whoever passes it runs Python
-    already. The argument must reach the call without another call between:
-    ``eval(open(path).read())`` runs a file's contents, which may come from
-    anyone, and stays; so does a value from a setting, a file or the network."""
-    calls = [c for c in scopes.calls_on(line) if isinstance(c.func, ast.Name)
-             and c.func.id in ("eval", "exec")]
-    if not calls or any(isinstance(n, ast.Call) for c in calls for a in c.args
-                        for n in ast.walk(a)):
-        return None
-    if not cli_own_arguments(scopes, line):
-        return None
-    return ("it runs the expression this command-line tool's own argument gives (its feature, "
-            "like python -c): whoever passes it runs Python already")
 
 
 # ruff's F811 on a name bound by an import no one used: "Redefinition of
