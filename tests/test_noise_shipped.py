@@ -69,11 +69,11 @@ def test_an_application_or_two_product_packages_keep_every_finding(tmp_path):
     _write(app, {"pyproject.toml": "[project]\nname = 'shop'\n", "manage.py": "",
                  "src/shop/__init__.py": "", "extra/__init__.py": "",
                  "extra/views.py": _SQL})
-    _write(bare, {"tools/views.py": _SQL})
+    _write(bare, {"extra/views.py": _SQL})
     assert shipped(site) is None and shipped(app) is None and shipped(bare) is None
     assert _filtered(site, [_sql("blog/views.py")])["blog/views.py"].noise is None
     assert _filtered(app, [_sql("extra/views.py")])["extra/views.py"].noise is None
-    assert _filtered(bare, [_sql("tools/views.py")])["tools/views.py"].noise is None
+    assert _filtered(bare, [_sql("extra/views.py")])["extra/views.py"].noise is None
 
 
 def test_a_provider_token_outside_the_package_stays_shown(tmp_path):
