@@ -104,9 +104,10 @@ def _tool_state(tool: str | None) -> str:
 
 
 def _settings(ctx: RoleContext) -> str:
-    config = ctx.config
-    dumped = config.model_dump_json() if hasattr(config, "model_dump_json") else repr(config)
-    return json.dumps({"config": dumped, "mode": ctx.mode, "files": ctx.files, "folder": ctx.folder,
+    # The configuration's repr, not its JSON: a forked run of the warm helper
+    # would build pydantic's serializer for it anew every run (~30 ms); a
+    # repr that differs (a set's order) only misses.
+    return json.dumps({"config": repr(ctx.config), "mode": ctx.mode, "files": ctx.files, "folder": ctx.folder,
                        "trusted": ctx.trusted, "lines": sorted((k, sorted(v)) for k, v in (ctx.lines or {}).items())},
                       sort_keys=True, default=str)
 
