@@ -49,7 +49,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,7 +158,7 @@ class VerdictKey:
         except (TypeError, ValueError, KeyError):
             return None
 
-    def keep(self, kept: Kept, written: list[str] = ()) -> bool:
+    def keep(self, kept: Kept, written: Sequence[str] = ()) -> bool:
         """Kept where the tree is as it was when its digest was taken; True
         when written. ``written``: files of the tree the verifier itself set
         aside and put back, copies in their place meanwhile (their change
@@ -228,7 +228,7 @@ async def lookup(project: Path, root: Path, role: Role, ctx: RoleContext, found:
 
 
 async def store(key: VerdictKey | None, results: list[VerifyResult], whys: dict[str, str | None],
-                written: list[str] = ()) -> None:
+                written: Sequence[str] = ()) -> None:
     """``results`` kept under ``key`` where no test judged any of the files
     (``whys``: each one's reason) and the tree held still (``VerdictKey.keep``)."""
     if key is None or not whys or any(w is None for w in whys.values()):
