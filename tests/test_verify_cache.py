@@ -163,3 +163,9 @@ def test_never_verifiable_reads_a_module_once_a_run(tmp_path):
     (tmp_path / "api.py").unlink()  # read again, it would be no facade
     assert never_verifiable(patches, [f], tmp_path, reads) == first
     assert never_verifiable(patches, [f], tmp_path) == {}
+    # Another tree's reads are not taken for this one.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.11"\n')
+    (other / "api.py").write_text("from os import path\n\nX = path\n")
+    assert never_verifiable(patches, [f], other, reads) == {}

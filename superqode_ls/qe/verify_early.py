@@ -109,8 +109,10 @@ class SandboxReads:
     a run (``EarlyVerify.reads``), passed to the early verification's pick
     and to the step after the roles, which read the same files (roles that
     edit the sandbox get no early verification, so nothing changes between
-    them); at most one entry a fixed file and a folder on its way."""
+    them); at most one entry a fixed file and a folder on its way. ``root``:
+    the tree they are of (set by the first reader; another tree reads anew)."""
 
+    root: Path | None = None
     declares: dict[Path, bool] = field(default_factory=dict)
     facades: dict[str, bool] = field(default_factory=dict)
 

@@ -133,7 +133,9 @@ def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
     ``reads``: the run's reads of it so far."""
     if root is None:
         return {}
-    reads = SandboxReads() if reads is None else reads
+    if reads is None or reads.root not in (None, root):
+        reads = SandboxReads(root)  # its module names are relative to another tree
+    reads.root = root
     out = {f.fix_patch_id: assumed_target_note(f) for f in findings
            if f.fix_patch_id in patches and assumes_target(f, root, reads.declares)}
     out.update({f.fix_patch_id: reexport_note(f) for f in findings
