@@ -71,18 +71,21 @@ class ToyWatch(Role):
 
 
 def _run(repo, monkeypatch, trusted: bool, early: bool = True, overrides=None):
-    monkeypatch.setitem(REGISTRY, "toy_watch", f"{__name__}:ToyWatch")
-    if not early:
-        monkeypatch.setattr(QESession, "_early_verify_wanted", lambda self, res: False)
-    SEEN.clear()
-    req = QERequest(repo, roles=["lint_tester", "toy_watch"], trusted=trusted,
-                    config_overrides=overrides or {})
-    session = QESession(req)
-    SEEN["session"] = session
-    events = []
-    session.bus.subscribe(events.append)
-    report = asyncio.run(session.run())
-    monkeypatch.undo()
+    # Its own context: undoing the fixture itself would undo the isolated
+    # HOME and SUPERQODE_HOME too (a second run in the same test would use
+    # the real ones).
+    with monkeypatch.context() as m:
+        m.setitem(REGISTRY, "toy_watch", f"{__name__}:ToyWatch")
+        if not early:
+            m.setattr(QESession, "_early_verify_wanted", lambda self, res: False)
+        SEEN.clear()
+        req = QERequest(repo, roles=["lint_tester", "toy_watch"], trusted=trusted,
+                        config_overrides=overrides or {})
+        session = QESession(req)
+        SEEN["session"] = session
+        events = []
+        session.bus.subscribe(events.append)
+        report = asyncio.run(session.run())
     return report, events, dict(SEEN)
 
 

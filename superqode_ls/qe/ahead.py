@@ -17,7 +17,7 @@ AFTER_START = (
     "superqode_ls.workspace.namespaces", "superqode_ls.qe.stamp", "superqode_ls.qe.roles",
     "superqode_ls.workspace.session", "superqode_ls.qe.sparse_plan", "superqode_ls.qe.role_runs",
     "superqode_ls.qe.roles.base", "superqode_ls.qe.noise_context", "superqode_ls.qe.noise",
-    "superqode_ls.qe.noise_cache",
+    "superqode_ls.qe.noise_cache", "superqode_ls.qe.verify_cache",
     "superqode_ls.qe.verify_step", "superqode_ls.qe.finish", "superqode_ls.qe.delta",
 )
 # A session's thread: all of them but ``delta`` (``--since`` only).

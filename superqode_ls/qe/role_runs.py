@@ -332,7 +332,7 @@ class RoleRuns:
                 lambda found: filter_findings(found, read_line=FileLines(root), threshold=threshold,
                                               path_classes=classes),
                 files=self.tree_files).findings
-            return verify_step.choose(mine, kept, early.cap, root)
+            return verify_step.choose(mine, kept, early.cap, root, early.reads)
 
         covering = verify_step.covering_tests(self.roles, dict(self.contexts), self.request.trusted,
                                               root, self.found_python())

@@ -103,6 +103,21 @@ def build_tree(sandbox: Path, files: list[str], dest: Path) -> Path | None:
 
 
 @dataclass
+class SandboxReads:
+    """What ``verify_step.never_verifiable`` read of one run's sandbox: whether each
+    folder declares a Python version, whether each module is a facade. One
+    a run (``EarlyVerify.reads``), passed to the early verification's pick
+    and to the step after the roles, which read the same files (roles that
+    edit the sandbox get no early verification, so nothing changes between
+    them); at most one entry a fixed file and a folder on its way. ``root``:
+    the tree they are of (set by the first reader; another tree reads anew)."""
+
+    root: Path | None = None
+    declares: dict[Path, bool] = field(default_factory=dict)
+    facades: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
 class Early:
     """Verdicts reached on the tree: for ``ids`` (a role's fixes), with the
     reason no test judged each file (``whys``)."""
@@ -131,6 +146,9 @@ class EarlyVerify:
     # after the roles took its verdicts.
     took: float | None = None
     taken: bool = False
+    kept: bool = False  # its verdicts were an earlier run's (verify_cache.py)
+    # The run's reads for verify_step.never_verifiable (the pick's and the step's).
+    reads: SandboxReads = field(default_factory=SandboxReads)
 
     def offer(
         self, role: Role, ctx: RoleContext, found: dict[str, list[Finding]],
@@ -179,33 +197,46 @@ class EarlyVerify:
         pick: Callable[[], tuple[list[Patch], list[Patch]]], candidates: list[str], private: Path,
         covering: tuple[Any, str], probe: SuiteProbeLike | None,
     ) -> Early | None:
+        from . import verify_cache  # with noise_cache, imported ahead (ahead.AFTER_START)
+
         private.mkdir(parents=True, exist_ok=True)
         dest = Path(tempfile.mkdtemp(prefix="verify-early-", dir=private))
         self._tree = dest
         tests, why = covering
-        # The fixes to judge, the tree (for every file the role offers a fix
-        # in: most are picked) and the index of what the tests import, at once.
-        (todo, over), tree, _ = await asyncio.gather(
-            asyncio.to_thread(pick), asyncio.to_thread(build_tree, self.root, candidates, dest),
-            tests.for_files([]) if tests is not None else asyncio.sleep(0))
-        if over or not todo or not shares_files(todo) or tree is None:
+        # The fixes to judge and the index of what the tests import, at once.
+        (todo, over), _ = await asyncio.gather(
+            asyncio.to_thread(pick), tests.for_files([]) if tests is not None else asyncio.sleep(0))
+        if over or not todo or not shares_files(todo):
             return None  # git applies these one round at a time: the step after the roles does it
         files = sorted({f for p in todo for f in (p.files or patch_files(p.diff))})
         if any(len(p.files or patch_files(p.diff)) != 1 for p in todo) or not set(files) <= set(candidates):
             return None
         verifier = Verifier(
-            sandbox=tree, roles={role.name: role}, contexts={role.name: replace(ctx, sandbox=tree)},
+            sandbox=dest, roles={role.name: role}, contexts={role.name: replace(ctx, sandbox=dest)},
             findings_by_role=found, session=self.session, deadline=self.deadline, covering=tests,
             no_tests_reason=why or "no tests were run", probe=probe if tests is not None else None,
         )
         if not await verifier.fix_tests.none_at_all(files):
             return None  # tests would judge some: the step after the roles runs them
+        ids = frozenset(p.id for p in todo)
+        # The same fixes on the same tree judged by an earlier run: no tree,
+        # no copies, no re-run (verify_cache.py).
+        key, kept = await verify_cache.lookup(self.session.project, self.root, role, ctx,
+                                              list(found.get(role.name, [])), todo,
+                                              verifier.fix_tests.why_none)
+        if kept is not None:
+            self.kept = True
+            return Early(role.name, ids, kept.results, dict(kept.whys))
+        # The tree: for every file the role offers a fix in (most are picked).
+        if await asyncio.to_thread(build_tree, self.root, candidates, dest) is None:
+            return None
         results: list[VerifyResult] = []
         left = await verifier._on_copies(role, verifier.contexts[role.name], todo, results.append)
         if left:
             return None
         whys = {rel: await verifier.fix_tests.why_none([rel]) for rel in files}
-        return Early(role.name, frozenset(p.id for p in todo), results, whys)
+        await verify_cache.store(key, results, whys)
+        return Early(role.name, ids, results, whys)
 
     async def take(self, todo: list[Patch], fix_tests: Any) -> tuple[str, list[VerifyResult]] | None:
         """(the role, its verdicts) where they are the ones the verification

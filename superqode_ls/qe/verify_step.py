@@ -19,7 +19,7 @@ from .roles._target import declared_python, ruff_sets_target
 from .roles.base import Role, RoleContext, SandboxSession
 from .type_gate import in_projects, mypy_projects, type_gate
 from .verifier import Verifier
-from .verify_early import EarlyVerify
+from .verify_early import EarlyVerify, SandboxReads
 
 TEST_ROLE = "unit_tester"
 OVER_CAP = "not verified: over the verification cap"
@@ -125,31 +125,34 @@ _PROGRESS_EVERY_S = 0.5
 
 
 def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
-                     root: Path | None) -> dict[str, str]:
+                     root: Path | None, reads: SandboxReads | None = None) -> dict[str, str]:
     """Fix id -> its label, for fixes no re-run can judge though their tool
     calls them safe: the Python they were made for is not declared
     (assumes_target), or they drop a facade module's public name (facade).
-    Nothing without ``root`` (the sandbox, where the files are read)."""
+    Nothing without ``root`` (the sandbox, where the files are read);
+    ``reads``: the run's reads of it so far."""
     if root is None:
         return {}
-    seen: dict[Path, bool] = {}
-    facades: dict[str, bool] = {}
+    if reads is None or reads.root not in (None, root):
+        reads = SandboxReads(root)  # its module names are relative to another tree
+    reads.root = root
     out = {f.fix_patch_id: assumed_target_note(f) for f in findings
-           if f.fix_patch_id in patches and assumes_target(f, root, seen)}
+           if f.fix_patch_id in patches and assumes_target(f, root, reads.declares)}
     out.update({f.fix_patch_id: reexport_note(f) for f in findings
                 if f.fix_patch_id in patches and f.fix_patch_id not in out
                 and f.tool == "ruff" and f.rule_id == "F401" and f.file
-                and f.file.endswith(".py") and facade(root, f.file, facades)})
+                and f.file.endswith(".py") and facade(root, f.file, reads.facades)})
     return out
 
 
 def choose(patches: dict[str, Patch], findings: list[Finding], cap: int,
-           root: Path | None = None) -> tuple[list[Patch], list[Patch]]:
+           root: Path | None = None, reads: SandboxReads | None = None,
+           ) -> tuple[list[Patch], list[Patch]]:
     """(patches to verify, patches over the cap): suppressions, fixes their
     tool calls unsafe and those ``never_verifiable`` in ``root`` are never
     verified; the rest go worth acting on before noise, then most severe
     finding first (the cap is spent where the user will look)."""
-    never = never_verifiable(patches, findings, root)
+    never = never_verifiable(patches, findings, root, reads)
     patches = {k: v for k, v in patches.items() if k not in never}
     rank: dict[str, int] = {}
     worth: set[str] = set()
@@ -288,7 +291,7 @@ async def verify(
     project's mypy (QERequest.type_gate); ``early``: a role's fixes judged
     while the others ran, taken where they are what this step would reach."""
     # Offered, never verified (never_verifiable): labelled below.
-    assumed = never_verifiable(patches, findings, root)
+    assumed = never_verifiable(patches, findings, root, early.reads if early is not None else None)
     todo, over = choose({k: v for k, v in patches.items() if k not in assumed}, findings, cap)
     over_cap = {"verified": False, "verified_by": None,
                 "verification": f"{OVER_CAP} (qe.verify_max_fixes = {cap}); review it before applying"}
@@ -340,7 +343,7 @@ async def verify(
             covering, ctx=dataclasses.replace(covering.ctx, deadline=stop_at - 1.0))
     verifier = Verifier(
         sandbox=root, roles=roles, contexts=contexts, findings_by_role=found,
-        tests=TEST_ROLE if full_suite else None, session=session, deadline=stop_at,
+        tests=TEST_ROLE if full_suite else None, session=session, deadline=stop_at, project=session.project,
         covering=covering, no_tests_reason=why or "no tests were run",
         probe=probe if covering is not None and not full_suite else None,
     )
