@@ -89,10 +89,24 @@ def unflag_present(work_tree: Path, cwd: Path, env: Env | None = None,
     bits = index_bits(cwd, env) if bits is None else bits
     if not bits:
         return
-    set_bits(cwd, [p for p in bits.skip_worktree if present(work_tree, p)],
-             "--no-skip-worktree", env)
-    set_bits(cwd, [p for p in bits.assume_unchanged if present(work_tree, p)],
-             "--no-assume-unchanged", env)
+    wanted = {p for p in (*bits.skip_worktree, *bits.assume_unchanged) if present(work_tree, p)}
+    if not wanted:
+        return
+    # Clearing a bit is not enough: git never compared a flagged entry with
+    # the disk, so its stat data may still match an edit (the same size, in
+    # the second the entry was recorded, or with ctime not trusted: git
+    # compares whole seconds) once the index has been written in a later
+    # second. Each entry goes back without its bits and without stat data
+    # (``--index-info``), so ``git add`` reads the file.
+    listing = git(["ls-files", "-s", "-z"], cwd, env=env).stdout
+    info = []
+    for rec in listing.split(b"\0"):
+        head, sep, raw = rec.partition(b"\t")
+        if sep and head.endswith(b" 0") and raw.decode("utf-8", "surrogateescape") in wanted:
+            mode, sha, _ = head.split(b" ")
+            info.append(mode + b" " + sha + b"\t" + raw + b"\0")
+    if info:
+        git(["update-index", "-z", "--index-info"], cwd, env=env, input=b"".join(info))
 
 
 def mirror_bits(sandbox: Path, repo: Path, bits: IndexBits, env: Env | None = None) -> None:

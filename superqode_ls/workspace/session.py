@@ -4,8 +4,9 @@ The session holds its collaborators, each with one job and its own state:
 ``SessionFingerprint`` (the user's tree before, and the verification against
 it), ``SandboxTree`` (the sandbox's snapshots: baseline, checkpoints,
 changes, restore), ``SandboxBuilder`` (filling the sandbox, the guard),
-``SandboxDisposal`` (parking or removing it). What stays here is the order
-of the steps, the session's record and lock, and its environment.
+``SandboxDisposal`` (parking or removing it); :mod:`session_project` says
+which project a path means. What stays here is the order of the steps, the
+session's record and lock, and its environment.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from ..events import EventBus
 from ..models import ChangeSet, Verification
 from . import landlock, namespaces, removal
 from . import worktree as wt
-from .artifacts import atomic_write
 from .coordinator import Coordinator
 from .errors import CreationAborted, WorkspaceError
 from .fingerprint import OWN
-from .git import GitError, repo_root, repo_root_head
+from .git import GitError
 from .gitsnapshot import SnapshotStore
 from .guard_env import GuardInstall
 from .paths import (
@@ -37,7 +37,6 @@ from .paths import (
     check_home,
     ensure_dir,
     new_session_id,
-    repo_dir,
     repo_key,
 )
 from .proc import BARRIER_ENV
@@ -45,6 +44,7 @@ from .records import SessionRecord, read_record, write_record
 from .session_build import SandboxBuilder, choose_isolation
 from .session_end import SandboxDisposal
 from .session_fingerprint import SessionFingerprint, verify_record
+from .session_project import own_folders, resolve_project, resolve_with_head, write_repo_marker
 from .session_tree import SandboxTree, extract_patch
 from .teardown import drop_snapshots
 from .teardown import remove_quietly as _remove_quietly
@@ -53,54 +53,6 @@ __all__ = ["IsolatedSession", "extract_patch", "load_record", "own_folders", "re
            "verify_record"]
 
 HEARTBEAT_S = 30.0
-
-
-def _write_repo_marker(project: Path) -> None:
-    marker = repo_dir(project) / "repo.json"
-    if not marker.exists():
-        atomic_write(marker, json.dumps({"owner": "superqode-ls", "repo": str(project)}))
-
-
-def resolve_project(path: Path | str) -> tuple[Path, bool]:
-    """(project root, is git): a path inside a git repo means the whole repo."""
-    p = _project_folder(path)
-    root = repo_root(p)
-    if root is not None:
-        return root.resolve(), True
-    return p, False
-
-
-def _project_folder(path: Path | str) -> Path:
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise WorkspaceError(f"{p}: no such directory")
-    if not p.is_dir():
-        raise WorkspaceError(f"{p}: not a directory")
-    return p.resolve()
-
-
-def _resolve_with_head(path: Path | str) -> tuple[Path, bool, str | None]:
-    """:func:`resolve_project` and HEAD's commit (None: unborn, or no git)
-    from one git process (git.repo_root_head)."""
-    p = _project_folder(path)
-    root, head = repo_root_head(p)
-    if root is not None:
-        return root.resolve(), True, head
-    return p, False, None
-
-
-def own_folders(root: Path, requested: Path) -> list[str]:
-    """SuperQode's artifact folders in ``root``: its top-level ``.superqode``,
-    and that of the folder the session was asked for when it is a folder
-    inside the repository (a project's artifacts land there)."""
-    own = [OWN]
-    try:
-        rel = requested.expanduser().resolve().relative_to(root)
-    except (ValueError, OSError):
-        return own
-    if rel.parts:
-        own.append((rel / OWN).as_posix())
-    return own
 
 
 class IsolatedSession:
@@ -192,7 +144,7 @@ class IsolatedSession:
         session waits for running quick ones); 0 tries once. ``abort`` set
         (Ctrl-C) stops creation between steps with ``CreationAborted``, all
         of it taken down and ``verification`` of the project set."""
-        root, is_git, head = _resolve_with_head(Path(project))
+        root, is_git, head = resolve_with_head(Path(project))
         check_home(root)
         config = config or load_config(root)
         choice, base_commit = choose_isolation(root, is_git, config, isolation, base_ref, files, head=head)
@@ -238,7 +190,7 @@ class IsolatedSession:
     def _create(self, pinned_base: bool, overlays: dict[str, bytes]) -> None:
         t0 = time.monotonic()
         ensure_dir(self.private)
-        _write_repo_marker(self.project)
+        write_repo_marker(self.project)
         self.record = SessionRecord(
             id=self.id, repo=str(self.project), repo_key=repo_key(self.project), kind=self.kind,  # type: ignore[arg-type]
             mode=self.mode, isolation=self.isolation, sandbox=str(self.sandbox),
