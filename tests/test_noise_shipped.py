@@ -104,3 +104,13 @@ def test_setup_pys_literal_packages_ship_a_search_is_not_certain(tmp_path):
                       "silk/__init__.py": "", "project/app.py": _SQL})
     assert shipped(listed) == ["project", "silk"]
     assert shipped(found) is None
+
+
+def test_a_test_servers_private_key_outside_the_package_is_noise(tmp_path):
+    _write(tmp_path, {"pyproject.toml": "[project]\nname = 'k'\n", "src/k/__init__.py": "",
+                      "dummyserver/certs/server.key": "-----BEGIN PRIVATE KEY-----\n"})
+    key = lint_finding("secret-private-key", "dummyserver/certs/server.key", 1,
+                       role="security_tester", tool="superqode-secrets", category="secrets",
+                       severity=Severity.critical)
+    (f,) = _filtered(tmp_path, [key]).values()
+    assert "key material in development code" in f.noise and f.severity is Severity.high

@@ -83,7 +83,7 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
         tags = list(f.tags) + ([f"path:{cls}"] if f"path:{cls}" not in f.tags else [])
         update = {"severity": lowered, "severity_reason": join_reasons(f.severity_reason, reason),
                   "tags": tags}
-        if _key_material(f) and cls in _TEST_DATA:
+        if key_material(f) and cls in _TEST_DATA:
             why = f"key material in {cls} data (a key made for them, not a credential)"
             update["noise"] = join_reasons(f.noise, why) if f.noise else why
         elif not provider_token(f):
@@ -149,7 +149,7 @@ def _traffic_capture(path: str | None) -> bool:
 _TEST_DATA = frozenset({"tests", "fixtures", "examples", "docs"})
 
 
-def _key_material(f: Finding) -> bool:
+def key_material(f: Finding) -> bool:
     """A private key (PEM block) as the lead, with no provider token merged in."""
     rules = {r.lower() for r in (f.rule_id, *f.related_rules)}
     return "secret-private-key" in rules and not any(

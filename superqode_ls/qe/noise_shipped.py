@@ -26,7 +26,7 @@ import tomllib
 from pathlib import Path
 
 from ..models import Finding
-from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons, provider_token
+from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons, key_material, provider_token
 
 # Folders that are tests, docs or examples whatever the layout: a package
 # there (``tests/__init__.py``) is no second product package.
@@ -212,7 +212,10 @@ def unshipped(findings: list[Finding], root: str | os.PathLike[str] | None) -> l
                     f.severity_reason,
                     why if lowered is f.severity else f"{why}: shown one level lower than "
                                                       f"{f.severity.value}")}
-            if not provider_token(f):
+            if key_material(f):
+                # a test server's key, made for it (urllib3's dummyserver/certs)
+                update["noise"] = f"key material in development code ({where} ships)"
+            elif not provider_token(f):
                 update["noise"] = why
             f = f.model_copy(update=update)
         out.append(f)
