@@ -61,6 +61,7 @@ from .noise_context import EarlyContext, in_context, until_stop
 from .noise_injected import injected_noise
 from .noise_library import library_noise, vendored
 from .noise_migrations import migration_noise
+from .noise_evidence import evidence_noise
 from .noise_names import RUFF_BANDIT_NAMES
 
 # path_class and classify_paths are the filter's step 5, and callers import
@@ -439,6 +440,7 @@ def filter_findings(
             # (project-wide: a walk only when three sibling modules lack one name)
             kept = injected_noise(kept, getattr(read_line, "root", None), canonical_rule)
             kept = migration_noise(kept, lines, canonical_rule)
+            kept = evidence_noise(kept, lines, canonical_rule)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
         # Cheap and certain, so past the stop: a large run's stop often ends
