@@ -62,6 +62,19 @@ def sign(key, msg):
 
 def chosen(data):
     return hashlib.md5(data, usedforsecurity=True).hexdigest()
+
+
+def iter_artifacts(paths):
+    for path in paths:
+        h = hashlib.sha1()
+        with open(path, "rb") as f:
+            h.update(f.read())
+        yield path, h.hexdigest()
+
+
+def publish(target, credentials=None):
+    for path, checksum in iter_artifacts(target):
+        print(path, checksum, credentials)
 '''
 
 
@@ -79,6 +92,8 @@ def test_a_weak_hash_is_shown_only_with_a_secret_or_signature_in_sight(make_repo
     _kept(found, "app/ids.py", 36, "B324")  # fed a token through update()
     _kept(found, "app/ids.py", 42, "B324")  # an HMAC's digest, through its caller
     _kept(found, "app/ids.py", 50, "B324")  # the author says it is for security
+    # the caller's credentials are not what the digest protects (lektor's publisher)
+    _noise(found, "app/ids.py", 55, "B324", why)
 
 
 LINT_CONFIG = '[tool.ruff.lint]\nselect = ["B006"]\n'

@@ -193,13 +193,15 @@ class _Module:
             return True
         return returned and func is not None and self._callers_protect(func)
 
-    def _context(self, node: ast.AST) -> list[str]:
+    def _context(self, node: ast.AST, params: bool = True) -> list[str]:
         """The enclosing function's name and parameters, and its class's name."""
         texts: list[str] = []
         func = self._up(node, _FUNCTIONS)
         if func is not None:
             a = func.args
-            texts += [func.name, *(p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs))]
+            texts.append(func.name)
+            if params:
+                texts += [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
         cls = self._up(node, ast.ClassDef)
         if cls is not None:
             texts.append(cls.name)
@@ -249,14 +251,16 @@ class _Module:
     def _callers_protect(self, func: ast.AST) -> bool:
         """``func`` returns the digest: whether a place that uses it speaks of
         what it protects (``digest_method = staticmethod(_lazy_md5)`` in a
-        signer, ``hmac.new(key, msg, _sha1)`` in ``sign``)."""
+        signer, ``hmac.new(key, msg, _sha1)`` in ``sign``). Not the caller's
+        parameters: lektor's ``publish(..., credentials)`` compares files by
+        the checksums it is handed, which protect nothing."""
         name = getattr(func, "name", "")
         if len(self.defs.get(name, ())) != 1:
             return False
         for n in ast.walk(self.tree):
             if (isinstance(n, ast.Name) and n.id == name) or (
                     isinstance(n, ast.Attribute) and n.attr == name):
-                texts = self._context(n)
+                texts = self._context(n, params=False)
                 self._sink(n, texts)
                 stmt = self._statement(n)
                 if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
