@@ -75,6 +75,11 @@ def iter_artifacts(paths):
 def publish(target, credentials=None):
     for path, checksum in iter_artifacts(target):
         print(path, checksum, credentials)
+
+
+def send_activation(user, mailer):
+    code = hashlib.md5(user.email.encode()).hexdigest()
+    mailer.send(user.email, code)
 '''
 
 
@@ -94,6 +99,7 @@ def test_a_weak_hash_is_shown_only_with_a_secret_or_signature_in_sight(make_repo
     _kept(found, "app/ids.py", 50, "B324")  # the author says it is for security
     # the caller's credentials are not what the digest protects (lektor's publisher)
     _noise(found, "app/ids.py", 55, "B324", why)
+    _kept(found, "app/ids.py", 67, "B324")  # a code mailed to the user is a token
 
 
 LINT_CONFIG = '[tool.ruff.lint]\nselect = ["B006"]\n'

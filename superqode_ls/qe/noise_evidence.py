@@ -8,7 +8,8 @@ the hash object's ``update``), where the digest goes (the name, attribute,
 key or argument it is given to, a caller's use where the function returns
 it), the enclosing function's or class's name or its parameters speak of a
 password, secret, token, credential, signature, auth, salt, nonce, OTP,
-session, CSRF, API or private key, HMAC, certificate or integrity; or the
+session, CSRF, API or private key, HMAC, encryption, a certificate, integrity
+or a code mailed to a user (activation, confirmation, invitation); or the
 digest is verified (``compare_digest``, or ``==`` against a request's or
 a user's value); or the call says ``usedforsecurity=True``. Anything else,
 ``md5(path.encode()).hexdigest()`` as a file or cache id, is noise.
@@ -79,9 +80,12 @@ _PROTECTS = frozenset({
     "signature", "signatures", "sign", "signs", "signed", "signer", "signing",
     "auth", "salt", "salts", "salted", "nonce", "nonces", "otp", "totp", "hotp",
     "session", "sessions", "sessionid", "csrf", "xsrf", "apikey", "hmac",
-    "certificate", "cert", "integrity", "login",
+    "certificate", "cert", "integrity", "login", "captcha",
+    # codes mailed to a user are tokens (a guessable md5(email + time) among them)
+    "activation", "confirmation", "verification", "invite", "invitation",
 })
-_PROTECTS_PREFIX = ("passw", "authent", "authori", "credential", "signatur", "secret")
+_PROTECTS_PREFIX = ("passw", "authent", "authori", "credential", "signatur", "secret",
+                    "crypt", "encrypt", "decrypt", "cipher")
 _KEY_OWNERS = frozenset({"api", "secret", "private", "access", "signing", "auth", "session"})
 # What a user sends: a digest checked against it is a verification.
 _USER_VALUE = frozenset({"request", "req", "form", "headers", "header", "cookie", "cookies",
