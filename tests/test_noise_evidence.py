@@ -152,6 +152,24 @@ def nested(x, calls=[]):
     def inner():
         calls.append(x)
     return inner
+
+
+class Base:
+    def __init__(self, options):
+        self.options = options
+
+
+class Child(Base):
+    def __init__(self, options={}):
+        super().__init__(options)
+
+
+def count(x, opts={"seen": []}):
+    return _size(opts)
+
+
+def _size(d):
+    return len(d)
 '''
 
 
@@ -169,3 +187,5 @@ def test_a_mutable_default_is_shown_only_where_the_function_changes_or_keeps_it(
     _kept(found, "lib/defaults.py", 32, "B006", Severity.low)  # a helper of the module sets it
     _kept(found, "lib/defaults.py", 40, "B006", Severity.low)  # changed through an alias
     _kept(found, "lib/defaults.py", 45, "B006", Severity.low)  # changed in a nested function
+    _kept(found, "lib/defaults.py", 57, "B006", Severity.low)  # kept by the base class
+    _noise(found, "lib/defaults.py", 61, "B006", why)  # a helper of the module only reads it

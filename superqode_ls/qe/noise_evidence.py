@@ -358,19 +358,23 @@ class _Module:
         or keeps the parameter that receives it."""
         if depth <= 0 or node is not use or not isinstance(call, ast.Call) or where is None:
             return []
-        named = self.defs.get(_callee(call), [])
-        if len(named) != 1:
-            return []
-        target = named[0]
-        if isinstance(target, ast.ClassDef):
-            init = [n for n in target.body if isinstance(n, _FUNCTIONS) and n.name == "__init__"]
-            if not init:
+        bound = True  # self.f(p), Class(p), super().f(p): ``self`` is not among the arguments
+        target = self._base_method(call)  # super().__init__(p), Base.__init__(self, p)
+        if target is not None:
+            bound = not isinstance(call.func.value, ast.Name)
+        else:
+            named = self.defs.get(_callee(call), [])
+            if len(named) != 1:
                 return []
-            target = init[0]
+            target = named[0]
+            bound = isinstance(call.func, ast.Attribute) or isinstance(target, ast.ClassDef)
+            if isinstance(target, ast.ClassDef):
+                target = _method(target, "__init__")
+                if target is None:
+                    return []
         a = target.args
         params = [p.arg for p in (*a.posonlyargs, *a.args)]
-        if params and params[0] in ("self", "cls") and (
-                isinstance(call.func, ast.Attribute) or named[0] is not target):
+        if params and params[0] in ("self", "cls") and bound:
             params = params[1:]
         if isinstance(where, int):
             if any(isinstance(x, ast.Starred) for x in call.args[:where + 1]):
@@ -379,6 +383,30 @@ class _Module:
         else:
             param = where if where in params + [p.arg for p in a.kwonlyargs] else None
         return param is not None and self._changed(target, param, depth - 1) or []
+
+
+    def _base_method(self, call: ast.Call) -> ast.AST | None:
+        """The method of a base class of this module that ``super().f(...)``
+        or ``Base.f(self, ...)`` calls, or None."""
+        f = call.func
+        if not isinstance(f, ast.Attribute):
+            return None
+        if isinstance(f.value, ast.Call) and _callee(f.value) == "super":
+            cls = self._up(call, ast.ClassDef)
+            bases = [b.id for b in cls.bases if isinstance(b, ast.Name)] if cls else []
+        elif isinstance(f.value, ast.Name):
+            bases = [f.value.id]
+        else:
+            return None
+        for base in bases:
+            named = self.defs.get(base, [])
+            if len(named) == 1 and isinstance(named[0], ast.ClassDef):
+                return _method(named[0], f.attr)
+        return None
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.AST | None:
+    return next((n for n in cls.body if isinstance(n, _FUNCTIONS) and n.name == name), None)
 
 
 def _callee(call: ast.Call) -> str:
