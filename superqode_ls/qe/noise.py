@@ -58,10 +58,10 @@ from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context, until_stop
+from .noise_evidence import evidence_noise
 from .noise_injected import injected_noise
 from .noise_library import library_noise, vendored
 from .noise_migrations import migration_noise
-from .noise_evidence import evidence_noise
 from .noise_names import RUFF_BANDIT_NAMES
 
 # path_class and classify_paths are the filter's step 5, and callers import
