@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
+from typing import Any
 
 from ..models import Finding, Severity
 from .ast_index import index
@@ -53,7 +54,8 @@ def evidence_noise(findings: list[Finding], lines_of: Lines,
     modules: dict[str, _Module | None] = {}
     out = []
     for f in findings:
-        if f.noise is None and f.file and f.file.endswith(".py") and f.range:
+        r = f.range
+        if f.noise is None and f.file and f.file.endswith(".py") and r is not None:
             rule = canonical(f.rule_id)
             hash_rule = rule in HASH_RULES and f.rule_id.lower() != "weak-password-hash"
             if hash_rule or rule in DEFAULT_RULES:
@@ -64,9 +66,9 @@ def evidence_noise(findings: list[Finding], lines_of: Lines,
                 m = modules[f.file]
                 if m is not None:
                     if hash_rule:
-                        if m.hash_without_evidence(f.range.start_line):
+                        if m.hash_without_evidence(r.start_line):
                             f = mark_noise(f, WHY_HASH, Severity.low)
-                    elif m.default_without_evidence(f.range.start_line, f.range.start_col - 1):
+                    elif m.default_without_evidence(r.start_line, r.start_col - 1):
                         f = mark_noise(f, WHY_DEFAULT, Severity.info)
         out.append(f)
     return out
@@ -146,8 +148,8 @@ class _Module:
         self.tree = tree
         self.index = index(tree)
         self.parent: dict[ast.AST, ast.AST] = {}
-        self.defs: dict[str, list[ast.AST]] = {}
-        self.functions: list[ast.AST] = []
+        self.defs: dict[str, list[Any]] = {}
+        self.functions: list[Any] = []
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
@@ -156,13 +158,13 @@ class _Module:
                 if not isinstance(node, ast.ClassDef):
                     self.functions.append(node)
 
-    def _up(self, node: ast.AST, kinds) -> ast.AST | None:
-        node = self.parent.get(node)
-        while node is not None and not isinstance(node, kinds):
-            node = self.parent.get(node)
-        return node
+    def _up(self, node: ast.AST, kinds) -> Any:
+        up = self.parent.get(node)
+        while up is not None and not isinstance(up, kinds):
+            up = self.parent.get(up)
+        return up
 
-    def _statement(self, node: ast.AST) -> ast.AST:
+    def _statement(self, node: Any) -> Any:
         while not isinstance(node, ast.stmt) and node in self.parent:
             node = self.parent[node]
         return node
@@ -252,7 +254,7 @@ class _Module:
         return [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
                 and isinstance(n.ctx, ast.Load)][:20]
 
-    def _callers_protect(self, func: ast.AST) -> bool:
+    def _callers_protect(self, func: Any) -> bool:
         """``func`` returns the digest: whether a place that uses it speaks of
         what it protects (``digest_method = staticmethod(_lazy_md5)`` in a
         signer, ``hmac.new(key, msg, _sha1)`` in ``sign``). Not the caller's
@@ -283,7 +285,7 @@ class _Module:
                     return not self._changed(func, arg, 2)
         return False  # not found: left as it is
 
-    def _changed(self, func: ast.AST, param: str, depth: int) -> bool:
+    def _changed(self, func: Any, param: str, depth: int) -> bool:
         """Whether ``func`` (or a function nested in it) changes ``param``'s
         object or lets it outlive the call."""
         body = getattr(func, "body", [])
@@ -314,7 +316,8 @@ class _Module:
     def _use(self, use: ast.Name, depth: int) -> bool | list[str]:
         """True when this use changes or keeps the object; else the local
         names it is given to (aliases, whose uses count the same)."""
-        node, up = use, self.parent.get(use)
+        node: ast.AST = use
+        up = self.parent.get(use)
         while up is not None:
             if isinstance(up, (ast.Attribute, ast.Subscript)) and up.value is node:
                 if not isinstance(up.ctx, ast.Load):
@@ -338,7 +341,7 @@ class _Module:
             targets = up.targets if isinstance(up, ast.Assign) else [up.target]
             if not all(isinstance(t, ast.Name) for t in targets):
                 return True  # self.x = p, REGISTRY[k] = p
-            return [t.id for t in targets]
+            return [t.id for t in targets if isinstance(t, ast.Name)]
         if isinstance(up, ast.keyword):
             call = self.parent.get(up)
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
@@ -361,7 +364,7 @@ class _Module:
         bound = True  # self.f(p), Class(p), super().f(p): ``self`` is not among the arguments
         target = self._base_method(call)  # super().__init__(p), Base.__init__(self, p)
         if target is not None:
-            bound = not isinstance(call.func.value, ast.Name)
+            bound = not isinstance(getattr(call.func, "value", None), ast.Name)
         else:
             named = self.defs.get(_callee(call), [])
             if len(named) != 1:
@@ -385,7 +388,7 @@ class _Module:
         return param is not None and self._changed(target, param, depth - 1) or []
 
 
-    def _base_method(self, call: ast.Call) -> ast.AST | None:
+    def _base_method(self, call: ast.Call) -> Any:
         """The method of a base class of this module that ``super().f(...)``
         or ``Base.f(self, ...)`` calls, or None."""
         f = call.func
@@ -405,7 +408,7 @@ class _Module:
         return None
 
 
-def _method(cls: ast.ClassDef, name: str) -> ast.AST | None:
+def _method(cls: ast.ClassDef, name: str) -> Any:
     return next((n for n in cls.body if isinstance(n, _FUNCTIONS) and n.name == name), None)
 
 
@@ -432,7 +435,7 @@ def _data(call: ast.Call) -> ast.AST:
     return ast.Tuple(elts=args, ctx=ast.Load())
 
 
-def _defaults(func: ast.AST) -> list[tuple[str, ast.expr]]:
+def _defaults(func: Any) -> list[tuple[str, ast.expr]]:
     a = func.args
     positional = [*a.posonlyargs, *a.args]
     pairs = [(p.arg, d) for p, d in zip(positional[len(positional) - len(a.defaults):],
