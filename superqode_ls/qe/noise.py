@@ -58,6 +58,7 @@ from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_context import EarlyContext, in_context, until_stop
+from .noise_evidence import evidence_noise
 from .noise_injected import injected_noise
 from .noise_library import library_noise, vendored
 from .noise_migrations import migration_noise
@@ -442,6 +443,7 @@ def filter_findings(
             kept = injected_noise(kept, getattr(read_line, "root", None), canonical_rule)
             kept = migration_noise(kept, lines, canonical_rule)
             kept = operator_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
+            kept = evidence_noise(kept, lines, canonical_rule)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
         # Cheap and certain, so past the stop: a large run's stop often ends
