@@ -294,8 +294,9 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
     except OSError as e:
         return f"cannot create {envcache.envs_dir()}: {e.strerror}"
     def waiting() -> None:  # another build of it (a detached one) is under way
-        emit("progress", message=f"environment: waiting for another build of {target}",
-             building=True)
+        emit("progress", message="environment: an earlier run is still building it (in the "
+             f"background, from {plan.describe()}); waiting for that build to finish",
+             building=True, source=plan.describe())
 
     async with _locked(envcache.envs_dir() / f"{key}.lock", waiting):
         cached = await asyncio.to_thread(_ready, target, emit, hide)
@@ -308,7 +309,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
                                                             root / plan.folder, owner))
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}",
-             building=True)  # what a quick run's bounded wait is for (qe/role_runs.py)
+             building=True, source=plan.describe())  # a quick run's bounded wait (qe/role_runs.py)
         why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
@@ -334,9 +335,12 @@ def _ready(target: Path, emit: Emit, hide: Sequence[str] = ()) -> ProjectPython 
         # No manifest is most often a build cut short (a quick run's budget,
         # Ctrl-C): uv's cache makes the new one quick. Either way, nothing
         # in it is run.
-        line = ("an unfinished build is started again" if changed == envcache.NO_MANIFEST
-                else f"discarded, {changed}; rebuilding")
-        emit("progress", message=f"environment: {target}: {line}")
+        if changed == envcache.NO_MANIFEST:
+            line = ("environment: the last build of it was stopped before it finished; "
+                    "building it again (what it downloaded is reused)")
+        else:
+            line = f"environment: {target}: discarded, {changed}; rebuilding"
+        emit("progress", message=line)
         envcache.discard(target)
         return None
     found = probe(str(env_python(target)), "built", hide=hide)

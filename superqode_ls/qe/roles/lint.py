@@ -30,8 +30,7 @@ from ..ruff_rules import LIKELY_BUG, ruff_severity
 from ._common import SKIP_DIRS, load_json, selected_files, tail
 from ._lint_parse import Kind, parse
 from ._target import _toml, ruff_target
-from .base import (FileCheckRole, RoleContext, RoleOutput, ToolFailed, rechecked, reported,
-                   tool_path)
+from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, rechecked, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
 
