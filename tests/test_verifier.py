@@ -171,7 +171,7 @@ def test_recheck_that_reports_nothing_is_not_trusted(tmp_path):
         return await v.verify(out.patches[0])
 
     result = asyncio.run(go())
-    assert not result.verified and "reported nothing" in result.message
+    assert not result.verified and "gave no result (it reported nothing" in result.message
 
 
 def test_fix_that_clears_the_whole_file_is_verified(tmp_path):
@@ -190,3 +190,33 @@ def test_fix_that_clears_the_whole_file_is_verified(tmp_path):
     result = asyncio.run(go())
     assert result.level == "tool", result.message
     assert (tmp_path / "a.py").read_text() == "a = 'PLANTED'\nb = 'PLANTED'\n"
+
+
+def test_a_recheck_that_ran_out_of_time_says_so_and_verifies_nothing(tmp_path):
+    """sqlalchemy's "re-running lint_tester reported nothing": the re-check
+    of the fixed file ran out of the session's time. An empty answer for
+    want of time is no evidence: the fix is not verified and the line says
+    why (once read as "the fix cleared it": verified)."""
+    import dataclasses
+
+    src = "import os\nimport sys\n\nprint(sys.argv)\n"
+    (tmp_path / "m.py").write_text(src)
+    role = LintTester()
+    if role.unavailable():
+        pytest.skip(role.unavailable())
+    ctx = ctx_for(tmp_path)
+
+    async def go():
+        out = await role.run(ctx)
+        f401 = next(f for f in out.findings if f.rule_id == "F401")
+        patch = next(p for p in out.patches if f401.id in p.finding_ids)
+        late = dataclasses.replace(ctx, deadline=asyncio.get_running_loop().time() - 1)
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: late},
+                     findings_by_role={role.name: out.findings})
+        return await v.verify(patch)
+
+    result = asyncio.run(go())
+    assert not result.verified and result.level != "tool", (result.level, result.message)
+    assert result.message == ("not verified: re-running lint_tester gave no result "
+                              "(ruff ran out of time)"), result.message
+    assert (tmp_path / "m.py").read_text() == src

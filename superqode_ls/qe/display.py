@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from ..models import Event, Finding, QualityReport, Usage
+from .report.verdict import PENDING
 
 _ROLE_STATUS = {
     "ok": "done",
@@ -396,7 +397,11 @@ def summary_lines(report: QualityReport, show_noise: bool = False) -> list[str]:
     if used:
         lines.append(used)
     for r in report.roles:
-        if r.status not in ("ok",):
+        if r.status == "skipped" and (r.reason or "").startswith(PENDING):
+            # Not a role that failed or chose not to run: a first run's
+            # tests waiting for their environment, said as such, once.
+            lines.append(r.reason.removeprefix("setup: "))
+        elif r.status not in ("ok",):
             lines.append(f"role {r.role}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
     if report.stale:
         lines.append("stale: files changed while the session ran; re-run for current results")

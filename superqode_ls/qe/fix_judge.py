@@ -96,10 +96,11 @@ class FixJudge:
 
     def judge(
         self, patch: Patch, role: Role, files: list[str], after_all: list[Finding],
-        check_failed: bool = False, claimed: set[str] = frozenset(),  # type: ignore[assignment]
+        check_failed: str | bool | None = None, claimed: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> VerifyResult:
         """``claimed``: the findings the fixes applied with this one fix (gone
-        for that reason, not renamed by this fix)."""
+        for that reason, not renamed by this fix); ``check_failed``: why the
+        re-check gave no result (it ran out of time...), when it did not."""
         wanted = set(files)
         before = Counter(base_id(f.id) for file in wanted for f in self.before(role.name, file))
         after = Counter(base_id(f.id) for f in after_all if f.file in wanted)
@@ -109,7 +110,9 @@ class FixJudge:
         fixed = Counter(base_id(i) for i in targets)
         others = before - fixed
         if check_failed:
-            return VerifyResult(patch.id, False, f"not verified: re-running {role.name} reported nothing")
+            why = check_failed if isinstance(check_failed, str) else "it reported nothing"
+            return VerifyResult(patch.id, False,
+                                f"not verified: re-running {role.name} gave no result ({why})")
         still = [i for i in targets if after[base_id(i)] > others[base_id(i)]]
         vanished = others - after
         for i in claimed:

@@ -29,6 +29,7 @@ from .fix_judge import suppression_reason
 from .noise import FileLines, early_context, filter_findings
 from .noise_context import EarlyContext
 from .patching import patch_files
+from .report.verdict import PENDING
 from .request import QERequest, Resolved
 from .roles import role_class
 from .roles._pyenv import wants_built_env
@@ -42,10 +43,31 @@ TEST_ROLE = verify_step.TEST_ROLE
 # to be built: a first run on a fresh clone ends in time with what the other
 # roles found, and the build goes on without the session (for the next run).
 ENV_WAIT_SHARE = 1 / 3
+# Past that share the wait goes on as long as the budget still leaves the
+# tests this share of it (at most quick mode's own cap of the suite): a first
+# run whose build ends by then runs the tests, part of the suite if it must,
+# rather than none.
+ENV_TEST_SHARE = 1 / 6
 # The build goes on after this run ends, so its outcome is not known here: say
-# where it will be written (a build that fails is said by the next run too).
-ENV_DEFERRED = ("setup: building the project's environment in the background; the next run "
-                "uses it (how it went: logs/env-build.log in SuperQode's home)")
+# what it builds, how long it may take and where it is logged (a build that
+# fails is said by the next run too). The prefix makes the verdict no "pass".
+ENV_DEFERRED = PENDING
+
+
+def env_deferred(source: str | None, log: Path | None, limit_s: float) -> str:
+    """The one line of a role left for the next run: what is being built,
+    when a run can use it, where to look."""
+    if source and len(source := source.replace("; ", ", ")) > 80:
+        source = source[:77].rsplit(", ", 1)[0] + ", ..."  # (kombu's five requirements files)
+    return (f"{PENDING}the project's environment is still being built"
+            + (f" from {source}" if source else "")
+            + "; the build goes on in the background and the next run after it ends runs them"
+            + f" (it takes at most {_minutes(limit_s)}; progress in "
+            + (str(log) if log else "logs/env-build.log in SuperQode's home") + ")")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 # What a role is told of its time is short of the roles' deadline by this
 # share of what is left when the roles start (at least FINISH_MIN_S): a role
 # that stops at the deadline it was given then has its findings normalised
@@ -62,6 +84,12 @@ def finish_reserve(left: float) -> float:
     """How much earlier than the roles' deadline (``left`` seconds away) a
     role is told to be done."""
     return min(FINISH_MAX_S, max(FINISH_MIN_S, FINISH_SHARE * max(0.0, left)))
+
+
+def env_wait_until(now: float, told: float, budget: float, suite_cap: float) -> float:
+    """Until when (loop time) a quick run's roles wait for the environment
+    being built: ``told``, the roles' deadline, less the tests' time."""
+    return max(now + budget * ENV_WAIT_SHARE, told - min(suite_cap, budget * ENV_TEST_SHARE))
 
 
 def why_not(role: Role, res: Resolved, trusted: bool) -> str | None:
@@ -100,7 +128,10 @@ class RoleRuns:
         self.env_deferred = False  # a role gave up waiting: the build goes on detached
         self.env_building = asyncio.Event()  # a build (not a lookup) is under way
         self.background_build: subprocess.Popen | None = None  # that detached builder
+        self.env_log: Path | None = None  # its log
+        self.env_source: str | None = None  # what the build reads ("poetry.lock; groups dev")
         self.probe: SuiteProbe | None = None
+        self._probe_start: asyncio.Future[None] | None = None  # it waits for the interpreter
         # The noise filter's context step for the roles done while others
         # still run (noise.EarlyContext), and its checks under way.
         self.early: EarlyContext | None = None
@@ -119,6 +150,7 @@ class RoleRuns:
 
         def emit(type: str, **data: Any) -> None:
             if data.get("building"):  # (from a worker thread too)
+                self.env_source = data.get("source") or self.env_source
                 loop.call_soon_threadsafe(self.env_building.set)
             self.bus.emit(type, **data)
 
@@ -155,15 +187,8 @@ class RoleRuns:
         self._modifying = bool(modifying)
         for name, _ in plain + modifying:
             self.runs[name] = RoleRun(role=name, status="cancelled", reason="not started")
-        if (self.request.trusted and res.config.qe.verify_max_fixes > 0 and s.isolation != "sparse"
-                and not (res.mode == "deep" and TEST_ROLE in self.roles)):
-            # Fix verification runs the tests importing a fixed file: whether
-            # the suite can start at all is learnt now, beside the roles (a
-            # sparse sandbox holds no tests: none run there).
-            self.probe = verify_step.start_probe(RoleContext(
-                session_id=self.id, project=res.project, sandbox=root, config=res.config,
-                mode=res.mode, env=s.env(), artifacts=artifacts, deadline=deadline,
-                trusted=True, session=s, runtime=self.request.runtime), res.config)
+        now = asyncio.get_running_loop().time()
+        told = deadline - finish_reserve(deadline - now)
         if self.request.trusted and any(_needs_python(r) for _, r in plain + modifying):
             # Found (or built) once, while the roles that need no interpreter
             # already run; probing runs programs from the project, so only
@@ -172,14 +197,26 @@ class RoleRuns:
             build = await asyncio.to_thread(wants_built_env, runs_code, root)
             self.python = asyncio.ensure_future(self._find_python(res, root, build))
             if res.mode == "quick":
-                self.env_wait_until = asyncio.get_running_loop().time() + res.budget * ENV_WAIT_SHARE
+                self.env_wait_until = env_wait_until(
+                    now, told, res.budget, res.config.qe.quick_unit_test_max_s)
+        if (self.request.trusted and res.config.qe.verify_max_fixes > 0 and s.isolation != "sparse"
+                and not (res.mode == "deep" and TEST_ROLE in self.roles)):
+            # Fix verification runs the tests importing a fixed file: whether
+            # the suite can start at all is learnt now, beside the roles (a
+            # sparse sandbox holds no tests: none run there).
+            probe_ctx = RoleContext(
+                session_id=self.id, project=res.project, sandbox=root, config=res.config,
+                mode=res.mode, env=s.env(), artifacts=artifacts, deadline=deadline,
+                trusted=True, session=s, runtime=self.request.runtime)
+            if self.python is None:
+                self.probe = verify_step.start_probe(probe_ctx, res.config)
+            else:
+                self._probe_start = asyncio.ensure_future(self._start_probe(probe_ctx, res.config))
         # Checked early only until the roles start wrapping up (as the
         # security role's tools stop: a tenth of the time left, at least 2 s
         # before the deadline): from then on the GIL is theirs.
-        now = asyncio.get_running_loop().time()
         self.early = early_context(root, stop_at=deadline - max(2.0, 0.1 * (deadline - now)))
         sem = asyncio.Semaphore(res.config.execution.max_parallel_roles)
-        told = deadline - finish_reserve(deadline - now)
 
         async def limited(name: str, role: Role) -> None:
             async with sem:
@@ -200,6 +237,23 @@ class RoleRuns:
                 self.python.cancel()
                 with contextlib.suppress(BaseException):
                     await self.python
+            if self._probe_start is not None and not self._probe_start.done():
+                self._probe_start.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._probe_start
+
+    async def _start_probe(self, ctx: RoleContext, config: Any) -> None:
+        """The suite probe, once the session's interpreter is there: with
+        none of its own to find, it never builds a second copy of the
+        environment beside the session's (the two took turns on its lock,
+        and the probe's held it past a quick run's hand-over, keeping the
+        detached builder waiting to the session's end: 33 s on kombu). No
+        probe when the build went on without the session."""
+        assert self.python is not None
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            ctx.python = await asyncio.shield(self.python)
+        if ctx.python is not None and not self.env_deferred:
+            self.probe = verify_step.start_probe(ctx, config)
 
     def _skip(self, name: str, reason: str, total: int, requested: bool = False) -> None:
         self.runs[name] = RoleRun(role=name, status="skipped", reason=reason, requested=requested)
@@ -255,7 +309,8 @@ class RoleRuns:
             if self.python is not None and _needs_python(role):
                 ctx.python = await self._wait_python(loop, res.project)
             if self.python is not None and _needs_python(role) and ctx.python is None:
-                out = RoleOutput(status="skipped", reason=ENV_DEFERRED)
+                out = RoleOutput(status="skipped", reason=env_deferred(
+                    self.env_source, self.env_log, res.config.roles.env_build_timeout_s))
             else:
                 out = await asyncio.wait_for(role.run(ctx), timeout=max(0.0, hard - loop.time()))
             status, reason = out.status, out.reason
@@ -420,7 +475,8 @@ class RoleRuns:
 
     async def _wait_python(self, loop: asyncio.AbstractEventLoop, project: Path) -> ProjectPython | None:
         """The project's interpreter, or None when it is still being built at
-        ``env_wait_until`` (quick mode): then the build is handed to a
+        ``env_wait_until`` (quick mode: when the tests' share of the budget
+        is all that is left, see env_wait_until): then the build is handed to a
         detached builder, once, and every role that needs it is skipped
         (one that starts building after that point is handed over at once)."""
         assert self.python is not None
@@ -449,7 +505,7 @@ class RoleRuns:
             await self.python
         started = await asyncio.to_thread(spawn_background_build, project, self.request.runtime.nice)
         if started is not None:
-            self.background_build = started[0]
+            self.background_build, self.env_log = started
         self.bus.emit("progress", message="environment: " + (
             f"the build goes on in the background (log: {started[1]})" if started
             else "the build could not go on in the background; the next run resumes it"))

@@ -256,17 +256,21 @@ class Verifier(CopiesRoute):
                         )
             if applied:
                 union = sorted({f for _, files in applied for f in files})
-                after = [f.with_stable_id() for f in await role.recheck(ctx, union)]
+                got = await role.recheck(ctx, union)
+                # A check that said why it gave nothing (out of time) proves nothing.
+                check_failed: str | None = getattr(got, "failure", None)
+                after = [f.with_stable_id() for f in got]
                 self._last_after = after
-                check_failed = False
                 restored = False
-                if not after and self.judge.had_others(role, applied):
+                if check_failed is None and not after and self.judge.had_others(role, applied):
                     # Nothing at all, even where the fixes did not reach: either
                     # the fixes cleared everything or the check itself failed.
                     # The unpatched files tell which.
                     backup.restore()
                     restored = True
-                    check_failed = not await role.recheck(ctx, union)
+                    again = await role.recheck(ctx, union)
+                    check_failed = getattr(again, "failure", None) or (
+                        None if again else "it reported nothing, not even without the fix")
                 claimed = {base_id(i) for p, _ in applied for i in p.finding_ids}
                 judged = [
                     (p, files, self.judge.judge(p, role, files, after, check_failed, claimed))

@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -294,8 +295,9 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
     except OSError as e:
         return f"cannot create {envcache.envs_dir()}: {e.strerror}"
     def waiting() -> None:  # another build of it (a detached one) is under way
-        emit("progress", message=f"environment: waiting for another build of {target}",
-             building=True)
+        emit("progress", message="environment: an earlier run is still building it (in the "
+             f"background, from {plan.describe()}); waiting for that build to finish",
+             building=True, source=plan.describe())
 
     async with _locked(envcache.envs_dir() / f"{key}.lock", waiting):
         cached = await asyncio.to_thread(_ready, target, emit, hide)
@@ -308,7 +310,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
                                                             root / plan.folder, owner))
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}",
-             building=True)  # what a quick run's bounded wait is for (qe/role_runs.py)
+             building=True, source=plan.describe())  # a quick run's bounded wait (qe/role_runs.py)
         why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
@@ -334,9 +336,12 @@ def _ready(target: Path, emit: Emit, hide: Sequence[str] = ()) -> ProjectPython 
         # No manifest is most often a build cut short (a quick run's budget,
         # Ctrl-C): uv's cache makes the new one quick. Either way, nothing
         # in it is run.
-        line = ("an unfinished build is started again" if changed == envcache.NO_MANIFEST
-                else f"discarded, {changed}; rebuilding")
-        emit("progress", message=f"environment: {target}: {line}")
+        if changed == envcache.NO_MANIFEST:
+            line = ("environment: the last build of it was stopped before it finished; "
+                    "building it again (what it downloaded is reused)")
+        else:
+            line = f"environment: {target}: discarded, {changed}; rebuilding"
+        emit("progress", message=line)
         envcache.discard(target)
         return None
     found = probe(str(env_python(target)), "built", hide=hide)
@@ -352,6 +357,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                    hide: Sequence[str] = ()) -> str | None:
     """Create and fill ``target`` from a copy of the sandbox, confined."""
     tmp = await asyncio.to_thread(envcache.scratch)
+    aside = False  # its removal left to a thread (a cancelled build)
     try:
         src = tmp / "src"
         try:
@@ -459,8 +465,18 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
             return await _step(pytest, src, env, allow, deadline - loop.time(), timeout, runtime,
                                hide)
         return None
+    except asyncio.CancelledError:
+        # Stopped (a quick run handing the build over): the scratch copy of
+        # the project (thousands of files on a large one) is removed beside
+        # what follows, not before it (the hand-over took 12 s on sqlalchemy
+        # at load 20 and the session ran out of time); the process still
+        # waits for it before it exits.
+        threading.Thread(target=shutil.rmtree, args=(tmp, True), name="env-scratch").start()
+        aside = True
+        raise
     finally:
-        await asyncio.to_thread(shutil.rmtree, tmp, True)
+        if not aside:
+            await asyncio.to_thread(shutil.rmtree, tmp, True)
 
 
 def _last_commit(project: Path) -> str | None:

@@ -14,7 +14,9 @@
   did nothing useful (ineffective: an agent whose model called no tool, read
   no file or repeated one call), stopped at a cap before it finished
   (incomplete), or was asked for by name and could not run (skipped, with
-  ``requested``): the change may go in, but someone should look;
+  ``requested``), or was left for the next run while the project's
+  environment is still being built (``PENDING``): the change may go in, but
+  someone should look;
 - ``pass``: nothing but ``info`` findings (or none), every role finished or
   was left out by the mode's own choice.
 """
@@ -26,13 +28,17 @@ from collections.abc import Iterable
 from ...models import Finding, QualityReport, RoleRun, Severity, Verdict
 
 _UNFINISHED = {"failed", "error", "timeout", "ineffective", "incomplete"}
+# A role left for the next run while the project's environment is still
+# being built (qe/role_runs.py): its tests did not run, so no ``pass``.
+PENDING = "setup: tests not run yet: "
 # Could not do its job at all: with ``--fail-on-error`` the run exits 3.
 _DID_NOT_WORK = {"error", "ineffective"}
 
 
 def unfinished(run: RoleRun) -> bool:
     """A role whose silence is no evidence: the verdict cannot be ``pass``."""
-    return run.status in _UNFINISHED or (run.status == "skipped" and run.requested)
+    return run.status in _UNFINISHED or (run.status == "skipped" and (
+        run.requested or (run.reason or "").startswith(PENDING)))
 
 
 def did_not_work(run: RoleRun) -> bool:

@@ -16,7 +16,10 @@ problem, counted and named in the role's line, never a finding to act on:
   step's output (a built frontend, compiled assets).
 - the project's own compiled extension that is not built (yarl's
   ``yarl._quoting_c``: its ``.pyx`` source is there, no built module): the
-  sandbox holds the sources only, and compiling them is a build step.
+  sandbox holds the sources only, and compiling them is a build step;
+- a git submodule the tests read that is not checked out (tomlkit's
+  ``tests/toml-test``): a clone made without ``--recurse-submodules``; an
+  initialised one is carried into the sandbox (workspace/carry.py).
 
 What stays a finding: an ImportError of the project's own module (a module
 that is not there, a name it does not define), a connection refused on
@@ -133,6 +136,8 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
         return service
     if built := ignored_output(text, root):
         return built
+    if sub := missing_submodule(text, root):
+        return sub
     if m := _GONE.search(text):
         if "site-packages" not in m.group(3) and "/lib/python" in m.group(3):
             return (f"an installed package needs an older Python (it imports {m.group(1)!r} "
@@ -164,6 +169,44 @@ def ignored_output(text: str, root: Path) -> str | None:
         if not path.exists() and _git_ignored(path):
             return (f"the tests need {rel}, which the repository ignores: the output of a build "
                     "step of the project's that has not run here")
+    return None
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def missing_submodule(text: str, root: Path) -> str | None:
+    """"the tests need tests/toml-test, a git submodule that is not checked
+    out ..." when ``text`` names a path in a submodule (``.gitmodules`` of
+    the checkout ``root`` is in) whose folder is empty or missing. The file
+    is read as data, never git run (the sandbox's git dir is the session's)."""
+    top = next((d for d in (root, *root.parents) if (d / ".git").exists()), None)
+    if top is None:
+        return None
+    modules = top / ".gitmodules"
+    if modules.is_symlink() or not modules.is_file():
+        return None  # (a FIFO a session planted would block the read)
+    try:
+        declared = modules.read_text(encoding="utf-8", errors="replace")[:100_000]
+    except OSError:
+        return None
+    for rel in dict.fromkeys(_SUBMODULE_PATH.findall(declared)):
+        rel = rel.strip().strip('"').rstrip("/")
+        folder = top / rel
+        if not rel or ".." in Path(rel).parts or not folder.resolve().is_relative_to(top.resolve()):
+            continue
+        if folder.is_dir() and (folder / ".git").exists():
+            continue  # checked out (and carried)
+        try:
+            if folder.is_dir() and any(folder.iterdir()):
+                continue  # not a bare placeholder: its files are there
+        except OSError:
+            continue
+        named = re.compile(r"(?:^|[\s'\"(/])" + re.escape(rel) + r"(?=[/\s'\"):,]|$)",
+                           re.MULTILINE)
+        if str(folder) in text or named.search(text):
+            return (f"the tests need {rel}, a git submodule that is not checked out (run "
+                    f"`git submodule update --init {rel}` in the project)")
     return None
 
 

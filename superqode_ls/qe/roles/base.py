@@ -245,6 +245,21 @@ class Role:
         return [f for f in out.findings if f.file in set(files)]
 
 
+class Rechecked(list):
+    """A re-check's findings (``Role.recheck``) and, in ``failure``, why the
+    check gave no result (it ran out of time, its tool failed): an empty
+    list is then no evidence that a fix cleared anything."""
+
+    failure: str | None = None
+
+
+def rechecked(out: RoleOutput) -> list[Finding]:
+    found = Rechecked(out.findings)
+    if out.status in ("failed", "timeout", "error", "incomplete"):
+        found.failure = out.reason or out.status
+    return found
+
+
 class FileCheckRole(Role):
     """A role whose run is one check over the selected files (all when
     ``ctx.files`` is None); the verifier's recheck is the same check on the
@@ -254,9 +269,10 @@ class FileCheckRole(Role):
         return await reported(self._check(ctx, ctx.files))
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
-        # A failed check has no findings: the verifier tells that from a
-        # cleared one by checking the files without the fix.
-        return (await reported(self._check(ctx, files))).findings
+        # A failed check has no findings: it says why (``Rechecked``); one
+        # that says nothing the verifier tells from a cleared one by checking
+        # the files without the fix.
+        return rechecked(await reported(self._check(ctx, files)))
 
     async def _check(self, ctx: RoleContext, files: list[str] | None) -> RoleOutput:
         """One check; raises ``ToolFailed`` when the tool gives no result."""

@@ -30,7 +30,7 @@ from ..ruff_rules import LIKELY_BUG, ruff_severity
 from ._common import SKIP_DIRS, load_json, selected_files, tail
 from ._lint_parse import Kind, parse
 from ._target import _toml, ruff_target
-from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, reported, tool_path
+from .base import FileCheckRole, RoleContext, RoleOutput, ToolFailed, rechecked, reported, tool_path
 
 PY_SUFFIXES = (".py", ".pyi")
 
@@ -101,7 +101,7 @@ class LintTester(FileCheckRole):
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
         # The verifier reads the findings only: no diff per fix (half of a
         # re-run's time on a large file).
-        return (await reported(self._check(ctx, files, with_patches=False, copies=True))).findings
+        return rechecked(await reported(self._check(ctx, files, with_patches=False, copies=True)))
 
     async def _check(
         self, ctx: RoleContext, files: list[str] | None, with_patches: bool = True,
