@@ -13,7 +13,7 @@ import threading
 from superqode_ls.models import QualityReport, RoleRun, utcnow
 from superqode_ls.qe.display import summary_lines
 from superqode_ls.qe.report.verdict import compute_verdict
-from superqode_ls.qe.role_runs import ENV_DEFERRED, env_deferred, env_wait_until
+from superqode_ls.qe.role_time import ENV_DEFERRED, env_deferred, env_wait_until
 from superqode_ls.workspace import envcache
 from tests.pyenv_helpers import STUB, project_files
 from tests.test_project_env import write

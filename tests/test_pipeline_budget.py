@@ -11,7 +11,7 @@ import pytest
 
 from superqode_ls.events import EventBus
 from superqode_ls.models import Finding, Range, Severity
-from superqode_ls.qe import pipeline, role_runs, verify_step
+from superqode_ls.qe import pipeline, role_runs, role_time, verify_step
 from superqode_ls.qe.noise_context import UNFILTERED
 from superqode_ls.qe.pipeline import QERequest, QESession
 from superqode_ls.qe.roles import REGISTRY
@@ -106,12 +106,12 @@ def test_the_budget_counts_from_the_command_and_leaves_the_last_steps_their_shar
     assert report.timed_out
     deadline = session.role_runs.contexts["toy_slow"].deadline
     # a role is told to be done a little before the roles' deadline
-    # (role_runs.finish_reserve: its findings are recorded in between)
+    # (role_time.finish_reserve: its findings are recorded in between)
     roles_end = began + 10 - pipeline.tail_reserve(10)
-    assert role_runs.FINISH_MIN_S - 0.01 <= roles_end - deadline \
-        <= max(role_runs.FINISH_MIN_S, role_runs.FINISH_SHARE * 10) + 0.01
+    assert role_time.FINISH_MIN_S - 0.01 <= roles_end - deadline \
+        <= max(role_time.FINISH_MIN_S, role_time.FINISH_SHARE * 10) + 0.01
     # a share of what is left, within bounds (a deep run's 30 minutes lose 5 s)
-    assert [role_runs.finish_reserve(x) for x in (5, 50, 100, 1500)] == [1.0, 1.5, 3.0, 5.0]
+    assert [role_time.finish_reserve(x) for x in (5, 50, 100, 1500)] == [1.0, 1.5, 3.0, 5.0]
     assert [pipeline.tail_reserve(b) for b in (2, 60, 1800)] == [1.0, 9.0, 120.0]
     assert [pipeline.end_reserve(b) for b in (2, 60, 1800)] == [3.0, 6.0, 30.0]
 

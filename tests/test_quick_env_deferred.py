@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from superqode_ls.qe.pipeline import QERequest, QESession
-from superqode_ls.qe.role_runs import ENV_DEFERRED
+from superqode_ls.qe.role_time import ENV_DEFERRED
 from superqode_ls.workspace import envcache
 from tests.pyenv_helpers import BACKEND, STUB, project_files, wheelhouse
 from tests.waiting import wait_for

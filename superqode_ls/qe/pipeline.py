@@ -214,7 +214,7 @@ class QESession:
                         session=s, root=root, deadline=steps_deadline,
                         cap=res.config.qe.verify_max_fixes, trusted=self.request.trusted)
                 try:
-                    # The roles return by their deadline (role_runs.finish_reserve);
+                    # The roles return by their deadline (role_time.finish_reserve);
                     # their findings still being recorded then may take half of
                     # the filter's share before the session is out of time.
                     await self.control.guarded(
