@@ -124,3 +124,13 @@ def test_a_judgement_of_the_name_does_not_hide_the_generic_report():
     generic = mk("secret-generic", "superqode-secrets", 5, sev=Severity.high)
     out, _ = deduplicate([bandit, generic])
     assert len(out) == 1 and out[0].noise is None
+
+
+def test_another_check_of_the_line_keeps_its_own_say():
+    # pygoat: ``sql_lab_table(id="jack", password="jack")``; bandit's B106
+    # took the value for the id's; the patterns' check of the password stays
+    bandit = mk("B106", "bandit", 5, sev=Severity.info).model_copy(update={
+        "noise": "not a secret: the value is a plain word (a token type or mode, not a token)"})
+    own = mk("hardcoded-db-password", "superqode-patterns", 5, sev=Severity.high)
+    out, _ = deduplicate([bandit, own])
+    assert len(out) == 1 and out[0].noise is None and out[0].severity == Severity.high
