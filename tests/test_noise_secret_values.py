@@ -30,6 +30,8 @@ NOT_SECRETS = [
     ("https://api.tvp.pl/tokenizer/token/{token}",
      '    _URL_INFO_API_TOKEN = "https://api.tvp.pl/tokenizer/token/{token}"', "URL template"),
     ("Bearer:{access_token}", '    auth_token = "Bearer:{access_token}"', "format template"),
+    ("argon2", '    "PASSWORD_HASH": "argon2",', "algorithm"),
+    ("pbkdf2_sha512", '    "SECURITY_PASSWORD_HASH": "pbkdf2_sha512",', "algorithm"),
 ]
 
 # The secrets beside them: the same shapes' neighbours that are credentials.
@@ -45,6 +47,7 @@ SECRETS = [
     ("https://api.x.com/v1?token=Zq8pLm2vR5xT9wKe",
      '    token_endpoint = "https://api.x.com/v1?token=Zq8pLm2vR5xT9wKe"'),
     ("sk_live_9aF3{suffix}", '    api_key = "sk_live_9aF3{suffix}"'),
+    ("bcrypt", '    db_password = "bcrypt"'),
     ("Hunter[2]Pass", '    admin_password = "Hunter[2]Pass"'),
 ]
 

@@ -191,6 +191,11 @@ _TYPE_NAME = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*|str|int|float
 # A format slot: "{token}", "{}", "{0}", "%s", "%(name)s", "{{ token }}", "${TOKEN}".
 _FORMAT_SLOT = re.compile(r"\{\{[^{}]*\}\}|\$\{[^{}]*\}|\{[\w.]*(?:![rsa])?(?::[^{}]*)?\}"
                           r"|%(?:\([\w.]+\))?[sdr]")
+# A hashing or signing scheme's name (flask-security's ``"PASSWORD_HASH":
+# "argon2"``, a JWT's ``"HS256"``): what protects the secret, not it.
+_ALGORITHM = re.compile(r"(?i)^(?:argon2(?:id|i|d)?|bcrypt(?:_sha256)?|scrypt|pbkdf2(?:_sha\d+)?"
+                        r"|(?:sha\d+|md5|des|bsdi)_crypt|sha-?\d+|md5|blake2[bs]?"
+                        r"|hmac[-_]?sha-?\d+|[HRE]S\d{3}|PS\d{3}|EdDSA)$")
 # An address with a query whose values are all slots ("?token={token}").
 _URL_QUERY_SLOTS = re.compile(r"(?i)^(https?://[^?#\s@]+)\?(?:[\w.-]+=\x00&?)+$")
 
@@ -215,6 +220,8 @@ def value_shape(value: str, line: str | None = None) -> str | None:
         if not re.search(r"(?i)pass|pwd|(?:\b|_)pin(?:_|\b)", name):
             return "a number, not a secret"
         return None
+    if _ALGORITHM.match(value) and not _PASSWORD_VAR.match(_target(line, value, _ASSIGNED_TO) or ""):
+        return "the name of a hashing or signing algorithm, not a secret"
     if "@" in value.split("?", 1)[0] and "://" in value:
         return None  # credentials in a URL stay a finding
     if "://" not in value and (_FILE_PATH.match(value) or _FILE_NAME.match(value)
