@@ -127,6 +127,9 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
     if value.endswith(("...", "\u2026")):
         return ("cut short with '...' (an example of the format in a comment or a "
                 "template), not a secret")
+    if (slot := _formatted_words(value, line)) is not None:
+        return (f"built at run time from {slot}: what is written is words and punctuation "
+                "(a CSS property, a grammar symbol), no secret")
     if (shape := value_shape(value, line)) is not None:
         return shape
     if _IDENTIFIER.match(value):
@@ -141,9 +144,6 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "a URL with no credentials in it (an address, not a secret)"
     if MESSAGE.match(value):
         return "a message (words and a full stop), not a secret"
-    if (slot := _formatted_words(value, line)) is not None:
-        return (f"built at run time from {slot}: what is written is words and punctuation "
-                "(a CSS property, a grammar symbol), no secret")
     if _HYPHEN_WORDS.match(value) and entropy(value) < 4.0:
         # "legacyToken": "legacy-detour" is a label or slug; a passphrase
         # (words joined by '-') held by a password's name stays one.
