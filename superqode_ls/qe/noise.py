@@ -240,8 +240,31 @@ def deduplicate(findings: Iterable[Finding]) -> tuple[list[Finding], int]:
             continue
         best = max(group, key=_strength)
         dropped += len(group) - 1
-        out.append(merge_reports(best, [f for f in group if f is not best]))
+        merged = merge_reports(best, [f for f in group if f is not best])
+        if (judged := _value_judged(group)) is not None:
+            merged = merged.model_copy(update={"noise": judged.noise,
+                                               "severity": judged.severity})
+        out.append(merged)
     return out, dropped
+
+
+# bandit's password rule and the secrets scan's generic rule on one line
+# ask one question of one value (``_secrets_values.not_a_secret``): where
+# bandit's report was judged no secret by its value, the generic report of
+# it is the same value and must not bring it back. A provider's token shape
+# (``secret-github-token``) is its own proof and is not overruled.
+_VALUE_JUDGED = "not a secret: the value is"
+
+
+def _value_judged(group: list[Finding]) -> Finding | None:
+    judged = next((f for f in group if f.noise and f.noise.startswith(_VALUE_JUDGED)
+                   and canonical_rule(f.rule_id) in _PASSWORD_RULES), None)
+    # Only the generic report asks the same question; another check of the
+    # line (the patterns' hardcoded-db-password, a ruff S105) keeps its own say.
+    if judged is None or any(f.noise is None and f.rule_id.lower() != "secret-generic"
+                             for f in group):
+        return None
+    return judged
 
 
 def merge_reports(best: Finding, others: list[Finding]) -> Finding:

@@ -78,7 +78,9 @@ _IDENTIFIER = re.compile(r"^(?:_[a-z_]+|[a-z]+(?:_[a-z]+)+|[a-z]+(?:_[a-z]+)*(?:
 # lowercase module names, then a capitalised class name. A JWT's or a key's
 # dotted parts are base64, with capitals and digits throughout: the class
 # name is words (an acronym among them), a digit at most at its end.
-_CLASS_PATH = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][a-z]+(?:[A-Z]+[a-z]+)*[A-Z]*\d?$")
+# The class name may open with an acronym (django-oauth-toolkit's
+# ``"oauth2_provider.admin.IDTokenAdmin"``).
+_CLASS_PATH = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.(?:[A-Z]+[a-z]+)+[A-Z]*\d?$")
 
 
 def _squash(name: str) -> str:
@@ -120,9 +122,16 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "too short to be a secret"
     if _ENV_VAR_NAME.match(value):
         return "the name of an environment variable"
+    if _CREDENTIALED_URL.search(value):
+        return None  # whatever name holds it, a URL that logs in is a credential
     if value.endswith(("...", "\u2026")):
         return ("cut short with '...' (an example of the format in a comment or a "
                 "template), not a secret")
+    if (slot := _formatted_words(value, line)) is not None:
+        return (f"built at run time from {slot}: what is written is words and punctuation "
+                "(a CSS property, a grammar symbol), no secret")
+    if (shape := value_shape(value, line)) is not None:
+        return shape
     if _IDENTIFIER.match(value):
         return "an identifier"
     if _CLASS_PATH.match(value):
@@ -135,9 +144,6 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
         return "a URL with no credentials in it (an address, not a secret)"
     if MESSAGE.match(value):
         return "a message (words and a full stop), not a secret"
-    if (slot := _formatted_words(value, line)) is not None:
-        return (f"built at run time from {slot}: what is written is words and punctuation "
-                "(a CSS property, a grammar symbol), no secret")
     if _HYPHEN_WORDS.match(value) and entropy(value) < 4.0:
         # "legacyToken": "legacy-detour" is a label or slug; a passphrase
         # (words joined by '-') held by a password's name stays one.
@@ -160,6 +166,81 @@ def not_a_secret(value: str, line: str | None = None) -> str | None:
                     and not re.search(r"pass|pwd", name)):
                 return "a plain word (a token type or mode, not a token)"
     return None
+
+
+# What a secret's value cannot look like, whichever tool calls it one
+# (bandit's B105-B107 or the secrets scan): the shapes of values that name
+# or describe something. A random key has none of them: no file extension
+# after a '/', no URL that is only an address, no brackets of type names.
+_NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$")
+# A template or a file: "security/reset_password.html", a template's name
+# without extension ("security/email/reset_notice": lowercase words under
+# folders). Base64 has '/' but no '.', and capitals and digits mixed in.
+_FILE_PATH = re.compile(r"^/?(?:[\w.-]+/)+[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}$")
+# A file's name alone: only with an extension files have ("reset.html"), as
+# "Zq8pLm2vR5.xT9wKe" is a key's shape too.
+_FILE_NAME = re.compile(r"(?i)^[\w-]+\.(?:html?|txt|j2|jinja2?|xml|json|ya?ml|md|rst|cfg|ini|toml"
+                        r"|pem|crt|cer|key|csv|png|jpe?g|svg|gif|css|js|py|mo|po|db|sqlite3?"
+                        r"|log|conf)$")
+_TEMPLATE_NAME = re.compile(r"^/?[a-z_][a-z0-9_-]*(?:/[a-z_][a-z0-9_-]*)+/?$")
+# A type in quotes (``secret_key: "Optional[str]" = None``): a generic's
+# name, then type names in brackets. "Pass[word]1" is no type expression.
+_TYPE_EXPR = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*|list|dict|set|frozenset|tuple|type)\[(.+)\]$")
+_TYPE_NAME = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*|str|int|float|bool|bytes"
+                        r"|complex|object|list|dict|set|frozenset|tuple|type|None|\.\.\.)$")
+# A format slot: "{token}", "{}", "{0}", "%s", "%(name)s", "{{ token }}", "${TOKEN}".
+_FORMAT_SLOT = re.compile(r"\{\{[^{}]*\}\}|\$\{[^{}]*\}|\{[\w.]*(?:![rsa])?(?::[^{}]*)?\}"
+                          r"|%(?:\([\w.]+\))?[sdr]")
+# A hashing or signing scheme's name (flask-security's ``"PASSWORD_HASH":
+# "argon2"``, a JWT's ``"HS256"``): what protects the secret, not it.
+_ALGORITHM = re.compile(r"(?i)^(?:argon2(?:id|i|d)?|bcrypt(?:_sha256)?|scrypt|pbkdf2(?:_sha\d+)?"
+                        r"|(?:sha\d+|md5|des|bsdi)_crypt|sha-?\d+|md5|blake2[bs]?"
+                        r"|hmac[-_]?sha-?\d+|[HRE]S\d{3}|PS\d{3}|EdDSA)$")
+# An address with a query whose values are all slots ("?token={token}").
+_URL_QUERY_SLOTS = re.compile(r"(?i)^(https?://[^?#\s@]+)\?(?:[\w.-]+=\x00&?)+$")
+
+
+def _is_type_expression(value: str) -> bool:
+    m = _TYPE_EXPR.match(value)
+    if not m:
+        return False
+    names = re.split(r"[\[\],|]", m.group(1))
+    return all(_TYPE_NAME.match(n.strip()) for n in names if n.strip())
+
+
+def value_shape(value: str, line: str | None = None) -> str | None:
+    """Why ``value`` has the shape of something other than a secret: a
+    number, a file's or a template's path, a URL with no credentials, a
+    quoted type expression, a format template whose only variable part is a
+    slot. None when it may be a secret: a URL with ``user:pass@`` in it, and
+    a number given to a password (``password = "123456"``) among them."""
+    if _NUMBER.match(value):
+        name = (_target(line, value, _ASSIGNED_TO) or "") + " " + " ".join(
+            _compared_names(line, value))
+        if not re.search(r"(?i)pass|pwd|(?:\b|_)pin(?:_|\b)", name):
+            return "a number, not a secret"
+        return None
+    if _ALGORITHM.match(value) and not _PASSWORD_VAR.match(_target(line, value, _ASSIGNED_TO) or ""):
+        return "the name of a hashing or signing algorithm, not a secret"
+    if "@" in value.split("?", 1)[0] and "://" in value:
+        return None  # credentials in a URL stay a finding
+    if "://" not in value and (_FILE_PATH.match(value) or _FILE_NAME.match(value)
+                                or _TEMPLATE_NAME.match(value)):
+        return "a file's or a template's path, not a secret"
+    if _is_type_expression(value):
+        return "a type expression (an annotation in quotes), not a secret"
+    if _FORMAT_SLOT.search(value):
+        written = _FORMAT_SLOT.sub("\x00", value)
+        url = _URL_QUERY_SLOTS.match(written)
+        if _PLAIN_URL.match((url.group(1) if url else written).replace("\x00", "x")):
+            return "a URL template (its only variable part a slot), no credentials in it"
+        if _WORDS_AND_MARKS.match(written.replace("\x00", "")):
+            return "a format template whose only variable part is a slot, not a secret"
+    return None
+
+
+# ``scheme://user:password@``, the password written out (not a slot).
+_CREDENTIALED_URL = re.compile(r"^[a-z][\w+.-]*://[^/@\s:]+:(?!\{|%\(|\$)[^/@\s]+@", re.IGNORECASE)
 
 
 # An f-string's written part: letters and punctuation only (WeasyPrint's
