@@ -612,3 +612,13 @@ def test_a_loader_folder_outside_the_project_or_a_parameter_keeps_the_finding(tm
     _write(proj, {"app/server.py": "from flask import Flask\n", "pkg/mod.py": code})
     (f,) = _filtered(proj, [_sec("B701", "pkg/mod.py", 3, severity=Severity.high)])
     assert f.noise is None
+    # a text-named template that is a link out of the folder proves nothing
+    _write(proj, {"lnk/mod.py": code.replace("../../elsewhere", "templates"),
+                  "lnk/templates/.keep": ""})
+    (proj / "lnk/templates/t.py.jinja").symlink_to(outside / "t.py.jinja")
+    (f,) = _filtered(proj, [_sec("B701", "lnk/mod.py", 3, severity=Severity.high)])
+    assert f.noise is None
+    (proj / "lnk/templates/t.py.jinja").unlink()
+    _write(proj, {"lnk/templates/t.py.jinja": "x = {{ x }}\n"})
+    (f,) = _filtered(proj, [_sec("B701", "lnk/mod.py", 3, severity=Severity.high)])
+    assert "text, not HTML" in f.noise  # the same folder with the file itself

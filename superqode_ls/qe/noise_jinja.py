@@ -28,7 +28,7 @@ _HTML_EXT = re.compile(r"(?i)\.(?:html?|xhtml|xml|svg|shtml|jsp|php|vue|jinja_ra
 _TEXT_EXT = re.compile(r"(?i)\.(?:py|pyi|sql|ini|cfg|toml|ya?ml|json|txt|rst|md|sh|csv|dot|"
                        r"gv|conf|env|tf|dockerfile|c|h|rs|go|ts|proto|graphql|ps1|bat)$")
 _ASSET_EXT = re.compile(r"(?i)\.(?:png|jpe?g|gif|ico|webp|woff2?|ttf|eot|pyc|css|map)$")
-_TAG = re.compile(r"<(?:!doctype|/?[A-Za-z][\w:-]*)(?:\s[^<>]*)?/?>", re.I)
+_TAG = re.compile(r"<(?:!doctype|/?[A-Za-z][\w:-]*)(?:\s[^<>]*)?/?>", re.IGNORECASE)
 _LOADS = frozenset({"get_template", "select_template", "get_or_select_template"})
 _MAX_FILES = 200
 _MAX_BYTES = 256 * 1024
@@ -60,7 +60,7 @@ def _path(node: ast.expr | None, here: Path, names: dict[str, ast.expr], depth: 
     own file; anything else (a parameter, the working directory) is None."""
     if node is None or depth > 12:
         return None
-    again = lambda n: _path(n, here, names, depth + 1)  # noqa: E731
+    again = lambda n: _path(n, here, names, depth + 1)
     if isinstance(node, ast.Name):
         if node.id == "__file__":
             return here
@@ -170,13 +170,14 @@ def renders_no_html(tree: ast.Module, line: int, module: Path, root: Path) -> st
             files += [Path(base) / n for n in sorted(found) if not n.startswith(".")]
             if len(files) > _MAX_FILES:
                 return None
-    kinds = set()
+    kinds: dict[str, str | None] = {}
     for file in files:
+        # a link out of the folder, a FIFO or a missing file: nothing is proved
         if (real := _inside(file, folder)) is None or not real.is_file():
             return None
-        kinds.add(_kind(real))
-    if kinds - {"asset"} != {"text"}:
+        kinds[str(file)] = _kind(real)
+    if set(kinds.values()) - {"asset"} != {"text"}:
         return None
-    shown = ", ".join(sorted({f.name for f in files if _kind(f) == "text"})[:3])
+    shown = ", ".join(sorted({Path(n).name for n, k in kinds.items() if k == "text"})[:3])
     return (f"every template this Environment renders is text, not HTML ({shown}): "
             "autoescape has no markup to protect, and HTML-escaping would corrupt the output")

@@ -24,8 +24,9 @@ import weakref
 from ..codegen import Scopes
 
 _IDENT = re.compile(r"(?i)_?(?:\w+_)?(?:table|tablename|column|schema|col)(?:_?names?)?s?")
-_REQUEST = frozenset({"request", "req", "args", "form", "GET", "POST", "query_params", "json",
-                      "get_json", "body", "input", "argv", "environ"})
+_REQUEST = frozenset({"request", "req", "args", "kwargs", "form", "GET", "POST", "query_params",
+                      "params", "query", "json", "get_json", "body", "data", "cookies",
+                      "headers", "input", "argv", "environ"})
 _FROM_REQUEST: weakref.WeakKeyDictionary[Scopes, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
@@ -77,4 +78,5 @@ def dataclass_fields(s: Scopes, e: ast.Call) -> bool:
         return False
     defs = [d for d in classes[0].body if isinstance(d, ast.FunctionDef) and d.name == e.func.attr]
     returns = [r.value for d in defs for r in ast.walk(d) if isinstance(r, ast.Return)]
-    return len(defs) == 1 and bool(returns) and all(_field_names(r) for r in returns)
+    return len(defs) == 1 and bool(returns) and all(
+        r is not None and _field_names(r) for r in returns)
