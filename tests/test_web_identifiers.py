@@ -88,3 +88,21 @@ def test_identifiers_the_code_defines_are_noise_values_and_request_names_stay(te
         else:
             assert why is None, tag
 
+
+
+RETARGET = '''\
+class Store:
+    table = "items"
+
+    def rows(self, db):
+        return db.execute("SELECT * FROM {} WHERE id = ?".format(self.table), (1,))  # BAD-reassigned-later
+
+    def retarget(self, other):
+        self.table = other
+'''
+
+
+def test_an_identifier_a_method_reassigns_later_stays():
+    scopes = Scopes(ast.parse(RETARGET))
+    (line,) = _marked(RETARGET, "BAD")
+    assert _numbers_only_sql(scopes, line) is None

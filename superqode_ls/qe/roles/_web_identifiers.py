@@ -5,8 +5,9 @@ formats it in and binds the values (luigi's ``INSERT INTO {marker_table}
 
 - ``self.table`` / ``self.marker_table`` / ``self.columns``: an attribute
   whose name says table, column or schema, read on ``self``/``cls``, that
-  the module never sets from a request (a class attribute, the project's
-  configuration, a constructor's argument);
+  the module sets only in a class body or a constructor (a class attribute,
+  the project's configuration, a constructor's argument), never from a
+  request;
 - ``Cls.method()`` of a class of the module whose every return is built
   only from the names of ``dataclasses.fields(...)`` (piccolo's
   ``RowMeta.get_column_name_str()``): the dataclass's own field names.
@@ -27,13 +28,22 @@ _IDENT = re.compile(r"(?i)_?(?:\w+_)?(?:table|tablename|column|schema|col)(?:_?n
 _REQUEST = frozenset({"request", "req", "args", "kwargs", "form", "GET", "POST", "query_params",
                       "params", "query", "json", "get_json", "body", "data", "cookies",
                       "headers", "input", "argv", "environ"})
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
 _FROM_REQUEST: weakref.WeakKeyDictionary[Scopes, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _request_set(s: Scopes) -> frozenset[str]:
-    """Attribute names the module assigns from anything that reads a request."""
+    """Attribute names the module assigns from anything that reads a request,
+    or sets after construction (``def retarget(self, other): self.table =
+    other``: whatever a later caller passes)."""
     if s not in _FROM_REQUEST:
         out = set()
+        for fn in ast.walk(s.tree):
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) \
+                    and fn.name not in _CONSTRUCTORS:
+                out |= {t.attr for n in ast.walk(fn) for t in ast.walk(n)
+                        if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
+                        and isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store)}
         for n in ast.walk(s.tree):
             if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign) and n.value is not None:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
