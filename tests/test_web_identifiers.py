@@ -106,3 +106,35 @@ def test_an_identifier_a_method_reassigns_later_stays():
     scopes = Scopes(ast.parse(RETARGET))
     (line,) = _marked(RETARGET, "BAD")
     assert _numbers_only_sql(scopes, line) is None
+
+
+PROPERTIES = '''\
+import abc
+
+
+class CopyToTable:
+    @property
+    @abc.abstractmethod
+    def table(self):
+        return None
+
+    def create(self, db):
+        db.execute("CREATE TABLE {} (id INT)".format(self.table))  # SAFE-abstract-property
+
+
+class Labels:
+    @property
+    def table_names(self):
+        return [r[0] for r in self.db.execute("SELECT value FROM properties").fetchall()]
+
+    def clear(self, db):
+        for table in self.table_names:
+            db.execute(f"DELETE FROM {table}")  # BAD-computed-from-rows
+'''
+
+
+def test_an_abstract_property_is_the_subclass_definition_a_computed_one_stays():
+    scopes = Scopes(ast.parse(PROPERTIES))
+    for line, tag in {**_marked(PROPERTIES, "SAFE"), **_marked(PROPERTIES, "BAD")}.items():
+        why = _numbers_only_sql(scopes, line)
+        assert (why is not None) is tag.startswith("SAFE"), tag

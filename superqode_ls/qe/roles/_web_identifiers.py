@@ -39,11 +39,14 @@ def _request_set(s: Scopes) -> frozenset[str]:
     if s not in _FROM_REQUEST:
         out = set()
         for fn in ast.walk(s.tree):
-            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) \
-                    and fn.name not in _CONSTRUCTORS:
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if fn.name not in _CONSTRUCTORS:
                 out |= {t.attr for n in ast.walk(fn) for t in ast.walk(n)
                         if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
                         and isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store)}
+            if not _abstract(fn):
+                out.add(fn.name)  # a property that computes it (rows of a query): not a definition
         for n in ast.walk(s.tree):
             if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign) and n.value is not None:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
@@ -54,6 +57,17 @@ def _request_set(s: Scopes) -> frozenset[str]:
                     out |= named
         _FROM_REQUEST[s] = frozenset(out)
     return _FROM_REQUEST[s]
+
+
+def _abstract(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """An abstract property a subclass defines (luigi's ``def table(self):
+    return None`` under ``@abc.abstractproperty``): only a docstring,
+    ``pass``, ``...``, ``return None`` or ``raise NotImplementedError``."""
+    body = [st for st in fn.body if not (isinstance(st, ast.Expr)
+                                         and isinstance(st.value, ast.Constant))]
+    return all(isinstance(st, ast.Pass | ast.Raise) or isinstance(st, ast.Return) and (
+        st.value is None or isinstance(st.value, ast.Constant) and st.value.value is None)
+        for st in body)
 
 
 def own_identifier(s: Scopes, e: ast.Attribute) -> bool:
