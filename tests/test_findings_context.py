@@ -416,6 +416,22 @@ CONTEXT_CASES = {
         "def listen(server, port):\n"
         "    server.listen('{}:{}'.format('0.0.0.0', port))\n")},
         [("srv/run.py", 8, "B104", "only shown")], [("srv/run.py", 15, "B104"), ("srv/run.py", 22, "B104")]),
+    # mitmproxy's offline ClientHello parse (a peer's address) and duplicate-listen
+    # message; the same address formatted into a bind stays
+    "address-peer-or-message": ({"srv/quic.py": (
+        "import socket\n\n\n"
+        "def parse_hello(quic, datagrams, now):\n"
+        "    for dgm in datagrams:\n"
+        "        quic.receive_datagram(dgm, ('0.0.0.0', 0), now=now)\n\n\n"
+        "def check(addrs, port, format_address):\n"
+        "    if len(set(addrs)) != len(addrs):\n"
+        "        dup = format_address((addrs[0] or '0.0.0.0', port))\n"
+        "        raise ValueError(f'Cannot spawn two servers on {dup}')\n\n\n"
+        "def serve(port, format_address):\n"
+        "    sock = socket.socket()\n"
+        "    sock.bind(format_address(('0.0.0.0', port)))\n")},
+        [("srv/quic.py", 6, "B104", "a peer's"), ("srv/quic.py", 11, "B104", "only shown")],
+        [("srv/quic.py", 17, "B104")]),
     # jinja's bytecode cache; request data stays, also in a cache-named function
     "own-cache": ({
         "lib/bccache.py": (

@@ -553,3 +553,72 @@ def test_a_non_django_extra_and_a_sum_of_exception_tuples_are_noise_the_real_one
     assert by[("app/views.py", 5)].noise is None
     assert by[("pkg/retry.py", 4)].noise and "concatenation" in by[("pkg/retry.py", 4)].noise
     assert by[("pkg/retry.py", 8)].noise is None
+
+
+_ENV_MODULE = ("from pathlib import Path\nfrom jinja2 import Environment, FileSystemLoader\n"
+               "HERE = Path(__file__).resolve().parent\n"
+               "ENV = Environment(\n    loader=FileSystemLoader(HERE / 'templates'),\n)\n"
+               "def main(out):\n    out.write_text(ENV.get_template({name!r}).render())\n")
+
+
+@pytest.mark.parametrize("name,text,quiet", [
+    ("tox.jinja", "[tox]\nrequires = pytest<7.0.0\n{{ envs }}\n", True),    # text by content
+    ("conf.py.jinja", "DB = {{ db }}\n", True),                              # text by name
+    ("page.html.jinja", "{{ title }}\n", False),                            # HTML by name
+    ("mail.jinja", "<p>Hello {{ name }}</p>\n", False),                     # HTML by content
+    ("absent.jinja", None, False),                                          # not found
+])
+def test_a_web_projects_jinja_templates_of_text_are_no_xss_html_ones_stay(
+        tmp_path, name, text, quiet):
+    files = {"app/server.py": "from flask import Flask\n",
+             "scripts/gen.py": _ENV_MODULE.format(name=name)}
+    if text is not None:
+        files[f"scripts/templates/{name}"] = text
+    _write(tmp_path, files)
+    (f,) = _filtered(tmp_path, [_sec("B701", "scripts/gen.py", 4, severity=Severity.high)])
+    if quiet:
+        assert "text, not HTML" in f.noise and f.severity is Severity.low
+    else:
+        assert f.noise is None and f.severity is Severity.high
+
+
+def test_a_loader_folder_of_only_text_templates_is_noise_one_html_file_keeps_it(tmp_path):
+    code = ("import os\nimport jinja2\n"
+            "TEMPLATE_DIRECTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+            "'templates')\n"
+            "JINJA_ENV = jinja2.Environment(\n"
+            "    loader=jinja2.FileSystemLoader(searchpath=TEMPLATE_DIRECTORY),\n)\n"
+            "def new(kind):\n    return JINJA_ENV.get_template(f'{kind}.jinja').render()\n")
+    _write(tmp_path, {"app/server.py": "from flask import Flask\n", "gen/new.py": code,
+                      "gen/templates/app.py.jinja": "x = {{ x }}\n",
+                      "gen/templates/graph.dot.jinja": "digraph { a [label=<<B>x</B>>] }\n",
+                      "other/new.py": code,
+                      "other/templates/app.py.jinja": "x = {{ x }}\n",
+                      "other/templates/index.html": "<html>{{ x }}</html>\n"})
+    (gen,) = _filtered(tmp_path, [_sec("B701", "gen/new.py", 4, severity=Severity.high)])
+    (other,) = _filtered(tmp_path, [_sec("B701", "other/new.py", 4, severity=Severity.high)])
+    assert "text, not HTML" in gen.noise
+    assert other.noise is None and other.severity is Severity.high
+
+
+def test_a_loader_folder_outside_the_project_or_a_parameter_keeps_the_finding(tmp_path):
+    outside = tmp_path / "elsewhere"
+    _write(outside, {"t.py.jinja": "x\n"})
+    code = ("import jinja2\nfrom pathlib import Path\n"
+            f"ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "
+            f"{'../../elsewhere'!r}))\n"
+            "def go():\n    return ENV.get_template('t.py.jinja').render()\n")
+    proj = tmp_path / "proj"
+    _write(proj, {"app/server.py": "from flask import Flask\n", "pkg/mod.py": code})
+    (f,) = _filtered(proj, [_sec("B701", "pkg/mod.py", 3, severity=Severity.high)])
+    assert f.noise is None
+    # a text-named template that is a link out of the folder proves nothing
+    _write(proj, {"lnk/mod.py": code.replace("../../elsewhere", "templates"),
+                  "lnk/templates/.keep": ""})
+    (proj / "lnk/templates/t.py.jinja").symlink_to(outside / "t.py.jinja")
+    (f,) = _filtered(proj, [_sec("B701", "lnk/mod.py", 3, severity=Severity.high)])
+    assert f.noise is None
+    (proj / "lnk/templates/t.py.jinja").unlink()
+    _write(proj, {"lnk/templates/t.py.jinja": "x = {{ x }}\n"})
+    (f,) = _filtered(proj, [_sec("B701", "lnk/mod.py", 3, severity=Severity.high)])
+    assert "text, not HTML" in f.noise  # the same folder with the file itself

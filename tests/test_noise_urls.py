@@ -55,3 +55,36 @@ def test_a_url_rooted_at_a_literal_address_is_noise_a_passed_one_stays(make_repo
                                  "other/__init__.py": "", "other/updater.py": PASSED}))
     _noise_all(found, "spdx/updater.py", 27, "starts with the http(s) address the code fixes")
     _kept(found, "other/updater.py", 27, "B310")
+
+
+# mitmproxy's release script: an f-string URL given to urlretrieve inline or
+# through a local; a URL of the script's argument stays.
+DOWNLOAD = '''import urllib.request
+import sys
+
+VERSION = "24.3.1"
+
+
+def fetch(tmp):
+    url = (
+        f"https://github.com/example/mirror/releases/download/"
+        f"{VERSION}/installer-{VERSION}.exe"
+    )
+    urllib.request.urlretrieve(
+        url,
+        tmp,
+    )
+    urllib.request.urlretrieve(f"https://example.org/{VERSION}/sums.txt", tmp)
+
+
+def fetch_given(tmp):
+    urllib.request.urlretrieve(sys.argv[1], tmp)
+'''
+
+
+@needs_bandit
+def test_an_https_url_passed_inline_or_through_a_local_is_noise_an_argument_stays(make_repo):
+    found = _security(make_repo({"release/build.py": DOWNLOAD}))
+    _noise_all(found, "release/build.py", 12, "no file: or custom scheme reaches it")
+    _noise_all(found, "release/build.py", 16, "no file: or custom scheme reaches it")
+    _kept(found, "release/build.py", 20, "B310")

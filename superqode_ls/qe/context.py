@@ -13,6 +13,9 @@ worth acting on whatever the tool's confidence.
   literal, a code template, a ``compile(...)`` result: ``qe/codegen.py``):
   code generation, low noise; code from a parameter, input, argv, the
   environment, request data or a file stays;
+- an all-interfaces address (B104) that is only a peer's (passed to
+  ``receive_datagram``/``sendto``/``connect``), or a message's text (through
+  a ``format_*`` call, into an exception), binds nothing;
 - an all-interfaces address (B104) that is only compared against
   (``if host == "0.0.0.0":``, an item of ``ALLOWED_HOSTS``) or only shown
   (a log line, also through the name it is assigned to), never bound: info
@@ -229,6 +232,10 @@ _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 # Not ``format`` or ``write``: a formatted address may still be bound.
 _DISPLAY_CALLS = frozenset({"print", "echo", "secho", "style", "info", "debug", "warning",
                             "warn", "error", "critical", "exception", "log"})
+# Calls given a peer's address (where a datagram came from, where to send or
+# connect): an all-interfaces address there binds nothing.
+_PEER_CALLS = frozenset({"receive_datagram", "datagram_received", "sendto", "connect",
+                         "connect_ex", "create_connection"})
 
 
 # Settings that list the hosts or origins a request may name (Django's
@@ -254,6 +261,9 @@ def _not_bound(scopes: Scopes, line: int) -> str | None:
         return "the address is compared against, not bound to"
     if uses <= {"compared", "shown"}:
         return "the address is only shown (a log line or message), not bound to"
+    if uses <= {"compared", "shown", "peer"}:
+        return ("the address is a peer's, passed where a datagram comes from or goes to "
+                "(receive_datagram, sendto, connect): nothing binds to it")
     return None
 
 
@@ -272,6 +282,10 @@ def _use(scopes: Scopes, node: ast.AST, follow: bool = True) -> str:
         return "compared"  # requests' Host or Origin is checked against the list
     if isinstance(up, ast.Call) and node in up.args and _display_call(up):
         return "shown"
+    if isinstance(up, ast.Call) and node in up.args and _call_word(up) in _PEER_CALLS:
+        return "peer"
+    if isinstance(up, ast.Call) and node in up.args and "format" in _call_word(up).lower():
+        return _use(scopes, up, follow)  # human.format_address((host, port)): more text
     if (follow and isinstance(up, ast.Assign) and len(up.targets) == 1
             and isinstance(up.targets[0], ast.Name)):
         return _name_use(scopes, up.targets[0].id, scopes.function_of(up), up.lineno)
@@ -293,10 +307,15 @@ def _assigns_back(scopes: Scopes, node: ast.AST, name: str) -> bool:
         isinstance(t, ast.Name) and t.id == name for t in up.targets)
 
 
-def _display_call(call: ast.Call) -> bool:
+def _call_word(call: ast.Call) -> str:
     f = call.func
-    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-    return name in _DISPLAY_CALLS
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _display_call(call: ast.Call) -> bool:
+    """A log or print call, or an exception built with the text (its message)."""
+    name = _call_word(call)
+    return name in _DISPLAY_CALLS or name.endswith(("Error", "Exception"))
 
 
 def _name_use(scopes: Scopes, name: str, scope: ast.AST, after: int) -> str:

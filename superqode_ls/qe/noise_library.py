@@ -31,6 +31,9 @@ step), each judged from the flagged module alone:
   documents (a static site or report generator: mkdocs' theme), no request
   reaches them; an explicit ``autoescape=False`` and any in a web
   application stay (XSS);
+- a jinja2 ``Environment`` (B701) whose templates are all text, not HTML
+  (tox.ini, a workflow's YAML, scaffolded Python): see noise_jinja.py; an
+  HTML template or one it cannot find stays;
 - ``Markup(x).striptags()`` (B704): the Markup only strips the tags, the
   result is plain text that is never rendered as markup; ``Markup(x)``
   itself stays;
@@ -67,6 +70,7 @@ from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
 from .noise_calls import COMMAND_WORD, interpreter_only, passed_parameter, placeholders_only
+from .noise_jinja import renders_no_html
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
 from .noise_trusted import TRUSTED_RULES, declares_script, project_filters, trusted_why
 from .noise_trusted import clear as let_trusted_facts_go
@@ -174,7 +178,7 @@ def _enclosing_function(tree: ast.Module, line: int) -> str | None:
 
 
 def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module | None],
-         web: Callable[[], bool]) -> str | None:
+         web: Callable[[], bool], root: Path | None = None) -> str | None:
     assert f.range is not None
     n = f.range.start_line
     text = lines[n - 1] if 0 < n <= len(lines) else ""
@@ -242,6 +246,8 @@ def _why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.Module 
         if not any("autoescape" in x for x in lines[n - 1:end]) and not web():
             return ("templates without autoescape in a project with no web framework: they "
                     "render the author's own content into documents, no request reaches them")
+        if root is not None and (t := tree()) is not None:
+            return renders_no_html(t, n, root / f.file, root)
     elif rule == "B702":
         call = "\n".join(lines[n - 1:max(f.range.end_line or n, n)])
         if _MAKO_ESCAPES.search(call):
@@ -403,7 +409,7 @@ def library_noise(findings: list[Finding], lines_of: Callable[[str], list[str] |
                     trees[file] = module_of(lines)
                 return trees[file]
 
-            if why := _why(f, rule, lines, tree, web) or trusted_why(
+            if why := _why(f, rule, lines, tree, web, None if root is None else Path(root)) or trusted_why(
                     f, rule, lines, tree, one_command, project):
                 low = rule in ("B301", "B302", "B701", "B702", *TRUSTED_RULES) or rule in _SHELL_RULES
                 f = mark_noise(f, why, Severity.low if low else Severity.info)

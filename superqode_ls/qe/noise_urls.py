@@ -1,5 +1,7 @@
-"""``urlopen`` (B310) of a URL the code roots at an ``http(s)://`` address
-through a method's parameter and an attribute (noise_trusted.py's B310 step):
+"""``urlopen``/``urlretrieve``/``Request`` (B310) of a URL the code roots at
+an ``http(s)://`` address: a literal or f-string passed inline, a local
+name given only such, or a chain through a method's parameter and an
+attribute (noise_trusted.py's B310 step):
 poetry-core's SPDX updater, ``urlopen(url)`` in ``get_licenses(self, url)``,
 called only as ``self.get_licenses(self._base_url + "licenses.json")``, where
 ``self._base_url`` is only ever set from ``__init__(self, base_url=BASE_URL)``
@@ -20,6 +22,9 @@ import ast
 
 _HTTP = ("https://", "http://")
 _DEPTH = 14
+# what B310 flags that opens the URL it is given (mitmproxy's release script
+# downloads with ``urlretrieve(url, tmp)``, ``url = f"https://github.com/..."``)
+_OPENS = frozenset({"urlopen", "urlretrieve", "Request"})
 
 
 def default_url(tree: ast.Module, line: int) -> str | None:
@@ -27,12 +32,12 @@ def default_url(tree: ast.Module, line: int) -> str | None:
     fixes at its start, or None."""
     parent = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
     calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.lineno <= line
-             <= (c.end_lineno or c.lineno) and _name(c.func) == "urlopen" and c.args]
+             <= (c.end_lineno or c.lineno) and _name(c.func) in _OPENS and c.args]
     if not calls:
         return None
     for call in calls:
-        func = _function_of(parent, call)
-        if func is None or not _rooted(tree, parent, call.args[0], func, _DEPTH):
+        scope = _function_of(parent, call) or tree  # a module-level call: the module's names
+        if not _rooted(tree, parent, call.args[0], scope, _DEPTH):
             return None
     return ("the URL starts with the http(s) address the code fixes (its parameter's callers "
             "and defaults all root it there): no file: or custom scheme reaches it")

@@ -25,6 +25,8 @@ sink:
   constant, a dict of literals looked up (``ORDER[key]``,
   ``ORDER.get(key, "x")``), the ORM's own metadata (``__tablename__``,
   ``__table__``, ``_meta``, a class's ``__dict__``, ``inspect(...)``),
+  identifiers the class defines (``self.table``, ``self.columns``, a
+  dataclass's field names: ``_web_identifiers``),
   placeholders (``", ".join("?" * n)``), random scratch names
   (``uuid4().hex``, ``secrets.token_hex``), a name the enclosing function
   gives only literals, a module function whose every return is such text,
@@ -53,6 +55,7 @@ from ._web_defs_facts import (
     _meta,
     _typed_numbers,
 )
+from ._web_identifiers import dataclass_fields, own_identifier
 from ._web_quiet_sql import _quoted_identifier, _random
 from ._web_registry import created_names, read_only_cursor
 
@@ -301,7 +304,7 @@ class _Flow:
             return self.safe(e.value, state, d)
         if isinstance(e, ast.Attribute):
             return isinstance(e.value, ast.Name) and _class_constants(self.s).get(e.attr, False) \
-                or _meta(e) or self.safe(e.value, state, d)
+                or _meta(e) or own_identifier(self.s, e) or self.safe(e.value, state, d)
         if isinstance(e, ast.Call):
             return self.call(e, state, d)
         return False
@@ -330,7 +333,8 @@ class _Flow:
         if name == "execute" and self.rows_of is not None and isinstance(e.func, ast.Attribute) \
                 and isinstance(e.func.value, ast.Name) and e.func.value.id == self.rows_of:
             return True  # rows of the read-only database the sink queries itself
-        if name in _NUMBERS and isinstance(e.func, ast.Name) or _random(e) or _meta(e):
+        if name in _NUMBERS and isinstance(e.func, ast.Name) or _random(e) or _meta(e) \
+                or dataclass_fields(self.s, e):
             return True
         if name == "getattr" and len(e.args) >= 2 and isinstance(e.args[1], ast.Constant) \
                 and e.args[1].value in _META:  # getattr(fn, "__name__", "fn")

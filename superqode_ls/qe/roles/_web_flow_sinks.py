@@ -56,6 +56,30 @@ def _textual(node: ast.AST) -> bool:
                       | ast.BinOp) or (isinstance(node, ast.Call) and built(node))
 
 
+# a response Flask and Quart serialize as application/json: no page to script
+_JSON_CALLS = frozenset({"dict", "jsonify", "JSONResponse", "JsonResponse", "json_response"})
+
+
+def json_body(node: ast.AST, nodes: list[ast.AST], depth: int = 2) -> bool:
+    """A view's return or a response's body that is a dict (a literal,
+    ``dict(...)``, ``jsonify(...)``, or a name only ever given one): the
+    framework sends it as JSON, never as HTML."""
+    if isinstance(node, ast.Dict | ast.DictComp):
+        return True
+    if isinstance(node, ast.Call):
+        return _func_name(node) in _JSON_CALLS
+    if isinstance(node, ast.Name) and depth > 0:
+        given = [n.value for n in nodes if isinstance(n, ast.Assign | ast.AnnAssign)
+                 and n.value is not None and any(
+                     isinstance(t, ast.Name) and t.id == node.id
+                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+        bound = [n for n in nodes if isinstance(n, ast.Name) and n.id == node.id
+                 and isinstance(n.ctx, ast.Store)]
+        return bool(given) and len(given) == len(bound) and all(
+            json_body(v, nodes, depth - 1) for v in given)
+    return False
+
+
 def _xss(node: ast.AST, how: str) -> Hit:
     return (node, "reflected-xss", "Request text sent back as HTML unescaped",
             (f"Text from the request goes into the page unescaped ({how}): a link with "

@@ -75,6 +75,7 @@ from ._web_flow_sinks import (
     _textual,
     _xpath,
     _xss,
+    json_body,
 )
 from ._web_sinks import (
     Hit,
@@ -347,7 +348,8 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
     for node in nodes:
         raw.assign(node)
         if isinstance(node, ast.Return) and node.value is not None and routed \
-                and not fastapi and raw.text(node.value) and _textual(node.value):
+                and not fastapi and raw.text(node.value) and _textual(node.value) \
+                and not json_body(node.value, nodes):
             yield _xss(node.value, "this route returns it"), ""
         if not isinstance(node, ast.Call):
             continue
@@ -367,7 +369,8 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
             if url is not None:
                 hits = _redirect(node, url, values, raw)
         elif name in _RESPONSES and first is not None and raw.text(first) \
-                and _html_type(node) and not (name == "Response" and fastapi):
+                and _html_type(node) and not (name == "Response" and fastapi) \
+                and not json_body(first, nodes):
             hits = [_xss(node, f"{name}() sends it")]
         elif read is not None and name in RENDERS \
                 and (r := rendered(node, values)) is not None:

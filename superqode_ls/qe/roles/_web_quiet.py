@@ -218,6 +218,8 @@ def _numbers_only_sql(s: Scopes, line: int) -> str | None:
         return ("every value formatted into this SQL is checked or owned by the code where the "
                 "query runs (a whitelist check before it, a quote-doubling or escaping helper, "
                 "a lookup in a dict of literals, the ORM's own table and column names, a "
+                "table or column name the code defines (its class attributes, configuration, a "
+                "dataclass's fields: identifiers cannot be bound, the values are), a "
                 "library parameter typed as a number, SQL its caller writes by the library's "
                 "documented contract or on its own command line): no text from outside "
                 "reaches it unchecked")

@@ -26,6 +26,21 @@ _CARRY = {"dict", "parse_qs", "parse_qsl", "unquote", "unquote_plus", "str", "by
           "StringIO", "split", "rsplit", "partition", "splitlines", "get", "findall"}
 
 
+# what the TLS handshake settled from the server's own lists (ASGI's
+# ``scope["extensions"]["tls"]``): no text the sender wrote; the client
+# certificate's subject is the client's and stays
+_SERVER_TLS = frozenset({"alpn_protocol", "tls_version", "cipher_suite", "server_cert"})
+
+
+def _server_tls(node: ast.Subscript) -> bool:
+    """``request.scope["extensions"]["tls"]["alpn_protocol"]``."""
+    key = node.slice.value if isinstance(node.slice, ast.Constant) else None
+    inner = node.value
+    return (key in _SERVER_TLS and isinstance(inner, ast.Subscript)
+            and isinstance(inner.slice, ast.Constant) and inner.slice.value == "tls"
+            and any(isinstance(n, ast.Attribute) and n.attr == "scope" for n in ast.walk(inner)))
+
+
 class Raw:
     """Which names of one function hold the sender's text as it came, in
     source order: a handler's parameter, ``request.args.get(...)``, text
@@ -57,6 +72,8 @@ class Raw:
         if isinstance(node, ast.Name):
             return node.id in self.names
         if isinstance(node, ast.Attribute) and node.attr in _NOT_TEXT:
+            return False
+        if isinstance(node, ast.Subscript) and _server_tls(node):
             return False
         if isinstance(node, ast.Subscript | ast.Attribute):
             return self._request(node) or (isinstance(node, ast.Subscript) or carry) \
