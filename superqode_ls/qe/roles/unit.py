@@ -41,6 +41,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import activated, isolate, project_python, pytest_argv
+from ._pytest_config import cache_args, python_files, test_files
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
@@ -58,11 +59,8 @@ _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
 
 
 def find_test_files(root: Path, files: list[str] | None = None) -> list[str]:
-    return [
-        rel
-        for rel in selected_files(root, files, (".py",))
-        if Path(rel).name.startswith("test_") or Path(rel).name.endswith("_test.py")
-    ]
+    """The test modules by the project's own ``python_files``/``testpaths``."""
+    return test_files(root, selected_files(root, files, (".py",)))
 
 
 def _missing_program(ctx: RoleContext) -> str | None:
@@ -100,7 +98,8 @@ class UnitTester(Role):
         all_tests = find(ctx.sandbox)
         if not all_tests:
             return RoleOutput(
-                status="skipped", reason="no tests: no test files (test_*.py / *_test.py)",
+                status="skipped",
+                reason=f"no tests: no test files ({' / '.join(python_files(ctx.sandbox))})",
                 tool="pytest",
             )
         # Restricted to some files: run the test files among them; a source
@@ -286,8 +285,7 @@ class UnitTester(Role):
                 *self._command(ctx, env),
                 "-p",
                 PLUGIN_MODULE,
-                "-p",
-                "no:cacheprovider",
+                *cache_args(ctx.sandbox, private / "cache", env),
                 "-q",
                 "--color=no",
                 "--tb=short",
