@@ -26,7 +26,7 @@ from ...workspace.pyenv_build import resolve_python
 from ...workspace.pyenv_declared import declared_requirements
 from ...workspace.pyisolate import isolated_env, source_roots, write_isolation
 from ._common import is_test_path, walk_files
-from ._pytest_config import test_files
+from ._pytest_config import project_test_files
 from ._unit_django import django_runner, find_tests
 from .base import RoleContext
 
@@ -48,7 +48,7 @@ def has_test_files(root: Path) -> bool:
     """Whether ``root`` holds a test file by the project's ``python_files``
     (pytest's default: test_*.py / *_test.py),
     or, in a Django project run by manage.py test, one of Django's (tests.py)."""
-    if test_files(root, list(walk_files(root, (".py",)))):
+    if project_test_files(root, list(walk_files(root, (".py",)))):
         return True
     return django_runner(root) is not None and bool(find_tests(root))
 

@@ -102,7 +102,7 @@ def is_test_file(rel: str, patterns: list[str] | tuple[str, ...]) -> bool:
     return False
 
 
-def test_files(root: Path, files: list[str]) -> list[str]:
+def project_test_files(root: Path, files: list[str]) -> list[str]:
     """Of ``files`` (relative to ``root``), the project's test modules by its
     own ``python_files``; with ``testpaths``, only those below them (pytest
     run with no argument collects nothing else)."""

@@ -41,7 +41,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import activated, isolate, project_python, pytest_argv
-from ._pytest_config import cache_args, python_files, test_files
+from ._pytest_config import cache_args, python_files, project_test_files
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
@@ -60,7 +60,7 @@ _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
 
 def find_test_files(root: Path, files: list[str] | None = None) -> list[str]:
     """The test modules by the project's own ``python_files``/``testpaths``."""
-    return test_files(root, selected_files(root, files, (".py",)))
+    return project_test_files(root, selected_files(root, files, (".py",)))
 
 
 def _missing_program(ctx: RoleContext) -> str | None:
