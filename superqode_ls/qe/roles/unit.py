@@ -281,7 +281,7 @@ class UnitTester(Role):
             if with_django:  # manage.py's setdefault yields to the declared settings
                 env.setdefault("DJANGO_SETTINGS_MODULE", with_django)
             assert ctx.python is not None
-            cmd = django.argv(ctx.python.python, targets) if with_django else [
+            cmd = django.argv(ctx.python.python, targets, ctx.sandbox) if with_django else [
                 *self._command(ctx, env),
                 "-p",
                 PLUGIN_MODULE,
