@@ -102,3 +102,46 @@ def test_testpaths_bound_the_tests(tmp_path: Path):
     bare = write(tmp_path / "q", {"README": ""})
     assert project_test_files(bare, ["a/test_x.py", "a/x_test.py", "a/x.py"]) == [
         "a/test_x.py", "a/x_test.py"]
+
+
+POSTGRES_CONFTEST = '''def pytest_sessionstart(session):
+    # piccolo's engine connects when the suite starts
+    raise ConnectionRefusedError("[Errno 111] Connect call failed ('127.0.0.1', 5432)")
+'''
+
+
+def test_a_service_missing_at_session_start_is_one_setup_line(make_repo):
+    """piccolo's suite connects to PostgreSQL as it starts: pytest's
+    internal error was the role's failure, not the environment's."""
+    repo = make_repo({"tests/conftest.py": POSTGRES_CONFTEST,
+                      "tests/test_db.py": "def test_query():\n    assert True\n"})
+    proc, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "skipped", unit
+    assert unit["reason"].startswith(
+        "setup: the tests need PostgreSQL (port 5432), which is not running"), unit["reason"]
+    assert not [f for f in report["findings"] if f["role"] == "unit_tester"]
+
+
+def test_a_vcs_versioned_project_gets_its_version_from_the_users_checkout(make_repo):
+    """django-import-export's package asks setuptools-scm for its version
+    when the generated _version.py (git-ignored) is not there, and
+    setuptools-scm cannot read the sandbox's git: every import failed."""
+    from superqode_ls.qe.roles._pyenv import scm_pretend
+    from tests.conftest import run_git
+
+    repo = make_repo({"pyproject.toml": '[build-system]\nrequires = ["setuptools-scm"]\n',
+                      "pkg/__init__.py": ""})
+    env: dict[str, str] = {}
+    scm_pretend(env, repo, repo)
+    assert env == {"SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"}  # no tag yet
+    run_git(repo, "tag", "v4.2.1")
+    env = {}
+    scm_pretend(env, repo, repo)
+    assert env == {"SETUPTOOLS_SCM_PRETEND_VERSION": "4.2.1"}
+    env = {"SETUPTOOLS_SCM_PRETEND_VERSION": "9"}  # the user's own setting stays
+    scm_pretend(env, repo, repo)
+    assert env == {"SETUPTOOLS_SCM_PRETEND_VERSION": "9"}
+    plain = make_repo({"pyproject.toml": '[project]\nname = "p"\nversion = "1"\n'})
+    env = {}
+    scm_pretend(env, plain, plain)
+    assert env == {}

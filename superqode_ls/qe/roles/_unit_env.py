@@ -101,7 +101,8 @@ def environment_cause(record: dict[str, Any], root: bool | None = None,
 SERVICES = {5432: "PostgreSQL", 3306: "MySQL", 6379: "Redis", 27017: "MongoDB",
             11211: "memcached", 5672: "RabbitMQ", 9200: "Elasticsearch"}
 _REFUSED = re.compile(r"Connection refused|Errno 111|ECONNREFUSED|actively refused", re.IGNORECASE)
-_PORT = re.compile(r"(?:port |:)(\d{4,5})\b")
+# ":5432", "port 5432", asyncio's "Connect call failed ('127.0.0.1', 5432)"
+_PORT = re.compile(r"(?:port |:|', )(\d{4,5})\b")
 # Drivers that do not name the port when the server is not there.
 _DRIVERS = (
     (re.compile(r"Is the server running on (?:host|that host)|could not connect to server|"

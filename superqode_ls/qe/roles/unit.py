@@ -40,7 +40,7 @@ from ._common import (
     pytest_message,
     selected_files,
 )
-from ._pyenv import activated, isolate, project_python, pytest_argv
+from ._pyenv import activated, isolate, project_python, pytest_argv, scm_pretend
 from ._pytest_config import cache_args, python_files, project_test_files
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
@@ -273,6 +273,7 @@ class UnitTester(Role):
             env = isolate(activated(dict(ctx.env), py), private, ctx.sandbox, shadowed,
                           extra_paths=[private], tool_paths=meta)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
+            scm_pretend(env, ctx.project, ctx.sandbox)
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
             env["SUPERQODE_PYTEST_PROGRESS"] = str(private / "progress")
             # hypothesis keeps its example database (and a unicode table) in
@@ -379,6 +380,11 @@ class UnitTester(Role):
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
         # error, 4 usage error: the suite did not run.
+        if exit_code == 3 and (problem := environment_problem({"message": output}, ctx.sandbox)):
+            # A session fixture or plugin reached for a service that is not
+            # running (piccolo's PostgreSQL): the environment's, said once.
+            return RoleOutput(status="skipped", findings=findings, tool=tool,
+                              reason=f"setup: {problem}")
         what = {1: "pytest stopped before running the tests", 2: "pytest was interrupted",
                 3: "pytest hit an internal error", 4: "pytest usage or configuration error"}
         head = what.get(exit_code, f"pytest exited with {exit_code}")
