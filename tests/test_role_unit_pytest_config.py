@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from superqode_ls.qe.roles._pyenv import has_test_files
-from superqode_ls.qe.roles._pytest_config import cache_args, python_files, project_test_files
+from superqode_ls.qe.roles._pytest_config import cache_args, project_test_files, python_files
 from superqode_ls.qe.roles.unit import find_test_files
 from tests.pyenv_helpers import run_unit_cli
 from tests.test_project_env import write
@@ -38,7 +38,7 @@ def test_addopts_with_cache_clear_runs_the_suite_with_its_addopts(make_repo):
     arguments: --cache-clear"): the project's environment failed the role,
     SuperQode's own dropped the project's addopts."""
     repo = make_repo({"pytest.ini": CACHE_INI, "tests/test_cache.py": CACHE_TEST})
-    proc, report, unit = run_unit_cli(repo)
+    _, report, unit = run_unit_cli(repo)
     assert unit["status"] == "ok", unit
     assert "without the project's addopts" not in unit["reason"], unit["reason"]
     assert "2 test(s) run (1 passed, 1 failed" in unit["reason"], unit["reason"]
@@ -86,7 +86,7 @@ def test_python_files_of_the_project_decide_what_is_a_test(make_repo, tmp_path: 
     assert has_test_files(root)
     assert find_test_files(root) == ["tests/Repository.py"]
     repo = make_repo(files)
-    proc, report, unit = run_unit_cli(repo)
+    _, report, unit = run_unit_cli(repo)
     assert unit["status"] == "ok", unit
     titles = [f["title"] for f in report["findings"]]
     assert titles == ["Test fails: tests/Repository.py::Repository::testGetName"], titles
@@ -115,7 +115,7 @@ def test_a_service_missing_at_session_start_is_one_setup_line(make_repo):
     internal error was the role's failure, not the environment's."""
     repo = make_repo({"tests/conftest.py": POSTGRES_CONFTEST,
                       "tests/test_db.py": "def test_query():\n    assert True\n"})
-    proc, report, unit = run_unit_cli(repo)
+    _, report, unit = run_unit_cli(repo)
     assert unit["status"] == "skipped", unit
     assert unit["reason"].startswith(
         "setup: the tests need PostgreSQL (port 5432), which is not running"), unit["reason"]
