@@ -405,7 +405,7 @@ def test_a_librarys_test_harness_manage_py_runs_from_the_root(make_repo, tmp_pat
     assert dj.argv("py", [], repo)[-1] == "core"
     assert dj.argv("py", ["tests/core/tests/test_items.py::ItemTest::test_label"], repo)[-1] == (
         "core.tests.test_items.ItemTest.test_label")
-    proc, report, unit = run_unit_cli(repo)
+    _, report, unit = run_unit_cli(repo)
     assert unit["status"] == "ok", unit
     assert unit["reason"].startswith("2 test(s) run (1 passed, 1 failed"), unit["reason"]
     assert "Django's runner (manage.py test, settings)" in unit["reason"]
