@@ -109,6 +109,41 @@ def test_declared_requirements(tmp_path):
     ]
 
 
+PICCOLO_SETUP = """import os
+from setuptools import setup
+
+def parse(rel):
+    with open(os.path.join("requirements", rel)) as f:
+        return [ln.strip() for ln in f if ln.strip()]
+
+setup(name="piccolo", install_requires=parse("requirements.txt"),
+      extras_require={e: parse(f"extras/{e}.txt") for e in ("postgres", "sqlite")})
+"""
+
+
+def test_extras_files_a_setup_py_reads_are_declared_and_built(tmp_path):
+    """piccolo's setup.py reads its extras from requirements/extras/*.txt:
+    before, asyncpg (its tests' driver) was neither installed nor known as
+    declared ("the project does not declare it under that name")."""
+    from superqode_ls.qe.roles._unit_env import environment_problem
+    from superqode_ls.workspace.pyenv_plan import make_plan
+
+    root = write(tmp_path / "piccolo", {
+        "setup.py": PICCOLO_SETUP, "requirements/requirements.txt": "black\n",
+        "requirements/test-requirements.txt": "pytest==9.0.3\n",
+        "requirements/doc-requirements.txt": "sphinx\n",
+        "requirements/extras/postgres.txt": "asyncpg>=0.30.0\n",
+        "requirements/extras/sqlite.txt": "aiosqlite>=0.16.0\n",
+        "piccolo/__init__.py": "", "tests/test_x.py": "import asyncpg\n"})
+    assert {"asyncpg>=0.30.0", "aiosqlite>=0.16.0", "black"} <= set(declared_requirements(root))
+    assert "sphinx" not in declared_requirements(root)
+    plan = make_plan(root)
+    assert "requirements/extras/postgres.txt" in plan.requirement_files, plan
+    said = environment_problem({"message": "ModuleNotFoundError: No module named 'asyncpg'"}, root)
+    assert said == ("package 'asyncpg' is not installed in the test environment "
+                    "(the project declares it)"), said
+
+
 def test_without_an_environment(tmp_path):
     root = write(tmp_path / "p", {"requirements.txt": "pyyaml\n"})
     py = asyncio.run(resolve_python(root, root, Config(), environ={"PATH": ""}))

@@ -152,3 +152,65 @@ def test_factor_bound_deps_of_one_environment_the_python_satisfies(tmp_path: Pat
     assert "pytest-django" in plan.requirements
     assert any(r.startswith("django>=") for r in plan.requirements)
     assert "sphinx" not in plan.requirements and not any("archive" in r for r in plan.requirements)
+
+
+SENTRY = """[tox]
+envlist =
+    {py3.6,py3.7,py3.8,py3.11,py3.14t}-common
+    {py3.6,py3.12}-gevent
+
+[testenv]
+deps =
+    common: pytest-asyncio
+    {py3.6,py3.7}-common: pytest<7.0.0
+    {py3.8,py3.11,py3.14t}-common: pytest
+    {py3.14t}-common: coverage==7.11.0
+    gevent: gevent
+"""
+
+
+def test_dotted_python_factors_bind_deps_to_their_version(tmp_path: Path):
+    """sentry-python names its environments ``py3.11-common``: before, the
+    dotted factor was no Python version, the first environment
+    (``py3.6-common``) was taken for 3.11 and pytest<7 installed (anyio's
+    plugin then failed: No module named '_pytest.scope')."""
+    from superqode_ls.workspace.pyenv_tox import tox_testenv
+
+    root = write(tmp_path / "s", {"pyproject.toml": PROJECT, "tox.ini": SENTRY})
+    assert tox_testenv(root, {}, "3.11").requirements == ("pytest-asyncio", "pytest")
+    assert tox_testenv(root, {}, "3.7").requirements == ("pytest-asyncio", "pytest<7.0.0")
+    # py3.14t is the free-threaded build: not a plain 3.14's environment.
+    assert tox_testenv(root, {}, "3.14") is None
+
+
+def test_a_submodule_missing_from_an_installed_package_is_named(tmp_path: Path):
+    """Before: "package '_pytest' is not installed" while pytest 6 was."""
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    (site / "_pytest").mkdir(parents=True)
+    (site / "anyio").mkdir()
+    (site / "pytest-6.2.5.dist-info").mkdir()
+    text = (f'  File "{site}/anyio/pytest_plugin.py", line 10, in <module>\n'
+            "    from _pytest.scope import Scope\n"
+            "ModuleNotFoundError: No module named '_pytest.scope'")
+    said = environment_problem({"message": text}, tmp_path / "proj")
+    assert said is not None and said.startswith("No module named '_pytest.scope'"), said
+    assert "not installed" not in said and str(site) in said
+    # Not there at all: still "not installed".
+    gone = environment_problem({"message": text.replace("_pytest", "_nothere")},
+                               tmp_path / "proj")
+    assert gone is not None and "'_nothere' is not installed" in gone, gone
+
+
+def test_a_docker_daemon_that_is_not_there_is_the_environments(tmp_path: Path):
+    """arq's suite starts Redis through testcontainers: with no Docker
+    daemon every test errored and the role said a high finding."""
+    said = environment_problem({"message": (
+        "docker.errors.DockerException: Error while fetching server API version: "
+        "('Connection aborted.', FileNotFoundError(2, 'No such file or directory'))")}, tmp_path)
+    assert said == "the tests need a Docker daemon, which is not running", said
+    said = environment_problem({"message": "Cannot connect to the Docker daemon at "
+                                           "unix:///var/run/docker.sock. Is the docker daemon "
+                                           "running?"}, tmp_path)
+    assert said == "the tests need a Docker daemon, which is not running", said
+    assert environment_problem({"message": "AssertionError: docker image tag wrong"},
+                               tmp_path) is None

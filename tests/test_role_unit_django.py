@@ -350,3 +350,65 @@ def test_a_django_suite_runs_under_the_settings_its_ci_declares(make_repo):
     assert fail["severity"] == "high" and fail["noise"] is None
     assert not any("DJANGO_DB_ENGINE" in f["message"] for f in report["findings"])
     assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+HARNESS_MANAGE = '''#!/usr/bin/env python3
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.path.pardir))
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings")
+    from django.core.management import execute_from_command_line
+    execute_from_command_line(sys.argv)
+'''
+
+HARNESS_SETTINGS = '''SECRET_KEY = "test-only"
+INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "core"]
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+'''
+
+HARNESS_TESTS = '''from django.test import TestCase
+
+from core.models import Item
+from shoplib.labels import label
+
+
+class ItemTest(TestCase):
+    def test_saved(self):
+        Item.objects.create(name="a")
+        self.assertEqual(Item.objects.count(), 1)
+
+    def test_label(self):
+        self.assertEqual(label("b"), "b")
+'''
+
+
+def test_a_librarys_test_harness_manage_py_runs_from_the_root(make_repo, tmp_path):
+    """django-import-export keeps its test site in ``tests/`` (manage.py,
+    settings, the ``core`` app) and tox runs ``tests/manage.py test core``
+    from the root. Before: ``tests/`` was a project of its own, built and
+    run apart from the library ("package 'import_export' is not installed")."""
+    pytest.importorskip("django")
+    files = {"pyproject.toml": '[project]\nname = "shoplib"\nversion = "1"\n',
+             "shoplib/__init__.py": "", "shoplib/labels.py": "def label(s):\n    return s.upper()\n",
+             "tests/manage.py": HARNESS_MANAGE, "tests/settings.py": HARNESS_SETTINGS,
+             "tests/core/__init__.py": "", "tests/core/models.py": MODELS,
+             "tests/core/tests/__init__.py": "", "tests/core/tests/test_items.py": HARNESS_TESTS,
+             "tests/scripts/helper.py": ""}
+    assert dj.harness(make_repo(files, name="peek")) == "tests"
+    repo = make_repo(files)
+    assert dj.argv("py", [], repo)[1:3] == ["tests/manage.py", "test"]
+    assert dj.argv("py", [], repo)[-1] == "core"
+    assert dj.argv("py", ["tests/core/tests/test_items.py::ItemTest::test_label"], repo)[-1] == (
+        "core.tests.test_items.ItemTest.test_label")
+    _, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "ok", unit
+    assert unit["reason"].startswith("2 test(s) run (1 passed, 1 failed"), unit["reason"]
+    assert "Django's runner (manage.py test, settings)" in unit["reason"]
+    (fail,) = [f for f in report["findings"] if f["role"] == "unit_tester"]
+    assert fail["title"] == "Test fails: tests/core/tests/test_items.py::ItemTest::test_label"
+    assert fail["file"] == "tests/core/tests/test_items.py" and fail["severity"] == "high"

@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 from .pyenv import requirement_name
+from .pyenv_read import requirement_files
 
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
 REQUIREMENT_FILES = (
@@ -37,7 +38,9 @@ def declared_requirements(root: Path) -> list[str]:
         for name in TEST_EXTRAS:
             reqs += [r for r in extras.get(name) or [] if isinstance(r, str)]
             reqs += _group(groups, name, set())
-    for rel in REQUIREMENT_FILES:
+    # The files the environment is built from (requirements/*.txt, the
+    # extras' files a setup.py reads) declare as much as the usual names.
+    for rel in dict.fromkeys((*REQUIREMENT_FILES, *requirement_files(root))):
         reqs += _requirements_file(root, root / rel, set())
     # The project itself is never installed (its name may appear in a
     # group like ``dev = ["myproj[test]"]``): the sandbox's copy is used.

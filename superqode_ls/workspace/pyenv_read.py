@@ -22,7 +22,10 @@ from .git import git_out
 TEST_NAMES = ("test", "tests", "testing", "dev")
 
 
-_REQ_GLOBS = ("requirements*.txt", "*requirements.txt", "requirements/*.txt", "requirements/*.in")
+# requirements/extras/*.txt: the files a setup.py reads its extras_require
+# from (piccolo's postgres.txt: asyncpg, which its tests import).
+_REQ_GLOBS = ("requirements*.txt", "*requirements.txt", "requirements/*.txt", "requirements/*.in",
+              "requirements/extras/*.txt")
 
 
 # Requirement files that are for something else than running the tests.

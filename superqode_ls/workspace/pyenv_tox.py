@@ -11,7 +11,7 @@ requirements, ``-r`` files inside the project, ``.[extras]``; a substitution
 other than ``{[section]deps}`` or ``{toxinidir}``, and any other option are
 left out. A line bound to factors (``dj42: django>=4.2,<4.3``) is taken for
 one environment of ``envlist``, the first that the Python in use satisfies
-(a ``pyXY`` factor of its version, or none), preferring one tox runs with
+(a ``pyXY`` or ``pyX.Y`` factor of its version, or none), preferring one tox runs with
 ``[testenv]`` itself and one named for pytest: django-constance declares
 Django only that way, and without it every test is skipped.
 """
@@ -32,7 +32,9 @@ __all__ = ["ToxEnv", "tox_testenv"]
 _FACTOR = re.compile(r"^[\w.{},!-]+:\s")  # "py38: x", "!pypy: x", "{py310,py311}: x"
 _SECTION_DEPS = re.compile(r"^\{\[([^\]]+)\]deps\}$")
 _SELF = re.compile(r"^(?:-e\s*)?\.(?:\[([\w.,\s-]+)\])?$")
-_PY_FACTOR = re.compile(r"^py(\d)(\d*)$")  # py311, py3; not pypy3
+# py311, py3, py3.11 (sentry-python's), py3.14t (a free-threaded build: not
+# the one in use); not pypy3
+_PY_FACTOR = re.compile(r"^py(\d)\.?(\d*)(t?)$")
 _TEST_FACTORS = frozenset({"pytest", "test", "tests", "unit", "unittests"})
 _MAX_ENVS = 512  # py{38..314}-dj{42..main}-{...}: a few dozen; a bound on brace products
 
@@ -116,7 +118,8 @@ def _factors(parser: configparser.RawConfigParser, python: str) -> frozenset[str
     for i, name in enumerate(_expand(envlist)):
         factors = frozenset(name.split("-"))
         pys = [m for f in factors if (m := _PY_FACTOR.match(f))]
-        if any(m.group(1) != major or (m.group(2) and m.group(2) != minor) for m in pys):
+        if any(m.group(1) != major or (m.group(2) and m.group(2) != minor) or m.group(3)
+               for m in pys):
             continue
         rank = (parser.has_section(f"testenv:{name}"), not factors & _TEST_FACTORS, i)
         if best is None or rank < best[0]:

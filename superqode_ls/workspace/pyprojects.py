@@ -30,6 +30,8 @@ MAX_PROJECTS = 8
 _SKIP = frozenset({".git", ".hg", ".svn", ".superqode", ".venv", "venv", "env", ".tox", ".nox",
                    "node_modules", "__pycache__", "site-packages", "build", "dist", ".eggs",
                    ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+# Folders where a Django app keeps the manage.py its tests run with.
+HARNESS_DIRS = ("tests", "test", "testproject", "test_project")
 _REQUIREMENTS = re.compile(r"^(requirements.*|.*requirements)\.txt$")
 
 
@@ -38,6 +40,11 @@ def python_projects(root: Path) -> list[str]:
     itself), in a stable order. ``[""]`` whenever the root is the project,
     or when no folder below it declares one with tests (loose tests)."""
     subs = _declaring(root)
+    if is_project(root):
+        # A Django test harness of the root's project (django-import-export's
+        # tests/manage.py, run from the root as tests/manage.py test): the
+        # root's tests, with the root's environment, not a project of its own.
+        subs = [s for s in subs if not s or s not in HARNESS_DIRS or _declares(root / s)]
     if is_project(root) and _has_tests(root, {s for s in subs if s}):
         return [""]
     with_tests = [s for s in subs if s and _has_tests(root / s, _nested(s, subs))]
@@ -69,8 +76,14 @@ def _is_test(name: str) -> bool:
 def is_project(folder: Path) -> bool:
     """Whether ``folder`` declares a Python project of its own (a uv
     workspace's root that lists members and no ``[project]`` does not)."""
-    if (folder / "setup.py").is_file() or (folder / "manage.py").is_file():
-        return True  # (a Django project's root: its developers run manage.py test there)
+    # (a Django project's root: its developers run manage.py test there)
+    return (folder / "manage.py").is_file() or _declares(folder)
+
+
+def _declares(folder: Path) -> bool:
+    """is_project's answer from the project's declarations (not manage.py)."""
+    if (folder / "setup.py").is_file():
+        return True
     if (folder / "setup.cfg").is_file() and "[metadata]" in _text(folder / "setup.cfg"):
         return True
     if (folder / "requirements").is_dir() or any(

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import ast
 import configparser
+import itertools
 import re
 import tomllib
 from pathlib import Path
 
 from ...workspace.pyenv import requirement_name
 from ...workspace.pyenv_declared import declared_requirements
+from ...workspace.pyprojects import HARNESS_DIRS
 from ._common import selected_files
 
 RUNNER_MODULE = "superqode_django_runner"
@@ -46,10 +48,28 @@ _WORKFLOW_ENV = re.compile(r"^\s*DJANGO_SETTINGS_MODULE\s*:\s*['\"]?([\w.]+)['\"
 _MAX_WORKFLOWS = 50
 
 
+def harness(root: Path) -> str | None:
+    """The folder (relative; "" the root) of the ``manage.py`` the tests run
+    with: the root's, else a test harness's of the root's project
+    (django-import-export's ``tests/manage.py``, run from the root as
+    ``tests/manage.py test core``); None when there is none."""
+    for rel in ("", *HARNESS_DIRS):
+        if _manage_settings(root / rel / "manage.py") is not None:
+            return rel
+    return None
+
+
 def settings_module(root: Path) -> str | None:
-    """The settings module ``manage.py`` sets by default, or None."""
+    """The settings module ``manage.py`` (the harness's) sets by default, or None."""
+    where = harness(root)
+    return None if where is None else _manage_settings(root / where / "manage.py")
+
+
+def _manage_settings(manage: Path) -> str | None:
+    if manage.is_symlink() or not manage.is_file():
+        return None
     try:
-        tree = ast.parse((root / "manage.py").read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(manage.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
@@ -132,8 +152,11 @@ def _workflow_settings(root: Path) -> str | None:
 
 
 def _is_module(root: Path, dotted: str) -> bool:
-    path = root.joinpath(*dotted.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    for base in dict.fromkeys((root, root / (harness(root) or ""))):
+        path = base.joinpath(*dotted.split("."))
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            return True
+    return False
 
 
 def declared_settings(root: Path) -> str | None:
@@ -179,11 +202,33 @@ def find_tests(root: Path, files: list[str] | None = None) -> list[str]:
             if Path(rel).name.startswith("test")]
 
 
-def argv(python: str, targets: list[str]) -> list[str]:
+def argv(python: str, targets: list[str], root: Path | None = None) -> list[str]:
     """``manage.py test`` with SuperQode's runner; ``targets``: test files
-    or recorded node ids (``path.py::Class::method``), as Django labels."""
-    return [python, "manage.py", "test", "--testrunner", f"{RUNNER_MODULE}.Runner",
-            "--noinput", "--verbosity", "1", *dict.fromkeys(label(t) for t in targets)]
+    or recorded node ids (``path.py::Class::method``), as Django labels.
+    A harness's manage.py (``tests/``) runs from the root, as its tox does:
+    its folder is the script's, first on the path; labels are relative to
+    it, and with no target its test packages are named (discovery from the
+    root would not enter a folder that is no package)."""
+    where = (harness(root) if root is not None else "") or ""
+    labels = [label(t[len(where) + 1:] if where else t) for t in targets
+              if not where or t.startswith(where + "/")]
+    if where and not labels:
+        labels = _test_packages(root / where) if root is not None else []
+    return [python, f"{where}/manage.py" if where else "manage.py", "test", "--testrunner",
+            f"{RUNNER_MODULE}.Runner", "--noinput", "--verbosity", "1", *dict.fromkeys(labels)]
+
+
+def _test_packages(folder: Path) -> list[str]:
+    """The packages right in ``folder`` that hold a test module below."""
+    out = []
+    try:
+        subs = sorted(p for p in folder.iterdir() if (p / "__init__.py").is_file())
+    except OSError:
+        return []
+    for pkg in subs:
+        if any(f.name.startswith("test") for f in itertools.islice(pkg.rglob("*.py"), 5000)):
+            out.append(pkg.name)
+    return out
 
 
 def label(target: str) -> str:

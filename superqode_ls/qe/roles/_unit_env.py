@@ -104,7 +104,8 @@ def environment_cause(record: dict[str, Any], root: bool | None = None,
 SERVICES = {5432: "PostgreSQL", 3306: "MySQL", 6379: "Redis", 27017: "MongoDB",
             11211: "memcached", 5672: "RabbitMQ", 9200: "Elasticsearch"}
 _REFUSED = re.compile(r"Connection refused|Errno 111|ECONNREFUSED|actively refused", re.IGNORECASE)
-_PORT = re.compile(r"(?:port |:)(\d{4,5})\b")
+# ":5432", "port 5432", asyncio's "Connect call failed ('127.0.0.1', 5432)"
+_PORT = re.compile(r"(?:port |:|', )(\d{4,5})\b")
 # Drivers that do not name the port when the server is not there.
 _DRIVERS = (
     (re.compile(r"Is the server running on (?:host|that host)|could not connect to server|"
@@ -114,6 +115,10 @@ _DRIVERS = (
      "Redis"),
     # pika's words (dramatiq's RabbitMQ broker), which name no port
     (re.compile(r"AMQPConnect(?:ion|or)\w*Error|AMQPConnectionWorkflowFailed"), "RabbitMQ"),
+    # docker-py's (testcontainers' containers for the suite's Redis, its
+    # PostgreSQL): no daemon, or its socket not there (the CI's has one)
+    (re.compile(r"docker\.errors\.DockerException|Cannot connect to the Docker daemon|"
+                r"DockerException: Error while fetching server API version"), "a Docker daemon"),
 )
 
 
@@ -149,6 +154,13 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
                 return unbuilt
             continue  # the project's own module: its import is broken
         top = name.split(".")[0]
+        if "." in name and (site := _site_with(text, top)):
+            # The package is there, its submodule is not: a version other
+            # than the importing code needs (anyio's plugin, pytest 6).
+            version = _installed_version(f"{site}/{top}", top)
+            return (f"No module named {name!r}: the installed {top}"
+                    f"{' ' + version if version else ''} ({site}) has no such module; the "
+                    "environment holds a version other than the one the importing code needs")
         declared = {requirement_name(r) for r in declared_requirements(root)}
         said = ("the project declares it" if canonicalize_name(top) in declared
                 else "the project does not declare it under that name")
@@ -254,6 +266,21 @@ def dependency_api(record: dict[str, Any], root: Path) -> str | None:
                 f"(imported from {module}): the project's code uses a name its dependency no "
                 f"longer (or not yet) has; {declared}: pin the version the code was written for, "
                 "or update the code to its API")
+    return None
+
+
+_SITE = re.compile(r"(/[^\s'\"():]*?/(?:site|dist)-packages)/")
+
+
+def _site_with(text: str, top: str) -> str | None:
+    """The site-packages named in ``text`` (a traceback's frames) that holds
+    the package ``top``, or None."""
+    for site in dict.fromkeys(m.group(1) for m in _SITE.finditer(text)):
+        try:
+            if (Path(site) / top).is_dir() or (Path(site) / f"{top}.py").is_file():
+                return site
+        except OSError:
+            continue
     return None
 
 

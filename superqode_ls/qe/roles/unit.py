@@ -40,7 +40,8 @@ from ._common import (
     pytest_message,
     selected_files,
 )
-from ._pyenv import activated, isolate, project_python, pytest_argv
+from ._pyenv import activated, isolate, project_python, pytest_argv, scm_pretend
+from ._pytest_config import cache_args, python_files, project_test_files
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
@@ -58,11 +59,8 @@ _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
 
 
 def find_test_files(root: Path, files: list[str] | None = None) -> list[str]:
-    return [
-        rel
-        for rel in selected_files(root, files, (".py",))
-        if Path(rel).name.startswith("test_") or Path(rel).name.endswith("_test.py")
-    ]
+    """The test modules by the project's own ``python_files``/``testpaths``."""
+    return project_test_files(root, selected_files(root, files, (".py",)))
 
 
 def _missing_program(ctx: RoleContext) -> str | None:
@@ -100,7 +98,8 @@ class UnitTester(Role):
         all_tests = find(ctx.sandbox)
         if not all_tests:
             return RoleOutput(
-                status="skipped", reason="no tests: no test files (test_*.py / *_test.py)",
+                status="skipped",
+                reason=f"no tests: no test files ({' / '.join(python_files(ctx.sandbox))})",
                 tool="pytest",
             )
         # Restricted to some files: run the test files among them; a source
@@ -274,6 +273,7 @@ class UnitTester(Role):
             env = isolate(activated(dict(ctx.env), py), private, ctx.sandbox, shadowed,
                           extra_paths=[private], tool_paths=meta)
             env["PYTHONDONTWRITEBYTECODE"] = "1"
+            scm_pretend(env, ctx.project, ctx.sandbox)
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
             env["SUPERQODE_PYTEST_PROGRESS"] = str(private / "progress")
             # hypothesis keeps its example database (and a unicode table) in
@@ -282,12 +282,11 @@ class UnitTester(Role):
             if with_django:  # manage.py's setdefault yields to the declared settings
                 env.setdefault("DJANGO_SETTINGS_MODULE", with_django)
             assert ctx.python is not None
-            cmd = django.argv(ctx.python.python, targets) if with_django else [
+            cmd = django.argv(ctx.python.python, targets, ctx.sandbox) if with_django else [
                 *self._command(ctx, env),
                 "-p",
                 PLUGIN_MODULE,
-                "-p",
-                "no:cacheprovider",
+                *cache_args(ctx.sandbox, private / "cache", env),
                 "-q",
                 "--color=no",
                 "--tb=short",
@@ -381,6 +380,11 @@ class UnitTester(Role):
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
         # error, 4 usage error: the suite did not run.
+        if exit_code == 3 and (problem := environment_problem({"message": output}, ctx.sandbox)):
+            # A session fixture or plugin reached for a service that is not
+            # running (piccolo's PostgreSQL): the environment's, said once.
+            return RoleOutput(status="skipped", findings=findings, tool=tool,
+                              reason=f"setup: {problem}")
         what = {1: "pytest stopped before running the tests", 2: "pytest was interrupted",
                 3: "pytest hit an internal error", 4: "pytest usage or configuration error"}
         head = what.get(exit_code, f"pytest exited with {exit_code}")

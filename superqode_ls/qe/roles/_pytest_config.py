@@ -1,0 +1,134 @@
+"""The project's own pytest configuration, read as pytest reads it.
+
+pytest takes its ini options from the first of ``pytest.ini`` (its
+``[pytest]`` section, even empty), ``pyproject.toml``'s
+``[tool.pytest.ini_options]``, ``tox.ini``'s ``[pytest]`` and
+``setup.cfg``'s ``[tool:pytest]`` found in the root. SuperQode reads the
+options that change what it must do for the suite to run as the developers
+run it: which files are tests (``python_files``, ``testpaths``: PyGithub's
+``tests/*.py``) and whether the suite needs pytest's cache plugin (an
+``addopts`` with ``--cache-clear``: without the plugin pytest stops on an
+unrecognized argument). Read as text, never run.
+"""
+
+from __future__ import annotations
+
+import configparser
+import fnmatch
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
+# Options of pytest's cache plugin (cacheprovider, and stepwise which
+# needs it): a configuration that passes one fails without the plugin.
+_CACHE_OPTION = re.compile(
+    r"(?:^|\s)--(?:cache-clear|cache-show|lf|last-failed|ff|failed-first|nf|new-first|sw|"
+    r"stepwise|sw-skip|stepwise-skip|lfnf|last-failed-no-failures)\b")
+_NO_CACHE = re.compile(r"-p\s*no:cacheprovider\b")
+
+
+def ini_options(root: Path) -> dict[str, str | list[str]]:
+    """The ini options of the file pytest would take its configuration from
+    ({} when none). Values as written: a string, or a list in TOML."""
+    ini = root / "pytest.ini"
+    if ini.is_file() and not ini.is_symlink():
+        return _ini_section(ini, "pytest") or {}
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    pytest = tool.get("pytest") if isinstance(tool.get("pytest"), dict) else {}
+    opts = pytest.get("ini_options")
+    if isinstance(opts, dict):
+        return {str(k): (v if isinstance(v, str) else [str(x) for x in v])
+                for k, v in opts.items() if isinstance(v, (str, list))}
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        found = _ini_section(root / name, section)
+        if found is not None:
+            return found
+    return {}
+
+
+def _ini_section(path: Path, section: str) -> dict[str, str | list[str]] | None:
+    if not path.is_file() or path.is_symlink():
+        return None  # (a FIFO planted in a sandbox would block the read)
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError, OSError):
+        return None
+    if not parser.has_section(section):
+        return None
+    return dict(parser.items(section))
+
+
+def _words(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
+
+
+def python_files(root: Path) -> list[str]:
+    """The project's ``python_files`` globs (pytest's default when unset)."""
+    return _words(ini_options(root).get("python_files")) or list(DEFAULT_PYTHON_FILES)
+
+
+def testpaths(root: Path) -> list[str]:
+    return [p.strip("/") for p in _words(ini_options(root).get("testpaths")) if p.strip("/.")]
+
+
+def is_test_file(rel: str, patterns: list[str] | tuple[str, ...]) -> bool:
+    """Whether pytest would collect ``rel`` (POSIX, relative to the root) as
+    a test module under ``patterns``: a glob without a slash matches the
+    file's name, one with a slash the end of its path (pytest's
+    ``fnmatch_ex``). conftest.py and __init__.py are never test modules."""
+    name = rel.rsplit("/", 1)[-1]
+    if not name.endswith(".py") or name in ("conftest.py", "__init__.py"):
+        return False
+    for pat in patterns:
+        if "/" in pat:
+            if fnmatch.fnmatch("/" + rel, "*/" + pat.lstrip("/")):
+                return True
+        elif fnmatch.fnmatch(name, pat):
+            return True
+    return False
+
+
+def project_test_files(root: Path, files: list[str]) -> list[str]:
+    """Of ``files`` (relative to ``root``), the project's test modules by its
+    own ``python_files``; with ``testpaths``, only those below them (pytest
+    run with no argument collects nothing else)."""
+    patterns = python_files(root)
+    paths = testpaths(root)
+    out = []
+    for rel in files:
+        if not is_test_file(rel, patterns):
+            continue
+        if paths and not any(rel == p or rel.startswith(p + "/") or fnmatch.fnmatch(rel, p)
+                             or fnmatch.fnmatch(rel, p + "/*") for p in paths):
+            continue
+        out.append(rel)
+    return out
+
+
+def cache_args(root: Path, cache_dir: Path, env: dict[str, str] | None = None) -> list[str]:
+    """pytest's arguments for its cache plugin: off (``-p no:cacheprovider``,
+    nothing written) unless the project's configuration (or
+    ``PYTEST_ADDOPTS``) uses the plugin's options; then on, with its cache
+    in ``cache_dir`` (SuperQode's scratch, not the sandbox)."""
+    opts = ini_options(root)
+    addopts = " ".join(_words(opts.get("addopts")))
+    addopts += " " + (env or {}).get("PYTEST_ADDOPTS", "")
+    if _NO_CACHE.search(addopts):
+        return []  # the project turns it off itself (and cache_dir would be unknown)
+    if _CACHE_OPTION.search(addopts) or "cache_dir" in opts:
+        return ["-o", f"cache_dir={cache_dir}"]
+    return ["-p", "no:cacheprovider"]
