@@ -86,6 +86,9 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]]) -> li
         if key_material(f) and cls in _TEST_DATA:
             why = f"key material in {cls} data (a key made for them, not a credential)"
             update["noise"] = join_reasons(f.noise, why) if f.noise else why
+        elif cls in _TEST_DATA and _expired_token(f):
+            why = f"a token that expires within hours, in {cls} data (recorded, long expired)"
+            update["noise"] = join_reasons(f.noise, why) if f.noise else why
         elif not provider_token(f):
             update["noise"] = join_reasons(f.noise, f"in {cls} code") if f.noise else f"in {cls} code"
         out.append(f.model_copy(update=update))
@@ -155,6 +158,16 @@ def key_material(f: Finding) -> bool:
     return "secret-private-key" in rules and not any(
         is_secret_scan(r) and r not in ("secret-private-key", "secret-generic",
                                          "secret-config-password") for r in rules)
+
+
+# Tokens that expire by design within hours of being issued.
+_SHORT_LIVED = frozenset({"secret-github-app-token"})
+
+
+def _expired_token(f: Finding) -> bool:
+    rules = {r.lower() for r in (f.rule_id, *f.related_rules)}
+    return bool(rules & _SHORT_LIVED) and not any(
+        is_secret_scan(r) and r not in _SHORT_LIVED and r != "secret-generic" for r in rules)
 
 
 def provider_token(f: Finding) -> bool:

@@ -85,12 +85,23 @@ RULES: tuple[SecretRule, ...] = (
         "secret-github-token",
         "GitHub token",
         re.compile(
-            r"\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b"
+            r"\b((?:ghp|gho|ghu|ghr)_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b"
         ),
         Severity.critical,
         0.95,
         1,
-        hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        hints=("ghp_", "gho_", "ghu_", "ghr_", "github_pat_"),
+    ),
+    # A GitHub App's installation token expires an hour after it is issued:
+    # a leak while it lives, recorded data once it has (noise_paths).
+    SecretRule(
+        "secret-github-app-token",
+        "GitHub App installation token",
+        re.compile(r"\b(ghs_[A-Za-z0-9]{36,255})\b"),
+        Severity.high,
+        0.95,
+        1,
+        hints=("ghs_",),
     ),
     SecretRule(
         "secret-slack-token",
@@ -317,6 +328,9 @@ def _signing_defaults(text: str, in_test: bool) -> list[SecretHit]:
     return hits
 
 
+_PRESIGNED = ("X-Amz-Credential=", "AWSAccessKeyId=")
+
+
 def scan_text(text: str, in_test: bool = False, config: bool = False,
               python: bool = False) -> list[SecretHit]:
     """``config``: the text is a configuration file (YAML, INI, TOML,
@@ -337,6 +351,10 @@ def scan_text(text: str, in_test: bool = False, config: bool = False,
                 continue
             for m in rule.pattern.finditer(line):
                 value = m.group(rule.group)
+                if line[:m.start(rule.group)].endswith(_PRESIGNED):
+                    # a presigned URL's credential scope: the key's id is
+                    # public there by design, its secret is not in the URL
+                    continue
                 if line[m.end(rule.group):].startswith(("...", "\u2026")):
                     # cut short ("xoxb-4426949411-aEM7..." in a config
                     # template's comment): the format's example, no key
