@@ -13,6 +13,7 @@ from typing import Any
 
 from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
+from .doctests import used_by_doctests, unused_import_names
 from .patching import patch_files
 from .roles import role_class
 from .roles._target import declared_python, ruff_sets_target
@@ -37,10 +38,11 @@ UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
 # it keeps meaning.
 ASSUMED_TARGET = "pyupgrade"
 REEXPORT = "re-export"  # facade(), below
+DOCTEST = "doctest"  # doctest_note(), below
 
 # How a fix the tool calls unsafe is labelled (unsafe_note).
 UNSAFE_PREFIXES = (*(f"{kind} (" for kind in UNSAFE_TAGS.values()), f"{ASSUMED_TARGET} (",
-                   f"{REEXPORT} (")
+                   f"{REEXPORT} (", f"{DOCTEST} (")
 
 
 def assumes_target(f: Finding, root: Path, seen: dict[Path, bool] | None = None) -> bool:
@@ -101,6 +103,11 @@ def reexport_note(f: Finding) -> str:
             "__init__.py); review it before applying")
 
 
+def doctest_note(f: Finding, why: str) -> str:
+    return (f"{DOCTEST} ({f.tool}): not verified -- the import is {why}; this {f.rule_id} "
+            "fix breaks them")
+
+
 def assumed_target_note(f: Finding) -> str:
     return (f"{ASSUMED_TARGET} ({f.tool}): not verified -- the project declares no Python version "
             f"(requires-python, .python-version or ruff's target-version), so this {f.rule_id} "
@@ -140,6 +147,14 @@ def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
                 if f.fix_patch_id in patches and f.fix_patch_id not in out
                 and f.tool == "ruff" and f.rule_id == "F401" and f.file
                 and f.file.endswith(".py") and facade(root, f.file, facades)})
+    # An import only the module's docstring examples read, where the project
+    # runs them: the covering tests are not its doctests, so no re-run here
+    # can show the fix keeps them passing (glom's ``pprint``).
+    for f in findings:
+        if (f.fix_patch_id in patches and f.fix_patch_id not in out and f.tool == "ruff"
+                and f.rule_id == "F401" and f.file and f.file.endswith(".py")
+                and (why := used_by_doctests(root, f.file, unused_import_names(f.message)))):
+            out[f.fix_patch_id] = doctest_note(f, why)
     return out
 
 

@@ -1,0 +1,146 @@
+"""An import only a module's docstring examples read is used where the
+project runs its doctests (glom imports ``pprint`` for its ``>>> pprint(...)``
+examples and runs ``pytest --doctest-modules``): its F401 is noise and no fix
+removing it is verified; a fix of a module whose doctests the project runs is
+"verified" only if those doctests ran. Where the project runs no doctests,
+nothing changes. Real ruff and pytest on real repositories."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+
+import pytest
+
+from superqode_ls.qe.doctests import (
+    doctest_names,
+    runs_doctests,
+    unused_import_names,
+    untested_doctests,
+)
+from superqode_ls.qe.pipeline import QERequest, QESession
+from superqode_ls.qe.roles.base import tool_path
+
+needs_ruff = pytest.mark.skipif(not tool_path("ruff"), reason="needs ruff")
+
+PYPROJECT = ('[project]\nname = "d"\nversion = "0"\nrequires-python = ">=3.10"\n\n'
+             '[tool.ruff.lint]\nselect = ["F401"]\n')
+# pprint is read only by the docstring's example; os by nothing at all.
+SHOW = ('"""Shapes.\n\n>>> pprint(shape(2))\n{\'n\': 2}\n"""\n\n'
+        "import os\nfrom pprint import pprint\n\n\n"
+        "def shape(n):\n    return {'n': n}\n")
+DOCTESTS = {"pytest.ini": "[pytest]\naddopts = --doctest-modules\n"}
+
+
+def _fixes(repo, trusted=False):
+    # A budget that a loaded machine's slow pytest start cannot use up.
+    session = QESession(QERequest(repo, roles=["lint_tester"], trusted=trusted, timeout=300))
+    report = asyncio.run(session.run())
+    f401 = [f for f in report.findings if f.rule_id == "F401"]
+    shown = {(f.file, (f.message or "").split("`")[1]): f for f in f401 if f.noise is None}
+    noise = {(f.file, (f.message or "").split("`")[1]): f for f in f401 if f.noise is not None}
+    return shown, noise, session.patches
+
+
+@needs_ruff
+@pytest.mark.parametrize("runs", [True, False])
+def test_an_import_the_doctests_read_is_noise_and_its_removal_never_verified(make_repo, runs):
+    repo = make_repo({"pyproject.toml": PYPROJECT, "pkg/__init__.py": "", "pkg/show.py": SHOW,
+                      **(DOCTESTS if runs else {})})
+    shown, noise, patches = _fixes(repo)
+    plain = shown[("pkg/show.py", "os")]
+    assert patches[plain.fix_patch_id].verified_by == "tool"  # untrusted: the tool's word
+    if not runs:  # no doctests run: an unused import like any other
+        f = shown[("pkg/show.py", "pprint.pprint")]
+        assert patches[f.fix_patch_id].verified_by == "tool"
+        return
+    assert ("pkg/show.py", "pprint.pprint") not in shown
+    f = noise[("pkg/show.py", "pprint.pprint")]
+    assert "doctests, which the project runs (its pytest.ini)" in (f.noise or "")
+    if f.fix_patch_id:  # offered for review at most, never verified
+        p = patches[f.fix_patch_id]
+        assert not p.verified and p.verified_by is None
+        assert p.verification.startswith("doctest (ruff): not verified")
+
+
+@needs_ruff
+@pytest.mark.parametrize("runs", [True, False])
+def test_covering_tests_pass_is_not_verified_where_the_doctests_did_not_run(make_repo, runs):
+    # The fix (drop ``os``) is right either way; but where the project runs
+    # the module's doctests, passing test files that import it do not show it.
+    repo = make_repo({"pyproject.toml": PYPROJECT, "pkg/__init__.py": "",
+                      "pkg/calc.py": '"""Sums.\n\n>>> add(1, 2)\n3\n"""\n\nimport os\n\n\n'
+                                     "def add(a, b):\n    return a + b\n",
+                      "tests/__init__.py": "",
+                      "tests/test_calc.py": "from pkg.calc import add\n\n\n"
+                                            "def test_add():\n    assert add(1, 2) == 3\n",
+                      **(DOCTESTS if runs else {})})
+    shown, _, patches = _fixes(repo, trusted=True)
+    p = patches[shown[("pkg/calc.py", "os")].fix_patch_id]
+    if not runs:
+        assert p.verified and p.verified_by == "tests", p.verification
+        return
+    assert not p.verified and p.label == "tool-verified only", p.verification
+    assert "the doctests of pkg/calc.py, which the project runs (its pytest.ini)" in p.verification
+
+
+@pytest.mark.parametrize("files, where", [
+    ({"pytest.ini": "[pytest]\naddopts = -q --doctest-modules\n"}, "its pytest.ini"),
+    ({"pytest.ini": "[pytest]\ndoctest_optionflags = ELLIPSIS\n"}, "its pytest.ini"),
+    ({"tox.ini": "[testenv]\ncommands = pytest --doctest-modules {envsitepackagesdir}/p\n"}, "its tox.ini"),
+    ({"setup.cfg": "[tool:pytest]\naddopts = --doctest-glob='*.rst'\n"}, "its setup.cfg"),
+    ({"pyproject.toml": '[tool.pytest.ini_options]\naddopts = ["--doctest-modules"]\n'},
+     "its pyproject.toml"),
+    ({"noxfile.py": 'def tests(s):\n    s.run("pytest", "--doctest-modules")\n'}, "its noxfile.py"),
+    ({"docs/conf.py": 'extensions = ["sphinx.ext.autodoc", "sphinx.ext.doctest"]\n'},
+     "Sphinx's doctest extension (docs/conf.py)"),
+    ({"tests/test_docs.py": "import doctest\nimport p\n\n\ndef load_tests(l, t, i):\n"
+                            "    t.addTests(doctest.DocTestSuite(p))\n    return t\n"},
+     "its tests (tests/test_docs.py)"),
+    # Configured for other things: no doctests run.
+    ({"pytest.ini": "[pytest]\naddopts = -q\n", "tox.ini": "[testenv]\ncommands = pytest\n",
+      "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-x"\n',
+      "docs/conf.py": 'extensions = ["sphinx.ext.autodoc"]\n',
+      "tests/test_x.py": "def test_x():\n    assert 'DocTestSuite'\n"}, None),
+    ({"pyproject.toml": "not = [toml"}, None),  # unreadable: no claim
+])
+def test_where_a_project_runs_its_doctests(tmp_path, files, where):
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert runs_doctests(tmp_path) == where
+
+
+def test_the_names_docstring_examples_read():
+    source = (
+        '"""\n>>> pprint(T)\n>>> from json import dumps\n>>> dumps(x)\n"""\n'
+        "import json\n\n\n"
+        "def f():\n"
+        '    """Each docstring starts from the module\'s globals:\n\n'
+        "    >>> for i in range(2):\n    ...     Val(i)\n    ...\n"
+        '    """\n\n\n'
+        '# >>> Comment(1) is no example; neither is a string: ">>> Str(2)"\n'
+        'S = ">>> Str(2)"\n')
+    names = doctest_names(source)
+    assert {"pprint", "T", "x", "range", "Val"} <= names
+    # bound by an earlier example of the same docstring; no docstring
+    assert not {"dumps", "json", "i", "Comment", "Str"} & names
+    assert doctest_names("def (:\n") == frozenset()
+
+
+def test_the_name_an_unused_import_binds():
+    assert unused_import_names("`pprint.pprint` imported but unused") == {"pprint"}
+    assert unused_import_names("`a.b as c` imported but unused") == {"c"}
+    tree = ast.parse("import os.path\nfrom glom.core import Val\n")
+    assert unused_import_names("`os.path` imported but unused", tree, 1) == {"os"}
+    assert unused_import_names("`glom.core.Val` imported but unused", tree, 2) == {"Val"}
+    assert unused_import_names("something else") == frozenset()
+
+
+def test_untested_doctests_names_the_module_only_where_they_run(tmp_path):
+    (tmp_path / "m.py").write_text('"""\n>>> 1 + 1\n2\n"""\n')
+    (tmp_path / "plain.py").write_text('"""No examples."""\n')
+    assert untested_doctests(tmp_path, ["m.py"]) is None
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
+    assert "the doctests of m.py" in (untested_doctests(tmp_path, ["plain.py", "m.py"]) or "")
+    assert untested_doctests(tmp_path, ["plain.py"]) is None
