@@ -15,8 +15,8 @@ import pytest
 from superqode_ls.qe.doctests import (
     doctest_names,
     runs_doctests,
-    unused_import_names,
     untested_doctests,
+    unused_import_names,
 )
 from superqode_ls.qe.pipeline import QERequest, QESession
 from superqode_ls.qe.roles.base import tool_path
@@ -88,7 +88,9 @@ def test_covering_tests_pass_is_not_verified_where_the_doctests_did_not_run(make
     ({"pytest.ini": "[pytest]\naddopts = -q --doctest-modules\n"}, "its pytest.ini"),
     ({"pytest.ini": "[pytest]\ndoctest_optionflags = ELLIPSIS\n"}, "its pytest.ini"),
     ({"tox.ini": "[testenv]\ncommands = pytest --doctest-modules {envsitepackagesdir}/p\n"}, "its tox.ini"),
-    ({"setup.cfg": "[tool:pytest]\naddopts = --doctest-glob='*.rst'\n"}, "its setup.cfg"),
+    ({"setup.cfg": "[tool:pytest]\naddopts = --doctest-modules\n"}, "its setup.cfg"),
+    # --doctest-glob runs text files, not the modules' docstrings
+    ({"setup.cfg": "[tool:pytest]\naddopts = --doctest-glob='*.rst'\n"}, None),
     ({"pyproject.toml": '[tool.pytest.ini_options]\naddopts = ["--doctest-modules"]\n'},
      "its pyproject.toml"),
     ({"noxfile.py": 'def tests(s):\n    s.run("pytest", "--doctest-modules")\n'}, "its noxfile.py"),

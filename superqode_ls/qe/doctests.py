@@ -2,7 +2,7 @@
 docstring examples use.
 
 A project that runs its doctests (``pytest --doctest-modules`` in its pytest
-configuration, tox or nox commands; ``doctest_optionflags``; ``DocTestSuite``
+configuration, tox, hatch or nox commands; ``doctest_optionflags``; ``DocTestSuite``
 or ``doctest.testmod`` in its tests; Sphinx's ``sphinx.ext.doctest``) uses an
 import its docstrings' examples need, though no code of the module does:
 glom imports ``pprint`` in four modules for its ``>>> pprint(...)`` examples,
@@ -26,18 +26,21 @@ from pathlib import Path
 # Configuration files read, largest first skipped: a hostile or generated
 # file must not cost more than a glance.
 _MAX_BYTES = 512_000
-_DOCTEST_FLAG = re.compile(r"--doctest-(?:modules|glob)\b|\bdoctest_optionflags\b")
+# ``--doctest-glob`` alone runs text files (``*.rst``), not the modules'
+# docstrings: it says nothing of an import a module's examples read.
+_DOCTEST_FLAG = re.compile(r"--doctest-modules\b|\bdoctest_optionflags\b")
 _SUITE_CALL = re.compile(r"\b(?:DocTestSuite|doctest\.testmod|testmod\()")
 _SPHINX = re.compile(r"['\"]sphinx\.ext\.doctest['\"]")
 _TEST_NAME = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest)\.py$")
 _SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", ".tox", ".nox", "build", "dist",
                         "__pycache__", "site-packages"})
 _MAX_TEST_FILES = 2000
+_MAX_MODULE_BYTES = 8_000_000
 
 
-def _text(path: Path) -> str | None:
+def _text(path: Path, limit: int = _MAX_BYTES) -> str | None:
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_BYTES:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
             return None
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -167,7 +170,14 @@ def doctest_names(source: str) -> frozenset[str]:
 
 def tree_doctest_names(tree: ast.Module) -> frozenset[str]:
     """``doctest_names`` of a module already parsed."""
+    return _scan(tree)[1]
+
+
+def _scan(tree: ast.Module) -> tuple[bool, frozenset[str]]:
+    """(whether any docstring of the module holds an example, the names the
+    examples read before binding them)."""
     used: set[str] = set()
+    any_example = False
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -178,6 +188,7 @@ def tree_doctest_names(tree: ast.Module) -> frozenset[str]:
             examples = _PARSER.get_examples(doc)
         except ValueError:  # a malformed example: doctest would report it, not run it
             continue
+        any_example = any_example or bool(examples)
         bound: set[str] = set()
         for ex in examples:
             try:
@@ -189,7 +200,7 @@ def tree_doctest_names(tree: ast.Module) -> frozenset[str]:
             # so is one an earlier example of this docstring bound.
             used |= reads - binds - bound
             bound |= binds
-    return frozenset(used)
+    return any_example, frozenset(used)
 
 
 def _reads_binds(code: ast.Module) -> tuple[set[str], set[str]]:
@@ -231,19 +242,34 @@ def unused_import_names(message: str | None, tree: ast.Module | None = None,
     return frozenset({full.rsplit(".", 1)[-1], full.split(".", 1)[0]})
 
 
-def used_by_doctests(root: Path, rel: str, names: set[str] | frozenset[str],
-                     source: str | None = None) -> str | None:
+def _module(path: Path) -> tuple[bool, frozenset[str]]:
+    """``_scan`` of the module at ``path``, read once while it is unchanged
+    (a large run asks of every F401 fix and every fixed file)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False, frozenset()
+    return _module_at(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=512)
+def _module_at(path: Path, _mtime: int, _size: int) -> tuple[bool, frozenset[str]]:
+    source = _text(path, _MAX_MODULE_BYTES)
+    if not source or ">>>" not in source:
+        return False, frozenset()
+    try:
+        return _scan(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return False, frozenset()
+
+
+def used_by_doctests(root: Path, rel: str, names: set[str] | frozenset[str]) -> str | None:
     """Why the import binding one of ``names`` in the module at ``rel`` is
     used: the project runs doctests and the module's examples read it. None
     where the project runs no doctests or no example reads those names."""
-    where = runs_doctests(root)
-    if where is None:
+    if not rel.endswith(".py") or (where := runs_doctests(root)) is None:
         return None
-    if source is None:
-        source = _text(root / rel)
-    if not source or ">>>" not in source:
-        return None
-    hit = sorted(set(names) & doctest_names(source))
+    hit = sorted(set(names) & _module(root / rel)[1])
     if not hit:
         return None
     return (f"used by the module's doctests, which the project runs ({where}): "
@@ -255,23 +281,7 @@ def has_doctests(root: Path, rel: str) -> str | None:
     at ``rel`` has docstring examples, else None."""
     if not rel.endswith(".py") or (where := runs_doctests(root)) is None:
         return None
-    source = _text(root / rel)
-    if not source or ">>>" not in source:
-        return None
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node, clean=False)
-            if doc and ">>>" in doc:
-                try:
-                    if _PARSER.get_examples(doc):
-                        return where
-                except ValueError:
-                    continue
-    return None
+    return where if _module(root / rel)[0] else None
 
 
 def untested_doctests(root: Path, files: list[str]) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
-from .doctests import used_by_doctests, unused_import_names
+from .doctests import unused_import_names, used_by_doctests
 from .patching import patch_files
 from .roles import role_class
 from .roles._target import declared_python, ruff_sets_target
