@@ -20,6 +20,7 @@ from superqode_ls.qe.doctests import (
 )
 from superqode_ls.qe.pipeline import QERequest, QESession
 from superqode_ls.qe.roles.base import tool_path
+from tests.cli_helpers import superqe
 
 needs_ruff = pytest.mark.skipif(not tool_path("ruff"), reason="needs ruff")
 
@@ -44,7 +45,7 @@ def _fixes(repo, trusted=False):
 
 @needs_ruff
 @pytest.mark.parametrize("runs", [True, False])
-def test_an_import_the_doctests_read_is_noise_and_its_removal_never_verified(make_repo, runs):
+def test_an_import_the_doctests_read_is_noise_and_its_removal_never_verified(make_repo, capsys, runs):
     repo = make_repo({"pyproject.toml": PYPROJECT, "pkg/__init__.py": "", "pkg/show.py": SHOW,
                       **(DOCTESTS if runs else {})})
     shown, noise, patches = _fixes(repo)
@@ -57,10 +58,15 @@ def test_an_import_the_doctests_read_is_noise_and_its_removal_never_verified(mak
     assert ("pkg/show.py", "pprint.pprint") not in shown
     f = noise[("pkg/show.py", "pprint.pprint")]
     assert "doctests, which the project runs (its pytest.ini)" in (f.noise or "")
-    if f.fix_patch_id:  # offered for review at most, never verified
-        p = patches[f.fix_patch_id]
-        assert not p.verified and p.verified_by is None
-        assert p.verification.startswith("doctest (ruff): not verified")
+    p = patches[f.fix_patch_id]  # still offered, for review: never verified
+    assert not p.verified and p.verified_by is None
+    assert p.verification.startswith("doctest (ruff): not verified")
+    # fix-all removes what nothing reads and keeps what the doctests read.
+    code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", "--all")
+    assert code == 0, err
+    text = (repo / "pkg/show.py").read_text()
+    assert "import os\n" not in text
+    assert "from pprint import pprint" in text
 
 
 @needs_ruff
