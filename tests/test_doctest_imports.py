@@ -14,6 +14,7 @@ import pytest
 
 from superqode_ls.qe.doctests import (
     doctest_names,
+    drops_doctest_import,
     runs_doctests,
     untested_doctests,
     unused_import_names,
@@ -26,9 +27,10 @@ needs_ruff = pytest.mark.skipif(not tool_path("ruff"), reason="needs ruff")
 
 PYPROJECT = ('[project]\nname = "d"\nversion = "0"\nrequires-python = ">=3.10"\n\n'
              '[tool.ruff.lint]\nselect = ["F401"]\n')
-# pprint is read only by the docstring's example; os by nothing at all.
-SHOW = ('"""Shapes.\n\n>>> pprint(shape(2))\n{\'n\': 2}\n"""\n\n'
-        "import os\nfrom pprint import pprint\n\n\n"
+# pprint and sep are read only by the docstring's examples; os and join by
+# nothing at all. ruff's fix of join rewrites its line without sep too.
+SHOW = ('"""Shapes.\n\n>>> pprint(shape(2))\n{\'n\': 2}\n>>> sep in "a/b"\nTrue\n"""\n\n'
+        "import os\nfrom pprint import pprint\n\nfrom os.path import join, sep\n\n\n"
         "def shape(n):\n    return {'n': n}\n")
 DOCTESTS = {"pytest.ini": "[pytest]\naddopts = --doctest-modules\n"}
 
@@ -60,13 +62,18 @@ def test_an_import_the_doctests_read_is_noise_and_its_removal_never_verified(mak
     assert "doctests, which the project runs (its pytest.ini)" in (f.noise or "")
     p = patches[f.fix_patch_id]  # still offered, for review: never verified
     assert not p.verified and p.verified_by is None
-    assert p.verification.startswith("doctest (ruff): not verified")
+    assert p.verification.startswith("doctest (ruff): not verified -- it removes the import "
+                                     "of 'pprint' from pkg/show.py, whose doctests read it")
+    # join is unused indeed, but its fix drops sep with it
+    join = patches[shown[("pkg/show.py", "os.path.join")].fix_patch_id]
+    assert "-from os.path import join, sep" in join.diff and "+from os.path import sep" not in join.diff
+    assert not join.verified and "the import of 'sep'" in join.verification
     # fix-all removes what nothing reads and keeps what the doctests read.
     code, _, err = superqe(capsys, "suggestions", "-C", str(repo), "apply", "--all")
     assert code == 0, err
     text = (repo / "pkg/show.py").read_text()
     assert "import os\n" not in text
-    assert "from pprint import pprint" in text
+    assert "from pprint import pprint" in text and "sep" in text
 
 
 @needs_ruff
@@ -152,3 +159,20 @@ def test_untested_doctests_names_the_module_only_where_they_run(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
     assert "the doctests of m.py" in (untested_doctests(tmp_path, ["plain.py", "m.py"]) or "")
     assert untested_doctests(tmp_path, ["plain.py"]) is None
+
+
+def test_a_patch_drops_a_doctest_import_only_when_the_name_is_gone(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
+    (tmp_path / "m.py").write_text('"""\n>>> T\n1\n"""\nfrom c import (\n    A,\n    T,\n)\nimport b\n')
+    where = runs_doctests(tmp_path)
+    assert where == "its pytest.ini"
+    head = "--- a/m.py\n+++ b/m.py\n"
+    # only A's line goes: T stays
+    assert drops_doctest_import(tmp_path, head + "@@ -5,4 +5,3 @@\n from c import (\n-    A,\n"
+                                "     T,\n )\n", where) is None
+    # a reorder removes T's line and writes it back elsewhere
+    assert drops_doctest_import(tmp_path, head + "@@ -7,3 +7,3 @@\n-    T,\n )\n import b\n"
+                                "+T = None\n", where) is None
+    why = drops_doctest_import(tmp_path, head + "@@ -6,2 +6,0 @@\n-    A,\n-    T,\n", where)
+    assert why == ("it removes the import of 'T' from m.py, whose doctests read it "
+                   "(the project runs them: its pytest.ini)")

@@ -22,6 +22,7 @@ import re
 import tomllib
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 # Configuration files read, largest first skipped: a hostile or generated
 # file must not cost more than a glance.
@@ -242,38 +243,40 @@ def unused_import_names(message: str | None, tree: ast.Module | None = None,
     return frozenset({full.rsplit(".", 1)[-1], full.split(".", 1)[0]})
 
 
-def _module(path: Path) -> tuple[bool, frozenset[str]]:
-    """``_scan`` of the module at ``path``, read once while it is unchanged
-    (a large run asks of every F401 fix and every fixed file)."""
+class _Facts(NamedTuple):
+    examples: bool  # a docstring holds an example
+    names: frozenset[str]  # the names the examples read (``_scan``)
+    imports: tuple[tuple[int, str], ...]  # (line, name bound) of each import of those
+
+
+_NONE = _Facts(False, frozenset(), ())
+
+
+def _module(path: Path) -> _Facts:
+    """What the module at ``path`` holds, read once while it is unchanged
+    (a large run asks of every fix and every fixed file)."""
     try:
         st = path.stat()
     except OSError:
-        return False, frozenset()
+        return _NONE
     return _module_at(path, st.st_mtime_ns, st.st_size)
 
 
 @lru_cache(maxsize=512)
-def _module_at(path: Path, _mtime: int, _size: int) -> tuple[bool, frozenset[str]]:
+def _module_at(path: Path, _mtime: int, _size: int) -> _Facts:
     source = _text(path, _MAX_MODULE_BYTES)
     if not source or ">>>" not in source:
-        return False, frozenset()
+        return _NONE
     try:
-        return _scan(ast.parse(source))
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return False, frozenset()
-
-
-def used_by_doctests(root: Path, rel: str, names: set[str] | frozenset[str]) -> str | None:
-    """Why the import binding one of ``names`` in the module at ``rel`` is
-    used: the project runs doctests and the module's examples read it. None
-    where the project runs no doctests or no example reads those names."""
-    if not rel.endswith(".py") or (where := runs_doctests(root)) is None:
-        return None
-    hit = sorted(set(names) & _module(root / rel)[1])
-    if not hit:
-        return None
-    return (f"used by the module's doctests, which the project runs ({where}): "
-            f"its examples read {hit[0]!r}")
+        return _NONE
+    examples, names = _scan(tree)
+    imports = tuple(
+        (a.lineno, bound) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+        if (bound := a.asname or a.name.split(".", 1)[0]) in names) if names else ()
+    return _Facts(examples, names, imports)
 
 
 def has_doctests(root: Path, rel: str) -> str | None:
@@ -281,7 +284,7 @@ def has_doctests(root: Path, rel: str) -> str | None:
     at ``rel`` has docstring examples, else None."""
     if not rel.endswith(".py") or (where := runs_doctests(root)) is None:
         return None
-    return where if _module(root / rel)[0] else None
+    return where if _module(root / rel).examples else None
 
 
 def untested_doctests(root: Path, files: list[str]) -> str | None:
@@ -293,4 +296,51 @@ def untested_doctests(root: Path, files: list[str]) -> str | None:
         if where := has_doctests(root, rel):
             return (f"the doctests of {rel}, which the project runs ({where}), are not "
                     "among the covering tests")
+    return None
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _changes(diff: str) -> dict[str, tuple[set[int], set[str]]]:
+    """File -> (the old side's removed line numbers, the identifiers on the
+    added lines), from a unified diff."""
+    out: dict[str, tuple[set[int], set[str]]] = {}
+    cur: tuple[set[int], set[str]] | None = None
+    line = 0
+    for text in diff.splitlines():
+        if text.startswith("--- "):
+            cur = None
+        elif text.startswith("+++ "):
+            name = text[4:].strip().split("\t", 1)[0]
+            name = name.removeprefix("b/")
+            cur = None if name == "/dev/null" else out.setdefault(name, (set(), set()))
+        elif cur is not None and (m := _HUNK.match(text)):
+            line = int(m.group(1))
+        elif cur is not None and text.startswith("-"):
+            cur[0].add(line)
+            line += 1
+        elif cur is not None and text.startswith("+"):
+            cur[1].update(_WORD.findall(text[1:]))
+        elif cur is not None and text.startswith(" "):
+            line += 1
+    return out
+
+
+def drops_doctest_import(root: Path, diff: str, where: str) -> str | None:
+    """Why a patch breaks doctests the project runs (``where``, from
+    ``runs_doctests``): it removes an import of a name a module's docstring
+    examples read and does not write it back (ruff's F401 fix of one name
+    rewrites the whole ``from .core import Path, T, ...`` line, dropping
+    every unused name there: glom's ``T``). None where it drops none."""
+    for rel, (removed, added) in _changes(diff).items():
+        if not rel.endswith(".py") or not removed:
+            continue
+        facts = _module(root / rel)
+        gone = sorted({name for line, name in facts.imports if line in removed and name not in added})
+        if gone:
+            said = ", ".join(repr(g) for g in gone)
+            return (f"it removes the import of {said} from {rel}, whose doctests read "
+                    f"{'it' if len(gone) == 1 else 'them'} (the project runs them: {where})")
     return None

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
-from .doctests import unused_import_names, used_by_doctests
+from .doctests import drops_doctest_import, runs_doctests
 from .patching import patch_files
 from .roles import role_class
 from .roles._target import declared_python, ruff_sets_target
@@ -103,9 +103,8 @@ def reexport_note(f: Finding) -> str:
             "__init__.py); review it before applying")
 
 
-def doctest_note(f: Finding, why: str) -> str:
-    return (f"{DOCTEST} ({f.tool}): not verified -- the import is {why}; this {f.rule_id} "
-            "fix breaks them")
+def doctest_note(p: Patch, why: str) -> str:
+    return f"{DOCTEST} ({p.tool or 'tool'}): not verified -- {why}; review it before applying"
 
 
 def assumed_target_note(f: Finding) -> str:
@@ -147,14 +146,15 @@ def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
                 if f.fix_patch_id in patches and f.fix_patch_id not in out
                 and f.tool == "ruff" and f.rule_id == "F401" and f.file
                 and f.file.endswith(".py") and facade(root, f.file, facades)})
-    # An import only the module's docstring examples read, where the project
-    # runs them: the covering tests are not its doctests, so no re-run here
-    # can show the fix keeps them passing (glom's ``pprint``).
-    for f in findings:
-        if (f.fix_patch_id in patches and f.fix_patch_id not in out and f.tool == "ruff"
-                and f.rule_id == "F401" and f.file and f.file.endswith(".py")
-                and (why := used_by_doctests(root, f.file, unused_import_names(f.message)))):
-            out[f.fix_patch_id] = doctest_note(f, why)
+    # A fix that removes an import the module's docstring examples read,
+    # where the project runs them: the covering tests are not its doctests,
+    # so no re-run here can show the fix keeps them passing (glom's
+    # ``pprint``; ruff's F401 fix of one name of ``from .core import Path, T,
+    # ...`` drops every unused name of the line, ``T`` with it).
+    if where := runs_doctests(root):
+        for pid, p in patches.items():
+            if pid not in out and p.kind == "fix" and (why := drops_doctest_import(root, p.diff, where)):
+                out[pid] = doctest_note(p, why)
     return out
 
 
