@@ -36,6 +36,7 @@ _TEST_NAME = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest)\.py$")
 _SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", ".tox", ".nox", "build", "dist",
                         "__pycache__", "site-packages"})
 _MAX_TEST_FILES = 2000
+_MAX_ENTRIES = 100_000
 _MAX_MODULE_BYTES = 8_000_000
 
 
@@ -97,12 +98,14 @@ def _strings(node: object, depth: int = 0) -> list[str]:
 def _test_files(root: Path) -> list[Path]:
     out: list[Path] = []
     stack = [root]
-    while stack and len(out) < _MAX_TEST_FILES:
+    seen = 0  # entries looked at: a huge tree costs a bounded glance
+    while stack and len(out) < _MAX_TEST_FILES and seen < _MAX_ENTRIES:
         folder = stack.pop()
         try:
             entries = list(folder.iterdir())
         except OSError:
             continue
+        seen += len(entries)
         for p in entries:
             if p.is_symlink():
                 continue
