@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import configparser
-import doctest
 import re
 import tomllib
 from functools import lru_cache
@@ -157,7 +156,13 @@ def _runs(root: Path, _stamp: tuple[int, ...]) -> str | None:
     return None
 
 
-_PARSER = doctest.DocTestParser()
+@lru_cache(maxsize=1)
+def _parser():  # -> doctest.DocTestParser
+    # doctest imports pdb and unittest (0.1-0.2 s): only a project that runs
+    # doctests and a module with an example pay for it, never a plain run.
+    import doctest
+
+    return doctest.DocTestParser()
 
 
 def doctest_names(source: str) -> frozenset[str]:
@@ -189,7 +194,7 @@ def _scan(tree: ast.Module) -> tuple[bool, frozenset[str]]:
         if not doc or ">>>" not in doc:
             continue
         try:
-            examples = _PARSER.get_examples(doc)
+            examples = _parser().get_examples(doc)
         except ValueError:  # a malformed example: doctest would report it, not run it
             continue
         any_example = any_example or bool(examples)
