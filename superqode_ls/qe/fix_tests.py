@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..models import Finding, Patch
 from .covering import SUITE_BROKEN, CoveringTests, SuiteProbeLike
+from .doctests import untested_doctests
 from .fix_judge import VerifyResult, _demote, _tool_only, base_id
 from .patching import FileBackup
 from .roles.base import Role, RoleContext, SandboxSession
@@ -151,6 +152,8 @@ class FixTests:
                 out.append((p, f, VerifyResult(
                     p.id, False, f"not verified: tests fail after the fix ({', '.join(sorted(broken)[:5])})",
                     removed=r.removed)))
+            elif doc := untested_doctests(self.covering.sandbox, f):
+                out.append((p, f, _tool_only(r, doc)))
             else:
                 shown = ", ".join(tests_of[p.id][:3]) + (" ..." if len(tests_of[p.id]) > 3 else "")
                 out.append((p, f, VerifyResult(
@@ -168,6 +171,8 @@ class FixTests:
         for p, f, r in judged:
             if r.verified and not await self.covering.for_files(f):
                 r = _tool_only(r, "no tests import the changed code")
+            elif r.verified and (doc := untested_doctests(self.covering.sandbox, f)):
+                r = _tool_only(r, doc)
             out.append((p, f, r))
         return out
 

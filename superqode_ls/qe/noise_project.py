@@ -30,6 +30,10 @@
   ``from alembic import context``): it is imported for its side effects
   (microblog-api's ``from microblog import app`` configures the database);
   the same import elsewhere stays;
+- **an unused import the module's doctests read** (F401, where the project
+  runs its doctests: ``--doctest-modules``, ``DocTestSuite``, Sphinx's
+  doctest; see ``doctests``): glom's ``from pprint import pprint`` serves its
+  ``>>> pprint(...)`` examples; where no doctests run, it stays;
 - **a demo Django site's settings the package does not ship** (django-silk's
   ``project/``): see ``noise_demo``; a settings module for CI or a
   developer's machine beside the one the entry points use (wger's
@@ -54,6 +58,7 @@ import yaml
 from ..models import Finding, Severity
 from .ast_index import index
 from .context import mark_noise
+from .doctests import runs_doctests, tree_doctest_names, unused_import_names
 from .noise_demo import DemoSites, demo_settings
 from .noise_library import is_web_project, module_of, python_files
 from .noise_paths import provider_token
@@ -84,6 +89,8 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
     base = Path(root) if root is not None else None
     scripts: dict[str, str | None] = {}
     trees: dict[str, ast.Module | None] = {}
+    docs: dict[str, frozenset[str]] = {}  # file -> the names its doctests read
+    ran: list[str | None] = []  # where the project runs its doctests, read once
     webs: list[bool] = []
     imports: list[set[str] | None] = []  # the project's imported names, read once
 
@@ -121,6 +128,13 @@ def project_noise(findings: list[Finding], lines_of: Lines | None,
                 trees[f.file] = module_of(lines)
             tree = trees[f.file]
             why = None if tree is None else _why(f, rule, tree)
+            if why is None and rule == "F401" and tree is not None and base is not None:
+                if not ran:
+                    ran.append(runs_doctests(base))
+                if ran[0] is not None:
+                    if f.file not in docs:
+                        docs[f.file] = tree_doctest_names(tree)
+                    why = _doctest_use(f, tree, ran[0], docs[f.file])
             if why:
                 f = mark_noise(f, why, Severity.info if rule == "F401" else Severity.low)
         out.append(f)
@@ -179,6 +193,17 @@ def _why(f: Finding, rule: str, tree: ast.Module) -> str | None:
         return ("pickle of the package's own data file (its path is made from the "
                 "module's __file__), not of anything a user or the network gives")
     return None
+
+
+def _doctest_use(f: Finding, tree: ast.Module, where: str, names: frozenset[str]) -> str | None:
+    """Why an unused import is used: the module's docstring examples read
+    the name and the project runs its doctests (glom's ``pprint``)."""
+    assert f.range is not None
+    hit = sorted(unused_import_names(f.message, tree, f.range.start_line) & names)
+    if not hit:
+        return None
+    return (f"used by the module's doctests, which the project runs ({where}): its "
+            f"examples read {hit[0]!r}; removing the import fails them")
 
 
 def _alembic_env(tree: ast.Module) -> bool:

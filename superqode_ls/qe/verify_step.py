@@ -13,6 +13,7 @@ from typing import Any
 
 from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbe
+from .doctests import drops_doctest_import, runs_doctests
 from .patching import patch_files
 from .roles import role_class
 from .roles._target import declared_python, ruff_sets_target
@@ -37,10 +38,11 @@ UNSAFE_TAGS = {"fix:unsafe": "unsafe", "fix:display-only": "display-only"}
 # it keeps meaning.
 ASSUMED_TARGET = "pyupgrade"
 REEXPORT = "re-export"  # facade(), below
+DOCTEST = "doctest"  # doctest_note(), below
 
 # How a fix the tool calls unsafe is labelled (unsafe_note).
 UNSAFE_PREFIXES = (*(f"{kind} (" for kind in UNSAFE_TAGS.values()), f"{ASSUMED_TARGET} (",
-                   f"{REEXPORT} (")
+                   f"{REEXPORT} (", f"{DOCTEST} (")
 
 
 def assumes_target(f: Finding, root: Path, seen: dict[Path, bool] | None = None) -> bool:
@@ -101,6 +103,10 @@ def reexport_note(f: Finding) -> str:
             "__init__.py); review it before applying")
 
 
+def doctest_note(p: Patch, why: str) -> str:
+    return f"{DOCTEST} ({p.tool or 'tool'}): not verified -- {why}; review it before applying"
+
+
 def assumed_target_note(f: Finding) -> str:
     return (f"{ASSUMED_TARGET} ({f.tool}): not verified -- the project declares no Python version "
             f"(requires-python, .python-version or ruff's target-version), so this {f.rule_id} "
@@ -142,6 +148,15 @@ def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
                 if f.fix_patch_id in patches and f.fix_patch_id not in out
                 and f.tool == "ruff" and f.rule_id == "F401" and f.file
                 and f.file.endswith(".py") and facade(root, f.file, reads.facades)})
+    # A fix that removes an import the module's docstring examples read,
+    # where the project runs them: the covering tests are not its doctests,
+    # so no re-run here can show the fix keeps them passing (glom's
+    # ``pprint``; ruff's F401 fix of one name of ``from .core import Path, T,
+    # ...`` drops every unused name of the line, ``T`` with it).
+    if where := runs_doctests(root):
+        for pid, p in patches.items():
+            if pid not in out and p.kind == "fix" and (why := drops_doctest_import(root, p.diff, where)):
+                out[pid] = doctest_note(p, why)
     return out
 
 
