@@ -19,7 +19,6 @@ import datetime
 import fcntl
 import functools
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -41,8 +40,18 @@ from .pyenv import ProjectPython, discover, env_python, own_python, probe
 from .pyenv_declared import declared_requirements, missing_in_own
 from .pyenv_disk import disk_full, failure_words, is_disk_full
 from .pyenv_interp import pick_interpreter, python_for
+from .pyenv_leftout import (
+    LEFT_OUT,
+    MAX_LEFT_OUT,
+    UNBUILDABLE,
+    UNREADABLE,
+    declared_name,
+    left_out_note,
+    metadata_dir,
+    own_metadata,
+    project_dropped,
+)
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
-from .pyenv_read import read_pyproject
 from .pyprojects import python_projects
 
 __all__ = ["build_env", "declared_requirements", "pick_interpreter", "resolve_python",
@@ -169,84 +178,8 @@ async def build_in_background(project: Path, nice: int = 0, sub: str | None = No
     return 1
 
 
-def metadata_dir(name: str, version: str) -> str | None:
-    """A folder with a minimal dist-info of ``name`` ``version``, made by
-    SuperQode (outside the folders sessions may write)."""
-    dist = re.sub(r"[-_.]+", "_", name)
-    folder = superqode_home() / "project-meta" / f"{dist}-{version}"
-    info = folder / f"{dist}-{version}.dist-info"
-    try:
-        if not (info / "METADATA").is_file():
-            info.mkdir(parents=True, exist_ok=True)
-            text = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-            (info / "METADATA").write_text(text, encoding="utf-8")
-    except OSError:
-        return None
-    return str(folder)
-
-
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
-
-
-MAX_LEFT_OUT = 3
-LEFT_OUT = "superqode-left-out.txt"  # in the environment: its manifest covers it
-_UNBUILDABLE = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
-_UNREADABLE = re.compile(r"Couldn't parse requirement in `([^`]+)`")
-
-
-def _left_out(target: Path) -> list[tuple[str, str]]:
-    """(name, what) of each thing left out: a package (""), the project
-    itself ("project") or a requirements file uv cannot read ("file")."""
-    try:
-        lines = (target / LEFT_OUT).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    return [(ln.split()[0], " ".join(ln.split()[1:2])) for ln in lines if ln.strip()]
-
-
-def left_out_note(target: Path) -> str:
-    """What the environment at ``target`` lacks of the declared packages."""
-    left = _left_out(target)
-    others = [name for name, what in left if not what]
-    files = [name for name, what in left if what == "file"]
-    parts = []
-    if any(what == "project" for _, what in left):
-        parts.append("the project itself could not be built here (its build backend failed); its "
-                     "declared dependencies are installed and its code runs from the sandbox")
-    if others:
-        parts.append(f"left out {', '.join(others)}: could not be built here (a source build "
-                     "needing system libraries or a download this machine lacks)")
-    if files:
-        parts.append(f"left out {', '.join(files)}: uv cannot read it (a requirement it cannot "
-                     "parse, such as a source archive URL with no file extension)")
-    return "; ".join(parts)
-
-
-def _own_metadata(target: Path, folder: Path, owner: Path) -> str | None:
-    """The project's metadata lent to its tests when its own build failed
-    (its tests may read their version): name and version as declared,
-    else as its VCS says."""
-    if not any(what == "project" for _, what in _left_out(target)):
-        return None
-    name = _declared_name(folder)
-    if name is None:
-        return None
-    meta = static_metadata(folder)
-    version = meta[1] if meta is not None else (scm_version(owner) or "0")
-    return metadata_dir(name, version)
-
-
-def _project_dropped(target: Path, root: Path, plan: Plan) -> bool:
-    name = _declared_name(root / plan.folder) if plan.deps_without_project else None
-    return name is not None and any(_canonical(n) == _canonical(name) and not what
-                                    for n, what in _left_out(target))
-
-
-def _declared_name(folder: Path) -> str | None:
-    project = read_pyproject(folder).get("project")
-    name = project.get("name") if isinstance(project, dict) else None
-    return name.strip() if isinstance(name, str) and name.strip() else None
 
 
 def _empty(folder: Path) -> None:
@@ -301,12 +234,12 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
 
     async with _locked(envcache.envs_dir() / f"{key}.lock", waiting):
         cached = await asyncio.to_thread(_ready, target, emit, hide)
-        if cached is not None and await asyncio.to_thread(_project_dropped, target, root, plan):
+        if cached is not None and await asyncio.to_thread(project_dropped, target, root, plan):
             cached = None  # an older build left the project out with its dependencies
         if cached is not None:
             emit("progress", message=f"environment: reusing {target} (cached, {plan.describe()})")
             return replace(cached, note=_join(note or "", left_out_note(target)) or None,
-                           metadata=await asyncio.to_thread(_own_metadata, target,
+                           metadata=await asyncio.to_thread(own_metadata, target,
                                                             root / plan.folder, owner))
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}",
@@ -322,7 +255,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
     if built is None:
         return f"the environment built in {target} does not start or has no pytest"
     return replace(built, note=_join(note or "", left_out_note(target)) or None,
-                   metadata=await asyncio.to_thread(_own_metadata, target, root / plan.folder,
+                   metadata=await asyncio.to_thread(own_metadata, target, root / plan.folder,
                                                     owner))
 
 
@@ -425,9 +358,9 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
         # the default settings do not use): left out, said with every use;
         # a test that imports it fails as the environment's, not the code's.
         left: list[str] = []
-        own_name = _declared_name(src / plan.folder) if plan.deps_without_project else None
+        own_name = declared_name(src / plan.folder) if plan.deps_without_project else None
         while why is not None and len(left) < MAX_LEFT_OUT:
-            unread = _UNREADABLE.search(why)
+            unread = UNREADABLE.search(why)
             said = unread.group(1) if unread else ""
             bad = next((r for r in plan.requirement_files
                         if said == r or said.endswith(f"/{r}")), None)
@@ -439,7 +372,7 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                 left.append(f"{bad} file")
                 why = await fill()
                 continue
-            m = _UNBUILDABLE.search(why)
+            m = UNBUILDABLE.search(why)
             if m is None or m.group(1) in left or f"{m.group(1)} project" in left:
                 break
             if own_name is not None and _canonical(m.group(1)) == _canonical(own_name):
