@@ -59,9 +59,15 @@ def test_git_apply_in_a_repository_subfolder(make_repo):
     assert run_git(repo, "diff", "--cached", "--name-only") == ""  # index untouched
 
 
-def test_ruff_fix_is_verified_and_folder_restored(tmp_path):
-    src = "import os\nimport sys\n\nprint(sys.argv)\n"
-    (tmp_path / "m.py").write_text(src)
+_UNUSED_OS = "import os\nimport sys\n\nprint(sys.argv)\n"
+
+
+def _verify_unused_import(tmp_path, late: bool = False):
+    """ruff's F401 fix of ``import os`` verified by a Verifier (its context
+    past its deadline with ``late``)."""
+    import dataclasses
+
+    (tmp_path / "m.py").write_text(_UNUSED_OS)
     role = LintTester()
     if role.unavailable():
         pytest.skip(role.unavailable())
@@ -71,11 +77,18 @@ def test_ruff_fix_is_verified_and_folder_restored(tmp_path):
         out = await role.run(ctx)
         f401 = next(f for f in out.findings if f.rule_id == "F401")
         patch = next(p for p in out.patches if f401.id in p.finding_ids)
-        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: ctx},
+        told = (dataclasses.replace(ctx, deadline=asyncio.get_running_loop().time() - 1)
+                if late else ctx)
+        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: told},
                      findings_by_role={role.name: out.findings})
         return await v.verify(patch)
 
-    result = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_ruff_fix_is_verified_and_folder_restored(tmp_path):
+    src = _UNUSED_OS
+    result = _verify_unused_import(tmp_path)
     assert result.level == "tool" and not result.verified, result.message  # no tests here
     assert (tmp_path / "m.py").read_text() == src
 
@@ -197,25 +210,8 @@ def test_a_recheck_that_ran_out_of_time_says_so_and_verifies_nothing(tmp_path):
     of the fixed file ran out of the session's time. An empty answer for
     want of time is no evidence: the fix is not verified and the line says
     why (once read as "the fix cleared it": verified)."""
-    import dataclasses
-
-    src = "import os\nimport sys\n\nprint(sys.argv)\n"
-    (tmp_path / "m.py").write_text(src)
-    role = LintTester()
-    if role.unavailable():
-        pytest.skip(role.unavailable())
-    ctx = ctx_for(tmp_path)
-
-    async def go():
-        out = await role.run(ctx)
-        f401 = next(f for f in out.findings if f.rule_id == "F401")
-        patch = next(p for p in out.patches if f401.id in p.finding_ids)
-        late = dataclasses.replace(ctx, deadline=asyncio.get_running_loop().time() - 1)
-        v = Verifier(sandbox=tmp_path, roles={role.name: role}, contexts={role.name: late},
-                     findings_by_role={role.name: out.findings})
-        return await v.verify(patch)
-
-    result = asyncio.run(go())
+    src = _UNUSED_OS
+    result = _verify_unused_import(tmp_path, late=True)
     assert not result.verified and result.level != "tool", (result.level, result.message)
     assert result.message == ("not verified: re-running lint_tester gave no result "
                               "(ruff ran out of time)"), result.message
