@@ -1,7 +1,8 @@
-"""Keys that are no secret where they are written: a GitHub App installation
-token expires an hour after it is issued (recorded in test data it is long
-dead, in product code it is still a leak); an AWS key's id inside a
-presigned URL is public by design (the secret is not in the URL)."""
+"""Keys that are no secret where they are written: a run of one character
+is the format's placeholder; a GitHub App installation token expires an
+hour after it is issued (recorded in test data it is long dead, in product
+code it is still a leak); an AWS key's id inside a presigned URL is public
+by design (the secret is not in the URL)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,9 @@ def test_a_presigned_urls_key_id_is_no_secret_a_bare_key_id_is():
            "&X-Amz-Signature=a0aeb638facd0c78")
     assert "secret-aws-access-key-id" not in _rules(f'URL = "{url}"\n')
     assert "secret-aws-access-key-id" in _rules('KEY_ID = "AKIAISTNZFOVBIJMK3TQ"\n')
+
+
+def test_a_key_of_one_repeated_character_is_the_formats_placeholder():
+    assert _rules('AWS_SECRET_KEY = "' + "X" * 40 + '"\n') == []
+    assert _rules('aws_secret_key = "Zq8pLm2vR5xT9wKeA1b2C3d4E5f6G7h8I9j0K1l2"\n') == [
+        "secret-aws-secret-key"]

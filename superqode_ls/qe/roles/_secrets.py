@@ -351,6 +351,8 @@ def scan_text(text: str, in_test: bool = False, config: bool = False,
                 continue
             for m in rule.pattern.finditer(line):
                 value = m.group(rule.group)
+                if value and len(set(value)) == 1:
+                    continue  # "XXXX...XXXX": the format's placeholder, no key
                 if line[:m.start(rule.group)].endswith(_PRESIGNED):
                     # a presigned URL's credential scope: the key's id is
                     # public there by design, its secret is not in the URL
