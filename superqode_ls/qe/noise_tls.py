@@ -4,8 +4,11 @@
 ``verify_mode = CERT_REQUIRED``): scrapy's ``if verify_setting: ... else:
 ctx.check_hostname = False``. The code verifies by default and a setting
 the user writes decides, so the off branch is a documented choice, not a
-hole. Turned off unconditionally, or with no branch that turns the checks
-on, it stays."""
+hole. So is a function that matches the certificate's names against the
+host itself (urllib3's ``match_hostname`` where ``ssl`` cannot check what
+it checks), and the attribute's default in a class that is an SSL context
+itself. Turned off unconditionally, or with no branch that turns the
+checks on, it stays."""
 
 from __future__ import annotations
 
@@ -35,12 +38,48 @@ def _turns_on(stmts: list[ast.stmt]) -> bool:
     return False
 
 
+def _calls(tree: ast.AST, names: frozenset[str]) -> bool:
+    return any(isinstance(n, ast.Call) and (getattr(n.func, "attr", None) in names
+                                            or getattr(n.func, "id", None) in names)
+               for n in ast.walk(tree))
+
+
+# Matching a certificate's names against the host, done by the code itself
+# (urllib3: ``ssl``'s check off where it cannot check what urllib3 checks,
+# then ``match_hostname(cert, host)`` on the connection).
+_OWN_MATCH = frozenset({"match_hostname", "_match_hostname", "verify_hostname",
+                        "_verify_hostname"})
+
+
+def _context_default(scopes: Scopes, assign: ast.Assign) -> str | None:
+    """``self.check_hostname = False`` in ``__init__`` of a class that is an
+    SSL context itself (it has ``wrap_socket``): the attribute's default,
+    which its user sets as on ``ssl.SSLContext`` (urllib3's PyOpenSSLContext)."""
+    target = assign.targets[0] if len(assign.targets) == 1 else None
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and target.value.id == "self"):
+        return None
+    fn = scopes.parent.get(assign)
+    cls = scopes.parent.get(fn) if fn is not None else None
+    if (isinstance(fn, ast.FunctionDef) and fn.name == "__init__" and isinstance(cls, ast.ClassDef)
+            and any(isinstance(m, ast.FunctionDef) and m.name == "wrap_socket" for m in cls.body)):
+        return (f"the default of {cls.name}.check_hostname, a context class like ssl.SSLContext: "
+                "its user turns the check on or off")
+    return None
+
+
 def verify_chosen(scopes: Scopes, line: int) -> str | None:
     """Why ``check_hostname = False`` on ``line`` is the user's choice, or None."""
     assign = next((n for n in index(scopes.tree).nodes_at(line) if isinstance(n, ast.Assign)),
                   None)
     if assign is None:
         return None
+    if why := _context_default(scopes, assign):
+        return why
+    fn = index(scopes.tree).function_at(line)
+    if fn is not None and _calls(fn, _OWN_MATCH):
+        return ("the function matches the certificate's names against the host itself "
+                "(match_hostname) where the ssl module's own check is off")
     child: ast.AST = assign
     while child in scopes.parent:
         parent = scopes.parent[child]
