@@ -334,6 +334,29 @@ def test_markup_on_escaped_or_rendered_text_is_noise_on_outside_text_stays(make_
 
 
 @needs_bandit
+def test_mark_safe_of_diff_match_patchs_html_view_is_noise(make_repo):
+    """django-import-export: ``dmp.diff_prettyHtml(diff)`` escapes both
+    texts itself; the raw diff text marked safe stays shown."""
+    repo = make_repo({
+        "app/diff.py": (
+            "from diff_match_patch import diff_match_patch\n"
+            "from django.utils.safestring import mark_safe\n\n\n"
+            "def pretty(a, b):\n"
+            "    dmp = diff_match_patch()\n"
+            "    html = dmp.diff_prettyHtml(dmp.diff_main(a, b))\n"
+            "    return mark_safe(html)\n\n\n"
+            "def raw(a, b):\n"
+            "    return mark_safe(a + b)\n"
+        ),
+    })
+    found = _security(repo)
+    (pretty,) = [f for f in _at(found, "app/diff.py", 8, "B308")]
+    (raw,) = [f for f in _at(found, "app/diff.py", 12, "B308")]
+    assert pretty.noise and "already escaped or rendered" in pretty.noise
+    assert raw.noise is None
+
+
+@needs_bandit
 def test_markup_in_a_template_engines_own_escaping_is_noise(make_repo):
     engine = (
         "from markupsafe import Markup\n\n\n"

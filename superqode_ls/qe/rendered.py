@@ -40,7 +40,9 @@ from .codegen import Scopes, _own_nodes
 _SAFE_CALL = re.compile(
     r"(?i)^(escape|escape_html|html_escape|conditional_escape|format_html|xmlattr|highlight|"
     r"render|render_template|render_to_string|render_string|markdown|markdownify|"
-    r"clean|sanitize|sanitize_html|linkify|urlize|striptags|html_params)$")
+    r"clean|sanitize|sanitize_html|linkify|urlize|striptags|html_params|"
+    # diff-match-patch's HTML view escapes &, < and > of both texts itself
+    r"diff_prettyHtml|diff_pretty_html)$")
 # URL-encoding calls: their output is letters, digits, ``%XX`` and
 # ``_.-~/+=&`` (never ``<>"'``), so safe in HTML text and a quoted attribute
 # -- unless a ``safe=`` argument lets such characters through. ``json.dumps``
