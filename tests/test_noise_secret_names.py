@@ -126,6 +126,35 @@ def test_the_projects_own_safe_extractall_is_noise_tarfiles_method_stays(make_re
     _kept(found, "pkg/builder.py", 14, "B202")
 
 
+CHECKED = '''import os
+import tarfile
+
+
+def safe_extract(path, tar_path):
+    with tarfile.open(tar_path) as tar:
+        for member in tar.getmembers():
+            if not os.path.realpath(os.path.join(path, member.name)).startswith(path):
+                raise RuntimeError("Attempted Path Traversal in Tar File")
+        tar.extractall(path)
+
+
+def logged_extract(path, tar_path, log):
+    with tarfile.open(tar_path) as tar:
+        for member in tar.getmembers():
+            log(member.name)
+        tar.extractall(path)
+'''
+
+
+@needs_bandit
+def test_an_extraction_after_a_loop_that_raises_on_a_bad_member_is_noise(make_repo):
+    """luigi's SafeExtractor checks every member's path first; a loop that
+    only logs them checks nothing."""
+    found = _security(make_repo({"pkg/__init__.py": "", "pkg/unpack.py": CHECKED}))
+    _noise_all(found, "pkg/unpack.py", 10, "every member's path is checked first")
+    _kept(found, "pkg/unpack.py", 17, "B202")
+
+
 GIT = '''import subprocess
 import sys
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from .ast_index import index
 from .codegen import Scopes
 
 
@@ -70,3 +71,27 @@ def own_extract_helper(scopes: Scopes, line: int) -> str | None:
         return None
     return (f"not tarfile's extractall: {name}() is the project's own function ({source}); "
             "the extraction it makes is judged where it calls TarFile.extractall")
+
+
+def members_checked(scopes: Scopes, line: int) -> str | None:
+    """Why ``TarFile.extractall`` on ``line`` is checked after all: earlier in
+    its function a loop over the archive's members (``getmembers()``) raises
+    on one of them (luigi's ``SafeExtractor``: a member whose path leaves
+    the folder is a "path traversal" error). A loop that only logs, or no
+    loop, stays."""
+    calls = [c for c in scopes.calls_on(line) if isinstance(c.func, ast.Attribute)
+             and c.func.attr == "extractall"]
+    fn = index(scopes.tree).function_at(line)
+    if not calls or fn is None:
+        return None
+    for loop in ast.walk(fn):
+        if not (isinstance(loop, (ast.For, ast.AsyncFor)) and loop.lineno < line
+                and isinstance(loop.iter, ast.Call)
+                and getattr(loop.iter.func, "attr", None) == "getmembers"):
+            continue
+        if any(isinstance(n, ast.If) and any(isinstance(r, ast.Raise) for r in ast.walk(n))
+               for n in ast.walk(loop)):
+            return ("every member's path is checked first: the loop over getmembers() before it "
+                    "raises on one that does not pass")
+    return None
+

@@ -46,6 +46,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
 - tarfile's unchecked extraction (B202) on a call of the project's own
   function named for it (tox's ``safe_extractall(tar, path)``): bandit
   matches the name; the function's own ``extractall`` is judged where it is;
+  and ``TarFile.extractall`` after a loop over the archive's members that
+  raises on one (luigi's ``SafeExtractor``): every path is checked first;
 - a zero-width space (PLE2515) in a string of natural-language text (Lao,
   Thai, Khmer and other scripts break words with it): the character is the
   text's own; in a string of ASCII text it stays.
@@ -68,7 +70,7 @@ from .noise_guards import (
     documentation_example,
     local_debug_server,
 )
-from .noise_helpers import app_ready_import, own_extract_helper
+from .noise_helpers import app_ready_import, members_checked, own_extract_helper
 from .noise_tls import verify_chosen
 
 Lines = Callable[[str], "list[str] | None"]
@@ -151,7 +153,7 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
         why = name_error_handled(scopes, line, f.message or f.title or "")
         return (why, Severity.low) if why else None
     if rule == "B202":
-        why = own_extract_helper(scopes, line)
+        why = own_extract_helper(scopes, line) or members_checked(scopes, line)
         return (why, Severity.info) if why else None
     return None
 
