@@ -78,14 +78,21 @@ def _top_packages(root: Path) -> list[str]:
             and e.name not in _SKIP and not e.name.startswith(".") and _is_package(root / e.name)]
 
 
+def _table(data: dict, key: str) -> dict:
+    """``data[key]`` where it is a table, else an empty one (a hand-written
+    TOML may hold any value under any key)."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _declared(data: dict, root: Path) -> list[str]:
     """The folders a build configuration names as its packages."""
-    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    tool = _table(data, "tool")
     out: list[str] = []
-    wheel = (((tool.get("hatch") or {}).get("build") or {}).get("targets") or {}).get("wheel")
-    if isinstance(wheel, dict) and isinstance(wheel.get("packages"), list):
+    wheel = _table(_table(_table(_table(tool, "hatch"), "build"), "targets"), "wheel")
+    if isinstance(wheel.get("packages"), list):
         out += [str(p).strip("/") for p in wheel["packages"] if isinstance(p, str)]
-    setup = tool.get("setuptools") if isinstance(tool.get("setuptools"), dict) else {}
+    setup = _table(tool, "setuptools")
     base = ""
     pkg_dir = setup.get("package-dir")
     if isinstance(pkg_dir, dict) and isinstance(pkg_dir.get(""), str):
@@ -93,22 +100,20 @@ def _declared(data: dict, root: Path) -> list[str]:
     if isinstance(setup.get("packages"), list):
         out += [f"{base}/{p.split('.')[0]}".strip("/") for p in setup["packages"]
                 if isinstance(p, str)]
-    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
-    for p in poetry.get("packages") or []:
+    for p in _table(tool, "poetry").get("packages") or []:
         if isinstance(p, dict) and isinstance(p.get("include"), str):
             where = str(p.get("from") or "").strip("/")
             out.append(f"{where}/{p['include'].split('/')[0]}".strip("/"))
     return [p for p in out if p and ".." not in p and (root / p).is_dir()]
 
 
-def _dist_name(root: Path, data: dict) -> str | None:
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+def _dist_name(data: dict, setup: str, cfg: str) -> str | None:
+    project = _table(data, "project")
     if isinstance(project.get("name"), str):
         return project["name"]
-    poetry = ((data.get("tool") or {}).get("poetry") or {}) if isinstance(data.get("tool"), dict) else {}
-    if isinstance(poetry, dict) and isinstance(poetry.get("name"), str):
+    poetry = _table(_table(data, "tool"), "poetry")
+    if isinstance(poetry.get("name"), str):
         return poetry["name"]
-    cfg = _read(root / "setup.cfg")
     if cfg:
         parser = configparser.ConfigParser(interpolation=None)
         try:
@@ -117,28 +122,22 @@ def _dist_name(root: Path, data: dict) -> str | None:
                 return parser.get("metadata", "name")
         except configparser.Error:
             pass
-    setup = _read(root / "setup.py")
-    m = _NAME_IN_SETUP.search(setup) if setup else None
+    m = _NAME_IN_SETUP.search(setup)
     return m.group(1) if m else None
 
 
-def _finds_packages(root: Path, data: dict) -> bool:
+def _finds_packages(data: dict, setup: str, cfg: str) -> bool:
     """The build searches for its packages (setuptools' ``find_packages``,
     ``packages = find:``, ``[tool.setuptools.packages.find]``)."""
-    setup = ((data.get("tool") or {}).get("setuptools") or {}) if isinstance(
-        data.get("tool"), dict) else {}
-    if isinstance(setup, dict) and isinstance(setup.get("packages"), dict):
+    if isinstance(_table(_table(data, "tool"), "setuptools").get("packages"), dict):
         return True
-    text = (_read(root / "setup.py") or "") + (_read(root / "setup.cfg") or "")
-    return bool(_FIND.search(text))
+    return bool(_FIND.search(setup + cfg))
 
 
-def _setup_packages(root: Path) -> list[str] | None:
+def _setup_packages(root: Path, setup: str, cfg: str) -> list[str] | None:
     """The folders of a literal ``packages=[...]`` in setup.py or setup.cfg's
     ``packages =`` lines; [] when packages are given some other way (not
     certain), None when neither names any."""
-    setup = _read(root / "setup.py") or ""
-    cfg = _read(root / "setup.cfg") or ""
     names: list[str] = []
     if _PACKAGES_ARG.search(setup):
         m = _PACKAGES_LIST.search(setup)
@@ -164,7 +163,10 @@ def shipped(root: Path) -> list[str] | None:
         data = tomllib.loads(text) if text else {}
     except tomllib.TOMLDecodeError:
         return None
-    name = _dist_name(root, data)
+    # each build file read once, for every question below
+    setup = _read(root / "setup.py") or ""
+    cfg = _read(root / "setup.cfg") or ""
+    name = _dist_name(data, setup, cfg)
     if not name:
         return None  # no distribution: nothing says what ships
     declared = _declared(data, root)
@@ -173,9 +175,9 @@ def shipped(root: Path) -> list[str] | None:
     src = root / "src"
     if src.is_dir() and not src.is_symlink() and _top_packages(src):
         return ["src"]
-    if _finds_packages(root, data):
+    if _finds_packages(data, setup, cfg):
         return None  # what a package search finds is not certain from here
-    listed = _setup_packages(root)
+    listed = _setup_packages(root, setup, cfg)
     if listed is not None:
         return listed or None
     packages = [p for p in _top_packages(root) if p.lower() not in _NOT_PRODUCT]
