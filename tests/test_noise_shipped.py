@@ -13,7 +13,9 @@ from superqode_ls.qe.noise import FileLines, filter_findings
 from superqode_ls.qe.noise_shipped import shipped
 from tests.role_helpers import lint_finding
 
-_SQL = "def q(cur, name):\n    cur.execute(f\"SELECT * FROM t WHERE n = '{name}'\")\n"
+# eval of a caller's text: wrong whatever the input, so a library's shipped
+# code keeps it (noise_threat) and only the shipped-code rule moves it.
+_SQL = "def q(expr):\n    return eval(expr)\n"
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -24,7 +26,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def _sql(file: str):
-    return lint_finding("B608", file, 2, role="security_tester", tool="bandit",
+    return lint_finding("B307", file, 2, role="security_tester", tool="bandit",
                         category="security", severity=Severity.medium, id=file)
 
 

@@ -32,6 +32,8 @@ in this order:
    there is key material made for the tests or the example, noise); then a
    lint rule about how the code is written (style, complexity, modernisation:
    ``noise_style``), not what it does, is noise even where the project selects it;
+   in a library's shipped code, a security pattern no outside input is traced
+   to, and a literal every install carries, are noise (``noise_threat``);
 6. the baseline (``qe/baseline.py``): findings already accepted are dropped;
 7. one line, one diagnostic: the static findings on one line are merged
    into the most important of them, which names the others' rules in
@@ -50,6 +52,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from os import PathLike
+from pathlib import Path
 
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding, Severity
@@ -78,8 +81,9 @@ from .noise_paths import (  # noqa: F401
 )
 from .noise_project import project_noise
 from .noise_reexports import package_reexports
-from .noise_shipped import unshipped
+from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
+from .noise_threat import library_threat
 from .ruff_rules import LIKELY_BUG, ruff_severity
 
 LineReader = Callable[[str, int], "str | None"]
@@ -343,8 +347,12 @@ def filter_findings(
         deduped = classify_paths(deduped, classes)
         if "vendored" in classes:
             deduped = vendored(deduped, getattr(read_line, "root", None))
+        root = getattr(read_line, "root", None)
+        certain, found = survey(Path(root)) if root is not None else (None, [])
         if "tooling" in classes:
-            deduped = unshipped(deduped, getattr(read_line, "root", None))
+            deduped = unshipped(deduped, root, certain or [])
+        deduped = library_threat(deduped, root, certain or found,
+                                 getattr(read_line, "lines", None))
     deduped = style_noise(deduped)
     result = NoiseResult(
         findings=deduped,

@@ -156,47 +156,65 @@ def _setup_packages(root: Path, setup: str, cfg: str) -> list[str] | None:
 def shipped(root: Path) -> list[str] | None:
     """The folders (relative to ``root``) a library ships, or None when that
     is not certain (no distribution, an application, two product packages)."""
+    return survey(root)[0]
+
+
+def library_code(root: Path) -> list[str] | None:
+    """The folders of a library's own code: what it certainly ships, else the
+    product packages of a library distribution whose build searches for its
+    packages (every top-level package but tests, docs, scripts...); None for
+    an application or a project that builds no distribution."""
+    certain, found = survey(root)
+    return certain or found or None
+
+
+def survey(root: Path) -> tuple[list[str] | None, list[str]]:
+    """(what the library certainly ships or None; where that is not certain,
+    the product packages of its distribution, else [])."""
     if any((root / m).exists() for m in _APP_MARKERS):
-        return None
+        return None, []
     text = _read(root / "pyproject.toml")
     try:
         data = tomllib.loads(text) if text else {}
     except tomllib.TOMLDecodeError:
-        return None
+        return None, []
     # each build file read once, for every question below
     setup = _read(root / "setup.py") or ""
     cfg = _read(root / "setup.cfg") or ""
     name = _dist_name(data, setup, cfg)
     if not name:
-        return None  # no distribution: nothing says what ships
+        return None, []  # no distribution: nothing says what ships
     declared = _declared(data, root)
     if declared:
-        return declared
+        return declared, []
     src = root / "src"
     if src.is_dir() and not src.is_symlink() and _top_packages(src):
-        return ["src"]
+        return ["src"], []
+    packages = [p for p in _top_packages(root) if p.lower() not in _NOT_PRODUCT]
     if _finds_packages(data, setup, cfg):
-        return None  # what a package search finds is not certain from here
+        return None, packages  # what a package search finds is not certain from here
     listed = _setup_packages(root, setup, cfg)
     if listed is not None:
-        return listed or None
-    packages = [p for p in _top_packages(root) if p.lower() not in _NOT_PRODUCT]
+        return listed or None, [] if listed else packages
     if packages == [_norm(name)] or [_norm(p) for p in packages] == [_norm(name)]:
-        return packages
-    return None
+        return packages, []
+    return None, []
 
 
-def _inside(path: str, folders: list[str]) -> bool:
+def inside(path: str, folders: list[str]) -> bool:
     return any(path == f or path.startswith(f + "/") for f in folders)
 
 
-def unshipped(findings: list[Finding], root: str | os.PathLike[str] | None) -> list[Finding]:
+def unshipped(findings: list[Finding], root: str | os.PathLike[str] | None,
+               folders: list[str] | None = None) -> list[Finding]:
     """Static findings outside what the library ships: one level lower, noise
-    (a provider's token excepted), the shipped folders named."""
+    (a provider's token excepted), the shipped folders named. ``folders``:
+    the shipped folders when the caller has them (``shipped``)."""
     if root is None or not any(f.category in PATH_CLASS_CATEGORIES and f.noise is None
                                for f in findings):
         return findings
-    folders = shipped(Path(root))
+    if folders is None:
+        folders = shipped(Path(root))
     if not folders:
         return findings
     where = ", ".join(f"{f}/" for f in folders)
@@ -204,7 +222,7 @@ def unshipped(findings: list[Finding], root: str | os.PathLike[str] | None) -> l
     for f in findings:
         # (a finding already noise, or in a path class, was judged and lowered once)
         if (f.category in PATH_CLASS_CATEGORIES and f.noise is None and f.file
-                and not _inside(f.file, folders)
+                and not inside(f.file, folders)
                 and not any(t.startswith("path:") for t in f.tags)):
             lowered = f.severity.lower()
             why = f"outside the shipped package ({where}): development code"
