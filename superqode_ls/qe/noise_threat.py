@@ -32,8 +32,8 @@ A value every install of a distribution carries is no secret from its
 users: a literal that a password rule or the generic secrets rule flags in
 shipped code (a site's public API key that a scraper must send, a default)
 is noise; a password or a signing key (the line names one: ``SECRET_KEY``,
-a credential to some system), a provider's token (an account owns it), a private key and a default signing
-key stay.
+a credential to some system), a provider's token (an account owns it), a
+private key and a default signing key stay.
 
 An application (no distribution, or a deployable one: ``manage.py``, a
 ``Dockerfile``...) is not judged here: its code is what runs on its server.
