@@ -94,3 +94,13 @@ def test_a_fifo_where_a_cache_file_goes_is_an_empty_cache(tmp_path, reader):
     path.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(path)
     assert _without_hanging(read, path) in ({}, None)
+
+
+def test_a_fifo_among_the_files_bandit_would_scan_is_left_to_bandit(tmp_path):
+    """The bandit cache digests the project's files before a run: a FIFO
+    swapped in for one must neither block nor be answered from the cache."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "b.py")
+    cache = _bandit_cache.BanditCache(tmp_path / "bandit", "ident", tmp_path)
+    got = _without_hanging(lambda: cache.split(["a.py", "b.py"]), tmp_path / "b.py")
+    assert got == ([], ["a.py", "b.py"])

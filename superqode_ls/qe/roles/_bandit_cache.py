@@ -240,9 +240,10 @@ def open_cache(project: Path, root: Path, bandit: str, options: list[str]) -> Ba
 
 def _look(path: Path, digest: bool = True) -> _Seen | None:
     """The file's digest and the stat that says it has not changed since;
-    None for anything but a regular file that can be read."""
+    None for anything but a regular file that can be read (a FIFO swapped
+    in by the session's processes does not block)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
