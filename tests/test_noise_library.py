@@ -12,6 +12,8 @@ import pytest
 
 from superqode_ls.models import Range, Severity
 from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.noise_jinja import kind_by_name
+from superqode_ls.qe.noise_library import _not_html
 from superqode_ls.qe.noise_style import STYLE_REASON, is_style
 from superqode_ls.qe.roles._secrets import scan_text
 from superqode_ls.qe.roles._secrets_values import not_a_secret
@@ -291,6 +293,25 @@ def test_mako_templates_of_code_or_escaped_are_noise_a_web_apps_html_stays(tmp_p
     assert "default filters include `h`" in esc.noise
     assert html.noise is None and html.severity is Severity.medium
     assert served.noise is None  # a web app's template of unknown kind stays shown
+
+
+@pytest.mark.parametrize("name,kind", [
+    ("script.py.mako", "text"), ("tox.ini.j2", "text"), ("conf.py.jinja", "text"),
+    ("nginx.conf.mako", "text"), ("setup.py.template", "text"), ("main.tf", "text"),
+    ("page.html.mako", "html"), ("templates/page.html", "html"), ("feed.xml.jinja", "html"),
+    ("icon.svg.j2", "html"), ("page.mako", None), ("mail.jinja", None), ("README", None),
+])
+def test_jinja_and_mako_templates_are_judged_by_one_reading_of_their_name(name, kind):
+    assert kind_by_name(name) == kind
+    assert _not_html(name) is (kind == "text")  # Mako's B702 step asks the same question
+
+
+def test_a_mako_template_of_a_configuration_file_is_no_xss(tmp_path):
+    _write(tmp_path, {"site/app.py": "from flask import Flask\n",
+                      "site/conf.py": ("from mako.template import Template\n"
+                                       "t = Template(filename='nginx.conf.mako')\n")})
+    (f,) = _filtered(tmp_path, [_sec("B702", "site/conf.py", 2, severity=Severity.medium)])
+    assert "'nginx.conf.mako', not HTML" in f.noise
 
 
 def test_an_opinion_the_project_holds_in_many_places_is_tolerated_a_likely_bug_is_not(tmp_path):

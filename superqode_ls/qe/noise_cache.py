@@ -48,6 +48,7 @@ from ..models import Finding
 from ..workspace.artifacts import atomic_write
 from ..workspace.paths import repo_key
 from .noise import NoiseResult
+from .roles._common import read_bounded
 
 VERSION = 1
 MAX_BYTES = 16_000_000
@@ -217,15 +218,10 @@ def cached(project: Path, root: Path, findings: list[Finding], settings: dict[st
 
 
 def _read(path: Path) -> dict[str, Any]:
+    raw = read_bounded(path, MAX_BYTES)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return {}
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_BYTES else None
-    except (OSError, ValueError):
+        data = None if raw is None else json.loads(raw)
+    except ValueError:
         return {}
     if not (isinstance(data, dict) and data.get("version") == VERSION and data.get("code") == CODE
             and isinstance(data.get("entries"), dict)):

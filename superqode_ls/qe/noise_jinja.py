@@ -23,7 +23,9 @@ import os
 import re
 from pathlib import Path
 
-_TEMPLATE_EXT = re.compile(r"(?i)\.(?:jinja2?|j2|tmpl|tpl|template)$")
+# One judgement of a template's output by its name, for jinja2 (B701) and
+# Mako (B702, noise_library.py): the engine's extension is stripped first.
+_TEMPLATE_EXT = re.compile(r"(?i)\.(?:jinja2?|j2|mako|tmpl|tpl|template)$")
 _HTML_EXT = re.compile(r"(?i)\.(?:html?|xhtml|xml|svg|shtml|jsp|php|vue|jinja_raw)$")
 _TEXT_EXT = re.compile(r"(?i)\.(?:py|pyi|sql|ini|cfg|toml|ya?ml|json|txt|rst|md|sh|csv|dot|"
                        r"gv|conf|env|tf|dockerfile|c|h|rs|go|ts|proto|graphql|ps1|bat)$")
@@ -121,16 +123,22 @@ def _template_names(tree: ast.Module, env: ast.Call) -> list[str] | None:
     return out or None
 
 
-def _kind(file: Path) -> str | None:
-    """"html", "text", "asset" or None (unreadable) for one template file."""
-    name = file.name
+def kind_by_name(name: str) -> str | None:
+    """"html" or "text" for a template whose name says what it renders
+    (``page.html.jinja``, ``script.py.mako``), else None (``page.mako``)."""
     if _HTML_EXT.search(name):
         return "html"
     bare = _TEMPLATE_EXT.sub("", name)
     if _HTML_EXT.search(bare):
         return "html"
-    if _TEXT_EXT.search(bare):
-        return "text"
+    return "text" if _TEXT_EXT.search(bare) else None
+
+
+def _kind(file: Path) -> str | None:
+    """"html", "text", "asset" or None (unreadable) for one template file."""
+    name = file.name
+    if by_name := kind_by_name(name):
+        return by_name
     if _ASSET_EXT.search(name):
         return "asset"
     try:

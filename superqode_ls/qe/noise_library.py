@@ -70,7 +70,7 @@ from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
 from .noise_calls import COMMAND_WORD, interpreter_only, passed_parameter, placeholders_only
-from .noise_jinja import renders_no_html
+from .noise_jinja import kind_by_name, renders_no_html
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
 from .noise_trusted import TRUSTED_RULES, declares_script, project_filters, trusted_why
 from .noise_trusted import clear as let_trusted_facts_go
@@ -301,14 +301,12 @@ _MARKUP_KEPT = re.compile(r"\bMarkup\(")
 # Mako's escaping is a default filter, not a flag: ``default_filters=['h']``.
 _MAKO_ESCAPES = re.compile(r"default_filters\s*=\s*[\[(][^\])]*['\"]h['\"]")
 _MAKO_FILE = re.compile(r"(?:filename|uri)\s*=\s*['\"]([^'\"]+)['\"]")
-_TEMPLATE_EXT = re.compile(r"(?i)\.(?:mako|tmpl|tpl|jinja2?|j2)$")
-_TEXT_EXT = re.compile(r"(?i)\.(?:py|pyi|sql|ini|cfg|toml|ya?ml|json|txt|rst|md|sh|csv)$")
 
 
 def _not_html(name: str) -> bool:
     """A template file whose output is not HTML, by its name: ``script.py.mako``
     (``.mako`` stripped, ``.py`` left); a bare ``page.mako`` is unknown."""
-    return bool(_TEXT_EXT.search(_TEMPLATE_EXT.sub("", name)))
+    return kind_by_name(name) == "text"
 
 
 _CHMOD = re.compile(r"\bchmod\([^,]+,\s*(0o[0-7]+|0[0-7]+|\d+)\s*\)")

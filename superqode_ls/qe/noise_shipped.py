@@ -21,12 +21,12 @@ from __future__ import annotations
 import configparser
 import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 
 from ..models import Finding
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons, key_material, provider_token
+from .roles._common import read_bounded
 
 # Folders that are tests, docs or examples whatever the layout: a package
 # there (``tests/__init__.py``) is no second product package.
@@ -45,20 +45,10 @@ _APP_MARKERS = ("manage.py", "Procfile", "Dockerfile", "docker-compose.yml", "ap
 
 
 def _read(path: Path) -> str | None:
-    """A regular file's text, not through a link, bounded; None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        raw = os.read(fd, _MAX_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None if len(raw) > _MAX_BYTES else raw.decode("utf-8", "replace")
+    """A regular file's text, not through a link, bounded; None otherwise.
+    A build file in another encoding still names its packages in ASCII."""
+    raw = read_bounded(path, _MAX_BYTES)
+    return None if raw is None else raw.decode("utf-8", "replace")
 
 
 def _norm(name: str) -> str:

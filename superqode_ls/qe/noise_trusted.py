@@ -18,8 +18,8 @@ an object lives (noise_library.py calls it, after the context step):
   lxml (B320, B410) is not here: it can resolve entities;
 - ``urlopen`` (B310) of a module constant that is an ``http(s)://`` URL
   (pipx's ``GITHUB_API_URL``): no ``file:`` or custom scheme can reach it;
-- ``urlopen`` (B310) of a URL whose scheme the code checks first, in the
-  function (``if not url.startswith(("http://", "https://")): raise``,
+- ``urlopen`` (B310) of a URL whose scheme the code checks first (see
+  ``noise_scheme``), in the function (``if not url.startswith(("http://", "https://")): raise``,
   ``if urlparse(url).scheme in ("http", "https"):``) or, for a parameter,
   before every call of the function in the module: only http(s) reaches
   it. A check that lets any scheme through (``if urlparse(app).scheme:``)
@@ -56,6 +56,7 @@ from pathlib import Path
 
 from ..models import Finding
 from .ast_index import index
+from .noise_scheme import scheme_checked
 from .noise_urls import default_url
 
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
@@ -100,7 +101,8 @@ def trusted_why(f: Finding, rule: str, lines: list[str], tree: Callable[[], ast.
     if rule in _XML_RULES:
         return _trusted_xml(t, lines, n, rule)
     if rule == "B310":
-        return _constant_url(t, n) or _scheme_checked(t, n) or default_url(t, n)
+        return (_constant_url(t, n) or scheme_checked(t, n, _parents(t), lambda: _calls_of(t))
+                or default_url(t, n))
     if rule == "PLE0604":
         return _annotated_all(t, n) or _property_names(t, n, project()[2])
     if rule == "B704":
@@ -404,103 +406,3 @@ def _texts(root: Path, suffixes: tuple[str, ...], keep: Callable[[str], bool],
                     out.append(text)
                     total += len(text)
     return out
-
-
-_WEB_SCHEMES = frozenset({"http", "https", "http:", "https:", "http://", "https://"})
-
-
-def _scheme_checked(tree: ast.Module, line: int) -> str | None:
-    parent = _parents(tree)
-    for call in _at(tree, line, ast.Call):
-        if not call.args or not isinstance(arg := call.args[0], ast.Name):
-            continue
-        if _guarded(parent, call, arg.id):
-            return "the URL's scheme is checked to be http(s) before it is opened"
-        func = _function_of(parent, call)
-        params = {a.arg for a in func.args.args + func.args.kwonlyargs} if func else set()
-        if func is None or arg.id not in params:
-            continue
-        position = [a.arg for a in func.args.args].index(arg.id) if arg.id in [
-            a.arg for a in func.args.args] else None
-        calls = _calls_of(tree).get(func.name, [])
-        if calls and all(_passes_checked(parent, c, arg.id, position) for c in calls):
-            return (f"every call of {func.name}() in the module checks the URL's scheme is "
-                    "http(s) first")
-    return None
-
-
-def _passes_checked(parent: dict, call: ast.Call, name: str, position: int | None) -> bool:
-    passed = next((k.value for k in call.keywords if k.arg == name), None)
-    if passed is None and position is not None and position < len(call.args):
-        passed = call.args[position]
-    return isinstance(passed, ast.Name) and _guarded(parent, call, passed.id)
-
-
-def _function_of(parent: dict, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    up = parent.get(node)
-    while up is not None and not isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        up = parent.get(up)
-    return up
-
-
-def _guarded(parent: dict, node: ast.AST, name: str) -> bool:
-    """``node`` runs only when ``name``'s scheme is http(s): inside ``if
-    <check>:``, or after ``if not <check>: raise/return`` in a block that
-    holds it."""
-    child, up = node, parent.get(node)
-    while up is not None and not isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                 ast.Module, ast.Lambda)):
-        if isinstance(up, ast.If) and child in up.body and _check(up.test, name) is True:
-            return True
-        for block in ("body", "orelse", "finalbody"):
-            stmts = getattr(up, block, None)
-            if isinstance(stmts, list) and child in stmts:
-                for before in stmts[:stmts.index(child)]:
-                    if (isinstance(before, ast.If) and _check(before.test, name) is False
-                            and before.body and isinstance(before.body[-1], (ast.Raise,
-                                                                             ast.Return))):
-                        return True
-        child, up = up, parent.get(up)
-    if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        for before in up.body[:up.body.index(child)] if child in up.body else []:
-            if (isinstance(before, ast.If) and _check(before.test, name) is False
-                    and before.body and isinstance(before.body[-1], (ast.Raise, ast.Return))):
-                return True
-    return False
-
-
-def _check(test: ast.AST, name: str) -> bool | None:
-    """True: ``test`` holds only for an http(s) ``name``; False: it holds
-    only for another scheme (its negation); None: neither."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _check(test.operand, name)
-        return None if inner is None else not inner
-    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) \
-            and test.func.attr == "startswith" and _is(test.func.value, name) and test.args:
-        return True if _web_only(test.args[0]) else None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _scheme_of(test.left, name):
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.In, ast.Eq)) and _web_only(right):
-            return True
-        if isinstance(op, (ast.NotIn, ast.NotEq)) and _web_only(right):
-            return False
-    return None
-
-
-def _is(e: ast.AST, name: str) -> bool:
-    return isinstance(e, ast.Name) and e.id == name
-
-
-def _scheme_of(e: ast.AST, name: str) -> bool:
-    """``urlparse(name).scheme`` / ``urlsplit(name).scheme``."""
-    return (isinstance(e, ast.Attribute) and e.attr == "scheme" and isinstance(e.value, ast.Call)
-            and (getattr(e.value.func, "attr", None) or getattr(e.value.func, "id", None))
-            in ("urlparse", "urlsplit") and bool(e.value.args) and _is(e.value.args[0], name))
-
-
-def _web_only(e: ast.AST) -> bool:
-    if isinstance(e, ast.Constant):
-        return isinstance(e.value, str) and e.value.lower() in _WEB_SCHEMES
-    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
-        return bool(e.elts) and all(_web_only(x) for x in e.elts)
-    return False

@@ -48,7 +48,6 @@ import asyncio
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +60,7 @@ from ..workspace.paths import repo_key
 from . import noise_cache
 from .fix_judge import VerifyResult
 from .patching import patch_files
+from .roles._common import read_bounded
 from .roles.base import Role, RoleContext, tool_path
 
 VERSION = 1
@@ -265,17 +265,10 @@ def _kept(raw: Any) -> Kept:
 def _read(path: Path) -> dict[str, Any]:
     """The entries of the file at ``path``: nothing where it is a link (never
     followed), not a plain file, too large, or of another format or code."""
+    raw = read_bounded(path, MAX_BYTES)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return {}
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return {}
-            raw = fh.read(MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_BYTES else None
-    except (OSError, ValueError):
+        data = None if raw is None else json.loads(raw)
+    except ValueError:
         return {}
     if not (isinstance(data, dict) and data.get("version") == VERSION
             and data.get("code") == noise_cache.CODE and isinstance(data.get("entries"), dict)):

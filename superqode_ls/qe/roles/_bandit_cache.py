@@ -41,7 +41,7 @@ from typing import Any
 from ...config import superqode_home
 from ...workspace.artifacts import atomic_write
 from ...workspace.paths import repo_key
-from ._common import rel_to
+from ._common import read_bounded, rel_to
 
 VERSION = 1  # of the entries' format
 MAX_ENTRIES = 20_000  # per project: sqlalchemy has 668 files
@@ -150,11 +150,10 @@ class BanditCache:
     def _read(self, rel: str, digest: str) -> list[dict[str, Any]] | None:
         key = self._key(rel, digest)
         path = self.folder / key[:2] / f"{key}{_SUFFIX}"
+        raw = read_bounded(path, MAX_ENTRY_BYTES)
         try:
-            with open(path, "rb", opener=_nofollow) as fh:
-                raw = fh.read(MAX_ENTRY_BYTES + 1)
-            entry = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
-        except (OSError, ValueError):
+            entry = None if raw is None else json.loads(raw)
+        except ValueError:
             return None
         if not (isinstance(entry, dict) and entry.get("key") == key and entry.get("file") == rel
                 and entry.get("digest") == digest and isinstance(entry.get("results"), list)):
@@ -241,9 +240,10 @@ def open_cache(project: Path, root: Path, bandit: str, options: list[str]) -> Ba
 
 def _look(path: Path, digest: bool = True) -> _Seen | None:
     """The file's digest and the stat that says it has not changed since;
-    None for anything but a regular file that can be read."""
+    None for anything but a regular file that can be read (a FIFO swapped
+    in by the session's processes does not block)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -261,10 +261,6 @@ def _look(path: Path, digest: bool = True) -> _Seen | None:
         os.close(fd)
     return _Seen(h.hexdigest() if digest else "",
                  (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-
-
-def _nofollow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)
 
 
 # The fields bandit_findings reads, and their types.

@@ -145,10 +145,12 @@ def _rel_to(root: str, path: str) -> str:
     return Path(os.path.normpath(path)).as_posix()
 
 
-def read_regular(path: Path) -> str | None:
-    """``path``'s text when it is a regular file, else None. The sandbox's
-    files are read while the session's processes still run there: a link
-    swapped in after the walk is not followed, a FIFO does not block."""
+def read_bounded(path: Path | str, limit: int | None) -> bytes | None:
+    """``path``'s bytes when it is a regular file of at most ``limit`` bytes
+    (None: no bound), else None. Caches and the sandbox's files are read
+    while other processes may write there: a link (one swapped in after a
+    walk) is never followed, a FIFO or device neither blocks nor is read,
+    and nothing past the bound is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -156,12 +158,23 @@ def read_regular(path: Path) -> str | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        with os.fdopen(fd, encoding="utf-8", newline="", closefd=False) as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError):
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read() if limit is None else fh.read(limit + 1)
+    except OSError:
         return None
     finally:
         os.close(fd)
+    return raw if limit is None or len(raw) <= limit else None
+
+
+def read_regular(path: Path) -> str | None:
+    """``path``'s text (UTF-8, newlines as on disk) when it is a regular file,
+    else None (``read_bounded``, no bound)."""
+    raw = read_bounded(path, None)
+    try:
+        return None if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 class SourceCache:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from ...config import superqode_home
 from ...models import Severity
 from ...workspace.artifacts import atomic_write
 from ...workspace.paths import repo_key
+from ._common import read_bounded
 
 VERSION = 1  # of the file's format
 MAX_BYTES = 8_000_000
@@ -187,16 +187,12 @@ def open_cache(project: Path) -> WebCache:
     what is there is not entirely of the expected shape (fail closed)."""
     path = cache_file(project)
     cache = WebCache(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    raw = read_bounded(path, MAX_BYTES)
+    if raw is None:
         return cache
     try:
-        with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_BYTES else None
-        _load(cache, data)
-    except (OSError, ValueError, TypeError, KeyError):
+        _load(cache, json.loads(raw))
+    except (ValueError, TypeError, KeyError):
         return WebCache(path)
     return cache
 
