@@ -23,6 +23,8 @@ import os
 import re
 from pathlib import Path
 
+from .roles._common import read_prefix
+
 # One judgement of a template's output by its name, for jinja2 (B701) and
 # Mako (B702, noise_library.py): the engine's extension is stripped first.
 _TEMPLATE_EXT = re.compile(r"(?i)\.(?:jinja2?|j2|mako|tmpl|tpl|template)$")
@@ -141,12 +143,10 @@ def _kind(file: Path) -> str | None:
         return by_name
     if _ASSET_EXT.search(name):
         return "asset"
-    try:
-        with open(file, "rb") as fh:
-            text = fh.read(_MAX_BYTES).decode("utf-8", "replace")
-    except OSError:
+    raw = read_prefix(file, _MAX_BYTES)  # a FIFO planted there must not hang the filter
+    if raw is None:
         return None
-    return "html" if _TAG.search(text) else "text"
+    return "html" if _TAG.search(raw.decode("utf-8", "replace")) else "text"
 
 
 def _inside(path: Path, root: Path) -> Path | None:

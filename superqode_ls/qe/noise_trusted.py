@@ -58,6 +58,7 @@ from ..models import Finding
 from .ast_index import index
 from .noise_scheme import scheme_checked
 from .noise_urls import default_url
+from .roles._common import read_prefix
 
 _ALL_INTERFACES = frozenset({"0.0.0.0", "::", "[::]"})
 # A call that listens: the bind address goes here.
@@ -323,11 +324,9 @@ def declares_script(root: Path) -> bool:
     """The project installs a command (``[project.scripts]``, poetry's
     scripts, setuptools' ``console_scripts``)."""
     for name in ("pyproject.toml", "setup.cfg", "setup.py"):
-        try:
-            if _SCRIPTS.search((root / name).read_text(errors="replace")[:200_000]):
-                return True
-        except OSError:
-            continue
+        raw = read_prefix(root / name, 200_000)
+        if raw is not None and _SCRIPTS.search(raw.decode("utf-8", "replace")):
+            return True
     return False
 
 
@@ -398,10 +397,10 @@ def _texts(root: Path, suffixes: tuple[str, ...], keep: Callable[[str], bool],
                 if e.name not in _TEMPLATE_SKIP and not e.name.startswith("."):
                     stack.append(e)
             elif e.name.endswith(suffixes) and e.is_file():
-                try:
-                    text = e.read_text(errors="replace")[:200_000]
-                except OSError:
+                raw = read_prefix(e, 200_000)  # no link followed, no FIFO waited on
+                if raw is None:
                     continue
+                text = raw.decode("utf-8", "replace")
                 if keep(text):
                     out.append(text)
                     total += len(text)

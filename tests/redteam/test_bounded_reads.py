@@ -104,3 +104,26 @@ def test_a_fifo_among_the_files_bandit_would_scan_is_left_to_bandit(tmp_path):
     cache = _bandit_cache.BanditCache(tmp_path / "bandit", "ident", tmp_path)
     got = _without_hanging(lambda: cache.split(["a.py", "b.py"]), tmp_path / "b.py")
     assert got == ([], ["a.py", "b.py"])
+
+
+def test_a_fifo_planted_as_a_template_or_build_file_does_not_hang_the_filter(tmp_path):
+    # The noise filter reads the sandbox's files from SuperQode's own
+    # process: a template the jinja rule opens to see whether it renders
+    # HTML, the build files the command-line rule reads, a module the
+    # filter rule scans.
+    from superqode_ls.qe.noise_jinja import _kind
+    from superqode_ls.qe.noise_trusted import declares_script
+    from superqode_ls.qe.roles._common import read_prefix
+
+    template = tmp_path / "page"
+    os.mkfifo(template)
+    assert _without_hanging(lambda: _kind(template), template) is None
+    build = tmp_path / "pyproject.toml"
+    os.mkfifo(build)
+    assert _without_hanging(lambda: declares_script(tmp_path), build) is False
+    (tmp_path / "setup.cfg").write_text("[options.entry_points]\nconsole_scripts =\n  x = y\n")
+    assert _without_hanging(lambda: declares_script(tmp_path), build) is True
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "setup.cfg")
+    assert read_prefix(link, 10) is None
+    assert read_prefix(tmp_path / "setup.cfg", 9) == b"[options."

@@ -167,6 +167,25 @@ def read_bounded(path: Path | str, limit: int | None) -> bytes | None:
     return raw if limit is None or len(raw) <= limit else None
 
 
+def read_prefix(path: Path | str, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of ``path`` when it is a regular file, else
+    None: a judgement that needs only a file's start (its kind, a marker),
+    with ``read_bounded``'s care (no link followed, no FIFO waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_regular(path: Path) -> str | None:
     """``path``'s text (UTF-8, newlines as on disk) when it is a regular file,
     else None (``read_bounded``, no bound)."""
