@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from .roles._common import read_prefix
+
 # Configuration files read, largest first skipped: a hostile or generated
 # file must not cost more than a glance.
 _MAX_BYTES = 512_000
@@ -40,12 +42,8 @@ _MAX_MODULE_BYTES = 8_000_000
 
 
 def _text(path: Path, limit: int = _MAX_BYTES) -> str | None:
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    raw = read_prefix(path, limit + 1)  # no link followed, no FIFO waited on
+    return None if raw is None or len(raw) > limit else raw.decode("utf-8", "replace")
 
 
 def _ini_says(text: str, sections: tuple[str, ...]) -> bool:

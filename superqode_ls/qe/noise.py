@@ -46,6 +46,7 @@ in this order:
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import Counter
@@ -84,6 +85,7 @@ from .noise_reexports import package_reexports
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
 from .noise_threat import library_threat
+from .roles._common import read_bounded
 from .ruff_rules import LIKELY_BUG, ruff_severity
 
 LineReader = Callable[[str, int], "str | None"]
@@ -377,13 +379,22 @@ def filter_findings(
     return result
 
 
+# A flagged file larger than this is not read (the rules that need its text
+# keep its findings as they are).
+_MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
 class FileLines:
-    """``read_line`` over files under a root, each read once (UTF-8, lenient)."""
+    """``read_line`` over files under a root, each read once (UTF-8, lenient).
+
+    The root is a sandbox a session could write: a file is read only where
+    its folder resolves under the root and the file itself is a regular
+    file, not a link (``read_bounded``): a link planted there is never
+    followed out of it (to the user's keys), a FIFO never waited on."""
 
     def __init__(self, root, overlays: dict[str, bytes] | None = None):
-        from pathlib import Path
-
         self.root = Path(root)
+        self._real_root: str | None = None
         self.overlays = overlays or {}
         self._cache: dict[str, list[str] | None] = {}
 
@@ -393,12 +404,18 @@ class FileLines:
             if rel in self.overlays:
                 raw = self.overlays[rel]
             else:
-                try:
-                    raw = (self.root / rel).read_bytes()
-                except OSError:
-                    raw = None
+                raw = self._read(rel)
             self._cache[rel] = None if raw is None else raw.decode("utf-8", "replace").splitlines()
         return self._cache[rel]
+
+    def _read(self, rel: str) -> bytes | None:
+        path = self.root / rel
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)
+        folder = os.path.realpath(path.parent)
+        if folder != self._real_root and not folder.startswith(self._real_root + os.sep):
+            return None
+        return read_bounded(path, _MAX_FILE_BYTES)
 
     def __call__(self, rel: str, line: int) -> str | None:
         lines = self.lines(rel)

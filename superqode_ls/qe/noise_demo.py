@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..models import Finding
 from .noise_paths import provider_token
+from .roles._common import read_head
 
 _CATEGORIES = frozenset({"security", "secrets"})
 # A Django settings module: it sets one of the settings a site must have.
@@ -101,18 +102,14 @@ def _shipped_packages(root: Path) -> frozenset[str]:
     """The packages the packaging names as a literal list; empty when it
     finds them itself or names none."""
     names: set[str] = set()
-    try:
-        setup = (root / "setup.py").read_text("utf-8", "replace")
-    except OSError:
-        setup = ""
+    setup = read_head(root / "setup.py", 256_000) or ""
     if "find_packages" in setup or "find_namespace_packages" in setup:
         return frozenset()
     for m in _SETUP_PACKAGES.finditer(setup):
         names.update(_NAME.findall(m.group(1)))
     try:
-        with (root / "pyproject.toml").open("rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(read_head(root / "pyproject.toml", 256_000) or "")
+    except tomllib.TOMLDecodeError:
         data = {}
     tool = data.get("tool", {}) if isinstance(data, dict) else {}
     st = tool.get("setuptools", {}) if isinstance(tool, dict) else {}

@@ -27,6 +27,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .context import mark_noise
 from .noise_library import python_files
+from .roles._common import read_prefix
 
 _SIBLINGS = 3
 _MAX_FILES = 3000
@@ -91,12 +92,8 @@ def _setters(root: Path, names: set[str]) -> dict[str, list[tuple[str, int]]]:
     for path in python_files(root, _SKIP, _MAX_FILES):
         if path is None:
             break
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read(_MAX_BYTES + 1)
-        except OSError:
-            continue
-        if len(data) > _MAX_BYTES:
+        data = read_prefix(path, _MAX_BYTES + 1)
+        if data is None or len(data) > _MAX_BYTES:
             continue
         text = data.decode("utf-8", "replace")
         if not quick.search(text):

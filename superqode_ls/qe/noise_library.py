@@ -74,6 +74,7 @@ from .noise_jinja import kind_by_name, renders_no_html
 from .noise_paths import PATH_CLASS_CATEGORIES, join_reasons
 from .noise_trusted import TRUSTED_RULES, declares_script, project_filters, trusted_why
 from .noise_trusted import clear as let_trusted_facts_go
+from .roles._common import read_prefix
 
 _EMPTY_HASH_ATTR = re.compile(
     r"\b(?:hashlib\.)?(?:md5|sha1|new\(\s*['\"][\w-]+['\"]\s*\))\(\s*\)\.(?:digest_size|block_size|name)\b")
@@ -354,10 +355,8 @@ def is_web_project(root: Path) -> bool:
     for path in python_files(root, _SKIP_DIRS, _MAX_FILES):
         if path is None:
             return True
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(16384)
-        except OSError:
+        head = read_prefix(path, 16384)
+        if head is None:
             continue
         if _FRAMEWORK.search(head):
             return True

@@ -45,6 +45,7 @@ from .ast_index import index
 from .context import mark_noise
 from .noise_library import module_of
 from .noise_migrations import _from_rows
+from .roles._common import read_head
 from .roles._web_quiet_tools import _CLI_DECORATORS, _cli_decorator, _decorator_name
 
 Lines = Callable[[str], "list[str] | None"]
@@ -369,11 +370,9 @@ class _Deployment:
                 except (OSError, ValueError):
                     continue
                 for p in paths:
-                    try:
-                        if p.is_file():
-                            texts.append(p.read_text("utf-8", "replace")[:50_000])
-                    except OSError:
-                        pass
+                    text = read_head(p, 50_000)  # no link followed, no FIFO waited on
+                    if text is not None:
+                        texts.append(text)
             self._texts[rel_dir] = "\n".join(texts)
         return self._texts[rel_dir]
 
@@ -386,10 +385,9 @@ class _Deployment:
         if self._scripts is None:
             out = []
             for n in ("pyproject.toml", "setup.cfg", "setup.py"):
-                try:
-                    out.append((self.root / n).read_text("utf-8", "replace")[:200_000])
-                except OSError:
-                    pass
+                text = read_head(self.root / n, 200_000)
+                if text is not None:
+                    out.append(text)
             self._scripts = "\n".join(out)
         return self._scripts
 

@@ -64,6 +64,7 @@ from .noise_library import is_web_project, module_of, python_files
 from .noise_paths import provider_token
 from .noise_reexports import OWN_REEXPORT, own_import
 from .noise_settings import side_settings
+from .roles._common import read_head, read_prefix
 
 Lines = Callable[[str], "list[str] | None"]
 
@@ -155,9 +156,10 @@ def precommit_exclude(root: Path) -> re.Pattern[str] | None:
     there is none, it is not a plain pattern, or the file is unreadable."""
     path = root / _PRECOMMIT
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > 256_000:
+        raw = read_prefix(path, 256_001)
+        if raw is None or len(raw) > 256_000:
             return None
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
     pat = data.get("exclude") if isinstance(data, dict) else None
@@ -294,9 +296,8 @@ def _named_by_packaging(root: Path, rel: str, stem: str) -> bool:
     """The packaging files install it (``py_modules``, ``scripts``, an entry point)."""
     pattern = re.compile(rf"['\"]{re.escape(stem)}['\"]|{re.escape(rel)}|\b{re.escape(stem)}:")
     for name in _PACKAGING:
-        try:
-            text = (root / name).read_text("utf-8", "replace")
-        except OSError:
+        text = read_head(root / name, 256_000)
+        if text is None:
             continue
         if any(pattern.search(line) and not _RUNS.search(line) for line in text.splitlines()):
             return True
@@ -318,10 +319,8 @@ def imported_names(root: Path, limit: int = 3000) -> set[str] | None:
     for path in python_files(root, _SKIP, limit):
         if path is None:
             return None
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read(65536)
-        except OSError:
+        text = read_head(path, 65536)
+        if text is None:
             continue
         for m in _IMPORT_LINE.finditer(text):
             mods = [m.group(1)] if m.group(1) else [

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..models import Finding
 from .noise_paths import provider_token
+from .roles._common import read_head, read_prefix
 
 _CATEGORIES = frozenset({"security", "secrets"})
 # The words of a module's name that say where it runs: CI, a developer's
@@ -90,12 +91,10 @@ def _defaults(root: Path, folder: list[str]) -> list[tuple[str, str]]:
     for d in sorted(dirs):
         for name in _ENTRY_POINTS:
             path = root / d / name if d else root / name
-            try:
-                if path.is_symlink() or not path.is_file() or path.stat().st_size > 100_000:
-                    continue
-                text = path.read_text("utf-8", "replace")
-            except OSError:
+            raw = read_prefix(path, 100_001)
+            if raw is None or len(raw) > 100_000:
                 continue
+            text = raw.decode("utf-8", "replace")
             found += [(d, m) for m in _DEFAULT.findall(text)]
     return found
 
@@ -117,9 +116,8 @@ def _deployed(root: Path, stem: str, module: str) -> bool:
     pattern = re.compile(rf"DJANGO_SETTINGS_MODULE\W+[\w.]*\b{re.escape(stem)}\b|"
                          rf"\b{re.escape(module)}\b")
     for name in _DEPLOY_FILES:
-        try:
-            text = (root / name).read_text("utf-8", "replace")
-        except OSError:
+        text = read_head(root / name, 256_000)
+        if text is None:
             continue
         if pattern.search(text):
             return True

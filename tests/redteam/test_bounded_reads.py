@@ -127,3 +127,26 @@ def test_a_fifo_planted_as_a_template_or_build_file_does_not_hang_the_filter(tmp
     link.symlink_to(tmp_path / "setup.cfg")
     assert read_prefix(link, 10) is None
     assert read_prefix(tmp_path / "setup.cfg", 9) == b"[options."
+
+
+def test_the_filter_follows_no_link_out_of_the_sandbox_and_waits_on_no_fifo(tmp_path):
+    # A session swaps a flagged module for a link to the user's key, or
+    # its folder for a link out of the sandbox, or the module for a FIFO:
+    # the filter (SuperQode's own process) reads none of them.
+    from superqode_ls.qe.noise import FileLines
+
+    secret = tmp_path / "home" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    sandbox = tmp_path / "sandbox"
+    (sandbox / "pkg").mkdir(parents=True)
+    (sandbox / "pkg" / "ok.py").write_text("x = 1\n")
+    (sandbox / "pkg" / "app.py").symlink_to(secret)
+    (sandbox / "out").symlink_to(secret.parent)
+    os.mkfifo(sandbox / "pkg" / "views.py")
+    lines = FileLines(sandbox)
+    assert lines("pkg/ok.py", 1) == "x = 1"
+    assert lines("pkg/app.py", 1) is None
+    assert lines("out/id_rsa", 1) is None
+    fifo = sandbox / "pkg" / "views.py"
+    assert _without_hanging(lambda: lines("pkg/views.py", 1), fifo) is None

@@ -186,6 +186,12 @@ def read_prefix(path: Path | str, limit: int) -> bytes | None:
         os.close(fd)
 
 
+def read_head(path: Path | str, limit: int) -> str | None:
+    """``read_prefix`` as text (UTF-8, undecodable bytes replaced)."""
+    raw = read_prefix(path, limit)
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
 def read_regular(path: Path) -> str | None:
     """``path``'s text (UTF-8, newlines as on disk) when it is a regular file,
     else None (``read_bounded``, no bound)."""
