@@ -73,7 +73,7 @@ def test_fine():
 
 def test_a_module_needing_a_cloud_account_is_counted_not_a_finding(make_repo):
     repo = make_repo({**SDK, "tests/test_batch.py": BATCH_TEST, "tests/test_own.py": OWN_TEST})
-    proc, report, unit = run_unit_cli(repo)
+    _, report, unit = run_unit_cli(repo)
     by_title = {f["title"]: f for f in report["findings"]}
     batch = by_title["Tests cannot be collected: tests/test_batch.py"]
     assert batch["severity"] == "info" and "an AWS region" in batch["noise"], batch
