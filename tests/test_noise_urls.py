@@ -88,3 +88,69 @@ def test_an_https_url_passed_inline_or_through_a_local_is_noise_an_argument_stay
     _noise_all(found, "release/build.py", 12, "no file: or custom scheme reaches it")
     _noise_all(found, "release/build.py", 16, "no file: or custom scheme reaches it")
     _kept(found, "release/build.py", 20, "B310")
+
+
+# flask-security's pwned(): the URL is an f-string starting with the literal
+# scheme and host, given as url= to a Request that urlopen then opens. A
+# URL whose host (or scheme) the caller supplies stays.
+PWNED = '''import hashlib
+import urllib.request
+
+
+def pwned(password):
+    sha1 = hashlib.sha1(password.encode("utf8")).hexdigest()
+    req = urllib.request.Request(
+        url=f"https://api.pwnedpasswords.com/range/{sha1[:5].upper()}",
+        headers={"User-Agent": "Flask-Security (Python)"},
+    )
+    with urllib.request.urlopen(req) as f:
+        return f.read()
+
+
+def lookup(host, key):
+    req = urllib.request.Request(url=f"https://{host}/range/{key}")
+    with urllib.request.urlopen(req) as f:
+        return f.read()
+
+
+def lookup_joined(host, key):
+    with urllib.request.urlopen("https://" + host + "/range/" + key) as f:
+        return f.read()
+
+
+def lookup_given(url):
+    with urllib.request.urlopen(urllib.request.Request(url=url)) as f:
+        return f.read()
+'''
+
+
+@needs_bandit
+def test_a_request_built_from_a_fixed_address_is_noise_a_supplied_host_stays(make_repo):
+    found = _security(make_repo({"sec/__init__.py": "", "sec/utils.py": PWNED}))
+    _noise_all(found, "sec/utils.py", 11, "no file: or custom scheme reaches it")
+    _kept(found, "sec/utils.py", 17, "B310")
+    _kept(found, "sec/utils.py", 22, "B310")
+    _kept(found, "sec/utils.py", 27, "B310")
+
+
+def test_the_literal_must_fix_the_host_and_a_request_must_be_urllibs():
+    import ast
+
+    from superqode_ls.qe.noise_urls import default_url
+
+    def why(source, line):
+        return default_url(ast.parse(source), line)
+
+    assert why('from urllib.request import urlopen\nurlopen("https://a.example/x")\n', 2)
+    assert why('from urllib.request import urlopen\nurlopen("https://a.example")\n', 2)
+    # the host ends where the text goes on: "https://a.example" + rest may
+    # not be a.example at all (".evil.test/", "@evil.test")
+    assert why('from urllib.request import urlopen\nurlopen("https://a.example" + x)\n', 2) is None
+    assert why('from urllib.request import urlopen\nurlopen(f"https://{h}/x")\n', 2) is None
+    assert why('from urllib.request import urlopen\nurlopen(f"https://u@{h}/x")\n', 2) is None
+    assert why('from urllib.request import urlopen\nurlopen(url=f"https://a.example/{k}")\n', 2)
+    # a Request class that is not urllib's may put anything in the request
+    other = ("from urllib.request import urlopen\nfrom web import Request\n"
+             'urlopen(Request("https://a.example/x"))\n')
+    assert why(other, 3) is None
+    assert why(other.replace("from web import", "from urllib.request import"), 3)

@@ -70,6 +70,7 @@ from .noise_library import library_noise, vendored
 from .noise_migrations import migration_noise
 from .noise_names import RUFF_BANDIT_NAMES
 from .noise_operator import operator_noise
+from .noise_redefinition import redefinition_noise
 
 # path_class and classify_paths are the filter's step 5, and callers import
 # them from here (the filter's public names).
@@ -331,6 +332,7 @@ def filter_findings(
             # (project-wide: a walk only when three sibling modules lack one name)
             kept = injected_noise(kept, getattr(read_line, "root", None), canonical_rule)
             kept = migration_noise(kept, lines, canonical_rule)
+            kept = redefinition_noise(kept, lines, canonical_rule)
             kept = operator_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
             kept = evidence_noise(kept, lines, canonical_rule)
         finally:

@@ -14,11 +14,18 @@ whose first part is one, a local name, a parameter whose default is one, an
 attribute every assignment of which is one). A caller that passes anything
 else, a function never called in the module, or an address from a call keeps
 the finding.
+
+The URL may be given as ``url=`` and may travel in a ``Request`` built from
+it (flask-security's ``pwned()``: ``req = urllib.request.Request(url=
+f"https://api.pwnedpasswords.com/range/{prefix}", ...)`` then
+``urlopen(req)``). The literal must fix the host as well as the scheme:
+``"https://" + host`` or ``f"https://{host}/..."`` keeps the finding.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 _HTTP = ("https://", "http://")
 _DEPTH = 14
@@ -32,15 +39,36 @@ def default_url(tree: ast.Module, line: int) -> str | None:
     fixes at its start, or None."""
     parent = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
     calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.lineno <= line
-             <= (c.end_lineno or c.lineno) and _name(c.func) in _OPENS and c.args]
+             <= (c.end_lineno or c.lineno) and _name(c.func) in _OPENS and url_of(c)]
     if not calls:
         return None
     for call in calls:
         scope = _function_of(parent, call) or tree  # a module-level call: the module's names
-        if not _rooted(tree, parent, call.args[0], scope, _DEPTH):
+        if not _rooted(tree, parent, url_of(call), scope, _DEPTH):
             return None
     return ("the URL starts with the http(s) address the code fixes (its parameter's callers "
             "and defaults all root it there): no file: or custom scheme reaches it")
+
+
+def url_of(call: ast.Call) -> ast.AST | None:
+    """The URL a ``urlopen``/``Request``/``urlretrieve`` call is given: its
+    first argument or its ``url=`` (None when unpacked or absent)."""
+    if call.args:
+        return None if isinstance(call.args[0], ast.Starred) else call.args[0]
+    return next((k.value for k in call.keywords if k.arg == "url"), None)
+
+
+def fixed_host(text: str, prefix: bool) -> bool:
+    """``text`` starts with an http(s) scheme and a host it fixes: a host
+    written out, and when more text follows (``prefix``), ended in the
+    literal by a path, query or port."""
+    if not text.startswith(_HTTP):
+        return False
+    rest = text.split("://", 1)[1]
+    host = re.split(r"[/?#:]", rest, maxsplit=1)[0]
+    if not host or "@" in host:
+        return False
+    return not prefix or len(host) < len(rest)
 
 
 def _name(f: ast.AST) -> str:
@@ -54,32 +82,52 @@ def _function_of(parent: dict, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunc
     return up
 
 
-def _rooted(tree: ast.Module, parent: dict, e: ast.AST, scope: ast.AST, depth: int) -> bool:
-    """``e``'s text starts with a literal http(s) address."""
+def _rooted(tree: ast.Module, parent: dict, e: ast.AST, scope: ast.AST, depth: int,
+            prefix: bool = False) -> bool:
+    """``e``'s text starts with a literal http(s) address, host included
+    (``prefix``: more text follows ``e``)."""
     if depth <= 0:
         return False
     if isinstance(e, ast.Constant):
-        return isinstance(e.value, str) and e.value.startswith(_HTTP)
+        return isinstance(e.value, str) and fixed_host(e.value, prefix)
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
-        return _rooted(tree, parent, e.left, scope, depth - 1)
+        return _rooted(tree, parent, e.left, scope, depth - 1, True)
     if isinstance(e, ast.JoinedStr):
-        return bool(e.values) and _rooted(tree, parent, e.values[0], scope, depth - 1)
+        return bool(e.values) and _rooted(tree, parent, e.values[0], scope, depth - 1,
+                                          prefix or len(e.values) > 1)
+    if isinstance(e, ast.Call) and _name(e.func) == "Request" and (url := url_of(e)):
+        # urllib's Request carries the URL it was built from to urlopen
+        return _urllib_request(tree, e.func) and _rooted(tree, parent, url, scope, depth - 1)
     if isinstance(e, ast.Name):
-        return _name_rooted(tree, parent, e.id, scope, depth - 1)
+        return _name_rooted(tree, parent, e.id, scope, depth - 1, prefix)
     if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
             and e.value.id in ("self", "cls")):
         cls = _class_of(parent, scope)
         values = [(v, f) for v, f in _attr_assigned(parent, cls, e.attr)] if cls else []
-        return bool(values) and all(_rooted(tree, parent, v, f, depth - 1) for v, f in values)
+        return bool(values) and all(_rooted(tree, parent, v, f, depth - 1, prefix)
+                                    for v, f in values)
     return False
 
 
-def _name_rooted(tree: ast.Module, parent: dict, name: str, scope: ast.AST, depth: int) -> bool:
+def _urllib_request(tree: ast.Module, func: ast.AST) -> bool:
+    """``Request`` as urllib's: ``urllib.request.Request``, ``request.Request``
+    or a bare ``Request`` the module imports from urllib (a class of the
+    project's or a web framework's by that name is not)."""
+    if isinstance(func, ast.Attribute):
+        return isinstance(func.value, (ast.Name, ast.Attribute)) and _name(func.value) in (
+            "request", "urllib2")
+    return any(isinstance(n, ast.ImportFrom) and n.module in ("urllib.request", "urllib2")
+               and any(a.name == "Request" and a.asname in (None, "Request") for a in n.names)
+               for n in ast.walk(tree))
+
+
+def _name_rooted(tree: ast.Module, parent: dict, name: str, scope: ast.AST, depth: int,
+                 prefix: bool = False) -> bool:
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         args = scope.args
         positional = [*args.posonlyargs, *args.args]
         if name in {a.arg for a in [*positional, *args.kwonlyargs]}:
-            return _param_rooted(tree, parent, scope, name, depth)
+            return _param_rooted(tree, parent, scope, name, depth, prefix)
     values = _assigned(scope, name)
     if not values and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         cls = _class_of(parent, scope)
@@ -87,17 +135,17 @@ def _name_rooted(tree: ast.Module, parent: dict, name: str, scope: ast.AST, dept
         scope = cls if values else scope
         if not values:
             values, scope = _assigned(tree, name), tree
-    return bool(values) and all(_rooted(tree, parent, v, scope, depth) for v in values)
+    return bool(values) and all(_rooted(tree, parent, v, scope, depth, prefix) for v in values)
 
 
 def _param_rooted(tree: ast.Module, parent: dict, func: ast.FunctionDef | ast.AsyncFunctionDef,
-                  name: str, depth: int) -> bool:
+                  name: str, depth: int, prefix: bool = False) -> bool:
     """A parameter: its default (if any) and every call's value for it in
     the module are rooted; ``__init__``'s calls are the class's."""
     args = func.args
     positional = [*args.posonlyargs, *args.args]
     default = _default(args, name)
-    if default is not None and not _rooted(tree, parent, default, func, depth):
+    if default is not None and not _rooted(tree, parent, default, func, depth, prefix):
         return False
     cls = _class_of(parent, func)
     callee = cls.name if func.name == "__init__" and cls is not None else func.name
@@ -120,7 +168,7 @@ def _param_rooted(tree: ast.Module, parent: dict, func: ast.FunctionDef | ast.As
                 return False
             continue
         where = _function_of(parent, c) or tree
-        if not _rooted(tree, parent, given, where, depth - 1):
+        if not _rooted(tree, parent, given, where, depth - 1, prefix):
             return False
     return True
 

@@ -24,6 +24,7 @@ from ._common import pytest_message
 from ._mutation_cache import FileResult, MutationReport
 from ._mutation_runner import PLAIN, LineMap, Worker
 from ._pyenv import pytest_argv
+from ._pytest_config import isolated_cache_args
 from ._pytest_plugins import LINEMAP_PLUGIN, write_plugin
 from .base import RoleContext
 
@@ -118,8 +119,8 @@ async def coverage_map(ctx: RoleContext, py: ProjectPython, scratch: Path, base:
     plugin, env = await asyncio.to_thread(prepare)
     argv = pytest_argv(py, None, env, base)
     cmd = [argv[0], "-m", "coverage", "run", f"--rcfile={scratch / 'coveragerc'}", "-m",
-           "pytest", *argv[3:], "-p", plugin, "-p", "no:cacheprovider", "-q", "--no-header",
-           *PLAIN]
+           "pytest", *argv[3:], "-p", plugin,
+           *isolated_cache_args(base, scratch / "cache-map", env), "-q", "--no-header", *PLAIN]
     res = await ctx.run(cmd, cwd=base, env=env)
     if res.timed_out:
         return NO_TIME

@@ -86,7 +86,8 @@ def status_of(res: ProcResult, warm: bool) -> str:
 
 def pytest_args(tests: list[str]) -> list[str]:
     selectors = tests if len(tests) <= MAX_NODE_IDS else sorted({t.split("::")[0] for t in tests})
-    return ["-x", "-q", "--no-header", "-p", "no:cacheprovider", *selectors]
+    # (the cache plugin's switch is the worker's fresh_cmd's: the project's)
+    return ["-x", "-q", "--no-header", *selectors]
 
 
 class Worker:

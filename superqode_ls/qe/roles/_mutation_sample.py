@@ -21,6 +21,22 @@ from ._mutation_runner import LineMap
 from ._mutators import MODULE_UNIT, Mutant, function_units
 
 _ASSERTS = re.compile(r"assert|raises|warns|fail|expect|check|verify", re.IGNORECASE)
+_HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
+
+
+def changed_lines(diff: str) -> dict[str, set[int]]:
+    """The lines ``git diff -U0`` output adds or changes, per file: the
+    riskiest lines, whose mutants run first."""
+    out: dict[str, set[int]] = {}
+    current: set[int] | None = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            path = line[4:]
+            current = out.setdefault(path[2:], set()) if path.startswith("b/") else None
+        elif current is not None and (m := _HUNK.match(line)):
+            start, count = int(m.group(1)), int(m.group(2) or 1)
+            current.update(range(start, start + count))
+    return out
 
 
 @dataclass

@@ -132,3 +132,13 @@ def cache_args(root: Path, cache_dir: Path, env: dict[str, str] | None = None) -
     if _CACHE_OPTION.search(addopts) or "cache_dir" in opts:
         return ["-o", f"cache_dir={cache_dir}"]
     return ["-p", "no:cacheprovider"]
+
+
+def isolated_cache_args(root: Path, cache_dir: Path, env: dict[str, str] | None = None
+                        ) -> list[str]:
+    """``cache_args`` for runs that must not see one another's results (each
+    mutant, each batch of generated tests): where the project needs the
+    plugin, its cache starts empty on every run (``--cache-clear``), so its
+    ``--lf``/``--sw`` never select tests from an earlier run's failures."""
+    args = cache_args(root, cache_dir, env)
+    return [*args, "--cache-clear"] if args[:1] == ["-o"] else args

@@ -12,6 +12,10 @@ problem, counted and named in the role's line, never a finding to act on:
   (Django 1.8's ``from collections import Iterator`` on Python 3.11);
 - a database or cache service the tests connect to is not running
   (connection refused on its well-known port, or its driver's own words);
+- a cloud account the tests' clients need and the checkout does not carry:
+  Google's application default credentials, an AWS region or credentials,
+  Azure's (luigi's Dataproc, BigQuery and AWS Batch tests build their
+  clients at import: ``DefaultCredentialsError``, ``NoRegionError``);
 - a path the tests need that git ignores and the checkout lacks: a build
   step's output (a built frontend, compiled assets).
 - the project's own compiled extension that is not built (yarl's
@@ -139,6 +143,8 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
                 "anyio's or trio's): pytest cannot run the project's async tests")
     if service := missing_service(text):
         return service
+    if account := missing_cloud_account(text):
+        return account
     if built := ignored_output(text, root):
         return built
     if sub := missing_submodule(text, root):
@@ -299,6 +305,31 @@ def _installed_version(where: str, top: str) -> str | None:
         dist, _, version = info.name[:-len(".dist-info")].partition("-")
         if canonicalize_name(dist) == want and version:
             return version
+    return None
+
+
+# The cloud SDKs' own words when the account they would use is not
+# configured: the developer's machine or CI has it, a checkout never does.
+_CLOUD = (
+    (re.compile(r"google\.auth\.exceptions\.DefaultCredentialsError|"
+                r"Could not automatically determine credentials"),
+     "Google Cloud credentials (application default credentials)"),
+    (re.compile(r"botocore\.exceptions\.NoRegionError|NoRegionError: You must specify a region"),
+     "an AWS region (AWS_DEFAULT_REGION or a configured profile)"),
+    (re.compile(r"botocore\.exceptions\.NoCredentialsError|NoCredentialsError: Unable to locate "
+                r"credentials"), "AWS credentials"),
+    (re.compile(r"azure\.identity\.\w*CredentialUnavailableError|"
+                r"DefaultAzureCredential failed to retrieve a token"), "Azure credentials"),
+)
+
+
+def missing_cloud_account(text: str) -> str | None:
+    """"the tests need Google Cloud credentials ..." when a cloud SDK says
+    the account it would use is not configured, or None."""
+    for pattern, what in _CLOUD:
+        if pattern.search(text):
+            return (f"the tests need {what}, which this environment does not have (a cloud "
+                    "account the developer's machine or CI configures)")
     return None
 
 

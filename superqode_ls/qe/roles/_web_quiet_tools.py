@@ -7,11 +7,12 @@
   command's own arguments (``os.system("pybabel init -l " + lang)``): whoever
   passes the argument runs the tool in their own shell already. A value from
   anywhere else (a file, a setting, the network) stays;
-- ``urlopen`` (B310) of a URL whose scheme the code fixes to ``http://`` or
-  ``https://`` (a literal, an f-string or ``+`` starting with one, also
-  through a local name or ``Request(url)``): B310 warns of ``file:`` and
-  custom schemes, which such a URL cannot have. A URL from a parameter or
-  the request stays (and ``_web_flows`` reports the request's as ``ssrf``);
+- ``urlopen`` (B310) of a URL whose scheme and host the code fixes
+  (``https://host/...``: a literal, an f-string or ``+`` starting with one,
+  also through a local name or ``Request(url)``/``Request(url=...)``):
+  B310 warns of ``file:`` and custom schemes, which such a URL cannot have.
+  A URL from a parameter or the request, or a host put after a literal
+  scheme, stays (and ``_web_flows`` reports the request's as ``ssrf``);
 - B104 (all interfaces) as a command-line option's default: the operator
   picks where the server listens; an address bound in the code stays.
 """
@@ -21,9 +22,9 @@ from __future__ import annotations
 import ast
 
 from ..codegen import Scopes
+from ..noise_urls import fixed_host, url_of
 
 _CLI_DECORATORS = frozenset({"command", "group"})
-_FIXED_SCHEMES = ("http://", "https://")
 
 
 def _decorator_name(d: ast.AST) -> str:
@@ -72,7 +73,7 @@ def _fixed_scheme(e: ast.AST | None, func: ast.AST, depth: int = 3) -> bool:
     if e is None:
         return False
     if isinstance(e, ast.Call) and _decorator_name(e) == "Request":
-        return _fixed_scheme(e.args[0] if e.args else None, func, depth)
+        return _fixed_scheme(url_of(e), func, depth)
     if isinstance(e, ast.Name) and depth > 0:
         values = [n.value for n in ast.walk(func) if isinstance(n, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets)]
@@ -83,12 +84,12 @@ def _fixed_scheme(e: ast.AST | None, func: ast.AST, depth: int = 3) -> bool:
     if isinstance(first, ast.JoinedStr) and first.values:
         first = first.values[0]
     return isinstance(first, ast.Constant) and isinstance(first.value, str) \
-        and first.value.lower().startswith(_FIXED_SCHEMES)
+        and fixed_host(first.value.lower(), first is not e)
 
 
 def fixed_scheme_urlopen(s: Scopes, line: int) -> str | None:
     opens = [c for c in s.calls_on(line) if _decorator_name(c) == "urlopen"]
-    if not opens or not all(_fixed_scheme(c.args[0] if c.args else None, s.function_of(c))
+    if not opens or not all(_fixed_scheme(url_of(c), s.function_of(c))
                             for c in opens):
         return None
     return "the URL's scheme is fixed to http(s) in the code: no file: or custom scheme reaches it"

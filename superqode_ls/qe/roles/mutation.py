@@ -30,7 +30,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 import time
 from collections import deque
@@ -38,7 +37,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...workspace.extras import lacking
-from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from . import _mutation_cache as _cache
 from . import _scratch
@@ -53,15 +51,15 @@ from ._mutation_linemap import NO_TIME, coverage_map, trace_map
 from ._mutation_pool import Candidates, mutant_costs, workers_that_pay
 from ._mutation_report import TOOL, findings, write_log
 from ._mutation_runner import PLAIN, SERVER_PLUGIN, LineMap, Worker
-from ._mutation_sample import Unit, asserting_tests, choose, sample, units
+from ._mutation_sample import Unit, asserting_tests, changed_lines, choose, sample, units
 from ._mutation_spawn import Zygote
 from ._mutators import Mutant
 from ._pyenv import project_python, pytest_argv, tool_paths
+from ._pytest_config import isolated_cache_args
 from ._unit_projects import each_project, projects
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 LAUNCHER = "superqode_launch"  # _mutation_launch, as the zygote's script
-_HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
 
 Item = tuple[FileResult, Mutant, list[str]]
 
@@ -356,7 +354,8 @@ class MutationTester(Role):
         if cmd[1:3] == ["-m", "pytest"]:
             # Reads the installed bytecode in place (_mutation_launch).
             cmd[1:3] = [str(plugins / f"{LAUNCHER}.py")]
-        cmd += ["-p", SERVER_PLUGIN, "-p", "no:cacheprovider", "-q", "--no-header", *PLAIN]
+        cmd += ["-p", SERVER_PLUGIN, *isolated_cache_args(base, scratch / "cache-w0", env), "-q",
+                "--no-header", *PLAIN]
         remaining = ctx.remaining()
         started = time.monotonic()
         zygote = await Zygote.start(cmd, base, env, min(remaining or 600.0, 600.0),
@@ -387,10 +386,11 @@ class MutationTester(Role):
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
         assert self._py is not None
         made = []
-        for copy in copies:
+        for i, copy in zip(which, copies, strict=True):
             env = self._env(ctx, copy)
             # pytest_argv sets the plugin environment in ``env`` as it goes.
             fresh = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
+            fresh += isolated_cache_args(copy, scratch / f"cache-w{i}", env)
             if not ctx.config.roles.unit_test_command:
                 fresh += PLAIN
             made.append(Worker(ctx, copy, env, fresh, report, modules))
@@ -459,7 +459,7 @@ class MutationTester(Role):
                                  "--", *rels], cwd=ctx.sandbox, timeout=30)
         except OSError:
             return {}
-        return _parse_diff(res) if res.returncode == 0 else {}
+        return changed_lines(res.stdout) if res.returncode == 0 else {}
 
     async def _interpreter(self, ctx: RoleContext) -> str | None:
         """Use the project's interpreter; why not, when it cannot measure coverage."""
@@ -487,16 +487,3 @@ class MutationTester(Role):
 
 async def _close(workers: list[Worker]) -> None:
     await asyncio.shield(asyncio.gather(*(w.close() for w in workers)))
-
-
-def _parse_diff(res: ProcResult) -> dict[str, set[int]]:
-    out: dict[str, set[int]] = {}
-    current: set[int] | None = None
-    for line in res.stdout.splitlines():
-        if line.startswith("+++ "):
-            path = line[4:]
-            current = out.setdefault(path[2:], set()) if path.startswith("b/") else None
-        elif current is not None and (m := _HUNK.match(line)):
-            start, count = int(m.group(1)), int(m.group(2) or 1)
-            current.update(range(start, start + count))
-    return out

@@ -28,6 +28,7 @@ from ...workspace.pyast import parse as parse_python
 from . import _scratch
 from ._common import pytest_message
 from ._pyenv import project_python, tool_paths
+from ._pytest_config import isolated_cache_args
 from ._pytest_plugins import CRASH_PLUGIN, collect_reason, write_plugin
 from ._unit_projects import each_project, projects
 from .base import Role, RoleContext, RoleOutput, ToolFailed
@@ -249,7 +250,10 @@ class TestGenerator(Role):
                 return
             events_file = tools / f"events-{attempt}.jsonl"
             env["SUPERQODE_CRASH_OUT"] = str(events_file)
-            argv = [self._python, "-m", "pytest", "-p", plugin, "-p", "no:cacheprovider"]
+            # The generated tests' own ini (no addopts) and the caller's
+            # PYTEST_ADDOPTS decide whether the cache plugin must be on.
+            argv = [self._python, "-m", "pytest", "-p", plugin,
+                    *isolated_cache_args(gen_dir, tools / "cache", env)]
             argv += ["-c", str(gen_dir / "pytest.ini"), "--rootdir", str(gen_dir), "-q"]
             argv += ["--no-header", "-rN", *[str(gen_dir / n) for n in todo]]
             # One file that cannot be collected must not keep the others from running.

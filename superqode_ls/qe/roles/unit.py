@@ -365,7 +365,9 @@ class UnitTester(Role):
                 done += (f" ({summary['passed']} passed, {summary.get('failed', 0) - broken} "
                          f"failed, {summary.get('skipped', 0)} skipped"
                          + (f", {broken} test module(s) not imported)" if broken else ")"))
-            causes = [f.noise.split(": ", 1)[-1] for f in findings if f.noise]
+            # (a failure shown once for several tests is the code's, not a cause)
+            causes = [f.noise.split(": ", 1)[-1] for f in findings
+                      if f.noise and "environment" in f.tags]
             for cause in dict.fromkeys(causes):  # named, counted, never a finding to act on
                 done = (f"{done}; " if done else "") + (
                     f"{causes.count(cause)} failure(s) the environment's: {cause}")
