@@ -373,9 +373,8 @@ def _binds(target: ast.AST, name: str) -> bool:
 
 def _own_nodes(scope: ast.AST):
     """The nodes of ``scope``'s body, not of a function or class inside it."""
-    todo = list(getattr(scope, "body", []))
-    if isinstance(scope, ast.Lambda):
-        todo = [scope.body]
+    # a lambda's body is one expression, not a list of statements
+    todo = [scope.body] if isinstance(scope, ast.Lambda) else list(getattr(scope, "body", []))
     while todo:
         node = todo.pop()
         yield node

@@ -60,7 +60,7 @@ from ..models import Finding, Severity
 from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
-from .noise_context import EarlyContext, in_context, until_stop
+from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
 from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_reports
@@ -70,7 +70,6 @@ from .noise_library import library_noise, vendored
 from .noise_migrations import migration_noise
 from .noise_names import RUFF_BANDIT_NAMES
 from .noise_operator import operator_noise
-from .noise_redefinition import redefinition_noise
 
 # path_class and classify_paths are the filter's step 5, and callers import
 # them from here (the filter's public names).
@@ -82,6 +81,7 @@ from .noise_paths import (  # noqa: F401
     path_class,
 )
 from .noise_project import project_noise
+from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
@@ -266,6 +266,12 @@ class NoiseResult:
     before_baseline: list[Finding] = field(default_factory=list)
     # Findings the context step did not reach before ``stop`` (tagged UNFILTERED).
     unfiltered: int = 0
+
+
+def unfiltered(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings the filter never judged (it failed), most important first,
+    each tagged ``UNFILTERED``: kept as the roles found them, none lost."""
+    return by_importance(f.model_copy(update={"tags": [*f.tags, UNFILTERED]}) for f in findings)
 
 
 # The steps after the context step (tagging what it did not reach, the

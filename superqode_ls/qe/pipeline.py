@@ -201,7 +201,7 @@ class QESession:
                 # Imported beside the sandbox's making (import_ahead); here,
                 # where a failure still reverts the sandbox.
                 from .finish import epoch_moved, sandbox_root
-                from .noise import NoiseResult
+                from .noise import NoiseResult, unfiltered
                 from .noise_context import UNFILTERED
 
                 isolation = s.isolation
@@ -248,7 +248,9 @@ class QESession:
                         try:
                             noise = self._filter(res, root)
                         except Exception:  # noqa: BLE001 - the first error is the one to report
-                            noise = NoiseResult(findings=[])
+                            # nothing found is lost: the roles' findings as they
+                            # came, marked as never filtered
+                            noise = NoiseResult(findings=unfiltered(self.role_runs.all_findings()))
                 finally:
                     await self.role_runs.early_context()  # its threads read the sandbox
                     if self.role_runs.probe is not None:  # never outlives the sandbox
@@ -277,6 +279,9 @@ class QESession:
             self._build_report, res, started, t0, isolation, base_commit,
             noise or NoiseResult(findings=[]), verification, stamp,
         )
+        if failure and report.verdict == "pass":
+            # a run that broke proves nothing: its report never claims a pass
+            report.verdict = "conditional"
         lap = self._lap("report", lap)
         report.timings.update(self._timings)
         stop_collecting()
