@@ -116,3 +116,14 @@ def test_a_test_servers_private_key_outside_the_package_is_noise(tmp_path):
                        severity=Severity.critical)
     (f,) = _filtered(tmp_path, [key]).values()
     assert "key material in development code" in f.noise and f.severity is Severity.high
+
+
+def test_subpackages_listed_one_by_one_name_their_folder_once(tmp_path):
+    _write(tmp_path, {"pyproject.toml": ("[project]\nname = 'cherrykit'\n[tool.setuptools]\n"
+                                         "packages = ['cherrykit', 'cherrykit.lib', "
+                                         "'cherrykit.test']\n"),
+                      "cherrykit/__init__.py": "", "cherrykit/lib/__init__.py": "",
+                      "tools/gen.py": _SQL})
+    assert shipped(tmp_path) == ["cherrykit"]
+    found = _filtered(tmp_path, [_sql("tools/gen.py")])
+    assert "outside the shipped package (cherrykit/): development code" in found["tools/gen.py"].noise

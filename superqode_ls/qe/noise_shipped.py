@@ -94,7 +94,8 @@ def _declared(data: dict, root: Path) -> list[str]:
         if isinstance(p, dict) and isinstance(p.get("include"), str):
             where = str(p.get("from") or "").strip("/")
             out.append(f"{where}/{p['include'].split('/')[0]}".strip("/"))
-    return [p for p in out if p and ".." not in p and (root / p).is_dir()]
+    # one folder once: ``packages = ["pkg", "pkg.lib", "pkg.test"]`` names pkg thrice
+    return [p for p in dict.fromkeys(out) if p and ".." not in p and (root / p).is_dir()]
 
 
 def _dist_name(data: dict, setup: str, cfg: str) -> str | None:
