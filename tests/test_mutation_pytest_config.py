@@ -41,7 +41,7 @@ def test_addopts_with_cache_clear_runs_the_mutants(make_repo, fork_server):
 def test_isolated_runs_clear_the_cache_the_project_needs(tmp_path: Path):
     scratch = tmp_path / "scratch"
     plain = write(tmp_path / "a", {"pytest.ini": "[pytest]\naddopts = -q\n"})
-    assert isolated_cache_args(plain, scratch) == ["-p", "no:cacheprovider"]
+    assert isolated_cache_args(plain, scratch) == ["-o", f"cache_dir={scratch}", "--cache-clear"]
     lf = write(tmp_path / "b", {"pytest.ini": "[pytest]\naddopts = --lf\n"})
     assert isolated_cache_args(lf, scratch) == ["-o", f"cache_dir={scratch}", "--cache-clear"]
     assert isolated_cache_args(plain, scratch, {"PYTEST_ADDOPTS": "--sw"}) == [

@@ -138,11 +138,14 @@ def test_rerun_is_the_first_runs_command(make_repo, tmp_path):
     assert "2 failed test(s) re-run: 1 flaky" in (out.reason or "")
     first, again = _runs(log)
     ids = ["tests/test_flaky.py::test_sometimes", "tests/test_flaky.py::test_always"]
-    # Same arguments, the failed node ids after them; nothing else added or lost.
-    assert again["args"] == [*first["args"], "--", *ids]
     private = (str(Path(first["env"]["SUPERQODE_PYTEST_REPORT"]).parent),
                str(Path(again["env"]["SUPERQODE_PYTEST_REPORT"]).parent))
     assert private[0] != private[1]  # each run its own recorder folder, both removed
+    # Same arguments (each run's cache in its own private folder), the failed
+    # node ids after them; nothing else added or lost.
+    assert len(again["args"]) == len(first["args"]) + 1 + len(ids)
+    assert all(_same_but_private(a, b, private) for a, b in zip(first["args"], again["args"]))
+    assert again["args"][len(first["args"]):] == ["--", *ids]
     assert not Path(private[0]).exists() and not Path(private[1]).exists()
     for key, value in first["env"].items():
         assert _same_but_private(value, again["env"][key], private), key

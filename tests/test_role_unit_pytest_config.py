@@ -47,10 +47,10 @@ def test_addopts_with_cache_clear_runs_the_suite_with_its_addopts(make_repo):
     assert not (repo / ".pytest_cache").exists()
 
 
-def test_cache_plugin_off_unless_the_configuration_uses_it(tmp_path: Path):
+def test_cache_plugin_on_in_scratch_unless_the_project_turns_it_off(tmp_path: Path):
     scratch = tmp_path / "scratch"
     plain = write(tmp_path / "a", {"pytest.ini": "[pytest]\naddopts = -q\n"})
-    assert cache_args(plain, scratch) == ["-p", "no:cacheprovider"]
+    assert cache_args(plain, scratch) == ["-o", f"cache_dir={scratch}"]
     assert cache_args(plain, scratch, {"PYTEST_ADDOPTS": "--lf"}) == [
         "-o", f"cache_dir={scratch}"]
     toml = write(tmp_path / "b", {"pyproject.toml": (
@@ -63,7 +63,29 @@ def test_cache_plugin_off_unless_the_configuration_uses_it(tmp_path: Path):
     # pytest.ini wins over pyproject.toml, as in pytest.
     both = write(tmp_path / "d", {"pytest.ini": "[pytest]\n", "pyproject.toml": (
         '[tool.pytest.ini_options]\naddopts = "--cache-clear"\n')})
-    assert cache_args(both, scratch) == ["-p", "no:cacheprovider"]
+    assert cache_args(both, scratch) == ["-o", f"cache_dir={scratch}"]
+
+
+XPROCESS_CONFTEST = '''import pytest
+
+
+@pytest.fixture(scope="session")
+def server_state(request):
+    # what pytest-xprocess does: its process registry lives in config.cache
+    return request.config.cache.mkdir("xprocess")
+'''
+
+
+def test_a_fixture_that_reads_config_cache_runs(make_repo):
+    """Before: ``-p no:cacheprovider`` took ``config.cache`` away: every test
+    using such a fixture errored ("'Config' object has no attribute 'cache'",
+    flask-caching's Redis tests through pytest-xprocess)."""
+    repo = make_repo({"tests/conftest.py": XPROCESS_CONFTEST, "tests/test_srv.py": (
+        "def test_srv(server_state):\n    assert server_state.is_dir()\n")})
+    _, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "ok", unit
+    assert "1 test(s) run (1 passed" in unit["reason"], unit["reason"]
+    assert not (repo / ".pytest_cache").exists()
 
 
 GITHUB_TEST = '''import unittest

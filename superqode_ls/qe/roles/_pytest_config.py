@@ -21,11 +21,6 @@ import tomllib
 from pathlib import Path
 
 DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
-# Options of pytest's cache plugin (cacheprovider, and stepwise which
-# needs it): a configuration that passes one fails without the plugin.
-_CACHE_OPTION = re.compile(
-    r"(?:^|\s)--(?:cache-clear|cache-show|lf|last-failed|ff|failed-first|nf|new-first|sw|"
-    r"stepwise|sw-skip|stepwise-skip|lfnf|last-failed-no-failures)\b")
 _NO_CACHE = re.compile(r"-p\s*no:cacheprovider\b")
 
 
@@ -120,18 +115,18 @@ def project_test_files(root: Path, files: list[str]) -> list[str]:
 
 
 def cache_args(root: Path, cache_dir: Path, env: dict[str, str] | None = None) -> list[str]:
-    """pytest's arguments for its cache plugin: off (``-p no:cacheprovider``,
-    nothing written) unless the project's configuration (or
-    ``PYTEST_ADDOPTS``) uses the plugin's options; then on, with its cache
-    in ``cache_dir`` (SuperQode's scratch, not the sandbox)."""
+    """pytest's arguments for its cache plugin: on, as in the developer's own
+    runs, with its cache in ``cache_dir`` (SuperQode's scratch, not the
+    sandbox); nothing where the project turns the plugin off itself. Turning
+    it off broke more than the plugin's own options (``--cache-clear``):
+    plugins and fixtures read ``config.cache`` (pytest-xprocess, behind
+    flask-caching's Redis and Memcached fixtures)."""
     opts = ini_options(root)
     addopts = " ".join(_words(opts.get("addopts")))
     addopts += " " + (env or {}).get("PYTEST_ADDOPTS", "")
     if _NO_CACHE.search(addopts):
         return []  # the project turns it off itself (and cache_dir would be unknown)
-    if _CACHE_OPTION.search(addopts) or "cache_dir" in opts:
-        return ["-o", f"cache_dir={cache_dir}"]
-    return ["-p", "no:cacheprovider"]
+    return ["-o", f"cache_dir={cache_dir}"]
 
 
 def isolated_cache_args(root: Path, cache_dir: Path, env: dict[str, str] | None = None
