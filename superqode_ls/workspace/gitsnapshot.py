@@ -25,18 +25,15 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import carry
+from .errors import WorkspaceError
+from .excludes import CACHE_PATTERNS, CACHE_TEXT  # noqa: F401 - CACHE_PATTERNS: bench/onewalk.py
 from .git import UNTRUSTED_TREE_ENV, alternates_line, git, git_out
 
-# Caches that tools create while they run; never part of a change.
-CACHE_PATTERNS = (
-    "__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/",
-    ".hypothesis/", ".coverage", ".coverage.*", "*.egg-info/", ".tox/", ".nox/",
-    ".superqode/",
-)
 _init_lock = threading.Lock()
 PRUNE_EVERY_S = 3600.0
 # Loose objects younger than this are never pruned: another session may have
@@ -61,6 +58,9 @@ class SnapshotStore:
         # Only the user's object dirs: a session's own object dir (and its
         # alternates file) is the session's to write, and is never read here.
         self._alternates = [Path(a) for a in (alternates or [])]
+        # The ignore rules every hash of this store names (excludes.py): the
+        # session's combined file once set, else the store's cache patterns.
+        self._excludes: Path | Callable[[], Path] | None = None
         self._ensure()
 
     def _ensure(self) -> None:
@@ -82,11 +82,29 @@ class SnapshotStore:
             excludes = self.path / "info" / "superqode-excludes"
             if not excludes.exists():
                 excludes.parent.mkdir(parents=True, exist_ok=True)
-                excludes.write_text("\n".join(CACHE_PATTERNS) + "\n")
+                excludes.write_bytes(CACHE_TEXT)
+
+    def use_excludes(self, source: Path | Callable[[], Path]) -> None:
+        """The excludes file of every later hash (``excludes.build``'s): a
+        path, or a function giving it, called at the first hash (so the
+        user's configuration is read beside the first steps)."""
+        self._excludes = source
 
     @property
     def excludes_file(self) -> Path:
+        if callable(self._excludes):
+            self._excludes = self._excludes()
+        if self._excludes is not None:
+            return self._excludes
         return self.path / "info" / "superqode-excludes"
+
+    def excludes_arg(self) -> list[str]:
+        """``-c core.excludesFile=...`` for git, failing closed: git reads a
+        missing excludes file as no rules at all, and would carry more."""
+        path = self.excludes_file
+        if not os.path.isfile(path):
+            raise WorkspaceError(f"SuperQode's ignore rules are missing ({path})")
+        return ["-c", f"core.excludesFile={path}"]
 
     def env(self, *, users: bool = False, **extra: str) -> dict[str, str]:
         """For git on the store, or on a work tree with the store's objects:
@@ -130,7 +148,7 @@ class SnapshotStore:
         (``carry.index_bits``), so they are not listed a second time."""
         env = self.env(users=users, GIT_INDEX_FILE=str(index_file), GIT_NO_LAZY_FETCH="1",
                        GIT_DIR=str(git_dir or self.path), GIT_WORK_TREE=str(work_tree))
-        cfg = ["-c", f"core.excludesFile={self.excludes_file}", "-c", "core.autocrlf=false"]
+        cfg = [*self.excludes_arg(), "-c", "core.autocrlf=false"]
         if index_file.exists():
             carry.unflag_present(work_tree, work_tree, env, bits)
         spec = ["."] + [f":(top,exclude,literal){p}" for p in exclude or []]
