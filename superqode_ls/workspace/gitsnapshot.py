@@ -314,4 +314,4 @@ class SnapshotStore:
                        GIT_DIR=str(git_dir or self.path), GIT_WORK_TREE=str(work_tree))
         self.hash_tree(work_tree, index_file, git_dir=git_dir)  # index = what is there now
         git(["read-tree", "--reset", "-u", tree], work_tree, env=env)
-        git(["clean", "-ffdq"], work_tree, env=env)
+        git([*self.excludes_arg(), "clean", "-ffdq"], work_tree, env=env)  # ignored: as hashed

@@ -32,7 +32,7 @@ SECRET = "sk-live-0123456789-users-own"
 def _as_session(s: IsolatedSession, script: str) -> subprocess.CompletedProcess:
     env = s.env()
     return subprocess.run(supervise(["sh", "-c", script], env), cwd=s.sandbox, env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def _search(s: IsolatedSession) -> str:

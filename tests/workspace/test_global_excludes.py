@@ -124,3 +124,22 @@ def test_a_hash_refuses_to_run_when_the_rules_are_gone(make_repo, isolated_home)
             s.changes_sync()
     finally:
         s.close_sync()
+
+
+def test_a_restore_keeps_what_the_hashes_ignore(make_repo, isolated_home):
+    """Restoring a snapshot removes the session's untracked files under the
+    same rules its hashes use: what they ignore (the user's global patterns,
+    the caches) stays, as the snapshot never held it."""
+    repo = make_repo(FILES)
+    _global_via_config(isolated_home, "*.env\n")
+    with IsolatedSession.create_sync(repo) as s:
+        assert s.baseline is not None
+        (s.sandbox / "made.py").write_text("y = 2\n")
+        (s.sandbox / "local.env").write_text("the session's\n")
+        (s.sandbox / "pkg" / "__pycache__").mkdir()
+        (s.sandbox / "pkg" / "__pycache__" / "core.cpython-311.pyc").write_bytes(b"\0cache")
+        s.tree.restore(s.baseline)
+        assert not (s.sandbox / "made.py").exists()
+        assert (s.sandbox / "local.env").exists()
+        assert (s.sandbox / "pkg" / "__pycache__" / "core.cpython-311.pyc").exists()
+        assert s.changes_sync().empty
