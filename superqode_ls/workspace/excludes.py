@@ -23,10 +23,11 @@ written without following a link. Every hash of that session, and of its
 sandbox when it is read again after a crash, names that copy, so the user's
 tree and the sandbox are hashed under the same rules.
 
-Failing closed: a user's file that exists but cannot be read, a
-``core.excludesFile`` without a value, or a copy that cannot be written stop
-the session's making with one line; a copy gone when a hash runs stops that
-hash (git would read a missing excludes file as no rules and carry more).
+Failing closed: a user's file that exists but cannot be read (a fifo or a
+device is refused, not waited on), a ``core.excludesFile`` without a value,
+or a copy that cannot be written stop the session's making with one line; a
+copy gone when a hash runs stops that hash (git would read a missing
+excludes file as no rules and carry more).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def combined(listing: list[ConfigEntry], top: Path) -> bytes:
     users = b""
     if path is not None:
         try:
-            users = path.read_bytes()
+            users = _read_regular(path)
         except OSError as e:
             if e.errno not in _MISSING:
                 raise WorkspaceError(f"cannot read your git excludes file {path}: "
@@ -102,6 +103,21 @@ def combined(listing: list[ConfigEntry], top: Path) -> bytes:
     if users and not users.endswith(b"\n"):
         users += b"\n"
     return users + CACHE_TEXT
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file (links followed, as git does); a fifo or
+    a device is refused rather than waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def write(folder: Path, data: bytes) -> Path:

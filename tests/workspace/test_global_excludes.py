@@ -110,6 +110,10 @@ def test_the_combined_file_follows_the_users_file_and_fails_closed(tmp_path, iso
     (isolated_home / "ign").mkdir()  # there, but not readable as a file
     with pytest.raises(WorkspaceError, match="cannot read your git excludes file"):
         excludes.combined(listing[:1], top)
+    (isolated_home / "ign").rmdir()
+    os.mkfifo(isolated_home / "ign")  # refused, not waited on
+    with pytest.raises(WorkspaceError, match="not a regular file"):
+        excludes.combined(listing[:1], top)
 
 
 def test_a_hash_refuses_to_run_when_the_rules_are_gone(make_repo, isolated_home):
