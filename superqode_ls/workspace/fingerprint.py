@@ -354,6 +354,10 @@ def differences(before: Fingerprint, after: Fingerprint) -> list[tuple[str, bool
     git_a, git_b = _unfold_indexes(before.git, after.git)
     for a, b, describe in ((before.files, after.files, _describe), (git_a, git_b, _describe_git),
                            (before.home, after.home, _describe)):
+        if a == b:
+            # The usual end of a session: one comparison in C where sorting
+            # and comparing 20,000 entries one by one cost 20 ms.
+            continue
         for k in sorted(a.keys() - b.keys()):
             out.append((f"deleted: {k}", False))
         for k in sorted(b.keys() - a.keys()):

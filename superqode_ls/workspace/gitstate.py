@@ -35,6 +35,8 @@ import hashlib
 import os
 import re
 import stat
+import threading
+import time
 from pathlib import Path
 
 from . import treewalk
@@ -122,16 +124,71 @@ def refs_listing(raw: str) -> str:
 _INDEX_ENTRY = re.compile(r"([^ \0]+) (\d+) ([0-9a-f]+) (\d)\t([^\0]*)\0")
 
 
-def _index(root: Path, out: dict[str, tuple], label: str, index_file: Path | None = None) -> bool:
+# The last listings of index files, by folder listed from and path: (the file's stat key when it
+# was listed, the record). A session lists the user's index when it starts
+# and again when it ends, and the next session starts with the same index:
+# an index file whose device, inode, size, mtime and ctime are those it had
+# when it was listed holds the same bytes (a write moves its ctime, which
+# no user-space call sets back: the files part of the fingerprint trusts no
+# more), so it is not listed again. A few: one per repository in use.
+_LISTED: dict[str, tuple[tuple[int, ...], tuple]] = {}
+_LISTED_MAX = 8
+# git's racy rule, wider: a file written in the last seconds may be written
+# again within the same clock tick, its stat data unchanged; not kept.
+_RACY_NS = 2_000_000_000
+_listed_lock = threading.Lock()
+
+
+def _stat_key(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or time.time_ns() - st.st_ctime_ns < _RACY_NS:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _split(gd: Path) -> bool:
+    """A split index also reads a ``sharedindex.*`` file, which git may
+    expire: its listing is not kept (the index file alone does not say it)."""
+    try:
+        return any(n.startswith("sharedindex.") for n in os.listdir(gd))
+    except OSError:
+        return True
+
+
+def _index(root: Path, out: dict[str, tuple], label: str, index_file: Path | None = None,
+           path: Path | None = None) -> bool:
     """The index's entries as one record: the listing's digest, then the
     listing itself. Equal digests settle a comparison without parsing 20k
-    entries; :func:`index_entries` unfolds it when something differs."""
+    entries; :func:`index_entries` unfolds it when something differs.
+    ``path``: the index file git reads (``index_file``, else the git dir's),
+    whose listing is kept (:data:`_LISTED`)."""
+    path = index_file if index_file is not None else path
+    key = _stat_key(path) if path is not None and not _split(path.parent) else None
+    # Listed from ``root``: a session on a folder inside a repository lists
+    # that folder's entries only.
+    where = f"{root}\0{path}"
+    if key is not None:
+        with _listed_lock:
+            known = _LISTED.get(where)
+        if known is not None and known[0] == key:
+            out[f"{label}index"] = known[1]
+            return True
     env = {"GIT_INDEX_FILE": str(index_file)} if index_file is not None else None
     proc = git(["ls-files", "-s", "-v", "-z"], root, env=env, check=False)
     if proc.returncode != 0:
         return False
-    out[f"{label}index"] = ("entries", hashlib.sha256(proc.stdout).hexdigest(),
-                            proc.stdout.decode("utf-8", "surrogateescape"))
+    record = ("entries", hashlib.sha256(proc.stdout).hexdigest(),
+              proc.stdout.decode("utf-8", "surrogateescape"))
+    out[f"{label}index"] = record
+    if key is not None:  # taken before git read it: a rewrite since moves it
+        with _listed_lock:
+            _LISTED.pop(where, None)
+            _LISTED[where] = (key, record)
+            while len(_LISTED) > _LISTED_MAX:
+                del _LISTED[next(iter(_LISTED))]
     return True
 
 
@@ -173,7 +230,7 @@ def git_state(root: Path, gd: Path, cd: Path, working: Path,
     _walk_content(cd, out, ".git/", current if gd == cd else _LOGICAL | _HOUSEKEEPING)
     _refs(root, out, refs)
     _stash_log(cd, out)
-    if not _index(root, out, "") and (gd / "index").exists():
+    if not _index(root, out, "", path=gd / "index") and (gd / "index").exists():
         out["index"] = ("error", "unreadable index")
     for mod in _module_dirs(cd):
         rel = mod.relative_to(cd).as_posix()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..events import EventBus
-from . import carry, pool, sparse, warmreset
+from . import carry, excludes, pool, sparse, warmreset
 from . import worktree as wt
 from .errors import WorkspaceError
 from .git import ConfigEntry, GitError, config_listing, copy_index, head_commit, resolve_commit
@@ -129,6 +129,16 @@ class SandboxBuilder(OnTree):
         store = self.tree.store = SnapshotStore(store_dir(self.project), alternates=[cd / "objects"],
                                                 session=self.id)
         (self.private / "git" / "common" / "objects").mkdir(parents=True, exist_ok=True)
+
+        def user_excludes() -> Path:
+            # The user's global excludes with SuperQode's cache patterns
+            # (excludes.py), from the configuration read beside.
+            reader.join()
+            if isinstance(listing_box[0], BaseException):
+                raise listing_box[0]
+            return excludes.build(self.private, listing_box[0], self.project)
+
+        store.use_excludes(user_excludes)
         if self.config.workspace.copy_uncommitted and not pinned_base:
             state = wt.capture_user_state(self.project, store, self.private, True)
             self.check_abort()
@@ -219,7 +229,7 @@ class SandboxBuilder(OnTree):
             return False
         # Untracked strays would have changed the tree above; ignored ones do not,
         # so list those and allow only the caches config says to keep.
-        out = wt.git(["clean", "-ndX"], self.sandbox, env=env).stdout.decode("utf-8", "surrogateescape")
+        out = wt.git([*store.excludes_arg(), "clean", "-ndX"], self.sandbox, env=env).stdout.decode("utf-8", "surrogateescape")
         stray = [ln[len("Would remove "):].rstrip("/") for ln in out.splitlines() if ln]
         return all(any(fnmatch.fnmatch(p, k.rstrip("/")) or fnmatch.fnmatch(p.split("/")[0], k.rstrip("/"))
                        for k in keep) for p in stray)

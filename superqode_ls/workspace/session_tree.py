@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..models import ChangeSet
-from . import removal
+from . import excludes, removal
 from . import worktree as wt
 from .changes import changes_between
 from .git import GitError
@@ -91,6 +91,9 @@ def extract_patch(record: SessionRecord) -> str:
     tree.identity = record.sandbox_identity
     tree.check()
     tree.store = SnapshotStore(store_dir(project), alternates=alternates, session=record.id)
+    # Hashed under the rules the session was made with (excludes.py).
+    if (copy := excludes.session_copy(paths.private)) is not None:
+        tree.store.use_excludes(copy)
     tree.baseline = record.baseline_snapshot
     return tree.changes().diff
 

@@ -162,7 +162,7 @@ def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[s
     # (the listing above only decided the path; git compares, not Python).
     diff = git(["diff-index", "--cached", "-R", "-z", "--no-renames", state.full_tree],
                sandbox, env=env).stdout
-    cfg = ["-c", f"core.excludesFile={store.excludes_file}", *_PROOF_CONFIG]
+    cfg = [*store.excludes_arg(), *_PROOF_CONFIG]
     git(["clean", "-ffdxq"], sandbox, env=env, check=False)  # the status below proves it
     out = git([*cfg, "status", "--porcelain=v2", "-z", "--untracked-files=all",
                "--ignored=matching", "--no-renames"], sandbox, env=env).stdout

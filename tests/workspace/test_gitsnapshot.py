@@ -70,3 +70,37 @@ def test_index_copies_keep_their_timestamps(tmp_path):
     copy_index(src, dst)
     assert dst.read_bytes() == b"DIRC"
     assert dst.stat().st_mtime_ns == src.stat().st_mtime_ns == 1_000_000_000_123
+
+
+def test_a_snapshot_commit_is_the_one_git_would_write(tmp_path, monkeypatch):
+    """Snapshot commits are written without a git process; each must be the
+    very object ``commit-tree`` makes in the store, and the store stays sound."""
+    from superqode_ls.workspace import gitsnapshot
+
+    ran: list[str] = []
+    real = gitsnapshot.git
+    monkeypatch.setattr(gitsnapshot, "git", lambda args, *a, **kw: (ran.extend(args), real(args, *a, **kw))[1])
+    work = tmp_path / "work"
+    write_files(work, {"a.txt": "a\n"})
+    store = SnapshotStore(tmp_path / "store.git")
+    tree = store.hash_tree(work, tmp_path / "index")
+    env = {**os.environ, "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z", "GIT_CONFIG_GLOBAL": os.devnull}
+    parent = None
+    for message in ("baseline qe-1", "checkpoint qe-1", "snapshot \u00e9t\u00e9"):
+        snap = store.commit(tree, parent, message)
+        assert "commit-tree" not in ran
+        args = ["git", "-c", "user.name=SuperQode", "-c", "user.email=superqode@localhost",
+                "--git-dir", str(store.path), "commit-tree", tree, "-m", message]
+        if parent:
+            args += ["-p", parent]
+        by_git = subprocess.run(args, env=env, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        assert snap.id == by_git
+        parent = snap.id
+    fsck = subprocess.run(["git", "--git-dir", str(store.path), "fsck", "--strict"],
+                          capture_output=True, text=True, check=False)
+    assert fsck.returncode == 0, fsck.stderr
+    log = subprocess.run(["git", "--git-dir", str(store.path), "log", "--format=%s", parent],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert log == ["snapshot \u00e9t\u00e9", "checkpoint qe-1", "baseline qe-1"]
