@@ -60,6 +60,7 @@ from ..models import Finding, Severity
 from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
+from .noise_carried import carried_noise
 from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
@@ -339,6 +340,7 @@ def filter_findings(
             kept = injected_noise(kept, getattr(read_line, "root", None), canonical_rule)
             kept = migration_noise(kept, lines, canonical_rule)
             kept = redefinition_noise(kept, lines, canonical_rule)
+            kept = carried_noise(kept, lines, canonical_rule)
             kept = operator_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
             kept = evidence_noise(kept, lines, canonical_rule)
         finally:
