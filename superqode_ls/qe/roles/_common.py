@@ -151,26 +151,20 @@ def read_bounded(path: Path | str, limit: int | None) -> bytes | None:
     while other processes may write there: a link (one swapped in after a
     walk) is never followed, a FIFO or device neither blocks nor is read,
     and nothing past the bound is read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read() if limit is None else fh.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return raw if limit is None or len(raw) <= limit else None
+    raw = _read_regular(path, None if limit is None else limit + 1)
+    return raw if raw is None or limit is None or len(raw) <= limit else None
 
 
 def read_prefix(path: Path | str, limit: int) -> bytes | None:
     """The first ``limit`` bytes of ``path`` when it is a regular file, else
     None: a judgement that needs only a file's start (its kind, a marker),
     with ``read_bounded``'s care (no link followed, no FIFO waited on)."""
+    return _read_regular(path, limit)
+
+
+def _read_regular(path: Path | str, size: int | None) -> bytes | None:
+    """At most ``size`` bytes (None: all) of ``path`` when it is a regular
+    file reached without following a link, else None; never blocks."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -179,7 +173,7 @@ def read_prefix(path: Path | str, limit: int) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(limit)
+            return fh.read() if size is None else fh.read(size)
     except OSError:
         return None
     finally:
