@@ -13,8 +13,8 @@
   {"placeholder": "http://user:pass@...:3128"}``, ``help_text=``), or a
   message given to gettext: an example of the form, no credential;
 - **SQL whose identifiers a method's callers quote** (``sql-injection``):
-  a method parameter formatted into SQL where every call of the method in
-  the module passes text the caller's own flow proves safe (glances'
+  a method parameter formatted into SQL where every ``self.method(...)``
+  call in its class passes text the caller's own flow proves safe (glances'
   ``export(plugin, creation_list, ...)``, whose callers build the list from
   ``_quote_identifier(key)`` and a dict of literal types). A caller that
   passes anything else, or a method called from outside the module, stays;
@@ -269,13 +269,13 @@ def caller_checked_sql(s: Scopes, func: ast.AST, built: list[ast.AST],
     params = [p for p in positional if p in names and p not in ("self", "cls")]
     if not params or a.vararg or a.kwarg:
         return None
-    method = bool(positional) and positional[0] in ("self", "cls")
+    # a method, called as self.name(...) from its own class (a module
+    # function's callers may be anywhere; the migration rule judges those)
+    if not (positional and positional[0] in ("self", "cls")):
+        return None
     calls = [c for c in ast.walk(s.tree) if isinstance(c, ast.Call) and _name(c) == func.name
-             and (isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
-                  and c.func.value.id in ("self", "cls") if method else
-                  isinstance(c.func, ast.Name))]
-    if method:  # self.name(...) reaches this method only from its own class
-        calls = [c for c in calls if _class_of(s, c) is _class_of(s, func)]
+             and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+             and c.func.value.id in ("self", "cls") and _class_of(s, c) is _class_of(s, func)]
     if not calls:
         return None
     for c in calls:
@@ -286,7 +286,7 @@ def caller_checked_sql(s: Scopes, func: ast.AST, built: list[ast.AST],
         if caller is func or not isinstance(caller, ast.FunctionDef | ast.AsyncFunctionDef):
             return None
         for p in params:
-            i = positional.index(p) - (1 if method else 0)
+            i = positional.index(p) - 1
             arg = next((k.value for k in c.keywords if k.arg == p), None)
             if arg is None and 0 <= i < len(c.args):
                 arg = c.args[i]
