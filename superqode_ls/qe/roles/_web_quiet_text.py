@@ -322,8 +322,10 @@ def regex_checked_reflection(s: Scopes, line: int, function: Callable[[Scopes, i
                                     | ast.For | ast.While | ast.With | ast.Try)), None)
     if sink is None:
         return None
+    # a read after the sink reaches it only through a loop around both
+    looped = _in_loop(s, sink, func)
     readers = [n for n in ast.walk(func) if isinstance(n, ast.Assign)
-               and from_request(n.value, frozenset())]
+               and (looped or n.lineno < sink.lineno) and from_request(n.value, frozenset())]
     if not readers or any(from_request(n, frozenset()) for n in ast.walk(sink)
                           if isinstance(n, ast.expr)):
         return None
@@ -339,6 +341,14 @@ def regex_checked_reflection(s: Scopes, line: int, function: Callable[[Scopes, i
     return (f"the request text {', '.join(checked)} is checked against an anchored pattern "
             "that admits no markup (no <, >, & or quote) before the response is made; "
             "a value that fails is refused")
+
+
+def _in_loop(s: Scopes, node: ast.AST, func: ast.AST) -> bool:
+    while node in s.parent and node is not func:
+        node = s.parent[node]
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            return True
+    return False
 
 
 def _regex_guard(s: Scopes, func: ast.AST, name: str, read: ast.stmt, sink: ast.stmt
