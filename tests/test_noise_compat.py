@@ -65,8 +65,8 @@ def plain(value):
 
 USER = """from pkg.compat import long, xmlrpclib
 from .compat import (
+    unicode,  # a comment between the names
     sha1,
-    unicode,
 )
 
 print(long, xmlrpclib, sha1, unicode)

@@ -245,7 +245,8 @@ def _imported_from(root: Path, modules: set[str]) -> dict[str, set[str]]:
             target = names.get(module)
             if target is None or target == rel:
                 continue
-            for part in what.strip("()").replace("\\\n", " ").split(","):
+            # a comment inside the parentheses would hide the name after it
+            for part in re.sub(r"#[^\n]*", "", what).strip("()").split(","):
                 bits = part.split()
                 if bits and bits[0].isidentifier():
                     out.setdefault(target, set()).add(bits[0])
