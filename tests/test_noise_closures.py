@@ -190,3 +190,61 @@ def test_a_groupby_group_read_again_only_after_a_branch_that_left_is_noise_other
     _shown(found, "lib/groups.py", 16, "B031")  # read twice: the second read is empty
     _shown(found, "lib/groups.py", 24, "B031")  # the branch only logs, then reads again
     _shown(found, "lib/groups.py", 33, "B031")  # read once per row
+
+
+EAGER_CALLS = """import asyncio
+import re
+
+
+def marks(text, pairs):
+    for tag, md in pairs:
+        pattern = re.compile(tag)
+        text = pattern.sub(lambda m: md + m.group(0), text)
+        text = re.sub(tag, lambda m: md, text)
+    return text
+
+
+def scaled(rows, factors):
+    out = []
+    for factor in factors:
+        def scale(x):
+            return x * factor
+
+        out.append(list(map(scale, rows)))
+    return out
+
+
+async def checks(loop, pool, watches):
+    for watch in watches:
+        await loop.run_in_executor(pool, lambda: watch.check())
+
+
+def kept(rows, factors, bus, loop, pool):
+    lazy = []
+    for factor in factors:
+        def scale(x):
+            return x * factor
+
+        lazy.append(map(scale, rows))
+        bus.sub(lambda m: factor)
+        loop.run_in_executor(pool, lambda: factor)
+    return lazy
+"""
+
+
+@needs_ruff
+def test_a_closure_a_call_runs_before_the_iteration_ends_is_noise_one_kept_stays(make_repo):
+    """changedetection.io's ``pattern.sub(lambda m: ...open_md...)`` in a loop
+    and ``await loop.run_in_executor(pool, lambda: ...watch...)``: the call
+    runs the closure before the loop moves on. A lazy map kept in a list,
+    another object's ``.sub`` (it may store the callback) and an executor
+    job whose future is not awaited stay."""
+    repo = make_repo({"pyproject.toml": CONFIG, "lib/eager.py": EAGER_CALLS})
+    found = _found(repo)
+    _noise(found, "lib/eager.py", 8, "B023", "regex substitution")  # compiled pattern's sub
+    _noise(found, "lib/eager.py", 9, "B023", "regex substitution")  # re.sub
+    _noise(found, "lib/eager.py", 17, "B023", "only called within the iteration")  # list(map())
+    _noise(found, "lib/eager.py", 25, "B023", "awaited on the spot")
+    _shown(found, "lib/eager.py", 32, "B023")  # the map is kept for later
+    _shown(found, "lib/eager.py", 35, "B023")  # bus.sub may keep the callback
+    _shown(found, "lib/eager.py", 36, "B023")  # the executor's future is not awaited

@@ -61,6 +61,7 @@ from . import ast_index
 from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_carried import carried_noise
+from .noise_compat import compat_noise
 from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
@@ -349,6 +350,7 @@ def filter_findings(
         # the steps above before the project step's re-export rule is
         # reached; the rules above, where they ran, came first.
         kept = package_reexports(kept, lines, canonical_rule)
+        kept = compat_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -2,9 +2,13 @@
 
 - a loop variable read by a closure (B023) where the closure never outlives
   the iteration that made it: a function defined in the loop body whose name
-  is only ever called there (directly, in a list comprehension, or as the
-  ``key=`` of a sort), or a lambda given straight to ``sorted()``/``min()``/
-  ``max()``/``.sort()`` or as a ``key=``. B023's late binding cannot bite: the
+  is only ever called there (directly, in a list comprehension, or given to
+  one of the calls below), or a lambda given straight to ``sorted()``/
+  ``min()``/``max()``/``.sort()``/``reduce()`` or as a ``key=``, as the
+  replacement of ``re.sub``/``pattern.sub`` (a pattern the code compiled),
+  to ``map``/``filter`` whose iterator is drained on the spot (``list(...)``,
+  a ``for``), or to ``await loop.run_in_executor(...)``/``asyncio.to_thread``
+  awaited where it is handed over. B023's late binding cannot bite: the
   closure runs before the variable moves on. A closure that is stored,
   returned, appended, passed anywhere else, or called from a generator or
   another closure (which may run later) stays;
@@ -29,7 +33,16 @@ from .codegen import Scopes
 from .noise_defaults import callee
 
 # Calls that run a key or function they are given before they return.
-_EAGER = frozenset({"sorted", "min", "max", "sort", "nsmallest", "nlargest"})
+_EAGER = frozenset({"sorted", "min", "max", "sort", "nsmallest", "nlargest", "reduce"})
+# A regex substitution calls its replacement for each match before it returns.
+_SUBSTITUTE = frozenset({"sub", "subn"})
+_REGEX_MODULES = frozenset({"re", "regex"})
+# Lazy: the function runs as the iterator is read, so only where it is read at once.
+_LAZY = frozenset({"map", "filter", "filterfalse", "starmap", "takewhile", "dropwhile"})
+_DRAINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "any",
+                     "all", "min", "max", "join", "deque", "Counter", "OrderedDict"})
+# Runs the function on a worker and returns an awaitable of its result.
+_OFFLOAD = frozenset({"run_in_executor", "to_thread", "run_sync"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Where a call may run after the statement that wrote it (a later iteration).
 _LATER = (ast.GeneratorExp, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -78,12 +91,59 @@ def _within(scopes: Scopes, node: ast.AST, top: ast.AST) -> bool:
 
 
 def _eager_argument(scopes: Scopes, node: ast.AST) -> bool:
-    """``node`` is given to a call that runs it before returning: a ``key=``
-    of any call, or an argument of ``sorted``/``min``/``max``/``.sort``."""
+    """``node`` is given to a call that runs it before the iteration goes
+    on: a ``key=`` of any call, an argument of ``sorted``/``min``/``max``/
+    ``.sort``/``reduce``, the replacement of a regex substitution, ``map``/
+    ``filter`` whose iterator is consumed on the spot, or a thread pool's
+    job that is awaited where it is handed over."""
     parent = scopes.parent.get(node)
-    if isinstance(parent, ast.keyword) and parent.arg == "key":
+    if isinstance(parent, ast.keyword):
+        return parent.arg == "key" or (parent.arg == "repl" and _substitution(
+            scopes, scopes.parent.get(parent)))
+    if not (isinstance(parent, ast.Call) and node in parent.args):
+        return False
+    name = callee(parent)
+    if name in _EAGER:
         return True
-    return isinstance(parent, ast.Call) and node in parent.args and callee(parent) in _EAGER
+    if name in _SUBSTITUTE:
+        return _substitution(scopes, parent)
+    if name in _LAZY:
+        return _consumed(scopes, parent)
+    # ``await loop.run_in_executor(pool, fn)``: the coroutine ends when fn has run
+    return name in _OFFLOAD and isinstance(scopes.parent.get(parent), ast.Await)
+
+
+def _substitution(scopes: Scopes, call: ast.AST | None) -> bool:
+    """``call`` is ``re.sub``/``re.subn`` or ``.sub``/``.subn`` of a pattern the
+    code compiled (``pattern = re.compile(...)``): the replacement runs for
+    each match before the call returns. Another object's ``.sub`` may keep
+    what it is given."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    owner = call.func.value
+    if isinstance(owner, ast.Name) and owner.id in _REGEX_MODULES:
+        return True
+    if isinstance(owner, ast.Call):  # re.compile(...).sub(fn, text)
+        return callee(owner) == "compile"
+    if not isinstance(owner, ast.Name):
+        return False
+    writes = [n for n in ast.walk(_scope_of(scopes, call)) if isinstance(n, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == owner.id for t in n.targets)]
+    return bool(writes) and all(isinstance(w.value, ast.Call) and callee(w.value) == "compile"
+                                for w in writes)
+
+
+def _consumed(scopes: Scopes, call: ast.Call) -> bool:
+    """The iterator ``call`` returns is drained where it is made: the
+    argument of ``list``/``tuple``/``sum``/``"".join`` and the like, or the
+    iterable of a ``for`` loop or a comprehension."""
+    parent = scopes.parent.get(call)
+    if isinstance(parent, ast.Call) and call in parent.args:
+        return callee(parent) in _DRAINS
+    if isinstance(parent, (ast.For, ast.AsyncFor)):
+        return parent.iter is call
+    return isinstance(parent, ast.comprehension) and parent.iter is call and not isinstance(
+        scopes.parent.get(parent), ast.GeneratorExp)
 
 
 def _scope_of(scopes: Scopes, node: ast.AST) -> ast.AST:
@@ -103,8 +163,10 @@ def closure_used_in_iteration(scopes: Scopes, line: int, col: int) -> str | None
         return None
     if isinstance(closure, ast.Lambda):
         if _eager_argument(scopes, closure):
-            return ("the lambda is given straight to a sort/min/max key and runs before the "
-                    "loop moves on: the loop variable it reads is the current one")
+            return ("the lambda is given straight to a call that runs it before the loop "
+                    "moves on (a sort/min/max key, a regex substitution, map/filter read at "
+                    "once, a thread-pool job awaited on the spot): the loop variable it reads "
+                    "is the current one")
         target = scopes.parent.get(closure)
         if not (isinstance(target, ast.Assign) and len(target.targets) == 1
                 and isinstance(target.targets[0], ast.Name)):

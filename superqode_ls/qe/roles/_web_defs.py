@@ -354,9 +354,10 @@ class _Flow:
 
 
 def safe_at(s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST,
-            values: list[ast.AST]) -> bool:
+            values: list[ast.AST], seed: frozenset[str] = frozenset()) -> bool:
     """Every one of ``values`` (formatted into ``node``) holds only the
-    code's own text, or text checked against it, where ``node`` runs."""
+    code's own text, or text checked against it, where ``node`` runs;
+    ``seed``: names known safe on entry (parameters every caller fills so)."""
     sink = node
     while not isinstance(sink, ast.stmt) and sink in s.parent:
         sink = s.parent[sink]
@@ -366,7 +367,7 @@ def safe_at(s: Scopes, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.A
     flow.rows_of = read_only_cursor(func, sink, node)
     params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
     flow.bound |= params | {a.arg for a in (func.args.vararg, func.args.kwarg) if a}
-    flow.block(func.body, _typed_numbers(func) | _callers_sql(func))
+    flow.block(func.body, _typed_numbers(func) | _callers_sql(func) | seed)
     if not flow.at_sink:
         return False
     state = frozenset.intersection(*flow.at_sink)

@@ -41,6 +41,7 @@ import ast
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from ...models import Finding, Severity
 from ...workspace.pyast import parse as parse_python
@@ -49,6 +50,14 @@ from ..context import mark_noise
 from ..noise_context import UNFILTERED
 from ._web_defs import safe_at
 from ._web_quiet_sql import _assigned, constant_text
+from ._web_quiet_text import (
+    ProjectDefs,
+    caller_checked_sql,
+    literal_template,
+    parse_or_none,
+    regex_checked_reflection,
+    shown_text_password,
+)
 from ._web_quiet_tools import cli_argument_shell, fixed_scheme_urlopen, option_default_address
 from ._web_sinks import from_request
 
@@ -66,17 +75,23 @@ _PATH_BUILD = frozenset({"join", "Path", "PurePath", "abspath", "dirname", "real
                          "normpath", "resolve", "expanduser"})
 _DEPTH = 6
 _SERVER_RUN = frozenset({"run", "run_app", "run_simple", "serve"})
+_TEXT_RULES = frozenset({"path-traversal", "template-injection", "hardcoded-db-password",
+                         "reflected-xss"})
 
 
 def quiet(findings: list[Finding], text: Callable[[str], str | None],
-          stop: float | None = None, late: list[Finding] | None = None) -> list[Finding]:
+          stop: float | None = None, late: list[Finding] | None = None,
+          root: Path | None = None) -> list[Finding]:
     """``findings`` with those the code proves harmless marked as noise;
     ``text`` gives a project file's source by its path. Past ``stop``
     (``time.monotonic()``) no further file is parsed: a finding of such a
     file is kept as it is, tagged ``unfiltered`` and added to ``late`` (on
     sqlalchemy this step parsed 65 large modules, 4-5 s on a loaded 2-core
-    machine, after the role's tools had stopped)."""
+    machine, after the role's tools had stopped). ``root``: the project's
+    folder, for the template rule's look at the methods a template is made
+    of (without it that rule keeps its findings)."""
     modules: dict[str, Scopes | None] = {}
+    defs = ProjectDefs(root, parse_or_none)
 
     def scopes(rel: str) -> Scopes | None:
         if rel not in modules:
@@ -94,7 +109,7 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None],
         rules = {f.rule_id, *f.related_rules}
         if f.noise is None and f.file and f.file.endswith(".py") and f.range \
                 and rules & (_SQL_RULES | _PICKLE_RULES | _BIND_RULES | _SHELL_RULES
-                             | _URLOPEN_RULES | {"path-traversal"}) \
+                             | _URLOPEN_RULES | _TEXT_RULES) \
                 and (s := scopes(f.file)) is not None:
             if s is _LATE:
                 f = f.model_copy(update={"tags": [*f.tags, UNFILTERED]})
@@ -110,6 +125,12 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None],
                 why = _own_file_load(s, line)
             elif "path-traversal" in rules:
                 why = _segment_with_suffix(s, line)
+            elif "template-injection" in rules:
+                why = literal_template(s, line, root, defs)
+            elif f.rule_id == "hardcoded-db-password":
+                why = shown_text_password(s, line)
+            elif "reflected-xss" in rules:
+                why = regex_checked_reflection(s, line, _function)
             elif rules & _BIND_RULES and not rules & {"B201", "debug-mode"}:
                 why = _bind_without_debug(s, line) or option_default_address(s, line)
             elif f.rule_id in _SHELL_RULES and "command-injection" not in rules:
@@ -223,7 +244,7 @@ def _numbers_only_sql(s: Scopes, line: int) -> str | None:
                 "library parameter typed as a number, SQL its caller writes by the library's "
                 "documented contract or on its own command line): no text from outside "
                 "reaches it unchecked")
-    return None
+    return caller_checked_sql(s, func, built, values)
 
 
 def _fixed(s: Scopes, e: ast.AST, func: ast.AST, depth: int = _DEPTH) -> bool:

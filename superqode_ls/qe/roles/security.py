@@ -129,7 +129,8 @@ class SecurityTester(FileCheckRole):
         merged = merge_chains(merge_secrets(findings, extra))
         keep = 2.0 * busy(ctx.runtime.cpu_count())
         findings = await asyncio.to_thread(
-            quiet, merged, src.text, None if left is None else time.monotonic() + left - keep, late)
+            quiet, merged, src.text, None if left is None else time.monotonic() + left - keep, late,
+            src.root)
         if late:
             status = "incomplete"
             why = (f"the web context checks ran out of time: {len(late)} finding(s) not "
