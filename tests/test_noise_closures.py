@@ -248,3 +248,33 @@ def test_a_closure_a_call_runs_before_the_iteration_ends_is_noise_one_kept_stays
     _shown(found, "lib/eager.py", 32, "B023")  # the map is kept for later
     _shown(found, "lib/eager.py", 35, "B023")  # bus.sub may keep the callback
     _shown(found, "lib/eager.py", 36, "B023")  # the executor's future is not awaited
+
+
+HELPER_CALLS = """import threading
+
+
+def poll(items, utils, action, hooks):
+    for item in items:
+        utils.wait_for(lambda: item.ready(), 5)
+        def before_repair():
+            return item.ok
+        action.consistency_check(before_repair)
+        hooks.register(lambda: item.close())
+        threading.Timer(1, lambda: item.close()).start()
+        utils.add_done_callback(lambda: item)
+"""
+
+
+@needs_ruff
+def test_a_closure_given_to_a_helper_that_runs_it_is_noise_one_registered_stays(make_repo):
+    """fail2ban's ``Utils.wait_for(lambda: ...modlst...)`` and
+    ``action.consistencyCheck(_beforeRepair)`` in a loop: a call whose name
+    says nothing of keeping the function runs it while the loop waits. A
+    registration, a timer and a done-callback keep it: they stay."""
+    repo = make_repo({"pyproject.toml": CONFIG, "lib/helpers.py": HELPER_CALLS})
+    found = _found(repo)
+    _noise(found, "lib/helpers.py", 6, "B023", "says nothing of keeping it")
+    _noise(found, "lib/helpers.py", 8, "B023", "only called within the iteration")
+    _shown(found, "lib/helpers.py", 10, "B023")  # register keeps it
+    _shown(found, "lib/helpers.py", 11, "B023")  # a timer runs it later
+    _shown(found, "lib/helpers.py", 12, "B023")  # a done-callback

@@ -3,7 +3,10 @@
 - a loop variable read by a closure (B023) where the closure never outlives
   the iteration that made it: a function defined in the loop body whose name
   is only ever called there (directly, in a list comprehension, or given to
-  one of the calls below), or a lambda given straight to ``sorted()``/
+  one of the calls below), or a lambda given straight to a call whose name
+  says nothing of keeping, scheduling or wrapping it (fail2ban's
+  ``Utils.wait_for(lambda: ...)``, ``action.consistencyCheck(fn)``: a
+  registration, thread, timer, task, container or factory keeps it), to ``sorted()``/
   ``min()``/``max()``/``.sort()``/``reduce()`` or as a ``key=``, as the
   replacement of ``re.sub``/``pattern.sub`` (a pattern the code compiled),
   to ``map``/``filter`` whose iterator is drained on the spot (``list(...)``,
@@ -44,6 +47,14 @@ _DRAINS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted", "sum
 # Runs the function on a worker and returns an awaitable of its result.
 _OFFLOAD = frozenset({"run_in_executor", "to_thread", "run_sync"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# A call whose name says it keeps, schedules or wraps what it is given (a
+# callback registration, a thread or timer, a task, a container, a factory):
+# the function may run after the loop has moved on.
+_KEEPS = re.compile(
+    r"(?i)^(add|put|push|set|new|create|make|build|get|wrap|bind|on_|on(?=[A-Z])|start|spawn)"
+    r"|append|extend|insert|register|connect|subscribe|listen|callback|handler|submit|schedule"
+    r"|call_(soon|later|at)|after|defer|timer|thread|process|task|future|async|partial|route"
+    r"|signal|atexit|hook|observe|watch|store|save|cache|memo|finaliz|decorat|lazy|map|filter")
 # Where a call may run after the statement that wrote it (a later iteration).
 _LATER = (ast.GeneratorExp, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _NAME_ERRORS = frozenset({"NameError", "Exception", "BaseException"})
@@ -110,7 +121,13 @@ def _eager_argument(scopes: Scopes, node: ast.AST) -> bool:
     if name in _LAZY:
         return _consumed(scopes, parent)
     # ``await loop.run_in_executor(pool, fn)``: the coroutine ends when fn has run
-    return name in _OFFLOAD and isinstance(scopes.parent.get(parent), ast.Await)
+    if name in _OFFLOAD:
+        return isinstance(scopes.parent.get(parent), ast.Await)
+    # Any other call whose name says nothing of keeping what it is given: a
+    # project's helper that calls the function while the loop waits
+    # (``wait_for(lambda: ...)``, ``check(fn)``); its body is often in another
+    # module, so its name is the evidence.
+    return bool(name) and not _KEEPS.search(name)
 
 
 def _substitution(scopes: Scopes, call: ast.AST | None) -> bool:
@@ -165,8 +182,8 @@ def closure_used_in_iteration(scopes: Scopes, line: int, col: int) -> str | None
         if _eager_argument(scopes, closure):
             return ("the lambda is given straight to a call that runs it before the loop "
                     "moves on (a sort/min/max key, a regex substitution, map/filter read at "
-                    "once, a thread-pool job awaited on the spot): the loop variable it reads "
-                    "is the current one")
+                    "once, a thread-pool job awaited on the spot, a call whose name says "
+                    "nothing of keeping it): the loop variable it reads is the current one")
         target = scopes.parent.get(closure)
         if not (isinstance(target, ast.Assign) and len(target.targets) == 1
                 and isinstance(target.targets[0], ast.Name)):
