@@ -304,7 +304,7 @@ def private_tmp(tmp: str, env: Mapping[str, str], needed: list[str]) -> str | No
         return None
     reads = [tmp, *needed, str(superqode_home()), sys.prefix, sys.base_prefix,
              sys.executable, os.path.dirname(os.path.abspath(__file__))]
-    reads += [h for h in _homes(env)]
+    reads += _homes(env)
     reads += [p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
     if any(_beneath_tmp(p) for p in reads if p):
         return None
@@ -388,10 +388,12 @@ def _plan(allow: list[str], env: Mapping[str, str]
     ops: list[tuple[str, str]] = []
     tmp = want.get("tmp")
     # The session's own /tmp (private_tmp) first, so nothing is laid on it;
-    # checked again here, as a folder an agent adds to ``allow`` may lie
-    # beneath the real /tmp: then the real one stays, read-only.
+    # only a folder the session may write anyway, and checked again here, as
+    # a folder an agent adds to ``allow`` may lie beneath the real /tmp: then
+    # the real one stays, read-only.
     if (isinstance(tmp, str) and os.path.isabs(tmp) and not os.path.islink(tmp)
-            and os.path.isdir(tmp) and not any(_beneath_tmp(p) for p in [tmp, *allow])):
+            and os.path.isdir(tmp) and os.path.realpath(tmp) in allow
+            and not any(_beneath_tmp(p) for p in [tmp, *allow])):
         ops.append(("tmp", tmp))
     ops += [("bind", p) for p in allow]
     # Masks after the binds: a secret is hidden even inside a writable folder;
