@@ -35,14 +35,18 @@ def test_real_bug():
 '''
 
 
-def test_sandbox_causes_are_named_from_the_failure_text():
+def test_sandbox_causes_are_named_from_the_failure_text(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/u")
     sandbox = "/home/u/.superqode/working/p/qe/s1"
     erofs = {"message": "OSError: [Errno 30] Read-only file system: '/tmp/foo'"}
-    assert "read-only outside its folders (the test writes /tmp/foo)" in environment_cause(
+    assert "read-only outside its folders (the test writes under /tmp)" in environment_cause(
         erofs, sandbox=sandbox)
     home = {"message": f"PermissionError: [Errno 13] Permission denied: "
                        f"'{os.path.expanduser('~')}/.cache/x'"}
-    assert "read-only outside" in environment_cause(home, sandbox=sandbox)
+    assert "read-only outside its folders (the test writes in the home)" in environment_cause(
+        home, sandbox=sandbox)
+    usr = {"message": "OSError: [Errno 30] Read-only file system: '/usr/lib/x.log'"}
+    assert "(the test writes /usr/lib/x.log)" in environment_cause(usr, sandbox=sandbox)
     # Inside the sandbox, or a path the developer's machine refuses too: the code's.
     inside = {"message": f"PermissionError: [Errno 13] Permission denied: '{sandbox}/data'"}
     assert environment_cause(inside, sandbox=sandbox) is None

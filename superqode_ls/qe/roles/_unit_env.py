@@ -135,7 +135,11 @@ def environment_cause(record: dict[str, Any], root: bool | None = None,
                                             or _INTERFACE_TEST.search(name)):
         return "the sandbox has no network (no interface but the loopback)"
     if denied := sandbox_denied(text, sandbox):
-        return f"the sandbox is read-only outside its folders (the test writes {denied[:120]})"
+        # One cause for a suite's many fixed paths (/tmp/foo, /tmp/log...).
+        home = os.path.expanduser("~").rstrip("/")
+        where = ("under /tmp" if (denied + "/").startswith("/tmp/") else
+                 "in the home" if home and (denied + "/").startswith(home + "/") else denied[:120])
+        return f"the sandbox is read-only outside its folders (the test writes {where})"
     marked = _NETWORK_MARKERS.intersection(record.get("markers") or ())
     if offline and marked:
         return f"the sandbox has no network (the project marks the test `{min(marked)}`)"
