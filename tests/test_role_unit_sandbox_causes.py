@@ -90,3 +90,32 @@ def test_a_sandbox_failure_is_not_a_finding_to_act_on(make_repo):
         in unit["reason"], unit
     assert report["verdict"] == "fail"  # for the real bug only
     assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+TMP_TEST = '''import uuid
+
+
+def test_writes_fixed_tmp_path():
+    with open("/tmp/sq-fixed-" + uuid.uuid4().hex, "w") as fh:
+        fh.write("log")
+
+
+def test_real_bug():
+    assert 1 + 1 == 3
+'''
+
+
+@pytest.mark.skipif(landlock.abi() is None, reason="no Landlock here: /tmp is writable")
+def test_landlock_only_refusal_of_tmp_is_the_sandbox_s(make_repo, monkeypatch):
+    """The Landlock-only level (no namespaces, so no private /tmp): the write
+    barrier refuses /tmp with EACCES, named as the sandbox's."""
+    monkeypatch.setenv(namespaces.OFF_ENV, "off")
+    repo = make_repo({"tests/test_tmp.py": TMP_TEST})
+    proc, report, unit = run_unit_cli(repo)
+    by_test = {f["title"].rsplit("::", 1)[-1]: f for f in report["findings"]}
+    fixed = by_test["test_writes_fixed_tmp_path"]
+    assert "Permission denied" in fixed["message"] or "Read-only" in fixed["message"], fixed
+    assert fixed["severity"] == "info", fixed
+    assert "read-only outside its folders (the test writes under /tmp)" in fixed["noise"]
+    assert by_test["test_real_bug"]["severity"] == "high"
+    assert report["verdict"] == "fail"  # for the real bug only
