@@ -274,11 +274,41 @@ def hidden_paths(config: Config, env: Mapping[str, str]) -> list[str]:
     return out
 
 
-def spec(config: Config, env: Mapping[str, str], devices: str | None = None) -> str:
+def spec(config: Config, env: Mapping[str, str], devices: str | None = None,
+         tmp: str | None = None) -> str:
     """The value of SPEC_ENV for a session's environment; ``devices``: the
-    session's own device nodes (``private_devices``)."""
+    session's own device nodes (``private_devices``); ``tmp``: the folder
+    seen as ``/tmp`` inside (``private_tmp``)."""
     return json.dumps({"network": config.sandbox.network,
-                       "hide": hidden_paths(config, env), "devices": devices})
+                       "hide": hidden_paths(config, env), "devices": devices, "tmp": tmp})
+
+
+def _beneath_tmp(path: str) -> bool:
+    real, tmp = os.path.realpath(path), os.path.realpath("/tmp")
+    return real == tmp or real.startswith(tmp.rstrip("/") + "/")
+
+
+def private_tmp(tmp: str, env: Mapping[str, str], needed: list[str]) -> str | None:
+    """``tmp`` (the session's own temp folder) where the namespace sandbox can
+    show it as ``/tmp``, else None (the real ``/tmp`` stays, read-only).
+
+    Tests write fixed paths under ``/tmp`` (``/tmp/foo``); behind the
+    read-only root they fail where the developer's pass. The session's own
+    folder over ``/tmp`` is writable, empty at the start, removed with the
+    session, and shows nothing of the real one (no desktop or agent sockets,
+    no other program's files). Only where nothing the session reads lies
+    beneath the real ``/tmp`` (the project, SuperQode's home and the
+    interpreter elsewhere, as on a developer's machine): those would be
+    hidden by it."""
+    if not active() or not os.path.isabs(tmp) or os.path.islink(tmp) or not os.path.isdir(tmp):
+        return None
+    reads = [tmp, *needed, str(superqode_home()), sys.prefix, sys.base_prefix,
+             sys.executable, os.path.dirname(os.path.abspath(__file__))]
+    reads += _homes(env)
+    reads += [p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
+    if any(_beneath_tmp(p) for p in reads if p):
+        return None
+    return tmp
 
 
 # The nodes bwrap's --dev binds in from the host, as (name, major, minor).
@@ -344,7 +374,8 @@ def masked(paths: list[str]) -> list[str]:
 def _plan(allow: list[str], env: Mapping[str, str]
           ) -> tuple[str, str | None, list[tuple[str, str]]]:
     """(network, devices, ops) for the session's ``env``: ops, in order, are
-    ("bind", folder) read-write, ("hide-dir"|"hide-file", path)."""
+    ("tmp", folder) bound read-write over /tmp, ("bind", folder) read-write,
+    ("hide-dir"|"hide-file", path)."""
     raw = env.get(SPEC_ENV)
     want = json.loads(raw) if raw else {}
     hide = want.get("hide")
@@ -354,11 +385,25 @@ def _plan(allow: list[str], env: Mapping[str, str]
     # cache linked elsewhere) cannot be a mount point, its target can; the
     # link itself resolves to it inside as outside.
     allow = list(dict.fromkeys(os.path.realpath(p) for p in allow))
-    ops = [("bind", p) for p in allow]
+    ops: list[tuple[str, str]] = []
+    tmp = want.get("tmp")
+    # The session's own /tmp (private_tmp) first, so nothing is laid on it;
+    # only a folder the session may write anyway, and checked again here, as
+    # a folder an agent adds to ``allow`` may lie beneath the real /tmp: then
+    # the real one stays, read-only.
+    if (isinstance(tmp, str) and os.path.isabs(tmp) and not os.path.islink(tmp)
+            and os.path.isdir(tmp) and os.path.realpath(tmp) in allow
+            and not any(_beneath_tmp(p) for p in [tmp, *allow])):
+        ops.append(("tmp", tmp))
+    ops += [("bind", p) for p in allow]
     # Masks after the binds: a secret is hidden even inside a writable folder;
     # a session folder that lies beneath a mask (a SUPERQODE_HOME under
     # $XDG_RUNTIME_DIR) is bound again on top, or the command could not run.
     masked = _masks(list(hide))
+    if ops and ops[0][0] == "tmp":
+        # Beneath the private /tmp they are not there to hide (and a mount
+        # point made for a mask would be a folder in the session's own).
+        masked = [m for m in masked if not _beneath_tmp(m)]
     # An empty folder over a folder, /dev/null over anything else.
     ops += [("hide-dir" if os.path.isdir(m) else "hide-file", m) for m in masked]
     ops += [("bind", p) for p in allow if any(p.startswith(m + "/") for m in masked)]
@@ -378,7 +423,9 @@ def wrap(cmd: list[str], allow: list[str], env: Mapping[str, str]) -> list[str]:
         args += [a for name, _, _ in _DEVICES
                  for a in ("--dev-bind", os.path.join(devices, name), f"/dev/{name}")]
     for op, path in ops:
-        args += {"bind": ["--bind-try", path, path], "hide-dir": ["--tmpfs", path],
+        # The private /tmp with --bind: where it cannot be made, nothing runs.
+        args += {"tmp": ["--bind", path, "/tmp"],
+                 "bind": ["--bind-try", path, path], "hide-dir": ["--tmpfs", path],
                  "hide-file": ["--ro-bind", "/dev/null", path]}[op]
     args += _isolation(network)
     return [*args, "--", *cmd]

@@ -268,7 +268,9 @@ class IsolatedSession:
         if sys.platform == "linux":
             env[BARRIER_ENV] = json.dumps([str(p) for p in self.writable()])
             devices = namespaces.private_devices(str(self.private / "dev"))
-            env[namespaces.SPEC_ENV] = namespaces.spec(self.config, env, devices)
+            own_tmp = namespaces.private_tmp(
+                str(tmp), env, [*(str(p) for p in self.writable()), str(self.project)])
+            env[namespaces.SPEC_ENV] = namespaces.spec(self.config, env, devices, own_tmp)
         if self.guard is not None:
             env = self.guard.env(env)
         return env

@@ -10,6 +10,8 @@ it gives CMD — the Landlock supervisor — what the bwrap arguments give:
 - a read-only view of ``/``: a recursive bind whose every submount is made
   read-only, nosuid and nodev by one ``mount_setattr(AT_RECURSIVE)``; only
   the ``--bind`` folders are bound again, writable;
+- the ``--tmp`` folder bound writable over ``/tmp`` (the session's own: the
+  real one's files and sockets are not seen);
 - an empty tmpfs (read-only) over each ``--hide-dir``, ``/dev/null`` on a
   read-only ``nodev`` bind (opening it is refused) over each ``--hide-file``;
   the ops run in the order given, so a bind after a mask is laid on top;
@@ -236,6 +238,11 @@ def _build(ops: list[tuple[str, str]], devices: str | None) -> None:
     masks = []
     for op, path in ops:
         src, dst = _OLD + path, _NEW + path
+        if op == "--tmp":  # the session's own folder over /tmp (the first op)
+            if not os.path.isdir(src):  # never the real /tmp instead
+                raise _Failed(f"private /tmp {path}: not a folder")
+            _bind(src, _NEW + "/tmp")
+            continue
         if not os.path.exists(src):
             continue  # nothing to write there, or to hide
         if op == "--bind":
@@ -358,7 +365,8 @@ def _parse(argv: list[str]):
         a = argv[i]
         if a == "--share-net":
             net, i = False, i + 1
-        elif a in ("--bind", "--hide-dir", "--hide-file", "--devices") and i + 1 < len(argv) \
+        elif a in ("--tmp", "--bind", "--hide-dir", "--hide-file", "--devices") \
+                and i + 1 < len(argv) \
                 and os.path.isabs(argv[i + 1]):
             if a == "--devices":
                 devices = argv[i + 1]

@@ -35,7 +35,9 @@ in the version its declarations let in: ``dependency_api`` says so, with
 the installed version and what the project declares.
 
 A failing test whose cause is where it ran (``environment_cause``): no
-network in the sandbox, SuperQode's guard, running as root.
+network in the sandbox (no route, no name, no interface but the loopback), a
+path outside the sandbox it may not write (``/tmp/foo`` where no private
+/tmp could be given, the home), SuperQode's guard, running as root.
 """
 
 from __future__ import annotations
@@ -81,6 +83,40 @@ _AS_ROOT = re.compile(r"DID NOT RAISE <class '(?:PermissionError|OSError)'>")
 _GUARD = re.compile(r"superqode guard: blocked: ([^\n(]+)")
 
 
+# The sandbox's read-only root or its write barrier refused a path outside
+# the sandbox (a test writing a fixed ``/tmp/foo``, its HOME): where no
+# private /tmp could be given, the test passes on the developer's machine.
+_DENIED = re.compile(r"\[Errno (30|13)\] (?:Read-only file system|Permission denied): '(/[^'\n]*)'")
+# A test reading the machine's network interfaces finds none but the
+# loopback (glances' ``test_glances_api_plugin_network``: ``assert 0 > 0``
+# on its list of interfaces): what it reads, and how it comes up empty.
+_INTERFACES = re.compile(r"net_if_(?:addrs|stats)|net_io_counters|netifaces\.|if_nameindex|"
+                         r"\bnetwork\b[^\n]*\.keys\(\)|\binterfaces\(\)")
+# pytest's short traceback shows the failing line only (``assert len(keys)
+# > 0``): the test's name says what it reads.
+_INTERFACE_TEST = re.compile(r"network|interface|netif|net_if|ifaddr|nic\b", re.IGNORECASE)
+_EMPTY = re.compile(r"where 0 = len\(|assert (?:0|\[\]|\{\}|\(\)) |"
+                    r"IndexError: list index out of range")
+
+
+def sandbox_denied(text: str, sandbox: str | None) -> str | None:
+    """The path outside ``sandbox`` that the sandbox kept a test from
+    writing, or None. Read-only anywhere outside it; permission denied only
+    under /tmp or the home (elsewhere the developer's machine refuses too)."""
+    m = _DENIED.search(text)
+    if m is None:
+        return None
+    path = os.path.normpath(m.group(2))
+    if sandbox and (path + "/").startswith(os.path.normpath(sandbox) + "/"):
+        return None
+    if m.group(1) == "13":
+        home = os.path.expanduser("~")
+        if not any((path + "/").startswith(d.rstrip("/") + "/") for d in ("/tmp", home)
+                   if d and d != "/"):
+            return None
+    return path
+
+
 # Markers projects put on the tests that need the network (pip-tools,
 # pytest-socket's users, astropy's ``remote_data``...).
 _NETWORK_MARKERS = {"network", "online", "internet", "needs_network", "requires_network",
@@ -88,12 +124,22 @@ _NETWORK_MARKERS = {"network", "online", "internet", "needs_network", "requires_
 
 
 def environment_cause(record: dict[str, Any], root: bool | None = None,
-                      offline: bool = False) -> str | None:
+                      offline: bool = False, sandbox: str | None = None) -> str | None:
     """Why a failing test failed because of where it ran, or None.
-    ``offline``: the sandbox had no network."""
+    ``offline``: the sandbox had no network; ``sandbox``: where the test ran."""
     text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
     if _NO_NETWORK.search(text):
         return "the sandbox has no network (the test reaches out)"
+    name = str(record.get("nodeid") or "").rsplit("::", 1)[-1]
+    if offline and _EMPTY.search(text) and (_INTERFACES.search(text)
+                                            or _INTERFACE_TEST.search(name)):
+        return "the sandbox has no network (no interface but the loopback)"
+    if denied := sandbox_denied(text, sandbox):
+        # One cause for a suite's many fixed paths (/tmp/foo, /tmp/log...).
+        home = os.path.expanduser("~").rstrip("/")
+        where = ("under /tmp" if (denied + "/").startswith("/tmp/") else
+                 "in the home" if home and (denied + "/").startswith(home + "/") else denied[:120])
+        return f"the sandbox is read-only outside its folders (the test writes {where})"
     marked = _NETWORK_MARKERS.intersection(record.get("markers") or ())
     if offline and marked:
         return f"the sandbox has no network (the project marks the test `{min(marked)}`)"

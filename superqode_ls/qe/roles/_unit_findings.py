@@ -83,7 +83,7 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
             key = fingerprint(rule_id, "pytest", file or "", nodeid, when)
         seen.add(key)
         title = f"{label}: {nodeid}" if nodeid else label
-        cause = (environment_cause(r, offline=offline) if r.get("kind") != "collect" else None
+        cause = (environment_cause(r, offline=offline, sandbox=str(root)) if r.get("kind") != "collect" else None
                  ) or environment_problem(r, root) or _collection_warning(r)
         # A name an installed package lacks: the code's (or its unpinned
         # dependency's API change), said as such, never "not installed".
