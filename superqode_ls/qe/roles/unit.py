@@ -421,7 +421,7 @@ def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -
              if ctx.config.roles.unit_test_command else py.label(ctx.project))
     parts = [reason, where]
     if settings := _django(ctx):
-        parts.append(f"Django's runner (manage.py test, {settings})")
+        parts.append(f"Django's runner ({django.runner_label(ctx.sandbox)}, {settings})")
     if py.note and not ctx.config.roles.unit_test_command:
         parts.append(py.note)
     return "; ".join(p for p in parts if p)
