@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +119,14 @@ class UnitTester(Role):
                 took = (f"quick mode stopped the test suite at {limit:.0f} s last time"
                         f"{f' ({stopped})' if stopped else ''}" if stopped is not None
                         else f"the test suite took {last:.0f} s last time")
-                return RoleOutput(
-                    status="skipped",
-                    reason=f"{took}; quick mode runs it only under {limit:.0f} s "
-                           "(it runs in deep mode)",
-                    tool="pytest",
-                )
+                reason = f"{took}; quick mode runs it only under {limit:.0f} s (it runs in deep mode)"
+                if failed := _last_failures(ctx.project):
+                    # The last run's failures are not re-checked here: not a
+                    # pass (the verdict stays conditional, as it was), and
+                    # not carried as findings of code this run did not test.
+                    return RoleOutput(status="incomplete", tool="pytest", reason=(
+                        f"{reason}; the last run had {failed}, not re-checked here"))
+                return RoleOutput(status="skipped", reason=reason, tool="pytest")
         missing = _missing_program(ctx)
         if missing:
             return RoleOutput(status="skipped", reason=missing, tool="pytest")
@@ -148,7 +151,8 @@ class UnitTester(Role):
         if not targets and out.status in ("ok", "timeout"):
             stopped = (progress_said(trace.get("records") or []) or ""
                        ) if limit is not None and out.status == "timeout" else None
-            _record_duration(ctx.project, elapsed, stopped)
+            _record_duration(ctx.project, elapsed, stopped,
+                             failures=sum(1 for f in out.findings if f.noise is None))
         if limit is not None and out.status == "timeout":
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
@@ -442,11 +446,29 @@ def _last_duration(project: Path) -> tuple[float | None, str | None]:
         return None, None
 
 
-def _record_duration(project: Path, seconds: float, stopped: str | None = None) -> None:
+def _last_failures(project: Path) -> str | None:
+    """"3 failing test(s) (2026-11-27 12:40 UTC)": the failing tests (not the
+    environment's) of the last recorded run and when it ended, or None when
+    it had none."""
+    try:
+        data = json.loads(_durations_file(project).read_text(encoding="utf-8"))
+        count = int(data.get("failures") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    if count <= 0:
+        return None
+    at = data.get("at")
+    return f"{count} failing test(s)" + (f" ({at})" if isinstance(at, str) and at else "")
+
+
+def _record_duration(project: Path, seconds: float, stopped: str | None = None,
+                     failures: int = 0) -> None:
     path = _durations_file(project)
+    at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps({"seconds": round(seconds, 3),
-                                       **({"stopped": stopped} if stopped is not None else {})}))
+                                       **({"stopped": stopped} if stopped is not None else {}),
+                                       "failures": failures, "at": at}))
     except OSError:
         pass  # only an optimisation for quick mode
