@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from superqode_ls.config import Config
 from superqode_ls.models import QualityReport, RoleRun
@@ -218,7 +218,7 @@ def test_quick_mode_runs_the_suite_only_when_fast(make_repo):
     assert re.search(r"the last run had 1 failing test\(s\) \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\), "
                      r"not re-checked here$", out.reason), out.reason
     report = QualityReport(session_id="s", project=str(repo), mode="quick", isolation="worktree",
-                           started_at=datetime.now(timezone.utc),
+                           started_at=datetime.now(UTC),
                            roles=[RoleRun(role="unit_tester", status=out.status,
                                           reason=out.reason)])
     assert compute_verdict(report) == "conditional"

@@ -23,7 +23,7 @@ import asyncio
 import json
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import activated, isolate, project_python, pytest_argv, scm_pretend
-from ._pytest_config import cache_args, python_files, project_test_files
+from ._pytest_config import cache_args, missing_plugin_args, project_test_files, python_files
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
@@ -250,8 +250,10 @@ class UnitTester(Role):
                 return e.noted(note).output(), res.duration_s
             out.reason = f"{out.reason}; {note}" if out.reason else note
             return out, res.duration_s
-        return (await reported(asyncio.to_thread(self._outcome, ctx, res, records, runner)),
-                res.duration_s)
+        out = await reported(asyncio.to_thread(self._outcome, ctx, res, records, runner))
+        if runner == "pytest" and (note := _plugin_args(ctx)[1]):
+            out.reason = f"{out.reason}; {note}" if out.reason else note
+        return out, res.duration_s
 
     async def _invoke(
         self,
@@ -291,6 +293,7 @@ class UnitTester(Role):
                 "-p",
                 PLUGIN_MODULE,
                 *cache_args(ctx.sandbox, private / "cache", env),
+                *_plugin_args(ctx)[0],
                 "-q",
                 "--color=no",
                 "--tb=short",
@@ -420,6 +423,15 @@ def _django(ctx: RoleContext, extra: list[str] | None = None) -> str | None:
     return django.django_runner(ctx.sandbox)
 
 
+def _plugin_args(ctx: RoleContext) -> tuple[list[str], str | None]:
+    """missing_plugin_args for the project's own environment (SuperQode's
+    interpreter loads only the plugins it names: its own re-run below)."""
+    py = ctx.python
+    if ctx.config.roles.unit_test_command or py is None or py.own:
+        return [], None
+    return missing_plugin_args(ctx.sandbox, py.prefix)
+
+
 def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -> str:
     where = (f"ran {' '.join(ctx.config.roles.unit_test_command[:3])}"
              if ctx.config.roles.unit_test_command else py.label(ctx.project))
@@ -464,7 +476,7 @@ def _last_failures(project: Path) -> str | None:
 def _record_duration(project: Path, seconds: float, stopped: str | None = None,
                      failures: int = 0) -> None:
     path = _durations_file(project)
-    at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps({"seconds": round(seconds, 3),
