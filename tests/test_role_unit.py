@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+from datetime import UTC, datetime
 
 from superqode_ls.config import Config
+from superqode_ls.models import QualityReport, RoleRun
+from superqode_ls.qe.report.verdict import compute_verdict
+from superqode_ls.qe.roles import unit
 from superqode_ls.qe.roles.unit import UnitTester
 from tests.role_helpers import make_ctx, run_role, tree_state
 
@@ -201,7 +207,39 @@ def test_quick_mode_runs_the_suite_only_when_fast(make_repo):
     assert "(1 of 2 tests run, 1 failure(s) recorded)" in out.reason, out.reason
     # the next quick run knows the suite is slow and does not start it
     out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
-    assert out.status == "skipped" and "runs in deep mode" in out.reason
+    assert "runs in deep mode" in out.reason
     # what stopped it last time, not "took 15 s ... only under 15 s"
     assert out.reason.startswith(
         "quick mode stopped the test suite at 15 s last time (1 of 2 tests run)"), out.reason
+    # The last run's failure is not re-checked: not a skip the verdict reads
+    # as the mode's choice (before: "skipped", and the verdict flipped from
+    # conditional to pass with the failing test gone from the report).
+    assert out.status == "incomplete", out
+    assert re.search(r"the last run had 1 failing test\(s\) \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\), "
+                     r"not re-checked here$", out.reason), out.reason
+    report = QualityReport(session_id="s", project=str(repo), mode="quick", isolation="worktree",
+                           started_at=datetime.now(UTC),
+                           roles=[RoleRun(role="unit_tester", status=out.status,
+                                          reason=out.reason)])
+    assert compute_verdict(report) == "conditional"
+
+
+def test_a_slow_suite_whose_last_run_passed_is_left_to_deep_mode(make_repo):
+    repo = make_repo({"tests/test_ok.py": "def test_ok():\n    assert True\n"})
+    cfg = Config.model_validate({"qe": {"quick_unit_test_max_s": 15}})
+    assert run_role(UnitTester(), make_ctx(repo, mode="deep")).status == "ok"
+    # As if it had taken longer than quick mode's cap (the seconds only).
+    path = unit._durations_file(repo.parent / f"{repo.name}-project")  # make_ctx's project
+    data = json.loads(path.read_text())
+    assert data["failures"] == 0
+    path.write_text(json.dumps({**data, "seconds": 40.0}))
+    out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
+    assert out.status == "skipped", out  # the mode's choice: nothing known to be failing
+    assert out.reason == ("the test suite took 40 s last time; quick mode runs it only under "
+                          "15 s (it runs in deep mode)")
+    # A failing test in a deep run, then quick mode skips the slow suite.
+    (repo / "tests" / "test_ok.py").write_text("def test_ok():\n    assert False\n")
+    assert run_role(UnitTester(), make_ctx(repo, mode="deep")).findings
+    path.write_text(json.dumps({**json.loads(path.read_text()), "seconds": 40.0}))
+    out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
+    assert out.status == "incomplete" and "the last run had 1 failing test(s)" in out.reason

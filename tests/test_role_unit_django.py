@@ -412,3 +412,67 @@ def test_a_librarys_test_harness_manage_py_runs_from_the_root(make_repo, tmp_pat
     (fail,) = [f for f in report["findings"] if f["role"] == "unit_tester"]
     assert fail["title"] == "Test fails: tests/core/tests/test_items.py::ItemTest::test_label"
     assert fail["file"] == "tests/core/tests/test_items.py" and fail["severity"] == "high"
+
+
+TOX_DJANGO = """[tox]
+envlist = py311
+
+[testenv]
+deps = coverage
+setenv =
+    PYTHONWARNINGS=all
+commands =
+    coverage run -m django test --settings=tests.settings {posargs}
+"""
+
+LIB_SETTINGS = HARNESS_SETTINGS.replace('"core"', '"shoplib"')
+LIB_TESTS = HARNESS_TESTS.replace("core.models", "shoplib.models")
+
+
+def test_the_settings_of_the_django_test_command_tox_runs_are_read(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "settings.py").write_text(LIB_SETTINGS)
+    (tmp_path / "tox.ini").write_text(TOX_DJANGO)
+    assert dj.command_settings(tmp_path) == "tests.settings"
+    assert dj.django_runner(tmp_path) == "tests.settings"  # no manage.py: Django's own command
+    assert dj.argv("py", ["tests/test_items.py::ItemTest::test_label"], tmp_path)[:4] == [
+        "py", "-m", "django", "test"]
+    assert dj.argv("py", ["tests/test_items.py::ItemTest::test_label"], tmp_path)[-1] == (
+        "tests.test_items.ItemTest.test_label")
+    (tmp_path / "tox.ini").write_text(TOX_DJANGO.replace("tests.settings", "nowhere.settings"))
+    assert dj.django_runner(tmp_path) is None  # not a module of the project
+    (tmp_path / "tox.ini").unlink()
+    (tmp_path / "noxfile.py").write_text(
+        'import nox\n\n@nox.session\ndef tests(session):\n'
+        '    session.run("django-admin", "test", "--settings", "tests.settings")\n')
+    assert dj.command_settings(tmp_path) == "tests.settings"
+    (tmp_path / "noxfile.py").unlink()
+    (tmp_path / "Makefile").write_text(
+        "lint:\n\tpython -m django test --settings=nowhere.x\n\n"
+        "test:\n\tDJANGO_SETTINGS_MODULE=tests.settings python -m django test\n")
+    assert dj.command_settings(tmp_path) == "tests.settings"  # the test target's, not lint's
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\nversion = "1"\ndependencies = ["pytest-django"]\n')
+    assert dj.django_runner(tmp_path) is None  # pytest-django's projects keep pytest
+    assert dj.pytest_settings(tmp_path) == "tests.settings"  # under the settings tox uses
+
+
+def test_a_library_whose_tox_runs_django_test_runs_its_suite(make_repo):
+    """django-taggit: no manage.py; tox runs ``python -m django test
+    --settings=tests.settings``. Before: pytest ran the suite without
+    settings, every module "Django's settings are not loaded", nothing run."""
+    pytest.importorskip("django")
+    repo = make_repo({
+        "pyproject.toml": '[project]\nname = "shoplib"\nversion = "1"\n',
+        "tox.ini": TOX_DJANGO, "shoplib/__init__.py": "", "shoplib/models.py": MODELS,
+        "shoplib/labels.py": "def label(s):\n    return s.upper()\n",
+        "tests/__init__.py": "", "tests/settings.py": LIB_SETTINGS,
+        "tests/test_items.py": LIB_TESTS})
+    _, report, unit = run_unit_cli(repo)
+    assert unit["status"] == "ok", unit
+    assert unit["reason"].startswith("2 test(s) run (1 passed, 1 failed"), unit["reason"]
+    assert "Django's runner (python -m django test, tests.settings)" in unit["reason"]
+    (fail,) = [f for f in report["findings"] if f["role"] == "unit_tester"]
+    assert fail["title"] == "Test fails: tests/test_items.py::ItemTest::test_label"
+    assert fail["severity"] == "high" and fail["noise"] is None

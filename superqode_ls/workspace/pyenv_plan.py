@@ -60,6 +60,7 @@ from .pyenv_read import (
 )
 from .pyenv_tox import tox_testenv
 from .pyprojects import uv_workspace
+from .pytest_addopts import plugins_needed, project_addopts
 
 # (scm_version, static_metadata, duplicate_extras: importable from here as before)
 __all__ = ["LOCKS", "PDM", "PIP", "PLAN_FORMAT", "POETRY", "Plan", "duplicate_extras",
@@ -104,6 +105,10 @@ class Plan:
     # from pyproject.toml's tables instead, read by uv without a build; its
     # code runs from the sandbox either way (pyisolate).
     own_deps: bool = False
+    # The well-known pytest plugins the project's addopts passes options of
+    # (pyload's --cov: pytest-cov), installed where what it declares lacks
+    # them: its developers have them.
+    plugins: tuple[str, ...] = ()
 
     @property
     def deps_without_project(self) -> bool:
@@ -137,6 +142,8 @@ class Plan:
             parts.append(f"tox [testenv] deps from {self.tox}")
         if self.installer == "pip":
             parts.append("with pip")
+        if self.plugins:
+            parts.append("pytest plugins its addopts use " + ",".join(self.plugins))
         if self.folder:
             parts[0] = f"{self.folder}: {parts[0]}"
         return "; ".join(parts)
@@ -147,6 +154,8 @@ class Plan:
         h = hashlib.sha256(f"{PLAN_FORMAT}\0{python_version}\0{self.kind}\0".encode())
         h.update(project.encode("utf-8", "surrogateescape") + b"\0")
         h.update(("\0".join([*self.extras, "|", *self.groups])).encode())
+        if self.plugins:  # (keys of projects with none stay as they were)
+            h.update(("\0plugins\0" + "\0".join(self.plugins)).encode())
         if self.folder or self.package:  # (the root's keys stay as they were)
             h.update(f"\0{self.folder}\0{self.package or ''}\0{self.lock_dir}\0".encode())
         for rel in sorted(self.inputs):
@@ -255,7 +264,14 @@ def make_plan(root: Path, sub: str = "") -> Plan | None:
     nothing to install (not a Python project, or only loose scripts).
     ``sub``: in a monorepo, the project's folder below ``root`` (pyprojects);
     its plan is ``root``'s to build (its inputs relative to ``root``), a uv
-    workspace's member from the workspace's lock."""
+    workspace's member from the workspace's lock. With the well-known pytest
+    plugins its pytest ``addopts`` uses (pytest_addopts)."""
+    plan = _plan_for(root, sub)
+    needed = plugins_needed(project_addopts(root / sub)) if plan is not None else []
+    return replace(plan, plugins=tuple(needed)) if plan is not None and needed else plan
+
+
+def _plan_for(root: Path, sub: str) -> Plan | None:
     if not sub:
         return _plan_in(root)
     plan = _member_plan(root, sub)

@@ -13,7 +13,8 @@
   role that should have run could not finish (failed, error, timeout) or
   did nothing useful (ineffective: an agent whose model called no tool, read
   no file or repeated one call), stopped at a cap before it finished
-  (incomplete), or was asked for by name and could not run (skipped, with
+  (incomplete; also quick mode's slow suite, not run, whose last run had
+  failing tests), or was asked for by name and could not run (skipped, with
   ``requested``), or was left for the next run while the project's
   environment is still being built (``PENDING``): the change may go in, but
   someone should look;

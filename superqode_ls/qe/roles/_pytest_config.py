@@ -20,6 +20,8 @@ import shlex
 import tomllib
 from pathlib import Path
 
+from ...workspace.pytest_addopts import installed, plugins_needed, project_addopts, without_options
+
 DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
 _NO_CACHE = re.compile(r"-p\s*no:cacheprovider\b")
 
@@ -137,3 +139,23 @@ def isolated_cache_args(root: Path, cache_dir: Path, env: dict[str, str] | None 
     ``--lf``/``--sw`` never select tests from an earlier run's failures."""
     args = cache_args(root, cache_dir, env)
     return [*args, "--cache-clear"] if args[:1] == ["-o"] else args
+
+
+def missing_plugin_args(root: Path, prefix: str) -> tuple[list[str], str | None]:
+    """pytest's arguments for a configuration whose ``addopts`` passes the
+    options of well-known plugins (pytest-cov's ``--cov``...) that the
+    environment at ``prefix`` does not have: ``-o addopts=`` with the other
+    options re-passed (pytest would stop at "unrecognized arguments", no test
+    run), and the one line that says so; ([], None) when nothing is missing.
+    The environment SuperQode builds installs them (workspace/pytest_addopts);
+    this is for one that could not (offline) or that it did not build."""
+    words = project_addopts(root)
+    needed = plugins_needed(words)
+    missing = set(needed) - installed(prefix, needed)
+    if not missing:
+        return [], None
+    keep, dropped = without_options(words, missing)
+    names = ", ".join(d for d in needed if d in missing)
+    return ["-o", "addopts=" + shlex.join(keep)], (
+        f"ran without {shlex.join(dropped)} from the project's addopts ({names} not installed "
+        "in the test environment)")

@@ -14,9 +14,16 @@ A project that declares pytest-django, or whose pytest configuration names
 ``DJANGO_SETTINGS_MODULE``, runs with pytest as it does; the settings module
 from ``manage.py`` is set in the environment when its configuration has none.
 
+A project with no ``manage.py`` whose own test command is Django's runner
+(django-taggit's tox: ``python -m django test --settings=tests.settings``;
+also ``django-admin test``, in tox's ``commands``, a ``noxfile.py`` or a
+Makefile's ``test`` target) runs it the same way, ``python -m django test``
+under that settings module.
+
 The settings module is the one the project's test configuration declares
-(its pytest configuration, tox's ``[testenv] setenv``, its CI workflow's
-``env``), else the one ``manage.py`` sets by default
+(its pytest configuration, tox's ``[testenv] setenv``, the ``--settings``
+of the Django test command its tox, nox or Makefile runs, its CI
+workflow's ``env``), else the one ``manage.py`` sets by default
 (``os.environ.setdefault("DJANGO_SETTINGS_MODULE", ...)``): wger's default,
 ``settings.main``, needs a database server named in the environment, and its
 CI tests with ``settings.ci``. All are read as text (``manage.py`` from its
@@ -46,6 +53,15 @@ _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
 _WORKFLOW_ENV = re.compile(r"^\s*DJANGO_SETTINGS_MODULE\s*:\s*['\"]?([\w.]+)['\"]?\s*(?:#.*)?$",
                            re.MULTILINE)
 _MAX_WORKFLOWS = 50
+# Django's test command with its settings, as tox, nox or make runs it:
+# ``python -m django test --settings=tests.settings``, ``django-admin test
+# --settings tests.settings``, nox's ``session.run("django-admin", "test",
+# "--settings=x")``; also ``DJANGO_SETTINGS_MODULE=x python -m django test``.
+_Q = r"""[\s'",]*"""
+_TEST_COMMAND = re.compile(
+    r"(?:-m" + _Q + r"django|django-admin(?:\.py)?|manage\.py)" + _Q + r"test\b[^\n]*?--settings(?:=|" + _Q
+    + r")([A-Za-z_][\w.]*)|DJANGO_SETTINGS_MODULE=([A-Za-z_][\w.]*)\s+\S*python\S*\s+-m\s+"
+    r"django\s+test\b")
 
 
 def harness(root: Path) -> str | None:
@@ -135,6 +151,33 @@ def _tox_settings(root: Path) -> str | None:
     return None
 
 
+def _makefile_test(text: str) -> str:
+    """The recipe of a Makefile's ``test`` target (its lines up to the next rule)."""
+    m = re.search(r"^test\s*:[^\n]*\n((?:\t[^\n]*\n?|[ \t]*\n)*)", text, re.MULTILINE)
+    return m.group(1) if m else ""
+
+
+def command_settings(root: Path) -> str | None:
+    """The settings module of the Django test command the project's tox
+    (``commands`` of any test environment), nox or Makefile ``test`` target
+    runs, or None. Read as text, never run."""
+    for name in ("tox.ini", "noxfile.py", "Makefile"):
+        path = root / name
+        if path.is_symlink() or not path.is_file():
+            continue  # (a FIFO planted in a sandbox would block the read)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+        except OSError:
+            continue
+        if name == "Makefile":
+            text = _makefile_test(text)
+        for m in _TEST_COMMAND.finditer(text):
+            value = m.group(1) or m.group(2)
+            if _DOTTED.match(value) and _is_module(root, value):
+                return value
+    return None
+
+
 def _workflow_settings(root: Path) -> str | None:
     folder = root / ".github" / "workflows"
     try:
@@ -162,8 +205,9 @@ def _is_module(root: Path, dotted: str) -> bool:
 def declared_settings(root: Path) -> str | None:
     """The settings module the project's test configuration declares, in
     the order its developers' tools read it: pytest's configuration, tox's
-    ``[testenv] setenv``, a CI workflow's ``env``."""
-    for read in (_pytest_ini_settings, _tox_settings, _workflow_settings):
+    ``[testenv] setenv``, the ``--settings`` of the Django test command tox,
+    nox or make runs, a CI workflow's ``env``."""
+    for read in (_pytest_ini_settings, _tox_settings, command_settings, _workflow_settings):
         value = read(root)
         if value and _DOTTED.match(value) and _is_module(root, value):
             return value
@@ -189,11 +233,21 @@ def pytest_settings(root: Path) -> str | None:
 
 
 def django_runner(root: Path) -> str | None:
-    """The settings module when the suite runs with ``manage.py test``."""
-    if (settings_module(root) is None or declares_pytest_django(root)
-            or ini_names_settings(root)):
+    """The settings module when the suite runs with Django's runner:
+    ``manage.py test``, or ``python -m django test`` where the project's
+    own test command is that (no manage.py)."""
+    if declares_pytest_django(root) or ini_names_settings(root):
         return None
+    if settings_module(root) is None:
+        return command_settings(root)
     return test_settings(root)
+
+
+def runner_label(root: Path) -> str:
+    """How Django's runner is started here, for the role's line."""
+    if harness(root) is None and command_settings(root):
+        return "python -m django test"
+    return "manage.py test"
 
 
 def find_tests(root: Path, files: list[str] | None = None) -> list[str]:
@@ -209,13 +263,19 @@ def argv(python: str, targets: list[str], root: Path | None = None) -> list[str]
     its folder is the script's, first on the path; labels are relative to
     it, and with no target its test packages are named (discovery from the
     root would not enter a folder that is no package)."""
+    runner = ["--testrunner", f"{RUNNER_MODULE}.Runner", "--noinput", "--verbosity", "1"]
+    if root is not None and harness(root) is None and command_settings(root):
+        # No manage.py: Django's own command, from the root (as tox runs it;
+        # the settings come from DJANGO_SETTINGS_MODULE, set by the role).
+        return [python, "-m", "django", "test", *runner,
+                *dict.fromkeys(label(t) for t in targets)]
     where = (harness(root) if root is not None else "") or ""
     labels = [label(t[len(where) + 1:] if where else t) for t in targets
               if not where or t.startswith(where + "/")]
     if where and not labels:
         labels = _test_packages(root / where) if root is not None else []
-    return [python, f"{where}/manage.py" if where else "manage.py", "test", "--testrunner",
-            f"{RUNNER_MODULE}.Runner", "--noinput", "--verbosity", "1", *dict.fromkeys(labels)]
+    return [python, f"{where}/manage.py" if where else "manage.py", "test", *runner,
+            *dict.fromkeys(labels)]
 
 
 def _test_packages(folder: Path) -> list[str]:

@@ -52,7 +52,7 @@ from packaging.utils import canonicalize_name
 
 from ...workspace.pyenv import requirement_name
 from ...workspace.pyenv_declared import declared_requirements
-from ._unit_django import settings_module
+from ._unit_django import test_settings
 
 _DJANGO = re.compile(
     r"(?:django\.core\.exceptions\.)?(ImproperlyConfigured|AppRegistryNotReady): ?([^\n]*)")
@@ -179,7 +179,7 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
     if m := _DJANGO.search(text):
         what = m.group(2).strip().split(". ")[0][:160]
         if "settings are not configured" in what or m.group(1) == "AppRegistryNotReady":
-            settings = settings_module(root)
+            settings = test_settings(root)
             return ("Django's settings are not loaded (the tests need "
                     + (f"DJANGO_SETTINGS_MODULE={settings})" if settings else
                        "DJANGO_SETTINGS_MODULE)"))

@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from ._common import (
     selected_files,
 )
 from ._pyenv import activated, isolate, project_python, pytest_argv, scm_pretend
-from ._pytest_config import cache_args, python_files, project_test_files
+from ._pytest_config import cache_args, missing_plugin_args, project_test_files, python_files
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
@@ -118,12 +119,14 @@ class UnitTester(Role):
                 took = (f"quick mode stopped the test suite at {limit:.0f} s last time"
                         f"{f' ({stopped})' if stopped else ''}" if stopped is not None
                         else f"the test suite took {last:.0f} s last time")
-                return RoleOutput(
-                    status="skipped",
-                    reason=f"{took}; quick mode runs it only under {limit:.0f} s "
-                           "(it runs in deep mode)",
-                    tool="pytest",
-                )
+                reason = f"{took}; quick mode runs it only under {limit:.0f} s (it runs in deep mode)"
+                if failed := _last_failures(ctx.project):
+                    # The last run's failures are not re-checked here: not a
+                    # pass (the verdict stays conditional, as it was), and
+                    # not carried as findings of code this run did not test.
+                    return RoleOutput(status="incomplete", tool="pytest", reason=(
+                        f"{reason}; the last run had {failed}, not re-checked here"))
+                return RoleOutput(status="skipped", reason=reason, tool="pytest")
         missing = _missing_program(ctx)
         if missing:
             return RoleOutput(status="skipped", reason=missing, tool="pytest")
@@ -148,7 +151,8 @@ class UnitTester(Role):
         if not targets and out.status in ("ok", "timeout"):
             stopped = (progress_said(trace.get("records") or []) or ""
                        ) if limit is not None and out.status == "timeout" else None
-            _record_duration(ctx.project, elapsed, stopped)
+            _record_duration(ctx.project, elapsed, stopped,
+                             failures=sum(1 for f in out.findings if f.noise is None))
         if limit is not None and out.status == "timeout":
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
@@ -246,8 +250,10 @@ class UnitTester(Role):
                 return e.noted(note).output(), res.duration_s
             out.reason = f"{out.reason}; {note}" if out.reason else note
             return out, res.duration_s
-        return (await reported(asyncio.to_thread(self._outcome, ctx, res, records, runner)),
-                res.duration_s)
+        out = await reported(asyncio.to_thread(self._outcome, ctx, res, records, runner))
+        if runner == "pytest" and (note := _plugin_args(ctx)[1]):
+            out.reason = f"{out.reason}; {note}" if out.reason else note
+        return out, res.duration_s
 
     async def _invoke(
         self,
@@ -287,6 +293,7 @@ class UnitTester(Role):
                 "-p",
                 PLUGIN_MODULE,
                 *cache_args(ctx.sandbox, private / "cache", env),
+                *_plugin_args(ctx)[0],
                 "-q",
                 "--color=no",
                 "--tb=short",
@@ -416,12 +423,21 @@ def _django(ctx: RoleContext, extra: list[str] | None = None) -> str | None:
     return django.django_runner(ctx.sandbox)
 
 
+def _plugin_args(ctx: RoleContext) -> tuple[list[str], str | None]:
+    """missing_plugin_args for the project's own environment (SuperQode's
+    interpreter loads only the plugins it names: its own re-run below)."""
+    py = ctx.python
+    if ctx.config.roles.unit_test_command or py is None or py.own:
+        return [], None
+    return missing_plugin_args(ctx.sandbox, py.prefix)
+
+
 def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -> str:
     where = (f"ran {' '.join(ctx.config.roles.unit_test_command[:3])}"
              if ctx.config.roles.unit_test_command else py.label(ctx.project))
     parts = [reason, where]
     if settings := _django(ctx):
-        parts.append(f"Django's runner (manage.py test, {settings})")
+        parts.append(f"Django's runner ({django.runner_label(ctx.sandbox)}, {settings})")
     if py.note and not ctx.config.roles.unit_test_command:
         parts.append(py.note)
     return "; ".join(p for p in parts if p)
@@ -442,11 +458,29 @@ def _last_duration(project: Path) -> tuple[float | None, str | None]:
         return None, None
 
 
-def _record_duration(project: Path, seconds: float, stopped: str | None = None) -> None:
+def _last_failures(project: Path) -> str | None:
+    """"3 failing test(s) (2026-11-27 12:40 UTC)": the failing tests (not the
+    environment's) of the last recorded run and when it ended, or None when
+    it had none."""
+    try:
+        data = json.loads(_durations_file(project).read_text(encoding="utf-8"))
+        count = int(data.get("failures") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    if count <= 0:
+        return None
+    at = data.get("at")
+    return f"{count} failing test(s)" + (f" ({at})" if isinstance(at, str) and at else "")
+
+
+def _record_duration(project: Path, seconds: float, stopped: str | None = None,
+                     failures: int = 0) -> None:
     path = _durations_file(project)
+    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps({"seconds": round(seconds, 3),
-                                       **({"stopped": stopped} if stopped is not None else {})}))
+                                       **({"stopped": stopped} if stopped is not None else {}),
+                                       "failures": failures, "at": at}))
     except OSError:
         pass  # only an optimisation for quick mode

@@ -1,0 +1,186 @@
+"""The well-known pytest plugins a project's ``addopts`` relies on.
+
+A project's pytest configuration may pass a plugin's options in ``addopts``
+(pyload's ``--cov pyload --cov-report term-missing``: pytest-cov) without
+declaring the plugin: its developers have it installed. pytest without the
+plugin stops at once, ``unrecognized arguments``, and no test runs. The
+environment SuperQode builds installs those plugins (``plugins_needed``);
+where one is still missing (offline, a reused environment), the test run
+passes the configuration's ``addopts`` again less exactly those options
+(``without_options``), and says so.
+
+The configuration is read as pytest reads it (the first of ``pytest.ini``,
+``pyproject.toml``'s ``[tool.pytest.ini_options]``, ``tox.ini``'s
+``[pytest]``, ``setup.cfg``'s ``[tool:pytest]``), as text, never run.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+
+@dataclass(frozen=True)
+class Plugin:
+    dist: str  # its distribution, as installed
+    flags: tuple[str, ...]  # options that take no value
+    valued: tuple[str, ...]  # options whose value may be the next word
+    prefix: str = ""  # any ``--prefix...`` option is the plugin's (--benchmark-*)
+    optional: tuple[str, ...] = ()  # options whose value is optional (--cov [SOURCE])
+
+
+PLUGINS = (
+    Plugin("pytest-cov", ("--cov-branch", "--cov-append", "--no-cov", "--no-cov-on-fail"),
+           ("--cov-report", "--cov-config", "--cov-fail-under", "--cov-context"),
+           optional=("--cov",)),
+    Plugin("pytest-xdist", ("--looponfail", "-f"),
+           ("-n", "--numprocesses", "--dist", "--maxprocesses", "--max-worker-restart", "--tx",
+            "--rsyncdir", "--rsyncignore", "--maxschedchunk")),
+    Plugin("pytest-timeout", ("--timeout-disable-debugger-detection",),
+           ("--timeout", "--timeout-method", "--timeout_method", "--session-timeout")),
+    Plugin("pytest-benchmark", (), ("--benchmark-min-time", "--benchmark-max-time",
+                                    "--benchmark-min-rounds", "--benchmark-timer",
+                                    "--benchmark-calibration-precision", "--benchmark-sort",
+                                    "--benchmark-group-by", "--benchmark-columns",
+                                    "--benchmark-name", "--benchmark-storage",
+                                    "--benchmark-save", "--benchmark-compare-fail",
+                                    "--benchmark-warmup-iterations", "--benchmark-cprofile",
+                                    "--benchmark-json", "--benchmark-time-unit"),
+           prefix="--benchmark-"),
+    Plugin("pytest-rerunfailures", (), ("--reruns", "--reruns-delay", "--only-rerun",
+                                        "--rerun-except")),
+    Plugin("pytest-mypy", ("--mypy", "--mypy-ignore-missing-imports", "--mypy-no-status-check",
+                           "--mypy-xfail"), ("--mypy-config-file",)),
+    Plugin("pytest-randomly", ("--randomly-dont-reset-seed", "--randomly-dont-reorganize"),
+           ("--randomly-seed",)),
+    Plugin("pytest-asyncio", (), ("--asyncio-mode",)),
+    Plugin("pytest-html", ("--self-contained-html",), ("--html", "--css")),
+    Plugin("pytest-instafail", ("--instafail",), ()),
+)
+
+
+def _words(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
+
+
+def _ini_addopts(path: Path, section: str) -> list[str] | None:
+    if not path.is_file() or path.is_symlink():
+        return None  # (a FIFO planted in a sandbox would block the read)
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError, OSError):
+        return None
+    if not parser.has_section(section):
+        return None
+    return _words(parser.get(section, "addopts", fallback=None))
+
+
+def project_addopts(root: Path) -> list[str]:
+    """The ``addopts`` of the configuration pytest would read in ``root``."""
+    found = _ini_addopts(root / "pytest.ini", "pytest")
+    if found is not None or (root / "pytest.ini").is_file():
+        return found or []
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    pytest = tool.get("pytest") if isinstance(tool.get("pytest"), dict) else {}
+    opts = pytest.get("ini_options")
+    if isinstance(opts, dict):
+        value = opts.get("addopts")
+        return _words(value) if isinstance(value, (str, list)) else []
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        found = _ini_addopts(root / name, section)
+        if found is not None:
+            return found
+    return []
+
+
+def _owner(word: str) -> tuple[Plugin, bool] | None:
+    """The plugin an option word belongs to, and whether the next word is
+    its value (``--cov-report term``, ``-n 4``; not ``-n4``, ``--tx=...``)."""
+    name, eq, _ = word.partition("=")
+    for plugin in PLUGINS:
+        if name in plugin.flags:
+            return plugin, False
+        if name in plugin.valued:
+            return plugin, not eq
+        if name in plugin.optional:
+            return plugin, False  # its optional value is judged by the caller
+        for short in (o for o in plugin.valued if len(o) == 2 and o[0] == "-" and o[1] != "-"):
+            if word.startswith(short) and len(word) > 2:
+                return plugin, False  # -n4, -nauto
+        if plugin.prefix and word.startswith(plugin.prefix):
+            return plugin, name in plugin.valued and not eq
+    return None
+
+
+def _split(words: list[str]) -> list[tuple[str | None, list[str]]]:
+    """``words`` cut into options, each with its plugin's distribution (None
+    for an option that is not a known plugin's) and its words."""
+    out: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        owned = _owner(word)
+        if owned is None:
+            out.append((None, [word]))
+            i += 1
+            continue
+        plugin, takes_next = owned
+        take = [word]
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        if nxt is not None and (takes_next or (word in plugin.optional and "=" not in word
+                                               and not nxt.startswith("-"))):
+            take.append(nxt)
+        out.append((plugin.dist, take))
+        i += len(take)
+    return out
+
+
+def plugins_needed(words: list[str]) -> list[str]:
+    """The distributions of the well-known plugins whose options ``words`` use."""
+    return list(dict.fromkeys(d for d, _ in _split(words) if d is not None))
+
+
+def without_options(words: list[str], dists: set[str]) -> tuple[list[str], list[str]]:
+    """``words`` less the options of the plugins ``dists``, and those options."""
+    keep: list[str] = []
+    dropped: list[str] = []
+    for dist, part in _split(words):
+        (dropped if dist in dists else keep).extend(part)
+    return keep, dropped
+
+
+def installed(prefix: str, dists: list[str]) -> set[str]:
+    """Of ``dists``, those installed in the environment at ``prefix`` (its
+    ``*.dist-info`` folders' names, read, nothing run)."""
+    want = {canonicalize_name(d): d for d in dists}
+    found: set[str] = set()
+    if not want or not prefix:
+        return found
+    for site in Path(prefix).glob("lib*/python*/site-packages"):
+        try:
+            infos = list(site.glob("*.dist-info"))
+        except OSError:
+            continue
+        for info in infos:
+            name = canonicalize_name(re.split(r"-\d", info.name[:-len(".dist-info")], maxsplit=1)[0])
+            if name in want:
+                found.add(want[name])
+    return found
