@@ -244,3 +244,14 @@ def poll_guard(s: SandboxSession) -> None:
         s.guard_events()
     except (OSError, ValueError):
         log.warning("could not read the git guard's events", exc_info=True)
+
+
+def blocked_log(records: list[dict]) -> str:
+    """The guard log: each git command a session's processes tried and the
+    sandbox blocked, with who ran it, where and why it was refused."""
+    lines = [f"git commands blocked in the sandbox: {len(records)}"]
+    for r in records:
+        what = r.get("command") or " ".join(map(str, r.get("argv") or []))
+        lines.append(f"{r.get('source', '?')} pid {r.get('pid', '?')} in {r.get('cwd', '?')}: "
+                     f"{what}: {r.get('reason', '')}")
+    return "\n".join(lines) + "\n"

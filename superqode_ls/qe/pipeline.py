@@ -288,7 +288,9 @@ class QESession:
         try:
             written = await early if early is not None else None
             if blocked and self.request.save_artifacts:
-                path = await asyncio.to_thread(artifacts.write_log, "guard", _blocked_log(blocked))
+                from .finish import blocked_log
+
+                path = await asyncio.to_thread(artifacts.write_log, "guard", blocked_log(blocked))
                 report.artifacts["guard_log"] = str(path)
             if self.request.save_artifacts:
                 await asyncio.to_thread(self._save, res, report, artifacts, noise, written)
@@ -494,12 +496,3 @@ def end_reserve(budget: float) -> float:
 
 
 END_SHARE, END_MIN_S, END_MAX_S = 0.1, 3.0, 30.0
-
-
-def _blocked_log(records: list[dict]) -> str:
-    lines = [f"git commands blocked in the sandbox: {len(records)}"]
-    for r in records:
-        what = r.get("command") or " ".join(map(str, r.get("argv") or []))
-        lines.append(f"{r.get('source', '?')} pid {r.get('pid', '?')} in {r.get('cwd', '?')}: "
-                     f"{what}: {r.get('reason', '')}")
-    return "\n".join(lines) + "\n"
