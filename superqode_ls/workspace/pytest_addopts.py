@@ -65,7 +65,44 @@ PLUGINS = (
 )
 
 
-def _words(value: str | list[str] | None) -> list[str]:
+def ini_options(root: Path) -> dict[str, str | list[str]]:
+    """The ini options of the file pytest would take its configuration from
+    ({} when none). Values as written: a string, or a list in TOML."""
+    ini = root / "pytest.ini"
+    if ini.is_file() and not ini.is_symlink():
+        return _ini_section(ini, "pytest") or {}
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    pytest = tool.get("pytest") if isinstance(tool.get("pytest"), dict) else {}
+    opts = pytest.get("ini_options")
+    if isinstance(opts, dict):
+        return {str(k): (v if isinstance(v, str) else [str(x) for x in v])
+                for k, v in opts.items() if isinstance(v, (str, list))}
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        found = _ini_section(root / name, section)
+        if found is not None:
+            return found
+    return {}
+
+
+def _ini_section(path: Path, section: str) -> dict[str, str | list[str]] | None:
+    if not path.is_file() or path.is_symlink():
+        return None  # (a FIFO planted in a sandbox would block the read)
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError, OSError):
+        return None
+    if not parser.has_section(section):
+        return None
+    return dict(parser.items(section))
+
+
+def words(value: str | list[str] | None) -> list[str]:
+    """An ini value as pytest splits it (shell words; a TOML list as is)."""
     if value is None:
         return []
     if isinstance(value, list):
@@ -76,39 +113,9 @@ def _words(value: str | list[str] | None) -> list[str]:
         return value.split()
 
 
-def _ini_addopts(path: Path, section: str) -> list[str] | None:
-    if not path.is_file() or path.is_symlink():
-        return None  # (a FIFO planted in a sandbox would block the read)
-    parser = configparser.RawConfigParser(strict=False, interpolation=None)
-    try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError, OSError):
-        return None
-    if not parser.has_section(section):
-        return None
-    return _words(parser.get(section, "addopts", fallback=None))
-
-
 def project_addopts(root: Path) -> list[str]:
     """The ``addopts`` of the configuration pytest would read in ``root``."""
-    found = _ini_addopts(root / "pytest.ini", "pytest")
-    if found is not None or (root / "pytest.ini").is_file():
-        return found or []
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        data = {}
-    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
-    pytest = tool.get("pytest") if isinstance(tool.get("pytest"), dict) else {}
-    opts = pytest.get("ini_options")
-    if isinstance(opts, dict):
-        value = opts.get("addopts")
-        return _words(value) if isinstance(value, (str, list)) else []
-    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        found = _ini_addopts(root / name, section)
-        if found is not None:
-            return found
-    return []
+    return words(ini_options(root).get("addopts"))
 
 
 def _owner(word: str) -> tuple[Plugin, bool] | None:

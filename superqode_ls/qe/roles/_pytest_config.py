@@ -13,64 +13,22 @@ unrecognized argument). Read as text, never run.
 
 from __future__ import annotations
 
-import configparser
 import fnmatch
 import re
 import shlex
-import tomllib
 from pathlib import Path
 
-from ...workspace.pytest_addopts import installed, plugins_needed, project_addopts, without_options
+from ...workspace.pytest_addopts import (
+    ini_options,
+    installed,
+    plugins_needed,
+    project_addopts,
+    without_options,
+)
+from ...workspace.pytest_addopts import words as _words
 
 DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
 _NO_CACHE = re.compile(r"-p\s*no:cacheprovider\b")
-
-
-def ini_options(root: Path) -> dict[str, str | list[str]]:
-    """The ini options of the file pytest would take its configuration from
-    ({} when none). Values as written: a string, or a list in TOML."""
-    ini = root / "pytest.ini"
-    if ini.is_file() and not ini.is_symlink():
-        return _ini_section(ini, "pytest") or {}
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        data = {}
-    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
-    pytest = tool.get("pytest") if isinstance(tool.get("pytest"), dict) else {}
-    opts = pytest.get("ini_options")
-    if isinstance(opts, dict):
-        return {str(k): (v if isinstance(v, str) else [str(x) for x in v])
-                for k, v in opts.items() if isinstance(v, (str, list))}
-    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        found = _ini_section(root / name, section)
-        if found is not None:
-            return found
-    return {}
-
-
-def _ini_section(path: Path, section: str) -> dict[str, str | list[str]] | None:
-    if not path.is_file() or path.is_symlink():
-        return None  # (a FIFO planted in a sandbox would block the read)
-    parser = configparser.RawConfigParser(strict=False, interpolation=None)
-    try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError, OSError):
-        return None
-    if not parser.has_section(section):
-        return None
-    return dict(parser.items(section))
-
-
-def _words(value: str | list[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return value
-    try:
-        return shlex.split(value)
-    except ValueError:
-        return value.split()
 
 
 def python_files(root: Path) -> list[str]:
