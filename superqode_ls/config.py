@@ -94,12 +94,17 @@ class BudgetConfig(Section):
 DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
     # test-*/: a test environment or test app folder (scripts/test-environments/);
     # tests_*/, *_tests/: a second test tree (dynaconf's tests_functional/)
-    "tests": ["tests/", "test/", "testing/", "test-*/", "tests_*/", "*_tests/", "test_*.py",
-              "*_test.py", "conftest.py"],
+    # testapp/: a Django library's app for its tests (guardian/testapp/)
+    "tests": ["tests/", "test/", "testing/", "test-*/", "tests_*/", "*_tests/", "testapp/",
+              "test_*.py", "*_test.py", "testsettings.py", "conftest.py"],
     "fixtures": ["fixtures/", "testdata/", "test_data/"],
     "docs": ["docs/", "doc/", "*.rst", "*.md"],
-    # demos/: scripts that show the API (paramiko's), with their own demo keys
-    "examples": ["examples/", "example/", "demos/"],
+    # demos/: scripts that show the API (paramiko's), with their own demo keys;
+    # a library's sample or example site beside it (django-taggit's
+    # sample_taggit/, django-guardian's example_project/)
+    "examples": ["examples/", "example/", "demos/", "demo/", "example_*/", "examples_*/",
+                 "*_example/", "*_examples/", "sample/", "samples/", "sample_*/", "*_sample/",
+                 "demo_*/", "*_demo/"],
     # the project's own dev tooling: runs on a developer's machine, not shipped
     # (not tasks.py / tasks/: in a Celery app that is the product)
     "tooling": ["noxfile.py", "fabfile.py", "bench/", "benchmarks/", "bench.py"],

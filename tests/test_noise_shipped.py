@@ -128,3 +128,14 @@ def test_subpackages_listed_one_by_one_name_their_folder_once(tmp_path):
     found = _filtered(tmp_path, [_sql("testserver/app.py")])
     assert ("outside the shipped package (cherrykit/): development code"
             in found["testserver/app.py"].noise)
+
+
+def test_a_librarys_sample_site_and_test_app_are_examples_and_tests():
+    from superqode_ls.config import DEFAULT_PATH_CLASSES
+    from superqode_ls.qe.noise_paths import path_class
+
+    assert path_class("sample_taggit/settings.py", DEFAULT_PATH_CLASSES)[0] == "examples"
+    assert path_class("example_project/posts/views.py", DEFAULT_PATH_CLASSES)[0] == "examples"
+    assert path_class("guardian/testapp/testsettings.py", DEFAULT_PATH_CLASSES)[0] == "tests"
+    assert path_class("guardian/models.py", DEFAULT_PATH_CLASSES) is None
+    assert path_class("sampler/core.py", DEFAULT_PATH_CLASSES) is None
