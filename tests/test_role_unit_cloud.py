@@ -95,3 +95,18 @@ def test_only_a_cloud_account_missing_is_no_fail(make_repo):
     assert report["verdict"] != "fail", (report["verdict"], unit["reason"])
     assert all(f["severity"] == "info" for f in report["findings"]), report["findings"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_tests_own_precondition_that_names_what_it_needs_is_the_environments(tmp_path):
+    # changedetection.io's words: the test asserts its precondition itself
+    driver = {"message": "AssertionError: Needs PLAYWRIGHT_DRIVER_URL set for this test\n"
+                         "assert None\n +  where None = <function getenv>('PLAYWRIGHT_DRIVER_URL')"}
+    plugin = {"message": "AssertionError: Must have the OSINT plugin installed at test time\n"
+                         "assert b'OSINT Reconnaissance' in b'<!DOCTYPE html>'"}
+    assert "PLAYWRIGHT_DRIVER_URL set" in environment_problem(driver, tmp_path)
+    assert "OSINT plugin installed" in environment_problem(plugin, tmp_path)
+    # an assertion about the code's result, however it is worded, stays the code's
+    for text in ("AssertionError: assert 'set' == 'installed'",
+                 "AssertionError: the total needs to be 3\nassert 2 == 3",
+                 "AssertionError: value must have been set\nassert None"):
+        assert environment_problem({"message": text}, tmp_path) is None, text

@@ -151,6 +151,14 @@ def environment_cause(record: dict[str, Any], root: bool | None = None,
     return None
 
 
+# A test's own precondition, asserted with a message that names what it
+# needs: "Needs PLAYWRIGHT_DRIVER_URL set for this test", "Must have the OSINT
+# plugin installed at test time" (changedetection.io): the machine's, not
+# the code's.
+_SAYS_IT_NEEDS = re.compile(
+    r"AssertionError: ((?:needs?|requires?|must have)\b[^\n|]{0,160}?\b(?:set|installed|running|"
+    r"available|configured|reachable)\b[^\n|]{0,80})", re.IGNORECASE)
+
 SERVICES = {5432: "PostgreSQL", 3306: "MySQL", 6379: "Redis", 27017: "MongoDB",
             11211: "memcached", 5672: "RabbitMQ", 9200: "Elasticsearch"}
 _REFUSED = re.compile(r"Connection refused|Errno 111|ECONNREFUSED|actively refused", re.IGNORECASE)
@@ -195,6 +203,8 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
         return built
     if sub := missing_submodule(text, root):
         return sub
+    if m := _SAYS_IT_NEEDS.search(text):
+        return f"the test's own check says what it needs here: {m.group(1).strip()[:200]}"
     if m := _GONE.search(text):
         if "site-packages" not in m.group(3) and "/lib/python" in m.group(3):
             return (f"an installed package needs an older Python (it imports {m.group(1)!r} "
