@@ -137,5 +137,7 @@ def test_a_librarys_sample_site_and_test_app_are_examples_and_tests():
     assert path_class("sample_taggit/settings.py", DEFAULT_PATH_CLASSES)[0] == "examples"
     assert path_class("example_project/posts/views.py", DEFAULT_PATH_CLASSES)[0] == "examples"
     assert path_class("guardian/testapp/testsettings.py", DEFAULT_PATH_CLASSES)[0] == "tests"
+    # glances' tests-data/issues/CVE-.../glances.conf: a test's copy of the sample
+    assert path_class("tests-data/issues/x/glances.conf", DEFAULT_PATH_CLASSES)[0] == "tests"
     assert path_class("guardian/models.py", DEFAULT_PATH_CLASSES) is None
     assert path_class("sampler/core.py", DEFAULT_PATH_CLASSES) is None
