@@ -301,7 +301,8 @@ def test_a_workspace_run_lists_the_findings_of_files_never_opened_in_problems(
     # storage.py, never opened: every planted security finding, on its line.
     storage = under("storage.py")
     for p in EXPECTED:
-        if p["file"] == "shop/storage.py" and p["role"] == "security_tester":
+        # (noise is a hint: VS Code shows it in the file, not in Problems)
+        if p["file"] == "shop/storage.py" and p["role"] == "security_tester" and not p.get("noise"):
             assert any(f" at line {p['line']} " in r["label"] for r in storage), (p, storage)
     # The planted unused imports of the other unopened files, and the open file's two.
     for rel, _, line, lineno in PLANTED_IMPORTS:
