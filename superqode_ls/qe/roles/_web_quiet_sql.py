@@ -34,7 +34,7 @@ _RANDOM = frozenset({"token_hex", "token_urlsafe", "uuid4", "uuid1", "hex"})
 _QUOTES = ('"', "`", "]")
 
 
-def _assigned(func: ast.AST, name: str) -> list[ast.AST] | None:
+def assigned_values(func: ast.AST, name: str) -> list[ast.AST] | None:
     """Every value ``name`` gets in ``func``; None when one is unknown (a
     loop, an unpacking, a ``with ... as``)."""
     out: list[ast.AST] = []
@@ -84,7 +84,7 @@ def constant_text(s: Scopes, e: ast.AST, func: ast.AST | None, depth: int = 3) -
         return not _bound_otherwise(func, e.id) and all(
             isinstance(n.iter, ast.List | ast.Tuple | ast.Set)
             and all(isinstance(x, ast.Constant) for x in n.iter.elts) for n in loops)
-    values = _assigned(func, e.id)
+    values = assigned_values(func, e.id)
     return bool(values) and all(constant_text(s, v, func, depth - 1) for v in values)
 
 
@@ -102,7 +102,7 @@ def _built_of_own_text(s: Scopes, e: ast.Call, func: ast.AST | None, depth: int)
         if isinstance(arg, ast.ListComp | ast.GeneratorExp):
             return not arg.generators[0].ifs and constant_text(s, arg.elt, func, depth)
         if isinstance(arg, ast.Name) and func is not None:
-            values = _assigned(func, arg.id)
+            values = assigned_values(func, arg.id)
             return bool(values) and all(
                 isinstance(v, ast.ListComp | ast.GeneratorExp)
                 and constant_text(s, v.elt, func, depth) for v in values)
@@ -157,7 +157,7 @@ def _joined_literals(e: ast.Call, func: ast.AST | None) -> bool:
             and isinstance(e.args[0], ast.Name) and func is not None):
         return False
     name = e.args[0].id
-    values = _assigned(func, name)
+    values = assigned_values(func, name)
     if not values or not all(isinstance(v, ast.List) and all(
             isinstance(x, ast.Constant) for x in v.elts) for v in values):
         return False

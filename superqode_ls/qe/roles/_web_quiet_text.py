@@ -39,6 +39,7 @@ from ..codegen import Scopes
 from ..noise_library import python_files
 from ._common import read_head
 from ._web_defs import safe_at
+from ._web_quiet_sql import assigned_values
 from ._web_sinks import from_request
 
 _SKIP = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox",
@@ -87,29 +88,6 @@ def _name(c: ast.Call) -> str:
     return c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "")
 
 
-def _assigned_in(func: ast.AST, name: str) -> list[ast.AST] | None:
-    """Every value ``name`` gets in ``func`` (``+=`` too); None when a loop,
-    an unpacking or a ``with`` binds it."""
-    out: list[ast.AST] = []
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name) and t.id == name:
-                    out.append(node.value)
-                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-                    return None
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(
-                node.target, ast.Name) and node.target.id == name and node.value is not None:
-            out.append(node.value)
-        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension | ast.withitem
-                        | ast.NamedExpr):
-            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
-            if target is not None and any(isinstance(n, ast.Name) and n.id == name
-                                          for n in ast.walk(target)):
-                return None
-    return out
-
-
 def _parts(e: ast.AST, func: ast.AST, depth: int) -> set[str] | None:
     """The zero-argument methods whose results make up the text ``e``
     (literals aside); None when anything else goes into it."""
@@ -132,7 +110,7 @@ def _parts(e: ast.AST, func: ast.AST, depth: int) -> set[str] | None:
             and not e.keywords and isinstance(e.func.value, ast.Name):
         return {e.func.attr}
     if isinstance(e, ast.Name):
-        values = _assigned_in(func, e.id)
+        values = assigned_values(func, e.id)
         if not values:
             return None
         out = set()
@@ -159,7 +137,7 @@ def _literal_text(e: ast.AST | None, fn: ast.AST, depth: int = _DEPTH) -> bool:
     if isinstance(e, ast.IfExp):
         return _literal_text(e.body, fn, depth - 1) and _literal_text(e.orelse, fn, depth - 1)
     if isinstance(e, ast.Name):
-        values = _assigned_in(fn, e.id)
+        values = assigned_values(fn, e.id)
         return bool(values) and all(_literal_text(v, fn, depth - 1) for v in values)
     return False
 
