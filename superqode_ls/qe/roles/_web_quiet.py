@@ -49,7 +49,7 @@ from ..codegen import Scopes
 from ..context import mark_noise
 from ..noise_context import UNFILTERED
 from ._web_defs import safe_at
-from ._web_quiet_sql import _assigned, constant_text
+from ._web_quiet_sql import assigned_values, constant_text
 from ._web_quiet_text import (
     ProjectDefs,
     caller_checked_sql,
@@ -185,7 +185,7 @@ def _numeric(e: ast.AST, func: ast.AST, params: set[str], depth: int = _DEPTH) -
     if isinstance(e, ast.BinOp) and not isinstance(e.op, ast.Mod | ast.Add):
         return True  # arithmetic: a number
     if isinstance(e, ast.Name) and depth > 0:
-        values = _assigned(func, e.id)
+        values = assigned_values(func, e.id)
         if values is None:
             return False
         if e.id in params:
@@ -258,11 +258,11 @@ def _fixed(s: Scopes, e: ast.AST, func: ast.AST, depth: int = _DEPTH) -> bool:
             return True
         if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) and e.id in _param_names(func):
             return _fixed_param(s, func, e.id, depth - 1)
-        values = _assigned(func, e.id) if func is not s.tree else []
+        values = assigned_values(func, e.id) if func is not s.tree else []
         if values is None:  # a loop or unpacking target: not followed
             return False
         if not values:  # not given a value here: the module's name, if any
-            values = _assigned(s.tree, e.id) if _module_name(s, e.id) else None
+            values = assigned_values(s.tree, e.id) if _module_name(s, e.id) else None
             func = s.tree
         return bool(values) and all(_fixed(s, v, func, depth - 1) for v in values)
     if isinstance(e, ast.JoinedStr):
@@ -331,7 +331,7 @@ def _opened_from(func: ast.AST, name: str) -> list[ast.AST] | None:
         if isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name) \
                 and node.optional_vars.id == name:
             return [node.context_expr]
-    values = _assigned(func, name)
+    values = assigned_values(func, name)
     return values or None
 
 
@@ -390,7 +390,7 @@ def _component_safe(e: ast.AST, func: ast.AST, segments: set[str], seen: set[str
     if isinstance(e, ast.Constant):
         return "fixed" if isinstance(e.value, str | bytes) else "open"
     if isinstance(e, ast.Name):
-        values = _assigned(func, e.id)
+        values = assigned_values(func, e.id)
         if e.id in segments and values == []:
             return "segment"
         if e.id in seen or values is None or e.id in _param_names(func):
