@@ -362,11 +362,14 @@ def filter_findings(
         if "vendored" in classes:
             deduped = vendored(deduped, getattr(read_line, "root", None))
         root = getattr(read_line, "root", None)
-        certain, found = survey(Path(root)) if root is not None else (None, [])
+        # (the build files read only where a finding may be judged by them:
+        # the threat model's categories are among the path classes')
+        certain, found = (survey(Path(root)) if root is not None and any(
+            f.noise is None and f.category in PATH_CLASS_CATEGORIES for f in deduped)
+            else (None, []))
         if "tooling" in classes:
-            deduped = unshipped(deduped, root, certain or [])
-        deduped = library_threat(deduped, root, certain or found,
-                                 getattr(read_line, "lines", None))
+            deduped = unshipped(deduped, certain or [])
+        deduped = library_threat(deduped, certain or found, getattr(read_line, "lines", None))
     deduped = style_noise(deduped)
     result = NoiseResult(
         findings=deduped,

@@ -31,39 +31,48 @@ WHY = ("`{}` is assigned later in the same loop (line {}): each iteration after 
 
 def carried_noise(findings: list[Finding], lines_of: Lines,
                   canonical: Callable[[str], str]) -> list[Finding]:
-    trees: dict[str, ast.Module | None] = {}
+    modules: dict[str, _Module | None] = {}  # this call's only
     out = []
     for f in findings:
         m = _UNDEFINED.search(f.message or "")
         if (m and f.noise is None and f.file and f.file.endswith(".py") and f.range
                 and canonical(f.rule_id) == "F821"):
-            if f.file not in trees:
+            if f.file not in modules:
                 lines = lines_of(f.file)
-                trees[f.file] = module_of(lines) if lines is not None else None
-            tree = trees[f.file]
-            later = (assigned_later_in_loop(tree, m.group(1), f.range.start_line)
-                     if tree is not None else None)
+                tree = module_of(lines) if lines is not None else None
+                modules[f.file] = _Module(tree) if tree is not None else None
+            module = modules[f.file]
+            later = (module.assigned_later_in_loop(m.group(1), f.range.start_line)
+                     if module is not None else None)
             if later is not None:
                 f = mark_noise(f, WHY.format(m.group(1), later), Severity.low)
         out.append(f)
     return out
 
 
-def assigned_later_in_loop(tree: ast.Module, name: str, line: int) -> int | None:
-    """The line of an assignment of ``name`` after ``line`` inside a loop
-    (of the same scope) whose body holds the use at ``line``, or None."""
-    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
-    use = next((n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
-                and isinstance(n.ctx, ast.Load) and n.lineno == line), None)
-    node = use
-    while node is not None and not isinstance(node, _SCOPES):
-        node = parents.get(node)
-        if isinstance(node, _LOOPS):
-            for inner in _same_scope(node):
-                if (isinstance(inner, ast.Name) and inner.id == name
-                        and isinstance(inner.ctx, ast.Store) and inner.lineno > line):
-                    return inner.lineno
-    return None
+class _Module:
+    """One flagged module, walked once for all its findings (pyload has
+    hundreds of F821 on one name)."""
+
+    def __init__(self, tree: ast.Module):
+        self.parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        self.loads: dict[tuple[str, int], ast.Name] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                self.loads.setdefault((n.id, n.lineno), n)
+
+    def assigned_later_in_loop(self, name: str, line: int) -> int | None:
+        """The line of an assignment of ``name`` after ``line`` inside a loop
+        (of the same scope) whose body holds the use at ``line``, or None."""
+        node: ast.AST | None = self.loads.get((name, line))
+        while node is not None and not isinstance(node, _SCOPES):
+            node = self.parents.get(node)
+            if isinstance(node, _LOOPS):
+                for inner in _same_scope(node):
+                    if (isinstance(inner, ast.Name) and inner.id == name
+                            and isinstance(inner.ctx, ast.Store) and inner.lineno > line):
+                        return inner.lineno
+        return None
 
 
 def _same_scope(loop: ast.AST):

@@ -150,18 +150,11 @@ def shipped(root: Path) -> list[str] | None:
     return survey(root)[0]
 
 
-def library_code(root: Path) -> list[str] | None:
-    """The folders of a library's own code: what it certainly ships, else the
-    product packages of a library distribution whose build searches for its
-    packages (every top-level package but tests, docs, scripts...); None for
-    an application or a project that builds no distribution."""
-    certain, found = survey(root)
-    return certain or found or None
-
-
 def survey(root: Path) -> tuple[list[str] | None, list[str]]:
     """(what the library certainly ships or None; where that is not certain,
-    the product packages of its distribution, else [])."""
+    the product packages of its distribution, else []). A library's own code
+    (``noise_threat``) is the first, else the second; an application's or a
+    project that builds no distribution is neither."""
     if any((root / m).exists() for m in _APP_MARKERS):
         return None, []
     text = _read(root / "pyproject.toml")
@@ -196,16 +189,10 @@ def inside(path: str, folders: list[str]) -> bool:
     return any(path == f or path.startswith(f + "/") for f in folders)
 
 
-def unshipped(findings: list[Finding], root: str | os.PathLike[str] | None,
-               folders: list[str] | None = None) -> list[Finding]:
-    """Static findings outside what the library ships: one level lower, noise
-    (a provider's token excepted), the shipped folders named. ``folders``:
-    the shipped folders when the caller has them (``shipped``)."""
-    if root is None or not any(f.category in PATH_CLASS_CATEGORIES and f.noise is None
-                               for f in findings):
-        return findings
-    if folders is None:
-        folders = shipped(Path(root))
+def unshipped(findings: list[Finding], folders: list[str]) -> list[Finding]:
+    """Static findings outside what the library ships (``folders``, from
+    ``survey``; empty where that is not certain): one level lower, noise (a
+    provider's token excepted), the shipped folders named."""
     if not folders:
         return findings
     where = ", ".join(f"{f}/" for f in folders)

@@ -1,7 +1,7 @@
 """A library's threat model (noise.py, after the shipped-code step).
 
 A library (a project that builds a distribution and is no deployable
-application: ``noise_shipped.library_code``) runs inside its users' programs, with
+application: ``noise_shipped.survey``) runs inside its users' programs, with
 the inputs those programs choose. A security pattern in its shipped code
 says that a dangerous call is made, not that anyone but the calling program
 reaches it: SQL naming the tables a pipeline's own classes declare, a hash a
@@ -42,16 +42,14 @@ An application (no distribution, or a deployable one: ``manage.py``, a
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 from ..models import Finding
 from .noise_dedupe import canonical_rule
 from .noise_library import module_of
 from .noise_paths import join_reasons, provider_token
-from .noise_shipped import inside, library_code
+from .noise_shipped import inside
 
 _FLOW_TAGS = frozenset({"data-flow", "dataflow", "taint"})
 # SuperQode's rules that fire only where request data reaches the sink, and
@@ -195,17 +193,12 @@ def _verdict(f: Finding, lines: list[str] | None, module: _Module | None) -> str
             "program decides what reaches it")
 
 
-def library_threat(findings: list[Finding], root: str | os.PathLike[str] | None,
-                   folders: list[str] | None = None,
+def library_threat(findings: list[Finding], folders: list[str],
                    lines_of: Lines | None = None) -> list[Finding]:
-    """Security findings in a library's shipped code without evidence that
-    outside input reaches them: one level lower, noise. ``folders``: the
-    library's folders when the caller has them (``library_code``); ``lines_of``: a
-    file's lines (the filter's ``FileLines.lines``)."""
-    if root is None or not any(f.noise is None and _security(f) for f in findings):
-        return findings
-    if folders is None:
-        folders = library_code(Path(root))
+    """Security findings in a library's own code (``folders``, from
+    ``noise_shipped.survey``) without evidence that outside input reaches
+    them: one level lower, noise. ``lines_of``: a file's lines (the filter's
+    ``FileLines.lines``)."""
     if not folders:
         return findings
     modules: dict[str, _Module | None] = {}  # this call's only
