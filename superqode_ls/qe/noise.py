@@ -67,6 +67,7 @@ from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
 from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_reports
 from .noise_evidence import evidence_noise
+from .noise_guard import guarded
 from .noise_injected import injected_noise
 from .noise_library import library_noise, vendored
 from .noise_migrations import migration_noise
@@ -268,6 +269,8 @@ class NoiseResult:
     before_baseline: list[Finding] = field(default_factory=list)
     # Findings the context step did not reach before ``stop`` (tagged UNFILTERED).
     unfiltered: int = 0
+    # Rule steps that raised on some finding: those findings went on without them.
+    failed_rules: tuple[str, ...] = ()
 
 
 def unfiltered(findings: Iterable[Finding]) -> list[Finding]:
@@ -312,6 +315,7 @@ def filter_findings(
     context step's results for findings checked while the roles ran."""
     kept: list[Finding] = []
     suppressed = below = 0
+    failed: list[str] = []  # the rule steps that raised (noise_guard)
     began = time.monotonic()
     for f in findings:
         if _is_suppressed(f, read_line):
@@ -330,27 +334,33 @@ def filter_findings(
         # The library and project rules parse and walk the flagged modules
         # too (2.8 and 1.9 s of CPU on sqlalchemy's second run, after the
         # context step's stop): bounded by the same stop.
+        root = getattr(read_line, "root", None)
         try:
-            kept, late = until_stop(stop, kept, lambda now: library_noise(now, lines,
-                                                                          canonical_rule))
+            kept, late = until_stop(stop, kept, lambda now: guarded(
+                "library", lambda some: library_noise(some, lines, canonical_rule), now, failed))
             unfiltered += late
-            kept, late = until_stop(stop, kept, lambda now: project_noise(
-                now, lines, getattr(read_line, "root", None), canonical_rule))
+            kept, late = until_stop(stop, kept, lambda now: guarded(
+                "project", lambda some: project_noise(some, lines, root, canonical_rule), now,
+                failed))
             unfiltered += late
-            # (project-wide: a walk only when three sibling modules lack one name)
-            kept = injected_noise(kept, getattr(read_line, "root", None), canonical_rule)
-            kept = migration_noise(kept, lines, canonical_rule)
-            kept = redefinition_noise(kept, lines, canonical_rule)
-            kept = carried_noise(kept, lines, canonical_rule)
-            kept = operator_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
-            kept = evidence_noise(kept, lines, canonical_rule)
+            for name, step in (
+                    # (project-wide: a walk only when three sibling modules lack one name)
+                    ("injected", lambda some: injected_noise(some, root, canonical_rule)),
+                    ("migration", lambda some: migration_noise(some, lines, canonical_rule)),
+                    ("redefinition", lambda some: redefinition_noise(some, lines, canonical_rule)),
+                    ("carried", lambda some: carried_noise(some, lines, canonical_rule)),
+                    ("operator", lambda some: operator_noise(some, lines, root, canonical_rule)),
+                    ("evidence", lambda some: evidence_noise(some, lines, canonical_rule))):
+                kept = guarded(name, step, kept, failed)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
         # Cheap and certain, so past the stop: a large run's stop often ends
         # the steps above before the project step's re-export rule is
         # reached; the rules above, where they ran, came first.
-        kept = package_reexports(kept, lines, canonical_rule)
-        kept = compat_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
+        kept = guarded("reexports", lambda some: package_reexports(some, lines, canonical_rule),
+                       kept, failed)
+        kept = guarded("compat", lambda some: compat_noise(some, lines, root, canonical_rule),
+                       kept, failed)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1
@@ -369,7 +379,8 @@ def filter_findings(
             else (None, []))
         if "tooling" in classes:
             deduped = unshipped(deduped, certain or [])
-        deduped = library_threat(deduped, certain or found, getattr(read_line, "lines", None))
+        deduped = guarded("threat", lambda some: library_threat(
+            some, certain or found, getattr(read_line, "lines", None)), deduped, failed)
     deduped = style_noise(deduped)
     result = NoiseResult(
         findings=deduped,
@@ -378,6 +389,7 @@ def filter_findings(
         duplicates=dups,
         before_baseline=list(deduped),
         unfiltered=unfiltered,
+        failed_rules=tuple(failed),
     )
     if baseline:
         remaining = Counter(baseline)

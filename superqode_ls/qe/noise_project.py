@@ -389,21 +389,22 @@ def _opened(e: ast.AST, scope: ast.AST) -> list[ast.AST] | None:
     return None
 
 
-def _file_text(e: ast.AST, scope: ast.AST) -> bool:
+def _file_text(e: ast.AST, scope: ast.AST, seen: frozenset[str] = frozenset()) -> bool:
     """``e`` is the text of a Python file the code names: ``f.read()`` of
     ``open(<path ending in a '.py' literal>)``, ``Path(...).read_text()`` of
-    one, ``compile(<that>, ...)``, or a name bound to one of those."""
+    one, ``compile(<that>, ...)``, or a name bound to one of those (``seen``:
+    the names on the way, so ``code = compile(code, ...)`` ends)."""
     if isinstance(e, ast.Call):
         if isinstance(e.func, ast.Name) and e.func.id == "compile" and e.args:
-            return _file_text(e.args[0], scope)
+            return _file_text(e.args[0], scope, seen)
         if isinstance(e.func, ast.Attribute) and e.func.attr == "read_text":
             return _named_python_file(e.func.value, scope)
         if isinstance(e.func, ast.Attribute) and e.func.attr == "read" and not e.args:
             paths = _opened(e.func.value, scope)
             return bool(paths) and all(_named_python_file(p, scope) for p in paths)
-    if isinstance(e, ast.Name):
+    if isinstance(e, ast.Name) and e.id not in seen:
         bound = _assigned(scope, e.id)
-        return bool(bound) and all(_file_text(b, scope) for b in bound)
+        return bool(bound) and all(_file_text(b, scope, seen | {e.id}) for b in bound)
     return False
 
 

@@ -233,6 +233,9 @@ class QESession:
                         emit("progress", message=f"noise filter stopped at the session budget: "
                              f"{noise.unfiltered} finding(s) kept without their context checked "
                              f"(tagged {UNFILTERED!r})")
+                    if noise.failed_rules:  # a bug: the log has the finding and the error
+                        emit("progress", message="noise rules that failed on some findings (kept "
+                             f"as found, see superqe.log): {', '.join(noise.failed_rules)}")
                     if not self.control.stopped:
                         await self.control.guarded(
                             self._verify(res, s, root, noise, steps_deadline), deadline, optional=True)
