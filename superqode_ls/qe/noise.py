@@ -85,6 +85,7 @@ from .noise_paths import (  # noqa: F401
 from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
+from .noise_samples import sample_noise
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
 from .noise_threat import library_threat
@@ -351,6 +352,7 @@ def filter_findings(
         # reached; the rules above, where they ran, came first.
         kept = package_reexports(kept, lines, canonical_rule)
         kept = compat_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
+        kept = sample_noise(kept, lines)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1
