@@ -345,13 +345,13 @@ def filter_findings(
             kept = carried_noise(kept, lines, canonical_rule)
             kept = operator_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
             kept = evidence_noise(kept, lines, canonical_rule)
+            # Cheap and certain, so past the stop: a large run's stop often ends
+            # the steps above before the project step's re-export rule is
+            # reached; the rules above, where they ran, came first.
+            kept = package_reexports(kept, lines, canonical_rule)
+            kept = compat_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
-        # Cheap and certain, so past the stop: a large run's stop often ends
-        # the steps above before the project step's re-export rule is
-        # reached; the rules above, where they ran, came first.
-        kept = package_reexports(kept, lines, canonical_rule)
-        kept = compat_noise(kept, lines, getattr(read_line, "root", None), canonical_rule)
         kept = sample_noise(kept, lines)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
