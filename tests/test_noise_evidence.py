@@ -80,6 +80,18 @@ def publish(target, credentials=None):
 def send_activation(user, mailer):
     code = hashlib.md5(user.email.encode()).hexdigest()
     mailer.send(user.email, code)
+
+
+def fetch_body(url, request_headers):
+    import requests
+    session = requests.Session()
+    r = session.request("GET", url, headers=request_headers, timeout=10)
+    return hashlib.md5(r.content).hexdigest()
+
+
+def compute(form):
+    pw = form.get("password")
+    return hashlib.md5(pw.encode()).hexdigest()
 '''
 
 
@@ -100,6 +112,9 @@ def test_a_weak_hash_is_shown_only_with_a_secret_or_signature_in_sight(make_repo
     # the caller's credentials are not what the digest protects (lektor's publisher)
     _noise(found, "app/ids.py", 55, "B324", why)
     _kept(found, "app/ids.py", 67, "B324")  # a code mailed to the user is a token
+    # a downloaded body's checksum: the HTTP client's session is no user's session
+    _noise(found, "app/ids.py", 75, "B324", why)
+    _kept(found, "app/ids.py", 80, "B324")  # a mapping's get of the password stays
 
 
 LINT_CONFIG = '[tool.ruff.lint]\nselect = ["B006"]\n'

@@ -186,3 +186,64 @@ def test_markup_over_escaped_values_urls_and_html_params_is_noise_a_raw_value_st
         assert by_line[line].noise and "Markup on safe text" in by_line[line].noise, by_line[line]
     for line in (23, 29, 33):
         assert by_line[line].noise is None, by_line[line].noise
+
+
+# changedetection.io's shapes: the error text re-escaped before it is marked
+# (only the last assignment reaches the call), a list of escaped parts and
+# links joined through ``str(part) for part in parts``; the raw twins stay.
+WATCH = '''from flask import url_for
+from markupsafe import Markup, escape
+
+
+class Watch(dict):
+    def errors(self, safe_jinja, has_proxies):
+        output = []
+        last_error = self.get("last_error", "")
+        if last_error:
+            last_error = safe_jinja.render_fully_escaped(last_error)
+            if has_proxies:
+                output.append(str(Markup(f"{last_error} - <a href=\\"{url_for('s', uuid=self.get('uuid'))}\\">x</a>")))
+        return output
+
+    def raw_errors(self):
+        last_error = self.get("last_error", "")
+        if last_error:
+            note = last_error
+            last_error = note.strip()
+            return Markup(f"{last_error} - <b>!</b>")
+
+    def looped(self, items):
+        text = escape(self.get("t", ""))
+        for item in items:
+            out = Markup(f"<p>{text}</p>")
+            text = item
+        return out
+
+
+def linkify(body, matches):
+    result = []
+    for url in matches:
+        result.append(Markup(f'<a href="{escape(url)}">{escape(url)}</a>'))
+    result.append(escape(body))
+    return str(Markup("".join(str(part) for part in result)))
+
+
+def linkify_raw(body, matches):
+    result = [escape(body)]
+    for url in matches:
+        result.append(url)
+    return str(Markup("".join(str(part) for part in result)))
+'''
+
+
+@needs_bandit
+def test_markup_over_reescaped_text_and_joined_escaped_parts_is_noise_raw_twins_stay(make_repo):
+    repo = make_repo({"app/model.py": WATCH})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    by_line = {f.range.start_line: f for f in found if f.file == "app/model.py" and f.range
+               and f.rule_id == "B704"}
+    for line in (12, 35):
+        assert by_line[line].noise and "Markup on safe text" in by_line[line].noise, by_line[line]
+    # the text reassigned from a raw value, a loop that rebinds it, raw list items: stay
+    for line in (20, 25, 42):
+        assert by_line[line].noise is None, (line, by_line[line].noise)

@@ -281,6 +281,22 @@ def test_all_interfaces_as_an_options_default_is_noise_bound_in_code_stays(make_
     assert _shown(found, "smtpd.py", 7, "B104")
 
 
+def test_all_interfaces_as_a_listen_variables_default_is_noise_other_variables_stay(make_repo):
+    # changedetection.io's LISTEN_HOST: the operator sets where the server
+    # listens; the same address as another variable's default, or bound by
+    # hand, stays.
+    repo = make_repo({"server.py": (
+        "import os\nimport socket\n\n"
+        "host = os.environ.get('LISTEN_HOST', '0.0.0.0').strip()\n"
+        "bind = os.getenv('BIND_ADDRESS', default='::')\n"
+        "peer = os.environ.get('GHOSTNAME_PEER', '0.0.0.0')\n"
+        "sock = socket.socket()\nsock.bind(('0.0.0.0', int(os.environ.get('PORT', 25))))\n")})
+    found = found_by_security(repo)
+    _noise(found, "server.py", 4, "B104")
+    assert _shown(found, "server.py", 6, "B104")
+    assert _shown(found, "server.py", 8, "B104")
+
+
 API_VIEWS = """from django.views.decorators.csrf import csrf_exempt
 from .decorators import authorize
 

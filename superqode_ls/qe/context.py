@@ -57,7 +57,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from ..models import Finding, Severity
-from ..workspace.pyast import parse as parse_python
+from . import ast_index
 from .codegen import Scopes, fixed_command, generated_code, reads_own_constant, runs_request_data
 from .lazy_annotations import LazyAnnotations
 from .noise_binds import not_bound
@@ -183,10 +183,8 @@ class ParsedModules:
         """``rel``'s syntax tree, None where it does not parse."""
         if rel not in self._trees:
             lines = self._lines(rel)
-            try:
-                self._trees[rel] = parse_python("\n".join(lines)) if lines is not None else None
-            except (SyntaxError, ValueError):
-                self._trees[rel] = None
+            # (the tree the rules after this step parse again: one parse a run)
+            self._trees[rel] = ast_index.parsed("\n".join(lines)) if lines is not None else None
         return self._trees[rel]
 
     def scopes(self, rel: str) -> Scopes | None:

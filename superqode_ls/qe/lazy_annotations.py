@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ..workspace.pyast import parse as parse_python
+from . import ast_index
 
 
 class LazyAnnotations:
@@ -33,9 +33,8 @@ class LazyAnnotations:
         lines = self._lines(rel)
         if lines is None:
             return None
-        try:
-            tree = parse_python("\n".join(lines))
-        except (SyntaxError, ValueError):
+        tree = ast_index.parsed("\n".join(lines))  # the context step's tree
+        if tree is None:
             return None
         lazy = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
                    and any(a.name == "annotations" for a in n.names) for n in tree.body)

@@ -86,6 +86,7 @@ from .noise_paths import (  # noqa: F401
 from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
+from .noise_samples import sample_noise
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
 from .noise_threat import library_threat
@@ -350,17 +351,16 @@ def filter_findings(
                     ("redefinition", lambda some: redefinition_noise(some, lines, canonical_rule)),
                     ("carried", lambda some: carried_noise(some, lines, canonical_rule)),
                     ("operator", lambda some: operator_noise(some, lines, root, canonical_rule)),
-                    ("evidence", lambda some: evidence_noise(some, lines, canonical_rule))):
+                    ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
+                    # Cheap and certain, so past the stop: a large run's stop often ends
+                    # the steps above before the project step's re-export rule is
+                    # reached; the rules above, where they ran, came first.
+                    ("reexports", lambda some: package_reexports(some, lines, canonical_rule)),
+                    ("compat", lambda some: compat_noise(some, lines, root, canonical_rule))):
                 kept = guarded(name, step, kept, failed)
         finally:
             ast_index.clear()  # the modules' trees are this filter's only
-        # Cheap and certain, so past the stop: a large run's stop often ends
-        # the steps above before the project step's re-export rule is
-        # reached; the rules above, where they ran, came first.
-        kept = guarded("reexports", lambda some: package_reexports(some, lines, canonical_rule),
-                       kept, failed)
-        kept = guarded("compat", lambda some: compat_noise(some, lines, root, canonical_rule),
-                       kept, failed)
+        kept = guarded("samples", lambda some: sample_noise(some, lines), kept, failed)
     for i, f in enumerate(kept):
         if f.confidence < threshold and not is_sink(f, canonical_rule):
             below += 1

@@ -186,7 +186,8 @@ class _Module:
         assigned = self.index.assigned(scope)
         for name in (n.id for n in ast.walk(_data(call)) if isinstance(n, ast.Name)):
             for value in assigned.get(name, ())[:4]:  # what a local name holds
-                texts += _words(value)
+                if not _http_response(value):
+                    texts += _words(value)
         # where the digest goes: its statement, or the uses of the name given it
         names, returned = self._sink(call, texts)
         for name in names:
@@ -410,6 +411,31 @@ class _Module:
 
 def _method(cls: ast.ClassDef, name: str) -> Any:
     return next((n for n in cls.body if isinstance(n, _FUNCTIONS) and n.name == name), None)
+
+
+# An HTTP client's call: what it returns is a response fetched from a URL,
+# whatever the words of the request (``session.request(..., verify=...)``,
+# a requests.Session, says nothing about the body it returns).
+_HTTP_CALLS = frozenset({"request", "get", "post", "put", "patch", "head", "delete", "urlopen",
+                         "fetch"})
+_HTTP_CLIENTS = frozenset({"requests", "session", "sess", "client", "http", "httpx", "opener",
+                           "urllib3", "pool"})
+_HTTP_KEYWORDS = frozenset({"headers", "timeout", "proxies", "verify", "allow_redirects",
+                            "params", "cookies", "stream"})
+
+
+def _http_response(value: ast.AST) -> bool:
+    """``value`` is an HTTP client's response (``requests.get(url, ...)``,
+    ``session.request(method, url, headers=...)``); a mapping's ``get``
+    (``form.get("password")``) is not one."""
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute) \
+            or value.func.attr not in _HTTP_CALLS:
+        return False
+    owner = value.func.value
+    owner_name = owner.id if isinstance(owner, ast.Name) else (
+        owner.attr if isinstance(owner, ast.Attribute) else "")
+    return owner_name.lower() in _HTTP_CLIENTS or any(
+        k.arg in _HTTP_KEYWORDS for k in value.keywords)
 
 
 def _callee(call: ast.Call) -> str:

@@ -66,7 +66,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..models import Finding, Severity
-from ..workspace.pyast import parse as parse_python
+from . import ast_index
 from .ast_index import index
 from .context import mark_noise
 from .noise_calls import COMMAND_WORD, interpreter_only, passed_parameter, placeholders_only
@@ -92,10 +92,7 @@ _SAFE_BASES = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 def module_of(lines: list[str]) -> ast.Module | None:
     """A flagged module's tree from its lines (the serialized parse), or
     None when it does not parse: the noise rules' one way to parse."""
-    try:
-        return parse_python("\n".join(lines))
-    except (SyntaxError, ValueError):
-        return None
+    return ast_index.parsed("\n".join(lines))
 
 
 def _base_name(node: ast.expr) -> str:

@@ -45,6 +45,7 @@ from .ast_index import index
 from .context import mark_noise
 from .noise_library import module_of
 from .noise_migrations import _from_rows
+from .noise_widgets import widget_markup
 from .roles._common import read_head
 from .roles._web_quiet_tools import _CLI_DECORATORS, _cli_decorator, _decorator_name
 
@@ -106,8 +107,8 @@ def operator_noise(findings: list[Finding], lines_of: Lines, root: str | Path | 
                 if rules & OPERATOR_RULES:
                     why = operator_code(f.file, tree, line, sql=bool(rules & SQL_RULES),
                                         url_open=bool(rules & _URL_RULES))
-                if why is None and rules & MARKUP_RULES and own_text_markup(tree, line):
-                    why = MARKUP_WHY
+                if why is None and rules & MARKUP_RULES:
+                    why = MARKUP_WHY if own_text_markup(tree, line) else widget_markup(tree, line)
                 if why is None and rules & _DEV_SERVER_RULES and deployed is not None:
                     why = development_server(f.file, tree, line, deployed,
                                              debug=bool(rules & DEBUG_RULES))

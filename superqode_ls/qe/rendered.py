@@ -42,7 +42,9 @@ _SAFE_CALL = re.compile(
     r"render|render_template|render_to_string|render_string|markdown|markdownify|"
     r"clean|sanitize|sanitize_html|linkify|urlize|striptags|html_params|"
     # diff-match-patch's HTML view escapes &, < and > of both texts itself
-    r"diff_prettyHtml|diff_pretty_html)$")
+    r"diff_prettyHtml|diff_pretty_html|"
+    # named for the escaped text it gives (a sandboxed jinja's render_fully_escaped)
+    r"render_\w*_escaped|\w*html_escaped)$")
 # URL-encoding calls: their output is letters, digits, ``%XX`` and
 # ``_.-~/+=&`` (never ``<>"'``), so safe in HTML text and a quoted attribute
 # -- unless a ``safe=`` argument lets such characters through. ``json.dumps``
@@ -222,8 +224,55 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
     if isinstance(e, ast.Subscript):  # a part of safe text
         return _safe(scopes, e.value, scope, depth - 1, seen)
     if isinstance(e, ast.Name):
+        value = _reaching(scopes, e, scope)
+        if value is not None:
+            return _safe(scopes, value, scope, depth - 1, seen)
         return _name_safe(scopes, e.id, scope, depth - 1, seen)
     return False
+
+
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
+def _reaching(scopes: Scopes, use: ast.Name, scope: ast.AST) -> ast.AST | None:
+    """The one value ``use`` can hold: the plain assignment to its name
+    that comes last before it on the way in (``s = self.get(k)`` then, in
+    ``if s:``, ``s = escape(s)`` and ``Markup(f"{s}...")``: only the
+    escaped text reaches the call). None (every value counts) when any
+    other binding may come between: one nested in an earlier statement, a
+    loop or ``try`` around the use that binds the name again."""
+    name = use.id
+    child: ast.AST = use
+    up = scopes.parent.get(use)
+    while up is not None and child is not scope:
+        if isinstance(up, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar)) and any(
+                _binds_name(n, name) for n in ast.walk(up)):
+            return None
+        for field in _BLOCKS:
+            block = getattr(up, field, None)
+            if isinstance(block, list) and child in block:
+                for stmt in reversed(block[:block.index(child)]):
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                            and isinstance(stmt.targets[0], ast.Name) \
+                            and stmt.targets[0].id == name:
+                        return stmt.value
+                    if any(_binds_name(n, name) for n in ast.walk(stmt)):
+                        return None
+        if up is scope or isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                          ast.ClassDef)):
+            return None
+        child, up = up, scopes.parent.get(up)
+    return None
+
+
+def _binds_name(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == name
+    return isinstance(node, ast.ExceptHandler) and node.name == name
 
 
 def _literal(e: ast.AST) -> bool:
@@ -251,6 +300,9 @@ def _safe_items(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
     if isinstance(e, (ast.List, ast.Tuple)):
         return all(_safe(scopes, x, scope, depth, seen) for x in e.elts)
     if isinstance(e, (ast.ListComp, ast.GeneratorExp)):
+        if _item_of(e) and len(e.generators) == 1:
+            # ``str(part) for part in parts``: the items of ``parts`` themselves
+            return _safe_items(scopes, e.generators[0].iter, scope, depth, seen)
         return _safe(scopes, e.elt, scope, depth, seen)
     if isinstance(e, ast.Name) and depth > 0:
         lists, items = _list_values(e.id, scope)
@@ -260,6 +312,17 @@ def _safe_items(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
             _safe_items(scopes, v, scope, depth - 1, seen) for v in lists) and all(
             _safe(scopes, v, scope, depth - 1, seen) for v in items)
     return False
+
+
+def _item_of(e: ast.ListComp | ast.GeneratorExp) -> bool:
+    """The comprehension gives its loop's items (or their ``str``) as they are."""
+    elt = e.elt
+    if isinstance(elt, ast.Call) and _call_name(elt) == "str" and len(elt.args) == 1 \
+            and not elt.keywords:
+        elt = elt.args[0]
+    target = e.generators[0].target
+    return isinstance(elt, ast.Name) and isinstance(target, ast.Name) and elt.id == target.id \
+        and not e.generators[0].is_async
 
 
 def _escaper(e: ast.AST) -> bool:

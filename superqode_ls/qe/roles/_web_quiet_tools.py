@@ -13,13 +13,18 @@
   B310 warns of ``file:`` and custom schemes, which such a URL cannot have.
   A URL from a parameter or the request, or a host put after a literal
   scheme, stays (and ``_web_flows`` reports the request's as ``ssrf``);
-- B104 (all interfaces) as a command-line option's default: the operator
-  picks where the server listens; an address bound in the code stays.
+- B104 (all interfaces) as a command-line option's default, or as the
+  default of an environment variable named for the listening address
+  (``os.environ.get("LISTEN_HOST", "0.0.0.0")``, ``os.getenv("HOST", ...)``):
+  the operator picks where the server listens, the way a self-hosted
+  server documents it. An address bound in the code, or the default of a
+  variable named for something else, stays.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 from ..codegen import Scopes
 from ..noise_urls import fixed_host, url_of
@@ -108,4 +113,42 @@ def option_default_address(s: Scopes, line: int) -> str | None:
                 and k.value.value in ("0.0.0.0", "::") for k in c.keywords):
             return ("it is a command-line option's default: where the server listens is the "
                     "choice of whoever starts it")
+        if _env_read(c) and _ADDRESS_VAR.search(_env_name(c)) and _all_interfaces(_env_default(c)):
+            return ("it is the default of an environment variable for the listening address: "
+                    "where the server listens is the choice of whoever starts it")
     return None
+
+
+# An environment variable that holds the address a server listens on
+# (LISTEN_HOST, BIND_ADDRESS, FLASK_RUN_HOST, HOST): each word a part of the
+# name (``GHOST`` is not ``HOST``).
+_ADDRESS_VAR = re.compile(r"(?i)(?:^|_)(?:host|hostname|bind|listen|addr|address|interface|ip)"
+                          r"(?:$|_)")
+_ENV_OWNERS = frozenset({"environ", "os"})
+
+
+def _env_read(c: ast.Call) -> bool:
+    """``os.environ.get(NAME, default)``, ``environ.get``, ``os.getenv``."""
+    f = c.func
+    if not isinstance(f, ast.Attribute):
+        return isinstance(f, ast.Name) and f.id == "getenv"
+    if f.attr == "getenv":
+        return isinstance(f.value, ast.Name) and f.value.id == "os"
+    return f.attr in ("get", "setdefault") and (
+        (isinstance(f.value, ast.Attribute) and f.value.attr == "environ")
+        or (isinstance(f.value, ast.Name) and f.value.id == "environ"))
+
+
+def _env_name(c: ast.Call) -> str:
+    first = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "key"), None)
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+
+
+def _env_default(c: ast.Call) -> ast.AST | None:
+    if len(c.args) > 1:
+        return c.args[1]
+    return next((k.value for k in c.keywords if k.arg == "default"), None)
+
+
+def _all_interfaces(e: ast.AST | None) -> bool:
+    return isinstance(e, ast.Constant) and e.value in ("0.0.0.0", "::")
