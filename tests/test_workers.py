@@ -172,7 +172,7 @@ def test_trace_shards_split_the_suite_once_at_any_count(files, n):
     """The line map's shards (whole test files, or runs of items when the
     files are fewer): each item in exactly one shard, and a group of shards
     (what one worker traces) is their union in collection order."""
-    from superqode_ls.qe.roles._forkserver import _shard
+    from superqode_ls.qe.roles._forktrace import shard as _shard
 
     items = [_Item(f"tests/test_{f}.py::test_{i}") for f in range(files) for i in range(f % 3 + 1)]
     shards = [_shard(items, k, n) for k in range(n)]
@@ -180,3 +180,26 @@ def test_trace_shards_split_the_suite_once_at_any_count(files, n):
     group = list(range(1, n, 2))
     assert _shard(items, group, n) == [i for i in items if any(i in shards[k] for k in group)]
     assert _shard(items, list(range(n)), n) == items
+
+
+def test_a_workers_first_fresh_run_waits_for_every_command_job():
+    """The workers' fresh-process commands are made in threads beside the
+    forks' start (mutation._workers); each job rewrites the copies' shared
+    sitecustomize, so a fresh run waits until every job is done, not only
+    the one that made its own command: a process started meanwhile could
+    read that file half written."""
+
+    async def main() -> None:
+        role = MutationTester()
+        loop = asyncio.get_running_loop()
+        mine, later = loop.create_future(), loop.create_future()
+        role._fresh_jobs = [mine, later]
+        got = asyncio.ensure_future(role._fresh_made(mine, 1))
+        mine.set_result([({}, ["a"]), ({"X": "1"}, ["b"])])
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not got.done()
+        later.set_result([])
+        assert await got == ({"X": "1"}, ["b"])
+
+    asyncio.run(main())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -96,9 +97,13 @@ class Worker:
 
     _stamps = itertools.count(1)
 
-    def __init__(self, ctx: RoleContext, copy: Path, env: dict[str, str], fresh_cmd: list[str],
+    def __init__(self, ctx: RoleContext, copy: Path,
+                 fresh: Callable[[], Awaitable[tuple[dict[str, str], list[str]]]],
                  report: MutationReport, modules: dict[str, str | None]):
-        self.ctx, self.copy, self.env, self.fresh_cmd = ctx, copy, env, fresh_cmd
+        self.ctx, self.copy = ctx, copy
+        # The fresh-process path's (environment, pytest command): made beside
+        # the warm start (a forked worker seldom needs it), awaited on first use.
+        self._fresh = fresh
         self.linemap: LineMap | None = None
         self.report, self.modules = report, modules
         self.factor = ctx.config.roles.mutation_timeout_factor
@@ -199,10 +204,11 @@ class Worker:
         self.report.fresh_runs += stretch == 1.0
         limit = stretch * time_limit(self.known, tests, self.factor, True)
         target = self.copy / fr.rel
+        env, cmd = await self._fresh()
         await asyncio.to_thread(self._write, target, mutated)
         try:
-            res = await self.ctx.run([*self.fresh_cmd, *pytest_args(tests)], cwd=self.copy,
-                                     env=self.env, timeout=limit)
+            res = await self.ctx.run([*cmd, *pytest_args(tests)], cwd=self.copy,
+                                     env=env, timeout=limit)
         finally:
             await asyncio.shield(asyncio.to_thread(self._write, target, fr.text))
         return res, False
