@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ...workspace.proc import ProcResult
 from ._mutation_cache import FileResult, MutationReport
-from ._mutators import Mutant, apply_edit
+from ._mutators import Edit, Mutant, apply_edit
 from .base import RoleContext
 
 SERVER_PLUGIN = "superqode_forkserver"
@@ -83,6 +83,25 @@ def status_of(res: ProcResult, warm: bool) -> str:
         return "error" if res.returncode == 3 else "killed"
     # 1 tests failed, 2 collection broke on the mutant; 3-5 pytest errors.
     return "killed" if res.returncode in (1, 2) else "error"
+
+
+def same_lines(text: str, edit: Edit) -> str:
+    """``text`` with ``edit`` applied, every line below it where it was: an
+    edit that folds a span of lines into fewer (a call written over two lines
+    replaced by ``None``) is followed by as many explicit line joins (a
+    backslash at a line's end: the same code). Functions below it keep their
+    first line numbers, which is how the warm worker matches them, so it
+    switches the one mutated function in place instead of a fresh process
+    running the mutant (on 16 cores such a run, 0.6-0.8 s, was the last
+    worker's tail after the others had finished). What does not compile this
+    way is run fresh, from the plain edit, as before."""
+    mutated = apply_edit(text, edit)
+    fewer = (edit.end_line - edit.line) - edit.text.count("\n")
+    if fewer <= 0:
+        return mutated
+    lines = text.splitlines(keepends=True)
+    head = "".join(lines[: edit.line - 1]) + lines[edit.line - 1][: edit.col]
+    return head + edit.text + " \\\n" * fewer + mutated[len(head) + len(edit.text):]
 
 
 def pytest_args(tests: list[str]) -> list[str]:
@@ -196,7 +215,7 @@ class Worker:
         if server is not None:
             limit = stretch * time_limit(self.known, tests, self.factor, False,
                                          self.run_s or 0.0)
-            res = await server.run(self._request(fr, mutated, tests), limit)
+            res = await server.run(self._request(fr, same_lines(fr.text, m.edit), tests), limit)
             if isinstance(res, ProcResult):
                 self.report.fork_runs += stretch == 1.0
                 return res, True
