@@ -7,6 +7,7 @@ A real pytest process with the real plugin."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from superqode_ls.qe.roles import _forkserver
+from superqode_ls.qe.roles import _forkserver, _forktrace
 from superqode_ls.qe.roles._mutation_runner import SERVER_PLUGIN
 from superqode_ls.qe.roles._mutation_spawn import Zygote
+from superqode_ls.qe.roles.mutation import TRACER
 
 from .conftest import write_files
 
@@ -38,6 +40,7 @@ async def _zygote(tmp_path: Path) -> tuple[Zygote, Path]:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     shutil.copyfile(_forkserver.__file__, plugins / f"{SERVER_PLUGIN}.py")
+    shutil.copyfile(_forktrace.__file__, plugins / f"{TRACER}.py")
     env = {**os.environ, "PYTHONPATH": f"{plugins}{os.pathsep}{project}",
            "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = [sys.executable, "-m", "pytest", "-p", SERVER_PLUGIN, "-p", "no:cacheprovider",
@@ -88,5 +91,48 @@ def test_forked_workers_answer_their_own_requests_in_their_own_directories(tmp_p
             await zygote.close()
         with pytest.raises(ProcessLookupError):
             os.killpg(pgid, 0)  # the zygote, its workers and their children are gone
+
+    asyncio.run(main())
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(p) for p in (task / "children").read_text().split()]
+    return out
+
+
+def _has_coverage(pid: int) -> bool:
+    # coverage.py's C tracer is a shared object: mapped once it is imported.
+    return "coverage/tracer" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_workers_spawned_to_trace_have_coverage_imported_once_before_the_fork(tmp_path):
+    """A spawn for the line map imports coverage.py in the first process, so
+    every forked worker (and each trace child it forks) has it without
+    importing it again; a spawn for mutants only does not import it."""
+    pytest.importorskip("coverage.tracer")
+
+    async def main() -> None:
+        zygote, _ = await _zygote(tmp_path)
+        try:
+            (plain,) = await zygote.spawn([tmp_path], 60.0)
+            assert plain is not None
+            assert not any(_has_coverage(p) for p in [zygote.proc.pid, *_children(zygote.proc.pid)])
+            tracing = await zygote.spawn([tmp_path, tmp_path], 60.0, trace=True)
+            assert all(c is not None for c in tracing)
+            workers = _children(zygote.proc.pid)
+            assert len(workers) == 3
+            assert _has_coverage(zygote.proc.pid)
+            assert sum(_has_coverage(p) for p in workers) == 2  # the two forked after it
+            # The line map from the forked worker (the trace half of the plugin).
+            out = tmp_path / "t.json"
+            res = await tracing[0].run({"trace": ["calc.py"], "shard": [[0], 1], "out": str(out)},
+                                       60.0)
+            assert res is not None and not isinstance(res, str) and res.returncode == 0
+            traced = json.loads(out.read_text())["tests"]
+            assert traced[DOUBLE]["passed"] and traced[DOUBLE]["lines"] == {"calc.py": [2]}
+        finally:
+            await zygote.close()
 
     asyncio.run(main())

@@ -172,7 +172,7 @@ def test_trace_shards_split_the_suite_once_at_any_count(files, n):
     """The line map's shards (whole test files, or runs of items when the
     files are fewer): each item in exactly one shard, and a group of shards
     (what one worker traces) is their union in collection order."""
-    from superqode_ls.qe.roles._forkserver import _shard
+    from superqode_ls.qe.roles._forktrace import shard as _shard
 
     items = [_Item(f"tests/test_{f}.py::test_{i}") for f in range(files) for i in range(f % 3 + 1)]
     shards = [_shard(items, k, n) for k in range(n)]
@@ -180,3 +180,70 @@ def test_trace_shards_split_the_suite_once_at_any_count(files, n):
     group = list(range(1, n, 2))
     assert _shard(items, group, n) == [i for i in items if any(i in shards[k] for k in group)]
     assert _shard(items, list(range(n)), n) == items
+
+
+def test_a_workers_first_fresh_run_waits_for_every_command_job():
+    """The workers' fresh-process commands are made in threads beside the
+    forks' start (mutation._workers); each job rewrites the copies' shared
+    sitecustomize, so a fresh run waits until every job is done, not only
+    the one that made its own command: a process started meanwhile could
+    read that file half written."""
+
+    async def main() -> None:
+        role = MutationTester()
+        loop = asyncio.get_running_loop()
+        mine, later = loop.create_future(), loop.create_future()
+        role._fresh_jobs = [mine, later]
+        got = asyncio.ensure_future(role._fresh_made(mine, 1))
+        mine.set_result([({}, ["a"]), ({"X": "1"}, ["b"])])
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not got.done()
+        later.set_result([])
+        assert await got == ({"X": "1"}, ["b"])
+
+    asyncio.run(main())
+
+
+def test_a_mutant_folding_lines_keeps_every_function_below_on_its_line():
+    """The warm worker matches functions by (name, first line): a mutant that
+    folds a two-line call into ``None`` shifted every function below it, was
+    taken for "the mutant adds a function" and ran in a fresh process. With
+    explicit line joins in its place the code below keeps its lines, and the
+    mutated code does the same as the plain edit's."""
+    from superqode_ls.qe.roles._mutation_runner import same_lines
+    from superqode_ls.qe.roles._mutators import apply_edit, find_mutants
+
+    text = textwrap.dedent('''\
+        def check(kwargs):
+            if kwargs:
+                raise TypeError("unexpected {}"
+                                " keyword".format(sorted(kwargs)))  # why
+            return 1
+
+
+        def after(x):
+            return x + 1
+        ''')
+    folding = [m for m in find_mutants(text, "m.py", validate=False)
+               if m.edit.end_line > m.edit.line and "\n" not in m.edit.text]
+    assert folding, "no mutant folds lines here"
+
+    def firsts(code):
+        return sorted((c.co_name, c.co_firstlineno) for c in code.co_consts if hasattr(c, "co_name"))
+
+    for m in folding:
+        plain, kept = apply_edit(text, m.edit), same_lines(text, m.edit)
+        assert len(plain.splitlines()) < len(text.splitlines())
+        assert firsts(compile(kept, "m.py", "exec")) == firsts(compile(text, "m.py", "exec"))
+        ran = [{}, {}]
+        for source, ns in zip((plain, kept), ran, strict=True):
+            exec(compile(source, "m.py", "exec"), ns)  # noqa: S102 - the test's own module
+        for kwargs in ({}, {"a": 1}):
+            got = []
+            for ns in ran:
+                try:
+                    got.append(("ok", ns["check"](dict(kwargs)), ns["after"](1)))
+                except Exception as e:  # noqa: BLE001 - compared, not hidden
+                    got.append(("raised", type(e).__name__))
+            assert got[0] == got[1]

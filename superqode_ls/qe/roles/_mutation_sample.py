@@ -17,8 +17,12 @@ from pathlib import Path
 
 from ...workspace.pyast import parse as parse_python
 from ._mutation_cache import JUDGED, FileResult, MutationReport
+from ._mutation_pool import Candidates
 from ._mutation_runner import LineMap
 from ._mutators import MODULE_UNIT, Mutant, function_units
+from .base import RoleContext
+
+Item = tuple[FileResult, Mutant, list[str]]  # a mutant to run, with the tests that cover its line
 
 _ASSERTS = re.compile(r"assert|raises|warns|fail|expect|check|verify", re.IGNORECASE)
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
@@ -146,3 +150,52 @@ def sample(results: list[FileResult], report: MutationReport) -> None:
             names = {}
         functions.update((fr.rel, names.get(line, MODULE_UNIT)) for line in judged)
     report.functions = len(functions)
+
+
+def plan(ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
+         changed: dict[str, set[int]], report: MutationReport,
+         candidates: Candidates) -> list[Item]:
+    """The mutants to run, whole functions at a time (``_choose``); what
+    is cached is not run again."""
+    asserting = asserting_tests(ctx.sandbox, linemap)
+    all_units: list[Unit] = []
+    for fr in pending:
+        fr.complete, fr.capped, fr.stopped = False, None, None
+        lines = linemap.tests_by_line.get(fr.rel, {})
+        if not lines:
+            report.skipped_files[fr.rel] = fr.skip_reason = "no passing test covers it"
+            fr.complete = True
+            continue
+        wanted = set(lines)
+        if ctx.lines is not None:  # --since: only the lines the change touched
+            wanted &= ctx.lines.get(fr.rel, frozenset())
+            if not wanted:
+                report.skipped_files[fr.rel] = fr.skip_reason = "the change touched no covered line"
+                fr.complete = True
+                continue
+        try:
+            found, names = candidates.on_lines(fr, wanted)
+        except (SyntaxError, ValueError):
+            report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
+            fr.complete = True
+            continue
+        fr.total = len(found)
+        all_units += units(fr, found, names, lines, changed.get(fr.rel, set()), asserting)
+
+    limit = ctx.config.roles.mutation_max_mutants
+    chosen = choose(all_units, limit, named_files=ctx.files is not None)
+    taken: dict[str, int] = {}
+    for u, n in chosen:
+        taken[u.fr.rel] = taken.get(u.fr.rel, 0) + n
+    left_out = sum(len(u.mutants) for u in all_units) - sum(taken.values())
+    if left_out:
+        report.skip("over the mutant limit (functions not sampled)", left_out)
+    for fr in {u.fr.rel: u.fr for u in all_units}.values():
+        if taken.get(fr.rel, 0) < fr.total:
+            fr.capped = limit
+    items: list[Item] = []
+    for u, n in chosen:
+        todo = [m for m in u.mutants[:n] if m.key not in u.fr.results]
+        report.mutants_cached += n - len(todo)
+        items += [(u.fr, m, u.lines[m.line]) for m in todo if candidates.compiles(u.fr, m)]
+    return items

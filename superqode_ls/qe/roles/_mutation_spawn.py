@@ -97,14 +97,16 @@ class Zygote:
                 return False
         return True
 
-    async def spawn(self, dirs: list[Path], timeout: float) -> list[Channel | None]:
+    async def spawn(self, dirs: list[Path], timeout: float, trace: bool = False
+                    ) -> list[Channel | None]:
         """One forked worker per directory (its working directory), each
-        ready or None (it did not say so within ``timeout``)."""
+        ready or None (it did not say so within ``timeout``); ``trace``: they
+        will trace the suite first (coverage is imported once, before the forks)."""
         ids = [next(self._ids) for _ in dirs]
         for wid in ids:
             self._queues[wid] = asyncio.Queue()
         started = time.monotonic()
-        if not await self.send({"spawn": ids, "dirs": [str(d) for d in dirs]}):
+        if not await self.send({"spawn": ids, "dirs": [str(d) for d in dirs], "trace": trace}):
             return [None] * len(ids)
 
         async def hello(wid: int) -> Channel | None:

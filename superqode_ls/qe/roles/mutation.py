@@ -30,6 +30,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import time
 from collections import deque
@@ -51,17 +52,15 @@ from ._mutation_linemap import NO_TIME, coverage_map, trace_map
 from ._mutation_pool import Candidates, mutant_costs, workers_that_pay
 from ._mutation_report import TOOL, findings, write_log
 from ._mutation_runner import PLAIN, SERVER_PLUGIN, LineMap, Worker
-from ._mutation_sample import Unit, asserting_tests, changed_lines, choose, sample, units
+from ._mutation_sample import Item, changed_lines, plan, sample
 from ._mutation_spawn import Zygote
-from ._mutators import Mutant
 from ._pyenv import project_python, pytest_argv, tool_paths
 from ._pytest_config import isolated_cache_args
 from ._unit_projects import each_project, projects
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 LAUNCHER = "superqode_launch"  # _mutation_launch, as the zygote's script
-
-Item = tuple[FileResult, Mutant, list[str]]
+TRACER = "superqode_forktrace"  # _forktrace, which _forkserver imports by this name
 
 
 class MutationTester(Role):
@@ -95,6 +94,8 @@ class MutationTester(Role):
         self._copies = 0  # scratch copies handed to workers in this run
         self._pool: list[Worker] = []  # every worker made in this run: closed at its end
         self._zygote: Zygote | None = None  # the run's warm pytest, its workers' parent
+        # Threads making workers' fresh-process commands (_workers): awaited at the run's end.
+        self._fresh_jobs: list[asyncio.Future[list[tuple[dict[str, str], list[str]]]]] = []
         self._zygote_s = 0.0  # its start: pytest, imports, collection
 
     def _mark(self, name: str) -> None:
@@ -182,7 +183,7 @@ class MutationTester(Role):
         self._mark("interpreter")
         self._folder = ctx.folder  # (a monorepo's project: copied with what is above it)
         base = await asyncio.to_thread(_scratch.copy_within, ctx.sandbox, ctx.folder, scratch / "w0")
-        self._copies, self._pool, self._zygote = 1, [], None
+        self._copies, self._pool, self._zygote, self._fresh_jobs = 1, [], None, []
         self._mark("copy")
         workers: list[Worker] = []
         planned: dict[str, list[Item]] = {}
@@ -202,16 +203,19 @@ class MutationTester(Role):
             if self.fork_server and not ctx.config.roles.unit_test_command:
                 # One pytest start for the whole run: the workers are its
                 # forks (_mutation_spawn); their copies are made meanwhile.
+                # Its command first: made while the copies' threads held the
+                # GIL, it started 0.4 s late on 16 cores.
+                cmd, env = await asyncio.to_thread(self._zygote_cmd, ctx, scratch, base)
                 copies = asyncio.create_task(self._copies_for(base, scratch, most))
                 try:
-                    self._zygote = await self._start_zygote(ctx, scratch, base, pending, report)
+                    self._zygote = await self._start_zygote(ctx, base, cmd, env, report)
                 finally:
                     await copies
                 self._mark("starts")
                 if self._zygote is not None and self.map_in_workers:
                     # Each traces its share of the suite at once: no separate
                     # coverage pass, no second start-up and collection.
-                    workers = await self._workers(ctx, base, pending, report, most)
+                    workers = await self._workers(ctx, base, pending, report, most, trace=True)
                     remaining = ctx.remaining()
                     if workers:
                         linemap = await trace_map(
@@ -226,6 +230,7 @@ class MutationTester(Role):
                     report.line_map_fallback = "a warm worker did not start"
             if linemap is None:
                 report.line_map = "coverage"
+                await asyncio.gather(*self._fresh_jobs, return_exceptions=True)  # (_fresh_made)
                 assert self._py is not None
                 linemap = await coverage_map(ctx, self._py, scratch, base,
                                              lambda c, x: self._env(ctx, c, x), report)
@@ -241,7 +246,7 @@ class MutationTester(Role):
             await asyncio.to_thread(candidates.stop)
             # Parsing, mutating and compiling every candidate is pure Python work:
             # done in a thread so an editor's requests are not queued behind it.
-            items = await asyncio.to_thread(self._plan, ctx, pending, linemap, changed, report,
+            items = await asyncio.to_thread(plan, ctx, pending, linemap, changed, report,
                                             candidates)
             self._mark("plan")
             for item in items:
@@ -267,6 +272,8 @@ class MutationTester(Role):
         finally:
             await asyncio.to_thread(candidates.stop)
             await _close(self._pool)
+            # (their threads write into the scratch dir, removed after this)
+            await asyncio.gather(*self._fresh_jobs, return_exceptions=True)
             if self._zygote is not None:
                 await asyncio.shield(self._zygote.close())
         for fr, items in ((fr, planned.get(fr.rel, [])) for fr in pending):
@@ -339,15 +346,14 @@ class MutationTester(Role):
             for i in range(1, 1 + max(0, count)))))
         await asyncio.to_thread(_scratch.share_pycache, [base, *made], self._folder)
 
-    async def _start_zygote(self, ctx: RoleContext, scratch: Path, base: Path,
-                            pending: list[FileResult], report: MutationReport) -> Zygote | None:
-        """The run's one warm pytest process (the whole suite collected), in
-        the first copy; None when it did not start."""
+    def _zygote_cmd(self, ctx: RoleContext, scratch: Path, base: Path
+                    ) -> tuple[list[str], dict[str, str]]:
+        """The warm pytest's command and environment (its plugins written)."""
         plugins = scratch / "plugins"
-        await asyncio.to_thread(plugins.mkdir, exist_ok=True)
-        for name, own in ((SERVER_PLUGIN, "_forkserver.py"), (LAUNCHER, "_mutation_launch.py")):
-            await asyncio.to_thread(shutil.copyfile, Path(__file__).with_name(own),
-                                    plugins / f"{name}.py")
+        plugins.mkdir(exist_ok=True)
+        for name, own in ((SERVER_PLUGIN, "_forkserver.py"), (TRACER, "_forktrace.py"),
+                          (LAUNCHER, "_mutation_launch.py")):
+            shutil.copyfile(Path(__file__).with_name(own), plugins / f"{name}.py")
         env = self._env(ctx, base, [plugins])
         assert self._py is not None
         cmd = pytest_argv(self._py, None, env, base)
@@ -356,6 +362,12 @@ class MutationTester(Role):
             cmd[1:3] = [str(plugins / f"{LAUNCHER}.py")]
         cmd += ["-p", SERVER_PLUGIN, *isolated_cache_args(base, scratch / "cache-w0", env), "-q",
                 "--no-header", *PLAIN]
+        return cmd, env
+
+    async def _start_zygote(self, ctx: RoleContext, base: Path, cmd: list[str],
+                            env: dict[str, str], report: MutationReport) -> Zygote | None:
+        """The run's one warm pytest process (the whole suite collected), in
+        the first copy; None when it did not start."""
         remaining = ctx.remaining()
         started = time.monotonic()
         zygote = await Zygote.start(cmd, base, env, min(remaining or 600.0, 600.0),
@@ -368,7 +380,7 @@ class MutationTester(Role):
         return zygote
 
     async def _workers(self, ctx: RoleContext, base: Path, pending: list[FileResult],
-                       report: MutationReport, count: int) -> list[Worker]:
+                       report: MutationReport, count: int, trace: bool = False) -> list[Worker]:
         """``count`` more workers, one scratch copy each (w1, w2, ...):
         forks of the zygote where it runs (those that did not start are left
         out), else fresh processes only. ``base`` (w0) is never written: the
@@ -384,73 +396,48 @@ class MutationTester(Role):
         copies = [scratch / f"w{i}" / self._folder if self._folder else scratch / f"w{i}"
                   for i in which]
         modules = {fr.rel: _scratch.module_name(fr.rel) for fr in pending}
-        assert self._py is not None
-        made = []
-        for i, copy in zip(which, copies, strict=True):
-            env = self._env(ctx, copy)
-            # pytest_argv sets the plugin environment in ``env`` as it goes.
-            fresh = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
-            fresh += isolated_cache_args(copy, scratch / f"cache-w{i}", env)
-            if not ctx.config.roles.unit_test_command:
-                fresh += PLAIN
-            made.append(Worker(ctx, copy, env, fresh, report, modules))
+        # Their fresh-process commands are made in one thread beside the
+        # forks' start and line map, not before them: reading the project's
+        # pytest configuration and looking up its plugins once per copy was
+        # most of the wait between the warm pytest's start and the line map
+        # on 16 cores. Every fresh run waits for them all, so no process
+        # starts while the copies' shared sitecustomize is being written.
+        fresh = asyncio.ensure_future(asyncio.to_thread(
+            lambda: [self._fresh(ctx, copy, scratch / f"cache-w{i}")
+                     for i, copy in zip(which, copies, strict=True)]))
+        self._fresh_jobs.append(fresh)
+        made = [Worker(ctx, copy, functools.partial(self._fresh_made, fresh, k), report, modules)
+                for k, copy in enumerate(copies)]
         self._pool += made
         if self._zygote is None:
             return made
-        channels = await self._zygote.spawn(copies, 60.0)
+        channels = await self._zygote.spawn(copies, 60.0, trace=trace)
         for w, channel in zip(made, channels):
             w.attach(channel)
         if None in channels:
             report.fallbacks["the warm worker did not start"] += channels.count(None)
         return [w for w, channel in zip(made, channels) if channel is not None]
 
-    def _plan(self, ctx: RoleContext, pending: list[FileResult], linemap: LineMap,
-              changed: dict[str, set[int]], report: MutationReport,
-              candidates: Candidates) -> list[Item]:
-        """The mutants to run, whole functions at a time (``_choose``); what
-        is cached is not run again."""
-        asserting = asserting_tests(ctx.sandbox, linemap)
-        all_units: list[Unit] = []
-        for fr in pending:
-            fr.complete, fr.capped, fr.stopped = False, None, None
-            lines = linemap.tests_by_line.get(fr.rel, {})
-            if not lines:
-                report.skipped_files[fr.rel] = fr.skip_reason = "no passing test covers it"
-                fr.complete = True
-                continue
-            wanted = set(lines)
-            if ctx.lines is not None:  # --since: only the lines the change touched
-                wanted &= ctx.lines.get(fr.rel, frozenset())
-                if not wanted:
-                    report.skipped_files[fr.rel] = fr.skip_reason = "the change touched no covered line"
-                    fr.complete = True
-                    continue
-            try:
-                found, names = candidates.on_lines(fr, wanted)
-            except (SyntaxError, ValueError):
-                report.skipped_files[fr.rel] = fr.skip_reason = "does not parse"
-                fr.complete = True
-                continue
-            fr.total = len(found)
-            all_units += units(fr, found, names, lines, changed.get(fr.rel, set()), asserting)
+    async def _fresh_made(self, job: asyncio.Future[list[tuple[dict[str, str], list[str]]]],
+                          k: int) -> tuple[dict[str, str], list[str]]:
+        """The ``k``-th command of ``job``, once every such job is done: they
+        rewrite the copies' shared sitecustomize, which a process starting
+        meanwhile could read half written."""
+        await asyncio.gather(*(asyncio.shield(j) for j in self._fresh_jobs),
+                             return_exceptions=True)
+        return job.result()[k]
 
-        limit = ctx.config.roles.mutation_max_mutants
-        chosen = choose(all_units, limit, named_files=ctx.files is not None)
-        taken: dict[str, int] = {}
-        for u, n in chosen:
-            taken[u.fr.rel] = taken.get(u.fr.rel, 0) + n
-        left_out = sum(len(u.mutants) for u in all_units) - sum(taken.values())
-        if left_out:
-            report.skip("over the mutant limit (functions not sampled)", left_out)
-        for fr in {u.fr.rel: u.fr for u in all_units}.values():
-            if taken.get(fr.rel, 0) < fr.total:
-                fr.capped = limit
-        items: list[Item] = []
-        for u, n in chosen:
-            todo = [m for m in u.mutants[:n] if m.key not in u.fr.results]
-            report.mutants_cached += n - len(todo)
-            items += [(u.fr, m, u.lines[m.line]) for m in todo if candidates.compiles(u.fr, m)]
-        return items
+    def _fresh(self, ctx: RoleContext, copy: Path, cache: Path) -> tuple[dict[str, str], list[str]]:
+        """A worker's fresh-process environment and pytest command (made on
+        its first fresh run: ``Worker``)."""
+        assert self._py is not None
+        env = self._env(ctx, copy)
+        # pytest_argv sets the plugin environment in ``env`` as it goes.
+        cmd = pytest_argv(self._py, ctx.config.roles.unit_test_command, env, copy)
+        cmd += isolated_cache_args(copy, cache, env)
+        if not ctx.config.roles.unit_test_command:
+            cmd += PLAIN
+        return env, cmd
 
     async def _changed_lines(self, ctx: RoleContext, rels: list[str]) -> dict[str, set[int]]:
         """Lines the working tree changed against HEAD (git), per file."""
