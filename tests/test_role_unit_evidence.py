@@ -117,6 +117,11 @@ def test_failures_are_judged_on_their_evidence(make_repo):
             "not running here (connection refused) (tests/test_shop.py::"
             "test_needs_the_cache_server[0], tests/test_shop.py::test_needs_the_cache_server[1]"
             " and 2 more)") in unit_run["reason"], unit_run["reason"]
+    # ... said once on the user's screen, by cause, not among the findings.
+    notes = [line for line in proc.stdout.splitlines() if line.startswith("setup (unit_tester): ")]
+    assert len(notes) == 1 and "4 failure(s) the environment's: a service" in notes[0] \
+        and "1 failure(s) the environment's: a program the tests run is not installed" \
+        in notes[0], proc.stdout
     # One exception raised at one place in the project's code by two tests
     # (its message differing by a number): one finding that counts them.
     # Before: two findings.
@@ -124,7 +129,7 @@ def test_failures_are_judged_on_their_evidence(make_repo):
     shown = [f for f in rows if f["noise"] is None]
     assert len(shown) == 1 and shown[0]["severity"] == "high", rows
     assert shown[0]["message"].startswith("2 tests fail here the same way"), shown[0]["message"]
-    assert [f for f in rows if f["noise"] is not None][0]["severity"] == "info"
+    assert next(f for f in rows if f["noise"] is not None)["severity"] == "info"
     # Raised in the standard library with no sign of the environment: not
     # proven either way, medium and below the code's. Before: high.
     settings = by_test["test_reads_settings"]
