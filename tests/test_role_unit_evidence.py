@@ -43,15 +43,20 @@ def total(rows):
             raise ValueError(f"row {i} has no amount")
         out += row["amount"]
     return out
+
+
+def total_from(source):
+    return total(source())
 '''
 
 SHOP_TESTS = '''import json
 import socket
 import subprocess
+from unittest import mock
 
 import pytest
 
-from shop import connect, total
+from shop import connect, total, total_from
 
 
 def _free_port():
@@ -89,11 +94,17 @@ def test_real_bug():
 
 def test_reads_settings():
     json.loads("{")
+
+
+@pytest.mark.parametrize("error", [ValueError("bad row"), KeyError("amount")])
+def test_a_failing_source(error):
+    # the mock raises the test's own exception: the code does not handle it
+    assert total_from(mock.Mock(side_effect=error)) == 0
 '''
 
 
 def test_failures_are_judged_on_their_evidence(make_repo):
-    repo = make_repo({"shop/__init__.py": "from .cache import connect, total\n",
+    repo = make_repo({"shop/__init__.py": "from .cache import connect, total, total_from\n",
                       "shop/cache.py": SHOP, "tests/test_shop.py": SHOP_TESTS})
     proc, report, unit_run = run_unit_cli(repo)
     by_test = {f["title"].rsplit("::", 1)[-1]: f for f in report["findings"]}
@@ -136,6 +147,13 @@ def test_failures_are_judged_on_their_evidence(make_repo):
     assert settings["severity"] == "medium" and settings["noise"] is None, settings
     assert "cause-unknown" in settings["tags"] and settings["confidence"] < 0.9
     assert "json/decoder.py" in settings["message"], settings["message"]
+    # A mock's side effect is the test's own value; the variants of one
+    # parametrized test failing at one place are one failure, whatever each
+    # raised. Before: two high findings.
+    variants = [by_test["test_a_failing_source[error0]"], by_test["test_a_failing_source[error1]"]]
+    shown = [f for f in variants if f["noise"] is None]
+    assert len(shown) == 1 and shown[0]["severity"] == "high", variants
+    assert shown[0]["message"].startswith("2 tests fail here the same way"), shown[0]["message"]
     assert report["verdict"] == "fail"  # for the code's failures only
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
@@ -143,7 +161,7 @@ def test_failures_are_judged_on_their_evidence(make_repo):
 def test_only_environment_and_unproven_failures_do_not_fail(make_repo):
     tests = SHOP_TESTS.split("def test_total_of_a_row_without_amount")[0] + (
         "def test_reads_settings():\n    json.loads('{')\n")
-    repo = make_repo({"shop/__init__.py": "from .cache import connect, total\n",
+    repo = make_repo({"shop/__init__.py": "from .cache import connect, total, total_from\n",
                       "shop/cache.py": SHOP, "tests/test_shop.py": tests})
     proc, report, unit_run = run_unit_cli(repo)
     assert report["verdict"] == "conditional", (report["verdict"], unit_run["reason"])
@@ -200,6 +218,10 @@ def test_the_chain_names_the_cause(tmp_path):
     # Raised in a library with no sign of the environment: not known.
     lib = _exc("builtins.AttributeError", where=f"{site}/xprocess/pytest_xprocess.py")
     assert judge(_rec(lib), tmp_path) == (UNKNOWN, "xprocess/pytest_xprocess.py")
+    # A mock's side effect, raised in unittest/mock.py: the test's own value.
+    mocked = _exc("builtins.ValueError", where="/usr/lib/python3.11/unittest/mock.py")
+    assert judge(_rec(mocked, entries=[{"path": str(tmp_path / "t.py"), "lineno": 3}]),
+                 tmp_path) == (CODE, None)
     # pytest-timeout's own words.
     assert judge(_rec(message="Failed: Timeout >10.0s"), tmp_path)[0] == ENVIRONMENT
 

@@ -51,6 +51,7 @@ _ASSERTIONS = {"builtins.AssertionError", "_pytest.outcomes.Failed",
                "_pytest.outcomes.OutcomeException"}
 _PYTEST_TIMEOUT = re.compile(r"^Failed: Timeout >", re.MULTILINE)
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+_MOCK = re.compile(r"[/\\]unittest[/\\]mock\.py$|[/\\](?:site|dist)-packages[/\\]mock[/\\]")
 _SERVICE_PORT = re.compile(r"(?:port |:|', )(\d{2,5})\b")
 
 
@@ -75,6 +76,8 @@ def judge(record: dict[str, Any], root: Path) -> tuple[str, str | None]:
         return CODE, None  # nothing to weigh (an old record, a collection error)
     if project_rel(root, str(where)) is not None:
         return CODE, None  # raised by the project's own code
+    if _MOCK.search(str(where)) and record.get("entries"):
+        return CODE, None  # a mock's side effect: the test's own value, raised for it
     return UNKNOWN, _short_where(str(where))
 
 

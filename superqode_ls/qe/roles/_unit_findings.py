@@ -104,7 +104,13 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
         # The deepest frame of the project's (its tests included): a
         # library's frame (unittest's assertEqual) is shared by unrelated tests.
         at = frames[-1][:2] if frames else (file, line)
-        places.append((rule_id, str(r.get("exc_type") or ""), normalized(message), *at))
+        if "[" in nodeid and r.get("kind") != "collect":
+            # The variants of one parametrized test failing at one place are
+            # one failure, whatever each raised (changedetection.io's apprise
+            # test: RequestException, HTTPError, Exception).
+            places.append((rule_id, nodeid.split("[", 1)[0], *at))
+        else:
+            places.append((rule_id, str(r.get("exc_type") or ""), normalized(message), *at))
         severity, reason = Severity.high, None
         if cause:
             severity, reason = Severity.info, f"info: the environment's, {cause}"
