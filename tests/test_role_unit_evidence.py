@@ -196,6 +196,8 @@ def test_the_chain_names_the_cause(tmp_path):
          "does not permit (EPERM)"),
         (_exc("builtins.TimeoutError", *os_error), "a timeout"),
         (_exc("subprocess.TimeoutExpired", "subprocess.SubprocessError"), "a timeout"),
+        (_exc("locale.Error"), "a locale this machine does not have"),
+        (_exc("zoneinfo._common.ZoneInfoNotFoundError", "builtins.KeyError"), "time zone data"),
         (_exc("redis.exceptions.ConnectionError", "redis.exceptions.RedisError",
               where=f"{site}/redis/connection.py"), "could not reach its service (ConnectionError)"),
     ]

@@ -15,6 +15,7 @@ was raised), whatever the project or its libraries call it:
 - a program the tests run that is not there (``FileNotFoundError`` raised
   where the subprocess is started);
 - a timeout (the OS's, a client library's, pytest-timeout's);
+- a locale or time zone the machine does not have;
 - a client library's own connection or timeout error, raised in
   site-packages (redis, pymemcache, requests, httpx...).
 
@@ -114,6 +115,10 @@ def _environment(exc: dict[str, Any], text: str, sandbox: str) -> str | None:
             return "an operation the sandbox does not permit (EPERM)"
     if names & _TIMEOUTS:
         return "a timeout (a service or process did not answer in time)"
+    if "locale.Error" in names:
+        return "a locale this machine does not have (locale.Error)"
+    if names & {"zoneinfo._common.ZoneInfoNotFoundError", "pytz.exceptions.UnknownTimeZoneError"}:
+        return "time zone data this machine does not have"
     own = str(mro[0]) if mro else ""
     if _SITE.search(where) and not own.startswith("builtins.") and any(
             _CLIENT.search(m.rsplit(".", 1)[-1]) for m in mro if not m.startswith("builtins.")):
