@@ -162,7 +162,8 @@ class UnitTester(Role):
                 f"quick mode stops the test suite after {limit:.0f} s "
                 f"({ran + ', ' if ran else ''}{len(out.findings)} failure(s) recorded); "
                 "it runs fully in deep mode"
-            )
+            ) + "".join(f"; {len(tests)} failure(s) the environment's: {cause} ({_some(tests)})"
+                        for cause, tests in _by_cause(out.findings).items())
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
