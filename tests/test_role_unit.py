@@ -213,10 +213,12 @@ def test_quick_mode_runs_the_suite_only_when_fast(make_repo):
         "quick mode stopped the test suite at 15 s last time (1 of 2 tests run)"), out.reason
     # The last run's failure is not re-checked: not a skip the verdict reads
     # as the mode's choice (before: "skipped", and the verdict flipped from
-    # conditional to pass with the failing test gone from the report).
+    # conditional to pass with the failing test gone from the report); the
+    # code is unchanged, so its failure is carried forward.
     assert out.status == "incomplete", out
-    assert re.search(r"the last run had 1 failing test\(s\) \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\), "
-                     r"not re-checked here$", out.reason), out.reason
+    assert re.search(r"the last run's 1 failing test\(s\) carried forward from "
+                     r"\d{4}-\d\d-\d\d \d\d:\d\d UTC: ", out.reason), out.reason
+    assert [f.file for f in out.findings] == ["tests/test_fast.py"], out.findings
     report = QualityReport(session_id="s", project=str(repo), mode="quick", isolation="worktree",
                            started_at=datetime.now(UTC),
                            roles=[RoleRun(role="unit_tester", status=out.status,
@@ -242,4 +244,4 @@ def test_a_slow_suite_whose_last_run_passed_is_left_to_deep_mode(make_repo):
     assert run_role(UnitTester(), make_ctx(repo, mode="deep")).findings
     path.write_text(json.dumps({**json.loads(path.read_text()), "seconds": 40.0}))
     out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
-    assert out.status == "incomplete" and "the last run had 1 failing test(s)" in out.reason
+    assert out.status == "incomplete" and "the last run's 1 failing test(s) carried" in out.reason

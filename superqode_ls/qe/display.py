@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -403,6 +404,10 @@ def summary_lines(report: QualityReport, show_noise: bool = False) -> list[str]:
             lines.append(r.reason.removeprefix("setup: "))
         elif r.status not in ("ok",):
             lines.append(f"role {r.role}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
+        elif note := _setup_note(r.reason):
+            # Tests that failed for where they ran: one line per run, by
+            # cause, never findings (qe/roles/unit.py's line).
+            lines.append(f"setup ({r.role}): {note}")
     if report.stale:
         lines.append("stale: files changed while the session ran; re-run for current results")
     if report.verification is not None:
@@ -410,6 +415,15 @@ def summary_lines(report: QualityReport, show_noise: bool = False) -> list[str]:
     if report.artifacts.get("json"):
         lines.append(f"report: {report.artifacts['json']}")
     return lines
+
+
+def _setup_note(reason: str | None) -> str | None:
+    """The environment's failures a finished role's line counts, by cause."""
+    parts = [p for p in (reason or "").split("; ") if _ENVIRONMENT_S.match(p)]
+    return "; ".join(parts) or None
+
+
+_ENVIRONMENT_S = re.compile(r"\d+ failure\(s\) the environment's: ")
 
 
 def _reverted(d: dict, differs: str) -> str:

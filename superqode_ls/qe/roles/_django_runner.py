@@ -69,6 +69,35 @@ def _entries(tb):
         return []
 
 
+def _chain(exc):
+    """The exception chain, as the pytest recorder writes it (that plugin
+    needs pytest, which a Django project may not have): each exception's
+    classes, errno, file name, and the file and function that raised it."""
+    out = []
+    seen = set()
+    while exc is not None and id(exc) not in seen and len(out) < 6:
+        seen.add(id(exc))
+        try:
+            mro = [f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__][:12]
+            tb = exc.__traceback__
+            where = name = None
+            while tb is not None:
+                where, name = tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name
+                tb = tb.tb_next
+            errno = getattr(exc, "errno", None)
+            filename = getattr(exc, "filename", None)
+            out.append({
+                "mro": mro,
+                "errno": errno if isinstance(errno, int) else None,
+                "filename": str(filename)[:300] if isinstance(filename, (str, bytes)) else None,
+                "where": where, "function": name,
+            })
+        except Exception:  # noqa: BLE001 - a strange exception must not break the run
+            break
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return out
+
+
 def _text(err):
     etype, value, tb = err
     return "".join(traceback.format_exception(etype, value, tb))
@@ -125,6 +154,7 @@ class _Result(unittest.TextTestResult):
             "exc_type": exc,
             "message": (_import_error(err[1]) if kind == "collect" else message)[-4000:],
             "entries": [] if kind == "collect" else _entries(err[2]),
+            "chain": [] if kind == "collect" or err[0] is None else _chain(err[1]),
             "longrepr": text[-6000:],
             "duration": time.perf_counter() - getattr(self, "_t0", time.perf_counter()),
         })

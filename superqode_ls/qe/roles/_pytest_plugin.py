@@ -57,6 +57,38 @@ def _entries(excinfo):
     return out
 
 
+def _chain(exc):
+    """The exception and the ones it was raised from or during (``raise ...
+    from``, a handler's own error): for each, its class with the classes it
+    derives from, its errno and file name, and the file and function that
+    raised it. The unit role reads a failure's cause from this evidence
+    (an OSError from the network stack, a client library's error) rather
+    than from the words of a message."""
+    out = []
+    seen = set()
+    while exc is not None and id(exc) not in seen and len(out) < 6:
+        seen.add(id(exc))
+        try:
+            mro = [f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__][:12]
+            tb = exc.__traceback__
+            where = name = None
+            while tb is not None:
+                where, name = tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name
+                tb = tb.tb_next
+            errno = getattr(exc, "errno", None)
+            filename = getattr(exc, "filename", None)
+            out.append({
+                "mro": mro,
+                "errno": errno if isinstance(errno, int) else None,
+                "filename": str(filename)[:300] if isinstance(filename, (str, bytes)) else None,
+                "where": where, "function": name,
+            })
+        except Exception:  # noqa: BLE001 - a strange exception must not break the run
+            break
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return out
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -74,6 +106,7 @@ def pytest_runtest_makereport(item, call):
         "exc_type": excinfo.typename if excinfo else None,
         "message": (excinfo.exconly() if excinfo else str(report.longrepr))[:4000],
         "entries": _entries(excinfo) if excinfo else [],
+        "chain": _chain(excinfo.value) if excinfo else [],
         "longrepr": str(report.longrepr)[-6000:],
         # What a re-run of this test costs (unit_tester re-runs failures once).
         "duration": float(getattr(report, "duration", 0.0) or 0.0),

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...models import Evidence, Finding, Severity
 from ._common import SourceCache, fingerprint, is_test_path
+from ._unit_cause import ENVIRONMENT, UNKNOWN, judge, normalized
 from ._unit_env import dependency_api, environment_cause, environment_problem
 from ._unit_records import collect_location, line_range, project_rel, short_message
 
@@ -29,6 +30,7 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
     noise and said as such, never a finding to act on."""
     src = SourceCache(root)
     out: list[Finding] = []
+    places: list[tuple | None] = []  # where each failure was raised, for _same_failure_once
     seen: set[str] = set()
     collected: set[tuple[str, str]] = set()
     for r in records:
@@ -85,12 +87,37 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
         title = f"{label}: {nodeid}" if nodeid else label
         cause = (environment_cause(r, offline=offline, sandbox=str(root)) if r.get("kind") != "collect" else None
                  ) or environment_problem(r, root) or _collection_warning(r)
+        unknown = None
+        if cause is None and r.get("kind") != "collect":
+            kind, said = judge(r, root)
+            cause = said if kind == ENVIRONMENT else None
+            unknown = said if kind == UNKNOWN else None
         # A name an installed package lacks: the code's (or its unpinned
         # dependency's API change), said as such, never "not installed".
         api = dependency_api(r, root) if cause is None else None
         if api:
             message = f"{api}\n{message}"
         where = f" (raised at {user_frames[-1][0]}:{user_frames[-1][1]})" if user_frames else ""
+        if unknown:
+            where = (f" (raised in {unknown}, outside the project's code, with no sign of the "
+                     "environment: the cause is not proven)")
+        # The deepest frame of the project's (its tests included): a
+        # library's frame (unittest's assertEqual) is shared by unrelated tests.
+        at = frames[-1][:2] if frames else (file, line)
+        if "[" in nodeid and r.get("kind") != "collect":
+            # The variants of one parametrized test failing at one place are
+            # one failure, whatever each raised (changedetection.io's apprise
+            # test: RequestException, HTTPError, Exception).
+            places.append((rule_id, nodeid.split("[", 1)[0], *at))
+        else:
+            places.append((rule_id, str(r.get("exc_type") or ""), normalized(message), *at))
+        severity, reason = Severity.high, None
+        if cause:
+            severity, reason = Severity.info, f"info: the environment's, {cause}"
+        elif unknown:
+            severity, reason = Severity.medium, (
+                f"medium: not shown to be the code's ({r.get('exc_type') or 'the error'} "
+                f"raised in {unknown})")
         out.append(
             Finding(
                 id=key,
@@ -99,41 +126,42 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
                 rule_id=rule_id,
                 title=title,
                 message=f"{message}{where}",
-                severity=Severity.info if cause else Severity.high,
-                severity_reason=f"info: the environment's, {cause}" if cause else None,
+                severity=severity,
+                severity_reason=reason,
                 noise=(f"the environment, not the code: {cause}" if cause else None),
-                confidence=0.95,
+                confidence=0.7 if unknown else 0.95,  # shown, below the proven
                 category="tests",
                 file=file,
                 range=line_range(src.line(file, line), line) if file else None,
                 evidence=evidence,
                 tags=[tool, when, *(["environment"] if cause else []),
+                      *(["cause-unknown"] if unknown else []),
                       *(["dependency-api"] if api else [])],
                 snippet=src.line(file, line) if file else None,
             )
         )
-    return _same_failure_once(out)
+    return _same_failure_once(out, places)
 
 
 _SAME_SHOWN = 3  # tests named in the one finding
 
 
-def _same_failure_once(found: list[Finding]) -> list[Finding]:
-    """Tests failing at one line with one message (a shared fixture's
-    error: jupyterhub's 158 setup errors where its proxy would not start)
-    are one failure to act on: the first is shown and names how many, the
-    rest stay in the report as noise pointing at it."""
-    def place(f: Finding) -> tuple | None:
-        return ((f.rule_id, f.message, f.file, f.range.start_line)
-                if f.noise is None and f.file and f.range else None)
-
+def _same_failure_once(found: list[Finding], places: list[tuple | None]) -> list[Finding]:
+    """Tests failing with one exception raised at one place, its message
+    the same once numbers, paths and addresses are masked (a shared
+    fixture's error: jupyterhub's 158 setup errors where its proxy would not
+    start; one parametrized assertion) are one failure to act on: the first
+    is shown and names how many, the rest stay in the report as noise
+    pointing at it."""
+    keys = [p if f.noise is None and f.file and f.range else None
+            for f, p in zip(found, places, strict=True)]
     groups: dict[tuple, list[Finding]] = {}
-    for f in found:
-        if (key := place(f)) is not None:
+    for f, key in zip(found, keys):
+        if key is not None:
             groups.setdefault(key, []).append(f)
     out = []
-    for f in found:
-        group = groups.get(place(f))
+    for f, key in zip(found, keys):
+        group = groups.get(key) if key is not None else None
         if group and len(group) > 1:
             first = group[0]
             if f is first:

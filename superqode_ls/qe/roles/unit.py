@@ -20,23 +20,20 @@ no test collected is "no tests" (skipped), never a pass.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ...config import superqode_home
 from ...models import Finding
 from ...workspace import namespaces
-from ...workspace.artifacts import atomic_write
 from ...workspace.extras import needs
-from ...workspace.paths import hypothesis_dir, repo_key
+from ...workspace.paths import hypothesis_dir
 from ...workspace.proc import ProcResult
 from ...workspace.pyenv import ProjectPython
 from ...workspace.pyprojects import loose_tests, python_projects
 from . import _unit_django as django
+from . import _unit_last as last
 from ._common import (
     pytest_message,
     selected_files,
@@ -45,6 +42,7 @@ from ._pyenv import activated, isolate, project_python, pytest_argv, scm_pretend
 from ._pytest_config import cache_args, missing_plugin_args, project_test_files, python_files
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
+from ._unit_last import durations_file as _durations_file  # noqa: F401 - tests read it
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
 from ._unit_records import (
     progress_said,
@@ -112,20 +110,22 @@ class UnitTester(Role):
         if ctx.mode == "quick" and not targets:
             # Quick mode runs the suite only when it is fast.
             limit = ctx.config.qe.quick_unit_test_max_s
-            last, stopped = _last_duration(ctx.project)
-            if last is not None and last > limit:
+            took_s, stopped = last.last_duration(ctx.project)
+            if took_s is not None and took_s > limit:
                 # "took 20 s ... only under 20 s" read as a contradiction
                 # when the last run was the one stopped at the cap.
                 took = (f"quick mode stopped the test suite at {limit:.0f} s last time"
                         f"{f' ({stopped})' if stopped else ''}" if stopped is not None
-                        else f"the test suite took {last:.0f} s last time")
+                        else f"the test suite took {took_s:.0f} s last time")
                 reason = f"{took}; quick mode runs it only under {limit:.0f} s (it runs in deep mode)"
-                if failed := _last_failures(ctx.project):
-                    # The last run's failures are not re-checked here: not a
-                    # pass (the verdict stays conditional, as it was), and
-                    # not carried as findings of code this run did not test.
-                    return RoleOutput(status="incomplete", tool="pytest", reason=(
-                        f"{reason}; the last run had {failed}, not re-checked here"))
+                if last.last_failures(ctx.project):
+                    # Not a pass (the verdict stays what it was): the last
+                    # run's failures, carried forward where the code is the
+                    # one it tested, else one line saying why not.
+                    key = await asyncio.to_thread(last.code_key, ctx.sandbox)
+                    found, said = last.carried(ctx.project, key)
+                    return RoleOutput(status="incomplete", tool="pytest", findings=found,
+                                      reason=f"{reason}; {said}")
                 return RoleOutput(status="skipped", reason=reason, tool="pytest")
         missing = _missing_program(ctx)
         if missing:
@@ -151,8 +151,8 @@ class UnitTester(Role):
         if not targets and out.status in ("ok", "timeout"):
             stopped = (progress_said(trace.get("records") or []) or ""
                        ) if limit is not None and out.status == "timeout" else None
-            _record_duration(ctx.project, elapsed, stopped,
-                             failures=sum(1 for f in out.findings if f.noise is None))
+            last.record(ctx.project, elapsed, stopped, found=out.findings,
+                        key=await asyncio.to_thread(last.code_key, ctx.sandbox))
         if limit is not None and out.status == "timeout":
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
@@ -162,7 +162,8 @@ class UnitTester(Role):
                 f"quick mode stops the test suite after {limit:.0f} s "
                 f"({ran + ', ' if ran else ''}{len(out.findings)} failure(s) recorded); "
                 "it runs fully in deep mode"
-            )
+            ) + "".join(f"; {len(tests)} failure(s) the environment's: {cause} ({_some(tests)})"
+                        for cause, tests in _by_cause(out.findings).items())
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
@@ -375,9 +376,9 @@ class UnitTester(Role):
             # (a failure shown once for several tests is the code's, not a cause)
             causes = [f.noise.split(": ", 1)[-1] for f in findings
                       if f.noise and "environment" in f.tags]
-            for cause in dict.fromkeys(causes):  # named, counted, never a finding to act on
+            for cause, tests in _by_cause(findings).items():  # one line each, never a finding
                 done = (f"{done}; " if done else "") + (
-                    f"{causes.count(cause)} failure(s) the environment's: {cause}")
+                    f"{len(tests)} failure(s) the environment's: {cause} ({_some(tests)})")
             if (summary and not summary.get("passed") and findings and len(causes) == len(findings)
                     and summary.get("failed", 0) > 0):
                 # Not one test passed, every failure the environment's (the
@@ -403,6 +404,23 @@ class UnitTester(Role):
         if n_collect:
             head += f" ({n_collect} collection error(s))"
         raise ToolFailed("pytest", f"{head}: {pytest_message(output)}", findings=findings)
+
+
+def _by_cause(findings: list[Finding]) -> dict[str, list[str]]:
+    """The environment's failures by cause: cause -> the tests' ids."""
+    out: dict[str, list[str]] = {}
+    for f in findings:
+        if f.noise and "environment" in f.tags:
+            out.setdefault(f.noise.split(": ", 1)[-1], []).append(f.title.split(": ", 1)[-1])
+    return out
+
+
+_NAMED = 2  # test ids a setup note names
+
+
+def _some(tests: list[str]) -> str:
+    more = f" and {len(tests) - _NAMED} more" if len(tests) > _NAMED else ""
+    return ", ".join(t[:120] for t in tests[:_NAMED]) + more
 
 
 async def _projects(ctx: RoleContext) -> list[str]:
@@ -441,46 +459,3 @@ def _with_interpreter(reason: str | None, py: ProjectPython, ctx: RoleContext) -
     if py.note and not ctx.config.roles.unit_test_command:
         parts.append(py.note)
     return "; ".join(p for p in parts if p)
-
-
-def _durations_file(project: Path) -> Path:
-    return superqode_home() / "unit-durations" / f"{repo_key(project)}.json"  # not session-writable
-
-
-def _last_duration(project: Path) -> tuple[float | None, str | None]:
-    """(seconds, how far a run stopped at quick mode's cap got: "" when not
-    known, None when the run was not stopped)."""
-    try:
-        data = json.loads(_durations_file(project).read_text(encoding="utf-8"))
-        stopped = data.get("stopped")
-        return float(data["seconds"]), stopped if isinstance(stopped, str) else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None, None
-
-
-def _last_failures(project: Path) -> str | None:
-    """"3 failing test(s) (2026-11-27 12:40 UTC)": the failing tests (not the
-    environment's) of the last recorded run and when it ended, or None when
-    it had none."""
-    try:
-        data = json.loads(_durations_file(project).read_text(encoding="utf-8"))
-        count = int(data.get("failures") or 0)
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
-    if count <= 0:
-        return None
-    at = data.get("at")
-    return f"{count} failing test(s)" + (f" ({at})" if isinstance(at, str) and at else "")
-
-
-def _record_duration(project: Path, seconds: float, stopped: str | None = None,
-                     failures: int = 0) -> None:
-    path = _durations_file(project)
-    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps({"seconds": round(seconds, 3),
-                                       **({"stopped": stopped} if stopped is not None else {}),
-                                       "failures": failures, "at": at}))
-    except OSError:
-        pass  # only an optimisation for quick mode

@@ -1,0 +1,131 @@
+"""What the unit role keeps of the last run of a project's whole suite, for
+quick mode's next run: how long it took (or where quick mode's cap stopped
+it), when it ended, and its failures that are not the environment's.
+
+Quick mode does not start a suite that took longer than its cap last time.
+Its failures are then carried forward, the same findings with the same ids,
+each marked "from the last run, <date>", when the project's code and test
+configuration are what that run tested (a hash of them); otherwise one line
+says why they are not. The file lives in SuperQode's home, never where a
+session writes; what it holds is read as data only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ...config import superqode_home
+from ...models import Finding
+from ...workspace.artifacts import atomic_write
+from ...workspace.paths import repo_key
+from ._common import walk_files
+
+MAX_KEPT = 50  # failures kept to carry forward (more: a broken suite, counted)
+# What a suite's result depends on besides the environment: the code, its
+# tests and the configuration that runs them.
+_CODE_SUFFIXES = (".py", ".pyi", ".pyx", ".toml", ".cfg", ".ini", ".lock", ".txt")
+CARRIED = "carried"
+_MAX_READ = 4 << 20
+
+
+def durations_file(project: Path) -> Path:
+    return superqode_home() / "unit-durations" / f"{repo_key(project)}.json"  # not session-writable
+
+
+def _read(project: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(durations_file(project).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def last_duration(project: Path) -> tuple[float | None, str | None]:
+    """(seconds, how far a run stopped at quick mode's cap got: "" when not
+    known, None when the run was not stopped)."""
+    data = _read(project)
+    try:
+        stopped = data.get("stopped")
+        return float(data["seconds"]), stopped if isinstance(stopped, str) else None
+    except (ValueError, KeyError, TypeError):
+        return None, None
+
+
+def last_failures(project: Path) -> str | None:
+    """"3 failing test(s) (2026-11-27 12:40 UTC)": the failing tests (not the
+    environment's) of the last recorded run and when it ended, or None when
+    it had none."""
+    data = _read(project)
+    try:
+        count = int(data.get("failures") or 0)
+    except (ValueError, TypeError):
+        return None
+    if count <= 0:
+        return None
+    at = data.get("at")
+    return f"{count} failing test(s)" + (f" ({at})" if isinstance(at, str) and at else "")
+
+
+def code_key(root: Path) -> str:
+    """A hash of the sources, tests and configuration under ``root``."""
+    h = hashlib.sha256()
+    for rel in walk_files(root, _CODE_SUFFIXES):
+        try:
+            path = root / rel
+            size = path.stat().st_size
+            # a data file named .txt: its size stands for it (bounded reads)
+            body = path.read_bytes() if size <= _MAX_READ else b"\0size %d" % size
+        except OSError:
+            body = b"\0unreadable"
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + body + b"\0")
+    return h.hexdigest()
+
+
+def record(project: Path, seconds: float, stopped: str | None = None,
+           found: list[Finding] | None = None, key: str | None = None) -> None:
+    """Keep a whole-suite run: its time, and its failures that are not noise
+    with ``key`` (``code_key`` of what it tested)."""
+    path = durations_file(project)
+    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    failing = [f for f in found or [] if f.noise is None]
+    kept = [f.model_dump(mode="json") for f in failing[:MAX_KEPT]]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps({"seconds": round(seconds, 3),
+                                       **({"stopped": stopped} if stopped is not None else {}),
+                                       "failures": len(failing), "at": at,
+                                       **({"key": key, "found": kept} if key else {})}))
+    except OSError:
+        pass  # only an optimisation for quick mode
+
+
+def carried(project: Path, key: str) -> tuple[list[Finding], str]:
+    """The last run's failures carried forward when ``key`` is the code it
+    tested, with the line that says so; else no findings and the line that
+    says why not."""
+    data = _read(project)
+    said = last_failures(project) or "no failing test"
+    at = data.get("at") if isinstance(data.get("at"), str) else "an earlier run"
+    kept = data.get("found")
+    if not isinstance(kept, list) or not data.get("key"):
+        return [], f"the last run had {said}, not re-checked here"
+    if data.get("key") != key:
+        return [], (f"the last run had {said}, not carried forward: the project's code or "
+                    "test configuration changed since")
+    out = []
+    for raw in kept:
+        try:
+            f = Finding.model_validate(raw)
+        except ValueError:
+            continue  # (a file from another version of SuperQode)
+        out.append(f.model_copy(update={
+            "message": f"from the last run, {at}: {f.message}",
+            "tags": [*f.tags, CARRIED]}))
+    count = int(data.get("failures") or 0)
+    more = f" ({count - len(out)} more not kept)" if count > len(out) else ""
+    return out, (f"the last run's {len(out)} failing test(s) carried forward from {at}{more}: "
+                 "the project's code and test configuration are unchanged since")
