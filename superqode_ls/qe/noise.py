@@ -87,9 +87,11 @@ from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
 from .noise_samples import sample_noise
+from .noise_shellown import own_shell_noise
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
 from .noise_threat import library_threat
+from .noise_vectors import vector_noise
 from .roles._common import read_bounded
 from .ruff_rules import LIKELY_BUG, ruff_severity
 
@@ -351,6 +353,8 @@ def filter_findings(
                     ("redefinition", lambda some: redefinition_noise(some, lines, canonical_rule)),
                     ("carried", lambda some: carried_noise(some, lines, canonical_rule)),
                     ("operator", lambda some: operator_noise(some, lines, root, canonical_rule)),
+                    ("own shell", lambda some: own_shell_noise(some, lines, canonical_rule)),
+                    ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
