@@ -67,6 +67,7 @@ from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
 from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_reports
 from .noise_evidence import evidence_noise
+from .noise_firstrun import first_run_noise
 from .noise_guard import guarded
 from .noise_injected import injected_noise
 from .noise_library import library_noise, vendored
@@ -355,6 +356,7 @@ def filter_findings(
                     ("operator", lambda some: operator_noise(some, lines, root, canonical_rule)),
                     ("own shell", lambda some: own_shell_noise(some, lines, canonical_rule)),
                     ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
+                    ("first run", lambda some: first_run_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
