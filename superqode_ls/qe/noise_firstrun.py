@@ -49,7 +49,7 @@ def first_run_noise(findings: list[Finding], lines_of: Lines,
     for f in findings:
         rules = {canonical(f.rule_id), *map(canonical, f.related_rules)}
         m = _COMMANDS.search(f.file or "")
-        if f.noise is None and m and f.range and rules & ACCOUNT_RULES:
+        if f.noise is None and m and f.file and f.range and rules & ACCOUNT_RULES:
             if f.file not in trees:
                 lines = lines_of(f.file)
                 trees[f.file] = module_of(lines) if lines is not None else None

@@ -140,7 +140,7 @@ def _development_key(f: Finding, root: Path, lines_of: Callable[[str], list[str]
     if f.rule_id not in _KEY_RULES:
         return None
     folder = "/".join(parts[:-1])
-    text = "\n".join(lines_of(f.file) or [])
+    text = "\n".join(lines_of(f.file or "") or [])
     bases = _STAR_SIBLING.findall(text)
     if len(bases) != 1 or bases[0] == stem:
         return None
