@@ -62,6 +62,7 @@ from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_carried import carried_noise
 from .noise_compat import compat_noise
+from .noise_compose import compose_noise
 from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
@@ -357,6 +358,7 @@ def filter_findings(
                     ("own shell", lambda some: own_shell_noise(some, lines, canonical_rule)),
                     ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
                     ("first run", lambda some: first_run_noise(some, lines, canonical_rule)),
+                    ("compose", lambda some: compose_noise(some, lines)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
