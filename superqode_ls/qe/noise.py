@@ -89,6 +89,7 @@ from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
 from .noise_samples import sample_noise
+from .noise_selfimport import self_import_noise
 from .noise_shellown import own_shell_noise
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
@@ -359,6 +360,7 @@ def filter_findings(
                     ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
                     ("first run", lambda some: first_run_noise(some, lines, canonical_rule)),
                     ("compose", lambda some: compose_noise(some, lines)),
+                    ("self import", lambda some: self_import_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
