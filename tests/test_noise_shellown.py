@@ -17,6 +17,7 @@ from pathlib import Path
 DATA_DIR = Path(os.environ.get("DATA_DIR", os.getcwd())).resolve()
 '''
 
+
 # ArchiveBox's pattern: ints of the service account and the data directory.
 OWN = SETTINGS + '''from .permissions import APP_USER, APP_GROUP
 import subprocess
@@ -36,12 +37,15 @@ def start():
 '''
 
 # The same commands whose path is a public function's parameter, request
-# data, a value another call returns, or a global a function rebinds.
+# data, a value another call returns, a global a function rebinds, a CGI
+# request's variable, or a closure's variable that a view chose (while a
+# module constant of the same name is the app's own).
 OUTSIDE = SETTINGS + '''from .permissions import APP_USER
 import subprocess
 from .models import Archive
 
 TARGET = DATA_DIR
+CONFIG_FILE = DATA_DIR / "supervisord.conf"
 
 
 def chown_dir(dir_path):
@@ -64,6 +68,21 @@ def retarget(new):
 
 def chown_target():
     subprocess.call(f"chown {APP_USER} {TARGET}", shell=True)
+
+
+QUERY = os.environ.get("QUERY_STRING", "")
+
+
+def cgi():
+    os.system(f"grep {QUERY} {DATA_DIR}/index.txt")
+
+
+def handler(request):
+    CONFIG_FILE = request.GET["conf"]
+
+    def start():
+        os.system(f"supervisord -c {CONFIG_FILE}")
+    return start
 '''
 
 
@@ -78,6 +97,6 @@ def test_a_shell_command_of_the_apps_own_values_is_noise_outside_values_stay(mak
         assert f.noise and "application's own values" in f.noise, (f.rule_id, f.noise)
         assert f.severity is Severity.low
     outside = _hits(kept, "app/outside.py", _SHELL)
-    assert sorted(f.range.start_line for f in outside) == [13, 17, 22, 31]
+    assert sorted(f.range.start_line for f in outside) == [14, 18, 23, 32, 39, 46]
     assert all(f.noise is None for f in outside), [(f.range.start_line, f.noise)
                                                    for f in outside]

@@ -18,6 +18,7 @@ function) or any name it cannot follow.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 from ..models import Finding, Severity
@@ -107,6 +108,10 @@ class _Own:
         self.tree = tree
         self.package = package
         self.scope = scope
+        self.enclosing = [n for n in ast.walk(tree) if isinstance(
+            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and scope is not None
+            and n is not scope and n.lineno <= getattr(scope, "lineno", 0)
+            and getattr(scope, "end_lineno", 0) <= (n.end_lineno or n.lineno)]
         self.rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global,
                                                                         ast.Nonlocal))
                         for n in node.names}
@@ -135,7 +140,7 @@ class _Own:
             # A setting's field (CONSTANTS.DATA_DIR) or a path's part (.parent).
             return self.value(e.value, d, scope)
         if isinstance(e, ast.Subscript):
-            return _environ(e.value) and self.value(e.slice, d, scope)
+            return _environ(e.value) and _operator_variable(e.slice)
         if isinstance(e, ast.Call):
             return self._call(e, d, scope)
         if isinstance(e, ast.Name):
@@ -155,7 +160,8 @@ class _Own:
             return True
         if name in _ENV_CALLS or (name == "get" and isinstance(f, ast.Attribute)
                                   and _environ(f.value)):
-            return all(self.value(a, d, scope) for a in args)
+            return _operator_variable(args[0] if args else None) and all(
+                self.value(a, d, scope) for a in args)
         if name in _PURE or (isinstance(f, ast.Attribute) and name in _PATH_METHODS
                              and self.value(f.value, d, scope)):
             return all(self.value(a, d, scope) for a in args)
@@ -164,6 +170,8 @@ class _Own:
     def _name(self, name: str, d: int, scope: ast.AST | None) -> bool:
         if name in self.rebound:
             return False
+        if any(_binds(outer, name) for outer in self.enclosing):
+            return False  # a closure's variable: the enclosing call chose it
         if scope is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = scope.args
             params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg,
@@ -201,9 +209,29 @@ class _Own:
         return all(v is not None and self.value(v, d, None) for v in values)
 
 
+# What a CGI server sets from the request (RFC 3875): the environment is the
+# operator's only where the request cannot write it.
+_CGI_VARIABLES = re.compile(r"^(HTTP_\w*|QUERY_STRING|PATH_INFO|PATH_TRANSLATED|REQUEST_\w+|"
+                            r"CONTENT_(TYPE|LENGTH)|REMOTE_\w+|AUTH_TYPE|SCRIPT_NAME)$")
+
+
+def _operator_variable(key: ast.expr | None) -> bool:
+    """An environment variable named by a literal that no request sets."""
+    return (isinstance(key, ast.Constant) and isinstance(key.value, str)
+            and not _CGI_VARIABLES.match(key.value.upper()))
+
+
 def _environ(e: ast.expr) -> bool:
     return (isinstance(e, ast.Attribute) and e.attr == "environ"
             and isinstance(e.value, ast.Name) and e.value.id == "os")
+
+
+def _binds(func: ast.AST, name: str) -> bool:
+    """``func`` has ``name`` as a parameter or binds it in its own body."""
+    a = func.args  # type: ignore[attr-defined]
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+              if p is not None}
+    return name in params or bool(_bindings(func, name))
 
 
 def _bindings(scope: ast.AST, name: str) -> list[ast.expr | None]:
