@@ -40,13 +40,22 @@ SERVED = TEST_ONLY.replace('''  postgres:''', '''  web:
   postgres:''')
 
 
+ENV_FILE = TEST_ONLY.replace('''  postgres:''', '''  web:
+    image: example/app
+    env_file: .env
+    command: gunicorn app.wsgi
+
+  postgres:''')
+
+
 def _password(kept, file):
     return [f for f in kept if f.file == file and f.rule_id.startswith(("secret-", "hardcoded"))]
 
 
 def test_a_compose_databases_password_for_the_test_run_only_is_noise(make_repo):
     repo = make_repo({"app/__init__.py": "", "docker-compose.yml": TEST_ONLY,
-                      "deploy/docker-compose.yml": SERVED})
+                      "deploy/docker-compose.yml": SERVED,
+                      "ops/docker-compose.yml": ENV_FILE})
     kept = _filtered(repo)
     (own,) = _password(kept, "docker-compose.yml")
     assert own.range.start_line == 17
@@ -54,3 +63,6 @@ def test_a_compose_databases_password_for_the_test_run_only_is_noise(make_repo):
     assert own.severity is Severity.low
     (served,) = _password(kept, "deploy/docker-compose.yml")
     assert served.noise is None, served.noise
+    # a web service that names the host only in its env file
+    (unseen,) = _password(kept, "ops/docker-compose.yml")
+    assert unseen.noise is None, unseen.noise

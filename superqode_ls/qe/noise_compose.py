@@ -7,7 +7,9 @@ deployment's. Proved by the file, all required: the flagged line is inside
 one service; that service runs the tests itself (its command runs a test
 runner), or at least one other service uses it (``links``, ``depends_on``,
 or its name as a host in the other's settings) and every service that uses
-it runs the tests. A service another non-test service uses (a web app), a
+it runs the tests, and no other service runs the project's code (``build``)
+or reads an env file (where it might name the host unseen). A service
+another non-test service uses (a web app), a
 file that does not parse, or a line outside a service stays shown; so does
 a provider's token.
 """
@@ -34,6 +36,7 @@ _COMPOSE = re.compile(r"(^|/)(docker-)?compose[\w.-]*\.ya?ml$")
 _TEST_COMMAND = re.compile(r"\b(make\s+test\w*|pytest|py\.test|tox|nox|manage\.py\s+test|"
                            r"-m\s+unittest|npm\s+(run\s+)?test|go\s+test)\b")
 _MAX_BYTES = 256_000
+_APP_CODE = re.compile(r"(?m)^\s*(build|env_file)\s*:")
 
 
 def compose_noise(findings: list[Finding], lines_of: Lines) -> list[Finding]:
@@ -104,5 +107,10 @@ def _why(file: str, services: dict[str, tuple[int, int, str]], line: int) -> str
     clients = [name for name, (_, _, text) in services.items() if name != here
                and uses.search(re.sub(r"(?m)^\s*image\s*:.*$", "", text))]
     if not clients or not all(_runs_tests(services[c][2]) for c in clients):
+        return None
+    # The application's own code in another service (built here, or given an
+    # env file that may name this host) may use it unseen: not proved.
+    if any(name != here and not _runs_tests(text) and _APP_CODE.search(text)
+           for name, (_, _, text) in services.items()):
         return None
     return WHY_USED.format(file=file, service=here, clients=", ".join(clients))
