@@ -34,6 +34,7 @@ WHY = ("example input of {name}, a table of test vectors (input and expected out
        "code: example userinfo for the code under test, no credential")
 _NAME_WORD = re.compile(r"(^|_)(TESTS?|EXAMPLES?|SAMPLES?|VECTORS?|CASES)(_|$)")
 _MIN_ROWS = 3
+_TABLE = re.compile(r"(?im)^\w*(TESTS?|EXAMPLES?|SAMPLES?|VECTORS?|CASES)\w*\s*(:[^=\n]*)?=\s*[\[(]")
 
 
 def vector_noise(findings: list[Finding], lines_of: Lines,
@@ -47,7 +48,9 @@ def vector_noise(findings: list[Finding], lines_of: Lines,
                 and rules & VECTOR_RULES):
             if f.file not in tables:
                 lines = lines_of(f.file)
-                tree = module_of(lines) if lines is not None else None
+                # (the text first: most flagged modules have no such table to parse for)
+                tree = module_of(lines) if lines is not None and _TABLE.search(
+                    "\n".join(lines)) else None
                 tables[f.file] = vector_tables(tree) if tree is not None else []
             line = f.range.start_line
             name = next((n for n, a, b in tables[f.file] if a <= line <= b), None)
