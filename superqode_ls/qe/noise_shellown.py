@@ -55,6 +55,7 @@ def own_shell_noise(findings: list[Finding], lines_of: Lines,
                     canonical: Callable[[str], str]) -> list[Finding]:
     """The findings, a shell command built only from own values marked noise."""
     trees: dict[str, ast.Module | None] = {}
+    facts: dict[str, _Facts] = {}
     out = []
     for f in findings:
         rules = {canonical(f.rule_id), *map(canonical, f.related_rules)}
@@ -64,8 +65,10 @@ def own_shell_noise(findings: list[Finding], lines_of: Lines,
                 lines = lines_of(f.file)
                 trees[f.file] = module_of(lines) if lines is not None else None
             tree = trees[f.file]
+            if tree is not None and f.file not in facts:
+                facts[f.file] = _Facts(tree)
             if tree is not None and own_command(tree, f.range.start_line,
-                                                _package(f.file)):
+                                                _package(f.file), facts[f.file]):
                 f = mark_noise(f, OWN_WHY, Severity.low)
         out.append(f)
     return out
@@ -79,10 +82,27 @@ def _package(rel: str) -> str:
     return parts[0] if len(parts) > 1 else ""
 
 
-def own_command(tree: ast.Module, line: int, package: str = "") -> bool:
+class _Facts:
+    """What every finding in one module asks of its whole tree, walked once."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.shell_calls: list[ast.Call] = []
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
+        self.rebound: set[str] = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and _callee(n.func) in _SHELL_CALLS:
+                self.shell_calls.append(n)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                self.functions.append(n)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                self.rebound.update(n.names)
+
+
+def own_command(tree: ast.Module, line: int, package: str = "",
+                facts: _Facts | None = None) -> bool:
     """The shell call on ``line`` runs a command made only of own values."""
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= line
-             <= (n.end_lineno or n.lineno) and _callee(n.func) in _SHELL_CALLS]
+    facts = _Facts(tree) if facts is None else facts
+    calls = [n for n in facts.shell_calls if n.lineno <= line <= (n.end_lineno or n.lineno)]
     if len(calls) != 1:
         return False
     call = calls[0]
@@ -93,7 +113,7 @@ def own_command(tree: ast.Module, line: int, package: str = "") -> bool:
     scope = index(tree).function_at(line)
     if scope is not None and _reads_outside(scope):
         return False
-    return _Own(tree, scope, package).value(command, _DEPTH)
+    return _Own(tree, scope, package, facts).value(command, _DEPTH)
 
 
 def _callee(func: ast.expr) -> str:
@@ -104,17 +124,15 @@ def _callee(func: ast.expr) -> str:
 class _Own:
     """Whether an expression holds only the application's own values."""
 
-    def __init__(self, tree: ast.Module, scope: ast.AST | None, package: str) -> None:
+    def __init__(self, tree: ast.Module, scope: ast.AST | None, package: str,
+                 facts: _Facts) -> None:
         self.tree = tree
         self.package = package
         self.scope = scope
-        self.enclosing = [n for n in ast.walk(tree) if isinstance(
-            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and scope is not None
-            and n is not scope and n.lineno <= getattr(scope, "lineno", 0)
-            and getattr(scope, "end_lineno", 0) <= (n.end_lineno or n.lineno)]
-        self.rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global,
-                                                                        ast.Nonlocal))
-                        for n in node.names}
+        self.enclosing = [n for n in facts.functions if scope is not None
+                          and n is not scope and n.lineno <= getattr(scope, "lineno", 0)
+                          and getattr(scope, "end_lineno", 0) <= (n.end_lineno or n.lineno)]
+        self.rebound = facts.rebound
 
     def value(self, e: ast.expr, depth: int, scope: ast.AST | None = ...) -> bool:  # type: ignore[assignment]
         scope = self.scope if scope is ... else scope
