@@ -278,3 +278,36 @@ def test_a_closure_given_to_a_helper_that_runs_it_is_noise_one_registered_stays(
     _shown(found, "lib/helpers.py", 10, "B023")  # register keeps it
     _shown(found, "lib/helpers.py", 11, "B023")  # a timer runs it later
     _shown(found, "lib/helpers.py", 12, "B023")  # a done-callback
+
+
+# lemur's notifications/messaging.py: the inner groupby reuses the name.
+REUSED = """from itertools import groupby
+
+
+def by_owner(certs, label):
+    out = {}
+    for owner, items in groupby(sorted(certs), len):
+        pairs = [(label(c), c) for c in items]
+        for notification, items in groupby(sorted(pairs), lambda x: x[0]):
+            out[(owner, notification)] = list(items)
+    return out
+
+
+def reread(certs, label, rows):
+    out = {}
+    for owner, items in groupby(sorted(certs), len):
+        pairs = [(label(c), c) for c in items]
+        for notification, items in groupby(sorted(pairs), lambda x: x[0]):
+            for row in rows:
+                out[(owner, notification, row)] = list(items)
+    return out
+"""
+
+
+@needs_ruff
+def test_an_inner_groupby_reusing_the_group_name_is_read_once_a_reread_stays(make_repo):
+    repo = make_repo({"pyproject.toml": '[tool.ruff.lint]\nselect = ["B031"]\n',
+                      "lib/reused.py": REUSED})
+    found = _found(repo)
+    _noise(found, "lib/reused.py", 9, "B031", "inner groupby rebinds items")
+    _shown(found, "lib/reused.py", 19, "B031")  # the inner group read once per row

@@ -62,11 +62,13 @@ from .context import is_sink, mark_noise
 from .gc_pause import PAUSE
 from .noise_carried import carried_noise
 from .noise_compat import compat_noise
+from .noise_compose import compose_noise
 from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
 from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_reports
 from .noise_evidence import evidence_noise
+from .noise_firstrun import first_run_noise
 from .noise_guard import guarded
 from .noise_injected import injected_noise
 from .noise_library import library_noise, vendored
@@ -87,9 +89,12 @@ from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
 from .noise_samples import sample_noise
+from .noise_selfimport import self_import_noise
+from .noise_shellown import own_shell_noise
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
 from .noise_threat import library_threat
+from .noise_vectors import vector_noise
 from .roles._common import read_bounded
 from .ruff_rules import LIKELY_BUG, ruff_severity
 
@@ -351,6 +356,11 @@ def filter_findings(
                     ("redefinition", lambda some: redefinition_noise(some, lines, canonical_rule)),
                     ("carried", lambda some: carried_noise(some, lines, canonical_rule)),
                     ("operator", lambda some: operator_noise(some, lines, root, canonical_rule)),
+                    ("own shell", lambda some: own_shell_noise(some, lines, canonical_rule)),
+                    ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
+                    ("first run", lambda some: first_run_noise(some, lines, canonical_rule)),
+                    ("compose", lambda some: compose_noise(some, lines)),
+                    ("self import", lambda some: self_import_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is

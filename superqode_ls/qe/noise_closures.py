@@ -21,8 +21,10 @@
 - a ``groupby`` group read again (B031) where every earlier read of it in
   the iteration is in a branch that then leaves it (pyramid's loop that
   lists a group's actions and raises): the flagged read never runs after
-  another. A group read twice on one path, after a branch that only logs,
-  or in an inner loop stays.
+  another; and the one read of an inner ``groupby``'s group that reuses the
+  outer group's name (lemur's two ``items``: ruff follows the outer name
+  into the inner loop). A group read twice on one path, after a branch
+  that only logs, or in an inner loop stays.
 """
 
 from __future__ import annotations
@@ -262,10 +264,11 @@ _LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _groupby_loop(scopes: Scopes, use: ast.Name) -> ast.For | ast.AsyncFor | None:
+def _groupby_loop(scopes: Scopes, use: ast.Name,
+                  start: ast.AST | None = None) -> ast.For | ast.AsyncFor | None:
     """The ``for key, group in groupby(...)`` whose group ``use`` reads (no
-    function between)."""
-    child: ast.AST = use
+    function between), the nearest above ``start`` (default: ``use``)."""
+    child: ast.AST = use if start is None else start
     while child in scopes.parent:
         child = scopes.parent[child]
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -330,7 +333,15 @@ def group_not_reused(scopes: Scopes, line: int, col: int) -> str | None:
     others = [n for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name)
               and n.id == use.id and n is not use]
     if not others:
-        return None
+        # The one read of an inner groupby's group that reuses the outer
+        # one's name (lemur's ``for notification, items in groupby(...)``
+        # inside ``for owner, items in groupby(...)``): ruff follows the
+        # outer name into the inner loop; this read is the inner group's.
+        outer = _groupby_loop(scopes, use, start=loop)
+        if outer is None:
+            return None
+        return (f"the inner groupby rebinds {use.id}: this is its group's only read, once per "
+                "key (the outer loop's group of the same name is another object)")
     for other in others:
         if not isinstance(other.ctx, ast.Load) or (other.lineno, other.col_offset) > (
                 use.lineno, use.col_offset):

@@ -33,6 +33,8 @@ _TEXT_EXT = re.compile(r"(?i)\.(?:py|pyi|sql|ini|cfg|toml|ya?ml|json|txt|rst|md|
                        r"gv|conf|env|tf|dockerfile|c|h|rs|go|ts|proto|graphql|ps1|bat)$")
 _ASSET_EXT = re.compile(r"(?i)\.(?:png|jpe?g|gif|ico|webp|woff2?|ttf|eot|pyc|css|map)$")
 _TAG = re.compile(r"<(?:!doctype|/?[A-Za-z][\w:-]*)(?:\s[^<>]*)?/?>", re.IGNORECASE)
+# A template that pulls in another (whose kind this text does not say).
+_PULLS = re.compile(r"\{%-?\s*(?:include|extends|import|from)\b")
 _LOADS = frozenset({"get_template", "select_template", "get_or_select_template"})
 _MAX_FILES = 200
 _MAX_BYTES = 256 * 1024
@@ -125,6 +127,36 @@ def _template_names(tree: ast.Module, env: ast.Call) -> list[str] | None:
     return out or None
 
 
+def _string_templates(tree: ast.Module, env: ast.Call,
+                      names: dict[str, ast.expr]) -> list[str] | None:
+    """The texts of the templates ``env`` renders when its only use is
+    ``from_string`` over literals (called on directly or on the one name
+    it is bound to), or None when it is used any other way."""
+    bound = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and node.value is env
+             for t in node.targets if isinstance(t, ast.Name)}
+    if len(bound) > 1:
+        return None
+    out: list[str] = []
+    parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    uses = [env] + [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in bound
+                    and isinstance(n.ctx, ast.Load)]
+    for use in uses:
+        attr = parents.get(id(use))
+        call = parents.get(id(attr)) if attr is not None else None
+        if use is env and bound:
+            continue  # bound: its uses are the name's
+        if not (isinstance(attr, ast.Attribute) and attr.attr == "from_string"
+                and isinstance(call, ast.Call) and call.func is attr and len(call.args) == 1):
+            return None
+        arg = call.args[0]
+        if isinstance(arg, ast.Name):
+            arg = names.get(arg.id, arg)
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return None
+        out.append(arg.value)
+    return out or None
+
+
 def kind_by_name(name: str) -> str | None:
     """"html" or "text" for a template whose name says what it renders
     (``page.html.jinja``, ``script.py.mako``), else None (``page.mako``)."""
@@ -165,6 +197,13 @@ def renders_no_html(tree: ast.Module, line: int, module: Path, root: Path) -> st
     if env is None:
         return None
     names = _module_values(tree)
+    texts = _string_templates(tree, env, names)
+    if texts is not None:
+        if any(_TAG.search(t) or _PULLS.search(t) for t in texts):
+            return None
+        return ("the only templates this Environment renders are the module's own text with no "
+                "markup (from_string over a literal: Markdown, plain text): autoescape has no "
+                "HTML to protect, and HTML-escaping would corrupt the output")
     folder = _loader_folder(env, module, names)
     if folder is None or (folder := _inside(folder, root)) is None or not folder.is_dir():
         return None

@@ -1,7 +1,8 @@
 """A module whose unused imports are its API (noise.py runs this after
 its other steps, past their stop, so that a large project's run, which the
 budget stops before the project step, still judges them): a package's
-``__init__`` importing from the package's own modules, or a module made
+``__init__`` importing from the package's own modules (also a package
+stub's ``from . import submodule``), or a module made
 only of relative imports (sqlalchemy's ``events.py``). An unused import of another package
 there, or in a module that does anything else, stays."""
 
@@ -32,7 +33,15 @@ def package_reexports(findings: list[Finding], lines_of: Lines,
     trees: dict[str, ast.Module | None] = {}
     out = []
     for f in findings:
-        if (f.noise is None and f.file and f.range and f.file.endswith(".py")
+        if (f.noise is None and f.file and f.range and f.file.endswith("/__init__.pyi")
+                and canonical(f.rule_id) == "F401"):
+            if f.file not in trees:
+                lines = lines_of(f.file)
+                trees[f.file] = module_of(lines) if lines is not None else None
+            tree = trees[f.file]
+            if tree is not None and _dot_import(tree, f.range.start_line):
+                f = mark_noise(f, STUB_SUBMODULE, Severity.info)
+        elif (f.noise is None and f.file and f.range and f.file.endswith(".py")
                 and canonical(f.rule_id) == "F401"):
             if f.file not in trees:
                 trees[f.file] = _reexporting(f.file, lines_of(f.file))
@@ -44,6 +53,18 @@ def package_reexports(findings: list[Finding], lines_of: Lines,
                                else _IMPORTS_ONLY, Severity.info)
         out.append(f)
     return out
+
+
+# Pyright's library-interface rules and ty's "dot re-exports" both read
+# ``from . import a`` in an ``__init__.pyi`` as ``from . import a as a``.
+STUB_SUBMODULE = ("a package stub's `from . import submodule` re-exports the submodule "
+                  "(type checkers read it as `from . import submodule as submodule`): its API")
+
+
+def _dot_import(tree: ast.Module, line: int) -> bool:
+    """The import at ``line`` is exactly ``from . import name, ...``."""
+    return any(isinstance(n, ast.ImportFrom) and n.level == 1 and n.module is None
+               and n.lineno <= line <= (n.end_lineno or n.lineno) for n in tree.body)
 
 
 _IMPORTS_ONLY = ("a module made only of relative imports from its own package (sqlalchemy's "

@@ -17,6 +17,7 @@ module that star-imports it) the findings stay; so does a provider's token.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -60,7 +61,7 @@ def side_settings(f: Finding, root: Path | None,
         return None
     defaults = _defaults(root, parts[:-1])
     if not defaults:
-        return None
+        return _development_key(f, root, lines_of, parts, stem)
     folder = "/".join(parts[:-1])
     module = ".".join([*parts[:-1], stem])
     for entry_dir, name in defaults:
@@ -122,3 +123,66 @@ def _deployed(root: Path, stem: str, module: str) -> bool:
         if pattern.search(text):
             return True
     return False
+
+
+_KEY_RULES = frozenset({"secret-signing-key-default"})
+_STAR_SIBLING = re.compile(r"(?m)^from\s+\.(\w+)\s+import\s+\*")
+
+
+def _development_key(f: Finding, root: Path, lines_of: Callable[[str], list[str] | None],
+                     parts: list[str], stem: str) -> str | None:
+    """Why a signing-key fallback in a development settings module is noise
+    when no entry point names a default: babybuddy's ``settings/
+    development.py`` (``os.environ.get("SECRET_KEY") or "DEVELOPMENT!!"``)
+    builds on ``from .base import *`` whose key has no fallback (``or
+    None``), no sibling module imports it, and no deployment file selects
+    it. Only the key's fallback: its other findings are not judged here."""
+    if f.rule_id not in _KEY_RULES:
+        return None
+    folder = "/".join(parts[:-1])
+    text = "\n".join(lines_of(f.file or "") or [])
+    bases = _STAR_SIBLING.findall(text)
+    if len(bases) != 1 or bases[0] == stem:
+        return None
+    base_rel = f"{folder}/{bases[0]}.py" if folder else f"{bases[0]}.py"
+    base_lines = lines_of(base_rel)
+    if base_lines is None or not _key_without_fallback("\n".join(base_lines)):
+        return None
+    try:
+        siblings = sorted(p.name for p in (root / folder).iterdir() if p.suffix == ".py")
+    except OSError:
+        return None
+    imports = re.compile(rf"(?m)^\s*(?:from\s+[\w.]*\b{re.escape(stem)}\s+import|import\s+"
+                         rf"[\w.]*\b{re.escape(stem)}\b)")
+    for name in siblings:
+        if name == parts[-1]:
+            continue
+        sib = lines_of(f"{folder}/{name}" if folder else name)
+        if sib is None or imports.search("\n".join(sib)):
+            return None  # another settings module takes this one's values
+    if _deployed(root, stem, ".".join([*parts[:-1], stem])):
+        return None
+    return (f"a development settings module's key fallback ({parts[-1]}): the settings it "
+            f"builds on ({bases[0]}.py) have none, no other settings module imports it and no "
+            "deployment file selects it")
+
+
+def _key_without_fallback(text: str) -> bool:
+    """The module sets ``SECRET_KEY`` once, from the environment only: no
+    string literal in the value but the variable's name."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    values = [n.value for n in tree.body if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "SECRET_KEY" for t in n.targets)]
+    if len(values) != 1:
+        return False
+    names = set()
+    for n in ast.walk(values[0]):
+        if isinstance(n, ast.Call) and n.args:
+            names.add(id(n.args[0]))
+        elif isinstance(n, ast.Subscript):
+            names.add(id(n.slice))
+    return not any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value
+                   and id(n) not in names for n in ast.walk(values[0]))
