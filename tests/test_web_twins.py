@@ -69,16 +69,28 @@ def route_then_name(name):
 def param_then_query(request):
     target = request.GET["to"]
     return redirect(target + "?next=" + request.path)
+
+
+def add_slash(request):
+    return redirect(request.path + "/")
+
+
+def add_slash_checked(request):
+    if request.path.startswith("//"):
+        raise ValueError("a protocol-relative URL")
+    return redirect(request.path + "/")
 """
 
 
 def test_a_redirect_whose_target_the_request_does_not_pick_is_quiet_a_real_one_stays():
     found = {line for rule, line in _web(REDIRECTS) if rule == "open-redirect"}
-    # the login URL with ?next= (django-wiki), this site's route then a path (OctoPrint)
-    assert not found & {9, 13, 18}
+    # the login URL with ?next= (django-wiki), this site's route then a path
+    # (OctoPrint), its own path tested for a leading // (tornado's StaticFileHandler)
+    assert not found & {9, 13, 18, 46}
     # the request's next=, its own path with the slashes changed (//evil.com/ ->
-    # //evil.com), a route followed by the request's text, a request target then a query
-    assert {22, 26, 31, 36} <= found
+    # //evil.com), a route followed by the request's text, a request target then a
+    # query, its own path then a slash (//evil.com -> //evil.com/)
+    assert {22, 26, 31, 36, 40} <= found
 
 
 HELPERS = {

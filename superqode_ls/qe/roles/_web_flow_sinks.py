@@ -17,6 +17,9 @@ _SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
 # the request's own URL: attributes, and methods that give it
 _SELF_URLS = {"path", "path_info", "full_path", "url", "base_url"}
 _SELF_CALLS = {"get_full_path", "build_absolute_uri", "get_full_path_info"}
+# the forms of it that start with the scheme and host: a path alone may be
+# ``//evil.com`` (protocol-relative once something is joined to it)
+_ABSOLUTE = {"url", "base_url", "build_absolute_uri", "full_url"}
 _XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
 _CLIENTS = {"requests", "httpx"}
 # a constant scheme and host in front of the URL: the request picks a path
@@ -160,10 +163,30 @@ def _own_origin(node: ast.AST, values: dict[str, ast.AST]) -> bool:
             node = values[node.id]
         else:
             break
-    return _this_page(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func
+    return isinstance(node, ast.Attribute) and node.attr in _ABSOLUTE \
+        and _name_of(node.value) == "request"
 
 
-def _site_target(node: ast.AST, values: dict[str, ast.AST], raw: Raw) -> bool:
+def _slash_checked(node: ast.AST, checked: frozenset[str]) -> bool:
+    """The request's own path, where the function tests it for a leading
+    ``//`` (``if request.path.startswith("//"): raise``): joined to the
+    code's text it stays a path of this site (tornado's StaticFileHandler)."""
+    return _this_page(node) and ast.dump(node) in checked
+
+
+def slash_checks(nodes: list[ast.AST]) -> frozenset[str]:
+    """The expressions a function tests with ``.startswith("//")``."""
+    return frozenset(ast.dump(n.func.value) for n in nodes
+                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                     and n.func.attr == "startswith" and n.args
+                     and any(isinstance(c, ast.Constant) and c.value == "//"
+                             for c in ast.walk(n.args[0])))
+
+
+def _site_target(node: ast.AST, values: dict[str, ast.AST], raw: Raw,
+                 checked: frozenset[str]) -> bool:
     """A URL whose scheme, host and path the request does not pick:
 
     - this site's route then the code's own text (``reverse_lazy('login')
@@ -174,7 +197,8 @@ def _site_target(node: ast.AST, values: dict[str, ast.AST], raw: Raw) -> bool:
     - a target the request does not give, then a query or fragment
       (``settings.LOGIN_URL + "?next=" + request.path``);
     - this site's own origin cut from the request's URL, then only what the
-      code gives (``request.url[:n] + target`` where ``target`` is a route).
+      code gives (``request.url[:n] + target`` where ``target`` is a route),
+      or its path tested for a leading ``//`` then the code's text.
     """
     parts = _parts(node)
     if len(parts) < 2:
@@ -185,20 +209,22 @@ def _site_target(node: ast.AST, values: dict[str, ast.AST], raw: Raw) -> bool:
     if after[:1] in ("?", "#") and not isinstance(head, ast.Constant) \
             and not raw.text(head, True):
         return True
-    return _own_origin(head, values) and not any(raw.text(p, True) for p in parts[1:])
+    return (_own_origin(head, values) or _slash_checked(head, checked)) \
+        and not any(raw.text(p, True) for p in parts[1:])
 
 
-def site_url(part: ast.AST, values: dict[str, ast.AST], raw: Raw) -> bool:
+def site_url(part: ast.AST, values: dict[str, ast.AST], raw: Raw,
+             checked: frozenset[str] = frozenset()) -> bool:
     """A redirect target on this site whatever the request says: a fixed
     prefix, ``url_for()``/``reverse()``, the request's own page, or
     :func:`_site_target`."""
     return _fixed_prefix(part) or (isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL) \
-        or _this_page(part) or _site_target(part, values, raw)
+        or _this_page(part) or _site_target(part, values, raw, checked)
 
 
-def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw
-              ) -> Iterator[Hit]:
-    yield from _url_flow(call, url, values, raw, lambda part: site_url(part, values, raw), (
+def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw,
+              checked: frozenset[str] = frozenset()) -> Iterator[Hit]:
+    yield from _url_flow(call, url, values, raw, lambda part: site_url(part, values, raw, checked), (
         call, "open-redirect", "Redirect to a URL the request gives",
         (f"{_func_name(call)}() sends the user to a URL taken from the request: a link to "
          "this site forwards to any other (phishing, token theft). Redirect only to "

@@ -77,6 +77,7 @@ from ._web_flow_sinks import (
     _xss,
     json_body,
     site_url,
+    slash_checks,
 )
 from ._web_sinks import (
     Hit,
@@ -368,7 +369,7 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
         elif name in _REDIRECTS and not checked:
             url = first if first is not None else _keyword(node, "url")
             if url is not None:
-                hits = _redirect(node, url, values, raw)
+                hits = _redirect(node, url, values, raw, slash_checks(unordered))
         elif name in _RESPONSES and first is not None and raw.page_text(first) \
                 and _html_type(node) and not (name == "Response" and fastapi) \
                 and not json_body(first, nodes):
