@@ -168,15 +168,27 @@ class _Context:
         if func is None:
             return False
         # the certificate in binary form (with CERT_NONE the parsed form is
-        # empty), nothing sent, and the connection not handed on
+        # empty), nothing sent, and the connection closed here, not handed on
+        # (urllib3 checks a fingerprint, then returns the socket: it stays)
         calls = [c for c in ast.walk(func) if isinstance(c, ast.Call)]
         wrapped = {t.id for n in ast.walk(func) if isinstance(n, ast.Assign)
-                   and isinstance(n.value, ast.Call) and _callee(n.value) == "wrap_socket"
+                   and isinstance(n.value, ast.Call) and "wrap" in (_callee(n.value) or "")
                    for t in n.targets if isinstance(t, ast.Name)}
-        returned = {n.value.id for n in ast.walk(func)
-                    if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
+        wrapped |= {i.optional_vars.id for n in ast.walk(func)
+                    if isinstance(n, ast.With | ast.AsyncWith) for i in n.items
+                    if isinstance(i.optional_vars, ast.Name)
+                    and isinstance(i.context_expr, ast.Call)
+                    and "wrap" in (_callee(i.context_expr) or "")}
+        closed = {c.func.value.id for c in calls if _callee(c) == "close"
+                  and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)}
+        closed |= {i.optional_vars.id for n in ast.walk(func)
+                   if isinstance(n, ast.With | ast.AsyncWith) for i in n.items
+                   if isinstance(i.optional_vars, ast.Name)}
+        returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
+                    for n in ast.walk(r.value) if isinstance(n, ast.Name)}
         return any(_callee(c) == "getpeercert" and _binary_form(c) for c in calls) \
-            and not any(_callee(c) in _SENDS for c in calls) and not wrapped & returned
+            and not any(_callee(c) in _SENDS for c in calls) \
+            and bool(wrapped) and wrapped <= closed and not wrapped & returned
 
 
 def _binary_form(call: ast.Call) -> bool:
