@@ -415,7 +415,9 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
             yield (node, "template-autoescape-off", "Template autoescaping turned off",
                    ("autoescape = False renders values into HTML unescaped (XSS); keep it on."),
                    Severity.high)
-        elif name in ("SESSION_COOKIE_HTTPONLY", "CSRF_COOKIE_HTTPONLY") and _is_false(node.value):
+        # CSRF_COOKIE_HTTPONLY = False is Django's default: its double-submit
+        # token is meant to be read by the page's script (see _csrf_cookie)
+        elif name == "SESSION_COOKIE_HTTPONLY" and _is_false(node.value):
             yield (node, "insecure-cookie", "Session cookie readable by JavaScript",
                    f"{name} = False lets scripts read the cookie; leave it True.", Severity.medium)
         elif name == "DEBUG" and _is_true(node.value) and (
