@@ -149,7 +149,24 @@ def _built_sql(node: ast.AST) -> bool:
     """SQL text made from a non-constant value by formatting or ``+``.
     Another piece of SQL text (``base_query + " WHERE id = %s"``) is not a
     value; anything else joined to SQL text is."""
-    return built(node, _SQL_PIECE) and bool(_SQL.search(_sql_text(node)))
+    return built(node, _SQL_PIECE) and bool(_SQL.search(_sql_text(node))) \
+        and not _numbers_only(node)
+
+
+# a %-conversion: its flags, width, precision and type letter
+_CONVERSION = re.compile(r"%(?:\([^)]*\))?[#0 +-]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?(.)")
+
+
+def _numbers_only(node: ast.AST) -> bool:
+    """``"... rownum %% %d = 1" % size``: every value goes in through a
+    numeric conversion (%d, %i, %f...), which takes nothing but a number
+    (a string raises TypeError): no quote or keyword can get in. ``%s``,
+    ``%r`` and ``%c`` (one character of a string) can."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
+        return False
+    text = _const_str(node.left)
+    kinds = [k for k in _CONVERSION.findall(str(text or "")) if k != "%"]
+    return bool(kinds) and all(k in "diouxXeEfFgG" for k in kinds)
 
 
 _SQL_PIECE = re.compile(r"(?i)(sql|query|stmt|statement|clause|where|^q)$")
@@ -227,7 +244,8 @@ def _sql_injection(scopes: Scopes, rel: str = "",
             elif id(node) in runs:
                 arg = runs[id(node)]
                 where: ast.AST | None = None
-                if _built_sql(arg) or (id(node) in texts and built(arg, _SQL_PIECE)):
+                if _built_sql(arg) or (id(node) in texts and built(arg, _SQL_PIECE)
+                                        and not _numbers_only(arg)):
                     where = arg
                 elif isinstance(arg, ast.Name) and arg.id in built_in:
                     where = built_in[arg.id]
@@ -286,7 +304,7 @@ def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
                            (f"{name}(debug=True) shows tracebacks and internals to clients; "
                             "take debug from the environment, off by default."),
                            Severity.medium)
-            if _is_false(_keyword(node, "httponly")):
+            if _is_false(_keyword(node, "httponly")) and not _csrf_cookie(node):
                 yield (node, "insecure-cookie", "Cookie readable by JavaScript (httponly=False)",
                        (f"{name}(httponly=False) lets any script on the page read the cookie: "
                         "one XSS steals the session. Leave httponly on."), Severity.medium)
@@ -325,7 +343,25 @@ def _calls(tree: ast.AST, rel: str) -> Iterator[Hit]:
 
 def _session_cookie(node: ast.Call) -> bool:
     first = _const_str(node.args[0]) if node.args else _const_str(_keyword(node, "key") or ast.Pass())
-    return bool(first and "session" in first.lower())
+    # JSESSIONID is the load balancer's stickiness cookie SockJS servers
+    # echo back ("dummy" or the client's own): Python frameworks never name
+    # their login session so
+    return bool(first and "session" in first.lower() and first.upper() != "JSESSIONID")
+
+
+_CSRF = re.compile(r"(?i)csrf|xsrf")
+
+
+def _csrf_cookie(node: ast.Call) -> bool:
+    """A double-submit CSRF token (``set_cookie("csrf_token",
+    generate_csrf_token(), httponly=False)``): the page's script must read
+    it to echo it in a header, so httponly=False is the design; it holds
+    no login a script could steal. Told by the cookie's name or value."""
+    parts = [*node.args[:2], *(k.value for k in node.keywords if k.arg in ("key", "value"))]
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _CSRF.search(n.value)
+               or isinstance(n, ast.Name) and _CSRF.search(n.id)
+               or isinstance(n, ast.Attribute) and _CSRF.search(n.attr)
+               for part in parts for n in ast.walk(part))
 
 
 def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
@@ -379,7 +415,9 @@ def _assignment(node: ast.Assign, rel: str) -> Iterator[Hit]:
             yield (node, "template-autoescape-off", "Template autoescaping turned off",
                    ("autoescape = False renders values into HTML unescaped (XSS); keep it on."),
                    Severity.high)
-        elif name in ("SESSION_COOKIE_HTTPONLY", "CSRF_COOKIE_HTTPONLY") and _is_false(node.value):
+        # CSRF_COOKIE_HTTPONLY = False is Django's default: its double-submit
+        # token is meant to be read by the page's script (see _csrf_cookie)
+        elif name == "SESSION_COOKIE_HTTPONLY" and _is_false(node.value):
             yield (node, "insecure-cookie", "Session cookie readable by JavaScript",
                    f"{name} = False lets scripts read the cookie; leave it True.", Severity.medium)
         elif name == "DEBUG" and _is_true(node.value) and (

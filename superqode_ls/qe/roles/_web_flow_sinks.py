@@ -17,6 +17,9 @@ _SAFE_URL = {"url_for", "reverse", "reverse_lazy"}
 # the request's own URL: attributes, and methods that give it
 _SELF_URLS = {"path", "path_info", "full_path", "url", "base_url"}
 _SELF_CALLS = {"get_full_path", "build_absolute_uri", "get_full_path_info"}
+# the forms of it that start with the scheme and host: a path alone may be
+# ``//evil.com`` (protocol-relative once something is joined to it)
+_ABSOLUTE = {"url", "base_url", "build_absolute_uri", "full_url"}
 _XPATH_FIND = {"find", "findall", "findtext", "iterfind"}
 _CLIENTS = {"requests", "httpx"}
 # a constant scheme and host in front of the URL: the request picks a path
@@ -124,38 +127,104 @@ def _this_page(node: ast.AST) -> bool:
         and _name_of(node.value) == "request"
 
 
-def _route_then_query(node: ast.AST) -> bool:
-    """``reverse_lazy('core:user:login') + f'?next={request.path}'``: this
-    site's own route, followed at once by a query string or fragment the
-    code writes: the request picks no part of where the user goes (wger's
-    login redirect). A route followed by a path (``url_for('index') + name``:
-    ``/`` then ``/evil.com``) is not this."""
-    parts: list[ast.AST] = []
+def _parts(node: ast.AST) -> list[ast.AST]:
+    """The pieces a URL is joined from, in order (``a + "?n=" + b``,
+    ``f"{a}?n={b}"``); [] for anything else."""
     if isinstance(node, ast.JoinedStr):
-        parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left: ast.AST = node
         rights: list[ast.AST] = []
         while isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add):
             rights.append(left.right)
             left = left.left
-        parts = [left, *reversed(rights)]
-    if len(parts) < 2 or not (isinstance(parts[0], ast.Call) and _func_name(parts[0]) in _SAFE_URL):
+        return [left, *reversed(rights)]
+    return []
+
+
+def _leading_text(node: ast.AST) -> str:
+    """The constant text a piece starts with ("" where it starts with a value)."""
+    if isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[0]
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node = node.left
+    return str(_const_str(node) or "")
+
+
+def _own_origin(node: ast.AST, values: dict[str, ast.AST]) -> bool:
+    """The request's own URL or a piece cut from its start
+    (``request.url[:request.url.find("/api")]``, also through names):
+    this site's scheme and host, which no link can change."""
+    for _ in range(3):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
+                and node.slice.lower is None:
+            node = node.value
+        elif isinstance(node, ast.Name) and node.id in values:
+            node = values[node.id]
+        else:
+            break
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func
+    return isinstance(node, ast.Attribute) and node.attr in _ABSOLUTE \
+        and _name_of(node.value) == "request"
+
+
+def _slash_checked(node: ast.AST, checked: frozenset[str]) -> bool:
+    """The request's own path, where the function tests it for a leading
+    ``//`` (``if request.path.startswith("//"): raise``): joined to the
+    code's text it stays a path of this site (tornado's StaticFileHandler)."""
+    return _this_page(node) and ast.dump(node) in checked
+
+
+def slash_checks(nodes: list[ast.AST]) -> frozenset[str]:
+    """The expressions a function tests with ``.startswith("//")``."""
+    return frozenset(ast.dump(n.func.value) for n in nodes
+                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                     and n.func.attr == "startswith" and n.args
+                     and any(isinstance(c, ast.Constant) and c.value == "//"
+                             for c in ast.walk(n.args[0])))
+
+
+def _site_target(node: ast.AST, values: dict[str, ast.AST], raw: Raw,
+                 checked: frozenset[str]) -> bool:
+    """A URL whose scheme, host and path the request does not pick:
+
+    - this site's route then the code's own text (``reverse_lazy('login')
+      + f'?next={request.path}'``, ``url_for('index') + "logs/" + name``):
+      the request fills a query or a path under the route. A route followed
+      by nothing but slashes (``url_for('index') + name``: ``/`` then
+      ``/evil.com``) is not this;
+    - a target the request does not give, then a query or fragment
+      (``settings.LOGIN_URL + "?next=" + request.path``);
+    - this site's own origin cut from the request's URL, then only what the
+      code gives (``request.url[:n] + target`` where ``target`` is a route),
+      or its path tested for a leading ``//`` then the code's text.
+    """
+    parts = _parts(node)
+    if len(parts) < 2:
         return False
-    after = parts[1]
-    if isinstance(after, ast.JoinedStr) and after.values:
-        after = after.values[0]
-    while isinstance(after, ast.BinOp) and isinstance(after.op, ast.Add):
-        after = after.left
-    text = _const_str(after)
-    return bool(text) and str(text)[0] in "?#"
+    head, after = parts[0], _leading_text(parts[1])
+    if isinstance(head, ast.Call) and _func_name(head) in _SAFE_URL:
+        return bool(after.strip("/\\"))
+    if after[:1] in ("?", "#") and not isinstance(head, ast.Constant) \
+            and not raw.text(head, True):
+        return True
+    return (_own_origin(head, values) or _slash_checked(head, checked)) \
+        and not any(raw.text(p, True) for p in parts[1:])
 
 
-def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw
-              ) -> Iterator[Hit]:
-    yield from _url_flow(call, url, values, raw, lambda part: _fixed_prefix(part) or (
-        isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL) or _this_page(part)
-        or _route_then_query(part), (
+def site_url(part: ast.AST, values: dict[str, ast.AST], raw: Raw,
+             checked: frozenset[str] = frozenset()) -> bool:
+    """A redirect target on this site whatever the request says: a fixed
+    prefix, ``url_for()``/``reverse()``, the request's own page, or
+    :func:`_site_target`."""
+    return _fixed_prefix(part) or (isinstance(part, ast.Call) and _func_name(part) in _SAFE_URL) \
+        or _this_page(part) or _site_target(part, values, raw, checked)
+
+
+def _redirect(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw,
+              checked: frozenset[str] = frozenset()) -> Iterator[Hit]:
+    yield from _url_flow(call, url, values, raw, lambda part: site_url(part, values, raw, checked), (
         call, "open-redirect", "Redirect to a URL the request gives",
         (f"{_func_name(call)}() sends the user to a URL taken from the request: a link to "
          "this site forwards to any other (phishing, token theft). Redirect only to "
@@ -180,7 +249,7 @@ def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw) ->
 def _template_xss(call: ast.Call, r: tuple[str, dict[str, ast.AST]], rel: str, read: Read,
                   raw: Raw) -> Iterator[Hit]:
     name, context = r
-    found = first_unsafe(rel, name, [k for k, v in context.items() if raw.text(v)], read,
+    found = first_unsafe(rel, name, [k for k, v in context.items() if raw.page_text(v)], read,
                          unsafe_line)
     if found is not None:
         key, path, line = found

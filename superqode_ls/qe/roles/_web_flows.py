@@ -76,6 +76,8 @@ from ._web_flow_sinks import (
     _xpath,
     _xss,
     json_body,
+    site_url,
+    slash_checks,
 )
 from ._web_sinks import (
     Hit,
@@ -348,7 +350,7 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
     for node in nodes:
         raw.assign(node)
         if isinstance(node, ast.Return) and node.value is not None and routed \
-                and not fastapi and raw.text(node.value) and _textual(node.value) \
+                and not fastapi and raw.page_text(node.value) and _textual(node.value) \
                 and not json_body(node.value, nodes):
             yield _xss(node.value, "this route returns it"), ""
         if not isinstance(node, ast.Call):
@@ -367,8 +369,8 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
         elif name in _REDIRECTS and not checked:
             url = first if first is not None else _keyword(node, "url")
             if url is not None:
-                hits = _redirect(node, url, values, raw)
-        elif name in _RESPONSES and first is not None and raw.text(first) \
+                hits = _redirect(node, url, values, raw, slash_checks(unordered))
+        elif name in _RESPONSES and first is not None and raw.page_text(first) \
                 and _html_type(node) and not (name == "Response" and fastapi) \
                 and not json_body(first, nodes):
             hits = [_xss(node, f"{name}() sends it")]
@@ -426,7 +428,10 @@ def _through(call: ast.Call, found: tuple[str, FuncSummary], raw: Raw, summary_o
                                                      and not summary_only):
             continue
         rule, title, message, severity, _at = summary
-        if raw.text(arg, rule != "reflected-xss"):
+        # a helper that redirects to what it is given, given this site's route
+        if rule == "open-redirect" and site_url(arg, {}, raw):
+            continue
+        if (raw.page_text(arg) if rule == "reflected-xss" else raw.text(arg, True)):
             seen.add(rule)
             chain = where(name, summary)
             yield (call, rule, title, (f"Request data reaches {chain} (its {param!r} "

@@ -41,6 +41,28 @@ def _server_tls(node: ast.Subscript) -> bool:
             and any(isinstance(n, ast.Attribute) and n.attr == "scope" for n in ast.walk(inner)))
 
 
+# where a request's headers are read: ``request.headers``, Django's ``META``, WSGI's ``environ``
+_HEADER_MAPS = frozenset({"headers", "META", "environ"})
+
+
+def _custom_header(node: ast.AST) -> bool:
+    """``request.headers.get("X-Ingress-Path")``, ``request.META["HTTP_X_..."]``:
+    a custom ``X-`` header. A browser sends one cross-site only after a CORS
+    preflight the site must allow; a link or a form cannot set it, so no
+    victim's browser can be made to reflect it (a reverse proxy sets it)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "get" and node.args:
+        mapping, key = node.func.value, node.args[0]
+    elif isinstance(node, ast.Subscript):
+        mapping, key = node.value, node.slice
+    else:
+        return False
+    name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ""
+    return isinstance(mapping, ast.Attribute) and mapping.attr in _HEADER_MAPS \
+        and name.upper().replace("-", "_").startswith(("X_", "HTTP_X_")) \
+        and from_request(mapping.value, set())
+
+
 class Raw:
     """Which names of one function hold the sender's text as it came, in
     source order: a handler's parameter, ``request.args.get(...)``, text
@@ -58,6 +80,19 @@ class Raw:
         # False for a function's summary: only its parameter counts, not the
         # request it may read itself (that is reported where it is read)
         self.requests = requests
+        # names that hold request text only through a custom header, and
+        # whether the text asked about must come from a victim's browser
+        self.proxied: set[str] = set()
+        self._page = False
+
+    def page_text(self, node: ast.AST, carry: bool = False) -> bool:
+        """Request text a link or a form on another site can make a
+        victim's browser send (reflected XSS): not a custom header's."""
+        self._page = True
+        try:
+            return self.text(node, carry)
+        finally:
+            self._page = False
 
     def _request(self, node: ast.AST) -> bool:
         if self.own and not any(isinstance(n, ast.Name) and n.id == "request"
@@ -70,7 +105,9 @@ class Raw:
 
     def text(self, node: ast.AST, carry: bool = False) -> bool:
         if isinstance(node, ast.Name):
-            return node.id in self.names
+            return node.id in self.names and not (self._page and node.id in self.proxied)
+        if self._page and _custom_header(node):
+            return False
         if isinstance(node, ast.Attribute) and node.attr in _NOT_TEXT:
             return False
         if isinstance(node, ast.Subscript) and _server_tls(node):
@@ -110,11 +147,20 @@ class Raw:
                     or any(self.text(a, carry) for a in node.args)
         return False
 
+    def _bind(self, name: str, value: ast.AST) -> None:
+        if self.text(value, True):
+            page = self.page_text(value, True)  # before the name changes: x = x.replace(...)
+            self.names.add(name)
+            (self.proxied.discard if page else self.proxied.add)(name)
+        else:
+            self.names.discard(name)
+            self.proxied.discard(name)
+
     def assign(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Name):
-                    (self.names.add if self.text(node.value, True) else self.names.discard)(t.id)
+                    self._bind(t.id, node.value)
                 elif isinstance(t, ast.Tuple | ast.List):
                     value = node.value
                     if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(t.elts):
@@ -123,10 +169,15 @@ class Raw:
                         pairs = [(e, value) for e in t.elts]
                     for e, v in pairs:
                         if isinstance(e, ast.Name):
-                            (self.names.add if self.text(v, True) else self.names.discard)(e.id)
+                            self._bind(e.id, v)
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
                 and self.text(node.value, True):
-            self.names.add(node.target.id)
+            name = node.target.id
+            if self.page_text(node.value, True):
+                self.proxied.discard(name)
+            elif name not in self.names:
+                self.proxied.add(name)
+            self.names.add(name)
 
 
 def own_attributes(scopes: Scopes) -> dict[int, frozenset[str]]:
