@@ -53,6 +53,8 @@ _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
 _WORKFLOW_ENV = re.compile(r"^\s*DJANGO_SETTINGS_MODULE\s*:\s*['\"]?([\w.]+)['\"]?\s*(?:#.*)?$",
                            re.MULTILINE)
 _MAX_WORKFLOWS = 50
+# Where a project writes the command its tests run with.
+_COMMAND_FILES = ("tox.ini", "noxfile.py", "Makefile", "package.json", "gulpfile.js", "justfile")
 # Django's test command with its settings, as tox, nox or make runs it:
 # ``python -m django test --settings=tests.settings``, ``django-admin test
 # --settings tests.settings``, nox's ``session.run("django-admin", "test",
@@ -68,11 +70,28 @@ def harness(root: Path) -> str | None:
     """The folder (relative; "" the root) of the ``manage.py`` the tests run
     with: the root's, else a test harness's of the root's project
     (django-import-export's ``tests/manage.py``, run from the root as
-    ``tests/manage.py test core``); None when there is none."""
+    ``tests/manage.py test core``); None when there is none. One that sets
+    no default settings module counts after those that do (babybuddy's:
+    its settings come with the command, ``manage.py test --settings=...``)."""
     for rel in ("", *HARNESS_DIRS):
         if _manage_settings(root / rel / "manage.py") is not None:
             return rel
+    for rel in ("", *HARNESS_DIRS):
+        if _is_django_manage(root / rel / "manage.py"):
+            return rel
     return None
+
+
+def _is_django_manage(manage: Path) -> bool:
+    """Whether ``manage`` is Django's command-line script (it hands its
+    arguments to ``execute_from_command_line``); read as text."""
+    if manage.is_symlink() or not manage.is_file():
+        return False
+    try:
+        return "execute_from_command_line" in manage.read_text(encoding="utf-8",
+                                                                errors="replace")[:100_000]
+    except OSError:
+        return False
 
 
 def settings_module(root: Path) -> str | None:
@@ -159,10 +178,17 @@ def _makefile_test(text: str) -> str:
 
 def command_settings(root: Path) -> str | None:
     """The settings module of the Django test command the project's tox
-    (``commands`` of any test environment), nox or Makefile ``test`` target
-    runs, or None. Read as text, never run."""
-    for name in ("tox.ini", "noxfile.py", "Makefile"):
-        path = root / name
+    (``commands`` of any test environment), nox or Makefile ``test`` target,
+    npm scripts or gulp tasks (babybuddy's ``gulp test``: ``manage.py test
+    --settings=babybuddy.settings.test``) or CI workflow runs, or None. Read
+    as text, never run."""
+    try:
+        workflows = sorted(p for p in (root / ".github" / "workflows").iterdir()
+                           if p.suffix in (".yml", ".yaml"))[:_MAX_WORKFLOWS]
+    except OSError:
+        workflows = []
+    for path in [root / n for n in _COMMAND_FILES] + workflows:
+        name = path.name
         if path.is_symlink() or not path.is_file():
             continue  # (a FIFO planted in a sandbox would block the read)
         try:
@@ -171,6 +197,8 @@ def command_settings(root: Path) -> str | None:
             continue
         if name == "Makefile":
             text = _makefile_test(text)
+        elif name.endswith((".js", ".json")):  # an argument list: ["manage.py", "test", ...]
+            text = re.sub(r"""['"]\s*,\s*['"]""", " ", text)
         for m in _TEST_COMMAND.finditer(text):
             value = m.group(1) or m.group(2)
             if _DOTTED.match(value) and _is_module(root, value):
