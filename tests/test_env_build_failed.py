@@ -18,7 +18,7 @@ from tests.pyenv_helpers import project_files
 from tests.test_project_env_build import offline, resolve, wheels  # noqa: F401 (fixtures)
 
 
-def test_the_next_run_says_the_failed_build_at_once_without_building_again(make_repo, offline):
+def test_the_next_run_says_the_failed_build_at_once_without_building_again(make_repo, offline):  # noqa: F811
     repo = make_repo({**project_files("broken", deps=["no-such-dist-xyz>=1"]),
                       "tests/test_a.py": "import broken\n\n\ndef test_a():\n    pass\n"})
     first: list[str] = []
@@ -66,8 +66,8 @@ def test_the_detached_builder_says_it_goes_on_with_the_runs_build(tmp_path, monk
         said.append(data["message"])
 
     assert pyenv_build._ready(target, emit, handed_over=True) is None
-    assert said == ["environment: going on with the build the run handed over (what it "
-                    "downloaded is reused)"]
+    assert said == [("environment: going on with the build the run handed over (what it "
+                     "downloaded is reused)")]
     target.mkdir()
     said.clear()
     pyenv_build._ready(target, emit)

@@ -53,6 +53,7 @@ from ._unit_records import (
     short_message,
 )
 from ._unit_rerun import rerun_failed
+from ._unit_start import never_started, refuses_root
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
@@ -338,7 +339,15 @@ class UnitTester(Role):
                 "project's environment or set roles.python",
                 tool="pytest",
             )
+        if (summary is None and res.returncode == 0 and not res.timed_out
+                and not ctx.config.roles.unit_test_command):
+            # Exit 0 and the recorder saw no session: no test ran (a module
+            # named pytest shadowed it). Not a pass.
+            return RoleOutput(status="skipped", tool=tool,
+                              reason=f"setup: {never_started(ctx.sandbox, tool)}")
         if summary is None and res.returncode != 0:
+            if root := refuses_root(str((setup or {}).get("message") or "") + "\n" + output):
+                return RoleOutput(status="skipped", reason=f"setup: {root}", tool=tool)
             # The suite could not start for want of something in its
             # environment (a service, a package, the settings): one line.
             problem = environment_problem({"message": (setup or {}).get("longrepr") or output},
