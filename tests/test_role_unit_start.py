@@ -174,3 +174,13 @@ def test_a_suite_that_refuses_root_is_a_setup_line_uncut(make_repo):
     assert unit["reason"].startswith("setup: the project's tests refuse to run as root"), unit
     assert " | " not in unit["reason"].split(";")[0]
     assert all(f["noise"] for f in report["findings"]), report["findings"]
+
+
+def test_django_tests_with_no_settings_declared_are_a_setup_line_not_no_tests(make_repo):
+    repo = make_repo({"manage.py": MANAGE, "shop/__init__.py": "",
+                      "shop/tests.py": TESTS})
+    assert dj.django_runner(repo) is None
+    _proc, _report, unit = run_unit_cli(repo)
+    assert unit["status"] == "skipped", unit
+    assert unit["reason"].startswith("setup: 1 Django test module(s) (test*.py, as "
+                                     "shop/tests.py) and no settings module"), unit

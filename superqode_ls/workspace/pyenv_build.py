@@ -213,9 +213,8 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
     ``root``: the sandbox (what is built); ``project``: the user's folder it
     is for (the key's owner; without one, ``root``: an environment of its own).
     ``hide``: the user's ``sandbox.hide``, masked for the build and probes.
-    ``handed_over``: the detached builder, going on with a build a run
-    stopped to hand it over. A build that failed is not tried again for a
-    while (pyenv_failed): its cause is the answer at once."""
+    ``handed_over``: the detached builder's, going on with a run's build. A
+    failed build is not tried again for a while: its cause is the answer."""
     uv = _uv()
     if uv is None:
         return needs("uv")
@@ -286,8 +285,7 @@ def _ready(target: Path, emit: Emit, hide: Sequence[str] = (), handed_over: bool
         # Ctrl-C): uv's cache makes the new one quick. Either way, nothing
         # in it is run.
         if changed == envcache.NO_MANIFEST and handed_over:
-            line = ("environment: going on with the build the run handed over (what it "
-                    "downloaded is reused)")
+            line = "environment: going on with the build the run handed over (what it downloaded is reused)"
         elif changed == envcache.NO_MANIFEST:
             line = ("environment: the last build of it was stopped before it finished; "
                     "building it again (what it downloaded is reused)")

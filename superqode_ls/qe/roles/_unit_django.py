@@ -278,6 +278,19 @@ def runner_label(root: Path) -> str:
     return "manage.py test"
 
 
+def unrunnable_tests(root: Path) -> str | None:
+    """For a project pytest finds no test in: the one line for Django test
+    modules (``test*.py``) beside a Django ``manage.py`` that no settings
+    module is declared for (nothing runs them), or None."""
+    if harness(root) is None or django_runner(root) is not None:
+        return None
+    if not (found := find_tests(root)):
+        return None
+    return (f"setup: {len(found)} Django test module(s) (test*.py, as {found[0]}) and no "
+            "settings module to run them with: none set by manage.py, the pytest or tox "
+            "configuration, or the test command of tox, nox, make, npm, gulp or CI")
+
+
 def find_tests(root: Path, files: list[str] | None = None) -> list[str]:
     """Test modules by Django's default pattern (``test*.py``)."""
     return [rel for rel in selected_files(root, files, (".py",))

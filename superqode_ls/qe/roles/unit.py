@@ -99,11 +99,9 @@ class UnitTester(Role):
         find = django.find_tests if _django(ctx) else find_test_files
         all_tests = find(ctx.sandbox)
         if not all_tests:
-            return RoleOutput(
-                status="skipped",
-                reason=f"no tests: no test files ({' / '.join(python_files(ctx.sandbox))})",
-                tool="pytest",
-            )
+            return RoleOutput(status="skipped", tool="pytest", reason=(
+                django.unrunnable_tests(ctx.sandbox)
+                or f"no tests: no test files ({' / '.join(python_files(ctx.sandbox))})"))
         # Restricted to some files: run the test files among them; a source
         # file alone can be covered by any test, so then the whole suite runs.
         targets: list[str] = []
