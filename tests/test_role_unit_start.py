@@ -184,3 +184,19 @@ def test_django_tests_with_no_settings_declared_are_a_setup_line_not_no_tests(ma
     assert unit["status"] == "skipped", unit
     assert unit["reason"].startswith("setup: 1 Django test module(s) (test*.py, as "
                                      "shop/tests.py) and no settings module"), unit
+
+
+def test_the_pattern_of_the_projects_django_test_command_finds_its_tests(make_repo):
+    repo = make_repo({"manage.py": MANAGE, "site_conf/__init__.py": "",
+                      "site_conf/settings_ci.py": SETTINGS, "shop/__init__.py": "",
+                      "shop/model_checks.py": TESTS, "shop/test_data.py": "ROWS = []\n",
+                      "tox.ini": "[testenv]\ncommands = python manage.py test "
+                                 "--settings=site_conf.settings_ci -p '*_checks.py'\n"})
+    assert dj.discovery_pattern(repo) == "*_checks.py"
+    assert dj.find_tests(repo) == ["shop/model_checks.py"]
+    cmd = dj.argv("py", [], repo)
+    assert cmd[cmd.index("--pattern") + 1] == "*_checks.py"
+    # Without one, Django's default; --parallel is no pattern.
+    (repo / "tox.ini").write_text("[testenv]\ncommands = python manage.py test --parallel "
+                                  "--settings=site_conf.settings_ci\n")
+    assert dj.discovery_pattern(repo) == "test*.py" and "--pattern" not in dj.argv("py", [], repo)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import fnmatch
 import itertools
 import re
 import tomllib
@@ -54,6 +55,9 @@ _WORKFLOW_ENV = re.compile(r"^\s*DJANGO_SETTINGS_MODULE\s*:\s*['\"]?([\w.]+)['\"
                            re.MULTILINE)
 _MAX_WORKFLOWS = 50
 # Where a project writes the command its tests run with.
+# ``manage.py test -p "*_tests.py"``: the pattern its discovery uses.
+_PATTERN = re.compile(r"(?:-m" + r"""[\s'",]*""" + r"django|django-admin(?:\.py)?|manage\.py)"
+                      r"""[\s'",]*test\b[^\n]*?\s(?:-p|--pattern)(?:=|\s+)['"]?([\w*?.\[\]-]+)""")
 _COMMAND_FILES = ("tox.ini", "noxfile.py", "Makefile", "package.json", "gulpfile.js", "justfile")
 # Django's test command with its settings, as tox, nox or make runs it:
 # ``python -m django test --settings=tests.settings``, ``django-admin test
@@ -176,12 +180,10 @@ def _makefile_test(text: str) -> str:
     return m.group(1) if m else ""
 
 
-def command_settings(root: Path) -> str | None:
-    """The settings module of the Django test command the project's tox
-    (``commands`` of any test environment), nox or Makefile ``test`` target,
-    npm scripts or gulp tasks (babybuddy's ``gulp test``: ``manage.py test
-    --settings=babybuddy.settings.test``) or CI workflow runs, or None. Read
-    as text, never run."""
+def _command_texts(root: Path):
+    """The text of each file where the project writes its test command:
+    tox, nox, the Makefile's ``test`` target, npm scripts, gulp tasks
+    (an argument list joined into a command line), a justfile, CI workflows."""
     try:
         workflows = sorted(p for p in (root / ".github" / "workflows").iterdir()
                            if p.suffix in (".yml", ".yaml"))[:_MAX_WORKFLOWS]
@@ -199,11 +201,31 @@ def command_settings(root: Path) -> str | None:
             text = _makefile_test(text)
         elif name.endswith((".js", ".json")):  # an argument list: ["manage.py", "test", ...]
             text = re.sub(r"""['"]\s*,\s*['"]""", " ", text)
+        yield text
+
+
+def command_settings(root: Path) -> str | None:
+    """The settings module of the Django test command the project's tox
+    (``commands`` of any test environment), nox or Makefile ``test`` target,
+    npm scripts or gulp tasks (babybuddy's ``gulp test``: ``manage.py test
+    --settings=babybuddy.settings.test``) or CI workflow runs, or None. Read
+    as text, never run."""
+    for text in _command_texts(root):
         for m in _TEST_COMMAND.finditer(text):
             value = m.group(1) or m.group(2)
             if _DOTTED.match(value) and _is_module(root, value):
                 return value
     return None
+
+
+def discovery_pattern(root: Path) -> str:
+    """The file pattern Django's runner discovers tests with: the ``-p`` /
+    ``--pattern`` of the project's Django test command, else Django's
+    default ``test*.py``."""
+    for text in _command_texts(root):
+        if (m := _PATTERN.search(text)) and m.group(1).endswith(".py"):
+            return m.group(1)
+    return "test*.py"
 
 
 def _workflow_settings(root: Path) -> str | None:
@@ -292,9 +314,11 @@ def unrunnable_tests(root: Path) -> str | None:
 
 
 def find_tests(root: Path, files: list[str] | None = None) -> list[str]:
-    """Test modules by Django's default pattern (``test*.py``)."""
+    """Test modules by the pattern Django's runner discovers them with
+    (``discovery_pattern``: the project's ``-p``, else ``test*.py``)."""
+    pattern = discovery_pattern(root)
     return [rel for rel in selected_files(root, files, (".py",))
-            if Path(rel).name.startswith("test")]
+            if fnmatch.fnmatch(Path(rel).name, pattern)]
 
 
 def argv(python: str, targets: list[str], root: Path | None = None) -> list[str]:
@@ -305,6 +329,8 @@ def argv(python: str, targets: list[str], root: Path | None = None) -> list[str]
     it, and with no target its test packages are named (discovery from the
     root would not enter a folder that is no package)."""
     runner = ["--testrunner", f"{RUNNER_MODULE}.Runner", "--noinput", "--verbosity", "1"]
+    if root is not None and (pattern := discovery_pattern(root)) != "test*.py":
+        runner += ["--pattern", pattern]
     if root is not None and harness(root) is None and command_settings(root):
         # No manage.py: Django's own command, from the root (as tox runs it;
         # the settings come from DJANGO_SETTINGS_MODULE, set by the role).
