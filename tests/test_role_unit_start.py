@@ -200,3 +200,12 @@ def test_the_pattern_of_the_projects_django_test_command_finds_its_tests(make_re
     (repo / "tox.ini").write_text("[testenv]\ncommands = python manage.py test --parallel "
                                   "--settings=site_conf.settings_ci\n")
     assert dj.discovery_pattern(repo) == "test*.py" and "--pattern" not in dj.argv("py", [], repo)
+
+
+def test_a_pytest_django_project_is_not_told_it_lacks_settings(tmp_path):
+    (tmp_path / "manage.py").write_text(MANAGE)
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "tests.py").write_text(TESTS)
+    assert dj.unrunnable_tests(tmp_path) is not None
+    (tmp_path / "requirements.txt").write_text("django\npytest-django\n")
+    assert dj.unrunnable_tests(tmp_path) is None

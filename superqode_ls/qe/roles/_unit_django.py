@@ -304,8 +304,9 @@ def unrunnable_tests(root: Path) -> str | None:
     """For a project pytest finds no test in: the one line for Django test
     modules (``test*.py``) beside a Django ``manage.py`` that no settings
     module is declared for (nothing runs them), or None."""
-    if harness(root) is None or django_runner(root) is not None:
-        return None
+    if (harness(root) is None or declares_pytest_django(root) or ini_names_settings(root)
+            or django_runner(root) is not None):
+        return None  # (pytest-django's projects: pytest's python_files decide)
     if not (found := find_tests(root)):
         return None
     return (f"setup: {len(found)} Django test module(s) (test*.py, as {found[0]}) and no "
