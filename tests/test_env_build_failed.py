@@ -72,3 +72,13 @@ def test_the_detached_builder_says_it_goes_on_with_the_runs_build(tmp_path, monk
     said.clear()
     pyenv_build._ready(target, emit)
     assert said and "the last build of it was stopped before it finished" in said[0]
+
+
+def test_a_full_disk_is_not_remembered_as_a_failed_build(tmp_path):
+    target = tmp_path / "envs" / "k3"
+    target.parent.mkdir()
+    why = pyenv_build.build_failed(target, tmp_path, (), "uv pip install: no space left on the disk")
+    assert why == "uv pip install: no space left on the disk"
+    assert last_failure(target) is None  # freeing the disk is the retry
+    pyenv_build.build_failed(target, tmp_path, (), "uv pip install: error: boom")
+    assert last_failure(target) is not None

@@ -39,7 +39,7 @@ from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe
 from .pyenv_declared import declared_requirements, missing_in_own
 from .pyenv_disk import disk_full, failure_words, is_disk_full
-from .pyenv_failed import clear_failure, forced_index, last_failure, record_failure
+from .pyenv_failed import build_failed, clear_failure, last_failure
 from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_leftout import (
     LEFT_OUT,
@@ -255,13 +255,9 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         why = await _install(root, plan, target, uv, python, timeout, runtime, owner, hide)
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
-            index = await asyncio.to_thread(forced_index, root / plan.folder,
-                                            plan.requirement_files, why)
             # The Python it asked for and did not get is most often why.
-            why = _join(asked or "", why, index or "")
-            if "no space left on the disk" not in why:  # (freeing it is the retry)
-                await asyncio.to_thread(record_failure, target, why)
-            return why
+            return await asyncio.to_thread(build_failed, target, root / plan.folder,
+                                           plan.requirement_files, _join(asked or "", why))
         await asyncio.to_thread(clear_failure, target)
         await asyncio.to_thread(envcache.record, target)
         emit("progress", message=f"environment: built {target}")

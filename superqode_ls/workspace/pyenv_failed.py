@@ -65,6 +65,17 @@ def last_failure(target: Path, now: float | None = None) -> str | None:
             "from now, or at once when its declarations change)")
 
 
+def build_failed(target: Path, folder: Path, files: tuple[str, ...], why: str) -> str:
+    """The cause of a failed build of ``target`` (``files``: the requirement
+    files in ``folder`` it read), with a forced index named; remembered
+    unless the disk was full (freeing it is the user's retry)."""
+    if index := forced_index(folder, files, why):
+        why = f"{why}; {index}"
+    if "no space left on the disk" not in why:
+        record_failure(target, why)
+    return why
+
+
 def forced_index(root: Path, files: tuple[str, ...], why: str) -> str | None:
     """For a build that failed fetching (``why``): the requirement file that
     forces a package index and that index, said in one line; else None."""
