@@ -22,6 +22,9 @@ from tests.pyenv_helpers import STUB, project_files, run_unit_cli
 from tests.test_project_env import write
 from tests.test_project_env_build import installed, offline, wheels  # noqa: F401
 
+# A Django project's manage.py (a Flask app's makes no project: tests/test_role_unit_start.py).
+MANAGE = "from django.core.management import execute_from_command_line\n"
+
 TEST = "def test_a():\n    pass\n"
 WORKSPACE = '[dependency-groups]\ndev = ["typer"]\n\n[tool.uv.workspace]\nmembers = ["backend"]\n'
 
@@ -56,7 +59,7 @@ def test_projects_are_found_where_their_declarations_and_tests_are(tmp_path):
                                    **under("api", {"setup.py": "", "tests/test_api.py": TEST})})
     assert python_projects(app) == ["api"]
     # Django's manage.py marks its project's root (tests.py are Django's tests).
-    site = write(tmp_path / "site", {"requirements.txt": "Django\n", "web/manage.py": "",
+    site = write(tmp_path / "site", {"requirements.txt": "Django\n", "web/manage.py": MANAGE,
                                      "web/shop/tests.py": TEST, "frontend/package.json": "{}"})
     assert python_projects(site) == ["web"]
     # Declaring nothing itself, web/ is built from the nearest declarations above it.

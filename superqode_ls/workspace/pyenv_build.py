@@ -39,6 +39,7 @@ from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe
 from .pyenv_declared import declared_requirements, missing_in_own
 from .pyenv_disk import disk_full, failure_words, is_disk_full
+from .pyenv_failed import build_failed, clear_failure, last_failure
 from .pyenv_interp import pick_interpreter, python_for
 from .pyenv_leftout import (
     LEFT_OUT,
@@ -172,7 +173,8 @@ async def build_in_background(project: Path, nice: int = 0, sub: str | None = No
         emit("progress", message="not built: nothing declared")
         return 0
     built = await build_env(project, plan, config.roles.env_build_timeout_s, emit,
-                            Runtime(nice=nice), project=project, hide=config.sandbox.hide)
+                            Runtime(nice=nice), project=project, hide=config.sandbox.hide,
+                            handed_over=True)
     if isinstance(built, ProjectPython):
         return 0
     emit("progress", message=f"not built: {built}")
@@ -206,11 +208,13 @@ def _uv() -> str | None:
 
 async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
                     runtime: Runtime | None = None, *, project: Path | None = None,
-                    hide: Sequence[str] = ()) -> ProjectPython | str:
+                    hide: Sequence[str] = (), handed_over: bool = False) -> ProjectPython | str:
     """The cached environment for ``plan`` (built now if needed), or why not.
     ``root``: the sandbox (what is built); ``project``: the user's folder it
     is for (the key's owner; without one, ``root``: an environment of its own).
-    ``hide``: the user's ``sandbox.hide``, masked for the build and probes."""
+    ``hide``: the user's ``sandbox.hide``, masked for the build and probes.
+    ``handed_over``: the detached builder's, going on with a run's build. A
+    failed build is not tried again for a while: its cause is the answer."""
     uv = _uv()
     if uv is None:
         return needs("uv")
@@ -234,7 +238,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
              building=True, source=plan.describe())
 
     async with _locked(envcache.envs_dir() / f"{key}.lock", waiting):
-        cached = await asyncio.to_thread(_ready, target, emit, hide)
+        cached = await asyncio.to_thread(_ready, target, emit, hide, handed_over)
         if cached is not None and await asyncio.to_thread(project_dropped, target, root, plan):
             cached = None  # an older build left the project out with its dependencies
         if cached is not None:
@@ -242,6 +246,9 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
             return replace(cached, note=_join(note or "", left_out_note(target)) or None,
                            metadata=await asyncio.to_thread(own_metadata, target,
                                                             root / plan.folder, owner))
+        if (failed := await asyncio.to_thread(last_failure, target)) is not None:
+            emit("progress", message=f"environment: not built: {failed}")
+            return failed
         await asyncio.to_thread(envcache.discard, target)
         emit("progress", message=f"environment: building from {plan.describe()} into {target}",
              building=True, source=plan.describe())  # a quick run's bounded wait (qe/role_runs.py)
@@ -249,7 +256,9 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
         if why is not None:
             await asyncio.to_thread(envcache.discard, target)
             # The Python it asked for and did not get is most often why.
-            return _join(asked or "", why)
+            return await asyncio.to_thread(build_failed, target, root / plan.folder,
+                                           plan.requirement_files, _join(asked or "", why))
+        await asyncio.to_thread(clear_failure, target)
         await asyncio.to_thread(envcache.record, target)
         emit("progress", message=f"environment: built {target}")
         built = await asyncio.to_thread(_ready, target, emit, hide)
@@ -260,7 +269,8 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
                                                     owner))
 
 
-def _ready(target: Path, emit: Emit, hide: Sequence[str] = ()) -> ProjectPython | None:
+def _ready(target: Path, emit: Emit, hide: Sequence[str] = (), handed_over: bool = False
+           ) -> ProjectPython | None:
     """The environment at ``target`` when it is as built and starts; one
     that changed since it was built is discarded, unrun."""
     if not target.is_dir():
@@ -270,7 +280,9 @@ def _ready(target: Path, emit: Emit, hide: Sequence[str] = ()) -> ProjectPython 
         # No manifest is most often a build cut short (a quick run's budget,
         # Ctrl-C): uv's cache makes the new one quick. Either way, nothing
         # in it is run.
-        if changed == envcache.NO_MANIFEST:
+        if changed == envcache.NO_MANIFEST and handed_over:
+            line = "environment: going on with the build the run handed over (what it downloaded is reused)"
+        elif changed == envcache.NO_MANIFEST:
             line = ("environment: the last build of it was stopped before it finished; "
                     "building it again (what it downloaded is reused)")
         else:

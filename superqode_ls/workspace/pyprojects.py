@@ -76,8 +76,9 @@ def _is_test(name: str) -> bool:
 def is_project(folder: Path) -> bool:
     """Whether ``folder`` declares a Python project of its own (a uv
     workspace's root that lists members and no ``[project]`` does not)."""
-    # (a Django project's root: its developers run manage.py test there)
-    return (folder / "manage.py").is_file() or _declares(folder)
+    # (a Django project's root: its developers run manage.py test there; a
+    # Flask app's manage.py, lemur/manage.py, makes no project of its package)
+    return "django" in _text(folder / "manage.py").lower() or _declares(folder)
 
 
 def _declares(folder: Path) -> bool:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import fnmatch
 import itertools
 import re
 import tomllib
@@ -53,6 +54,11 @@ _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
 _WORKFLOW_ENV = re.compile(r"^\s*DJANGO_SETTINGS_MODULE\s*:\s*['\"]?([\w.]+)['\"]?\s*(?:#.*)?$",
                            re.MULTILINE)
 _MAX_WORKFLOWS = 50
+# Where a project writes the command its tests run with.
+# ``manage.py test -p "*_tests.py"``: the pattern its discovery uses.
+_PATTERN = re.compile(r"(?:-m" + r"""[\s'",]*""" + r"django|django-admin(?:\.py)?|manage\.py)"
+                      r"""[\s'",]*test\b[^\n]*?\s(?:-p|--pattern)(?:=|\s+)['"]?([\w*?.\[\]-]+)""")
+_COMMAND_FILES = ("tox.ini", "noxfile.py", "Makefile", "package.json", "gulpfile.js", "justfile")
 # Django's test command with its settings, as tox, nox or make runs it:
 # ``python -m django test --settings=tests.settings``, ``django-admin test
 # --settings tests.settings``, nox's ``session.run("django-admin", "test",
@@ -68,11 +74,28 @@ def harness(root: Path) -> str | None:
     """The folder (relative; "" the root) of the ``manage.py`` the tests run
     with: the root's, else a test harness's of the root's project
     (django-import-export's ``tests/manage.py``, run from the root as
-    ``tests/manage.py test core``); None when there is none."""
+    ``tests/manage.py test core``); None when there is none. One that sets
+    no default settings module counts after those that do (babybuddy's:
+    its settings come with the command, ``manage.py test --settings=...``)."""
     for rel in ("", *HARNESS_DIRS):
         if _manage_settings(root / rel / "manage.py") is not None:
             return rel
+    for rel in ("", *HARNESS_DIRS):
+        if _is_django_manage(root / rel / "manage.py"):
+            return rel
     return None
+
+
+def _is_django_manage(manage: Path) -> bool:
+    """Whether ``manage`` is Django's command-line script (it hands its
+    arguments to ``execute_from_command_line``); read as text."""
+    if manage.is_symlink() or not manage.is_file():
+        return False
+    try:
+        return "execute_from_command_line" in manage.read_text(encoding="utf-8",
+                                                                errors="replace")[:100_000]
+    except OSError:
+        return False
 
 
 def settings_module(root: Path) -> str | None:
@@ -157,12 +180,17 @@ def _makefile_test(text: str) -> str:
     return m.group(1) if m else ""
 
 
-def command_settings(root: Path) -> str | None:
-    """The settings module of the Django test command the project's tox
-    (``commands`` of any test environment), nox or Makefile ``test`` target
-    runs, or None. Read as text, never run."""
-    for name in ("tox.ini", "noxfile.py", "Makefile"):
-        path = root / name
+def _command_texts(root: Path):
+    """The text of each file where the project writes its test command:
+    tox, nox, the Makefile's ``test`` target, npm scripts, gulp tasks
+    (an argument list joined into a command line), a justfile, CI workflows."""
+    try:
+        workflows = sorted(p for p in (root / ".github" / "workflows").iterdir()
+                           if p.suffix in (".yml", ".yaml"))[:_MAX_WORKFLOWS]
+    except OSError:
+        workflows = []
+    for path in [root / n for n in _COMMAND_FILES] + workflows:
+        name = path.name
         if path.is_symlink() or not path.is_file():
             continue  # (a FIFO planted in a sandbox would block the read)
         try:
@@ -171,11 +199,33 @@ def command_settings(root: Path) -> str | None:
             continue
         if name == "Makefile":
             text = _makefile_test(text)
+        elif name.endswith((".js", ".json")):  # an argument list: ["manage.py", "test", ...]
+            text = re.sub(r"""['"]\s*,\s*['"]""", " ", text)
+        yield text
+
+
+def command_settings(root: Path) -> str | None:
+    """The settings module of the Django test command the project's tox
+    (``commands`` of any test environment), nox or Makefile ``test`` target,
+    npm scripts or gulp tasks (babybuddy's ``gulp test``: ``manage.py test
+    --settings=babybuddy.settings.test``) or CI workflow runs, or None. Read
+    as text, never run."""
+    for text in _command_texts(root):
         for m in _TEST_COMMAND.finditer(text):
             value = m.group(1) or m.group(2)
             if _DOTTED.match(value) and _is_module(root, value):
                 return value
     return None
+
+
+def discovery_pattern(root: Path) -> str:
+    """The file pattern Django's runner discovers tests with: the ``-p`` /
+    ``--pattern`` of the project's Django test command, else Django's
+    default ``test*.py``."""
+    for text in _command_texts(root):
+        if (m := _PATTERN.search(text)) and m.group(1).endswith(".py"):
+            return m.group(1)
+    return "test*.py"
 
 
 def _workflow_settings(root: Path) -> str | None:
@@ -250,10 +300,26 @@ def runner_label(root: Path) -> str:
     return "manage.py test"
 
 
+def unrunnable_tests(root: Path) -> str | None:
+    """For a project pytest finds no test in: the one line for Django test
+    modules (``test*.py``) beside a Django ``manage.py`` that no settings
+    module is declared for (nothing runs them), or None."""
+    if (harness(root) is None or declares_pytest_django(root) or ini_names_settings(root)
+            or django_runner(root) is not None):
+        return None  # (pytest-django's projects: pytest's python_files decide)
+    if not (found := find_tests(root)):
+        return None
+    return (f"setup: {len(found)} Django test module(s) (test*.py, as {found[0]}) and no "
+            "settings module to run them with: none set by manage.py, the pytest or tox "
+            "configuration, or the test command of tox, nox, make, npm, gulp or CI")
+
+
 def find_tests(root: Path, files: list[str] | None = None) -> list[str]:
-    """Test modules by Django's default pattern (``test*.py``)."""
+    """Test modules by the pattern Django's runner discovers them with
+    (``discovery_pattern``: the project's ``-p``, else ``test*.py``)."""
+    pattern = discovery_pattern(root)
     return [rel for rel in selected_files(root, files, (".py",))
-            if Path(rel).name.startswith("test")]
+            if fnmatch.fnmatch(Path(rel).name, pattern)]
 
 
 def argv(python: str, targets: list[str], root: Path | None = None) -> list[str]:
@@ -264,6 +330,8 @@ def argv(python: str, targets: list[str], root: Path | None = None) -> list[str]
     it, and with no target its test packages are named (discovery from the
     root would not enter a folder that is no package)."""
     runner = ["--testrunner", f"{RUNNER_MODULE}.Runner", "--noinput", "--verbosity", "1"]
+    if root is not None and (pattern := discovery_pattern(root)) != "test*.py":
+        runner += ["--pattern", pattern]
     if root is not None and harness(root) is None and command_settings(root):
         # No manage.py: Django's own command, from the root (as tox runs it;
         # the settings come from DJANGO_SETTINGS_MODULE, set by the role).

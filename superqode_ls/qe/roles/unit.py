@@ -51,6 +51,7 @@ from ._unit_records import (
     short_message,
 )
 from ._unit_rerun import rerun_failed
+from ._unit_start import never_started, refuses_root
 from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
@@ -96,11 +97,9 @@ class UnitTester(Role):
         find = django.find_tests if _django(ctx) else find_test_files
         all_tests = find(ctx.sandbox)
         if not all_tests:
-            return RoleOutput(
-                status="skipped",
-                reason=f"no tests: no test files ({' / '.join(python_files(ctx.sandbox))})",
-                tool="pytest",
-            )
+            return RoleOutput(status="skipped", tool="pytest", reason=(
+                django.unrunnable_tests(ctx.sandbox)
+                or f"no tests: no test files ({' / '.join(python_files(ctx.sandbox))})"))
         # Restricted to some files: run the test files among them; a source
         # file alone can be covered by any test, so then the whole suite runs.
         targets: list[str] = []
@@ -339,7 +338,15 @@ class UnitTester(Role):
                 "project's environment or set roles.python",
                 tool="pytest",
             )
+        if (summary is None and res.returncode == 0 and not res.timed_out
+                and not ctx.config.roles.unit_test_command):
+            # Exit 0 and the recorder saw no session: no test ran (a module
+            # named pytest shadowed it). Not a pass.
+            return RoleOutput(status="skipped", tool=tool,
+                              reason=f"setup: {never_started(ctx.sandbox, tool)}")
         if summary is None and res.returncode != 0:
+            if root := refuses_root(str((setup or {}).get("message") or "") + "\n" + output):
+                return RoleOutput(status="skipped", reason=f"setup: {root}", tool=tool)
             # The suite could not start for want of something in its
             # environment (a service, a package, the settings): one line.
             problem = environment_problem({"message": (setup or {}).get("longrepr") or output},
