@@ -25,6 +25,11 @@ from django.conf import settings
 from django.test.runner import DiscoverRunner
 from django.test.utils import get_runner
 
+try:  # copied beside this module in the run's private folder (unit.py)
+    from superqode_failure_chain import chain as _chain
+except ImportError:  # imported from the package itself
+    from superqode_ls.qe.roles._failure_chain import chain as _chain
+
 # The project's own runner (settings.TEST_RUNNER: healthchecks' sets up its
 # mail backends there), which SuperQode's builds on; Django's by default.
 # Imported by ``manage.py test``, so the settings are configured by now.
@@ -67,35 +72,6 @@ def _entries(tb):
                 for f in traceback.extract_tb(tb)]
     except Exception:  # noqa: BLE001 - a broken traceback must not break the run
         return []
-
-
-def _chain(exc):
-    """The exception chain, as the pytest recorder writes it (that plugin
-    needs pytest, which a Django project may not have): each exception's
-    classes, errno, file name, and the file and function that raised it."""
-    out = []
-    seen = set()
-    while exc is not None and id(exc) not in seen and len(out) < 6:
-        seen.add(id(exc))
-        try:
-            mro = [f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__][:12]
-            tb = exc.__traceback__
-            where = name = None
-            while tb is not None:
-                where, name = tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name
-                tb = tb.tb_next
-            errno = getattr(exc, "errno", None)
-            filename = getattr(exc, "filename", None)
-            out.append({
-                "mro": mro,
-                "errno": errno if isinstance(errno, int) else None,
-                "filename": str(filename)[:300] if isinstance(filename, (str, bytes)) else None,
-                "where": where, "function": name,
-            })
-        except Exception:  # noqa: BLE001 - a strange exception must not break the run
-            break
-        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
-    return out
 
 
 def _text(err):

@@ -1,7 +1,8 @@
 """pytest plugin the unit_tester loads into the project's test run.
 
 It is copied to a private directory and loaded with ``-p``; it must only need
-pytest itself (it runs under the project's interpreter). Each failure is
+pytest itself and ``_failure_chain.py``, copied beside it (it runs under the
+project's interpreter). Each failure is
 appended to ``$SUPERQODE_PYTEST_REPORT`` as one JSON line as soon as it
 happens, so a run killed at its deadline still leaves what it found; how
 far the suite got (tests collected, tests done) is kept in
@@ -12,6 +13,11 @@ import json
 import os
 
 import pytest
+
+try:  # copied beside this module in the run's private folder (unit.py)
+    from superqode_failure_chain import chain as _chain
+except ImportError:  # imported from the package itself
+    from superqode_ls.qe.roles._failure_chain import chain as _chain
 
 _OUT = os.environ.get("SUPERQODE_PYTEST_REPORT")
 # Outcomes of the tests that ran, for the summary (how much of the suite ran).
@@ -54,38 +60,6 @@ def _entries(excinfo):
             out.append({"path": str(entry.path), "lineno": entry.lineno + 1, "name": entry.name})
     except Exception:  # noqa: BLE001,S110 - a broken traceback must not break the run
         pass
-    return out
-
-
-def _chain(exc):
-    """The exception and the ones it was raised from or during (``raise ...
-    from``, a handler's own error): for each, its class with the classes it
-    derives from, its errno and file name, and the file and function that
-    raised it. The unit role reads a failure's cause from this evidence
-    (an OSError from the network stack, a client library's error) rather
-    than from the words of a message."""
-    out = []
-    seen = set()
-    while exc is not None and id(exc) not in seen and len(out) < 6:
-        seen.add(id(exc))
-        try:
-            mro = [f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__][:12]
-            tb = exc.__traceback__
-            where = name = None
-            while tb is not None:
-                where, name = tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name
-                tb = tb.tb_next
-            errno = getattr(exc, "errno", None)
-            filename = getattr(exc, "filename", None)
-            out.append({
-                "mro": mro,
-                "errno": errno if isinstance(errno, int) else None,
-                "filename": str(filename)[:300] if isinstance(filename, (str, bytes)) else None,
-                "where": where, "function": name,
-            })
-        except Exception:  # noqa: BLE001 - a strange exception must not break the run
-            break
-        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     return out
 
 

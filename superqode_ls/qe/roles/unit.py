@@ -38,6 +38,7 @@ from ._common import (
     pytest_message,
     selected_files,
 )
+from ._failure_chain import CHAIN_MODULE
 from ._pyenv import activated, isolate, project_python, pytest_argv, scm_pretend
 from ._pytest_config import cache_args, missing_plugin_args, project_test_files, python_files
 from ._unit_env import environment_problem, only_environment
@@ -56,6 +57,7 @@ from .base import Role, RoleContext, RoleOutput, ToolFailed, reported
 
 PLUGIN_MODULE = "superqode_pytest_recorder"
 _PLUGIN_SOURCE = Path(__file__).with_name("_pytest_plugin.py")
+_CHAIN_SOURCE = Path(__file__).with_name("_failure_chain.py")  # both recorders import it
 
 
 def find_test_files(root: Path, files: list[str] | None = None) -> list[str]:
@@ -265,6 +267,7 @@ class UnitTester(Role):
         private = ctx.mkdtemp("superqode-pytest-")
         try:
             shutil.copyfile(_PLUGIN_SOURCE, private / f"{PLUGIN_MODULE}.py")
+            shutil.copyfile(_CHAIN_SOURCE, private / f"{CHAIN_MODULE}.py")
             with_django = _django(ctx, extra)
             if with_django:
                 shutil.copyfile(django.RUNNER_SOURCE, private / f"{django.RUNNER_MODULE}.py")
