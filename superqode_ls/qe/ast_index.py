@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 from collections import OrderedDict
+from collections.abc import Iterator
 from threading import Lock
 
 from ..workspace.pyast import parse as parse_python
@@ -135,3 +136,13 @@ def clear() -> None:
         _recent.clear()
         _trees.clear()
         _chars = 0
+
+
+def module_assignments(tree: ast.Module) -> Iterator[tuple[ast.stmt, ast.expr, ast.expr]]:
+    """(statement, target, value) of each module-level ``name = value`` (one
+    target) and ``name: T = value``, in order."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            yield node, node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            yield node, node.target, node.value

@@ -23,6 +23,7 @@ import os
 import re
 from pathlib import Path
 
+from .ast_index import module_assignments
 from .roles._common import read_prefix
 
 # One judgement of a template's output by its name, for jinja2 (B701) and
@@ -49,13 +50,7 @@ def _name(node: ast.expr) -> str:
 def _module_values(tree: ast.Module) -> dict[str, ast.expr]:
     """Module-level names bound exactly once (a rebound name resolves to nothing)."""
     seen: dict[str, ast.expr | None] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
-            continue
+    for _, target, value in module_assignments(tree):
         if isinstance(target, ast.Name):
             seen[target.id] = None if target.id in seen else value
     return {k: v for k, v in seen.items() if v is not None}

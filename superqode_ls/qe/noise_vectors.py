@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable
 
 from ..models import Finding, Severity
+from .ast_index import module_assignments
 from .context import mark_noise
 from .noise_library import module_of
 
@@ -63,13 +64,7 @@ def vector_noise(findings: list[Finding], lines_of: Lines,
 def vector_tables(tree: ast.Module) -> list[tuple[str, int, int]]:
     """(name, first line, last line) of each module-level table of test vectors."""
     out = []
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
-            continue
+    for node, target, value in module_assignments(tree):
         if not (isinstance(target, ast.Name) and _NAME_WORD.search(target.id.upper())):
             continue
         if (isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) >= _MIN_ROWS
