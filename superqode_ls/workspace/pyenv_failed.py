@@ -20,6 +20,8 @@ import re
 import time
 from pathlib import Path
 
+from .regular import read_regular_bytes
+
 RETRY_S = 3600.0
 _MAX_CAUSE = 2000
 # uv's and pip's words for an index it could not use.
@@ -82,13 +84,10 @@ def forced_index(root: Path, files: tuple[str, ...], why: str) -> str | None:
     if not _FETCH.search(why):
         return None
     for rel in files:
-        path = root / rel
-        if path.is_symlink() or not path.is_file():
+        raw = read_regular_bytes(root / rel, 200_000)  # no link followed, no FIFO waited on
+        if raw is None:
             continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")[:200_000]
-        except OSError:
-            continue
+        text = raw.decode("utf-8", errors="replace")
         if m := _INDEX.search(text):
             return (f"{rel} forces the package index {m.group(1)} (its -i line), which the "
                     "build could not use here")

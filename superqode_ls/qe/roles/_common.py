@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from ...config import Config
 from ...models import Finding
 from ...runtime import Runtime
+from ...workspace.regular import read_regular_bytes as _read_regular
 
 # Directories no role analyses: VCS data, virtualenvs, caches, SuperQode's own.
 SKIP_DIRS = frozenset(
@@ -160,24 +160,6 @@ def read_prefix(path: Path | str, limit: int) -> bytes | None:
     None: a judgement that needs only a file's start (its kind, a marker),
     with ``read_bounded``'s care (no link followed, no FIFO waited on)."""
     return _read_regular(path, limit)
-
-
-def _read_regular(path: Path | str, size: int | None) -> bytes | None:
-    """At most ``size`` bytes (None: all) of ``path`` when it is a regular
-    file reached without following a link, else None; never blocks."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read() if size is None else fh.read(size)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def read_head(path: Path | str, limit: int) -> str | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from ...config import superqode_home
 from ...models import Finding
 from ...workspace.artifacts import atomic_write
 from ...workspace.paths import repo_key
-from ._common import walk_files
+from ._common import read_bounded, walk_files
 
 MAX_KEPT = 50  # failures kept to carry forward (more: a broken suite, counted)
 # What a suite's result depends on besides the environment: the code, its
@@ -74,13 +76,18 @@ def code_key(root: Path) -> str:
     """A hash of the sources, tests and configuration under ``root``."""
     h = hashlib.sha256()
     for rel in walk_files(root, _CODE_SUFFIXES):
-        try:
-            path = root / rel
-            size = path.stat().st_size
-            # a data file named .txt: its size stands for it (bounded reads)
-            body = path.read_bytes() if size <= _MAX_READ else b"\0size %d" % size
-        except OSError:
-            body = b"\0unreadable"
+        # The sandbox, after the project's tests ran in it: no link followed, no
+        # FIFO waited on (read_bounded); a data file named .txt over the bound
+        # counts by its size.
+        path = root / rel
+        body = read_bounded(path, _MAX_READ)
+        if body is None:
+            try:
+                st = os.lstat(path)
+                body = (b"\0size %d" % st.st_size if stat.S_ISREG(st.st_mode)
+                        else b"\0not a file")
+            except OSError:
+                body = b"\0unreadable"
         h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + body + b"\0")
     return h.hexdigest()
 

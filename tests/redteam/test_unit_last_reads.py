@@ -1,0 +1,60 @@
+"""What the unit role and the environment builder read of a tree a session
+wrote, in SuperQode's own process, follows no link and waits on no FIFO.
+
+``_unit_last.code_key`` hashes the sandbox after the project's tests ran
+there (is the code what the last run tested?), and the environment
+builder reads the project's requirement files to name a forced package
+index. A file swapped for a link to the user's key after the walk had its
+target read (its hash then depended on the key); one swapped for a FIFO
+hung the run."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from superqode_ls.qe.roles import _unit_last
+from superqode_ls.workspace import pyenv_failed
+
+
+def _within(fn, seconds: float = 10.0):
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert out, "blocked on the FIFO"
+    return out[0]
+
+
+def test_code_key_follows_no_link_swapped_in_after_the_walk(tmp_path, monkeypatch):
+    keys = []
+    for secret in ("first key", "second key"):
+        root = tmp_path / secret.split()[0]
+        root.mkdir()
+        (root / "a.py").write_text("x = 1\n")
+        (tmp_path / f"{secret}.txt").write_text(secret)
+        os.symlink(tmp_path / f"{secret}.txt", root / "b.py")
+        # the walk saw a regular b.py; the session swapped it for the link since
+        monkeypatch.setattr(_unit_last, "walk_files", lambda r, s=None: ["a.py", "b.py"])
+        keys.append(_unit_last.code_key(root))
+    assert keys[0] == keys[1]  # the link's target was never read
+
+
+def test_code_key_waits_on_no_fifo(tmp_path, monkeypatch):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "b.py")
+    monkeypatch.setattr(_unit_last, "walk_files", lambda r, s=None: ["a.py", "b.py"])
+    assert len(_within(lambda: _unit_last.code_key(tmp_path))) == 64
+
+
+def test_the_forced_index_is_read_from_no_fifo_and_no_link(tmp_path):
+    os.mkfifo(tmp_path / "requirements.txt")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("-i https://example.invalid/simple\n")
+    os.symlink(outside, tmp_path / "requirements-dev.txt")
+    (tmp_path / "requirements-ci.txt").write_text("-i https://pypi.example/simple\nrequests\n")
+    why = "Failed to fetch: https://pypi.example/simple/requests/"
+    said = _within(lambda: pyenv_failed.forced_index(
+        tmp_path, ("requirements.txt", "requirements-dev.txt", "requirements-ci.txt"), why))
+    assert said is not None and "requirements-ci.txt" in said and "example.invalid" not in said
