@@ -24,6 +24,8 @@ import re
 import tomllib
 from pathlib import Path, PurePosixPath
 
+from .regular import read_regular_bytes
+
 MAX_DEPTH = 3
 MAX_PROJECTS = 8
 # Folders no developer keeps a project's sources in (nor SuperQode reads).
@@ -168,11 +170,7 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _text(path: Path) -> str:
-    """A regular file's text, else "" (a FIFO planted in a sandbox would
-    block the read)."""
-    try:
-        if path.is_symlink() or not path.is_file():
-            return ""
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+    """A regular file's text (at most 1 MiB), else "": no link followed and
+    no FIFO waited on, also one swapped in after a check."""
+    raw = read_regular_bytes(path, 1 << 20)
+    return "" if raw is None else raw.decode("utf-8", "replace")

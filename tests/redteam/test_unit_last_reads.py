@@ -58,3 +58,16 @@ def test_the_forced_index_is_read_from_no_fifo_and_no_link(tmp_path):
     said = _within(lambda: pyenv_failed.forced_index(
         tmp_path, ("requirements.txt", "requirements-dev.txt", "requirements-ci.txt"), why))
     assert said is not None and "requirements-ci.txt" in said and "example.invalid" not in said
+
+
+def test_django_discovery_waits_on_no_planted_fifo(tmp_path):
+    from superqode_ls.qe.roles import _unit_django
+
+    for name in ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"):
+        os.mkfifo(tmp_path / name)
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    os.mkfifo(tmp_path / ".github" / "workflows" / "ci.yml")
+    os.mkfifo(tmp_path / "manage.py")
+    assert _within(lambda: _unit_django._pytest_ini_settings(tmp_path)) is None
+    assert _within(lambda: _unit_django._workflow_settings(tmp_path)) is None
+    assert _within(lambda: _unit_django._is_django_manage(tmp_path / "manage.py")) is False

@@ -44,7 +44,7 @@ from pathlib import Path
 from ...workspace.pyenv import requirement_name
 from ...workspace.pyenv_declared import declared_requirements
 from ...workspace.pyprojects import HARNESS_DIRS
-from ._common import selected_files
+from ._common import read_head, selected_files
 
 RUNNER_MODULE = "superqode_django_runner"
 RUNNER_SOURCE = Path(__file__).with_name("_django_runner.py")
@@ -69,6 +69,8 @@ _TEST_COMMAND = re.compile(
     + r")([A-Za-z_][\w.]*)|DJANGO_SETTINGS_MODULE=([A-Za-z_][\w.]*)\s+\S*python\S*\s+-m\s+"
     r"django\s+test\b")
 
+_MAX_READ = 1 << 20  # a configuration or script file read whole (the sandbox's: bounded)
+
 
 def harness(root: Path) -> str | None:
     """The folder (relative; "" the root) of the ``manage.py`` the tests run
@@ -89,13 +91,8 @@ def harness(root: Path) -> str | None:
 def _is_django_manage(manage: Path) -> bool:
     """Whether ``manage`` is Django's command-line script (it hands its
     arguments to ``execute_from_command_line``); read as text."""
-    if manage.is_symlink() or not manage.is_file():
-        return False
-    try:
-        return "execute_from_command_line" in manage.read_text(encoding="utf-8",
-                                                                errors="replace")[:100_000]
-    except OSError:
-        return False
+    text = read_head(manage, 100_000)  # (no link followed, no FIFO waited on)
+    return text is not None and "execute_from_command_line" in text
 
 
 def settings_module(root: Path) -> str | None:
@@ -105,11 +102,12 @@ def settings_module(root: Path) -> str | None:
 
 
 def _manage_settings(manage: Path) -> str | None:
-    if manage.is_symlink() or not manage.is_file():
+    text = read_head(manage, _MAX_READ)
+    if text is None:
         return None
     try:
-        tree = ast.parse(manage.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
         value: ast.expr | None = None
@@ -136,9 +134,12 @@ def declares_pytest_django(root: Path) -> bool:
 
 def _ini_value(root: Path, name: str, section: str, key: str) -> str | None:
     parser = configparser.ConfigParser(interpolation=None)
+    text = read_head(root / name, _MAX_READ)
+    if text is None:
+        return None
     try:
-        parser.read(root / name, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError):
+        parser.read_string(text)
+    except configparser.Error:
         return None
     value = parser.get(section, key, fallback=None)  # option names are case-folded
     return value.strip() if isinstance(value, str) else None
@@ -151,9 +152,10 @@ def _pytest_ini_settings(root: Path) -> str | None:
                           ("setup.cfg", "tool:pytest")):
         if (value := _ini_value(root, name, section, _KEY)) is not None:
             return value
+    text = read_head(root / "pyproject.toml", _MAX_READ)
     try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(text) if text is not None else {}
+    except tomllib.TOMLDecodeError:
         return None
     opts = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
     if not isinstance(opts, dict) or _KEY not in opts:
@@ -191,11 +193,8 @@ def _command_texts(root: Path):
         workflows = []
     for path in [root / n for n in _COMMAND_FILES] + workflows:
         name = path.name
-        if path.is_symlink() or not path.is_file():
-            continue  # (a FIFO planted in a sandbox would block the read)
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")[:200_000]
-        except OSError:
+        text = read_head(path, 200_000)  # (no link followed, no FIFO waited on)
+        if text is None:
             continue
         if name == "Makefile":
             text = _makefile_test(text)
@@ -235,9 +234,8 @@ def _workflow_settings(root: Path) -> str | None:
     except OSError:
         return None
     for path in files[:_MAX_WORKFLOWS]:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = read_head(path, _MAX_READ)
+        if text is None:
             continue
         if m := _WORKFLOW_ENV.search(text):
             return m.group(1)
