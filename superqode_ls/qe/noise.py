@@ -278,6 +278,17 @@ class NoiseResult:
     # Rule steps that raised on some finding: those findings went on without them.
     failed_rules: tuple[str, ...] = ()
 
+    def notes(self) -> list[str]:
+        """What the run says of the filter's own shortfalls, one line each."""
+        out = []
+        if self.unfiltered:
+            out.append(f"noise filter stopped at the session budget: {self.unfiltered} finding(s) "
+                       f"kept without their context checked (tagged {UNFILTERED!r})")
+        if self.failed_rules:  # a bug: the log has the finding and the error
+            out.append("noise rules that failed on some findings (kept as found, see "
+                       f"superqe.log): {', '.join(self.failed_rules)}")
+        return out
+
 
 def unfiltered(findings: Iterable[Finding]) -> list[Finding]:
     """Findings the filter never judged (it failed), most important first,

@@ -202,7 +202,6 @@ class QESession:
                 # where a failure still reverts the sandbox.
                 from .finish import epoch_moved, sandbox_root
                 from .noise import NoiseResult, unfiltered
-                from .noise_context import UNFILTERED
 
                 isolation = s.isolation
                 base_commit = s.base_commit
@@ -229,13 +228,8 @@ class QESession:
                     noise = await asyncio.to_thread(self._filter, res, root, known, steps_deadline,
                                                     checked_early)
                     lap = self._lap("filter", lap)
-                    if noise.unfiltered:
-                        emit("progress", message=f"noise filter stopped at the session budget: "
-                             f"{noise.unfiltered} finding(s) kept without their context checked "
-                             f"(tagged {UNFILTERED!r})")
-                    if noise.failed_rules:  # a bug: the log has the finding and the error
-                        emit("progress", message="noise rules that failed on some findings (kept "
-                             f"as found, see superqe.log): {', '.join(noise.failed_rules)}")
+                    for line in noise.notes():
+                        emit("progress", message=line)
                     if not self.control.stopped:
                         await self.control.guarded(
                             self._verify(res, s, root, noise, steps_deadline), deadline, optional=True)
