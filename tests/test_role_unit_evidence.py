@@ -262,3 +262,28 @@ def test_quick_mode_carries_the_last_failures_of_unchanged_code(make_repo):
                                + json.loads(path.read_text())["at"]
                                + "), not carried forward: the project's code or test "
                                "configuration changed since"), out.reason
+
+
+def test_many_unproven_failures_of_one_folder_are_one_finding(tmp_path):
+    from superqode_ls.qe.roles._unit_findings import failure_findings
+
+    site = "/venv/lib/python3.11/site-packages"
+    lib = _exc("builtins.AttributeError", where=f"{site}/xprocess/pytest_xprocess.py")
+
+    def rec(nodeid):
+        return {**_rec(lib, message=f"AttributeError: {nodeid}", exc_type="AttributeError"),
+                "nodeid": nodeid}
+
+    records = [rec(f"tests/functional/test_api{n}.py::test_{n}") for n in range(7)]
+    records += [rec(f"tests/unit/test_m{n}.py::test_{n}") for n in range(2)]
+    found = failure_findings("unit_tester", tmp_path, records)
+    shown = [f for f in found if f.noise is None]
+    functional = [f for f in shown if f.file.startswith("tests/functional/")]
+    assert len(functional) == 1 and "7 tests under tests/functional fail" in functional[0].message
+    assert functional[0].severity.value == "medium"
+    # the others: counted there, one click away, none lost
+    assert len([f for f in found if f.file.startswith("tests/functional/")]) == 7
+    assert all("one of 7 failures" in f.noise for f in found
+               if f.file.startswith("tests/functional/") and f.noise)
+    # a few in another folder stay shown one by one
+    assert len([f for f in shown if f.file.startswith("tests/unit/")]) == 2

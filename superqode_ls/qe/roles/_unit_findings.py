@@ -140,10 +140,49 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
                 snippet=src.line(file, line) if file else None,
             )
         )
-    return _same_failure_once(out, places)
+    return _unproven_summed(_same_failure_once(out, places))
 
 
 _SAME_SHOWN = 3  # tests named in the one finding
+# More failures than this in one test folder, none proven the code's or the
+# environment's: one finding says so (a suite that needs a service or a
+# server not there fails everywhere at once: python-gitlab's 322 functional
+# tests against a live GitLab).
+_UNPROVEN_SHOWN = 5
+
+
+def _unproven_summed(found: list[Finding]) -> list[Finding]:
+    """Many failures of one test folder whose cause is not proven are one
+    finding to look at (the first, naming how many and a few test ids);
+    the rest stay in the report as noise pointing at it."""
+    groups: dict[str, list[Finding]] = {}
+    for f in found:
+        if f.noise is None and "cause-unknown" in f.tags:
+            folder = "/".join((f.file or "").split("/")[:2]) if "/" in (f.file or "") else ""
+            groups.setdefault(folder, []).append(f)
+    summed: dict[str, list[Finding]] = {}  # each failure's id -> its group, when summed
+    for group in groups.values():
+        if len(group) > _UNPROVEN_SHOWN:
+            summed.update({g.id: group for g in group})
+    out = []
+    for f in found:
+        group = summed.get(f.id)
+        if group is None:
+            out.append(f)
+        elif f is group[0]:
+            names = ", ".join(g.title.split(": ", 1)[-1] for g in group[:_SAME_SHOWN])
+            where = "/".join((f.file or "").split("/")[:2]) if "/" in (f.file or "") else "."
+            out.append(f.model_copy(update={"message": (
+                f"{len(group)} tests under {where} fail and none is shown to be the code's "
+                f"({names} and {len(group) - _SAME_SHOWN} more; often one missing service or "
+                f"server): {f.message}")}))
+        else:
+            out.append(f.model_copy(update={
+                "noise": f"one of {len(group)} failures whose cause is not proven, counted at "
+                         f"{group[0].title.split(': ', 1)[-1]} ({group[0].file})",
+                "severity": Severity.info,
+                "severity_reason": "info: counted in one finding"}))
+    return out
 
 
 def _same_failure_once(found: list[Finding], places: list[tuple | None]) -> list[Finding]:
