@@ -95,9 +95,10 @@ DEFAULT_PATH_CLASSES: dict[str, list[str]] = {
     # test-*/: a test environment or test app folder (scripts/test-environments/);
     # tests_*/, *_tests/: a second test tree (dynaconf's tests_functional/)
     # testapp/: a Django library's app for its tests (guardian/testapp/)
-    # tests.py, tests_*.py: Django runner's test*.py (babybuddy's api/tests.py, tests_views.py)
+    # tests.py: a Django app's tests module (babybuddy's api/tests.py; its tests_*.py sit
+    # under tests/, and a package's tests_helpers.py elsewhere is product code)
     "tests": ["tests/", "test/", "testing/", "test-*/", "tests-*/", "tests_*/", "*_tests/",
-              "testapp/", "test_*.py", "*_test.py", "tests.py", "tests_*.py", "testsettings.py",
+              "testapp/", "test_*.py", "*_test.py", "tests.py", "testsettings.py",
               "conftest.py"],
     "fixtures": ["fixtures/", "testdata/", "test_data/"],
     "docs": ["docs/", "doc/", "*.rst", "*.md"],
