@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ..models import Finding, Severity
 from .ast_index import index
+from .codegen import _params
 from .context import mark_noise
 from .noise_library import module_of
 from .noise_migrations import _from_rows
@@ -257,15 +258,6 @@ def own_text_markup(tree: ast.Module, line: int) -> bool:
 
 def _scope_of(tree: ast.Module, node: ast.AST) -> ast.AST:
     return index(tree).function_at(node.lineno) or tree
-
-
-def _params(scope: ast.AST) -> set[str]:
-    a = getattr(scope, "args", None)
-    if not isinstance(a, ast.arguments):
-        return set()
-    out = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
-    out.update(p.arg for p in (a.vararg, a.kwarg) if p is not None)
-    return out
 
 
 def _own(e: ast.AST, scope: ast.AST, tree: ast.Module, depth: int,

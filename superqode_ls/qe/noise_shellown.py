@@ -23,7 +23,9 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .ast_index import index
+from .codegen import _own_nodes, _params
 from .context import mark_noise
+from .noise_defaults import callee
 from .noise_library import module_of
 from .noise_operator import _reads_outside
 
@@ -90,7 +92,7 @@ class _Facts:
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self.rebound: set[str] = set()
         for n in ast.walk(tree):
-            if isinstance(n, ast.Call) and _callee(n.func) in _SHELL_CALLS:
+            if isinstance(n, ast.Call) and callee(n) in _SHELL_CALLS:
                 self.shell_calls.append(n)
             elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 self.functions.append(n)
@@ -114,11 +116,6 @@ def own_command(tree: ast.Module, line: int, package: str = "",
     if scope is not None and _reads_outside(scope):
         return False
     return _Own(tree, scope, package, facts).value(command, _DEPTH)
-
-
-def _callee(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else \
-        func.id if isinstance(func, ast.Name) else ""
 
 
 class _Own:
@@ -167,7 +164,7 @@ class _Own:
 
     def _call(self, e: ast.Call, d: int, scope: ast.AST | None) -> bool:
         f = e.func
-        name = _callee(f)
+        name = callee(e)
         if name in _QUOTES:
             return True
         args = [*e.args, *(k.value for k in e.keywords)]
@@ -191,10 +188,7 @@ class _Own:
         if any(_binds(outer, name) for outer in self.enclosing):
             return False  # a closure's variable: the enclosing call chose it
         if scope is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = scope.args
-            params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg,
-                                       a.kwarg) if p is not None}
-            if name in params:
+            if name in _params(scope):
                 return False
             imported = self._imported(scope, name)
             if imported is not None:
@@ -207,7 +201,7 @@ class _Own:
     def _imported(self, scope: ast.AST, name: str) -> bool | None:
         """None when ``scope`` does not import ``name``; else whether it is a
         constant of the project's own modules (by the convention of its name)."""
-        for node in _walk_own(scope):
+        for node in _own_nodes(scope):
             if isinstance(node, ast.ImportFrom) and any(
                     (a.asname or a.name) == name for a in node.names):
                 own = node.level > 0 or (node.module or "").split(".")[0] == self.package
@@ -246,10 +240,7 @@ def _environ(e: ast.expr) -> bool:
 
 def _binds(func: ast.AST, name: str) -> bool:
     """``func`` has ``name`` as a parameter or binds it in its own body."""
-    a = func.args  # type: ignore[attr-defined]
-    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
-              if p is not None}
-    return name in params or bool(_bindings(func, name))
+    return name in _params(func) or bool(_bindings(func, name))
 
 
 def _bindings(scope: ast.AST, name: str) -> list[ast.expr | None]:
@@ -257,7 +248,7 @@ def _bindings(scope: ast.AST, name: str) -> list[ast.expr | None]:
     binding whose value is not one expression (a loop target, a with, an
     unpacking, a definition): never followed."""
     out: list[ast.expr | None] = []
-    for node in _walk_own(scope):
+    for node in _own_nodes(scope):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Name) and t.id == name:
@@ -290,15 +281,3 @@ def _bound_names(node: ast.AST) -> set[str]:
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-
-def _walk_own(scope: ast.AST):
-    """The nodes of ``scope`` outside its nested functions and classes (their
-    names are bound here, their bodies are other scopes)."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                 ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))

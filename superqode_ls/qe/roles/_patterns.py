@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 
 from ...models import Severity
+from ..noise_defaults import callee
 from ._web_sinks import walk
 
 
@@ -150,7 +151,7 @@ class _Context:
         if _verifies(func, token):
             return True
         callers = [(f, c) for f in self.funcs if f is not func for c in ast.walk(f)
-                   if isinstance(c, ast.Call) and _callee(c) == func.name]
+                   if isinstance(c, ast.Call) and callee(c) == func.name]
         return bool(callers) and all(
             c.args and isinstance(c.args[0], ast.Name) and _verifies(f, c.args[0].id)
             for f, c in callers)
@@ -172,22 +173,22 @@ class _Context:
         # (urllib3 checks a fingerprint, then returns the socket: it stays)
         calls = [c for c in ast.walk(func) if isinstance(c, ast.Call)]
         wrapped = {t.id for n in ast.walk(func) if isinstance(n, ast.Assign)
-                   and isinstance(n.value, ast.Call) and "wrap" in (_callee(n.value) or "")
+                   and isinstance(n.value, ast.Call) and "wrap" in (callee(n.value) or "")
                    for t in n.targets if isinstance(t, ast.Name)}
         wrapped |= {i.optional_vars.id for n in ast.walk(func)
                     if isinstance(n, ast.With | ast.AsyncWith) for i in n.items
                     if isinstance(i.optional_vars, ast.Name)
                     and isinstance(i.context_expr, ast.Call)
-                    and "wrap" in (_callee(i.context_expr) or "")}
-        closed = {c.func.value.id for c in calls if _callee(c) == "close"
+                    and "wrap" in (callee(i.context_expr) or "")}
+        closed = {c.func.value.id for c in calls if callee(c) == "close"
                   and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)}
         closed |= {i.optional_vars.id for n in ast.walk(func)
                    if isinstance(n, ast.With | ast.AsyncWith) for i in n.items
                    if isinstance(i.optional_vars, ast.Name)}
         returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
                     for n in ast.walk(r.value) if isinstance(n, ast.Name)}
-        return any(_callee(c) == "getpeercert" and _binary_form(c) for c in calls) \
-            and not any(_callee(c) in _SENDS for c in calls) \
+        return any(callee(c) == "getpeercert" and _binary_form(c) for c in calls) \
+            and not any(callee(c) in _SENDS for c in calls) \
             and bool(wrapped) and wrapped <= closed and not wrapped & returned
 
 
@@ -204,11 +205,6 @@ def _inside(node: ast.AST, body: list[ast.stmt]) -> bool:
 def _is_cert_none(node: ast.AST) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr == "CERT_NONE") or (
         isinstance(node, ast.Name) and node.id == "CERT_NONE")
-
-
-def _callee(call: ast.Call) -> str | None:
-    f = call.func
-    return f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else None)
 
 
 def _token(call: ast.Call) -> str | None:
