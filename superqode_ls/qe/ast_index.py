@@ -37,6 +37,7 @@ class TreeIndex:
         self._calls: list[ast.Call] = []
         self._at: dict[int, list[ast.AST]] = {}
         self._assigned: dict[int, dict[str, list[ast.AST]]] = {}
+        self._parents: dict[ast.AST, ast.AST] | None = None
         for node in ast.walk(tree):  # outside in: a node's parents come first
             line = getattr(node, "lineno", None)
             if line is not None:
@@ -63,6 +64,14 @@ class TreeIndex:
     def nodes_at(self, line: int) -> list[ast.AST]:
         """The nodes that start on ``line``, in walk order."""
         return self._at.get(line, [])
+
+    @property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        """Each node's parent, made on first use (most trees never need it)
+        and shared by every rule that asks of this tree."""
+        if self._parents is None:
+            self._parents = {c: p for p in ast.walk(self.tree) for c in ast.iter_child_nodes(p)}
+        return self._parents
 
     def assigned(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
         """Each plain name ``scope`` assigns (``x = ...``), with its values."""

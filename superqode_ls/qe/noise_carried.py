@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 
 from ..models import Finding, Severity
+from .ast_index import index
 from .context import mark_noise
 from .noise_library import module_of
 
@@ -55,7 +56,7 @@ class _Module:
     hundreds of F821 on one name)."""
 
     def __init__(self, tree: ast.Module):
-        self.parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        self.parents = index(tree).parents
         self.loads: dict[tuple[str, int], ast.Name] = {}
         for n in ast.walk(tree):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):

@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from .ast_index import module_assignments
+from .ast_index import index, module_assignments
 from .roles._common import read_prefix
 
 # One judgement of a template's output by its name, for jinja2 (B701) and
@@ -132,12 +132,12 @@ def _string_templates(tree: ast.Module, env: ast.Call,
     if len(bound) > 1:
         return None
     out: list[str] = []
-    parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    parents = index(tree).parents
     uses = [env] + [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in bound
                     and isinstance(n.ctx, ast.Load)]
     for use in uses:
-        attr = parents.get(id(use))
-        call = parents.get(id(attr)) if attr is not None else None
+        attr = parents.get(use)
+        call = parents.get(attr) if attr is not None else None
         if use is env and bound:
             continue  # bound: its uses are the name's
         if not (isinstance(attr, ast.Attribute) and attr.attr == "from_string"

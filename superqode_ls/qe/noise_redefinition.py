@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable
 
 from ..models import Finding
+from .ast_index import index
 from .context import mark_noise
 from .noise_library import module_of
 
@@ -76,7 +77,7 @@ def redefinition_noise(findings: list[Finding], lines_of: Lines,
 def deliberate(tree: ast.Module, name: str, first: int, again: int) -> str | None:
     """Why binding ``name`` at line ``again`` after its binding at line
     ``first`` is deliberate, or None."""
-    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    parents = index(tree).parents
     a, b = _binding(tree, name, first), _binding(tree, name, again)
     if a is None or b is None or a is b:
         return None

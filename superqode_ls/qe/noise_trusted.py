@@ -147,8 +147,7 @@ def _once(tree: ast.Module, key: str, make: Callable[[], object]):
 
 
 def _parents(tree: ast.Module) -> dict[ast.AST, ast.AST]:
-    return _once(tree, "parents", lambda: {c: p for p in ast.walk(tree)
-                                           for c in ast.iter_child_nodes(p)})
+    return index(tree).parents
 
 
 def _calls_of(tree: ast.Module) -> dict[str, list[ast.Call]]:

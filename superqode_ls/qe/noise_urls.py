@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .ast_index import index
+
 _HTTP = ("https://", "http://")
 _DEPTH = 14
 # what B310 flags that opens the URL it is given (mitmproxy's release script
@@ -37,7 +39,7 @@ _OPENS = frozenset({"urlopen", "urlretrieve", "Request"})
 def default_url(tree: ast.Module, line: int) -> str | None:
     """Why every ``urlopen`` on ``line`` opens an http(s) address the code
     fixes at its start, or None."""
-    parent = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    parent = index(tree).parents
     calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.lineno <= line
              <= (c.end_lineno or c.lineno) and _name(c.func) in _OPENS and url_of(c)]
     if not calls:
