@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import ast
 
+from .noise_defaults import callee
+
 WHY = ("a form widget's HTML built from the form's own declarations (names, labels, "
        "literals, subfields that render and escape themselves): the field's value is not in it")
 
@@ -56,7 +58,7 @@ def widget_markup(tree: ast.Module, line: int) -> str | None:
             return None
         w = _Widget(func, params[1], func.args.kwarg.arg if func.args.kwarg else None)
         for call in ast.walk(func):
-            if isinstance(call, ast.Call) and _name(call.func) in _MARKUP \
+            if isinstance(call, ast.Call) and callee(call) in _MARKUP \
                     and call.lineno <= line <= (call.end_lineno or call.lineno):
                 if len(call.args) != 1 or call.keywords or not w.declared(call.args[0], _DEPTH):
                     return None
@@ -71,10 +73,6 @@ def _imports_forms(tree: ast.Module) -> bool:
         if any(m.split(".")[0] in _FORM_MODULES for m in names):
             return True
     return False
-
-
-def _name(f: ast.AST) -> str:
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 class _Widget:
@@ -166,7 +164,7 @@ class _Widget:
         return isinstance(e, ast.Name) and (e.id == self.field or e.id in self.subfields)
 
     def _declared_call(self, e: ast.Call, d: int, seen: frozenset[str]) -> bool:
-        name = _name(e.func)
+        name = callee(e)
         if name in _ESCAPES:
             return True
         if name in _TRANSLATIONS and isinstance(e.func, ast.Name):
