@@ -25,6 +25,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from .regular import read_regular_bytes
+
 
 @dataclass(frozen=True)
 class Plugin:
@@ -89,12 +91,14 @@ def ini_options(root: Path) -> dict[str, str | list[str]]:
 
 
 def _ini_section(path: Path, section: str) -> dict[str, str | list[str]] | None:
-    if not path.is_file() or path.is_symlink():
-        return None  # (a FIFO planted in a sandbox would block the read)
+    # No link followed and no FIFO waited on, also one swapped in after a check.
+    raw = read_regular_bytes(path, None)
+    if raw is None:
+        return None
     parser = configparser.RawConfigParser(strict=False, interpolation=None)
     try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError, OSError):
+        parser.read_string(raw.decode("utf-8"))
+    except (configparser.Error, UnicodeDecodeError):
         return None
     if not parser.has_section(section):
         return None

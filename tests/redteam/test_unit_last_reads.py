@@ -71,3 +71,11 @@ def test_django_discovery_waits_on_no_planted_fifo(tmp_path):
     assert _within(lambda: _unit_django._pytest_ini_settings(tmp_path)) is None
     assert _within(lambda: _unit_django._workflow_settings(tmp_path)) is None
     assert _within(lambda: _unit_django._is_django_manage(tmp_path / "manage.py")) is False
+
+
+def test_the_pytest_ini_options_wait_on_no_planted_fifo(tmp_path):
+    from superqode_ls.workspace import pytest_addopts
+
+    for name in ("tox.ini", "setup.cfg"):
+        os.mkfifo(tmp_path / name)
+    assert _within(lambda: pytest_addopts.ini_options(tmp_path)) == {}
