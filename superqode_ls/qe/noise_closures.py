@@ -231,15 +231,15 @@ def _rebindings(scopes: Scopes, scope: ast.AST, closure: ast.AST, name: str) -> 
     ``closure`` that bind ``name`` again: a def, a class, an assignment or an
     import of that name."""
     out: list[ast.AST] = []
+    start = getattr(closure, "lineno", 0)
     for n in ast.walk(scope):
-        if n is closure or getattr(n, "lineno", 0) <= closure.lineno:
+        if n is closure or getattr(n, "lineno", 0) <= start:
             continue
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                 and n.name == name:
             stmt: ast.AST = n
-        elif isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-            stmt = _binding_statement(scopes, n)
-        elif isinstance(n, ast.alias) and (n.asname or n.name) == name:
+        elif (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)) or (
+                isinstance(n, ast.alias) and (n.asname or n.name) == name):
             stmt = _binding_statement(scopes, n)
         else:
             continue
