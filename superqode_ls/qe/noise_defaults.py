@@ -175,9 +175,10 @@ def _kept_read(scopes: Scopes, use: ast.Name, depth: int, seen: _Seen) -> bool:
     function or class of the module that only reads it (lark's
     ``GrammarBuilder`` passing ``self.import_paths`` to the next builder).
     Storing it and changing it later through the attribute is the bug that
-    stays. A public attribute is judged by the module that defines it: code
-    elsewhere that changed it would change another module's object without
-    any sign here."""
+    stays. A public attribute is judged by the module that defines it, and
+    only where the module itself reads it (its own state): one the module
+    never reads is there for the object's users, who may change it
+    (``Holder().items.append(x)``)."""
     up = scopes.parent.get(use)
     if isinstance(up, ast.BoolOp) and isinstance(up.op, ast.Or) and up.values[0] is use:
         up = scopes.parent.get(up)  # ``default or []``: the attribute may hold it
@@ -192,6 +193,8 @@ def _kept_read(scopes: Scopes, use: ast.Name, depth: int, seen: _Seen) -> bool:
         return False
     attrs = [n for n in ast.walk(scopes.tree) if isinstance(n, ast.Attribute)
              and n.attr == target.attr and n is not target]
+    if not attrs and not target.attr.startswith("_"):
+        return False  # a public attribute the module never reads is there for its users
     return all(isinstance(a.ctx, ast.Load) and (_reads(scopes, a) or (
         depth > 0 and _passed_to_reader(scopes, a, depth, seen))) for a in attrs)
 
