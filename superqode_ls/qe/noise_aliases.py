@@ -32,6 +32,7 @@ WHY = ("the import is read by a string type alias ({alias}): a type checker eval
        "is offered")
 # A string literal in the module at all: without one no alias can read a name.
 _QUOTED = re.compile(r"""['"]""")
+_WORD = re.compile(r"\w+")
 
 
 def string_alias_imports(findings: list[Finding], lines_of: Lines,
@@ -40,14 +41,18 @@ def string_alias_imports(findings: list[Finding], lines_of: Lines,
     A module is parsed only when the imported name appears in it after a
     quote on some line (the cheap text test first)."""
     aliases: dict[str, dict[str, str] | None] = {}
+    quoted: dict[str, set[str]] = {}
     out = []
     for f in findings:
         if (f.noise is None and f.file and f.range and f.file.endswith((".py", ".pyi"))
                 and canonical(f.rule_id) == "F401"):
             lines = lines_of(f.file)
             name = _bound_name(lines, f.range.start_line, f.range.start_col - 1)
-            if lines is not None and name and any(
-                    name in text and _QUOTED.search(text) for text in lines):
+            if lines is not None and f.file not in quoted:
+                # the words of the lines with a quote, once per file
+                quoted[f.file] = {w for text in lines if _QUOTED.search(text)
+                                  for w in _WORD.findall(text)}
+            if lines is not None and name and name in quoted[f.file]:
                 if f.file not in aliases:
                     tree = module_of(lines)
                     aliases[f.file] = _alias_names(tree) if tree is not None else None
