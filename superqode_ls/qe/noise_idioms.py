@@ -15,7 +15,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   globals) and the line names it; inside a function, or of a name the
   module binds otherwise, it stays;
 - a mutable default (B006), empty or of constants only, that the function
-  only reads (``noise_defaults``): nothing can change the shared object;
+  only reads, and a call default (B008) of a class of the module that keeps
+  no state (``noise_defaults``): nothing can change the shared object;
 - ``DEBUG = True`` (``debug-mode``) in a development or test
   configuration: a config class named for it (``DevConfig``, ``TestingConfig``)
   in a module whose production class (``ProdConfig``) has debug off, or a
