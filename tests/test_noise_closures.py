@@ -311,3 +311,69 @@ def test_an_inner_groupby_reusing_the_group_name_is_read_once_a_reread_stays(mak
     found = _found(repo)
     _noise(found, "lib/reused.py", 9, "B031", "inner groupby rebinds items")
     _shown(found, "lib/reused.py", 19, "B031")  # the inner group read once per row
+
+
+SHADOWED = """def attachments(items, result):
+    for item in items:
+        meta = item.meta
+        out = {}
+
+        def add(key):
+            out[key] = meta[key]
+
+        add("title")
+        add("size")
+
+    def add(key):
+        result[key] = key
+
+    add("date")
+    return result
+
+
+def hierarchy(taxonomies, lookup):
+    for taxonomy in taxonomies:
+        def walk(tree, level=0):
+            for name, children in tree.items():
+                lookup[taxonomy.name(name)] = walk(children, level + 1)
+            return level
+
+        walk(taxonomy.tree)
+
+
+def maybe(items, flag):
+    for item in items:
+        def add(key):
+            return item[key]
+
+        add("a")
+    if flag:
+        def add(key):
+            return key
+    return add("b")
+
+
+def kept(items, registry):
+    for item in items:
+        def walk(tree):
+            return [walk(c) for c in tree] + [item]
+
+        registry.append(walk)
+"""
+
+
+@needs_ruff
+def test_a_closure_named_again_after_its_loop_or_calling_itself_is_noise_late_ones_stay(
+        make_repo):
+    repo = make_repo({"pyproject.toml": CONFIG, "lib/walk.py": SHADOWED})
+    found = _found(repo)
+    # the later ``def add`` after the loop is another function: its calls
+    # are not calls of the closure
+    _noise(found, "lib/walk.py", 7, "B023", "only called within the iteration")
+    # a recursive closure runs only inside its own first call
+    _noise(found, "lib/walk.py", 23, "B023", "only called within the iteration")
+    # the second ``add`` is bound only on one branch: ``add("b")`` after the
+    # loop may call the closure with the last item
+    _shown(found, "lib/walk.py", 32, "B023")
+    # recursive, and kept in a registry: runs after the loop
+    _shown(found, "lib/walk.py", 44, "B023")

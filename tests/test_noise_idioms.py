@@ -622,3 +622,117 @@ def test_a_provider_prefix_followed_by_xs_is_a_placeholder_a_real_shaped_key_sta
     assert all(f.noise and "placeholder" in f.noise for f in placeholders)
     reals = [f for f in found if f.range and f.range.start_line == 3]
     assert reals and all(f.noise is None and f.severity.at_least(Severity.high) for f in reals)
+
+
+PASSED_DEFAULTS = """class Builder:
+    def __init__(self, keep=False, paths=None):
+        self.keep = keep
+        self.paths = paths or []
+
+    def find(self, name):
+        for p in self.paths + [name]:
+            print(p)
+        return Builder(self.keep, self.paths)
+
+
+class Grower:
+    def __init__(self, paths=None):
+        self.grown = paths or []
+
+    def add(self, p):
+        self.grown.append(p)
+
+
+def imports(grammar, paths=[]):
+    return Builder(False, paths).find(grammar)
+
+
+def grown(grammar, paths=[]):
+    return Grower(paths).add(grammar)
+
+
+class Key:
+    def __init__(self, key=None, domains=[]):
+        self.domains = []
+        self.domains[:] = domains
+
+
+def add_zone(name, ns=[],
+             masters=[]):
+    ns = [n + "." for n in ns]
+    masters.append(name)
+    return {"name": name, "nameservers": ns}
+
+
+def execute(options={},
+            args=[]):
+    if not args:
+        print("usage")
+        return False
+    options["file"] = args.pop(0)
+    return options
+
+
+def execute_late(options={},
+                 args=[]):
+    print(len(args))
+    options["file"] = args.pop(0)
+    return options
+
+
+class Visitor:
+    def __init__(self, single=False):
+        self.single = single
+
+    def visit(self, node):
+        handler = getattr(self, "visit_node", None)
+        if self.single and node:
+            return handler
+        return self.visit_leaf(node)
+
+    def visit_leaf(self, node):
+        return node
+
+
+class Summer(Visitor):
+    def visit_node(self, node):
+        node.total = 1
+
+
+class Counting(Visitor):
+    def visit_node(self, node):
+        self.count = node
+
+
+class Walker:
+    def __init__(self, prioritizer=Summer(),
+                 counter=Counting()):
+        self.prioritizer = prioritizer
+        self.counter = counter
+"""
+
+
+@needs_ruff
+def test_a_default_passed_to_the_modules_own_reader_copied_or_rebound_is_noise_changes_stay(
+        make_repo):
+    repo = make_repo({"pyproject.toml": '[tool.ruff.lint]\nselect = ["B006", "B008"]\n',
+                      "lib/grammar.py": PASSED_DEFAULTS})
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    # handed to a class of the module that keeps it in an attribute it only reads
+    _noise(found, "lib/grammar.py", 20, "B006", "only read")
+    # the same, to a class that appends to the attribute: the real bug
+    _kept(found, "lib/grammar.py", 24, "B006", Severity.low)
+    # copied into another list (self.domains[:] = domains)
+    _noise(found, "lib/grammar.py", 29, "B006", "only read")
+    # rebound to a new list before any other use; its neighbour is appended to
+    _noise(found, "lib/grammar.py", 34, "B006", "only read")
+    _kept(found, "lib/grammar.py", 35, "B006", Severity.low)
+    # empty default left on at once (``if not args: return``); ``options``
+    # is changed whenever args are given: stays
+    _noise(found, "lib/grammar.py", 42, "B006", "returns at once")
+    _kept(found, "lib/grammar.py", 41, "B006", Severity.low)
+    # read before a guard: stays (no guard at all here)
+    _kept(found, "lib/grammar.py", 51, "B006", Severity.low)
+    # a stateless visitor's instance as a default; one whose method sets state stays
+    _noise(found, "lib/grammar.py", 82, "B008", "keeps no state")
+    _kept(found, "lib/grammar.py", 83, "B008", Severity.low)

@@ -11,8 +11,12 @@
   replacement of ``re.sub``/``pattern.sub`` (a pattern the code compiled),
   to ``map``/``filter`` whose iterator is drained on the spot (``list(...)``,
   a ``for``), or to ``await loop.run_in_executor(...)``/``asyncio.to_thread``
-  awaited where it is handed over. B023's late binding cannot bite: the
-  closure runs before the variable moves on. A closure that is stored,
+  awaited where it is handed over. A call of the closure inside its own
+  body (a recursive walk) runs only within an outer call; a use after a
+  later statement of the same block that binds the name again (a second
+  ``def add`` after the loop) reads that other object. B023's late binding
+  cannot bite: the closure runs before the variable moves on. A closure
+  rebound only on one branch, or that is stored,
   returned, appended, passed anywhere else, or called from a generator or
   another closure (which may run later) stays;
 - an undefined name (F821) read inside ``try`` whose handler catches
@@ -193,12 +197,18 @@ def closure_used_in_iteration(scopes: Scopes, line: int, col: int) -> str | None
         name = target.targets[0].id
     else:
         name = closure.name
-    uses = [n for n in ast.walk(_scope_of(scopes, closure))
-            if isinstance(n, ast.Name) and n.id == name]
+    scope = _scope_of(scopes, closure)
+    rebinds = _rebindings(scopes, scope, closure, name)
+    # A use after a later binding of the name in the same block reads that
+    # other object (nikola's second ``def add`` after the loop).
+    uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
+            and not _shadowed(scopes, n, rebinds)]
     loads = [n for n in uses if isinstance(n.ctx, ast.Load)]
     if not loads or len(uses) - len(loads) > (1 if isinstance(closure, ast.Lambda) else 0):
         return None  # rebound elsewhere, or never used: not provably local
     for use in loads:
+        if _recursive_call(scopes, use, closure):
+            continue  # it runs only while the closure itself runs
         if not _within(scopes, use, loop):
             return None
         parent = scopes.parent.get(use)
@@ -208,6 +218,63 @@ def closure_used_in_iteration(scopes: Scopes, line: int, col: int) -> str | None
     return (f"{name}() is only called within the iteration that defines it (directly, in a "
             "list comprehension or as a sort key): it never sees a later value of the loop "
             "variable")
+
+
+def _binding_statement(scopes: Scopes, node: ast.AST) -> ast.AST:
+    while not isinstance(node, ast.stmt) and node in scopes.parent:
+        node = scopes.parent[node]
+    return node
+
+
+def _rebindings(scopes: Scopes, scope: ast.AST, closure: ast.AST, name: str) -> list[ast.AST]:
+    """The statements of ``scope`` (not of a function nested in it) after
+    ``closure`` that bind ``name`` again: a def, a class, an assignment or an
+    import of that name."""
+    out: list[ast.AST] = []
+    start = getattr(closure, "lineno", 0)
+    for n in ast.walk(scope):
+        if n is closure or getattr(n, "lineno", 0) <= start:
+            continue
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and n.name == name:
+            stmt: ast.AST = n
+        elif (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)) or (
+                isinstance(n, ast.alias) and (n.asname or n.name) == name):
+            stmt = _binding_statement(scopes, n)
+        else:
+            continue
+        if _scope_of(scopes, stmt) is scope:
+            out.append(stmt)
+    return out
+
+
+def _shadowed(scopes: Scopes, use: ast.Name, rebinds: list[ast.AST]) -> bool:
+    """A binding in ``rebinds`` runs before ``use`` on every path: it is an
+    earlier statement of a block that holds ``use``, and it comes after the
+    closure, so the closure cannot be made again between them."""
+    child: ast.AST = use
+    while child in scopes.parent:
+        parent = scopes.parent[child]
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and child in block:
+                at = block.index(child)
+                if any(stmt in block[:at] for stmt in rebinds):
+                    return True
+        if child in rebinds:
+            return False  # the binding's own statement (``add = add_other``)
+        child = parent
+    return False
+
+
+def _recursive_call(scopes: Scopes, use: ast.Name, closure: ast.AST) -> bool:
+    """``use`` is a call of the closure inside its own body (nikola's
+    ``create_hierarchy`` walking a tree): it runs only while an outer call of
+    the closure does, so within that call's iteration."""
+    parent = scopes.parent.get(use)
+    return (isinstance(closure, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(parent, ast.Call) and parent.func is use
+            and scopes.function_of(use) is closure)
 
 
 def _catches(h: ast.ExceptHandler) -> bool:

@@ -40,6 +40,7 @@ from typing import Any
 from ..models import Finding, Severity
 from .ast_index import index
 from .context import mark_noise
+from .noise_defaults import callee
 from .noise_library import module_of
 
 Lines = Callable[[str], "list[str] | None"]
@@ -350,7 +351,7 @@ class _Module:
                 return True  # d.update(k=p): kept in d
             return self._passed(call, use, node, up.arg, depth)
         if isinstance(up, ast.Call) and node in up.args:
-            name = _callee(up)
+            name = callee(up)
             if name == "setattr" or (isinstance(up.func, ast.Attribute) and name in _KEEPERS):
                 return True
             return self._passed(up, use, node, up.args.index(node), depth)
@@ -367,7 +368,7 @@ class _Module:
         if target is not None:
             bound = not isinstance(getattr(call.func, "value", None), ast.Name)
         else:
-            named = self.defs.get(_callee(call), [])
+            named = self.defs.get(callee(call), [])
             if len(named) != 1:
                 return []
             target = named[0]
@@ -395,7 +396,7 @@ class _Module:
         f = call.func
         if not isinstance(f, ast.Attribute):
             return None
-        if isinstance(f.value, ast.Call) and _callee(f.value) == "super":
+        if isinstance(f.value, ast.Call) and callee(f.value) == "super":
             cls = self._up(call, ast.ClassDef)
             bases = [b.id for b in cls.bases if isinstance(b, ast.Name)] if cls else []
         elif isinstance(f.value, ast.Name):
@@ -438,13 +439,9 @@ def _http_response(value: ast.AST) -> bool:
         k.arg in _HTTP_KEYWORDS for k in value.keywords)
 
 
-def _callee(call: ast.Call) -> str:
-    f = call.func
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-
 
 def _weak_call(call: ast.Call) -> bool:
-    name = _callee(call).lower()
+    name = callee(call).lower()
     if name not in _WEAK_NAMES:
         return False
     if name != "new":
@@ -456,7 +453,7 @@ def _weak_call(call: ast.Call) -> bool:
 
 def _data(call: ast.Call) -> ast.AST:
     """What the call hashes: its arguments (past ``new``'s algorithm name)."""
-    args = list(call.args[1:] if _callee(call).lower() == "new" else call.args)
+    args = list(call.args[1:] if callee(call).lower() == "new" else call.args)
     args += [k.value for k in call.keywords if k.arg in ("data", "string", "arg")]
     return ast.Tuple(elts=args, ctx=ast.Load())
 

@@ -15,7 +15,8 @@ around them proves harmless or deliberate (called from ``qe/context.py``):
   globals) and the line names it; inside a function, or of a name the
   module binds otherwise, it stays;
 - a mutable default (B006), empty or of constants only, that the function
-  only reads (``noise_defaults``): nothing can change the shared object;
+  only reads, and a call default (B008) of a class of the module that keeps
+  no state (``noise_defaults``): nothing can change the shared object;
 - ``DEBUG = True`` (``debug-mode``) in a development or test
   configuration: a config class named for it (``DevConfig``, ``TestingConfig``)
   in a module whose production class (``ProdConfig``) has debug off, or a
@@ -77,7 +78,7 @@ Lines = Callable[[str], "list[str] | None"]
 
 # The rules (canonical ids) these checks judge: only their files are parsed.
 # (a secret-* rule too: ``is_idiom_rule``)
-IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B023", "B031", "TLS-NO-HOSTNAME-CHECK", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
+IDIOM_RULES = frozenset({"B324", "PLW0127", "B006", "B008", "B023", "B031", "TLS-NO-HOSTNAME-CHECK", "F821", "DEBUG-MODE", "INVALID-SYNTAX", "F401",
                          "PLE2515", "CPY001", "B105", "B106", "B107", "B202", *GUARDED_RULES,
                          *DEBUG_RULES})
 
@@ -137,7 +138,7 @@ def idiom_noise(f: Finding, rule: str, parsed: Callable[[], Scopes | None],
     if rule == "PLW0127":
         why = reexport_self_assignment(scopes, line)
         return (why, Severity.info) if why else None
-    if rule == "B006":
+    if rule in ("B006", "B008"):
         why = default_only_read(scopes, line, f.range.start_col - 1)
         return (why, Severity.info) if why else None
     if rule == "B023":

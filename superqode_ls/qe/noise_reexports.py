@@ -4,7 +4,8 @@ budget stops before the project step, still judges them): a package's
 ``__init__`` importing from the package's own modules (also a package
 stub's ``from . import submodule``), or a module made
 only of relative imports (sqlalchemy's ``events.py``). An unused import of another package
-there, or in a module that does anything else, stays."""
+there, or in a module that does anything else, stays. Then an import that a string
+type alias reads (``noise_aliases``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Callable
 
 from ..models import Finding, Severity
 from .context import mark_noise
+from .noise_aliases import string_alias_imports
 from .noise_library import module_of
 
 Lines = Callable[[str], "list[str] | None"]
@@ -52,7 +54,8 @@ def package_reexports(findings: list[Finding], lines_of: Lines,
                 f = mark_noise(f, OWN_REEXPORT if f.file.endswith("__init__.py")
                                else _IMPORTS_ONLY, Severity.info)
         out.append(f)
-    return out
+    # an import a string type alias reads: as cheap (a text test first), so here too
+    return string_alias_imports(out, lines_of, canonical)
 
 
 # Pyright's library-interface rules and ty's "dot re-exports" both read

@@ -11,8 +11,11 @@ away, never first. What stays shown:
 
 - every rule the lint role rates ``medium`` or above (likely bugs: bugbear,
   the security rules, pylint's warnings and errors, undefined names...);
-- pyflakes (``F``): dead imports and variables, a shadowed name, an unused
-  f-string are true of the code whoever selected them;
+- pyflakes (``F``): dead imports and variables, a shadowed name are true
+  of the code whoever selected them. Not F541 (an f-string without
+  placeholders, tweepy's constant endpoint paths written ``f"/2/tweets"``
+  beside ``f"/2/tweets/{id}"``): the string is the same at run time, so it is
+  a style rule like the rest (its safe fix stays offered);
 - a medium rule that is most often a bug wherever it fires (the lint
   role's list: a mutable default, a loop variable a closure keeps...).
   Another medium rule (``B905`` zip without ``strict=``, ``PLW0603`` a
@@ -36,7 +39,8 @@ from .ruff_rules import LIKELY_BUG
 # gives them.
 # E721/E722: a type compared with ``==``, a bare ``except:`` (which catches
 # KeyboardInterrupt too; conventions.py judges the one that answers).
-_BEHAVIOUR = re.compile(r"^(F\d+|T10\d|YTT\d+|E9\d\d|E72[12]|PLE\d+)$")
+# F541: an f-string without placeholders is the same string at run time.
+_BEHAVIOUR = re.compile(r"^(F(?!541$)\d+|T10\d|YTT\d+|E9\d\d|E72[12]|PLE\d+)$")
 
 STYLE_REASON = ("a style, complexity or modernisation rule (the project's taste, "
                 "which its own linter enforces where it chooses)")

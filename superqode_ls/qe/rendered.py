@@ -35,6 +35,7 @@ import ast
 import re
 
 from .codegen import Scopes, _own_nodes
+from .noise_defaults import callee
 
 # Calls whose result is escaped or rendered HTML.
 _SAFE_CALL = re.compile(
@@ -59,7 +60,7 @@ def _quotes_html(call: ast.Call) -> bool:
     """The URL-encoding ``call`` leaves no HTML-special character: no
     ``safe`` argument, or a constant one without any."""
     extra = [k.value for k in call.keywords if k.arg == "safe"]
-    if call.args[1:] and _call_name(call) in ("quote", "quote_plus", "urlquote"):
+    if call.args[1:] and callee(call) in ("quote", "quote_plus", "urlquote"):
         extra.append(call.args[1])
     return all(isinstance(v, ast.Constant) and isinstance(v.value, str)
                and not _HTML_SPECIAL & set(v.value) for v in extra)
@@ -164,10 +165,6 @@ def _html_round_trip(scopes: Scopes, call: ast.Call) -> bool:
     return False
 
 
-def _call_name(e: ast.Call) -> str:
-    f = e.func
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-
 
 def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
           seen: frozenset[str] = frozenset()) -> bool:
@@ -197,7 +194,7 @@ def _safe(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
     if isinstance(e, ast.IfExp):
         return all(_safe(scopes, x, scope, depth - 1, seen) for x in (e.body, e.orelse))
     if isinstance(e, ast.Call):
-        name = _call_name(e)
+        name = callee(e)
         if _SAFE_CALL.match(name) or name in _NUMBER_CALL or _routed_url(e):
             return True
         if (_markup_call(e) or name == "str") and len(e.args) == 1 and not e.keywords:
@@ -286,7 +283,7 @@ def _routed_url(e: ast.Call) -> bool:
     """``url_for(...)``, or a view's ``get_url('.endpoint', ...)`` of a literal
     endpoint (flask-admin's wrapper of url_for): a URL the router builds, its
     arguments URL-quoted, so no ``<>"'`` in it."""
-    name = _call_name(e)
+    name = callee(e)
     if name == "url_for":
         return True
     return name == "get_url" and isinstance(e.func, ast.Attribute) and bool(e.args) \
@@ -317,7 +314,7 @@ def _safe_items(scopes: Scopes, e: ast.AST, scope: ast.AST, depth: int,
 def _item_of(e: ast.ListComp | ast.GeneratorExp) -> bool:
     """The comprehension gives its loop's items (or their ``str``) as they are."""
     elt = e.elt
-    if isinstance(elt, ast.Call) and _call_name(elt) == "str" and len(elt.args) == 1 \
+    if isinstance(elt, ast.Call) and callee(elt) == "str" and len(elt.args) == 1 \
             and not elt.keywords:
         elt = elt.args[0]
     target = e.generators[0].target
@@ -471,7 +468,7 @@ def text_template(scopes: Scopes, line: int) -> str | None:
     for node in ast.walk(scope):
         if not isinstance(node, ast.Call):
             continue
-        name = _call_name(node)
+        name = callee(node)
         if name in _TEMPLATE_LOADERS or (isinstance(node.func, ast.Name) and name == "render"):
             return None  # a template from a file (Django's render(request, "x.html"))
         if name in _TEMPLATE_FROM_TEXT:

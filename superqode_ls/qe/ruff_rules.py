@@ -22,9 +22,10 @@ _IDIOM = re.compile(r"^B(004|007|009|010|018|024|027)$")
 _MEDIUM = re.compile(r"^(B\d+|S\d+|F(?!401|841|811|541)\d+|PLW\d+|ASYNC\d+|RUF006)$")
 # Of the medium rules, those that are most often a bug wherever they fire:
 # shown even where the project never chose them (ruff runs them by default).
+# Not F541: an f-string without placeholders runs as the plain string.
 LIKELY_BUG = re.compile(
     r"^(B00[2356]|B01[2569]|B02[1359]|B03[01235]|B039|PLW01(27|28|29|31|33|77)|PLW0211|PLW0245|"
-    r"PLW0406|PLW0711|PLW150[178]|PLW2101|ASYNC\d+|RUF006|S\d+|F\d+)$")
+    r"PLW0406|PLW0711|PLW150[178]|PLW2101|ASYNC\d+|RUF006|S\d+|F(?!541$)\d+)$")
 # Pure style/formatting: worth knowing, never a reason to fail.
 _INFO = re.compile(r"^(E[1-5]\d\d|W\d+|I\d+|D\d+|N\d+|Q\d+|COM\d+|UP\d+|RUF022|ISC\d+)$")
 
