@@ -91,7 +91,7 @@ WHY_CI = ("a CI job's throwaway container ({where} in {file}): the runner starts
           "job and discards it after, no deployment's")
 
 
-def _mapping(node: object, key: str) -> object:
+def _mapping(node: object, key: str) -> yaml.Node | None:
     if not isinstance(node, yaml.MappingNode):
         return None
     return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
