@@ -134,11 +134,14 @@ def test_a_local_development_compose_password_is_noise_the_deployments_stays(mak
                       # nor is a file whose services mount no checkout
                       "ops/docker-compose.yml": DEV.replace(
                           "./OpenOversight/:/usr/src/app/OpenOversight/:z", "data:/data"),
-                      "ops/docker-compose.prod.yml": PROD})
+                      "ops/docker-compose.prod.yml": PROD,
+                      # the production file only overrides this one's services
+                      "over/docker-compose.yml": DEV,
+                      "over/docker-compose.prod.yml": "services:\n web:\n   restart: always\n"})
     kept = _filtered(repo)
     (dev,) = _password(kept, "docker-compose.yml")
     assert dev.noise and "local development compose file" in dev.noise, dev.noise
     assert "docker-compose.prod.yml" in dev.noise and dev.severity is Severity.low
-    for file in ("alone/docker-compose.yml", "ops/docker-compose.yml"):
+    for file in ("alone/docker-compose.yml", "ops/docker-compose.yml", "over/docker-compose.yml"):
         (kept_one,) = _password(kept, file)
         assert kept_one.noise is None, (file, kept_one.noise)

@@ -21,7 +21,9 @@ development compose file (OpenOversight's ``docker-compose.yml``): its name
 says nothing of production, a compose file beside it does
 (``docker-compose.prod-img.yml``), and a service it builds mounts the
 developer's checkout (``./OpenOversight/:/usr/src/app/...``). Without the
-production file beside it, or without the mounted checkout, it stays shown.
+production file beside it, with one that only overrides this file's
+services (no image or build of its own), or without the mounted checkout,
+it stays shown.
 """
 
 from __future__ import annotations
@@ -141,6 +143,14 @@ def _dev_compose(file: str, services: dict[str, tuple[int, int, str]],
             prods.append(sibling)
     if not prods:
         return None
+    for prod in prods:
+        # An override (``-f docker-compose.yml -f docker-compose.prod.yml``)
+        # runs this file's services in production: each service of a
+        # standalone production file names its own image or build.
+        theirs = _services(lines_of(f"{folder}/{prod}" if folder else prod))
+        if not theirs or not all(re.search(r"(?m)^\s*(image|build)\s*:", text)
+                                 for _, _, text in theirs.values()):
+            return None
     mounting = [svc for svc, (_, _, text) in services.items()
                 if re.search(r"(?m)^\s*build\s*:", text) and _SOURCE_MOUNT.search(text)]
     if not mounting:
