@@ -79,7 +79,7 @@ def classify_paths(findings: list[Finding], classes: dict[str, list[str]],
             hit = known[f.file]
         else:
             hit = known[f.file] = _path_hit(f.file, classes)
-            if hit is None and proved is not None and f.noise is None:
+            if hit is None and proved is not None:
                 got = proved.hit(f.file)
                 hit = known[f.file] = (got[0], f"#{got[1]}") if got else None
         if hit is None:
