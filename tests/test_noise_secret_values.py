@@ -32,6 +32,13 @@ NOT_SECRETS = [
     ("Bearer:{access_token}", '    auth_token = "Bearer:{access_token}"', "format template"),
     ("argon2", '    "PASSWORD_HASH": "argon2",', "algorithm"),
     ("pbkdf2_sha512", '    "SECURITY_PASSWORD_HASH": "pbkdf2_sha512",', "algorithm"),
+    # modoboa: Django REST framework's throttle rates and a form's visibility rules
+    ("12/hour", '        "password_recovery_request": "12/hour",', "a rate"),
+    ("100/minute", '    PASSWORD_RESET_LIMIT = "100/minute"', "a rate"),
+    ("sms_provider=ovh", '        "sms_ovh_consumer_key": "sms_provider=ovh",', "a condition"),
+    ("sms_password_recovery=true&sms_provider=ovh",
+     '        "sms_ovh_application_secret": "sms_password_recovery=true&sms_provider=ovh",',
+     "a condition"),
 ]
 
 # The secrets beside them: the same shapes' neighbours that are credentials.
@@ -49,6 +56,12 @@ SECRETS = [
     ("sk_live_9aF3{suffix}", '    api_key = "sk_live_9aF3{suffix}"'),
     ("bcrypt", '    db_password = "bcrypt"'),
     ("Hunter[2]Pass", '    admin_password = "Hunter[2]Pass"'),
+    # the rate's and the condition's neighbours: a password given the shape,
+    # a condition that carries a secret's value
+    ("12/hour", '    password = "12/hour"'),
+    ("Xq7/hour", '    "consumer_key": "Xq7/hour",'),
+    ("db_password=hunter", '    "dsn_extra": "db_password=hunter",'),
+    ("sms_provider=ovh7Kq", '    "sms_ovh_consumer_key": "sms_provider=ovh7Kq",'),
 ]
 
 
@@ -69,6 +82,18 @@ SETTINGS = '''_default_config = {
     "ID_TOKEN_ADMIN_CLASS": "oauth2_provider.admin.IDTokenAdmin",
     "RESET_PASSWORD_SECRET": "Zq8pLm2vR5xT9wKe3Hs7Yb",
 }
+'''
+
+# modoboa's throttle rates and an SMS backend's form rules, a real key beside them
+RATES = '''REST_FRAMEWORK = {
+    "DEFAULT_THROTTLE_RATES": {
+        "password_recovery_request": "12/hour",
+    },
+}
+visibility_rules = {
+    "sms_ovh_application_secret": "sms_provider=ovh",
+}
+SMS_PASSWORD = "Kq7wZr2mXp9Lv4"
 '''
 
 CLIENT = '''from typing import Optional
@@ -100,6 +125,16 @@ def test_real_tools_drop_the_shapes_and_keep_the_secrets(make_repo):
         assert all(f.noise for f in _at(found, "app/client.py", line)), line
     _kept(found, "app/client.py", 4)
     _kept(found, "app/client.py", 13)
+
+
+@needs_bandit
+def test_real_tools_drop_rates_and_conditions_and_keep_the_password(make_repo):
+    found = _security(make_repo({"app/__init__.py": "", "app/settings.py": RATES}))
+    for line in (3, 7):
+        assert _at(found, "app/settings.py", line), line  # the tools flag it...
+        assert all(f.noise for f in _at(found, "app/settings.py", line)), (
+            line, [(f.rule_id, f.noise) for f in _at(found, "app/settings.py", line)])
+    _kept(found, "app/settings.py", 9)
 
 
 def test_a_value_judged_no_secret_is_not_brought_back_by_the_generic_report():

@@ -115,3 +115,101 @@ def test_debug_in_a_developer_settings_module_beside_settings_py(make_repo):
     _noise(found, "mysite/settings_dev.py", 3, "debug-mode", "run with mysite.settings")
     _kept(found, "mysite/settings.py", 3, "debug-mode")
     assert _at(found, "mysite/settings.py", 3, "debug-mode")
+
+
+# PowerDNS-Admin: configs/development.py and configs/test.py (no package,
+# read by path: the tests' conftest loads test.py), beside the shipped
+# default configuration whose key stays shown
+FLASK_DEV = """import os
+
+SECRET_KEY = 'e951e5a1f4b94151b360f47edf596dd2'
+SQLA_DB_HOST = '127.0.0.1'
+"""
+FLASK_APP = """import os
+from flask import Flask
+
+
+def create_app(config=None):
+    app = Flask(__name__)
+    app.config.from_object('pdnsapp.default_config')
+    if config is not None:
+        app.config.from_pyfile(config)
+    return app
+"""
+
+
+def _flask(make_repo, **extra):
+    return make_repo({
+        "pdnsapp/__init__.py": FLASK_APP,
+        "pdnsapp/default_config.py": FLASK_DEV,
+        "configs/development.py": FLASK_DEV,
+        "configs/test.py": FLASK_DEV,
+        "tests/conftest.py": "from pdnsapp import create_app\n\n"
+                             "app = create_app('../configs/test.py')\n",
+        **extra,
+    })
+
+
+@needs_bandit
+def test_development_and_test_configs_only_the_tests_load_are_noise(make_repo):
+    found = _security(_flask(make_repo))
+    _noise(found, "configs/development.py", 3, "B105", "nothing but the tests loads it")
+    _noise(found, "configs/test.py", 3, "B105", "configuration for development or the tests")
+    # the shipped default configuration's key stays
+    _kept(found, "pdnsapp/default_config.py", 3, "B105")
+    assert _at(found, "pdnsapp/default_config.py", 3, "B105")
+
+
+@needs_bandit
+def test_a_development_config_the_deployment_names_stays_shown(make_repo):
+    # a Dockerfile runs the app with it, the package loads it, or it is a module of a package
+    docker = _security(_flask(make_repo, Dockerfile="FROM python:3.12\n"
+                              "ENV FLASK_CONF=/app/configs/development.py\n"))
+    _kept(docker, "configs/development.py", 3, "B105")
+    _noise(docker, "configs/test.py", 3, "B105", "nothing but the tests loads it")
+    loaded = _security(_flask(make_repo, **{"pdnsapp/__init__.py": FLASK_APP.replace(
+        "'pdnsapp.default_config'", "'configs.development'")}))
+    _kept(loaded, "configs/development.py", 3, "B105")
+    package = _security(_flask(make_repo, **{"configs/__init__.py": ""}))
+    _kept(package, "configs/development.py", 3, "B105")
+
+
+# OpenOversight's config.py: CSRF off in TestingConfig only
+CONFIG_CLASSES = """import os
+
+
+class BaseConfig(object):
+    def __init__(self):
+        self.SECRET_KEY = os.environ.get("SECRET_KEY")
+
+
+class TestingConfig(BaseConfig):
+    def __init__(self):
+        super(TestingConfig, self).__init__()
+        self.TESTING = True
+        self.WTF_CSRF_ENABLED = False
+
+
+class ProductionConfig(BaseConfig):
+    def __init__(self):
+        super(ProductionConfig, self).__init__()
+        self.SITEMAP_URL_SCHEME = "https"
+"""
+
+
+def test_csrf_off_in_a_testing_config_class_only_is_noise(make_repo):
+    files = {"app/__init__.py": "from flask import Flask\n", "app/config.py": CONFIG_CLASSES}
+    found = _security(make_repo(files))
+    _noise(found, "app/config.py", 13, "csrf-disabled", "TestingConfig, a test or development")
+    # the production class turns it off too: shown
+    prod_off = CONFIG_CLASSES.replace('self.SITEMAP_URL_SCHEME = "https"',
+                                      "self.WTF_CSRF_ENABLED = False")
+    both = _security(make_repo({**files, "app/config.py": prod_off}))
+    _kept(both, "app/config.py", 13, "csrf-disabled")
+    assert _at(both, "app/config.py", 19, "csrf-disabled")
+    # the base turns it off for every class: shown
+    base_off = CONFIG_CLASSES.replace('self.SECRET_KEY = os.environ.get("SECRET_KEY")',
+                                      "self.WTF_CSRF_ENABLED = False")
+    based = _security(make_repo({**files, "app/config.py": base_off}))
+    _kept(based, "app/config.py", 6, "csrf-disabled")
+    _kept(based, "app/config.py", 13, "csrf-disabled")

@@ -389,7 +389,7 @@ def filter_findings(
     deduped, dups = deduplicate(kept)
     classes = DEFAULT_PATH_CLASSES if path_classes is None else path_classes
     if classes:
-        deduped = classify_paths(deduped, classes)
+        deduped = classify_paths(deduped, classes, getattr(read_line, "root", None))
         if "vendored" in classes:
             deduped = vendored(deduped, getattr(read_line, "root", None))
         root = getattr(read_line, "root", None)

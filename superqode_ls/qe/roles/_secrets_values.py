@@ -208,6 +208,20 @@ def _is_type_expression(value: str) -> bool:
     return all(_TYPE_NAME.match(n.strip()) for n in names if n.strip())
 
 
+# A rate (Django REST framework's throttle rates, ``"12/hour"``; a limiter's
+# ``"100/minute"``): a count per unit of time, which no key has.
+_RATE = re.compile(r"(?i)^\d+\s*/\s*\d*\s*(?:s|sec|second|m|min|minute|h|hr|hour|d|day|w|week"
+                   r"|month|y|year)s?$")
+# A condition on another field (a form's visibility rule, ``"sms_provider=ovh"``,
+# ``"sms_password_recovery=true&sms_provider=ovh"``): field names in
+# snake_case, each given a plain lowercase word. A generated value has digits
+# or capitals; a condition on a secret's own field (``db_password=...``) stays.
+_CONDITION = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+=[a-z]+"
+                        r"(?:&[a-z][a-z0-9]*(?:_[a-z0-9]+)+=[a-z]+)*$")
+_SECRET_WORD = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred")
+_FLAGS = frozenset({"true", "false", "on", "off", "yes", "no"})
+
+
 def value_shape(value: str, line: str | None = None) -> str | None:
     """Why ``value`` has the shape of something other than a secret: a
     number, a file's or a template's path, a URL with no credentials, a
@@ -220,6 +234,13 @@ def value_shape(value: str, line: str | None = None) -> str | None:
         if not re.search(r"(?i)pass|pwd|(?:\b|_)pin(?:_|\b)", name):
             return "a number, not a secret"
         return None
+    if _RATE.match(value) and not _PASSWORD_VAR.match(_target(line, value, _ASSIGNED_TO) or ""):
+        return "a rate (a count per unit of time, a throttle's setting), not a secret"
+    if _CONDITION.match(value) and not any(
+            _SECRET_WORD.search(name) and word not in _FLAGS
+            for name, word in (part.split("=", 1) for part in value.split("&"))):
+        return ("a condition on another field (field=value, a form's visibility rule), "
+                "not a secret")
     if _ALGORITHM.match(value) and not _PASSWORD_VAR.match(_target(line, value, _ASSIGNED_TO) or ""):
         return "the name of a hashing or signing algorithm, not a secret"
     if "@" in value.split("?", 1)[0] and "://" in value:
