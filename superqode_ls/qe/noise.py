@@ -85,6 +85,7 @@ from .noise_paths import (  # noqa: F401
     join_reasons,
     path_class,
 )
+from .noise_process import process_noise
 from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
@@ -368,6 +369,7 @@ def filter_findings(
                     ("carried", lambda some: carried_noise(some, lines, canonical_rule)),
                     ("operator", lambda some: operator_noise(some, lines, root, canonical_rule)),
                     ("own shell", lambda some: own_shell_noise(some, lines, canonical_rule)),
+                    ("process", lambda some: process_noise(some, lines, root, canonical_rule)),
                     ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
                     ("first run", lambda some: first_run_noise(some, lines, canonical_rule)),
                     ("compose", lambda some: compose_noise(some, lines)),
