@@ -67,6 +67,7 @@ from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
 from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_reports
+from .noise_digest import digest_noise
 from .noise_evidence import evidence_noise
 from .noise_firstrun import first_run_noise
 from .noise_guard import guarded
@@ -375,6 +376,7 @@ def filter_findings(
                     ("compose", lambda some: compose_noise(some, lines)),
                     ("self import", lambda some: self_import_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
+                    ("digest", lambda some: digest_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
                     # reached; the rules above, where they ran, came first.
