@@ -272,3 +272,18 @@ def test_a_top_level_script_a_module_imports_stays(make_repo):
                       "shop/views.py": "import db_backup\n"})
     hits = _hits(_filtered(repo), "db_backup.py", {"B605"}, 6)
     assert hits and all(f.noise is None for f in hits), [f.noise for f in hits]
+
+
+@needs_bandit
+def test_a_dockerfile_one_folder_down_under_docker_names_the_deployed_server(make_repo):
+    # PowerDNS-Admin: docker/common/Dockerfile.app runs gunicorn, run.py's
+    # __main__ block is the developer's server; the same Dockerfile running
+    # run.py keeps it shown
+    files = {"app/__init__.py": "", "app/run.py": RUN, "app/wsgi.py": WSGI,
+             "app/docker/common/Dockerfile.app": 'CMD ["gunicorn", "app.wsgi:application"]\n'}
+    hits = _hits(_filtered(make_repo(files)), "app/run.py", _DEBUG, 7)
+    assert hits and all(f.noise and "development entry point" in f.noise for f in hits), [
+        f.noise for f in hits]
+    files["app/docker/common/Dockerfile.app"] += 'CMD ["python", "run.py"]\n'
+    hits = _hits(_filtered(make_repo(files)), "app/run.py", _DEBUG, 7)
+    assert hits and any(f.noise is None for f in hits), [f.noise for f in hits]

@@ -370,8 +370,11 @@ def _bound_otherwise(name: str, scope: ast.AST) -> bool:
 
 _RUNS = frozenset({"run", "run_simple"})
 # Where a project says how it is deployed: in the module's folder or any above it.
+# (one level further under docker/ and deploy/: PowerDNS-Admin's
+# docker/common/Dockerfile.app and docker/production/entrypoint.sh)
 _DEPLOY_GLOBS = ("Procfile", "Dockerfile*", "*compose*.y*ml", "app.yaml", "fly.toml", "*.ini",
-                 "gunicorn.conf.py", "*entrypoint*.sh", "conf/*", "docker/*", "deploy/*")
+                 "gunicorn.conf.py", "*entrypoint*.sh", "conf/*", "docker/*", "deploy/*",
+                 "docker/*/*", "deploy/*/*")
 _SERVERS = re.compile(r"\b(gunicorn|uwsgi|uvicorn|hypercorn|daphne|waitress-serve|mod_wsgi|"
                       r"granian)\b")
 
