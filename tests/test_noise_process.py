@@ -134,3 +134,16 @@ def test_a_package_with_an_ssh_library_keeps_its_command_helpers(tmp_path):
     (repo / "kv" / "ssh.py").write_text(SSH)
     found = _hits(_filtered(repo), "kv/ssh.py", _RULE, 7)
     assert found and all(f.noise is None for f in found), [f.noise for f in found]
+
+
+def test_a_linked_module_is_not_followed_and_proves_nothing(tmp_path):
+    # a module the rule cannot read without following a link (here to a file
+    # outside the project) may start a process: the finding stays shown
+    outside = tmp_path / "outside.py"
+    outside.write_text("X = 1\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _package(repo, CLIENT)
+    (repo / "kv" / "linked.py").symlink_to(outside)
+    found = _hits(_filtered(repo), "kv/commands.py", _RULE, 3)
+    assert found and all(f.noise is None for f in found), [f.noise for f in found]

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ..models import Finding, Severity
 from .context import mark_noise
-from .noise_library import module_of
+from .noise_library import module_of, python_files
 from .roles._common import is_test_path, read_bounded
 
 Lines = Callable[[str], "list[str] | None"]
@@ -57,6 +57,8 @@ _STARTS_PROCESS = re.compile(
     r"|\bos\.(?:system|popen|exec\w+|spawn\w+|posix_spawn\w*|startfile)\s*\("
     r"|\bcreate_subprocess_(?:exec|shell)\b|\b__import__\s*\(|\bimport_module\s*\(")
 _MAX_FILES = 4000
+_SKIP = frozenset({".git", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox", ".nox",
+                   "site-packages", "build", "dist"})
 _MAX_BYTES = 2_000_000
 WHY = ("a command handed to {name}(), which this package defines, in a package that starts no "
        "process anywhere (no subprocess, os.system, pty or SSH library): a protocol or "
@@ -70,13 +72,13 @@ class _Package:
     def __init__(self, root: Path, top: str | None):
         self.defined: set[str] = set()
         self.spawns = False
-        files = sorted((root / top).rglob("*.py") if top else root.rglob("*.py"))
-        if len(files) > _MAX_FILES:
-            self.spawns = True  # not read whole: nothing proved
-            return
-        for path in files:
-            rel = path.relative_to(root).as_posix()
-            if is_test_path(rel) or any(p.startswith(".") for p in rel.split("/")[:-1]):
+        # (no link followed, hidden folders and environments left out)
+        for found in python_files(root / top if top else root, _SKIP, _MAX_FILES):
+            if found is None:
+                self.spawns = True  # not read whole: nothing proved
+                return
+            path = Path(found)
+            if is_test_path(path.relative_to(root).as_posix()):
                 continue
             raw = read_bounded(path, _MAX_BYTES)
             if raw is None:
