@@ -237,3 +237,53 @@ def test_debug_at_the_main_block_stays_where_it_is_how_the_app_runs(make_repo):
                 and {f.rule_id, *f.related_rules} & _DEBUG]
         assert hits and any(f.noise is None for f in hits), (repo, [
             (f.rule_id, f.noise) for f in hits])
+
+
+# OpenOversight's db_backup.py: a script at the top level, run by hand, that
+# formats the app's own configured database URI into a shell command.
+BACKUP = '''import os
+
+from shop.config import config
+
+db = config["default"].SQLALCHEMY_DATABASE_URI
+os.system(f"/usr/bin/pg_dump {db} -f backup.sql")
+'''
+CONFIG = '''import os
+
+config = {"default": type("C", (), {"SQLALCHEMY_DATABASE_URI": os.environ["DB"]})}
+'''
+
+
+@needs_bandit
+def test_a_top_level_script_no_module_imports_is_the_operators(make_repo):
+    found = _filtered(make_repo({"shop/__init__.py": "", "shop/config.py": CONFIG,
+                                 "db_backup.py": BACKUP, "app.py": BACKUP}))
+    hits = _hits(found, "db_backup.py", {"B605"}, 6)
+    assert hits and all(f.noise and "run by hand" in f.noise for f in hits), [
+        f.noise for f in hits]
+    # app.py is what `flask run` imports: the server runs it
+    kept = _hits(found, "app.py", {"B605"}, 6)
+    assert kept and all(f.noise is None for f in kept), [f.noise for f in kept]
+
+
+@needs_bandit
+def test_a_top_level_script_a_module_imports_stays(make_repo):
+    repo = make_repo({"shop/__init__.py": "", "shop/config.py": CONFIG, "db_backup.py": BACKUP,
+                      "shop/views.py": "import db_backup\n"})
+    hits = _hits(_filtered(repo), "db_backup.py", {"B605"}, 6)
+    assert hits and all(f.noise is None for f in hits), [f.noise for f in hits]
+
+
+@needs_bandit
+def test_a_dockerfile_one_folder_down_under_docker_names_the_deployed_server(make_repo):
+    # PowerDNS-Admin: docker/common/Dockerfile.app runs gunicorn, run.py's
+    # __main__ block is the developer's server; the same Dockerfile running
+    # run.py keeps it shown
+    files = {"app/__init__.py": "", "app/run.py": RUN, "app/wsgi.py": WSGI,
+             "app/docker/common/Dockerfile.app": 'CMD ["gunicorn", "app.wsgi:application"]\n'}
+    hits = _hits(_filtered(make_repo(files)), "app/run.py", _DEBUG, 7)
+    assert hits and all(f.noise and "development entry point" in f.noise for f in hits), [
+        f.noise for f in hits]
+    files["app/docker/common/Dockerfile.app"] += 'CMD ["python", "run.py"]\n'
+    hits = _hits(_filtered(make_repo(files)), "app/run.py", _DEBUG, 7)
+    assert hits and any(f.noise is None for f in hits), [f.noise for f in hits]

@@ -141,3 +141,25 @@ def test_a_librarys_sample_site_and_test_app_are_examples_and_tests():
     assert path_class("tests-data/issues/x/glances.conf", DEFAULT_PATH_CLASSES)[0] == "tests"
     assert path_class("guardian/models.py", DEFAULT_PATH_CLASSES) is None
     assert path_class("sampler/core.py", DEFAULT_PATH_CLASSES) is None
+
+
+_SERVICES = """services:
+  redis:
+    image: "redis:7"
+    ports: ["6379:6379"]
+"""
+_DEPLOYED = _SERVICES + """  web:
+    build:
+      context: .
+"""
+
+
+def test_a_compose_file_of_off_the_shelf_services_is_no_deployment(tmp_path):
+    # redis-py: its docker-compose.yml runs the servers its tests talk to;
+    # one that builds the project's image deploys it (an application)
+    lib, app = tmp_path / "lib", tmp_path / "app"
+    for root, compose in ((lib, _SERVICES), (app, _DEPLOYED)):
+        _write(root, {"pyproject.toml": "[project]\nname = 'kv'\n", "kv/__init__.py": "",
+                      "docker-compose.yml": compose})
+    assert shipped(lib) == ["kv"]
+    assert shipped(app) is None

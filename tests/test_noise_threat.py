@@ -166,3 +166,52 @@ def test_a_private_helpers_or_a_numbers_argument_is_no_callers_text(tmp_path):
     found = filter_findings([_sec("B608", 5), _sec("B602", 9)],
                             read_line=FileLines(tmp_path), threshold=0.0).findings
     assert all(f.noise and "no input traced" in f.noise for f in found)
+
+
+# redis-py's identity-provider token: the client is given the token, decodes
+# it unverified for its expiry and hands it back raw to be sent to the server
+# (which verifies it). A library function that decodes a token to decide who
+# the user is, or a class that never hands the token on, stays.
+_TOKEN = '''import jwt
+
+
+class JWToken:
+    def __init__(self, token: str):
+        self._value = token
+        self._decoded = jwt.decode(
+            self._value,
+            options={"verify_signature": False},
+        )
+
+    def get_value(self) -> str:
+        return self._value
+
+    def ttl(self):
+        return self._decoded["exp"]
+
+
+def current_user(token):
+    claims = jwt.decode(token, options={"verify_signature": False})
+    return claims["sub"]
+
+
+class Session:
+    def __init__(self, token):
+        self.token = token
+        self.claims = jwt.decode(token, options={"verify_signature": False})
+
+    def user(self):
+        return self.claims["sub"]
+'''
+
+
+def test_a_clients_own_token_decoded_for_its_claims_is_noise_a_verifier_stays(tmp_path):
+    _write(tmp_path, {**_LIB, "pipekit/token.py": _TOKEN})
+    found = filter_findings([
+        _sec("jwt-no-verify", line, tool="superqode-patterns", file="pipekit/token.py")
+        for line in (7, 20, 27)],
+        read_line=FileLines(tmp_path), threshold=0.0).findings
+    by_line = {f.range.start_line: f for f in found}
+    assert by_line[7].noise and "the server it is presented to verifies" in by_line[7].noise
+    assert by_line[20].noise is None and by_line[20].severity is Severity.high
+    assert by_line[27].noise is None and by_line[27].severity is Severity.high

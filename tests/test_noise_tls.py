@@ -93,3 +93,43 @@ def test_a_module_that_matches_the_hostname_itself_or_a_context_classs_default_i
     _noise(found, "lib/shim.py", 4, "tls-no-hostname-check", "a context class like ssl.SSLContext")
     _kept(found, "lib/shim.py", 12, "tls-no-hostname-check")
     _kept(found, "lib/tls.py", 18, "tls-no-hostname-check")  # no match of its own there
+
+
+# redis-py's HTTP client: the verifying branch makes ssl's default context
+# (CERT_REQUIRED, check_hostname on) and turns nothing off; the other branch
+# is entered only where the caller passed verify_tls=False.
+DEFAULT_CONTEXT = """import ssl
+
+
+class HttpClient:
+    def __init__(self, base_url, verify_tls=True, ca_file=None):
+        self.base_url = base_url
+        self.verify_tls = verify_tls
+        self.ca_file = ca_file
+
+    def context(self):
+        if self.verify_tls:
+            context = ssl.create_default_context(cafile=self.ca_file)
+        else:
+            # Verification disabled
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def both_off(self):
+        if self.verify_tls:
+            context = ssl.create_default_context()
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+        return context
+"""
+
+
+def test_a_default_context_in_the_other_branch_is_a_verifying_branch(make_repo):
+    found = _security(make_repo({"lib/http.py": DEFAULT_CONTEXT}))
+    _noise(found, "lib/http.py", 16, "tls-no-hostname-check", "the other branch turns them on")
+    # a default context whose checks that branch turns off verifies nothing
+    _kept(found, "lib/http.py", 26, "tls-no-hostname-check")

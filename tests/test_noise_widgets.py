@@ -69,3 +69,43 @@ def test_markup_in_a_widget_over_declared_text_is_noise_the_fields_value_stays(m
     _kept(found, "app/widgets.py", 34, "B704")  # the field's data in the HTML
     _kept(found, "app/widgets.py", 41, "B704")  # its _value() among the parts
     _kept(found, "app/widgets.py", 45, "B704")  # not a widget's __call__
+
+
+# OpenOversight's list widget: its own html_tag setting, each subfield
+# rendered by calling it, a subfield's label text; the twins put a
+# subfield's data in, or an attribute the widget rebinds from the field
+LIST_WIDGETS = '''from markupsafe import Markup
+from wtforms.widgets.core import ListWidget, html_params
+
+
+class BootstrapListWidget(ListWidget):
+    def __call__(self, field, **kwargs):
+        html = [f"<{self.html_tag} {html_params(**kwargs)}>"]
+        for subfield in field:
+            html.append(f"<li><h6>{subfield.label.text}</h6> {subfield()}</li>")
+        html.append(f"</{self.html_tag}>")
+        return Markup("".join(html))
+
+
+class DataListWidget(ListWidget):
+    def __call__(self, field, **kwargs):
+        html = []
+        for subfield in field:
+            html.append(f"<li>{subfield.label.text}: {subfield.data}</li>")
+        return Markup("".join(html))
+
+
+class CaptionWidget(ListWidget):
+    def __call__(self, field, **kwargs):
+        self.caption = field.data
+        return Markup(f"<caption>{self.caption}</caption>")
+'''
+
+
+@needs_bandit
+def test_a_list_widgets_own_settings_and_subfields_are_declared_text(make_repo):
+    repo = make_repo({"app/widgets.py": LIST_WIDGETS})
+    found = _filtered(repo, run_role(SecurityTester(), make_ctx(repo)).findings)
+    _noise(found, "app/widgets.py", 11, "B704", "form widget")
+    _kept(found, "app/widgets.py", 19, "B704")  # a subfield's data
+    _kept(found, "app/widgets.py", 25, "B704")  # an attribute rebound from the field

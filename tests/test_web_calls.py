@@ -278,3 +278,19 @@ def test_the_module_cache_is_bounded():
         cache.put((f"m{n}.py", "digest", 2), ({}, frozenset()))
     assert cache.get(("m0.py", "digest", 2)) is None  # the oldest went first
     assert cache.get(("m2.py", "digest", 2)) == ({}, frozenset())
+
+
+def test_a_configuration_file_template_is_no_page_its_html_twin_stays():
+    # modoboa's offlineimap.conf rendered from the database into a file: no
+    # browser reads it; the same render into an .html page stays
+    files = {"app/db.py": STORED_DB,
+             "app/templates/sync.conf": "{% autoescape false %}{{ post['article'] }}{% endautoescape %}\n",
+             "app/templates/post.html": "{% autoescape false %}{{ post['article'] }}{% endautoescape %}\n",
+             "app/views.py": ("from flask import Flask, render_template\nfrom app.db import posts_db\n"
+                              "app = Flask(__name__)\n@app.route('/p/<i>')\ndef p(i):\n"
+                              "    post = posts_db.get_post(i)\n"
+                              "    return render_template('sync.conf', post=post)\n"
+                              "@app.route('/h/<i>')\ndef h(i):\n"
+                              "    post = posts_db.get_post(i)\n"
+                              "    return render_template('post.html', post=post)\n")}
+    assert _hits(files, "app/views.py") == [("stored-xss", 11, Severity.medium)]

@@ -67,6 +67,7 @@ from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
 from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_reports
+from .noise_digest import digest_noise
 from .noise_evidence import evidence_noise
 from .noise_firstrun import first_run_noise
 from .noise_guard import guarded
@@ -85,6 +86,7 @@ from .noise_paths import (  # noqa: F401
     join_reasons,
     path_class,
 )
+from .noise_process import process_noise
 from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
@@ -368,11 +370,13 @@ def filter_findings(
                     ("carried", lambda some: carried_noise(some, lines, canonical_rule)),
                     ("operator", lambda some: operator_noise(some, lines, root, canonical_rule)),
                     ("own shell", lambda some: own_shell_noise(some, lines, canonical_rule)),
+                    ("process", lambda some: process_noise(some, lines, root, canonical_rule)),
                     ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
                     ("first run", lambda some: first_run_noise(some, lines, canonical_rule)),
                     ("compose", lambda some: compose_noise(some, lines)),
                     ("self import", lambda some: self_import_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
+                    ("digest", lambda some: digest_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
                     # reached; the rules above, where they ran, came first.

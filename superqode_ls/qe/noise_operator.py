@@ -46,6 +46,7 @@ from .codegen import _params
 from .context import mark_noise
 from .noise_library import module_of
 from .noise_migrations import _from_rows
+from .noise_project import imported_names
 from .noise_widgets import widget_markup
 from .roles._common import read_head
 from .roles._web_quiet_tools import _CLI_DECORATORS, _cli_decorator, _decorator_name
@@ -93,6 +94,7 @@ def operator_noise(findings: list[Finding], lines_of: Lines, root: str | Path | 
     """The findings, those of the three classes above marked as noise."""
     trees: dict[str, ast.Module | None] = {}
     deployed = _Deployment(Path(root)) if root is not None else None
+    imports: list[set[str] | None] = []  # the project's imported names, read once if needed
     out = []
     for f in findings:
         rules = {canonical(f.rule_id), *map(canonical, f.related_rules)}
@@ -108,6 +110,9 @@ def operator_noise(findings: list[Finding], lines_of: Lines, root: str | Path | 
                 if rules & OPERATOR_RULES:
                     why = operator_code(f.file, tree, line, sql=bool(rules & SQL_RULES),
                                         url_open=bool(rules & _URL_RULES))
+                if why is None and rules & OPERATOR_RULES and deployed is not None:
+                    why = _hand_script(f.file, tree, line, deployed, imports,
+                                       sql=bool(rules & SQL_RULES), url_open=bool(rules & _URL_RULES))
                 if why is None and rules & MARKUP_RULES:
                     why = MARKUP_WHY if own_text_markup(tree, line) else widget_markup(tree, line)
                 if why is None and rules & _DEV_SERVER_RULES and deployed is not None:
@@ -134,6 +139,33 @@ def operator_code(rel: str, tree: ast.Module, line: int, *, sql: bool = False,
             sql and _from_rows(tree, line)):
         return None
     return OPERATOR_WHY.format(where=where)
+
+
+def _hand_script(rel: str, tree: ast.Module, line: int, deployed: _Deployment,
+                 imports: list[set[str] | None], *, sql: bool, url_open: bool) -> str | None:
+    """A module at the project's top level whose sink runs at import, as a
+    script (OpenOversight's ``db_backup.py``: ``os.system(f"pg_dump {db}")``
+    of the app's own configured database): no module imports it and no
+    deployment file names it, so only someone who runs ``python it.py``
+    reaches it, with the configuration they already hold. A module something
+    imports or a server runs, a sink inside a function, or one that reads a
+    request, the network or a file's contents stays."""
+    # (``flask run`` imports app.py or wsgi.py by itself, naming neither)
+    if "/" in rel or rel in ("setup.py", "conftest.py", "app.py", "wsgi.py", "asgi.py") \
+            or index(tree).function_at(line):
+        return None
+    stem = rel[:-3]
+    if re.search(rf"\b{re.escape(stem)}\b", deployed.text(rel) + deployed.scripts()):
+        return None
+    if not imports:
+        imports.append(imported_names(deployed.root))
+    if imports[0] is None or stem in imports[0]:
+        return None
+    if _reads_outside(tree, line if url_open else None) or _file_contents(tree, tree, line) or (
+            sql and _from_rows(tree, line)):
+        return None
+    return OPERATOR_WHY.format(where="a script at the top level that no module imports, run "
+                                     "by hand")
 
 
 def _operator_where(rel: str, tree: ast.Module, line: int) -> str | None:
@@ -338,8 +370,11 @@ def _bound_otherwise(name: str, scope: ast.AST) -> bool:
 
 _RUNS = frozenset({"run", "run_simple"})
 # Where a project says how it is deployed: in the module's folder or any above it.
+# (one level further under docker/ and deploy/: PowerDNS-Admin's
+# docker/common/Dockerfile.app and docker/production/entrypoint.sh)
 _DEPLOY_GLOBS = ("Procfile", "Dockerfile*", "*compose*.y*ml", "app.yaml", "fly.toml", "*.ini",
-                 "gunicorn.conf.py", "*entrypoint*.sh", "conf/*", "docker/*", "deploy/*")
+                 "gunicorn.conf.py", "*entrypoint*.sh", "conf/*", "docker/*", "deploy/*",
+                 "docker/*/*", "deploy/*/*")
 _SERVERS = re.compile(r"\b(gunicorn|uwsgi|uvicorn|hypercorn|daphne|waitress-serve|mod_wsgi|"
                       r"granian)\b")
 

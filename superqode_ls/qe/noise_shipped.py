@@ -51,6 +51,19 @@ def _read(path: Path) -> str | None:
     return None if raw is None else raw.decode("utf-8", "replace")
 
 
+_BUILDS = re.compile(r"(?m)^\s+build\s*:")
+
+
+def _services_only(path: Path) -> bool:
+    """A ``docker-compose.yml`` that builds no image (every service an
+    off-the-shelf ``image:``, redis-py's test servers): it runs what the
+    project's tests talk to and deploys nothing of the project itself."""
+    if path.name != "docker-compose.yml":
+        return False
+    text = _read(path)
+    return text is not None and not _BUILDS.search(text)
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
@@ -155,7 +168,7 @@ def survey(root: Path) -> tuple[list[str] | None, list[str]]:
     the product packages of its distribution, else []). A library's own code
     (``noise_threat``) is the first, else the second; an application's or a
     project that builds no distribution is neither."""
-    if any((root / m).exists() for m in _APP_MARKERS):
+    if any((root / m).exists() and not _services_only(root / m) for m in _APP_MARKERS):
         return None, []
     text = _read(root / "pyproject.toml")
     try:

@@ -24,6 +24,11 @@ shown one level lower as noise, one click away:
   unsafe YAML or JWT decoding, a request without a timeout, ``extractall``
   without a member check, a debugger on, autoescape explicitly off, an
   insecure cookie or CORS/CSRF setting the library sets for its users);
+- **the caller's own token**: an unverified ``jwt.decode`` of the token a
+  client class is given and hands back raw to be sent (``__init__`` keeps
+  it in ``self.X``, a method returns ``self.X``), in a module that reads no
+  request: the client reads its own credential's expiry, the server it is
+  presented to verifies it (noise);
 - **noise**: every other security pattern of bandit, ruff's ``S`` rules and
   SuperQode's own patterns (SQL built from values, shell commands, pickle,
   weak hashes, ``urlopen``, XML parsers, templates left at the default...).
@@ -52,6 +57,7 @@ from .noise_paths import join_reasons, provider_token
 from .noise_shipped import inside
 
 _FLOW_TAGS = frozenset({"data-flow", "dataflow", "taint"})
+_JWT = "jwt-no-verify"
 # SuperQode's rules that fire only where request data reaches the sink, and
 # those wrong whatever the input.
 _KEEP_OWN = frozenset({
@@ -98,8 +104,48 @@ class _Module:
     """One flagged module's functions, parsed once per filter run."""
 
     def __init__(self, tree: ast.Module):
+        self.tree = tree
         self.functions = [n for n in ast.walk(tree)
                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def bearer_token(self, line: int) -> bool:
+        """The unverified ``jwt.decode`` on ``line`` reads a token its class
+        holds for its caller: ``__init__`` stores the token parameter raw in
+        ``self.X``, the decode is of that parameter or ``self.X``, and a
+        method returns ``self.X`` (the client hands the token on to the
+        server that verifies it: redis-py's identity-provider token, read for
+        its expiry). A module that reads a request, or a token the class does
+        not hand back, is no such client."""
+        if any(isinstance(n, ast.Name) and n.id == "request"
+               or isinstance(n, ast.Attribute) and n.attr == "request" for n in ast.walk(self.tree)):
+            return False
+        for cls in (n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)):
+            if not cls.lineno <= line <= (cls.end_lineno or cls.lineno):
+                continue
+            init = next((m for m in cls.body if isinstance(m, ast.FunctionDef)
+                         and m.name == "__init__"), None)
+            if init is None:
+                return False
+            params = {a.arg for a in init.args.args[1:] + init.args.kwonlyargs}
+            stored = {t.attr: v.id for n in ast.walk(init) if isinstance(n, ast.Assign)
+                      and isinstance(v := n.value, ast.Name) and v.id in params
+                      for t in n.targets if isinstance(t, ast.Attribute)
+                      and isinstance(t.value, ast.Name) and t.value.id == "self"}
+            returned = {r.value.attr for m in cls.body if isinstance(m, ast.FunctionDef)
+                        and m.name != "__init__" for r in ast.walk(m)
+                        if isinstance(r, ast.Return) and isinstance(r.value, ast.Attribute)
+                        and isinstance(r.value.value, ast.Name) and r.value.value.id == "self"}
+            held = {a for a in stored if a in returned}
+            decoded = [c for c in ast.walk(cls) if isinstance(c, ast.Call)
+                       and c.lineno <= line <= (c.end_lineno or c.lineno)
+                       and isinstance(c.func, ast.Attribute) and c.func.attr == "decode"
+                       and c.args]
+            return bool(held) and bool(decoded) and all(
+                isinstance(t := c.args[0], ast.Attribute) and isinstance(t.value, ast.Name)
+                and t.value.id == "self" and t.attr in held
+                or isinstance(t, ast.Name) and t.id in {stored[a] for a in held}
+                for c in decoded)
+        return False
 
     def callers_value_built_in(self, line: int) -> bool:
         """The statement at ``line`` builds text (an f-string, ``+``/``%`` with
@@ -176,6 +222,11 @@ def _verdict(f: Finding, lines: list[str] | None, module: _Module | None) -> str
     rules = [f.rule_id, *f.related_rules]
     if any(t in _FLOW_TAGS for t in f.tags):
         return None
+    if (module is not None and f.range is not None and {r.lower() for r in rules} == {_JWT}
+            and module.bearer_token(f.range.start_line)):
+        return ("the token the library's caller hands its client, decoded to read its claims "
+                "(an expiry) and handed back raw to be sent: the server it is presented to "
+                "verifies the signature")
     if any(r.lower() in _KEEP_OWN or canonical_rule(r) in _KEEP_BANDIT for r in rules):
         return None
     if all(r.lower() in _SECRET_VALUE for r in rules):

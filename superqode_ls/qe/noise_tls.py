@@ -1,7 +1,9 @@
 """TLS checks turned off on the user's say (called from ``qe/noise_idioms.py``):
 ``check_hostname = False`` (tls-no-hostname-check) in one branch of an
 ``if`` whose other branch turns the checks on (``check_hostname = True`` or
-``verify_mode = CERT_REQUIRED``): scrapy's ``if verify_setting: ... else:
+``verify_mode = CERT_REQUIRED``, or ``ssl.create_default_context()`` with
+nothing turned off: redis-py's HTTP client, ``if self.verify_tls:`` with the
+default context, ``else:`` the checks off): scrapy's ``if verify_setting: ... else:
 ctx.check_hostname = False``. The code verifies by default and a setting
 the user writes decides, so the off branch is a documented choice, not a
 hole. So is a function that matches the certificate's names against the
@@ -36,6 +38,29 @@ def _turns_on(stmts: list[ast.stmt]) -> bool:
                 if t.attr == "verify_mode" and name == "CERT_REQUIRED":
                     return True
     return False
+
+
+def _turns_off(stmts: list[ast.stmt]) -> bool:
+    """One of ``stmts`` sets ``check_hostname = False`` or ``verify_mode = CERT_NONE``."""
+    for n in (n for stmt in stmts for n in ast.walk(stmt)):
+        if isinstance(n, ast.Assign):
+            v = n.value
+            name = v.attr if isinstance(v, ast.Attribute) else getattr(v, "id", "")
+            if any(isinstance(t, ast.Attribute) and (
+                    t.attr == "check_hostname" and isinstance(v, ast.Constant) and v.value is False
+                    or t.attr == "verify_mode" and name == "CERT_NONE") for t in n.targets):
+                return True
+    return False
+
+
+# ssl's default context checks the chain and the host name (CERT_REQUIRED,
+# check_hostname on): a branch that makes one and turns nothing off verifies.
+_DEFAULT_CONTEXT = frozenset({"create_default_context"})
+
+
+def _verifies(stmts: list[ast.stmt]) -> bool:
+    return _turns_on(stmts) or (any(_calls(s, _DEFAULT_CONTEXT) for s in stmts)
+                                and not _turns_off(stmts))
 
 
 def _calls(tree: ast.AST, names: frozenset[str]) -> bool:
@@ -90,7 +115,7 @@ def verify_chosen(scopes: Scopes, line: int) -> str | None:
             mine, other = ((parent.body, parent.orelse) if child in parent.body
                            else (parent.orelse, parent.body) if child in parent.orelse
                            else (None, None))
-            if mine is not None and other is not None and _turns_on(other) \
+            if mine is not None and other is not None and _verifies(other) \
                     and not _turns_on(mine):
                 test = ast.unparse(parent.test)
                 return (f"the checks are off only where `{test}` says so; the other branch "

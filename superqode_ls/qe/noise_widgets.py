@@ -10,8 +10,11 @@ that HTML unescaped. A widget whose HTML is built only from
   escapes every value it is given),
 - the field's declared name, id, label, type or description (the form's
   code sets them; the label renders itself escaped),
-- its subfields rendered whole (``str(subfield)`` for ``subfield in
-  field``: each through its own widget, which escapes its value),
+- its subfields rendered whole (``str(subfield)`` or ``subfield()`` for
+  ``subfield in field``: each through its own widget, which escapes its
+  value), a subfield's ``label.text`` (OpenOversight's list widget),
+- the widget's own settings (``self.html_tag``), set where the form
+  declares the widget and not changed while it renders,
 - a field attribute read with ``getattr`` and such a default
   (``getattr(field, "yes_text", _l("Yes"))``), or a render-time argument
   (``kwargs.pop("id", field.id)``: what the template passes),
@@ -78,6 +81,10 @@ def _imports_forms(tree: ast.Module) -> bool:
 class _Widget:
     def __init__(self, func: ast.FunctionDef, field: str, kwargs: str | None) -> None:
         self.func, self.field, self.kwargs = func, field, kwargs
+        self.owner = func.args.args[0].arg if func.args.args else ""
+        self.rebound = {t.attr for n in ast.walk(func) if isinstance(n, ast.Assign | ast.AugAssign)
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                        for t in ast.walk(t) if isinstance(t, ast.Attribute)}
         self.values: dict[str, list[ast.AST]] = {}
         self.subfields: set[str] = set()
         self.unknown: set[str] = {field}
@@ -147,6 +154,15 @@ class _Widget:
         if isinstance(e, (ast.List, ast.Tuple)):
             return all(self.declared(x, d, seen) for x in e.elts)
         if isinstance(e, ast.Attribute):
+            # ``subfield.label.text``: the label's text as the form declares it
+            if e.attr == "text" and isinstance(e.value, ast.Attribute) \
+                    and e.value.attr == "label" and self._field_like(e.value.value):
+                return True
+            # the widget's own setting (``self.html_tag``), given where the form
+            # declares the widget, not changed while it renders
+            if isinstance(e.value, ast.Name) and e.value.id == self.owner \
+                    and e.attr not in self.rebound:
+                return True
             return e.attr in _DECLARED_ATTRS and self._field_like(e.value)
         if isinstance(e, ast.Call):
             return self._declared_call(e, d, seen)
@@ -167,6 +183,8 @@ class _Widget:
         name = callee(e)
         if name in _ESCAPES:
             return True
+        if isinstance(e.func, ast.Name) and e.func.id in self.subfields:
+            return True  # ``subfield()``: rendered through its own widget, escaped
         if name in _TRANSLATIONS and isinstance(e.func, ast.Name):
             return bool(e.args) and all(isinstance(a, ast.Constant) for a in e.args)
         if name == "str" and len(e.args) == 1:

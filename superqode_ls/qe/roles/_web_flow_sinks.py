@@ -237,8 +237,45 @@ def _fixed_host(part: ast.AST) -> bool:
     return bool(text and _FIXED_HOST.match(text) and _fixed_prefix(part))
 
 
-def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw) -> Iterator[Hit]:
-    yield from _url_flow(call, url, values, raw, _fixed_host, (
+# Werkzeug's ``request.path`` is ``"/" + path.lstrip("/")`` (``full_path``
+# that and ``?query``): one slash, never ``//host``. Django's ``request.path``
+# keeps a raw ``//evil.com`` and is not one of these.
+_ONE_SLASH_PATHS = frozenset({"path", "full_path"})
+_PATH_START = re.compile(r"/[^/\\]")
+
+
+def _path_only(node: ast.AST, werkzeug: bool) -> bool:
+    """A reference that can only be a path on the host before it: code
+    text starting with one ``/`` and a path character (``"/api/" + name``,
+    not ``"/" + name``: ``//evil.com``), or Werkzeug's request path."""
+    text = _leading_text(node)
+    if text:
+        return bool(_PATH_START.match(text))
+    return werkzeug and isinstance(node, ast.Attribute) and node.attr in _ONE_SLASH_PATHS \
+        and _name_of(node.value) == "request"
+
+
+def _own_host(part: ast.AST, raw: Raw, werkzeug: bool) -> bool:
+    """A URL whose scheme and host the code gives and whose rest the
+    request may: ``urljoin(configured_url, request.full_path)`` (Flask), or
+    ``base + "/api/" + name``, ``f"{base}{request.path}"``. A relative part
+    that can be absolute (``urljoin(base, request.args["u"])``: ``//evil``
+    or ``http://evil`` replaces the host), or a base the request gives,
+    is not this."""
+    if isinstance(part, ast.Call) and _func_name(part) == "urljoin" and len(part.args) == 2:
+        base, rel = part.args
+        return not raw.text(base, True) and _path_only(rel, werkzeug)
+    parts = _parts(part)
+    return len(parts) >= 2 and not isinstance(parts[0], ast.Constant) \
+        and not raw.text(parts[0], True) and _path_only(parts[1], werkzeug)
+
+
+def _ssrf(call: ast.Call, url: ast.AST, values: dict[str, ast.AST], raw: Raw,
+          werkzeug: bool = False) -> Iterator[Hit]:
+    def safe(part: ast.AST) -> bool:
+        return _fixed_host(part) or _own_host(part, raw, werkzeug)
+
+    yield from _url_flow(call, url, values, raw, safe, (
         call, "ssrf", "Server fetches a URL the request gives",
         (f"{_func_name(call)}() fetches a URL taken from the request: the server "
          "requests addresses only it can reach (cloud metadata, internal admin ports) "

@@ -181,6 +181,7 @@ class _File:
                  handlers: dict[int, frozenset[str]], views: dict[str, str] | None = None):
         self.fastapi = _imported(scopes, "fastapi")
         self.lxml = _imported(scopes, "lxml")
+        self.werkzeug = _imported(scopes, "flask") or _imported(scopes, "werkzeug")
         self.readers = readers(scopes, handlers)
         self.rel, self.read, self.callees = rel, read, callees
         self.scopes, self.handlers, self.views = scopes, handlers, views or {}
@@ -378,7 +379,7 @@ def _scope_hits(scope: ast.AST, unordered: list[ast.AST], raw: Raw, file: _File,
                 and (r := rendered(node, values)) is not None:
             hits = _template_xss(node, r, rel, read, raw)
         elif name in _FETCH and not host_checked and (url := _fetched(node, name)) is not None:
-            hits = _ssrf(node, url, values, raw)
+            hits = _ssrf(node, url, values, raw, file.werkzeug)
         elif name in _XPATH | _XPATH_FIND and first is not None:
             hits = _xpath(node, name, first, values, raw)
         elif lxml and name in _LXML_PARSE and isinstance(node.func, ast.Attribute) \

@@ -156,8 +156,13 @@ def built(node: ast.AST, piece: re.Pattern[str] | None = None) -> bool:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         return _const_str(node.left) is not None and _non_constant(node.right)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = _added(node)
+        # ``[binary] + params``: a list joined to a list, an argument vector
+        # (each item one argument, no shell parses it), not text
+        if any(isinstance(p, ast.List | ast.Tuple | ast.ListComp) for p in parts):
+            return False
         return any(_non_constant(p) and not (piece and piece.search(_name_of(p)))
-                   for p in _added(node))
+                   for p in parts)
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and node.func.attr == "format" and _const_str(node.func.value) is not None):
         return bool(node.args or node.keywords)

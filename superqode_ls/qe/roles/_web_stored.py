@@ -48,6 +48,11 @@ _WRITES = re.compile(r"(?i)^(add|create|insert|save|update|new|store|write|edit|
                      r"|comment|bulk_create|get_or_create|update_or_create)(_\w*)?$")
 _SQL_WRITE = re.compile(r"(?i)\b(insert\s+into|update\s+\w+\s+set)\b")
 
+# a template whose name says it is no page (modoboa's
+# ``imap_migration/offlineimap.conf``, a plain-text mail's ``.txt``): what it
+# prints unescaped lands in a file or a text body, not in a browser's HTML
+_NOT_A_PAGE = re.compile(r"(?i)\.(conf|cfg|ini|txt|sh|ya?ml|toml|env|service|py|sql|csv)$")
+
 # (call) -> True where it returns what a project function read from the database
 Returns = Callable[[ast.Call], bool]
 
@@ -112,6 +117,8 @@ def stored_xss(call: ast.Call, values: dict[str, ast.AST], rel: str, read: Read 
     if found is None:
         return
     template, context = found
+    if _NOT_A_PAGE.search(template):
+        return  # a configuration or plain-text file: no browser reads it as HTML
     unsafe = first_unsafe(rel, template, [k for k, v in context.items()
                                           if db_read(v, values, returns)], read, safe_use)
     if unsafe is not None:
