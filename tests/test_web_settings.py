@@ -157,27 +157,3 @@ def test_a_view_registered_with_add_url_rule_is_a_route() -> None:
     got = _hits(ADD_URL_RULE)
     assert ("path-traversal", 4, Severity.high) in got
     assert [h for h in got if h[1] in (6, 8)] == []
-
-
-CONFIG_CLASSES = '''class BaseConfig:
-    def __init__(self):
-        self.WTF_CSRF_ENABLED = True
-
-
-class TestingConfig(BaseConfig):
-    def __init__(self):
-        super().__init__()
-        self.TESTING = True
-        self.WTF_CSRF_ENABLED = False
-
-
-class ProductionConfig(BaseConfig):
-    def __init__(self):
-        super().__init__()
-        self.WTF_CSRF_ENABLED = False
-'''
-
-
-def test_csrf_off_in_a_test_config_classs_method_is_quiet_production_stays() -> None:
-    # OpenOversight's TestingConfig sets it in __init__, not in the class body
-    assert _hits(CONFIG_CLASSES, "config.py") == [("csrf-disabled", 16, Severity.medium)]

@@ -156,7 +156,7 @@ def _for_tests(nodes: list[ast.AST]) -> list[tuple[int, int]]:
     return out
 
 
-def _csrf_off(nodes: list[ast.AST], classes: list[tuple[int, int]]) -> Iterator[Hit]:
+def _csrf_off(nodes: list[ast.AST]) -> Iterator[Hit]:
     tests: list[tuple[int, int]] | None = None
     for n in nodes:
         pairs: list[tuple[ast.AST, str | None, ast.AST]] = []
@@ -172,7 +172,7 @@ def _csrf_off(nodes: list[ast.AST], classes: list[tuple[int, int]]) -> Iterator[
         for node, key, value in pairs:
             if key in _CSRF_FLAGS and _is_false(value):
                 if tests is None:
-                    tests = _for_tests(nodes) + classes
+                    tests = _for_tests(nodes)
                 if any(lo <= getattr(node, "lineno", 0) <= hi for lo, hi in tests):
                     continue
                 yield (node, "csrf-disabled", "CSRF protection turned off",
@@ -286,13 +286,9 @@ def _exempt(scope: ast.AST, nodes: list[ast.AST]) -> Iterator[Hit]:
 
 
 def web_settings(scopes: Scopes, rel: str = "") -> Iterator[Hit]:
-    # a test configuration class's lines, for its methods too (OpenOversight's
-    # ``TestingConfig.__init__`` sets ``self.WTF_CSRF_ENABLED = False``)
-    classes = [(n.lineno, n.end_lineno or n.lineno) for n in (scopes[0][1] if scopes else [])
-               if isinstance(n, ast.ClassDef) and _TEST_CONFIG.search(n.name)]
     for scope, nodes in scopes:
         yield from _cors(scope, nodes)
-        yield from _csrf_off(nodes, classes)
+        yield from _csrf_off(nodes)
         yield from _exempt(scope, nodes)
         if isinstance(scope, ast.Module):
             yield from _middleware(nodes, rel)
