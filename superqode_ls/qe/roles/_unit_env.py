@@ -180,10 +180,31 @@ _DRIVERS = (
 )
 
 
+# ``os.environ["CI_JIRA_URL"]`` raising, as a logged traceback shows it or
+# as pytest's short one does (``<frozen os>:679: in __getitem__``).
+_UNSET = re.compile(r"(?:File \"(?:<frozen os>|[^\"\n]*[/\\]os\.py)\", line \d+, in __getitem__|"
+                    r"(?:<frozen os>|[/\\]os\.py):\d+: in __getitem__)\n(?:[^\n]*\n){0,4}?"
+                    r"(?:E\s+)?KeyError: '([A-Za-z_]\w{0,80})'")
+
+
+def unset_variable(text: str) -> str | None:
+    """"the tests need the environment variable CI_JIRA_URL ..." when a
+    traceback in ``text`` shows ``os.environ[...]`` raising KeyError: the
+    address or account of a live service the developers' CI sets."""
+    if m := _UNSET.search(text):
+        return (f"the tests need the environment variable {m.group(1)}, which is not set here "
+                "(the developers' CI sets it, most often for a live service: set it to run them)")
+    return None
+
+
 def environment_problem(record: dict[str, Any], root: Path) -> str | None:
     """Why a failing test (or test module) failed for want of something in
     its environment, or None when the code is to blame."""
     text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
+    # A test's setup that logged the KeyError and failed on its own check
+    # (jira's "Test Manager setUp failed"): the log is the evidence.
+    if unset := unset_variable(text + "\n" + str(record.get("logged") or "")):
+        return unset
     if m := _DJANGO.search(text):
         what = m.group(2).strip().split(". ")[0][:160]
         if "settings are not configured" in what or m.group(1) == "AppRegistryNotReady":
@@ -389,8 +410,19 @@ def missing_cloud_account(text: str) -> str | None:
     return None
 
 
+# A fixture that starts the suite's services with ``docker compose``
+# (pytest-docker: python-gitlab's functional tests) where the docker CLI
+# has no compose (its "unknown shorthand flag") or the command failed.
+_COMPOSE = re.compile(r"Command docker[ -]compose [^\n]*? returned \d+|"
+                      r"docker: '?compose'? is not a docker command|"
+                      r"unknown shorthand flag: 'f' in -f")
+
+
 def missing_service(text: str) -> str | None:
     """"the tests need PostgreSQL (localhost:5432), which is not running", or None."""
+    if _COMPOSE.search(text):
+        return ("the tests start their services with `docker compose`, which cannot run here "
+                "(no docker compose, or no Docker daemon)")
     if _REFUSED.search(text):
         for m in _PORT.finditer(text):
             port = int(m.group(1))
