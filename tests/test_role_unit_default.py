@@ -186,3 +186,33 @@ def test_a_suite_that_needs_an_unset_variable_is_the_environment(make_repo, monk
     assert all(f.noise and "SQ_TEST_JIRA_URL" in f.noise for f in out.findings), out.findings
     assert out.reason.startswith("setup: no test could run here"), out.reason
     assert "environment variable SQ_TEST_JIRA_URL, which is not set here" in out.reason
+
+
+def test_messages_a_user_reads_are_balanced_and_not_contradictory(tmp_path):
+    from superqode_ls.qe.roles._unit_env import clipped
+
+    # umap: GDAL missing, said before as "(ImproperlyConfigured: Could not find
+    # the GDAL library (tried "gdal", ... "gdal3.6.0); tests: ..." (cut open).
+    gdal = ("django.core.exceptions.ImproperlyConfigured: Could not find the GDAL library (tried "
+            + ", ".join(f'"gdal3.{n}.0"' for n in range(13, 0, -1))
+            + "). Is GDAL installed? If it is, try setting GDAL_LIBRARY_PATH in your settings.")
+    said = environment_problem({"message": gdal}, tmp_path)
+    assert said == ("the GDAL system library is not installed here (Django's GIS needs it): "
+                    "install it with the system's package manager"), said
+    long = "Could not do it (tried " + ", ".join(f'"x{n}"' for n in range(60)) + ") at all"
+    cut = clipped(long, 160)
+    assert cut == "Could not do it...", cut
+    assert clipped("x (a) y (b c d e) z", 12) == "x (a) y..."
+    assert clipped('say "a (b" then more words', 14) == 'say "a (b"...'
+    # modoboa: a package of the project's dev extra the environment lacks.
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "modo"\ndependencies = ["django"]\n\n'
+        '[project.optional-dependencies]\ndev = ["django-extensions", "black"]\n'
+        'ldap = ["python-ldap"]\n')
+    said = environment_problem({"message": "No module named 'django_extensions'"}, tmp_path)
+    assert said == ("package 'django_extensions' is not in the test environment, which was made "
+                    "without it though the project declares it (django-extensions, in its `dev` "
+                    "extra)"), said
+    # PowerDNS-Admin: python-ldap provides `ldap` (before: "does not declare it").
+    said = environment_problem({"message": "No module named 'ldap'"}, tmp_path)
+    assert "declares it (python-ldap, in its `ldap` extra)" in said, said

@@ -142,7 +142,10 @@ def test_environment_problems_are_told_from_the_codes(tmp_path):
     assert "settings are not loaded" in cause(
         "django.core.exceptions.AppRegistryNotReady: Apps aren't loaded yet.")
     assert cause("ModuleNotFoundError: No module named 'redis'") == (
-        "package 'redis' is not installed in the test environment (the project declares it)")
+        # (before: "not installed ... (the project declares it)", which read
+        # as a contradiction)
+        "package 'redis' is not in the test environment, which was made without it though "
+        "the project declares it (redis, in requirements.txt)")
     assert "does not declare" in cause("ModuleNotFoundError: No module named 'yaml'")
     assert "PostgreSQL (port 5432)" in cause(
         'psycopg.OperationalError: connection failed: connection to server at "127.0.0.1", '

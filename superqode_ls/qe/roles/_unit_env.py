@@ -51,7 +51,7 @@ import pathspec
 from packaging.utils import canonicalize_name
 
 from ...workspace.pyenv import requirement_name
-from ...workspace.pyenv_declared import declared_requirements
+from ...workspace.pyenv_declared import declared_requirements, declared_where
 from ._unit_django import test_settings
 
 _DJANGO = re.compile(
@@ -197,6 +197,28 @@ def unset_variable(text: str) -> str | None:
     return None
 
 
+# Django's GIS without its C libraries (umap: GDAL), said in its own words.
+_NO_LIBRARY = re.compile(r"Could not find the (GDAL|GEOS) library")
+
+
+def clipped(text: str, size: int) -> str:
+    """``text`` cut to at most ``size`` characters, back to where no bracket
+    or quote is left open (one line that reads as a whole, balanced)."""
+    if len(text) <= size:
+        return text
+    depth, quoted, last = 0, False, 0
+    for i, c in enumerate(text[:size]):
+        if c == '"':
+            quoted = not quoted
+        elif not quoted and c in "([{":
+            depth += 1
+        elif not quoted and c in ")]}":
+            depth = max(depth - 1, 0)
+        if depth == 0 and not quoted and (c == " " or c in ")]}\""):
+            last = i + (c != " ")
+    return text[:last].rstrip(" ,;:") + "..."
+
+
 def environment_problem(record: dict[str, Any], root: Path) -> str | None:
     """Why a failing test (or test module) failed for want of something in
     its environment, or None when the code is to blame."""
@@ -206,7 +228,10 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
     if unset := unset_variable(text + "\n" + str(record.get("logged") or "")):
         return unset
     if m := _DJANGO.search(text):
-        what = m.group(2).strip().split(". ")[0][:160]
+        if lib := _NO_LIBRARY.search(m.group(2)):
+            return (f"the {lib.group(1)} system library is not installed here (Django's GIS "
+                    "needs it): install it with the system's package manager")
+        what = clipped(m.group(2).strip().split(". ")[0], 160)
         if "settings are not configured" in what or m.group(1) == "AppRegistryNotReady":
             settings = test_settings(root)
             return ("Django's settings are not loaded (the tests need "
@@ -244,10 +269,14 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
             return (f"No module named {name!r}: the installed {top}"
                     f"{' ' + version if version else ''} ({site}) has no such module; the "
                     "environment holds a version other than the one the importing code needs")
-        declared = {requirement_name(r) for r in declared_requirements(root)}
-        said = ("the project declares it" if canonicalize_name(top) in declared
-                else "the project does not declare it under that name")
-        return f"package {top!r} is not installed in the test environment ({said})"
+        if where := declared_where(root, top):
+            # Declared, and still not there: a part of the declarations the
+            # environment was made without (an extra, a file that could not
+            # be installed), said as such rather than "declared, not installed".
+            return (f"package {top!r} is not in the test environment, which was made without "
+                    f"it though the project declares it ({where})")
+        return (f"package {top!r} is not installed in the test environment (the project does "
+                "not declare it under that name)")
     return None
 
 

@@ -143,8 +143,6 @@ class UnitTester(Role):
             prog = (ctx.config.roles.unit_test_command or [py.python])[0]
             return ToolFailed("pytest", f"cannot run {prog}: {e.strerror or e}").output()
         out.reason = _with_interpreter(out.reason, py, ctx)
-        if suite is not None:
-            out.reason = f"{out.reason}; {left_out_line(suite, all_tests)}"
         if not targets and out.status in ("ok", "timeout"):
             stopped = (progress_said(trace.get("records") or []) or ""
                        ) if limit is not None and out.status == "timeout" else None
@@ -157,9 +155,11 @@ class UnitTester(Role):
             out.reason = (
                 f"quick mode stops the test suite after {limit:.0f} s "
                 f"({ran + ', ' if ran else ''}{len(out.findings)} failure(s) recorded); "
-                "it runs fully in deep mode"
+                "it runs fully in deep mode (`--mode deep`)"
             ) + "".join(f"; {len(tests)} failure(s) the environment's: {cause} ({_some(tests)})"
                         for cause, tests in _by_cause(out.findings).items())
+        if suite is not None:  # (said whatever the outcome, the cap's included)
+            out.reason = f"{out.reason}; {left_out_line(suite, all_tests)}"
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
