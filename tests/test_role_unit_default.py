@@ -63,13 +63,22 @@ def test_the_default_command_is_read_from_tox_nox_and_the_ci(tmp_path):
     (tmp_path / "tox.ini").write_text(TOX)
     suite = default_suite(tmp_path, tests)
     assert suite is not None and suite.paths == ("tests/unit",), suite
-    line = left_out_line(suite, tests)
+    line = left_out_line(suite, tests, tmp_path)
     assert line.startswith("ran tests/unit, as the project's default test command does "
                            "(tox.ini (py3"), line
     assert line.endswith("pytest tests/unit); left out tests/functional, tests/smoke (2 test "
                          "module(s)), which that command does not run"), line
-    # A default command that runs everything narrows nothing.
+    # A default command that runs every test module leaves out nothing ...
     (tmp_path / "tox.ini").write_text(TOX.replace("pytest tests/unit", "pytest tests"))
+    suite = default_suite(tmp_path, tests)
+    assert suite is not None and left_out_line(suite, tests, tmp_path) is None
+    # ... but the doctests of the package's modules where the configuration
+    # collects them (dateparser: its date-dependent doctests, never run by its tox).
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --doctest-modules\n")
+    assert left_out_line(suite, tests, tmp_path).endswith(
+        "left out the doctests of the modules outside tests, which that command does not run")
+    (tmp_path / "pytest.ini").unlink()
+    (tmp_path / "tox.ini").write_text(TOX.replace("pytest tests/unit", "pytest ."))
     assert default_suite(tmp_path, tests) is None
     # nox: the sessions a plain nox runs, their literal arguments.
     (tmp_path / "tox.ini").unlink()

@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 
 from ...workspace.pyenv_read import read_pyproject
 from ...workspace.pyenv_tox import tox_commands
+from ...workspace.pytest_addopts import project_addopts
 from ...workspace.regular import read_regular_bytes
 
 _MAX_READ = 1 << 20
@@ -95,32 +96,40 @@ def pytest_paths(command: str, root: Path) -> list[str] | None:
 
 
 def default_suite(root: Path, tests: list[str]) -> DefaultSuite | None:
-    """What the project's default test command runs, when it runs less
-    than every test module in ``tests`` (the project's, relative to
-    ``root``); None when it runs them all or no command narrows them."""
+    """The paths the project's default test command names, where they hold
+    some of the test modules in ``tests`` (the project's, relative to
+    ``root``); None where no command names paths (pytest's own selection)."""
     for source, paths in _commands(root):
         if not paths:
             return None  # its default command runs pytest's own selection
-        selected = [t for t in tests if _under(t, paths)]
-        if not selected or len(selected) == len(tests):
+        # (naming them runs the same test modules where they are all, and
+        # leaves out the doctests of the other modules, as the command does)
+        if not any(_under(t, paths) for t in tests) or _under(".", paths):
             return None
         return DefaultSuite(tuple(dict.fromkeys(paths)), source)
     return None
 
 
-def left_out_line(suite: DefaultSuite, tests: list[str]) -> str:
-    """"ran tests/unit, as tox.ini (py311) does: ...; left out tests/functional
-    (44 test modules), which it does not run"."""
+def left_out_line(suite: DefaultSuite, tests: list[str], root: Path) -> str | None:
+    """"ran tests/unit, as ... does (tox.ini (py311): pytest tests/unit);
+    left out tests/functional (44 test module(s)), which that command does
+    not run"; None when it leaves nothing out."""
     groups: dict[str, int] = {}
     for t in tests:
         if not _under(t, suite.paths):
-            groups[_group(t, suite.paths)] = groups.get(_group(t, suite.paths), 0) + 1
-    count = sum(groups.values())
-    named = sorted(groups, key=lambda g: (-groups[g], g))
-    shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+            group = _group(t, suite.paths)
+            groups[group] = groups.get(group, 0) + 1
+    if groups:
+        count = sum(groups.values())
+        named = sorted(groups, key=lambda g: (-groups[g], g))
+        shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+        what = f"{shown} ({count} test module(s))"
+    elif "--doctest-modules" in project_addopts(root):
+        what = "the doctests of the modules outside " + ", ".join(suite.paths)
+    else:
+        return None
     return (f"ran {', '.join(suite.paths)}, as the project's default test command does "
-            f"({suite.source}); left out {shown} ({count} test module(s)), which that command "
-            "does not run")
+            f"({suite.source}); left out {what}, which that command does not run")
 
 
 def _commands(root: Path):

@@ -158,8 +158,8 @@ class UnitTester(Role):
                 "it runs fully in deep mode (`--mode deep`)"
             ) + "".join(f"; {len(tests)} failure(s) the environment's: {cause} ({_some(tests)})"
                         for cause, tests in _by_cause(out.findings).items())
-        if suite is not None:  # (said whatever the outcome, the cap's included)
-            out.reason = f"{out.reason}; {left_out_line(suite, all_tests)}"
+        if suite is not None and (left := left_out_line(suite, all_tests, ctx.sandbox)):
+            out.reason = f"{out.reason}; {left}"  # (whatever the outcome, the cap's included)
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
