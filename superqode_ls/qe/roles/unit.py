@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -392,6 +393,17 @@ class UnitTester(Role):
                 return RoleOutput(status="skipped", findings=findings, tool=tool,
                                   reason=f"setup: no test could run here; {done}")
             return RoleOutput(findings=findings, tool=tool, reason=done)
+        if exit_code == 2 and tests_failed and all("environment" in f.tags for f in findings):
+            # The suite stopped itself part way (jira's pytest.exit when its
+            # server is not configured) and every failure before is the
+            # environment's: a setup problem, said once, never a code finding.
+            stop = re.search(r"!{3,} (?:_pytest\.outcomes\.Exit: )?(.{1,160}?) !{3,}", output)
+            causes = "; ".join(f"{len(t)} failure(s) the environment's: {c} ({_some(t)})"
+                               for c, t in _by_cause(findings).items())
+            return RoleOutput(status="skipped", findings=findings, tool=tool, reason=(
+                f"setup: {causes}; the suite stopped before its end"
+                + (f" ({stop.group(1)})" if stop else "")
+                + f", {summary.get('passed', 0)} test(s) passed"))
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
         # error, 4 usage error: the suite did not run.
