@@ -142,7 +142,8 @@ def test_extras_files_a_setup_py_reads_are_declared_and_built(tmp_path):
     said = environment_problem({"message": "ModuleNotFoundError: No module named 'asyncpg'"}, root)
     assert said == ("package 'asyncpg' is not in the test environment, which was made without "
                     "it though the project declares it (asyncpg, in "
-                    "requirements/extras/postgres.txt)"), said
+                    "requirements/extras/postgres.txt): set roles.python to an environment that "
+                    "has it"), said
 
 
 def test_without_an_environment(tmp_path):

@@ -248,7 +248,7 @@ def test_messages_a_user_reads_are_balanced_and_not_contradictory(tmp_path):
     said = environment_problem({"message": "No module named 'django_extensions'"}, tmp_path)
     assert said == ("package 'django_extensions' is not in the test environment, which was made "
                     "without it though the project declares it (django-extensions, in its `dev` "
-                    "extra)"), said
+                    "extra): set roles.python to an environment that has it"), said
     # PowerDNS-Admin: python-ldap provides `ldap` (before: "does not declare it").
     said = environment_problem({"message": "No module named 'ldap'"}, tmp_path)
     assert "declares it (python-ldap, in its `ldap` extra)" in said, said

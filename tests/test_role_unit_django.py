@@ -147,7 +147,8 @@ def test_environment_problems_are_told_from_the_codes(tmp_path):
         # (before: "not installed ... (the project declares it)", which read
         # as a contradiction)
         "package 'redis' is not in the test environment, which was made without it though "
-        "the project declares it (redis, in requirements.txt)")
+        "the project declares it (redis, in requirements.txt): set roles.python to an "
+        "environment that has it")
     assert "does not declare" in cause("ModuleNotFoundError: No module named 'yaml'")
     assert "PostgreSQL (port 5432)" in cause(
         'psycopg.OperationalError: connection failed: connection to server at "127.0.0.1", '

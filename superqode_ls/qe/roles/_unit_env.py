@@ -274,7 +274,8 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
             # environment was made without (an extra, a file that could not
             # be installed), said as such rather than "declared, not installed".
             return (f"package {top!r} is not in the test environment, which was made without "
-                    f"it though the project declares it ({where})")
+                    f"it though the project declares it ({where}): set roles.python to an "
+                    "environment that has it")
         return (f"package {top!r} is not installed in the test environment (the project does "
                 "not declare it under that name)")
     return None
