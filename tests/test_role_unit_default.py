@@ -14,7 +14,12 @@ from pathlib import Path
 
 from superqode_ls.config import Config
 from superqode_ls.qe.roles import unit
-from superqode_ls.qe.roles._unit_default import default_suite, left_out_line, pytest_paths
+from superqode_ls.qe.roles._unit_default import (
+    default_suite,
+    left_out_line,
+    pytest_paths,
+    pytest_selection,
+)
 from superqode_ls.qe.roles._unit_env import environment_problem, missing_service
 from superqode_ls.qe.roles.unit import UnitTester, find_test_files
 from tests.role_helpers import make_ctx, run_role
@@ -60,6 +65,9 @@ def test_the_default_command_is_read_from_tox_nox_and_the_ci(tmp_path):
     assert pytest_paths("coverage run -m pytest", tmp_path) == []  # pytest's own selection
     assert pytest_paths("black .", tmp_path) is None
     assert pytest_paths("pytest ../outside /etc tests/nothere", tmp_path) == []
+    assert pytest_selection("pytest -m 'not integration' tests/unit -k x", tmp_path) == (
+        ["tests/unit"], ["-m", "not integration"])
+    assert pytest_selection("python -m pytest -mslow", tmp_path) == ([], ["-m", "slow"])
     (tmp_path / "tox.ini").write_text(TOX)
     suite = default_suite(tmp_path, tests)
     assert suite is not None and suite.paths == ("tests/unit",), suite
@@ -252,3 +260,29 @@ def test_messages_a_user_reads_are_balanced_and_not_contradictory(tmp_path):
     # PowerDNS-Admin: python-ldap provides `ldap` (before: "does not declare it").
     said = environment_problem({"message": "No module named 'ldap'"}, tmp_path)
     assert "declares it (python-ldap, in its `ldap` extra)" in said, said
+
+
+MARKED_TEST = """import pytest
+
+
+def test_ok():
+    assert True
+
+
+@pytest.mark.service
+def test_needs_the_service():
+    raise ConnectionRefusedError(111, "Connection refused")
+"""
+
+
+def test_the_default_commands_marker_expression_is_run(make_repo):
+    tox = TOX.replace("pytest tests/unit {posargs}", 'pytest -m "not service" {posargs}')
+    repo = make_repo({"tox.ini": tox, "tests/test_marked.py": MARKED_TEST,
+                      "pytest.ini": "[pytest]\nmarkers =\n    service: needs the service\n"})
+    out = run_role(UnitTester(), make_ctx(repo, mode="deep"))
+    # Before: the deselected test ran, a failure of the environment's.
+    assert out.status == "ok" and out.findings == [], out
+    assert "1 test(s) run (1 passed, 0 failed, 0 skipped)" in out.reason, out.reason
+    assert "; ran pytest's own selection with -m 'not service', as the project's default test " \
+        "command does (tox.ini (py3" in out.reason, out.reason
+    assert out.reason.endswith('): pytest -m "not service")'), out.reason

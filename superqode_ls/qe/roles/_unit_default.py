@@ -53,14 +53,22 @@ _TOX_VARS = re.compile(r"\{env(?:python|bindir|dir|sitepackagesdir)\}/?")
 
 @dataclass(frozen=True)
 class DefaultSuite:
-    paths: tuple[str, ...]  # what the default command runs (project-relative)
+    paths: tuple[str, ...]  # what the default command runs (project-relative; none: pytest's)
     source: str  # where it is said: "tox.ini (py311): pytest tests/unit"
+    options: tuple[str, ...] = ()  # its marker expression: ("-m", "not integration")
 
 
 def pytest_paths(command: str, root: Path) -> list[str] | None:
     """The test paths a pytest ``command`` line names that exist in
     ``root`` ([] for none: pytest's own selection); None when the line
     does not run pytest."""
+    found = pytest_selection(command, root)
+    return None if found is None else found[0]
+
+
+def pytest_selection(command: str, root: Path) -> tuple[list[str], list[str]] | None:
+    """(``pytest_paths``, the ``-m`` marker expression it selects with as
+    pytest's arguments); None when the line does not run pytest."""
     command = _POSARGS.sub(lambda m: m.group(1) or "", _TOX_VARS.sub("", command))
     try:
         words = shlex.split(command, comments=True)
@@ -79,34 +87,40 @@ def pytest_paths(command: str, root: Path) -> list[str] | None:
     if start is None:
         return None
     out: list[str] = []
-    skip = False
+    markers: list[str] = []
+    skip = None
     for word in words[start:]:
         if word in ("&&", "||", ";", "|"):
             break  # the next command on the line
-        if skip:
-            skip = False
+        if skip is not None:
+            if skip == "-m":
+                markers = ["-m", word]
+            skip = None
+            continue
+        if word.startswith("-m=") or word.startswith("-m") and len(word) > 2 and word[2] != "=":
+            markers = ["-m", word[3:] if word.startswith("-m=") else word[2:]]
             continue
         if word.startswith("-"):
-            skip = word in _VALUED
+            skip = word if word in _VALUED else None
             continue
         rel = word.split("::", 1)[0].rstrip("/")
         if _inside(root, rel):
             out.append(rel)
-    return out
+    return out, markers if len(markers) == 2 and markers[1] else []
 
 
 def default_suite(root: Path, tests: list[str]) -> DefaultSuite | None:
     """The paths the project's default test command names, where they hold
     some of the test modules in ``tests`` (the project's, relative to
     ``root``); None where no command names paths (pytest's own selection)."""
-    for source, paths in _commands(root):
-        if not paths:
-            return None  # its default command runs pytest's own selection
+    for source, paths, options in _commands(root):
         # (naming them runs the same test modules where they are all, and
         # leaves out the doctests of the other modules, as the command does)
         if not any(_under(t, paths) for t in tests) or _under(".", paths):
-            return None
-        return DefaultSuite(tuple(dict.fromkeys(paths)), source)
+            paths = []
+        if not paths and not options:
+            return None  # its default command runs pytest's own selection
+        return DefaultSuite(tuple(dict.fromkeys(paths)), source, tuple(options))
     return None
 
 
@@ -115,42 +129,46 @@ def left_out_line(suite: DefaultSuite, tests: list[str], root: Path) -> str | No
     left out tests/functional (44 test module(s)), which that command does
     not run"; None when it leaves nothing out."""
     groups: dict[str, int] = {}
-    for t in tests:
+    for t in tests if suite.paths else ():
         if not _under(t, suite.paths):
             group = _group(t, suite.paths)
             groups[group] = groups.get(group, 0) + 1
+    what = None
     if groups:
         count = sum(groups.values())
         named = sorted(groups, key=lambda g: (-groups[g], g))
         shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
         what = f"{shown} ({count} test module(s))"
-    elif "--doctest-modules" in project_addopts(root):
+    elif suite.paths and "--doctest-modules" in project_addopts(root):
         what = "the doctests of the modules outside " + ", ".join(suite.paths)
-    else:
+    if what is None and not suite.options:
         return None
-    return (f"ran {', '.join(suite.paths)}, as the project's default test command does "
-            f"({suite.source}); left out {what}, which that command does not run")
+    ran = ", ".join(suite.paths) or "pytest's own selection"
+    if suite.options:
+        ran += f" with {shlex.join(suite.options)}"
+    return (f"ran {ran}, as the project's default test command does ({suite.source})"
+            + (f"; left out {what}, which that command does not run" if what else ""))
 
 
 def _commands(root: Path):
-    """(where, paths) for each pytest command of the default test command,
-    tox's first, then nox's, then the CI workflows'."""
+    """(where, paths, options) of the pytest command of the default test
+    command, tox's first, then nox's, then the CI workflows' (paths only)."""
     data = read_pyproject(root)
     tox = tox_commands(root, data)
     if tox is not None:
         file, env, lines = tox
         for line in lines:
-            if (paths := pytest_paths(line, root)) is not None:
-                yield f"{file} ({env}): {_short(line)}", paths
+            if (found := pytest_selection(line, root)) is not None:
+                yield f"{file} ({env}): {_short(line)}", *found
                 return
     for session, line in _nox_runs(root):
-        if (paths := pytest_paths(line, root)) is not None:
-            yield f"noxfile.py ({session}): {_short(line)}", paths
+        if (found := pytest_selection(line, root)) is not None:
+            yield f"noxfile.py ({session}): {_short(line)}", *found
             return
     found = _workflow_runs(root)
     if found is not None:
         where, paths = found
-        yield where, paths
+        yield where, paths, []
 
 
 def _short(line: str) -> str:

@@ -113,7 +113,7 @@ class UnitTester(Role):
         # tox: tests/unit; its functional tests need a GitLab it starts).
         suite = None if targets or _django(ctx) or ctx.config.roles.unit_test_command else (
             await asyncio.to_thread(default_suite, ctx.sandbox, all_tests))
-        scope = list(suite.paths) if suite else []
+        scope = [*suite.paths, *suite.options] if suite else []  # (the record's key too)
         limit = None
         if ctx.mode == "quick" and not targets:
             # Quick mode runs the suite only when it is fast.
@@ -137,7 +137,9 @@ class UnitTester(Role):
         # (a report, a cache file): the next quick run compares with it.
         key = None if targets else await asyncio.to_thread(last.code_key, ctx.sandbox)
         try:
-            out, elapsed = await self._pytest(ctx, targets or scope, limit, trace=trace)
+            out, elapsed = await self._pytest(
+                ctx, targets or list(suite.paths if suite else ()), limit,
+                extra=list(suite.options) if suite and suite.options else None, trace=trace)
             if out.status == "ok" and out.findings:
                 await rerun_failed(self._invoke, ctx, out, trace, elapsed)
         except OSError as e:  # not executable, bad interpreter line...
