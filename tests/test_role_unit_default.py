@@ -72,7 +72,7 @@ def test_the_default_command_is_read_from_tox_nox_and_the_ci(tmp_path):
     suite = default_suite(tmp_path, tests)
     assert suite is not None and suite.paths == ("tests/unit",), suite
     line = left_out_line(suite, tests, tmp_path)
-    assert line.startswith("ran tests/unit, as the project's default test command does "
+    assert line.startswith("selected tests/unit, as the project's default test command does "
                            "(tox.ini (py3"), line
     assert line.endswith("pytest tests/unit); left out tests/functional, tests/smoke (2 test "
                          "module(s)), which that command does not run"), line
@@ -283,6 +283,6 @@ def test_the_default_commands_marker_expression_is_run(make_repo):
     # Before: the deselected test ran, a failure of the environment's.
     assert out.status == "ok" and out.findings == [], out
     assert "1 test(s) run (1 passed, 0 failed, 0 skipped)" in out.reason, out.reason
-    assert "; ran pytest's own selection with -m 'not service', as the project's default test " \
-        "command does (tox.ini (py3" in out.reason, out.reason
+    assert ("; selected the tests pytest collects with -m 'not service', as the project's "
+            "default test command does (tox.ini (py3") in out.reason, out.reason
     assert out.reason.endswith('): pytest -m "not service")'), out.reason

@@ -125,7 +125,7 @@ def default_suite(root: Path, tests: list[str]) -> DefaultSuite | None:
 
 
 def left_out_line(suite: DefaultSuite, tests: list[str], root: Path) -> str | None:
-    """"ran tests/unit, as ... does (tox.ini (py311): pytest tests/unit);
+    """"selected tests/unit, as ... does (tox.ini (py311): pytest tests/unit);
     left out tests/functional (44 test module(s)), which that command does
     not run"; None when it leaves nothing out."""
     groups: dict[str, int] = {}
@@ -143,10 +143,10 @@ def left_out_line(suite: DefaultSuite, tests: list[str], root: Path) -> str | No
         what = "the doctests of the modules outside " + ", ".join(suite.paths)
     if what is None and not suite.options:
         return None
-    ran = ", ".join(suite.paths) or "pytest's own selection"
+    ran = ", ".join(suite.paths) or "the tests pytest collects"
     if suite.options:
         ran += f" with {shlex.join(suite.options)}"
-    return (f"ran {ran}, as the project's default test command does ({suite.source})"
+    return (f"selected {ran}, as the project's default test command does ({suite.source})"
             + (f"; left out {what}, which that command does not run" if what else ""))
 
 
