@@ -233,7 +233,7 @@ def test_a_suite_that_needs_an_unset_variable_is_the_environment(make_repo, monk
 
 
 def test_messages_a_user_reads_are_balanced_and_not_contradictory(tmp_path):
-    from superqode_ls.qe.roles._unit_env import clipped
+    from superqode_ls.qe.roles._unit_records import clipped
 
     # umap: GDAL missing, said before as "(ImproperlyConfigured: Could not find
     # the GDAL library (tried "gdal", ... "gdal3.6.0); tests: ..." (cut open).

@@ -53,6 +53,7 @@ from packaging.utils import canonicalize_name
 from ...workspace.pyenv import requirement_name
 from ...workspace.pyenv_declared import declared_requirements, declared_where
 from ._unit_django import test_settings
+from ._unit_records import clipped
 
 _DJANGO = re.compile(
     r"(?:django\.core\.exceptions\.)?(ImproperlyConfigured|AppRegistryNotReady): ?([^\n]*)")
@@ -199,24 +200,6 @@ def unset_variable(text: str) -> str | None:
 
 # Django's GIS without its C libraries (umap: GDAL), said in its own words.
 _NO_LIBRARY = re.compile(r"Could not find the (GDAL|GEOS) library")
-
-
-def clipped(text: str, size: int) -> str:
-    """``text`` cut to at most ``size`` characters, back to where no bracket
-    or quote is left open (one line that reads as a whole, balanced)."""
-    if len(text) <= size:
-        return text
-    depth, quoted, last = 0, False, 0
-    for i, c in enumerate(text[:size]):
-        if c == '"':
-            quoted = not quoted
-        elif not quoted and c in "([{":
-            depth += 1
-        elif not quoted and c in ")]}":
-            depth = max(depth - 1, 0)
-        if depth == 0 and not quoted and (c == " " or c in ")]}\""):
-            last = i + (c != " ")
-    return text[:last].rstrip(" ,;:") + "..."
 
 
 def environment_problem(record: dict[str, Any], root: Path) -> str | None:
