@@ -29,6 +29,10 @@ def test_the_next_run_says_the_failed_build_at_once_without_building_again(make_
     py2 = resolve(repo, again)
     assert py2.setup and "no-such-dist-xyz" in py2.setup, py2.setup
     assert "its last build, at" in py2.setup and "tried again" in py2.setup
+    # What to change, or remove, to retry now (before: "when its declarations
+    # change", naming no file, and an hour to wait).
+    assert "at once when pyproject.toml changes, or now after deleting " in py2.setup, py2.setup
+    assert py2.setup.rstrip(")").endswith(".failed")
     assert py2.setup.count("no-such-dist-xyz") == py.setup.count("no-such-dist-xyz")  # once
     assert not any(m.startswith("environment: building from") for m in again), again
 
@@ -38,6 +42,9 @@ def test_a_failure_is_tried_again_after_a_while(tmp_path):
     target.parent.mkdir()
     record_failure(target, "uv pip install: error: boom")
     assert "uv pip install: error: boom (its last build, at" in last_failure(target)
+    said = last_failure(target, None, ("requirements.txt", "dev-requirements.txt"))
+    assert "at once when one of requirements.txt, dev-requirements.txt changes" in said, said
+    assert said.endswith(f"or now after deleting {target}.failed)"), said
     assert last_failure(target, now=time.time() + RETRY_S + 1) is None
     assert last_failure(tmp_path / "envs" / "other") is None
 

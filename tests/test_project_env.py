@@ -140,8 +140,10 @@ def test_extras_files_a_setup_py_reads_are_declared_and_built(tmp_path):
     plan = make_plan(root)
     assert "requirements/extras/postgres.txt" in plan.requirement_files, plan
     said = environment_problem({"message": "ModuleNotFoundError: No module named 'asyncpg'"}, root)
-    assert said == ("package 'asyncpg' is not installed in the test environment "
-                    "(the project declares it)"), said
+    assert said == ("package 'asyncpg' is not in the test environment, which was made without "
+                    "it though the project declares it (asyncpg, in "
+                    "requirements/extras/postgres.txt): set roles.python to an environment that "
+                    "has it"), said
 
 
 def test_without_an_environment(tmp_path):

@@ -299,8 +299,9 @@ def test_a_package_that_cannot_be_built_here_is_left_out_and_said(make_repo, off
     assert out.status == "ok", out.reason
     assert out.reason.startswith(
         "1 test(s) run (1 passed, 0 failed, 0 skipped, 1 test module(s) not imported); "
-        "1 failure(s) the environment's: package 'sq_needs_syslibs' is not installed in the "
-        "test environment"), out.reason
+        "1 failure(s) the environment's: package 'sq_needs_syslibs' is not in the test "
+        "environment, which was made without it though the project declares it "
+        "(sq-needs-syslibs, in requirements.txt)"), out.reason
     assert [(f.severity.value, f.file) for f in out.findings] == [("info", "tests/test_driver.py")]
     # The cached environment says it again.
     assert "left out sq-needs-syslibs" in (resolve(repo).note or "")

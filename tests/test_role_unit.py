@@ -173,7 +173,11 @@ def test_configured_command_is_used(make_repo, tmp_path):
 def test_deadline_stops_the_suite(make_repo):
     repo = make_repo(
         {
-            "tests/test_fast.py": "def test_fails():\n    assert False\n",
+            # It writes a report beside itself, as many suites do: not the
+            # code it tests (a fresh sandbox of the next run has no such file).
+            "tests/test_fast.py": ("from pathlib import Path\n\ndef test_fails():\n"
+                                   "    Path(__file__).with_name('report.txt').write_text('x')\n"
+                                   "    assert False\n"),
             # A suite slower than the limit: the subject, not a wait of this test.
             "tests/test_slow.py": "import time\n\ndef test_sleeps():\n    time.sleep(60)\n",
         }
@@ -190,7 +194,11 @@ def test_deadline_stops_the_suite(make_repo):
 def test_quick_mode_runs_the_suite_only_when_fast(make_repo):
     repo = make_repo(
         {
-            "tests/test_fast.py": "def test_fails():\n    assert False\n",
+            # It writes a report beside itself, as many suites do: not the
+            # code it tests (a fresh sandbox of the next run has no such file).
+            "tests/test_fast.py": ("from pathlib import Path\n\ndef test_fails():\n"
+                                   "    Path(__file__).with_name('report.txt').write_text('x')\n"
+                                   "    assert False\n"),
             # A suite slower than the limit: the subject, not a wait of this test.
             "tests/test_slow.py": "import time\n\ndef test_sleeps():\n    time.sleep(60)\n",
         }
@@ -206,11 +214,13 @@ def test_quick_mode_runs_the_suite_only_when_fast(make_repo):
     # failure(s)" alone as nothing run or as everything passed)
     assert "(1 of 2 tests run, 1 failure(s) recorded)" in out.reason, out.reason
     # the next quick run knows the suite is slow and does not start it
+    (repo / "tests" / "report.txt").unlink()  # the next sandbox is a fresh checkout
     out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
-    assert "runs in deep mode" in out.reason
-    # what stopped it last time, not "took 15 s ... only under 15 s"
+    # what stopped it last time, not "took 15 s ... only under 15 s", and
+    # what to do to run it
     assert out.reason.startswith(
-        "quick mode stopped the test suite at 15 s last time (1 of 2 tests run)"), out.reason
+        "the test suite ran past quick mode's 15 s cap last time (1 of 2 tests run): not "
+        "started in quick mode (`--mode deep` runs it fully)"), out.reason
     # The last run's failure is not re-checked: not a skip the verdict reads
     # as the mode's choice (before: "skipped", and the verdict flipped from
     # conditional to pass with the failing test gone from the report); the
@@ -237,8 +247,8 @@ def test_a_slow_suite_whose_last_run_passed_is_left_to_deep_mode(make_repo):
     path.write_text(json.dumps({**data, "seconds": 40.0}))
     out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
     assert out.status == "skipped", out  # the mode's choice: nothing known to be failing
-    assert out.reason == ("the test suite took 40 s last time; quick mode runs it only under "
-                          "15 s (it runs in deep mode)")
+    assert out.reason == ("the test suite took 40 s last time, over quick mode's 15 s: not "
+                          "started in quick mode (`--mode deep` runs it fully)")
     # A failing test in a deep run, then quick mode skips the slow suite.
     (repo / "tests" / "test_ok.py").write_text("def test_ok():\n    assert False\n")
     assert run_role(UnitTester(), make_ctx(repo, mode="deep")).findings

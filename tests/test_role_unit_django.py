@@ -5,6 +5,8 @@ named, never a finding to act on; the project's own broken import stays one."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from superqode_ls.qe.roles import _unit_django as dj
@@ -142,7 +144,11 @@ def test_environment_problems_are_told_from_the_codes(tmp_path):
     assert "settings are not loaded" in cause(
         "django.core.exceptions.AppRegistryNotReady: Apps aren't loaded yet.")
     assert cause("ModuleNotFoundError: No module named 'redis'") == (
-        "package 'redis' is not installed in the test environment (the project declares it)")
+        # (before: "not installed ... (the project declares it)", which read
+        # as a contradiction)
+        "package 'redis' is not in the test environment, which was made without it though "
+        "the project declares it (redis, in requirements.txt): set roles.python to an "
+        "environment that has it")
     assert "does not declare" in cause("ModuleNotFoundError: No module named 'yaml'")
     assert "PostgreSQL (port 5432)" in cause(
         'psycopg.OperationalError: connection failed: connection to server at "127.0.0.1", '
@@ -476,3 +482,39 @@ def test_a_library_whose_tox_runs_django_test_runs_its_suite(make_repo):
     (fail,) = [f for f in report["findings"] if f["role"] == "unit_tester"]
     assert fail["title"] == "Test fails: tests/test_items.py::ItemTest::test_label"
     assert fail["severity"] == "high" and fail["noise"] is None
+
+
+def test_the_command_files_are_listed_and_read_once_a_run(tmp_path, monkeypatch):
+    """The role asks for the runner, the settings, their label and the
+    discovery pattern many times a run: before, each asked listed
+    .github/workflows and read every command file again (twice in one
+    declared_settings)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "settings.py").write_text(LIB_SETTINGS)
+    (tmp_path / "tox.ini").write_text(TOX_DJANGO)
+    flows = tmp_path / ".github" / "workflows"
+    flows.mkdir(parents=True)
+    (flows / "ci.yml").write_text("env:\n  DJANGO_SETTINGS_MODULE: tests.settings\n")
+    reads: list[str] = []
+    listings: list[str] = []
+    real_read, real_iterdir = dj.read_head, Path.iterdir
+    # (tox.ini is also read for its [pytest] and setenv: those are other reads)
+    commands = {"ci.yml", "Makefile", "justfile", "noxfile.py", "package.json", "gulpfile.js"}
+    monkeypatch.setattr(dj, "read_head", lambda p, n: (
+        reads.append(Path(p).name) if Path(p).name in commands else None) or real_read(p, n))
+    monkeypatch.setattr(Path, "iterdir", lambda self: (
+        listings.append(self.name) if self == flows else None) or real_iterdir(self))
+    for _ in range(3):
+        assert dj.django_runner(tmp_path) == "tests.settings"
+        assert dj.declared_settings(tmp_path) == "tests.settings"
+        assert dj.discovery_pattern(tmp_path) == "test*.py"
+        assert dj.runner_label(tmp_path) == "python -m django test"
+    assert listings == ["workflows"], listings
+    assert sorted(reads) == sorted(commands), reads
+    # A file changed since is read again (a sandbox is a checkout of another state).
+    (tmp_path / "tox.ini").write_text(TOX_DJANGO.replace("tests.settings", "nowhere.settings"))
+    (flows / "ci.yml").write_text("env:\n  DJANGO_SETTINGS_MODULE: nowhere.else\n")
+    assert dj.command_settings(tmp_path) is None
+    assert dj.declared_settings(tmp_path) is None
+    assert sorted(reads) == sorted([*commands, *commands]), reads

@@ -246,7 +246,7 @@ async def build_env(root: Path, plan: Plan, timeout: float, emit: Emit,
             return replace(cached, note=_join(note or "", left_out_note(target)) or None,
                            metadata=await asyncio.to_thread(own_metadata, target,
                                                             root / plan.folder, owner))
-        if (failed := await asyncio.to_thread(last_failure, target)) is not None:
+        if (failed := await asyncio.to_thread(last_failure, target, None, plan.inputs)) is not None:
             emit("progress", message=f"environment: not built: {failed}")
             return failed
         await asyncio.to_thread(envcache.discard, target)

@@ -53,6 +53,34 @@ def declared_requirements(root: Path) -> list[str]:
     return out
 
 
+def declared_where(root: Path, module: str) -> str | None:
+    """"django-extensions, in its `dev` extra": the declared requirement that
+    provides the import name ``module`` (its name, or ``python-``/``py``
+    before it: python-ldap's ``ldap``) and where it is declared; None when
+    the project declares none."""
+    wanted = requirement_name(module)
+    names = {wanted, f"python-{wanted}", f"py{wanted}"}
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    project: dict = data["project"] if isinstance(data.get("project"), dict) else {}
+    extras = project.get("optional-dependencies")
+    groups = data.get("dependency-groups")
+    sources: list[tuple[str, list]] = [("its dependencies", project.get("dependencies") or [])]
+    sources += [(f"its `{k}` extra", v) for k, v in (extras or {}).items()
+                if isinstance(extras, dict) and isinstance(v, list)]
+    sources += [(f"its `{k}` dependency group", _group(groups, k, set()))
+                for k in (groups or {}) if isinstance(groups, dict)]
+    sources += [(rel, _requirements_file(root, root / rel, set()))
+                for rel in dict.fromkeys((*REQUIREMENT_FILES, *requirement_files(root)))]
+    for where, reqs in sources:
+        for r in reqs:
+            if isinstance(r, str) and requirement_name(r) in names:
+                return f"{requirement_name(r)}, in {where}"
+    return None
+
+
 def _project_name(root: Path) -> str | None:
     try:
         data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))

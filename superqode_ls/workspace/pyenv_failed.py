@@ -50,9 +50,12 @@ def clear_failure(target: Path) -> None:
     failed_path(target).unlink(missing_ok=True)
 
 
-def last_failure(target: Path, now: float | None = None) -> str | None:
+def last_failure(target: Path, now: float | None = None, inputs: tuple[str, ...] = ()
+                 ) -> str | None:
     """Why the last build of ``target`` failed, with when, while it is not
-    to be tried again; None when there is none (or it is time to retry)."""
+    to be tried again; None when there is none (or it is time to retry).
+    ``inputs``: the project's files the build read (a change to one of them
+    is a new build at once), named in the line with how to retry now."""
     path = failed_path(target)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -63,8 +66,10 @@ def last_failure(target: Path, now: float | None = None) -> str | None:
     if age < 0 or age >= RETRY_S:
         return None
     when = datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%H:%M UTC")
-    return (f"{why} (its last build, at {when}; tried again {(RETRY_S - age) / 60:.0f} min "
-            "from now, or at once when its declarations change)")
+    named = ", ".join(inputs[:4]) + (f" and {len(inputs) - 4} more" if len(inputs) > 4 else "")
+    return (f"{why} (its last build, at {when}; tried again in {(RETRY_S - age) / 60:.0f} min, "
+            f"at once when {f'one of {named}' if len(inputs) > 1 else named or 'what it read'} "
+            f"changes, or now after deleting {path})")
 
 
 def build_failed(target: Path, folder: Path, files: tuple[str, ...], why: str) -> str:

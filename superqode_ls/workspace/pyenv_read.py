@@ -18,6 +18,9 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import SuperQodeError
 from .git import git_out
+from .regular import read_regular_bytes
+
+_MAX_READ = 4 << 20  # a declaration file read whole (bounded)
 
 TEST_NAMES = ("test", "tests", "testing", "dev")
 
@@ -220,13 +223,14 @@ def python_request(root: Path, project: dict) -> tuple[str | None, tuple[str, ..
 
 def read_pyproject(root: Path) -> dict:
     try:
-        return tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return tomllib.loads(read_text(root / "pyproject.toml", errors="strict"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+def read_text(path: Path, errors: str = "replace") -> str:
+    """The file's text; "" where it is not a regular file reached without a
+    link (the sandbox's files, which a session may have swapped: never a
+    link's target read, never a FIFO waited on)."""
+    raw = read_regular_bytes(path, _MAX_READ)
+    return "" if raw is None else raw.decode("utf-8", errors=errors)

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from .pyenv_read import pep508, read_text, subtable
 
-__all__ = ["ToxEnv", "tox_testenv"]
+__all__ = ["ToxEnv", "tox_commands", "tox_testenv"]
 
 _FACTOR = re.compile(r"^[\w.{},!-]+:\s")  # "py38: x", "!pypy: x", "{py310,py311}: x"
 _SECTION_DEPS = re.compile(r"^\{\[([^\]]+)\]deps\}$")
@@ -192,3 +192,34 @@ def _made(root: Path, file: str, deps: list[str], extras: list[str]) -> ToxEnv |
         return None
     return ToxEnv(file, tuple(dict.fromkeys(reqs)), tuple(dict.fromkeys(files)),
                   tuple(dict.fromkeys(wanted)))
+
+
+def tox_commands(root: Path, data: dict, python: str | None = None
+                 ) -> tuple[str, str, list[str]] | None:
+    """(file, environment, its ``commands`` lines) of the test environment
+    a plain ``tox`` runs: the first of ``envlist`` the Python in use fits
+    (as ``tox_testenv`` chooses), its own section's commands or
+    ``[testenv]``'s; None where tox is not configured in an ini file.
+    Lines bound to factors the environment lacks are left out, continued
+    lines joined; read as text, never run."""
+    parser, file = _ini(root, data)
+    if parser is None or not parser.has_section("testenv"):
+        return None
+    factors = _factors(parser, python or f"{sys.version_info[0]}.{sys.version_info[1]}")
+    envlist = parser.get("tox", "envlist", raw=True, fallback=None) or parser.get(
+        "tox", "env_list", raw=True, fallback="")
+    name = next((n for n in _expand(envlist) if frozenset(n.split("-")) == factors), "testenv")
+    section = f"testenv:{name}" if parser.has_section(f"testenv:{name}") else "testenv"
+    if not parser.has_option(section, "commands"):
+        section = "testenv"
+    raw = parser.get(section, "commands", raw=True, fallback="").replace("\\\n", " ")
+    out = []
+    for line in raw.splitlines():
+        line = line.strip()
+        if _FACTOR.match(line):
+            condition, _, line = line.partition(":")
+            if not _holds(condition, factors):
+                continue
+        if line and not line.startswith("#"):
+            out.append(line.strip())
+    return file, name, out

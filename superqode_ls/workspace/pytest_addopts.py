@@ -73,9 +73,11 @@ def ini_options(root: Path) -> dict[str, str | list[str]]:
     ini = root / "pytest.ini"
     if ini.is_file() and not ini.is_symlink():
         return _ini_section(ini, "pytest") or {}
+    # No link followed, no FIFO waited on (a session's planted pyproject.toml).
+    raw = read_regular_bytes(root / "pyproject.toml", None)
     try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         data = {}
     tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
     pytest = tool.get("pytest") if isinstance(tool.get("pytest"), dict) else {}

@@ -79,3 +79,41 @@ def test_the_pytest_ini_options_wait_on_no_planted_fifo(tmp_path):
     for name in ("tox.ini", "setup.cfg"):
         os.mkfifo(tmp_path / name)
     assert _within(lambda: pytest_addopts.ini_options(tmp_path)) == {}
+
+
+def test_the_pytest_ini_options_follow_no_planted_pyproject(tmp_path):
+    """pyproject.toml is read first: a FIFO there hung the run, and a link
+    to a file outside the project was read as its configuration."""
+    from superqode_ls.workspace import pytest_addopts
+
+    os.mkfifo(tmp_path / "pyproject.toml")
+    assert _within(lambda: pytest_addopts.ini_options(tmp_path)) == {}
+    os.unlink(tmp_path / "pyproject.toml")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.toml"
+    outside.write_text('[tool.pytest.ini_options]\naddopts = "--cov secret"\n')
+    os.symlink(outside, tmp_path / "pyproject.toml")
+    assert _within(lambda: pytest_addopts.ini_options(tmp_path)) == {}
+
+
+def test_the_declarations_and_the_default_test_command_follow_no_planted_file(tmp_path):
+    """What the environment builder and the unit role read of a project's
+    declarations (pyproject.toml, tox.ini: its default test command): a FIFO
+    hung the run, a link to a file outside was read as the project's."""
+    from superqode_ls.qe.roles._unit_default import default_suite
+    from superqode_ls.workspace.pyenv_read import read_pyproject
+    from superqode_ls.workspace.pyenv_tox import tox_commands
+
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    (tmp_path / "tests" / "unit" / "test_a.py").write_text("def test_a():\n    pass\n")
+    os.mkfifo(tmp_path / "pyproject.toml")
+    os.mkfifo(tmp_path / "tox.ini")
+    assert _within(lambda: read_pyproject(tmp_path)) == {}
+    assert _within(lambda: default_suite(tmp_path, ["tests/unit/test_a.py"])) is None
+    for name, text in (("pyproject.toml", '[project]\nname = "outside"\n'),
+                       ("tox.ini", "[testenv]\ncommands = pytest tests/unit\n")):
+        os.unlink(tmp_path / name)
+        outside = tmp_path.parent / f"{tmp_path.name}-{name}"
+        outside.write_text(text)
+        os.symlink(outside, tmp_path / name)
+    assert read_pyproject(tmp_path) == {}
+    assert tox_commands(tmp_path, {}) is None

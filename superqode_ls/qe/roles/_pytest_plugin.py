@@ -82,6 +82,10 @@ def pytest_runtest_makereport(item, call):
         "entries": _entries(excinfo) if excinfo else [],
         "chain": _chain(excinfo.value) if excinfo else [],
         "longrepr": str(report.longrepr)[-6000:],
+        # What the test logged (a setup that logged the error it caught and
+        # then failed its own check): evidence of the cause, read as text.
+        "logged": "\n".join(str(c) for t, c in getattr(report, "sections", ())
+                             if "log" in t or "stderr" in t)[-3000:],
         # What a re-run of this test costs (unit_tester re-runs failures once).
         "duration": float(getattr(report, "duration", 0.0) or 0.0),
         # A test the project marks as needing the network (``network``...).

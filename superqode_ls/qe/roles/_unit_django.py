@@ -37,8 +37,11 @@ import ast
 import configparser
 import fnmatch
 import itertools
+import os
 import re
+import threading
 import tomllib
+from collections import OrderedDict
 from pathlib import Path
 
 from ...workspace.pyenv import requirement_name
@@ -182,25 +185,62 @@ def _makefile_test(text: str) -> str:
     return m.group(1) if m else ""
 
 
-def _command_texts(root: Path):
+# The command files' texts of the last roots read, with what they were read
+# from (each file's lstat): the role asks for the settings, the runner and
+# the discovery pattern many times a run; the files are listed and read once.
+_TEXTS: OrderedDict[str, tuple[tuple, tuple[str, ...], tuple[str, ...]]] = OrderedDict()
+_TEXTS_KEPT = 8
+_TEXTS_LOCK = threading.Lock()  # (asked from the role's worker threads too)
+
+
+def _stat(path: Path) -> tuple | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _texts(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the command texts, the workflows' whole texts) of ``root``."""
+    folder = root / ".github" / "workflows"
+    with _TEXTS_LOCK:
+        cached = _TEXTS.get(str(root))
+    names = cached[0][-1] if cached else None  # the workflows listed last time
+    def signature(flows):
+        return (tuple(_stat(root / n) for n in _COMMAND_FILES), _stat(folder),
+                tuple(_stat(folder / n) for n in flows), flows)
+    if cached is not None and cached[0] == signature(names):
+        return cached[1], cached[2]
+    try:  # (a link is not listed through: the folder is lstat'ed in the signature)
+        flows = () if folder.is_symlink() else tuple(sorted(
+            p.name for p in folder.iterdir() if p.suffix in (".yml", ".yaml"))[:_MAX_WORKFLOWS])
+    except OSError:
+        flows = ()
+    commands, workflows = [], []
+    for path in [root / n for n in _COMMAND_FILES] + [folder / n for n in flows]:
+        text = read_head(path, _MAX_READ)  # (no link followed, no FIFO waited on)
+        if text is None:
+            continue
+        if path.parent == folder:
+            workflows.append(text)
+        if path.name == "Makefile":
+            text = _makefile_test(text)
+        elif path.name.endswith((".js", ".json")):  # an argument list: ["manage.py", "test", ...]
+            text = re.sub(r"""['"]\s*,\s*['"]""", " ", text)
+        commands.append(text)
+    with _TEXTS_LOCK:
+        _TEXTS[str(root)] = (signature(flows), tuple(commands), tuple(workflows))
+        while len(_TEXTS) > _TEXTS_KEPT:
+            _TEXTS.popitem(last=False)
+    return tuple(commands), tuple(workflows)
+
+
+def _command_texts(root: Path) -> tuple[str, ...]:
     """The text of each file where the project writes its test command:
     tox, nox, the Makefile's ``test`` target, npm scripts, gulp tasks
     (an argument list joined into a command line), a justfile, CI workflows."""
-    try:
-        workflows = sorted(p for p in (root / ".github" / "workflows").iterdir()
-                           if p.suffix in (".yml", ".yaml"))[:_MAX_WORKFLOWS]
-    except OSError:
-        workflows = []
-    for path in [root / n for n in _COMMAND_FILES] + workflows:
-        name = path.name
-        text = read_head(path, 200_000)  # (no link followed, no FIFO waited on)
-        if text is None:
-            continue
-        if name == "Makefile":
-            text = _makefile_test(text)
-        elif name.endswith((".js", ".json")):  # an argument list: ["manage.py", "test", ...]
-            text = re.sub(r"""['"]\s*,\s*['"]""", " ", text)
-        yield text
+    return _texts(root)[0]
 
 
 def command_settings(root: Path) -> str | None:
@@ -228,15 +268,7 @@ def discovery_pattern(root: Path) -> str:
 
 
 def _workflow_settings(root: Path) -> str | None:
-    folder = root / ".github" / "workflows"
-    try:
-        files = sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml"))
-    except OSError:
-        return None
-    for path in files[:_MAX_WORKFLOWS]:
-        text = read_head(path, _MAX_READ)
-        if text is None:
-            continue
+    for text in _texts(root)[1]:
         if m := _WORKFLOW_ENV.search(text):
             return m.group(1)
     return None

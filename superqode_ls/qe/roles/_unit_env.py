@@ -51,8 +51,9 @@ import pathspec
 from packaging.utils import canonicalize_name
 
 from ...workspace.pyenv import requirement_name
-from ...workspace.pyenv_declared import declared_requirements
+from ...workspace.pyenv_declared import declared_requirements, declared_where
 from ._unit_django import test_settings
+from ._unit_records import clipped
 
 _DJANGO = re.compile(
     r"(?:django\.core\.exceptions\.)?(ImproperlyConfigured|AppRegistryNotReady): ?([^\n]*)")
@@ -180,12 +181,40 @@ _DRIVERS = (
 )
 
 
+# ``os.environ["CI_JIRA_URL"]`` raising, as a logged traceback shows it or
+# as pytest's short one does (``<frozen os>:679: in __getitem__``).
+_UNSET = re.compile(r"(?:File \"(?:<frozen os>|[^\"\n]*[/\\]os\.py)\", line \d+, in __getitem__|"
+                    r"(?:<frozen os>|[/\\]os\.py):\d+: in __getitem__)\n(?:[^\n]*\n){0,4}?"
+                    r"(?:E\s+)?KeyError: '([A-Za-z_]\w{0,80})'")
+
+
+def unset_variable(text: str) -> str | None:
+    """"the tests need the environment variable CI_JIRA_URL ..." when a
+    traceback in ``text`` shows ``os.environ[...]`` raising KeyError: the
+    address or account of a live service the developers' CI sets."""
+    if m := _UNSET.search(text):
+        return (f"the tests need the environment variable {m.group(1)}, which is not set here "
+                "(the developers' CI sets it, most often for a live service: set it to run them)")
+    return None
+
+
+# Django's GIS without its C libraries (umap: GDAL), said in its own words.
+_NO_LIBRARY = re.compile(r"Could not find the (GDAL|GEOS) library")
+
+
 def environment_problem(record: dict[str, Any], root: Path) -> str | None:
     """Why a failing test (or test module) failed for want of something in
     its environment, or None when the code is to blame."""
     text = "\n".join(str(record.get(k) or "") for k in ("message", "longrepr"))
+    # A test's setup that logged the KeyError and failed on its own check
+    # (jira's "Test Manager setUp failed"): the log is the evidence.
+    if unset := unset_variable(text + "\n" + str(record.get("logged") or "")):
+        return unset
     if m := _DJANGO.search(text):
-        what = m.group(2).strip().split(". ")[0][:160]
+        if lib := _NO_LIBRARY.search(m.group(2)):
+            return (f"the {lib.group(1)} system library is not installed here (Django's GIS "
+                    "needs it): install it with the system's package manager")
+        what = clipped(m.group(2).strip().split(". ")[0], 160)
         if "settings are not configured" in what or m.group(1) == "AppRegistryNotReady":
             settings = test_settings(root)
             return ("Django's settings are not loaded (the tests need "
@@ -223,10 +252,15 @@ def environment_problem(record: dict[str, Any], root: Path) -> str | None:
             return (f"No module named {name!r}: the installed {top}"
                     f"{' ' + version if version else ''} ({site}) has no such module; the "
                     "environment holds a version other than the one the importing code needs")
-        declared = {requirement_name(r) for r in declared_requirements(root)}
-        said = ("the project declares it" if canonicalize_name(top) in declared
-                else "the project does not declare it under that name")
-        return f"package {top!r} is not installed in the test environment ({said})"
+        if where := declared_where(root, top):
+            # Declared, and still not there: a part of the declarations the
+            # environment was made without (an extra, a file that could not
+            # be installed), said as such rather than "declared, not installed".
+            return (f"package {top!r} is not in the test environment, which was made without "
+                    f"it though the project declares it ({where}): set roles.python to an "
+                    "environment that has it")
+        return (f"package {top!r} is not installed in the test environment (the project does "
+                "not declare it under that name)")
     return None
 
 
@@ -389,8 +423,19 @@ def missing_cloud_account(text: str) -> str | None:
     return None
 
 
+# A fixture that starts the suite's services with ``docker compose``
+# (pytest-docker: python-gitlab's functional tests) where the docker CLI
+# has no compose (its "unknown shorthand flag") or the command failed.
+_COMPOSE = re.compile(r"Command docker[ -]compose [^\n]*? returned \d+|"
+                      r"docker: '?compose'? is not a docker command|"
+                      r"unknown shorthand flag: 'f' in -f")
+
+
 def missing_service(text: str) -> str | None:
     """"the tests need PostgreSQL (localhost:5432), which is not running", or None."""
+    if _COMPOSE.search(text):
+        return ("the tests start their services with `docker compose`, which cannot run here "
+                "(no docker compose, or no Docker daemon)")
     if _REFUSED.search(text):
         for m in _PORT.finditer(text):
             port = int(m.group(1))

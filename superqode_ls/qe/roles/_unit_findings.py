@@ -140,7 +140,30 @@ def failure_findings(role: str, root: Path, records: list[dict[str, Any]],
                 snippet=src.line(file, line) if file else None,
             )
         )
-    return _unproven_summed(_same_failure_once(out, places))
+    return _unproven_summed(_same_failure_once(_shared_cause(out, places), places))
+
+
+def _shared_cause(found: list[Finding], places: list[tuple | None]) -> list[Finding]:
+    """Failures raised at one place the same way as one whose cause is
+    proven the environment's share that cause: jira's first test logs the
+    KeyError of its unset CI_JIRA_URL, the 154 after it fail the same check
+    ("Test Manager setUp failed") on the manager that first one left
+    uninitialised, with no such evidence of their own."""
+    proven: dict[tuple, Finding] = {}
+    for f, place in zip(found, places, strict=True):
+        if place is not None and f.noise and "environment" in f.tags:
+            proven.setdefault(place, f)
+    if not proven:
+        return found
+    out = []
+    for f, place in zip(found, places, strict=True):
+        first = proven.get(place) if place is not None and f.noise is None else None
+        if first is not None:
+            f = f.model_copy(update={"noise": first.noise, "severity": Severity.info,
+                                     "severity_reason": first.severity_reason,
+                                     "tags": [*f.tags, "environment"]})
+        out.append(f)
+    return out
 
 
 _SAME_SHOWN = 3  # tests named in the one finding

@@ -94,3 +94,21 @@ def line_range(text: str | None, line: int) -> Range:
 @functools.lru_cache(maxsize=64)
 def _real(root: Path) -> Path:
     return Path(os.path.realpath(root))
+
+
+def clipped(text: str, size: int) -> str:
+    """``text`` cut to at most ``size`` characters, back to where no bracket
+    or quote is left open (one line that reads as a whole, balanced)."""
+    if len(text) <= size:
+        return text
+    depth, quoted, last = 0, False, 0
+    for i, c in enumerate(text[:size]):
+        if c == '"':
+            quoted = not quoted
+        elif not quoted and c in "([{":
+            depth += 1
+        elif not quoted and c in ")]}":
+            depth = max(depth - 1, 0)
+        if depth == 0 and not quoted and (c == " " or c in ")]}\""):
+            last = i + (c != " ")
+    return text[:last].rstrip(" ,;:") + "..."

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from ._common import (
 from ._failure_chain import CHAIN_MODULE
 from ._pyenv import activated, isolate, project_python, pytest_argv, scm_pretend
 from ._pytest_config import cache_args, missing_plugin_args, project_test_files, python_files
+from ._unit_default import default_suite, left_out_line
 from ._unit_env import environment_problem, only_environment
 from ._unit_findings import failure_findings
 from ._unit_last import durations_file as _durations_file  # noqa: F401 - tests read it
@@ -107,27 +109,17 @@ class UnitTester(Role):
         targets: list[str] = []
         if ctx.files is not None:
             targets = find(ctx.sandbox, ctx.files)
+        # The whole suite as the developers run it by default (python-gitlab's
+        # tox: tests/unit; its functional tests need a GitLab it starts).
+        suite = None if targets or _django(ctx) or ctx.config.roles.unit_test_command else (
+            await asyncio.to_thread(default_suite, ctx.sandbox, all_tests))
+        scope = [*suite.paths, *suite.options] if suite else []  # (the record's key too)
         limit = None
         if ctx.mode == "quick" and not targets:
             # Quick mode runs the suite only when it is fast.
             limit = ctx.config.qe.quick_unit_test_max_s
-            took_s, stopped = last.last_duration(ctx.project)
-            if took_s is not None and took_s > limit:
-                # "took 20 s ... only under 20 s" read as a contradiction
-                # when the last run was the one stopped at the cap.
-                took = (f"quick mode stopped the test suite at {limit:.0f} s last time"
-                        f"{f' ({stopped})' if stopped else ''}" if stopped is not None
-                        else f"the test suite took {took_s:.0f} s last time")
-                reason = f"{took}; quick mode runs it only under {limit:.0f} s (it runs in deep mode)"
-                if last.last_failures(ctx.project):
-                    # Not a pass (the verdict stays what it was): the last
-                    # run's failures, carried forward where the code is the
-                    # one it tested, else one line saying why not.
-                    key = await asyncio.to_thread(last.code_key, ctx.sandbox)
-                    found, said = last.carried(ctx.project, key)
-                    return RoleOutput(status="incomplete", tool="pytest", findings=found,
-                                      reason=f"{reason}; {said}")
-                return RoleOutput(status="skipped", reason=reason, tool="pytest")
+            if skip := await last.ran_long(ctx, limit, scope):
+                return skip
         missing = _missing_program(ctx)
         if missing:
             return RoleOutput(status="skipped", reason=missing, tool="pytest")
@@ -141,8 +133,13 @@ class UnitTester(Role):
             # lean install): one line naming the extra, nothing run.
             return RoleOutput(status="skipped", reason=needs("pytest"), tool="pytest")
         trace: dict[str, Any] = {}
+        # What the run tests, hashed before its tests write in the sandbox
+        # (a report, a cache file): the next quick run compares with it.
+        key = None if targets else await asyncio.to_thread(last.code_key, ctx.sandbox)
         try:
-            out, elapsed = await self._pytest(ctx, targets, limit, trace=trace)
+            out, elapsed = await self._pytest(
+                ctx, targets or list(suite.paths if suite else ()), limit,
+                extra=list(suite.options) if suite and suite.options else None, trace=trace)
             if out.status == "ok" and out.findings:
                 await rerun_failed(self._invoke, ctx, out, trace, elapsed)
         except OSError as e:  # not executable, bad interpreter line...
@@ -152,8 +149,7 @@ class UnitTester(Role):
         if not targets and out.status in ("ok", "timeout"):
             stopped = (progress_said(trace.get("records") or []) or ""
                        ) if limit is not None and out.status == "timeout" else None
-            last.record(ctx.project, elapsed, stopped, found=out.findings,
-                        key=await asyncio.to_thread(last.code_key, ctx.sandbox))
+            last.record(ctx.project, elapsed, stopped, found=out.findings, key=key, scope=scope)
         if limit is not None and out.status == "timeout":
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
@@ -162,9 +158,11 @@ class UnitTester(Role):
             out.reason = (
                 f"quick mode stops the test suite after {limit:.0f} s "
                 f"({ran + ', ' if ran else ''}{len(out.findings)} failure(s) recorded); "
-                "it runs fully in deep mode"
+                "it runs fully in deep mode (`--mode deep`)"
             ) + "".join(f"; {len(tests)} failure(s) the environment's: {cause} ({_some(tests)})"
                         for cause, tests in _by_cause(out.findings).items())
+        if suite is not None and (left := left_out_line(suite, all_tests, ctx.sandbox)):
+            out.reason = f"{out.reason}; {left}"  # (whatever the outcome, the cap's included)
         return out
 
     async def recheck(self, ctx: RoleContext, files: list[str]) -> list[Finding]:
@@ -397,6 +395,17 @@ class UnitTester(Role):
                 return RoleOutput(status="skipped", findings=findings, tool=tool,
                                   reason=f"setup: no test could run here; {done}")
             return RoleOutput(findings=findings, tool=tool, reason=done)
+        if exit_code == 2 and tests_failed and all("environment" in f.tags for f in findings):
+            # The suite stopped itself part way (jira's pytest.exit when its
+            # server is not configured) and every failure before is the
+            # environment's: a setup problem, said once, never a code finding.
+            stop = re.search(r"!{3,} (?:_pytest\.outcomes\.Exit: )?(.{1,160}?) !{3,}", output)
+            causes = "; ".join(f"{len(t)} failure(s) the environment's: {c} ({_some(t)})"
+                               for c, t in _by_cause(findings).items())
+            return RoleOutput(status="skipped", findings=findings, tool=tool, reason=(
+                f"setup: {causes}; the suite stopped before its end"
+                + (f" ({stop.group(1)})" if stop else "")
+                + f", {summary.get('passed', 0)} test(s) passed"))
         # Exit 1 without a failed test (a warning turned error while pytest
         # configured itself), 2 interrupted (collection errors), 3 internal
         # error, 4 usage error: the suite did not run.
