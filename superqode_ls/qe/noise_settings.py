@@ -228,6 +228,14 @@ def _unreferenced_config(root: Path, rel: str) -> str | None:
     folder = root.joinpath(*parts[:-1])
     if len(parts) < 2 or (folder / "__init__.py").exists():
         return None
+    # A production or base settings module beside it: a settings folder whose
+    # own rules (_development_key: does production turn it on too?) decide.
+    try:
+        siblings = [n[:-3] for n in os.listdir(folder) if n.endswith(".py")]
+    except OSError:
+        return None
+    if any(set(re.split(r"[_\-]+", n.lower())) & _PROD_WORDS for n in siblings):
+        return None
     stem = parts[-1][:-3]
     dotted = ".".join([*parts[:-1], stem])
     names = re.compile(rf"(?<![\w-]){re.escape(parts[-1])}\b|\b{re.escape(dotted)}\b"
