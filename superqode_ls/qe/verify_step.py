@@ -21,6 +21,7 @@ from .roles.base import Role, RoleContext, SandboxSession
 from .type_gate import in_projects, mypy_projects, type_gate
 from .verifier import Verifier
 from .verify_early import EarlyVerify, SandboxReads
+from .verify_exports import drops_export
 
 TEST_ROLE = "unit_tester"
 OVER_CAP = "not verified: over the verification cap"
@@ -103,6 +104,10 @@ def reexport_note(f: Finding) -> str:
             "__init__.py); review it before applying")
 
 
+def export_note(p: Patch, why: str) -> str:
+    return f"{REEXPORT} ({p.tool or 'tool'}): not verified -- {why}; review it before applying"
+
+
 def doctest_note(p: Patch, why: str) -> str:
     return f"{DOCTEST} ({p.tool or 'tool'}): not verified -- {why}; review it before applying"
 
@@ -148,6 +153,19 @@ def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
                 if f.fix_patch_id in patches and f.fix_patch_id not in out
                 and f.tool == "ruff" and f.rule_id == "F401" and f.file
                 and f.file.endswith(".py") and facade(root, f.file, reads.facades)})
+    # A fix that removes a name other code reads from its module (a stub's
+    # or a package's re-export, a name another module imports from there,
+    # one a string type alias names): no re-run of the tool nor the tests
+    # importing the module can show that nothing reads it (verify_exports.py).
+    for pid, p in patches.items():
+        if pid in out or p.kind != "fix":
+            continue
+        if pid not in reads.exports.verdicts:
+            files = p.files or patch_files(p.diff)
+            reads.exports.verdicts[pid] = next(
+                (why for rel in files if (why := drops_export(root, rel, p.diff, reads.exports))), None)
+        if (why := reads.exports.verdicts[pid]) is not None:
+            out[pid] = export_note(p, why)
     # A fix that removes an import the module's docstring examples read,
     # where the project runs them: the covering tests are not its doctests,
     # so no re-run here can show the fix keeps them passing (glom's
