@@ -63,7 +63,7 @@ class ExportReads:
 
     sources: dict[str, tuple[str, ast.Module] | None] = field(default_factory=dict)
     verdicts: dict[str, str | None] = field(default_factory=dict)
-    texts: dict[str, str] | None = None  # rel -> text; None: not read yet
+    index: _Index | None = None  # the project's imports; None: not read yet
     complete: bool = True  # all of the project's modules were read
 
 
@@ -79,6 +79,21 @@ def may_drop_import(diff: str) -> bool:
     """Whether ``diff`` removes a line with an import on it (cheap: most
     fixes do not)."""
     return _DROPS_IMPORT.search(str(diff)) is not None
+
+
+_WORD = re.compile(r"[^\W\d]\w*")
+
+
+def _loses_a_word(diff: str) -> bool:
+    """Whether a word of the removed lines is not among the added ones as
+    often (an import sorted or rewrapped keeps every name: no parse then)."""
+    gone: Counter[str] = Counter()
+    for line in diff.splitlines():
+        if line.startswith("-") and not line.startswith("---"):
+            gone.update(_WORD.findall(line, 1))
+        elif line.startswith("+") and not line.startswith("+++"):
+            gone.subtract(_WORD.findall(line, 1))
+    return any(n > 0 for n in gone.values())
 
 
 def _bindings(tree: ast.Module) -> list[_Binding]:
@@ -124,9 +139,10 @@ def _defined(tree: ast.Module) -> list[str]:
 def _all_names(tree: ast.Module) -> set[str]:
     out: set[str] = set()
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
             out |= {e.value for e in ast.walk(node.value)
                     if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     return out
@@ -164,9 +180,11 @@ def _dotted(rel: str) -> list[str]:
     return [".".join(stem[i:]) for i in range(len(stem)) if stem[i:]]
 
 
-def _project_texts(root: Path, reads: ExportReads) -> dict[str, str]:
-    if reads.texts is None:
-        texts: dict[str, str] = {}
+def _index(root: Path, reads: ExportReads) -> _Index:
+    """The project's imports, read once a run: one bounded walk (past
+    ``MAX_FILES`` modules ``complete`` is False)."""
+    if reads.index is None:
+        index = _Index()
         seen = 0
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if d not in _SKIP and not d.startswith(".")]
@@ -180,17 +198,17 @@ def _project_texts(root: Path, reads: ExportReads) -> dict[str, str]:
                 path = os.path.join(dirpath, fname)
                 text = read_head(path, _MAX_BYTES)  # no link followed, no FIFO waited on
                 if text is not None:
-                    texts[os.path.relpath(path, root).replace(os.sep, "/")] = text
+                    index.add(os.path.relpath(path, root).replace(os.sep, "/"), text)
             if not reads.complete:
                 break
-        reads.texts = texts
-    return reads.texts
+        reads.index = index
+    return reads.index
 
 
 def _resolve(rel: str, dots: str, module: str) -> str:
     """The absolute dotted module of ``from <dots><module> import`` in ``rel``."""
-    package = _dotted(rel)[0].split(".")
-    if not rel.endswith(("/__init__.py", "/__init__.pyi")) and rel not in ("__init__.py", "__init__.pyi"):
+    package = _dotted(rel)[0].split(".") if _dotted(rel) else []
+    if rel.rsplit("/", 1)[-1] not in ("__init__.py", "__init__.pyi"):
         package = package[:-1]
     up = len(dots) - 1
     if up > len(package):
@@ -199,32 +217,54 @@ def _resolve(rel: str, dots: str, module: str) -> str:
     return ".".join([*base, module] if module else base)
 
 
-def importer(root: Path, rel: str, name: str, reads: ExportReads) -> str | None:
-    """Another module of the project that reads ``name`` from the module at
-    ``rel`` (its path), or None."""
-    mine = set(_dotted(rel))
-    for other, text in _project_texts(root, reads).items():
-        if other == rel or name not in text:
-            continue
-        aliases: set[str] = set()  # what this module binds the target module to
+@dataclass
+class _Index:
+    """What the project's modules import: (module, name) -> the modules
+    importing it so (``from module import name``); each dotted name a module
+    may be bound under in another (``from pkg import compat``, ``import
+    pkg.compat as c``) -> (that module, its alias); the texts, for the
+    alias's attribute reads."""
+
+    names: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    aliases: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def add(self, rel: str, text: str) -> None:
+        if "import" not in text:
+            return
+        bound = False
         for m in _FROM.finditer(text):
             dots, module, what = m.groups()
-            full = _resolve(other, dots, module) if dots else module
-            names = [p.split() for p in re.sub(r"#[^\n]*", "", what).strip().strip("()").split(",")]
-            for bits in names:
-                if not bits:
+            full = _resolve(rel, dots, module) if dots else module
+            for part in re.sub(r"#[^\n]*", "", what).strip().strip("()").split(","):
+                bits = part.split()
+                if not bits or not bits[0].isidentifier():
                     continue
-                if full in mine and bits[0] == name:
-                    return other
-                if f"{full}.{bits[0]}" in mine or (not full and bits[0] in mine):
-                    aliases.add(bits[-1])
+                self.names.setdefault((full, bits[0]), []).append(rel)
+                self.aliases.setdefault(f"{full}.{bits[0]}" if full else bits[0], []).append(
+                    (rel, bits[-1]))
+                bound = True
         for m in _IMPORT.finditer(text):
             for part in m.group(1).split(","):
                 bits = part.split()
-                if bits and bits[0] in mine:
-                    aliases.add(bits[-1])
-        for alias in aliases:
-            if re.search(rf"(?<![\w.]){re.escape(alias)}\s*\.\s*{re.escape(name)}\b", text):
+                if bits:
+                    self.aliases.setdefault(bits[0], []).append((rel, bits[-1]))
+                    bound = True
+        if bound:
+            self.texts[rel] = text
+
+
+def importer(root: Path, rel: str, name: str, reads: ExportReads) -> str | None:
+    """Another module of the project that reads ``name`` from the module at
+    ``rel`` (its path), or None."""
+    index = _index(root, reads)
+    for mine in _dotted(rel):
+        other = next((o for o in index.names.get((mine, name), ()) if o != rel), None)
+        if other is not None:
+            return other
+        for other, alias in index.aliases.get(mine, ()):
+            if other != rel and re.search(
+                    rf"(?<![\w.]){re.escape(alias)}\s*\.\s*{re.escape(name)}\b", index.texts[other]):
                 return other
     return None
 
@@ -232,7 +272,8 @@ def importer(root: Path, rel: str, name: str, reads: ExportReads) -> str | None:
 def drops_export(root: Path, rel: str, diff: str, reads: ExportReads) -> str | None:
     """Why the fix ``diff`` of ``rel`` removes a name other code may read
     from the module, or None."""
-    if not rel.endswith((".py", ".pyi")) or not may_drop_import(diff):
+    diff = str(diff)
+    if not rel.endswith((".py", ".pyi")) or not may_drop_import(diff) or not _loses_a_word(diff):
         return None
     if rel not in reads.sources:
         text = read_head(root / rel, _MAX_BYTES)  # no link followed, no FIFO waited on
