@@ -151,3 +151,14 @@ def test_a_project_too_large_to_read_fails_closed(tmp_path, monkeypatch):
     why = _why(tmp_path, "m.py", "import os\n\n\ndef f():\n    pass\n", "\n\ndef f():\n    pass\n", others)
     assert why is not None and "more than 2 modules" in why
     ast.parse((tmp_path / "m.py").read_text())  # the file itself left as it was
+
+
+def test_a_fallback_import_is_its_own_binding(tmp_path):
+    # requests' compat.py: `import json` in the except branch is what binds
+    # json where simplejson is missing; the try branch's does not stand for it.
+    old = ("try:\n    import simplejson as json\nexcept ImportError:\n    import json\n\n"
+           "x = 1\n")
+    new = old.replace("    import json\n", "    pass\n")
+    assert "p/models.py imports json" in _why(
+        tmp_path, "p/compat.py", old, new,
+        {"p/__init__.py": "", "p/models.py": "from .compat import json as complexjson\n"})

@@ -73,6 +73,9 @@ class _Binding:
     explicit: bool  # ``X as X``
     dot: bool  # ``from . import X``
     star: bool
+    # The block it is in: ``import simplejson as json`` in a ``try`` does
+    # not stand for the ``import json`` of its ``except ImportError``.
+    where: tuple[str, ...] = ()
 
 
 def may_drop_import(diff: str) -> bool:
@@ -98,29 +101,29 @@ def _loses_a_word(diff: str) -> bool:
 
 def _bindings(tree: ast.Module) -> list[_Binding]:
     """The module-level import bindings (in ``if``/``try``/``with`` blocks
-    too, not in functions or classes)."""
+    too, not in functions or classes), each with the block it is in."""
     out: list[_Binding] = []
-    todo: list[ast.stmt] = list(tree.body)
+    todo: list[tuple[list[ast.stmt], tuple[str, ...]]] = [(tree.body, ())]
     while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            relative = isinstance(node, ast.ImportFrom) and node.level > 0 and not node.module
-            for a in node.names:
-                if a.name == "*":
-                    out.append(_Binding("*", False, False, True))
-                    continue
-                if isinstance(node, ast.Import):
-                    bound = a.asname or a.name.split(".")[0]
-                    explicit = a.asname == a.name and "." not in a.name
-                else:
-                    bound = a.asname or a.name
-                    explicit = a.asname == a.name
-                out.append(_Binding(bound, explicit, relative, False))
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.AsyncWith)):
-            for part in ("body", "orelse", "finalbody"):
-                todo.extend(getattr(node, part, []))
-            for h in getattr(node, "handlers", []):
-                todo.extend(h.body)
+        body, where = todo.pop()
+        k = 0  # the compound statements' ordinal: an import removed before one does not move it
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                relative = isinstance(node, ast.ImportFrom) and node.level > 0 and not node.module
+                for a in node.names:
+                    if a.name == "*":
+                        out.append(_Binding("*", False, False, True, where))
+                    elif isinstance(node, ast.Import):
+                        out.append(_Binding(a.asname or a.name.split(".")[0],
+                                            a.asname == a.name and "." not in a.name, False, False, where))
+                    else:
+                        out.append(_Binding(a.asname or a.name, a.asname == a.name, relative, False, where))
+            elif isinstance(node, (ast.If, ast.Try, ast.TryStar, ast.With, ast.AsyncWith)):
+                for part in ("body", "orelse", "finalbody"):
+                    todo.append((getattr(node, part, []), (*where, f"{k}.{part}")))
+                for i, h in enumerate(getattr(node, "handlers", [])):
+                    todo.append((h.body, (*where, f"{k}.except{i}")))
+                k += 1
     return out
 
 
@@ -289,9 +292,9 @@ def drops_export(root: Path, rel: str, diff: str, reads: ExportReads) -> str | N
     if new is None:
         return "the fixed module could not be made or parsed, so the names this fix removes are unknown"
     before = _bindings(old)
-    left = Counter(b.name for b in _bindings(new))
-    left.update(_defined(new))  # F811: the import gives way to a def of the same name
-    gone = [b for b in before if left[b.name] == 0]
+    left = Counter((b.name, b.where) for b in _bindings(new))
+    defined = set(_defined(new))  # F811: the import gives way to a def of the same name
+    gone = [b for b in before if left[(b.name, b.where)] == 0 and b.name not in defined]
     if not gone:
         return None
     stub = rel.endswith(".pyi")
