@@ -287,6 +287,7 @@ NO_TIME = "not verified: no time left in the session budget"
 async def _verify_all(verifier, todo, on_result, patches, roles, contexts, root, deadline, python, emit,
                       type_gate=True, early: EarlyVerify | None = None):
     rest = todo
+    await verifier.fix_tests.settle()  # before any fix is written into the sandbox
     taken = await early.take(todo, verifier.fix_tests) if early is not None else None
     if taken is not None:  # one role's fixes judged while the others ran (verify_early.py)
         name, results = taken
@@ -380,6 +381,10 @@ async def verify(
         covering=covering, no_tests_reason=why or "no tests were run",
         probe=probe if covering is not None and not full_suite else None,
     )
+    if probe is not None and verifier.fix_tests.probe is None:
+        # Not the tests' judge here, but still reading the sandbox's conftests
+        # (and keeping what it saw): stopped before the fixes are written.
+        await probe.close()
     total = len(todo)
     # Every suggested fix is accounted for: the count a user read above adds up.
     never = len(patches) - total - len(over)
