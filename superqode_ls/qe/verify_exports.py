@@ -88,15 +88,16 @@ _WORD = re.compile(r"[^\W\d]\w*")
 
 
 def _loses_a_word(diff: str) -> bool:
-    """Whether a word of the removed lines is not among the added ones as
-    often (an import sorted or rewrapped keeps every name: no parse then)."""
-    gone: Counter[str] = Counter()
+    """Whether a word of the removed lines is on no added line (an import
+    block sorted, rewrapped or merged keeps every name: no parse then)."""
+    gone: set[str] = set()
+    kept: set[str] = set()
     for line in diff.splitlines():
         if line.startswith("-") and not line.startswith("---"):
             gone.update(_WORD.findall(line, 1))
         elif line.startswith("+") and not line.startswith("+++"):
-            gone.subtract(_WORD.findall(line, 1))
-    return any(n > 0 for n in gone.values())
+            kept.update(_WORD.findall(line, 1))
+    return not gone <= kept
 
 
 def _bindings(tree: ast.Module) -> list[_Binding]:
