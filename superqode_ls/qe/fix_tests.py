@@ -20,6 +20,12 @@ from .roles.base import Role, RoleContext, SandboxSession
 
 Judged = list[tuple[Patch, list[str], VerifyResult]]
 
+# A fix (or a round of fixes) after which the covering tests no longer start
+# though they do without it: never a tool verdict, whatever pytest said.
+STOPPED = "not verified: the tests no longer run after the fix"
+# Why covering tests did not run that says nothing of the fix (covering.py's words).
+_OUT_OF_TIME = ("the covering tests did not finish", "no time left")
+
 
 async def _restore(session: SandboxSession | None, checkpoint: str) -> None:
     # A checkpoint is only ever taken from a session.
@@ -78,6 +84,21 @@ class FixTests:
         except TimeoutError:
             return "tests not run: pytest had not started in the time left (it is slow to start here)"
 
+    async def settle(self) -> None:
+        """The probe's verdict taken before anything is written into the
+        sandbox, and the probe stopped where it gave none in its wait: its
+        pytest loads the sandbox's conftests, and one still loading them
+        when the first round's fixes were applied judged the fixed tree (a
+        fix that broke a conftest made the suite "cannot start", every fix
+        "tool-verified only" with it, the guilty one included, and the
+        verdict was kept for the unchanged project's next runs)."""
+        if self.probe is None:
+            return
+        await self._broken()
+        close = getattr(self.probe, "close", None)
+        if close is not None:
+            await close()  # nothing where it is done
+
     async def none_at_all(self, files: list[str] | None = None) -> bool:
         """No test can judge any fix here (of ``files``: none imports them)."""
         if self.full_suite:
@@ -128,9 +149,23 @@ class FixTests:
         try:
             after = await self.covering.run(tests)
             if after.status == "not_run":
-                if (after.reason or "").startswith(SUITE_BROKEN):
-                    self._suite_broken = after.reason
-                return _demote(judged, after.reason)
+                why = after.reason or "the tests did not run"
+                if why.startswith(_OUT_OF_TIME):
+                    return _demote(judged, why)
+                # Did the fixes stop them (a conftest or a test module that no
+                # longer imports: requests' conftest after `quote` left
+                # compat.py), or do they not start here anyway? The files put
+                # back, the same tests tell.
+                if checkpoint is not None:
+                    await _restore(self.session, checkpoint)
+                backup.restore()
+                before = await self.covering.run(tests)
+                if before.status == "not_run":
+                    if why.startswith(SUITE_BROKEN):
+                        self._suite_broken = why
+                    return _demote(judged, why)
+                return [(p, f, r if not r.verified else VerifyResult(
+                    p.id, False, f"{STOPPED}: {why}", removed=r.removed)) for p, f, r in judged]
             broken: set[str] = set()
             if after.status == "failed":
                 if checkpoint is not None:

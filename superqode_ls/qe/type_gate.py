@@ -9,8 +9,9 @@ not go with the others of its file) are "tool-verified only", said so.
 
 Bounded: two mypy runs per session, within the session's budget. mypy runs
 on the fixed files only: an error a fix causes in a module importing them
-(a re-export dropped under ``no_implicit_reexport``) is not seen here; such
-fixes are the ones ruff calls unsafe, never verified anyway.
+(a re-export dropped, a name another module imports from there) is not seen
+here; such fixes are never verified anyway (ruff's unsafe ones, and those
+verify_exports.py finds).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..models import Finding, Patch
 from .covering import CoveringTests, SuiteProbeLike
 from .fix_judge import _NOT_APPLIED, FixJudge, VerifyResult, _demote, base_id
-from .fix_tests import FixTests, _restore
+from .fix_tests import STOPPED, FixTests, _restore
 from .patching import (
     apart,
     git_apply,
@@ -313,6 +313,16 @@ class Verifier(CopiesRoute):
                         for p, _ in applied:
                             await git_apply(self.sandbox, p.diff, check_first=False, prefix=self._prefix)
                     judged = await self.fix_tests.covering_step(judged, backup)
+                    stopped = {p.id for p, _, r in judged if r.message.startswith(STOPPED)}
+                    if stopped and len(applied) > 1:
+                        # Which of the round's fixes stopped the tests is unknown:
+                        # each is tried alone (the others keep their verdicts).
+                        results.extend(r for p, _, r in judged if p.id not in stopped)
+                        backup.restore()
+                        for p, _ in applied:
+                            if p.id in stopped:
+                                results.append(await self._verify_one(p))
+                        return results
             results.extend(r for _, _, r in judged)
             return results
         finally:

@@ -42,6 +42,7 @@ from .fix_judge import VerifyResult
 from .patching import patch_files, shares_files
 from .roles.base import Role, RoleContext, SandboxSession
 from .verifier import Verifier
+from .verify_exports import ExportReads
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class SandboxReads:
     root: Path | None = None
     declares: dict[Path, bool] = field(default_factory=dict)
     facades: dict[str, bool] = field(default_factory=dict)
+    exports: ExportReads = field(default_factory=ExportReads)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from .roles.base import Role, RoleContext, SandboxSession
 from .type_gate import in_projects, mypy_projects, type_gate
 from .verifier import Verifier
 from .verify_early import EarlyVerify, SandboxReads
+from .verify_exports import drops_export
 
 TEST_ROLE = "unit_tester"
 OVER_CAP = "not verified: over the verification cap"
@@ -103,6 +104,10 @@ def reexport_note(f: Finding) -> str:
             "__init__.py); review it before applying")
 
 
+def export_note(p: Patch, why: str) -> str:
+    return f"{REEXPORT} ({p.tool or 'tool'}): not verified -- {why}; review it before applying"
+
+
 def doctest_note(p: Patch, why: str) -> str:
     return f"{DOCTEST} ({p.tool or 'tool'}): not verified -- {why}; review it before applying"
 
@@ -148,6 +153,19 @@ def never_verifiable(patches: dict[str, Patch], findings: list[Finding],
                 if f.fix_patch_id in patches and f.fix_patch_id not in out
                 and f.tool == "ruff" and f.rule_id == "F401" and f.file
                 and f.file.endswith(".py") and facade(root, f.file, reads.facades)})
+    # A fix that removes a name other code reads from its module (a stub's
+    # or a package's re-export, a name another module imports from there,
+    # one a string type alias names): no re-run of the tool nor the tests
+    # importing the module can show that nothing reads it (verify_exports.py).
+    for pid, p in patches.items():
+        if pid in out or p.kind != "fix":
+            continue
+        if pid not in reads.exports.verdicts:
+            files = p.files or patch_files(p.diff)
+            reads.exports.verdicts[pid] = next(
+                (why for rel in files if (why := drops_export(root, rel, p.diff, reads.exports))), None)
+        if (why := reads.exports.verdicts[pid]) is not None:
+            out[pid] = export_note(p, why)
     # A fix that removes an import the module's docstring examples read,
     # where the project runs them: the covering tests are not its doctests,
     # so no re-run here can show the fix keeps them passing (glom's
@@ -269,6 +287,7 @@ NO_TIME = "not verified: no time left in the session budget"
 async def _verify_all(verifier, todo, on_result, patches, roles, contexts, root, deadline, python, emit,
                       type_gate=True, early: EarlyVerify | None = None):
     rest = todo
+    await verifier.fix_tests.settle()  # before any fix is written into the sandbox
     taken = await early.take(todo, verifier.fix_tests) if early is not None else None
     if taken is not None:  # one role's fixes judged while the others ran (verify_early.py)
         name, results = taken
@@ -362,6 +381,10 @@ async def verify(
         covering=covering, no_tests_reason=why or "no tests were run",
         probe=probe if covering is not None and not full_suite else None,
     )
+    if probe is not None and verifier.fix_tests.probe is None:
+        # Not the tests' judge here, but still reading the sandbox's conftests
+        # (and keeping what it saw): stopped before the fixes are written.
+        await probe.close()
     total = len(todo)
     # Every suggested fix is accounted for: the count a user read above adds up.
     never = len(patches) - total - len(over)
