@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..events import EventBus
-from . import carry, excludes, pool, sparse, warmreset
+from . import carry, excludes, pool, sparse, treewalk, warmreset
 from . import worktree as wt
 from .errors import WorkspaceError
 from .git import (
@@ -42,6 +42,11 @@ def _into(box: list, fn: Callable, *args) -> None:
         box.append(fn(*args))
     except BaseException as e:  # noqa: BLE001 - raised again by the waiting thread
         box.append(e)
+
+
+# The user's state read in a thread beside the sandbox's claim and scan
+# (SandboxBuilder.worktree): with more than two CPUs.
+BESIDE = treewalk.cpus() > 2
 
 
 def _capture(project: Path, store: SnapshotStore, scratch: Path) -> wt.UserState:
@@ -161,11 +166,16 @@ class SandboxBuilder(OnTree):
             # The user's state (their tree and index read, the trees written
             # to SuperQode's store) is read beside the claim of a parked
             # sandbox and its scan (warmreset.scan): the two touch nothing of
-            # each other's, and each is a chain of git processes.
-            capture = threading.Thread(
-                target=_into, args=(state_box, _capture, self.project, store, self.private),
-                daemon=True, name=f"user state {self.id}")
-            capture.start()
+            # each other's, and each is a chain of git processes. Where a
+            # CPU is free for it: on two, the fingerprint's walk already runs
+            # beside this thread, and a third branch only added CPU.
+            if BESIDE:
+                capture = threading.Thread(
+                    target=_into, args=(state_box, _capture, self.project, store, self.private),
+                    daemon=True, name=f"user state {self.id}")
+                capture.start()
+            else:
+                _into(state_box, _capture, self.project, store, self.private)
         else:
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
             state_box.append(wt.UserState(staged_tree=tree, full_tree=tree))

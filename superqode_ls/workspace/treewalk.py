@@ -40,7 +40,8 @@ def walk(root: str, skip: Callable[[str, str], bool]) -> Iterator[tuple[str, str
 
 
 
-def _cpus() -> int:
+def cpus() -> int:
+    """The CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -53,7 +54,7 @@ def _cpus() -> int:
 # walk runs beside (the sandbox's git at a session's start, the removal of
 # its leftovers at its end); on two CPUs the walk stays in one thread, where
 # more threads only added CPU (+5-10%).
-_WORKERS = max(1, min(8, _cpus() - 1))
+_WORKERS = max(1, min(8, cpus() - 1))
 _SPLIT_DEPTH = 3  # the folders handed out whole are at most this deep
 
 

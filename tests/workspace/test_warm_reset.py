@@ -174,7 +174,7 @@ def test_the_sandbox_is_scanned_while_the_users_state_is_read(make_repo, monkeyp
     session left is gone."""
     import threading
 
-    from superqode_ls.workspace import warmreset
+    from superqode_ls.workspace import session_build, warmreset
     from superqode_ls.workspace import worktree as wt
 
     repo = make_repo(FILES)
@@ -198,6 +198,7 @@ def test_the_sandbox_is_scanned_while_the_users_state_is_read(make_repo, monkeyp
 
     monkeypatch.setattr(warmreset, "scan", scan)
     monkeypatch.setattr(wt, "capture_user_state", capture)
+    monkeypatch.setattr(session_build, "BESIDE", True)  # as on more than two CPUs
     s = IsolatedSession.create_sync(repo)
     try:
         assert s.reused
@@ -212,6 +213,9 @@ def test_the_sandbox_is_scanned_while_the_users_state_is_read(make_repo, monkeyp
 def test_a_failed_read_of_the_users_state_fails_the_next_session(make_repo, monkeypatch):
     """The state is read in a thread beside the claim: its failure still ends
     the session's making, with nothing left registered in the user's git."""
+    import pytest
+
+    from superqode_ls.workspace import session_build
     from superqode_ls.workspace import worktree as wt
     from superqode_ls.workspace.errors import WorkspaceError
 
@@ -224,7 +228,9 @@ def test_a_failed_read_of_the_users_state_fails_the_next_session(make_repo, monk
         raise WorkspaceError("the user's state could not be read (test)")
 
     monkeypatch.setattr(wt, "capture_user_state", capture)
-    with __import__("pytest").raises(WorkspaceError, match="could not be read"):
-        IsolatedSession.create_sync(repo)
-    assert compare(before, take_fingerprint(repo)) == []
-    assert run_git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    for beside in (True, False):  # more than two CPUs, and two
+        monkeypatch.setattr(session_build, "BESIDE", beside)
+        with pytest.raises(WorkspaceError, match="could not be read"):
+            IsolatedSession.create_sync(repo)
+        assert compare(before, take_fingerprint(repo)) == []
+        assert run_git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
