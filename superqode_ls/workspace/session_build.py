@@ -45,8 +45,8 @@ def _into(box: list, fn: Callable, *args) -> None:
 
 
 # The user's state read in a thread beside the sandbox's claim and scan
-# (SandboxBuilder.worktree): with more than two CPUs.
-BESIDE = treewalk.cpus() > 2
+# (SandboxBuilder.worktree), where there is more than one CPU.
+BESIDE = treewalk.cpus() > 1
 
 
 def _capture(project: Path, store: SnapshotStore, scratch: Path) -> wt.UserState:
@@ -166,9 +166,8 @@ class SandboxBuilder(OnTree):
             # The user's state (their tree and index read, the trees written
             # to SuperQode's store) is read beside the claim of a parked
             # sandbox and its scan (warmreset.scan): the two touch nothing of
-            # each other's, and each is a chain of git processes. Where a
-            # CPU is free for it: on two, the fingerprint's walk already runs
-            # beside this thread, and a third branch only added CPU.
+            # each other's, and each is a chain of git processes. Not on one
+            # CPU, where the chains would only take turns.
             if BESIDE:
                 capture = threading.Thread(
                     target=_into, args=(state_box, _capture, self.project, store, self.private),

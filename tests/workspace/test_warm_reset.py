@@ -198,7 +198,7 @@ def test_the_sandbox_is_scanned_while_the_users_state_is_read(make_repo, monkeyp
 
     monkeypatch.setattr(warmreset, "scan", scan)
     monkeypatch.setattr(wt, "capture_user_state", capture)
-    monkeypatch.setattr(session_build, "BESIDE", True)  # as on more than two CPUs
+    monkeypatch.setattr(session_build, "BESIDE", True)  # (one CPU: False)
     s = IsolatedSession.create_sync(repo)
     try:
         assert s.reused
@@ -228,7 +228,7 @@ def test_a_failed_read_of_the_users_state_fails_the_next_session(make_repo, monk
         raise WorkspaceError("the user's state could not be read (test)")
 
     monkeypatch.setattr(wt, "capture_user_state", capture)
-    for beside in (True, False):  # more than two CPUs, and two
+    for beside in (True, False):  # more than one CPU, and one
         monkeypatch.setattr(session_build, "BESIDE", beside)
         with pytest.raises(WorkspaceError, match="could not be read"):
             IsolatedSession.create_sync(repo)
