@@ -147,9 +147,11 @@ def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
     starts, cpu = GIT_STARTS[0], _cpu()
     t = time.perf_counter()
     s = IsolatedSession.create_sync(repo, config=cfg)
+    made = time.perf_counter() - t
     if reused is not None and s.reused != reused:
         raise SystemExit(f"expected a {'warm' if reused else 'cold'} sandbox")
     v = s.close_sync()
+    closed = time.perf_counter() - t
     os.sync()
     elapsed = time.perf_counter() - t
     if not v.verified:
@@ -157,6 +159,11 @@ def session_round(repo: Path, cfg: Config, reused: bool | None = None) -> float:
     kind = "warm" if s.reused else "cold"
     SESSION_STATS.setdefault(f"{kind}_git", []).append(GIT_STARTS[0] - starts)
     SESSION_STATS.setdefault(f"{kind}_cpu", []).append(_cpu() - cpu)
+    # Where the wall time went: making the sandbox, ending it (the
+    # verification's walk), the sync of what both wrote.
+    SESSION_STATS.setdefault(f"{kind}_create_s", []).append(made)
+    SESSION_STATS.setdefault(f"{kind}_close_s", []).append(closed - made)
+    SESSION_STATS.setdefault(f"{kind}_sync_s", []).append(elapsed - closed)
     return elapsed
 
 
@@ -216,13 +223,17 @@ def next_only(args: argparse.Namespace) -> None:
         result = {"next_session_s": statistics.median(times), "rounds_s": times,
                   "git_processes": statistics.median(SESSION_STATS["warm_git"]),
                   "cpu_s": statistics.median(SESSION_STATS["warm_cpu"]),
+                  **{f"{part}_s": statistics.median(SESSION_STATS[f"warm_{part}_s"])
+                     for part in ("create", "close", "sync")},
                   "load_1min": [round(x, 2) for x in load]}
         if args.json:
             print(json.dumps(result, indent=2))
         else:
             print(f"next session create+revert: {result['next_session_s']:.3f} s (median of "
                   f"{args.rounds}: {', '.join(f'{t:.2f}' for t in times)}); CPU "
-                  f"{result['cpu_s']:.2f} s; {result['git_processes']:.0f} git processes; "
+                  f"{result['cpu_s']:.2f} s; create / close / sync {result['create_s']:.3f} / "
+                  f"{result['close_s']:.3f} / {result['sync_s']:.3f} s (medians); "
+                  f"{result['git_processes']:.0f} git processes; "
                   f"load {load[0]:.1f} -> {load[1]:.1f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

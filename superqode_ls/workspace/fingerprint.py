@@ -168,8 +168,7 @@ def home_part(fp: Fingerprint) -> None:
 def _walk(root: str, out: dict[str, Entry], skip: set[str]) -> None:
     """Every entry below ``root``; ``skip``: relative paths not descended into
     (nor recorded)."""
-    for rel, path, st in treewalk.walk(root, lambda r, _name: r in skip):
-        out[rel] = _entry(path, st)
+    out.update(treewalk.collect(root, lambda r, _name: r in skip, _entry))
 
 
 def _git_dirs(root: Path) -> tuple[Path, Path] | None:

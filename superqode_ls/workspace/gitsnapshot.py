@@ -68,6 +68,7 @@ class SnapshotStore:
         # The ignore rules every hash of this store names (excludes.py): the
         # session's combined file once set, else the store's cache patterns.
         self._excludes: Path | Callable[[], Path] | None = None
+        self._excludes_lock = threading.Lock()
         self._sha1_store: bool | None = None
         self._ensure()
 
@@ -100,8 +101,9 @@ class SnapshotStore:
 
     @property
     def excludes_file(self) -> Path:
-        if callable(self._excludes):
-            self._excludes = self._excludes()
+        with self._excludes_lock:  # the user's state and a sandbox's scan ask from two threads
+            if callable(self._excludes):
+                self._excludes = self._excludes()
         if self._excludes is not None:
             return self._excludes
         return self.path / "info" / "superqode-excludes"

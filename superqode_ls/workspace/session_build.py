@@ -15,10 +15,18 @@ from pathlib import Path
 
 from ..config import Config
 from ..events import EventBus
-from . import carry, excludes, pool, sparse, warmreset
+from . import carry, excludes, pool, sparse, treewalk, warmreset
 from . import worktree as wt
 from .errors import WorkspaceError
-from .git import ConfigEntry, GitError, config_listing, copy_index, head_commit, resolve_commit
+from .git import (
+    ConfigEntry,
+    GitError,
+    config_listing,
+    copy_index,
+    head_commit,
+    resolve_commit,
+    tree_listing,
+)
 from .gitsnapshot import SnapshotStore
 from .gitstate import refs_listing
 from .guard_env import GuardInstall, install_guard
@@ -34,6 +42,19 @@ def _into(box: list, fn: Callable, *args) -> None:
         box.append(fn(*args))
     except BaseException as e:  # noqa: BLE001 - raised again by the waiting thread
         box.append(e)
+
+
+# The user's state read in a thread beside the sandbox's claim and scan
+# (SandboxBuilder.worktree), where there is more than one CPU.
+BESIDE = treewalk.cpus() > 1
+
+
+def _capture(project: Path, store: SnapshotStore, scratch: Path) -> wt.UserState:
+    state = wt.capture_user_state(project, store, scratch, True)
+    # The listing of F that the reset's check and the links' retargeting read
+    # (git.tree_listing keeps it by id), while the sandbox is still scanned.
+    tree_listing(state.full_tree, store.path, env=store.env(GIT_DIR=str(store.path)))
+    return state
 
 
 _ASK = object()  # choose_isolation's HEAD not read yet
@@ -139,12 +160,44 @@ class SandboxBuilder(OnTree):
             return excludes.build(self.private, listing_box[0], self.project)
 
         store.use_excludes(user_excludes)
+        capture: threading.Thread | None = None
+        state_box: list = []
         if self.config.workspace.copy_uncommitted and not pinned_base:
-            state = wt.capture_user_state(self.project, store, self.private, True)
-            self.check_abort()
+            # The user's state (their tree and index read, the trees written
+            # to SuperQode's store) is read beside the claim of a parked
+            # sandbox and its scan (warmreset.scan): the two touch nothing of
+            # each other's, and each is a chain of git processes. Not on one
+            # CPU, where the chains would only take turns.
+            if BESIDE:
+                capture = threading.Thread(
+                    target=_into, args=(state_box, _capture, self.project, store, self.private),
+                    daemon=True, name=f"user state {self.id}")
+                capture.start()
+            else:
+                _into(state_box, _capture, self.project, store, self.private)
         else:
             tree = wt.git_out(["rev-parse", f"{self.base_commit}^{{tree}}"], self.project)
-            state = wt.UserState(staged_tree=tree, full_tree=tree)
+            state_box.append(wt.UserState(staged_tree=tree, full_tree=tree))
+
+        def user_state() -> wt.UserState:
+            if capture is not None:
+                capture.join()
+            if isinstance(state_box[0], BaseException):
+                raise state_box[0]
+            self.check_abort()
+            return state_box[0]
+
+        try:
+            self._worktree(pinned_base, overlays, before_register, reader, listing_box, user_state)
+        finally:
+            if capture is not None:
+                capture.join()  # it writes in the private folder: never left running
+
+    def _worktree(self, pinned_base: bool, overlays: dict[str, bytes],
+                  before_register: Callable[[], str | None], reader: threading.Thread,
+                  listing_box: list, user_state: Callable[[], wt.UserState]) -> None:
+        store = self.tree.store
+        assert store is not None
         sealed = wt.SealedGit(self.private / "git")
         reader.join()
         if isinstance(listing_box[0], BaseException):
@@ -158,18 +211,26 @@ class SandboxBuilder(OnTree):
                 self.project, self.id, self.sandbox, sealed, self.base_commit or "HEAD",
                 f"superqode session {self.id}"):
             self.reused = True
+            proved = False
             try:
-                proved = self._reset_reused(sealed, state, filters)
+                scanned = self._scan_reused(sealed, filters)
             except (WorkspaceError, GitError, OSError) as e:
                 # What the old session left makes the reset fail (a link where
                 # a folder was): a cold sandbox, and the slot is gone.
                 self.bus.emit("workspace.reuse_refused", error=str(e))
-                proved = False
+                scanned = None
+            state = user_state()  # its failure is the session's, not the slot's
+            if scanned is not None:
+                try:
+                    proved = self._reset_reused(sealed, state, filters, *scanned)
+                except (WorkspaceError, GitError, OSError) as e:
+                    self.bus.emit("workspace.reuse_refused", error=str(e))
             if not proved:
                 self.reused = False
                 with git_registrations(self.project):
                     wt.remove_worktree(self.project, self.sandbox)
                 remove_quietly(sealed.root)
+        state = user_state()  # (waited for already where a slot was claimed)
         if not self.reused:
             with git_registrations(self.project):
                 wt.add_worktree(self.project, self.sandbox, self.base_commit or "HEAD",
@@ -198,22 +259,35 @@ class SandboxBuilder(OnTree):
         self.tree.set_baseline(None if overlays or moved or differ else state.full_tree)
 
     # -- warm sandboxes -------------------------------------------------------
-    def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState, filters: list[str]) -> bool:
-        """Bring a parked sandbox to the new state, changed files only, and prove it."""
+    def _scan_reused(self, sealed: wt.SealedGit,
+                     filters: list[str]) -> tuple[dict[str, str], bytes, bytes | None]:
+        """What a parked sandbox's reset needs before the new state is known
+        (it is read meanwhile): its git dirs made anew, its tracking index
+        listed and unflagged, and its two scans (warmreset.scan) where the
+        filters leave the fast path open. Returns the git environment, the
+        listing and the scan."""
         store = self.tree.store
         assert store is not None
-        keep = self.config.workspace.keep_gitignored
         # The parked tree comes with SuperQode's tracking index of it (pool.py),
         # never with the old session's git dir: both git dirs are made anew.
         self._user_config = wt.seal(self.sandbox, sealed, self.project, store,
                                     self.base_commit or "HEAD", self._config, self._refs)
         env = sealed.env(self.sandbox, sealed.index, store)
         listing = warmreset.unflag(self.sandbox, env)
+        return env, listing, None if filters else warmreset.scan(self.sandbox, store, env)
+
+    def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState, filters: list[str],
+                      env: dict[str, str], listing: bytes, scanned: bytes | None) -> bool:
+        """Bring a parked sandbox (:meth:`_scan_reused`'s) to the new state,
+        changed files only, and prove it."""
+        store = self.tree.store
+        assert store is not None
+        keep = self.config.workspace.keep_gitignored
         if not (filters or state.bits or state.nested):
-            # Two scans of the sandbox and the files that differ (warmreset.py);
-            # None: the index or the state holds what only the path below carries.
+            # The files that differ (warmreset.py); None: the index or the
+            # state holds what only the path below carries.
             proved = warmreset.reset(self.sandbox, store, sealed, env, state, self.project,
-                                     self.tree.index, listing)
+                                     self.tree.index, listing, scanned)
             if proved is not None:
                 self._tracked = proved
                 return proved

@@ -148,13 +148,30 @@ def _prune_empty(sandbox: Path, rel: str) -> None:
         parent = os.path.dirname(parent)
 
 
+def scan(sandbox: Path, store: SnapshotStore, env: dict[str, str]) -> bytes:
+    """Steps 2 and 3 of the module doc: ``clean``, then the ``status`` that
+    proves it, of the parked tree against the tracking index (``env``, after
+    :func:`unflag`). Neither reads the new state, so a session runs them
+    while the user's state is still being read; nothing of the old session
+    runs any more by then (``pool.claim`` ended its processes)."""
+    git(["clean", "-ffdxq"], sandbox, env=env, check=False)  # the status below proves it
+    return git([*store.excludes_arg(), *_PROOF_CONFIG, "status", "--porcelain=v2", "-z",
+                "--untracked-files=all", "--ignored=matching", "--no-renames"],
+               sandbox, env=env).stdout
+
+
 def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[str, str],
-          state: wt.UserState, project: Path, tracking: Path, listing: bytes) -> bool | None:
+          state: wt.UserState, project: Path, tracking: Path, listing: bytes,
+          scanned: bytes | None = None) -> bool | None:
     """Bring ``sandbox`` to ``state`` (module doc). ``env``: SuperQode's own git
     on the sandbox naming ``sealed.index``, which holds the parked tracking
     index, unflagged (``listing``: :func:`unflag`'s); afterwards it holds
-    ``S`` and ``tracking`` holds ``F``, both with stat data. True: reset and proved; False: the proof failed (a cold
-    sandbox is made); None: not a state for this path (nothing was changed)."""
+    ``S`` and ``tracking`` holds ``F``, both with stat data. ``scanned``:
+    :func:`scan`'s output, taken since ``listing`` with nothing written in
+    the sandbox or its index between (None: scanned here). True: reset and
+    proved; False: the proof failed (a cold sandbox is made); None: not a
+    state for this path (nothing was changed but what :func:`scan` did,
+    which the full path does again)."""
     if _odd(_ODD_INDEX, listing) or _odd(_ODD_TREE, tree_listing(
             state.full_tree, store.path, env=store.env(GIT_DIR=str(store.path)))):
         return None
@@ -163,10 +180,7 @@ def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[s
     diff = git(["diff-index", "--cached", "-R", "-z", "--no-renames", state.full_tree],
                sandbox, env=env).stdout
     cfg = [*store.excludes_arg(), *_PROOF_CONFIG]
-    git(["clean", "-ffdxq"], sandbox, env=env, check=False)  # the status below proves it
-    out = git([*cfg, "status", "--porcelain=v2", "-z", "--untracked-files=all",
-               "--ignored=matching", "--no-renames"], sandbox, env=env).stdout
-    dirty = _dirty(out)
+    dirty = _dirty(scanned if scanned is not None else scan(sandbox, store, env))
     if dirty is None:
         return False
     deletes: list[str] = []

@@ -165,3 +165,72 @@ def test_a_file_the_user_has_in_crlf_is_their_bytes_after_the_reset(make_repo):
         assert (s.sandbox / "notes.txt").read_bytes() == b"one\r\nthree\r\n"
         assert tree_state(s.sandbox) == tree_state(repo)
         assert s.changes_sync().empty
+
+
+def test_the_sandbox_is_scanned_while_the_users_state_is_read(make_repo, monkeypatch):
+    """A next session runs the parked sandbox's clean and status (warmreset.scan)
+    beside the reading of the user's state, and still proves the result: the
+    user's state is read only after the scan here, and what the previous
+    session left is gone."""
+    import threading
+
+    from superqode_ls.workspace import session_build, warmreset
+    from superqode_ls.workspace import worktree as wt
+
+    repo = make_repo(FILES)
+    with IsolatedSession.create_sync(repo) as first:
+        (first.sandbox / "app.py").write_text("scribbled\n")
+        (first.sandbox / "stray.py").write_text("left behind\n")
+    (repo / "docs" / "a.txt").write_text("unstaged\n")
+    scanned = threading.Event()
+    real_scan, real_capture = warmreset.scan, wt.capture_user_state
+
+    def scan(*a, **kw):
+        out = real_scan(*a, **kw)
+        scanned.set()
+        return out
+
+    def capture(*a, **kw):
+        # Before, the state was read first and the sandbox scanned after: this
+        # wait ran out and the session was made without a scan beside it.
+        assert scanned.wait(60), "the user's state was read before the sandbox's scan"
+        return real_capture(*a, **kw)
+
+    monkeypatch.setattr(warmreset, "scan", scan)
+    monkeypatch.setattr(wt, "capture_user_state", capture)
+    monkeypatch.setattr(session_build, "BESIDE", True)  # (one CPU: False)
+    s = IsolatedSession.create_sync(repo)
+    try:
+        assert s.reused
+        assert tree_state(s.sandbox) == tree_state(repo)
+        assert not (s.sandbox / "stray.py").exists()
+        assert s.changes_sync().empty
+    finally:
+        v = s.close_sync()
+    assert v.verified
+
+
+def test_a_failed_read_of_the_users_state_fails_the_next_session(make_repo, monkeypatch):
+    """The state is read in a thread beside the claim: its failure still ends
+    the session's making, with nothing left registered in the user's git."""
+    import pytest
+
+    from superqode_ls.workspace import session_build
+    from superqode_ls.workspace import worktree as wt
+    from superqode_ls.workspace.errors import WorkspaceError
+
+    repo = make_repo(FILES)
+    with IsolatedSession.create_sync(repo):
+        pass
+    before = take_fingerprint(repo)
+
+    def capture(*a, **kw):
+        raise WorkspaceError("the user's state could not be read (test)")
+
+    monkeypatch.setattr(wt, "capture_user_state", capture)
+    for beside in (True, False):  # more than one CPU, and one
+        monkeypatch.setattr(session_build, "BESIDE", beside)
+        with pytest.raises(WorkspaceError, match="could not be read"):
+            IsolatedSession.create_sync(repo)
+        assert compare(before, take_fingerprint(repo)) == []
+        assert run_git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
