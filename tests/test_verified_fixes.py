@@ -34,9 +34,11 @@ FILES = {
     "pkg/sign.py": "import hashlib\n\n\ndef sign(data):\n    return hashlib.sha1(data).hexdigest()\n",
     "tests/__init__.py": "",
     "tests/test_calc.py": "from pkg.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    # a read no static check sees (fragile.json would be: verify_exports), so
+    # only the covering test's run can tell the fix breaks it
     "tests/test_fragile.py": (
         "from pkg import fragile\n\n\ndef test_json_reachable():\n"
-        "    assert fragile.json.dumps(1) == '1'\n"
+        "    assert getattr(fragile, 'js' + 'on').dumps(1) == '1'\n"
     ),
 }
 
