@@ -274,7 +274,8 @@ class SandboxBuilder(OnTree):
                                     self.base_commit or "HEAD", self._config, self._refs)
         env = sealed.env(self.sandbox, sealed.index, store)
         listing = warmreset.unflag(self.sandbox, env)
-        return env, listing, None if filters else warmreset.scan(self.sandbox, store, env)
+        early = not filters and not warmreset.odd_index(listing)
+        return env, listing, warmreset.scan(self.sandbox, store, env) if early else None
 
     def _reset_reused(self, sealed: wt.SealedGit, state: wt.UserState, filters: list[str],
                       env: dict[str, str], listing: bytes, scanned: bytes | None) -> bool:

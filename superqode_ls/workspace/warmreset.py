@@ -148,6 +148,15 @@ def _prune_empty(sandbox: Path, rel: str) -> None:
         parent = os.path.dirname(parent)
 
 
+def odd_index(listing: bytes) -> bool:
+    """The parked tracking index (:func:`unflag`'s ``listing``) holds an entry
+    only the full path carries (a submodule's gitlink, a flagged or unmerged
+    entry): :func:`scan` must not run on that tree (git would read the
+    submodule's ``.git``, which the old session may have made a link), and
+    :func:`reset` leaves it to the full path."""
+    return _odd(_ODD_INDEX, listing)
+
+
 def scan(sandbox: Path, store: SnapshotStore, env: dict[str, str]) -> bytes:
     """Steps 2 and 3 of the module doc: ``clean``, then the ``status`` that
     proves it, of the parked tree against the tracking index (``env``, after
@@ -172,7 +181,7 @@ def reset(sandbox: Path, store: SnapshotStore, sealed: wt.SealedGit, env: dict[s
     proved; False: the proof failed (a cold sandbox is made); None: not a
     state for this path (nothing was changed but what :func:`scan` did,
     which the full path does again)."""
-    if _odd(_ODD_INDEX, listing) or _odd(_ODD_TREE, tree_listing(
+    if odd_index(listing) or _odd(_ODD_TREE, tree_listing(
             state.full_tree, store.path, env=store.env(GIT_DIR=str(store.path)))):
         return None
     # T against F: what differs between the parked index and the new state
