@@ -383,6 +383,13 @@ def _parse(argv: list[str]):
 def main(argv: list[str]) -> None:
     uid, gid = os.geteuid(), os.getegid()
     try:
+        # bwrap's --die-with-parent: the process that started the sandbox (a
+        # warm helper's run, killed) takes the namespace with it. Without it
+        # the command outlived its run and held the client's pipes open.
+        parent = os.getppid()
+        _ok(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+        if os.getppid() != parent:
+            raise _Failed("the process that started it is gone")
         ops, devices, net, cmd = _parse(argv)
         _unshare(net)
         if uid != 0:
