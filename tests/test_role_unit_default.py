@@ -110,6 +110,12 @@ def test_the_default_command_is_read_from_tox_nox_and_the_ci(tmp_path):
         "    steps:\n      - run: pytest tests/functional\n")
     suite = default_suite(tmp_path, tests)
     assert suite is not None and suite.paths == ("tests/unit",), suite
+    # A job that tests through a driver of its own (chalice: `make prcheck`,
+    # beside a job running only its CDK tests): nothing is narrowed.
+    (flows / "test.yml").write_text(
+        "jobs:\n  prcheck:\n    steps:\n      - run: make prcheck\n"
+        "  cdk:\n    steps:\n      - run: python -m pytest tests/functional\n")
+    assert default_suite(tmp_path, tests) is None
 
 
 def test_only_the_suite_the_developers_run_by_default_runs(make_repo):

@@ -14,7 +14,9 @@ read in this order (the first that runs pytest decides):
   every session not marked ``default=False``), their ``session.run`` calls
   with literal arguments;
 - the CI workflows' ``run:`` lines (``.github/workflows``) of jobs that
-  start no service containers.
+  start no service containers, unless a job tests through a driver of its
+  own (``make prcheck``, ``tox``, a script): what that runs is unknown, so
+  nothing is narrowed.
 
 A pytest command with no path argument runs what pytest selects itself
 (``testpaths``): nothing is narrowed. Only paths inside the project that
@@ -254,6 +256,13 @@ def _nox_runs(root: Path) -> list[tuple[str, str]]:
     return out
 
 
+# A CI line that runs a project's own test driver, not pytest named: make,
+# tox, nox, hatch, invoke, just, or a script of the project.
+_OPAQUE_RUN = re.compile(r"^\s*(?:make|tox|nox|hatch\s+(?:run|test)|invoke|inv|just"
+                         r"|(?:ba)?sh\s+\S+|\./\S+|python\d?(?:\.\d+)?\s+(?:\S+/)?"
+                         r"(?:setup\.py\s+test|runtests\.py|run_tests\.py))\b")
+
+
 def _workflow_runs(root: Path) -> tuple[str, list[str]] | None:
     """("the CI workflow test.yml: pytest tests", its paths) for the pytest
     lines of the workflows' jobs that start no service containers: the
@@ -283,6 +292,12 @@ def _workflow_runs(root: Path) -> tuple[str, list[str]] | None:
             for step in job.get("steps") or []:
                 run = step.get("run") if isinstance(step, dict) else None
                 for line in run.splitlines() if isinstance(run, str) else []:
+                    if _OPAQUE_RUN.match(line):
+                        # a job that tests through a tool of its own (chalice's
+                        # `make prcheck`): what it runs is unknown, so another
+                        # job's pytest line (its CDK tests) says nothing of the
+                        # default suite
+                        return None
                     paths = pytest_paths(line, root)
                     if paths is None:
                         continue
