@@ -292,3 +292,21 @@ def test_the_default_commands_marker_expression_is_run(make_repo):
     assert ("; selected the tests pytest collects with -m 'not service', as the project's "
             "default test command does (tox.ini (py3") in out.reason, out.reason
     assert out.reason.endswith('): pytest -m "not service")'), out.reason
+
+
+def test_a_suite_whose_last_test_ran_past_the_cap_is_said_to_have_taken_long(tmp_path):
+    import asyncio
+
+    from superqode_ls.qe.roles import _unit_last
+
+    ctx = make_ctx(tmp_path / "sandbox", tmp_path / "project", mode="quick")
+    (tmp_path / "sandbox").mkdir()
+    _unit_last.record(ctx.project, 23.4, "253 of 253 tests run")
+    out = asyncio.run(_unit_last.ran_long(ctx, 20, []))
+    # before: "ran past quick mode's 20 s cap last time (253 of 253 tests run)"
+    assert out is not None and out.reason.startswith(
+        "the test suite took 23 s last time, over quick mode's 20 s: not started"), out.reason
+    _unit_last.record(ctx.project, 20.5, "17 of 253 tests run")
+    out = asyncio.run(_unit_last.ran_long(ctx, 20, []))
+    assert out is not None and out.reason.startswith(
+        "the test suite ran past quick mode's 20 s cap last time (17 of 253 tests run)")
