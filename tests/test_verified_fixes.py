@@ -11,9 +11,9 @@ import asyncio
 import pytest
 
 from superqode_ls.qe.covering import module_names
+from superqode_ls.qe.fix_judge import suppression_reason
 from superqode_ls.qe.pipeline import QERequest, QESession
 from superqode_ls.qe.roles.base import tool_path
-from superqode_ls.qe.fix_judge import suppression_reason
 from tests.conftest import run_git
 
 pytestmark = pytest.mark.skipif(
