@@ -48,13 +48,14 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
-# Threads for :func:`collect`: about two thirds of a walk's CPU is the
-# kernel's (lstat, getdents: 76 of 117 ms on 20,000 files), which runs without
-# the interpreter lock, so threads share it. One CPU is left to the work the
-# walk runs beside (the sandbox's git at a session's start, the removal of
-# its leftovers at its end); on two CPUs the walk stays in one thread, where
-# more threads only added CPU (+5-10%).
-_WORKERS = max(1, min(8, cpus() - 1))
+# Threads for :func:`collect`: one. About two thirds of a walk's CPU is the
+# kernel's (lstat, getdents: 76 of 117 ms on 20,000 files), yet on a quiet
+# 16-CPU machine seven threads made a next session 1.8x slower (0.75-0.81 s
+# against 0.33-0.45 s, CPU 1.4-1.5 s against 0.6 s: the end's walk 0.33-0.38 s
+# against 0.12-0.16 s), the threads taking turns at the interpreter lock for
+# every entry's Python side. :func:`collect` keeps the shared walk for a
+# caller that passes ``workers``.
+_WORKERS = 1
 _SPLIT_DEPTH = 3  # the folders handed out whole are at most this deep
 
 
