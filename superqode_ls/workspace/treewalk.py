@@ -20,24 +20,10 @@ def walk(root: str, skip: Callable[[str, str], bool]) -> Iterator[tuple[str, str
     stack = [(root, "")]
     while stack:
         d, rel = stack.pop()
-        try:
-            it = os.scandir(d)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        with it:
-            for e in it:
-                r = f"{rel}{e.name}"
-                if skip(r, e.name):
-                    continue
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                yield r, e.path, st
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((e.path, r + "/"))
-
-
+        for r, path, st in _listing(d, rel, skip):
+            yield r, path, st
+            if stat.S_ISDIR(st.st_mode):
+                stack.append((path, r + "/"))
 
 
 def cpus() -> int:
