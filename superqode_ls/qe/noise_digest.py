@@ -24,6 +24,7 @@ from collections.abc import Callable
 from ..models import Finding, Severity
 from .ast_index import index
 from .context import mark_noise
+from .noise_defaults import callee
 from .noise_library import module_of
 
 Lines = Callable[[str], "list[str] | None"]
@@ -34,29 +35,25 @@ WHY = ("a digest a protocol fixes, of a public key (the key hash a peer compares
        "X.509 key id): no secret in it and no second preimage to find")
 
 
-def _name(f: ast.AST) -> str:
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-
-
 def _weak_call(c: ast.AST) -> bool:
     """``sha1(x)``, ``hashlib.sha1(x)``, ``hashlib.new("sha1", x)``,
     ``Hash(SHA1())`` (cryptography)."""
     if not isinstance(c, ast.Call):
         return False
-    name = _name(c.func)
+    name = callee(c)
     if name in _WEAK:
         return True
     if name == "new" and c.args and isinstance(c.args[0], ast.Constant) \
             and str(c.args[0].value).lower() in ("sha1", "md5"):
         return True
     return name == "Hash" and bool(c.args) and isinstance(c.args[0], ast.Call) \
-        and _name(c.args[0].func) in _WEAK
+        and callee(c.args[0]) in _WEAK
 
 
 def _data(c: ast.Call) -> list[ast.AST]:
-    if _name(c.func) == "new":
+    if callee(c) == "new":
         return list(c.args[1:2])
-    if _name(c.func) == "Hash":
+    if callee(c) == "Hash":
         return []
     return list(c.args[:1])
 
@@ -64,9 +61,9 @@ def _data(c: ast.Call) -> list[ast.AST]:
 def _public(e: ast.AST, fn: ast.AST, depth: int = 4) -> bool:
     if depth <= 0:
         return False
-    if isinstance(e, ast.Call) and _name(e.func) == "encode" and isinstance(e.func, ast.Attribute):
+    if isinstance(e, ast.Call) and callee(e) == "encode" and isinstance(e.func, ast.Attribute):
         return _public(e.func.value, fn, depth - 1)
-    if isinstance(e, ast.Call) and _name(e.func) == "public_bytes":
+    if isinstance(e, ast.Call) and callee(e) == "public_bytes":
         return True
     if isinstance(e, ast.Name):
         values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
@@ -81,13 +78,13 @@ def _public(e: ast.AST, fn: ast.AST, depth: int = 4) -> bool:
 
 def protocol_digest(tree: ast.Module, line: int) -> bool:
     """Every weak hash on ``line`` reads only public key bytes."""
-    fn = index(tree).function_at(line)
+    found = index(tree)
+    fn = found.function_at(line)
     if fn is None:
         return False
-    calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and _weak_call(c)
-             and c.lineno <= line <= (c.end_lineno or c.lineno)]
+    calls = [c for c in found.calls_over(line) if _weak_call(c)]
     # ``Hash(SHA1())``: the algorithm object is part of the hash it names
-    named = {id(c.args[0]) for c in calls if _name(c.func) == "Hash"}
+    named = {id(c.args[0]) for c in calls if callee(c) == "Hash"}
     calls = [c for c in calls if id(c) not in named]
     if not calls:
         return False
@@ -97,7 +94,7 @@ def protocol_digest(tree: ast.Module, line: int) -> bool:
                        for t in n.targets if isinstance(t, ast.Name)), None)
         if holder is not None:
             data += [u.args[0] for u in ast.walk(fn) if isinstance(u, ast.Call)
-                     and _name(u.func) == "update" and isinstance(u.func, ast.Attribute)
+                     and callee(u) == "update" and isinstance(u.func, ast.Attribute)
                      and isinstance(u.func.value, ast.Name) and u.func.value.id == holder
                      and u.args]
         if not data or not all(_public(d, fn) for d in data):

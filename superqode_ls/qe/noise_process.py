@@ -37,7 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..models import Finding, Severity
+from .ast_index import index
 from .context import mark_noise
+from .noise_defaults import callee
 from .noise_library import module_of, python_files
 from .roles._common import is_test_path, read_bounded
 
@@ -101,12 +103,9 @@ def _top(root: Path, rel: str) -> str | None:
 
 def _helper_at(tree: ast.Module, line: int) -> str | None:
     """The name of the command helper called on ``line``."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-            if _HELPER.match(name):
-                return name
+    for call in index(tree).calls_over(line):
+        if _HELPER.match(name := callee(call)):
+            return name
     return None
 
 
