@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 
 from ..models import Finding, Severity
+from ..workspace.pyast import parse as parse_python
 from .context import mark_noise
 from .noise_library import module_of
 
@@ -87,7 +88,7 @@ def _names(text: str, depth: int = 2) -> set[str]:
     """The names an expression in ``text`` reads (nested strings too:
     ``'List["Lexer"]'``); empty when it is no expression."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = parse_python(text.strip(), mode="eval")
     except (SyntaxError, ValueError):
         return set()
     out: set[str] = set()

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding
+from ..workspace.pyast import parse as parse_python
 from .noise_paths import path_class, provider_token
 from .roles._common import read_head, read_prefix
 
@@ -185,7 +186,7 @@ def _key_without_fallback(text: str) -> bool:
     """The module sets ``SECRET_KEY`` once, from the environment only: no
     string literal in the value but the variable's name."""
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     values = [n.value for n in tree.body if isinstance(n, ast.Assign) and any(
@@ -299,7 +300,7 @@ def test_config_class(f: Finding, lines_of: Callable[[str], list[str] | None]) -
         return None
     text = lines_of(f.file or "")
     try:
-        tree = ast.parse("\n".join(text or []))
+        tree = parse_python("\n".join(text or []))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     line = f.range.start_line

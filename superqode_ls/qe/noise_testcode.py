@@ -35,6 +35,7 @@ import os
 import re
 from pathlib import Path
 
+from ..workspace.pyast import parse as parse_python
 from .roles._common import read_head
 
 _SKIP = frozenset({".git", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox",
@@ -200,7 +201,7 @@ class TestCode:
         if parts[0] in self.packages() or parts[0] == "src":
             return None
         try:
-            tree = ast.parse(text)
+            tree = parse_python(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         if not any(isinstance(n, ast.Assert) for n in tree.body):
@@ -229,7 +230,7 @@ def _factory_boy(text: str) -> bool:
     if not _FACTORY_IMPORT.search(text):
         return False
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     for node in tree.body:

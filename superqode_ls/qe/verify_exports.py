@@ -38,6 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..workspace.pyast import parse as parse_python
 from .roles._common import read_head
 from .roles._patches import split_lines
 from .verify_copies import changes, merged
@@ -159,7 +160,7 @@ def _in_type_string(tree: ast.Module, name: str) -> str | None:
                 and name in node.value and len(node.value) <= _MAX_STRING):
             continue
         try:
-            expr = ast.parse(node.value.strip(), mode="eval")
+            expr = parse_python(node.value.strip(), mode="eval")
         except (SyntaxError, ValueError):
             continue
         if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr)):
@@ -171,7 +172,7 @@ def _parse(text: str | None) -> ast.Module | None:
     if text is None:
         return None
     try:
-        return ast.parse(text)
+        return parse_python(text)
     except (SyntaxError, ValueError):
         return None
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import Finding, Patch
+from ..workspace.pyast import parse as parse_python
 from .covering import CoveringTests, SuiteProbe
 from .doctests import drops_doctest_import, runs_doctests
 from .patching import patch_files
@@ -82,7 +83,7 @@ def facade(root: Path, rel: str, seen: dict[str, bool] | None = None) -> bool:
     if seen is not None and rel in seen:
         return seen[rel]
     try:
-        tree = ast.parse((root / rel).read_bytes())
+        tree = parse_python((root / rel).read_bytes())
     except (OSError, SyntaxError, ValueError):
         tree = None
     body = tree.body if tree is not None else []

@@ -33,6 +33,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ...workspace.pyast import parse as parse_python
 from ...workspace.pyenv_read import read_pyproject
 from ...workspace.pyenv_tox import tox_commands
 from ...workspace.pytest_addopts import project_addopts
@@ -218,7 +219,7 @@ def _nox_runs(root: Path) -> list[tuple[str, str]]:
     if not text:
         return []
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return []
     chosen: list[str] | None = None

@@ -44,6 +44,7 @@ import tomllib
 from collections import OrderedDict
 from pathlib import Path
 
+from ...workspace.pyast import parse as parse_python
 from ...workspace.pyenv import requirement_name
 from ...workspace.pyenv_declared import declared_requirements
 from ...workspace.pyprojects import HARNESS_DIRS
@@ -109,7 +110,7 @@ def _manage_settings(manage: Path) -> str | None:
     if text is None:
         return None
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):

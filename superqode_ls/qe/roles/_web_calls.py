@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from ...models import Severity
+from ...workspace.pyast import parse as parse_python
 from ._web_sinks import Scopes, _func_name, scoped
 
 # rule, title, message, severity, where the sink is ("open() at core/helpers.py:25")
@@ -145,7 +146,7 @@ def _module(path: str, read: Read, summarize: Summarize, depth: int
     if found is not None:
         return found
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return None
     scopes = scoped(tree)

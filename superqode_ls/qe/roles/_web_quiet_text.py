@@ -35,6 +35,7 @@ import re._parser as sre_parse
 from collections.abc import Callable
 from pathlib import Path
 
+from ...workspace.pyast import parse as parse_python
 from ..codegen import Scopes
 from ..noise_library import python_files
 from ._common import read_head
@@ -202,7 +203,7 @@ class ProjectDefs:
 
 def parse_or_none(text: str) -> ast.AST | None:
     try:
-        return ast.parse(text)
+        return parse_python(text)
     except (SyntaxError, ValueError):
         return None
 
