@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from ..workspace.pyast import parse as parse_python
 from .roles._common import read_prefix
 
 # Configuration files read, largest first skipped: a hostile or generated
@@ -169,7 +170,7 @@ def doctest_names(source: str) -> frozenset[str]:
     globals, so a name an earlier example of the same docstring imports or
     assigns is its own); empty for a module that does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return frozenset()
     return tree_doctest_names(tree)
@@ -199,7 +200,7 @@ def _scan(tree: ast.Module) -> tuple[bool, frozenset[str]]:
         bound: set[str] = set()
         for ex in examples:
             try:
-                code = ast.parse(ex.source)
+                code = parse_python(ex.source)
             except (SyntaxError, ValueError):
                 continue
             reads, binds = _reads_binds(code)
@@ -274,7 +275,7 @@ def _module_at(path: Path, _mtime: int, _size: int) -> _Facts:
     if not source or ">>>" not in source:
         return _NONE
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return _NONE
     examples, names = _scan(tree)
