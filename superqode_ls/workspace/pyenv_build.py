@@ -388,17 +388,23 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                 left.append(f"{bad} file")
                 why = await fill()
                 continue
-            if is_conflict(why) and (narrow := narrower(
-                    plan.requirement_files, await asyncio.to_thread(_tox_files, src / plan.folder))):
-                # Files for other purposes (docs, an old Python) pin what the
-                # test files pin differently: the files the tests use stand.
-                pair = conflicting(src / plan.folder, plan.requirement_files, why) or short(why)
+            m = UNBUILDABLE.search(why)
+            if m is None and "did not finish" not in why and "no space left" not in why and (
+                    narrow := narrower(plan.requirement_files, await asyncio.to_thread(
+                        _tox_files, src / plan.folder))):
+                # Files for other purposes (docs, an old Python, development
+                # heads fetched with git) pin what the test files pin
+                # differently or cannot be installed here: the files the
+                # tests use (tox's test environment's) stand.
                 dropped = [r for r in plan.requirement_files if r not in narrow]
+                if is_conflict(why):
+                    pair = conflicting(src / plan.folder, plan.requirement_files, why)
+                    left.append(f"{','.join(dropped)} conflict {pair or short(why)}")
+                else:
+                    left.append(f"{','.join(dropped)} failed {short(why)}")
                 plan = replace(plan, requirement_files=narrow)
-                left.append(f"{','.join(dropped)} conflict {pair}")
                 why = await fill()
                 continue
-            m = UNBUILDABLE.search(why)
             if m is None or m.group(1) in left or f"{m.group(1)} project" in left:
                 break
             if own_name is not None and _canonical(m.group(1)) == _canonical(own_name):

@@ -77,5 +77,5 @@ def short(why: str) -> str:
     sentence, else its first line), at most 300 characters."""
     text = " ".join((why or "").split())
     m = re.findall(r"(?:Because|And because).{0,600}?(?:unsatisfiable|cannot be used)\.?", text)
-    said = m[-1] if m else text
+    said = m[-1] if m else text.removeprefix("error: ").strip()
     return said[:300] + ("..." if len(said) > 300 else "")

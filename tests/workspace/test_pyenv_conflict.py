@@ -47,3 +47,29 @@ def test_a_file_left_out_for_a_conflict_is_said_in_the_note(tmp_path):
             "(requirements/docs.txt (sphinx==4.0.3) and requirements/tests.txt (sphinx>=7)); "
             "built from the files the tests use") in note, note
     assert "left out mysqlclient: could not be built here" in note
+
+
+def test_a_file_left_out_for_another_failure_is_said_too(tmp_path):
+    (tmp_path / LEFT_OUT).write_text(
+        "requirements/dev.txt failed Git operation failed cause: failed to fetch into: /x\n")
+    assert left_out_note(tmp_path) == (
+        "left out requirements/dev.txt: installing every requirement file failed (Git operation "
+        "failed cause: failed to fetch into: /x); built from the files the tests use")
+    assert short("error: Git operation failed\n  cause: x") == "Git operation failed cause: x"
+
+
+def test_a_plan_with_many_requirement_files_names_four(tmp_path):
+    from superqode_ls.workspace.pyenv_plan import make_plan
+
+    (tmp_path / "requirements" / "extras").mkdir(parents=True)
+    for name in ("default", "test", "docs", *(f"extras/e{i}" for i in range(30))):
+        (tmp_path / "requirements" / f"{name}.txt").write_text("six\n")
+    plan = make_plan(tmp_path)
+    assert plan is not None and len(plan.requirement_files) == 32  # (docs.txt: not for tests)
+    # Before: every file named, a setup line of 2,500 characters on celery.
+    assert plan.describe() == ("requirements/default.txt, requirements/extras/e0.txt, "
+                               "requirements/extras/e1.txt, requirements/extras/e10.txt "
+                               "and 28 more")
+    (tmp_path / "requirements.txt").write_text("six\n")
+    (tmp_path / "requirements").rename(tmp_path / "other")
+    assert make_plan(tmp_path).describe() == "requirements.txt"  # a few: all named
