@@ -294,19 +294,33 @@ def test_the_default_commands_marker_expression_is_run(make_repo):
     assert out.reason.endswith('): pytest -m "not service")'), out.reason
 
 
-def test_a_suite_whose_last_test_ran_past_the_cap_is_said_to_have_taken_long(tmp_path):
-    import asyncio
-
+def test_quick_order_puts_last_failures_then_changed_then_untimed_first(tmp_path):
+    from superqode_ls.models import Finding
     from superqode_ls.qe.roles import _unit_last
 
-    ctx = make_ctx(tmp_path / "sandbox", tmp_path / "project", mode="quick")
-    (tmp_path / "sandbox").mkdir()
-    _unit_last.record(ctx.project, 23.4, "253 of 253 tests run")
-    out = asyncio.run(_unit_last.ran_long(ctx, 20, []))
-    # before: "ran past quick mode's 20 s cap last time (253 of 253 tests run)"
-    assert out is not None and out.reason.startswith(
-        "the test suite took 23 s last time, over quick mode's 20 s: not started"), out.reason
-    _unit_last.record(ctx.project, 20.5, "17 of 253 tests run")
-    out = asyncio.run(_unit_last.ran_long(ctx, 20, []))
-    assert out is not None and out.reason.startswith(
-        "the test suite ran past quick mode's 20 s cap last time (17 of 253 tests run)")
+    project = tmp_path / "project"
+    failing = Finding(id="x", role="unit_tester", tool="pytest", rule_id="test-failure",
+                      severity="high", title="test-failure: tests/test_b.py::test_b",
+                      message="m", file="tests/test_b.py")
+    files = {"app/views.py": "1", "tests/test_a.py": "1", "tests/test_b.py": "1",
+             "tests/test_c.py": "1", "tests/test_views.py": "1"}
+    _unit_last.record(project, 23.4, "3 of 5 tests run", found=[failing], key="k",
+                      modules={"tests/test_a.py": 9.0, "tests/test_b.py": 1.0,
+                               "tests/test_c.py": 0.5, "tests/test_views.py": 2.0},
+                      files=files)
+    assert not _unit_last.fits(project, 20)
+    # A stopped run's module times add to those known before.
+    _unit_last.record(project, 23.4, "3 of 5 tests run", found=[failing], key="k",
+                      modules={"tests/test_c.py": 0.25}, files=files)
+    tests = ["tests/test_a.py", "tests/test_b.py", "tests/test_c.py", "tests/test_views.py",
+             "tests/test_new.py"]
+    order, said = _unit_last.quick_order(project, [], {**files, "app/views.py": "2"}, tests)
+    assert order["first"] == ["tests/test_b.py"]
+    assert order["changed"] == ["tests/test_views.py"]  # named after app/views.py, changed
+    assert order["seconds"]["tests/test_c.py"] == 0.25 and order["seconds"]["tests/test_a.py"] == 9
+    assert said == ("the suite did not fit quick mode's cap last time: it runs in this order: "
+                    "1 module(s) with the last run's failures, 1 changed or covering a changed "
+                    "file, 1 not timed yet, then the rest fastest first")
+    # A run that fitted: its own order.
+    _unit_last.record(project, 3.0, None, found=[], key="k", files=files)
+    assert _unit_last.fits(project, 20)

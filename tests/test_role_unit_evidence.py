@@ -236,32 +236,37 @@ def test_messages_are_compared_with_numbers_paths_and_addresses_masked():
     assert normalized("KeyError: 'amount'") != normalized("KeyError: 'price'")
 
 
-def test_quick_mode_carries_the_last_failures_of_unchanged_code(make_repo):
+def test_quick_mode_carries_the_last_failures_when_no_test_ran(make_repo):
+    # A conftest that takes longer than quick mode's cap to load when the
+    # file slow-start is there (no code: not in the code's hash).
     repo = make_repo({"tests/test_ok.py": "def test_ok():\n    assert 1 == 2\n",
+                      "tests/conftest.py": ("import time\nfrom pathlib import Path\n"
+                                            "if Path(__file__).with_name('slow-start').exists():\n"
+                                            "    time.sleep(60)\n"),
                       "app.py": "X = 1\n"})
     cfg = Config.model_validate({"qe": {"quick_unit_test_max_s": 15}})
     first = run_role(UnitTester(), make_ctx(repo, mode="deep"))
     assert len(first.findings) == 1
     path = unit._durations_file(repo.parent / f"{repo.name}-project")  # make_ctx's project
-    path.write_text(json.dumps({**json.loads(path.read_text()), "seconds": 40.0}))
-    # As if quick mode's cap had stopped it: the suite is not run again,
-    # its failure carried forward with the same id. Before: no finding.
+    at = json.loads(path.read_text())["at"]
+    (repo / "tests" / "slow-start").write_text("")
+    # The cap comes before any test ran: the tests were not run (said, not a
+    # pass), the last failure carried forward with the same id.
     out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
     assert out.status == "incomplete", out
+    assert out.reason.startswith("tests not run: quick mode's 15 s cap came before the first "
+                                 "test ended (no test collected yet)"), out.reason
     assert [f.id for f in out.findings] == [first.findings[0].id], out.findings
     carried = out.findings[0]
-    assert carried.message.startswith("from the last run, ") and "carried" in carried.tags
+    assert carried.message.startswith(f"from the last run, {at}: ") and "carried" in carried.tags
     assert carried.severity == first.findings[0].severity
     assert "the last run's 1 failing test(s) carried forward from " in out.reason, out.reason
-    assert out.reason.endswith("the project's code and test configuration are unchanged since")
     # The code changed since: nothing carried, one line says why.
     (repo / "app.py").write_text("X = 2\n")
     out = run_role(UnitTester(), make_ctx(repo, config=cfg, mode="quick"))
     assert out.status == "incomplete" and not out.findings, out
-    assert out.reason.endswith("the last run had 1 failing test(s) ("
-                               + json.loads(path.read_text())["at"]
-                               + "), not carried forward: the project's code or test "
-                               "configuration changed since"), out.reason
+    assert (f"the last run had 1 failing test(s) ({at}), not carried forward: the project's "
+            "code or test configuration changed since") in out.reason, out.reason
 
 
 def test_many_unproven_failures_of_one_folder_are_one_finding(tmp_path):

@@ -37,6 +37,7 @@ from . import envcache
 from .extras import needs
 from .git import git_out
 from .pyenv import ProjectPython, discover, env_python, own_python, probe
+from .pyenv_conflict import conflicting, is_conflict, narrower, short
 from .pyenv_declared import declared_requirements, missing_in_own
 from .pyenv_disk import disk_full, failure_words, is_disk_full
 from .pyenv_failed import build_failed, clear_failure, last_failure
@@ -53,6 +54,8 @@ from .pyenv_leftout import (
     project_dropped,
 )
 from .pyenv_plan import Plan, make_plan, scm_version, static_metadata
+from .pyenv_read import read_pyproject
+from .pyenv_tox import tox_testenv
 from .pyprojects import python_projects
 from .pytest_addopts import installed
 
@@ -386,6 +389,22 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                 why = await fill()
                 continue
             m = UNBUILDABLE.search(why)
+            if m is None and "did not finish" not in why and "no space left" not in why and (
+                    narrow := narrower(plan.requirement_files, await asyncio.to_thread(
+                        _tox_files, src / plan.folder))):
+                # Files for other purposes (docs, an old Python, development
+                # heads fetched with git) pin what the test files pin
+                # differently or cannot be installed here: the files the
+                # tests use (tox's test environment's) stand.
+                dropped = [r for r in plan.requirement_files if r not in narrow]
+                if is_conflict(why):
+                    pair = conflicting(src / plan.folder, plan.requirement_files, why)
+                    left.append(f"{','.join(dropped)} conflict {pair or short(why)}")
+                else:
+                    left.append(f"{','.join(dropped)} failed {short(why)}")
+                plan = replace(plan, requirement_files=narrow)
+                why = await fill()
+                continue
             if m is None or m.group(1) in left or f"{m.group(1)} project" in left:
                 break
             if own_name is not None and _canonical(m.group(1)) == _canonical(own_name):
@@ -399,6 +418,12 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
                 (tmp / "excludes.txt").write_text("\n".join(excluded) + "\n", encoding="utf-8")
                 env["UV_EXCLUDE"] = str(tmp / "excludes.txt")
             why = await fill()
+        if why is not None and is_conflict(why):
+            # One line naming the two files (or the resolver's conclusion),
+            # not its whole explanation.
+            pair = conflicting(src / plan.folder, plan.requirement_files, why)
+            return ("the requirements conflict: " + (f"{pair} pin it differently" if pair
+                                                     else short(why)))
         if why is not None:
             return why
         if left:
@@ -432,6 +457,12 @@ async def _install(root: Path, plan: Plan, target: Path, uv: str, python: str,
     finally:
         if not aside:
             await asyncio.to_thread(shutil.rmtree, tmp, True)
+
+
+def _tox_files(folder: Path) -> tuple[str, ...]:
+    """The requirement files tox's test environment installs."""
+    tox = tox_testenv(folder, read_pyproject(folder))
+    return tuple(tox.requirement_files) if tox is not None else ()
 
 
 def _last_commit(project: Path) -> str | None:

@@ -62,7 +62,22 @@ def left_out_note(target: Path) -> str:
     if files:
         parts.append(f"left out {', '.join(files)}: uv cannot read it (a requirement it cannot "
                      "parse, such as a source archive URL with no file extension)")
+    for line in _lines(target):
+        name, what, rest = (line.split(" ", 2) + ["", ""])[:3]
+        if what == "conflict" and rest:
+            parts.append(f"left out {name.replace(',', ', ')}: the requirement files conflict "
+                         f"({rest}); built from the files the tests use")
+        elif what == "failed" and rest:
+            parts.append(f"left out {name.replace(',', ', ')}: installing every requirement file "
+                         f"failed ({rest}); built from the files the tests use")
     return "; ".join(parts)
+
+
+def _lines(target: Path) -> list[str]:
+    try:
+        return (target / LEFT_OUT).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
 
 
 def own_metadata(target: Path, folder: Path, owner: Path) -> str | None:

@@ -129,7 +129,7 @@ class Plan:
         what = {"uv.lock": "uv.lock", "poetry.lock": "poetry.lock", "pdm.lock": "pdm.lock",
                 "hatch": f"hatch environment {self.env_name}",
                 "tox": f"tox [testenv] deps from {self.tox}",
-                "requirements": ", ".join(self.requirement_files),
+                "requirements": _some(self.requirement_files),
                 "pyproject": "pyproject.toml" if "pyproject.toml" in self.inputs else "setup.py"}
         parts = [what.get(self.kind, self.kind)]
         if self.extras:
@@ -257,6 +257,13 @@ class Plan:
             if re.search(r"^\s*(-e\s+|--editable[ =]\s*)?\.(\[[^\]]*\])?\s*(#.*)?$", text, re.MULTILINE):
                 return True
         return False
+
+
+def _some(files: tuple[str, ...], named: int = 4) -> str:
+    """The files a line names: a project with forty (celery's extras) made
+    its setup line 2,500 characters long."""
+    more = f" and {len(files) - named} more" if len(files) > named else ""
+    return ", ".join(files[:named]) + more
 
 
 def make_plan(root: Path, sub: str = "") -> Plan | None:

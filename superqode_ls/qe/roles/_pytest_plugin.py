@@ -7,6 +7,13 @@ appended to ``$SUPERQODE_PYTEST_REPORT`` as one JSON line as soon as it
 happens, so a run killed at its deadline still leaves what it found; how
 far the suite got (tests collected, tests done) is kept in
 ``$SUPERQODE_PYTEST_PROGRESS``, rewritten in place after each test.
+
+How long each test module took is kept in ``$SUPERQODE_PYTEST_DURATIONS``
+(rewritten when a module's first test ends, so a killed run leaves the
+modules it finished and the one it was in). ``$SUPERQODE_PYTEST_ORDER`` (quick mode, for a suite
+that did not fit its cap last time) orders the modules: the ones named
+first, then the changed ones, then those never timed, then the rest
+fastest first; a module's own tests keep their order.
 """
 
 import json
@@ -28,6 +35,9 @@ _PROGRESS = os.environ.get("SUPERQODE_PYTEST_PROGRESS")
 # microsecond): no file made and renamed per test, no thread in the tests'
 # process.
 _STATE = {"fd": None, "collected": 0, "done": 0, "worker": False}
+_DURATIONS = os.environ.get("SUPERQODE_PYTEST_DURATIONS")
+_ORDER = os.environ.get("SUPERQODE_PYTEST_ORDER")
+_TIMES = {"module": None, "seconds": {}}
 
 
 def _progress():
@@ -110,7 +120,60 @@ def pytest_xdist_node_collection_finished(node, ids):
     _progress()
 
 
+def _module(nodeid):
+    return nodeid.split("::", 1)[0]
+
+
+def _flush_times(running=None):
+    if not _DURATIONS or _STATE["worker"]:
+        return
+    try:
+        with open(_DURATIONS + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump({"done": _TIMES["seconds"], "running": running}, fh)
+        os.replace(_DURATIONS + ".tmp", _DURATIONS)
+    except OSError:
+        pass  # only quick mode's ordering: never the run's failure
+
+
+def _time(report):
+    module = _module(report.nodeid)
+    if _TIMES["module"] != module:
+        # A module ended: kept, so a run killed later still has its time;
+        # the one that starts is named (a run killed in it: it is slow).
+        _TIMES["module"] = module
+        _flush_times(running=module)
+    seconds = _TIMES["seconds"]
+    seconds[module] = round(seconds.get(module, 0.0) + float(report.duration or 0.0), 4)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    if not _ORDER:
+        return
+    try:
+        with open(_ORDER, encoding="utf-8") as fh:
+            order = json.load(fh)
+        first = {m: i for i, m in enumerate(order.get("first") or [])}
+        changed = set(order.get("changed") or [])
+        seconds = order.get("seconds") or {}
+    except (OSError, ValueError, AttributeError):
+        return  # the suite's own order
+
+    def key(item):
+        module = _module(item.nodeid)
+        if module in first:
+            return (0, first[module])
+        if module in changed:
+            return (1, 0)
+        if module not in seconds:
+            return (2, 0)
+        return (3, float(seconds[module]))
+
+    items.sort(key=key)  # stable: each module's tests keep their order
+
+
 def pytest_runtest_logreport(report):
+    _time(report)
     if report.when == "teardown":
         _STATE["done"] += 1
         _progress()
@@ -135,6 +198,7 @@ def pytest_collectreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _flush_times()
     _write(
         {
             "kind": "summary",

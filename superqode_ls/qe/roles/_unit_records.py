@@ -46,6 +46,23 @@ def read_progress(path: Path) -> dict[str, Any] | None:
     return {"kind": "progress", "collected": collected, "done": done}
 
 
+def read_durations(path: Path) -> tuple[dict[str, float], str | None]:
+    """The recorder's seconds per test module it finished, and the module
+    it was in when the run stopped, read as data: ({}, None) when there is
+    none or it is not what the recorder writes."""
+    try:
+        raw = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}, None
+    done = raw.get("done") if isinstance(raw, dict) else None
+    if not isinstance(done, dict):
+        return {}, None
+    running = raw.get("running")
+    return ({k: float(v) for k, v in done.items()
+             if isinstance(k, str) and isinstance(v, (int, float)) and v >= 0},
+            running if isinstance(running, str) else None)
+
+
 def progress_said(records: list[dict[str, Any]]) -> str | None:
     """"1,234 of 2,016 tests run" from a stopped run's progress record."""
     rec = next((r for r in records if r.get("kind") == "progress"), None)

@@ -20,6 +20,7 @@ no test collected is "no tests" (skipped), never a pass.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -49,6 +50,7 @@ from ._unit_last import durations_file as _durations_file  # noqa: F401 - tests 
 from ._unit_projects import ROOT, each_project, files_in, moved, sub_context
 from ._unit_records import (
     progress_said,
+    read_durations,
     read_progress,
     read_records,
     short_message,
@@ -116,10 +118,9 @@ class UnitTester(Role):
         scope = [*suite.paths, *suite.options] if suite else []  # (the record's key too)
         limit = None
         if ctx.mode == "quick" and not targets:
-            # Quick mode runs the suite only when it is fast.
+            # Quick mode runs what fits its cap (a run stopped there is
+            # "incomplete", what ran stands).
             limit = ctx.config.qe.quick_unit_test_max_s
-            if skip := await last.ran_long(ctx, limit, scope):
-                return skip
         missing = _missing_program(ctx)
         if missing:
             return RoleOutput(status="skipped", reason=missing, tool="pytest")
@@ -135,7 +136,14 @@ class UnitTester(Role):
         trace: dict[str, Any] = {}
         # What the run tests, hashed before its tests write in the sandbox
         # (a report, a cache file): the next quick run compares with it.
-        key = None if targets else await asyncio.to_thread(last.code_key, ctx.sandbox)
+        key, hashes = (None, {}) if targets else await asyncio.to_thread(
+            last.code_keys, ctx.sandbox)
+        ordered = None
+        if limit is not None and not last.fits(ctx.project, limit, scope):
+            # Not all-or-nothing: the suite that did not fit last time runs
+            # what matters first, as much as fits (a loaded machine once
+            # made it slow; it is not switched off for it).
+            trace["order"], ordered = last.quick_order(ctx.project, scope, hashes, all_tests)
         try:
             out, elapsed = await self._pytest(
                 ctx, targets or list(suite.paths if suite else ()), limit,
@@ -146,10 +154,24 @@ class UnitTester(Role):
             prog = (ctx.config.roles.unit_test_command or [py.python])[0]
             return ToolFailed("pytest", f"cannot run {prog}: {e.strerror or e}").output()
         out.reason = _with_interpreter(out.reason, py, ctx)
+        progress = next((r for r in trace.get("records") or [] if r.get("kind") == "progress"),
+                        None)
+        if (limit is not None and out.status == "timeout" and not targets and not _django(ctx)
+                and not (progress or {}).get("done")):
+            # The cap came before any test ended (a slow start, collection):
+            # the tests were not run, never read as a pass.
+            said = (f"{progress['collected']:,} test(s) collected" if progress
+                    and progress.get("collected") else "no test collected yet")
+            last.slow(ctx.project, elapsed, scope, trace.get("durations"))
+            skip = await last.not_run(ctx, limit, scope, said)
+            skip.findings = [*out.findings, *skip.findings]  # (a module that cannot import)
+            skip.reason = _with_interpreter(skip.reason, py, ctx)
+            return skip
         if not targets and out.status in ("ok", "timeout"):
             stopped = (progress_said(trace.get("records") or []) or ""
                        ) if limit is not None and out.status == "timeout" else None
-            last.record(ctx.project, elapsed, stopped, found=out.findings, key=key, scope=scope)
+            last.record(ctx.project, elapsed, stopped, found=out.findings, key=key, scope=scope,
+                        modules=trace.get("durations"), files=hashes)
         if limit is not None and out.status == "timeout":
             # Quick mode's own cap, not the session's time: what ran stands,
             # the rest is deep mode's (a session out of time is exit 3).
@@ -161,6 +183,8 @@ class UnitTester(Role):
                 "it runs fully in deep mode (`--mode deep`)"
             ) + "".join(f"; {len(tests)} failure(s) the environment's: {cause} ({_some(tests)})"
                         for cause, tests in _by_cause(out.findings).items())
+        if ordered and out.status in ("ok", "incomplete"):
+            out.reason = f"{out.reason}; {ordered}" if out.reason else ordered
         if suite is not None and (left := left_out_line(suite, all_tests, ctx.sandbox)):
             out.reason = f"{out.reason}; {left}"  # (whatever the outcome, the cap's included)
         return out
@@ -218,12 +242,12 @@ class UnitTester(Role):
         py = await project_python(ctx)
         trace = {} if trace is None else trace
         runner = "django" if _django(ctx, extra) else "pytest"
-        res, records = await self._invoke(ctx, targets, limit, extra)
+        res, records = await self._invoke(ctx, targets, limit, extra, trace)
         if only_environment(records, ctx.sandbox):
             # pytest stopped at modules the environment cannot import: the
             # rest of the suite runs, those modules counted as the setup's.
             extra = [*(extra or []), "--continue-on-collection-errors"]
-            res, records = await self._invoke(ctx, targets, limit, extra)
+            res, records = await self._invoke(ctx, targets, limit, extra, trace)
         trace.update(records=records, extra=list(extra or []))
         output = res.stdout + res.stderr
         if (
@@ -238,7 +262,8 @@ class UnitTester(Role):
             bad = next(
                 (line for line in output.splitlines() if "unrecognized arguments" in line), ""
             )
-            res, records = await self._invoke(ctx, targets, limit, [*(extra or []), "-o", "addopts="])
+            res, records = await self._invoke(ctx, targets, limit,
+                                              [*(extra or []), "-o", "addopts="], trace)
             trace.update(records=records, extra=[*(extra or []), "-o", "addopts="])
             note = (
                 f"ran without the project's addopts ({bad.split('error:', 1)[-1].strip()}); "
@@ -261,7 +286,11 @@ class UnitTester(Role):
         targets: list[str],
         limit: float | None,
         extra: list[str] | None = None,
+        trace: dict[str, Any] | None = None,
     ) -> tuple[ProcResult, list[dict[str, Any]]]:
+        """One run of the suite; ``trace``, when given, brings quick mode's
+        module order (``order``) and receives each module's time
+        (``durations``)."""
         private = ctx.mkdtemp("superqode-pytest-")
         try:
             shutil.copyfile(_PLUGIN_SOURCE, private / f"{PLUGIN_MODULE}.py")
@@ -283,6 +312,10 @@ class UnitTester(Role):
             scm_pretend(env, ctx.project, ctx.sandbox)
             env["SUPERQODE_PYTEST_REPORT"] = str(records_path)
             env["SUPERQODE_PYTEST_PROGRESS"] = str(private / "progress")
+            env["SUPERQODE_PYTEST_DURATIONS"] = str(private / "durations.json")
+            if trace and trace.get("order"):
+                (private / "order.json").write_text(json.dumps(trace["order"]), encoding="utf-8")
+                env["SUPERQODE_PYTEST_ORDER"] = str(private / "order.json")
             # hypothesis keeps its example database (and a unicode table) in
             # the working directory: keep it outside, per session (paths.py).
             env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", hypothesis_dir(ctx.env, private))
@@ -307,6 +340,13 @@ class UnitTester(Role):
             # Stopped before its end: how far it got, for the role's line.
             if res.timed_out and (progress := read_progress(private / "progress")):
                 records.append(progress)
+            if trace is not None:
+                done, running = read_durations(private / "durations.json")
+                if res.timed_out and running and limit:
+                    # Stopped in it: at least the cap's time (the next
+                    # quick run puts it last).
+                    done[running] = max(done.get(running, 0.0), float(limit))
+                trace["durations"] = done
         finally:
             shutil.rmtree(private, ignore_errors=True)
         return res, records
