@@ -88,3 +88,17 @@ def test_the_wait_lasts_while_the_tests_keep_their_share():
     assert env_wait_until(0.0, 49.5, 60, 20) == 39.5
     # A short budget keeps the first third.
     assert env_wait_until(0.0, 6.0, 9, 20) == 4.5
+
+
+def test_a_suite_that_could_not_run_here_is_never_a_pass_nor_a_fail():
+    # A build that failed, or test modules that do not import: a setup line,
+    # no finding. The tests said nothing, so the verdict cannot be "pass".
+    for line in ("setup: the project's environment could not be built: "
+                 "requirements.txt and requirements-dev.txt pin attrs differently",
+                 "setup: 3 test module(s) cannot be imported here: No module named 'gdal'"):
+        report = QualityReport(project="/p", session_id="qe-20260101-000000-abcdef", mode="quick",
+                               isolation="worktree", started_at=utcnow(),
+                               roles=[RoleRun(role="lint_tester", status="ok"),
+                                      RoleRun(role="unit_tester", status="skipped",
+                                              reason=line)])
+        assert compute_verdict(report) == "conditional", line

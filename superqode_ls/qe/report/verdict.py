@@ -16,7 +16,9 @@
   (incomplete; also quick mode's slow suite, not run, whose last run had
   failing tests), or was asked for by name and could not run (skipped, with
   ``requested``), or was left for the next run while the project's
-  environment is still being built (``PENDING``): the change may go in, but
+  environment is still being built (``PENDING``), or skipped because the
+  project's suite could not run here (a ``setup:`` reason: its environment
+  did not build, its modules do not import): the change may go in, but
   someone should look;
 - ``pass``: nothing but ``info`` findings (or none), every role finished or
   was left out by the mode's own choice.
@@ -32,6 +34,10 @@ _UNFINISHED = {"failed", "error", "timeout", "ineffective", "incomplete"}
 # A role left for the next run while the project's environment is still
 # being built (qe/role_runs.py): its tests did not run, so no ``pass``.
 PENDING = "setup: tests not run yet: "
+# A suite the project has but that could not run here (its environment did
+# not build, its modules do not import): a setup problem, never a finding and
+# never ``fail``, but no ``pass`` either: no test said anything.
+SETUP = "setup: "
 # Could not do its job at all: with ``--fail-on-error`` the run exits 3.
 _DID_NOT_WORK = {"error", "ineffective"}
 
@@ -39,7 +45,7 @@ _DID_NOT_WORK = {"error", "ineffective"}
 def unfinished(run: RoleRun) -> bool:
     """A role whose silence is no evidence: the verdict cannot be ``pass``."""
     return run.status in _UNFINISHED or (run.status == "skipped" and (
-        run.requested or (run.reason or "").startswith(PENDING)))
+        run.requested or (run.reason or "").startswith(SETUP)))
 
 
 def did_not_work(run: RoleRun) -> bool:
