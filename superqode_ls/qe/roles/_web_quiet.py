@@ -49,6 +49,13 @@ from ..codegen import Scopes
 from ..context import mark_noise
 from ..noise_context import UNFILTERED
 from ._web_defs import safe_at
+from ._web_quiet_guards import (
+    debug_flag_guarded,
+    environment_default,
+    jwt_verify_setting,
+    referer_redirect,
+    sign_in_marker,
+)
 from ._web_quiet_sql import assigned_values, constant_text
 from ._web_quiet_text import (
     ProjectDefs,
@@ -76,7 +83,8 @@ _PATH_BUILD = frozenset({"join", "Path", "PurePath", "abspath", "dirname", "real
 _DEPTH = 6
 _SERVER_RUN = frozenset({"run", "run_app", "run_simple", "serve"})
 _TEXT_RULES = frozenset({"path-traversal", "template-injection", "hardcoded-db-password",
-                         "reflected-xss"})
+                         "reflected-xss", "open-redirect", "debug-mode", "B201", "S201",
+                         "jwt-no-verify"})
 
 
 def quiet(findings: list[Finding], text: Callable[[str], str | None],
@@ -128,7 +136,14 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None],
             elif "template-injection" in rules:
                 why = literal_template(s, line, root, defs)
             elif f.rule_id == "hardcoded-db-password":
-                why = shown_text_password(s, line)
+                why = shown_text_password(s, line) or sign_in_marker(s, line) \
+                    or environment_default(s, line)
+            elif "open-redirect" in rules:
+                why = referer_redirect(s, line)
+            elif rules & {"debug-mode", "B201", "S201"}:
+                why = debug_flag_guarded(s, line)
+            elif "jwt-no-verify" in rules:
+                why = jwt_verify_setting(s, line)
             elif "reflected-xss" in rules:
                 why = regex_checked_reflection(s, line, _function)
             elif rules & _BIND_RULES and not rules & {"B201", "debug-mode"}:
