@@ -161,3 +161,27 @@ def test_a_sign_in_marker_and_a_local_default_url_are_noise_real_ones_stay(make_
         _noise(found, "settings/main.py", line, "hardcoded-db-password")
     for line in (5, 6):
         _shown(found, "settings/main.py", line, "hardcoded-db-password")
+
+
+@needs_bandit
+def test_self_path_of_a_class_that_sends_requests_is_noise_a_handlers_stays(make_repo):
+    repo = make_repo({"client.py": (
+        "import requests\n"
+        "from http.server import BaseHTTPRequestHandler\n"
+        "from goodreads.request import GoodreadsRequest\n"
+        "class MyRequest(GoodreadsRequest):\n"
+        "    def request(self):\n"
+        "        return requests.get(self.host + self.path, params=self.params, timeout=5)\n"           # 6
+        "class Proxy(BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        return requests.get('http://' + self.path[1:], timeout=5)\n"                           # 9
+        "class Mixin(object):\n"
+        "    def fetch(self):\n"
+        "        return requests.get(self.path, timeout=5)\n"                                           # 12
+        "class Served(Mixin, BaseHTTPRequestHandler):\n"
+        "    pass\n"
+    )})
+    found = found_by_security(repo)
+    _noise(found, "client.py", 6, "ssrf")
+    for line in (9, 12):
+        _shown(found, "client.py", line, "ssrf")

@@ -50,9 +50,11 @@ from ..context import mark_noise
 from ..noise_context import UNFILTERED
 from ._web_defs import safe_at
 from ._web_quiet_guards import (
+    FLOW_RULES,
     debug_flag_guarded,
     environment_default,
     jwt_verify_setting,
+    own_attribute_input,
     referer_redirect,
     sign_in_marker,
 )
@@ -84,7 +86,7 @@ _DEPTH = 6
 _SERVER_RUN = frozenset({"run", "run_app", "run_simple", "serve"})
 _TEXT_RULES = frozenset({"path-traversal", "template-injection", "hardcoded-db-password",
                          "reflected-xss", "open-redirect", "debug-mode", "B201", "S201",
-                         "jwt-no-verify"})
+                         "jwt-no-verify", "ssrf", "xpath-injection"})
 
 
 def quiet(findings: list[Finding], text: Callable[[str], str | None],
@@ -152,6 +154,8 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None],
                 why = cli_argument_shell(s, line)
             elif f.rule_id in _URLOPEN_RULES and "ssrf" not in rules:
                 why = fixed_scheme_urlopen(s, line)
+            if why is None and rules & FLOW_RULES:
+                why = own_attribute_input(s, line)
             if why is not None:
                 f = mark_noise(f, why, Severity.low)
         out.append(f)

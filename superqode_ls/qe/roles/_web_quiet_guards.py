@@ -268,3 +268,55 @@ def environment_default(s: Scopes, line: int) -> str | None:
     return ("the connection URL is the default of an environment variable for a database "
             "on this machine or a local container service: a development default the "
             "deployment sets")
+
+
+# -- ``self.path`` of a class that serves no request ---------------------------
+
+FLOW_RULES = frozenset({"ssrf", "path-traversal", "open-redirect", "reflected-xss",
+                         "xpath-injection"})
+# what an http.server/Tornado handler reads from its client (``_web_sinks``)
+_HANDLER_READS = frozenset({"path", "headers", "rfile"})
+
+
+def _class_of(s: Scopes, node: ast.AST) -> ast.ClassDef | None:
+    while node in s.parent:
+        node = s.parent[node]
+        if isinstance(node, ast.ClassDef):
+            return node
+    return None
+
+
+def _handler(cls: ast.ClassDef) -> bool:
+    return any("handler" in _text(b).lower() for b in cls.bases)
+
+
+def own_attribute_input(s: Scopes, line: int) -> str | None:
+    """``requests.get(self.host + self.path)`` in a class with no handler
+    base (calibre-web's ``GoodreadsRequest`` subclass builds a request to
+    send): ``self.path`` is the object's own field, not what a client sent."""
+    calls = s.calls_on(line)
+    if not calls:
+        return None
+    call = min(calls, key=lambda c: (c.end_lineno or c.lineno) - c.lineno)
+    cls = _class_of(s, call)
+    # no base: maybe a mixin a handler takes in; a handler of this module
+    # built on it also reads its client through these methods
+    if cls is None or not cls.bases or _handler(cls) or any(
+            isinstance(n, ast.ClassDef) and _handler(n)
+            and any(_text(b).split(".")[-1] == cls.name for b in n.bases)
+            for n in ast.walk(s.tree)):
+        return None
+    reads = False
+    for part in [*call.args, *(k.value for k in call.keywords)]:
+        for n in ast.walk(part):
+            if isinstance(n, ast.Name) and n.id != "self":
+                return None  # a local or parameter: the flow check's judgement stands
+            if isinstance(n, ast.Attribute) and n.attr == "request":
+                return None
+            if isinstance(n, ast.Attribute) and n.attr in _HANDLER_READS \
+                    and isinstance(n.value, ast.Name) and n.value.id == "self":
+                reads = True
+    if not reads:
+        return None
+    return (f"`self.path` here is a field of `{cls.name}`, a class that serves no request "
+            "(no handler base): the object's own value, not what a client sent")
