@@ -185,3 +185,45 @@ def test_self_path_of_a_class_that_sends_requests_is_noise_a_handlers_stays(make
     _noise(found, "client.py", 6, "ssrf")
     for line in (9, 12):
         _shown(found, "client.py", line, "ssrf")
+
+
+@needs_bandit
+def test_a_command_helper_the_project_defines_without_a_process_is_noise(make_repo):
+    repo = make_repo({"game/objects.py": (
+        "class Object:\n"
+        "    def execute_cmd(self, raw_string, session=None):\n"
+        "        return self.cmdhandler(self, raw_string, session=session)\n"
+    ), "game/npcs.py": (
+        "from game.objects import Object\n"
+        "class Npc(Object):\n"
+        "    def attack(self, target):\n"
+        "        self.execute_cmd(f'attack {target.key}')\n"                                 # 4
+    ), "ops/tools.py": (
+        "import subprocess\n"
+        "def _sh(line):\n"
+        "    return subprocess.check_output(line, shell=True)\n"
+        "def run_cmd(line):\n"
+        "    return _sh(line)\n"
+        "def ping(host):\n"
+        "    return run_cmd(f'ping -c1 {host}')\n"                                           # 7
+    ), "ops/remote.py": (
+        "def deploy(conn, tag):\n"
+        "    return conn.run_command(f'deploy {tag}')\n"                                     # 2
+    )})
+    found = found_by_security(repo)
+    _noise(found, "game/npcs.py", 4, "command-injection")
+    _shown(found, "ops/tools.py", 7, "command-injection")
+    _shown(found, "ops/remote.py", 2, "command-injection")
+
+
+@needs_bandit
+def test_a_password_finding_pattern_is_no_hardcoded_password(make_repo):
+    repo = make_repo({"settings_default.py": (
+        "AUDIT_MASKS = [\n"
+        "    {'password': r'^[@\\\\s]*(?:password|passwd)\\\\s+(?P<secret>.*)$'},\n"             # 2
+        "]\n"
+        "DATABASES = {'default': {'password': 'Zq8pL2xw-prod'}}\n"                           # 4
+    )})
+    found = found_by_security(repo)
+    assert not _at(found, "settings_default.py", 2, "hardcoded-db-password")
+    _shown(found, "settings_default.py", 4, "hardcoded-db-password")

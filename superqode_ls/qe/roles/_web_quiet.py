@@ -55,6 +55,7 @@ from ._web_quiet_guards import (
     environment_default,
     jwt_verify_setting,
     own_attribute_input,
+    own_command_helper,
     referer_redirect,
     sign_in_marker,
 )
@@ -86,7 +87,7 @@ _DEPTH = 6
 _SERVER_RUN = frozenset({"run", "run_app", "run_simple", "serve"})
 _TEXT_RULES = frozenset({"path-traversal", "template-injection", "hardcoded-db-password",
                          "reflected-xss", "open-redirect", "debug-mode", "B201", "S201",
-                         "jwt-no-verify", "ssrf", "xpath-injection"})
+                         "jwt-no-verify", "ssrf", "xpath-injection", "command-injection"})
 
 
 def quiet(findings: list[Finding], text: Callable[[str], str | None],
@@ -150,6 +151,8 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None],
                 why = regex_checked_reflection(s, line, _function)
             elif rules & _BIND_RULES and not rules & {"B201", "debug-mode"}:
                 why = _bind_without_debug(s, line) or option_default_address(s, line)
+            elif f.rule_id == "command-injection":
+                why = own_command_helper(s, line, defs)
             elif f.rule_id in _SHELL_RULES and "command-injection" not in rules:
                 why = cli_argument_shell(s, line)
             elif f.rule_id in _URLOPEN_RULES and "ssrf" not in rules:

@@ -320,3 +320,54 @@ def own_attribute_input(s: Scopes, line: int) -> str | None:
         return None
     return (f"`self.path` here is a field of `{cls.name}`, a class that serves no request "
             "(no handler base): the object's own value, not what a client sent")
+
+
+# -- a "run command" helper the project defines without a shell ---------------
+
+_SHELL_HELPER = re.compile(r"(?i)^(run_?(cmd|command|shell)|exec(ute)?_?(cmd|command|shell)"
+                           r"|shell_?(exec|run|cmd)|system_?(cmd|command))$")
+# what starts a process (subprocess, os, asyncio, pexpect, paramiko, fabric)
+_LAUNCHERS = frozenset({
+    "system", "popen", "Popen", "run", "call", "check_call", "check_output", "getoutput",
+    "getstatusoutput", "create_subprocess_shell", "create_subprocess_exec", "spawn", "spawnl",
+    "spawnlp", "spawnv", "spawnvp", "execl", "execlp", "execv", "execve", "execvp", "execvpe",
+    "startfile", "exec_command", "sudo", "local", "invoke", "Command"})
+
+
+# modules that start processes: a helper whose module imports one may
+# reach it through a call this look does not follow
+_PROCESS_MODULES = frozenset({"subprocess", "pexpect", "paramiko", "fabric", "invoke", "sh",
+                              "plumbum", "pty", "commands", "popen2"})
+
+
+def _launches(func: ast.AST, module: ast.AST | None) -> bool:
+    if module is None:
+        return True
+    for n in ast.walk(module):
+        names = [a.name for a in n.names] if isinstance(n, ast.Import) else \
+            [n.module or ""] if isinstance(n, ast.ImportFrom) else []
+        if any(m.split(".")[0] in _PROCESS_MODULES for m in names):
+            return True
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os" \
+                and (n.attr in _LAUNCHERS or n.attr.startswith(("exec", "spawn", "popen"))):
+            return True
+    return any(isinstance(n, ast.Call) and ((name := _name(n)) in _LAUNCHERS
+                                            or _SHELL_HELPER.match(name))
+               for n in ast.walk(func))
+
+
+def own_command_helper(s: Scopes, line: int, defs) -> str | None:
+    """``self.execute_cmd(f"attack {target}")`` where every definition of
+    ``execute_cmd`` the project has starts no process and sits in a module
+    that imports nothing that does (evennia's in-game command parser): the
+    name only sounds like a shell helper. Unknown definitions (none found,
+    the walk's bound reached) keep the finding."""
+    names = {_name(c) for c in s.calls_on(line) if _SHELL_HELPER.match(_name(c))}
+    if len(names) != 1:
+        return None
+    name = names.pop()
+    found = defs(name)
+    if not found or any(_launches(f, defs.module_of.get(id(f))) for f in found):
+        return None
+    return (f"every `{name}` this project defines ({len(found)}) runs no process: "
+            "the helper only sounds like a shell command runner")

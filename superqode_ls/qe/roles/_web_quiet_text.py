@@ -176,6 +176,7 @@ class ProjectDefs:
         self.root = root
         self.parse = parse
         self._found: dict[str, list[ast.AST] | None] = {}
+        self.module_of: dict[int, ast.AST] = {}  # id of a definition -> its module's tree
 
     def __call__(self, name: str) -> list[ast.AST] | None:
         if name not in self._found:
@@ -196,8 +197,10 @@ class ProjectDefs:
             tree = self.parse(text)
             if tree is None:
                 return None
-            out.extend(n for n in ast.walk(tree) if isinstance(
-                n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name)
+            for n in ast.walk(tree):
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name:
+                    out.append(n)
+                    self.module_of[id(n)] = tree
         return out
 
 
