@@ -18,7 +18,8 @@
   (``httponly=False``), ``SESSION_COOKIE_HTTPONLY = False``;
 - ``hardcoded-db-password``: a literal password in a config dict
   (``{"password": "..."}``) or a connection URL/DSN with a password in it
-  (not in a docstring: an example there is documentation);
+  (not in a docstring: an example there is documentation; not a regular
+  expression that finds a password in text);
 - ``weak-password-hash``: md5/sha1 over something named a password;
 - ``command-injection``: a command line built from a value by formatting
   and handed to a helper named for running one (``run_cmd(f"ps {arg}")``,

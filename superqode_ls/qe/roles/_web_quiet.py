@@ -33,6 +33,10 @@ away), never dropped.
 - a command-line tool's shell call of its own arguments, ``urlopen`` of a
   fixed http(s) URL, B104 on a command-line option's default: see
   ``_web_quiet_tools``.
+- a redirect back to the Referer, debug under a debug flag, a JWT decode
+  beside a verification setting, a sign-in marker or a local default URL
+  as a password, ``self.path`` of a class that serves no request, a
+  command helper that starts no process: see ``_web_quiet_guards``.
 """
 
 from __future__ import annotations
