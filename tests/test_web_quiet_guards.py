@@ -193,6 +193,10 @@ def test_a_command_helper_the_project_defines_without_a_process_is_noise(make_re
         "class Object:\n"
         "    def execute_cmd(self, raw_string, session=None):\n"
         "        return self.cmdhandler(self, raw_string, session=session)\n"
+    ), "game/commands.py": (
+        "class Command:\n"
+        "    def execute_cmd(self, raw_string, obj=None):\n"
+        "        obj.execute_cmd(raw_string)\n"
     ), "game/npcs.py": (
         "from game.objects import Object\n"
         "class Npc(Object):\n"

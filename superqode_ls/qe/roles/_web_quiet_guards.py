@@ -351,8 +351,10 @@ def _launches(func: ast.AST, module: ast.AST | None) -> bool:
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os" \
                 and (n.attr in _LAUNCHERS or n.attr.startswith(("exec", "spawn", "popen"))):
             return True
+    # a call of the same name hands on to another definition, each judged here
+    own = getattr(func, "name", None)
     return any(isinstance(n, ast.Call) and ((name := _name(n)) in _LAUNCHERS
-                                            or _SHELL_HELPER.match(name))
+                                            or _SHELL_HELPER.match(name) and name != own)
                for n in ast.walk(func))
 
 
