@@ -369,7 +369,7 @@ def own_command_helper(s: Scopes, line: int, defs) -> str | None:
         return None
     name = names.pop()
     found = defs(name)
-    if not found or any(_launches(f, defs.module_of.get(id(f))) for f in found):
+    if not found or defs.unread or any(_launches(f, defs.module_of.get(id(f))) for f in found):
         return None
-    return (f"every `{name}` this project defines ({len(found)}) runs no process: "
+    return (f"every `{name}` this project defines ({len(found)}) starts no process: "
             "the helper only sounds like a shell command runner")
