@@ -67,6 +67,7 @@ from .noise_context import UNFILTERED, EarlyContext, in_context, until_stop
 
 # canonical_rule, deduplicate and merge_reports are the filter's public names too
 from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_reports
+from .noise_demofolder import demo_folder_noise
 from .noise_digest import digest_noise
 from .noise_evidence import evidence_noise
 from .noise_firstrun import first_run_noise
@@ -374,6 +375,7 @@ def filter_findings(
                     ("vectors", lambda some: vector_noise(some, lines, canonical_rule)),
                     ("first run", lambda some: first_run_noise(some, lines, canonical_rule)),
                     ("compose", lambda some: compose_noise(some, lines)),
+                    ("demo folder", lambda some: demo_folder_noise(some, lines, root)),
                     ("self import", lambda some: self_import_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
                     ("digest", lambda some: digest_noise(some, lines, canonical_rule)),

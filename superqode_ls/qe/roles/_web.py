@@ -18,7 +18,8 @@
   (``httponly=False``), ``SESSION_COOKIE_HTTPONLY = False``;
 - ``hardcoded-db-password``: a literal password in a config dict
   (``{"password": "..."}``) or a connection URL/DSN with a password in it
-  (not in a docstring: an example there is documentation);
+  (not in a docstring: an example there is documentation; not a regular
+  expression that finds a password in text);
 - ``weak-password-hash``: md5/sha1 over something named a password;
 - ``command-injection``: a command line built from a value by formatting
   and handed to a helper named for running one (``run_cmd(f"ps {arg}")``,
@@ -40,6 +41,7 @@ from collections.abc import Callable, Iterator
 
 from ...models import Severity
 from ._secrets import MESSAGE
+from ._secrets_values import is_regex
 from ._web_calls import Callees, arguments, imported, where
 from ._web_flows import CWE as _FLOW_CWE
 from ._web_flows import SQL_RULE, _root, request_flows, summarize
@@ -371,7 +373,8 @@ def _literal_password(value: ast.AST, key: str) -> Iterator[Hit]:
     # a value that is itself a password setting's name ({"password": "passwd"})
     # renames a key: no password
     if text is None or len(text) < 4 or _PLACEHOLDER.match(text) \
-            or text.lower() == key.lower() or _PASSWORD_KEY.match(text) or MESSAGE.match(text):
+            or text.lower() == key.lower() or _PASSWORD_KEY.match(text) or MESSAGE.match(text) \
+            or is_regex(text):  # a pattern that finds a password in text (a log mask)
         return
     yield (value, "hardcoded-db-password", "Hard-coded password in configuration",
            (f"The {key!r} setting is a literal in the code; anyone with the source has it. "

@@ -33,6 +33,10 @@ away), never dropped.
 - a command-line tool's shell call of its own arguments, ``urlopen`` of a
   fixed http(s) URL, B104 on a command-line option's default: see
   ``_web_quiet_tools``.
+- a redirect back to the Referer, debug under a debug flag, a JWT decode
+  beside a verification setting, a sign-in marker or a local default URL
+  as a password, ``self.path`` of a class that serves no request, a
+  command helper that starts no process: see ``_web_quiet_guards``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,16 @@ from ..codegen import Scopes
 from ..context import mark_noise
 from ..noise_context import UNFILTERED
 from ._web_defs import safe_at
+from ._web_quiet_guards import (
+    FLOW_RULES,
+    debug_flag_guarded,
+    environment_default,
+    jwt_verify_setting,
+    own_attribute_input,
+    own_command_helper,
+    referer_redirect,
+    sign_in_marker,
+)
 from ._web_quiet_sql import assigned_values, constant_text
 from ._web_quiet_text import (
     ProjectDefs,
@@ -76,7 +90,8 @@ _PATH_BUILD = frozenset({"join", "Path", "PurePath", "abspath", "dirname", "real
 _DEPTH = 6
 _SERVER_RUN = frozenset({"run", "run_app", "run_simple", "serve"})
 _TEXT_RULES = frozenset({"path-traversal", "template-injection", "hardcoded-db-password",
-                         "reflected-xss"})
+                         "reflected-xss", "open-redirect", "debug-mode", "B201", "S201",
+                         "jwt-no-verify", "ssrf", "xpath-injection", "command-injection"})
 
 
 def quiet(findings: list[Finding], text: Callable[[str], str | None],
@@ -128,15 +143,26 @@ def quiet(findings: list[Finding], text: Callable[[str], str | None],
             elif "template-injection" in rules:
                 why = literal_template(s, line, root, defs)
             elif f.rule_id == "hardcoded-db-password":
-                why = shown_text_password(s, line)
+                why = shown_text_password(s, line) or sign_in_marker(s, line) \
+                    or environment_default(s, line)
+            elif "open-redirect" in rules:
+                why = referer_redirect(s, line)
+            elif rules & {"debug-mode", "B201", "S201"}:
+                why = debug_flag_guarded(s, line)
+            elif "jwt-no-verify" in rules:
+                why = jwt_verify_setting(s, line)
             elif "reflected-xss" in rules:
                 why = regex_checked_reflection(s, line, _function)
             elif rules & _BIND_RULES and not rules & {"B201", "debug-mode"}:
                 why = _bind_without_debug(s, line) or option_default_address(s, line)
+            elif f.rule_id == "command-injection":
+                why = own_command_helper(s, line, defs)
             elif f.rule_id in _SHELL_RULES and "command-injection" not in rules:
                 why = cli_argument_shell(s, line)
             elif f.rule_id in _URLOPEN_RULES and "ssrf" not in rules:
                 why = fixed_scheme_urlopen(s, line)
+            if why is None and rules & FLOW_RULES:
+                why = own_attribute_input(s, line)
             if why is not None:
                 f = mark_noise(f, why, Severity.low)
         out.append(f)

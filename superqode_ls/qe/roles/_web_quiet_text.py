@@ -176,6 +176,10 @@ class ProjectDefs:
         self.root = root
         self.parse = parse
         self._found: dict[str, list[ast.AST] | None] = {}
+        self.module_of: dict[int, ast.AST] = {}  # id of a definition -> its module's tree
+        # a module the walk could not read (a link, too large to open): it may
+        # hold a definition, so a rule that needs every one of them stays quiet
+        self.unread = False
 
     def __call__(self, name: str) -> list[ast.AST] | None:
         if name not in self._found:
@@ -191,13 +195,18 @@ class ProjectDefs:
             if path is None:
                 return None  # past the bound: unknown, the finding stays
             text = read_head(path, 262144)
-            if text is None or not needle.search(text):
+            if text is None:
+                self.unread = True
+                continue
+            if not needle.search(text):
                 continue
             tree = self.parse(text)
             if tree is None:
                 return None
-            out.extend(n for n in ast.walk(tree) if isinstance(
-                n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name)
+            for n in ast.walk(tree):
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name:
+                    out.append(n)
+                    self.module_of[id(n)] = tree
         return out
 
 
