@@ -97,6 +97,7 @@ from .noise_selfimport import self_import_noise
 from .noise_shellown import own_shell_noise
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
+from .noise_template import template_noise
 from .noise_threat import library_threat
 from .noise_unused import unused_noise
 from .noise_vectors import vector_noise
@@ -383,6 +384,7 @@ def filter_findings(
                     ("unused", lambda some: unused_noise(some, lines, canonical_rule)),
                     ("reraise", lambda some: reraise_noise(some, lines, root, canonical_rule)),
                     ("exec globals", lambda some: exec_globals_noise(some, root, canonical_rule)),
+                    ("template", lambda some: template_noise(some, lines, root, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
                     # reached; the rules above, where they ran, came first.
