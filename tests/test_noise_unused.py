@@ -87,3 +87,32 @@ def test_a_try_with_more_than_the_assignment_stays():
     assert _why(src, "value", 3) is None
     # a walrus outside a test: nothing reads the value
     assert _why("def f(g):\n    print(x := g())\n", "x", 2) is None
+
+
+WITH_AND_DEBUGGER = '''def locked(lock, work):
+    with lock as held:
+        work()
+
+
+def inspect(load):
+    value = load()
+    breakpoint()
+
+
+def plain(load):
+    value = load()
+    return None
+'''
+
+
+@needs_ruff
+def test_a_with_target_and_a_debugger_local_are_noise_a_plain_local_stays(make_repo):
+    repo = make_repo({"pkg/__init__.py": "", "pkg/dbg.py": WITH_AND_DEBUGGER})
+    found = _filtered(repo, run_role(LintTester(), make_ctx(repo)).findings)
+    (held,) = _at(found, "pkg/dbg.py", 2, "F841")
+    assert held.noise and "`with ... as held`" in held.noise
+    (kept,) = _at(found, "pkg/dbg.py", 7, "F841")
+    assert kept.noise and "debugger (breakpoint())" in kept.noise
+    # the real twin: the same local in a function with no debugger
+    (plain,) = _at(found, "pkg/dbg.py", 12, "F841")
+    assert plain.noise is None

@@ -15,7 +15,12 @@ anyway, so the unused name changes nothing the code does:
 - a walrus in the test of an ``if``/``elif``/``while`` (``if matches :=
   find(...):``): the test reads the value;
 - one name of an unpacking whose other names are read (``shared, excess =
-  word[:n], word[n - 1:]``, ``excess`` used): the statement is there for them.
+  word[:n], word[n - 1:]``, ``excess`` used): the statement is there for them;
+- the target of a ``with ... as name`` never read: the context manager is
+  entered and left the same without it;
+- any local of a function that stops in a debugger (``breakpoint()``,
+  ``pdb.set_trace()``, IPython's ``embed()``): the value is kept to be
+  looked at there.
 
 Each is noise with the reason said. A plain ``result = compute()`` never
 read, an assignment inside a ``try`` next to other statements, or an
@@ -41,6 +46,9 @@ HANDLER = ("the name of an `except ... as {}` handler that the handler never rea
 PROBE = ("the assignment is the whole body of a `try` with handlers: the expression is "
          "evaluated to learn whether it raises, the name is not needed")
 WALRUS = "a walrus in the test of an `{}`: the test reads the value, the name is not needed"
+WITH = ("the target of a `with ... as {}` never read: the context manager is entered and left "
+        "the same without it")
+DEBUGGER = ("the function stops in a debugger ({}): the value is kept to be looked at there")
 UNPACKED = ("one name of an unpacking whose other names are read ({}): the statement is there "
             "for them")
 
@@ -70,7 +78,18 @@ def needless(tree: ast.Module, name: str, line: int) -> str | None:
     """Why the binding of ``name`` on ``line`` is a by-product of a
     statement that works without it, or None (kept shown)."""
     parents = index(tree).parents
+    func = None  # the innermost function holding the line
     for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.lineno <= line <= (node.end_lineno or node.lineno) \
+                and (func is None or node.lineno >= func.lineno):
+            func = node
+    if func is not None and (stop := _debugger(func)) is not None:
+        return DEBUGGER.format(stop)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name) \
+                and node.optional_vars.id == name and node.optional_vars.lineno == line:
+            return WITH.format(name)
         if isinstance(node, ast.ExceptHandler) and node.name == name and node.lineno == line:
             return HANDLER.format(name)
         if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) \
@@ -88,6 +107,26 @@ def needless(tree: ast.Module, name: str, line: int) -> str | None:
             if others:
                 return UNPACKED.format(", ".join(f"`{o}`" for o in others))
             return None
+    return None
+
+
+_DEBUGGERS = frozenset({"breakpoint", "set_trace", "post_mortem", "embed"})
+
+
+def _debugger(func: ast.AST) -> str | None:
+    """The debugger call in ``func``'s own body (not a nested function's)."""
+    todo = list(ast.iter_child_nodes(func))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call):
+            fn = node.func
+            called = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(
+                fn, ast.Attribute) else ""
+            if called in _DEBUGGERS:
+                return f"{called}()"
+        todo.extend(ast.iter_child_nodes(node))
     return None
 
 
