@@ -91,7 +91,6 @@ from .noise_process import process_noise
 from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
-from .noise_reimport import reimport_noise
 from .noise_reraise import reraise_noise
 from .noise_samples import sample_noise
 from .noise_selfimport import self_import_noise
@@ -386,7 +385,6 @@ def filter_findings(
                     ("reraise", lambda some: reraise_noise(some, lines, root, canonical_rule)),
                     ("exec globals", lambda some: exec_globals_noise(some, root, canonical_rule)),
                     ("template", lambda some: template_noise(some, lines, root, canonical_rule)),
-                    ("reimport", lambda some: reimport_noise(some, lines, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
                     # reached; the rules above, where they ran, came first.
