@@ -116,3 +116,11 @@ def test_a_with_target_and_a_debugger_local_are_noise_a_plain_local_stays(make_r
     # the real twin: the same local in a function with no debugger
     (plain,) = _at(found, "pkg/dbg.py", 12, "F841")
     assert plain.noise is None
+
+
+def test_a_conversion_in_a_try_and_a_models_embed_stay():
+    # ``value = int(text)`` then ``text`` used: the forgotten conversion F841 is for
+    src = ("def f(text):\n    try:\n        value = int(text)\n    except ValueError:\n"
+           "        return None\n    return text\n")
+    assert _why(src, "value", 3) is None
+    assert _why("def g(model, x):\n    vec = model.embed(x)\n    return x\n", "vec", 2) is None

@@ -9,9 +9,11 @@ anyway, so the unused name changes nothing the code does:
   as e: caller.msg("Invalid regular expression.")``, lark's ``except
   Exception as e: ... raise``): the handler catches the same exceptions
   without it;
-- an assignment that is the whole body of a ``try`` with handlers (evennia's
-  ``try: ctypes = obj._content_types`` / ``except AttributeError:``): the
-  expression is evaluated to learn whether it raises;
+- an attribute or item lookup that is the whole body of a ``try`` with
+  handlers (evennia's ``try: ctypes = obj._content_types`` / ``except
+  AttributeError:``): the lookup is made to learn whether it raises (a call
+  there, ``value = int(text)``, stays: the converted value may be the one
+  forgotten);
 - a walrus in the test of an ``if``/``elif``/``while`` (``if matches :=
   find(...):``): the test reads the value;
 - one name of an unpacking whose other names are read (``shared, excess =
@@ -19,8 +21,7 @@ anyway, so the unused name changes nothing the code does:
 - the target of a ``with ... as name`` never read: the context manager is
   entered and left the same without it;
 - any local of a function that stops in a debugger (``breakpoint()``,
-  ``pdb.set_trace()``, IPython's ``embed()``): the value is kept to be
-  looked at there.
+  ``pdb.set_trace()``): the value is kept to be looked at there.
 
 Each is noise with the reason said. A plain ``result = compute()`` never
 read, an assignment inside a ``try`` next to other statements, or an
@@ -100,8 +101,11 @@ def needless(tree: ast.Module, name: str, line: int) -> str | None:
             if _binds(node, name) is None:
                 continue
             up = parents.get(node)
+            # (a lookup only: ``value = int(text)`` then ``text`` used may be
+            # the bug F841 points at, a converted value forgotten)
             if (isinstance(up, (ast.Try, ast.TryStar)) and up.body == [node] and up.handlers
-                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, (ast.Attribute, ast.Subscript))):
                 return PROBE
             others = _read_siblings(tree, parents, node, name)
             if others:
@@ -110,7 +114,8 @@ def needless(tree: ast.Module, name: str, line: int) -> str | None:
     return None
 
 
-_DEBUGGERS = frozenset({"breakpoint", "set_trace", "post_mortem", "embed"})
+# (not IPython's ``embed``: a model's ``embed(x)`` is no debugger)
+_DEBUGGERS = frozenset({"set_trace", "post_mortem"})
 
 
 def _debugger(func: ast.AST) -> str | None:
@@ -124,7 +129,7 @@ def _debugger(func: ast.AST) -> str | None:
             fn = node.func
             called = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(
                 fn, ast.Attribute) else ""
-            if called in _DEBUGGERS:
+            if called in _DEBUGGERS or (isinstance(fn, ast.Name) and fn.id == "breakpoint"):
                 return f"{called}()"
         todo.extend(ast.iter_child_nodes(node))
     return None
