@@ -82,7 +82,7 @@ def _scan(root: Path, stems: set[str]) -> tuple[set[str], dict[str, str]] | None
         re.escape(s) for s in sorted(stems)) + r")\b", re.MULTILINE)
     imported: set[str] = set()
     runners: list[tuple[str, list[str], list[tuple[str, int]]]] = []
-    texts: dict[str, str] = {}
+    seen: list[tuple[str, str]] = []  # (relative path, path): read again only if needed
     for path in python_files(root, _SKIP, _MAX_FILES):
         if path is None:
             return None
@@ -94,7 +94,7 @@ def _scan(root: Path, stems: set[str]) -> tuple[set[str], dict[str, str]] | None
         text = data.decode("utf-8", "replace")
         rel = os.path.relpath(path, root).replace(os.sep, "/")
         imported |= set(imports.findall(text))
-        texts[rel] = text
+        seen.append((rel, path))
         if _RUNNER.search(text):
             try:
                 tree = parse_python(text)
@@ -112,7 +112,9 @@ def _scan(root: Path, stems: set[str]) -> tuple[set[str], dict[str, str]] | None
             callers.setdefault(h, rel)
     if callers:
         named = re.compile(r"\b(?:" + "|".join(re.escape(c) for c in sorted(callers)) + r")\s*\(")
-        for rel, text in texts.items():
+        for rel, path in seen:
+            data = read_prefix(path, _MAX_BYTES + 1)
+            text = data.decode("utf-8", "replace") if data is not None else ""
             if not named.search(text):
                 continue
             try:
