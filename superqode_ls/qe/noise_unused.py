@@ -78,36 +78,32 @@ def unused_noise(findings: list[Finding], lines_of: Lines,
 def needless(tree: ast.Module, name: str, line: int) -> str | None:
     """Why the binding of ``name`` on ``line`` is a by-product of a
     statement that works without it, or None (kept shown)."""
-    parents = index(tree).parents
-    func = None  # the innermost function holding the line
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                and node.lineno <= line <= (node.end_lineno or node.lineno) \
-                and (func is None or node.lineno >= func.lineno):
-            func = node
+    idx = index(tree)  # (the nodes on the line, not a walk per finding)
+    func = idx.function_at(line)
     if func is not None and (stop := _debugger(func)) is not None:
         return DEBUGGER.format(stop)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name) \
-                and node.optional_vars.id == name and node.optional_vars.lineno == line:
+    for node in idx.nodes_at(line):
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                isinstance(i.optional_vars, ast.Name) and i.optional_vars.id == name
+                and i.optional_vars.lineno == line for i in node.items):
             return WITH.format(name)
-        if isinstance(node, ast.ExceptHandler) and node.name == name and node.lineno == line:
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
             return HANDLER.format(name)
         if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) \
-                and node.target.id == name and node.lineno == line:
-            test = _test_of(parents, node)
+                and node.target.id == name:
+            test = _test_of(func or tree, node)
             return WALRUS.format(test) if test else None
-        if isinstance(node, ast.Assign) and node.lineno == line:
+        if isinstance(node, ast.Assign):
             if _binds(node, name) is None:
                 continue
-            up = parents.get(node)
+            up = _holder(func or tree, node)
             # (a lookup only: ``value = int(text)`` then ``text`` used may be
             # the bug F841 points at, a converted value forgotten)
             if (isinstance(up, (ast.Try, ast.TryStar)) and up.body == [node] and up.handlers
                     and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                     and isinstance(node.value, (ast.Attribute, ast.Subscript))):
                 return PROBE
-            others = _read_siblings(tree, parents, node, name)
+            others = _read_siblings(func or tree, node, name)
             if others:
                 return UNPACKED.format(", ".join(f"`{o}`" for o in others))
             return None
@@ -143,19 +139,23 @@ def _binds(node: ast.Assign, name: str) -> ast.Name | None:
     return None
 
 
-def _test_of(parents: dict, node: ast.AST) -> str | None:
+def _test_of(scope: ast.AST, node: ast.AST) -> str | None:
     """``if``/``while`` when ``node`` sits in such a statement's test (not its body)."""
-    child, up = node, parents.get(node)
-    while up is not None and isinstance(up, ast.expr):
-        child, up = up, parents.get(up)
-    if isinstance(up, ast.If) and up.test is child:
-        return "if"
-    if isinstance(up, ast.While) and up.test is child:
-        return "while"
+    for up in ast.walk(scope):
+        if isinstance(up, (ast.If, ast.While)) and any(n is node for n in ast.walk(up.test)):
+            return "if" if isinstance(up, ast.If) else "while"
     return None
 
 
-def _read_siblings(tree: ast.Module, parents: dict, node: ast.Assign, name: str) -> list[str]:
+def _holder(scope: ast.AST, node: ast.stmt) -> ast.AST | None:
+    """The ``try`` whose body holds the statement ``node`` directly, if any."""
+    for up in ast.walk(scope):
+        if isinstance(up, (ast.Try, ast.TryStar)) and any(n is node for n in up.body):
+            return up
+    return None
+
+
+def _read_siblings(scope: ast.AST, node: ast.Assign, name: str) -> list[str]:
     """The other names a one-target tuple/list unpacking binds that its
     function (or module) reads; empty unless ``name`` is one element of it."""
     if len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)):
@@ -163,10 +163,6 @@ def _read_siblings(tree: ast.Module, parents: dict, node: ast.Assign, name: str)
     elts = node.targets[0].elts
     if not all(isinstance(e, ast.Name) for e in elts) or name not in {e.id for e in elts}:
         return []
-    scope = parents.get(node)
-    while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                       ast.Lambda, ast.Module)):
-        scope = parents.get(scope)
-    read = {n.id for n in ast.walk(scope or tree)
+    read = {n.id for n in ast.walk(scope)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return [e.id for e in elts if e.id != name and e.id in read]
