@@ -62,7 +62,7 @@ def exec_globals_noise(findings: list[Finding], root: str | os.PathLike[str] | N
     if not wanted:
         return findings
     stems = {os.path.basename(file)[:-3] for file, _ in wanted.values()}
-    scan = _scan(Path(root), stems)
+    scan = _scan(Path(root), stems, {name for _, name in wanted.values()})
     if scan is None:
         return findings
     imported, given = scan
@@ -75,9 +75,10 @@ def exec_globals_noise(findings: list[Finding], root: str | os.PathLike[str] | N
     return out
 
 
-def _scan(root: Path, stems: set[str]) -> tuple[set[str], dict[str, str]] | None:
-    """The stems some module imports, and each name a runner gives (with
-    where); None when the walk was cut short or a module was too large."""
+def _scan(root: Path, stems: set[str],
+          names: set[str]) -> tuple[set[str], dict[str, str]] | None:
+    """The stems some module imports, and each of ``names`` a runner gives
+    (with where); None when the walk was cut short or a module was too large."""
     imports = re.compile(r"^\s*(?:from|import)\s[^\n]*\b(" + "|".join(
         re.escape(s) for s in sorted(stems)) + r")\b", re.MULTILINE)
     imported: set[str] = set()
@@ -93,9 +94,10 @@ def _scan(root: Path, stems: set[str]) -> tuple[set[str], dict[str, str]] | None
             return None
         text = data.decode("utf-8", "replace")
         rel = os.path.relpath(path, root).replace(os.sep, "/")
-        imported |= set(imports.findall(text))
+        if any(stem in text for stem in stems):  # (the regex only where one is written)
+            imported |= set(imports.findall(text))
         seen.append((rel, path))
-        if _RUNNER.search(text):
+        if ("exec(" in text or "run_path(" in text) and _RUNNER.search(text):
             try:
                 tree = parse_python(text)
             except (SyntaxError, ValueError):
@@ -112,10 +114,14 @@ def _scan(root: Path, stems: set[str]) -> tuple[set[str], dict[str, str]] | None
             callers.setdefault(h, rel)
     if callers:
         named = re.compile(r"\b(?:" + "|".join(re.escape(c) for c in sorted(callers)) + r")\s*\(")
+        # (a runner's common name, ``call``, is in many modules: only those
+        # that also write one of the names as a string are parsed)
+        quoted = re.compile("[\"'](?:" + "|".join(re.escape(n) for n in sorted(names)) + ")[\"']")
         for rel, path in seen:
             data = read_prefix(path, _MAX_BYTES + 1)
             text = data.decode("utf-8", "replace") if data is not None else ""
-            if not named.search(text):
+            if not any(n in text for n in names) or not quoted.search(text) \
+                    or not named.search(text):
                 continue
             try:
                 tree = parse_python(text)

@@ -53,8 +53,12 @@ def template_noise(findings: list[Finding], lines_of: Lines,
         if (m and f.noise is None and f.file and f.file.endswith(".py") and f.range
                 and canonical(f.rule_id) == "F821"):
             lines = lines_of(f.file)
-            tree = module_of(lines) if lines is not None else None
-            if tree is not None and _slot(tree, m.group(1), f.range.start_line):
+            line = f.range.start_line
+            # (parsed only where the line holds the slot's text)
+            shaped = lines is not None and 0 < line <= len(lines) and (
+                "{" + m.group(1) + "}") in lines[line - 1].replace(" ", "")
+            tree = module_of(lines) if shaped and lines is not None else None
+            if tree is not None and _slot(tree, m.group(1), line):
                 slots[i] = m.group(1)
     if not slots:
         return findings
