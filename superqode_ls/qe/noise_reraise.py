@@ -26,7 +26,6 @@ from pathlib import Path
 
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
-from .ast_index import index
 from .context import mark_noise
 from .noise_library import module_of, python_files
 from .roles._common import read_prefix
@@ -95,6 +94,8 @@ def _handled_calls(root: Path, names: set[str]) -> dict[str, list[str]]:
         if len(data) > _MAX_BYTES:
             return {}  # a module too large to read may call any of them
         text = data.decode("utf-8", "replace")
+        if not any(n in text for n in names):  # (the regex only where a name is written)
+            continue
         present = set(quick.findall(text))
         if not present:
             continue
@@ -115,26 +116,33 @@ def _handled_calls(root: Path, names: set[str]) -> dict[str, list[str]]:
 def _mentions(tree: ast.Module, names: set[str]):
     """(name, is a call inside an except block, line) for each mention of
     ``names``: a name or attribute read, or a string holding the name."""
-    parents = index(tree).parents
+    handled = _handled_callees(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
-            yield node.id, _handled_call(parents, node), node.lineno
+            yield node.id, id(node) in handled, node.lineno
         elif isinstance(node, ast.Attribute) and node.attr in names \
                 and isinstance(node.ctx, ast.Load):
-            yield node.attr, _handled_call(parents, node), node.lineno
+            yield node.attr, id(node) in handled, node.lineno
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
                 and node.value in names:
             # (looked up by name: getattr, __all__, a registry; callers unseen)
             yield node.value, False, node.lineno
 
 
-def _handled_call(parents: dict, node: ast.AST) -> bool:
-    call = parents.get(node)
-    if not isinstance(call, ast.Call) or call.func is not node:
-        return False
-    up = parents.get(call)
-    while up is not None and not isinstance(up, _BOUNDARY):
-        if isinstance(up, ast.ExceptHandler):
-            return True
-        up = parents.get(up)
-    return False
+def _handled_callees(tree: ast.Module) -> set[int]:
+    """The ids of the callee expressions of calls that run inside an
+    ``except`` block of their own function (not in a function, lambda or
+    class defined there, which may run later)."""
+    out: set[int] = set()
+    for handler in ast.walk(tree):
+        if not isinstance(handler, ast.ExceptHandler):
+            continue
+        todo: list[ast.AST] = list(handler.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, _BOUNDARY):
+                continue
+            if isinstance(node, ast.Call):
+                out.add(id(node.func))
+            todo.extend(ast.iter_child_nodes(node))
+    return out
