@@ -70,6 +70,7 @@ from .noise_dedupe import PASSWORD_RULES, canonical_rule, deduplicate, merge_rep
 from .noise_demofolder import demo_folder_noise
 from .noise_digest import digest_noise
 from .noise_evidence import evidence_noise
+from .noise_execglobals import exec_globals_noise
 from .noise_firstrun import first_run_noise
 from .noise_guard import guarded
 from .noise_injected import injected_noise
@@ -91,12 +92,15 @@ from .noise_process import process_noise
 from .noise_project import project_noise
 from .noise_redefinition import redefinition_noise
 from .noise_reexports import package_reexports
+from .noise_reraise import reraise_noise
 from .noise_samples import sample_noise
 from .noise_selfimport import self_import_noise
 from .noise_shellown import own_shell_noise
 from .noise_shipped import survey, unshipped
 from .noise_style import style_noise
+from .noise_template import template_noise
 from .noise_threat import library_threat
+from .noise_unused import unused_noise
 from .noise_vectors import vector_noise
 from .roles._common import read_bounded
 from .ruff_rules import LIKELY_BUG, ruff_severity
@@ -379,6 +383,10 @@ def filter_findings(
                     ("self import", lambda some: self_import_noise(some, lines, canonical_rule)),
                     ("evidence", lambda some: evidence_noise(some, lines, canonical_rule)),
                     ("digest", lambda some: digest_noise(some, lines, canonical_rule)),
+                    ("unused", lambda some: unused_noise(some, lines, canonical_rule)),
+                    ("reraise", lambda some: reraise_noise(some, lines, root, canonical_rule)),
+                    ("exec globals", lambda some: exec_globals_noise(some, root, canonical_rule)),
+                    ("template", lambda some: template_noise(some, lines, root, canonical_rule)),
                     # Cheap and certain, so past the stop: a large run's stop often ends
                     # the steps above before the project step's re-export rule is
                     # reached; the rules above, where they ran, came first.
