@@ -117,6 +117,13 @@ def test_severity_mapping():
     assert ruff_severity("RUF012").value == "low" and ruff_severity("RUF013").value == "low"
     assert ruff_severity("RUF006").value == "medium"  # a dangling asyncio task: a bug
     assert ruff_severity("E501").value == "info"
+    # a % or .format that raises whenever the line runs: high, as a NameError
+    for code in ("F501", "F502", "F503", "F505", "F506", "F507", "F508", "F509",
+                 "F521", "F524", "F525"):
+        assert ruff_severity(code).value == "high", code
+    # arguments given and never used: the line runs
+    for code in ("F504", "F522", "F523"):
+        assert ruff_severity(code).value == "medium", code
 
 
 def test_edits_and_diff_edge_cases():

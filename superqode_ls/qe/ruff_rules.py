@@ -10,8 +10,12 @@ import re
 
 from ..models import Severity
 
-# Rules that mean the code is broken or will fail at run time.
-_HIGH = re.compile(r"^(E9\d\d|F82[123]|F63[1-4]|F70[1-7]|PLE\d+|syntax-error|invalid-syntax)$")
+# Rules that mean the code is broken or will fail at run time. Of pyflakes'
+# format checks, those whose ``%`` or ``.format`` raises when the line runs
+# (a count or key mismatch, a bad format character, mixed numbering); not
+# F504/F522/F523, arguments given and never used, which run.
+_HIGH = re.compile(r"^(E9\d\d|F82[123]|F50[1235-9]|F52[145]|F63[1-4]|F70[1-7]|PLE\d+|"
+                   r"syntax-error|invalid-syntax)$")
 # bugbear's idiom notes: true, rarely a bug, often deliberate (an attribute
 # read for its side effect, hasattr(x, "__call__"), getattr with a constant
 # name, an unused loop variable, an abstract class without abstract methods).
