@@ -116,3 +116,44 @@ def test_a_runnable_example_that_asserts_is_example_code(make_repo):
     for f in _at(found, "doctests/cmds.py", 4, "B106"):
         assert f.noise and "in examples code: a runnable example in doctests/" in f.noise, f.noise
     _kept(found, "scripts/login.py", 4, "B106")
+
+
+# celery's layout: pytest collects t/unit/, the t/ around it holds the
+# integration tests and their helpers; the product never imports t.
+HELPER = 'import subprocess\n\n\ndef start(cmd):\n    return subprocess.call(cmd, shell=True)\n'
+
+
+def _collected(make_repo, testpaths, **extra):
+    return make_repo({"pyproject.toml": f'[tool.pytest.ini_options]\ntestpaths = "{testpaths}"\n',
+                      "mypkg/__init__.py": "", "mypkg/core.py": "X = 1\n",
+                      "t/__init__.py": "", "t/unit/__init__.py": "",
+                      "t/unit/conftest.py": "", "t/unit/test_core.py": "def test_x():\n    pass\n",
+                      "t/integration/__init__.py": "",
+                      "t/integration/test_run.py": "def test_y():\n    pass\n",
+                      "t/integration/helpers.py": HELPER, **extra})
+
+
+@needs_bandit
+def test_the_tree_pytest_is_told_to_collect_is_test_code(make_repo):
+    found = _security(_collected(make_repo, "t/unit/"))
+    hits = _at(found, "t/integration/helpers.py", 5, "B602")
+    assert hits
+    for f in hits:
+        assert f.noise and "in tests code: the folder of pytest's testpaths (t/unit)" in f.noise, \
+            f.noise
+
+
+@needs_bandit
+def test_a_collected_tree_that_is_mostly_product_or_imported_stays_shown(make_repo):
+    # tests kept beside the code: testpaths names the product package
+    beside = _security(_collected(make_repo, "mypkg", **{
+        "mypkg/helpers.py": HELPER, "mypkg/test_core.py": "def test_x():\n    pass\n",
+        "mypkg/models.py": "Y = 2\n", "mypkg/views.py": "Z = 3\n"}))
+    _kept(beside, "mypkg/helpers.py", 5, "B602")
+    # the product imports the tree: it is the product's
+    used = _security(_collected(make_repo, "t/unit/", **{
+        "mypkg/core.py": "from t.integration import helpers\n"}))
+    _kept(used, "t/integration/helpers.py", 5, "B602")
+    # no testpaths: no proof
+    bare = _security(_collected(make_repo, "t/unit/", **{"pyproject.toml": "[project]\nname = 'p'\n"}))
+    _kept(bare, "t/integration/helpers.py", 5, "B602")

@@ -15,6 +15,14 @@ its tests, each judged once per file.
   not a module of the project's own) and defines a factory (a class with a
   ``Meta`` naming its ``model``, or one derived from ``factory.*``): data
   made for the tests, its passwords the test users'. Class ``fixtures``.
+- **the tree pytest is told to collect** (celery's ``testpaths = t/unit/``
+  and the ``t/`` around it, its integration and smoke tests beside it): a
+  ``testpaths`` folder of the project's pytest configuration, and the top
+  folder it lies in, each only where most of its modules are test modules
+  by the project's ``python_files`` (or ``conftest.py``) and no module
+  outside it but the tests imports it. ``testpaths = mypkg`` for tests kept
+  beside the code, or ``src``, matches nothing: mostly product modules.
+  Class ``tests``.
 - **a runnable example that checks itself** (redis-py's
   ``doctests/cmds_cnxmgmt.py``): a script in a top-level folder that is no
   package, importing the project's own package as a user would, with
@@ -37,6 +45,7 @@ from pathlib import Path
 
 from ..workspace.pyast import parse as parse_python
 from .roles._common import read_head
+from .roles._pytest_config import is_test_file, python_files, testpaths
 
 _SKIP = frozenset({".git", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox",
                    ".nox", "build", "dist", "site-packages", ".superqode"})
@@ -44,6 +53,9 @@ _MAX_FILES = 4000
 _MAX_BYTES = 256_000
 _TEST_COMMAND = re.compile(r"manage\.py\s+test\b|\bpytest\b|\bpy\.test\b")
 _PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
+# "Mostly test modules": a tests tree keeps helpers, mocks and fixtures
+# beside its test modules; a package with tests beside its code is mostly code.
+_MOSTLY_TESTS = 0.6
 
 
 class TestCode:
@@ -56,13 +68,14 @@ class TestCode:
         self.is_test = is_test or (lambda rel: False)
         self._sites: dict[str, str | None] | None = None
         self._packages: frozenset[str] | None = None
+        self._collected: list[tuple[str, str]] | None = None
 
     def hit(self, rel: str | None) -> tuple[str, str] | None:
         """(class, why) of ``rel`` when the tree proves it test or example
         code, else None."""
         if self.root is None or not rel or not rel.endswith(".py"):
             return None
-        site = self._test_site(rel)
+        site = self._test_site(rel) or self._collected_tree(rel)
         if site is not None:
             return "tests", site
         text = read_head(self.root / rel, _MAX_BYTES)
@@ -143,6 +156,61 @@ class TestCode:
                 if re.search(r"manage\.py\s+test\b", body[m.end():m.end() + 400]):
                     return f"CI ({flow.name}) runs them there"
         return None
+
+    # -- the tree pytest is told to collect ---------------------------------
+
+    def _collected_tree(self, rel: str) -> str | None:
+        if self._collected is None:
+            self._collected = self._collected_roots()
+        for folder, why in self._collected:
+            if rel.startswith(folder + "/"):
+                return why
+        return None
+
+    def _collected_roots(self) -> list[tuple[str, str]]:
+        assert self.root is not None
+        try:
+            paths, patterns = testpaths(self.root), python_files(self.root)
+        except (OSError, ValueError):
+            return []
+        roots: list[tuple[str, str]] = []
+        for path in paths[:8]:
+            path = path.removeprefix("./").strip("/")
+            if not path or any(c in path for c in "*?[") or ".." in path.split("/"):
+                continue
+            top = path.split("/")[0]
+            for folder in dict.fromkeys((top, path)):
+                if folder in ("src", "lib") or any(folder == f for f, _ in roots):
+                    continue
+                if not self._mostly_tests(folder, patterns):
+                    continue
+                if self._imported_outside(folder, {folder.replace("/", ".")}):
+                    continue
+                where = f"pytest's testpaths ({path})"
+                roots.append((folder, where if folder == path else
+                              f"the folder of {where}, its modules mostly tests"))
+                break  # the top folder holds the entry
+        return roots
+
+    def _mostly_tests(self, folder: str, patterns: list[str]) -> bool:
+        assert self.root is not None
+        base = self.root / folder
+        if not base.is_dir() or base.is_symlink():
+            return False
+        tests = others = 0
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP and not d.startswith("."))
+            for name in filenames:
+                if not name.endswith(".py") or name == "__init__.py":
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), self.root).replace(os.sep, "/")
+                if name == "conftest.py" or is_test_file(rel, patterns):
+                    tests += 1
+                else:
+                    others += 1
+                if tests + others > _MAX_FILES:
+                    return False
+        return tests > 0 and tests >= _MOSTLY_TESTS * (tests + others)
 
     def _imported_outside(self, folder: str, names: set[str]) -> bool:
         """A module outside ``folder`` that is no test code imports one of
