@@ -1,0 +1,231 @@
+"""The default view (noise.py, after the path classes, style and threat
+steps): what is shown by default is decided by the evidence behind a
+finding, not by one more rule per harmless case.
+
+The static analyzers report two kinds of finding. Some carry their own proof
+that the code is wrong: a name that raises ``NameError`` when the line runs,
+a format string whose arguments never match, a flow from a request into a
+sink that a data-flow check traced, a committed provider token, TLS
+verification switched off. Others say only that a call or a name is there:
+``subprocess`` with ``shell=True``, ``pickle.loads``, a variable named
+``password``, an unused import. Judged by hand on real projects, the first
+kind was worth acting on nearly every time (undefined names 24 of 24, a
+logging call's wrong argument count 12 of 12); the second almost never
+(bandit's call patterns and the generic password names 0 to 2 per rule, an
+unused import 12 of 42), each harmless for a reason of its own (a demo
+setting, an allow-listed shell argument, a feature working as designed).
+
+So a static finding that no earlier step made noise stays shown only with
+strong evidence (``strong``); any other becomes noise whose reason starts
+``advisory:`` and names what is missing (``advisory: a subprocess call, no
+input traced to it``). It stays counted and one click away
+(``--show-noise``, SARIF ``note``, JSONL, the editor's hint) and never fails
+the verdict. Strong evidence:
+
+- **code that fails when it runs**: the lint rules rated high by themselves
+  (undefined names, ``E9``, ``PLE``, ``F63x``, ``F70x``), ``%``/``.format``
+  mismatches (``F50x``, ``F52x``), a repeated dict key, a redefined or unused
+  local name, ``raise`` of a literal (``B016``), a closure over a loop
+  variable (``B023``), pylint's warnings that are a bug wherever they fire
+  (an exception built and never raised, a self-assignment...), a debugger
+  left in, ``sys.version`` misread;
+- **security**: a traced flow (tags ``data-flow``/``taint``), SuperQode's own
+  checks (tool ``superqode-*`` or merged with one: SQL injection, autoescape
+  off, weak password hashing, debug mode, insecure cookies, a signing key's
+  default...), a provider's token or a private key, and settings that are
+  dangerous with no input at all (TLS verification off ``B501``, weak TLS
+  versions ``B502``-``B504``, paramiko's ``AutoAddPolicy`` ``B507``, Flask's
+  debugger ``B201``);
+- **a request in reach**: a sink pattern (SQL, shell, eval, pickle, YAML,
+  ``mark_safe``, XML, ``urlopen``...) inside a function that reads the web
+  request (a ``request`` name or attribute, ``request.GET``...): the input the
+  pattern fears is in the function, so the pattern stays shown.
+
+Categories other than lint, security and secrets (failing tests, syntax and
+type errors, mutants) are evidence of their own and are not judged here.
+``qe.default_view: all`` turns the step off.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+from ..models import Finding, Severity
+from . import ast_index
+from .context import mark_noise
+from .noise_library import module_of
+from .ruff_rules import ruff_severity
+
+Lines = Callable[[str], "list[str] | None"]
+Canonical = Callable[[str], str]
+
+ADVISORY = "advisory:"
+_FLOW_TAGS = frozenset({"data-flow", "dataflow", "taint"})
+# The categories this step judges: the static analyzers' findings.
+_JUDGED = frozenset({"lint", "security", "secrets"})
+
+# Lint rules whose finding is the bug itself (beyond those ruff_rules rates
+# high): a format string and its arguments that never match, a dict key
+# given twice, a name redefined or assigned and never read, ``raise`` of a
+# literal or of ``NotImplemented``, a closure that keeps the loop's last
+# value, an ``except`` of something no exception is, pylint's warnings that
+# are wrong wherever they fire, a debugger call, ``sys.version`` misread.
+_BUG = re.compile(
+    r"^(F50\d|F52\d|F60[12]|F62[12]|F811|F841|F901|B002|B003|B016|B023|B025|B029|B030|B031|"
+    r"B032|B033|B035|PLW0127|PLW0128|PLW0129|PLW0131|PLW0133|PLW0177|PLW0245|PLW0711|"
+    r"PLW1501|PLW1508|PLW2101|T10\d|YTT\d+)$")
+# Settings dangerous with no input at all: verification off, weak protocols,
+# a host key accepted unseen, the interactive debugger served.
+_DANGEROUS_SETTING = frozenset({"B201", "B501", "B502", "B503", "B504", "B507"})
+# A sink pattern stays shown inside a function that reads the request.
+_SINKS = frozenset({
+    "B102", "B202", "B301", "B302", "B303", "B304", "B305", "B307", "B308", "B310", "B312",
+    "B320", "B324", "B506", "B601", "B602", "B603", "B604", "B605", "B606", "B607", "B608",
+    "B609", "B610", "B611", "B701", "B702", "B703", *(f"B3{n}" for n in range(13, 21))})
+# Names and attributes through which a handler reads the web request.
+_REQUEST_NAMES = frozenset({"request", "req"})
+_REQUEST_ATTRS = frozenset({"request", "GET", "POST", "FILES", "COOKIES", "META", "form",
+                            "args", "cookies", "query_params", "match_info", "get_json",
+                            "query_string"})
+# What each advisory lacks, by rule (else by kind, below).
+_MISSING = {
+    "F401": "unused import (seldom a bug)",
+    "B105": "a password-like name, the secrets scan confirms no secret",
+    "B106": "a password-like name, the secrets scan confirms no secret",
+    "B107": "a password-like name, the secrets scan confirms no secret",
+    "SECRET-GENERIC": "a secret-looking name, no provider's format confirms it",
+    "B104": "binds all interfaces, a deployment choice",
+    "B108": "a temporary path, no input traced to it",
+    "B113": "a request without a timeout, a robustness note",
+    "B311": "pseudo-random numbers, no secret use traced to them",
+    "B308": "mark_safe, no input traced to it",
+    "B703": "mark_safe, no input traced to it",
+    "B324": "a weak hash, no password or signature traced to it",
+}
+_KIND = (
+    (re.compile(r"^B60[2-7]$"), "a subprocess call, no input traced to it"),
+    (re.compile(r"^B608$"), "SQL built from values, no input traced to it"),
+    (re.compile(r"^B60[19]$|^B61[01]$"), "a shell or SQL call, no input traced to it"),
+    (re.compile(r"^B30[12]$|^B403$"), "deserialisation, no untrusted input traced to it"),
+    (re.compile(r"^B102$|^B307$"), "eval/exec, no input traced to it"),
+    (re.compile(r"^B506$"), "an unsafe YAML load, no untrusted input traced to it"),
+    (re.compile(r"^B31[3-9]$|^B320$|^B4\d\d$"), "an XML parser or import, no input traced to it"),
+    (re.compile(r"^B\d+$"), "a call pattern, no input traced to it"),
+)
+
+
+def _rules(f: Finding, canonical: Canonical) -> set[str]:
+    """The finding's rule and those merged into it, each by its tool's name
+    and its one name (``E999`` is ``SYNTAX-ERROR``, ``S608`` is ``B608``)."""
+    named = (f.rule_id, *f.related_rules)
+    return {r.upper() for r in named} | {canonical(r) for r in named}
+
+
+def _own_check(f: Finding) -> bool:
+    """SuperQode's own web and pattern checks, as the lead or merged in."""
+    if f.tool.startswith("superqode-") and f.category == "security":
+        return True
+    # (an own rule merged under bandit's lead keeps its lowercase name)
+    return any(t.startswith("also:superqode-") for t in f.tags) or any(
+        "-" in r and r == r.lower() and not r.startswith("secret-") for r in f.related_rules)
+
+
+def _confirmed_secret(f: Finding) -> bool:
+    """A secret the scan recognises by its format or its setting (a provider's
+    token, a private key, a configured password or default signing key), as
+    the lead or merged in; the generic high-entropy name is no confirmation."""
+    return any(r.lower().startswith("secret-") and r.lower() != "secret-generic"
+               for r in (f.rule_id, *f.related_rules))
+
+
+def _lint_bug(rule: str) -> bool:
+    return ruff_severity(rule) is Severity.high or bool(_BUG.match(rule))
+
+
+def strong(f: Finding, canonical: Canonical) -> bool:
+    """Whether the evidence behind ``f`` alone keeps it in the default view
+    (the request check is ``in_handler``, which needs the code)."""
+    if f.category not in _JUDGED:
+        return True
+    if any(t in _FLOW_TAGS for t in f.tags) or _own_check(f) or _confirmed_secret(f):
+        return True
+    rules = _rules(f, canonical)
+    if any(r in _DANGEROUS_SETTING for r in rules):
+        return True
+    return any(_lint_bug(r) for r in rules)
+
+
+def missing(f: Finding, canonical: Canonical) -> str:
+    """The advisory's reason: what evidence it lacks."""
+    rule = canonical(f.rule_id)
+    if rule in _MISSING:
+        return f"{ADVISORY} {_MISSING[rule]}"
+    if f.category == "lint" and not f.rule_id.upper().startswith("S"):
+        return f"{ADVISORY} a lint rule's opinion, not a definite bug"
+    for pattern, why in _KIND:
+        if pattern.match(rule):
+            return f"{ADVISORY} {why}"
+    return f"{ADVISORY} a pattern, no input traced to it"
+
+
+def _reads_request(fn: ast.AST) -> bool:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in _REQUEST_NAMES:
+            return True
+        if isinstance(node, ast.arg) and node.arg in _REQUEST_NAMES:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in _REQUEST_ATTRS:
+            return True
+    return False
+
+
+class _Handlers:
+    """Per module: the lines inside a function that reads the request."""
+
+    def __init__(self, lines_of: Lines | None):
+        self.lines_of = lines_of
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+
+    def spans(self, rel: str) -> list[tuple[int, int]]:
+        if rel not in self._spans:
+            lines = self.lines_of(rel) if self.lines_of is not None and rel.endswith(".py") else None
+            tree = module_of(lines) if lines else None
+            self._spans[rel] = [] if tree is None else [
+                (n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _reads_request(n)]
+        return self._spans[rel]
+
+    def inside(self, f: Finding) -> bool:
+        if not f.file or f.range is None:
+            return False
+        line = f.range.start_line
+        return any(a <= line <= b for a, b in self.spans(f.file))
+
+
+def in_handler(f: Finding, canonical: Canonical, handlers: _Handlers) -> bool:
+    """A sink pattern inside a function that reads the web request."""
+    return (f.category in ("security", "lint") and any(r in _SINKS for r in _rules(f, canonical))
+            and handlers.inside(f))
+
+
+def default_view(findings: list[Finding], canonical: Canonical, lines_of: Lines | None = None,
+                 mode: str = "evidence") -> list[Finding]:
+    """``findings`` with each static finding that is not yet noise and has no
+    strong evidence marked as an advisory (noise, severity kept). ``mode``
+    ``"all"`` returns them unchanged."""
+    if mode == "all":
+        return findings
+    handlers = _Handlers(lines_of)
+    out = []
+    try:
+        for f in findings:
+            if (f.noise is None and not strong(f, canonical)
+                    and not in_handler(f, canonical, handlers)):
+                f = mark_noise(f, missing(f, canonical)).model_copy(
+                    update={"tags": [*f.tags, "advisory"]})
+            out.append(f)
+    finally:
+        ast_index.clear()  # the handlers' trees are this step's only
+    return out
