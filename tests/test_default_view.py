@@ -40,7 +40,7 @@ KEPT = [
     # code that fails when it runs
     lint("F821"), lint("PLE1205"), lint("F507", Severity.medium), lint("F524", Severity.medium),
     lint("B016", Severity.medium), lint("B023", Severity.medium), lint("F601", Severity.medium),
-    lint("F841", Severity.low), lint("F811", Severity.low), lint("PLW0133", Severity.medium),
+    lint("F841", Severity.low), lint("PLW0133", Severity.medium),
     lint("T100", Severity.medium), lint("E999"),
     # security with evidence of its own
     mk("B608", tags=["data-flow"]),
@@ -51,6 +51,7 @@ KEPT = [
     mk("secret-private-key", tool="superqode-secrets", category="secrets", sev=Severity.critical),
     mk("B105", related_rules=["secret-config-password"]),
     mk("B501"), mk("B502"), mk("B504"), mk("B507"), mk("B201"), lint("S501"),
+    mk("B701", related_rules=["template-autoescape-off"]),
     # evidence of their own kind: not judged by this step
     mk("test-failure", tool="pytest", category="tests"),
     mk("union-attr", tool="mypy", category="types"),
@@ -68,15 +69,26 @@ ADVISORIES = [
     (mk("B307", sev=Severity.medium), "advisory: eval/exec, no input traced to it"),
     (mk("B105", sev=Severity.low), "advisory: a password-like name, the secrets scan confirms "
                                    "no secret"),
+    (mk("B105", related_rules=["secret-generic"],
+        tags=["also:superqode-secrets:secret-generic"]),
+     "advisory: a password-like name, the secrets scan confirms no secret"),
     (mk("secret-generic", tool="superqode-secrets", category="secrets"),
      "advisory: a secret-looking name, no provider's format confirms it"),
     (mk("B104", sev=Severity.medium), "advisory: binds all interfaces, a deployment choice"),
     (mk("B108", sev=Severity.medium), "advisory: a temporary path, no input traced to it"),
     (mk("B113", sev=Severity.medium), "advisory: a request without a timeout, a robustness note"),
     (mk("B703", sev=Severity.medium), "advisory: mark_safe, no input traced to it"),
+    (mk("B701", sev=Severity.high), "advisory: a template engine at its default escaping, "
+                                    "no request in the function"),
+    (mk("B202", sev=Severity.high), "advisory: an archive extraction, no untrusted archive "
+                                    "traced to it"),
     (mk("B314", sev=Severity.medium), "advisory: an XML parser or import, no input traced to it"),
     (lint("B006", Severity.medium), "advisory: a lint rule's opinion, not a definite bug"),
     (lint("B904", Severity.medium), "advisory: a lint rule's opinion, not a definite bug"),
+    (lint("F522", Severity.medium), "advisory: a lint rule's opinion, not a definite bug"),
+    (lint("PLW0128", Severity.medium), "advisory: a lint rule's opinion, not a definite bug"),
+    (lint("F811", Severity.low), "advisory: a lint rule's opinion, not a definite bug"),
+    (lint("PLW1508", Severity.medium), "advisory: a lint rule's opinion, not a definite bug"),
 ]
 
 
