@@ -195,3 +195,43 @@ def test_a_session_shows_the_evidence_view_and_all_restores_the_old_one(make_rep
     code, report, _ = _run(capsys, repo)
     (b602,) = [f for f in report["findings"] if f["rule_id"] == "B602"]
     assert b602["noise"] is None and code == 1 and report["verdict"] == "fail"
+
+
+def test_a_helper_the_handler_calls_is_in_reach_one_it_does_not_call_is_not(tmp_path):
+    (tmp_path / "mitre.py").write_text(
+        "import subprocess\n\n\n"
+        "def command_out(command):\n"
+        "    return subprocess.Popen(command, shell=True)\n\n\n"
+        "def lab(request):\n"
+        "    return command_out(request.POST.get('ip'))\n\n\n"
+        "def unused(command):\n"
+        "    return subprocess.Popen(command, shell=True)\n")
+    out = {f.range.start_line: f for f in view(
+        tmp_path, [mk("B602", file="mitre.py", line=5), mk("B602", file="mitre.py", line=13)])}
+    assert out[5].noise is None
+    assert out[13].noise == "advisory: a subprocess call, no input traced to it"
+
+
+def test_a_password_in_a_login_handler_stays(tmp_path):
+    (tmp_path / "views.py").write_text(
+        "def login(request):\n"
+        "    name, password = request.POST['name'], request.POST['password']\n"
+        "    if name == 'jack' and password == 'jacktheripper':\n"
+        "        return 'ok'\n\n\n"
+        "DEFAULT_PASSWORD = 'changeme-later'\n")
+    out = {f.range.start_line: f for f in view(
+        tmp_path, [mk("B105", file="views.py", line=3), mk("B105", file="views.py", line=7)])}
+    assert out[3].noise is None
+    assert out[7].noise.startswith("advisory: a password-like name")
+
+
+@pytest.mark.parametrize(("module", "shown"), [
+    ("from flask import Flask\n\napp = Flask('vulpy')\napp.config['SECRET_KEY'] = 'aaaaaaa'\n", True),
+    # the same line in a settings template that builds no application
+    ("app = object()\napp.config = {}\napp.config['X'] = 1\napp.config['SECRET_KEY'] = 'aaaaaaa'\n",
+     False),
+])
+def test_a_literal_signing_key_in_the_module_that_builds_the_app_stays(tmp_path, module, shown):
+    (tmp_path / "vulpy.py").write_text(module)
+    (out,) = view(tmp_path, [mk("B105", file="vulpy.py", line=4)])
+    assert (out.noise is None) is shown, out.noise

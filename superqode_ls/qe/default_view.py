@@ -37,9 +37,12 @@ the verdict. Strong evidence:
   versions ``B502``-``B504``, paramiko's ``AutoAddPolicy`` ``B507``, Flask's
   debugger ``B201``);
 - **a request in reach**: a sink pattern (SQL, shell, eval, pickle, YAML,
-  ``mark_safe``, XML, ``urlopen``...) inside a function that reads the web
-  request (a ``request`` name or attribute, ``request.GET``...): the input the
-  pattern fears is in the function, so the pattern stays shown.
+  ``mark_safe``, XML, ``urlopen``, a hard-coded password...) inside a
+  function that reads the web request (a ``request`` name or attribute,
+  ``request.GET``...) or one such a function of the module calls by name:
+  the input the pattern fears is at hand, so the pattern stays shown; and a
+  literal signing key (``SECRET_KEY``) in the module that builds the web
+  application (``Flask(...)``), the running application's own key.
 
 Categories other than lint, security and secrets (failing tests, syntax and
 type errors, mutants) are evidence of their own and are not judged here.
@@ -93,7 +96,16 @@ _DANGEROUS_SETTING = frozenset({"B201", "B501", "B502", "B503", "B504", "B507"})
 _SINKS = frozenset({
     "B102", "B202", "B301", "B302", "B303", "B304", "B305", "B307", "B308", "B310", "B312",
     "B320", "B324", "B506", "B601", "B602", "B603", "B604", "B605", "B606", "B607", "B608",
-    "B609", "B610", "B611", "B701", "B702", "B703", *(f"B3{n}" for n in range(13, 21))})
+    "B609", "B610", "B611", "B701", "B702", "B703", *(f"B3{n}" for n in range(13, 21)),
+    # a password compared or set where the request is read: a login's
+    # hard-coded credentials
+    "B105", "B106", "B107"})
+# A literal signing key in the module that builds the web application is
+# that application's key (vulpy's ``app.config['SECRET_KEY'] = 'aaaaaaa'``),
+# not a settings template's or a demo's.
+_SIGNING_KEY = re.compile(r"(?i)\bsecret_?key\b")
+_PASSWORD = frozenset({"B105", "B106", "B107", "SECRET-GENERIC"})
+_APP_CLASSES = frozenset({"Flask", "Quart", "FastAPI", "Starlette", "Application", "Sanic"})
 # Names and attributes through which a handler reads the web request.
 _REQUEST_NAMES = frozenset({"request", "req"})
 _REQUEST_ATTRS = frozenset({"request", "GET", "POST", "FILES", "COOKIES", "META", "form",
@@ -196,33 +208,70 @@ def _reads_request(fn: ast.AST) -> bool:
     return False
 
 
+def _called(fn: ast.AST) -> set[str]:
+    return {n.func.id for n in ast.walk(fn)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def _reach(tree: ast.Module) -> list[tuple[int, int]]:
+    """The line spans of the functions that read the request, and of the
+    module's functions they call by name (pygoat's ``command_out(command)``
+    given the request's text one call up)."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    handlers = [n for n in functions if _reads_request(n)]
+    called = set().union(*(_called(h) for h in handlers)) if handlers else set()
+    return [(n.lineno, n.end_lineno or n.lineno) for n in functions
+            if n in handlers or n.name in called]
+
+
+def _builds_app(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Call) and (
+        isinstance(n.func, ast.Name) and n.func.id in _APP_CLASSES
+        or isinstance(n.func, ast.Attribute) and n.func.attr in _APP_CLASSES)
+        for n in ast.walk(tree))
+
+
 class _Handlers:
-    """Per module: the lines inside a function that reads the request."""
+    """Per module: the lines within the request's reach, and whether the
+    module builds the web application."""
 
     def __init__(self, lines_of: Lines | None):
         self.lines_of = lines_of
-        self._spans: dict[str, list[tuple[int, int]]] = {}
+        self._modules: dict[str, tuple[list[tuple[int, int]], bool]] = {}
 
-    def spans(self, rel: str) -> list[tuple[int, int]]:
-        if rel not in self._spans:
+    def _module(self, rel: str) -> tuple[list[tuple[int, int]], bool]:
+        if rel not in self._modules:
             lines = self.lines_of(rel) if self.lines_of is not None and rel.endswith(".py") else None
             tree = module_of(lines) if lines else None
-            self._spans[rel] = [] if tree is None else [
-                (n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _reads_request(n)]
-        return self._spans[rel]
+            self._modules[rel] = ([], False) if tree is None else (_reach(tree), _builds_app(tree))
+        return self._modules[rel]
 
     def inside(self, f: Finding) -> bool:
         if not f.file or f.range is None:
             return False
         line = f.range.start_line
-        return any(a <= line <= b for a, b in self.spans(f.file))
+        return any(a <= line <= b for a, b in self._module(f.file)[0])
+
+    def app_key(self, f: Finding) -> bool:
+        """A literal signing key in the module that builds the application."""
+        if not f.file or f.range is None or not self._module(f.file)[1]:
+            return False
+        # (a secret's snippet is not kept: the line is read)
+        lines = self.lines_of(f.file) if self.lines_of is not None else None
+        line = f.range.start_line
+        text = lines[line - 1] if lines and 1 <= line <= len(lines) else ""
+        return bool(_SIGNING_KEY.search(text))
 
 
 def in_handler(f: Finding, canonical: Canonical, handlers: _Handlers) -> bool:
-    """A sink pattern inside a function that reads the web request."""
-    return (f.category in ("security", "lint") and any(r in _SINKS for r in _rules(f, canonical))
-            and handlers.inside(f))
+    """A sink pattern within the request's reach (``_reach``), or the
+    application's own literal signing key."""
+    if f.category not in ("security", "lint", "secrets"):
+        return False
+    rules = _rules(f, canonical)
+    if rules & _PASSWORD and handlers.app_key(f):
+        return True
+    return bool(rules & _SINKS) and handlers.inside(f)
 
 
 def default_view(findings: list[Finding], canonical: Canonical, lines_of: Lines | None = None,
