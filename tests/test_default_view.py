@@ -50,7 +50,7 @@ KEPT = [
     mk("secret-aws-access-key-id", tool="superqode-secrets", category="secrets"),
     mk("secret-private-key", tool="superqode-secrets", category="secrets", sev=Severity.critical),
     mk("B105", related_rules=["secret-config-password"]),
-    mk("B501"), mk("B502"), mk("B504"), mk("B507"), mk("B201"), lint("S501"),
+    mk("B308", related_rules=["B703"], sev=Severity.medium), mk("B501"), mk("B502"), mk("B504"), mk("B507"), mk("B201"), lint("S501"),
     mk("B701", related_rules=["template-autoescape-off"]),
     # evidence of their own kind: not judged by this step
     mk("test-failure", tool="pytest", category="tests"),
@@ -77,7 +77,7 @@ ADVISORIES = [
     (mk("B104", sev=Severity.medium), "advisory: binds all interfaces, a deployment choice"),
     (mk("B108", sev=Severity.medium), "advisory: a temporary path, no input traced to it"),
     (mk("B113", sev=Severity.medium), "advisory: a request without a timeout, a robustness note"),
-    (mk("B703", sev=Severity.medium), "advisory: mark_safe, no input traced to it"),
+    (mk("B704", sev=Severity.medium), "advisory: Markup over text, no input traced to it"),
     (mk("B701", sev=Severity.high), "advisory: a template engine at its default escaping, "
                                     "no request in the function"),
     (mk("B202", sev=Severity.high), "advisory: an archive extraction, no untrusted archive "

@@ -35,7 +35,8 @@ the verdict. Strong evidence:
   default...), a provider's token or a private key, and settings that are
   dangerous with no input at all (TLS verification off ``B501``, weak TLS
   versions ``B502``-``B504``, paramiko's ``AutoAddPolicy`` ``B507``, Flask's
-  debugger ``B201``);
+  debugger ``B201``), and Django's ``mark_safe`` (``B308``, ``B703``) over
+  text the context step could not prove literal, translated or escaped;
 - **a request in reach**: a sink pattern (SQL, shell, eval, pickle, YAML,
   ``mark_safe``, XML, ``urlopen``, a hard-coded password...) inside a
   function that reads the web request (a ``request`` name or attribute,
@@ -92,6 +93,13 @@ _BUG = re.compile(
 # site's own templates as often as a web page; autoescape turned off
 # explicitly is SuperQode's own check, kept as such.)
 _DANGEROUS_SETTING = frozenset({"B201", "B501", "B502", "B503", "B504", "B507"})
+# Django's ``mark_safe`` over text the context step could not prove the
+# project's own or escaped (``noise_operator``: a literal, a translation, an
+# escape call): a parameter or a stored value marked safe, as
+# django-helpdesk's user comment put into an e-mail's HTML. (Not ``B704``,
+# markupsafe's ``Markup``: over a renderer's own HTML output in the projects
+# judged.)
+_UNPROVEN_MARKUP = frozenset({"B308", "B703"})
 # A sink pattern stays shown inside a function that reads the request.
 _SINKS = frozenset({
     "B102", "B202", "B301", "B302", "B303", "B304", "B305", "B307", "B308", "B310", "B312",
@@ -122,8 +130,7 @@ _MISSING = {
     "B108": "a temporary path, no input traced to it",
     "B113": "a request without a timeout, a robustness note",
     "B311": "pseudo-random numbers, no secret use traced to them",
-    "B308": "mark_safe, no input traced to it",
-    "B703": "mark_safe, no input traced to it",
+    "B704": "Markup over text, no input traced to it",
     "B324": "a weak hash, no password or signature traced to it",
     "B701": "a template engine at its default escaping, no request in the function",
     "B702": "a template engine at its default escaping, no request in the function",
@@ -179,7 +186,7 @@ def strong(f: Finding, canonical: Canonical) -> bool:
     if any(t in _FLOW_TAGS for t in f.tags) or _own_check(f) or _confirmed_secret(f):
         return True
     rules = _rules(f, canonical)
-    if any(r in _DANGEROUS_SETTING for r in rules):
+    if rules & (_DANGEROUS_SETTING | _UNPROVEN_MARKUP):
         return True
     return any(_lint_bug(r) for r in rules)
 
