@@ -156,8 +156,9 @@ def test_the_noise_line_counts_the_advisories_as_one_kind(tmp_path):
     shown = view(tmp_path, [mk("B602", line=1), mk("B108", line=2),
                             lint("F401", Severity.low, line=3),
                             mk("B101", noise="in tests code", line=4)])
+    shown.append(mk("B110", line=5, noise="an advisory (bandit asks for a check, found no flaw)"))
     line = noise_line(shown)
-    assert line.startswith("4 more (noise): 3 advisories, 1 in tests code"), line
+    assert line.startswith("5 more (noise): 4 advisories, 1 in tests code"), line
     (one,) = view(tmp_path, [mk("B602")])
     assert noise_line([one]).startswith("1 more (noise): 1 advisory ("), noise_line([one])
 

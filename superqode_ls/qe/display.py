@@ -354,13 +354,14 @@ def noise_line(findings: list[Finding], shown: bool = False) -> str | None:
     return f"{n} more (noise): {why} ({where})"
 
 
-# The default view's advisories (reasons ``advisory: ...``) count as one kind.
+# The default view's advisories (reasons ``advisory: ...``) and the context
+# step's (``an advisory (bandit asks for a check...)``) count as one kind.
 _ADVISORY, _ADVISORIES = "advisory", "advisories"
 
 
 def _noise_kind(reason: str | None) -> str:
     first = (reason or "").split("; ")[0]
-    if first.startswith("advisory:"):
+    if first.startswith(("advisory:", "an advisory (")):
         return _ADVISORY
     return "low confidence" if first.startswith("low confidence") else first
 
