@@ -55,6 +55,8 @@ KEPT = [
     # evidence of their own kind: not judged by this step
     mk("test-failure", tool="pytest", category="tests"),
     mk("union-attr", tool="mypy", category="types"),
+    # another tool's security finding (an agent's review, a plugin role)
+    mk("TOY1", tool="toy"), mk("B602", tool="security-agent"),
 ]
 
 ADVISORIES = [

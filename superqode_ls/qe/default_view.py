@@ -46,7 +46,9 @@ the verdict. Strong evidence:
   application (``Flask(...)``), the running application's own key.
 
 Categories other than lint, security and secrets (failing tests, syntax and
-type errors, mutants) are evidence of their own and are not judged here.
+type errors, mutants), and tools other than bandit, ruff and the secrets
+scan (an agent's review, a plugin role), are evidence of their own and are
+not judged here.
 ``qe.default_view: all`` turns the step off.
 """
 
@@ -67,8 +69,11 @@ Canonical = Callable[[str], str]
 
 ADVISORY = "advisory:"
 _FLOW_TAGS = frozenset({"data-flow", "dataflow", "taint"})
-# The categories this step judges: the static analyzers' findings.
+# What this step judges: the pattern analyzers' findings (bandit, ruff, the
+# secrets scan). An agent's review, a plugin role's finding or SuperQode's
+# own checks are evidence of another kind.
 _JUDGED = frozenset({"lint", "security", "secrets"})
+_JUDGED_TOOLS = frozenset({"bandit", "ruff", "superqode-secrets"})
 
 # Lint rules whose finding is the bug itself (beyond those ruff_rules rates
 # high): a format string and its arguments that never match, a dict key
@@ -181,7 +186,7 @@ def _lint_bug(rule: str) -> bool:
 def strong(f: Finding, canonical: Canonical) -> bool:
     """Whether the evidence behind ``f`` alone keeps it in the default view
     (the request check is ``in_handler``, which needs the code)."""
-    if f.category not in _JUDGED:
+    if f.category not in _JUDGED or f.tool not in _JUDGED_TOOLS:
         return True
     if any(t in _FLOW_TAGS for t in f.tags) or _own_check(f) or _confirmed_secret(f):
         return True
