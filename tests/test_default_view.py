@@ -50,7 +50,8 @@ KEPT = [
     mk("secret-aws-access-key-id", tool="superqode-secrets", category="secrets"),
     mk("secret-private-key", tool="superqode-secrets", category="secrets", sev=Severity.critical),
     mk("B105", related_rules=["secret-config-password"]),
-    mk("B308", related_rules=["B703"], sev=Severity.medium), mk("B501"), mk("B502"), mk("B504"), mk("B507"), mk("B201"), lint("S501"),
+    mk("B308", related_rules=["B703"], sev=Severity.medium),
+    mk("B501"), mk("B502"), mk("B504"), mk("B507"), mk("B201"), lint("S501"),
     mk("B701", related_rules=["template-autoescape-off"]),
     # evidence of their own kind: not judged by this step
     mk("test-failure", tool="pytest", category="tests"),
@@ -229,7 +230,8 @@ def test_a_password_in_a_login_handler_stays(tmp_path):
 
 
 @pytest.mark.parametrize(("module", "shown"), [
-    ("from flask import Flask\n\napp = Flask('vulpy')\napp.config['SECRET_KEY'] = 'aaaaaaa'\n", True),
+    ("from flask import Flask\n\napp = Flask('vulpy')\n"
+     "app.config['SECRET_KEY'] = 'aaaaaaa'\n", True),
     # the same line in a settings template that builds no application
     ("app = object()\napp.config = {}\napp.config['X'] = 1\napp.config['SECRET_KEY'] = 'aaaaaaa'\n",
      False),
@@ -238,3 +240,16 @@ def test_a_literal_signing_key_in_the_module_that_builds_the_app_stays(tmp_path,
     (tmp_path / "vulpy.py").write_text(module)
     (out,) = view(tmp_path, [mk("B105", file="vulpy.py", line=4)])
     assert (out.noise is None) is shown, out.noise
+
+
+def test_pseudo_random_numbers_that_make_a_key_stay(tmp_path):
+    (tmp_path / "libapi.py").write_text(
+        "import random\n"
+        "key = str(random.getrandbits(2048))\n"
+        "delay = random.random()\n")
+    out = {f.range.start_line: f for f in view(
+        tmp_path, [mk("B311", file="libapi.py", line=2, sev=Severity.low),
+                   mk("B311", file="libapi.py", line=3, sev=Severity.low)])}
+    assert out[2].noise is None
+    # the twin: a number that makes no secret was noise before this step
+    assert out[3].noise == "an advisory (bandit asks for a check, found no flaw)"

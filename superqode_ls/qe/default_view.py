@@ -36,7 +36,9 @@ the verdict. Strong evidence:
   dangerous with no input at all (TLS verification off ``B501``, weak TLS
   versions ``B502``-``B504``, paramiko's ``AutoAddPolicy`` ``B507``, Flask's
   debugger ``B201``), and Django's ``mark_safe`` (``B308``, ``B703``) over
-  text the context step could not prove literal, translated or escaped;
+  text the context step could not prove literal, translated or escaped,
+  and pseudo-random numbers (``B311``) where the line names the secret they
+  make (the context step makes the others noise);
 - **a request in reach**: a sink pattern (SQL, shell, eval, pickle, YAML,
   ``mark_safe``, XML, ``urlopen``, a hard-coded password...) inside a
   function that reads the web request (a ``request`` name or attribute,
@@ -105,6 +107,10 @@ _DANGEROUS_SETTING = frozenset({"B201", "B501", "B502", "B503", "B504", "B507"})
 # markupsafe's ``Markup``: over a renderer's own HTML output in the projects
 # judged.)
 _UNPROVEN_MARKUP = frozenset({"B308", "B703"})
+# Pseudo-random numbers that reach this step are a secret's: the context step
+# makes B311 noise unless its line says what the number makes (a key, a
+# token, an OTP: vulpy's API key from ``random.getrandbits``, pygoat's OTP).
+_SECRET_RANDOM = frozenset({"B311"})
 # A sink pattern stays shown inside a function that reads the request.
 _SINKS = frozenset({
     "B102", "B202", "B301", "B302", "B303", "B304", "B305", "B307", "B308", "B310", "B312",
@@ -134,7 +140,6 @@ _MISSING = {
     "B104": "binds all interfaces, a deployment choice",
     "B108": "a temporary path, no input traced to it",
     "B113": "a request without a timeout, a robustness note",
-    "B311": "pseudo-random numbers, no secret use traced to them",
     "B704": "Markup over text, no input traced to it",
     "B324": "a weak hash, no password or signature traced to it",
     "B701": "a template engine at its default escaping, no request in the function",
@@ -191,7 +196,7 @@ def strong(f: Finding, canonical: Canonical) -> bool:
     if any(t in _FLOW_TAGS for t in f.tags) or _own_check(f) or _confirmed_secret(f):
         return True
     rules = _rules(f, canonical)
-    if rules & (_DANGEROUS_SETTING | _UNPROVEN_MARKUP):
+    if rules & (_DANGEROUS_SETTING | _UNPROVEN_MARKUP | _SECRET_RANDOM):
         return True
     return any(_lint_bug(r) for r in rules)
 
@@ -229,7 +234,8 @@ def _reach(tree: ast.Module) -> list[tuple[int, int]]:
     """The line spans of the functions that read the request, and of the
     module's functions they call by name (pygoat's ``command_out(command)``
     given the request's text one call up)."""
-    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = [n for n in ast.walk(tree)
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     handlers = [n for n in functions if _reads_request(n)]
     called = set().union(*(_called(h) for h in handlers)) if handlers else set()
     return [(n.lineno, n.end_lineno or n.lineno) for n in functions
@@ -253,7 +259,8 @@ class _Handlers:
 
     def _module(self, rel: str) -> tuple[list[tuple[int, int]], bool]:
         if rel not in self._modules:
-            lines = self.lines_of(rel) if self.lines_of is not None and rel.endswith(".py") else None
+            lines = (self.lines_of(rel) if self.lines_of is not None and rel.endswith(".py")
+                     else None)
             tree = module_of(lines) if lines else None
             self._modules[rel] = ([], False) if tree is None else (_reach(tree), _builds_app(tree))
         return self._modules[rel]
