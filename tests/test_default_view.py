@@ -12,8 +12,9 @@ import pytest
 
 from superqode_ls.config import ConfigError, load_config
 from superqode_ls.models import Finding, Range, Severity
+from superqode_ls.qe.default_view import default_view
 from superqode_ls.qe.display import noise_line
-from superqode_ls.qe.noise import FileLines, filter_findings
+from superqode_ls.qe.noise import FileLines, canonical_rule, filter_findings
 from superqode_ls.qe.report.verdict import compute_verdict
 from tests.cli_helpers import superqe
 
@@ -243,6 +244,7 @@ def test_a_literal_signing_key_in_the_module_that_builds_the_app_stays(tmp_path,
 
 
 def test_pseudo_random_numbers_that_make_a_key_stay(tmp_path):
+    (tmp_path / "dice.py").write_text("damage_value = randint(15, 25)\n")
     (tmp_path / "libapi.py").write_text(
         "import random\n"
         "key = str(random.getrandbits(2048))\n"
@@ -251,5 +253,8 @@ def test_pseudo_random_numbers_that_make_a_key_stay(tmp_path):
         tmp_path, [mk("B311", file="libapi.py", line=2, sev=Severity.low),
                    mk("B311", file="libapi.py", line=3, sev=Severity.low)])}
     assert out[2].noise is None
-    # the twin: a number that makes no secret was noise before this step
-    assert out[3].noise == "an advisory (bandit asks for a check, found no flaw)"
+    # the twin: a number that makes no secret (a game's dice roll)
+    assert out[3].noise
+    (roll,) = default_view([mk("B311", file="dice.py", line=1, sev=Severity.low)],
+                           canonical_rule, FileLines(tmp_path).lines)
+    assert roll.noise == "advisory: pseudo-random numbers, no secret use on the line"

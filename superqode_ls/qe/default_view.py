@@ -38,7 +38,7 @@ the verdict. Strong evidence:
   debugger ``B201``), and Django's ``mark_safe`` (``B308``, ``B703``) over
   text the context step could not prove literal, translated or escaped,
   and pseudo-random numbers (``B311``) where the line names the secret they
-  make (the context step makes the others noise);
+  make;
 - **a request in reach**: a sink pattern (SQL, shell, eval, pickle, YAML,
   ``mark_safe``, XML, ``urlopen``, a hard-coded password...) inside a
   function that reads the web request (a ``request`` name or attribute,
@@ -107,10 +107,11 @@ _DANGEROUS_SETTING = frozenset({"B201", "B501", "B502", "B503", "B504", "B507"})
 # markupsafe's ``Markup``: over a renderer's own HTML output in the projects
 # judged.)
 _UNPROVEN_MARKUP = frozenset({"B308", "B703"})
-# Pseudo-random numbers that reach this step are a secret's: the context step
-# makes B311 noise unless its line says what the number makes (a key, a
-# token, an OTP: vulpy's API key from ``random.getrandbits``, pygoat's OTP).
+# Pseudo-random numbers whose line says they make a secret (a key, a token,
+# a password, an OTP: vulpy's API key from ``random.getrandbits``, pygoat's
+# OTP); a game's dice roll is an advisory.
 _SECRET_RANDOM = frozenset({"B311"})
+_SECRET_USE = re.compile(r"(?i)token|passw|secret|\bkey\b|api_?key|nonce|salt|otp|csrf")
 # A sink pattern stays shown inside a function that reads the request.
 _SINKS = frozenset({
     "B102", "B202", "B301", "B302", "B303", "B304", "B305", "B307", "B308", "B310", "B312",
@@ -142,6 +143,7 @@ _MISSING = {
     "B113": "a request without a timeout, a robustness note",
     "B704": "Markup over text, no input traced to it",
     "B324": "a weak hash, no password or signature traced to it",
+    "B311": "pseudo-random numbers, no secret use on the line",
     "B701": "a template engine at its default escaping, no request in the function",
     "B702": "a template engine at its default escaping, no request in the function",
     "B202": "an archive extraction, no untrusted archive traced to it",
@@ -196,7 +198,7 @@ def strong(f: Finding, canonical: Canonical) -> bool:
     if any(t in _FLOW_TAGS for t in f.tags) or _own_check(f) or _confirmed_secret(f):
         return True
     rules = _rules(f, canonical)
-    if rules & (_DANGEROUS_SETTING | _UNPROVEN_MARKUP | _SECRET_RANDOM):
+    if rules & (_DANGEROUS_SETTING | _UNPROVEN_MARKUP):
         return True
     return any(_lint_bug(r) for r in rules)
 
@@ -271,15 +273,17 @@ class _Handlers:
         line = f.range.start_line
         return any(a <= line <= b for a, b in self._module(f.file)[0])
 
+    def line(self, f: Finding) -> str:
+        """The flagged line (a secret's snippet is not kept)."""
+        lines = self.lines_of(f.file) if self.lines_of is not None and f.file else None
+        n = f.range.start_line if f.range else 0
+        return lines[n - 1] if lines and 1 <= n <= len(lines) else ""
+
     def app_key(self, f: Finding) -> bool:
         """A literal signing key in the module that builds the application."""
         if not f.file or f.range is None or not self._module(f.file)[1]:
             return False
-        # (a secret's snippet is not kept: the line is read)
-        lines = self.lines_of(f.file) if self.lines_of is not None else None
-        line = f.range.start_line
-        text = lines[line - 1] if lines and 1 <= line <= len(lines) else ""
-        return bool(_SIGNING_KEY.search(text))
+        return bool(_SIGNING_KEY.search(self.line(f)))
 
 
 def in_handler(f: Finding, canonical: Canonical, handlers: _Handlers) -> bool:
@@ -289,6 +293,8 @@ def in_handler(f: Finding, canonical: Canonical, handlers: _Handlers) -> bool:
         return False
     rules = _rules(f, canonical)
     if rules & _PASSWORD and handlers.app_key(f):
+        return True
+    if rules & _SECRET_RANDOM and _SECRET_USE.search(handlers.line(f)):
         return True
     return bool(rules & _SINKS) and handlers.inside(f)
 
