@@ -51,6 +51,8 @@ KEPT = [
     mk("secret-aws-access-key-id", tool="superqode-secrets", category="secrets"),
     mk("secret-private-key", tool="superqode-secrets", category="secrets", sev=Severity.critical),
     mk("B105", related_rules=["secret-config-password"]),
+    # two checks agree: bandit's password name and the scan's judgement of the value
+    mk("B105", related_rules=["secret-generic"], tags=["also:superqode-secrets:secret-generic"]),
     mk("B308", related_rules=["B703"], sev=Severity.medium),
     mk("B501"), mk("B502"), mk("B504"), mk("B507"), mk("B201"), lint("S501"),
     mk("B701", related_rules=["template-autoescape-off"]),
@@ -73,11 +75,8 @@ ADVISORIES = [
     (mk("B307", sev=Severity.medium), "advisory: eval/exec, no input traced to it"),
     (mk("B105", sev=Severity.low), "advisory: a password-like name, the secrets scan confirms "
                                    "no secret"),
-    (mk("B105", related_rules=["secret-generic"],
-        tags=["also:superqode-secrets:secret-generic"]),
-     "advisory: a password-like name, the secrets scan confirms no secret"),
     (mk("secret-generic", tool="superqode-secrets", category="secrets"),
-     "advisory: a secret-looking name, no provider's format confirms it"),
+     "advisory: a secret-looking name, no provider's format or password rule confirms it"),
     (mk("B104", sev=Severity.medium), "advisory: binds all interfaces, a deployment choice"),
     (mk("B108", sev=Severity.medium), "advisory: a temporary path, no input traced to it"),
     (mk("B113", sev=Severity.medium), "advisory: a request without a timeout, a robustness note"),

@@ -27,12 +27,13 @@ the verdict. Strong evidence:
   mismatches (``F50x``, ``F52x``), a repeated dict key, an unused local
   name, ``raise`` of a literal (``B016``), a closure over a loop
   variable (``B023``), pylint's warnings that are a bug wherever they fire
-  (an exception built and never raised, a self-assignment...), a debugger
+  (an exception built and never raised, an ``except`` of ``A or B``...), a debugger
   left in, ``sys.version`` misread;
 - **security**: a traced flow (tags ``data-flow``/``taint``), SuperQode's own
   checks (tool ``superqode-*`` or merged with one: SQL injection, autoescape
   off, weak password hashing, debug mode, insecure cookies, a signing key's
-  default...), a provider's token or a private key, and settings that are
+  default...), a provider's token or a private key, a password name whose
+  value the secrets scan also judges a secret, and settings that are
   dangerous with no input at all (TLS verification off ``B501``, weak TLS
   versions ``B502``-``B504``, paramiko's ``AutoAddPolicy`` ``B507``, Flask's
   debugger ``B201``), and Django's ``mark_safe`` (``B308``, ``B703``) over
@@ -124,6 +125,7 @@ _SINKS = frozenset({
 # that application's key (vulpy's ``app.config['SECRET_KEY'] = 'aaaaaaa'``),
 # not a settings template's or a demo's.
 _SIGNING_KEY = re.compile(r"(?i)\bsecret_?key\b")
+_PASSWORD_RULES = frozenset({"B105", "B106", "B107", "S105", "S106", "S107"})
 _PASSWORD = frozenset({"B105", "B106", "B107", "SECRET-GENERIC"})
 _APP_CLASSES = frozenset({"Flask", "Quart", "FastAPI", "Starlette", "Application", "Sanic"})
 # Names and attributes through which a handler reads the web request.
@@ -137,7 +139,8 @@ _MISSING = {
     "B105": "a password-like name, the secrets scan confirms no secret",
     "B106": "a password-like name, the secrets scan confirms no secret",
     "B107": "a password-like name, the secrets scan confirms no secret",
-    "SECRET-GENERIC": "a secret-looking name, no provider's format confirms it",
+    "SECRET-GENERIC": "a secret-looking name, no provider's format or password rule "
+                      "confirms it",
     "B104": "binds all interfaces, a deployment choice",
     "B108": "a temporary path, no input traced to it",
     "B113": "a request without a timeout, a robustness note",
@@ -180,10 +183,14 @@ def _own_check(f: Finding) -> bool:
 
 def _confirmed_secret(f: Finding) -> bool:
     """A secret the scan recognises by its format or its setting (a provider's
-    token, a private key, a configured password or default signing key), as
-    the lead or merged in; the generic high-entropy name is no confirmation."""
-    return any(r.lower().startswith("secret-") and r.lower() != "secret-generic"
-               for r in (f.rule_id, *f.related_rules))
+    token, a private key, a configured password or default signing key), or
+    a password rule's value the scan also judged a secret by its shape
+    (``B105`` with ``secret-generic`` merged in: two checks agree). Either
+    check alone is no confirmation."""
+    rules = [r.lower() for r in (f.rule_id, *f.related_rules)]
+    if any(r.startswith("secret-") and r != "secret-generic" for r in rules):
+        return True
+    return "secret-generic" in rules and any(r.upper() in _PASSWORD_RULES for r in rules)
 
 
 def _lint_bug(rule: str) -> bool:
