@@ -97,7 +97,10 @@ def test_quick_mode_on_a_large_project_finishes_in_budget(large_template, tmp_pa
         capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=600, check=False,
     )
     wall = time.monotonic() - t0
-    assert proc.returncode == 1, proc.stderr[-2000:]  # findings at/above high
+    # Its shell=True, yaml.load and md5 over a parameter are advisories of
+    # the default view (no input traced to them): counted below, and no
+    # finding fails the run.
+    assert proc.returncode == 0, proc.stderr[-2000:]
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     done = events[-1]["data"]
     report = json.loads(Path(done["report"]).read_text())
