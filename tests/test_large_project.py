@@ -119,7 +119,11 @@ def test_quick_mode_on_a_large_project_finishes_in_budget(large_template, tmp_pa
     assert by_tool.get("B602", 0) >= MODULES
     # Verification is capped; the rest is offered, labelled, not verified.
     patches = report["patches"]
-    tried = [p for p in patches if "over the verification cap" not in (p["verification"] or "")]
+    # (a fix its tool calls unsafe is labelled so, never run: not tried; in
+    # the default view the unused locals, the one class still shown, rank
+    # first and carry that label rather than the cap's)
+    tried = [p for p in patches if "over the verification cap" not in (p["verification"] or "")
+             and not (p["verification"] or "").startswith("unsafe")]
     assert len(patches) > 200 and len([p for p in tried if p["kind"] == "fix"]) <= 200
     assert all(not p["verified"] for p in patches if "over the verification cap" in (p["verification"] or ""))
     # The md5 "fix" is a suppression, never verified.

@@ -319,8 +319,7 @@ def default_view(findings: list[Finding], canonical: Canonical, lines_of: Lines 
         for f in findings:
             if (f.noise is None and not strong(f, canonical)
                     and not in_handler(f, canonical, handlers)):
-                f = mark_noise(f, missing(f, canonical)).model_copy(
-                    update={"tags": [*f.tags, "advisory"]})
+                f = mark_noise(f, missing(f, canonical))
             out.append(f)
     finally:
         ast_index.clear()  # the handlers' trees are this step's only
