@@ -142,6 +142,12 @@ class QEConfig(Section):
     path_classes: dict[str, list[str]] = Field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_PATH_CLASSES.items()}
     )
+    # What is shown by default: "evidence" shows a static finding only with
+    # strong evidence (code that fails when it runs, a traced flow, a
+    # confirmed secret...) and makes the rest "advisory:" noise, one click
+    # away (qe/default_view.py); "all" shows every finding no other rule
+    # made noise.
+    default_view: Literal["evidence", "all"] = "evidence"
     # Rules that never make the verdict "fail" whatever their severity:
     # an assert in library code is worth a look, not a failed build.
     never_fail: list[str] = Field(default_factory=lambda: ["B101"])

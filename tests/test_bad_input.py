@@ -551,9 +551,9 @@ def test_project_path_with_spaces_and_unicode(tmp_path):
     run_git(proj, "add", "-A")
     run_git(proj, "commit", "-q", "-m", "i")
     before = take_fingerprint(proj)
-    proc = superqe("run", str(proj), "-r", "lint_tester", "--fail-on", "never")
+    proc = superqe("run", str(proj), "-r", "lint_tester", "--fail-on", "never", "--show-noise")
     assert proc.returncode == 0, proc.stderr
-    assert "módulo ü.py" in proc.stdout  # F401 on the unicode file
+    assert "módulo ü.py" in proc.stdout  # F401 on the unicode file (an advisory: --show-noise)
     assert "Verified" in proc.stdout + proc.stderr
     assert list((proj / ".superqode/qe-artifacts/qr").glob("qr-*.json"))
     assert_nothing_left(proj, before, superqode_dir_allowed=True)
@@ -567,7 +567,8 @@ def test_snapshot_of_a_folder_with_a_fifo_and_symlink_loops(tmp_path):
     (plain / "loop2").symlink_to("loop1")
     (plain / "dangling.py").symlink_to("nowhere.py")
     before = take_fingerprint(plain)
-    proc = superqe("run", str(plain), "-r", "lint_tester", "--fail-on", "never")
+    # (--show-noise: the unused import is an advisory of the default view)
+    proc = superqe("run", str(plain), "-r", "lint_tester", "--fail-on", "never", "--show-noise")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "a.py" in proc.stdout

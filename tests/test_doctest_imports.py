@@ -33,6 +33,9 @@ SHOW = ('"""Shapes.\n\n>>> pprint(shape(2))\n{\'n\': 2}\n>>> sep in "a/b"\nTrue\
         "import os\nfrom pprint import pprint\n\nfrom os.path import join, sep\n\n\n"
         "def shape(n):\n    return {'n': n}\n")
 DOCTESTS = {"pytest.ini": "[pytest]\naddopts = --doctest-modules\n"}
+# The old view: in the default one every unused import is an advisory; here
+# a plain one is shown, to tell it from those the doctests read.
+VIEW_ALL = {"superqode.yaml": "qe:\n  default_view: all\n"}
 
 
 def _fixes(repo, trusted=False):
@@ -49,7 +52,7 @@ def _fixes(repo, trusted=False):
 @pytest.mark.parametrize("runs", [True, False])
 def test_an_import_the_doctests_read_is_noise_and_its_removal_never_verified(make_repo, capsys, runs):
     repo = make_repo({"pyproject.toml": PYPROJECT, "pkg/__init__.py": "", "pkg/show.py": SHOW,
-                      **(DOCTESTS if runs else {})})
+                      **VIEW_ALL, **(DOCTESTS if runs else {})})
     shown, noise, patches = _fixes(repo)
     plain = shown[("pkg/show.py", "os")]
     assert patches[plain.fix_patch_id].verified_by == "tool"  # untrusted: the tool's word
@@ -87,7 +90,7 @@ def test_covering_tests_pass_is_not_verified_where_the_doctests_did_not_run(make
                       "tests/__init__.py": "",
                       "tests/test_calc.py": "from pkg.calc import add\n\n\n"
                                             "def test_add():\n    assert add(1, 2) == 3\n",
-                      **(DOCTESTS if runs else {})})
+                      **VIEW_ALL, **(DOCTESTS if runs else {})})
     shown, _, patches = _fixes(repo, trusted=True)
     p = patches[shown[("pkg/calc.py", "os")].fix_patch_id]
     if not runs:

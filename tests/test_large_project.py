@@ -97,7 +97,10 @@ def test_quick_mode_on_a_large_project_finishes_in_budget(large_template, tmp_pa
         capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=600, check=False,
     )
     wall = time.monotonic() - t0
-    assert proc.returncode == 1, proc.stderr[-2000:]  # findings at/above high
+    # Its shell=True, yaml.load and md5 over a parameter are advisories of
+    # the default view (no input traced to them): counted below, and no
+    # finding fails the run.
+    assert proc.returncode == 0, proc.stderr[-2000:]
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     done = events[-1]["data"]
     report = json.loads(Path(done["report"]).read_text())
@@ -116,7 +119,11 @@ def test_quick_mode_on_a_large_project_finishes_in_budget(large_template, tmp_pa
     assert by_tool.get("B602", 0) >= MODULES
     # Verification is capped; the rest is offered, labelled, not verified.
     patches = report["patches"]
-    tried = [p for p in patches if "over the verification cap" not in (p["verification"] or "")]
+    # (a fix its tool calls unsafe is labelled so, never run: not tried; in
+    # the default view the unused locals, the one class still shown, rank
+    # first and carry that label rather than the cap's)
+    tried = [p for p in patches if "over the verification cap" not in (p["verification"] or "")
+             and not (p["verification"] or "").startswith("unsafe")]
     assert len(patches) > 200 and len([p for p in tried if p["kind"] == "fix"]) <= 200
     assert all(not p["verified"] for p in patches if "over the verification cap" in (p["verification"] or ""))
     # The md5 "fix" is a suppression, never verified.

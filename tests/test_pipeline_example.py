@@ -42,6 +42,10 @@ def test_shop_example_every_planted_problem(example_copy, capsys):
     found = {(f["rule_id"], f["file"], f["range"]["start_line"]) for f in report["findings"] if f.get("range")}
     for p in EXPECTED:
         assert (p["rule_id"], p["file"], p["line"]) in found, f"missed {p}"
+        # shown, or noise one click away (an advisory of the default view...), as planned
+        noise = {bool(f["noise"]) for f in report["findings"] if f.get("range") and (
+            f["rule_id"], f["file"], f["range"]["start_line"]) == (p["rule_id"], p["file"], p["line"])}
+        assert noise == {p.get("noise", False)}, (p, noise)
         if "severity" in p or "related_rules" in p:
             (f,) = [f for f in report["findings"] if f.get("range") and (
                 f["rule_id"], f["file"], f["range"]["start_line"]) == (p["rule_id"], p["file"], p["line"])]

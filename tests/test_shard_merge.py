@@ -92,8 +92,13 @@ def test_three_shards_merged_equal_the_unsharded_deep_run(make_repo, capsys, tmp
     assert _shape(merged) == _shape(whole)
     assert merged["summary"] == whole["summary"] and merged["verdict"] == whole["verdict"]
     assert code == 0, err
-    # bandit's shell=True is high: --fail-on high fails the merged run, as it would the whole one.
-    assert superqe(capsys, "merge", *map(str, shards), "--fail-on", "high")[0] == 1
+    # --fail-on high decides the merged run as it would the whole one (bandit's
+    # shell=True over a parameter is an advisory of the default view: it
+    # stays reported and fails neither).
+    high = any(f["noise"] is None and f["severity"] in ("high", "critical")
+               for f in whole["findings"])
+    assert any(f["rule_id"] == "B602" and f["noise"] for f in merged["findings"])
+    assert superqe(capsys, "merge", *map(str, shards), "--fail-on", "high")[0] == int(high)
     assert f"{len(whole['findings'])} finding(s)" in out
     assert merged["merged_from"] == [d["session_id"] for d in docs]
     results = [r for run in json.loads(sarif.read_text())["runs"] for r in run["results"]]

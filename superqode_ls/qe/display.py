@@ -344,7 +344,8 @@ def noise_line(findings: list[Finding], shown: bool = False) -> str | None:
     if not reasons:
         return None
     n = sum(reasons.values())
-    why = ", ".join(f"{c} {r}" for r, c in reasons.most_common())
+    why = ", ".join(f"{c} {_ADVISORIES if r == _ADVISORY and c > 1 else r}"
+                    for r, c in reasons.most_common())
     # The JSON report keeps the most important 500 on a large project
     # (report/bounded.py): SARIF and the event stream carry every one.
     where = (
@@ -353,8 +354,15 @@ def noise_line(findings: list[Finding], shown: bool = False) -> str | None:
     return f"{n} more (noise): {why} ({where})"
 
 
+# The default view's advisories (reasons ``advisory: ...``) and the context
+# step's (``an advisory (bandit asks for a check...)``) count as one kind.
+_ADVISORY, _ADVISORIES = "advisory", "advisories"
+
+
 def _noise_kind(reason: str | None) -> str:
     first = (reason or "").split("; ")[0]
+    if first.startswith(("advisory:", "an advisory (")):
+        return _ADVISORY
     return "low confidence" if first.startswith("low confidence") else first
 
 

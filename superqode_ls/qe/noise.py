@@ -33,7 +33,12 @@ in this order:
    lint rule about how the code is written (style, complexity, modernisation:
    ``noise_style``), not what it does, is noise even where the project selects it;
    in a library's shipped code, a security pattern no outside input is traced
-   to, and a literal every install carries, are noise (``noise_threat``);
+   to, and a literal every install carries, are noise (``noise_threat``); then
+   the default view (``qe.default_view``, ``default_view.py``): a static
+   finding still shown stays shown only with strong evidence (code that fails
+   when it runs, a traced flow, SuperQode's own checks, a confirmed secret, a
+   setting dangerous with no input, a sink pattern in a function that reads the
+   request); any other is noise whose reason starts ``advisory:``;
 6. the baseline (``qe/baseline.py``): findings already accepted are dropped;
 7. one line, one diagnostic: the static findings on one line are merged
    into the most important of them, which names the others' rules in
@@ -59,6 +64,7 @@ from ..config import DEFAULT_PATH_CLASSES
 from ..models import Finding, Severity
 from . import ast_index
 from .context import is_sink, mark_noise
+from .default_view import default_view
 from .gc_pause import PAUSE
 from .noise_carried import carried_noise
 from .noise_compat import compat_noise
@@ -328,6 +334,7 @@ def filter_findings(
     path_classes: dict[str, list[str]] | None = None,
     stop_at: float | None = None,
     early: EarlyContext | None = None,
+    view: str = "all",
 ) -> NoiseResult:
     """``path_classes`` None means the defaults (``DEFAULT_PATH_CLASSES``);
     ``{}`` turns the step off. ``stop_at`` (``time.monotonic()``): the filter
@@ -336,7 +343,11 @@ def filter_findings(
     long as the first linear pass took, times ``_REST_PER_PASS``); the
     findings of the files it did not reach go on unchecked, tagged
     ``UNFILTERED`` and counted in ``NoiseResult.unfiltered``. ``early``: the
-    context step's results for findings checked while the roles ran."""
+    context step's results for findings checked while the roles ran.
+    ``view``: ``"evidence"`` makes every static finding without strong
+    evidence an advisory (``default_view``), ``"all"`` leaves the step out;
+    a session passes its ``qe.default_view`` (default ``"evidence"``), so a
+    caller that judges one step alone sees that step's verdicts only."""
     kept: list[Finding] = []
     suppressed = below = 0
     failed: list[str] = []  # the rule steps that raised (noise_guard)
@@ -417,6 +428,8 @@ def filter_findings(
         deduped = guarded("threat", lambda some: library_threat(
             some, certain or found, getattr(read_line, "lines", None)), deduped, failed)
     deduped = style_noise(deduped)
+    deduped = guarded("default view", lambda some: default_view(
+        some, canonical_rule, getattr(read_line, "lines", None), view), deduped, failed)
     result = NoiseResult(
         findings=deduped,
         suppressed=suppressed,

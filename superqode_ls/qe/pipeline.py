@@ -388,13 +388,14 @@ class QESession:
         if known is not None:  # --since: what the merge-base had is not new
             baseline = known + (baseline or Counter())
         threshold, classes = res.config.qe.confidence_threshold, res.config.qe.path_classes
-        settings = {"threshold": threshold, "path_classes": classes,
+        view = res.config.qe.default_view
+        settings = {"threshold": threshold, "path_classes": classes, "view": view,
                     "baseline": sorted(baseline.items()) if baseline else None}
         return noise_cache.cached(
             res.project, sandbox, self.role_runs.all_findings(), settings,
             lambda findings: filter_findings(
                 findings, read_line=FileLines(sandbox), threshold=threshold, baseline=baseline,
-                path_classes=classes, stop_at=stop_at, early=early),
+                path_classes=classes, stop_at=stop_at, early=early, view=view),
             files=self.role_runs.tree_files)
 
     async def _verify(

@@ -328,11 +328,12 @@ class RoleRuns:
             from . import noise_cache  # imported ahead (ahead.AFTER_START), off the roles' path
 
             threshold, classes = res.config.qe.confidence_threshold, res.config.qe.path_classes
+            view = res.config.qe.default_view
             kept = noise_cache.cached(
                 res.project, root, findings,
-                {"threshold": threshold, "path_classes": classes, "baseline": None},
+                {"threshold": threshold, "path_classes": classes, "view": view, "baseline": None},
                 lambda found: filter_findings(found, read_line=FileLines(root), threshold=threshold,
-                                              path_classes=classes),
+                                              path_classes=classes, view=view),
                 files=self.tree_files).findings
             return verify_step.choose(mine, kept, early.cap, root, early.reads)
 

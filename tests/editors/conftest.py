@@ -147,3 +147,15 @@ def plant_safe_fixes(repo: Path) -> dict[str, str]:
         assert text.count(after) == 1, (rel, after)
         path.write_text(text.replace(after, after + line, 1))
     return before
+
+
+@pytest.fixture
+def example_copy(example_copy: Path) -> Path:
+    """The bundled example in the old view (``qe.default_view: all``): these
+    tests drive each editor's squiggles and quick fixes over the example's
+    unused import, which the default view makes an advisory (a hint, left
+    out of a workspace fix-all); tests/server covers the default view."""
+    (example_copy / "superqode.yaml").write_text("qe:\n  default_view: all\n", encoding="utf-8")
+    run_git(example_copy, "add", "superqode.yaml")
+    run_git(example_copy, "commit", "-q", "-m", "the old view")
+    return example_copy

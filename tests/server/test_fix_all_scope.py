@@ -9,10 +9,17 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
+from tests.conftest import run_git
+
 from .conftest import code_actions, command, plant, run_and_wait, start, superqode_diags, wait_for
 
 
 async def test_fix_all_everywhere_names_the_files_and_the_unsafe_fix_it_left(lsp: LanguageClient, shop: Path):
+    # The old view: in the default one an unused import is an advisory, a
+    # hint, which a workspace-wide fix-all leaves like the example's below.
+    (shop / "superqode.yaml").write_text("qe:\n  default_view: all\n", encoding="utf-8")
+    run_git(shop, "add", "superqode.yaml")
+    run_git(shop, "commit", "-q", "-m", "the old view")
     await start(lsp, shop, editor="emacs")
     extra = plant(shop, "shop/extra.py", "import sys\nimport os\n\nprint(sys.argv)\n")
     (shop / "examples").mkdir(exist_ok=True)

@@ -10,6 +10,8 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
+from tests.conftest import run_git
+
 from .conftest import EDITORS, code_actions, run_and_wait, start, superqode_diags, wait_for
 
 PLANTED = "PLANTED"
@@ -111,7 +113,12 @@ async def test_fix_all_code_action_and_apply_all_fixes(lsp: LanguageClient, shop
 
 async def test_apply_all_fixes_command_sends_workspace_apply_edit(lsp: LanguageClient, shop: Path):
     # Untrusted: no tests run, the fixes are "tool-verified only" and still
-    # what "apply all" takes (never a suppression).
+    # what "apply all" takes (never a suppression). The old view: in the
+    # default one the unused import is an advisory, a hint, which a
+    # workspace-wide fix-all leaves (it takes only what the user was shown).
+    (shop / "superqode.yaml").write_text("qe:\n  default_view: all\n", encoding="utf-8")
+    run_git(shop, "add", "superqode.yaml")
+    run_git(shop, "commit", "-q", "-m", "the old view")
     await start(lsp, shop, editor="emacs")
     path = shop / "shop" / "catalog.py"
     await run_and_wait(lsp, {"roles": ["lint_tester"]})
