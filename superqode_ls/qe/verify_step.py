@@ -13,6 +13,7 @@ from typing import Any
 
 from ..models import Finding, Patch
 from ..workspace.pyast import parse as parse_python
+from . import verify_kept
 from .covering import CoveringTests, SuiteProbe
 from .doctests import drops_doctest_import, runs_doctests
 from .patching import patch_files
@@ -386,6 +387,17 @@ async def verify(
         return
     if probe is not None and python is None and full_suite is False:
         python = probe.ctx.python  # found (or built) by the probe, if it got that far
+    # An unchanged project's fixes keep the verdicts an earlier run reached
+    # (verify_kept.py): only the others are tried.
+    chosen = todo
+    kept_key, kept_keys, todo = await verify_kept.take(
+        getattr(session, "project", None), root, todo, patches, roles, contexts, found, python,
+        {"full_suite": full_suite, "trusted": trusted, "type_gate": type_gate,
+         "isolation": getattr(session, "isolation", None)})
+    n_kept = len(chosen) - len(todo)
+    if not todo:
+        _said(emit, patches, chosen, n_kept)
+        return
     if session.isolation == "sparse":  # the project's tests are not in it: say so, run none
         covering, why = None, "tests not run: the sandbox holds the selected files only"
     else:
@@ -413,8 +425,10 @@ async def verify(
         await probe.close()
     total = len(todo)
     # Every suggested fix is accounted for: the count a user read above adds up.
-    never = len(patches) - total - len(over)
+    never = len(patches) - len(chosen) - len(over)
     parts = [f"{len(over)} over qe.verify_max_fixes"] if over else []
+    if n_kept:
+        parts.append(f"{n_kept} kept from an earlier run of the same tree")
     if never:
         parts.append(f"{never} never verified: unsafe by their tool, suppressions, or tied "
                      "to no finding")
@@ -445,7 +459,14 @@ async def verify(
         if patches[p.id].verification is None:
             patches[p.id] = patches[p.id].model_copy(update={
                 "verified": False, "verified_by": None, "verification": NO_TIME})
-    ok = sum(1 for p in todo if patches[p.id].verified)
-    tool = sum(1 for p in todo if patches[p.id].verified_by == "tool")
-    emit("progress", message=f"fixes verified: {ok} of {total}" + (f", {tool} tool-verified only" if tool else ""),
+    await verify_kept.store(kept_key, kept_keys, patches)
+    _said(emit, patches, chosen, n_kept)
+
+
+def _said(emit: Callable[..., Any], patches: dict[str, Patch], chosen: list[Patch], kept: int) -> None:
+    total = len(chosen)
+    ok = sum(1 for p in chosen if patches[p.id].verified)
+    tool = sum(1 for p in chosen if patches[p.id].verified_by == "tool")
+    emit("progress", message=f"fixes verified: {ok} of {total}" + (f", {tool} tool-verified only" if tool else "")
+         + (f" ({kept} kept from an earlier run of the same tree)" if kept else ""),
          done=total, total=total)
