@@ -22,8 +22,9 @@ all of them, as coarse as it must be to hold them:
 - ``noise_cache.CODE``: SuperQode's own code and the interpreter's version.
 
 Kept: the verdicts that say something of the fix (verified, tool-verified
-only, rejected); never one that says the step could not finish (out of
-time, tests not run yet, a type check not run). Kept only where the tree
+only, rejected); never a "not verified" that says the step could not judge
+the fix (out of time, its re-check cut off). A tool-verified one whose
+covering tests or type check did not finish is kept as it is (``keepable``). Kept only where the tree
 after the step is the tree of the key (the verifier puts every file back;
 a tree that differs keeps nothing). A file of another format, code or
 shape, or a link in its place, is read as nothing. Who writes: SuperQode's
@@ -163,9 +164,15 @@ class StepKey:
 
 
 def keepable(v: dict[str, Any]) -> bool:
-    """A verdict that says something of the fix, not of this run's limits."""
+    """A verdict that says something of the fix, not of this run's limits
+    alone: a fix not tried (out of time, its re-check cut off) is tried
+    again. A tool-verified one whose tests or type check did not finish is
+    kept as it is: it claims no more than the tool's re-run showed, and
+    trying it again on the same tree spent a large project's whole step on
+    the same unfinished run (sqlalchemy: 145 s of covering tests and mypy
+    cut off at their limits, every run)."""
     text = v.get("verification") or ""
-    return bool(text) and not any(t in text for t in TRANSIENT)
+    return bool(text) and (v.get("verified_by") == "tool" or not any(t in text for t in TRANSIENT))
 
 
 def _valid(v: Any) -> bool:
