@@ -24,9 +24,10 @@ all of them, as coarse as it must be to hold them:
 Kept: the verdicts that say something of the fix (verified, tool-verified
 only, rejected); never a "not verified" that says the step could not judge
 the fix (out of time, its re-check cut off). A tool-verified one whose
-covering tests or type check did not finish is kept as it is (``keepable``). Kept only where the tree
-after the step is the tree of the key (the verifier puts every file back;
-a tree that differs keeps nothing). A file of another format, code or
+covering tests or type check did not finish is kept as it is (``keepable``).
+Kept only where every entry of the key's tree is as it was after the step
+(the verifier puts every file back; one changed or gone keeps nothing; one
+the tests added is theirs). A file of another format, code or
 shape, or a link in its place, is read as nothing. Who writes: SuperQode's
 process alone, outside ``$SUPERQODE_HOME/cache``. Bounded: one file a
 project, ``MAX_ENTRIES`` runs' keys, ``MAX_BYTES``.
@@ -38,6 +39,7 @@ import asyncio
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +92,53 @@ def _env_state(python: Any) -> str | None:
     return "\0".join(parts)
 
 
+def tree_entries(root: Path) -> dict[str, str] | None:
+    """Every entry of the tree at ``root`` -> its digest (a file's bytes and
+    run bit, a link's target, "d" for a folder); None past ``noise_cache``'s
+    bounds or where the tree cannot be read. Entry by entry, so that the tree
+    after the step can be told from the key's by what changed, not only
+    whether something did."""
+    out: dict[str, str] = {}
+    total = 0
+    top = os.fspath(root)
+    try:
+        for dirpath, dirnames, filenames in os.walk(top, onerror=_raise):
+            dirnames.sort()
+            rel_dir = os.path.relpath(dirpath, top)
+            for name in sorted(filenames) + dirnames:
+                path = os.path.join(dirpath, name)
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                st = os.lstat(path)
+                if stat.S_ISLNK(st.st_mode):
+                    out[rel] = "l" + os.readlink(path)
+                elif stat.S_ISDIR(st.st_mode):
+                    out[rel] = "d"
+                elif stat.S_ISREG(st.st_mode):
+                    total += st.st_size
+                    if total > noise_cache.MAX_TREE_BYTES:
+                        return None
+                    out[rel] = "f" + noise_cache._file_digest(path, st, rel == ".git").decode()
+                else:
+                    out[rel] = "o"
+                if len(out) > noise_cache.MAX_FILES:
+                    return None
+    except OSError:
+        return None
+    return out
+
+
+def _raise(e: OSError) -> None:
+    raise e
+
+
+def _digest(entries: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for rel in sorted(entries):
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + entries[rel].encode(
+            "utf-8", "surrogateescape") + b"\0")
+    return h.hexdigest()
+
+
 @dataclass
 class StepKey:
     """The key of one run's tree, environment and settings; ``fix_key`` adds a fix."""
@@ -97,7 +146,7 @@ class StepKey:
     project: Path
     root: Path
     digest: str
-    tree: str
+    entries: dict[str, str]
 
     @classmethod
     def make(cls, project: Path, root: Path, roles: dict[str, Role], contexts: dict[str, RoleContext],
@@ -108,10 +157,10 @@ class StepKey:
         env = _env_state(python)
         if env is None:
             return None
-        state = noise_cache.tree_state(root, contents=True)
-        if state is None:
+        entries = tree_entries(root)
+        if entries is None:
             return None
-        h = hashlib.sha256(f"{VERSION}\0{noise_cache.CODE}\0{state[0]}\0{env}\0".encode())
+        h = hashlib.sha256(f"{VERSION}\0{noise_cache.CODE}\0{_digest(entries)}\0{env}\0".encode())
         h.update(json.dumps(settings, sort_keys=True, default=str).encode() + b"\0")
         for name in sorted(set(fix_roles)):
             role, ctx = roles.get(name), contexts.get(name)
@@ -122,7 +171,7 @@ class StepKey:
             h.update(settings_state(ctx).encode() + b"\0")
             for f in found.get(name, []):
                 h.update(f.model_dump_json().encode("utf-8", "surrogatepass") + b"\0")
-        return cls(project, root, h.hexdigest(), state[0])
+        return cls(project, root, h.hexdigest(), entries)
 
     def fix_key(self, p: Patch) -> str:
         h = hashlib.sha256(self.digest.encode() + b"\0")
@@ -139,12 +188,16 @@ class StepKey:
         return {k: v for k, v in entry.items() if isinstance(k, str) and _valid(v)}
 
     def keep(self, verdicts: dict[str, dict[str, Any]]) -> bool:
-        """Kept where the tree is the key's still; True when written."""
+        """Kept where every entry of the key's tree is as it was; True when
+        written. An entry the step added is allowed: what the tests wrote as
+        they ran (sqlalchemy's suite leaves ``pysqlite_test_schema.db``), which
+        they write again in every run, on a sandbox made afresh from the
+        project; one changed or gone is not."""
         verdicts = {k: v for k, v in verdicts.items() if _valid(v) and keepable(v)}
         if not verdicts:
             return False
-        after = noise_cache.tree_state(self.root, contents=True)
-        if after is None or after[0] != self.tree:
+        after = tree_entries(self.root)
+        if after is None or any(after.get(rel) != d for rel, d in self.entries.items()):
             return False
         path = cache_file(self.project)
         entries = _read(path)
