@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from superqode_ls.cli import run as cli_run
+from superqode_ls.qe import verify_kept
 from superqode_ls.qe.roles._bandit_cache import cache_dir
 from superqode_ls.runtime import Runtime
 from superqode_ls.workspace import landlock
@@ -63,6 +64,8 @@ def test_the_scan_and_the_fix_recheck_go_through_it_with_the_commands_results(
     monkeypatch.setenv("SUPERQODE_RUN_BANDIT", "command")
     # the first run's bandit results are kept (_bandit_cache): the command must run again
     shutil.rmtree(cache_dir(repo), ignore_errors=True)
+    # and the verification step's kept verdicts would spare it the re-check (verify_kept.py)
+    verify_kept.cache_file(repo).unlink(missing_ok=True)
     events2, report2 = _run(capsys, repo)
     calls2 = [e["data"] for e in events2 if e["type"] == "tool_call" and e["data"]["tool"] == "bandit"]
     assert len(calls2) == 2 and not any(c.get("warm") for c in calls2)

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from superqode_ls.config import superqode_home
-from superqode_ls.qe import verify_cache
+from superqode_ls.qe import verify_cache, verify_kept
 from superqode_ls.qe.pipeline import QERequest, QESession
 from superqode_ls.qe.roles.base import tool_path
 from superqode_ls.qe.verify_early import SandboxReads
@@ -21,6 +21,13 @@ from tests.test_verify_early import FILES
 from tests.test_verify_early import _run as _run_early
 
 pytestmark = pytest.mark.skipif(not tool_path("ruff"), reason="needs ruff")
+
+
+@pytest.fixture(autouse=True)
+def _no_step_verdicts(monkeypatch):
+    """These are the early verdicts' cache's tests: the verification step's
+    own kept verdicts (verify_kept.py) would answer the second run first."""
+    monkeypatch.setattr(verify_kept.StepKey, "read", lambda self: {})
 
 
 def _run(repo):

@@ -66,3 +66,62 @@ def test_with_no_time_left_the_step_labels_the_fixes_and_prepares_nothing(monkey
     said = sorted(p.verification for p in patches.values())
     assert said[:2] == [verify_step.NO_TIME] * 2 and said[2].startswith(verify_step.OVER_CAP)
     assert not any(p.verified for p in patches.values())
+
+
+def _step(patches, findings, root, cap):
+    import asyncio
+
+    from superqode_ls.qe import verify_step
+
+    class Session:
+        isolation = "full"
+
+    async def go():
+        await verify_step.verify(
+            patches=patches, findings=findings, roles={}, contexts={}, found={},
+            session=Session(), root=root, deadline=asyncio.get_running_loop().time() - 1,
+            cap=cap, full_suite=False, trusted=True, emit=lambda *a, **k: None)
+
+    asyncio.run(go())
+
+
+def test_only_the_fixes_the_cap_reaches_are_read_for_never_verifiable(monkeypatch, tmp_path):
+    """The re-export check parses each fixed module with its fix applied:
+    read for every fix of a large project (14,000) it took minutes of a quick
+    run; fixes past the cap are never tried, so they are not read."""
+    from superqode_ls.qe import verify_step
+
+    read: list[str] = []
+
+    def drops(root, rel, diff, reads):
+        read.append(rel)
+        return None
+
+    monkeypatch.setattr(verify_step, "drops_export", drops)
+    pairs = [_pair(n, Severity.medium) for n in range(50)]
+    patches = {p.id: p for _, p in pairs}
+    _step(patches, [f for f, _ in pairs], tmp_path, cap=3)
+    assert len(read) == 3
+    over = [p for p in patches.values() if (p.verification or "").startswith(verify_step.OVER_CAP)]
+    assert len(over) == 47 and not any(p.verified for p in patches.values())
+
+
+def test_a_never_verifiable_fix_the_cap_reaches_keeps_its_label_and_the_next_takes_its_place(
+        monkeypatch, tmp_path):
+    """The real twin: a fix that removes an exported name is labelled so and
+    never chosen, and the cap goes on to the next fix."""
+    from superqode_ls.qe import verify_step
+
+    def drops(root, rel, diff, reads):
+        return "m1 is listed in __all__" if rel == "m1.py" else None
+
+    monkeypatch.setattr(verify_step, "drops_export", drops)
+    pairs = [_pair(n, Severity.medium) for n in range(5)]
+    patches = {p.id: p for _, p in pairs}
+    never: dict[str, str] = {}
+    todo, over = choose(patches, [f for f, _ in pairs], cap=2, root=tmp_path, never=never)
+    assert [p.id for p in todo] == ["fix-0", "fix-2"] and list(never) == ["fix-1"]
+    assert [p.id for p in over] == ["fix-3", "fix-4"]
+    _step(patches, [f for f, _ in pairs], tmp_path, cap=2)
+    assert patches["fix-1"].verification.startswith(verify_step.REEXPORT)
+    assert "__all__" in patches["fix-1"].verification and not patches["fix-1"].verified

@@ -18,6 +18,7 @@ import pytest
 
 from superqode_ls.cli import warm_client, warm_server
 from superqode_ls.config import superqode_home
+from superqode_ls.qe import verify_kept
 
 from .warm_helpers import SUPERQE, Warm, cold_env, running, state, superqe, wait_exit
 
@@ -76,6 +77,8 @@ def test_a_run_handed_to_the_helper_is_the_same_run(make_repo, warm):
     # before would spare the next its bandit (qe/roles/_bandit_cache.py).
     hot = superqe(*args)
     _forget_bandit_results()
+    # and the verification step's kept verdicts would spare it its re-checks (verify_kept.py)
+    verify_kept.cache_file(repo).unlink(missing_ok=True)
     cold = superqe(*args, env=cold_env())
     assert state()["runs"] == 1  # the first went through the helper, the second did not
     assert hot.returncode == cold.returncode == 1

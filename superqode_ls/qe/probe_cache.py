@@ -37,7 +37,7 @@ def cache_dir() -> Path:
     return home() / "suite-probe"
 
 
-def _site_dirs(prefix: str) -> list[Path]:
+def site_dirs(prefix: str) -> list[Path]:
     lib = Path(prefix) / "lib"
     found = [*lib.glob("python*/site-packages"), *lib.glob("python*/dist-packages")]
     return sorted(p for p in found if p.is_dir())
@@ -47,7 +47,7 @@ def key(sandbox: Path, folders: list[str], python: str, prefix: str, command: li
         ) -> str | None:
     """None when the interpreter's packages cannot be told apart (no
     site-packages found): then nothing is kept."""
-    sites = _site_dirs(prefix) if prefix else []
+    sites = site_dirs(prefix) if prefix else []
     if not sites:
         return None
     h = hashlib.sha256(f"v{VERSION}\0{python}\0{json.dumps(command)}\0".encode())

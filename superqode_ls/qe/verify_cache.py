@@ -80,7 +80,7 @@ def cache_file(project: Path) -> Path:
     return superqode_home() / "fix-verdicts" / repo_key(project) / _NAME
 
 
-def _tool_state(tool: str | None) -> str:
+def tool_state(tool: str | None) -> str:
     """The tool's binary (resolved, its stamp), its variables and its user
     configuration: what makes another version or another setting."""
     h = hashlib.sha256()
@@ -103,7 +103,7 @@ def _tool_state(tool: str | None) -> str:
     return h.hexdigest()
 
 
-def _settings(ctx: RoleContext) -> str:
+def settings_state(ctx: RoleContext) -> str:
     # The configuration's repr, not its JSON: a forked run of the warm helper
     # would build pydantic's serializer for it anew every run (~30 ms); a
     # repr that differs (a set's order) only misses.
@@ -142,8 +142,8 @@ class VerdictKey:
         if state is None:
             return None
         h = hashlib.sha256(f"{VERSION}\0{noise_cache.CODE}\0{state[0]}\0{role.name}\0".encode())
-        h.update(_tool_state(getattr(role, "tool", None)).encode() + b"\0")
-        h.update(_settings(ctx).encode() + b"\0")
+        h.update(tool_state(getattr(role, "tool", None)).encode() + b"\0")
+        h.update(settings_state(ctx).encode() + b"\0")
         for f in found:
             h.update(f.model_dump_json().encode("utf-8", "surrogatepass") + b"\0")
         h.update(b"fixes\0")
