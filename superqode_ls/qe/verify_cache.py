@@ -152,7 +152,7 @@ class VerdictKey:
         return cls(project, root, h.hexdigest(), state[0], state[1], limit)
 
     def read(self) -> Kept | None:
-        raw = _read(cache_file(self.project)).get(self.key)
+        raw = read_entries(cache_file(self.project)).get(self.key)
         try:
             return _kept(raw) if raw is not None else None
         except (TypeError, ValueError, KeyError):
@@ -181,7 +181,7 @@ class VerdictKey:
         if not same:
             return False  # changed while the tool read it
         path = cache_file(self.project)
-        entries = _read(path)
+        entries = read_entries(path)
         entries.pop(self.key, None)
         entries[self.key] = {"results": [_dump(r) for r in kept.results], "whys": kept.whys}
         while len(entries) > MAX_ENTRIES:
@@ -262,15 +262,16 @@ def _kept(raw: Any) -> Kept:
     return Kept(results, dict(whys))
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_entries(path: Path, version: int = VERSION, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
     """The entries of the file at ``path``: nothing where it is a link (never
-    followed), not a plain file, too large, or of another format or code."""
-    raw = read_bounded(path, MAX_BYTES)
+    followed), not a plain file, over ``max_bytes``, or of another format
+    (``version``) or code."""
+    raw = read_bounded(path, max_bytes)
     try:
         data = None if raw is None else json.loads(raw)
     except ValueError:
         return {}
-    if not (isinstance(data, dict) and data.get("version") == VERSION
+    if not (isinstance(data, dict) and data.get("version") == version
             and data.get("code") == noise_cache.CODE and isinstance(data.get("entries"), dict)):
         return {}
     return data["entries"]

@@ -51,9 +51,8 @@ from ..workspace.artifacts import atomic_write
 from ..workspace.paths import repo_key
 from . import noise_cache
 from .probe_cache import site_dirs
-from .roles._common import read_bounded
 from .roles.base import Role, RoleContext
-from .verify_cache import settings_state, tool_state
+from .verify_cache import read_entries, settings_state, tool_state
 
 VERSION = 1
 MAX_BYTES = 4_000_000
@@ -235,17 +234,9 @@ def _valid(v: Any) -> bool:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """The entries of the file at ``path``: nothing where it is a link (never
-    followed), not a plain file, too large, or of another format or code."""
-    raw = read_bounded(path, MAX_BYTES)
-    try:
-        data = None if raw is None else json.loads(raw)
-    except ValueError:
-        return {}
-    if not (isinstance(data, dict) and data.get("version") == VERSION
-            and data.get("code") == noise_cache.CODE and isinstance(data.get("entries"), dict)):
-        return {}
-    return data["entries"]
+    """The entries of the file at ``path`` (``verify_cache.read_entries``:
+    nothing behind a link, too large, or of another format or code)."""
+    return read_entries(path, VERSION, MAX_BYTES)
 
 
 async def take(project: Path | None, root: Path, todo: list[Patch], patches: dict[str, Patch],

@@ -84,7 +84,7 @@ def _web_read(tmp_path: Path) -> tuple[Path, Callable[[], object]]:
 
 
 @pytest.mark.parametrize("reader", [
-    lambda p: (verify_cache.cache_file(p), lambda: verify_cache._read(verify_cache.cache_file(p))),
+    lambda p: (verify_cache.cache_file(p), lambda: verify_cache.read_entries(verify_cache.cache_file(p))),
     lambda p: (noise_cache.cache_file(p), lambda: noise_cache._read(noise_cache.cache_file(p))),
     _web_read,
     _bandit_read,
