@@ -166,6 +166,22 @@ def test_the_noise_line_counts_the_advisories_as_one_kind(tmp_path):
     assert noise_line([one]).startswith("1 more (noise): 1 advisory ("), noise_line([one])
 
 
+def test_the_noise_line_names_each_reason_by_its_lead_clause(tmp_path):
+    # a rule's proof can run to a paragraph: the count line names its lead,
+    # grouping the reasons that share it; --show-noise keeps each whole
+    long = ("every value formatted into this SQL is checked or owned by the code where "
+            "the query runs (a whitelist check before it, a quote-doubling helper)")
+    shown = [mk("B608", line=1, noise=long),
+             mk("B105", line=2, noise="not a secret: the value is an environment variable"),
+             mk("B105", line=3, noise="not a secret: a placeholder"),
+             mk("B101", line=4, noise="in tests code: pytest's testpaths (t/unit)")]
+    line = noise_line(shown)
+    assert line.startswith("4 more (noise): 2 not a secret, "), line
+    assert "1 in tests code" in line and "whitelist" not in line, line
+    assert "1 every value formatted into this SQL is checked or owned by…" in line, line
+    assert shown[0].noise == long  # the finding keeps its whole reason
+
+
 def test_the_setting_defaults_to_evidence_and_refuses_other_values(tmp_path):
     assert load_config(tmp_path).qe.default_view == "evidence"
     (tmp_path / "superqode.yaml").write_text("qe:\n  default_view: all\n")

@@ -359,11 +359,19 @@ def noise_line(findings: list[Finding], shown: bool = False) -> str | None:
 _ADVISORY, _ADVISORIES = "advisory", "advisories"
 
 
+# A reason's lead clause, as the count line names it: the whole reason (a
+# rule's proof can run to a paragraph) is the finding's own, --show-noise.
+_LEAD_MAX = 60
+
+
 def _noise_kind(reason: str | None) -> str:
     first = (reason or "").split("; ")[0]
     if first.startswith(("advisory:", "an advisory (")):
         return _ADVISORY
-    return "low confidence" if first.startswith("low confidence") else first
+    if first.startswith("low confidence"):
+        return "low confidence"
+    lead = re.split(r": | \(", first, maxsplit=1)[0].strip() or first
+    return lead if len(lead) <= _LEAD_MAX else lead[:_LEAD_MAX - 1].rstrip(" ,") + "…"
 
 
 def summary_lines(report: QualityReport, show_noise: bool = False) -> list[str]:
