@@ -2,7 +2,10 @@
 
 An alembic revision (a module that states ``revision`` and
 ``down_revision`` and defines ``upgrade()``) or a Django migration (a
-``Migration`` class built on ``migrations.Migration``) runs once, by whoever
+``Migration`` class built on ``migrations.Migration``) or a module of
+numbered migration steps (lnbits' ``migrations.py``: ``async def
+m001_initial(db)``, ``m002_...``, run in order by the app's migrator) runs
+once, by whoever
 deploys, against the database's own rows and the literals written in it:
 mealie's ``DELETE FROM {table_meta.tablename}`` over a literal list of
 tables, ``INSERT INTO households ({columns})`` from a dict's own keys. No
@@ -16,6 +19,7 @@ module that is not a migration.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 from ..models import Finding, Severity
@@ -37,7 +41,7 @@ def migration_noise(findings: list[Finding], lines_of: Lines,
         if (f.noise is None and f.file and f.file.endswith(".py") and f.range
                 and ({canonical(f.rule_id), *f.related_rules} & _SQL_RULES)):
             if f.file not in trees:
-                trees[f.file] = _migration(lines_of(f.file))
+                trees[f.file] = _migration(lines_of(f.file), f.file)
             tree = trees[f.file]
             if tree is not None and not _from_rows(tree, f.range.start_line):
                 f = mark_noise(f, WHY, Severity.low)
@@ -45,11 +49,28 @@ def migration_noise(findings: list[Finding], lines_of: Lines,
     return out
 
 
-def _migration(lines: list[str] | None) -> ast.Module | None:
+def _migration(lines: list[str] | None, file: str) -> ast.Module | None:
     """The module's tree when it is a schema migration, else None."""
     tree = module_of(lines) if lines is not None else None
-    return tree if tree is not None and (_alembic_revision(tree) or _django_migration(tree)) \
-        else None
+    return tree if tree is not None and (_alembic_revision(tree) or _django_migration(tree)
+                                         or _numbered_steps(tree, file)) else None
+
+
+# A migration step's name: its number first (m001_initial, v2_add_index,
+# migration_0003_...), as the migrators that run them in order read it.
+_STEP = re.compile(r"^(?:m|v|migration_?|migrate_?)\d{1,5}(?:_|$)")
+
+
+def _numbered_steps(tree: ast.Module, file: str) -> bool:
+    """A module of migration steps: named ``migrations.py`` (or in a
+    ``migrations/`` folder), with at least two top-level functions named by
+    their number."""
+    parts = file.split("/")
+    if parts[-1] != "migrations.py" and "migrations" not in parts[:-1]:
+        return False
+    steps = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and _STEP.match(n.name)]
+    return len(steps) >= 2
 
 
 # What reads the database's rows (Django's manager, DB-API and SQLAlchemy results).
