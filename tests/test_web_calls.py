@@ -272,6 +272,24 @@ def test_stored_xss_neighbours_stay_quiet():
     assert _hits(files, "app/views.py") == [("stored-xss", 7, Severity.medium)]
 
 
+def test_stored_text_escaped_or_drawn_as_a_qr_code_is_no_stored_xss():
+    # securedrop: Markup over escape()d parts, and over the SVG a QR code
+    # library draws from the user's name; the same row's name marked safe
+    # as text stays shown
+    views = ("from flask import Flask, render_template, flash\n"
+             "from markupsafe import Markup, escape\n"
+             "app = Flask(__name__)\n"
+             "@app.route('/u/<uid>')\ndef u(uid):\n"
+             "    user = User.query.get(uid)\n"
+             "    flash(Markup('<b>{}</b> {}'.format(escape('Saved'), escape(user.name))))\n"
+             "    qr = Markup(user.totp.qrcode_svg(user.name).decode())\n"
+             "    count = Markup('<i>%d</i>' % len(user.items))\n"
+             "    bad = Markup('<b>{}</b>'.format(user.name))\n"
+             "    return render_template('u.html', qr=qr, count=count, bad=bad)\n")
+    files = {"app/views.py": views, "app/templates/u.html": "{{ qr }}{{ count }}{{ bad }}\n"}
+    assert _hits(files, "app/views.py") == [("stored-xss", 10, Severity.medium)]
+
+
 def test_the_module_cache_is_bounded():
     cache = _Cache(size=2)
     for n in range(3):

@@ -76,7 +76,8 @@ def _chain(node: ast.AST) -> set[str]:
 
 def db_read(node: ast.AST, values: dict[str, ast.AST], returns: Returns, depth: int = 2) -> bool:
     """An expression holding a value read from the database (not one that
-    went through ``Markup()``: that call is reported itself)."""
+    went through ``Markup()``, reported itself, nor through an escape, a
+    sanitiser or a number's conversion, nor one drawn as a QR code)."""
     for n in _walk_unmarked(node):
         if isinstance(n, ast.Name) and n.id in _DB_NAMES:
             return True
@@ -93,11 +94,22 @@ def db_read(node: ast.AST, values: dict[str, ast.AST], returns: Returns, depth: 
     return False
 
 
+# What makes stored text safe to mark (an escape, an HTML sanitiser), and
+# what draws it as an image rather than printing it (securedrop's
+# ``Markup(user.totp.qrcode_svg(user.username))``: the name is encoded in the
+# QR code's squares, never written into the markup as text).
+_MADE_SAFE = {"escape", "conditional_escape", "escape_silent", "clean", "linkify",
+              "sanitize", "sanitise", "quote", "urlencode", "quote_plus", "int", "float",
+              "len", "bool"}
+_DRAWN = re.compile(r"(?i)^(?:make_|to_|render_)?(?:qr_?code|barcode)(?:_\w+)?$")
+
+
 def _walk_unmarked(node: ast.AST) -> Iterator[ast.AST]:
     todo = [node]
     while todo:
         n = todo.pop()
-        if isinstance(n, ast.Call) and _func_name(n) in _MARK_SAFE:
+        if isinstance(n, ast.Call) and (_func_name(n) in _MARK_SAFE or _func_name(n) in _MADE_SAFE
+                                        or _DRAWN.match(_func_name(n))):
             continue
         yield n
         todo.extend(ast.iter_child_nodes(n))
