@@ -119,3 +119,31 @@ def test_landlock_only_refusal_of_tmp_is_the_sandbox_s(make_repo, monkeypatch):
     assert "read-only outside its folders (the test writes under /tmp)" in fixed["noise"]
     assert by_test["test_real_bug"]["severity"] == "high"
     assert report["verdict"] == "fail"  # for the real bug only
+
+
+def test_another_systems_program_failing_in_a_fixture_is_the_environment(tmp_path):
+    # commitizen's signed-commit fixture: gpg --quick-gen-key exits 2 in the
+    # sandbox and 0 on the developer's machine
+    from superqode_ls.qe.roles._unit_cause import CODE, ENVIRONMENT, UNKNOWN, judge
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "cz-like"\n[project.scripts]\ncz = "cz_like.cli:main"\n')
+
+    def record(command: str) -> dict:
+        return {"message": f"subprocess.CalledProcessError: Command {command} returned "
+                           "non-zero exit status 2.",
+                "chain": [{"mro": ["subprocess.CalledProcessError", "subprocess.SubprocessError",
+                                   "builtins.Exception"],
+                           "where": "/usr/lib/python3.11/subprocess.py", "function": "run"}],
+                "entries": [{"path": str(tmp_path / "tests/conftest.py"), "lineno": 145}]}
+
+    kind, why = judge(record("'['gpg', '--batch', '--quick-gen-key', 'a@b']'"), tmp_path)
+    assert kind == ENVIRONMENT and "a program the tests run fails here (gpg)" in why, why
+    # the project's own command, Python, or a script in the project: not proven the environment's
+    assert judge(record("'['cz', 'bump']'"), tmp_path)[0] == UNKNOWN
+    assert judge(record("'['python', '-m', 'cz_like']'"), tmp_path)[0] == UNKNOWN
+    assert judge(record(f"'['{tmp_path}/bin/run.sh']'"), tmp_path)[0] == UNKNOWN
+    # an assertion about the program's output stays the code's
+    asserted = record("'['gpg', '--version']'")
+    asserted["chain"] = [{"mro": ["builtins.AssertionError"], "where": str(tmp_path / "t.py")}]
+    assert judge(asserted, tmp_path)[0] == CODE

@@ -13,7 +13,11 @@ was raised), whatever the project or its libraries call it:
 - the OS refusing a path or an operation (EROFS anywhere, EACCES/EPERM
   outside the sandbox, EPERM with no path: the sandbox's barrier);
 - a program the tests run that is not there (``FileNotFoundError`` raised
-  where the subprocess is started);
+  where the subprocess is started), or another system's program that exits
+  with an error here (``CalledProcessError`` of ``gpg --quick-gen-key`` in
+  a fixture: the program's own setup in the sandbox); not Python, and not a
+  command the project itself installs (its console scripts), which is the
+  code's;
 - a timeout (the OS's, a client library's, pytest-timeout's);
 - a locale or time zone the machine does not have;
 - a client library's own connection or timeout error, raised in
@@ -32,6 +36,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ._common import read_head
 from ._unit_env import SERVICES
 from ._unit_records import project_rel
 
@@ -54,6 +59,10 @@ _PYTEST_TIMEOUT = re.compile(r"^Failed: Timeout >", re.MULTILINE)
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _MOCK = re.compile(r"[/\\]unittest[/\\]mock\.py$|[/\\](?:site|dist)-packages[/\\]mock[/\\]")
 _SERVICE_PORT = re.compile(r"(?:port |:|', )(\d{2,5})\b")
+# CalledProcessError's text: "Command '['gpg', '--batch', ...]' returned
+# non-zero exit status 2." (or the command as one string)
+_FAILED_COMMAND = re.compile(r"Command '\[?'?([^' ,\]]+)[^\n]*' returned non-zero exit status")
+_PYTHON = re.compile(r"^(?:python[\d.]*|pypy[\d.]*|pytest|pip[\d.]*|coverage|tox|nox)$")
 
 
 def judge(record: dict[str, Any], root: Path) -> tuple[str, str | None]:
@@ -113,6 +122,10 @@ def _environment(exc: dict[str, Any], text: str, sandbox: str) -> str | None:
             return "the sandbox refuses a path outside its folders"
         if code == errno.EPERM and not filename:
             return "an operation the sandbox does not permit (EPERM)"
+    if "subprocess.CalledProcessError" in names and where.endswith("subprocess.py"):
+        if program := _system_program(text, sandbox):
+            return (f"a program the tests run fails here ({program[:40]}): its own setup "
+                    "in the sandbox, not the project's code")
     if names & _TIMEOUTS:
         return "a timeout (a service or process did not answer in time)"
     if "locale.Error" in names:
@@ -124,6 +137,29 @@ def _environment(exc: dict[str, Any], text: str, sandbox: str) -> str | None:
             _CLIENT.search(m.rsplit(".", 1)[-1]) for m in mro if not m.startswith("builtins.")):
         return f"a client library could not reach its service ({own.rsplit('.', 1)[-1]})"
     return None
+
+
+def _system_program(text: str, sandbox: str) -> str | None:
+    """The failed command's program, where it is another system's: not
+    Python or a test runner, not a path inside the sandbox, and not a
+    console script the project declares (its own CLI failing is the code's)."""
+    m = _FAILED_COMMAND.search(text)
+    if m is None:
+        return None
+    program = m.group(1)
+    name = os.path.basename(program)
+    if not name or _PYTHON.match(name) or name.endswith(".py"):
+        return None
+    if "/" in program and (not program.startswith("/") or (os.path.normpath(program) + "/")
+                           .startswith(os.path.normpath(sandbox) + "/")):
+        return None
+    declared = re.compile(rf"(?m)^\s*[\"']?{re.escape(name)}[\"']?\s*=")
+    for config in ("pyproject.toml", "setup.cfg", "setup.py"):
+        body = read_head(Path(sandbox) / config, 256_000) if sandbox else None
+        if body and (declared.search(body) or f"'{name}=" in body or f'"{name}=' in body
+                     or f"'{name} =" in body or f'"{name} =' in body):
+            return None
+    return name
 
 
 def _refused(text: str) -> str:
