@@ -28,7 +28,10 @@ def warm():
     yield from running()
 
 FILES = {"app.py": "import os\nimport subprocess\n\n\ndef f(x):\n"
-                   "    return subprocess.call(x, shell=True)\n"}
+                   "    return subprocess.call(x, shell=True)\n",
+         # bandit's finding decides the exit: the whole view, where the
+         # default one makes a shell call no input reaches an advisory
+         "superqode.yaml": "qe:\n  default_view: all\n"}
 
 
 def _same(text: str) -> str:

@@ -22,7 +22,10 @@ pytestmark = pytest.mark.skipif(_bandit_warm.starting(Runtime.foreground()) is N
                                 reason="no bandit beside this interpreter, or no Landlock")
 
 FILES = {"app.py": "import subprocess\n\n\ndef f(x):\n"
-                   "    return subprocess.call(x, shell=True)\n"}
+                   "    return subprocess.call(x, shell=True)\n",
+         # bandit's finding decides the exit: the whole view, where the
+         # default one makes a shell call no input reaches an advisory
+         "superqode.yaml": "qe:\n  default_view: all\n"}
 ARGS = ("--mode", "quick", "-r", "security_tester", "--jsonl")
 
 
