@@ -180,21 +180,8 @@ class VerdictKey:
             same = after[1] == self.stamps
         if not same:
             return False  # changed while the tool read it
-        path = cache_file(self.project)
-        entries = read_entries(path)
-        entries.pop(self.key, None)
-        entries[self.key] = {"results": [_dump(r) for r in kept.results], "whys": kept.whys}
-        while len(entries) > MAX_ENTRIES:
-            entries.pop(next(iter(entries)))
-        data = json.dumps({"version": VERSION, "code": noise_cache.CODE, "entries": entries},
-                          separators=(",", ":"))
-        if len(data) > MAX_BYTES:
-            return False
-        try:
-            atomic_write(path, data)
-        except OSError:
-            return False
-        return True
+        return store_entry(cache_file(self.project), self.key,
+                           {"results": [_dump(r) for r in kept.results], "whys": kept.whys})
 
 
 def _same_file(a: tuple, b: tuple) -> bool:
@@ -260,6 +247,27 @@ def _kept(raw: Any) -> Kept:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in whys.items()):
         raise TypeError("whys")
     return Kept(results, dict(whys))
+
+
+def store_entry(path: Path, key: str, value: Any, version: int = VERSION,
+                max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> bool:
+    """Write ``value`` under ``key`` into the file at ``path``, newest last,
+    the oldest entries dropped past ``max_entries``; nothing written (False)
+    when the file would pass ``max_bytes`` or cannot be written."""
+    entries = read_entries(path, version, max_bytes)
+    entries.pop(key, None)
+    entries[key] = value
+    while len(entries) > max_entries:
+        entries.pop(next(iter(entries)))
+    data = json.dumps({"version": version, "code": noise_cache.CODE, "entries": entries},
+                      separators=(",", ":"))
+    if len(data) > max_bytes:
+        return False
+    try:
+        atomic_write(path, data)
+    except OSError:
+        return False
+    return True
 
 
 def read_entries(path: Path, version: int = VERSION, max_bytes: int = MAX_BYTES) -> dict[str, Any]:

@@ -47,12 +47,11 @@ from typing import Any
 
 from ..config import superqode_home
 from ..models import Finding, Patch
-from ..workspace.artifacts import atomic_write
 from ..workspace.paths import repo_key
 from . import noise_cache
 from .probe_cache import site_dirs
 from .roles.base import Role, RoleContext
-from .verify_cache import read_entries, settings_state, tool_state
+from .verify_cache import read_entries, settings_state, store_entry, tool_state
 
 VERSION = 1
 MAX_BYTES = 4_000_000
@@ -198,21 +197,8 @@ class StepKey:
         after = tree_entries(self.root)
         if after is None or any(after.get(rel) != d for rel, d in self.entries.items()):
             return False
-        path = cache_file(self.project)
-        entries = _read(path)
-        entries.pop(self.digest, None)
-        entries[self.digest] = verdicts
-        while len(entries) > MAX_ENTRIES:
-            entries.pop(next(iter(entries)))
-        data = json.dumps({"version": VERSION, "code": noise_cache.CODE, "entries": entries},
-                          separators=(",", ":"))
-        if len(data) > MAX_BYTES:
-            return False
-        try:
-            atomic_write(path, data)
-        except OSError:
-            return False
-        return True
+        return store_entry(cache_file(self.project), self.digest, verdicts, VERSION,
+                           MAX_ENTRIES, MAX_BYTES)
 
 
 def keepable(v: dict[str, Any]) -> bool:
