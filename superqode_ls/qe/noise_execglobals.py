@@ -34,12 +34,8 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
-from .noise_library import python_files
-from .roles._common import read_prefix
+from .noise_library import module_text, module_texts
 
-_MAX_FILES = 3000
-_MAX_BYTES = 512 * 1024
-_SKIP = frozenset({"node_modules", "venv", ".venv", "build", "dist", "__pycache__", "site-packages"})
 _UNDEFINED = re.compile(r"Undefined name `([A-Za-z_][A-Za-z0-9_]*)`")
 _RUNNER = re.compile(r"\b(?:exec|run_path)\s*\(")
 
@@ -84,15 +80,9 @@ def _scan(root: Path, stems: set[str],
     imported: set[str] = set()
     runners: list[tuple[str, list[str], list[tuple[str, int]]]] = []
     seen: list[tuple[str, str]] = []  # (relative path, path): read again only if needed
-    for path in python_files(root, _SKIP, _MAX_FILES):
-        if path is None:
-            return None
-        data = read_prefix(path, _MAX_BYTES + 1)
-        if data is None:
-            continue
-        if len(data) > _MAX_BYTES:
-            return None
-        text = data.decode("utf-8", "replace")
+    for path, text in module_texts(root):
+        if path is None or text is None:
+            return None  # the walk cut short, or a module too large to read
         rel = os.path.relpath(path, root).replace(os.sep, "/")
         if any(stem in text for stem in stems):  # (the regex only where one is written)
             imported |= set(imports.findall(text))
@@ -118,8 +108,7 @@ def _scan(root: Path, stems: set[str],
         # that also write one of the names as a string are parsed)
         quoted = re.compile("[\"'](?:" + "|".join(re.escape(n) for n in sorted(names)) + ")[\"']")
         for rel, path in seen:
-            data = read_prefix(path, _MAX_BYTES + 1)
-            text = data.decode("utf-8", "replace") if data is not None else ""
+            text = module_text(path) or ""
             if not any(n in text for n in names) or not quoted.search(text) \
                     or not named.search(text):
                 continue

@@ -26,13 +26,9 @@ from pathlib import Path
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .context import mark_noise
-from .noise_library import python_files
-from .roles._common import read_prefix
+from .noise_library import module_texts
 
 _SIBLINGS = 3
-_MAX_FILES = 3000
-_MAX_BYTES = 512 * 1024
-_SKIP = frozenset({"node_modules", "venv", ".venv", "build", "dist", "__pycache__", "site-packages"})
 _UNDEFINED = re.compile(r"Undefined name `([A-Za-z_][A-Za-z0-9_]*)`")
 _OWN = frozenset({"self", "cls"})
 
@@ -89,13 +85,11 @@ def _setters(root: Path, names: set[str]) -> dict[str, list[tuple[str, int]]]:
     alternatives = "|".join(sorted(names))
     quick = re.compile(rf"\.\s*(?:{alternatives})\s*=[^=]|setattr\(")
     found: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for path in python_files(root, _SKIP, _MAX_FILES):
+    for path, text in module_texts(root):
         if path is None:
             break
-        data = read_prefix(path, _MAX_BYTES + 1)
-        if data is None or len(data) > _MAX_BYTES:
+        if text is None:
             continue
-        text = data.decode("utf-8", "replace")
         if not quick.search(text):
             continue
         try:

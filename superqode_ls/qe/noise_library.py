@@ -345,6 +345,38 @@ def python_files(root: str | os.PathLike[str], skip: frozenset[str], limit: int)
             yield os.path.join(dirpath, name)
 
 
+# The project-wide noise rules' walk (the exec runners, the re-raise
+# helpers, the format templates, the injected names): its folders left out
+# and its bounds, one for all of them.
+MODULE_SKIP = frozenset({"node_modules", "venv", ".venv", "build", "dist", "__pycache__",
+                         "site-packages"})
+MODULE_MAX_FILES = 3000
+MODULE_MAX_BYTES = 512 * 1024
+
+
+def module_text(path: str) -> str | None:
+    """A module's text (undecodable bytes replaced); None for a link, no
+    regular file, or one over ``MODULE_MAX_BYTES``."""
+    data = read_prefix(path, MODULE_MAX_BYTES + 1)
+    return None if data is None or len(data) > MODULE_MAX_BYTES else data.decode("utf-8", "replace")
+
+
+def module_texts(root: str | os.PathLike[str]):
+    """(path, text) of each Python module of the project (``python_files``
+    over ``MODULE_SKIP``), text None for one over ``MODULE_MAX_BYTES``; a
+    link or no regular file is left out; (None, None) once, and no more,
+    past ``MODULE_MAX_FILES``: each rule decides what a cut walk, or a
+    module too large to read, proves."""
+    for path in python_files(root, MODULE_SKIP, MODULE_MAX_FILES):
+        if path is None:
+            yield None, None
+            return
+        data = read_prefix(path, MODULE_MAX_BYTES + 1)
+        if data is None:
+            continue
+        yield path, (None if len(data) > MODULE_MAX_BYTES else data.decode("utf-8", "replace"))
+
+
 def is_web_project(root: Path) -> bool:
     """Whether any Python module of the project imports a web framework (its
     first 16 KB read; the walk bounded). Unknown (too many files) counts as

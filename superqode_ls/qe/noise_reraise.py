@@ -27,13 +27,9 @@ from pathlib import Path
 from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .context import mark_noise
-from .noise_library import module_of, python_files
-from .roles._common import read_prefix
+from .noise_library import module_of, module_texts
 
 Lines = Callable[[str], "list[str] | None"]
-_MAX_FILES = 3000
-_MAX_BYTES = 512 * 1024
-_SKIP = frozenset({"node_modules", "venv", ".venv", "build", "dist", "__pycache__", "site-packages"})
 _BOUNDARY = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 
 WHY = ("{}() is called only from except handlers across the project ({} call(s), e.g. {}): the "
@@ -85,15 +81,11 @@ def _handled_calls(root: Path, names: set[str]) -> dict[str, list[str]]:
     quick = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\b")
     calls: dict[str, list[str]] = {n: [] for n in names}
     spoiled: set[str] = set()
-    for path in python_files(root, _SKIP, _MAX_FILES):
+    for path, text in module_texts(root):  # (a link or no regular file: left out)
         if path is None:
             return {}  # the walk was cut short: callers unseen
-        data = read_prefix(path, _MAX_BYTES + 1)
-        if data is None:
-            continue  # a link or no regular file: not one of the project's modules
-        if len(data) > _MAX_BYTES:
+        if text is None:
             return {}  # a module too large to read may call any of them
-        text = data.decode("utf-8", "replace")
         if not any(n in text for n in names):  # (the regex only where a name is written)
             continue
         present = set(quick.findall(text))

@@ -26,13 +26,9 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
-from .noise_library import module_of, python_files
-from .roles._common import read_prefix
+from .noise_library import module_of, module_texts
 
 Lines = Callable[[str], "list[str] | None"]
-_MAX_FILES = 3000
-_MAX_BYTES = 512 * 1024
-_SKIP = frozenset({"node_modules", "venv", ".venv", "build", "dist", "__pycache__", "site-packages"})
 _UNDEFINED = re.compile(r"Undefined name `([A-Za-z_][A-Za-z0-9_]*)`")
 _FORMATS = frozenset({"format", "format_map"})
 
@@ -88,13 +84,11 @@ def _fillers(root: Path, basenames: set[str]) -> dict[str, str]:
     file in a string literal and calls ``.format``/``.format_map``."""
     quick = re.compile("|".join(re.escape(b) for b in sorted(basenames)))
     found: dict[str, str] = {}
-    for path in python_files(root, _SKIP, _MAX_FILES):
+    for path, text in module_texts(root):
         if path is None:
             break
-        data = read_prefix(path, _MAX_BYTES + 1)
-        if data is None or len(data) > _MAX_BYTES:
+        if text is None:
             continue
-        text = data.decode("utf-8", "replace")
         if not quick.search(text) or ".format" not in text:
             continue
         try:
