@@ -21,14 +21,9 @@ from __future__ import annotations
 from superqode_ls.models import Severity
 from tests.test_context_raise import found_by_security, needs_bandit
 from tests.test_findings_context import _at
+from tests.test_web_quiet import _noise
 
 FLASK = "from flask import Flask, redirect, request, url_for\napp = Flask(__name__)\n"
-
-
-def _noise(findings, file, line, rule):
-    hits = _at(findings, file, line, rule)
-    assert hits, f"{rule} at {file}:{line} not found"
-    assert all(f.noise and f.severity.rank <= Severity.low.rank for f in hits), (file, line)
 
 
 def _shown(findings, file, line, rule):

@@ -278,14 +278,6 @@ FLOW_RULES = frozenset({"ssrf", "path-traversal", "open-redirect", "reflected-xs
 _HANDLER_READS = frozenset({"path", "headers", "rfile"})
 
 
-def _class_of(s: Scopes, node: ast.AST) -> ast.ClassDef | None:
-    while node in s.parent:
-        node = s.parent[node]
-        if isinstance(node, ast.ClassDef):
-            return node
-    return None
-
-
 def _handler(cls: ast.ClassDef) -> bool:
     return any("handler" in _text(b).lower() for b in cls.bases)
 
@@ -298,7 +290,7 @@ def own_attribute_input(s: Scopes, line: int) -> str | None:
     if not calls:
         return None
     call = min(calls, key=lambda c: (c.end_lineno or c.lineno) - c.lineno)
-    cls = _class_of(s, call)
+    cls = s.class_of(call)
     # no base: maybe a mixin a handler takes in; a handler of this module
     # built on it also reads its client through these methods
     if cls is None or not cls.bases or _handler(cls) or any(

@@ -263,7 +263,7 @@ def caller_checked_sql(s: Scopes, func: ast.AST, built: list[ast.AST],
         return None
     calls = [c for c in ast.walk(s.tree) if isinstance(c, ast.Call) and _name(c) == func.name
              and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
-             and c.func.value.id in ("self", "cls") and _class_of(s, c) is _class_of(s, func)]
+             and c.func.value.id in ("self", "cls") and s.class_of(c) is s.class_of(func)]
     if not calls:
         return None
     for c in calls:
@@ -285,14 +285,6 @@ def caller_checked_sql(s: Scopes, func: ast.AST, built: list[ast.AST],
     return (f"{', '.join(params)} is formatted into this SQL, and every call of "
             f"{func.name}() in the module passes text its caller proves the code's own "
             "(quoted identifiers, literals, a lookup in a dict of literals)")
-
-
-def _class_of(s: Scopes, node: ast.AST) -> ast.AST | None:
-    while node in s.parent:
-        node = s.parent[node]
-        if isinstance(node, ast.ClassDef):
-            return node
-    return None
 
 
 # -- request text checked by an anchored regex --------------------------------
