@@ -34,6 +34,7 @@ from ..models import Finding, Severity
 from ..workspace.pyast import parse as parse_python
 from .ast_index import index
 from .context import mark_noise
+from .noise_defaults import callee
 from .noise_library import module_text, module_texts
 
 _UNDEFINED = re.compile(r"Undefined name `([A-Za-z_][A-Za-z0-9_]*)`")
@@ -132,8 +133,7 @@ def _exec_holders(tree: ast.Module) -> tuple[list[str], list[tuple[str, int]]] |
         if not isinstance(node, ast.Call):
             continue
         fn = node.func
-        name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(
-            fn, ast.Attribute) else ""
+        name = callee(node)
         kw = {k.arg: k.value for k in node.keywords}
         if name == "exec" and isinstance(fn, ast.Name):
             env = node.args[1] if len(node.args) >= 2 else kw.get("globals")
@@ -179,9 +179,7 @@ def _passed_keys(tree: ast.Module, callees: set[str]):
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        fn = node.func
-        name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(
-            fn, ast.Attribute) else ""
+        name = callee(node)
         if name not in callees:
             continue
         for arg in [*node.args, *(k.value for k in node.keywords)]:
